@@ -1,0 +1,94 @@
+"""The one exception family of whenpro (DESIGN §9).
+
+Every error a user can cause with bad input is a :class:`WhenproError`. Each carries
+*what* went wrong, *where* (a file path, plus a JSON path such as ``$.trajectory[3].kind``
+or a row number of a JSONL file) and *what was expected*, and renders as one line that
+the CLI prints before exiting with status 2 and the TUI shows as a notification.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class WhenproError(Exception):
+    """Base of every error whenpro raises on purpose.
+
+    Args:
+        what: what went wrong, in a few words ("not valid JSON", "missing field").
+        path: the file (or folder) concerned, if any.
+        json_path: a JSONPath-like location inside the document (``$.history[4].role``).
+        row: 1-based line number in a JSONL file.
+        expected: what whenpro expected to find there.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        path: str | Path | None = None,
+        json_path: str | None = None,
+        row: int | None = None,
+        expected: str | None = None,
+    ) -> None:
+        self.what = what
+        self.path = str(path) if path is not None else None
+        self.json_path = json_path
+        self.row = row
+        self.expected = expected
+        super().__init__(self.one_line())
+
+    def where(self) -> str:
+        """The location part of the message: ``file:row at $.json.path`` (may be empty)."""
+        parts = []
+        if self.path:
+            parts.append(self.path + (f":{self.row}" if self.row is not None else ""))
+        elif self.row is not None:
+            parts.append(f"row {self.row}")
+        if self.json_path:
+            parts.append(f"at {self.json_path}")
+        return " ".join(parts)
+
+    def one_line(self) -> str:
+        """The whole error as one line: ``<where>: <what> (expected <expected>)``."""
+        msg = self.what
+        if self.expected:
+            msg += f" (expected {self.expected})"
+        where = self.where()
+        line = f"{where}: {msg}" if where else msg
+        return " ".join(line.split())
+
+    def located(self, *, path: str | Path | None = None, row: int | None = None) -> "WhenproError":
+        """Fill in a missing file path or row number (used as errors travel outwards)."""
+        if self.path is None and path is not None:
+            self.path = str(path)
+        if self.row is None and row is not None:
+            self.row = row
+        self.args = (self.one_line(),)
+        return self
+
+
+class TraceFormatError(WhenproError):
+    """The input is not a trace whenpro can read: bad JSON, wrong types, missing fields,
+    truncated file, wrong encoding, unknown framework, a step index out of range."""
+
+
+class UnknownFormatError(TraceFormatError):
+    """No importer recognised the content of a file."""
+
+
+class ConfigError(WhenproError):
+    """A setting, flag, model name or config file is invalid."""
+
+
+class BackendError(WhenproError):
+    """An LLM backend failed after its retries (HTTP error, timeout, unusable answer).
+    Messages never contain API keys."""
+
+
+class MediaError(WhenproError):
+    """An image or video could not be read, or a media path points outside its trace's folder."""
+
+
+class ReplayError(WhenproError):
+    """Warm-start replay or an executor failed (crash, timeout, protocol violation)."""

@@ -1,0 +1,5 @@
+"""Trace importers and the registry that picks one by sniffing content (DESIGN §2, §4)."""
+
+from whenpro_core.formats.registry import load_trace, load_traces, sniff, split_ref, walk
+
+__all__ = ["load_trace", "load_traces", "sniff", "split_ref", "walk"]

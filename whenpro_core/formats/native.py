@@ -1,0 +1,86 @@
+"""whenpro's native trace format: the :class:`~whenpro_core.model.Trace` model as JSON.
+
+A native file is one JSON object whose ``format`` is ``"whenpro.trace/1"``; its JSON
+Schema is ``Trace.model_json_schema()`` (``whenpro schema``). Writing then reading gives
+back an equal model (round trip). ``source`` is rewritten on read to say where the file
+was actually found.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.base import DocumentImporter, LoadContext
+from whenpro_core.fsutil import atomic_write_bytes
+from whenpro_core.model import NATIVE_FORMAT, Trace
+
+
+def dumps_trace(trace: Trace, *, indent: bool = True) -> bytes:
+    """Serialise a trace to native JSON bytes (UTF-8)."""
+    data = trace.model_dump(mode="json")
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0)
+
+
+def write_trace(trace: Trace, path: str | Path, *, indent: bool = True) -> Path:
+    """Write ``trace`` to ``path`` in the native format, atomically."""
+    return atomic_write_bytes(path, dumps_trace(trace, indent=indent) + b"\n")
+
+
+def trace_from_dict(doc: Any, ctx: LoadContext) -> Trace:
+    """Validate a native document into a :class:`Trace`; TraceFormatError names the
+    first invalid field as a JSON path."""
+    try:
+        trace = Trace.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+        raise ctx.error(err["msg"], loc, expected="a whenpro.trace/1 document") from None
+    for i, step in enumerate(trace.steps):
+        if step.index != i:
+            raise ctx.error(f"step index {step.index} out of order", f"$.steps[{i}].index",
+                            expected=str(i))
+    trace.source.path = str(ctx.path)
+    trace.source.root = str(ctx.root) if ctx.root else trace.source.root
+    return trace
+
+
+class NativeImporter(DocumentImporter):
+    """Reads files written by :func:`write_trace` (``format: whenpro.trace/1``), and a
+    JSON list of them."""
+
+    name = "native"
+    priority = 100
+
+    def matches(self, doc: Any) -> bool:
+        if isinstance(doc, list) and doc and isinstance(doc[0], dict):
+            doc = doc[0]
+        return isinstance(doc, dict) and doc.get("format") == NATIVE_FORMAT
+
+    def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
+        docs = doc if isinstance(doc, list) else [doc]
+        traces = []
+        for i, d in enumerate(docs):
+            if not isinstance(d, dict):
+                raise ctx.error("wrong type", f"$[{i}]", expected="a trace object")
+            t = trace_from_dict(d, ctx)
+            if isinstance(doc, list):
+                t.source.key = str(i + 1)
+            traces.append(t)
+        return traces
+
+
+def load_native(path: str | Path) -> Trace:
+    """Read one native trace file (TraceFormatError on anything else)."""
+    from whenpro_core.formats.base import read_json_file
+
+    p = Path(path)
+    doc = read_json_file(p)
+    if not NativeImporter().matches(doc):
+        raise TraceFormatError("not a whenpro trace", path=p, json_path="$.format",
+                               expected=f'"{NATIVE_FORMAT}"')
+    return NativeImporter().load(doc, LoadContext(path=p))[0]

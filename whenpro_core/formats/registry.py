@@ -1,0 +1,226 @@
+"""Pick the importer for a path by sniffing its content (never its name), load traces,
+and walk datasets cheaply.
+
+A trace reference is a path, optionally followed by ``#key`` to select one trace inside
+a file that holds several (``data/text.jsonl#12`` is row 12, 1-based; ``log.eval#s1``
+is a sample id). Folders and globs are datasets: :func:`walk` lists their traces as
+:class:`~whenpro_core.model.TraceSummary` rows, reporting bad files as error rows and
+carrying on.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import importlib
+import os
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any, Iterator
+
+from whenpro_core.errors import TraceFormatError, UnknownFormatError, WhenproError
+from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext, read_json_file
+from whenpro_core.model import Trace, TraceSummary
+
+HEAD_BYTES = 64 * 1024
+
+#: ``module:Class`` of every importer. Modules are imported on first use only.
+IMPORTERS: list[str] = [
+    "whenpro_core.formats.native:NativeImporter",
+    "whenpro_core.formats.whowhen:WhoWhenImporter",
+    "whenpro_core.formats.whowhen_pro:WhoWhenProImporter",
+    "whenpro_core.formats.whowhen_pro_jsonl:WhoWhenProJsonlImporter",
+]
+
+#: File suffixes a dataset walk looks at (content still decides the format).
+WALK_SUFFIXES = {".json", ".jsonl", ".traj", ".eval", ".ndjson"}
+#: Folder names a dataset walk never enters.
+SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", "assets", "video_assets"}
+#: Marker files/folders of a dataset root (media paths resolve from here).
+ROOT_MARKERS = ("taxonomy.yaml", "video_assets", "assets", "data_release")
+
+
+def register(spec: str) -> None:
+    """Add an importer (``"package.module:Class"``) to the registry (plugins, tests)."""
+    if spec not in IMPORTERS:
+        IMPORTERS.append(spec)
+
+
+@cache
+def _importers_for(specs: tuple[str, ...]) -> tuple[list[DocumentImporter], list[FileImporter]]:
+    docs: list[DocumentImporter] = []
+    files: list[FileImporter] = []
+    for spec in specs:
+        module, _, cls = spec.partition(":")
+        try:
+            obj = getattr(importlib.import_module(module), cls)()
+        except (ImportError, AttributeError):
+            continue
+        (files if isinstance(obj, FileImporter) else docs).append(obj)
+    docs.sort(key=lambda i: -i.priority)
+    files.sort(key=lambda i: -i.priority)
+    return docs, files
+
+
+def _importers() -> tuple[list[DocumentImporter], list[FileImporter]]:
+    return _importers_for(tuple(IMPORTERS))
+
+
+def split_ref(ref: str | Path) -> tuple[Path, str | None]:
+    """Split ``path#key`` into the path and the key (``None`` when absent). A ``#`` that
+    is part of an existing file name is kept."""
+    text = str(ref)
+    if "#" in text and not Path(text).exists():
+        path, _, key = text.rpartition("#")
+        return Path(path), key or None
+    return Path(text), None
+
+
+def find_root(path: Path, stop: Path | None = None) -> Path:
+    """The dataset root for ``path``: the nearest ancestor folder holding a
+    ``taxonomy.yaml``, ``assets/``, ``video_assets/`` or ``data_release/`` (at most six
+    levels up, never above ``stop``), else the file's own folder."""
+    folder = path if path.is_dir() else path.parent
+    folder = folder.resolve()
+    stop = stop.resolve() if stop else None
+    for candidate in [folder, *list(folder.parents)[:6]]:
+        if any((candidate / m).exists() for m in ROOT_MARKERS):
+            return candidate
+        if stop is not None and candidate == stop:
+            break
+    return folder
+
+
+def _read_head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(HEAD_BYTES)
+    except IsADirectoryError:
+        raise TraceFormatError("is a folder, not a trace file", path=path) from None
+    except FileNotFoundError:
+        raise TraceFormatError("no such file", path=path) from None
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read file: {exc.strerror}", path=path) from None
+
+
+def sniff(path: Path) -> FileImporter | tuple[DocumentImporter, Any]:
+    """Choose the importer for ``path`` from its content.
+
+    Returns a :class:`FileImporter`, or a :class:`DocumentImporter` together with the
+    parsed document (so the file is parsed once). Raises :class:`UnknownFormatError`
+    when nothing matches, TraceFormatError when the file is unreadable or not JSON.
+    """
+    head = _read_head(path)
+    docs, files = _importers()
+    for imp in files:
+        if imp.match_head(head, path):
+            return imp
+    doc = read_json_file(path)
+    for dimp in docs:
+        if dimp.matches(doc):
+            return dimp, doc
+    raise UnknownFormatError(
+        "no importer recognises this content", path=path,
+        expected="a Who&When, Who&When Pro or whenpro trace, or another supported format "
+                 "(see README, Supported formats)")
+
+
+def load_trace(ref: str | Path, *, root: Path | None = None) -> Trace:
+    """Load one trace from ``path`` or ``path#key``.
+
+    Raises TraceFormatError (or a subclass) naming the file, the JSON path or row, and
+    what was expected; ``UnknownFormatError`` when no importer recognises the content.
+    """
+    path, key = split_ref(ref)
+    root = root or find_root(path)
+    chosen = sniff(path)
+    try:
+        if isinstance(chosen, FileImporter):
+            return chosen.load(path, key, root)
+        imp, doc = chosen
+        traces = imp.load(doc, LoadContext(path=path, root=root, key=key))
+    except WhenproError as exc:
+        raise exc.located(path=path)
+    return _select(traces, key, path)
+
+
+def load_traces(path: str | Path, *, root: Path | None = None) -> list[Trace]:
+    """Every trace in one file."""
+    path = Path(path)
+    root = root or find_root(path)
+    chosen = sniff(path)
+    if isinstance(chosen, FileImporter):
+        return chosen.load_all(path, root)
+    imp, doc = chosen
+    return imp.load(doc, LoadContext(path=path, root=root))
+
+
+def _select(traces: list[Trace], key: str | None, path: Path) -> Trace:
+    if not traces:
+        raise TraceFormatError("file holds no traces", path=path)
+    if key is None:
+        return traces[0]
+    for t in traces:
+        if t.source.key == key or t.id == key:
+            return t
+    if key.isdigit() and 1 <= int(key) <= len(traces):
+        return traces[int(key) - 1]
+    raise TraceFormatError(f"no trace {key!r} in this file", path=path,
+                           expected=f"a key 1..{len(traces)} or a trace id")
+
+
+def summarize_file(path: Path, root: Path | None = None) -> list[TraceSummary]:
+    """Listing rows for one file; a bad file gives one error row instead of raising."""
+    root = root or find_root(path)
+    try:
+        chosen = sniff(path)
+        if isinstance(chosen, FileImporter):
+            return list(chosen.summaries(path, root))
+        imp, doc = chosen
+        return imp.summaries(doc, LoadContext(path=path, root=root))
+    except WhenproError as exc:
+        return [error_summary(path, exc.located(path=path).one_line())]
+
+
+def error_summary(path: Path, message: str) -> TraceSummary:
+    """An error row for a file that failed to import."""
+    return TraceSummary(id=path.stem, path=str(path), error=message)
+
+
+def iter_files(target: str | Path) -> Iterator[Path]:
+    """The candidate trace files of a file, folder (walked recursively, sorted with
+    numbers in natural order) or glob pattern."""
+    text = str(target)
+    if any(ch in text for ch in "*?[") and not Path(text).exists():
+        for match in sorted(globlib.glob(text, recursive=True), key=natural_key):
+            p = Path(match)
+            if p.is_file():
+                yield p
+        return
+    p = Path(text)
+    if p.is_file():
+        yield p
+        return
+    if not p.is_dir():
+        raise TraceFormatError("no such file or folder", path=p)
+    for dirpath, dirnames, filenames in os.walk(p):
+        dirnames[:] = sorted((d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")),
+                             key=natural_key)
+        for name in sorted(filenames, key=natural_key):
+            if Path(name).suffix.lower() in WALK_SUFFIXES:
+                yield Path(dirpath) / name
+
+
+def walk(target: str | Path) -> Iterator[TraceSummary]:
+    """List every trace under ``target`` (file, folder or glob) cheaply: JSONL releases
+    by byte offset without decoding trajectories, documents without building models
+    when their importer allows. Bad files become error rows; the walk carries on."""
+    start = Path(str(target)) if Path(str(target)).exists() else None
+    for path in iter_files(target):
+        root = find_root(path, stop=start if start and start.is_dir() else None)
+        yield from summarize_file(path, root)
+
+
+def natural_key(text: str | Path) -> list[Any]:
+    """Sort key that orders ``2.json`` before ``10.json`` (Who&When file names)."""
+    return [int(tok) if tok.isdigit() else tok.lower() for tok in re.split(r"(\d+)", str(text))]

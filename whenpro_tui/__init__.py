@@ -1,0 +1,1 @@
+"""whenpro TUI: the Textual trace debugger. Holds no domain logic (DESIGN §1)."""
