@@ -1,0 +1,95 @@
+"""The ``whenpro`` command line (typer). Imports the TUI only inside ``view``.
+
+Every command that reads user input turns :class:`~whenpro_core.errors.WhenproError`
+into one line on stderr and exit status 2 (DESIGN §9).
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import wraps
+from pathlib import Path
+from typing import Callable, Optional
+
+import typer
+
+from whenpro_core.errors import WhenproError
+
+app = typer.Typer(
+    name="whenpro",
+    help="Debug failed LLM agent runs: who failed, when, and how.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+
+def handles_errors(fn: Callable) -> Callable:
+    """Decorator: print a WhenproError as one line (``whenpro: error: ...``) and exit 2."""
+
+    @wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except WhenproError as exc:
+            typer.echo(f"whenpro: error: {exc.one_line()}", err=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            typer.echo("whenpro: interrupted", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+@app.command()
+@handles_errors
+def info(path: str = typer.Argument(..., help="A trace file, path#key, dataset folder or glob.")) -> None:
+    """Summarise one trace, or a dataset (counts by modality, framework, benchmark, mode)."""
+    from whenpro_core import summary
+
+    summary.print_info(path)
+
+
+@app.command("ls")
+@handles_errors
+def ls_(path: str = typer.Argument(..., help="A trace file, dataset folder or glob."),
+        json_lines: bool = typer.Option(False, "--json", help="One JSON object per line.")) -> None:
+    """List traces, one line each (id, framework, benchmark, modality, steps, GT)."""
+    from whenpro_core import summary
+
+    summary.print_listing(path, as_json=json_lines)
+
+
+@app.command()
+@handles_errors
+def convert(src: str = typer.Argument(..., help="A trace file or path#key."),
+            out: Path = typer.Argument(..., help="Output file (.json) or folder for many."),
+            force: bool = typer.Option(False, "--force", help="Overwrite existing files.")) -> None:
+    """Convert a trace (or every trace of a file or dataset) to the native format."""
+    from whenpro_core import summary
+
+    summary.convert(src, out, force=force)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the native trace format."""
+    import json
+
+    from whenpro_core.model import Trace
+
+    typer.echo(json.dumps(Trace.model_json_schema(), indent=2))
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Console-script entry point. ``whenpro PATH`` is short for ``whenpro view PATH``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    commands = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
+    if args and not args[0].startswith("-") and args[0] not in commands:
+        args.insert(0, "view")
+    app(args=args, prog_name="whenpro")
+
+
+if __name__ == "__main__":
+    main()
