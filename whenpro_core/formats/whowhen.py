@@ -1,0 +1,165 @@
+"""The original Who&When benchmark files (Zhang et al., ICML 2025, arXiv 2505.00212).
+
+One JSON object per failed run: ``history`` [{content, role, name?}], ``question``,
+``ground_truth`` (the gold *answer*), ``mistake_agent``, ``mistake_step`` (a string holding
+a 0-based index into ``history``), ``mistake_reason``, and ``system_prompt`` (a dict) in
+some files. Two subsets (SOURCE.md of real_traces/who-and-when):
+
+* **Algorithm-Generated** (CaptainAgent / AG2 group chats): the speaker is ``name``;
+  ``role`` is only the chat-API role.
+* **Hand-Crafted** (Magentic-One): no ``name``; ``role`` is the speaker, decorated as in
+  ``Orchestrator (-> WebSurfer)`` or ``Orchestrator (thought)``.
+
+A step's coordinate is its 0-based ``history`` index as a string, so it equals
+``mistake_step`` (DESIGN §4). Who&When has no failure-mode labels.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text, expect
+from whenpro_core.model import Agent, GroundTruth, Modality, Outcome, Source, Step, Task, Trace
+
+_DECORATED = re.compile(r"^\s*(?P<agent>[^()]+?)\s*\((?P<note>[^)]*)\)\s*$")
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+_LABEL_KEYS = ("mistake_agent", "mistake_step", "mistake_reason", "mistake_type", "labels")
+_KNOWN_KEYS = {"history", "question", "ground_truth", "system_prompt", *_LABEL_KEYS}
+
+
+def speaker_of(role: str) -> tuple[str, str | None]:
+    """Split a Hand-Crafted role into (agent, decoration):
+    ``"Orchestrator (-> WebSurfer)"`` -> ``("Orchestrator", "-> WebSurfer")``."""
+    m = _DECORATED.match(role or "")
+    if m:
+        return m.group("agent").strip(), m.group("note").strip()
+    return (role or "unknown").strip(), None
+
+
+def _kind_hand_crafted(agent: str, note: str | None) -> str:
+    if agent.lower() == "human":
+        return "user"
+    if note == "thought":
+        return "plan"
+    if note and note.startswith("->"):
+        return "instruction"
+    if note == "termination condition":
+        return "final_answer"
+    if agent.lower() == "computerterminal":
+        return "observation"
+    return "assistant"
+
+
+def _kind_algorithm(name: str, role: str) -> str:
+    if name.lower() in ("computer_terminal", "computerterminal"):
+        return "observation"
+    return "assistant" if role == "assistant" else "message"
+
+
+def benchmark_of(question_id: Any) -> str:
+    """GAIA question ids are UUIDs; AssistantBench ids are 64-hex hashes."""
+    qid = str(question_id or "")
+    if _UUID.match(qid):
+        return "gaia"
+    if re.fullmatch(r"[0-9a-f]{64}", qid):
+        return "assistantbench"
+    return ""
+
+
+class WhoWhenImporter(DocumentImporter):
+    """Reads one Who&When (original) file, either subset."""
+
+    name = "whowhen"
+    priority = 10
+
+    def matches(self, doc: Any) -> bool:
+        if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
+            return False
+        return "mistake_agent" in doc or "mistake_step" in doc or (
+            "question" in doc and "trajectory" not in doc)
+
+    def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
+        history = expect(doc.get("history"), list, ctx, "$.history", "a list of messages")
+        hand_crafted = not any(isinstance(h, dict) and "name" in h for h in history)
+        steps = [self._step(i, h, hand_crafted, ctx) for i, h in enumerate(history)]
+        agents: dict[str, None] = {}
+        for s in steps:
+            agents.setdefault(s.agent, None)
+        for name in (doc.get("system_prompt") or {}) if isinstance(doc.get("system_prompt"), dict) else {}:
+            agents.setdefault(str(name), None)
+        question = doc.get("question")
+        if question is not None and not isinstance(question, str):
+            raise ctx.error("wrong type", "$.question", "a string")
+        answer = doc.get("ground_truth")
+        extras = {k: v for k, v in doc.items() if k not in _KNOWN_KEYS}
+        extras["subset"] = "Hand-Crafted" if hand_crafted else "Algorithm-Generated"
+        if isinstance(doc.get("system_prompt"), dict):
+            extras["system_prompt"] = doc["system_prompt"]
+        subset = "hc" if hand_crafted else "ag"
+        return [Trace(
+            id=f"whowhen-{subset}-{ctx.path.stem}",
+            framework="magentic-one" if hand_crafted else "captainagent",
+            benchmark=benchmark_of(doc.get("question_ID")),
+            modality=Modality.text,
+            agents=[Agent(id=a) for a in agents],
+            task=Task(query=question or "", answer=None if answer is None else as_text(answer)),
+            steps=steps,
+            ground_truth=self._ground_truth(doc, steps, ctx),
+            outcome=Outcome.failure,
+            source=Source(format=self.name, path=str(ctx.path),
+                          root=str(ctx.root) if ctx.root else None),
+            extras=extras,
+        )]
+
+    @staticmethod
+    def _step(i: int, entry: Any, hand_crafted: bool, ctx: LoadContext) -> Step:
+        where = f"$.history[{i}]"
+        expect(entry, dict, ctx, where, "a message object {content, role, name?}")
+        role = entry.get("role")
+        if role is not None and not isinstance(role, str):
+            raise ctx.error("wrong type", f"{where}.role", "a string")
+        content = entry.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise ctx.error("wrong type", f"{where}.content", "a string")
+        meta: dict[str, Any] = {"role": role}
+        if hand_crafted:
+            agent, note = speaker_of(role or "")
+            kind = _kind_hand_crafted(agent, note)
+            if note and note.startswith("->"):
+                meta["to"] = note[2:].strip()
+        else:
+            name = entry.get("name")
+            if not isinstance(name, str) or not name.strip():
+                raise ctx.error("missing speaker", f"{where}.name", "the agent's name")
+            agent = name.strip()
+            kind = _kind_algorithm(agent, role or "")
+        return Step(index=i, coord=str(i), agent=agent, kind=kind, content=as_text(content),
+                    meta=meta, raw=entry)
+
+    @staticmethod
+    def _ground_truth(doc: dict, steps: list[Step], ctx: LoadContext) -> GroundTruth | None:
+        if "mistake_step" not in doc and "mistake_agent" not in doc:
+            return None
+        raw_step = doc.get("mistake_step")
+        index: int | None = None
+        if raw_step is not None:
+            try:
+                index = int(str(raw_step).strip())
+            except ValueError:
+                raise ctx.error(f"not a step index: {raw_step!r}", "$.mistake_step",
+                                "a 0-based index into history, as a string") from None
+            if not 0 <= index < len(steps):
+                raise ctx.error(f"step index {index} out of range", "$.mistake_step",
+                                f"0..{len(steps) - 1}")
+        agent = doc.get("mistake_agent")
+        if agent is not None and not isinstance(agent, str):
+            raise ctx.error("wrong type", "$.mistake_agent", "an agent name")
+        return GroundTruth(
+            agent=agent,
+            step=str(index) if index is not None else None,
+            step_index=index,
+            mode=None,
+            reason=doc.get("mistake_reason") if isinstance(doc.get("mistake_reason"), str) else None,
+            native={k: doc[k] for k in _LABEL_KEYS if k in doc},
+        )

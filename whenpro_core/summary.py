@@ -1,0 +1,177 @@
+"""What ``whenpro info``, ``whenpro ls`` and ``whenpro convert`` do (CLI-free logic
+plus Rich rendering to the terminal)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Iterable
+
+import orjson
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from whenpro_core.errors import WhenproError
+from whenpro_core.formats import load_trace, load_traces, walk
+from whenpro_core.formats.native import write_trace
+from whenpro_core.formats.registry import iter_files, split_ref
+from whenpro_core.model import Trace, TraceSummary
+from whenpro_core.taxonomy import taxonomy_for
+
+
+def is_single_file(target: str) -> bool:
+    """True when ``target`` names one file (optionally with ``#key``), not a folder or glob."""
+    path, key = split_ref(target)
+    return path.is_file()
+
+
+def dataset_counts(rows: Iterable[TraceSummary]) -> dict[str, Counter]:
+    """Counts of listing rows by modality, framework, benchmark and GT mode, plus errors."""
+    counts: dict[str, Counter] = {k: Counter() for k in
+                                  ("modality", "framework", "benchmark", "mode", "errors")}
+    for row in rows:
+        if row.error:
+            counts["errors"][row.path] += 1
+            continue
+        counts["modality"][row.modality or "?"] += 1
+        counts["framework"][row.framework or "?"] += 1
+        counts["benchmark"][row.benchmark or "?"] += 1
+        counts["mode"][row.gt_mode or "(none)"] += 1
+    return counts
+
+
+def print_info(target: str, console: Console | None = None) -> None:
+    """Print a summary of one trace, or of every trace under a folder/glob/JSONL."""
+    console = console or Console()
+    path, key = split_ref(target)
+    if path.is_file() and (key is not None or path.suffix.lower() != ".jsonl"):
+        traces = [load_trace(target)] if key is not None else load_traces(path)
+        if len(traces) == 1:
+            _print_trace_info(traces[0], console)
+            return
+    rows = list(walk(target))
+    _print_dataset_info(target, rows, console)
+
+
+def _print_trace_info(trace: Trace, console: Console) -> None:
+    tax = taxonomy_for(trace.source.root)
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column(overflow="fold")
+    add = table.add_row
+    add("trace", Text(trace.id))
+    add("source", Text(f"{trace.source.format}  {trace.source.ref() or ''}"))
+    add("framework", Text(f"{trace.framework}  ({'single-agent' if trace.is_single_agent else 'multi-agent'})"))
+    add("benchmark", Text(trace.benchmark or "—"))
+    add("modality", trace.modality.value)
+    add("task", Text(_clip(trace.task.query, 300)))
+    add("gold answer", Text(_clip(trace.task.answer or "—", 200)))
+    add("final answer", Text(_clip(trace.final_answer or "—", 200)))
+    add("outcome", trace.outcome.value)
+    per_agent = Counter(s.agent for s in trace.steps)
+    add("steps", f"{len(trace.steps)}")
+    add("agents", Text(", ".join(f"{a} ({per_agent.get(a, 0)})" for a in trace.agent_ids())))
+    media = sum(len(s.media) for s in trace.steps) + len(trace.task.images)
+    if media:
+        add("media", f"{media} images/frames/videos")
+    gt = trace.ground_truth
+    if gt:
+        who = gt.agent or ", ".join(gt.agents) or "—"
+        add("ground truth", Text(f"agent {who}, step {gt.step or '—'}, mode {tax.name(gt.mode)}"))
+        if gt.reason:
+            add("", Text(_clip(gt.reason, 300), style="dim"))
+    if trace.annotations:
+        add("annotations", f"{len(trace.annotations)} further labels")
+    console.print(table)
+
+
+def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console) -> None:
+    counts = dataset_counts(rows)
+    ok = sum(1 for r in rows if not r.error)
+    console.print(Text(f"{target}: {ok} traces", style="bold"),
+                  Text(f"  ({len(rows) - ok} files failed to import)" if len(rows) > ok else ""))
+    for axis in ("modality", "framework", "benchmark", "mode"):
+        if not counts[axis]:
+            continue
+        table = Table(title=f"by {axis}", title_justify="left", show_edge=False, pad_edge=False)
+        table.add_column(axis)
+        table.add_column("traces", justify="right")
+        for name, n in sorted(counts[axis].items(), key=lambda kv: (-kv[1], kv[0])):
+            table.add_row(Text(name), str(n))
+        console.print(table)
+    bad = [r for r in rows if r.error]
+    for r in bad[:20]:
+        console.print(Text(f"error: {r.error}", style="red"))
+    if len(bad) > 20:
+        console.print(Text(f"... and {len(bad) - 20} more errors", style="red"))
+
+
+def print_listing(target: str, *, as_json: bool = False, console: Console | None = None) -> None:
+    """Print one line per trace: reference, id, framework, benchmark, modality, step
+    count, GT step and mode (or the error of a file that failed to import)."""
+    console = console or Console(highlight=False, soft_wrap=True)
+    for row in walk(target):
+        if as_json:
+            console.out(orjson.dumps(row.model_dump(mode="json")).decode(), highlight=False)
+            continue
+        if row.error:
+            console.print(Text(f"ERROR {row.error}", style="red"))
+            continue
+        steps = "?" if row.step_count is None else str(row.step_count)
+        gt = f"gt={row.gt_step or '-'}/{row.gt_mode or '-'}" if (row.gt_step or row.gt_mode) else "gt=-"
+        line = f"{row.ref()}\t{row.id}\t{row.framework}\t{row.benchmark or '-'}\t{row.modality}\t{steps} steps\t{gt}"
+        console.print(Text(line))
+
+
+def safe_name(text: str) -> str:
+    """A file-name-safe version of a trace id."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "trace"
+    return name[:150]
+
+
+def convert(src: str, out: Path, *, force: bool = False, console: Console | None = None) -> list[Path]:
+    """Convert ``src`` to the native format. One trace -> ``out`` is a file; several
+    (a JSONL release, a folder, a glob) -> ``out`` is a folder of ``<id>.json`` files.
+    Refuses to overwrite existing files unless ``force``. Returns the written paths."""
+    console = console or Console(stderr=True)
+    path, key = split_ref(src)
+    single = path.is_file() and (key is not None or len(load_traces(path)) == 1)
+    if single:
+        trace = load_trace(src)
+        target = out / f"{safe_name(trace.id)}.json" if out.is_dir() else out
+        _refuse_overwrite(target, force)
+        write_trace(trace, target)
+        console.print(f"wrote {target}")
+        return [target]
+    if out.exists() and not out.is_dir():
+        raise WhenproError("output exists and is a file", path=out,
+                           expected="a folder for several traces")
+    written: list[Path] = []
+    failed = 0
+    for file in iter_files(src):
+        try:
+            traces = load_traces(file)
+        except WhenproError as exc:
+            failed += 1
+            console.print(Text(f"skipped: {exc.one_line()}", style="yellow"))
+            continue
+        for trace in traces:
+            target = out / f"{safe_name(trace.id)}.json"
+            _refuse_overwrite(target, force)
+            write_trace(trace, target)
+            written.append(target)
+    console.print(f"wrote {len(written)} traces to {out}" + (f" ({failed} files skipped)" if failed else ""))
+    return written
+
+
+def _refuse_overwrite(target: Path, force: bool) -> None:
+    if target.exists() and not force:
+        raise WhenproError("output file exists", path=target,
+                           expected="a new path, or --force to overwrite")
+
+
+def _clip(text: str, n: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= n else text[: n - 1] + "…"
