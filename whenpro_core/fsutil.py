@@ -17,6 +17,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, _mode_for(path))
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -29,6 +30,16 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
             pass
         raise
     return path
+
+
+def _mode_for(path: Path) -> int:
+    """Keep an existing file's permissions; new files get 0o666 minus the umask."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:

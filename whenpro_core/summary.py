@@ -142,7 +142,7 @@ def convert(src: str, out: Path, *, force: bool = False, console: Console | None
         trace = load_trace(src)
         target = out / f"{safe_name(trace.id)}.json" if out.is_dir() else out
         _refuse_overwrite(target, force)
-        write_trace(trace, target)
+        _write_converted(trace, target)
         console.print(f"wrote {target}")
         return [target]
     if out.exists() and not out.is_dir():
@@ -160,10 +160,17 @@ def convert(src: str, out: Path, *, force: bool = False, console: Console | None
         for trace in traces:
             target = out / f"{safe_name(trace.id)}.json"
             _refuse_overwrite(target, force)
-            write_trace(trace, target)
+            _write_converted(trace, target)
             written.append(target)
     console.print(f"wrote {len(written)} traces to {out}" + (f" ({failed} files skipped)" if failed else ""))
     return written
+
+
+def _write_converted(trace: Trace, target: Path) -> None:
+    if trace.source.format != "native":
+        trace.extras.setdefault("converted_from", {"format": trace.source.format,
+                                                   "ref": trace.source.ref()})
+    write_trace(trace, target)
 
 
 def _refuse_overwrite(target: Path, force: bool) -> None:

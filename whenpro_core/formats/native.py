@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import DocumentImporter, LoadContext
 from whenpro_core.fsutil import atomic_write_bytes
-from whenpro_core.model import NATIVE_FORMAT, Trace
+from whenpro_core.model import NATIVE_FORMAT, Source, Trace
 
 
 def dumps_trace(trace: Trace, *, indent: bool = True) -> bytes:
@@ -44,8 +44,8 @@ def trace_from_dict(doc: Any, ctx: LoadContext) -> Trace:
         if step.index != i:
             raise ctx.error(f"step index {step.index} out of order", f"$.steps[{i}].index",
                             expected=str(i))
-    trace.source.path = str(ctx.path)
-    trace.source.root = str(ctx.root) if ctx.root else trace.source.root
+    trace.source = Source(format="native", path=str(ctx.path), key=ctx.key,
+                          root=str(ctx.root) if ctx.root else None)
     return trace
 
 

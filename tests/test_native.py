@@ -1,0 +1,71 @@
+"""The native format: schema, write/read round trip, conversion from other formats."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats import load_trace
+from whenpro_core.formats.native import dumps_trace, write_trace
+from whenpro_core.model import Trace
+from whenpro_core.summary import convert
+
+from conftest import SAMPLES
+
+
+def _same(a: Trace, b: Trace) -> bool:
+    return a.model_dump(exclude={"source"}) == b.model_dump(exclude={"source"})
+
+
+@pytest.mark.parametrize("name", ["team_text", "bar_chart"])
+def test_samples_round_trip(tmp_path, name):
+    trace = load_trace(SAMPLES / name / "trace.json")
+    out = write_trace(trace, tmp_path / "copy.json")
+    again = load_trace(out)
+    assert _same(trace, again)
+    assert again.source.format == "native" and again.source.path == str(out)
+
+
+def test_schema_validates_samples():
+    schema = Trace.model_json_schema()
+    assert schema["properties"]["format"]["const"] == "whenpro.trace/1"
+    assert {"steps", "ground_truth", "task"} <= set(schema["properties"])
+
+
+def test_convert_real_who_and_when_round_trips(tmp_path, real_traces):
+    src = real_traces / "who-and-when/Who&When/Hand-Crafted/1.json"
+    original = load_trace(src)
+    [out] = convert(str(src), tmp_path / "one.json")
+    again = load_trace(out)
+    assert again.extras.pop("converted_from")["format"] == "whowhen"
+    assert _same(original, again)
+
+
+def test_convert_refuses_to_overwrite(tmp_path):
+    target = tmp_path / "t.json"
+    target.write_text("precious")
+    from whenpro_core.errors import WhenproError
+    with pytest.raises(WhenproError, match="exists"):
+        convert(str(SAMPLES / "team_text" / "trace.json"), target)
+    assert target.read_text() == "precious"
+
+
+def test_convert_a_folder_writes_one_file_per_trace(tmp_path):
+    written = convert(str(SAMPLES), tmp_path / "out")
+    assert sorted(p.name for p in written) == ["sample-bar-chart.json", "sample-workshop-schedule.json"]
+
+
+def test_invalid_native_document_names_the_field(tmp_path):
+    doc = json.loads(dumps_trace(load_trace(SAMPLES / "team_text" / "trace.json")))
+    doc["steps"][2]["tool_calls"][0]["name"] = 7
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError, match=r"\$\.steps\[2\]\.tool_calls\[0\]\.name"):
+        load_trace(p)
+    doc = json.loads(dumps_trace(load_trace(SAMPLES / "team_text" / "trace.json")))
+    doc["steps"][1]["index"] = 5
+    p.write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError, match="out of order"):
+        load_trace(p)
