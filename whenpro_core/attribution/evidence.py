@@ -1,0 +1,158 @@
+"""Text evidence the offline heuristic reads from a trajectory: salient values (numbers,
+quoted or bold phrases, capitalised names), the final answer, and which steps speak for
+an agent rather than echo the environment.
+
+All functions are pure and never raise on odd content.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from whenpro_core.model import Step, Trace
+
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\$?\d[\d,]*(?:\.\d+)?%?(?![\w])")
+_QUOTED = re.compile(r"\*\*([^*\n]{2,60})\*\*|\"([^\"\n]{2,60})\"|'([^'\n]{3,60})'")
+_NAME = re.compile(r"\b(?:[A-Z][a-z]+(?:[ -](?:of|the|de|la|and|&)?\s?[A-Z][a-z]+)+)\b")
+_FINAL = re.compile(r"final answer\s*[:：]\s*(.+)", re.IGNORECASE)
+
+#: Kinds that frame a run rather than act in it (no decisive error lives there).
+FRAMING_KINDS = frozenset({"user", "system"})
+#: Kinds that carry what the environment returned, not what an agent decided.
+ENVIRONMENT_KINDS = frozenset({"observation", "tool"})
+#: Speakers that are the environment or a human, never the responsible agent.
+ENVIRONMENT_AGENTS = frozenset({"computer_terminal", "computerterminal", "human", "user",
+                                "system", "tool", "environment"})
+#: Agents whose messages relay what they saw (web pages, files, terminals): facts in them
+#: are observed, not asserted.
+_RELAY_HINTS = ("surfer", "browser", "terminal", "search", "retriev", "reader", "executor")
+
+
+def step_text(step: Step) -> str:
+    """Everything an agent wrote in a step: content plus tool-call arguments."""
+    parts = [step.content or ""]
+    for call in step.tool_calls:
+        parts.append(f"{call.name} {call.arguments}")
+    return "\n".join(parts)
+
+
+def full_text(step: Step) -> str:
+    """What a step wrote plus what came back (observation and error)."""
+    return "\n".join(p for p in (step_text(step), step.observation or "", step.error or "") if p)
+
+
+def normalize_number(token: str) -> str:
+    """``"$1,400.00"`` -> ``"1400"``; ``"45%"`` -> ``"45"``; leaves non-numbers alone."""
+    t = token.strip().lstrip("+$").rstrip("%").replace(",", "")
+    try:
+        value = float(t)
+    except ValueError:
+        return token.strip().lower()
+    return str(int(value)) if value == int(value) else f"{value:g}"
+
+
+@lru_cache(maxsize=4096)
+def _values_cached(text: str) -> frozenset[str]:
+    found: set[str] = set()
+    for m in _NUMBER.finditer(text):
+        tok = m.group(0)
+        digits = sum(ch.isdigit() for ch in tok)
+        if digits >= 2 or "." in tok or "$" in tok or "%" in tok:
+            found.add(normalize_number(tok))
+    for m in _QUOTED.finditer(text):
+        phrase = next(g for g in m.groups() if g)
+        if len(phrase.split()) <= 8:
+            found.add(phrase.strip().lower())
+    for m in _NAME.finditer(text):
+        found.add(m.group(0).lower())
+    return frozenset(found)
+
+
+def answer_values(final: str) -> set[str]:
+    """The values a final answer states: its salient values, plus the whole answer when
+    it is short (``"Apr"``, ``"Subway (1985)"``)."""
+    values = set(salient_values(final))
+    short = final.strip().strip(".!").lower()
+    if short and len(short.split()) <= 6:
+        values.add(short)
+    return values
+
+
+def salient_values(text: str) -> frozenset[str]:
+    """Specific facts in ``text``: numbers with two or more digits (normalised), bold or
+    quoted phrases, and capitalised multi-word names, lower-cased."""
+    return _values_cached(text[:20000] if text else "")
+
+
+def contains_value(text: str, value: str) -> bool:
+    """True if ``value`` (as produced by :func:`salient_values`) occurs in ``text``."""
+    if not text:
+        return False
+    if value in _values_cached(text[:20000]):
+        return True
+    if len(value) < 2:
+        return False
+    return re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)", text.lower()) is not None
+
+
+def is_candidate(step: Step) -> bool:
+    """True for steps that can hold the decisive error: an agent acting (not framing,
+    not the environment's output, not a human)."""
+    if step.coord is None or step.kind in FRAMING_KINDS:
+        return False
+    if step.agent.lower() in ENVIRONMENT_AGENTS:
+        return False
+    return step.kind not in ENVIRONMENT_KINDS
+
+
+def is_relay_agent(name: str) -> bool:
+    """True for agents whose messages relay observations (web, file and terminal agents)."""
+    low = name.lower()
+    return any(h in low for h in _RELAY_HINTS)
+
+
+def is_verifier(name: str) -> bool:
+    """True for agents whose role is to check others' work."""
+    low = name.lower()
+    return any(h in low for h in ("verif", "valid", "check", "critic", "review", "test"))
+
+
+def final_answer(trace: Trace) -> tuple[str, int | None]:
+    """The run's final answer and the index of the step that gave it (``None`` when it
+    comes from the trace header only). Looks at ``Trace.final_answer``, then a
+    ``FINAL ANSWER:`` line or a final-answer step, then, when the run ended with
+    ``TERMINATE``, the last substantive agent message. ``("", None)`` when the run
+    never stated an answer (it hit a round limit, say)."""
+    if trace.final_answer:
+        for step in reversed(trace.steps):
+            if step.kind == "final_answer" or trace.final_answer.strip() in (step.content or ""):
+                return trace.final_answer, step.index
+        return trace.final_answer, None
+    for step in reversed(trace.steps):
+        m = _FINAL.search(step.content or "")
+        if m:
+            return m.group(1).strip()[:500], step.index
+    for step in reversed(trace.steps):
+        if step.kind == "final_answer" and (step.content or "").strip():
+            return step.content.strip()[:2000], step.index
+    # A group chat that ends with TERMINATE gave its answer in the last real message.
+    tail = trace.steps[-3:]
+    if any((s.content or "").strip().upper().endswith("TERMINATE") for s in tail):
+        for step in reversed(trace.steps):
+            text = (step.content or "").strip()
+            if is_candidate(step) and text and text.upper() != "TERMINATE" and len(text) > 20:
+                return text[:2000], step.index
+    return "", None
+
+
+def answer_matches(answer: str, gold: str) -> bool:
+    """Lenient check that ``answer`` states ``gold``: equal after normalisation, the gold
+    contained in the answer, or every salient gold value present in the answer."""
+    a, g = " ".join(answer.lower().split()), " ".join(gold.lower().split())
+    if not g:
+        return False
+    if a == g or (len(g) >= 4 and contains_value(a, g)):
+        return True
+    gold_values = salient_values(gold) | {normalize_number(t) for t in _NUMBER.findall(gold)}
+    return bool(gold_values) and all(contains_value(answer, v) for v in gold_values)

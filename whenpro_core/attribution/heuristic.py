@@ -1,0 +1,112 @@
+"""``heuristic``: the no-LLM attribution protocol, whenpro's offline default (DESIGN §6).
+
+It reads signals from the trace itself (:mod:`whenpro_core.attribution.signals`): a
+provably wrong calculation, where a wrong final value first appears, facts asserted with
+no source, fabrication language, tool errors, loops and stalls reported by the system's
+own ledger, premature termination, rubber-stamp verification, and a gold answer that was
+seen and then lost. Each step's score is its strongest signal plus a small share of the
+others. Following the definition of the decisive error (the *earliest* step whose
+correction would fix the run), the verdict is the earliest step scoring within 80% of
+the best. With no signal at all it falls back to the first acting agent step.
+
+It is a baseline: honest about it in its reason and confidence, and measured against
+the random baseline by ``benchmarks/heuristic_accuracy.py``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+
+from whenpro_core.attribution.evidence import answer_matches, final_answer, is_candidate
+from whenpro_core.attribution.signals import Context, Signal, collect
+from whenpro_core.model import Attribution, Modality, Outcome, Step, Trace, Usage
+
+#: A step within this share of the best score counts as tied; the earliest tied step wins.
+TIE_SHARE = 0.8
+#: Weight of a step's weaker signals added to its strongest one.
+SUPPORT_WEIGHT = 0.25
+
+
+def build_context(trace: Trace, with_gold: bool) -> Context:
+    """Gather what the detectors read. The run counts as failed when its outcome says so,
+    when it has a ground truth (benchmark traces are failures), or when a gold answer is
+    given and the final answer does not state it."""
+    final, final_index = final_answer(trace)
+    gold = trace.task.answer if with_gold and trace.task.answer else None
+    failed = trace.outcome == Outcome.failure or trace.ground_truth is not None
+    if gold and final and trace.outcome != Outcome.success:
+        failed = failed or not answer_matches(final, gold)
+    return Context(trace=trace, final=final, final_index=final_index, gold=gold,
+                   failed=failed or trace.outcome == Outcome.unknown,
+                   candidates=[s for s in trace.steps if is_candidate(s)])
+
+
+def score_steps(signals: list[Signal]) -> dict[int, tuple[float, list[Signal]]]:
+    """Per step: (score, its signals strongest first)."""
+    by_step: dict[int, list[Signal]] = defaultdict(list)
+    for sig in signals:
+        by_step[sig.index].append(sig)
+    scored = {}
+    for index, sigs in by_step.items():
+        sigs.sort(key=lambda s: -s.strength)
+        score = sigs[0].strength + SUPPORT_WEIGHT * sum(s.strength for s in sigs[1:])
+        scored[index] = (min(score, 1.0), sigs)
+    return scored
+
+
+_VISUAL = re.compile(r"\b(image|picture|photo|chart|graph|figure|frame|screenshot|bars?|"
+                     r"visible|shown|depicted|looks like|appears? to be)\b", re.IGNORECASE)
+
+
+def refine_mode(trace: Trace, step: Step, mode: str) -> str:
+    """On image and video tasks, a wrong claim made while describing what is seen is a
+    perception error (P.1, visual misidentification) rather than R.1/R.2."""
+    if trace.modality != Modality.text and mode in ("R.1", "R.2") and _VISUAL.search(step.content or ""):
+        return "P.1"
+    return mode
+
+
+def attribute_heuristic(trace: Trace, *, with_gold: bool = True) -> Attribution:
+    """Attribute the decisive error of ``trace`` offline.
+
+    Returns an :class:`Attribution` with agent, step coordinate, failure mode, a reason
+    citing the signals used, a confidence in 0..1, and warnings (e.g. when no signal
+    fired). Never raises on odd content; a trace with no agent steps gets an empty
+    prediction and a warning.
+    """
+    started = time.perf_counter()
+    ctx = build_context(trace, with_gold)
+    result = Attribution(protocol="heuristic", model="heuristic", with_gold=with_gold)
+    if not ctx.candidates:
+        result.warnings.append("no agent step to attribute")
+        result.usage = Usage(seconds=time.perf_counter() - started)
+        return result
+    scored = score_steps(collect(ctx))
+    if scored:
+        best = max(score for score, _ in scored.values())
+        index = min(i for i, (score, _) in scored.items() if score >= TIE_SHARE * best)
+        score, sigs = scored[index]
+        step = trace.steps[index]
+        mode = refine_mode(trace, step, sigs[0].mode)
+        others = [s for s in sigs[1:]]
+        reason = f"Step {step.coord} ({step.agent}): " + "; ".join(
+            f"{s.reason} [{s.name}]" for s in [sigs[0], *others])
+        competing = sorted((s for i, (s, _) in scored.items() if i != index), reverse=True)
+        margin = score - (competing[0] if competing else 0.0)
+        confidence = round(max(0.05, min(0.9, 0.5 * score + 0.5 * max(margin, 0.0))), 2)
+    else:
+        step = ctx.candidates[0]
+        mode = "PL.1" if step.kind == "plan" else "R.2"
+        reason = (f"Step {step.coord} ({step.agent}): no signal found in the trace; "
+                  "falling back to the first acting agent step [first-step prior]")
+        confidence = 0.05
+        result.warnings.append("no heuristic signal fired; verdict is the first-step prior")
+    result.agent = "agent" if trace.is_single_agent else step.agent
+    result.step = step.coord
+    result.mode = mode
+    result.reason = reason + ". (Offline heuristic baseline; an LLM protocol is more reliable.)"
+    result.confidence = confidence
+    result.usage = Usage(seconds=time.perf_counter() - started)
+    return result

@@ -1,0 +1,402 @@
+"""The signals of the offline ``heuristic`` attributor (DESIGN §6): evidence in the
+trajectory itself that a step holds the decisive error.
+
+Each detector looks at the whole trace and returns :class:`Signal` s — a step, a
+strength in 0..1, the failure mode the evidence points to, and a one-line reason that
+the verdict cites. Strengths are fixed by the kind of evidence (a provably wrong
+calculation is stronger than hedging language), not fitted to any dataset.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from dataclasses import dataclass, field
+
+import orjson
+
+from whenpro_core.attribution.evidence import (
+    answer_matches,
+    answer_values,
+    contains_value,
+    full_text,
+    is_candidate,
+    is_relay_agent,
+    is_verifier,
+    normalize_number,
+    salient_values,
+    step_text,
+)
+from whenpro_core.model import Step, Trace
+
+
+@dataclass(frozen=True)
+class Signal:
+    """Evidence that step ``index`` holds the decisive error: ``strength`` 0..1, the
+    failure ``mode`` it suggests, the ``name`` of the detector and a short ``reason``."""
+
+    index: int
+    strength: float
+    mode: str
+    name: str
+    reason: str
+
+
+@dataclass
+class Context:
+    """What every detector may read: the trace, the final answer and the step that gave
+    it, the gold answer (``None`` without gold), and whether the run visibly failed."""
+
+    trace: Trace
+    final: str
+    final_index: int | None
+    gold: str | None
+    failed: bool
+    candidates: list[Step] = field(default_factory=list)
+
+
+def _clip(text: str, n: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# ---------------------------------------------------------------- wrong arithmetic (R.3)
+
+_EQUATION = re.compile(
+    r"(?<![\w.])(\(?-?\d[\d,]*(?:\.\d+)?(?:\s*[-+*/×x÷]\s*\(?-?\d[\d,]*(?:\.\d+)?\)?)+)\s*=\s*\$?(-?\d[\d,]*(?:\.\d+)?)")
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.Div: operator.truediv, ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+def _safe_eval(expr: str) -> float | None:
+    """Evaluate a small arithmetic expression (numbers and + - * / only), or None."""
+    expr = expr.replace("×", "*").replace("÷", "/").replace(",", "")
+    expr = re.sub(r"(?<=\d)\s*x\s*(?=[\d(])", "*", expr)
+    if len(expr) > 200:
+        return None
+    try:
+        node = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return None
+
+    def ev(n: ast.AST) -> float:
+        if isinstance(n, ast.Constant) and isinstance(n.value, (int, float)):
+            return float(n.value)
+        if isinstance(n, ast.BinOp) and type(n.op) in _OPS:
+            return _OPS[type(n.op)](ev(n.left), ev(n.right))
+        if isinstance(n, ast.UnaryOp) and type(n.op) in _OPS:
+            return _OPS[type(n.op)](ev(n.operand))
+        raise ValueError
+
+    try:
+        return ev(node)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+
+
+def wrong_arithmetic(ctx: Context) -> list[Signal]:
+    """A stated calculation ``a op b = c`` whose result is wrong (beyond rounding)."""
+    out = []
+    for step in ctx.candidates:
+        for m in _EQUATION.finditer(step.content or ""):
+            value = _safe_eval(m.group(1))
+            try:
+                stated = float(m.group(2).replace(",", ""))
+            except ValueError:
+                continue
+            if value is None:
+                continue
+            tol = max(0.011, abs(value) * 0.005)
+            if abs(value - stated) > tol:
+                out.append(Signal(step.index, 0.95, "R.3", "wrong-arithmetic",
+                                  f"states {_clip(m.group(0), 40)}, but it is {value:g}"))
+                break
+    return out
+
+
+# ------------------------------------------------------- where a wrong final value appears
+
+def final_value_origin(ctx: Context) -> list[Signal]:
+    """The earliest agent step that introduces a value of the (wrong) final answer.
+
+    With the gold answer, only final-answer values absent from the gold count as wrong;
+    without it, every salient value of the final answer is traced (weaker). A value first
+    seen in an environment output is charged to the agent step that caused that output.
+    """
+    if not ctx.final or not ctx.failed:
+        return []
+    values = answer_values(ctx.final)
+    if ctx.gold:
+        values = {v for v in values if not contains_value(ctx.gold, v)}
+    query = ctx.trace.task.query or ""
+    values = {v for v in values if not contains_value(query, v)}
+    if not values:
+        return []
+    strength = 0.75 if ctx.gold else 0.5
+    first: dict[str, int] = {}
+    for step in ctx.trace.steps:
+        text = full_text(step)
+        for v in values:
+            if v not in first and contains_value(text, v):
+                first[v] = step.index
+    out = []
+    for value, index in sorted(first.items(), key=lambda kv: kv[1]):
+        author = _responsible_step(ctx.trace, index)
+        if author is None:
+            continue
+        origin, source_value = _follow_derivation(ctx.trace, author, value, query)
+        mode = "R.1" if not contains_value(origin.observation or "", source_value) else "R.2"
+        via = f" (via '{_clip(value, 20)}')" if origin.index != author.index else ""
+        out.append(Signal(origin.index, strength, mode, "final-value-origin",
+                          f"first brings in '{_clip(source_value, 30)}'{via}, "
+                          "which ends up in the final answer"))
+        break
+    return out
+
+
+_NUM_TOKEN = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def _operands(step: Step, value: str) -> list[str] | None:
+    """If ``step`` derives ``value`` from other numbers (a correct stated calculation, or
+    a tool call whose result holds it), those numbers; ``None`` if the step introduces
+    the value itself."""
+    texts: list[str] = []
+    if step.tool_calls and contains_value(step.observation or "", value):
+        texts = [str(c.arguments) for c in step.tool_calls]
+    else:
+        for m in _EQUATION.finditer(step.content or ""):
+            if normalize_number(m.group(2)) == value and _safe_eval(m.group(1)) is not None:
+                texts.append(m.group(1))
+    if not texts:
+        return None
+    nums = {normalize_number(t) for text in texts for t in _NUM_TOKEN.findall(text)}
+    return [n for n in nums if len(n.replace(".", "").lstrip("-")) >= 2 and n != value]
+
+
+def _follow_derivation(trace: Trace, author: Step, value: str, query: str,
+                       depth: int = 4) -> tuple[Step, str]:
+    """Walk a derived value back to the earliest step that introduced one of its inputs
+    (DESIGN §6: the decisive error is the earliest step whose correction fixes the run).
+    Returns that step and the value it introduced."""
+    for _ in range(depth):
+        operands = _operands(author, value)
+        if not operands:
+            break
+        origins = []
+        for op in operands:
+            if contains_value(query, op):
+                continue
+            first = next((s for s in trace.steps[: author.index + 1]
+                          if contains_value(full_text(s), op)), None)
+            step = _responsible_step(trace, first.index) if first else None
+            if step is not None and step.index < author.index:
+                origins.append((step.index, step, op))
+        if not origins:
+            break
+        _, author, value = min(origins, key=lambda o: o[0])
+    return author, value
+
+
+def _responsible_step(trace: Trace, index: int) -> Step | None:
+    """The agent step accountable for what step ``index`` shows: itself if it is a
+    candidate, else the nearest earlier candidate (the one that caused the output)."""
+    for step in reversed(trace.steps[: index + 1]):
+        if is_candidate(step):
+            return step
+    return None
+
+
+# ------------------------------------------------------------- unsupported new facts (R.1)
+
+_CLAIM = re.compile(r"\b(here (?:are|is)|found|according to|retrieved|results?|figures?|"
+                    r"the (?:price|population|rating|answer) (?:is|was)|shows?)\b", re.I)
+
+
+def unsupported_facts(ctx: Context) -> list[Signal]:
+    """A step that asserts several specific facts (numbers, names) that appear nowhere in
+    the task or any earlier step or observation, without a tool result of its own."""
+    seen = [ctx.trace.task.query or ""]
+    out = []
+    for step in ctx.trace.steps:
+        if (is_candidate(step) and step.kind != "plan" and not is_relay_agent(step.agent)
+                and not step.observation):
+            text = step.content or ""
+            context = "\n".join(seen)
+            new = [v for v in salient_values(text) if not contains_value(context, v)
+                   and any(ch.isdigit() for ch in v)]
+            if len(new) >= 2 and _CLAIM.search(text):
+                strength = min(0.7, 0.3 + 0.08 * len(new))
+                out.append(Signal(step.index, strength, "R.1", "unsupported-facts",
+                                  f"asserts {len(new)} figures seen nowhere before "
+                                  f"(e.g. {', '.join(sorted(new)[:3])})"))
+        seen.append(full_text(step))
+    return out
+
+
+# ------------------------------------------------------------ fabrication language (R.1)
+
+_FABRICATION = re.compile(
+    r"\b(assum(?:e|ing|ption)|hypothetical(?:ly)?|let'?s say|placeholder|sample data|dummy|"
+    r"simulat(?:e|ed|ing)|mock(?:ed)?|example (?:data|values)|for demonstration|"
+    r"made[- ]up|fictional|approximate(?:ly)?|i (?:don'?t|do not) have access)\b", re.I)
+
+
+def fabrication_language(ctx: Context) -> list[Signal]:
+    """An agent that says it assumes, simulates or makes up data instead of finding it."""
+    out = []
+    for step in ctx.candidates:
+        m = _FABRICATION.search(step.content or "")
+        if m:
+            out.append(Signal(step.index, 0.45, "R.1", "fabrication-language",
+                              f"says '{m.group(0)}' instead of using real data"))
+    return out
+
+
+# ------------------------------------------------------------- tool / execution errors
+
+_ERROR = re.compile(r"(traceback \(most recent call last\)|exitcode: [1-9]|\berror\b[:\s]|"
+                    r"exception|execution failed|not found|404|permission denied|timed? ?out)", re.I)
+
+
+def execution_errors(ctx: Context) -> list[Signal]:
+    """A step whose own tool call or code failed (recorded error, or an error in the
+    environment's next output). Weaker when the same agent later recovers."""
+    out = []
+    steps = ctx.trace.steps
+    for step in steps:
+        text = step.error or ""
+        if not text and step.kind in ("observation", "tool"):
+            text = step.content or ""
+        elif not text:
+            text = step.observation or ""
+        m = _ERROR.search(text[:4000]) if text else None
+        if not m:
+            continue
+        author = step if is_candidate(step) else _responsible_step(ctx.trace, step.index)
+        if author is None:
+            continue
+        mode = "A.2" if re.search(r"syntax|parse|format", text[:4000], re.I) else "A.1"
+        recovered = any(s.agent == author.agent and s.index > step.index and not s.error
+                        for s in steps[step.index + 1:])
+        out.append(Signal(author.index, 0.3 if recovered else 0.5, mode, "execution-error",
+                          f"its action failed ({_clip(m.group(0), 30)})"
+                          + ("; later recovered" if recovered else "")))
+    return out
+
+
+# ------------------------------------------------------------- loops and stalls (A.4)
+
+def _ledger_flags(step: Step) -> tuple[bool, bool]:
+    """(no progress, in a loop) from a Magentic-One orchestrator ledger in the content."""
+    text = step.content or ""
+    if "is_progress_being_made" not in text and "is_in_loop" not in text:
+        return False, False
+    start = text.find("{")
+    try:
+        ledger = orjson.loads(text[start:]) if start >= 0 else {}
+    except orjson.JSONDecodeError:
+        return ('"is_progress_being_made": {' in text and '"answer": false' in text), False
+    def answer(key: str) -> bool:
+        item = ledger.get(key) if isinstance(ledger, dict) else None
+        return bool(isinstance(item, dict) and item.get("answer"))
+    return not answer("is_progress_being_made"), answer("is_in_loop")
+
+
+def loops_and_stalls(ctx: Context) -> list[Signal]:
+    """Repeated identical actions by the same agent, and the first step after which the
+    system's own ledger reports no progress or a loop."""
+    out = []
+    seen: dict[tuple[str, str], int] = {}
+    for step in ctx.candidates:
+        key_text = " ".join(step_text(step).split()).lower()
+        if not step.tool_calls and len(key_text) < 200:
+            continue  # short routing messages ("Next speaker WebSurfer") repeat by design
+        key = (step.agent, key_text[:500])
+        if key in seen:
+            out.append(Signal(seen[key], 0.45, "A.4", "repeated-action",
+                              f"its action is repeated unchanged at step {step.coord}"))
+        else:
+            seen[key] = step.index
+    for step in ctx.trace.steps:
+        stalled, looping = _ledger_flags(step)
+        if stalled or looping:
+            prev = next((s for s in reversed(ctx.trace.steps[: step.index])
+                         if is_candidate(s) and s.agent != step.agent), None)
+            if prev is not None:
+                out.append(Signal(prev.index, 0.5, "A.4" if looping else "PL.1", "no-progress",
+                                  f"the next ledger (step {step.coord}) reports "
+                                  + ("a loop" if looping else "no progress")))
+                break
+    return out
+
+
+# ------------------------------------------------------------- premature termination (A.3)
+
+_GIVE_UP = re.compile(r"\b(unable to|could not|couldn'?t|cannot|can'?t|not available|"
+                      r"no (?:\w+ )?(?:found|information|results?)|unknown|n/a)\b", re.I)
+
+
+def premature_termination(ctx: Context) -> list[Signal]:
+    """A final answer that gives up or is empty while the run failed."""
+    if not ctx.failed or ctx.final_index is None:
+        return []
+    m = _GIVE_UP.search(ctx.final)
+    step = ctx.trace.steps[ctx.final_index]
+    if m and is_candidate(step):
+        return [Signal(step.index, 0.4, "A.3", "gave-up",
+                       f"ends the run with '{_clip(m.group(0), 30)}' instead of an answer")]
+    return []
+
+
+# ------------------------------------------------------------- rubber-stamp verification
+
+_APPROVE = re.compile(r"\b(verified|is correct|are correct|confirm(?:ed|s)?|accurate|"
+                      r"looks good|approved?|validated)\b", re.I)
+
+
+def rubber_stamp(ctx: Context) -> list[Signal]:
+    """A verifier that approves work on a run whose answer is wrong (V.2)."""
+    if not ctx.failed:
+        return []
+    for step in ctx.candidates:
+        if is_verifier(step.agent) and _APPROVE.search(step.content or ""):
+            return [Signal(step.index, 0.35, "V.2", "rubber-stamp",
+                           "approves the work although the run's answer is wrong")]
+    return []
+
+
+# ------------------------------------------------------------- gold seen, then lost (V.1)
+
+def gold_lost(ctx: Context) -> list[Signal]:
+    """With the gold answer: it appeared in the run, but the next agent step moved on
+    without it (context loss or ignored evidence)."""
+    if not ctx.gold or not ctx.failed:
+        return []
+    for step in ctx.trace.steps:
+        if step.index == 0 or step.coord is None:
+            continue
+        if answer_matches(full_text(step), ctx.gold) and not answer_matches(ctx.final, ctx.gold):
+            nxt = next((s for s in ctx.trace.steps[step.index + 1:] if is_candidate(s)), None)
+            if nxt is not None and not answer_matches(full_text(nxt), ctx.gold):
+                return [Signal(nxt.index, 0.55, "V.1", "gold-lost",
+                               f"the correct answer was visible at step {step.coord} "
+                               "but is dropped here")]
+            return []
+    return []
+
+
+DETECTORS = (wrong_arithmetic, final_value_origin, unsupported_facts, fabrication_language,
+             execution_errors, loops_and_stalls, premature_termination, rubber_stamp, gold_lost)
+
+
+def collect(ctx: Context) -> list[Signal]:
+    """Run every detector; returns all signals (several per step are possible)."""
+    out: list[Signal] = []
+    for detector in DETECTORS:
+        out.extend(detector(ctx))
+    return out
+
+
+__all__ = ["Signal", "Context", "collect", "DETECTORS", "normalize_number"]
