@@ -94,7 +94,7 @@ def main() -> None:
         table.add_row(*_cells(acc), label)
     table.add_section()
     table.add_row(*_cells(totals), "all")
-    Console().print(table)
+    Console(width=150).print(table)
 
 
 def _cells(acc: dict[str, float]) -> list[str]:
