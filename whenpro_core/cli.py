@@ -73,6 +73,27 @@ def convert(src: str = typer.Argument(..., help="A trace file or path#key."),
 
 
 @app.command()
+@handles_errors
+def attribute(
+    trace: str = typer.Argument(..., help="A trace file or path#key."),
+    protocol: Optional[str] = typer.Option(
+        None, "--protocol", "-p",
+        help="heuristic (offline), all-at-once, step-by-step, binary-search or hybrid. "
+             "Default: all-at-once with --model, else heuristic."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="provider:model, e.g. openai:gpt-4.1"),
+    no_gold: bool = typer.Option(False, "--no-gold", help="Do not show the judge the gold answer."),
+    as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
+    save: bool = typer.Option(True, "--save/--no-save", help="Keep the verdict next to the trace."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
+) -> None:
+    """Attribute the decisive error of a failed trace: who, when, what, and why."""
+    from whenpro_core.attribution import cli_run
+
+    cli_run.attribute_command(trace, protocol=protocol, model=model, with_gold=not no_gold,
+                              as_json=as_json, save=save, no_cache=no_cache)
+
+
+@app.command()
 def schema() -> None:
     """Print the JSON Schema of the native trace format."""
     import json

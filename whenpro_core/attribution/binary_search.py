@@ -1,0 +1,64 @@
+"""binary search: halve the range of candidate steps until one remains (DESIGN §6;
+Who&When §4). At most ⌈log2 n⌉ range calls plus one call for the failure mode.
+
+An unclear answer is resolved deterministically to the first half (the decisive error
+is the *earliest* fix) and recorded as a warning.
+"""
+
+from __future__ import annotations
+
+import math
+
+from whenpro_core.attribution.asking import ask
+from whenpro_core.attribution.judge import Judge, Progress, ProgressCallback, Tally
+from whenpro_core.attribution.judge_images import image_loader_for
+from whenpro_core.attribution.prompts import HalfChoice, ModeJudgement, binary_search, mode_question
+from whenpro_core.attribution.render import render_transcript
+from whenpro_core.attribution.step_by_step import judged_blocks
+from whenpro_core.model import Attribution, Trace
+from whenpro_core.taxonomy import Taxonomy
+
+
+def max_calls(n: int) -> int:
+    """Upper bound on calls for ``n`` candidate steps: ⌈log2 n⌉ + 1."""
+    return (math.ceil(math.log2(n)) if n > 1 else 0) + 1
+
+
+async def run_binary_search(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True,
+                            progress: ProgressCallback | None = None) -> Attribution:
+    """Narrow the candidate steps by halves, then ask for the failure mode of the one
+    left. Its speaker is the agent."""
+    tally = Tally("binary-search", judge, with_gold)
+    transcript = render_transcript(trace, image_loader=image_loader_for(judge),
+                                   budget_tokens=judge.budget_tokens)
+    for w in transcript.warnings:
+        tally.warn(w)
+    blocks = judged_blocks(trace, transcript)
+    if not blocks:
+        tally.warn("no agent step to attribute")
+        return tally.finish(trace, agent=None, step=None, mode=None, reason=None)
+    lo, hi = 0, len(blocks)
+    calls = 0
+    while hi - lo > 1:
+        mid = (lo + hi + 1) // 2
+        first = [b.coord for b in blocks[lo:mid]]
+        second = [b.coord for b in blocks[mid:hi]]
+        calls += 1
+        if progress:
+            progress(Progress("binary-search", calls, tuple(first + second),
+                              f"steps {first[0]}–{second[-1]}: first or second half?"))
+        answer, _ = await ask(judge, binary_search(trace, transcript, taxonomy, with_gold, first, second),
+                              HalfChoice, taxonomy, tally)
+        if answer.half == "second":
+            lo = mid
+        else:
+            if answer.half is None:
+                tally.warn(f"unclear half for steps {first[0]}–{second[-1]}; took the first half")
+            hi = mid
+    block = blocks[lo]
+    if progress:
+        progress(Progress("binary-search", calls + 1, (block.coord,), f"failure mode of step {block.coord}"))
+    answer, _ = await ask(judge, mode_question(trace, transcript, taxonomy, with_gold, block),
+                          ModeJudgement, taxonomy, tally)
+    return tally.finish(trace, agent=block.agent, step=block.coord, mode=answer.mode,
+                        reason=answer.reason)

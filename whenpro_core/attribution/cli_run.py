@@ -1,0 +1,41 @@
+"""What ``whenpro attribute`` does, apart from argument parsing."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import orjson
+from rich.console import Console
+
+from whenpro_core.attribution.report import print_verdict, verdict_record
+from whenpro_core.attribution.run import attribute, protocol_name
+from whenpro_core.attribution.verdicts import save_verdict
+from whenpro_core.formats import load_trace
+from whenpro_core.taxonomy import taxonomy_for
+
+
+def attribute_command(ref: str, *, protocol: str | None, model: str | None, with_gold: bool,
+                      as_json: bool, save: bool, no_cache: bool) -> None:
+    """Load the trace, run the protocol, print the verdict, optionally save it."""
+    trace = load_trace(ref)
+    if model and model.strip().lower() == "heuristic":
+        model = None
+    name = protocol_name(protocol or ("all-at-once" if model else "heuristic"))
+    judge = None
+    if name != "heuristic":
+        from whenpro_core.attribution.llm_judge import make_judge
+
+        judge = make_judge(model, use_cache=not no_cache)
+    err = Console(stderr=True)
+    if not as_json and sys.stderr.isatty():
+        with err.status(f"{name} attribution of {trace.id} …"):
+            verdict = asyncio.run(attribute(trace, name, judge=judge, with_gold=with_gold))
+    else:
+        verdict = asyncio.run(attribute(trace, name, judge=judge, with_gold=with_gold))
+    if save:
+        save_verdict(trace, verdict)
+    if as_json:
+        sys.stdout.write(orjson.dumps(verdict_record(trace, verdict)).decode() + "\n")
+    else:
+        print_verdict(trace, verdict, taxonomy_for(trace.source.root))

@@ -1,0 +1,95 @@
+"""The seam between attribution protocols and LLM backends.
+
+A :class:`Judge` answers chat messages (:class:`~whenpro_core.attribution.prompts.Message`)
+with text and, when the backend supports structured output and a schema is given, a
+parsed pydantic object. Protocols only talk to this interface; ``llm_judge`` adapts the
+backends of :mod:`whenpro_core.llm`. Progress is reported through :class:`Progress`
+events so the TUI can show a marker moving through the steps.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from pydantic import BaseModel
+
+from whenpro_core.attribution.parse import ParsedAnswer
+from whenpro_core.attribution.prompts import Message
+from whenpro_core.model import Attribution, Trace, Usage
+
+
+@dataclass
+class JudgeReply:
+    """A judge's answer: raw ``text``, the ``parsed`` object when structured output was
+    used, the call's ``usage``, and ``warnings`` from the backend."""
+
+    text: str
+    parsed: BaseModel | None = None
+    usage: Usage = field(default_factory=Usage)
+    warnings: list[str] = field(default_factory=list)
+
+
+class Judge(Protocol):
+    """What protocols need from a model: its name, whether it reads images, its prompt
+    budget in tokens, and an async ``ask``."""
+
+    model: str
+    multimodal: bool
+    budget_tokens: int
+
+    async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None) -> JudgeReply:
+        """Answer ``messages``; raise :class:`~whenpro_core.errors.BackendError` when the
+        backend fails after its retries."""
+        ...
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A protocol's progress: which ``call`` (1-based), the coordinates being asked
+    about (``asking``: one step for step-by-step, the current range for binary search),
+    and a short ``message``."""
+
+    protocol: str
+    call: int
+    asking: tuple[str, ...]
+    message: str = ""
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+class Tally:
+    """Collects usage, raw outputs and warnings across a protocol's calls."""
+
+    def __init__(self, protocol: str, judge: Judge, with_gold: bool) -> None:
+        self.started = time.perf_counter()
+        self.result = Attribution(protocol=protocol, model=judge.model, with_gold=with_gold)
+
+    def record(self, reply: JudgeReply) -> None:
+        """Add one reply's usage, text and warnings."""
+        u = self.result.usage
+        self.result.usage = u.add(reply.usage.model_copy(update={"seconds": 0.0}))
+        self.result.raw_outputs.append(reply.text)
+        self.result.warnings.extend(reply.warnings)
+
+    def warn(self, text: str) -> None:
+        """Record a warning (parse failure, tie-break)."""
+        self.result.warnings.append(text)
+
+    def finish(self, trace: Trace, *, agent: str | None, step: str | None, mode: str | None,
+               reason: str | None, confidence: float | None = None) -> Attribution:
+        """The final Attribution with the wall-clock seconds."""
+        r = self.result
+        r.agent = "agent" if (trace.is_single_agent and agent) else agent
+        r.step, r.mode, r.reason, r.confidence = step, mode, reason, confidence
+        r.usage.seconds = time.perf_counter() - self.started
+        return r
+
+
+def from_parsed(parsed: ParsedAnswer, tally: Tally) -> ParsedAnswer:
+    """Move a parse's warnings into the tally and return it."""
+    for w in parsed.warnings:
+        tally.warn(w)
+    return parsed

@@ -1,0 +1,58 @@
+"""Show a verdict in the terminal (``whenpro attribute``): agent, step, mode with its
+name, reason, confidence, calls, tokens, cost, seconds, and — when the trace has a
+ground truth — whether each axis matched."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from whenpro_core.bench.score import score_prediction
+from whenpro_core.model import Attribution, Trace
+from whenpro_core.taxonomy import Taxonomy
+
+
+def verdict_record(trace: Trace, verdict: Attribution, tolerance: int = 0) -> dict:
+    """The verdict as JSON-ready data, with per-axis scores when a ground truth exists."""
+    rec = {"trace": trace.id, "ref": trace.source.ref(), "attribution": verdict.model_dump(mode="json")}
+    if trace.ground_truth is not None:
+        rec["score"] = score_prediction(trace, verdict, tolerance=tolerance).as_dict()
+        rec["ground_truth"] = {k: v for k, v in trace.ground_truth.model_dump(mode="json").items()
+                               if k in ("agent", "agents", "step", "mode")}
+    return rec
+
+
+def print_verdict(trace: Trace, verdict: Attribution, taxonomy: Taxonomy,
+                  console: Console | None = None) -> None:
+    """A Rich summary of ``verdict``."""
+    console = console or Console()
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold cyan", no_wrap=True)
+    grid.add_column(overflow="fold")
+    scored = score_prediction(trace, verdict) if trace.ground_truth else None
+
+    def mark(ok: bool | None) -> Text:
+        if ok is None:
+            return Text("")
+        return Text("  ✓ matches ground truth", style="green") if ok else Text("  ✗ differs", style="red")
+
+    grid.add_row("trace", Text(trace.id))
+    grid.add_row("protocol", Text(f"{verdict.protocol} · {verdict.model}"
+                                  + ("" if verdict.with_gold else " · without gold answer")))
+    grid.add_row("agent", Text(verdict.agent or "—") + mark(scored.agent if scored else None))
+    grid.add_row("step", Text(verdict.step or "—") + mark(scored.step if scored else None))
+    grid.add_row("mode", Text(taxonomy.name(verdict.mode)) + mark(scored.mode if scored else None))
+    grid.add_row("reason", Text(verdict.reason or "—"))
+    if verdict.confidence is not None:
+        grid.add_row("confidence", f"{verdict.confidence:.2f}")
+    u = verdict.usage
+    grid.add_row("cost", Text(f"{u.calls} calls · {u.input_tokens:,} in / {u.output_tokens:,} out"
+                              f" ({u.cached_tokens:,} cached) tokens · ${u.cost_usd:.4f} · {u.seconds:.2f} s"))
+    if trace.ground_truth:
+        gt = trace.ground_truth
+        who = gt.agent or ", ".join(gt.agents) or "—"
+        grid.add_row("ground truth", Text(f"agent {who}, step {gt.step or '—'}, mode {taxonomy.name(gt.mode)}"))
+    for w in verdict.warnings:
+        grid.add_row("warning", Text(w, style="yellow"))
+    console.print(grid)

@@ -1,0 +1,66 @@
+"""Run any attribution protocol on a trace (DESIGN §6): the one entry point the CLI,
+the TUI and the benchmark runner call."""
+
+from __future__ import annotations
+
+import asyncio
+
+from whenpro_core.attribution.judge import Judge, ProgressCallback
+from whenpro_core.errors import ConfigError
+from whenpro_core.model import Attribution, Trace
+from whenpro_core.taxonomy import Taxonomy, taxonomy_for
+
+#: Protocol names, the offline default first.
+PROTOCOLS = ("heuristic", "all-at-once", "step-by-step", "binary-search", "hybrid")
+
+_ALIASES = {"aao": "all-at-once", "all_at_once": "all-at-once", "sbs": "step-by-step",
+            "step_by_step": "step-by-step", "binary": "binary-search", "bs": "binary-search",
+            "binary_search": "binary-search"}
+
+
+def protocol_name(name: str) -> str:
+    """The canonical protocol name for ``name`` (aliases accepted); ConfigError when
+    unknown, listing the choices."""
+    key = name.strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in PROTOCOLS:
+        raise ConfigError(f"unknown protocol {name!r}", expected=", ".join(PROTOCOLS))
+    return key
+
+
+async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge | None = None,
+                    with_gold: bool = True, progress: ProgressCallback | None = None,
+                    taxonomy: Taxonomy | None = None) -> Attribution:
+    """Attribute the decisive error of ``trace`` with ``protocol``.
+
+    ``judge`` is required for every protocol but ``heuristic`` (ConfigError otherwise).
+    The taxonomy defaults to the trace's dataset ``taxonomy.yaml`` or the built-in one.
+    Raises BackendError when the judge's backend fails after its retries; cancelling the
+    awaiting task stops the protocol between calls.
+    """
+    protocol = protocol_name(protocol)
+    taxonomy = taxonomy or taxonomy_for(trace.source.root)
+    if protocol == "heuristic":
+        from whenpro_core.attribution.heuristic import attribute_heuristic
+
+        return await asyncio.to_thread(attribute_heuristic, trace, with_gold=with_gold)
+    if judge is None:
+        raise ConfigError(f"protocol {protocol} needs a model",
+                          expected="--model provider:model (or use --protocol heuristic offline)")
+    if protocol == "all-at-once":
+        from whenpro_core.attribution.all_at_once import run_all_at_once as run
+    elif protocol == "step-by-step":
+        from whenpro_core.attribution.step_by_step import run_step_by_step as run
+    elif protocol == "binary-search":
+        from whenpro_core.attribution.binary_search import run_binary_search as run
+    else:
+        from whenpro_core.attribution.hybrid import run_hybrid as run
+    return await run(trace, judge, taxonomy, with_gold=with_gold, progress=progress)
+
+
+def trace_has_gold(trace: Trace) -> bool:
+    """True when the trace records a gold answer (protocols can use it)."""
+    return bool(trace.task.answer)
+
+
+__all__ = ["PROTOCOLS", "attribute", "protocol_name", "trace_has_gold"]

@@ -1,0 +1,78 @@
+"""Verdicts saved next to their trace so they reopen with it (issue: attribution in
+the TUI keeps several verdicts per trace side by side).
+
+Verdicts of ``trace.json`` live in ``trace.json.verdicts.jsonl`` beside it: append-only
+JSON lines ``{"key", "trace_id", "saved_at", "attribution"}``; a torn last line (a crash
+mid-write) is skipped on read. When the trace's folder is not writable, the file goes to
+``<user data dir>/verdicts/<hash of the trace path>.jsonl`` instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import orjson
+
+from whenpro_core.model import Attribution, Trace
+
+
+def _data_dir() -> Path:
+    env = os.environ.get("WHENPRO_DATA_DIR")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("whenpro"))
+
+
+def verdicts_path(trace: Trace) -> Path | None:
+    """Where the verdicts of ``trace`` are stored (``None`` for a trace with no file)."""
+    if not trace.source.path:
+        return None
+    src = Path(trace.source.path).resolve()
+    beside = src.with_name(src.name + ".verdicts.jsonl")
+    if os.access(src.parent, os.W_OK) and (not beside.exists() or os.access(beside, os.W_OK)):
+        return beside
+    digest = hashlib.sha256(str(src).encode()).hexdigest()[:24]
+    return _data_dir() / "verdicts" / f"{digest}.jsonl"
+
+
+def _key(trace: Trace) -> str:
+    return trace.source.key or trace.id
+
+
+def save_verdict(trace: Trace, verdict: Attribution) -> Path | None:
+    """Append ``verdict`` to the trace's verdict file (one ``write`` + fsync of one
+    line). Returns the file, or ``None`` when the trace has no file."""
+    path = verdicts_path(trace)
+    if path is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = orjson.dumps({"key": _key(trace), "trace_id": trace.id, "saved_at": time.time(),
+                         "attribution": verdict.model_dump(mode="json")}) + b"\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path
+
+
+def load_verdicts(trace: Trace) -> list[Attribution]:
+    """Saved verdicts of ``trace``, oldest first; unreadable lines are skipped."""
+    path = verdicts_path(trace)
+    if path is None or not path.is_file():
+        return []
+    out = []
+    for line in path.read_bytes().splitlines():
+        try:
+            rec = orjson.loads(line)
+            if rec.get("key") == _key(trace):
+                out.append(Attribution.model_validate(rec["attribution"]))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+    return out
