@@ -27,6 +27,7 @@ import os
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -44,11 +45,13 @@ FORMAT = "whowhen-pro-jsonl"
 #: trajectory (``trajectory_decodes``) and how many rows were opened (``rows_loaded``).
 STATS = {"trajectory_decodes": 0, "rows_loaded": 0}
 
-_STR = rb'"((?:[^"\\\n]|\\.)*)"'
+# Possessive runs: fast, and no catastrophic backtracking on an unterminated string.
+_STR = rb'"((?:[^"\\\n]++|\\.)*+)"'
 _HEAD_RE = re.compile(rb'\s*\{\s*"id"\s*:\s*' + _STR + rb'\s*,\s*"framework"\s*:\s*' + _STR
                       + rb'\s*,\s*"benchmark"\s*:\s*' + _STR)
 _TRAJ_RE = re.compile(rb'"trajectory"\s*:\s*(.)', re.DOTALL)
-_GT_RE = re.compile(rb'"ground_truth"\s*:\s*(null|"(?:[^"\\\n]|\\.)*")', re.DOTALL)
+_TASK_RE = re.compile(rb'"task"\s*:\s*(.)', re.DOTALL)
+_GT_RE = re.compile(rb'"ground_truth"\s*:\s*(null|"(?:[^"\\\n]++|\\.)*+")', re.DOTALL)
 _HEAD_BYTES = 4096
 _MAX_HEAD = 1 << 16
 _FALLBACK_MAX = 1 << 20   # rows up to this size may be fully parsed when the fast path fails
@@ -57,7 +60,7 @@ _CACHE: OrderedDict[tuple[str, int, int], "RowIndex"] = OrderedDict()
 _CACHE_SIZE = 8
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RowMeta:
     """One line of the file: its 1-based ``row`` number, byte range ``[start, end)``
     (without the newline), the fields read cheaply, and ``error`` when the line is bad."""
@@ -112,53 +115,75 @@ def _error(path: Path, row: int, what: str, expected: str | None = None,
 
 
 def _json_str(raw: bytes) -> str:
+    """Decode the inside of a JSON string (fast path: no escapes)."""
+    if b"\\" not in raw:
+        return raw.decode("utf-8")
     return orjson.loads(b'"' + raw + b'"')
+
+
+@lru_cache(maxsize=4096)
+def _gt_listing(framework: str, raw: bytes) -> tuple[str | None, str | None, TraceFormatError | None]:
+    """``(mode, coordinate, problem)`` of a row's ``ground_truth`` value as stored (the
+    JSON-string literal, or ``null``). Cached: release rows repeat the same small labels."""
+    try:
+        text = orjson.loads(raw)
+        gt = orjson.loads(text) if text is not None else None
+        if gt is not None and not isinstance(gt, dict):
+            raise ValueError
+    except (ValueError, TypeError, orjson.JSONDecodeError):
+        return None, None, TraceFormatError(
+            "ground_truth is not a JSON string holding an object", json_path="$.ground_truth",
+            expected='a string such as "{\\"step\\":3}"')
+    if gt is None:
+        return None, None, None
+    try:
+        step, _ = coords.gt_coord(framework, gt)
+    except TraceFormatError as exc:
+        return None, None, exc
+    return (gt.get("mode") if isinstance(gt.get("mode"), str) else None), step, None
 
 
 def _scan_row(mm: mmap.mmap, path: Path, row: int, start: int, end: int, last: bool) -> RowMeta:
     """Read one line's listing fields without decoding its trajectory."""
-    base = RowMeta(row, start, end)
-    tail = mm[max(start, end - 16):end].rstrip()
-    if not tail.endswith(b"}"):
+    if mm[end - 1] != 0x7D and not mm[max(start, end - 16):end].rstrip().endswith(b"}"):
         what = ("truncated line (the file ends in the middle of a row)" if last
                 else "line does not end with '}' (not a complete JSON object)")
-        return _bad(base, _error(path, row, what, "one JSON object per line"))
-    size = _HEAD_BYTES
-    while True:
-        m = _HEAD_RE.match(mm, start, min(end, start + size))
-        if m or size >= _MAX_HEAD or start + size >= end:
-            break
-        size *= 4
+        return RowMeta(row, start, end, problem=_error(path, row, what, "one JSON object per line"))
+    m = _HEAD_RE.match(mm, start, min(end, start + _HEAD_BYTES))
+    if m is None and end - start > _HEAD_BYTES:
+        m = _HEAD_RE.match(mm, start, min(end, start + _MAX_HEAD))
+    if m is None:
+        return _fallback(mm, RowMeta(row, start, end), path)
     try:
-        if m is None:
-            return _fallback(mm, base, path)
         trace_id, fw, bench = (_json_str(g) for g in m.groups())
-    except orjson.JSONDecodeError:
-        return _bad(base, _error(path, row, "id, framework or benchmark is not valid UTF-8 JSON text",
-                                 "plain JSON strings"))
-    meta = RowMeta(row, start, end, trace_id, fw, bench)
+    except (UnicodeDecodeError, orjson.JSONDecodeError):
+        return RowMeta(row, start, end, problem=_error(
+            path, row, "id, framework or benchmark is not valid UTF-8 JSON text", "plain JSON strings"))
     t = _TRAJ_RE.search(mm, m.end(), end)
-    if t is None:
-        return _bad(meta, _error(path, row, "missing field trajectory", json_path="$.trajectory",
-                                 expected="a JSON string holding the trajectory list"))
+    problem = None
+    if t is None:       # a malformed line, or no trajectory: say which when the line is small
+        return _fallback(mm, RowMeta(row, start, end, trace_id, fw, bench), path)
     if t.group(1) != b'"':
-        return _bad(meta, _error(path, row, "trajectory is not a JSON string", json_path="$.trajectory",
-                                 expected="a JSON string holding the trajectory list (twice-encoded)"))
+        problem = _error(path, row, "trajectory is not a JSON string", json_path="$.trajectory",
+                         expected="a JSON string holding the trajectory list (twice-encoded)")
+    else:
+        task = _TASK_RE.search(mm, m.end(), t.start())
+        if task is not None and task.group(1) != b'"':
+            problem = _error(path, row, "task is not a JSON string", json_path="$.task",
+                             expected="a JSON string holding {query, answer} (twice-encoded)")
+    if problem is not None:
+        return RowMeta(row, start, end, trace_id, fw, bench, problem=problem)
     gpos = mm.rfind(b'"ground_truth"', t.end(), end)
     if gpos < 0:
-        return meta
+        return RowMeta(row, start, end, trace_id, fw, bench)
     g = _GT_RE.match(mm, gpos, end)
-    try:
-        if g is None:
-            raise ValueError
-        text = orjson.loads(g.group(1))
-        gt = orjson.loads(text) if text is not None else None
-        if gt is not None and not isinstance(gt, dict):
-            raise ValueError
-    except (ValueError, orjson.JSONDecodeError):
-        return _bad(meta, _error(path, row, "ground_truth is not a JSON string holding an object",
-                                 json_path="$.ground_truth", expected='a string such as "{\\"step\\":3}"'))
-    return _with_gt(meta, gt, path)
+    mode, step, problem = _gt_listing(fw, g.group(1)) if g else (None, None, TraceFormatError(
+        "ground_truth is not a JSON string holding an object", json_path="$.ground_truth",
+        expected="a JSON string"))
+    if problem is not None:
+        problem = TraceFormatError(problem.what, path=path, row=row, json_path=problem.json_path,
+                                   expected=problem.expected)
+    return RowMeta(row, start, end, trace_id, fw, bench, mode, step, problem)
 
 
 def _with_gt(meta: RowMeta, gt: Any, path: Path) -> RowMeta:
@@ -176,11 +201,15 @@ def _with_gt(meta: RowMeta, gt: Any, path: Path) -> RowMeta:
 def _fallback(mm: mmap.mmap, meta: RowMeta, path: Path) -> RowMeta:
     """A line whose key order differs from the release's: parse it whole when small."""
     if meta.end - meta.start > _FALLBACK_MAX:
-        return _bad(meta, _error(path, meta.row, "row does not start with id, framework, benchmark",
-                                 '{"id": ..., "framework": ..., "benchmark": ...} first'))
+        return _bad(meta, _error(path, meta.row, "row is not a release row (id, framework, benchmark "
+                                 "first, then a trajectory string)",
+                                 '{"id": ..., "framework": ..., "benchmark": ..., "trajectory": "..."}'))
     try:
         row = _parse_line(mm[meta.start:meta.end], path, meta.row)
         fields = [_plain(row, k, path, meta.row) for k in ("id", "framework", "benchmark")]
+        if "trajectory" not in row:
+            raise _error(path, meta.row, "missing field trajectory", json_path="$.trajectory",
+                         expected="a JSON string holding the trajectory list")
         if not isinstance(row.get("trajectory"), str):
             raise _error(path, meta.row, "trajectory is not a JSON string", json_path="$.trajectory",
                          expected="a JSON string holding the trajectory list (twice-encoded)")
@@ -231,8 +260,8 @@ def _scan_file(path: Path, size: int) -> list[RowMeta]:
                 nl = mm.find(b"\n", pos)
                 end = size if nl < 0 else nl
                 line += 1
-                stop = end - 1 if end > pos and mm[end - 1:end] == b"\r" else end
-                if mm[pos:min(stop, pos + 64)].strip() or (stop - pos > 64 and mm[pos:stop].strip()):
+                stop = end - 1 if end > pos and mm[end - 1] == 0x0D else end
+                if stop > pos and (mm[pos] == 0x7B or mm[pos:stop].strip()):
                     rows.append(_scan_row(mm, path, line, pos, stop, nl < 0))
                 pos = end + 1
     except (OSError, ValueError) as exc:
@@ -341,6 +370,9 @@ class WhoWhenProJsonlImporter(FileImporter):
             if m is None:
                 return False
             t = _TRAJ_RE.search(first, m.end())
+            task = _TASK_RE.search(first, m.end(), t.start() if t else len(first))
+            if task is not None and task.group(1) != b'"':
+                return False        # a per-file document (task is an object), not a release row
             if t is not None:
                 return t.group(1) == b'"'
             if b"\n" in head:

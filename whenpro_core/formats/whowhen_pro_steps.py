@@ -98,13 +98,13 @@ def media_ref(obj: Any, *, kind: str = "image", label: str | None = None,
         if m:
             mime, data = mime or m.group(1), data[m.end():]
         return MediaRef(kind=kind, data=data, mime=mime or _mime_of(data), index=index,
-                        time_s=time_s, label=label or source)
+                        time_s=time_s, label=source or label)
     if isinstance(path, str) and path:
         if prefix and not path.startswith(("/", "\\")) and not path.startswith(prefix):
             path = prefix + path
         return MediaRef(kind=kind, path=path, index=index, time_s=time_s,
                         mime=obj.get("mime") if isinstance(obj.get("mime"), str) else None,
-                        label=label or source)
+                        label=source or label)
     return None
 
 
