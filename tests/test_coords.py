@@ -1,11 +1,11 @@
-"""Step coordinates and ground-truth mapping per framework (DESIGN §4), on small
+"""Step coordinates (coords) and ground-truth mapping (gt_map) per framework (DESIGN §4), on small
 made-up trajectories in the release's entry shapes."""
 
 from __future__ import annotations
 
 import pytest
 
-from whenpro_core import coords
+from whenpro_core import coords, gt_map
 from whenpro_core.errors import TraceFormatError
 
 U = {"kind": "user", "content": "task"}
@@ -96,18 +96,18 @@ def test_coordinates_and_ground_truth_per_framework(name):
     lay = coords.layout(fw, traj)
     assert lay.coords() == want_coords
     assert not lay.warnings
-    resolved = coords.resolve_ground_truth(gt, lay)
+    resolved = gt_map.resolve_ground_truth(gt, lay)
     assert (resolved.step, resolved.step_index, resolved.agent) == (want_step, want_index, want_agent)
     assert resolved.mode == gt["mode"] and resolved.native == gt
     assert resolved.round_only == (coords.canonical_framework(fw) in ("debate", "dylan"))
     # The trajectory-free formula used by listings agrees with the mapping on the entries.
-    assert coords.gt_coord(fw, gt) == (want_step, resolved.round_only)
+    assert gt_map.gt_coord(fw, gt) == (want_step, resolved.round_only)
 
 
 def test_magentic_spelling_and_round_only_agents():
     lay = coords.layout("magentic", CASES["magentic-one"][1])
     assert lay.framework == "magentic-one"
-    debate = coords.resolve_ground_truth(CASES["debate"][2], coords.layout("debate", CASES["debate"][1]))
+    debate = gt_map.resolve_ground_truth(CASES["debate"][2], coords.layout("debate", CASES["debate"][1]))
     assert debate.agents == ["a1", "a2"] and debate.agent is None
 
 
@@ -124,7 +124,7 @@ def test_mathchat_round_zero_position_zero_is_unnumbered_user_input():
 
 def test_step_coord_wins_over_step():
     lay = coords.layout("smolagents", CASES["smolagents-noplan"][1])
-    gt = coords.resolve_ground_truth({"step": 1, "step_coord": "Step 3", "mode": "R.2"}, lay)
+    gt = gt_map.resolve_ground_truth({"step": 1, "step_coord": "Step 3", "mode": "R.2"}, lay)
     assert (gt.step, gt.step_index) == ("3", 3)
 
 
@@ -133,7 +133,7 @@ def test_accepted_predictions_become_accepted_alternatives():
     gt = dict(gt, accepted_predictions=[
         {"agent_name": "NODE_1", "step_coord": "1.1", "mode": "C.3"},
         {"agent_name": "node_1", "step_coord": "step 1.0", "mode": "r.2"}])
-    resolved = coords.resolve_ground_truth(gt, coords.layout(fw, traj))
+    resolved = gt_map.resolve_ground_truth(gt, coords.layout(fw, traj))
     assert resolved.accepted.agent == ["node_1"]
     assert resolved.accepted.step == ["1.1", "1.0"]
     assert resolved.accepted.mode == ["C.3", "R.2"]
@@ -146,7 +146,7 @@ def test_unknown_framework_uses_generic_rule_with_warning():
     counted = coords.layout("newfw", [U, {"kind": "assistant", "agent": "x"}, {"kind": "tool"}, FA])
     assert counted.coords() == [None, "0", "1", None]
     assert counted.slots[1].agent == "x"
-    gt = coords.resolve_ground_truth({"step": 1, "mode": "A.1"}, counted)
+    gt = gt_map.resolve_ground_truth({"step": 1, "mode": "A.1"}, counted)
     assert gt.step_index == 2
 
 
@@ -160,7 +160,7 @@ def test_unknown_framework_uses_generic_rule_with_warning():
 ])
 def test_ground_truth_step_out_of_range(fw, traj, gt, path, valid):
     with pytest.raises(TraceFormatError) as err:
-        coords.resolve_ground_truth(gt, coords.layout(fw, traj))
+        gt_map.resolve_ground_truth(gt, coords.layout(fw, traj))
     assert "step index out of range" in str(err.value)
     assert err.value.json_path == path
     assert valid in err.value.expected
@@ -179,14 +179,14 @@ def test_ground_truth_step_out_of_range(fw, traj, gt, path, valid):
 ])
 def test_wrong_types_name_the_json_path(fw, traj, gt, path):
     with pytest.raises(TraceFormatError) as err:
-        coords.resolve_ground_truth(gt, coords.layout(fw, traj))
+        gt_map.resolve_ground_truth(gt, coords.layout(fw, traj))
     assert err.value.json_path == path
 
 
 def test_no_ground_truth_and_trace_level_labels():
     lay = coords.layout("smolagents", [U, act(1)])
-    assert coords.resolve_ground_truth(None, lay) is None
-    only_mode = coords.resolve_ground_truth({"agent": None, "mode": "R.4"}, lay)
+    assert gt_map.resolve_ground_truth(None, lay) is None
+    only_mode = gt_map.resolve_ground_truth({"agent": None, "mode": "R.4"}, lay)
     assert (only_mode.step, only_mode.step_index, only_mode.mode) == (None, None, "R.4")
 
 
@@ -194,3 +194,8 @@ def test_no_ground_truth_and_trace_level_labels():
                                         ("03", "3"), ("turn 2.", "2")])
 def test_normalize_coord(value, want):
     assert coords.normalize_coord(value) == want
+
+
+def test_coords_reexports_the_ground_truth_mapping():
+    assert coords.resolve_ground_truth is gt_map.resolve_ground_truth
+    assert coords.gt_coord is gt_map.gt_coord

@@ -23,6 +23,7 @@ from typing import Any
 
 from whenpro_core import coords
 from whenpro_core.errors import TraceFormatError
+from whenpro_core.gt_map import resolve_ground_truth
 from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text
 from whenpro_core.formats.whowhen_pro_steps import build_step, final_answer_of, media_list
 from whenpro_core.model import (Agent, GroundTruth, Modality, NATIVE_FORMAT, Outcome, Source,
@@ -104,7 +105,7 @@ def prepare(doc: Any, ctx: LoadContext, *, modality_hint: str | None = None) -> 
     modality = _modality_from(doc.get("modality"), modality_hint, ctx)
     try:
         lay = coords.layout(framework_raw, doc["trajectory"], doc.get("agents"))
-        gt = coords.resolve_ground_truth(doc.get("ground_truth"), lay)
+        gt = resolve_ground_truth(doc.get("ground_truth"), lay)
     except TraceFormatError as exc:
         raise exc.located(path=ctx.path) from None
     return Prepared(doc, trace_id, lay.framework, bench or "", modality, lay, gt)

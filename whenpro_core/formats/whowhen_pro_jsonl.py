@@ -23,7 +23,6 @@ trajectory is reported when the row is opened.
 from __future__ import annotations
 
 import mmap
-import os
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -33,9 +32,9 @@ from typing import Any, Iterator
 
 import orjson
 
-from whenpro_core import coords
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats.base import FileImporter, LoadContext
+from whenpro_core.gt_map import gt_coord
 from whenpro_core.formats.whowhen_pro import build_trace, modality_of_name, prepare
 from whenpro_core.model import Modality, Trace, TraceSummary
 
@@ -137,7 +136,7 @@ def _gt_listing(framework: str, raw: bytes) -> tuple[str | None, str | None, Tra
     if gt is None:
         return None, None, None
     try:
-        step, _ = coords.gt_coord(framework, gt)
+        step, _ = gt_coord(framework, gt)
     except TraceFormatError as exc:
         return None, None, exc
     return (gt.get("mode") if isinstance(gt.get("mode"), str) else None), step, None
@@ -190,7 +189,7 @@ def _with_gt(meta: RowMeta, gt: Any, path: Path) -> RowMeta:
     if not isinstance(gt, dict):
         return meta
     try:
-        step, _ = coords.gt_coord(meta.framework, gt)
+        step, _ = gt_coord(meta.framework, gt)
     except TraceFormatError as exc:
         return _bad(meta, exc.located(path=path, row=meta.row))
     mode = gt.get("mode") if isinstance(gt.get("mode"), str) else None
