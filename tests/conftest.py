@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-REAL_TRACES = Path(os.environ.get("WHENPRO_REAL_TRACES") or REPO.parent / "shared" / "real_traces")
+REPO = REPO_ROOT = Path(__file__).resolve().parents[1]
+REAL_TRACES = REAL = Path(os.environ.get("WHENPRO_REAL_TRACES") or REPO.parent / "shared" / "real_traces")
 SAMPLES = REPO / "sample_traces"
 
 

@@ -1,0 +1,418 @@
+"""Who&When Pro, JSONL release: ``data/{text,image,video}.jsonl`` + ``taxonomy.yaml`` +
+``video_assets/`` at the dataset root (DESIGN §4).
+
+Each line is one trace: ``id, framework, benchmark`` are plain strings and come first;
+``task, trajectory, ground_truth, extras`` are JSON *strings* (decoded a second time);
+``extras`` merges into the top level; the modality is the file's stem (``image_gui`` ->
+image). A decoded row is the per-file document, built by :mod:`.whowhen_pro`.
+Frame paths of video rows resolve against ``video_assets/<framework>/``.
+
+``image.jsonl`` is several GB of inline base64, so rows are indexed lazily
+(:func:`row_index`): the file is memory-mapped, line boundaries found with
+``mmap.find``, ``id/framework/benchmark`` read from the first bytes of each line and the
+ground truth from the small ``ground_truth`` string near its end, without decoding the
+trajectory. The index is cached per (path, size, mtime); opening row *k* is then one
+seek and one decode. ``step_count`` in listings is None (counting needs a decode).
+
+A row's key is its 1-based line number. A bad line (truncated, not JSON, not UTF-8,
+fields of the wrong type) becomes an error summary row naming the file and row; the
+walk carries on. The listing checks a row's structure cheaply; a fault deep inside the
+trajectory is reported when the row is opened.
+"""
+
+from __future__ import annotations
+
+import mmap
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from whenpro_core.errors import TraceFormatError, WhenproError
+from whenpro_core.formats.base import FileImporter, LoadContext
+from whenpro_core.gt_map import gt_coord
+from whenpro_core.formats.whowhen_pro import build_trace, modality_of_name, prepare
+from whenpro_core.model import Modality, Trace, TraceSummary
+
+FORMAT = "whowhen-pro-jsonl"
+
+#: Decode counters, for tests and benchmarks that prove the listing never decodes a
+#: trajectory (``trajectory_decodes``) and how many rows were opened (``rows_loaded``).
+STATS = {"trajectory_decodes": 0, "rows_loaded": 0}
+
+# Possessive runs: fast, and no catastrophic backtracking on an unterminated string.
+_STR = rb'"((?:[^"\\\n]++|\\.)*+)"'
+_HEAD_RE = re.compile(rb'\s*\{\s*"id"\s*:\s*' + _STR + rb'\s*,\s*"framework"\s*:\s*' + _STR
+                      + rb'\s*,\s*"benchmark"\s*:\s*' + _STR)
+_TRAJ_RE = re.compile(rb'"trajectory"\s*:\s*(.)', re.DOTALL)
+_TASK_RE = re.compile(rb'"task"\s*:\s*(.)', re.DOTALL)
+_GT_RE = re.compile(rb'"ground_truth"\s*:\s*(null|"(?:[^"\\\n]++|\\.)*+")', re.DOTALL)
+_HEAD_BYTES = 4096
+_MAX_HEAD = 1 << 16
+_FALLBACK_MAX = 1 << 20   # rows up to this size may be fully parsed when the fast path fails
+_ROW_FIELDS = ("task", "trajectory", "ground_truth", "extras")
+_CACHE: OrderedDict[tuple[str, int, int], "RowIndex"] = OrderedDict()
+_CACHE_SIZE = 8
+
+
+@dataclass(frozen=True, slots=True)
+class RowMeta:
+    """One line of the file: its 1-based ``row`` number, byte range ``[start, end)``
+    (without the newline), the fields read cheaply, and ``error`` when the line is bad."""
+
+    row: int
+    start: int
+    end: int
+    id: str = ""
+    framework: str = ""
+    benchmark: str = ""
+    gt_mode: str | None = None
+    gt_step: str | None = None
+    problem: TraceFormatError | None = None
+
+    @property
+    def error(self) -> str | None:
+        """The one-line error of a bad line (``file:row at $.path: what (expected ...)``)."""
+        return self.problem.one_line() if self.problem else None
+
+
+@dataclass
+class RowIndex:
+    """The rows of one JSONL file (blank lines are skipped; numbers are line numbers)."""
+
+    path: Path
+    modality: Modality
+    rows: list[RowMeta]
+
+    def find(self, key: str | None) -> RowMeta:
+        """The row for ``key``: a 1-based line number, or a trace id; the first row when
+        ``key`` is None. TraceFormatError when there is no such row."""
+        if not self.rows:
+            raise TraceFormatError("file holds no rows", path=self.path, expected="JSONL rows")
+        if key is None:
+            return self.rows[0]
+        if key.strip().isdigit():
+            n = int(key)
+            for meta in self.rows:
+                if meta.row == n:
+                    return meta
+        else:
+            for meta in self.rows:
+                if meta.id == key:
+                    return meta
+        raise TraceFormatError(f"no row {key!r} in this file", path=self.path,
+                               expected=f"a row number 1..{self.rows[-1].row} or a trace id")
+
+
+def _error(path: Path, row: int, what: str, expected: str | None = None,
+           json_path: str | None = None) -> TraceFormatError:
+    return TraceFormatError(what, path=path, row=row, json_path=json_path, expected=expected)
+
+
+def _json_str(raw: bytes) -> str:
+    """Decode the inside of a JSON string (fast path: no escapes)."""
+    if b"\\" not in raw:
+        return raw.decode("utf-8")
+    return orjson.loads(b'"' + raw + b'"')
+
+
+@lru_cache(maxsize=4096)
+def _gt_listing(framework: str, raw: bytes) -> tuple[str | None, str | None, TraceFormatError | None]:
+    """``(mode, coordinate, problem)`` of a row's ``ground_truth`` value as stored (the
+    JSON-string literal, or ``null``). Cached: release rows repeat the same small labels."""
+    try:
+        text = orjson.loads(raw)
+        gt = orjson.loads(text) if text is not None else None
+        if gt is not None and not isinstance(gt, dict):
+            raise ValueError
+    except (ValueError, TypeError, orjson.JSONDecodeError):
+        return None, None, TraceFormatError(
+            "ground_truth is not a JSON string holding an object", json_path="$.ground_truth",
+            expected='a string such as "{\\"step\\":3}"')
+    if gt is None:
+        return None, None, None
+    try:
+        step, _ = gt_coord(framework, gt)
+    except TraceFormatError as exc:
+        return None, None, exc
+    return (gt.get("mode") if isinstance(gt.get("mode"), str) else None), step, None
+
+
+def _scan_row(mm: mmap.mmap, path: Path, row: int, start: int, end: int, last: bool) -> RowMeta:
+    """Read one line's listing fields without decoding its trajectory."""
+    if mm[end - 1] != 0x7D and not mm[max(start, end - 16):end].rstrip().endswith(b"}"):
+        what = ("truncated line (the file ends in the middle of a row)" if last
+                else "line does not end with '}' (not a complete JSON object)")
+        return RowMeta(row, start, end, problem=_error(path, row, what, "one JSON object per line"))
+    m = _HEAD_RE.match(mm, start, min(end, start + _HEAD_BYTES))
+    if m is None and end - start > _HEAD_BYTES:
+        m = _HEAD_RE.match(mm, start, min(end, start + _MAX_HEAD))
+    if m is None:
+        return _fallback(mm, RowMeta(row, start, end), path)
+    try:
+        trace_id, fw, bench = (_json_str(g) for g in m.groups())
+    except (UnicodeDecodeError, orjson.JSONDecodeError):
+        return RowMeta(row, start, end, problem=_error(
+            path, row, "id, framework or benchmark is not valid UTF-8 JSON text", "plain JSON strings"))
+    t = _TRAJ_RE.search(mm, m.end(), end)
+    problem = None
+    if t is None:       # a malformed line, or no trajectory: say which when the line is small
+        return _fallback(mm, RowMeta(row, start, end, trace_id, fw, bench), path)
+    if t.group(1) != b'"':
+        problem = _error(path, row, "trajectory is not a JSON string", json_path="$.trajectory",
+                         expected="a JSON string holding the trajectory list (twice-encoded)")
+    else:
+        task = _TASK_RE.search(mm, m.end(), t.start())
+        if task is not None and task.group(1) != b'"':
+            problem = _error(path, row, "task is not a JSON string", json_path="$.task",
+                             expected="a JSON string holding {query, answer} (twice-encoded)")
+    if problem is not None:
+        return RowMeta(row, start, end, trace_id, fw, bench, problem=problem)
+    gpos = mm.rfind(b'"ground_truth"', t.end(), end)
+    if gpos < 0:
+        return RowMeta(row, start, end, trace_id, fw, bench)
+    g = _GT_RE.match(mm, gpos, end)
+    mode, step, problem = _gt_listing(fw, g.group(1)) if g else (None, None, TraceFormatError(
+        "ground_truth is not a JSON string holding an object", json_path="$.ground_truth",
+        expected="a JSON string"))
+    if problem is not None:
+        problem = TraceFormatError(problem.what, path=path, row=row, json_path=problem.json_path,
+                                   expected=problem.expected)
+    return RowMeta(row, start, end, trace_id, fw, bench, mode, step, problem)
+
+
+def _with_gt(meta: RowMeta, gt: Any, path: Path) -> RowMeta:
+    if not isinstance(gt, dict):
+        return meta
+    try:
+        step, _ = gt_coord(meta.framework, gt)
+    except TraceFormatError as exc:
+        return _bad(meta, exc.located(path=path, row=meta.row))
+    mode = gt.get("mode") if isinstance(gt.get("mode"), str) else None
+    return RowMeta(meta.row, meta.start, meta.end, meta.id, meta.framework, meta.benchmark,
+                   mode, step)
+
+
+def _fallback(mm: mmap.mmap, meta: RowMeta, path: Path) -> RowMeta:
+    """A line whose key order differs from the release's: parse it whole when small."""
+    if meta.end - meta.start > _FALLBACK_MAX:
+        return _bad(meta, _error(path, meta.row, "row is not a release row (id, framework, benchmark "
+                                 "first, then a trajectory string)",
+                                 '{"id": ..., "framework": ..., "benchmark": ..., "trajectory": "..."}'))
+    try:
+        row = _parse_line(mm[meta.start:meta.end], path, meta.row)
+        fields = [_plain(row, k, path, meta.row) for k in ("id", "framework", "benchmark")]
+        if "trajectory" not in row:
+            raise _error(path, meta.row, "missing field trajectory", json_path="$.trajectory",
+                         expected="a JSON string holding the trajectory list")
+        if not isinstance(row.get("trajectory"), str):
+            raise _error(path, meta.row, "trajectory is not a JSON string", json_path="$.trajectory",
+                         expected="a JSON string holding the trajectory list (twice-encoded)")
+        gt = _decode(row, "ground_truth", dict, path, meta.row)
+    except TraceFormatError as exc:
+        return _bad(meta, exc)
+    return _with_gt(RowMeta(meta.row, meta.start, meta.end, *fields), gt, path)
+
+
+def _bad(meta: RowMeta, exc: TraceFormatError) -> RowMeta:
+    return RowMeta(meta.row, meta.start, meta.end, meta.id, meta.framework, meta.benchmark,
+                   problem=exc)
+
+
+def row_index(path: str | Path) -> RowIndex:
+    """The lazy row index of a JSONL file, cached per (path, size, mtime).
+
+    Raises TraceFormatError when the file cannot be read; bad lines become rows with
+    ``error`` set.
+    """
+    path = Path(path)
+    try:
+        st = path.stat()
+        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read file: {exc.strerror}", path=path) from None
+    cached = _CACHE.get(key)
+    if cached is not None:
+        _CACHE.move_to_end(key)
+        return cached
+    index = RowIndex(path, modality_of_name(path.stem), _scan_file(path, st.st_size))
+    _CACHE[key] = index
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return index
+
+
+def _scan_file(path: Path, size: int) -> list[RowMeta]:
+    if size == 0:
+        return []
+    rows: list[RowMeta] = []
+    try:
+        with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            pos, line = 0, 0
+            bom = 3 if mm[:3] == b"\xef\xbb\xbf" else 0
+            pos = bom
+            while pos < size:
+                nl = mm.find(b"\n", pos)
+                end = size if nl < 0 else nl
+                line += 1
+                stop = end - 1 if end > pos and mm[end - 1] == 0x0D else end
+                if stop > pos and (mm[pos] == 0x7B or mm[pos:stop].strip()):
+                    rows.append(_scan_row(mm, path, line, pos, stop, nl < 0))
+                pos = end + 1
+    except (OSError, ValueError) as exc:
+        raise TraceFormatError(f"cannot read file: {exc}", path=path) from None
+    return rows
+
+
+# --------------------------------------------------------------------------- decoding a row
+
+
+def _parse_line(data: bytes, path: Path, row: int) -> dict:
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as ude:
+            raise _error(path, row, f"line is not UTF-8 text (bad byte at column {ude.start + 1})",
+                         "UTF-8 JSON") from None
+        at = getattr(exc, "pos", None)
+        what = ("truncated row (JSON ends too early)" if at is not None and at >= len(data.rstrip()) - 1
+                else f"not valid JSON at column {(at or 0) + 1}")
+        raise _error(path, row, what, "one JSON object per line") from None
+    if not isinstance(value, dict):
+        raise _error(path, row, f"wrong type (got {type(value).__name__})", "a JSON object", "$")
+    return value
+
+
+def _plain(row: dict, key: str, path: Path, n: int) -> str:
+    value = row.get(key)
+    if not isinstance(value, str) or not value:
+        found = "missing" if key not in row else f"got {type(value).__name__}"
+        raise _error(path, n, f"wrong type ({found})", "a non-empty string", f"$.{key}")
+    return value
+
+
+def _decode(row: dict, key: str, want: type, path: Path, n: int) -> Any:
+    """Decode the JSON string ``row[key]`` into a ``want`` (``dict``/``list``); a missing
+    or null ``ground_truth``/``extras`` is None."""
+    value = row.get(key)
+    if value is None and key in ("ground_truth", "extras"):
+        return None
+    shape = "an object" if want is dict else "a list"
+    if not isinstance(value, str):
+        found = "missing" if key not in row else f"got {type(value).__name__}"
+        raise _error(path, n, f"wrong type ({found})", f"a JSON string holding {shape} (twice-encoded)",
+                     f"$.{key}")
+    if key == "trajectory":
+        STATS["trajectory_decodes"] += 1
+    try:
+        decoded = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise _error(path, n, f"the string is not valid JSON ({str(exc).split(':')[0]})",
+                     f"a JSON string holding {shape}", f"$.{key}") from None
+    if decoded is None and key in ("ground_truth", "extras"):
+        return None
+    if not isinstance(decoded, want):
+        raise _error(path, n, f"wrong type (the string holds {type(decoded).__name__})",
+                     f"a JSON string holding {shape}", f"$.{key}")
+    return decoded
+
+
+def decode_row(data: bytes, path: Path, row: int, modality: Modality) -> dict:
+    """One line -> the per-file Who&When Pro document (fields decoded, extras merged,
+    ``modality`` from the file name). Raises TraceFormatError naming the row."""
+    outer = _parse_line(data, path, row)
+    doc: dict[str, Any] = {k: _plain(outer, k, path, row) for k in ("id", "framework")}
+    bench = outer.get("benchmark")
+    if bench is not None and not isinstance(bench, str):
+        raise _error(path, row, f"wrong type (got {type(bench).__name__})", "a string", "$.benchmark")
+    doc["benchmark"] = bench or ""
+    task = _decode(outer, "task", dict, path, row) if outer.get("task") is not None else {}
+    trajectory = _decode(outer, "trajectory", list, path, row)
+    gt = _decode(outer, "ground_truth", dict, path, row)
+    extras = _decode(outer, "extras", dict, path, row) or {}
+    for k, v in extras.items():
+        if k not in ("id", "framework", "benchmark", "task", "trajectory", "ground_truth"):
+            doc[k] = v
+    for k, v in outer.items():
+        if k not in doc and k not in _ROW_FIELDS:
+            doc[k] = v
+    doc.update(task=task, trajectory=trajectory, ground_truth=gt, modality=modality.value)
+    return doc
+
+
+def _root_for(path: Path, root: Path | None) -> Path:
+    if root is not None:
+        return root
+    from whenpro_core.formats.registry import find_root
+
+    return find_root(path)
+
+
+class WhoWhenProJsonlImporter(FileImporter):
+    """Reads the Who&When Pro JSONL release, one trace per line, lazily indexed."""
+
+    name = FORMAT
+    priority = 50
+
+    def match_head(self, head: bytes, path: Path) -> bool:
+        try:
+            if head.startswith(b"\xef\xbb\xbf"):
+                head = head[3:]
+            first = head.split(b"\n", 1)[0]
+            m = _HEAD_RE.match(first)
+            if m is None:
+                return False
+            t = _TRAJ_RE.search(first, m.end())
+            task = _TASK_RE.search(first, m.end(), t.start() if t else len(first))
+            if task is not None and task.group(1) != b'"':
+                return False        # a per-file document (task is an object), not a release row
+            if t is not None:
+                return t.group(1) == b'"'
+            if b"\n" in head:
+                return False
+            with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                nl = mm.find(b"\n")
+                t = _TRAJ_RE.search(mm, m.end(), nl if nl >= 0 else len(mm))
+                return t is not None and t.group(1) == b'"'
+        except (OSError, ValueError):
+            return False
+
+    def summaries(self, path: Path, root: Path | None) -> Iterator[TraceSummary]:
+        index = row_index(path)
+        for meta in index.rows:
+            yield TraceSummary(id=meta.id or f"{path.stem}:{meta.row}", path=str(path),
+                               key=str(meta.row), format=FORMAT, framework=meta.framework,
+                               benchmark=meta.benchmark, modality=index.modality.value,
+                               step_count=None, gt_mode=meta.gt_mode, gt_step=meta.gt_step,
+                               error=meta.error)
+
+    def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
+        """Decode only the selected row (1-based line number or trace id)."""
+        index = row_index(path)
+        meta = index.find(key)
+        if meta.problem is not None:
+            p = meta.problem
+            raise TraceFormatError(p.what, path=path, row=meta.row, json_path=p.json_path,
+                                   expected=p.expected)
+        try:
+            with path.open("rb") as fh:
+                fh.seek(meta.start)
+                data = fh.read(meta.end - meta.start)
+        except OSError as exc:
+            raise TraceFormatError(f"cannot read file: {exc.strerror}", path=path, row=meta.row) from None
+        STATS["rows_loaded"] += 1
+        doc = decode_row(data, path, meta.row, index.modality)
+        root = _root_for(path, root)
+        ctx = LoadContext(path=path, root=root, key=str(meta.row))
+        prefix = f"video_assets/{doc['framework']}/" if index.modality is Modality.video else None
+        try:
+            return build_trace(prepare(doc, ctx, modality_hint=index.modality.value), ctx,
+                               fmt=FORMAT, media_prefix=prefix)
+        except WhenproError as exc:
+            raise exc.located(path=path, row=meta.row) from None

@@ -1,0 +1,276 @@
+"""Who&When Pro trajectory entries -> :class:`~whenpro_core.model.Step` s (DESIGN §4).
+
+The coordinate and agent of each step come from :mod:`whenpro_core.coords`; this module
+turns the entry's fields into the step's content, tool calls, observation, media and
+error, whatever the framework's entry shape:
+
+* smolagents ``action`` {step_number, reasoning, code, observation,
+  observation_images, error, is_final_answer}: ``content`` is the reasoning (the
+  model's raw output, which already holds its code) with the dangling ``</code>`` that
+  smolagents appends removed when there is no opening ``<code>``; ``code`` becomes a
+  :class:`ToolCall` named ``python`` whose ``arguments`` is the code string (so the code
+  is not shown twice); ``error`` {type, message} becomes ``"Type: message"``.
+* GUI / ALFWorld ``action`` {step_number, agent, reasoning, action, observation,
+  observation_images, action_raw, error}: the action string is a ToolCall ``action``.
+* ``planning`` {plan}: ``kind="plan"``.
+* agent turns {agent_id|agent, role, output, ...} (macnet, mathchat, metagpt, debate,
+  dylan, pixelcraft, magentic-one): ``content`` is the output; magentic-one
+  ``tool_actions`` [{type, name, args}] become tool calls, the ``ledger`` goes to meta.
+* chat entries {kind: system|user|assistant|tool, content, tool_calls, tool_call_id,
+  tool_name, frames} (dvd, eva): tool-call ``arguments`` held as JSON strings are
+  parsed; ``frames`` [{index, time_s, path}] become ``MediaRef(kind="frame")``.
+
+Label-leaking fields (:data:`HIDDEN_FIELDS`) go to ``Step.hidden`` and are removed from
+``Step.raw``; inline base64 images are replaced by a short placeholder in ``raw``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from whenpro_core.coords import Slot
+from whenpro_core.formats.base import as_text, maybe_json
+from whenpro_core.model import LABEL_LEAKING_FIELDS, MediaRef, Step, ToolCall
+
+#: Entry fields moved to ``Step.hidden``: the injection markers of the release
+#: (``is_injected``, ``is_replayed``, ``injected``, ``phase``, ``step_legacy``), other
+#: spellings of them, and ``input_messages`` (the reference evaluation never shows a
+#: judge the per-turn prompt, which can hold pre-injection text).
+HIDDEN_FIELDS = tuple(dict.fromkeys(LABEL_LEAKING_FIELDS + (
+    "is_injection", "injection", "injection_info", "injected_step", "injected_content",
+    "original_output", "pre_injection_output", "replayed", "is_live", "input_messages")))
+
+_B64_MIME = (("iVBORw0KGgo", "image/png"), ("/9j/", "image/jpeg"), ("R0lGOD", "image/gif"),
+             ("UklGR", "image/webp"), ("Qk", "image/bmp"))
+_DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,", re.IGNORECASE)
+_LAST_OUTPUT = "Last output from code snippet:"
+
+
+def split_hidden(src: dict) -> tuple[dict, dict]:
+    """``(clean, hidden)``: the entry without label-leaking fields, and those fields."""
+    hidden = {k: src[k] for k in HIDDEN_FIELDS if k in src}
+    clean = {k: v for k, v in src.items() if k not in HIDDEN_FIELDS} if hidden else dict(src)
+    return clean, hidden
+
+
+def strip_inline_media(value: Any) -> Any:
+    """A copy of ``value`` with every long inline base64 ``data`` string replaced by
+    ``"<inline image: N base64 chars>"`` (for ``Step.raw``)."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k == "data" and isinstance(v, str) and len(v) > 512:
+                out[k] = f"<inline image: {len(v)} base64 chars>"
+            else:
+                out[k] = strip_inline_media(v)
+        return out
+    if isinstance(value, list):
+        return [strip_inline_media(v) for v in value]
+    return value
+
+
+def _mime_of(data: str) -> str:
+    for prefix, mime in _B64_MIME:
+        if data.startswith(prefix):
+            return mime
+    return "image/png"
+
+
+def media_ref(obj: Any, *, kind: str = "image", label: str | None = None,
+              prefix: str | None = None) -> MediaRef | None:
+    """A MediaRef for one stored image: ``{"__type__": "PIL.Image", "data": <base64>,
+    "mime"?, "source"?}`` (inline), ``{"path": ...}`` or a bare path string, or a
+    frame ``{index, time_s, path}``. ``prefix`` is prepended to relative paths (JSONL
+    video rows: ``video_assets/<framework>/``). Returns None for anything else."""
+    if isinstance(obj, str):
+        obj = {"data": obj} if _DATA_URL.match(obj) else {"path": obj}
+    if not isinstance(obj, dict):
+        return None
+    data, path = obj.get("data"), obj.get("path")
+    index = obj.get("index") if isinstance(obj.get("index"), int) else None
+    t = obj.get("time_s")
+    time_s = float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
+    source = obj.get("source") if isinstance(obj.get("source"), str) else None
+    if isinstance(data, str) and data:
+        mime = obj.get("mime") if isinstance(obj.get("mime"), str) else None
+        m = _DATA_URL.match(data)
+        if m:
+            mime, data = mime or m.group(1), data[m.end():]
+        return MediaRef(kind=kind, data=data, mime=mime or _mime_of(data), index=index,
+                        time_s=time_s, label=source or label)
+    if isinstance(path, str) and path:
+        if prefix and not path.startswith(("/", "\\")) and not path.startswith(prefix):
+            path = prefix + path
+        return MediaRef(kind=kind, path=path, index=index, time_s=time_s,
+                        mime=obj.get("mime") if isinstance(obj.get("mime"), str) else None,
+                        label=source or label)
+    return None
+
+
+def media_list(items: Any, *, kind: str = "image", label: str = "image",
+               prefix: str | None = None) -> list[MediaRef]:
+    """MediaRefs for a list of stored images (others are skipped)."""
+    if not isinstance(items, list):
+        items = [items] if items else []
+    out = []
+    for n, item in enumerate(items):
+        if kind == "frame" and isinstance(item, dict):
+            lab = f"frame {item.get('index', n)}" + (
+                f" @ {item['time_s']}s" if isinstance(item.get("time_s"), (int, float)) else "")
+        else:
+            lab = f"{label} #{n + 1}"
+        ref = media_ref(item, kind=kind, label=lab, prefix=prefix)
+        if ref is not None:
+            out.append(ref)
+    return out
+
+
+def strip_dangling_code(text: str) -> str:
+    """Remove the trailing ``</code>`` smolagents appends to the model output when the
+    text has no opening ``<code>`` (reference ``render/smolagents.py``)."""
+    if not text or "<code>" in text:
+        return text
+    stripped = text.rstrip()
+    if stripped.endswith("</code>"):
+        return stripped[: -len("</code>")].rstrip()
+    return text
+
+
+def error_text(value: Any) -> str | None:
+    """``{type, message}`` -> ``"Type: message"``; strings as they are; null -> None."""
+    if value is None or value == "" or value == {}:
+        return None
+    if isinstance(value, dict):
+        typ, msg = value.get("type"), value.get("message")
+        if typ or msg:
+            return f"{typ}: {as_text(msg)}" if typ else as_text(msg)
+    return as_text(value)
+
+
+def _tool_call(tc: Any) -> ToolCall | None:
+    if not isinstance(tc, dict):
+        return None
+    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+    name = tc.get("name") or fn.get("name") or "tool"
+    args = tc.get("arguments", fn.get("arguments"))
+    tid = tc.get("id")
+    return ToolCall(id=str(tid) if tid is not None else None, name=str(name), arguments=maybe_json(args))
+
+
+def _kind_of(src: dict, fw: str) -> str:
+    kind = src.get("kind")
+    if kind == "planning":
+        return "plan"
+    if isinstance(kind, str) and kind in ("user", "system", "assistant", "tool", "final_answer",
+                                          "action", "round"):
+        return kind
+    if fw == "macnet" and isinstance(src.get("role"), str) and src["role"]:
+        return src["role"]
+    return kind if isinstance(kind, str) and kind and kind != "agent" else "assistant"
+
+
+def build_step(index: int, slot: Slot, entry: dict, fw: str, *, agent: str,
+               media_prefix: str | None = None) -> Step:
+    """The :class:`Step` for one slot of a Who&When Pro trajectory.
+
+    ``entry`` is the trajectory entry the slot comes from (its ``turns[slot.turn]`` is
+    used for round-grouped frameworks). ``agent`` is the step's final agent id.
+    """
+    if slot.turn is not None:
+        round_clean, round_hidden = split_hidden({k: v for k, v in entry.items() if k != "turns"})
+        src, hidden = split_hidden(entry["turns"][slot.turn])
+        hidden = {**round_hidden, **hidden}
+        meta: dict[str, Any] = {"round": slot.round, "position": slot.position}
+        extra_round = {k: v for k, v in round_clean.items() if k not in ("kind", "round")}
+        if extra_round and slot.turn == 0:
+            meta["round_fields"] = strip_inline_media(extra_round)
+    else:
+        src, hidden = split_hidden(entry)
+        meta = {}
+        for key in ("round", "position", "stage", "step_number", "tool_call_id", "tool_name",
+                    "timestamp"):
+            if src.get(key) is not None:
+                meta[key] = src[key]
+    kind = _kind_of(src, fw)
+    content = ""
+    tool_calls: list[ToolCall] = []
+    observation: str | None = None
+    media: list[MediaRef] = []
+
+    if kind == "plan":
+        content = as_text(src.get("plan", src.get("content")))
+    elif kind == "action":
+        reasoning = as_text(src.get("reasoning"))
+        content = strip_dangling_code(reasoning) if "code" in src else reasoning
+        if isinstance(src.get("code"), str) and src["code"]:
+            tool_calls.append(ToolCall(name="python", arguments=src["code"]))
+        if src.get("action") not in (None, ""):
+            tool_calls.append(ToolCall(name="action", arguments=maybe_json(src["action"])))
+        if not content and src.get("content") is not None:
+            content = as_text(src.get("content"))
+        if src.get("observation") is not None:
+            observation = as_text(src["observation"])
+        media = media_list(src.get("observation_images"), label="observation", prefix=media_prefix)
+        if src.get("is_final_answer"):
+            meta["is_final_answer"] = True
+        if src.get("action_raw") is not None:
+            meta["action_raw"] = strip_inline_media(src["action_raw"])
+    else:
+        body = src.get("output", src.get("content"))
+        content = as_text(body)
+        for tc in src.get("tool_calls") or []:
+            call = _tool_call(tc)
+            if call:
+                tool_calls.append(call)
+        for ta in src.get("tool_actions") or []:
+            if isinstance(ta, dict):
+                tool_calls.append(ToolCall(name=str(ta.get("name") or ta.get("type") or "tool"),
+                                           arguments=maybe_json(ta.get("args", ta.get("arguments")))))
+        if src.get("ledger") is not None:
+            meta["ledger"] = src["ledger"]
+        if src.get("observation") is not None:
+            observation = as_text(src["observation"])
+        media = media_list(src.get("images"), label="image", prefix=media_prefix)
+        media += media_list(src.get("observation_images"), label="observation", prefix=media_prefix)
+        media += media_list(src.get("frames"), kind="frame", prefix=media_prefix)
+    if src.get("agent") is not None and src.get("role") is not None and fw == "magentic-one":
+        meta["role"] = src["role"]
+    return Step(index=index, coord=slot.coord, agent=agent, kind=kind, content=content,
+                tool_calls=tool_calls, observation=observation, media=media,
+                error=error_text(src.get("error")), hidden=hidden, meta=meta,
+                raw=strip_inline_media(src))
+
+
+def final_answer_of(doc: dict, entries: list[dict], fw: str) -> str | None:
+    """The system's final answer: top-level ``final_answer``; else a ``final_answer``
+    entry; else the magentic-one turn whose ``phase`` includes ``final_answer``; else
+    the smolagents/GUI final action's last output; else dvd's ``finish`` tool result;
+    else eva's last ``<answer>...</answer>``."""
+    if doc.get("final_answer") is not None:
+        return as_text(doc["final_answer"])
+    for e in entries:
+        if e.get("kind") == "final_answer":
+            return as_text(e.get("content", e.get("output")))
+    for e in reversed(entries):
+        phase = e.get("phase")
+        if isinstance(phase, list) and "final_answer" in phase:
+            return as_text(e.get("output", e.get("content")))
+    for e in reversed(entries):
+        if e.get("kind") == "action" and e.get("is_final_answer"):
+            obs = as_text(e.get("observation"))
+            if _LAST_OUTPUT in obs:
+                return obs.split(_LAST_OUTPUT, 1)[1].strip()
+            m = re.search(r"final_answer\((.*)\)\s*$", as_text(e.get("code")), re.DOTALL)
+            return m.group(1).strip().strip("\"'") if m else (obs.strip() or None)
+    if fw == "dvd":
+        for e in reversed(entries):
+            if e.get("kind") == "tool" and e.get("tool_name") == "finish":
+                return as_text(e.get("content")).strip() or None
+    if fw == "eva":
+        for e in reversed(entries):
+            if e.get("kind") == "assistant" and as_text(e.get("content")).strip():
+                text = as_text(e.get("content"))
+                m = re.search(r"<answer>\s*(.+?)\s*</answer>", text, re.IGNORECASE | re.DOTALL)
+                return m.group(1) if m else text.strip()
+    return None
