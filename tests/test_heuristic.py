@@ -83,3 +83,40 @@ def test_beats_random_on_who_and_when(real_traces):
         rand_agent += sum(x.agent.lower() == t.ground_truth.agent.lower() for x in cands) / len(cands)
         rand_step += sum(x.coord == t.ground_truth.step for x in cands) / len(cands)
     assert hits_agent > rand_agent and hits_step > 1.5 * rand_step
+
+
+def test_runs_offline_on_every_real_labelled_trace(real_traces):
+    """Every Who&When and Who&When Pro trace gets a full prediction with a reason."""
+    from whenpro_core.formats import walk
+
+    count = 0
+    for folder in ("who-and-when", "who-when-pro-samples", "who-when-pro-jsonl"):
+        for row in walk(real_traces / folder):
+            assert row.error is None, row.error
+            trace = load_trace(row.ref())
+            a = attribute_heuristic(trace, with_gold=count % 2 == 0)
+            assert a.agent and a.step and a.mode and a.reason, row.ref()
+            assert trace.step_by_coord(a.step) is not None
+            count += 1
+    assert count == 129 + 5 + 64
+
+
+def test_cli_attribute_json(real_traces, tmp_path):
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    src = real_traces / "who-when-pro-samples"
+    copy = tmp_path / "samples"
+    shutil.copytree(src, copy)
+    trace = copy / "data" / "traces" / "simpleqa_election.json"
+    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", str(trace), "--json"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rec = json.loads(out.stdout)
+    assert rec["attribution"]["protocol"] == "heuristic" and set(rec["score"]) == {"agent", "step", "mode", "joint"}
+    saved = trace.with_name(trace.name + ".verdicts.jsonl")
+    assert saved.is_file() and json.loads(saved.read_text().splitlines()[0])["attribution"]["step"]
