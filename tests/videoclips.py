@@ -48,15 +48,32 @@ def cut_frames(scenes: list[Scene]) -> list[int]:
     return out
 
 
+def write_frames(path: Path, frames, *, size: tuple[int, int], fps: float = 25.0, fourcc: str = "mp4v") -> None:
+    """Write BGR ``frames`` (each ``size`` = width, height) to ``path``."""
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), fps, size)
+    assert writer.isOpened(), f"OpenCV cannot write {fourcc} to {path}"
+    for frame in frames:
+        writer.write(frame)
+    writer.release()
+
+
 def write_clip(path: Path, scenes: list[Scene], *, size: tuple[int, int] = (192, 108), fps: float = 25.0,
                fourcc: str = "mp4v", seed: int = 0) -> list[int]:
     """Write ``scenes`` to ``path`` and return the expected cut frames."""
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), fps, size)
-    assert writer.isOpened(), f"OpenCV cannot write {fourcc} to {path}"
-    for frame in scene_frames(scenes, size, seed):
-        writer.write(frame)
-    writer.release()
+    write_frames(path, scene_frames(scenes, size, seed), size=size, fps=fps, fourcc=fourcc)
     return cut_frames(scenes)
+
+
+def split_frame(parts: list[tuple[tuple[int, int, int], float]], size: tuple[int, int] = (192, 108)) -> np.ndarray:
+    """A frame of vertical colour bands: ``parts`` is ``[(bgr, width_fraction), ...]``."""
+    w, h = size
+    frame = np.zeros((h, w, 3), np.uint8)
+    x = 0
+    for colour, frac in parts:
+        x2 = min(w, x + round(frac * w))
+        frame[:, x:x2] = colour
+        x = x2
+    return frame
 
 
 SOLID_SCENES: list[Scene] = [

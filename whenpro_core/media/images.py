@@ -50,7 +50,8 @@ def image_size(data: bytes, *, source: str | Path | None = None) -> tuple[int, i
     Pillow cannot identify).
 
     Raises:
-        MediaError: the bytes are not an image either library can read.
+        MediaError: the bytes are not an image either library can read, or the header
+        claims more pixels than Pillow's decompression-bomb limit (~179 M).
     """
     try:
         from PIL import Image
@@ -63,7 +64,7 @@ def image_size(data: bytes, *, source: str | Path | None = None) -> tuple[int, i
                 with Image.open(io.BytesIO(data)) as im:
                     return int(im.size[0]), int(im.size[1])
         except Image.DecompressionBombError:
-            raise MediaError("image too large", path=_where(source),
+            raise MediaError("image too large (decompression bomb)", path=_where(source),
                              expected=f"at most {MAX_PIXELS} pixels") from None
         except Exception:
             pass
