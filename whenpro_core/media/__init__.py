@@ -7,6 +7,7 @@ Modules:
   dataset root / trace folder (untrusted trace content, DESIGN §9).
 * :mod:`.images` — decode, resize, capped JPEG re-encoding, thumbnails.
 * :mod:`.keyframes` — hard-cut detection + uniform fill in one sequential decode.
+* :mod:`.video` — opening videos, cancellation checks, frames at given times.
 * :mod:`.cache` — content-keyed on-disk cache (``$WHENPRO_CACHE_DIR``).
 * :mod:`.export` — the ``whenpro keyframes`` command's work (files + table).
 
@@ -25,16 +26,8 @@ from whenpro_core.media.images import (
     thumbnail,
     to_jpeg,
 )
-from whenpro_core.media.keyframes import (
-    CutScan,
-    FrameGrab,
-    Keyframe,
-    KeyframeResult,
-    KeyframesCancelled,
-    detect_cuts,
-    frames_at,
-    keyframes,
-)
+from whenpro_core.media.keyframes import CutScan, Keyframe, KeyframeResult, detect_cuts, keyframes
+from whenpro_core.media.video import FrameGrab, KeyframesCancelled, frames_at
 from whenpro_core.media.paths import (
     decode_inline,
     media_bases,

@@ -9,9 +9,10 @@ Algorithm (CRAFT "Video facts"):
   frame index or time is never used, and ``CAP_PROP_FRAME_COUNT`` is only a hint.
 * Each analysed frame is downscaled early to :data:`ANALYSIS_WIDTH` px wide (nearest
   neighbour: a histogram only needs a pixel sample, and on bikes.mp4 it separates cuts
-  from motion as well as area averaging at a quarter of the cost), converted to HSV, and summarised by a 3-D H×S×V histogram (:data:`HIST_BINS`). The score of a
-  frame is the Bhattacharyya distance (0 same, 1 disjoint) between its histogram and
-  the previous analysed frame's. A frame is a **cut** (first frame of a new scene) when
+  from motion as well as area averaging at a quarter of the cost), converted to HSV,
+  and summarised by a 3-D H×S×V histogram (:data:`HIST_BINS`). The score of a frame is
+  the Bhattacharyya distance (0 same, 1 disjoint) between its histogram and the
+  previous analysed frame's. A frame is a **cut** (first frame of a new scene) when
   its score is at least ``threshold`` and at least ``min_scene_len`` frames have passed
   since the previous cut (or the start). Histograms ignore motion inside a shot, which
   makes the cut signal robust; gradual transitions (fades, dissolves) are not cuts.
@@ -28,16 +29,24 @@ be cancelled from another thread (``cancelled``) and reports ``progress``.
 from __future__ import annotations
 
 import heapq
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from whenpro_core.errors import ConfigError, MediaError
 from whenpro_core.media import cache as _cache
 from whenpro_core.media._cv import cv2
 from whenpro_core.media.images import JPEG_QUALITY, encode_jpeg, fit_max_side
+from whenpro_core.media.video import (
+    CHECK_EVERY,
+    DEFAULT_MAX_SIDE,
+    CancelCheck,
+    KeyframesCancelled,
+    Progress,
+    cancel_fn,
+    open_video,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,20 +62,8 @@ DEFAULT_THRESHOLD = 0.3
 DEFAULT_MIN_SCENE_LEN = 10
 #: Keyframes returned by default.
 DEFAULT_MAX_FRAMES = 8
-#: Longest side of keyframe JPEGs, in pixels.
-DEFAULT_MAX_SIDE = 640
-#: Cancellation and progress are checked every this many frames.
-CHECK_EVERY = 16
-
 #: Version of the analysis; part of every cache key.
 ALGORITHM_VERSION = 1
-
-CancelCheck = Callable[[], bool] | threading.Event | None
-Progress = Callable[[int, int | None], None] | None
-
-
-class KeyframesCancelled(MediaError):
-    """Keyframe extraction was cancelled through its ``cancelled`` check."""
 
 
 @dataclass(frozen=True)
@@ -149,28 +146,6 @@ class KeyframeResult:
                 "cuts": scan["cuts"], "keyframes": [asdict(k) for k in self.keyframes]}
 
 
-def _cancel_fn(cancelled: CancelCheck) -> Callable[[], bool] | None:
-    if cancelled is None:
-        return None
-    if isinstance(cancelled, threading.Event):
-        return cancelled.is_set
-    return cancelled
-
-
-def _open_video(path: Path) -> Any:
-    cv = cv2()
-    if not path.exists():
-        raise MediaError("video file not found", path=path)
-    if not path.is_file():
-        raise MediaError("not a regular file", path=path, expected="a video file")
-    cap = cv.VideoCapture(str(path), cv.CAP_FFMPEG)
-    if not cap.isOpened():
-        cap.release()
-        raise MediaError("cannot open video (not a video, truncated, or unsupported codec)", path=path,
-                         expected="a video FFmpeg can decode (mp4, mkv, webm, avi, mov)")
-    return cap
-
-
 @dataclass
 class _Held:
     kf: Keyframe
@@ -189,9 +164,9 @@ def _scan(path: Path, *, threshold: float, min_scene_len: int, stride: int, pool
     """One sequential pass: detect cuts, hold the best ``keep_cuts`` cut images and an
     evenly spaced sample of about ``pool_size``–``2*pool_size`` frames."""
     cv = cv2()
-    is_cancelled = _cancel_fn(cancelled)
+    is_cancelled = cancel_fn(cancelled)
     start = time.perf_counter()
-    cap = _open_video(path)
+    cap = open_video(path)
     try:
         fps = cap.get(cv.CAP_PROP_FPS) or 0.0
         count = int(cap.get(cv.CAP_PROP_FRAME_COUNT) or 0)
@@ -201,7 +176,8 @@ def _scan(path: Path, *, threshold: float, min_scene_len: int, stride: int, pool
         frame_dt = 1.0 / fps if 0 < fps < 10_000 else 0.0
         grab, retrieve, get = cap.grab, cap.retrieve, cap.get
         resize, cvt, calc, compare = cv.resize, cv.cvtColor, cv.calcHist, cv.compareHist
-        pos_msec, nearest, to_hsv, bhatt = cv.CAP_PROP_POS_MSEC, cv.INTER_NEAREST, cv.COLOR_BGR2HSV, cv.HISTCMP_BHATTACHARYYA
+        pos_msec, nearest = cv.CAP_PROP_POS_MSEC, cv.INTER_NEAREST
+        to_hsv, bhatt = cv.COLOR_BGR2HSV, cv.HISTCMP_BHATTACHARYYA
         bins, ranges, channels = list(HIST_BINS), [0, 180, 0, 256, 0, 256], [0, 1, 2]
         small_size: tuple[int, int] | None = None
         warnings: list[str] = []
@@ -365,7 +341,7 @@ def keyframes(video_path: str | Path, max_frames: int = DEFAULT_MAX_FRAMES, *,
         use_cache: read and write the on-disk cache (keyed by the file's sha256 and
             every parameter above); a hit decodes nothing.
         cancelled: callable or :class:`threading.Event`, checked every
-            :data:`CHECK_EVERY` frames (for Textual thread workers).
+            :data:`~whenpro_core.media.video.CHECK_EVERY` frames (for Textual thread workers).
         progress: ``progress(frames_done, frame_count_hint_or_None)``.
 
     Returns:
@@ -424,60 +400,3 @@ def _from_cache(key: str, path: Path, params: dict[str, Any], digest: str) -> Ke
         return None
     return KeyframeResult(video=str(path), keyframes=kfs, images=images, scan=scan, params=params,
                           sha256=digest, cache_hit=True)
-
-
-@dataclass(frozen=True)
-class FrameGrab:
-    """A frame taken at a requested time: its index, real timestamp and JPEG."""
-
-    frame: int
-    time_s: float
-    jpeg: bytes
-
-
-def frames_at(video_path: str | Path, times_s: list[float], *, max_side: int = DEFAULT_MAX_SIDE,
-              quality: int = JPEG_QUALITY, cancelled: CancelCheck = None) -> list[FrameGrab]:
-    """The first frame at or after each requested time (within half a nominal frame),
-    by sequential decode (correct on variable-frame-rate files); only the frames taken
-    are converted (``retrieve``). Results follow the sorted, de-duplicated request
-    times; times after the last frame are dropped, so the list may be shorter.
-
-    Raises:
-        MediaError: missing, unopenable or frameless video; KeyframesCancelled.
-    """
-    cv = cv2()
-    is_cancelled = _cancel_fn(cancelled)
-    wanted = sorted({max(0.0, float(t)) for t in times_s})
-    path = Path(video_path)
-    cap = _open_video(path)
-    if not wanted:
-        cap.release()
-        return []
-    out: list[FrameGrab] = []
-    frames = 0
-    try:
-        fps = cap.get(cv.CAP_PROP_FPS) or 0.0
-        eps = 0.5 / fps if 0 < fps < 10_000 else 0.0
-        idx, prev_t = -1, -1.0
-        while wanted and cap.grab():
-            idx += 1
-            frames += 1
-            t = cap.get(cv.CAP_PROP_POS_MSEC) / 1000.0
-            t = t if t > prev_t else max(prev_t, 0.0)
-            prev_t = t
-            if idx % CHECK_EVERY == 0 and is_cancelled is not None and is_cancelled():
-                raise KeyframesCancelled("frame extraction cancelled", path=path)
-            if wanted[0] > t + eps:
-                continue
-            ok, frame = cap.retrieve()
-            if not ok or frame is None:
-                continue
-            jpeg = encode_jpeg(fit_max_side(frame, max_side), quality)
-            while wanted and wanted[0] <= t + eps:
-                wanted.pop(0)
-                out.append(FrameGrab(idx, round(t, 6), jpeg))
-    finally:
-        cap.release()
-    if frames == 0:
-        raise MediaError("no decodable video frames", path=path)
-    return out
