@@ -23,7 +23,8 @@ DEFAULT_MAX_SIDE = 640
 #: Cancellation and progress are checked every this many frames.
 CHECK_EVERY = 16
 
-#: ``cancelled``: a callable returning True, or a :class:`threading.Event`.
+#: ``cancelled``: a callable returning True, or a :class:`threading.Event`. From a
+#: Textual thread worker: ``cancelled=lambda: get_current_worker().is_cancelled``.
 CancelCheck = Callable[[], bool] | threading.Event | None
 #: ``progress(frames_done, frame_count_hint_or_None)``.
 Progress = Callable[[int, int | None], None] | None
