@@ -94,6 +94,26 @@ def attribute(
 
 
 @app.command()
+@handles_errors
+def keyframes(video: Path = typer.Argument(..., help="A video file (mp4, mkv, webm, avi, mov)."),
+              max_frames: int = typer.Option(8, "--max", min=1, max=1000, help="Keyframes to pick at most."),
+              out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: ./<video stem>_keyframes)."),
+              force: bool = typer.Option(False, "--force", help="Replace keyframes in a non-empty folder."),
+              threshold: float = typer.Option(0.3, "--threshold", help="Cut threshold (Bhattacharyya distance, 0-1)."),
+              min_scene: int = typer.Option(10, "--min-scene", min=1, help="Fewest frames between two cuts."),
+              stride: int = typer.Option(1, "--stride", min=1, max=100,
+                                         help="Analyse every Nth frame (faster; cuts up to N-1 frames late)."),
+              max_side: int = typer.Option(640, "--max-side", help="Longest side of the JPEGs, pixels."),
+              no_cache: bool = typer.Option(False, "--no-cache",
+                                            help="Neither read nor write the keyframe cache.")) -> None:
+    """Extract a video's keyframes (hard cuts + uniform fill) as JPEGs with an index.json."""
+    from whenpro_core.media.export import run_keyframes_command
+
+    run_keyframes_command(video, max_frames=max_frames, out=out, force=force, threshold=threshold,
+                          min_scene_len=min_scene, stride=stride, max_side=max_side, use_cache=not no_cache)
+
+
+@app.command()
 def schema() -> None:
     """Print the JSON Schema of the native trace format."""
     import json
