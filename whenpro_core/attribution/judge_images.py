@@ -1,8 +1,11 @@
-"""Images for multimodal judges: the image loader protocols pass to the renderer."""
+"""Images for multimodal judges: the image loader protocols pass to the renderer
+(DESIGN §6: images inline as re-encoded, capped JPEG parts; a video as up to 8 keyframes)."""
 
 from __future__ import annotations
 
-from whenpro_core.attribution.render import ImageLoader, ImagePart
+import base64
+
+from whenpro_core.attribution.render import MAX_FRAMES_PER_STEP, ImageLoader, ImagePart
 from whenpro_core.model import MediaRef, Trace
 
 #: Longest side, pixels, of an image sent to a judge.
@@ -11,24 +14,35 @@ JUDGE_IMAGE_MAX_SIDE = 1024
 JUDGE_IMAGE_QUALITY = 80
 
 
-def load_judge_image(ref: MediaRef, trace: Trace) -> ImagePart | None:
-    """A MediaRef as a re-encoded JPEG part (capped size), or ``None`` when it cannot be
-    read (missing file, path outside the dataset, corrupt data, a whole video)."""
+def _label(ref: MediaRef, time_s: float | None = None) -> str:
+    label = ref.label or ref.path or ref.kind
+    t = ref.time_s if time_s is None else time_s
+    return f"{label} at {t:.1f}s" if t is not None else label
+
+
+def load_judge_images(ref: MediaRef, trace: Trace) -> list[ImagePart]:
+    """A MediaRef as JPEG parts: one for an image or frame, up to 8 keyframes for a
+    video file. Empty when it cannot be read (missing file, a path outside the dataset,
+    corrupt data)."""
     from whenpro_core import media
     from whenpro_core.errors import MediaError
 
-    if ref.kind == "video":
-        return None
     try:
-        data = media.judge_jpeg(ref, trace, max_side=JUDGE_IMAGE_MAX_SIDE, quality=JUDGE_IMAGE_QUALITY)
+        if ref.kind != "video":
+            data = media.jpeg_for_ref(ref, trace.source.path, trace.source.root,
+                                      max_side=JUDGE_IMAGE_MAX_SIDE, quality=JUDGE_IMAGE_QUALITY)
+            return [ImagePart(base64.b64encode(data).decode(), "image/jpeg", _label(ref))]
+        path = media.resolve_for_trace(ref, trace)
+        if isinstance(path, bytes):
+            return []
+        result = media.keyframes(path, MAX_FRAMES_PER_STEP, max_side=JUDGE_IMAGE_MAX_SIDE,
+                                 quality=JUDGE_IMAGE_QUALITY)
     except MediaError:
-        return None
-    label = ref.label or ref.path or "image"
-    if ref.time_s is not None:
-        label += f" at {ref.time_s:g}s"
-    return ImagePart(data=data, mime="image/jpeg", label=label)
+        return []
+    return [ImagePart(base64.b64encode(img).decode(), "image/jpeg", _label(ref, kf.time_s))
+            for kf, img in zip(result.keyframes, result.images)]
 
 
 def image_loader_for(judge) -> ImageLoader | None:
     """The image loader for ``judge``: ``None`` for text-only models."""
-    return load_judge_image if getattr(judge, "multimodal", False) else None
+    return load_judge_images if getattr(judge, "multimodal", False) else None

@@ -53,9 +53,10 @@ class ImagePart:
 
 Part = TextPart | ImagePart
 
-#: Turns a MediaRef into an image part, or ``None`` when it cannot be loaded. The default
-#: uses :mod:`whenpro_core.media`; tests and text-only judges may pass their own.
-ImageLoader = Callable[[MediaRef, Trace], "ImagePart | None"]
+#: Turns a MediaRef into image parts (one for an image, keyframes for a video; empty when
+#: it cannot be loaded). :func:`whenpro_core.attribution.judge_images.load_judge_images`
+#: is the default for multimodal judges.
+ImageLoader = Callable[[MediaRef, Trace], "list[ImagePart]"]
 
 
 @dataclass
@@ -126,25 +127,24 @@ def step_fields(step: Step) -> list[tuple[str, str]]:
 
 
 def _frames(media: list[MediaRef]) -> list[MediaRef]:
+    """Images and videos as they are; sampled frames thinned to at most 8 per step."""
     frames = [m for m in media if m.kind == "frame"]
-    if len(frames) <= MAX_FRAMES_PER_STEP:
-        return [m for m in media if m.kind != "video"] or frames
-    stride = len(frames) / MAX_FRAMES_PER_STEP
-    picked = [frames[int(i * stride)] for i in range(MAX_FRAMES_PER_STEP)]
-    return [m for m in media if m.kind == "image"] + picked
+    if len(frames) > MAX_FRAMES_PER_STEP:
+        stride = len(frames) / MAX_FRAMES_PER_STEP
+        frames = [frames[int(i * stride)] for i in range(MAX_FRAMES_PER_STEP)]
+    return [m for m in media if m.kind != "frame"] + frames
 
 
 def _load_images(media: list[MediaRef], trace: Trace, loader: ImageLoader | None,
                  warnings: list[str]) -> list[ImagePart]:
     if loader is None or not media:
         return []
-    parts = []
+    parts: list[ImagePart] = []
     for ref in _frames(media):
-        part = loader(ref, trace)
-        if part is None:
-            warnings.append(f"image not loaded: {ref.path or ref.label or 'inline data'}")
-        else:
-            parts.append(part)
+        loaded = loader(ref, trace)
+        if not loaded:
+            warnings.append(f"{ref.kind} not loaded: {ref.path or ref.label or 'inline data'}")
+        parts.extend(loaded)
     return parts
 
 
@@ -158,6 +158,7 @@ def render_transcript(trace: Trace, *, image_loader: ImageLoader | None = None,
     warnings: list[str] = []
     context: list[tuple[str, str]] = []
     blocks: list[StepBlock] = []
+    task_media = {(m.path, m.data) for m in trace.task.images}  # shown once, with the task
     for step in trace.steps:
         fields = step_fields(step)
         if image_loader is None:
@@ -175,7 +176,8 @@ def render_transcript(trace: Trace, *, image_loader: ImageLoader | None = None,
             blocks.append(block)
         block.indexes.append(step.index)
         block.fields.extend(fields)
-        block.images.extend(_load_images(step.media, trace, image_loader, warnings))
+        fresh = [m for m in step.media if (m.path, m.data) not in task_media]
+        block.images.extend(_load_images(fresh, trace, image_loader, warnings))
     transcript = Transcript(context=context, blocks=blocks,
                             task_images=_load_images(trace.task.images, trace, image_loader, warnings),
                             warnings=warnings)
