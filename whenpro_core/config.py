@@ -27,7 +27,7 @@ import os
 import tomllib
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -94,6 +94,17 @@ class Settings(BaseSettings):
     prices: dict[str, Price] = Field(
         default_factory=dict, description="Extra or overriding prices, USD per 1M tokens, keyed by model."
     )
+
+    @field_validator("model")
+    @classmethod
+    def _model_name(cls, v: str) -> str:
+        from whenpro_core.llm.models import parse_model
+
+        try:
+            parse_model(v)
+        except ConfigError as exc:
+            raise ValueError(f"{exc.what}; expected {exc.expected}") from None
+        return v.strip()
 
     @classmethod
     def settings_customise_sources(

@@ -28,32 +28,36 @@ prefixes ending at ``cache_control`` breakpoints seen before / new.
 
 Faults (consumed one per request, before answers): HTTP errors with optional
 ``Retry-After``, a hang longer than the client's timeout, a malformed 200 body, and an
-answer in the wrong format (prose where JSON was asked). ``structured=False`` makes the
-server reject schema/tool requests with HTTP 400 (like servers without structured output).
+answer in the wrong format (prose where JSON was asked). ``structured=False`` / ``tools=False``
+make the server reject JSON-schema / tool requests with HTTP 400 (like servers without
+structured output).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Literal
 
-__all__ = ["Fault", "LLMServer", "RecordedRequest", "prompt_text", "approx_tokens"]
+from tests.support.llm_wire import (
+    IMAGE_TOKENS,
+    approx_tokens,
+    chat_payload,
+    common_prefix_len,
+    messages_payload,
+    prompt_text,
+    responses_payload,
+    segments,
+    wants_schema,
+)
 
-IMAGE_TOKENS = 85
+__all__ = ["Fault", "IMAGE_TOKENS", "LLMServer", "RecordedRequest", "WRONG_FORMAT_TEXT", "approx_tokens", "prompt_text"]
 _SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "cookie"}
 WRONG_FORMAT_TEXT = "I looked at the run. I think the second agent probably made the mistake."
-
-
-def approx_tokens(text: str) -> int:
-    """The server's token estimate: ceil(len/4)."""
-    return math.ceil(len(text) / 4)
 
 
 @dataclass(frozen=True)
@@ -110,59 +114,12 @@ class RecordedRequest:
         return prompt_text(self.body) if isinstance(self.body, dict) else ""
 
 
-# ------------------------------------------------------------------ prompt linearisation
-
-
-def _image_marker(data: str) -> str:
-    return f"<image {hashlib.sha1(data.encode()).hexdigest()[:12]}>"
-
-
-def _segments(body: dict[str, Any]) -> list[tuple[str, bool, int]]:
-    """The prompt of any of the three request formats as (text, cache_breakpoint, images)
-    segments in order: system prompt / instructions first, then each message."""
-    segs: list[tuple[str, bool, int]] = []
-
-    def part(p: Any) -> None:
-        if isinstance(p, str):
-            segs.append((p, False, 0))
-            return
-        if not isinstance(p, dict):
-            return
-        bp = bool(p.get("cache_control"))
-        t = p.get("type")
-        if t in ("text", "input_text", "output_text"):
-            segs.append((str(p.get("text", "")), bp, 0))
-        elif t == "image_url":
-            segs.append((_image_marker(str((p.get("image_url") or {}).get("url", ""))), bp, 1))
-        elif t == "input_image":
-            segs.append((_image_marker(str(p.get("image_url", ""))), bp, 1))
-        elif t == "image":
-            segs.append((_image_marker(str((p.get("source") or {}).get("data", ""))), bp, 1))
-
-    def content(role: str, c: Any) -> None:
-        segs.append((f"\n{role}: ", False, 0))
-        for p in c if isinstance(c, list) else [c]:
-            part(p)
-
-    for key in ("system", "instructions"):
-        if body.get(key):
-            content("system", body[key])
-    turns = body.get("messages") if "messages" in body else body.get("input")
-    if isinstance(turns, str):
-        content("user", turns)
-    for m in turns if isinstance(turns, list) else []:
-        if isinstance(m, dict):
-            content(str(m.get("role", "user")), m.get("content"))
-    return segs
-
-
-def prompt_text(body: dict[str, Any]) -> str:
-    """All prompt text of a chat-completions, Responses or messages request body, in order
-    (``role: text`` lines; images as ``<image sha1>`` markers). For answer callables."""
-    return "".join(s for s, _, _ in _segments(body))
-
-
 # ------------------------------------------------------------------ the server
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # read by listen() in __init__: a small backlog drops SYNs (1 s client stalls)
 
 
 class LLMServer:
@@ -173,7 +130,8 @@ class LLMServer:
             whose message echoes the presented key (as some providers partly do), to test
             that clients never surface it.
         latency_s: fixed delay before every answer (for throughput benchmarks).
-        structured: ``False`` rejects schema / forced-tool requests with HTTP 400.
+        structured: ``False`` rejects JSON-schema output requests with HTTP 400.
+        tools: ``False`` rejects requests that carry tools (forced tool use) with HTTP 400.
         cache_min_tokens: shortest prefix (tokens) reported as cached (OpenAI uses 1024).
     """
 
@@ -183,11 +141,13 @@ class LLMServer:
         api_key: str | None = None,
         latency_s: float = 0.0,
         structured: bool = True,
+        tools: bool = True,
         cache_min_tokens: int = 0,
     ) -> None:
         self.api_key = api_key
         self.latency_s = latency_s
         self.structured = structured
+        self.tools = tools
         self.cache_min_tokens = cache_min_tokens
         self.default_answer: Any = None
         self.requests: list[RecordedRequest] = []
@@ -203,16 +163,16 @@ class LLMServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._counter = 0
+        self._port: int | None = None
 
     # -------------------------------------------------------------- lifecycle
 
     def start(self) -> "LLMServer":
         """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
         handler = type("_Handler", (_Handler,), {"llm": self})
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        httpd.daemon_threads = True
-        httpd.request_queue_size = 128
+        httpd = _Server(("127.0.0.1", 0), handler)
         self._httpd = httpd
+        self._port = httpd.server_address[1]
         self._stop.clear()
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
@@ -236,8 +196,9 @@ class LLMServer:
 
     @property
     def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return self._httpd.server_address[1]
+        """The bound port (still known after :meth:`stop`, e.g. to test refused connections)."""
+        assert self._port is not None, "server not started"
+        return self._port
 
     @property
     def url(self) -> str:
@@ -324,11 +285,7 @@ class LLMServer:
             seen = self._seen_prompts.setdefault(model, [])
             best = 0
             for old in seen:
-                n = min(len(old), len(prompt))
-                i = 0
-                while i < n and old[i] == prompt[i]:
-                    i += 1
-                best = max(best, i)
+                best = max(best, common_prefix_len(old, prompt))
             seen.append(prompt)
             del seen[:-200]
         tokens = best // 4
@@ -429,6 +386,9 @@ class _Handler(BaseHTTPRequestHandler):
         llm._enter(rec)
         try:
             rec.status = self._handle(api, body, presented, rec)
+        except Exception as exc:  # a bug in a test's answer callable or here: say so, as a 500
+            self._error(api, 500, f"llm_server internal error: {type(exc).__name__}: {exc}")
+            rec.status = 500
         finally:
             rec.finished = time.monotonic()
             llm._leave()
@@ -460,11 +420,14 @@ class _Handler(BaseHTTPRequestHandler):
             if fault.kind == "malformed":
                 self._send(200, None, raw=b'{"id": "broken", "choices": [{"message": ')
                 return 200
-        wants_schema = _wants_schema(api, body)
+        schema_asked = wants_schema(api, body)
         wants_tool = api == "messages" and isinstance(body.get("tool_choice"), dict) and body["tool_choice"].get("type") == "tool"
-        if not llm.structured and (wants_schema or wants_tool or body.get("tools")):
-            what = {"chat": "response_format json_schema", "responses": "text.format json_schema", "messages": "output_config.format / forced tools"}[api]
+        if schema_asked and not llm.structured:
+            what = {"chat": "response_format json_schema", "responses": "text.format json_schema", "messages": "output_config.format"}[api]
             self._error(api, 400, f"{what} is not supported by this server")
+            return 400
+        if body.get("tools") and not llm.tools:
+            self._error(api, 400, "tools are not supported by this server")
             return 400
         if fault is not None and fault.kind == "wrong_format":
             text = WRONG_FORMAT_TEXT
@@ -477,7 +440,7 @@ class _Handler(BaseHTTPRequestHandler):
             text = _answer_text(answer)
         if llm.latency_s:
             llm._stop.wait(llm.latency_s)
-        segs = _segments(body)
+        segs = segments(body)
         prompt = "".join(s for s, _, _ in segs)
         prompt_tokens = approx_tokens(prompt) + IMAGE_TOKENS * sum(i for _, _, i in segs)
         model = str(body.get("model", "unknown"))
@@ -489,108 +452,12 @@ class _Handler(BaseHTTPRequestHandler):
         n = llm._next_id()
         if api == "chat":
             cached = llm._openai_cached(f"{api}:{model}", prompt)
-            payload = _chat_payload(n, model, text, truncated, prompt_tokens, out_tokens, cached)
+            payload = chat_payload(n, model, text, truncated, prompt_tokens, out_tokens, cached)
         elif api == "responses":
             cached = llm._openai_cached(f"{api}:{model}", prompt)
-            payload = _responses_payload(n, model, text, truncated, prompt_tokens, out_tokens, cached)
+            payload = responses_payload(n, model, text, truncated, prompt_tokens, out_tokens, cached)
         else:
             read, write = llm._anthropic_cached(model, segs)
-            payload = _messages_payload(n, model, text, truncated, prompt_tokens, out_tokens, read, write, body if wants_tool else None)
+            payload = messages_payload(n, model, text, truncated, prompt_tokens, out_tokens, read, write, body if wants_tool else None)
         self._send(200, payload)
         return 200
-
-
-def _wants_schema(api: str, body: dict[str, Any]) -> bool:
-    if api == "chat":
-        rf = body.get("response_format")
-        return isinstance(rf, dict) and rf.get("type") == "json_schema"
-    if api == "responses":
-        fmt = (body.get("text") or {}).get("format") if isinstance(body.get("text"), dict) else None
-        return isinstance(fmt, dict) and fmt.get("type") == "json_schema"
-    oc = body.get("output_config")
-    return isinstance(oc, dict) and isinstance(oc.get("format"), dict)
-
-
-def _chat_payload(n: int, model: str, text: str, truncated: bool, pt: int, ct: int, cached: int) -> dict[str, Any]:
-    return {
-        "id": f"chatcmpl-{n}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
-                "finish_reason": "length" if truncated else "stop",
-                "logprobs": None,
-            }
-        ],
-        "usage": {
-            "prompt_tokens": pt,
-            "completion_tokens": ct,
-            "total_tokens": pt + ct,
-            "prompt_tokens_details": {"cached_tokens": cached},
-        },
-    }
-
-
-def _responses_payload(n: int, model: str, text: str, truncated: bool, pt: int, ct: int, cached: int) -> dict[str, Any]:
-    return {
-        "id": f"resp_{n}",
-        "object": "response",
-        "created_at": int(time.time()),
-        "model": model,
-        "status": "incomplete" if truncated else "completed",
-        "incomplete_details": {"reason": "max_output_tokens"} if truncated else None,
-        "error": None,
-        "output": [
-            {
-                "type": "message",
-                "id": f"msg_{n}",
-                "status": "incomplete" if truncated else "completed",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": text, "annotations": []}],
-            }
-        ],
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
-        "usage": {
-            "input_tokens": pt,
-            "input_tokens_details": {"cached_tokens": cached},
-            "output_tokens": ct,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": pt + ct,
-        },
-    }
-
-
-def _messages_payload(
-    n: int, model: str, text: str, truncated: bool, pt: int, ct: int, read: int, write: int, tool_body: dict[str, Any] | None
-) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
-    stop = "max_tokens" if truncated else "end_turn"
-    if tool_body is not None:
-        try:
-            tool_input = json.loads(text)
-        except ValueError:
-            tool_input = None
-        if isinstance(tool_input, dict):
-            name = tool_body["tool_choice"].get("name", "tool")
-            content = [{"type": "tool_use", "id": f"toolu_{n}", "name": name, "input": tool_input}]
-            stop = "tool_use"
-    return {
-        "id": f"msg_{n}",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": content,
-        "stop_reason": stop,
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": max(0, pt - read - write),
-            "output_tokens": ct,
-            "cache_read_input_tokens": read,
-            "cache_creation_input_tokens": write,
-        },
-    }

@@ -27,12 +27,13 @@ from typing import Any, Awaitable, Callable
 from whenpro_core.config import Settings, load_settings
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.llm import anthropic_backend, openai_backend
-from whenpro_core.llm.cache import ResponseCache, request_key
+from whenpro_core.llm.cache import ResponseCache, request_key, response_from_entry, response_to_entry
 from whenpro_core.llm.endpoints import require_endpoint
+from whenpro_core.llm.failures import backend_error, describe_failure
 from whenpro_core.llm.models import ModelSpec, parse_model
 from whenpro_core.llm.pricing import Price, cost_usd, find_price
-from whenpro_core.llm.redact import one_line, public_url, redact
-from whenpro_core.llm.retry import MalformedResponse, is_retryable, is_timeout, make_wait, status_of
+from whenpro_core.llm.redact import public_url
+from whenpro_core.llm.retry import is_retryable, make_wait, status_of
 from whenpro_core.llm.types import LLMRequest, LLMResponse, StructuredMode
 from whenpro_core.llm.wire import Params, RawResult
 from whenpro_core.model import Usage
@@ -40,21 +41,6 @@ from whenpro_core.model import Usage
 log = logging.getLogger("whenpro.llm")
 
 Adapter = Callable[[Any, ModelSpec, LLMRequest, Params, StructuredMode], Awaitable[RawResult]]
-
-_REASON = {
-    400: "bad request",
-    401: "authentication failed",
-    402: "payment required",
-    403: "permission denied",
-    404: "not found",
-    408: "request timeout",
-    409: "conflict",
-    413: "request too large",
-    422: "unprocessable request",
-    429: "rate limited",
-    529: "overloaded",
-}
-
 
 @dataclass
 class BackendStats:
@@ -122,7 +108,12 @@ class Backend:
             if s is not None
         ]
         if self.price is None:
-            log.warning("no price for %s: its cost is reported as 0 (add [prices.\"%s\"] to config.toml)", spec.name, spec.model)
+            log.log(
+                logging.INFO if spec.provider == "openai-compatible" else logging.WARNING,
+                "no price for %s: its cost is reported as 0 (add [prices.\"%s\"] to config.toml)",
+                spec.name,
+                spec.model,
+            )
 
     # ------------------------------------------------------------------ public
 
@@ -164,7 +155,7 @@ class Backend:
             key = request_key(self.spec, self.base_url, request, params)
             hit = self._cache.get(key)
             if hit is not None:
-                response = self._from_cache(hit, request, time.perf_counter() - started)
+                response = response_from_entry(hit, request, self.spec.name, time.perf_counter() - started)
                 if response is not None:
                     self.stats.cache_hits += 1
                     return response
@@ -209,7 +200,7 @@ class Backend:
         self.stats.retries += retries
         self.stats.usage = self.stats.usage.add(usage)
         if key is not None:
-            self._cache.set(key, self._to_cache(response))  # type: ignore[union-attr]
+            self._cache.set(key, response_to_entry(response))
         return response
 
     async def aclose(self) -> None:
@@ -306,44 +297,15 @@ class Backend:
             raise _Failed(exc, attempts) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _describe(self, exc: BaseException) -> tuple[str, str | None]:
-        """(what, expected) for an exception, redacted and on one line."""
-        status = status_of(exc)
-        expected = None
-        if status is not None:
-            what = f"HTTP {status} {_REASON.get(status, 'server error' if status >= 500 else 'error')}"
-            detail = _server_message(exc)
-            if detail:
-                what += f": {detail}"
-            if status in (401, 403):
-                expected = "a valid API key for this endpoint"
-            elif status == 404:
-                expected = "a model id the server serves and a correct base URL"
-        elif isinstance(exc, MalformedResponse):
-            what = f"malformed response: {exc}"
-        elif is_timeout(exc):
-            what = f"no answer within {self.settings.timeout_s:g} s"
-        elif "APIConnectionError" in {c.__name__ for c in type(exc).__mro__} or isinstance(exc, ConnectionError):
-            what = "cannot connect"
-            expected = "a reachable server at the base URL"
-        else:
-            what = f"{type(exc).__name__}: {exc}"
-        return redact(one_line(what), self._secrets), expected
-
     def _backend_error(self, exc: BaseException, attempts: int) -> BackendError:
-        what, expected = self._describe(exc)
-        if attempts > 1:
-            what += f" (after {attempts} attempts)"
-        msg = redact(f"{self.spec.name} at {self.public_base_url}: {what}", self._secrets)
-        err = BackendError(msg, expected=expected)
-        err.status = status_of(exc)  # type: ignore[attr-defined]
-        err.attempts = attempts  # type: ignore[attr-defined]
-        return err
+        return backend_error(
+            self.spec.name, self.public_base_url, exc, attempts, timeout_s=self.settings.timeout_s, secrets=self._secrets
+        )
 
     def _log_retry(self, retry_state: Any) -> None:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         wait = retry_state.next_action.sleep if retry_state.next_action else 0.0
-        what, _ = self._describe(exc) if exc is not None else ("?", None)
+        what = describe_failure(exc, timeout_s=self.settings.timeout_s, secrets=self._secrets)[0] if exc else "?"
         log.warning(
             "%s: %s; retry %d/%d in %.2f s",
             self.spec.name,
@@ -352,56 +314,6 @@ class Backend:
             self.settings.max_retries,
             wait,
         )
-
-    def _to_cache(self, response: LLMResponse) -> dict[str, Any]:
-        parsed = response.parsed.model_dump(mode="json") if response.parsed is not None else None
-        return {
-            "text": response.text,
-            "parsed": parsed,
-            "structured": response.structured,
-            "parse_error": response.parse_error,
-            "usage": response.usage.model_dump(),
-            "cache_write_tokens": response.cache_write_tokens,
-            "served_model": response.served_model,
-            "finish_reason": response.finish_reason,
-            "warnings": response.warnings,
-        }
-
-    def _from_cache(self, hit: dict[str, Any], request: LLMRequest, seconds: float) -> LLMResponse | None:
-        try:
-            parsed = None
-            if hit.get("parsed") is not None and request.output_model is not None:
-                parsed = request.output_model.model_validate(hit["parsed"])
-            return LLMResponse(
-                text=hit["text"],
-                parsed=parsed,
-                structured=hit.get("structured", "none"),
-                parse_error=hit.get("parse_error"),
-                usage=Usage(seconds=seconds),
-                model=self.spec.name,
-                served_model=hit.get("served_model"),
-                finish_reason=hit.get("finish_reason"),
-                from_cache=True,
-                cache_hits=1,
-                warnings=list(hit.get("warnings") or []),
-            )
-        except Exception as exc:  # noqa: BLE001 - a bad entry is a miss
-            log.warning("LLM response cache: unusable entry ignored (%s)", type(exc).__name__)
-            return None
-
-
-def _server_message(exc: BaseException) -> str:
-    body = getattr(exc, "body", None)
-    msg: Any = None
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict):
-            msg = inner.get("message") or inner.get("type")
-        elif isinstance(inner, str):
-            msg = inner
-    elif isinstance(body, str):
-        msg = body
-    return one_line(str(msg), 200) if msg else ""
 
 
 def open_backend(

@@ -18,11 +18,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from whenpro_core import paths
 from whenpro_core.llm.models import ModelSpec
 from whenpro_core.llm.redact import public_url
-from whenpro_core.llm.types import LLMRequest
+from whenpro_core.llm.types import LLMRequest, LLMResponse
 from whenpro_core.llm.wire import Params
+from whenpro_core.model import Usage
 
 log = logging.getLogger("whenpro.llm")
 
@@ -120,3 +123,44 @@ class ResponseCache:
         if self._cache is not None:
             self._cache.close()
             self._cache = None
+
+
+def response_to_entry(response: LLMResponse) -> dict[str, Any]:
+    """What the cache keeps of a response: answer, parsed object as JSON, original usage."""
+    parsed = response.parsed.model_dump(mode="json") if isinstance(response.parsed, BaseModel) else None
+    return {
+        "text": response.text,
+        "parsed": parsed,
+        "structured": response.structured,
+        "parse_error": response.parse_error,
+        "usage": response.usage.model_dump(),
+        "cache_write_tokens": response.cache_write_tokens,
+        "served_model": response.served_model,
+        "finish_reason": response.finish_reason,
+        "warnings": response.warnings,
+    }
+
+
+def response_from_entry(entry: dict[str, Any], request: LLMRequest, model: str, seconds: float) -> LLMResponse | None:
+    """A cache hit as a response: ``from_cache=True``, ``cache_hits=1``, zero calls, tokens
+    and cost (the original usage stays in the entry). ``None`` if the entry is unusable."""
+    try:
+        parsed = None
+        if entry.get("parsed") is not None and request.output_model is not None:
+            parsed = request.output_model.model_validate(entry["parsed"])
+        return LLMResponse(
+            text=entry["text"],
+            parsed=parsed,
+            structured=entry.get("structured", "none"),
+            parse_error=entry.get("parse_error"),
+            usage=Usage(seconds=seconds),
+            model=model,
+            served_model=entry.get("served_model"),
+            finish_reason=entry.get("finish_reason"),
+            from_cache=True,
+            cache_hits=1,
+            warnings=list(entry.get("warnings") or []),
+        )
+    except Exception as exc:  # noqa: BLE001 - a bad entry is a miss
+        log.warning("LLM response cache: unusable entry ignored (%s)", type(exc).__name__)
+        return None

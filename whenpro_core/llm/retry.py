@@ -94,7 +94,7 @@ def make_wait(base_s: float, max_s: float, retry_after_max_s: float) -> Callable
     """A tenacity ``wait``: the server's Retry-After (capped) or exponential backoff + jitter."""
     from tenacity import wait_exponential_jitter
 
-    expo = wait_exponential_jitter(initial=base_s, max=max_s, exp_base=2, jitter=base_s)
+    expo = wait_exponential_jitter(multiplier=base_s, max=max_s, exp_base=2, jitter=base_s)
 
     def wait(retry_state: Any) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
