@@ -313,3 +313,14 @@ async def test_multi_turn_messages(make_backend, llm_server):
         assert prompt.index("Is step 1 wrong?") < prompt.index("No.") < prompt.index("Is step 2 wrong?")
         assert "\nassistant: No." in prompt
         await backend.aclose()
+
+
+async def test_unrelated_400_does_not_switch_structured_output_off(make_backend, llm_server):
+    llm_server.fail(Fault.http(400, message="prompt too long"), Fault.http(400, message="prompt too long"))
+    llm_server.script(VERDICT)
+    backend = make_backend("openai:gpt-4.1")
+    with pytest.raises(Exception, match="prompt too long"):
+        await backend.complete(LLMRequest.simple("x" * 100, output_model=Verdict))
+    reply = await backend.complete(LLMRequest.simple("short", output_model=Verdict))
+    assert reply.structured == "schema" and reply.parsed == Verdict(**VERDICT)
+    await backend.aclose()

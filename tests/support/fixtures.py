@@ -5,7 +5,7 @@
   the developer's shell, so a real key or config can never leak into a test.
 - ``llm_server``: a started :class:`tests.support.llm_server.LLMServer`, stopped after the test.
 - ``llm_settings``: a factory ``(model, **overrides) -> Settings`` pointing at ``llm_server``
-  with fast retries (backoff 10 ms, timeout 2 s) unless overridden.
+  with fast retries (backoff 10 ms; timeout 10 s, generous for a loaded machine) unless overridden.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def llm_settings(llm_server: LLMServer) -> Callable[..., Any]:
             "openai_base_url": llm_server.openai_base_url,
             "anthropic_base_url": llm_server.anthropic_base_url,
             "compatible_base_url": llm_server.openai_base_url,
-            "timeout_s": 2.0,
+            "timeout_s": 10.0,
             "max_retries": 3,
             "backoff_base_s": 0.01,
             "backoff_max_s": 0.05,

@@ -96,7 +96,8 @@ class Fault:
 class RecordedRequest:
     """One request as the server saw it. ``headers`` are lower-cased and exclude the
     credentials (``authorization``, ``x-api-key``); ``had_key`` says whether one was sent.
-    ``started``/``finished`` are ``time.monotonic()`` stamps; ``status`` is what was answered."""
+    ``started``/``finished`` are ``time.monotonic()`` stamps (``finished``: just before the
+    answer is written); ``status`` is what was answered."""
 
     path: str
     api: str | None
@@ -333,6 +334,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, payload: Any, *, headers: dict[str, str] | None = None, raw: bytes | None = None) -> None:
         data = raw if raw is not None else json.dumps(payload).encode("utf-8")
+        rec = getattr(self, "_rec", None)
+        if rec is not None and not rec.finished:
+            # recorded (and counted out of flight) before the client can see the answer, so a
+            # test reading the server right after a call never races the handler thread
+            rec.status = status
+            rec.finished = time.monotonic()
+            self.llm._leave()
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -383,19 +391,21 @@ class _Handler(BaseHTTPRequestHandler):
         presented = self.headers.get("x-api-key") or (auth[7:] if auth.lower().startswith("bearer ") else "")
         headers = {k.lower(): v for k, v in self.headers.items() if k.lower() not in _SECRET_HEADERS}
         rec = RecordedRequest(path, api, headers, body, bool(presented), time.monotonic())
+        self._rec = rec
         llm._enter(rec)
         try:
-            rec.status = self._handle(api, body, presented, rec)
+            self._handle(api, body, presented, rec)
         except Exception as exc:  # a bug in a test's answer callable or here: say so, as a 500
             self._error(api, 500, f"llm_server internal error: {type(exc).__name__}: {exc}")
-            rec.status = 500
         finally:
-            rec.finished = time.monotonic()
-            llm._leave()
+            if not rec.finished:  # no answer was sent
+                rec.finished = time.monotonic()
+                llm._leave()
 
     # -------------------------------------------------------------- logic
 
     def _handle(self, api: str | None, body: Any, presented: str, rec: RecordedRequest) -> int:
+        """Answer one request; returns the HTTP status sent (also recorded by :meth:`_send`)."""
         llm = self.llm
         if api is None:
             self._error(None, 404, f"no route {self.path}")

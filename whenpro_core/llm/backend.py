@@ -42,6 +42,7 @@ log = logging.getLogger("whenpro.llm")
 
 Adapter = Callable[[Any, ModelSpec, LLMRequest, Params, StructuredMode], Awaitable[RawResult]]
 
+
 @dataclass
 class BackendStats:
     """Running totals of one backend: real ``calls``, ``cache_hits``, ``retries``,
@@ -71,10 +72,10 @@ class Backend:
     """An LLM endpoint with retries, a concurrency limit, a response cache and cost accounting.
 
     Build it with :func:`open_backend`. One backend may serve many concurrent
-    :meth:`complete` calls (``asyncio.gather``); the concurrency limit is per backend,
-    so share one backend per model across a run. Usable from several event loops (an SDK
-    client and a semaphore are kept per loop). Close it with :meth:`aclose` or
-    ``async with``.
+    :meth:`complete` calls (``asyncio.gather``); the concurrency limit is per backend
+    (and per event loop), so share one backend per model across a run. Usable from
+    several event loops, e.g. a TUI worker and a CLI run (an SDK client and a semaphore
+    are kept per loop). Close it with :meth:`aclose` or ``async with``.
 
     Attributes:
         spec: the parsed model name; ``name`` is ``provider:model``.
@@ -254,16 +255,20 @@ class Backend:
         self, client: Any, request: LLMRequest, params: Params
     ) -> tuple[RawResult, StructuredMode, int, list[str]]:
         warnings: list[str] = []
+        rejected: list[str] = []
         ladder = self._ladder(request)
         for i, mode in enumerate(ladder):
             try:
                 raw, attempts = await self._with_retries(client, request, params, mode)
+                # remembered only once a simpler mode worked: a 400 for another reason
+                # (e.g. a prompt too long) must not switch structured output off for good
+                self._unsupported.update(rejected)
                 return raw, mode, attempts - 1, warnings
             except _Failed as failed:
                 status = status_of(failed.exc)
                 if mode in ("schema", "tool") and status in (400, 422) and i + 1 < len(ladder):
                     nxt = ladder[i + 1]
-                    self._unsupported.add(mode)
+                    rejected.append(mode)
                     note = f"server rejected structured output by {mode} (HTTP {status}); using {nxt} instead"
                     warnings.append(note)
                     log.info("%s: %s", self.spec.name, note)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 _KEYLIKE = re.compile(
-    r"(?i)(sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{6,})"
+    r"(?i)\b(sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{6,})"
     r"|(bearer\s+)[^\s,;\"']+"
     r"|(x-api-key[\"']?\s*[:=]\s*[\"']?)[^\s,;\"']+"
 )
