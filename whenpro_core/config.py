@@ -126,10 +126,15 @@ class Settings(BaseSettings):
         return {**DEFAULT_PRICES, **self.prices}
 
     def public_dict(self) -> dict[str, Any]:
-        """The settings as plain data with every key replaced by ``"set"``/``None``."""
+        """The settings as plain data, safe to print or store: keys become ``"set"``/``None``,
+        base URLs lose any ``user:password@``, query and fragment."""
+        from whenpro_core.llm.redact import public_url
+
         data = self.model_dump(exclude={"prices"})
         for name in ("openai_api_key", "anthropic_api_key", "compatible_api_key"):
             data[name] = "set" if getattr(self, name) is not None else None
+        for name in ("base_url", "openai_base_url", "anthropic_base_url", "compatible_base_url"):
+            data[name] = public_url(data[name])
         return data
 
 
