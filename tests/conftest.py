@@ -25,12 +25,6 @@ def real_traces() -> Path:
     return REAL_TRACES
 
 
-@pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path_factory, monkeypatch):
-    """Keep tests away from the user's config and cache folders and provider keys."""
-    base = tmp_path_factory.mktemp("whenpro-home")
-    monkeypatch.setenv("WHENPRO_CONFIG_DIR", str(base / "config"))
-    monkeypatch.setenv("WHENPRO_CACHE_DIR", str(base / "cache"))
-    monkeypatch.setenv("WHENPRO_DATA_DIR", str(base / "data"))
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
+# ``whenpro_env`` (autouse) isolates config/cache/data folders and provider keys;
+# ``llm_server`` / ``llm_settings`` run the local LLM test server.
+pytest_plugins = ["tests.support.fixtures"]

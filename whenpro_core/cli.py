@@ -114,6 +114,23 @@ def keyframes(video: Path = typer.Argument(..., help="A video file (mp4, mkv, we
 
 
 @app.command()
+@handles_errors
+def models(
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="A provider:model to resolve (default: the configured one)."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="Base URL for the model's provider."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+) -> None:
+    """Show the LLM configuration: default model, providers (base URL, key set or not), defaults, prices."""
+    import json
+
+    from whenpro_core.config import load_settings
+    from whenpro_core.llm.describe import format_models, models_info
+
+    info = models_info(load_settings(base_url=base_url), model)
+    typer.echo(json.dumps(info, indent=2) if json_out else format_models(info))
+
+
+@app.command()
 def schema() -> None:
     """Print the JSON Schema of the native trace format."""
     import json

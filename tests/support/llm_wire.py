@@ -1,0 +1,176 @@
+"""Wire-format helpers of the fake LLM server (:mod:`tests.support.llm_server`): token
+estimates, prompt linearisation (for answer callables and prefix-cache emulation), and the
+JSON answers of chat completions, Responses and Anthropic messages."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from typing import Any
+
+IMAGE_TOKENS = 85
+
+
+def approx_tokens(text: str) -> int:
+    """The server's token estimate: ceil(len/4)."""
+    return math.ceil(len(text) / 4)
+
+
+def image_marker(data: str) -> str:
+    """A short stand-in for an image in the linearised prompt (same image, same marker)."""
+    return f"<image {hashlib.sha1(data.encode()).hexdigest()[:12]}>"
+
+
+def segments(body: dict[str, Any]) -> list[tuple[str, bool, int]]:
+    """The prompt of any of the three request formats as (text, cache_breakpoint, images)
+    segments in order: system prompt / instructions first, then each message."""
+    segs: list[tuple[str, bool, int]] = []
+
+    def part(p: Any) -> None:
+        if isinstance(p, str):
+            segs.append((p, False, 0))
+            return
+        if not isinstance(p, dict):
+            return
+        bp = bool(p.get("cache_control"))
+        t = p.get("type")
+        if t in ("text", "input_text", "output_text"):
+            segs.append((str(p.get("text", "")), bp, 0))
+        elif t == "image_url":
+            segs.append((image_marker(str((p.get("image_url") or {}).get("url", ""))), bp, 1))
+        elif t == "input_image":
+            segs.append((image_marker(str(p.get("image_url", ""))), bp, 1))
+        elif t == "image":
+            segs.append((image_marker(str((p.get("source") or {}).get("data", ""))), bp, 1))
+
+    def content(role: str, c: Any) -> None:
+        segs.append((f"\n{role}: ", False, 0))
+        for p in c if isinstance(c, list) else [c]:
+            part(p)
+
+    for key in ("system", "instructions"):
+        if body.get(key):
+            content("system", body[key])
+    turns = body.get("messages") if "messages" in body else body.get("input")
+    if isinstance(turns, str):
+        content("user", turns)
+    for m in turns if isinstance(turns, list) else []:
+        if isinstance(m, dict):
+            content(str(m.get("role", "user")), m.get("content"))
+    return segs
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    """All prompt text of a chat-completions, Responses or messages request body, in order
+    (``role: text`` lines; images as ``<image sha1>`` markers). For answer callables."""
+    return "".join(s for s, _, _ in segments(body))
+
+
+def common_prefix_len(a: str, b: str) -> int:
+    """Length of the common prefix (binary search over C-level slice comparisons)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def wants_schema(api: str, body: dict[str, Any]) -> bool:
+    if api == "chat":
+        rf = body.get("response_format")
+        return isinstance(rf, dict) and rf.get("type") == "json_schema"
+    if api == "responses":
+        fmt = (body.get("text") or {}).get("format") if isinstance(body.get("text"), dict) else None
+        return isinstance(fmt, dict) and fmt.get("type") == "json_schema"
+    oc = body.get("output_config")
+    return isinstance(oc, dict) and isinstance(oc.get("format"), dict)
+
+
+def chat_payload(n: int, model: str, text: str, truncated: bool, pt: int, ct: int, cached: int) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "finish_reason": "length" if truncated else "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": pt,
+            "completion_tokens": ct,
+            "total_tokens": pt + ct,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        },
+    }
+
+
+def responses_payload(n: int, model: str, text: str, truncated: bool, pt: int, ct: int, cached: int) -> dict[str, Any]:
+    return {
+        "id": f"resp_{n}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": model,
+        "status": "incomplete" if truncated else "completed",
+        "incomplete_details": {"reason": "max_output_tokens"} if truncated else None,
+        "error": None,
+        "output": [
+            {
+                "type": "message",
+                "id": f"msg_{n}",
+                "status": "incomplete" if truncated else "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        ],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": pt,
+            "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": ct,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": pt + ct,
+        },
+    }
+
+
+def messages_payload(
+    n: int, model: str, text: str, truncated: bool, pt: int, ct: int, read: int, write: int, tool_body: dict[str, Any] | None
+) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    stop = "max_tokens" if truncated else "end_turn"
+    if tool_body is not None:
+        try:
+            tool_input = json.loads(text)
+        except ValueError:
+            tool_input = None
+        if isinstance(tool_input, dict):
+            name = tool_body["tool_choice"].get("name", "tool")
+            content = [{"type": "tool_use", "id": f"toolu_{n}", "name": name, "input": tool_input}]
+            stop = "tool_use"
+    return {
+        "id": f"msg_{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": max(0, pt - read - write),
+            "output_tokens": ct,
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": write,
+        },
+    }

@@ -1,0 +1,353 @@
+"""The one LLM interface of whenpro: :func:`open_backend` and :meth:`Backend.complete`.
+
+::
+
+    async with open_backend("openai:gpt-4.1") as llm:
+        reply = await llm.complete(LLMRequest.simple("Who failed?", output_model=Verdict))
+        reply.parsed, reply.text, reply.usage
+
+Per call, in order: the persistent response cache (a hit makes no HTTP call), the
+backend's concurrency limit (``settings.concurrency`` calls in flight), then attempts
+under one retry policy (:mod:`whenpro_core.llm.retry`, tenacity) each bounded by
+``settings.timeout_s``. Structured output falls back ``schema -> tool (Anthropic) -> text``
+when a server rejects it with HTTP 400/422; the backend remembers that and the response's
+``structured`` says which path answered. Every failure becomes a one-line
+:class:`~whenpro_core.errors.BackendError` with API keys redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from whenpro_core.config import Settings, load_settings
+from whenpro_core.errors import BackendError, ConfigError
+from whenpro_core.llm import anthropic_backend, openai_backend
+from whenpro_core.llm.cache import ResponseCache, request_key, response_from_entry, response_to_entry
+from whenpro_core.llm.endpoints import require_endpoint
+from whenpro_core.llm.failures import backend_error, describe_failure
+from whenpro_core.llm.models import ModelSpec, parse_model
+from whenpro_core.llm.pricing import Price, cost_usd, find_price
+from whenpro_core.llm.redact import public_url
+from whenpro_core.llm.retry import is_retryable, make_wait, status_of
+from whenpro_core.llm.types import LLMRequest, LLMResponse, StructuredMode
+from whenpro_core.llm.wire import Params, RawResult
+from whenpro_core.model import Usage
+
+log = logging.getLogger("whenpro.llm")
+
+Adapter = Callable[[Any, ModelSpec, LLMRequest, Params, StructuredMode], Awaitable[RawResult]]
+
+
+@dataclass
+class BackendStats:
+    """Running totals of one backend: real ``calls``, ``cache_hits``, ``retries``,
+    ``failures`` (calls that ended in BackendError) and summed ``usage``."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class _LoopState:
+    client: Any
+    semaphore: asyncio.Semaphore
+
+
+class _Failed(Exception):
+    def __init__(self, exc: BaseException, attempts: int) -> None:
+        super().__init__(type(exc).__name__)
+        self.exc = exc
+        self.attempts = attempts
+
+
+class Backend:
+    """An LLM endpoint with retries, a concurrency limit, a response cache and cost accounting.
+
+    Build it with :func:`open_backend`. One backend may serve many concurrent
+    :meth:`complete` calls (``asyncio.gather``); the concurrency limit is per backend
+    (and per event loop), so share one backend per model across a run. Usable from
+    several event loops, e.g. a TUI worker and a CLI run (an SDK client and a semaphore
+    are kept per loop). Close it with :meth:`aclose` or ``async with``.
+
+    Attributes:
+        spec: the parsed model name; ``name`` is ``provider:model``.
+        settings: the settings it was opened with.
+        base_url: the endpoint (with any credentials in it; see ``public_base_url``).
+        price: the model's price, or ``None`` when unknown (cost is then 0).
+        stats: running totals (:class:`BackendStats`).
+    """
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        settings: Settings,
+        *,
+        base_url: str,
+        api_key: str,
+        cache: ResponseCache | None,
+    ) -> None:
+        self.spec = spec
+        self.settings = settings
+        self.base_url = base_url
+        self._api_key = api_key
+        self._cache = cache
+        self.price: Price | None = find_price(settings.price_table(), spec.provider, spec.model)
+        self.stats = BackendStats()
+        self._loops: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]" = weakref.WeakKeyDictionary()
+        self._unsupported: set[str] = set()
+        self._secrets = [api_key] + [
+            s.get_secret_value()
+            for s in (settings.openai_api_key, settings.anthropic_api_key, settings.compatible_api_key)
+            if s is not None
+        ]
+        if self.price is None:
+            log.log(
+                logging.INFO if spec.provider == "openai-compatible" else logging.WARNING,
+                "no price for %s: its cost is reported as 0 (add [prices.\"%s\"] to config.toml)",
+                spec.name,
+                spec.model,
+            )
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def name(self) -> str:
+        """``provider:model``."""
+        return self.spec.name
+
+    @property
+    def public_base_url(self) -> str | None:
+        """The base URL without credentials, query or fragment."""
+        return public_url(self.base_url)
+
+    async def complete(self, request: LLMRequest, *, cache: bool | None = None) -> LLMResponse:
+        """Run one request and return the answer with its usage and cost.
+
+        Args:
+            request: the prompt and parameters (``None`` parameters take the settings' values).
+            cache: ``False`` bypasses the response cache for this call (no read, no write);
+                ``None``/``True`` use it when the settings enable it.
+
+        Returns:
+            :class:`LLMResponse`; a cache hit has ``from_cache=True``, ``cache_hits=1`` and
+            zero tokens, calls and cost.
+
+        Raises:
+            BackendError: HTTP 4xx other than 408/409/429 (at once), a malformed response
+                body (at once), or 429/5xx/timeout/connection failures after
+                ``settings.max_retries`` retries. One line, no API key.
+        """
+        started = time.perf_counter()
+        params = Params(
+            temperature=request.temperature if request.temperature is not None else self.settings.temperature,
+            max_tokens=request.max_tokens or self.settings.max_tokens,
+            reasoning_effort=request.reasoning_effort or self.settings.reasoning_effort,
+        )
+        key = None
+        if self._cache is not None and cache is not False:
+            key = request_key(self.spec, self.base_url, request, params)
+            hit = self._cache.get(key)
+            if hit is not None:
+                response = response_from_entry(hit, request, self.spec.name, time.perf_counter() - started)
+                if response is not None:
+                    self.stats.cache_hits += 1
+                    return response
+        state = self._state()
+        try:
+            async with state.semaphore:
+                raw, mode, retries, warnings = await self._call(state.client, request, params)
+        except BackendError:
+            self.stats.failures += 1
+            raise
+        elapsed = time.perf_counter() - started
+        usage = Usage(
+            calls=1,
+            input_tokens=raw.input_tokens,
+            output_tokens=raw.output_tokens,
+            cached_tokens=raw.cached_tokens,
+            cost_usd=cost_usd(
+                self.price,
+                input_tokens=raw.input_tokens,
+                output_tokens=raw.output_tokens,
+                cached_tokens=raw.cached_tokens,
+                cache_write_tokens=raw.cache_write_tokens,
+            ),
+            seconds=elapsed,
+        )
+        if raw.finish_reason == "length":
+            warnings.append(f"answer cut off at max_tokens={params.max_tokens}")
+        response = LLMResponse(
+            text=raw.text,
+            parsed=raw.parsed,
+            structured=mode,
+            parse_error=raw.parse_error,
+            usage=usage,
+            cache_write_tokens=raw.cache_write_tokens,
+            model=self.spec.name,
+            served_model=raw.served_model,
+            finish_reason=raw.finish_reason,
+            retries=retries,
+            warnings=warnings + raw.warnings,
+        )
+        self.stats.calls += 1
+        self.stats.retries += retries
+        self.stats.usage = self.stats.usage.add(usage)
+        if key is not None:
+            self._cache.set(key, response_to_entry(response))
+        return response
+
+    async def aclose(self) -> None:
+        """Close the SDK client of the running loop (others are dropped) and the cache handle."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover - called outside a loop
+            loop = None
+        state = self._loops.pop(loop, None) if loop is not None else None
+        if state is not None:
+            await state.client.close()
+        self._loops.clear()
+        if self._cache is not None:
+            self._cache.close()
+
+    async def __aenter__(self) -> "Backend":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"Backend({self.spec.name!r}, base_url={self.public_base_url!r})"
+
+    # ------------------------------------------------------------------ internals
+
+    def _state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        state = self._loops.get(loop)
+        if state is None:
+            factory = anthropic_backend.make_client if self.spec.api == "messages" else openai_backend.make_client
+            client = factory(self._api_key, self.base_url, self.settings.timeout_s)
+            state = _LoopState(client, asyncio.Semaphore(self.settings.concurrency))
+            self._loops[loop] = state
+        return state
+
+    def _adapter(self) -> Adapter:
+        if self.spec.api == "messages":
+            return anthropic_backend.call_messages
+        if self.spec.api == "responses":
+            return openai_backend.call_responses
+        return openai_backend.call_chat
+
+    def _ladder(self, request: LLMRequest) -> list[StructuredMode]:
+        if request.output_model is None:
+            return ["none"]
+        full: list[StructuredMode] = ["schema", "tool", "text"] if self.spec.api == "messages" else ["schema", "text"]
+        return [m for m in full if m not in self._unsupported] or ["text"]
+
+    async def _call(
+        self, client: Any, request: LLMRequest, params: Params
+    ) -> tuple[RawResult, StructuredMode, int, list[str]]:
+        warnings: list[str] = []
+        rejected: list[str] = []
+        ladder = self._ladder(request)
+        for i, mode in enumerate(ladder):
+            try:
+                raw, attempts = await self._with_retries(client, request, params, mode)
+                # remembered only once a simpler mode worked: a 400 for another reason
+                # (e.g. a prompt too long) must not switch structured output off for good
+                self._unsupported.update(rejected)
+                return raw, mode, attempts - 1, warnings
+            except _Failed as failed:
+                status = status_of(failed.exc)
+                if mode in ("schema", "tool") and status in (400, 422) and i + 1 < len(ladder):
+                    nxt = ladder[i + 1]
+                    rejected.append(mode)
+                    note = f"server rejected structured output by {mode} (HTTP {status}); using {nxt} instead"
+                    warnings.append(note)
+                    log.info("%s: %s", self.spec.name, note)
+                    continue
+                raise self._backend_error(failed.exc, failed.attempts) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _with_retries(
+        self, client: Any, request: LLMRequest, params: Params, mode: StructuredMode
+    ) -> tuple[RawResult, int]:
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+        s = self.settings
+        adapter = self._adapter()
+        attempts = 0
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(s.max_retries + 1),
+            wait=make_wait(s.backoff_base_s, s.backoff_max_s, s.retry_after_max_s),
+            retry=retry_if_exception(is_retryable),
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    async with asyncio.timeout(s.timeout_s):
+                        raw = await adapter(client, self.spec, request, params, mode)
+                    return raw, attempts
+        except Exception as exc:  # noqa: BLE001 - every failure is reported as BackendError by _call
+            raise _Failed(exc, attempts) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _backend_error(self, exc: BaseException, attempts: int) -> BackendError:
+        return backend_error(
+            self.spec.name, self.public_base_url, exc, attempts, timeout_s=self.settings.timeout_s, secrets=self._secrets
+        )
+
+    def _log_retry(self, retry_state: Any) -> None:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        wait = retry_state.next_action.sleep if retry_state.next_action else 0.0
+        what = describe_failure(exc, timeout_s=self.settings.timeout_s, secrets=self._secrets)[0] if exc else "?"
+        log.warning(
+            "%s: %s; retry %d/%d in %.2f s",
+            self.spec.name,
+            what,
+            retry_state.attempt_number,
+            self.settings.max_retries,
+            wait,
+        )
+
+
+def open_backend(
+    model: str | None = None,
+    settings: Settings | None = None,
+    *,
+    cache: ResponseCache | None = None,
+) -> Backend:
+    """Open a backend for ``model`` (default: ``settings.model``).
+
+    Args:
+        model: ``provider:model`` (see :mod:`whenpro_core.llm.models`).
+        settings: defaults to :func:`~whenpro_core.config.load_settings` ``()``.
+        cache: a response cache to share; default: a :class:`ResponseCache` in the user
+            cache dir when ``settings.cache`` is on, none when off.
+
+    Raises:
+        ConfigError: bad model name, ``heuristic`` (not an LLM backend), no API key, no
+            base URL for ``openai-compatible:``, a malformed base URL.
+    """
+    settings = settings or load_settings()
+    name = model or settings.model
+    spec = parse_model(name, api=settings.api)
+    if spec is None:
+        raise ConfigError(
+            "'heuristic' is not an LLM backend",
+            expected="a provider:model name (the heuristic protocol needs no backend)",
+        )
+    base_url, api_key = require_endpoint(spec, settings)
+    if cache is None and settings.cache:
+        cache = ResponseCache()
+    return Backend(spec, settings, base_url=base_url, api_key=api_key, cache=cache if settings.cache else None)

@@ -1,0 +1,114 @@
+"""``whenpro models``: the resolved LLM configuration, as data and as text.
+
+Shows the config file, the default model and how it resolves, every provider's base URL
+and whether a key is set (never the key), the call defaults and the price table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from whenpro_core import paths
+from whenpro_core.config import Settings
+from whenpro_core.llm.endpoints import resolve_endpoint
+from whenpro_core.llm.models import PROVIDERS, parse_model
+from whenpro_core.llm.redact import public_url
+
+_API_NAMES = {"chat": "chat completions", "responses": "responses", "messages": "messages"}
+
+
+def models_info(settings: Settings, model: str | None = None) -> dict[str, Any]:
+    """The configuration as a JSON-ready dict (keys shown only as ``"set"``/``"not set"``).
+
+    Raises:
+        ConfigError: the default (or given) model name is malformed, or a base URL is.
+    """
+    name = model or settings.model
+    spec = parse_model(name, api=settings.api)
+    providers = []
+    for provider in PROVIDERS:
+        pspec = parse_model(f"{provider}:x", api=settings.api)
+        assert pspec is not None
+        ep = resolve_endpoint(pspec, settings)
+        if ep.api_key is not None:
+            key = "set"
+        else:
+            key = "not set" if ep.key_required else "not needed"
+        providers.append(
+            {
+                "provider": provider,
+                "api": _API_NAMES[pspec.api],
+                "base_url": public_url(ep.base_url),
+                "base_url_source": ep.base_url_source,
+                "key": key,
+            }
+        )
+    conf = paths.config_file()
+    return {
+        "config_file": str(conf),
+        "config_file_exists": conf.is_file(),
+        "cache": {"enabled": settings.cache, "dir": str(paths.llm_cache_dir())},
+        "model": name,
+        "model_provider": spec.provider if spec else None,
+        "model_api": _API_NAMES[spec.api] if spec else None,
+        "is_llm": spec is not None,
+        "defaults": {
+            "temperature": settings.temperature,
+            "max_tokens": settings.max_tokens,
+            "reasoning_effort": settings.reasoning_effort,
+            "timeout_s": settings.timeout_s,
+            "max_retries": settings.max_retries,
+            "backoff_base_s": settings.backoff_base_s,
+            "backoff_max_s": settings.backoff_max_s,
+            "retry_after_max_s": settings.retry_after_max_s,
+            "concurrency": settings.concurrency,
+        },
+        "providers": providers,
+        "prices": {k: v.model_dump() for k, v in sorted(settings.price_table().items())},
+    }
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:g}"
+
+
+def format_models(info: dict[str, Any]) -> str:
+    """:func:`models_info` as aligned plain text."""
+    d = info["defaults"]
+    lines = [
+        f"config file   {info['config_file']}" + ("" if info["config_file_exists"] else " (not found)"),
+        f"cache         {'on' if info['cache']['enabled'] else 'off'}  {info['cache']['dir']}",
+    ]
+    if info["is_llm"]:
+        lines.append(f"model         {info['model']}  ({info['model_provider']}, {info['model_api']} API)")
+    else:
+        lines.append(f"model         {info['model']}  (no LLM: offline heuristic)")
+    temp = "provider default" if d["temperature"] is None else f"{d['temperature']:g}"
+    lines.append(
+        f"defaults      temperature {temp}, max tokens {d['max_tokens']}, reasoning effort "
+        f"{d['reasoning_effort'] or '-'}, timeout {d['timeout_s']:g} s, concurrency {d['concurrency']}"
+    )
+    lines.append(
+        f"retries       {d['max_retries']} (backoff {d['backoff_base_s']:g}..{d['backoff_max_s']:g} s + jitter, "
+        f"Retry-After capped at {d['retry_after_max_s']:g} s)"
+    )
+    lines.append("")
+    rows = [("provider", "API", "base URL", "key")]
+    for p in info["providers"]:
+        url = p["base_url"] or "(none: set a base URL)"
+        if p["base_url_source"] not in ("default", "unset"):
+            url += f"  [{p['base_url_source']}]"
+        rows.append((p["provider"], p["api"], url, p["key"]))
+    lines += _table(rows)
+    lines.append("")
+    lines.append("prices, USD per 1M tokens")
+    prow = [("model", "input", "output", "cached input", "cache write")]
+    for name, p in info["prices"].items():
+        prow.append((name, _num(p["input"]), _num(p["output"]), _num(p["cached_input"]), _num(p["cache_write"])))
+    lines += _table(prow)
+    return "\n".join(lines)
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]

@@ -1,0 +1,105 @@
+"""Model names: ``provider:model`` (DESIGN §9) and the pseudo-model ``heuristic``.
+
+Accepted forms:
+
+==========================  =====================================================
+``openai:<model>``          OpenAI chat completions (Responses API with ``api="responses"``)
+``openai-responses:<model>``  OpenAI Responses API
+``anthropic:<model>``       Anthropic messages API
+``openai-compatible:<model>``  any server speaking OpenAI chat completions (vLLM, Ollama,
+                            LM Studio, llama.cpp); needs a base URL
+``heuristic``               no LLM: the offline heuristic protocol
+==========================  =====================================================
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from whenpro_core.errors import ConfigError
+
+Provider = Literal["openai", "openai-responses", "anthropic", "openai-compatible"]
+Api = Literal["chat", "responses", "messages"]
+
+PROVIDERS: tuple[str, ...] = ("openai", "openai-responses", "anthropic", "openai-compatible")
+HEURISTIC = "heuristic"
+ACCEPTED_FORMS = (
+    "openai:<model>, openai-responses:<model>, anthropic:<model>, "
+    "openai-compatible:<model> (with a base URL), or heuristic"
+)
+_MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+\-]*$")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed model name.
+
+    Attributes:
+        provider: one of :data:`PROVIDERS`.
+        model: the provider's model id (``gpt-4.1``, ``claude-sonnet-4-6``, ``qwen3:8b``).
+        api: the wire API used: ``chat`` (chat completions), ``responses`` or ``messages``.
+    """
+
+    provider: Provider
+    model: str
+    api: Api
+
+    @property
+    def name(self) -> str:
+        """``provider:model`` as the user wrote it (Attribution.model uses this)."""
+        return f"{self.provider}:{self.model}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def is_llm(name: str) -> bool:
+    """Whether ``name`` names an LLM backend (False for ``heuristic``).
+
+    Raises:
+        ConfigError: the name is neither ``heuristic`` nor a valid ``provider:model``.
+    """
+    return parse_model(name) is not None
+
+
+def parse_model(name: str, *, api: Literal["chat", "responses"] = "chat") -> ModelSpec | None:
+    """Parse ``provider:model``; ``None`` for ``heuristic`` (not an LLM backend).
+
+    Args:
+        name: the model name (surrounding spaces ignored; provider is case-insensitive).
+        api: the OpenAI API for ``openai:`` and ``openai-compatible:`` models (settings
+            ``api``); ``openai-responses:`` always uses the Responses API.
+
+    Raises:
+        ConfigError: empty name, unknown provider, missing or malformed model part. The
+            message lists the accepted forms.
+    """
+    raw = (name or "").strip()
+    if raw.lower() == HEURISTIC:
+        return None
+    provider, sep, model = raw.partition(":")
+    provider = provider.lower()
+    if not sep:
+        raise ConfigError(
+            f"model name '{_show(raw)}' has no provider",
+            expected=ACCEPTED_FORMS,
+        )
+    if provider not in PROVIDERS:
+        raise ConfigError(f"unknown model provider '{_show(provider)}' in '{_show(raw)}'", expected=ACCEPTED_FORMS)
+    if not model or not _MODEL_RE.match(model):
+        raise ConfigError(f"missing or malformed model id in '{_show(raw)}'", expected=ACCEPTED_FORMS)
+    if provider == "anthropic":
+        wire: Api = "messages"
+    elif provider == "openai-responses":
+        wire = "responses"
+    else:
+        wire = api
+    return ModelSpec(provider=provider, model=model, api=wire)  # type: ignore[arg-type]
+
+
+def _show(text: str, limit: int = 60) -> str:
+    """A printable, bounded rendering of user input for an error message."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,220 @@
+"""OpenAI adapters: chat completions (``openai:`` and ``openai-compatible:``) and the
+Responses API (``openai-responses:``), through ``openai.AsyncOpenAI`` (imported lazily).
+
+Structured output uses the SDK's ``chat.completions.parse(response_format=Model)`` and
+``responses.parse(text_format=Model)`` through ``with_raw_response`` so that the usage of
+an answer that fails to validate is still counted. OpenAI caches prompt prefixes itself
+(>= 1024 tokens); cached tokens are read from ``usage.prompt_tokens_details.cached_tokens``
+(chat) or ``usage.input_tokens_details.cached_tokens`` (Responses).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from whenpro_core.llm.models import ModelSpec
+from whenpro_core.llm.retry import MalformedResponse
+from whenpro_core.llm.types import ImagePart, LLMRequest, StructuredMode
+from whenpro_core.llm.wire import Params, RawResult, json_body, lenient_parse, validation_summary
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def make_client(api_key: str, base_url: str, timeout_s: float) -> Any:
+    """An ``openai.AsyncOpenAI`` with the SDK's retries off (whenpro retries itself)."""
+    import openai
+
+    return openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+
+
+def _parse_failure(exc: Exception) -> str | None:
+    """A reason string when ``raw.parse()`` failed because of the *answer* (not the body)."""
+    import openai
+    import pydantic
+
+    if isinstance(exc, openai.LengthFinishReasonError):
+        return "answer cut off at max_tokens before the structure was complete"
+    if isinstance(exc, openai.ContentFilterFinishReasonError):
+        return "answer stopped by the provider's content filter"
+    if isinstance(exc, pydantic.ValidationError):
+        return validation_summary(exc)
+    return None
+
+
+# ---------------------------------------------------------------- chat completions
+
+
+def chat_messages(request: LLMRequest) -> list[dict[str, Any]]:
+    """The request as chat-completions ``messages`` (system first; images as data URLs)."""
+    out: list[dict[str, Any]] = []
+    if request.system:
+        out.append({"role": "system", "content": request.system})
+    for msg in request.messages:
+        if msg.role == "assistant" or not any(isinstance(p, ImagePart) for p in msg.content):
+            out.append({"role": msg.role, "content": msg.text()})
+            continue
+        parts: list[dict[str, Any]] = []
+        for p in msg.content:
+            if isinstance(p, ImagePart):
+                parts.append({"type": "image_url", "image_url": {"url": p.data_url()}})
+            else:
+                parts.append({"type": "text", "text": p.text})
+        out.append({"role": "user", "content": parts})
+    return out
+
+
+async def call_chat(client: Any, spec: ModelSpec, request: LLMRequest, params: Params, mode: StructuredMode) -> RawResult:
+    """One chat-completions call. ``mode`` is ``schema`` (response_format), ``text`` or ``none``."""
+    from openai.types.chat import ChatCompletion
+
+    kwargs: dict[str, Any] = {"model": spec.model, "messages": chat_messages(request)}
+    if params.temperature is not None:
+        kwargs["temperature"] = params.temperature
+    # Official OpenAI wants max_completion_tokens (max_tokens is rejected by reasoning models);
+    # OpenAI-compatible servers universally understand max_tokens.
+    kwargs["max_completion_tokens" if spec.provider == "openai" else "max_tokens"] = params.max_tokens
+    if params.reasoning_effort:
+        kwargs["reasoning_effort"] = params.reasoning_effort
+    completions = client.chat.completions.with_raw_response
+    if mode == "schema":
+        raw = await completions.parse(response_format=request.output_model, **kwargs)
+    else:
+        raw = await completions.create(**kwargs)
+    data = json_body(raw)
+    parse_error = None
+    try:
+        completion = raw.parse()
+    except Exception as exc:  # noqa: BLE001 - sorted below
+        parse_error = _parse_failure(exc) if mode == "schema" else None
+        if parse_error is None:
+            raise MalformedResponse(f"unexpected chat completion body ({type(exc).__name__})") from None
+        completion = ChatCompletion.construct(**data)
+    try:
+        choice = completion.choices[0]
+        message = choice.message
+        text = message.content or ""
+        refusal = getattr(message, "refusal", None)
+        usage = completion.usage
+    except (AttributeError, IndexError, TypeError, KeyError):
+        raise MalformedResponse("chat completion without choices[0].message") from None
+    result = RawResult(text=text, finish_reason=getattr(choice, "finish_reason", None), served_model=getattr(completion, "model", None))
+    if refusal:
+        result.text = text or refusal
+        parse_error = parse_error or f"model refused: {refusal[:200]}"
+    if mode == "schema":
+        result.parsed = getattr(message, "parsed", None)
+        if result.parsed is None and parse_error is None:
+            parse_error = "no structured answer"
+    elif mode == "text" and request.output_model is not None:
+        result.parsed, parse_error = lenient_parse(text, request.output_model)
+    result.parse_error = parse_error
+    _chat_usage(result, usage)
+    return result
+
+
+def _chat_usage(result: RawResult, usage: Any) -> None:
+    if usage is None:
+        result.warnings.append("server reported no token usage")
+        return
+    result.input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    result.output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    details = getattr(usage, "prompt_tokens_details", None)
+    result.cached_tokens = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+
+
+# ---------------------------------------------------------------- Responses API
+
+
+def responses_input(request: LLMRequest) -> list[dict[str, Any]]:
+    """The request as Responses-API ``input`` items (the system prompt goes to ``instructions``)."""
+    out: list[dict[str, Any]] = []
+    for msg in request.messages:
+        if msg.role == "assistant":
+            out.append({"role": "assistant", "content": msg.text()})
+            continue
+        parts: list[dict[str, Any]] = []
+        for p in msg.content:
+            if isinstance(p, ImagePart):
+                parts.append({"type": "input_image", "image_url": p.data_url(), "detail": "auto"})
+            else:
+                parts.append({"type": "input_text", "text": p.text})
+        out.append({"role": "user", "content": parts})
+    return out
+
+
+async def call_responses(
+    client: Any, spec: ModelSpec, request: LLMRequest, params: Params, mode: StructuredMode
+) -> RawResult:
+    """One Responses-API call (``store=False``: traces are not kept by the provider)."""
+    from openai.types.responses import Response
+
+    kwargs: dict[str, Any] = {
+        "model": spec.model,
+        "input": responses_input(request),
+        "max_output_tokens": params.max_tokens,
+        "store": False,
+    }
+    if request.system:
+        kwargs["instructions"] = request.system
+    if params.temperature is not None:
+        kwargs["temperature"] = params.temperature
+    if params.reasoning_effort:
+        kwargs["reasoning"] = {"effort": params.reasoning_effort}
+    api = client.responses.with_raw_response
+    if mode == "schema":
+        raw = await api.parse(text_format=request.output_model, **kwargs)
+    else:
+        raw = await api.create(**kwargs)
+    data = json_body(raw)
+    parse_error = None
+    try:
+        response = raw.parse()
+    except Exception as exc:  # noqa: BLE001 - sorted below
+        parse_error = _parse_failure(exc) if mode == "schema" else None
+        if parse_error is None:
+            raise MalformedResponse(f"unexpected Responses body ({type(exc).__name__})") from None
+        response = Response.construct(**data)
+    texts: list[str] = []
+    parsed = None
+    refusal = None
+    try:
+        for item in response.output or []:
+            if getattr(item, "type", None) != "message":
+                continue
+            for content in item.content or []:
+                ctype = getattr(content, "type", None)
+                if ctype == "output_text":
+                    texts.append(content.text)
+                    if parsed is None:
+                        parsed = getattr(content, "parsed", None)
+                elif ctype == "refusal":
+                    refusal = content.refusal
+        status = getattr(response, "status", None)
+        incomplete = getattr(response, "incomplete_details", None)
+    except (AttributeError, TypeError):
+        raise MalformedResponse("Responses body without output messages") from None
+    if not texts and refusal is None and status not in ("incomplete",):
+        raise MalformedResponse("Responses body without output text")
+    finish = "stop"
+    if status == "incomplete":
+        reason = getattr(incomplete, "reason", None)
+        finish = "length" if reason == "max_output_tokens" else (reason or "incomplete")
+    result = RawResult(text="".join(texts) or (refusal or ""), finish_reason=finish, served_model=getattr(response, "model", None))
+    if refusal:
+        parse_error = parse_error or f"model refused: {refusal[:200]}"
+    if mode == "schema":
+        result.parsed = parsed
+        if parsed is None and parse_error is None:
+            parse_error = "no structured answer"
+    elif mode == "text" and request.output_model is not None:
+        result.parsed, parse_error = lenient_parse(result.text, request.output_model)
+    result.parse_error = parse_error
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        result.warnings.append("server reported no token usage")
+    else:
+        result.input_tokens = int(getattr(usage, "input_tokens", 0) or 0)
+        result.output_tokens = int(getattr(usage, "output_tokens", 0) or 0)
+        details = getattr(usage, "input_tokens_details", None)
+        result.cached_tokens = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+    return result

@@ -1,0 +1,106 @@
+"""One retry policy for every backend (the SDKs' own retries are off: ``max_retries=0``).
+
+Retried: HTTP 408, 409, 429 and 5xx (incl. Anthropic's 529 "overloaded"), timeouts and
+connection errors. Not retried: other 4xx (400 bad request, 401, 403, 404, 422) and a
+malformed response body (a 200 whose body is not the expected JSON: a broken proxy or
+server, which a retry is unlikely to fix) -> :class:`BackendError` at once.
+
+Waits: exponential backoff with jitter (``backoff_base_s * 2**(n-1) + U(0, backoff_base_s)``,
+at most ``backoff_max_s``), or the server's ``Retry-After`` when given (seconds or an
+HTTP date, RFC 9110 §10.2.3; OpenAI's ``retry-after-ms`` too), capped at
+``retry_after_max_s``. The loop itself is :mod:`tenacity`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import time
+from typing import Any, Callable
+
+log = logging.getLogger("whenpro.llm")
+
+RETRY_STATUS = frozenset({408, 409, 429})
+
+
+class MalformedResponse(Exception):
+    """The server answered 2xx with a body that is not the expected JSON document."""
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status of an SDK ``APIStatusError`` (openai or anthropic), else ``None``."""
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    # openai.APIConnectionError / APITimeoutError and their anthropic twins, without importing the SDKs.
+    names = {c.__name__ for c in type(exc).__mro__}
+    return bool(names & {"APIConnectionError", "APITimeoutError"})
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """A client-side timeout (SDK timeout or our own deadline)."""
+    names = {c.__name__ for c in type(exc).__mro__}
+    return "APITimeoutError" in names or isinstance(exc, (TimeoutError, asyncio.TimeoutError))
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether a failed attempt should be retried (see the module docstring)."""
+    if isinstance(exc, MalformedResponse):
+        return False
+    status = status_of(exc)
+    if status is not None:
+        return status in RETRY_STATUS or status >= 500
+    return _is_connection_error(exc) or is_timeout(exc) or isinstance(exc, ConnectionError)
+
+
+def retry_after_seconds(exc: BaseException | None, *, now: float | None = None) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms`` or ``Retry-After``), or ``None``.
+
+    ``Retry-After`` may be delta-seconds or an HTTP date (RFC 9110 §10.2.3); a date in
+    the past gives 0. Unparseable values give ``None``.
+    """
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
+
+
+def make_wait(base_s: float, max_s: float, retry_after_max_s: float) -> Callable[[Any], float]:
+    """A tenacity ``wait``: the server's Retry-After (capped) or exponential backoff + jitter."""
+    from tenacity import wait_exponential_jitter
+
+    expo = wait_exponential_jitter(multiplier=base_s, max=max_s, exp_base=2, jitter=base_s)
+
+    def wait(retry_state: Any) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        server = retry_after_seconds(exc)
+        if server is not None:
+            return min(server, retry_after_max_s)
+        return float(expo(retry_state))
+
+    return wait
