@@ -19,6 +19,7 @@ example exercises it.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -48,8 +49,17 @@ from whenpro_core.model import Agent, Step, ToolCall
 CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 APPROVED = re.compile(r"\bapproved\b", re.IGNORECASE)
 MAX_ROUNDS = 3
-#: Wall-clock seconds for one sandboxed test run.
+#: Wall-clock seconds for one sandboxed test run (``WHENPRO_SANDBOX_TIMEOUT`` overrides).
 TEST_TIMEOUT = 5.0
+
+
+def sandbox_timeout() -> float:
+    """Seconds allowed to one sandboxed run: ``$WHENPRO_SANDBOX_TIMEOUT`` or 5."""
+    try:
+        value = float(os.environ.get("WHENPRO_SANDBOX_TIMEOUT", TEST_TIMEOUT))
+    except ValueError:
+        return TEST_TIMEOUT
+    return value if 0 < value <= 600 else TEST_TIMEOUT
 
 
 def latest_code(steps: list[Step]) -> str | None:
@@ -180,10 +190,11 @@ class CodePair(Env):
                     outs.append(f"error: {call.name} needs string arguments code and tests")
                     errors.append("ToolError: bad run_tests call")
                     continue
-                result = run_python(args["code"] + "\n\n" + args["tests"], timeout=TEST_TIMEOUT)
+                limit = sandbox_timeout()
+                result = run_python(args["code"] + "\n\n" + args["tests"], timeout=limit)
                 outs.append(result.summary())
                 if result.timed_out:
-                    errors.append(f"ToolError: timed out after {TEST_TIMEOUT:g} s")
+                    errors.append(f"ToolError: timed out after {limit:g} s")
                 elif result.returncode != 0:
                     errors.append(f"ToolError: exit status {result.returncode}")
             return ToolOutput("\n".join(outs), "; ".join(errors) or None)
@@ -209,7 +220,7 @@ class CodePair(Env):
         if not final_answer:
             return CheckResult(False, "no final code")
         cases = hidden_cases(task.params)
-        result = run_python(final_answer + "\n\n" + harness(cases), timeout=TEST_TIMEOUT)
+        result = run_python(final_answer + "\n\n" + harness(cases), timeout=sandbox_timeout())
         passed = sum(1 for ln in result.stdout.splitlines() if ln.startswith("PASS "))
         ok = result.ok and passed == len(cases)
         detail = f"{passed}/{len(cases)} hidden tests passed"
