@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import REPO
 
 from whenpro_core.envs import env_for_trace, env_names, get_env
 from whenpro_core.envs.arith_tasks import calculate, clock_add
@@ -16,8 +17,6 @@ from whenpro_core.envs.base import EnvState, run_env, run_loop
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats import load_trace
 from whenpro_core.model import Step
-
-from conftest import REPO
 
 
 def test_registry_lists_both_envs_and_rejects_unknown_names():

@@ -4,6 +4,7 @@ and robustness on real traces."""
 from __future__ import annotations
 
 import glob
+import random
 
 import pytest
 
@@ -15,8 +16,6 @@ from whenpro_core.injection.generate import InjectionRequest, OfflineGenerator, 
 from whenpro_core.injection.mutators import MUTATORS, applicable_modes, mutate, perturb
 from whenpro_core.injection.verify import revealing_phrases
 from whenpro_core.model import Agent, Step, Task, ToolCall, Trace
-
-import random
 
 
 def _trace() -> Trace:

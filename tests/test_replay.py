@@ -4,12 +4,12 @@ injections are told apart."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from functools import lru_cache
 
 import orjson
 import pytest
+from conftest import SAMPLES
 
 from whenpro_core.envs import get_env
 from whenpro_core.envs.base import run_env
@@ -23,8 +23,6 @@ from whenpro_core.injection.inject import inject, resolve_step
 from whenpro_core.injection.replay import prefix_matches, replay_stream, warm_start
 from whenpro_core.injection.toolcache import ToolCache, call_key
 from whenpro_core.model import Step, ToolCall
-
-from conftest import SAMPLES
 
 NOW = "2026-01-01T00:00:00+00:00"
 
@@ -80,7 +78,12 @@ def test_injection_caught_by_the_verifier_is_not_decisive():
     assert v.decisive is False and v.counterfactual_success is True and not v.kept
     flag = next(s for s in cf.steps[3:] if s.agent == "verifier")
     assert flag.content.startswith("Mismatch on")
-    assert cf.final_answer == seed.final_answer and cf.ground_truth.mode == "R.3"
+    assert cf.final_answer == seed.final_answer
+    # A run that still succeeds has no decisive error: the injection is an annotation.
+    assert cf.ground_truth is None
+    [note] = cf.annotations
+    assert (note.label, note.agent, note.step, note.decisive) == ("R.3", "solver", "2", False)
+    assert cf.steps[2].hidden["is_injected"] is True
 
 
 def test_tool_results_are_served_from_the_cache_when_calls_match():

@@ -10,17 +10,16 @@ import textwrap
 import time
 
 import pytest
+from conftest import REPO
 
 from whenpro_core.errors import ReplayError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.cmd_executor import CommandExecutor
-from whenpro_core.injection.generate import OfflineGenerator, TextGenerator
+from whenpro_core.injection.generate import OfflineGenerator
 from whenpro_core.injection.inject import inject
 from whenpro_core.injection.replay import continued_trace, prefix_matches, warm_start
 from whenpro_core.model import Agent, Step, Task, Trace
-
-from conftest import REPO
 
 EXAMPLE = [sys.executable, str(REPO / "examples" / "replay_executor.py")]
 QUERY = "Add up these expenses: rent 1200, food 340, travel 85, books 42. What is the total?"

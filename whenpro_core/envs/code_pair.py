@@ -132,7 +132,8 @@ class CodeReferencePolicy:
             return Step(index=0, agent="tester", kind="assistant",
                         content="There is no code or no example to test. Coder, please fix.")
         return Step(index=0, agent="tester", kind="action",
-                    content=f"Running the {len(cases)} examples from the spec as tests against the coder's latest code.",
+                    content=(f"Running the {len(cases)} examples from the spec as tests against "
+                             "the coder's latest code."),
                     tool_calls=[ToolCall(id=f"call_{len(steps)}", name="run_tests",
                                          arguments={"code": code, "tests": harness(cases)})])
 

@@ -112,7 +112,7 @@ class SandboxResult:
         the exit status or the timeout."""
         parts = [self.stdout.rstrip()] if self.stdout.strip() else []
         if self.timed_out:
-            parts.append(f"error: timed out (killed after the time limit)")
+            parts.append("error: timed out (killed after the time limit)")
         elif self.returncode != 0:
             tail = "\n".join(self.stderr.strip().splitlines()[-6:])
             if tail:

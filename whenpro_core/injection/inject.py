@@ -1,12 +1,15 @@
 """Error injection end to end (DESIGN §8): generate a flawed step ``t``, warm-start replay,
 verify, and label the counterfactual.
 
-The counterfactual is a native :class:`~whenpro_core.model.Trace` whose
-``ground_truth`` names the agent and coordinate of ``t``, the mode and the generator's
-description of the flaw (labelled by construction), whose steps carry the Who&When Pro
-markers in ``hidden`` (``is_replayed`` on the prefix, ``is_injected`` on ``t``), and
-whose ``extras["injection"]`` records provenance (seed trace, step, mode, generator,
-executor, seed, timestamp), the replay statistics and the verification verdict.
+The counterfactual is a native :class:`~whenpro_core.model.Trace`. When the injection is
+decisive (the seed succeeded, the counterfactual fails) its ``ground_truth`` names the agent
+and coordinate of ``t``, the mode and the generator's description of the flaw (labelled by
+construction); otherwise the same facts are an :class:`~whenpro_core.model.Annotation`
+(``decisive=False``) and ``ground_truth`` stays empty, since the run has no decisive
+error. Its steps carry the Who&When Pro markers in ``hidden`` (``is_replayed`` on the
+prefix, ``is_injected`` on ``t``), and its ``extras["injection"]`` records provenance
+(seed trace, step, mode, generator, executor, seed, timestamp), the replay statistics and
+the verification verdict.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from whenpro_core.injection.executors import Executor
 from whenpro_core.injection.generate import GeneratedStep, Generator, InjectionRequest
 from whenpro_core.injection.replay import ReplayResult, warm_start
 from whenpro_core.injection.verify import Verdict, check_trace, verify
-from whenpro_core.model import GroundTruth, Outcome, Source, Step, Trace
+from whenpro_core.model import Annotation, GroundTruth, Outcome, Source, Step, Trace
 from whenpro_core.taxonomy import Taxonomy
 
 
@@ -90,6 +93,13 @@ def inject(trace: Trace, index: int, mode: str, generator: Generator, executor: 
     verdict = verify(trace, cf, index, final_answer=result.final_answer)
     cf.outcome = {True: Outcome.success, False: Outcome.failure}.get(verdict.counterfactual_success, Outcome.unknown)
     cf.extras["injection"]["verdict"] = verdict.as_dict()
+    step = cf.steps[index]
+    if verdict.decisive:
+        cf.ground_truth = GroundTruth(agent=step.agent, step=step.coord, step_index=index, mode=code,
+                                      reason=generated.description)
+    else:
+        cf.annotations.append(Annotation(label=code, agent=step.agent, step=step.coord,
+                                         reason=generated.description, source="whenpro inject (not decisive)"))
     return InjectionResult(cf, verdict, result, generated)
 
 
@@ -128,8 +138,6 @@ def _counterfactual(trace: Trace, index: int, mode: str, gen: GeneratedStep, res
         framework=trace.framework, benchmark=trace.benchmark, modality=trace.modality,
         agents=[a.model_copy() for a in trace.agents], task=trace.task.model_copy(deep=True),
         steps=result.steps,
-        ground_truth=GroundTruth(agent=step.agent, step=step.coord, step_index=index, mode=mode,
-                                 reason=gen.description),
         final_answer=result.final_answer, outcome=Outcome.unknown, source=Source(format="native"),
         extras=extras,
     )
