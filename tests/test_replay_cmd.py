@@ -51,7 +51,7 @@ def test_injection_caught_by_the_example_checker(tally_run):
     result = inject(tally_run, 2, "R.3", OfflineGenerator(), example())
     cf = result.counterfactual
     assert prefix_matches(tally_run, cf.steps, 2)
-    assert cf.steps[2].meta.get("tool_source") == "missing"  # not recorded: the process ran it
+    assert cf.steps[2].meta.get("tool_source") == "executor"  # not recorded: the process ran it
     assert any("start over" in s.content for s in cf.steps[3:])
     assert result.verdict.counterfactual_success and not result.verdict.decisive
     # After the restart the adder's calls match the recording and are served from it.
@@ -124,6 +124,21 @@ def test_hanging_executor_times_out(tmp_path, tally_run):
     assert time.monotonic() - start < 5
     with pytest.raises(ReplayError, match="replay timeout"):
         inject(tally_run, 2, "R.3", OfflineGenerator(), CommandExecutor(argv, message_timeout=30), timeout=1)
+
+
+def test_secrets_in_executor_stderr_are_redacted(tmp_path, tally_run, monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_API_KEY", "s3cr3t-value-123456")
+    argv = _script(tmp_path, "leak.py", """
+        import os, sys
+        sys.stdin.readline()
+        print("using key", os.environ["MY_SERVICE_API_KEY"], "and sk-abcdefghijklmnopqrstuv", file=sys.stderr)
+        sys.exit(3)
+        """)
+    with pytest.raises(ReplayError) as info:
+        inject(tally_run, 2, "R.3", OfflineGenerator(), CommandExecutor(argv, message_timeout=10))
+    text = info.value.one_line()
+    assert "status 3" in text and "using key [redacted]" in text
+    assert "s3cr3t" not in text and "sk-abc" not in text
 
 
 def test_missing_command_is_a_replay_error(tally_run):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import os
 import queue
+import re
 import shlex
 import signal
 import subprocess
@@ -174,7 +175,7 @@ class _Session:
     def fail(self, what: str, expected: str | None = None) -> ReplayError:
         if self.proc is not None and self.proc.poll() is not None and self.stderr_reader is not None:
             self.stderr_reader.join(timeout=1.0)  # collect the last lines a crash printed
-        tail = " | ".join(self.stderr_tail)
+        tail = redact(" | ".join(self.stderr_tail))
         if tail:
             what += f"; stderr: {tail[-600:]}"
         return ReplayError(f"executor {self.owner.argv[0]!r}: {what}", expected=expected)
@@ -241,6 +242,7 @@ class _Session:
                                     expected="'observation' only for a pending replaced step, before any 'step'")
                 replaced.observation = _opt_str(msg.get("observation"))
                 replaced.error = _opt_str(msg.get("error"))
+                replaced.meta["tool_source"] = "executor"
                 if msg.get("simulated"):
                     replaced.meta["simulated"] = True
                 pending = False
@@ -255,7 +257,7 @@ class _Session:
                 return Continuation(None if final is None else str(final),
                                     str(msg.get("termination") or "final_answer"))
             elif kind == "error":
-                raise self.fail(f"reported an error: {str(msg.get('message'))[:500]}")
+                raise self.fail(f"reported an error: {redact(str(msg.get('message')))[:500]}")
             else:
                 raise self.fail(f"unknown message type {kind!r} (message #{number})",
                                 expected="tool_call, observation, step, done or error")
@@ -294,6 +296,21 @@ class _Session:
             step.meta.setdefault("tool_source",
                                  "cache" if call_key(step.tool_calls) in self.served else "executor")
         return step
+
+
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+_SECRET_SHAPE = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}|\bBearer\s+[A-Za-z0-9._~+/=-]{16,}")
+
+
+def redact(text: str) -> str:
+    """``text`` with secrets replaced by ``[redacted]``: the values of environment
+    variables named like keys, tokens or passwords, and key-shaped strings (``sk-...``,
+    ``Bearer ...``). Executor stderr is quoted in error messages, which must never carry
+    API keys."""
+    for name, value in os.environ.items():
+        if len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
+            text = text.replace(value, "[redacted]")
+    return _SECRET_SHAPE.sub("[redacted]", text)
 
 
 def _opt_str(value: Any) -> str | None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Callable, Protocol, runtime_checkable
 
@@ -77,7 +77,6 @@ class ReplayContext:
     on_step: Callable[[Step], None] | None = None
     deadline: float = float("inf")
     cancel: threading.Event | None = None
-    stats: dict[str, int] = field(default_factory=lambda: {"emitted": 0})
 
     def tools(self, live: ToolRunner | None = None) -> ToolRunner:
         """A tool runner: recorded results first, then ``live`` (if given)."""
@@ -95,7 +94,6 @@ class ReplayContext:
 
     def notify(self, step: Step) -> None:
         """Stream an already-appended step to ``on_step``."""
-        self.stats["emitted"] += 1
         if self.on_step is not None:
             self.on_step(step)
 
