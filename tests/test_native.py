@@ -54,9 +54,9 @@ def test_convert_refuses_to_overwrite(tmp_path):
 
 def test_convert_a_folder_writes_one_file_per_trace(tmp_path):
     written = convert(str(SAMPLES), tmp_path / "out")
-    names = sorted(p.name for p in written)
-    assert {"sample-bar-chart.json", "sample-workshop-schedule.json"} <= set(names)
-    assert len(names) == len(list(SAMPLES.glob("*/trace.json")))
+    names = {p.name for p in written}
+    assert {"sample-bar-chart.json", "sample-workshop-schedule.json"} <= names
+    assert len(names) == len(written) == len(list(SAMPLES.rglob("*.json")))
 
 
 def test_invalid_native_document_names_the_field(tmp_path):

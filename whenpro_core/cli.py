@@ -95,6 +95,21 @@ def attribute(
 
 @app.command()
 @handles_errors
+def run(env: str = typer.Argument(..., help="A built-in environment: arith_team or code_pair."),
+        n: int = typer.Option(5, "--n", help="Number of runs (seeds SEED .. SEED+N-1)."),
+        out: Path = typer.Option(..., "--out", help="Folder for the native traces, one per run."),
+        seed: int = typer.Option(0, "--seed", help="First seed."),
+        model: str = typer.Option("reference", "--model",
+                                  help="Agent policy: reference (offline, default) or heuristic (same)."),
+        force: bool = typer.Option(False, "--force", help="Overwrite existing files.")) -> None:
+    """Run a built-in multi-agent system and write its runs as traces (successes and failures)."""
+    from whenpro_core.envs.run import run_many
+
+    run_many(env, n, out, seed=seed, model=model, force=force, echo=typer.echo)
+
+
+@app.command()
+@handles_errors
 def keyframes(video: Path = typer.Argument(..., help="A video file (mp4, mkv, webm, avi, mov)."),
               max_frames: int = typer.Option(8, "--max", min=1, max=1000, help="Keyframes to pick at most."),
               out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: ./<video stem>_keyframes)."),
@@ -128,6 +143,28 @@ def models(
 
     info = models_info(load_settings(base_url=base_url), model)
     typer.echo(json.dumps(info, indent=2) if json_out else format_models(info))
+
+
+@app.command()
+@handles_errors
+def inject(trace: str = typer.Argument(..., help="The seed trace (normally a successful run): file or file#key."),
+           step: str = typer.Option(..., "--step", help="Coordinate of the step to replace (or #INDEX)."),
+           mode: str = typer.Option(..., "--mode", help="Failure-mode code, e.g. R.3, A.3, V.2."),
+           generator: str = typer.Option("offline", "--generator",
+                                         help="offline (mode-specific mutators), text:CONTENT or text:@FILE."),
+           executor: str = typer.Option("builtin", "--executor",
+                                        help="builtin, cmd:COMMAND (JSON lines) or an installed plugin name."),
+           out: Optional[Path] = typer.Option(None, "--out", help="Counterfactual file (default: next to TRACE)."),
+           seed: int = typer.Option(0, "--seed", help="Seed of the mutator's choices."),
+           timeout: float = typer.Option(600.0, "--timeout", help="Seconds for the whole continuation."),
+           message_timeout: float = typer.Option(60.0, "--message-timeout",
+                                                 help="Seconds to wait for each message of a cmd: executor."),
+           force: bool = typer.Option(False, "--force", help="Overwrite the output file.")) -> None:
+    """Inject an error at a step, warm-start replay the rest, and verify the counterfactual."""
+    from whenpro_core.injection.inject import run_inject_command
+
+    run_inject_command(trace, step, mode, generator=generator, executor=executor, out=out, seed=seed,
+                       force=force, timeout=timeout, message_timeout=message_timeout, echo=typer.echo)
 
 
 @app.command()

@@ -1,0 +1,126 @@
+"""Built-in environments: reference runs succeed, policies read the conversation, tasks
+round-trip through the trace, and `whenpro run` writes the runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+from whenpro_core.envs import env_for_trace, env_names, get_env
+from whenpro_core.envs.arith_tasks import calculate, clock_add
+from whenpro_core.envs.arith_team import read_values
+from whenpro_core.envs.base import EnvState, run_env, run_loop
+from whenpro_core.errors import ConfigError
+from whenpro_core.formats import load_trace
+from whenpro_core.model import Step
+
+
+def test_registry_lists_both_envs_and_rejects_unknown_names():
+    assert {"arith_team", "code_pair"} <= set(env_names())
+    with pytest.raises(ConfigError, match="arith_team"):
+        get_env("nope")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_arith_team_reference_runs_succeed(seed):
+    trace = run_env(get_env("arith_team"), seed)
+    assert trace.outcome.value == "success", trace.extras["env"]
+    assert [s.coord for s in trace.steps] == [str(i) for i in range(len(trace.steps))]
+    assert trace.steps[0].kind == "user" and trace.steps[-1].kind == "final_answer"
+    assert {s.agent for s in trace.steps} >= {"user", "planner", "solver", "verifier", "reporter"}
+    assert trace.task.answer and trace.final_answer
+    # Every tool call got an observation.
+    assert all(s.observation for s in trace.steps if s.tool_calls)
+
+
+def test_arith_families_cover_shop_schedule_and_table():
+    env = get_env("arith_team")
+    families = {env.make_task(seed).params["family"] for seed in range(3)}
+    assert families == {"shop", "schedule", "table"}
+    table_run = run_env(env, 2)
+    assert any(c.name == "lookup" for s in table_run.steps for c in s.tool_calls)
+    # The table itself is nowhere in what the agents see.
+    hidden_price = next(iter(env.make_task(2).params["table"].values()))["price"]
+    assert hidden_price not in table_run.steps[0].content
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_code_pair_reference_runs_succeed_with_the_fix_loop(seed):
+    trace = run_env(get_env("code_pair"), seed)
+    assert trace.outcome.value == "success", trace.extras["env"]["check"]
+    assert "hidden tests passed" in trace.extras["env"]["check"]
+    assert any(c.name == "run_tests" for s in trace.steps for c in s.tool_calls)
+    edge = "Edge case:" in trace.task.query
+    # Templates with an edge case go through one failing test round and a fix.
+    assert any("tests failed" in s.content for s in trace.steps) == edge
+
+
+def test_solver_reads_values_from_the_conversation_not_hidden_state():
+    env = get_env("arith_team")
+    trace = run_env(env, 0)
+    steps = trace.steps[:3]  # user, plan, first solver step
+    first_var = next(iter(read_values(steps)))
+    # Rewrite the recorded observation: the next solver step must use the new text.
+    steps = [s.model_copy(deep=True) for s in steps]
+    steps[2].observation = "1000"
+    task = env.task_from_trace(trace)
+    rest, _ = run_loop(env, task, env.reference_policy(), steps, env.live_tools(task))
+    subtotal = next(s for s in rest if s.content.startswith("Computing subtotal"))
+    assert "1000 +" in subtotal.tool_calls[0].arguments["expression"], subtotal.content
+    # ... and the verifier, recomputing from the task, flags it.
+    assert any(s.agent == "verifier" and f"Mismatch on {first_var}" in s.content for s in rest)
+    assert rest[-1].kind == "final_answer" and env.check(task, env.extract_answer(rest[-1])).success
+
+
+def test_policy_state_has_no_gold_answer():
+    env = get_env("arith_team")
+    task = env.make_task(5)
+    state = EnvState(env=env.name, agent="planner", query=task.query, steps=(Step(index=0, content=task.query),))
+    assert task.answer not in repr(state)
+
+
+def test_task_rebuilds_from_the_trace_and_env_is_found():
+    for name, seed in (("arith_team", 2), ("code_pair", 3)):
+        env = get_env(name)
+        trace = run_env(env, seed)
+        assert env_for_trace(trace).name == name
+        again = env.task_from_trace(trace)
+        assert again.params == env.make_task(seed).params and again.answer == trace.task.answer
+
+
+def test_tools_are_safe_and_report_errors():
+    assert calculate("(2 - 1) * 15") == "15" and calculate("61 - 9.15") == "51.85"
+    assert clock_add("23:50", 20) == "00:10"
+    for bad in ("__import__('os')", "2 ** 99999", "1/0", 5):
+        with pytest.raises(Exception) as info:
+            calculate(bad)
+        assert type(info.value).__name__ == "ToolFailure"
+
+
+def test_llm_policy_is_a_clear_error():
+    with pytest.raises(ConfigError, match="attribution backends"):
+        get_env("arith_team").policy("openai:gpt-4.1")
+    assert get_env("arith_team").policy("heuristic").name == "reference"
+
+
+def _whenpro(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_run_command_writes_native_traces_and_refuses_to_overwrite(tmp_path):
+    out = _whenpro("run", "arith_team", "--n", "3", "--seed", "4", "--out", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    files = sorted(tmp_path.glob("*.json"))
+    assert [f.name for f in files] == ["arith_team-s4.json", "arith_team-s5.json", "arith_team-s6.json"]
+    assert "3 runs: 3 succeeded" in out.stdout
+    trace = load_trace(files[0])
+    assert trace.framework == "arith_team" and json.loads(files[0].read_text())["format"] == "whenpro.trace/1"
+    again = _whenpro("run", "arith_team", "--n", "1", "--seed", "4", "--out", str(tmp_path))
+    assert again.returncode == 2 and "--force" in again.stderr
+    llm = _whenpro("run", "code_pair", "--n", "1", "--out", str(tmp_path / "x"), "--model", "openai:gpt-4.1")
+    assert llm.returncode == 2 and "not yet available" in llm.stderr and llm.stderr.count("\n") == 1

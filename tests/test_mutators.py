@@ -1,0 +1,180 @@
+"""Offline mutators and generators: each mode's edit, where it fits, errors, determinism,
+and robustness on real traces."""
+
+from __future__ import annotations
+
+import glob
+import random
+
+import pytest
+
+from whenpro_core.envs import get_env
+from whenpro_core.envs.base import run_env
+from whenpro_core.errors import ConfigError
+from whenpro_core.formats import load_trace
+from whenpro_core.injection.generate import InjectionRequest, OfflineGenerator, get_generator
+from whenpro_core.injection.mutators import MUTATORS, applicable_modes, mutate, perturb
+from whenpro_core.injection.verify import revealing_phrases
+from whenpro_core.model import Agent, Step, Task, ToolCall, Trace
+
+
+def _trace() -> Trace:
+    """A small hand-written run: user, plan, two calculator steps, a check, an answer."""
+    rows = [
+        dict(agent="user", kind="user", content="Pens cost $3 and notebooks $7. Buy 4 pens and 2 notebooks. Total?"),
+        dict(agent="planner", kind="plan", content="Plan:\n1. solver: pens = 4 * 3\n2. solver: notebooks = 2 * 7\n"
+                                                   "3. solver: total = pens + notebooks\n4. reporter: report total"),
+        dict(agent="solver", kind="action", content="Computing pens = 4 * 3.",
+             tool_calls=[ToolCall(id="c1", name="calculator", arguments={"expression": "4 * 3"})], observation="12"),
+        dict(agent="solver", kind="action", content="Computing notebooks = 2 * 7.",
+             tool_calls=[ToolCall(id="c2", name="calculator", arguments={"expression": "2 * 7"})], observation="14"),
+        dict(agent="verifier", kind="assistant", content="Checked pens = 12 against the task: correct. Approved."),
+        dict(agent="solver", kind="action", content="Computing total = 12 + 14.",
+             tool_calls=[ToolCall(id="c3", name="calculator", arguments={"expression": "12 + 14"})], observation="26"),
+        dict(agent="reporter", kind="final_answer", content="Final answer: 26"),
+    ]
+    return Trace(id="hand", framework="hand", agents=[Agent(id="verifier", role="Verifier")],
+                 task=Task(query=rows[0]["content"], answer="26"),
+                 steps=[Step(index=i, coord=str(i), **r) for i, r in enumerate(rows)])
+
+
+def test_applicable_modes_per_step_kind():
+    t = _trace()
+    assert applicable_modes(t, 0) == []  # the user's task is never injected
+    assert {"R.3", "PL.1", "A.3"} <= set(applicable_modes(t, 1)) and "A.1" not in applicable_modes(t, 1)
+    assert {"R.3", "A.1", "R.2", "R.4", "R.1", "A.3"} <= set(applicable_modes(t, 2))
+    assert "A.4" in applicable_modes(t, 3) and "A.4" not in applicable_modes(t, 2)
+    assert "V.2" in applicable_modes(t, 4) and "V.2" not in applicable_modes(t, 3)
+    assert "A.3" not in applicable_modes(t, 6)  # already the final answer
+
+
+def test_r3_changes_the_argument_and_the_quoted_content_consistently():
+    t = _trace()
+    m = mutate(t, 2, "R.3")
+    expr = m.step.tool_calls[0].arguments["expression"]
+    assert expr != "4 * 3" and f"pens = {expr}." in m.step.content
+    assert m.step.observation is None and m.step.index == 2 and m.step.coord == "2" and m.step.agent == "solver"
+    assert t.steps[2].tool_calls[0].arguments["expression"] == "4 * 3"  # the seed is untouched
+
+
+def test_a1_corrupts_only_the_argument():
+    m = mutate(_trace(), 5, "A.1")
+    assert m.step.tool_calls[0].arguments["expression"] == "12"  # lost its last operand
+    assert m.step.content == "Computing total = 12 + 14."
+
+
+def test_a1_uses_another_value_seen_for_the_same_argument():
+    trace = run_env(get_env("arith_team"), 2)  # table task with two items
+    i = next(s.index for s in trace.steps if s.tool_calls and s.tool_calls[0].name == "lookup")
+    m = mutate(trace, i, "A.1", seed=1)
+    args, before = m.step.tool_calls[0].arguments, trace.steps[i].tool_calls[0].arguments
+    assert args != before and set(args) == set(before)
+
+
+def test_a3_a4_v2_pl1_r2_r1_c2_edits():
+    t = _trace()
+    a3 = mutate(t, 3, "A.3")
+    assert a3.step.kind == "final_answer" and a3.step.content == "Final answer: 12" and not a3.step.tool_calls
+    a4 = mutate(t, 3, "A.4")
+    assert a4.step.content == t.steps[2].content and a4.step.tool_calls[0].arguments == {"expression": "4 * 3"}
+    v2 = mutate(t, 4, "V.2")
+    assert "Approved" in v2.step.content and "Checked" not in v2.step.content
+    pl1 = mutate(t, 1, "PL.1")
+    assert pl1.step.content.count("\n") == t.steps[1].content.count("\n") - 1
+    assert [ln.split(".")[0] for ln in pl1.step.content.splitlines()[1:]] == ["1", "2", "3"]
+    r2 = mutate(t, 5, "R.2")
+    assert r2.step.tool_calls[0].arguments["expression"] == "12 - 14" and "12 - 14" in r2.step.content
+    r1 = mutate(t, 2, "R.1")
+    assert not r1.step.tool_calls and "The result is" in r1.step.content
+    c2 = mutate(t, 6, "C.2")  # the reporter takes the solver's earlier figure instead of 26
+    assert c2.step.content != t.steps[6].content and "26" not in c2.step.content
+
+
+def test_r4_swaps_in_another_quantity_of_the_task():
+    m = mutate(_trace(), 2, "R.4")
+    expr = m.step.tool_calls[0].arguments["expression"]
+    assert expr != "4 * 3" and set(expr.replace("*", " ").split()) <= {"3", "4", "7", "2"}
+
+
+def test_a2_breaks_code_syntax():
+    trace = run_env(get_env("code_pair"), 0)
+    m = mutate(trace, 1, "A.2")
+    code = m.step.content.split("```python\n")[1]
+    with pytest.raises(SyntaxError):
+        compile(code.split("```")[0], "x", "exec")
+
+
+def test_mutations_are_deterministic_per_seed_and_vary_across_seeds():
+    t = _trace()
+    assert mutate(t, 2, "R.3", seed=3).step == mutate(t, 2, "R.3", seed=3).step
+    assert len({mutate(t, 2, "R.3", seed=s).step.content for s in range(12)}) > 2
+
+
+def test_perturb_keeps_format_and_never_returns_the_same_value():
+    rng = random.Random(0)
+    for token in ("0", "3", "2.50", "09:10", "100"):
+        for _ in range(20):
+            out = perturb(token, rng)
+            assert out != token and out.count(".") == token.count(".") and out.count(":") == token.count(":")
+            assert not out.startswith("-")
+
+
+def test_unfit_and_unknown_modes_are_clear_errors():
+    t = _trace()
+    with pytest.raises(ConfigError, match="does not fit step 4.*expected one of"):
+        mutate(t, 4, "A.1")
+    with pytest.raises(ConfigError, match="no offline mutator for mode 'P.1'"):
+        mutate(t, 2, "P.1")
+    with pytest.raises(ConfigError, match="framing"):
+        mutate(t, 0, "R.3")
+    with pytest.raises(ConfigError, match="out of range"):
+        mutate(t, 99, "R.3")
+
+
+def test_generators():
+    t = _trace()
+    gen = get_generator("offline")
+    out = gen.generate(InjectionRequest(t, 2, "R.3"))
+    assert out.generator == "offline" and out.description
+    text = get_generator("text:Computing pens = 5 * 3.").generate(InjectionRequest(t, 2, "R.3"))
+    assert text.step.content == "Computing pens = 5 * 3." and text.step.tool_calls == t.steps[2].tool_calls
+    for spec, msg in (("llm", "needs an LLM backend"), ("llm:openai:gpt-4.1", "not yet available"),
+                      ("text:", "empty"), ("magic", "unknown generator"), ("text:@/no/such/file", "cannot read")):
+        with pytest.raises(ConfigError, match=msg):
+            get_generator(spec)
+
+
+def test_text_generator_reads_a_file(tmp_path):
+    f = tmp_path / "step.txt"
+    f.write_text("Computing pens = 4 * 4.\n", encoding="utf-8")
+    out = get_generator(f"text:@{f}").generate(InjectionRequest(_trace(), 2, "R.3"))
+    assert out.step.content == "Computing pens = 4 * 4.\n"
+
+
+def test_no_mutator_writes_a_revealing_phrase():
+    traces = [_trace(), run_env(get_env("arith_team"), 0), run_env(get_env("code_pair"), 1)]
+    for t in traces:
+        for i in range(len(t.steps)):
+            for mode in applicable_modes(t, i):
+                for seed in range(3):
+                    assert revealing_phrases(mutate(t, i, mode, seed).step, t.steps[i]) == []
+
+
+@pytest.mark.real_traces
+def test_mutators_on_real_who_and_when_traces(real_traces):
+    files = sorted(glob.glob(str(real_traces / "who-and-when" / "Who&When" / "*" / "*.json")))[::12]
+    assert files
+    seen = set()
+    gen = OfflineGenerator()
+    for f in files:
+        trace = load_trace(f)
+        for i in range(len(trace.steps)):
+            for mode in applicable_modes(trace, i):
+                out = gen.generate(InjectionRequest(trace, i, mode, seed=1))
+                seen.add(mode)
+                s = out.step
+                assert (s.index, s.coord, s.agent) == (i, trace.steps[i].coord, trace.steps[i].agent)
+                assert (s.content, s.tool_calls, s.kind) != (trace.steps[i].content, trace.steps[i].tool_calls,
+                                                             trace.steps[i].kind), (f, i, mode)
+    assert {"R.3", "A.3", "A.4", "C.2", "V.2"} <= seen
+    assert seen <= set(MUTATORS)

@@ -1,0 +1,363 @@
+"""``arith_team``: a planner, a solver, a verifier and a reporter answer arithmetic,
+schedule and table questions (tasks: :mod:`whenpro_core.envs.arith_tasks`).
+
+The reference policies talk in plain text and read each other's text:
+
+* **planner** writes a numbered plan from the query: ``N. solver: var = expr`` lines, a
+  ``verifier: check a, b`` line (the planner asks only for the inputs read off the task,
+  plus the total on short orders — so some later slips go unchecked) and a
+  ``reporter: report var`` line.
+* **solver** takes the first plan item without a value yet, substitutes the values of
+  earlier vars *as read from the conversation* (tool observations of its own earlier
+  steps, or a value stated in their text) and calls ``calculator``, ``lookup`` or
+  ``clock_add``. After a verifier's mismatch it redoes the flagged item (with the
+  verifier's expression) and everything after it.
+* **verifier** recomputes the checked vars from its own reading of the task (for table
+  tasks it can only re-multiply the looked-up values it finds in the conversation) and
+  either approves or flags the first mismatch.
+* **reporter** reports the plan's answer var as read from the conversation.
+
+So an injected wrong number propagates through the solver's reading of earlier steps, and
+is caught only when it lands in something the verifier checks. Turn order
+(:meth:`ArithTeam.next_agent`) is a function of the steps, so a run resumes from any prefix.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from whenpro_core.envs.arith_tasks import (
+    Derivation,
+    Item,
+    ToolFailure,
+    calculate,
+    clock_add,
+    derive,
+    fmt_number,
+    gold_answer,
+    lookup,
+    make_query,
+    parse_value,
+    same_value,
+)
+from whenpro_core.envs.base import (
+    FRAMING_KINDS,
+    CheckResult,
+    Env,
+    EnvState,
+    EnvTask,
+    ToolOutput,
+    ToolRunner,
+    ToolSpec,
+)
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.model import Agent, Step, ToolCall
+
+PLAN_LINE = re.compile(r"^\s*\d+\.\s*(\w+)\s*:\s*(.*\S)\s*$", re.MULTILINE)
+ASSIGN = re.compile(r"^(\w+)\s*=\s*(.+)$")
+MARKER = re.compile(r"^\s*(?:Computing|Looking up|Recomputing)\s+(\w+)", re.IGNORECASE)
+FLAG = re.compile(r"Mismatch on (\w+)")
+CORRECTION = re.compile(r"from the task (\w+) = (.+?) = (-?[\d.:]+)")
+REDO = re.compile(r"redo from (\w+)", re.IGNORECASE)
+IDENT = re.compile(r"\b([a-z_][a-z0-9_]*)\b")
+
+
+# --- reading the conversation ----------------------------------------------------------
+
+class Plan:
+    """The latest plan in the conversation: solver ``items`` (var -> expr, in order),
+    verifier ``checks`` and the reporter's ``report`` var and answer ``fmt``."""
+
+    def __init__(self, text: str) -> None:
+        self.items: dict[str, str] = {}
+        self.checks: list[str] = []
+        self.report: str | None = None
+        self.fmt = "money"
+        for role, body in PLAN_LINE.findall(text):
+            role = role.lower()
+            if role == "solver" and (m := ASSIGN.match(body)):
+                self.items.setdefault(m.group(1), m.group(2).strip())
+            elif role == "verifier" and body.lower().startswith("check"):
+                self.checks = [c for c in re.split(r"[,\s]+|\band\b", body[5:]) if re.fullmatch(r"\w+", c or "")]
+            elif role == "reporter" and (m := re.match(r"report\s+(\w+)(.*)", body, re.IGNORECASE)):
+                self.report = m.group(1)
+                self.fmt = "time" if "HH:MM" in m.group(2) else "money"
+
+
+def read_plan(steps: list[Step]) -> Plan:
+    """The plan of the latest planner step (an empty plan when there is none)."""
+    for step in reversed(steps):
+        if step.agent == "planner":
+            return Plan(step.content)
+    return Plan("")
+
+
+def read_values(steps: list[Step]) -> dict[str, float | str]:
+    """Each var's latest value as the conversation states it: a solver step marked
+    ``Computing v`` / ``Looking up v`` / ``Recomputing v`` gives ``v`` the value of its tool
+    observation, or, when it called no tool, the last value written in its text."""
+    values: dict[str, float | str] = {}
+    for step in steps:
+        if step.agent != "solver":
+            continue
+        m = MARKER.match(step.content or "")
+        if not m:
+            continue
+        if step.tool_calls:
+            if step.error or step.observation is None:
+                continue
+            value = parse_value(step.observation)
+        else:
+            value = parse_value(step.content[m.end():])
+        if value is not None:
+            values[m.group(1)] = value
+    return values
+
+
+def latest_flag(steps: list[Step]) -> tuple[int, str | None, dict[str, str]]:
+    """``(index of the latest verifier mismatch or -1, the var to redo from,
+    corrected expressions by var from every mismatch so far)``."""
+    corrections: dict[str, str] = {}
+    last, redo = -1, None
+    for step in steps:
+        if step.agent != "verifier" or not FLAG.search(step.content or ""):
+            continue
+        last = step.index
+        for var, expr, _ in CORRECTION.findall(step.content):
+            corrections[var] = expr.strip()
+        m = REDO.search(step.content)
+        redo = m.group(1) if m else FLAG.search(step.content).group(1)
+    return last, redo, corrections
+
+
+def pending_items(steps: list[Step], plan: Plan) -> list[str]:
+    """Plan vars the solver still has to compute: after a mismatch, the redo var and
+    everything after it not recomputed since; otherwise every var without a value."""
+    since, redo, _ = latest_flag(steps)
+    order = list(plan.items)
+    start = order.index(redo) if redo in order else 0
+    done = set(read_values([s for s in steps if s.index > since]))
+    return [v for v in order[start:] if v not in done]
+
+
+def _fmt(value: float | str) -> str:
+    return value if isinstance(value, str) else fmt_number(value)
+
+
+def evaluate(items: list[Item], known: dict[str, float | str]) -> dict[str, float | str]:
+    """Values of ``items`` computed in order (the verifier's own recomputation): lookups
+    are taken from ``known`` (the conversation), arithmetic and clock items are computed.
+    Items that cannot be computed are left out."""
+    own: dict[str, float | str] = {}
+    for item in items:
+        try:
+            if item.kind == "lookup":
+                if item.var in known:
+                    own[item.var] = known[item.var]
+                continue
+            if item.kind == "clock":
+                m = re.match(r"clock\((\d\d:\d\d)\s*\+\s*(\w+)\)", item.expr)
+                if m and m.group(2) in own:
+                    own[item.var] = clock_add(m.group(1), own[m.group(2)])
+                continue
+            expr = IDENT.sub(lambda mm: _fmt(own[mm.group(1)]), item.expr)
+            own[item.var] = float(calculate(expr))
+        except (KeyError, ToolFailure, ValueError):
+            continue
+    return own
+
+
+# --- the reference policies --------------------------------------------------------------
+
+class ArithReferencePolicy:
+    """Deterministic policies of the four agents (see the module docstring)."""
+
+    name = "reference"
+
+    def act(self, state: EnvState) -> Step:
+        steps = list(state.steps)
+        return getattr(self, f"_{state.agent}")(state.query, steps)
+
+    def _planner(self, query: str, steps: list[Step]) -> Step:
+        d = derive(query)
+        if not d.items:
+            return Step(index=0, agent="planner", kind="plan",
+                        content="Plan:\n1. reporter: I cannot break this task into steps.")
+        lines = [f"solver: {i.var} = {i.expr}" for i in d.items]
+        if d.checks:
+            lines.append("verifier: check " + ", ".join(d.checks))
+        lines.append(f"reporter: report {d.report}" + (" as HH:MM" if d.fmt == "time" else " with two decimals"))
+        body = "\n".join(f"{n}. {line}" for n, line in enumerate(lines, 1))
+        return Step(index=0, agent="planner", kind="plan", content="Plan:\n" + body)
+
+    def _solver(self, query: str, steps: list[Step]) -> Step:
+        plan = read_plan(steps)
+        todo = pending_items(steps, plan)
+        if not todo:
+            return Step(index=0, agent="solver", kind="assistant", content="Every plan item has a value.")
+        var = todo[0]
+        _, redo, corrections = latest_flag(steps)
+        expr = corrections.get(var, plan.items[var])
+        verb = "Recomputing" if (var in corrections or redo is not None) else "Computing"
+        values = read_values(steps)
+        if m := re.fullmatch(r"lookup\(\s*(\w+)\s*,\s*(\w+)\s*\)", expr):
+            return Step(index=0, agent="solver", kind="action",
+                        content=f"Looking up {var}: lookup({m.group(1)}, {m.group(2)}).",
+                        tool_calls=[ToolCall(id=f"call_{len(steps)}", name="lookup",
+                                             arguments={"item": m.group(1), "column": m.group(2)})])
+        missing: list[str] = []
+
+        def sub(mm: re.Match) -> str:
+            if mm.group(1) in values:
+                return _fmt(values[mm.group(1)])
+            missing.append(mm.group(1))
+            return "0"
+
+        if m := re.fullmatch(r"clock\(\s*(\d\d:\d\d)\s*\+\s*(\w+)\s*\)", expr):
+            minutes = IDENT.sub(sub, m.group(2))
+            note = f" ({', '.join(missing)} has no value yet; using 0)" if missing else ""
+            return Step(index=0, agent="solver", kind="action",
+                        content=f"{verb} {var} = {expr} with {m.group(2)} = {minutes}{note}.",
+                        tool_calls=[ToolCall(id=f"call_{len(steps)}", name="clock_add",
+                                             arguments={"start": m.group(1), "minutes": float(minutes)
+                                                        if "." in minutes else int(minutes)})])
+        filled = IDENT.sub(sub, expr)
+        note = f" ({', '.join(missing)} has no value yet; using 0)" if missing else ""
+        shown = f"{expr} = {filled}" if filled != expr else expr
+        return Step(index=0, agent="solver", kind="action", content=f"{verb} {var} = {shown}{note}.",
+                    tool_calls=[ToolCall(id=f"call_{len(steps)}", name="calculator",
+                                         arguments={"expression": filled})])
+
+    def _verifier(self, query: str, steps: list[Step]) -> Step:
+        plan = read_plan(steps)
+        values = read_values(steps)
+        d: Derivation = derive(query)
+        own = evaluate(d.items, values)
+        own_expr = {i.var: i.expr for i in d.items}
+        leaves = {i.var for i in d.items if i.kind != "lookup" and not IDENT.search(i.expr.replace("clock", ""))}
+        checked, unchecked = [], []
+        for var in plan.checks:
+            if var not in own:
+                unchecked.append(var)
+                continue
+            found = values.get(var)
+            if not same_value(found, own[var]):
+                shown = "no value" if found is None else _fmt(found)
+                redo = var if var in leaves else next(iter(plan.items), var)
+                return Step(index=0, agent="verifier", kind="assistant", content=(
+                    f"Mismatch on {var}: the conversation has {shown}, but from the task "
+                    f"{var} = {own_expr[var]} = {_fmt(own[var])}. Solver, please redo from {redo}."))
+            checked.append(f"{var} = {_fmt(own[var])}")
+        text = ("Checked " + ", ".join(checked) + " against the task: correct.") if checked else "Nothing to check."
+        if unchecked:
+            text += f" Could not check {', '.join(unchecked)}."
+        return Step(index=0, agent="verifier", kind="assistant", content=text + " Approved.")
+
+    def _reporter(self, query: str, steps: list[Step]) -> Step:
+        plan = read_plan(steps)
+        values = read_values(steps)
+        var = plan.report or (list(plan.items)[-1] if plan.items else None)
+        value = values.get(var) if var else None
+        if value is None:
+            answer = "unknown"
+        elif isinstance(value, str) or plan.fmt == "time":
+            answer = _fmt(value)
+        else:
+            answer = f"{value:.2f}"
+        return Step(index=0, agent="reporter", kind="final_answer", content=f"Final answer: {answer}")
+
+
+# --- the environment ---------------------------------------------------------------------
+
+class ArithTeam(Env):
+    """Planner / solver / verifier / reporter on checkable arithmetic questions."""
+
+    name = "arith_team"
+    benchmark = "whenpro-arith"
+    version = 1
+    agents = (Agent(id="planner", role="Planner"),
+              Agent(id="solver", role="Solver (calculator, lookup, clock_add)"),
+              Agent(id="verifier", role="Verifier"),
+              Agent(id="reporter", role="Reporter"))
+    max_steps = 40
+
+    def make_task(self, seed: int) -> EnvTask:
+        query, params = make_query(seed)
+        return EnvTask(seed=seed, query=query, answer=gold_answer(params), params=params)
+
+    def task_from_params(self, seed: int, query: str, answer: str, params: dict[str, Any]) -> EnvTask:
+        if params.get("family") not in ("shop", "schedule", "table"):
+            raise TraceFormatError("unknown arith_team task family", json_path="$.extras.env.task.family",
+                                   expected="shop, schedule or table")
+        return EnvTask(seed=seed, query=query, answer=answer or gold_answer(params), params=params)
+
+    def reference_policy(self) -> ArithReferencePolicy:
+        return ArithReferencePolicy()
+
+    def tool_specs(self, agent: str) -> tuple[ToolSpec, ...]:
+        if agent != "solver":
+            return ()
+        return (ToolSpec("calculator", "Evaluate + - * / and parentheses.", ("expression",)),
+                ToolSpec("lookup", "Read a cell of the inventory table.", ("item", "column")),
+                ToolSpec("clock_add", "Add minutes to an HH:MM time.", ("start", "minutes")))
+
+    def live_tools(self, task: EnvTask) -> ToolRunner:
+        table = task.params.get("table") or {}
+
+        def run_one(call: ToolCall) -> str:
+            args = call.arguments if isinstance(call.arguments, dict) else {}
+            if call.name == "calculator":
+                return calculate(args.get("expression"))
+            if call.name == "clock_add":
+                return clock_add(args.get("start"), args.get("minutes"))
+            if call.name == "lookup":
+                return lookup(table, args.get("item"), args.get("column"))
+            raise ToolFailure(f"unknown tool {call.name!r}")
+
+        def runner(calls: list[ToolCall]) -> ToolOutput:
+            outs, errors = [], []
+            for call in calls:
+                try:
+                    outs.append(run_one(call))
+                except ToolFailure as exc:
+                    outs.append(f"error: {exc}")
+                    errors.append(f"ToolError: {exc}")
+            text = outs[0] if len(outs) == 1 else "\n".join(f"{c.name}: {o}" for c, o in zip(calls, outs))
+            return ToolOutput(text, "; ".join(errors) or None)
+
+        return runner
+
+    def next_agent(self, query: str, steps: list[Step]) -> str | None:
+        turns = [s for s in steps if s.kind not in FRAMING_KINDS and s.agent != "user"]
+        if not any(s.agent == "planner" for s in turns):
+            return "planner"
+        plan = read_plan(steps)
+        since, _, _ = latest_flag(steps)
+        last_solver = max((s.index for s in turns if s.agent == "solver"), default=-1)
+        solver_turns = sum(1 for s in turns if s.agent == "solver" and s.index > since)
+        if pending_items(steps, plan) and solver_turns < 2 * len(plan.items) + 2:
+            return "solver"
+        verifier_turns = sum(1 for s in turns if s.agent == "verifier")
+        checked_since = any(s.agent == "verifier" and s.index > last_solver for s in turns)
+        if plan.checks and not checked_since and verifier_turns < 3:
+            return "verifier"
+        if any(s.agent == "reporter" for s in turns if s.index > max(last_solver, since)):
+            return None
+        return "reporter"
+
+    def check(self, task: EnvTask, final_answer: str | None) -> CheckResult:
+        return check_value(final_answer, task.answer)
+
+
+def check_value(final_answer: str | None, gold: str) -> CheckResult:
+    """Compare a reported value with the gold answer: numbers within 0.005 (the answers
+    have two decimals), times exactly."""
+    if final_answer is None:
+        return CheckResult(False, "no final answer")
+    got, want = parse_value(final_answer), parse_value(gold)
+    if isinstance(want, float) and isinstance(got, float):
+        ok = abs(got - want) < 0.005
+    else:
+        ok = got is not None and str(got) == str(want)
+    return CheckResult(ok, f"answer {final_answer!r}, gold {gold!r}")

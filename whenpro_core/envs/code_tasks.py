@@ -1,0 +1,244 @@
+"""Task templates of the ``code_pair`` environment: small function specs with examples
+(visible to the agents) and hidden tests (only the checker runs them).
+
+Each :class:`Template` makes parameters from a seeded RNG, renders the spec text, parses a
+spec text back (the coder's *reading* of the task), writes a first draft and a complete
+solution (the reference coder's two behaviours), and computes the expected value of a call
+with a plain Python reference function (independent of the code strings). Templates with an
+``Edge case:`` sentence have drafts that ignore it, so the tester's failing example and the
+coder's fix are exercised in ordinary runs.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+WORDS = ["banana", "rhythm", "syzygy", "lattice", "example", "quartz", "yellow", "strait"]
+
+
+@dataclass(frozen=True)
+class Template:
+    """One spec family (see the module docstring). ``hidden_args`` are the argument
+    tuples of the hidden tests; ``examples`` those shown in the spec."""
+
+    name: str
+    make: Callable[[random.Random], dict[str, Any]]
+    spec: Callable[[dict[str, Any]], str]
+    parse: Callable[[str], dict[str, Any] | None]
+    draft: Callable[[dict[str, Any]], str]
+    full: Callable[[dict[str, Any]], str]
+    ref: Callable[..., Any]
+    examples: Callable[[dict[str, Any]], list[tuple]]
+    hidden_args: Callable[[dict[str, Any]], list[tuple]]
+
+
+def _call(name: str, args: tuple) -> str:
+    return f"{name}({', '.join(repr(a) for a in args)})"
+
+
+def render_spec(t: Template, p: dict[str, Any], body: str, edge: str | None) -> str:
+    """The spec text: signature and behaviour, the optional edge case, the examples."""
+    lines = [body] + ([f"Edge case: {edge}"] if edge else []) + ["Examples:"]
+    lines += [f"- {_call(t.name, args)} == {t.ref(p, *args)!r}" for args in t.examples(p)]
+    return "\n".join(lines)
+
+
+# --- clamp_scale -----------------------------------------------------------------------
+def _clamp_ref(p, x):
+    return max(0, min(x * p["k"], p["cap"]))
+
+
+CLAMP = Template(
+    name="clamp_scale",
+    make=lambda r: {"k": r.choice([2, 3, 4, 5]), "cap": r.choice([20, 30, 50, 60])},
+    spec=lambda p: render_spec(CLAMP, p, (
+        f"Write a Python function `clamp_scale(x)` that returns x multiplied by {p['k']}, "
+        f"capped at {p['cap']}."), "a negative result becomes 0."),
+    parse=lambda s: (lambda m: {"k": int(m[1]), "cap": int(m[2])} if m else None)(
+        re.search(r"x multiplied by (\d+), capped at (\d+)", s)),
+    draft=lambda p: f"def clamp_scale(x):\n    return min(x * {p['k']}, {p['cap']})\n",
+    full=lambda p: f"def clamp_scale(x):\n    return max(0, min(x * {p['k']}, {p['cap']}))\n",
+    ref=_clamp_ref,
+    examples=lambda p: [(2,), (p["cap"],), (-3,)],
+    hidden_args=lambda p: [(0,), (1,), (2,), (5,), (p["cap"] // p["k"],), (p["cap"] // p["k"] + 1,),
+                           (100,), (-1,), (-3,)],
+)
+
+
+# --- count_letters ---------------------------------------------------------------------
+def _count_ref(p, s):
+    return sum(1 for c in s if c.lower() in p["letters"])
+
+
+COUNT = Template(
+    name="count_letters",
+    make=lambda r: {"letters": r.choice(["aeiou", "aeiouy", "rstln", "xyz"]),
+                    "words": r.sample(WORDS, 2)},
+    spec=lambda p: render_spec(COUNT, p, (
+        "Write a Python function `count_letters(s)` that counts how many characters of s "
+        f"are among the letters '{p['letters']}'."), "uppercase letters count too."),
+    parse=lambda s: (lambda m: {"letters": m[1]} if m else None)(
+        re.search(r"among the letters '([a-z]+)'", s)),
+    draft=lambda p: f"def count_letters(s):\n    return sum(1 for c in s if c in '{p['letters']}')\n",
+    full=lambda p: f"def count_letters(s):\n    return sum(1 for c in s if c.lower() in '{p['letters']}')\n",
+    ref=_count_ref,
+    examples=lambda p: [(p["words"][0],), (p["words"][1].upper(),)],
+    hidden_args=lambda p: [(w,) for w in WORDS] + [(w.upper(),) for w in WORDS[:3]] + [("",), ("MiXeD CaSe",)],
+)
+
+
+# --- running_max -----------------------------------------------------------------------
+def _running_ref(p, xs):
+    out = []
+    for x in xs:
+        out.append(x if not out else max(out[-1], x))
+    return out
+
+
+RUNNING = Template(
+    name="running_max",
+    make=lambda r: {"xs": [r.randint(-5, 20) for _ in range(5)]},
+    spec=lambda p: render_spec(RUNNING, p, (
+        "Write a Python function `running_max(xs)` that returns the list of running maxima "
+        "of the numbers in xs (element i is the largest of xs[0] .. xs[i])."), "an empty list gives []."),
+    parse=lambda s: {} if "running maxima" in s else None,
+    draft=lambda p: ("def running_max(xs):\n    out = [xs[0]]\n    for x in xs[1:]:\n"
+                     "        out.append(max(out[-1], x))\n    return out\n"),
+    full=lambda p: ("def running_max(xs):\n    if not xs:\n        return []\n    out = [xs[0]]\n"
+                    "    for x in xs[1:]:\n        out.append(max(out[-1], x))\n    return out\n"),
+    ref=_running_ref,
+    examples=lambda p: [(p["xs"],), ([],)],
+    hidden_args=lambda p: [([],), ([3],), ([1, 2, 3],), ([3, 2, 1],), ([-1, -5, 0, -2],), (p["xs"],),
+                           ([2, 2, 9, 1, 9, 10],)],
+)
+
+
+# --- fizz_word -------------------------------------------------------------------------
+def _fizz_ref(p, n):
+    a, b = p["a"], p["b"]
+    if n % a == 0 and n % b == 0:
+        return "FizzBuzz"
+    if n % a == 0:
+        return "Fizz"
+    if n % b == 0:
+        return "Buzz"
+    return str(n)
+
+
+FIZZ = Template(
+    name="fizz_word",
+    make=lambda r: dict(zip(("a", "b"), r.sample([2, 3, 5, 7], 2))),
+    spec=lambda p: render_spec(FIZZ, p, (
+        f"Write a Python function `fizz_word(n)` that returns 'Fizz' when n is divisible by "
+        f"{p['a']}, 'Buzz' when n is divisible by {p['b']}, and str(n) otherwise."),
+        "when n is divisible by both, return 'FizzBuzz'."),
+    parse=lambda s: (lambda m: {"a": int(m[1]), "b": int(m[2])} if m else None)(
+        re.search(r"'Fizz' when n is divisible by (\d+), 'Buzz' when n is divisible by (\d+)", s)),
+    draft=lambda p: (f"def fizz_word(n):\n    if n % {p['a']} == 0:\n        return 'Fizz'\n"
+                     f"    if n % {p['b']} == 0:\n        return 'Buzz'\n    return str(n)\n"),
+    full=lambda p: (f"def fizz_word(n):\n    if n % {p['a']} == 0 and n % {p['b']} == 0:\n"
+                    f"        return 'FizzBuzz'\n    if n % {p['a']} == 0:\n        return 'Fizz'\n"
+                    f"    if n % {p['b']} == 0:\n        return 'Buzz'\n    return str(n)\n"),
+    ref=_fizz_ref,
+    examples=lambda p: [(p["a"],), (p["b"],), (p["a"] * p["b"],), (1,)],
+    hidden_args=lambda p: [(n,) for n in (1, 2, 3, 4, 5, 6, 7, 10, 14, 15, 21, 35, 70, 0, 11)],
+)
+
+
+# --- grade -----------------------------------------------------------------------------
+def _grade_ref(p, score):
+    return "A" if score >= p["hi"] else "B" if score >= p["mid"] else "C"
+
+
+GRADE = Template(
+    name="grade",
+    make=lambda r: {"hi": r.choice([80, 85, 90]), "mid": r.choice([50, 60, 65])},
+    spec=lambda p: render_spec(GRADE, p, (
+        f"Write a Python function `grade(score)` that returns 'A' when score is at least "
+        f"{p['hi']}, 'B' when score is at least {p['mid']}, and 'C' otherwise."), None),
+    parse=lambda s: (lambda m: {"hi": int(m[1]), "mid": int(m[2])} if m else None)(
+        re.search(r"'A' when score is at least (\d+), 'B' when score is at least (\d+)", s)),
+    draft=lambda p: (f"def grade(score):\n    if score >= {p['hi']}:\n        return 'A'\n"
+                     f"    if score >= {p['mid']}:\n        return 'B'\n    return 'C'\n"),
+    full=lambda p: (f"def grade(score):\n    if score >= {p['hi']}:\n        return 'A'\n"
+                    f"    if score >= {p['mid']}:\n        return 'B'\n    return 'C'\n"),
+    ref=_grade_ref,
+    examples=lambda p: [(p["hi"] + 3,), (p["mid"] + 2,), (p["mid"] - 10,)],
+    hidden_args=lambda p: [(p["hi"],), (p["hi"] - 1,), (p["mid"],), (p["mid"] - 1,), (100,), (0,),
+                           (p["hi"] + 3,)],
+)
+
+
+# --- safe_mean -------------------------------------------------------------------------
+def _mean_ref(p, xs):
+    return None if not xs else round(sum(xs) / len(xs), p["d"])
+
+
+MEAN = Template(
+    name="safe_mean",
+    make=lambda r: {"d": r.choice([1, 2, 3])},
+    spec=lambda p: render_spec(MEAN, p, (
+        "Write a Python function `safe_mean(xs)` that returns the mean of the numbers in xs "
+        f"rounded to {p['d']} decimals."), "an empty list gives None."),
+    parse=lambda s: (lambda m: {"d": int(m[1])} if m else None)(re.search(r"rounded to (\d+) decimals", s)),
+    draft=lambda p: f"def safe_mean(xs):\n    return round(sum(xs) / len(xs), {p['d']})\n",
+    full=lambda p: (f"def safe_mean(xs):\n    if not xs:\n        return None\n"
+                    f"    return round(sum(xs) / len(xs), {p['d']})\n"),
+    ref=_mean_ref,
+    examples=lambda p: [([1, 2, 4],), ([],)],
+    hidden_args=lambda p: [([1, 2, 4],), ([],), ([5],), ([1, 2],), ([2, 3, 3, 7],), ([0.1, 0.2, 0.4],)],
+)
+
+TEMPLATES: list[Template] = [CLAMP, COUNT, RUNNING, FIZZ, GRADE, MEAN]
+BY_NAME = {t.name: t for t in TEMPLATES}
+
+
+def make_task(seed: int) -> tuple[str, dict[str, Any]]:
+    """Spec text and parameters for ``seed``: template ``seed % 6``, parameters from
+    ``random.Random(seed)``."""
+    t = TEMPLATES[seed % len(TEMPLATES)]
+    p = t.make(random.Random(f"code_pair:{seed}"))
+    return t.spec(p), {"template": t.name, **p}
+
+
+def read_spec(spec: str) -> tuple[Template, dict[str, Any]] | None:
+    """The coder's reading of a spec: which template and parameters (``None`` when no
+    template recognises it). Only the spec text is used."""
+    for t in TEMPLATES:
+        if f"`{t.name}(" in spec:
+            p = t.parse(spec)
+            if p is not None:
+                return t, p
+    return None
+
+
+def spec_examples(spec: str) -> list[tuple[str, str]]:
+    """``(call, expected)`` source pairs from the spec's ``- call == expected`` lines."""
+    return [(m[1].strip(), m[2].strip()) for m in re.finditer(r"^- (.+?) == (.+)$", spec, re.MULTILINE)]
+
+
+def harness(cases: list[tuple[str, str]]) -> str:
+    """Test code that runs each ``(call, expected)`` pair and prints ``PASS``/``FAIL``
+    lines (an exception in one case is a failure of that case only)."""
+    rows = "\n".join(f"    ({f'{c} == {e}'!r}, lambda: {c}, {e})," for c, e in cases)
+    return ("_cases = [\n" + rows + "\n]\n"
+            "for _label, _call, _want in _cases:\n"
+            "    try:\n        _got = _call()\n"
+            "    except Exception as _exc:\n"
+            "        print(f'FAIL {_label}: raised {type(_exc).__name__}: {_exc}')\n"
+            "    else:\n"
+            "        print(f'PASS {_label}' if _got == _want else f'FAIL {_label}: got {_got!r}')\n")
+
+
+def hidden_cases(params: dict[str, Any]) -> list[tuple[str, str]]:
+    """The hidden tests of a task as ``(call, expected)`` source pairs."""
+    t = BY_NAME[params["template"]]
+    return [(_call(t.name, args), repr(t.ref(params, *args))) for args in t.hidden_args(params)]
+
+
+def reference_solution(params: dict[str, Any]) -> str:
+    """A correct solution (the gold answer of the task)."""
+    return BY_NAME[params["template"]].full(params)

@@ -1,0 +1,49 @@
+"""What ``whenpro run ENV`` does: run a built-in environment on ``n`` seeds and write one
+native trace per run (successful and failed runs alike)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from whenpro_core.envs import get_env
+from whenpro_core.envs.base import run_env
+from whenpro_core.errors import WhenproError
+from whenpro_core.formats.native import write_trace
+from whenpro_core.model import Trace
+
+
+def run_many(env_name: str, n: int, out: Path, *, seed: int = 0, model: str | None = "reference",
+             force: bool = False, echo: Callable[[str], None] = print) -> list[Trace]:
+    """Run ``env_name`` for seeds ``seed .. seed+n-1`` and write ``out/<trace id>.json``
+    for each run (atomically).
+
+    Raises ConfigError for an unknown env, a bad ``n`` or an LLM ``model`` (not yet
+    available), and WhenproError before running anything when an output file exists and
+    ``force`` is not set."""
+    env = get_env(env_name)
+    env.policy(model)  # fail fast on an unavailable model
+    if n < 1:
+        raise WhenproError(f"--n must be at least 1, got {n}", expected="a positive number of runs")
+    if out.exists() and not out.is_dir():
+        raise WhenproError("output exists and is a file", path=out, expected="a folder")
+    targets = [out / f"{env.name}-s{s}.json" for s in range(seed, seed + n)]
+    existing = [t for t in targets if t.exists()]
+    if existing and not force:
+        raise WhenproError("output file exists", path=existing[0], expected="a new folder, or --force to overwrite")
+    traces = []
+    for s, target in zip(range(seed, seed + n), targets):
+        trace = run_env(env, s, model=model)
+        write_trace(trace, target)
+        traces.append(trace)
+        echo(f"{trace.id}: {trace.outcome.value} ({len(trace.steps)} steps, answer {_short(trace.final_answer)})")
+    ok = sum(1 for t in traces if t.outcome.value == "success")
+    echo(f"{len(traces)} runs: {ok} succeeded, {len(traces) - ok} failed; wrote {out}")
+    return traces
+
+
+def _short(text: str | None, n: int = 40) -> str:
+    if text is None:
+        return "none"
+    text = " ".join(text.split())
+    return repr(text if len(text) <= n else text[: n - 1] + "…")

@@ -1,0 +1,123 @@
+"""Error generation for injection (DESIGN §8 step 1): the :class:`Generator` protocol and
+the generators available now.
+
+A generator rewrites one step of a trajectory so that it carries an error of a given
+failure mode. Available:
+
+* ``offline`` — :mod:`whenpro_core.injection.mutators`, deterministic per seed;
+* ``text:CONTENT`` — the user types the replacement content (``text:@FILE`` reads it
+  from a file); kind and tool calls stay as recorded, so a tool call is re-served from the
+  cache.
+
+Adding the LLM two-stage generator (next step of the project): implement
+:class:`Generator` as ``LLMGenerator(model)``:
+
+1. stage 1 asks the model, given the task, the trajectory up to and including step ``t``,
+   the taxonomy entry of ``request.mode`` and the agent's role, for a *specific* flaw of
+   that mode at step ``t`` and the wrong result it would lead to (structured output);
+2. stage 2 asks it to rewrite step ``t`` in the agent's own style with that flaw, keeping
+   the step's kind and the shape of its tool calls, never naming the injection (the
+   verification filter drops texts that do: :mod:`whenpro_core.injection.verify`).
+
+Return a :class:`GeneratedStep` whose ``step`` keeps ``index``/``coord``/``agent`` of the
+original and has ``observation=None`` (replay fills it from the tool cache or live),
+``description`` = the stage-1 flaw and expected wrong result (it becomes the ground truth's
+``reason``), and ``usage`` for cost accounting. Register it in :func:`get_generator` under
+``llm`` / ``llm:MODEL``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from whenpro_core.errors import ConfigError
+from whenpro_core.injection.mutators import check_injectable, fresh_step, mutate
+from whenpro_core.model import Step, Trace
+
+
+@dataclass
+class InjectionRequest:
+    """What to inject: into ``trace`` at step ``index`` (0-based into ``trace.steps``), an
+    error of failure mode ``mode`` (taxonomy code), with ``seed`` for reproducible
+    choices."""
+
+    trace: Trace
+    index: int
+    mode: str
+    seed: int = 0
+
+
+@dataclass
+class GeneratedStep:
+    """A generator's output: the replacement ``step`` for the request's index, the
+    ``description`` of its flaw (the ground truth's reason), the ``generator`` spec that
+    made it, and optional ``usage`` (LLM calls, tokens) as a plain dict."""
+
+    step: Step
+    description: str
+    generator: str
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """Rewrites one step with an error of a given mode.
+
+    ``name`` is the spec string shown in provenance (``offline``, ``text``,
+    ``llm:openai:gpt-4.1``). ``generate(request)`` returns a :class:`GeneratedStep`;
+    raises ConfigError when the mode does not fit the step, BackendError when a model
+    call fails. It must not modify ``request.trace``."""
+
+    name: str
+
+    def generate(self, request: InjectionRequest) -> GeneratedStep: ...
+
+
+class OfflineGenerator:
+    """The deterministic mode-specific mutators (:func:`~whenpro_core.injection.mutators.mutate`)."""
+
+    name = "offline"
+
+    def generate(self, request: InjectionRequest) -> GeneratedStep:
+        m = mutate(request.trace, request.index, request.mode, request.seed)
+        return GeneratedStep(m.step, m.description, self.name)
+
+
+class TextGenerator:
+    """The user's own replacement content for the step (kind and tool calls kept)."""
+
+    name = "text"
+
+    def __init__(self, content: str) -> None:
+        self.content = content
+
+    def generate(self, request: InjectionRequest) -> GeneratedStep:
+        step = check_injectable(request.trace, request.index)
+        new = fresh_step(step, content=self.content)
+        return GeneratedStep(new, f"Step {step.coord} rewritten by hand ({request.mode}).", self.name)
+
+
+def get_generator(spec: str) -> Generator:
+    """The generator for a ``--generator`` value: ``offline``, ``text:CONTENT`` or
+    ``text:@FILE``. ``llm``/``llm:MODEL`` raise ConfigError until an LLM backend exists."""
+    spec = (spec or "offline").strip()
+    if spec == "offline":
+        return OfflineGenerator()
+    if spec.startswith("text:"):
+        body = spec[5:]
+        if body.startswith("@"):
+            path = Path(body[1:])
+            try:
+                body = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"cannot read the replacement text: {exc}", path=path,
+                                  expected="a UTF-8 text file") from None
+        if not body.strip():
+            raise ConfigError("empty replacement text", expected="--generator text:'the new step content'")
+        return TextGenerator(body)
+    if spec == "llm" or spec.startswith("llm:"):
+        raise ConfigError("the llm generator needs an LLM backend; not yet available",
+                          expected="--generator offline or text:...")
+    raise ConfigError(f"unknown generator {spec!r}", expected="offline, text:CONTENT or text:@FILE")

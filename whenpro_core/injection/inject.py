@@ -1,0 +1,221 @@
+"""Error injection end to end (DESIGN §8): generate a flawed step ``t``, warm-start replay,
+verify, and label the counterfactual.
+
+The counterfactual is a native :class:`~whenpro_core.model.Trace`. When the injection is
+decisive (the seed succeeded, the counterfactual fails) its ``ground_truth`` names the agent
+and coordinate of ``t``, the mode and the generator's description of the flaw (labelled by
+construction); otherwise the same facts are an :class:`~whenpro_core.model.Annotation`
+(``decisive=False``) and ``ground_truth`` stays empty, since the run has no decisive
+error. Its steps carry the Who&When Pro markers in ``hidden`` (``is_replayed`` on the
+prefix, ``is_injected`` on ``t``), and its ``extras["injection"]`` records provenance
+(seed trace, step, mode, generator, executor, seed, timestamp), the replay statistics and
+the verification verdict.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.injection.executors import Executor
+from whenpro_core.injection.generate import GeneratedStep, Generator, InjectionRequest
+from whenpro_core.injection.replay import ReplayResult, warm_start
+from whenpro_core.injection.verify import Verdict, check_trace, verify
+from whenpro_core.model import Annotation, GroundTruth, Outcome, Source, Step, Trace
+from whenpro_core.taxonomy import Taxonomy
+
+
+@dataclass
+class InjectionResult:
+    """The labelled ``counterfactual``, its ``verdict``, the ``replay`` details and the
+    ``generated`` step."""
+
+    counterfactual: Trace
+    verdict: Verdict
+    replay: ReplayResult
+    generated: GeneratedStep
+
+
+def resolve_step(trace: Trace, coord: str) -> int:
+    """The index of the step with coordinate ``coord`` (``#N`` selects index ``N``).
+
+    Raises ConfigError naming the valid coordinates."""
+    text = str(coord).strip()
+    if text.startswith("#") and text[1:].isdigit():
+        index = int(text[1:])
+        if index < len(trace.steps):
+            return index
+    else:
+        step = trace.step_by_coord(text)
+        if step is not None:
+            return step.index
+    coords = [s.coord for s in trace.steps if s.coord is not None]
+    shown = ", ".join(coords[:8]) + (f", ... {coords[-1]}" if len(coords) > 8 else "")
+    raise ConfigError(f"no step {coord!r} in trace {trace.id!r}", expected=f"a coordinate ({shown}) or #INDEX")
+
+
+def check_mode(mode: str, taxonomy: Taxonomy | None = None) -> str:
+    """The canonical code of ``mode``; ConfigError for a code outside the taxonomy."""
+    tax = taxonomy or Taxonomy.builtin()
+    found = tax.get(mode)
+    if found is None:
+        raise ConfigError(f"unknown failure mode {mode!r}", expected=", ".join(m.code for m in tax))
+    return found.code
+
+
+def inject(trace: Trace, index: int, mode: str, generator: Generator, executor: Executor, *,
+           seed: int = 0, timeout: float = 600.0, on_step: Callable[[Step], None] | None = None,
+           cancel: threading.Event | None = None, now: str | None = None) -> InjectionResult:
+    """Inject an error of ``mode`` at step ``index`` of ``trace`` and replay.
+
+    Args:
+        trace: the seed run (normally a success; the verdict says when it was not).
+        index: 0-based step index of ``t``.
+        mode: failure-mode code.
+        generator, executor: see :mod:`~whenpro_core.injection.generate` and
+            :mod:`~whenpro_core.injection.executors`.
+        seed: for the generator's choices.
+        timeout: seconds for the continuation.
+        on_step: streams the replaced step and each new step.
+        cancel: stops the continuation early.
+        now: ISO timestamp for the provenance (default: the current UTC time).
+
+    Raises ConfigError (mode does not fit, bad generator) and ReplayError (executor).
+    """
+    code = check_mode(mode)
+    generated = generator.generate(InjectionRequest(trace, index, code, seed))
+    result = warm_start(trace, index, generated.step, executor, on_step=on_step, timeout=timeout, cancel=cancel)
+    cf = _counterfactual(trace, index, code, generated, result, seed=seed, now=now)
+    verdict = verify(trace, cf, index, final_answer=result.final_answer)
+    cf.outcome = {True: Outcome.success, False: Outcome.failure}.get(verdict.counterfactual_success, Outcome.unknown)
+    cf.extras["injection"]["verdict"] = verdict.as_dict()
+    step = cf.steps[index]
+    if verdict.decisive:
+        cf.ground_truth = GroundTruth(agent=step.agent, step=step.coord, step_index=index, mode=code,
+                                      reason=generated.description)
+    else:
+        cf.annotations.append(Annotation(label=code, agent=step.agent, step=step.coord,
+                                         reason=generated.description, source="whenpro inject (not decisive)"))
+    return InjectionResult(cf, verdict, result, generated)
+
+
+def counterfactual_id(trace: Trace, mode: str, coord: str | None, seed: int = 0) -> str:
+    """``<seed trace id>__<mode>__<coord>`` (plus ``__s<seed>`` for a non-zero seed)."""
+    return f"{trace.id}__{mode}__{coord}" + (f"__s{seed}" if seed else "")
+
+
+def _counterfactual(trace: Trace, index: int, mode: str, gen: GeneratedStep, result: ReplayResult, *,
+                    seed: int, now: str | None) -> Trace:
+    step = result.steps[index]
+    extras = {k: v for k, v in trace.model_copy(deep=True).extras.items() if k != "injection"}
+    if isinstance(extras.get("env"), dict):
+        extras["env"]["termination"] = result.termination
+        extras["env"].pop("check", None)
+    extras["injection"] = {
+        "seed_trace": trace.id,
+        "seed_ref": trace.source.ref(),
+        "step": step.coord,
+        "step_index": index,
+        "agent": step.agent,
+        "mode": mode,
+        "description": gen.description,
+        "generator": gen.generator,
+        "executor": result.executor,
+        "seed": seed,
+        "timestamp": now or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "replay": {"prefix_len": result.prefix_len, "new_steps": len(result.new_steps),
+                   "termination": result.termination, "tool_cache_hits": result.cache_hits,
+                   "tool_cache_misses": result.cache_misses, "seconds": round(result.seconds, 3)},
+    }
+    if gen.usage:
+        extras["injection"]["usage"] = gen.usage
+    return Trace(
+        id=counterfactual_id(trace, mode, step.coord, seed),
+        framework=trace.framework, benchmark=trace.benchmark, modality=trace.modality,
+        agents=[a.model_copy() for a in trace.agents], task=trace.task.model_copy(deep=True),
+        steps=result.steps,
+        final_answer=result.final_answer, outcome=Outcome.unknown, source=Source(format="native"),
+        extras=extras,
+    )
+
+
+def describe(result: InjectionResult) -> list[str]:
+    """Human lines for the CLI: the seed, the injected step, the replay and the verdict."""
+    cf, v, r = result.counterfactual, result.verdict, result.replay
+    inj = cf.extras["injection"]
+    seed_state = {True: "succeeded", False: "failed", None: "outcome unknown"}[v.original_success]
+    lines = [f"seed: {inj['seed_trace']} ({seed_state})",
+             f"injected: {inj['mode']} at step {inj['step']} ({inj['agent']}): {inj['description']}",
+             f"replayed: {_n(r.prefix_len, 'step')} from the record, 1 replaced, {len(r.new_steps)} new "
+             f"({r.executor}; tool cache {r.cache_hits} hit(s), {r.cache_misses} miss(es); ended by {r.termination})"]
+    if v.counterfactual_success is True:
+        verdict = "still succeeds — not decisive"
+    elif v.counterfactual_success is False:
+        verdict = "now fails — decisive" if v.original_success else "fails (the seed run failed too) — not decisive"
+    else:
+        verdict = "outcome unknown (no gold answer) — not decisive"
+    lines.append(f"counterfactual: {verdict} (final answer {_short(cf.final_answer)}; {v.detail})")
+    filters = []
+    if v.revealing:
+        filters.append("the injected text reveals the construction: " + ", ".join(repr(p) for p in v.revealing))
+    if v.gold_visible_before_t:
+        filters.append("the gold answer was visible before the injected step")
+    lines.append("filters: " + ("; ".join(filters) if filters else "passed") +
+                 (" — kept" if v.kept else " — not kept"))
+    return lines
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def _short(text: str | None, n: int = 60) -> str:
+    if text is None:
+        return "none"
+    text = " ".join(text.split())
+    return repr(text if len(text) <= n else text[: n - 1] + "…")
+
+
+def default_output(trace: Trace, cf_id: str) -> Path:
+    """Where ``whenpro inject`` writes without ``--out``: next to the seed file, named
+    after the counterfactual's id (the current folder when the seed has no file)."""
+    from whenpro_core.summary import safe_name
+
+    folder = Path(trace.source.path).parent if trace.source.path else Path.cwd()
+    return folder / f"{safe_name(cf_id)}.json"
+
+
+def run_inject_command(trace_ref: str, step: str, mode: str, *, generator: str = "offline",
+                       executor: str = "builtin", out: Path | None = None, seed: int = 0,
+                       force: bool = False, timeout: float = 600.0, message_timeout: float = 60.0,
+                       echo: Callable[[str], None] = print) -> InjectionResult:
+    """What ``whenpro inject`` does: load, inject, replay, verify, print, write.
+
+    Refuses to overwrite the output file unless ``force`` (WhenproError)."""
+    from whenpro_core.formats import load_trace
+    from whenpro_core.formats.native import write_trace
+    from whenpro_core.injection.executors import get_executor
+    from whenpro_core.injection.generate import get_generator
+
+    trace = load_trace(trace_ref)
+    index = resolve_step(trace, step)
+    gen = get_generator(generator)
+    ex = get_executor(executor, message_timeout=message_timeout)
+    code = check_mode(mode)
+    target = out or default_output(trace, counterfactual_id(trace, code, trace.steps[index].coord, seed))
+    if target.exists() and not force:
+        raise WhenproError("output file exists", path=target, expected="a new path, or --force to overwrite")
+    result = inject(trace, index, code, gen, ex, seed=seed, timeout=timeout)
+    for line in describe(result):
+        echo(line)
+    write_trace(result.counterfactual, target)
+    echo(f"wrote {target}")
+    return result
+
+
+__all__ = ["InjectionResult", "check_mode", "check_trace", "describe", "inject", "resolve_step",
+           "run_inject_command"]

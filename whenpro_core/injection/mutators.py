@@ -1,0 +1,459 @@
+"""Offline, deterministic error mutators: one per failure mode where a mechanical edit of
+a step makes sense (DESIGN §8 step 1, the offline branch; taxonomy DESIGN §5).
+
+``mutate(trace, index, mode, seed)`` rewrites step ``index`` of ``trace`` into a flawed
+version and says what the flaw is; ``applicable_modes(trace, index)`` lists the modes
+whose mutator fits that step. Mutators work on any native trace (not only the built-in
+environments): they read the step's content and tool calls and the steps before it.
+Choices among several candidates (which number, which argument) come from
+``random.Random(f"{trace.id}:{index}:{mode}:{seed}")``, so a seed reproduces a mutation.
+
+Modes, what the mutator does, and which steps it fits:
+
+==== ==================================================================== =====================================
+code edit                                                                 fits
+==== ==================================================================== =====================================
+R.3  perturb one number (±1, ±2, ×2, +10 units of its last digit), in     a number in a tool argument or the
+     the tool arguments and, when the argument text is quoted in the     content (list markers ``1.`` excluded)
+     content, there too
+R.1  drop the tool call and state a made-up result as if found            a step with a recorded tool result,
+     (``The result is N.``), or add an unsupported figure                  or a number in the content (not a
+                                                                          final answer)
+R.2  flip one operator (``+``/``-``, ``*``/``/``, ``>=``/``>``,             an operator between operands or
+     ``<=``/``<``, ``min``/``max``), in arguments and content             ``min(``/``max(``
+R.4  replace a number taken from the task with another number of the      a number that also occurs in the
+     task (confusing which quantity is which)                             task query, which has another one
+PL.1 drop one line of a numbered plan and renumber                        a plan step (kind ``plan``/
+                                                                          ``planning`` or >= 3 numbered lines)
+A.1  corrupt one tool argument only (content untouched): a number is      a tool call with arguments
+     perturbed, an expression loses its last operand, a name becomes
+     another value used for that argument elsewhere in the trace (else
+     loses its last letter), code loses its last line
+A.2  break the syntax of the step's last code block                       a fenced code block with a ``:`` line
+A.3  turn the step into a premature final answer (the latest code         an agent step that is not the last
+     block, else the latest number seen before the step, else the step's  one and not already final
+     own last number)
+A.4  repeat the agent's previous step (content and tool calls)            an earlier, different step by the
+                                                                          same agent
+C.2  ignore a peer: after a peer's critique (fail, mismatch, fix...),      a peer critique answered by a revision,
+     resubmit the agent's own earlier step; otherwise replace a number     or a number taken from a peer's step
+     taken from a peer's latest message by that peer's earlier figure      that had an earlier, different figure
+V.2  approve without checking: drop tool calls, content becomes an        a verifier-like step (agent id/role
+     approval                                                             or content mentions checking)
+==== ==================================================================== =====================================
+
+Modes without an offline mutator (P.1, P.2, PL.2, V.1, C.1, C.3) need the ``text:``
+generator or, later, the LLM generator. Nothing a mutator writes names the injection.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Callable
+
+from whenpro_core.errors import ConfigError
+from whenpro_core.injection.textedit import (
+    CODE_BLOCK,
+    EXPR,
+    apply_arg_edit,
+    arg_text_edits,
+    clip,
+    find_numbers,
+    find_operators,
+    flip,
+    fresh_step,
+    is_agent_step,
+    numeric_args,
+    perturb,
+    set_arg,
+    string_args,
+)
+from whenpro_core.model import Step, Trace
+
+CRITIQUE = re.compile(r"\b(fail(?:ed|s|ure)?|mismatch|wrong|incorrect|please fix|redo|error)\b", re.IGNORECASE)
+VERIFIER_ROLE = re.compile(r"verif|test|check|critic|review|judge|audit|valid", re.IGNORECASE)
+CHECK_WORDS = re.compile(r"\b(approved?|verified|checked|all tests|looks (?:right|correct|good))\b", re.IGNORECASE)
+
+
+@dataclass
+class Mutation:
+    """A rewritten step and what is wrong with it.
+
+    ``step`` keeps the original's index, coordinate and agent; its observation and error
+    are cleared (replay recomputes them from the tool calls). ``description`` is the
+    labeller's reason (it becomes ``GroundTruth.reason``)."""
+
+    step: Step
+    description: str
+
+
+def _rng(trace: Trace, index: int, mode: str, seed: int) -> random.Random:
+    return random.Random(f"{trace.id}:{index}:{mode}:{seed}")
+
+
+# --- R.3 numerical error ---------------------------------------------------------------
+
+def _r3_fits(trace: Trace, i: int) -> bool:
+    s = trace.steps[i]
+    return bool(arg_text_edits(s, find_numbers) or numeric_args(s) or find_numbers(s.content))
+
+
+
+
+def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
+    s = trace.steps[i]
+    new = fresh_step(s)
+    text_edits = arg_text_edits(s, find_numbers)
+    num_args = numeric_args(s)
+    if text_edits:
+        ci, key, text, m = rng.choice(text_edits)
+        wrong = perturb(m.group(), rng)
+        after = apply_arg_edit(new, ci, key, text, m, wrong)
+        return Mutation(new, f"Uses {wrong} instead of {m.group()} in `{clip(after)}`; "
+                             "everything computed from it is off.")
+    if num_args:
+        ci, key, value = rng.choice(num_args)
+        wrong_text = perturb(str(value), rng)
+        wrong: Any = float(wrong_text) if isinstance(value, float) else int(Decimal(wrong_text))
+        set_arg(new, ci, key, wrong)
+        new.content = re.sub(rf"(?<![\w.]){re.escape(str(value))}(?!\w|\.\d)", str(wrong), new.content, count=1)
+        return Mutation(new, f"Uses {wrong} instead of {value} for {key}; everything computed from it is off.")
+    m = rng.choice(find_numbers(s.content))
+    wrong = perturb(m.group(), rng)
+    new.content = s.content[:m.start()] + wrong + s.content[m.end():]
+    return Mutation(new, f"States {wrong} where the correct figure is {m.group()}.")
+
+
+# --- R.1 hallucination -----------------------------------------------------------------
+
+def _r1_fits(trace: Trace, i: int) -> bool:
+    s = trace.steps[i]
+    return bool((s.tool_calls and s.observation) or (s.kind != "final_answer" and find_numbers(s.content)))
+
+
+def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
+    s = trace.steps[i]
+    if s.tool_calls and s.observation:
+        nums = find_numbers(s.observation)
+        if nums:
+            claim = perturb(nums[-1].group(), rng)
+            text = f"{s.content.rstrip()} The result is {claim}."
+            why = (f"States the result {claim} without calling {s.tool_calls[0].name} "
+                   f"(the tool would give {nums[-1].group()}).")
+        else:
+            text = f"{s.content.rstrip()} The result: everything works as expected."
+            why = f"Claims the outcome of {s.tool_calls[0].name} without running it."
+        return Mutation(fresh_step(s, content=text, tool_calls=[]), why)
+    m = find_numbers(s.content)[-1]
+    claim = perturb(m.group(), rng)
+    text = f"{s.content.rstrip()} This also matches the figure of {claim} found earlier."
+    return Mutation(fresh_step(s, content=text), f"Cites a figure of {claim} that no earlier step produced.")
+
+
+# --- R.2 reasoning error ---------------------------------------------------------------
+
+
+
+def _r2_fits(trace: Trace, i: int) -> bool:
+    s = trace.steps[i]
+    return bool(arg_text_edits(s, find_operators) or find_operators(s.content))
+
+
+
+
+def _r2(trace: Trace, i: int, rng: random.Random) -> Mutation:
+    s = trace.steps[i]
+    new = fresh_step(s)
+    edits = arg_text_edits(s, find_operators)
+    if edits:
+        ci, key, text, m = rng.choice(edits)
+        after = apply_arg_edit(new, ci, key, text, m, flip(m))
+        return Mutation(new, f"Applies the wrong operation: `{clip(after)}` instead of `{clip(text)}`.")
+    m = rng.choice(find_operators(s.content))
+    new.content = s.content[:m.start()] + flip(m) + s.content[m.end():]
+    return Mutation(new, f"Uses '{flip(m).strip(' (')}' where the derivation needs '{m.group().strip(' (')}'.")
+
+
+# --- R.4 task misunderstanding ---------------------------------------------------------
+
+def _task_numbers(trace: Trace) -> list[str]:
+    return list(dict.fromkeys(m.group() for m in find_numbers(trace.task.query)))
+
+
+def _r4_candidates(trace: Trace, i: int) -> list[tuple[str, Any]]:
+    s = trace.steps[i]
+    task = _task_numbers(trace)
+    if len(task) < 2:
+        return []
+    cands: list[tuple[str, Any]] = [("arg", e) for e in arg_text_edits(s, find_numbers) if e[3].group() in task]
+    if not cands:
+        cands = [("content", m) for m in find_numbers(s.content) if m.group() in task]
+    return cands
+
+
+def _r4(trace: Trace, i: int, rng: random.Random) -> Mutation:
+    s = trace.steps[i]
+    new = fresh_step(s)
+    where, cand = rng.choice(_r4_candidates(trace, i))
+    m = cand[3] if where == "arg" else cand
+    other = rng.choice([n for n in _task_numbers(trace) if n != m.group()])
+    if where == "arg":
+        ci, key, text, _ = cand
+        apply_arg_edit(new, ci, key, text, m, other)
+    else:
+        new.content = s.content[:m.start()] + other + s.content[m.end():]
+    return Mutation(new, f"Misreads the task: takes {other} (another quantity of the task) where {m.group()} belongs.")
+
+
+# --- PL.1 ineffective planning ---------------------------------------------------------
+
+PLAN_ITEM = re.compile(r"^(\s*)(\d+)([.)])\s+(.*)$", re.MULTILINE)
+
+
+def _pl1_fits(trace: Trace, i: int) -> bool:
+    s = trace.steps[i]
+    items = PLAN_ITEM.findall(s.content or "")
+    return len(items) >= 2 and (s.kind in ("plan", "planning") or len(items) >= 3)
+
+
+def _pl1(trace: Trace, i: int, rng: random.Random) -> Mutation:
+    s = trace.steps[i]
+    lines = s.content.split("\n")
+    numbered = [n for n, ln in enumerate(lines) if PLAN_ITEM.match(ln)]
+    drop = rng.choice(numbered[:-1] if len(numbered) > 2 else numbered)
+    dropped = PLAN_ITEM.match(lines[drop]).group(4)
+    kept, k = [], 0
+    for n, ln in enumerate(lines):
+        if n == drop:
+            continue
+        m = PLAN_ITEM.match(ln)
+        if m:
+            k += 1
+            ln = f"{m.group(1)}{k}{m.group(3)} {m.group(4)}"
+        kept.append(ln)
+    return Mutation(fresh_step(s, content="\n".join(kept)),
+                    f"The plan leaves out '{clip(dropped)}', so the work it needs is never done.")
+
+
+# --- A.1 tool parameter error ----------------------------------------------------------
+
+def _a1_fits(trace: Trace, i: int) -> bool:
+    s = trace.steps[i]
+    return any(string_args(c) or numeric_args(s) for c in s.tool_calls)
+
+
+def _a1(trace: Trace, i: int, rng: random.Random) -> Mutation:
+    s = trace.steps[i]
+    new = fresh_step(s)
+    options = [(ci, k, v) for ci, c in enumerate(s.tool_calls) for k, v in string_args(c)]
+    options += numeric_args(s)
+    ci, key, value = rng.choice(options)
+    name = s.tool_calls[ci].name
+    if not isinstance(value, str):
+        wrong: Any = type(value)(Decimal(perturb(str(value), rng)))
+    elif "\n" in value.strip():
+        body = value.rstrip("\n").split("\n")
+        wrong = "\n".join(body[:-1]) + "\n"
+    elif EXPR.match(value) and len(find_operators(value)) >= 1:
+        last = find_operators(value)[-1]
+        wrong = value[:last.start()].rstrip()
+    else:
+        seen = [a.get(key) for st in trace.steps for c in st.tool_calls
+                if c.name == name and isinstance(a := c.arguments, dict) and isinstance(a.get(key), str)]
+        others = sorted({v for v in seen if v != value})
+        wrong = rng.choice(others) if others else (value[:-1] if len(value) > 1 else value + "x")
+    set_arg(new, ci, key, wrong)
+    label = f"{name}({key}=...)" if key is not None else name
+    return Mutation(new, f"Calls {label} with {clip(repr(wrong))} instead of {clip(repr(value))}.")
+
+
+# --- A.2 output format / syntax error --------------------------------------------------
+
+def _a2_fits(trace: Trace, i: int) -> bool:
+    blocks = CODE_BLOCK.findall(trace.steps[i].content or "")
+    return bool(blocks) and bool(re.search(r":\s*$", blocks[-1], re.MULTILINE))
+
+
+def _a2(trace: Trace, i: int, rng: random.Random) -> Mutation:
+    s = trace.steps[i]
+    m = list(CODE_BLOCK.finditer(s.content))[-1]
+    code = m.group(1)
+    colons = [c for c in re.finditer(r":(\s*)$", code, re.MULTILINE)]
+    c = rng.choice(colons)
+    broken = code[:c.start()] + code[c.start() + 1:]
+    content = s.content[:m.start(1)] + broken + s.content[m.end(1):]
+    line = code[: c.start()].rsplit("\n", 1)[-1].strip()
+    return Mutation(fresh_step(s, content=content), f"The code is not valid Python: `{clip(line)}` lacks its colon.")
+
+
+# --- A.3 premature termination ---------------------------------------------------------
+
+def _a3_fits(trace: Trace, i: int) -> bool:
+    s = trace.steps[i]
+    return s.kind != "final_answer" and i < len(trace.steps) - 1
+
+
+def _partial_result(trace: Trace, i: int) -> tuple[str, bool]:
+    """The latest artefact available at step ``i``: a code block (own content first), else
+    the latest number of an agent step before ``i`` (observation, then content)."""
+    for st in [trace.steps[i], *reversed(trace.steps[:i])]:
+        if is_agent_step(st):
+            blocks = CODE_BLOCK.findall(st.content or "")
+            if blocks:
+                return blocks[-1], True
+    for st in reversed(trace.steps[:i]):
+        if not is_agent_step(st):
+            continue
+        for text in (st.observation or "", st.content or ""):
+            nums = [m.group() for m in re.finditer(r"(?<![\w.])-?\d+(?:\.\d+)?(?::\d\d)?(?!\w|\.\d)", text)]
+            if nums:
+                return nums[-1], False
+    own = find_numbers(trace.steps[i].content or "")
+    if own:
+        return own[-1].group(), False
+    first = (trace.steps[i].content or "").strip().split("\n")[0]
+    return first or "(none)", False
+
+
+def _a3(trace: Trace, i: int, rng: random.Random) -> Mutation:
+    s = trace.steps[i]
+    value, is_code = _partial_result(trace, i)
+    content = f"Final answer:\n```python\n{value}```" if is_code else f"Final answer: {value}"
+    new = fresh_step(s, content=content, tool_calls=[], kind="final_answer")
+    shown = "its current code" if is_code else repr(value)
+    return Mutation(new, f"Stops early and returns {shown} as the final answer before the remaining work is done.")
+
+
+# --- A.4 repetition --------------------------------------------------------------------
+
+def _previous_own(trace: Trace, i: int) -> Step | None:
+    s = trace.steps[i]
+    for st in reversed(trace.steps[:i]):
+        if st.agent == s.agent and is_agent_step(st):
+            same = st.content == s.content and [c.model_dump() for c in st.tool_calls] == \
+                [c.model_dump() for c in s.tool_calls]
+            return None if same else st
+    return None
+
+
+def _a4_fits(trace: Trace, i: int) -> bool:
+    return _previous_own(trace, i) is not None
+
+
+def _a4(trace: Trace, i: int, rng: random.Random) -> Mutation:
+    s = trace.steps[i]
+    prev = _previous_own(trace, i)
+    new = fresh_step(s, content=prev.content, tool_calls=[c.model_copy(deep=True) for c in prev.tool_calls],
+                 kind=prev.kind)
+    return Mutation(new, f"Repeats its step {prev.coord} instead of moving on.")
+
+
+# --- C.2 communication failure ---------------------------------------------------------
+
+def _c2_plan(trace: Trace, i: int) -> tuple[str, Any] | None:
+    s = trace.steps[i]
+    peers = [st for st in trace.steps[:i] if is_agent_step(st) and st.agent != s.agent]
+    if not peers:
+        return None
+    latest = peers[-1]
+    own_before = [st for st in trace.steps[:latest.index] if st.agent == s.agent and is_agent_step(st)]
+    if CRITIQUE.search(latest.content or "") and own_before and own_before[-1].content != s.content \
+            and own_before[-1].kind != "final_answer":
+        return "resubmit", (latest, own_before[-1])
+    for m in find_numbers(s.content):
+        for peer in reversed(peers):
+            if m.group() in {n.group() for n in find_numbers((peer.content or "") + "\n" + (peer.observation or ""))}:
+                earlier = [st for st in peers if st.agent == peer.agent and st.index < peer.index]
+                for old in reversed(earlier):
+                    stale = [n.group() for n in find_numbers((old.observation or "") + "\n" + (old.content or ""))
+                             if n.group() != m.group()]
+                    if stale:
+                        return "stale", (m, peer, stale[-1])
+                break
+    return None
+
+
+def _c2_fits(trace: Trace, i: int) -> bool:
+    return _c2_plan(trace, i) is not None
+
+
+def _c2(trace: Trace, i: int, rng: random.Random) -> Mutation:
+    s = trace.steps[i]
+    how, data = _c2_plan(trace, i)
+    if how == "resubmit":
+        peer, own = data
+        new = fresh_step(s, content=own.content, tool_calls=[c.model_copy(deep=True) for c in own.tool_calls],
+                     kind=own.kind)
+        return Mutation(new, f"Ignores {peer.agent}'s report at step {peer.coord} and resubmits its step "
+                             f"{own.coord} unchanged.")
+    m, peer, stale = data
+    new = fresh_step(s, content=s.content[:m.start()] + stale + s.content[m.end():])
+    return Mutation(new, f"Ignores {peer.agent}'s latest figure {m.group()} (step {peer.coord}) and uses "
+                         f"its earlier {stale}.")
+
+
+# --- V.2 inadequate verification ------------------------------------------------------
+
+def _v2_fits(trace: Trace, i: int) -> bool:
+    s = trace.steps[i]
+    if s.kind == "final_answer" or not is_agent_step(s):
+        return False
+    roles = {a.id: (a.role or "") for a in trace.agents}
+    return bool(VERIFIER_ROLE.search(s.agent) or VERIFIER_ROLE.search(roles.get(s.agent, ""))
+                or CHECK_WORDS.search(s.content or ""))
+
+
+def _v2(trace: Trace, i: int, rng: random.Random) -> Mutation:
+    s = trace.steps[i]
+    new = fresh_step(s, content="I looked over the work so far and it is correct. Approved.", tool_calls=[],
+                 kind="assistant")
+    return Mutation(new, f"{s.agent} approves at step {s.coord} without checking the work.")
+
+
+#: mode -> (fits(trace, index), apply(trace, index, rng)).
+MUTATORS: dict[str, tuple[Callable[[Trace, int], bool], Callable[[Trace, int, random.Random], Mutation]]] = {
+    "R.1": (_r1_fits, _r1), "R.2": (_r2_fits, _r2), "R.3": (_r3_fits, _r3),
+    "R.4": (lambda t, i: bool(_r4_candidates(t, i)), _r4),
+    "PL.1": (_pl1_fits, _pl1), "A.1": (_a1_fits, _a1), "A.2": (_a2_fits, _a2), "A.3": (_a3_fits, _a3),
+    "A.4": (_a4_fits, _a4), "C.2": (_c2_fits, _c2), "V.2": (_v2_fits, _v2),
+}
+
+
+def check_injectable(trace: Trace, index: int) -> Step:
+    if not 0 <= index < len(trace.steps):
+        raise ConfigError(f"step index {index} out of range", expected=f"0..{len(trace.steps) - 1}")
+    step = trace.steps[index]
+    if not is_agent_step(step):
+        raise ConfigError(f"step {step.coord} is the {step.kind} framing, not an agent's step",
+                          expected="a step taken by an agent")
+    return step
+
+
+def applicable_modes(trace: Trace, index: int) -> list[str]:
+    """Failure-mode codes whose offline mutator fits step ``index`` (empty for framing
+    steps such as the user's task)."""
+    if not 0 <= index < len(trace.steps) or not is_agent_step(trace.steps[index]):
+        return []
+    return [code for code, (fits, _) in MUTATORS.items() if fits(trace, index)]
+
+
+def mutate(trace: Trace, index: int, mode: str, seed: int = 0) -> Mutation:
+    """Rewrite step ``index`` of ``trace`` with an error of failure mode ``mode``.
+
+    Raises ConfigError when the step is a framing step, when ``mode`` has no offline
+    mutator, or when the mutator does not fit this step (the message lists the modes that
+    do)."""
+    step = check_injectable(trace, index)
+    code = mode.strip().upper()
+    if code not in MUTATORS:
+        raise ConfigError(f"no offline mutator for mode {mode!r}",
+                          expected=f"one of {', '.join(MUTATORS)}, or --generator text:...")
+    fits, apply = MUTATORS[code]
+    if not fits(trace, index):
+        ok = applicable_modes(trace, index)
+        raise ConfigError(f"mode {code} does not fit step {step.coord} ({step.agent}, {step.kind})",
+                          expected=f"one of {', '.join(ok)}" if ok else "another step")
+    return apply(trace, index, _rng(trace, index, code, seed))
