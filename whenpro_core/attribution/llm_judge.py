@@ -1,0 +1,109 @@
+"""A :class:`~whenpro_core.attribution.judge.Judge` over the LLM backends of
+:mod:`whenpro_core.llm` (OpenAI chat completions / Responses, Anthropic messages, any
+OpenAI-compatible server).
+
+Protocol messages map onto a provider-neutral :class:`~whenpro_core.llm.types.LLMRequest`:
+the system message becomes the system prompt (an Anthropic cache breakpoint), and a
+message marked ``cache_breakpoint`` ends a reusable prefix, so step-by-step and binary
+search reuse the provider's prompt cache. Structured output is asked for with the
+protocol's pydantic schema; when the backend cannot do it the reply's text goes to the
+lenient parser instead.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from whenpro_core.attribution.judge import JudgeReply
+from whenpro_core.attribution.prompts import Message
+from whenpro_core.attribution.render import ImagePart, TextPart
+from whenpro_core.config import Settings, load_settings
+
+#: Context windows in tokens by model-name prefix (most specific first); the judge's
+#: prompt budget is 80% of it minus the answer's max tokens. Unknown models: 32K.
+CONTEXT_WINDOWS = (
+    ("gpt-4.1", 1_000_000), ("gpt-5", 400_000), ("o3", 200_000), ("o4", 200_000),
+    ("gpt-4o", 128_000), ("claude", 200_000), ("gemini", 1_000_000),
+    ("qwen", 32_000), ("llama", 128_000),
+)
+DEFAULT_CONTEXT = 32_000
+
+
+def context_window(model: str) -> int:
+    """The context window assumed for ``provider:model`` (see :data:`CONTEXT_WINDOWS`)."""
+    name = model.split(":", 1)[-1].lower()
+    return next((size for prefix, size in CONTEXT_WINDOWS if name.startswith(prefix)), DEFAULT_CONTEXT)
+
+
+class LLMJudge:
+    """A judge backed by one :class:`~whenpro_core.llm.backend.Backend`.
+
+    Attributes:
+        model: ``provider:model``.
+        multimodal: send images (OpenAI and Anthropic models: yes; OpenAI-compatible
+            servers: only when asked, since many local models read text only).
+        budget_tokens: prompt budget for rendered transcripts.
+    """
+
+    def __init__(self, backend, *, multimodal: bool, budget_tokens: int, use_cache: bool = True) -> None:
+        self.backend = backend
+        self.model = backend.name
+        self.multimodal = multimodal
+        self.budget_tokens = budget_tokens
+        self.use_cache = use_cache
+
+    async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None) -> JudgeReply:
+        """One call; raises :class:`~whenpro_core.errors.BackendError` when the backend
+        fails after its retries."""
+        from whenpro_core.llm import LLMRequest
+
+        request = LLMRequest(messages=[_convert(m) for m in messages if m.role != "system"],
+                             system="\n\n".join(m.plain() for m in messages if m.role == "system") or None,
+                             cache_system=any(m.cache_breakpoint for m in messages if m.role == "system"),
+                             output_model=schema)
+        response = await self.backend.complete(request, cache=None if self.use_cache else False)
+        warnings = list(response.warnings)
+        if schema is not None and response.parse_error:
+            warnings.append(f"structured answer did not validate ({response.parse_error}); parsed the text")
+        if response.finish_reason == "length":
+            warnings.append("the answer was cut at the max-tokens limit")
+        return JudgeReply(text=response.text, parsed=response.parsed, usage=response.usage,
+                          warnings=warnings)
+
+    async def aclose(self) -> None:
+        """Close the backend's HTTP clients."""
+        await self.backend.aclose()
+
+
+def _convert(message: Message):
+    from whenpro_core.llm import ImagePart as LLMImage
+    from whenpro_core.llm import Message as LLMMessage
+    from whenpro_core.llm import TextPart as LLMText
+
+    parts = []
+    last = len(message.parts) - 1
+    for i, part in enumerate(message.parts):
+        mark = message.cache_breakpoint and i == last
+        if isinstance(part, TextPart):
+            parts.append(LLMText(text=part.text or " ", cache_breakpoint=mark))
+        elif isinstance(part, ImagePart):
+            parts.append(LLMImage(data=part.data, mime=part.mime, cache_breakpoint=mark))
+    return LLMMessage(role=message.role, content=parts or [LLMText(text=" ")])
+
+
+def make_judge(model: str | None = None, *, settings: Settings | None = None, use_cache: bool = True,
+               multimodal: bool | None = None) -> LLMJudge:
+    """Open a judge for ``model`` (default: the configured model).
+
+    Raises ConfigError for a bad model name, ``heuristic``, or a missing key or base URL
+    (the message names the setting to fix, never a key).
+    """
+    from whenpro_core.llm import open_backend
+
+    settings = settings or load_settings()
+    backend = open_backend(model, settings)
+    if multimodal is None:
+        multimodal = backend.spec.provider in ("openai", "anthropic")
+    max_out = settings.max_tokens or 4096
+    budget = max(4_000, int(context_window(backend.name) * 0.8) - max_out)
+    return LLMJudge(backend, multimodal=multimodal, budget_tokens=budget, use_cache=use_cache)
