@@ -34,6 +34,10 @@ IMPORTERS: list[str] = [
     "whenpro_core.formats.agentrx:MagenticListImporter",
     "whenpro_core.formats.agentrx:TauBenchImporter",
     "whenpro_core.formats.mast:MastImporter",
+    "whenpro_core.formats.openhands:OpenHandsImporter",
+    "whenpro_core.formats.openhands:OpenHandsJsonlImporter",
+    "whenpro_core.formats.swe_agent:SweAgentImporter",
+    "whenpro_core.formats.swe_agent:MiniSweAgentImporter",
     "whenpro_core.formats.chat:ChatImporter",
     "whenpro_core.formats.chat:ChatJsonlImporter",
 ]
