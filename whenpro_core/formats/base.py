@@ -319,8 +319,10 @@ class JsonLinesImporter(FileImporter):
         raise NotImplementedError
 
     def match_head(self, head: bytes, path: Path) -> bool:
+        if b"\n" not in head.strip() and len(head) < 65536:
+            return False  # the whole file is one line: a JSON document, for document importers
         line, complete = first_line(head)
-        if complete or len(head) < 65536:
+        if complete:
             try:
                 return self.line_matches(orjson.loads(line))
             except (orjson.JSONDecodeError, TypeError, ValueError, AttributeError, KeyError):

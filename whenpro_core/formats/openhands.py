@@ -47,9 +47,10 @@ def is_event(value: Any) -> bool:
 
 
 def is_event_list(value: Any) -> bool:
-    """A non-empty list of events with at least one action."""
-    return (isinstance(value, list) and bool(value) and all(is_event(e) for e in value)
-            and any("action" in e for e in value))
+    """A non-empty list that starts with an event and holds at least one action (later
+    entries that are not events are reported by JSON path when loading)."""
+    return (isinstance(value, list) and bool(value) and is_event(value[0])
+            and any(isinstance(e, dict) and "action" in e for e in value))
 
 
 def is_output_line(value: Any) -> bool:

@@ -156,7 +156,7 @@ class SweAgentImporter(DocumentImporter):
         else:
             expect(traj, list, ctx, "$.trajectory", "a list of steps")
             for msg, text, where in msgs:
-                if msg.get("role") == "assistant" or not framing.add(msg, text, where):
+                if not framing.add(msg, text, where):
                     break
             steps = framing.steps
             calls = [tool_calls_of(m, ctx, w) for m, _, w in msgs if m.get("role") == "assistant"
