@@ -30,7 +30,7 @@ from typing import Any
 
 from whenpro_core.formats.base import (DocumentImporter, LoadContext, as_text, expect,
                                        is_message_list, sibling_json)
-from whenpro_core.formats.chat import CHAT_ROLES, chat_step
+from whenpro_core.formats.chat import chat_step, is_chat_role
 from whenpro_core.formats.whowhen import _kind_hand_crafted, speaker_of
 from whenpro_core.model import (Agent, Annotation, GroundTruth, Outcome, Source, Step, Task,
                                 Trace)
@@ -44,7 +44,7 @@ def is_magentic_list(doc: Any) -> bool:
     """A bare list of ``{content, role}`` where some role is a speaker, not a chat role."""
     return is_message_list(doc, ("role", "content")) and all(
         isinstance(m.get("role"), str) for m in doc) and any(
-        m["role"] not in CHAT_ROLES for m in doc)
+        not is_chat_role(m["role"]) for m in doc)
 
 
 def is_tau_run(doc: Any) -> bool:

@@ -41,8 +41,7 @@ def aux_kind(doc: Any) -> str | None:
 
 
 def _tool_examples(messages: list[dict]) -> bool:
-    roles = {m.get("role") for m in messages}
-    if not roles <= {"assistant", "tool"}:
+    if not all(m.get("role") in ("assistant", "tool") for m in messages):
         return False
     indexes = [m.get("index") for m in messages]
     if not all(isinstance(i, int) for i in indexes):

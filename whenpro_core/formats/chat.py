@@ -41,7 +41,12 @@ def is_chat_list(value: Any) -> bool:
     """True for a non-empty list of objects with a chat-API ``role`` (see
     :data:`CHAT_ROLES`) each, and ``content`` or ``tool_calls`` on each."""
     return is_message_list(value) and all(
-        m.get("role") in CHAT_ROLES and ("content" in m or "tool_calls" in m) for m in value)
+        is_chat_role(m.get("role")) and ("content" in m or "tool_calls" in m) for m in value)
+
+
+def is_chat_role(role: Any) -> bool:
+    """True if ``role`` is one of :data:`CHAT_ROLES`."""
+    return isinstance(role, str) and role in CHAT_ROLES
 
 
 def data_url_media(url: str, label: str | None = None) -> MediaRef:
@@ -214,7 +219,7 @@ class ChatJsonlImporter(JsonLinesImporter):
     priority = 1
 
     def line_matches(self, obj: Any) -> bool:
-        if isinstance(obj, dict) and obj.get("role") in CHAT_ROLES:
+        if isinstance(obj, dict) and is_chat_role(obj.get("role")):
             return "content" in obj or "tool_calls" in obj
         messages, _ = _messages_of(obj)
         return isinstance(obj, dict) and is_chat_list(messages)

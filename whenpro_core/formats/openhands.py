@@ -166,7 +166,7 @@ def _action_step(index: int, n: int, event: dict, eid: str | None, source: str |
     if kind in ("action", "final_answer") and action not in ("message",):
         tcm = event.get("tool_call_metadata") if isinstance(event.get("tool_call_metadata"), dict) else {}
         call_args = {k: v for k, v in args.items() if k not in ("thought", "final_thought")}
-        calls = [ToolCall(id=text_or_none(tcm.get("tool_call_id")), name=tcm.get("function_name") or action,
+        calls = [ToolCall(id=text_or_none(tcm.get("tool_call_id")), name=text_or_none(tcm.get("function_name")) or action,
                           arguments=call_args)] if kind == "action" else []
     meta: dict[str, Any] = {"event_id": eid, "action": action, "timestamp": event.get("timestamp")}
     usage = _usage(event)

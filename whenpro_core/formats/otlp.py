@@ -151,7 +151,7 @@ def _span(sp: Any, resource: dict, scope: str, ctx: LoadContext, where: str) -> 
     if not isinstance(name, str):
         raise ctx.error("wrong type", f"{where}.name", "the span name as a string")
     events = []
-    for n, ev in enumerate(sp.get("events") or []):
+    for n, ev in enumerate(expect(sp.get("events") or [], list, ctx, f"{where}.events", "a list of events")):
         expect(ev, dict, ctx, f"{where}.events[{n}]", "a span event {name, attributes}")
         events.append({"name": str(ev.get("name", "")), "attributes": attributes(ev.get("attributes")),
                        "time_ns": _nanos(ev.get("timeUnixNano"), ctx, f"{where}.events[{n}].timeUnixNano")})

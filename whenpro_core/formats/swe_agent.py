@@ -195,7 +195,8 @@ class SweAgentImporter(DocumentImporter):
 
 def _benchmark(doc: dict) -> str:
     """``swe-bench`` when the run's recorded config names a SWE-bench image or dataset."""
-    config = doc.get("replay_config") or (doc.get("info") or {}).get("config")
+    info = doc.get("info")
+    config = doc.get("replay_config") or (info.get("config") if isinstance(info, dict) else None)
     text = as_text(maybe_json(config)).lower() if config else ""
     return "swe-bench" if "swe-bench" in text or "sweb.eval" in text or "swebench" in text else ""
 
