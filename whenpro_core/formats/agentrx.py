@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.formats.base import (DocumentImporter, LoadContext, as_text, expect,
-                                       is_message_list, sibling_json)
+                                       is_message_list, redact_secrets, sibling_json)
 from whenpro_core.formats.chat import chat_step, is_chat_role
 from whenpro_core.formats.whowhen import _kind_hand_crafted, speaker_of
 from whenpro_core.model import (Agent, Annotation, GroundTruth, Outcome, Source, Step, Task,
@@ -182,6 +182,6 @@ class TauBenchImporter(DocumentImporter):
             outcome=Outcome.unknown if reward is None else (
                 Outcome.success if reward >= 1.0 else Outcome.failure),
             source=Source(format=self.name, path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
-            extras={k: v for k, v in doc.items() if k not in ("traj",)})
+            extras=redact_secrets({k: v for k, v in doc.items() if k not in ("traj",)}))
         apply_labels(trace, ctx.path, doc.get("task_id"), offset=0)
         return [trace]

@@ -32,7 +32,7 @@ import re
 from typing import Any
 
 from whenpro_core.formats.base import (DocumentImporter, LoadContext, as_text, expect, maybe_json,
-                                       sibling_json)
+                                       redact_secrets, sibling_json)
 from whenpro_core.formats.chat import chat_step
 from whenpro_core.model import TRACE_HIDDEN_KEY, Agent, Annotation, Source, Step, Task, Trace
 
@@ -165,7 +165,7 @@ class MastImporter(DocumentImporter):
                      annotations=annotations,
                      source=Source(format=self.name, path=str(ctx.path), key=key,
                                    root=str(ctx.root) if ctx.root else None),
-                     extras=extras)
+                     extras=redact_secrets(extras))
 
     @staticmethod
     def _json_steps(inner: dict, ctx: LoadContext, where: str) -> tuple[list[Step], str]:
