@@ -25,6 +25,7 @@ AgentRx categories are not taxonomy codes, so ``GroundTruth.mode`` stays ``None`
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,8 @@ def apply_labels(trace: Trace, path: Path, trajectory_id: Any, *, offset: int) -
         if decisive:
             trace.ground_truth = GroundTruth(
                 agent=agent, step=coord, step_index=coords[coord], mode=None,
-                reason=f"[{category}] {as_text(f.get('step_reason'))}".strip(), native=entry)
+                reason=f"[{category}] {as_text(f.get('step_reason'))}".strip(),
+                native=copy.deepcopy(entry))  # the parsed labels file is cached: never share it
     trace.outcome = Outcome.failure
     trace.extras["failure_summary"] = entry.get("failure_summary")
 
