@@ -25,6 +25,11 @@ NATIVE_FORMAT = "whenpro.trace/1"
 #: ``Step.hidden``.
 LABEL_LEAKING_FIELDS = ("is_injected", "is_replayed", "injected", "phase", "step_legacy")
 
+#: Key of ``Trace.extras`` holding trace-level label-leaking fields (MAD's ``note`` and
+#: ``other_data``). Renderers and judges must not read it; it is kept for round trips and
+#: shown only when the user asks for labels.
+TRACE_HIDDEN_KEY = "hidden"
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
@@ -273,6 +278,9 @@ class Trace(_Model):
         outcome: ``success``, ``failure`` or ``unknown``.
         source: where it was read from.
         extras: every other top-level field of the source, kept for round trips.
+            ``extras["hidden"]`` (:data:`TRACE_HIDDEN_KEY`) holds trace-level fields that
+            leak labels (MAD's ``note`` and ``other_data``, raw annotator votes); like
+            :attr:`Step.hidden`, renderers and judges must never read it.
     """
 
     format: Literal["whenpro.trace/1"] = NATIVE_FORMAT

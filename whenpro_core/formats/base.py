@@ -15,7 +15,10 @@ naming the JSON path (``$.trajectory[3].kind``) and what was expected.
 from __future__ import annotations
 
 import codecs
+import json
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
@@ -132,6 +135,12 @@ def parse_json(data: bytes, path: Path | None = None, row: int | None = None) ->
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        if b"NaN" in data or b"Infinity" in data:
+            # Python's json writes NaN/Infinity (MAD has NaN annotator votes): read them as null.
+            try:
+                return json.loads(data, parse_constant=lambda _name: None)
+            except ValueError:
+                pass
         raise TraceFormatError(_json_problem(data, exc), path=path, row=row,
                                expected="a JSON document") from None
 
@@ -202,3 +211,198 @@ def maybe_json(value: Any) -> Any:
         except orjson.JSONDecodeError:
             return value
     return value
+
+
+# --------------------------------------------------------------------------- shared by importers
+
+#: Keys whose values are secrets. Importers replace their values by :data:`REDACTED`
+#: wherever they keep source fields (``extras``, ``raw``), masked or not (brief: API keys
+#: never appear in traces or logs).
+SECRET_KEYS = re.compile(r"(api[_-]?key|secret|password|passwd|token$|authorization|access[_-]?key)",
+                         re.IGNORECASE)
+REDACTED = "[redacted]"
+
+
+def redact_secrets(value: Any, _depth: int = 0) -> Any:
+    """A copy of a JSON value in which every object member whose key names a secret
+    (:data:`SECRET_KEYS`: ``api_key``, ``aws_secret_access_key``, ``password``, ...)
+    and holds a non-empty value is replaced by ``"[redacted]"``. Token *counts*
+    (``prompt_tokens``) are kept: the pattern only matches keys ending in ``token``."""
+    if _depth > 64:
+        return value
+    if isinstance(value, dict):
+        return {k: (REDACTED if isinstance(k, str) and SECRET_KEYS.search(k)
+                    and value[k] not in (None, "", [], {}) and not isinstance(value[k], (int, float))
+                    else redact_secrets(value[k], _depth + 1)) for k in value}
+    if isinstance(value, list):
+        return [redact_secrets(v, _depth + 1) for v in value]
+    return value
+
+
+def top_level_keys(head: bytes, limit: int = 64) -> list[str]:
+    """The member names of the top-level JSON object that starts ``head`` (which may be
+    cut anywhere), in order, up to ``limit`` names. Empty when ``head`` does not start
+    with an object. Used to sniff JSON lines whose first line is longer than the head.
+    Never raises."""
+    text = head.lstrip()
+    if text.startswith(codecs.BOM_UTF8):
+        text = text[3:].lstrip()
+    if not text.startswith(b"{"):
+        return []
+    keys: list[str] = []
+    depth, i, n = 0, 0, len(text)
+    expect_key = False
+    while i < n and len(keys) < limit:
+        c = text[i]
+        if c == 0x22:  # '"'
+            j = i + 1
+            while j < n and text[j] != 0x22:
+                j += 2 if text[j] == 0x5C else 1
+            if j >= n:
+                break
+            if depth == 1 and expect_key:
+                try:
+                    keys.append(orjson.loads(text[i:j + 1]))
+                except orjson.JSONDecodeError:
+                    return keys
+                expect_key = False
+            i = j + 1
+            continue
+        if c in b"{[":
+            depth += 1
+            expect_key = depth == 1 and c == 0x7B
+        elif c in b"}]":
+            depth -= 1
+            if depth <= 0:
+                break
+        elif c == 0x2C and depth == 1:  # ','
+            expect_key = True
+        i += 1
+    return keys
+
+
+def first_line(head: bytes) -> tuple[bytes, bool]:
+    """The first non-blank line of ``head`` (a UTF-8 BOM dropped) and whether it is
+    complete (ends before the head does)."""
+    text = head[len(codecs.BOM_UTF8):] if head.startswith(codecs.BOM_UTF8) else head
+    text = text.lstrip(b"\r\n\t ")
+    end = text.find(b"\n")
+    if end < 0:
+        return text, False
+    return text[:end].rstrip(b"\r"), True
+
+
+class JsonLinesImporter(FileImporter):
+    """Base of importers for JSON-lines files with one trace per line (OpenHands
+    evaluation output, chat JSONL, OTLP JSON lines). The key of a trace is its 1-based
+    row number. Subclasses implement :meth:`line_matches` (the parsed first line),
+    optionally :meth:`keys_match` (top-level keys, when the first line is longer than
+    the 64 KiB head) and :meth:`load_row`.
+
+    Limits: a line is at most :attr:`max_line_bytes` (TraceFormatError beyond), so a
+    corrupt file cannot exhaust memory.
+    """
+
+    max_line_bytes: ClassVar[int] = 256 * 1024 * 1024
+
+    def line_matches(self, obj: Any) -> bool:
+        """True if the parsed first line is this format. Cheap, never raises."""
+        raise NotImplementedError
+
+    def keys_match(self, keys: list[str]) -> bool:
+        """True if a first line with these top-level keys (line cut by the head) is
+        this format. Default: never."""
+        return False
+
+    def load_row(self, obj: Any, ctx: LoadContext) -> Trace:
+        """The trace of one parsed line; ``ctx.key`` is the row number."""
+        raise NotImplementedError
+
+    def match_head(self, head: bytes, path: Path) -> bool:
+        if b"\n" not in head.strip() and len(head) < 65536:
+            return False  # the whole file is one line: a JSON document, for document importers
+        line, complete = first_line(head)
+        if complete:
+            try:
+                return self.line_matches(orjson.loads(line))
+            except (orjson.JSONDecodeError, TypeError, ValueError, AttributeError, KeyError):
+                return False
+        return self.keys_match(top_level_keys(line))
+
+    def rows(self, path: Path) -> Iterator[tuple[int, bytes]]:
+        """``(row number, line bytes)`` for each non-blank line (1-based numbers count
+        every line, blank ones too, so they match an editor's line numbers)."""
+        try:
+            fh = path.open("rb")
+        except OSError as exc:
+            raise TraceFormatError(f"cannot read file: {exc.strerror}", path=path) from None
+        with fh:
+            for row, line in enumerate(iter(lambda: fh.readline(self.max_line_bytes + 1), b""), 1):
+                if len(line) > self.max_line_bytes:
+                    raise TraceFormatError("line too long", path=path, row=row,
+                                           expected=f"at most {self.max_line_bytes} bytes a line")
+                if line.strip():
+                    yield row, line
+
+    def _row_trace(self, path: Path, row: int, line: bytes, root: Path | None) -> Trace:
+        obj = parse_json(line, path, row)
+        try:
+            return self.load_row(obj, LoadContext(path=path, root=root, key=str(row)))
+        except TraceFormatError as exc:
+            raise exc.located(path=path, row=row)
+
+    def summaries(self, path: Path, root: Path | None) -> Iterator[TraceSummary]:
+        try:
+            for row, line in self.rows(path):
+                try:
+                    yield summarize(self._row_trace(path, row, line, root))
+                except TraceFormatError as exc:
+                    yield TraceSummary(id=f"{path.stem}#{row}", path=str(path), key=str(row),
+                                       format=self.name, error=exc.one_line())
+        except TraceFormatError as exc:
+            yield TraceSummary(id=path.stem, path=str(path), format=self.name, error=exc.one_line())
+
+    def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
+        first: tuple[int, bytes] | None = None
+        for row, line in self.rows(path):
+            if key is None or str(row) == key:
+                return self._row_trace(path, row, line, root)
+            first = first or (row, line)
+        if key is None:
+            raise TraceFormatError("file holds no traces", path=path, expected="JSON lines")
+        raise TraceFormatError(f"no row {key} in this file", path=path,
+                               expected="a 1-based row number of a non-blank line")
+
+    def load_all(self, path: Path, root: Path | None) -> list[Trace]:
+        return [self._row_trace(path, row, line, root) for row, line in self.rows(path)]
+
+
+def is_message_list(value: Any, keys: tuple[str, ...] = ("role",)) -> bool:
+    """True if ``value`` is a non-empty list of objects that each have all ``keys``."""
+    return (isinstance(value, list) and bool(value)
+            and all(isinstance(m, dict) and all(k in m for k in keys) for m in value))
+
+
+def text_or_none(value: Any) -> str | None:
+    """``value`` if it is a non-empty string, else ``None``."""
+    return value if isinstance(value, str) and value else None
+
+
+def sibling_json(path: Path, name: str, levels: int = 2) -> tuple[Path, Any] | None:
+    """Find ``name`` (a labels file such as ``ground_truth.json``) next to ``path`` or in
+    up to ``levels`` folders above it, parse it and return ``(its path, value)``;
+    ``None`` when absent. A labels file that is not valid JSON raises TraceFormatError
+    naming it. Parsed files are cached by path, size and modification time."""
+    folder = path.parent
+    for _ in range(levels):
+        candidate = folder / name
+        if candidate.is_file():
+            st = candidate.stat()
+            return candidate, _cached_json(str(candidate), st.st_size, st.st_mtime_ns)
+        folder = folder.parent
+    return None
+
+
+@lru_cache(maxsize=16)
+def _cached_json(path: str, size: int, mtime_ns: int) -> Any:
+    return read_json_file(Path(path))

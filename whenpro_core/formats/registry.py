@@ -30,6 +30,19 @@ IMPORTERS: list[str] = [
     "whenpro_core.formats.whowhen:WhoWhenImporter",
     "whenpro_core.formats.whowhen_pro:WhoWhenProImporter",
     "whenpro_core.formats.whowhen_pro_jsonl:WhoWhenProJsonlImporter",
+    "whenpro_core.formats.auxiliary:AuxiliaryImporter",
+    "whenpro_core.formats.agentrx:MagenticListImporter",
+    "whenpro_core.formats.agentrx:TauBenchImporter",
+    "whenpro_core.formats.mast:MastImporter",
+    "whenpro_core.formats.otel:OtlpImporter",
+    "whenpro_core.formats.inspect_ai:InspectJsonImporter",
+    "whenpro_core.formats.inspect_ai:InspectEvalImporter",
+    "whenpro_core.formats.openhands:OpenHandsImporter",
+    "whenpro_core.formats.openhands:OpenHandsJsonlImporter",
+    "whenpro_core.formats.swe_agent:SweAgentImporter",
+    "whenpro_core.formats.swe_agent:MiniSweAgentImporter",
+    "whenpro_core.formats.chat:ChatImporter",
+    "whenpro_core.formats.chat:ChatJsonlImporter",
 ]
 
 #: File suffixes a dataset walk looks at (content still decides the format).

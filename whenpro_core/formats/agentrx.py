@@ -1,0 +1,189 @@
+"""AgentRx trajectories (Microsoft AgentRx, arXiv 2602.02475): Magentic-One message
+lists and τ-bench retail runs, with labels from the sibling ``ground_truth.json``.
+
+Shapes (SOURCE.md of real_traces/agentrx):
+
+* **Magentic-One**: a bare JSON list of ``{content, role}`` where ``role`` is the speaker,
+  decorated as in Who&When Hand-Crafted (``Orchestrator (-> WebSurfer)``); the speaker is
+  read with :func:`whenpro_core.formats.whowhen.speaker_of`. Coordinate: the 0-based list
+  index, as in Who&When (the same lists are Who&When's ``history``).
+* **τ-bench**: ``{task_id, reward, info, traj, trial, records}``; ``traj`` holds OpenAI
+  messages with a 1-based ``index`` (system prompt = 1); assistant turns that call tools
+  have ``content: null``. Coordinate: the ``index`` value. Outcome from ``reward``
+  (1.0 = success).
+
+Labels: ``ground_truth.json`` next to the file or one folder up, a list of
+``{trajectory_id, failures: [{failure_id, step_number (1-based), step_reason,
+failure_category, category_reason, failed_agent}], root_cause: {failure_id, ...},
+failure_summary}``. Every failure becomes an :class:`Annotation`; the root cause
+(``failure_id`` compared as text, since one entry stores it as the string ``"1"``) becomes
+the :class:`GroundTruth`. AgentRx ``step_number`` N is coordinate ``N-1`` for Magentic-One
+and ``N`` for τ-bench. ``failed_agent`` is matched to the trace's agents ignoring case
+(``Websurfer`` -> ``WebSurfer``); the label as stored stays in ``GroundTruth.native``.
+AgentRx categories are not taxonomy codes, so ``GroundTruth.mode`` stays ``None``.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from whenpro_core.formats.base import (DocumentImporter, LoadContext, as_text, expect,
+                                       is_message_list, redact_secrets, sibling_json)
+from whenpro_core.formats.chat import chat_step, is_chat_role
+from whenpro_core.formats.whowhen import _kind_hand_crafted, speaker_of
+from whenpro_core.model import (Agent, Annotation, GroundTruth, Outcome, Source, Step, Task,
+                                Trace)
+
+LABELS_FILE = "ground_truth.json"
+_TAU_AGENTS = {"user": "User", "assistant": "Assistant", "system": "system", "tool": "tool"}
+_TAU_KEYS = ("task_id", "reward", "info", "traj", "trial")
+
+
+def is_magentic_list(doc: Any) -> bool:
+    """A bare list of ``{content, role}`` where some role is a speaker, not a chat role."""
+    return is_message_list(doc, ("role", "content")) and all(
+        isinstance(m.get("role"), str) for m in doc) and any(
+        not is_chat_role(m["role"]) for m in doc)
+
+
+def is_tau_run(doc: Any) -> bool:
+    """A τ-bench run ``{task_id, reward, traj: [...], ...}``."""
+    return isinstance(doc, dict) and "task_id" in doc and isinstance(doc.get("traj"), list) and (
+        "reward" in doc or "info" in doc)
+
+
+def _labels_for(path: Path, trajectory_id: Any) -> tuple[Path, int, dict] | None:
+    found = sibling_json(path, LABELS_FILE)
+    if found is None or not isinstance(found[1], list):
+        return None
+    gt_path, entries = found
+    for n, entry in enumerate(entries):
+        if isinstance(entry, dict) and str(entry.get("trajectory_id")) == str(trajectory_id):
+            return gt_path, n, entry
+    return None
+
+
+def apply_labels(trace: Trace, path: Path, trajectory_id: Any, *, offset: int) -> None:
+    """Attach AgentRx labels for ``trajectory_id`` to ``trace`` (in place): one
+    Annotation per failure, the root cause as GroundTruth, outcome ``failure``.
+    ``offset`` turns a 1-based ``step_number`` into the trace's coordinate
+    (``-1`` for Magentic-One, ``0`` for τ-bench). TraceFormatError names the labels
+    file and JSON path of a malformed entry or a step that is not in the trace."""
+    hit = _labels_for(path, trajectory_id)
+    if hit is None:
+        return
+    gt_path, n, entry = hit
+    ctx = LoadContext(path=gt_path)
+    where = f"$[{n}]"
+    failures = expect(entry.get("failures"), list, ctx, f"{where}.failures", "a list of failures")
+    by_agent = {a.lower(): a for a in trace.agent_ids()}
+    coords = {s.coord: s.index for s in trace.steps if s.coord is not None}
+    root = entry.get("root_cause") if isinstance(entry.get("root_cause"), dict) else {}
+    root_id = str(root.get("failure_id")) if root.get("failure_id") is not None else None
+    trace.annotations = []
+    for j, f in enumerate(failures):
+        fw = f"{where}.failures[{j}]"
+        expect(f, dict, ctx, fw, "a failure object")
+        number = f.get("step_number")
+        if not isinstance(number, int) or isinstance(number, bool):
+            raise ctx.error("wrong type", f"{fw}.step_number", "a 1-based step number")
+        coord = str(number + offset)
+        if coord not in coords:
+            raise ctx.error(f"step {number} is not in trajectory {trajectory_id}",
+                            f"{fw}.step_number", f"1..{len(trace.steps)}")
+        raw_agent = f.get("failed_agent")
+        agent = by_agent.get(str(raw_agent).lower(), raw_agent) if raw_agent is not None else None
+        decisive = root_id is not None and str(f.get("failure_id")) == root_id
+        category = as_text(f.get("failure_category")) or "failure"
+        trace.annotations.append(Annotation(
+            label=category, agent=agent, step=coord, reason=as_text(f.get("step_reason")) or None,
+            source="agentrx", decisive=decisive))
+        if decisive:
+            trace.ground_truth = GroundTruth(
+                agent=agent, step=coord, step_index=coords[coord], mode=None,
+                reason=f"[{category}] {as_text(f.get('step_reason'))}".strip(),
+                native=copy.deepcopy(entry))  # the parsed labels file is cached: never share it
+    trace.outcome = Outcome.failure
+    trace.extras["failure_summary"] = entry.get("failure_summary")
+
+
+class MagenticListImporter(DocumentImporter):
+    """A bare Magentic-One message list (AgentRx ``magentic_one/trajectories/*.json``)."""
+
+    name = "agentrx-magentic"
+    priority = 8
+
+    def matches(self, doc: Any) -> bool:
+        return is_magentic_list(doc)
+
+    def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
+        steps = []
+        for i, entry in enumerate(doc):
+            where = f"$[{i}]"
+            expect(entry, dict, ctx, where, "a message object {content, role}")
+            role = expect(entry.get("role"), str, ctx, f"{where}.role", "the speaker as a string")
+            content = entry.get("content")
+            if content is not None and not isinstance(content, (str, list)):
+                raise ctx.error("wrong type", f"{where}.content", "a string")
+            agent, note = speaker_of(role)
+            meta: dict[str, Any] = {"role": role}
+            if note and note.startswith("->"):
+                meta["to"] = note[2:].strip()
+            steps.append(Step(index=i, coord=str(i), agent=agent, kind=_kind_hand_crafted(agent, note),
+                              content=as_text(content), meta=meta, raw=entry))
+        agents: dict[str, None] = {}
+        for s in steps:
+            agents.setdefault(s.agent, None)
+        query = next((s.content for s in steps if s.kind == "user"), "")
+        trace = Trace(id=f"agentrx-m1-{ctx.path.stem}", framework="magentic-one",
+                      agents=[Agent(id=a) for a in agents], task=Task(query=query), steps=steps,
+                      outcome=Outcome.unknown,
+                      source=Source(format=self.name, path=str(ctx.path),
+                                    root=str(ctx.root) if ctx.root else None))
+        apply_labels(trace, ctx.path, ctx.path.stem, offset=-1)
+        return [trace]
+
+
+class TauBenchImporter(DocumentImporter):
+    """A τ-bench run ``{task_id, reward, info, traj, trial, records}``."""
+
+    name = "tau-bench"
+    priority = 8
+
+    def matches(self, doc: Any) -> bool:
+        return is_tau_run(doc)
+
+    def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
+        traj = expect(doc.get("traj"), list, ctx, "$.traj", "a list of chat messages")
+        steps = []
+        for i, msg in enumerate(traj):
+            where = f"$.traj[{i}]"
+            expect(msg, dict, ctx, where, "a message object {role, content, index}")
+            index = msg.get("index", i + 1)
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise ctx.error("wrong type", f"{where}.index", "the 1-based message index")
+            role = msg.get("role")
+            steps.append(chat_step(i, msg, ctx, where, coord=str(index),
+                                   agent=_TAU_AGENTS.get(role, role) if isinstance(role, str) else None))
+        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+        task = info.get("task") if isinstance(info.get("task"), dict) else {}
+        reward = doc.get("reward")
+        if reward is not None and not isinstance(reward, (int, float)):
+            raise ctx.error("wrong type", "$.reward", "a number (1.0 = success)")
+        outputs = task.get("outputs")
+        trace = Trace(
+            id=f"tau-{doc.get('task_id')}" + (f"-t{doc['trial']}" if doc.get("trial") is not None else ""),
+            framework="tau-bench", benchmark="tau-bench",
+            agents=[Agent(id="User"), Agent(id="Assistant")],
+            task=Task(query=as_text(task.get("instruction")),
+                      answer=", ".join(map(str, outputs)) if isinstance(outputs, list) and outputs else None),
+            steps=steps,
+            final_answer=next((s.content for s in reversed(steps) if s.agent == "Assistant" and s.content), None),
+            outcome=Outcome.unknown if reward is None else (
+                Outcome.success if reward >= 1.0 else Outcome.failure),
+            source=Source(format=self.name, path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
+            extras=redact_secrets({k: v for k, v in doc.items() if k not in ("traj",)}))
+        apply_labels(trace, ctx.path, doc.get("task_id"), offset=0)
+        return [trace]

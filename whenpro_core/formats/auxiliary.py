@@ -1,0 +1,67 @@
+"""Files that sit beside traces in a dataset but are not traces: label files and
+context files. Recognised by content so that a dataset walk skips them instead of
+listing them as broken traces, and so that opening one says what it is.
+
+Recognised (by shape, never by file name):
+
+* AgentRx ground truth (``ground_truth.json``): a JSON list of
+  ``{trajectory_id, failures: [...], root_cause, ...}`` (SOURCE.md of real_traces/agentrx).
+  Its labels are read by :mod:`whenpro_core.formats.agentrx` when a trajectory is opened.
+* mast-lint gold labels (``gold_labels.json``): ``{meta, modes: [...], labels: {<trace_id>:
+  {present: [...], notes}}}`` (SOURCE.md of real_traces/mast-lint-ag2-dogfood); read by
+  :mod:`whenpro_core.formats.mast`.
+* AgentRx tool-call examples (``tools_structure.json``): a list of assistant tool calls
+  and tool results whose 1-based ``index`` values are not in increasing order, so they
+  cannot be one run; they document each tool's call and answer shape.
+
+:meth:`AuxiliaryImporter.summaries` returns no rows; :meth:`AuxiliaryImporter.load`
+raises a TraceFormatError naming what the file is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from whenpro_core.formats.base import DocumentImporter, LoadContext, is_message_list
+from whenpro_core.model import Trace, TraceSummary
+
+
+def aux_kind(doc: Any) -> str | None:
+    """What kind of non-trace file ``doc`` is, or ``None`` if it is none of them."""
+    if isinstance(doc, list) and doc and all(
+            isinstance(d, dict) and "trajectory_id" in d and isinstance(d.get("failures"), list)
+            for d in doc):
+        return "an AgentRx ground-truth file (labels for the trajectories beside it)"
+    if (isinstance(doc, dict) and isinstance(doc.get("labels"), dict)
+            and isinstance(doc.get("modes"), list) and "trace" not in doc):
+        return "a MAST gold-labels file (labels for the records beside it)"
+    if is_message_list(doc, ("role", "index")) and _tool_examples(doc):
+        return "a collection of tool-call examples (AgentRx tool schemas), not one run"
+    return None
+
+
+def _tool_examples(messages: list[dict]) -> bool:
+    if not all(m.get("role") in ("assistant", "tool") for m in messages):
+        return False
+    indexes = [m.get("index") for m in messages]
+    if not all(isinstance(i, int) for i in indexes):
+        return False
+    return any(b <= a for a, b in zip(indexes, indexes[1:]))
+
+
+class AuxiliaryImporter(DocumentImporter):
+    """Recognises label and context files so walks skip them (no rows) and opening one
+    gives a one-line explanation instead of a misleading parse."""
+
+    name = "auxiliary"
+    priority = 90
+
+    def matches(self, doc: Any) -> bool:
+        return aux_kind(doc) is not None
+
+    def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
+        raise ctx.error(f"this is {aux_kind(doc)}, not a trace", "$",
+                        "a trace file; open the trajectories next to it")
+
+    def summaries(self, doc: Any, ctx: LoadContext) -> list[TraceSummary]:
+        return []

@@ -1,0 +1,272 @@
+"""OpenAI-style chat logs and AG2/AutoGen group-chat histories.
+
+Accepted shapes (content decides, never the file name):
+
+* a JSON list of messages ``{role, content, name?, tool_calls?, tool_call_id?}``;
+* an object holding such a list under ``messages`` (OpenAI fine-tuning rows) or
+  ``chat_history`` (AutoGen ``ChatResult``), other members kept in ``extras``;
+* JSON lines: one message per line (the whole file is one conversation), or one
+  ``{"messages": [...]}`` conversation per line (a trace per row, key = row number).
+
+``content`` may be a string, ``null`` (an assistant turn that only calls tools), a list of
+strings (MAD stores lines), or a list of parts (``{"type": "text", "text"}``,
+``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``). Inline
+``data:`` images become :class:`MediaRef` data; remote URLs are kept as the media label.
+
+Speaker: a message's ``name`` when set (AG2 group chats name Planner/Coder/Tester there,
+``role`` is only the chat-API role, SOURCE.md of mast-lint-ag2-dogfood), else its role.
+Coordinate: the 0-based message index, as in Who&When. Roles outside the OpenAI set are
+left to :mod:`whenpro_core.formats.agentrx` (Magentic-One lists name the speaker in
+``role``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.base import (DocumentImporter, JsonLinesImporter, LoadContext, as_text,
+                                       expect, is_message_list, maybe_json, parse_json,
+                                       redact_secrets, summarize)
+from whenpro_core.model import (Agent, MediaRef, Outcome, Source, Step, Task, ToolCall, Trace,
+                                TraceSummary)
+
+#: Chat-API roles of OpenAI-compatible logs.
+CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function", "ipython"})
+_KIND = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
+         "tool": "tool", "function": "tool", "ipython": "tool"}
+
+
+def is_chat_list(value: Any) -> bool:
+    """True for a non-empty list of objects with a chat-API ``role`` (see
+    :data:`CHAT_ROLES`) each, and ``content`` or ``tool_calls`` on each."""
+    return is_message_list(value) and all(
+        is_chat_role(m.get("role")) and ("content" in m or "tool_calls" in m) for m in value)
+
+
+def is_chat_role(role: Any) -> bool:
+    """True if ``role`` is one of :data:`CHAT_ROLES`."""
+    return isinstance(role, str) and role in CHAT_ROLES
+
+
+def data_url_media(url: str, label: str | None = None) -> MediaRef:
+    """A MediaRef for an image URL: ``data:<mime>;base64,<data>`` becomes inline data,
+    anything else (``https://...``) is kept as the label (never fetched)."""
+    if url.startswith("data:") and "," in url:
+        header, _, data = url.partition(",")
+        mime = header[5:].split(";", 1)[0] or None
+        return MediaRef(kind="image", data=data, mime=mime, label=label)
+    return MediaRef(kind="image", label=url if label is None else f"{label}: {url}")
+
+
+def content_parts(content: Any, ctx: LoadContext, where: str,
+                  resolve: Callable[[str], str] | None = None) -> tuple[str, list[MediaRef]]:
+    """Text and media of a message ``content``: a string, ``None``, a list of strings,
+    or a list of typed parts (OpenAI ``text``/``image_url``/``input_image``, Inspect
+    ``text``/``image``/``reasoning``, Anthropic ``image`` with a base64 ``source``).
+    ``resolve`` maps a reference (``attachment://<hash>``) to its stored value.
+    TraceFormatError names ``where`` for a content of another type."""
+    if content is None or isinstance(content, str):
+        return (resolve(content) if resolve and content else content) or "", []
+    if not isinstance(content, list):
+        raise ctx.error(f"wrong type (got {type(content).__name__})", where,
+                        "a string, null or a list of content parts")
+    if all(isinstance(part, str) for part in content):
+        return "\n".join(content), []  # a list of lines (MAD), blank lines kept
+    texts: list[str] = []
+    media: list[MediaRef] = []
+    for j, part in enumerate(content):
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if not isinstance(part, dict):
+            raise ctx.error(f"wrong type (got {type(part).__name__})", f"{where}[{j}]",
+                            "a content part object with a type")
+        ptype = part.get("type")
+        if ptype in ("text", "input_text", "output_text"):
+            text = part.get("text")
+            texts.append(resolve(text) if resolve and isinstance(text, str) else as_text(text))
+        elif ptype == "reasoning":
+            texts.append(f"[reasoning] {as_text(part.get('reasoning'))}")
+        elif ptype in ("image_url", "input_image", "image"):
+            url = part.get("image_url", part.get("image"))
+            if isinstance(url, dict):
+                url = url.get("url")
+            source = part.get("source")
+            if isinstance(source, dict) and source.get("type") == "base64":
+                media.append(MediaRef(kind="image", data=str(source.get("data") or ""),
+                                      mime=source.get("media_type"), label=f"image #{len(media)}"))
+                continue
+            if not isinstance(url, str):
+                raise ctx.error("image part without a URL", f"{where}[{j}]",
+                                "image_url.url or image as a string")
+            media.append(data_url_media(resolve(url) if resolve else url, f"image #{len(media)}"))
+        else:
+            texts.append(as_text(part))
+    return "\n".join(t for t in texts if t), media
+
+
+def tool_calls_of(msg: dict, ctx: LoadContext, where: str) -> list[ToolCall]:
+    """OpenAI ``tool_calls`` ``[{id, type, function: {name, arguments}}]`` (arguments a
+    JSON string, decoded when valid) and the legacy ``function_call``; Inspect's flat
+    ``{id, function, arguments}`` too."""
+    calls = msg.get("tool_calls")
+    if calls is None and isinstance(msg.get("function_call"), dict):
+        calls = [{"function": msg["function_call"]}]
+    if calls is None:
+        return []
+    calls = maybe_json(calls)
+    expect(calls, list, ctx, f"{where}.tool_calls", "a list of tool calls")
+    out = []
+    for j, call in enumerate(calls):
+        expect(call, dict, ctx, f"{where}.tool_calls[{j}]", "a tool call object")
+        fn = call.get("function")
+        if isinstance(fn, dict):
+            name, args = fn.get("name"), fn.get("arguments")
+        else:
+            name, args = fn, call.get("arguments")
+        if not isinstance(name, str):
+            raise ctx.error("tool call without a name", f"{where}.tool_calls[{j}].function.name",
+                            "the tool's name as a string")
+        cid = call.get("id")
+        out.append(ToolCall(id=str(cid) if cid is not None else None, name=name,
+                            arguments=maybe_json(args)))
+    return out
+
+
+def chat_step(i: int, msg: Any, ctx: LoadContext, where: str, *, agent: str | None = None,
+              coord: str | None = None, resolve: Callable[[str], str] | None = None) -> Step:
+    """One chat message as a step. ``agent`` overrides the speaker (default: ``name``,
+    else ``role``); ``coord`` defaults to ``str(i)``. Kind: ``system``, ``user``,
+    ``assistant``, ``action`` (an assistant turn with tool calls) or ``tool``."""
+    expect(msg, dict, ctx, where, "a message object {role, content}")
+    role = msg.get("role")
+    if not isinstance(role, str):
+        raise ctx.error("missing role" if role is None else "wrong type", f"{where}.role",
+                        "the message role as a string")
+    text, media = content_parts(msg.get("content"), ctx, f"{where}.content", resolve)
+    calls = tool_calls_of(msg, ctx, where)
+    name = msg.get("name") if isinstance(msg.get("name"), str) and msg.get("name").strip() else None
+    kind = _KIND.get(role, "message")
+    if kind == "assistant" and calls:
+        kind = "action"
+    meta: dict[str, Any] = {"role": role}
+    for key in ("tool_call_id", "function", "source", "model", "index"):
+        if key in msg and msg[key] is not None and not isinstance(msg[key], (dict, list)):
+            meta[key] = msg[key]
+    speaker = agent or (name.strip() if name and kind != "tool" else role)
+    if kind == "tool" and name:
+        meta["tool"] = name
+    return Step(index=i, coord=str(i) if coord is None else coord, agent=speaker, kind=kind,
+                content=text, tool_calls=calls, media=media, meta=meta, raw=redact_secrets(msg))
+
+
+def chat_trace(messages: list, ctx: LoadContext, *, where: str = "$", trace_id: str,
+               fmt: str = "chat", extras: dict | None = None) -> Trace:
+    """A trace from a list of chat messages: framework ``ag2`` when assistant turns carry
+    agent ``name`` s (a group chat), else ``openai-chat``."""
+    steps = [chat_step(i, m, ctx, f"{where}[{i}]") for i, m in enumerate(messages)]
+    named = any(isinstance(m.get("name"), str) and m.get("role") not in ("tool", "function")
+                for m in messages if isinstance(m, dict))
+    agents: dict[str, None] = {}
+    for s in steps:
+        if s.kind not in ("system", "tool"):
+            agents.setdefault(s.agent, None)
+    query = next((s.content for s in steps if s.kind == "user"), "")
+    final = next((s.content for s in reversed(steps) if s.kind == "assistant" and s.content), None)
+    return Trace(id=trace_id, framework="ag2" if named else "openai-chat",
+                 agents=[Agent(id=a) for a in agents], task=Task(query=query), steps=steps,
+                 final_answer=final, outcome=Outcome.unknown,
+                 source=Source(format=fmt, path=str(ctx.path), key=ctx.key,
+                               root=str(ctx.root) if ctx.root else None),
+                 extras=redact_secrets(extras or {}))
+
+
+_LIST_KEYS = ("messages", "chat_history")
+
+
+def _messages_of(doc: Any) -> tuple[list | None, str]:
+    if isinstance(doc, list):
+        return doc, "$"
+    if isinstance(doc, dict):
+        for key in _LIST_KEYS:
+            if isinstance(doc.get(key), list):
+                return doc[key], f"$.{key}"
+    return None, "$"
+
+
+class ChatImporter(DocumentImporter):
+    """A JSON chat log: a message list, or an object with ``messages``/``chat_history``."""
+
+    name = "chat"
+    priority = 1
+
+    def matches(self, doc: Any) -> bool:
+        messages, _ = _messages_of(doc)
+        return is_chat_list(messages)
+
+    def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
+        messages, where = _messages_of(doc)
+        extras = {k: v for k, v in doc.items() if k not in _LIST_KEYS} if isinstance(doc, dict) else {}
+        tid = str(extras.get("id") or ctx.path.stem)
+        return [chat_trace(messages or [], ctx, where=where, trace_id=tid, extras=extras)]
+
+
+class ChatJsonlImporter(JsonLinesImporter):
+    """Chat JSON lines: one message per line (one trace) or one conversation per line."""
+
+    name = "chat-jsonl"
+    priority = 1
+
+    def line_matches(self, obj: Any) -> bool:
+        if isinstance(obj, dict) and is_chat_role(obj.get("role")):
+            return "content" in obj or "tool_calls" in obj
+        messages, _ = _messages_of(obj)
+        return isinstance(obj, dict) and is_chat_list(messages)
+
+    def load_row(self, obj: Any, ctx: LoadContext) -> Trace:
+        expect(obj, dict, ctx, "$", "a {\"messages\": [...]} conversation")
+        return ChatImporter().load(obj, ctx)[0].model_copy(
+            update={"id": str(obj.get("id") or f"{ctx.path.stem}-{ctx.key}")})
+
+    def _per_message(self, path) -> bool:
+        for row, line in self.rows(path):
+            obj = parse_json(line, path, row)
+            return isinstance(obj, dict) and "role" in obj
+        return False
+
+    def _message_trace(self, path, root) -> Trace:
+        ctx = LoadContext(path=path, root=root)
+        messages = []
+        for row, line in self.rows(path):
+            obj = parse_json(line, path, row)
+            try:
+                chat_step(0, obj, ctx, "$")
+            except TraceFormatError as exc:
+                raise exc.located(path=path, row=row)
+            messages.append(obj)
+        return chat_trace(messages, ctx, trace_id=path.stem, fmt=self.name)
+
+    def summaries(self, path, root):
+        try:
+            if self._per_message(path):
+                yield summarize(self._message_trace(path, root))
+                return
+        except TraceFormatError as exc:
+            yield TraceSummary(id=path.stem, path=str(path), format=self.name, error=exc.one_line())
+            return
+        yield from super().summaries(path, root)
+
+    def load(self, path, key, root):
+        if self._per_message(path):
+            return self._message_trace(path, root)
+        return super().load(path, key, root)
+
+    def load_all(self, path, root):
+        if self._per_message(path):
+            return [self._message_trace(path, root)]
+        return super().load_all(path, root)
+
+
+__all__ = ["ChatImporter", "ChatJsonlImporter", "chat_step", "chat_trace", "content_parts",
+           "data_url_media", "is_chat_list", "tool_calls_of"]

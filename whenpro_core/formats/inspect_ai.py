@@ -1,0 +1,291 @@
+"""Inspect AI evaluation logs: ``.json`` logs and ``.eval`` zip archives (SOURCE.md of
+real_traces/inspect-ai-logs; ``UKGovernmentBEIS/inspect_ai`` log format, version 2).
+
+* ``.json``: ``{version, status, eval, plan, results, stats, error?, samples: [...]}``.
+* ``.eval``: a zip archive with ``header.json`` (the log without samples; absent while a
+  run is in progress, then ``_journal/start.json`` stands in), ``samples/<id>_epoch_<n>.json``,
+  ``summaries.json``, ``reductions.json``. Read in memory with :mod:`zipfile`, never
+  extracted; at most :data:`MAX_MEMBER_BYTES` per member and :data:`MAX_TOTAL_BYTES` in
+  all (a zip bomb is refused with a TraceFormatError).
+
+One trace per sample, key ``<id>_epoch_<epoch>``. Steps are the sample's ``messages``
+(coordinate = 0-based message index, as in Who&When): system, user, assistant (``action``
+when it calls tools) and tool results. Tool errors (``{"type": "parsing"|"timeout"|...,
+"message"}`` on a tool message or its ``tool`` event) go to ``Step.error`` as
+``"<type>: <message>"``. ``attachment://<hash>`` (and the older ``tc://<hash>``)
+references in text and images are resolved from the sample's ``attachments`` (or
+``transcript.content``) map; ``data:`` images become :class:`MediaRef` data.
+
+Scores stay in ``extras["scores"]``; the first scorer's value decides the outcome (``C``,
+``1``, ``true`` -> success; ``I``, ``N``, ``0``, ``false`` -> failure; partial or absent ->
+unknown). A sample ``error`` makes the outcome a failure. Events are summarised in
+``extras["events"]`` (type, time, name, and any error). A log with no samples (cancelled
+early, or written without samples) lists as one row saying so, and opening it raises a
+one-line TraceFormatError.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.base import (DocumentImporter, FileImporter, LoadContext, as_text, expect,
+                                       parse_json, redact_secrets, summarize)
+from whenpro_core.formats.chat import chat_step
+from whenpro_core.model import Agent, Modality, Outcome, Source, Task, Trace, TraceSummary
+
+MAX_MEMBER_BYTES = 512 * 1024 * 1024
+MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
+_REF = re.compile(r"(?:attachment|tc)://([0-9a-f]{8,64})")
+_SAMPLE = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json$")
+_GOOD = {"C", "1", "1.0", "TRUE", "CORRECT"}
+_BAD = {"I", "N", "0", "0.0", "FALSE", "INCORRECT"}
+
+
+def is_log(doc: Any) -> bool:
+    """An Inspect log object: ``{version, eval: {...}, ...}``."""
+    return isinstance(doc, dict) and isinstance(doc.get("eval"), dict) and "version" in doc and (
+        "samples" in doc or "status" in doc or "results" in doc)
+
+
+def outcome_of(scores: Any) -> Outcome:
+    """Outcome from the first scorer's value (rules in the module docstring)."""
+    if not isinstance(scores, dict) or not scores:
+        return Outcome.unknown
+    first = next(iter(scores.values()))
+    value = first.get("value") if isinstance(first, dict) else first
+    text = str(value).strip().upper()
+    if text in _GOOD:
+        return Outcome.success
+    if text in _BAD:
+        return Outcome.failure
+    return Outcome.unknown
+
+
+def _resolver(sample: dict):
+    store = sample.get("attachments")
+    if not isinstance(store, dict):
+        transcript = sample.get("transcript")
+        store = transcript.get("content") if isinstance(transcript, dict) else None
+    store = store if isinstance(store, dict) else {}
+
+    def resolve(text: str) -> str:
+        if "://" not in text:
+            return text
+        return _REF.sub(lambda m: str(store.get(m.group(1), m.group(0))), text)
+    return resolve
+
+
+def _events_summary(events: Any) -> tuple[list[dict], dict[str, str]]:
+    out, tool_errors = [], {}
+    for e in events if isinstance(events, list) else []:
+        if not isinstance(e, dict):
+            continue
+        row = {k: e[k] for k in ("event", "timestamp", "name", "type", "action", "function", "model")
+               if isinstance(e.get(k), (str, int, float))}
+        err = e.get("error")
+        if err:
+            row["error"] = _error_text(err)
+            if e.get("event") == "tool" and e.get("id") is not None:
+                tool_errors[str(e["id"])] = row["error"]
+        out.append(row)
+    return out, tool_errors
+
+
+def _error_text(err: Any) -> str:
+    if isinstance(err, dict):
+        kind, msg = err.get("type"), err.get("message")
+        return f"{kind}: {as_text(msg)}" if kind else as_text(msg)
+    return as_text(err)
+
+
+def _text_of_input(value: Any, resolve) -> str:
+    if isinstance(value, str):
+        return resolve(value)
+    if isinstance(value, list):
+        parts = []
+        for m in value:
+            if isinstance(m, dict) and m.get("role") in (None, "user"):
+                content = m.get("content")
+                if isinstance(content, list):
+                    content = "\n".join(resolve(c.get("text", "")) for c in content
+                                        if isinstance(c, dict) and c.get("type") == "text")
+                parts.append(resolve(as_text(content)))
+        return "\n".join(parts)
+    return as_text(value)
+
+
+def sample_trace(sample: Any, header: dict, ctx: LoadContext, where: str) -> Trace:
+    """The trace of one sample (``where`` is its JSON path, for errors)."""
+    expect(sample, dict, ctx, where, "a sample object {id, epoch, messages, ...}")
+    sid, epoch = sample.get("id"), sample.get("epoch", 1)
+    if sid is None or isinstance(sid, (dict, list)):
+        raise ctx.error("missing sample id" if sid is None else "wrong type", f"{where}.id",
+                        "the sample id (a string or integer)")
+    messages = sample.get("messages") or []
+    expect(messages, list, ctx, f"{where}.messages", "a list of chat messages")
+    resolve = _resolver(sample)
+    events, tool_errors = _events_summary(sample.get("events"))
+    steps = []
+    for i, msg in enumerate(messages):
+        step = chat_step(i, msg, ctx, f"{where}.messages[{i}]", resolve=resolve)
+        err = msg.get("error") if isinstance(msg, dict) else None
+        if err or step.meta.get("tool_call_id") in tool_errors:
+            step.error = _error_text(err) if err else tool_errors[step.meta["tool_call_id"]]
+        steps.append(step)
+    ev = header.get("eval") if isinstance(header.get("eval"), dict) else {}
+    task = as_text(ev.get("task")) or "inspect"
+    target = sample.get("target")
+    output = sample.get("output") if isinstance(sample.get("output"), dict) else {}
+    choices = output.get("choices") if isinstance(output.get("choices"), list) else []
+    final = output.get("completion")
+    if not final and choices and isinstance(choices[0], dict) and isinstance(choices[0].get("message"), dict):
+        final = as_text(choices[0]["message"].get("content"))
+    outcome = Outcome.failure if sample.get("error") else outcome_of(sample.get("scores"))
+    agents: dict[str, None] = {}
+    for s in steps:
+        if s.kind not in ("system", "tool"):
+            agents.setdefault(s.agent, None)
+    key = f"{sid}_epoch_{epoch}"
+    extras = {k: v for k, v in sample.items() if k not in (
+        "messages", "events", "attachments", "transcript", "input", "target", "output", "choices")}
+    extras.update({"events": events, "log_status": header.get("status"), "eval": ev,
+                   "output": {k: v for k, v in output.items() if k != "choices"}})
+    return Trace(
+        id=f"inspect-{task}-{sid}-e{epoch}", framework="inspect_ai", benchmark=task,
+        modality=Modality.image if any(s.media for s in steps) else Modality.text,
+        agents=[Agent(id=a) for a in agents],
+        task=Task(query=_text_of_input(sample.get("input"), resolve),
+                  answer=" | ".join(map(str, target)) if isinstance(target, list) else (
+                      None if target is None else as_text(target)),
+                  options=sample.get("choices")),
+        steps=steps, final_answer=as_text(final) or None, outcome=outcome,
+        source=Source(format="inspect_ai", path=str(ctx.path), key=key,
+                      root=str(ctx.root) if ctx.root else None),
+        extras=redact_secrets(extras))
+
+
+def _no_samples(header: dict, path: Path) -> TraceFormatError:
+    status = header.get("status") or "unknown"
+    err = header.get("error")
+    detail = f", error: {_error_text(err)[:120]}" if err else ""
+    return TraceFormatError(f"Inspect log holds no samples (status {status}{detail})", path=path,
+                            expected="a log with at least one sample")
+
+
+class InspectJsonImporter(DocumentImporter):
+    """An Inspect ``.json`` log: one trace per sample."""
+
+    name = "inspect_ai"
+    priority = 8
+
+    def matches(self, doc: Any) -> bool:
+        return is_log(doc)
+
+    def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
+        samples = doc.get("samples") or []
+        expect(samples, list, ctx, "$.samples", "a list of samples")
+        if not samples:
+            raise _no_samples(doc, ctx.path)
+        header = {k: v for k, v in doc.items() if k != "samples"}
+        return [sample_trace(s, header, ctx, f"$.samples[{i}]") for i, s in enumerate(samples)]
+
+    def summaries(self, doc: Any, ctx: LoadContext) -> list[TraceSummary]:
+        if isinstance(doc.get("samples"), list) and not doc["samples"]:
+            return [TraceSummary(id=ctx.path.stem, path=str(ctx.path), format=self.name,
+                                 error=_no_samples(doc, ctx.path).one_line())]
+        return super().summaries(doc, ctx)
+
+
+class InspectEvalImporter(FileImporter):
+    """An Inspect ``.eval`` zip archive: one trace per ``samples/*.json`` member."""
+
+    name = "inspect_ai"
+    priority = 8
+
+    def match_head(self, head: bytes, path: Path) -> bool:
+        return head.startswith(b"PK\x03\x04") and any(
+            m in head for m in (b"header.json", b"_journal/", b"samples/"))
+
+    @staticmethod
+    def _open(path: Path) -> zipfile.ZipFile:
+        try:
+            zf = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            raise TraceFormatError(f"not a readable zip archive ({exc})", path=path,
+                                   expected="an Inspect .eval log (zip)") from None
+        total = sum(i.file_size for i in zf.infolist())
+        if total > MAX_TOTAL_BYTES:
+            zf.close()
+            raise TraceFormatError(f"archive expands to {total} bytes", path=path,
+                                   expected=f"at most {MAX_TOTAL_BYTES} bytes uncompressed")
+        return zf
+
+    @staticmethod
+    def _read(zf: zipfile.ZipFile, name: str, path: Path) -> Any:
+        try:
+            with zf.open(name) as fh:
+                data = fh.read(MAX_MEMBER_BYTES + 1)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+            raise TraceFormatError(f"cannot read {name} from the archive ({exc})", path=path) from None
+        if len(data) > MAX_MEMBER_BYTES:
+            raise TraceFormatError(f"{name} is larger than {MAX_MEMBER_BYTES} bytes", path=path)
+        try:
+            return parse_json(data, path)
+        except TraceFormatError as exc:
+            exc.json_path = f"{name}:$"
+            raise exc.located(path=path)
+
+    def _header(self, zf: zipfile.ZipFile, path: Path) -> dict:
+        names = set(zf.namelist())
+        for name in ("header.json", "_journal/start.json"):
+            if name in names:
+                header = self._read(zf, name, path)
+                if not isinstance(header, dict):
+                    raise TraceFormatError("wrong type", path=path, json_path=f"{name}:$",
+                                           expected="the log header object")
+                return header
+        raise TraceFormatError("no header.json in the archive", path=path,
+                               expected="an Inspect .eval log (zip with header.json)")
+
+    @staticmethod
+    def _sample_names(zf: zipfile.ZipFile) -> list[tuple[str, str]]:
+        from whenpro_core.formats.registry import natural_key
+        found = [(n, f"{m.group('id')}_epoch_{m.group('epoch')}") for n in zf.namelist()
+                 if (m := _SAMPLE.match(n))]
+        return sorted(found, key=lambda nk: natural_key(nk[1]))
+
+    def _traces(self, path: Path, root: Path | None, key: str | None = None) -> Iterator[Trace]:
+        with self._open(path) as zf:
+            header = self._header(zf, path)
+            names = self._sample_names(zf)
+            if not names:
+                raise _no_samples(header, path)
+            ctx = LoadContext(path=path, root=root)
+            for name, skey in names:
+                if key is not None and skey != key:
+                    continue
+                yield sample_trace(self._read(zf, name, path), header, ctx, f"{name}:$")
+
+    def summaries(self, path: Path, root: Path | None) -> Iterator[TraceSummary]:
+        try:
+            rows = [summarize(t) for t in self._traces(path, root)]
+        except TraceFormatError as exc:
+            rows = [TraceSummary(id=path.stem, path=str(path), format=self.name, error=exc.one_line())]
+        yield from rows
+
+    def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
+        for trace in self._traces(path, root, key):
+            return trace
+        if key is not None and key.isdigit():  # a 1-based position, as for other files
+            traces = self.load_all(path, root)
+            if 1 <= int(key) <= len(traces):
+                return traces[int(key) - 1]
+        raise TraceFormatError(f"no sample {key!r} in this log", path=path,
+                               expected="a key <sample id>_epoch_<n> or a 1-based position")
+
+    def load_all(self, path: Path, root: Path | None) -> list[Trace]:
+        return list(self._traces(path, root))

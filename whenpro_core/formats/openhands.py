@@ -1,0 +1,260 @@
+"""OpenHands event streams and evaluation output lines (SOURCE.md of
+real_traces/openhands-trajectories).
+
+* **Event list**: a JSON list of events ``{id, timestamp, source: user|agent|environment,
+  message, ...}``. Actions add ``action`` (``message``, ``run``, ``edit``, ``read``,
+  ``think``, ``finish``, ...), ``args`` and ``tool_call_metadata``; observations add
+  ``observation``, ``content``, ``extras`` and ``cause`` (the id of the action they answer).
+* **Evaluation output line** (JSON lines, one run a line; also read as one JSON object):
+  Multi-SWE-bench ``{instance_id, instruction, instance, metadata, history, metrics, error,
+  test_result: {git_patch}}``; resolver ``{issue, issue_type, instruction, base_commit,
+  git_patch, history, success, comment_success, result_explanation, error}``, whose older
+  ``history`` events carry neither ids nor ``source`` and flatten ``args`` into the event.
+
+Steps: one per action, coordinate = the event ``id`` (ids are not contiguous: hidden
+events are dropped) or the position for id-less events; the system prompt has none.
+Observations join the action whose id is their ``cause`` (never by position), as
+``observation``; an ``error`` observation sets ``Step.error``. Id-less observations join
+the action just before them. Observations that answer nothing (``agent_state_changed``,
+an ``error`` raised before any action) are steps of their own. ``"null"`` observations
+(OpenHands' NullObservation, ``"No observation"``, a *string*) add nothing.
+
+Outcome: ``failure`` when ``error`` is set (``RuntimeError: Agent reached maximum
+iteration ...`` is kept in ``extras["error"]`` and shown as the final ``error`` step's
+message), resolver ``success`` true/false -> success/failure, else unknown. Secrets
+(``metadata.llm_config.api_key``, masked as ``"**********"``) are replaced by
+``"[redacted]"`` everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from whenpro_core.formats.base import (DocumentImporter, JsonLinesImporter, LoadContext, as_text,
+                                       expect, maybe_json, redact_secrets, text_or_none)
+from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
+
+_KINDS = {"message": "assistant", "system": "system", "finish": "final_answer", "think": "plan",
+          "change_agent_state": "state", "recall": "action"}
+_EVENT_KEYS = ("id", "timestamp", "source", "message", "action", "observation", "args", "cause",
+               "content", "extras", "tool_call_metadata", "llm_metrics", "timeout")
+_LINE_KEYS = ("history", "instruction")
+
+
+def is_event(value: Any) -> bool:
+    """An OpenHands event: an object with ``action`` or ``observation``."""
+    return isinstance(value, dict) and ("action" in value or "observation" in value)
+
+
+def is_event_list(value: Any) -> bool:
+    """A non-empty list that starts with an event and holds at least one action (later
+    entries that are not events are reported by JSON path when loading)."""
+    return (isinstance(value, list) and bool(value) and is_event(value[0])
+            and any(isinstance(e, dict) and "action" in e for e in value))
+
+
+def is_output_line(value: Any) -> bool:
+    """An evaluation output object: ``history`` events plus ``instance_id`` or ``issue``."""
+    return (isinstance(value, dict) and isinstance(value.get("history"), list)
+            and ("instance_id" in value or "issue" in value) and "instruction" in value
+            and (not value["history"] or is_event_list(value["history"])))
+
+
+def _args(event: dict) -> dict:
+    args = maybe_json(event.get("args"))
+    if isinstance(args, dict):
+        return args
+    flat = {k: v for k, v in event.items() if k not in _EVENT_KEYS}  # older events flatten args
+    if "action" in event and "content" in event:
+        flat["content"] = event["content"]
+    return flat
+
+
+def _usage(event: dict) -> dict | None:
+    tcm = event.get("tool_call_metadata")
+    if isinstance(tcm, dict) and isinstance(tcm.get("model_response"), dict):
+        usage = tcm["model_response"].get("usage")
+        if isinstance(usage, dict):
+            return {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens") if k in usage}
+    return None
+
+
+def _raw(event: dict) -> dict:
+    raw = dict(event)
+    tcm = raw.get("tool_call_metadata")
+    if isinstance(tcm, dict) and "model_response" in tcm:  # the whole LLM response: bulky
+        raw["tool_call_metadata"] = {k: v for k, v in tcm.items() if k != "model_response"}
+    return redact_secrets(raw)
+
+
+def _event_id(event: dict, ctx: LoadContext, where: str) -> str | None:
+    eid = event.get("id")
+    if eid is None:
+        return None
+    if isinstance(eid, bool) or not isinstance(eid, (int, str)):
+        raise ctx.error("wrong type", f"{where}.id", "the event id (an integer)")
+    return str(eid)
+
+
+def events_to_steps(events: list, ctx: LoadContext, where: str) -> list[Step]:
+    """Steps of an event list (rules in the module docstring). TraceFormatError names
+    the event's JSON path when an event is not an object or has a malformed field."""
+    steps: list[Step] = []
+    by_id: dict[str, Step] = {}
+    for n, event in enumerate(events):
+        ew = f"{where}[{n}]"
+        expect(event, dict, ctx, ew, "an event object with action or observation")
+        eid = _event_id(event, ctx, ew)
+        source = event.get("source")
+        if source is not None and not isinstance(source, str):
+            raise ctx.error("wrong type", f"{ew}.source", "user, agent or environment")
+        if "action" in event:
+            steps.append(_action_step(len(steps), n, event, eid, source, ctx, ew))
+            if eid is not None:
+                by_id[eid] = steps[-1]
+            continue
+        if "observation" not in event:
+            raise ctx.error("neither action nor observation", ew, "an OpenHands event")
+        obs = event.get("observation")
+        if not isinstance(obs, str):
+            raise ctx.error("wrong type", f"{ew}.observation", "the observation type as a string")
+        cause = event.get("cause")
+        target = by_id.get(str(cause)) if cause is not None else None
+        if target is None and cause is None and eid is None and steps and steps[-1].observation is None \
+                and steps[-1].kind != "state":
+            target = steps[-1]
+        if obs == "null":  # NullObservation: "No observation"
+            if target is not None:
+                target.meta["null_observation"] = True
+            continue
+        text = as_text(event.get("content")) or as_text(event.get("message"))
+        extras = maybe_json(event.get("extras"))
+        if target is not None:
+            target.observation = text if target.observation is None else f"{target.observation}\n{text}"
+            target.meta["observation"] = obs
+            if isinstance(extras, dict) and isinstance(extras.get("metadata"), dict):
+                code = extras["metadata"].get("exit_code")
+                if code is not None:
+                    target.meta["exit_code"] = code
+            if obs == "error":
+                target.error = text
+            continue
+        kind = "error" if obs == "error" else ("state" if obs == "agent_state_changed" else "observation")
+        agent = source or ("environment" if kind != "error" else "agent")
+        if kind == "state" and isinstance(extras, dict):
+            text = text or f"agent state: {extras.get('agent_state')}"
+        steps.append(Step(index=len(steps), coord=eid if eid is not None else str(n), agent=agent,
+                          kind=kind, content=text, error=text if kind == "error" else None,
+                          meta={"event_id": eid, "observation": obs, "timestamp": event.get("timestamp")},
+                          raw=_raw(event)))
+    return steps
+
+
+def _action_step(index: int, n: int, event: dict, eid: str | None, source: str | None,
+                 ctx: LoadContext, where: str) -> Step:
+    action = event.get("action")
+    if not isinstance(action, str):
+        raise ctx.error("wrong type", f"{where}.action", "the action type as a string")
+    args = _args(event)
+    agent = source or ("user" if action == "message" and index == 0 else "agent")
+    kind = _KINDS.get(action, "action")
+    if action == "message" and agent == "user":
+        kind = "user"
+    content = (text_or_none(args.get("thought")) or text_or_none(args.get("final_thought"))
+               or text_or_none(args.get("content")) or as_text(event.get("message")))
+    calls: list[ToolCall] = []
+    if kind in ("action", "final_answer") and action not in ("message",):
+        tcm = event.get("tool_call_metadata") if isinstance(event.get("tool_call_metadata"), dict) else {}
+        call_args = {k: v for k, v in args.items() if k not in ("thought", "final_thought")}
+        calls = [ToolCall(id=text_or_none(tcm.get("tool_call_id")), name=text_or_none(tcm.get("function_name")) or action,
+                          arguments=call_args)] if kind == "action" else []
+    meta: dict[str, Any] = {"event_id": eid, "action": action, "timestamp": event.get("timestamp")}
+    usage = _usage(event)
+    if usage:
+        meta["usage"] = usage
+    coord = None if kind == "system" else (eid if eid is not None else str(n))
+    return Step(index=index, coord=coord, agent=agent, kind=kind, content=content, tool_calls=calls,
+                meta=meta, raw=_raw(event))
+
+
+def _trace(events: list, ctx: LoadContext, where: str, *, tid: str, line: dict | None) -> Trace:
+    steps = events_to_steps(events, ctx, where)
+    line = line or {}
+    error = text_or_none(line.get("error"))
+    success = line.get("success")
+    if error:
+        outcome = Outcome.failure
+    elif isinstance(success, bool):
+        outcome = Outcome.success if success else Outcome.failure
+    else:
+        outcome = Outcome.unknown
+    if error:  # the run's own error (iteration limit, crash): the last thing that happened
+        steps.append(Step(index=len(steps), agent="environment", kind="error", content=error,
+                          error=error, meta={"from": "error"}))
+    agents: dict[str, None] = {}
+    for s in steps:
+        if s.kind not in ("system", "state"):
+            agents.setdefault(s.agent, None)
+    query = as_text(line.get("instruction")) or next((s.content for s in steps if s.kind == "user"), "")
+    final = next((s.content for s in reversed(steps) if s.kind == "final_answer"), None)
+    patch = line.get("test_result", {}).get("git_patch") if isinstance(line.get("test_result"), dict) \
+        else line.get("git_patch")
+    extras = redact_secrets({k: v for k, v in line.items() if k not in ("history", "instruction")})
+    if isinstance(patch, str) and patch:
+        extras["git_patch"] = patch
+    metadata = line.get("metadata") if isinstance(line.get("metadata"), dict) else {}
+    return Trace(id=tid, framework="openhands", benchmark="multi-swe-bench" if "instance" in line else "",
+                 agents=[Agent(id=a, role=metadata.get("agent_class") if a == "agent" else None)
+                         for a in agents],
+                 task=Task(query=query), steps=steps, final_answer=final or text_or_none(patch),
+                 outcome=outcome,
+                 source=Source(format="openhands", path=str(ctx.path), key=ctx.key,
+                               root=str(ctx.root) if ctx.root else None),
+                 extras=extras)
+
+
+def output_line_trace(line: Any, ctx: LoadContext) -> Trace:
+    """The trace of one evaluation output object (Multi-SWE-bench or resolver)."""
+    expect(line, dict, ctx, "$", "an OpenHands output object {instruction, history, ...}")
+    history = expect(line.get("history"), list, ctx, "$.history", "a list of events")
+    issue = line.get("issue") if isinstance(line.get("issue"), dict) else None
+    if line.get("instance_id") is not None:
+        tid = f"openhands-{line['instance_id']}"
+    elif issue is not None:
+        tid = f"openhands-{issue.get('owner')}-{issue.get('repo')}-issue{issue.get('number')}"
+    else:
+        tid = f"openhands-{ctx.path.stem}" + (f"-{ctx.key}" if ctx.key else "")
+    return _trace(history, ctx, "$.history", tid=tid, line=line)
+
+
+class OpenHandsImporter(DocumentImporter):
+    """An OpenHands event list, or one evaluation output object stored as JSON."""
+
+    name = "openhands"
+    priority = 8
+
+    def matches(self, doc: Any) -> bool:
+        return is_event_list(doc) or is_output_line(doc)
+
+    def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
+        if isinstance(doc, list):
+            return [_trace(doc, ctx, "$", tid=f"openhands-{ctx.path.stem}", line=None)]
+        return [output_line_trace(doc, ctx)]
+
+
+class OpenHandsJsonlImporter(JsonLinesImporter):
+    """OpenHands ``output.jsonl``: one evaluation run a line (key = row number)."""
+
+    name = "openhands"
+    priority = 8
+
+    def line_matches(self, obj: Any) -> bool:
+        return is_output_line(obj)
+
+    def keys_match(self, keys: list[str]) -> bool:
+        has = set(keys)
+        return bool(("instance_id" in has and has & {"instruction", "test_result", "history", "metadata"})
+                    or {"issue", "issue_type"} <= has)
+
+    def load_row(self, obj: Any, ctx: LoadContext) -> Trace:
+        return output_line_trace(obj, ctx)

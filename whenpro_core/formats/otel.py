@@ -1,0 +1,267 @@
+"""OpenTelemetry traces of agent runs: OTLP/JSON files and JSON lines of OTLP exports,
+read with the GenAI semantic conventions (this module) or OpenInference's
+(:mod:`whenpro_core.formats.openinference`, chosen per trace when its spans carry
+``openinference.span.kind``).
+
+Container (OTLP/JSON, ``opentelemetry-proto`` ``ExportTraceServiceRequest``):
+``{"resourceSpans": [{"resource": {"attributes": [...]}, "scopeSpans": [{"scope": {...},
+"spans": [{traceId, spanId, parentSpanId, name, kind, startTimeUnixNano,
+endTimeUnixNano, attributes, events, status}]}]}]}``; attributes are lists of
+``{key, value: {stringValue|intValue|doubleValue|boolValue|arrayValue|kvlistValue|bytesValue}}``
+(``intValue`` and times may be strings); ids are hex (OTLP/JSON) or base64 (protobuf
+JSON default). A file is one such document, or one per line (a collector's file exporter).
+
+Each trace id in a file is one trace (key = the trace id). Spans are ordered into steps
+by start time; coordinate = 0-based position. ``Step.meta`` keeps ``span_id``,
+``parent_span_id``, ``depth``, ``name`` and ``duration_ms`` for the tree view. The agent
+of a step is the ``gen_ai.agent.name`` of its nearest enclosing ``invoke_agent`` span
+(the name after ``invoke_agent`` otherwise), else the service name.
+
+GenAI conventions (semantic-conventions gen-ai, spans and agent spans; the messages JSON
+schemas): ``gen_ai.operation.name`` ``chat``/``text_completion``/``generate_content`` ->
+a model step whose content is the text parts of ``gen_ai.output.messages`` and whose
+``tool_call`` parts are tool calls (``blob`` image parts become media); ``execute_tool``
+-> a ``tool`` step (``gen_ai.tool.name``, ``gen_ai.tool.call.arguments`` as the call,
+``gen_ai.tool.call.result`` as the observation); ``invoke_agent``/``create_agent`` ->
+an ``agent`` step. The older per-message span events (``gen_ai.system.message``,
+``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message``,
+``gen_ai.choice``) stand in when the message attributes are absent. A span with status
+ERROR gets ``Step.error`` (``error.type`` and the status or ``exception`` event message);
+a failed root span makes the outcome ``failure``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.base import (FileImporter, LoadContext, as_text, maybe_json, parse_json,
+                                       redact_secrets, summarize, top_level_keys)
+from whenpro_core.formats.otlp import Span, base_step, enclosing, order_spans, spans_of
+from whenpro_core.model import (Agent, MediaRef, Modality, Outcome, Source, Step, Task, ToolCall,
+                                Trace, TraceSummary)
+
+MAX_FILE_BYTES = 1024 * 1024 * 1024
+_MODEL_OPS = {"chat", "text_completion", "generate_content"}
+_AGENT_OPS = {"invoke_agent", "create_agent", "invoke_workflow"}
+
+
+# ------------------------------------------------------------------ GenAI conventions
+
+
+def _op(span: Span) -> str:
+    op = span.attributes.get("gen_ai.operation.name")
+    if isinstance(op, str):
+        return op
+    first = span.name.split(" ", 1)[0]
+    return first if first in _MODEL_OPS | _AGENT_OPS | {"execute_tool"} else ""
+
+
+def _agent_name(span: Span) -> str:
+    name = span.attributes.get("gen_ai.agent.name")
+    if isinstance(name, str) and name:
+        return name
+    return span.name.split(" ", 1)[1] if " " in span.name else span.name
+
+
+def parts_message(parts: Any) -> tuple[str, list[ToolCall], list[MediaRef]]:
+    """Text, tool calls and media of a GenAI message's ``parts`` (text, reasoning,
+    tool_call, tool_call_response, blob, uri, file)."""
+    texts, calls, media = [], [], []
+    for p in parts if isinstance(parts, list) else []:
+        if not isinstance(p, dict):
+            continue
+        t = p.get("type")
+        if t == "text":
+            texts.append(as_text(p.get("content")))
+        elif t == "reasoning":
+            texts.append(f"[reasoning] {as_text(p.get('content'))}")
+        elif t == "tool_call" and isinstance(p.get("name"), str):
+            calls.append(ToolCall(id=p.get("id"), name=p["name"], arguments=maybe_json(p.get("arguments"))))
+        elif t == "tool_call_response":
+            texts.append(as_text(p.get("response", p.get("result"))))
+        elif t == "blob" and isinstance(p.get("content"), str):
+            media.append(MediaRef(kind="video" if p.get("modality") == "video" else "image",
+                                  data=p["content"], mime=p.get("mime_type"), label=f"blob #{len(media)}"))
+        elif t in ("uri", "file"):
+            media.append(MediaRef(kind="image", label=as_text(p.get("uri") or p.get("file_id"))))
+    return "\n".join(t for t in texts if t), calls, media
+
+
+def _messages(value: Any) -> list[dict]:
+    value = maybe_json(value)
+    return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
+
+
+def _event_messages(span: Span) -> tuple[list[dict], list[dict]]:
+    """(input, output) messages from the older per-message span events, as
+    ``{role, text, tool_calls}``."""
+    ins, outs = [], []
+    for ev in span.events:
+        a, name = ev["attributes"], ev["name"]
+        if name in ("gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message",
+                    "gen_ai.tool.message"):
+            ins.append({"role": name.split(".")[1], "text": as_text(a.get("content")),
+                        "tool_calls": _old_calls(a.get("tool_calls"))})
+        elif name == "gen_ai.choice":
+            msg = maybe_json(a.get("message"))
+            msg = msg if isinstance(msg, dict) else {"content": a.get("content")}
+            outs.append({"role": "assistant", "text": as_text(msg.get("content")),
+                         "tool_calls": _old_calls(msg.get("tool_calls") or a.get("tool_calls"))})
+        elif name == "gen_ai.content.completion":
+            outs.append({"role": "assistant", "text": as_text(a.get("gen_ai.completion")), "tool_calls": []})
+        elif name == "gen_ai.content.prompt":
+            ins.append({"role": "user", "text": as_text(a.get("gen_ai.prompt")), "tool_calls": []})
+    return ins, outs
+
+
+def _old_calls(value: Any) -> list[ToolCall]:
+    calls = []
+    for c in maybe_json(value) if isinstance(maybe_json(value), list) else []:
+        fn = c.get("function") if isinstance(c, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            calls.append(ToolCall(id=c.get("id"), name=fn["name"], arguments=maybe_json(fn.get("arguments"))))
+    return calls
+
+
+def genai_steps(spans: list[Span]) -> tuple[list[Step], str]:
+    """Steps of one trace under the GenAI conventions, and the task query (the first
+    user message seen)."""
+    by_id = {s.span_id: s for s in spans}
+    service = str(spans[0].resource.get("service.name") or "agent") if spans else "agent"
+    steps, query = [], ""
+    for i, span in enumerate(spans):
+        op = _op(span)
+        owner = enclosing(span, by_id, lambda s: _op(s) in _AGENT_OPS)
+        agent = _agent_name(owner) if owner else service
+        a = span.attributes
+        if op in _MODEL_OPS:
+            ins = [{"role": m.get("role"), "text": parts_message(m.get("parts"))[0]}
+                   for m in _messages(a.get("gen_ai.input.messages"))]
+            outs = _messages(a.get("gen_ai.output.messages"))
+            ev_in, ev_out = _event_messages(span)
+            ins = ins or ev_in
+            text, calls, media = "", [], []
+            for m in outs:
+                t, c, md = parts_message(m.get("parts"))
+                text, calls, media = "\n".join(x for x in (text, t) if x), calls + c, media + md
+            for m in ev_out if not outs else []:
+                text = "\n".join(x for x in (text, m["text"]) if x)
+                calls += m["tool_calls"]
+            step = base_step(i, span, agent, "action" if calls else "assistant")
+            step.content, step.tool_calls, step.media = text, calls, media
+            if ins:
+                step.meta["input"] = ins[-1]["text"]
+                query = query or next((m["text"] for m in ins if m["role"] == "user" and m["text"]), "")
+            for key in ("gen_ai.request.model", "gen_ai.response.model", "gen_ai.usage.input_tokens",
+                        "gen_ai.usage.output_tokens"):
+                if key in a:
+                    step.meta[key.removeprefix("gen_ai.")] = a[key]
+        elif op == "execute_tool":
+            step = base_step(i, span, agent, "tool")
+            step.tool_calls = [ToolCall(id=a.get("gen_ai.tool.call.id"),
+                                        name=str(a.get("gen_ai.tool.name") or _agent_name(span)),
+                                        arguments=maybe_json(a.get("gen_ai.tool.call.arguments")))]
+            result = a.get("gen_ai.tool.call.result")
+            step.observation = None if result is None else as_text(maybe_json(result))
+        elif op in _AGENT_OPS:
+            step = base_step(i, span, _agent_name(span), "agent")
+            step.content = f"{op} {_agent_name(span)}"
+        else:
+            step = base_step(i, span, agent, "span")
+            step.content = span.name
+        step.meta["operation"] = op or None
+        steps.append(step)
+    return steps, query
+
+
+# ------------------------------------------------------------------ the importer
+
+
+def build_traces(spans: list[Span], ctx: LoadContext) -> list[Trace]:
+    """One trace per trace id, in order of first appearance."""
+    from whenpro_core.formats import openinference
+
+    groups: dict[str, list[Span]] = {}
+    for s in spans:
+        groups.setdefault(s.trace_id, []).append(s)
+    traces = []
+    for trace_id, group in groups.items():
+        ordered = order_spans(group)
+        oi = openinference.is_openinference(ordered)
+        steps, query = (openinference.steps_from_spans if oi else genai_steps)(ordered)
+        agents: dict[str, None] = {}
+        for s in steps:
+            agents.setdefault(s.agent, None)
+        roots = [s for s in ordered if s.depth == 0]
+        final = next((s.content for s in reversed(steps) if s.kind == "assistant" and s.content), None)
+        res = ordered[0].resource if ordered else {}
+        traces.append(Trace(
+            id=trace_id, framework="openinference" if oi else "otel",
+            modality=Modality.image if any(s.media for s in steps) else Modality.text,
+            agents=[Agent(id=a) for a in agents], task=Task(query=query), steps=steps, final_answer=final,
+            outcome=Outcome.failure if any(r.failed for r in roots) else Outcome.unknown,
+            source=Source(format="openinference" if oi else "otel", path=str(ctx.path), key=trace_id,
+                          root=str(ctx.root) if ctx.root else None),
+            extras={"service": res.get("service.name"), "resource": redact_secrets(res),
+                    "span_count": len(ordered)}))
+    return traces
+
+
+class OtlpImporter(FileImporter):
+    """OTLP/JSON trace files and JSON lines of OTLP exports (GenAI or OpenInference)."""
+
+    name = "otel"
+    priority = 8
+
+    def match_head(self, head: bytes, path: Path) -> bool:
+        return "resourceSpans" in top_level_keys(head, limit=8)
+
+    def _spans(self, path: Path, root: Path | None) -> list[Span]:
+        try:
+            size = path.stat().st_size
+            if size > MAX_FILE_BYTES:
+                raise TraceFormatError(f"file is {size} bytes", path=path,
+                                       expected=f"at most {MAX_FILE_BYTES} bytes")
+            data = path.read_bytes()
+        except OSError as exc:
+            raise TraceFormatError(f"cannot read file: {exc.strerror}", path=path) from None
+        ctx = LoadContext(path=path, root=root)
+        try:
+            docs = [(orjson.loads(data), None)]
+        except orjson.JSONDecodeError:
+            docs = [(parse_json(line, path, row), row)
+                    for row, line in enumerate(data.split(b"\n"), 1) if line.strip()]
+        spans: list[Span] = []
+        for doc, row in docs:
+            try:
+                spans.extend(spans_of(doc, ctx))
+            except TraceFormatError as exc:
+                raise exc.located(path=path, row=row)
+        if not spans:
+            raise TraceFormatError("no spans in this file", path=path, json_path="$.resourceSpans",
+                                   expected="at least one span")
+        return spans
+
+    def load_all(self, path: Path, root: Path | None) -> list[Trace]:
+        return build_traces(self._spans(path, root), LoadContext(path=path, root=root))
+
+    def summaries(self, path: Path, root: Path | None) -> Iterator[TraceSummary]:
+        try:
+            rows = [summarize(t) for t in self.load_all(path, root)]
+        except TraceFormatError as exc:
+            rows = [TraceSummary(id=path.stem, path=str(path), format=self.name, error=exc.one_line())]
+        yield from rows
+
+    def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
+        traces = self.load_all(path, root)
+        for t in traces:
+            if key is None or t.source.key == key:
+                return t
+        if key and key.isdigit() and 1 <= int(key) <= len(traces):
+            return traces[int(key) - 1]
+        raise TraceFormatError(f"no trace {key!r} in this file", path=path,
+                               expected="a trace id (hex) or a 1-based position")
