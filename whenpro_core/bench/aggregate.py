@@ -53,6 +53,8 @@ LENGTH_BUCKETS: tuple[tuple[str, int], ...] = (("<4K", 4000), ("4-8K", 8000), ("
 MODALITIES = ("text", "image", "video")
 #: Breakdown dimensions, in display order.
 DIMENSIONS = ("modality", "framework", "benchmark", "mode", "length")
+#: Longest predicted-mode label kept (a judge's free text is cut to this).
+MAX_LABEL = 24
 #: The label for "no prediction" in the confusion matrix.
 NO_PREDICTION = "—"
 
@@ -95,7 +97,7 @@ class Scored:
             pred = gt_mode
         else:
             pred = ((rec.prediction.mode if rec.prediction else None) or "").strip().upper()
-            pred = pred or NO_PREDICTION
+            pred = pred[:MAX_LABEL] or NO_PREDICTION
         return cls(framework=rec.trace.framework or "?", modality=rec.trace.modality or "?",
                    benchmark=rec.trace.benchmark or "?", single_agent=rec.trace.single_agent,
                    gt_mode=gt_mode, pred_class=pred, agent=s.agent, step=s.step,

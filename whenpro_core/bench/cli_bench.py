@@ -63,9 +63,9 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         notes.append(f"{sel.unlabelled} traces without a ground truth left out")
     if sel.bad:
         notes.append(f"{sel.bad} files could not be read (recorded as errors)")
+    judges = runner.make_judges({i.model for i in todo}, use_cache=use_cache) if todo else {}
     for note in notes:
         err.print(note, markup=False, highlight=False)
-    judges = runner.make_judges({i.model for i in todo}, use_cache=use_cache) if todo else {}
     try:
         stats = _run_with_progress(todo, results, judges, concurrency, err)
     finally:

@@ -7,13 +7,18 @@ them from saved results (:func:`report_command`). Files are written atomically.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Sequence
 
 import orjson
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+
+from whenpro_core.attribution.render import clean
 
 from whenpro_core.bench.aggregate import (DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report,
                                           aggregate)
@@ -22,6 +27,7 @@ from whenpro_core.errors import TraceFormatError
 from whenpro_core.fsutil import atomic_write_bytes, atomic_write_text
 
 PLOT_NAME = "step_by_length.png"
+FENCE = "`" * 3
 AXES = ("agent", "step", "error", "joint")
 AXIS_TITLES = {"agent": "Agent", "step": "Step", "error": "Error F1", "joint": "Joint"}
 DIM_TITLES = {"modality": "modality", "framework": "framework", "benchmark": "benchmark",
@@ -171,18 +177,31 @@ def plot_step_by_length(report: Report, path: str | Path) -> Path | None:
 # --------------------------------------------------------------------------- terminal
 
 
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.)", re.DOTALL)
+
+
+def safe(text: str) -> str:
+    """Untrusted text (framework names, model answers, error messages) made safe for a
+    terminal or a Markdown file: escape sequences (CSI, OSC) and control characters
+    removed whole."""
+    return clean(_ESCAPES.sub("", str(text)))
+
+
 def _table(title: str, headers: list[str], rows: list[list[str]], left: int = 1) -> Table:
-    table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD,
+    rows = [[safe(c) for c in row] for row in rows]
+    headers = [safe(h) for h in headers]
+    table = Table(title=Text(safe(title)), title_justify="left", header_style="bold",
+                  box=box.SIMPLE_HEAD,
                   pad_edge=False, padding=(0, 1), collapse_padding=True)
     for i, h in enumerate(headers):
         widest = max([len(h), *(len(r[i]) for r in rows)]) if i < left else None
-        table.add_column(h, justify="left" if i < left else "right", overflow="fold",
+        table.add_column(Text(h), justify="left" if i < left else "right", overflow="fold",
                          no_wrap=i >= left, min_width=min(widest, 12) if widest else None)
     previous = None
     for row in rows:
         shown = row if left < 2 or row[0] != previous else ["", *row[1:]]
         previous = row[0]
-        table.add_row(*shown)
+        table.add_row(*(Text(c) for c in shown))
     return table
 
 
@@ -205,13 +224,13 @@ def print_report(report: Report, console: Console | None = None) -> None:
     console.print(_table("Usage", USAGE_HEADERS, usage_rows(report)))
     console.print(LEGEND, style="dim", markup=False, highlight=False)
     console.print("Step accuracy by transcript length", style="bold")
-    console.print(text_plot(report), markup=False, highlight=False)
+    console.print(safe(text_plot(report)), markup=False, highlight=False)
     for g in report.groups:
         for example in g.error_examples:
-            console.print(f"[yellow]error[/] {g.label}: ", end="")
-            console.print(example, markup=False, highlight=False)
+            console.print(f"[yellow]error[/] {escape(safe(g.label))}: ", end="")
+            console.print(safe(example), markup=False, highlight=False)
     for problem in report.problems[:10]:
-        console.print(problem, markup=False, highlight=False, style="yellow")
+        console.print(safe(problem), markup=False, highlight=False, style="yellow")
 
 
 # --------------------------------------------------------------------------- markdown
@@ -219,7 +238,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
 
 def _md_table(headers: list[str], rows: list[list[str]]) -> str:
     def esc(cell: str) -> str:
-        return cell.replace("|", "\\|").replace("\n", " ")
+        return safe(cell).replace("|", "\\|").replace("\n", " ")
 
     lines = ["| " + " | ".join(esc(h) for h in headers) + " |",
              "|" + "|".join("---" for _ in headers) + "|"]
@@ -246,18 +265,18 @@ def report_markdown(report: Report, plot: str | None = None) -> str:
     for g in report.groups:
         if g.confusion.gold:
             headers, rows = confusion_rows(g)
-            parts += ["", f"## Failure modes: {g.label}", "", _md_table(headers, rows)]
+            parts += ["", f"## Failure modes: {safe(g.label)}", "", _md_table(headers, rows)]
     parts += ["", "## Usage", "", _md_table(USAGE_HEADERS, usage_rows(report)),
               "", "## Step accuracy by transcript length", ""]
     if plot:
         parts += [f"![step accuracy by transcript length]({plot})", ""]
-    parts += ["```", text_plot(report), "```"]
+    parts += [FENCE, safe(text_plot(report)).replace(FENCE, "'" * 3), FENCE]
     errors = [(g.label, e) for g in report.groups for e in g.error_examples]
     if errors:
         parts += ["", "## Errors (first few per group)", ""]
-        parts += [f"- {label}: `{e.replace('`', chr(39))}`" for label, e in errors]
+        parts += [f"- {safe(label)}: `{safe(e).replace('`', chr(39))}`" for label, e in errors]
     if report.problems:
-        parts += ["", "## Unreadable lines", ""] + [f"- {p}" for p in report.problems[:50]]
+        parts += ["", "## Unreadable lines", ""] + [f"- {safe(p)}" for p in report.problems[:50]]
     return "\n".join(parts) + "\n"
 
 
