@@ -62,7 +62,8 @@ def test_an_unusable_model_stops_the_run_with_one_line(tmp_path):
     data = write_dataset(tmp_path)
     res = tmp_path / "r.jsonl"
     out = whenpro("bench", str(data), "--out", str(res), "--model", "openai:gpt-4.1",
-                  "--where", "framework=debate", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+                  "--where", "framework=debate|smolagents|whenpro-team",
+                  env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.splitlines()[-1].startswith("whenpro: error: ")
     if res.exists():

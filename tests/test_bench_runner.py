@@ -231,3 +231,23 @@ def test_concurrency_bound_is_respected_and_used(dataset, tmp_path, bound):
 def test_concurrency_must_be_positive(dataset, tmp_path):
     with pytest.raises(ConfigError):
         run(runner.plan(dataset, ["heuristic"], []), tmp_path / "r.jsonl", concurrency=0)
+
+
+def test_work_items_are_plain_data_for_sharding(dataset):
+    import pickle
+
+    items = runner.plan(dataset, ["heuristic"], [], "both")
+    assert pickle.loads(pickle.dumps(items)) == items
+    assert [runner.WorkItem.model_validate_json(i.model_dump_json()) for i in items] == items
+
+
+def test_a_config_error_stops_the_run_and_keeps_finished_records(dataset, tmp_path):
+    """An LLM item without a judge is a ConfigError that concerns every item: the run
+    stops with it, and the records finished before it stay in the file."""
+    out = tmp_path / "r.jsonl"
+    done = runner.plan(dataset, ["heuristic"], [], where=runner.parse_where("framework=debate"))
+    llm = runner.plan(dataset, ["all-at-once"], ["openai:gpt-4.1"],
+                      where=runner.parse_where("id=team-7"))
+    with pytest.raises(ConfigError, match="needs a model"):
+        run(done + llm, out, concurrency=1)
+    assert sorted(keys_of(out)) == sorted(i.key for i in done)

@@ -250,13 +250,9 @@ def report_markdown(report: Report, plot: str | None = None) -> str:
     """The report as Markdown (``report.md``); ``plot`` is the PNG's file name if any."""
     k = report.tolerance
     parts = ["# whenpro benchmark report", "",
-             f"Results: {', '.join(report.sources) or '(in memory)'}  ",
+             f"Results: {safe(', '.join(report.sources)) or '(in memory)'}  ",
              f"Created: {report.created}; step tolerance ±{k}.", "",
-             "Agent = mean over multi-agent frameworks of agent accuracy (single-agent frameworks "
-             "left out); Step = mean over frameworks of step accuracy; Error F1 = macro-F1 over "
-             "failure modes with gold support; Joint = mean over frameworks of all-three-correct. "
-             "agent/step acc are plain accuracies over all traces; a missing prediction counts as "
-             "wrong. Numbers are percentages.", "", "## Leaderboard", "",
+             LEGEND, "", "## Leaderboard", "",
              _md_table([*LEADERBOARD_HEADERS, *metric_headers(k)], leaderboard_rows(report))]
     for dim in DIMENSIONS[1:]:  # by modality = the leaderboard's cells
         headers, rows = breakdown_rows(report, dim)

@@ -59,6 +59,7 @@ __all__ = ["GOLD_SETTINGS", "HEURISTIC_MODEL", "WHERE_KEYS", "MAX_BACKEND_STREAK
 #: Consecutive backend failures of one model after which the run stops.
 MAX_BACKEND_STREAK = 3
 
+
 def make_judges(models: Iterable[str], *, use_cache: bool = True) -> dict[str, Judge]:
     """One judge per LLM model name (``provider:model``), made by
     ``whenpro_core.attribution.llm_judge.make_judge``; the heuristic needs none.
@@ -68,9 +69,11 @@ def make_judges(models: Iterable[str], *, use_cache: bool = True) -> dict[str, J
         return {}
     try:
         from whenpro_core.attribution.llm_judge import make_judge
-    except ImportError:
-        raise ConfigError("LLM protocols are not available in this build",
-                          expected="--protocol heuristic") from None
+    except ModuleNotFoundError as exc:
+        what = ("LLM protocols are not available in this build"
+                if exc.name == "whenpro_core.attribution.llm_judge"
+                else f"LLM protocols need the missing package {exc.name!r}")
+        raise ConfigError(what, expected="--protocol heuristic, or install whenpro fully") from None
     return {name: make_judge(name, use_cache=use_cache) for name in names}
 
 
