@@ -147,6 +147,43 @@ def models(
 
 @app.command()
 @handles_errors
+def bench(
+    dataset: str = typer.Argument(..., help="A dataset: folder, glob, JSONL release or trace file."),
+    protocol: Optional[str] = typer.Option(
+        None, "--protocol", "-p",
+        help="Comma-separated protocols: heuristic, all-at-once, step-by-step, binary-search, "
+             "hybrid. Default: all-at-once with --model, else heuristic."),
+    model: Optional[str] = typer.Option(None, "--model", "-m",
+                                        help="Comma-separated provider:model names."),
+    gold: bool = typer.Option(True, "--gold/--no-gold", help="Show the judge the gold answer."),
+    both: bool = typer.Option(False, "--both", help="Run with and without the gold answer."),
+    where: Optional[list[str]] = typer.Option(
+        None, "--where", "-w",
+        help="Filters KEY=VALUE[,KEY=VALUE]; keys modality, framework, benchmark, mode, id, "
+             "format; VALUE may list alternatives with |."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="Run the first N traces only."),
+    sample: Optional[int] = typer.Option(None, "--sample", help="Run a random sample of N traces."),
+    seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
+    concurrency: int = typer.Option(8, "--concurrency", "-j", help="Items in flight at once."),
+    out: Path = typer.Option(Path("bench-results.jsonl"), "--out", "-o",
+                             help="Results JSONL (appended to; rerun to resume)."),
+    tolerance: int = typer.Option(1, "--tolerance", "-k", help="k of the ±k step accuracy."),
+    retry_errors: bool = typer.Option(False, "--retry-errors",
+                                      help="Run again the items that failed."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
+    no_report: bool = typer.Option(False, "--no-report", help="Run only; no report."),
+) -> None:
+    """Evaluate attribution protocols over a dataset; resumable, then report."""
+    from whenpro_core.bench.cli_bench import bench_command
+
+    bench_command(dataset, protocols=protocol, models=model, gold=gold, both=both, where=where,
+                  limit=limit, sample=sample, seed=seed, concurrency=concurrency, out=out,
+                  tolerance=tolerance, retry_errors=retry_errors, use_cache=not no_cache,
+                  report=not no_report)
+
+
+@app.command()
+@handles_errors
 def inject(trace: str = typer.Argument(..., help="The seed trace (normally a successful run): file or file#key."),
            step: str = typer.Option(..., "--step", help="Coordinate of the step to replace (or #INDEX)."),
            mode: str = typer.Option(..., "--mode", help="Failure-mode code, e.g. R.3, A.3, V.2."),
@@ -165,6 +202,21 @@ def inject(trace: str = typer.Argument(..., help="The seed trace (normally a suc
 
     run_inject_command(trace, step, mode, generator=generator, executor=executor, out=out, seed=seed,
                        force=force, timeout=timeout, message_timeout=message_timeout, echo=typer.echo)
+
+
+@app.command()
+@handles_errors
+def report(
+    results: list[str] = typer.Argument(..., help="Results JSONL file(s) from whenpro bench."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o",
+                                       help="Folder for report.json/md (default: next to results)."),
+    tolerance: Optional[int] = typer.Option(None, "--tolerance", "-k",
+                                            help="k of the ±k step accuracy (default: as run)."),
+) -> None:
+    """Re-render the benchmark report (tables, report.json, report.md, plot) from results."""
+    from whenpro_core.bench.report import report_command
+
+    report_command(results, out, tolerance=tolerance)
 
 
 @app.command()

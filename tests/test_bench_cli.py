@@ -1,0 +1,70 @@
+"""``whenpro bench`` and ``whenpro report`` run as a user runs them (subprocesses)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from bench_data import LABELLED, write_dataset
+from conftest import REPO
+from whenpro_core.bench.records import read_records
+
+
+def whenpro(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=180,
+                          env={**os.environ, **(env or {})})
+
+
+def one_line_error(out: subprocess.CompletedProcess) -> bool:
+    return (out.returncode == 2 and out.stderr.startswith("whenpro: error: ")
+            and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr)
+
+
+def test_bench_then_rerun_then_report(tmp_path):
+    data = write_dataset(tmp_path)
+    out = tmp_path / "res" / "r.jsonl"
+    first = whenpro("bench", str(data), "--out", str(out), "-j", "2", "--where",
+                    "framework=smolagents|debate")
+    assert first.returncode == 0, first.stderr
+    assert "4 traces × 1 settings = 4 items; 0 already in" in first.stderr
+    assert "Leaderboard" in first.stdout and "heuristic · gold" in first.stdout
+    assert {"report.json", "report.md"} <= {p.name for p in out.parent.iterdir()}
+    again = whenpro("bench", str(data), "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    assert f"{LABELLED + 1} items; 4 already in" in again.stderr
+    keys = [r.key for r in read_records(out)[0]]
+    assert len(keys) == len(set(keys)) == LABELLED + 1
+    rep = whenpro("report", str(out), "--out", str(tmp_path / "rep"), "-k", "0")
+    assert rep.returncode == 0, rep.stderr
+    assert "stp±0" in rep.stdout and (tmp_path / "rep" / "report.md").exists()
+
+
+def test_bad_dataset_path_is_one_line_exit_2(tmp_path):
+    out = whenpro("bench", str(tmp_path / "no-such-folder"), "--out", str(tmp_path / "r.jsonl"))
+    assert one_line_error(out) and "no such file or folder" in out.stderr
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_bad_options_are_one_line_exit_2(tmp_path):
+    data = write_dataset(tmp_path)
+    res = str(tmp_path / "r.jsonl")
+    assert one_line_error(whenpro("bench", str(data), "--out", res, "--where", "colour=red"))
+    assert one_line_error(whenpro("bench", str(data), "--out", res, "-p", "all-at-once"))
+    assert one_line_error(whenpro("report", str(tmp_path / "missing.jsonl")))
+
+
+def test_an_unusable_model_stops_the_run_with_one_line(tmp_path):
+    """No API key and no reachable endpoint: the run stops before or at its first items
+    with one error line (after the plan notes when the run had started), and the
+    results file holds nothing that would block a rerun."""
+    data = write_dataset(tmp_path)
+    res = tmp_path / "r.jsonl"
+    out = whenpro("bench", str(data), "--out", str(res), "--model", "openai:gpt-4.1",
+                  "--where", "framework=debate|smolagents|whenpro-team",
+                  env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.splitlines()[-1].startswith("whenpro: error: ")
+    if res.exists():
+        assert all(r.error_kind == "backend" for r in read_records(res)[0])

@@ -1,0 +1,100 @@
+"""What ``whenpro bench`` does, apart from argument parsing: plan, resume, run with a
+progress bar, then report (:mod:`whenpro_core.bench.runner`, :mod:`.report`)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Sequence
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+
+from whenpro_core.bench import runner
+from whenpro_core.bench.aggregate import Report
+from whenpro_core.bench.records import Record, ResultsFile
+from whenpro_core.bench.report import report_command
+
+DEFAULT_OUT = "bench-results.jsonl"
+
+
+def _gold_setting(gold: bool, both: bool) -> str:
+    return "both" if both else ("gold" if gold else "no-gold")
+
+
+def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
+                  models: Sequence[str] | str | None = None, gold: bool = True,
+                  both: bool = False, where: Sequence[str] | str | None = None,
+                  limit: int | None = None, sample: int | None = None, seed: int = 0,
+                  concurrency: int = 8, out: str | Path | None = None, tolerance: int = 1,
+                  retry_errors: bool = False, use_cache: bool = True, report: bool = True,
+                  console: Console | None = None) -> Report | None:
+    """Run a benchmark and report on the whole results file.
+
+    Protocols default to ``all-at-once`` when models are given, else ``heuristic``.
+    Notes and progress go to stderr; the report to ``console`` (stdout). Returns the
+    report (``None`` with ``report=False``). Raises WhenproError subclasses for bad
+    input (the CLI prints one line and exits 2).
+    """
+    err = Console(stderr=True)
+    console = console or Console()
+    model_list = runner.split_list(models)
+    proto_list = runner.split_list(protocols) or (
+        ["all-at-once"] if any(m.lower() != runner.HEURISTIC_MODEL for m in model_list)
+        else ["heuristic"])
+    if (limit is not None and limit < 0) or (sample is not None and sample < 0):
+        from whenpro_core.errors import ConfigError
+
+        raise ConfigError("--limit and --sample take a number of traces", expected="0 or more")
+    runner.settings(proto_list, model_list)  # bad protocols/models fail before any work
+    where_map = runner.parse_where(where)
+    results = ResultsFile(out or DEFAULT_OUT)
+    if results.repaired:
+        err.print(f"{results.path}: {results.repaired}", markup=False, highlight=False)
+    sel = runner.select(dataset, where=where_map, limit=limit, sample=sample, seed=seed)
+    items = runner.plan(sel.rows, proto_list, model_list,
+                        _gold_setting(gold, both), tolerance=tolerance)
+    todo = runner.pending(items, results.done, retry_errors=retry_errors)
+    notes = [f"{len(sel.rows)} traces × {len(items) // max(len(sel.rows), 1)} settings = "
+             f"{len(items)} items; {len(items) - len(todo)} already in {results.path}, "
+             f"{len(todo)} to run"]
+    if sel.unlabelled:
+        notes.append(f"{sel.unlabelled} traces without a ground truth left out")
+    if sel.bad:
+        notes.append(f"{sel.bad} files could not be read (recorded as errors)")
+    judges = runner.make_judges({i.model for i in todo}, use_cache=use_cache) if todo else {}
+    for note in notes:
+        err.print(note, markup=False, highlight=False)
+    try:
+        stats = _run_with_progress(todo, results, judges, concurrency, err)
+    finally:
+        results.close()
+    if todo:
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.kinds.items()))
+        err.print(f"ran {stats.written} items in {stats.seconds:.1f}s; {stats.errors} failed"
+                  + (f" ({kinds})" if kinds else ""), markup=False, highlight=False)
+    if not report:
+        return None
+    return report_command([results.path], tolerance=tolerance, console=console)
+
+
+def _run_with_progress(todo: list[runner.WorkItem], results: ResultsFile, judges: dict,
+                       concurrency: int, err: Console) -> runner.RunStats:
+    if not todo:
+        return runner.RunStats()
+    progress = Progress(SpinnerColumn(), TextColumn("[bold]bench"), BarColumn(),
+                        MofNCompleteColumn(), TextColumn("errors {task.fields[errors]}"),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        console=err, disable=not err.is_terminal, transient=False)
+    task = progress.add_task("bench", total=len(todo), errors=0)
+    failed = 0
+
+    def on_record(rec: Record) -> None:
+        nonlocal failed
+        failed += bool(rec.error)
+        progress.update(task, advance=1, errors=failed)
+
+    with progress:
+        return asyncio.run(runner.run_items(todo, results, concurrency=concurrency, judges=judges,
+                                            on_record=on_record))

@@ -1,0 +1,211 @@
+"""Planning a benchmark run (``whenpro bench``): which traces, which protocol × model ×
+gold settings, and which of those work items are still to run (DESIGN §7, §9).
+
+A :class:`WorkItem` is plain data: the trace reference, protocol, model name, gold
+setting, tolerance and the trace's cheap listing row. It is picklable and
+JSON-serialisable, so a plan can be split into shards for other processes or machines
+(see :mod:`whenpro_core.bench.runner`).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from whenpro_core.attribution.run import protocol_name
+from whenpro_core.bench.records import Record, absolute_ref, record_key
+from whenpro_core.errors import ConfigError
+from whenpro_core.model import TraceSummary
+
+#: ``--gold`` / ``--no-gold`` / ``--both``: which settings of "the judge sees the gold
+#: answer" to run.
+GOLD_SETTINGS = {"gold": (True,), "no-gold": (False,), "both": (True, False)}
+
+#: Keys ``--where`` understands, and the listing-row field each one reads.
+WHERE_KEYS = {"modality": "modality", "framework": "framework", "benchmark": "benchmark",
+              "mode": "gt_mode", "id": "id", "format": "format"}
+
+#: The model name recorded for the offline heuristic protocol.
+HEURISTIC_MODEL = "heuristic"
+
+
+class WorkItem(BaseModel):
+    """One unit of work: attribute the trace at ``ref`` with ``protocol`` and ``model``,
+    the gold answer shown or not, and score it with step tolerance ``tolerance``.
+
+    ``ref`` is absolute (``path`` or ``path#key``); ``summary`` is the trace's listing
+    row (cheap metadata, used for ``--where`` and when the trace fails to load).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ref: str
+    protocol: str
+    model: str
+    with_gold: bool = True
+    tolerance: int = 0
+    summary: TraceSummary
+
+    @property
+    def key(self) -> str:
+        """The resume key (:func:`~whenpro_core.bench.records.record_key`)."""
+        return record_key(self.ref, self.protocol, self.model, self.with_gold)
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def split_list(text: str | Sequence[str] | None) -> list[str]:
+    """``"a,b"`` or ``["a,b", "c"]`` -> ``["a", "b", "c"]`` (blanks dropped, order kept,
+    duplicates removed)."""
+    if text is None:
+        return []
+    parts = [text] if isinstance(text, str) else list(text)
+    out: dict[str, None] = {}
+    for part in parts:
+        for tok in str(part).split(","):
+            if tok.strip():
+                out[tok.strip()] = None
+    return list(out)
+
+
+def parse_where(specs: str | Sequence[str] | None) -> dict[str, set[str]]:
+    """``--where`` filters: ``"modality=image,framework=smolagents|debate"`` (or several
+    options) -> ``{"modality": {"image"}, "framework": {"smolagents", "debate"}}``.
+    Values compare case-insensitively; ``|`` separates alternatives. ConfigError for an
+    unknown key or a term without ``=``."""
+    where: dict[str, set[str]] = {}
+    for term in split_list(specs):
+        key, eq, value = term.partition("=")
+        key = key.strip().lower()
+        if not eq or not value.strip():
+            raise ConfigError(f"bad --where term {term!r}", expected="KEY=VALUE[|VALUE...]")
+        if key not in WHERE_KEYS:
+            raise ConfigError(f"unknown --where key {key!r}", expected=", ".join(WHERE_KEYS))
+        where.setdefault(key, set()).update(v.strip().lower() for v in value.split("|") if v.strip())
+    return where
+
+
+def matches(row: TraceSummary, where: dict[str, set[str]]) -> bool:
+    """True when the listing row passes every ``--where`` filter."""
+    for key, values in where.items():
+        if str(getattr(row, WHERE_KEYS[key]) or "").lower() not in values:
+            return False
+    return True
+
+
+@dataclass
+class Selection:
+    """The traces chosen from a dataset: listing ``rows`` in dataset order, plus how many
+    ``unlabelled`` traces were left out (nothing to score) and how many ``bad`` files
+    are included (they become error records)."""
+
+    rows: list[TraceSummary]
+    unlabelled: int = 0
+    bad: int = 0
+    total: int = 0
+
+
+def select(dataset: str | Path, *, where: dict[str, set[str]] | None = None,
+           limit: int | None = None, sample: int | None = None, seed: int = 0) -> Selection:
+    """Walk ``dataset`` and choose the traces to run: labelled ones (a ground-truth step
+    or mode in the listing) that pass ``where``; then a random ``sample`` of that many
+    (reproducible with ``seed``, dataset order kept); then the first ``limit``.
+
+    Files that fail to import are kept as rows (they become error records) unless a
+    ``where`` filter is given. Raises TraceFormatError when the dataset path does not
+    exist, ConfigError when nothing is left to run.
+    """
+    from whenpro_core.formats import walk
+
+    where = where or {}
+    sel = Selection(rows=[])
+    for row in walk(dataset):
+        sel.total += 1
+        if row.error:
+            if not where:
+                sel.rows.append(row)
+                sel.bad += 1
+            continue
+        if row.gt_step is None and row.gt_mode is None:
+            sel.unlabelled += 1
+            continue
+        if matches(row, where):
+            sel.rows.append(row)
+    if sample is not None and sample < len(sel.rows):
+        picked = sorted(random.Random(seed).sample(range(len(sel.rows)), max(sample, 0)))
+        sel.rows = [sel.rows[i] for i in picked]
+    if limit is not None:
+        sel.rows = sel.rows[: max(limit, 0)]
+    if not sel.rows:
+        detail = f"{sel.total} traces found, {sel.unlabelled} without a ground truth"
+        raise ConfigError(f"nothing to run in {dataset} ({detail})",
+                          expected="labelled traces matching --where")
+    return sel
+
+
+def settings(protocols: Sequence[str], models: Sequence[str]) -> list[tuple[str, str]]:
+    """The (protocol, model) pairs to run. ``heuristic`` runs once, with model
+    ``heuristic``; every other protocol runs with every non-heuristic model.
+
+    ConfigError when an LLM protocol has no model, or a model is used by no protocol.
+    """
+    protos = [protocol_name(p) for p in protocols] or ["heuristic"]
+    llm_models = [m for m in models if m.strip().lower() != HEURISTIC_MODEL]
+    pairs: list[tuple[str, str]] = []
+    for proto in dict.fromkeys(protos):
+        if proto == "heuristic":
+            pairs.append((proto, HEURISTIC_MODEL))
+            continue
+        if not llm_models:
+            raise ConfigError(f"protocol {proto} needs a model",
+                              expected="--model provider:model (or --protocol heuristic offline)")
+        pairs.extend((proto, m) for m in llm_models)
+    if llm_models and all(p == "heuristic" for p, _ in pairs):
+        raise ConfigError(f"model {llm_models[0]} is used by no protocol",
+                          expected="an LLM protocol, e.g. --protocol all-at-once")
+    return pairs
+
+
+def plan(dataset: str | Path | Sequence[TraceSummary], protocols: Sequence[str],
+         models: Sequence[str], gold: str = "gold", *, where: dict[str, set[str]] | None = None,
+         limit: int | None = None, sample: int | None = None, seed: int = 0,
+         tolerance: int = 0) -> list[WorkItem]:
+    """Every work item of a benchmark run, trace-major (all settings of a trace
+    together): traces × (protocol, model) pairs (:func:`settings`) × gold settings
+    (``"gold"``, ``"no-gold"`` or ``"both"``, :data:`GOLD_SETTINGS`).
+
+    ``dataset`` is a path (walked with :func:`select`) or listing rows already chosen.
+    Raises ConfigError for bad protocols, models or gold setting.
+    """
+    if gold not in GOLD_SETTINGS:
+        raise ConfigError(f"unknown gold setting {gold!r}", expected=", ".join(GOLD_SETTINGS))
+    pairs = settings(protocols, models)
+    if isinstance(dataset, (str, Path)):
+        rows = select(dataset, where=where, limit=limit, sample=sample, seed=seed).rows
+    else:
+        rows = list(dataset)
+    items = []
+    for row in rows:
+        ref = absolute_ref(row.ref())
+        for proto, model in pairs:
+            for with_gold in GOLD_SETTINGS[gold]:
+                items.append(WorkItem(ref=ref, protocol=proto, model=model, with_gold=with_gold,
+                                      tolerance=tolerance, summary=row))
+    return items
+
+
+def pending(items: Iterable[WorkItem], done: dict[str, Record], *,
+            retry_errors: bool = False) -> list[WorkItem]:
+    """The items still to run: those with no record yet, those whose record failed on
+    the backend (transient), and with ``retry_errors`` every failed one."""
+    out = []
+    for item in items:
+        rec = done.get(item.key)
+        if rec is None or (rec.error and (retry_errors or rec.error_kind == "backend")):
+            out.append(item)
+    return out

@@ -1,0 +1,380 @@
+"""Benchmark results: one :class:`Record` per trace × protocol × model × gold setting,
+kept in an append-only JSONL file (DESIGN §9: "results files are append-only JSONL and
+resumable").
+
+A record is self-contained: the prediction (an :class:`~whenpro_core.model.Attribution`
+dump), the per-axis scores with and without the ±k step tolerance, the step distance
+(so a report can re-apply any tolerance without the trace), usage, wall-clock seconds,
+the trace's metadata (:class:`TraceMeta`: id, framework, benchmark, modality, ground
+truth, single-agent flag, transcript length in tokens) and, when the attribution failed,
+``error`` with its ``error_kind``. Reports (:mod:`whenpro_core.bench.aggregate`) are
+computed from records alone, so a results file can be scored and re-rendered anywhere.
+
+The file format is one JSON object per line. :class:`ResultsFile` appends one whole line
+per record (a single ``write`` of the encoded line, flushed) and, when opened, repairs a
+torn last line left by a killed run: a tail that is not a complete record is cut off
+(it is re-run), a complete record that only lacks its newline gets one. Readers skip
+lines that do not parse and say which. When one key has several records (a failed item
+retried), the last one wins.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from whenpro_core.bench.score import accepted_steps, score_prediction, step_distance
+from whenpro_core.errors import ConfigError, TraceFormatError
+from whenpro_core.model import Attribution, Trace, TraceSummary, Usage
+
+#: Version tag written in every record.
+RECORD_FORMAT = "whenpro.bench.record/1"
+#: Every record line starts with these bytes (``format`` is the first field written);
+#: used to recognise a results file and a torn record before touching a file.
+RECORD_PREFIX = b'{"format":"' + RECORD_FORMAT.encode() + b'"'
+
+#: Kinds of failure a record can carry: ``trace`` (the trace could not be read or
+#: attributed: bad input, deterministic), ``backend`` (the LLM backend failed after its
+#: retries: transient, retried automatically on resume), ``internal`` (an unexpected
+#: exception in whenpro: a bug, kept with its type name).
+ErrorKind = Literal["trace", "backend", "internal"]
+
+
+class _Tolerant(BaseModel):
+    """Records are read back by later versions: unknown fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class TraceMeta(_Tolerant):
+    """What a report needs to know about the trace behind a record.
+
+    Attributes:
+        id, framework, benchmark, modality: as in :class:`~whenpro_core.model.Trace`.
+        labelled: the trace has a ground truth (only labelled traces are scored).
+        gt_agent, gt_agents, gt_step, gt_mode, round_only: the ground truth (DESIGN §3).
+        single_agent: the framework has one agent; left out of the Agent metric (§4, §7).
+        steps: number of steps (``None`` when the trace could not be read).
+        tokens: length of the rendered transcript a judge sees, estimated as characters
+            / 4 (:data:`whenpro_core.attribution.render.CHARS_PER_TOKEN`), images not
+            counted; ``None`` when unknown. Reports bucket it (<4K, 4–8K, 8–12K, >12K).
+    """
+
+    id: str = ""
+    framework: str = ""
+    benchmark: str = ""
+    modality: str = ""
+    labelled: bool = False
+    gt_agent: str | None = None
+    gt_agents: list[str] = Field(default_factory=list)
+    gt_step: str | None = None
+    gt_mode: str | None = None
+    round_only: bool = False
+    single_agent: bool = False
+    steps: int | None = None
+    tokens: int | None = None
+
+
+class Scores(_Tolerant):
+    """Per-axis verdict of one prediction (:class:`~whenpro_core.bench.score.AxisScore`
+    as data). ``mode`` is ``None`` when the ground truth has no mode (Who&When)."""
+
+    agent: bool = False
+    step: bool = False
+    mode: bool | None = None
+    joint: bool = False
+
+
+class Record(_Tolerant):
+    """One benchmark result: trace × protocol × model × gold setting.
+
+    Attributes:
+        format: :data:`RECORD_FORMAT`.
+        key: identity used for resuming: ``ref|protocol|model|gold`` (:func:`record_key`).
+        ref: the trace reference (absolute ``path`` or ``path#key``).
+        protocol, model, with_gold: the setting (model ``heuristic`` for the heuristic).
+        trace: the trace's metadata.
+        prediction: the attribution, ``None`` when it failed.
+        score: exact per-axis scores; ``None`` for an unlabelled trace. A failed
+            attribution of a labelled trace scores False on every axis.
+        score_tol: the same with the ±``tolerance`` step rule (Who&When style).
+        step_distance: distance in coordinates from the predicted step to the nearest
+            accepted one (0 when exact; ``None`` when not comparable: missing or unknown
+            step, round-only scoring), so any tolerance can be applied later.
+        tolerance: the k used for ``score_tol``.
+        usage: calls, tokens, cost and protocol seconds (copied from the prediction).
+        seconds: wall-clock seconds of the whole item (load, render, attribute).
+        error, error_kind: why the item failed (:data:`ErrorKind`), else ``None``.
+        finished_at: ISO 8601 UTC time the record was made.
+    """
+
+    format: str = RECORD_FORMAT
+    key: str
+    ref: str
+    protocol: str
+    model: str
+    with_gold: bool = True
+    trace: TraceMeta = Field(default_factory=TraceMeta)
+    prediction: Attribution | None = None
+    score: Scores | None = None
+    score_tol: Scores | None = None
+    step_distance: int | None = None
+    tolerance: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    finished_at: str = ""
+
+    @property
+    def group(self) -> tuple[str, str, bool]:
+        """``(model, protocol, with_gold)``: the leaderboard row this record belongs to."""
+        return (self.model, self.protocol, self.with_gold)
+
+    def step_within(self, k: int) -> bool:
+        """Step correct within ±``k`` coordinates (exact when k=0 or round-only)."""
+        if self.score is None:
+            return False
+        if self.score.step:
+            return True
+        return self.step_distance is not None and self.step_distance <= k
+
+
+def record_key(ref: str, protocol: str, model: str, with_gold: bool) -> str:
+    """The resume key of a work item: ``ref|protocol|model|gold`` (or ``no-gold``)."""
+    return f"{ref}|{protocol}|{model}|{'gold' if with_gold else 'no-gold'}"
+
+
+def absolute_ref(ref: str) -> str:
+    """``path`` or ``path#key`` with the path made absolute, so a dataset named by a
+    relative path and an absolute one give the same keys."""
+    from whenpro_core.formats.registry import split_ref
+
+    path, key = split_ref(ref)
+    text = os.path.abspath(path)
+    return f"{text}#{key}" if key is not None else text
+
+
+_SECRET = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|(?i:bearer)\s+[A-Za-z0-9._\-]{8,}|"
+                     r"(?i:api[_-]?key)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9._\-]{8,})")
+
+
+def safe_message(text: str, limit: int = 600) -> str:
+    """An error message fit for a results file: one line, capped, API-key-like tokens
+    replaced by ``[redacted]``."""
+    line = " ".join(str(text).split())
+    line = _SECRET.sub("[redacted]", line)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def trace_meta(trace: Trace | None, summary: TraceSummary | None = None,
+               tokens: int | None = None) -> TraceMeta:
+    """Metadata of a loaded trace, or of its listing row when it could not be loaded."""
+    if trace is None:
+        s = summary
+        if s is None:
+            return TraceMeta()
+        return TraceMeta(id=s.id, framework=s.framework, benchmark=s.benchmark,
+                         modality=s.modality, gt_step=s.gt_step, gt_mode=s.gt_mode,
+                         steps=s.step_count)
+    gt = trace.ground_truth
+    return TraceMeta(
+        id=trace.id, framework=trace.framework, benchmark=trace.benchmark,
+        modality=trace.modality.value, labelled=gt is not None,
+        gt_agent=gt.agent if gt else None, gt_agents=list(gt.agents) if gt else [],
+        gt_step=gt.step if gt else None, gt_mode=gt.mode if gt else None,
+        round_only=bool(gt and gt.round_only), single_agent=trace.is_single_agent,
+        steps=len(trace.steps), tokens=tokens)
+
+
+def nearest_step_distance(trace: Trace, pred: Attribution | None) -> int | None:
+    """Distance from the predicted step to the nearest accepted step (DESIGN §7 ±k
+    rule, :func:`~whenpro_core.bench.score.step_distance`); ``None`` when not
+    comparable (no prediction, no step, round-only scoring, coordinate not in the trace)."""
+    gt = trace.ground_truth
+    if gt is None or pred is None or pred.step in (None, ""):
+        return None
+    if score_prediction(trace, pred).step:
+        return 0
+    if gt.round_only:
+        return None
+    dists = [d for s in accepted_steps(gt) if (d := step_distance(trace, pred.step, s)) is not None]
+    return min(dists) if dists else None
+
+
+def build_record(*, ref: str, protocol: str, model: str, with_gold: bool,
+                 trace: Trace | None, prediction: Attribution | None, tolerance: int = 0,
+                 summary: TraceSummary | None = None, tokens: int | None = None,
+                 seconds: float = 0.0, error: str | None = None,
+                 error_kind: ErrorKind | None = None) -> Record:
+    """Score ``prediction`` against ``trace`` and assemble its :class:`Record`.
+
+    A labelled trace with no prediction (the attribution failed) scores False on every
+    axis: a missing prediction counts as wrong (DESIGN §7). ``trace`` is ``None`` when
+    the trace could not be read; the record then holds the listing row's metadata.
+    """
+    score = score_tol = None
+    distance = None
+    if trace is not None and trace.ground_truth is not None:
+        exact = score_prediction(trace, prediction)
+        tol = score_prediction(trace, prediction, tolerance=tolerance)
+        score = Scores(**exact.as_dict())
+        score_tol = Scores(**tol.as_dict())
+        distance = nearest_step_distance(trace, prediction)
+    return Record(
+        key=record_key(ref, protocol, model, with_gold), ref=ref, protocol=protocol,
+        model=model, with_gold=with_gold, trace=trace_meta(trace, summary, tokens),
+        prediction=prediction, score=score, score_tol=score_tol, step_distance=distance,
+        tolerance=tolerance, usage=prediction.usage if prediction else Usage(),
+        seconds=round(seconds, 4), error=safe_message(error) if error else None,
+        error_kind=error_kind if error else None,
+        finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+# --------------------------------------------------------------------------- the file
+
+
+def parse_record(line: bytes) -> Record | None:
+    """The record on one JSONL line, or ``None`` when the line is blank or not a record."""
+    if not line.strip():
+        return None
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT:
+        return None
+    try:
+        return Record.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def read_records(path: str | Path) -> tuple[list[Record], list[str]]:
+    """Every record of a results file in file order, and a note per line skipped.
+
+    Raises TraceFormatError when the file is missing or unreadable.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise TraceFormatError("no such results file", path=path) from None
+    except IsADirectoryError:
+        raise TraceFormatError("is a folder, not a results file", path=path,
+                               expected="a .jsonl file written by whenpro bench") from None
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read results file: {exc.strerror}", path=path) from None
+    records, problems = [], []
+    for n, line in enumerate(data.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        rec = parse_record(line)
+        if rec is None:
+            problems.append(f"{path}:{n}: not a whenpro bench record; skipped")
+        else:
+            records.append(rec)
+    return records, problems
+
+
+def latest(records: Iterable[Record]) -> list[Record]:
+    """One record per key, the last one written (a retried item supersedes its failure),
+    in first-appearance order of the keys."""
+    by_key: dict[str, Record] = {}
+    for rec in records:
+        by_key[rec.key] = rec  # a dict keeps the key's first position, takes the new value
+    return list(by_key.values())
+
+
+class ResultsFile:
+    """An append-only results file (DESIGN §9), safe to resume.
+
+    Opening it checks that an existing file is a whenpro results file (ConfigError
+    otherwise: whenpro never writes into a file it does not own) and repairs a torn last
+    line. ``done`` maps each key to its latest record. ``append`` writes one record as
+    one line and flushes it, so a killed run loses at most the records in flight.
+
+    One process writes one file. To shard a run over several workers (e.g. Ray), give
+    each its own file; :func:`whenpro_core.bench.report.report_command` reads several.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.repaired: str | None = None
+        self.done: dict[str, Record] = {}
+        if self.path.is_dir():
+            raise ConfigError("results path is a folder", path=self.path,
+                              expected="a .jsonl file (--out)")
+        if self.path.exists() and self.path.stat().st_size > 0:
+            with self.path.open("rb") as fh:
+                head = fh.read(len(RECORD_PREFIX))
+            if not (head.startswith(RECORD_PREFIX) or RECORD_PREFIX.startswith(head)
+                    or head.strip() == b""):
+                raise ConfigError("file exists and is not a whenpro results file; refusing to "
+                                  "append to it", path=self.path,
+                                  expected="a results .jsonl written by whenpro bench, or a new path")
+            self._repair_tail()
+            records, self.problems = read_records(self.path)
+            for rec in records:
+                self.done[rec.key] = rec
+        else:
+            self.problems = []
+        self._fh = None
+
+    def _repair_tail(self) -> None:
+        """Deal with a last line that has no newline: complete record -> add the
+        newline; a fragment of a record (a killed write) -> cut it off; anything else
+        -> end it with a newline so readers skip it (never cut what is not ours)."""
+        with self.path.open("rb+") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return
+            back = min(size, 1 << 16)
+            while True:
+                fh.seek(size - back)
+                chunk = fh.read(back)
+                cut = chunk.rfind(b"\n")
+                if cut >= 0 or back == size:
+                    break
+                back = min(size, back * 4)
+            tail = chunk[cut + 1:]
+            torn = tail.startswith(RECORD_PREFIX) or RECORD_PREFIX.startswith(tail)
+            if parse_record(tail) is not None or not torn:
+                fh.seek(0, os.SEEK_END)
+                fh.write(b"\n")
+                self.repaired = "added a missing newline at the end of the file"
+            else:
+                fh.truncate(size - len(tail))
+                self.repaired = (f"removed a torn last line ({len(tail)} bytes) left by an "
+                                 "interrupted run; that item runs again")
+
+    def append(self, record: Record) -> None:
+        """Write ``record`` as one line and flush it."""
+        if self._fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.path.open("ab")
+        self._fh.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
+        self._fh.flush()
+        self.done[record.key] = record
+
+    def close(self) -> None:
+        """Flush to disk (fsync) and close."""
+        if self._fh is not None:
+            try:
+                os.fsync(self._fh.fileno())
+            finally:
+                self._fh.close()
+                self._fh = None
+
+    def __enter__(self) -> "ResultsFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

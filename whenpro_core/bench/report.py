@@ -1,0 +1,327 @@
+"""Benchmark reports: Rich tables in the terminal, ``report.json``, ``report.md`` and a
+plot of step accuracy against transcript length (``step_by_length.png`` with matplotlib,
+the optional ``plot`` extra; a text plot otherwise), all from a
+:class:`~whenpro_core.bench.aggregate.Report`. ``whenpro report RESULTS.jsonl`` re-renders
+them from saved results (:func:`report_command`). Files are written atomically.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Sequence
+
+import orjson
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from whenpro_core.attribution.render import clean
+
+from whenpro_core.bench.aggregate import (DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report,
+                                          aggregate)
+from whenpro_core.bench.records import read_records
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.fsutil import atomic_write_bytes, atomic_write_text
+
+PLOT_NAME = "step_by_length.png"
+FENCE = "`" * 3
+AXES = ("agent", "step", "error", "joint")
+AXIS_TITLES = {"agent": "Agent", "step": "Step", "error": "Error F1", "joint": "Joint"}
+DIM_TITLES = {"modality": "modality", "framework": "framework", "benchmark": "benchmark",
+              "mode": "gold mode", "length": "tokens"}
+
+DIM_TITLE_LONG = {**DIM_TITLES, "mode": "gold failure mode",
+                  "length": "transcript length (estimated tokens)"}
+
+
+LEGEND = ("Agent: mean over multi-agent frameworks of agent accuracy; Step, Joint: mean over "
+          "frameworks; Error: macro-F1 over gold failure modes; agt/stp: plain accuracy over "
+          "all traces (missing prediction = wrong); stp±k: within k steps. Percentages.")
+
+
+def pct(value: float | None) -> str:
+    """``0.4567`` -> ``"45.7"``; ``None`` -> ``"—"``."""
+    return "—" if value is None else f"{value * 100:.1f}"
+
+
+def _gold(g: GroupReport) -> str:
+    return "gold" if g.with_gold else "no-gold"
+
+
+def metric_cells(m: Metrics, tolerance: int) -> list[str]:
+    """The metric columns of a table row, in :func:`metric_headers` order."""
+    return [str(m.n), pct(m.agent), pct(m.step), pct(m.error), pct(m.joint), pct(m.agent_acc),
+            pct(m.step_acc), pct(m.step_acc_tol)]
+
+
+def metric_headers(tolerance: int) -> list[str]:
+    """Column titles matching :func:`metric_cells`."""
+    return ["n", "Agent", "Step", "Error", "Joint", "agt", "stp", f"stp±{tolerance}"]
+
+
+LEADERBOARD_HEADERS = ["setting", "modality"]
+
+
+def leaderboard_rows(report: Report) -> list[list[str]]:
+    """Rows ``[group label, modality, *metrics]``: each group's modality cells, then its
+    composite when it has more than one modality."""
+    rows = []
+    for g in report.groups:
+        for mod, cell in g.cells.items():
+            rows.append([g.label, mod, *metric_cells(cell, report.tolerance)])
+        if len(g.cells) > 1:
+            c = g.composite
+            rows.append([g.label, "composite", str(g.overall.n), pct(c.agent), pct(c.step),
+                         pct(c.error), pct(c.joint), pct(g.overall.agent_acc),
+                         pct(g.overall.step_acc), pct(g.overall.step_acc_tol)])
+        if not g.cells:
+            rows.append([g.label, "—", "0", *["—"] * 7])
+    return rows
+
+
+def breakdown_rows(report: Report, dimension: str) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of one breakdown (a group column only when there are several)."""
+    many = len(report.groups) > 1
+    headers = (["setting"] if many else []) + [DIM_TITLES[dimension]] + metric_headers(report.tolerance)
+    rows = []
+    for g in report.groups:
+        for row in g.breakdowns.get(dimension, []):
+            rows.append(([g.label] if many else []) + [row.value]
+                        + metric_cells(row.metrics, report.tolerance))
+    return headers, rows
+
+
+def usage_rows(report: Report) -> list[list[str]]:
+    """``[group, records, errors, calls, input, output, cached, cost, seconds]``."""
+    return [[g.label, str(g.records), str(g.errors), str(g.usage.calls), f"{g.usage.input_tokens:,}",
+             f"{g.usage.output_tokens:,}", f"{g.usage.cached_tokens:,}", f"{g.usage.cost_usd:.4f}",
+             f"{g.seconds:.1f}"] for g in report.groups]
+
+
+USAGE_HEADERS = ["setting", "records", "failed", "calls", "in tok", "out tok", "cached",
+                 "cost $", "sec"]
+
+
+def confusion_rows(g: GroupReport) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of a group's confusion matrix (gold rows, predicted columns),
+    with per-class support, precision, recall and F1."""
+    headers = ["gold \\ pred", *g.confusion.predicted, "support", "P", "R", "F1"]
+    rows = []
+    for gold, counts, cls in zip(g.confusion.gold, g.confusion.counts, g.classes):
+        rows.append([gold, *[str(c) if c else "·" for c in counts], str(cls.support),
+                     pct(cls.precision), pct(cls.recall), pct(cls.f1)])
+    return headers, rows
+
+
+def step_by_length(report: Report) -> dict[str, list[tuple[str, float | None, int]]]:
+    """Per group label: ``(bucket, step accuracy, n)`` for every length bucket."""
+    out = {}
+    for g in report.groups:
+        rows = {r.value: r.metrics for r in g.breakdowns.get("length", [])}
+        out[g.label] = [(b, rows[b].step_acc if b in rows else None, rows[b].n if b in rows else 0)
+                        for b, _ in LENGTH_BUCKETS]
+    return out
+
+
+def text_plot(report: Report, width: int = 30) -> str:
+    """Step accuracy per length bucket as text bars (always available)."""
+    lines = []
+    for label, points in step_by_length(report).items():
+        lines.append(label)
+        for bucket, acc, n in points:
+            bar = "" if acc is None else "█" * round(acc * width)
+            lines.append(f"  {bucket:>6} │{bar:<{width}}│ {pct(acc):>5}  n={n}")
+    return "\n".join(lines)
+
+
+def plot_step_by_length(report: Report, path: str | Path) -> Path | None:
+    """Write a PNG line plot of step accuracy against transcript-length bucket, one line
+    per group. Returns the path, or ``None`` when matplotlib is not installed
+    (``pip install 'whenpro[plot]'``)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    import io
+
+    buckets = [b for b, _ in LENGTH_BUCKETS]
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
+    for label, points in step_by_length(report).items():
+        xs = [i for i, (_, acc, _) in enumerate(points) if acc is not None]
+        ys = [points[i][1] * 100 for i in xs]
+        ax.plot(xs, ys, marker="o", label=label)
+        for x, y in zip(xs, ys):
+            ax.annotate(f"n={points[x][2]}", (x, y), textcoords="offset points", xytext=(0, 6),
+                        ha="center", fontsize=7)
+    ax.set_xticks(range(len(buckets)), buckets)
+    ax.set_xlabel("transcript length (estimated tokens)")
+    ax.set_ylabel("step accuracy (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title("Step accuracy by trace length")
+    ax.grid(alpha=0.3)
+    if report.groups:
+        ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+# --------------------------------------------------------------------------- terminal
+
+
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.)", re.DOTALL)
+
+
+def safe(text: str) -> str:
+    """Untrusted text (framework names, model answers, error messages) made safe for a
+    terminal or a Markdown file: escape sequences (CSI, OSC) and control characters
+    removed whole."""
+    return clean(_ESCAPES.sub("", str(text)))
+
+
+def _table(title: str, headers: list[str], rows: list[list[str]], left: int = 1) -> Table:
+    rows = [[safe(c) for c in row] for row in rows]
+    headers = [safe(h) for h in headers]
+    table = Table(title=Text(safe(title)), title_justify="left", header_style="bold",
+                  box=box.SIMPLE_HEAD,
+                  pad_edge=False, padding=(0, 1), collapse_padding=True)
+    for i, h in enumerate(headers):
+        widest = max([len(h), *(len(r[i]) for r in rows)]) if i < left else None
+        table.add_column(Text(h), justify="left" if i < left else "right", overflow="fold",
+                         no_wrap=i >= left, min_width=min(widest, 12) if widest else None)
+    previous = None
+    for row in rows:
+        shown = row if left < 2 or row[0] != previous else ["", *row[1:]]
+        previous = row[0]
+        table.add_row(*(Text(c) for c in shown))
+    return table
+
+
+def print_report(report: Report, console: Console | None = None) -> None:
+    """Print the leaderboard, breakdowns, confusion matrices, usage and the text plot."""
+    console = console or Console()
+    k = report.tolerance
+    console.print(_table("Leaderboard",
+                         [*LEADERBOARD_HEADERS, *metric_headers(k)], leaderboard_rows(report),
+                         left=2))
+    for dim in DIMENSIONS[1:]:  # by modality = the leaderboard's cells
+        headers, rows = breakdown_rows(report, dim)
+        if rows:
+            console.print(_table(f"By {DIM_TITLE_LONG[dim]}", headers, rows,
+                                 left=2 if len(report.groups) > 1 else 1))
+    for g in report.groups:
+        if g.confusion.gold:
+            headers, rows = confusion_rows(g)
+            console.print(_table(f"Failure modes: {g.label}", headers, rows))
+    console.print(_table("Usage", USAGE_HEADERS, usage_rows(report)))
+    console.print(LEGEND, style="dim", markup=False, highlight=False)
+    console.print("Step accuracy by transcript length", style="bold")
+    console.print(safe(text_plot(report)), markup=False, highlight=False)
+    for g in report.groups:
+        for example in g.error_examples:
+            console.print(f"[yellow]error[/] {escape(safe(g.label))}: ", end="")
+            console.print(safe(example), markup=False, highlight=False)
+    for problem in report.problems[:10]:
+        console.print(safe(problem), markup=False, highlight=False, style="yellow")
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+def _md_table(headers: list[str], rows: list[list[str]]) -> str:
+    def esc(cell: str) -> str:
+        return safe(cell).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(esc(h) for h in headers) + " |",
+             "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def report_markdown(report: Report, plot: str | None = None) -> str:
+    """The report as Markdown (``report.md``); ``plot`` is the PNG's file name if any."""
+    k = report.tolerance
+    parts = ["# whenpro benchmark report", "",
+             f"Results: {safe(', '.join(report.sources)) or '(in memory)'}  ",
+             f"Created: {report.created}; step tolerance ±{k}.", "",
+             LEGEND, "", "## Leaderboard", "",
+             _md_table([*LEADERBOARD_HEADERS, *metric_headers(k)], leaderboard_rows(report))]
+    for dim in DIMENSIONS[1:]:  # by modality = the leaderboard's cells
+        headers, rows = breakdown_rows(report, dim)
+        if rows:
+            parts += ["", f"## By {DIM_TITLE_LONG[dim]}", "", _md_table(headers, rows)]
+    for g in report.groups:
+        if g.confusion.gold:
+            headers, rows = confusion_rows(g)
+            parts += ["", f"## Failure modes: {safe(g.label)}", "", _md_table(headers, rows)]
+    parts += ["", "## Usage", "", _md_table(USAGE_HEADERS, usage_rows(report)),
+              "", "## Step accuracy by transcript length", ""]
+    if plot:
+        parts += [f"![step accuracy by transcript length]({plot})", ""]
+    parts += [FENCE, safe(text_plot(report)).replace(FENCE, "'" * 3), FENCE]
+    errors = [(g.label, e) for g in report.groups for e in g.error_examples]
+    if errors:
+        parts += ["", "## Errors (first few per group)", ""]
+        parts += [f"- {safe(label)}: `{safe(e).replace('`', chr(39))}`" for label, e in errors]
+    if report.problems:
+        parts += ["", "## Unreadable lines", ""] + [f"- {safe(p)}" for p in report.problems[:50]]
+    return "\n".join(parts) + "\n"
+
+
+def write_report(report: Report, out_dir: str | Path) -> dict[str, Path | None]:
+    """Write ``report.json``, ``report.md`` and (with matplotlib) ``step_by_length.png``
+    into ``out_dir`` atomically. Returns ``{"json", "md", "plot"}`` paths (plot ``None``
+    when matplotlib is missing)."""
+    out = Path(out_dir)
+    plot = plot_step_by_length(report, out / PLOT_NAME)
+    md = report_markdown(report, PLOT_NAME if plot else None)
+    if plot is None:
+        md += "\n(matplotlib is not installed: `pip install 'whenpro[plot]'` for " \
+              f"{PLOT_NAME}.)\n"
+    json_path = atomic_write_bytes(out / "report.json",
+                                   orjson.dumps(report.model_dump(mode="json"),
+                                                option=orjson.OPT_INDENT_2) + b"\n")
+    md_path = atomic_write_text(out / "report.md", md)
+    return {"json": json_path, "md": md_path, "plot": plot}
+
+
+def load_report_records(paths: Sequence[str | Path]) -> tuple[list, list[str]]:
+    """Records and unreadable-line notes from one or more results files (in order)."""
+    records, problems = [], []
+    for p in paths:
+        recs, probs = read_records(p)
+        records += recs
+        problems += probs
+    return records, problems
+
+
+def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = None, *,
+                   tolerance: int | None = None, console: Console | None = None,
+                   quiet: bool = False) -> Report:
+    """``whenpro report``: read results, aggregate, print, write the report files next to
+    the (first) results file or into ``out_dir``. TraceFormatError when a file is missing
+    or holds no records."""
+    if not paths:
+        raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
+    records, problems = load_report_records(paths)
+    if not records:
+        raise TraceFormatError("no benchmark records found", path=paths[0],
+                               expected="a results .jsonl written by whenpro bench")
+    report = aggregate(records, tolerance=tolerance, sources=[str(p) for p in paths],
+                       problems=problems)
+    console = console or Console()
+    if not quiet:
+        print_report(report, console)
+    written = write_report(report, out_dir if out_dir is not None else Path(paths[0]).parent)
+    if not quiet:
+        names = ", ".join(str(p) for p in written.values() if p is not None)
+        console.print(f"wrote {names}", markup=False, highlight=False)
+    return report

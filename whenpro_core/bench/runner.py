@@ -1,0 +1,227 @@
+"""The evaluation runner of ``whenpro bench`` (DESIGN §7, §9): attribute every trace of
+a dataset with every requested protocol × model × gold setting, score each prediction,
+and append one :class:`~whenpro_core.bench.records.Record` per item to a resumable
+results file.
+
+Design: pure functions over work items, so the work can be sharded later.
+
+* :func:`plan` (:mod:`whenpro_core.bench.plan`, re-exported here) turns a dataset (any
+  path whenpro reads: a folder, a glob, a JSONL release, a file) into a list of
+  :class:`WorkItem` s. An item is plain data (the trace reference, protocol, model name,
+  gold setting, tolerance and the trace's cheap listing row): picklable and
+  JSON-serialisable, no open files, no clients.
+* :func:`pending` drops the items whose key is already in a results file.
+* :func:`run_item` runs one item to a Record. It loads the trace itself, so it needs
+  nothing but the item and, for LLM protocols, a judge made from the item's model name
+  (:func:`make_judges`). It never raises for a bad trace or a failed attribution (the
+  record carries ``error``); it raises only :class:`~whenpro_core.errors.ConfigError`,
+  which concerns the whole run.
+* :func:`run_items` is the local scheduler: asyncio, at most ``concurrency`` items in
+  flight (an ``asyncio.Semaphore`` admits each item before its task is created, so
+  neither running items nor waiting tasks exceed the bound), records appended as they
+  finish.
+
+A distributed engine replaces only the scheduler: e.g. Ray would ``plan`` on the driver,
+split the items into shards, and run ``asyncio.run(run_items(shard, ResultsFile(
+f"part-{i}.jsonl"), ...))`` in each task (each worker making its own judges, writing its
+own file); ``whenpro report part-*.jsonl`` then scores the union.
+
+Failures: a trace that cannot be read or attributed is recorded with its error and the
+run goes on (error kinds: ``trace``, ``internal``). A backend failure after retries is
+recorded too (kind ``backend``) and retried automatically on the next run; when one model
+fails :data:`MAX_BACKEND_STREAK` items in a row the backend is taken to be down (wrong
+model name, no network) and the run stops with a BackendError. A ConfigError (no model
+for an LLM protocol, missing API key) stops the run at once. Finished records are never
+lost: rerunning the same command skips them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import AsyncContextManager, Callable, Iterable, Sequence
+
+from whenpro_core.attribution.judge import Judge
+from whenpro_core.attribution.run import attribute
+from whenpro_core.bench.plan import (GOLD_SETTINGS, HEURISTIC_MODEL, WHERE_KEYS, Selection,
+                                     WorkItem, matches, parse_where, pending, plan, select,
+                                     settings, split_list)
+from whenpro_core.bench.records import Record, ResultsFile, build_record
+from whenpro_core.errors import BackendError, ConfigError, WhenproError
+from whenpro_core.model import Trace
+
+__all__ = ["GOLD_SETTINGS", "HEURISTIC_MODEL", "WHERE_KEYS", "MAX_BACKEND_STREAK", "RunStats",
+           "Selection", "WorkItem", "make_judges", "matches", "parse_where", "pending", "plan",
+           "run_item", "run_items", "select", "settings", "split_list", "transcript_tokens"]
+
+#: Consecutive backend failures of one model after which the run stops.
+MAX_BACKEND_STREAK = 3
+
+
+def make_judges(models: Iterable[str], *, use_cache: bool = True) -> dict[str, Judge]:
+    """One judge per LLM model name (``provider:model``), made by
+    ``whenpro_core.attribution.llm_judge.make_judge``; the heuristic needs none.
+    ConfigError when a model is unusable or the LLM layer is not available."""
+    names = [m for m in dict.fromkeys(models) if m != HEURISTIC_MODEL]
+    if not names:
+        return {}
+    try:
+        from whenpro_core.attribution.llm_judge import make_judge
+    except ModuleNotFoundError as exc:
+        what = ("LLM protocols are not available in this build"
+                if exc.name == "whenpro_core.attribution.llm_judge"
+                else f"LLM protocols need the missing package {exc.name!r}")
+        raise ConfigError(what, expected="--protocol heuristic, or install whenpro fully") from None
+    return {name: make_judge(name, use_cache=use_cache) for name in names}
+
+
+# --------------------------------------------------------------------------- one item
+
+
+def transcript_tokens(trace: Trace) -> int:
+    """Estimated tokens of the transcript a judge sees (characters / 4, whole
+    transcript, images as their text markers): the length used for length buckets."""
+    from whenpro_core.attribution.render import (CHARS_PER_TOKEN, block_text, context_text,
+                                                 render_transcript)
+
+    transcript = render_transcript(trace, budget_tokens=1 << 40)
+    chars = len(context_text(transcript)) + sum(len(block_text(b)) + 1 for b in transcript.blocks)
+    return chars // CHARS_PER_TOKEN
+
+
+def _load(ref: str) -> tuple[Trace, int | None]:
+    from whenpro_core.formats import load_trace
+
+    trace = load_trace(ref)
+    try:
+        tokens = transcript_tokens(trace)
+    except Exception:  # noqa: BLE001 - a length estimate never fails an item
+        tokens = None
+    return trace, tokens
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, WhenproError):
+        return exc.one_line()
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
+    """Run one work item: load the trace, attribute it, score it.
+
+    Returns a Record; a trace that cannot be loaded or attributed gives a record with
+    ``error`` (kind ``trace``, ``backend`` or ``internal``). Raises ConfigError (a
+    non-heuristic protocol without a judge, a bad setting), which concerns every item.
+    """
+    started = time.perf_counter()
+    common = dict(ref=item.ref, protocol=item.protocol, model=item.model,
+                  with_gold=item.with_gold, tolerance=item.tolerance, summary=item.summary)
+    try:
+        trace, tokens = await asyncio.to_thread(_load, item.ref)
+    except WhenproError as exc:
+        return build_record(**common, trace=None, prediction=None, error=_describe(exc),
+                            error_kind="trace", seconds=time.perf_counter() - started)
+    except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
+        return build_record(**common, trace=None, prediction=None, error=_describe(exc),
+                            error_kind="internal", seconds=time.perf_counter() - started)
+    prediction, error, kind = None, None, None
+    try:
+        prediction = await attribute(trace, item.protocol, judge=judge, with_gold=item.with_gold)
+        if item.protocol != "heuristic":
+            prediction.model = item.model
+    except ConfigError:
+        raise
+    except BackendError as exc:
+        error, kind = _describe(exc), "backend"
+    except WhenproError as exc:
+        error, kind = _describe(exc), "trace"
+    except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
+        error, kind = _describe(exc), "internal"
+    return build_record(**common, trace=trace, prediction=prediction, tokens=tokens,
+                        error=error, error_kind=kind, seconds=time.perf_counter() - started)
+
+
+# --------------------------------------------------------------------------- scheduler
+
+
+@dataclass
+class RunStats:
+    """What a run did: records ``written``, of which ``errors`` failed (by ``kinds``),
+    and the wall-clock ``seconds``."""
+
+    written: int = 0
+    errors: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+#: Test and tracing hook: an async context manager entered around each item's run,
+#: inside the concurrency bound.
+AroundHook = Callable[[WorkItem], AsyncContextManager[object]]
+
+
+async def run_items(items: Sequence[WorkItem], results: ResultsFile, *, concurrency: int = 8,
+                    judges: dict[str, Judge] | None = None,
+                    on_record: Callable[[Record], None] | None = None,
+                    around: AroundHook | None = None,
+                    max_backend_streak: int = MAX_BACKEND_STREAK) -> RunStats:
+    """Run ``items`` with at most ``concurrency`` in flight, appending each record to
+    ``results`` as it finishes and passing it to ``on_record``.
+
+    Raises ConfigError (from an item) or BackendError (one model failed
+    ``max_backend_streak`` items in a row) after cancelling the items in flight; every
+    record finished before that is in ``results``.
+    """
+    if concurrency < 1:
+        raise ConfigError(f"--concurrency {concurrency} is not a positive number",
+                          expected="1 or more")
+    judges = judges or {}
+    stats = RunStats()
+    streak: dict[str, int] = {}
+    started = time.perf_counter()
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(item: WorkItem) -> None:
+        try:
+            ctx = around(item) if around else contextlib.nullcontext()
+            async with ctx:
+                rec = await run_item(item, judge=judges.get(item.model))
+            results.append(rec)
+            stats.written += 1
+            if rec.error:
+                stats.errors += 1
+                stats.kinds[rec.error_kind or "?"] = stats.kinds.get(rec.error_kind or "?", 0) + 1
+            if on_record:
+                on_record(rec)
+            streak[item.model] = streak.get(item.model, 0) + 1 if rec.error_kind == "backend" else 0
+            if streak[item.model] >= max_backend_streak:
+                raise BackendError(
+                    f"model {item.model} failed {streak[item.model]} items in a row, last: "
+                    f"{rec.error}; stopping (finished records are kept; rerun to resume)")
+        finally:
+            gate.release()
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for item in items:
+                await gate.acquire()
+                group.create_task(one(item))
+    except BaseExceptionGroup as eg:
+        fatal = _first_whenpro_error(eg)
+        if fatal is not None:
+            raise fatal from None
+        raise
+    finally:
+        stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def _first_whenpro_error(eg: BaseExceptionGroup) -> WhenproError | None:
+    for exc in eg.exceptions:
+        if isinstance(exc, WhenproError):
+            return exc
+        if isinstance(exc, BaseExceptionGroup) and (inner := _first_whenpro_error(exc)):
+            return inner
+    return None
