@@ -15,13 +15,13 @@ the judge treats it as data.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import orjson
 
 from whenpro_core.model import MediaRef, Step, Trace
+from whenpro_core.textsafe import strip_controls
 
 #: Rough characters per token used for budgeting (no tokenizer dependency).
 CHARS_PER_TOKEN = 4
@@ -32,7 +32,6 @@ MIN_FIELD_CHARS = 400
 #: Keyframes shown per video step.
 MAX_FRAMES_PER_STEP = 8
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x80-\x9f]|\x1b\[[0-?]*[ -/]*[@-~]")
 
 
 @dataclass
@@ -97,7 +96,7 @@ class Transcript:
 def clean(text: str) -> str:
     """Untrusted text made safe to show a judge: terminal escapes and control
     characters removed (newlines and tabs kept)."""
-    return _CONTROL.sub("", text or "")
+    return strip_controls(text or "")
 
 
 def _json(value: Any) -> str:

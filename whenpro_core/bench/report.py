@@ -7,7 +7,6 @@ them from saved results (:func:`report_command`). Files are written atomically.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Sequence
 
@@ -18,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from whenpro_core.attribution.render import clean
+from whenpro_core.textsafe import strip_controls
 
 from whenpro_core.bench.aggregate import (DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report,
                                           aggregate)
@@ -177,14 +176,11 @@ def plot_step_by_length(report: Report, path: str | Path) -> Path | None:
 # --------------------------------------------------------------------------- terminal
 
 
-_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.)", re.DOTALL)
-
-
 def safe(text: str) -> str:
     """Untrusted text (framework names, model answers, error messages) made safe for a
     terminal or a Markdown file: escape sequences (CSI, OSC) and control characters
     removed whole."""
-    return clean(_ESCAPES.sub("", str(text)))
+    return strip_controls(str(text))
 
 
 def _table(title: str, headers: list[str], rows: list[list[str]], left: int = 1) -> Table:
