@@ -27,12 +27,19 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
         from whenpro_core.attribution.llm_judge import make_judge
 
         judge = make_judge(model, use_cache=not no_cache)
+    async def run():
+        try:
+            return await attribute(trace, name, judge=judge, with_gold=with_gold)
+        finally:
+            if judge is not None:
+                await judge.aclose()
+
     err = Console(stderr=True)
     if not as_json and sys.stderr.isatty():
         with err.status(f"{name} attribution of {trace.id} …"):
-            verdict = asyncio.run(attribute(trace, name, judge=judge, with_gold=with_gold))
+            verdict = asyncio.run(run())
     else:
-        verdict = asyncio.run(attribute(trace, name, judge=judge, with_gold=with_gold))
+        verdict = asyncio.run(run())
     if save:
         save_verdict(trace, verdict)
     if as_json:

@@ -1,0 +1,185 @@
+"""The four LLM protocols, through the real openai/anthropic SDKs, against the local
+test server on 127.0.0.1 (scripted answers and faults)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+
+from whenpro_core.attribution.binary_search import max_calls
+from whenpro_core.attribution.llm_judge import make_judge
+from whenpro_core.attribution.run import attribute
+from whenpro_core.attribution.step_by_step import judged_blocks
+from whenpro_core.attribution.render import render_transcript
+from whenpro_core.bench.score import score_prediction
+from whenpro_core.errors import BackendError, ConfigError
+from whenpro_core.formats import load_trace
+
+from conftest import SAMPLES
+from tests.support.judge_oracle import oracle_for
+from tests.support.llm_server import Fault
+
+MODELS = ["openai:gpt-4.1", "openai-responses:gpt-4.1", "anthropic:claude-sonnet-4-6"]
+
+
+def _run(trace, protocol, judge, **kw):
+    async def go():
+        try:
+            return await attribute(trace, protocol, judge=judge, **kw)
+        finally:
+            await judge.aclose()
+    return asyncio.run(go())
+
+
+@pytest.fixture
+def sample():
+    return load_trace(SAMPLES / "team_text" / "trace.json")
+
+
+def _api(model):
+    if model.startswith("openai-responses:"):
+        return model.replace("openai-responses:", "openai:"), {"api": "responses"}
+    return model, {}
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("protocol", ["all-at-once", "step-by-step", "binary-search", "hybrid"])
+def test_each_protocol_finds_the_step_the_judge_names(llm_server, llm_settings, sample, model, protocol):
+    llm_server.respond_with(oracle_for(sample))
+    name, extra = _api(model)
+    judge = make_judge(name, settings=llm_settings(name, **extra))
+    verdict = _run(sample, protocol, judge)
+    assert score_prediction(sample, verdict).joint, verdict
+    assert verdict.protocol == protocol and verdict.usage.calls == len(verdict.raw_outputs) > 0
+    assert verdict.usage.input_tokens > 0 and not [w for w in verdict.warnings if "missing" in w]
+
+
+def test_text_answers_when_the_server_has_no_structured_output(llm_server, llm_settings, sample):
+    llm_server.structured = False
+    llm_server.tools = False
+    llm_server.respond_with(oracle_for(sample))
+    judge = make_judge("openai:gpt-4.1", settings=llm_settings())
+    verdict = _run(sample, "all-at-once", judge)
+    assert (verdict.agent, verdict.step, verdict.mode) == ("solver", "3", "R.3")
+
+
+def test_step_by_step_stops_at_the_first_yes_and_reuses_the_prefix(llm_server, llm_settings, sample):
+    llm_server.respond_with(oracle_for(sample))
+    judge = make_judge("openai:gpt-4.1", settings=llm_settings())
+    verdict = _run(sample, "step-by-step", judge)
+    asked = [b.coord for b in judged_blocks(sample, render_transcript(sample))]
+    assert verdict.usage.calls == asked.index("3") + 1
+    prompts = [r.prompt for r in llm_server.answered]
+    assert all(later.startswith(earlier[:-40]) for earlier, later in zip(prompts, prompts[1:]))
+    assert verdict.usage.cached_tokens > 0  # the server's emulated prefix cache served them
+
+
+def test_binary_search_makes_at_most_log2_plus_one_calls(llm_server, llm_settings, real_traces):
+    trace = load_trace(real_traces / "who-and-when/Who&When/Hand-Crafted/11.json")  # 130 steps
+    llm_server.respond_with(oracle_for(trace))
+    judge = make_judge("anthropic:claude-sonnet-4-6", settings=llm_settings("anthropic:claude-sonnet-4-6"))
+    verdict = _run(trace, "binary-search", judge)
+    n = len(judged_blocks(trace, render_transcript(trace)))
+    assert verdict.usage.calls <= max_calls(n) == math.ceil(math.log2(n)) + 1
+    assert verdict.step == trace.ground_truth.step and verdict.agent == trace.ground_truth.agent
+
+
+def test_unclear_half_is_a_warning_and_a_deterministic_choice(llm_server, llm_settings, sample):
+    llm_server.structured = False
+    llm_server.tools = False
+    llm_server.respond_with(lambda body: "Hmm, hard to say." if "first half (" in __import__(
+        "tests.support.llm_wire", fromlist=["prompt_text"]).prompt_text(body) else "Error Mode: R.3\nReason: x")
+    judge = make_judge("openai:gpt-4.1", settings=llm_settings())
+    verdict = _run(sample, "binary-search", judge)
+    first_candidate = judged_blocks(sample, render_transcript(sample))[0].coord
+    assert verdict.step == first_candidate
+    assert any("unclear half" in w for w in verdict.warnings)
+
+
+def test_repeat_run_is_served_by_the_cache(llm_server, llm_settings, sample):
+    llm_server.respond_with(oracle_for(sample))
+    first = _run(sample, "binary-search", make_judge("openai:gpt-4.1", settings=llm_settings()))
+    served = len(llm_server.answered)
+    again = _run(sample, "binary-search", make_judge("openai:gpt-4.1", settings=llm_settings()))
+    assert len(llm_server.answered) == served and again.usage.calls == 0
+    assert (again.step, again.mode) == (first.step, first.mode)
+    nocache = _run(sample, "binary-search", make_judge("openai:gpt-4.1", settings=llm_settings(), use_cache=False))
+    assert len(llm_server.answered) > served and nocache.usage.calls > 0
+
+
+def test_faults_are_retried_and_a_wrong_format_is_a_warning(llm_server, llm_settings, sample):
+    llm_server.fail(Fault.http(429, retry_after="0"), Fault.http(500), Fault.wrong_format())
+    llm_server.respond_with(oracle_for(sample))
+    judge = make_judge("openai:gpt-4.1", settings=llm_settings())
+    verdict = _run(sample, "all-at-once", judge)
+    assert verdict.warnings  # the wrong-format answer could not be fully read
+    assert verdict.usage.calls == 1
+
+
+def test_a_hang_past_the_timeout_is_retried(llm_server, llm_settings, sample):
+    llm_server.fail(Fault.hang(3.0))
+    llm_server.respond_with(oracle_for(sample))
+    judge = make_judge("openai:gpt-4.1", settings=llm_settings(timeout_s=0.5))
+    verdict = _run(sample, "all-at-once", judge)
+    assert verdict.step == "3"
+
+
+def test_exhausted_retries_raise_backend_error_without_the_key(llm_server, llm_settings, sample):
+    llm_server.fail(*[Fault.http(503)] * 10)
+    judge = make_judge("openai:gpt-4.1", settings=llm_settings(max_retries=2))
+    with pytest.raises(BackendError) as info:
+        _run(sample, "all-at-once", judge)
+    from tests.support.fixtures import TEST_KEY
+    assert TEST_KEY not in str(info.value)
+
+
+def test_llm_protocol_without_a_model_is_a_config_error(sample):
+    with pytest.raises(ConfigError, match="needs a model"):
+        asyncio.run(attribute(sample, "all-at-once"))
+
+
+def test_progress_reports_each_call(llm_server, llm_settings, sample):
+    llm_server.respond_with(oracle_for(sample))
+    events = []
+    judge = make_judge("openai:gpt-4.1", settings=llm_settings())
+    verdict = _run(sample, "step-by-step", judge, progress=events.append)
+    assert [e.call for e in events] == list(range(1, verdict.usage.calls + 1))
+    assert events[-1].asking == ("3",)
+
+
+def test_images_reach_a_multimodal_judge(llm_server, llm_settings):
+    trace = load_trace(SAMPLES / "bar_chart" / "trace.json")
+    llm_server.respond_with(oracle_for(trace))
+    judge = make_judge("anthropic:claude-sonnet-4-6", settings=llm_settings("anthropic:claude-sonnet-4-6"))
+    verdict = _run(trace, "all-at-once", judge)
+    assert verdict.step == "1"
+    body = llm_server.answered[-1].body
+    assert "image" in str(body["messages"][0]["content"])
+
+
+def test_cli_attribute_with_a_model_from_the_standard_env_vars(llm_server, sample, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+    from tests.support.fixtures import TEST_KEY
+
+    llm_server.respond_with(oracle_for(sample))
+    env = {**os.environ, "OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": llm_server.openai_base_url}
+    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute",
+                          str(SAMPLES / "team_text" / "trace.json"), "-p", "hybrid",
+                          "-m", "openai:gpt-4.1", "--json", "--no-save"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rec = json.loads(out.stdout)
+    assert rec["score"]["joint"] and rec["attribution"]["usage"]["calls"] >= 2
+    assert TEST_KEY not in out.stdout + out.stderr
+    missing = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute",
+                              str(SAMPLES / "team_text" / "trace.json"), "-m", "anthropic:claude-sonnet-4-6"],
+                             cwd=REPO, env={k: v for k, v in os.environ.items() if "ANTHROPIC" not in k},
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "key" in missing.stderr.lower()
