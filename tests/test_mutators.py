@@ -138,7 +138,7 @@ def test_generators():
     assert out.generator == "offline" and out.description
     text = get_generator("text:Computing pens = 5 * 3.").generate(InjectionRequest(t, 2, "R.3"))
     assert text.step.content == "Computing pens = 5 * 3." and text.step.tool_calls == t.steps[2].tool_calls
-    for spec, msg in (("llm", "needs an LLM backend"), ("llm:openai:gpt-4.1", "not yet available"),
+    for spec, msg in (("llm", "needs a model"), ("llm:openai:gpt-4.1", "no API key for openai:gpt-4.1"),
                       ("text:", "empty"), ("magic", "unknown generator"), ("text:@/no/such/file", "cannot read")):
         with pytest.raises(ConfigError, match=msg):
             get_generator(spec)

@@ -198,8 +198,10 @@ def test_bad_indexes_and_steps():
 def test_executor_specs():
     assert get_executor("builtin").name == "builtin"
     assert get_executor("cmd:python -c 'pass'").name == "cmd:python -c pass"
-    with pytest.raises(ConfigError, match="needs an LLM backend"):
+    with pytest.raises(ConfigError, match="simulate executor needs a model"):
         get_executor("simulate")
+    with pytest.raises(ConfigError, match="no API key for anthropic:claude-sonnet-4-6"):
+        get_executor("simulate:anthropic:claude-sonnet-4-6")
     with pytest.raises(ConfigError, match="unknown executor"):
         get_executor("nosuch")
 

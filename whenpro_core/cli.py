@@ -188,9 +188,20 @@ def inject(trace: str = typer.Argument(..., help="The seed trace (normally a suc
            step: str = typer.Option(..., "--step", help="Coordinate of the step to replace (or #INDEX)."),
            mode: str = typer.Option(..., "--mode", help="Failure-mode code, e.g. R.3, A.3, V.2."),
            generator: str = typer.Option("offline", "--generator",
-                                         help="offline (mode-specific mutators), text:CONTENT or text:@FILE."),
+                                         help="offline (mode-specific mutators), text:CONTENT, text:@FILE or "
+                                              "llm (two-stage LLM rewrite; needs --model)."),
            executor: str = typer.Option("builtin", "--executor",
-                                        help="builtin, cmd:COMMAND (JSON lines) or an installed plugin name."),
+                                        help="builtin, cmd:COMMAND (JSON lines), simulate (an LLM plays the "
+                                             "remaining agents; needs --model) or an installed plugin name."),
+           model: Optional[str] = typer.Option(None, "--model", "-m",
+                                               help="provider:model for --generator llm and --executor simulate, "
+                                                    "e.g. openai:gpt-4.1 (default: the configured model)."),
+           max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1,
+                                                   help="simulate: steps of the whole new run (default: original + 5)."),
+           max_calls: Optional[int] = typer.Option(None, "--max-calls", min=0,
+                                                   help="simulate: model calls for the continuation "
+                                                        "(default: 2 per remaining step + 1)."),
+           no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
            out: Optional[Path] = typer.Option(None, "--out", help="Counterfactual file (default: next to TRACE)."),
            seed: int = typer.Option(0, "--seed", help="Seed of the mutator's choices."),
            timeout: float = typer.Option(600.0, "--timeout", help="Seconds for the whole continuation."),
@@ -201,7 +212,8 @@ def inject(trace: str = typer.Argument(..., help="The seed trace (normally a suc
     from whenpro_core.injection.inject import run_inject_command
 
     run_inject_command(trace, step, mode, generator=generator, executor=executor, out=out, seed=seed,
-                       force=force, timeout=timeout, message_timeout=message_timeout, echo=typer.echo)
+                       force=force, timeout=timeout, message_timeout=message_timeout, model=model,
+                       max_steps=max_steps, max_calls=max_calls, use_cache=not no_cache, echo=typer.echo)
 
 
 @app.command()

@@ -15,22 +15,24 @@ final answer and why the run ended). Available executors:
   ``whenpro.executors`` (``name = "package.module:factory"``); ``--executor name[:arg]``
   calls ``factory(arg_or_None)``, which returns an :class:`Executor`.
 
-Adding the LLM-simulated continuation (next step of the project): implement
-:class:`Executor` as ``SimulateExecutor(model)``. ``live_tools`` returns ``None``. In
-``continue_run``, loop: pick the next agent (from the trace's agents and turn pattern),
-ask the model to write that agent's next step given the task and ``ctx.steps``; for each
-tool call of that step, try ``ctx.tools()`` (recorded results are reused when the call
-matches; ``source == "missing"`` means ask the model to simulate the result and set
+* ``simulate`` / ``simulate:MODEL`` —
+  :class:`~whenpro_core.injection.simulate.SimulateExecutor`: a model plays the remaining
+  agents of a foreign trace turn by turn (recorded speaker order; recorded tool results
+  reused when a call matches, simulated and marked ``meta["simulated"]`` otherwise; step
+  and call budgets).
+
+Writing another executor: implement :class:`Executor`. In ``continue_run``, loop: pick
+the next agent, produce its step; for its tool calls use ``ctx.tools(live)`` (recorded
+results first; ``source == "missing"`` means supply the result yourself and set
 ``step.meta["simulated"] = True``); ``ctx.emit(step)``; stop on a ``final_answer`` step,
-``ctx.cancelled()``, ``ctx.time_left() <= 0`` or a step budget. Register it in
-:func:`get_executor` under ``simulate`` / ``simulate:MODEL``.
+``ctx.cancelled()``, ``ctx.time_left() <= 0`` or a step budget.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Callable, Protocol, runtime_checkable
 
@@ -45,12 +47,15 @@ ENTRY_POINT_GROUP = "whenpro.executors"
 
 @dataclass
 class Continuation:
-    """How a continued run ended: its ``final_answer`` (``None`` when none was given) and
-    ``termination`` (``final_answer``, ``done``, ``max_steps``, ``stopped`` or an
-    executor's own word)."""
+    """How a continued run ended: its ``final_answer`` (``None`` when none was given),
+    ``termination`` (``final_answer``, ``done``, ``max_steps``, ``stopped``,
+    ``max_calls`` or an executor's own word) and optional ``details`` (plain data about
+    the continuation, e.g. the simulate executor's model, calls and usage; recorded in
+    the counterfactual's ``extras["injection"]["continuation"]``)."""
 
     final_answer: str | None
     termination: str = "final_answer"
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -186,10 +191,16 @@ def _load_plugin(name: str, arg: str | None) -> Executor | None:
     return None
 
 
-def get_executor(spec: str, *, message_timeout: float = 60.0) -> Executor:
-    """The executor for an ``--executor`` value: ``builtin``, ``cmd:COMMAND`` or an
-    installed plugin ``NAME[:ARG]``. ``simulate`` raises ConfigError until an LLM backend
-    exists; an unknown name raises ConfigError listing what is available."""
+def get_executor(spec: str, *, message_timeout: float = 60.0, model: str | None = None,
+                 settings: Any = None, max_steps: int | None = None, max_calls: int | None = None,
+                 use_cache: bool = True) -> Executor:
+    """The executor for an ``--executor`` value: ``builtin``, ``cmd:COMMAND``,
+    ``simulate`` (with ``model``, else the configured model) or
+    ``simulate:PROVIDER:MODEL``, or an installed plugin ``NAME[:ARG]``. ``settings``,
+    ``max_steps``, ``max_calls`` and ``use_cache`` apply to ``simulate``.
+
+    Raises ConfigError for an unknown name (listing what is available) or a
+    ``simulate`` executor without a usable model (no model, key or base URL)."""
     spec = (spec or "builtin").strip()
     if spec == "builtin":
         return BuiltinExecutor()
@@ -198,13 +209,15 @@ def get_executor(spec: str, *, message_timeout: float = 60.0) -> Executor:
 
         return CommandExecutor.from_spec(spec[4:], message_timeout=message_timeout)
     if spec == "simulate" or spec.startswith("simulate:"):
-        raise ConfigError("the simulate executor needs an LLM backend; not yet available",
-                          expected="--executor builtin or cmd:COMMAND")
+        from whenpro_core.injection.simulate import SimulateExecutor
+
+        return SimulateExecutor(spec[9:] or model or "", settings=settings, max_steps=max_steps,
+                                max_calls=max_calls, use_cache=use_cache)
     name, _, arg = spec.partition(":")
     executor = _load_plugin(name, arg or None)
     if executor is not None:
         return executor
     plugins = plugin_names()
     raise ConfigError(f"unknown executor {spec!r}",
-                      expected="builtin, cmd:COMMAND" + (", " + ", ".join(plugins) if plugins else
+                      expected="builtin, cmd:COMMAND, simulate" + (", " + ", ".join(plugins) if plugins else
                                                          " or an installed whenpro.executors plugin"))

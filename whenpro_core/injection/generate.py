@@ -9,21 +9,18 @@ failure mode. Available:
   from a file); kind and tool calls stay as recorded, so a tool call is re-served from the
   cache.
 
-Adding the LLM two-stage generator (next step of the project): implement
-:class:`Generator` as ``LLMGenerator(model)``:
+* ``llm`` / ``llm:MODEL`` — :class:`~whenpro_core.injection.llm_generate.LLMGenerator`,
+  the two-stage LLM generator: stage 1 asks the model, given the task, the trajectory up
+  to and including step ``t``, the taxonomy entry of ``request.mode`` and the agent's
+  role, for a *specific* flaw of that mode at step ``t`` and the wrong result it would
+  lead to; stage 2 asks it to rewrite step ``t`` in the agent's own style with that flaw,
+  keeping the step's kind and the shape of its tool calls, never naming the injection
+  (the verification filter drops texts that do: :mod:`whenpro_core.injection.verify`).
 
-1. stage 1 asks the model, given the task, the trajectory up to and including step ``t``,
-   the taxonomy entry of ``request.mode`` and the agent's role, for a *specific* flaw of
-   that mode at step ``t`` and the wrong result it would lead to (structured output);
-2. stage 2 asks it to rewrite step ``t`` in the agent's own style with that flaw, keeping
-   the step's kind and the shape of its tool calls, never naming the injection (the
-   verification filter drops texts that do: :mod:`whenpro_core.injection.verify`).
-
-Return a :class:`GeneratedStep` whose ``step`` keeps ``index``/``coord``/``agent`` of the
-original and has ``observation=None`` (replay fills it from the tool cache or live),
-``description`` = the stage-1 flaw and expected wrong result (it becomes the ground truth's
-``reason``), and ``usage`` for cost accounting. Register it in :func:`get_generator` under
-``llm`` / ``llm:MODEL``.
+Writing another generator: return a :class:`GeneratedStep` whose ``step`` keeps
+``index``/``coord``/``agent`` of the original and has ``observation=None`` (replay fills it
+from the tool cache or live), ``description`` = the flaw and expected wrong result (it
+becomes the ground truth's ``reason``), and ``usage`` for cost accounting.
 """
 
 from __future__ import annotations
@@ -53,12 +50,15 @@ class InjectionRequest:
 class GeneratedStep:
     """A generator's output: the replacement ``step`` for the request's index, the
     ``description`` of its flaw (the ground truth's reason), the ``generator`` spec that
-    made it, and optional ``usage`` (LLM calls, tokens) as a plain dict."""
+    made it, optional ``usage`` (LLM calls, tokens) as a plain dict, and optional
+    ``details`` (plain data: the LLM generator's stage outputs), recorded in the
+    counterfactual's ``extras["injection"]["generation"]``."""
 
     step: Step
     description: str
     generator: str
     usage: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -99,9 +99,14 @@ class TextGenerator:
         return GeneratedStep(new, f"Step {step.coord} rewritten by hand ({request.mode}).", self.name)
 
 
-def get_generator(spec: str) -> Generator:
-    """The generator for a ``--generator`` value: ``offline``, ``text:CONTENT`` or
-    ``text:@FILE``. ``llm``/``llm:MODEL`` raise ConfigError until an LLM backend exists."""
+def get_generator(spec: str, *, model: str | None = None, settings: Any = None,
+                  use_cache: bool = True) -> Generator:
+    """The generator for a ``--generator`` value: ``offline``, ``text:CONTENT``,
+    ``text:@FILE``, ``llm`` (with ``model``, else the configured model) or
+    ``llm:PROVIDER:MODEL``. ``settings`` and ``use_cache`` apply to ``llm``.
+
+    Raises ConfigError for an unknown spec, an unreadable or empty text, or an ``llm``
+    generator without a usable model (no model, no API key or base URL)."""
     spec = (spec or "offline").strip()
     if spec == "offline":
         return OfflineGenerator()
@@ -118,6 +123,7 @@ def get_generator(spec: str) -> Generator:
             raise ConfigError("empty replacement text", expected="--generator text:'the new step content'")
         return TextGenerator(body)
     if spec == "llm" or spec.startswith("llm:"):
-        raise ConfigError("the llm generator needs an LLM backend; not yet available",
-                          expected="--generator offline or text:...")
-    raise ConfigError(f"unknown generator {spec!r}", expected="offline, text:CONTENT or text:@FILE")
+        from whenpro_core.injection.llm_generate import LLMGenerator
+
+        return LLMGenerator(spec[4:] or model or "", settings=settings, use_cache=use_cache)
+    raise ConfigError(f"unknown generator {spec!r}", expected="offline, text:CONTENT, text:@FILE or llm")

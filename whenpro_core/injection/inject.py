@@ -29,6 +29,11 @@ from whenpro_core.model import Annotation, GroundTruth, Outcome, Source, Step, T
 from whenpro_core.taxonomy import Taxonomy
 
 
+#: Terminations that cut a continuation short for reasons outside the run (a model-call
+#: budget, a cancel): without a final answer the counterfactual's outcome is unknown.
+UNFINISHED = frozenset({"max_calls", "stopped"})
+
+
 @dataclass
 class InjectionResult:
     """The labelled ``counterfactual``, its ``verdict``, the ``replay`` details and the
@@ -91,6 +96,10 @@ def inject(trace: Trace, index: int, mode: str, generator: Generator, executor: 
     result = warm_start(trace, index, generated.step, executor, on_step=on_step, timeout=timeout, cancel=cancel)
     cf = _counterfactual(trace, index, code, generated, result, seed=seed, now=now)
     verdict = verify(trace, cf, index, final_answer=result.final_answer)
+    if result.termination in UNFINISHED and result.final_answer is None:
+        # the run was cut by a budget or the user, not ended by its agents: no outcome
+        verdict.counterfactual_success, verdict.decisive, verdict.kept = None, False, False
+        verdict.detail = f"the continuation was cut ({result.termination}) before a final answer"
     cf.outcome = {True: Outcome.success, False: Outcome.failure}.get(verdict.counterfactual_success, Outcome.unknown)
     cf.extras["injection"]["verdict"] = verdict.as_dict()
     step = cf.steps[index]
@@ -133,6 +142,10 @@ def _counterfactual(trace: Trace, index: int, mode: str, gen: GeneratedStep, res
     }
     if gen.usage:
         extras["injection"]["usage"] = gen.usage
+    if gen.details:
+        extras["injection"]["generation"] = gen.details
+    if result.details:
+        extras["injection"]["continuation"] = result.details
     return Trace(
         id=counterfactual_id(trace, mode, step.coord, seed),
         framework=trace.framework, benchmark=trace.benchmark, modality=trace.modality,
@@ -152,6 +165,7 @@ def describe(result: InjectionResult) -> list[str]:
              f"injected: {inj['mode']} at step {inj['step']} ({inj['agent']}): {inj['description']}",
              f"replayed: {_n(r.prefix_len, 'step')} from the record, 1 replaced, {len(r.new_steps)} new "
              f"({r.executor}; tool cache {r.cache_hits} hit(s), {r.cache_misses} miss(es); ended by {r.termination})"]
+    lines += _llm_lines(inj)
     if v.counterfactual_success is True:
         verdict = "still succeeds — not decisive"
     elif v.counterfactual_success is False:
@@ -166,6 +180,23 @@ def describe(result: InjectionResult) -> list[str]:
         filters.append("the gold answer was visible before the injected step")
     lines.append("filters: " + ("; ".join(filters) if filters else "passed") +
                  (" — kept" if v.kept else " — not kept"))
+    return lines
+
+
+def _llm_lines(inj: dict) -> list[str]:
+    """The model cost lines of :func:`describe` (generator and simulated continuation)."""
+    lines = []
+    usage = inj.get("usage")
+    if usage:
+        lines.append(f"generator model: {_n(usage.get('calls', 0), 'call')}, {usage.get('input_tokens', 0):,} tokens in, "
+                     f"{usage.get('output_tokens', 0):,} out, ${usage.get('cost_usd', 0.0):.4f}")
+    cont = inj.get("continuation") or {}
+    if "usage" in cont:
+        u = cont["usage"]
+        lines.append(f"simulation model: {_n(cont.get('calls', 0), 'call')} of {cont.get('max_calls')} allowed, "
+                     f"{u.get('input_tokens', 0):,} tokens in, {u.get('output_tokens', 0):,} out, "
+                     f"${u.get('cost_usd', 0.0):.4f}; {_n(cont.get('simulated_steps', 0), 'simulated tool result')}, "
+                     f"{cont.get('tool_results_from_record', 0)} from the record")
     return lines
 
 
@@ -192,8 +223,13 @@ def default_output(trace: Trace, cf_id: str) -> Path:
 def run_inject_command(trace_ref: str, step: str, mode: str, *, generator: str = "offline",
                        executor: str = "builtin", out: Path | None = None, seed: int = 0,
                        force: bool = False, timeout: float = 600.0, message_timeout: float = 60.0,
-                       echo: Callable[[str], None] = print) -> InjectionResult:
+                       model: str | None = None, max_steps: int | None = None, max_calls: int | None = None,
+                       use_cache: bool = True, echo: Callable[[str], None] = print) -> InjectionResult:
     """What ``whenpro inject`` does: load, inject, replay, verify, print, write.
+
+    ``model`` (``provider:model``) is the model of ``--generator llm`` and ``--executor
+    simulate`` unless their spec names one; ``max_steps``/``max_calls`` bound the
+    simulate executor; ``use_cache=False`` skips cached model answers.
 
     Refuses to overwrite the output file unless ``force`` (WhenproError)."""
     from whenpro_core.formats import load_trace
@@ -203,8 +239,9 @@ def run_inject_command(trace_ref: str, step: str, mode: str, *, generator: str =
 
     trace = load_trace(trace_ref)
     index = resolve_step(trace, step)
-    gen = get_generator(generator)
-    ex = get_executor(executor, message_timeout=message_timeout)
+    gen = get_generator(generator, model=model, use_cache=use_cache)
+    ex = get_executor(executor, message_timeout=message_timeout, model=model, max_steps=max_steps,
+                      max_calls=max_calls, use_cache=use_cache)
     code = check_mode(mode)
     target = out or default_output(trace, counterfactual_id(trace, code, trace.steps[index].coord, seed))
     if target.exists() and not force:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
 import orjson
@@ -41,6 +41,7 @@ class ReplayResult:
         executor: the executor's name.
         cache_hits, cache_misses: tool-result cache counters over the whole replay.
         seconds: wall-clock duration.
+        details: the executor's ``Continuation.details`` (plain data).
     """
 
     steps: list[Step]
@@ -52,6 +53,7 @@ class ReplayResult:
     cache_hits: int
     cache_misses: int
     seconds: float
+    details: dict = field(default_factory=dict)
 
     @property
     def new_steps(self) -> list[Step]:
@@ -128,7 +130,8 @@ def warm_start(trace: Trace, index: int, replacement: Step | None, executor: Exe
             raise ReplayError(f"executor {executor.name!r} produced step index {s.index} at position {i}")
     return ReplayResult(steps=ctx.steps, prefix_len=index, replaced=replaced, final_answer=cont.final_answer,
                         termination=cont.termination, executor=executor.name, cache_hits=cache.hits,
-                        cache_misses=cache.misses, seconds=time.monotonic() - start)
+                        cache_misses=cache.misses, seconds=time.monotonic() - start,
+                        details=dict(cont.details))
 
 
 def continued_trace(trace: Trace, result: ReplayResult, *, trace_id: str | None = None) -> Trace:

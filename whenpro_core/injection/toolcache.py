@@ -61,6 +61,12 @@ class ToolCache:
                 cache.results.setdefault(call_key(step.tool_calls), (step.observation, step.error))
         return cache
 
+    def add(self, calls: list[ToolCall], observation: str | None, error: str | None = None) -> None:
+        """Record a result for ``calls`` unless one is already recorded (first wins).
+        Used for results a trace records outside ``tool_calls``, e.g. a code executor
+        agent's reply to a message's code (:mod:`whenpro_core.injection.simulate`)."""
+        self.results.setdefault(call_key(calls), (observation, error))
+
     def get(self, calls: list[ToolCall]) -> tuple[str | None, str | None] | None:
         """The recorded ``(observation, error)`` for these calls, or ``None`` (counted)."""
         found = self.results.get(call_key(calls))
