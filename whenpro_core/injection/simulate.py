@@ -203,6 +203,8 @@ class _Run:
 
     async def _loop(self, ctx: ReplayContext) -> str:
         replaced = ctx.replaced
+        if ctx.cancelled():
+            return "stopped"
         if replaced is not None and replaced.tool_calls and replaced.observation is None and replaced.error is None:
             if not self._can_call():
                 return "max_calls"

@@ -11,8 +11,9 @@ lasts, then the recorded habits.
 2. Otherwise the next agent is the next one in the recorded order of the original run
    after step ``t`` (code executors left out), one recorded turn per new step.
 3. When the recorded order is used up (the continuation runs longer than the original),
-   the next agent is the one that most often followed the last speaker in the recorded
-   run (ties: the first seen), else the next agent in the trace's agent list.
+   the next agent is the other agent that most often followed the last speaker in the
+   recorded run (ties: the first seen), else the next agent in the trace's agent list
+   (a single-agent run keeps its one agent).
 
 **Recorded code executions**: a code executor's recorded reply is the result of the code
 in the nearest message before it; such pairs go into the replay's tool cache under a
@@ -82,7 +83,8 @@ class Roster:
         pairs = Counter(zip(seq, seq[1:]))
         successors: dict[str, str] = {}
         for a in agents:
-            followers = [(n, -seq.index(b), b) for (x, b), n in pairs.items() if x == a]
+            # another agent when there is one (a repeated turn is how runs end, e.g. TERMINATE)
+            followers = [(n, -seq.index(b), b) for (x, b), n in pairs.items() if x == a and (b != a or len(agents) == 1)]
             if followers:
                 successors[a] = max(followers)[2]
         order = [s.agent for s in trace.steps[index + 1:] if is_agent_step(s) and s.agent not in executors]
