@@ -177,6 +177,30 @@ def test_magentic_one_run_ends_at_its_final_answer_line(llm_server, llm_settings
         "## Agents")[1].split("## The run so far")[0]
 
 
+def test_a_single_agent_trace_keeps_its_numbering(llm_server, llm_settings):
+    """A smolagents-style run: an unnumbered task, then steps numbered from 1."""
+    from whenpro_core.model import Agent, Task, Trace
+
+    steps = [Step(index=0, agent="user", kind="user", content="What is 17 * 23 + 4?")]
+    for i, (code, out) in enumerate([("17 * 23", "391"), ("391 + 4", "395")], start=1):
+        steps.append(Step(index=i, coord=str(i), agent="agent", kind="action", content=f"Computing {code}.",
+                          tool_calls=[ToolCall(id=f"c{i}", name="python", arguments={"code": code})], observation=out))
+    steps.append(Step(index=3, coord="3", agent="agent", kind="final_answer", content="Final answer: 395"))
+    trace = Trace(id="mini", framework="smolagents", agents=[Agent(id="agent")], steps=steps,
+                  task=Task(query="What is 17 * 23 + 4?", answer="395"))
+    model = InjectModel(turns={"agent": [
+        step_answer("Computing 391 + 4.", [{"name": "python", "arguments": {"code": "391 + 4"}}]),
+        step_answer("Final answer: 395", final_answer="395", ends_run=True)]})
+    llm_server.respond_with(model)
+    wrong = steps[1].model_copy(update={"content": "Computing 17 * 32.",
+                                        "tool_calls": [ToolCall(id="c1", name="python", arguments={"code": "17 * 32"})],
+                                        "observation": None})
+    result = warm_start(trace, 1, wrong, SimulateExecutor("openai:gpt-4.1", settings=llm_settings()))
+    assert [s.coord for s in result.steps] == [None, "1", "2", "3"] and result.final_answer == "395"
+    assert result.steps[1].meta["simulated"] and result.steps[2].meta["tool_source"] == "cache"
+    assert model.kinds() == ["tool", "turn", "turn"] and result.steps[3].kind == "final_answer"
+
+
 def test_step_and_call_budgets_are_respected(llm_server, llm_settings, real_traces):
     trace = load_trace(REAL_TRACES / WW_1)
     chatter = InjectModel(turns=lambda agent, coord, prompt: step_answer(f"{agent} here, still thinking ({coord})."))

@@ -188,8 +188,9 @@ def _llm_lines(inj: dict) -> list[str]:
     lines = []
     usage = inj.get("usage")
     if usage:
-        lines.append(f"generator model: {_n(usage.get('calls', 0), 'call')}, {usage.get('input_tokens', 0):,} tokens in, "
-                     f"{usage.get('output_tokens', 0):,} out, ${usage.get('cost_usd', 0.0):.4f}")
+        lines.append(f"generator model: {_n(usage.get('calls', 0), 'call')}, "
+                     f"{usage.get('input_tokens', 0):,} tokens in, {usage.get('output_tokens', 0):,} out, "
+                     f"${usage.get('cost_usd', 0.0):.4f}")
     cont = inj.get("continuation") or {}
     if "usage" in cont:
         u = cont["usage"]

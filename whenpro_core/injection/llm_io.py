@@ -210,7 +210,8 @@ def read_answer(response: Any, model_cls: type[BaseModel], labels: list[str],
     problem = "no labelled sections"
     if sections is not None:
         try:
-            return Answer(model_cls.model_validate(from_sections(sections)), "labelled", response.usage, text, warnings)
+            value = model_cls.model_validate(from_sections(sections))
+            return Answer(value, "labelled", response.usage, text, warnings)
         except (ValidationError, ValueError, KeyError) as exc:
             problem = f"labelled sections did not validate ({type(exc).__name__})"
     begin = " ".join(strip_controls(text).split())[:80] or "(empty)"

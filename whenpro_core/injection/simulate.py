@@ -27,7 +27,9 @@ step ``t`` by asking a model to play the remaining agents, turn by turn.
   after ``Final answer:``); :mod:`whenpro_core.injection.verify` checks it against the gold
   answer.
 
-Every generated step is marked ``meta["generated_by"] = "simulate:<model>"`` and streams
+New steps continue the trace's integer coordinates (one more than the latest; a trace
+numbered from 1 after an unnumbered task stays so), else take their index. Every
+generated step is marked ``meta["generated_by"] = "simulate:<model>"`` and streams
 through the replay callback as soon as its tool result is in. A backend failure (after
 the backend's own retries) is a :class:`~whenpro_core.errors.BackendError`; an unreadable
 answer too. ``Continuation.details`` records the model, calls, usage, simulated steps and
@@ -60,7 +62,7 @@ from whenpro_core.injection.llm_io import (
     transcript_text,
     usage_dict,
 )
-from whenpro_core.injection.turns import Roster, code_of, exec_call, record_executions
+from whenpro_core.injection.turns import Roster, code_of, exec_call, next_coord, record_executions
 from whenpro_core.model import Step, ToolCall, Trace, Usage
 from whenpro_core.textsafe import strip_controls
 
@@ -78,7 +80,8 @@ class SimStep(BaseModel):
 
     content: str = Field(description="the agent's message, exactly as it writes it")
     tool_calls: list[GenCall] = Field(default_factory=list, description="tool calls made in this step ([] if none)")
-    final_answer: str | None = Field(None, description="the team's final answer if this message delivers it, else null")
+    final_answer: str | None = Field(None, description="the team's final answer if this message delivers it, "
+                                                       "else null")
     ends_run: bool = Field(False, description="true if the conversation ends after this message")
 
     @field_validator("tool_calls", mode="before")
@@ -238,6 +241,8 @@ class _Run:
         return self.calls < self.max_calls
 
     def _ends(self, step: Step) -> bool:
+        if step.agent in self.roster.executors:  # printed output never ends a run
+            return False
         meta = step.meta.get("simulation", {})
         return (step.kind == "final_answer" or bool(meta.get("ends_run"))
                 or bool(TERMINATE_LINE.search(step.content or "")) or bool(FINAL_LINE.search(step.content or "")))
@@ -248,15 +253,17 @@ class _Run:
         ctx = self.ctx
         if not self._can_call():
             return "max_calls"
-        coord = str(len(ctx.steps))
+        coord = next_coord(ctx.steps)
         answer = await self._ask(self._step_prompt(agent, coord), SimStep,
                                  ["CONTENT", "TOOL CALLS", "FINAL ANSWER", "ENDS RUN"], _step_sections,
                                  stage=f"simulated turn of {agent}")
         sim: SimStep = answer.value
         content = clean_generated(sim.content)
-        calls = [ToolCall(id=f"sim_{coord}_{i}", name=clean_generated(c.name)[:200], arguments=_arguments(c.arguments_json))
-                 for i, c in enumerate(sim.tool_calls)]
+        calls = [ToolCall(id=f"sim_{coord}_{i}", name=clean_generated(c.name)[:200],
+                          arguments=_arguments(c.arguments_json)) for i, c in enumerate(sim.tool_calls)]
         declared = clean_generated(sim.final_answer).strip() if sim.final_answer else None
+        if declared is not None and declared.lower() in ("", "null", "none", "n/a"):
+            declared = None
         final = declared or (extract_final_answer(content) if FINAL_LINE.search(content) else None)
         ends = sim.ends_run or bool(TERMINATE_LINE.search(content)) or bool(FINAL_LINE.search(content))
         kind = self.roster.kind_for(agent, ctx.steps, with_tools=bool(calls), final=ends and final is not None,
@@ -285,7 +292,7 @@ class _Run:
         ctx = self.ctx
         code = code_of(ctx.steps[-1]) or ""
         kind = self.roster.kind_for(agent, ctx.steps, with_tools=False, final=False, has_final_kind=False)
-        step = Step(index=len(ctx.steps), coord=str(len(ctx.steps)), agent=agent, kind=kind,
+        step = Step(index=len(ctx.steps), coord=next_coord(ctx.steps), agent=agent, kind=kind,
                     meta={"generated_by": self.ex.name})
         found = ctx.cache.get(exec_call(code))
         if found is not None:
@@ -320,10 +327,11 @@ class _Run:
 
         request = LLMRequest.simple(prompt, system=SYSTEM, output_model=output)
         self.calls += 1
+        left = self.ctx.time_left()
         try:
             response = await asyncio.wait_for(
                 self.backend.complete(request, cache=None if self.ex.use_cache else False),
-                timeout=max(self.ctx.time_left(), 0.001))
+                timeout=None if left == float("inf") else max(left, 0.001))
         except TimeoutError:
             raise ReplayError("the simulated continuation did not finish before the replay timeout",
                               expected="a larger --timeout") from None

@@ -84,7 +84,8 @@ class Roster:
         successors: dict[str, str] = {}
         for a in agents:
             # another agent when there is one (a repeated turn is how runs end, e.g. TERMINATE)
-            followers = [(n, -seq.index(b), b) for (x, b), n in pairs.items() if x == a and (b != a or len(agents) == 1)]
+            followers = [(n, -seq.index(b), b) for (x, b), n in pairs.items()
+                         if x == a and (b != a or len(agents) == 1)]
             if followers:
                 successors[a] = max(followers)[2]
         order = [s.agent for s in trace.steps[index + 1:] if is_agent_step(s) and s.agent not in executors]
@@ -123,6 +124,16 @@ class Roster:
             return mine[-1].kind
         kinds = [k for k in self.kinds.get(agent, []) if k != "final_answer"]
         return kinds[0] if kinds else "assistant"
+
+
+def next_coord(steps: list[Step]) -> str:
+    """The coordinate of a new step: one more than the latest integer coordinate (so a
+    trace numbered from 0 or 1 after an unnumbered task keeps its numbering), else the
+    step's index as a string."""
+    for s in reversed(steps):
+        if s.coord is not None:
+            return str(int(s.coord) + 1) if s.coord.isdigit() else str(len(steps))
+    return str(len(steps))
 
 
 def record_executions(trace: Trace, roster: Roster, cache: ToolCache) -> int:
