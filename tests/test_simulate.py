@@ -18,7 +18,7 @@ from conftest import REAL_TRACES, REPO
 from tests.support.fixtures import TEST_KEY
 from tests.support.inject_model import InjectModel, step_answer
 from tests.support.llm_server import Fault
-from whenpro_core.errors import BackendError
+from whenpro_core.errors import BackendError, ReplayError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.executors import get_executor
@@ -257,6 +257,14 @@ def test_backend_faults_are_retried_without_duplicating_steps(llm_server, llm_se
     assert [s.agent for s in result.steps] == [s.agent for s in seed.steps] and result.final_answer == "12:00"
     assert len(llm_server.answered) == 5 == result.details["calls"]
     assert len(llm_server.requests) == 5 + (2 if fault == "429" else 1)
+
+
+def test_the_replay_timeout_ends_a_hanging_continuation(llm_server, llm_settings):
+    seed = seed_run("arith_team", 1)
+    llm_server.respond_with(_arith_model())
+    llm_server.fail(Fault.hang(5))
+    with pytest.raises(ReplayError, match="did not finish before the replay timeout"):
+        warm_start(seed, 4, _flawed_total(), SimulateExecutor("openai:gpt-4.1", settings=llm_settings()), timeout=0.3)
 
 
 def test_executor_specs_and_models(llm_settings):
