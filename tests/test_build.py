@@ -144,6 +144,8 @@ def test_run_build_ls_bench_report_end_to_end(tmp_path):
         assert all(s.hidden.get("is_replayed") for s in trace.steps[1:gt.step_index])
         seed = load_trace(tmp_path / "seeds" / f"{t['seed']}.json")
         assert seed.step_by_coord(t["step"]).agent == t["agent"]  # labelled at the seed's own step
+        assert trace.extras["injection"]["seed_ref"] == f"{t['seed']}.json"  # no local absolute paths
+        assert str(tmp_path) not in path.read_text()
 
     res = tmp_path / "res.jsonl"
     bench = whenpro("bench", str(ds), "--protocol", "heuristic", "--out", str(res))
@@ -340,6 +342,9 @@ def test_command_line_errors_are_one_line(tmp_path, seeds):
     assert one_line_error(llm) and "the llm generator needs an LLM backend" in llm.stderr
     assert one_line_error(whenpro("build", str(seeds), "--out", str(ds), "--layout", "parquet"))
     assert one_line_error(whenpro("build", str(tmp_path / "nowhere"), "--out", str(ds)))
+    (tmp_path / "empty").mkdir()
+    empty = whenpro("build", str(tmp_path / "empty"), "--out", str(ds))
+    assert one_line_error(empty) and "no traces found" in empty.stderr
     assert not ds.exists()  # nothing written by a refused build
     other = tmp_path / "mine"
     other.mkdir()

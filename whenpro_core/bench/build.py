@@ -141,7 +141,9 @@ def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: Build
     if v.gold_visible_before_t:
         return Outcome(done("dropped", "gold_visible_before_t",
                             "the gold answer appears in an agent step before the injected one", id=cf.id))
-    cf.extras["injection"].get("replay", {}).pop("seconds", None)  # timing is in the journal; files are reproducible
+    inj = cf.extras["injection"]
+    inj.get("replay", {}).pop("seconds", None)  # timing is in the journal; files are reproducible
+    inj["seed_ref"] = attempt.seed_rel or inj.get("seed_ref")  # not the builder's own paths
     doc = to_document(cf, eval_status="fail")
     diffs = check_round_trip(cf, doc)
     if diffs:
@@ -169,7 +171,8 @@ def _seeds_section(seeds: list[Seed]) -> dict[str, Any]:
     for s in skipped:
         reasons[s.skip] = reasons.get(s.skip, 0) + 1
     return {"found": len(seeds), "used": len(seeds) - len(skipped), "skipped": reasons,
-            "skipped_list": [{"ref": s.ref, "id": s.id, "reason": s.skip, "detail": s.detail} for s in skipped]}
+            "skipped_list": [{"ref": s.rel or s.ref, "id": s.id, "reason": s.skip, "detail": s.detail}
+                             for s in skipped]}
 
 
 def _tools(opts: BuildOptions):
@@ -219,6 +222,8 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
     opts = dataclasses.replace(opts, modes=modes)
     generator, executor = _tools(opts)
     seeds = await asyncio.to_thread(scan_seeds, seeds_path)
+    if not seeds:
+        raise ConfigError(f"no traces found in {seeds_path}", expected="successful runs, e.g. the output of whenpro run")
     plan = plan_build(seeds, modes, opts.per_seed, seed=opts.seed, offline=opts.generator == "offline")
     store = BuildStore.open(out, opts.fingerprint(), force=force, now=now)
     traces = {s.id: s.trace for s in seeds if s.trace is not None}
@@ -322,13 +327,16 @@ def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per
         echo(f"{len(res.plan.seeds)} seed traces, {used} used; {len(res.plan.attempts)} attempts planned, "
              f"{res.skipped} already done, {todo} to run")
         progress.update(task, total=todo)
+        progress.start()  # after the plan line, so the live display does not interleave with it
 
     def on_entry(n: int, total: int, entry: Entry) -> None:
         tally["kept" if entry.status == "kept" else "dropped"] += 1
         progress.update(task, advance=1, **tally)
 
-    with progress:
+    try:
         result = asyncio.run(run_build(seeds, out, opts, force=force, on_plan=on_plan, on_entry=on_entry))
+    finally:
+        progress.stop()
     m = result.manifest
     c, d = m["counts"], {k: v for k, v in m["dropped"].items() if v}
     echo(f"attempted {c['attempted']}: generated {c['generated']}, replayed {c['replayed']}, "

@@ -41,25 +41,28 @@ SEED_SKIP_REASONS = ("unreadable", "not_success", "outcome_unknown", "duplicate_
 class Seed:
     """One trace under the seeds path: its reference (``path`` or ``path#key``), id,
     the loaded trace (``None`` when unreadable), and ``skip`` (a reason from
-    :data:`SEED_SKIP_REASONS`) with ``detail`` when it is not used."""
+    :data:`SEED_SKIP_REASONS`) with ``detail`` when it is not used. ``rel`` is the
+    reference relative to the seeds folder (what dataset files record)."""
 
     ref: str
     id: str
     trace: Trace | None = None
     skip: str | None = None
     detail: str = ""
+    rel: str = ""
 
 
 @dataclass(frozen=True)
 class Attempt:
-    """One injection to try: seed ``seed_id`` (at ``seed_ref``), step ``index``
-    (coordinate ``coord``), failure mode ``mode``."""
+    """One injection to try: seed ``seed_id`` (at ``seed_ref``; ``seed_rel`` relative to
+    the seeds folder), step ``index`` (coordinate ``coord``), failure mode ``mode``."""
 
     seed_ref: str
     seed_id: str
     index: int
     coord: str
     mode: str
+    seed_rel: str = ""
 
     @property
     def key(self) -> str:
@@ -102,20 +105,23 @@ def scan_seeds(target: str | Path) -> list[Seed]:
     from whenpro_core.formats import load_trace, walk
     from whenpro_core.injection.verify import original_success
 
+    from whenpro_core.summary import safe_name
+
     seeds: list[Seed] = []
     seen: set[str] = set()
     for row in walk(target):
         ref = str(Path(row.path).resolve()) + (f"#{row.key}" if row.key is not None else "")
+        rel = _relative(ref, target)
         if row.error:
-            seeds.append(Seed(ref, row.id, skip="unreadable", detail=row.error))
+            seeds.append(Seed(ref, row.id, skip="unreadable", detail=row.error, rel=rel))
             continue
         try:
             trace = load_trace(ref)
         except WhenproError as exc:
-            seeds.append(Seed(ref, row.id, skip="unreadable", detail=exc.one_line()))
+            seeds.append(Seed(ref, row.id, skip="unreadable", detail=exc.one_line(), rel=rel))
             continue
-        seed = Seed(ref, trace.id, trace)
-        if trace.id in seen:
+        seed = Seed(ref, trace.id, trace, rel=rel)
+        if safe_name(trace.id) in seen:  # ids name the dataset files: equal once made file-safe
             seed.skip, seed.detail = "duplicate_id", f"another seed has the id {trace.id!r}"
         else:
             ok = original_success(trace)
@@ -123,9 +129,22 @@ def scan_seeds(target: str | Path) -> list[Seed]:
                 seed.skip, seed.detail = "outcome_unknown", "no recorded outcome and no gold answer to check"
             elif not ok:
                 seed.skip, seed.detail = "not_success", "the run did not reach the gold answer"
-        seen.add(trace.id)
+        seen.add(safe_name(trace.id))
         seeds.append(seed)
     return seeds
+
+
+def _relative(ref: str, target: str | Path) -> str:
+    """``ref`` relative to the seeds folder (or just the file name), for provenance
+    that does not reveal the builder's own paths."""
+    path, _, key = ref.partition("#")
+    base = Path(target).resolve()
+    base = base if base.is_dir() else base.parent
+    try:
+        rel = Path(path).relative_to(base).as_posix()
+    except ValueError:
+        rel = Path(path).name
+    return rel + (f"#{key}" if key else "")
 
 
 def candidate_steps(trace: Trace) -> list[int]:
@@ -184,8 +203,15 @@ def plan_build(seeds: list[Seed], modes: tuple[str, ...], per_seed: int, *, seed
         if not fits:
             s.skip, s.detail = "no_candidates", f"no error-free agent step fits {', '.join(modes)}"
             continue
-        for index, mode in attempt_order(s.trace, fits, seed)[:per_seed]:
-            plan.attempts.append(Attempt(s.ref, s.id, index, s.trace.steps[index].coord or str(index), mode))
+        chosen: set[tuple[str, str]] = set()
+        for index, mode in attempt_order(s.trace, fits, seed):
+            coord = s.trace.steps[index].coord or str(index)
+            if (coord, mode) in chosen:  # a coordinate shared by two steps names one trace
+                continue
+            chosen.add((coord, mode))
+            plan.attempts.append(Attempt(s.ref, s.id, index, coord, mode, s.rel))
+            if len(chosen) == per_seed:
+                break
     return plan
 
 
