@@ -218,6 +218,38 @@ def inject(trace: str = typer.Argument(..., help="The seed trace (normally a suc
 
 @app.command()
 @handles_errors
+def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs: a folder, glob or file "
+                                                           "(e.g. the output of whenpro run)."),
+          out: Path = typer.Option(..., "--out", "-o", help="Dataset folder (rerun the same command to resume)."),
+          modes: Optional[str] = typer.Option(None, "--modes",
+                                              help="Comma-separated failure modes (default: every mode "
+                                                   "with an offline mutator)."),
+          per_seed: int = typer.Option(2, "--per-seed", "-n", help="Injections to attempt per seed run."),
+          generator: str = typer.Option("offline", "--generator", help="offline (mutators) or llm."),
+          model: Optional[str] = typer.Option(None, "--model", "-m", help="provider:model for --generator llm."),
+          executor: str = typer.Option("builtin", "--executor",
+                                       help="builtin, cmd:COMMAND (JSON lines) or an installed plugin name."),
+          layout: str = typer.Option("files", "--layout",
+                                     help="files (data_release/<modality>/<benchmark>/<framework>/...) or "
+                                          "jsonl (data/<modality>.jsonl)."),
+          seed: int = typer.Option(0, "--seed", help="Seed of the step/mode choice and the mutators."),
+          concurrency: int = typer.Option(4, "--concurrency", "-j", help="Attempts in flight at once."),
+          timeout: float = typer.Option(600.0, "--timeout", help="Seconds for one continuation."),
+          message_timeout: float = typer.Option(60.0, "--message-timeout",
+                                                help="Seconds to wait for each message of a cmd: executor."),
+          force: bool = typer.Option(False, "--force", help="Write into a non-build folder, or start over."),
+          revalidate: bool = typer.Option(False, "--revalidate",
+                                          help="Refresh the manifest's validation counts (no SEEDS needed).")) -> None:
+    """Build a benchmark dataset: inject errors into successful runs, replay, verify, keep the decisive ones."""
+    from whenpro_core.bench.build import build_command
+
+    build_command(seeds, out, modes=modes, per_seed=per_seed, generator=generator, model=model,
+                  executor=executor, layout=layout, seed=seed, concurrency=concurrency, timeout=timeout,
+                  message_timeout=message_timeout, force=force, revalidate=revalidate, echo=typer.echo)
+
+
+@app.command()
+@handles_errors
 def report(
     results: list[str] = typer.Argument(..., help="Results JSONL file(s) from whenpro bench."),
     out: Optional[Path] = typer.Option(None, "--out", "-o",

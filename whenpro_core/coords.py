@@ -399,8 +399,13 @@ _FRAMING_KINDS = ("user", "system", "final_answer")
 def _generic(entries: list[dict], warn: list[str]) -> list[Slot]:
     """Unknown framework: entries' own ``step``/``step_number`` when non-framing
     entries carry one; else ``round.position`` when they all carry both; else a 0-based
-    counter over non-framing entries (framing: ``user``, ``system``, ``final_answer``)."""
-    body = [(i, e) for i, e in enumerate(entries) if _kind(e) not in _FRAMING_KINDS]
+    counter over non-framing entries (framing: ``user``, ``system``, ``final_answer``).
+    A ``final_answer`` entry that carries its own ``step``/``step_number`` is an agent's
+    numbered step, not framing (the last turn of a team whose reporter answers, as
+    ``whenpro build`` writes it)."""
+    body = [(i, e) for i, e in enumerate(entries)
+            if _kind(e) not in _FRAMING_KINDS
+            or (_kind(e) == "final_answer" and e.get("step_number", e.get("step")) is not None)]
     slots = [Slot(i, agent=_framing_agent(e)) for i, e in enumerate(entries)]
 
     def agent_of(e: dict) -> str:

@@ -239,6 +239,10 @@ def redact_secrets(value: Any, _depth: int = 0) -> Any:
     return value
 
 
+_STRUCTURE = re.compile(rb'["{}\[\],]')
+_STRING_END = re.compile(rb'(?:[^"\\]|\\.)*+"', re.DOTALL)
+
+
 def top_level_keys(head: bytes, limit: int = 64) -> list[str]:
     """The member names of the top-level JSON object that starts ``head`` (which may be
     cut anywhere), in order, up to ``limit`` names. Empty when ``head`` does not start
@@ -253,13 +257,16 @@ def top_level_keys(head: bytes, limit: int = 64) -> list[str]:
     depth, i, n = 0, 0, len(text)
     expect_key = False
     while i < n and len(keys) < limit:
+        m = _STRUCTURE.search(text, i)  # jump to the next quote or bracket (C speed)
+        if m is None:
+            break
+        i = m.start()
         c = text[i]
         if c == 0x22:  # '"'
-            j = i + 1
-            while j < n and text[j] != 0x22:
-                j += 2 if text[j] == 0x5C else 1
-            if j >= n:
+            end = _STRING_END.match(text, i + 1)
+            if end is None:
                 break
+            j = end.end() - 1
             if depth == 1 and expect_key:
                 try:
                     keys.append(orjson.loads(text[i:j + 1]))

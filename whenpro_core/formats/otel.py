@@ -218,7 +218,8 @@ class OtlpImporter(FileImporter):
     priority = 8
 
     def match_head(self, head: bytes, path: Path) -> bool:
-        return "resourceSpans" in top_level_keys(head, limit=8)
+        # the byte test first: scanning the keys of every sniffed file costs ~1 ms
+        return b"resourceSpans" in head and "resourceSpans" in top_level_keys(head, limit=8)
 
     def _spans(self, path: Path, root: Path | None) -> list[Span]:
         try:

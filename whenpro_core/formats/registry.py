@@ -27,6 +27,8 @@ HEAD_BYTES = 64 * 1024
 #: ``module:Class`` of every importer. Modules are imported on first use only.
 IMPORTERS: list[str] = [
     "whenpro_core.formats.native:NativeImporter",
+    "whenpro_core.formats.build_meta:BuildManifestImporter",
+    "whenpro_core.formats.build_meta:ValidationLogImporter",
     "whenpro_core.formats.whowhen:WhoWhenImporter",
     "whenpro_core.formats.whowhen_pro:WhoWhenProImporter",
     "whenpro_core.formats.whowhen_pro_jsonl:WhoWhenProJsonlImporter",

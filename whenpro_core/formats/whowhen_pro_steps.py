@@ -12,6 +12,8 @@ error, whatever the framework's entry shape:
   is not shown twice); ``error`` {type, message} becomes ``"Type: message"``.
 * GUI / ALFWorld ``action`` {step_number, agent, reasoning, action, observation,
   observation_images, action_raw, error}: the action string is a ToolCall ``action``.
+  An ``action`` entry may also carry ``content`` (when it has no reasoning) and a
+  ``tool_calls`` list (datasets written by ``whenpro build``).
 * ``planning`` {plan}: ``kind="plan"``.
 * agent turns {agent_id|agent, role, output, ...} (macnet, mathchat, metagpt, debate,
   dylan, pixelcraft, magentic-one): ``content`` is the output; magentic-one
@@ -207,6 +209,10 @@ def build_step(index: int, slot: Slot, entry: dict, fw: str, *, agent: str,
             tool_calls.append(ToolCall(name="python", arguments=src["code"]))
         if src.get("action") not in (None, ""):
             tool_calls.append(ToolCall(name="action", arguments=maybe_json(src["action"])))
+        for tc in src.get("tool_calls") if isinstance(src.get("tool_calls"), list) else []:
+            call = _tool_call(tc)
+            if call:
+                tool_calls.append(call)
         if not content and src.get("content") is not None:
             content = as_text(src.get("content"))
         if src.get("observation") is not None:

@@ -1,0 +1,225 @@
+"""Throughput of ``whenpro bench`` (the runner API: plan -> run_items, all-at-once, one
+LLM call per trace) against the local LLM test server with a fixed latency per call, for
+a few concurrency values: achieved requests/s against the ideal (concurrency ÷ latency).
+
+Baseline in the same run: the ``ag2tracer`` package (PyPI ``ag2tracer`` 0.1.1, "Failure
+attribution on multi-agent traces"), running its all-at-once protocol on the same Who&When
+traces against the same server. ag2tracer's API is synchronous (``all_at_once(trace,
+model)`` -> one ``litellm.completion`` call), so it is driven the way a user would
+parallelise it: a thread pool of ``concurrency`` workers. It reaches the local server
+through litellm's OpenAI base URL (``OPENAI_BASE_URL``/``OPENAI_API_BASE`` and
+``litellm.api_base``).
+
+ag2tracer is not a whenpro dependency; install it into the same environment to get the
+baseline rows (without it the script says so and prints whenpro's rows only):
+
+    python -m pip install ag2tracer==0.1.1
+
+Usage (from the repository root):
+
+    python benchmarks/bench_throughput.py [WHO_AND_WHEN_DIR] [--latency 0.1]
+        [--concurrency 1,4,16,32] [--traces 64]
+
+The traces are the first ``--traces`` files of Who&When's Algorithm-Generated subset
+(default folder as in ``benchmarks/protocol_cost.py``). whenpro's response cache is off, so
+every trace is one HTTP call for both tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+_tmp = tempfile.mkdtemp(prefix="whenpro-bench-")
+os.environ["WHENPRO_CONFIG_DIR"] = os.path.join(_tmp, "config")  # never the user's config or cache
+os.environ["WHENPRO_CACHE_DIR"] = os.path.join(_tmp, "cache")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no model-price download at import
+
+from tests.support.judge_oracle import wants_structured  # noqa: E402
+from tests.support.llm_server import LLMServer  # noqa: E402
+from whenpro_core.formats.registry import iter_files, natural_key  # noqa: E402
+
+ANSWER = {"agent_name": "Orchestrator", "step_number": "1", "error_mode": "R.2", "reason": "benchmark"}
+TEXT = "Agent Name: Orchestrator\nStep Number: 1\nError Mode: R.2\nReason for Mistake: benchmark"
+
+
+def default_dir() -> Path:
+    real = os.environ.get("WHENPRO_REAL_TRACES")
+    base = Path(real) if real else ROOT.parent / "shared" / "real_traces"
+    return base / "who-and-when" / "Who&When"
+
+
+def answer(body: dict) -> object:
+    """The same verdict for every trace: as JSON when a schema is asked, else as lines."""
+    return ANSWER if wants_structured(body) else TEXT
+
+
+class RemoteServer:
+    """The test server in a child process (its request handling must not take CPU from
+    the client being measured: the machine has two cores). ``requests`` is the number of
+    requests it has answered so far."""
+
+    def __init__(self, latency: float) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(child, latency), daemon=True)
+        self._proc.start()
+        self.openai_base_url = self._conn.recv()
+
+    @property
+    def requests(self) -> int:
+        self._conn.send("count")
+        return self._conn.recv()
+
+    def close(self) -> None:
+        self._conn.send("stop")
+        self._proc.join(timeout=10)
+
+
+def _serve(conn, latency: float) -> None:
+    with LLMServer(latency_s=latency) as server:
+        server.respond_with(answer)
+        conn.send(server.openai_base_url)
+        while True:
+            msg = conn.recv()
+            if msg == "stop":
+                return
+            conn.send(len(server.requests))
+
+
+# ---------------------------------------------------------------------- whenpro
+
+
+async def run_whenpro(files: list[Path], server: RemoteServer, concurrency: int) -> tuple[float, int, int]:
+    """(seconds, HTTP requests, failed items) for ``whenpro bench`` over ``files``."""
+    from whenpro_core.attribution.llm_judge import make_judge
+    from whenpro_core.attribution.prompts import Message
+    from whenpro_core.bench import runner
+    from whenpro_core.bench.records import ResultsFile
+    from whenpro_core.config import load_settings
+    from whenpro_core.formats import walk
+
+    model = "openai:gpt-4.1"
+    settings = load_settings(model=model, openai_api_key="sk-bench", openai_base_url=server.openai_base_url,
+                             concurrency=concurrency, cache=False, timeout_s=60.0, max_retries=2)
+    rows = [r for f in files for r in walk(f)]
+    items = runner.plan(rows, ["all-at-once"], [model])
+    judge = make_judge(model, settings=settings, use_cache=False)
+    results = ResultsFile(Path(tempfile.mkdtemp(prefix="whenpro-tp-")) / "results.jsonl")
+    await judge.ask([Message.text("user", "warm-up")])  # SDK import and client set-up, not timed
+    before = server.requests
+    t0 = time.perf_counter()
+    try:
+        stats = await runner.run_items(items, results, concurrency=concurrency, judges={model: judge})
+        seconds = time.perf_counter() - t0
+    finally:
+        results.close()
+        await judge.aclose()
+    return seconds, server.requests - before, stats.errors
+
+
+# ---------------------------------------------------------------------- ag2tracer
+
+
+def ag2tracer_or_reason():
+    """The ``ag2tracer`` module, or the reason it cannot run here."""
+    try:
+        import ag2tracer  # noqa: F401
+        import litellm  # noqa: F401
+    except ImportError as exc:
+        return None, (f"ag2tracer is not installed ({exc.name} missing); for this baseline: "
+                      f"{sys.executable} -m pip install ag2tracer==0.1.1")
+    return ag2tracer, None
+
+
+def run_ag2tracer(module, files: list[Path], server: RemoteServer, concurrency: int) -> tuple[float, int, int]:
+    """(seconds, HTTP requests, failed traces) for ag2tracer's all-at-once over ``files``."""
+    import litellm
+
+    os.environ["OPENAI_API_KEY"] = "sk-bench"
+    os.environ["OPENAI_BASE_URL"] = os.environ["OPENAI_API_BASE"] = server.openai_base_url
+    litellm.api_base = server.openai_base_url
+    docs = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    module.all_at_once(docs[0], model="openai/gpt-4o")  # warm-up: imports and client, not timed
+    before = server.requests
+    failed = 0
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures = [pool.submit(module.all_at_once, d, model="openai/gpt-4o") for d in docs]
+        for fut in futures:
+            try:
+                fut.result()
+            except Exception:  # noqa: BLE001 - counted and reported
+                failed += 1
+    seconds = time.perf_counter() - t0
+    return seconds, server.requests - before, failed
+
+
+# ---------------------------------------------------------------------- main
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", nargs="?", type=Path, default=default_dir())
+    ap.add_argument("--latency", type=float, default=0.1, help="seconds per call at the server")
+    ap.add_argument("--concurrency", default="1,4,16,32")
+    ap.add_argument("--traces", type=int, default=64)
+    args = ap.parse_args()
+    subset = args.folder / "Algorithm-Generated"
+    if not subset.is_dir():
+        sys.exit(f"no Who&When folder at {args.folder} (give its path; see the docstring)")
+    files = sorted(iter_files(subset), key=natural_key)[: args.traces]
+    levels = [int(c) for c in args.concurrency.split(",")]
+    module, why = ag2tracer_or_reason()
+    rows = []
+    server = RemoteServer(args.latency)
+    try:
+        for c in levels:
+            seconds, calls, failed = asyncio.run(run_whenpro(files, server, c))
+            rows.append(("whenpro bench", c, seconds, calls, failed))
+            if module is not None:
+                try:
+                    seconds, calls, failed = run_ag2tracer(module, files, server, c)
+                    rows.append(("ag2tracer 0.1.1", c, seconds, calls, failed))
+                except Exception as exc:  # noqa: BLE001 - say why the baseline could not run
+                    why = f"ag2tracer could not run against {server.openai_base_url}: {type(exc).__name__}: {exc}"
+                    module = None
+    finally:
+        server.close()
+    print(f"{len(files)} Who&When traces (Algorithm-Generated), all-at-once, server latency "
+          f"{args.latency * 1000:.0f} ms per call; whenpro cache off")
+    head = f"{'tool':<16} {'concurrency':>11} {'seconds':>8} {'requests':>8} {'req/s':>8} {'ideal':>8} " \
+           f"{'of ideal':>8} {'failed':>6}"
+    print(head)
+    print("-" * len(head))
+    base: dict[int, float] = {}
+    for tool, c, seconds, calls, failed in rows:
+        rate = calls / seconds if seconds else 0.0
+        ideal = c / args.latency
+        line = (f"{tool:<16} {c:>11} {seconds:>8.2f} {calls:>8} {rate:>8.1f} {ideal:>8.1f} "
+                f"{rate / ideal:>8.0%} {failed:>6}")
+        if tool.startswith("ag2tracer") and base.get(c):
+            line += f"   whenpro x{base[c] / rate:.2f} vs ag2tracer" if rate else ""
+        elif tool == "whenpro bench":
+            base[c] = rate
+        print(line)
+    if why:
+        print(f"baseline not run: {why}")
+    print("each item: whenpro loads, renders, asks (structured output), scores and appends a record; "
+          "ag2tracer formats a prompt and asks for text")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""What each attribution protocol costs per trace, on the real Who&When traces (both
+subsets), against the local LLM test server answering as a judge that knows the decisive
+error (``tests.support.judge_oracle.oracle_for``: a perfect judge, so step-by-step stops
+at the labelled step and binary search takes its ⌈log2 n⌉ + 1 calls).
+
+Printed in one run, per subset × protocol (all-at-once, step-by-step, binary search,
+hybrid): LLM calls per trace (mean, max), prompt tokens per trace (mean; the server's
+estimate, characters / 4), and the share of prompt tokens a provider's prefix cache would
+serve (the server's emulated ``cached_tokens``: the longest prefix shared with an earlier
+prompt of the same protocol run, counted from ``--cache-min-tokens``, 1024 as OpenAI
+does; the emulated cache is emptied between protocol runs). Ratios are against the
+baseline all-at-once (one call per trace).
+
+whenpro's own response cache is off (``use_cache=False``, the ``--no-cache`` semantics),
+so every call reaches the server. Usage:
+
+    python benchmarks/protocol_cost.py [WHO_AND_WHEN_DIR] [--limit N]
+        [--api chat|anthropic] [--cache-min-tokens 1024] [--concurrency 8]
+
+``WHO_AND_WHEN_DIR`` defaults to ``$WHENPRO_REAL_TRACES/who-and-when/Who&When`` or
+``<repo>/../shared/real_traces/who-and-when/Who&When``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+_tmp = tempfile.mkdtemp(prefix="whenpro-bench-")
+os.environ["WHENPRO_CONFIG_DIR"] = os.path.join(_tmp, "config")  # never the user's config or cache
+os.environ["WHENPRO_CACHE_DIR"] = os.path.join(_tmp, "cache")
+
+from tests.support.judge_oracle import oracle_for  # noqa: E402
+from tests.support.llm_server import LLMServer  # noqa: E402
+from whenpro_core.attribution.llm_judge import make_judge  # noqa: E402
+from whenpro_core.attribution.run import attribute  # noqa: E402
+from whenpro_core.config import load_settings  # noqa: E402
+from whenpro_core.formats import load_trace  # noqa: E402
+from whenpro_core.formats.registry import iter_files, natural_key  # noqa: E402
+from whenpro_core.model import Trace  # noqa: E402
+
+PROTOCOLS = ("all-at-once", "step-by-step", "binary-search", "hybrid")
+SUBSETS = ("Algorithm-Generated", "Hand-Crafted")
+
+
+def default_dir() -> Path:
+    real = os.environ.get("WHENPRO_REAL_TRACES")
+    base = Path(real) if real else ROOT.parent / "shared" / "real_traces"
+    return base / "who-and-when" / "Who&When"
+
+
+class Router:
+    """Answers each request with the oracle of the trace whose question it carries (the
+    server is shared by concurrent traces)."""
+
+    def __init__(self) -> None:
+        self.oracles: dict[str, object] = {}
+
+    def add(self, marker: str, trace: Trace) -> None:
+        self.oracles[marker] = oracle_for(trace)
+
+    def __call__(self, body: dict) -> object:
+        from tests.support.llm_wire import prompt_text
+
+        prompt = prompt_text(body)
+        for marker, oracle in self.oracles.items():
+            if marker in prompt:
+                return oracle(body)
+        raise RuntimeError("request for an unknown trace")
+
+
+def tag(trace: Trace, marker: str) -> Trace:
+    """The trace with a unique marker in its task text (routes answers to its oracle;
+    the same few characters in every prompt of the trace, so prefix sharing is unchanged)."""
+    trace = trace.model_copy(deep=True)
+    trace.task.query = f"{marker} {trace.task.query}"
+    return trace
+
+
+async def cost(traces: list[Trace], protocol: str, settings, concurrency: int) -> list:
+    judge = make_judge(settings.model, settings=settings, use_cache=False)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(t: Trace):
+        async with gate:
+            return await attribute(t, protocol, judge=judge, with_gold=True)
+
+    try:
+        return await asyncio.gather(*(one(t) for t in traces))
+    finally:
+        await judge.aclose()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", nargs="?", type=Path, default=default_dir())
+    ap.add_argument("--limit", type=int, default=None, help="traces per subset (default: all)")
+    ap.add_argument("--api", choices=("chat", "anthropic"), default="chat")
+    ap.add_argument("--cache-min-tokens", type=int, default=1024)
+    ap.add_argument("--concurrency", type=int, default=8)
+    args = ap.parse_args()
+    if not args.folder.is_dir():
+        sys.exit(f"no Who&When folder at {args.folder} (give its path; see the docstring)")
+    router = Router()
+    subsets = {}
+    for name in SUBSETS:
+        files = sorted(iter_files(args.folder / name), key=natural_key)[: args.limit]
+        subsets[name] = []
+        for f in files:
+            marker = f"<<trace {name}/{f.stem}>>"
+            trace = tag(load_trace(f), marker)
+            router.add(marker, trace)
+            subsets[name].append(trace)
+    model = "anthropic:claude-sonnet-4-6" if args.api == "anthropic" else "openai:gpt-4.1"
+    rows = []
+    started = time.perf_counter()
+    with LLMServer(cache_min_tokens=args.cache_min_tokens) as server:
+        settings = load_settings(model=model, openai_api_key="sk-bench", anthropic_api_key="sk-bench",
+                                 openai_base_url=server.openai_base_url,
+                                 anthropic_base_url=server.anthropic_base_url, concurrency=args.concurrency,
+                                 cache=False, timeout_s=120.0, max_retries=2, backoff_base_s=0.01)
+        for name, traces in subsets.items():
+            for protocol in PROTOCOLS:
+                server.reset()  # each protocol starts with a cold prefix cache (no sharing across runs)
+                server.respond_with(router)
+                verdicts = asyncio.run(cost(traces, protocol, settings, args.concurrency))
+                calls = [v.usage.calls for v in verdicts]
+                tokens = [v.usage.input_tokens for v in verdicts]
+                cached = sum(v.usage.cached_tokens for v in verdicts)
+                right = sum(v.step == t.ground_truth.step for v, t in zip(verdicts, traces))
+                rows.append((name, protocol, len(traces), calls, tokens, cached, right, len(server.answered)))
+    seconds = time.perf_counter() - started
+    print(f"Who&When at {args.folder}; judge: oracle through {model} on the local server; "
+          f"whenpro cache off; prefix cache counted from {args.cache_min_tokens} tokens; {seconds:.0f}s")
+    head = (f"{'subset':<20} {'protocol':<14} {'traces':>6} {'calls/trace':>11} {'max':>4} "
+            f"{'prompt tok/trace':>16} {'x all-at-once':>13} {'cached share':>12} {'step ok':>7} {'HTTP':>6}")
+    print(head)
+    print("-" * len(head))
+    base: dict[str, float] = {}
+    for name, protocol, n, calls, tokens, cached, right, http in rows:
+        mean_tokens = statistics.fmean(tokens) if tokens else 0.0
+        if protocol == "all-at-once":
+            base[name] = mean_tokens or 1.0
+        share = cached / sum(tokens) if sum(tokens) else 0.0
+        print(f"{name:<20} {protocol:<14} {n:>6} {statistics.fmean(calls):>11.2f} {max(calls):>4} "
+              f"{mean_tokens:>16,.0f} {mean_tokens / base[name]:>12.1f}x {share:>12.1%} {right:>4}/{n:<2} "
+              f"{http:>6}")
+    print("calls and tokens count every request the protocol made (all reached the server: HTTP column);"
+          " 'cached share' = prompt tokens the provider's prefix cache would serve;")
+    print("'step ok' = verdicts at the labelled step (a perfect judge misses only labels on steps a protocol"
+          " never asks about).")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,358 @@
+"""``whenpro build SEEDS --out DATASET``: batch error injection over successful
+trajectories, written as a benchmark dataset (DESIGN §8, §4, §9).
+
+For every usable seed trajectory the planner (:mod:`.build_plan`) picks up to
+``--per-seed`` (step, failure mode) attempts; each attempt is run by
+:func:`run_attempt`: generate the flawed step (offline mutators, or the injection
+package's other generators), warm-start replay through the chosen executor (``builtin``
+for ``whenpro run`` traces, ``cmd:...`` or a plugin for imported ones), verify, and
+filter. A trace is kept when the injection is decisive (the seed succeeded, the
+counterfactual fails), the injected text does not reveal the construction, the gold
+answer was not visible before the injected step, and the trace writes faithfully in the
+Who&When Pro shape. Kept traces go to the dataset (:mod:`.build_store`, ``files`` or
+``jsonl`` layout) labelled by construction: the agent and coordinate of the injected step
+and the mode.
+
+Concurrency: attempts run as asyncio tasks, at most ``concurrency`` at a time; each
+attempt's generation, replay and verification run in a worker thread
+(``asyncio.to_thread``). The built-in environments replay in milliseconds, and
+``cmd:`` executors and LLM calls spend their time in subprocesses and sockets, which
+release the GIL, so threads suffice; a process pool would add more in pickling traces
+than it saves. Dataset files are written (atomically) in a worker thread, and the
+journal line in the event loop after that, so the journal only names files that exist.
+Files are reproducible: the same seeds and options give the same bytes (the injection
+timestamp is the build's creation time; replay timings stay in the journal).
+
+Resuming: the journal holds every finished attempt; a rerun of the same command skips
+them (a larger ``--per-seed`` or more ``--modes`` only add attempts). An interrupted
+attempt leaves nothing in the journal and runs again. See :mod:`.build_store`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from whenpro_core.bench.build_plan import Attempt, Plan, Seed, parse_modes, plan_build, scan_seeds
+from whenpro_core.bench.build_store import LAYOUTS, BuildStore, Entry
+from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.model import Trace
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Settings of a build.
+
+    Attributes:
+        modes: failure-mode codes to inject (default: every mode with an offline mutator).
+        per_seed: attempts per seed trajectory.
+        generator: ``offline`` or ``llm[:MODEL]`` (the injection package's generators).
+        executor: ``builtin``, ``cmd:COMMAND`` or a plugin name.
+        layout: ``files`` (per-file release) or ``jsonl``.
+        seed: seeds the choice of steps and modes and the mutators' choices.
+        concurrency: attempts in flight at once.
+        timeout: seconds for one continuation; message_timeout: per message of a
+            ``cmd:`` executor.
+    """
+
+    modes: tuple[str, ...] = ()
+    per_seed: int = 2
+    generator: str = "offline"
+    executor: str = "builtin"
+    layout: str = "files"
+    seed: int = 0
+    concurrency: int = 4
+    timeout: float = 600.0
+    message_timeout: float = 60.0
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The options a resumed build must share with the run that started it."""
+        return {"generator": self.generator, "executor": self.executor, "layout": self.layout, "seed": self.seed}
+
+
+@dataclass
+class Outcome:
+    """What one attempt gave: the journal ``entry`` and, when kept, the Who&When Pro
+    ``doc`` to write."""
+
+    entry: Entry
+    doc: dict[str, Any] | None = None
+
+
+class _Tracked:
+    """A generator wrapper that remembers whether generation finished (so a failure is
+    put on the right stage)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.done = False
+
+    def generate(self, request):
+        out = self.inner.generate(request)
+        self.done = True
+        return out
+
+
+def _describe(exc: BaseException) -> str:
+    from whenpro_core.llm.redact import redact
+
+    text = exc.one_line() if isinstance(exc, WhenproError) else f"{type(exc).__name__}: {exc}"
+    return redact(text)[:500]
+
+
+def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: BuildOptions, *,
+                now: str, cancel: threading.Event | None = None) -> Outcome:
+    """Generate, replay, verify and filter one attempt (blocking; run it in a thread).
+    Never raises for a failed attempt: the entry says which stage dropped it."""
+    from whenpro_core.formats.whowhen_pro_write import check_round_trip, to_document
+    from whenpro_core.injection.inject import inject
+
+    started = time.perf_counter()
+    step = trace.steps[attempt.index]
+    base = dict(key=attempt.key, seed=attempt.seed_id, seed_ref=attempt.seed_ref, step=attempt.coord,
+                step_index=attempt.index, mode=attempt.mode, agent=step.agent, modality=trace.modality.value,
+                framework=trace.framework, benchmark=trace.benchmark)
+
+    def done(status: str, reason: str | None = None, detail: str = "", **kw) -> Entry:
+        return Entry(**base, status=status, reason=reason, detail=detail,
+                     seconds=round(time.perf_counter() - started, 4), **kw)
+
+    tracked = _Tracked(generator)
+    try:
+        result = inject(trace, attempt.index, attempt.mode, tracked, executor, seed=opts.seed,
+                        timeout=opts.timeout, cancel=cancel, now=now)
+    except Exception as exc:  # noqa: BLE001 - a failed attempt is recorded, the build goes on
+        stage = "replay_failed" if tracked.done else "generate_failed"
+        return Outcome(done("dropped", stage, _describe(exc)))
+    v, cf = result.verdict, result.counterfactual
+    if not v.decisive:
+        why = {True: "the counterfactual still succeeds", None: "the counterfactual's outcome is unknown"}.get(
+            v.counterfactual_success, "the seed run did not succeed")
+        return Outcome(done("dropped", "not_decisive", f"{why} ({v.detail})", id=cf.id))
+    if v.revealing:
+        return Outcome(done("dropped", "construction_leak",
+                            "the injected text says: " + ", ".join(repr(p) for p in v.revealing), id=cf.id))
+    if v.gold_visible_before_t:
+        return Outcome(done("dropped", "gold_visible_before_t",
+                            "the gold answer appears in an agent step before the injected one", id=cf.id))
+    inj = cf.extras["injection"]
+    inj.get("replay", {}).pop("seconds", None)  # timing is in the journal; files are reproducible
+    inj["seed_ref"] = attempt.seed_rel or inj.get("seed_ref")  # not the builder's own paths
+    doc = to_document(cf, eval_status="fail")
+    diffs = check_round_trip(cf, doc)
+    if diffs:
+        return Outcome(done("dropped", "not_representable", "; ".join(diffs[:3]), id=cf.id))
+    return Outcome(done("kept", detail=result.generated.description[:500], id=cf.id), doc)
+
+
+# ---------------------------------------------------------------------- the build
+
+
+@dataclass
+class BuildResult:
+    """A finished run: the ``manifest``, the attempts ``ran`` now, ``skipped`` (already
+    in the journal) and the plan."""
+
+    manifest: dict[str, Any]
+    ran: int = 0
+    skipped: int = 0
+    plan: Plan = field(default_factory=Plan)
+
+
+def _seeds_section(seeds: list[Seed]) -> dict[str, Any]:
+    skipped = [s for s in seeds if s.skip]
+    reasons: dict[str, int] = {}
+    for s in skipped:
+        reasons[s.skip] = reasons.get(s.skip, 0) + 1
+    return {"found": len(seeds), "used": len(seeds) - len(skipped), "skipped": reasons,
+            "skipped_list": [{"ref": s.rel or s.ref, "id": s.id, "reason": s.skip, "detail": s.detail}
+                             for s in skipped]}
+
+
+def _tools(opts: BuildOptions):
+    from whenpro_core.injection.executors import get_executor
+    from whenpro_core.injection.generate import get_generator
+
+    if opts.generator.startswith("text:"):
+        raise ConfigError("a build writes many different steps; a fixed replacement text does not fit",
+                          expected="--generator offline or llm")
+    generator = get_generator(opts.generator)
+    executor = get_executor(opts.executor, message_timeout=opts.message_timeout)
+    return generator, executor
+
+
+def check_options(opts: BuildOptions) -> None:
+    """ConfigError for a bad layout, concurrency, per-seed count or timeout."""
+    if opts.layout not in LAYOUTS:
+        raise ConfigError(f"unknown layout {opts.layout!r}", expected=" or ".join(LAYOUTS))
+    if opts.concurrency < 1:
+        raise ConfigError(f"--concurrency {opts.concurrency} is not a positive number", expected="1 or more")
+    if opts.per_seed < 1:
+        raise ConfigError(f"--per-seed {opts.per_seed} is not a positive number", expected="1 or more")
+    if opts.timeout <= 0:
+        raise ConfigError("--timeout must be positive", expected="seconds, e.g. 600")
+
+
+#: Progress callback: (finished attempts this run, attempts to run this run, the entry).
+ProgressFn = Callable[[int, int, Entry], None]
+
+
+async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions, *, force: bool = False,
+                    on_plan: Callable[[BuildResult, int], None] | None = None,
+                    on_entry: ProgressFn | None = None, after_record: Callable[[int], None] | None = None,
+                    now: str | None = None) -> BuildResult:
+    """Build (or resume building) the dataset ``out`` from the seeds at ``seeds_path``.
+
+    ``on_plan(result, todo)`` is called once the plan is known; ``on_entry`` after each
+    attempt is journalled; ``after_record(n)`` with the number journalled so far in this
+    run (a test hook: raising there, or killing the process, interrupts the build between
+    two attempts). ``now`` fixes the build's creation time for a new journal (tests).
+
+    Raises ConfigError for bad options (before anything is written), TraceFormatError
+    when the seeds path does not exist, WhenproError for an output folder that is not
+    a build (without ``force``)."""
+    check_options(opts)
+    modes = parse_modes(list(opts.modes) or None, opts.generator)
+    opts = dataclasses.replace(opts, modes=modes)
+    generator, executor = _tools(opts)
+    seeds = await asyncio.to_thread(scan_seeds, seeds_path)
+    if not seeds:
+        raise ConfigError(f"no traces found in {seeds_path}", expected="successful runs, e.g. the output of whenpro run")
+    plan = plan_build(seeds, modes, opts.per_seed, seed=opts.seed, offline=opts.generator == "offline")
+    store = BuildStore.open(out, opts.fingerprint(), force=force, now=now)
+    traces = {s.id: s.trace for s in seeds if s.trace is not None}
+    result = BuildResult(manifest={}, plan=plan)
+    cancel = threading.Event()
+    try:
+        todo = [a for a in plan.attempts if a.key not in store.entries]
+        result.skipped = len(plan.attempts) - len(todo)
+        if on_plan:
+            on_plan(result, len(todo))
+        gate = asyncio.Semaphore(opts.concurrency)
+
+        async def one(attempt: Attempt) -> None:
+            try:
+                outcome = await asyncio.to_thread(run_attempt, traces[attempt.seed_id], attempt, generator,
+                                                  executor, opts, now=store.created, cancel=cancel)
+                if cancel.is_set():
+                    return  # a cut-short replay proves nothing: not journalled, runs again
+                entry = outcome.entry
+                if outcome.doc is not None:
+                    entry = await asyncio.to_thread(store.write_kept, outcome.doc, entry)
+                store.record(entry)
+                result.ran += 1
+                if on_entry:
+                    on_entry(result.ran, len(todo), entry)
+                if after_record:
+                    after_record(result.ran)
+            finally:
+                gate.release()
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for attempt in todo:
+                    await gate.acquire()
+                    group.create_task(one(attempt))
+        except BaseException:
+            cancel.set()
+            raise
+        finally:
+            run = {"modes": list(modes), "per_seed": opts.per_seed, "concurrency": opts.concurrency}
+            result.manifest = await asyncio.to_thread(store.finish, _seeds_section(seeds),
+                                                      planned=len(plan.attempts), run=run)
+    except BaseExceptionGroup as eg:
+        leaves = list(_leaves(eg))
+        first = next((e for e in leaves if isinstance(e, WhenproError)), leaves[0] if leaves else None)
+        if first is not None:
+            raise first from None
+        raise
+    finally:
+        store.close()
+    return result
+
+
+def _leaves(eg: BaseExceptionGroup):
+    for exc in eg.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
+
+
+# ---------------------------------------------------------------------- the command
+
+
+def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per_seed: int = 2,
+                  generator: str = "offline", model: str | None = None, executor: str = "builtin",
+                  layout: str = "files", seed: int = 0, concurrency: int = 4, timeout: float = 600.0,
+                  message_timeout: float = 60.0, force: bool = False, revalidate: bool = False,
+                  echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """What ``whenpro build`` does: build (with a Rich progress bar on stderr when it is
+    a terminal) and print a summary; with ``revalidate`` and no ``seeds``, only refresh
+    the manifest's validation counts. Returns the manifest."""
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    from whenpro_core.bench.build_store import revalidate as refresh
+
+    if seeds is None:
+        if not revalidate:
+            raise ConfigError("no seed trajectories given", expected="whenpro build SEEDS --out DATASET")
+        manifest = refresh(out)
+        echo(_validation_line(manifest))
+        return manifest
+    if model and generator == "offline":
+        raise ConfigError("--model is for --generator llm", expected="--generator llm --model provider:model")
+    spec = f"{generator}:{model}" if model and generator == "llm" else generator
+    opts = BuildOptions(modes=tuple(m for m in (modes or "").split(",") if m.strip()), per_seed=per_seed,
+                        generator=spec, executor=executor, layout=layout, seed=seed, concurrency=concurrency,
+                        timeout=timeout, message_timeout=message_timeout)
+    err = Console(stderr=True)
+    progress = Progress(SpinnerColumn(), TextColumn("[bold]build"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("kept {task.fields[kept]} · dropped {task.fields[dropped]}"),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        console=err, disable=not err.is_terminal, transient=False)
+    task = progress.add_task("build", total=0, kept=0, dropped=0)
+    tally = {"kept": 0, "dropped": 0}
+
+    def on_plan(res: BuildResult, todo: int) -> None:
+        used = len(res.plan.used)
+        echo(f"{len(res.plan.seeds)} seed traces, {used} used; {len(res.plan.attempts)} attempts planned, "
+             f"{res.skipped} already done, {todo} to run")
+        progress.update(task, total=todo)
+        progress.start()  # after the plan line, so the live display does not interleave with it
+
+    def on_entry(n: int, total: int, entry: Entry) -> None:
+        tally["kept" if entry.status == "kept" else "dropped"] += 1
+        progress.update(task, advance=1, **tally)
+
+    try:
+        result = asyncio.run(run_build(seeds, out, opts, force=force, on_plan=on_plan, on_entry=on_entry))
+    finally:
+        progress.stop()
+    m = result.manifest
+    c, d = m["counts"], {k: v for k, v in m["dropped"].items() if v}
+    echo(f"attempted {c['attempted']}: generated {c['generated']}, replayed {c['replayed']}, "
+         f"decisive {c['decisive']}, kept {c['kept']}")
+    if d:
+        echo("dropped: " + ", ".join(f"{k} {v}" for k, v in d.items()))
+    if m["seeds"].get("skipped"):
+        echo("seeds skipped: " + ", ".join(f"{k} {v}" for k, v in m["seeds"]["skipped"].items()))
+    echo(f"wrote {out} ({opts.layout} layout, manifest.json)")
+    return m
+
+
+def _validation_line(manifest: dict[str, Any]) -> str:
+    v = manifest.get("validation", {})
+    return (f"{v.get('total', 0)} traces: {v.get('accepted', 0)} accepted, {v.get('rejected', 0)} rejected, "
+            f"{v.get('relabelled', 0)} relabelled, {v.get('pending', 0)} pending")
+
+
+__all__ = ["BuildOptions", "BuildResult", "Outcome", "build_command", "check_options", "run_attempt", "run_build"]

@@ -1,0 +1,219 @@
+"""Planning ``whenpro build``: which seed trajectories to use, and which (step, failure
+mode) injections to attempt on each (DESIGN §8).
+
+* **Seeds** (:func:`scan_seeds`): every trace under the seeds path (a folder of
+  ``whenpro run`` outputs, imported traces, a JSONL file, a glob). Only successful runs
+  are used (:func:`~whenpro_core.injection.verify.original_success`: the recorded
+  outcome, else a check of the final answer against the gold answer); the others are
+  skipped with a reason (``not_success``, ``outcome_unknown``, ``unreadable``,
+  ``duplicate_id``, ``no_candidates``).
+* **Candidate steps** (:func:`fitting_modes`): agent steps (not the user's task or a
+  system prompt) with a coordinate, after the first step (warm start needs a recorded
+  prefix), whose recorded ``error`` is empty (a step that errored is
+  not a clean place to plant a new error). With the offline generator, a mode is tried
+  only at steps where its mutator fits
+  (:func:`~whenpro_core.injection.mutators.applicable_modes`); other generators may try
+  every requested mode at every candidate step.
+* **Order** (:func:`attempt_order`): a seeded, reproducible order over the fitting
+  (step, mode) pairs that spreads over modes first, then over steps: the modes are
+  visited round-robin in a shuffled order, each taking a random fitting step not yet
+  used by the seed when there is one. The order does not depend on ``--per-seed``, so
+  ``--per-seed N`` takes its first N pairs and a later run with a larger N only adds
+  attempts (the finished ones are in the journal).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.injection.mutators import MUTATORS, applicable_modes
+from whenpro_core.injection.textedit import is_agent_step
+from whenpro_core.model import Trace
+
+#: Reasons a seed trace is not used.
+SEED_SKIP_REASONS = ("unreadable", "not_success", "outcome_unknown", "duplicate_id", "no_candidates")
+
+
+@dataclass
+class Seed:
+    """One trace under the seeds path: its reference (``path`` or ``path#key``), id,
+    the loaded trace (``None`` when unreadable), and ``skip`` (a reason from
+    :data:`SEED_SKIP_REASONS`) with ``detail`` when it is not used. ``rel`` is the
+    reference relative to the seeds folder (what dataset files record)."""
+
+    ref: str
+    id: str
+    trace: Trace | None = None
+    skip: str | None = None
+    detail: str = ""
+    rel: str = ""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One injection to try: seed ``seed_id`` (at ``seed_ref``; ``seed_rel`` relative to
+    the seeds folder), step ``index`` (coordinate ``coord``), failure mode ``mode``."""
+
+    seed_ref: str
+    seed_id: str
+    index: int
+    coord: str
+    mode: str
+    seed_rel: str = ""
+
+    @property
+    def key(self) -> str:
+        """Journal key ``<seed id>|<step index>|<mode>``."""
+        return f"{self.seed_id}|{self.index}|{self.mode}"
+
+
+@dataclass
+class Plan:
+    """Seeds found and the attempts chosen (in order)."""
+
+    seeds: list[Seed] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def used(self) -> list[Seed]:
+        """Seeds that give at least one attempt."""
+        return [s for s in self.seeds if s.skip is None]
+
+
+def parse_modes(text: str | list[str] | None, generator: str) -> tuple[str, ...]:
+    """``"R.3,A.3"`` -> ``("R.3", "A.3")`` (canonical codes, order kept). Default: every
+    mode with an offline mutator. ConfigError for a code outside the taxonomy, or (with
+    the offline generator) a mode without a mutator."""
+    from whenpro_core.bench.plan import split_list
+    from whenpro_core.injection.inject import check_mode
+
+    codes = [check_mode(c) for c in split_list(text)] or list(MUTATORS)
+    if generator == "offline":
+        missing = [c for c in codes if c not in MUTATORS]
+        if missing:
+            raise ConfigError(f"no offline mutator for mode {', '.join(missing)}",
+                              expected=f"modes among {', '.join(MUTATORS)}, or --generator llm")
+    return tuple(dict.fromkeys(codes))
+
+
+def scan_seeds(target: str | Path) -> list[Seed]:
+    """Load every trace under ``target`` and mark the ones that cannot seed an injection.
+    Raises TraceFormatError when ``target`` does not exist."""
+    from whenpro_core.formats import load_trace, walk
+    from whenpro_core.injection.verify import original_success
+
+    from whenpro_core.summary import safe_name
+
+    seeds: list[Seed] = []
+    seen: set[str] = set()
+    for row in walk(target):
+        ref = str(Path(row.path).resolve()) + (f"#{row.key}" if row.key is not None else "")
+        rel = _relative(ref, target)
+        if row.error:
+            seeds.append(Seed(ref, row.id, skip="unreadable", detail=row.error, rel=rel))
+            continue
+        try:
+            trace = load_trace(ref)
+        except WhenproError as exc:
+            seeds.append(Seed(ref, row.id, skip="unreadable", detail=exc.one_line(), rel=rel))
+            continue
+        seed = Seed(ref, trace.id, trace, rel=rel)
+        if safe_name(trace.id) in seen:  # ids name the dataset files: equal once made file-safe
+            seed.skip, seed.detail = "duplicate_id", f"another seed has the id {trace.id!r}"
+        else:
+            ok = original_success(trace)
+            if ok is None:
+                seed.skip, seed.detail = "outcome_unknown", "no recorded outcome and no gold answer to check"
+            elif not ok:
+                seed.skip, seed.detail = "not_success", "the run did not reach the gold answer"
+        seen.add(safe_name(trace.id))
+        seeds.append(seed)
+    return seeds
+
+
+def _relative(ref: str, target: str | Path) -> str:
+    """``ref`` relative to the seeds folder (or just the file name), for provenance
+    that does not reveal the builder's own paths."""
+    path, _, key = ref.partition("#")
+    base = Path(target).resolve()
+    base = base if base.is_dir() else base.parent
+    try:
+        rel = Path(path).relative_to(base).as_posix()
+    except ValueError:
+        rel = Path(path).name
+    return rel + (f"#{key}" if key else "")
+
+
+def candidate_steps(trace: Trace) -> list[int]:
+    """Indices of the steps an injection may replace (module docstring)."""
+    return [s.index for s in trace.steps
+            if s.index >= 1 and s.coord is not None and is_agent_step(s) and not s.error]
+
+
+def fitting_modes(trace: Trace, modes: tuple[str, ...], *, offline: bool = True) -> dict[int, list[str]]:
+    """Candidate step index -> the requested modes that may be injected there."""
+    out: dict[int, list[str]] = {}
+    for i in candidate_steps(trace):
+        fits = set(applicable_modes(trace, i)) if offline else set(modes)
+        chosen = [m for m in modes if m in fits]
+        if chosen:
+            out[i] = chosen
+    return out
+
+
+def attempt_order(trace: Trace, fits: dict[int, list[str]], seed: int) -> list[tuple[int, str]]:
+    """Every fitting (step index, mode) pair in the seeded order of the module docstring."""
+    rng = random.Random(f"{trace.id}:{seed}")
+    by_mode: dict[str, list[int]] = {}
+    for i, modes in sorted(fits.items()):
+        for m in modes:
+            by_mode.setdefault(m, []).append(i)
+    for steps in by_mode.values():
+        rng.shuffle(steps)
+    order_modes = sorted(by_mode)
+    rng.shuffle(order_modes)
+    used: set[int] = set()
+    out: list[tuple[int, str]] = []
+    while any(by_mode.values()):
+        for m in order_modes:
+            steps = by_mode[m]
+            if not steps:
+                continue
+            pick = next((i for i in steps if i not in used), steps[0])
+            steps.remove(pick)
+            used.add(pick)
+            out.append((pick, m))
+    return out
+
+
+def plan_build(seeds: list[Seed], modes: tuple[str, ...], per_seed: int, *, seed: int = 0,
+               offline: bool = True) -> Plan:
+    """The attempts of a build: for each usable seed, the first ``per_seed`` pairs of
+    :func:`attempt_order`. Seeds with no fitting pair are marked ``no_candidates``."""
+    if per_seed < 1:
+        raise ConfigError(f"--per-seed {per_seed} is not a positive number", expected="1 or more")
+    plan = Plan(seeds=seeds)
+    for s in seeds:
+        if s.skip is not None or s.trace is None:
+            continue
+        fits = fitting_modes(s.trace, modes, offline=offline)
+        if not fits:
+            s.skip, s.detail = "no_candidates", f"no error-free agent step fits {', '.join(modes)}"
+            continue
+        chosen: set[tuple[str, str]] = set()
+        for index, mode in attempt_order(s.trace, fits, seed):
+            coord = s.trace.steps[index].coord or str(index)
+            if (coord, mode) in chosen:  # a coordinate shared by two steps names one trace
+                continue
+            chosen.add((coord, mode))
+            plan.attempts.append(Attempt(s.ref, s.id, index, coord, mode, s.rel))
+            if len(chosen) == per_seed:
+                break
+    return plan
+
+
+__all__ = ["Attempt", "Plan", "SEED_SKIP_REASONS", "Seed", "attempt_order", "candidate_steps",
+           "fitting_modes", "parse_modes", "plan_build", "scan_seeds"]

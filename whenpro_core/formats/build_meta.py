@@ -1,0 +1,64 @@
+"""Files ``whenpro build`` keeps next to a dataset's traces: ``manifest.json``
+(``format: whenpro.build.manifest/1``) and ``validation.jsonl``
+(``whenpro.validation/1`` lines). They hold no traces; these importers recognise them
+(strictly: the whole shape, not just a tag, so a damaged file is still reported) so that
+a dataset walk (``whenpro ls``, ``whenpro bench``) lists nothing for them instead of an
+"unknown format" error row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext
+from whenpro_core.model import Trace, TraceSummary
+
+MANIFEST_FORMAT = "whenpro.build.manifest/1"
+VALIDATION_FORMAT = "whenpro.validation/1"
+
+
+class BuildManifestImporter(DocumentImporter):
+    """A build's ``manifest.json``: no traces."""
+
+    name = "whenpro-build-manifest"
+    priority = 200
+
+    def matches(self, doc: Any) -> bool:
+        return (isinstance(doc, dict) and doc.get("format") == MANIFEST_FORMAT
+                and isinstance(doc.get("counts"), dict) and isinstance(doc.get("traces"), list)
+                and isinstance(doc.get("options"), dict))
+
+    def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
+        return []
+
+    def summaries(self, doc: Any, ctx: LoadContext) -> list[TraceSummary]:
+        return []
+
+
+class ValidationLogImporter(FileImporter):
+    """A dataset's ``validation.jsonl`` review log: no traces. Recognised when its first
+    line is a complete review decision."""
+
+    name = "whenpro-validation-log"
+    priority = 200
+
+    def match_head(self, head: bytes, path: Path) -> bool:
+        first, nl, _ = head.removeprefix(b"\xef\xbb\xbf").partition(b"\n")
+        if not nl or not first.startswith(b'{"format":"' + VALIDATION_FORMAT.encode()):
+            return False
+        try:
+            rec = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            return False
+        return (isinstance(rec, dict) and isinstance(rec.get("trace_id"), str)
+                and rec.get("verdict") in ("accept", "reject", "relabel"))
+
+    def summaries(self, path: Path, root: Path | None) -> Iterator[TraceSummary]:
+        return iter(())
+
+    def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
+        raise TraceFormatError("a validation log holds no traces", path=path,
+                               expected="a trace file of the dataset")
