@@ -156,7 +156,9 @@ class FileFollower:
 
     def poll(self) -> list[Any]:
         """Check the file once and return the events found (also used by tests and by
-        callers that drive their own clock)."""
+        callers that drive their own clock). ``[]`` once closed."""
+        if self._closed:
+            return []
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
