@@ -4,9 +4,10 @@
 
 * ``heuristic`` re-runs the offline heuristic on the trace so far after each change and
   sends a :class:`~whenpro_core.live.events.Suspect` whenever its verdict (agent, step,
-  mode) changes; the first verdict whose confidence reaches ``decisive_confidence``
-  (and that rests on a signal, not on the first-step prior) is the
-  :class:`~whenpro_core.live.events.DecisiveError`.
+  mode) changes. The first verdict whose step carries a signal of strength
+  ``decisive_strength`` or more is the :class:`~whenpro_core.live.events.DecisiveError`;
+  while the run goes on, signals that depend on its end (:data:`END_SIGNALS`) do not
+  count, and a run that ended with outcome ``success`` gets none.
 * ``step-by-step`` asks the judge about each new agent step, one call each, with the
   same prompts as the offline protocol (:func:`~whenpro_core.attribution.prompts.step_by_step_opening`,
   :func:`~whenpro_core.attribution.prompts.step_turn`): the conversation only grows, so
@@ -42,8 +43,13 @@ from whenpro_core.live.events import (BudgetExhausted, DecisiveError, ExportReje
                                       Suspect, TraceEvicted, TraceReset, TraceStarted, TraceUpdated)
 from whenpro_core.model import Attribution, Outcome, Step, Trace, Usage
 
-#: Heuristic verdicts at or above this confidence count as decisive.
-DECISIVE_CONFIDENCE = 0.5
+#: A heuristic verdict is decisive when its step has a signal at least this strong
+#: (signal strengths: :mod:`whenpro_core.attribution.signals`; a wrong calculation is
+#: 0.95, an unrecovered tool error 0.5).
+DECISIVE_STRENGTH = 0.6
+#: Heuristic signals that depend on how the run ends: they make a verdict decisive only
+#: once it has ended.
+END_SIGNALS = frozenset({"final-value-origin", "gold-lost", "gave-up"})
 #: Prompt tokens a new step may take in the live conversation (longer fields are cut).
 STEP_TOKENS = 2_000
 
@@ -92,6 +98,14 @@ def _ident(step: Step) -> str:
     return f"span:{span}" if span else f"#{step.index}"
 
 
+def _heuristic_eval(trace: Trace, with_gold: bool) -> tuple[Attribution, list]:
+    """The heuristic's verdict and every signal it saw (for the decisive test)."""
+    from whenpro_core.attribution.heuristic import attribute_heuristic, build_context
+    from whenpro_core.attribution.signals import collect
+
+    return attribute_heuristic(trace, with_gold=with_gold), collect(build_context(trace, with_gold))
+
+
 class LiveJudge:
     """Judges one growing trace (see the module doc).
 
@@ -103,7 +117,8 @@ class LiveJudge:
         with_gold: show the judge the gold answer when the trace has one.
         taxonomy: failure modes (default: the trace's dataset taxonomy or the built-in).
         final_pass: run a full pass when the run ends.
-        decisive_confidence: the heuristic's threshold for a decisive verdict.
+        decisive_strength: the heuristic's threshold for a decisive verdict (the
+            strength of a signal at the verdict's step).
 
     Attributes:
         usage: LLM usage so far (calls, tokens, cost), final pass included.
@@ -113,7 +128,7 @@ class LiveJudge:
 
     def __init__(self, protocol: str = "heuristic", *, judge: Any = None, budget: Budget | None = None,
                  with_gold: bool = True, taxonomy: Any = None, final_pass: bool = False,
-                 decisive_confidence: float = DECISIVE_CONFIDENCE) -> None:
+                 decisive_strength: float = DECISIVE_STRENGTH) -> None:
         from whenpro_core.attribution.run import protocol_name
         from whenpro_core.errors import ConfigError
 
@@ -128,7 +143,7 @@ class LiveJudge:
         self.with_gold = with_gold
         self.taxonomy = taxonomy
         self.final_pass = final_pass
-        self.decisive_confidence = decisive_confidence
+        self.decisive_strength = decisive_strength
         self.usage = Usage()
         self.decisive: DecisiveError | None = None
         self.stopped: str | None = None
@@ -162,6 +177,9 @@ class LiveJudge:
         when ``final_pass`` is set and the budget allows."""
         if self.ended:
             return
+        if self.protocol == "heuristic" and not self.stopped:
+            async for ev in self._heuristic(trace, ended=True):
+                yield ev
         self.ended = True
         yield RunEnded(trace.id, reason, len(trace.steps))
         if not self.final_pass or not trace.steps:
@@ -186,12 +204,10 @@ class LiveJudge:
 
     # ------------------------------------------------------------------ heuristic
 
-    async def _heuristic(self, trace: Trace) -> AsyncIterator[Any]:
-        from whenpro_core.attribution.heuristic import attribute_heuristic
-
+    async def _heuristic(self, trace: Trace, *, ended: bool = False) -> AsyncIterator[Any]:
         if not trace.steps:
             return
-        verdict = await asyncio.to_thread(attribute_heuristic, trace, with_gold=self.with_gold)
+        verdict, signals = await asyncio.to_thread(_heuristic_eval, trace, self.with_gold)
         if verdict.step is None:
             return
         step = trace.step_by_coord(verdict.step)
@@ -202,8 +218,14 @@ class LiveJudge:
             self.suspect = Suspect(trace.id, index, verdict.step, agent, verdict.mode, verdict.reason,
                                    "heuristic", verdict.confidence)
             yield self.suspect
-        prior = any("first-step prior" in w for w in verdict.warnings)
-        if self.decisive is None and not prior and (verdict.confidence or 0) >= self.decisive_confidence:
+        if self.decisive is not None or (ended and trace.outcome == Outcome.success):
+            return
+        # While the run goes on only evidence at the step itself counts; signals that
+        # depend on how the run ends (its final answer, a gold answer it lost, giving up)
+        # count once it has ended.
+        strong = [sig for sig in signals if sig.index == index and sig.strength >= self.decisive_strength
+                  and (ended or sig.name not in END_SIGNALS)]
+        if strong:
             self.decisive = DecisiveError(trace.id, index, verdict.step, agent, verdict.mode, verdict.reason,
                                           "heuristic", verdict)
             yield self.decisive
@@ -483,5 +505,5 @@ async def attribute_store(store: Any, make_judge: Callable[[str], LiveJudge], *,
         await asyncio.gather(*(e["task"] for e in judges.values()), return_exceptions=True)
 
 
-__all__ = ["Budget", "DECISIVE_CONFIDENCE", "LiveJudge", "attribute_live", "attribute_store",
+__all__ = ["Budget", "DECISIVE_STRENGTH", "END_SIGNALS", "LiveJudge", "attribute_live", "attribute_store",
            "run_end_reason"]
