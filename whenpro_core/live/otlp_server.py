@@ -268,6 +268,10 @@ class _Server6(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     receiver: OtlpReceiver
     protocol_version = "HTTP/1.1"
+    # One send per response (headers and body buffered; flushed after each request) and
+    # no Nagle delay: otherwise a small body after the headers waits for a delayed ACK.
+    wbufsize = 64 * 1024
+    disable_nagle_algorithm = True
     server_version = "whenpro-otlp"
     sys_version = ""
 
