@@ -26,7 +26,8 @@ from whenpro_core.live.builders import SpanSet
 from whenpro_core.live.events import (BudgetExhausted, DecisiveError, FinalVerdict, JudgeFailed, RunEnded,
                                       StepAdded, StepJudged, Suspect, event_record)
 from whenpro_core.live.follow import FileFollower
-from whenpro_core.live.judge_live import Budget, LiveJudge, attribute_live, run_end_reason
+from whenpro_core.live.judge_live import Budget, LiveJudge, run_end_reason
+from whenpro_core.live.session import attribute_live
 
 from conftest import REPO, SAMPLES
 from tests.support.fixtures import TEST_KEY

@@ -101,8 +101,10 @@ def test_endpoint_alone_is_enough_via_the_standard_environment(receiver, monkeyp
     assert stored(receiver) == [f"{trace_id}.json"]
 
 
-def test_otlp_json_posted_with_urllib_matches_the_file_importer(receiver):
-    body = (OTEL / "genai_current.json").read_bytes()
+@pytest.mark.parametrize("fixture,framework", [("genai_current.json", "otel"),
+                                               ("openinference.json", "openinference")])
+def test_otlp_json_posted_with_urllib_matches_the_file_importer(receiver, fixture, framework):
+    body = (OTEL / fixture).read_bytes()
     status, answer = post(receiver.endpoint, body)
     assert status == 200 and json.loads(answer) == {}
     doc = json.loads(body)
@@ -110,7 +112,8 @@ def test_otlp_json_posted_with_urllib_matches_the_file_importer(receiver):
     assert stored(receiver) == [f"{i}.json" for i in ids]
     for tid in ids:
         got = load_native(receiver.store.folder / f"{tid}.json")
-        want = load_trace(f"{OTEL / 'genai_current.json'}#{tid}")
+        want = load_trace(f"{OTEL / fixture}#{tid}")
+        assert got.framework == framework and got.steps
         assert got.model_dump(exclude={"source"}) == want.model_dump(exclude={"source"})
 
 

@@ -31,7 +31,7 @@ Receiving OpenTelemetry exports (:mod:`whenpro_core.live.otlp_server`, :mod:`whe
     TraceEvicted(trace_id, path)                  # left memory; still on disk; resumes on new spans
     ExportRejected("", status, reason)            # a refused request (nothing stored)
 
-Judging live (:mod:`whenpro_core.live.judge_live`)::
+Judging live (:mod:`whenpro_core.live.judge_live`, :mod:`whenpro_core.live.session`)::
 
     judge = LiveJudge("heuristic" | "step-by-step", judge=make_judge(model), budget=Budget(...),
                       final_pass=True)

@@ -195,6 +195,7 @@ class FileFollower:
         old = self._announced
         self._builder, self._announced = None, []
         self.format = self._given_format
+        self._reported_other = False
         self._open()
         events: list[Any] = []
         while True:

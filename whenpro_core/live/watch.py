@@ -177,7 +177,7 @@ def watch_command(file: str | None, *, otlp: str | None, protocol: str | None, m
 async def _watch_file(file: str, judge: Any, printer: Printer, idle_timeout: float | None,
                       line_format: str | None) -> None:
     from whenpro_core.live.follow import FileFollower
-    from whenpro_core.live.judge_live import attribute_live
+    from whenpro_core.live.session import attribute_live
 
     path = Path(file)
     if path.is_dir():
@@ -191,7 +191,7 @@ async def _watch_file(file: str, judge: Any, printer: Printer, idle_timeout: flo
 
 async def _watch_otlp(address: str, make: Callable, printer: Printer, idle_timeout: float | None,
                       store_dir: Path | None, allow_remote: bool) -> None:
-    from whenpro_core.live.judge_live import attribute_store
+    from whenpro_core.live.session import attribute_store
 
     receiver = open_receiver(address, store_dir, allow_remote=allow_remote)
     with receiver:
