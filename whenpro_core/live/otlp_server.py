@@ -159,6 +159,7 @@ class OtlpReceiver:
         self.server.daemon_threads = True
         #: Counters: requests answered 200, and rejected (any 4xx/5xx).
         self.stats = {"exports": 0, "rejected": 0}
+        self._stats_lock = threading.Lock()
 
     @property
     def port(self) -> int:
@@ -226,7 +227,10 @@ class OtlpReceiver:
         except TraceFormatError as exc:
             exc.path = None
             raise _Rejected(400, exc.one_line()) from None
-        self.stats["exports"] += 1
+        except RecursionError:
+            raise _Rejected(400, "attributes nested too deeply") from None
+        with self._stats_lock:
+            self.stats["exports"] += 1
         partial = None
         if result.rejected:
             partial = (result.rejected, f"{result.rejected} spans over the limit of "
@@ -257,7 +261,8 @@ class OtlpReceiver:
 
     def reject(self, status: int, reason: str) -> None:
         """Count and announce a refused request."""
-        self.stats["rejected"] += 1
+        with self._stats_lock:
+            self.stats["rejected"] += 1
         self.store.bus.publish(ExportRejected("", status, reason))
 
 
@@ -338,8 +343,14 @@ class _Handler(BaseHTTPRequestHandler):
             raise _Rejected(400, "bad Content-Length")
         n = int(length)
         if n > limit:
-            self.close_connection = True  # the unread body would poison the connection
-            raise _Rejected(413, f"body of {n} bytes is over {limit} bytes")
+            self.close_connection = True
+            left = n if n <= 4 * limit else 0  # read it away, so the client sees the 413, not a reset
+            while left > 0:
+                chunk = self.rfile.read(min(1 << 20, left))
+                if not chunk:
+                    break
+                left -= len(chunk)
+            raise _Rejected(413, f"body of {length.strip()} bytes is over {limit} bytes")
         return self.rfile.read(n)
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
