@@ -322,3 +322,18 @@ def test_event_records_are_json():
     rec = event_record(StepAdded(sample.id, sample.steps[3]))
     assert rec["event"] == "step_added" and rec["step"]["coord"] == "3" and rec["step"]["tool_calls"] == ["calculator"]
     json.dumps(rec)
+
+
+@pytest.mark.real_traces
+@pytest.mark.parametrize("name", ["1.json", "10.json"])
+async def test_on_a_real_group_chat_the_last_suspect_is_the_offline_verdict(tmp_path, real_traces, name):
+    from whenpro_core.attribution.heuristic import attribute_heuristic
+
+    src = json.loads((real_traces / "who-and-when/Who&When/Algorithm-Generated" / name).read_text())
+    messages = [{k: v for k, v in m.items() if k in ("role", "content", "name")} for m in src["history"]]
+    path = tmp_path / "ag2.jsonl"
+    events = await live_events(path, LiveJudge("heuristic"), dump_lines(messages), idle_timeout=1.0, split=[1])
+    offline = attribute_heuristic(load_trace(path))
+    last = of(events, Suspect)[-1]
+    assert (last.step, last.agent, last.mode) == (offline.step, offline.agent, offline.mode)
+    assert of(events, RunEnded)[0].reason == "idle"  # chat lines carry no end marker

@@ -317,3 +317,23 @@ def _retag(spans, k: int):
                                 status=s.status, start_time=s.start_time, end_time=s.end_time,
                                 instrumentation_scope=s.instrumentation_scope))
     return out
+
+
+def test_the_real_exporter_gets_a_clean_refusal_for_an_oversized_batch(tmp_path):
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    mem = InMemorySpanExporter()
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(mem))
+    with tp.get_tracer("t").start_as_current_span("chat big", attributes={"gen_ai.operation.name": "chat",
+                                                                           "blob": "x" * 50_000}):
+        pass
+    with OtlpReceiver(LiveStore(tmp_path), "127.0.0.1", 0, max_body=16 * 1024) as rx:
+        sub = rx.store.subscribe()
+        result = OTLPSpanExporter(endpoint=rx.endpoint, timeout=5).export(mem.get_finished_spans())
+        assert result.name == "FAILURE"
+        assert drain(sub, lambda ev: any(isinstance(e, ExportRejected) for e in ev))[0].status == 413
+        assert stored(rx) == []

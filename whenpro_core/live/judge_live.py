@@ -97,10 +97,11 @@ def _ident(step: Step) -> str:
 
 def _heuristic_eval(trace: Trace, with_gold: bool) -> tuple[Attribution, list]:
     """The heuristic's verdict and every signal it saw (for the decisive test)."""
-    from whenpro_core.attribution.heuristic import attribute_heuristic, build_context
-    from whenpro_core.attribution.signals import collect
+    from whenpro_core.attribution.heuristic import attribute_heuristic
 
-    return attribute_heuristic(trace, with_gold=with_gold), collect(build_context(trace, with_gold))
+    signals: list = []
+    verdict = attribute_heuristic(trace, with_gold=with_gold, signals_out=signals)
+    return verdict, signals
 
 
 class LiveJudge:
