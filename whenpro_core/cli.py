@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 import typer
 
-from whenpro_core.errors import WhenproError
+from whenpro_core.errors import ConfigError, WhenproError
 
 app = typer.Typer(
     name="whenpro",
@@ -264,6 +264,68 @@ def report(
 
 
 @app.command()
+@handles_errors
+def watch(
+    file: Optional[str] = typer.Argument(None, help="A trace file (JSON lines) an agent is writing."),
+    otlp: Optional[str] = typer.Option(
+        None, "--otlp", metavar="[HOST:PORT]",
+        help="Receive OpenTelemetry exports instead of following a file (default 127.0.0.1:4318)."),
+    protocol: Optional[str] = typer.Option(
+        None, "--protocol", "-p", help="heuristic (offline) or step-by-step. Default: step-by-step "
+                                       "with --model, else heuristic."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="provider:model, e.g. openai:gpt-4.1"),
+    budget_calls: Optional[int] = typer.Option(None, "--budget-calls", min=0, help="Stop judging after N LLM calls."),
+    budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", min=0,
+                                                help="Stop judging after N tokens (input + output)."),
+    budget_usd: Optional[float] = typer.Option(None, "--budget-usd", min=0, help="Stop judging after X US dollars."),
+    idle_timeout: float = typer.Option(30.0, "--idle-timeout",
+                                       help="End the run after S seconds without new data (0: never)."),
+    final_pass: bool = typer.Option(False, "--final-pass",
+                                    help="When the run ends, judge it whole (all-at-once with --model)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per event line."),
+    steps: bool = typer.Option(False, "--steps", help="Print each new step too."),
+    no_gold: bool = typer.Option(False, "--no-gold", help="Do not show the judge the gold answer."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
+    line_format: Optional[str] = typer.Option(None, "--format",
+                                              help="native, chat or otlp (default: sniffed from the first line)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="With --otlp: folder for received traces."),
+    allow_remote: bool = typer.Option(False, "--allow-remote",
+                                      help="With --otlp: allow listening on a non-loopback address."),
+) -> None:
+    """Follow a running agent and attribute as it goes; one line per verdict.
+
+    Exit status: 0 no decisive error flagged, 1 a decisive error flagged, 2 bad input or usage."""
+    from whenpro_core.live.watch import watch_command
+
+    code = watch_command(file, otlp=otlp, protocol=protocol, model=model, budget_calls=budget_calls,
+                         budget_tokens=budget_tokens, budget_usd=budget_usd, idle_timeout=idle_timeout,
+                         final_pass=final_pass, as_json=as_json, show_steps=steps, with_gold=not no_gold,
+                         no_cache=no_cache, line_format=line_format, store=store, allow_remote=allow_remote)
+    raise typer.Exit(code)
+
+
+@app.command()
+@handles_errors
+def serve(
+    otlp: Optional[str] = typer.Option(
+        None, "--otlp", metavar="[HOST:PORT]", help="Receive OTLP/HTTP trace exports (default 127.0.0.1:4318)."),
+    store: Optional[Path] = typer.Option(None, "--store", help="Folder for received traces "
+                                                               "(default: the user data folder's live/)."),
+    allow_remote: bool = typer.Option(False, "--allow-remote", help="Allow listening on a non-loopback address."),
+    max_traces: int = typer.Option(64, "--max-traces", min=1, help="Traces kept in memory at most."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per event line."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing per trace."),
+) -> None:
+    """Run the OpenTelemetry (OTLP/HTTP) receiver and store traces as they arrive."""
+    from whenpro_core.live.watch import serve_command
+
+    if otlp is None:
+        raise ConfigError("nothing to serve", expected="--otlp [HOST:PORT]")
+    serve_command(otlp, store=store, allow_remote=allow_remote, max_traces=max_traces, as_json=as_json,
+                  quiet=quiet)
+
+
+@app.command()
 def schema() -> None:
     """Print the JSON Schema of the native trace format."""
     import json
@@ -273,9 +335,20 @@ def schema() -> None:
     typer.echo(json.dumps(Trace.model_json_schema(), indent=2))
 
 
+def _optional_value(args: list[str], option: str, default: str) -> list[str]:
+    """Let ``option`` be given without its value (``--otlp`` alone means ``--otlp
+    <default>``): typer options always take one."""
+    out = []
+    for i, arg in enumerate(args):
+        out.append(arg)
+        if arg == option and (i + 1 == len(args) or args[i + 1].startswith("-")):
+            out.append(default)
+    return out
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Console-script entry point. ``whenpro PATH`` is short for ``whenpro view PATH``."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = _optional_value(list(sys.argv[1:] if argv is None else argv), "--otlp", "127.0.0.1:4318")
     commands = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
     if args and not args[0].startswith("-") and args[0] not in commands:
         args.insert(0, "view")

@@ -45,3 +45,22 @@ def config_file() -> Path:
 def llm_cache_dir() -> Path:
     """The folder of the persistent LLM response cache, ``<cache_dir>/llm``."""
     return cache_dir() / "llm"
+
+
+DATA_DIR_ENV = "WHENPRO_DATA_DIR"
+
+
+def data_dir() -> Path:
+    """The user data folder: ``$WHENPRO_DATA_DIR`` if set, else platformdirs' user data
+    dir (``~/.local/share/whenpro`` on Linux)."""
+    override = os.environ.get(DATA_DIR_ENV)
+    if override:
+        return Path(override).expanduser()
+    import platformdirs
+
+    return platformdirs.user_data_path(APP_NAME, appauthor=False)
+
+
+def live_dir() -> Path:
+    """Where the OTLP receiver stores traces by default, ``<data_dir>/live``."""
+    return data_dir() / "live"

@@ -68,13 +68,15 @@ def refine_mode(trace: Trace, step: Step, mode: str) -> str:
     return mode
 
 
-def attribute_heuristic(trace: Trace, *, with_gold: bool = True) -> Attribution:
+def attribute_heuristic(trace: Trace, *, with_gold: bool = True,
+                        signals_out: list[Signal] | None = None) -> Attribution:
     """Attribute the decisive error of ``trace`` offline.
 
     Returns an :class:`Attribution` with agent, step coordinate, failure mode, a reason
     citing the signals used, a confidence in 0..1, and warnings (e.g. when no signal
     fired). Never raises on odd content; a trace with no agent steps gets an empty
-    prediction and a warning.
+    prediction and a warning. ``signals_out``, when given, receives every signal seen
+    (live judging reads them).
     """
     started = time.perf_counter()
     ctx = build_context(trace, with_gold)
@@ -83,7 +85,10 @@ def attribute_heuristic(trace: Trace, *, with_gold: bool = True) -> Attribution:
         result.warnings.append("no agent step to attribute")
         result.usage = Usage(seconds=time.perf_counter() - started)
         return result
-    scored = score_steps(collect(ctx))
+    signals = collect(ctx)
+    if signals_out is not None:
+        signals_out.extend(signals)
+    scored = score_steps(signals)
     if scored:
         best = max(score for score, _ in scored.values())
         index = min(i for i, (score, _) in scored.items() if score >= TIE_SHARE * best)

@@ -177,10 +177,11 @@ def step_by_step_opening(trace: Trace, transcript: Transcript, taxonomy: Taxonom
             Message("user", _coalesce(parts))]
 
 
-def step_turn(blocks: list[StepBlock], ask_coord: str) -> Message:
+def step_turn(blocks: list[StepBlock], ask_coord: str, context: str = "") -> Message:
     """A user turn adding ``blocks`` (the steps since the last question) and asking
-    about ``ask_coord``."""
-    parts: list[Part] = [TextPart("<transcript>\n")]
+    about ``ask_coord``. ``context`` is framing text that arrived after the opening (a
+    live run's late system or user entries without a coordinate), shown first."""
+    parts: list[Part] = [TextPart("<transcript>\n" + (context + "\n" if context else ""))]
     for block in blocks:
         parts.extend(block_parts(block))
     parts.append(TextPart("</transcript>\n" + STEP_FORMAT.format(coord=ask_coord)))

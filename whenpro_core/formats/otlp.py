@@ -58,6 +58,25 @@ class Span:
         kind = self.attributes.get("error.type") or "error"
         return f"{kind}: {msg}" if msg else str(kind)
 
+    @classmethod
+    def from_raw(cls, raw: Any, resource: dict[str, Any] | None = None) -> "Span | None":
+        """The span back from its :meth:`raw` form (``Step.raw`` of an OpenTelemetry
+        trace; secrets stay redacted), or ``None`` when ``raw`` is not one. The live
+        store uses it to resume a trace it had evicted from memory."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("trace_id"), str) \
+                or not isinstance(raw.get("span_id"), str):
+            return None
+        status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+        try:
+            return cls(trace_id=raw["trace_id"], span_id=raw["span_id"],
+                       parent_span_id=raw.get("parent_span_id") or None, name=str(raw.get("name") or ""),
+                       start_ns=int(raw.get("start_ns") or 0), end_ns=int(raw.get("end_ns") or 0),
+                       attributes=dict(raw.get("attributes") or {}), events=list(raw.get("events") or []),
+                       status_code=str(status.get("code") or ""), status_message=str(status.get("message") or ""),
+                       resource=dict(resource or {}), scope=str(raw.get("scope") or ""))
+        except (TypeError, ValueError):
+            return None
+
     def raw(self) -> dict:
         """The span as stored in ``Step.raw`` (secrets redacted)."""
         return redact_secrets({"trace_id": self.trace_id, "span_id": self.span_id,

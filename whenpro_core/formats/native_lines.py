@@ -1,0 +1,174 @@
+"""Native step lines: the format an agent writes while it runs, one JSON object a line,
+for ``whenpro watch`` to follow (DESIGN §1, ``live/``) and for every other command to
+read afterwards.
+
+* A **header line** holds trace fields (``id``, ``framework``, ``task``, ``agents``,
+  ``outcome``, ``final_answer``, ``ground_truth``...): an object whose ``format`` is
+  ``"whenpro.trace/1"``, or one with an ``id`` and none of the step fields ``kind``,
+  ``content``, ``index``, ``coord``. It may come first, and again later to update fields
+  (an agent writes its ``outcome`` at the end); ``steps`` in a header are appended.
+* A **step line** is a :class:`~whenpro_core.model.Step` object. ``index`` may be left
+  out (it is the line's position among steps; a wrong one is an error: lines went
+  missing); a missing ``coord`` becomes ``str(index)`` (an explicit ``null`` keeps the
+  step as framing, without a coordinate).
+
+The trace id is the header's ``id``, else the file's stem.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.base import FileImporter, LoadContext, parse_json, summarize
+from whenpro_core.model import NATIVE_FORMAT, Source, Step, Trace, TraceSummary
+
+_STEP_KEYS = frozenset(Step.model_fields)
+_TRACE_KEYS = frozenset(Trace.model_fields)
+_STEP_MARKERS = {"kind", "content", "index", "coord"}
+
+
+def is_header(obj: Any) -> bool:
+    """True for a header line (see the module doc)."""
+    if not isinstance(obj, dict):
+        return False
+    if obj.get("format") == NATIVE_FORMAT:
+        return True
+    return "id" in obj and not (_STEP_MARKERS & obj.keys())
+
+
+def is_step_line(obj: Any) -> bool:
+    """True for an object that can be a step line: only Step fields, with ``kind`` or
+    ``content``."""
+    return (isinstance(obj, dict) and bool(obj) and obj.keys() <= _STEP_KEYS
+            and bool({"kind", "content"} & obj.keys()))
+
+
+def _where(err: dict) -> str:
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+
+
+class NativeLinesBuilder:
+    """Builds a trace from native step lines fed one parsed object at a time.
+
+    :meth:`feed` raises TraceFormatError for a bad line and leaves the trace as it was;
+    :meth:`trace` returns a snapshot (a new Trace sharing the Step objects).
+    """
+
+    format = "native-lines"
+
+    def __init__(self, ctx: LoadContext, default_id: str) -> None:
+        self.ctx = ctx
+        self.fields: dict[str, Any] = {"id": default_id}
+        self.steps: list[Step] = []
+        self._base = self._validate_header(self.fields)
+
+    def _validate_header(self, fields: dict[str, Any]) -> Trace:
+        try:
+            return Trace.model_validate({**fields, "steps": []})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise self.ctx.error(err["msg"], _where(err), expected="whenpro.trace/1 trace fields") from None
+
+    def feed(self, obj: Any) -> tuple[str, ...]:
+        """Add one line. Returns the trace fields a header line changed (``()`` for a
+        step line)."""
+        if is_header(obj):
+            return self._header(obj)
+        self._add_step(obj)
+        return ()
+
+    def _header(self, obj: dict) -> tuple[str, ...]:
+        unknown = obj.keys() - _TRACE_KEYS
+        if unknown:
+            raise self.ctx.error(f"unknown trace field {sorted(unknown)[0]!r}", "$",
+                                 expected="whenpro.trace/1 trace fields")
+        new = {k: v for k, v in obj.items() if k not in ("steps", "format", "source")}
+        fields = {**self.fields, **new}
+        base = self._validate_header(fields)
+        steps = obj.get("steps") or []
+        if not isinstance(steps, list):
+            raise self.ctx.error("wrong type", "$.steps", expected="a list of steps")
+        added = [self._make_step(s, len(self.steps) + i, f"$.steps[{i}]") for i, s in enumerate(steps)]
+        changed = tuple(k for k in new if self.fields.get(k) != new[k])
+        self.fields, self._base = fields, base
+        self.steps.extend(added)
+        return changed
+
+    def _add_step(self, obj: Any) -> None:
+        self.steps.append(self._make_step(obj, len(self.steps), "$"))
+
+    def _make_step(self, obj: Any, position: int, where: str) -> Step:
+        if not isinstance(obj, dict):
+            raise self.ctx.error(f"wrong type (got {type(obj).__name__})", where,
+                                 expected="a step object or a header object")
+        data = dict(obj)
+        if data.setdefault("index", position) != position:
+            raise self.ctx.error(f"step index {data['index']} out of order", f"{where}.index",
+                                 expected=f"{position} (a line went missing?)")
+        data.setdefault("coord", str(position))
+        try:
+            return Step.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = _where(err)
+            raise self.ctx.error(err["msg"], where + loc[1:], expected="a whenpro step object") from None
+
+    def trace(self) -> Trace:
+        """The trace so far (a snapshot)."""
+        return self._base.model_copy(update={
+            "steps": list(self.steps),
+            "source": Source(format=self.format, path=str(self.ctx.path),
+                             root=str(self.ctx.root) if self.ctx.root else None)})
+
+
+class NativeLinesImporter(FileImporter):
+    """Reads a finished (or still growing) native step-lines file as one trace."""
+
+    name = "native-lines"
+    priority = 2
+
+    def match_head(self, head: bytes, path: Path) -> bool:
+        from whenpro_core.formats.base import first_line
+
+        line, complete = first_line(head)
+        if not complete:
+            return False
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return False
+        if is_header(obj):
+            return obj.get("format") == NATIVE_FORMAT and not obj.get("steps") and b"\n" in head.strip()
+        return is_step_line(obj)
+
+    def load_all(self, path: Path, root: Path | None) -> list[Trace]:
+        builder = NativeLinesBuilder(LoadContext(path=path, root=root), path.stem)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise TraceFormatError(f"cannot read file: {exc.strerror}", path=path) from None
+        for row, line in enumerate(data.split(b"\n"), 1):
+            if not line.strip():
+                continue
+            try:
+                builder.feed(parse_json(line, path, row))
+            except TraceFormatError as exc:
+                raise exc.located(path=path, row=row)
+        return [builder.trace()]
+
+    def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
+        return self.load_all(path, root)[0]
+
+    def summaries(self, path: Path, root: Path | None):
+        try:
+            yield summarize(self.load(path, None, root))
+        except TraceFormatError as exc:
+            yield TraceSummary(id=path.stem, path=str(path), format=self.name, error=exc.one_line())
+
+
+__all__ = ["NativeLinesBuilder", "NativeLinesImporter", "is_header", "is_step_line"]

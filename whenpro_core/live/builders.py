@@ -1,0 +1,200 @@
+"""Incremental trace builders: a trace grown one parsed JSON line (or one batch of
+spans) at a time, giving at every point the same trace the file importer would read
+from the lines so far (DESIGN §4 formats; ``live/``).
+
+* native step lines: :class:`~whenpro_core.formats.native_lines.NativeLinesBuilder`;
+* OpenAI chat messages, one a line: :class:`ChatLinesBuilder` (as
+  :class:`~whenpro_core.formats.chat.ChatJsonlImporter` reads them);
+* OTLP/JSON export requests, one a line: :class:`OtlpLinesBuilder` (as
+  :class:`~whenpro_core.formats.otel.OtlpImporter` reads them), built on
+  :class:`SpanSet`, which the OTLP receiver's store uses too.
+
+Chat and native lines only ever append steps. Spans may arrive after spans that start
+later (a parent span is exported when it ends, after its children), so an OTLP trace
+can change before its end: :func:`common_prefix` tells how many steps stayed put.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.base import LoadContext
+from whenpro_core.formats.chat import chat_step, is_chat_role
+from whenpro_core.formats.native_lines import NativeLinesBuilder
+from whenpro_core.formats.otlp import Span, spans_of
+from whenpro_core.model import Agent, Outcome, Source, Step, Task, Trace
+
+#: Line formats a followed file may hold.
+LINE_FORMATS = ("native", "chat", "otlp")
+
+
+def sniff_line(obj: Any) -> str | None:
+    """The line format of a parsed first line: ``otlp`` (an object with
+    ``resourceSpans``), ``chat`` (a message with a chat role), ``native`` (a header or a
+    step object), or ``None``."""
+    from whenpro_core.formats.native_lines import is_header, is_step_line
+
+    if not isinstance(obj, dict):
+        return None
+    if "resourceSpans" in obj:
+        return "otlp"
+    if is_chat_role(obj.get("role")):
+        return "chat"
+    if is_header(obj) or is_step_line(obj):
+        return "native"
+    return None
+
+
+def common_prefix(old: list[Step], new: list[Step]) -> int:
+    """How many leading steps ``old`` and ``new`` share (the same object, or equal)."""
+    n = 0
+    for a, b in zip(old, new):
+        if a is not b and a != b:
+            break
+        n += 1
+    return n
+
+
+class ChatLinesBuilder:
+    """OpenAI chat messages, one per line, as one conversation (framework ``ag2`` when
+    assistant turns carry agent names, else ``openai-chat``)."""
+
+    format = "chat-jsonl"
+
+    def __init__(self, ctx: LoadContext, default_id: str) -> None:
+        self.ctx = ctx
+        self.id = default_id
+        self.steps: list[Step] = []
+        self._named = False
+        self._agents: dict[str, None] = {}
+        self._query = ""
+        self._final: str | None = None
+
+    def feed(self, obj: Any) -> tuple[str, ...]:
+        """Add one message; TraceFormatError (state unchanged) for a bad one."""
+        if not (isinstance(obj, dict) and is_chat_role(obj.get("role"))):
+            raise self.ctx.error("not a chat message", "$",
+                                 expected='one message a line {"role": ..., "content": ...}')
+        step = chat_step(len(self.steps), obj, self.ctx, "$")
+        self.steps.append(step)
+        if isinstance(obj.get("name"), str) and obj.get("role") not in ("tool", "function"):
+            self._named = True
+        if step.kind not in ("system", "tool"):
+            self._agents.setdefault(step.agent, None)
+        if step.kind == "user" and not self._query:
+            self._query = step.content
+        if step.kind == "assistant" and step.content:
+            self._final = step.content
+        return ()
+
+    def trace(self) -> Trace:
+        """The conversation so far."""
+        return Trace(id=self.id, framework="ag2" if self._named else "openai-chat",
+                     agents=[Agent(id=a) for a in self._agents], task=Task(query=self._query),
+                     steps=list(self.steps), final_answer=self._final, outcome=Outcome.unknown,
+                     source=Source(format=self.format, path=str(self.ctx.path),
+                                   root=str(self.ctx.root) if self.ctx.root else None))
+
+
+class SpanSet:
+    """The spans of one trace id, deduplicated by span id (a re-sent span replaces the
+    earlier copy), built into a trace with the OpenTelemetry importer's own code."""
+
+    def __init__(self, trace_id: str) -> None:
+        self.trace_id = trace_id
+        self.spans: dict[str, Span] = {}
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def add(self, spans: Iterable[Span]) -> int:
+        """Add spans of this trace (others are ignored); returns how many were new."""
+        new = 0
+        for s in spans:
+            if s.trace_id != self.trace_id:
+                continue
+            new += s.span_id not in self.spans
+            self.spans[s.span_id] = s
+        return new
+
+    def build(self, ctx: LoadContext) -> Trace | None:
+        """The trace of these spans (GenAI or OpenInference conventions), or ``None``
+        when there are none."""
+        from whenpro_core.formats.otel import build_traces
+
+        if not self.spans:
+            return None
+        return build_traces(list(self.spans.values()), ctx)[0]
+
+    @classmethod
+    def from_trace(cls, trace: Trace) -> "SpanSet":
+        """The spans back from a trace built by :meth:`build` (each step's ``raw`` is
+        its span; the resource is in ``extras``)."""
+        resource = trace.extras.get("resource") if isinstance(trace.extras.get("resource"), dict) else {}
+        out = cls(trace.id)
+        for step in trace.steps:
+            span = Span.from_raw(step.raw, resource)
+            if span is not None:
+                out.spans[span.span_id] = span
+        return out
+
+
+class OtlpLinesBuilder:
+    """OTLP/JSON export requests, one per line. Follows one trace id: ``trace_id`` if
+    given, else the first one seen; spans of other traces are counted in
+    :attr:`other_spans` and left out."""
+
+    format = "otel"
+
+    def __init__(self, ctx: LoadContext, trace_id: str | None = None) -> None:
+        self.ctx = ctx
+        self.set: SpanSet | None = SpanSet(trace_id) if trace_id else None
+        self.other_spans = 0
+        self._trace: Trace | None = None
+
+    @property
+    def steps(self) -> list[Step]:
+        """The current steps (ordered by span start time)."""
+        t = self.trace()
+        return t.steps
+
+    def feed(self, obj: Any) -> tuple[str, ...]:
+        """Add one export request; TraceFormatError (state unchanged) for a bad one."""
+        spans = list(spans_of(obj, self.ctx))
+        if self.set is None and spans:
+            self.set = SpanSet(spans[0].trace_id)
+        if self.set is not None:
+            added = self.set.add(spans)
+            self.other_spans += sum(s.trace_id != self.set.trace_id for s in spans)
+            if added or spans:
+                self._trace = None
+        return ()
+
+    def trace(self) -> Trace:
+        """The followed trace so far (empty, id ``pending``, before the first span)."""
+        if self._trace is None:
+            built = self.set.build(self.ctx) if self.set is not None else None
+            if built is None:
+                built = Trace(id=self.set.trace_id if self.set else "pending", framework="otel",
+                              source=Source(format=self.format, path=str(self.ctx.path)))
+            self._trace = built
+        return self._trace
+
+
+def make_builder(fmt: str, path: Path, *, trace_id: str | None = None):
+    """A builder for line format ``fmt`` (``native``, ``chat`` or ``otlp``) of the file
+    ``path``; ConfigError-free: TraceFormatError for an unknown format."""
+    ctx = LoadContext(path=path, root=path.parent)
+    if fmt == "native":
+        return NativeLinesBuilder(ctx, path.stem)
+    if fmt == "chat":
+        return ChatLinesBuilder(ctx, path.stem)
+    if fmt == "otlp":
+        return OtlpLinesBuilder(ctx, trace_id)
+    raise TraceFormatError(f"unknown line format {fmt!r}", path=path, expected=", ".join(LINE_FORMATS))
+
+
+__all__ = ["ChatLinesBuilder", "LINE_FORMATS", "OtlpLinesBuilder", "SpanSet", "common_prefix",
+           "make_builder", "sniff_line"]

@@ -1,0 +1,317 @@
+"""The OTLP receiver's trace store: spans grouped into traces by trace id, converted to
+steps with the OpenTelemetry importer's own code (GenAI or OpenInference conventions),
+kept on disk as native traces while they grow, with events for subscribers (DESIGN §1,
+``live/``).
+
+Work is split so that an export request stays cheap: :meth:`LiveStore.ingest` only
+validates and files the spans (under a lock); a flusher thread, every
+``flush_interval`` seconds, rebuilds each changed trace, writes it atomically to
+``<folder>/<trace_id>.json`` and publishes :class:`~whenpro_core.live.events.TraceStarted`
+(first write of a trace id) and :class:`~whenpro_core.live.events.TraceUpdated`
+(``kept`` unchanged steps, then the ``added`` ones). Bursts of exports to one trace thus
+cost one rebuild and one write per interval.
+
+Memory is bounded: at most ``max_traces`` traces and ``max_spans_in_memory`` spans stay
+in memory (the least recently updated are evicted after they are written, with a
+:class:`~whenpro_core.live.events.TraceEvicted` event), traces idle for
+``idle_evict_s`` leave too, and a trace takes at most ``max_spans_per_trace`` spans (more
+are rejected and reported as a partial success). An evicted trace that gets more spans
+is read back from disk (each step's ``raw`` holds its span) and goes on growing.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.base import LoadContext
+from whenpro_core.formats.otlp import Span
+from whenpro_core.live.builders import SpanSet, common_prefix
+from whenpro_core.live.bus import EventBus, Subscription
+from whenpro_core.live.events import TraceEvicted, TraceStarted, TraceUpdated
+from whenpro_core.model import Step, Trace
+
+#: Trace ids accepted (hex; OTLP ids are 16 bytes = 32 hex digits). Anything else is
+#: refused, so an id can never name a path outside the store.
+TRACE_ID = re.compile(r"[0-9a-f]{16,64}")
+
+
+@dataclass
+class IngestResult:
+    """What one export did: spans ``accepted`` and ``rejected`` (over the per-trace
+    cap), and the trace ids it touched."""
+
+    accepted: int = 0
+    rejected: int = 0
+    trace_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LiveTraceInfo:
+    """A row of the store's listing: ``step_count`` is ``None`` for a trace only on disk;
+    ``updated`` is a wall-clock time (seconds since the epoch)."""
+
+    trace_id: str
+    path: str
+    in_memory: bool
+    step_count: int | None = None
+    service: str | None = None
+    updated: float = 0.0
+
+
+@dataclass
+class _Live:
+    spans: SpanSet
+    path: Path
+    on_disk: bool
+    announced: list[Step] = field(default_factory=list)
+    trace: Trace | None = None
+    version: int = 0
+    flushed: int = 0
+    updated: float = field(default_factory=time.monotonic)
+    wall: float = field(default_factory=time.time)
+
+
+class LiveStore:
+    """Traces received over OTLP, on disk under ``folder`` and bounded in memory.
+
+    Args:
+        folder: where ``<trace_id>.json`` files go (created when missing).
+        max_traces: traces kept in memory at most (after a flush).
+        max_spans_in_memory: spans kept in memory at most, over all traces.
+        max_spans_per_trace: spans one trace may hold; more are rejected.
+        flush_interval: seconds between rebuild-and-write rounds of the flusher thread.
+        idle_evict_s: a trace without new spans for this long leaves memory.
+        bus: the :class:`~whenpro_core.live.bus.EventBus` to publish on (a new one by
+            default; :meth:`subscribe` reads it).
+
+    Use as a context manager, or call :meth:`start` / :meth:`stop` (which flushes).
+    """
+
+    def __init__(self, folder: str | Path, *, max_traces: int = 64, max_spans_in_memory: int = 200_000,
+                 max_spans_per_trace: int = 50_000, flush_interval: float = 0.2,
+                 idle_evict_s: float = 600.0, bus: EventBus | None = None) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.max_traces = max(1, max_traces)
+        self.max_spans_in_memory = max_spans_in_memory
+        self.max_spans_per_trace = max_spans_per_trace
+        self.flush_interval = flush_interval
+        self.idle_evict_s = idle_evict_s
+        self.bus = bus or EventBus()
+        self._live: dict[str, _Live] = {}
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        #: Counters since start: spans accepted and rejected, traces evicted.
+        self.stats = {"spans": 0, "rejected": 0, "evicted": 0, "writes": 0}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> "LiveStore":
+        """Start the flusher thread."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="whenpro-live-flusher", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop the flusher and write everything still pending."""
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        self.flush()
+
+    def __enter__(self) -> "LiveStore":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def subscribe(self) -> Subscription:
+        """A subscription to this store's events."""
+        return self.bus.subscribe()
+
+    # ------------------------------------------------------------------ ingest
+
+    def path_for(self, trace_id: str) -> Path:
+        """The native file of ``trace_id``; TraceFormatError for an id that is not hex."""
+        if not TRACE_ID.fullmatch(trace_id or ""):
+            raise TraceFormatError(f"trace id {trace_id[:40]!r} is not hex", json_path="traceId",
+                                   expected="16 to 64 lower-case hex digits")
+        return self.folder / f"{trace_id}.json"
+
+    def ingest(self, spans: Iterable[Span]) -> IngestResult:
+        """File the spans of one export by trace id (all or nothing: TraceFormatError,
+        and nothing stored, when a trace id is not hex)."""
+        groups: dict[str, list[Span]] = {}
+        for s in spans:
+            groups.setdefault(s.trace_id, []).append(s)
+        for tid in groups:
+            self.path_for(tid)
+        result = IngestResult(trace_ids=list(groups))
+        with self._lock:
+            for tid, group in groups.items():
+                live = self._live.get(tid) or self._resume(tid)
+                room = self.max_spans_per_trace - len(live.spans)
+                fresh = []
+                for span in group:
+                    known = span.span_id in live.spans.spans
+                    if known or room > 0:
+                        room -= not known
+                        fresh.append(span)
+                live.spans.add(fresh)
+                result.accepted += len(fresh)
+                result.rejected += len(group) - len(fresh)
+                live.version += 1
+                live.updated, live.wall = time.monotonic(), time.time()
+                self._live.pop(tid, None)
+                self._live[tid] = live  # most recently updated last
+            self.stats["spans"] += result.accepted
+            self.stats["rejected"] += result.rejected
+            crowded = len(self._live) > 2 * self.max_traces
+        if crowded:  # exports outrun the flusher: flush here (back-pressure)
+            self.flush()
+        else:
+            self._wake.set()
+        return result
+
+    def _resume(self, trace_id: str) -> _Live:
+        path = self.path_for(trace_id)
+        live = _Live(spans=SpanSet(trace_id), path=path, on_disk=path.exists())
+        if live.on_disk:
+            try:
+                from whenpro_core.formats.native import load_native
+
+                trace = load_native(path)
+                live.spans = SpanSet.from_trace(trace)
+                live.trace, live.announced = trace, list(trace.steps)
+            except TraceFormatError:
+                live.on_disk = False  # an unreadable file is replaced
+        return live
+
+    # ------------------------------------------------------------------ flush
+
+    def flush(self) -> int:
+        """Rebuild, write and announce every changed trace now, then evict what is over
+        the caps. Returns how many traces were written."""
+        with self._flush_lock:
+            with self._lock:
+                dirty = [(tid, live, live.version, list(live.spans.spans.values()))
+                         for tid, live in self._live.items() if live.version != live.flushed]
+            written = 0
+            for tid, live, version, spans in dirty:
+                self._write(tid, live, spans)
+                written += 1
+                with self._lock:
+                    live.flushed = version
+            self._evict()
+            return written
+
+    def _write(self, tid: str, live: _Live, spans: list[Span]) -> None:
+        from whenpro_core.formats.native import write_trace
+
+        snapshot = SpanSet(tid)
+        snapshot.spans = {s.span_id: s for s in spans}
+        trace = snapshot.build(LoadContext(path=live.path, root=self.folder))
+        if trace is None:
+            return
+        trace.source.format = "otlp-receiver"
+        write_trace(trace, live.path, indent=False)
+        self.stats["writes"] += 1
+        steps = trace.steps
+        kept = common_prefix(live.announced, steps)
+        before = len(live.announced)
+        first = not live.on_disk
+        live.trace, live.announced, live.on_disk = trace, list(steps), True
+        if first:
+            self.bus.publish(TraceStarted(tid, str(live.path), trace.extras.get("service"), len(steps)))
+        if first or kept < len(steps) or kept < before:
+            self.bus.publish(TraceUpdated(tid, str(live.path), len(steps), kept, tuple(steps[kept:])))
+
+    def _evict(self) -> None:
+        now = time.monotonic()
+        gone: list[tuple[str, Path]] = []
+        with self._lock:
+            def clean(live: _Live) -> bool:
+                return live.version == live.flushed
+
+            total = sum(len(v.spans) for v in self._live.values())
+            for tid, live in list(self._live.items()):  # least recently updated first
+                over = len(self._live) > self.max_traces or total > self.max_spans_in_memory
+                if not clean(live) or not (over or now - live.updated > self.idle_evict_s):
+                    continue
+                total -= len(live.spans)
+                del self._live[tid]
+                gone.append((tid, live.path))
+            self.stats["evicted"] += len(gone)
+        for tid, path in gone:
+            self.bus.publish(TraceEvicted(tid, str(path)))
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.wait(1.0)  # wakes on ingest; once a second for idle eviction
+            self._wake.clear()
+            if not self._stopping.is_set():
+                time.sleep(self.flush_interval)  # let a burst of exports gather
+            try:
+                self.flush()
+            except OSError:  # a full or read-only disk: keep the spans, try again later
+                time.sleep(self.flush_interval)
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def in_memory_count(self) -> int:
+        """Traces held in memory now."""
+        with self._lock:
+            return len(self._live)
+
+    @property
+    def spans_in_memory(self) -> int:
+        """Spans held in memory now, over all traces."""
+        with self._lock:
+            return sum(len(v.spans) for v in self._live.values())
+
+    def trace(self, trace_id: str) -> Trace | None:
+        """The latest written version of a trace (from memory, else from disk), or
+        ``None`` when the store has never seen it."""
+        path = self.path_for(trace_id)
+        with self._lock:
+            live = self._live.get(trace_id)
+            if live is not None and live.trace is not None:
+                return live.trace
+        if not path.exists():
+            return None
+        from whenpro_core.formats.native import load_native
+
+        return load_native(path)
+
+    def traces(self) -> list[LiveTraceInfo]:
+        """Every trace of the store, most recently updated first: in-memory ones with
+        their step counts, then those only on disk."""
+        with self._lock:
+            rows = [LiveTraceInfo(tid, str(v.path), True, len(v.trace.steps) if v.trace else 0,
+                                  v.trace.extras.get("service") if v.trace else None, v.wall)
+                    for tid, v in reversed(self._live.items())]
+        known = {r.trace_id for r in rows}
+        disk = []
+        for p in self.folder.glob("*.json"):
+            if p.stem not in known and TRACE_ID.fullmatch(p.stem):
+                try:
+                    disk.append(LiveTraceInfo(p.stem, str(p), False, updated=p.stat().st_mtime))
+                except OSError:
+                    continue
+        return rows + sorted(disk, key=lambda r: -r.updated)
+
+
+__all__ = ["IngestResult", "LiveStore", "LiveTraceInfo", "TRACE_ID"]

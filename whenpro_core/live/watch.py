@@ -1,0 +1,262 @@
+"""What ``whenpro watch`` and ``whenpro serve`` do, apart from argument parsing.
+
+``watch`` prints one line per event as verdicts come (``--json``: one JSON object per
+line, :func:`~whenpro_core.live.events.event_record`), for scripts and CI of agent
+projects. Exit status: 0 no decisive error flagged, 1 a decisive error flagged, 2 bad
+input or usage, or the judge failed with no decisive error found.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+
+from whenpro_core.errors import ConfigError
+from whenpro_core.live.events import (BudgetExhausted, DecisiveError, ExportRejected, FinalVerdict,
+                                      HeaderUpdated, Idle, JudgeFailed, LineError, RunEnded, StepAdded,
+                                      StepJudged, Suspect, TraceEvicted, TraceReset, TraceStarted,
+                                      TraceUpdated, event_record)
+from whenpro_core.textsafe import strip_controls
+
+#: Characters of untrusted text (content, reasons) on one printed line.
+LINE_CHARS = 160
+
+
+def _clip(text: Any, n: int = LINE_CHARS) -> str:
+    flat = " ".join(strip_controls(str(text or "")).split())
+    return flat if len(flat) <= n else flat[: n - 1] + "…"
+
+
+def _who(step: str | None, agent: str | None) -> str:
+    return f"step {_clip(step, 20)} [{_clip(agent, 40)}]"
+
+
+def format_event(ev: Any, *, show_steps: bool = False, prefix: bool = False) -> str | None:
+    """One line for an event, or ``None`` for events not printed (steps and trace
+    updates unless ``show_steps``; idle notices). ``prefix`` starts the line with the
+    short trace id (several traces at once). Trace text is cleaned of control
+    characters and cut."""
+    text: str | None = None
+    if isinstance(ev, StepAdded):
+        if show_steps:
+            s = ev.step
+            calls = f" calls {', '.join(c.name for c in s.tool_calls)}" if s.tool_calls else ""
+            text = f"step {_clip(s.coord, 20)} [{_clip(s.agent, 40)}] {_clip(s.kind, 20)}{calls}: {_clip(s.content, 100)}"
+    elif isinstance(ev, TraceReset):
+        text = f"trace {ev.reason}: kept {ev.kept} steps, now {ev.step_count}"
+    elif isinstance(ev, HeaderUpdated):
+        text = f"trace fields updated: {', '.join(ev.fields)}" if show_steps else None
+    elif isinstance(ev, LineError):
+        text = f"line {ev.line}: {_clip(ev.message)}"
+    elif isinstance(ev, Idle):
+        text = None
+    elif isinstance(ev, TraceStarted):
+        text = f"trace started (service {_clip(ev.service, 60)}): {ev.path}"
+    elif isinstance(ev, TraceUpdated):
+        text = f"trace updated: {ev.step_count} steps" if show_steps else None
+    elif isinstance(ev, TraceEvicted):
+        text = None
+    elif isinstance(ev, ExportRejected):
+        text = f"export rejected ({ev.status}): {_clip(ev.reason)}"
+    elif isinstance(ev, StepJudged):
+        verdict = f"yes, {ev.mode or '?'}" if ev.decisive else "no"
+        text = f"judged {_who(ev.step, ev.agent)}: {verdict}"
+    elif isinstance(ev, Suspect):
+        conf = f" ({ev.confidence:.2f})" if ev.confidence is not None else ""
+        text = f"suspect {_who(ev.step, ev.agent)} {ev.mode or '?'}{conf}: {_clip(ev.reason)}"
+    elif isinstance(ev, DecisiveError):
+        text = f"DECISIVE ERROR {_who(ev.step, ev.agent)} {ev.mode or '?'} ({ev.protocol}): {_clip(ev.reason)}"
+    elif isinstance(ev, BudgetExhausted):
+        u = ev.usage
+        text = (f"budget exhausted ({ev.limit}): {u.calls} calls, {u.input_tokens + u.output_tokens} tokens, "
+                f"${u.cost_usd:.4f}; judging stopped")
+    elif isinstance(ev, JudgeFailed):
+        text = f"judge failed: {_clip(ev.message)}"
+    elif isinstance(ev, RunEnded):
+        text = f"run ended ({ev.reason}) after {ev.step_count} steps"
+    elif isinstance(ev, FinalVerdict):
+        a = ev.attribution
+        text = f"final verdict ({a.protocol}): {_who(a.step, a.agent)} {a.mode or '?'}: {_clip(a.reason)}"
+    if text is None:
+        return None
+    if prefix and ev.trace_id:
+        text = f"[{ev.trace_id[:8]}] {text}"
+    return text
+
+
+class Printer:
+    """Prints events (text or JSON lines) and remembers what decides the exit status."""
+
+    def __init__(self, *, as_json: bool, show_steps: bool, prefix: bool = False,
+                 write: Callable[[str], Any] | None = None) -> None:
+        self.as_json, self.show_steps, self.prefix = as_json, show_steps, prefix
+        self.write = write or (lambda line: (sys.stdout.write(line + "\n"), sys.stdout.flush()))
+        self.decisive = 0
+        self.failed = 0
+
+    def __call__(self, ev: Any) -> None:
+        if isinstance(ev, DecisiveError):
+            self.decisive += 1
+        elif isinstance(ev, JudgeFailed):
+            self.failed += 1
+        if self.as_json:
+            if self.show_steps or not isinstance(ev, (StepAdded, TraceUpdated, HeaderUpdated, Idle, TraceEvicted)):
+                self.write(orjson.dumps(event_record(ev)).decode())
+            return
+        line = format_event(ev, show_steps=self.show_steps, prefix=self.prefix)
+        if line is not None:
+            self.write(line)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a decisive error was flagged, else 2 when the judge failed, else 0."""
+        return 1 if self.decisive else 2 if self.failed else 0
+
+
+def _judge_factory(protocol: str | None, model: str | None, *, budget: Any, final_pass: bool,
+                   with_gold: bool, no_cache: bool):
+    from whenpro_core.attribution.run import protocol_name
+    from whenpro_core.live.judge_live import LiveJudge
+
+    if model and model.strip().lower() == "heuristic":
+        model = None
+    name = protocol_name(protocol or ("step-by-step" if model else "heuristic"))
+    if name not in ("heuristic", "step-by-step"):
+        raise ConfigError(f"protocol {name} cannot judge live",
+                          expected="--protocol heuristic or step-by-step (--final-pass adds all-at-once)")
+    judge = None
+    if model or name == "step-by-step":
+        from whenpro_core.attribution.llm_judge import make_judge
+
+        judge = make_judge(model, use_cache=not no_cache)
+
+    def make(_trace_id: str = "") -> LiveJudge:
+        return LiveJudge(name, judge=judge, budget=budget, with_gold=with_gold, final_pass=final_pass)
+
+    make("")  # validate the settings now (ConfigError -> exit 2 before anything runs)
+    return make, judge
+
+
+def watch_command(file: str | None, *, otlp: str | None, protocol: str | None, model: str | None,
+                  budget_calls: int | None, budget_tokens: int | None, budget_usd: float | None,
+                  idle_timeout: float | None, final_pass: bool, as_json: bool, show_steps: bool,
+                  with_gold: bool, no_cache: bool, line_format: str | None, store: Path | None,
+                  allow_remote: bool) -> int:
+    """Run ``whenpro watch``; returns the exit status (see the module doc)."""
+    from whenpro_core.live.judge_live import Budget
+
+    if (file is None) == (otlp is None):
+        raise ConfigError("give a FILE to follow or --otlp [HOST:PORT], not both",
+                          expected="whenpro watch FILE or whenpro watch --otlp")
+    if idle_timeout is not None and idle_timeout <= 0:
+        idle_timeout = None
+    budget = Budget(max_calls=budget_calls, max_tokens=budget_tokens, max_usd=budget_usd)
+    make, judge = _judge_factory(protocol, model, budget=budget, final_pass=final_pass,
+                                 with_gold=with_gold, no_cache=no_cache)
+    printer = Printer(as_json=as_json, show_steps=show_steps, prefix=otlp is not None)
+
+    async def main() -> None:
+        try:
+            if file is not None:
+                await _watch_file(file, make(), printer, idle_timeout, line_format)
+            else:
+                await _watch_otlp(otlp, make, printer, idle_timeout, store, allow_remote)
+        finally:
+            if judge is not None:
+                await judge.aclose()
+
+    _run(main)
+    return printer.exit_code
+
+
+async def _watch_file(file: str, judge: Any, printer: Printer, idle_timeout: float | None,
+                      line_format: str | None) -> None:
+    from whenpro_core.live.follow import FileFollower
+    from whenpro_core.live.session import attribute_live
+
+    path = Path(file)
+    if path.is_dir():
+        raise ConfigError(f"{file} is a folder", expected="a trace file (JSON lines) to follow")
+    if not path.exists():
+        sys.stderr.write(f"whenpro: waiting for {file} to appear\n")
+    follower = FileFollower(path, format=line_format, idle_after=min(2.0, idle_timeout or 2.0))
+    async for ev in attribute_live(follower, judge, idle_timeout=idle_timeout):
+        printer(ev)
+
+
+async def _watch_otlp(address: str, make: Callable, printer: Printer, idle_timeout: float | None,
+                      store_dir: Path | None, allow_remote: bool) -> None:
+    from whenpro_core.live.session import attribute_store
+
+    receiver = open_receiver(address, store_dir, allow_remote=allow_remote)
+    with receiver:
+        sys.stderr.write(f"whenpro: receiving OTLP traces at {receiver.endpoint} "
+                         f"(store: {receiver.store.folder})\n")
+        sys.stderr.flush()
+        async for ev in attribute_store(receiver.store, make, idle_timeout=idle_timeout):
+            printer(ev)
+
+
+def open_receiver(address: str | None, store_dir: Path | None, *, allow_remote: bool,
+                  max_traces: int = 64, max_body: int | None = None) -> Any:
+    """An :class:`~whenpro_core.live.otlp_server.OtlpReceiver` (not yet started) over a
+    :class:`~whenpro_core.live.store.LiveStore` in ``store_dir`` (default: the user data
+    folder's ``live/``)."""
+    from whenpro_core.live.otlp_server import DEFAULT_MAX_BODY, OtlpReceiver, parse_address
+    from whenpro_core.live.store import LiveStore
+    from whenpro_core.paths import live_dir
+
+    host, port = parse_address(address)
+    folder = Path(store_dir) if store_dir is not None else live_dir()
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{folder} is not a folder", expected="--store DIR, a folder for the traces")
+    store = LiveStore(folder, max_traces=max_traces)
+    return OtlpReceiver(store, host, port, allow_remote=allow_remote, max_body=max_body or DEFAULT_MAX_BODY)
+
+
+def serve_command(address: str | None, *, store: Path | None, allow_remote: bool, max_traces: int,
+                  as_json: bool, quiet: bool) -> None:
+    """Run ``whenpro serve --otlp``: the receiver and store until interrupted (Ctrl-C or
+    SIGTERM end it cleanly, after writing what is pending)."""
+    receiver = open_receiver(address, store, allow_remote=allow_remote, max_traces=max_traces)
+    printer = Printer(as_json=as_json, show_steps=True)
+    sub = receiver.store.subscribe()
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with receiver:
+            sys.stderr.write(f"whenpro: receiving OTLP traces at {receiver.endpoint} "
+                             f"(store: {receiver.store.folder}); Ctrl-C stops\n")
+            sys.stderr.flush()
+            try:
+                while True:
+                    ev = sub.get(0.5)
+                    if ev is not None and not quiet:
+                        printer(ev)
+            except KeyboardInterrupt:
+                pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        sub.close()
+    while (ev := sub.get_nowait()) is not None and not quiet:
+        printer(ev)
+
+
+def _raise_interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _run(main: Callable) -> None:
+    """Run an async main; SIGTERM ends it like Ctrl-C (the CLI reports an interruption)."""
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        asyncio.run(main())
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+__all__ = ["Printer", "format_event", "open_receiver", "serve_command", "watch_command"]
