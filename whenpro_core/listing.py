@@ -99,10 +99,12 @@ def count_line(shown: int, total: int, errors: int, *, scanning: bool = False) -
     """The live count of a library: ``"312 of 10,000 traces"``, or with files that
     failed to import ``"312 of 10,002 rows (10,000 traces, 2 failed to import)"``; a
     ``" · scanning…"`` suffix while the walk runs."""
+    traces = total - errors
     if errors:
-        head = f"{shown:,} of {total:,} rows ({total - errors:,} traces, {errors:,} failed to import)"
+        head = (f"{shown:,} of {total:,} rows ({traces:,} trace{'s' * (traces != 1)}, "
+                f"{errors:,} failed to import)")
     else:
-        head = f"{shown:,} of {total:,} traces"
+        head = f"{shown:,} of {total:,} trace{'s' * (total != 1)}"
     return head + (" · scanning…" if scanning else "")
 
 

@@ -259,7 +259,7 @@ class Folded:
         """``"… 120 more lines, 3.4 K chars of 10.0 M chars shown"`` (``""`` if complete)."""
         if self.complete:
             return ""
-        more = f"{self.hidden_lines:,} more lines, " if self.hidden_lines else ""
+        more = f"{self.hidden_lines:,} more lines, " if (self.hidden_lines or 0) > 1 else ""
         return (f"… {more}{human_size(self.shown_chars)} of "
                 f"{human_size(self.total_chars)} shown")
 
@@ -282,7 +282,8 @@ def fold(text: str, *, max_lines: int, max_chars: int, count_limit: int = 2_000_
     shown = text[:cut]
     hidden_lines = None
     if cut < total and total - cut <= count_limit:
-        hidden_lines = text.count("\n", cut) + (0 if text.endswith("\n") else 1)
+        start = cut + 1 if text[cut:cut + 1] == "\n" else cut
+        hidden_lines = text.count("\n", start) + (0 if text.endswith("\n") else 1)
     return Folded(text=clean(shown), shown_chars=cut, total_chars=total, hidden_lines=hidden_lines)
 
 

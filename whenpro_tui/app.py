@@ -91,6 +91,8 @@ class WhenproApp(App[None]):
         from whenpro_tui.screens.trace import TraceScreen
 
         opened = message.opened
+        # the spinner under the new screen would keep repainting the whole screen
+        self.query_one("#opening-spinner").remove()
         if opened.trace is not None:
             self.push_screen(TraceScreen(opened.trace, is_root=True))
             path, key = split_ref(message.target)
@@ -98,10 +100,9 @@ class WhenproApp(App[None]):
                 self.find_siblings(str(path), opened.trace.source.ref() or message.target)
         else:
             self.push_screen(LibraryScreen(message.target, rows=opened.rows))
-        self.call_after_refresh(self._log_started)
 
     def on_target_failed(self, message: TargetFailed) -> None:
-        self.query_one("#opening-spinner").display = False
+        self.query_one("#opening-spinner").remove()
         self.query_one("#opening-text", Static).update(
             Text(f"Could not open {clean(message.target)}:\n{clean(message.error)}\n\n"
                  "Press q to quit.", style="red"))
@@ -118,7 +119,11 @@ class WhenproApp(App[None]):
         if len(refs) > 1 and ref in refs:
             self.screen.post_message(SiblingsFound(refs, refs.index(ref)))
 
-    def _log_started(self) -> None:
+    def first_paint(self) -> None:
+        """Called by the first screen after its first paint: logs the startup time once
+        (``whenpro started in N ms``) to the Textual log and the debug log."""
+        if self.startup_ms is not None:
+            return
         self.startup_ms = (time.perf_counter_ns() - self.started_ns) / 1e6
         line = f"whenpro started in {self.startup_ms:.0f} ms"
         self.log.info(line)

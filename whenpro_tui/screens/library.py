@@ -76,6 +76,12 @@ class LibraryScreen(Screen[None]):
         else:
             self.walk()
         self._update_texts()
+        self.call_after_refresh(self._painted)
+
+    def _painted(self) -> None:
+        first_paint = getattr(self.app, "first_paint", None)
+        if first_paint is not None:
+            first_paint()
 
     @property
     def table(self) -> TraceTable:

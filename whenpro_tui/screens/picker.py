@@ -32,7 +32,8 @@ class FacetPicker(ModalScreen[Choice | None]):
         background: $panel; border: round $accent; padding: 0 1;
     }
     FacetPicker .facet-title { text-style: bold; margin-top: 1; }
-    FacetPicker SelectionList { height: auto; max-height: 12; }
+    FacetPicker SelectionList { height: auto; max-height: 12; border: none; padding: 0; }
+    FacetPicker SelectionList:focus { background: $boost; }
     FacetPicker #picker-help { color: $text-muted; }
     """
 

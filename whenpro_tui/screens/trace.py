@@ -8,6 +8,7 @@ a huge trace, loading another trace) runs in thread workers that post messages.
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -92,7 +93,7 @@ class TraceScreen(Screen[int | None]):
         self.raw = False
         self.task_expanded = False
         self.list_width = 45
-        self._loading_ref: str | None = None
+        self._detail_pending = False
 
     # ------------------------------------------------------------------ layout
 
@@ -116,6 +117,12 @@ class TraceScreen(Screen[int | None]):
         self.watch(self.app, "show_labels", self._labels_changed, init=False)
         self.show_trace(self.trace, self.position)
         self.query_one(StepList).focus()
+        self.call_after_refresh(self._painted)
+
+    def _painted(self) -> None:
+        first_paint = getattr(self.app, "first_paint", None)
+        if first_paint is not None:
+            first_paint()
 
     @property
     def show_labels(self) -> bool:
@@ -159,6 +166,15 @@ class TraceScreen(Screen[int | None]):
 
     @on(VirtualList.Highlighted, "#steps")
     def _on_step_highlighted(self, event: VirtualList.Highlighted) -> None:
+        # The list and status repaint at once; the detail pane follows right after
+        # that paint, once per burst of keys (key repeat stays cheap on any trace).
+        self._update_status()
+        if not self._detail_pending:
+            self._detail_pending = True
+            self.call_after_refresh(self._flush_detail)
+
+    def _flush_detail(self) -> None:
+        self._detail_pending = False
         self._show_current()
 
     def _show_current(self) -> None:
@@ -191,7 +207,7 @@ class TraceScreen(Screen[int | None]):
             where = f"{rank} of " if rank else ""
             parts.append(f"/{self.search.query}: {where}{len(self.search.steps):,} steps "
                          f"({self.search.matches:,} hits)")
-        self.query_one("#status", Static).update(" · ".join(parts))
+        self.query_one("#status", Static).update(Text(" · ".join(parts)), layout=False)
 
     def _go_to_step(self, idx: int, *, center: bool = True) -> None:
         """Move the cursor to step ``idx``, clearing the filter if it hides it."""
@@ -427,8 +443,8 @@ class TraceScreen(Screen[int | None]):
         self._render_header()
 
     def action_scroll_detail(self, direction: int) -> None:
-        detail = self.query_one(StepDetail)
-        detail.scroll_relative(y=direction * max(1, detail.size.height // 2), animate=False)
+        body = self.query_one(StepDetail).body
+        body.scroll_relative(y=direction * max(1, body.size.height // 2), animate=False)
 
     def action_resize(self, delta: int) -> None:
         """Grow or shrink the step list (its width, or its height when stacked)."""

@@ -59,7 +59,8 @@ class TraceTable(VirtualList):
             if row.error is None:
                 for col in self._widths:
                     value = row.id if col == "id" else getattr(row, col)
-                    self._widths[col] = max(self._widths[col], min(CAPS[col], cell_len(value or "")))
+                    self._widths[col] = max(self._widths[col],
+                                            min(CAPS[col], cell_len(clean(value or ""))))
         added = [start + i for i, k in enumerate(keep) if k]
         self.shown.extend(added)
         if added:

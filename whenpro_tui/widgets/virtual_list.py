@@ -84,6 +84,7 @@ class VirtualList(ScrollView, can_focus=True):
         self._cursor = 0
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(cache_size)
         self._cursor_style: Style | None = None
+        self._base: Style | None = None
 
     # ------------------------------------------------------------------ subclass API
 
@@ -159,18 +160,19 @@ class VirtualList(ScrollView, can_focus=True):
             return
         top = round(self.scroll_y)
         row = self._cursor
-        if center and not (top <= row < top + height):
-            self.scroll_to(y=max(0, row - height // 2), animate=False, immediate=True)
-        elif row < top:
-            self.scroll_to(y=row, animate=False, immediate=True)
-        elif row >= top + height:
-            self.scroll_to(y=row - height + 1, animate=False, immediate=True)
+        if top <= row < top + height and not (center and not top + 2 <= row < top + height - 2):
+            return
+        # Leaving the view: jump so the cursor sits mid-view (or centre it on request).
+        # Stepping past the edge then repaints the whole list once per half page
+        # instead of on every key, which keeps key-repeat cheap on huge lists.
+        self.scroll_to(y=max(0, row - height // 2), animate=False, immediate=True)
 
     # ------------------------------------------------------------------ rendering
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cursor_style = None
+        self._base = None
         self._cache.clear()
 
     def on_resize(self, event: events.Resize) -> None:
@@ -181,7 +183,9 @@ class VirtualList(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         row = round(self.scroll_y) + y
-        base = self.rich_style
+        if self._base is None:
+            self._base = self.rich_style
+        base = self._base
         if row >= self._row_count or row < 0:
             return Strip.blank(width, base)
         key = (row, width)
