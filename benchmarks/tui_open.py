@@ -94,9 +94,10 @@ async def measure(make_app: Callable[[], App], ready: Callable[[App], bool],
                   presses: int, key: str) -> tuple[float, list[float], list[float]]:
     """(first paint, cursor-repaint latencies, detail-repaint latencies), seconds.
 
-    Cursor latency: key sent -> first paint after the cursor moved. Detail latency: key
-    sent -> first paint after the detail pane shows the new step."""
-    paints: list[float] = []
+    Each paint records what it showed (ready, cursor, detail step), so a wait never
+    misses a paint. Cursor latency: key sent -> first paint showing the moved cursor.
+    Detail latency: key sent -> first paint whose detail pane shows the new step."""
+    paints: list[tuple[float, bool, int, int | None]] = []
     start = time.perf_counter()
     app = make_app()
     original = app._display
@@ -104,58 +105,57 @@ async def measure(make_app: Callable[[], App], ready: Callable[[App], bool],
     def hook(screen, renderable) -> None:
         if renderable is not None:
             renderable.render_segments(app.console)
-            paints.append(time.perf_counter())
+            try:
+                state = (ready(app), cursor(app), shown(app))
+            except Exception:
+                state = (False, -1, None)
+            paints.append((time.perf_counter(), *state))
         original(screen, renderable)
 
     app._display = hook  # type: ignore[method-assign]
+
+    async def paint_showing(after: float, test) -> float:
+        while True:
+            for t, is_ready, cur, det in reversed(paints):
+                if t < after:
+                    break
+                if test(is_ready, cur, det):
+                    return t
+            await asyncio.sleep(0.0002)
+
     latencies: list[float] = []
     details: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
-        while not ready(app):
-            await asyncio.sleep(0.0005)
-        ready_at = time.perf_counter()
-        while not paints or paints[-1] < ready_at:
-            await asyncio.sleep(0.0005)
-        first_paint = paints[-1] - start
+        first_paint = await paint_showing(start, lambda r, c, d: r) - start
         await pilot.pause()
         for _ in range(presses):
-            before = cursor(app)
+            want = cursor(app) + 1
             sent = time.perf_counter()
             app._driver.send_message(events.Key(key, None))
-            while cursor(app) == before:
-                await asyncio.sleep(0)
-            moved = time.perf_counter()
-            while not paints or paints[-1] < moved:
-                await asyncio.sleep(0)
-            latencies.append(paints[-1] - sent)
-            while shown(app) != cursor(app):
-                await asyncio.sleep(0)
-            detail_at = time.perf_counter()
-            while not paints or paints[-1] < detail_at:
-                await asyncio.sleep(0)
-            details.append(paints[-1] - sent)
+            latencies.append(await paint_showing(sent, lambda r, c, d, want=want: c == want) - sent)
+            details.append(await paint_showing(sent, lambda r, c, d, want=want: d == want) - sent)
     return first_paint, latencies, details
 
 
 def ours(path: Path):
     from whenpro_tui.app import WhenproApp
     from whenpro_tui.screens.trace import TraceScreen
+    from whenpro_tui.widgets.step_detail import StepDetail
     from whenpro_tui.widgets.step_list import StepList
 
     def make() -> App:
         return WhenproApp(str(path), cursor_blink=False)
 
     def ready(app: App) -> bool:
+        """The step list has rows and the detail pane shows the first step."""
         screen = app.screen
-        return isinstance(screen, TraceScreen) and screen.query(StepList) and \
-            screen.query_one(StepList).row_count > 0
+        return (isinstance(screen, TraceScreen) and screen.query_one(StepList).row_count > 0
+                and screen.query_one(StepDetail).shown_index is not None)
 
     def cursor(app: App) -> int:
         return app.screen.query_one(StepList).cursor
 
     def shown(app: App) -> int | None:
-        from whenpro_tui.widgets.step_detail import StepDetail
-
         return app.screen.query_one(StepDetail).shown_index
 
     return make, ready, cursor, shown
@@ -167,7 +167,7 @@ def naive(path: Path):
 
     def ready(app: App) -> bool:
         lists = app.screen.query(ListView)
-        return bool(lists) and len(lists.first().children) > 0 and lists.first().index is not None
+        return bool(lists) and len(lists.first().children) > 0 and app.shown is not None
 
     def cursor(app: App) -> int:
         return app.query_one(ListView).index or 0

@@ -3,14 +3,11 @@ step (whenpro_core.stepview)."""
 
 from __future__ import annotations
 
-import base64
-import struct
-
 from tests.conftest import team_trace, tiny_png
 from whenpro_core.model import MediaRef, Step, ToolCall
 from whenpro_core.stepview import (MARK_GT, MARK_INJECTED, TextOptions, content_blocks, fold,
-                                   image_header_size, inline_image_size, media_label,
-                                   pretty_arguments, step_as_text, step_row, step_summary)
+                                   media_label, pretty_arguments, step_as_text, step_row,
+                                   step_summary)
 
 
 def test_step_row_markers_and_label_markers_only_with_labels() -> None:
@@ -71,17 +68,6 @@ def test_fold_caps_lines_and_chars() -> None:
     assert one.shown_chars == 6_000 and one.total_chars == 10_000_000
     assert one.note() == "… 6.0 K chars of 10.0 M chars shown"
     assert fold("\x1b[2J" * 3, max_lines=5, max_chars=100).text == "␛[2J" * 3
-
-
-def test_image_sizes_from_headers() -> None:
-    assert inline_image_size(tiny_png(640, 480)) == (640, 480)
-    gif = b"GIF89a" + struct.pack("<HH", 32, 16) + b"\x00" * 10
-    assert image_header_size(gif) == (32, 16)
-    jpeg = (b"\xff\xd8" + b"\xff\xe0" + struct.pack(">H", 16) + b"\x00" * 14
-            + b"\xff\xc0" + struct.pack(">HBHH", 17, 8, 200, 300) + b"\x00" * 10)
-    assert image_header_size(jpeg) == (300, 200)
-    assert inline_image_size(base64.b64encode(b"not an image").decode()) is None
-    assert inline_image_size("%%%not base64") is None
 
 
 def test_media_labels() -> None:

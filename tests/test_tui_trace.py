@@ -379,3 +379,55 @@ async def test_real_algorithm_generated_trace(whowhen: Path) -> None:
         assert steps.row_count == len(screen.trace.steps)
         await pilot.press("G")
         assert current(app) == len(screen.trace.steps) - 1
+
+
+async def test_raw_toggle_and_task_expansion(tmp_path: Path) -> None:
+    trace = team_trace()
+    trace.task.query = "First line of the task.\n" + "more words " * 30 + "\nLAST-LINE-MARKER"
+    path = write_trace(trace, tmp_path / "t.json")
+    app = make_app(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_trace(pilot)
+        text = screen_text(app)
+        assert "Task: First line of the task. more words" in text  # folded to one line
+        assert "LAST-LINE-MARKER" not in text and "…" in text
+        await pilot.press("i")
+        await pilot.pause()
+        assert "LAST-LINE-MARKER" in screen_text(app)  # the whole task now
+        await pilot.press("j")  # the Markdown plan step
+        await pilot.pause()
+        body = app.screen.query_one(StepDetail).body
+        assert "Plan" in body.plain_text() and "## Plan" not in body.plain_text()  # a heading
+        assert "**8%**" not in body.plain_text()
+        await pilot.press("r")
+        await pilot.pause()
+        assert "## Plan" in body.plain_text() and "**8%**" in body.plain_text()  # raw text
+
+
+async def test_empty_trace_and_multi_trace_file_library(tmp_path: Path) -> None:
+    import orjson
+
+    from whenpro_core.model import Trace
+    from whenpro_tui.screens.library import LibraryScreen
+
+    empty = write_trace(Trace(id="empty"), tmp_path / "empty.json")
+    app = make_app(empty)
+    async with app.run_test() as pilot:
+        await open_trace(pilot)
+        assert "This trace has no steps." in screen_text(app)
+        await pilot.press("j", "G", "l", "n", "y")  # nothing to do, nothing breaks
+        await pilot.pause()
+
+    many = tmp_path / "many.json"
+    many.write_bytes(orjson.dumps([team_trace(f"m{i}").model_dump(mode="json") for i in range(3)]))
+    app = make_app(many)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, LibraryScreen)
+        assert "3 of 3 traces" in screen_text(app)
+        await pilot.press("j", "enter")
+        await settle(pilot)
+        assert app.screen.trace.id == "m1"
+        await pilot.press("]")
+        await settle(pilot)
+        assert app.screen.trace.id == "m2"

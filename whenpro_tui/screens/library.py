@@ -76,12 +76,7 @@ class LibraryScreen(Screen[None]):
         else:
             self.walk()
         self._update_texts()
-        self.call_after_refresh(self._painted)
-
-    def _painted(self) -> None:
-        first_paint = getattr(self.app, "first_paint", None)
-        if first_paint is not None:
-            first_paint()
+        self.call_after_refresh(getattr(self.app, "first_paint", lambda: None))
 
     @property
     def table(self) -> TraceTable:

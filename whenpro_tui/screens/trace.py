@@ -15,22 +15,20 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
-from textual.worker import get_current_worker
 
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.model import Trace
-from whenpro_core.search import (SearchResult, StepFilter, filter_steps, find_coord,
-                                 gt_step_index, same_agent_step, search_steps, step_facets)
+from whenpro_core.search import (SearchResult, StepFilter, filter_steps, gt_step_index,
+                                 same_agent_step)
 from whenpro_core.stepview import TextOptions, step_as_text
 from whenpro_core.textsafe import clean, human_size
 from whenpro_core.traceview import agent_slots, trace_header
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.editor import open_in_editor
-from whenpro_tui.messages import SearchDone, SiblingsFound, TraceLoaded, TraceLoadFailed
+from whenpro_tui.messages import SiblingsFound, TraceLoaded, TraceLoadFailed
 from whenpro_tui.screens.help import HelpScreen
-from whenpro_tui.screens.picker import FacetPicker
-from whenpro_tui.screens.prompt import PromptScreen
+from whenpro_tui.screens.trace_find import StepFinding
 from whenpro_tui.widgets.palette import AGENT_COLOURS
 from whenpro_tui.widgets.step_detail import LEVELS, DetailOptions, StepDetail
 from whenpro_tui.widgets.step_list import StepList
@@ -41,7 +39,7 @@ from whenpro_tui.widgets.virtual_list import VirtualList
 COPY_LIMIT = 1_000_000
 
 
-class TraceScreen(Screen[int | None]):
+class TraceScreen(StepFinding, Screen[int | None]):
     """One trace (see module docstring). Dismisses with its position among its
     siblings, so the library can follow."""
 
@@ -117,12 +115,7 @@ class TraceScreen(Screen[int | None]):
         self.watch(self.app, "show_labels", self._labels_changed, init=False)
         self.show_trace(self.trace, self.position)
         self.query_one(StepList).focus()
-        self.call_after_refresh(self._painted)
-
-    def _painted(self) -> None:
-        first_paint = getattr(self.app, "first_paint", None)
-        if first_paint is not None:
-            first_paint()
+        self.call_after_refresh(getattr(self.app, "first_paint", lambda: None))
 
     @property
     def show_labels(self) -> bool:
@@ -247,103 +240,7 @@ class TraceScreen(Screen[int | None]):
             return
         self._go_to_step(target)
 
-    def action_goto(self) -> None:
-        def done(text: str | None) -> None:
-            if not text or not text.strip():
-                return
-            idx = find_coord(self.trace, text)
-            if idx is None:
-                self.notify(f"No step {clean(text.strip())!r} in this trace.", severity="warning")
-                return
-            self._go_to_step(idx)
-
-        self.app.push_screen(PromptScreen(":", placeholder="step coordinate (12, 1.1) or #index",
-                                          input_id="goto-input"), done)
-
-    # ------------------------------------------------------------------ search
-
-    def action_search(self) -> None:
-        def done(text: str | None) -> None:
-            if text is None:
-                return
-            if not text.strip():
-                self.search = None
-                self.steps.set_matches(frozenset())
-                self._show_current()
-                return
-            self.run_search(text)
-
-        self.app.push_screen(PromptScreen("/", placeholder="search steps (case-insensitive)",
-                                          value=self.search.query if self.search else "",
-                                          input_id="search-input"), done)
-
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def run_search(self, query: str) -> None:
-        """Search every step in a thread (huge traces stay responsive)."""
-        worker = get_current_worker()
-        result = search_steps(self.trace.steps, query, include_hidden=self.show_labels,
-                              should_stop=lambda: worker.is_cancelled)
-        self.post_message(SearchDone(result))
-
-    def on_search_done(self, message: SearchDone) -> None:
-        result = message.result
-        if result.cancelled:
-            return
-        self.search = result
-        self.steps.set_matches(frozenset(result.steps))
-        if not result.steps:
-            self.notify(f"No match for {clean(result.query)!r}.", severity="warning")
-            self._show_current()
-            return
-        idx = self.steps.step_index or 0
-        first = next((s for s in result.steps if s >= idx and self.steps.position_of(s) is not None),
-                     None)
-        if first is None:
-            first = result.next_after(idx)
-        self.notify(f"{len(result.steps):,} steps match ({result.matches:,} hits).")
-        if first is not None:
-            self._go_to_step(first)
-        self._show_current()
-
-    def action_search_next(self, direction: int) -> None:
-        if self.search is None or not self.search.steps:
-            self.notify("No search yet: press / to search.", severity="warning")
-            return
-        idx = self.steps.step_index or 0
-        target = self.search.next_after(idx, backwards=direction < 0)
-        if target is not None:
-            self._go_to_step(target)
-
-    # ------------------------------------------------------------------ filter, labels
-
-    def action_filter(self) -> None:
-        def done(choice: dict[str, frozenset[str]] | None) -> None:
-            if choice is None:
-                return
-            flt = StepFilter(agents=choice.get("agent", frozenset()),
-                             kinds=choice.get("kind", frozenset()))
-            shown = filter_steps(self.trace.steps, flt)
-            if not shown:
-                self.notify("No step matches that filter.", severity="warning")
-                return
-            self._apply_filter(flt, shown)
-
-        chosen = {"agent": self.step_filter.agents, "kind": self.step_filter.kinds}
-        self.app.push_screen(FacetPicker("Show only steps of…", step_facets(self.trace), chosen),
-                             done)
-
-    def _apply_filter(self, flt: StepFilter, shown: list[int]) -> None:
-        current = self.steps.step_index or 0
-        from bisect import bisect_left
-
-        pos = min(bisect_left(shown, current), len(shown) - 1)
-        self.step_filter = flt
-        self.steps.set_shown(shown, cursor=pos)
-        self._update_status()
-
-    def action_clear_filter(self) -> None:
-        if self.step_filter.active:
-            self._apply_filter(StepFilter(), list(range(len(self.trace.steps))))
+    # ------------------------------------------------------------------ labels
 
     def action_toggle_labels(self) -> None:
         self.app.show_labels = not self.show_labels  # type: ignore[attr-defined]

@@ -9,9 +9,7 @@ long step costs no more than its length.
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.markdown import Markdown
 from rich.style import Style
-from rich.syntax import Syntax
 from rich.text import Text
 
 from whenpro_core.stepview import Block
@@ -39,10 +37,14 @@ def render_block(block: Block, *, raw: bool = False, query: str = "") -> Rendera
     if block.kind == "markdown":
         if len(block.text) > MARKDOWN_LIMIT or query.strip():
             return plain(block.text, query=query)
+        from rich.markdown import Markdown  # lazy: markdown-it costs ~50 ms at startup
+
         return Markdown(block.text, hyperlinks=False, code_theme=SYNTAX_THEME)
     if len(block.text) > SYNTAX_LIMIT or query.strip():
         # plain text shows search hits highlighted; Syntax cannot
         return plain(block.text, query=query)
+    from rich.syntax import Syntax  # lazy: pygments
+
     lexer = "json" if block.kind == "json" else (block.language or "text")
     return Syntax(block.text, lexer, theme=SYNTAX_THEME, word_wrap=True,
                   background_color="default")

@@ -142,7 +142,8 @@ class VirtualList(ScrollView, can_focus=True):
 
     def move_cursor(self, row: int, *, center: bool = False) -> None:
         """Move the cursor to ``row`` (clamped), repaint the two rows involved,
-        scroll it into view and post :class:`Highlighted`."""
+        scroll it into view and post :class:`Highlighted`. A row off screen is brought
+        to mid-view; ``center`` also re-centres a row at the very edge (jumps)."""
         if not self._row_count:
             return
         row = max(0, min(row, self._row_count - 1))
