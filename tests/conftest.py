@@ -1,30 +1,142 @@
-"""Shared test fixtures.
-
-``REAL_TRACES`` is ``$WHENPRO_REAL_TRACES`` or ``<repo>/../shared/real_traces``: real
-traces written by others, present in CI and absent in a user's clone. Tests that read it
-use the ``real_traces`` fixture and skip with a clear reason when it is missing.
-"""
+"""Shared fixtures: real traces from ../shared/real_traces (skipped with a clear reason
+when absent), small made-up native traces, and helpers to drive the TUI with Pilot
+without sleeps (harlequin's functional-test style)."""
 
 from __future__ import annotations
 
+import base64
 import os
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
 
-REPO = REPO_ROOT = Path(__file__).resolve().parents[1]
-REAL_TRACES = REAL = Path(os.environ.get("WHENPRO_REAL_TRACES") or REPO.parent / "shared" / "real_traces")
-SAMPLES = REPO / "sample_traces"
+from whenpro_core.formats.native import write_trace
+from whenpro_core.model import (Agent, GroundTruth, MediaRef, Outcome, Step, Task, ToolCall,
+                                Trace)
+
+ROOT = REPO = REPO_ROOT = Path(__file__).resolve().parent.parent
+#: ``$WHENPRO_REAL_TRACES`` or ``<repo>/../shared/real_traces``: present in CI and the dev
+#: sandbox, absent in a user's clone (tests using it skip with a reason).
+REAL_TRACES = Path(os.environ.get("WHENPRO_REAL_TRACES") or ROOT.parent / "shared" / "real_traces")
+REAL = REAL_TRACES  # alias used by other test modules
+SAMPLES = ROOT / "sample_traces"
+
+# ``whenpro_env`` (autouse) isolates config/cache/data folders and provider keys;
+# ``llm_server`` / ``llm_settings`` run the local LLM test server.
+pytest_plugins = ["tests.support.fixtures"]
+WHOWHEN = REAL_TRACES / "who-and-when" / "Who&When"
 
 
 @pytest.fixture
 def real_traces() -> Path:
-    """The real-traces folder, or skip: it is only present in CI and the dev sandbox."""
+    """The shared real-trace folder; skips the test when it is not there."""
     if not REAL_TRACES.is_dir():
         pytest.skip(f"real traces not present at {REAL_TRACES} (set WHENPRO_REAL_TRACES)")
     return REAL_TRACES
 
 
-# ``whenpro_env`` (autouse) isolates config/cache/data folders and provider keys;
-# ``llm_server`` / ``llm_settings`` run the local LLM test server.
-pytest_plugins = ["tests.support.fixtures"]
+@pytest.fixture
+def whowhen(real_traces: Path) -> Path:
+    """The Who&When (original) folder with Hand-Crafted/ and Algorithm-Generated/."""
+    path = real_traces / "who-and-when" / "Who&When"
+    if not path.is_dir():
+        pytest.skip(f"Who&When traces not present at {path}")
+    return path
+
+
+# --------------------------------------------------------------------------- made-up traces
+
+def tiny_png(width: int = 4, height: int = 3) -> str:
+    """A valid RGB PNG of the given size, base64 (no data: prefix)."""
+    raw = b"".join(b"\x00" + b"\x80\x40\x20" * width for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return base64.b64encode(png).decode()
+
+
+def team_trace(trace_id: str = "team-1", *, n_extra: int = 0) -> Trace:
+    """A small multi-agent trace with every kind of step field: Markdown, JSON and code
+    content, a tool call with arguments, an observation, an error, an image, a hidden
+    injection marker on the GT step, and text that looks like Rich markup."""
+    steps = [
+        Step(index=0, coord="0", agent="user", kind="user",
+             content="Compute the total cost of 3 widgets at $4.50 each, plus 8% tax."),
+        Step(index=1, coord="1", agent="planner", kind="plan",
+             content="## Plan\n\n1. Multiply price by quantity\n2. Add **8%** tax\n3. Report"),
+        Step(index=2, coord="2", agent="coder", kind="action", content="subtotal = 3 * 4.50\n"
+             "tax = subtotal * 0.08\nprint(subtotal + tax)",
+             tool_calls=[ToolCall(id="call_1", name="python", arguments={"code": "print(3*4.5*1.08)"})],
+             observation="14.58"),
+        Step(index=3, coord="3", agent="coder", kind="action",
+             content="The tax is 8 so the total is [bold]13.50 + 8 = 21.50[/bold].",
+             hidden={"is_injected": True}),
+        Step(index=4, coord="4", agent="checker", kind="observation",
+             content='{"verdict": "looks fine", "checked": ["subtotal", "tax"]}',
+             media=[MediaRef(kind="image", data=tiny_png(), mime="image/png", label="receipt")]),
+        Step(index=5, coord="5", agent="coder", kind="tool", content="",
+             tool_calls=[ToolCall(name="submit", arguments='{"answer": "21.50"}')],
+             error="ToolError: submit rejected the answer format"),
+        Step(index=6, coord="6", agent="planner", kind="final_answer",
+             content="Final answer: 21.50"),
+    ]
+    for k in range(n_extra):
+        i = len(steps)
+        steps.append(Step(index=i, coord=str(i), agent=("coder", "checker")[k % 2],
+                          kind="assistant", content=f"filler step {i}"))
+    return Trace(
+        id=trace_id, framework="toyteam", benchmark="arith", agents=[
+            Agent(id="user"), Agent(id="planner"), Agent(id="coder"), Agent(id="checker")],
+        task=Task(query="Compute the total cost of 3 widgets at $4.50 each, plus 8% tax.",
+                  answer="14.58"),
+        steps=steps,
+        ground_truth=GroundTruth(agent="coder", step="3", step_index=3, mode="R.3",
+                                 reason="Used 8 as an absolute tax instead of 8%."),
+        final_answer="21.50", outcome=Outcome.failure)
+
+
+@pytest.fixture
+def team_file(tmp_path: Path) -> Path:
+    """The made-up team trace written as a native file."""
+    return write_trace(team_trace(), tmp_path / "team-1.json")
+
+
+@pytest.fixture
+def dataset_dir(tmp_path: Path) -> Path:
+    """A folder of three native traces, a truncated JSON file and a binary file."""
+    folder = tmp_path / "dataset"
+    folder.mkdir()
+    for i, (fw, bench) in enumerate([("toyteam", "arith"), ("toyteam", "gaia"),
+                                     ("other", "gaia")], start=1):
+        t = team_trace(f"team-{i}", n_extra=i)
+        t.framework, t.benchmark = fw, bench
+        write_trace(t, folder / f"team-{i}.json")
+    (folder / "truncated.json").write_text('{"format": "whenpro.trace/1", "id": "x", "steps": [')
+    (folder / "binary.json").write_bytes(b"\x00\x01\x02\xff\xfe" * 50)
+    return folder
+
+
+# --------------------------------------------------------------------------- TUI helpers
+
+async def settle(pilot, rounds: int = 3) -> None:
+    """Wait until workers are done and queued messages handled (no sleeps)."""
+    for _ in range(rounds):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+
+def screen_text(app) -> str:
+    """What the terminal would show, as plain text lines."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def terminal_output(app) -> str:
+    """The exact characters a full repaint would write to the terminal."""
+    update = app.screen._compositor.render_full_update()
+    return update.render_segments(app.console)

@@ -48,3 +48,16 @@ def test_convert_then_schema(tmp_path):
     assert again.returncode == 2 and "--force" in again.stderr
     schema = json.loads(whenpro("schema").stdout)
     assert schema["title"] == "Trace"
+
+
+def test_info_and_ls_never_print_escape_sequences(tmp_path):
+    doc = json.loads((SAMPLES / "team_text" / "trace.json").read_text())
+    doc["id"] = "evil\x1b]0;pwned\x07\x1b[2J"
+    doc["task"]["query"] = "clear \x1b[2J screen"
+    doc["agents"][1]["id"] = "plan\x1b[31mner"
+    p = tmp_path / "evil.json"
+    p.write_text(json.dumps(doc))
+    for cmd in ("info", "ls"):
+        out = whenpro(cmd, str(p))
+        assert out.returncode == 0, out.stderr
+        assert "\x1b" not in out.stdout and "\x07" not in out.stdout

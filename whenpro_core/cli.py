@@ -6,14 +6,20 @@ into one line on stderr and exit status 2 (DESIGN §9).
 
 from __future__ import annotations
 
-import sys
+import time
+
+#: Process start (as seen by this module), for the TUI's "started in N ms" log line.
+START_NS = time.perf_counter_ns()
+
+import sys  # noqa: E402
+from enum import Enum  # noqa: E402
 from functools import wraps
 from pathlib import Path
 from typing import Callable, Optional
 
-import typer
+import typer  # noqa: E402
 
-from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.errors import ConfigError, WhenproError  # noqa: E402
 
 app = typer.Typer(
     name="whenpro",
@@ -70,6 +76,43 @@ def convert(src: str = typer.Argument(..., help="A trace file or path#key."),
     from whenpro_core import summary
 
     summary.convert(src, out, force=force)
+
+
+class ImagesMode(str, Enum):
+    """How the TUI draws images (phase 2): pick automatically, force a protocol, or off."""
+
+    auto = "auto"
+    kitty = "kitty"
+    sixel = "sixel"
+    halfcell = "halfcell"
+    off = "off"
+
+
+@app.command()
+@handles_errors
+def view(path: str = typer.Argument(..., help="A trace file, path#key, dataset folder, glob "
+                                                "or JSONL release."),
+         labels: bool = typer.Option(False, "--labels/--no-labels",
+                                     help="Show ground-truth labels (hidden by default so you "
+                                          "judge the trace unbiased; t toggles)."),
+         images: ImagesMode = typer.Option(ImagesMode.auto, "--images",
+                                           help="Image drawing: auto, kitty, sixel, halfcell, off."),
+         serve: bool = typer.Option(False, "--serve",
+                                    help="Serve the app in a browser on 127.0.0.1 instead."),
+         port: int = typer.Option(8000, "--port", help="Port for --serve.")) -> None:
+    """Open the trace debugger (TUI): step through a trace, or browse a dataset."""
+    from whenpro_core.opening import check_target
+
+    check_target(path)
+    if serve:
+        from whenpro_tui.serve import HOST, serve as serve_app
+
+        typer.echo(f"whenpro: serving on http://{HOST}:{port} (ctrl+c stops)", err=True)
+        serve_app(path, show_labels=labels, images=images.value, port=port)
+        return
+    from whenpro_tui.app import run
+
+    run(path, show_labels=labels, images=images.value, started_ns=START_NS)
 
 
 @app.command()

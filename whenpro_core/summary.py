@@ -19,6 +19,7 @@ from whenpro_core.formats.native import write_trace
 from whenpro_core.formats.registry import iter_files, split_ref
 from whenpro_core.model import Trace, TraceSummary
 from whenpro_core.taxonomy import taxonomy_for
+from whenpro_core.textsafe import clean, one_line
 
 
 def is_single_file(target: str) -> bool:
@@ -61,10 +62,10 @@ def _print_trace_info(trace: Trace, console: Console) -> None:
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column(overflow="fold")
     add = table.add_row
-    add("trace", Text(trace.id))
+    add("trace", Text(clean(trace.id)))
     add("source", Text(f"{trace.source.format}  {trace.source.ref() or ''}"))
     add("framework", Text(f"{trace.framework}  ({'single-agent' if trace.is_single_agent else 'multi-agent'})"))
-    add("benchmark", Text(trace.benchmark or "—"))
+    add("benchmark", Text(clean(trace.benchmark) or "—"))
     add("modality", trace.modality.value)
     add("task", Text(_clip(trace.task.query, 300)))
     add("gold answer", Text(_clip(trace.task.answer or "—", 200)))
@@ -72,7 +73,7 @@ def _print_trace_info(trace: Trace, console: Console) -> None:
     add("outcome", trace.outcome.value)
     per_agent = Counter(s.agent for s in trace.steps)
     add("steps", f"{len(trace.steps)}")
-    add("agents", Text(", ".join(f"{a} ({per_agent.get(a, 0)})" for a in trace.agent_ids())))
+    add("agents", Text(clean(", ".join(f"{a} ({per_agent.get(a, 0)})" for a in trace.agent_ids()))))
     media = sum(len(s.media) for s in trace.steps) + len(trace.task.images)
     if media:
         add("media", f"{media} images/frames/videos")
@@ -99,11 +100,11 @@ def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console)
         table.add_column(axis)
         table.add_column("traces", justify="right")
         for name, n in sorted(counts[axis].items(), key=lambda kv: (-kv[1], kv[0])):
-            table.add_row(Text(name), str(n))
+            table.add_row(Text(clean(name)), str(n))
         console.print(table)
     bad = [r for r in rows if r.error]
     for r in bad[:20]:
-        console.print(Text(f"error: {r.error}", style="red"))
+        console.print(Text(f"error: {clean(r.error)}", style="red"))
     if len(bad) > 20:
         console.print(Text(f"... and {len(bad) - 20} more errors", style="red"))
 
@@ -117,12 +118,12 @@ def print_listing(target: str, *, as_json: bool = False, console: Console | None
             console.out(orjson.dumps(row.model_dump(mode="json")).decode(), highlight=False)
             continue
         if row.error:
-            console.print(Text(f"ERROR {row.error}", style="red"))
+            console.print(Text(f"ERROR {clean(row.error)}", style="red"))
             continue
         steps = "?" if row.step_count is None else str(row.step_count)
         gt = f"gt={row.gt_step or '-'}/{row.gt_mode or '-'}" if (row.gt_step or row.gt_mode) else "gt=-"
         line = f"{row.ref()}\t{row.id}\t{row.framework}\t{row.benchmark or '-'}\t{row.modality}\t{steps} steps\t{gt}"
-        console.print(Text(line))
+        console.print(Text(clean(line)))
 
 
 def safe_name(text: str) -> str:
@@ -180,5 +181,4 @@ def _refuse_overwrite(target: Path, force: bool) -> None:
 
 
 def _clip(text: str, n: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return one_line(text, n)

@@ -44,7 +44,7 @@ def trace_from_dict(doc: Any, ctx: LoadContext) -> Trace:
         if step.index != i:
             raise ctx.error(f"step index {step.index} out of order", f"$.steps[{i}].index",
                             expected=str(i))
-    trace.source = Source(format="native", path=str(ctx.path), key=ctx.key,
+    trace.source = Source(format="native", path=str(ctx.path),
                           root=str(ctx.root) if ctx.root else None)
     return trace
 

@@ -1,0 +1,221 @@
+"""Time to first paint and keypress-to-repaint latency of the trace screen on a
+10,000-step trace, next to a naive ``ListView`` of the same steps, in one run.
+
+    /work/venv/bin/python benchmarks/tui_open.py [--steps 10000] [--presses 100]
+        [--baseline-steps N]
+
+Both apps run headless under ``App.run_test`` at 120x40. "Paint" is the moment Textual
+hands a rendered screen update to the driver (``App._display``); the hook also encodes
+the update to terminal bytes, as a real terminal session would. First paint is measured
+from creating the app (the trace file is parsed inside the timing, for both) to the first
+paint showing the step list. Latency is measured from sending the key event to the first
+paint after the cursor moved ("key->cursor"), and to the first paint after the detail
+pane shows the new step ("key->detail"; whenpro updates the detail right after the
+list's paint). Targets: first paint < 1 s, median keypress latency < 50 ms (judged on
+key->detail, the stricter one) on a 2-core machine. The naive baseline defaults to
+1,000 steps: a 10,000-item ListView takes minutes to mount.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from textual import events  # noqa: E402
+from textual.app import App, ComposeResult  # noqa: E402
+from textual.widgets import Label, ListItem, ListView, Static  # noqa: E402
+
+from whenpro_core.formats import load_trace  # noqa: E402
+from whenpro_core.formats.native import write_trace  # noqa: E402
+from whenpro_core.model import Agent, Step, ToolCall, Trace  # noqa: E402
+from whenpro_core.textsafe import one_line  # noqa: E402
+
+SIZE = (120, 40)
+
+
+def make_trace(n: int) -> Trace:
+    """A multi-agent trace of ``n`` steps with a mix of short and long content, tool
+    calls and observations."""
+    agents = ["Orchestrator", "WebSurfer", "Coder", "Terminal", "Critic"]
+    steps = []
+    for i in range(n):
+        agent = agents[i % len(agents)]
+        body = f"Step {i}: {agent} considers the task. " * (1 + (i * 7) % 40)
+        calls = [ToolCall(name="search", arguments={"q": f"query {i}", "page": i % 5})] if i % 3 == 0 else []
+        steps.append(Step(index=i, coord=str(i), agent=agent,
+                          kind=("plan", "action", "observation", "assistant")[i % 4],
+                          content=body, tool_calls=calls,
+                          observation=f"result {i}\n" * 5 if i % 3 == 0 else None))
+    return Trace(id=f"bench-{n}", framework="bench", agents=[Agent(id=a) for a in agents],
+                 steps=steps)
+
+
+class NaiveListView(App[None]):
+    """The baseline: one ListItem widget per step and a Static detail."""
+
+    CSS = "ListView { width: 45%; } #detail { width: 1fr; }"
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def compose(self) -> ComposeResult:
+        from textual.containers import Horizontal
+
+        self.trace = load_trace(self.path)
+        with Horizontal():
+            yield ListView(*(ListItem(Label(f"{s.coord} {s.agent} {one_line(s.content, 80)}",
+                                            markup=False))
+                             for s in self.trace.steps), id="list")
+            yield Static(id="detail", markup=False)
+
+    def on_mount(self) -> None:
+        self.query_one(ListView).focus()
+
+    shown: int | None = None
+
+    def on_list_view_highlighted(self, event: ListView.Highlighted) -> None:
+        idx = event.list_view.index or 0
+        self.query_one("#detail", Static).update(self.trace.steps[idx].content[:4000])
+        self.shown = idx
+
+
+async def measure(make_app: Callable[[], App], ready: Callable[[App], bool],
+                  cursor: Callable[[App], int], shown: Callable[[App], int | None],
+                  presses: int, key: str) -> tuple[float, list[float], list[float]]:
+    """(first paint, cursor-repaint latencies, detail-repaint latencies), seconds.
+
+    Each paint records what it showed (ready, cursor, detail step), so a wait never
+    misses a paint. Cursor latency: key sent -> first paint showing the moved cursor.
+    Detail latency: key sent -> first paint whose detail pane shows the new step."""
+    paints: list[tuple[float, bool, int, int | None]] = []
+    start = time.perf_counter()
+    app = make_app()
+    original = app._display
+
+    def hook(screen, renderable) -> None:
+        if renderable is not None:
+            renderable.render_segments(app.console)
+            try:
+                state = (ready(app), cursor(app), shown(app))
+            except Exception:
+                state = (False, -1, None)
+            paints.append((time.perf_counter(), *state))
+        original(screen, renderable)
+
+    app._display = hook  # type: ignore[method-assign]
+
+    async def paint_showing(after: float, test) -> float:
+        while True:
+            for t, is_ready, cur, det in reversed(paints):
+                if t < after:
+                    break
+                if test(is_ready, cur, det):
+                    return t
+            await asyncio.sleep(0.0002)
+
+    latencies: list[float] = []
+    details: list[float] = []
+    async with app.run_test(size=SIZE) as pilot:
+        first_paint = await paint_showing(start, lambda r, c, d: r) - start
+        await pilot.pause()
+        for _ in range(presses):
+            want = cursor(app) + 1
+            sent = time.perf_counter()
+            app._driver.send_message(events.Key(key, None))
+            latencies.append(await paint_showing(sent, lambda r, c, d, want=want: c == want) - sent)
+            details.append(await paint_showing(sent, lambda r, c, d, want=want: d == want) - sent)
+    return first_paint, latencies, details
+
+
+def ours(path: Path):
+    from whenpro_tui.app import WhenproApp
+    from whenpro_tui.screens.trace import TraceScreen
+    from whenpro_tui.widgets.step_detail import StepDetail
+    from whenpro_tui.widgets.step_list import StepList
+
+    def make() -> App:
+        return WhenproApp(str(path), cursor_blink=False)
+
+    def ready(app: App) -> bool:
+        """The step list has rows and the detail pane shows the first step."""
+        screen = app.screen
+        return (isinstance(screen, TraceScreen) and screen.query_one(StepList).row_count > 0
+                and screen.query_one(StepDetail).shown_index is not None)
+
+    def cursor(app: App) -> int:
+        return app.screen.query_one(StepList).cursor
+
+    def shown(app: App) -> int | None:
+        return app.screen.query_one(StepDetail).shown_index
+
+    return make, ready, cursor, shown
+
+
+def naive(path: Path):
+    def make() -> App:
+        return NaiveListView(path)
+
+    def ready(app: App) -> bool:
+        lists = app.screen.query(ListView)
+        return bool(lists) and len(lists.first().children) > 0 and app.shown is not None
+
+    def cursor(app: App) -> int:
+        return app.query_one(ListView).index or 0
+
+    def shown(app: App) -> int | None:
+        return app.shown  # type: ignore[attr-defined]
+
+    return make, ready, cursor, shown
+
+
+def report(name: str, first: float, lat: list[float], det: list[float]) -> tuple[float, float]:
+    def ms(values: list[float]) -> str:
+        p95 = sorted(values)[max(0, int(len(values) * 0.95) - 1)]
+        return f"median {statistics.median(values) * 1000:6.1f} ms, p95 {p95 * 1000:6.1f} ms"
+
+    print(f"{name:<30} first paint {first * 1000:6.0f} ms | key->cursor {ms(lat)} | "
+          f"key->detail {ms(det)}  ({len(lat)} presses)")
+    return first, statistics.median(det)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--presses", type=int, default=100)
+    parser.add_argument("--baseline-steps", type=int, default=1_000,
+                        help="steps for the ListView baseline (default 1,000)")
+    args = parser.parse_args()
+    base_steps = args.baseline_steps
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_trace(make_trace(args.steps), Path(tmp) / "big.json", indent=False)
+        print(f"trace: {args.steps:,} steps, {path.stat().st_size / 1e6:.1f} MB native JSON; "
+              f"terminal {SIZE[0]}x{SIZE[1]}")
+        f1, m1 = report("whenpro StepList (virtual)",
+                        *asyncio.run(measure(*ours(path), args.presses, "j")))
+
+        base_path = path
+        if base_steps != args.steps:
+            base_path = write_trace(make_trace(base_steps), Path(tmp) / "base.json", indent=False)
+        f2, m2 = report(f"naive ListView ({base_steps:,} steps)",
+                        *asyncio.run(measure(*naive(base_path), args.presses, "down")))
+
+    print(f"ratio (ListView / whenpro): first paint {f2 / f1:.1f}x, "
+          f"key->detail median {m2 / m1:.1f}x")
+    ok = f1 < 1.0 and m1 < 0.050
+    print(f"targets (first paint < 1 s, key->detail median < 50 ms): {'met' if ok else 'NOT met'}"
+          f"   [load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores]")
+
+
+if __name__ == "__main__":
+    main()

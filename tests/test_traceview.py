@@ -1,0 +1,44 @@
+"""The trace header model and stable agent colour slots (whenpro_core.traceview)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import team_trace
+from whenpro_core.formats import load_trace
+from whenpro_core.traceview import agent_slots, trace_header
+
+
+def test_agent_slots_are_stable_and_distinct() -> None:
+    a = agent_slots(["Orchestrator", "WebSurfer", "human"], 12)
+    b = agent_slots(["human", "WebSurfer", "Orchestrator", "Assistant"], 12)
+    assert len(set(a.values())) == 3
+    assert len(set(b.values())) == 4
+    assert a["Orchestrator"] == agent_slots(["Orchestrator"], 12)["Orchestrator"]
+    many = agent_slots([f"agent{i}" for i in range(20)], 12)
+    assert set(many.values()) <= set(range(12)) and len(set(many.values())) == 12
+
+
+def test_header_names_the_mode_and_counts_steps() -> None:
+    header = trace_header(team_trace())
+    assert header.gt.line() == "GT: agent coder · step 3 · mode R.3 Numerical/calculation error"
+    assert header.gt.step_index == 3
+    assert dict(header.agents) == {"user": 1, "planner": 2, "coder": 3, "checker": 1}
+    assert header.gold == "14.58" and header.final == "21.50" and header.outcome == "failure"
+
+
+def test_header_cleans_untrusted_text() -> None:
+    t = team_trace()
+    t.task.query = "q\x1b[2J"
+    t.id = "id\x1b]0;x\x07"
+    header = trace_header(t)
+    assert header.task == "q␛[2J" and "\x1b" not in header.id
+
+
+@pytest.mark.real_traces
+def test_header_of_a_real_trace(whowhen: Path) -> None:
+    header = trace_header(load_trace(whowhen / "Hand-Crafted" / "1.json"))
+    assert header.gt.line() == "GT: agent WebSurfer · step 12 · mode —"
+    assert ("Orchestrator", 21) in header.agents

@@ -1,0 +1,172 @@
+"""The library screen driven with Pilot: streamed rows, error rows for bad files,
+facet and text filters with the live count, opening traces, and [/] between them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import screen_text, settle
+from whenpro_core.model import TraceSummary
+from whenpro_tui.app import WhenproApp
+from whenpro_tui.screens.library import LibraryScreen
+from whenpro_tui.screens.trace import TraceScreen
+from whenpro_tui.widgets.trace_table import TraceTable
+
+
+def make_app(target, **kw) -> WhenproApp:
+    return WhenproApp(str(target), cursor_blink=False, **kw)
+
+
+def notes(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def open_library(pilot) -> LibraryScreen:
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, LibraryScreen)
+    return pilot.app.screen
+
+
+async def test_dataset_lists_traces_and_error_rows(dataset_dir: Path) -> None:
+    app = make_app(dataset_dir)
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await open_library(pilot)
+        table = screen.query_one(TraceTable)
+        ids = [r.id for r in table.rows if r.error is None]
+        assert ids == ["team-1", "team-2", "team-3"]
+        errors = [r.error for r in table.rows if r.error is not None]
+        assert len(errors) == 2
+        assert any("binary" in e for e in errors)
+        assert any("truncated" in e for e in errors)
+        text = screen_text(app)
+        assert "5 of 5 rows (3 traces, 2 failed to import)" in text
+        assert "✗" in text
+        # enter on an error row explains instead of crashing
+        bad = next(i for i, r in enumerate(table.rows) if r.error)
+        table.move_cursor(table.shown.index(bad))
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, LibraryScreen)
+        assert any("binary" in n or "truncated" in n for n in notes(app))
+
+
+async def test_facet_and_text_filters_update_the_count(dataset_dir: Path) -> None:
+    app = make_app(dataset_dir)
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await open_library(pilot)
+        table = screen.query_one(TraceTable)
+        await pilot.press("f")
+        await pilot.pause()
+        picker = app.screen
+        assert "mode" not in picker.facets  # a GT label: hidden with labels
+        picker.query_one("#facet-benchmark").select("gaia")
+        await pilot.press("a")
+        await pilot.pause()
+        assert [table.rows[i].id for i in table.shown] == ["team-2", "team-3"]
+        assert "2 of 5 rows" in screen_text(app)
+        await pilot.press("/")
+        await pilot.press(*"TEAM-3")
+        await pilot.pause()
+        assert [table.rows[i].id for i in table.shown] == ["team-3"]
+        assert "1 of 5 rows" in screen_text(app)
+        await pilot.press("escape", "c")
+        await pilot.pause()
+        assert len(table.shown) == 5
+        # free text finds error rows by their message
+        await pilot.press("/")
+        await pilot.press(*"binary")
+        await pilot.pause()
+        assert [table.rows[i].error is not None for i in table.shown] == [True]
+
+
+async def test_mode_facet_and_gt_column_only_with_labels(dataset_dir: Path) -> None:
+    app = make_app(dataset_dir)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await open_library(pilot)
+        assert "R.3" not in screen_text(app)
+        await pilot.press("t")
+        await pilot.pause()
+        assert "3/R.3" in screen_text(app)
+        await pilot.press("f")
+        await pilot.pause()
+        assert app.screen.facets["mode"] == [("R.3", 3)]
+
+
+async def test_open_trace_and_switch_with_brackets(dataset_dir: Path) -> None:
+    app = make_app(dataset_dir)
+    async with app.run_test(size=(120, 30)) as pilot:
+        library = await open_library(pilot)
+        table = library.query_one(TraceTable)
+        assert table.current.error is not None  # binary.json sorts first
+        await pilot.press("j", "enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TraceScreen)
+        assert screen.trace.id == "team-1"
+        assert "trace 1/3" in screen_text(app)
+        await pilot.press("]")
+        await settle(pilot)
+        assert screen.trace.id == "team-2"
+        await pilot.press("]")
+        await settle(pilot)
+        assert screen.trace.id == "team-3"
+        await pilot.press("q")
+        await settle(pilot)
+        assert app.screen is library
+        assert table.current is not None and table.current.id == "team-3"
+
+
+async def test_ten_thousand_rows_filter_and_scroll() -> None:
+    rows = [TraceSummary(id=f"t{i:05d}", path=f"/data/t{i}.json", framework=("a", "b", "c")[i % 3],
+                         benchmark="gaia" if i % 2 else "math", modality="text", step_count=i % 50)
+            for i in range(10_000)]
+    app = make_app("/data")
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.push_screen(LibraryScreen("/data", rows=rows))
+        await pilot.pause()
+        screen = app.screen
+        table = screen.query_one(TraceTable)
+        assert table.row_count == 10_000
+        assert "10,000 of 10,000 traces" in screen_text(app)
+        await pilot.press("G")
+        assert table.current.id == "t09999"
+        assert "t09999" in screen_text(app)
+        await pilot.press("/")
+        await pilot.press(*"t0999")
+        await pilot.pause()
+        assert "10 of 10,000 traces" in screen_text(app)
+
+
+@pytest.mark.real_traces
+async def test_real_who_and_when_folder(whowhen: Path) -> None:
+    app = make_app(whowhen / "Hand-Crafted")
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await open_library(pilot)
+        table = screen.query_one(TraceTable)
+        n = len(list((whowhen / "Hand-Crafted").glob("*.json")))
+        assert len(table.rows) == n
+        assert all(r.framework == "magentic-one" for r in table.rows)
+        assert f"{n} of {n} traces" in screen_text(app)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, TraceScreen)
+        assert app.screen.trace.id == "whowhen-hc-1"
+
+
+@pytest.mark.real_traces
+async def test_real_glob_mixing_subsets(whowhen: Path) -> None:
+    pattern = str(whowhen / "*" / "1*.json")
+    app = make_app(pattern)
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await open_library(pilot)
+        table = screen.query_one(TraceTable)
+        frameworks = {r.framework for r in table.rows}
+        assert frameworks == {"magentic-one", "captainagent"}
+        await pilot.press("f")
+        await pilot.pause()
+        app.screen.query_one("#facet-framework").select("magentic-one")
+        await pilot.press("a")
+        await pilot.pause()
+        assert {table.rows[i].framework for i in table.shown} == {"magentic-one"}

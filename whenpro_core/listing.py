@@ -1,0 +1,124 @@
+"""Filtering dataset listings: which :class:`~whenpro_core.model.TraceSummary` rows a
+library view shows for a choice of modality, framework, benchmark, GT mode and free text,
+and the values (with counts) each filter can take.
+
+UI-free; the TUI's library screen and scripts share it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from whenpro_core.formats.registry import error_summary, find_root, iter_files, summarize_file
+from whenpro_core.model import TraceSummary
+
+#: The facets a listing can be filtered on, as (facet, TraceSummary attribute).
+FACETS = (("modality", "modality"), ("framework", "framework"), ("benchmark", "benchmark"),
+          ("mode", "gt_mode"))
+#: Value shown for a row whose facet attribute is empty.
+NONE_VALUE = "(none)"
+
+
+def facet_value(row: TraceSummary, facet: str) -> str:
+    """The value of ``facet`` (``modality``, ``framework``, ``benchmark``, ``mode``) for
+    ``row``; :data:`NONE_VALUE` when empty."""
+    attr = dict(FACETS)[facet]
+    return getattr(row, attr) or NONE_VALUE
+
+
+@dataclass(frozen=True)
+class RowFilter:
+    """A choice of facet values (empty set = any) and a free-text query
+    (case-insensitive substring of the id, path, framework, benchmark or error).
+
+    Error rows (files that failed to import) pass only when no facet is chosen, so a
+    broken file stays visible in the unfiltered list and can be found by text.
+    """
+
+    facets: dict[str, frozenset[str]] = field(default_factory=dict)
+    text: str = ""
+
+    @property
+    def active(self) -> bool:
+        """True when the filter hides anything."""
+        return bool(self.text.strip()) or any(self.facets.values())
+
+    def keeps(self, row: TraceSummary) -> bool:
+        """True if ``row`` passes."""
+        chosen = {k: v for k, v in self.facets.items() if v}
+        if row.error is not None:
+            if chosen:
+                return False
+        else:
+            for facet, values in chosen.items():
+                if facet_value(row, facet) not in values:
+                    return False
+        needle = self.text.strip().lower()
+        if needle:
+            hay = " ".join(filter(None, (row.id, row.ref(), row.framework, row.benchmark,
+                                         row.error or ""))).lower()
+            return needle in hay
+        return True
+
+    def describe(self) -> str:
+        """``"framework: magentic-one · text: gaia"`` (``""`` when inactive)."""
+        parts = [f"{k}: {', '.join(sorted(v))}" for k, v in self.facets.items() if v]
+        if self.text.strip():
+            parts.append(f"text: {self.text.strip()}")
+        return " · ".join(parts)
+
+    def without_labels(self) -> "RowFilter":
+        """The same filter minus the ``mode`` facet (a GT label: hidden when labels are)."""
+        return RowFilter({k: v for k, v in self.facets.items() if k != "mode"}, self.text)
+
+
+def filter_rows(rows: Sequence[TraceSummary], flt: RowFilter) -> list[int]:
+    """Positions in ``rows`` of the rows ``flt`` keeps, in order."""
+    if not flt.active:
+        return list(range(len(rows)))
+    return [i for i, r in enumerate(rows) if flt.keeps(r)]
+
+
+def facet_counts(rows: Iterable[TraceSummary], *, with_labels: bool = False) -> dict[str, list[tuple[str, int]]]:
+    """For each facet, its values with row counts, most frequent first. Error rows are
+    left out; the ``mode`` facet (a GT label) only ``with_labels``."""
+    counters: dict[str, Counter] = {f: Counter() for f, _ in FACETS
+                                    if with_labels or f != "mode"}
+    for row in rows:
+        if row.error is not None:
+            continue
+        for facet, counter in counters.items():
+            counter[facet_value(row, facet)] += 1
+    return {f: sorted(c.items(), key=lambda kv: (-kv[1], kv[0])) for f, c in counters.items()}
+
+
+def count_line(shown: int, total: int, errors: int, *, scanning: bool = False) -> str:
+    """The live count of a library: ``"312 of 10,000 traces"``, or with files that
+    failed to import ``"312 of 10,002 rows (10,000 traces, 2 failed to import)"``; a
+    ``" · scanning…"`` suffix while the walk runs."""
+    traces = total - errors
+    if errors:
+        head = (f"{shown:,} of {total:,} rows ({traces:,} trace{'s' * (traces != 1)}, "
+                f"{errors:,} failed to import)")
+    else:
+        head = f"{shown:,} of {total:,} trace{'s' * (total != 1)}"
+    return head + (" · scanning…" if scanning else "")
+
+
+def walk_rows(target: str | Path) -> Iterator[TraceSummary]:
+    """Like :func:`whenpro_core.formats.walk`, but a file whose importer fails in an
+    unexpected way (a bug, not a WhenproError) also becomes an error row instead of
+    ending the listing. Raises TraceFormatError only when ``target`` names nothing."""
+    text = str(target)
+    start = Path(text) if Path(text).exists() else None
+    stop = start if start is not None and start.is_dir() else None
+    for path in iter_files(target):
+        try:
+            rows = summarize_file(path, find_root(path, stop=stop))
+        except Exception as exc:  # noqa: BLE001 - an importer bug must not end the walk
+            rows = [error_summary(path, f"{path}: internal error while importing: "
+                                        f"{type(exc).__name__}: {exc}")]
+        yield from rows

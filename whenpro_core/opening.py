@@ -1,0 +1,81 @@
+"""Deciding what a path given to ``whenpro view`` is: one trace, one file holding several
+traces, or a dataset (folder, glob, JSONL release) whose rows are listed by
+:func:`whenpro_core.formats.walk`.
+
+A single-trace file is parsed once: the loaded trace is returned, not re-read.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from whenpro_core.errors import TraceFormatError, WhenproError
+from whenpro_core.formats.base import FileImporter, LoadContext, summarize
+from whenpro_core.formats.registry import error_summary, find_root, load_trace, sniff, split_ref
+from whenpro_core.model import Trace, TraceSummary
+
+
+def is_glob(target: str) -> bool:
+    """True when ``target`` is a glob pattern rather than an existing path."""
+    return any(ch in target for ch in "*?[") and not Path(target).exists()
+
+
+def check_target(target: str) -> None:
+    """Raise TraceFormatError (one line for the CLI) when ``target`` names nothing:
+    no such file or folder, or a glob that matches no file."""
+    if is_glob(target):
+        if not any(Path(p).is_file() for p in globlib.iglob(target, recursive=True)):
+            raise TraceFormatError("glob matches no file", path=target,
+                                   expected="a pattern matching trace files")
+        return
+    path, _key = split_ref(target)
+    if not path.exists():
+        raise TraceFormatError("no such file or folder", path=path)
+
+
+@dataclass
+class Opened:
+    """What a target turned out to be. Exactly one of:
+
+    * ``trace``: the target is one trace (a single-trace file, or ``path#key``);
+    * ``rows``: one file holding several traces (or a file that failed to import, as
+      one error row), listed without walking;
+    * ``dataset`` True: a folder, glob or indexed file (JSONL release) to list with
+      :func:`whenpro_core.formats.walk` (rows stream in).
+    """
+
+    trace: Trace | None = None
+    rows: list[TraceSummary] | None = None
+    dataset: bool = False
+
+
+def open_target(target: str) -> Opened:
+    """Classify and, for a single trace, load ``target``. Never raises for a file that
+    fails to import (it becomes one error row); raises TraceFormatError only for a
+    target that names nothing (see :func:`check_target`)."""
+    check_target(target)
+    if is_glob(target):
+        return Opened(dataset=True)
+    path, key = split_ref(target)
+    if path.is_dir():
+        return Opened(dataset=True)
+    if key is not None:
+        try:
+            return Opened(trace=load_trace(target))
+        except WhenproError as exc:
+            return Opened(rows=[error_summary(path, exc.located(path=path).one_line())])
+    try:
+        chosen = sniff(path)
+        if isinstance(chosen, FileImporter):
+            return Opened(dataset=True)
+        importer, doc = chosen
+        traces = importer.load(doc, LoadContext(path=path, root=find_root(path)))
+    except WhenproError as exc:
+        return Opened(rows=[error_summary(path, exc.located(path=path).one_line())])
+    if len(traces) == 1:
+        return Opened(trace=traces[0])
+    if not traces:
+        return Opened(rows=[error_summary(path, f"{path}: file holds no traces")])
+    return Opened(rows=[summarize(t) for t in traces])

@@ -1,0 +1,365 @@
+"""How one step is shown: its one-line row, its markers, how its content should be
+rendered (Markdown, code, JSON or plain text), folding of long content, and the readable
+text form used for ``$EDITOR`` and the clipboard.
+
+UI-free: the TUI (and the CLI) turn these plain values into widgets. Every string that
+comes out of here has passed :func:`whenpro_core.textsafe.clean`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from whenpro_core.model import MediaRef, Step
+from whenpro_core.textsafe import clean, human_size, one_line
+
+# ----------------------------------------------------------------------------- markers
+
+#: Marker glyphs in the step list (DESIGN §2, trace screen). Order = display order.
+MARK_TOOL_ERROR = "✗"
+MARK_IMAGE = "▣"
+MARK_VIDEO = "▶"
+MARK_ATTRIBUTED = "◆"
+MARK_INJECTED = "⚑"
+MARK_GT = "★"
+#: Width in cells of the marker column (one cell per marker kind that can show).
+MARKER_WIDTH = 6
+
+
+def is_injected(step: Step) -> bool:
+    """True when a label-leaking hidden field says this step was injected or replayed
+    (``is_injected``, ``injected``, ``is_replayed``; Who&When Pro construction markers)."""
+    hidden = step.hidden
+    return bool(hidden.get("is_injected") or hidden.get("injected") or hidden.get("is_replayed"))
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One line of the step list.
+
+    Attributes:
+        index: position in ``Trace.steps``.
+        coord: the step coordinate (``""`` for framing entries without one).
+        agent: the speaking agent's id.
+        kind: ``user``, ``plan``, ``action``, ...
+        summary: the first words of the step, one safe line.
+        tool_error: the step recorded an error.
+        image / video: the step carries images (or frames) / a video.
+        attributed: an attribution names this step (the ◆ marker; set by phase 3).
+        injected: a hidden field marks the step as injected (shown with labels only).
+        gt: the ground truth names this step (shown with labels only).
+    """
+
+    index: int
+    coord: str
+    agent: str
+    kind: str
+    summary: str
+    tool_error: bool = False
+    image: bool = False
+    video: bool = False
+    attributed: bool = False
+    injected: bool = False
+    gt: bool = False
+
+    def markers(self, show_labels: bool) -> str:
+        """The marker glyphs in display order; ``★`` and ``⚑`` only when ``show_labels``."""
+        out = []
+        if self.tool_error:
+            out.append(MARK_TOOL_ERROR)
+        if self.image:
+            out.append(MARK_IMAGE)
+        if self.video:
+            out.append(MARK_VIDEO)
+        if self.attributed:
+            out.append(MARK_ATTRIBUTED)
+        if show_labels and self.injected:
+            out.append(MARK_INJECTED)
+        if show_labels and self.gt:
+            out.append(MARK_GT)
+        return "".join(out)
+
+
+def step_summary(step: Step, limit: int = 160) -> str:
+    """One safe line saying what the step did: its content, else its tool calls
+    (``→ search(query=…)``), else its observation, else its error."""
+    if step.content.strip():
+        return one_line(step.content, limit)
+    if step.tool_calls:
+        calls = ", ".join(f"{c.name}({_args_inline(c.arguments)})" for c in step.tool_calls[:3])
+        return one_line("→ " + calls, limit)
+    if step.observation:
+        return one_line("⇐ " + step.observation, limit)
+    if step.error:
+        return one_line("error: " + step.error, limit)
+    if step.media:
+        return one_line(", ".join(media_label(m) for m in step.media[:3]), limit)
+    return ""
+
+
+def _args_inline(arguments: Any) -> str:
+    if arguments is None:
+        return ""
+    if isinstance(arguments, dict):
+        return ", ".join(f"{k}={_short(v)}" for k, v in list(arguments.items())[:4])
+    return _short(arguments)
+
+
+def _short(value: Any, n: int = 40) -> str:
+    text = value if isinstance(value, str) else _json_compact(value)
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _json_compact(value: Any) -> str:
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return str(value)
+
+
+def step_row(step: Step, *, gt_index: int | None = None, attributed: bool = False) -> StepRow:
+    """The list row of ``step``. ``gt_index`` is the GT step's index (``None`` when the
+    trace has no step label); ``attributed`` sets the ◆ marker."""
+    return StepRow(
+        index=step.index,
+        coord=clean(step.coord or ""),
+        agent=clean(step.agent),
+        kind=clean(step.kind),
+        summary=step_summary(step),
+        tool_error=bool(step.error),
+        image=any(m.kind in ("image", "frame") for m in step.media),
+        video=any(m.kind == "video" for m in step.media),
+        attributed=attributed,
+        injected=is_injected(step),
+        gt=gt_index is not None and step.index == gt_index,
+    )
+
+
+# ----------------------------------------------------------------------------- content
+
+BlockKind = Literal["text", "markdown", "json", "code"]
+
+
+@dataclass(frozen=True)
+class Block:
+    """A piece of step content and how to render it: ``text`` (verbatim), ``markdown``,
+    ``json`` (already pretty-printed) or ``code`` (``language`` names the lexer)."""
+
+    kind: BlockKind
+    text: str
+    language: str = ""
+
+
+_MD_HINTS = re.compile(
+    r"(^|\n)(#{1,6} \S|```|\s*[-*+] \S|\s*\d+\. \S|>\s)|\*\*\S|\[[^\]\n]+\]\(https?://", re.M)
+_CODE_HINTS = re.compile(
+    r"^(\s*)(def |class |import |from \S+ import |for .+:\s*$|if .+:\s*$|print\(|return\b|"
+    r"[A-Za-z_][A-Za-z0-9_]* = )", re.M)
+#: JSON larger than this is shown as text (pretty-printing it costs more than it helps).
+JSON_PRETTY_LIMIT = 1_000_000
+
+
+def _try_json(text: str) -> str | None:
+    s = text.strip()
+    if len(s) < 2 or s[0] not in "{[" or s[-1] not in "}]" or len(s) > JSON_PRETTY_LIMIT:
+        return None
+    try:
+        value = orjson.loads(s)
+    except orjson.JSONDecodeError:
+        return None
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+
+
+def content_blocks(text: str) -> list[Block]:
+    """Split step content into rendering blocks, deciding by content (not by kind):
+
+    * the whole content is JSON -> one ``json`` block, pretty-printed;
+    * a heading line followed by JSON (Magentic-One's ``Updated Ledger:\\n{...}``) ->
+      ``text`` + ``json``;
+    * Markdown features (headings, fences, lists, bold, links) -> ``markdown``;
+    * mostly Python-looking lines -> ``code`` (``python``);
+    * else ``text`` (verbatim).
+
+    ``text`` must already be cleaned (:func:`whenpro_core.textsafe.clean`) and capped by
+    the caller. Never raises.
+    """
+    if not text.strip():
+        return []
+    pretty = _try_json(text)
+    if pretty is not None:
+        return [Block("json", pretty)]
+    head, sep, rest = text.partition("\n")
+    if sep and len(head) < 200 and rest.lstrip()[:1] in ("{", "["):
+        pretty = _try_json(rest)
+        if pretty is not None:
+            return [Block("text", head), Block("json", pretty)]
+    if _looks_like_code(text):
+        return [Block("code", text, "python")]
+    if _MD_HINTS.search(text):
+        return [Block("markdown", text)]
+    return [Block("text", text)]
+
+
+def _looks_like_code(text: str) -> bool:
+    if "```" in text:
+        return False
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 2:
+        return False
+    hits = sum(1 for ln in lines if _CODE_HINTS.match(ln))
+    return hits / len(lines) >= 0.4
+
+
+def pretty_arguments(arguments: Any) -> Block:
+    """Tool-call arguments as a block: JSON values (and strings holding JSON)
+    pretty-printed, other strings as text."""
+    if arguments is None:
+        return Block("text", "")
+    if isinstance(arguments, str):
+        pretty = _try_json(arguments)
+        if pretty is not None:
+            return Block("json", clean(pretty))
+        return Block("text", clean(arguments))
+    try:
+        return Block("json", clean(orjson.dumps(arguments, option=orjson.OPT_INDENT_2,
+                                                default=str).decode()))
+    except (TypeError, orjson.JSONEncodeError):
+        return Block("text", clean(str(arguments)))
+
+
+@dataclass(frozen=True)
+class Folded:
+    """A capped view of a long string.
+
+    Attributes:
+        text: the part to render (cleaned).
+        shown_chars: characters of the original shown.
+        total_chars: length of the original.
+        hidden_lines: lines of the original not shown (counted only up to
+            ``count_limit`` characters; ``None`` when the rest was not scanned).
+    """
+
+    text: str
+    shown_chars: int
+    total_chars: int
+    hidden_lines: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when nothing was cut."""
+        return self.shown_chars >= self.total_chars
+
+    def note(self) -> str:
+        """``"… 120 more lines, 3.4 K chars of 10.0 M chars shown"`` (``""`` if complete)."""
+        if self.complete:
+            return ""
+        more = f"{self.hidden_lines:,} more lines, " if (self.hidden_lines or 0) > 1 else ""
+        return (f"… {more}{human_size(self.shown_chars)} of "
+                f"{human_size(self.total_chars)} shown")
+
+
+def fold(text: str, *, max_lines: int, max_chars: int, count_limit: int = 2_000_000) -> Folded:
+    """The first ``max_lines`` lines of ``text``, at most ``max_chars`` characters,
+    cleaned for display. The caller grows the limits to expand in chunks; even "all" is
+    a cap, so a 10 MB step never reaches the renderer whole.
+    """
+    total = len(text)
+    cut = min(total, max_chars)
+    # find the end of line max_lines within the char budget
+    pos = -1
+    for _ in range(max_lines):
+        pos = text.find("\n", pos + 1, cut)
+        if pos == -1:
+            break
+    if pos != -1:
+        cut = pos
+    shown = text[:cut]
+    hidden_lines = None
+    if cut < total and total - cut <= count_limit:
+        start = cut + 1 if text[cut:cut + 1] == "\n" else cut
+        hidden_lines = text.count("\n", start) + (0 if text.endswith("\n") else 1)
+    return Folded(text=clean(shown), shown_chars=cut, total_chars=total, hidden_lines=hidden_lines)
+
+
+# ----------------------------------------------------------------------------- media
+
+def media_label(ref: MediaRef) -> str:
+    """The placeholder line for a media item: ``[image: query_0 640x480]``,
+    ``[video: clip.mp4]``, ``[frame: #3 12.5s 320x240]``. Sizes are read from the header
+    of inline data only (phase 1; files are opened by ``media.py``, which confines paths)."""
+    name = ref.label or (ref.path.replace("\\", "/").rsplit("/", 1)[-1] if ref.path else "inline")
+    parts = [clean(name)]
+    if ref.kind == "frame":
+        if ref.index is not None:
+            parts.append(f"#{ref.index}")
+        if ref.time_s is not None:
+            parts.append(f"{ref.time_s:.1f}s")
+    size = _inline_size(ref.data) if ref.data else None
+    if size:
+        parts.append(f"{size[0]}x{size[1]}")
+    return f"[{ref.kind}: {' '.join(parts)}]"
+
+
+def _inline_size(data: str) -> tuple[int, int] | None:
+    """Width and height of inline base64 image data from its first 64 KiB (header
+    only); ``None`` when unknown. Never raises."""
+    import base64
+    import binascii
+
+    from whenpro_core.errors import MediaError
+    from whenpro_core.media import image_size
+
+    head = data.split(",", 1)[-1][: 65536 // 4 * 4]
+    try:
+        return image_size(base64.b64decode(head))
+    except (MediaError, binascii.Error, ValueError):
+        return None
+
+
+# ----------------------------------------------------------------------------- text form
+
+@dataclass
+class TextOptions:
+    """What :func:`step_as_text` includes: ``show_labels`` adds the hidden (label-
+    leaking) fields; ``max_chars`` caps each field (``None``: no cap)."""
+
+    show_labels: bool = False
+    max_chars: int | None = None
+    extra_header: list[str] = field(default_factory=list)
+
+
+def step_as_text(step: Step, options: TextOptions | None = None) -> str:
+    """The step as readable plain text (for ``$EDITOR`` and the clipboard): a header
+    line ``Step <coord> | Agent: <agent> | <kind>``, then content, tool calls with
+    pretty arguments, observation, error, media placeholders and, only with
+    ``show_labels``, the hidden fields. Control characters are made visible."""
+    opts = options or TextOptions()
+
+    def cap(text: str) -> str:
+        if opts.max_chars is not None and len(text) > opts.max_chars:
+            return clean(text[: opts.max_chars]) + f"\n… ({human_size(len(text))} in total)"
+        return clean(text)
+
+    coord = step.coord if step.coord is not None else f"#{step.index}"
+    out = [f"Step {clean(coord)} | Agent: {clean(step.agent)} | {clean(step.kind)}", *opts.extra_header, ""]
+    if step.content:
+        out += [cap(step.content), ""]
+    for call in step.tool_calls:
+        args = pretty_arguments(call.arguments).text
+        out += [f"Tool call: {clean(call.name)}" + (f" (id {clean(call.id)})" if call.id else ""),
+                cap(args), ""]
+    if step.observation:
+        out += ["Observation:", cap(step.observation), ""]
+    if step.error:
+        out += ["Error:", cap(step.error), ""]
+    for ref in step.media:
+        out.append(media_label(ref))
+    if opts.show_labels and step.hidden:
+        out += ["", "Hidden (label) fields:"]
+        for key, value in step.hidden.items():
+            out.append(f"  {clean(str(key))}: {cap(value if isinstance(value, str) else _json_compact(value))}")
+    return "\n".join(out).rstrip() + "\n"

@@ -1,0 +1,119 @@
+"""What the header of a trace shows: task, gold and final answers, outcome, the agents
+with their step counts and stable colour slots, and the ground truth in words.
+
+UI-free: the TUI picks the colours for the slots. Every string has passed
+:func:`whenpro_core.textsafe.clean`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+
+from whenpro_core.model import Trace
+from whenpro_core.search import gt_step_index
+from whenpro_core.taxonomy import Taxonomy, taxonomy_for
+from whenpro_core.textsafe import clean
+
+#: Characters of the task kept for the header (the TUI folds it further).
+TASK_CAP = 20_000
+
+
+def agent_slots(agent_ids: list[str], n_slots: int) -> dict[str, int]:
+    """A colour slot ``0..n_slots-1`` per agent, stable across traces: each agent
+    prefers the slot given by a CRC32 of its id, and takes the next free one on a
+    collision (so the agents of one trace get distinct slots while there are enough).
+
+    ``agent_slots(["Orchestrator", "WebSurfer"], 12)`` gives the same slots in every
+    Magentic-One trace.
+    """
+    taken: set[int] = set()
+    out: dict[str, int] = {}
+    for agent in agent_ids:
+        slot = zlib.crc32(agent.encode("utf-8")) % n_slots
+        if len(taken) < n_slots:
+            while slot in taken:
+                slot = (slot + 1) % n_slots
+        taken.add(slot)
+        out[agent] = slot
+    return out
+
+
+@dataclass(frozen=True)
+class GroundTruthView:
+    """The ground truth in words: ``agent`` (or the accepted agents joined),
+    ``step`` coordinate, ``step_index``, ``mode`` as ``"R.3 Numerical/calculation
+    error"`` (or ``"—"``), ``reason``."""
+
+    agent: str
+    step: str
+    step_index: int | None
+    mode: str
+    reason: str
+
+    def line(self) -> str:
+        """``"GT: agent WebSurfer · step 12 · mode —"``."""
+        return f"GT: agent {self.agent} · step {self.step} · mode {self.mode}"
+
+
+@dataclass(frozen=True)
+class TraceHeader:
+    """The header of the trace screen.
+
+    Attributes:
+        id, framework, benchmark, modality: identity of the trace.
+        task: the task query (cleaned, capped at :data:`TASK_CAP` characters).
+        gold: the gold answer, or ``None``.
+        final: the system's final answer, or ``None``.
+        outcome: ``success``, ``failure`` or ``unknown``.
+        agents: ``(agent, step count)`` in first-appearance order.
+        steps: number of steps.
+        gt: the ground truth, or ``None`` when the trace carries none.
+        media: number of task images.
+    """
+
+    id: str
+    framework: str
+    benchmark: str
+    modality: str
+    task: str
+    gold: str | None
+    final: str | None
+    outcome: str
+    agents: list[tuple[str, int]] = field(default_factory=list)
+    steps: int = 0
+    gt: GroundTruthView | None = None
+    media: int = 0
+
+
+def trace_header(trace: Trace, taxonomy: Taxonomy | None = None) -> TraceHeader:
+    """Build the header of ``trace``; ``taxonomy`` names GT modes (default: the one at
+    the trace's dataset root, else the built-in table, DESIGN §5)."""
+    tax = taxonomy or taxonomy_for(trace.source.root)
+    counts = Counter(s.agent for s in trace.steps)
+    gt = trace.ground_truth
+    gt_view = None
+    if gt is not None:
+        who = gt.agent or ", ".join(gt.agents) or "—"
+        gt_view = GroundTruthView(
+            agent=clean(who),
+            step=clean(gt.step) if gt.step is not None else "—",
+            step_index=gt_step_index(trace),
+            mode=clean(tax.name(gt.mode)) if gt.mode else "—",
+            reason=clean(gt.reason or ""),
+        )
+    return TraceHeader(
+        id=clean(trace.id),
+        framework=clean(trace.framework),
+        benchmark=clean(trace.benchmark),
+        modality=trace.modality.value,
+        task=clean(trace.task.query[:TASK_CAP]),
+        gold=clean(trace.task.answer) if trace.task.answer is not None else None,
+        final=clean(trace.final_answer) if trace.final_answer is not None else None,
+        outcome=trace.outcome.value,
+        agents=[(clean(a), counts.get(a, 0)) for a in trace.agent_ids()],
+        steps=len(trace.steps),
+        gt=gt_view,
+        media=len(trace.task.images),
+    )

@@ -1,0 +1,147 @@
+"""The whenpro TUI application: opens a trace, a ``path#key``, a dataset folder, a glob
+or a JSONL release, and shows the trace screen or the library screen.
+
+Opening runs in a thread worker (``whenpro_core.opening.open_target``) that posts a
+:class:`~whenpro_tui.messages.TargetOpened`; nothing blocking runs on the UI thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Literal
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Center, Middle
+from textual.reactive import reactive
+from textual.widgets import LoadingIndicator, Static
+
+from whenpro_tui import _start_time
+from whenpro_core.errors import WhenproError
+from whenpro_core.formats.registry import split_ref
+from whenpro_core.listing import walk_rows
+from whenpro_core.opening import open_target
+from whenpro_core.textsafe import clean
+from whenpro_tui.commands import BindingsProvider
+from whenpro_tui.messages import SiblingsFound, TargetFailed, TargetOpened
+
+ImagesMode = Literal["auto", "kitty", "sixel", "halfcell", "off"]
+IMAGE_MODES: tuple[str, ...] = ("auto", "kitty", "sixel", "halfcell", "off")
+
+log = logging.getLogger("whenpro.tui")
+
+
+class WhenproApp(App[None]):
+    """The trace debugger.
+
+    Args:
+        target: what to open (file, ``path#key``, folder, glob, JSONL release).
+        show_labels: start with ground-truth labels shown (default hidden, so a user
+            judges the trace unbiased).
+        images: image protocol for the image panes (phase 2; stored now).
+        started_ns: ``time.perf_counter_ns()`` at process start, for the startup log.
+        cursor_blink: blink text cursors (tests turn it off for stable snapshots).
+    """
+
+    CSS_PATH = "app.tcss"
+    TITLE = "whenpro"
+    COMMANDS = App.COMMANDS | {BindingsProvider}
+    BINDINGS = [Binding("ctrl+q", "quit", "Quit", show=False, priority=True)]
+
+    show_labels: reactive[bool] = reactive(False)
+
+    def __init__(self, target: str, *, show_labels: bool = False, images: ImagesMode = "auto",
+                 started_ns: int | None = None, cursor_blink: bool = True) -> None:
+        super().__init__()
+        self.cursor_blink = cursor_blink
+        self.target = target
+        self.set_reactive(WhenproApp.show_labels, show_labels)
+        self.images = images
+        self.started_ns = started_ns if started_ns is not None else _start_time.START_TIME_NS
+        self.startup_ms: float | None = None
+
+    def compose(self) -> ComposeResult:
+        with Middle():
+            with Center():
+                yield LoadingIndicator(id="opening-spinner")
+            with Center():
+                yield Static(Text(f"Opening {clean(self.target)}…"), id="opening-text")
+
+    def on_mount(self) -> None:
+        self.open_target_worker()
+
+    @work(thread=True, exclusive=True, group="open", exit_on_error=False)
+    def open_target_worker(self) -> None:
+        try:
+            opened = open_target(self.target)
+        except WhenproError as exc:
+            self.post_message(TargetFailed(self.target, exc.one_line()))
+            return
+        except Exception as exc:  # never crash on bad input
+            self.post_message(TargetFailed(self.target, f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(TargetOpened(self.target, opened))
+
+    def on_target_opened(self, message: TargetOpened) -> None:
+        from whenpro_tui.screens.library import LibraryScreen
+        from whenpro_tui.screens.trace import TraceScreen
+
+        opened = message.opened
+        # the spinner under the new screen would keep repainting the whole screen
+        self.query_one("#opening-spinner").remove()
+        if opened.trace is not None:
+            self.push_screen(TraceScreen(opened.trace, is_root=True))
+            path, key = split_ref(message.target)
+            if key is not None:
+                self.find_siblings(str(path), opened.trace.source.ref() or message.target)
+        else:
+            self.push_screen(LibraryScreen(message.target, rows=opened.rows))
+
+    def on_target_failed(self, message: TargetFailed) -> None:
+        self.query_one("#opening-spinner").remove()
+        self.query_one("#opening-text", Static).update(
+            Text(f"Could not open {clean(message.target)}:\n{clean(message.error)}\n\n"
+                 "Press q to quit.", style="red"))
+        self.notify(clean(message.error), title="Could not open", severity="error", timeout=15)
+        self.bind("q", "quit", description="Quit")
+
+    @work(thread=True, exclusive=True, group="siblings", exit_on_error=False)
+    def find_siblings(self, path: str, ref: str) -> None:
+        """For ``path#key``: the other traces of the same file, for ``[``/``]``."""
+        try:
+            refs = [r.ref() for r in walk_rows(path) if r.error is None]
+        except Exception:  # siblings are a convenience; the trace is already open
+            return
+        if len(refs) > 1 and ref in refs:
+            self.screen.post_message(SiblingsFound(refs, refs.index(ref)))
+
+    def first_paint(self) -> None:
+        """Called by the first screen after its first paint: logs the startup time once
+        (``whenpro started in N ms``) to the Textual log and the debug log."""
+        if self.startup_ms is not None:
+            return
+        self.startup_ms = (time.perf_counter_ns() - self.started_ns) / 1e6
+        line = f"whenpro started in {self.startup_ms:.0f} ms"
+        self.log.info(line)
+        log.info(line)
+
+
+def _setup_debug_log() -> None:
+    """Log to the file named by ``$WHENPRO_TUI_LOG`` (debug log), if set."""
+    path = os.environ.get("WHENPRO_TUI_LOG")
+    if path:
+        handler = logging.FileHandler(path, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+
+
+def run(target: str, *, show_labels: bool = False, images: ImagesMode = "auto",
+        started_ns: int | None = None) -> None:
+    """Run the TUI on ``target`` in this terminal."""
+    _setup_debug_log()
+    WhenproApp(target, show_labels=show_labels, images=images, started_ns=started_ns).run()

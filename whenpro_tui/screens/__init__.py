@@ -1,0 +1,1 @@
+"""One module per screen of the whenpro TUI."""

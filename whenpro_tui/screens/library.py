@@ -1,0 +1,269 @@
+"""The library screen: the traces of a dataset (folder, glob, JSONL release or a file
+holding several traces), filtered by facets and free text, with a live count. Rows
+stream in from a thread worker running :func:`whenpro_core.listing.walk_rows`; files
+that fail to import are red error rows. Enter opens a trace (loaded in a thread).
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+from textual.worker import get_current_worker
+
+from whenpro_core.errors import WhenproError
+from whenpro_core.formats import load_trace
+from whenpro_core.listing import RowFilter, count_line, facet_counts, filter_rows, walk_rows
+from whenpro_core.model import TraceSummary
+from whenpro_core.textsafe import clean
+from whenpro_tui.commands import collect_bindings
+from whenpro_tui.messages import RowsFound, TraceLoaded, TraceLoadFailed, WalkDone
+from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.picker import FacetPicker
+from whenpro_tui.widgets.trace_table import TraceTable
+from whenpro_tui.widgets.virtual_list import VirtualList
+
+#: Rows per message from the walk worker (and at most this many seconds between).
+BATCH_ROWS = 500
+BATCH_SECONDS = 0.1
+
+
+class LibraryScreen(Screen[None]):
+    """The trace library (see module docstring)."""
+
+    BINDINGS = [
+        Binding("/", "focus_text", "Find", key_display="/"),
+        Binding("f", "facets", "Filter"),
+        Binding("c", "clear_filters", "Clear filters", show=False),
+        Binding("t", "toggle_labels", "Labels"),
+        Binding("escape", "leave_text", "Back to list", show=False),
+        Binding("?", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, target: str, *, rows: list[TraceSummary] | None = None) -> None:
+        super().__init__()
+        self.target = target
+        self.initial_rows = rows
+        self.row_filter = RowFilter()
+        self.scanning = rows is None
+        self.errors = 0
+        self.walk_seconds: float | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text.assemble(("whenpro library  ", "bold"), (clean(self.target), "dim")),
+                     id="lib-title")
+        yield Input(placeholder="/ find: id, path, framework, benchmark…", id="lib-text")
+        yield Static(id="lib-filters", markup=False)
+        yield Static(id="lib-columns", markup=False)
+        yield TraceTable(id="traces")
+        yield Static(id="lib-count", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "show_labels", self._labels_changed, init=False)
+        table = self.table
+        table.show_labels = self.show_labels
+        self.query_one("#lib-text", Input).cursor_blink = getattr(self.app, "cursor_blink", True)
+        table.focus()
+        if self.initial_rows is not None:
+            self._add(self.initial_rows)
+        else:
+            self.walk()
+        self._update_texts()
+        self.call_after_refresh(getattr(self.app, "first_paint", lambda: None))
+
+    @property
+    def table(self) -> TraceTable:
+        return self.query_one(TraceTable)
+
+    @property
+    def show_labels(self) -> bool:
+        return bool(getattr(self.app, "show_labels", False))
+
+    # ------------------------------------------------------------------ rows
+
+    @work(thread=True, exclusive=True, group="walk", exit_on_error=False)
+    def walk(self) -> None:
+        """List the dataset in a thread, posting rows in batches."""
+        worker = get_current_worker()
+        start = time.perf_counter()
+        batch: list[TraceSummary] = []
+        last = start
+        error = None
+        try:
+            for row in walk_rows(self.target):
+                if worker.is_cancelled:
+                    return
+                batch.append(row)
+                now = time.perf_counter()
+                if len(batch) >= BATCH_ROWS or now - last >= BATCH_SECONDS:
+                    self.post_message(RowsFound(batch))
+                    batch, last = [], now
+        except WhenproError as exc:
+            error = exc.one_line()
+        except Exception as exc:  # never let a listing bug take the app down
+            error = f"{type(exc).__name__}: {exc}"
+        if batch:
+            self.post_message(RowsFound(batch))
+        self.post_message(WalkDone(time.perf_counter() - start, error))
+
+    def on_rows_found(self, message: RowsFound) -> None:
+        self._add(message.rows)
+
+    def _add(self, rows: list[TraceSummary]) -> None:
+        flt = self._effective_filter()
+        self.errors += sum(1 for r in rows if r.error is not None)
+        self.table.add_rows(rows, [flt.keeps(r) for r in rows])
+        self._update_texts()
+
+    def on_walk_done(self, message: WalkDone) -> None:
+        self.scanning = False
+        self.walk_seconds = message.seconds
+        if message.error:
+            self.notify(clean(message.error), title="Listing stopped", severity="error",
+                        timeout=10)
+        self._update_texts()
+
+    def _effective_filter(self) -> RowFilter:
+        return self.row_filter if self.show_labels else self.row_filter.without_labels()
+
+    def _refilter(self) -> None:
+        table = self.table
+        current = table.shown[table.cursor] if table.shown else None
+        shown = filter_rows(table.rows, self._effective_filter())
+        cursor = 0
+        if current is not None:
+            from bisect import bisect_left
+
+            cursor = min(bisect_left(shown, current), max(len(shown) - 1, 0))
+        table.set_shown(shown, cursor=cursor)
+        self._update_texts()
+
+    def _update_texts(self) -> None:
+        table = self.table
+        self.query_one("#lib-count", Static).update(
+            count_line(len(table.shown), len(table.rows), self.errors, scanning=self.scanning))
+        desc = self._effective_filter().describe()
+        self.query_one("#lib-filters", Static).update(
+            Text(f"filter: {desc}   (c clears)" if desc else "no filter   (f: filter by "
+                 "modality, framework, benchmark" + (", mode" if self.show_labels else "") + ")",
+                 style="dim"))
+        self.query_one("#lib-columns", Static).update(Text(table.header_line(), style="bold dim"))
+
+    # ------------------------------------------------------------------ filters
+
+    @on(Input.Changed, "#lib-text")
+    def _text_changed(self, event: Input.Changed) -> None:
+        self.row_filter = RowFilter(self.row_filter.facets, event.value)
+        self._refilter()
+
+    @on(Input.Submitted, "#lib-text")
+    def _text_submitted(self, event: Input.Submitted) -> None:
+        self.table.focus()
+
+    def action_focus_text(self) -> None:
+        self.query_one("#lib-text", Input).focus()
+
+    def action_leave_text(self) -> None:
+        self.table.focus()
+
+    def action_facets(self) -> None:
+        def done(choice: dict[str, frozenset[str]] | None) -> None:
+            if choice is not None:
+                self.row_filter = RowFilter(choice, self.row_filter.text)
+                self._refilter()
+
+        facets = facet_counts(self.table.rows, with_labels=self.show_labels)
+        self.app.push_screen(FacetPicker("Show only traces with…", facets,
+                                         self._effective_filter().facets), done)
+
+    def action_clear_filters(self) -> None:
+        self.row_filter = RowFilter()
+        text = self.query_one("#lib-text", Input)
+        with text.prevent(Input.Changed):
+            text.value = ""
+        self._refilter()
+
+    def action_toggle_labels(self) -> None:
+        self.app.show_labels = not self.show_labels  # type: ignore[attr-defined]
+
+    def _labels_changed(self, show: bool) -> None:
+        self.table.set_labels(show)
+        self._refilter()
+        if self.is_current:
+            self.notify("Labels shown (GT step/mode column)" if show else "Labels hidden")
+
+    # ------------------------------------------------------------------ opening
+
+    @on(VirtualList.Selected, "#traces")
+    def _open_selected(self, event: VirtualList.Selected) -> None:
+        row = self.table.current
+        if row is None:
+            return
+        if row.error is not None:
+            self.notify(clean(row.error), title="This file failed to import", severity="error",
+                        timeout=10)
+            return
+        self.query_one("#lib-count", Static).update(f"Opening {clean(row.id)}…")
+        self.open_row(row.ref())
+
+    def sibling_refs(self) -> list[str]:
+        """References of the listed traces (error rows left out), in list order."""
+        table = self.table
+        return [table.rows[i].ref() for i in table.shown if table.rows[i].error is None]
+
+    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
+    def open_row(self, ref: str) -> None:
+        try:
+            trace = load_trace(ref)
+        except WhenproError as exc:
+            self.post_message(TraceLoadFailed(ref, exc.one_line()))
+            return
+        except Exception as exc:  # an importer bug must not crash the viewer
+            self.post_message(TraceLoadFailed(ref, f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(TraceLoaded(ref, trace))
+
+    def on_trace_loaded(self, message: TraceLoaded) -> None:
+        from whenpro_tui.screens.trace import TraceScreen
+
+        self._update_texts()
+        refs = self.sibling_refs()
+        try:
+            position = refs.index(message.ref)
+        except ValueError:
+            position = None
+        self.app.push_screen(TraceScreen(message.trace, siblings=refs, position=position),
+                             self._trace_closed)
+
+    def _trace_closed(self, position: int | None) -> None:
+        """Follow ``[``/``]`` moves made on the trace screen."""
+        if position is None:
+            return
+        refs = self.sibling_refs()
+        if 0 <= position < len(refs):
+            table = self.table
+            want = refs[position]
+            for pos, i in enumerate(table.shown):
+                if table.rows[i].ref() == want:
+                    table.move_cursor(pos, center=True)
+                    break
+
+    def on_trace_load_failed(self, message: TraceLoadFailed) -> None:
+        self._update_texts()
+        self.notify(clean(message.error), title="Could not open trace", severity="error",
+                    timeout=10)
+
+    # ------------------------------------------------------------------ help, quit
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen("Library keys", collect_bindings(self), markers=False))
+
+    def action_quit(self) -> None:
+        self.app.exit()

@@ -1,0 +1,81 @@
+"""A modal picker of facet values (agents and kinds of a trace; modality, framework,
+benchmark and mode of a dataset), each with its count. Dismisses with the chosen values
+per facet (an empty set means "any"), or ``None`` when cancelled."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, SelectionList, Static
+from textual.widgets.selection_list import Selection
+
+from whenpro_core.textsafe import clean
+
+Choice = dict[str, frozenset[str]]
+
+
+class FacetPicker(ModalScreen[Choice | None]):
+    """Choose values per facet (space toggles; ``a`` applies; ``c`` clears)."""
+
+    BINDINGS = [
+        Binding("a", "apply", "Apply", show=True),
+        Binding("c", "clear", "Clear all", show=True),
+        Binding("escape", "cancel", "Cancel", show=True),
+    ]
+    DEFAULT_CSS = """
+    FacetPicker { align: center middle; }
+    FacetPicker > Vertical {
+        width: 70%; min-width: 40; max-width: 100; height: 80%;
+        background: $panel; border: round $accent; padding: 0 1;
+    }
+    FacetPicker .facet-title { text-style: bold; margin-top: 1; }
+    FacetPicker SelectionList { height: auto; max-height: 12; border: none; padding: 0; }
+    FacetPicker SelectionList:focus { background: $boost; }
+    FacetPicker #picker-help { color: $text-muted; }
+    """
+
+    def __init__(self, title: str, facets: dict[str, list[tuple[str, int]]],
+                 chosen: Choice | None = None) -> None:
+        super().__init__()
+        self.title_text = title
+        self.facets = facets
+        self.chosen = chosen or {}
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(Text(self.title_text, style="bold"))
+            yield Static(Text("space/enter: toggle · a: apply · c: clear · esc: cancel"),
+                         id="picker-help")
+            with VerticalScroll():
+                for facet, values in self.facets.items():
+                    if not values:
+                        continue
+                    yield Static(Text(facet), classes="facet-title")
+                    chosen = self.chosen.get(facet, frozenset())
+                    yield SelectionList[str](
+                        *(Selection(Text(f"{clean(v)}  ({n:,})"), v, v in chosen)
+                          for v, n in values),
+                        id=f"facet-{facet}")
+        yield Footer()
+
+    def selection(self) -> Choice:
+        """The values ticked per facet."""
+        out: Choice = {}
+        for facet in self.facets:
+            lists = self.query(f"#facet-{facet}")
+            if lists:
+                out[facet] = frozenset(lists.first(SelectionList).selected)
+        return out
+
+    def action_apply(self) -> None:
+        self.dismiss(self.selection())
+
+    def action_clear(self) -> None:
+        for sl in self.query(SelectionList):
+            sl.deselect_all()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

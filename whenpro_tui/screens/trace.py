@@ -1,0 +1,399 @@
+"""The trace screen: header, virtual step list and step detail, with the debugger's keys
+(navigation, go to, search, filter, labels, trace switching, editor, copy).
+
+Every action is a ``whenpro_core`` call (search, filters, coordinates, step text); this
+module only wires keys to those calls and results to widgets. Blocking work (search over
+a huge trace, loading another trace) runs in thread workers that post messages.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from whenpro_core.errors import WhenproError
+from whenpro_core.formats import load_trace
+from whenpro_core.model import Trace
+from whenpro_core.search import (SearchResult, StepFilter, filter_steps, gt_step_index,
+                                 same_agent_step)
+from whenpro_core.stepview import TextOptions, step_as_text
+from whenpro_core.textsafe import clean, human_size
+from whenpro_core.traceview import agent_slots, trace_header
+from whenpro_tui.commands import collect_bindings
+from whenpro_tui.editor import open_in_editor
+from whenpro_tui.messages import SiblingsFound, TraceLoaded, TraceLoadFailed
+from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.trace_find import StepFinding
+from whenpro_tui.widgets.palette import AGENT_COLOURS
+from whenpro_tui.widgets.step_detail import LEVELS, DetailOptions, StepDetail
+from whenpro_tui.widgets.step_list import StepList
+from whenpro_tui.widgets.trace_header import TraceHeaderView
+from whenpro_tui.widgets.virtual_list import VirtualList
+
+#: Copies larger than this are cut (OSC 52 payloads are limited by terminals).
+COPY_LIMIT = 1_000_000
+
+
+class TraceScreen(StepFinding, Screen[int | None]):
+    """One trace (see module docstring). Dismisses with its position among its
+    siblings, so the library can follow."""
+
+    BINDINGS = [
+        Binding("j,down", "step(1)", "Next step", show=False),
+        Binding("k,up", "step(-1)", "Previous step", show=False),
+        Binding("g,home", "first", "First step", show=False),
+        Binding("G,end", "last", "Last step", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("l,right", "same_agent(1)", "Next step of this agent", show=False),
+        Binding("h,left", "same_agent(-1)", "Previous step of this agent", show=False),
+        Binding(":", "goto", "Go to step", key_display=":"),
+        Binding("/", "search", "Search", key_display="/"),
+        Binding("n", "search_next(1)", "Next match", show=False),
+        Binding("N", "search_next(-1)", "Previous match", show=False),
+        Binding("f", "filter", "Filter"),
+        Binding("F", "clear_filter", "Clear filter", show=False),
+        Binding("t", "toggle_labels", "Labels"),
+        Binding("T", "jump_gt", "Go to GT step", show=False),
+        Binding("[", "trace(-1)", "Previous trace", key_display="["),
+        Binding("]", "trace(1)", "Next trace", key_display="]"),
+        Binding("o,space", "expand", "Show more", show=False),
+        Binding("enter", "expand", "Show more", show=False),
+        Binding("O", "collapse", "Fold content", show=False),
+        Binding("r", "toggle_raw", "Raw/rendered", show=False),
+        Binding("i", "toggle_task", "Task in full", show=False),
+        Binding("J", "scroll_detail(1)", "Scroll detail down", show=False),
+        Binding("K", "scroll_detail(-1)", "Scroll detail up", show=False),
+        Binding("e", "edit", "Open in $EDITOR", show=False),
+        Binding("y", "copy", "Copy step", show=False),
+        Binding("<", "resize(-5)", "Narrower list", show=False, key_display="<"),
+        Binding(">", "resize(5)", "Wider list", show=False, key_display=">"),
+        Binding("z", "zoom", "Zoom detail", show=False),
+        Binding("?", "help", "Help", key_display="?"),
+        Binding("q,escape", "back", "Back"),
+    ]
+
+    def __init__(self, trace: Trace, *, siblings: list[str] | None = None,
+                 position: int | None = None, is_root: bool = False) -> None:
+        super().__init__()
+        self.trace = trace
+        self.trace_refs = siblings or []
+        self.position = position
+        self.is_root = is_root
+        self.step_filter = StepFilter()
+        self.search: SearchResult | None = None
+        self.levels: dict[int, int] = {}
+        self.raw = False
+        self.task_expanded = False
+        self.list_width = 45
+        self._detail_pending = False
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        yield TraceHeaderView(id="header")
+        with Horizontal(id="panes"):
+            with Vertical(id="list-pane"):
+                yield StepList(id="steps")
+                yield Static(id="status", markup=False)
+            yield StepDetail(id="detail")
+        yield Footer()
+
+    #: Below this terminal width the list sits above the detail pane.
+    NARROW_WIDTH = 110
+
+    def on_resize(self, event) -> None:
+        self.set_class(event.size.width < self.NARROW_WIDTH, "narrow")
+
+    def on_mount(self) -> None:
+        self.set_class(self.app.size.width < self.NARROW_WIDTH, "narrow")
+        self.watch(self.app, "show_labels", self._labels_changed, init=False)
+        self.show_trace(self.trace, self.position)
+        self.query_one(StepList).focus()
+        self.call_after_refresh(getattr(self.app, "first_paint", lambda: None))
+
+    @property
+    def show_labels(self) -> bool:
+        return bool(getattr(self.app, "show_labels", False))
+
+    @property
+    def steps(self) -> StepList:
+        return self.query_one(StepList)
+
+    def show_trace(self, trace: Trace, position: int | None = None) -> None:
+        """Show ``trace`` in the existing widgets (also used by ``[``/``]``)."""
+        self.trace = trace
+        self.position = position
+        self.header_model = trace_header(trace)
+        self.slots = agent_slots([a for a, _ in self.header_model.agents], len(AGENT_COLOURS))
+        self.step_filter = StepFilter()
+        self.search = None
+        self.levels = {}
+        steps = self.steps
+        steps.show_labels = self.show_labels
+        steps.set_trace(trace, list(range(len(trace.steps))), self.slots)
+        self._render_header()
+        if not trace.steps:
+            self.query_one(StepDetail).show_empty("This trace has no steps.")
+        self._update_status()
+
+    def _render_header(self) -> None:
+        pos = ""
+        if self.trace_refs and self.position is not None:
+            pos = f"trace {self.position + 1:,}/{len(self.trace_refs):,}"
+        self.query_one(TraceHeaderView).show(self.header_model, self.slots,
+                                             show_labels=self.show_labels,
+                                             task_expanded=self.task_expanded, position=pos)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "trace" and not self.trace_refs:
+            return False  # one trace only: hide [ and ] from the footer
+        return True
+
+    # ------------------------------------------------------------------ showing a step
+
+    @on(VirtualList.Highlighted, "#steps")
+    def _on_step_highlighted(self, event: VirtualList.Highlighted) -> None:
+        # The list and status repaint at once; the detail pane follows right after
+        # that paint, once per burst of keys (key repeat stays cheap on any trace).
+        self._update_status()
+        if not self._detail_pending:
+            self._detail_pending = True
+            self.call_after_refresh(self._flush_detail)
+
+    def _flush_detail(self) -> None:
+        self._detail_pending = False
+        self._show_current()
+
+    def _show_current(self) -> None:
+        idx = self.steps.step_index
+        detail = self.query_one(StepDetail)
+        if idx is None:
+            detail.show_empty("No step to show." if not self.trace.steps
+                              else "Every step is filtered out (F clears the filter).")
+            self._update_status()
+            return
+        step = self.trace.steps[idx]
+        row = self.steps.row_model(idx)
+        query = self.search.query if self.search and idx in self.search.fields else ""
+        detail.show_step(step, row, DetailOptions(
+            show_labels=self.show_labels, raw=self.raw, level=self.levels.get(idx, 0),
+            query=query, agent_slot=self.slots.get(row.agent)))
+        self._update_status()
+
+    def _update_status(self) -> None:
+        steps = self.steps
+        parts = []
+        idx = steps.step_index
+        if idx is not None:
+            coord = steps.row_model(idx).coord or f"#{idx}"
+            parts.append(f"step {coord} ({steps.cursor + 1:,}/{steps.row_count:,})")
+        if self.step_filter.active:
+            parts.append(f"filter {self.step_filter.describe()}")
+        if self.search is not None:
+            rank = self.search.position(idx) if idx is not None else None
+            where = f"{rank} of " if rank else ""
+            parts.append(f"/{self.search.query}: {where}{len(self.search.steps):,} steps "
+                         f"({self.search.matches:,} hits)")
+        self.query_one("#status", Static).update(Text(" · ".join(parts)), layout=False)
+
+    def _go_to_step(self, idx: int, *, center: bool = True) -> None:
+        """Move the cursor to step ``idx``, clearing the filter if it hides it."""
+        pos = self.steps.position_of(idx)
+        if pos is None:
+            self.step_filter = StepFilter()
+            self.steps.set_shown(filter_steps(self.trace.steps, self.step_filter),
+                                 cursor=idx)
+            self.notify("Filter cleared to show that step.")
+            pos = idx
+        self.steps.move_cursor(pos, center=center)
+
+    # ------------------------------------------------------------------ navigation
+
+    def action_step(self, delta: int) -> None:
+        self.steps.move_cursor(self.steps.cursor + delta)
+
+    def action_first(self) -> None:
+        self.steps.move_cursor(0)
+
+    def action_last(self) -> None:
+        self.steps.move_cursor(self.steps.row_count - 1)
+
+    def action_page(self, direction: int) -> None:
+        self.steps.move_cursor(self.steps.cursor
+                               + direction * max(1, self.steps.scrollable_content_region.height - 1))
+
+    def action_same_agent(self, direction: int) -> None:
+        idx = self.steps.step_index
+        if idx is None:
+            return
+        target = same_agent_step(self.trace.steps, idx, backwards=direction < 0,
+                                 allowed=self.steps.shown)
+        if target is None:
+            agent = clean(self.trace.steps[idx].agent)
+            self.notify(f"No {'earlier' if direction < 0 else 'later'} step by {agent}.")
+            return
+        self._go_to_step(target)
+
+    # ------------------------------------------------------------------ labels
+
+    def action_toggle_labels(self) -> None:
+        self.app.show_labels = not self.show_labels  # type: ignore[attr-defined]
+
+    def _labels_changed(self, show: bool) -> None:
+        self.steps.set_labels(show)
+        self._render_header()
+        self._show_current()
+        if self.is_current:
+            gt = self.header_model.gt
+            if show:
+                where = f" — GT ★ step {gt.step} (T jumps there)" if gt else " (no GT label)"
+                self.notify("Labels shown" + where)
+            else:
+                self.notify("Labels hidden")
+
+    def action_jump_gt(self) -> None:
+        if not self.show_labels:
+            self.notify("Labels are hidden: press t to show them first.", severity="warning")
+            return
+        idx = gt_step_index(self.trace)
+        if idx is None:
+            self.notify("This trace has no ground-truth step.", severity="warning")
+            return
+        self._go_to_step(idx)
+
+    # ------------------------------------------------------------------ traces
+
+    def action_trace(self, delta: int) -> None:
+        if not self.trace_refs or self.position is None:
+            self.notify("No other traces here (this file holds one trace).")
+            return
+        target = self.position + delta
+        if not 0 <= target < len(self.trace_refs):
+            self.notify("This is the " + ("first" if delta < 0 else "last") + " trace.")
+            return
+        self.load_sibling(target)
+
+    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
+    def load_sibling(self, position: int) -> None:
+        ref = self.trace_refs[position]
+        try:
+            trace = load_trace(ref)
+        except WhenproError as exc:
+            self.post_message(TraceLoadFailed(ref, exc.one_line()))
+            return
+        except Exception as exc:  # an importer bug must not crash the viewer
+            self.post_message(TraceLoadFailed(ref, f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(TraceLoaded(ref, trace, position))
+
+    def on_trace_loaded(self, message: TraceLoaded) -> None:
+        message.stop()
+        self.show_trace(message.trace, message.position)
+
+    def on_trace_load_failed(self, message: TraceLoadFailed) -> None:
+        message.stop()
+        self.notify(clean(message.error), title="Could not open trace", severity="error",
+                    timeout=10)
+
+    def on_siblings_found(self, message: SiblingsFound) -> None:
+        self.trace_refs = message.refs
+        self.position = message.position
+        self._render_header()
+        self.refresh_bindings()
+
+    # ------------------------------------------------------------------ detail pane
+
+    def action_expand(self) -> None:
+        idx = self.steps.step_index
+        if idx is None:
+            return
+        detail = self.query_one(StepDetail)
+        level = self.levels.get(idx, 0)
+        if detail.complete:
+            self.notify("The whole step is shown.")
+            return
+        if level >= len(LEVELS) - 1:
+            self.notify("Display cap reached: press e to read the rest in $EDITOR.",
+                        severity="warning")
+            return
+        self.levels[idx] = level + 1
+        self._show_current()
+
+    def action_collapse(self) -> None:
+        idx = self.steps.step_index
+        if idx is not None and self.levels.pop(idx, 0):
+            self._show_current()
+
+    def action_toggle_raw(self) -> None:
+        self.raw = not self.raw
+        self._show_current()
+        self.notify("Raw text" if self.raw else "Rendered (Markdown / code / JSON)")
+
+    def action_toggle_task(self) -> None:
+        self.task_expanded = not self.task_expanded
+        self._render_header()
+
+    def action_scroll_detail(self, direction: int) -> None:
+        body = self.query_one(StepDetail).body
+        body.scroll_relative(y=direction * max(1, body.size.height // 2), animate=False)
+
+    def action_resize(self, delta: int) -> None:
+        """Grow or shrink the step list (its width, or its height when stacked)."""
+        self.list_width = max(20, min(80, self.list_width + delta))
+        pane = self.query_one("#list-pane")
+        if self.has_class("narrow"):
+            pane.styles.height = f"{self.list_width}%"
+        else:
+            pane.styles.width = f"{self.list_width}%"
+
+    def action_zoom(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        else:
+            self.maximize(self.query_one(StepDetail), container=False)
+
+    # ------------------------------------------------------------------ editor, copy
+
+    def _step_text(self, max_chars: int | None = None) -> str | None:
+        idx = self.steps.step_index
+        if idx is None:
+            return None
+        return step_as_text(self.trace.steps[idx],
+                            TextOptions(show_labels=self.show_labels, max_chars=max_chars,
+                                        extra_header=[f"Trace: {clean(self.trace.id)}"]))
+
+    def action_edit(self) -> None:
+        text = self._step_text()
+        if text is None:
+            return
+        problem = open_in_editor(self.app, text)
+        if problem:
+            self.notify(problem, severity="error", timeout=8)
+
+    def action_copy(self) -> None:
+        text = self._step_text(max_chars=COPY_LIMIT)
+        if text is None:
+            return
+        self.app.copy_to_clipboard(text)
+        self.notify(f"Copied step {self.steps.row_model(self.steps.step_index).coord or ''} "
+                    f"({human_size(len(text))}) to the clipboard.")
+
+    # ------------------------------------------------------------------ help, back
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen("Trace screen keys", collect_bindings(self)))
+
+    def action_back(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+            return
+        if self.is_root:
+            self.app.exit()
+        else:
+            self.dismiss(self.position)

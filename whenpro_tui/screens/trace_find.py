@@ -1,0 +1,132 @@
+"""Finding steps on the trace screen: go to a coordinate (``:``), search with ``n``/``N``
+(``/``, run in a thread worker), filter by agent or kind (``f``/``F``).
+
+A mixin of :class:`whenpro_tui.screens.trace.TraceScreen`; every decision is a
+:mod:`whenpro_core.search` call.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import TYPE_CHECKING
+
+from textual import work
+from textual.worker import get_current_worker
+
+from whenpro_core.search import (SearchResult, StepFilter, filter_steps, find_coord,
+                                 search_steps, step_facets)
+from whenpro_core.textsafe import clean
+from whenpro_tui.messages import SearchDone
+from whenpro_tui.screens.picker import FacetPicker
+from whenpro_tui.screens.prompt import PromptScreen
+
+if TYPE_CHECKING:
+    from whenpro_core.model import Trace
+    from whenpro_tui.widgets.step_list import StepList
+
+
+class StepFinding:
+    """Go to, search and filter actions (mixed into the trace screen)."""
+
+    trace: "Trace"
+    search: SearchResult | None
+    step_filter: StepFilter
+    steps: "StepList"
+
+    # ------------------------------------------------------------------ go to
+
+    def action_goto(self) -> None:
+        def done(text: str | None) -> None:
+            if not text or not text.strip():
+                return
+            idx = find_coord(self.trace, text)
+            if idx is None:
+                self.notify(f"No step {clean(text.strip())!r} in this trace.", severity="warning")
+                return
+            self._go_to_step(idx)
+
+        self.app.push_screen(PromptScreen(":", placeholder="step coordinate (12, 1.1) or #index",
+                                          input_id="goto-input"), done)
+
+    # ------------------------------------------------------------------ search
+
+    def action_search(self) -> None:
+        def done(text: str | None) -> None:
+            if text is None:
+                return
+            if not text.strip():
+                self.search = None
+                self.steps.set_matches(frozenset())
+                self._show_current()
+                return
+            self.run_search(text)
+
+        self.app.push_screen(PromptScreen("/", placeholder="search steps (case-insensitive)",
+                                          value=self.search.query if self.search else "",
+                                          input_id="search-input"), done)
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def run_search(self, query: str) -> None:
+        """Search every step in a thread (huge traces stay responsive)."""
+        worker = get_current_worker()
+        result = search_steps(self.trace.steps, query, include_hidden=self.show_labels,
+                              should_stop=lambda: worker.is_cancelled)
+        self.post_message(SearchDone(result))
+
+    def on_search_done(self, message: SearchDone) -> None:
+        result = message.result
+        if result.cancelled:
+            return
+        self.search = result
+        self.steps.set_matches(frozenset(result.steps))
+        if not result.steps:
+            self.notify(f"No match for {clean(result.query)!r}.", severity="warning")
+            self._show_current()
+            return
+        idx = self.steps.step_index or 0
+        first = next((s for s in result.steps if s >= idx and self.steps.position_of(s) is not None),
+                     None)
+        if first is None:
+            first = result.next_after(idx)
+        self.notify(f"{len(result.steps):,} steps match ({result.matches:,} hits).")
+        if first is not None:
+            self._go_to_step(first)
+        self._show_current()
+
+    def action_search_next(self, direction: int) -> None:
+        if self.search is None or not self.search.steps:
+            self.notify("No search yet: press / to search.", severity="warning")
+            return
+        idx = self.steps.step_index or 0
+        target = self.search.next_after(idx, backwards=direction < 0)
+        if target is not None:
+            self._go_to_step(target)
+
+    # ------------------------------------------------------------------ filter
+
+    def action_filter(self) -> None:
+        def done(choice: dict[str, frozenset[str]] | None) -> None:
+            if choice is None:
+                return
+            flt = StepFilter(agents=choice.get("agent", frozenset()),
+                             kinds=choice.get("kind", frozenset()))
+            shown = filter_steps(self.trace.steps, flt)
+            if not shown:
+                self.notify("No step matches that filter.", severity="warning")
+                return
+            self._apply_filter(flt, shown)
+
+        chosen = {"agent": self.step_filter.agents, "kind": self.step_filter.kinds}
+        self.app.push_screen(FacetPicker("Show only steps of…", step_facets(self.trace), chosen),
+                             done)
+
+    def _apply_filter(self, flt: StepFilter, shown: list[int]) -> None:
+        current = self.steps.step_index or 0
+        pos = min(bisect_left(shown, current), len(shown) - 1)
+        self.step_filter = flt
+        self.steps.set_shown(shown, cursor=pos)
+        self._update_status()
+
+    def action_clear_filter(self) -> None:
+        if self.step_filter.active:
+            self._apply_filter(StepFilter(), list(range(len(self.trace.steps))))

@@ -1,0 +1,34 @@
+"""``whenpro view --serve``: the same app in a browser, through textual-serve, bound to
+127.0.0.1 only. Each browser session runs ``python -m whenpro_core.cli view ...`` in a
+subprocess."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import whenpro_core
+
+HOST = "127.0.0.1"
+
+
+def serve_command(target: str, *, show_labels: bool, images: str) -> str:
+    """The shell command each browser session runs (the target made absolute, so the
+    server's working folder does not matter)."""
+    absolute = os.path.abspath(target)
+    return shlex.join([sys.executable, "-m", "whenpro_core.cli", "view", absolute,
+                       "--labels" if show_labels else "--no-labels", "--images", images])
+
+
+def serve(target: str, *, show_labels: bool, images: str, port: int) -> None:
+    """Serve the app on http://127.0.0.1:``port`` until interrupted."""
+    from textual_serve.server import Server
+
+    root = str(Path(whenpro_core.__file__).resolve().parent.parent)
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in parts:
+        os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
+    Server(serve_command(target, show_labels=show_labels, images=images), host=HOST,
+           port=port, title="whenpro").serve()

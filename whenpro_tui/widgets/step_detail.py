@@ -1,0 +1,252 @@
+"""The step detail pane: the selected step's content (Markdown, code, JSON or text, as
+fits), tool calls with pretty arguments, observation, error, media, and (with labels
+shown) the hidden label fields.
+
+Layout (composed once; showing another step updates these widgets, never re-mounts):
+
+* ``#d-title`` — one line: coordinate, agent, kind, markers;
+* ``#d-body`` — a :class:`StepBody` line-API view of the text sections. Showing a step
+  re-renders its lines and repaints the region: no layout pass, so stepping through a
+  trace costs a partial repaint, not a full one;
+* ``#d-media`` — a container for media. Phase 1 shows one placeholder line per item;
+  phase 2 mounts image widgets and a keyframe strip here;
+* ``#d-verdict`` — reserved for the attribution verdict (phase 3).
+
+Long fields are folded (:func:`whenpro_core.stepview.fold`) at the current expansion
+level; the screen's ``o`` key raises the level chunk by chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Group, RenderableType
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets import Static
+
+from whenpro_core.model import Step
+from whenpro_core.stepview import StepRow, content_blocks, fold, media_label, pretty_arguments
+from whenpro_core.textsafe import clean, human_size
+from whenpro_tui.widgets.blocks import plain, render_block, render_blocks
+from whenpro_tui.widgets.palette import MARKER_STYLES, agent_style
+
+#: (max lines, max characters) shown per field at each expansion level. The last level
+#: is a hard cap: beyond it the step is read in $EDITOR (``e``).
+LEVELS = ((60, 6_000), (600, 32_000), (6_000, 128_000), (60_000, 256_000))
+FOLD_STYLE = Style(color="#e5c07b", italic=True)
+
+
+@dataclass(frozen=True)
+class DetailOptions:
+    """How to show a step: ``show_labels`` (hidden fields, GT marker), ``raw`` (plain
+    text instead of Markdown/Syntax), ``level`` (index into :data:`LEVELS`),
+    ``query`` (search term to highlight), ``agent_slot`` (colour of the agent)."""
+
+    show_labels: bool = False
+    raw: bool = False
+    level: int = 0
+    query: str = ""
+    agent_slot: int | None = None
+
+
+class StepBody(ScrollView, can_focus=True):
+    """A scrollable view of one renderable, rendered to lines once per width (Line
+    API): replacing the renderable repaints this widget only."""
+
+    DEFAULT_CSS = """
+    StepBody { height: 1fr; overflow-x: hidden; overflow-y: scroll; scrollbar-size-vertical: 1; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._renderable: RenderableType = Text("")
+        self._lines: list[Strip] = []
+        self._width = 0
+        self._base: Style | None = None
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._base = None
+        if self._width:
+            self._render(self._width)
+
+    @property
+    def line_count(self) -> int:
+        """Rendered lines at the current width."""
+        return len(self._lines)
+
+    def show(self, renderable: RenderableType) -> None:
+        """Replace what the view shows and scroll to its top."""
+        self._renderable = renderable
+        self._render(self.scrollable_content_region.width)
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
+    def _render(self, width: int) -> None:
+        self._width = width
+        if width <= 0:
+            self._lines = []
+        else:
+            console = self.app.console
+            options = console.options.update(width=width, height=None, highlight=False)
+            base = self._base_style()
+            self._lines = [
+                Strip([Segment(t, base + s if s else base, c) for t, s, c in line]
+                      ).adjust_cell_length(width, base)
+                for line in console.render_lines(self._renderable, options, pad=False)]
+        # The vertical scrollbar is always shown (overflow-y: scroll), so a new height
+        # needs no layout pass: update the scroll range and repaint this widget only.
+        size = Size(width, len(self._lines))
+        if size != self.virtual_size:
+            self.set_reactive(Widget.virtual_size, size)
+            self._scroll_update(size)
+
+    def on_resize(self, event: events.Resize) -> None:
+        width = self.scrollable_content_region.width
+        if width != self._width:
+            self._render(width)
+
+    def _base_style(self) -> Style:
+        if self._base is None:
+            self._base = self.rich_style
+        return self._base
+
+    def plain_text(self) -> str:
+        """The rendered text (for tests and copy)."""
+        return "\n".join(line.text for line in self._lines)
+
+    def render_line(self, y: int) -> Strip:
+        index = round(self.scroll_y) + y
+        if index >= len(self._lines):
+            return Strip.blank(self.scrollable_content_region.width, self._base_style())
+        return self._lines[index]
+
+
+class StepDetail(Vertical):
+    """Detail pane (see module docstring)."""
+
+    ALLOW_MAXIMIZE = True
+    DEFAULT_CSS = """
+    StepDetail {
+        padding: 0 0 0 1;
+        & > #d-title { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+        & > #d-media { height: auto; max-height: 40%; border-top: hkey $primary 40%; }
+        & > #d-verdict { display: none; }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.complete = True  # False when some field was cut at this level
+        self.shown_index: int | None = None  # the step on display
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="d-title", markup=False)
+        yield StepBody(id="d-body")
+        with Vertical(id="d-media"):
+            yield Static(id="d-media-list", markup=False)
+        yield Static(id="d-verdict", markup=False)
+
+    @property
+    def body(self) -> StepBody:
+        return self.query_one(StepBody)
+
+    def show_empty(self, message: str) -> None:
+        """Show a message instead of a step (empty trace, everything filtered out)."""
+        self.shown_index = None
+        self.query_one("#d-title", Static).update(Text(message, style="italic"), layout=False)
+        self.body.show(Text(""))
+        self._set_media([])
+
+    def _set_media(self, lines: list[str]) -> None:
+        media = self.query_one("#d-media")
+        if lines:
+            self.query_one("#d-media-list", Static).update(
+                Text("Media  ", style="bold") + Text("  ".join(lines), style="cyan"))
+        if media.display != bool(lines):
+            media.display = bool(lines)
+
+    def show_step(self, step: Step, row: StepRow, opts: DetailOptions) -> None:
+        """Show ``step`` (its list row ``row`` gives coordinate and markers)."""
+        self.shown_index = step.index
+        max_lines, max_chars = LEVELS[min(opts.level, len(LEVELS) - 1)]
+        cut: list[str] = []
+        parts: list[RenderableType] = []
+
+        title = Text()
+        title.append(f"Step {row.coord or '#' + str(step.index)}", style="bold")
+        title.append(" · ")
+        title.append(row.agent, style=agent_style(opts.agent_slot))
+        title.append(f" · {row.kind}", style="italic")
+        if row.coord != str(step.index):
+            title.append(f"  (#{step.index})", style="dim")
+        marks = row.markers(opts.show_labels)
+        if marks:
+            title.append("  ")
+            for ch in marks:
+                title.append(ch, style=MARKER_STYLES.get(ch))
+        if opts.show_labels and row.gt:
+            title.append(" ground-truth decisive step", style=MARKER_STYLES["★"])
+        self.query_one("#d-title", Static).update(title, layout=False)
+
+        if step.content:
+            folded = fold(step.content, max_lines=max_lines, max_chars=max_chars)
+            parts.append(render_blocks(content_blocks(folded.text), raw=opts.raw,
+                                       query=opts.query))
+            if not folded.complete:
+                cut.append(folded.note())
+        elif not (step.tool_calls or step.observation or step.error):
+            parts.append(Text("(no content)", style="dim italic"))
+
+        if step.tool_calls:
+            parts.append(Text(f"\nTool calls ({len(step.tool_calls)})", style="bold"))
+            for call in step.tool_calls:
+                head = Text("→ ", style="bold cyan")
+                head.append(clean(call.name), style="bold")
+                if call.id:
+                    head.append(f"  id {clean(call.id)}", style="dim")
+                parts.append(head)
+                block = pretty_arguments(call.arguments)
+                if block.text:
+                    if len(block.text) > max_chars:
+                        cut.append(f"tool arguments: {human_size(max_chars)} of "
+                                   f"{human_size(len(block.text))} shown")
+                        block = type(block)("text", block.text[:max_chars])
+                    parts.append(render_block(block, raw=opts.raw, query=opts.query))
+
+        if step.observation:
+            folded = fold(step.observation, max_lines=max_lines, max_chars=max_chars)
+            parts.append(Text("\nObservation", style="bold"))
+            parts.append(render_blocks(content_blocks(folded.text), raw=opts.raw,
+                                       query=opts.query))
+            if not folded.complete:
+                parts.append(Text(folded.note(), style=FOLD_STYLE))
+                cut.append("observation " + folded.note())
+
+        if step.error:
+            folded = fold(step.error, max_lines=max_lines, max_chars=max_chars)
+            parts.append(Text("\nError", style="bold red"))
+            parts.append(plain(folded.text, style=Style(color="#ff5f5f"), query=opts.query))
+
+        if opts.show_labels and step.hidden:
+            hidden = Text("\nHidden fields (labels)\n", style="bold #ffaf5f")
+            for key, value in step.hidden.items():
+                hidden.append(f"{clean(str(key))}: ", style="bold")
+                hidden.append(clean(str(value))[:2000] + "\n")
+            parts.append(hidden)
+
+        self.complete = not cut
+        if cut:
+            note = Text(cut[0] + "   o: show more · O: fold · e: $EDITOR", style=FOLD_STYLE)
+            parts.insert(0, note)
+        self.body.show(Group(*parts))
+        self._set_media([media_label(m) for m in step.media])
