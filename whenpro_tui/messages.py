@@ -84,3 +84,63 @@ class SearchDone(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, SearchDone)
+
+
+# ---------------------------------------------------------------- attribution (tuiattr)
+
+from typing import TYPE_CHECKING  # noqa: E402
+
+if TYPE_CHECKING:
+    from whenpro_core.attribution.interactive import ProgressView
+    from whenpro_core.model import Attribution
+    from whenpro_core.taxonomy import Taxonomy
+
+
+class AttributionProgress(Message, bubble=False):
+    """A running attribution (``run``) asks about ``view`` (steps, text, call number)."""
+
+    def __init__(self, run: int, view: "ProgressView") -> None:
+        super().__init__()
+        self.run = run
+        self.view = view
+
+
+class AttributionDone(Message, bubble=False):
+    """Attribution ``run`` finished with ``verdict`` (not saved yet)."""
+
+    def __init__(self, run: int, verdict: "Attribution") -> None:
+        super().__init__()
+        self.run = run
+        self.verdict = verdict
+
+
+class AttributionFailed(Message, bubble=False):
+    """Attribution ``run`` stopped on an error (one line)."""
+
+    def __init__(self, run: int, error: str) -> None:
+        super().__init__()
+        self.run = run
+        self.error = error
+
+
+class VerdictsLoaded(Message, bubble=False):
+    """Saved verdicts of the trace ``key`` (``problems``: unreadable lines; ``error``:
+    the file could not be read at all), with the trace's ``taxonomy``."""
+
+    def __init__(self, key: str, verdicts: list["Attribution"], taxonomy: "Taxonomy",
+                 problems: list[str], error: str | None = None) -> None:
+        super().__init__()
+        self.key = key
+        self.verdicts = verdicts
+        self.taxonomy = taxonomy
+        self.problems = problems
+        self.error = error
+
+
+class VerdictSaved(Message, bubble=False):
+    """A verdict was written to ``path`` (``error`` set when it could not be)."""
+
+    def __init__(self, path: str | None, error: str | None = None) -> None:
+        super().__init__()
+        self.path = path
+        self.error = error

@@ -62,17 +62,26 @@ def save_verdict(trace: Trace, verdict: Attribution) -> Path | None:
     return path
 
 
-def load_verdicts(trace: Trace) -> list[Attribution]:
-    """Saved verdicts of ``trace``, oldest first; unreadable lines are skipped."""
+def load_verdicts(trace: Trace, problems: list[str] | None = None) -> list[Attribution]:
+    """Saved verdicts of ``trace``, oldest first; unreadable lines are skipped, and
+    described in ``problems`` when given (``"<file>:<line>: not a verdict record"``).
+
+    Raises:
+        OSError: the file exists but cannot be read.
+    """
     path = verdicts_path(trace)
     if path is None or not path.is_file():
         return []
     out = []
-    for line in path.read_bytes().splitlines():
+    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
+        if not line.strip():
+            continue
         try:
             rec = orjson.loads(line)
             if rec.get("key") == _key(trace):
                 out.append(Attribution.model_validate(rec["attribution"]))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+            if problems is not None:
+                problems.append(f"{path}:{number}: not a verdict record")
             continue
     return out

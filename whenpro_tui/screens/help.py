@@ -17,7 +17,8 @@ MARKERS_HELP = (
     ("✗", "the step recorded a tool/execution error"),
     ("▣", "the step carries images or frames"),
     ("▶", "the step carries a video"),
-    ("◆", "an attribution names this step"),
+    ("◆", "a verdict names this step (one colour per verdict; A cycles them)"),
+    ("▇", "shaded row: a running attribution is asking about this step or range"),
     ("⚑", "the step was injected (labels shown only)"),
     ("★", "the ground-truth decisive step (labels shown only)"),
 )

@@ -28,6 +28,7 @@ from whenpro_tui.commands import collect_bindings
 from whenpro_tui.editor import open_in_editor
 from whenpro_tui.messages import SiblingsFound, TraceLoaded, TraceLoadFailed
 from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.trace_attribute import AttributionMixin
 from whenpro_tui.screens.trace_find import StepFinding
 from whenpro_tui.widgets.palette import AGENT_COLOURS
 from whenpro_tui.widgets.step_detail import LEVELS, DetailOptions, StepDetail
@@ -39,7 +40,7 @@ from whenpro_tui.widgets.virtual_list import VirtualList
 COPY_LIMIT = 1_000_000
 
 
-class TraceScreen(StepFinding, Screen[int | None]):
+class TraceScreen(AttributionMixin, StepFinding, Screen[int | None]):
     """One trace (see module docstring). Dismisses with its position among its
     siblings, so the library can follow."""
 
@@ -75,6 +76,10 @@ class TraceScreen(StepFinding, Screen[int | None]):
         Binding(">", "resize(5)", "Wider list", show=False, key_display=">"),
         Binding("z", "zoom", "Zoom detail", show=False),
         Binding("?", "help", "Help", key_display="?"),
+        # attribution (tuiattr): esc cancels a running attribution, else falls through to back
+        Binding("a", "attribute", "Attribute"),
+        Binding("A", "next_verdict", "Next verdict / hide", show=False),
+        Binding("escape", "cancel_attribution", "Cancel attribution (else back)", show=False),
         Binding("q,escape", "back", "Back"),
     ]
 

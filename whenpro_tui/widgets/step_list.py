@@ -23,6 +23,10 @@ from whenpro_tui.widgets.virtual_list import VirtualList
 #: Column width caps (cells).
 AGENT_CAP = 14
 KIND_CAP = 11
+#: Backgrounds of the steps a running attribution asks about (tuiattr): the step asked
+#: now, and the range binary search is still searching.
+PROBE_FOCUS = Style(bgcolor="#1d6b4a", bold=True)
+PROBE_RANGE = Style(bgcolor="#33334d")
 
 
 class StepList(VirtualList, inherit_bindings=False):
@@ -47,6 +51,10 @@ class StepList(VirtualList, inherit_bindings=False):
         self.slots: dict[str, int] = {}
         self.matches: frozenset[int] = frozenset()
         self.attributed: frozenset[int] = frozenset()
+        # attribution (tuiattr): ◆ colour per step (one per verdict), steps being asked about
+        self.attributed_styles: dict[int, Style] = {}
+        self.probe: frozenset[int] = frozenset()
+        self.probe_focus: int | None = None
         self._rows: dict[int, StepRow] = {}
         self._gt: int | None = None
         self._widths = (1, 1, 1, 0)
@@ -82,6 +90,24 @@ class StepList(VirtualList, inherit_bindings=False):
         """Step indices to mark as search matches."""
         self.matches = steps
         self.invalidate()
+
+    def set_attributed(self, styles: dict[int, Style]) -> None:
+        """Steps named by verdicts (the ◆ marker), each in its verdict's colour."""
+        self.attributed = frozenset(styles)
+        self.attributed_styles = dict(styles)
+        self._rows = {}
+        self._measure()
+        self.invalidate()
+
+    def set_probe(self, shaded: frozenset[int], focus: int | None = None) -> None:
+        """Shade the steps a running attribution asks about (``focus``: the one step
+        asked now, kept in view; the cursor does not move)."""
+        self.probe, self.probe_focus = shaded, focus
+        self.invalidate()
+        pos = self.position_of(focus) if focus is not None else None
+        height = self.scrollable_content_region.height
+        if pos is not None and height > 0 and not 0 <= pos - round(self.scroll_y) < height:
+            self.scroll_to(y=max(0, pos - height // 2), animate=False, immediate=True)
 
     @property
     def step_index(self) -> int | None:
@@ -169,9 +195,15 @@ class StepList(VirtualList, inherit_bindings=False):
         if mark_w:
             marks = model.markers(self.show_labels)
             for ch in marks[:mark_w]:
-                segments.append(Segment(ch, MARKER_STYLES.get(ch)))
+                style = MARKER_STYLES.get(ch)
+                if ch == "◆":
+                    style = self.attributed_styles.get(step_index, style)
+                segments.append(Segment(ch, style))
             segments.append(Segment(" " * (mark_w - min(len(marks), mark_w) + 1)))
         used = sum(cell_len(s.text) for s in segments)
         if width > used:
             segments.append(Segment(set_cell_size(model.summary, width - used), styles["summary"]))
+        if step_index in self.probe or step_index == self.probe_focus:
+            shade = PROBE_FOCUS if step_index == self.probe_focus else PROBE_RANGE
+            segments = [Segment(t, (s or Style()) + shade) for t, s, _ in segments]
         return Strip(segments)

@@ -1,0 +1,382 @@
+"""Attribution from the trace screen, driven with Pilot: ``a`` ``enter`` runs the offline
+heuristic, the verdict panel and ◆ marker, the sidecar file and reopening, the ground
+truth comparison with labels, LLM protocols through the real openai SDK against the
+local server (live progress in the step list, binary search shading), Esc cancelling a
+run, several verdicts and ``A``, unusable models, a real Who&When trace, help and
+palette."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import SAMPLES, WHOWHEN, screen_text, settle, team_trace
+from tests.support.fixtures import TEST_KEY
+from tests.support.judge_oracle import Oracle, oracle_for
+from whenpro_core.attribution.heuristic import attribute_heuristic
+from whenpro_core.attribution.verdicts import save_verdict
+from whenpro_core.formats import load_trace
+from whenpro_core.formats.native import write_trace
+from whenpro_tui.app import WhenproApp
+from whenpro_tui.messages import AttributionProgress
+from whenpro_tui.screens.attribute_picker import AttributePicker
+from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.trace import TraceScreen
+from whenpro_tui.widgets.step_list import StepList
+
+SIZE = (120, 40)
+
+
+@pytest.fixture
+def sample_copy(tmp_path: Path) -> Path:
+    """The bundled sample trace, copied so its sidecar verdict file lands in tmp."""
+    copy = tmp_path / "trace.json"
+    shutil.copy(SAMPLES / "team_text" / "trace.json", copy)
+    return copy
+
+
+@pytest.fixture
+def llm_env(llm_server, monkeypatch: pytest.MonkeyPatch):
+    """Point the app at the local server the way a user would: environment variables."""
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
+    monkeypatch.setenv("WHENPRO_MODEL", "openai:gpt-4.1")
+    monkeypatch.setenv("WHENPRO_BACKOFF_BASE_S", "0.01")
+    monkeypatch.setenv("WHENPRO_BACKOFF_MAX_S", "0.05")
+    return llm_server
+
+
+def sidecar(trace_file: Path) -> list[dict]:
+    path = trace_file.with_name(trace_file.name + ".verdicts.jsonl")
+    if not path.is_file():
+        return []
+    return [orjson.loads(line)["attribution"] for line in path.read_bytes().splitlines()]
+
+
+def panel(app) -> str:
+    """The verdict slot's text ("" when hidden)."""
+    slot = app.screen.query_one("#d-verdict")
+    return str(slot.content) if slot.display else ""
+
+
+def notes(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+def steps(app) -> StepList:
+    return app.screen.query_one(StepList)
+
+
+async def opened(pilot) -> TraceScreen:
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, TraceScreen)
+    return pilot.app.screen
+
+
+async def pick(pilot, downs: int = 0) -> None:
+    """``a``, move down the protocol list ``downs`` times, enter."""
+    await pilot.press("a")
+    await pilot.pause()
+    assert isinstance(pilot.app.screen, AttributePicker)
+    for _ in range(downs):
+        await pilot.press("down")
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def wait_until(pilot, condition, timeout: float = 20.0) -> None:
+    """Let the app run until ``condition()`` holds (the LLM server answers in real time)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        await pilot.pause(0.02)
+
+
+# --------------------------------------------------------------------------- offline
+
+async def test_a_enter_gives_the_heuristic_verdict_offline(sample_copy: Path) -> None:
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        assert panel(app) == ""
+        await pick(pilot)
+        await settle(pilot)
+        text = panel(app)
+        assert "Verdict" in text and "heuristic" in text
+        assert "agent solver" in text and "step 3" in text
+        assert "R.3 Numerical/calculation error" in text and "confidence" in text
+        assert "✓" not in text  # labels are hidden: no comparison
+        assert steps(app).step_index == 3  # jumped to the attributed step
+        assert steps(app).attributed == {3}
+        row3 = next(line for line in screen_text(app).splitlines() if " 3 solver" in line)
+        assert "◆" in row3
+        assert any("solver · step 3 · R.3" in n for n in notes(app))
+    saved = sidecar(sample_copy)
+    assert len(saved) == 1
+    assert (saved[0]["protocol"], saved[0]["agent"], saved[0]["step"], saved[0]["mode"]) == (
+        "heuristic", "solver", "3", "R.3")
+
+
+async def test_verdicts_reopen_with_the_trace_and_compare_with_labels(sample_copy: Path) -> None:
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        await pick(pilot)
+        await settle(pilot)
+    again = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with again.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        text = panel(again)
+        assert "agent solver" in text and "R.3 Numerical/calculation error" in text
+        assert steps(again).attributed == {3} and steps(again).step_index == 0
+        await pilot.press("t")
+        await pilot.pause()
+        text = panel(again)
+        assert "agent solver ✓" in text and "step 3 ✓" in text
+        assert "R.3 Numerical/calculation error ✓" in text and "✗" not in text
+        await pilot.press("t")
+        await pilot.pause()
+        assert "✓" not in panel(again)
+    assert len(sidecar(sample_copy)) == 1  # reopening does not write
+
+
+async def test_wrong_axes_show_the_ground_truth_with_labels(tmp_path: Path) -> None:
+    trace = load_trace(SAMPLES / "team_text" / "trace.json")
+    trace.source.path = str(write_trace(trace, tmp_path / "t.json"))
+    wrong = attribute_heuristic(trace).model_copy(update={"agent": "verifier", "step": "4",
+                                                         "mode": "V.2"})
+    save_verdict(trace, wrong)
+    app = WhenproApp(str(tmp_path / "t.json"), cursor_blink=False, show_labels=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        text = panel(app)
+        assert "agent verifier ✗ (GT solver)" in text and "step 4 ✗ (GT 3)" in text
+        assert "✗ (GT R.3)" in text
+        assert steps(app).attributed == {4}
+
+
+async def test_unreadable_saved_verdicts_are_a_notification(sample_copy: Path) -> None:
+    trace = load_trace(sample_copy)
+    path = save_verdict(trace, attribute_heuristic(trace))
+    with path.open("ab") as fh:
+        fh.write(b"{ torn line\n")
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        assert any("Skipped unreadable saved verdicts" in n and ":2:" in n for n in notes(app))
+        assert "agent solver" in panel(app)  # the readable verdict still shows
+
+
+async def test_no_gold_answer_disables_the_gold_choice(tmp_path: Path) -> None:
+    trace = team_trace()
+    trace.task.answer = None
+    write_trace(trace, tmp_path / "nogold.json")
+    app = WhenproApp(str(tmp_path / "nogold.json"), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        await pilot.press("a")
+        await pilot.pause()
+        gold = app.screen.query_one("#ap-gold")
+        assert gold.disabled and gold.value is False
+        assert "this trace has none" in screen_text(app)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "without gold" in panel(app)
+    assert sidecar(tmp_path / "nogold.json")[0]["with_gold"] is False
+
+
+async def test_unusable_models_are_one_line_notifications(sample_copy: Path) -> None:
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        await pick(pilot, downs=2)  # step-by-step, default model "heuristic"
+        assert isinstance(app.screen, AttributePicker)  # stays open to fix the choice
+        assert any("protocol step-by-step needs a model" in n for n in notes(app))
+        app.screen.query_one("#ap-model-input").focus()
+        await pilot.press(*"openai:gpt-4.1", "enter")
+        await pilot.pause()
+        assert any("no API key for openai:gpt-4.1" in n and "OPENAI_API_KEY" in n for n in notes(app))
+        await pilot.press(*["backspace"] * 14, *"gpt4", "enter")
+        await pilot.pause()
+        assert any("model name 'gpt4' has no provider" in n for n in notes(app))
+        assert isinstance(app.screen, AttributePicker)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, TraceScreen) and panel(app) == ""
+    assert sidecar(sample_copy) == []
+
+
+async def test_help_and_palette_list_the_attribution_actions(sample_copy: Path) -> None:
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=(120, 60)) as pilot:
+        await opened(pilot)
+        await pilot.press("?")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        described = {a.description: a.keys for a in app.screen.actions}
+        assert described["Attribute"] == "a" and described["Next verdict / hide"] == "A"
+        assert described["Cancel attribution (else back)"] == "esc"
+        assert "a verdict names this step" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"attribute")
+        await settle(pilot)
+        assert "Attribute (a)" in screen_text(app)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, AttributePicker)  # the palette command opens the picker
+
+
+# --------------------------------------------------------------------------- LLM protocols
+
+async def test_step_by_step_moves_the_marker_as_it_asks(sample_copy: Path, llm_env) -> None:
+    llm_env.latency_s = 0.25
+    llm_env.respond_with(oracle_for(load_trace(sample_copy)))
+    views = []
+
+    def hook(message) -> None:
+        if isinstance(message, AttributionProgress):
+            views.append(message.view)
+
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+        await opened(pilot)
+        await pick(pilot, downs=2)
+        seen: list[int] = []
+        running = []
+
+        def record() -> bool:
+            focus = steps(app).probe_focus
+            if focus is not None and (not seen or seen[-1] != focus):
+                seen.append(focus)
+                running.append(panel(app))
+            return app.screen._attr_request is None
+
+        await wait_until(pilot, record)
+        await settle(pilot)
+        assert seen == [1, 2, 3]  # the highlighted step moved through the trace
+        assert "Attributing · step-by-step · openai:gpt-4.1" in running[-1]
+        assert "asking about step 3" in running[-1] and "esc: cancel" in running[-1]
+        assert [v.focus for v in views] == [1, 2, 3]
+        assert steps(app).probe == frozenset() and steps(app).probe_focus is None
+        text = panel(app)
+        assert "step-by-step · openai:gpt-4.1" in text and "3 calls" in text and "tokens" in text
+        assert steps(app).step_index == 3 and steps(app).attributed == {3}
+    (saved,) = sidecar(sample_copy)
+    assert (saved["protocol"], saved["model"], saved["step"], saved["mode"]) == (
+        "step-by-step", "openai:gpt-4.1", "3", "R.3")
+    assert saved["usage"]["calls"] == 3 and len(llm_env.answered) == 3
+
+
+async def test_binary_search_shades_a_shrinking_range(sample_copy: Path, llm_env) -> None:
+    llm_env.latency_s = 0.2
+    llm_env.respond_with(oracle_for(load_trace(sample_copy)))
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        await pick(pilot, downs=3)
+        shaded: list[frozenset[int]] = []
+
+        def record() -> bool:
+            probe = steps(app).probe
+            if probe and (not shaded or shaded[-1] != probe):
+                shaded.append(probe)
+            return app.screen._attr_request is None
+
+        await wait_until(pilot, record)
+        await settle(pilot)
+        assert len(shaded) >= 3 and len(shaded[0]) >= 5
+        assert all(later < earlier for earlier, later in zip(shaded, shaded[1:]))  # shrinking
+        assert shaded[-1] == {3}
+        assert "binary-search · openai:gpt-4.1" in panel(app) and steps(app).attributed == {3}
+    assert sidecar(sample_copy)[0]["step"] == "3"
+
+
+async def test_esc_cancels_a_running_attribution(sample_copy: Path, llm_env) -> None:
+    llm_env.latency_s = 5.0
+    llm_env.respond_with(oracle_for(load_trace(sample_copy)))
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await pick(pilot, downs=2)
+        await wait_until(pilot, lambda: steps(app).probe_focus == 1)
+        judge = screen._attr_judge
+        worker = screen._attr_worker
+        assert judge is not None and not judge.closed and "Attributing" in panel(app)
+        await pilot.press("escape")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert worker.is_cancelled and judge.closed
+        assert any("Attribution cancelled" in n and "no verdict saved" in n for n in notes(app))
+        assert app.screen is screen and panel(app) == "" and steps(app).probe == frozenset()
+        assert not screen.verdicts
+        assert app.return_code is None
+        await pilot.press("escape")  # nothing runs now: Esc means back (quits the root screen)
+        await pilot.pause()
+        assert app.return_code == 0
+    assert sidecar(sample_copy) == []
+
+
+async def test_two_verdicts_side_by_side_and_A_cycles(sample_copy: Path, llm_env) -> None:
+    trace = load_trace(sample_copy)
+    order = [s.coord for s in trace.steps]
+    llm_env.respond_with(Oracle(agent="verifier", step="4", mode="V.2", order=order))
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await pick(pilot)  # heuristic: step 3
+        await settle(pilot)
+        await pick(pilot, downs=1)  # all-at-once through the model: step 4
+        await settle(pilot)
+        assert [v.protocol for v in screen.verdicts] == ["heuristic", "all-at-once"]
+        lst = steps(app)
+        assert lst.attributed == {3, 4}
+        assert lst.attributed_styles[3].color != lst.attributed_styles[4].color  # one colour each
+        text = panel(app)
+        assert "Verdict 2/2" in text and "◆1 heuristic" in text and "◆2 all-at-once · openai:gpt-4.1" in text
+        assert "agent verifier" in text and lst.step_index == 4
+        await pilot.press("A")  # after the last: hidden
+        await pilot.pause()
+        assert panel(app) == "" and lst.attributed == {3, 4}
+        await pilot.press("A")
+        await pilot.pause()
+        assert "Verdict 1/2" in panel(app) and "agent solver" in panel(app) and lst.step_index == 3
+        await pilot.press("A")
+        await pilot.pause()
+        assert "Verdict 2/2" in panel(app) and lst.step_index == 4
+    assert [v["protocol"] for v in sidecar(sample_copy)] == ["heuristic", "all-at-once"]
+    again = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with again.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        assert "Verdict 2/2" in panel(again) and steps(again).attributed == {3, 4}
+
+
+# --------------------------------------------------------------------------- real trace
+
+async def test_on_a_real_who_and_when_hand_crafted_trace(whowhen: Path, tmp_path: Path, llm_env) -> None:
+    copy = tmp_path / "11.json"  # 130 steps; copied so the verdict file lands in tmp
+    shutil.copy(WHOWHEN / "Hand-Crafted" / "11.json", copy)
+    trace = load_trace(copy)
+    llm_env.respond_with(oracle_for(trace))
+    gt = trace.ground_truth
+    app = WhenproApp(str(copy), cursor_blink=False, show_labels=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        await pick(pilot)  # heuristic
+        await settle(pilot)
+        offline = attribute_heuristic(trace)
+        assert f"agent {offline.agent}" in panel(app) and f"step {offline.step}" in panel(app)
+        await pick(pilot, downs=3)  # binary search through the model
+        await settle(pilot)
+        text = panel(app)
+        assert f"agent {gt.agent} ✓" in text and f"step {gt.step} ✓" in text
+        assert steps(app).step_index == trace.step_by_coord(gt.step).index
+        assert len(steps(app).attributed) == 2 - (offline.step == gt.step)
+    saved = sidecar(copy)
+    assert [v["protocol"] for v in saved] == ["heuristic", "binary-search"]
+    assert saved[1]["usage"]["calls"] <= 9  # ⌈log2 n⌉ + 1 on ~65 candidate steps

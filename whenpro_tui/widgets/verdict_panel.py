@@ -1,0 +1,143 @@
+"""What the verdict slot of the detail pane (``#d-verdict``) shows: the verdicts of
+the trace side by side (one ◆ colour each), the current one in full — agent, step, mode
+with its taxonomy name, reason, confidence, calls, tokens, cost, seconds, warnings, and
+with labels shown its per-axis comparison with the ground truth — or, while an
+attribution runs, its live progress. Presentation only: the comparison is
+:func:`whenpro_core.attribution.interactive.verdict_score`."""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.text import Text
+
+from whenpro_core.attribution.interactive import AttributionRequest, ProgressView, verdict_score
+from whenpro_core.model import Attribution, Trace, Usage
+from whenpro_core.taxonomy import Taxonomy
+from whenpro_core.textsafe import clean, one_line
+
+#: One colour per verdict (its ◆ in the step list and in the panel), by creation order.
+VERDICT_COLOURS = ("#d787d7", "#5fd7ff", "#ffaf00", "#87d75f", "#ff8787", "#afafff",
+                   "#d7d75f", "#5fafaf")
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+#: Longest reason shown (characters); the rest is in the saved verdict.
+REASON_CAP = 600
+WARNINGS_SHOWN = 3
+
+OK = Style(color="#5fd787", bold=True)
+BAD = Style(color="#ff5f5f", bold=True)
+LABEL = Style(bold=True, color="#87afd7")
+DIM = Style(dim=True)
+
+
+def verdict_style(slot: int) -> Style:
+    """The bold colour of verdict number ``slot`` (0-based)."""
+    return Style(color=VERDICT_COLOURS[slot % len(VERDICT_COLOURS)], bold=True)
+
+
+def verdict_label(verdict: Attribution) -> str:
+    """``"heuristic"`` or ``"step-by-step · openai:gpt-4.1"`` (safe text)."""
+    model = verdict.model or ""
+    if not model or model == "heuristic" or model == verdict.protocol:
+        return clean(verdict.protocol)
+    return clean(f"{verdict.protocol} · {model}")
+
+
+def usage_text(usage: Usage, *, seconds: float | None = None) -> str:
+    """``"3 calls · 1,234 tokens (1,000 cached) · $0.0042 · 2.4 s"``."""
+    tokens = usage.input_tokens + usage.output_tokens
+    cached = f" ({usage.cached_tokens:,} cached)" if usage.cached_tokens else ""
+    secs = usage.seconds if seconds is None else seconds
+    calls = "1 call" if usage.calls == 1 else f"{usage.calls:,} calls"
+    return f"{calls} · {tokens:,} tokens{cached} · ${usage.cost_usd:.4f} · {secs:.2f} s"
+
+
+def _mark(ok: bool | None) -> Text:
+    if ok is None:
+        return Text(" –", style=DIM)
+    return Text(" ✓", style=OK) if ok else Text(" ✗", style=BAD)
+
+
+def render_verdict(trace: Trace, verdicts: list[Attribution], current: int, taxonomy: Taxonomy,
+                   *, show_labels: bool) -> Text:
+    """The panel for ``verdicts[current]`` with the list of all verdicts."""
+    verdict = verdicts[current]
+    style = verdict_style(current)
+    out = Text()
+    out.append("◆ ", style=style)
+    out.append("Verdict", style="bold")
+    if len(verdicts) > 1:
+        out.append(f" {current + 1}/{len(verdicts)}", style="bold")
+    out.append(f" · {verdict_label(verdict)}", style=style)
+    out.append(" · with gold" if verdict.with_gold else " · without gold", style=DIM)
+    out.append("   A: next" if current + 1 < len(verdicts) else "   A: hide", style=DIM)
+    if len(verdicts) > 1:
+        out.append("\n")
+        for i, other in enumerate(verdicts):
+            item = Text(f"◆{i + 1} {verdict_label(other)}", style=verdict_style(i))
+            if i == current:
+                item.stylize("reverse")
+            out.append("  ")
+            out.append(item)
+
+    score = verdict_score(trace, verdict) if show_labels else None
+    gt = trace.ground_truth if show_labels else None
+    out.append("\n")
+    out.append("agent ", style=LABEL)
+    out.append(clean(verdict.agent or "—"), style="bold")
+    if score is not None:
+        out.append(_mark(score.agent))
+        if not score.agent and gt is not None:
+            out.append(f" (GT {clean(gt.agent or ', '.join(gt.agents) or '—')})", style=DIM)
+    out.append("   step ", style=LABEL)
+    out.append(clean(verdict.step or "—"), style="bold")
+    if score is not None:
+        out.append(_mark(score.step))
+        if not score.step and gt is not None:
+            out.append(f" (GT {clean(gt.step or '—')})", style=DIM)
+    out.append("   mode ", style=LABEL)
+    out.append(clean(taxonomy.name(verdict.mode)) if verdict.mode else "—", style="bold")
+    if score is not None:
+        out.append(_mark(score.mode))
+        if score.mode is False and gt is not None:
+            out.append(f" (GT {clean(gt.mode or '—')})", style=DIM)
+    if show_labels and trace.ground_truth is None:
+        out.append("   (no ground truth to compare)", style=DIM)
+
+    out.append("\n")
+    if verdict.confidence is not None:
+        out.append("confidence ", style=LABEL)
+        out.append(f"{verdict.confidence:.2f}  ")
+    out.append(usage_text(verdict.usage), style=DIM)
+    for w in verdict.warnings[:WARNINGS_SHOWN]:
+        out.append("\n")
+        out.append("⚠ " + one_line(w, 200), style="#e5c07b")
+    if len(verdict.warnings) > WARNINGS_SHOWN:
+        out.append(f"\n⚠ +{len(verdict.warnings) - WARNINGS_SHOWN} more warnings", style="#e5c07b")
+    # the reason last: on a short pane it is what gets clipped (z zooms the pane)
+    out.append("\n")
+    out.append("reason ", style=LABEL)
+    out.append(one_line(verdict.reason or "—", REASON_CAP))
+    return out
+
+
+def render_progress(request: AttributionRequest, view: ProgressView | None, usage: Usage | None,
+                    seconds: float, frame: int) -> Text:
+    """The panel while an attribution runs: spinner, what is asked, calls, tokens,
+    cost and seconds so far."""
+    out = Text()
+    out.append(SPINNER[frame % len(SPINNER)] + " ", style="bold #e5c07b")
+    out.append("Attributing", style="bold")
+    out.append(f" · {clean(request.label)}", style="bold #e5c07b")
+    out.append(" · with gold" if request.with_gold else " · without gold", style=DIM)
+    out.append("\n")
+    if view is not None:
+        out.append(clean(view.text))
+        out.append(f"  (call {view.call})", style=DIM)
+    elif request.model is None:
+        out.append("reading the trace's own signals (offline)")
+    else:
+        out.append("opening the model…")
+    out.append("  esc: cancel", style="bold")
+    out.append("\n")
+    out.append(usage_text(usage or Usage(), seconds=seconds), style=DIM)
+    return out
