@@ -7,6 +7,7 @@ palette."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_tui.app import WhenproApp
-from whenpro_tui.messages import AttributionProgress
+from whenpro_tui.messages import AttributionDone, AttributionProgress
 from whenpro_tui.screens.attribute_picker import AttributePicker
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.trace import TraceScreen
@@ -234,35 +235,41 @@ async def test_help_and_palette_list_the_attribution_actions(sample_copy: Path) 
 
 # --------------------------------------------------------------------------- LLM protocols
 
-async def test_step_by_step_moves_the_marker_as_it_asks(sample_copy: Path, llm_env) -> None:
-    llm_env.latency_s = 0.25
-    llm_env.respond_with(oracle_for(load_trace(sample_copy)))
-    views = []
+class Recorder:
+    """A message hook: the progress views posted by the run, and what the step list and
+    the panel showed while the model answered each call (the state the previous event
+    left on screen, read when the next event or the verdict arrives)."""
 
-    def hook(message) -> None:
+    def __init__(self) -> None:
+        self.app = None
+        self.views = []
+        self.shown: list[tuple[frozenset[int], int | None, str]] = []
+
+    def __call__(self, message) -> None:
+        if isinstance(message, (AttributionProgress, AttributionDone)) and self.views:
+            lst = steps(self.app)
+            self.shown.append((lst.probe, lst.probe_focus, panel(self.app)))
         if isinstance(message, AttributionProgress):
-            views.append(message.view)
+            self.views.append(message.view)
 
-    app = WhenproApp(str(sample_copy), cursor_blink=False)
-    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+
+async def test_step_by_step_moves_the_marker_as_it_asks(sample_copy: Path, llm_env) -> None:
+    llm_env.latency_s = 0.1
+    llm_env.respond_with(oracle_for(load_trace(sample_copy)))
+    rec = Recorder()
+    app = rec.app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE, message_hook=rec) as pilot:
         await opened(pilot)
         await pick(pilot, downs=2)
-        seen: list[int] = []
-        running = []
-
-        def record() -> bool:
-            focus = steps(app).probe_focus
-            if focus is not None and (not seen or seen[-1] != focus):
-                seen.append(focus)
-                running.append(panel(app))
-            return app.screen._attr_request is None
-
-        await wait_until(pilot, record)
         await settle(pilot)
-        assert seen == [1, 2, 3]  # the highlighted step moved through the trace
-        assert "Attributing · step-by-step · openai:gpt-4.1" in running[-1]
-        assert "asking about step 3" in running[-1] and "esc: cancel" in running[-1]
-        assert [v.focus for v in views] == [1, 2, 3]
+        assert [v.focus for v in rec.views] == [1, 2, 3]
+        # while each call was answered, the step asked about was highlighted
+        assert [focus for _, focus, _ in rec.shown] == [1, 2, 3]
+        assert [probe for probe, _, _ in rec.shown] == [{1}, {2}, {3}]
+        live = rec.shown[-1][2]
+        assert "Attributing · step-by-step · openai:gpt-4.1" in live
+        assert "asking about step 3" in live and "(call 3)" in live and "esc: cancel" in live
+        assert re.search(r"3 calls · [1-9][\d,]* tokens", live)  # two answered, one asked
         assert steps(app).probe == frozenset() and steps(app).probe_focus is None
         text = panel(app)
         assert "step-by-step · openai:gpt-4.1" in text and "3 calls" in text and "tokens" in text
@@ -274,25 +281,19 @@ async def test_step_by_step_moves_the_marker_as_it_asks(sample_copy: Path, llm_e
 
 
 async def test_binary_search_shades_a_shrinking_range(sample_copy: Path, llm_env) -> None:
-    llm_env.latency_s = 0.2
+    llm_env.latency_s = 0.1
     llm_env.respond_with(oracle_for(load_trace(sample_copy)))
-    app = WhenproApp(str(sample_copy), cursor_blink=False)
-    async with app.run_test(size=SIZE) as pilot:
+    rec = Recorder()
+    app = rec.app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE, message_hook=rec) as pilot:
         await opened(pilot)
         await pick(pilot, downs=3)
-        shaded: list[frozenset[int]] = []
-
-        def record() -> bool:
-            probe = steps(app).probe
-            if probe and (not shaded or shaded[-1] != probe):
-                shaded.append(probe)
-            return app.screen._attr_request is None
-
-        await wait_until(pilot, record)
         await settle(pilot)
-        assert len(shaded) >= 3 and len(shaded[0]) >= 5
+        shaded = [probe for probe, _, _ in rec.shown]
+        assert len(shaded) >= 3 and shaded[0] == {1, 2, 3, 4, 5, 6}
         assert all(later < earlier for earlier, later in zip(shaded, shaded[1:]))  # shrinking
-        assert shaded[-1] == {3}
+        assert shaded[-1] == {3} and rec.shown[-1][1] == 3  # the last call: its failure mode
+        assert "first or second half?" in rec.shown[0][2]
         assert "binary-search · openai:gpt-4.1" in panel(app) and steps(app).attributed == {3}
     assert sidecar(sample_copy)[0]["step"] == "3"
 

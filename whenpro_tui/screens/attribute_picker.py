@@ -1,6 +1,7 @@
 """The attribution picker (``a`` on the trace screen): protocol, model (the configured
 default, models from config, or one typed as ``provider:model``), and whether the judge
-sees the gold answer. Enter starts; ``a`` then enter runs the offline heuristic.
+sees the gold answer. Enter starts; ``a`` then enter runs the offline heuristic (the protocol always starts
+there; the model and gold setting of the last run are kept).
 
 The choice is checked by ``validate`` (:func:`whenpro_core.attribution.interactive.make_request`)
 before the picker closes: an unusable model or a missing key is a one-line notification
@@ -69,7 +70,6 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
 
     def compose(self) -> ComposeResult:
         names = [p for p, _ in self.protocols]
-        start = names.index(self.initial.protocol) if self.initial and self.initial.protocol in names else 0
         model_names = [m.name for m in self.models]
         typed = ""
         model_at = 0
@@ -85,7 +85,7 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
             protocol_list = OptionList(
                 *(Option(Text.assemble((name.ljust(width), "bold"), (note, "dim")), id=name)
                   for name, note in self.protocols), id="ap-protocol")
-            protocol_list.highlighted = start
+            protocol_list.highlighted = 0  # always the offline default: ``a`` enter is cheap
             yield protocol_list
             yield Static("Model", classes="ap-label", id="ap-model-label")
             if self.models:

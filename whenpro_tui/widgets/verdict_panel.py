@@ -107,7 +107,10 @@ def render_verdict(trace: Trace, verdicts: list[Attribution], current: int, taxo
     if verdict.confidence is not None:
         out.append("confidence ", style=LABEL)
         out.append(f"{verdict.confidence:.2f}  ")
-    out.append(usage_text(verdict.usage), style=DIM)
+    if verdict.protocol == "heuristic":
+        out.append(f"offline, no model calls · {verdict.usage.seconds:.2f} s", style=DIM)
+    else:
+        out.append(usage_text(verdict.usage), style=DIM)
     for w in verdict.warnings[:WARNINGS_SHOWN]:
         out.append("\n")
         out.append("⚠ " + one_line(w, 200), style="#e5c07b")
