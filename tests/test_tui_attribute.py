@@ -18,6 +18,7 @@ import pytest
 from conftest import SAMPLES, WHOWHEN, screen_text, settle, team_trace
 from tests.support.fixtures import TEST_KEY
 from tests.support.judge_oracle import Oracle, oracle_for
+from tests.support.llm_server import Fault
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.formats import load_trace
@@ -381,3 +382,44 @@ async def test_on_a_real_who_and_when_hand_crafted_trace(whowhen: Path, tmp_path
     saved = sidecar(copy)
     assert [v["protocol"] for v in saved] == ["heuristic", "binary-search"]
     assert saved[1]["usage"]["calls"] <= 9  # ⌈log2 n⌉ + 1 on ~65 candidate steps
+
+
+async def test_each_trace_of_a_file_keeps_its_own_verdicts(tmp_path: Path, llm_env) -> None:
+    path = tmp_path / "three.json"
+    path.write_bytes(orjson.dumps([team_trace(f"team-{i}").model_dump(mode="json") for i in (1, 2, 3)]))
+    llm_env.latency_s = 5.0
+    llm_env.respond_with(oracle_for(team_trace()))
+    app = WhenproApp(f"{path}#2", cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await pick(pilot)  # heuristic on team-2
+        await settle(pilot)
+        assert screen.trace.id == "team-2" and "Verdict" in panel(app)
+        await pick(pilot, downs=2)  # step-by-step, still running when we move on
+        await wait_until(pilot, lambda: steps(app).probe_focus is not None)
+        await pilot.press("]")
+        await settle(pilot)
+        assert screen.trace.id == "team-3"
+        assert any("cancelled (another trace was opened)" in n for n in notes(app))
+        assert panel(app) == "" and steps(app).attributed == frozenset()
+        assert steps(app).probe == frozenset()
+        await pilot.press("[")
+        await settle(pilot)
+        assert screen.trace.id == "team-2" and "heuristic" in panel(app)
+        assert len(screen.verdicts) == 1
+    records = [orjson.loads(line) for line in (tmp_path / "three.json.verdicts.jsonl").read_bytes().splitlines()]
+    assert [(r["key"], r["attribution"]["protocol"]) for r in records] == [("2", "heuristic")]
+
+
+async def test_a_backend_failure_is_a_notification_without_a_verdict(sample_copy: Path, llm_env) -> None:
+    llm_env.fail(Fault.http(401, message="invalid api key"))
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await pick(pilot, downs=1)  # all-at-once
+        await settle(pilot)
+        failed = [n for n in app._notifications if n.title == "Attribution failed"]
+        assert len(failed) == 1 and "401" in failed[0].message and "\n" not in failed[0].message
+        assert all(TEST_KEY not in str(n.message) for n in app._notifications)
+        assert panel(app) == "" and not screen.verdicts and steps(app).probe == frozenset()
+    assert sidecar(sample_copy) == []
