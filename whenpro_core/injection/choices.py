@@ -42,7 +42,7 @@ FIT_HINTS = {
     "V.2": "needs a verifier-like step (its agent or role checks, or it talks of checking)",
 }
 #: Why a mode without an offline mutator is unavailable with the offline generator.
-NO_MUTATOR = "no offline mutator for this mode: type your own text or use an llm"
+NO_MUTATOR = "no offline mutator: type your own text or use an llm"
 
 #: Generator kinds, in the order a chooser shows them: (kind, label).
 GENERATORS = (
@@ -120,7 +120,7 @@ def mode_choices(trace: Trace, index: int, generator: str = "offline",
         elif kind != "offline" or offline:
             reason = None
         elif fm.code in MUTATORS:
-            reason = "does not fit this step: the offline mutator " + FIT_HINTS.get(fm.code, "does not apply")
+            reason = "the offline mutator " + FIT_HINTS.get(fm.code, "does not apply")
         else:
             reason = NO_MUTATOR
         out.append(ModeChoice(fm.code, fm.name, fm.meaning, fm.family, reason is None, reason, offline))
