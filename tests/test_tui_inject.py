@@ -144,11 +144,11 @@ async def test_decisive_r3_injection_end_to_end(tmp_path: Path) -> None:
         cf = screen.cf
         assert cf.steps[4].content.endswith("Checked twice.") and cf.extras["injection"]["generator"] == "offline+edited"
         text = screen_text(app)
-        assert "now fails — decisive" in text and "'11:55' → '11:56'" in text
+        assert "now fails — decisive" in text and "final answer '11:55' → '11:56' (gold '11:55')" in text
         assert "steps 0–3 identical" in text
         rows = screen.query_one(DiffList)
         assert isinstance(rows.items[0], Collapsed) and rows.current.b == 4  # the cursor on the injected step
-        assert "⚑ the injected step" in text and "R.3 at step 4 (solver)" in text
+        assert "⚑ counterfactual: the injected step" in text and "R.3 at step 4 (solver)" in text
         # attribution at once: what the heuristic says about this counterfactual, shown as is
         expected = check_attribution(cf, attribute_heuristic(cf))
         assert expected.text in text and ("✓" in expected.text or "✗" in expected.text)
@@ -408,3 +408,41 @@ async def test_palette_and_help_list_the_injection_actions(tmp_path: Path) -> No
         await pilot.press("o")
         await settle(pilot)
         assert isinstance(app.screen, TraceScreen) and app.screen.trace is screen.cf
+
+
+async def test_missing_seed_and_missing_model_are_explained(tmp_path: Path) -> None:
+    shutil.copy(ARITH / "arith_team-s1__R.3__4.json", tmp_path / "cf.json")  # no seed next to it
+    app = WhenproApp(str(tmp_path / "cf.json"), cursor_blink=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, TraceScreen), "the trace screen")
+        await pilot.press("d")
+        await settle(pilot)
+        assert isinstance(app.screen, TraceScreen)
+        assert any("seed run 'arith_team-s1' not found" in n and "arith_team-s1.json" in n for n in notes(app))
+        # an llm generator without a model or key says what to set, in the dialog
+        dialog = await open_dialog(pilot, "4")
+        await choose(pilot, "#inj-gen", "l")
+        await pilot.press("ctrl+g")
+        await until(pilot, lambda: "Could not generate" in screen_text(app), "the generator error")
+        assert any("needs a model" in n for n in notes(app)) and app.screen is dialog
+
+
+@pytest.mark.real_traces
+async def test_dialog_on_a_real_who_and_when_run(whowhen: Path) -> None:
+    app = WhenproApp(str(whowhen / "Algorithm-Generated" / "1.json"), cursor_blink=False)
+    async with app.run_test(size=(130, 40)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, TraceScreen), "the trace screen")
+        await pilot.press("i")  # step 0 opens the run: nothing before it to replay
+        await settle(pilot)
+        assert any("Cannot inject here: step 0 is the first step" in n for n in notes(app))
+        dialog = await open_dialog(pilot, "2")
+        assert "Inject an error at step 2 · BusinessLogic_Expert" in screen_text(app)
+        # a foreign trace: no builtin executor, the simulate executor by default
+        assert dialog.query_one("#inj-exec").value == "simulate"
+        assert "builtin: only for runs of whenpro's built-in environments" in screen_text(app)
+        await pick_mode(pilot, dialog, "V.2")
+        assert "approves at step 2 without checking" in screen_text(app)
+        assert "Approved." in area(dialog, "content")
+        await pilot.press("ctrl+r")  # simulate needs a model, and none is configured
+        await settle(pilot)
+        assert app.screen is dialog and any("simulate executor needs a model" in n for n in notes(app))

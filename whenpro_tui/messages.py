@@ -88,6 +88,14 @@ class SearchDone(Message):
 
 # ---------------------------------------------------------------- injection (tuiinject)
 
+class ModesChecked(Message):
+    """The failure modes whose offline mutator fits the dialog's step."""
+
+    def __init__(self, applicable: list[str]) -> None:
+        super().__init__()
+        self.applicable = applicable
+
+
 class PreviewReady(Message):
     """The injection dialog's generator produced the new step (``token`` names the
     request, so a superseded preview is ignored)."""

@@ -21,6 +21,7 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from whenpro_core.injection.mutators import MUTATORS, applicable_modes
 from whenpro_core.injection.textedit import is_agent_step
@@ -103,15 +104,20 @@ def injectable_reason(trace: Trace, index: int) -> str | None:
 
 
 def mode_choices(trace: Trace, index: int, generator: str = "offline",
-                 taxonomy: Taxonomy | None = None) -> list[ModeChoice]:
+                 taxonomy: Taxonomy | None = None, *, applicable: Iterable[str] | None = None) -> list[ModeChoice]:
     """Every mode of ``taxonomy`` (default: built-in) as offered at step ``index`` with
     the generator kind ``generator`` (``offline``, ``text`` or ``llm``; a spec such as
     ``llm:openai:gpt-4.1`` counts by its kind). On a step that cannot be replaced
-    (:func:`injectable_reason`) no mode is available."""
+    (:func:`injectable_reason`) no mode is available. ``applicable`` passes the result of
+    :func:`~whenpro_core.injection.mutators.applicable_modes` when it is known already
+    (it scans earlier steps: on a long trace, compute it once, off the UI thread)."""
     tax = taxonomy or Taxonomy.builtin()
     kind = generator.split(":", 1)[0].strip() or "offline"
     blocked = injectable_reason(trace, index)
-    fitting = set(applicable_modes(trace, index)) if blocked is None else set()
+    if blocked is not None:
+        fitting: set[str] = set()
+    else:
+        fitting = set(applicable_modes(trace, index) if applicable is None else applicable)
     out = []
     for fm in tax:
         offline = fm.code in fitting
@@ -138,8 +144,8 @@ def executor_choices(trace: Trace) -> list[ExecutorChoice]:
                           available=env is not None,
                           reason=None if env is not None else
                           "only for runs of whenpro's built-in environments (whenpro run)"),
-           ExecutorChoice("cmd", "cmd: your own framework (JSON lines)", "command"),
-           ExecutorChoice("simulate", "simulate (a model plays the remaining agents)", "model")]
+           ExecutorChoice("cmd", "cmd (your own framework)", "command"),
+           ExecutorChoice("simulate", "simulate (a model plays on)", "model")]
     out += [ExecutorChoice(name, f"plugin {name}", None) for name in plugin_names()]
     return out
 

@@ -24,7 +24,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from whenpro_core.errors import WhenproError
-from whenpro_core.injection.diff import DiffRow, TraceDiff, changed_lines, diff_traces
+from whenpro_core.injection.diff import TraceDiff, changed_lines, diff_traces
 from whenpro_core.injection.provenance import check_attribution, headline, injection_of
 from whenpro_core.injection.verify import Verdict
 from whenpro_core.model import Trace
@@ -127,7 +127,10 @@ class DiffScreen(Screen[None]):
             kind = line.kind
             text = Text(f" {line.text}", style="bold")
             text.append(f"  ·  final answer {_answer(self.original.final_answer)} → {_answer(self.cf.final_answer)}")
-            if v.detail:
+            gold = self.original.task.answer
+            if gold and v.counterfactual_success is not None:
+                text.append(f" (gold {_answer(gold)})")
+            elif v.detail:
                 text.append(f"  ·  {clean(v.detail)}", style="italic")
         banner.set_classes(BANNER_CLASSES.get(kind, "warn"))
         banner.update(text)
@@ -175,8 +178,10 @@ class DiffScreen(Screen[None]):
         a_text = step_as_text(self.original.steps[item.a]) if item.a is not None else ""
         b_text = step_as_text(self.cf.steps[item.b]) if item.b is not None else ""
         only_a, only_b = changed_lines(a_text, b_text) if item.op == "changed" else (set(), set())
-        left.show(_marked(a_text, only_a, OLD_LINE, "(not in the original run)"))
-        right.show(_marked(b_text, only_b, NEW_LINE, "(not in the counterfactual)", item, self.injected))
+        injected = item.b is not None and item.b == self.injected
+        left.show(_marked("original", a_text, only_a, OLD_LINE, "(not in the original run)"))
+        right.show(_marked("⚑ counterfactual: the injected step" if injected else "counterfactual", b_text, only_b,
+                           NEW_LINE, "(not in the counterfactual)", injected))
 
     # ------------------------------------------------------------------ actions
 
@@ -333,14 +338,11 @@ def _answer(text: str | None) -> str:
     return repr(one_line(text, 40)) if text is not None else "none"
 
 
-def _marked(text: str, lines: set[int], style: str, empty: str, item: DiffRow | None = None,
-            injected: int | None = None) -> Text:
-    """``text`` with ``lines`` on a coloured background (the injected step gets a note)."""
+def _marked(title: str, text: str, lines: set[int], style: str, empty: str, injected: bool = False) -> Text:
+    """A ``title`` line, then ``text`` with ``lines`` on a coloured background."""
+    out = Text(title + "\n", style="bold #ffaf5f" if injected else "bold dim")
     if not text:
-        return Text(empty, style="dim italic")
-    out = Text()
-    if item is not None and injected is not None and item.b == injected:
-        out.append("⚑ the injected step\n", style="bold #ffaf5f")
+        return out.append(empty, style="dim italic")
     for i, line in enumerate(text.rstrip("\n").split("\n")):
         out.append(line + "\n", style=style if i in lines else "")
     return out

@@ -32,9 +32,10 @@ from whenpro_core.injection.choices import (GENERATORS, ExecutorChoice, ModeChoi
 from whenpro_core.injection.executors import Executor
 from whenpro_core.injection.generate import (GeneratedStep, InjectionRequest, OfflineGenerator, TextGenerator,
                                              edit_generated, parse_tool_calls, tool_calls_text)
+from whenpro_core.injection.mutators import applicable_modes
 from whenpro_core.model import Trace
 from whenpro_core.textsafe import clean, one_line
-from whenpro_tui.messages import PreviewFailed, PreviewReady
+from whenpro_tui.messages import ModesChecked, PreviewFailed, PreviewReady
 
 
 @dataclass
@@ -84,6 +85,7 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
         self.executors: list[ExecutorChoice] = [e for e in executor_choices(trace) if e.available]
         self.generator = "offline"
         self.mode: str | None = None
+        self.applicable: list[str] | None = None  # offline-fitting modes, once checked
         self.generated: GeneratedStep | None = None
         self.generated_for: tuple[str, str] | None = None  # (mode, generator kind)
         self.seed = 0
@@ -131,27 +133,47 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
 
     def on_mount(self) -> None:
         self.set_class(self.app.size.width < self.NARROW_WIDTH, "narrow")
+        self.query_one("#inj-right").can_focus = False  # tab goes from the modes to the generator
         for area in self.query(TextArea):
             area.cursor_blink = getattr(self.app, "cursor_blink", True)
         for box in self.query(Input):
             box.cursor_blink = getattr(self.app, "cursor_blink", True)
         self._show_executor_arg()
+        self.query_one("#inj-gen-model").display = False
+        modes = self.query_one("#inj-modes", OptionList)
+        modes.set_options([Option(Text("Checking which failure modes fit this step…", style="italic"),
+                                  disabled=True)])
+        modes.focus()
+        self.check_modes()
+
+    @work(thread=True, exclusive=True, group="inject-modes", exit_on_error=False)
+    def check_modes(self) -> None:
+        """Which offline mutators fit the step (scans earlier steps: off the UI thread)."""
+        try:
+            applicable = applicable_modes(self.trace, self.index)
+        except Exception:  # noqa: BLE001 - a mutator bug leaves text and llm available
+            applicable = []
+        self.post_message(ModesChecked(applicable))
+
+    def on_modes_checked(self, message: ModesChecked) -> None:
+        message.stop()
+        self.applicable = message.applicable
         self._fill_modes()
-        self.query_one("#inj-modes", OptionList).focus()
         self._regenerate()
 
     def on_resize(self, event) -> None:
         narrow = self.app.size.width < self.NARROW_WIDTH
         if narrow != self.has_class("narrow"):
             self.set_class(narrow, "narrow")
-            self._fill_modes()
+            if self.applicable is not None:
+                self._fill_modes()
 
     # ------------------------------------------------------------------ modes
 
     def _fill_modes(self) -> None:
         """(Re)build the mode list for the current generator, keeping the chosen mode
         when it is still available."""
-        choices = mode_choices(self.trace, self.index, self.generator)
+        choices = mode_choices(self.trace, self.index, self.generator, applicable=self.applicable)
         options: list[Option | None] = []
         family = None
         for c in choices:
@@ -206,8 +228,9 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
             return
         self.generator = kind
         self.query_one("#inj-gen-model").display = kind == "llm"
-        self._fill_modes()
-        self._regenerate()
+        if self.applicable is not None:
+            self._fill_modes()
+            self._regenerate()
 
     def _regenerate(self) -> None:
         """Make the preview for the current mode and generator: offline at once (a
@@ -230,6 +253,7 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
         else:
             if self.generated_for != (self.mode, "llm"):
                 self.generated = None
+                self._fill_preview(self.original.content, tool_calls_text(self.original.tool_calls))
                 self._set_flaw(Text(f"^g asks the model for a {self.mode} flaw at this step and a rewrite "
                                     "(two calls).", style="italic"))
 

@@ -73,12 +73,24 @@ class ReplayScreen(Screen[None]):
             yield StepDetail(id="rp-detail")
         yield Footer()
 
+    #: Below this terminal width the list sits above the detail pane.
+    NARROW_WIDTH = 110
+
     def on_mount(self) -> None:
+        self.set_class(self.app.size.width < self.NARROW_WIDTH, "narrow")
         self.query_one(ReplayList).start(self.plan.trace.steps[: self.plan.index], self.slots)
         self.query_one(ReplayList).focus()
         self.started = time.monotonic()
         self._status()
+        self._ticker = self.set_interval(0.5, self._status)
         self.run_replay()
+
+    def on_resize(self, event) -> None:
+        self.set_class(event.size.width < self.NARROW_WIDTH, "narrow")
+
+    def on_unmount(self) -> None:
+        # leaving (or quitting) mid-replay stops the executor instead of orphaning it
+        self.cancel_event.set()
 
     # ------------------------------------------------------------------ the worker
 
@@ -108,6 +120,7 @@ class ReplayScreen(Screen[None]):
 
     def on_replay_finished(self, message: ReplayFinished) -> None:
         message.stop()
+        self._ticker.stop()
         steps = self.query_one(ReplayList)
         if message.cancelled:
             self.notify(f"Replay cancelled: the executor was stopped after {steps.new_count} new step(s). "
@@ -136,9 +149,9 @@ class ReplayScreen(Screen[None]):
             text = Text(f"Cancelling: stopping the executor… ({steps.new_count} new step(s) so far)",
                         style="bold #ffaf5f")
         else:
-            injected = "injected step replayed" if len(steps.steps) > steps.prefix_len else "replacing the step"
-            text = Text(f"Running · {steps.prefix_len} recorded step(s) · {injected} · "
-                        f"{steps.new_count} new step(s) · {seconds:.1f} s · esc cancels", style="bold")
+            injected = "⚑ replayed" if len(steps.steps) > steps.prefix_len else "⚑ replacing"
+            text = Text(f"Running · {steps.prefix_len} recorded · {injected} · {steps.new_count} new step(s) · "
+                        f"{seconds:.0f} s · esc cancels", style="bold")
         self.query_one("#rp-status", Static).update(text)
 
     @on(VirtualList.Highlighted, "#rp-steps")

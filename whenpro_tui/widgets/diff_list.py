@@ -113,8 +113,8 @@ class DiffList(VirtualList, inherit_bindings=False):
             return [Segment(" " * max(0, width), base)]
         model = self._row(side, index)
         coord_w = 3
-        agent_w = min(10, max(4, width // 5))
-        kind_w = min(8, max(0, width // 7))
+        agent_w = min(10, max(4, width // 5), max((cell_len(a) for a in self.slots), default=4))
+        kind_w = (11 if width >= 90 else min(8, width // 7)) if width >= 55 else 0
         segs = [Segment(model.coord.rjust(coord_w)[-coord_w:] + " ", (base or Style()) + Style(color="#a0a0a0")),
                 Segment(set_cell_size(model.agent, agent_w) + " ",
                         (base or Style()) + agent_style(self.slots.get(model.agent)))]
