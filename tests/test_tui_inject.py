@@ -22,7 +22,7 @@ from textual import events
 
 from tests.conftest import REPO, SAMPLES, screen_text, settle
 from tests.support.fixtures import TEST_KEY
-from tests.support.inject_model import InjectModel
+from tests.support.inject_model import InjectModel, step_answer
 from tests.support.judge_oracle import Oracle
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.formats import load_trace
@@ -337,6 +337,18 @@ async def test_d_opens_the_diff_of_a_counterfactual(tmp_path: Path) -> None:
         await pilot.press("q")
         await settle(pilot)
         assert isinstance(app.screen, TraceScreen)
+    # a decisive counterfactual dropped by a filter says why
+    leaky = load_trace(str(tmp_path / "arith_team-s1__R.3__4.json"))
+    leaky.extras["injection"]["verdict"].update(revealing=["deliberately"], kept=False)
+    write_trace(leaky, tmp_path / "leaky.json")
+    app = WhenproApp(str(tmp_path / "leaky.json"), cursor_blink=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, TraceScreen), "the trace screen")
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, DiffScreen), "the diff screen")
+        assert "now fails, but not kept: the injected text reveals the construction ('deliberately')" \
+            in screen_text(app)
+        assert app.screen.query_one("#df-banner").has_class("warn")
     # a trace without provenance says what d is for
     app = WhenproApp(str(seed_copy(tmp_path, "arith_team-s0")), cursor_blink=False)
     async with app.run_test() as pilot:
@@ -346,7 +358,7 @@ async def test_d_opens_the_diff_of_a_counterfactual(tmp_path: Path) -> None:
         assert any("no injection provenance" in n for n in notes(app))
 
 
-async def test_llm_generator_and_protocol_through_the_sdk(tmp_path: Path, llm_server, monkeypatch) -> None:
+async def test_llm_generator_simulate_executor_and_protocol_through_the_sdk(tmp_path: Path, llm_server, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
     monkeypatch.setenv("WHENPRO_MODEL", "openai:gpt-4.1")
@@ -366,10 +378,23 @@ async def test_llm_generator_and_protocol_through_the_sdk(tmp_path: Path, llm_se
         assert model.kinds() == ["stage1", "stage2"]
         assert area(dialog, "content") == "Computing total = sessions + breaks + 65 = 80 + 5 + 65."
         assert "Adds a 65-minute lunch" in screen_text(app)
-        llm_server.respond_with(Oracle(agent="solver", step="4", mode="R.3", order=[str(i) for i in range(8)]))
+        # the rest of the run is played by the model too (simulate executor)
+        await choose(pilot, "#inj-exec", "s")
+        assert dialog.query_one("#inj-exec-arg").value == "openai:gpt-4.1"
+        players = InjectModel(
+            turns={"solver": [step_answer("Computing end = clock(09:30 + total) with total = 150.",
+                                          [{"name": "clock_add", "arguments": {"minutes": 150, "start": "09:30"}}])],
+                   "verifier": [step_answer("Checked sessions = 80, breaks = 5 against the task: correct. Approved.")],
+                   "reporter": [step_answer("Final answer: 12:00", final_answer="12:00", ends_run=True)]},
+            tool=lambda calls, prompt: "150" if calls[0]["name"] == "calculator" else "12:00")
+        llm_server.respond_with(players)
         screen = await run_to_diff(pilot)
-        assert screen.cf.extras["injection"]["generator"] == "llm:openai:gpt-4.1"
+        assert [a.agent for a in players.asked if a.kind == "turn"] == ["solver", "verifier", "reporter"]
+        inj = screen.cf.extras["injection"]
+        assert inj["generator"] == "llm:openai:gpt-4.1" and inj["executor"] == "simulate:openai:gpt-4.1"
+        assert screen.cf.steps[4].observation == "150" and screen.cf.steps[5].meta["simulated"] is True
         assert screen.cf.final_answer == "12:00" and "now fails — decisive" in screen_text(app)
+        llm_server.respond_with(Oracle(agent="solver", step="4", mode="R.3", order=[str(i) for i in range(8)]))
         # attribute with an LLM protocol, chosen on the diff screen
         await pilot.press("a")
         await settle(pilot)

@@ -20,8 +20,8 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from whenpro_core.injection.mutators import MUTATORS, applicable_modes
 from whenpro_core.injection.textedit import is_agent_step

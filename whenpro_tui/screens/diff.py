@@ -28,7 +28,7 @@ from whenpro_core.injection.diff import TraceDiff, changed_lines, diff_traces
 from whenpro_core.injection.provenance import check_attribution, headline, injection_of
 from whenpro_core.injection.verify import Verdict
 from whenpro_core.model import Trace
-from whenpro_core.stepview import TextOptions, step_as_text
+from whenpro_core.stepview import step_as_text
 from whenpro_core.textsafe import clean, one_line
 from whenpro_core.traceview import agent_slots
 from whenpro_tui.commands import collect_bindings

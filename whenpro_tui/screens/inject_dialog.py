@@ -287,7 +287,7 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
         except WhenproError as exc:
             self.post_message(PreviewFailed(token, exc.one_line()))
             return
-        except Exception as exc:  # a mutator bug must not crash the dialog
+        except Exception as exc:  # noqa: BLE001 - a mutator bug must not crash the dialog
             self.post_message(PreviewFailed(token, f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(PreviewReady(token, generated))

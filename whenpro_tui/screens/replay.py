@@ -108,7 +108,7 @@ class ReplayScreen(Screen[None]):
         except WhenproError as exc:
             self.post_message(ReplayFinished(None, exc.one_line(), cancel.is_set()))
             return
-        except Exception as exc:  # an executor bug must not crash the UI
+        except Exception as exc:  # noqa: BLE001 - an executor bug must not crash the UI
             self.post_message(ReplayFinished(None, f"{type(exc).__name__}: {exc}", cancel.is_set()))
             return
         self.post_message(ReplayFinished(result, None, cancel.is_set()))

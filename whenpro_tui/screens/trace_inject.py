@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 class Injecting:
     """``i`` (inject at this step) and ``d`` (diff of a counterfactual)."""
 
-    trace: "Trace"
-    steps: "StepList"
+    trace: Trace
+    steps: StepList
 
     def action_inject(self) -> None:
         from whenpro_tui.screens.inject_dialog import InjectDialog, InjectionPlan
@@ -56,13 +56,13 @@ class Injecting:
         self.load_diff_sources(self.trace)
 
     @work(thread=True, exclusive=True, group="diff-seed", exit_on_error=False)
-    def load_diff_sources(self, cf: "Trace") -> None:
+    def load_diff_sources(self, cf: Trace) -> None:
         try:
             seed = load_seed(cf)
         except WhenproError as exc:
             self.post_message(DiffSources(None, cf, exc.one_line()))
             return
-        except Exception as exc:  # an importer bug must not crash the viewer
+        except Exception as exc:  # noqa: BLE001 - an importer bug must not crash the viewer
             self.post_message(DiffSources(None, cf, f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(DiffSources(seed, cf))
