@@ -144,3 +144,92 @@ class VerdictSaved(Message, bubble=False):
         super().__init__()
         self.path = path
         self.error = error
+
+
+# ---------------------------------------------------------------- injection (tuiinject)
+
+class ModesChecked(Message):
+    """The failure modes whose offline mutator fits the dialog's step."""
+
+    def __init__(self, applicable: list[str]) -> None:
+        super().__init__()
+        self.applicable = applicable
+
+
+class PreviewReady(Message):
+    """The injection dialog's generator produced the new step (``token`` names the
+    request, so a superseded preview is ignored)."""
+
+    def __init__(self, token: int, generated: object) -> None:
+        super().__init__()
+        self.token = token
+        self.generated = generated
+
+
+class PreviewFailed(Message):
+    """The generator failed (``error`` is one line)."""
+
+    def __init__(self, token: int, error: str) -> None:
+        super().__init__()
+        self.token = token
+        self.error = error
+
+
+class ReplayStep(Message):
+    """A step of a running replay, as the executor produced it (the replaced step
+    first, then each new step)."""
+
+    def __init__(self, step: object) -> None:
+        super().__init__()
+        self.step = step
+
+
+class ReplayFinished(Message):
+    """A replay ended: ``result`` (an InjectionResult) or ``error`` (one line);
+    ``cancelled`` when the user stopped it."""
+
+    def __init__(self, result: object | None, error: str | None, cancelled: bool) -> None:
+        super().__init__()
+        self.result = result
+        self.error = error
+        self.cancelled = cancelled
+
+
+class DiffSources(Message):
+    """The seed of a counterfactual was loaded for the diff screen (``error`` when not)."""
+
+    def __init__(self, seed: Trace | None, counterfactual: Trace, error: str | None = None) -> None:
+        super().__init__()
+        self.seed = seed
+        self.counterfactual = counterfactual
+        self.error = error
+
+
+class DiffComputed(Message):
+    """The step-aligned diff of the diff screen (a TraceDiff)."""
+
+    def __init__(self, diff: object) -> None:
+        super().__init__()
+        self.diff = diff
+
+
+class CounterfactualAttributed(Message):
+    """An attribution of the counterfactual finished: ``check`` (an AttributionCheck or
+    ``None``), the ``attribution``, or ``error`` (one line)."""
+
+    def __init__(self, protocol: str, check: object | None = None, attribution: object | None = None,
+                 error: str | None = None) -> None:
+        super().__init__()
+        self.protocol = protocol
+        self.check = check
+        self.attribution = attribution
+        self.error = error
+
+
+class CounterfactualSaved(Message):
+    """The counterfactual was written to ``path`` (or ``error``)."""
+
+    def __init__(self, path: str, error: str | None = None) -> None:
+        super().__init__()
+        self.path = path
+        self.error = error

@@ -105,3 +105,18 @@ def diff_traces(a: Trace, b: Trace) -> TraceDiff:
         for j in range(j1 + pairs, j2):
             rows.append(DiffRow("added", None, rest_b[j].index, None, rest_b[j].coord))
     return TraceDiff(prefix, rows, a.final_answer, b.final_answer, a.outcome.value, b.outcome.value)
+
+
+def changed_lines(a: str, b: str) -> tuple[set[int], set[int]]:
+    """Line numbers (0-based) of ``a`` that are not in ``b`` and of ``b`` that are not in
+    ``a``, aligned with :class:`difflib.SequenceMatcher` (to highlight what changed in
+    two versions of a step's text)."""
+    la, lb = a.split("\n"), b.split("\n")
+    only_a: set[int] = set()
+    only_b: set[int] = set()
+    matcher = difflib.SequenceMatcher(None, la, lb, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            only_a.update(range(i1, i2))
+            only_b.update(range(j1, j2))
+    return only_a, only_b

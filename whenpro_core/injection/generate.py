@@ -25,13 +25,14 @@ becomes the ground truth's ``reason``), and ``usage`` for cost accounting.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from whenpro_core.errors import ConfigError
 from whenpro_core.injection.mutators import check_injectable, fresh_step, mutate
-from whenpro_core.model import Step, Trace
+from whenpro_core.model import Step, ToolCall, Trace
 
 
 @dataclass
@@ -97,6 +98,70 @@ class TextGenerator:
         step = check_injectable(request.trace, request.index)
         new = fresh_step(step, content=self.content)
         return GeneratedStep(new, f"Step {step.coord} rewritten by hand ({request.mode}).", self.name)
+
+
+class PreparedGenerator:
+    """Hands back a step generated (and maybe edited) beforehand: the TUI shows a
+    generator's output as an editable preview, then replays exactly what the user saw.
+    ``generate`` raises ConfigError when asked for another step or mode."""
+
+    def __init__(self, generated: GeneratedStep, index: int, mode: str) -> None:
+        self.generated = generated
+        self.index = index
+        self.mode = mode
+        self.name = generated.generator
+
+    def generate(self, request: InjectionRequest) -> GeneratedStep:
+        if request.index != self.index or request.mode.upper() != self.mode.upper():
+            raise ConfigError(f"this step was prepared for step #{self.index} ({self.mode})",
+                              expected=f"step #{request.index} ({request.mode}): generate it again")
+        return self.generated
+
+
+def tool_calls_text(calls: list[ToolCall]) -> str:
+    """A step's tool calls as editable JSON (a list of ``{id, name, arguments}``; ``[]``
+    for none); :func:`parse_tool_calls` reads it back."""
+    return json.dumps([c.model_dump(mode="json", exclude_none=True) for c in calls], indent=2,
+                      ensure_ascii=False, default=str)
+
+
+def parse_tool_calls(text: str) -> list[ToolCall]:
+    """Read tool calls edited as JSON (an empty text means none). Raises ConfigError
+    naming the line and column of a JSON error or the first invalid call."""
+    if not text.strip():
+        return []
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"tool calls are not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                          expected='a JSON list like [{"name": "calculator", "arguments": {...}}]') from None
+    if not isinstance(doc, list):
+        raise ConfigError("tool calls must be a JSON list", json_path="$",
+                          expected='[{"name": ..., "arguments": ...}] or []')
+    calls = []
+    for i, item in enumerate(doc):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"].strip() \
+                or set(item) - {"id", "name", "arguments"}:
+            raise ConfigError("bad tool call", json_path=f"$[{i}]",
+                              expected="an object with a non-empty name, arguments and an optional id")
+        calls.append(ToolCall.model_validate(item))
+    return calls
+
+
+def edit_generated(generated: GeneratedStep, content: str, tool_calls: list[ToolCall] | None = None) -> GeneratedStep:
+    """``generated`` with its step's ``content`` (and ``tool_calls``, when given) replaced
+    by the user's edit. Unchanged input returns ``generated`` itself; an edit of another
+    generator's step is recorded as ``<generator>+edited`` and its description says so
+    (the ``text`` generator's step is the user's own already)."""
+    calls = generated.step.tool_calls if tool_calls is None else tool_calls
+    same_calls = [c.model_dump() for c in calls] == [c.model_dump() for c in generated.step.tool_calls]
+    if content == generated.step.content and same_calls:
+        return generated
+    step = fresh_step(generated.step, content=content, tool_calls=[c.model_copy(deep=True) for c in calls])
+    if generated.generator == "text" or generated.generator.endswith("+edited"):
+        return replace(generated, step=step)
+    return replace(generated, step=step, generator=generated.generator + "+edited",
+                   description=generated.description.rstrip() + " (The step was then edited by hand.)")
 
 
 def get_generator(spec: str, *, model: str | None = None, settings: Any = None,

@@ -249,6 +249,14 @@ class LLMGenerator:
         check_injectable(request.trace, request.index)
         return run_sync(lambda: self._generate(request))
 
+    async def agenerate(self, request: InjectionRequest) -> GeneratedStep:
+        """:meth:`generate` for a running event loop (a TUI's async worker: cancelling
+        the awaiting task stops the model calls). Import the provider's SDK first
+        (:func:`~whenpro_core.injection.llm_io.preload_sdk`, in a thread) so the loop is
+        not blocked by the import."""
+        check_injectable(request.trace, request.index)
+        return await self._generate(request)
+
     async def _ask(self, backend: Any, messages: list[Any], system: str, output: type[BaseModel]):
         from whenpro_core.llm import LLMRequest
 

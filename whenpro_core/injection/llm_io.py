@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from whenpro_core.config import Settings, load_settings
-from whenpro_core.errors import BackendError, ConfigError
+from whenpro_core.errors import BackendError, ConfigError, WhenproError
 from whenpro_core.model import Trace, Usage
 from whenpro_core.textsafe import strip_controls
 
@@ -67,6 +67,23 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
         return asyncio.run(factory())
     with ThreadPoolExecutor(1, thread_name_prefix="whenpro-llm") as pool:
         return pool.submit(lambda: asyncio.run(factory())).result()
+
+
+def preload_sdk(model: str, settings: Settings | None = None) -> None:
+    """Import the SDK that ``model`` (``provider:model``) is called through (``anthropic``
+    takes ~1.8 s, ``openai`` ~0.9 s). Call it from a worker thread before awaiting model
+    calls on a UI's event loop; a name that is not a model is ignored (the call itself
+    reports it)."""
+    import importlib
+
+    from whenpro_core.llm.models import parse_model
+
+    try:
+        spec = parse_model(model, api=(settings or load_settings()).api)
+    except WhenproError:
+        return
+    if spec is not None:
+        importlib.import_module("anthropic" if spec.provider == "anthropic" else "openai")
 
 
 def prompt_budget(backend: Any) -> int:

@@ -30,6 +30,7 @@ from whenpro_tui.messages import SiblingsFound, TraceLoaded, TraceLoadFailed
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.trace_attribute import AttributionMixin
 from whenpro_tui.screens.trace_find import StepFinding
+from whenpro_tui.screens.trace_inject import Injecting
 from whenpro_tui.widgets.palette import AGENT_COLOURS
 from whenpro_tui.widgets.step_detail import LEVELS, DetailOptions, StepDetail
 from whenpro_tui.widgets.step_list import StepList
@@ -40,7 +41,7 @@ from whenpro_tui.widgets.virtual_list import VirtualList
 COPY_LIMIT = 1_000_000
 
 
-class TraceScreen(AttributionMixin, StepFinding, Screen[int | None]):
+class TraceScreen(AttributionMixin, Injecting, StepFinding, Screen[int | None]):
     """One trace (see module docstring). Dismisses with its position among its
     siblings, so the library can follow."""
 
@@ -67,7 +68,7 @@ class TraceScreen(AttributionMixin, StepFinding, Screen[int | None]):
         Binding("enter", "expand", "Show more", show=False),
         Binding("O", "collapse", "Fold content", show=False),
         Binding("r", "toggle_raw", "Raw/rendered", show=False),
-        Binding("i", "toggle_task", "Task in full", show=False),
+        Binding("w", "toggle_task", "Task in full", show=False),
         Binding("J", "scroll_detail(1)", "Scroll detail down", show=False),
         Binding("K", "scroll_detail(-1)", "Scroll detail up", show=False),
         Binding("e", "edit", "Open in $EDITOR", show=False),
@@ -75,6 +76,9 @@ class TraceScreen(AttributionMixin, StepFinding, Screen[int | None]):
         Binding("<", "resize(-5)", "Narrower list", show=False, key_display="<"),
         Binding(">", "resize(5)", "Wider list", show=False, key_display=">"),
         Binding("z", "zoom", "Zoom detail", show=False),
+        # injection (tuiinject): inject at this step, diff a counterfactual with its seed
+        Binding("i", "inject", "Inject"),
+        Binding("d", "diff", "Diff with seed", show=False),
         Binding("?", "help", "Help", key_display="?"),
         # attribution (tuiattr): esc cancels a running attribution, else falls through to back
         Binding("a", "attribute", "Attribute"),

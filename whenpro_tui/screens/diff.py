@@ -1,0 +1,348 @@
+"""The step-aligned diff screen: the seed run and its counterfactual side by side
+(:func:`whenpro_core.injection.diff.diff_traces`, computed in a thread worker), the shared
+prefix collapsed, the injected step highlighted, an outcome banner
+(:func:`whenpro_core.injection.provenance.headline`), the selected row's two steps with the
+changed lines marked, saving (atomic; an existing file is overwritten only after a yes),
+and attribution of the counterfactual at once (the offline heuristic on opening, any
+protocol on ``a``; :func:`whenpro_core.attribution.run.attribute` in an async worker)
+with whether it finds the injected step.
+
+Opened after a replay, or by ``d`` on a counterfactual that has injection provenance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from whenpro_core.errors import WhenproError
+from whenpro_core.injection.diff import TraceDiff, changed_lines, diff_traces
+from whenpro_core.injection.provenance import check_attribution, headline, injection_of
+from whenpro_core.injection.verify import Verdict
+from whenpro_core.model import Trace
+from whenpro_core.stepview import step_as_text
+from whenpro_core.textsafe import clean, one_line
+from whenpro_core.traceview import agent_slots
+from whenpro_tui.commands import collect_bindings
+from whenpro_tui.messages import CounterfactualAttributed, CounterfactualSaved, DiffComputed
+from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.widgets.diff_list import Collapsed, DiffList
+from whenpro_tui.widgets.palette import AGENT_COLOURS
+from whenpro_tui.widgets.step_detail import StepBody
+from whenpro_tui.widgets.virtual_list import VirtualList
+
+BANNER_CLASSES = {"decisive": "bad", "not_kept": "warn", "succeeds": "good", "seed_failed": "warn",
+                  "unknown": "warn"}
+OLD_LINE = "on #4a1f1f"
+NEW_LINE = "on #1f4a2a"
+
+
+class DiffScreen(Screen[None]):
+    """See the module docstring. ``original`` is the seed run, ``counterfactual`` the
+    injected run, ``verdict`` its verification (``None``: read from its provenance)."""
+
+    BINDINGS = [
+        Binding("j,down", "row(1)", "Next row", show=False),
+        Binding("k,up", "row(-1)", "Previous row", show=False),
+        Binding("g,home", "first", "First row", show=False),
+        Binding("G,end", "last", "Last row", show=False),
+        Binding("enter,space", "toggle_prefix", "Expand identical steps", show=False),
+        Binding("s", "save", "Save"),
+        Binding("a", "attribute", "Attribute"),
+        Binding("o", "open_counterfactual", "Open counterfactual"),
+        Binding("J", "scroll_detail(1)", "Scroll steps down", show=False),
+        Binding("K", "scroll_detail(-1)", "Scroll steps up", show=False),
+        Binding("?", "help", "Help", key_display="?"),
+        Binding("q,escape", "back", "Back"),
+    ]
+
+    def __init__(self, original: Trace, counterfactual: Trace, verdict: Verdict | None = None, *,
+                 slots: dict[str, int] | None = None) -> None:
+        super().__init__()
+        self.original = original
+        self.cf = counterfactual
+        self.verdict = verdict
+        self.inj = injection_of(counterfactual) or {}
+        self.injected = self.inj.get("step_index") if isinstance(self.inj.get("step_index"), int) else None
+        ids = [a.id for a in counterfactual.agents] or sorted({s.agent for s in counterfactual.steps})
+        self.slots = slots or agent_slots(ids, len(AGENT_COLOURS))
+        self.diff: TraceDiff | None = None
+        self.saved: str | None = counterfactual.source.path
+        self.attribution_text = Text("attributing with the offline heuristic…", style="italic")
+
+    # ------------------------------------------------------------------ layout
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="df-banner", markup=False)
+        yield Static(id="df-inject", markup=False)
+        yield Static(id="df-attr", markup=False)
+        with Horizontal(id="df-heads"):
+            yield Static(id="df-head-a", markup=False)
+            yield Static(id="df-head-b", markup=False)
+        yield DiffList(id="df-rows")
+        with Horizontal(id="df-detail"):
+            with Vertical(id="df-a-pane"):
+                yield StepBody(id="df-a")
+            with Vertical(id="df-b-pane"):
+                yield StepBody(id="df-b")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._banner()
+        self._heads()
+        self._attr_line()
+        self.query_one(DiffList).focus()
+        self.compute_diff()
+        self.attribute_counterfactual("heuristic", "")
+
+    @work(thread=True, exclusive=True, group="diff", exit_on_error=False)
+    def compute_diff(self) -> None:
+        self.post_message(DiffComputed(diff_traces(self.original, self.cf)))
+
+    def on_diff_computed(self, message: DiffComputed) -> None:
+        message.stop()
+        self.diff = message.diff  # type: ignore[assignment]
+        assert self.diff is not None
+        self.query_one(DiffList).show(self.original, self.cf, self.diff, self.injected, self.slots)
+        self._heads()
+
+    # ------------------------------------------------------------------ banner and heads
+
+    def _banner(self) -> None:
+        banner = self.query_one("#df-banner", Static)
+        v = self.verdict
+        if v is None:
+            text = Text(f" outcome {self.cf.outcome.value} (no verification recorded)", style="bold")
+            kind = "unknown"
+        else:
+            line = headline(v)
+            kind = line.kind
+            text = Text(f" {line.text}", style="bold")
+            text.append(f"  ·  final answer {_answer(self.original.final_answer)} → {_answer(self.cf.final_answer)}")
+            gold = self.original.task.answer
+            if gold and v.counterfactual_success is not None:
+                text.append(f" (gold {_answer(gold)})")
+            elif v.detail:
+                text.append(f"  ·  {clean(v.detail)}", style="italic")
+        banner.set_classes(BANNER_CLASSES.get(kind, "warn"))
+        banner.update(text)
+        inj = self.inj
+        line = Text()
+        if inj:
+            line.append(f"{clean(str(inj.get('mode')))} at step {clean(str(inj.get('step')))} "
+                        f"({clean(str(inj.get('agent')))})", style="bold #ffaf5f")
+            line.append(f" · {clean(str(inj.get('generator')))} · {clean(one_line(str(inj.get('executor')), 50))}: ",
+                        style="dim")
+            line.append(clean(one_line(str(inj.get("description") or ""), 300)))
+        else:
+            line.append("No injection provenance: a plain step-aligned diff.", style="italic")
+        self.query_one("#df-inject", Static).update(line)
+
+    def _heads(self) -> None:
+        def head(title: str, trace: Trace) -> Text:
+            text = Text(f"{title} ", style="bold")
+            text.append(clean(one_line(trace.id, 60)))
+            text.append(f" · {trace.outcome.value} · {len(trace.steps)} steps", style="dim")
+            return text
+
+        b = head("counterfactual", self.cf)
+        b.append(f" · saved: {clean(self.saved)}" if self.saved else " · not saved (s)", style="dim italic")
+        self.query_one("#df-head-a", Static).update(head("original", self.original))
+        self.query_one("#df-head-b", Static).update(b)
+
+    def _attr_line(self) -> None:
+        self.query_one("#df-attr", Static).update(self.attribution_text)
+
+    # ------------------------------------------------------------------ detail
+
+    @on(VirtualList.Highlighted, "#df-rows")
+    def _row_highlighted(self, event: VirtualList.Highlighted) -> None:
+        item = self.query_one(DiffList).current
+        left, right = self.query_one("#df-a", StepBody), self.query_one("#df-b", StepBody)
+        if item is None:
+            return
+        if isinstance(item, Collapsed):
+            note = Text(f"The first {item.count} steps are the same in both runs: the replay reproduced "
+                        "them from the record (enter shows them).", style="italic")
+            left.show(note)
+            right.show(note)
+            return
+        a_text = step_as_text(self.original.steps[item.a]) if item.a is not None else ""
+        b_text = step_as_text(self.cf.steps[item.b]) if item.b is not None else ""
+        only_a, only_b = changed_lines(a_text, b_text) if item.op == "changed" else (set(), set())
+        injected = item.b is not None and item.b == self.injected
+        left.show(_marked("original", a_text, only_a, OLD_LINE, "(not in the original run)"))
+        right.show(_marked("⚑ counterfactual: the injected step" if injected else "counterfactual", b_text, only_b,
+                           NEW_LINE, "(not in the counterfactual)", injected))
+
+    # ------------------------------------------------------------------ actions
+
+    def action_row(self, delta: int) -> None:
+        rows = self.query_one(DiffList)
+        rows.move_cursor(rows.cursor + delta)
+
+    def action_first(self) -> None:
+        self.query_one(DiffList).move_cursor(0)
+
+    def action_last(self) -> None:
+        rows = self.query_one(DiffList)
+        rows.move_cursor(rows.row_count - 1)
+
+    def action_toggle_prefix(self) -> None:
+        if self.diff is None or not self.diff.shared_prefix:
+            self.notify("No identical steps to expand.")
+            return
+        self.query_one(DiffList).toggle_prefix()
+
+    def action_scroll_detail(self, direction: int) -> None:
+        for body in self.query(StepBody):
+            body.scroll_relative(y=direction * max(1, body.size.height // 2), animate=False)
+
+    def action_open_counterfactual(self) -> None:
+        from whenpro_tui.screens.trace import TraceScreen
+
+        self.app.push_screen(TraceScreen(self.cf))
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen("Diff screen keys", collect_bindings(self), markers=False))
+
+    def action_back(self) -> None:
+        self.dismiss(None)
+
+    # ------------------------------------------------------------------ attribution
+
+    def action_attribute(self) -> None:
+        from whenpro_tui.screens.attribute_choice import AttributeChoice
+        from whenpro_tui.screens.inject_dialog import configured_model
+
+        def chosen(choice: tuple[str, str] | None) -> None:
+            if choice is not None:
+                self.attribute_counterfactual(*choice)
+
+        self.app.push_screen(AttributeChoice("heuristic", configured_model()), chosen)
+
+    @work(exclusive=True, group="diff-attribute", exit_on_error=False)
+    async def attribute_counterfactual(self, protocol: str, model: str) -> None:
+        """Attribute the counterfactual with ``protocol`` (``model`` for LLM protocols) and
+        check whether it names the injected step."""
+        from whenpro_core.attribution.run import attribute
+
+        self.attribution_text = Text(f"attributing with {protocol}{' (' + model + ')' if model else ''}…",
+                                     style="italic")
+        self._attr_line()
+        judge = None
+        try:
+            if protocol != "heuristic":
+                from whenpro_core.attribution.llm_judge import make_judge
+                from whenpro_core.injection.llm_io import preload_sdk
+
+                await asyncio.to_thread(preload_sdk, model)
+                judge = await asyncio.to_thread(make_judge, model)
+            result = await attribute(self.cf, protocol, judge=judge)
+        except WhenproError as exc:
+            self.post_message(CounterfactualAttributed(protocol, error=exc.one_line()))
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - shown, never a crash
+            self.post_message(CounterfactualAttributed(protocol, error=f"{type(exc).__name__}: {exc}"))
+            return
+        finally:
+            if judge is not None:
+                await judge.aclose()
+        self.post_message(CounterfactualAttributed(protocol, check_attribution(self.cf, result), result))
+
+    def on_counterfactual_attributed(self, message: CounterfactualAttributed) -> None:
+        message.stop()
+        if message.error is not None:
+            self.attribution_text = Text(f"{message.protocol} failed: {clean(message.error)}", style="#ff5f5f")
+            self.notify(clean(message.error), title="Attribution", severity="error", timeout=10)
+        elif message.check is None:
+            att = message.attribution
+            self.attribution_text = Text(f"{message.protocol} named step {getattr(att, 'step', '?')} "
+                                         "(no injected step to compare with)")
+        else:
+            check = message.check
+            self.attribution_text = Text(clean(check.text), style="bold #5fd787" if check.found else "bold #ff8787")
+            if self.verdict is not None and self.verdict.counterfactual_success:
+                self.attribution_text.append("  (the run still succeeds: there is no decisive error to find)",
+                                             style="dim")
+            self.attribution_text.append("   a: another protocol", style="dim")
+        self._attr_line()
+
+    # ------------------------------------------------------------------ save
+
+    def default_path(self) -> Path:
+        """Next to the seed, named after the counterfactual (as ``whenpro inject``)."""
+        from whenpro_core.injection.inject import default_output
+
+        return default_output(self.original, self.cf.id)
+
+    def action_save(self) -> None:
+        from whenpro_tui.screens.confirm import ConfirmScreen
+        from whenpro_tui.screens.prompt import PromptScreen
+
+        def confirmed(path: Path, yes: bool | None) -> None:
+            if yes:
+                self.save_counterfactual(str(path))
+            else:
+                self.notify("Not saved.")
+
+        def chosen(text: str | None) -> None:
+            if not text or not text.strip():
+                return
+            path = Path(text.strip()).expanduser()
+            if path.is_dir():
+                self.notify(f"{clean(str(path))} is a folder: give a file name.", severity="warning")
+                return
+            if path.exists():
+                self.app.push_screen(ConfirmScreen(f"{clean(str(path))} exists. Overwrite it?", yes="Overwrite"),
+                                     lambda yes: confirmed(path, yes))
+                return
+            self.save_counterfactual(str(path))
+
+        self.app.push_screen(PromptScreen("Save to", value=str(self.default_path()), input_id="save-input"), chosen)
+
+    @work(thread=True, exclusive=True, group="diff-save", exit_on_error=False)
+    def save_counterfactual(self, path: str) -> None:
+        from whenpro_core.formats.native import write_trace
+
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            write_trace(self.cf, path)
+        except (OSError, WhenproError) as exc:
+            error = exc.one_line() if isinstance(exc, WhenproError) else f"{exc.strerror or exc}"
+            self.post_message(CounterfactualSaved(path, error))
+            return
+        self.post_message(CounterfactualSaved(path))
+
+    def on_counterfactual_saved(self, message: CounterfactualSaved) -> None:
+        message.stop()
+        if message.error is not None:
+            self.notify(f"Could not save {clean(message.path)}: {clean(message.error)}", severity="error", timeout=10)
+            return
+        self.saved = message.path
+        self._heads()
+        self.notify(f"Saved the counterfactual to {clean(message.path)}", title="Saved")
+
+
+def _answer(text: str | None) -> str:
+    return repr(one_line(text, 40)) if text is not None else "none"
+
+
+def _marked(title: str, text: str, lines: set[int], style: str, empty: str, injected: bool = False) -> Text:
+    """A ``title`` line, then ``text`` with ``lines`` on a coloured background."""
+    out = Text(title + "\n", style="bold #ffaf5f" if injected else "bold dim")
+    if not text:
+        return out.append(empty, style="dim italic")
+    for i, line in enumerate(text.rstrip("\n").split("\n")):
+        out.append(line + "\n", style=style if i in lines else "")
+    return out
