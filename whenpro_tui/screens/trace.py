@@ -29,6 +29,7 @@ from whenpro_tui.editor import open_in_editor
 from whenpro_tui.messages import SiblingsFound, TraceLoaded, TraceLoadFailed
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.trace_find import StepFinding
+from whenpro_tui.screens.trace_media import MediaViewing
 from whenpro_tui.widgets.palette import AGENT_COLOURS
 from whenpro_tui.widgets.step_detail import LEVELS, DetailOptions, StepDetail
 from whenpro_tui.widgets.step_list import StepList
@@ -39,7 +40,7 @@ from whenpro_tui.widgets.virtual_list import VirtualList
 COPY_LIMIT = 1_000_000
 
 
-class TraceScreen(StepFinding, Screen[int | None]):
+class TraceScreen(MediaViewing, StepFinding, Screen[int | None]):
     """One trace (see module docstring). Dismisses with its position among its
     siblings, so the library can follow."""
 
@@ -74,6 +75,9 @@ class TraceScreen(StepFinding, Screen[int | None]):
         Binding("<", "resize(-5)", "Narrower list", show=False, key_display="<"),
         Binding(">", "resize(5)", "Wider list", show=False, key_display=">"),
         Binding("z", "zoom", "Zoom detail", show=False),
+        # tuimedia: images full size, keyframe strip
+        Binding("m", "open_media", "Media full size", show=False),
+        Binding("M", "focus_media", "Keyframe strip", show=False),
         Binding("?", "help", "Help", key_display="?"),
         Binding("q,escape", "back", "Back"),
     ]
@@ -173,6 +177,7 @@ class TraceScreen(StepFinding, Screen[int | None]):
     def _show_current(self) -> None:
         idx = self.steps.step_index
         detail = self.query_one(StepDetail)
+        self.show_media(idx)  # tuimedia
         if idx is None:
             detail.show_empty("No step to show." if not self.trace.steps
                               else "Every step is filtered out (F clears the filter).")
