@@ -22,7 +22,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
-from whenpro_core.media.preview import FULL_MAX_SIDE, load_image
+from whenpro_core.media.preview import FULL_MAX_SIDE, jpeg_size, load_image
 from whenpro_core.media.preview import error_line as media_error_line
 from whenpro_core.model import Trace
 from whenpro_tui import imaging
@@ -125,8 +125,9 @@ class MediaModal(ModalScreen[None]):
         worker = get_current_worker()
         try:
             if entry.jpeg is not None:
+                width, height = jpeg_size(entry.jpeg)
                 image = imaging.pil_from_jpeg(entry.jpeg, max_side)
-                detail = entry.detail
+                detail = f"{width}×{height}"
             else:
                 preview = load_image(entry.ref, self.trace, max_side=max_side, thumbnail=False,
                                      cancelled=lambda: worker.is_cancelled)

@@ -177,10 +177,10 @@ class TraceScreen(MediaViewing, StepFinding, Screen[int | None]):
     def _show_current(self) -> None:
         idx = self.steps.step_index
         detail = self.query_one(StepDetail)
-        self.show_media(idx)  # tuimedia
         if idx is None:
             detail.show_empty("No step to show." if not self.trace.steps
                               else "Every step is filtered out (F clears the filter).")
+            self.show_media(None)  # tuimedia
             self._update_status()
             return
         step = self.trace.steps[idx]
@@ -189,6 +189,7 @@ class TraceScreen(MediaViewing, StepFinding, Screen[int | None]):
         detail.show_step(step, row, DetailOptions(
             show_labels=self.show_labels, raw=self.raw, level=self.levels.get(idx, 0),
             query=query, agent_slot=self.slots.get(row.agent)))
+        self.show_media(idx)  # tuimedia
         self._update_status()
 
     def _update_status(self) -> None:

@@ -77,12 +77,17 @@ class MediaViewing:
         return self._thumbs
 
     def _thumb_rows(self, sections: int = 1) -> int:
-        """Thumbnail height in cells for the detail pane's height: large in a tall pane,
-        three rows at least."""
+        """Thumbnail height in cells: what the detail pane has left after the title and
+        the step's text (which keeps at least a third of the pane when long), within
+        the panel's cap (3/4 of the pane), shared by the ``sections`` strips; 3 to 10
+        rows."""
         from whenpro_tui.widgets.step_detail import StepDetail
 
-        height = self.query_one(StepDetail).size.height or self.app.size.height // 2  # type: ignore[attr-defined]
-        return max(3, min(8, (height - 8) // max(1, sections) - 3))
+        detail = self.query_one(StepDetail)  # type: ignore[attr-defined]
+        height = detail.size.height or self.app.size.height // 2  # type: ignore[attr-defined]
+        body = min(detail.body.line_count, max(4, height // 3))
+        free = min(height - body - 1, height * 3 // 4) - 1  # title; panel cap, top border
+        return max(3, min(10, free // max(1, sections) - 4))  # heading, caption, scrollbar
 
     def _cancel_media(self, group: str) -> None:
         self.app.workers.cancel_group(self, group)  # type: ignore[attr-defined]
@@ -157,7 +162,7 @@ class MediaViewing:
         head = Text("▶ ", style="bold magenta")
         if media.videos:
             video = media.videos[0]
-            head.append(f"Keyframes of {video.label}", style="bold")
+            head.append(video.label, style="bold")
             if len(media.videos) > 1:
                 head.append(f" (+{len(media.videos) - 1} more video)")
             head.append(f" {status or '· decoding…'}")
@@ -265,8 +270,8 @@ class MediaViewing:
                          f"frame {kf.frame:,}" + (" · scene cut" if kf.cut else ""))
                    for kf, jpeg, thumb in zip(result.keyframes, result.images, message.thumbs)]
         cuts = sum(1 for kf in result.keyframes if kf.cut)
-        status = (f"· {len(entries)} ({cuts} cut{'s' if cuts != 1 else ''} ✂) of "
-                  f"{result.scan.frames:,} frames · {format_time(result.scan.duration_s)}")
+        status = (f"· {len(entries)} keyframes ({cuts} cut{'s' if cuts != 1 else ''} ✂) · "
+                  f"{result.scan.frames:,} frames, {format_time(result.scan.duration_s)}")
         if result.cache_hit:
             status += " · cached"
         panel.set_section("frames", trace_frames + entries, self._frames_head(media, status),

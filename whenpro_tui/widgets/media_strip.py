@@ -79,8 +79,6 @@ class Tile(Vertical):
     Tile.-msg > .t-img { display: none; }
     Tile.-msg > .t-msg { display: block; }
     Tile.-error > .t-msg { color: $error; }
-    Tile.-cursor > .t-cap { background: $accent 40%; }
-    ThumbStrip:focus Tile.-cursor > .t-cap { background: $accent; color: $text; }
     """
 
     def __init__(self, slot: int, mode: str) -> None:
@@ -138,8 +136,11 @@ class ThumbStrip(HorizontalScroll, can_focus=True):
         Binding("escape", "leave", "Back to the steps", show=False),
     ]
     DEFAULT_CSS = """
-    ThumbStrip { height: auto; scrollbar-size-horizontal: 1; overflow-y: hidden; }
-    ThumbStrip:focus { background: $boost; }
+    ThumbStrip {
+        height: auto; scrollbar-size-horizontal: 1; overflow-y: hidden;
+        &:focus { background: $boost; }
+        &:focus Tile.-cursor > .t-cap { background: $accent; color: $text; }
+    }
     """
 
     cursor: reactive[int] = reactive(0, init=False)
