@@ -7,17 +7,22 @@ imported**, and reads the cell size in pixels then too; once Textual runs it own
 stdin and those queries cannot be answered (CRAFT, "Images"). So :func:`prepare` is
 called by :func:`whenpro_tui.app.run` before ``App.run()``. Under ``textual serve``
 (``$TEXTUAL_DRIVER`` names the web driver) the browser understands neither Kitty
-graphics nor Sixel: half-cell blocks are forced. An app built without :func:`prepare`
-(tests) resolves ``auto`` to half-cell and never queries the terminal; tests fix the
-cell size with :func:`fix_cell_size`.
+graphics nor Sixel: half-cell blocks are forced. Only ``auto`` pays for the renderer
+queries (about 0.2 s when the terminal answers neither); a named renderer reads just
+the cell size. An app built without :func:`prepare` (tests) resolves ``auto`` to
+half-cell and never queries the terminal; tests fix the cell size with
+:func:`fix_cell_size`.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import os
+import sys
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -29,6 +34,7 @@ MODES = ("auto", "kitty", "sixel", "halfcell", "off")
 RENDERERS = ("kitty", "sixel", "halfcell")
 
 _prepared: dict[str, str] = {}
+log = logging.getLogger("whenpro.tui")
 
 
 def on_web() -> bool:
@@ -48,7 +54,10 @@ def cell_size() -> tuple[int, int]:
     """The terminal cell size in pixels ``(width, height)`` textual-image uses."""
     from textual_image._terminal import get_cell_size
 
-    size = get_cell_size()
+    try:
+        size = get_cell_size()
+    except Exception:  # stdout closed: textual-image's own default
+        return 10, 20
     return size.width, size.height
 
 
@@ -65,20 +74,23 @@ def prepare(requested: str) -> str:
         return _prepared[requested]
     if on_web():
         mode = "halfcell"
+    elif requested in RENDERERS:
+        cell_size()  # the real cell size (ioctl), while the terminal can still answer
+        _import_widgets()  # no renderer queries: the renderer is named
+        mode = requested
     else:
         import textual_image.widget  # noqa: F401  (queries the terminal: renderer, cell size)
         from textual_image.renderable import Image as Auto
         from textual_image.renderable import SixelImage, TGPImage
 
-        if requested in RENDERERS:
-            mode = requested
-        elif Auto is SixelImage:
+        if Auto is SixelImage:
             mode = "sixel"
         elif Auto is TGPImage:
             mode = "kitty"
         else:
             mode = "halfcell"
     _prepared[requested] = mode
+    log.info("images: --images %s -> %s renderer", requested, mode)
     return mode
 
 
@@ -96,8 +108,37 @@ def resolve(requested: str) -> str:
     return requested if requested in RENDERERS else "halfcell"
 
 
+@contextmanager
+def _no_terminal_queries() -> Iterator[None]:
+    """While importing textual-image, make ``sys.__stdout__`` look like no terminal, so
+    its import-time queries (which read stdin, with 0.1 s timeouts each) are skipped."""
+    real = sys.__stdout__
+
+    class _NotATerminal:
+        def isatty(self) -> bool:
+            return False
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+    sys.__stdout__ = _NotATerminal()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.__stdout__ = real  # type: ignore[misc]
+
+
+def _import_widgets() -> None:
+    """Import textual-image's widgets without querying the terminal (a named renderer,
+    or an app already running: Textual owns stdin then)."""
+    if "textual_image.widget" not in sys.modules:
+        with _no_terminal_queries():
+            import textual_image.widget  # noqa: F401
+
+
 def image_widget(mode: str, *, classes: str | None = None, id: str | None = None) -> "Widget":
     """A textual-image widget (no image yet) for renderer ``mode``."""
+    _import_widgets()
     from textual_image.widget import HalfcellImage, SixelImage, TGPImage
 
     cls: Any = {"kitty": TGPImage, "sixel": SixelImage}.get(mode, HalfcellImage)

@@ -275,7 +275,7 @@ class MediaViewing:
         if result.cache_hit:
             status += " · cached"
         panel.set_section("frames", trace_frames + entries, self._frames_head(media, status),
-                       strip.rows)
+                          self._thumb_rows(1 + int(bool(panel.strip("images").entries))))
         panel.show_errors(result.scan.warnings)
 
     # ------------------------------------------------------------------ keys
@@ -284,8 +284,17 @@ class MediaViewing:
         focused = self.app.focused  # type: ignore[attr-defined]
         return focused if isinstance(focused, ThumbStrip) else None
 
+    def _catch_up(self) -> None:
+        """Show the step under the cursor now if a burst of keys left it pending (``m``
+        or ``M`` typed right after ``j``)."""
+        from whenpro_tui.widgets.step_detail import StepDetail
+
+        if self.query_one(StepDetail).shown_index != self.steps.step_index:  # type: ignore[attr-defined]
+            self._show_current()  # type: ignore[attr-defined]
+
     def action_open_media(self) -> None:
         """``m``: the step's images and frames full size."""
+        self._catch_up()
         panel = self.media_panel()
         if panel is None:
             self.notify("Images are off (--images off).", severity="warning")  # type: ignore[attr-defined]
@@ -302,10 +311,11 @@ class MediaViewing:
 
     def action_focus_media(self) -> None:
         """``M``: focus the keyframe strip (else the image strip)."""
+        self._catch_up()
         panel = self.media_panel()
         for name in ("frames", "images"):
             if panel is not None and panel.display and panel.strip(name).shown:
-                panel.strip(name).focus()
+                self.set_focus(panel.strip(name))  # type: ignore[attr-defined]  # now: keys may follow at once
                 return
         self.notify("This step has no frames or images." if panel is not None  # type: ignore[attr-defined]
                     else "Images are off (--images off).")

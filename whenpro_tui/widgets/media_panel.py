@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from whenpro_tui.widgets.media_strip import Entry, ThumbStrip
+from whenpro_tui.widgets.media_strip import Entry, ThumbStrip, fit_rows
 
 #: Tiles per strip; more items are reachable in the full-size modal.
 POOL = 12
@@ -80,7 +80,7 @@ class MediaPanel(Vertical):
     def set_section(self, name: str, entries: list[Entry], head: Text | None, rows: int) -> None:
         """Show section ``name`` (``images`` or ``frames``) with ``entries`` under ``head``."""
         strip = self.strip(name)
-        strip.set_entries(entries, rows)
+        strip.set_entries(entries, self._fit(rows, entries))
         strip.display = bool(entries)
         head_widget = self.query_one(f"#mp-{name}-head", Static)
         if head is not None:
@@ -104,4 +104,9 @@ class MediaPanel(Vertical):
     def set_rows(self, rows: int) -> None:
         """Thumbnail height in cells, for both strips."""
         for name in ("images", "frames"):
-            self.strip(name).set_rows(rows)
+            strip = self.strip(name)
+            strip.set_rows(self._fit(rows, strip.entries))
+
+    def _fit(self, rows: int, entries: list[Entry]) -> int:
+        width = (self.parent.size.width if self.parent is not None else 0) - 2
+        return fit_rows(rows, entries, width, self.mode)
