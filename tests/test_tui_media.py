@@ -121,7 +121,7 @@ async def test_sample_bar_chart_image_with_label_and_size() -> None:
 async def test_modal_opens_moves_and_closes() -> None:
     trace = real_path("who-when-pro-samples", "data", "traces", "mmsearch_car.json")
     app = make_app(trace)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(100, 30)) as pilot:
         await go_to(pilot, 2)
         await pilot.press("m")
         await settle(pilot)
@@ -217,7 +217,7 @@ async def test_bad_images_show_error_lines(tmp_path: Path) -> None:
 
 async def test_keyframe_strip_of_the_sample_video_has_its_cuts() -> None:
     app = make_app(SAMPLES / "video_scene_qa" / "trace.json")
-    async with app.run_test(size=(140, 45)) as pilot:
+    async with app.run_test(size=(120, 36)) as pilot:
         await go_to(pilot, 1)  # the user step presents the task video
         labels = [label for label, _ in captions(app, "frames")]
         assert len(labels) == 8
@@ -249,7 +249,7 @@ async def test_keyframe_strip_of_the_sample_video_has_its_cuts() -> None:
 async def test_frames_referenced_by_a_real_video_trace() -> None:
     trace = real_path("who-when-pro-samples", "data", "traces", "lvbench_camel.json")
     app = make_app(trace)
-    async with app.run_test(size=(140, 45)) as pilot:
+    async with app.run_test(size=(120, 36)) as pilot:
         await go_to(pilot, 3)
         frames = captions(app, "frames")
         assert [label for label, _ in frames] == [
@@ -347,7 +347,7 @@ async def test_jsonl_release_lists_lazily_and_opens_a_row() -> None:
 async def test_sample_folder_library_opens_image_and_video_traces() -> None:
     folder = real_path("who-when-pro-samples")
     app = make_app(folder)
-    async with app.run_test(size=(140, 40)) as pilot:
+    async with app.run_test(size=(120, 32)) as pilot:
         await settle(pilot)
         library = app.screen
         assert isinstance(library, LibraryScreen)
@@ -368,3 +368,33 @@ async def test_sample_folder_library_opens_image_and_video_traces() -> None:
         assert screen is not app.screen
         assert len(panel(app).strip("frames").entries) == 10
         assert panel(app).strip("frames").entries[9].image is not None
+
+
+# ----------------------------------------------------------------------------- renderers
+
+@pytest.mark.parametrize("mode, widget", [("sixel", "SixelImage"), ("kitty", "TGPImage"),
+                                          ("halfcell", "HalfcellImage")])
+async def test_named_renderers_show_thumbnails(mode: str, widget: str) -> None:
+    import textual_image.widget as widgets
+
+    cls = getattr(widgets, widget)
+    app = make_app(SAMPLES / "bar_chart" / "trace.json", images=mode)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await go_to(pilot, 0)
+        tile = panel(app).strip("images").query_one(Tile)
+        image = tile.query_one(".t-img")
+        assert type(image) is cls and image.image is not None
+        assert captions(app, "images")[0][0] == "chart"
+        await pilot.press("m")
+        await settle(pilot)
+        assert type(app.screen.image_widget) is cls
+        assert app.screen.image_widget.image is not None
+
+
+def test_browser_sessions_get_half_cell_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(imaging, "_prepared", {})
+    monkeypatch.setenv("TEXTUAL_DRIVER", "textual.drivers.web_driver:WebDriver")
+    assert [imaging.resolve(m) for m in imaging.MODES] == ["halfcell"] * 4 + ["off"]
+    assert imaging.prepare("kitty") == "halfcell" and imaging.prepare("off") == "off"
+    monkeypatch.delenv("TEXTUAL_DRIVER")
+    assert imaging.resolve("sixel") == "sixel" and imaging.resolve("off") == "off"

@@ -52,7 +52,7 @@ class MediaViewing:
 
     trace: "Trace"
     steps: "StepList"
-    _media_key: tuple[int, int | None] | None = None
+    _media_key: tuple["Trace", int | None] | None = None
     _media_gen = 0
     _media_now: StepMedia = StepMedia()
     _media_video: MediaItem | None = None
@@ -100,8 +100,8 @@ class MediaViewing:
         panel = self.media_panel()
         if panel is None:
             return
-        key = (id(self.trace), idx)
-        if key == self._media_key:
+        key = (self.trace, idx)
+        if self._media_key is not None and self._media_key[0] is key[0] and self._media_key[1] == idx:
             return
         self._media_key = key
         self._media_gen += 1
