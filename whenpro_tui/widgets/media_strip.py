@@ -111,7 +111,9 @@ class Tile(Vertical):
         """Show ``entry`` with an image ``rows`` cells high."""
         img = self.query_one(".t-img")
         msg = self.query_one(".t-msg", Static)
-        self.styles.width = tile_width(entry.image, rows, self.mode)
+        width = tile_width(entry.image, rows, self.mode)
+        if self.styles.width is None or self.styles.width.value != width:
+            self.styles.width = width
         if img.styles.height is None or img.styles.height.value != rows:
             img.styles.height = rows
             msg.styles.height = rows
