@@ -214,6 +214,8 @@ class MediaViewing:
         strip.update_entry(message.slot)
         if message.error:
             panel.show_errors(self._video_errors)
+        if not any(e.loading for e in strip.entries[:strip.pool]):
+            self._refit_media()  # every thumbnail is in: size them by their real shapes
 
     # ------------------------------------------------------------------ keyframes
 

@@ -80,7 +80,7 @@ class MediaPanel(Vertical):
     def set_section(self, name: str, entries: list[Entry], head: Text | None, rows: int) -> None:
         """Show section ``name`` (``images`` or ``frames``) with ``entries`` under ``head``."""
         strip = self.strip(name)
-        strip.set_entries(entries, self._fit(rows, entries))
+        strip.set_entries(entries, self._fit(rows, entries, name))
         strip.display = bool(entries)
         head_widget = self.query_one(f"#mp-{name}-head", Static)
         if head is not None:
@@ -105,8 +105,9 @@ class MediaPanel(Vertical):
         """Thumbnail height in cells, for both strips."""
         for name in ("images", "frames"):
             strip = self.strip(name)
-            strip.set_rows(self._fit(rows, strip.entries))
+            strip.set_rows(self._fit(rows, strip.entries, name))
 
-    def _fit(self, rows: int, entries: list[Entry]) -> int:
+    def _fit(self, rows: int, entries: list[Entry], name: str) -> int:
         width = (self.parent.size.width if self.parent is not None else 0) - 2
-        return fit_rows(rows, entries, width, self.mode)
+        # before images load: photos are about 4:3, video frames 16:9
+        return fit_rows(rows, entries, width, self.mode, aspect=4 / 3 if name == "images" else 16 / 9)

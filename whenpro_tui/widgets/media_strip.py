@@ -69,15 +69,15 @@ def tile_width(image: Any, rows: int, mode: str) -> int:
 
 
 def fit_rows(rows: int, entries: list[Entry], width: int, mode: str, *, visible: int = 6,
-             floor: int = 5) -> int:
+             floor: int = 5, aspect: float = 16 / 9) -> int:
     """Thumbnail height for a strip of ``entries`` in ``width`` cells: at most ``rows``,
     lowered (not below ``floor``) so that up to ``visible`` tiles fit side by side.
-    The aspect ratio is the widest loaded image's (16:9 before any has loaded)."""
+    The aspect ratio is the widest loaded image's (``aspect`` before any has loaded)."""
     if not entries or width <= 0:
         return rows
     aspects = [e.image.width / e.image.height for e in entries
                if e.image is not None and e.image.height]
-    aspect = max(aspects) if aspects else 16 / 9
+    aspect = max(aspects) if aspects else aspect
     cw, ch = (1, 2) if mode == "halfcell" else imaging.cell_size()
     per_tile = width / min(len(entries), visible) - 1  # a tile and its margin
     fit = int(per_tile * cw / (ch * aspect))
