@@ -84,9 +84,10 @@ async def test_detail_pane_shows_fields_without_remounting(team_file: Path) -> N
         text = screen_text(app)
         assert "Error" in text and "ToolError: submit rejected the answer format" in text
         assert "✗" in text
-        await pilot.press("k")  # step 4: image placeholder with its size
-        await pilot.pause()
-        assert "[image: receipt 4x3]" in screen_text(app)
+        await pilot.press("k")  # step 4: image thumbnail with its label and size
+        await settle(pilot)
+        text = screen_text(app)
+        assert "receipt" in text and "4×3 · " in text
         after = {id(w) for w in detail.walk_children()}
         assert before == after  # same widgets, updated in place
 

@@ -144,4 +144,7 @@ def run(target: str, *, show_labels: bool = False, images: ImagesMode = "auto",
         started_ns: int | None = None) -> None:
     """Run the TUI on ``target`` in this terminal."""
     _setup_debug_log()
+    from whenpro_tui.imaging import prepare  # tuimedia: ask the terminal before Textual runs
+
+    images = prepare(images)  # type: ignore[assignment]
     WhenproApp(target, show_labels=show_labels, images=images, started_ns=started_ns).run()

@@ -233,3 +233,64 @@ class CounterfactualSaved(Message):
         super().__init__()
         self.path = path
         self.error = error
+
+
+# ---------------------------------------------------------------- tuimedia: images and keyframes
+
+class ThumbLoaded(Message):
+    """A thumbnail (or its error) for tile ``slot`` of strip ``strip`` of media
+    generation ``gen`` (stale generations are ignored). ``image`` is a decoded Pillow
+    image, ``detail`` the size line, ``error`` one safe line."""
+
+    def __init__(self, gen: int, strip: str, slot: int, ref: object, *, image: object = None,
+                 detail: str = "", error: str | None = None) -> None:
+        super().__init__()
+        self.gen = gen
+        self.strip = strip
+        self.slot = slot
+        self.ref = ref
+        self.image = image
+        self.detail = detail
+        self.error = error
+
+
+class KeyframesProgress(Message):
+    """Keyframe extraction of generation ``gen`` decoded ``done`` frames (of ``total``
+    announced by the container, if known)."""
+
+    def __init__(self, gen: int, done: int, total: int | None) -> None:
+        super().__init__()
+        self.gen = gen
+        self.done = done
+        self.total = total
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, KeyframesProgress) and message.gen == self.gen
+
+
+class KeyframesLoaded(Message):
+    """Keyframes of a video for generation ``gen``: ``result`` is a
+    :class:`whenpro_core.media.keyframes.KeyframeResult`, ``thumbs`` its images decoded
+    small (Pillow), or ``error`` one safe line."""
+
+    def __init__(self, gen: int, label: str, *, result: object = None,
+                 thumbs: list | None = None, error: str | None = None) -> None:
+        super().__init__()
+        self.gen = gen
+        self.label = label
+        self.result = result
+        self.thumbs = thumbs or []
+        self.error = error
+
+
+class FullImageLoaded(Message):
+    """The media modal's image ``index`` decoded at screen size (``image``, Pillow),
+    with its size line, or ``error``."""
+
+    def __init__(self, index: int, *, image: object = None, detail: str = "",
+                 error: str | None = None) -> None:
+        super().__init__()
+        self.index = index
+        self.image = image
+        self.detail = detail
+        self.error = error

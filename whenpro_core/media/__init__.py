@@ -10,6 +10,8 @@ Modules:
 * :mod:`.video` — opening videos, cancellation checks, frames at given times.
 * :mod:`.cache` — content-keyed on-disk cache (``$WHENPRO_CACHE_DIR``).
 * :mod:`.export` — the ``whenpro keyframes`` command's work (files + table).
+* :mod:`.preview` — what a viewer shows of a step: its media (task media on the task
+  step), thumbnails and full-size images with sizes, keyframes of a video.
 
 Importing this package is cheap: OpenCV, NumPy, Pillow and diskcache are imported
 inside the functions that need them.

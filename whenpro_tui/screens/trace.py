@@ -31,6 +31,7 @@ from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.trace_attribute import AttributionMixin
 from whenpro_tui.screens.trace_find import StepFinding
 from whenpro_tui.screens.trace_inject import Injecting
+from whenpro_tui.screens.trace_media import MediaViewing
 from whenpro_tui.widgets.palette import AGENT_COLOURS
 from whenpro_tui.widgets.step_detail import LEVELS, DetailOptions, StepDetail
 from whenpro_tui.widgets.step_list import StepList
@@ -41,7 +42,7 @@ from whenpro_tui.widgets.virtual_list import VirtualList
 COPY_LIMIT = 1_000_000
 
 
-class TraceScreen(AttributionMixin, Injecting, StepFinding, Screen[int | None]):
+class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Screen[int | None]):
     """One trace (see module docstring). Dismisses with its position among its
     siblings, so the library can follow."""
 
@@ -79,6 +80,9 @@ class TraceScreen(AttributionMixin, Injecting, StepFinding, Screen[int | None]):
         # injection (tuiinject): inject at this step, diff a counterfactual with its seed
         Binding("i", "inject", "Inject"),
         Binding("d", "diff", "Diff with seed", show=False),
+        # tuimedia: images full size, keyframe strip
+        Binding("m", "open_media", "Media full size", show=False),
+        Binding("M", "focus_media", "Keyframe strip", show=False),
         Binding("?", "help", "Help", key_display="?"),
         # attribution (tuiattr): esc cancels a running attribution, else falls through to back
         Binding("a", "attribute", "Attribute"),
@@ -185,6 +189,7 @@ class TraceScreen(AttributionMixin, Injecting, StepFinding, Screen[int | None]):
         if idx is None:
             detail.show_empty("No step to show." if not self.trace.steps
                               else "Every step is filtered out (F clears the filter).")
+            self.show_media(None)  # tuimedia
             self._update_status()
             return
         step = self.trace.steps[idx]
@@ -193,6 +198,7 @@ class TraceScreen(AttributionMixin, Injecting, StepFinding, Screen[int | None]):
         detail.show_step(step, row, DetailOptions(
             show_labels=self.show_labels, raw=self.raw, level=self.levels.get(idx, 0),
             query=query, agent_slot=self.slots.get(row.agent)))
+        self.show_media(idx)  # tuimedia
         self._update_status()
 
     def _update_status(self) -> None:

@@ -8,8 +8,8 @@ Layout (composed once; showing another step updates these widgets, never re-moun
 * ``#d-body`` — a :class:`StepBody` line-API view of the text sections. Showing a step
   re-renders its lines and repaints the region: no layout pass, so stepping through a
   trace costs a partial repaint, not a full one;
-* ``#d-media`` — a container for media. Phase 1 shows one placeholder line per item;
-  phase 2 mounts image widgets and a keyframe strip here;
+* ``#d-media`` — one placeholder line per media item (``--images off``);
+* ``#d-media-panel`` — thumbnails and the keyframe strip (:mod:`.media_panel`);
 * ``#d-verdict`` — reserved for the attribution verdict (phase 3).
 
 Long fields are folded (:func:`whenpro_core.stepview.fold`) at the current expansion
@@ -36,7 +36,9 @@ from textual.widgets import Static
 from whenpro_core.model import Step
 from whenpro_core.stepview import StepRow, content_blocks, fold, media_label, pretty_arguments
 from whenpro_core.textsafe import clean, human_size
+from whenpro_tui import imaging
 from whenpro_tui.widgets.blocks import plain, render_block, render_blocks
+from whenpro_tui.widgets.media_panel import MediaPanel, panel_enabled
 from whenpro_tui.widgets.palette import MARKER_STYLES, agent_style
 
 #: (max lines, max characters) shown per field at each expansion level. The last level
@@ -154,6 +156,8 @@ class StepDetail(Vertical):
         yield StepBody(id="d-body")
         with Vertical(id="d-media"):
             yield Static(id="d-media-list", markup=False)
+        if panel_enabled(self.app):  # tuimedia: thumbnails and keyframes (--images off: text)
+            yield MediaPanel(imaging.resolve(self.app.images), id="d-media-panel")  # type: ignore[attr-defined]
         yield Static(id="d-verdict", markup=False)
 
     @property
@@ -168,6 +172,8 @@ class StepDetail(Vertical):
         self._set_media([])
 
     def _set_media(self, lines: list[str]) -> None:
+        if panel_enabled(self.app):  # tuimedia: the media panel shows them instead
+            lines = []
         media = self.query_one("#d-media")
         if lines:
             self.query_one("#d-media-list", Static).update(
