@@ -1,0 +1,82 @@
+"""A bar under the trace header showing one benchmark record's prediction against the
+ground truth, axis by axis (✓ right, ✗ wrong, · not scored), with the judge's reason.
+Built from :func:`whenpro_core.bench.explore.compare`; this widget only lays it out.
+Also :func:`with_bar`, which places extra bars under the header of the trace screen.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widget import Widget
+from textual.widgets import Static
+
+from whenpro_core.bench.explore import compare
+from whenpro_core.bench.records import Record
+from whenpro_core.textsafe import one_line
+from whenpro_tui.widgets.outcome_list import verdict_mark
+
+
+def with_bar(compose_result: ComposeResult, *bars: Widget) -> ComposeResult:
+    """The trace screen's widgets with ``bars`` right after its header (the first
+    widget it composes). Use in a subclass: ``yield from with_bar(super().compose(),
+    MyBar())``."""
+    parts: Iterable[Widget] = iter(compose_result)
+    for first in parts:
+        yield first
+        break
+    yield from bars
+    yield from parts
+
+
+class PredictionBar(Static):
+    """Prediction vs ground truth of one record (see module docstring)."""
+
+    DEFAULT_CSS = """
+    PredictionBar {
+        height: auto; max-height: 4; padding: 0 1; background: $panel;
+        text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, markup=False)
+        self.record: Record | None = None
+
+    def show_record(self, record: Record | None, *, taxonomy=None) -> None:
+        """Show ``record`` (``None``: say the trace has no record here)."""
+        self.record = record
+        if record is None:
+            self.update(Text("No benchmark record for this trace.", style="dim italic"))
+            return
+        from whenpro_core.bench.aggregate import group_label
+
+        text = Text()
+        text.append("Prediction ", style="bold")
+        text.append(one_line(group_label(record.model, record.protocol, record.with_gold), 60),
+                    style="dim")
+        for line in compare(record, taxonomy):
+            mark, style = verdict_mark(line.verdict)
+            text.append("   ")
+            text.append(mark, style=style)
+            text.append(f" {line.axis} ")
+            text.append(one_line(line.predicted, 40), style="bold")
+            gold = f" (GT {one_line(line.gold, 40)}"
+            if line.note:
+                gold += f" · {one_line(line.note, 40)}"
+            text.append(gold + ")", style="dim")
+        pred = record.prediction
+        if record.error:
+            text.append("\n")
+            text.append(f"failed ({record.error_kind or 'error'}): {one_line(record.error, 300)}",
+                        style="red")
+        elif pred is not None and pred.reason:
+            text.append("\n")
+            text.append("Reason: ", style="bold")
+            text.append(one_line(pred.reason, 400))
+        text.append("\n")
+        text.append("p: go to the predicted step (◆) · T: the ground-truth step (★) · "
+                    "[ ] other traces of the cell", style="dim")
+        self.update(text)
