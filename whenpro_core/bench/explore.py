@@ -295,6 +295,9 @@ def cell_summary(outcomes: Sequence[Outcome], row: TableRow, column: Column | No
         how = f" (mean over {fws} framework{'s' if fws != 1 else ''})"
     elif column.key == "error":
         how = " (macro-F1 over gold modes)"
+    if row.composite and column.key in ("agent", "step", "error", "joint"):
+        mods = len({o.record.trace.modality for o in outcomes})
+        how = f" (mean over {mods} modalit{'ies' if mods != 1 else 'y'}{how.replace(' (', ' of the ', 1)}"
     return (f"{column.title} {value}{how} · {row.label} · {where} · "
             f"{right:,} of {n:,} correct")
 

@@ -140,7 +140,8 @@ class LiveTraceScreen(TraceScreen):
         self.suspect: Suspect | None = None
         self.decisive: DecisiveError | None = None
         self.news = ""
-        self.judging = "off" if not source.protocol else f"{source.protocol} judging"
+        self.judged = bool(source.protocol)
+        self.judging = f"{source.protocol} judging" if self.judged else "judging off"
         self.line_errors = 0
         self.ended: str | None = None
         self._pending: list[Any] = list(events or [])
@@ -157,7 +158,10 @@ class LiveTraceScreen(TraceScreen):
         yield from with_bar(live_list(super().compose()), LiveBar(id="live-bar", markup=False))
 
     def on_mount(self) -> None:
-        super().on_mount()
+        # Textual calls TraceScreen.on_mount too (after this one): start once it has run
+        self.call_later(self._start_live)
+
+    def _start_live(self) -> None:
         if not self.trace.steps:
             self.query_one(StepDetail).show_empty("Waiting for the first step…")
         else:  # start at the newest step, following
@@ -334,8 +338,7 @@ class LiveTraceScreen(TraceScreen):
     def action_jump_suspect(self) -> None:
         ev = self.decisive or self.suspect
         if ev is None:
-            self.notify("No suspect step yet." if self.judging != "off"
-                        else "Live judging is off (--no-judge).")
+            self.notify("No suspect step yet." if self.judged else "Live judging is off (--no-judge).")
             return
         if 0 <= ev.index < len(self.trace.steps):
             self._go_to_step(ev.index)

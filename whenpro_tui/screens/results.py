@@ -164,7 +164,8 @@ class ResultsScreen(Screen[None]):
         for i, row in enumerate(self.rows):
             label = clean(row.label) if row.label != previous else ""
             previous = row.label
-            value = Text(clean(row.value), style="bold" if row.composite else "")
+            value = Text("composite" if row.composite else clean(row.value),
+                         style="bold" if row.composite else "")
             cells = [Text(c, justify="right", style="bold" if row.composite else "")
                      for c in (row.cell(col) for col in self.cols)]
             table.add_row(Text(label, style="bold"), value, *cells, key=str(i))

@@ -77,7 +77,7 @@ class DecisionDialog(ModalScreen[ValidationEntry | None]):
         Binding("escape", "cancel", "Cancel"),
     ]
     DEFAULT_CSS = _DIALOG_CSS.format(name="DecisionDialog") + """
-    DecisionDialog Horizontal { height: auto; margin-top: 1; }
+    DecisionDialog Horizontal.row { height: auto; margin-top: 1; }
     DecisionDialog Label { width: 8; padding: 0 1 0 0; text-style: bold; }
     DecisionDialog Select { width: 1fr; }
     DecisionDialog Input { width: 1fr; }
@@ -106,7 +106,7 @@ class DecisionDialog(ModalScreen[ValidationEntry | None]):
             if self.verdict == "relabel" and self.choices is not None:
                 c = self.choices
                 built = c.built
-                with Horizontal():
+                with Horizontal(classes="row"):
                     yield Label("agent")
                     yield Select([(clean(a), a) for a in c.agents], value=built.agent
                                  if built.agent in c.agents else Select.NULL,
@@ -114,19 +114,19 @@ class DecisionDialog(ModalScreen[ValidationEntry | None]):
                                  compact=True)
                 steps = [s for s, _, _ in c.steps]
                 pick = self.step if self.step in steps else built.step
-                with Horizontal():
+                with Horizontal(classes="row"):
                     yield Label("step")
-                    yield Select([(one_line(f"{s}  {a}: {summary}", 90), s) for s, a, summary in c.steps],
+                    yield Select([(one_line(f"{s}  {a}: {summary}", 44), s) for s, a, summary in c.steps],
                                  value=pick if pick in steps else Select.NULL,
                                  allow_blank=pick not in steps, id="relabel-step", compact=True)
                 codes = [code for code, _ in c.modes]
-                with Horizontal():
+                with Horizontal(classes="row"):
                     yield Label("mode")
                     yield Select([(f"{code} {name}", code) for code, name in c.modes],
                                  value=built.mode if built.mode in codes else Select.NULL,
                                  allow_blank=built.mode not in codes, id="relabel-mode",
                                  compact=True)
-            with Horizontal():
+            with Horizontal(classes="row"):
                 yield Label("reason")
                 box = Input(placeholder="why (required)" if self.verdict != "accept" else
                             "a note (optional)", id="decision-reason", compact=True)

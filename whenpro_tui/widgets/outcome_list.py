@@ -49,7 +49,7 @@ class OutcomeList(VirtualList):
         """Show ``outcomes`` (positions ``shown``), cursor on position ``cursor``."""
         self.outcomes = outcomes
         self.shown = shown
-        w = {"id": 8, "framework": 9, "gt": 6, "pred": 6}
+        w = {"id": 8, "framework": 9, "gt": 12, "pred": 10}
         for o in outcomes:
             t = o.record.trace
             p = o.record.prediction
@@ -76,8 +76,8 @@ class OutcomeList(VirtualList):
         """Column titles aligned with the rows."""
         w = self._w
         return ("  " + set_cell_size("trace", w["id"]) + " " + set_cell_size("framework", w["framework"])
-                + " " + set_cell_size("GT who@when mode", w["gt"]) + " "
-                + set_cell_size("predicted", w["pred"]) + " A S M J  error")
+                + " " + set_cell_size("ground truth", w["gt"]) + " "
+                + set_cell_size("prediction", w["pred"]) + " A S M J  error")
 
     def render_row(self, row: int, width: int) -> Strip:
         o = self.outcomes[self.shown[row]]

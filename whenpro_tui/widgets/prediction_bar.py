@@ -76,7 +76,4 @@ class PredictionBar(Static):
             text.append("\n")
             text.append("Reason: ", style="bold")
             text.append(one_line(pred.reason, 400))
-        text.append("\n")
-        text.append("p: go to the predicted step (◆) · T: the ground-truth step (★) · "
-                    "[ ] other traces of the cell", style="dim")
         self.update(text)
