@@ -72,14 +72,16 @@ async def test_follow_shows_steps_as_they_are_written_and_keeps_the_cursor(tmp_p
         assert steps.step_index == 1
         writer = LineWriter(path, lines[4:])
         writer.start()
-        await until(pilot, lambda: len(screen.trace.steps) == len(sample.steps) and screen.decisive is not None,
-                    "the whole run and a decisive error")
+        await until(pilot, lambda: len(screen.trace.steps) == len(sample.steps)
+                    and screen.decisive is not None, "the whole run and a decisive error")
         writer.join()
         await pilot.pause()
         assert steps.step_index == 1
         assert [screen.trace.steps[i].coord for i in steps.shown] == [s.coord for s in sample.steps]
         decisive = [n for n in notes(app) if n.startswith("Decisive error")]
         assert len(decisive) == 1 and "step 3 [solver] R.3" in decisive[0]
+        # trace text is shown as it is, never read as Rich markup ("[solver]" would vanish)
+        assert all(n.markup is False for n in app._notifications)
         assert steps.attributed == frozenset({3})  # the decisive step is marked
         text = screen_text(app)
         assert "DECISIVE step 3 [solver] R.3" in text and "◆" in text
@@ -147,6 +149,8 @@ async def test_otlp_traces_appear_live_and_open(tmp_path):
         assert "DECISIVE step 3 [planner] R.3" in text
         row = screen.listing.rows[trace_id]
         assert row.steps == 6 and row.service == "workshop-agent"
+        flagged = [n for n in notes(app) if n.startswith("Decisive error")]
+        assert len(flagged) == 1 and trace_id[:16] in flagged[0] and "[planner] R.3" in flagged[0]
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, LiveTraceScreen), "the live trace view")
         live = app.screen
@@ -156,6 +160,8 @@ async def test_otlp_traces_appear_live_and_open(tmp_path):
         assert live.steps.step_index == 5  # opened on the newest step, following
         assert live.steps.attributed == frozenset({3})
         assert "DECISIVE step 3 [planner] R.3" in screen_text(app)
+        assert "run ended (root_span_ended)" in screen_text(app)
+        assert len([n for n in notes(app) if n.startswith("Decisive error")]) == 1  # not again
         await pilot.press("q")
         assert app.screen is screen and screen.live_screen is None
     assert (store / f"{trace_id}.json").exists()

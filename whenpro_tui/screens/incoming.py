@@ -22,7 +22,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from whenpro_core.live.events import ExportRejected
+from whenpro_core.live.events import DecisiveError, ExportRejected
 from whenpro_core.live.listing import LiveListing
 from whenpro_core.textsafe import clean, one_line
 from whenpro_tui.commands import collect_bindings
@@ -112,7 +112,7 @@ class IncomingScreen(Screen[None]):
             await asyncio.to_thread(rx.start)
             infos = await asyncio.to_thread(rx.store.traces)
         except Exception as exc:  # noqa: BLE001 - shown, never a crash
-            self.notify(clean(str(exc)), title="Receiver failed", severity="error", timeout=15)
+            self.notify(clean(str(exc)), title="Receiver failed", severity="error", timeout=15, markup=False)
             return
         self.started = True
         self.listing.seed(infos)
@@ -133,7 +133,8 @@ class IncomingScreen(Screen[None]):
                     sub.close()
         except Exception as exc:  # noqa: BLE001
             message = exc.one_line() if hasattr(exc, "one_line") else f"{type(exc).__name__}: {exc}"
-            self.notify(clean(message), title="Live judging stopped", severity="error", timeout=15)
+            self.notify(clean(message), title="Live judging stopped", severity="error", timeout=15,
+                        markup=False)
         finally:
             if self.llm_judge is not None:
                 await self.llm_judge.aclose()
@@ -152,9 +153,15 @@ class IncomingScreen(Screen[None]):
             if isinstance(ev, ExportRejected):
                 self.rejected += 1
                 self.notify(f"export refused ({ev.status}): {clean(one_line(ev.reason, 200))}",
-                            severity="warning")
+                            severity="warning", markup=False)
                 continue
             self.listing.apply(ev)
+            if isinstance(ev, DecisiveError) and self.live_screen is None:
+                row = self.listing.rows.get(ev.trace_id)
+                service = f" ({row.service})" if row is not None and row.service else ""
+                self.notify(f"trace {ev.trace_id[:16]}{clean(one_line(service, 60))}: step "
+                            f"{clean(ev.step)} [{clean(ev.agent)}] {clean(ev.mode or '?')}",
+                            title="Decisive error", severity="error", timeout=15, markup=False)
             live = self.live_screen
             if live is not None and getattr(ev, "trace_id", None) == live.source.trace_id:
                 forward.append(ev)

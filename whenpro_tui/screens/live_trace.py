@@ -144,7 +144,15 @@ class LiveTraceScreen(TraceScreen):
         self.judging = f"{source.protocol} judging" if self.judged else "judging off"
         self.line_errors = 0
         self.ended: str | None = None
-        self._pending: list[Any] = list(events or [])
+        self._pending: list[Any] = []
+        for ev in events or []:  # what the judge said before this view opened: no notifications
+            if isinstance(ev, DecisiveError):
+                self.decisive = ev
+            elif isinstance(ev, Suspect):
+                self.suspect = ev
+            elif isinstance(ev, RunEnded):
+                self.ended = ev.reason
+                self.news = f"run ended ({ev.reason}) after {ev.step_count} steps"
         self._flush_scheduled = False
         self._on_close = on_close
         super().__init__(trace if trace is not None else source.trace(), is_root=is_root)
@@ -166,9 +174,8 @@ class LiveTraceScreen(TraceScreen):
             self.query_one(StepDetail).show_empty("Waiting for the first step…")
         else:  # start at the newest step, following
             self.steps.move_cursor(self.steps.row_count - 1)
+        self._mark()
         self._bar()
-        if self._pending:
-            self._flush()
         self.run_source()
 
     def on_unmount(self) -> None:
@@ -186,7 +193,7 @@ class LiveTraceScreen(TraceScreen):
         except Exception as exc:  # noqa: BLE001 - a folder, an unreadable file: say so
             message = exc.one_line() if hasattr(exc, "one_line") else f"{type(exc).__name__}: {exc}"
             self.news = f"stopped: {message}"
-            self.notify(clean(message), title="Live view stopped", severity="error", timeout=15)
+            self.notify(clean(message), title="Live view stopped", severity="error", timeout=15, markup=False)
             self._bar()
 
     def _queue(self, ev: Any) -> None:
@@ -217,7 +224,7 @@ class LiveTraceScreen(TraceScreen):
                 grew = True
                 if ev.reason in ("truncated", "rotated"):
                     self.notify(f"The file was {ev.reason}: read again, {ev.kept} steps kept.",
-                                severity="warning")
+                                severity="warning", markup=False)
                 self.news = f"trace {ev.reason}: kept {ev.kept} steps"
             elif isinstance(ev, TraceUpdated):
                 kept = min(kept, ev.kept)
@@ -235,7 +242,7 @@ class LiveTraceScreen(TraceScreen):
             self.line_errors += 1
             if self.line_errors <= LINE_ERROR_NOTES:
                 self.notify(f"line {ev.line}: {clean(one_line(ev.message, 200))}",
-                            title="Line skipped", severity="warning")
+                            title="Line skipped", severity="warning", markup=False)
             self.news = f"{self.line_errors} bad line{'s' if self.line_errors != 1 else ''} skipped " \
                         f"(last: line {ev.line})"
         elif isinstance(ev, Idle):
@@ -251,18 +258,18 @@ class LiveTraceScreen(TraceScreen):
                 self.notify(f"step {clean(ev.step)} [{clean(ev.agent)}] {clean(ev.mode or '?')}: "
                             f"{clean(one_line(ev.reason, 200))}   (s goes there)",
                             title=f"Decisive error ({clean(ev.protocol)})", severity="error",
-                            timeout=20)
+                            timeout=20, markup=False)
         elif isinstance(ev, StepJudged):
             verdict = f"yes, {ev.mode or '?'}" if ev.decisive else "no"
             self.news = f"judged step {ev.step}: {verdict}"
         elif isinstance(ev, BudgetExhausted):
             self.judging = f"judging stopped: {ev.limit} budget spent"
             self.notify(f"Budget exhausted ({ev.limit}): {ev.usage.calls} calls; judging stopped.",
-                        severity="warning", timeout=10)
+                        severity="warning", timeout=10, markup=False)
         elif isinstance(ev, JudgeFailed):
             self.judging = "judging failed"
             self.notify(clean(one_line(ev.message, 300)), title="Judge failed", severity="error",
-                        timeout=12)
+                        timeout=12, markup=False)
         elif isinstance(ev, RunEnded):
             self.ended = ev.reason
             self.news = f"run ended ({ev.reason}) after {ev.step_count} steps"
@@ -270,7 +277,7 @@ class LiveTraceScreen(TraceScreen):
             a = ev.attribution
             self.news = (f"final verdict ({a.protocol}): step {a.step or '?'} [{a.agent or '?'}] "
                          f"{a.mode or '?'}")
-            self.notify(clean(one_line(self.news, 300)), title="Final verdict")
+            self.notify(clean(one_line(self.news, 300)), title="Final verdict", markup=False)
         elif isinstance(ev, TraceEvicted):
             self.news = "left the receiver's memory (kept on disk)"
 
@@ -338,7 +345,8 @@ class LiveTraceScreen(TraceScreen):
     def action_jump_suspect(self) -> None:
         ev = self.decisive or self.suspect
         if ev is None:
-            self.notify("No suspect step yet." if self.judged else "Live judging is off (--no-judge).")
+            self.notify("No suspect step yet." if self.judged else "Live judging is off (--no-judge).",
+                        markup=False)
             return
         if 0 <= ev.index < len(self.trace.steps):
             self._go_to_step(ev.index)

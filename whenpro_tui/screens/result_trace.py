@@ -58,6 +58,6 @@ class ResultTraceScreen(TraceScreen):
             pred = record.prediction if record is not None else None
             what = "no prediction" if pred is None or not pred.step else \
                 f"a predicted step ({pred.step}) that is not in this trace"
-            self.notify(f"This record has {what}.", severity="warning")
+            self.notify(f"This record has {what}.", severity="warning", markup=False)
             return
         self._go_to_step(self.predicted)

@@ -33,11 +33,16 @@ from whenpro_tui.screens.help import HelpScreen
 LEAD = 2
 
 
+class ResultsTable(DataTable):
+    """The results table: enter (select a cell) lists the traces behind it."""
+
+    BINDINGS = [Binding("enter", "select_cursor", "Traces behind cell")]
+
+
 class ResultsScreen(Screen[None]):
     """Leaderboard and breakdowns of benchmark results (see module docstring)."""
 
     BINDINGS = [
-        Binding("enter", "drill", "Traces behind cell", priority=True),
         Binding("1", "dimension(0)", "Leaderboard", show=False),
         Binding("2", "dimension(1)", "By framework", show=False),
         Binding("3", "dimension(2)", "By benchmark", show=False),
@@ -65,8 +70,8 @@ class ResultsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="res-title", markup=False)
         yield Static(id="res-tabs", markup=False)
-        yield DataTable(id="res-table", cursor_type="cell", zebra_stripes=True,
-                        fixed_columns=LEAD)
+        yield ResultsTable(id="res-table", cursor_type="cell", zebra_stripes=True,
+                           fixed_columns=LEAD)
         yield Static(id="res-hint", markup=False)
         yield Footer()
 
@@ -105,12 +110,13 @@ class ResultsScreen(Screen[None]):
             self._title("could not be read")
             self.query_one("#res-hint", Static).update(Text(clean(message.error), style="red"))
             self.notify(clean(message.error), title="Could not read results", severity="error",
-                        timeout=15)
+                        timeout=15, markup=False)
             return
         self.results = message.results
         if self.results.problems:
             self.notify(f"{len(self.results.problems):,} lines skipped (not bench records), "
-                        f"e.g. {clean(self.results.problems[0])}", severity="warning", timeout=10)
+                        f"e.g. {clean(self.results.problems[0])}", severity="warning", timeout=10,
+                        markup=False)
         self._show()
 
     def on_dataset_indexed(self, message: DatasetIndexed) -> None:
@@ -118,7 +124,7 @@ class ResultsScreen(Screen[None]):
         self.by_id = message.by_id
         if message.error:
             self.notify(clean(message.error), title="Could not list the dataset",
-                        severity="warning", timeout=10)
+                        severity="warning", timeout=10, markup=False)
 
     # ------------------------------------------------------------------ showing
 
@@ -127,7 +133,8 @@ class ResultsScreen(Screen[None]):
         text = Text.assemble(("whenpro results  ", "bold"), (clean(names), ""))
         if self.results is not None:
             r = self.results
-            text.append(f"   {len(r.records):,} records · {len(r.report.groups)} settings · "
+            n = len(r.report.groups)
+            text.append(f"   {len(r.records):,} records · {n} setting{'s' if n != 1 else ''} · "
                         f"step tolerance ±{r.tolerance}", style="dim")
         if self.dataset:
             text.append(f"   dataset {clean(self.dataset)}", style="dim")

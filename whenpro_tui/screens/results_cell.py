@@ -94,7 +94,7 @@ class CellScreen(Screen[None]):
 
     def action_show_next(self) -> None:
         if self.column is None or self.column.axis is None:
-            self.notify("This list has no axis to filter on: drill into a metric column.")
+            self.notify("This list has no axis to filter on: drill into a metric column.", markup=False)
             return
         self.show = SHOW[(SHOW.index(self.show) + 1) % len(SHOW)]
         self._refilter()
@@ -147,7 +147,7 @@ class CellScreen(Screen[None]):
         message.stop()
         self._count()
         self.notify(clean(message.error), title="Could not open trace", severity="error",
-                    timeout=10)
+                    timeout=10, markup=False)
 
     # ------------------------------------------------------------------ help, back
 

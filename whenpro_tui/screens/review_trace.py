@@ -118,9 +118,9 @@ class ReviewTraceScreen(TraceScreen):
         if item is None or item.id != trace_id:
             return
         self.notify(f"Saved: {clean(item.status)} {clean(item.id)} · "
-                    f"{progress_line(self.review.counts)}")
+                    f"{progress_line(self.review.counts)}", markup=False)
         nxt = next_pending(self.review.items, self.position or 0)
         if nxt is None:
-            self.notify(f"All {len(self.review.items):,} traces have a decision.", timeout=8)
+            self.notify(f"All {len(self.review.items):,} traces have a decision.", timeout=8, markup=False)
             return
         self.load_sibling(nxt)

@@ -105,7 +105,7 @@ class ValidationScreen(Screen[None]):
     def on_review_loaded(self, message: ReviewLoaded) -> None:
         message.stop()
         if message.error:
-            self.notify(clean(message.error), title="Validation", severity="error", timeout=12)
+            self.notify(clean(message.error), title="Validation", severity="error", timeout=12, markup=False)
             if not self.items:
                 self.query_one("#val-progress", Static).update(Text(clean(message.error), style="red"))
             return
@@ -195,7 +195,7 @@ class ValidationScreen(Screen[None]):
     def action_next_pending(self) -> None:
         nxt = next_pending(self.items, self.rlist.cursor)
         if nxt is None:
-            self.notify(f"All {len(self.items):,} traces have a decision.")
+            self.notify(f"All {len(self.items):,} traces have a decision.", markup=False)
             return
         self.rlist.move_cursor(nxt, center=True)
 
@@ -237,7 +237,8 @@ class ValidationScreen(Screen[None]):
 
     def on_trace_load_failed(self, message: TraceLoadFailed) -> None:
         message.stop()
-        self.notify(clean(message.error), title="Could not open trace", severity="error", timeout=10)
+        self.notify(clean(message.error), title="Could not open trace", severity="error", timeout=10,
+                    markup=False)
 
     # ------------------------------------------------------------------ help, back
 

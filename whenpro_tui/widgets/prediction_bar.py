@@ -63,8 +63,10 @@ class PredictionBar(Static):
             text.append(mark, style=style)
             text.append(f" {line.axis} ")
             text.append(one_line(line.predicted, 40), style="bold")
+            if line.axis == "mode" and line.note:  # the predicted mode's name
+                text.append(f" {one_line(line.note, 40)}")
             gold = f" (GT {one_line(line.gold, 40)}"
-            if line.note:
+            if line.note and line.axis != "mode":
                 gold += f" · {one_line(line.note, 40)}"
             text.append(gold + ")", style="dim")
         pred = record.prediction
