@@ -201,3 +201,36 @@ def test_cli_view_errors_are_one_line(tmp_path):
         assert proc.returncode == 2, (args, proc.stderr)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("whenpro: error:") and message in lines[0], lines
+
+
+@pytest.mark.parametrize("budget", [None, 1])
+async def test_follow_judges_step_by_step_through_the_openai_sdk(tmp_path, llm_server, monkeypatch, budget):
+    from tests.support.fixtures import TEST_KEY
+    from tests.support.judge_oracle import oracle_for
+
+    sample = load_trace(TEAM)
+    llm_server.respond_with(oracle_for(sample))
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
+    path = tmp_path / "run.jsonl"
+    opts = LiveOptions(model="openai:gpt-4.1", budget_calls=budget, no_cache=True)
+    app = WhenproApp("", cursor_blink=False, start=follow_start(str(path), opts))
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen = app.screen
+        assert "step-by-step judging" in screen_text(app)
+        writer = LineWriter(path, native_lines(sample))
+        writer.start()
+        if budget is None:
+            await until(pilot, lambda: screen.decisive is not None, "the step-by-step verdict")
+            writer.join()
+            assert (screen.decisive.step, screen.decisive.agent, screen.decisive.mode) == ("3", "solver", "R.3")
+            assert screen.decisive.protocol == "step-by-step"
+            assert any(n.startswith("Decisive error (step-by-step)") for n in notes(app))
+            assert screen.steps.attributed == frozenset({3})
+        else:
+            await until(pilot, lambda: "budget" in screen.judging, "the budget to run out")
+            writer.join()
+            assert screen.decisive is None and len(llm_server.answered) == 1
+            assert any("Budget exhausted (calls): 1 calls" in n for n in notes(app))
+            assert "judging stopped: calls budget spent" in screen_text(app)
+        assert TEST_KEY not in screen_text(app)
