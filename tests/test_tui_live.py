@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
 import pytest
 
@@ -223,7 +222,8 @@ async def test_follow_judges_step_by_step_through_the_openai_sdk(tmp_path, llm_s
         if budget is None:
             await until(pilot, lambda: screen.decisive is not None, "the step-by-step verdict")
             writer.join()
-            assert (screen.decisive.step, screen.decisive.agent, screen.decisive.mode) == ("3", "solver", "R.3")
+            d = screen.decisive
+            assert (d.step, d.agent, d.mode) == ("3", "solver", "R.3")
             assert screen.decisive.protocol == "step-by-step"
             assert any(n.startswith("Decisive error (step-by-step)") for n in notes(app))
             assert screen.steps.attributed == frozenset({3})

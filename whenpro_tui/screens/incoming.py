@@ -22,7 +22,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from whenpro_core.live.events import DecisiveError, ExportRejected
+from whenpro_core.live.events import (DecisiveError, ExportRejected, TraceEvicted, TraceStarted,
+                                      TraceUpdated)
 from whenpro_core.live.listing import LiveListing
 from whenpro_core.textsafe import clean, one_line
 from whenpro_tui.commands import collect_bindings
@@ -167,8 +168,7 @@ class IncomingScreen(Screen[None]):
                 forward.append(ev)
         if forward and self.live_screen is not None:
             # store events reach the open view through its own subscription; judge events from here
-            judge = [e for e in forward if type(e).__name__ not in
-                     ("TraceStarted", "TraceUpdated", "TraceEvicted")]
+            judge = [e for e in forward if not isinstance(e, (TraceStarted, TraceUpdated, TraceEvicted))]
             if judge:
                 self.live_screen.post_message(LiveEvents(judge))
         self.table.set_rows(self.listing.ordered())

@@ -90,6 +90,11 @@ class CellScreen(Screen[None]):
     def _count(self, status: str = "") -> None:
         text = "✓ right  ✗ wrong  · not scored   A agent · S step · M mode · J joint   " \
                "enter: open the trace"
+        if not self.outcomes:
+            counts = self.column.counts if self.column is not None else "all"
+            text = {"with_mode": "No trace here has a gold failure mode: this metric counts none.",
+                    "multi_agent": "No trace here is of a multi-agent framework: the Agent metric "
+                                   "counts none."}.get(counts, "No scored trace here.")
         self.query_one("#cell-count", Static).update(Text(status or text, style="dim"))
 
     def action_show_next(self) -> None:
