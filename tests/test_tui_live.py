@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import SAMPLES, screen_text
 from tests.support.live_writer import LineWriter, dump_lines
-from whenpro_core.errors import ConfigError
+from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.formats import load_trace
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.screens.incoming import IncomingScreen
@@ -176,6 +176,8 @@ def test_live_options_are_checked_before_the_tui(tmp_path):
     with pytest.raises(ConfigError, match="cannot judge live"):
         view_start(None, follow=str(tmp_path / "a"), live=LiveOptions(protocol="binary-search"))
     assert view_start(str(tmp_path)) is None  # a plain view
+    with pytest.raises(TraceFormatError, match="no such results file"):
+        view_start(None, results=[str(tmp_path / "r.jsonl")])  # --results alone: no dataset needed
 
 
 def test_cli_view_errors_are_one_line(tmp_path):

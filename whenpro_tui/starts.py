@@ -143,13 +143,14 @@ def view_start(path: str | None, *, results: list[str] | None = None, validate: 
         if follow is not None:
             return follow_start(follow, live, line_format)
         return otlp_start(otlp, live, store=store, allow_remote=allow_remote)
+    if results:
+        if path is not None:
+            from whenpro_core.opening import check_target
+
+            check_target(path)
+        return results_start(results, dataset=path)
     if path is None:
         raise ConfigError("nothing to view", expected="a PATH, --follow FILE or --otlp [HOST:PORT]")
-    if results:
-        from whenpro_core.opening import check_target
-
-        check_target(path)
-        return results_start(results, dataset=path)
     if validate:
         return validate_start(path)
     return None
