@@ -34,13 +34,21 @@ def native_lines(trace) -> list[bytes]:
     return dump_lines([header, *(s.model_dump(mode="json", exclude={"index", "raw"}) for s in trace.steps)])
 
 
-async def until(pilot, condition, what: str, timeout: float = 20.0) -> None:
+async def until(pilot, condition, what: str, timeout: float = 60.0) -> None:
     """Pause the app until ``condition()`` holds (or fail after ``timeout`` seconds)."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await pilot.pause(0.02)
+
+
+async def first_screen(pilot, kind: type, ready=lambda screen: True):
+    """The app's first screen once it is a ``kind`` and ``ready`` (it is pushed, then
+    starts, after the app mounts: on a busy machine that is not at once)."""
+    app = pilot.app
+    await until(pilot, lambda: isinstance(app.screen, kind) and ready(app.screen), f"a {kind.__name__}")
+    return app.screen
 
 
 def notes(app) -> list[str]:
@@ -53,10 +61,8 @@ async def test_follow_shows_steps_as_they_are_written_and_keeps_the_cursor(tmp_p
     path = tmp_path / "run.jsonl"
     app = WhenproApp("", cursor_blink=False, start=follow_start(str(path), LiveOptions()))
     async with app.run_test(size=(120, 34)) as pilot:
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, LiveTraceScreen)
-        assert "Waiting for the first step" in screen_text(app)
+        screen = await first_screen(pilot, LiveTraceScreen,
+                                    lambda _s: "Waiting for the first step" in screen_text(app))
         # the file appears and grows: header + 3 steps, with a torn line and a bad line
         writer = LineWriter(path, lines[:4] + [b"{not json\n"], split=[2])
         writer.start()
@@ -103,7 +109,7 @@ async def test_a_truncated_file_keeps_the_shared_steps_and_the_cursor(tmp_path):
     app = WhenproApp("", cursor_blink=False,
                      start=follow_start(str(path), LiveOptions(judge=False)))
     async with app.run_test(size=(120, 34)) as pilot:
-        screen = app.screen
+        screen = await first_screen(pilot, LiveTraceScreen)
         await until(pilot, lambda: len(screen.trace.steps) == 5, "5 steps")
         await pilot.press("g", "j")
         assert screen.steps.step_index == 1
@@ -135,9 +141,7 @@ async def test_otlp_traces_appear_live_and_open(tmp_path):
     app = WhenproApp("", cursor_blink=False,
                      start=otlp_start("127.0.0.1:0", LiveOptions(), store=store))
     async with app.run_test(size=(130, 34)) as pilot:
-        screen = app.screen
-        assert isinstance(screen, IncomingScreen)
-        await until(pilot, lambda: screen.started, "the receiver")
+        screen = await first_screen(pilot, IncomingScreen, lambda s: s.started)
         assert "waiting for traces" in screen_text(app)
         trace_id = await asyncio.to_thread(export, screen.receiver.endpoint)
         await until(pilot, lambda: trace_id in screen.listing.rows
@@ -217,8 +221,8 @@ async def test_follow_judges_step_by_step_through_the_openai_sdk(tmp_path, llm_s
     opts = LiveOptions(model="openai:gpt-4.1", budget_calls=budget, no_cache=True)
     app = WhenproApp("", cursor_blink=False, start=follow_start(str(path), opts))
     async with app.run_test(size=(120, 34)) as pilot:
-        screen = app.screen
-        assert "step-by-step judging" in screen_text(app)
+        screen = await first_screen(pilot, LiveTraceScreen,
+                                    lambda _s: "step-by-step judging" in screen_text(app))
         writer = LineWriter(path, native_lines(sample))
         writer.start()
         if budget is None:

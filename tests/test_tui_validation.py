@@ -130,10 +130,13 @@ async def test_review_a_trace_relabel_from_the_cursor_and_move_on(ds):
         assert isinstance(dialog, DecisionDialog)
         assert dialog.query_one("#relabel-step", Select).value == target.coord
         assert dialog.query_one("#relabel-agent", Select).value == items[0].agent
-        # pick the mode with the keyboard: shift+tab to the mode list, open it, type, choose
+        # pick the mode with the keyboard: shift+tab to the mode list, open it, move, choose
+        # (arrow keys: type-to-search forgets what was typed after 0.7 s, too short on a busy machine)
         new_mode = "V.2" if items[0].mode != "V.2" else "R.2"
+        codes = [code for code, _ in relabel_choices(ds, trace, items[0]).modes]
+        move = codes.index(new_mode) - codes.index(items[0].mode)
         await pilot.press("shift+tab", "enter")
-        await pilot.press(*new_mode)
+        await pilot.press(*(["down"] * move if move > 0 else ["up"] * -move))
         await pilot.press("enter")
         await pilot.pause()
         assert dialog.query_one("#relabel-mode", Select).value == new_mode
