@@ -10,6 +10,7 @@ from typing import Iterable
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -31,28 +32,37 @@ def with_bar(compose_result: ComposeResult, *bars: Widget) -> ComposeResult:
     yield from parts
 
 
-class PredictionBar(Static):
-    """Prediction vs ground truth of one record (see module docstring)."""
+class PredictionBar(Vertical):
+    """Prediction vs ground truth of one record (see module docstring): the axes (wrapped
+    on narrow terminals), then the judge's reason or the error on one line."""
 
     DEFAULT_CSS = """
     PredictionBar {
-        height: auto; max-height: 4; padding: 0 1; background: $panel;
-        text-wrap: nowrap; text-overflow: ellipsis;
+        height: auto; padding: 0 1; background: $panel;
+        & > #pred-axes { height: auto; max-height: 3; }
+        & > #pred-reason { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, markup=False)
+        super().__init__(id=id)
         self.record: Record | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="pred-axes", markup=False)
+        yield Static(id="pred-reason", markup=False)
 
     def show_record(self, record: Record | None, *, taxonomy=None) -> None:
         """Show ``record`` (``None``: say the trace has no record here)."""
-        self.record = record
-        if record is None:
-            self.update(Text("No benchmark record for this trace.", style="dim italic"))
-            return
         from whenpro_core.bench.aggregate import group_label
 
+        self.record = record
+        axes = self.query_one("#pred-axes", Static)
+        reason = self.query_one("#pred-reason", Static)
+        if record is None:
+            axes.update(Text("No benchmark record for this trace.", style="dim italic"))
+            reason.update("")
+            return
         text = Text()
         text.append("Prediction ", style="bold")
         text.append(one_line(group_label(record.model, record.protocol, record.with_gold), 60),
@@ -69,13 +79,12 @@ class PredictionBar(Static):
             if line.note and line.axis != "mode":
                 gold += f" · {one_line(line.note, 40)}"
             text.append(gold + ")", style="dim")
+        axes.update(text)
         pred = record.prediction
         if record.error:
-            text.append("\n")
-            text.append(f"failed ({record.error_kind or 'error'}): {one_line(record.error, 300)}",
-                        style="red")
+            reason.update(Text(f"failed ({record.error_kind or 'error'}): {one_line(record.error, 300)}",
+                               style="red"))
         elif pred is not None and pred.reason:
-            text.append("\n")
-            text.append("Reason: ", style="bold")
-            text.append(one_line(pred.reason, 400))
-        self.update(text)
+            reason.update(Text.assemble(("Reason: ", "bold"), one_line(pred.reason, 400)))
+        else:
+            reason.update("")
