@@ -90,8 +90,8 @@ class ImagesMode(str, Enum):
 
 @app.command()
 @handles_errors
-def view(path: str = typer.Argument(..., help="A trace file, path#key, dataset folder, glob "
-                                                "or JSONL release."),
+def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key, dataset folder, glob, "
+                                                         "JSONL release or bench results file."),
          labels: bool = typer.Option(False, "--labels/--no-labels",
                                      help="Show ground-truth labels (hidden by default so you "
                                           "judge the trace unbiased; t toggles)."),
@@ -99,12 +99,43 @@ def view(path: str = typer.Argument(..., help="A trace file, path#key, dataset f
                                            help="Image drawing: auto, kitty, sixel, halfcell, off."),
          serve: bool = typer.Option(False, "--serve",
                                     help="Serve the app in a browser on 127.0.0.1 instead."),
-         port: int = typer.Option(8000, "--port", help="Port for --serve.")) -> None:
-    """Open the trace debugger (TUI): step through a trace, or browse a dataset."""
+         port: int = typer.Option(8000, "--port", help="Port for --serve."),
+         # tuiresults: results screen, validation mode, live views
+         results: Optional[list[str]] = typer.Option(None, "--results",
+                                                     help="Explore bench results (PATH: the dataset)."),
+         validate: bool = typer.Option(False, "--validate", help="Review a dataset built by whenpro build."),
+         follow: Optional[str] = typer.Option(None, "--follow", help="Follow a trace file being written."),
+         otlp: Optional[str] = typer.Option(None, "--otlp", metavar="[HOST:PORT]",
+                                            help="List traces received over OTLP (default 127.0.0.1:4318)."),
+         judge: bool = typer.Option(True, "--judge/--no-judge", help="Live views: judge as steps arrive."),
+         protocol: Optional[str] = typer.Option(None, "--protocol", "-p",
+                                                help="Live judging: heuristic (default) or step-by-step."),
+         model: Optional[str] = typer.Option(None, "--model", "-m", help="Live judging: provider:model."),
+         budget_calls: Optional[int] = typer.Option(None, "--budget-calls", min=0, help="Live: N LLM calls."),
+         budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", min=0, help="Live: N tokens."),
+         budget_usd: Optional[float] = typer.Option(None, "--budget-usd", min=0, help="Live: X US dollars."),
+         idle_timeout: float = typer.Option(0.0, "--idle-timeout",
+                                            help="Live: end judging after S quiet seconds (0: never)."),
+         store: Optional[Path] = typer.Option(None, "--store", help="With --otlp: folder for received traces."),
+         allow_remote: bool = typer.Option(False, "--allow-remote",
+                                           help="With --otlp: listen on a non-loopback address.")) -> None:
+    """Open the trace debugger (TUI): step through a trace, browse a dataset, explore bench
+    results, review a built dataset, or watch runs live."""
     from whenpro_core.opening import check_target
+    from whenpro_tui.starts import LiveOptions, view_start
 
-    check_target(path)
+    live = LiveOptions(judge=judge, protocol=protocol, model=model, budget_calls=budget_calls,
+                       budget_tokens=budget_tokens, budget_usd=budget_usd,
+                       idle_timeout=idle_timeout if idle_timeout > 0 else None)
+    start = view_start(path, results=results, validate=validate, follow=follow, otlp=otlp, live=live,
+                       store=store, allow_remote=allow_remote)
+    if start is None:
+        check_target(path)
     if serve:
+        if start is not None:
+            from whenpro_core.errors import ConfigError
+
+            raise ConfigError("--serve opens a PATH only", expected="whenpro view PATH --serve")
         from whenpro_tui.serve import HOST, serve as serve_app
 
         typer.echo(f"whenpro: serving on http://{HOST}:{port} (ctrl+c stops)", err=True)
@@ -112,7 +143,7 @@ def view(path: str = typer.Argument(..., help="A trace file, path#key, dataset f
         return
     from whenpro_tui.app import run
 
-    run(path, show_labels=labels, images=images.value, started_ns=START_NS)
+    run(path or "", show_labels=labels, images=images.value, started_ns=START_NS, start=start)
 
 
 @app.command()
@@ -358,12 +389,20 @@ def serve(
     max_traces: int = typer.Option(64, "--max-traces", min=1, help="Traces kept in memory at most."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event line."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing per trace."),
+    tui: bool = typer.Option(False, "--tui", help="Show incoming traces live in the TUI."),
 ) -> None:
     """Run the OpenTelemetry (OTLP/HTTP) receiver and store traces as they arrive."""
     from whenpro_core.live.watch import serve_command
 
     if otlp is None:
         raise ConfigError("nothing to serve", expected="--otlp [HOST:PORT]")
+    if tui:  # tuiresults: the incoming-traces view of whenpro view --otlp
+        from whenpro_tui.app import run
+        from whenpro_tui.starts import LiveOptions, otlp_start
+
+        start = otlp_start(otlp, LiveOptions(), store=store, allow_remote=allow_remote, max_traces=max_traces)
+        run("", started_ns=START_NS, start=start)
+        return
     serve_command(otlp, store=store, allow_remote=allow_remote, max_traces=max_traces, as_json=as_json,
                   quiet=quiet)
 

@@ -43,12 +43,15 @@ class Opened:
     * ``rows``: one file holding several traces (or a file that failed to import, as
       one error row), listed without walking;
     * ``dataset`` True: a folder, glob or indexed file (JSONL release) to list with
-      :func:`whenpro_core.formats.walk` (rows stream in).
+      :func:`whenpro_core.formats.walk` (rows stream in);
+    * ``results``: the path of a benchmark results file (``whenpro bench`` records,
+      :func:`whenpro_core.bench.explore.is_results_file`), for the results screen.
     """
 
     trace: Trace | None = None
     rows: list[TraceSummary] | None = None
     dataset: bool = False
+    results: str | None = None
 
 
 def open_target(target: str) -> Opened:
@@ -66,6 +69,10 @@ def open_target(target: str) -> Opened:
             return Opened(trace=load_trace(target))
         except WhenproError as exc:
             return Opened(rows=[error_summary(path, exc.located(path=path).one_line())])
+    from whenpro_core.bench.explore import is_results_file
+
+    if is_results_file(path):
+        return Opened(results=str(path))
     try:
         chosen = sniff(path)
         if isinstance(chosen, FileImporter):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Literal
+from typing import Callable, Literal
 
 from rich.text import Text
 from textual import work
@@ -18,6 +18,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Center, Middle
 from textual.reactive import reactive
+from textual.screen import Screen
 from textual.widgets import LoadingIndicator, Static
 
 from whenpro_tui import _start_time
@@ -45,6 +46,8 @@ class WhenproApp(App[None]):
         images: image protocol for the image panes (phase 2; stored now).
         started_ns: ``time.perf_counter_ns()`` at process start, for the startup log.
         cursor_blink: blink text cursors (tests turn it off for stable snapshots).
+        start: a screen to open instead of ``target`` (results, validation, live views:
+            :mod:`whenpro_tui.starts`); called once the app runs.
     """
 
     CSS_PATH = "app.tcss"
@@ -55,8 +58,10 @@ class WhenproApp(App[None]):
     show_labels: reactive[bool] = reactive(False)
 
     def __init__(self, target: str, *, show_labels: bool = False, images: ImagesMode = "auto",
-                 started_ns: int | None = None, cursor_blink: bool = True) -> None:
+                 started_ns: int | None = None, cursor_blink: bool = True,
+                 start: Callable[[], Screen] | None = None) -> None:
         super().__init__()
+        self.start = start
         self.cursor_blink = cursor_blink
         self.target = target
         self.set_reactive(WhenproApp.show_labels, show_labels)
@@ -72,6 +77,10 @@ class WhenproApp(App[None]):
                 yield Static(Text(f"Opening {clean(self.target)}…"), id="opening-text")
 
     def on_mount(self) -> None:
+        if self.start is not None:  # tuiresults: results, validation and live views
+            self.query_one("#opening-spinner").remove()
+            self.push_screen(self.start())
+            return
         self.open_target_worker()
 
     @work(thread=True, exclusive=True, group="open", exit_on_error=False)
@@ -93,7 +102,11 @@ class WhenproApp(App[None]):
         opened = message.opened
         # the spinner under the new screen would keep repainting the whole screen
         self.query_one("#opening-spinner").remove()
-        if opened.trace is not None:
+        if opened.results is not None:  # tuiresults: a benchmark results file
+            from whenpro_tui.screens.results import ResultsScreen
+
+            self.push_screen(ResultsScreen([opened.results], is_root=True))
+        elif opened.trace is not None:
             self.push_screen(TraceScreen(opened.trace, is_root=True))
             path, key = split_ref(message.target)
             if key is not None:
@@ -141,10 +154,11 @@ def _setup_debug_log() -> None:
 
 
 def run(target: str, *, show_labels: bool = False, images: ImagesMode = "auto",
-        started_ns: int | None = None) -> None:
-    """Run the TUI on ``target`` in this terminal."""
+        started_ns: int | None = None, start: Callable[[], Screen] | None = None) -> None:
+    """Run the TUI on ``target`` in this terminal (``start``: see :class:`WhenproApp`)."""
     _setup_debug_log()
     from whenpro_tui.imaging import prepare  # tuimedia: ask the terminal before Textual runs
 
     images = prepare(images)  # type: ignore[assignment]
-    WhenproApp(target, show_labels=show_labels, images=images, started_ns=started_ns).run()
+    WhenproApp(target, show_labels=show_labels, images=images, started_ns=started_ns,
+               start=start).run()

@@ -294,3 +294,47 @@ class FullImageLoaded(Message):
         self.image = image
         self.detail = detail
         self.error = error
+
+
+# ---------------------------------------------------------------- results, validation, live
+# (tuiresults: the results screen, validation mode and the live views)
+
+
+class ResultsLoaded(Message):
+    """A results file was read and aggregated (``results``:
+    :class:`whenpro_core.bench.explore.Results`), or could not be (``error``)."""
+
+    def __init__(self, results=None, error: str | None = None) -> None:
+        super().__init__()
+        self.results = results
+        self.error = error
+
+
+class DatasetIndexed(Message):
+    """The dataset given with ``--results`` was walked: trace id -> reference."""
+
+    def __init__(self, by_id: dict[str, str], error: str | None = None) -> None:
+        super().__init__()
+        self.by_id = by_id
+        self.error = error
+
+
+class ReviewLoaded(Message):
+    """Review items and counts of a built dataset (after opening it or after a
+    decision, ``decided`` naming the trace id decided), or the error."""
+
+    def __init__(self, items=None, counts=None, *, decided: str | None = None,
+                 error: str | None = None) -> None:
+        super().__init__()
+        self.items = items
+        self.counts = counts
+        self.decided = decided
+        self.error = error
+
+
+class LiveEvents(Message):
+    """A batch of live events (follower, store or judge events) for a live screen."""
+
+    def __init__(self, events: list) -> None:
+        super().__init__()
+        self.events = events

@@ -3,4 +3,5 @@
 journal and manifest) and review of built datasets (:mod:`.validate`); per-prediction
 scoring (:mod:`.score`), results records and the resumable results file (:mod:`.records`),
 the evaluation runner (:mod:`.runner`, ``whenpro bench``), aggregates (:mod:`.aggregate`)
-and reports (:mod:`.report`, ``whenpro report``)."""
+and reports (:mod:`.report`, ``whenpro report``); for the TUI, exploring results cell by
+cell (:mod:`.explore`) and reviewing a built dataset trace by trace (:mod:`.review`)."""

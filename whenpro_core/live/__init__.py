@@ -48,6 +48,11 @@ Judging live (:mod:`whenpro_core.live.judge_live`, :mod:`whenpro_core.live.sessi
     RunEnded(trace_id, reason, step_count)        # final_answer | outcome | root_span_ended | idle | closed
     FinalVerdict(trace_id, attribution)           # the full pass (all-at-once with a model)
 
+For a viewer (the TUI's live views): :func:`whenpro_core.live.viewer.follow_live` is
+``attribute_live`` that keeps following after the run ends, and
+:class:`whenpro_core.live.listing.LiveListing` keeps the rows of an incoming-traces list
+from the store's and the judges' events.
+
 ``index`` is a position in ``Trace.steps``; ``step`` is the coordinate users and judges
 see. Event text is untrusted trace content: render it as plain text.
 """

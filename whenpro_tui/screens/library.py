@@ -24,6 +24,7 @@ from whenpro_core.textsafe import clean
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import RowsFound, TraceLoaded, TraceLoadFailed, WalkDone
 from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.library_validate import LibraryValidation
 from whenpro_tui.screens.picker import FacetPicker
 from whenpro_tui.widgets.trace_table import TraceTable
 from whenpro_tui.widgets.virtual_list import VirtualList
@@ -33,7 +34,7 @@ BATCH_ROWS = 500
 BATCH_SECONDS = 0.1
 
 
-class LibraryScreen(Screen[None]):
+class LibraryScreen(LibraryValidation, Screen[None]):
     """The trace library (see module docstring)."""
 
     BINDINGS = [
@@ -44,6 +45,8 @@ class LibraryScreen(Screen[None]):
         Binding("escape", "leave_text", "Back to list", show=False),
         Binding("?", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
+        # tuiresults: validation mode of a built dataset (screens/library_validate.py)
+        Binding("v", "validate", "Validate"),
     ]
 
     def __init__(self, target: str, *, rows: list[TraceSummary] | None = None) -> None:

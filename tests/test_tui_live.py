@@ -1,0 +1,242 @@
+"""The live views driven with Pilot: ``whenpro view --follow FILE`` while a background
+thread writes the run (steps appear in order, the cursor stays where the user put it
+unless it is on the last step, bad lines and the decisive error are notifications, a
+truncated file keeps the shared steps), and ``whenpro view --otlp`` with the real
+OpenTelemetry SDK exporter (the trace appears in the list with the judge's verdict and
+opens live).
+
+These views wait on another thread (the writer, the exporter): :func:`until` polls a
+condition with Pilot pauses and a deadline, never a fixed sleep."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from tests.conftest import SAMPLES, screen_text
+from tests.support.live_writer import LineWriter, dump_lines
+from whenpro_core.errors import ConfigError, TraceFormatError
+from whenpro_core.formats import load_trace
+from whenpro_tui.app import WhenproApp
+from whenpro_tui.screens.incoming import IncomingScreen
+from whenpro_tui.screens.live_trace import LiveTraceScreen
+from whenpro_tui.starts import LiveOptions, follow_start, otlp_start, view_start
+
+TEAM = SAMPLES / "team_text" / "trace.json"
+
+
+def native_lines(trace) -> list[bytes]:
+    """The run as an agent writes it live: a header, then one step a line."""
+    header = {"format": "whenpro.trace/1", "id": trace.id, "framework": trace.framework,
+              "task": trace.task.model_dump(mode="json"), "agents": [a.model_dump() for a in trace.agents]}
+    return dump_lines([header, *(s.model_dump(mode="json", exclude={"index", "raw"}) for s in trace.steps)])
+
+
+async def until(pilot, condition, what: str, timeout: float = 60.0) -> None:
+    """Pause the app until ``condition()`` holds (or fail after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.02)
+
+
+async def first_screen(pilot, kind: type, ready=lambda screen: True):
+    """The app's first screen once it is a ``kind`` and ``ready`` (it is pushed, then
+    starts, after the app mounts: on a busy machine that is not at once)."""
+    app = pilot.app
+    await until(pilot, lambda: isinstance(app.screen, kind) and ready(app.screen), f"a {kind.__name__}")
+    return app.screen
+
+
+def notes(app) -> list[str]:
+    return [f"{n.title}: {n.message}" for n in app._notifications]
+
+
+async def test_follow_shows_steps_as_they_are_written_and_keeps_the_cursor(tmp_path):
+    sample = load_trace(TEAM)
+    lines = native_lines(sample)
+    path = tmp_path / "run.jsonl"
+    app = WhenproApp("", cursor_blink=False, start=follow_start(str(path), LiveOptions()))
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen = await first_screen(pilot, LiveTraceScreen,
+                                    lambda _s: "Waiting for the first step" in screen_text(app))
+        # the file appears and grows: header + 3 steps, with a torn line and a bad line
+        writer = LineWriter(path, lines[:4] + [b"{not json\n"], split=[2])
+        writer.start()
+        await until(pilot, lambda: len(screen.trace.steps) == 3 and screen.line_errors == 1, "3 steps")
+        writer.join()
+        steps = screen.steps
+        assert [screen.trace.steps[i].coord for i in steps.shown] == [s.coord for s in sample.steps[:3]]
+        assert steps.step_index == 2  # the cursor was on the last step: it followed
+        assert any("Line skipped: line 5: not valid JSON" in n for n in notes(app))
+        # the user moves up; the rest of the run arrives; the cursor stays put
+        await pilot.press("k")
+        assert steps.step_index == 1
+        writer = LineWriter(path, lines[4:])
+        writer.start()
+        await until(pilot, lambda: len(screen.trace.steps) == len(sample.steps)
+                    and screen.decisive is not None, "the whole run and a decisive error")
+        writer.join()
+        await pilot.pause()
+        assert steps.step_index == 1
+        assert [screen.trace.steps[i].coord for i in steps.shown] == [s.coord for s in sample.steps]
+        decisive = [n for n in notes(app) if n.startswith("Decisive error")]
+        assert len(decisive) == 1 and "step 3 [solver] R.3" in decisive[0]
+        # trace text is shown as it is, never read as Rich markup ("[solver]" would vanish)
+        assert all(n.markup is False for n in app._notifications)
+        assert steps.attributed == frozenset({3})  # the decisive step is marked
+        text = screen_text(app)
+        assert "DECISIVE step 3 [solver] R.3" in text and "◆" in text
+        await pilot.press("s")
+        assert steps.step_index == 3
+        # at the last step the list follows again; a closing header updates the header
+        await until(pilot, lambda: screen.ended == "final_answer", "the run's end")
+        await pilot.press("G")
+        with path.open("ab") as fh:
+            fh.write(dump_lines([{"id": sample.id, "outcome": "failure", "final_answer": "11:45"}])[0])
+        await until(pilot, lambda: screen.trace.outcome.value == "failure", "the closing header")
+        assert "failure" in screen_text(app) and "run ended (final_answer)" in screen_text(app)
+
+
+async def test_a_truncated_file_keeps_the_shared_steps_and_the_cursor(tmp_path):
+    sample = load_trace(TEAM)
+    lines = native_lines(sample)
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(lines[:6]))
+    app = WhenproApp("", cursor_blink=False,
+                     start=follow_start(str(path), LiveOptions(judge=False)))
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen = await first_screen(pilot, LiveTraceScreen)
+        await until(pilot, lambda: len(screen.trace.steps) == 5, "5 steps")
+        await pilot.press("g", "j")
+        assert screen.steps.step_index == 1
+        path.write_bytes(b"".join(lines[:4]))  # shorter: steps 0-2 are kept
+        await until(pilot, lambda: len(screen.trace.steps) == 3, "the truncation")
+        assert screen.steps.step_index == 1
+        assert any("truncated" in n for n in notes(app))
+        with path.open("ab") as fh:
+            fh.write(b"".join(lines[4:]))
+        await until(pilot, lambda: len(screen.trace.steps) == len(sample.steps), "the rest")
+        assert screen.steps.step_index == 1
+        await pilot.press("s")
+        assert any("Live judging is off" in n for n in notes(app))
+        assert "judging off" in screen_text(app)
+        assert not screen.steps.attributed
+
+
+async def test_otlp_traces_appear_live_and_open(tmp_path):
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    from tests.support.otel_agent import provider, run_workshop_agent
+
+    def export(endpoint: str) -> str:
+        tp = provider(endpoint)
+        trace_id = run_workshop_agent(tp)
+        tp.shutdown()
+        return trace_id
+
+    store = tmp_path / "store"
+    app = WhenproApp("", cursor_blink=False,
+                     start=otlp_start("127.0.0.1:0", LiveOptions(), store=store))
+    async with app.run_test(size=(130, 34)) as pilot:
+        screen = await first_screen(pilot, IncomingScreen, lambda s: s.started)
+        assert "waiting for traces" in screen_text(app)
+        trace_id = await asyncio.to_thread(export, screen.receiver.endpoint)
+        await until(pilot, lambda: trace_id in screen.listing.rows
+                    and screen.listing.rows[trace_id].decisive is not None, "the trace and its verdict")
+        await pilot.pause()
+        text = screen_text(app)
+        assert trace_id[:16] in text and "workshop-agent" in text
+        assert "DECISIVE step 3 [planner] R.3" in text
+        row = screen.listing.rows[trace_id]
+        assert row.steps == 6 and row.service == "workshop-agent"
+        flagged = [n for n in notes(app) if n.startswith("Decisive error")]
+        assert len(flagged) == 1 and trace_id[:16] in flagged[0] and "[planner] R.3" in flagged[0]
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, LiveTraceScreen), "the live trace view")
+        live = app.screen
+        await until(pilot, lambda: len(live.trace.steps) == 6, "the steps")
+        await pilot.pause()
+        assert live.trace.id == trace_id and len(live.trace.steps) == 6
+        assert live.steps.step_index == 5  # opened on the newest step, following
+        assert live.steps.attributed == frozenset({3})
+        assert "DECISIVE step 3 [planner] R.3" in screen_text(app)
+        assert "run ended (root_span_ended)" in screen_text(app)
+        assert len([n for n in notes(app) if n.startswith("Decisive error")]) == 1  # not again
+        await pilot.press("q")
+        assert app.screen is screen and screen.live_screen is None
+    assert (store / f"{trace_id}.json").exists()
+
+
+def test_live_options_are_checked_before_the_tui(tmp_path):
+    with pytest.raises(ConfigError, match="do not go together"):
+        view_start(None, follow=str(tmp_path / "a"), otlp="127.0.0.1:0")
+    with pytest.raises(ConfigError, match="is a folder"):
+        view_start(None, follow=str(tmp_path))
+    with pytest.raises(ConfigError, match="takes no PATH"):
+        view_start("x.json", follow=str(tmp_path / "a"))
+    with pytest.raises(ConfigError, match="cannot judge live"):
+        view_start(None, follow=str(tmp_path / "a"), live=LiveOptions(protocol="binary-search"))
+    assert view_start(str(tmp_path)) is None  # a plain view
+    with pytest.raises(TraceFormatError, match="no such results file"):
+        view_start(None, results=[str(tmp_path / "r.jsonl")])  # --results alone: no dataset needed
+
+
+def test_cli_view_errors_are_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    def whenpro(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+
+    (tmp_path / "t.jsonl").write_text('{"role": "user", "content": "hi"}\n')
+    for args, message in [
+        (("view", str(tmp_path), "--results", str(tmp_path / "t.jsonl")), "not a whenpro bench results file"),
+        (("view", str(tmp_path), "--validate"), "not a dataset built by whenpro build"),
+        (("view", "--follow", str(tmp_path / "x.jsonl"), "--otlp"), "do not go together"),
+        (("view",), "nothing to view"),
+        (("view", "--follow", str(tmp_path)), "is a folder"),
+    ]:
+        proc = whenpro(*args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("whenpro: error:") and message in lines[0], lines
+
+
+@pytest.mark.parametrize("budget", [None, 1])
+async def test_follow_judges_step_by_step_through_the_openai_sdk(tmp_path, llm_server, monkeypatch, budget):
+    from tests.support.fixtures import TEST_KEY
+    from tests.support.judge_oracle import oracle_for
+
+    sample = load_trace(TEAM)
+    llm_server.respond_with(oracle_for(sample))
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
+    path = tmp_path / "run.jsonl"
+    opts = LiveOptions(model="openai:gpt-4.1", budget_calls=budget, no_cache=True)
+    app = WhenproApp("", cursor_blink=False, start=follow_start(str(path), opts))
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen = await first_screen(pilot, LiveTraceScreen,
+                                    lambda _s: "step-by-step judging" in screen_text(app))
+        writer = LineWriter(path, native_lines(sample))
+        writer.start()
+        if budget is None:
+            await until(pilot, lambda: screen.decisive is not None, "the step-by-step verdict")
+            writer.join()
+            d = screen.decisive
+            assert (d.step, d.agent, d.mode) == ("3", "solver", "R.3")
+            assert screen.decisive.protocol == "step-by-step"
+            assert any(n.startswith("Decisive error (step-by-step)") for n in notes(app))
+            assert screen.steps.attributed == frozenset({3})
+        else:
+            await until(pilot, lambda: "budget" in screen.judging, "the budget to run out")
+            writer.join()
+            assert screen.decisive is None and len(llm_server.answered) == 1
+            assert any("Budget exhausted (calls): 1 calls" in n for n in notes(app))
+            assert "judging stopped: calls budget spent" in screen_text(app)
+        assert TEST_KEY not in screen_text(app)
