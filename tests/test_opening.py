@@ -39,6 +39,18 @@ def test_bad_file_becomes_an_error_row(dataset_dir: Path) -> None:
     assert bad_key.rows and "no trace '9'" in bad_key.rows[0].error
 
 
+def test_strict_raises_for_one_file_only(dataset_dir: Path) -> None:
+    """``whenpro view FILE``: a broken file (or key, or a file without traces) raises the
+    importer's one-line error; a folder with the same broken file still lists rows."""
+    with pytest.raises(TraceFormatError) as err:
+        open_target(str(dataset_dir / "truncated.json"), strict=True)
+    assert str(dataset_dir / "truncated.json") in err.value.one_line()
+    with pytest.raises(TraceFormatError, match="no trace '9'"):
+        open_target(f"{dataset_dir / 'team-1.json'}#9", strict=True)
+    assert open_target(str(dataset_dir), strict=True).dataset
+    assert open_target(str(dataset_dir / "team-1.json"), strict=True).trace is not None
+
+
 def test_missing_targets_raise_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(TraceFormatError, match="no such file or folder"):
         check_target(str(tmp_path / "nope.json"))

@@ -184,6 +184,31 @@ async def test_v_on_the_library_of_a_built_dataset(ds, dataset_dir):
         assert isinstance(other.screen, LibraryScreen)
 
 
+@pytest.mark.parametrize("m", ["[b]x[/i]", "[/]", "[@click=app.quit]q[/]"])
+async def test_relabel_choices_with_markup_like_names_stay_text(ds, m):
+    """Agent names, step summaries and mode names in the relabel dialog's lists are
+    trace content: plain text, never markup (a MarkupError used to end the app)."""
+    from tests.test_tui_markup import marked_trace
+
+    items = validate.review_items(ds)
+    choices = relabel_choices(ds, marked_trace(m), items[0])
+    choices.modes.append((f"X{m}", f"mode {m}"))
+    app = WhenproApp("", cursor_blink=False, start=validate_start(str(ds)))
+    async with app.run_test(size=(130, 40)) as pilot:
+        await open_validation(pilot)
+        app.push_screen(DecisionDialog(ds, items[0], "relabel", choices=choices, step="1"))
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, DecisionDialog)
+        for select_id in ("#relabel-agent", "#relabel-step", "#relabel-mode"):
+            await pilot.click(select_id)
+            await settle(pilot)
+            await pilot.press("escape")
+            await settle(pilot)
+        assert f"coder{m}" in screen_text(app)
+        assert app.is_running and app._exception is None
+
+
 def test_validate_needs_a_built_dataset(dataset_dir):
     with pytest.raises(WhenproError, match="not a dataset built by whenpro build"):
         validate_start(str(dataset_dir))

@@ -121,7 +121,7 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
                                            help="With --otlp: listen on a non-loopback address.")) -> None:
     """Open the trace debugger (TUI): step through a trace, browse a dataset, explore bench
     results, review a built dataset, or watch runs live."""
-    from whenpro_core.opening import check_target
+    from whenpro_core.opening import open_target
     from whenpro_tui.starts import LiveOptions, view_start
 
     live = LiveOptions(judge=judge, protocol=protocol, model=model, budget_calls=budget_calls,
@@ -129,8 +129,8 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
                        idle_timeout=idle_timeout if idle_timeout > 0 else None)
     start = view_start(path, results=results, validate=validate, follow=follow, otlp=otlp, live=live,
                        store=store, allow_remote=allow_remote)
-    if start is None:
-        check_target(path)
+    # one file (or path#key) that fails to import: one line and exit 2, like `info`
+    opened = open_target(path, strict=True) if start is None and path is not None else None
     if serve:
         if start is not None:
             from whenpro_core.errors import ConfigError
@@ -143,7 +143,8 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
         return
     from whenpro_tui.app import run
 
-    run(path or "", show_labels=labels, images=images.value, started_ns=START_NS, start=start)
+    run(path or "", show_labels=labels, images=images.value, started_ns=START_NS, start=start,
+        opened=opened)
 
 
 @app.command()

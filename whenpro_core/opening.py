@@ -54,21 +54,32 @@ class Opened:
     results: str | None = None
 
 
-def open_target(target: str) -> Opened:
-    """Classify and, for a single trace, load ``target``. Never raises for a file that
-    fails to import (it becomes one error row); raises TraceFormatError only for a
-    target that names nothing (see :func:`check_target`)."""
+def open_target(target: str, *, strict: bool = False) -> Opened:
+    """Classify and, for a single trace, load ``target``.
+
+    A target that names nothing raises TraceFormatError (see :func:`check_target`).
+    A target that is one file (or ``path#key``) and fails to import, or holds no
+    trace, becomes one error row; with ``strict`` it raises that WhenproError instead
+    (``whenpro view FILE`` then prints one line and exits 2, like ``whenpro info``).
+    Folders, globs and indexed files never raise for their files: those are rows."""
     check_target(target)
     if is_glob(target):
         return Opened(dataset=True)
     path, key = split_ref(target)
     if path.is_dir():
         return Opened(dataset=True)
+
+    def failed(exc: WhenproError) -> Opened:
+        located = exc.located(path=path)
+        if strict:
+            raise located
+        return Opened(rows=[error_summary(path, located.one_line())])
+
     if key is not None:
         try:
             return Opened(trace=load_trace(target))
         except WhenproError as exc:
-            return Opened(rows=[error_summary(path, exc.located(path=path).one_line())])
+            return failed(exc)
     from whenpro_core.bench.explore import is_results_file
 
     if is_results_file(path):
@@ -80,9 +91,9 @@ def open_target(target: str) -> Opened:
         importer, doc = chosen
         traces = importer.load(doc, LoadContext(path=path, root=find_root(path)))
     except WhenproError as exc:
-        return Opened(rows=[error_summary(path, exc.located(path=path).one_line())])
+        return failed(exc)
     if len(traces) == 1:
         return Opened(trace=traces[0])
     if not traces:
-        return Opened(rows=[error_summary(path, f"{path}: file holds no traces")])
+        return failed(TraceFormatError("file holds no traces", path=path))
     return Opened(rows=[summarize(t) for t in traces])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from typing import Callable, Literal
 
@@ -18,14 +19,15 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Center, Middle
 from textual.reactive import reactive
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import LoadingIndicator, Static
 
 from whenpro_tui import _start_time
-from whenpro_core.errors import WhenproError
+from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats.registry import split_ref
 from whenpro_core.listing import walk_rows
-from whenpro_core.opening import open_target
+from whenpro_core.opening import Opened, open_target
 from whenpro_core.textsafe import clean
 from whenpro_tui.commands import BindingsProvider
 from whenpro_tui.messages import SiblingsFound, TargetFailed, TargetOpened
@@ -48,6 +50,8 @@ class WhenproApp(App[None]):
         cursor_blink: blink text cursors (tests turn it off for stable snapshots).
         start: a screen to open instead of ``target`` (results, validation, live views:
             :mod:`whenpro_tui.starts`); called once the app runs.
+        opened: ``target`` already opened (``whenpro view`` opens it before the TUI
+            starts, so a broken file is one line and exit 2); else opened in a worker.
     """
 
     CSS_PATH = "app.tcss"
@@ -59,9 +63,10 @@ class WhenproApp(App[None]):
 
     def __init__(self, target: str, *, show_labels: bool = False, images: ImagesMode = "auto",
                  started_ns: int | None = None, cursor_blink: bool = True,
-                 start: Callable[[], Screen] | None = None) -> None:
+                 start: Callable[[], Screen] | None = None, opened: Opened | None = None) -> None:
         super().__init__()
         self.start = start
+        self.opened = opened
         self.cursor_blink = cursor_blink
         self.target = target
         self.set_reactive(WhenproApp.show_labels, show_labels)
@@ -80,6 +85,9 @@ class WhenproApp(App[None]):
         if self.start is not None:  # tuiresults: results, validation and live views
             self.query_one("#opening-spinner").remove()
             self.push_screen(self.start())
+            return
+        if self.opened is not None:
+            self.post_message(TargetOpened(self.target, self.opened))
             return
         self.open_target_worker()
 
@@ -120,7 +128,11 @@ class WhenproApp(App[None]):
             Text(f"Could not open {clean(message.target)}:\n{clean(message.error)}\n\n"
                  "Press q to quit.", style="red"))
         self.notify(clean(message.error), title="Could not open", severity="error", timeout=15)
-        self.bind("q", "quit", description="Quit")
+        self.bind("q", "exit_failed", description="Quit")
+
+    def action_exit_failed(self) -> None:
+        """Quit after the target failed to open: exit status 2, as for any bad input."""
+        self.exit(return_code=2)
 
     @work(thread=True, exclusive=True, group="siblings", exit_on_error=False)
     def find_siblings(self, path: str, ref: str) -> None:
@@ -131,6 +143,14 @@ class WhenproApp(App[None]):
             return
         if len(refs) > 1 and ref in refs:
             self.screen.post_message(SiblingsFound(refs, refs.index(ref)))
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """A toast whose text is always plain: notifications quote trace content, file
+        names and what the user typed, and markup-like text (``[b]x[/i]``) would crash
+        the app or turn into live links and actions. ``markup`` is ignored (screens'
+        and widgets' ``notify`` pass True by default)."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def first_paint(self) -> None:
         """Called by the first screen after its first paint: logs the startup time once
@@ -153,12 +173,32 @@ def _setup_debug_log() -> None:
         log.setLevel(logging.INFO)
 
 
+def require_terminal() -> None:
+    """Raise ConfigError unless stdin and stdout are a terminal (or a Textual driver is
+    named by ``$TEXTUAL_DRIVER``, as ``textual serve`` does for browser sessions): the
+    TUI would otherwise draw escape sequences into a pipe and wait for keys that never
+    come."""
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise ConfigError("whenpro view needs a terminal (--serve opens it in a browser instead)")
+
+
 def run(target: str, *, show_labels: bool = False, images: ImagesMode = "auto",
-        started_ns: int | None = None, start: Callable[[], Screen] | None = None) -> None:
-    """Run the TUI on ``target`` in this terminal (``start``: see :class:`WhenproApp`)."""
+        started_ns: int | None = None, start: Callable[[], Screen] | None = None,
+        opened: Opened | None = None) -> None:
+    """Run the TUI on ``target`` in this terminal (``start``, ``opened``: see
+    :class:`WhenproApp`). ConfigError without a terminal (:func:`require_terminal`).
+    Raises SystemExit with the app's return code when it is not 0: 1 after an
+    uncaught exception (Textual prints the traceback), 2 after a target that failed to
+    open."""
+    require_terminal()
     _setup_debug_log()
     from whenpro_tui.imaging import prepare  # tuimedia: ask the terminal before Textual runs
 
     images = prepare(images)  # type: ignore[assignment]
-    WhenproApp(target, show_labels=show_labels, images=images, started_ns=started_ns,
-               start=start).run()
+    app = WhenproApp(target, show_labels=show_labels, images=images, started_ns=started_ns,
+                     start=start, opened=opened)
+    app.run()
+    if app.return_code:
+        raise SystemExit(app.return_code)

@@ -38,7 +38,7 @@ class AttributeChoice(ModalScreen[tuple[str, str] | None]):
             yield Static(Text("Attribute the counterfactual", style="bold"))
             yield Static(Text("Does the protocol find the injected step? heuristic runs offline; the "
                               "others ask a model.", style="dim"))
-            yield Select([(p, p) for p in PROTOCOLS], value=self.protocol, allow_blank=False, compact=True,
+            yield Select([(Text(p), p) for p in PROTOCOLS], value=self.protocol, allow_blank=False, compact=True,
                          id="ac-protocol")
             yield Input(self.model, placeholder="provider:model (for LLM protocols)", compact=True, id="ac-model")
             with Horizontal():

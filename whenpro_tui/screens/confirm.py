@@ -38,8 +38,8 @@ class ConfirmScreen(ModalScreen[bool]):
         with Vertical():
             yield Static(Text(self.question), id="confirm-question")
             with Horizontal():
-                yield Button(f"{self.yes} (y)", id="confirm-yes", variant="warning", compact=True)
-                yield Button(f"{self.no} (n)", id="confirm-no", compact=True)
+                yield Button(Text(f"{self.yes} (y)"), id="confirm-yes", variant="warning", compact=True)
+                yield Button(Text(f"{self.no} (n)"), id="confirm-no", compact=True)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

@@ -109,13 +109,13 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
                 with VerticalScroll(id="inj-right"):
                     with Horizontal(classes="inj-row"):
                         yield Label("Generator ", classes="inj-key")
-                        yield Select([(label, kind) for kind, label in GENERATORS], value="offline",
+                        yield Select([(Text(label), kind) for kind, label in GENERATORS], value="offline",
                                      allow_blank=False, compact=True, id="inj-gen")
                         yield Input(self.model, placeholder="provider:model", compact=True,
                                     id="inj-gen-model")
                     with Horizontal(classes="inj-row"):
                         yield Label("Executor  ", classes="inj-key")
-                        yield Select([(e.label, e.kind) for e in self.executors],
+                        yield Select([(Text(clean(e.label)), e.kind) for e in self.executors],
                                      value=default_executor(self.trace), allow_blank=False, compact=True,
                                      id="inj-exec")
                         yield Input(compact=True, id="inj-exec-arg")

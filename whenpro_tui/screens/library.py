@@ -213,7 +213,7 @@ class LibraryScreen(LibraryValidation, Screen[None]):
             self.notify(clean(row.error), title="This file failed to import", severity="error",
                         timeout=10)
             return
-        self.query_one("#lib-count", Static).update(f"Opening {clean(row.id)}…")
+        self.query_one("#lib-count", Static).update(Text(f"Opening {clean(row.id)}…"))
         self.open_row(row.ref())
 
     def sibling_refs(self) -> list[str]:

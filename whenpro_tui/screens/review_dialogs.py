@@ -108,7 +108,7 @@ class DecisionDialog(ModalScreen[ValidationEntry | None]):
                 built = c.built
                 with Horizontal(classes="row"):
                     yield Label("agent")
-                    yield Select([(clean(a), a) for a in c.agents], value=built.agent
+                    yield Select([(Text(clean(a)), a) for a in c.agents], value=built.agent
                                  if built.agent in c.agents else Select.NULL,
                                  allow_blank=built.agent not in c.agents, id="relabel-agent",
                                  compact=True)
@@ -116,13 +116,13 @@ class DecisionDialog(ModalScreen[ValidationEntry | None]):
                 pick = self.step if self.step in steps else built.step
                 with Horizontal(classes="row"):
                     yield Label("step")
-                    yield Select([(one_line(f"{s}  {a}: {summary}", 44), s) for s, a, summary in c.steps],
+                    yield Select([(Text(one_line(f"{s}  {a}: {summary}", 44)), s) for s, a, summary in c.steps],
                                  value=pick if pick in steps else Select.NULL,
                                  allow_blank=pick not in steps, id="relabel-step", compact=True)
                 codes = [code for code, _ in c.modes]
                 with Horizontal(classes="row"):
                     yield Label("mode")
-                    yield Select([(f"{code} {name}", code) for code, name in c.modes],
+                    yield Select([(Text(clean(f"{code} {name}")), code) for code, name in c.modes],
                                  value=built.mode if built.mode in codes else Select.NULL,
                                  allow_blank=built.mode not in codes, id="relabel-mode",
                                  compact=True)
