@@ -88,3 +88,16 @@ def test_step_as_text_hides_label_fields_unless_asked() -> None:
     assert "Tool call: python (id call_1)" in tool and "Observation:\n14.58" in tool
     capped = step_as_text(Step(index=0, content="z" * 5000), TextOptions(max_chars=100))
     assert "5.0 K chars in total" in capped
+
+
+def test_short_kind_abbreviates_by_words_never_mid_word() -> None:
+    from whenpro_core.stepview import short_kind
+
+    assert short_kind("final_answer", 12) == "final_answer"
+    assert short_kind("final_answer", 8) == "final"
+    assert short_kind("observation", 8) == "obs"
+    assert short_kind("assistant", 6) == "asst"
+    assert short_kind("tool-result", 5) == "tool"
+    assert short_kind("reflection", 6) == "refle…"
+    assert short_kind("final_answer", 4) == "fin…"
+    assert short_kind("plan", 0) == "" and short_kind("plan", 1) == "…"

@@ -121,6 +121,26 @@ def _json_compact(value: Any) -> str:
         return str(value)
 
 
+#: Short forms of common step kinds, for a narrow kind column (:func:`short_kind`).
+KIND_SHORT = {"assistant": "asst", "observation": "obs", "demonstration": "demo",
+              "system": "sys", "final_answer": "final"}
+
+
+def short_kind(kind: str, width: int) -> str:
+    """``kind`` in at most ``width`` cells for the step list's kind column: whole when it
+    fits; else its usual short form (``observation`` → ``obs``) or its first word
+    (``final_answer`` → ``final``, ``tool-result`` → ``tool``) when that fits; else cut
+    with ``…`` (never cut silently mid-word)."""
+    if width <= 0:
+        return ""
+    if len(kind) <= width:
+        return kind
+    for short in (KIND_SHORT.get(kind), kind.replace("-", "_").split("_")[0]):
+        if short and len(short) <= width:
+            return short
+    return kind[: width - 1] + "…"
+
+
 def step_row(step: Step, *, gt_index: int | None = None, attributed: bool = False) -> StepRow:
     """The list row of ``step``. ``gt_index`` is the GT step's index (``None`` when the
     trace has no step label); ``attributed`` sets the ◆ marker."""

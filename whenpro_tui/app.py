@@ -152,6 +152,12 @@ class WhenproApp(App[None]):
         and widgets' ``notify`` pass True by default)."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
+    def action_help_quit(self) -> None:
+        """ctrl+c (a reflex to quit): say how to quit, in plain text (Textual's own
+        message is markup)."""
+        self.notify("Press q to quit (from the first screen), or ctrl+q from anywhere.",
+                    title="Do you want to quit?")
+
     def first_paint(self) -> None:
         """Called by the first screen after its first paint: logs the startup time once
         (``whenpro started in N ms``) to the Textual log and the debug log."""

@@ -25,9 +25,12 @@ class KeyAction:
 
 
 def _binding_chain(screen: Screen):
-    """``(node, binding)`` pairs in precedence order: focused pane, screen, app. Keeps
-    bindings a ``check_action`` hides from the footer (such as ``[``/``]`` on a single
-    trace): help and palette list every key."""
+    """``(node, binding)`` pairs in precedence order: focused pane, screen, app. A key
+    bound on a pane hides the same key further out; on one node every binding of a
+    key is kept (escape: cancel work, else close). Keeps bindings a ``check_action``
+    hides from the footer (such as ``[``/``]`` on a single trace): help and palette
+    list every key, except the hidden twin of a key shown on the same node (``q``
+    Back or Quit)."""
     chain = getattr(screen, "_modal_binding_chain", None)
     if chain is None:  # older/newer Textual: fall back to what the footer sees
         for active in screen.active_bindings.values():
@@ -35,11 +38,26 @@ def _binding_chain(screen: Screen):
         return
     seen: set[str] = set()
     for node, bindings in chain:
+        keys = set()
         for key, binding in bindings:
             if key in seen:
                 continue
-            seen.add(key)
+            keys.add(key)
+            twins = bindings.key_to_bindings.get(key, ())
+            if len(twins) > 1 and not _enabled(node, binding) and any(
+                    _enabled(node, other) for other in twins if other is not binding):
+                continue
             yield node, binding
+        seen |= keys
+
+
+def _enabled(node: DOMNode, binding) -> bool:
+    """Does ``check_action`` let ``binding`` run now (it shows in the footer)?"""
+    from textual.actions import parse
+
+    _, name, params = parse(binding.action)
+    check = getattr(node, "check_action", None)
+    return check is None or check(name, params) is not False
 
 
 def collect_bindings(screen: Screen) -> list[KeyAction]:

@@ -34,6 +34,7 @@ from whenpro_core.traceview import agent_slots
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import CounterfactualAttributed, CounterfactualSaved, DiffComputed
 from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.widgets.diff_list import Collapsed, DiffList
 from whenpro_tui.widgets.palette import AGENT_COLOURS
 from whenpro_tui.widgets.step_detail import StepBody
@@ -45,7 +46,7 @@ OLD_LINE = "on #4a1f1f"
 NEW_LINE = "on #1f4a2a"
 
 
-class DiffScreen(Screen[None]):
+class DiffScreen(Leaving, Screen[None]):
     """See the module docstring. ``original`` is the seed run, ``counterfactual`` the
     injected run, ``verdict`` its verification (``None``: read from its provenance)."""
 
@@ -61,7 +62,7 @@ class DiffScreen(Screen[None]):
         Binding("J", "scroll_detail(1)", "Scroll steps down", show=False),
         Binding("K", "scroll_detail(-1)", "Scroll steps up", show=False),
         Binding("?", "help", "Help", key_display="?"),
-        Binding("q,escape", "back", "Back"),
+        *LEAVE_BINDINGS,  # q back (quit on the first screen); escape never quits
     ]
 
     def __init__(self, original: Trace, counterfactual: Trace, verdict: Verdict | None = None, *,

@@ -29,11 +29,12 @@ from whenpro_core.textsafe import clean, one_line
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import LiveEvents
 from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.widgets.live_table import LiveTable
 from whenpro_tui.widgets.virtual_list import VirtualList
 
 
-class IncomingScreen(Screen[None]):
+class IncomingScreen(Leaving, Screen[None]):
     """Traces arriving over OTLP (see module docstring). ``receiver`` is an
     :class:`OtlpReceiver` not yet started (the port is already bound); ``make_judge``
     gives a live judge per trace (``None``: no judging) and ``llm_judge`` is closed at
@@ -41,7 +42,7 @@ class IncomingScreen(Screen[None]):
 
     BINDINGS = [
         Binding("?", "help", "Help", key_display="?"),
-        Binding("q,escape", "back", "Quit"),
+        *LEAVE_BINDINGS,  # q back (quit on the first screen); escape never quits
     ]
 
     def __init__(self, receiver: Any, *, make_judge: Callable[..., Any] | None = None,

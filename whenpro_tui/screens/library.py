@@ -24,6 +24,7 @@ from whenpro_core.textsafe import clean
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import RowsFound, TraceLoaded, TraceLoadFailed, WalkDone
 from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.library_validate import LibraryValidation
 from whenpro_tui.screens.picker import FacetPicker
 from whenpro_tui.widgets.trace_table import TraceTable
@@ -34,17 +35,19 @@ BATCH_ROWS = 500
 BATCH_SECONDS = 0.1
 
 
-class LibraryScreen(LibraryValidation, Screen[None]):
+class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
     """The trace library (see module docstring)."""
 
     BINDINGS = [
         Binding("/", "focus_text", "Find", key_display="/"),
+        # from the find box (the list binds these itself): into the list, moving its cursor
+        Binding("down", "from_find(1)", "Find box: next row", show=False),
+        Binding("up", "from_find(-1)", "Find box: previous row", show=False),
         Binding("f", "facets", "Filter"),
         Binding("c", "clear_filters", "Clear filters", show=False),
         Binding("t", "toggle_labels", "Labels"),
-        Binding("escape", "leave_text", "Back to list", show=False),
         Binding("?", "help", "Help", key_display="?"),
-        Binding("q", "quit", "Quit"),
+        *LEAVE_BINDINGS,  # q quits; escape leaves the find box, never quits
         # tuiresults: validation mode of a built dataset (screens/library_validate.py)
         Binding("v", "validate", "Validate"),
     ]
@@ -173,8 +176,19 @@ class LibraryScreen(LibraryValidation, Screen[None]):
     def action_focus_text(self) -> None:
         self.query_one("#lib-text", Input).focus()
 
-    def action_leave_text(self) -> None:
-        self.table.focus()
+    def action_from_find(self, delta: int) -> None:
+        """Down/up in the find box: the list takes the focus and its cursor moves, so
+        enter opens that row at once."""
+        table = self.table
+        table.focus()
+        table.move_cursor(table.cursor + delta)
+
+    def close_local(self) -> bool:
+        """Escape in the find box goes back to the list."""
+        if self.focused is self.query_one("#lib-text", Input):
+            self.table.focus()
+            return True
+        return False
 
     def action_facets(self) -> None:
         def done(choice: dict[str, frozenset[str]] | None) -> None:
@@ -268,5 +282,8 @@ class LibraryScreen(LibraryValidation, Screen[None]):
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen("Library keys", collect_bindings(self), markers=False))
 
-    def action_quit(self) -> None:
+    #: The library is always the first screen: q quits.
+    is_root = True
+
+    def action_back(self) -> None:
         self.app.exit()

@@ -165,11 +165,8 @@ class LiveTraceScreen(TraceScreen):
 
         yield from with_bar(live_list(super().compose()), LiveBar(id="live-bar", markup=False))
 
-    def on_mount(self) -> None:
-        # Textual calls TraceScreen.on_mount too (after this one): start once it has run
-        self.call_later(self._start_live)
-
-    def _start_live(self) -> None:
+    def after_mount(self) -> None:
+        """Start following once TraceScreen.on_mount has shown what is there."""
         if not self.trace.steps:
             self.query_one(StepDetail).show_empty("Waiting for the first step…")
         else:  # start at the newest step, following

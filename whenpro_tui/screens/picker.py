@@ -61,6 +61,15 @@ class FacetPicker(ModalScreen[Choice | None]):
                         id=f"facet-{facet}")
         yield Footer()
 
+    def on_mount(self) -> None:
+        # the keys in the help line (space/enter) work at once: focus the first list
+        lists = self.query(SelectionList)
+        if lists:
+            first = lists.first(SelectionList)
+            first.focus()
+            if first.highlighted is None and first.option_count:
+                first.highlighted = 0
+
     def selection(self) -> Choice:
         """The values ticked per facet."""
         out: Choice = {}

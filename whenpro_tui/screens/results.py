@@ -28,6 +28,7 @@ from whenpro_core.textsafe import clean
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import DatasetIndexed, ResultsLoaded
 from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 
 #: Columns before the metric columns: the setting and the dimension's value.
 LEAD = 2
@@ -39,7 +40,7 @@ class ResultsTable(DataTable):
     BINDINGS = [Binding("enter", "select_cursor", "Traces behind cell")]
 
 
-class ResultsScreen(Screen[None]):
+class ResultsScreen(Leaving, Screen[None]):
     """Leaderboard and breakdowns of benchmark results (see module docstring)."""
 
     BINDINGS = [
@@ -52,7 +53,7 @@ class ResultsScreen(Screen[None]):
         Binding("B", "cycle(-1)", "Previous breakdown", show=False),
         Binding("r", "reload", "Reload"),
         Binding("?", "help", "Help", key_display="?"),
-        Binding("q,escape", "back", "Back"),
+        *LEAVE_BINDINGS,  # q back (quit on the first screen); escape never quits
     ]
 
     def __init__(self, paths: list[str], *, dataset: str | None = None,

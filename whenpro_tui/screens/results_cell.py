@@ -22,6 +22,7 @@ from whenpro_core.textsafe import clean
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import TraceLoaded, TraceLoadFailed
 from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.widgets.outcome_list import OutcomeList
 from whenpro_tui.widgets.virtual_list import VirtualList
 
@@ -29,7 +30,7 @@ from whenpro_tui.widgets.virtual_list import VirtualList
 SHOW = ("all", "wrong", "right")
 
 
-class CellScreen(Screen[None]):
+class CellScreen(Leaving, Screen[None]):
     """Traces behind ``row`` × ``column`` of ``results`` (``column`` ``None``: the
     whole row). ``by_id`` maps trace ids to references in a dataset given with
     ``--results`` (used when a record's own file is gone)."""
@@ -37,7 +38,7 @@ class CellScreen(Screen[None]):
     BINDINGS = [
         Binding("x", "show_next", "All/wrong/right"),
         Binding("?", "help", "Help", key_display="?"),
-        Binding("q,escape", "back", "Back"),
+        *LEAVE_BINDINGS,  # q back (quit on the first screen); escape never quits
     ]
 
     def __init__(self, results: Results, row: TableRow, column: Column | None, *,

@@ -28,6 +28,7 @@ from whenpro_tui.commands import collect_bindings
 from whenpro_tui.editor import open_in_editor
 from whenpro_tui.messages import SiblingsFound, TraceLoaded, TraceLoadFailed
 from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.trace_attribute import AttributionMixin
 from whenpro_tui.screens.trace_find import StepFinding
 from whenpro_tui.screens.trace_inject import Injecting
@@ -42,7 +43,8 @@ from whenpro_tui.widgets.virtual_list import VirtualList
 COPY_LIMIT = 1_000_000
 
 
-class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Screen[int | None]):
+class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leaving,
+                  Screen[int | None]):
     """One trace (see module docstring). Dismisses with its position among its
     siblings, so the library can follow."""
 
@@ -84,11 +86,11 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Screen
         Binding("m", "open_media", "Media full size", show=False),
         Binding("M", "focus_media", "Keyframe strip", show=False),
         Binding("?", "help", "Help", key_display="?"),
-        # attribution (tuiattr): esc cancels a running attribution, else falls through to back
+        # attribution (tuiattr): esc cancels a running attribution, else falls through
         Binding("a", "attribute", "Attribute"),
         Binding("A", "next_verdict", "Next verdict / hide", show=False),
-        Binding("escape", "cancel_attribution", "Cancel attribution (else back)", show=False),
-        Binding("q,escape", "back", "Back"),
+        Binding("escape", "cancel_attribution", "Cancel a running attribution", show=False),
+        *LEAVE_BINDINGS,  # q back (quit on the first screen); escape closes, never quits
     ]
 
     def __init__(self, trace: Trace, *, siblings: list[str] | None = None,
@@ -120,15 +122,23 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Screen
     #: Below this terminal width the list sits above the detail pane.
     NARROW_WIDTH = 110
 
+    # Textual runs the handler of every class up the chain: the mixins and subclasses
+    # define none of these handlers; they are called through explicit hooks.
     def on_resize(self, event) -> None:
         self.set_class(event.size.width < self.NARROW_WIDTH, "narrow")
+        self.media_resized()
 
     def on_mount(self) -> None:
         self.set_class(self.app.size.width < self.NARROW_WIDTH, "narrow")
         self.watch(self.app, "show_labels", self._labels_changed, init=False)
         self.show_trace(self.trace, self.position)
         self.query_one(StepList).focus()
+        self.attribution_mounted()
+        self.after_mount()
         self.call_after_refresh(getattr(self.app, "first_paint", lambda: None))
+
+    def after_mount(self) -> None:
+        """Hook for subclasses: runs once, at the end of ``on_mount``."""
 
     @property
     def show_labels(self) -> bool:
@@ -166,7 +176,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Screen
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "trace" and not self.trace_refs:
             return False  # one trace only: hide [ and ] from the footer
-        return True
+        return super().check_action(action, parameters)
 
     # ------------------------------------------------------------------ showing a step
 
@@ -310,6 +320,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Screen
     def on_trace_loaded(self, message: TraceLoaded) -> None:
         message.stop()
         self.show_trace(message.trace, message.position)
+        self.attribution_trace_changed(message.trace)
 
     def on_trace_load_failed(self, message: TraceLoadFailed) -> None:
         message.stop()
@@ -403,6 +414,16 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Screen
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen("Trace screen keys", collect_bindings(self)))
+
+    def close_local(self) -> bool:
+        """Escape first un-zooms the detail pane, then folds the task shown in full."""
+        if self.maximized is not None:
+            self.minimize()
+        elif self.task_expanded:
+            self.action_toggle_task()
+        else:
+            return False
+        return True
 
     def action_back(self) -> None:
         if self.maximized is not None:

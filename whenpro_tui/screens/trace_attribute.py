@@ -29,7 +29,7 @@ from whenpro_core.model import Attribution, Trace
 from whenpro_core.taxonomy import Taxonomy
 from whenpro_core.textsafe import clean
 from whenpro_tui.messages import (AttributionDone, AttributionFailed, AttributionProgress,
-                                  TraceLoaded, VerdictSaved, VerdictsLoaded)
+                                  VerdictSaved, VerdictsLoaded)
 from whenpro_tui.screens.attribute_picker import AttributePicker
 from whenpro_tui.widgets.verdict_panel import render_progress, render_verdict, verdict_style
 
@@ -69,19 +69,21 @@ class AttributionMixin:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def on_mount(self) -> None:
-        # runs after TraceScreen.on_mount (Textual calls the handler of every class)
+    def attribution_mounted(self) -> None:
+        """Called by TraceScreen.on_mount once the trace is shown (Textual runs every
+        class's ``on_mount``, so mixins define no handler of their own)."""
         self.verdicts = []
         self.watch(self.app, "show_labels", lambda _show: self._show_verdict_panel(), init=False)
         self._load_verdicts(self.trace)
 
-    def on_trace_loaded(self, message: TraceLoaded) -> None:
-        # ``[``/``]`` opened another trace (TraceScreen.on_trace_loaded showed it)
+    def attribution_trace_changed(self, trace: Trace) -> None:
+        """``[``/``]`` opened another trace (called by TraceScreen.on_trace_loaded once
+        it is shown)."""
         if self.attribution_running:
             self._cancel_attribution("another trace was opened")
         self.verdicts, self.verdict_pos = [], None
         self._apply_verdicts()
-        self._load_verdicts(message.trace)
+        self._load_verdicts(trace)
 
     @work(thread=True, group="verdicts", exit_on_error=False)
     def _load_verdicts(self, trace: Trace) -> None:

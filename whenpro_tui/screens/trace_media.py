@@ -338,7 +338,8 @@ class MediaViewing:
         event.stop()
         self.steps.focus()
 
-    def on_resize(self, event: Any) -> None:
+    def media_resized(self) -> None:
+        """The screen was resized (called by TraceScreen.on_resize): refit thumbnails."""
         self.call_after_refresh(self._refit_media)  # type: ignore[attr-defined]
 
     def _refit_media(self) -> None:

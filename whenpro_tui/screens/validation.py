@@ -34,6 +34,7 @@ from whenpro_core.textsafe import clean
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import ReviewLoaded, TraceLoaded, TraceLoadFailed
 from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.review_dialogs import DecisionDialog, VerdictMenu
 from whenpro_tui.widgets.review_list import ReviewList
 from whenpro_tui.widgets.virtual_list import VirtualList
@@ -43,7 +44,7 @@ def _error_text(exc: BaseException) -> str:
     return exc.one_line() if isinstance(exc, WhenproError) else f"{type(exc).__name__}: {exc}"
 
 
-class ValidationScreen(Screen[None]):
+class ValidationScreen(Leaving, Screen[None]):
     """Review a built dataset (see module docstring)."""
 
     BINDINGS = [
@@ -53,7 +54,7 @@ class ValidationScreen(Screen[None]):
         Binding("v", "menu", "Review…"),
         Binding("n", "next_pending", "Next pending"),
         Binding("?", "help", "Help", key_display="?"),
-        Binding("q,escape", "back", "Back"),
+        *LEAVE_BINDINGS,  # q back (quit on the first screen); escape never quits
     ]
 
     def __init__(self, root: str | Path, *, is_root: bool = False) -> None:

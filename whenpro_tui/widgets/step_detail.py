@@ -80,6 +80,7 @@ class StepBody(ScrollView, can_focus=True):
         self._base = None
         if self._width:
             self._render(self._width)
+            self.refresh()
 
     @property
     def line_count(self) -> int:
@@ -116,6 +117,9 @@ class StepBody(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         if width != self._width:
             self._render(width)
+            # the compositor already painted this size from the old lines (and caches
+            # those strips): repaint with the new wrap now
+            self.refresh()
 
     def _base_style(self) -> Style:
         if self._base is None:

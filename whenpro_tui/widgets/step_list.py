@@ -16,13 +16,15 @@ from textual.strip import Strip
 
 from whenpro_core.model import Trace
 from whenpro_core.search import gt_step_index
-from whenpro_core.stepview import StepRow, step_row
+from whenpro_core.stepview import StepRow, short_kind, step_row
 from whenpro_tui.widgets.palette import MARKER_STYLES, agent_style
 from whenpro_tui.widgets.virtual_list import VirtualList
 
-#: Column width caps (cells).
+#: Column width caps (cells). The kind column is as wide as the trace's longest kind
+#: up to KIND_CAP (``final_answer`` fits); longer kinds are abbreviated by
+#: :func:`whenpro_core.stepview.short_kind`.
 AGENT_CAP = 14
-KIND_CAP = 11
+KIND_CAP = 14
 #: Backgrounds of the steps a running attribution asks about (tuiattr): the step asked
 #: now, and the range binary search is still searching.
 PROBE_FOCUS = Style(bgcolor="#1d6b4a", bold=True)
@@ -191,7 +193,8 @@ class StepList(VirtualList, inherit_bindings=False):
             Segment(" "),
         ]
         if kind_w:
-            segments += [Segment(set_cell_size(model.kind, kind_w), styles["kind"]), Segment(" ")]
+            segments += [Segment(set_cell_size(short_kind(model.kind, kind_w), kind_w), styles["kind"]),
+                         Segment(" ")]
         if mark_w:
             marks = model.markers(self.show_labels)
             for ch in marks[:mark_w]:
