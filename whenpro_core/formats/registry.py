@@ -207,11 +207,15 @@ def iter_files(target: str | Path) -> Iterator[Path]:
     """The candidate trace files of a file, folder (walked recursively, sorted with
     numbers in natural order) or glob pattern."""
     text = str(target)
+    if not text.strip():
+        raise TraceFormatError("empty path", expected="a trace file, folder or glob")
     if any(ch in text for ch in "*?[") and not Path(text).exists():
-        for match in sorted(globlib.glob(text, recursive=True), key=natural_key):
-            p = Path(match)
-            if p.is_file():
-                yield p
+        matches = [Path(m) for m in sorted(globlib.glob(text, recursive=True), key=natural_key)]
+        files = [m for m in matches if m.is_file()]
+        if not files:
+            raise TraceFormatError("glob matches no file", path=text,
+                                   expected="a pattern matching trace files")
+        yield from files
         return
     p = Path(text)
     if p.is_file():
