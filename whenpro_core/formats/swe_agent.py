@@ -138,13 +138,19 @@ class SweAgentImporter(DocumentImporter):
     priority = 9
 
     def matches(self, doc: Any) -> bool:
-        if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
+        """``history`` plus ``trajectory`` (a list), ``info`` (an object) or
+        ``environment``; a ``history`` that is not a list still matches then, so
+        :meth:`load` reports it at ``$.history``. Without those keys, a ``history`` of
+        ``{agent, role}`` messages."""
+        if not isinstance(doc, dict) or "history" not in doc:
             return False
         if any(k in doc for k in _WHOWHEN_KEYS):
             return False
         if isinstance(doc.get("trajectory"), list) or isinstance(doc.get("info"), dict) or "environment" in doc:
             return True
         hist = doc["history"]
+        if not isinstance(hist, list):
+            return False
         return bool(hist) and all(isinstance(h, dict) and "agent" in h and "role" in h for h in hist)
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
@@ -217,7 +223,9 @@ class MiniSweAgentImporter(DocumentImporter):
     priority = 9
 
     def matches(self, doc: Any) -> bool:
-        if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+        """``messages`` plus a ``trajectory_format`` of mini-swe-agent or
+        ``info.mini_version`` (``messages`` of the wrong type is reported by :meth:`load`)."""
+        if not isinstance(doc, dict) or "messages" not in doc:
             return False
         info = doc.get("info")
         return str(doc.get("trajectory_format", "")).startswith("mini-swe-agent") or (
