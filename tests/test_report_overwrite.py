@@ -115,3 +115,18 @@ def test_write_report_checks_every_file_first(tmp_path):
     with pytest.raises(ConfigError, match=PLOT_NAME):
         write_report(aggregate(case()), tmp_path)
     assert {p.name for p in tmp_path.iterdir()} == {PLOT_NAME}
+
+
+def test_report_dir_puts_the_report_elsewhere(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO, SAMPLES
+
+    (tmp_path / "report.md").write_text("# my own notes\n")
+    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "bench", str(SAMPLES / "team_text"),
+                          "--out", str(tmp_path / "r.jsonl"), "--report-dir", str(tmp_path / "rep")],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "report.md").read_text() == "# my own notes\n"
+    assert (tmp_path / "rep" / "report.md").is_file()

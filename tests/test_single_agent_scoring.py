@@ -63,10 +63,6 @@ def test_report_plain_agent_accuracy_counts_only_accepted_agents(samples):
     assert cells["text"].agent == 1.0 and cells["image"].agent is None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "whenpro_core/attribution/judge.py Tally.finish rewrites any agent an LLM judge names on "
-    "a single-agent framework to 'agent', so a junk name scores as correct; the fix belongs "
-    "there (keep the judge's name) and is owned by the attribution helper"))
 def test_bench_through_an_llm_judge_scores_a_junk_agent_as_wrong(samples, real_traces, tmp_path,
                                                                   llm_server, monkeypatch):
     from whenpro_core.bench.cli_bench import bench_command

@@ -257,6 +257,8 @@ def bench(
                                       help="Run again the items that failed."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
     no_report: bool = typer.Option(False, "--no-report", help="Run only; no report."),
+    report_dir: Optional[Path] = typer.Option(None, "--report-dir",
+                                              help="Folder for report.json/md (default: next to --out)."),
 ) -> None:
     """Evaluate attribution protocols over a dataset; resumable, then report."""
     from whenpro_core.bench.cli_bench import bench_command
@@ -264,7 +266,7 @@ def bench(
     bench_command(dataset, protocols=protocol, models=model, gold=gold, both=both, where=where,
                   limit=limit, sample=sample, seed=seed, concurrency=concurrency, out=out,
                   tolerance=tolerance, retry_errors=retry_errors, use_cache=not no_cache,
-                  report=not no_report)
+                  report=not no_report, report_dir=report_dir)
 
 
 @app.command()

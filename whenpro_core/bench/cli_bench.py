@@ -19,8 +19,7 @@ from whenpro_core.bench.report_files import check_report_dir
 
 DEFAULT_OUT = "bench-results.jsonl"
 #: What ``whenpro bench`` suggests when a report file next to ``--out`` is not whenpro's.
-BENCH_REPORT_HINT = ("--no-report, then whenpro report RESULTS --out ANOTHER_FOLDER; "
-                     "or move the file away")
+BENCH_REPORT_HINT = ("--report-dir ANOTHER_FOLDER, or --no-report; or move the file away")
 
 
 def _gold_setting(gold: bool, both: bool) -> str:
