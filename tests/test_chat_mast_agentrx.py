@@ -177,6 +177,62 @@ def test_gold_labels_and_ground_truth_files_are_not_listed_as_traces(real_traces
         load_trace(real_traces / "mast-lint-ag2-dogfood/batch1/gold_labels.json")
 
 
+def test_mast_lint_agents_speak_as_agents_not_as_the_user(real_traces):
+    """Planner/Coder/Tester carry the chat role ``user``; only the opening task message is
+    a user step, every later message is an agent step (SOURCE.md: the agent is ``name``)."""
+    rl = {t.source.key: t for t in load_traces(
+        real_traces / "mast-lint-ag2-dogfood/batch1/raw_ag2_records.json")}["rate-limiter"]
+    assert [s.meta["role"] for s in rl.steps] == ["user"] * 5
+    assert [(s.agent, s.kind) for s in rl.steps] == [
+        ("Planner", "user"), ("Planner", "assistant"), ("Coder", "assistant"),
+        ("Tester", "assistant"), ("Tester", "assistant")]
+
+
+def test_mad_ag2_user_proxy_is_the_user_and_the_assistant_is_the_agent(real_traces):
+    """MAD AG2 math chats: ``mathproxyagent`` (a user proxy, chat role ``assistant``) poses
+    the problem and says "Continue"; ``assistant`` (chat role ``user``) solves it."""
+    trace = load_trace(real_traces / "mast-mad-sample/records/AG2_GSM-Plus_trace2.json")
+    kinds = {(s.agent, s.kind) for s in trace.steps}
+    assert kinds == {("mathproxyagent", "user"), ("assistant", "assistant")}
+
+
+@pytest.mark.parametrize("folder", ["mast-lint-ag2-dogfood", "mast-mad-sample"])
+def test_heuristic_names_an_agent_and_a_step_on_every_mast_record(real_traces, folder):
+    from whenpro_core.attribution.heuristic import attribute_heuristic
+
+    rows = list(walk(real_traces / folder))
+    assert rows and not [r for r in rows if r.error]
+    for row in rows:
+        trace = load_trace(f"{row.path}#{row.key}" if row.key else row.path)
+        verdict = attribute_heuristic(trace)
+        step = next((s for s in trace.steps if s.coord == verdict.step), None)
+        assert verdict.agent and step is not None, (row.id, verdict.warnings)
+        assert step.kind not in ("user", "system") and step.agent == verdict.agent
+        assert "no agent step to attribute" not in verdict.warnings
+
+
+def test_ag2_group_chat_opening_message_is_the_task_and_proxies_are_users(tmp_path):
+    doc = {"chat_history": [
+        {"content": "Sum 2 and 2.", "role": "user", "name": "Planner"},
+        {"content": "Plan: add them", "role": "user", "name": "Planner"},
+        {"content": "4", "role": "assistant", "name": "Coder"},
+        {"content": "Check again.", "role": "assistant", "name": "user_proxy"},
+        {"content": "still 4", "role": "user", "name": "Coder"}]}
+    p = tmp_path / "groupchat.json"
+    p.write_text(json.dumps(doc))
+    trace = load_trace(p)
+    assert [s.kind for s in trace.steps] == ["user", "assistant", "assistant", "user", "assistant"]
+    assert trace.task.query == "Sum 2 and 2."
+
+
+def test_openai_chat_with_a_named_user_keeps_chat_roles(tmp_path):
+    msgs = [{"role": "user", "name": "alice", "content": "hi"},
+            {"role": "assistant", "content": "hello"}, {"role": "user", "name": "alice", "content": "bye"}]
+    p = tmp_path / "chat.json"
+    p.write_text(json.dumps(msgs))
+    assert [s.kind for s in load_trace(p).steps] == ["user", "assistant", "user"]
+
+
 @pytest.mark.parametrize("rec, json_path", [
     ({"mas_name": "AG2", "trace_id": 1, "trace": 5}, "$.trace"),
     ({"mas_name": "AG2", "trace_id": 1, "trace": json.dumps({"trajectory": "x"})}, "$.trace.trajectory"),

@@ -61,3 +61,73 @@ def test_info_and_ls_never_print_escape_sequences(tmp_path):
         out = whenpro(cmd, str(p))
         assert out.returncode == 0, out.stderr
         assert "\x1b" not in out.stdout and "\x07" not in out.stdout
+
+
+def test_unwritable_output_is_one_line_not_a_traceback(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        import os
+        if os.access(ro, os.W_OK):  # running as root: a file in the way works everywhere
+            blocker = tmp_path / "file"
+            blocker.write_text("x")
+            target = blocker / "out.json"
+        else:
+            target = ro / "out.json"
+        out = whenpro("convert", str(SAMPLES / "team_text" / "trace.json"), str(target))
+        assert out.returncode == 2, out.stderr
+        assert "Traceback" not in out.stderr and out.stderr.count("\n") == 1
+        assert "cannot write" in out.stderr
+    finally:
+        ro.chmod(0o700)
+
+
+def test_glob_or_path_matching_nothing_is_an_error(tmp_path):
+    for cmd in (["ls"], ["info"], ["convert"]):
+        args = [*cmd, str(tmp_path / "*.nomatch")] + ([str(tmp_path / "o")] if cmd == ["convert"] else [])
+        out = whenpro(*args)
+        assert out.returncode == 2 and "matches no file" in out.stderr, (cmd, out.stderr)
+    assert whenpro("info", "").returncode == 2
+
+
+def test_listing_errors_go_to_stderr(tmp_path):
+    (tmp_path / "bad.json").write_text("{")
+    import shutil
+    shutil.copy(SAMPLES / "team_text" / "trace.json", tmp_path / "good.json")
+    out = whenpro("ls", str(tmp_path))
+    assert out.returncode == 0
+    assert "bad.json" not in out.stdout and "bad.json" in out.stderr
+    assert "sample-workshop-schedule" in out.stdout
+
+
+def test_unknown_command_is_not_taken_for_a_path():
+    out = whenpro("atribute", str(SAMPLES / "team_text" / "trace.json"))
+    assert out.returncode == 2 and "atribute" in out.stderr and "attribute" in out.stderr
+
+
+def test_convert_never_overwrites_on_an_id_clash(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("a", "b"):
+        (src / name).mkdir()
+        (src / name / "trace.json").write_text((SAMPLES / "team_text" / "trace.json").read_text())
+    out = whenpro("convert", str(src), str(tmp_path / "out"))
+    assert out.returncode == 0, out.stderr
+    assert len(list((tmp_path / "out").glob("*.json"))) == 2
+
+
+def test_attribute_and_info_never_print_escape_sequences(tmp_path):
+    doc = json.loads((SAMPLES / "team_text" / "trace.json").read_text())
+    evil = "solver\x1b]52;c;SGVsbG8=\x07\x1b[2J"
+    for step in doc["steps"]:
+        if step["agent"] == "solver":
+            step["agent"] = evil
+    doc["ground_truth"]["agent"] = evil
+    doc["ground_truth"]["reason"] = "see \x1b]0;PWNED\x07 here"
+    p = tmp_path / "evil.json"
+    p.write_text(json.dumps(doc))
+    for args in (("attribute", str(p), "--no-save"), ("info", str(p))):
+        out = whenpro(*args)
+        assert out.returncode == 0, out.stderr
+        assert "\x1b" not in out.stdout and "\x07" not in out.stdout, args

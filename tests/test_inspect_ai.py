@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 import zipfile
 
 import pytest
@@ -25,7 +26,8 @@ def test_every_real_log_imports_one_trace_per_sample(real_traces):
     assert len(rows) == 23  # 10 samples in the scorer log, 3 in the cancelled one, 1 in each other
     scorer = [r for r in rows if "popularity_dPiJ" in r.path]
     assert [r.key for r in scorer] == [f"{n}_epoch_1" for n in range(1, 11)]
-    assert load_trace(f"{real_traces / scorer[0].path}#7_epoch_1").id == "inspect-popularity-7-e1"
+    log = Path(scorer[0].path).name  # ids name the log: the same sample is in several logs
+    assert load_trace(f"{real_traces / scorer[0].path}#7_epoch_1").id == f"inspect-popularity-7-e1@{log}"
 
 
 def test_cancelled_log_still_lists_its_samples(real_traces):
@@ -56,7 +58,8 @@ def test_same_run_as_eval_and_json_gives_the_same_trace(real_traces):
     for stem in ("log_formats", "log_read_sample"):
         a = load_trace(real_traces / f"{EVAL_LOG}/{stem}.eval")
         b = load_trace(real_traces / f"{EVAL_LOG}/{stem}.json")
-        assert a.id == b.id and a.outcome == b.outcome and a.task == b.task
+        assert (a.id, b.id) == (f"{a.id.split('@')[0]}@{stem}.eval", f"{a.id.split('@')[0]}@{stem}.json")
+        assert a.outcome == b.outcome and a.task == b.task
         assert [(s.agent, s.kind, s.content) for s in a.steps] == [(s.agent, s.kind, s.content) for s in b.steps]
 
 

@@ -232,3 +232,13 @@ def test_redact_masks_keys_but_not_ordinary_words():
     out = redact(text, ["zzzz9999"])
     assert out == "task-manager failed: key sk-***, header Bearer ***, x-api-key: ***"
     assert public_url("https://user:pw@host:8443/v1?key=secret#frag") == "https://host:8443/v1"
+
+
+async def test_a_refused_connection_is_tried_twice_not_max_retries_times(llm_settings, llm_server):
+    """Nothing listening is not a transient fault: one retry (a server restarting), then
+    the error — not four back-offs (a user waited 18 s on a closed port)."""
+    backend = open_backend("openai:gpt-4.1", llm_settings(max_retries=4, cache=False))
+    llm_server.stop()
+    with pytest.raises(BackendError, match="cannot connect .after 2 attempts"):
+        await backend.complete(LLMRequest.simple("hi"))
+    await backend.aclose()

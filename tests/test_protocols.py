@@ -183,3 +183,33 @@ def test_cli_attribute_with_a_model_from_the_standard_env_vars(llm_server, sampl
                              cwd=REPO, env={k: v for k, v in os.environ.items() if "ANTHROPIC" not in k},
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "key" in missing.stderr.lower()
+
+
+def test_a_successful_run_has_nothing_to_attribute():
+    from whenpro_core.model import Outcome
+
+    trace = load_trace(SAMPLES / "arith_team" / "arith_team-s1.json")
+    assert trace.outcome == Outcome.success
+    for protocol in ("heuristic", "all-at-once"):
+        verdict = asyncio.run(attribute(trace, protocol))  # no judge needed: nothing to ask
+        assert verdict.step is None and verdict.agent is None
+        assert any("succeeded" in w for w in verdict.warnings)
+
+
+def test_cli_attribute_takes_base_url_timeout_and_retries(llm_server, sample):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+    from tests.support.fixtures import TEST_KEY
+
+    llm_server.respond_with(oracle_for(sample))
+    env = {**os.environ, "OPENAI_API_KEY": TEST_KEY}
+    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute",
+                          str(SAMPLES / "team_text" / "trace.json"), "-m", "openai-compatible:qwen3",
+                          "--base-url", llm_server.openai_base_url, "--timeout", "5", "--max-retries", "1",
+                          "--json", "--no-save"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["attribution"]["step"] == "3"

@@ -41,6 +41,10 @@ def handles_errors(fn: Callable) -> Callable:
         except WhenproError as exc:
             typer.echo(f"whenpro: error: {exc.one_line()}", err=True)
             raise typer.Exit(2) from None
+        except OSError as exc:  # a file-system failure no module turned into a WhenproError
+            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+            typer.echo(f"whenpro: error: {where}{exc.strerror or exc}", err=True)
+            raise typer.Exit(2) from None
         except KeyboardInterrupt:
             typer.echo("whenpro: interrupted", err=True)
             raise typer.Exit(130) from None
@@ -160,12 +164,19 @@ def attribute(
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     save: bool = typer.Option(True, "--save/--no-save", help="Keep the verdict next to the trace."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="Base URL of the model's provider "
+                                           "(e.g. an OpenAI-compatible server)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per model call."),
+    max_retries: Optional[int] = typer.Option(None, "--max-retries", min=0,
+                                              help="Retries of a failed call (429/5xx/timeouts)."),
 ) -> None:
     """Attribute the decisive error of a failed trace: who, when, what, and why."""
     from whenpro_core.attribution import cli_run
 
     cli_run.attribute_command(trace, protocol=protocol, model=model, with_gold=not no_gold,
-                              as_json=as_json, save=save, no_cache=no_cache)
+                              as_json=as_json, save=save, no_cache=no_cache,
+                              settings_flags={"base_url": base_url, "timeout_s": timeout,
+                                              "max_retries": max_retries})
 
 
 @app.command()
@@ -247,6 +258,8 @@ def bench(
                                       help="Run again the items that failed."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
     no_report: bool = typer.Option(False, "--no-report", help="Run only; no report."),
+    report_dir: Optional[Path] = typer.Option(None, "--report-dir",
+                                              help="Folder for report.json/md (default: next to --out)."),
 ) -> None:
     """Evaluate attribution protocols over a dataset; resumable, then report."""
     from whenpro_core.bench.cli_bench import bench_command
@@ -254,7 +267,7 @@ def bench(
     bench_command(dataset, protocols=protocol, models=model, gold=gold, both=both, where=where,
                   limit=limit, sample=sample, seed=seed, concurrency=concurrency, out=out,
                   tolerance=tolerance, retry_errors=retry_errors, use_cache=not no_cache,
-                  report=not no_report)
+                  report=not no_report, report_dir=report_dir)
 
 
 @app.command()
@@ -429,11 +442,28 @@ def _optional_value(args: list[str], option: str, default: str) -> list[str]:
     return out
 
 
+def _looks_like_a_command(word: str, commands: set[str]) -> bool:
+    """True when ``word`` is neither a path, a ``path#key`` nor a glob, so ``whenpro WORD``
+    is a mistyped command rather than ``whenpro view WORD``."""
+    from whenpro_core.formats.registry import split_ref
+
+    if any(ch in word for ch in "*?[/\\.#~") or Path(word).exists():
+        return False
+    return not split_ref(word)[0].exists()
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Console-script entry point. ``whenpro PATH`` is short for ``whenpro view PATH``."""
     args = _optional_value(list(sys.argv[1:] if argv is None else argv), "--otlp", "127.0.0.1:4318")
     commands = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
     if args and not args[0].startswith("-") and args[0] not in commands:
+        if _looks_like_a_command(args[0], commands):
+            import difflib
+
+            near = difflib.get_close_matches(args[0], sorted(commands), n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else ""
+            typer.echo(f"whenpro: error: no command or file '{args[0]}'{hint}", err=True)
+            raise SystemExit(2)
         args.insert(0, "view")
     app(args=args, prog_name="whenpro")
 

@@ -6,16 +6,22 @@ import os
 import tempfile
 from pathlib import Path
 
+from whenpro_core.errors import WhenproError
+
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically: a temp file in the same folder, fsync,
     then ``os.replace``. Creates missing parent folders. Returns the path.
 
-    Raises OSError when the folder is not writable; the original file is untouched.
+    Raises WhenproError ("cannot write file: <reason>", naming the path) when the
+    folder cannot be created or written; the original file is then untouched.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise WhenproError(f"cannot write file: {exc.strerror or exc}", path=path) from None
     try:
         os.chmod(tmp, _mode_for(path))
         with os.fdopen(fd, "wb") as fh:
@@ -23,11 +29,13 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise WhenproError(f"cannot write file: {exc.strerror or exc}", path=path) from None
         raise
     return path
 

@@ -166,6 +166,9 @@ def resolve_ground_truth(gt: Any, lay: Layout,
     numbered = [s.coord for s in slots if s.coord is not None]
     if found is not None:
         value, path, how = found
+        if not slots:
+            raise TraceFormatError(f"step {value!r} is out of range: the trajectory is empty",
+                                   json_path=path, expected="trajectory entries for the labelled step")
         if how == "native":
             n = int_field(value, path)
             body = [s.entry for s in slots if s.coord is not None]

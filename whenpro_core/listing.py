@@ -115,9 +115,10 @@ def walk_rows(target: str | Path) -> Iterator[TraceSummary]:
     text = str(target)
     start = Path(text) if Path(text).exists() else None
     stop = start if start is not None and start.is_dir() else None
+    direct = start is not None and start.is_file()
     for path in iter_files(target):
         try:
-            rows = summarize_file(path, find_root(path, stop=stop))
+            rows = summarize_file(path, find_root(path, stop=stop), direct=direct)
         except Exception as exc:  # noqa: BLE001 - an importer bug must not end the walk
             rows = [error_summary(path, f"{path}: internal error while importing: "
                                         f"{type(exc).__name__}: {exc}")]

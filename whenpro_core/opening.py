@@ -13,7 +13,8 @@ from pathlib import Path
 
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats.base import FileImporter, LoadContext, summarize
-from whenpro_core.formats.registry import error_summary, find_root, load_trace, sniff, split_ref
+from whenpro_core.formats.registry import (error_summary, find_root, load_trace, sniff, split_ref,
+                                           summarize_file)
 from whenpro_core.model import Trace, TraceSummary
 
 
@@ -87,6 +88,8 @@ def open_target(target: str, *, strict: bool = False) -> Opened:
     try:
         chosen = sniff(path)
         if isinstance(chosen, FileImporter):
+            if chosen.not_a_trace:  # whenpro's own verdicts file, a validation log
+                return Opened(rows=summarize_file(path, find_root(path), direct=True))
             return Opened(dataset=True)
         importer, doc = chosen
         traces = importer.load(doc, LoadContext(path=path, root=find_root(path)))

@@ -16,7 +16,7 @@ from rich.text import Text
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import write_trace
-from whenpro_core.formats.registry import iter_files, split_ref
+from whenpro_core.formats.registry import split_ref
 from whenpro_core.model import Trace, TraceSummary
 from whenpro_core.taxonomy import taxonomy_for
 from whenpro_core.textsafe import clean, one_line
@@ -63,8 +63,8 @@ def _print_trace_info(trace: Trace, console: Console) -> None:
     table.add_column(overflow="fold")
     add = table.add_row
     add("trace", Text(clean(trace.id)))
-    add("source", Text(f"{trace.source.format}  {trace.source.ref() or ''}"))
-    add("framework", Text(f"{trace.framework}  ({'single-agent' if trace.is_single_agent else 'multi-agent'})"))
+    add("source", Text(clean(f"{trace.source.format}  {trace.source.ref() or ''}")))
+    add("framework", Text(clean(trace.framework) + f"  ({'single-agent' if trace.is_single_agent else 'multi-agent'})"))
     add("benchmark", Text(clean(trace.benchmark) or "—"))
     add("modality", trace.modality.value)
     add("task", Text(_clip(trace.task.query, 300)))
@@ -80,7 +80,7 @@ def _print_trace_info(trace: Trace, console: Console) -> None:
     gt = trace.ground_truth
     if gt:
         who = gt.agent or ", ".join(gt.agents) or "—"
-        add("ground truth", Text(f"agent {who}, step {gt.step or '—'}, mode {tax.name(gt.mode)}"))
+        add("ground truth", Text(clean(f"agent {who}, step {gt.step or '—'}, mode {tax.name(gt.mode)}")))
         if gt.reason:
             add("", Text(_clip(gt.reason, 300), style="dim"))
     if trace.annotations:
@@ -113,12 +113,13 @@ def print_listing(target: str, *, as_json: bool = False, console: Console | None
     """Print one line per trace: reference, id, framework, benchmark, modality, step
     count, GT step and mode (or the error of a file that failed to import)."""
     console = console or Console(highlight=False, soft_wrap=True)
+    errors = Console(stderr=True, highlight=False, soft_wrap=True)
     for row in walk(target):
         if as_json:
             console.out(orjson.dumps(row.model_dump(mode="json")).decode(), highlight=False)
             continue
         if row.error:
-            console.print(Text(f"ERROR {clean(row.error)}", style="red"))
+            errors.print(Text(f"error: {clean(row.error)}", style="red"))
             continue
         steps = "?" if row.step_count is None else str(row.step_count)
         gt = f"gt={row.gt_step or '-'}/{row.gt_mode or '-'}" if (row.gt_step or row.gt_mode) else "gt=-"
@@ -136,7 +137,7 @@ def convert(src: str, out: Path, *, force: bool = False, console: Console | None
     """Convert ``src`` to the native format. One trace -> ``out`` is a file; several
     (a JSONL release, a folder, a glob) -> ``out`` is a folder of ``<id>.json`` files.
     Refuses to overwrite existing files unless ``force``. Returns the written paths."""
-    console = console or Console(stderr=True)
+    console = console or Console(stderr=True, soft_wrap=True)
     path, key = split_ref(src)
     single = path.is_file() and (key is not None or len(load_traces(path)) == 1)
     if single:
@@ -149,22 +150,43 @@ def convert(src: str, out: Path, *, force: bool = False, console: Console | None
     if out.exists() and not out.is_dir():
         raise WhenproError("output exists and is a file", path=out,
                            expected="a folder for several traces")
-    written: list[Path] = []
-    failed = 0
-    for file in iter_files(src):
-        try:
-            traces = load_traces(file)
-        except WhenproError as exc:
-            failed += 1
-            console.print(Text(f"skipped: {exc.one_line()}", style="yellow"))
-            continue
-        for trace in traces:
-            target = out / f"{safe_name(trace.id)}.json"
+    rows = [r for r in walk(src)]
+    bad = [r for r in rows if r.error]
+    plan = plan_targets([r for r in rows if not r.error], out)
+    if not force:
+        for target in plan.values():
             _refuse_overwrite(target, force)
-            _write_converted(trace, target)
-            written.append(target)
-    console.print(f"wrote {len(written)} traces to {out}" + (f" ({failed} files skipped)" if failed else ""))
+    written: list[Path] = []
+    for ref, target in plan.items():
+        try:
+            trace = load_trace(ref)
+        except WhenproError as exc:
+            bad.append(exc)
+            console.print(Text(f"skipped: {clean(exc.one_line())}", style="yellow"))
+            continue
+        _write_converted(trace, target)
+        written.append(target)
+    for row in bad:
+        if not isinstance(row, WhenproError):
+            console.print(Text(f"skipped: {clean(row.error or '')}", style="yellow"))
+    console.print(f"wrote {len(written)} traces to {out}" + (f" ({len(bad)} skipped)" if bad else ""))
     return written
+
+
+def plan_targets(rows: list[TraceSummary], out: Path) -> dict[str, Path]:
+    """One output file per trace reference: ``<id>.json``, with ``-2``, ``-3`` ... added
+    when two traces share an id, so no trace overwrites another."""
+    plan: dict[str, Path] = {}
+    taken: set[str] = set()
+    for row in rows:
+        base = safe_name(row.id)
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}-{n}"
+        taken.add(name)
+        plan[row.ref()] = out / f"{name}.json"
+    return plan
 
 
 def _write_converted(trace: Trace, target: Path) -> None:

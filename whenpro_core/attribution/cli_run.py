@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 
 import orjson
 from rich.console import Console
@@ -16,8 +17,11 @@ from whenpro_core.taxonomy import taxonomy_for
 
 
 def attribute_command(ref: str, *, protocol: str | None, model: str | None, with_gold: bool,
-                      as_json: bool, save: bool, no_cache: bool) -> None:
-    """Load the trace, run the protocol, print the verdict, optionally save it."""
+                      as_json: bool, save: bool, no_cache: bool,
+                      settings_flags: dict | None = None) -> None:
+    """Load the trace, run the protocol, print the verdict, optionally save it.
+    ``settings_flags`` (base_url, timeout_s, max_retries; ``None`` = not given) override
+    the environment and config.toml."""
     trace = load_trace(ref)
     if model and model.strip().lower() == "heuristic":
         model = None
@@ -26,7 +30,9 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
     if name != "heuristic":
         from whenpro_core.attribution.llm_judge import make_judge
 
-        judge = make_judge(model, use_cache=not no_cache)
+        from whenpro_core.config import load_settings
+
+        judge = make_judge(model, settings=load_settings(**(settings_flags or {})), use_cache=not no_cache)
     async def run():
         try:
             return await attribute(trace, name, judge=judge, with_gold=with_gold)
@@ -35,13 +41,22 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
                 await judge.aclose()
 
     err = Console(stderr=True)
-    if not as_json and sys.stderr.isatty():
+    if judge is None:  # offline: run in this thread so Ctrl-C stops it at once
+        from whenpro_core.attribution.heuristic import attribute_heuristic
+        from whenpro_core.attribution.run import nothing_to_attribute
+        from whenpro_core.model import Outcome
+
+        verdict = (nothing_to_attribute(trace, name, None, with_gold) if trace.outcome == Outcome.success
+                   else attribute_heuristic(trace, with_gold=with_gold))
+    elif not as_json and sys.stderr.isatty():
         with err.status(f"{name} attribution of {trace.id} …"):
             verdict = asyncio.run(run())
     else:
         verdict = asyncio.run(run())
-    if save:
-        save_verdict(trace, verdict)
+    if save and verdict.step is not None:
+        path = save_verdict(trace, verdict)
+        if path is not None and trace.source.path and Path(trace.source.path).resolve().parent != path.parent:
+            err.print(f"verdict saved to {path} (the trace's folder is not writable)", highlight=False)
     if as_json:
         sys.stdout.write(orjson.dumps(verdict_record(trace, verdict)).decode() + "\n")
     else:

@@ -29,17 +29,31 @@ ENVIRONMENT_AGENTS = frozenset({"computer_terminal", "computerterminal", "human"
 _RELAY_HINTS = ("surfer", "browser", "terminal", "search", "retriev", "reader", "executor")
 
 
+#: Characters of one field the heuristic reads: the head and the tail of longer ones
+#: (a 50 MB tool output must not make attribution take minutes).
+FIELD_CAP = 40_000
+
+
+def capped(text: str, cap: int = FIELD_CAP) -> str:
+    """``text`` itself, or its first 3/4 and last 1/4 within ``cap`` characters."""
+    if len(text) <= cap:
+        return text
+    head = cap * 3 // 4
+    return text[:head] + "\n…\n" + text[len(text) - (cap - head):]
+
+
 def step_text(step: Step) -> str:
-    """Everything an agent wrote in a step: content plus tool-call arguments."""
-    parts = [step.content or ""]
+    """Everything an agent wrote in a step: content plus tool-call arguments (capped)."""
+    parts = [capped(step.content or "")]
     for call in step.tool_calls:
-        parts.append(f"{call.name} {call.arguments}")
+        parts.append(capped(f"{call.name} {call.arguments}"))
     return "\n".join(parts)
 
 
 def full_text(step: Step) -> str:
-    """What a step wrote plus what came back (observation and error)."""
-    return "\n".join(p for p in (step_text(step), step.observation or "", step.error or "") if p)
+    """What a step wrote plus what came back (observation and error), capped."""
+    return "\n".join(p for p in (step_text(step), capped(step.observation or ""),
+                                  capped(step.error or "")) if p)
 
 
 def normalize_number(token: str) -> str:

@@ -82,7 +82,13 @@ class Tally:
                reason: str | None, confidence: float | None = None) -> Attribution:
         """The final Attribution with the wall-clock seconds."""
         r = self.result
-        r.agent = "agent" if (trace.is_single_agent and agent) else agent
+        r.agent = agent
+        if trace.is_single_agent and agent:
+            # the transcript shows a single-agent run's steps as "Agent: agent"; its real id
+            # is accepted too, anything else is kept as the judge said it (and scores wrong)
+            names = {"agent", *(a.lower() for a in trace.agent_ids())}
+            if agent.strip().lower() in names:
+                r.agent = "agent"
         r.step, r.mode, r.reason, r.confidence = step, mode, reason, confidence
         r.usage.seconds = time.perf_counter() - self.started
         return r

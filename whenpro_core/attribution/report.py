@@ -11,6 +11,7 @@ from rich.text import Text
 from whenpro_core.bench.score import score_prediction
 from whenpro_core.model import Attribution, Trace
 from whenpro_core.taxonomy import Taxonomy
+from whenpro_core.textsafe import clean
 
 
 def verdict_record(trace: Trace, verdict: Attribution, tolerance: int = 0) -> dict:
@@ -37,13 +38,13 @@ def print_verdict(trace: Trace, verdict: Attribution, taxonomy: Taxonomy,
             return Text("")
         return Text("  ✓ matches ground truth", style="green") if ok else Text("  ✗ differs", style="red")
 
-    grid.add_row("trace", Text(trace.id))
-    grid.add_row("protocol", Text(f"{verdict.protocol} · {verdict.model}"
+    grid.add_row("trace", Text(clean(trace.id)))
+    grid.add_row("protocol", Text(clean(f"{verdict.protocol} · {verdict.model}")
                                   + ("" if verdict.with_gold else " · without gold answer")))
-    grid.add_row("agent", Text(verdict.agent or "—") + mark(scored.agent if scored else None))
-    grid.add_row("step", Text(verdict.step or "—") + mark(scored.step if scored else None))
-    grid.add_row("mode", Text(taxonomy.name(verdict.mode)) + mark(scored.mode if scored else None))
-    grid.add_row("reason", Text(verdict.reason or "—"))
+    grid.add_row("agent", Text(clean(verdict.agent) or "—") + mark(scored.agent if scored else None))
+    grid.add_row("step", Text(clean(verdict.step) or "—") + mark(scored.step if scored else None))
+    grid.add_row("mode", Text(clean(taxonomy.name(verdict.mode))) + mark(scored.mode if scored else None))
+    grid.add_row("reason", Text(clean(verdict.reason) or "—"))
     if verdict.confidence is not None:
         grid.add_row("confidence", f"{verdict.confidence:.2f}")
     u = verdict.usage
@@ -52,7 +53,7 @@ def print_verdict(trace: Trace, verdict: Attribution, taxonomy: Taxonomy,
     if trace.ground_truth:
         gt = trace.ground_truth
         who = gt.agent or ", ".join(gt.agents) or "—"
-        grid.add_row("ground truth", Text(f"agent {who}, step {gt.step or '—'}, mode {taxonomy.name(gt.mode)}"))
-    for w in verdict.warnings:
-        grid.add_row("warning", Text(w, style="yellow"))
+        grid.add_row("ground truth", Text(clean(f"agent {who}, step {gt.step or '—'}, mode {taxonomy.name(gt.mode)}")))
+    for w in dict.fromkeys(verdict.warnings):
+        grid.add_row("warning", Text(clean(w), style="yellow"))
     console.print(grid)

@@ -7,7 +7,7 @@ import asyncio
 
 from whenpro_core.attribution.judge import Judge, ProgressCallback
 from whenpro_core.errors import ConfigError
-from whenpro_core.model import Attribution, Trace
+from whenpro_core.model import Attribution, Outcome, Trace
 from whenpro_core.taxonomy import Taxonomy, taxonomy_for
 
 #: Protocol names, the offline default first.
@@ -35,11 +35,14 @@ async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge |
 
     ``judge`` is required for every protocol but ``heuristic`` (ConfigError otherwise).
     The taxonomy defaults to the trace's dataset ``taxonomy.yaml`` or the built-in one.
+    A run whose outcome is ``success`` gets an empty verdict with a warning (nothing failed).
     Raises BackendError when the judge's backend fails after its retries; cancelling the
     awaiting task stops the protocol between calls.
     """
     protocol = protocol_name(protocol)
     taxonomy = taxonomy or taxonomy_for(trace.source.root)
+    if trace.outcome == Outcome.success:
+        return nothing_to_attribute(trace, protocol, judge, with_gold)
     if protocol == "heuristic":
         from whenpro_core.attribution.heuristic import attribute_heuristic
 
@@ -56,6 +59,15 @@ async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge |
     else:
         from whenpro_core.attribution.hybrid import run_hybrid as run
     return await run(trace, judge, taxonomy, with_gold=with_gold, progress=progress)
+
+
+def nothing_to_attribute(trace: Trace, protocol: str, judge: Judge | None, with_gold: bool) -> Attribution:
+    """The empty verdict of a run that succeeded: there is no decisive error, so no
+    protocol is run and no model is called."""
+    return Attribution(protocol=protocol, model=judge.model if judge else "heuristic",
+                       with_gold=with_gold,
+                       warnings=["the run succeeded (outcome success): there is no decisive error "
+                                 "to attribute; inject one with `whenpro inject` to test a protocol"])
 
 
 def trace_has_gold(trace: Trace) -> bool:

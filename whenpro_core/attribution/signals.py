@@ -19,6 +19,7 @@ import orjson
 from whenpro_core.attribution.evidence import (
     answer_matches,
     answer_values,
+    capped,
     contains_value,
     full_text,
     is_candidate,
@@ -99,7 +100,7 @@ def wrong_arithmetic(ctx: Context) -> list[Signal]:
     """A stated calculation ``a op b = c`` whose result is wrong (beyond rounding)."""
     out = []
     for step in ctx.candidates:
-        for m in _EQUATION.finditer(step.content or ""):
+        for m in _EQUATION.finditer(capped(step.content or "")):
             value = _safe_eval(m.group(1))
             try:
                 stated = float(m.group(2).replace(",", ""))
@@ -166,7 +167,7 @@ def _operands(step: Step, value: str) -> list[str] | None:
     if step.tool_calls and contains_value(step.observation or "", value):
         texts = [str(c.arguments) for c in step.tool_calls]
     else:
-        for m in _EQUATION.finditer(step.content or ""):
+        for m in _EQUATION.finditer(capped(step.content or "")):
             if normalize_number(m.group(2)) == value and _safe_eval(m.group(1)) is not None:
                 texts.append(m.group(1))
     if not texts:
@@ -217,21 +218,19 @@ _CLAIM = re.compile(r"\b(here (?:are|is)|found|according to|retrieved|results?|f
 def unsupported_facts(ctx: Context) -> list[Signal]:
     """A step that asserts several specific facts (numbers, names) that appear nowhere in
     the task or any earlier step or observation, without a tool result of its own."""
-    seen = [ctx.trace.task.query or ""]
+    seen = set(salient_values(ctx.trace.task.query or ""))
     out = []
     for step in ctx.trace.steps:
         if (is_candidate(step) and step.kind != "plan" and not is_relay_agent(step.agent)
                 and not step.observation):
-            text = step.content or ""
-            context = "\n".join(seen)
-            new = [v for v in salient_values(text) if not contains_value(context, v)
-                   and any(ch.isdigit() for ch in v)]
+            text = capped(step.content or "")
+            new = [v for v in salient_values(text) if v not in seen and any(ch.isdigit() for ch in v)]
             if len(new) >= 2 and _CLAIM.search(text):
                 strength = min(0.7, 0.3 + 0.08 * len(new))
                 out.append(Signal(step.index, strength, "R.1", "unsupported-facts",
                                   f"asserts {len(new)} figures seen nowhere before "
                                   f"(e.g. {', '.join(sorted(new)[:3])})"))
-        seen.append(full_text(step))
+        seen |= salient_values(full_text(step))
     return out
 
 
@@ -247,7 +246,7 @@ def fabrication_language(ctx: Context) -> list[Signal]:
     """An agent that says it assumes, simulates or makes up data instead of finding it."""
     out = []
     for step in ctx.candidates:
-        m = _FABRICATION.search(step.content or "")
+        m = _FABRICATION.search(capped(step.content or ""))
         if m:
             out.append(Signal(step.index, 0.45, "R.1", "fabrication-language",
                               f"says '{m.group(0)}' instead of using real data"))
@@ -268,7 +267,7 @@ def execution_errors(ctx: Context) -> list[Signal]:
     for step in steps:
         text = step.error or ""
         if not text and step.kind in ("observation", "tool"):
-            text = step.content or ""
+            text = capped(step.content or "")
         elif not text:
             text = step.observation or ""
         m = _ERROR.search(text[:4000]) if text else None
@@ -290,7 +289,7 @@ def execution_errors(ctx: Context) -> list[Signal]:
 
 def _ledger_flags(step: Step) -> tuple[bool, bool]:
     """(no progress, in a loop) from a Magentic-One orchestrator ledger in the content."""
-    text = step.content or ""
+    text = capped(step.content or "")
     if "is_progress_being_made" not in text and "is_in_loop" not in text:
         return False, False
     start = text.find("{")
@@ -361,7 +360,7 @@ def rubber_stamp(ctx: Context) -> list[Signal]:
     if not ctx.failed:
         return []
     for step in ctx.candidates:
-        if is_verifier(step.agent) and _APPROVE.search(step.content or ""):
+        if is_verifier(step.agent) and _APPROVE.search(capped(step.content or "")):
             return [Signal(step.index, 0.35, "V.2", "rubber-stamp",
                            "approves the work although the run's answer is wrong")]
     return []

@@ -15,8 +15,11 @@ from whenpro_core.bench import runner
 from whenpro_core.bench.aggregate import Report
 from whenpro_core.bench.records import Record, ResultsFile
 from whenpro_core.bench.report import report_command
+from whenpro_core.bench.report_files import check_report_dir
 
 DEFAULT_OUT = "bench-results.jsonl"
+#: What ``whenpro bench`` suggests when a report file next to ``--out`` is not whenpro's.
+BENCH_REPORT_HINT = ("--report-dir ANOTHER_FOLDER, or --no-report; or move the file away")
 
 
 def _gold_setting(gold: bool, both: bool) -> str:
@@ -29,13 +32,16 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
                   limit: int | None = None, sample: int | None = None, seed: int = 0,
                   concurrency: int = 8, out: str | Path | None = None, tolerance: int = 1,
                   retry_errors: bool = False, use_cache: bool = True, report: bool = True,
-                  console: Console | None = None) -> Report | None:
+                  report_dir: str | Path | None = None, console: Console | None = None,
+                  report_hint: str = BENCH_REPORT_HINT) -> Report | None:
     """Run a benchmark and report on the whole results file.
 
     Protocols default to ``all-at-once`` when models are given, else ``heuristic``.
-    Notes and progress go to stderr; the report to ``console`` (stdout). Returns the
-    report (``None`` with ``report=False``). Raises WhenproError subclasses for bad
-    input (the CLI prints one line and exits 2).
+    Notes and progress go to stderr; the report to ``console`` (stdout), its files to
+    ``report_dir`` (default: the results file's folder). Returns the report (``None``
+    with ``report=False``). Raises WhenproError subclasses for bad input (the CLI prints
+    one line and exits 2), among them a ConfigError, before any item runs, when a report
+    file there was not written by whenpro (``report_hint`` says what to do instead).
     """
     err = Console(stderr=True)
     console = console or Console()
@@ -49,7 +55,11 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         raise ConfigError("--limit and --sample take a number of traces", expected="0 or more")
     runner.settings(proto_list, model_list)  # bad protocols/models fail before any work
     where_map = runner.parse_where(where)
-    results = ResultsFile(out or DEFAULT_OUT)
+    out_path = Path(out or DEFAULT_OUT)
+    if report:
+        report_dir = report_dir if report_dir is not None else out_path.parent
+        check_report_dir(report_dir, report_hint)
+    results = ResultsFile(out_path)
     if results.repaired:
         err.print(f"{results.path}: {results.repaired}", markup=False, highlight=False)
     sel = runner.select(dataset, where=where_map, limit=limit, sample=sample, seed=seed)
@@ -76,7 +86,8 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
                   + (f" ({kinds})" if kinds else ""), markup=False, highlight=False)
     if not report:
         return None
-    return report_command([results.path], tolerance=tolerance, console=console)
+    return report_command([results.path], report_dir, tolerance=tolerance, console=console,
+                          hint=report_hint)
 
 
 def _run_with_progress(todo: list[runner.WorkItem], results: ResultsFile, judges: dict,

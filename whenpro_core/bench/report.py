@@ -3,6 +3,10 @@ plot of step accuracy against transcript length (``step_by_length.png`` with mat
 the optional ``plot`` extra; a text plot otherwise), all from a
 :class:`~whenpro_core.bench.aggregate.Report`. ``whenpro report RESULTS.jsonl`` re-renders
 them from saved results (:func:`report_command`). Files are written atomically.
+
+whenpro overwrites only report files it wrote itself (:mod:`.report_files`); a user's
+file of the same name makes :func:`write_report` refuse with a ConfigError before
+writing anything.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ from whenpro_core.textsafe import strip_controls
 from whenpro_core.bench.aggregate import (DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report,
                                           aggregate)
 from whenpro_core.bench.records import read_records
+from whenpro_core.bench.report_files import (JSON_NAME, MD_LEGACY_HEADING, MD_MARKER, MD_NAME, PLOT_NAME,
+                                             PNG_SOFTWARE, REPORT_HINT, check_report_dir,
+                                             is_whenpro_report_file)
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.fsutil import atomic_write_bytes, atomic_write_text
 
-PLOT_NAME = "step_by_length.png"
 FENCE = "`" * 3
 AXES = ("agent", "step", "error", "joint")
 AXIS_TITLES = {"agent": "Agent", "step": "Step", "error": "Error F1", "joint": "Joint"}
@@ -168,7 +174,7 @@ def plot_step_by_length(report: Report, path: str | Path) -> Path | None:
         ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", metadata={"Software": PNG_SOFTWARE})
     plt.close(fig)
     return atomic_write_bytes(path, buf.getvalue())
 
@@ -272,20 +278,22 @@ def report_markdown(report: Report, plot: str | None = None) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_report(report: Report, out_dir: str | Path) -> dict[str, Path | None]:
+def write_report(report: Report, out_dir: str | Path, *, hint: str = REPORT_HINT) -> dict[str, Path | None]:
     """Write ``report.json``, ``report.md`` and (with matplotlib) ``step_by_length.png``
     into ``out_dir`` atomically. Returns ``{"json", "md", "plot"}`` paths (plot ``None``
-    when matplotlib is missing)."""
+    when matplotlib is missing). Raises ConfigError, before writing anything, when one
+    of them exists and was not written by whenpro (:func:`check_report_dir`)."""
     out = Path(out_dir)
+    check_report_dir(out, hint)
     plot = plot_step_by_length(report, out / PLOT_NAME)
-    md = report_markdown(report, PLOT_NAME if plot else None)
+    md = MD_MARKER + "\n" + report_markdown(report, PLOT_NAME if plot else None)
     if plot is None:
         md += "\n(matplotlib is not installed: `pip install 'whenpro[plot]'` for " \
               f"{PLOT_NAME}.)\n"
-    json_path = atomic_write_bytes(out / "report.json",
+    json_path = atomic_write_bytes(out / JSON_NAME,
                                    orjson.dumps(report.model_dump(mode="json"),
                                                 option=orjson.OPT_INDENT_2) + b"\n")
-    md_path = atomic_write_text(out / "report.md", md)
+    md_path = atomic_write_text(out / MD_NAME, md)
     return {"json": json_path, "md": md_path, "plot": plot}
 
 
@@ -301,23 +309,31 @@ def load_report_records(paths: Sequence[str | Path]) -> tuple[list, list[str]]:
 
 def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = None, *,
                    tolerance: int | None = None, console: Console | None = None,
-                   quiet: bool = False) -> Report:
+                   quiet: bool = False, hint: str = REPORT_HINT) -> Report:
     """``whenpro report``: read results, aggregate, print, write the report files next to
     the (first) results file or into ``out_dir``. TraceFormatError when a file is missing
-    or holds no records."""
+    or holds no records; ConfigError (suggesting ``hint``) when a report file there was
+    not written by whenpro."""
     if not paths:
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
     records, problems = load_report_records(paths)
     if not records:
         raise TraceFormatError("no benchmark records found", path=paths[0],
                                expected="a results .jsonl written by whenpro bench")
+    target = out_dir if out_dir is not None else Path(paths[0]).parent
+    check_report_dir(target, hint)
     report = aggregate(records, tolerance=tolerance, sources=[str(p) for p in paths],
                        problems=problems)
     console = console or Console()
     if not quiet:
         print_report(report, console)
-    written = write_report(report, out_dir if out_dir is not None else Path(paths[0]).parent)
+    written = write_report(report, target, hint=hint)
     if not quiet:
         names = ", ".join(str(p) for p in written.values() if p is not None)
         console.print(f"wrote {names}", markup=False, highlight=False)
     return report
+
+
+__all__ = ["JSON_NAME", "MD_LEGACY_HEADING", "MD_MARKER", "MD_NAME", "PLOT_NAME", "PNG_SOFTWARE",
+           "REPORT_HINT", "check_report_dir", "is_whenpro_report_file", "print_report",
+           "report_command", "report_markdown", "text_plot", "write_report"]

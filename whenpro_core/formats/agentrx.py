@@ -49,8 +49,9 @@ def is_magentic_list(doc: Any) -> bool:
 
 
 def is_tau_run(doc: Any) -> bool:
-    """A τ-bench run ``{task_id, reward, traj: [...], ...}``."""
-    return isinstance(doc, dict) and "task_id" in doc and isinstance(doc.get("traj"), list) and (
+    """A τ-bench run ``{task_id, reward, traj: [...], ...}`` (a ``traj`` of the wrong
+    type still matches, so loading reports it at ``$.traj``)."""
+    return isinstance(doc, dict) and "task_id" in doc and "traj" in doc and (
         "reward" in doc or "info" in doc)
 
 
@@ -90,6 +91,9 @@ def apply_labels(trace: Trace, path: Path, trajectory_id: Any, *, offset: int) -
         if not isinstance(number, int) or isinstance(number, bool):
             raise ctx.error("wrong type", f"{fw}.step_number", "a 1-based step number")
         coord = str(number + offset)
+        if not trace.steps:
+            raise ctx.error(f"step {number} is not in trajectory {trajectory_id}: the trajectory is empty",
+                            f"{fw}.step_number", "a trajectory with the labelled step")
         if coord not in coords:
             raise ctx.error(f"step {number} is not in trajectory {trajectory_id}",
                             f"{fw}.step_number", f"1..{len(trace.steps)}")

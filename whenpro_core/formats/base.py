@@ -73,6 +73,9 @@ class FileImporter:
 
     name: ClassVar[str] = ""
     priority: ClassVar[int] = 0
+    #: True for files that hold no traces (whenpro's own results and verdict files):
+    #: opened by themselves, they give the error :meth:`load` raises, not a dataset.
+    not_a_trace: ClassVar[bool] = False
 
     def match_head(self, head: bytes, path: Path) -> bool:
         """True if the file, whose first bytes are ``head`` (up to 64 KiB), is this

@@ -44,6 +44,7 @@ class ValidationLogImporter(FileImporter):
 
     name = "whenpro-validation-log"
     priority = 200
+    not_a_trace = True
 
     def match_head(self, head: bytes, path: Path) -> bool:
         first, nl, _ = head.removeprefix(b"\xef\xbb\xbf").partition(b"\n")

@@ -15,6 +15,14 @@ strings (MAD stores lines), or a list of parts (``{"type": "text", "text"}``,
 
 Speaker: a message's ``name`` when set (AG2 group chats name Planner/Coder/Tester there,
 ``role`` is only the chat-API role, SOURCE.md of mast-lint-ag2-dogfood), else its role.
+
+Kind in an AG2/AutoGen chat (:func:`is_group_chat`: every conversational message names
+its speaker, and there are at least two speakers): ``role`` says nothing about who is
+acting (AG2 sends every peer's message with role ``user``, and a user proxy's with role
+``assistant``), so the kind comes from the speaker: the opening message (the task the
+initiator posts) and messages of a human or user proxy (:func:`is_human_name`) are
+``user`` steps, every other message is an agent step (``assistant``, or ``action`` with
+tool calls). Elsewhere the kind follows the chat role.
 Coordinate: the 0-based message index, as in Who&When. Roles outside the OpenAI set are
 left to :mod:`whenpro_core.formats.agentrx` (Magentic-One lists name the speaker in
 ``role``).
@@ -22,6 +30,7 @@ left to :mod:`whenpro_core.formats.agentrx` (Magentic-One lists name the speaker
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from whenpro_core.errors import TraceFormatError
@@ -35,6 +44,41 @@ from whenpro_core.model import (Agent, MediaRef, Outcome, Source, Step, Task, To
 CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function", "ipython"})
 _KIND = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
          "tool": "tool", "function": "tool", "ipython": "tool"}
+
+
+#: Speaker names of the human side of an AG2/AutoGen chat: ``user_proxy``
+#: (UserProxyAgent), ``mathproxyagent`` (MathUserProxyAgent, MAD), ``Admin`` (GroupChat's
+#: human admin), ``human``, ``user``.
+_HUMAN_NAME = re.compile(r"proxy|human|^(user|admin)(?![a-z0-9])", re.IGNORECASE)
+
+
+def is_human_name(name: str) -> bool:
+    """True when an AG2/AutoGen speaker name is a human or a user proxy (see
+    :data:`_HUMAN_NAME`), not an agent."""
+    return bool(_HUMAN_NAME.search(name.strip()))
+
+
+def _conversational(msg: Any) -> bool:
+    if not isinstance(msg, dict):
+        return False
+    role = msg.get("role")
+    return not (isinstance(role, str) and _KIND.get(role) in ("system", "tool"))
+
+
+def is_group_chat(messages: list) -> bool:
+    """True for an AG2/AutoGen chat history: every message that is not a system or tool
+    message carries a non-empty ``name``, with at least two distinct names. (An OpenAI
+    chat that names only its user keeps role-based kinds.)"""
+    names = [m.get("name") for m in messages if _conversational(m)]
+    if not names or not all(isinstance(n, str) and n.strip() for n in names):
+        return False
+    return len({n.strip() for n in names}) >= 2
+
+
+def opening_index(messages: list) -> int | None:
+    """Index of the first conversational (not system, not tool) message: the task in an
+    AG2 group chat."""
+    return next((i for i, m in enumerate(messages) if _conversational(m)), None)
 
 
 def is_chat_list(value: Any) -> bool:
@@ -135,10 +179,16 @@ def tool_calls_of(msg: dict, ctx: LoadContext, where: str) -> list[ToolCall]:
 
 
 def chat_step(i: int, msg: Any, ctx: LoadContext, where: str, *, agent: str | None = None,
-              coord: str | None = None, resolve: Callable[[str], str] | None = None) -> Step:
+              coord: str | None = None, resolve: Callable[[str], str] | None = None,
+              group: bool = False, opening: bool = False) -> Step:
     """One chat message as a step. ``agent`` overrides the speaker (default: ``name``,
     else ``role``); ``coord`` defaults to ``str(i)``. Kind: ``system``, ``user``,
-    ``assistant``, ``action`` (an assistant turn with tool calls) or ``tool``."""
+    ``assistant``, ``action`` (an assistant turn with tool calls) or ``tool``.
+
+    ``group`` (the message is part of an AG2 group chat, :func:`is_group_chat`): the kind
+    of a conversational message comes from its speaker, not its role: ``user`` for the
+    ``opening`` message (the task) and for a human or user proxy, else ``assistant`` /
+    ``action`` (see the module doc)."""
     expect(msg, dict, ctx, where, "a message object {role, content}")
     role = msg.get("role")
     if not isinstance(role, str):
@@ -155,17 +205,31 @@ def chat_step(i: int, msg: Any, ctx: LoadContext, where: str, *, agent: str | No
         if key in msg and msg[key] is not None and not isinstance(msg[key], (dict, list)):
             meta[key] = msg[key]
     speaker = agent or (name.strip() if name and kind != "tool" else role)
+    if group and kind not in ("system", "tool"):
+        if opening or is_human_name(speaker):
+            kind = "user"
+        else:
+            kind = "action" if calls else "assistant"
     if kind == "tool" and name:
         meta["tool"] = name
     return Step(index=i, coord=str(i) if coord is None else coord, agent=speaker, kind=kind,
                 content=text, tool_calls=calls, media=media, meta=meta, raw=redact_secrets(msg))
 
 
+def chat_steps(messages: list, ctx: LoadContext, where: str) -> list[Step]:
+    """Every message of a chat log as a step (``where[i]`` names message i in errors),
+    with AG2 group-chat kinds when :func:`is_group_chat`."""
+    group = is_group_chat(messages)
+    opening = opening_index(messages) if group else None
+    return [chat_step(i, m, ctx, f"{where}[{i}]", group=group, opening=i == opening)
+            for i, m in enumerate(messages)]
+
+
 def chat_trace(messages: list, ctx: LoadContext, *, where: str = "$", trace_id: str,
                fmt: str = "chat", extras: dict | None = None) -> Trace:
     """A trace from a list of chat messages: framework ``ag2`` when assistant turns carry
     agent ``name`` s (a group chat), else ``openai-chat``."""
-    steps = [chat_step(i, m, ctx, f"{where}[{i}]") for i, m in enumerate(messages)]
+    steps = chat_steps(messages, ctx, where)
     named = any(isinstance(m.get("name"), str) and m.get("role") not in ("tool", "function")
                 for m in messages if isinstance(m, dict))
     agents: dict[str, None] = {}
@@ -268,5 +332,6 @@ class ChatJsonlImporter(JsonLinesImporter):
         return super().load_all(path, root)
 
 
-__all__ = ["ChatImporter", "ChatJsonlImporter", "chat_step", "chat_trace", "content_parts",
-           "data_url_media", "is_chat_list", "tool_calls_of"]
+__all__ = ["ChatImporter", "ChatJsonlImporter", "chat_step", "chat_steps", "chat_trace",
+           "content_parts", "data_url_media", "is_chat_list", "is_group_chat", "is_human_name",
+           "opening_index", "tool_calls_of"]

@@ -8,7 +8,9 @@ real_traces/inspect-ai-logs; ``UKGovernmentBEIS/inspect_ai`` log format, version
   extracted; at most :data:`MAX_MEMBER_BYTES` per member and :data:`MAX_TOTAL_BYTES` in
   all (a zip bomb is refused with a TraceFormatError).
 
-One trace per sample, key ``<id>_epoch_<epoch>``. Steps are the sample's ``messages``
+One trace per sample, key ``<id>_epoch_<epoch>``, id ``inspect-<task>-<id>-e<epoch>@<log
+file name>``: the same sample appears in many logs (reruns of a task, a run saved as
+both ``.eval`` and ``.json``), so the log's file name keeps ids distinct in a dataset. Steps are the sample's ``messages``
 (coordinate = 0-based message index, as in Who&When): system, user, assistant (``action``
 when it calls tools) and tool results. Tool errors (``{"type": "parsing"|"timeout"|...,
 "message"}`` on a tool message or its ``tool`` event) go to ``Step.error`` as
@@ -155,7 +157,7 @@ def sample_trace(sample: Any, header: dict, ctx: LoadContext, where: str) -> Tra
     extras.update({"events": events, "log_status": header.get("status"), "eval": ev,
                    "output": {k: v for k, v in output.items() if k != "choices"}})
     return Trace(
-        id=f"inspect-{task}-{sid}-e{epoch}", framework="inspect_ai", benchmark=task,
+        id=f"inspect-{task}-{sid}-e{epoch}@{ctx.path.name}", framework="inspect_ai", benchmark=task,
         modality=Modality.image if any(s.media for s in steps) else Modality.text,
         agents=[Agent(id=a) for a in agents],
         task=Task(query=_text_of_input(sample.get("input"), resolve),

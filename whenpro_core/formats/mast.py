@@ -7,7 +7,10 @@ holds one record or a list of them (several traces, key = ``trace_id``). ``trace
 
 * AG2: a JSON document ``{instance_id?, problem_statement: [lines], other_data?,
   trajectory: [{content (a string or a list of lines), role, name}], note?}``. The speaker
-  is ``name``. ``note`` (the annotator's verdict) and ``other_data`` (``correct``) leak the
+  is ``name``; ``role`` is only the chat-API role (mast-lint's Planner/Coder/Tester all
+  send role ``user``), so kinds follow the AG2 group-chat rule of
+  :func:`~whenpro_core.formats.chat.chat_steps`: the opening task message and the user
+  proxy's messages are ``user`` steps, the agents' messages ``assistant`` steps. ``note`` (the annotator's verdict) and ``other_data`` (``correct``) leak the
   labels: they are moved to ``extras["hidden"]`` (:data:`~whenpro_core.model.TRACE_HIDDEN_KEY`),
   which renderers and judges never read.
 * MetaGPT: a plain-text communication log, or a JSON document whose ``content`` holds one.
@@ -33,7 +36,7 @@ from typing import Any
 
 from whenpro_core.formats.base import (DocumentImporter, LoadContext, as_text, expect, maybe_json,
                                        redact_secrets, sibling_json)
-from whenpro_core.formats.chat import chat_step
+from whenpro_core.formats.chat import chat_steps
 from whenpro_core.model import TRACE_HIDDEN_KEY, Agent, Annotation, Source, Step, Task, Trace
 
 #: The final 14 MAST failure modes (arXiv 2503.13657, Figure 1), by code.
@@ -171,10 +174,7 @@ class MastImporter(DocumentImporter):
     def _json_steps(inner: dict, ctx: LoadContext, where: str) -> tuple[list[Step], str]:
         traj = expect(inner.get("trajectory"), list, ctx, f"{where}.trajectory",
                       "a list of messages {content, role, name}")
-        steps = []
-        for i, msg in enumerate(traj):
-            steps.append(chat_step(i, msg, ctx, f"{where}.trajectory[{i}]"))
-        return steps, as_text(inner.get("problem_statement"))
+        return chat_steps(traj, ctx, f"{where}.trajectory"), as_text(inner.get("problem_statement"))
 
     @staticmethod
     def _mad_annotations(rec: dict, ctx: LoadContext, where: str, hidden: dict) -> list[Annotation]:

@@ -54,10 +54,14 @@ def is_event_list(value: Any) -> bool:
 
 
 def is_output_line(value: Any) -> bool:
-    """An evaluation output object: ``history`` events plus ``instance_id`` or ``issue``."""
-    return (isinstance(value, dict) and isinstance(value.get("history"), list)
-            and ("instance_id" in value or "issue" in value) and "instruction" in value
-            and (not value["history"] or is_event_list(value["history"])))
+    """An evaluation output object: ``history`` events plus ``instance_id`` or ``issue``
+    and ``instruction``. A ``history`` that is not a list still matches, so loading
+    reports it at ``$.history``."""
+    if not (isinstance(value, dict) and "history" in value
+            and ("instance_id" in value or "issue" in value) and "instruction" in value):
+        return False
+    history = value["history"]
+    return not isinstance(history, list) or not history or is_event_list(history)
 
 
 def _args(event: dict) -> dict:

@@ -29,6 +29,9 @@ IMPORTERS: list[str] = [
     "whenpro_core.formats.native:NativeImporter",
     "whenpro_core.formats.build_meta:BuildManifestImporter",
     "whenpro_core.formats.build_meta:ValidationLogImporter",
+    "whenpro_core.formats.whenpro_files:VerdictsImporter",
+    "whenpro_core.formats.whenpro_files:BenchResultsImporter",
+    "whenpro_core.formats.whenpro_files:BenchReportImporter",
     "whenpro_core.formats.whowhen:WhoWhenImporter",
     "whenpro_core.formats.whowhen_pro:WhoWhenProImporter",
     "whenpro_core.formats.whowhen_pro_jsonl:WhoWhenProJsonlImporter",
@@ -185,15 +188,26 @@ def _select(traces: list[Trace], key: str | None, path: Path) -> Trace:
                            expected=f"a key 1..{len(traces)} or a trace id")
 
 
-def summarize_file(path: Path, root: Path | None = None) -> list[TraceSummary]:
-    """Listing rows for one file; a bad file gives one error row instead of raising."""
+def summarize_file(path: Path, root: Path | None = None, *, direct: bool = False) -> list[TraceSummary]:
+    """Listing rows for one file; a bad file gives one error row instead of raising.
+
+    A file that holds no traces (whenpro's own results and verdict files, label files)
+    gives no rows in a dataset walk; ``direct`` (the file was named by itself, as in
+    ``whenpro ls FILE``) gives one error row saying what it is instead."""
     root = root or find_root(path)
     try:
         chosen = sniff(path)
         if isinstance(chosen, FileImporter):
-            return list(chosen.summaries(path, root))
+            rows = list(chosen.summaries(path, root))
+            if not rows and direct:
+                chosen.load(path, None, root)
+            return rows
         imp, doc = chosen
-        return imp.summaries(doc, LoadContext(path=path, root=root))
+        ctx = LoadContext(path=path, root=root)
+        rows = imp.summaries(doc, ctx)
+        if not rows and direct:
+            imp.load(doc, ctx)
+        return rows
     except WhenproError as exc:
         return [error_summary(path, exc.located(path=path).one_line())]
 
@@ -207,11 +221,15 @@ def iter_files(target: str | Path) -> Iterator[Path]:
     """The candidate trace files of a file, folder (walked recursively, sorted with
     numbers in natural order) or glob pattern."""
     text = str(target)
+    if not text.strip():
+        raise TraceFormatError("empty path", expected="a trace file, folder or glob")
     if any(ch in text for ch in "*?[") and not Path(text).exists():
-        for match in sorted(globlib.glob(text, recursive=True), key=natural_key):
-            p = Path(match)
-            if p.is_file():
-                yield p
+        matches = [Path(m) for m in sorted(globlib.glob(text, recursive=True), key=natural_key)]
+        files = [m for m in matches if m.is_file()]
+        if not files:
+            raise TraceFormatError("glob matches no file", path=text,
+                                   expected="a pattern matching trace files")
+        yield from files
         return
     p = Path(text)
     if p.is_file():
@@ -230,11 +248,14 @@ def iter_files(target: str | Path) -> Iterator[Path]:
 def walk(target: str | Path) -> Iterator[TraceSummary]:
     """List every trace under ``target`` (file, folder or glob) cheaply: JSONL releases
     by byte offset without decoding trajectories, documents without building models
-    when their importer allows. Bad files become error rows; the walk carries on."""
+    when their importer allows. Bad files become error rows; the walk carries on. Files
+that hold no traces (whenpro's own results, verdict and report files, label files) give
+no rows, except when ``target`` is that file itself (one error row saying what it is)."""
     start = Path(str(target)) if Path(str(target)).exists() else None
+    direct = start is not None and start.is_file()
     for path in iter_files(target):
         root = find_root(path, stop=start if start and start.is_dir() else None)
-        yield from summarize_file(path, root)
+        yield from summarize_file(path, root, direct=direct)
 
 
 def natural_key(text: str | Path) -> list[Any]:

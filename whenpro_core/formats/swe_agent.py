@@ -27,6 +27,10 @@ tool_calls?}]}``. The system prompt and the task are framing; every assistant me
 an ``action`` step (coordinate ``1..N``) whose command is the ```` ```bash ```` block (v1),
 ``extra.actions`` or ``tool_calls`` (v2), and whose observation is the following
 user/tool messages. A final ``exit`` message gives the exit status and submission.
+
+Trace id: ``swe-agent-<file stem>`` (``mini-swe-agent-<file stem>``), with
+``@<run folder>`` appended when another run folder holds a file of the same name
+(:func:`~whenpro_core.formats.run_ids.distinct_id`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any
 from whenpro_core.formats.base import (DocumentImporter, LoadContext, as_text, expect, maybe_json,
                                        redact_secrets, text_or_none)
 from whenpro_core.formats.chat import content_parts, tool_calls_of
+from whenpro_core.formats.run_ids import distinct_id
 from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
 _BASH = re.compile(r"```(?:bash|sh)?\s*\n(.*?)\n```", re.S)
@@ -138,13 +143,19 @@ class SweAgentImporter(DocumentImporter):
     priority = 9
 
     def matches(self, doc: Any) -> bool:
-        if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
+        """``history`` plus ``trajectory`` (a list), ``info`` (an object) or
+        ``environment``; a ``history`` that is not a list still matches then, so
+        :meth:`load` reports it at ``$.history``. Without those keys, a ``history`` of
+        ``{agent, role}`` messages."""
+        if not isinstance(doc, dict) or "history" not in doc:
             return False
         if any(k in doc for k in _WHOWHEN_KEYS):
             return False
         if isinstance(doc.get("trajectory"), list) or isinstance(doc.get("info"), dict) or "environment" in doc:
             return True
         hist = doc["history"]
+        if not isinstance(hist, list):
+            return False
         return bool(hist) and all(isinstance(h, dict) and "agent" in h and "role" in h for h in hist)
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
@@ -167,7 +178,7 @@ class SweAgentImporter(DocumentImporter):
                 steps.append(self._traj_step(len(steps), n, entry, calls[n] if n < len(calls) else [], ctx))
         info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
         return [Trace(
-            id=f"swe-agent-{ctx.path.stem}", framework="swe-agent", benchmark=_benchmark(doc),
+            id=distinct_id("swe-agent", ctx.path), framework="swe-agent", benchmark=_benchmark(doc),
             agents=[Agent(id="agent")], task=Task(query=framing.query), steps=steps,
             final_answer=text_or_none(info.get("submission")), outcome=outcome_of(info.get("exit_status")),
             source=Source(format=self.name, path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
@@ -217,7 +228,9 @@ class MiniSweAgentImporter(DocumentImporter):
     priority = 9
 
     def matches(self, doc: Any) -> bool:
-        if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+        """``messages`` plus a ``trajectory_format`` of mini-swe-agent or
+        ``info.mini_version`` (``messages`` of the wrong type is reported by :meth:`load`)."""
+        if not isinstance(doc, dict) or "messages" not in doc:
             return False
         info = doc.get("info")
         return str(doc.get("trajectory_format", "")).startswith("mini-swe-agent") or (
@@ -236,7 +249,8 @@ class MiniSweAgentImporter(DocumentImporter):
         if exit_msg is not None:
             extras["exit_message"] = exit_msg
         return [Trace(
-            id=f"mini-swe-agent-{ctx.path.stem}", framework="mini-swe-agent", benchmark=_benchmark(doc),
+            id=distinct_id("mini-swe-agent", ctx.path), framework="mini-swe-agent",
+            benchmark=_benchmark(doc),
             agents=[Agent(id="agent")], task=Task(query=framing.query), steps=steps,
             final_answer=submission, outcome=outcome_of(status),
             source=Source(format=self.name, path=str(ctx.path), root=str(ctx.root) if ctx.root else None),

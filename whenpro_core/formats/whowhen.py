@@ -26,6 +26,9 @@ _DECORATED = re.compile(r"^\s*(?P<agent>[^()]+?)\s*\((?P<note>[^)]*)\)\s*$")
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 _LABEL_KEYS = ("mistake_agent", "mistake_step", "mistake_reason", "mistake_type", "labels")
 _KNOWN_KEYS = {"history", "question", "ground_truth", "system_prompt", *_LABEL_KEYS}
+#: Keys of other formats that also have ``history`` (SWE-agent, OpenHands): a document
+#: with one of them and a non-list ``history`` is not claimed as Who&When.
+_LONE_KEYS = frozenset({"trajectory", "info", "environment", "instance_id", "instruction", "issue"})
 
 
 def speaker_of(role: str) -> tuple[str, str | None]:
@@ -74,10 +77,16 @@ class WhoWhenImporter(DocumentImporter):
     priority = 10
 
     def matches(self, doc: Any) -> bool:
-        if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
+        """A dict with ``history`` and a Who&When label (``mistake_agent`` /
+        ``mistake_step``), or a list ``history`` with a ``question``. A labelled document
+        whose ``history`` is not a list still matches, so :meth:`load` can say so at
+        ``$.history``."""
+        if not isinstance(doc, dict) or "history" not in doc:
             return False
-        return "mistake_agent" in doc or "mistake_step" in doc or (
-            "question" in doc and "trajectory" not in doc)
+        if "mistake_agent" in doc or "mistake_step" in doc:
+            return True
+        return ("question" in doc and "trajectory" not in doc
+                and (isinstance(doc["history"], list) or _LONE_KEYS.isdisjoint(doc)))
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
         history = expect(doc.get("history"), list, ctx, "$.history", "a list of messages")
@@ -149,6 +158,9 @@ class WhoWhenImporter(DocumentImporter):
             except ValueError:
                 raise ctx.error(f"not a step index: {raw_step!r}", "$.mistake_step",
                                 "a 0-based index into history, as a string") from None
+            if not steps:
+                raise ctx.error(f"step index {index} out of range: the history is empty",
+                                "$.mistake_step", "messages in $.history for the labelled step")
             if not 0 <= index < len(steps):
                 raise ctx.error(f"step index {index} out of range", "$.mistake_step",
                                 f"0..{len(steps) - 1}")

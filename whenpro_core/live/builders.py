@@ -21,7 +21,8 @@ from typing import Any, Iterable
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import LoadContext
-from whenpro_core.formats.chat import chat_step, is_chat_role
+from whenpro_core.formats.chat import (chat_step, chat_steps, is_chat_role, is_group_chat,
+                                       opening_index)
 from whenpro_core.formats.native_lines import NativeLinesBuilder
 from whenpro_core.formats.otlp import Span, spans_of
 from whenpro_core.model import Agent, Outcome, Source, Step, Task, Trace
@@ -59,7 +60,11 @@ def common_prefix(old: list[Step], new: list[Step]) -> int:
 
 class ChatLinesBuilder:
     """OpenAI chat messages, one per line, as one conversation (framework ``ag2`` when
-    assistant turns carry agent names, else ``openai-chat``)."""
+    assistant turns carry agent names, else ``openai-chat``). Kinds follow
+    :func:`~whenpro_core.formats.chat.chat_steps`: when the messages so far turn out to
+    be an AG2 group chat (or stop being one), every step is rebuilt with the new kinds,
+    so the trace always equals what the file importer reads from the same lines (a
+    follower then sees changed steps and announces a reset)."""
 
     format = "chat-jsonl"
 
@@ -67,33 +72,39 @@ class ChatLinesBuilder:
         self.ctx = ctx
         self.id = default_id
         self.steps: list[Step] = []
-        self._named = False
-        self._agents: dict[str, None] = {}
-        self._query = ""
-        self._final: str | None = None
+        self._messages: list[dict] = []
+        self._group = False
 
     def feed(self, obj: Any) -> tuple[str, ...]:
         """Add one message; TraceFormatError (state unchanged) for a bad one."""
         if not (isinstance(obj, dict) and is_chat_role(obj.get("role"))):
             raise self.ctx.error("not a chat message", "$",
                                  expected='one message a line {"role": ..., "content": ...}')
-        step = chat_step(len(self.steps), obj, self.ctx, "$")
-        self.steps.append(step)
-        if isinstance(obj.get("name"), str) and obj.get("role") not in ("tool", "function"):
-            self._named = True
-        if step.kind not in ("system", "tool"):
-            self._agents.setdefault(step.agent, None)
-        if step.kind == "user" and not self._query:
-            self._query = step.content
-        if step.kind == "assistant" and step.content:
-            self._final = step.content
+        chat_step(len(self.steps), obj, self.ctx, "$")  # validates (raises before any change)
+        self._messages.append(obj)
+        group = is_group_chat(self._messages)
+        if group != self._group:
+            self._group = group
+            self.steps[:] = chat_steps(self._messages, self.ctx, "$")
+        else:
+            i = len(self.steps)
+            self.steps.append(chat_step(i, obj, self.ctx, "$", group=group,
+                                        opening=group and i == opening_index(self._messages)))
         return ()
 
     def trace(self) -> Trace:
         """The conversation so far."""
-        return Trace(id=self.id, framework="ag2" if self._named else "openai-chat",
-                     agents=[Agent(id=a) for a in self._agents], task=Task(query=self._query),
-                     steps=list(self.steps), final_answer=self._final, outcome=Outcome.unknown,
+        named = any(isinstance(m.get("name"), str) and m.get("role") not in ("tool", "function")
+                    for m in self._messages)
+        agents: dict[str, None] = {}
+        for s in self.steps:
+            if s.kind not in ("system", "tool"):
+                agents.setdefault(s.agent, None)
+        query = next((s.content for s in self.steps if s.kind == "user"), "")
+        final = next((s.content for s in reversed(self.steps) if s.kind == "assistant" and s.content), None)
+        return Trace(id=self.id, framework="ag2" if named else "openai-chat",
+                     agents=[Agent(id=a) for a in agents], task=Task(query=query),
+                     steps=list(self.steps), final_answer=final, outcome=Outcome.unknown,
                      source=Source(format=self.format, path=str(self.ctx.path),
                                    root=str(self.ctx.root) if self.ctx.root else None))
 

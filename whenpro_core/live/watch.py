@@ -21,6 +21,7 @@ from whenpro_core.live.events import (BudgetExhausted, DecisiveError, ExportReje
                                       HeaderUpdated, Idle, JudgeFailed, LineError, RunEnded, StepAdded,
                                       StepJudged, Suspect, TraceEvicted, TraceReset, TraceStarted,
                                       TraceUpdated, event_record)
+from whenpro_core.model import Step
 from whenpro_core.textsafe import strip_controls
 
 #: Characters of untrusted text (content, reasons) on one printed line.
@@ -36,17 +37,49 @@ def _who(step: str | None, agent: str | None) -> str:
     return f"step {_clip(step, 20)} [{_clip(agent, 40)}]"
 
 
+def _step_line(s: Step) -> str:
+    calls = f" calls {', '.join(_clip(c.name, 40) for c in s.tool_calls)}" if s.tool_calls else ""
+    return f"step {_clip(s.coord, 20)} [{_clip(s.agent, 40)}] {_clip(s.kind, 20)}{calls}: {_clip(s.content, 100)}"
+
+
+def format_lines(ev: Any, *, show_steps: bool = False, prefix: bool = False,
+                 shown: int | None = None) -> list[str]:
+    """The lines printed for an event (none for events not printed: steps and trace
+    updates unless ``show_steps``; idle notices). A followed file announces each step as
+    a StepAdded; the OTLP receiver announces them inside TraceUpdated (``added``), so
+    with ``show_steps`` a TraceUpdated gives one step line per added step, after a
+    ``trace reordered`` line when it keeps fewer than the ``shown`` steps already
+    printed for that trace (late spans). ``prefix`` starts each line with the short
+    trace id (several traces at once). Trace text is cleaned of control characters and
+    cut."""
+    if isinstance(ev, TraceUpdated):
+        if not show_steps:
+            return []
+        lines = []
+        if shown is not None and ev.kept < shown:
+            lines.append(f"trace reordered: kept {ev.kept} steps, now {ev.step_count}")
+        lines += [_step_line(s) for s in ev.added]
+    else:
+        text = _one_line(ev, show_steps)
+        lines = [] if text is None else [text]
+    if prefix and ev.trace_id:
+        lines = [f"[{ev.trace_id[:8]}] {line}" for line in lines]
+    return lines
+
+
 def format_event(ev: Any, *, show_steps: bool = False, prefix: bool = False) -> str | None:
-    """One line for an event, or ``None`` for events not printed (steps and trace
-    updates unless ``show_steps``; idle notices). ``prefix`` starts the line with the
-    short trace id (several traces at once). Trace text is cleaned of control
-    characters and cut."""
+    """The text printed for an event (several lines joined with newlines for a
+    TraceUpdated with steps), or ``None`` when nothing is printed; see
+    :func:`format_lines`."""
+    lines = format_lines(ev, show_steps=show_steps, prefix=prefix)
+    return "\n".join(lines) if lines else None
+
+
+def _one_line(ev: Any, show_steps: bool) -> str | None:
     text: str | None = None
     if isinstance(ev, StepAdded):
         if show_steps:
-            s = ev.step
-            calls = f" calls {', '.join(c.name for c in s.tool_calls)}" if s.tool_calls else ""
-            text = f"step {_clip(s.coord, 20)} [{_clip(s.agent, 40)}] {_clip(s.kind, 20)}{calls}: {_clip(s.content, 100)}"
+            text = _step_line(ev.step)
     elif isinstance(ev, TraceReset):
         text = f"trace {ev.reason}: kept {ev.kept} steps, now {ev.step_count}"
     elif isinstance(ev, HeaderUpdated):
@@ -57,8 +90,6 @@ def format_event(ev: Any, *, show_steps: bool = False, prefix: bool = False) -> 
         text = None
     elif isinstance(ev, TraceStarted):
         text = f"trace started (service {_clip(ev.service, 60)}): {ev.path}"
-    elif isinstance(ev, TraceUpdated):
-        text = f"trace updated: {ev.step_count} steps" if show_steps else None
     elif isinstance(ev, TraceEvicted):
         text = None
     elif isinstance(ev, ExportRejected):
@@ -82,10 +113,6 @@ def format_event(ev: Any, *, show_steps: bool = False, prefix: bool = False) -> 
     elif isinstance(ev, FinalVerdict):
         a = ev.attribution
         text = f"final verdict ({a.protocol}): {_who(a.step, a.agent)} {a.mode or '?'}: {_clip(a.reason)}"
-    if text is None:
-        return None
-    if prefix and ev.trace_id:
-        text = f"[{ev.trace_id[:8]}] {text}"
     return text
 
 
@@ -98,6 +125,7 @@ class Printer:
         self.write = write or (lambda line: (sys.stdout.write(line + "\n"), sys.stdout.flush()))
         self.decisive = 0
         self.failed = 0
+        self._shown: dict[str, int] = {}  # steps printed so far per OTLP trace
 
     def __call__(self, ev: Any) -> None:
         if isinstance(ev, DecisiveError):
@@ -108,8 +136,13 @@ class Printer:
             if self.show_steps or not isinstance(ev, (StepAdded, TraceUpdated, HeaderUpdated, Idle, TraceEvicted)):
                 self.write(orjson.dumps(event_record(ev)).decode())
             return
-        line = format_event(ev, show_steps=self.show_steps, prefix=self.prefix)
-        if line is not None:
+        shown = None
+        if isinstance(ev, TraceUpdated):
+            shown = self._shown.get(ev.trace_id, 0)
+            self._shown[ev.trace_id] = ev.step_count
+        elif isinstance(ev, TraceEvicted):
+            self._shown.pop(ev.trace_id, None)
+        for line in format_lines(ev, show_steps=self.show_steps, prefix=self.prefix, shown=shown):
             self.write(line)
 
     @property
@@ -259,4 +292,4 @@ def _run(main: Callable) -> None:
         signal.signal(signal.SIGTERM, previous)
 
 
-__all__ = ["Printer", "format_event", "open_receiver", "serve_command", "watch_command"]
+__all__ = ["Printer", "format_event", "format_lines", "open_receiver", "serve_command", "watch_command"]

@@ -33,7 +33,7 @@ from whenpro_core.llm.failures import backend_error, describe_failure
 from whenpro_core.llm.models import ModelSpec, parse_model
 from whenpro_core.llm.pricing import Price, cost_usd, find_price
 from whenpro_core.llm.redact import public_url
-from whenpro_core.llm.retry import is_retryable, make_wait, status_of
+from whenpro_core.llm.retry import is_retryable, make_wait, status_of, stop_when_refused_twice
 from whenpro_core.llm.types import LLMRequest, LLMResponse, StructuredMode
 from whenpro_core.llm.wire import Params, RawResult
 from whenpro_core.model import Usage
@@ -285,7 +285,7 @@ class Backend:
         adapter = self._adapter()
         attempts = 0
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(s.max_retries + 1),
+            stop=stop_after_attempt(s.max_retries + 1) | stop_when_refused_twice,
             wait=make_wait(s.backoff_base_s, s.backoff_max_s, s.retry_after_max_s),
             retry=retry_if_exception(is_retryable),
             before_sleep=self._log_retry,

@@ -1,7 +1,7 @@
 """One retry policy for every backend (the SDKs' own retries are off: ``max_retries=0``).
 
 Retried: HTTP 408, 409, 429 and 5xx (incl. Anthropic's 529 "overloaded"), timeouts and
-connection errors. Not retried: other 4xx (400 bad request, 401, 403, 404, 422) and a
+connection errors (a refused connection only once: nothing listens there). Not retried: other 4xx (400 bad request, 401, 403, 404, 422) and a
 malformed response body (a 200 whose body is not the expected JSON: a broken proxy or
 server, which a retry is unlikely to fix) -> :class:`BackendError` at once.
 
@@ -54,6 +54,25 @@ def is_retryable(exc: BaseException) -> bool:
     if status is not None:
         return status in RETRY_STATUS or status >= 500
     return _is_connection_error(exc) or is_timeout(exc) or isinstance(exc, ConnectionError)
+
+
+def is_refused(exc: BaseException | None) -> bool:
+    """True when nothing listens at the server's address (connection refused anywhere in
+    the exception's cause chain): not a transient fault, so it is retried only once."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, ConnectionRefusedError) or "connection refused" in str(exc).lower() \
+                or "connect call failed" in str(exc).lower():
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def stop_when_refused_twice(retry_state: Any) -> bool:
+    """A tenacity ``stop``: give up after the second refused connection."""
+    exc = retry_state.outcome.exception() if retry_state.outcome else None
+    return retry_state.attempt_number >= 2 and is_refused(exc)
 
 
 def retry_after_seconds(exc: BaseException | None, *, now: float | None = None) -> float | None:

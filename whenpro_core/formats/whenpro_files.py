@@ -1,0 +1,154 @@
+"""Files whenpro itself writes next to a dataset's traces, recognised by content (never by
+name) so that a dataset walk (``whenpro ls``, ``info``, ``bench``, the TUI library) lists
+nothing for them instead of an "unknown format" error row, and opening one directly says
+in one line what it is:
+
+* **verdict sidecars** (``<trace file>.verdicts.jsonl``,
+  :mod:`whenpro_core.attribution.verdicts`): JSON lines
+  ``{"key", "trace_id", "saved_at", "attribution"}``, written by ``whenpro attribute``
+  and the TUI;
+* **bench results** (``whenpro bench --out``, :mod:`whenpro_core.bench.records`): JSON
+  lines starting ``{"format":"whenpro.bench.record/1"``. ``whenpro view`` still opens
+  them in the results screen (:func:`whenpro_core.opening.open_target` checks for them
+  before importing);
+* **bench reports** (``report.json``, :mod:`whenpro_core.bench.report`): one object with
+  ``format: whenpro.bench.report/1`` and a ``groups`` list.
+
+Build manifests and validation logs are handled by :mod:`.build_meta`; the build journal
+lives in the hidden ``.whenpro-build/`` folder that walks skip.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, ClassVar, Iterator
+
+import orjson
+
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext
+from whenpro_core.model import Trace, TraceSummary
+
+#: Tag of a bench results record (:data:`whenpro_core.bench.records.RECORD_FORMAT`).
+RECORD_FORMAT = "whenpro.bench.record/1"
+#: Tag of a bench report (:data:`whenpro_core.bench.aggregate.REPORT_FORMAT`).
+REPORT_FORMAT = "whenpro.bench.report/1"
+#: Suffix of a verdicts sidecar's name (:func:`whenpro_core.attribution.verdicts.verdicts_path`).
+VERDICTS_SUFFIX = ".verdicts.jsonl"
+VERDICT_KEYS = frozenset({"key", "trace_id", "saved_at", "attribution"})
+
+_RECORD_PREFIX = b'{"format":"' + RECORD_FORMAT.encode() + b'"'
+_JSON_STRING = rb'"(?:[^"\\]|\\.)*"'
+#: The start of a verdict line as orjson writes it, for a first line longer than the head.
+_VERDICT_START = re.compile(rb'\{"key":' + _JSON_STRING + rb',"trace_id":' + _JSON_STRING
+                            + rb',"saved_at":-?[0-9][0-9.eE+-]*,"attribution":\{')
+
+
+def _first_line(head: bytes) -> tuple[bytes, bool]:
+    """The first non-blank line of ``head`` (BOM removed) and whether it is complete."""
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    line, nl, _ = text.partition(b"\n")
+    return line.rstrip(b"\r"), bool(nl)
+
+
+def is_verdict_record(obj: Any) -> bool:
+    """True for one verdicts-sidecar line: exactly ``{key, trace_id, saved_at,
+    attribution}`` with a string key and trace id, a numeric time and an object."""
+    return (isinstance(obj, dict) and set(obj) == VERDICT_KEYS and isinstance(obj["key"], str)
+            and isinstance(obj["trace_id"], str) and isinstance(obj["saved_at"], (int, float))
+            and not isinstance(obj["saved_at"], bool) and isinstance(obj["attribution"], dict))
+
+
+def is_verdicts_head(head: bytes) -> bool:
+    """True when the first line of ``head`` is a verdict record (a first line longer than
+    ``head`` is judged by its start, as whenpro writes it)."""
+    line, complete = _first_line(head)
+    if not complete:
+        return _VERDICT_START.match(line) is not None
+    try:
+        return is_verdict_record(orjson.loads(line))
+    except orjson.JSONDecodeError:
+        return False
+
+
+def is_results_head(head: bytes) -> bool:
+    """True when ``head`` starts (after a BOM and blank space) like a bench results file."""
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(_RECORD_PREFIX)
+
+
+def is_report_doc(doc: Any) -> bool:
+    """True for a parsed ``report.json`` of ``whenpro bench`` / ``whenpro report``."""
+    return isinstance(doc, dict) and doc.get("format") == REPORT_FORMAT and isinstance(doc.get("groups"), list)
+
+
+class _NotTraces(FileImporter):
+    """A whenpro file that holds no traces: no listing rows; loading it raises a
+    TraceFormatError saying what it is."""
+
+    priority = 200
+    not_a_trace = True
+    what: ClassVar[str] = ""
+
+    def expected(self, path: Path) -> str:
+        """What to open instead."""
+        raise NotImplementedError
+
+    def summaries(self, path: Path, root: Path | None) -> Iterator[TraceSummary]:
+        return iter(())
+
+    def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
+        raise TraceFormatError(f"this is {self.what}, not a trace", path=path, expected=self.expected(path))
+
+    def load_all(self, path: Path, root: Path | None) -> list[Trace]:
+        return [self.load(path, None, root)]
+
+
+class VerdictsImporter(_NotTraces):
+    """A verdicts sidecar (``<trace>.verdicts.jsonl``)."""
+
+    name = "whenpro-verdicts"
+    what = "a whenpro verdicts file"
+
+    def match_head(self, head: bytes, path: Path) -> bool:
+        return is_verdicts_head(head)
+
+    def expected(self, path: Path) -> str:
+        name = path.name
+        if name.endswith(VERDICTS_SUFFIX) and len(name) > len(VERDICTS_SUFFIX):
+            return f"the trace it belongs to, {name[: -len(VERDICTS_SUFFIX)]} (its saved verdicts open with it)"
+        return "the trace it belongs to (its saved verdicts open with it)"
+
+
+class BenchResultsImporter(_NotTraces):
+    """A ``whenpro bench`` results file."""
+
+    name = "whenpro-bench-results"
+    what = "a whenpro bench results file"
+
+    def match_head(self, head: bytes, path: Path) -> bool:
+        return is_results_head(head)
+
+    def expected(self, path: Path) -> str:
+        return "a trace; see the results with whenpro report FILE or whenpro view FILE"
+
+
+class BenchReportImporter(DocumentImporter):
+    """A ``report.json`` written by ``whenpro bench`` / ``whenpro report``."""
+
+    name = "whenpro-bench-report"
+    priority = 200
+
+    def matches(self, doc: Any) -> bool:
+        return is_report_doc(doc)
+
+    def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
+        raise ctx.error("this is a whenpro bench report, not a trace", "$",
+                        "a trace; whenpro report RESULTS.jsonl re-renders the report")
+
+    def summaries(self, doc: Any, ctx: LoadContext) -> list[TraceSummary]:
+        return []
+
+
+__all__ = ["BenchReportImporter", "BenchResultsImporter", "VerdictsImporter", "is_report_doc",
+           "is_results_head", "is_verdict_record", "is_verdicts_head"]
