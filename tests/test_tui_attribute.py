@@ -221,7 +221,7 @@ async def test_help_and_palette_list_the_attribution_actions(sample_copy: Path) 
         assert isinstance(app.screen, HelpScreen)
         described = {a.description: a.keys for a in app.screen.actions}
         assert described["Attribute"] == "a" and described["Next verdict / hide"] == "A"
-        assert described["Cancel attribution (else back)"] == "esc"
+        assert described["Cancel a running attribution"] == "esc"
         assert "a verdict names this step" in screen_text(app)
         await pilot.press("escape")
         await pilot.press("ctrl+p")
