@@ -43,6 +43,38 @@ def test_hallucinated_figures_are_blamed_on_who_made_them_up():
     assert a.mode == "R.1"
 
 
+def test_a_rounded_final_value_is_traced_to_the_step_that_printed_it_unrounded():
+    """DABench-style code agent: step 2 computes the wrong skewness (median instead of mean)
+    and prints it at full precision; step 3 rounds it and answers."""
+    t = _trace([
+        dict(agent="user", kind="user", content="Report Pearson's first skewness of wind speed."),
+        dict(agent="agent", kind="action", content="Load the data.",
+             tool_calls=[ToolCall(name="python", arguments={"code": "df = pd.read_csv(f)"})],
+             observation="Index(['time', 'wind speed'])"),
+        dict(agent="agent", kind="action", content="Use the median for the skewness.",
+             tool_calls=[ToolCall(name="python", arguments={"code": "print((median - mode) / std)"})],
+             observation="Skewness: 0.5322275903080874"),
+        dict(agent="agent", kind="action", content="The skewness is approximately 0.53.",
+             tool_calls=[ToolCall(name="final_answer", arguments={"answer": "@skewness_value[0.53]"})],
+             observation="@skewness_value[0.53]"),
+    ], task=Task(query="Report Pearson's first skewness of wind speed.", answer="@skewness_value[0.21]"),
+        final_answer="@skewness_value[0.53]")
+    a = attribute_heuristic(t)
+    assert (a.step, a.mode) == ("2", "R.2")
+    assert "[final-value-origin]" in a.reason
+
+
+def test_rounding_matches_only_more_precise_numbers_that_round_to_the_value():
+    from whenpro_core.attribution.evidence import contains_rounding_of
+
+    assert contains_rounding_of("Skewness: 0.5322275903080874", "0.53")
+    assert contains_rounding_of("x = -2.3749", "-2.37")
+    assert not contains_rounding_of("Skewness: 0.5372", "0.53")
+    assert not contains_rounding_of("0.53", "0.53")  # equal text is contains_value's job
+    assert not contains_rounding_of("27.4 items", "27")  # integers are not compared
+    assert not contains_rounding_of("", "0.5") and not contains_rounding_of("1.23", "abc")
+
+
 def test_repeated_tool_call_is_a_loop():
     call = ToolCall(name="search", arguments={"q": "weather in Paris"})
     t = _trace([

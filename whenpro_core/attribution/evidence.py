@@ -110,6 +110,26 @@ def contains_value(text: str, value: str) -> bool:
     return re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)", text.lower()) is not None
 
 
+_PRECISE = re.compile(r"(?<![\w.])-?\d+\.\d+")
+
+
+def contains_rounding_of(text: str, value: str) -> bool:
+    """True if ``text`` holds a more precise number that rounds to the decimal ``value``
+    (``"0.53"`` in ``"Skewness: 0.5322275903080874"``): agents print full precision and
+    round when they answer, so the step that computed a wrong final value shows it
+    unrounded. Only values with 1..6 decimals are compared; never raises."""
+    whole, dot, decimals = value.lstrip("-").partition(".")
+    if not dot or not whole.isdigit() or not decimals.isdigit() or not 1 <= len(decimals) <= 6:
+        return False
+    target, places = float(value), len(decimals)
+    tolerance = 0.5 * 10 ** -places + 1e-12
+    for m in _PRECISE.finditer(text[:FIELD_CAP] if text else ""):
+        token = m.group(0)
+        if len(token.partition(".")[2]) > places and abs(float(token) - target) <= tolerance:
+            return True
+    return False
+
+
 def is_candidate(step: Step) -> bool:
     """True for steps that can hold the decisive error: an agent acting (not framing,
     not the environment's output, not a human)."""

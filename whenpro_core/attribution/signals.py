@@ -20,6 +20,7 @@ from whenpro_core.attribution.evidence import (
     answer_matches,
     answer_values,
     capped,
+    contains_rounding_of,
     contains_value,
     full_text,
     is_candidate,
@@ -139,7 +140,7 @@ def final_value_origin(ctx: Context) -> list[Signal]:
     for step in ctx.trace.steps:
         text = full_text(step)
         for v in values:
-            if v not in first and contains_value(text, v):
+            if v not in first and (contains_value(text, v) or contains_rounding_of(text, v)):
                 first[v] = step.index
     out = []
     for value, index in sorted(first.items(), key=lambda kv: kv[1]):
@@ -147,7 +148,9 @@ def final_value_origin(ctx: Context) -> list[Signal]:
         if author is None:
             continue
         origin, source_value = _follow_derivation(ctx.trace, author, value, query)
-        mode = "R.1" if not contains_value(origin.observation or "", source_value) else "R.2"
+        observed = origin.observation or ""
+        seen = contains_value(observed, source_value) or contains_rounding_of(observed, source_value)
+        mode = "R.2" if seen else "R.1"
         via = f" (via '{_clip(value, 20)}')" if origin.index != author.index else ""
         out.append(Signal(origin.index, strength, mode, "final-value-origin",
                           f"first brings in '{_clip(source_value, 30)}'{via}, "
