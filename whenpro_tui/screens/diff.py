@@ -21,7 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from whenpro_core.errors import WhenproError
 from whenpro_core.injection.diff import TraceDiff, changed_lines, diff_traces
@@ -36,6 +36,7 @@ from whenpro_tui.messages import CounterfactualAttributed, CounterfactualSaved, 
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.widgets.diff_list import Collapsed, DiffList
+from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.palette import AGENT_COLOURS
 from whenpro_tui.widgets.step_detail import StepBody
 from whenpro_tui.widgets.virtual_list import VirtualList
@@ -94,7 +95,7 @@ class DiffScreen(Leaving, Screen[None]):
                 yield StepBody(id="df-a")
             with Vertical(id="df-b-pane"):
                 yield StepBody(id="df-b")
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self._banner()

@@ -20,7 +20,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from whenpro_core.live.events import (DecisiveError, ExportRejected, TraceEvicted, TraceStarted,
                                       TraceUpdated)
@@ -30,6 +30,7 @@ from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import LiveEvents
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
+from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.live_table import LiveTable
 from whenpro_tui.widgets.virtual_list import VirtualList
 
@@ -67,7 +68,7 @@ class IncomingScreen(Leaving, Screen[None]):
         yield Static(id="in-columns", markup=False)
         yield LiveTable(id="incoming")
         yield Static(id="in-status", markup=False)
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.query_one("#in-columns", Static).update(Text(LiveTable.header_line(), style="bold dim"))

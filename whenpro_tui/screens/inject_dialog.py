@@ -23,7 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, OptionList, Select, Static, TextArea
+from textual.widgets import Button, Input, Label, OptionList, Select, Static, TextArea
 from textual.widgets.option_list import Option
 
 from whenpro_core.errors import WhenproError
@@ -36,6 +36,7 @@ from whenpro_core.injection.mutators import applicable_modes
 from whenpro_core.model import Trace
 from whenpro_core.textsafe import clean, one_line
 from whenpro_tui.messages import ModesChecked, PreviewFailed, PreviewReady
+from whenpro_tui.widgets.footer import FittedFooter
 
 
 @dataclass
@@ -129,7 +130,7 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
                 yield Button("Run ^r", id="inj-run", variant="primary", compact=True)
                 yield Button("New preview ^g", id="inj-generate", compact=True)
                 yield Button("Cancel esc", id="inj-cancel", compact=True)
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.set_class(self.app.size.width < self.NARROW_WIDTH, "narrow")

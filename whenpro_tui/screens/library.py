@@ -13,7 +13,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from whenpro_core.errors import WhenproError
@@ -27,6 +27,7 @@ from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.library_validate import LibraryValidation
 from whenpro_tui.screens.picker import FacetPicker
+from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.trace_table import TraceTable
 from whenpro_tui.widgets.virtual_list import VirtualList
 
@@ -69,7 +70,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         yield Static(id="lib-columns", markup=False)
         yield TraceTable(id="traces")
         yield Static(id="lib-count", markup=False)
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.watch(self.app, "show_labels", self._labels_changed, init=False)

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Center, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from whenpro_core.media.preview import FULL_MAX_SIDE, jpeg_size, load_image
@@ -27,6 +27,7 @@ from whenpro_core.media.preview import error_line as media_error_line
 from whenpro_core.model import Trace
 from whenpro_tui import imaging
 from whenpro_tui.messages import FullImageLoaded
+from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.media_strip import Entry
 
 #: Decoded full-size images kept while the modal is open.
@@ -69,7 +70,7 @@ class MediaModal(ModalScreen[None]):
             with Center(id="mm-view"):
                 yield imaging.image_widget(self.mode, id="mm-image")
                 yield Static(id="mm-msg", markup=False)
-            yield Footer()
+            yield FittedFooter()
 
     def on_mount(self) -> None:
         self.show(self.index)

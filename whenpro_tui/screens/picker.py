@@ -9,10 +9,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, SelectionList, Static
+from textual.widgets import SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from whenpro_core.textsafe import clean
+from whenpro_tui.widgets.footer import FittedFooter
 
 Choice = dict[str, frozenset[str]]
 
@@ -59,7 +60,7 @@ class FacetPicker(ModalScreen[Choice | None]):
                         *(Selection(Text(f"{clean(v)}  ({n:,})"), v, v in chosen)
                           for v, n in values),
                         id=f"facet-{facet}")
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         # the keys in the help line (space/enter) work at once: focus the first list

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from whenpro_core.errors import WhenproError
 from whenpro_core.injection.generate import PreparedGenerator
@@ -28,6 +28,7 @@ from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import ReplayFinished, ReplayStep
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.inject_dialog import InjectionPlan
+from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.palette import AGENT_COLOURS
 from whenpro_tui.widgets.replay_list import ReplayList
 from whenpro_tui.widgets.step_detail import DetailOptions, StepDetail
@@ -71,7 +72,7 @@ class ReplayScreen(Screen[None]):
         with Horizontal(id="rp-panes"):
             yield ReplayList(id="rp-steps")
             yield StepDetail(id="rp-detail")
-        yield Footer()
+        yield FittedFooter()
 
     #: Below this terminal width the list sits above the detail pane.
     NARROW_WIDTH = 110

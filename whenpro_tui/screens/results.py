@@ -18,7 +18,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from whenpro_core.bench.aggregate import DIMENSIONS
 from whenpro_core.bench.explore import (DIMENSION_TITLES, Column, Results, TableRow, columns,
@@ -29,6 +29,7 @@ from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import DatasetIndexed, ResultsLoaded
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
+from whenpro_tui.widgets.footer import FittedFooter
 
 #: Columns before the metric columns: the setting and the dimension's value.
 LEAD = 2
@@ -74,7 +75,7 @@ class ResultsScreen(Leaving, Screen[None]):
         yield ResultsTable(id="res-table", cursor_type="cell", zebra_stripes=True,
                            fixed_columns=LEAD)
         yield Static(id="res-hint", markup=False)
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self._title("reading…")

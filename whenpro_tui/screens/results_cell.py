@@ -12,7 +12,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from whenpro_core.bench.explore import (Column, Outcome, Results, TableRow, cell_outcomes,
                                         cell_summary, resolve_ref)
@@ -23,6 +23,7 @@ from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import TraceLoaded, TraceLoadFailed
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
+from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.outcome_list import OutcomeList
 from whenpro_tui.widgets.virtual_list import VirtualList
 
@@ -57,7 +58,7 @@ class CellScreen(Leaving, Screen[None]):
         yield Static(id="cell-columns", markup=False)
         yield OutcomeList(id="outcomes")
         yield Static(id="cell-count", markup=False)
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.query_one("#cell-title", Static).update(

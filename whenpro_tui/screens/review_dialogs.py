@@ -16,13 +16,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Label, Select, Static
+from textual.widgets import Input, Label, Select, Static
 
 from whenpro_core.bench import validate
 from whenpro_core.bench.review import RelabelChoices, label_line
 from whenpro_core.bench.validate import ReviewItem, ValidationEntry
 from whenpro_core.errors import WhenproError
 from whenpro_core.textsafe import clean, one_line
+from whenpro_tui.widgets.footer import FittedFooter
 
 _DIALOG_CSS = """
 {name} {{ align: center middle; }}
@@ -60,7 +61,7 @@ class VerdictMenu(ModalScreen[str | None]):
                                        " reject (with a reason)   ", ("r", "bold cyan"),
                                        " relabel agent / step / mode   ", ("esc", "bold cyan"),
                                        " cancel"), markup=False, id="verdict-keys")
-        yield Footer()
+        yield FittedFooter()
 
     def action_choose(self, verdict: str) -> None:
         self.dismiss(verdict or None)
@@ -135,7 +136,7 @@ class DecisionDialog(ModalScreen[ValidationEntry | None]):
             yield Static(id="decision-error", markup=False)
             yield Static(Text("enter or ctrl+s: save · escape: cancel · tab: next field",
                               style="dim"), markup=False)
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.query_one("#decision-reason", Input).focus()

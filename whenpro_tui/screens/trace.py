@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
@@ -33,6 +33,7 @@ from whenpro_tui.screens.trace_attribute import AttributionMixin
 from whenpro_tui.screens.trace_find import StepFinding
 from whenpro_tui.screens.trace_inject import Injecting
 from whenpro_tui.screens.trace_media import MediaViewing
+from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.palette import AGENT_COLOURS
 from whenpro_tui.widgets.step_detail import LEVELS, DetailOptions, StepDetail
 from whenpro_tui.widgets.step_list import StepList
@@ -117,7 +118,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
                 yield StepList(id="steps")
                 yield Static(id="status", markup=False)
             yield StepDetail(id="detail")
-        yield Footer()
+        yield FittedFooter()
 
     #: Below this terminal width the list sits above the detail pane.
     NARROW_WIDTH = 110

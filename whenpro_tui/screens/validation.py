@@ -20,7 +20,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from whenpro_core.bench import validate
 from whenpro_core.bench.review import (next_pending, progress_line, relabel_choices, save_counts,
@@ -36,6 +36,7 @@ from whenpro_tui.messages import ReviewLoaded, TraceLoaded, TraceLoadFailed
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.review_dialogs import DecisionDialog, VerdictMenu
+from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.review_list import ReviewList
 from whenpro_tui.widgets.virtual_list import VirtualList
 
@@ -74,7 +75,7 @@ class ValidationScreen(Leaving, Screen[None]):
         yield Static(id="val-columns", markup=False)
         yield ReviewList(id="review-items")
         yield Static(id="val-hint", markup=False)
-        yield Footer()
+        yield FittedFooter()
 
     def on_mount(self) -> None:
         self.query_one("#val-progress", Static).update(Text("reading the manifest…", style="dim"))
