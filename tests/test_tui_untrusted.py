@@ -120,3 +120,21 @@ async def test_ten_megabyte_step_is_capped_and_expands_in_chunks(tmp_path: Path)
         await pilot.press("y")
         await pilot.pause()
         assert len(app.clipboard) < 1_100_000 and "10.0 M chars in total" in app.clipboard
+
+
+async def test_html_like_tags_in_markdown_stay_visible(tmp_path: Path) -> None:
+    """Agents write <answer>…</answer>, <tool_call> and <think>; Markdown must not eat them
+    as HTML (the EVA system prompt of the Who&When Pro samples lost its answer format)."""
+    content = ("## Answer format\nWhen ready, emit EXACTLY: <answer>X</answer> where X is a letter.\n\n"
+               "<think>\nhidden reasoning\n</think>\n\n- never emit <tool_call> and <answer> together")
+    trace = Trace(id="tags", framework="x", steps=[
+        Step(index=0, coord="0", agent="agent", kind="assistant", content=content)])
+    path = write_trace(trace, tmp_path / "tags.json")
+    app = WhenproApp(str(path), cursor_blink=False)
+    async with app.run_test(size=(150, 40)) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "\u2502 Answer format" in text or "▕ Answer format" in text  # a Markdown heading
+        assert "<answer>X</answer>" in text
+        assert "<think>" in text and "hidden reasoning" in text and "</think>" in text
+        assert "<tool_call> and <answer> together" in text

@@ -37,9 +37,7 @@ def render_block(block: Block, *, raw: bool = False, query: str = "") -> Rendera
     if block.kind == "markdown":
         if len(block.text) > MARKDOWN_LIMIT or query.strip():
             return plain(block.text, query=query)
-        from rich.markdown import Markdown  # lazy: markdown-it costs ~50 ms at startup
-
-        return Markdown(block.text, hyperlinks=False, code_theme=SYNTAX_THEME)
+        return trace_markdown(block.text)
     if len(block.text) > SYNTAX_LIMIT or query.strip():
         # plain text shows search hits highlighted; Syntax cannot
         return plain(block.text, query=query)
@@ -57,3 +55,16 @@ def render_blocks(blocks: list[Block], *, raw: bool = False, query: str = "") ->
     if len(blocks) == 1:
         return render_block(blocks[0], raw=raw, query=query)
     return Group(*(render_block(b, raw=raw, query=query) for b in blocks))
+
+
+def trace_markdown(text: str) -> RenderableType:
+    """Rich Markdown of agent text with HTML off: tags agents write (``<answer>``,
+    ``<think>``, ``<tool_call>``) are text to show, not HTML for Rich to drop."""
+    from markdown_it import MarkdownIt  # lazy: markdown-it costs ~50 ms at startup
+    from rich.markdown import Markdown
+
+    rendered = Markdown("", hyperlinks=False, code_theme=SYNTAX_THEME)
+    parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+    rendered.markup = text
+    rendered.parsed = parser.parse(text)
+    return rendered
