@@ -139,6 +139,28 @@ async def test_ten_thousand_rows_filter_and_scroll() -> None:
         assert "10 of 10,000 traces" in screen_text(app)
 
 
+async def test_long_ids_use_the_width_and_cut_with_an_ellipsis() -> None:
+    long_id = "magentic-one__simpleqa_verified__R.1__simpleqav_0094__20260407_184133"
+    rows = [TraceSummary(id=long_id, path="/data/a.json", framework="magentic-one",
+                         benchmark="simpleqa_verified", modality="text", step_count=8)]
+    app = make_app("/data")
+    async with app.run_test(size=(200, 20)) as pilot:
+        app.push_screen(LibraryScreen("/data", rows=rows))
+        await settle(pilot)
+        text = screen_text(app)
+        assert long_id in text and "simpleqa_verified" in text  # wide: nothing cut
+        header = next(line for line in text.splitlines() if line.strip().startswith("id "))
+        row = next(line for line in text.splitlines() if long_id in line)
+        assert header.index("framework") == row.index("magentic-one ")  # titles aligned
+        await pilot.resize_terminal(80, 20)
+        await settle(pilot)
+        text = screen_text(app)
+        row = next(line for line in text.splitlines() if "magentic-one__" in line)
+        assert long_id not in row and "…" in row and "simpleqa_verified" in row
+        header = next(line for line in text.splitlines() if line.strip().startswith("id "))
+        assert header.index("framework") == row.index("magentic-one ", 5)
+
+
 @pytest.mark.real_traces
 async def test_real_who_and_when_folder(whowhen: Path) -> None:
     app = make_app(whowhen / "Hand-Crafted")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -119,6 +119,10 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         if batch:
             self.post_message(RowsFound(batch))
         self.post_message(WalkDone(time.perf_counter() - start, error))
+
+    def on_resize(self, event: events.Resize) -> None:
+        # the id column takes the width the other columns leave: realign the titles
+        self.call_after_refresh(self._update_texts)
 
     def on_rows_found(self, message: RowsFound) -> None:
         self._add(message.rows)

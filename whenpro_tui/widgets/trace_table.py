@@ -17,7 +17,10 @@ from whenpro_core.model import TraceSummary
 from whenpro_core.textsafe import clean, one_line
 from whenpro_tui.widgets.virtual_list import VirtualList
 
-CAPS = {"id": 40, "framework": 16, "benchmark": 16, "modality": 8}
+#: Column width caps (cells). The id column takes what the others leave, up to its cap.
+CAPS = {"id": 120, "framework": 20, "benchmark": 24, "modality": 8}
+#: The id column never gets narrower than this, whatever the pane width.
+ID_MIN = 20
 ERROR_STYLE = Style(color="#ff5f5f")
 
 
@@ -85,9 +88,20 @@ class TraceTable(VirtualList):
             return None
         return self.rows[self.shown[self.cursor]]
 
+    def _columns(self, width: int) -> dict[str, int]:
+        """Column widths for a pane ``width`` cells wide: the id column shrinks to what the
+        other columns (and the steps and GT columns) leave, never below :data:`ID_MIN`."""
+        w = dict(self._widths)
+        rest = w["framework"] + w["benchmark"] + w["modality"] + 3 + 7
+        if self.show_labels:
+            rest += 16
+        if width > 0:
+            w["id"] = max(min(w["id"], ID_MIN), min(w["id"], width - rest - 1))
+        return w
+
     def header_line(self) -> str:
-        """Column titles aligned with the rows."""
-        w = self._widths
+        """Column titles aligned with the rows (for this widget's current width)."""
+        w = self._columns(self.size.width)
         cols = [("id", w["id"]), ("framework", w["framework"]), ("benchmark", w["benchmark"]),
                 ("modality", w["modality"])]
         line = " ".join(set_cell_size(name, width) for name, width in cols)
@@ -101,22 +115,29 @@ class TraceTable(VirtualList):
         if item.error is not None:
             text = f"✗ {one_line(item.error, 400)}"
             return Strip([Segment(set_cell_size(text, width), ERROR_STYLE)])
-        w = self._widths
+        w = self._columns(width)
         if self._dim is None:
             self._dim = self.get_component_rich_style("tracetable--dim")
         dim = self._dim
         steps = "?" if item.step_count is None else f"{item.step_count:,}"
         segments = [
-            Segment(set_cell_size(clean(item.id), w["id"]), Style(bold=True)),
+            Segment(fit(clean(item.id), w["id"]), Style(bold=True)),
             Segment(" "),
-            Segment(set_cell_size(clean(item.framework), w["framework"])),
+            Segment(fit(clean(item.framework), w["framework"])),
             Segment(" "),
-            Segment(set_cell_size(clean(item.benchmark or "—"), w["benchmark"]), dim),
+            Segment(fit(clean(item.benchmark or "—"), w["benchmark"]), dim),
             Segment(" "),
-            Segment(set_cell_size(clean(item.modality), w["modality"]), dim),
+            Segment(fit(clean(item.modality), w["modality"]), dim),
             Segment(" " + steps.rjust(6)),
         ]
         if self.show_labels:
             gt = f"{clean(item.gt_step or '—')}/{clean(item.gt_mode or '—')}"
             segments += [Segment("  "), Segment(gt, Style(color="#ffd700"))]
         return Strip(segments)
+
+
+def fit(text: str, width: int) -> str:
+    """``text`` padded or cut to ``width`` cells; a cut shows ``…`` as its last cell."""
+    if cell_len(text) <= width:
+        return set_cell_size(text, width)
+    return set_cell_size(text, max(width - 1, 0)) + ("…" if width else "")
