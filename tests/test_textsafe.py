@@ -44,3 +44,17 @@ def test_human_size() -> None:
     assert human_size(812) == "812 chars"
     assert human_size(3_400) == "3.4 K chars"
     assert human_size(10_000_000) == "10.0 M chars"
+
+
+def test_lone_surrogates_are_made_visible_or_dropped():
+    """A lone surrogate (the valid JSON escape "\\ud800", seen in LLM output) cannot be
+    encoded as UTF-8: copying, the editor, a judge's HTTP body and reports would fail."""
+    from whenpro_core.textsafe import clean, is_clean, strip_controls
+
+    text = "Session \ud800 time \udfff."
+    shown = clean(text)
+    assert shown == "Session \u27e8U+D800\u27e9 time \u27e8U+DFFF\u27e9."
+    shown.encode("utf-8")
+    assert not is_clean(text)
+    assert strip_controls(text) == "Session  time ."
+    assert clean("emoji \U0001f600 stays") == "emoji \U0001f600 stays"

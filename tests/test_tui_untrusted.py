@@ -138,3 +138,24 @@ async def test_html_like_tags_in_markdown_stay_visible(tmp_path: Path) -> None:
         assert "<answer>X</answer>" in text
         assert "<think>" in text and "hidden reasoning" in text and "</think>" in text
         assert "<tool_call> and <answer> together" in text
+
+
+async def test_copy_and_editor_survive_a_lone_surrogate(tmp_path: Path, monkeypatch) -> None:
+    """"\\ud800" is valid JSON and decodes to a lone surrogate, which UTF-8 cannot encode:
+    y (OSC 52 copy) and e (editor temp file) crashed the app."""
+    path = tmp_path / "surrogate.json"
+    trace = Trace(id="sur", framework="x", steps=[
+        Step(index=0, coord="0", agent="agent", kind="assistant", content="Session X time")])
+    write_trace(trace, path)
+    path.write_text(path.read_text().replace("Session X time", "Session \\ud800 time"))
+    monkeypatch.setenv("EDITOR", "true")
+    app = WhenproApp(str(path), cursor_blink=False)
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await settle(pilot)
+        assert "Session ⟨U+D800⟩ time" in screen_text(app)
+        await pilot.press("y")
+        await pilot.pause()
+        assert "Session ⟨U+D800⟩ time" in app.clipboard
+        await pilot.press("e")
+        await pilot.pause()
+        assert app.is_running and app.return_code is None

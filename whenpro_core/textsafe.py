@@ -8,7 +8,7 @@ read differently from what it is. Neither Rich ``Text`` nor Textual ``Content`` 
 
 The policy is *show, don't execute*: an escape sequence is kept as visible text with its
 ``ESC`` replaced by ``␛`` (U+241B), other C0 controls become their Control Pictures
-(U+2400 block), C1 controls and bidi overrides become ``⟨U+XXXX⟩``. Newlines and tabs are
+(U+2400 block), C1 controls, bidi overrides and lone surrogates become ``⟨U+XXXX⟩``. Newlines and tabs are
 kept; ``\\r\\n`` and a lone ``\\r`` become ``\\n``. The result contains no code point a
 terminal interprets.
 """
@@ -21,8 +21,10 @@ import re
 BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
 
 _NEWLINES = re.compile(r"\r\n?")
-# C0 controls except \t and \n, DEL, C1 controls, bidi controls.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f" + BIDI_CONTROLS + "]")
+# C0 controls except \t and \n, DEL, C1 controls, bidi controls, and lone surrogates
+# (JSON's "\ud800" decodes to one; it cannot be encoded as UTF-8 for a terminal, the
+# clipboard, a file or a judge's request).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f\x80-\x9f" + BIDI_CONTROLS + "\ud800-\udfff]")
 
 
 def _visible(match: re.Match[str]) -> str:

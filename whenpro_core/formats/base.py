@@ -131,12 +131,27 @@ def decode_text(data: bytes, path: Path | None = None) -> bytes:
     return data
 
 
+def loads(data: bytes | str) -> Any:
+    """``orjson.loads``, falling back to the stdlib parser for JSON that orjson refuses but
+    RFC 8259's grammar allows: lone surrogate escapes (``"\\ud800"``, seen in LLM output).
+    Raises ``orjson.JSONDecodeError`` (orjson's own) when neither parser accepts ``data``."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if "surrogate" not in str(exc):
+            raise
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise exc from None
+
+
 def parse_json(data: bytes, path: Path | None = None, row: int | None = None) -> Any:
     """Parse JSON bytes with orjson; on failure raise TraceFormatError that says where
     (line and column, or byte offset) and whether the file looks truncated or binary."""
     data = decode_text(data, path)
     try:
-        return orjson.loads(data)
+        return loads(data)
     except orjson.JSONDecodeError as exc:
         if b"NaN" in data or b"Infinity" in data:
             # Python's json writes NaN/Infinity (MAD has NaN annotator votes): read them as null.
@@ -210,7 +225,7 @@ def maybe_json(value: Any) -> Any:
     fields); otherwise return it unchanged. Never raises."""
     if isinstance(value, str) and value[:1] in ("{", "["):
         try:
-            return orjson.loads(value)
+            return loads(value)
         except orjson.JSONDecodeError:
             return value
     return value

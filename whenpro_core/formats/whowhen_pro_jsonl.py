@@ -33,7 +33,7 @@ from typing import Any, Iterator
 import orjson
 
 from whenpro_core.errors import TraceFormatError, WhenproError
-from whenpro_core.formats.base import FileImporter, LoadContext
+from whenpro_core.formats.base import FileImporter, LoadContext, loads
 from whenpro_core.gt_map import gt_coord
 from whenpro_core.formats.whowhen_pro import build_trace, modality_of_name, prepare
 from whenpro_core.model import Modality, Trace, TraceSummary
@@ -117,7 +117,7 @@ def _json_str(raw: bytes) -> str:
     """Decode the inside of a JSON string (fast path: no escapes)."""
     if b"\\" not in raw:
         return raw.decode("utf-8")
-    return orjson.loads(b'"' + raw + b'"')
+    return loads(b'"' + raw + b'"')
 
 
 @lru_cache(maxsize=4096)
@@ -125,8 +125,8 @@ def _gt_listing(framework: str, raw: bytes) -> tuple[str | None, str | None, Tra
     """``(mode, coordinate, problem)`` of a row's ``ground_truth`` value as stored (the
     JSON-string literal, or ``null``). Cached: release rows repeat the same small labels."""
     try:
-        text = orjson.loads(raw)
-        gt = orjson.loads(text) if text is not None else None
+        text = loads(raw)
+        gt = loads(text) if text is not None else None
         if gt is not None and not isinstance(gt, dict):
             raise ValueError
     except (ValueError, TypeError, orjson.JSONDecodeError):
@@ -273,7 +273,7 @@ def _scan_file(path: Path, size: int) -> list[RowMeta]:
 
 def _parse_line(data: bytes, path: Path, row: int) -> dict:
     try:
-        value = orjson.loads(data)
+        value = loads(data)
     except orjson.JSONDecodeError as exc:
         try:
             data.decode("utf-8")
@@ -311,7 +311,7 @@ def _decode(row: dict, key: str, want: type, path: Path, n: int) -> Any:
     if key == "trajectory":
         STATS["trajectory_decodes"] += 1
     try:
-        decoded = orjson.loads(value)
+        decoded = loads(value)
     except orjson.JSONDecodeError as exc:
         raise _error(path, n, f"the string is not valid JSON ({str(exc).split(':')[0]})",
                      f"a JSON string holding {shape}", f"$.{key}") from None
