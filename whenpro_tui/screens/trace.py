@@ -408,8 +408,14 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         if text is None:
             return
         self.app.copy_to_clipboard(text)
-        self.notify(f"Copied step {self.steps.row_model(self.steps.step_index).coord or ''} "
-                    f"({human_size(len(text))}) to the clipboard.")
+        coord = self.steps.row_model(self.steps.step_index).coord or ""
+        full = self._step_text() if len(text) >= COPY_LIMIT else None  # cut only at the limit
+        if full is not None and len(full) > len(text):
+            self.notify(f"Copied the first {human_size(COPY_LIMIT)} of step {coord} "
+                        f"({human_size(len(full))}; terminals limit clipboard writes). "
+                        "e opens it all in $EDITOR.", severity="warning", timeout=8)
+        else:
+            self.notify(f"Copied step {coord} ({human_size(len(text))}) to the clipboard.")
 
     # ------------------------------------------------------------------ help, back
 
