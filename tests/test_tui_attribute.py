@@ -123,6 +123,19 @@ async def test_a_enter_gives_the_heuristic_verdict_offline(sample_copy: Path) ->
         "heuristic", "solver", "3", "R.3")
 
 
+async def test_rerunning_the_same_protocol_keeps_one_verdict(sample_copy: Path) -> None:
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        screen = await opened(pilot)
+        await pick(pilot)
+        await settle(pilot)
+        await pick(pilot)
+        await settle(pilot)
+        assert len(screen.verdicts) == 1 and "Verdict 2/2" not in panel(app)
+        assert any("the same as verdict 1, kept once" in n for n in notes(app))
+    assert len(sidecar(sample_copy)) == 1
+
+
 async def test_verdicts_reopen_with_the_trace_and_compare_with_labels(sample_copy: Path) -> None:
     app = WhenproApp(str(sample_copy), cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:

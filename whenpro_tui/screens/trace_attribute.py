@@ -238,12 +238,19 @@ class AttributionMixin:
             return
         self._end_run()
         verdict = message.verdict
+        where = f"step {clean(verdict.step)}" if verdict.step else "no step"
+        summary = f"{clean(verdict.agent or '—')} · {where} · {clean(verdict.mode or '—')}"
+        same = next((i for i, v in enumerate(self.verdicts) if _same_verdict(v, verdict)), None)
+        if same is not None:  # a rerun that changes nothing adds nothing (the panel, the file)
+            self.verdict_pos = same
+            self._apply_verdicts(jump=True)
+            self.notify(f"{summary}: the same as verdict {same + 1}, kept once.",
+                        title=f"Verdict ({clean(verdict.protocol)})")
+            return
         self.verdicts = [*self.verdicts, verdict]
         self.verdict_pos = len(self.verdicts) - 1
         self._apply_verdicts(jump=True)
-        where = f"step {clean(verdict.step)}" if verdict.step else "no step"
-        self.notify(f"{clean(verdict.agent or '—')} · {where} · {clean(verdict.mode or '—')}",
-                    title=f"Verdict ({clean(verdict.protocol)})")
+        self.notify(summary, title=f"Verdict ({clean(verdict.protocol)})")
         self._save_verdict(self.trace, verdict)
 
     @work(thread=True, group="verdict-save", exit_on_error=False)
@@ -335,3 +342,9 @@ class AttributionMixin:
                                     self.taxonomy or Taxonomy.builtin(),
                                     show_labels=self.show_labels))
         panel.display = True
+
+
+def _same_verdict(a: Attribution, b: Attribution) -> bool:
+    """Same protocol, model and gold setting, and the same answer (who, when, what, why)."""
+    return ((a.protocol, a.model, a.with_gold, a.agent, a.step, a.mode, a.reason)
+            == (b.protocol, b.model, b.with_gold, b.agent, b.step, b.mode, b.reason))
