@@ -437,3 +437,19 @@ async def test_a_backend_failure_is_a_notification_without_a_verdict(sample_copy
         assert all(TEST_KEY not in str(n.message) for n in app._notifications)
         assert panel(app) == "" and not screen.verdicts and steps(app).probe == frozenset()
     assert sidecar(sample_copy) == []
+
+
+async def test_the_panel_says_when_a_failed_call_waits_for_its_retry(sample_copy: Path, llm_env,
+                                                                       monkeypatch) -> None:
+    monkeypatch.setenv("WHENPRO_BACKOFF_BASE_S", "1.5")
+    monkeypatch.setenv("WHENPRO_BACKOFF_MAX_S", "1.5")
+    llm_env.respond_with(oracle_for(load_trace(sample_copy)))
+    llm_env.fail(Fault.http(500, message="overloaded"))
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await pick(pilot, downs=1)  # all-at-once
+        await wait_until(pilot, lambda: "retry 1/" in panel(app))
+        assert "500" in panel(app) and TEST_KEY not in panel(app)
+        await wait_until(pilot, lambda: bool(screen.verdicts))
+        assert "retry" not in panel(app)

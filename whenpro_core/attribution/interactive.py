@@ -152,6 +152,12 @@ class MeteredJudge:
         self.usage = Usage()
         self.closed = False
 
+    @property
+    def retry_note(self) -> str | None:
+        """What the backend is waiting to retry (see ``Backend.retry_note``), if anything."""
+        backend = getattr(self.judge, "backend", None)
+        return getattr(backend, "retry_note", None)
+
     async def ask(self, messages: "list[Message]", schema: "type[BaseModel] | None" = None) -> JudgeReply:
         """Ask the wrapped judge; raises what it raises."""
         self.asked += 1

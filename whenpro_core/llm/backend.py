@@ -101,6 +101,9 @@ class Backend:
         self._cache = cache
         self.price: Price | None = find_price(settings.price_table(), spec.provider, spec.model)
         self.stats = BackendStats()
+        #: While a call waits to be retried: what failed and when the retry comes (one
+        #: line, no secrets); ``None`` otherwise. A UI polls it to show progress.
+        self.retry_note: str | None = None
         self._loops: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]" = weakref.WeakKeyDictionary()
         self._unsupported: set[str] = set()
         self._secrets = [api_key] + [
@@ -297,8 +300,10 @@ class Backend:
                     attempts += 1
                     async with asyncio.timeout(s.timeout_s):
                         raw = await adapter(client, self.spec, request, params, mode)
+                    self.retry_note = None
                     return raw, attempts
         except Exception as exc:  # noqa: BLE001 - every failure is reported as BackendError by _call
+            self.retry_note = None
             raise _Failed(exc, attempts) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -311,6 +316,8 @@ class Backend:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         wait = retry_state.next_action.sleep if retry_state.next_action else 0.0
         what = describe_failure(exc, timeout_s=self.settings.timeout_s, secrets=self._secrets)[0] if exc else "?"
+        self.retry_note = (f"{what}; retry {retry_state.attempt_number}/{self.settings.max_retries} "
+                           f"in {wait:.0f} s")
         log.warning(
             "%s: %s; retry %d/%d in %.2f s",
             self.spec.name,

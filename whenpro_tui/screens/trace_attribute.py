@@ -213,7 +213,8 @@ class AttributionMixin:
             usage = judge.usage.model_copy(update={"calls": max(judge.usage.calls, judge.asked)})
         panel = self._verdict_slot()
         panel.update(render_progress(request, self._attr_view, usage,
-                                     time.perf_counter() - self._attr_started, self._attr_frame),
+                                     time.perf_counter() - self._attr_started, self._attr_frame,
+                                     judge.retry_note if judge is not None else None),
                      layout=panel.display is False)
         panel.display = True
 

@@ -124,9 +124,9 @@ def render_verdict(trace: Trace, verdicts: list[Attribution], current: int, taxo
 
 
 def render_progress(request: AttributionRequest, view: ProgressView | None, usage: Usage | None,
-                    seconds: float, frame: int) -> Text:
+                    seconds: float, frame: int, retry_note: str | None = None) -> Text:
     """The panel while an attribution runs: spinner, what is asked, calls, tokens,
-    cost and seconds so far."""
+    cost and seconds so far, and ``retry_note`` while a failed call waits to be retried."""
     out = Text()
     out.append(SPINNER[frame % len(SPINNER)] + " ", style="bold #e5c07b")
     out.append("Attributing", style="bold")
@@ -142,5 +142,7 @@ def render_progress(request: AttributionRequest, view: ProgressView | None, usag
         out.append("opening the model…")
     out.append("  esc: cancel", style="bold")
     out.append("\n")
+    if retry_note:
+        out.append(f"⟳ {clean(retry_note)}\n", style="#e5c07b")
     out.append(usage_text(usage or Usage(), seconds=seconds), style=DIM)
     return out
