@@ -71,3 +71,33 @@ def test_invalid_native_document_names_the_field(tmp_path):
     p.write_text(json.dumps(doc))
     with pytest.raises(TraceFormatError, match="out of order"):
         load_trace(p)
+
+
+def _with_step_values(content: str, meta: dict) -> Trace:
+    trace = load_trace(SAMPLES / "team_text" / "trace.json")
+    trace.steps[0].content = content
+    trace.steps[0].meta = meta
+    return trace
+
+
+def test_lone_surrogate_and_huge_int_write_and_read_back_equal(tmp_path):
+    """LLM output can hold a lone surrogate ("\\ud800", valid JSON) and meta a number
+    beyond 64 bits: orjson refuses both, the writer must still be lossless."""
+    trace = _with_step_values("bad \ud800 text", {"big": 10**400, "neg": -(2**70)})
+    out = write_trace(trace, tmp_path / "odd.json")
+    assert b"\\ud800" in out.read_bytes()
+    again = load_trace(out)
+    assert again.steps[0].content == "bad \ud800 text"
+    assert again.steps[0].meta == {"big": 10**400, "neg": -(2**70)}
+    assert _same(trace, again)
+
+
+def test_convert_cli_writes_a_lone_surrogate(tmp_path):
+    from typer.testing import CliRunner
+
+    from whenpro_core.cli import app
+
+    src = write_trace(_with_step_values("x \udfff y", {}), tmp_path / "in.json")
+    result = CliRunner().invoke(app, ["convert", str(src), str(tmp_path / "out.json")])
+    assert result.exit_code == 0, result.output
+    assert load_trace(tmp_path / "out.json").steps[0].content == "x \udfff y"

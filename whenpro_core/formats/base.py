@@ -24,6 +24,8 @@ from typing import Any, ClassVar, Iterator
 
 import orjson
 
+from whenpro_core import jsonio
+
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.model import Trace, TraceSummary
 
@@ -136,14 +138,10 @@ def parse_json(data: bytes, path: Path | None = None, row: int | None = None) ->
     (line and column, or byte offset) and whether the file looks truncated or binary."""
     data = decode_text(data, path)
     try:
-        return orjson.loads(data)
+        # NaN/Infinity (MAD has NaN annotator votes) read as null; lone surrogates and
+        # big integers through the stdlib fallback (jsonio).
+        return jsonio.loads(data)
     except orjson.JSONDecodeError as exc:
-        if b"NaN" in data or b"Infinity" in data:
-            # Python's json writes NaN/Infinity (MAD has NaN annotator votes): read them as null.
-            try:
-                return json.loads(data, parse_constant=lambda _name: None)
-            except ValueError:
-                pass
         raise TraceFormatError(_json_problem(data, exc), path=path, row=row,
                                expected="a JSON document") from None
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
+from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import DocumentImporter, LoadContext
 from whenpro_core.fsutil import atomic_write_bytes
@@ -21,9 +21,8 @@ from whenpro_core.model import NATIVE_FORMAT, Source, Trace
 
 
 def dumps_trace(trace: Trace, *, indent: bool = True) -> bytes:
-    """Serialise a trace to native JSON bytes (UTF-8)."""
-    data = trace.model_dump(mode="json")
-    return orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0)
+    """Serialise a trace to native JSON bytes (UTF-8), losslessly (:mod:`whenpro_core.jsonio`)."""
+    return jsonio.dumps(trace.model_dump(mode="json"), indent=indent)
 
 
 def write_trace(trace: Trace, path: str | Path, *, indent: bool = True) -> Path:
