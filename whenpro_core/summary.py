@@ -8,11 +8,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-import orjson
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from whenpro_core import jsonio
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import write_trace
@@ -116,7 +116,7 @@ def print_listing(target: str, *, as_json: bool = False, console: Console | None
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     for row in walk(target):
         if as_json:
-            console.out(orjson.dumps(row.model_dump(mode="json")).decode(), highlight=False)
+            console.out(jsonio.dumps(row.model_dump(mode="json")).decode(), highlight=False)
             continue
         if row.error:
             errors.print(Text(f"error: {clean(row.error)}", style="red"))

@@ -6,9 +6,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-import orjson
 from rich.console import Console
 
+from whenpro_core import jsonio
 from whenpro_core.attribution.report import print_verdict, verdict_record
 from whenpro_core.attribution.run import attribute, protocol_name
 from whenpro_core.attribution.verdicts import save_verdict
@@ -58,6 +58,6 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
         if path is not None and trace.source.path and Path(trace.source.path).resolve().parent != path.parent:
             err.print(f"verdict saved to {path} (the trace's folder is not writable)", highlight=False)
     if as_json:
-        sys.stdout.write(orjson.dumps(verdict_record(trace, verdict)).decode() + "\n")
+        sys.stdout.write(jsonio.dumps(verdict_record(trace, verdict)).decode() + "\n")
     else:
         print_verdict(trace, verdict, taxonomy_for(trace.source.root))

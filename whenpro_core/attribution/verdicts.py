@@ -16,6 +16,7 @@ from pathlib import Path
 
 import orjson
 
+from whenpro_core import jsonio
 from whenpro_core.model import Attribution, Trace
 
 
@@ -51,7 +52,7 @@ def save_verdict(trace: Trace, verdict: Attribution) -> Path | None:
     if path is None:
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = orjson.dumps({"key": _key(trace), "trace_id": trace.id, "saved_at": time.time(),
+    line = jsonio.dumps({"key": _key(trace), "trace_id": trace.id, "saved_at": time.time(),
                          "attribution": verdict.model_dump(mode="json")}) + b"\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -77,7 +78,7 @@ def load_verdicts(trace: Trace, problems: list[str] | None = None) -> list[Attri
         if not line.strip():
             continue
         try:
-            rec = orjson.loads(line)
+            rec = jsonio.loads(line)
             if rec.get("key") == _key(trace):
                 out.append(Attribution.model_validate(rec["attribution"]))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):

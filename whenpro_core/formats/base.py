@@ -15,7 +15,6 @@ naming the JSON path (``$.trajectory[3].kind``) and what was expected.
 from __future__ import annotations
 
 import codecs
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import FileImporter, LoadContext, parse_json, summarize
 from whenpro_core.model import NATIVE_FORMAT, Source, Step, Trace, TraceSummary
@@ -139,7 +140,7 @@ class NativeLinesImporter(FileImporter):
         if not complete:
             return False
         try:
-            obj = orjson.loads(line)
+            obj = jsonio.loads(line)
         except orjson.JSONDecodeError:
             return False
         if is_header(obj):
