@@ -53,6 +53,9 @@ def print_info(target: str, console: Console | None = None) -> None:
             _print_trace_info(traces[0], console)
             return
     rows = list(walk(target))
+    if path.is_file() and len(rows) == 1 and not rows[0].error:  # a JSONL file of one trace
+        _print_trace_info(load_trace(rows[0].ref()), console)
+        return
     _print_dataset_info(target, rows, console)
 
 

@@ -413,3 +413,24 @@ def sibling_json(path: Path, name: str, levels: int = 2) -> tuple[Path, Any] | N
 @lru_cache(maxsize=16)
 def _cached_json(path: str, size: int, mtime_ns: int) -> Any:
     return read_json_file(Path(path))
+
+
+def final_answer_from_steps(steps: list) -> str | None:
+    """The content of the last ``final_answer`` step (the rule of the OpenHands and
+    native step-lines importers), ``None`` when no such step states anything."""
+    return next((s.content for s in reversed(steps) if s.kind == "final_answer" and s.content), None)
+
+
+def outcome_from_gold(final: str | None, gold: str | None, has_ground_truth: bool):
+    """The outcome of a run whose source does not state one: ``failure`` when it carries
+    a ground truth (labelled traces are failures, as in Who&When Pro), else the final
+    answer judged against the gold answer by the heuristic's lenient rule
+    (:func:`whenpro_core.attribution.evidence.answer_matches`), else ``unknown``."""
+    from whenpro_core.attribution.evidence import answer_matches
+    from whenpro_core.model import Outcome
+
+    if has_ground_truth:
+        return Outcome.failure
+    if final and gold:
+        return Outcome.success if answer_matches(final, gold) else Outcome.failure
+    return Outcome.unknown
