@@ -101,3 +101,35 @@ def test_convert_cli_writes_a_lone_surrogate(tmp_path):
     result = CliRunner().invoke(app, ["convert", str(src), str(tmp_path / "out.json")])
     assert result.exit_code == 0, result.output
     assert load_trace(tmp_path / "out.json").steps[0].content == "x \udfff y"
+
+
+def _doc_with_gt(**gt):
+    doc = json.loads(dumps_trace(load_trace(SAMPLES / "team_text" / "trace.json")))
+    doc["ground_truth"] = {**doc["ground_truth"], **gt}
+    return doc
+
+
+def test_a_ground_truth_step_that_is_no_steps_coordinate_is_an_error(tmp_path):
+    p = tmp_path / "gt.json"
+    p.write_text(json.dumps(_doc_with_gt(step="999", step_index=None)))
+    with pytest.raises(TraceFormatError) as info:
+        load_trace(p)
+    line = info.value.one_line()
+    assert str(p) in line and "$.ground_truth.step" in line and "999" in line
+    n = len(load_trace(SAMPLES / "team_text" / "trace.json").steps)
+    assert f"0..{n - 1}" in line
+
+
+def test_round_only_and_step_ground_truths_keep_loading(tmp_path):
+    trace = load_trace(SAMPLES / "team_text" / "trace.json")
+    for i, step in enumerate(trace.steps):
+        step.coord = f"{i // 2 + 1}.{i % 2}"
+    trace.ground_truth.step, trace.ground_truth.step_index = "2", None
+    trace.ground_truth.round_only = True
+    assert load_trace(write_trace(trace, tmp_path / "round.json")).ground_truth.step == "2"
+    trace.ground_truth.round_only = False
+    trace.ground_truth.step = "2.1"
+    assert load_trace(write_trace(trace, tmp_path / "coord.json")).ground_truth.step == "2.1"
+    trace.ground_truth.step = "7.0"
+    with pytest.raises(TraceFormatError, match=r"ground_truth\.step"):
+        load_trace(write_trace(trace, tmp_path / "bad.json"))
