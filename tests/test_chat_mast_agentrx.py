@@ -362,3 +362,19 @@ def test_half_broken_magentic_list(tmp_path):
     p.write_text(json.dumps([{"content": "q", "role": "human"}, {"content": 5, "role": "Orchestrator (thought)"}]))
     with pytest.raises(TraceFormatError, match=r"\$\[1\]\.content"):
         load_trace(p)
+
+
+@pytest.mark.parametrize("messages, framework", [
+    ([{"role": "user", "name": "bob", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+     "openai-chat"),                                   # OpenAI lets a user message carry a name
+    ([{"role": "system", "name": "rules", "content": "be brief"}, {"role": "user", "content": "hi"},
+      {"role": "assistant", "content": "hello"}], "openai-chat"),
+    ([{"role": "user", "content": "hi"}, {"role": "assistant", "name": "Coder", "content": "x = 1"}],
+     "ag2"),                                           # a named agent turn
+    ([{"role": "user", "name": "Admin", "content": "plan it"},
+      {"role": "user", "name": "Planner", "content": "step 1"}], "ag2"),  # group-chat structure
+])
+def test_only_agent_names_or_a_group_chat_make_a_chat_ag2(tmp_path, messages, framework):
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(messages))
+    assert load_trace(path).framework == framework

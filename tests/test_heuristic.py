@@ -152,3 +152,44 @@ def test_cli_attribute_json(real_traces, tmp_path):
     assert rec["attribution"]["protocol"] == "heuristic" and set(rec["score"]) == {"agent", "step", "mode", "joint"}
     saved = trace.with_name(trace.name + ".verdicts.jsonl")
     assert saved.is_file() and json.loads(saved.read_text().splitlines()[0])["attribution"]["step"]
+
+
+_VERDICTS_SCRIPT = """
+import json, sys
+from whenpro_core.attribution.heuristic import attribute_heuristic
+from whenpro_core.formats import load_trace
+out = []
+for ref in sys.argv[1:]:
+    for gold in (True, False):
+        a = attribute_heuristic(load_trace(ref), with_gold=gold)
+        out.append([ref, gold, a.agent, a.step, a.mode, a.reason, a.confidence])
+print(json.dumps(out))
+"""
+
+
+def test_verdicts_do_not_depend_on_the_hash_seed(real_traces):
+    """Set iteration order changes with PYTHONHASHSEED; the verdict (reason included)
+    must not: run the heuristic in subprocesses with different seeds and compare."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    ww = real_traces / "who-and-when" / "Who&When"
+    refs = [str(ww / "Algorithm-Generated" / f"{i}.json") for i in range(1, 31)]
+    refs += [str(ww / "Hand-Crafted" / f"{i}.json") for i in range(1, 11)]
+    refs += [str(p) for p in sorted((real_traces / "who-when-pro-samples" / "data" / "traces").glob("*.json"))]
+    refs += [str(p) for p in sorted(SAMPLES.glob("*/trace.json"))]
+    refs = [r for r in refs if os.path.exists(r)]
+    runs = []
+    for seed in ("1", "2", "3"):
+        out = subprocess.run([sys.executable, "-c", _VERDICTS_SCRIPT, *refs], cwd=REPO, text=True,
+                             capture_output=True, timeout=120, env={**os.environ, "PYTHONHASHSEED": seed})
+        assert out.returncode == 0, out.stderr
+        runs.append(json.loads(out.stdout))
+    assert len(runs[0]) == 2 * len(refs) >= 80
+    for a, b in zip(runs[0], runs[1]):
+        assert a == b
+    assert runs[0] == runs[2]

@@ -40,6 +40,9 @@ def _error(tmp_path, doc) -> str:
      "$.messages", "list"),                                                 # mini-swe-agent
     ({"task_id": 1, "reward": 0.0, "traj": "oops"}, "$.traj", "a list of chat messages"),  # τ-bench
     ({"instance_id": "i", "instruction": "fix it", "history": "oops"}, "$.history", "list"),  # OpenHands
+    ({"messages": 5}, "$.messages", "a list of messages"),                  # OpenAI chat
+    ({"messages": "oops"}, "$.messages", "a list of messages"),
+    ({"messages": {"role": "user", "content": "hi"}}, "$.messages", "a list of messages"),
     ({**WWP, "framework": "magentic-one", "trajectory": "oops",
       "ground_truth": {"agent": "websurfer", "step": "1.1", "mode": "R.1"}}, "$.trajectory", "list"),
 ])
@@ -86,7 +89,6 @@ def test_agentrx_labels_for_an_empty_tau_run(tmp_path):
 
 @pytest.mark.parametrize("doc", [
     {"history": "just a string"},                      # nothing says which format
-    {"messages": "oops"},
     {"trajectory": "oops", "framework": "x"},
 ])
 def test_documents_without_identifying_fields_stay_unknown(tmp_path, doc):

@@ -71,3 +71,65 @@ def test_invalid_native_document_names_the_field(tmp_path):
     p.write_text(json.dumps(doc))
     with pytest.raises(TraceFormatError, match="out of order"):
         load_trace(p)
+
+
+def _with_step_values(content: str, meta: dict) -> Trace:
+    trace = load_trace(SAMPLES / "team_text" / "trace.json")
+    trace.steps[0].content = content
+    trace.steps[0].meta = meta
+    return trace
+
+
+def test_lone_surrogate_and_huge_int_write_and_read_back_equal(tmp_path):
+    """LLM output can hold a lone surrogate ("\\ud800", valid JSON) and meta a number
+    beyond 64 bits: orjson refuses both, the writer must still be lossless."""
+    trace = _with_step_values("bad \ud800 text", {"big": 10**400, "neg": -(2**70)})
+    out = write_trace(trace, tmp_path / "odd.json")
+    assert b"\\ud800" in out.read_bytes()
+    again = load_trace(out)
+    assert again.steps[0].content == "bad \ud800 text"
+    assert again.steps[0].meta == {"big": 10**400, "neg": -(2**70)}
+    assert _same(trace, again)
+
+
+def test_convert_cli_writes_a_lone_surrogate(tmp_path):
+    from typer.testing import CliRunner
+
+    from whenpro_core.cli import app
+
+    src = write_trace(_with_step_values("x \udfff y", {}), tmp_path / "in.json")
+    result = CliRunner().invoke(app, ["convert", str(src), str(tmp_path / "out.json")])
+    assert result.exit_code == 0, result.output
+    assert load_trace(tmp_path / "out.json").steps[0].content == "x \udfff y"
+
+
+def _doc_with_gt(**gt):
+    doc = json.loads(dumps_trace(load_trace(SAMPLES / "team_text" / "trace.json")))
+    doc["ground_truth"] = {**doc["ground_truth"], **gt}
+    return doc
+
+
+def test_a_ground_truth_step_that_is_no_steps_coordinate_is_an_error(tmp_path):
+    p = tmp_path / "gt.json"
+    p.write_text(json.dumps(_doc_with_gt(step="999", step_index=None)))
+    with pytest.raises(TraceFormatError) as info:
+        load_trace(p)
+    line = info.value.one_line()
+    assert str(p) in line and "$.ground_truth.step" in line and "999" in line
+    n = len(load_trace(SAMPLES / "team_text" / "trace.json").steps)
+    assert f"0..{n - 1}" in line
+
+
+def test_round_only_and_step_ground_truths_keep_loading(tmp_path):
+    trace = load_trace(SAMPLES / "team_text" / "trace.json")
+    for i, step in enumerate(trace.steps):
+        step.coord = f"{i // 2 + 1}.{i % 2}"
+    trace.ground_truth.step, trace.ground_truth.step_index = "2", None
+    trace.ground_truth.round_only = True
+    assert load_trace(write_trace(trace, tmp_path / "round.json")).ground_truth.step == "2"
+    trace.ground_truth.round_only = False
+    trace.ground_truth.step = "2.1"
+    assert load_trace(write_trace(trace, tmp_path / "coord.json")).ground_truth.step == "2.1"
+    trace.ground_truth.step = "7.0"
+    with pytest.raises(TraceFormatError, match=r"ground_truth\.step"):
+        load_trace(write_trace(trace, tmp_path / "bad.json"))

@@ -186,6 +186,20 @@ async def test_unreadable_saved_verdicts_are_a_notification(sample_copy: Path) -
         assert "agent solver" in panel(app)  # the readable verdict still shows
 
 
+async def test_a_foreign_file_in_the_sidecars_place_is_left_alone(sample_copy: Path) -> None:
+    foreign = sample_copy.with_name(sample_copy.name + ".verdicts.jsonl")
+    foreign.write_text("my own notes\n")
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        await pick(pilot)
+        await settle(pilot)
+        assert "agent solver" in panel(app)  # the verdict shows
+        await wait_until(pilot, lambda: any("verdict not saved" in n for n in notes(app)))
+        assert any("not a whenpro verdicts file" in n for n in notes(app))
+    assert foreign.read_text() == "my own notes\n"
+
+
 async def test_no_gold_answer_disables_the_gold_choice(tmp_path: Path) -> None:
     trace = team_trace()
     trace.task.answer = None

@@ -80,7 +80,9 @@ def gt_coord(framework: str, gt: Any) -> tuple[str | None, bool]:
     return (str(2 * r + p) if how == "twice" else f"{r}.{p}"), False
 
 
-def _describe(coords: list[str]) -> str:
+def describe_coords(coords: list[str]) -> str:
+    """Valid coordinates for an error message: ``"0..6"`` for a run of integers, else
+    the first twelve, comma-separated."""
     uniq = list(dict.fromkeys(coords))
     if not uniq:
         return "none: the trajectory has no numbered steps"
@@ -174,7 +176,7 @@ def resolve_ground_truth(gt: Any, lay: Layout,
             body = [s.entry for s in slots if s.coord is not None]
             idx = lay.first_slot_of_entry(n) if 0 <= n else None
             if idx is None or slots[idx].coord is None:
-                valid = (f"trajectory indices {_describe([str(e) for e in dict.fromkeys(body)])} "
+                valid = (f"trajectory indices {describe_coords([str(e) for e in dict.fromkeys(body)])} "
                          "(non-framing entries)")
                 raise _out_of_range(path, value, valid)
             index, coord = idx, slots[idx].coord
@@ -185,7 +187,7 @@ def resolve_ground_truth(gt: Any, lay: Layout,
             matches = [i for i, s in enumerate(slots) if s.coord is not None
                        and (round_of(s.coord) == coord if round_only else s.coord == coord)]
             if not matches:
-                valid = _describe([round_of(c) for c in numbered] if round_only else numbered)
+                valid = describe_coords([round_of(c) for c in numbered] if round_only else numbered)
                 raise _out_of_range(path, value, ("rounds " if round_only else "") + valid)
             preferred = [i for i in matches if want_agent and slots[i].agent == want_agent]
             index = (preferred or matches)[0]

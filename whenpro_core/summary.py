@@ -8,11 +8,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-import orjson
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from whenpro_core import jsonio
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import write_trace
@@ -53,6 +53,9 @@ def print_info(target: str, console: Console | None = None) -> None:
             _print_trace_info(traces[0], console)
             return
     rows = list(walk(target))
+    if path.is_file() and len(rows) == 1 and not rows[0].error:  # a JSONL file of one trace
+        _print_trace_info(load_trace(rows[0].ref()), console)
+        return
     _print_dataset_info(target, rows, console)
 
 
@@ -116,7 +119,7 @@ def print_listing(target: str, *, as_json: bool = False, console: Console | None
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     for row in walk(target):
         if as_json:
-            console.out(orjson.dumps(row.model_dump(mode="json")).decode(), highlight=False)
+            console.out(jsonio.dumps(row.model_dump(mode="json")).decode(), highlight=False)
             continue
         if row.error:
             errors.print(Text(f"error: {clean(row.error)}", style="red"))

@@ -6,12 +6,13 @@ import asyncio
 import sys
 from pathlib import Path
 
-import orjson
 from rich.console import Console
 
+from whenpro_core import jsonio
 from whenpro_core.attribution.report import print_verdict, verdict_record
 from whenpro_core.attribution.run import attribute, protocol_name
 from whenpro_core.attribution.verdicts import save_verdict
+from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.taxonomy import taxonomy_for
 
@@ -53,11 +54,23 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
             verdict = asyncio.run(run())
     else:
         verdict = asyncio.run(run())
-    if save and verdict.step is not None:
-        path = save_verdict(trace, verdict)
-        if path is not None and trace.source.path and Path(trace.source.path).resolve().parent != path.parent:
-            err.print(f"verdict saved to {path} (the trace's folder is not writable)", highlight=False)
     if as_json:
-        sys.stdout.write(orjson.dumps(verdict_record(trace, verdict)).decode() + "\n")
+        sys.stdout.write(jsonio.dumps(verdict_record(trace, verdict)).decode() + "\n")
     else:
         print_verdict(trace, verdict, taxonomy_for(trace.source.root))
+    if save and verdict.step is not None:
+        sys.stdout.flush()
+        _save(trace, verdict, err)
+
+
+def _save(trace, verdict, err: Console) -> None:
+    """Save the verdict beside the trace; a verdict that cannot be saved was shown
+    already, so only warn (one line on stderr, exit status unchanged)."""
+    try:
+        path = save_verdict(trace, verdict)
+    except WhenproError as exc:
+        err.print(f"warning: verdict not saved: {exc.one_line()} (use --no-save to skip saving)",
+                  highlight=False, markup=False, soft_wrap=True)
+        return
+    if path is not None and trace.source.path and Path(trace.source.path).resolve().parent != path.parent:
+        err.print(f"verdict saved to {path} (the trace's folder is not writable)", highlight=False)

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import orjson
 
+from whenpro_core import jsonio
 from whenpro_core.model import MediaRef, Step, Trace
 from whenpro_core.textsafe import strip_controls
 
@@ -103,7 +103,7 @@ def _json(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return orjson.dumps(value).decode()
+        return jsonio.dumps(value).decode()
     except TypeError:
         return str(value)
 

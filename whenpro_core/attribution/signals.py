@@ -136,10 +136,11 @@ def final_value_origin(ctx: Context) -> list[Signal]:
     if not values:
         return []
     strength = 0.75 if ctx.gold else 0.5
+    ordered = _in_text_order(values, ctx.final)
     first: dict[str, int] = {}
     for step in ctx.trace.steps:
         text = full_text(step)
-        for v in values:
+        for v in ordered:
             if v not in first and (contains_value(text, v) or contains_rounding_of(text, v)):
                 first[v] = step.index
     out = []
@@ -175,8 +176,21 @@ def _operands(step: Step, value: str) -> list[str] | None:
                 texts.append(m.group(1))
     if not texts:
         return None
-    nums = {normalize_number(t) for text in texts for t in _NUM_TOKEN.findall(text)}
+    nums = dict.fromkeys(normalize_number(t) for text in texts for t in _NUM_TOKEN.findall(text))
     return [n for n in nums if len(n.replace(".", "").lstrip("-")) >= 2 and n != value]
+
+
+def _in_text_order(values: set[str], text: str) -> list[str]:
+    """``values`` ordered by where they first occur in ``text`` (lower-cased), values
+    not found verbatim last, ties alphabetical: a set's own order changes with
+    PYTHONHASHSEED, and the verdict must not."""
+    low = text.lower()
+
+    def key(v: str) -> tuple[int, str]:
+        at = low.find(v)
+        return (at if at >= 0 else len(low), v)
+
+    return sorted(values, key=key)
 
 
 def _follow_derivation(trace: Trace, author: Step, value: str, query: str,

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import orjson
 
+from whenpro_core import jsonio
+from whenpro_core.errors import WhenproError
 from whenpro_core.model import Attribution, Trace
 
 
@@ -46,20 +48,48 @@ def _key(trace: Trace) -> str:
 
 def save_verdict(trace: Trace, verdict: Attribution) -> Path | None:
     """Append ``verdict`` to the trace's verdict file (one ``write`` + fsync of one
-    line). Returns the file, or ``None`` when the trace has no file."""
+    line). Returns the file, or ``None`` when the trace has no file.
+
+    Only whenpro's own sidecar is appended to (recognised by its content, as listings
+    do: :func:`~whenpro_core.formats.whenpro_files.is_verdicts_head`; an empty file
+    counts as one). Raises WhenproError naming the file when something else has that
+    name, or it cannot be written; nothing is written then.
+    """
     path = verdicts_path(trace)
     if path is None:
         return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    line = orjson.dumps({"key": _key(trace), "trace_id": trace.id, "saved_at": time.time(),
+    _check_own_sidecar(path)
+    line = jsonio.dumps({"key": _key(trace), "trace_id": trace.id, "saved_at": time.time(),
                          "attribution": verdict.model_dump(mode="json")}) + b"\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise WhenproError(f"cannot write verdict: {exc.strerror or exc}", path=path) from None
     return path
+
+
+def _check_own_sidecar(path: Path) -> None:
+    """WhenproError unless ``path`` is missing, empty or a verdicts file whenpro wrote."""
+    from whenpro_core.formats.whenpro_files import is_verdicts_head
+
+    if not os.path.lexists(path):
+        return
+    if path.is_dir():
+        raise WhenproError("a folder is in the place of the verdicts file", path=path)
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(64 * 1024)
+    except OSError as exc:
+        raise WhenproError(f"cannot read verdicts file: {exc.strerror or exc}", path=path) from None
+    if head.strip() and not is_verdicts_head(head):
+        raise WhenproError("not a whenpro verdicts file, left untouched", path=path,
+                           expected="verdict lines written by whenpro")
 
 
 def load_verdicts(trace: Trace, problems: list[str] | None = None) -> list[Attribution]:
@@ -77,7 +107,7 @@ def load_verdicts(trace: Trace, problems: list[str] | None = None) -> list[Attri
         if not line.strip():
             continue
         try:
-            rec = orjson.loads(line)
+            rec = jsonio.loads(line)
             if rec.get("key") == _key(trace):
                 out.append(Attribution.model_validate(rec["attribution"]))
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):

@@ -22,6 +22,7 @@ try:  # POSIX; elsewhere appends are not locked (one writer at a time)
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
+from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
 
 
@@ -63,7 +64,7 @@ def append(path: str | Path, record: dict[str, Any]) -> None:
     Creates the file and its folder. Raises OSError when the folder is not writable."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = orjson.dumps(record) + b"\n"
+    line = jsonio.dumps(record) + b"\n"
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)
     try:
         with locked(fd):
@@ -94,7 +95,7 @@ def read(path: str | Path, fmt_prefix: str) -> tuple[list[dict[str, Any]], int]:
         if not line.strip():
             continue
         try:
-            value = orjson.loads(line)
+            value = jsonio.loads(line)
         except orjson.JSONDecodeError:
             skipped += 1
             continue

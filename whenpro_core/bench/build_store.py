@@ -53,6 +53,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict
 
+from whenpro_core import jsonio
 from whenpro_core.bench import applog
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.fsutil import atomic_write_bytes, atomic_write_text
@@ -201,7 +202,7 @@ class BuildStore:
         """Write a kept trace's document atomically and return the entry with ``file``
         and ``ref`` set (thread-safe; the journal line is :meth:`record`'s job)."""
         file, ref = self.target(entry)
-        atomic_write_bytes(self.root / file, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        atomic_write_bytes(self.root / file, jsonio.dumps(doc, indent=True) + b"\n")
         return entry.model_copy(update={"file": file, "ref": ref})
 
     def record(self, entry: Entry) -> None:
@@ -233,7 +234,7 @@ class BuildStore:
         from whenpro_core.bench.validate import validation_counts
 
         manifest["validation"] = validation_counts(self.root, manifest)
-        atomic_write_bytes(self.root / MANIFEST, orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+        atomic_write_bytes(self.root / MANIFEST, jsonio.dumps(manifest, indent=True) + b"\n")
         return manifest
 
     def _assemble_jsonl(self) -> None:
@@ -298,7 +299,7 @@ def _stream_atomic(path: Path, docs) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             for doc_path in docs:
-                fh.write(to_jsonl_row(orjson.loads(doc_path.read_bytes())) + b"\n")
+                fh.write(to_jsonl_row(jsonio.loads(doc_path.read_bytes())) + b"\n")
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)
@@ -364,7 +365,7 @@ def read_manifest(root: str | Path, *, fresh_validation: bool = True) -> dict[st
 
     path = Path(root) / MANIFEST
     try:
-        data = orjson.loads(path.read_bytes())
+        data = jsonio.loads(path.read_bytes())
     except FileNotFoundError:
         return None
     except (OSError, orjson.JSONDecodeError) as exc:
@@ -388,7 +389,7 @@ def revalidate(root: str | Path) -> dict[str, Any]:
         raise WhenproError("no manifest.json here: not a dataset built by whenpro build", path=Path(root),
                            expected="the --out folder of a whenpro build")
     manifest["updated"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    atomic_write_bytes(Path(root) / MANIFEST, orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+    atomic_write_bytes(Path(root) / MANIFEST, jsonio.dumps(manifest, indent=True) + b"\n")
     return manifest
 
 

@@ -29,6 +29,7 @@ from typing import Iterable, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from whenpro_core import jsonio
 from whenpro_core.bench.score import accepted_steps, score_prediction, step_distance
 from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.model import Attribution, Trace, TraceSummary, Usage
@@ -245,7 +246,7 @@ def parse_record(line: bytes) -> Record | None:
     if not line.strip():
         return None
     try:
-        data = orjson.loads(line)
+        data = jsonio.loads(line)
     except orjson.JSONDecodeError:
         return None
     if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT:
@@ -360,7 +361,7 @@ class ResultsFile:
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.path.open("ab")
-        self._fh.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
+        self._fh.write(jsonio.dumps(record.model_dump(mode="json")) + b"\n")
         self._fh.flush()
         self.done[record.key] = record
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-import orjson
 from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from whenpro_core import jsonio
 from whenpro_core.textsafe import strip_controls
 
 from whenpro_core.bench.aggregate import (DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report,
@@ -291,8 +291,7 @@ def write_report(report: Report, out_dir: str | Path, *, hint: str = REPORT_HINT
         md += "\n(matplotlib is not installed: `pip install 'whenpro[plot]'` for " \
               f"{PLOT_NAME}.)\n"
     json_path = atomic_write_bytes(out / JSON_NAME,
-                                   orjson.dumps(report.model_dump(mode="json"),
-                                                option=orjson.OPT_INDENT_2) + b"\n")
+                                   jsonio.dumps(report.model_dump(mode="json"), indent=True) + b"\n")
     md_path = atomic_write_text(out / MD_NAME, md)
     return {"json": json_path, "md": md_path, "plot": plot}
 

@@ -15,7 +15,6 @@ naming the JSON path (``$.trajectory[3].kind``) and what was expected.
 from __future__ import annotations
 
 import codecs
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
 import orjson
+
+from whenpro_core import jsonio
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.model import Trace, TraceSummary
@@ -131,34 +132,15 @@ def decode_text(data: bytes, path: Path | None = None) -> bytes:
     return data
 
 
-def loads(data: bytes | str) -> Any:
-    """``orjson.loads``, falling back to the stdlib parser for JSON that orjson refuses but
-    RFC 8259's grammar allows: lone surrogate escapes (``"\\ud800"``, seen in LLM output).
-    Raises ``orjson.JSONDecodeError`` (orjson's own) when neither parser accepts ``data``."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        if "surrogate" not in str(exc):
-            raise
-        try:
-            return json.loads(data)
-        except ValueError:
-            raise exc from None
-
-
 def parse_json(data: bytes, path: Path | None = None, row: int | None = None) -> Any:
     """Parse JSON bytes with orjson; on failure raise TraceFormatError that says where
     (line and column, or byte offset) and whether the file looks truncated or binary."""
     data = decode_text(data, path)
     try:
-        return loads(data)
+        # NaN/Infinity (MAD has NaN annotator votes) read as null; lone surrogates and
+        # big integers through the stdlib fallback (jsonio).
+        return jsonio.loads(data)
     except orjson.JSONDecodeError as exc:
-        if b"NaN" in data or b"Infinity" in data:
-            # Python's json writes NaN/Infinity (MAD has NaN annotator votes): read them as null.
-            try:
-                return json.loads(data, parse_constant=lambda _name: None)
-            except ValueError:
-                pass
         raise TraceFormatError(_json_problem(data, exc), path=path, row=row,
                                expected="a JSON document") from None
 
@@ -225,7 +207,7 @@ def maybe_json(value: Any) -> Any:
     fields); otherwise return it unchanged. Never raises."""
     if isinstance(value, str) and value[:1] in ("{", "["):
         try:
-            return loads(value)
+            return jsonio.loads(value)
         except orjson.JSONDecodeError:
             return value
     return value
@@ -431,3 +413,24 @@ def sibling_json(path: Path, name: str, levels: int = 2) -> tuple[Path, Any] | N
 @lru_cache(maxsize=16)
 def _cached_json(path: str, size: int, mtime_ns: int) -> Any:
     return read_json_file(Path(path))
+
+
+def final_answer_from_steps(steps: list) -> str | None:
+    """The content of the last ``final_answer`` step (the rule of the OpenHands and
+    native step-lines importers), ``None`` when no such step states anything."""
+    return next((s.content for s in reversed(steps) if s.kind == "final_answer" and s.content), None)
+
+
+def outcome_from_gold(final: str | None, gold: str | None, has_ground_truth: bool):
+    """The outcome of a run whose source does not state one: ``failure`` when it carries
+    a ground truth (labelled traces are failures, as in Who&When Pro), else the final
+    answer judged against the gold answer by the heuristic's lenient rule
+    (:func:`whenpro_core.attribution.evidence.answer_matches`), else ``unknown``."""
+    from whenpro_core.attribution.evidence import answer_matches
+    from whenpro_core.model import Outcome
+
+    if has_ground_truth:
+        return Outcome.failure
+    if final and gold:
+        return Outcome.success if answer_matches(final, gold) else Outcome.failure
+    return Outcome.unknown

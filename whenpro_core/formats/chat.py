@@ -227,11 +227,13 @@ def chat_steps(messages: list, ctx: LoadContext, where: str) -> list[Step]:
 
 def chat_trace(messages: list, ctx: LoadContext, *, where: str = "$", trace_id: str,
                fmt: str = "chat", extras: dict | None = None) -> Trace:
-    """A trace from a list of chat messages: framework ``ag2`` when assistant turns carry
-    agent ``name`` s (a group chat), else ``openai-chat``."""
+    """A trace from a list of chat messages: framework ``ag2`` when an assistant turn
+    carries an agent ``name`` or the messages form a group chat (:func:`is_group_chat`),
+    else ``openai-chat`` (OpenAI allows a ``name`` on user and system messages too)."""
     steps = chat_steps(messages, ctx, where)
-    named = any(isinstance(m.get("name"), str) and m.get("role") not in ("tool", "function")
-                for m in messages if isinstance(m, dict))
+    named = is_group_chat(messages) or any(
+        isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("name"), str)
+        and m["name"].strip() for m in messages)
     agents: dict[str, None] = {}
     for s in steps:
         if s.kind not in ("system", "tool"):
@@ -267,10 +269,13 @@ class ChatImporter(DocumentImporter):
 
     def matches(self, doc: Any) -> bool:
         messages, _ = _messages_of(doc)
-        return is_chat_list(messages)
+        # {"messages": <not a list>} is a chat log with a wrong type: load says so there
+        return is_chat_list(messages) or (isinstance(doc, dict) and "messages" in doc and messages is None)
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
         messages, where = _messages_of(doc)
+        if messages is None:
+            expect(doc.get("messages"), list, ctx, "$.messages", "a list of messages")
         extras = {k: v for k, v in doc.items() if k not in _LIST_KEYS} if isinstance(doc, dict) else {}
         tid = str(extras.get("id") or ctx.path.stem)
         return [chat_trace(messages or [], ctx, where=where, trace_id=tid, extras=extras)]

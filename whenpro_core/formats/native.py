@@ -11,19 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
+from whenpro_core import jsonio
+from whenpro_core.coords import normalize_coord, round_of
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import DocumentImporter, LoadContext
 from whenpro_core.fsutil import atomic_write_bytes
+from whenpro_core.gt_map import describe_coords
 from whenpro_core.model import NATIVE_FORMAT, Source, Trace
 
 
 def dumps_trace(trace: Trace, *, indent: bool = True) -> bytes:
-    """Serialise a trace to native JSON bytes (UTF-8)."""
-    data = trace.model_dump(mode="json")
-    return orjson.dumps(data, option=orjson.OPT_INDENT_2 if indent else 0)
+    """Serialise a trace to native JSON bytes (UTF-8), losslessly (:mod:`whenpro_core.jsonio`)."""
+    return jsonio.dumps(trace.model_dump(mode="json"), indent=indent)
 
 
 def write_trace(trace: Trace, path: str | Path, *, indent: bool = True) -> Path:
@@ -44,9 +45,25 @@ def trace_from_dict(doc: Any, ctx: LoadContext) -> Trace:
         if step.index != i:
             raise ctx.error(f"step index {step.index} out of order", f"$.steps[{i}].index",
                             expected=str(i))
+    _check_gt_step(trace, ctx)
     trace.source = Source(format="native", path=str(ctx.path),
                           root=str(ctx.root) if ctx.root else None)
     return trace
+
+
+def _check_gt_step(trace: Trace, ctx: LoadContext) -> None:
+    """TraceFormatError (at ``$.ground_truth.step``, listing the valid coordinates)
+    unless the ground truth's step is a step's coordinate, or for a round-only ground
+    truth a round of one (DESIGN §4), as the Who&When importers require."""
+    gt = trace.ground_truth
+    if gt is None or gt.step is None:
+        return
+    coords = [s.coord for s in trace.steps if s.coord is not None]
+    valid = [round_of(c) for c in coords] if gt.round_only else coords
+    if normalize_coord(gt.step) not in valid:
+        raise ctx.error(f"step {gt.step!r} is not a step of the trajectory", "$.ground_truth.step",
+                        expected=f"{'a round' if gt.round_only else 'a step coordinate'} in "
+                                 f"{describe_coords(valid)}")
 
 
 class NativeImporter(DocumentImporter):

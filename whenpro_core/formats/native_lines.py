@@ -23,9 +23,11 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import FileImporter, LoadContext, parse_json, summarize
-from whenpro_core.model import NATIVE_FORMAT, Source, Step, Trace, TraceSummary
+from whenpro_core.formats.base import (FileImporter, LoadContext, final_answer_from_steps,
+                                       outcome_from_gold, parse_json, summarize)
+from whenpro_core.model import NATIVE_FORMAT, Outcome, Source, Step, Trace, TraceSummary
 
 _STEP_KEYS = frozenset(Step.model_fields)
 _TRACE_KEYS = frozenset(Trace.model_fields)
@@ -119,9 +121,16 @@ class NativeLinesBuilder:
             raise self.ctx.error(err["msg"], where + loc[1:], expected="a whenpro step object") from None
 
     def trace(self) -> Trace:
-        """The trace so far (a snapshot)."""
-        return self._base.model_copy(update={
-            "steps": list(self.steps),
+        """The trace so far (a snapshot). Without a header ``final_answer`` the last
+        final_answer step gives it; with an unknown ``outcome`` it is judged against
+        the header's gold answer (:func:`~whenpro_core.formats.base.outcome_from_gold`)."""
+        base = self._base
+        final = base.final_answer if base.final_answer is not None else final_answer_from_steps(self.steps)
+        outcome = base.outcome
+        if outcome == Outcome.unknown:
+            outcome = outcome_from_gold(final, base.task.answer, base.ground_truth is not None)
+        return base.model_copy(update={
+            "steps": list(self.steps), "final_answer": final, "outcome": outcome,
             "source": Source(format=self.format, path=str(self.ctx.path),
                              root=str(self.ctx.root) if self.ctx.root else None)})
 
@@ -139,7 +148,7 @@ class NativeLinesImporter(FileImporter):
         if not complete:
             return False
         try:
-            obj = orjson.loads(line)
+            obj = jsonio.loads(line)
         except orjson.JSONDecodeError:
             return False
         if is_header(obj):

@@ -31,7 +31,8 @@ from __future__ import annotations
 from typing import Any
 
 from whenpro_core.formats.base import (DocumentImporter, JsonLinesImporter, LoadContext, as_text,
-                                       expect, maybe_json, redact_secrets, text_or_none)
+                                       expect, final_answer_from_steps, maybe_json, redact_secrets,
+                                       text_or_none)
 from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
 _KINDS = {"message": "assistant", "system": "system", "finish": "final_answer", "think": "plan",
@@ -200,7 +201,7 @@ def _trace(events: list, ctx: LoadContext, where: str, *, tid: str, line: dict |
         if s.kind not in ("system", "state"):
             agents.setdefault(s.agent, None)
     query = as_text(line.get("instruction")) or next((s.content for s in steps if s.kind == "user"), "")
-    final = next((s.content for s in reversed(steps) if s.kind == "final_answer"), None)
+    final = final_answer_from_steps(steps)
     patch = line.get("test_result", {}).get("git_patch") if isinstance(line.get("test_result"), dict) \
         else line.get("git_patch")
     extras = redact_secrets({k: v for k, v in line.items() if k not in ("history", "instruction")})

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Iterator
 
 import orjson
 
+from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext
 from whenpro_core.model import Trace, TraceSummary
@@ -67,7 +68,7 @@ def is_verdicts_head(head: bytes) -> bool:
     if not complete:
         return _VERDICT_START.match(line) is not None
     try:
-        return is_verdict_record(orjson.loads(line))
+        return is_verdict_record(jsonio.loads(line))
     except orjson.JSONDecodeError:
         return False
 

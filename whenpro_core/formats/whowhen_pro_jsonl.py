@@ -32,8 +32,9 @@ from typing import Any, Iterator
 
 import orjson
 
+from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError, WhenproError
-from whenpro_core.formats.base import FileImporter, LoadContext, loads
+from whenpro_core.formats.base import FileImporter, LoadContext
 from whenpro_core.gt_map import gt_coord
 from whenpro_core.formats.whowhen_pro import build_trace, modality_of_name, prepare
 from whenpro_core.model import Modality, Trace, TraceSummary
@@ -117,7 +118,7 @@ def _json_str(raw: bytes) -> str:
     """Decode the inside of a JSON string (fast path: no escapes)."""
     if b"\\" not in raw:
         return raw.decode("utf-8")
-    return loads(b'"' + raw + b'"')
+    return jsonio.loads(b'"' + raw + b'"')
 
 
 @lru_cache(maxsize=4096)
@@ -125,8 +126,8 @@ def _gt_listing(framework: str, raw: bytes) -> tuple[str | None, str | None, Tra
     """``(mode, coordinate, problem)`` of a row's ``ground_truth`` value as stored (the
     JSON-string literal, or ``null``). Cached: release rows repeat the same small labels."""
     try:
-        text = loads(raw)
-        gt = loads(text) if text is not None else None
+        text = jsonio.loads(raw)
+        gt = jsonio.loads(text) if text is not None else None
         if gt is not None and not isinstance(gt, dict):
             raise ValueError
     except (ValueError, TypeError, orjson.JSONDecodeError):
@@ -273,7 +274,7 @@ def _scan_file(path: Path, size: int) -> list[RowMeta]:
 
 def _parse_line(data: bytes, path: Path, row: int) -> dict:
     try:
-        value = loads(data)
+        value = jsonio.loads(data)
     except orjson.JSONDecodeError as exc:
         try:
             data.decode("utf-8")
@@ -311,7 +312,7 @@ def _decode(row: dict, key: str, want: type, path: Path, n: int) -> Any:
     if key == "trajectory":
         STATS["trajectory_decodes"] += 1
     try:
-        decoded = loads(value)
+        decoded = jsonio.loads(value)
     except orjson.JSONDecodeError as exc:
         raise _error(path, n, f"the string is not valid JSON ({str(exc).split(':')[0]})",
                      f"a JSON string holding {shape}", f"$.{key}") from None

@@ -29,8 +29,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import orjson
 
+from whenpro_core import jsonio
 from whenpro_core.formats.whowhen_pro_steps import HIDDEN_FIELDS
 from whenpro_core.model import MediaRef, Step, Trace
 
@@ -140,7 +140,7 @@ def ground_truth_dict(trace: Trace) -> dict[str, Any] | None:
 
 
 def _json(value: Any) -> str:
-    return orjson.dumps(value).decode("utf-8")
+    return jsonio.dumps(value).decode("utf-8")
 
 
 #: Fields of a document that a JSONL row keeps as its own columns (the rest go to extras).
@@ -156,7 +156,7 @@ def to_jsonl_row(doc: dict[str, Any]) -> bytes:
     row = {"id": str(doc["id"]), "framework": str(doc["framework"]), "benchmark": str(doc.get("benchmark") or ""),
            "task": _json(doc.get("task") or {}), "trajectory": _json(doc["trajectory"]),
            "ground_truth": _json(doc.get("ground_truth")), "extras": _json(extras)}
-    return orjson.dumps(row)
+    return jsonio.dumps(row)
 
 
 def _public(step: Step) -> dict[str, Any]:
@@ -179,7 +179,7 @@ def check_round_trip(trace: Trace, doc: dict[str, Any]) -> list[str]:
         return ["step coordinates are neither all integers nor all R.P"]
     try:
         ctx = LoadContext(path=Path(f"{trace.id}.json"))
-        back = build_trace(prepare(orjson.loads(orjson.dumps(doc)), ctx), ctx)
+        back = build_trace(prepare(jsonio.loads(jsonio.dumps(doc)), ctx), ctx)
     except WhenproError as exc:
         return [f"does not read back: {exc.one_line()}"]
     diffs = []

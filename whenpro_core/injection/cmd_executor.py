@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from whenpro_core import jsonio
 from whenpro_core.envs.base import ToolRunner
 from whenpro_core.errors import ConfigError, ReplayError
 from whenpro_core.injection.executors import Continuation, ReplayContext
@@ -137,7 +138,7 @@ class _Session:
             if msg is None:
                 break
             try:
-                self.proc.stdin.write(orjson.dumps(msg) + b"\n")
+                self.proc.stdin.write(jsonio.dumps(msg) + b"\n")
                 self.proc.stdin.flush()
             except (OSError, ValueError):
                 break

@@ -14,8 +14,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-import orjson
 
+from whenpro_core import jsonio
 from whenpro_core.model import Step, Trace
 
 COMPARED = ("agent", "kind", "content", "tool_calls", "observation", "error", "media")
@@ -76,7 +76,7 @@ def _view(step: Step) -> dict:
 def differing_fields(a: Step, b: Step) -> list[str]:
     """The compared fields (module docstring) on which two steps differ."""
     va, vb = _view(a), _view(b)
-    return [f for f in COMPARED if orjson.dumps(va[f]) != orjson.dumps(vb[f])]
+    return [f for f in COMPARED if jsonio.dumps(va[f]) != jsonio.dumps(vb[f])]
 
 
 def diff_traces(a: Trace, b: Trace) -> TraceDiff:
@@ -87,7 +87,7 @@ def diff_traces(a: Trace, b: Trace) -> TraceDiff:
         prefix += 1
     rows = [DiffRow("same", i, i, sa[i].coord, sb[i].coord) for i in range(prefix)]
     rest_a, rest_b = sa[prefix:], sb[prefix:]
-    key = lambda s: orjson.dumps([s.agent, s.kind, s.content])  # noqa: E731
+    key = lambda s: jsonio.dumps([s.agent, s.kind, s.content])  # noqa: E731
     matcher = difflib.SequenceMatcher(None, [key(s) for s in rest_a], [key(s) for s in rest_b], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

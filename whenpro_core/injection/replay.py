@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Callable
 
-import orjson
 
+from whenpro_core import jsonio
 from whenpro_core.errors import ReplayError
 from whenpro_core.injection.executors import Continuation, Executor, ReplayContext
 from whenpro_core.injection.toolcache import ToolCache
@@ -62,7 +62,7 @@ class ReplayResult:
 
 
 def _public_bytes(step: Step) -> bytes:
-    return orjson.dumps(step.model_dump(mode="json", exclude={"hidden"}), option=orjson.OPT_SORT_KEYS)
+    return jsonio.dumps(step.model_dump(mode="json", exclude={"hidden"}), sort_keys=True)
 
 
 def prefix_matches(original: Trace, steps: list[Step], prefix_len: int) -> bool:

@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 import orjson
 
+from whenpro_core import jsonio
 from whenpro_core.envs.base import ToolOutput, ToolRunner
 from whenpro_core.model import Step, ToolCall
 
@@ -35,8 +36,7 @@ def call_key(calls: Iterable[ToolCall]) -> str:
     """SHA-256 (hex) of ``[[name, canonical arguments], ...]`` for a step's tool calls.
     Call ids are not part of the key (they differ between runs)."""
     payload = [[c.name, _canonical_args(c.arguments)] for c in calls]
-    data = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
-                        default=str)
+    data = jsonio.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(data).hexdigest()
 
 

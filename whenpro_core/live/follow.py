@@ -39,7 +39,7 @@ from typing import Any, AsyncIterator
 
 import orjson
 
-from whenpro_core.formats.base import loads
+from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.live.builders import LINE_FORMATS, common_prefix, make_builder, sniff_line
 from whenpro_core.live.events import HeaderUpdated, Idle, LineError, StepAdded, TraceReset
@@ -248,7 +248,7 @@ class FileFollower:
         if len(line) > MAX_LINE_BYTES:
             return [LineError(self.trace_key, self._line_no, "line too long", _preview(line))]
         try:
-            obj = loads(line)
+            obj = jsonio.loads(line)
         except orjson.JSONDecodeError as exc:
             return [LineError(self.trace_key, self._line_no, f"not valid JSON: {str(exc).split(':')[0]}",
                               _preview(line))]

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-import orjson
 
+from whenpro_core import jsonio
 from whenpro_core.errors import ConfigError
 from whenpro_core.live.events import (BudgetExhausted, DecisiveError, ExportRejected, FinalVerdict,
                                       HeaderUpdated, Idle, JudgeFailed, LineError, RunEnded, StepAdded,
@@ -134,7 +134,7 @@ class Printer:
             self.failed += 1
         if self.as_json:
             if self.show_steps or not isinstance(ev, (StepAdded, TraceUpdated, HeaderUpdated, Idle, TraceEvicted)):
-                self.write(orjson.dumps(event_record(ev)).decode())
+                self.write(jsonio.dumps(event_record(ev)).decode())
             return
         shown = None
         if isinstance(ev, TraceUpdated):

@@ -260,8 +260,8 @@ class AttributionMixin:
 
         try:
             path = save_verdict(trace, verdict)
-        except OSError as exc:
-            self.post_message(VerdictSaved(None, f"verdict not saved: {exc.strerror or exc}"))
+        except WhenproError as exc:
+            self.post_message(VerdictSaved(None, f"verdict not saved: {exc.one_line()}"))
             return
         self.post_message(VerdictSaved(str(path) if path else None))
 

@@ -1,0 +1,76 @@
+"""Verdict sidecars (``TRACE.verdicts.jsonl``): whenpro appends only to its own file, and
+a verdict that cannot be saved is still shown, with a warning saying why."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from whenpro_core.attribution.verdicts import load_verdicts, save_verdict
+from whenpro_core.errors import WhenproError
+from whenpro_core.formats import load_trace
+from whenpro_core.formats.native import write_trace
+from whenpro_core.model import Attribution
+
+from conftest import REPO, SAMPLES
+
+VERDICT = Attribution(agent="solver", step="3", mode="R.3", reason="wrong sum")
+
+
+@pytest.fixture
+def trace_file(tmp_path):
+    return write_trace(load_trace(SAMPLES / "team_text" / "trace.json"), tmp_path / "t.json")
+
+
+def _sidecar(trace_file):
+    return trace_file.with_name(trace_file.name + ".verdicts.jsonl")
+
+
+def test_verdicts_append_to_whenpros_own_sidecar(trace_file):
+    trace = load_trace(trace_file)
+    save_verdict(trace, VERDICT)
+    save_verdict(trace, VERDICT.model_copy(update={"step": "4"}))
+    assert [v.step for v in load_verdicts(trace)] == ["3", "4"]
+
+
+def test_a_foreign_file_with_the_sidecars_name_is_never_touched(trace_file):
+    foreign = _sidecar(trace_file)
+    foreign.write_text('{"my": "notes"}\n')
+    with pytest.raises(WhenproError) as info:
+        save_verdict(load_trace(trace_file), VERDICT)
+    assert str(foreign) in info.value.one_line() and "not a whenpro verdicts file" in info.value.one_line()
+    assert foreign.read_text() == '{"my": "notes"}\n'
+
+
+def test_a_folder_in_the_sidecars_place_is_a_whenpro_error(trace_file):
+    _sidecar(trace_file).mkdir()
+    with pytest.raises(WhenproError) as info:
+        save_verdict(load_trace(trace_file), VERDICT)
+    assert str(_sidecar(trace_file)) in info.value.one_line()
+
+
+def _attribute(*args):
+    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_prints_the_verdict_and_warns_when_it_cannot_be_saved(trace_file):
+    _sidecar(trace_file).mkdir()
+    out = _attribute(str(trace_file), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["attribution"]["step"]
+    assert "verdict not saved" in out.stderr and "--no-save" in out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_cli_leaves_a_foreign_file_alone(trace_file):
+    foreign = _sidecar(trace_file)
+    foreign.write_text("my own notes\n")
+    out = _attribute(str(trace_file))
+    assert out.returncode == 0, out.stderr
+    assert "Who" in out.stdout or "agent" in out.stdout.lower()
+    assert "not a whenpro verdicts file" in out.stderr
+    assert foreign.read_text() == "my own notes\n"
