@@ -53,3 +53,28 @@ def _mode_for(path: Path) -> int:
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """:func:`atomic_write_bytes` for UTF-8 text."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def check_can_write_in(folder: str | Path, *, path: str | Path | None = None,
+                       what: str = "file") -> None:
+    """Check, before any long work, that files can be created in ``folder`` (which may
+    not exist yet: its nearest existing ancestor must be a writable folder). Creates
+    nothing that stays: it probes with a temp file it removes.
+
+    Raises WhenproError naming ``path`` (default: ``folder``): "parent ... is a file"
+    when an ancestor is a file, else "cannot write <what>: <reason>".
+    """
+    folder = Path(folder)
+    named = Path(path) if path is not None else folder
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise WhenproError(f"cannot write {what}: parent {probe} is a file", path=named,
+                           expected="a path inside a folder")
+    try:  # a real probe: os.access says yes to root in /proc, which then refuses
+        fd, tmp = tempfile.mkstemp(prefix=".whenpro-probe.", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise WhenproError(f"cannot write {what}: {exc.strerror or exc}", path=named) from None
