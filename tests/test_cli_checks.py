@@ -50,3 +50,24 @@ def test_bench_report_dir_under_a_file_is_refused_before_the_run(tmp_path):
                   "--report-dir", str(tmp_path / "f" / "rep"))
     one_line_error(out, "is a file")
     assert not (tmp_path / "r.jsonl").exists()
+
+
+# 2. ls and bench take PATH#key (one trace), as info/view/convert/attribute do
+
+def test_ls_lists_the_one_trace_of_a_path_key(real_traces):
+    out = whenpro("ls", f"{JSONL}#3")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].split()[0] == f"{JSONL}#3" and "dabench_smolagents_0024" in lines[0]
+
+
+def test_ls_path_with_an_unknown_key_is_one_line(real_traces):
+    one_line_error(whenpro("ls", f"{JSONL}#999"), "text.jsonl")
+
+
+def test_bench_runs_the_one_trace_of_a_path_key(real_traces, tmp_path):
+    out = whenpro("bench", f"{JSONL}#3", "--protocol", "heuristic", "--out", str(tmp_path / "r.jsonl"),
+                  "--no-report")
+    assert out.returncode == 0, out.stderr
+    assert "1 traces × 1 settings = 1 items" in out.stderr
+    assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 1

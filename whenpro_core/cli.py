@@ -63,7 +63,7 @@ def info(path: str = typer.Argument(..., help="A trace file, path#key, dataset f
 
 @app.command("ls")
 @handles_errors
-def ls_(path: str = typer.Argument(..., help="A trace file, dataset folder or glob."),
+def ls_(path: str = typer.Argument(..., help="A trace file, path#key, dataset folder or glob."),
         json_lines: bool = typer.Option(False, "--json", help="One JSON object per line.")) -> None:
     """List traces, one line each (id, framework, benchmark, modality, steps, GT)."""
     from whenpro_core import summary
@@ -234,7 +234,7 @@ def models(
 @app.command()
 @handles_errors
 def bench(
-    dataset: str = typer.Argument(..., help="A dataset: folder, glob, JSONL release or trace file."),
+    dataset: str = typer.Argument(..., help="A dataset: folder, glob, JSONL release, trace file or path#key."),
     protocol: Optional[str] = typer.Option(
         None, "--protocol", "-p",
         help="Comma-separated protocols: heuristic, all-at-once, step-by-step, binary-search, "
