@@ -4,6 +4,7 @@ never a half-done run."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -16,7 +17,8 @@ JSONL = REAL_TRACES / "who-when-pro-jsonl" / "data" / "text.jsonl"
 
 
 def whenpro(*args: str, cwd=REPO, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd,
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # the worktree's packages from any cwd
+    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120, **kw)
 
 
@@ -71,3 +73,19 @@ def test_bench_runs_the_one_trace_of_a_path_key(real_traces, tmp_path):
     assert out.returncode == 0, out.stderr
     assert "1 traces × 1 settings = 1 items" in out.stderr
     assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 1
+
+
+# 3. options that contradict each other are refused, not silently dropped
+
+@pytest.mark.parametrize("args, words", [
+    (["bench", TRACE, "--both", "--no-gold"], ["--both and --no-gold do not go together"]),
+    (["bench", TRACE, "--limit", "3", "--sample", "2"], ["--limit and --sample do not go together"]),
+    (["attribute", TRACE, "--protocol", "heuristic", "--model", "openai:gpt-4.1"],
+     ["--protocol heuristic and --model do not go together", "heuristic uses no model"]),
+    (["view", "--no-judge", str(SAMPLES)], ["--no-judge and PATH do not go together", "--follow"]),
+    (["view", "--model", "openai:gpt-4.1", TRACE], ["--model and PATH do not go together"]),
+])
+def test_conflicting_options_are_one_line(tmp_path, args, words):
+    out = whenpro(*args, cwd=tmp_path)
+    one_line_error(out, *words)
+    assert list(tmp_path.iterdir()) == []  # nothing was run or written

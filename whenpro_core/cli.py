@@ -52,6 +52,11 @@ def handles_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def _not_together(first: str, second: str, expected: str = "one of them") -> None:
+    """Raise the one-line error for two options that contradict each other."""
+    raise ConfigError(f"{first} and {second} do not go together", expected=expected)
+
+
 @app.command()
 @handles_errors
 def info(path: str = typer.Argument(..., help="A trace file, path#key, dataset folder or glob.")) -> None:
@@ -127,6 +132,15 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
     results, review a built dataset, or watch runs live."""
     from whenpro_core.opening import open_target
     from whenpro_tui.starts import LiveOptions, view_start
+
+    if follow is None and otlp is None:  # live-judging options would be dropped silently
+        given = [name for name, on in (("--no-judge", not judge), ("--protocol", protocol is not None),
+                                       ("--model", model is not None), ("--budget-calls", budget_calls is not None),
+                                       ("--budget-tokens", budget_tokens is not None),
+                                       ("--budget-usd", budget_usd is not None),
+                                       ("--idle-timeout", idle_timeout > 0)) if on]
+        if given:
+            _not_together(given[0], "PATH", expected=f"{given[0]} with --follow FILE or --otlp [HOST:PORT]")
 
     live = LiveOptions(judge=judge, protocol=protocol, model=model, budget_calls=budget_calls,
                        budget_tokens=budget_tokens, budget_usd=budget_usd,
@@ -264,6 +278,10 @@ def bench(
     """Evaluate attribution protocols over a dataset; resumable, then report."""
     from whenpro_core.bench.cli_bench import bench_command
 
+    if both and not gold:
+        _not_together("--both", "--no-gold", expected="--both (runs with and without the gold answer)")
+    if limit is not None and sample is not None:
+        _not_together("--limit", "--sample")
     bench_command(dataset, protocols=protocol, models=model, gold=gold, both=both, where=where,
                   limit=limit, sample=sample, seed=seed, concurrency=concurrency, out=out,
                   tolerance=tolerance, retry_errors=retry_errors, use_cache=not no_cache,
