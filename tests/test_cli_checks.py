@@ -89,3 +89,17 @@ def test_conflicting_options_are_one_line(tmp_path, args, words):
     out = whenpro(*args, cwd=tmp_path)
     one_line_error(out, *words)
     assert list(tmp_path.iterdir()) == []  # nothing was run or written
+
+
+# 4. view --serve on a busy port: one line before "serving on ..."
+
+def test_view_serve_on_a_busy_port_is_one_line():
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = whenpro("view", TRACE, "--serve", "--port", str(port))
+    one_line_error(out, f"cannot listen on 127.0.0.1:{port}")
+    assert "serving on" not in out.stderr

@@ -108,7 +108,7 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
                                            help="Image drawing: auto, kitty, sixel, halfcell, off."),
          serve: bool = typer.Option(False, "--serve",
                                     help="Serve the app in a browser on 127.0.0.1 instead."),
-         port: int = typer.Option(8000, "--port", help="Port for --serve."),
+         port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port for --serve."),
          # tuiresults: results screen, validation mode, live views
          results: Optional[list[str]] = typer.Option(None, "--results",
                                                      help="Explore bench results (PATH: the dataset)."),
@@ -154,8 +154,9 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
             from whenpro_core.errors import ConfigError
 
             raise ConfigError("--serve opens a PATH only", expected="whenpro view PATH --serve")
-        from whenpro_tui.serve import HOST, serve as serve_app
+        from whenpro_tui.serve import HOST, check_port, serve as serve_app
 
+        check_port(port)
         typer.echo(f"whenpro: serving on http://{HOST}:{port} (ctrl+c stops)", err=True)
         serve_app(path, show_labels=labels, images=images.value, port=port)
         return
