@@ -103,3 +103,38 @@ def test_view_serve_on_a_busy_port_is_one_line():
         out = whenpro("view", TRACE, "--serve", "--port", str(port))
     one_line_error(out, f"cannot listen on 127.0.0.1:{port}")
     assert "serving on" not in out.stderr
+
+
+# 5. numbers out of range (and nan) fail at parse time, before any plan or run
+
+@pytest.mark.parametrize("args, option", [
+    (["inject", TRACE, "--step", "#1", "--mode", "R.3", "--timeout", "-1"], "--timeout"),
+    (["inject", TRACE, "--step", "#1", "--mode", "R.3", "--timeout", "nan"], "--timeout"),
+    (["inject", TRACE, "--step", "#1", "--mode", "R.3", "--message-timeout", "0"], "--message-timeout"),
+    (["bench", TRACE, "--tolerance", "-1"], "--tolerance"),
+    (["bench", TRACE, "--concurrency", "0"], "--concurrency"),
+    (["bench", TRACE, "--limit", "0"], "--limit"),
+    (["bench", TRACE, "--sample", "0"], "--sample"),
+    (["report", "r.jsonl", "--tolerance", "-2"], "--tolerance"),
+    (["build", TRACE, "--out", "ds", "--per-seed", "0"], "--per-seed"),
+    (["build", TRACE, "--out", "ds", "--concurrency", "0"], "--concurrency"),
+    (["build", TRACE, "--out", "ds", "--timeout", "inf"], "--timeout"),
+    (["run", "arith_team", "--out", "runs", "--n", "0"], "--n"),
+    (["watch", TRACE, "--idle-timeout", "-5"], "--idle-timeout"),
+    (["watch", TRACE, "--budget-usd", "nan"], "--budget-usd"),
+    (["view", TRACE, "--serve", "--port", "70000"], "--port"),
+    (["attribute", TRACE, "--timeout", "nan"], "--timeout"),
+    (["keyframes", "v.mp4", "--threshold", "2"], "--threshold"),
+    (["keyframes", "v.mp4", "--max-side", "0"], "--max-side"),
+])
+def test_numbers_out_of_range_fail_at_parse_time(tmp_path, args, option):
+    out = whenpro(*args, cwd=tmp_path)
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert option in out.stderr and "Invalid value" in out.stderr and "Traceback" not in out.stderr
+    assert "items" not in out.stderr  # refused before the bench plan
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bench_empty_where_is_one_line(tmp_path):
+    one_line_error(whenpro("bench", TRACE, "--where", "", cwd=tmp_path), "--where")
+    assert list(tmp_path.iterdir()) == []

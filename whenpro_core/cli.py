@@ -11,6 +11,7 @@ import time
 #: Process start (as seen by this module), for the TUI's "started in N ms" log line.
 START_NS = time.perf_counter_ns()
 
+import math  # noqa: E402
 import sys  # noqa: E402
 from enum import Enum  # noqa: E402
 from functools import wraps
@@ -50,6 +51,24 @@ def handles_errors(fn: Callable) -> Callable:
             raise typer.Exit(130) from None
 
     return wrapper
+
+
+def _finite(low: float, *, above: bool = False, what: str = "a number") -> Callable[[str], float]:
+    """A typer ``parser`` for a finite float of at least ``low`` (more than ``low`` when
+    ``above``): nan and ±inf are refused, which ``min=`` alone lets through (inf)."""
+    def parse(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value) or value < low or (above and value == low):
+            raise ValueError(f"expected {what} {'above' if above else 'of at least'} {low:g}")
+        return value
+
+    return parse
+
+
+#: Seconds that must be more than 0; seconds where 0 means "never"; money.
+SECONDS = _finite(0, above=True, what="seconds")
+SECONDS_OR_0 = _finite(0, what="seconds")
+AMOUNT = _finite(0, what="an amount")
 
 
 def _not_together(first: str, second: str, expected: str = "one of them") -> None:
@@ -122,8 +141,8 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
          model: Optional[str] = typer.Option(None, "--model", "-m", help="Live judging: provider:model."),
          budget_calls: Optional[int] = typer.Option(None, "--budget-calls", min=0, help="Live: N LLM calls."),
          budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", min=0, help="Live: N tokens."),
-         budget_usd: Optional[float] = typer.Option(None, "--budget-usd", min=0, help="Live: X US dollars."),
-         idle_timeout: float = typer.Option(0.0, "--idle-timeout",
+         budget_usd: Optional[float] = typer.Option(None, "--budget-usd", parser=AMOUNT, help="Live: X US dollars."),
+         idle_timeout: float = typer.Option(0.0, "--idle-timeout", parser=SECONDS_OR_0,
                                             help="Live: end judging after S quiet seconds (0: never)."),
          store: Optional[Path] = typer.Option(None, "--store", help="With --otlp: folder for received traces."),
          allow_remote: bool = typer.Option(False, "--allow-remote",
@@ -181,7 +200,8 @@ def attribute(
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="Base URL of the model's provider "
                                            "(e.g. an OpenAI-compatible server)."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per model call."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", parser=_finite(1, what="seconds"),
+                                            help="Seconds per model call."),
     max_retries: Optional[int] = typer.Option(None, "--max-retries", min=0,
                                               help="Retries of a failed call (429/5xx/timeouts)."),
 ) -> None:
@@ -197,7 +217,7 @@ def attribute(
 @app.command()
 @handles_errors
 def run(env: str = typer.Argument(..., help="A built-in environment: arith_team or code_pair."),
-        n: int = typer.Option(5, "--n", help="Number of runs (seeds SEED .. SEED+N-1)."),
+        n: int = typer.Option(5, "--n", min=1, help="Number of runs (seeds SEED .. SEED+N-1)."),
         out: Path = typer.Option(..., "--out", help="Folder for the native traces, one per run."),
         seed: int = typer.Option(0, "--seed", help="First seed."),
         model: str = typer.Option("reference", "--model",
@@ -215,11 +235,13 @@ def keyframes(video: Path = typer.Argument(..., help="A video file (mp4, mkv, we
               max_frames: int = typer.Option(8, "--max", min=1, max=1000, help="Keyframes to pick at most."),
               out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: ./<video stem>_keyframes)."),
               force: bool = typer.Option(False, "--force", help="Replace keyframes in a non-empty folder."),
-              threshold: float = typer.Option(0.3, "--threshold", help="Cut threshold (Bhattacharyya distance, 0-1)."),
+              threshold: float = typer.Option(0.3, "--threshold", min=0.0, max=1.0,
+                                             help="Cut threshold (Bhattacharyya distance, 0-1)."),
               min_scene: int = typer.Option(10, "--min-scene", min=1, help="Fewest frames between two cuts."),
               stride: int = typer.Option(1, "--stride", min=1, max=100,
                                          help="Analyse every Nth frame (faster; cuts up to N-1 frames late)."),
-              max_side: int = typer.Option(640, "--max-side", help="Longest side of the JPEGs, pixels."),
+              max_side: int = typer.Option(640, "--max-side", min=16, max=8192,
+                                          help="Longest side of the JPEGs, pixels."),
               no_cache: bool = typer.Option(False, "--no-cache",
                                             help="Neither read nor write the keyframe cache.")) -> None:
     """Extract a video's keyframes (hard cuts + uniform fill) as JPEGs with an index.json."""
@@ -262,13 +284,13 @@ def bench(
         None, "--where", "-w",
         help="Filters KEY=VALUE[,KEY=VALUE]; keys modality, framework, benchmark, mode, id, "
              "format; VALUE may list alternatives with |."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Run the first N traces only."),
-    sample: Optional[int] = typer.Option(None, "--sample", help="Run a random sample of N traces."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Run the first N traces only."),
+    sample: Optional[int] = typer.Option(None, "--sample", min=1, help="Run a random sample of N traces."),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
-    concurrency: int = typer.Option(8, "--concurrency", "-j", help="Items in flight at once."),
+    concurrency: int = typer.Option(8, "--concurrency", "-j", min=1, max=1024, help="Items in flight at once."),
     out: Path = typer.Option(Path("bench-results.jsonl"), "--out", "-o",
                              help="Results JSONL (appended to; rerun to resume)."),
-    tolerance: int = typer.Option(1, "--tolerance", "-k", help="k of the ±k step accuracy."),
+    tolerance: int = typer.Option(1, "--tolerance", "-k", min=0, help="k of the ±k step accuracy."),
     retry_errors: bool = typer.Option(False, "--retry-errors",
                                       help="Run again the items that failed."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
@@ -311,8 +333,8 @@ def inject(trace: str = typer.Argument(..., help="The seed trace (normally a suc
            no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
            out: Optional[Path] = typer.Option(None, "--out", help="Counterfactual file (default: next to TRACE)."),
            seed: int = typer.Option(0, "--seed", help="Seed of the mutator's choices."),
-           timeout: float = typer.Option(600.0, "--timeout", help="Seconds for the whole continuation."),
-           message_timeout: float = typer.Option(60.0, "--message-timeout",
+           timeout: float = typer.Option(600.0, "--timeout", parser=SECONDS, help="Seconds for the whole continuation."),
+           message_timeout: float = typer.Option(60.0, "--message-timeout", parser=SECONDS,
                                                  help="Seconds to wait for each message of a cmd: executor."),
            force: bool = typer.Option(False, "--force", help="Overwrite the output file.")) -> None:
     """Inject an error at a step, warm-start replay the rest, and verify the counterfactual."""
@@ -331,7 +353,7 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
           modes: Optional[str] = typer.Option(None, "--modes",
                                               help="Comma-separated failure modes (default: every mode "
                                                    "with an offline mutator)."),
-          per_seed: int = typer.Option(2, "--per-seed", "-n", help="Injections to attempt per seed run."),
+          per_seed: int = typer.Option(2, "--per-seed", "-n", min=1, help="Injections to attempt per seed run."),
           generator: str = typer.Option("offline", "--generator", help="offline (mutators) or llm."),
           model: Optional[str] = typer.Option(None, "--model", "-m", help="provider:model for --generator llm."),
           executor: str = typer.Option("builtin", "--executor",
@@ -340,9 +362,9 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
                                      help="files (data_release/<modality>/<benchmark>/<framework>/...) or "
                                           "jsonl (data/<modality>.jsonl)."),
           seed: int = typer.Option(0, "--seed", help="Seed of the step/mode choice and the mutators."),
-          concurrency: int = typer.Option(4, "--concurrency", "-j", help="Attempts in flight at once."),
-          timeout: float = typer.Option(600.0, "--timeout", help="Seconds for one continuation."),
-          message_timeout: float = typer.Option(60.0, "--message-timeout",
+          concurrency: int = typer.Option(4, "--concurrency", "-j", min=1, max=1024, help="Attempts in flight at once."),
+          timeout: float = typer.Option(600.0, "--timeout", parser=SECONDS, help="Seconds for one continuation."),
+          message_timeout: float = typer.Option(60.0, "--message-timeout", parser=SECONDS,
                                                 help="Seconds to wait for each message of a cmd: executor."),
           force: bool = typer.Option(False, "--force", help="Write into a non-build folder, or start over."),
           revalidate: bool = typer.Option(False, "--revalidate",
@@ -361,7 +383,7 @@ def report(
     results: list[str] = typer.Argument(..., help="Results JSONL file(s) from whenpro bench."),
     out: Optional[Path] = typer.Option(None, "--out", "-o",
                                        help="Folder for report.json/md (default: next to results)."),
-    tolerance: Optional[int] = typer.Option(None, "--tolerance", "-k",
+    tolerance: Optional[int] = typer.Option(None, "--tolerance", "-k", min=0,
                                             help="k of the ±k step accuracy (default: as run)."),
 ) -> None:
     """Re-render the benchmark report (tables, report.json, report.md, plot) from results."""
@@ -384,8 +406,9 @@ def watch(
     budget_calls: Optional[int] = typer.Option(None, "--budget-calls", min=0, help="Stop judging after N LLM calls."),
     budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", min=0,
                                                 help="Stop judging after N tokens (input + output)."),
-    budget_usd: Optional[float] = typer.Option(None, "--budget-usd", min=0, help="Stop judging after X US dollars."),
-    idle_timeout: float = typer.Option(30.0, "--idle-timeout",
+    budget_usd: Optional[float] = typer.Option(None, "--budget-usd", parser=AMOUNT,
+                                               help="Stop judging after X US dollars."),
+    idle_timeout: float = typer.Option(30.0, "--idle-timeout", parser=SECONDS_OR_0,
                                        help="End the run after S seconds without new data (0: never)."),
     final_pass: bool = typer.Option(False, "--final-pass",
                                     help="When the run ends, judge it whole (all-at-once with --model)."),
