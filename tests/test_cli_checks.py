@@ -138,3 +138,36 @@ def test_numbers_out_of_range_fail_at_parse_time(tmp_path, args, option):
 def test_bench_empty_where_is_one_line(tmp_path):
     one_line_error(whenpro("bench", TRACE, "--where", "", cwd=tmp_path), "--where")
     assert list(tmp_path.iterdir()) == []
+
+
+# 6. a closed stdout pipe (| head) ends quietly; watch says which of FILE/--otlp is wrong
+
+def test_watch_into_a_closed_pipe_ends_quietly(tmp_path):
+    import json
+
+    from whenpro_core.formats import load_trace
+
+    sample = load_trace(SAMPLES / "team_text" / "trace.json")
+    header = {"format": "whenpro.trace/1", "id": "live-run", "framework": sample.framework,
+              "task": sample.task.model_dump(), "agents": [a.model_dump() for a in sample.agents]}
+    steps = [s.model_dump(mode="json", exclude={"index", "coord"}) for s in sample.steps]
+    lines = [header, *(steps[i % len(steps)] for i in range(3000)), {"id": "live-run", "outcome": "failure"}]
+    run = tmp_path / "run.jsonl"
+    run.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    shell = (f"( {sys.executable} -m whenpro_core.cli watch {run} --json --steps "
+             f"--idle-timeout 0.5 2>err; echo $? >rc ) | head -3")
+    out = subprocess.run(["bash", "-c", shell], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert len(out.stdout.splitlines()) == 3
+    assert (tmp_path / "err").read_text() == ""
+    assert (tmp_path / "rc").read_text().strip() == "141"
+
+
+@pytest.mark.parametrize("args, words", [
+    ([], ["nothing to watch", "give a FILE to follow or --otlp [HOST:PORT]"]),
+    (["x.jsonl", "--otlp"], ["FILE and --otlp do not go together"]),
+])
+def test_watch_says_which_of_file_and_otlp_is_wrong(tmp_path, args, words):
+    out = whenpro("watch", *args, cwd=tmp_path)
+    one_line_error(out, *words)
+    assert "not both" not in out.stderr

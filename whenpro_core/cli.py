@@ -32,8 +32,22 @@ app = typer.Typer(
 )
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush into a closed pipe
+    prints no second error (Python docs, "Note on SIGPIPE")."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def handles_errors(fn: Callable) -> Callable:
-    """Decorator: print a WhenproError as one line (``whenpro: error: ...``) and exit 2."""
+    """Decorator: print a WhenproError as one line (``whenpro: error: ...``) and exit 2;
+    a stdout pipe closed by its reader (``| head``) ends quietly with status 141 (128 +
+    SIGPIPE, as shell tools killed by the signal)."""
 
     @wraps(fn)
     def wrapper(*args, **kwargs):
@@ -42,6 +56,9 @@ def handles_errors(fn: Callable) -> Callable:
         except WhenproError as exc:
             typer.echo(f"whenpro: error: {exc.one_line()}", err=True)
             raise typer.Exit(2) from None
+        except BrokenPipeError:  # stdout closed early (| head): end quietly, as a killed pipe does
+            _quiet_stdout()
+            raise typer.Exit(141) from None
         except OSError as exc:  # a file-system failure no module turned into a WhenproError
             where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
             typer.echo(f"whenpro: error: {where}{exc.strerror or exc}", err=True)
