@@ -171,3 +171,19 @@ def test_watch_says_which_of_file_and_otlp_is_wrong(tmp_path, args, words):
     out = whenpro("watch", *args, cwd=tmp_path)
     one_line_error(out, *words)
     assert "not both" not in out.stderr
+
+
+# 7. whenpro --version
+
+def test_version_prints_the_package_version():
+    import whenpro_core
+
+    out = whenpro("--version")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"whenpro {whenpro_core.__version__}"
+
+
+def test_bare_whenpro_prints_help_with_clicks_usage_status():
+    out = whenpro()
+    assert out.returncode == 2  # click >= 8.2: no_args_is_help is a usage error
+    assert "Usage: whenpro" in out.stdout + out.stderr and "bench" in out.stdout + out.stderr

@@ -32,6 +32,31 @@ app = typer.Typer(
 )
 
 
+def package_version() -> str:
+    """The installed distribution's version, else ``whenpro_core.__version__`` (a source
+    checkout run with ``python -m``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("whenpro")
+    except PackageNotFoundError:
+        import whenpro_core
+
+        return getattr(whenpro_core, "__version__", "unknown")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"whenpro {package_version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main_options(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                               help="Print the version and exit.")) -> None:
+    """Debug failed LLM agent runs: who failed, when, and how."""
+
+
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null, so the interpreter's last flush into a closed pipe
     prints no second error (Python docs, "Note on SIGPIPE")."""
