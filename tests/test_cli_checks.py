@@ -187,3 +187,38 @@ def test_bare_whenpro_prints_help_with_clicks_usage_status():
     out = whenpro()
     assert out.returncode == 2  # click >= 8.2: no_args_is_help is a usage error
     assert "Usage: whenpro" in out.stdout + out.stderr and "bench" in out.stdout + out.stderr
+
+
+# 8. convert: a .json name for many traces, a parent that is a file, a full disk, a device
+
+def test_convert_many_traces_to_a_json_name_is_refused(tmp_path):
+    out = whenpro("convert", str(SAMPLES), str(tmp_path / "single.json"))
+    one_line_error(out, "single.json", "ends in .json", "traces", "give a folder")
+    assert not (tmp_path / "single.json").exists()
+
+
+def test_convert_under_a_file_says_the_parent_is_a_file(tmp_path):
+    (tmp_path / "f").write_text("mine")
+    out = whenpro("convert", TRACE, str(tmp_path / "f" / "x.json"))
+    one_line_error(out, "x.json", f"parent {tmp_path / 'f'} is a file")
+    assert (tmp_path / "f").read_text() == "mine"
+
+
+def test_convert_never_replaces_a_special_file(tmp_path):
+    import os
+    import stat
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    out = whenpro("convert", TRACE, str(fifo), "--force")
+    one_line_error(out, "pipe", "not a regular file")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+@pytest.mark.parametrize("args", [["ls", str(SAMPLES)], ["schema"], ["info", TRACE]])
+def test_a_full_stdout_is_one_line_naming_stdout(args):
+    with open("/dev/full", "w") as full:
+        out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, stdout=full,
+                             stderr=subprocess.PIPE, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == ["whenpro: error: stdout: No space left on device"]

@@ -69,6 +69,21 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _failed_on_stdout(exc: BaseException) -> bool:
+    """True when ``exc`` was raised while writing to stdout (e.g. ``> /dev/full``): a frame
+    of its traceback holds sys.stdout, directly (typer.echo's ``file``) or as a rich
+    Console's file. Such errors carry no file name of their own."""
+    tb = exc.__traceback__
+    while tb is not None:
+        for value in tb.tb_frame.f_locals.values():
+            if value is sys.stdout or (type(value).__name__ == "Console"
+                                       and getattr(value, "_file", None) in (None, sys.stdout)
+                                       and not getattr(value, "stderr", True)):
+                return True
+        tb = tb.tb_next
+    return False
+
+
 def handles_errors(fn: Callable) -> Callable:
     """Decorator: print a WhenproError as one line (``whenpro: error: ...``) and exit 2;
     a stdout pipe closed by its reader (``| head``) ends quietly with status 141 (128 +
@@ -86,6 +101,9 @@ def handles_errors(fn: Callable) -> Callable:
             raise typer.Exit(141) from None
         except OSError as exc:  # a file-system failure no module turned into a WhenproError
             where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+            if not where and _failed_on_stdout(exc):
+                where = "stdout: "  # e.g. > /dev/full
+                _quiet_stdout()  # the exit flush would fail again
             typer.echo(f"whenpro: error: {where}{exc.strerror or exc}", err=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
@@ -506,6 +524,7 @@ def serve(
 
 
 @app.command()
+@handles_errors
 def schema() -> None:
     """Print the JSON Schema of the native trace format."""
     import json

@@ -14,12 +14,20 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     then ``os.replace``. Creates missing parent folders. Returns the path.
 
     Raises WhenproError ("cannot write file: <reason>", naming the path) when the
-    folder cannot be created or written; the original file is then untouched.
+    folder cannot be created or written ("parent ... is a file" when an ancestor is a
+    file), or when ``path`` is not a regular file (a device such as /dev/full, a FIFO:
+    never replaced); the original file is then untouched.
     """
     path = Path(path)
+    if path.exists() and not path.is_file():  # a folder, device, FIFO or socket: never replaced
+        raise WhenproError("cannot write file: not a regular file", path=path,
+                           expected="a file path")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except (FileExistsError, NotADirectoryError):
+        check_can_write_in(path.parent, path=path)  # names the parent that is a file
+        raise
     except OSError as exc:
         raise WhenproError(f"cannot write file: {exc.strerror or exc}", path=path) from None
     try:
