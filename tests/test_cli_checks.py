@@ -222,3 +222,22 @@ def test_a_full_stdout_is_one_line_naming_stdout(args):
                              stderr=subprocess.PIPE, text=True, timeout=60)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == ["whenpro: error: stdout: No space left on device"]
+
+
+# 9. build that keeps no trace exits 1 and says why, keeping the manifest
+
+def test_build_that_keeps_nothing_exits_1_with_the_reasons(tmp_path):
+    out = whenpro("build", TRACE, "--out", str(tmp_path / "ds"))  # a failed run: no seed to use
+    assert out.returncode == 1, out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("whenpro: no trace kept") and "not_success 1" in last and "manifest.json" in last
+    assert (tmp_path / "ds" / "manifest.json").is_file()
+
+
+def test_build_whose_replays_all_fail_exits_1_with_the_drop_reasons(tmp_path):
+    assert whenpro("run", "arith_team", "--n", "1", "--out", str(tmp_path / "runs")).returncode == 0
+    out = whenpro("build", str(tmp_path / "runs"), "--out", str(tmp_path / "ds"), "--per-seed", "1",
+                  "--executor", "cmd:false")
+    assert out.returncode == 1, out.stderr
+    assert "no trace kept" in out.stderr and "replay_failed 1" in out.stderr
+    assert (tmp_path / "ds" / "manifest.json").is_file()

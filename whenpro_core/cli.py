@@ -429,12 +429,19 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
           force: bool = typer.Option(False, "--force", help="Write into a non-build folder, or start over."),
           revalidate: bool = typer.Option(False, "--revalidate",
                                           help="Refresh the manifest's validation counts (no SEEDS needed).")) -> None:
-    """Build a benchmark dataset: inject errors into successful runs, replay, verify, keep the decisive ones."""
-    from whenpro_core.bench.build import build_command
+    """Build a benchmark dataset: inject errors into successful runs, replay, verify, keep the decisive ones.
 
-    build_command(seeds, out, modes=modes, per_seed=per_seed, generator=generator, model=model,
-                  executor=executor, layout=layout, seed=seed, concurrency=concurrency, timeout=timeout,
-                  message_timeout=message_timeout, force=force, revalidate=revalidate, echo=typer.echo)
+    Exit status: 0 some trace kept, 1 none kept (the reasons on stderr; manifest.json kept), 2 bad input."""
+    from whenpro_core.bench.build import build_command, nothing_kept
+
+    manifest = build_command(seeds, out, modes=modes, per_seed=per_seed, generator=generator, model=model,
+                             executor=executor, layout=layout, seed=seed, concurrency=concurrency,
+                             timeout=timeout, message_timeout=message_timeout, force=force,
+                             revalidate=revalidate, echo=typer.echo)
+    empty = nothing_kept(manifest, out) if seeds is not None else None
+    if empty:
+        typer.echo(f"whenpro: {empty}", err=True)
+        raise typer.Exit(1)
 
 
 @app.command()
