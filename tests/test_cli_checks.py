@@ -241,3 +241,27 @@ def test_build_whose_replays_all_fail_exits_1_with_the_drop_reasons(tmp_path):
     assert out.returncode == 1, out.stderr
     assert "no trace kept" in out.stderr and "replay_failed 1" in out.stderr
     assert (tmp_path / "ds" / "manifest.json").is_file()
+
+
+# 10. report warns (stderr, one line per file) about the lines it skipped
+
+def test_report_warns_about_skipped_lines(tmp_path):
+    results = tmp_path / "r.jsonl"
+    ran = whenpro("bench", str(SAMPLES), "--protocol", "heuristic", "--out", str(results), "--no-report")
+    assert ran.returncode == 0, ran.stderr
+    good = results.read_text().splitlines()
+    results.write_text("\n".join(["garbage", *good[:2], "{}", *good[2:]]) + "\n")
+    out = whenpro("report", str(results), "--out", str(tmp_path / "rep"))
+    assert out.returncode == 0, out.stderr
+    warnings = [line for line in out.stderr.splitlines() if line.startswith("whenpro: warning:")]
+    assert warnings == [f"whenpro: warning: {results}: skipped 2 lines that are not whenpro bench "
+                        "records (lines 1, 4)"]
+
+
+def test_report_counts_many_skipped_lines(tmp_path):
+    results = tmp_path / "r.jsonl"
+    assert whenpro("bench", TRACE, "--protocol", "heuristic", "--out", str(results), "--no-report").returncode == 0
+    results.write_text(results.read_text() + "junk\n" * 30)
+    out = whenpro("report", str(results), "--out", str(tmp_path / "rep"))
+    warnings = [line for line in out.stderr.splitlines() if line.startswith("whenpro: warning:")]
+    assert len(warnings) == 1 and "skipped 30 lines" in warnings[0] and "lines 2, 3, 4, 5, 6, …" in warnings[0]
