@@ -19,7 +19,7 @@ JSONL = REAL_TRACES / "who-when-pro-jsonl" / "data" / "text.jsonl"
 def whenpro(*args: str, cwd=REPO, **kw) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}  # the worktree's packages from any cwd
     return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120, **kw)
+                          capture_output=True, text=True, timeout=120, check=False, **kw)
 
 
 def one_line_error(out: subprocess.CompletedProcess, *words: str) -> None:
@@ -156,7 +156,7 @@ def test_watch_into_a_closed_pipe_ends_quietly(tmp_path):
     run.write_text("".join(json.dumps(line) + "\n" for line in lines))
     shell = (f"( {sys.executable} -m whenpro_core.cli watch {run} --json --steps "
              f"--idle-timeout 0.5 2>err; echo $? >rc ) | head -3")
-    out = subprocess.run(["bash", "-c", shell], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    out = subprocess.run(["bash", "-c", shell], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert len(out.stdout.splitlines()) == 3
     assert (tmp_path / "err").read_text() == ""
@@ -219,7 +219,7 @@ def test_convert_never_replaces_a_special_file(tmp_path):
 def test_a_full_stdout_is_one_line_naming_stdout(args):
     with open("/dev/full", "w") as full:
         out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, stdout=full,
-                             stderr=subprocess.PIPE, text=True, timeout=60)
+                             stderr=subprocess.PIPE, text=True, timeout=60, check=False)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == ["whenpro: error: stdout: No space left on device"]
 
@@ -254,8 +254,8 @@ def test_report_warns_about_skipped_lines(tmp_path):
     out = whenpro("report", str(results), "--out", str(tmp_path / "rep"))
     assert out.returncode == 0, out.stderr
     warnings = [line for line in out.stderr.splitlines() if line.startswith("whenpro: warning:")]
-    assert warnings == [f"whenpro: warning: {results}: skipped 2 lines that are not whenpro bench "
-                        "records (lines 1, 4)"]
+    expected = f"whenpro: warning: {results}: skipped 2 lines that are not whenpro bench records (lines 1, 4)"
+    assert warnings == [expected]
 
 
 def test_report_counts_many_skipped_lines(tmp_path):

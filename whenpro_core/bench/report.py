@@ -313,7 +313,7 @@ def skipped_warnings(problems: Sequence[str], shown: int = 5) -> list[str]:
     records (lines 3, 9, …)``, listing at most ``shown`` line numbers."""
     by_file: dict[str, list[str]] = {}
     for note in problems:
-        path, sep, rest = note.rpartition(": not a whenpro bench record")
+        path, sep, _ = note.rpartition(": not a whenpro bench record")
         where, _, line = path.rpartition(":")
         if sep and line.isdigit():
             by_file.setdefault(where, []).append(line)
