@@ -11,6 +11,7 @@ import time
 #: Process start (as seen by this module), for the TUI's "started in N ms" log line.
 START_NS = time.perf_counter_ns()
 
+import math  # noqa: E402
 import sys  # noqa: E402
 from enum import Enum  # noqa: E402
 from functools import wraps
@@ -31,8 +32,62 @@ app = typer.Typer(
 )
 
 
+def package_version() -> str:
+    """The installed distribution's version, else ``whenpro_core.__version__`` (a source
+    checkout run with ``python -m``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("whenpro")
+    except PackageNotFoundError:
+        import whenpro_core
+
+        return getattr(whenpro_core, "__version__", "unknown")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"whenpro {package_version()}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main_options(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                               help="Print the version and exit.")) -> None:
+    """Debug failed LLM agent runs: who failed, when, and how."""
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush into a closed pipe
+    prints no second error (Python docs, "Note on SIGPIPE")."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _failed_on_stdout(exc: BaseException) -> bool:
+    """True when ``exc`` was raised while writing to stdout (e.g. ``> /dev/full``): a frame
+    of its traceback holds sys.stdout, directly (typer.echo's ``file``) or as a rich
+    Console's file. Such errors carry no file name of their own."""
+    tb = exc.__traceback__
+    while tb is not None:
+        for value in tb.tb_frame.f_locals.values():
+            if value is sys.stdout or (type(value).__name__ == "Console"
+                                       and getattr(value, "_file", None) in (None, sys.stdout)
+                                       and not getattr(value, "stderr", True)):
+                return True
+        tb = tb.tb_next
+    return False
+
+
 def handles_errors(fn: Callable) -> Callable:
-    """Decorator: print a WhenproError as one line (``whenpro: error: ...``) and exit 2."""
+    """Decorator: print a WhenproError as one line (``whenpro: error: ...``) and exit 2;
+    a stdout pipe closed by its reader (``| head``) ends quietly with status 141 (128 +
+    SIGPIPE, as shell tools killed by the signal)."""
 
     @wraps(fn)
     def wrapper(*args, **kwargs):
@@ -41,8 +96,14 @@ def handles_errors(fn: Callable) -> Callable:
         except WhenproError as exc:
             typer.echo(f"whenpro: error: {exc.one_line()}", err=True)
             raise typer.Exit(2) from None
+        except BrokenPipeError:  # stdout closed early (| head): end quietly, as a killed pipe does
+            _quiet_stdout()
+            raise typer.Exit(141) from None
         except OSError as exc:  # a file-system failure no module turned into a WhenproError
             where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+            if not where and _failed_on_stdout(exc):
+                where = "stdout: "  # e.g. > /dev/full
+                _quiet_stdout()  # the exit flush would fail again
             typer.echo(f"whenpro: error: {where}{exc.strerror or exc}", err=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
@@ -50,6 +111,29 @@ def handles_errors(fn: Callable) -> Callable:
             raise typer.Exit(130) from None
 
     return wrapper
+
+
+def _finite(low: float, *, above: bool = False, what: str = "a number") -> Callable[[str], float]:
+    """A typer ``parser`` for a finite float of at least ``low`` (more than ``low`` when
+    ``above``): nan and ±inf are refused, which ``min=`` alone lets through (inf)."""
+    def parse(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value) or value < low or (above and value == low):
+            raise ValueError(f"expected {what} {'above' if above else 'of at least'} {low:g}")
+        return value
+
+    return parse
+
+
+#: Seconds that must be more than 0; seconds where 0 means "never"; money.
+SECONDS = _finite(0, above=True, what="seconds")
+SECONDS_OR_0 = _finite(0, what="seconds")
+AMOUNT = _finite(0, what="an amount")
+
+
+def _not_together(first: str, second: str, expected: str = "one of them") -> None:
+    """Raise the one-line error for two options that contradict each other."""
+    raise ConfigError(f"{first} and {second} do not go together", expected=expected)
 
 
 @app.command()
@@ -63,7 +147,7 @@ def info(path: str = typer.Argument(..., help="A trace file, path#key, dataset f
 
 @app.command("ls")
 @handles_errors
-def ls_(path: str = typer.Argument(..., help="A trace file, dataset folder or glob."),
+def ls_(path: str = typer.Argument(..., help="A trace file, path#key, dataset folder or glob."),
         json_lines: bool = typer.Option(False, "--json", help="One JSON object per line.")) -> None:
     """List traces, one line each (id, framework, benchmark, modality, steps, GT)."""
     from whenpro_core import summary
@@ -103,7 +187,7 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
                                            help="Image drawing: auto, kitty, sixel, halfcell, off."),
          serve: bool = typer.Option(False, "--serve",
                                     help="Serve the app in a browser on 127.0.0.1 instead."),
-         port: int = typer.Option(8000, "--port", help="Port for --serve."),
+         port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port for --serve."),
          # tuiresults: results screen, validation mode, live views
          results: Optional[list[str]] = typer.Option(None, "--results",
                                                      help="Explore bench results (PATH: the dataset)."),
@@ -117,8 +201,8 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
          model: Optional[str] = typer.Option(None, "--model", "-m", help="Live judging: provider:model."),
          budget_calls: Optional[int] = typer.Option(None, "--budget-calls", min=0, help="Live: N LLM calls."),
          budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", min=0, help="Live: N tokens."),
-         budget_usd: Optional[float] = typer.Option(None, "--budget-usd", min=0, help="Live: X US dollars."),
-         idle_timeout: float = typer.Option(0.0, "--idle-timeout",
+         budget_usd: Optional[float] = typer.Option(None, "--budget-usd", parser=AMOUNT, help="Live: X US dollars."),
+         idle_timeout: float = typer.Option(0.0, "--idle-timeout", parser=SECONDS_OR_0,
                                             help="Live: end judging after S quiet seconds (0: never)."),
          store: Optional[Path] = typer.Option(None, "--store", help="With --otlp: folder for received traces."),
          allow_remote: bool = typer.Option(False, "--allow-remote",
@@ -127,6 +211,15 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
     results, review a built dataset, or watch runs live."""
     from whenpro_core.opening import open_target
     from whenpro_tui.starts import LiveOptions, view_start
+
+    if follow is None and otlp is None:  # live-judging options would be dropped silently
+        given = [name for name, on in (("--no-judge", not judge), ("--protocol", protocol is not None),
+                                       ("--model", model is not None), ("--budget-calls", budget_calls is not None),
+                                       ("--budget-tokens", budget_tokens is not None),
+                                       ("--budget-usd", budget_usd is not None),
+                                       ("--idle-timeout", idle_timeout > 0)) if on]
+        if given:
+            _not_together(given[0], "PATH", expected=f"{given[0]} with --follow FILE or --otlp [HOST:PORT]")
 
     live = LiveOptions(judge=judge, protocol=protocol, model=model, budget_calls=budget_calls,
                        budget_tokens=budget_tokens, budget_usd=budget_usd,
@@ -140,8 +233,9 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
             from whenpro_core.errors import ConfigError
 
             raise ConfigError("--serve opens a PATH only", expected="whenpro view PATH --serve")
-        from whenpro_tui.serve import HOST, serve as serve_app
+        from whenpro_tui.serve import HOST, check_port, serve as serve_app
 
+        check_port(port)
         typer.echo(f"whenpro: serving on http://{HOST}:{port} (ctrl+c stops)", err=True)
         serve_app(path, show_labels=labels, images=images.value, port=port)
         return
@@ -166,7 +260,8 @@ def attribute(
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="Base URL of the model's provider "
                                            "(e.g. an OpenAI-compatible server)."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds per model call."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", parser=_finite(1, what="seconds"),
+                                            help="Seconds per model call."),
     max_retries: Optional[int] = typer.Option(None, "--max-retries", min=0,
                                               help="Retries of a failed call (429/5xx/timeouts)."),
 ) -> None:
@@ -182,7 +277,7 @@ def attribute(
 @app.command()
 @handles_errors
 def run(env: str = typer.Argument(..., help="A built-in environment: arith_team or code_pair."),
-        n: int = typer.Option(5, "--n", help="Number of runs (seeds SEED .. SEED+N-1)."),
+        n: int = typer.Option(5, "--n", min=1, help="Number of runs (seeds SEED .. SEED+N-1)."),
         out: Path = typer.Option(..., "--out", help="Folder for the native traces, one per run."),
         seed: int = typer.Option(0, "--seed", help="First seed."),
         model: str = typer.Option("reference", "--model",
@@ -200,11 +295,13 @@ def keyframes(video: Path = typer.Argument(..., help="A video file (mp4, mkv, we
               max_frames: int = typer.Option(8, "--max", min=1, max=1000, help="Keyframes to pick at most."),
               out: Optional[Path] = typer.Option(None, "--out", help="Output folder (default: ./<video stem>_keyframes)."),
               force: bool = typer.Option(False, "--force", help="Replace keyframes in a non-empty folder."),
-              threshold: float = typer.Option(0.3, "--threshold", help="Cut threshold (Bhattacharyya distance, 0-1)."),
+              threshold: float = typer.Option(0.3, "--threshold", min=0.0, max=1.0,
+                                             help="Cut threshold (Bhattacharyya distance, 0-1)."),
               min_scene: int = typer.Option(10, "--min-scene", min=1, help="Fewest frames between two cuts."),
               stride: int = typer.Option(1, "--stride", min=1, max=100,
                                          help="Analyse every Nth frame (faster; cuts up to N-1 frames late)."),
-              max_side: int = typer.Option(640, "--max-side", help="Longest side of the JPEGs, pixels."),
+              max_side: int = typer.Option(640, "--max-side", min=16, max=8192,
+                                          help="Longest side of the JPEGs, pixels."),
               no_cache: bool = typer.Option(False, "--no-cache",
                                             help="Neither read nor write the keyframe cache.")) -> None:
     """Extract a video's keyframes (hard cuts + uniform fill) as JPEGs with an index.json."""
@@ -234,7 +331,7 @@ def models(
 @app.command()
 @handles_errors
 def bench(
-    dataset: str = typer.Argument(..., help="A dataset: folder, glob, JSONL release or trace file."),
+    dataset: str = typer.Argument(..., help="A dataset: folder, glob, JSONL release, trace file or path#key."),
     protocol: Optional[str] = typer.Option(
         None, "--protocol", "-p",
         help="Comma-separated protocols: heuristic, all-at-once, step-by-step, binary-search, "
@@ -247,13 +344,13 @@ def bench(
         None, "--where", "-w",
         help="Filters KEY=VALUE[,KEY=VALUE]; keys modality, framework, benchmark, mode, id, "
              "format; VALUE may list alternatives with |."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Run the first N traces only."),
-    sample: Optional[int] = typer.Option(None, "--sample", help="Run a random sample of N traces."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Run the first N traces only."),
+    sample: Optional[int] = typer.Option(None, "--sample", min=1, help="Run a random sample of N traces."),
     seed: int = typer.Option(0, "--seed", help="Seed of --sample."),
-    concurrency: int = typer.Option(8, "--concurrency", "-j", help="Items in flight at once."),
+    concurrency: int = typer.Option(8, "--concurrency", "-j", min=1, max=1024, help="Items in flight at once."),
     out: Path = typer.Option(Path("bench-results.jsonl"), "--out", "-o",
                              help="Results JSONL (appended to; rerun to resume)."),
-    tolerance: int = typer.Option(1, "--tolerance", "-k", help="k of the ±k step accuracy."),
+    tolerance: int = typer.Option(1, "--tolerance", "-k", min=0, help="k of the ±k step accuracy."),
     retry_errors: bool = typer.Option(False, "--retry-errors",
                                       help="Run again the items that failed."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
@@ -264,6 +361,10 @@ def bench(
     """Evaluate attribution protocols over a dataset; resumable, then report."""
     from whenpro_core.bench.cli_bench import bench_command
 
+    if both and not gold:
+        _not_together("--both", "--no-gold", expected="--both (runs with and without the gold answer)")
+    if limit is not None and sample is not None:
+        _not_together("--limit", "--sample")
     bench_command(dataset, protocols=protocol, models=model, gold=gold, both=both, where=where,
                   limit=limit, sample=sample, seed=seed, concurrency=concurrency, out=out,
                   tolerance=tolerance, retry_errors=retry_errors, use_cache=not no_cache,
@@ -292,8 +393,8 @@ def inject(trace: str = typer.Argument(..., help="The seed trace (normally a suc
            no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
            out: Optional[Path] = typer.Option(None, "--out", help="Counterfactual file (default: next to TRACE)."),
            seed: int = typer.Option(0, "--seed", help="Seed of the mutator's choices."),
-           timeout: float = typer.Option(600.0, "--timeout", help="Seconds for the whole continuation."),
-           message_timeout: float = typer.Option(60.0, "--message-timeout",
+           timeout: float = typer.Option(600.0, "--timeout", parser=SECONDS, help="Seconds for the whole continuation."),
+           message_timeout: float = typer.Option(60.0, "--message-timeout", parser=SECONDS,
                                                  help="Seconds to wait for each message of a cmd: executor."),
            force: bool = typer.Option(False, "--force", help="Overwrite the output file.")) -> None:
     """Inject an error at a step, warm-start replay the rest, and verify the counterfactual."""
@@ -312,7 +413,7 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
           modes: Optional[str] = typer.Option(None, "--modes",
                                               help="Comma-separated failure modes (default: every mode "
                                                    "with an offline mutator)."),
-          per_seed: int = typer.Option(2, "--per-seed", "-n", help="Injections to attempt per seed run."),
+          per_seed: int = typer.Option(2, "--per-seed", "-n", min=1, help="Injections to attempt per seed run."),
           generator: str = typer.Option("offline", "--generator", help="offline (mutators) or llm."),
           model: Optional[str] = typer.Option(None, "--model", "-m", help="provider:model for --generator llm."),
           executor: str = typer.Option("builtin", "--executor",
@@ -321,19 +422,26 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
                                      help="files (data_release/<modality>/<benchmark>/<framework>/...) or "
                                           "jsonl (data/<modality>.jsonl)."),
           seed: int = typer.Option(0, "--seed", help="Seed of the step/mode choice and the mutators."),
-          concurrency: int = typer.Option(4, "--concurrency", "-j", help="Attempts in flight at once."),
-          timeout: float = typer.Option(600.0, "--timeout", help="Seconds for one continuation."),
-          message_timeout: float = typer.Option(60.0, "--message-timeout",
+          concurrency: int = typer.Option(4, "--concurrency", "-j", min=1, max=1024, help="Attempts in flight at once."),
+          timeout: float = typer.Option(600.0, "--timeout", parser=SECONDS, help="Seconds for one continuation."),
+          message_timeout: float = typer.Option(60.0, "--message-timeout", parser=SECONDS,
                                                 help="Seconds to wait for each message of a cmd: executor."),
           force: bool = typer.Option(False, "--force", help="Write into a non-build folder, or start over."),
           revalidate: bool = typer.Option(False, "--revalidate",
                                           help="Refresh the manifest's validation counts (no SEEDS needed).")) -> None:
-    """Build a benchmark dataset: inject errors into successful runs, replay, verify, keep the decisive ones."""
-    from whenpro_core.bench.build import build_command
+    """Build a benchmark dataset: inject errors into successful runs, replay, verify, keep the decisive ones.
 
-    build_command(seeds, out, modes=modes, per_seed=per_seed, generator=generator, model=model,
-                  executor=executor, layout=layout, seed=seed, concurrency=concurrency, timeout=timeout,
-                  message_timeout=message_timeout, force=force, revalidate=revalidate, echo=typer.echo)
+    Exit status: 0 some trace kept, 1 none kept (the reasons on stderr; manifest.json kept), 2 bad input."""
+    from whenpro_core.bench.build import build_command, nothing_kept
+
+    manifest = build_command(seeds, out, modes=modes, per_seed=per_seed, generator=generator, model=model,
+                             executor=executor, layout=layout, seed=seed, concurrency=concurrency,
+                             timeout=timeout, message_timeout=message_timeout, force=force,
+                             revalidate=revalidate, echo=typer.echo)
+    empty = nothing_kept(manifest, out) if seeds is not None else None
+    if empty:
+        typer.echo(f"whenpro: {empty}", err=True)
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -342,7 +450,7 @@ def report(
     results: list[str] = typer.Argument(..., help="Results JSONL file(s) from whenpro bench."),
     out: Optional[Path] = typer.Option(None, "--out", "-o",
                                        help="Folder for report.json/md (default: next to results)."),
-    tolerance: Optional[int] = typer.Option(None, "--tolerance", "-k",
+    tolerance: Optional[int] = typer.Option(None, "--tolerance", "-k", min=0,
                                             help="k of the ±k step accuracy (default: as run)."),
 ) -> None:
     """Re-render the benchmark report (tables, report.json, report.md, plot) from results."""
@@ -365,8 +473,9 @@ def watch(
     budget_calls: Optional[int] = typer.Option(None, "--budget-calls", min=0, help="Stop judging after N LLM calls."),
     budget_tokens: Optional[int] = typer.Option(None, "--budget-tokens", min=0,
                                                 help="Stop judging after N tokens (input + output)."),
-    budget_usd: Optional[float] = typer.Option(None, "--budget-usd", min=0, help="Stop judging after X US dollars."),
-    idle_timeout: float = typer.Option(30.0, "--idle-timeout",
+    budget_usd: Optional[float] = typer.Option(None, "--budget-usd", parser=AMOUNT,
+                                               help="Stop judging after X US dollars."),
+    idle_timeout: float = typer.Option(30.0, "--idle-timeout", parser=SECONDS_OR_0,
                                        help="End the run after S seconds without new data (0: never)."),
     final_pass: bool = typer.Option(False, "--final-pass",
                                     help="When the run ends, judge it whole (all-at-once with --model)."),
@@ -422,6 +531,7 @@ def serve(
 
 
 @app.command()
+@handles_errors
 def schema() -> None:
     """Print the JSON Schema of the native trace format."""
     import json

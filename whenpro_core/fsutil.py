@@ -14,12 +14,20 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     then ``os.replace``. Creates missing parent folders. Returns the path.
 
     Raises WhenproError ("cannot write file: <reason>", naming the path) when the
-    folder cannot be created or written; the original file is then untouched.
+    folder cannot be created or written ("parent ... is a file" when an ancestor is a
+    file), or when ``path`` is not a regular file (a device such as /dev/full, a FIFO:
+    never replaced); the original file is then untouched.
     """
     path = Path(path)
+    if path.exists() and not path.is_file():  # a folder, device, FIFO or socket: never replaced
+        raise WhenproError("cannot write file: not a regular file", path=path,
+                           expected="a file path")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except (FileExistsError, NotADirectoryError):
+        check_can_write_in(path.parent, path=path)  # names the parent that is a file
+        raise
     except OSError as exc:
         raise WhenproError(f"cannot write file: {exc.strerror or exc}", path=path) from None
     try:
@@ -53,3 +61,28 @@ def _mode_for(path: Path) -> int:
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """:func:`atomic_write_bytes` for UTF-8 text."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def check_can_write_in(folder: str | Path, *, path: str | Path | None = None,
+                       what: str = "file") -> None:
+    """Check, before any long work, that files can be created in ``folder`` (which may
+    not exist yet: its nearest existing ancestor must be a writable folder). Creates
+    nothing that stays: it probes with a temp file it removes.
+
+    Raises WhenproError naming ``path`` (default: ``folder``): "parent ... is a file"
+    when an ancestor is a file, else "cannot write <what>: <reason>".
+    """
+    folder = Path(folder)
+    named = Path(path) if path is not None else folder
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise WhenproError(f"cannot write {what}: parent {probe} is a file", path=named,
+                           expected="a path inside a folder")
+    try:  # a real probe: os.access says yes to root in /proc, which then refuses
+        fd, tmp = tempfile.mkstemp(prefix=".whenpro-probe.", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise WhenproError(f"cannot write {what}: {exc.strerror or exc}", path=named) from None

@@ -154,6 +154,9 @@ def convert(src: str, out: Path, *, force: bool = False, console: Console | None
         raise WhenproError("output exists and is a file", path=out,
                            expected="a folder for several traces")
     rows = [r for r in walk(src)]
+    if not out.exists() and out.suffix.lower() == ".json":  # would become a folder named *.json
+        raise WhenproError(f"OUT ends in .json but {src} holds {len(rows)} traces: give a folder",
+                           path=out, expected="a folder for several traces")
     bad = [r for r in rows if r.error]
     plan = plan_targets([r for r in rows if not r.error], out)
     if not force:

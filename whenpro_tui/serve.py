@@ -22,6 +22,23 @@ def serve_command(target: str, *, show_labels: bool, images: str) -> str:
                        "--labels" if show_labels else "--no-labels", "--images", images])
 
 
+def check_port(port: int) -> None:
+    """Raise ConfigError ("cannot listen on 127.0.0.1:PORT: <reason>") when ``port`` cannot
+    be bound on :data:`HOST` now (busy, or privileged), so the CLI says so in one line
+    before announcing the URL. Binds with SO_REUSEADDR, as the server itself does."""
+    import socket
+
+    from whenpro_core.errors import ConfigError
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((HOST, port))
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {HOST}:{port}: {exc.strerror or exc}",
+                              expected="a free port (--port)") from None
+
+
 def serve(target: str, *, show_labels: bool, images: str, port: int) -> None:
     """Serve the app on http://127.0.0.1:``port`` until interrupted."""
     from textual_serve.server import Server

@@ -12,7 +12,7 @@ from whenpro_core import jsonio
 from whenpro_core.attribution.report import print_verdict, verdict_record
 from whenpro_core.attribution.run import attribute, protocol_name
 from whenpro_core.attribution.verdicts import save_verdict
-from whenpro_core.errors import WhenproError
+from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.taxonomy import taxonomy_for
 
@@ -23,10 +23,13 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
     """Load the trace, run the protocol, print the verdict, optionally save it.
     ``settings_flags`` (base_url, timeout_s, max_retries; ``None`` = not given) override
     the environment and config.toml."""
-    trace = load_trace(ref)
     if model and model.strip().lower() == "heuristic":
         model = None
     name = protocol_name(protocol or ("all-at-once" if model else "heuristic"))
+    if name == "heuristic" and model:
+        raise ConfigError("--protocol heuristic and --model do not go together",
+                          expected="no --model: heuristic uses no model")
+    trace = load_trace(ref)
     judge = None
     if name != "heuristic":
         from whenpro_core.attribution.llm_judge import make_judge

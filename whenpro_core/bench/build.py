@@ -349,10 +349,22 @@ def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per
     return m
 
 
+def nothing_kept(manifest: dict[str, Any], out: Path) -> str | None:
+    """The one-line summary for a build whose dataset holds no trace (the manifest's drop
+    reasons and skipped seeds), else ``None``. ``whenpro build`` prints it and exits 1."""
+    if manifest.get("counts", {}).get("kept", 0):
+        return None
+    why = [f"{k} {v}" for k, v in manifest.get("dropped", {}).items() if v]
+    why += [f"seeds skipped: {k} {v}" for k, v in manifest.get("seeds", {}).get("skipped", {}).items() if v]
+    return (f"no trace kept in {out} ({', '.join(why) or 'nothing attempted'}); "
+            f"see {Path(out) / 'manifest.json'}")
+
+
 def _validation_line(manifest: dict[str, Any]) -> str:
     v = manifest.get("validation", {})
     return (f"{v.get('total', 0)} traces: {v.get('accepted', 0)} accepted, {v.get('rejected', 0)} rejected, "
             f"{v.get('relabelled', 0)} relabelled, {v.get('pending', 0)} pending")
 
 
-__all__ = ["BuildOptions", "BuildResult", "Outcome", "build_command", "check_options", "run_attempt", "run_build"]
+__all__ = ["BuildOptions", "BuildResult", "Outcome", "build_command", "check_options", "nothing_kept",
+           "run_attempt", "run_build"]

@@ -16,6 +16,7 @@ from whenpro_core.bench.aggregate import Report
 from whenpro_core.bench.records import Record, ResultsFile
 from whenpro_core.bench.report import report_command
 from whenpro_core.bench.report_files import check_report_dir
+from whenpro_core.fsutil import check_can_write_in
 
 DEFAULT_OUT = "bench-results.jsonl"
 #: What ``whenpro bench`` suggests when a report file next to ``--out`` is not whenpro's.
@@ -56,10 +57,12 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     runner.settings(proto_list, model_list)  # bad protocols/models fail before any work
     where_map = runner.parse_where(where)
     out_path = Path(out or DEFAULT_OUT)
+    check_can_write_in(out_path.parent, path=out_path, what="results file")
     if report:
         report_dir = report_dir if report_dir is not None else out_path.parent
         check_report_dir(report_dir, report_hint)
-    results = ResultsFile(out_path)
+        check_can_write_in(report_dir, what="report folder")
+    results = ResultsFile(out_path)  # a folder or a foreign file is refused here
     if results.repaired:
         err.print(f"{results.path}: {results.repaired}", markup=False, highlight=False)
     sel = runner.select(dataset, where=where_map, limit=limit, sample=sample, seed=seed)

@@ -77,8 +77,11 @@ def parse_where(specs: str | Sequence[str] | None) -> dict[str, set[str]]:
     """``--where`` filters: ``"modality=image,framework=smolagents|debate"`` (or several
     options) -> ``{"modality": {"image"}, "framework": {"smolagents", "debate"}}``.
     Values compare case-insensitively; ``|`` separates alternatives. ConfigError for an
-    unknown key or a term without ``=``."""
+    empty filter, an unknown key or a term without ``=``."""
     where: dict[str, set[str]] = {}
+    given = [specs] if isinstance(specs, str) else list(specs or [])
+    if any(not spec.strip(" ,") for spec in given):
+        raise ConfigError("empty --where", expected="KEY=VALUE[,KEY=VALUE]")
     for term in split_list(specs):
         key, eq, value = term.partition("=")
         key = key.strip().lower()

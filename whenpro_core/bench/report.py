@@ -306,6 +306,27 @@ def load_report_records(paths: Sequence[str | Path]) -> tuple[list, list[str]]:
     return records, problems
 
 
+def skipped_warnings(problems: Sequence[str], shown: int = 5) -> list[str]:
+    """One warning line per results file for the lines :func:`read_records` skipped
+    (its notes read ``PATH:LINE: ...``): ``PATH: skipped N lines that are not whenpro bench
+    records (lines 3, 9, …)``, listing at most ``shown`` line numbers."""
+    by_file: dict[str, list[str]] = {}
+    for note in problems:
+        path, sep, _ = note.rpartition(": not a whenpro bench record")
+        where, _, line = path.rpartition(":")
+        if sep and line.isdigit():
+            by_file.setdefault(where, []).append(line)
+    out = []
+    for where, lines in by_file.items():
+        listed = ", ".join(lines[:shown]) + (", …" if len(lines) > shown else "")
+        if len(lines) == 1:
+            out.append(f"{where}: skipped 1 line that is not a whenpro bench record (line {listed})")
+        else:
+            out.append(f"{where}: skipped {len(lines)} lines that are not whenpro bench records "
+                       f"(lines {listed})")
+    return out
+
+
 def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = None, *,
                    tolerance: int | None = None, console: Console | None = None,
                    quiet: bool = False, hint: str = REPORT_HINT) -> Report:
@@ -316,6 +337,10 @@ def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = Non
     if not paths:
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
     records, problems = load_report_records(paths)
+    if not quiet:
+        err = Console(stderr=True, highlight=False, soft_wrap=True)
+        for line in skipped_warnings(problems):
+            err.print(f"whenpro: warning: {safe(line)}", markup=False, style="yellow")
     if not records:
         raise TraceFormatError("no benchmark records found", path=paths[0],
                                expected="a results .jsonl written by whenpro bench")
@@ -335,4 +360,4 @@ def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = Non
 
 __all__ = ["JSON_NAME", "MD_LEGACY_HEADING", "MD_MARKER", "MD_NAME", "PLOT_NAME", "PNG_SOFTWARE",
            "REPORT_HINT", "check_report_dir", "is_whenpro_report_file", "print_report",
-           "report_command", "report_markdown", "text_plot", "write_report"]
+           "report_command", "report_markdown", "skipped_warnings", "text_plot", "write_report"]

@@ -246,11 +246,22 @@ def iter_files(target: str | Path) -> Iterator[Path]:
 
 
 def walk(target: str | Path) -> Iterator[TraceSummary]:
-    """List every trace under ``target`` (file, folder or glob) cheaply: JSONL releases
+    """List every trace under ``target`` (file, ``file#key``, folder or glob) cheaply: JSONL releases
     by byte offset without decoding trajectories, documents without building models
     when their importer allows. Bad files become error rows; the walk carries on. Files
 that hold no traces (whenpro's own results, verdict and report files, label files) give
 no rows, except when ``target`` is that file itself (one error row saying what it is)."""
+    path, key = split_ref(target)
+    if key is not None and path.is_file():  # path#key: that one trace (README: any PATH)
+        rows = [r for r in summarize_file(path, find_root(path), direct=True)
+                if r.key == key or (r.error is None and r.id == key)]
+        if not rows:  # no listing row has that key: the loader says why, or finds it by id
+            from whenpro_core.formats import load_trace
+
+            trace = load_trace(str(target))
+            rows = [r for r in summarize_file(path, find_root(path), direct=True) if r.id == trace.id]
+        yield from rows[:1]
+        return
     start = Path(str(target)) if Path(str(target)).exists() else None
     direct = start is not None and start.is_file()
     for path in iter_files(target):

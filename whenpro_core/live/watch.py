@@ -183,8 +183,11 @@ def watch_command(file: str | None, *, otlp: str | None, protocol: str | None, m
     """Run ``whenpro watch``; returns the exit status (see the module doc)."""
     from whenpro_core.live.judge_live import Budget
 
-    if (file is None) == (otlp is None):
-        raise ConfigError("give a FILE to follow or --otlp [HOST:PORT], not both",
+    if file is None and otlp is None:
+        raise ConfigError("nothing to watch: give a FILE to follow or --otlp [HOST:PORT]",
+                          expected="whenpro watch FILE or whenpro watch --otlp")
+    if file is not None and otlp is not None:
+        raise ConfigError("FILE and --otlp do not go together",
                           expected="whenpro watch FILE or whenpro watch --otlp")
     if idle_timeout is not None and idle_timeout <= 0:
         idle_timeout = None
