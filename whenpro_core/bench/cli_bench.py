@@ -75,7 +75,7 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     if sel.unlabelled:
         notes.append(f"{sel.unlabelled} traces without a ground truth left out")
     if sel.bad:
-        notes.append(f"{sel.bad} files could not be read (recorded as errors)")
+        notes.append(f"{sel.bad} traces could not be read (files or rows; recorded as errors)")
     judges = runner.make_judges({i.model for i in todo}, use_cache=use_cache) if todo else {}
     for note in notes:
         err.print(note, markup=False, highlight=False)
