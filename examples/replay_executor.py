@@ -17,10 +17,13 @@ It resumes from whatever steps whenpro sends (the replayed prefix plus the repla
 asks whenpro for recorded tool results first (``tool_call``), and runs ``add`` itself when
 there is no recorded result. Try it:
 
-    whenpro inject SEED.json --step 2 --mode R.3 --executor "cmd:python examples/replay_executor.py"
+    whenpro inject examples/expense_tally_seed.json --step 2 --mode R.3 \
+        --executor "cmd:python examples/replay_executor.py"
 
-where SEED.json is a run of this system (tests/test_replay_cmd.py builds one by replaying
-from step 1 with no replacement).
+where examples/expense_tally_seed.json is a successful run of this system (recorded by
+replaying from step 1 with no replacement; tests/test_replay_cmd.py checks it stays
+current). It continues runs of this system only: given another system's trace it plays
+its own agents on that task and the outcome means nothing.
 """
 
 from __future__ import annotations

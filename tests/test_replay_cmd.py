@@ -184,3 +184,18 @@ def test_inject_command_with_the_example_executor(tmp_path, tally_run):
     text = _whenpro("inject", str(seed), "--step", "2", "--mode", "R.3", "--executor", cmd, "--out", str(out),
                     "--force", "--generator", "text:Adding food 340 to the running total 1300.")
     assert text.returncode == 0 and "still succeeds — not decisive" in text.stdout
+
+
+def test_the_shipped_seed_is_a_current_run_of_the_example(tmp_path, tally_run):
+    """examples/expense_tally_seed.json is what the docstring's command needs: a run of the
+    example system as it records today (same steps, same answer)."""
+    shipped = load_trace(REPO / "examples" / "expense_tally_seed.json")
+    assert shipped.outcome.value == "success" and shipped.final_answer == "1667"
+    assert [(s.agent, s.content, s.observation) for s in shipped.steps] == [
+        (s.agent, s.content, s.observation) for s in tally_run.steps]
+    # the command the README and the example's docstring give, run from the repository
+    out = tmp_path / "cf.json"
+    done = _whenpro("inject", "examples/expense_tally_seed.json", "--step", "2", "--mode", "R.3",
+                    "--executor", f"cmd:{sys.executable} examples/replay_executor.py", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "still succeeds" in done.stdout  # the checker catches the wrong number
