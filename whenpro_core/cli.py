@@ -84,6 +84,13 @@ def _failed_on_stdout(exc: BaseException) -> bool:
     return False
 
 
+def _print_warning(line: str) -> None:
+    """One recoverable problem (e.g. skipped bad lines of a trace file) as one stderr line."""
+    from whenpro_core.textsafe import one_line
+
+    typer.echo(f"whenpro: warning: {one_line(line, 500)}", err=True)
+
+
 def handles_errors(fn: Callable) -> Callable:
     """Decorator: print a WhenproError as one line (``whenpro: error: ...``) and exit 2;
     a stdout pipe closed by its reader (``| head``) ends quietly with status 141 (128 +
@@ -91,6 +98,9 @@ def handles_errors(fn: Callable) -> Callable:
 
     @wraps(fn)
     def wrapper(*args, **kwargs):
+        from whenpro_core.formats import registry
+
+        registry.warning_sink = _print_warning
         try:
             return fn(*args, **kwargs)
         except WhenproError as exc:
