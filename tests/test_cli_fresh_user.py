@@ -64,3 +64,18 @@ def _into_closed_pipe(*args: str) -> tuple[int, str]:
 def test_ls_info_and_ls_json_into_a_closed_pipe_exit_141_quietly():
     for args in (("ls", str(SAMPLES)), ("ls", "--json", str(SAMPLES)), ("info", str(SAMPLES))):
         assert _into_closed_pipe(*args) == (141, ""), args
+
+
+# a broken config.toml is never silently ignored
+
+def test_offline_commands_warn_once_about_a_broken_config(tmp_path):
+    (tmp_path / "config.toml").write_text("model = [\n")
+    env = {"WHENPRO_CONFIG_DIR": str(tmp_path)}
+    trace = str(SAMPLES / "team_text" / "trace.json")
+    runs = [whenpro("attribute", trace, env=env),
+            whenpro("bench", trace, "--protocol", "heuristic", "--out", str(tmp_path / "r.jsonl"), env=env)]
+    for out in runs:
+        assert out.returncode == 0, out.stderr
+        warnings = [line for line in out.stderr.splitlines() if line.startswith("whenpro: warning:")]
+        assert len(warnings) == 1 and "config.toml" in warnings[0] and "not valid TOML" in warnings[0], out.stderr
+    one_line_error(whenpro("models", env=env), "config.toml", "not valid TOML")

@@ -167,6 +167,10 @@ def _judge_factory(protocol: str | None, model: str | None, *, budget: Any, fina
         from whenpro_core.attribution.llm_judge import make_judge
 
         judge = make_judge(model, use_cache=not no_cache)
+    else:  # the offline heuristic: no settings needed, but a broken config is said
+        from whenpro_core.config import warn_offline
+
+        warn_offline(lambda line: print(line, file=sys.stderr))
 
     def make(_trace_id: str = "") -> LiveJudge:
         return LiveJudge(name, judge=judge, budget=budget, with_gold=with_gold, final_pass=final_pass)
