@@ -79,3 +79,23 @@ def test_offline_commands_warn_once_about_a_broken_config(tmp_path):
         warnings = [line for line in out.stderr.splitlines() if line.startswith("whenpro: warning:")]
         assert len(warnings) == 1 and "config.toml" in warnings[0] and "not valid TOML" in warnings[0], out.stderr
     one_line_error(whenpro("models", env=env), "config.toml", "not valid TOML")
+
+
+# watch / view --follow on a whole JSON document: one line saying what to do
+
+def test_watch_on_a_pretty_printed_json_document_is_one_error_line(whowhen, tmp_path):
+    doc = whowhen / "Hand-Crafted" / "1.json"
+    out = whenpro("watch", str(doc), "--idle-timeout", "0.5")
+    one_line_error(out, str(doc), "a JSON document, not JSON lines", f"whenpro {doc}")
+    assert out.stdout == ""
+    compact = tmp_path / "one.json"  # a whole document on one line is a document too
+    compact.write_text('{"steps": [\n{"agent": "a"}]}')
+    one_line_error(whenpro("watch", str(compact), "--idle-timeout", "0.5"), "not JSON lines")
+
+
+def test_watch_names_the_file_on_each_bad_line(tmp_path):
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"agent": "a", "kind": "plan", "content": "x"}\nnot json\n')
+    out = whenpro("watch", str(run), "--idle-timeout", "0.5")
+    bad = [line for line in out.stdout.splitlines() if "not valid JSON" in line]
+    assert bad and bad[0].startswith(f"{run}:2: "), out.stdout
