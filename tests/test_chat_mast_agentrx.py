@@ -86,9 +86,8 @@ def test_half_broken_chat_logs_name_the_json_path(tmp_path, msgs, json_path):
 def test_half_broken_chat_jsonl_names_the_row(tmp_path):
     p = tmp_path / "m.jsonl"
     p.write_text('{"role": "user", "content": "hi"}\n{"role": 5, "content": "x"}\n')
-    with pytest.raises(TraceFormatError) as info:
-        load_trace(p)
-    assert f"{p}:2" in str(info.value) and "$.role" in str(info.value)
+    [note] = load_trace(p).extras["whenpro_warnings"]  # a bad line is skipped, as watch skips it
+    assert "line 2" in note and "$.role" in note
 
 
 # ------------------------------------------------------------------ MAST / MAD

@@ -337,3 +337,20 @@ def test_the_real_exporter_gets_a_clean_refusal_for_an_oversized_batch(tmp_path)
         assert result.name == "FAILURE"
         assert drain(sub, lambda ev: any(isinstance(e, ExportRejected) for e in ev))[0].status == 413
         assert stored(rx) == []
+
+
+def test_a_bare_word_is_not_taken_for_a_host():
+    for text in ("notaport", "http"):
+        with pytest.raises(ConfigError, match=r"expected HOST:PORT \(e\.g\. 127\.0\.0\.1:4318\)"):
+            parse_address(text)
+    assert parse_address("localhost") == ("localhost", 4318)
+    assert parse_address("127.0.0.2") == ("127.0.0.2", 4318)
+
+
+@pytest.mark.parametrize("trace_id", ["../../etc", None])
+def test_400_bodies_name_the_json_path_in_one_form(receiver, trace_id):
+    span = {"spanId": "00f067aa0ba902b7", **({"traceId": trace_id} if trace_id else {})}
+    body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+    got, answer = post(receiver.endpoint, body)
+    assert got == 400
+    assert "at $.resourceSpans[0].scopeSpans[0].spans[0].traceId" in json.loads(answer)["message"]

@@ -49,3 +49,58 @@ def test_info_on_a_one_trace_lines_file_shows_the_trace(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "run-7" in out.stdout and "final answer" in out.stdout and "43" in out.stdout
     assert "failure" in out.stdout and "1 traces" not in out.stdout
+
+
+# Bad or cut-off lines (an agent killed mid-write) are skipped, as the follower skips them
+
+def _with_bad_lines(tmp_path, *bad: tuple[int, str]):
+    path = _lines(tmp_path, {"id": "run-8", "task": {"query": "17+25?", "answer": "42"}}, "43")
+    rows = path.read_text().splitlines()
+    for at, text in bad:
+        rows.insert(at, text)
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_cut_off_last_line_is_skipped_and_reported(tmp_path):
+    path = _with_bad_lines(tmp_path, (4, '{"agent":"r","kind":"final_'))
+    trace = load_trace(path)
+    assert [s.kind for s in trace.steps][-1] == "final_answer" and len(trace.steps) == 3
+    [warning] = trace.extras["whenpro_warnings"]
+    assert "skipped 1 bad line (line 5" in warning and "JSON ends too early" in warning
+
+
+def test_bad_lines_in_the_middle_are_skipped_and_counted(tmp_path):
+    path = _with_bad_lines(tmp_path, (2, "not json"), (3, '{"agent": "x", "kind": 7}'))
+    trace = load_trace(path)
+    assert len(trace.steps) == 3 and trace.final_answer == "43"
+    assert "skipped 2 bad lines (lines 3, 4" in trace.extras["whenpro_warnings"][0]
+
+
+def test_a_file_of_only_bad_lines_is_still_an_error(tmp_path):
+    import pytest
+
+    from whenpro_core.errors import TraceFormatError
+
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"agent": "a", "kind": "plan", "index": 3}\nnot json\n')
+    with pytest.raises(TraceFormatError, match="bad.jsonl:1"):
+        load_trace(path)
+
+
+def test_the_cli_opens_the_file_and_warns_once_naming_the_file(tmp_path):
+    path = _with_bad_lines(tmp_path, (2, "not json"), (5, '{"agent":"r","kind":"final_'))
+    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", str(path)], cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    warnings = [line for line in out.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and str(path) in warnings[0] and "lines 3, 6" in warnings[0], out.stderr
+
+
+def test_chat_message_lines_skip_a_cut_off_line_too(tmp_path):
+    path = tmp_path / "chat.jsonl"
+    path.write_text('{"role": "user", "content": "17+25?"}\n{"role": "assistant", "content": "42"}\n'
+                    '{"role": "assistant", "cont\n')
+    trace = load_trace(path)
+    assert [s.content for s in trace.steps][-1] == "42"
+    assert "skipped 1 bad line (line 3" in trace.extras["whenpro_warnings"][0]

@@ -240,3 +240,18 @@ async def test_follow_judges_step_by_step_through_the_openai_sdk(tmp_path, llm_s
             assert any("Budget exhausted (calls): 1 calls" in n for n in notes(app))
             assert "judging stopped: calls budget spent" in screen_text(app)
         assert TEST_KEY not in screen_text(app)
+
+
+async def test_a_burst_of_bad_lines_is_one_notification_and_a_lasting_count(tmp_path):
+    lines = native_lines(load_trace(TEAM))
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(lines[:3]) + b"not json\n" * 40 + lines[3])
+    app = WhenproApp("", cursor_blink=False, start=follow_start(str(path), LiveOptions(judge=False)))
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen = await first_screen(pilot, LiveTraceScreen)
+        await until(pilot, lambda: len(screen.trace.steps) == 3 and screen.line_errors == 40, "40 bad lines")
+        skipped = [n for n in notes(app) if "skipped" in n.lower()]
+        assert len(skipped) == 1 and "40 lines skipped" in skipped[0], notes(app)
+        await until(pilot, lambda: "no new data" in screen.news, "an idle spell")  # newer news...
+        await pilot.pause()
+        assert "40 bad lines skipped" in screen_text(app)  # ...keeps the count on the bar

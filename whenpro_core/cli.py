@@ -84,6 +84,24 @@ def _failed_on_stdout(exc: BaseException) -> bool:
     return False
 
 
+def _rich_broken_pipe(exc: SystemExit) -> bool:
+    """True for the ``SystemExit(1)`` rich's ``Console.on_broken_pipe`` raises when stdout's
+    reader went away (it has already pointed stdout at /dev/null)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "on_broken_pipe":
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _print_warning(line: str) -> None:
+    """One recoverable problem (e.g. skipped bad lines of a trace file) as one stderr line."""
+    from whenpro_core.textsafe import one_line
+
+    typer.echo(f"whenpro: warning: {one_line(line, 500)}", err=True)
+
+
 def handles_errors(fn: Callable) -> Callable:
     """Decorator: print a WhenproError as one line (``whenpro: error: ...``) and exit 2;
     a stdout pipe closed by its reader (``| head``) ends quietly with status 141 (128 +
@@ -91,6 +109,9 @@ def handles_errors(fn: Callable) -> Callable:
 
     @wraps(fn)
     def wrapper(*args, **kwargs):
+        from whenpro_core.formats import registry
+
+        registry.warning_sink = _print_warning
         try:
             return fn(*args, **kwargs)
         except WhenproError as exc:
@@ -99,6 +120,10 @@ def handles_errors(fn: Callable) -> Callable:
         except BrokenPipeError:  # stdout closed early (| head): end quietly, as a killed pipe does
             _quiet_stdout()
             raise typer.Exit(141) from None
+        except SystemExit as exc:
+            if _rich_broken_pipe(exc):  # rich's Console met the same closed pipe
+                raise typer.Exit(141) from None
+            raise
         except OSError as exc:  # a file-system failure no module turned into a WhenproError
             where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
             if not where and _failed_on_stdout(exc):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
@@ -172,6 +172,25 @@ def _where(key: str, flags: dict[str, Any], toml_data: dict[str, Any]) -> tuple[
     if key in toml_data:
         return str(paths.config_file()), None
     return None, f"setting {key}"
+
+
+def settings_problem() -> str | None:
+    """The one-line :class:`ConfigError` :func:`load_settings` would raise (a broken
+    ``config.toml``, a bad ``WHENPRO_*`` variable), or ``None``. For offline paths (the
+    heuristic) that need no settings, so they warn instead of hiding the problem."""
+    try:
+        load_settings()
+    except ConfigError as exc:
+        return exc.one_line()
+    return None
+
+
+def warn_offline(echo: Callable[[str], None]) -> None:
+    """Call ``echo`` with one ``whenpro: warning: ...`` line when the settings are broken
+    (see :func:`settings_problem`); an offline run goes on without them."""
+    problem = settings_problem()
+    if problem:
+        echo(f"whenpro: warning: {problem}; the offline heuristic runs without settings")
 
 
 def load_settings(**flags: Any) -> Settings:

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from whenpro_core import jsonio
-from whenpro_core.errors import WhenproError
+from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import write_trace
 from whenpro_core.formats.registry import split_ref
@@ -26,6 +26,19 @@ def is_single_file(target: str) -> bool:
     """True when ``target`` names one file (optionally with ``#key``), not a folder or glob."""
     path, key = split_ref(target)
     return path.is_file()
+
+
+def _rows(target: str) -> Iterable[TraceSummary]:
+    """The listing rows of ``target``. A single file named by itself whose every row
+    failed to import raises its (first) error instead: one line, status 2 in the CLI (a
+    dataset walk lists bad files and carries on)."""
+    if not is_single_file(target):
+        return walk(target)
+    rows = list(walk(target))
+    if rows and all(r.error for r in rows):
+        more = f" (and {len(rows) - 1} more bad rows)" if len(rows) > 1 else ""
+        raise TraceFormatError(f"{rows[0].error}{more}")
+    return rows
 
 
 def dataset_counts(rows: Iterable[TraceSummary]) -> dict[str, Counter]:
@@ -52,7 +65,7 @@ def print_info(target: str, console: Console | None = None) -> None:
         if len(traces) == 1:
             _print_trace_info(traces[0], console)
             return
-    rows = list(walk(target))
+    rows = list(_rows(target))
     if path.is_file() and len(rows) == 1 and not rows[0].error:  # a JSONL file of one trace
         _print_trace_info(load_trace(rows[0].ref()), console)
         return
@@ -117,7 +130,7 @@ def print_listing(target: str, *, as_json: bool = False, console: Console | None
     count, GT step and mode (or the error of a file that failed to import)."""
     console = console or Console(highlight=False, soft_wrap=True)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
-    for row in walk(target):
+    for row in _rows(target):
         if as_json:
             console.out(jsonio.dumps(row.model_dump(mode="json")).decode(), highlight=False)
             continue

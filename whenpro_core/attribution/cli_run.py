@@ -46,6 +46,9 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
 
     err = Console(stderr=True)
     if judge is None:  # offline: run in this thread so Ctrl-C stops it at once
+        from whenpro_core.config import warn_offline
+
+        warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
         from whenpro_core.attribution.heuristic import attribute_heuristic
         from whenpro_core.attribution.run import nothing_to_attribute
         from whenpro_core.model import Outcome

@@ -77,6 +77,10 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     if sel.bad:
         notes.append(f"{sel.bad} traces could not be read (files or rows; recorded as errors)")
     judges = runner.make_judges({i.model for i in todo}, use_cache=use_cache) if todo else {}
+    if not judges:  # heuristic only: no settings needed, but a broken config is said
+        from whenpro_core.config import warn_offline
+
+        warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
     for note in notes:
         err.print(note, markup=False, highlight=False)
     try:

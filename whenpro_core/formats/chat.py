@@ -305,16 +305,26 @@ class ChatJsonlImporter(JsonLinesImporter):
         return False
 
     def _message_trace(self, path, root) -> Trace:
+        """One message a line: bad lines are skipped (noted in ``extras["whenpro_warnings"]``)
+        as the live follower skips them; no good line raises the first line's error."""
+        from whenpro_core.formats.native_lines import skipped_lines_warning
+
         ctx = LoadContext(path=path, root=root)
-        messages = []
+        messages, bad = [], []
         for row, line in self.rows(path):
-            obj = parse_json(line, path, row)
             try:
+                obj = parse_json(line, path, row)
                 chat_step(0, obj, ctx, "$")
             except TraceFormatError as exc:
-                raise exc.located(path=path, row=row)
+                bad.append(exc.located(path=path, row=row))
+                continue
             messages.append(obj)
-        return chat_trace(messages, ctx, trace_id=path.stem, fmt=self.name)
+        if bad and not messages:
+            raise bad[0]
+        trace = chat_trace(messages, ctx, trace_id=path.stem, fmt=self.name)
+        if bad:
+            trace.extras.setdefault("whenpro_warnings", []).append(skipped_lines_warning(bad))
+        return trace
 
     def summaries(self, path, root):
         try:

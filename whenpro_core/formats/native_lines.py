@@ -135,8 +135,24 @@ class NativeLinesBuilder:
                              root=str(self.ctx.root) if self.ctx.root else None)})
 
 
+def skipped_lines_warning(bad: list[TraceFormatError], shown: int = 5) -> str:
+    """The note for lines a step-lines reader skipped, for ``Trace.extras["whenpro_warnings"]``:
+    ``skipped 2 bad lines (lines 3, 6; line 3: not valid JSON ...)`` (at most ``shown``
+    line numbers, and the first line's problem)."""
+    rows = [str(e.row) for e in bad]
+    listed = ", ".join(rows[:shown]) + (", …" if len(rows) > shown else "")
+    first = bad[0]
+    what = first.what + (f" at {first.json_path}" if first.json_path not in (None, "$") else "")
+    plural = "s" if len(rows) > 1 else ""
+    return f"skipped {len(rows)} bad line{plural} (line{plural} {listed}; line {first.row}: {what})"
+
+
 class NativeLinesImporter(FileImporter):
-    """Reads a finished (or still growing) native step-lines file as one trace."""
+    """Reads a finished (or still growing) native step-lines file as one trace. Bad lines
+    (not JSON, not a valid step, cut off by a killed writer) are skipped as
+    :class:`~whenpro_core.live.follow.FileFollower` skips them, and noted in
+    ``extras["whenpro_warnings"]``; a file with no good line raises the first line's
+    TraceFormatError."""
 
     name = "native-lines"
     priority = 2
@@ -161,14 +177,22 @@ class NativeLinesImporter(FileImporter):
             data = path.read_bytes()
         except OSError as exc:
             raise TraceFormatError(f"cannot read file: {exc.strerror}", path=path) from None
+        bad: list[TraceFormatError] = []
+        fed = 0
         for row, line in enumerate(data.split(b"\n"), 1):
             if not line.strip():
                 continue
             try:
                 builder.feed(parse_json(line, path, row))
+                fed += 1
             except TraceFormatError as exc:
-                raise exc.located(path=path, row=row)
-        return [builder.trace()]
+                bad.append(exc.located(path=path, row=row))
+        if bad and not fed:
+            raise bad[0]
+        trace = builder.trace()
+        if bad:
+            trace.extras.setdefault("whenpro_warnings", []).append(skipped_lines_warning(bad))
+        return [trace]
 
     def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
         return self.load_all(path, root)[0]
@@ -180,4 +204,4 @@ class NativeLinesImporter(FileImporter):
             yield TraceSummary(id=path.stem, path=str(path), format=self.name, error=exc.one_line())
 
 
-__all__ = ["NativeLinesBuilder", "NativeLinesImporter", "is_header", "is_step_line"]
+__all__ = ["NativeLinesBuilder", "NativeLinesImporter", "is_header", "is_step_line", "skipped_lines_warning"]

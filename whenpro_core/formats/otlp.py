@@ -38,6 +38,9 @@ class Span:
     resource: dict[str, Any] = field(default_factory=dict)
     scope: str = ""
     depth: int = 0
+    #: The span's JSON path in its export (``$.resourceSpans[0].scopeSpans[0].spans[2]``),
+    #: for error messages; ``""`` when unknown.
+    where: str = ""
 
     @property
     def failed(self) -> bool:
@@ -180,7 +183,7 @@ def _span(sp: Any, resource: dict, scope: str, ctx: LoadContext, where: str) -> 
                 end_ns=_nanos(sp.get("endTimeUnixNano"), ctx, f"{where}.endTimeUnixNano"),
                 attributes=attributes(sp.get("attributes")), events=events,
                 status_code=str(status.get("code", "")), status_message=as_text(status.get("message")),
-                resource=resource, scope=scope)
+                resource=resource, scope=scope, where=where)
 
 
 def order_spans(spans: list[Span]) -> list[Span]:

@@ -78,7 +78,7 @@ def spans_from_request(request: Any) -> list[Span]:
                     events=[{"name": ev.name, "attributes": _attrs(ev.attributes), "time_ns": ev.time_unix_nano}
                             for ev in sp.events],
                     status_code=status,
-                    status_message=sp.status.message, resource=resource, scope=scope))
+                    status_message=sp.status.message, resource=resource, scope=scope, where=where))
     return out
 
 

@@ -16,13 +16,31 @@ import os
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from whenpro_core.errors import TraceFormatError, UnknownFormatError, WhenproError
 from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext, read_json_file
 from whenpro_core.model import Trace, TraceSummary
 
 HEAD_BYTES = 64 * 1024
+
+#: Where :func:`load_trace` and :func:`load_traces` send each recoverable import problem
+#: (``Trace.extras["whenpro_warnings"]``, e.g. skipped bad lines) as ``PATH: note``, once
+#: per file and note. ``None`` (the default, the library) stays silent; the CLI prints
+#: them on stderr.
+warning_sink: Callable[[str], None] | None = None
+_reported: set[str] = set()
+
+
+def _report_warnings(traces: list[Trace]) -> None:
+    if warning_sink is None:
+        return
+    for trace in traces:
+        for note in trace.extras.get("whenpro_warnings") or ():
+            line = f"{trace.source.path or trace.id}: {note}"
+            if line not in _reported:
+                _reported.add(line)
+                warning_sink(line)
 
 #: ``module:Class`` of every importer. Modules are imported on first use only.
 IMPORTERS: list[str] = [
@@ -155,12 +173,14 @@ def load_trace(ref: str | Path, *, root: Path | None = None) -> Trace:
     chosen = sniff(path)
     try:
         if isinstance(chosen, FileImporter):
-            return chosen.load(path, key, root)
-        imp, doc = chosen
-        traces = imp.load(doc, LoadContext(path=path, root=root, key=key))
+            trace = chosen.load(path, key, root)
+        else:
+            imp, doc = chosen
+            trace = _select(imp.load(doc, LoadContext(path=path, root=root, key=key)), key, path)
     except WhenproError as exc:
         raise exc.located(path=path)
-    return _select(traces, key, path)
+    _report_warnings([trace])
+    return trace
 
 
 def load_traces(path: str | Path, *, root: Path | None = None) -> list[Trace]:
@@ -169,9 +189,12 @@ def load_traces(path: str | Path, *, root: Path | None = None) -> list[Trace]:
     root = root or find_root(path)
     chosen = sniff(path)
     if isinstance(chosen, FileImporter):
-        return chosen.load_all(path, root)
-    imp, doc = chosen
-    return imp.load(doc, LoadContext(path=path, root=root))
+        traces = chosen.load_all(path, root)
+    else:
+        imp, doc = chosen
+        traces = imp.load(doc, LoadContext(path=path, root=root))
+    _report_warnings(traces)
+    return traces
 
 
 def _select(traces: list[Trace], key: str | None, path: Path) -> Trace:

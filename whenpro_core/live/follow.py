@@ -72,8 +72,9 @@ class FileFollower:
         idle_after: seconds without new data before an :class:`Idle` event.
         use_watchfiles: ``None`` uses watchfiles when installed; ``False`` polls only.
 
-    Raises TraceFormatError (while iterating) when ``path`` is a folder or unreadable,
-    ConfigError-free otherwise: bad lines are events, never exceptions.
+    Raises TraceFormatError (while iterating) when ``path`` is a folder or unreadable, or
+    is a whole (pretty-printed) JSON document: its first line opens a ``{``/``[`` it does
+    not close. Otherwise bad lines are events, never exceptions.
     """
 
     def __init__(self, path: str | Path, *, format: str | None = None, trace_id: str | None = None,
@@ -102,6 +103,7 @@ class FileFollower:
         self._stop = asyncio.Event()
         self._reported_other = False
         self._skip_rest = False
+        self._seen_line = False
 
     # ------------------------------------------------------------------ public
 
@@ -187,6 +189,7 @@ class FileFollower:
         st = os.fstat(self._fh.fileno())
         self._ident = (st.st_ino, st.st_dev)
         self._pos, self._buf, self._line_no, self._skip_rest = 0, b"", 0, False
+        self._seen_line = False
 
     def _restart(self, reason: str) -> list[Any]:
         """Read the new or shortened file from the start; keep the steps both share."""
@@ -247,9 +250,14 @@ class FileFollower:
             return []
         if len(line) > MAX_LINE_BYTES:
             return [LineError(self.trace_key, self._line_no, "line too long", _preview(line))]
+        first, self._seen_line = not self._seen_line, True
         try:
             obj = jsonio.loads(line)
         except orjson.JSONDecodeError as exc:
+            if first and line.lstrip()[:1] in (b"{", b"[") and str(exc).startswith("unexpected end of data"):
+                raise TraceFormatError(  # line 1 opens a value it does not close: a pretty-printed document
+                    f"a JSON document, not JSON lines: open it with `whenpro {self.path}` "
+                    "(watch and view --follow read JSON lines, one object a line)", path=self.path)
             return [LineError(self.trace_key, self._line_no, f"not valid JSON: {str(exc).split(':')[0]}",
                               _preview(line))]
         if self._builder is None:

@@ -58,7 +58,8 @@ _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
 def parse_address(text: str | None) -> tuple[str, int]:
     """``HOST:PORT``, ``HOST``, ``:PORT`` or ``[v6]:PORT`` as (host, port); defaults
-    127.0.0.1 and 4318. ConfigError for a bad port."""
+    127.0.0.1 and 4318. A ``HOST`` alone is an IP address or ``localhost`` (a bare word
+    is more likely a mistyped port). ConfigError for a bad port or address."""
     text = (text or "").strip()
     host, port = DEFAULT_HOST, DEFAULT_PORT
     if not text:
@@ -66,7 +67,7 @@ def parse_address(text: str | None) -> tuple[str, int]:
     if text.startswith("["):
         end = text.find("]")
         if end < 0:
-            raise ConfigError(f"bad address {text!r}", expected="HOST:PORT, e.g. 127.0.0.1:4318")
+            raise ConfigError(f"bad address {text!r}", expected="HOST:PORT (e.g. 127.0.0.1:4318)")
         host, rest = text[1:end], text[end + 1:]
         port_text = rest[1:] if rest.startswith(":") else ""
     elif text.count(":") == 1:
@@ -75,12 +76,24 @@ def parse_address(text: str | None) -> tuple[str, int]:
         host, port_text = DEFAULT_HOST, text
     else:
         host, port_text = text, ""
+        if not _is_ip(host) and host.lower() != "localhost":  # "notaport": a mistyped port, not a host
+            raise ConfigError(f"bad address {text!r}", expected="HOST:PORT (e.g. 127.0.0.1:4318)")
     host = host or DEFAULT_HOST
     if port_text:
         if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
             raise ConfigError(f"bad port {port_text!r}", expected="a number 0..65535 (0 picks a free port)")
         port = int(port_text)
     return host, port
+
+
+def _is_ip(text: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def is_loopback(host: str) -> bool:

@@ -143,10 +143,11 @@ class LiveStore:
 
     # ------------------------------------------------------------------ ingest
 
-    def path_for(self, trace_id: str) -> Path:
-        """The native file of ``trace_id``; TraceFormatError for an id that is not hex."""
+    def path_for(self, trace_id: str, where: str = "$") -> Path:
+        """The native file of ``trace_id``; TraceFormatError for an id that is not hex
+        (``where``: the span's JSON path, for the message)."""
         if not TRACE_ID.fullmatch(trace_id or ""):
-            raise TraceFormatError(f"trace id {trace_id[:40]!r} is not hex", json_path="traceId",
+            raise TraceFormatError(f"trace id {trace_id[:40]!r} is not hex", json_path=f"{where}.traceId",
                                    expected="16 to 64 lower-case hex digits")
         return self.folder / f"{trace_id}.json"
 
@@ -156,8 +157,8 @@ class LiveStore:
         groups: dict[str, list[Span]] = {}
         for s in spans:
             groups.setdefault(s.trace_id, []).append(s)
-        for tid in groups:
-            self.path_for(tid)
+        for tid, group in groups.items():
+            self.path_for(tid, group[0].where or "$")
         result = IngestResult(trace_ids=list(groups))
         with self._lock:
             for tid, group in groups.items():

@@ -43,14 +43,15 @@ def _step_line(s: Step) -> str:
 
 
 def format_lines(ev: Any, *, show_steps: bool = False, prefix: bool = False,
-                 shown: int | None = None) -> list[str]:
+                 shown: int | None = None, source: str | None = None) -> list[str]:
     """The lines printed for an event (none for events not printed: steps and trace
     updates unless ``show_steps``; idle notices). A followed file announces each step as
     a StepAdded; the OTLP receiver announces them inside TraceUpdated (``added``), so
     with ``show_steps`` a TraceUpdated gives one step line per added step, after a
     ``trace reordered`` line when it keeps fewer than the ``shown`` steps already
     printed for that trace (late spans). ``prefix`` starts each line with the short
-    trace id (several traces at once). Trace text is cleaned of control characters and
+    trace id (several traces at once); ``source`` (the followed file) starts a bad
+    line's report as ``FILE:LINE:``. Trace text is cleaned of control characters and
     cut."""
     if isinstance(ev, TraceUpdated):
         if not show_steps:
@@ -61,6 +62,8 @@ def format_lines(ev: Any, *, show_steps: bool = False, prefix: bool = False,
         lines += [_step_line(s) for s in ev.added]
     else:
         text = _one_line(ev, show_steps)
+        if source and isinstance(ev, LineError):
+            text = f"{_clip(source)}:{ev.line}: {_clip(ev.message)}"
         lines = [] if text is None else [text]
     if prefix and ev.trace_id:
         lines = [f"[{ev.trace_id[:8]}] {line}" for line in lines]
@@ -120,8 +123,8 @@ class Printer:
     """Prints events (text or JSON lines) and remembers what decides the exit status."""
 
     def __init__(self, *, as_json: bool, show_steps: bool, prefix: bool = False,
-                 write: Callable[[str], Any] | None = None) -> None:
-        self.as_json, self.show_steps, self.prefix = as_json, show_steps, prefix
+                 write: Callable[[str], Any] | None = None, source: str | None = None) -> None:
+        self.as_json, self.show_steps, self.prefix, self.source = as_json, show_steps, prefix, source
         self.write = write or (lambda line: (sys.stdout.write(line + "\n"), sys.stdout.flush()))
         self.decisive = 0
         self.failed = 0
@@ -142,7 +145,8 @@ class Printer:
             self._shown[ev.trace_id] = ev.step_count
         elif isinstance(ev, TraceEvicted):
             self._shown.pop(ev.trace_id, None)
-        for line in format_lines(ev, show_steps=self.show_steps, prefix=self.prefix, shown=shown):
+        for line in format_lines(ev, show_steps=self.show_steps, prefix=self.prefix, shown=shown,
+                                 source=self.source):
             self.write(line)
 
     @property
@@ -167,6 +171,10 @@ def _judge_factory(protocol: str | None, model: str | None, *, budget: Any, fina
         from whenpro_core.attribution.llm_judge import make_judge
 
         judge = make_judge(model, use_cache=not no_cache)
+    else:  # the offline heuristic: no settings needed, but a broken config is said
+        from whenpro_core.config import warn_offline
+
+        warn_offline(lambda line: print(line, file=sys.stderr))
 
     def make(_trace_id: str = "") -> LiveJudge:
         return LiveJudge(name, judge=judge, budget=budget, with_gold=with_gold, final_pass=final_pass)
@@ -194,7 +202,7 @@ def watch_command(file: str | None, *, otlp: str | None, protocol: str | None, m
     budget = Budget(max_calls=budget_calls, max_tokens=budget_tokens, max_usd=budget_usd)
     make, judge = _judge_factory(protocol, model, budget=budget, final_pass=final_pass,
                                  with_gold=with_gold, no_cache=no_cache)
-    printer = Printer(as_json=as_json, show_steps=show_steps, prefix=otlp is not None)
+    printer = Printer(as_json=as_json, show_steps=show_steps, prefix=otlp is not None, source=file)
 
     async def main() -> None:
         try:

@@ -40,9 +40,6 @@ from whenpro_tui.widgets.prediction_bar import with_bar
 from whenpro_tui.widgets.step_detail import StepDetail
 from whenpro_tui.widgets.step_list import StepList
 
-#: Bad-line notifications shown one by one; later ones are only counted in the live bar.
-LINE_ERROR_NOTES = 3
-
 
 class FollowSource:
     """Events of a followed file (and its live judge): see
@@ -213,7 +210,10 @@ class LiveTraceScreen(TraceScreen):
         kept = len(self.trace.steps)
         grew = False
         header = False
+        self._line_errors([ev for ev in events if isinstance(ev, LineError)])
         for ev in events:
+            if isinstance(ev, LineError):
+                continue
             if isinstance(ev, StepAdded):
                 grew = True
             elif isinstance(ev, TraceReset):
@@ -234,15 +234,21 @@ class LiveTraceScreen(TraceScreen):
             self._apply(self.source.trace(), kept)
         self._bar()
 
+    def _line_errors(self, bad: list[LineError]) -> None:
+        """One notification per burst of bad lines (those read together); the running
+        count stays on the status bar."""
+        if not bad:
+            return
+        self.line_errors += len(bad)
+        first = f"line {bad[0].line}: {clean(one_line(bad[0].message, 200))}"
+        if len(bad) == 1:
+            self.notify(first, title="Line skipped", severity="warning", markup=False)
+        else:
+            self.notify(f"{len(bad)} lines skipped (lines {bad[0].line}–{bad[-1].line}); {first}",
+                        title="Lines skipped", severity="warning", markup=False)
+
     def _judge_event(self, ev: Any) -> None:
-        if isinstance(ev, LineError):
-            self.line_errors += 1
-            if self.line_errors <= LINE_ERROR_NOTES:
-                self.notify(f"line {ev.line}: {clean(one_line(ev.message, 200))}",
-                            title="Line skipped", severity="warning", markup=False)
-            self.news = f"{self.line_errors} bad line{'s' if self.line_errors != 1 else ''} skipped " \
-                        f"(last: line {ev.line})"
-        elif isinstance(ev, Idle):
+        if isinstance(ev, Idle):
             self.news = f"no new data for {ev.seconds:.0f}s"
         elif isinstance(ev, Suspect):
             self.suspect = ev
@@ -323,6 +329,9 @@ class LiveTraceScreen(TraceScreen):
         text.append(f"{live} ", style="bold green" if self.ended is None else "bold")
         text.append(clean(self.source.title), style="bold")
         text.append(f" · {len(self.trace.steps):,} steps · {self.judging}", style="dim")
+        if self.line_errors:
+            text.append(f" · {self.line_errors:,} bad line{'s' if self.line_errors != 1 else ''} skipped",
+                        style="yellow")
         if self.decisive is not None:
             d = self.decisive
             text.append("   DECISIVE ", style="bold red")

@@ -1,0 +1,101 @@
+"""Problems a fresh-user test found in the CLI: a single bad file named by itself is one
+error line and status 2, a closed stdout pipe ends with 141, a broken config.toml is
+never silently ignored, a JSON document given to ``watch`` says so once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from conftest import REPO, SAMPLES
+
+
+def whenpro(*args: str, cwd=REPO, env=None, **kw) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120, check=False, **kw)
+
+
+def one_line_error(out: subprocess.CompletedProcess, *words: str) -> None:
+    assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("whenpro: error:"), out.stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+
+
+# info / ls on one file that fails to import
+
+def test_info_on_one_bad_jsonl_file_is_one_error_line(tmp_path):
+    bad = tmp_path / "l4.jsonl"
+    bad.write_text('{"agent": "a", "kind": "plan", "index": 3}\n')
+    one_line_error(whenpro("info", str(bad)), "l4.jsonl")
+
+
+def test_ls_on_one_bad_file_is_one_error_line(tmp_path):
+    bad = tmp_path / "l4.jsonl"
+    bad.write_text('{"agent": "a", "kind": "plan", "index": 3}\n')
+    one_line_error(whenpro("ls", str(bad)), "l4.jsonl")
+
+
+def test_info_on_a_folder_still_lists_bad_files_and_carries_on(tmp_path):
+    (tmp_path / "bad.json").write_text("{")
+    (tmp_path / "good.json").write_text((SAMPLES / "team_text" / "trace.json").read_text())
+    out = whenpro("info", str(tmp_path))
+    assert out.returncode == 0 and "1 traces" in out.stdout and "bad.json" in out.stdout
+
+
+# a stdout pipe closed by its reader (| head) ends quietly with 141, for every command
+
+def _into_closed_pipe(*args: str) -> tuple[int, str]:
+    """Run whenpro with stdout a pipe whose reader has already gone."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, stdout=write,
+                             stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    finally:
+        os.close(write)
+    return out.returncode, out.stderr
+
+
+def test_ls_info_and_ls_json_into_a_closed_pipe_exit_141_quietly():
+    for args in (("ls", str(SAMPLES)), ("ls", "--json", str(SAMPLES)), ("info", str(SAMPLES))):
+        assert _into_closed_pipe(*args) == (141, ""), args
+
+
+# a broken config.toml is never silently ignored
+
+def test_offline_commands_warn_once_about_a_broken_config(tmp_path):
+    (tmp_path / "config.toml").write_text("model = [\n")
+    env = {"WHENPRO_CONFIG_DIR": str(tmp_path)}
+    trace = str(SAMPLES / "team_text" / "trace.json")
+    runs = [whenpro("attribute", trace, env=env),
+            whenpro("bench", trace, "--protocol", "heuristic", "--out", str(tmp_path / "r.jsonl"), env=env)]
+    for out in runs:
+        assert out.returncode == 0, out.stderr
+        warnings = [line for line in out.stderr.splitlines() if line.startswith("whenpro: warning:")]
+        assert len(warnings) == 1 and "config.toml" in warnings[0] and "not valid TOML" in warnings[0], out.stderr
+    one_line_error(whenpro("models", env=env), "config.toml", "not valid TOML")
+
+
+# watch / view --follow on a whole JSON document: one line saying what to do
+
+def test_watch_on_a_pretty_printed_json_document_is_one_error_line(whowhen, tmp_path):
+    doc = whowhen / "Hand-Crafted" / "1.json"
+    out = whenpro("watch", str(doc), "--idle-timeout", "0.5")
+    one_line_error(out, str(doc), "a JSON document, not JSON lines", f"whenpro {doc}")
+    assert out.stdout == ""
+    compact = tmp_path / "one.json"  # a whole document on one line is a document too
+    compact.write_text('{"steps": [\n{"agent": "a"}]}')
+    one_line_error(whenpro("watch", str(compact), "--idle-timeout", "0.5"), "not JSON lines")
+
+
+def test_watch_names_the_file_on_each_bad_line(tmp_path):
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"agent": "a", "kind": "plan", "content": "x"}\nnot json\n')
+    out = whenpro("watch", str(run), "--idle-timeout", "0.5")
+    bad = [line for line in out.stdout.splitlines() if "not valid JSON" in line]
+    assert bad and bad[0].startswith(f"{run}:2: "), out.stdout
