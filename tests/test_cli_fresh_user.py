@@ -12,7 +12,8 @@ from conftest import REPO, SAMPLES
 
 
 def whenpro(*args: str, cwd=REPO, env=None, **kw) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    # wide: Rich wraps at 80 columns without a terminal, and pytest's tmp paths are long
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "400", **(env or {})}
     return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120, check=False, **kw)
 
