@@ -81,6 +81,24 @@ async def test_facet_and_text_filters_update_the_count(dataset_dir: Path) -> Non
         assert [table.rows[i].error is not None for i in table.shown] == [True]
 
 
+async def test_facet_picker_shows_ticks_without_colour(dataset_dir: Path) -> None:
+    app = make_app(dataset_dir)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await open_library(pilot)
+        await pilot.press("f")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "nothing ticked = all" in text and "✓" not in text and "▐X▌" not in text
+        await pilot.press("space")
+        await pilot.pause()
+        ticked = [line for line in screen_text(app).splitlines() if "✓" in line]
+        first = app.screen.facets[next(iter(app.screen.facets))][0][0]
+        assert len(ticked) == 1 and first in ticked[0]
+        await pilot.press("space")  # unticked again: a blank box
+        await pilot.pause()
+        assert "✓" not in screen_text(app)
+
+
 async def test_mode_facet_and_gt_column_only_with_labels(dataset_dir: Path) -> None:
     app = make_app(dataset_dir)
     async with app.run_test(size=(120, 30)) as pilot:
