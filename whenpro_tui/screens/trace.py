@@ -22,7 +22,7 @@ from whenpro_core.model import Trace
 from whenpro_core.search import (SearchResult, StepFilter, filter_steps, gt_step_index,
                                  same_agent_step)
 from whenpro_core.stepview import TextOptions, step_as_text
-from whenpro_core.textsafe import clean, human_size
+from whenpro_core.textsafe import clean, human_size, plural
 from whenpro_core.traceview import agent_slots, trace_header
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.editor import open_in_editor
@@ -224,8 +224,8 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         if self.search is not None:
             rank = self.search.position(idx) if idx is not None else None
             where = f"{rank} of " if rank else ""
-            parts.append(f"/{self.search.query}: {where}{len(self.search.steps):,} steps "
-                         f"({self.search.matches:,} hits)")
+            parts.append(f"/{self.search.query}: {where}{plural(len(self.search.steps), 'step')} "
+                         f"({plural(self.search.matches, 'hit')})")
         self.query_one("#status", Static).update(Text(" · ".join(parts)), layout=False)
 
     def _go_to_step(self, idx: int, *, center: bool = True) -> None:
