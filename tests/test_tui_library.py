@@ -136,6 +136,36 @@ async def test_open_trace_and_switch_with_brackets(dataset_dir: Path) -> None:
         assert table.current is not None and table.current.id == "team-3"
 
 
+def burst(app, keys: str) -> None:
+    """Keys arriving all at once, as from a terminal (Pilot.press waits after each key)."""
+    from textual import events
+    names = {"]": "right_square_bracket", "[": "left_square_bracket"}
+    for key in keys:
+        event = events.Key(names[key], key)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+async def test_a_burst_of_brackets_moves_one_trace_per_press(tmp_path: Path) -> None:
+    from tests.conftest import team_trace
+    from whenpro_core.formats.native import write_trace
+    for i in range(1, 9):
+        write_trace(team_trace(f"team-{i}", n_extra=40 * i), tmp_path / f"team-{i}.json")
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await open_library(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TraceScreen) and screen.trace.id == "team-1"
+        burst(app, "]]]]]")  # presses arrive while traces load
+        await settle(pilot)
+        assert screen.trace.id == "team-6" and "trace 6/8" in screen_text(app)
+        burst(app, "[[[]")
+        await settle(pilot)
+        assert screen.trace.id == "team-4"
+
+
 async def test_ten_thousand_rows_filter_and_scroll() -> None:
     rows = [TraceSummary(id=f"t{i:05d}", path=f"/data/t{i}.json", framework=("a", "b", "c")[i % 3],
                          benchmark="gaia" if i % 2 else "math", modality="text", step_count=i % 50)

@@ -100,6 +100,8 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         self.trace = trace
         self.trace_refs = siblings or []
         self.position = position
+        #: the sibling position being loaded (``]``/``[`` count from it), else None
+        self._wanted: int | None = None
         self.is_root = is_root
         self.step_filter = StepFilter()
         self.search: SearchResult | None = None
@@ -299,32 +301,45 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         if not self.trace_refs or self.position is None:
             self.notify("No other traces here (this file holds one trace).")
             return
-        target = self.position + delta
+        # a press during a load moves on from the trace being loaded, so none is lost
+        start = self._wanted if self._wanted is not None else self.position
+        target = start + delta
         if not 0 <= target < len(self.trace_refs):
             self.notify("This is the " + ("first" if delta < 0 else "last") + " trace.")
             return
         self.load_sibling(target)
 
-    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
     def load_sibling(self, position: int) -> None:
+        """Open sibling trace ``position`` (loaded in a thread; only the last asked shows)."""
+        self._wanted = position
+        self._load_sibling(position)
+
+    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
+    def _load_sibling(self, position: int) -> None:
         ref = self.trace_refs[position]
         try:
             trace = load_trace(ref)
         except WhenproError as exc:
-            self.post_message(TraceLoadFailed(ref, exc.one_line()))
+            self.post_message(TraceLoadFailed(ref, exc.one_line(), position))
             return
         except Exception as exc:  # an importer bug must not crash the viewer
-            self.post_message(TraceLoadFailed(ref, f"{type(exc).__name__}: {exc}"))
+            self.post_message(TraceLoadFailed(ref, f"{type(exc).__name__}: {exc}", position))
             return
         self.post_message(TraceLoaded(ref, trace, position))
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
         message.stop()
+        if message.position != self._wanted:
+            return  # superseded by a later press
+        self._wanted = None
         self.show_trace(message.trace, message.position)
         self.attribution_trace_changed(message.trace)
 
     def on_trace_load_failed(self, message: TraceLoadFailed) -> None:
         message.stop()
+        if message.position is not None and message.position != self._wanted:
+            return
+        self._wanted = None
         self.notify(clean(message.error), title="Could not open trace", severity="error",
                     timeout=10)
 
