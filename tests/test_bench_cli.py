@@ -28,7 +28,7 @@ def test_bench_then_rerun_then_report(tmp_path):
     first = whenpro("bench", str(data), "--out", str(out), "-j", "2", "--where",
                     "framework=smolagents|debate")
     assert first.returncode == 0, first.stderr
-    assert "4 traces × 1 settings = 4 items; 0 already in" in first.stderr
+    assert "4 traces × 1 setting = 4 items; 0 already in" in first.stderr
     assert "Leaderboard" in first.stdout and "heuristic · gold" in first.stdout
     assert {"report.json", "report.md"} <= {p.name for p in out.parent.iterdir()}
     again = whenpro("bench", str(data), "--out", str(out))

@@ -150,7 +150,7 @@ def test_run_build_ls_bench_report_end_to_end(tmp_path):
     res = tmp_path / "res.jsonl"
     bench = whenpro("bench", str(ds), "--protocol", "heuristic", "--out", str(res))
     assert bench.returncode == 0, bench.stderr
-    assert f"{len(kept)} traces × 1 settings = {len(kept)} items" in bench.stderr
+    assert f"{len(kept)} traces × 1 setting = {len(kept)} items" in bench.stderr
     records, _ = read_records(res)
     report = json.loads((tmp_path / "report.json").read_text())["groups"][0]["overall"]
     # by hand: per-framework means for Agent/Step/Joint, macro-F1 over gold modes

@@ -131,3 +131,10 @@ def test_attribute_and_info_never_print_escape_sequences(tmp_path):
         out = whenpro(*args)
         assert out.returncode == 0, out.stderr
         assert "\x1b" not in out.stdout and "\x07" not in out.stdout, args
+
+
+def test_info_on_a_folder_counts_in_singular_and_plural(tmp_path):
+    (tmp_path / "t.json").write_text((SAMPLES / "team_text" / "trace.json").read_text())
+    (tmp_path / "broken.json").write_text('{"history": [')
+    out = whenpro("info", str(tmp_path))
+    assert ": 1 trace (1 file failed to import)" in " ".join(out.stdout.split()), out.stdout

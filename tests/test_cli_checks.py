@@ -71,7 +71,7 @@ def test_bench_runs_the_one_trace_of_a_path_key(real_traces, tmp_path):
     out = whenpro("bench", f"{JSONL}#3", "--protocol", "heuristic", "--out", str(tmp_path / "r.jsonl"),
                   "--no-report")
     assert out.returncode == 0, out.stderr
-    assert "1 traces × 1 settings = 1 items" in out.stderr
+    assert "1 trace × 1 setting = 1 item" in out.stderr
     assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 1
 
 

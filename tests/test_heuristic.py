@@ -19,6 +19,16 @@ def test_sample_text_run_finds_the_wrong_calculation():
         assert a.protocol == "heuristic" and 0 < a.confidence <= 0.9
 
 
+def test_arithmetic_reason_quotes_the_equation_without_the_next_comma():
+    t = _trace([
+        dict(agent="user", kind="user", content="How long with 2 breaks of 15 minutes?"),
+        dict(agent="solver", content="The breaks take 2 * 15 = 20, so the total is 1,020 + 5 = 1,030."),
+        dict(agent="solver", content="FINAL ANSWER: 155"),
+    ], task=Task(query="How long?", answer="165"))
+    a = attribute_heuristic(t)
+    assert "states 2 * 15 = 20, but it is 30" in a.reason and ",," not in a.reason
+
+
 def test_sample_image_run_blames_the_misreading():
     trace = load_trace(SAMPLES / "bar_chart" / "trace.json")
     a = attribute_heuristic(trace)

@@ -23,6 +23,19 @@ def test_step_row_markers_and_label_markers_only_with_labels() -> None:
     assert rows[2].agent == "coder" and rows[2].coord == "2"
 
 
+def test_injected_marker_only_on_the_injected_step_not_replayed_ones() -> None:
+    replayed = Step(index=1, coord="1", hidden={"is_injected": False, "is_replayed": True})
+    assert not step_row(replayed).injected and step_row(replayed).markers(True) == ""
+    assert step_row(Step(index=2, hidden={"injected": True})).markers(True) == MARK_INJECTED
+
+
+def test_real_macnet_marks_only_its_injected_step(real_traces) -> None:
+    from whenpro_core.opening import load_trace
+    trace = load_trace(real_traces / "who-when-pro-samples" / "data" / "traces" / "macnet_triangle.json")
+    flagged = [s.index for s in trace.steps if step_row(s).injected]
+    assert flagged == [s.index for s in trace.steps if s.hidden.get("is_injected")] and len(flagged) == 1
+
+
 def test_summary_falls_back_to_tool_calls_observation_error() -> None:
     assert step_summary(Step(index=0, content="  many\n\nwords  here ")) == "many words here"
     s = Step(index=0, tool_calls=[ToolCall(name="search", arguments={"q": "nyse dojo"})])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from whenpro_core.textsafe import clean, human_size, is_clean, one_line
+from whenpro_core.textsafe import clean, human_size, is_clean, one_line, plural
 
 TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -58,3 +58,8 @@ def test_lone_surrogates_are_made_visible_or_dropped():
     assert not is_clean(text)
     assert strip_controls(text) == "Session  time ."
     assert clean("emoji \U0001f600 stays") == "emoji \U0001f600 stays"
+
+
+def test_plural_agrees_with_the_count() -> None:
+    assert (plural(1, "step"), plural(0, "step"), plural(2_500, "hit")) == ("1 step", "0 steps", "2,500 hits")
+    assert plural(1, "entry", "entries") == "1 entry" and plural(3, "entry", "entries") == "3 entries"

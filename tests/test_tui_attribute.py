@@ -116,7 +116,9 @@ async def test_a_enter_gives_the_heuristic_verdict_offline(sample_copy: Path) ->
         assert steps(app).attributed == {3}
         row3 = next(line for line in screen_text(app).splitlines() if " 3 solver" in line)
         assert "◆" in row3
-        assert any("solver · step 3 · R.3" in n for n in notes(app))
+        # the verdict is in the panel, uncovered: no toast repeats it
+        assert not any("solver · step 3" in n for n in notes(app))
+        assert "agent solver" in screen_text(app)
     saved = sidecar(sample_copy)
     assert len(saved) == 1
     assert (saved[0]["protocol"], saved[0]["agent"], saved[0]["step"], saved[0]["mode"]) == (

@@ -81,6 +81,24 @@ async def test_facet_and_text_filters_update_the_count(dataset_dir: Path) -> Non
         assert [table.rows[i].error is not None for i in table.shown] == [True]
 
 
+async def test_facet_picker_shows_ticks_without_colour(dataset_dir: Path) -> None:
+    app = make_app(dataset_dir)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await open_library(pilot)
+        await pilot.press("f")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "nothing ticked = all" in text and "✓" not in text and "▐X▌" not in text
+        await pilot.press("space")
+        await pilot.pause()
+        ticked = [line for line in screen_text(app).splitlines() if "✓" in line]
+        first = app.screen.facets[next(iter(app.screen.facets))][0][0]
+        assert len(ticked) == 1 and first in ticked[0]
+        await pilot.press("space")  # unticked again: a blank box
+        await pilot.pause()
+        assert "✓" not in screen_text(app)
+
+
 async def test_mode_facet_and_gt_column_only_with_labels(dataset_dir: Path) -> None:
     app = make_app(dataset_dir)
     async with app.run_test(size=(120, 30)) as pilot:
@@ -116,6 +134,36 @@ async def test_open_trace_and_switch_with_brackets(dataset_dir: Path) -> None:
         await settle(pilot)
         assert app.screen is library
         assert table.current is not None and table.current.id == "team-3"
+
+
+def burst(app, keys: str) -> None:
+    """Keys arriving all at once, as from a terminal (Pilot.press waits after each key)."""
+    from textual import events
+    names = {"]": "right_square_bracket", "[": "left_square_bracket"}
+    for key in keys:
+        event = events.Key(names[key], key)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
+async def test_a_burst_of_brackets_moves_one_trace_per_press(tmp_path: Path) -> None:
+    from tests.conftest import team_trace
+    from whenpro_core.formats.native import write_trace
+    for i in range(1, 9):
+        write_trace(team_trace(f"team-{i}", n_extra=40 * i), tmp_path / f"team-{i}.json")
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await open_library(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TraceScreen) and screen.trace.id == "team-1"
+        burst(app, "]]]]]")  # presses arrive while traces load
+        await settle(pilot)
+        assert screen.trace.id == "team-6" and "trace 6/8" in screen_text(app)
+        burst(app, "[[[]")
+        await settle(pilot)
+        assert screen.trace.id == "team-4"
 
 
 async def test_ten_thousand_rows_filter_and_scroll() -> None:

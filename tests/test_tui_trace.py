@@ -143,6 +143,7 @@ async def test_search_with_n_and_N(team_file: Path) -> None:
         await settle(pilot)
         assert screen.search.steps == [2]
         assert set(screen.search.fields[2]) == {"observation"}
+        assert "1 step (1 hit)" in screen_text(app) and any("in 1 step (1 hit)" in n for n in notes(app))
         await pilot.press("/")
         await pilot.press("ctrl+a", "ctrl+k", *"rejected the answer", "enter")
         await settle(pilot)

@@ -253,3 +253,25 @@ def test_review_trace_snapshot(snap_compare, built: Path, tmp_path: Path, monkey
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 34), run_before=run_before)
+
+
+async def test_relabel_errors_clear_on_typing_and_speak_the_dialogs_language(ds):
+    app = WhenproApp("", cursor_blink=False, start=validate_start(str(ds)))
+    async with app.run_test(size=(120, 32)) as pilot:
+        await open_validation(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, DecisionDialog)
+        error = dialog.query_one("#decision-error")
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert "a relabel needs a reason" in screen_text(app)
+        await pilot.press(*"wrong step")
+        await pilot.pause()
+        assert "needs a reason" not in screen_text(app) and not str(error.render()).strip()
+        await pilot.press("ctrl+s")  # nothing changed yet: the dialog says what to do, in its terms
+        await settle(pilot)
+        text = screen_text(app)
+        assert "choose a new agent, step or mode" in text and "agent=" not in text
+        assert app.screen is dialog and decisions(ds) == []

@@ -99,7 +99,7 @@ def test_bad_decisions_are_refused_with_what_was_expected(ds):
         (dict(trace_id="nope", verdict="accept"), "no trace 'nope'"),
         (dict(trace_id=item.id, verdict="maybe"), "unknown verdict"),
         (dict(trace_id=item.id, verdict="reject"), "needs a reason"),
-        (dict(trace_id=item.id, verdict="relabel", reason="x"), "needs a new agent, step or mode"),
+        (dict(trace_id=item.id, verdict="relabel", reason="x"), r"needs a new label \(expected a new agent, step or mode\)"),
         (dict(trace_id=item.id, verdict="relabel", reason="x", mode="Z.9"), "unknown failure mode"),
         (dict(trace_id=item.id, verdict="relabel", reason="x", step="999"), "no step '999'"),
         (dict(trace_id=item.id, verdict="relabel", reason="x", agent="ghost"), "no agent 'ghost'"),

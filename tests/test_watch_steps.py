@@ -31,7 +31,7 @@ def test_trace_updates_print_their_steps_with_the_trace_prefix():
         "[4bf92f35] step 0 [planner] agent: content 0",
         "[4bf92f35] step 1 [planner] action calls calc: content 1",
         "[4bf92f35] step 2 [calc] tool: content 2",
-        "[4bf92f35] trace reordered: kept 1 steps, now 4",
+        "[4bf92f35] trace reordered: kept 1 step, now 4",
         "[4bf92f35] step 1 [root] agent: content 1",
         "[4bf92f35] step 2 [planner] action: content 2",
         "[4bf92f35] step 3 [planner] action: content 3",

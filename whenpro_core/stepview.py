@@ -31,10 +31,11 @@ MARKER_WIDTH = 6
 
 
 def is_injected(step: Step) -> bool:
-    """True when a label-leaking hidden field says this step was injected or replayed
-    (``is_injected``, ``injected``, ``is_replayed``; Who&When Pro construction markers)."""
+    """True when a label-leaking hidden field says the error was injected at this step
+    (``is_injected`` or ``injected``; Who&When Pro construction markers). Replayed prefix
+    steps (``is_replayed``) are not: they are the original run's steps, copied."""
     hidden = step.hidden
-    return bool(hidden.get("is_injected") or hidden.get("injected") or hidden.get("is_replayed"))
+    return bool(hidden.get("is_injected") or hidden.get("injected"))
 
 
 @dataclass(frozen=True)

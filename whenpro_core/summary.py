@@ -19,7 +19,7 @@ from whenpro_core.formats.native import write_trace
 from whenpro_core.formats.registry import split_ref
 from whenpro_core.model import Trace, TraceSummary
 from whenpro_core.taxonomy import taxonomy_for
-from whenpro_core.textsafe import clean, one_line
+from whenpro_core.textsafe import clean, one_line, plural
 
 
 def is_single_file(target: str) -> bool:
@@ -107,8 +107,8 @@ def _print_trace_info(trace: Trace, console: Console) -> None:
 def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console) -> None:
     counts = dataset_counts(rows)
     ok = sum(1 for r in rows if not r.error)
-    console.print(Text(f"{target}: {ok} traces", style="bold"),
-                  Text(f"  ({len(rows) - ok} files failed to import)" if len(rows) > ok else ""))
+    console.print(Text(f"{target}: {plural(ok, 'trace')}", style="bold"),
+                  Text(f"  ({plural(len(rows) - ok, 'file')} failed to import)" if len(rows) > ok else ""))
     for axis in ("modality", "framework", "benchmark", "mode"):
         if not counts[axis]:
             continue
@@ -137,9 +137,9 @@ def print_listing(target: str, *, as_json: bool = False, console: Console | None
         if row.error:
             errors.print(Text(f"error: {clean(row.error)}", style="red"))
             continue
-        steps = "?" if row.step_count is None else str(row.step_count)
+        steps = "? steps" if row.step_count is None else plural(row.step_count, "step")
         gt = f"gt={row.gt_step or '-'}/{row.gt_mode or '-'}" if (row.gt_step or row.gt_mode) else "gt=-"
-        line = f"{row.ref()}\t{row.id}\t{row.framework}\t{row.benchmark or '-'}\t{row.modality}\t{steps} steps\t{gt}"
+        line = f"{row.ref()}\t{row.id}\t{row.framework}\t{row.benchmark or '-'}\t{row.modality}\t{steps}\t{gt}"
         console.print(Text(clean(line)))
 
 
@@ -188,7 +188,7 @@ def convert(src: str, out: Path, *, force: bool = False, console: Console | None
     for row in bad:
         if not isinstance(row, WhenproError):
             console.print(Text(f"skipped: {clean(row.error or '')}", style="yellow"))
-    console.print(f"wrote {len(written)} traces to {out}" + (f" ({len(bad)} skipped)" if bad else ""))
+    console.print(f"wrote {plural(len(written), 'trace')} to {out}" + (f" ({len(bad)} skipped)" if bad else ""))
     return written
 
 

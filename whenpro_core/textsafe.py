@@ -71,6 +71,12 @@ def one_line(text: str | None, limit: int = 200) -> str:
     return line
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """The count with thousands commas and the word agreeing with it: ``"1 step"``,
+    ``"0 steps"``, ``"2,500 hits"``; ``many`` for irregular plurals (``"entries"``)."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
 def human_size(n_chars: int) -> str:
     """A character count as ``"812 chars"``, ``"3.4 K chars"``, ``"10.0 M chars"``."""
     if n_chars < 1000:

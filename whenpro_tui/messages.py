@@ -57,12 +57,14 @@ class TraceLoaded(Message):
 
 
 class TraceLoadFailed(Message):
-    """Loading ``ref`` failed; ``error`` is the one-line message."""
+    """Loading ``ref`` failed; ``error`` is the one-line message (``position`` in the
+    sibling list, if any)."""
 
-    def __init__(self, ref: str, error: str) -> None:
+    def __init__(self, ref: str, error: str, position: int | None = None) -> None:
         super().__init__()
         self.ref = ref
         self.error = error
+        self.position = position
 
 
 class SiblingsFound(Message):

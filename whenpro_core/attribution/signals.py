@@ -65,8 +65,11 @@ def _clip(text: str, n: int = 60) -> str:
 
 # ---------------------------------------------------------------- wrong arithmetic (R.3)
 
+#: A number: digits with optional thousands commas (a comma only between digits, so the
+#: comma after ``= 20, so`` is not part of it) and decimals.
+_NUM = r"-?\d+(?:,\d+)*(?:\.\d+)?"
 _EQUATION = re.compile(
-    r"(?<![\w.])(\(?-?\d[\d,]*(?:\.\d+)?(?:\s*[-+*/×x÷]\s*\(?-?\d[\d,]*(?:\.\d+)?\)?)+)\s*=\s*\$?(-?\d[\d,]*(?:\.\d+)?)")
+    rf"(?<![\w.])(\(?{_NUM}(?:\s*[-+*/×x÷]\s*\(?{_NUM}\)?)+)\s*=\s*\$?({_NUM})")
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
         ast.Div: operator.truediv, ast.USub: operator.neg, ast.UAdd: operator.pos}
 

@@ -17,6 +17,7 @@ from whenpro_core.bench.records import Record, ResultsFile
 from whenpro_core.bench.report import report_command
 from whenpro_core.bench.report_files import check_report_dir
 from whenpro_core.fsutil import check_can_write_in
+from whenpro_core.textsafe import plural
 
 DEFAULT_OUT = "bench-results.jsonl"
 #: What ``whenpro bench`` suggests when a report file next to ``--out`` is not whenpro's.
@@ -69,13 +70,14 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     items = runner.plan(sel.rows, proto_list, model_list,
                         _gold_setting(gold, both), tolerance=tolerance)
     todo = runner.pending(items, results.done, retry_errors=retry_errors)
-    notes = [f"{len(sel.rows)} traces × {len(items) // max(len(sel.rows), 1)} settings = "
-             f"{len(items)} items; {len(items) - len(todo)} already in {results.path}, "
+    settings = len(items) // max(len(sel.rows), 1)
+    notes = [f"{plural(len(sel.rows), 'trace')} × {plural(settings, 'setting')} = "
+             f"{plural(len(items), 'item')}; {len(items) - len(todo)} already in {results.path}, "
              f"{len(todo)} to run"]
     if sel.unlabelled:
-        notes.append(f"{sel.unlabelled} traces without a ground truth left out")
+        notes.append(f"{plural(sel.unlabelled, 'trace')} without a ground truth left out")
     if sel.bad:
-        notes.append(f"{sel.bad} traces could not be read (files or rows; recorded as errors)")
+        notes.append(f"{plural(sel.bad, 'trace')} could not be read (files or rows; recorded as errors)")
     judges = runner.make_judges({i.model for i in todo}, use_cache=use_cache) if todo else {}
     if not judges:  # heuristic only: no settings needed, but a broken config is said
         from whenpro_core.config import warn_offline

@@ -29,6 +29,7 @@ from whenpro_core.bench.aggregate import (DIMENSIONS, Metrics, Report, Scored, _
 from whenpro_core.bench.records import RECORD_PREFIX, Record, latest, read_records
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.model import Usage
+from whenpro_core.textsafe import plural
 
 #: The row value that pools every modality of a group (the leaderboard's composite).
 ALL = "all"
@@ -286,13 +287,13 @@ def cell_summary(outcomes: Sequence[Outcome], row: TableRow, column: Column | No
     n = len(outcomes)
     where = "all modalities" if row.value == ALL else f"{row.dimension} {row.value}"
     if column is None or column.axis is None:
-        return f"{row.label} · {where} · {n:,} traces"
+        return f"{row.label} · {where} · {plural(n, 'trace')}"
     right = sum(1 for o in outcomes if o.correct)
     value = row.cell(column)
     how = ""
     if column.key in ("agent", "step", "joint"):
         fws = len({o.record.trace.framework for o in outcomes})
-        how = f" (mean over {fws} framework{'s' if fws != 1 else ''})"
+        how = f" (mean over {plural(fws, 'framework')})"
     elif column.key == "error":
         how = " (macro-F1 over gold modes)"
     if row.composite and column.key in ("agent", "step", "error", "joint"):
@@ -334,7 +335,7 @@ def compare(record: Record, taxonomy=None) -> list[AxisLine]:
     step_note = ""
     if score is not None and not score.step:
         if record.step_distance is not None:
-            step_note = f"{record.step_distance} step{'s' if record.step_distance != 1 else ''} away"
+            step_note = f"{plural(record.step_distance, 'step')} away"
             if record.step_within(record.tolerance) and record.tolerance:
                 step_note += f" (within ±{record.tolerance})"
     mode_note = ""

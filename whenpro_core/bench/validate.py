@@ -230,10 +230,10 @@ def record(root: str | Path, trace_id: str, verdict: str, reason: str = "", *, a
                           expected="an id from the manifest's traces")
     reason = _clean(reason)
     if verdict != "accept" and not reason:
-        raise ConfigError(f"a {verdict} needs a reason", expected="a short reason why (--reason on the command line)")
+        raise ConfigError(f"a {verdict} needs a reason", expected="a short reason why")
     if verdict == "relabel":
         if agent is None and step is None and mode is None:
-            raise ConfigError("a relabel needs a new agent, step or mode", expected="agent=, step= or mode=")
+            raise ConfigError("a relabel needs a new label", expected="a new agent, step or mode")
         label = _check_relabel(root, item, agent, step, mode)
     else:
         if agent is not None or step is not None or mode is not None:

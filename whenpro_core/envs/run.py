@@ -11,6 +11,7 @@ from whenpro_core.envs.base import run_env
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats.native import write_trace
 from whenpro_core.model import Trace
+from whenpro_core.textsafe import plural
 
 
 def run_many(env_name: str, n: int, out: Path, *, seed: int = 0, model: str | None = "reference",
@@ -36,7 +37,7 @@ def run_many(env_name: str, n: int, out: Path, *, seed: int = 0, model: str | No
         trace = run_env(env, s, model=model)
         write_trace(trace, target)
         traces.append(trace)
-        echo(f"{trace.id}: {trace.outcome.value} ({len(trace.steps)} steps, answer {_short(trace.final_answer)})")
+        echo(f"{trace.id}: {trace.outcome.value} ({plural(len(trace.steps), 'step')}, answer {_short(trace.final_answer)})")
     ok = sum(1 for t in traces if t.outcome.value == "success")
     echo(f"{len(traces)} runs: {ok} succeeded, {len(traces) - ok} failed; wrote {out}")
     return traces

@@ -27,6 +27,7 @@ from whenpro_core.injection.replay import ReplayResult, warm_start
 from whenpro_core.injection.verify import Verdict, check_trace, verify
 from whenpro_core.model import Annotation, GroundTruth, Outcome, Source, Step, Trace
 from whenpro_core.taxonomy import Taxonomy
+from whenpro_core.textsafe import plural
 
 
 #: Terminations that cut a continuation short for reasons outside the run (a model-call
@@ -163,7 +164,7 @@ def describe(result: InjectionResult) -> list[str]:
     seed_state = {True: "succeeded", False: "failed", None: "outcome unknown"}[v.original_success]
     lines = [f"seed: {inj['seed_trace']} ({seed_state})",
              f"injected: {inj['mode']} at step {inj['step']} ({inj['agent']}): {inj['description']}",
-             f"replayed: {_n(r.prefix_len, 'step')} from the record, 1 replaced, {len(r.new_steps)} new "
+             f"replayed: {plural(r.prefix_len, 'step')} from the record, 1 replaced, {len(r.new_steps)} new "
              f"({r.executor}; tool cache {r.cache_hits} hit(s), {r.cache_misses} miss(es); ended by {r.termination})"]
     lines += _llm_lines(inj)
     if v.counterfactual_success is True:
@@ -188,21 +189,17 @@ def _llm_lines(inj: dict) -> list[str]:
     lines = []
     usage = inj.get("usage")
     if usage:
-        lines.append(f"generator model: {_n(usage.get('calls', 0), 'call')}, "
+        lines.append(f"generator model: {plural(usage.get('calls', 0), 'call')}, "
                      f"{usage.get('input_tokens', 0):,} tokens in, {usage.get('output_tokens', 0):,} out, "
                      f"${usage.get('cost_usd', 0.0):.4f}")
     cont = inj.get("continuation") or {}
     if "usage" in cont:
         u = cont["usage"]
-        lines.append(f"simulation model: {_n(cont.get('calls', 0), 'call')} of {cont.get('max_calls')} allowed, "
+        lines.append(f"simulation model: {plural(cont.get('calls', 0), 'call')} of {cont.get('max_calls')} allowed, "
                      f"{u.get('input_tokens', 0):,} tokens in, {u.get('output_tokens', 0):,} out, "
-                     f"${u.get('cost_usd', 0.0):.4f}; {_n(cont.get('simulated_steps', 0), 'simulated tool result')}, "
+                     f"${u.get('cost_usd', 0.0):.4f}; {plural(cont.get('simulated_steps', 0), 'simulated tool result')}, "
                      f"{cont.get('tool_results_from_record', 0)} from the record")
     return lines
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def _short(text: str | None, n: int = 60) -> str:

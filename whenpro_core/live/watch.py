@@ -22,7 +22,7 @@ from whenpro_core.live.events import (BudgetExhausted, DecisiveError, ExportReje
                                       StepJudged, Suspect, TraceEvicted, TraceReset, TraceStarted,
                                       TraceUpdated, event_record)
 from whenpro_core.model import Step
-from whenpro_core.textsafe import strip_controls
+from whenpro_core.textsafe import plural, strip_controls
 
 #: Characters of untrusted text (content, reasons) on one printed line.
 LINE_CHARS = 160
@@ -58,7 +58,7 @@ def format_lines(ev: Any, *, show_steps: bool = False, prefix: bool = False,
             return []
         lines = []
         if shown is not None and ev.kept < shown:
-            lines.append(f"trace reordered: kept {ev.kept} steps, now {ev.step_count}")
+            lines.append(f"trace reordered: kept {plural(ev.kept, 'step')}, now {ev.step_count}")
         lines += [_step_line(s) for s in ev.added]
     else:
         text = _one_line(ev, show_steps)
@@ -84,7 +84,7 @@ def _one_line(ev: Any, show_steps: bool) -> str | None:
         if show_steps:
             text = _step_line(ev.step)
     elif isinstance(ev, TraceReset):
-        text = f"trace {ev.reason}: kept {ev.kept} steps, now {ev.step_count}"
+        text = f"trace {ev.reason}: kept {plural(ev.kept, 'step')}, now {ev.step_count}"
     elif isinstance(ev, HeaderUpdated):
         text = f"trace fields updated: {', '.join(ev.fields)}" if show_steps else None
     elif isinstance(ev, LineError):
@@ -112,7 +112,7 @@ def _one_line(ev: Any, show_steps: bool) -> str | None:
     elif isinstance(ev, JudgeFailed):
         text = f"judge failed: {_clip(ev.message)}"
     elif isinstance(ev, RunEnded):
-        text = f"run ended ({ev.reason}) after {ev.step_count} steps"
+        text = f"run ended ({ev.reason}) after {plural(ev.step_count, 'step')}"
     elif isinstance(ev, FinalVerdict):
         a = ev.attribution
         text = f"final verdict ({a.protocol}): {_who(a.step, a.agent)} {a.mode or '?'}: {_clip(a.reason)}"

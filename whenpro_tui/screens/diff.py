@@ -29,7 +29,7 @@ from whenpro_core.injection.provenance import check_attribution, headline, injec
 from whenpro_core.injection.verify import Verdict
 from whenpro_core.model import Trace
 from whenpro_core.stepview import step_as_text
-from whenpro_core.textsafe import clean, one_line
+from whenpro_core.textsafe import clean, one_line, plural
 from whenpro_core.traceview import agent_slots
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import CounterfactualAttributed, CounterfactualSaved, DiffComputed
@@ -152,7 +152,7 @@ class DiffScreen(Leaving, Screen[None]):
         def head(title: str, trace: Trace) -> Text:
             text = Text(f"{title} ", style="bold")
             text.append(clean(one_line(trace.id, 60)))
-            text.append(f" · {trace.outcome.value} · {len(trace.steps)} steps", style="dim")
+            text.append(f" · {trace.outcome.value} · {plural(len(trace.steps), 'step')}", style="dim")
             return text
 
         b = head("counterfactual", self.cf)

@@ -19,7 +19,7 @@ MARKERS_HELP = (
     ("▶", "the step carries a video"),
     ("◆", "a verdict names this step (one colour per verdict; A cycles them)"),
     ("▇", "shaded row: a running attribution is asking about this step or range"),
-    ("⚑", "the step was injected (labels shown only)"),
+    ("⚑", "the error was injected at this step (labels shown only)"),
     ("★", "the ground-truth decisive step (labels shown only)"),
 )
 

@@ -25,7 +25,7 @@ from textual.widgets import Static
 from whenpro_core.live.events import (DecisiveError, ExportRejected, TraceEvicted, TraceStarted,
                                       TraceUpdated)
 from whenpro_core.live.listing import LiveListing
-from whenpro_core.textsafe import clean, one_line
+from whenpro_core.textsafe import clean, one_line, plural
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import LiveEvents
 from whenpro_tui.screens.help import HelpScreen
@@ -94,7 +94,7 @@ class IncomingScreen(Leaving, Screen[None]):
 
     def _status(self) -> None:
         n = len(self.listing.rows)
-        text = f"{n:,} trace{'s' if n != 1 else ''}"
+        text = plural(n, "trace")
         if not self.started:
             text += " · starting the receiver…"
         elif not n:

@@ -30,7 +30,7 @@ from whenpro_core.live.events import (BudgetExhausted, DecisiveError, FinalVerdi
                                       JudgeFailed, LineError, RunEnded, StepAdded, StepJudged, Suspect,
                                       TraceEvicted, TraceReset, TraceUpdated)
 from whenpro_core.model import Trace
-from whenpro_core.textsafe import clean, one_line
+from whenpro_core.textsafe import clean, one_line, plural
 from whenpro_core.traceview import agent_slots, trace_header
 from whenpro_tui.messages import LiveEvents
 from whenpro_tui.screens.trace import TraceScreen
@@ -149,7 +149,7 @@ class LiveTraceScreen(TraceScreen):
                 self.suspect = ev
             elif isinstance(ev, RunEnded):
                 self.ended = ev.reason
-                self.news = f"run ended ({ev.reason}) after {ev.step_count} steps"
+                self.news = f"run ended ({ev.reason}) after {plural(ev.step_count, 'step')}"
         self._flush_scheduled = False
         self._on_close = on_close
         super().__init__(trace if trace is not None else source.trace(), is_root=is_root)
@@ -220,9 +220,9 @@ class LiveTraceScreen(TraceScreen):
                 kept = min(kept, ev.kept)
                 grew = True
                 if ev.reason in ("truncated", "rotated"):
-                    self.notify(f"The file was {ev.reason}: read again, {ev.kept} steps kept.",
+                    self.notify(f"The file was {ev.reason}: read again, {plural(ev.kept, 'step')} kept.",
                                 severity="warning", markup=False)
-                self.news = f"trace {ev.reason}: kept {ev.kept} steps"
+                self.news = f"trace {ev.reason}: kept {plural(ev.kept, 'step')}"
             elif isinstance(ev, TraceUpdated):
                 kept = min(kept, ev.kept)
                 grew = True
@@ -275,7 +275,7 @@ class LiveTraceScreen(TraceScreen):
                         timeout=12, markup=False)
         elif isinstance(ev, RunEnded):
             self.ended = ev.reason
-            self.news = f"run ended ({ev.reason}) after {ev.step_count} steps"
+            self.news = f"run ended ({ev.reason}) after {plural(ev.step_count, 'step')}"
         elif isinstance(ev, FinalVerdict):
             a = ev.attribution
             self.news = (f"final verdict ({a.protocol}): step {a.step or '?'} [{a.agent or '?'}] "
@@ -328,10 +328,9 @@ class LiveTraceScreen(TraceScreen):
         live = "●" if self.ended is None else "■"
         text.append(f"{live} ", style="bold green" if self.ended is None else "bold")
         text.append(clean(self.source.title), style="bold")
-        text.append(f" · {len(self.trace.steps):,} steps · {self.judging}", style="dim")
+        text.append(f" · {plural(len(self.trace.steps), 'step')} · {self.judging}", style="dim")
         if self.line_errors:
-            text.append(f" · {self.line_errors:,} bad line{'s' if self.line_errors != 1 else ''} skipped",
-                        style="yellow")
+            text.append(f" · {plural(self.line_errors, 'bad line')} skipped", style="yellow")
         if self.decisive is not None:
             d = self.decisive
             text.append("   DECISIVE ", style="bold red")

@@ -1,14 +1,17 @@
 """A modal picker of facet values (agents and kinds of a trace; modality, framework,
 benchmark and mode of a dataset), each with its count. Dismisses with the chosen values
-per facet (an empty set means "any"), or ``None`` when cancelled."""
+per facet (an empty set means "any"), or ``None`` when cancelled. A ticked value shows
+``✓`` in its box and an unticked one a blank box, readable without colour."""
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
+from textual.strip import Strip
 from textual.widgets import SelectionList, Static
 from textual.widgets.selection_list import Selection
 
@@ -16,6 +19,21 @@ from whenpro_core.textsafe import clean
 from whenpro_tui.widgets.footer import FittedFooter
 
 Choice = dict[str, frozenset[str]]
+
+
+class TickList(SelectionList[str]):
+    """A SelectionList whose box shows ``✓`` when ticked and stays blank when not
+    (Textual draws ``X`` in both states, told apart by colour only)."""
+
+    def render_line(self, y: int) -> Strip:
+        strip = super().render_line(y)
+        segments = list(strip)
+        index = self.scroll_offset.y + y
+        if len(segments) < 4 or index >= self.option_count:
+            return strip
+        ticked = self.get_option_at_index(index).value in self.selected
+        segments[1] = Segment("✓" if ticked else " ", segments[1].style)
+        return Strip(segments, strip.cell_length)
 
 
 class FacetPicker(ModalScreen[Choice | None]):
@@ -48,7 +66,8 @@ class FacetPicker(ModalScreen[Choice | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text(self.title_text, style="bold"))
-            yield Static(Text("space/enter: toggle · a: apply · c: clear · esc: cancel"),
+            yield Static(Text("nothing ticked = all · space/enter: tick · a: apply · c: clear · "
+                              "esc: cancel"),
                          id="picker-help")
             with VerticalScroll():
                 for facet, values in self.facets.items():
@@ -56,7 +75,7 @@ class FacetPicker(ModalScreen[Choice | None]):
                         continue
                     yield Static(Text(facet), classes="facet-title")
                     chosen = self.chosen.get(facet, frozenset())
-                    yield SelectionList[str](
+                    yield TickList(
                         *(Selection(Text(f"{clean(v)}  ({n:,})"), v, v in chosen)
                           for v, n in values),
                         id=f"facet-{facet}")

@@ -24,7 +24,7 @@ from whenpro_core.bench.aggregate import DIMENSIONS
 from whenpro_core.bench.explore import (DIMENSION_TITLES, Column, Results, TableRow, columns,
                                         dataset_index, load_results, table_rows)
 from whenpro_core.errors import WhenproError
-from whenpro_core.textsafe import clean
+from whenpro_core.textsafe import clean, plural
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import DatasetIndexed, ResultsLoaded
 from whenpro_tui.screens.help import HelpScreen
@@ -136,7 +136,7 @@ class ResultsScreen(Leaving, Screen[None]):
         if self.results is not None:
             r = self.results
             n = len(r.report.groups)
-            text.append(f"   {len(r.records):,} records · {n} setting{'s' if n != 1 else ''} · "
+            text.append(f"   {plural(len(r.records), 'record')} · {plural(n, 'setting')} · "
                         f"step tolerance ±{r.tolerance}", style="dim")
         if self.dataset:
             text.append(f"   dataset {clean(self.dataset)}", style="dim")
@@ -213,7 +213,7 @@ class ResultsScreen(Leaving, Screen[None]):
         if col is None or col.axis is None:
             what = f"{row.metrics.n:,} scored traces"
         else:
-            what = f"{col.title} {row.cell(col)} over {row.metrics.n:,} traces"
+            what = f"{col.title} {row.cell(col)} over {plural(row.metrics.n, 'trace')}"
         self.query_one("#res-hint", Static).update(Text.assemble(
             (clean(row.label), "bold"), f" · {clean(where)} · {what}",
             ("   enter: list them", "dim")))

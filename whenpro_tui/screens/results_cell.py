@@ -18,7 +18,7 @@ from whenpro_core.bench.explore import (Column, Outcome, Results, TableRow, cell
                                         cell_summary, resolve_ref)
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
-from whenpro_core.textsafe import clean
+from whenpro_core.textsafe import clean, plural
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import TraceLoaded, TraceLoadFailed
 from whenpro_tui.screens.help import HelpScreen
@@ -83,7 +83,7 @@ class CellScreen(Leaving, Screen[None]):
             line = (f"showing {self.show} ({len(shown):,} of {len(self.outcomes):,})   "
                     f"x: all / wrong / right on {axis}")
         else:
-            line = f"{len(shown):,} traces   (pick a metric column to see right and wrong on it)"
+            line = f"{plural(len(shown), 'trace')}   (pick a metric column to see right and wrong on it)"
         self.query_one("#cell-filter", Static).update(Text(line, style="dim"))
         self.query_one("#cell-columns", Static).update(
             Text(self.olist.header_line(), style="bold dim"))

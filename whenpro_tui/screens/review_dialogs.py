@@ -164,6 +164,9 @@ class DecisionDialog(ModalScreen[ValidationEntry | None]):
             kw = {"agent": agent if agent != built.agent else None,
                   "step": step if step != built.step else None,
                   "mode": mode if mode != built.mode else None}
+            if reason.strip() and not any(kw.values()):
+                self._failed("choose a new agent, step or mode (or escape and accept)")
+                return
         self.query_one("#decision-error", Static).update(Text("saving…", style="dim"))
         self.save(reason, kw)
 
@@ -178,6 +181,12 @@ class DecisionDialog(ModalScreen[ValidationEntry | None]):
             self.app.call_from_thread(self._failed, f"cannot write the decision: {exc}")
             return
         self.app.call_from_thread(self.dismiss, entry)
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _edited(self) -> None:
+        """An edit makes the last refusal stale: clear it."""
+        self.query_one("#decision-error", Static).update("")
 
     def _failed(self, error: str) -> None:
         self.query_one("#decision-error", Static).update(Text(clean(error), style="red"))

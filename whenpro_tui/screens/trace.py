@@ -22,7 +22,7 @@ from whenpro_core.model import Trace
 from whenpro_core.search import (SearchResult, StepFilter, filter_steps, gt_step_index,
                                  same_agent_step)
 from whenpro_core.stepview import TextOptions, step_as_text
-from whenpro_core.textsafe import clean, human_size
+from whenpro_core.textsafe import clean, human_size, plural
 from whenpro_core.traceview import agent_slots, trace_header
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.editor import open_in_editor
@@ -100,6 +100,8 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         self.trace = trace
         self.trace_refs = siblings or []
         self.position = position
+        #: the sibling position being loaded (``]``/``[`` count from it), else None
+        self._wanted: int | None = None
         self.is_root = is_root
         self.step_filter = StepFilter()
         self.search: SearchResult | None = None
@@ -224,8 +226,8 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         if self.search is not None:
             rank = self.search.position(idx) if idx is not None else None
             where = f"{rank} of " if rank else ""
-            parts.append(f"/{self.search.query}: {where}{len(self.search.steps):,} steps "
-                         f"({self.search.matches:,} hits)")
+            parts.append(f"/{self.search.query}: {where}{plural(len(self.search.steps), 'step')} "
+                         f"({plural(self.search.matches, 'hit')})")
         self.query_one("#status", Static).update(Text(" · ".join(parts)), layout=False)
 
     def _go_to_step(self, idx: int, *, center: bool = True) -> None:
@@ -299,32 +301,45 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         if not self.trace_refs or self.position is None:
             self.notify("No other traces here (this file holds one trace).")
             return
-        target = self.position + delta
+        # a press during a load moves on from the trace being loaded, so none is lost
+        start = self._wanted if self._wanted is not None else self.position
+        target = start + delta
         if not 0 <= target < len(self.trace_refs):
             self.notify("This is the " + ("first" if delta < 0 else "last") + " trace.")
             return
         self.load_sibling(target)
 
-    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
     def load_sibling(self, position: int) -> None:
+        """Open sibling trace ``position`` (loaded in a thread; only the last asked shows)."""
+        self._wanted = position
+        self._load_sibling(position)
+
+    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
+    def _load_sibling(self, position: int) -> None:
         ref = self.trace_refs[position]
         try:
             trace = load_trace(ref)
         except WhenproError as exc:
-            self.post_message(TraceLoadFailed(ref, exc.one_line()))
+            self.post_message(TraceLoadFailed(ref, exc.one_line(), position))
             return
         except Exception as exc:  # an importer bug must not crash the viewer
-            self.post_message(TraceLoadFailed(ref, f"{type(exc).__name__}: {exc}"))
+            self.post_message(TraceLoadFailed(ref, f"{type(exc).__name__}: {exc}", position))
             return
         self.post_message(TraceLoaded(ref, trace, position))
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
         message.stop()
+        if message.position != self._wanted:
+            return  # superseded by a later press
+        self._wanted = None
         self.show_trace(message.trace, message.position)
         self.attribution_trace_changed(message.trace)
 
     def on_trace_load_failed(self, message: TraceLoadFailed) -> None:
         message.stop()
+        if message.position is not None and message.position != self._wanted:
+            return
+        self._wanted = None
         self.notify(clean(message.error), title="Could not open trace", severity="error",
                     timeout=10)
 

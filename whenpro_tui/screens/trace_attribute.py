@@ -250,8 +250,7 @@ class AttributionMixin:
             return
         self.verdicts = [*self.verdicts, verdict]
         self.verdict_pos = len(self.verdicts) - 1
-        self._apply_verdicts(jump=True)
-        self.notify(summary, title=f"Verdict ({clean(verdict.protocol)})")
+        self._apply_verdicts(jump=True)  # the panel shows it: no toast to cover it
         self._save_verdict(self.trace, verdict)
 
     @work(thread=True, group="verdict-save", exit_on_error=False)

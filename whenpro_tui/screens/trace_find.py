@@ -15,7 +15,7 @@ from textual.worker import get_current_worker
 
 from whenpro_core.search import (SearchResult, StepFilter, filter_steps, find_coord,
                                  search_steps, step_facets)
-from whenpro_core.textsafe import clean
+from whenpro_core.textsafe import clean, plural
 from whenpro_tui.messages import SearchDone
 from whenpro_tui.screens.picker import FacetPicker
 from whenpro_tui.screens.prompt import PromptScreen
@@ -88,7 +88,7 @@ class StepFinding:
                      None)
         if first is None:
             first = result.next_after(idx)
-        self.notify(f"{len(result.steps):,} steps match ({result.matches:,} hits).")
+        self.notify(f"Matches in {plural(len(result.steps), 'step')} ({plural(result.matches, 'hit')}).")
         if first is not None:
             self._go_to_step(first)
         self._show_current()

@@ -32,6 +32,7 @@ from whenpro_core.media.preview import (MediaItem, StepMedia, error_line, format
                                         frame_caption, keyframe_caption, load_image,
                                         step_media, video_keyframes)
 from whenpro_core.media.video import KeyframesCancelled
+from whenpro_core.textsafe import plural
 from whenpro_tui import imaging
 from whenpro_tui.messages import KeyframesLoaded, KeyframesProgress, ThumbLoaded
 from whenpro_tui.screens.media_modal import MediaModal
@@ -272,7 +273,7 @@ class MediaViewing:
                          f"frame {kf.frame:,}" + (" · scene cut" if kf.cut else ""))
                    for kf, jpeg, thumb in zip(result.keyframes, result.images, message.thumbs)]
         cuts = sum(1 for kf in result.keyframes if kf.cut)
-        status = (f"· {len(entries)} keyframes ({cuts} cut{'s' if cuts != 1 else ''} ✂) · "
+        status = (f"· {len(entries)} keyframes ({plural(cuts, 'cut')} ✂) · "
                   f"{result.scan.frames:,} frames, {format_time(result.scan.duration_s)}")
         if result.cache_hit:
             status += " · cached"

@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from whenpro_core.textsafe import plural
 from whenpro_core.traceview import TraceHeader
 from whenpro_tui.widgets.palette import MARKER_STYLES, OUTCOME_STYLES, agent_style
 
@@ -53,7 +54,7 @@ class TraceHeaderView(Vertical):
         if position:
             title.append(f"  {position}", style="bold")
         meta = [header.framework, header.benchmark or "—", header.modality,
-                f"{header.steps:,} steps"]
+                plural(header.steps, "step")]
         title.append("  " + " · ".join(meta), style="dim")
         self.query_one("#h-title", Static).update(title)
 
