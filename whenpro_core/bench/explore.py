@@ -260,7 +260,8 @@ def _counts(column: Column | None, rec: Record) -> bool:
 def cell_outcomes(results: Results, row: TableRow, column: Column | None = None) -> list[Outcome]:
     """The traces behind ``row`` × ``column``: the scored records of the row's group
     whose ``dimension`` value is the row's (every one for the composite row) and which
-    the column counts (:class:`Column.counts`), in file order, with their verdicts.
+    the column counts (:class:`Column.counts`), by trace id (a concurrent bench writes
+    records in completion order, which differs run to run), with their verdicts.
     ``column`` ``None`` lists the whole row."""
     k = results.tolerance
     out = []
@@ -278,7 +279,7 @@ def cell_outcomes(results: Results, row: TableRow, column: Column | None = None)
         if column is not None and column.axis is not None:
             correct = bool(verdicts[column.axis])
         out.append(Outcome(r, **verdicts, correct=correct))
-    return out
+    return sorted(out, key=lambda o: o.trace_id)
 
 
 def cell_summary(outcomes: Sequence[Outcome], row: TableRow, column: Column | None) -> str:
