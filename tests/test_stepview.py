@@ -36,6 +36,16 @@ def test_real_macnet_marks_only_its_injected_step(real_traces) -> None:
     assert flagged == [s.index for s in trace.steps if s.hidden.get("is_injected")] and len(flagged) == 1
 
 
+def test_magentic_one_phase_marks_its_injected_step(real_traces) -> None:
+    """Magentic-One rows of Who&When Pro say it with ``phase: ["injected"]``."""
+    from whenpro_core.opening import load_trace
+    trace = load_trace(real_traces / "who-when-pro-samples" / "data" / "traces" / "simpleqa_election.json")
+    flagged = [s.coord for s in trace.steps if step_row(s).injected]
+    assert flagged == ["1.1"]
+    assert not step_row(Step(index=0, hidden={"phase": ["replayed"]})).injected
+    assert step_row(Step(index=0, hidden={"phase": "injected"})).injected
+
+
 def test_summary_falls_back_to_tool_calls_observation_error() -> None:
     assert step_summary(Step(index=0, content="  many\n\nwords  here ")) == "many words here"
     s = Step(index=0, tool_calls=[ToolCall(name="search", arguments={"q": "nyse dojo"})])

@@ -32,10 +32,13 @@ MARKER_WIDTH = 6
 
 def is_injected(step: Step) -> bool:
     """True when a label-leaking hidden field says the error was injected at this step
-    (``is_injected`` or ``injected``; Who&When Pro construction markers). Replayed prefix
-    steps (``is_replayed``) are not: they are the original run's steps, copied."""
+    (``is_injected``, ``injected``, or ``phase`` holding ``"injected"``; Who&When Pro
+    construction markers). Replayed prefix steps (``is_replayed``, phase ``replayed``)
+    are not: they are the original run's steps, copied."""
     hidden = step.hidden
-    return bool(hidden.get("is_injected") or hidden.get("injected"))
+    phase = hidden.get("phase")
+    phases = phase if isinstance(phase, list) else [phase]
+    return bool(hidden.get("is_injected") or hidden.get("injected") or "injected" in phases)
 
 
 @dataclass(frozen=True)
