@@ -139,9 +139,9 @@ async def test_open_trace_and_switch_with_brackets(dataset_dir: Path) -> None:
 def burst(app, keys: str) -> None:
     """Keys arriving all at once, as from a terminal (Pilot.press waits after each key)."""
     from textual import events
-    names = {"]": "right_square_bracket", "[": "left_square_bracket"}
+    names = {"]": "right_square_bracket", "[": "left_square_bracket", "/": "slash"}
     for key in keys:
-        event = events.Key(names[key], key)
+        event = events.Key(names.get(key, key), key)
         event.set_sender(app)
         app._driver.send_message(event)
 
@@ -164,6 +164,19 @@ async def test_a_burst_of_brackets_moves_one_trace_per_press(tmp_path: Path) -> 
         burst(app, "[[[]")
         await settle(pilot)
         assert screen.trace.id == "team-4"
+
+
+async def test_text_typed_at_once_after_slash_goes_to_the_find_box(dataset_dir: Path) -> None:
+    """'/query' pasted or typed fast: every character lands in the find box (the q used
+    to quit the app; the t toggled labels)."""
+    app = make_app(dataset_dir)
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = await open_library(pilot)
+        burst(app, "/qtoe")
+        await settle(pilot)
+        assert app.is_running and app.screen is screen
+        assert screen.query_one("#lib-text").value == "qtoe"
+        assert not screen.show_labels
 
 
 async def test_ten_thousand_rows_filter_and_scroll() -> None:

@@ -176,16 +176,30 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
 
     @on(Input.Submitted, "#lib-text")
     def _text_submitted(self, event: Input.Submitted) -> None:
-        self.table.focus()
+        self.set_focus(self.table)
+
+    def on_key(self, event: events.Key) -> None:
+        # Text typed fast after "/" (or pasted) is forwarded to the list before a binding
+        # could move the focus: "/" focuses the find box here, at once, and the keys
+        # behind it, already on their way to the list, are typed into the box.
+        box = self.query_one("#lib-text", Input)
+        if event.key == "slash" and self.focused is not box:
+            self.set_focus(box)
+            event.stop()
+        elif self.focused is box and event.is_printable and event.character:
+            box.insert_text_at_cursor(event.character)
+            event.stop()
 
     def action_focus_text(self) -> None:
-        self.query_one("#lib-text", Input).focus()
+        # at once, not via Widget.focus (which runs after the keys already queued): text
+        # typed fast after "/" must land in the box, not run list keys such as q
+        self.set_focus(self.query_one("#lib-text", Input))
 
     def action_from_find(self, delta: int) -> None:
         """Down/up in the find box: the list takes the focus and its cursor moves, so
         enter opens that row at once."""
         table = self.table
-        table.focus()
+        self.set_focus(table)
         table.move_cursor(table.cursor + delta)
 
     def close_local(self) -> bool:
