@@ -264,3 +264,27 @@ async def test_diff_screen_step_text_rewraps_on_resize(tmp_path: Path) -> None:
             assert region - 6 < longest <= region, (width, region, longest)
             shown = screen_text(app)
             assert all(f"w{i:03d}" in shown for i in range(200)), (width, shown)
+
+
+async def test_search_typed_at_once_goes_to_the_prompt() -> None:
+    """'/query' typed fast or pasted on the trace screen: the keys behind '/' reach the
+    screen before the prompt is up; they go into the prompt (the q used to quit)."""
+    from tests.test_tui_library import burst
+    from whenpro_tui.screens.prompt import PromptScreen
+
+    app = WhenproApp(str(TEAM), cursor_blink=False)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        burst(app, "/quota")
+        await settle(pilot)
+        assert app.is_running and isinstance(app.screen, PromptScreen)
+        assert app.screen.query_one("#search-input").value == "quota"
+        await pilot.press("escape")
+        await pilot.pause()
+        burst(app, ":3")
+        await settle(pilot)
+        assert app.screen.query_one("#goto-input").value == "3"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen is screen and screen.steps.step_index == 3

@@ -139,7 +139,7 @@ async def test_open_trace_and_switch_with_brackets(dataset_dir: Path) -> None:
 def burst(app, keys: str) -> None:
     """Keys arriving all at once, as from a terminal (Pilot.press waits after each key)."""
     from textual import events
-    names = {"]": "right_square_bracket", "[": "left_square_bracket", "/": "slash"}
+    names = {"]": "right_square_bracket", "[": "left_square_bracket", "/": "slash", ":": "colon"}
     for key in keys:
         event = events.Key(names.get(key, key), key)
         event.set_sender(app)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import TYPE_CHECKING
 
-from textual import work
+from textual import events, work
 from textual.worker import get_current_worker
 
 from whenpro_core.search import (SearchResult, StepFilter, filter_steps, find_coord,
@@ -35,6 +35,28 @@ class StepFinding:
 
     # ------------------------------------------------------------------ go to
 
+    #: The ``:`` or ``/`` prompt opened last (keys typed fast behind the key go to it).
+    _prompt: PromptScreen | None = None
+
+    def on_key(self, event: events.Key) -> None:
+        # "/query" typed fast or pasted: the keys behind "/" are forwarded to this screen
+        # before the prompt is up (and "q" would quit). Open the prompt at once and type
+        # what follows into it.
+        if event.key in ("slash", "colon") and not self._prompt_open():
+            event.stop()
+            self.action_search() if event.key == "slash" else self.action_goto()
+        elif self._prompt_open() and event.is_printable and event.character:
+            event.stop()
+            prompt = self._prompt
+            if prompt.is_mounted:
+                prompt.query_one("Input").insert_text_at_cursor(event.character)
+            else:
+                prompt.value += event.character
+
+    def _prompt_open(self) -> bool:
+        prompt = self._prompt
+        return prompt is not None and prompt in self.app.screen_stack  # type: ignore[attr-defined]
+
     def action_goto(self) -> None:
         def done(text: str | None) -> None:
             if not text or not text.strip():
@@ -45,8 +67,9 @@ class StepFinding:
                 return
             self._go_to_step(idx)
 
-        self.app.push_screen(PromptScreen(":", placeholder="step coordinate (12, 1.1) or #index",
-                                          input_id="goto-input"), done)
+        self._prompt = PromptScreen(":", placeholder="step coordinate (12, 1.1) or #index",
+                                    input_id="goto-input")
+        self.app.push_screen(self._prompt, done)
 
     # ------------------------------------------------------------------ search
 
@@ -61,9 +84,10 @@ class StepFinding:
                 return
             self.run_search(text)
 
-        self.app.push_screen(PromptScreen("/", placeholder="search steps (case-insensitive)",
-                                          value=self.search.query if self.search else "",
-                                          input_id="search-input"), done)
+        self._prompt = PromptScreen("/", placeholder="search steps (case-insensitive)",
+                                    value=self.search.query if self.search else "",
+                                    input_id="search-input")
+        self.app.push_screen(self._prompt, done)
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def run_search(self, query: str) -> None:
