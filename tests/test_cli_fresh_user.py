@@ -30,13 +30,13 @@ def one_line_error(out: subprocess.CompletedProcess, *words: str) -> None:
 
 def test_info_on_one_bad_jsonl_file_is_one_error_line(tmp_path):
     bad = tmp_path / "l4.jsonl"
-    bad.write_text('{"agent": "a", "kind": "plan", "index": 3}\n')
+    bad.write_text('{"agent": "a", "kind": 7}\n')
     one_line_error(whenpro("info", str(bad)), "l4.jsonl")
 
 
 def test_ls_on_one_bad_file_is_one_error_line(tmp_path):
     bad = tmp_path / "l4.jsonl"
-    bad.write_text('{"agent": "a", "kind": "plan", "index": 3}\n')
+    bad.write_text('{"agent": "a", "kind": 7}\n')
     one_line_error(whenpro("ls", str(bad)), "l4.jsonl")
 
 

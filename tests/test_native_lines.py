@@ -77,13 +77,28 @@ def test_bad_lines_in_the_middle_are_skipped_and_counted(tmp_path):
     assert "skipped 2 bad lines (lines 3, 4" in trace.extras["whenpro_warnings"][0]
 
 
+def test_steps_after_a_skipped_line_keep_their_coordinates(tmp_path):
+    """A cut line in the middle must not drop the good steps after it as 'out of order'."""
+    path = tmp_path / "l7.jsonl"
+    lines = [json.dumps({"format": "whenpro.trace/1", "id": "l7"}),
+             json.dumps({"index": 0, "agent": "a", "kind": "plan", "content": "start"}),
+             '{"index": 1, "agent": "a", "kind": "assis',
+             *(json.dumps({"index": i, "agent": "a", "kind": "assistant", "content": f"s{i}"})
+               for i in (2, 3, 4))]
+    path.write_text("\n".join(lines) + "\n")
+    trace = load_trace(path)
+    assert [s.coord for s in trace.steps] == ["0", "2", "3", "4"]
+    assert [s.index for s in trace.steps] == [0, 1, 2, 3]
+    assert "skipped 1 bad line (line 3" in trace.extras["whenpro_warnings"][0]
+
+
 def test_a_file_of_only_bad_lines_is_still_an_error(tmp_path):
     import pytest
 
     from whenpro_core.errors import TraceFormatError
 
     path = tmp_path / "bad.jsonl"
-    path.write_text('{"agent": "a", "kind": "plan", "index": 3}\nnot json\n')
+    path.write_text('{"agent": "a", "kind": 7}\nnot json\n')
     with pytest.raises(TraceFormatError, match="bad.jsonl:1"):
         load_trace(path)
 

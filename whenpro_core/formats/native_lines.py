@@ -109,8 +109,14 @@ class NativeLinesBuilder:
             raise self.ctx.error(f"wrong type (got {type(obj).__name__})", where,
                                  expected="a step object or a header object")
         data = dict(obj)
-        if data.setdefault("index", position) != position:
-            raise self.ctx.error(f"step index {data['index']} out of order", f"{where}.index",
+        given = data.setdefault("index", position)
+        if isinstance(given, int) and not isinstance(given, bool) and given > position:
+            # lines before it were skipped (cut or not JSON): keep the step, renumbered,
+            # under the coordinate its writer gave it
+            data["index"] = position
+            data.setdefault("coord", str(given))
+        elif given != position:
+            raise self.ctx.error(f"step index {given} out of order", f"{where}.index",
                                  expected=f"{position} (a line went missing?)")
         data.setdefault("coord", str(position))
         try:
