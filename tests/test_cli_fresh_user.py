@@ -94,6 +94,14 @@ def test_watch_on_a_pretty_printed_json_document_is_one_error_line(whowhen, tmp_
     one_line_error(whenpro("watch", str(compact), "--idle-timeout", "0.5"), "not JSON lines")
 
 
+def test_watch_on_a_binary_file_is_one_error_line(tmp_path):
+    video = tmp_path / "clip.mp4"
+    video.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)) * 40 + b"\n" * 50)
+    out = whenpro("watch", str(video), "--idle-timeout", "0.5")
+    one_line_error(out, str(video), "binary, not JSON lines")
+    assert out.stdout == ""
+
+
 def test_watch_names_the_file_on_each_bad_line(tmp_path):
     run = tmp_path / "run.jsonl"
     run.write_text('{"agent": "a", "kind": "plan", "content": "x"}\nnot json\n')

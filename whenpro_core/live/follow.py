@@ -258,6 +258,9 @@ class FileFollower:
                 raise TraceFormatError(  # line 1 opens a value it does not close: a pretty-printed document
                     f"a JSON document, not JSON lines: open it with `whenpro {self.path}` "
                     "(watch and view --follow read JSON lines, one object a line)", path=self.path)
+            if first and (b"\x00" in line[:4096] or not _is_utf8(line[:4096])):
+                raise TraceFormatError("file is binary, not JSON lines", path=self.path,
+                                       expected="JSON lines (one object a line)")
             return [LineError(self.trace_key, self._line_no, f"not valid JSON: {str(exc).split(':')[0]}",
                               _preview(line))]
         if self._builder is None:
@@ -358,3 +361,12 @@ async def follow(path: str | Path, **kwargs: Any) -> AsyncIterator[Any]:
 
 
 __all__ = ["FileFollower", "follow", "watchfiles_available"]
+
+
+def _is_utf8(data: bytes) -> bool:
+    """True when ``data`` decodes as UTF-8 (a character cut at the end is allowed)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(data) - 3 and exc.reason == "unexpected end of data"
+    return True
