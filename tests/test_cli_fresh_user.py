@@ -108,3 +108,9 @@ def test_watch_names_the_file_on_each_bad_line(tmp_path):
     out = whenpro("watch", str(run), "--idle-timeout", "0.5")
     bad = [line for line in out.stdout.splitlines() if "not valid JSON" in line]
     assert bad and bad[0].startswith(f"{run}:2: "), out.stdout
+
+
+def test_an_llm_protocol_without_a_model_says_it_needs_one():
+    out = whenpro("attribute", str(SAMPLES / "team_text" / "trace.json"), "--protocol", "all-at-once",
+                  "--no-save")
+    one_line_error(out, "protocol all-at-once needs a model", "--model provider:model")

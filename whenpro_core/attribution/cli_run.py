@@ -36,7 +36,12 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
 
         from whenpro_core.config import load_settings
 
-        judge = make_judge(model, settings=load_settings(**(settings_flags or {})), use_cache=not no_cache)
+        settings = load_settings(**(settings_flags or {}))
+        if (model or settings.model or "heuristic").strip().lower() == "heuristic":
+            raise ConfigError(f"protocol {name} needs a model",
+                              expected="--model provider:model, or model in config.toml / "
+                                       "WHENPRO_MODEL (or --protocol heuristic offline)")
+        judge = make_judge(model, settings=settings, use_cache=not no_cache)
     async def run():
         try:
             return await attribute(trace, name, judge=judge, with_gold=with_gold)
