@@ -68,3 +68,17 @@ def test_an_unusable_model_stops_the_run_with_one_line(tmp_path):
     assert out.stderr.splitlines()[-1].startswith("whenpro: error: ")
     if res.exists():
         assert all(r.error_kind == "backend" for r in read_records(res)[0])
+
+
+def test_items_that_failed_on_the_backend_make_the_run_exit_2(tmp_path):
+    """Fewer backend failures than stop the run (here 2): the run finishes, reports, and
+    still exits 2 saying how many items failed and that a rerun retries them."""
+    data = write_dataset(tmp_path)
+    res = tmp_path / "r.jsonl"
+    out = whenpro("bench", str(data), "--out", str(res), "--model", "openai:gpt-4.1", "--limit", "2",
+                  "--no-report", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-x",
+                                      "WHENPRO_MAX_RETRIES": "0"})
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("whenpro: error: ") and "failed on the model backend" in last
+    assert "retry" in last and len(read_records(res)[0]) == 2

@@ -16,6 +16,7 @@ from whenpro_core.bench.aggregate import Report
 from whenpro_core.bench.records import Record, ResultsFile
 from whenpro_core.bench.report import report_command
 from whenpro_core.bench.report_files import check_report_dir
+from whenpro_core.errors import BackendError
 from whenpro_core.fsutil import check_can_write_in
 from whenpro_core.textsafe import plural
 
@@ -43,7 +44,8 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     ``report_dir`` (default: the results file's folder). Returns the report (``None``
     with ``report=False``). Raises WhenproError subclasses for bad input (the CLI prints
     one line and exits 2), among them a ConfigError, before any item runs, when a report
-    file there was not written by whenpro (``report_hint`` says what to do instead).
+    file there was not written by whenpro (``report_hint`` says what to do instead), and
+    a BackendError after the run (and its report) when items failed on the model backend.
     """
     err = Console(stderr=True)
     console = console or Console()
@@ -93,10 +95,16 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.kinds.items()))
         err.print(f"ran {stats.written} items in {stats.seconds:.1f}s; {stats.errors} failed"
                   + (f" ({kinds})" if kinds else ""), markup=False, highlight=False)
-    if not report:
-        return None
-    return report_command([results.path], report_dir, tolerance=tolerance, console=console,
-                          hint=report_hint)
+    written = None
+    if report:
+        written = report_command([results.path], report_dir, tolerance=tolerance, console=console,
+                                 hint=report_hint)
+    backend_failures = stats.kinds.get("backend", 0)
+    if backend_failures:  # a model/backend failure is status 2 (README), after the report
+        raise BackendError(f"{plural(backend_failures, 'item')} failed on the model backend "
+                           "(recorded; run the same command again to retry them)",
+                           path=results.path)
+    return written
 
 
 def _run_with_progress(todo: list[runner.WorkItem], results: ResultsFile, judges: dict,
