@@ -127,6 +127,22 @@ async def test_a_truncated_file_keeps_the_shared_steps_and_the_cursor(tmp_path):
         assert not screen.steps.attributed
 
 
+async def test_a_decisive_step_cut_away_by_truncation_is_forgotten(tmp_path):
+    sample = load_trace(TEAM)
+    lines = native_lines(sample)
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(lines))
+    app = WhenproApp("", cursor_blink=False, start=follow_start(str(path), LiveOptions()))
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen = await first_screen(pilot, LiveTraceScreen)
+        await until(pilot, lambda: screen.decisive is not None, "a decisive error")
+        assert "DECISIVE" in screen_text(app)
+        path.write_bytes(b"".join(lines[:2]))  # the run was restarted: one step so far
+        await until(pilot, lambda: len(screen.trace.steps) == 1, "the truncation")
+        await pilot.pause()
+        assert screen.decisive is None and "DECISIVE" not in screen_text(app)
+
+
 async def test_otlp_traces_appear_live_and_open(tmp_path):
     pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
     from tests.support.otel_agent import provider, run_workshop_agent

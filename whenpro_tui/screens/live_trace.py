@@ -223,6 +223,7 @@ class LiveTraceScreen(TraceScreen):
                     self.notify(f"The file was {ev.reason}: read again, {plural(ev.kept, 'step')} kept.",
                                 severity="warning", markup=False)
                 self.news = f"trace {ev.reason}: kept {plural(ev.kept, 'step')}"
+                self._forget_verdicts_from(ev.kept)
             elif isinstance(ev, TraceUpdated):
                 kept = min(kept, ev.kept)
                 grew = True
@@ -246,6 +247,14 @@ class LiveTraceScreen(TraceScreen):
         else:
             self.notify(f"{len(bad)} lines skipped (lines {bad[0].line}–{bad[-1].line}); {first}",
                         title="Lines skipped", severity="warning", markup=False)
+
+    def _forget_verdicts_from(self, kept: int) -> None:
+        """The file was truncated or rotated: a suspect or decisive step that is no longer
+        in the trace is no longer news (the judge re-reads the new steps)."""
+        if self.suspect is not None and self.suspect.index >= kept:
+            self.suspect = None
+        if self.decisive is not None and self.decisive.index >= kept:
+            self.decisive = None
 
     def _judge_event(self, ev: Any) -> None:
         if isinstance(ev, Idle):
