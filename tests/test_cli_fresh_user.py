@@ -114,3 +114,11 @@ def test_an_llm_protocol_without_a_model_says_it_needs_one():
     out = whenpro("attribute", str(SAMPLES / "team_text" / "trace.json"), "--protocol", "all-at-once",
                   "--no-save")
     one_line_error(out, "protocol all-at-once needs a model", "--model provider:model")
+
+
+def test_watch_heuristic_with_a_model_needs_the_final_pass(tmp_path):
+    run = tmp_path / "run.jsonl"
+    run.write_text('{"agent": "a", "kind": "plan", "content": "x"}\n')
+    out = whenpro("watch", str(run), "--protocol", "heuristic", "--model", "openai:gpt-4.1",
+                  "--idle-timeout", "0.5")
+    one_line_error(out, "--protocol heuristic and --model do not go together", "--final-pass")

@@ -166,6 +166,10 @@ def _judge_factory(protocol: str | None, model: str | None, *, budget: Any, fina
     if name not in ("heuristic", "step-by-step"):
         raise ConfigError(f"protocol {name} cannot judge live",
                           expected="--protocol heuristic or step-by-step (--final-pass adds all-at-once)")
+    if name == "heuristic" and model and not final_pass:
+        raise ConfigError("--protocol heuristic and --model do not go together",
+                          expected="no --model (heuristic uses none), or --final-pass to use "
+                                   "the model for the final all-at-once pass")
     judge = None
     if model or name == "step-by-step":
         from whenpro_core.attribution.llm_judge import make_judge
