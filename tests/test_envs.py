@@ -102,7 +102,7 @@ def test_tools_are_safe_and_report_errors():
 
 
 def test_llm_policy_is_a_clear_error():
-    with pytest.raises(ConfigError, match="attribution backends"):
+    with pytest.raises(ConfigError, match="no API key for openai:gpt-4.1"):
         get_env("arith_team").policy("openai:gpt-4.1")
     assert get_env("arith_team").policy("heuristic").name == "reference"
 
@@ -123,4 +123,45 @@ def test_run_command_writes_native_traces_and_refuses_to_overwrite(tmp_path):
     again = _whenpro("run", "arith_team", "--n", "1", "--seed", "4", "--out", str(tmp_path))
     assert again.returncode == 2 and "--force" in again.stderr
     llm = _whenpro("run", "code_pair", "--n", "1", "--out", str(tmp_path / "x"), "--model", "openai:gpt-4.1")
-    assert llm.returncode == 2 and "not yet available" in llm.stderr and llm.stderr.count("\n") == 1
+    assert llm.returncode == 2 and "no API key" in llm.stderr and llm.stderr.count("\n") == 1
+
+
+def test_an_llm_plays_the_agents_through_the_real_sdk(llm_server, monkeypatch):
+    """``whenpro run --model``: every turn is one chat-completions call to the local server;
+    the environment runs the tool calls with its live tools and checks the answer."""
+    import re
+
+    from tests.support.fixtures import TEST_KEY
+    from tests.support.inject_model import step_answer
+    from tests.support.llm_wire import prompt_text
+
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
+    env = get_env("arith_team")
+    task = env.make_task(3)
+    seen: list[str] = []
+
+    def model(body):
+        prompt = prompt_text(body)
+        agent = re.search(r"Write your next message as (\w+)", prompt).group(1)
+        seen.append(agent)
+        assert f"## How {agent} writes" in prompt  # the environment's conventions
+        if agent == "planner":
+            return step_answer("Plan:\n1. solver: total = 6 * 7\n2. verifier: check total\n"
+                               "3. reporter: report total")
+        if agent == "solver":
+            return step_answer("Computing total", [{"name": "calculator", "arguments": {"expression": "6 * 7"}}])
+        if agent == "verifier":
+            return step_answer("Approved.")
+        return step_answer("Reporting total.", final_answer="42", ends_run=True)
+
+    llm_server.respond_with(model)
+    trace = run_env(env, 3, model="openai:gpt-4.1")
+    assert [s.agent for s in trace.steps] == ["user", "planner", "solver", "verifier", "reporter"]
+    assert trace.steps[-1].kind == "final_answer" and trace.final_answer == "42"
+    assert trace.outcome.value == ("success" if task.answer == "42" else "failure")
+    calc = next(s for s in trace.steps if s.tool_calls)
+    assert calc.agent == "solver" and calc.observation.strip() == "42"  # the env's real calculator
+    assert all(s.meta.get("generated_by") == "llm:openai:gpt-4.1" for s in trace.steps[1:])
+    assert len(llm_server.requests) == len(trace.steps) - 1 == len(seen)
+    assert all(TEST_KEY not in json.dumps(s.model_dump()) for s in trace.steps)

@@ -306,7 +306,7 @@ def run(env: str = typer.Argument(..., help="A built-in environment: arith_team 
         out: Path = typer.Option(..., "--out", help="Folder for the native traces, one per run."),
         seed: int = typer.Option(0, "--seed", help="First seed."),
         model: str = typer.Option("reference", "--model",
-                                  help="Agent policy: reference (offline, default) or heuristic (same)."),
+                                  help="Agent policy: reference (offline, default) or provider:model (a model plays every agent)."),
         force: bool = typer.Option(False, "--force", help="Overwrite existing files.")) -> None:
     """Run a built-in multi-agent system and write its runs as traces (successes and failures)."""
     from whenpro_core.envs.run import run_many

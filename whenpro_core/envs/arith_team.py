@@ -63,6 +63,19 @@ REDO = re.compile(r"redo from (\w+)", re.IGNORECASE)
 IDENT = re.compile(r"\b([a-z_][a-z0-9_]*)\b")
 
 
+#: The message conventions of the module docstring, for the LLM policy.
+ARITH_GUIDANCE = {
+    "planner": "Write a numbered plan, one line each: `N. solver: var = expression` for each value "
+               "to compute (vars in snake_case, expressions over numbers and earlier vars), "
+               "`N. verifier: check var1, var2` and `N. reporter: report var` (add `as HH:MM` for a time).",
+    "solver": "Take the first plan item with no value yet. Start your message with `Computing var` "
+              "and call one tool (calculator, lookup or clock_add) to get its value.",
+    "verifier": "Recompute the checked vars from the task. Say `Approved.` when they match; otherwise "
+                "`Mismatch on var: from the task var = expression = value; redo from var`.",
+    "reporter": "Give the reported var's value as the final answer.",
+}
+
+
 # --- reading the conversation ----------------------------------------------------------
 
 class Plan:
@@ -294,6 +307,9 @@ class ArithTeam(Env):
 
     def reference_policy(self) -> ArithReferencePolicy:
         return ArithReferencePolicy()
+
+    def llm_guidance(self, agent: str) -> str:
+        return ARITH_GUIDANCE.get(agent, "")
 
     def tool_specs(self, agent: str) -> tuple[ToolSpec, ...]:
         if agent != "solver":

@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from whenpro_core.errors import ConfigError, TraceFormatError
+from whenpro_core.errors import TraceFormatError
 from whenpro_core.model import Agent, Modality, Outcome, Source, Step, Task, ToolCall, Trace
 
 #: Framing kinds that carry no agent decision (never injected, never produced by policies).
@@ -38,7 +38,7 @@ FRAMING_KINDS = frozenset({"user", "system"})
 @dataclass(frozen=True)
 class ToolSpec:
     """A tool an agent may call: ``name``, one-line ``description`` and the argument
-    names it takes (for prompts of a future LLM policy)."""
+    names it takes (shown to the LLM policy, :mod:`whenpro_core.envs.llm_policy`)."""
 
     name: str
     description: str
@@ -159,6 +159,11 @@ class Env(ABC):
         return self.task_from_params(int(meta.get("seed") or 0), trace.task.query,
                                      trace.task.answer or "", params)
 
+    def llm_guidance(self, agent: str) -> str:
+        """How ``agent`` writes its messages so the others (and the turn order) can read
+        them: shown to the LLM policy. Empty when the environment needs no convention."""
+        return ""
+
     # --- tools -----------------------------------------------------------------------
     @abstractmethod
     def tool_specs(self, agent: str) -> tuple[ToolSpec, ...]:
@@ -182,11 +187,12 @@ class Env(ABC):
         """The policy for ``--model``: ``reference`` (default; ``heuristic`` is a synonym)
         is the offline reference policy. Anything else needs the LLM backends.
 
-        Raises ConfigError for LLM models (not yet available)."""
+        Raises ConfigError for a model that is not usable (no key, bad name)."""
         if model in (None, "", "reference", "heuristic", "none"):
             return self.reference_policy()
-        raise ConfigError(f"LLM policies need the attribution backends (not yet available): {model!r}",
-                          expected="--model reference")
+        from whenpro_core.envs.llm_policy import LLMPolicy
+
+        return LLMPolicy(self, model)
 
     # --- answers ---------------------------------------------------------------------
     def extract_answer(self, step: Step) -> str:

@@ -19,8 +19,8 @@ def run_many(env_name: str, n: int, out: Path, *, seed: int = 0, model: str | No
     """Run ``env_name`` for seeds ``seed .. seed+n-1`` and write ``out/<trace id>.json``
     for each run (atomically).
 
-    Raises ConfigError for an unknown env, a bad ``n`` or an LLM ``model`` (not yet
-    available), and WhenproError before running anything when an output file exists and
+    Raises ConfigError for an unknown env, a bad ``n`` or an unusable ``model`` (no key
+    or base URL), BackendError when the model fails during a run, and WhenproError before running anything when an output file exists and
     ``force`` is not set."""
     env = get_env(env_name)
     env.policy(model)  # fail fast on an unavailable model
