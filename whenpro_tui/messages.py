@@ -67,6 +67,22 @@ class TraceLoadFailed(Message):
         self.position = position
 
 
+def load_trace_message(ref: str, position: int | None = None) -> TraceLoaded | TraceLoadFailed:
+    """Load ``ref`` (call it in a thread worker) and return the message to post:
+    :class:`TraceLoaded`, or :class:`TraceLoadFailed` with the one-line error — also for
+    an importer bug, which must not crash the viewer. ``position`` goes into both."""
+    from whenpro_core.errors import WhenproError
+    from whenpro_core.formats import load_trace
+
+    try:
+        trace = load_trace(ref)
+    except WhenproError as exc:
+        return TraceLoadFailed(ref, exc.one_line(), position)
+    except Exception as exc:  # noqa: BLE001 - an importer bug must not crash the viewer
+        return TraceLoadFailed(ref, f"{type(exc).__name__}: {exc}", position)
+    return TraceLoaded(ref, trace, position)
+
+
 class SiblingsFound(Message):
     """The other traces of the file a ``path#key`` trace came from."""
 

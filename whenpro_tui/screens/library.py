@@ -17,12 +17,11 @@ from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from whenpro_core.errors import WhenproError
-from whenpro_core.formats import load_trace
 from whenpro_core.listing import RowFilter, count_line, facet_counts, filter_rows, walk_rows
 from whenpro_core.model import TraceSummary
 from whenpro_core.textsafe import clean
 from whenpro_tui.commands import collect_bindings
-from whenpro_tui.messages import RowsFound, TraceLoaded, TraceLoadFailed, WalkDone
+from whenpro_tui.messages import RowsFound, TraceLoaded, TraceLoadFailed, WalkDone, load_trace_message
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.library_validate import LibraryValidation
@@ -256,15 +255,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
 
     @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
     def open_row(self, ref: str) -> None:
-        try:
-            trace = load_trace(ref)
-        except WhenproError as exc:
-            self.post_message(TraceLoadFailed(ref, exc.one_line()))
-            return
-        except Exception as exc:  # an importer bug must not crash the viewer
-            self.post_message(TraceLoadFailed(ref, f"{type(exc).__name__}: {exc}"))
-            return
-        self.post_message(TraceLoaded(ref, trace))
+        self.post_message(load_trace_message(ref))
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
         from whenpro_tui.screens.trace import TraceScreen

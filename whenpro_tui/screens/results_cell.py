@@ -16,11 +16,9 @@ from textual.widgets import Static
 
 from whenpro_core.bench.explore import (Column, Outcome, Results, TableRow, cell_outcomes,
                                         cell_summary, resolve_ref)
-from whenpro_core.errors import WhenproError
-from whenpro_core.formats import load_trace
 from whenpro_core.textsafe import clean, plural
 from whenpro_tui.commands import collect_bindings
-from whenpro_tui.messages import TraceLoaded, TraceLoadFailed
+from whenpro_tui.messages import TraceLoaded, TraceLoadFailed, load_trace_message
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.widgets.footer import FittedFooter
@@ -123,15 +121,7 @@ class CellScreen(Leaving, Screen[None]):
 
     @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
     def open_trace(self, ref: str, position: int) -> None:
-        try:
-            trace = load_trace(ref)
-        except WhenproError as exc:
-            self.post_message(TraceLoadFailed(ref, exc.one_line()))
-            return
-        except Exception as exc:  # an importer bug must not crash the viewer
-            self.post_message(TraceLoadFailed(ref, f"{type(exc).__name__}: {exc}"))
-            return
-        self.post_message(TraceLoaded(ref, trace, position))
+        self.post_message(load_trace_message(ref, position))
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
         from whenpro_tui.screens.result_trace import ResultTraceScreen

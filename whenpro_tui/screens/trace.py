@@ -16,8 +16,6 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
-from whenpro_core.errors import WhenproError
-from whenpro_core.formats import load_trace
 from whenpro_core.model import Trace
 from whenpro_core.search import (SearchResult, StepFilter, filter_steps, gt_step_index,
                                  same_agent_step)
@@ -26,7 +24,7 @@ from whenpro_core.textsafe import clean, human_size, plural
 from whenpro_core.traceview import agent_slots, trace_header
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.editor import open_in_editor
-from whenpro_tui.messages import SiblingsFound, TraceLoaded, TraceLoadFailed
+from whenpro_tui.messages import SiblingsFound, TraceLoaded, TraceLoadFailed, load_trace_message
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.trace_attribute import AttributionMixin
@@ -316,16 +314,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
 
     @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
     def _load_sibling(self, position: int) -> None:
-        ref = self.trace_refs[position]
-        try:
-            trace = load_trace(ref)
-        except WhenproError as exc:
-            self.post_message(TraceLoadFailed(ref, exc.one_line(), position))
-            return
-        except Exception as exc:  # an importer bug must not crash the viewer
-            self.post_message(TraceLoadFailed(ref, f"{type(exc).__name__}: {exc}", position))
-            return
-        self.post_message(TraceLoaded(ref, trace, position))
+        self.post_message(load_trace_message(self.trace_refs[position], position))
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
         message.stop()

@@ -32,7 +32,7 @@ from whenpro_core.model import Trace
 from whenpro_core.taxonomy import taxonomy_for
 from whenpro_core.textsafe import clean
 from whenpro_tui.commands import collect_bindings
-from whenpro_tui.messages import ReviewLoaded, TraceLoaded, TraceLoadFailed
+from whenpro_tui.messages import ReviewLoaded, TraceLoaded, TraceLoadFailed, load_trace_message
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.review_dialogs import DecisionDialog, VerdictMenu
@@ -215,12 +215,7 @@ class ValidationScreen(Leaving, Screen[None]):
 
     @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
     def open_item(self, ref: str, position: int) -> None:
-        try:
-            trace = load_trace(ref)
-        except Exception as exc:  # noqa: BLE001 - an importer bug must not crash the viewer
-            self.post_message(TraceLoadFailed(ref, _error_text(exc)))
-            return
-        self.post_message(TraceLoaded(ref, trace, position))
+        self.post_message(load_trace_message(ref, position))
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
         from whenpro_tui.screens.review_trace import ReviewTraceScreen
