@@ -338,7 +338,7 @@ async def test_jsonl_release_lists_lazily_and_opens_a_row() -> None:
         await settle(pilot)
         assert isinstance(app.screen, TraceScreen)
         assert app.screen.trace.id == "dabench_smolagents_0004"
-        assert not panel(app).display  # a text trace: no media
+        assert not app.screen.query(MediaPanel)  # a text trace: the panel is never mounted
         await pilot.press("]")
         await settle(pilot)
         assert app.screen.trace.id == "dabench_smolagents_0023"

@@ -76,7 +76,7 @@ def prepare(requested: str) -> str:
         mode = "halfcell"
     elif requested in RENDERERS:
         cell_size()  # the real cell size (ioctl), while the terminal can still answer
-        _import_widgets()  # no renderer queries: the renderer is named
+        import_widgets()  # no renderer queries: the renderer is named
         mode = requested
     else:
         import textual_image.widget  # noqa: F401  (queries the terminal: renderer, cell size)
@@ -128,9 +128,11 @@ def _no_terminal_queries() -> Iterator[None]:
         sys.__stdout__ = real  # type: ignore[misc]
 
 
-def _import_widgets() -> None:
+def import_widgets() -> None:
     """Import textual-image's widgets without querying the terminal (a named renderer,
-    or an app already running: Textual owns stdin then)."""
+    or an app already running: Textual owns stdin then). Takes ~0.2 s the first time
+    (it imports numpy): the app calls it from a thread, see
+    :meth:`whenpro_tui.widgets.step_detail.StepDetail.request_media_panel`."""
     if "textual_image.widget" not in sys.modules:
         with _no_terminal_queries():
             import textual_image.widget  # noqa: F401
@@ -138,7 +140,7 @@ def _import_widgets() -> None:
 
 def image_widget(mode: str, *, classes: str | None = None, id: str | None = None) -> "Widget":
     """A textual-image widget (no image yet) for renderer ``mode``."""
-    _import_widgets()
+    import_widgets()
     from textual_image.widget import HalfcellImage, SixelImage, TGPImage
 
     cls: Any = {"kitty": TGPImage, "sixel": SixelImage}.get(mode, HalfcellImage)

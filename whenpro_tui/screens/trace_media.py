@@ -38,6 +38,7 @@ from whenpro_tui.messages import KeyframesLoaded, KeyframesProgress, ThumbLoaded
 from whenpro_tui.screens.media_modal import MediaModal
 from whenpro_tui.widgets.media_panel import POOL, MediaPanel
 from whenpro_tui.widgets.media_strip import Entry, ThumbStrip
+from whenpro_tui.widgets.step_detail import StepDetail
 
 if TYPE_CHECKING:
     from whenpro_core.model import Trace
@@ -82,13 +83,16 @@ class MediaViewing:
         the step's text (which keeps at least a third of the pane when long), within
         the panel's cap (3/4 of the pane), shared by the ``sections`` strips; 3 to 10
         rows."""
-        from whenpro_tui.widgets.step_detail import StepDetail
-
         detail = self.query_one(StepDetail)  # type: ignore[attr-defined]
         height = detail.size.height or self.app.size.height // 2  # type: ignore[attr-defined]
         body = min(detail.body.line_count, max(4, height // 3))
         free = min(height - body - 1, height * 3 // 4) - 1  # title; panel cap, top border
         return max(3, min(10, free // max(1, sections) - 4))  # heading, caption, scrollbar
+
+    def on_step_detail_media_panel_mounted(self, _message: StepDetail.MediaPanelMounted) -> None:
+        """The panel requested by :meth:`show_media` is there: show the step on display."""
+        self._media_key = None
+        self.show_media(self.query_one(StepDetail).shown_index)  # type: ignore[attr-defined]
 
     def _cancel_media(self, group: str) -> None:
         self.app.workers.cancel_group(self, group)  # type: ignore[attr-defined]
@@ -100,6 +104,8 @@ class MediaViewing:
         step is already shown; starts the thumbnail and keyframe workers as needed."""
         panel = self.media_panel()
         if panel is None:
+            if idx is not None and not step_media(self.trace, idx).empty:
+                self.query_one(StepDetail).request_media_panel()  # type: ignore[attr-defined]
             return
         key = (self.trace, idx)
         if self._media_key is not None and self._media_key[0] is key[0] and self._media_key[1] == idx:
@@ -180,7 +186,8 @@ class MediaViewing:
 
     # ------------------------------------------------------------------ thumbnails
 
-    @work(thread=True, exclusive=True, group="media-thumbs", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="media-thumbs", exit_on_error=False,
+          description="load thumbnails")
     def load_thumbs(self, gen: int, trace: "Trace", jobs: list[tuple[str, int, MediaItem]]) -> None:
         """Decode the thumbnails of ``jobs`` (thread worker), one message each."""
         worker = get_current_worker()
@@ -220,7 +227,8 @@ class MediaViewing:
 
     # ------------------------------------------------------------------ keyframes
 
-    @work(thread=True, exclusive=True, group="media-keyframes", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="media-keyframes", exit_on_error=False,
+          description="extract keyframes")
     def load_keyframes(self, gen: int, trace: "Trace", item: MediaItem) -> None:
         """Keyframes of a video (thread worker; cancelled when the step changes)."""
         worker = get_current_worker()
@@ -290,8 +298,6 @@ class MediaViewing:
     def _catch_up(self) -> None:
         """Show the step under the cursor now if a burst of keys left it pending (``m``
         or ``M`` typed right after ``j``)."""
-        from whenpro_tui.widgets.step_detail import StepDetail
-
         if self.query_one(StepDetail).shown_index != self.steps.step_index:  # type: ignore[attr-defined]
             self._show_current()  # type: ignore[attr-defined]
 

@@ -9,7 +9,9 @@ Layout (composed once; showing another step updates these widgets, never re-moun
   re-renders its lines and repaints the region: no layout pass, so stepping through a
   trace costs a partial repaint, not a full one;
 * ``#d-media`` — one placeholder line per media item (``--images off``);
-* ``#d-media-panel`` — thumbnails and the keyframe strip (:mod:`.media_panel`);
+* ``#d-media-panel`` — thumbnails and the keyframe strip (:mod:`.media_panel`), mounted
+  on the first step that has media (:meth:`StepDetail.request_media_panel`): a trace
+  without images never pays for the image renderer's import and the panel's tiles;
 * ``#d-verdict`` — reserved for the attribution verdict (phase 3).
 
 Long fields are folded (:func:`whenpro_core.stepview.fold`) at the current expansion
@@ -18,16 +20,18 @@ level; the screen's ``o`` key raises the level chunk by chunk.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual import events
+from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
@@ -154,15 +158,37 @@ class StepDetail(Vertical):
         super().__init__(id=id, classes=classes)
         self.complete = True  # False when some field was cut at this level
         self.shown_index: int | None = None  # the step on display
+        self._panel_requested = False
+
+    class MediaPanelMounted(Message):
+        """The media panel is mounted: the screen shows the current step's media."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="d-title", markup=False)
         yield StepBody(id="d-body")
         with Vertical(id="d-media"):
             yield Static(id="d-media-list", markup=False)
-        if panel_enabled(self.app):  # tuimedia: thumbnails and keyframes (--images off: text)
-            yield MediaPanel(imaging.resolve(self.app.images), id="d-media-panel")  # type: ignore[attr-defined]
         yield Static(id="d-verdict", markup=False)
+
+    def request_media_panel(self) -> None:
+        """Mount the media panel (tuimedia) if it is enabled and not mounted or coming
+        yet; posts :class:`MediaPanelMounted` when it is there. The image renderer is
+        imported in a thread first (~0.2 s), so the step list never waits for it."""
+        if not self._panel_requested and panel_enabled(self.app):
+            self._panel_requested = True
+            self._mount_media_panel()
+
+    @work(group="media-panel", exit_on_error=False, description="mount the media panel")
+    async def _mount_media_panel(self) -> None:
+        try:
+            await asyncio.to_thread(imaging.import_widgets)
+        except Exception as exc:  # a broken install: say so, keep the text placeholders
+            self.notify(f"Images cannot be shown: {type(exc).__name__}: {exc}", severity="error",
+                        markup=False)
+            return
+        mode = imaging.resolve(self.app.images)  # type: ignore[attr-defined]
+        await self.mount(MediaPanel(mode, id="d-media-panel"), after="#d-media")
+        self.post_message(self.MediaPanelMounted())
 
     @property
     def body(self) -> StepBody:
