@@ -231,7 +231,8 @@ class DiffScreen(Leaving, Screen[None]):
 
         self.app.push_screen(AttributeChoice("heuristic", configured_model()), chosen)
 
-    @work(exclusive=True, group="diff-attribute", exit_on_error=False)
+    @work(exclusive=True, group="diff-attribute", exit_on_error=False,
+          description="attribute the counterfactual")
     async def attribute_counterfactual(self, protocol: str, model: str) -> None:
         """Attribute the counterfactual with ``protocol`` (``model`` for LLM protocols) and
         check whether it names the injected step."""
@@ -313,7 +314,8 @@ class DiffScreen(Leaving, Screen[None]):
 
         self.app.push_screen(PromptScreen("Save to", value=str(self.default_path()), input_id="save-input"), chosen)
 
-    @work(thread=True, exclusive=True, group="diff-save", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="diff-save", exit_on_error=False,
+          description="save the counterfactual")
     def save_counterfactual(self, path: str) -> None:
         from whenpro_core.formats.native import write_trace
 

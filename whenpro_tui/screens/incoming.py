@@ -189,7 +189,7 @@ class IncomingScreen(Leaving, Screen[None]):
             return
         self.open_live(row.trace_id)
 
-    @work(exclusive=True, group="open-live", exit_on_error=False)
+    @work(exclusive=True, group="open-live", exit_on_error=False, description="open a live trace")
     async def open_live(self, trace_id: str) -> None:
         from whenpro_tui.screens.live_trace import LiveTraceScreen, StoreSource
 

@@ -281,7 +281,8 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
         else:
             self.generate_offline(self._token, request)
 
-    @work(thread=True, exclusive=True, group="inject-preview", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="inject-preview", exit_on_error=False,
+          description="generate an injected step")
     def generate_offline(self, token: int, request: InjectionRequest) -> None:
         try:
             generated = OfflineGenerator().generate(request)
@@ -293,7 +294,8 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
             return
         self.post_message(PreviewReady(token, generated))
 
-    @work(exclusive=True, group="inject-preview", exit_on_error=False)
+    @work(exclusive=True, group="inject-preview", exit_on_error=False,
+          description="generate an injected step with a model")
     async def generate_llm(self, token: int, request: InjectionRequest, model: str) -> None:
         from whenpro_core.injection.generate import get_generator
         from whenpro_core.injection.llm_io import preload_sdk

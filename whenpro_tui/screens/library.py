@@ -253,7 +253,8 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         table = self.table
         return [table.rows[i].ref() for i in table.shown if table.rows[i].error is None]
 
-    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False,
+          description="open a trace")
     def open_row(self, ref: str) -> None:
         self.post_message(load_trace_message(ref))
 

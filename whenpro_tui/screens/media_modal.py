@@ -120,7 +120,8 @@ class MediaModal(ModalScreen[None]):
             px = max(cols * cw, rows * ch)
         return max(64, min(FULL_MAX_SIDE, px))
 
-    @work(thread=True, exclusive=True, group="media-modal", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="media-modal", exit_on_error=False,
+          description="load the full-size image")
     def load_full(self, index: int, entry: Entry, max_side: int) -> None:
         """Decode entry ``index`` at ``max_side`` (thread worker)."""
         worker = get_current_worker()

@@ -119,7 +119,8 @@ class CellScreen(Leaving, Screen[None]):
         self._count(f"Opening {clean(o.trace_id)}…")
         self.open_trace(resolve_ref(o.record, self.by_id), self.olist.cursor)
 
-    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False,
+          description="open a trace")
     def open_trace(self, ref: str, position: int) -> None:
         self.post_message(load_trace_message(ref, position))
 

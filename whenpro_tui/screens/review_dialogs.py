@@ -170,7 +170,8 @@ class DecisionDialog(ModalScreen[ValidationEntry | None]):
         self.query_one("#decision-error", Static).update(Text("saving…", style="dim"))
         self.save(reason, kw)
 
-    @work(thread=True, exclusive=True, group="decision", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="decision", exit_on_error=False,
+          description="save the review decision")
     def save(self, reason: str, kw: dict) -> None:
         try:
             entry = validate.record(self.root, self.item.id, self.verdict, reason, **kw)

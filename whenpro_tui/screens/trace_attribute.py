@@ -85,7 +85,7 @@ class AttributionMixin:
         self._apply_verdicts()
         self._load_verdicts(trace)
 
-    @work(thread=True, group="verdicts", exit_on_error=False)
+    @work(thread=True, group="verdicts", exit_on_error=False, description="load saved verdicts")
     def _load_verdicts(self, trace: Trace) -> None:
         """Read the trace's saved verdicts and its taxonomy (file I/O) in a thread."""
         from whenpro_core.attribution.verdicts import load_verdicts
@@ -173,7 +173,7 @@ class AttributionMixin:
         self._attr_worker = self._attribute(self.trace, request, self._attr_run)
         self._show_verdict_panel()
 
-    @work(group="attribute", exit_on_error=False)
+    @work(group="attribute", exit_on_error=False, description="attribute the trace")
     async def _attribute(self, trace: Trace, request: AttributionRequest, run: int) -> None:
         index = coord_indexes(trace)
 
@@ -253,7 +253,7 @@ class AttributionMixin:
         self._apply_verdicts(jump=True)  # the panel shows it: no toast to cover it
         self._save_verdict(self.trace, verdict)
 
-    @work(thread=True, group="verdict-save", exit_on_error=False)
+    @work(thread=True, group="verdict-save", exit_on_error=False, description="save a verdict")
     def _save_verdict(self, trace: Trace, verdict: Attribution) -> None:
         from whenpro_core.attribution.verdicts import save_verdict
 

@@ -89,7 +89,8 @@ class StepFinding:
                                     input_id="search-input")
         self.app.push_screen(self._prompt, done)
 
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False,
+          description="search the steps")
     def run_search(self, query: str) -> None:
         """Search every step in a thread (huge traces stay responsive)."""
         worker = get_current_worker()

@@ -55,7 +55,8 @@ class Injecting:
             return
         self.load_diff_sources(self.trace)
 
-    @work(thread=True, exclusive=True, group="diff-seed", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="diff-seed", exit_on_error=False,
+          description="load the counterfactual's sources")
     def load_diff_sources(self, cf: Trace) -> None:
         try:
             seed = load_seed(cf)

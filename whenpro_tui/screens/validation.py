@@ -99,7 +99,8 @@ class ValidationScreen(Leaving, Screen[None]):
             return ReviewLoaded(error=_error_text(exc), decided=decided)
         return ReviewLoaded(items, counts, decided=decided)
 
-    @work(thread=True, exclusive=True, group="review-load", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="review-load", exit_on_error=False,
+          description="refresh the review items")
     def refresh_items(self, write: bool = False, decided: str | None = None) -> None:
         """Re-read items and counts in a thread (see :meth:`_loaded`)."""
         self.post_message(self._loaded(write, decided))
@@ -155,7 +156,8 @@ class ValidationScreen(Leaving, Screen[None]):
         self.app.push_screen(DecisionDialog(self.root, item, "relabel", choices=choices, step=step,
                                             taxonomy=self.taxonomy), self._decided)
 
-    @work(thread=True, exclusive=True, group="review-relabel", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="review-relabel", exit_on_error=False,
+          description="load the trace to relabel")
     def load_for_relabel(self, item: ReviewItem) -> None:
         try:
             trace = load_trace(str(self.root / item.ref))
@@ -165,7 +167,8 @@ class ValidationScreen(Leaving, Screen[None]):
             return
         self.app.call_from_thread(self._relabel, item, trace, None)
 
-    @work(thread=True, exclusive=True, group="review-accept", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="review-accept", exit_on_error=False,
+          description="accept a review item")
     def accept(self, trace_id: str) -> None:
         try:
             validate.record(self.root, trace_id, "accept")
@@ -213,7 +216,8 @@ class ValidationScreen(Leaving, Screen[None]):
         if item is not None:
             self.open_item(str(self.root / item.ref), self.rlist.cursor)
 
-    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False,
+          description="open a trace")
     def open_item(self, ref: str, position: int) -> None:
         self.post_message(load_trace_message(ref, position))
 
