@@ -15,6 +15,7 @@ from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats.base import FileImporter, LoadContext, summarize
 from whenpro_core.formats.registry import (error_summary, find_root, load_trace, sniff, split_ref,
                                            summarize_file)
+from whenpro_core.gcpause import paused_gc
 from whenpro_core.model import Trace, TraceSummary
 
 
@@ -55,6 +56,7 @@ class Opened:
     results: str | None = None
 
 
+@paused_gc()
 def open_target(target: str, *, strict: bool = False) -> Opened:
     """Classify and, for a single trace, load ``target``.
 

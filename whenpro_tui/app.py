@@ -26,6 +26,7 @@ from textual.widgets import LoadingIndicator, Static
 from whenpro_tui import _start_time
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats.registry import split_ref
+from whenpro_core.gcpause import paused_gc
 from whenpro_core.listing import walk_rows
 from whenpro_core.opening import Opened, open_target
 from whenpro_core.textsafe import clean
@@ -94,7 +95,8 @@ class WhenproApp(App[None]):
     @work(thread=True, exclusive=True, group="open", exit_on_error=False)
     def open_target_worker(self) -> None:
         try:
-            opened = open_target(self.target)
+            with paused_gc(keep=True):  # the trace stays open: no GC pass scans it again
+                opened = open_target(self.target)
         except WhenproError as exc:
             self.post_message(TargetFailed(self.target, exc.one_line()))
             return
@@ -134,7 +136,8 @@ class WhenproApp(App[None]):
         """Quit after the target failed to open: exit status 2, as for any bad input."""
         self.exit(return_code=2)
 
-    @work(thread=True, exclusive=True, group="siblings", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="siblings", exit_on_error=False,
+          description="list the trace's siblings")
     def find_siblings(self, path: str, ref: str) -> None:
         """For ``path#key``: the other traces of the same file, for ``[``/``]``."""
         try:

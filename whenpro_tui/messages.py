@@ -73,9 +73,11 @@ def load_trace_message(ref: str, position: int | None = None) -> TraceLoaded | T
     an importer bug, which must not crash the viewer. ``position`` goes into both."""
     from whenpro_core.errors import WhenproError
     from whenpro_core.formats import load_trace
+    from whenpro_core.gcpause import paused_gc
 
     try:
-        trace = load_trace(ref)
+        with paused_gc(keep=True):  # the trace stays open: no GC pass scans it again
+            trace = load_trace(ref)
     except WhenproError as exc:
         return TraceLoadFailed(ref, exc.one_line(), position)
     except Exception as exc:  # noqa: BLE001 - an importer bug must not crash the viewer

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 
 from whenpro_core.errors import TraceFormatError, UnknownFormatError, WhenproError
 from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext, read_json_file
+from whenpro_core.gcpause import paused_gc
 from whenpro_core.model import Trace, TraceSummary
 
 HEAD_BYTES = 64 * 1024
@@ -162,6 +163,7 @@ def sniff(path: Path) -> FileImporter | tuple[DocumentImporter, Any]:
                  "(see README, Supported formats)")
 
 
+@paused_gc()
 def load_trace(ref: str | Path, *, root: Path | None = None) -> Trace:
     """Load one trace from ``path`` or ``path#key``.
 
@@ -183,6 +185,7 @@ def load_trace(ref: str | Path, *, root: Path | None = None) -> Trace:
     return trace
 
 
+@paused_gc()
 def load_traces(path: str | Path, *, root: Path | None = None) -> list[Trace]:
     """Every trace in one file."""
     path = Path(path)
@@ -211,6 +214,7 @@ def _select(traces: list[Trace], key: str | None, path: Path) -> Trace:
                            expected=f"a key 1..{len(traces)} or a trace id")
 
 
+@paused_gc()
 def summarize_file(path: Path, root: Path | None = None, *, direct: bool = False) -> list[TraceSummary]:
     """Listing rows for one file; a bad file gives one error row instead of raising.
 

@@ -172,7 +172,7 @@ class LiveTraceScreen(TraceScreen):
         self._bar()
         self.run_source()
 
-    def on_unmount(self) -> None:
+    def before_unmount(self) -> None:
         self.source.close()
         if self._on_close is not None:
             self._on_close()

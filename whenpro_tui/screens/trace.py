@@ -16,6 +16,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
+from whenpro_core.gcpause import release_long_lived
 from whenpro_core.model import Trace
 from whenpro_core.search import (SearchResult, StepFilter, filter_steps, gt_step_index,
                                  same_agent_step)
@@ -133,13 +134,23 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         self.set_class(self.app.size.width < self.NARROW_WIDTH, "narrow")
         self.watch(self.app, "show_labels", self._labels_changed, init=False)
         self.show_trace(self.trace, self.position)
+        if self.trace.steps:
+            self._show_current()  # in the first paint, not the one after it
         self.query_one(StepList).focus()
         self.attribution_mounted()
         self.after_mount()
         self.call_after_refresh(getattr(self.app, "first_paint", lambda: None))
 
+    def on_unmount(self) -> None:
+        self.before_unmount()
+        # the trace was frozen out of GC passes when loaded (whenpro_core.gcpause)
+        release_long_lived()
+
     def after_mount(self) -> None:
         """Hook for subclasses: runs once, at the end of ``on_mount``."""
+
+    def before_unmount(self) -> None:
+        """Hook for subclasses: runs once, at the start of ``on_unmount``."""
 
     @property
     def show_labels(self) -> bool:
@@ -312,7 +323,8 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         self._wanted = position
         self._load_sibling(position)
 
-    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False,
+          description="open a sibling trace")
     def _load_sibling(self, position: int) -> None:
         self.post_message(load_trace_message(self.trace_refs[position], position))
 
