@@ -138,6 +138,22 @@ async def test_rerunning_the_same_protocol_keeps_one_verdict(sample_copy: Path) 
     assert len(sidecar(sample_copy)) == 1
 
 
+async def test_a_sidecar_with_repeated_verdicts_shows_each_once(sample_copy: Path) -> None:
+    """Files written by repeated CLI runs (or older versions) hold the same verdict many
+    times; the panel lists it once (the file is left as it is)."""
+    trace = load_trace(sample_copy)
+    verdict = attribute_heuristic(trace)
+    other = verdict.model_copy(update={"with_gold": not verdict.with_gold})
+    for v in (verdict, verdict, other, verdict):
+        save_verdict(trace, v)
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await settle(pilot)
+        assert len(screen.verdicts) == 2 and "Verdict 2/2" in panel(app)
+    assert len(sidecar(sample_copy)) == 4
+
+
 async def test_verdicts_reopen_with_the_trace_and_compare_with_labels(sample_copy: Path) -> None:
     app = WhenproApp(str(sample_copy), cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:

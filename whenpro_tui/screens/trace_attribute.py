@@ -117,8 +117,8 @@ class AttributionMixin:
             more = f" (and {len(message.problems) - 1} more)" if len(message.problems) > 1 else ""
             self.notify(f"Skipped unreadable saved verdicts: {first}{more}", title="Verdicts",
                         severity="warning", timeout=10)
-        if message.verdicts:
-            self.verdicts = [*message.verdicts, *self.verdicts]
+        if message.verdicts:  # a file from repeated CLI runs may hold one verdict many times
+            self.verdicts = _distinct([*message.verdicts, *self.verdicts])
             self.verdict_pos = len(self.verdicts) - 1
             self._apply_verdicts()
 
@@ -344,7 +344,19 @@ class AttributionMixin:
         panel.display = True
 
 
+def _verdict_key(v: Attribution) -> tuple:
+    """Protocol, model and gold setting, and the answer (who, when, what, why)."""
+    return (v.protocol, v.model, v.with_gold, v.agent, v.step, v.mode, v.reason)
+
+
 def _same_verdict(a: Attribution, b: Attribution) -> bool:
-    """Same protocol, model and gold setting, and the same answer (who, when, what, why)."""
-    return ((a.protocol, a.model, a.with_gold, a.agent, a.step, a.mode, a.reason)
-            == (b.protocol, b.model, b.with_gold, b.agent, b.step, b.mode, b.reason))
+    """Same protocol, model and gold setting, and the same answer."""
+    return _verdict_key(a) == _verdict_key(b)
+
+
+def _distinct(verdicts: list[Attribution]) -> list[Attribution]:
+    """``verdicts`` without repeats: each kept where it first appears."""
+    first: dict[tuple, Attribution] = {}
+    for v in verdicts:
+        first.setdefault(_verdict_key(v), v)
+    return list(first.values())
