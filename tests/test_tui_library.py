@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import screen_text, settle
+from tests.conftest import screen_text, settle, team_trace
+from whenpro_core.formats.native import write_trace
 from whenpro_core.model import TraceSummary
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.screens.library import LibraryScreen
@@ -112,6 +113,21 @@ async def test_mode_facet_and_gt_column_only_with_labels(dataset_dir: Path) -> N
         assert app.screen.facets["mode"] == [("R.3", 3)]
 
 
+async def test_ids_that_carry_the_failure_mode_are_masked_while_labels_are_hidden(
+        tmp_path: Path) -> None:
+    for i, mode in enumerate(("R.3", "PL.1")):
+        write_trace(team_trace(f"run{i}__{mode}__3"), tmp_path / f"t{i}.json")
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await open_library(pilot)
+        text = screen_text(app)
+        assert "run0__‹mode›__‹step›" in text and "run1__‹mode›__‹step›" in text
+        assert "R.3" not in text and "PL.1" not in text
+        await pilot.press("t")
+        await pilot.pause()
+        assert "run1__PL.1__3" in screen_text(app)
+
+
 async def test_open_trace_and_switch_with_brackets(dataset_dir: Path) -> None:
     app = make_app(dataset_dir)
     async with app.run_test(size=(120, 30)) as pilot:
@@ -209,15 +225,16 @@ async def test_long_ids_use_the_width_and_cut_with_an_ellipsis() -> None:
         app.push_screen(LibraryScreen("/data", rows=rows))
         await settle(pilot)
         text = screen_text(app)
-        assert long_id in text and "simpleqa_verified" in text  # wide: nothing cut
+        shown = long_id.replace("R.1", "‹mode›")  # labels hidden: the id's mode is masked
+        assert shown in text and "simpleqa_verified" in text  # wide: nothing cut
         header = next(line for line in text.splitlines() if line.strip().startswith("id "))
-        row = next(line for line in text.splitlines() if long_id in line)
+        row = next(line for line in text.splitlines() if shown in line)
         assert header.index("framework") == row.index("magentic-one ")  # titles aligned
         await pilot.resize_terminal(80, 20)
         await settle(pilot)
         text = screen_text(app)
         row = next(line for line in text.splitlines() if "magentic-one__" in line)
-        assert long_id not in row and "…" in row and "simpleqa_verified" in row
+        assert shown not in row and "…" in row and "simpleqa_verified" in row
         header = next(line for line in text.splitlines() if line.strip().startswith("id "))
         assert header.index("framework") == row.index("magentic-one ", 5)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import screen_text, settle, team_trace
+from tests.conftest import REAL_TRACES, screen_text, settle, team_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.screens.help import HelpScreen
@@ -229,6 +229,20 @@ async def test_labels_hidden_by_default_then_toggled(team_file: Path) -> None:
         await pilot.pause()
         text = screen_text(app)
         assert "★" not in text and "Hidden fields" not in text
+
+
+async def test_an_id_that_carries_the_failure_mode_is_masked_while_labels_are_hidden() -> None:
+    path = REAL_TRACES / "who-when-pro-samples" / "data" / "traces" / "mmsearch_car.json"
+    if not path.exists():
+        pytest.skip(f"real traces not present at {path} (set WHENPRO_REAL_TRACES)")
+    app = make_app(path)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await open_trace(pilot)
+        text = screen_text(app)
+        assert "smolagents__mmsearch__‹mode›__task_0274_auto_9" in text and "PL.1" not in text
+        await pilot.press("t")
+        await pilot.pause()
+        assert "smolagents__mmsearch__PL.1__task_0274_auto_9" in screen_text(app)
 
 
 async def test_labels_flag_starts_shown(team_file: Path) -> None:

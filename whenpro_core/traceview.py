@@ -7,6 +7,7 @@ UI-free: the TUI picks the colours for the slots. Every string has passed
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -18,6 +19,29 @@ from whenpro_core.textsafe import clean
 
 #: Characters of the task kept for the header (the TUI folds it further).
 TASK_CAP = 20_000
+
+#: A ``__``-separated id segment that is a failure-mode code (``P.1``, ``PL.2``) …
+_MODE_SEGMENT = re.compile(r"[A-Z]{1,3}\.\d{1,2}")
+#: … and one right after it that is a step coordinate (``3``, ``1.2``, ``t3``).
+_STEP_SEGMENT = re.compile(r"t?\d+(?:\.\d+)*")
+
+
+def unlabelled_id(trace_id: str) -> str:
+    """``trace_id`` with the labels it carries masked, for showing while labels are
+    hidden (so a person judges the trace unbiased).
+
+    Who&When Pro ids carry the injected failure mode as a ``__`` segment
+    (``eva__lvbench__P.1__task_2393__20260423``), and whenpro's counterfactual ids
+    (:func:`whenpro_core.injection.inject.counterfactual_id`: ``{id}__{mode}__{step}``)
+    also the decisive step. A mode segment becomes ``‹mode›`` and a step-like segment
+    right after it ``‹step›``; any other id is returned unchanged."""
+    parts = trace_id.split("__")
+    for i, part in enumerate(parts):
+        if _MODE_SEGMENT.fullmatch(part):
+            parts[i] = "‹mode›"
+            if i + 1 < len(parts) and _STEP_SEGMENT.fullmatch(parts[i + 1]):
+                parts[i + 1] = "‹step›"
+    return "__".join(parts)
 
 
 def agent_slots(agent_ids: list[str], n_slots: int) -> dict[str, int]:

@@ -13,7 +13,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from whenpro_core.textsafe import plural
-from whenpro_core.traceview import TraceHeader
+from whenpro_core.traceview import TraceHeader, unlabelled_id
 from whenpro_tui.widgets.palette import MARKER_STYLES, OUTCOME_STYLES, agent_style
 
 #: Characters of the task shown when it is expanded.
@@ -48,7 +48,7 @@ class TraceHeaderView(Vertical):
         """Render ``header``; ``position`` is e.g. ``"trace 3/58"`` when the trace is
         one of several."""
         title = Text()
-        title.append(header.id, style="bold")
+        title.append(header.id if show_labels else unlabelled_id(header.id), style="bold")
         title.append("  ")
         title.append(header.outcome, style=OUTCOME_STYLES.get(header.outcome))
         if position:

@@ -15,6 +15,7 @@ from textual.strip import Strip
 
 from whenpro_core.model import TraceSummary
 from whenpro_core.textsafe import clean, one_line
+from whenpro_core.traceview import unlabelled_id
 from whenpro_tui.widgets.virtual_list import VirtualList
 
 #: Column width caps (cells). The id column takes what the others leave, up to its cap.
@@ -61,9 +62,11 @@ class TraceTable(VirtualList):
         for row in rows:
             if row.error is None:
                 for col in self._widths:
-                    value = row.id if col == "id" else getattr(row, col)
-                    self._widths[col] = max(self._widths[col],
-                                            min(CAPS[col], cell_len(clean(value or ""))))
+                    # the id as shown with labels hidden can be the longer one
+                    values = ((row.id, unlabelled_id(row.id)) if col == "id"
+                              else (getattr(row, col),))
+                    longest = max(cell_len(clean(v or "")) for v in values)
+                    self._widths[col] = max(self._widths[col], min(CAPS[col], longest))
         added = [start + i for i, k in enumerate(keep) if k]
         self.shown.extend(added)
         if added:
@@ -121,7 +124,8 @@ class TraceTable(VirtualList):
         dim = self._dim
         steps = "?" if item.step_count is None else f"{item.step_count:,}"
         segments = [
-            Segment(fit(clean(item.id), w["id"]), Style(bold=True)),
+            Segment(fit(clean(item.id if self.show_labels else unlabelled_id(item.id)), w["id"]),
+                    Style(bold=True)),
             Segment(" "),
             Segment(fit(clean(item.framework), w["framework"])),
             Segment(" "),
