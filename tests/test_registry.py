@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +97,19 @@ def test_find_root_climbs_to_the_dataset_marker(tmp_path):
     deep.mkdir(parents=True)
     (deep / "x.json").write_text("{}")
     assert find_root(deep / "x.json") == tmp_path.resolve()
+
+
+def test_a_dataset_reached_through_a_symlink_keeps_root_and_path_together(tmp_path):
+    """``../shared`` as a symlink: the dataset root is found on the path as given (the
+    trace's ``source.path``), not on the link's target, so root stays its ancestor."""
+    real = tmp_path / "elsewhere" / "release"
+    (real / "data").mkdir(parents=True)
+    (real / "taxonomy.yaml").write_text("{}")
+    (real / "data" / "t.json").write_bytes((SAMPLES / "team_text" / "trace.json").read_bytes())
+    link = tmp_path / "shared"
+    link.symlink_to(tmp_path / "elsewhere")
+    trace = load_trace(link / "release" / "data" / "t.json")
+    assert trace.source.root == str(link / "release")
+    assert Path(trace.source.path).is_relative_to(trace.source.root)
+    rows = list(walk(link / "release"))
+    assert rows and all(Path(r.path).is_relative_to(link / "release") for r in rows)

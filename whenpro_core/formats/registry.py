@@ -117,10 +117,14 @@ def split_ref(ref: str | Path) -> tuple[Path, str | None]:
 def find_root(path: Path, stop: Path | None = None) -> Path:
     """The dataset root for ``path``: the nearest ancestor folder holding a
     ``taxonomy.yaml``, ``assets/``, ``video_assets/`` or ``data_release/`` (at most six
-    levels up, never above ``stop``), else the file's own folder."""
+    levels up, never above ``stop``), else the file's own folder.
+
+    The climb follows the path as given (made absolute, ``..`` folded), not the target
+    of a symlink on the way: the root stays an ancestor of the trace's
+    ``source.path``. Media lookups resolve links themselves (:mod:`whenpro_core.media.paths`)."""
     folder = path if path.is_dir() else path.parent
-    folder = folder.resolve()
-    stop = stop.resolve() if stop else None
+    folder = Path(os.path.abspath(folder))
+    stop = Path(os.path.abspath(stop)) if stop else None
     for candidate in [folder, *list(folder.parents)[:6]]:
         if any((candidate / m).exists() for m in ROOT_MARKERS):
             return candidate
