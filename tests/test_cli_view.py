@@ -113,7 +113,9 @@ def test_serve_command_reruns_view_with_the_same_options(tmp_path: Path) -> None
     cmd = serve_command("rel/path.json#2", show_labels=True, images="halfcell")
     assert "-m whenpro_core.cli view" in cmd
     assert os.path.abspath("rel/path.json#2") in cmd
-    assert cmd.endswith("--labels --images halfcell")
+    assert cmd.endswith("--labels --images halfcell --save")
+    assert serve_command("t.json", show_labels=False, images="off", save=False).endswith(
+        "--no-labels --images off --no-save")
 
 
 # --------------------------------------------------------------------------- failures before the TUI

@@ -125,6 +125,32 @@ async def test_a_enter_gives_the_heuristic_verdict_offline(sample_copy: Path) ->
         "heuristic", "solver", "3", "R.3")
 
 
+async def test_the_panel_says_where_the_verdict_is_kept(sample_copy: Path) -> None:
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        await pick(pilot)
+        await settle(pilot)
+        assert "saved in trace.json.verdicts.jsonl" in panel(app)
+    assert len(sidecar(sample_copy)) == 1
+    app = WhenproApp(str(sample_copy), cursor_blink=False)  # reopened: read from that file
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        await settle(pilot)
+        assert "saved in trace.json.verdicts.jsonl" in panel(app)
+
+
+async def test_no_save_keeps_verdicts_in_memory_and_writes_nothing(sample_copy: Path) -> None:
+    app = WhenproApp(str(sample_copy), cursor_blink=False, save_verdicts=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await opened(pilot)
+        await pick(pilot)
+        await settle(pilot)
+        assert "agent solver" in panel(app) and "not saved (--no-save)" in panel(app)
+    assert sidecar(sample_copy) == []
+    assert sorted(p.name for p in sample_copy.parent.iterdir()) == ["trace.json"]
+
+
 async def test_rerunning_the_same_protocol_keeps_one_verdict(sample_copy: Path) -> None:
     app = WhenproApp(str(sample_copy), cursor_blink=False)
     async with app.run_test(size=SIZE, notifications=True) as pilot:

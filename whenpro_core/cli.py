@@ -210,6 +210,9 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
                                           "judge the trace unbiased; t toggles)."),
          images: ImagesMode = typer.Option(ImagesMode.auto, "--images",
                                            help="Image drawing: auto, kitty, sixel, halfcell, off."),
+         save: bool = typer.Option(True, "--save/--no-save",
+                                   help="Keep verdicts next to the trace (--no-save: in memory "
+                                        "until the app closes)."),
          serve: bool = typer.Option(False, "--serve",
                                     help="Serve the app in a browser on 127.0.0.1 instead."),
          port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port for --serve."),
@@ -262,12 +265,12 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
 
         check_port(port)
         typer.echo(f"whenpro: serving on http://{HOST}:{port} (ctrl+c stops)", err=True)
-        serve_app(path, show_labels=labels, images=images.value, port=port)
+        serve_app(path, show_labels=labels, images=images.value, port=port, save=save)
         return
     from whenpro_tui.app import run
 
     run(path or "", show_labels=labels, images=images.value, started_ns=START_NS, start=start,
-        opened=opened)
+        opened=opened, save_verdicts=save)
 
 
 @app.command()

@@ -64,8 +64,11 @@ class WhenproApp(App[None]):
 
     def __init__(self, target: str, *, show_labels: bool = False, images: ImagesMode = "auto",
                  started_ns: int | None = None, cursor_blink: bool = True,
-                 start: Callable[[], Screen] | None = None, opened: Opened | None = None) -> None:
+                 start: Callable[[], Screen] | None = None, opened: Opened | None = None,
+                 save_verdicts: bool = True) -> None:
         super().__init__()
+        #: False (``--no-save``): verdicts stay in memory, no file is written next to a trace
+        self.save_verdicts = save_verdicts
         self.start = start
         self.opened = opened
         self.cursor_blink = cursor_blink
@@ -195,9 +198,9 @@ def require_terminal() -> None:
 
 def run(target: str, *, show_labels: bool = False, images: ImagesMode = "auto",
         started_ns: int | None = None, start: Callable[[], Screen] | None = None,
-        opened: Opened | None = None) -> None:
-    """Run the TUI on ``target`` in this terminal (``start``, ``opened``: see
-    :class:`WhenproApp`). ConfigError without a terminal (:func:`require_terminal`).
+        opened: Opened | None = None, save_verdicts: bool = True) -> None:
+    """Run the TUI on ``target`` in this terminal (``start``, ``opened``,
+    ``save_verdicts``: see :class:`WhenproApp`). ConfigError without a terminal (:func:`require_terminal`).
     Raises SystemExit with the app's return code when it is not 0: 1 after an
     uncaught exception (Textual prints the traceback), 2 after a target that failed to
     open."""
@@ -207,7 +210,7 @@ def run(target: str, *, show_labels: bool = False, images: ImagesMode = "auto",
 
     images = prepare(images)  # type: ignore[assignment]
     app = WhenproApp(target, show_labels=show_labels, images=images, started_ns=started_ns,
-                     start=start, opened=opened)
+                     start=start, opened=opened, save_verdicts=save_verdicts)
     app.run()
     if app.return_code:
         raise SystemExit(app.return_code)

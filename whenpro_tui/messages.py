@@ -145,23 +145,27 @@ class AttributionFailed(Message, bubble=False):
 
 class VerdictsLoaded(Message, bubble=False):
     """Saved verdicts of the trace ``key`` (``problems``: unreadable lines; ``error``:
-    the file could not be read at all), with the trace's ``taxonomy``."""
+    the file could not be read at all), with the trace's ``taxonomy``; ``path`` is the
+    file they were read from."""
 
     def __init__(self, key: str, verdicts: list["Attribution"], taxonomy: "Taxonomy",
-                 problems: list[str], error: str | None = None) -> None:
+                 problems: list[str], error: str | None = None, path: str | None = None) -> None:
         super().__init__()
         self.key = key
         self.verdicts = verdicts
         self.taxonomy = taxonomy
         self.problems = problems
         self.error = error
+        self.path = path
 
 
 class VerdictSaved(Message, bubble=False):
-    """A verdict was written to ``path`` (``error`` set when it could not be)."""
+    """``verdict`` was written to ``path`` (``None``: the trace has no file; ``error``
+    set when it could not be written)."""
 
-    def __init__(self, path: str | None, error: str | None = None) -> None:
+    def __init__(self, verdict: "Attribution", path: str | None, error: str | None = None) -> None:
         super().__init__()
+        self.verdict = verdict
         self.path = path
         self.error = error
 

@@ -14,12 +14,13 @@ import whenpro_core
 HOST = "127.0.0.1"
 
 
-def serve_command(target: str, *, show_labels: bool, images: str) -> str:
+def serve_command(target: str, *, show_labels: bool, images: str, save: bool = True) -> str:
     """The shell command each browser session runs (the target made absolute, so the
     server's working folder does not matter)."""
     absolute = os.path.abspath(target)
     return shlex.join([sys.executable, "-m", "whenpro_core.cli", "view", absolute,
-                       "--labels" if show_labels else "--no-labels", "--images", images])
+                       "--labels" if show_labels else "--no-labels", "--images", images,
+                       "--save" if save else "--no-save"])
 
 
 def check_port(port: int) -> None:
@@ -39,7 +40,7 @@ def check_port(port: int) -> None:
                               expected="a free port (--port)") from None
 
 
-def serve(target: str, *, show_labels: bool, images: str, port: int) -> None:
+def serve(target: str, *, show_labels: bool, images: str, port: int, save: bool = True) -> None:
     """Serve the app on http://127.0.0.1:``port`` until interrupted."""
     from textual_serve.server import Server
 
@@ -47,5 +48,5 @@ def serve(target: str, *, show_labels: bool, images: str, port: int) -> None:
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if root not in parts:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
-    Server(serve_command(target, show_labels=show_labels, images=images), host=HOST,
+    Server(serve_command(target, show_labels=show_labels, images=images, save=save), host=HOST,
            port=port, title="whenpro").serve()

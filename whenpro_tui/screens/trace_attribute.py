@@ -11,6 +11,7 @@ A mixin of :class:`whenpro_tui.screens.trace.TraceScreen`. Every decision is a
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -55,6 +56,8 @@ class AttributionMixin:
     #: The trace's verdicts, oldest first, and the one shown (``None``: panel hidden).
     verdicts: list[Attribution] = []
     verdict_pos: int | None = None
+    #: Where each verdict is kept, by ``id()``: "saved in trace.json.verdicts.jsonl", …
+    verdict_notes: dict[int, str] = {}
     taxonomy: Taxonomy | None = None
     _attr_worker: Worker | None = None
     _attr_run = 0
@@ -73,6 +76,7 @@ class AttributionMixin:
         """Called by TraceScreen.on_mount once the trace is shown (Textual runs every
         class's ``on_mount``, so mixins define no handler of their own)."""
         self.verdicts = []
+        self.verdict_notes = {}
         self.watch(self.app, "show_labels", lambda _show: self._show_verdict_panel(), init=False)
         self._load_verdicts(self.trace)
 
@@ -81,14 +85,14 @@ class AttributionMixin:
         it is shown)."""
         if self.attribution_running:
             self._cancel_attribution("another trace was opened")
-        self.verdicts, self.verdict_pos = [], None
+        self.verdicts, self.verdict_pos, self.verdict_notes = [], None, {}
         self._apply_verdicts()
         self._load_verdicts(trace)
 
     @work(thread=True, group="verdicts", exit_on_error=False, description="load saved verdicts")
     def _load_verdicts(self, trace: Trace) -> None:
         """Read the trace's saved verdicts and its taxonomy (file I/O) in a thread."""
-        from whenpro_core.attribution.verdicts import load_verdicts
+        from whenpro_core.attribution.verdicts import load_verdicts, verdicts_path
         from whenpro_core.taxonomy import taxonomy_for
 
         problems: list[str] = []
@@ -104,7 +108,9 @@ class AttributionMixin:
             verdicts = load_verdicts(trace, problems)
         except OSError as exc:
             error = f"cannot read saved verdicts: {exc.strerror or exc}"
-        self.post_message(VerdictsLoaded(_trace_key(trace), verdicts, taxonomy, problems, error))
+        path = verdicts_path(trace)
+        self.post_message(VerdictsLoaded(_trace_key(trace), verdicts, taxonomy, problems, error,
+                                         str(path) if path else None))
 
     def on_verdicts_loaded(self, message: VerdictsLoaded) -> None:
         if message.key != _trace_key(self.trace):
@@ -118,6 +124,8 @@ class AttributionMixin:
             self.notify(f"Skipped unreadable saved verdicts: {first}{more}", title="Verdicts",
                         severity="warning", timeout=10)
         if message.verdicts:  # a file from repeated CLI runs may hold one verdict many times
+            saved = f"saved in {Path(message.path).name}" if message.path else "saved"
+            self.verdict_notes.update({id(v): saved for v in message.verdicts})
             self.verdicts = _distinct([*message.verdicts, *self.verdicts])
             self.verdict_pos = len(self.verdicts) - 1
             self._apply_verdicts()
@@ -250,8 +258,12 @@ class AttributionMixin:
             return
         self.verdicts = [*self.verdicts, verdict]
         self.verdict_pos = len(self.verdicts) - 1
+        if getattr(self.app, "save_verdicts", True):
+            self.verdict_notes[id(verdict)] = "saving…"
+            self._save_verdict(self.trace, verdict)
+        else:
+            self.verdict_notes[id(verdict)] = "not saved (--no-save)"
         self._apply_verdicts(jump=True)  # the panel shows it: no toast to cover it
-        self._save_verdict(self.trace, verdict)
 
     @work(thread=True, group="verdict-save", exit_on_error=False, description="save a verdict")
     def _save_verdict(self, trace: Trace, verdict: Attribution) -> None:
@@ -260,16 +272,21 @@ class AttributionMixin:
         try:
             path = save_verdict(trace, verdict)
         except WhenproError as exc:
-            self.post_message(VerdictSaved(None, f"verdict not saved: {exc.one_line()}"))
+            self.post_message(VerdictSaved(verdict, None, f"verdict not saved: {exc.one_line()}"))
             return
-        self.post_message(VerdictSaved(str(path) if path else None))
+        self.post_message(VerdictSaved(verdict, str(path) if path else None))
 
     def on_verdict_saved(self, message: VerdictSaved) -> None:
         if message.error:
+            note = "not saved (see the error)"
             self.notify(clean(message.error), title="Verdicts", severity="error", timeout=10)
         elif message.path is None:
-            self.notify("This trace has no file: the verdict is kept until it is closed.",
-                        severity="warning")
+            note = "kept until closed (the trace has no file)"
+        else:
+            note = f"saved in {Path(message.path).name}"
+        if id(message.verdict) in self.verdict_notes:  # still this trace's verdict
+            self.verdict_notes[id(message.verdict)] = note
+            self._show_verdict_panel()
 
     def action_cancel_attribution(self) -> None:
         """Esc: cancel a running attribution; otherwise Esc keeps its meaning (back)."""
@@ -338,9 +355,11 @@ class AttributionMixin:
         if self.verdict_pos is None or not self.verdicts:
             panel.display = False
             return
+        shown = self.verdicts[self.verdict_pos]
         panel.update(render_verdict(self.trace, self.verdicts, self.verdict_pos,
                                     self.taxonomy or Taxonomy.builtin(),
-                                    show_labels=self.show_labels))
+                                    show_labels=self.show_labels,
+                                    note=self.verdict_notes.get(id(shown), "")))
         panel.display = True
 
 

@@ -58,8 +58,9 @@ def _mark(ok: bool | None) -> Text:
 
 
 def render_verdict(trace: Trace, verdicts: list[Attribution], current: int, taxonomy: Taxonomy,
-                   *, show_labels: bool) -> Text:
-    """The panel for ``verdicts[current]`` with the list of all verdicts."""
+                   *, show_labels: bool, note: str = "") -> Text:
+    """The panel for ``verdicts[current]`` with the list of all verdicts; ``note`` says
+    where the verdict is kept ("saved in trace.json.verdicts.jsonl")."""
     verdict = verdicts[current]
     style = verdict_style(current)
     out = Text()
@@ -116,6 +117,8 @@ def render_verdict(trace: Trace, verdicts: list[Attribution], current: int, taxo
         out.append("⚠ " + one_line(w, 200), style="#e5c07b")
     if len(verdict.warnings) > WARNINGS_SHOWN:
         out.append(f"\n⚠ +{len(verdict.warnings) - WARNINGS_SHOWN} more warnings", style="#e5c07b")
+    if note:
+        out.append("\n" + clean(note), style=DIM)
     # the reason last: on a short pane it is what gets clipped (z zooms the pane)
     out.append("\n")
     out.append("reason ", style=LABEL)
