@@ -165,3 +165,49 @@ def test_an_llm_plays_the_agents_through_the_real_sdk(llm_server, monkeypatch):
     assert all(s.meta.get("generated_by") == "llm:openai:gpt-4.1" for s in trace.steps[1:])
     assert len(llm_server.requests) == len(trace.steps) - 1 == len(seen)
     assert all(TEST_KEY not in json.dumps(s.model_dump()) for s in trace.steps)
+
+
+def test_an_llm_plays_code_pair_by_its_conventions(llm_server, monkeypatch):
+    """code_pair through the real SDK: the prompts state the conventions (latest ```python
+    block, run_tests printing PASS/FAIL, `Approved.`); a model that follows them has its
+    tests run in the sandbox and its final code checked against the hidden tests."""
+    import re
+
+    from tests.support.fixtures import TEST_KEY
+    from tests.support.inject_model import step_answer
+    from tests.support.llm_wire import prompt_text
+    from whenpro_core.envs.code_tasks import harness, spec_examples
+
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
+    env = get_env("code_pair")
+    task = env.make_task(1)
+    block = f"```python\n{task.answer}```"
+    prompts: list[str] = []
+
+    def model(body):
+        prompt = prompt_text(body)
+        prompts.append(prompt)
+        agent = re.search(r"Write your next message as (\w+)", prompt).group(1)
+        assert f"## How {agent} writes" in prompt and "```python block" in prompt
+        turn = len(prompts) - 1
+        assert agent == ("coder", "tester", "tester", "coder")[turn]
+        if turn == 0:
+            return step_answer(f"First version:\n{block}")
+        if turn == 1:
+            tests = harness(spec_examples(task.query))
+            return step_answer("Running the examples.",
+                               [{"name": "run_tests", "arguments": {"code": task.answer, "tests": tests}}])
+        if turn == 2:
+            assert prompt.count("PASS count_letters(") == 2  # it sees the sandbox's output
+            return step_answer("All 2 tests passed. Approved.")
+        return step_answer(f"Final code:\n{block}", final_answer=block, ends_run=True)
+
+    llm_server.respond_with(model)
+    trace = run_env(env, 1, model="openai:gpt-4.1")
+    assert [(s.agent, s.kind) for s in trace.steps[1:]] == [
+        ("coder", "assistant"), ("tester", "action"), ("tester", "assistant"), ("coder", "final_answer")]
+    run = trace.steps[2]
+    assert run.observation.count("PASS ") == 2 and not run.error  # the real sandbox ran them
+    assert trace.outcome.value == "success" and trace.final_answer.strip() == task.answer.strip()
+    assert "`Approved.`" in prompts[0] and "PASS <call> == <expected>" in prompts[1]

@@ -49,6 +49,20 @@ from whenpro_core.model import Agent, Step, ToolCall
 CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 APPROVED = re.compile(r"\bapproved\b", re.IGNORECASE)
 MAX_ROUNDS = 3
+
+#: What an LLM playing each agent is told (:meth:`CodePair.llm_guidance`): the turn order
+#: and the tools read these conventions (the latest ```python block, ``Approved``, PASS/FAIL).
+CODE_GUIDANCE = {
+    "coder": "Write the whole function in one fenced ```python block in every message: the tester "
+             "tests your latest block. When the tester says `Approved.` (or after three failed "
+             "rounds), give your latest code again in a ```python block as the final answer.",
+    "tester": "First call run_tests with `code` = the coder's latest ```python block, verbatim, and "
+              "`tests` = Python that prints one line per example of the spec: `PASS <call> == "
+              "<expected>`, or `FAIL <call> == <expected>: got <value>`. Then, after its output: "
+              "`All N tests passed. Approved.` when every line is PASS; otherwise each failing line "
+              "as `- <call> == <expected>: got <value>` and `Coder, please fix.` Write the word "
+              "approved only to approve.",
+}
 #: Wall-clock seconds for one sandboxed test run (``WHENPRO_SANDBOX_TIMEOUT`` overrides).
 TEST_TIMEOUT = 5.0
 
@@ -216,6 +230,9 @@ class CodePair(Env):
 
     def extract_answer(self, step: Step) -> str:
         return extract_code(step.content)
+
+    def llm_guidance(self, agent: str) -> str:
+        return CODE_GUIDANCE.get(agent, "")
 
     def check(self, task: EnvTask, final_answer: str | None) -> CheckResult:
         if not final_answer:
