@@ -74,7 +74,15 @@ def test_bad_lines_in_the_middle_are_skipped_and_counted(tmp_path):
     path = _with_bad_lines(tmp_path, (2, "not json"), (3, '{"agent": "x", "kind": 7}'))
     trace = load_trace(path)
     assert len(trace.steps) == 3 and trace.final_answer == "43"
-    assert "skipped 2 bad lines (lines 3, 4" in trace.extras["whenpro_warnings"][0]
+    [warning] = trace.extras["whenpro_warnings"]
+    assert warning.startswith("skipped 2 bad lines (lines 3, 4; line 3: not valid JSON at column 1")
+
+
+def test_one_bad_line_is_named_once_with_its_column(tmp_path):
+    path = _with_bad_lines(tmp_path, (1, '{"agent": "a", oops}'))
+    [warning] = load_trace(path).extras["whenpro_warnings"]
+    assert warning.startswith("skipped 1 bad line (line 2: not valid JSON at column 16")
+    assert "line 1" not in warning  # a JSON line is one line: no "line 1 column 16"
 
 
 def test_steps_after_a_skipped_line_keep_their_coordinates(tmp_path):
@@ -119,3 +127,16 @@ def test_chat_message_lines_skip_a_cut_off_line_too(tmp_path):
     trace = load_trace(path)
     assert [s.content for s in trace.steps][-1] == "42"
     assert "skipped 1 bad line (line 3" in trace.extras["whenpro_warnings"][0]
+
+
+def test_ls_warns_about_skipped_lines_once_like_info(tmp_path):
+    import subprocess
+    import sys
+
+    path = _with_bad_lines(tmp_path, (2, "not json"))
+    for command in (["ls", str(path)], ["ls", str(tmp_path)], ["ls", str(path), "--json"]):
+        out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", *command],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stderr.count("skipped 1 bad line (line 3: not valid JSON") == 1, out.stderr
+    assert '"warnings":["skipped 1 bad line' in out.stdout

@@ -291,6 +291,10 @@ async def test_moving_on_cancels_keyframes_and_the_cache_makes_revisits_instant(
     app = make_app(long_video_trace)
     async with app.run_test(size=(160, 40), message_hook=hook) as pilot:
         await asyncio.wait_for(started.wait(), timeout=30)
+        for _ in range(100):  # the hook sees the progress message before the screen shows it
+            if "decoding" in screen_text(app):
+                break
+            await pilot.pause(0.02)
         assert "decoding" in screen_text(app)
         workers = [w for w in app.workers if w.group == "media-keyframes"]
         await pilot.press("j")  # move on while the video is decoding

@@ -331,7 +331,8 @@ class TraceSummary(_Model):
     ``key`` selects the trace inside a multi-trace file (a JSONL row, 1-based, or a
     sample id). ``error`` is set, and the other fields may be empty, when the file failed
     to import; the walk carries on. ``step_count`` is ``None`` when counting would need a
-    full decode.
+    full decode. ``warnings`` are the trace's recoverable import problems
+    (``Trace.extras["whenpro_warnings"]``, e.g. skipped bad lines).
     """
 
     id: str
@@ -345,6 +346,7 @@ class TraceSummary(_Model):
     gt_mode: str | None = None
     gt_step: str | None = None
     error: str | None = None
+    warnings: list[str] = Field(default_factory=list)
 
     def ref(self) -> str:
         """``path`` or ``path#key``: what :func:`whenpro_core.formats.load_trace` accepts."""

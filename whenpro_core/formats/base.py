@@ -110,6 +110,7 @@ def summarize(trace: Trace) -> TraceSummary:
         step_count=len(trace.steps),
         gt_mode=gt.mode if gt else None,
         gt_step=gt.step if gt else None,
+        warnings=[str(w) for w in trace.extras.get("whenpro_warnings") or ()],
     )
 
 

@@ -143,14 +143,17 @@ class NativeLinesBuilder:
 
 def skipped_lines_warning(bad: list[TraceFormatError], shown: int = 5) -> str:
     """The note for lines a step-lines reader skipped, for ``Trace.extras["whenpro_warnings"]``:
-    ``skipped 2 bad lines (lines 3, 6; line 3: not valid JSON ...)`` (at most ``shown``
-    line numbers, and the first line's problem)."""
+    ``skipped 2 bad lines (lines 3, 6; line 3: not valid JSON at column 1: ...)`` (at most
+    ``shown`` line numbers, and the first line's problem); one line is named once."""
     rows = [str(e.row) for e in bad]
-    listed = ", ".join(rows[:shown]) + (", …" if len(rows) > shown else "")
     first = bad[0]
-    what = first.what + (f" at {first.json_path}" if first.json_path not in (None, "$") else "")
-    plural = "s" if len(rows) > 1 else ""
-    return f"skipped {len(rows)} bad line{plural} (line{plural} {listed}; line {first.row}: {what})"
+    # a JSON line is one line: its parse error's "line 1 column N" is "column N"
+    what = first.what.replace(" at line 1 column ", " at column ")
+    what += f" at {first.json_path}" if first.json_path not in (None, "$") else ""
+    if len(rows) == 1:
+        return f"skipped 1 bad line (line {first.row}: {what})"
+    listed = ", ".join(rows[:shown]) + (", …" if len(rows) > shown else "")
+    return f"skipped {len(rows)} bad lines (lines {listed}; line {first.row}: {what})"
 
 
 class NativeLinesImporter(FileImporter):

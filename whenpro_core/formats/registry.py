@@ -16,7 +16,7 @@ import os
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from whenpro_core.errors import TraceFormatError, UnknownFormatError, WhenproError
 from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext, read_json_file
@@ -34,14 +34,18 @@ _reported: set[str] = set()
 
 
 def _report_warnings(traces: list[Trace]) -> None:
+    for trace in traces:
+        _report(trace.source.path or trace.id, trace.extras.get("whenpro_warnings") or ())
+
+
+def _report(where: str, notes: Iterable[str]) -> None:
     if warning_sink is None:
         return
-    for trace in traces:
-        for note in trace.extras.get("whenpro_warnings") or ():
-            line = f"{trace.source.path or trace.id}: {note}"
-            if line not in _reported:
-                _reported.add(line)
-                warning_sink(line)
+    for note in notes:
+        line = f"{where}: {note}"
+        if line not in _reported:
+            _reported.add(line)
+            warning_sink(line)
 
 #: ``module:Class`` of every importer. Modules are imported on first use only.
 IMPORTERS: list[str] = [
@@ -232,15 +236,21 @@ def summarize_file(path: Path, root: Path | None = None, *, direct: bool = False
             rows = list(chosen.summaries(path, root))
             if not rows and direct:
                 chosen.load(path, None, root)
-            return rows
+            return _reported_rows(rows)
         imp, doc = chosen
         ctx = LoadContext(path=path, root=root)
         rows = imp.summaries(doc, ctx)
         if not rows and direct:
             imp.load(doc, ctx)
-        return rows
+        return _reported_rows(rows)
     except WhenproError as exc:
         return [error_summary(path, exc.located(path=path).one_line())]
+
+
+def _reported_rows(rows: list[TraceSummary]) -> list[TraceSummary]:
+    for row in rows:
+        _report(row.path or row.id, row.warnings)
+    return rows
 
 
 def error_summary(path: Path, message: str) -> TraceSummary:
