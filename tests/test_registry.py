@@ -113,3 +113,27 @@ def test_a_dataset_reached_through_a_symlink_keeps_root_and_path_together(tmp_pa
     assert Path(trace.source.path).is_relative_to(trace.source.root)
     rows = list(walk(link / "release"))
     assert rows and all(Path(r.path).is_relative_to(link / "release") for r in rows)
+
+
+def test_a_named_pipe_is_an_error_row_never_a_hang(tmp_path):
+    """Opening a FIFO blocks until a writer comes: it is refused before any open()."""
+    import os
+    import subprocess
+    import sys
+
+    from whenpro_core.opening import open_target
+
+    write_ok = (SAMPLES / "team_text" / "trace.json").read_bytes()
+    (tmp_path / "good.json").write_bytes(write_ok)
+    os.mkfifo(tmp_path / "pipe.json")
+    rows = list(walk(tmp_path))  # would block forever on the pipe
+    [bad] = [r for r in rows if r.error]
+    assert "pipe.json" in bad.path and "not a regular file (a named pipe)" in bad.error
+    assert [r.id for r in rows if not r.error] == ["sample-workshop-schedule"]
+    with pytest.raises(TraceFormatError, match="not a regular file"):
+        load_trace(tmp_path / "pipe.json")
+    assert "not a regular file" in open_target(str(tmp_path / "pipe.json")).rows[0].error
+    for command in (["ls", str(tmp_path)], ["info", str(tmp_path / "pipe.json")]):
+        out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", *command],
+                             capture_output=True, text=True, timeout=60)
+        assert "not a regular file (a named pipe)" in out.stdout + out.stderr

@@ -270,3 +270,16 @@ async def test_real_glob_mixing_subsets(whowhen: Path) -> None:
         await pilot.press("a")
         await pilot.pause()
         assert {table.rows[i].framework for i in table.shown} == {"magentic-one"}
+
+
+async def test_a_named_pipe_in_a_folder_is_an_error_row_and_the_walk_ends(tmp_path: Path) -> None:
+    import os
+
+    write_trace(team_trace("team-1"), tmp_path / "a.json")
+    os.mkfifo(tmp_path / "pipe.json")
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await open_library(pilot)
+        text = screen_text(app)
+        assert "2 of 2 rows (1 trace, 1 failed to import)" in text and "scanning" not in text
+        assert "not a regular file (a named pipe)" in text

@@ -115,7 +115,7 @@ def walk_rows(target: str | Path) -> Iterator[TraceSummary]:
     text = str(target)
     start = Path(text) if Path(text).exists() else None
     stop = start if start is not None and start.is_dir() else None
-    direct = start is not None and start.is_file()
+    direct = start is not None and start.exists() and not start.is_dir()
     for path in iter_files(target):
         try:
             rows = summarize_file(path, find_root(path, stop=stop), direct=direct)

@@ -25,7 +25,13 @@ from whenpro_core.textsafe import clean, one_line, plural
 def is_single_file(target: str) -> bool:
     """True when ``target`` names one file (optionally with ``#key``), not a folder or glob."""
     path, key = split_ref(target)
-    return path.is_file()
+    return _names_a_file(path)
+
+
+def _names_a_file(path: Path) -> bool:
+    """A file, or a pipe or device named by itself (refused as one bad file, never
+    walked as a dataset)."""
+    return path.exists() and not path.is_dir()
 
 
 def _rows(target: str) -> Iterable[TraceSummary]:
@@ -60,13 +66,13 @@ def print_info(target: str, console: Console | None = None) -> None:
     """Print a summary of one trace, or of every trace under a folder/glob/JSONL."""
     console = console or Console()
     path, key = split_ref(target)
-    if path.is_file() and (key is not None or path.suffix.lower() != ".jsonl"):
+    if _names_a_file(path) and (key is not None or path.suffix.lower() != ".jsonl"):
         traces = [load_trace(target)] if key is not None else load_traces(path)
         if len(traces) == 1:
             _print_trace_info(traces[0], console)
             return
     rows = list(_rows(target))
-    if path.is_file() and len(rows) == 1 and not rows[0].error:  # a JSONL file of one trace
+    if _names_a_file(path) and len(rows) == 1 and not rows[0].error:  # a JSONL file of one trace
         _print_trace_info(load_trace(rows[0].ref()), console)
         return
     _print_dataset_info(target, rows, console)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -164,8 +165,29 @@ def _json_problem(data: bytes, exc: orjson.JSONDecodeError) -> str:
     return f"not valid JSON{at}: {msg}"
 
 
+_NOT_REGULAR = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def require_regular_file(path: Path) -> None:
+    """Raise TraceFormatError unless ``path`` is a regular file (or a folder, which the
+    caller reports itself). A named pipe, socket or device is refused before any
+    ``open()``: opening a pipe blocks until something writes to it, and a device may
+    never end."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # the open() that follows says why
+    for test, what in _NOT_REGULAR:
+        if test(mode):
+            raise TraceFormatError(f"not a regular file ({what})", path=path,
+                                   expected="a trace file")
+
+
 def read_json_file(path: Path) -> Any:
-    """Read and parse a whole JSON file (TraceFormatError on unreadable or bad JSON)."""
+    """Read and parse a whole JSON file (TraceFormatError on unreadable or bad JSON, or
+    a path that is not a regular file: :func:`require_regular_file`)."""
+    require_regular_file(path)
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from whenpro_core.errors import TraceFormatError, UnknownFormatError, WhenproError
-from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext, read_json_file
+from whenpro_core.formats.base import (DocumentImporter, FileImporter, LoadContext, read_json_file,
+                                       require_regular_file)
 from whenpro_core.gcpause import paused_gc
 from whenpro_core.model import Trace, TraceSummary
 
@@ -138,6 +139,7 @@ def find_root(path: Path, stop: Path | None = None) -> Path:
 
 
 def _read_head(path: Path) -> bytes:
+    require_regular_file(path)
     try:
         with path.open("rb") as fh:
             return fh.read(HEAD_BYTES)
@@ -273,7 +275,7 @@ def iter_files(target: str | Path) -> Iterator[Path]:
         yield from files
         return
     p = Path(text)
-    if p.is_file():
+    if p.exists() and not p.is_dir():  # a pipe or device too: its row says what it is
         yield p
         return
     if not p.is_dir():
