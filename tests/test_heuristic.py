@@ -203,3 +203,17 @@ def test_verdicts_do_not_depend_on_the_hash_seed(real_traces):
     for a, b in zip(runs[0], runs[1]):
         assert a == b
     assert runs[0] == runs[2]
+
+
+def test_a_long_loop_is_named_three_times_and_counted():
+    from whenpro_core.model import Agent, Step, ToolCall, Trace
+
+    call = [ToolCall(name="search", arguments={"q": "the same query again"})]
+    steps = [Step(index=0, coord="0", agent="user", kind="user", content="Find the answer.")]
+    steps += [Step(index=i, coord=str(i), agent="surfer", kind="action", content="Searching.",
+                   tool_calls=call) for i in range(1, 200)]
+    trace = Trace(id="loop", agents=[Agent(id="user"), Agent(id="surfer")], steps=steps)
+    verdict = attribute_heuristic(trace)
+    assert verdict.step == "1" and verdict.mode == "A.4"
+    assert verdict.reason.count("repeated unchanged") == 3
+    assert "… and 195 more [repeated-action]" in verdict.reason and len(verdict.reason) < 400

@@ -68,6 +68,23 @@ def refine_mode(trace: Trace, step: Step, mode: str) -> str:
     return mode
 
 
+#: Signals of one kind named in a reason; more are counted (a loop repeats hundreds of times).
+SIGNALS_NAMED = 3
+
+
+def _reason_parts(sigs: list) -> list[str]:
+    """``reason [name]`` for each signal, at most :data:`SIGNALS_NAMED` of each kind, then
+    ``… and N more [name]``."""
+    parts: list[str] = []
+    seen: dict[str, int] = {}
+    for s in sigs:
+        seen[s.name] = seen.get(s.name, 0) + 1
+        if seen[s.name] <= SIGNALS_NAMED:
+            parts.append(f"{s.reason} [{s.name}]")
+    parts += [f"… and {n - SIGNALS_NAMED} more [{name}]" for name, n in seen.items() if n > SIGNALS_NAMED]
+    return parts
+
+
 def attribute_heuristic(trace: Trace, *, with_gold: bool = True,
                         signals_out: list[Signal] | None = None) -> Attribution:
     """Attribute the decisive error of ``trace`` offline.
@@ -95,9 +112,7 @@ def attribute_heuristic(trace: Trace, *, with_gold: bool = True,
         score, sigs = scored[index]
         step = trace.steps[index]
         mode = refine_mode(trace, step, sigs[0].mode)
-        others = [s for s in sigs[1:]]
-        reason = f"Step {step.coord} ({step.agent}): " + "; ".join(
-            f"{s.reason} [{s.name}]" for s in [sigs[0], *others])
+        reason = f"Step {step.coord} ({step.agent}): " + "; ".join(_reason_parts(sigs))
         competing = sorted((s for i, (s, _) in scored.items() if i != index), reverse=True)
         margin = score - (competing[0] if competing else 0.0)
         confidence = round(max(0.05, min(0.9, 0.5 * score + 0.5 * max(margin, 0.0))), 2)
