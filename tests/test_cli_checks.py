@@ -265,3 +265,16 @@ def test_report_counts_many_skipped_lines(tmp_path):
     out = whenpro("report", str(results), "--out", str(tmp_path / "rep"))
     warnings = [line for line in out.stderr.splitlines() if line.startswith("whenpro: warning:")]
     assert len(warnings) == 1 and "skipped 30 lines" in warnings[0] and "lines 2, 3, 4, 5, 6, …" in warnings[0]
+
+
+def test_convert_to_dash_writes_one_trace_to_stdout(tmp_path):
+    import json
+
+    out = whenpro("convert", TRACE, "-", cwd=tmp_path)
+    assert out.returncode == 0 and out.stderr == ""
+    doc = json.loads(out.stdout)
+    assert doc["format"] == "whenpro.trace/1" and doc["id"] == "sample-workshop-schedule"
+    assert not (tmp_path / "-").exists()
+    many = whenpro("convert", str(SAMPLES), "-", cwd=tmp_path)
+    one_line_error(many, "OUT - (stdout) takes one trace")
+    assert not (tmp_path / "-").exists()

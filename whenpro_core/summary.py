@@ -4,6 +4,7 @@ plus Rich rendering to the terminal)."""
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Iterable
@@ -15,7 +16,7 @@ from rich.text import Text
 from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats import load_trace, load_traces, walk
-from whenpro_core.formats.native import write_trace
+from whenpro_core.formats.native import dumps_trace, write_trace
 from whenpro_core.formats.registry import split_ref
 from whenpro_core.model import Trace, TraceSummary
 from whenpro_core.taxonomy import taxonomy_for
@@ -157,11 +158,18 @@ def safe_name(text: str) -> str:
 
 def convert(src: str, out: Path, *, force: bool = False, console: Console | None = None) -> list[Path]:
     """Convert ``src`` to the native format. One trace -> ``out`` is a file; several
-    (a JSONL release, a folder, a glob) -> ``out`` is a folder of ``<id>.json`` files.
-    Refuses to overwrite existing files unless ``force``. Returns the written paths."""
+    (a JSONL release, a folder, a glob) -> ``out`` is a folder of ``<id>.json`` files;
+    ``out`` ``-`` writes one trace to stdout. Refuses to overwrite existing files unless
+    ``force``. Returns the written paths (none for stdout)."""
     console = console or Console(stderr=True, soft_wrap=True)
     path, key = split_ref(src)
-    single = path.is_file() and (key is not None or len(load_traces(path)) == 1)
+    single = _names_a_file(path) and (key is not None or len(load_traces(path)) == 1)
+    if str(out) == "-":
+        if not single:
+            raise WhenproError("OUT - (stdout) takes one trace", path=src,
+                               expected="a single trace, or a folder as OUT")
+        _write_converted(load_trace(src), None)
+        return []
     if single:
         trace = load_trace(src)
         target = out / f"{safe_name(trace.id)}.json" if out.is_dir() else out
@@ -214,10 +222,15 @@ def plan_targets(rows: list[TraceSummary], out: Path) -> dict[str, Path]:
     return plan
 
 
-def _write_converted(trace: Trace, target: Path) -> None:
+def _write_converted(trace: Trace, target: Path | None) -> None:
+    """Write ``trace`` to ``target`` (``None``: stdout), noting where it came from."""
     if trace.source.format != "native":
         trace.extras.setdefault("converted_from", {"format": trace.source.format,
                                                    "ref": trace.source.ref()})
+    if target is None:
+        sys.stdout.buffer.write(dumps_trace(trace) + b"\n")
+        sys.stdout.flush()
+        return
     write_trace(trace, target)
 
 
