@@ -129,6 +129,7 @@ def test_run_build_ls_bench_report_end_to_end(tmp_path):
     assert listed.returncode == 0, listed.stderr
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert not [r for r in rows if r.get("error")]             # manifest.json is not a bad trace file
+    assert "warning" not in listed.stderr  # whenpro's own frameworks read back without notes
     assert sorted((r["id"], r["gt_step"], r["gt_mode"]) for r in rows) == \
         sorted((t["id"], t["step"], t["mode"]) for t in kept)
     for t in kept:
@@ -151,6 +152,7 @@ def test_run_build_ls_bench_report_end_to_end(tmp_path):
     bench = whenpro("bench", str(ds), "--protocol", "heuristic", "--out", str(res))
     assert bench.returncode == 0, bench.stderr
     assert f"{len(kept)} traces × 1 setting = {len(kept)} items" in bench.stderr
+    assert "unknown framework" not in bench.stderr
     records, _ = read_records(res)
     report = json.loads((tmp_path / "report.json").read_text())["groups"][0]["overall"]
     # by hand: per-framework means for Agent/Step/Joint, macro-F1 over gold modes

@@ -21,6 +21,9 @@ from whenpro_core.model import Step
 
 def test_registry_lists_both_envs_and_rejects_unknown_names():
     assert {"arith_team", "code_pair"} <= set(env_names())
+    from whenpro_core.coords import WHENPRO_FRAMEWORKS
+
+    assert set(env_names()) == WHENPRO_FRAMEWORKS  # their datasets read back without warnings
     with pytest.raises(ConfigError, match="arith_team"):
         get_env("nope")
 

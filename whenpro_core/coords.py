@@ -56,6 +56,11 @@ KNOWN_FRAMEWORKS = frozenset({
     "dylan", "macnet", "magentic-one", "mathchat", "metagpt", "pixelcraft", "dvd", "eva",
 })
 
+#: whenpro's own multi-agent systems (the built-in environments of ``whenpro run``,
+#: :mod:`whenpro_core.envs`): their steps carry ``step_number``, so the generic rule is
+#: theirs by design and reading a dataset built from them warns about nothing.
+WHENPRO_FRAMEWORKS = frozenset({"arith_team", "code_pair"})
+
 _ALIASES = {"magentic": "magentic-one", "magentic_one": "magentic-one",
             "magenticone": "magentic-one", "openai-cua": "openai_cua"}
 
@@ -465,8 +470,9 @@ def layout(framework: str, trajectory: Any, agents: Iterable[Any] | None = None)
     elif fw == "eva":
         slots = _eva(entries, warn)
     else:
-        warn.append(f"unknown framework {framework!r}: step coordinates follow the generic rule "
-                    "(the entries' step/step_number, else a 0-based counter)")
+        if fw not in WHENPRO_FRAMEWORKS:
+            warn.append(f"unknown framework {framework!r}: step coordinates follow the generic "
+                        "rule (the entries' step/step_number, else a 0-based counter)")
         slots = _generic(entries, warn)
     return Layout(fw, slots, warn, _agent_names(agents, slots))
 
