@@ -9,6 +9,7 @@ import sys
 from bench_data import LABELLED, write_dataset
 from conftest import REPO
 from whenpro_core.bench.records import read_records
+from whenpro_core.formats.native import write_trace
 
 
 def whenpro(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -82,3 +83,36 @@ def test_items_that_failed_on_the_backend_make_the_run_exit_2(tmp_path):
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("whenpro: error: ") and "failed on the model backend" in last
     assert "retry" in last and len(read_records(res)[0]) == 2
+
+
+def test_ctrl_c_says_it_is_stopping_and_exits_130(tmp_path):
+    """ctrl+c mid-run: at once a line saying the items in flight finish first (a thread
+    attributing a long trace cannot be stopped), then exit 130; a rerun resumes."""
+    import signal
+    import time
+
+    from whenpro_core.model import Agent, GroundTruth, Step, Trace
+
+    agents = [Agent(id=a) for a in ("planner", "coder")]
+    for i in range(2):  # long enough that the heuristic takes seconds
+        steps = [Step(index=k, coord=str(k), agent=agents[k % 2].id, kind="assistant",
+                      content=f"Step {k}: computing 6 * 7 = 42 and checking it again. " * 20)
+                 for k in range(6000)]
+        write_trace(Trace(id=f"long-{i}", agents=agents, steps=steps,
+                          ground_truth=GroundTruth(agent="coder", step="3", mode="R.3")),
+                    tmp_path / "ds" / f"long-{i}.json")
+    proc = subprocess.Popen([sys.executable, "-m", "whenpro_core.cli", "bench", str(tmp_path / "ds"),
+                             "--out", str(tmp_path / "r.jsonl"), "-j", "2"], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    first = ""
+    while "to run" not in first:  # "2 traces × 1 setting = 2 items; ... 2 to run"
+        line = proc.stderr.readline()
+        assert line, first
+        first += line
+    time.sleep(0.5)  # both items are now in their threads
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "whenpro: stopping: letting the items in flight finish" in err
+    assert err.rstrip().endswith("whenpro: interrupted") and "Traceback" not in err

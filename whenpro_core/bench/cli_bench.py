@@ -123,6 +123,16 @@ def _run_with_progress(todo: list[runner.WorkItem], results: ResultsFile, judges
         failed += bool(rec.error)
         progress.update(task, advance=1, errors=failed)
 
+    async def run() -> runner.RunStats:
+        try:
+            return await runner.run_items(todo, results, concurrency=concurrency, judges=judges,
+                                          on_record=on_record)
+        except asyncio.CancelledError:  # ctrl+c: a thread mid-item cannot be stopped, say so
+            progress.stop()
+            err.print("whenpro: stopping: letting the items in flight finish (finished records "
+                      "are kept; run the same command again to resume)", highlight=False,
+                      soft_wrap=True)
+            raise
+
     with progress:
-        return asyncio.run(runner.run_items(todo, results, concurrency=concurrency, judges=judges,
-                                            on_record=on_record))
+        return asyncio.run(run())
