@@ -133,3 +133,27 @@ def test_round_only_and_step_ground_truths_keep_loading(tmp_path):
     trace.ground_truth.step = "7.0"
     with pytest.raises(TraceFormatError, match=r"ground_truth\.step"):
         load_trace(write_trace(trace, tmp_path / "bad.json"))
+
+
+def test_another_native_version_is_named_not_unknown(tmp_path):
+    from whenpro_core.errors import TraceFormatError
+    from whenpro_core.formats import load_trace
+
+    doc = (SAMPLES / "team_text" / "trace.json").read_text().replace('"whenpro.trace/1"', '"whenpro.trace/9"')
+    (tmp_path / "v9.json").write_text(doc)
+    with pytest.raises(TraceFormatError) as info:
+        load_trace(tmp_path / "v9.json")
+    line = info.value.one_line()
+    assert "at $.format: unsupported native format 'whenpro.trace/9'" in line
+    assert "whenpro.trace/1; a newer file needs a newer whenpro" in line
+
+
+def test_attribute_names_the_heuristic_once():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute",
+                          str(SAMPLES / "team_text" / "trace.json"), "--no-save"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "heuristic · heuristic" not in out.stdout
+    assert any(line.split() == ["protocol", "heuristic"] for line in out.stdout.splitlines())

@@ -279,7 +279,8 @@ async def test_a_named_pipe_in_a_folder_is_an_error_row_and_the_walk_ends(tmp_pa
     os.mkfifo(tmp_path / "pipe.json")
     app = make_app(tmp_path)
     async with app.run_test(size=(120, 30)) as pilot:
-        await open_library(pilot)
+        library = await open_library(pilot)
         text = screen_text(app)
         assert "2 of 2 rows (1 trace, 1 failed to import)" in text and "scanning" not in text
-        assert "not a regular file (a named pipe)" in text
+        [bad] = [r for r in library.query_one(TraceTable).rows if r.error]
+        assert "not a regular file (a named pipe)" in bad.error and "✗" in text

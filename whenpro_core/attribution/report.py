@@ -39,8 +39,9 @@ def print_verdict(trace: Trace, verdict: Attribution, taxonomy: Taxonomy,
         return Text("  ✓ matches ground truth", style="green") if ok else Text("  ✗ differs", style="red")
 
     grid.add_row("trace", Text(clean(trace.id)))
-    grid.add_row("protocol", Text(clean(f"{verdict.protocol} · {verdict.model}")
-                                  + ("" if verdict.with_gold else " · without gold answer")))
+    used = verdict.protocol if verdict.model in (None, "", verdict.protocol) else \
+        f"{verdict.protocol} · {verdict.model}"  # the heuristic is its own model
+    grid.add_row("protocol", Text(clean(used) + ("" if verdict.with_gold else " · without gold answer")))
     grid.add_row("agent", Text(clean(verdict.agent) or "—") + mark(scored.agent if scored else None))
     grid.add_row("step", Text(clean(verdict.step) or "—") + mark(scored.step if scored else None))
     grid.add_row("mode", Text(clean(taxonomy.name(verdict.mode))) + mark(scored.mode if scored else None))

@@ -20,6 +20,7 @@ from whenpro_core.formats.base import DocumentImporter, LoadContext
 from whenpro_core.fsutil import atomic_write_bytes
 from whenpro_core.gt_map import describe_coords
 from whenpro_core.model import NATIVE_FORMAT, Source, Trace
+from whenpro_core.textsafe import clean
 
 
 def dumps_trace(trace: Trace, *, indent: bool = True) -> bytes:
@@ -74,9 +75,11 @@ class NativeImporter(DocumentImporter):
     priority = 100
 
     def matches(self, doc: Any) -> bool:
+        """Native documents of any version: :meth:`load` refuses versions it cannot read."""
         if isinstance(doc, list) and doc and isinstance(doc[0], dict):
             doc = doc[0]
-        return isinstance(doc, dict) and doc.get("format") == NATIVE_FORMAT
+        fmt = doc.get("format") if isinstance(doc, dict) else None
+        return isinstance(fmt, str) and fmt.startswith(NATIVE_FORMAT.split("/")[0] + "/")
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
         docs = doc if isinstance(doc, list) else [doc]
@@ -84,6 +87,10 @@ class NativeImporter(DocumentImporter):
         for i, d in enumerate(docs):
             if not isinstance(d, dict):
                 raise ctx.error("wrong type", f"$[{i}]", expected="a trace object")
+            if d.get("format") != NATIVE_FORMAT:
+                where = f"$[{i}].format" if isinstance(doc, list) else "$.format"
+                raise ctx.error(f"unsupported native format {clean(str(d.get('format')))!r}", where,
+                                expected=f"{NATIVE_FORMAT}; a newer file needs a newer whenpro")
             t = trace_from_dict(d, ctx)
             if isinstance(doc, list):
                 t.source.key = str(i + 1)
