@@ -235,8 +235,10 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
          store: Optional[Path] = typer.Option(None, "--store", help="With --otlp: folder for received traces."),
          allow_remote: bool = typer.Option(False, "--allow-remote",
                                            help="With --otlp: listen on a non-loopback address.")) -> None:
-    """Open the trace debugger (TUI): step through a trace, browse a dataset, explore bench
-    results, review a built dataset, or watch runs live."""
+    """Open the trace debugger (TUI) on a trace, a dataset, bench results or a live run.
+
+    Step through a trace, browse a dataset, explore bench results, review a built dataset,
+    or watch runs live."""
     from whenpro_core.opening import open_target
     from whenpro_tui.starts import LiveOptions, view_start
 
