@@ -117,12 +117,13 @@ def render_verdict(trace: Trace, verdicts: list[Attribution], current: int, taxo
         out.append("⚠ " + one_line(w, 200), style="#e5c07b")
     if len(verdict.warnings) > WARNINGS_SHOWN:
         out.append(f"\n⚠ +{len(verdict.warnings) - WARNINGS_SHOWN} more warnings", style="#e5c07b")
-    if note:
-        out.append("\n" + clean(note), style=DIM)
-    # the reason last: on a short pane it is what gets clipped (z zooms the pane)
+    # the reason (and where the verdict is kept) last: on a short pane it is what gets
+    # clipped (z zooms the pane)
     out.append("\n")
     out.append("reason ", style=LABEL)
     out.append(one_line(verdict.reason or "—", REASON_CAP))
+    if note:  # after the reason: on a short pane the reason matters more
+        out.append("\n" + clean(note), style=DIM)
     return out
 
 
