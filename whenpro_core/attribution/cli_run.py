@@ -49,7 +49,7 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
             if judge is not None:
                 await judge.aclose()
 
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
     if judge is None:  # offline: run in this thread so Ctrl-C stops it at once
         from whenpro_core.config import warn_offline
 

@@ -314,7 +314,7 @@ def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per
     opts = BuildOptions(modes=tuple(m for m in (modes or "").split(",") if m.strip()), per_seed=per_seed,
                         generator=spec, executor=executor, layout=layout, seed=seed, concurrency=concurrency,
                         timeout=timeout, message_timeout=message_timeout)
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
     progress = Progress(SpinnerColumn(), TextColumn("[bold]build"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("kept {task.fields[kept]} · dropped {task.fields[dropped]}"),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),

@@ -47,7 +47,7 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     file there was not written by whenpro (``report_hint`` says what to do instead), and
     a BackendError after the run (and its report) when items failed on the model backend.
     """
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
     console = console or Console()
     model_list = runner.split_list(models)
     proto_list = runner.split_list(protocols) or (

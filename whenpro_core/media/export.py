@@ -83,7 +83,7 @@ def run_keyframes_command(video: Path, *, max_frames: int = DEFAULT_MAX_FRAMES, 
     if out_dir.is_dir() and any(out_dir.iterdir()) and not force:  # fail before decoding
         raise ConfigError("output folder is not empty", path=out_dir,
                           expected="an empty or new folder, or --force to replace its keyframes")
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
     kwargs = dict(max_frames=max_frames, threshold=threshold, min_scene_len=min_scene_len, stride=stride,
                   max_side=max_side, use_cache=use_cache)
     if err.is_terminal:
