@@ -142,7 +142,7 @@ def print_listing(target: str, *, as_json: bool = False, console: Console | None
             console.out(jsonio.dumps(row.model_dump(mode="json")).decode(), highlight=False)
             continue
         if row.error:
-            errors.print(Text(f"error: {clean(row.error)}", style="red"))
+            errors.print(Text(f"whenpro: error: {clean(row.error)}", style="red"))
             continue
         steps = "? steps" if row.step_count is None else plural(row.step_count, "step")
         gt = f"gt={row.gt_step or '-'}/{row.gt_mode or '-'}" if (row.gt_step or row.gt_mode) else "gt=-"
