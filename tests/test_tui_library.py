@@ -123,9 +123,15 @@ async def test_ids_that_carry_the_failure_mode_are_masked_while_labels_are_hidde
         text = screen_text(app)
         assert "run0__‹mode›__‹step›" in text and "run1__‹mode›__‹step›" in text
         assert "R.3" not in text and "PL.1" not in text
-        await pilot.press("t")
+        library = app.screen
+        await pilot.press("/")
+        await pilot.press(*"PL.1")  # find cannot probe what the screen hides
+        await pilot.pause()
+        assert library.table.shown == [] and "0 of 2 traces" in screen_text(app)
+        await pilot.press("escape", "t")
         await pilot.pause()
         assert "run1__PL.1__3" in screen_text(app)
+        assert [library.table.rows[i].id for i in library.table.shown] == ["run1__PL.1__3"]
 
 
 async def test_open_trace_and_switch_with_brackets(dataset_dir: Path) -> None:

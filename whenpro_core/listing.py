@@ -14,6 +14,7 @@ from typing import Iterable, Iterator, Sequence
 
 from whenpro_core.formats.registry import error_summary, find_root, iter_files, summarize_file
 from whenpro_core.model import TraceSummary
+from whenpro_core.traceview import unlabelled_id
 
 #: The facets a listing can be filtered on, as (facet, TraceSummary attribute).
 FACETS = (("modality", "modality"), ("framework", "framework"), ("benchmark", "benchmark"),
@@ -35,11 +36,15 @@ class RowFilter:
     (case-insensitive substring of the id, path, framework, benchmark or error).
 
     Error rows (files that failed to import) pass only when no facet is chosen, so a
-    broken file stays visible in the unfiltered list and can be found by text.
+    broken file stays visible in the unfiltered list and can be found by text. With
+    ``labels`` False the text matches ids and file names as shown with labels hidden
+    (:func:`whenpro_core.traceview.unlabelled_id`): typing ``R.4`` must not find the
+    traces whose id carries that failure mode.
     """
 
     facets: dict[str, frozenset[str]] = field(default_factory=dict)
     text: str = ""
+    labels: bool = True
 
     @property
     def active(self) -> bool:
@@ -58,7 +63,11 @@ class RowFilter:
                     return False
         needle = self.text.strip().lower()
         if needle:
-            hay = " ".join(filter(None, (row.id, row.ref(), row.framework, row.benchmark,
+            ident, ref = row.id, row.ref()
+            if not self.labels:
+                ident = unlabelled_id(ident)
+                ref = "/".join(unlabelled_id(part) for part in ref.split("/"))
+            hay = " ".join(filter(None, (ident, ref, row.framework, row.benchmark,
                                          row.error or ""))).lower()
             return needle in hay
         return True
@@ -71,8 +80,10 @@ class RowFilter:
         return " · ".join(parts)
 
     def without_labels(self) -> "RowFilter":
-        """The same filter minus the ``mode`` facet (a GT label: hidden when labels are)."""
-        return RowFilter({k: v for k, v in self.facets.items() if k != "mode"}, self.text)
+        """The same filter minus the ``mode`` facet (a GT label: hidden when labels are),
+        its text matched against ids with their labels masked."""
+        return RowFilter({k: v for k, v in self.facets.items() if k != "mode"}, self.text,
+                         labels=False)
 
 
 def filter_rows(rows: Sequence[TraceSummary], flt: RowFilter) -> list[int]:
