@@ -278,3 +278,21 @@ def test_convert_to_dash_writes_one_trace_to_stdout(tmp_path):
     many = whenpro("convert", str(SAMPLES), "-", cwd=tmp_path)
     one_line_error(many, "OUT - (stdout) takes one trace")
     assert not (tmp_path / "-").exists()
+
+
+def test_convert_to_a_path_ending_in_slash_makes_a_folder(tmp_path):
+    out = whenpro("convert", TRACE, str(tmp_path / "newdir") + "/")
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "newdir" / "sample-workshop-schedule.json").is_file()
+
+
+def test_dataset_errors_go_to_stderr_one_line_each(tmp_path):
+    os.mkfifo(tmp_path / "pipe.json")
+    (tmp_path / "cut.json").write_text('{"format": "whenpro.trace/1", "id": "x", "steps": [')
+    (tmp_path / "ok.json").write_bytes((SAMPLES / "team_text" / "trace.json").read_bytes())
+    for command in (("info", str(tmp_path)), ("ls", str(tmp_path)), ("ls", str(tmp_path / "*.json"))):
+        out = whenpro(*command)
+        assert out.returncode == 0, out.stderr
+        lines = out.stderr.splitlines()
+        assert len(lines) == 2 and all(line.startswith("whenpro: error: ") for line in lines), lines
+        assert "not a regular file (a named pipe)" in out.stderr and "whenpro: error" not in out.stdout

@@ -183,7 +183,8 @@ def ls_(path: str = typer.Argument(..., help="A trace file, path#key, dataset fo
 @app.command()
 @handles_errors
 def convert(src: str = typer.Argument(..., help="A trace file or path#key."),
-            out: Path = typer.Argument(..., help="Output file (.json), folder for many, or - for stdout."),
+            out: str = typer.Argument(..., help="Output file (.json), folder (for many, or ending in /), "
+                                                "or - for stdout."),
             force: bool = typer.Option(False, "--force", help="Overwrite existing files.")) -> None:
     """Convert a trace (or every trace of a file or dataset) to the native format."""
     from whenpro_core import summary

@@ -3,6 +3,7 @@ plus Rich rendering to the terminal)."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections import Counter
@@ -126,10 +127,11 @@ def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console)
             table.add_row(Text(clean(name)), str(n))
         console.print(table)
     bad = [r for r in rows if r.error]
+    errors = Console(stderr=True, highlight=False, soft_wrap=True)  # as ls reports them
     for r in bad[:20]:
-        console.print(Text(f"error: {clean(r.error)}", style="red"))
+        errors.print(Text(f"whenpro: error: {clean(r.error)}", style="red"))
     if len(bad) > 20:
-        console.print(Text(f"... and {len(bad) - 20} more errors", style="red"))
+        errors.print(Text(f"whenpro: ... and {len(bad) - 20} more errors", style="red"))
 
 
 def print_listing(target: str, *, as_json: bool = False, console: Console | None = None) -> None:
@@ -156,12 +158,23 @@ def safe_name(text: str) -> str:
     return name[:150]
 
 
-def convert(src: str, out: Path, *, force: bool = False, console: Console | None = None) -> list[Path]:
+def convert(src: str, out: Path | str, *, force: bool = False,
+            console: Console | None = None) -> list[Path]:
     """Convert ``src`` to the native format. One trace -> ``out`` is a file; several
     (a JSONL release, a folder, a glob) -> ``out`` is a folder of ``<id>.json`` files;
-    ``out`` ``-`` writes one trace to stdout. Refuses to overwrite existing files unless
-    ``force``. Returns the written paths (none for stdout)."""
+    ``out`` ``-`` writes one trace to stdout, and an ``out`` ending in ``/`` is a folder
+    (made if missing). Refuses to overwrite existing files unless ``force``. Returns the
+    written paths (none for stdout)."""
     console = console or Console(stderr=True, soft_wrap=True)
+    as_folder = isinstance(out, str) and out.endswith(("/", os.sep)) and out.strip("/" + os.sep) != ""
+    out = Path(out)
+    if as_folder:
+        if out.exists() and not out.is_dir():
+            raise WhenproError("output ends in / but is a file", path=out, expected="a folder")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WhenproError(f"cannot make the folder: {exc.strerror or exc}", path=out) from None
     path, key = split_ref(src)
     single = _names_a_file(path) and (key is not None or len(load_traces(path)) == 1)
     if str(out) == "-":

@@ -268,7 +268,7 @@ def iter_files(target: str | Path) -> Iterator[Path]:
         raise TraceFormatError("empty path", expected="a trace file, folder or glob")
     if any(ch in text for ch in "*?[") and not Path(text).exists():
         matches = [Path(m) for m in sorted(globlib.glob(text, recursive=True), key=natural_key)]
-        files = [m for m in matches if m.is_file()]
+        files = [m for m in matches if not m.is_dir()]  # a pipe or device: an error row
         if not files:
             raise TraceFormatError("glob matches no file", path=text,
                                    expected="a pattern matching trace files")
