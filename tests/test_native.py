@@ -157,3 +157,30 @@ def test_attribute_names_the_heuristic_once():
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "heuristic · heuristic" not in out.stdout
     assert any(line.split() == ["protocol", "heuristic"] for line in out.stdout.splitlines())
+
+
+def test_a_converted_image_trace_keeps_its_images(tmp_path, real_traces):
+    """A Who&When Pro trace converted into another folder brings its media files along
+    (at their relative paths), so every image still opens from the new file."""
+    from whenpro_core.media.paths import resolve_media
+
+    src = real_traces / "who-when-pro-samples" / "data" / "traces" / "mmsearch_car.json"
+    [out] = convert(str(src), tmp_path / "conv" / "car.json")
+    trace = load_trace(out)
+    refs = [*trace.task.images, *(m for s in trace.steps for m in s.media)]
+    assert refs and all(r.path and not r.path.startswith("/") for r in refs)
+    for ref in refs:
+        found = resolve_media(ref, trace.source.path, trace.source.root)
+        assert found == (tmp_path / "conv" / ref.path).resolve()
+    again = convert(str(src), tmp_path / "conv" / "car.json", force=True)  # same files: no noise
+    assert again == [out]
+
+
+def test_convert_never_replaces_a_different_media_file(tmp_path, real_traces, capsys):
+    src = real_traces / "who-when-pro-samples" / "data" / "traces" / "mmsearch_car.json"
+    mine = tmp_path / "assets" / "examples" / "mmsearch_car" / "query_0.jpg"
+    mine.parent.mkdir(parents=True)
+    mine.write_bytes(b"my own file")
+    convert(str(src), tmp_path / "car.json")
+    assert mine.read_bytes() == b"my own file"
+    assert "exists with other content; not replaced" in capsys.readouterr().err

@@ -18,7 +18,20 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     file), or when ``path`` is not a regular file (a device such as /dev/full, a FIFO:
     never replaced); the original file is then untouched.
     """
-    path = Path(path)
+    return _atomic_write(Path(path), lambda fh: fh.write(data))
+
+
+def atomic_copy(src: str | Path, path: str | Path) -> Path:
+    """Copy the file ``src`` to ``path`` atomically, streaming (a large video is never
+    held in memory); errors as :func:`atomic_write_bytes`, and ``OSError`` when ``src``
+    cannot be read."""
+    import shutil
+
+    with open(src, "rb") as source:
+        return _atomic_write(Path(path), lambda fh: shutil.copyfileobj(source, fh, 1 << 20))
+
+
+def _atomic_write(path: Path, fill) -> Path:
     if path.exists() and not path.is_file():  # a folder, device, FIFO or socket: never replaced
         raise WhenproError("cannot write file: not a regular file", path=path,
                            expected="a file path")
@@ -33,7 +46,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     try:
         os.chmod(tmp, _mode_for(path))
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            fill(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -187,7 +187,7 @@ def convert(src: str, out: Path | str, *, force: bool = False,
         trace = load_trace(src)
         target = out / f"{safe_name(trace.id)}.json" if out.is_dir() else out
         _refuse_overwrite(target, force)
-        _write_converted(trace, target)
+        _write_converted(trace, target, console)
         console.print(f"wrote {target}")
         return [target]
     if out.exists() and not out.is_dir():
@@ -210,7 +210,7 @@ def convert(src: str, out: Path | str, *, force: bool = False,
             bad.append(exc)
             console.print(Text(f"skipped: {clean(exc.one_line())}", style="yellow"))
             continue
-        _write_converted(trace, target)
+        _write_converted(trace, target, console)
         written.append(target)
     for row in bad:
         if not isinstance(row, WhenproError):
@@ -235,8 +235,9 @@ def plan_targets(rows: list[TraceSummary], out: Path) -> dict[str, Path]:
     return plan
 
 
-def _write_converted(trace: Trace, target: Path | None) -> None:
-    """Write ``trace`` to ``target`` (``None``: stdout), noting where it came from."""
+def _write_converted(trace: Trace, target: Path | None, console: Console | None = None) -> None:
+    """Write ``trace`` to ``target`` (``None``: stdout), noting where it came from, with
+    its media files copied beside it (:func:`copy_media`)."""
     if trace.source.format != "native":
         trace.extras.setdefault("converted_from", {"format": trace.source.format,
                                                    "ref": trace.source.ref()})
@@ -244,7 +245,54 @@ def _write_converted(trace: Trace, target: Path | None) -> None:
         sys.stdout.buffer.write(dumps_trace(trace) + b"\n")
         sys.stdout.flush()
         return
+    problems = copy_media(trace, target.parent)
     write_trace(trace, target)
+    for line in problems:
+        (console or Console(stderr=True, soft_wrap=True)).print(
+            Text(f"whenpro: warning: {clean(line)}", style="yellow"))
+
+
+def copy_media(trace: Trace, folder: Path) -> list[str]:
+    """Copy every local media file of ``trace`` (task images, step images, frames,
+    videos) into ``folder`` at its relative path, so a converted trace written there
+    still shows them (relative paths resolve against the trace's folder). Paths are
+    resolved and confined as the viewer does (:func:`whenpro_core.media.paths.resolve_path`:
+    nothing outside the dataset root or trace folder is read); absolute paths, inline
+    data and files already in place are left as they are. Returns one line per media
+    file that could not be copied."""
+    import filecmp
+    from pathlib import PurePosixPath
+
+    from whenpro_core.errors import MediaError
+    from whenpro_core.fsutil import atomic_copy
+    from whenpro_core.media.paths import media_bases, resolve_path
+
+    bases = media_bases(trace.source.path, trace.source.root)
+    refs = [*trace.task.images, *(m for step in trace.steps for m in step.media)]
+    problems: list[str] = []
+    done: set[str] = set()
+    for ref in refs:
+        rel = (ref.path or "").replace("\\", "/")
+        parts = PurePosixPath(rel).parts
+        if not rel or rel in done or PurePosixPath(rel).is_absolute() or ".." in parts or ":" in rel:
+            continue
+        done.add(rel)
+        dest = folder / rel
+        try:
+            src = resolve_path(ref.path or "", bases)
+            if dest.exists() and dest.resolve() == src:
+                continue  # converted in place: the file is already there
+            if dest.is_file() and filecmp.cmp(dest, src, shallow=False):
+                continue
+            if dest.exists():
+                problems.append(f"{dest}: exists with other content; not replaced (media {rel})")
+                continue
+            atomic_copy(src, dest)
+        except (MediaError, WhenproError) as exc:
+            problems.append(f"media {rel} not copied: {exc.one_line()}")
+        except OSError as exc:
+            problems.append(f"media {rel} not copied: {exc.strerror or exc}")
+    return problems
 
 
 def _refuse_overwrite(target: Path, force: bool) -> None:
