@@ -456,3 +456,15 @@ async def test_empty_trace_and_multi_trace_file_library(tmp_path: Path) -> None:
         await pilot.press("]")
         await settle(pilot)
         assert app.screen.trace.id == "m2"
+
+
+async def test_a_step_lines_file_with_a_bad_line_says_so_when_opened(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"agent": "a", "content": "hi"}\nnot json\n{"agent": "b", "content": "yo"}\n')
+    app = make_app(path)
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await settle(pilot)  # a JSON-lines file lists as a dataset of one row
+        await pilot.press("enter")
+        screen = await open_trace(pilot)
+        assert len(screen.trace.steps) == 2
+        assert any("skipped 1 bad line (line 2: not valid JSON" in n for n in notes(app))

@@ -176,6 +176,11 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         if not trace.steps:
             self.query_one(StepDetail).show_empty("This trace has no steps.")
         self._update_status()
+        notes = trace.extras.get("whenpro_warnings") or []
+        if notes:  # e.g. skipped bad lines: what the CLI prints on stderr
+            more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
+            self.notify(clean(str(notes[0])) + more, title="Imported with warnings",
+                        severity="warning", timeout=10)
 
     def _render_header(self) -> None:
         pos = ""
