@@ -125,21 +125,6 @@ async def test_a_enter_gives_the_heuristic_verdict_offline(sample_copy: Path) ->
         "heuristic", "solver", "3", "R.3")
 
 
-async def test_the_panel_says_where_the_verdict_is_kept(sample_copy: Path) -> None:
-    app = WhenproApp(str(sample_copy), cursor_blink=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await opened(pilot)
-        await pick(pilot)
-        await settle(pilot)
-        assert "saved in trace.json.verdicts.jsonl" in panel(app)
-    assert len(sidecar(sample_copy)) == 1
-    app = WhenproApp(str(sample_copy), cursor_blink=False)  # reopened: read from that file
-    async with app.run_test(size=SIZE) as pilot:
-        await opened(pilot)
-        await settle(pilot)
-        assert "saved in trace.json.verdicts.jsonl" in panel(app)
-
-
 async def test_no_save_keeps_verdicts_in_memory_and_writes_nothing(sample_copy: Path) -> None:
     app = WhenproApp(str(sample_copy), cursor_blink=False, save_verdicts=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -186,11 +171,15 @@ async def test_verdicts_reopen_with_the_trace_and_compare_with_labels(sample_cop
         await opened(pilot)
         await pick(pilot)
         await settle(pilot)
+        assert "saved in trace.json.verdicts.jsonl" in panel(app)  # the panel says where
+    assert len(sidecar(sample_copy)) == 1
     again = WhenproApp(str(sample_copy), cursor_blink=False)
     async with again.run_test(size=SIZE) as pilot:
         await opened(pilot)
+        await settle(pilot)
         text = panel(again)
         assert "agent solver" in text and "R.3 Numerical/calculation error" in text
+        assert "saved in trace.json.verdicts.jsonl" in text  # reopened: read from that file
         assert steps(again).attributed == {3} and steps(again).step_index == 0
         await pilot.press("t")
         await pilot.pause()

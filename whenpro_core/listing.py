@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from whenpro_core.formats.registry import error_summary, find_root, iter_files, summarize_file
+from whenpro_core.formats.registry import (error_summary, find_root, iter_files, names_a_file,
+                                           summarize_file)
 from whenpro_core.model import TraceSummary
 from whenpro_core.traceview import unlabelled_id
 
@@ -126,7 +127,7 @@ def walk_rows(target: str | Path) -> Iterator[TraceSummary]:
     text = str(target)
     start = Path(text) if Path(text).exists() else None
     stop = start if start is not None and start.is_dir() else None
-    direct = start is not None and start.exists() and not start.is_dir()
+    direct = start is not None and names_a_file(start)
     for path in iter_files(target):
         try:
             rows = summarize_file(path, find_root(path, stop=stop), direct=direct)

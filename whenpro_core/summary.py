@@ -18,7 +18,7 @@ from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import dumps_trace, write_trace
-from whenpro_core.formats.registry import split_ref
+from whenpro_core.formats.registry import names_a_file, split_ref
 from whenpro_core.model import Trace, TraceSummary
 from whenpro_core.taxonomy import taxonomy_for
 from whenpro_core.textsafe import clean, one_line, plural
@@ -27,13 +27,7 @@ from whenpro_core.textsafe import clean, one_line, plural
 def is_single_file(target: str) -> bool:
     """True when ``target`` names one file (optionally with ``#key``), not a folder or glob."""
     path, key = split_ref(target)
-    return _names_a_file(path)
-
-
-def _names_a_file(path: Path) -> bool:
-    """A file, or a pipe or device named by itself (refused as one bad file, never
-    walked as a dataset)."""
-    return path.exists() and not path.is_dir()
+    return names_a_file(path)
 
 
 def _rows(target: str) -> Iterable[TraceSummary]:
@@ -68,13 +62,13 @@ def print_info(target: str, console: Console | None = None) -> None:
     """Print a summary of one trace, or of every trace under a folder/glob/JSONL."""
     console = console or Console()
     path, key = split_ref(target)
-    if _names_a_file(path) and (key is not None or path.suffix.lower() != ".jsonl"):
+    if names_a_file(path) and (key is not None or path.suffix.lower() != ".jsonl"):
         traces = [load_trace(target)] if key is not None else load_traces(path)
         if len(traces) == 1:
             _print_trace_info(traces[0], console)
             return
     rows = list(_rows(target))
-    if _names_a_file(path) and len(rows) == 1 and not rows[0].error:  # a JSONL file of one trace
+    if names_a_file(path) and len(rows) == 1 and not rows[0].error:  # a JSONL file of one trace
         _print_trace_info(load_trace(rows[0].ref()), console)
         return
     _print_dataset_info(target, rows, console)
@@ -176,7 +170,7 @@ def convert(src: str, out: Path | str, *, force: bool = False,
         except OSError as exc:
             raise WhenproError(f"cannot make the folder: {exc.strerror or exc}", path=out) from None
     path, key = split_ref(src)
-    single = _names_a_file(path) and (key is not None or len(load_traces(path)) == 1)
+    single = names_a_file(path) and (key is not None or len(load_traces(path)) == 1)
     if str(out) == "-":
         if not single:
             raise WhenproError("OUT - (stdout) takes one trace", path=src,
@@ -263,7 +257,6 @@ def copy_media(trace: Trace, folder: Path) -> list[str]:
     import filecmp
     from pathlib import PurePosixPath
 
-    from whenpro_core.errors import MediaError
     from whenpro_core.fsutil import atomic_copy
     from whenpro_core.media.paths import media_bases, resolve_path
 
@@ -273,8 +266,8 @@ def copy_media(trace: Trace, folder: Path) -> list[str]:
     done: set[str] = set()
     for ref in refs:
         rel = (ref.path or "").replace("\\", "/")
-        parts = PurePosixPath(rel).parts
-        if not rel or rel in done or PurePosixPath(rel).is_absolute() or ".." in parts or ":" in rel:
+        pure = PurePosixPath(rel)
+        if not rel or rel in done or pure.is_absolute() or ".." in pure.parts or ":" in rel:
             continue
         done.add(rel)
         dest = folder / rel
@@ -288,7 +281,7 @@ def copy_media(trace: Trace, folder: Path) -> list[str]:
                 problems.append(f"{dest}: exists with other content; not replaced (media {rel})")
                 continue
             atomic_copy(src, dest)
-        except (MediaError, WhenproError) as exc:
+        except WhenproError as exc:  # MediaError too
             problems.append(f"media {rel} not copied: {exc.one_line()}")
         except OSError as exc:
             problems.append(f"media {rel} not copied: {exc.strerror or exc}")

@@ -260,6 +260,13 @@ def error_summary(path: Path, message: str) -> TraceSummary:
     return TraceSummary(id=path.stem, path=str(path), error=message)
 
 
+def names_a_file(path: Path) -> bool:
+    """True when ``path`` is a file, or a pipe or device named by itself: read (and
+    refused, :func:`~whenpro_core.formats.base.require_regular_file`) as one bad file,
+    never walked as a dataset."""
+    return path.exists() and not path.is_dir()
+
+
 def iter_files(target: str | Path) -> Iterator[Path]:
     """The candidate trace files of a file, folder (walked recursively, sorted with
     numbers in natural order) or glob pattern."""
@@ -275,7 +282,7 @@ def iter_files(target: str | Path) -> Iterator[Path]:
         yield from files
         return
     p = Path(text)
-    if p.exists() and not p.is_dir():  # a pipe or device too: its row says what it is
+    if names_a_file(p):  # a pipe or device too: its row says what it is
         yield p
         return
     if not p.is_dir():
