@@ -492,6 +492,20 @@ def report(
 
 @app.command()
 @handles_errors
+def audit(
+    dataset: str = typer.Argument(..., help="A labelled dataset: folder, glob, JSONL release or built dataset."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as one JSON document."),
+    against: Optional[str] = typer.Option(None, "--against",
+                                          help="Successful runs of the same system, as a corpus to compare with."),
+) -> None:
+    """Label-leak audit: can form-only baselines find the labelled steps? Prints a table and a verdict."""
+    from whenpro_core.audit.report import audit_command
+
+    audit_command(dataset, against=against, as_json=json_out)
+
+
+@app.command()
+@handles_errors
 def watch(
     file: Optional[str] = typer.Argument(None, help="A trace file (JSON lines) an agent is writing."),
     otlp: Optional[str] = typer.Option(
