@@ -59,7 +59,7 @@ def seeds(tmp_path_factory) -> Path:
 
 
 def build(seeds: Path, out: Path, **kw) -> dict:
-    opts = BuildOptions(**{"per_seed": 3, "concurrency": 2, **kw})
+    opts = BuildOptions(**{"per_seed": 3, "concurrency": 2, "detect": False, **kw})  # the filter: test_build_detect
     return asyncio.run(run_build(seeds, out, opts, now=NOW)).manifest
 
 
@@ -116,7 +116,7 @@ def test_run_build_ls_bench_report_end_to_end(tmp_path):
     assert whenpro("run", "code_pair", "--n", "2", "--out", str(tmp_path / "seeds")).returncode == 0
     ds = tmp_path / "ds"
     done = whenpro("build", str(tmp_path / "seeds"), "--out", str(ds), "--per-seed", "3", "-j", "2",
-                   "--modes", "A.3,V.2,PL.1")
+                   "--modes", "A.3,V.2,PL.1", "--keep-detectable")
     assert done.returncode == 0, done.stderr
     assert "5 seed traces, 5 used; 15 attempts planned, 0 already done, 15 to run" in done.stdout
     manifest = json.loads((ds / "manifest.json").read_text())
@@ -300,7 +300,8 @@ def test_killed_build_resumes_without_duplicates_or_losses(tmp_path, seeds, layo
         stray = ds / "data_release" / "text" / "whenpro-arith" / "arith_team" / f"R.1__ghost-t9__{TS}.json"
         stray.parent.mkdir(parents=True, exist_ok=True)
         stray.write_text("{}")
-    resumed = whenpro("build", str(seeds), "--out", str(ds), "--per-seed", "3", "--layout", layout, "-j", "2")
+    resumed = whenpro("build", str(seeds), "--out", str(ds), "--per-seed", "3", "--layout", layout, "-j", "2",
+                      "--keep-detectable")  # one journal line per attempt; the filter's own lines: test_build_detect
     assert resumed.returncode == 0, resumed.stderr
     assert "15 attempts planned, 4 already done, 11 to run" in resumed.stdout
     keys = [json.loads(line).get("key") for line in (ds / BUILD_DIR / "journal.jsonl").read_text().splitlines()[1:]]
@@ -308,7 +309,8 @@ def test_killed_build_resumes_without_duplicates_or_losses(tmp_path, seeds, layo
     fresh = tmp_path / "fresh"
     build(seeds, fresh, layout=layout)
     assert tree(ds) == tree(fresh)     # same files, byte for byte: nothing lost, nothing twice
-    again = whenpro("build", str(seeds), "--out", str(ds), "--per-seed", "3", "--layout", layout, "-j", "2")
+    again = whenpro("build", str(seeds), "--out", str(ds), "--per-seed", "3", "--layout", layout, "-j", "2",
+                    "--keep-detectable")
     assert "15 already done, 0 to run" in again.stdout and tree(ds) == tree(fresh)
 
 

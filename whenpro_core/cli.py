@@ -459,7 +459,10 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
                                                 help="Seconds to wait for each message of a cmd: executor."),
           force: bool = typer.Option(False, "--force", help="Write into a non-build folder, or start over."),
           revalidate: bool = typer.Option(False, "--revalidate",
-                                          help="Refresh the manifest's validation counts (no SEEDS needed).")) -> None:
+                                          help="Refresh the manifest's validation counts (no SEEDS needed)."),
+          keep_detectable: bool = typer.Option(False, "--keep-detectable",
+                                               help="Keep items a form-only baseline pins to their step "
+                                                    "(dropped as detectable by default).")) -> None:
     """Build a benchmark dataset: inject errors into successful runs, replay, verify, keep the decisive ones.
 
     Exit status: 0 some trace kept, 1 none kept (the reasons on stderr; manifest.json kept), 2 bad input."""
@@ -468,7 +471,7 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
     manifest = build_command(seeds, out, modes=modes, per_seed=per_seed, generator=generator, model=model,
                              executor=executor, layout=layout, seed=seed, concurrency=concurrency,
                              timeout=timeout, message_timeout=message_timeout, force=force,
-                             revalidate=revalidate, echo=typer.echo)
+                             revalidate=revalidate, keep_detectable=keep_detectable, echo=typer.echo)
     empty = nothing_kept(manifest, out) if seeds is not None else None
     if empty:
         typer.echo(f"whenpro: {empty}", err=True)

@@ -40,13 +40,15 @@ Scorer = Callable[[AuditTrace, Corpus], "Sequence[float] | None"]
 @dataclass(frozen=True)
 class Baseline:
     """One baseline of the panel: ``name`` (as the audit table shows it), ``family``
-    (``form`` or ``prior``), the ``score`` function and the ``pin`` threshold (module
-    docstring; ``None``: never pins)."""
+    (``form`` or ``prior``), the ``score`` function, the ``pin`` threshold (module
+    docstring; ``None``: never pins) and whether it ``learns`` from the labels in the
+    corpus (its scores change as labelled traces are added)."""
 
     name: str
     family: str
     score: Scorer
     pin: float | None = None
+    learns: bool = False
 
 
 def format_outlier(t: AuditTrace, corpus: Corpus) -> list[float] | None:
@@ -172,7 +174,7 @@ def majority_mode(t: AuditTrace, corpus: Corpus) -> list[float] | None:
 #: The panel, in table order.
 BASELINES: tuple[Baseline, ...] = (
     Baseline("format outlier", "form", format_outlier, pin=1.5),
-    Baseline("form classifier", "form", form_classifier, pin=None),
+    Baseline("form classifier", "form", form_classifier, pin=2.0, learns=True),
     Baseline("length outlier", "form", length_outlier, pin=4.0),
     Baseline("digit outlier", "form", digit_outlier, pin=4.0),
     Baseline("rarest template", "form", rarest_template, pin=0.75),

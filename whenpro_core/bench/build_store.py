@@ -37,7 +37,10 @@ reason with the list), ``counts`` per stage (``planned``, ``attempted``, ``gener
     generated = replayed  + dropped.replay_failed
     replayed  = decisive  + dropped.not_decisive
     decisive  = kept + dropped.construction_leak + dropped.gold_visible_before_t
-                     + dropped.not_representable
+                     + dropped.not_representable + dropped.detectable
+
+(``detectable``: the detectability filter, :mod:`whenpro_core.audit.detect`, journals a
+kept item again as dropped when a form-only baseline pins it to its step.)
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ MANIFEST = "manifest.json"
 LAYOUTS = ("files", "jsonl")
 #: Why an attempt did not give a dataset trace, by the stage that dropped it.
 DROP_REASONS = ("generate_failed", "replay_failed", "not_decisive", "construction_leak",
-                "gold_visible_before_t", "not_representable")
+                "gold_visible_before_t", "not_representable", "detectable")
 
 
 class Entry(BaseModel):
