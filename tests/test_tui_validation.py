@@ -36,7 +36,7 @@ def built(tmp_path_factory) -> Path:
     """``whenpro run arith_team --n 4`` then ``whenpro build --per-seed 3``."""
     base = tmp_path_factory.mktemp("val")
     run_many("arith_team", 4, base / "seeds", echo=lambda _line: None)
-    build_command(str(base / "seeds"), base / "ds", per_seed=3, echo=lambda _line: None)
+    build_command(str(base / "seeds"), base / "ds", per_seed=3, keep_detectable=True, echo=lambda _line: None)
     return base / "ds"
 
 

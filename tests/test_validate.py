@@ -32,7 +32,7 @@ def built(tmp_path_factory) -> Path:
     for s in range(3):
         write_trace(run_env(env, s), seeds / f"arith_team-s{s}.json")
     root = tmp_path_factory.mktemp("vds") / "ds"
-    opts = BuildOptions(per_seed=3, modes=("A.3", "V.2", "PL.1"), concurrency=2)
+    opts = BuildOptions(per_seed=3, modes=("A.3", "V.2", "PL.1"), concurrency=2, detect=False)
     asyncio.run(run_build(seeds, root, opts, now="2026-01-02T03:04:05+00:00"))
     return root
 

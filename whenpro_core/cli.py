@@ -388,6 +388,9 @@ def bench(
     no_report: bool = typer.Option(False, "--no-report", help="Run only; no report."),
     report_dir: Optional[Path] = typer.Option(None, "--report-dir",
                                               help="Folder for report.json/md (default: next to --out)."),
+    labels: str = typer.Option("reviewed", "--labels",
+                               help="reviewed: the latest review decision of each trace of a built dataset "
+                                    "(rejected left out, relabels scored); built: the labels the build gave."),
 ) -> None:
     """Evaluate attribution protocols over a dataset; resumable, then report."""
     from whenpro_core.bench.cli_bench import bench_command
@@ -399,7 +402,7 @@ def bench(
     bench_command(dataset, protocols=protocol, models=model, gold=gold, both=both, where=where,
                   limit=limit, sample=sample, seed=seed, concurrency=concurrency, out=out,
                   tolerance=tolerance, retry_errors=retry_errors, use_cache=not no_cache,
-                  report=not no_report, report_dir=report_dir)
+                  report=not no_report, report_dir=report_dir, labels=labels)
 
 
 @app.command()
@@ -462,7 +465,10 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
                                           help="Refresh the manifest's validation counts (no SEEDS needed)."),
           keep_detectable: bool = typer.Option(False, "--keep-detectable",
                                                help="Keep items a form-only baseline pins to their step "
-                                                    "(dropped as detectable by default).")) -> None:
+                                                    "(dropped as detectable by default)."),
+          export_validated: Optional[Path] = typer.Option(None, "--export-validated",
+                                                          help="Write a release of the traces accepted in review "
+                                                               "to this folder (no SEEDS).")) -> None:
     """Build a benchmark dataset: inject errors into successful runs, replay, verify, keep the decisive ones.
 
     Exit status: 0 some trace kept, 1 none kept (the reasons on stderr; manifest.json kept), 2 bad input."""
@@ -471,7 +477,8 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
     manifest = build_command(seeds, out, modes=modes, per_seed=per_seed, generator=generator, model=model,
                              executor=executor, layout=layout, seed=seed, concurrency=concurrency,
                              timeout=timeout, message_timeout=message_timeout, force=force,
-                             revalidate=revalidate, keep_detectable=keep_detectable, echo=typer.echo)
+                             revalidate=revalidate, keep_detectable=keep_detectable,
+                             export_validated=export_validated, echo=typer.echo)
     empty = nothing_kept(manifest, out) if seeds is not None else None
     if empty:
         typer.echo(f"whenpro: {empty}", err=True)
@@ -486,11 +493,14 @@ def report(
                                        help="Folder for report.json/md (default: next to results)."),
     tolerance: Optional[int] = typer.Option(None, "--tolerance", "-k", min=0,
                                             help="k of the ±k step accuracy (default: as run)."),
+    labels: str = typer.Option("reviewed", "--labels",
+                               help="reviewed: the latest review decision of each trace of a built dataset; "
+                                    "built: the labels the build gave."),
 ) -> None:
     """Re-render the benchmark report (tables, report.json, report.md, plot) from results."""
     from whenpro_core.bench.report import report_command
 
-    report_command(results, out, tolerance=tolerance)
+    report_command(results, out, tolerance=tolerance, labels=labels)
 
 
 @app.command()

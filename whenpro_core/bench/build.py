@@ -318,16 +318,29 @@ def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per
                   generator: str = "offline", model: str | None = None, executor: str = "builtin",
                   layout: str = "files", seed: int = 0, concurrency: int = 4, timeout: float = 600.0,
                   message_timeout: float = 60.0, force: bool = False, revalidate: bool = False,
-                  keep_detectable: bool = False, echo: Callable[[str], None] = print) -> dict[str, Any]:
+                  keep_detectable: bool = False, export_validated: Path | None = None,
+                  echo: Callable[[str], None] = print) -> dict[str, Any]:
     """What ``whenpro build`` does: build (with a Rich progress bar on stderr when it is
     a terminal) and print a summary; with ``revalidate`` and no ``seeds``, only refresh
-    the manifest's validation counts. Returns the manifest."""
+    the manifest's validation counts; with ``export_validated`` and no ``seeds``, write
+    the release of the accepted traces there (:mod:`.export`). Returns the manifest
+    (of the release, for an export)."""
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
     from whenpro_core.bench.build_store import revalidate as refresh
 
+    if seeds is not None and export_validated is not None:
+        raise ConfigError("--export-validated exports a built dataset; it takes no SEEDS",
+                          expected="whenpro build --out DATASET --export-validated OUT")
+    if seeds is None and export_validated is not None:
+        from whenpro_core.bench.export import export_validated as export
+
+        manifest = export(out, export_validated)
+        left = ", ".join(f"{k} {v}" for k, v in manifest["export"]["left_out"].items()) or "none"
+        echo(f"exported {manifest['counts']['kept']} accepted traces to {export_validated} (left out: {left})")
+        return manifest
     if seeds is None:
         if not revalidate:
             raise ConfigError("no seed trajectories given", expected="whenpro build SEEDS --out DATASET")
