@@ -132,7 +132,7 @@ def kind_change(t: AuditTrace, corpus: Corpus) -> list[float] | None:
 
 
 def first_difference(t: AuditTrace, corpus: Corpus) -> list[float] | None:
-    """The step where this run first departs from another run of the same task in the
+    """Twin difference: the step where this run first departs from another run of the same task in the
     corpus (the latest such step over all twins: a twin injected earlier departs
     earlier); ``None`` without a twin."""
     best = -1
@@ -179,7 +179,7 @@ BASELINES: tuple[Baseline, ...] = (
     Baseline("digit outlier", "form", digit_outlier, pin=4.0),
     Baseline("rarest template", "form", rarest_template, pin=0.75),
     Baseline("kind change", "form", kind_change, pin=1.0),
-    Baseline("first difference from a twin", "form", first_difference, pin=1.0),
+    Baseline("twin difference", "form", first_difference, pin=1.0),
     Baseline("first step", "prior", first_step),
     Baseline("last step", "prior", last_step),
     Baseline("common position", "prior", common_position),

@@ -62,17 +62,16 @@ def pct(value: float | None) -> str:
 def overall_table(result: AuditResult) -> Table:
     """Random and every baseline: step (with its 95% interval), agent, mode, joint."""
     table = Table(title=f"label-leak audit: {result.overall.traces} labelled traces", title_justify="left")
-    for col in ("baseline", "step", "95% interval", "agent", "mode", "joint"):
-        table.add_column(col, justify="left" if col == "baseline" else "right")
+    for col in ("baseline", "step", "95% CI", "agent", "mode", "joint", "leak"):
+        table.add_column(col, justify="left" if col in ("baseline", "leak") else "right", no_wrap=col != "baseline")
     rnd = result.overall.random.rates()
-    table.add_row("random (exact)", pct(rnd["step"]), "", pct(rnd["agent"]), pct(rnd["mode"]), pct(rnd["joint"]))
+    table.add_row("random (exact)", pct(rnd["step"]), "", pct(rnd["agent"]), pct(rnd["mode"]), pct(rnd["joint"]), "")
     leaking = set(result.leaking)
     for name, tally in result.overall.baselines.items():
         r = tally.rates()
         low, high = tally.interval()
-        mark = " ◀ leak" if name in leaking else ""
-        table.add_row(name + mark, pct(r["step"]), f"{pct(low)}–{pct(high)}", pct(r["agent"]), pct(r["mode"]),
-                      pct(r["joint"]))
+        table.add_row(name, pct(r["step"]), f"{pct(low)}–{pct(high)}", pct(r["agent"]), pct(r["mode"]),
+                      pct(r["joint"]), "◀" if name in leaking else "")
     return table
 
 
@@ -80,16 +79,16 @@ def groups_table(result: AuditResult) -> Table:
     """Per failure mode and per framework: traces, random step accuracy, the best
     baseline on step accuracy and its interval."""
     table = Table(title="step accuracy per mode and framework", title_justify="left")
-    for col in ("slice", "traces", "random", "best baseline", "step", "95% interval"):
-        table.add_column(col, justify="left" if col in ("slice", "best baseline") else "right")
+    for col in ("slice", "traces", "random", "best baseline", "step", "95% CI", "leak"):
+        table.add_column(col, justify="left" if col in ("slice", "best baseline", "leak") else "right",
+                         no_wrap=col not in ("slice", "best baseline"))
     slices = [("mode", k, g) for k, g in result.by_mode.items()]
     slices += [("framework", k, g) for k, g in result.by_framework.items()]
     for by, value, group in slices:
         name, tally = max(group.baselines.items(), key=lambda kv: kv[1].rates()["step"] or 0.0)
         low, high = tally.interval()
-        mark = " ◀ leak" if name in group.leaks() else ""
-        table.add_row(f"{by} {clean(value)}", str(group.traces), pct(group.random.rates()["step"]), name + mark,
-                      pct(tally.rates()["step"]), f"{pct(low)}–{pct(high)}")
+        table.add_row(f"{by} {clean(value)}", str(group.traces), pct(group.random.rates()["step"]), name,
+                      pct(tally.rates()["step"]), f"{pct(low)}–{pct(high)}", "◀" if name in group.leaks() else "")
     return table
 
 
