@@ -123,3 +123,27 @@ def test_keep_detectable_from_the_command(tmp_path):
     assert out.returncode == 0, out.stderr
     manifest = json.loads((tmp_path / "ds" / "manifest.json").read_text())
     assert manifest["dropped"]["detectable"] == 0 and manifest["run"]["detectable"]["filter"] is False
+
+
+def test_build_then_audit_on_the_built_in_systems(tmp_path):
+    """run -> build (default: the filter on) -> audit, with and without the seed runs as
+    corpus, on both built-in systems and both layouts."""
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    for name, n in (("arith_team", 6), ("code_pair", 4)):
+        env = get_env(name)
+        for s in range(n):
+            write_trace(run_env(env, s), seeds / f"{name}-s{s}.json")
+    for layout in ("files", "jsonl"):
+        manifest = asyncio.run(run_build(seeds, tmp_path / layout, BuildOptions(per_seed=3, layout=layout),
+                                         now=NOW)).manifest
+        kept = manifest["counts"]["kept"]
+        assert kept > 0
+        out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "audit", str(tmp_path / layout), "--json",
+                              "--against", str(seeds)], cwd=REPO, capture_output=True, text=True, timeout=180,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert out.returncode == 0, out.stderr
+        doc = json.loads(out.stdout)
+        assert doc["traces"] == kept and doc["against"] == 10
+        assert {g["value"] for g in doc["groups"] if g["by"] == "framework"} <= {"arith_team", "code_pair"}
+        assert isinstance(doc["leaky"], bool) and 0 < doc["random"]["step"] < 1

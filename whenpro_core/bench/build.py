@@ -290,7 +290,7 @@ def drop_detectable(store: BuildStore, seeds: list[Seed]) -> dict[str, int]:
     successful seed runs and the items accepted before it; an item a form-only
     baseline pins to its step is journalled again as dropped, reason ``detectable``
     (its file goes at the finish). Returns ``{"checked": n, "dropped": k}``."""
-    from whenpro_core.audit.detect import DetectabilityCheck, filter_items
+    from whenpro_core.audit.detect import DetectabilityCheck, filter_items  # lazy, like the other stages
     from whenpro_core.formats import load_trace
 
     kept = sorted((e for e in store.kept() if e.file), key=lambda e: e.key)
@@ -335,7 +335,7 @@ def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per
         raise ConfigError("--export-validated exports a built dataset; it takes no SEEDS",
                           expected="whenpro build --out DATASET --export-validated OUT")
     if seeds is None and export_validated is not None:
-        from whenpro_core.bench.export import export_validated as export
+        from whenpro_core.bench.export import export_validated as export  # lazy: only this path needs it
 
         manifest = export(out, export_validated)
         left = ", ".join(f"{k} {v}" for k, v in manifest["export"]["left_out"].items()) or "none"

@@ -17,7 +17,7 @@ from whenpro_core.bench.records import Record, ResultsFile
 from whenpro_core.bench.report import report_command
 from whenpro_core.bench.report_files import check_report_dir
 from whenpro_core.bench.reviewed import Reviews, check_labels
-from whenpro_core.errors import BackendError
+from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.fsutil import check_can_write_in
 from whenpro_core.textsafe import plural
 
@@ -57,8 +57,6 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         ["all-at-once"] if any(m.lower() != runner.HEURISTIC_MODEL for m in model_list)
         else ["heuristic"])
     if (limit is not None and limit < 0) or (sample is not None and sample < 0):
-        from whenpro_core.errors import ConfigError
-
         raise ConfigError("--limit and --sample take a number of traces", expected="0 or more")
     runner.settings(proto_list, model_list)  # bad protocols/models fail before any work
     where_map = runner.parse_where(where)
@@ -79,8 +77,6 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         kept_rows = [r for r in sel.rows if r.error or reviews.decision(r.ref(), r.id) is not False]
         rejected, sel.rows = len(sel.rows) - len(kept_rows), kept_rows
         if not sel.rows:
-            from whenpro_core.errors import ConfigError
-
             raise ConfigError(f"nothing to run in {dataset}: every trace chosen was rejected in review",
                               expected="accepted or pending traces, or --labels built")
     items = runner.plan(sel.rows, proto_list, model_list,
