@@ -195,3 +195,15 @@ def test_against_runs_join_the_corpus_from_the_command(tmp_path):
     doc = json.loads(out.stdout)
     assert doc["against"] == 10
     assert "rarest template" in doc["leaking"]
+
+
+def test_unlabelled_datasets_and_bad_files_are_said_in_one_line(tmp_path):
+    rng = random.Random(2)
+    runs = write([make_seed(i, rng) for i in range(3)], tmp_path / "runs")
+    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "audit", str(runs)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no labelled trace" in out.stderr
+    data = write(dataset("format", n=12), tmp_path / "ds")
+    (data / "broken.json").write_text('{"format": "whenpro.trace/1", "id": "x", "steps": [')
+    result = audit_dataset(data)
+    assert result.overall.traces == 12 and result.skipped == 1

@@ -20,7 +20,7 @@ Verdict: *leaky* when some baseline's step accuracy beats random by more than
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -209,30 +209,31 @@ def _agent_fallback(groups: list[GroupResult]) -> None:
 def audit_dataset(dataset: str | Path, against: str | Path | None = None) -> AuditResult:
     """Audit the dataset at ``dataset`` (anything whenpro reads: a built dataset, a Who&When
     Pro release in either layout, Who&When), with the runs at ``against`` as further
-    corpus. Files that fail to import are skipped and counted. Raises TraceFormatError
-    when a path does not exist, ConfigError when the dataset holds no labelled trace."""
-    traces, bad = _load_all(dataset)
-    corpus_runs = _load_all(against)[0] if against is not None else []
+    corpus. Traces are read one at a time and only their judge views are kept. Files
+    that fail to import are skipped and counted. Raises TraceFormatError when a path does
+    not exist, ConfigError when the dataset holds no labelled trace."""
+    bad = [0]
     root = Path(dataset) if Path(dataset).is_dir() else None
-    result = audit_traces(traces, corpus_runs, modes=len(taxonomy_for(root)) or 17, skipped=bad)
+    corpus_runs = list(load_all(against, bad=[0])) if against is not None else []
+    result = audit_traces(load_all(dataset, bad), corpus_runs, modes=len(taxonomy_for(root)) or 17)
+    result.skipped += bad[0]
     if result.overall.traces == 0:
         raise ConfigError(f"no labelled trace in {dataset}", expected="a dataset with ground-truth labels")
     return result
 
 
-def _load_all(path: str | Path) -> tuple[list[Trace], int]:
-    """Every trace under ``path`` and how many files or rows failed to import."""
-    traces, bad = [], 0
+def load_all(path: str | Path, bad: list[int]) -> Iterator[Trace]:
+    """Every trace under ``path``, one at a time; ``bad[0]`` counts the files or rows that
+    failed to import."""
     for row in walk(path):
         if row.error:
-            bad += 1
+            bad[0] += 1
             continue
         try:
-            traces.append(load_trace(row.ref()))
+            yield load_trace(row.ref())
         except WhenproError:
-            bad += 1
-    return traces, bad
+            bad[0] += 1
 
 
 __all__ = ["AXES", "AuditResult", "GroupResult", "LEAK_MARGIN", "Tally", "audit_dataset", "audit_traces",
-           "score_pick", "top_steps", "trace_scores"]
+           "load_all", "score_pick", "top_steps", "trace_scores"]
