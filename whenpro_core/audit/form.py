@@ -1,8 +1,9 @@
 """The form of a step's text, with its meaning masked: shape features (markup, fences,
 labels, line structure, casing), size measures and templates (issue 14).
 
-Pure functions of a string; nothing here reads a label. Used by the audit baselines
-(:mod:`whenpro_core.audit.baselines`).
+Pure functions of a string (and, for :func:`trace_shapes` and :func:`trace_tokens`, of a
+trace's judge view); nothing here reads a label. Used by the audit baselines
+(:mod:`whenpro_core.audit.baselines`) and the corpus (:mod:`whenpro_core.audit.corpus`).
 """
 
 from __future__ import annotations
