@@ -141,9 +141,10 @@ def test_every_baseline_has_a_unique_name():
 def test_the_who_when_pro_format_tell_is_found(real_traces):
     result = audit_dataset(real_traces / "who-when-pro-jsonl")
     assert result.overall.traces == 64 and result.leaky
-    best = max(step_rates(result).values())
-    assert best >= 0.70
-    assert {"form classifier", "format outlier"} & set(result.leaking)
+    rates = step_rates(result)
+    assert rates["format outlier"] >= 0.70 and rates["form classifier"] >= 0.70  # the format tell
+    assert {"form classifier", "format outlier"} <= set(result.leaking)
+    assert rates["length outlier"] < 0.3 and rates["digit outlier"] < 0.3  # no tell in size
 
 
 @pytest.mark.parametrize("sub", ["who-and-when/Who&When/Algorithm-Generated", "who-and-when/Who&When/Hand-Crafted",

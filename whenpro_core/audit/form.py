@@ -22,6 +22,7 @@ _EMPH = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?", re.I)
 _QUOTED = re.compile(r"\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|`[^`\n]{1,200}`")
 _WORD = re.compile(r"[A-Za-z]{2,}")
+_CODE_BLOCK = re.compile(r"(```|~~~).*?(\1|\Z)|<code>.*?(</code>|\Z)", re.S)
 
 
 def _bucket(n: int) -> int:
@@ -29,25 +30,32 @@ def _bucket(n: int) -> int:
     return n if n < 3 else 2 + math.ceil(math.log2(n - 1))
 
 
+def prose(text: str) -> str:
+    """``text`` without its code blocks (fenced or in ``<code>`` tags)."""
+    return _CODE_BLOCK.sub("\n", text)
+
+
 def shape(text: str) -> dict[str, object]:
     """Categorical shape features of ``text``: which fences, tags and line labels it
-    uses, whether it has bullets, headings, emphasis, blank lines, a trailing
-    punctuation mark, its first character's case, and its line count bucket. Values
-    are hashable; two steps written the same way give equal dicts."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    uses; whether its prose (code blocks left out: a ``#`` comment is no heading) has
+    bullets, headings, emphasis, blank lines, shouting; a trailing punctuation mark,
+    its first character's case, and its prose line count bucket. Values are hashable;
+    two steps written the same way give equal dicts."""
+    words = prose(text)
+    lines = [ln for ln in words.splitlines() if ln.strip()]
     stripped = text.strip()
     return {
         "fence": bool(_FENCE.search(text)),
         "tags": frozenset(t.lower() for t in _TAG.findall(text)),
-        "labels": frozenset(_LABEL.findall(text)),
-        "bullets": bool(_BULLET.search(text)),
-        "heading": bool(_HEADING.search(text)),
-        "emphasis": bool(_EMPH.search(text)),
-        "blank_lines": "\n\n" in text.strip(),
+        "labels": frozenset(_LABEL.findall(words)),
+        "bullets": bool(_BULLET.search(words)),
+        "heading": bool(_HEADING.search(words)),
+        "emphasis": bool(_EMPH.search(words)),
+        "blank_lines": "\n\n" in words.strip(),
         "lines": _bucket(len(lines)),
         "first_case": stripped[:1].isupper() if stripped[:1].isalpha() else stripped[:1].isdigit(),
         "ends": stripped[-1:] if stripped[-1:] in ".!?:)`>" else "",
-        "shouting": sum(w.isupper() and len(w) > 3 for w in _WORD.findall(text)) > 2,
+        "shouting": sum(w.isupper() and len(w) > 3 for w in _WORD.findall(words)) > 2,
     }
 
 
@@ -121,5 +129,5 @@ def trace_tokens(t: AuditTrace) -> list[set[str]]:
             for s in t.steps]
 
 
-__all__ = ["MARKUP", "departures", "digit_share", "line_templates", "log_length", "shape", "shape_tokens",
+__all__ = ["MARKUP", "departures", "prose", "digit_share", "line_templates", "log_length", "shape", "shape_tokens",
            "template", "trace_shapes", "trace_tokens"]
