@@ -70,6 +70,8 @@ IMPORTERS: list[str] = [
     "whenpro_core.formats.openhands:OpenHandsJsonlImporter",
     "whenpro_core.formats.swe_agent:SweAgentImporter",
     "whenpro_core.formats.swe_agent:MiniSweAgentImporter",
+    "whenpro_core.formats.claude_code:ClaudeCodeImporter",
+    "whenpro_core.formats.codex_cli:CodexRolloutImporter",
     "whenpro_core.formats.native_lines:NativeLinesImporter",
     "whenpro_core.formats.chat:ChatImporter",
     "whenpro_core.formats.chat:ChatJsonlImporter",
