@@ -72,6 +72,8 @@ IMPORTERS: list[str] = [
     "whenpro_core.formats.swe_agent:MiniSweAgentImporter",
     "whenpro_core.formats.claude_code:ClaudeCodeImporter",
     "whenpro_core.formats.codex_cli:CodexRolloutImporter",
+    "whenpro_core.formats.gemini_cli:GeminiJsonImporter",
+    "whenpro_core.formats.gemini_cli:GeminiJsonlImporter",
     "whenpro_core.formats.native_lines:NativeLinesImporter",
     "whenpro_core.formats.chat:ChatImporter",
     "whenpro_core.formats.chat:ChatJsonlImporter",
