@@ -73,6 +73,8 @@ IMPORTERS: list[str] = [
     "whenpro_core.formats.claude_code:ClaudeCodeImporter",
     "whenpro_core.formats.codex_cli:CodexRolloutImporter",
     "whenpro_core.formats.gemini_cli:GeminiJsonImporter",
+    "whenpro_core.formats.atif:AtifImporter",
+    "whenpro_core.formats.langsmith:LangSmithImporter",
     "whenpro_core.formats.gemini_cli:GeminiJsonlImporter",
     "whenpro_core.formats.native_lines:NativeLinesImporter",
     "whenpro_core.formats.chat:ChatImporter",
