@@ -31,8 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import (DocumentImporter, LoadContext, as_text, expect, read_json_file,
-                                       redact_secrets, text_or_none)
+from whenpro_core.formats.base import (
+    DocumentImporter,
+    LoadContext,
+    as_text,
+    dict_or_empty,
+    expect,
+    list_or_empty,
+    read_json_file,
+    redact_secrets,
+    text_or_none,
+)
 from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
 _BULKY_METRICS = ("prompt_token_ids", "completion_token_ids", "logprobs")
@@ -74,7 +83,7 @@ def _observation(results: list, calls: list[ToolCall]) -> tuple[str | None, list
                 texts.append(f"[sub-agent] {as_text(ref.get('session_id'))}: {as_text(ref.get('trajectory_path'))}")
         if r.get("content") is not None:
             text = as_text(r.get("content"))
-            name = names.get(r.get("source_call_id"))
+            name = names.get(str(r.get("source_call_id")))
             texts.append(f"[{name}] {text}" if name and len(calls) > 1 else text)
     return ("\n".join(texts) if texts else None), refs
 
@@ -103,7 +112,7 @@ class _Reader:
         self.copied = 0
 
     def read(self, doc: dict, where_file: Path, prefix: str, depth: int, seen: set[Path]) -> None:
-        agent_info = doc.get("agent") if isinstance(doc.get("agent"), dict) else {}
+        agent_info = dict_or_empty(doc.get("agent"))
         agent = text_or_none(agent_info.get("name")) or "agent"
         self.agents.setdefault(agent, text_or_none(agent_info.get("model_name")))
         for i, step in enumerate(expect(doc.get("steps"), list, self.ctx, "$.steps", "a list of steps")):
@@ -128,8 +137,8 @@ class _Reader:
             calls.append(ToolCall(id=text_or_none(call.get("tool_call_id")),
                                   name=text_or_none(call.get("function_name")) or "tool",
                                   arguments=call.get("arguments")))
-        obs = step.get("observation") if isinstance(step.get("observation"), dict) else {}
-        results = obs.get("results") if isinstance(obs.get("results"), list) else []
+        obs = dict_or_empty(step.get("observation"))
+        results = list_or_empty(obs.get("results"))
         observation, refs = _observation(results, calls)
         sid = step.get("step_id")
         coord = f"{prefix}{sid}" if sid is not None else None
@@ -183,8 +192,9 @@ def _final(steps: list[Step], main: str) -> str | None:
         if step.agent != main:
             continue
         for call in step.tool_calls:
-            if call.name == "finish" and isinstance(call.arguments, dict) and text_or_none(call.arguments.get("message")):
-                return call.arguments["message"]
+            args = call.arguments if isinstance(call.arguments, dict) else {}
+            if call.name == "finish" and text_or_none(args.get("message")):
+                return args["message"]
             if call.name in _FINISH and step.content:
                 return step.content
     return next((s.content for s in reversed(steps) if s.agent == main and s.content), None)
@@ -194,7 +204,7 @@ def trajectory_trace(doc: dict, ctx: LoadContext) -> Trace:
     """The trace of one ATIF trajectory (rules in the module doc)."""
     reader = _Reader(ctx)
     reader.read(doc, ctx.path, "", 0, {ctx.path.resolve()})
-    agent_info = doc.get("agent") if isinstance(doc.get("agent"), dict) else {}
+    agent_info = dict_or_empty(doc.get("agent"))
     main = text_or_none(agent_info.get("name")) or "agent"
     query = next((s.content for s in reader.steps if s.kind == "user" and s.content), "")
     extras: dict[str, Any] = redact_secrets({k: v for k, v in doc.items() if k != "steps"})

@@ -413,6 +413,16 @@ def is_message_list(value: Any, keys: tuple[str, ...] = ("role",)) -> bool:
             and all(isinstance(m, dict) and all(k in m for k in keys) for m in value))
 
 
+def dict_or_empty(value: Any) -> dict:
+    """``value`` if it is a JSON object, else a new empty dict (an optional sub-object)."""
+    return value if isinstance(value, dict) else {}
+
+
+def list_or_empty(value: Any) -> list:
+    """``value`` if it is a JSON list, else a new empty list (an optional list)."""
+    return value if isinstance(value, list) else []
+
+
 def text_or_none(value: Any) -> str | None:
     """``value`` if it is a non-empty string, else ``None``."""
     return value if isinstance(value, str) and value else None

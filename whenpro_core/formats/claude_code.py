@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import LoadContext, as_text, redact_secrets, text_or_none
+from whenpro_core.formats.base import LoadContext, as_text, dict_or_empty, redact_secrets, text_or_none
 from whenpro_core.formats.chat import content_parts
 from whenpro_core.formats.session_lines import LineBuilder, SessionLinesImporter, feed_file, renumber
 from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
@@ -201,7 +201,7 @@ class ClaudeSessionBuilder:
             step.raw.append(redact_secrets(obj))
 
     def _compaction(self, obj: dict) -> None:
-        meta = obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
+        meta = dict_or_empty(obj.get("compactMetadata"))
         text = as_text(obj.get("content")) or "Conversation compacted"
         if meta:
             text += f" (trigger {meta.get('trigger')}, {meta.get('preTokens')} tokens before)"
@@ -209,7 +209,7 @@ class ClaudeSessionBuilder:
                                meta={"timestamp": obj.get("timestamp"), **meta}, raw=redact_secrets(obj)))
 
     def _progress(self, obj: dict) -> None:
-        data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+        data = dict_or_empty(obj.get("data"))
         ptype = str(data.get("type") or "progress")
         self.folded[f"progress/{ptype}"] += 1
         parent = text_or_none(obj.get("parentToolUseID"))

@@ -31,7 +31,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from whenpro_core.formats.base import LoadContext, as_text, maybe_json, redact_secrets, text_or_none
+from whenpro_core.formats.base import (
+    LoadContext,
+    as_text,
+    dict_or_empty,
+    list_or_empty,
+    maybe_json,
+    redact_secrets,
+    text_or_none,
+)
 from whenpro_core.formats.chat import content_parts
 from whenpro_core.formats.session_lines import LineBuilder, SessionLinesImporter, renumber
 from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
@@ -107,7 +115,7 @@ class CodexBuilder:
         if itype == "message":
             self._message(item, raw, ts)
         elif itype == "reasoning":
-            summary = item.get("summary") if isinstance(item.get("summary"), list) else []
+            summary = list_or_empty(item.get("summary"))
             texts = [as_text(s.get("text")) if isinstance(s, dict) else as_text(s) for s in summary]
             if any(texts):
                 self._reasoning.append("\n".join(t for t in texts if t))
@@ -144,7 +152,7 @@ class CodexBuilder:
         cid = text_or_none(item.get("call_id")) or ""
         output = maybe_json(item.get("output"))
         if isinstance(output, dict) and "output" in output:  # custom tools: {output, metadata}
-            meta = output.get("metadata") if isinstance(output.get("metadata"), dict) else {}
+            meta = dict_or_empty(output.get("metadata"))
             if meta.get("exit_code") not in (None, 0):
                 self._set_error(cid, f"exit code {meta['exit_code']}")
             output = output["output"]
@@ -175,7 +183,7 @@ class CodexBuilder:
         elif etype == "patch_apply_end" and ev.get("success") is False:
             self._set_error(cid, as_text(ev.get("stderr")) or "patch failed")
         elif etype == "token_count":
-            info = ev.get("info") if isinstance(ev.get("info"), dict) else {}
+            info = dict_or_empty(ev.get("info"))
             if self.steps and isinstance(info.get("last_token_usage"), dict):
                 self.steps[-1].meta["usage"] = info["last_token_usage"]
         elif etype == "task_complete":

@@ -27,8 +27,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from whenpro_core.formats.base import (DocumentImporter, LoadContext, as_text, expect, redact_secrets,
-                                       text_or_none)
+from whenpro_core.formats.base import (
+    DocumentImporter,
+    LoadContext,
+    as_text,
+    dict_or_empty,
+    expect,
+    redact_secrets,
+    text_or_none,
+)
 from whenpro_core.formats.session_lines import LineBuilder, SessionLinesImporter, renumber
 from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
@@ -142,12 +149,9 @@ class GeminiBuilder:
         if status not in (None, "success"):
             note = f"{name}: {status}" + (f": {result}" if result else "")
             step.error = note if step.error is None else f"{step.error}\n{note}"
-        args = call.get("args") if isinstance(call.get("args"), dict) else {}
+        args = dict_or_empty(call.get("args"))
         sub = text_or_none(args.get("agent_name")) if name == "delegate_to_agent" else None
-        if sub:
-            obs = f"[{name}] report from {sub} (next step)"
-        else:
-            obs = f"[{name}] {result}" if several else result
+        obs = f"[{name}] report from {sub} (next step)" if sub else (f"[{name}] {result}" if several else result)
         step.observation = obs if step.observation is None else f"{step.observation}\n{obs}"
         if not sub:
             return []

@@ -33,11 +33,18 @@ else the last assistant reply.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text, expect, redact_secrets, text_or_none
+from whenpro_core.formats.base import (
+    DocumentImporter,
+    LoadContext,
+    as_text,
+    dict_or_empty,
+    expect,
+    redact_secrets,
+    text_or_none,
+)
 from whenpro_core.formats.chat import content_parts, tool_calls_of
 from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
@@ -81,7 +88,7 @@ def _time(value: Any) -> float | None:
             when = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             return None
-        return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+        return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
     return None
 
 
@@ -211,7 +218,7 @@ class _Steps:
             self.add(Step(index=0, agent=role if role != "tool" else "environment", kind=kind, content=text,
                           media=media, meta={**meta, "message": j}))
         reply = _reply(run.get("outputs"))
-        outputs = run.get("outputs") if isinstance(run.get("outputs"), dict) else {}
+        outputs = dict_or_empty(run.get("outputs"))
         if isinstance(outputs.get("usage_metadata"), dict):
             meta["usage"] = outputs["usage_metadata"]
         if reply is None:
@@ -284,8 +291,9 @@ def _trace(runs: list[tuple[dict, str]], steps: list[Step], ctx: LoadContext) ->
         _run_text(root["outputs"]) if root.get("outputs") is not None else None)
     final = final or next((s.content for s in reversed(steps) if s.kind == "assistant" and s.content), None)
     query = next((s.content for s in steps if s.kind == "user" and s.content), "") or _run_text(root.get("inputs"))
-    extra = root.get("extra") if isinstance(root.get("extra"), dict) else {}
-    extras = redact_secrets({"root_run": {k: v for k, v in root.items() if k not in ("inputs", "outputs", "serialized")},
+    extra = dict_or_empty(root.get("extra"))
+    run_fields = {k: v for k, v in root.items() if k not in ("inputs", "outputs", "serialized")}
+    extras = redact_secrets({"root_run": run_fields,
                              "metadata": extra.get("metadata"), "runtime": extra.get("runtime"),
                              "runs": len(runs)})
     tid = text_or_none(root.get("trace_id")) or text_or_none(root.get("id")) or ctx.path.stem
@@ -306,10 +314,7 @@ class LangSmithImporter(DocumentImporter):
         return is_run_document(doc)
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
-        try:
-            return [runs_trace(doc, ctx)]
-        except TraceFormatError as exc:
-            raise exc.located(path=ctx.path)
+        return [runs_trace(doc, ctx)]
 
 
 __all__ = ["LangSmithImporter", "collect_runs", "is_batch", "is_run", "is_run_document", "runs_trace"]

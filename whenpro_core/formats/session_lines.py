@@ -15,15 +15,23 @@ error. Each line is at most :data:`MAX_LINE_BYTES`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar, Iterator, Protocol
+from typing import Any, ClassVar, Protocol
 
 import orjson
 
 from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import (FileImporter, LoadContext, first_line, parse_json,
-                                       require_regular_file, summarize, top_level_keys)
+from whenpro_core.formats.base import (
+    FileImporter,
+    LoadContext,
+    first_line,
+    parse_json,
+    require_regular_file,
+    summarize,
+    top_level_keys,
+)
 from whenpro_core.formats.native_lines import skipped_lines_warning
 from whenpro_core.model import Step, Trace, TraceSummary
 
@@ -32,10 +40,14 @@ from whenpro_core.model import Step, Trace, TraceSummary
 MAX_LINE_BYTES = 256 * 1024 * 1024
 
 
-class LineBuilder(Protocol):
-    """What :class:`SessionLinesImporter` and the live follower need of a builder."""
+class LineFeeder(Protocol):
+    """Anything fed parsed lines one at a time (:func:`feed_file`)."""
 
     def feed(self, obj: Any, row: int | None = None) -> tuple[str, ...]: ...
+
+
+class LineBuilder(LineFeeder, Protocol):
+    """What :class:`SessionLinesImporter` and the live follower need of a builder."""
 
     def trace(self) -> Trace: ...
 
@@ -64,7 +76,7 @@ def iter_lines(path: Path) -> Iterator[tuple[int, bytes | None]]:
                 yield row, line
 
 
-def feed_file(builder: LineBuilder, path: Path) -> tuple[int, list[TraceFormatError]]:
+def feed_file(builder: LineFeeder, path: Path) -> tuple[int, list[TraceFormatError]]:
     """Feed every line of ``path`` to ``builder``: ``(lines used, bad lines)``."""
     fed = 0
     bad: list[TraceFormatError] = []
@@ -76,7 +88,8 @@ def feed_file(builder: LineBuilder, path: Path) -> tuple[int, list[TraceFormatEr
             builder.feed(parse_json(line, path, row), row)
             fed += 1
         except TraceFormatError as exc:
-            bad.append(exc.located(path=path, row=row))
+            exc.located(path=path, row=row)
+            bad.append(exc)
     return fed, bad
 
 
