@@ -78,6 +78,9 @@ class FileImporter:
     #: True for files that hold no traces (whenpro's own results and verdict files):
     #: opened by themselves, they give the error :meth:`load` raises, not a dataset.
     not_a_trace: ClassVar[bool] = False
+    #: True for files that always hold exactly one trace (a coding-agent session): the
+    #: viewer opens the trace itself instead of a one-row library.
+    single_trace: ClassVar[bool] = False
 
     def match_head(self, head: bytes, path: Path) -> bool:
         """True if the file, whose first bytes are ``head`` (up to 64 KiB), is this

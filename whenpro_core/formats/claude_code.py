@@ -247,7 +247,7 @@ class ClaudeTraceBuilder:
             self.main.agent = f"agent-{self.sidechain}"
         return self.main.feed(obj, row)
 
-    def _child_steps(self, task_id: str, info: dict, warnings: list[str]) -> list[Step]:
+    def _child_steps(self, task_id: str, info: dict, warnings: list[str]) -> tuple[str, list[Step]]:
         agent_id = text_or_none(info.get("agentId"))
         inline = self.main.inline.get(task_id, [])
         if agent_id is None:
@@ -271,7 +271,7 @@ class ClaudeTraceBuilder:
         for step in child.steps:
             step.meta["parent_tool_use_id"] = task_id
             step.meta.setdefault("subagent_file", path.name if path else None)
-        return child.steps
+        return name, child.steps
 
     def trace(self) -> Trace:
         warnings: list[str] = []
@@ -283,9 +283,9 @@ class ClaudeTraceBuilder:
                 info = self.main.tasks.get(call.id or "")
                 if info is None:
                     continue
-                child = self._child_steps(call.id or "", info, warnings)
+                name, child = self._child_steps(call.id or "", info, warnings)
                 if child:
-                    roles.setdefault(child[0].agent, text_or_none(info.get("subagent_type")))
+                    roles.setdefault(name, text_or_none(info.get("subagent_type")))
                 steps.extend(child)
         steps = renumber([s.model_copy() for s in steps])
         return self._trace(steps, roles, warnings)

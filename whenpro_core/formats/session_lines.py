@@ -120,6 +120,7 @@ class SessionLinesImporter(FileImporter):
     """Reads a JSON-lines session file as one trace (see the module doc)."""
 
     priority: ClassVar[int] = 9
+    single_trace: ClassVar[bool] = True
 
     def line_matches(self, obj: Any) -> bool:
         """True when the parsed first line (or a dict of its keys, when cut by the head)
