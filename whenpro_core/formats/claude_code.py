@@ -239,6 +239,14 @@ class ClaudeTraceBuilder:
         self.ctx = ctx
         self.main = ClaudeSessionBuilder(ctx)
         self.sidechain: str | None = None
+        self._files: dict[Path, tuple[tuple[int, int], list[Step], list[str]]] = {}
+
+    @property
+    def trace_id(self) -> str:
+        """``claude-<sessionId>`` (``-agent-<agentId>`` for a sub-agent file), else from
+        the file name."""
+        sid = text_or_none(self.main.envelope.get("sessionId")) or self.ctx.path.stem
+        return f"claude-{sid}" + (f"-agent-{self.sidechain}" if self.sidechain else "")
 
     def feed(self, obj: Any, row: int | None = None) -> tuple[str, ...]:
         if self.sidechain is None and isinstance(obj, dict) and obj.get("isSidechain") \
@@ -246,6 +254,26 @@ class ClaudeTraceBuilder:
             self.sidechain = obj["agentId"]  # a sub-agent file opened by itself
             self.main.agent = f"agent-{self.sidechain}"
         return self.main.feed(obj, row)
+
+    def _read_child(self, path: Path, name: str) -> tuple[list[Step], list[str]]:
+        """A sub-agent file's steps, read again only when the file changed (a followed
+        session asks for its trace after every line)."""
+        try:
+            st = path.stat()
+            stamp = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = (-1, -1)
+        cached = self._files.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1], cached[2]
+        child = ClaudeSessionBuilder(self.ctx, name)
+        try:
+            _, bad = feed_file(child, path)
+        except TraceFormatError as exc:
+            bad = [exc]
+        notes = [f"sub-agent {path.name}: skipped {len(bad)} bad lines ({bad[0].one_line()})"] if bad else []
+        self._files[path] = (stamp, child.steps, notes)
+        return child.steps, notes
 
     def _child_steps(self, task_id: str, info: dict, warnings: list[str]) -> tuple[str, list[Step]]:
         agent_id = text_or_none(info.get("agentId"))
@@ -256,12 +284,9 @@ class ClaudeTraceBuilder:
         child = ClaudeSessionBuilder(self.ctx, name)
         path = subagent_file(self.ctx.path, agent_id) if agent_id else None
         if path is not None:
-            try:
-                _, bad = feed_file(child, path)
-            except TraceFormatError as exc:
-                bad = [exc]
-            if bad:
-                warnings.append(f"sub-agent {path.name}: skipped {len(bad)} bad lines ({bad[0].one_line()})")
+            steps, notes = self._read_child(path, name)
+            warnings.extend(notes)
+            child.steps = [s.model_copy(update={"meta": dict(s.meta)}) for s in steps]
         else:
             for msg in inline:
                 try:
@@ -303,9 +328,7 @@ class ClaudeTraceBuilder:
             extras["summaries"] = self.main.summaries
         if warnings:
             extras["whenpro_warnings"] = warnings
-        sid = text_or_none(env.get("sessionId")) or self.ctx.path.stem
-        tid = f"claude-{sid}" + (f"-agent-{self.sidechain}" if self.sidechain else "")
-        return Trace(id=tid, framework="claude-code", agents=agents, task=Task(query=query), steps=steps,
+        return Trace(id=self.trace_id, framework="claude-code", agents=agents, task=Task(query=query), steps=steps,
                      final_answer=final, outcome=Outcome.unknown,
                      source=Source(format="claude-code", path=str(self.ctx.path),
                                    root=str(self.ctx.root) if self.ctx.root else None),

@@ -195,16 +195,20 @@ class CodexBuilder:
             return
         self.folded[f"event_msg/{etype}"] += 1
 
+    @property
+    def trace_id(self) -> str:
+        """``codex-<session id>`` (from ``session_meta``), else from the file name."""
+        return f"codex-{text_or_none(self.meta.get('id')) or self.ctx.path.stem}"
+
     def trace(self) -> Trace:
         """The rollout so far."""
         steps = renumber([s.model_copy() for s in self.steps])
         query = next((s.content for s in steps if s.kind == "user" and s.content), "")
         final = self.final or next((s.content for s in reversed(steps) if s.kind == "assistant" and s.content),
                                    None)
-        sid = text_or_none(self.meta.get("id")) or self.ctx.path.stem
         extras: dict[str, Any] = {"session_meta": self.meta, "models": self.models,
                                   "folded_lines": dict(self.folded)}
-        return Trace(id=f"codex-{sid}", framework="codex-cli", agents=[Agent(id=AGENT, role="main")],
+        return Trace(id=self.trace_id, framework="codex-cli", agents=[Agent(id=AGENT, role="main")],
                      task=Task(query=query), steps=steps, final_answer=final, outcome=Outcome.unknown,
                      source=Source(format="codex-cli", path=str(self.ctx.path),
                                    root=str(self.ctx.root) if self.ctx.root else None),

@@ -4,9 +4,11 @@
 * **Legacy recording**: one JSON object ``{sessionId, projectHash, startTime,
   lastUpdated, kind?, messages: [...]}``.
 * **JSONL recording** (2026+): the first line is that header without ``messages``; later
-  lines are message records or ``{"$set": {...}}`` patches to the header. A message id can
-  be written again (a ``gemini`` message is re-emitted once its tool results arrive): the
-  last record of an id wins, in the place its id first appeared.
+  lines are message records or ``{"$set": {...}}`` patches to the header (a ``$set`` of
+  ``messages`` is a checkpoint: the messages so far are replaced by that list), or
+  ``{"$rewindTo": <message id>}`` (that message and every later one are dropped). A message
+  id can be written again (a ``gemini`` message is re-emitted once its tool results
+  arrive): the last record of an id wins, in the place its id first appeared.
 
 A message is ``{id, timestamp, type: user|gemini|info|error|warning, content, ...}``;
 ``content`` is a string or a list of ``{text}`` parts. Steps, one per message (coordinate
@@ -104,8 +106,18 @@ class GeminiBuilder:
         expect(obj, dict, self.ctx, where, "a header, a message record or a $set patch")
         if "$set" in obj:
             patch = expect(obj["$set"], dict, self.ctx, f"{where}.$set", "an object of header fields")
-            self.header.update(patch)
+            if "messages" in patch:
+                self._checkpoint(expect(patch["messages"], list, self.ctx, f"{where}.$set.messages",
+                                        "the list of messages"), f"{where}.$set.messages")
+            self.header.update({k: v for k, v in patch.items() if k != "messages"})
             return tuple(patch)
+        if "$rewindTo" in obj:
+            ids = list(self.messages)
+            target = str(obj["$rewindTo"])
+            if target in ids:
+                for mid in ids[ids.index(target):]:
+                    del self.messages[mid]
+            return ()
         if is_header(obj) and "type" not in obj:
             self.header.update({k: v for k, v in obj.items() if k != "messages"})
             return tuple(obj)
@@ -119,6 +131,16 @@ class GeminiBuilder:
         self.rewritten += mid in self.messages
         self.messages[mid] = obj
         return ()
+
+    def _checkpoint(self, messages: list, where: str) -> None:
+        before = dict(self.messages)
+        self.messages.clear()
+        try:
+            for i, msg in enumerate(messages):
+                self.feed(msg, where=f"{where}[{i}]")
+        except Exception:
+            self.messages = before  # a bad checkpoint changes nothing
+            raise
 
     def _steps(self, msg: dict) -> list[Step]:
         mtype = msg["type"]
@@ -158,6 +180,11 @@ class GeminiBuilder:
         return [Step(index=0, agent=sub, kind="assistant", content=result,
                      meta={"delegated_by": call.get("id"), "timestamp": call.get("timestamp")})]
 
+    @property
+    def trace_id(self) -> str:
+        """``gemini-<sessionId>`` (from the header), else from the file name."""
+        return f"gemini-{text_or_none(self.header.get('sessionId')) or self.ctx.path.stem}"
+
     def trace(self) -> Trace:
         """The recording so far."""
         steps: list[Step] = []
@@ -170,11 +197,10 @@ class GeminiBuilder:
         query = next((s.content for s in steps if s.kind == "user" and s.content), "")
         final = next((s.content for s in reversed(steps) if s.agent == AGENT and s.content), None)
         header = redact_secrets(self.header)
-        sid = text_or_none(header.get("sessionId")) or self.ctx.path.stem
         extras: dict[str, Any] = {"header": header}
         if self.rewritten:
             extras["rewritten_messages"] = self.rewritten
-        return Trace(id=f"gemini-{sid}", framework="gemini-cli", agents=agents, task=Task(query=query),
+        return Trace(id=self.trace_id, framework="gemini-cli", agents=agents, task=Task(query=query),
                      steps=steps, final_answer=final, outcome=Outcome.unknown,
                      source=Source(format="gemini-cli", path=str(self.ctx.path),
                                    root=str(self.ctx.root) if self.ctx.root else None),
