@@ -48,6 +48,21 @@ def _lines(path: Path) -> list[dict]:
 
 # --------------------------------------------------------------------------- raw counts
 
+def _claude_user(o: dict, c: Counts, owner: dict[str, str], observed: set[str], failed: set[str],
+                 tasks: dict[str, str | None]) -> None:
+    content = o["message"]["content"]
+    if isinstance(content, str) or any(b.get("type") != "tool_result" for b in content):
+        c.steps += 1
+    for b in content if isinstance(content, list) else []:
+        if b.get("type") != "tool_result":
+            continue
+        observed.add(owner[b["tool_use_id"]])
+        if b.get("is_error"):
+            failed.add(owner[b["tool_use_id"]])
+        if b["tool_use_id"] in tasks and isinstance(o.get("toolUseResult"), dict):
+            tasks[b["tool_use_id"]] = o["toolUseResult"].get("agentId")
+
+
 def claude_counts(lines: list[dict], session: Path | None, agent: str = "claude") -> Counts:
     """One step per assistant message id, per human prompt (string content or non-result
     blocks, not isMeta) and per compact_boundary; sub-agents from their file beside the
@@ -63,23 +78,13 @@ def claude_counts(lines: list[dict], session: Path | None, agent: str = "claude"
         kind, msg = o.get("type"), o.get("message")
         if kind == "assistant":
             messages.add(msg["id"])
-            for b in msg["content"]:
-                if b.get("type") == "tool_use":
-                    c.calls += 1
-                    owner[b["id"]] = msg["id"]
-                    if b["name"] == "Task":
-                        tasks[b["id"]] = None
+            for b in (b for b in msg["content"] if b.get("type") == "tool_use"):
+                c.calls += 1
+                owner[b["id"]] = msg["id"]
+                if b["name"] == "Task":
+                    tasks[b["id"]] = None
         elif kind == "user" and not o.get("isMeta"):
-            content = msg["content"]
-            if isinstance(content, str) or any(b.get("type") != "tool_result" for b in content):
-                c.steps += 1
-            for b in content if isinstance(content, list) else []:
-                if b.get("type") == "tool_result":
-                    observed.add(owner[b["tool_use_id"]])
-                    if b.get("is_error"):
-                        failed.add(owner[b["tool_use_id"]])
-                    if b["tool_use_id"] in tasks and isinstance(o.get("toolUseResult"), dict):
-                        tasks[b["tool_use_id"]] = o["toolUseResult"].get("agentId")
+            _claude_user(o, c, owner, observed, failed, tasks)
         elif kind == "system" and o.get("subtype") == "compact_boundary":
             c.steps += 1
         elif kind == "progress" and o["data"].get("type") == "agent_progress":
@@ -309,7 +314,8 @@ def test_codex_final_answer_and_errors(real_traces: Path) -> None:
             if o["type"] == "event_msg" and o["payload"]["type"] == "task_complete"]
     assert trace.final_answer == done[-1]
     patch = next(s for s in trace.steps if s.tool_calls and s.tool_calls[0].name == "apply_patch")
-    assert isinstance(patch.tool_calls[0].arguments, str) and patch.tool_calls[0].arguments.startswith("*** Begin Patch")
+    patch_text = patch.tool_calls[0].arguments
+    assert isinstance(patch_text, str) and patch_text.startswith("*** Begin Patch")
     assert all(s.error.startswith("exit code") for s in trace.steps if s.error)
     assert [s.kind for s in trace.steps[:2]] == ["system", "system"] and trace.steps[0].coord is None
 
@@ -406,3 +412,33 @@ def test_atif_reference_never_leaves_the_folder(tmp_path: Path) -> None:
     trace: Trace = load_trace(path)
     assert [s.agent for s in trace.steps] == ["system"]
     assert "not found beside the file" in trace.extras["whenpro_warnings"][0]
+
+
+def test_thinking_goes_to_the_judge_and_shows_folded(real_traces: Path) -> None:
+    from whenpro_core.attribution.render import block_text, render_transcript
+
+    trace = load_trace(real_traces / CLAUDE[0])
+    thinking = next(s for s in trace.steps if s.meta.get("reasoning"))
+    block = render_transcript(trace).block(str(thinking.coord))
+    assert block is not None
+    text = block_text(block)
+    assert text.index("[reasoning]") < text.index(thinking.content[:10])
+    assert thinking.meta["reasoning"].splitlines()[0] in text
+
+
+async def test_tui_shows_reasoning_above_the_step(real_traces: Path) -> None:
+    from tests.conftest import screen_text
+    from whenpro_tui.app import WhenproApp
+    from whenpro_tui.widgets.step_list import StepList
+
+    trace = load_trace(real_traces / CLAUDE[0])
+    first = next(s.index for s in trace.steps if s.meta.get("reasoning"))
+    app = WhenproApp(str(real_traces / CLAUDE[0]), cursor_blink=False)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await settle(pilot)
+        for _ in range(first):
+            await pilot.press("j")
+        await settle(pilot)
+        assert app.screen.query_one(StepList).step_index == first
+        shown = screen_text(app)
+        assert "Reasoning" in shown and trace.steps[first].meta["reasoning"].splitlines()[0][:20] in shown

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -143,7 +143,7 @@ def _parse_time(value: object) -> datetime | None:
         when = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def last_activity(trace: Trace) -> datetime | None:
@@ -159,9 +159,9 @@ def last_activity(trace: Trace) -> datetime | None:
 def session_row(tool: str, path: Path, folder: Path) -> SessionRow:
     """The row of one session file (an import failure is a row with its error)."""
     try:
-        modified = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc)
+        modified = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
     except OSError:
-        modified = datetime.fromtimestamp(0, tz=timezone.utc)
+        modified = datetime.fromtimestamp(0, tz=UTC)
     try:
         trace: Trace | None = load_trace(path)
     except WhenproError as exc:
@@ -176,7 +176,7 @@ def session_row(tool: str, path: Path, folder: Path) -> SessionRow:
 
 def list_sessions(tools: Iterable[str] = TOOLS) -> list[SessionRow]:
     """Every local session of ``tools``, newest first."""
-    rows = []
+    rows: list[SessionRow] = []
     for tool in tools:
         folder = session_folder(tool)
         rows.extend(session_row(tool, path, folder) for path in session_files(tool, folder))
@@ -220,5 +220,5 @@ def print_sessions(tool: str | None, *, as_json: bool = False, console: Console 
     return len(rows)
 
 
-__all__ = ["print_sessions", "row_record", "SessionRow", "TOOLS", "folders_line", "list_sessions", "session_files", "session_folder",
-           "session_row", "tool_names"]
+__all__ = ["SessionRow", "TOOLS", "folders_line", "list_sessions", "print_sessions", "row_record", "session_files",
+           "session_folder", "session_row", "tool_names"]
