@@ -77,7 +77,7 @@ def _observation(results: list, calls: list[ToolCall]) -> tuple[str | None, list
         if not isinstance(r, dict):
             texts.append(as_text(r))
             continue
-        for ref in r.get("subagent_trajectory_ref") or []:
+        for ref in list_or_empty(r.get("subagent_trajectory_ref")):
             if isinstance(ref, dict):
                 refs.append(ref)
                 texts.append(f"[sub-agent] {as_text(ref.get('session_id'))}: {as_text(ref.get('trajectory_path'))}")
@@ -132,7 +132,7 @@ class _Reader:
             raise self.ctx.error("missing source" if source is None else "wrong type", f"{where}.source",
                                  "system, user or agent")
         calls = []
-        for j, call in enumerate(step.get("tool_calls") or []):
+        for j, call in enumerate(list_or_empty(step.get("tool_calls"))):
             expect(call, dict, self.ctx, f"{where}.tool_calls[{j}]", "a tool call {tool_call_id, function_name}")
             calls.append(ToolCall(id=text_or_none(call.get("tool_call_id")),
                                   name=text_or_none(call.get("function_name")) or "tool",

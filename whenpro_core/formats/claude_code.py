@@ -53,7 +53,7 @@ _ENVELOPE_KEYS = ("sessionId", "cwd", "gitBranch", "version", "slug")
 def is_session_line(obj: dict) -> bool:
     """A Claude Code transcript line: a known ``type`` plus the envelope's ``sessionId``
     (snapshot, queue and summary lines, which may come first, have their own keys)."""
-    kind = obj.get("type")
+    kind = text_or_none(obj.get("type"))
     if kind not in LINE_TYPES:
         return False
     if kind == "file-history-snapshot":
@@ -94,7 +94,7 @@ class ClaudeSessionBuilder:
     def feed(self, obj: Any, row: int | None = None) -> tuple[str, ...]:
         """Add one parsed line; TraceFormatError (nothing changed) for a bad one."""
         where = "$"
-        if not isinstance(obj, dict) or obj.get("type") not in LINE_TYPES:
+        if not isinstance(obj, dict) or text_or_none(obj.get("type")) not in LINE_TYPES:
             raise self.ctx.error("not a Claude Code transcript line", f"{where}.type",
                                  "type user, assistant, system, progress, ...")
         kind = obj["type"]

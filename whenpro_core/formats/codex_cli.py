@@ -55,7 +55,7 @@ _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call
 
 def is_rollout_line(obj: dict) -> bool:
     """A Codex rollout line: ``{timestamp, type, payload}`` with a rollout ``type``."""
-    return obj.get("type") in LINE_TYPES and "payload" in obj and "timestamp" in obj
+    return text_or_none(obj.get("type")) in LINE_TYPES and "payload" in obj and "timestamp" in obj
 
 
 def _is_injected(text: str) -> bool:
@@ -77,7 +77,7 @@ class CodexBuilder:
 
     def feed(self, obj: Any, row: int | None = None) -> tuple[str, ...]:
         """Add one parsed line; TraceFormatError (nothing changed) for a bad one."""
-        if not (isinstance(obj, dict) and obj.get("type") in LINE_TYPES):
+        if not (isinstance(obj, dict) and text_or_none(obj.get("type")) in LINE_TYPES):
             raise self.ctx.error("not a Codex rollout line", "$.type",
                                  "session_meta, turn_context, response_item or event_msg")
         payload = obj.get("payload")
@@ -110,7 +110,7 @@ class CodexBuilder:
         return step
 
     def _item(self, item: dict, ts: Any) -> None:
-        itype = item.get("type")
+        itype = text_or_none(item.get("type"))
         raw = redact_secrets(item)
         if itype == "message":
             self._message(item, raw, ts)

@@ -42,6 +42,7 @@ from whenpro_core.formats.base import (
     as_text,
     dict_or_empty,
     expect,
+    list_or_empty,
     redact_secrets,
     text_or_none,
 )
@@ -57,7 +58,8 @@ _AGENT_RUNS = ("chain", "agent")
 
 def is_run(value: Any) -> bool:
     """A run object: ``run_type`` one of :data:`RUN_TYPES` and ``inputs`` or ``name``."""
-    return isinstance(value, dict) and value.get("run_type") in RUN_TYPES and ("inputs" in value or "name" in value)
+    return (isinstance(value, dict) and text_or_none(value.get("run_type")) in RUN_TYPES
+            and ("inputs" in value or "name" in value))
 
 
 def is_batch(doc: Any) -> bool:
@@ -166,7 +168,7 @@ def _input_messages(inputs: Any) -> list[dict]:
     msgs = inputs.get("messages") if isinstance(inputs, dict) else None
     if isinstance(msgs, list) and msgs and isinstance(msgs[0], list):  # LangChain: a batch of lists
         msgs = msgs[0]
-    return [m for m in msgs or [] if isinstance(m, dict)]
+    return [m for m in list_or_empty(msgs) if isinstance(m, dict)]
 
 
 def _reply(outputs: Any) -> dict | None:
@@ -256,7 +258,8 @@ def runs_trace(doc: Any, ctx: LoadContext) -> Trace:
     builder = _Steps(ctx)
     for run, where in runs:
         chain = _ancestors(run, by_id)
-        agent = next((text_or_none(a.get("name")) for a in chain if a.get("run_type") in _AGENT_RUNS), None)
+        agent = next((text_or_none(a.get("name")) for a in chain
+                      if text_or_none(a.get("run_type")) in _AGENT_RUNS), None)
         meta = {"run_id": run.get("id"), "run_type": run.get("run_type"), "name": run.get("name"),
                 "depth": len(chain), "start_time": run.get("start_time"), "end_time": run.get("end_time"),
                 "parent_run_id": run.get("parent_run_id")}
