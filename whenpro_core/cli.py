@@ -195,11 +195,15 @@ def sessions(tool: Optional[str] = typer.Argument(None, help="claude, codex or g
 def convert(src: str = typer.Argument(..., help="A trace file or path#key."),
             out: str = typer.Argument(..., help="Output file (.json), folder (for many, or ending in /), "
                                                 "or - for stdout."),
-            force: bool = typer.Option(False, "--force", help="Overwrite existing files.")) -> None:
-    """Convert a trace (or every trace of a file or dataset) to the native format."""
+            force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
+            to: str = typer.Option("native", "--to", help="Output format: native or atif (Harbor ATIF trajectory).")
+            ) -> None:
+    """Convert a trace (or every trace of a file or dataset) to the native format or ATIF."""
     from whenpro_core import summary
 
-    summary.convert(src, out, force=force)
+    if to not in summary.CONVERT_FORMATS:
+        raise ConfigError(f"unknown output format {to!r}", expected=", ".join(summary.CONVERT_FORMATS))
+    summary.convert(src, out, force=force, to=to)
 
 
 class ImagesMode(str, Enum):

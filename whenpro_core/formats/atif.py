@@ -20,6 +20,11 @@ extra?, timestamp?}``. Steps (coordinate = ``step_id``):
   ``<step_id>.<child step_id>``; steps the child copied from the parent
   (``is_copied_context``) are left out. A reference whose file is absent is a warning.
 
+A trajectory whenpro wrote (:mod:`whenpro_core.formats.atif_write`) carries whenpro's own
+fields in ``extra.whenpro`` (each step's agent, kind, coordinate and error; the trace's
+task, outcome, final answer, agents and ground truth): they are read back, so a round
+trip keeps them.
+
 Final answer: the ``finish`` call's ``message`` argument (OpenHands), else the message
 of the last ``mark_task_complete`` step (terminus-2), else the last agent message.
 Outcome: ``unknown`` (a trajectory states none; a timeout only truncates it).
@@ -30,7 +35,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.atif_write import EXTRA_KEY
 from whenpro_core.formats.base import (
     DocumentImporter,
     LoadContext,
@@ -42,7 +50,7 @@ from whenpro_core.formats.base import (
     redact_secrets,
     text_or_none,
 )
-from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
+from whenpro_core.model import Agent, GroundTruth, Outcome, Source, Step, Task, ToolCall, Trace
 
 _BULKY_METRICS = ("prompt_token_ids", "completion_token_ids", "logprobs")
 _FINISH = ("finish", "mark_task_complete", "submit")
@@ -152,9 +160,13 @@ class _Reader:
             meta["usage"] = usage
         if step.get("is_copied_context"):
             meta["is_copied_context"] = True
-        return Step(index=len(self.steps), coord=coord, agent=agent if source == "agent" else source, kind=kind,
-                    content=as_text(step.get("message")), tool_calls=calls, observation=observation, meta=meta,
-                    raw=_raw(step)), refs
+        built = Step(index=len(self.steps), coord=coord, agent=agent if source == "agent" else source, kind=kind,
+                     content=as_text(step.get("message")), tool_calls=calls, observation=observation, meta=meta,
+                     raw=_raw(step))
+        mine = dict_or_empty(dict_or_empty(step.get("extra")).get(EXTRA_KEY))
+        if mine:
+            _restore(built, mine, self.ctx, f"{where}.extra.{EXTRA_KEY}")
+        return built, refs
 
     def _subagent(self, ref: dict, parent: Path, coord: str, depth: int, seen: set[Path]) -> None:
         tpath = text_or_none(ref.get("trajectory_path"))
@@ -187,6 +199,59 @@ class _Reader:
         self.copied += sub.copied
 
 
+def _restore(step: Step, mine: dict, ctx: LoadContext, where: str) -> None:
+    """Put back what whenpro wrote in a step's ``extra.whenpro`` (:mod:`.atif_write`):
+    agent, kind, coordinate, error, calls of non-agent steps, made-up call ids, wrapped
+    arguments."""
+    for name in ("agent", "kind"):
+        if text_or_none(mine.get(name)):
+            setattr(step, name, mine[name])
+    if "coord" in mine:
+        step.coord = text_or_none(mine.get("coord"))
+    if isinstance(mine.get("error"), str):
+        step.error = mine["error"]
+    for j, call in enumerate(list_or_empty(mine.get("tool_calls"))):
+        expect(call, dict, ctx, f"{where}.tool_calls[{j}]", "a tool call {tool_call_id, function_name}")
+        step.tool_calls.append(ToolCall(id=text_or_none(call.get("tool_call_id")),
+                                        name=text_or_none(call.get("function_name")) or "tool",
+                                        arguments=call.get("arguments")))
+    for j in list_or_empty(mine.get("unnamed_calls")):
+        if isinstance(j, int) and 0 <= j < len(step.tool_calls):
+            step.tool_calls[j].id = None
+    for j in list_or_empty(mine.get("wrapped_arguments")):
+        if isinstance(j, int) and 0 <= j < len(step.tool_calls):
+            args = step.tool_calls[j].arguments
+            if isinstance(args, dict) and set(args) == {"input"}:
+                step.tool_calls[j].arguments = args["input"]
+
+
+def _trace_fields(doc: dict) -> dict[str, Any]:
+    """Trace fields whenpro wrote in the trajectory's ``extra.whenpro`` (invalid ones
+    are left out: the trajectory still opens)."""
+    mine = dict_or_empty(dict_or_empty(doc.get("extra")).get(EXTRA_KEY))
+    agent_mine = dict_or_empty(dict_or_empty(dict_or_empty(doc.get("agent")).get("extra")).get(EXTRA_KEY))
+    fields: dict[str, Any] = {}
+    try:
+        if isinstance(mine.get("task"), dict):
+            fields["task"] = Task.model_validate(mine["task"])
+        if mine.get("outcome") in {o.value for o in Outcome}:
+            fields["outcome"] = Outcome(mine["outcome"])
+        if "final_answer" in mine and isinstance(mine["final_answer"], (str, type(None))):
+            fields["final_answer"] = mine["final_answer"]
+        if isinstance(mine.get("ground_truth"), dict):
+            fields["ground_truth"] = GroundTruth.model_validate(mine["ground_truth"])
+        if isinstance(agent_mine.get("agents"), list):
+            fields["agents"] = [Agent.model_validate(a) for a in agent_mine["agents"]]
+    except ValidationError:
+        return {}
+    if text_or_none(agent_mine.get("framework")):
+        fields["framework"] = agent_mine["framework"]
+    for name in ("benchmark", "modality"):
+        if text_or_none(mine.get(name)):
+            fields[name] = mine[name]
+    return fields
+
+
 def _final(steps: list[Step], main: str) -> str | None:
     for step in reversed(steps):
         if step.agent != main:
@@ -213,12 +278,17 @@ def trajectory_trace(doc: dict, ctx: LoadContext) -> Trace:
     if reader.warnings:
         extras["whenpro_warnings"] = reader.warnings
     sid = text_or_none(doc.get("session_id")) or ctx.path.stem
-    return Trace(id=f"atif-{ctx.path.name.removesuffix('.json')}" if sid == "NORMALIZED_SESSION_ID" else f"atif-{sid}",
-                 framework="harbor", agents=[Agent(id=a, role=m) for a, m in reader.agents.items()],
-                 task=Task(query=query), steps=reader.steps, final_answer=_final(reader.steps, main),
-                 outcome=Outcome.unknown,
-                 source=Source(format="atif", path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
-                 extras=extras)
+    fields: dict[str, Any] = {
+        "id": f"atif-{ctx.path.name.removesuffix('.json')}" if sid == "NORMALIZED_SESSION_ID" else f"atif-{sid}",
+        "framework": "harbor", "agents": [Agent(id=a, role=m) for a, m in reader.agents.items()],
+        "task": Task(query=query), "steps": reader.steps, "final_answer": _final(reader.steps, main),
+        "outcome": Outcome.unknown, "extras": extras,
+        "source": Source(format="atif", path=str(ctx.path), root=str(ctx.root) if ctx.root else None)}
+    written = _trace_fields(doc)  # a trajectory whenpro wrote: its own fields back
+    if written:
+        fields.update(written, id=sid)
+        extras.pop("extra", None)
+    return Trace(**fields)
 
 
 class AtifImporter(DocumentImporter):
