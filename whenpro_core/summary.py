@@ -18,8 +18,8 @@ from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import dumps_trace, write_trace
-from whenpro_core.fsutil import atomic_write_bytes
 from whenpro_core.formats.registry import names_a_file, split_ref
+from whenpro_core.fsutil import atomic_write_bytes
 from whenpro_core.model import Trace, TraceSummary
 from whenpro_core.taxonomy import taxonomy_for
 from whenpro_core.textsafe import clean, one_line, plural
