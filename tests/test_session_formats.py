@@ -442,3 +442,17 @@ async def test_tui_shows_reasoning_above_the_step(real_traces: Path) -> None:
         assert app.screen.query_one(StepList).step_index == first
         shown = screen_text(app)
         assert "Reasoning" in shown and trace.steps[first].meta["reasoning"].splitlines()[0][:20] in shown
+
+
+def test_gemini_checkpoint_and_rewind(tmp_path: Path) -> None:
+    """A ``$set`` of ``messages`` replaces the messages so far; ``$rewindTo`` drops a
+    message and every later one (Gemini CLI's JSONL recording)."""
+    lines = [{"sessionId": "s", "projectHash": "h", "startTime": "2026-01-01T00:00:00Z"},
+             {"id": "a", "type": "user", "content": "one"}, {"id": "b", "type": "gemini", "content": "two"},
+             {"$set": {"messages": [{"id": "a", "type": "user", "content": "ONE"},
+                                    {"id": "c", "type": "gemini", "content": "three"}]}},
+             {"id": "d", "type": "user", "content": "four"}, {"$rewindTo": "d"},
+             {"id": "e", "type": "user", "content": "five"}]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    assert [s.content for s in load_trace(path).steps] == ["ONE", "three", "five"]
