@@ -191,3 +191,31 @@ async def test_a_session_being_written_follows_to_the_same_trace(real_traces: Pa
     assert follower.line_format in ("claude-code", "codex-cli", "gemini-cli")
     assert [s.model_dump(exclude={"raw"}) for s in final.steps] == want
     assert follower.trace().id == final.id
+
+
+async def test_view_follow_shows_a_claude_session_as_it_is_written(real_traces: Path, tmp_path: Path) -> None:
+    """``whenpro view --follow SESSION``: the live view grows with the file and ends as
+    the trace the importer reads; a tool result written later fills in its call's step."""
+    from tests.test_tui_live import first_screen, until
+    from whenpro_tui.app import WhenproApp
+    from whenpro_tui.screens.live_trace import LiveTraceScreen
+    from whenpro_tui.starts import LiveOptions, view_start
+
+    src = real_traces / LAYOUT[0][0]
+    lines = [line + b"\n" for line in src.read_bytes().splitlines() if line.strip()]
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"".join(lines[:3]))  # the prompt and the first assistant block, no result yet
+    start = view_start(None, follow=str(path), live=LiveOptions(judge=False))
+    assert start is not None
+    app = WhenproApp("", cursor_blink=False, start=start)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await first_screen(pilot, LiveTraceScreen)
+        await until(pilot, lambda: len(screen.trace.steps) == 2, "the first two steps")
+        assert screen.trace.steps[1].observation is None
+        with path.open("ab") as fh:
+            fh.write(b"".join(lines[3:]))
+        want = load_trace(src)
+        await until(pilot, lambda: len(screen.trace.steps) == len(want.steps), "every step")
+        await until(pilot, lambda: screen.trace.steps[1].observation is not None, "the first tool result")
+        assert [s.content for s in screen.trace.steps] == [s.content for s in want.steps]
+        assert [s.observation for s in screen.trace.steps] == [s.observation for s in want.steps]
