@@ -456,3 +456,23 @@ def test_gemini_checkpoint_and_rewind(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
     assert [s.content for s in load_trace(path).steps] == ["ONE", "three", "five"]
+
+
+def test_claude_images_in_prompts_and_tool_results(tmp_path: Path) -> None:
+    from tests.conftest import tiny_png
+
+    png = tiny_png()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+    env = {"sessionId": "s1", "cwd": "/w", "version": "2.1.0", "timestamp": "2026-01-01T00:00:00.000Z"}
+    lines = [{**env, "type": "user", "uuid": "u1", "message": {"role": "user", "content": [
+                 {"type": "text", "text": "what is on this screen?"}, image]}},
+             {**env, "type": "assistant", "uuid": "a1", "message": {"id": "m1", "role": "assistant", "content": [
+                 {"type": "tool_use", "id": "t1", "name": "Screenshot", "input": {}}]}},
+             {**env, "type": "user", "uuid": "u2", "message": {"role": "user", "content": [
+                 {"type": "tool_result", "tool_use_id": "t1", "content": [image], "is_error": False}]}}]
+    path = tmp_path / "s1.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    trace = load_trace(path)
+    assert [len(s.media) for s in trace.steps] == [1, 1]
+    assert trace.steps[0].media[0].data == png and trace.steps[1].media[0].mime == "image/png"
+    assert trace.steps[1].observation == "" and trace.steps[1].error is None

@@ -128,6 +128,8 @@ def test_nothing_outside_the_folders_is_read(home: Path, tmp_path: Path) -> None
     (home / ".claude/projects/-home-wei-repo/link.jsonl").symlink_to(outside / "secret.jsonl")
     (home / ".claude/projects/linked-project").symlink_to(outside, target_is_directory=True)
     (home / ".claude/projects/notes.jsonl").write_text("{}\n", encoding="utf-8")  # not <project>/<session>
+    shutil.copyfile(home / ".claude/projects/-home-wei-repo/e9f146fa.jsonl",  # an older sub-agent file
+                    home / ".claude/projects/-home-wei-repo/agent-1234.jsonl")
     rows = list_sessions(("claude",))
     assert sorted(r.path.name for r in rows) == sorted(["e9f146fa.jsonl", f"{SPOTTER}.jsonl"])
     assert all(outside not in r.path.resolve().parents for r in rows)

@@ -7,7 +7,8 @@ Folders (the first that applies):
 * Claude Code: setting ``claude_sessions`` (``WHENPRO_CLAUDE_SESSIONS`` or
   ``claude_sessions = "..."`` in config.toml), else ``$CLAUDE_CONFIG_DIR/projects``, else
   ``~/.claude/projects``; sessions are ``<project>/<session>.jsonl`` (their
-  ``<session>/subagents/`` files are read with them);
+  ``<session>/subagents/`` files, or older ``agent-*.jsonl`` files beside them, are read
+  with them, not listed);
 * Codex CLI: ``codex_sessions``, else ``$CODEX_HOME/sessions``, else ``~/.codex/sessions``;
   sessions are ``YYYY/MM/DD/rollout-*.jsonl``;
 * Gemini CLI: ``gemini_sessions``, else ``~/.gemini/tmp``; sessions are
@@ -89,8 +90,8 @@ def session_folder(tool: str) -> Path:
 
 def _is_session_name(tool: str, rel: Path) -> bool:
     name = rel.name
-    if tool == "claude":
-        return len(rel.parts) == 2 and name.endswith(".jsonl")
+    if tool == "claude":  # agent-<id>.jsonl beside a session is an older sub-agent file
+        return len(rel.parts) == 2 and name.endswith(".jsonl") and not name.startswith("agent-")
     if tool == "codex":
         return name.startswith("rollout-") and name.endswith(".jsonl")
     return (len(rel.parts) == 3 and rel.parts[1] == "chats" and name.startswith("session-")
