@@ -224,5 +224,6 @@ def make_builder(fmt: str, path: Path, *, trace_id: str | None = None):
     raise TraceFormatError(f"unknown line format {fmt!r}", path=path, expected=", ".join(LINE_FORMATS))
 
 
-__all__ = ["APPEND_ONLY", "ChatLinesBuilder", "LINE_FORMATS", "SESSION_FORMATS", "OtlpLinesBuilder", "SpanSet", "common_prefix",
+__all__ = ["APPEND_ONLY", "ChatLinesBuilder", "LINE_FORMATS", "OtlpLinesBuilder", "SESSION_FORMATS", "SpanSet",
+           "common_prefix",
            "make_builder", "sniff_line"]
