@@ -182,14 +182,28 @@ def ls_(path: str = typer.Argument(..., help="A trace file, path#key, dataset fo
 
 @app.command()
 @handles_errors
+def sessions(tool: Optional[str] = typer.Argument(None, help="claude, codex or gemini (default: all three)."),
+             json_lines: bool = typer.Option(False, "--json", help="One JSON object per line.")) -> None:
+    """List your local Claude Code, Codex and Gemini CLI sessions, newest first."""
+    from whenpro_core.sessions import print_sessions
+
+    print_sessions(tool, as_json=json_lines)
+
+
+@app.command()
+@handles_errors
 def convert(src: str = typer.Argument(..., help="A trace file or path#key."),
             out: str = typer.Argument(..., help="Output file (.json), folder (for many, or ending in /), "
                                                 "or - for stdout."),
-            force: bool = typer.Option(False, "--force", help="Overwrite existing files.")) -> None:
-    """Convert a trace (or every trace of a file or dataset) to the native format."""
+            force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
+            to: str = typer.Option("native", "--to", help="Output format: native or atif (Harbor ATIF trajectory).")
+            ) -> None:
+    """Convert a trace (or every trace of a file or dataset) to the native format or ATIF."""
     from whenpro_core import summary
 
-    summary.convert(src, out, force=force)
+    if to not in summary.CONVERT_FORMATS:
+        raise ConfigError(f"unknown output format {to!r}", expected=", ".join(summary.CONVERT_FORMATS))
+    summary.convert(src, out, force=force, to=to)
 
 
 class ImagesMode(str, Enum):
@@ -222,6 +236,9 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
                                                      help="Explore bench results (PATH: the dataset)."),
          validate: bool = typer.Option(False, "--validate", help="Review a dataset built by whenpro build."),
          follow: Optional[str] = typer.Option(None, "--follow", help="Follow a trace file being written."),
+         sessions_: bool = typer.Option(False, "--sessions",
+                                        help="Your local Claude Code, Codex and Gemini sessions as a library "
+                                             "(PATH: claude, codex or gemini)."),
          otlp: Optional[str] = typer.Option(None, "--otlp", metavar="[HOST:PORT]",
                                             help="List traces received over OTLP (default 127.0.0.1:4318)."),
          judge: bool = typer.Option(True, "--judge/--no-judge", help="Live views: judge as steps arrive."),
@@ -256,7 +273,7 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
                        budget_tokens=budget_tokens, budget_usd=budget_usd,
                        idle_timeout=idle_timeout if idle_timeout > 0 else None)
     start = view_start(path, results=results, validate=validate, follow=follow, otlp=otlp, live=live,
-                       store=store, allow_remote=allow_remote)
+                       store=store, allow_remote=allow_remote, sessions=sessions_)
     # one file (or path#key) that fails to import: one line and exit 2, like `info`
     opened = open_target(path, strict=True) if start is None and path is not None else None
     if serve:

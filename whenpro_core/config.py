@@ -91,6 +91,11 @@ class Settings(BaseSettings):
     )
     compatible_base_url: str | None = Field(None, description="Base URL for `openai-compatible:` servers.")
 
+    # whenpro sessions: where each coding agent keeps its sessions (unset: the tool's own default)
+    claude_sessions: str | None = Field(None, description="Claude Code sessions folder (default ~/.claude/projects).")
+    codex_sessions: str | None = Field(None, description="Codex CLI sessions folder (default ~/.codex/sessions).")
+    gemini_sessions: str | None = Field(None, description="Gemini CLI sessions folder (default ~/.gemini/tmp).")
+
     prices: dict[str, Price] = Field(
         default_factory=dict, description="Extra or overriding prices, USD per 1M tokens, keyed by model."
     )

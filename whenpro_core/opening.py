@@ -92,6 +92,8 @@ def open_target(target: str, *, strict: bool = False) -> Opened:
         if isinstance(chosen, FileImporter):
             if chosen.not_a_trace:  # whenpro's own verdicts file, a validation log
                 return Opened(rows=summarize_file(path, find_root(path), direct=True))
+            if chosen.single_trace:  # a session file: its one trace
+                return Opened(trace=chosen.load(path, None, find_root(path)))
             return Opened(dataset=True)
         importer, doc = chosen
         traces = importer.load(doc, LoadContext(path=path, root=find_root(path)))

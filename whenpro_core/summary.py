@@ -19,6 +19,7 @@ from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import dumps_trace, write_trace
 from whenpro_core.formats.registry import names_a_file, split_ref
+from whenpro_core.fsutil import atomic_write_bytes
 from whenpro_core.model import Trace, TraceSummary
 from whenpro_core.taxonomy import taxonomy_for
 from whenpro_core.textsafe import clean, one_line, plural
@@ -152,9 +153,22 @@ def safe_name(text: str) -> str:
     return name[:150]
 
 
+#: Output formats of :func:`convert`: name -> (serialiser, writer).
+CONVERT_FORMATS = ("native", "atif")
+
+
+def _serialise(trace: Trace, to: str) -> bytes:
+    if to == "atif":
+        from whenpro_core.formats.atif_write import dumps_atif
+
+        return dumps_atif(trace)
+    return dumps_trace(trace)
+
+
 def convert(src: str, out: Path | str, *, force: bool = False,
-            console: Console | None = None) -> list[Path]:
-    """Convert ``src`` to the native format. One trace -> ``out`` is a file; several
+            console: Console | None = None, to: str = "native") -> list[Path]:
+    """Convert ``src`` to the native format (``to="atif"``: Harbor's ATIF,
+    :mod:`whenpro_core.formats.atif_write`). One trace -> ``out`` is a file; several
     (a JSONL release, a folder, a glob) -> ``out`` is a folder of ``<id>.json`` files;
     ``out`` ``-`` writes one trace to stdout, and an ``out`` ending in ``/`` is a folder
     (made if missing). Refuses to overwrite existing files unless ``force``. Returns the
@@ -175,13 +189,13 @@ def convert(src: str, out: Path | str, *, force: bool = False,
         if not single:
             raise WhenproError("OUT - (stdout) takes one trace", path=src,
                                expected="a single trace, or a folder as OUT")
-        _write_converted(load_trace(src), None)
+        _write_converted(load_trace(src), None, to=to)
         return []
     if single:
         trace = load_trace(src)
         target = out / f"{safe_name(trace.id)}.json" if out.is_dir() else out
         _refuse_overwrite(target, force)
-        _write_converted(trace, target, console)
+        _write_converted(trace, target, console, to=to)
         console.print(f"wrote {target}")
         return [target]
     if out.exists() and not out.is_dir():
@@ -204,7 +218,7 @@ def convert(src: str, out: Path | str, *, force: bool = False,
             bad.append(exc)
             console.print(Text(f"skipped: {clean(exc.one_line())}", style="yellow"))
             continue
-        _write_converted(trace, target, console)
+        _write_converted(trace, target, console, to=to)
         written.append(target)
     for row in bad:
         if not isinstance(row, WhenproError):
@@ -229,18 +243,22 @@ def plan_targets(rows: list[TraceSummary], out: Path) -> dict[str, Path]:
     return plan
 
 
-def _write_converted(trace: Trace, target: Path | None, console: Console | None = None) -> None:
+def _write_converted(trace: Trace, target: Path | None, console: Console | None = None, *,
+                     to: str = "native") -> None:
     """Write ``trace`` to ``target`` (``None``: stdout), noting where it came from, with
     its media files copied beside it (:func:`copy_media`)."""
     if trace.source.format != "native":
         trace.extras.setdefault("converted_from", {"format": trace.source.format,
                                                    "ref": trace.source.ref()})
     if target is None:
-        sys.stdout.buffer.write(dumps_trace(trace) + b"\n")
+        sys.stdout.buffer.write(_serialise(trace, to) + b"\n")
         sys.stdout.flush()
         return
     problems = copy_media(trace, target.parent)
-    write_trace(trace, target)
+    if to == "native":
+        write_trace(trace, target)
+    else:
+        atomic_write_bytes(target, _serialise(trace, to) + b"\n")
     for line in problems:
         (console or Console(stderr=True, soft_wrap=True)).print(
             Text(f"whenpro: warning: {clean(line)}", style="yellow"))

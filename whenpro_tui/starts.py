@@ -1,7 +1,7 @@
 """What ``whenpro view`` opens besides a trace or a dataset: the results screen
 (``--results`` or a results file), validation mode (``--validate``), the follow view
-(``--follow FILE``) and the incoming-traces view (``--otlp``, also ``whenpro serve
---otlp --tui``).
+(``--follow FILE``), the incoming-traces view (``--otlp``, also ``whenpro serve
+--otlp --tui``) and the library of local coding-agent sessions (``--sessions``).
 
 :func:`view_start` checks the options and prepares what can fail (a results file that
 is not one, a dataset without a manifest, judge settings, the OTLP port) before the TUI
@@ -126,16 +126,36 @@ def otlp_start(address: str | None, opts: LiveOptions, *, store: Path | None = N
     return make
 
 
+def sessions_start(tool: str | None = None) -> Callable[[], Screen]:
+    """The library of the user's local coding-agent sessions (:mod:`whenpro_core.sessions`),
+    newest first; ConfigError for an unknown tool."""
+    from whenpro_core.sessions import list_sessions, tool_names
+
+    tools = tool_names(tool)
+    rows = [row.summary for row in list_sessions(tools)]
+
+    def make() -> Screen:
+        from whenpro_tui.screens.library import LibraryScreen
+
+        return LibraryScreen(f"local sessions ({', '.join(tools)})", rows=rows)
+
+    return make
+
+
 def view_start(path: str | None, *, results: list[str] | None = None, validate: bool = False,
                follow: str | None = None, otlp: str | None = None, live: LiveOptions | None = None,
                line_format: str | None = None, store: Path | None = None,
-               allow_remote: bool = False) -> Callable[[], Screen] | None:
+               allow_remote: bool = False, sessions: bool = False) -> Callable[[], Screen] | None:
     """The first screen for ``whenpro view`` (see module docstring). ConfigError for
-    options that do not go together."""
+    options that do not go together. ``sessions``: the local sessions library (``PATH``,
+    if given, names the tool: claude, codex or gemini)."""
     modes = [name for name, on in (("--results", bool(results)), ("--validate", validate),
-                                   ("--follow", follow is not None), ("--otlp", otlp is not None)) if on]
+                                   ("--follow", follow is not None), ("--otlp", otlp is not None),
+                                   ("--sessions", sessions)) if on]
     if len(modes) > 1:
         raise ConfigError(f"{' and '.join(modes)} do not go together", expected="one of them")
+    if sessions:
+        return sessions_start(path)
     live = live or LiveOptions()
     if follow is not None or otlp is not None:
         if path is not None:

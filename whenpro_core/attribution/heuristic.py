@@ -29,6 +29,18 @@ TIE_SHARE = 0.8
 SUPPORT_WEIGHT = 0.25
 
 
+#: The warning of a verdict on a run whose outcome is unknown (coding-agent sessions,
+#: interchange files): it is attributed as if it failed, which it may not have.
+UNKNOWN_OUTCOME_NOTE = ("the run's outcome is unknown (the file does not say whether it succeeded): "
+                        "it was treated as possibly failed, so the verdict may point at a run that worked")
+
+
+def outcome_warnings(trace: Trace) -> list[str]:
+    """The warnings every protocol adds for ``trace``'s outcome: :data:`UNKNOWN_OUTCOME_NOTE`
+    when it is unknown and no ground truth says the run failed."""
+    return [UNKNOWN_OUTCOME_NOTE] if trace.outcome == Outcome.unknown and trace.ground_truth is None else []
+
+
 def build_context(trace: Trace, with_gold: bool) -> Context:
     """Gather what the detectors read. The run counts as failed when its outcome says so,
     when it has a ground truth (benchmark traces are failures), or when a gold answer is
@@ -97,7 +109,8 @@ def attribute_heuristic(trace: Trace, *, with_gold: bool = True,
     """
     started = time.perf_counter()
     ctx = build_context(trace, with_gold)
-    result = Attribution(protocol="heuristic", model="heuristic", with_gold=with_gold)
+    result = Attribution(protocol="heuristic", model="heuristic", with_gold=with_gold,
+                         warnings=outcome_warnings(trace))
     if not ctx.candidates:
         result.warnings.append("no agent step to attribute")
         result.usage = Usage(seconds=time.perf_counter() - started)

@@ -109,9 +109,13 @@ def _json(value: Any) -> str:
 
 
 def step_fields(step: Step) -> list[tuple[str, str]]:
-    """The labelled text fields of one step: content, tool calls, observation, error.
-    Never includes ``hidden`` or ``raw``."""
+    """The labelled text fields of one step: the agent's reasoning (``meta["reasoning"]``,
+    thinking blocks kept by importers), content, tool calls, observation, error. Never
+    includes ``hidden`` or ``raw``."""
     out: list[tuple[str, str]] = []
+    reasoning = step.meta.get("reasoning")
+    if isinstance(reasoning, str) and reasoning.strip():
+        out.append(("reasoning", clean(reasoning)))
     if step.content:
         out.append(("", clean(step.content)))
     for call in step.tool_calls:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from whenpro_core.attribution.heuristic import outcome_warnings
 from whenpro_core.attribution.judge import Judge, ProgressCallback
 from whenpro_core.errors import ConfigError
 from whenpro_core.model import Attribution, Outcome, Trace
@@ -58,7 +59,9 @@ async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge |
         from whenpro_core.attribution.binary_search import run_binary_search as run
     else:
         from whenpro_core.attribution.hybrid import run_hybrid as run
-    return await run(trace, judge, taxonomy, with_gold=with_gold, progress=progress)
+    verdict = await run(trace, judge, taxonomy, with_gold=with_gold, progress=progress)
+    verdict.warnings[:0] = [w for w in outcome_warnings(trace) if w not in verdict.warnings]
+    return verdict
 
 
 def nothing_to_attribute(trace: Trace, protocol: str, judge: Judge | None, with_gold: bool) -> Attribution:

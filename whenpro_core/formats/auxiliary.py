@@ -13,6 +13,9 @@ Recognised (by shape, never by file name):
 * AgentRx tool-call examples (``tools_structure.json``): a list of assistant tool calls
   and tool results whose 1-based ``index`` values are not in increasing order, so they
   cannot be one run; they document each tool's call and answer shape.
+* Gemini CLI prompt log (``~/.gemini/tmp/<hash>/logs.json``): a list of ``{sessionId,
+  messageId, type: "user", message, timestamp}`` holding only the user's prompts (SOURCE.md
+  of real_traces/gemini-cli); the session itself is the chat recording under ``chats/``.
 
 :meth:`AuxiliaryImporter.summaries` returns no rows; :meth:`AuxiliaryImporter.load`
 raises a TraceFormatError naming what the file is.
@@ -35,6 +38,9 @@ def aux_kind(doc: Any) -> str | None:
     if (isinstance(doc, dict) and isinstance(doc.get("labels"), dict)
             and isinstance(doc.get("modes"), list) and "trace" not in doc):
         return "a MAST gold-labels file (labels for the records beside it)"
+    if is_message_list(doc, ("sessionId", "messageId", "type", "message")):
+        return ("a Gemini CLI prompt log (logs.json: the user's prompts only; "
+                "the session is the recording in chats/session-*.json)")
     if is_message_list(doc, ("role", "index")) and _tool_examples(doc):
         return "a collection of tool-call examples (AgentRx tool schemas), not one run"
     return None

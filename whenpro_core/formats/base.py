@@ -78,6 +78,9 @@ class FileImporter:
     #: True for files that hold no traces (whenpro's own results and verdict files):
     #: opened by themselves, they give the error :meth:`load` raises, not a dataset.
     not_a_trace: ClassVar[bool] = False
+    #: True for files that always hold exactly one trace (a coding-agent session): the
+    #: viewer opens the trace itself instead of a one-row library.
+    single_trace: ClassVar[bool] = False
 
     def match_head(self, head: bytes, path: Path) -> bool:
         """True if the file, whose first bytes are ``head`` (up to 64 KiB), is this
@@ -411,6 +414,16 @@ def is_message_list(value: Any, keys: tuple[str, ...] = ("role",)) -> bool:
     """True if ``value`` is a non-empty list of objects that each have all ``keys``."""
     return (isinstance(value, list) and bool(value)
             and all(isinstance(m, dict) and all(k in m for k in keys) for m in value))
+
+
+def dict_or_empty(value: Any) -> dict:
+    """``value`` if it is a JSON object, else a new empty dict (an optional sub-object)."""
+    return value if isinstance(value, dict) else {}
+
+
+def list_or_empty(value: Any) -> list:
+    """``value`` if it is a JSON list, else a new empty list (an optional list)."""
+    return value if isinstance(value, list) else []
 
 
 def text_or_none(value: Any) -> str | None:

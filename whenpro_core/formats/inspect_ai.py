@@ -6,7 +6,9 @@ real_traces/inspect-ai-logs; ``UKGovernmentBEIS/inspect_ai`` log format, version
   run is in progress, then ``_journal/start.json`` stands in), ``samples/<id>_epoch_<n>.json``,
   ``summaries.json``, ``reductions.json``. Read in memory with :mod:`zipfile`, never
   extracted; at most :data:`MAX_MEMBER_BYTES` per member and :data:`MAX_TOTAL_BYTES` in
-  all (a zip bomb is refused with a TraceFormatError).
+  all (a zip bomb is refused with a TraceFormatError). inspect-ai 0.3.x compresses members
+  with Zstandard (ZIP method 93, which :mod:`zipfile` reads only from Python 3.14): those
+  are decompressed as a stream by the ``zstandard`` library (:func:`open_member`).
 
 One trace per sample, key ``<id>_epoch_<epoch>``, id ``inspect-<task>-<id>-e<epoch>@<log
 file name>``: the same sample appears in many logs (reruns of a task, a run saved as
@@ -28,10 +30,13 @@ one-line TraceFormatError.
 
 from __future__ import annotations
 
+import io
 import re
 import zipfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Iterator
+
+import zstandard
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import (DocumentImporter, FileImporter, LoadContext, as_text, expect,
@@ -45,6 +50,25 @@ _REF = re.compile(r"(?:attachment|tc)://([0-9a-f]{8,64})")
 _SAMPLE = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json$")
 _GOOD = {"C", "1", "1.0", "TRUE", "CORRECT"}
 _BAD = {"I", "N", "0", "0.0", "FALSE", "INCORRECT"}
+#: ZIP compression method number of Zstandard (APPNOTE 4.4.5), used by inspect-ai 0.3.x.
+ZSTD_METHOD = 93
+
+
+def open_member(zf: zipfile.ZipFile, name: str) -> IO[bytes]:
+    """A readable stream of the expanded bytes of member ``name``: :meth:`ZipFile.open`
+    for the methods :mod:`zipfile` knows, a streaming ``zstandard`` decompressor for
+    method 93. The caller bounds how much it reads (the expanded size is never trusted).
+    Raises KeyError (no such member), zipfile.BadZipFile or zstandard.ZstdError."""
+    info = zf.getinfo(name)
+    if info.compress_type != ZSTD_METHOD:
+        return zf.open(info)
+    raw_info = zipfile.ZipInfo(info.filename, info.date_time)  # the stored bytes, unchecked
+    raw_info.compress_type = zipfile.ZIP_STORED
+    raw_info.header_offset, raw_info.flag_bits = info.header_offset, info.flag_bits
+    raw_info.compress_size = raw_info.file_size = info.compress_size
+    raw_info.CRC = None  # type: ignore[assignment]  # zipfile skips the CRC check of None
+    raw = zf.open(raw_info)
+    return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
 
 
 def is_log(doc: Any) -> bool:
@@ -229,9 +253,10 @@ class InspectEvalImporter(FileImporter):
     @staticmethod
     def _read(zf: zipfile.ZipFile, name: str, path: Path) -> Any:
         try:
-            with zf.open(name) as fh:
+            with open_member(zf, name) as fh:
                 data = fh.read(MAX_MEMBER_BYTES + 1)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
+                zstandard.ZstdError) as exc:
             raise TraceFormatError(f"cannot read {name} from the archive ({exc})", path=path) from None
         if len(data) > MAX_MEMBER_BYTES:
             raise TraceFormatError(f"{name} is larger than {MAX_MEMBER_BYTES} bytes", path=path)

@@ -7,7 +7,11 @@ from the lines so far (DESIGN §4 formats; ``live/``).
   :class:`~whenpro_core.formats.chat.ChatJsonlImporter` reads them);
 * OTLP/JSON export requests, one a line: :class:`OtlpLinesBuilder` (as
   :class:`~whenpro_core.formats.otel.OtlpImporter` reads them), built on
-  :class:`SpanSet`, which the OTLP receiver's store uses too.
+  :class:`SpanSet`, which the OTLP receiver's store uses too;
+* coding-agent sessions (:data:`SESSION_FORMATS`: Claude Code, Codex CLI, Gemini CLI
+  JSONL): the importer's own builder (:mod:`whenpro_core.formats.session_lines`). A later
+  line can change an earlier step (a tool result joins its call), so, as for OTLP, the
+  steps are compared with :func:`common_prefix`.
 
 Chat and native lines only ever append steps. Spans may arrive after spans that start
 later (a parent span is exported when it ends, after its children), so an OTLP trace
@@ -23,24 +27,35 @@ from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import LoadContext
 from whenpro_core.formats.chat import (chat_step, chat_steps, is_chat_role, is_group_chat,
                                        opening_index)
+from whenpro_core.formats.claude_code import ClaudeCodeImporter
+from whenpro_core.formats.codex_cli import CodexRolloutImporter
+from whenpro_core.formats.gemini_cli import GeminiJsonlImporter
 from whenpro_core.formats.native_lines import NativeLinesBuilder
 from whenpro_core.formats.otlp import Span, spans_of
 from whenpro_core.model import Agent, Outcome, Source, Step, Task, Trace
 
+#: Session line formats, by name: the importer whose builder reads them.
+SESSION_FORMATS = {"claude-code": ClaudeCodeImporter(), "codex-cli": CodexRolloutImporter(),
+                   "gemini-cli": GeminiJsonlImporter()}
 #: Line formats a followed file may hold.
-LINE_FORMATS = ("native", "chat", "otlp")
+LINE_FORMATS = ("native", "chat", "otlp", *SESSION_FORMATS)
+#: Line formats whose builders only ever append steps (the others may change earlier ones).
+APPEND_ONLY = ("native", "chat")
 
 
 def sniff_line(obj: Any) -> str | None:
     """The line format of a parsed first line: ``otlp`` (an object with
-    ``resourceSpans``), ``chat`` (a message with a chat role), ``native`` (a header or a
-    step object), or ``None``."""
+    ``resourceSpans``), a session format (:data:`SESSION_FORMATS`), ``chat`` (a message with
+    a chat role), ``native`` (a header or a step object), or ``None``."""
     from whenpro_core.formats.native_lines import is_header, is_step_line
 
     if not isinstance(obj, dict):
         return None
     if "resourceSpans" in obj:
         return "otlp"
+    for name, importer in SESSION_FORMATS.items():
+        if importer.line_matches(obj):
+            return name
     if is_chat_role(obj.get("role")):
         return "chat"
     if is_header(obj) or is_step_line(obj):
@@ -204,8 +219,11 @@ def make_builder(fmt: str, path: Path, *, trace_id: str | None = None):
         return ChatLinesBuilder(ctx, path.stem)
     if fmt == "otlp":
         return OtlpLinesBuilder(ctx, trace_id)
+    if fmt in SESSION_FORMATS:
+        return SESSION_FORMATS[fmt].make_builder(ctx)
     raise TraceFormatError(f"unknown line format {fmt!r}", path=path, expected=", ".join(LINE_FORMATS))
 
 
-__all__ = ["ChatLinesBuilder", "LINE_FORMATS", "OtlpLinesBuilder", "SpanSet", "common_prefix",
+__all__ = ["APPEND_ONLY", "ChatLinesBuilder", "LINE_FORMATS", "OtlpLinesBuilder", "SESSION_FORMATS", "SpanSet",
+           "common_prefix",
            "make_builder", "sniff_line"]

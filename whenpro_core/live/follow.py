@@ -1,8 +1,9 @@
 """Follow a growing trace file as an agent writes it (DESIGN §1, ``live/``).
 
-The file holds JSON lines of one of three kinds (sniffed from the first line, or given):
-native step lines (:mod:`whenpro_core.formats.native_lines`), OpenAI chat messages, or
-OTLP/JSON export requests. :class:`FileFollower` is an async iterator of events:
+The file holds JSON lines of one of these kinds (sniffed from the first line, or given):
+native step lines (:mod:`whenpro_core.formats.native_lines`), OpenAI chat messages,
+OTLP/JSON export requests, or a coding-agent session (Claude Code, Codex CLI, Gemini CLI
+JSONL; :data:`~whenpro_core.live.builders.SESSION_FORMATS`). :class:`FileFollower` is an async iterator of events:
 
 * :class:`~whenpro_core.live.events.StepAdded` for each new step, in order;
 * :class:`~whenpro_core.live.events.TraceReset` when the file was truncated (its size
@@ -41,7 +42,7 @@ import orjson
 
 from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.live.builders import LINE_FORMATS, common_prefix, make_builder, sniff_line
+from whenpro_core.live.builders import APPEND_ONLY, LINE_FORMATS, common_prefix, make_builder, sniff_line
 from whenpro_core.live.events import HeaderUpdated, Idle, LineError, StepAdded, TraceReset
 from whenpro_core.model import Source, Step, Trace
 from whenpro_core.textsafe import strip_controls
@@ -128,6 +129,8 @@ class FileFollower:
             return str(b.fields.get("id"))
         if self.format == "chat":
             return b.id
+        if self.format != "otlp":  # a session: its builder knows the id
+            return str(b.trace_id)
         return b.set.trace_id if b.set is not None else self.path.stem
 
     def close(self) -> None:
@@ -291,12 +294,12 @@ class FileFollower:
     def _current_steps(self) -> list[Step]:
         if self._builder is None:
             return []
-        return self._builder.steps if self.format != "otlp" else self._builder.trace().steps
+        return self._builder.steps if self.format in APPEND_ONLY else self._builder.trace().steps
 
     def _announce(self) -> list[Any]:
         steps = self._current_steps()
         old = self._announced
-        if self.format != "otlp" and (not old or (len(steps) >= len(old) and steps[len(old) - 1] is old[-1])):
+        if self.format in APPEND_ONLY and (not old or (len(steps) >= len(old) and steps[len(old) - 1] is old[-1])):
             kept = len(old)  # append-only builders: the old steps are the same objects
         else:
             kept = common_prefix(old, steps)

@@ -234,6 +234,16 @@ class StepDetail(Vertical):
             title.append(" ground-truth decisive step", style=MARKER_STYLES["★"])
         self.query_one("#d-title", Static).update(title, layout=False)
 
+        reasoning = step.meta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning.strip():  # thinking: folded tighter than the content
+            folded = fold(clean(reasoning), max_lines=max_lines // 10, max_chars=max_chars // 10)
+            parts.append(Text("Reasoning", style="bold dim"))
+            parts.append(plain(folded.text, style=Style(dim=True, italic=True), query=opts.query))
+            if not folded.complete:
+                parts.append(Text(folded.note(), style=FOLD_STYLE))
+                cut.append("reasoning " + folded.note())
+            parts.append(Text(""))
+
         if step.content:
             folded = fold(step.content, max_lines=max_lines, max_chars=max_chars)
             parts.append(render_blocks(content_blocks(folded.text), raw=opts.raw,

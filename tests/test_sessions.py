@@ -1,0 +1,223 @@
+"""``whenpro sessions`` and ``whenpro view --sessions`` (issue 17, item 2) on a made-up home
+folder holding real Claude Code, Codex and Gemini files at the tools' default paths;
+folders from config.toml and environment variables; nothing outside them is read; a
+session still being written opens and follows (``--follow``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REAL_TRACES, REPO, settle
+from tests.support.live_writer import LineWriter
+from whenpro_core.formats import load_trace
+from whenpro_core.live.events import StepAdded, TraceReset
+from whenpro_core.live.follow import FileFollower
+from whenpro_core.sessions import list_sessions
+
+pytestmark = pytest.mark.real_traces
+
+SPOTTER = "ae4a77f8-aedd-4bc1-888f-c94edc91af04"
+#: (real file, where it goes below the made-up home)
+LAYOUT = [
+    ("claude-code/VibeCodingTracker/claude_code.jsonl", ".claude/projects/-home-wei-repo/e9f146fa.jsonl"),
+    (f"claude-code/spotter/{SPOTTER}.jsonl", f".claude/projects/-home-USER-spotter/{SPOTTER}.jsonl"),
+    (f"claude-code/spotter/{SPOTTER}/subagents/agent-aac57f5.jsonl",
+     f".claude/projects/-home-USER-spotter/{SPOTTER}/subagents/agent-aac57f5.jsonl"),
+    ("codex-cli/codemie-code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
+     ".codex/sessions/2026/05/11/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"),
+    ("codex-cli/VibeCodingTracker/codex.jsonl", ".codex/sessions/2025/09/19/rollout-2025-09-19T17-02-01996135.jsonl"),
+    ("gemini-cli/codemie-code/session-2025-12-01T21-45-5b959dae.json",
+     ".gemini/tmp/5b95hash/chats/session-2025-12-01T21-45-5b959dae.json"),
+    ("gemini-cli/codemie-code/logs.json", ".gemini/tmp/5b95hash/logs.json"),
+    ("gemini-cli/VibeCodingTracker/gemini.jsonl", ".gemini/tmp/vibe/chats/session-2026-04-23T12-52-0ab84937.jsonl"),
+]
+SESSIONS = [dst for _, dst in LAYOUT if "subagents" not in dst and not dst.endswith("logs.json")]
+
+
+def last_time(ref: str) -> str:
+    """The latest timestamp written in a raw session file (what sorts it)."""
+    path = REAL_TRACES / ref
+    if path.suffix == ".json":
+        return json.loads(path.read_text(encoding="utf-8"))["lastUpdated"]
+    stamps = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        obj = json.loads(line)
+        stamps += [v for v in (obj.get("timestamp"), (obj.get("$set") or {}).get("lastUpdated")) if v]
+    return max(stamps)
+
+
+@pytest.fixture
+def home(real_traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home folder with the real files at the default paths; HOME points at it."""
+    root = tmp_path / "home"
+    for src, dst in LAYOUT:
+        target = root / dst
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(real_traces / src, target)
+    (root / ".gemini/tmp/vibe/.project_root").write_text("/home/wei/VibeCodingTracker\n", encoding="utf-8")
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(root))
+    return root
+
+
+def whenpro(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **(env or {})})
+
+
+def test_sessions_lists_every_session_newest_first(home: Path) -> None:
+    out = whenpro("sessions", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert sorted(Path(r["path"]).relative_to(home).as_posix() for r in rows) == sorted(SESSIONS)
+    by_dst = {dst: src for src, dst in LAYOUT}
+    want_order = sorted(SESSIONS, key=lambda dst: last_time(by_dst[dst]), reverse=True)
+    assert [Path(r["path"]).relative_to(home).as_posix() for r in rows] == want_order
+    for row in rows:
+        trace = load_trace(row["path"])
+        assert row["steps"] == len(trace.steps) and row["error"] is None
+        assert row["errors"] == sum(1 for s in trace.steps if s.error)
+        assert row["prompt"] and trace.task.query.split()[0] in row["prompt"]
+    projects = {Path(r["path"]).name: r["project"] for r in rows}
+    assert projects["e9f146fa.jsonl"] == "/home/wei/repo/claude-code"  # the session's cwd
+    assert projects["session-2026-04-23T12-52-0ab84937.jsonl"] == "/home/wei/VibeCodingTracker"  # .project_root
+    spotter = next(r for r in rows if r["path"].endswith(f"{SPOTTER}.jsonl"))
+    assert spotter["errors"] == 12 and spotter["tool"] == "claude"
+
+
+def test_sessions_of_one_tool_and_plain_lines(home: Path) -> None:
+    out = whenpro("sessions", "codex")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2 and all("\tcodex\t" in line or " codex " in line for line in lines)
+    assert "122 steps" in lines[0] and "4 errors" in lines[0] and "show tools" in lines[0]
+    bad = whenpro("sessions", "cursor")
+    assert bad.returncode == 2 and bad.stderr.strip() == (
+        "whenpro: error: unknown tool 'cursor' (expected claude, codex, gemini)")
+
+
+def test_folders_come_from_config_and_environment(home: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "codex-home"
+    shutil.move(str(home / ".codex"), str(elsewhere))
+    out = whenpro("sessions", "codex")
+    assert out.returncode == 0 and out.stdout == ""
+    assert f"codex: {home / '.codex' / 'sessions'}" in out.stderr  # says where it looked
+    out = whenpro("sessions", "codex", env={"CODEX_HOME": str(elsewhere)})  # Codex's own variable
+    assert len(out.stdout.splitlines()) == 2, out.stderr
+    config_dir = Path(os.environ["WHENPRO_CONFIG_DIR"])
+    config_dir.mkdir(parents=True, exist_ok=True)
+    (config_dir / "config.toml").write_text(f'codex_sessions = "{elsewhere / "sessions"}"\n', encoding="utf-8")
+    assert len(whenpro("sessions", "codex").stdout.splitlines()) == 2
+    out = whenpro("sessions", "codex", env={"WHENPRO_CODEX_SESSIONS": str(tmp_path / "none")})
+    assert out.stdout == ""  # the environment wins over config.toml
+
+
+def test_nothing_outside_the_folders_is_read(home: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copyfile(home / ".claude/projects/-home-wei-repo/e9f146fa.jsonl", outside / "secret.jsonl")
+    (home / ".claude/projects/-home-wei-repo/link.jsonl").symlink_to(outside / "secret.jsonl")
+    (home / ".claude/projects/linked-project").symlink_to(outside, target_is_directory=True)
+    (home / ".claude/projects/notes.jsonl").write_text("{}\n", encoding="utf-8")  # not <project>/<session>
+    shutil.copyfile(home / ".claude/projects/-home-wei-repo/e9f146fa.jsonl",  # an older sub-agent file
+                    home / ".claude/projects/-home-wei-repo/agent-1234.jsonl")
+    rows = list_sessions(("claude",))
+    assert sorted(r.path.name for r in rows) == sorted(["e9f146fa.jsonl", f"{SPOTTER}.jsonl"])
+    assert all(outside not in r.path.resolve().parents for r in rows)
+
+
+async def test_view_sessions_opens_them_as_a_library(home: Path) -> None:
+    from whenpro_tui.app import WhenproApp
+    from whenpro_tui.screens.library import LibraryScreen
+    from whenpro_tui.screens.trace import TraceScreen
+    from whenpro_tui.starts import view_start
+
+    start = view_start(None, sessions=True)
+    assert start is not None
+    app = WhenproApp("", cursor_blink=False, start=start)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, LibraryScreen)
+        assert app.screen.table.row_count == len(SESSIONS)
+        await pilot.press("enter")  # the newest session opens as its trace
+        await settle(pilot)
+        assert isinstance(app.screen, TraceScreen)
+        assert app.screen.trace.id == "codex-019e1625-789d-76c0-80ab-3724b5ddb799"
+
+
+def test_view_sessions_with_a_path_that_is_no_tool_is_one_line(home: Path) -> None:
+    out = whenpro("view", "--sessions", "cursor")
+    assert out.returncode == 2 and "unknown tool 'cursor'" in out.stderr and out.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("src", [LAYOUT[0][0], LAYOUT[4][0], LAYOUT[7][0]])
+async def test_a_session_being_written_follows_to_the_same_trace(real_traces: Path, tmp_path: Path,
+                                                                 src: str) -> None:
+    """Lines arrive one by one (some torn); the announced steps, replayed with their
+    resets, end as the trace the importer reads from the finished file."""
+    lines = [line + b"\n" for line in (real_traces / src).read_bytes().splitlines() if line.strip()]
+    want = [s.model_dump(exclude={"raw"}) for s in load_trace(real_traces / src).steps]
+    path = tmp_path / Path(src).name
+    writer = LineWriter(path, lines, delay=0.002, split=[1, 5])
+    follower = FileFollower(path, poll_interval=0.01, use_watchfiles=False)
+    writer.start()
+    shown: list = []
+    gen = follower.events()
+
+    async def go() -> None:
+        async for ev in gen:
+            if isinstance(ev, TraceReset):
+                del shown[ev.kept:]
+            elif isinstance(ev, StepAdded):
+                assert ev.step.index == len(shown)
+                shown.append(ev.step)
+            if writer.done.is_set() and len(shown) == len(want) and [
+                    s.model_dump(exclude={"raw"}) for s in shown] == want:
+                return
+    try:
+        await asyncio.wait_for(go(), 120)
+    finally:
+        await gen.aclose()
+        follower.close()
+    writer.join()
+    final = load_trace(path)
+    assert follower.line_format in ("claude-code", "codex-cli", "gemini-cli")
+    assert [s.model_dump(exclude={"raw"}) for s in final.steps] == want
+    assert follower.trace().id == final.id
+
+
+async def test_view_follow_shows_a_claude_session_as_it_is_written(real_traces: Path, tmp_path: Path) -> None:
+    """``whenpro view --follow SESSION``: the live view grows with the file and ends as
+    the trace the importer reads; a tool result written later fills in its call's step."""
+    from tests.test_tui_live import first_screen, until
+    from whenpro_tui.app import WhenproApp
+    from whenpro_tui.screens.live_trace import LiveTraceScreen
+    from whenpro_tui.starts import LiveOptions, view_start
+
+    src = real_traces / LAYOUT[0][0]
+    lines = [line + b"\n" for line in src.read_bytes().splitlines() if line.strip()]
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"".join(lines[:3]))  # the prompt and the first assistant block, no result yet
+    start = view_start(None, follow=str(path), live=LiveOptions(judge=False))
+    assert start is not None
+    app = WhenproApp("", cursor_blink=False, start=start)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await first_screen(pilot, LiveTraceScreen)
+        await until(pilot, lambda: len(screen.trace.steps) == 2, "the first two steps")
+        assert screen.trace.steps[1].observation is None
+        with path.open("ab") as fh:
+            fh.write(b"".join(lines[3:]))
+        want = load_trace(src)
+        await until(pilot, lambda: len(screen.trace.steps) == len(want.steps), "every step")
+        await until(pilot, lambda: screen.trace.steps[1].observation is not None, "the first tool result")
+        assert [s.content for s in screen.trace.steps] == [s.content for s in want.steps]
+        assert [s.observation for s in screen.trace.steps] == [s.observation for s in want.steps]

@@ -1,0 +1,148 @@
+"""Write any trace as a Harbor ATIF ``trajectory.json`` (``whenpro convert IN OUT --to atif``),
+the reverse of :mod:`whenpro_core.formats.atif`.
+
+``{schema_version: "ATIF-v1.6", session_id: <trace id>, agent: {name, version, model_name?,
+extra}, steps, final_metrics?, extra}``. One ATIF step per whenpro step, ``step_id`` = index
++ 1:
+
+* ``source``: ``user`` for user steps, ``agent`` for steps spoken by an agent (those carry
+  ``model_name``, ``reasoning_content`` from ``meta["reasoning"]``, ``tool_calls`` and
+  ``metrics`` from ``meta["usage"]``), ``system`` for system prompts and for what the
+  environment said (tool results of their own, errors, compaction notes), since ATIF
+  allows those fields on agent steps only;
+* ``message``: the content; a step's observation is its ``observation.results`` (one
+  result, linked to the step's only call by ``source_call_id``);
+* tool-call ``arguments`` must be objects: any other value is wrapped as ``{"input": ...}``
+  (and unwrapped when read back);
+* tool calls without an id get ``call_<step>_<n>`` (ATIF needs one);
+* ``extra.whenpro``: what ATIF has no field for, so a round trip keeps it: the speaking
+  agent (ATIF names one agent per trajectory), kind, coordinate, error, which call ids and
+  arguments were made up or wrapped.
+
+ATIF holds no outcome, ground truth or task answer: they are in the trajectory's
+``extra.whenpro`` for whenpro only. Sub-agents stay in the one file (by
+``extra.whenpro.agent``), not as separate referenced trajectories.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from whenpro_core import jsonio
+from whenpro_core.formats.base import redact_secrets
+from whenpro_core.fsutil import atomic_write_bytes
+from whenpro_core.model import Step, Trace
+
+SCHEMA_VERSION = "ATIF-v1.6"
+#: Key of ATIF ``extra`` objects holding whenpro's own fields.
+EXTRA_KEY = "whenpro"
+_USAGE_KEYS = {"prompt_tokens": ("prompt_tokens", "input_tokens", "input"),
+               "completion_tokens": ("completion_tokens", "output_tokens", "output"),
+               "cached_tokens": ("cached_tokens", "cache_read_input_tokens", "cached"),
+               "cost_usd": ("cost_usd",)}
+
+
+def _source(step: Step, people: set[str]) -> str:
+    if step.kind == "user" or step.agent == "user":
+        return "user"
+    if step.kind == "system" or step.agent in people:
+        return "system"
+    return "agent"
+
+
+def _metrics(usage: Any) -> dict[str, Any] | None:
+    if not isinstance(usage, dict):
+        return None
+    out: dict[str, Any] = {}
+    for field, names in _USAGE_KEYS.items():
+        value = next((usage[n] for n in names if isinstance(usage.get(n), (int, float))
+                      and not isinstance(usage.get(n), bool)), None)
+        if value is not None:
+            out[field] = float(value) if field == "cost_usd" else int(value)
+    return out or None
+
+
+def _arguments(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else ({} if value is None else {"input": value})
+
+
+def atif_step(step: Step, people: set[str]) -> dict[str, Any]:
+    """One whenpro step as an ATIF step (rules in the module doc)."""
+    source = _source(step, people)
+    out: dict[str, Any] = {"step_id": step.index + 1, "source": source, "message": step.content}
+    timestamp = step.meta.get("timestamp")
+    if isinstance(timestamp, str) and timestamp:
+        out["timestamp"] = timestamp
+    calls = [{"tool_call_id": call.id or f"call_{step.index}_{j}", "function_name": call.name,
+              "arguments": _arguments(call.arguments)} for j, call in enumerate(step.tool_calls)]
+    if source == "agent":
+        if isinstance(step.meta.get("model"), str):
+            out["model_name"] = step.meta["model"]
+        if isinstance(step.meta.get("reasoning"), str) and step.meta["reasoning"]:
+            out["reasoning_content"] = step.meta["reasoning"]
+        if calls:
+            out["tool_calls"] = calls
+        metrics = _metrics(step.meta.get("usage"))
+        if metrics:
+            out["metrics"] = metrics
+    if step.observation is not None:
+        result: dict[str, Any] = {"content": step.observation}
+        if len(calls) == 1 and source == "agent":
+            result["source_call_id"] = calls[0]["tool_call_id"]
+        out["observation"] = {"results": [result]}
+    mine: dict[str, Any] = {"agent": step.agent, "kind": step.kind, "coord": step.coord}
+    wrapped = [j for j, call in enumerate(step.tool_calls) if call.arguments is not None
+               and not isinstance(call.arguments, dict)]
+    if wrapped:
+        mine["wrapped_arguments"] = wrapped
+    unnamed = [j for j, call in enumerate(step.tool_calls) if call.id is None]
+    if unnamed:  # ids made up for ATIF, which needs one
+        mine["unnamed_calls"] = unnamed
+    if step.error is not None:
+        mine["error"] = step.error
+    if calls and source != "agent":  # ATIF allows calls on agent steps only: kept here
+        mine["tool_calls"] = calls
+    out["extra"] = {EXTRA_KEY: mine}
+    return out
+
+
+def trace_to_atif(trace: Trace) -> dict[str, Any]:
+    """The ATIF trajectory of ``trace`` (a JSON-ready dict)."""
+    people = {"system", "environment", "user"}
+    speakers = [a for a in trace.agent_ids() if a not in people]
+    main = speakers[0] if speakers else "agent"
+    models = [s.meta["model"] for s in trace.steps if isinstance(s.meta.get("model"), str)]
+    agent: dict[str, Any] = {"name": main, "version": "unknown",
+                             "extra": {EXTRA_KEY: {"agents": [a.model_dump() for a in trace.agents],
+                                                   "framework": trace.framework}}}
+    if models:
+        agent["model_name"] = models[0]
+    steps = [atif_step(s, people) for s in trace.steps]
+    totals = [m for s in steps if (m := s.get("metrics"))]
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "session_id": trace.id, "agent": agent, "steps": steps}
+    if totals:
+        doc["final_metrics"] = {
+            "total_prompt_tokens": sum(m.get("prompt_tokens", 0) for m in totals),
+            "total_completion_tokens": sum(m.get("completion_tokens", 0) for m in totals),
+            "total_cached_tokens": sum(m.get("cached_tokens", 0) for m in totals),
+            "total_steps": len(steps)}
+    doc["extra"] = {EXTRA_KEY: redact_secrets({
+        "task": trace.task.model_dump(mode="json"), "final_answer": trace.final_answer,
+        "outcome": trace.outcome.value, "benchmark": trace.benchmark, "modality": trace.modality.value,
+        "ground_truth": trace.ground_truth.model_dump(mode="json") if trace.ground_truth else None,
+        "source": trace.source.model_dump(mode="json")})}
+    return doc
+
+
+def dumps_atif(trace: Trace) -> bytes:
+    """The ATIF JSON of ``trace`` (indented UTF-8)."""
+    return jsonio.dumps(trace_to_atif(trace), indent=True)
+
+
+def write_atif(trace: Trace, path: str | Path) -> Path:
+    """Write ``trace`` to ``path`` as ATIF, atomically."""
+    return atomic_write_bytes(path, dumps_atif(trace) + b"\n")
+
+
+__all__ = ["EXTRA_KEY", "SCHEMA_VERSION", "atif_step", "dumps_atif", "trace_to_atif", "write_atif"]
