@@ -29,6 +29,8 @@ from typing import Iterable, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from whenpro_core.redact import redact
+
 from whenpro_core import jsonio
 from whenpro_core.bench.score import accepted_steps, score_prediction, step_distance
 from whenpro_core.errors import ConfigError, TraceFormatError
@@ -162,15 +164,10 @@ def absolute_ref(ref: str) -> str:
     return f"{text}#{key}" if key is not None else text
 
 
-_SECRET = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|(?i:bearer)\s+[A-Za-z0-9._\-]{8,}|"
-                     r"(?i:api[_-]?key)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9._\-]{8,})")
-
-
 def safe_message(text: str, limit: int = 600) -> str:
     """An error message fit for a results file: one line, capped, API-key-like tokens
-    replaced by ``[redacted]``."""
-    line = " ".join(str(text).split())
-    line = _SECRET.sub("[redacted]", line)
+    replaced by ``[redacted]`` (:func:`whenpro_core.redact.redact`)."""
+    line = redact(" ".join(str(text).split()))
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from whenpro_core.llm.redact import one_line
 from whenpro_core.llm.retry import MalformedResponse
+from whenpro_core.textsafe import one_line
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,8 @@ def validation_summary(exc: Exception) -> str:
         errs = exc.errors(include_input=False, include_url=False)
         first = errs[0] if errs else {}
         loc = ".".join(str(p) for p in first.get("loc", ())) or "answer"
-        return one_line(f"answer does not match the schema ({len(errs)} error(s); {loc}: {first.get('msg', '')})")
-    return one_line(f"answer does not match the schema ({type(exc).__name__}: {exc})")
+        return one_line(f"answer does not match the schema ({len(errs)} error(s); {loc}: {first.get('msg', '')})", 240)
+    return one_line(f"answer does not match the schema ({type(exc).__name__}: {exc})", 240)
 
 
 def lenient_parse(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
