@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from whenpro_core.errors import BackendError
-from whenpro_core.llm.retry import MalformedResponse, is_timeout, status_of
+from whenpro_core.llm.retry import ErrorInBody, MalformedResponse, is_timeout, status_of
 from whenpro_core.redact import redact
 from whenpro_core.textsafe import one_line
 
@@ -50,6 +50,8 @@ def describe_failure(exc: BaseException, *, timeout_s: float, secrets: list[str]
         detail = server_message(exc)
         if detail:
             what += f": {detail}"
+        if isinstance(exc, ErrorInBody):
+            what += " (sent with HTTP 200)"
         if status in (401, 403):
             expected = "a valid API key for this endpoint"
         elif status == 404:

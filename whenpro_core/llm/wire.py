@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from whenpro_core.llm.retry import MalformedResponse
+from whenpro_core.llm.retry import ErrorInBody, MalformedResponse
 from whenpro_core.textsafe import one_line
 
 
@@ -40,7 +40,8 @@ class RawResult:
 
 
 def json_body(raw: Any) -> dict[str, Any]:
-    """The JSON object of an SDK raw response; :class:`MalformedResponse` if it is not one."""
+    """The JSON object of an SDK raw response; :class:`MalformedResponse` if it is not one,
+    :class:`ErrorInBody` if it is an error document sent with a 2xx status."""
     http = raw.http_response
     try:
         data = json.loads(http.content)
@@ -49,6 +50,8 @@ def json_body(raw: Any) -> dict[str, Any]:
         raise MalformedResponse(f"body is not JSON (content-type {one_line(ctype, 60)}, {len(http.content)} bytes)") from None
     if not isinstance(data, dict):
         raise MalformedResponse(f"body is JSON {type(data).__name__}, not an object")
+    if data.get("error") and not any(data.get(k) for k in ("choices", "output", "content")):
+        raise ErrorInBody(data)  # a 200 carrying {"error": ...}: the server's message, retried as a 5xx
     return data
 
 
