@@ -20,13 +20,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_importers_fuzz import (CHAT, INSPECT, INSPECT_SAMPLE, MAGENTIC, MAST, MAST_INNER, MINI, OH_EVENTS, OH_LINE,
-                                 OTEL, SWE, TAU, json_values, paths)
+from test_importers_fuzz import (
+    CHAT,
+    INSPECT,
+    INSPECT_SAMPLE,
+    MAGENTIC,
+    MAST,
+    MAST_INNER,
+    MINI,
+    OH_EVENTS,
+    OH_LINE,
+    OTEL,
+    SWE,
+    TAU,
+    json_values,
+    paths,
+)
 from typer.testing import CliRunner
 
-from conftest import SAMPLES
 from whenpro_core.cli import app
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace, walk

@@ -17,11 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, SAMPLES
+
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import Fault, LLMServer
-from whenpro_core.inert_output import inert, inert_streams
+from whenpro_core.inert_output import inert
 
 HOSTILE = "esc\x1b]52;c;cHduZWQ=\x07\x1b[2J"
 #: characters a terminal acts on: ESC, BEL, CSI (C1)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 from conftest import REPO
+
 from whenpro_core.formats import load_trace, walk
 
 LOG = "\n".join([

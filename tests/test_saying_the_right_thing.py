@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
+
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import Fault
 from whenpro_core.errors import BackendError, TraceFormatError

@@ -612,7 +612,8 @@ def main(argv: Optional[list[str]] = None) -> None:
             typer.echo(f"whenpro: error: no command or file '{clean(args[0])}'{hint}", err=True)
             raise SystemExit(2)
         args.insert(0, "view")
-    app(args=args, prog_name="whenpro")
+    with inert_streams():  # typer's own usage errors too, not only what the commands print
+        app(args=args, prog_name="whenpro")
 
 
 if __name__ == "__main__":

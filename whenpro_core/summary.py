@@ -7,8 +7,8 @@ import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from rich.console import Console
 from rich.table import Table

@@ -21,7 +21,6 @@ retried), the last one wins.
 from __future__ import annotations
 
 import os
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Literal
@@ -29,12 +28,11 @@ from typing import Iterable, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from whenpro_core.redact import redact
-
 from whenpro_core import jsonio
 from whenpro_core.bench.score import accepted_steps, score_prediction, step_distance
 from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.model import Attribution, Trace, TraceSummary, Usage
+from whenpro_core.redact import redact
 
 #: Version tag written in every record.
 RECORD_FORMAT = "whenpro.bench.record/1"

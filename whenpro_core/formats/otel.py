@@ -241,7 +241,7 @@ class OtlpImporter(FileImporter):
             raise TraceFormatError(f"cannot read file: {exc.strerror}", path=path) from None
         ctx = LoadContext(path=path, root=root)
         try:
-            docs = [(parse_json(data, path), None)]
+            docs: list[tuple[Any, int | None]] = [(parse_json(data, path), None)]
         except TraceFormatError as whole:
             lines = [(row, line) for row, line in enumerate(data.split(b"\n"), 1) if line.strip()]
             if not lines or not _is_json(lines[0][1]):  # one document (pretty-printed), cut or broken

@@ -15,7 +15,6 @@ from __future__ import annotations
 import collections
 import os
 import queue
-import re
 import shlex
 import signal
 import subprocess
