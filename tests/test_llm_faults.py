@@ -235,6 +235,9 @@ def test_redact_masks_keys_but_not_ordinary_words():
     assert basic == "GET http://[redacted]@127.0.0.1:9/v1 sent Authorization: Basic [redacted]"
     prose = "a basic arithmetic slip; the bearer of news; token counts; https://example.com/a@b"
     assert redact(prose) == prose
+    located = "cfg.json at $.llm.api_key: wrong type (expected a string)"  # a JSON path is not a secret
+    assert redact(located) == located
+    assert redact('{"api_key": "abc123", "password":"pw1234"}') == '{"api_key": "[redacted]", "password":"[redacted]"}'
     assert public_url("https://user:pw@host:8443/v1?key=secret#frag") == "https://host:8443/v1"
 
 
