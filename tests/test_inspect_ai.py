@@ -117,7 +117,83 @@ def test_zip_bomb_is_refused_without_extracting(tmp_path, monkeypatch):
              "samples/1_epoch_1.json": b" " * 3_000_000})
     monkeypatch.setattr(inspect_ai, "MAX_TOTAL_BYTES", 1_000_000)
     rows = list(walk(p))
-    assert "expands to" in rows[0].error and not list(tmp_path.glob("samples*"))
+    assert "1 of 1 samples not read" in rows[0].error and not list(tmp_path.glob("samples*"))
+
+
+HEADER = json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}}).encode()
+
+
+def _sample(sid: int) -> bytes:
+    return json.dumps({"id": sid, "epoch": 1, "messages": [{"role": "user", "content": f"task {sid}"}],
+                       "scores": {"s": {"value": "C"}}}).encode()
+
+
+def _bomb(path: Path, size: int) -> None:
+    """An .eval whose sample 2 is ``size`` bytes of spaces (deflates ~1000:1), written in
+    1 MiB chunks so the test itself never holds it."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("header.json", HEADER)
+        zf.writestr("samples/1_epoch_1.json", _sample(1))
+        with zf.open("samples/2_epoch_1.json", "w", force_zip64=True) as fh:
+            chunk = b" " * (1 << 20)
+            for _ in range(size >> 20):
+                fh.write(chunk)
+        zf.writestr("samples/3_epoch_1.json", _sample(3))
+
+
+def test_a_bomb_sample_is_left_out_and_said_on_stderr(tmp_path):
+    """Issue 13 item 7: a small .eval that expands far past a sane size: `info` imports the
+    other samples, names the left-out member on stderr, and never expands it."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    p = tmp_path / "bomb.eval"
+    _bomb(p, inspect_ai.MAX_MEMBER_BYTES + (2 << 20))
+    assert p.stat().st_size < 1_000_000
+    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "info", str(p)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "bomb.eval: 2 traces" in " ".join(out.stdout.split())
+    assert "samples/2_epoch_1.json expands past 128 MiB; not read" in out.stderr
+    assert out.stderr.startswith("whenpro: warning:") and out.stderr.count("\n") == 1
+    traces = load_traces(p)
+    assert [t.source.key for t in traces] == ["1_epoch_1", "3_epoch_1"]
+    assert "not read" in traces[0].extras["whenpro_warnings"][0]
+    with pytest.raises(TraceFormatError, match="expands past"):
+        load_trace(f"{p}#2_epoch_1")
+
+
+class _Endless(io.RawIOBase):
+    """A decompressing stream that never ends (a member whose declared size lies)."""
+
+    def __init__(self) -> None:
+        self.given = 0
+
+    def read(self, n: int = -1) -> bytes:
+        n = 1 << 20 if n is None or n < 0 else n
+        self.given += n
+        return b"\0" * n
+
+
+def test_members_are_read_as_streams_and_stop_at_the_limit(tmp_path):
+    stream = _Endless()
+    with pytest.raises(inspect_ai.MemberTooLarge, match="big.json expands past 3 MiB"):
+        inspect_ai.read_capped(stream, 3 << 20, name="big.json", path=tmp_path / "x.eval")
+    assert stream.given <= (3 << 20) + 1
+    assert inspect_ai.read_capped(io.BytesIO(b"abc"), 3, name="a", path=tmp_path) == b"abc"
+
+
+def test_an_archive_stops_at_its_total_expanded_size(tmp_path, monkeypatch):
+    p = tmp_path / "many.eval"
+    pad = b" " * 400_000
+    _zip(p, {"header.json": HEADER, **{f"samples/{i}_epoch_1.json": _sample(i)[:-1] + b', "pad": "' + pad + b'"}'
+                                        for i in range(1, 6)}})
+    monkeypatch.setattr(inspect_ai, "MAX_TOTAL_BYTES", 1_000_000)
+    traces = load_traces(p)
+    assert len(traces) == 2
+    assert traces[0].extras["whenpro_warnings"] == ["stopped after 1 MiB expanded: 3 of 5 samples not read"]
 
 
 def test_truncated_or_corrupt_archives(real_traces, tmp_path):

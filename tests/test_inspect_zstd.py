@@ -138,7 +138,7 @@ def test_a_member_expanding_past_the_limit_is_refused(tmp_path: Path, monkeypatc
     with pytest.raises(TraceFormatError) as err:
         load_trace(path)
     line = err.value.one_line()
-    assert str(path) in line and "header.json" in line and "1000" in line
+    assert str(path) in line and "header.json" in line and "expands past" in line
 
 
 def test_a_corrupt_zstd_member_is_one_line(tmp_path: Path) -> None:

@@ -212,7 +212,7 @@ async def test_api_key_never_leaks(model, make_backend, llm_server, whenpro_env,
 
     for err in errors:
         assert TEST_KEY not in _all_text(err)
-    assert "***" in str(errors[1]) and "***" in str(errors[2])
+    assert "[redacted]" in str(errors[1]) and "[redacted]" in str(errors[2])
     for record in caplog.records:
         assert TEST_KEY not in record.getMessage()
         assert TEST_KEY not in str(record.__dict__)
@@ -226,11 +226,18 @@ async def test_api_key_never_leaks(model, make_backend, llm_server, whenpro_env,
 
 
 def test_redact_masks_keys_but_not_ordinary_words():
-    from whenpro_core.llm.redact import public_url, redact
+    from whenpro_core.redact import public_url, redact
 
     text = "task-manager failed: key sk-proj-abcdef123456, header Bearer tok.123, x-api-key: zzzz9999"
     out = redact(text, ["zzzz9999"])
-    assert out == "task-manager failed: key sk-***, header Bearer ***, x-api-key: ***"
+    assert out == "task-manager failed: key [redacted], header Bearer [redacted], x-api-key: [redacted]"
+    basic = redact("GET http://user:pw@127.0.0.1:9/v1 sent Authorization: Basic dXNlcjpwdw==")
+    assert basic == "GET http://[redacted]@127.0.0.1:9/v1 sent Authorization: Basic [redacted]"
+    prose = "a basic arithmetic slip; the bearer of news; token counts; https://example.com/a@b"
+    assert redact(prose) == prose
+    located = "cfg.json at $.llm.api_key: wrong type (expected a string)"  # a JSON path is not a secret
+    assert redact(located) == located
+    assert redact('{"api_key": "abc123", "password":"pw1234"}') == '{"api_key": "[redacted]", "password":"[redacted]"}'
     assert public_url("https://user:pw@host:8443/v1?key=secret#frag") == "https://host:8443/v1"
 
 

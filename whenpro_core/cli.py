@@ -21,6 +21,8 @@ from typing import Callable, Optional
 import typer  # noqa: E402
 
 from whenpro_core.errors import ConfigError, WhenproError  # noqa: E402
+from whenpro_core.inert_output import inert_streams  # noqa: E402
+from whenpro_core.textsafe import clean, one_line  # noqa: E402
 
 app = typer.Typer(
     name="whenpro",
@@ -97,8 +99,6 @@ def _rich_broken_pipe(exc: SystemExit) -> bool:
 
 def _print_warning(line: str) -> None:
     """One recoverable problem (e.g. skipped bad lines of a trace file) as one stderr line."""
-    from whenpro_core.textsafe import one_line
-
     typer.echo(f"whenpro: warning: {one_line(line, 500)}", err=True)
 
 
@@ -109,33 +109,39 @@ def handles_errors(fn: Callable) -> Callable:
 
     @wraps(fn)
     def wrapper(*args, **kwargs):
-        from whenpro_core.formats import registry
-
-        registry.warning_sink = _print_warning
-        try:
-            return fn(*args, **kwargs)
-        except WhenproError as exc:
-            typer.echo(f"whenpro: error: {exc.one_line()}", err=True)
-            raise typer.Exit(2) from None
-        except BrokenPipeError:  # stdout closed early (| head): end quietly, as a killed pipe does
-            _quiet_stdout()
-            raise typer.Exit(141) from None
-        except SystemExit as exc:
-            if _rich_broken_pipe(exc):  # rich's Console met the same closed pipe
-                raise typer.Exit(141) from None
-            raise
-        except OSError as exc:  # a file-system failure no module turned into a WhenproError
-            where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-            if not where and _failed_on_stdout(exc):
-                where = "stdout: "  # e.g. > /dev/full
-                _quiet_stdout()  # the exit flush would fail again
-            typer.echo(f"whenpro: error: {where}{exc.strerror or exc}", err=True)
-            raise typer.Exit(2) from None
-        except KeyboardInterrupt:
-            typer.echo("whenpro: interrupted", err=True)
-            raise typer.Exit(130) from None
+        with inert_streams():  # every line out is inert and redacted, whatever its source
+            return _run_handling_errors(fn, args, kwargs)
 
     return wrapper
+
+
+def _run_handling_errors(fn: Callable, args: tuple, kwargs: dict):
+    """Call ``fn``, turning the errors a user can cause into one stderr line and an exit status."""
+    from whenpro_core.formats import registry
+
+    registry.warning_sink = _print_warning
+    try:
+        return fn(*args, **kwargs)
+    except WhenproError as exc:
+        typer.echo(f"whenpro: error: {exc.one_line()}", err=True)
+        raise typer.Exit(2) from None
+    except BrokenPipeError:  # stdout closed early (| head): end quietly, as a killed pipe does
+        _quiet_stdout()
+        raise typer.Exit(141) from None
+    except SystemExit as exc:
+        if _rich_broken_pipe(exc):  # rich's Console met the same closed pipe
+            raise typer.Exit(141) from None
+        raise
+    except OSError as exc:  # a file-system failure no module turned into a WhenproError
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        if not where and _failed_on_stdout(exc):
+            where = "stdout: "  # e.g. > /dev/full
+            _quiet_stdout()  # the exit flush would fail again
+        typer.echo(f"whenpro: error: {where}{exc.strerror or exc}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        typer.echo("whenpro: interrupted", err=True)
+        raise typer.Exit(130) from None
 
 
 def _finite(low: float, *, above: bool = False, what: str = "a number") -> Callable[[str], float]:
@@ -647,10 +653,11 @@ def main(argv: Optional[list[str]] = None) -> None:
 
             near = difflib.get_close_matches(args[0], sorted(commands), n=1)
             hint = f" (did you mean '{near[0]}'?)" if near else ""
-            typer.echo(f"whenpro: error: no command or file '{args[0]}'{hint}", err=True)
+            typer.echo(f"whenpro: error: no command or file '{clean(args[0])}'{hint}", err=True)
             raise SystemExit(2)
         args.insert(0, "view")
-    app(args=args, prog_name="whenpro")
+    with inert_streams():  # typer's own usage errors too, not only what the commands print
+        app(args=args, prog_name="whenpro")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from pydantic_settings import (
 from whenpro_core import paths
 from whenpro_core.errors import ConfigError
 from whenpro_core.llm.pricing import DEFAULT_PRICES, Price
+from whenpro_core.redact import public_url
 
 ENV_PREFIX = "WHENPRO_"
 
@@ -133,8 +134,6 @@ class Settings(BaseSettings):
     def public_dict(self) -> dict[str, Any]:
         """The settings as plain data, safe to print or store: keys become ``"set"``/``None``,
         base URLs lose any ``user:password@``, query and fragment."""
-        from whenpro_core.llm.redact import public_url
-
         data = self.model_dump(exclude={"prices"})
         for name in ("openai_api_key", "anthropic_api_key", "compatible_api_key"):
             data[name] = "set" if getattr(self, name) is not None else None

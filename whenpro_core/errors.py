@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from whenpro_core.redact import redact
+from whenpro_core.textsafe import clean
+
 
 class WhenproError(Exception):
     """Base of every error whenpro raises on purpose.
@@ -50,13 +53,16 @@ class WhenproError(Exception):
         return " ".join(parts)
 
     def one_line(self) -> str:
-        """The whole error as one line: ``<where>: <what> (expected <expected>)``."""
+        """The whole error as one line: ``<where>: <what> (expected <expected>)``. Paths and
+        messages come from outside (file names, server answers), so the line is shown inert
+        (:func:`~whenpro_core.textsafe.clean`) with credentials redacted
+        (:func:`~whenpro_core.redact.redact`) wherever it goes."""
         msg = self.what
         if self.expected:
             msg += f" (expected {self.expected})"
         where = self.where()
         line = f"{where}: {msg}" if where else msg
-        return " ".join(line.split())
+        return " ".join(clean(redact(line)).split())
 
     def located(self, *, path: str | Path | None = None, row: int | None = None) -> "WhenproError":
         """Fill in a missing file path or row number (used as errors travel outwards)."""

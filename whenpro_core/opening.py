@@ -104,3 +104,18 @@ def open_target(target: str, *, strict: bool = False) -> Opened:
     if not traces:
         return failed(TraceFormatError("file holds no traces", path=path))
     return Opened(rows=[summarize(t) for t in traces])
+
+
+def load_one(target: str) -> Trace:
+    """The one trace ``target`` names, for commands that act on a single trace
+    (``attribute``): ``path#key``, or a file that holds exactly one trace. A file holding
+    several raises TraceFormatError naming ``PATH#key`` rather than silently taking the
+    first (as ``convert`` refuses to write several traces to one file)."""
+    path, key = split_ref(target)
+    if key is None and path.is_file():
+        rows = summarize_file(path, find_root(path), direct=True)
+        if len(rows) > 1:
+            example = rows[0].ref() if rows[0].key is not None else f"{path}#1"
+            raise TraceFormatError(f"file holds {len(rows)} traces; name one", path=path,
+                                   expected=f"PATH#key, e.g. {example} (whenpro ls {path} lists the keys)")
+    return load_trace(target)

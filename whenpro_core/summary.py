@@ -7,8 +7,8 @@ import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable
 
 from rich.console import Console
 from rich.table import Table
@@ -34,14 +34,26 @@ def is_single_file(target: str) -> bool:
 def _rows(target: str) -> Iterable[TraceSummary]:
     """The listing rows of ``target``. A single file named by itself whose every row
     failed to import raises its (first) error instead: one line, status 2 in the CLI (a
-    dataset walk lists bad files and carries on)."""
+    dataset walk lists bad files and carries on). A folder holding no trace file at all
+    (an empty folder named ``trace.json``) raises too, rather than reporting 0 traces."""
     if not is_single_file(target):
-        return walk(target)
+        return _not_empty(walk(target), target) if Path(target).is_dir() else walk(target)
     rows = list(walk(target))
     if rows and all(r.error for r in rows):
         more = f" (and {len(rows) - 1} more bad rows)" if len(rows) > 1 else ""
         raise TraceFormatError(f"{rows[0].error}{more}")
     return rows
+
+
+def _not_empty(rows: Iterable[TraceSummary], folder: str) -> Iterator[TraceSummary]:
+    """``rows`` as they come; raises TraceFormatError at the end when there were none."""
+    seen = False
+    for row in rows:
+        seen = True
+        yield row
+    if not seen:
+        raise TraceFormatError("folder holds no trace files", path=folder,
+                               expected="a trace file, or a folder of trace files")
 
 
 def dataset_counts(rows: Iterable[TraceSummary]) -> dict[str, Counter]:
@@ -172,7 +184,38 @@ def convert(src: str, out: Path | str, *, force: bool = False,
     (a JSONL release, a folder, a glob) -> ``out`` is a folder of ``<id>.json`` files;
     ``out`` ``-`` writes one trace to stdout, and an ``out`` ending in ``/`` is a folder
     (made if missing). Refuses to overwrite existing files unless ``force``. Returns the
-    written paths (none for stdout)."""
+    written paths (none for stdout). Folders it made are removed again when it fails or
+    writes nothing into them."""
+    made = [] if str(out) == "-" else _missing_folders(Path(out))
+    try:
+        written = _convert(src, out, force=force, console=console, to=to)
+    except BaseException:
+        _remove_empty(made)
+        raise
+    if not written:
+        _remove_empty(made)
+    return written
+
+
+def _missing_folders(path: Path) -> list[Path]:
+    """``path`` and its ancestors that do not exist yet, deepest first."""
+    missing = []
+    while not path.exists() and path.parent != path:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove each of ``folders`` (deepest first) that is now an empty folder."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty, not a folder, or gone: leave it
+            return
+
+
+def _convert(src: str, out: Path | str, *, force: bool, console: Console | None, to: str) -> list[Path]:
     console = console or Console(stderr=True, soft_wrap=True)
     as_folder = isinstance(out, str) and out.endswith(("/", os.sep)) and out.strip("/" + os.sep) != ""
     out = Path(out)

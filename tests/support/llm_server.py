@@ -74,10 +74,16 @@ class Fault:
     retry_after: str | None = None
     seconds: float = 0.0
     message: str = ""
+    echo_auth: bool = False
+    ok_status: bool = False
 
     @classmethod
-    def http(cls, status: int, *, retry_after: str | None = None, message: str = "") -> "Fault":
-        return cls("status", status=status, retry_after=retry_after, message=message)
+    def http(cls, status: int, *, retry_after: str | None = None, message: str = "", echo_auth: bool = False,
+             ok_status: bool = False) -> "Fault":
+        """``echo_auth``: the message quotes the request's credentials headers back (as some
+        proxies do); ``ok_status``: the error body is sent with HTTP 200 (as some gateways do)."""
+        return cls("status", status=status, retry_after=retry_after, message=message, echo_auth=echo_auth,
+                   ok_status=ok_status)
 
     @classmethod
     def hang(cls, seconds: float) -> "Fault":
@@ -354,7 +360,10 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (timeout): nothing to do
         self.close_connection = True
 
-    def _error(self, api: str | None, status: int, message: str, *, headers: dict[str, str] | None = None) -> None:
+    def _error(self, api: str | None, status: int, message: str, *, headers: dict[str, str] | None = None,
+               kind_of: int | None = None) -> None:
+        """Send an error body of the API's shape; ``kind_of``: the status whose error type the
+        body names (default ``status``; differs when an error is sent with HTTP 200)."""
         etype = {
             400: "invalid_request_error",
             401: "authentication_error",
@@ -362,7 +371,7 @@ class _Handler(BaseHTTPRequestHandler):
             404: "not_found_error",
             429: "rate_limit_error",
             529: "overloaded_error",
-        }.get(status, "api_error")
+        }.get(kind_of or status, "api_error")
         if api == "messages":
             payload = {"type": "error", "error": {"type": etype, "message": message}}
         else:
@@ -421,8 +430,13 @@ class _Handler(BaseHTTPRequestHandler):
             rec.fault = fault.kind
             if fault.kind == "status":
                 hdrs = {"Retry-After": fault.retry_after} if fault.retry_after is not None else None
-                self._error(api, fault.status, fault.message or f"injected HTTP {fault.status}", headers=hdrs)
-                return fault.status
+                message = fault.message or f"injected HTTP {fault.status}"
+                if fault.echo_auth:
+                    sent = [f"{k}: {v}" for k, v in self.headers.items() if k.lower() in _SECRET_HEADERS]
+                    message += f" (request headers: {'; '.join(sent)})"
+                sent_status = 200 if fault.ok_status else fault.status
+                self._error(api, sent_status, message, headers=hdrs, kind_of=fault.status)
+                return sent_status
             if fault.kind == "hang":
                 llm._stop.wait(fault.seconds)
                 self._error(api, 504, "injected hang ended")

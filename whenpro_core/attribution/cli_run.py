@@ -13,7 +13,7 @@ from whenpro_core.attribution.report import print_verdict, verdict_record
 from whenpro_core.attribution.run import attribute, protocol_name
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.errors import ConfigError, WhenproError
-from whenpro_core.formats import load_trace
+from whenpro_core.opening import load_one
 from whenpro_core.taxonomy import taxonomy_for
 
 
@@ -29,7 +29,7 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
     if name == "heuristic" and model:
         raise ConfigError("--protocol heuristic and --model do not go together",
                           expected="no --model: heuristic uses no model")
-    trace = load_trace(ref)
+    trace = load_one(ref)
     judge = None
     if name != "heuristic":
         from whenpro_core.attribution.llm_judge import make_judge

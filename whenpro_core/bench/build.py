@@ -42,6 +42,7 @@ from whenpro_core.bench.build_plan import Attempt, Plan, Seed, parse_modes, plan
 from whenpro_core.bench.build_store import LAYOUTS, BuildStore, Entry
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.model import Trace
+from whenpro_core.redact import redact
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,6 @@ class _Tracked:
 
 
 def _describe(exc: BaseException) -> str:
-    from whenpro_core.llm.redact import redact
-
     text = exc.one_line() if isinstance(exc, WhenproError) else f"{type(exc).__name__}: {exc}"
     return redact(text)[:500]
 

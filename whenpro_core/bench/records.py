@@ -21,7 +21,6 @@ retried), the last one wins.
 from __future__ import annotations
 
 import os
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Literal
@@ -33,6 +32,7 @@ from whenpro_core import jsonio
 from whenpro_core.bench.score import accepted_steps, score_prediction, step_distance
 from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.model import Attribution, Trace, TraceSummary, Usage
+from whenpro_core.redact import redact
 
 #: Version tag written in every record.
 RECORD_FORMAT = "whenpro.bench.record/1"
@@ -162,15 +162,10 @@ def absolute_ref(ref: str) -> str:
     return f"{text}#{key}" if key is not None else text
 
 
-_SECRET = re.compile(r"(sk-[A-Za-z0-9_\-]{8,}|(?i:bearer)\s+[A-Za-z0-9._\-]{8,}|"
-                     r"(?i:api[_-]?key)[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9._\-]{8,})")
-
-
 def safe_message(text: str, limit: int = 600) -> str:
     """An error message fit for a results file: one line, capped, API-key-like tokens
-    replaced by ``[redacted]``."""
-    line = " ".join(str(text).split())
-    line = _SECRET.sub("[redacted]", line)
+    replaced by ``[redacted]`` (:func:`whenpro_core.redact.redact`)."""
+    line = redact(" ".join(str(text).split()))
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 

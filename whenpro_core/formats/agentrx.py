@@ -33,8 +33,8 @@ from whenpro_core.formats.base import (DocumentImporter, LoadContext, as_text, e
                                        is_message_list, redact_secrets, sibling_json)
 from whenpro_core.formats.chat import chat_step, is_chat_role
 from whenpro_core.formats.whowhen import _kind_hand_crafted, speaker_of
-from whenpro_core.model import (Agent, Annotation, GroundTruth, Outcome, Source, Step, Task,
-                                Trace)
+from whenpro_core.model import (TRACE_HIDDEN_KEY, Agent, Annotation, GroundTruth, Outcome, Source, Step,
+                                Task, Trace)
 
 LABELS_FILE = "ground_truth.json"
 _TAU_AGENTS = {"user": "User", "assistant": "Assistant", "system": "system", "tool": "tool"}
@@ -101,16 +101,20 @@ def apply_labels(trace: Trace, path: Path, trajectory_id: Any, *, offset: int) -
         agent = by_agent.get(str(raw_agent).lower(), raw_agent) if raw_agent is not None else None
         decisive = root_id is not None and str(f.get("failure_id")) == root_id
         category = as_text(f.get("failure_category")) or "failure"
+        reason = as_text(f.get("step_reason")).strip()
+        if not reason and decisive:  # an empty step_reason: the root cause says why
+            reason = as_text(root.get("reason_for_root_cause")).strip()
         trace.annotations.append(Annotation(
-            label=category, agent=agent, step=coord, reason=as_text(f.get("step_reason")) or None,
+            label=category, agent=agent, step=coord, reason=reason or None,
             source="agentrx", decisive=decisive))
         if decisive:
             trace.ground_truth = GroundTruth(
                 agent=agent, step=coord, step_index=coords[coord], mode=None,
-                reason=f"[{category}] {as_text(f.get('step_reason'))}".strip(),
+                reason=f"[{category}] {reason}".strip(),
                 native=copy.deepcopy(entry))  # the parsed labels file is cached: never share it
     trace.outcome = Outcome.failure
-    trace.extras["failure_summary"] = entry.get("failure_summary")
+    if entry.get("failure_summary") is not None:  # label text: hidden with the labels, not in visible extras
+        trace.extras.setdefault(TRACE_HIDDEN_KEY, {})["failure_summary"] = entry["failure_summary"]
 
 
 class MagenticListImporter(DocumentImporter):
@@ -174,8 +178,10 @@ class TauBenchImporter(DocumentImporter):
         info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
         task = info.get("task") if isinstance(info.get("task"), dict) else {}
         reward = doc.get("reward")
-        if reward is not None and not isinstance(reward, (int, float)):
-            raise ctx.error("wrong type", "$.reward", "a number (1.0 = success)")
+        if reward is not None and (not isinstance(reward, (int, float)) or isinstance(reward, bool)):
+            raise ctx.error("wrong type", "$.reward", "a number from 0 to 1 (1.0 = success)")
+        if reward is not None and not 0 <= reward <= 1:
+            raise ctx.error(f"reward {reward} out of range", "$.reward", "a number from 0 to 1 (1.0 = success)")
         outputs = task.get("outputs")
         trace = Trace(
             id=f"tau-{doc.get('task_id')}" + (f"-t{doc['trial']}" if doc.get("trial") is not None else ""),

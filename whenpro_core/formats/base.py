@@ -28,6 +28,7 @@ from whenpro_core import jsonio
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.model import Trace, TraceSummary
+from whenpro_core.redact import redact_secrets as redact_secrets  # re-exported: the importers take it from here
 
 
 @dataclass(frozen=True)
@@ -240,30 +241,6 @@ def maybe_json(value: Any) -> Any:
 
 
 # --------------------------------------------------------------------------- shared by importers
-
-#: Keys whose values are secrets. Importers replace their values by :data:`REDACTED`
-#: wherever they keep source fields (``extras``, ``raw``), masked or not (brief: API keys
-#: never appear in traces or logs).
-SECRET_KEYS = re.compile(r"(api[_-]?key|secret|password|passwd|token$|authorization|access[_-]?key)",
-                         re.IGNORECASE)
-REDACTED = "[redacted]"
-
-
-def redact_secrets(value: Any, _depth: int = 0) -> Any:
-    """A copy of a JSON value in which every object member whose key names a secret
-    (:data:`SECRET_KEYS`: ``api_key``, ``aws_secret_access_key``, ``password``, ...)
-    and holds a non-empty value is replaced by ``"[redacted]"``. Token *counts*
-    (``prompt_tokens``) are kept: the pattern only matches keys ending in ``token``."""
-    if _depth > 64:
-        return value
-    if isinstance(value, dict):
-        return {k: (REDACTED if isinstance(k, str) and SECRET_KEYS.search(k)
-                    and value[k] not in (None, "", [], {}) and not isinstance(value[k], (int, float))
-                    else redact_secrets(value[k], _depth + 1)) for k in value}
-    if isinstance(value, list):
-        return [redact_secrets(v, _depth + 1) for v in value]
-    return value
-
 
 _STRUCTURE = re.compile(rb'["{}\[\],]')
 _STRING_END = re.compile(rb'(?:[^"\\]|\\.)*+"', re.DOTALL)

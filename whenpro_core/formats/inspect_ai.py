@@ -4,11 +4,14 @@ real_traces/inspect-ai-logs; ``UKGovernmentBEIS/inspect_ai`` log format, version
 * ``.json``: ``{version, status, eval, plan, results, stats, error?, samples: [...]}``.
 * ``.eval``: a zip archive with ``header.json`` (the log without samples; absent while a
   run is in progress, then ``_journal/start.json`` stands in), ``samples/<id>_epoch_<n>.json``,
-  ``summaries.json``, ``reductions.json``. Read in memory with :mod:`zipfile`, never
-  extracted; at most :data:`MAX_MEMBER_BYTES` per member and :data:`MAX_TOTAL_BYTES` in
-  all (a zip bomb is refused with a TraceFormatError). inspect-ai 0.3.x compresses members
-  with Zstandard (ZIP method 93, which :mod:`zipfile` reads only from Python 3.14): those
-  are decompressed as a stream by the ``zstandard`` library (:func:`open_member`).
+  ``summaries.json``, ``reductions.json``. Members are read as streams with :mod:`zipfile`,
+  never extracted, one sample at a time (:func:`read_capped`): at most
+  :data:`MAX_MEMBER_BYTES` expanded per member and :data:`MAX_TOTAL_BYTES` per archive. A
+  sample past either limit is not read (a zip bomb of 1.4 MB that expands to 1.4 GiB costs
+  no more than the limits): the samples read import, and a warning on stderr names what was
+  left out; a header past the limit is a TraceFormatError. inspect-ai 0.3.x compresses
+  members with Zstandard (ZIP method 93, which :mod:`zipfile` reads only from Python 3.14):
+  those are decompressed as a stream by the ``zstandard`` library (:func:`open_member`).
 
 One trace per sample, key ``<id>_epoch_<epoch>``, id ``inspect-<task>-<id>-e<epoch>@<log
 file name>``: the same sample appears in many logs (reruns of a task, a run saved as
@@ -33,6 +36,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterator
 
@@ -44,8 +48,11 @@ from whenpro_core.formats.base import (DocumentImporter, FileImporter, LoadConte
 from whenpro_core.formats.chat import chat_step
 from whenpro_core.model import Agent, Modality, Outcome, Source, Task, Trace, TraceSummary
 
-MAX_MEMBER_BYTES = 512 * 1024 * 1024
-MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
+#: Expanded bytes read from one archive member at most (a sample's JSON), and from one
+#: archive in all: a sane size for an evaluation log, far below what a zip bomb expands to.
+MAX_MEMBER_BYTES = 128 * 1024 * 1024
+MAX_TOTAL_BYTES = 512 * 1024 * 1024
+_CHUNK = 1024 * 1024
 _REF = re.compile(r"(?:attachment|tc)://([0-9a-f]{8,64})")
 _SAMPLE = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json$")
 _GOOD = {"C", "1", "1.0", "TRUE", "CORRECT"}
@@ -226,6 +233,41 @@ class InspectJsonImporter(DocumentImporter):
         return super().summaries(doc, ctx)
 
 
+class MemberTooLarge(TraceFormatError):
+    """An archive member expands past the bytes it may take (:func:`read_capped`)."""
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1024 * 1024):.0f} MiB"
+
+
+def read_capped(stream: IO[bytes], limit: int, *, name: str, path: Path) -> bytes:
+    """Every byte of the (decompressing) ``stream``, read in 1 MiB chunks; raises
+    :class:`MemberTooLarge` (naming ``name`` in ``path``) as soon as more than ``limit``
+    bytes come out, so memory never exceeds ``limit`` + 1 MiB whatever the member claims.
+    Any member reader (deflate, stored, Zstandard) can go through it."""
+    data = bytearray()
+    while chunk := stream.read(min(_CHUNK, limit + 1 - len(data))):
+        data += chunk
+        if len(data) > limit:
+            raise _too_large(name, limit, path)
+    return bytes(data)
+
+
+def _too_large(name: str, limit: int, path: Path) -> MemberTooLarge:
+    return MemberTooLarge(f"{name} expands past {_mib(limit)}; not read", path=path,
+                          expected=f"archive members of at most {_mib(MAX_MEMBER_BYTES)} expanded, "
+                                   f"{_mib(MAX_TOTAL_BYTES)} in all")
+
+
+@dataclass
+class _Budget:
+    """Expanded bytes one archive may still take, and the notes on what was left out."""
+
+    left: int = field(default_factory=lambda: MAX_TOTAL_BYTES)
+    notes: list[str] = field(default_factory=list)
+
+
 class InspectEvalImporter(FileImporter):
     """An Inspect ``.eval`` zip archive: one trace per ``samples/*.json`` member."""
 
@@ -243,23 +285,23 @@ class InspectEvalImporter(FileImporter):
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
             raise TraceFormatError(f"not a readable zip archive ({exc})", path=path,
                                    expected="an Inspect .eval log (zip)") from None
-        total = sum(i.file_size for i in zf.infolist())
-        if total > MAX_TOTAL_BYTES:
-            zf.close()
-            raise TraceFormatError(f"archive expands to {total} bytes", path=path,
-                                   expected=f"at most {MAX_TOTAL_BYTES} bytes uncompressed")
         return zf
 
     @staticmethod
-    def _read(zf: zipfile.ZipFile, name: str, path: Path) -> Any:
+    def _read(zf: zipfile.ZipFile, name: str, path: Path, budget: _Budget | None = None) -> Any:
+        """Member ``name`` parsed as JSON, read as a stream of at most :data:`MAX_MEMBER_BYTES`
+        (and what ``budget`` has left, which it is charged)."""
+        limit = MAX_MEMBER_BYTES if budget is None else min(MAX_MEMBER_BYTES, budget.left)
+        if zf.getinfo(name).file_size > limit:  # zipfile never expands past the declared size
+            raise _too_large(name, limit, path)
         try:
             with open_member(zf, name) as fh:
-                data = fh.read(MAX_MEMBER_BYTES + 1)
+                data = read_capped(fh, limit, name=name, path=path)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
                 zstandard.ZstdError) as exc:
             raise TraceFormatError(f"cannot read {name} from the archive ({exc})", path=path) from None
-        if len(data) > MAX_MEMBER_BYTES:
-            raise TraceFormatError(f"{name} is larger than {MAX_MEMBER_BYTES} bytes", path=path)
+        if budget is not None:
+            budget.left -= len(data)
         try:
             return parse_json(data, path)
         except TraceFormatError as exc:
@@ -285,23 +327,45 @@ class InspectEvalImporter(FileImporter):
                  if (m := _SAMPLE.match(n))]
         return sorted(found, key=lambda nk: natural_key(nk[1]))
 
-    def _traces(self, path: Path, root: Path | None, key: str | None = None) -> Iterator[Trace]:
+    def _traces(self, path: Path, root: Path | None, key: str | None = None,
+                budget: _Budget | None = None) -> Iterator[Trace]:
+        """The traces of the archive's samples (only ``key``'s when given), read one at a
+        time. A sample past the size limits is left out with a note in ``budget.notes``
+        (raised instead when it is the one ``key`` asks for)."""
+        budget = budget if budget is not None else _Budget()
         with self._open(path) as zf:
             header = self._header(zf, path)
             names = self._sample_names(zf)
             if not names:
                 raise _no_samples(header, path)
             ctx = LoadContext(path=path, root=root)
-            for name, skey in names:
+            for i, (name, skey) in enumerate(names):
                 if key is not None and skey != key:
                     continue
-                yield sample_trace(self._read(zf, name, path), header, ctx, f"{name}:$")
+                try:
+                    sample = self._read(zf, name, path, budget)
+                except MemberTooLarge as exc:
+                    if key is not None:
+                        raise
+                    if budget.left < MAX_MEMBER_BYTES:  # the archive's total, not this member
+                        budget.notes.append(f"stopped after {_mib(MAX_TOTAL_BYTES - budget.left)} expanded: "
+                                            f"{len(names) - i} of {len(names)} samples not read")
+                        return
+                    budget.notes.append(exc.what)
+                    continue
+                yield sample_trace(sample, header, ctx, f"{name}:$")
 
     def summaries(self, path: Path, root: Path | None) -> Iterator[TraceSummary]:
+        budget = _Budget()
         try:
-            rows = [summarize(t) for t in self._traces(path, root)]
+            rows = [summarize(t) for t in self._traces(path, root, budget=budget)]
         except TraceFormatError as exc:
             rows = [TraceSummary(id=path.stem, path=str(path), format=self.name, error=exc.one_line())]
+        if not rows and budget.notes:
+            rows = [TraceSummary(id=path.stem, path=str(path), format=self.name,
+                                 error=TraceFormatError("; ".join(budget.notes), path=path).one_line())]
+        for row in rows:
+            row.warnings.extend(budget.notes)
         yield from rows
 
     def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
@@ -315,4 +379,11 @@ class InspectEvalImporter(FileImporter):
                                expected="a key <sample id>_epoch_<n> or a 1-based position")
 
     def load_all(self, path: Path, root: Path | None) -> list[Trace]:
-        return list(self._traces(path, root))
+        budget = _Budget()
+        traces = list(self._traces(path, root, budget=budget))
+        if not traces and budget.notes:
+            raise TraceFormatError("; ".join(budget.notes), path=path,
+                                   expected=f"samples of at most {_mib(MAX_MEMBER_BYTES)} expanded")
+        for trace in traces:
+            trace.extras.setdefault("whenpro_warnings", []).extend(budget.notes)
+        return traces

@@ -13,10 +13,15 @@ holds one record or a list of them (several traces, key = ``trace_id``). ``trace
   proxy's messages are ``user`` steps, the agents' messages ``assistant`` steps. ``note`` (the annotator's verdict) and ``other_data`` (``correct``) leak the
   labels: they are moved to ``extras["hidden"]`` (:data:`~whenpro_core.model.TRACE_HIDDEN_KEY`),
   which renderers and judges never read.
-* MetaGPT: a plain-text communication log, or a JSON document whose ``content`` holds one.
-  The log is split into steps at its speaker markers: ``[time] FROM: <agent> TO: ...``
-  blocks (``CONTENT:`` follows) and ``[time] NEW MESSAGES:`` blocks whose first line is
-  ``<agent>: <text>``; blocks end at a line of dashes.
+* MetaGPT: a plain-text communication log, or a JSON document ``{run_id, prompt, content,
+  timestamp, cost, log_file}`` whose ``content`` holds one. A communication log is split
+  into steps at its speaker markers: ``[time] FROM: <agent> TO: ...`` blocks (``CONTENT:``
+  follows) and ``[time] NEW MESSAGES:`` blocks whose first line is ``<agent>: <text>``;
+  blocks end at a line of dashes. A loguru log (``<time> | INFO | <module>:_act:<line> -
+  Alice(SimpleCoder): to do SimpleWriteCode(SimpleWriteCode)`` lines, each followed by what
+  the role wrote) gives one step per role action: the agent is ``Alice(SimpleCoder)`` (name
+  and role, as logged; ``Agent.role`` is the role), the step's content the text up to the
+  next log line, ``meta`` the time, action, name and role. ``prompt`` is the task.
 
 Labels, trace-level only (no step, no agent):
 
@@ -56,6 +61,12 @@ _BLOCK_END = re.compile(r"^-{20,}\s*$", re.M)
 _FROM = re.compile(r"^\[(?P<time>[^\]]*)\]\s*FROM:\s*(?P<agent>.+?)\s+TO:\s*(?P<to>.*)$", re.M)
 _NEW = re.compile(r"^\[(?P<time>[^\]]*)\]\s*NEW MESSAGES:\s*$", re.M)
 _SPEAKER = re.compile(r"^\s*(?P<agent>[A-Za-z][\w .-]{0,60}?):[ \t]?(?P<rest>.*)$")
+#: A loguru line: ``2025-01-17 11:40:27.872 | INFO     | metagpt.roles.role:_act:391 - <message>``.
+_LOGURU = re.compile(r"^(?P<time>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\s*\|\s*(?P<level>[A-Z]+)\s*\|"
+                     r"\s*(?P<where>\S+)\s+-\s+(?P<message>.*)$", re.M)
+#: A role action logged by MetaGPT's ``Role._act``: ``Alice(SimpleCoder): to do SimpleWriteCode(...)``.
+_ROLE_ACTION = re.compile(r"^(?P<name>[^():|]{1,80}?)\((?P<role>[^()]{1,80})\):\s*(?:to do|ready to)\s+"
+                          r"(?P<action>[\w.]+)")
 
 
 def is_record(doc: Any) -> bool:
@@ -110,6 +121,31 @@ def split_metagpt_log(text: str) -> list[tuple[str, str, dict]]:
     return turns
 
 
+def split_loguru_log(text: str) -> list[tuple[str, str, dict]]:
+    """Split a MetaGPT loguru log into ``(agent, content, meta)`` turns, one per role action
+    line (``Alice(SimpleCoder): to do SimpleWriteCode``); the content is the text up to the
+    next log line. Other log lines (costs, saves) end a turn's content and give no turn."""
+    turns: list[tuple[str, str, dict]] = []
+    lines = list(_LOGURU.finditer(text))
+    for n, line in enumerate(lines):
+        act = _ROLE_ACTION.match(line.group("message"))
+        if act is None:
+            continue
+        end = lines[n + 1].start() if n + 1 < len(lines) else len(text)
+        name, role = act.group("name").strip(), act.group("role").strip()
+        meta = {"time": line.group("time"), "action": act.group("action"), "name": name, "role": role,
+                "logger": line.group("where")}
+        turns.append((f"{name}({role})", text[line.end():end].strip("\n"), meta))
+    return turns
+
+
+def _log_steps(text: str) -> list[Step]:
+    """Steps of a MetaGPT log: communication-log markers, else loguru role actions."""
+    turns = split_metagpt_log(text) or split_loguru_log(text)
+    return [Step(index=i, coord=str(i), agent=a, kind="user" if a.lower() == "human" else "message",
+                 content=c, meta=m) for i, (a, c, m) in enumerate(turns)]
+
+
 class MastImporter(DocumentImporter):
     """MAD records and mast-lint AG2 records: one record, or a list of records."""
 
@@ -145,11 +181,11 @@ class MastImporter(DocumentImporter):
             extras["trace_meta"] = {k: v for k, v in inner.items()
                                     if k not in ("trajectory", "problem_statement", *_LEAKING)}
         elif isinstance(inner, str):
-            steps = [Step(index=i, coord=str(i), agent=a, kind="user" if a.lower() == "human" else "message",
-                          content=c, meta=m) for i, (a, c, m) in enumerate(split_metagpt_log(inner))]
+            steps = _log_steps(inner)
             if not steps:
                 raise ctx.error("no speaker markers in the log text", f"{where}.trace",
-                                "a MetaGPT log with FROM:/NEW MESSAGES: blocks, or an AG2 JSON trace")
+                                "a MetaGPT log with FROM:/NEW MESSAGES: blocks or 'Name(Role): to do Action' "
+                                "log lines, or an AG2 JSON trace")
             query = query or next((s.content for s in steps if s.kind == "user"), "")
         else:
             raise ctx.error("wrong type", f"{where}.trace", "a JSON object or log text")
@@ -157,14 +193,14 @@ class MastImporter(DocumentImporter):
         tid = rec.get("trace_id")
         mas = as_text(rec.get("mas_name")) or "unknown"
         annotations += self._gold(ctx, tid)
-        agents: dict[str, None] = {}
+        agents: dict[str, str | None] = {}
         for s in steps:
-            agents.setdefault(s.agent, None)
+            agents.setdefault(s.agent, s.meta.get("role") if isinstance(s.meta.get("role"), str) else None)
         if hidden:
             extras[TRACE_HIDDEN_KEY] = hidden
         bench = as_text(rec.get("benchmark_name")).lower()
         return Trace(id=f"mast-{mas.lower()}-{bench or 'x'}-{tid}", framework=mas.lower(), benchmark=bench,
-                     agents=[Agent(id=a) for a in agents], task=Task(query=query), steps=steps,
+                     agents=[Agent(id=a, role=r) for a, r in agents.items()], task=Task(query=query), steps=steps,
                      annotations=annotations,
                      source=Source(format=self.name, path=str(ctx.path), key=key,
                                    root=str(ctx.root) if ctx.root else None),

@@ -211,6 +211,15 @@ def build_traces(spans: list[Span], ctx: LoadContext) -> list[Trace]:
     return traces
 
 
+def _is_json(line: bytes) -> bool:
+    """True when ``line`` is a JSON value by itself (the first line of JSON lines)."""
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 class OtlpImporter(FileImporter):
     """OTLP/JSON trace files and JSON lines of OTLP exports (GenAI or OpenInference)."""
 
@@ -232,10 +241,12 @@ class OtlpImporter(FileImporter):
             raise TraceFormatError(f"cannot read file: {exc.strerror}", path=path) from None
         ctx = LoadContext(path=path, root=root)
         try:
-            docs = [(orjson.loads(data), None)]
-        except orjson.JSONDecodeError:
-            docs = [(parse_json(line, path, row), row)
-                    for row, line in enumerate(data.split(b"\n"), 1) if line.strip()]
+            docs: list[tuple[Any, int | None]] = [(parse_json(data, path), None)]
+        except TraceFormatError as whole:
+            lines = [(row, line) for row, line in enumerate(data.split(b"\n"), 1) if line.strip()]
+            if not lines or not _is_json(lines[0][1]):  # one document (pretty-printed), cut or broken
+                raise whole from None  # where the document breaks, not "line 1 column 2"
+            docs = [(parse_json(line, path, row), row) for row, line in lines]
         spans: list[Span] = []
         for doc, row in docs:
             try:

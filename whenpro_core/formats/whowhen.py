@@ -152,6 +152,9 @@ class WhoWhenImporter(DocumentImporter):
             return None
         raw_step = doc.get("mistake_step")
         index: int | None = None
+        if raw_step is None and "mistake_step" in doc:  # JSON null, or NaN (read as null)
+            raise ctx.error("no step index (null or NaN)", "$.mistake_step",
+                            "a 0-based index into history, as a string")
         if raw_step is not None:
             try:
                 index = int(str(raw_step).strip())

@@ -25,7 +25,7 @@ from whenpro_core import coords
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.gt_map import resolve_ground_truth
 from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text
-from whenpro_core.formats.whowhen_pro_steps import build_step, final_answer_of, media_list
+from whenpro_core.formats.whowhen_pro_steps import build_step, final_answer_of, media_list, unread_media
 from whenpro_core.model import (Agent, GroundTruth, Modality, NATIVE_FORMAT, Outcome, Source,
                                 Task, Trace, TraceSummary)
 
@@ -176,8 +176,9 @@ def build_trace(prep: Prepared, ctx: LoadContext, *, fmt: str = FORMAT,
              for i, slot in enumerate(lay.slots)]
     task = _task(prep, media_prefix, extras)
     task.images += _video_refs(doc, ctx, media_prefix)
-    if lay.warnings:
-        extras["whenpro_warnings"] = list(lay.warnings)
+    warnings = list(lay.warnings) + _unread_media_notes(doc)
+    if warnings:
+        extras["whenpro_warnings"] = warnings
     return Trace(format=NATIVE_FORMAT, id=prep.trace_id, framework=lay.framework,
                  benchmark=prep.benchmark, modality=prep.modality, agents=_agents(prep),
                  task=task, steps=steps, ground_truth=prep.ground_truth,
@@ -186,6 +187,18 @@ def build_trace(prep: Prepared, ctx: LoadContext, *, fmt: str = FORMAT,
                  source=Source(format=fmt, path=str(ctx.path), key=ctx.key,
                                root=str(ctx.root) if ctx.root else None),
                  extras=extras)
+
+
+def _unread_media_notes(doc: dict) -> list[str]:
+    """Notes for the images of ``task`` and of every trajectory entry (and turn) that are
+    left out because they cannot be read (:func:`unread_media`), so none vanish silently."""
+    notes = unread_media(doc.get("task"), "$.task")
+    for i, entry in enumerate(doc["trajectory"]):
+        notes += unread_media(entry, f"$.trajectory[{i}]")
+        turns = entry.get("turns") if isinstance(entry, dict) else None
+        for j, turn in enumerate(turns if isinstance(turns, list) else []):
+            notes += unread_media(turn, f"$.trajectory[{i}].turns[{j}]")
+    return notes
 
 
 def _video_refs(doc: dict, ctx: LoadContext, prefix: str | None) -> list:

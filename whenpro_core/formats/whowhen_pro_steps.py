@@ -128,6 +128,30 @@ def media_list(items: Any, *, kind: str = "image", label: str = "image",
     return out
 
 
+#: The fields of a trajectory entry (or task) that hold images or frames.
+MEDIA_FIELDS = ("images", "observation_images", "frames")
+
+
+def unread_media(src: Any, where: str) -> list[str]:
+    """One note per media field of ``src`` (a trajectory entry, turn or task) holding
+    something :func:`media_list` cannot read and so leaves out: ``where`` is its JSON path
+    (``$.trajectory[3]``). ``[]`` when every image is read or there are none."""
+    if not isinstance(src, dict):
+        return []
+    notes = []
+    for name in MEDIA_FIELDS:
+        value = src.get(name)
+        if value in (None, "", [], {}):
+            continue
+        items = value if isinstance(value, list) else [value]
+        lost = sum(1 for item in items if media_ref(item, kind="frame" if name == "frames" else "image") is None)
+        if lost:
+            shape = "" if isinstance(value, list) else f" ({type(value).__name__}, not a list)"
+            notes.append(f"{where}.{name}{shape}: {lost} of {len(items)} images not read "
+                         f"(expected a list of image paths or {{data|path}} objects)")
+    return notes
+
+
 def strip_dangling_code(text: str) -> str:
     """Remove the trailing ``</code>`` smolagents appends to the model output when the
     text has no opening ``<code>`` (reference ``render/smolagents.py``)."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 import collections
 import os
 import queue
-import re
 import shlex
 import signal
 import subprocess
@@ -32,6 +31,8 @@ from whenpro_core.errors import ConfigError, ReplayError
 from whenpro_core.injection.executors import Continuation, ReplayContext
 from whenpro_core.injection.toolcache import call_key
 from whenpro_core.model import Step, ToolCall, Trace
+from whenpro_core.redact import environment_secrets
+from whenpro_core.redact import redact as redact_text
 
 PROTOCOL = "whenpro.replay/1"
 #: Longest accepted stdout line (bytes).
@@ -299,19 +300,12 @@ class _Session:
         return step
 
 
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-_SECRET_SHAPE = re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}|\bBearer\s+[A-Za-z0-9._~+/=-]{16,}")
-
-
 def redact(text: str) -> str:
     """``text`` with secrets replaced by ``[redacted]``: the values of environment
-    variables named like keys, tokens or passwords, and key-shaped strings (``sk-...``,
-    ``Bearer ...``). Executor stderr is quoted in error messages, which must never carry
-    API keys."""
-    for name, value in os.environ.items():
-        if len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
-            text = text.replace(value, "[redacted]")
-    return _SECRET_SHAPE.sub("[redacted]", text)
+    variables named like keys, tokens or passwords, and credential-shaped strings
+    (:func:`whenpro_core.redact.redact`). Executor stderr is quoted in error messages,
+    which must never carry API keys."""
+    return redact_text(text, environment_secrets())
 
 
 def _opt_str(value: Any) -> str | None:

@@ -32,7 +32,7 @@ from whenpro_core.llm.endpoints import require_endpoint
 from whenpro_core.llm.failures import backend_error, describe_failure
 from whenpro_core.llm.models import ModelSpec, parse_model
 from whenpro_core.llm.pricing import Price, cost_usd, find_price
-from whenpro_core.llm.redact import public_url
+from whenpro_core.redact import public_url
 from whenpro_core.llm.retry import is_retryable, make_wait, status_of, stop_when_refused_twice
 from whenpro_core.llm.types import LLMRequest, LLMResponse, StructuredMode
 from whenpro_core.llm.wire import Params, RawResult

@@ -12,7 +12,7 @@ from whenpro_core import paths
 from whenpro_core.config import Settings
 from whenpro_core.llm.endpoints import resolve_endpoint
 from whenpro_core.llm.models import PROVIDERS, parse_model
-from whenpro_core.llm.redact import public_url
+from whenpro_core.redact import public_url
 
 _API_NAMES = {"chat": "chat completions", "responses": "responses", "messages": "messages"}
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from whenpro_core.errors import BackendError
-from whenpro_core.llm.redact import one_line, redact
-from whenpro_core.llm.retry import MalformedResponse, is_timeout, status_of
+from whenpro_core.llm.retry import ErrorInBody, MalformedResponse, is_timeout, status_of
+from whenpro_core.redact import redact
+from whenpro_core.textsafe import one_line
 
 REASONS = {
     400: "bad request",
@@ -49,6 +50,8 @@ def describe_failure(exc: BaseException, *, timeout_s: float, secrets: list[str]
         detail = server_message(exc)
         if detail:
             what += f": {detail}"
+        if isinstance(exc, ErrorInBody):
+            what += " (sent with HTTP 200)"
         if status in (401, 403):
             expected = "a valid API key for this endpoint"
         elif status == 404:
@@ -62,7 +65,7 @@ def describe_failure(exc: BaseException, *, timeout_s: float, secrets: list[str]
         expected = "a reachable server at the base URL"
     else:
         what = f"{type(exc).__name__}: {exc}"
-    return redact(one_line(what), secrets), expected
+    return redact(one_line(what, 240), secrets), expected
 
 
 def backend_error(

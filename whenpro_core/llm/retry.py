@@ -1,6 +1,7 @@
 """One retry policy for every backend (the SDKs' own retries are off: ``max_retries=0``).
 
-Retried: HTTP 408, 409, 429 and 5xx (incl. Anthropic's 529 "overloaded"), timeouts and
+Retried: HTTP 408, 409, 429 and 5xx (incl. Anthropic's 529 "overloaded"; an error document
+answered with status 200 counts as the status it reports, else 500), timeouts and
 connection errors (a refused connection only once: nothing listens there). Not retried: other 4xx (400 bad request, 401, 403, 404, 422) and a
 malformed response body (a 200 whose body is not the expected JSON: a broken proxy or
 server, which a retry is unlikely to fix) -> :class:`BackendError` at once.
@@ -26,6 +27,22 @@ RETRY_STATUS = frozenset({408, 409, 429})
 
 class MalformedResponse(Exception):
     """The server answered 2xx with a body that is not the expected JSON document."""
+
+
+class ErrorInBody(Exception):
+    """The server answered 2xx with an error document (``{"error": {"message", "code"?}}``,
+    as some gateways and proxies do). It stands for the HTTP error it reports:
+    ``status_code`` is ``error.code`` when that is an HTTP error status, else 500, so it is
+    retried as a 5xx and its message is shown (``body``, as the SDKs' status errors)."""
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        err = body.get("error")
+        code = err.get("code", err.get("status")) if isinstance(err, dict) else None
+        if isinstance(code, str) and code.isdigit():
+            code = int(code)
+        self.status_code = code if isinstance(code, int) and 400 <= code <= 599 else 500
+        self.body = body
+        super().__init__(f"HTTP {self.status_code} error sent with status 200")
 
 
 def status_of(exc: BaseException) -> int | None:

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from whenpro_core.llm.redact import one_line
-from whenpro_core.llm.retry import MalformedResponse
+from whenpro_core.llm.retry import ErrorInBody, MalformedResponse
+from whenpro_core.textsafe import one_line
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,8 @@ class RawResult:
 
 
 def json_body(raw: Any) -> dict[str, Any]:
-    """The JSON object of an SDK raw response; :class:`MalformedResponse` if it is not one."""
+    """The JSON object of an SDK raw response; :class:`MalformedResponse` if it is not one,
+    :class:`ErrorInBody` if it is an error document sent with a 2xx status."""
     http = raw.http_response
     try:
         data = json.loads(http.content)
@@ -49,6 +50,8 @@ def json_body(raw: Any) -> dict[str, Any]:
         raise MalformedResponse(f"body is not JSON (content-type {one_line(ctype, 60)}, {len(http.content)} bytes)") from None
     if not isinstance(data, dict):
         raise MalformedResponse(f"body is JSON {type(data).__name__}, not an object")
+    if data.get("error") and not any(data.get(k) for k in ("choices", "output", "content")):
+        raise ErrorInBody(data)  # a 200 carrying {"error": ...}: the server's message, retried as a 5xx
     return data
 
 
@@ -58,8 +61,8 @@ def validation_summary(exc: Exception) -> str:
         errs = exc.errors(include_input=False, include_url=False)
         first = errs[0] if errs else {}
         loc = ".".join(str(p) for p in first.get("loc", ())) or "answer"
-        return one_line(f"answer does not match the schema ({len(errs)} error(s); {loc}: {first.get('msg', '')})")
-    return one_line(f"answer does not match the schema ({type(exc).__name__}: {exc})")
+        return one_line(f"answer does not match the schema ({len(errs)} error(s); {loc}: {first.get('msg', '')})", 240)
+    return one_line(f"answer does not match the schema ({type(exc).__name__}: {exc})", 240)
 
 
 def lenient_parse(text: str, model: type[BaseModel]) -> tuple[BaseModel | None, str | None]:
