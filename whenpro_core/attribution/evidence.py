@@ -140,6 +140,27 @@ def is_candidate(step: Step) -> bool:
     return step.kind not in ENVIRONMENT_KINDS
 
 
+#: Frameworks whose user is a simulated agent (an LLM playing the customer): its turns can
+#: hold the decisive error, and the labels of such benchmarks name the user.
+SIMULATED_USER_FRAMEWORKS = frozenset({"tau-bench"})
+
+
+def candidate_steps(trace: Trace) -> list[Step]:
+    """The steps a verdict may name: :func:`is_candidate` steps, plus the user's turns after
+    the first when the framework's user is simulated (:data:`SIMULATED_USER_FRAMEWORKS`)."""
+    simulated = trace.framework in SIMULATED_USER_FRAMEWORKS
+    out: list[Step] = []
+    seen_user = False
+    for step in trace.steps:
+        if is_candidate(step):
+            out.append(step)
+        elif simulated and step.kind == "user" and step.coord is not None:
+            if seen_user:
+                out.append(step)
+            seen_user = True
+    return out
+
+
 def is_relay_agent(name: str) -> bool:
     """True for agents whose messages relay observations (web, file and terminal agents)."""
     low = name.lower()
