@@ -22,6 +22,7 @@ from whenpro_core.attribution.evidence import (
     capped,
     contains_rounding_of,
     contains_value,
+    is_weak_value,
     full_text,
     is_candidate,
     is_relay_agent,
@@ -244,7 +245,8 @@ def unsupported_facts(ctx: Context) -> list[Signal]:
         if (is_candidate(step) and step.kind != "plan" and not is_relay_agent(step.agent)
                 and not step.observation):
             text = capped(step.content or "")
-            new = [v for v in salient_values(text) if v not in seen and any(ch.isdigit() for ch in v)]
+            new = [v for v in salient_values(text)
+                   if v not in seen and any(ch.isdigit() for ch in v) and not is_weak_value(v)]
             if len(new) >= 2 and _CLAIM.search(text):
                 strength = min(0.7, 0.3 + 0.08 * len(new))
                 out.append(Signal(step.index, strength, "R.1", "unsupported-facts",
