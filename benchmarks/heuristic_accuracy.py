@@ -77,7 +77,7 @@ def measure(trace: Trace, pred: Attribution, tally: Tally) -> None:
     assert trace.ground_truth is not None
     chance = random_chance(trace, candidate_steps(trace))
     tally.n += 1
-    for tol, p in zip(TOLERANCES, chance.step):
+    for tol, p in zip(TOLERANCES, chance.step, strict=True):
         score = score_prediction(trace, pred, tolerance=tol)
         tally.hits[f"step{tol}"] += score.step
         tally.chances[f"step{tol}"].append(p)

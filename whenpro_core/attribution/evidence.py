@@ -131,10 +131,13 @@ def _values_cached(text: str) -> frozenset[str]:
 
 
 #: Words too common to trace as a value of an answer.
-STOPWORDS = frozenset(
-    "a an the and or but if then so of to in on at by for with from as is are was were be been "
-    "it its this that these those there here not no yes none all any some each which who what "
-    "when where why how i we you he she they me us them my our your his her their".split())
+STOPWORDS = frozenset({
+    "a", "an", "the", "and", "or", "but", "if", "then", "so", "of", "to", "in", "on", "at", "by", "for",
+    "with", "from", "as", "is", "are", "was", "were", "be", "been", "it", "its", "this", "that", "these",
+    "those", "there", "here", "not", "no", "yes", "none", "all", "any", "some", "each", "which", "who",
+    "what", "when", "where", "why", "how", "i", "we", "you", "he", "she", "they", "me", "us", "them", "my",
+    "our", "your", "his", "her", "their",
+})
 #: ``@name[value]`` fields of a structured answer (DABench style).
 _FIELD = re.compile(r"@\w+\[([^\]]*)\]")
 
@@ -178,8 +181,8 @@ def salient_values(text: str) -> frozenset[str]:
 
 #: Numbers that label rather than state: list markers (``3.``, ``(2)``) and ordinals
 #: (``step 3``, ``#2``, ``page 4``).
-_MARKER = re.compile(r"^\s*(?:[#*>-]+\s*)?[(\[]?\d{1,2}[.)\]](?!\d)|\b(?:step|item|page|round|turn|no\.?|#)\s*\d{1,2}\b|#\d{1,2}\b",
-                     re.MULTILINE | re.IGNORECASE)
+_MARKER = re.compile(r"^\s*(?:[#*>-]+\s*)?[(\[]?\d{1,2}[.)\]](?!\d)"
+                     r"|\b(?:step|item|page|round|turn|no\.?|#)\s*\d{1,2}\b|#\d{1,2}\b", re.MULTILINE | re.IGNORECASE)
 
 
 def find_value(text: str, value: str) -> re.Match[str] | None:

@@ -19,7 +19,7 @@ import re
 import time
 from collections import defaultdict
 
-from whenpro_core.attribution.evidence import answer_matches, final_answer, is_candidate
+from whenpro_core.attribution.evidence import answer_matches, candidate_steps, final_answer
 from whenpro_core.attribution.signals import Context, Signal, collect
 from whenpro_core.model import Attribution, Modality, Outcome, Step, Trace, Usage
 
@@ -30,17 +30,17 @@ SUPPORT_WEIGHT = 0.25
 
 
 def build_context(trace: Trace, with_gold: bool) -> Context:
-    """Gather what the detectors read. The run counts as failed when its outcome says so,
-    when it has a ground truth (benchmark traces are failures), or when a gold answer is
-    given and the final answer does not state it."""
+    """Gather what the detectors read. The run counts as failed when its outcome says so
+    or is unknown, or when a gold answer is given and the final answer does not state it.
+    Whether the trace carries a ground-truth label never matters: a verdict must not
+    depend on the existence of the label it is scored against."""
     final, final_index = final_answer(trace)
     gold = trace.task.answer if with_gold and trace.task.answer else None
-    failed = trace.outcome == Outcome.failure or trace.ground_truth is not None
+    failed = trace.outcome in (Outcome.failure, Outcome.unknown)
     if gold and final and trace.outcome != Outcome.success:
         failed = failed or not answer_matches(final, gold)
-    return Context(trace=trace, final=final, final_index=final_index, gold=gold,
-                   failed=failed or trace.outcome == Outcome.unknown,
-                   candidates=[s for s in trace.steps if is_candidate(s)])
+    return Context(trace=trace, final=final, final_index=final_index, gold=gold, failed=failed,
+                   candidates=candidate_steps(trace))
 
 
 def score_steps(signals: list[Signal]) -> dict[int, tuple[float, list[Signal]]]:

@@ -128,4 +128,4 @@ def is_monotone(bins: Sequence[ReliabilityBin], min_count: int = 5) -> bool:
     """True when accuracy does not fall from one bin to the next, over bins holding at
     least ``min_count`` verdicts (a bin of two verdicts says nothing)."""
     accs = [b.accuracy for b in bins if b.count >= min_count and b.accuracy is not None]
-    return all(a <= b for a, b in zip(accs, accs[1:]))
+    return all(a <= b for a, b in zip(accs, accs[1:], strict=False))
