@@ -372,14 +372,17 @@ def loops_and_stalls(ctx: Context) -> list[Signal]:
     system's own ledger reports no progress or a loop."""
     out = []
     seen: dict[tuple[str, str], int] = {}
+    quoted: set[int] = set()  # steps whose repeated action is already quoted once
     for step in ctx.candidates:
         key_text = " ".join(step_text(step).split()).lower()
         if not step.tool_calls and len(key_text) < 200:
             continue  # short routing messages ("Next speaker WebSurfer") repeat by design
         key = (step.agent, key_text[:500])
         if key in seen:
+            what = "it" if seen[key] in quoted else f"its action (“{_clip(key_text, 50)}”)"
+            quoted.add(seen[key])
             out.append(Signal(seen[key], 0.45, "A.4", "repeated-action",
-                              f"its action (“{_clip(key_text, 50)}”) is repeated unchanged at step {step.coord}"))
+                              f"{what} is repeated unchanged at step {step.coord}"))
         else:
             seen[key] = step.index
     for step in ctx.trace.steps:
