@@ -71,16 +71,20 @@ def normalize_number(token: str) -> str:
 #: Text a harness or a library writes, not an agent or a tool result: values in it are
 #: not facts of the run. Each pattern's match is blanked (same length) before values are
 #: read or looked up.
-_NOISE = re.compile(
-    r"^[^\n]*\b\w*(?:Warning|warnings\.warn)\b[^\n]*$"              # warnings, whole line
-    r"|^\s*File \"[^\"\n]*\", line \d+[^\n]*$"                        # traceback frames
-    r"|(?:[A-Za-z]:)?(?:[./~]*/[\w.@+-]+){2,}/?"                         # file-system paths
-    r"|\b(?:gpt|claude|gemini|llama|mistral|mixtral|qwen|deepseek|o[134])(?:-[\w.]+)+"  # model ids
-    r"|\b\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"  # timestamps
-    r"|\b\d{1,2}:\d{2}:\d{2}[.,]\d+\b"                                  # log clock times
-    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # uuids
-    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{16,}\b",            # hashes (not long decimals)
-    re.MULTILINE | re.IGNORECASE)
+_FLAGS = re.MULTILINE | re.IGNORECASE
+#: (cheap guard: a substring the noise cannot lack, pattern). Each pattern runs only when
+#: its guard is in the text: a 50 kB web page has no traceback frame to look for.
+_NOISE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("warn", re.compile(r"^(?-i:[^\n]*?(?:[A-Z]\w*Warning\b|warnings\.warn))[^\n]*$", _FLAGS)),
+    ('file "', re.compile(r"^\s*File \"[^\"\n]*\", line \d+[^\n]*$", _FLAGS)),            # traceback frames
+    ("/", re.compile(r"(?<![\w.~/])(?:[A-Za-z]:)?(?:[./~]*/[\w.@+-]+){2,}/?", _FLAGS)),    # file-system paths
+    ("-", re.compile(r"\b(?:gpt|claude|gemini|llama|mistral|mixtral|qwen|deepseek|o[134])(?:-[\w.]+)+",
+                     _FLAGS)),                                                             # model ids
+    (":", re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+                     r"|\b\d{1,2}:\d{2}:\d{2}[.,]\d+\b", _FLAGS)),                          # timestamps
+    ("", re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"      # uuids
+                    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{16,}\b", _FLAGS)),        # hashes
+)
 _URL = re.compile(r"https?://[^\s)\]>\"'`]+")
 #: Inside a URL, a query value (``?year=2015``) is a value; the rest is an address.
 _URL_VALUE = re.compile(r"=([^&#]+)")
@@ -103,7 +107,12 @@ def denoise(text: str) -> str:
     """``text`` with harness and log noise blanked out (warnings, traceback frames, file
     paths, model ids, timestamps, uuids and hashes, URLs except their query values). The
     result has the same length, so positions still point into ``text``."""
-    return _NOISE.sub(_blank, _URL.sub(_blank_url, text))
+    out = _URL.sub(_blank_url, text) if "://" in text else text
+    low = out.lower()
+    for guard, pattern in _NOISE:
+        if guard in low:
+            out = pattern.sub(_blank, out)
+    return out
 
 
 def is_noise_shaped(value: str) -> bool:
