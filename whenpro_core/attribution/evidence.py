@@ -275,19 +275,18 @@ SIMULATED_USER_FRAMEWORKS = frozenset({"tau-bench"})
 
 
 def candidate_steps(trace: Trace) -> list[Step]:
-    """The steps a verdict may name: :func:`is_candidate` steps, plus the user's turns after
-    the first when the framework's user is simulated (:data:`SIMULATED_USER_FRAMEWORKS`)."""
-    simulated = trace.framework in SIMULATED_USER_FRAMEWORKS
-    out: list[Step] = []
-    seen_user = False
-    for step in trace.steps:
-        if is_candidate(step):
-            out.append(step)
-        elif simulated and step.kind == "user" and step.coord is not None:
-            if seen_user:
-                out.append(step)
-            seen_user = True
-    return out
+    """The steps a verdict may name (:func:`may_be_blamed`), in trajectory order."""
+    return [step for step in trace.steps if may_be_blamed(trace, step)]
+
+
+def may_be_blamed(trace: Trace, step: Step) -> bool:
+    """:func:`is_candidate`, or a user turn after the first when the framework's user is
+    simulated (:data:`SIMULATED_USER_FRAMEWORKS`): such a user can make the decisive error."""
+    if is_candidate(step):
+        return True
+    if trace.framework not in SIMULATED_USER_FRAMEWORKS or step.kind != "user" or step.coord is None:
+        return False
+    return any(s.kind == "user" for s in trace.steps[: step.index])
 
 
 def is_relay_agent(name: str) -> bool:

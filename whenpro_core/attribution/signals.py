@@ -23,10 +23,10 @@ from whenpro_core.attribution.evidence import (
     contains_rounding_of,
     contains_value,
     full_text,
-    is_candidate,
     is_relay_agent,
     is_verifier,
     is_weak_value,
+    may_be_blamed,
     normalize_number,
     quote,
     quote_value,
@@ -228,7 +228,7 @@ def _responsible_step(trace: Trace, index: int) -> Step | None:
     """The agent step accountable for what step ``index`` shows: itself if it is a
     candidate, else the nearest earlier candidate (the one that caused the output)."""
     for step in reversed(trace.steps[: index + 1]):
-        if is_candidate(step):
+        if may_be_blamed(trace, step):
             return step
     return None
 
@@ -245,7 +245,7 @@ def unsupported_facts(ctx: Context) -> list[Signal]:
     seen = set(salient_values(ctx.trace.task.query or ""))
     out = []
     for step in ctx.trace.steps:
-        if (is_candidate(step) and step.kind != "plan" and not is_relay_agent(step.agent)
+        if (may_be_blamed(ctx.trace, step) and step.kind != "plan" and not is_relay_agent(step.agent)
                 and not step.observation):
             text = capped(step.content or "")
             new = [v for v in salient_values(text)
@@ -311,7 +311,7 @@ def execution_errors(ctx: Context) -> list[Signal]:
         text, m = _failure_text(step)
         if m is None:
             continue
-        author = step if is_candidate(step) else _responsible_step(ctx.trace, step.index)
+        author = step if may_be_blamed(ctx.trace, step) else _responsible_step(ctx.trace, step.index)
         if author is None or _only_reports(ctx, author):
             continue  # the final answer relaying an earlier failure did not cause it
         mode = "A.2" if re.search(r"syntax|parse|format", text[:4000], re.I) else "A.1"
@@ -389,7 +389,7 @@ def loops_and_stalls(ctx: Context) -> list[Signal]:
         stalled, looping = _ledger_flags(step)
         if stalled or looping:
             prev = next((s for s in reversed(ctx.trace.steps[: step.index])
-                         if is_candidate(s) and s.agent != step.agent), None)
+                         if may_be_blamed(ctx.trace, s) and s.agent != step.agent), None)
             if prev is not None:
                 flag = '"is_in_loop"' if looping else '"is_progress_being_made"'
                 at = step.content.find(flag) if step.content else -1
@@ -413,7 +413,7 @@ def premature_termination(ctx: Context) -> list[Signal]:
         return []
     m = _GIVE_UP.search(ctx.final)
     step = ctx.trace.steps[ctx.final_index]
-    if m and is_candidate(step):
+    if m and may_be_blamed(ctx.trace, step):
         return [Signal(step.index, 0.4, "A.3", "gave-up",
                        f"ends the run with “{_clip(quote(ctx.final, m.start(), m.end()), 70)}” instead of an answer")]
     return []
@@ -450,7 +450,7 @@ def gold_lost(ctx: Context) -> list[Signal]:
         if step.index == 0 or step.coord is None:
             continue
         if answer_matches(full_text(step), ctx.gold) and not answer_matches(ctx.final, ctx.gold):
-            nxt = next((s for s in ctx.trace.steps[step.index + 1:] if is_candidate(s)), None)
+            nxt = next((s for s in ctx.trace.steps[step.index + 1:] if may_be_blamed(ctx.trace, s)), None)
             if nxt is not None and not answer_matches(full_text(nxt), ctx.gold):
                 seen = _clip(quote_value(full_text(step), ctx.gold.strip().lower()), 70)
                 return [Signal(nxt.index, 0.55, "V.1", "gold-lost",
