@@ -24,6 +24,7 @@ confidence and a warning.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -36,9 +37,10 @@ from whenpro_core.envs import env_for_trace
 from whenpro_core.envs.base import EnvState
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.injection.executors import Executor
-from whenpro_core.injection.llm_generate import RewrittenStep, _rewrite_sections, build_step
+from whenpro_core.injection.llm_generate import RewrittenStep, _rewrite_sections
 from whenpro_core.injection.llm_io import (
     agents_text,
+    clean_generated,
     prompt_budget,
     read_answer,
     resolve_model,
@@ -47,8 +49,9 @@ from whenpro_core.injection.llm_io import (
     transcript_text,
 )
 from whenpro_core.injection.replay import ReplayResult, continued_trace, warm_start
+from whenpro_core.injection.textedit import fresh_step
 from whenpro_core.injection.verify import check_trace
-from whenpro_core.model import Attribution, Step, Trace, Usage
+from whenpro_core.model import Attribution, Step, ToolCall, Trace, Usage
 
 #: Default bound on the number of replays one verdict may run.
 DEFAULT_MAX_REPLAYS = 8
@@ -135,10 +138,49 @@ class LLMFixCorrector:
             response = await backend.complete(request, cache=None if self.use_cache else False)
         answer = read_answer(response, RewrittenStep, ["CONTENT", "TOOL CALLS"], _rewrite_sections,
                              model=self.model, stage="fix question")
-        step, _notes = build_step(original, answer.value, model=self.model)
-        if same_action(step, original):
+        rewrite: RewrittenStep = answer.value
+        if _kept(original, rewrite):
             return Correction(None, answer.usage, note="the model kept the step as it was")
-        return Correction(step, answer.usage, note="rewritten by the model")
+        return Correction(_fixed_step(trace, original, rewrite), answer.usage, note="rewritten by the model")
+
+
+def _fixed_step(trace: Trace, original: Step, rewrite: RewrittenStep) -> Step:
+    """The corrected step: the model's content and tool calls (a fix may add or drop calls,
+    unlike an injected flaw that keeps the recorded shape); an early final answer fixed into
+    a step that calls tools takes the agent's usual kind."""
+    if rewrite.tool_calls is None:
+        calls = [c.model_copy(deep=True) for c in original.tool_calls]
+    else:
+        calls = []
+        for i, gen in enumerate(rewrite.tool_calls):
+            try:
+                args: Any = json.loads(gen.arguments_json)
+            except ValueError:
+                args = gen.arguments_json
+            calls.append(ToolCall(id=f"fix_{original.index}_{i}", name=clean_generated(gen.name), arguments=args))
+    step = fresh_step(original, content=clean_generated(rewrite.content), tool_calls=calls)
+    if original.kind == "final_answer" and calls:
+        step.kind = _usual_kind(trace, original.agent)
+    return step
+
+
+def _kept(original: Step, rewrite: RewrittenStep) -> bool:
+    """True when ``rewrite`` says and calls what ``original`` did (arguments compared as data)."""
+    if " ".join(rewrite.content.split()) != " ".join((original.content or "").split()):
+        return False
+    if rewrite.tool_calls is None:
+        return True
+    try:
+        new = [(c.name, json.loads(c.arguments_json)) for c in rewrite.tool_calls]
+    except ValueError:
+        return False
+    return new == [(c.name, c.arguments) for c in original.tool_calls]
+
+
+def _usual_kind(trace: Trace, agent: str) -> str:
+    """The most common kind of ``agent``'s steps other than a final answer (``action`` when none)."""
+    kinds = [s.kind for s in trace.steps if s.agent == agent and s.kind != "final_answer"]
+    return max(sorted(set(kinds)), key=kinds.count) if kinds else "action"
 
 
 @dataclass
@@ -227,7 +269,8 @@ def search(trace: Trace, ranking: list[int], corrector: Corrector, executor: Exe
     the replays run (unchanged steps cost none); ``budget_usd`` stops before a try once the
     spent cost reaches it; ``on_try`` sees each :class:`ReplayTry` as it ends."""
     run = CounterfactualRun()
-    queue = list(dict.fromkeys(ranking))
+    ranking = [i for i in dict.fromkeys(ranking) if 0 < i < len(trace.steps)]  # step 0 frames the run
+    queue = list(ranking)
     replays, spent = 0, 0.0
     tried: set[int] = set()
     while queue:
