@@ -32,11 +32,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from whenpro_core.attribution.heuristic import build_context, refine_mode, score_steps
+from whenpro_core.attribution.judge import Progress
 from whenpro_core.attribution.signals import collect
 from whenpro_core.envs import env_for_trace
 from whenpro_core.envs.base import EnvState
 from whenpro_core.errors import ConfigError, WhenproError
-from whenpro_core.injection.executors import Executor
+from whenpro_core.injection.executors import BuiltinExecutor, Executor
 from whenpro_core.injection.llm_generate import RewrittenStep, _rewrite_sections
 from whenpro_core.injection.llm_io import (
     agents_text,
@@ -253,7 +254,11 @@ def _try_step(trace: Trace, index: int, corrector: Corrector, executor: Executor
     attempt.calls += calls
     attempt.cost_usd += cost
     attempt.final_answer, attempt.new_steps = result.final_answer, len(result.new_steps)
-    new = continued_trace(trace, result)
+    new = continued_trace(trace, result, trace_id=f"{trace.id}__fix__{attempt.coord}")
+    new.extras["injection"] = {"seed_trace": trace.id, "step_index": index, "step": attempt.coord,
+                               "agent": attempt.agent, "mode": "fix",
+                               "generator": corrector.name, "executor": executor.name,
+                               "description": f"correction of step {attempt.coord}: {correction.note}"}
     check = check_trace(new, result.final_answer)
     attempt.outcome = "undecided" if check.success is None else "fixed" if check.success else "still failing"
     attempt.detail = f"{correction.note}; {check.detail}"
@@ -344,3 +349,51 @@ def attribute_counterfactual(trace: Trace, executor: Executor, corrector: Correc
                  timeout=timeout, on_try=on_try, cancel=cancel)
     verdict = counterfactual_verdict(trace, run, order, corrector=corrector.name, executor=executor.name)
     return verdict, run
+
+
+def default_parts(trace: Trace, model: str | None, settings: Any = None) -> tuple[Executor, Corrector]:
+    """The executor and corrector the TUI and ``attribute()`` use: a built-in system's run
+    without a model is corrected by its reference policy and replayed by ``builtin``;
+    otherwise ``model`` fixes the step and plays the rest (``simulate``). ConfigError when
+    a foreign trace comes with no model."""
+    from whenpro_core.injection.simulate import SimulateExecutor  # lazy: model-backed executor
+
+    if env_for_trace(trace) is not None and not model:
+        return BuiltinExecutor(), ReferenceCorrector()
+    if not model:
+        raise ConfigError("the counterfactual protocol needs a model to fix steps of this trace",
+                          expected="a model (or a run of a built-in system, replayed offline)")
+    return SimulateExecutor(model, settings=settings), LLMFixCorrector(model, settings=settings)
+
+
+def run_protocol(trace: Trace, model: str | None, *, settings: Any = None,
+                 progress: Callable[[Progress], None] | None = None,
+                 max_replays: int = DEFAULT_MAX_REPLAYS) -> Attribution:
+    """:func:`attribute_counterfactual` with :func:`default_parts`, reporting each replay as
+    a :class:`~whenpro_core.attribution.judge.Progress` (``asking`` = the step tried)."""
+    executor, corrector = default_parts(trace, model, settings)
+    count = 0
+
+    def on_try(attempt: ReplayTry) -> None:
+        nonlocal count
+        count += 1
+        if progress is not None:
+            what = "needs no correction" if attempt.outcome == "unchanged" else f"replayed: {attempt.outcome}"
+            progress(Progress("counterfactual", count, (attempt.coord,), f"step {attempt.coord} {what}"))
+
+    verdict, _run = attribute_counterfactual(trace, executor, corrector, max_replays=max_replays, on_try=on_try)
+    return verdict
+
+
+def fixing_replay(trace: Trace, verdict: Attribution, model: str | None = None, *,
+                  settings: Any = None) -> Trace | None:
+    """The replay in which correcting the verdict's step fixed the run (for the diff
+    screen), redone: deterministic offline on built-in systems, served by the response
+    cache otherwise. ``None`` when the verdict records no fixing step or the redo fails."""
+    fixed = [e for e in verdict.evidence if e.get("outcome") == "fixed" and isinstance(e.get("index"), int)]
+    if not fixed:
+        return None
+    index = min(e["index"] for e in fixed)
+    executor, corrector = default_parts(trace, model, settings)
+    attempt, new = _try_step(trace, index, corrector, executor, 600.0, None)
+    return new if attempt.outcome == "fixed" else None
