@@ -198,3 +198,25 @@ def test_confidence_bins_are_monotone_on_every_shared_subset(real_traces, with_g
     bins, brier = reliability(everything)
     share = sum(r for _, r in everything) / len(everything)
     assert is_monotone(bins) and brier is not None and brier < share * (1 - share)
+
+
+def test_every_signal_on_the_shared_traces_quotes_its_evidence(real_traces) -> None:
+    """A reader can check each reason: it quotes the matched text (“…”), the wrong
+    equation, or the figures it found unsupported."""
+    from whenpro_core.attribution.heuristic import build_context
+    from whenpro_core.attribution.signals import collect
+
+    quoted = re.compile(r"“[^”]+”|states .+ = .+, but it is|figures seen nowhere before \(e\.g\. .+\)")
+    seen: set[str] = set()
+    for rel in SUBSETS[:2] + SUBSETS[4:]:
+        for row in list(walk(real_traces / rel))[:25]:
+            quoted_loops: set[int] = set()  # a loop's action is quoted once, its repeats then say "it"
+            for sig in collect(build_context(load_trace(row.ref()), True)):
+                if sig.name == "repeated-action" and sig.index in quoted_loops:
+                    assert sig.reason.startswith("it is repeated unchanged at step")
+                    continue
+                assert quoted.search(sig.reason), (row.ref(), sig.name, sig.reason)
+                if sig.name == "repeated-action":
+                    quoted_loops.add(sig.index)
+                seen.add(sig.name)
+    assert {"final-value-origin", "execution-error", "no-progress", "repeated-action"} <= seen
