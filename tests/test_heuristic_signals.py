@@ -220,3 +220,26 @@ def test_every_signal_on_the_shared_traces_quotes_its_evidence(real_traces) -> N
                     quoted_loops.add(sig.index)
                 seen.add(sig.name)
     assert {"final-value-origin", "execution-error", "no-progress", "repeated-action"} <= seen
+
+
+def test_a_value_printed_from_an_earlier_variable_is_charged_to_the_step_that_computed_it() -> None:
+    """Code agent data flow: step 2 computes the wrong mean (median instead of mean) and
+    prints nothing; step 3 only prints the variable; the verdict is step 2."""
+    def code(c: str) -> list[ToolCall]:
+        return [ToolCall(name="python_interpreter", arguments={"code": c})]
+
+    t = _trace([
+        dict(agent="user", kind="user", content="Report the mean wind speed."),
+        dict(agent="agent", kind="action", content="Load.", tool_calls=code("df = pd.read_csv(f)"),
+             observation="Execution logs:\nNone"),
+        dict(agent="agent", kind="action", content="Compute it.", tool_calls=code("mean_ws = df['ws'].median()"),
+             observation="Execution logs:\nNone"),
+        dict(agent="agent", kind="action", content="Show it.", tool_calls=code("print(round(mean_ws, 2))"),
+             observation="Execution logs:\n12.41"),
+        dict(agent="agent", kind="action", content="Answer.",
+             tool_calls=[ToolCall(name="final_answer", arguments={"answer": "@mean[12.41]"})],
+             observation="@mean[12.41]"),
+    ], framework="smolagents", task=Task(query="Report the mean wind speed.", answer="@mean[13.02]"),
+        final_answer="@mean[12.41]")
+    a = attribute_heuristic(t)
+    assert a.step == "2" and "printed at step 3" in a.reason and "12.41" in a.reason

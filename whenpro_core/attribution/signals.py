@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -73,8 +74,9 @@ def _clip(text: str, n: int = 60) -> str:
 _NUM = r"-?\d+(?:,\d+)*(?:\.\d+)?"
 _EQUATION = re.compile(
     rf"(?<![\w.])(\(?{_NUM}(?:\s*[-+*/×x÷]\s*\(?{_NUM}\)?)+)\s*=\s*\$?({_NUM})")
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.USub: operator.neg, ast.UAdd: operator.pos}
+_OPS: dict[type, Callable[..., float]] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+                                          ast.Div: operator.truediv, ast.USub: operator.neg,
+                                          ast.UAdd: operator.pos}
 
 
 def _safe_eval(expr: str) -> float | None:
@@ -160,11 +162,66 @@ def final_value_origin(ctx: Context) -> list[Signal]:
         mode = "R.2" if seen else "R.1"
         via = f" (via '{_clip(value, 20)}')" if origin.index != author.index else ""
         where = _clip(quote_value(full_text(origin), source_value), 70)
+        maker = _computed_earlier(ctx.trace, origin) if seen else None
+        if maker is not None:  # this step only prints a variable an earlier code step computed
+            via += f" (printed at step {origin.coord} from a variable computed here)"
+            origin = maker
         out.append(Signal(origin.index, strength, mode, "final-value-origin",
                           f"first brings in '{_clip(source_value, 30)}' (“{where}”){via}, "
                           "which ends up in the final answer"))
         break
     return out
+
+
+# ------------------------------------------------------- data flow through code variables
+
+def code_of(step: Step) -> str:
+    """The code a step ran through a tool (a ``code`` argument, or the whole argument
+    text), joined; ``""`` when it ran none."""
+    parts = []
+    for call in step.tool_calls:
+        args = call.arguments
+        if isinstance(args, dict) and isinstance(args.get("code"), str):
+            parts.append(args["code"])
+        elif isinstance(args, str):
+            parts.append(args)
+    return "\n".join(parts)
+
+
+def _names(code: str) -> tuple[set[str], set[str]] | None:
+    """(names a piece of Python assigns, names its ``print``/final expression reads), or
+    ``None`` when it does not parse."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    shown: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            shown |= {n.id for arg in node.args for n in ast.walk(arg) if isinstance(n, ast.Name)}
+    if tree.body and isinstance(tree.body[-1], ast.Expr) and not isinstance(tree.body[-1].value, ast.Call):
+        shown |= {n.id for n in ast.walk(tree.body[-1]) if isinstance(n, ast.Name)}
+    return assigned, shown
+
+
+def _computed_earlier(trace: Trace, step: Step) -> Step | None:
+    """When ``step``'s code only prints variables (assigning none of them), the latest
+    earlier agent step whose code assigned one of them: the value was computed there and
+    merely shown here. ``None`` otherwise."""
+    names = _names(code_of(step)) if step.tool_calls else None
+    if not names:
+        return None
+    assigned, shown = names
+    if not shown or assigned & shown:
+        return None
+    for earlier in reversed(trace.steps[: step.index]):
+        if earlier.agent != step.agent or not earlier.tool_calls:
+            continue
+        found = _names(code_of(earlier))
+        if found and found[0] & shown:
+            return earlier
+    return None
 
 
 _NUM_TOKEN = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
