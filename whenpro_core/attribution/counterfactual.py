@@ -310,8 +310,10 @@ def counterfactual_verdict(trace: Trace, run: CounterfactualRun, ranking: list[i
     summary = "; ".join(f"{t.coord}: {t.outcome}" for t in run.tries[:12])
     if run.fixed_index is not None:
         step = trace.steps[run.fixed_index]
-        earlier = [t for t in run.tries if t.index < run.fixed_index]
-        verdict.confidence = 0.9 if all(t.outcome in ("unchanged", "still failing") for t in earlier) else 0.7
+        # every earlier candidate tested and none fixed the run: verified earliest; else only "a" fixing step
+        settled = {t.index for t in run.tries if t.outcome in ("unchanged", "still failing")}
+        earlier = {i for i in ranking if 0 < i < run.fixed_index}
+        verdict.confidence = 0.9 if earlier <= settled else 0.7
         verdict.reason = (f"Step {step.coord} ({step.agent}): correcting it ({corrector}) and replaying the rest "
                           f"through {executor} turns the run into a success (final answer "
                           f"{next(t.final_answer for t in run.tries if t.index == run.fixed_index)!r}); "
