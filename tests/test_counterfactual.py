@@ -174,3 +174,29 @@ def test_through_simulate_with_the_local_test_server(llm_server, llm_settings) -
     tried = run.tries[0]
     assert tried.outcome == "fixed" and tried.calls >= 1 + len([k for k in model.kinds() if k == "turn"])
     assert verdict.evidence[0]["executor"] == "simulate:openai:gpt-4.1"
+
+
+def test_cli_ranks_with_an_llm_protocol_and_fixes_with_the_model(llm_server, monkeypatch, tmp_path, capsys) -> None:
+    """``--rank all-at-once --model M``: the judge's step is tried first; the model fixes
+    steps, the builtin executor replays; everything over the real SDK to the test server."""
+    from tests.support.fixtures import TEST_KEY
+    from tests.support.judge_oracle import oracle_for
+    from whenpro_core.attribution.cli_run import counterfactual_command
+
+    seed = seed_run("arith_team", 1)
+    cf = _decisive("arith_team", 1, 4, "R.3")
+    oracle = oracle_for(cf)
+    llm_server.respond_with(_fixer(seed, oracle))  # fix questions to the fixer, the judge's to the oracle
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
+    path = tmp_path / "cf.json"
+    write_trace(cf, path)
+    counterfactual_command(str(path), model="openai:gpt-4.1", executor="builtin", rank="all-at-once",
+                           max_replays=4, budget_usd=None, as_json=True, save=False, no_cache=True)
+    out = capsys.readouterr()
+    rec = json.loads(out.out)
+    tries = rec["attribution"]["evidence"]
+    assert rec["attribution"]["step"] == "4" and tries[0]["coord"] == "4" and tries[0]["outcome"] == "fixed"
+    assert all(t["outcome"] == "unchanged" for t in tries[1:]) and [t["coord"] for t in tries[1:]] == ["1", "2", "3"]
+    assert rec["attribution"]["model"] == "llm-fix:openai:gpt-4.1" and rec["attribution"]["usage"]["calls"] == 4
+    assert "step 4 (solver): corrected and replayed: fixed" in out.err
