@@ -198,5 +198,6 @@ def test_cli_ranks_with_an_llm_protocol_and_fixes_with_the_model(llm_server, mon
     tries = rec["attribution"]["evidence"]
     assert rec["attribution"]["step"] == "4" and tries[0]["coord"] == "4" and tries[0]["outcome"] == "fixed"
     assert all(t["outcome"] == "unchanged" for t in tries[1:]) and [t["coord"] for t in tries[1:]] == ["1", "2", "3"]
-    assert rec["attribution"]["model"] == "llm-fix:openai:gpt-4.1" and rec["attribution"]["usage"]["calls"] == 4
+    assert rec["attribution"]["model"] == "llm-fix:openai:gpt-4.1" and rec["attribution"]["usage"]["calls"] == 5
+    assert "Ranked by all-at-once first (step 4)" in rec["attribution"]["reason"]
     assert "step 4 (solver): corrected and replayed: fixed" in out.err

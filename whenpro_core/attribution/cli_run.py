@@ -110,9 +110,11 @@ def counterfactual_command(ref: str, *, model: str | None, executor: str, rank: 
         LLMFixCorrector(model or settings.model or "", settings=settings, use_cache=not no_cache)
     runner = get_executor(executor, model=model, settings=settings, use_cache=not no_cache)
     ranking = heuristic_ranking(trace)
+    ranked_by = None
     if rank.strip().lower() != "heuristic":
-        first = _llm_verdict_step(trace, rank, model, settings, no_cache)
-        ranking = [i for i in [first, *ranking] if i is not None]
+        ranked_by = _llm_verdict(trace, rank, model, settings, no_cache)
+        first = trace.step_by_coord(ranked_by.step) if ranked_by.step else None
+        ranking = [i for i in [first.index if first is not None else None, *ranking] if i is not None]
     err = Console(stderr=True, soft_wrap=True)
 
     def show(t) -> None:
@@ -124,6 +126,9 @@ def counterfactual_command(ref: str, *, model: str | None, executor: str, rank: 
 
     verdict, _run = attribute_counterfactual(trace, runner, corrector, ranking=ranking, max_replays=max_replays,
                                              budget_usd=budget_usd, on_try=show)
+    if ranked_by is not None:  # the ranking's calls count too
+        verdict.usage = verdict.usage.add(ranked_by.usage)
+        verdict.reason = f"{verdict.reason} Ranked by {ranked_by.protocol} first (step {ranked_by.step})."
     if as_json:
         sys.stdout.write(jsonio.dumps(verdict_record(trace, verdict)).decode() + "\n")
     else:
@@ -133,8 +138,8 @@ def counterfactual_command(ref: str, *, model: str | None, executor: str, rank: 
         _save(trace, verdict, err)
 
 
-def _llm_verdict_step(trace, protocol: str, model: str | None, settings, no_cache: bool) -> int | None:
-    """The step index an LLM protocol names (tried first by the counterfactual search)."""
+def _llm_verdict(trace, protocol: str, model: str | None, settings, no_cache: bool):
+    """The verdict of an LLM protocol, whose step the counterfactual search tries first."""
     from whenpro_core.attribution.llm_judge import make_judge
 
     judge = make_judge(model, settings=settings, use_cache=not no_cache)
@@ -145,6 +150,4 @@ def _llm_verdict_step(trace, protocol: str, model: str | None, settings, no_cach
         finally:
             await judge.aclose()
 
-    verdict = asyncio.run(run())
-    step = trace.step_by_coord(verdict.step) if verdict.step else None
-    return step.index if step is not None else None
+    return asyncio.run(run())
