@@ -1,12 +1,16 @@
-"""Accuracy of the offline ``heuristic`` attributor against the random baseline, on the
-real labelled traces of ``../shared/real_traces`` (Who&When, Who&When Pro samples and
-JSONL rows), computed in one run on the same traces.
+"""Accuracy of the offline ``heuristic`` attributor against exact baselines, on every
+labelled subset of ``../shared/real_traces`` (Who&When, Who&When Pro samples and JSONL,
+AgentRx Magentic-One and τ-bench retail), computed in one run on the same traces, with
+95% intervals; then a reliability table of its confidence and the Brier score.
 
-The random baseline is exact, not sampled: for each trace it is the chance that a
-uniformly random agent step names the right agent / the right step, and 1/17 for the
-mode. Agent accuracy is over multi-agent frameworks only (DESIGN §7).
+Baselines (see :mod:`whenpro_core.bench.baselines`): a uniformly random pick among the
+steps the heuristic may name (exact expectation, for step, step ±1, step ±3 and agent),
+and a constant answer of the subset's most frequent gold mode. Agent accuracy is over
+multi-agent frameworks only (DESIGN §7). A cell reads ``37.5 (28–48)``: the accuracy in
+percent and its 95% interval.
 
 Usage: ``python benchmarks/heuristic_accuracy.py [REAL_TRACES_DIR] [--no-gold]``
+Prints Markdown tables (the README's "How good is the offline heuristic?" is this output).
 """
 
 from __future__ import annotations
@@ -14,40 +18,117 @@ from __future__ import annotations
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from whenpro_core.attribution.evidence import is_candidate  # noqa: E402
+from whenpro_core.attribution.evidence import candidate_steps  # noqa: E402
 from whenpro_core.attribution.heuristic import attribute_heuristic  # noqa: E402
-from whenpro_core.bench.score import accepted_agents, accepted_steps, score_prediction  # noqa: E402
-from whenpro_core.coords import normalize_coord, round_of  # noqa: E402
+from whenpro_core.bench.baselines import (  # noqa: E402
+    TOLERANCES,
+    chance_interval,
+    is_monotone,
+    majority_mode,
+    random_chance,
+    reliability,
+    wilson,
+)
+from whenpro_core.bench.score import score_prediction  # noqa: E402
 from whenpro_core.formats import load_trace, walk  # noqa: E402
+from whenpro_core.model import Attribution, Trace  # noqa: E402
 
 FOLDERS = {
     "Who&When Algorithm-Generated": "who-and-when/Who&When/Algorithm-Generated",
     "Who&When Hand-Crafted": "who-and-when/Who&When/Hand-Crafted",
     "Who&When Pro samples": "who-when-pro-samples",
     "Who&When Pro JSONL": "who-when-pro-jsonl",
+    "AgentRx Magentic-One": "agentrx/magentic_one",
+    "AgentRx τ-bench retail": "agentrx/tau_retail",
 }
 
 
-def random_baseline(trace) -> tuple[float, float]:
-    """Chance that a uniformly random candidate step has the right agent / step."""
-    gt = trace.ground_truth
-    cands = [s for s in trace.steps if is_candidate(s)] or [s for s in trace.steps if s.coord]
-    if not cands:
-        return 0.0, 0.0
-    agents, steps = accepted_agents(trace, gt), accepted_steps(gt)
-    def step_ok(s):
-        return (round_of(s.coord) if gt.round_only else normalize_coord(s.coord)) in steps
-    agent_name = (lambda s: "agent") if trace.is_single_agent else (lambda s: s.agent)
-    p_agent = sum(agent_name(s).lower() in agents for s in cands) / len(cands)
-    p_step = sum(step_ok(s) for s in cands) / len(cands)
-    return p_agent, p_step
+@dataclass
+class Tally:
+    """Hits of the heuristic and per-trace random chances of one subset."""
+
+    n: int = 0
+    hits: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    chances: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    modes: list[str] = field(default_factory=list)
+    mode_hits: int = 0
+    confidence: list[tuple[float, bool]] = field(default_factory=list)
+    ms: float = 0.0
+
+
+def labelled(root: Path, rel: str) -> Iterator[Trace]:
+    """Every labelled trace under ``root / rel`` (bad files and unlabelled runs skipped)."""
+    for row in walk(root / rel):
+        if row.error:
+            continue
+        trace = load_trace(row.ref())
+        if trace.ground_truth is not None:
+            yield trace
+
+
+def measure(trace: Trace, pred: Attribution, tally: Tally) -> None:
+    """Add one verdict and the random chances on ``trace`` to ``tally``."""
+    assert trace.ground_truth is not None
+    chance = random_chance(trace, candidate_steps(trace))
+    tally.n += 1
+    for tol, p in zip(TOLERANCES, chance.step, strict=True):
+        score = score_prediction(trace, pred, tolerance=tol)
+        tally.hits[f"step{tol}"] += score.step
+        tally.chances[f"step{tol}"].append(p)
+        if tol == 0:
+            tally.confidence.append((pred.confidence or 0.0, score.step))
+            if not trace.is_single_agent:
+                tally.hits["agent"] += score.agent
+                tally.chances["agent"].append(chance.agent)
+            if trace.ground_truth.mode:
+                tally.modes.append(trace.ground_truth.mode)
+                tally.mode_hits += bool(score.mode)
+
+
+def _pct(hits: float, n: int, interval: tuple[float, float]) -> str:
+    if not n:
+        return "—"
+    lo, hi = interval
+    return f"{100 * hits / n:.1f} ({100 * lo:.0f}–{100 * hi:.0f})"
+
+
+def _random(chances: list[float]) -> str:
+    return _pct(sum(chances), len(chances), chance_interval(chances))
+
+
+def row_cells(label: str, t: Tally) -> list[str]:
+    """One Markdown row: heuristic and random on agent, step, ±1, ±3, then mode."""
+    n_agent = len(t.chances["agent"])
+    cells = [f"{label} ({t.n})", _pct(t.hits["agent"], n_agent, wilson(t.hits["agent"], n_agent)),
+             _random(t.chances["agent"])]
+    for tol in TOLERANCES:
+        key = f"step{tol}"
+        cells += [_pct(t.hits[key], t.n, wilson(t.hits[key], t.n)), _random(t.chances[key])]
+    n_mode = len(t.modes)
+    mode, mode_right = majority_mode(t.modes)
+    cells += [_pct(t.mode_hits, n_mode, wilson(t.mode_hits, n_mode)),
+              _pct(mode_right, n_mode, wilson(mode_right, n_mode)) + (f" {mode}" if mode else ""),
+              f"{t.ms / max(t.n, 1):.0f}"]
+    return cells
+
+
+def print_reliability(tallies: dict[str, Tally]) -> None:
+    """A reliability table (confidence bin → verdicts, share right) per subset and overall."""
+    everything = [p for t in tallies.values() for p in t.confidence]
+    print("\nReliability of the confidence (step axis): verdicts / share right in each bin\n")
+    bins, _ = reliability(everything)
+    print("| subset | " + " | ".join(f"{b.low:.1f}–{b.high:.1f}" for b in bins) + " | Brier | monotone |")
+    print("|---|" + "---|" * (len(bins) + 2))
+    for label, pairs in [*((k, t.confidence) for k, t in tallies.items()), ("all", everything)]:
+        bins, brier = reliability(pairs)
+        cells = [f"{b.count} / {100 * b.accuracy:.0f}%" if b.accuracy is not None else "0" for b in bins]
+        print(f"| {label} | " + " | ".join(cells) + f" | {brier:.3f} | {'yes' if is_monotone(bins) else 'no'} |")
 
 
 def main() -> None:
@@ -56,54 +137,25 @@ def main() -> None:
     root = Path(args[0]) if args else Path(__file__).resolve().parents[2] / "shared" / "real_traces"
     if not root.is_dir():
         sys.exit(f"real traces not found at {root}")
-    table = Table(title=f"heuristic vs random ({'with' if with_gold else 'without'} gold answer)")
-    for col in ("traces", "agent", "random agent", "step", "random step", "step ±1", "step ±3",
-                "mode", "random mode", "ms/trace"):
-        table.add_column(col, justify="right")
-    table.add_column("folder", justify="left")
-    totals: dict[str, float] = defaultdict(float)
+    tallies: dict[str, Tally] = {}
     for label, rel in FOLDERS.items():
-        acc: dict[str, float] = defaultdict(float)
-        for row in walk(root / rel):
-            if row.error:
-                continue
-            trace = load_trace(row.ref())
-            if trace.ground_truth is None:
-                continue
+        tally = Tally()
+        for trace in labelled(root, rel):
             started = time.perf_counter()
             pred = attribute_heuristic(trace, with_gold=with_gold)
-            acc["ms"] += (time.perf_counter() - started) * 1000
-            s0, s1, s3 = (score_prediction(trace, pred, tolerance=k) for k in (0, 1, 3))
-            r_agent, r_step = random_baseline(trace)
-            acc["n"] += 1
-            if not trace.is_single_agent:
-                acc["n_multi"] += 1
-                acc["agent"] += s0.agent
-                acc["r_agent"] += r_agent
-            acc["step"] += s0.step
-            acc["step1"] += s1.step
-            acc["step3"] += s3.step
-            acc["r_step"] += r_step
-            if trace.ground_truth.mode:
-                acc["n_mode"] += 1
-                acc["mode"] += bool(s0.mode)
-        if not acc["n"]:
-            continue
-        for k, v in acc.items():
-            totals[k] += v
-        table.add_row(*_cells(acc), label)
-    table.add_section()
-    table.add_row(*_cells(totals), "all")
-    Console(width=150).print(table)
-
-
-def _cells(acc: dict[str, float]) -> list[str]:
-    def pct(k, n):
-        return f"{100 * acc[k] / acc[n]:.1f}%" if acc.get(n) else "—"
-    return [str(int(acc["n"])), pct("agent", "n_multi"), pct("r_agent", "n_multi"),
-            pct("step", "n"), pct("r_step", "n"), pct("step1", "n"), pct("step3", "n"),
-            pct("mode", "n_mode"), f"{100 / 17:.1f}%" if acc.get("n_mode") else "—",
-            f"{acc['ms'] / acc['n']:.1f}"]
+            tally.ms += (time.perf_counter() - started) * 1000
+            measure(trace, pred, tally)
+        if tally.n:
+            tallies[label] = tally
+    print(f"Heuristic vs exact baselines ({'with' if with_gold else 'without'} the gold answer); "
+          "% (95% interval)\n")
+    head = ["subset (traces)", "agent", "random agent", "step", "random step", "step ±1", "random ±1",
+            "step ±3", "random ±3", "mode", "majority mode", "ms/trace"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for label, tally in tallies.items():
+        print("| " + " | ".join(row_cells(label, tally)) + " |")
+    print_reliability(tallies)
 
 
 if __name__ == "__main__":

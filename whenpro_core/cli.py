@@ -305,8 +305,8 @@ def attribute(
     trace: str = typer.Argument(..., help="A trace file or path#key."),
     protocol: Optional[str] = typer.Option(
         None, "--protocol", "-p",
-        help="heuristic (offline), all-at-once, step-by-step, binary-search or hybrid. "
-             "Default: all-at-once with --model, else heuristic."),
+        help="heuristic (offline), all-at-once, step-by-step, binary-search, hybrid or counterfactual "
+             "(replay-verified). Default: all-at-once with --model, else heuristic."),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="provider:model, e.g. openai:gpt-4.1"),
     no_gold: bool = typer.Option(False, "--no-gold", help="Do not show the judge the gold answer."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
@@ -318,14 +318,25 @@ def attribute(
                                             help="Seconds per model call."),
     max_retries: Optional[int] = typer.Option(None, "--max-retries", min=0,
                                               help="Retries of a failed call (429/5xx/timeouts)."),
+    executor: str = typer.Option("builtin", "--executor", help="counterfactual: what replays the rest of the "
+                                 "run (builtin, cmd:COMMAND, simulate[:PROVIDER:MODEL])."),
+    rank: str = typer.Option("heuristic", "--rank", help="counterfactual: order of the steps to test "
+                             "(heuristic, or an LLM protocol whose verdict is tried first)."),
+    max_replays: int = typer.Option(8, "--max-replays", min=1, help="counterfactual: most replays to run."),
+    budget_usd: Optional[float] = typer.Option(None, "--budget-usd", parser=_finite(0, what="dollars"),
+                                               help="counterfactual: stop testing once this much is spent."),
 ) -> None:
     """Attribute the decisive error of a failed trace: who, when, what, and why."""
     from whenpro_core.attribution import cli_run
 
+    flags = {"base_url": base_url, "timeout_s": timeout, "max_retries": max_retries}
+    if (protocol or "").strip().lower() == "counterfactual":
+        cli_run.counterfactual_command(trace, model=model, executor=executor, rank=rank, max_replays=max_replays,
+                                       budget_usd=budget_usd, as_json=as_json, save=save, no_cache=no_cache,
+                                       settings_flags=flags)
+        return
     cli_run.attribute_command(trace, protocol=protocol, model=model, with_gold=not no_gold,
-                              as_json=as_json, save=save, no_cache=no_cache,
-                              settings_flags={"base_url": base_url, "timeout_s": timeout,
-                                              "max_retries": max_retries})
+                              as_json=as_json, save=save, no_cache=no_cache, settings_flags=flags)
 
 
 @app.command()

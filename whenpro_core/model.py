@@ -246,6 +246,8 @@ class Attribution(_Model):
         usage: calls, tokens, cost and seconds spent.
         raw_outputs: the judge's raw answers, in call order.
         warnings: parse failures, tie-breaks, truncation notices.
+        evidence: protocol-specific records backing the verdict (``counterfactual``: one
+            plain dict per step tested — coordinate, replay outcome, final answer, calls, cost).
     """
 
     agent: str | None = None
@@ -259,6 +261,7 @@ class Attribution(_Model):
     usage: Usage = Field(default_factory=Usage)
     raw_outputs: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    evidence: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Trace(_Model):

@@ -33,7 +33,6 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
     judge = None
     if name != "heuristic":
         from whenpro_core.attribution.llm_judge import make_judge
-
         from whenpro_core.config import load_settings
 
         settings = load_settings(**(settings_flags or {}))
@@ -85,3 +84,70 @@ def _save(trace, verdict, err: Console) -> None:
         return
     if path is not None and trace.source.path and Path(trace.source.path).resolve().parent != path.parent:
         err.print(f"verdict saved to {path} (the trace's folder is not writable)", highlight=False)
+
+
+def counterfactual_command(ref: str, *, model: str | None, executor: str, rank: str, max_replays: int,
+                           budget_usd: float | None, as_json: bool, save: bool, no_cache: bool,
+                           settings_flags: dict | None = None) -> None:
+    """``whenpro attribute --protocol counterfactual``: rank the steps, correct each in turn
+    (the reference policy on a built-in system, else the model asked to fix the step),
+    replay the rest through ``executor``, stop at the earliest step whose correction
+    succeeds; print one line per replay on stderr, then the verdict."""
+    from whenpro_core.attribution.counterfactual import (
+        LLMFixCorrector,
+        ReferenceCorrector,
+        attribute_counterfactual,
+        heuristic_ranking,
+    )
+    from whenpro_core.config import load_settings
+    from whenpro_core.envs import env_for_trace
+    from whenpro_core.injection.executors import get_executor
+
+    trace = load_trace(ref)
+    settings = load_settings(**(settings_flags or {}))
+    builtin = env_for_trace(trace) is not None
+    corrector = ReferenceCorrector() if builtin and not model else \
+        LLMFixCorrector(model or settings.model or "", settings=settings, use_cache=not no_cache)
+    runner = get_executor(executor, model=model, settings=settings, use_cache=not no_cache)
+    ranking = heuristic_ranking(trace)
+    ranked_by = None
+    if rank.strip().lower() != "heuristic":
+        ranked_by = _llm_verdict(trace, rank, model, settings, no_cache)
+        first = trace.step_by_coord(ranked_by.step) if ranked_by.step else None
+        ranking = [i for i in [first.index if first is not None else None, *ranking] if i is not None]
+    err = Console(stderr=True, soft_wrap=True)
+
+    def show(t) -> None:
+        head = f"step {t.coord} ({t.agent}): " + ("needs no correction (no replay)" if t.outcome == "unchanged"
+                                                  else f"corrected and replayed: {t.outcome}")
+        err.print(head
+                  + (f", final answer {t.final_answer!r}" if t.final_answer is not None else "")
+                  + f" · {t.calls} calls · ${t.cost_usd:.4f}", markup=False, highlight=False)
+
+    verdict, _run = attribute_counterfactual(trace, runner, corrector, ranking=ranking, max_replays=max_replays,
+                                             budget_usd=budget_usd, on_try=show)
+    if ranked_by is not None:  # the ranking's calls count too
+        verdict.usage = verdict.usage.add(ranked_by.usage)
+        verdict.reason = f"{verdict.reason} Ranked by {ranked_by.protocol} first (step {ranked_by.step})."
+    if as_json:
+        sys.stdout.write(jsonio.dumps(verdict_record(trace, verdict)).decode() + "\n")
+    else:
+        print_verdict(trace, verdict, taxonomy_for(trace.source.root))
+    if save and verdict.step is not None:
+        sys.stdout.flush()
+        _save(trace, verdict, err)
+
+
+def _llm_verdict(trace, protocol: str, model: str | None, settings, no_cache: bool):
+    """The verdict of an LLM protocol, whose step the counterfactual search tries first."""
+    from whenpro_core.attribution.llm_judge import make_judge
+
+    judge = make_judge(model, settings=settings, use_cache=not no_cache)
+
+    async def run():
+        try:
+            return await attribute(trace, protocol_name(protocol), judge=judge)
+        finally:
+            await judge.aclose()
+
+    return asyncio.run(run())

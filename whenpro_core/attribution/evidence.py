@@ -66,8 +66,64 @@ def normalize_number(token: str) -> str:
     return str(int(value)) if value == int(value) else f"{value:g}"
 
 
+# ------------------------------------------------------------------ harness and log noise
+
+#: Text a harness or a library writes, not an agent or a tool result: values in it are
+#: not facts of the run. Each pattern's match is blanked (same length) before values are
+#: read or looked up.
+_FLAGS = re.MULTILINE | re.IGNORECASE
+#: (cheap guard: a substring the noise cannot lack, pattern). Each pattern runs only when
+#: its guard is in the text: a 50 kB web page has no traceback frame to look for.
+_NOISE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("warn", re.compile(r"^(?-i:[^\n]*?(?:[A-Z]\w*Warning\b|warnings\.warn))[^\n]*$", _FLAGS)),
+    ('file "', re.compile(r"^\s*File \"[^\"\n]*\", line \d+[^\n]*$", _FLAGS)),            # traceback frames
+    ("/", re.compile(r"(?<![\w.~/])(?:[A-Za-z]:)?(?:[./~]*/[\w.@+-]+){2,}/?", _FLAGS)),    # file-system paths
+    ("-", re.compile(r"\b(?:gpt|claude|gemini|llama|mistral|mixtral|qwen|deepseek|o[134])(?:-[\w.]+)+",
+                     _FLAGS)),                                                             # model ids
+    (":", re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+                     r"|\b\d{1,2}:\d{2}:\d{2}[.,]\d+\b", _FLAGS)),                          # timestamps
+    ("", re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"      # uuids
+                    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{16,}\b", _FLAGS)),        # hashes
+)
+_URL = re.compile(r"https?://[^\s)\]>\"'`]+")
+#: Inside a URL, a query value (``?year=2015``) is a value; the rest is an address.
+_URL_VALUE = re.compile(r"=([^&#]+)")
+
+
+def _blank(match: re.Match[str]) -> str:
+    return " " * len(match.group(0))
+
+
+def _blank_url(match: re.Match[str]) -> str:
+    url = match.group(0)
+    kept = [" "] * len(url)
+    for m in _URL_VALUE.finditer(url):
+        kept[m.start(1):m.end(1)] = m.group(1)
+    return "".join(kept)
+
+
+@lru_cache(maxsize=4096)
+def denoise(text: str) -> str:
+    """``text`` with harness and log noise blanked out (warnings, traceback frames, file
+    paths, model ids, timestamps, uuids and hashes, URLs except their query values). The
+    result has the same length, so positions still point into ``text``."""
+    out = _URL.sub(_blank_url, text) if "://" in text else text
+    low = out.lower()
+    for guard, pattern in _NOISE:
+        if guard in low:
+            out = pattern.sub(_blank, out)
+    return out
+
+
+def is_noise_shaped(value: str) -> bool:
+    """True when ``value`` itself looks like noise (a path, a URL, a model id...): such a
+    value is looked up in the raw text, since it *is* what the run produced."""
+    return denoise(value) != value
+
+
 @lru_cache(maxsize=4096)
 def _values_cached(text: str) -> frozenset[str]:
+    text = denoise(text)
     found: set[str] = set()
     for m in _NUMBER.finditer(text):
         tok = m.group(0)
@@ -83,14 +139,47 @@ def _values_cached(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+#: Words too common to trace as a value of an answer.
+STOPWORDS = frozenset({
+    "a", "an", "the", "and", "or", "but", "if", "then", "so", "of", "to", "in", "on", "at", "by", "for",
+    "with", "from", "as", "is", "are", "was", "were", "be", "been", "it", "its", "this", "that", "these",
+    "those", "there", "here", "not", "no", "yes", "none", "all", "any", "some", "each", "which", "who",
+    "what", "when", "where", "why", "how", "i", "we", "you", "he", "she", "they", "me", "us", "them", "my",
+    "our", "your", "his", "her", "their",
+})
+#: ``@name[value]`` fields of a structured answer (DABench style).
+_FIELD = re.compile(r"@\w+\[([^\]]*)\]")
+
+
+def exact_answers(final: str) -> set[str]:
+    """What the answer is *exactly*: the whole answer, and each field of a structured
+    ``@name[value]`` answer, stripped and lower-cased."""
+    whole = final.strip().strip(".!").lower()
+    fields = {f.strip().lower() for f in _FIELD.findall(final)}
+    return {v for v in {whole, *fields} if v}
+
+
+def is_weak_value(value: str) -> bool:
+    """A stopword, or a lone integer of one or two digits: too common to locate."""
+    v = value.strip().lower()
+    if v in STOPWORDS:
+        return True
+    digits = v.lstrip("-")
+    return digits.isdigit() and len(digits) <= 2
+
+
 def answer_values(final: str) -> set[str]:
-    """The values a final answer states: its salient values, plus the whole answer when
-    it is short (``"Apr"``, ``"Subway (1985)"``)."""
+    """The values a final answer states: its salient values, the whole answer when it is
+    short (``"Apr"``, ``"Subway (1985)"``) and its ``@name[value]`` fields. Stopwords and
+    lone one- or two-digit numbers are dropped unless the answer is exactly that."""
+    exact = exact_answers(final)
     values = set(salient_values(final))
-    short = final.strip().strip(".!").lower()
-    if short and len(short.split()) <= 6:
-        values.add(short)
-    return values
+    # Numeric fields are computed results; a named field (a column, a category) first shows
+    # up in a data listing, which says nothing about who chose it: only the whole answer is traced.
+    whole = final.strip().strip(".!").lower()
+    values |= {normalize_number(v) for v in exact
+               if (v == whole and len(v.split()) <= 6) or normalize_number(v) != v or v.isdigit()}
+    return {v for v in values if v and (not is_weak_value(v) or v in exact or normalize_number(v) in exact)}
 
 
 def salient_values(text: str) -> frozenset[str]:
@@ -99,15 +188,50 @@ def salient_values(text: str) -> frozenset[str]:
     return _values_cached(text[:20000] if text else "")
 
 
+#: Numbers that label rather than state: list markers (``3.``, ``(2)``) and ordinals
+#: (``step 3``, ``#2``, ``page 4``).
+_MARKER = re.compile(r"^\s*(?:[#*>-]+\s*)?[(\[]?\d{1,2}[.)\]](?!\d)"
+                     r"|\b(?:step|item|page|round|turn|no\.?|#)\s*\d{1,2}\b|#\d{1,2}\b", re.MULTILINE | re.IGNORECASE)
+
+
+def find_value(text: str, value: str) -> re.Match[str] | None:
+    """Where ``value`` occurs in ``text`` as a whole token (case-insensitive), outside
+    harness noise unless the value is itself noise-shaped; ``None`` when it does not."""
+    if not text or not value:
+        return None
+    haystack = text if is_noise_shaped(value) else denoise(text)
+    if is_weak_value(value):  # a list marker or a step number is not the value
+        haystack = _MARKER.sub(_blank, haystack)
+    return re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)", haystack, re.IGNORECASE)
+
+
 def contains_value(text: str, value: str) -> bool:
-    """True if ``value`` (as produced by :func:`salient_values`) occurs in ``text``."""
+    """True if ``value`` (as produced by :func:`salient_values`) occurs in ``text``
+    (harness noise ignored, see :func:`denoise`)."""
     if not text:
         return False
     if value in _values_cached(text[:20000]):
         return True
-    if len(value) < 2:
+    if len(value) < 2:  # a single character, even a digit the answer is exactly, is everywhere
         return False
-    return re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)", text.lower()) is not None
+    return find_value(text, value) is not None
+
+
+def quote(text: str, start: int, end: int, width: int = 24) -> str:
+    """``…context…`` around ``text[start:end]``, on one line, for a reason a reader can
+    check (at most ``2 * width`` characters of context)."""
+    lo, hi = max(0, start - width), min(len(text), end + width)
+    snippet = " ".join(text[lo:hi].split())
+    return ("…" if lo > 0 else "") + snippet + ("…" if hi < len(text) else "")
+
+
+def quote_value(text: str, value: str) -> str:
+    """:func:`quote` of where ``value`` occurs in ``text`` (its rounding's place when only
+    a more precise number is there), or ``value`` itself when it is not found."""
+    m = find_value(text, value)
+    if m is None:
+        m = _rounding_match(text, value)
+    return quote(text, m.start(), m.end()) if m else value
 
 
 _PRECISE = re.compile(r"(?<![\w.])-?\d+\.\d+")
@@ -118,16 +242,21 @@ def contains_rounding_of(text: str, value: str) -> bool:
     (``"0.53"`` in ``"Skewness: 0.5322275903080874"``): agents print full precision and
     round when they answer, so the step that computed a wrong final value shows it
     unrounded. Only values with 1..6 decimals are compared; never raises."""
+    return _rounding_match(text, value) is not None
+
+
+def _rounding_match(text: str, value: str) -> re.Match[str] | None:
+    """The first number in ``text`` (outside noise) more precise than ``value`` that rounds to it."""
     whole, dot, decimals = value.lstrip("-").partition(".")
     if not dot or not whole.isdigit() or not decimals.isdigit() or not 1 <= len(decimals) <= 6:
-        return False
+        return None
     target, places = float(value), len(decimals)
     tolerance = 0.5 * 10 ** -places + 1e-12
-    for m in _PRECISE.finditer(text[:FIELD_CAP] if text else ""):
+    for m in _PRECISE.finditer(denoise(text[:FIELD_CAP]) if text else ""):
         token = m.group(0)
         if len(token.partition(".")[2]) > places and abs(float(token) - target) <= tolerance:
-            return True
-    return False
+            return m
+    return None
 
 
 def is_candidate(step: Step) -> bool:
@@ -138,6 +267,26 @@ def is_candidate(step: Step) -> bool:
     if step.agent.lower() in ENVIRONMENT_AGENTS:
         return False
     return step.kind not in ENVIRONMENT_KINDS
+
+
+#: Frameworks whose user is a simulated agent (an LLM playing the customer): its turns can
+#: hold the decisive error, and the labels of such benchmarks name the user.
+SIMULATED_USER_FRAMEWORKS = frozenset({"tau-bench"})
+
+
+def candidate_steps(trace: Trace) -> list[Step]:
+    """The steps a verdict may name (:func:`may_be_blamed`), in trajectory order."""
+    return [step for step in trace.steps if may_be_blamed(trace, step)]
+
+
+def may_be_blamed(trace: Trace, step: Step) -> bool:
+    """:func:`is_candidate`, or a user turn after the first when the framework's user is
+    simulated (:data:`SIMULATED_USER_FRAMEWORKS`): such a user can make the decisive error."""
+    if is_candidate(step):
+        return True
+    if trace.framework not in SIMULATED_USER_FRAMEWORKS or step.kind != "user" or step.coord is None:
+        return False
+    return any(s.kind == "user" for s in trace.steps[: step.index])
 
 
 def is_relay_agent(name: str) -> bool:

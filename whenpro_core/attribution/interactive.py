@@ -18,6 +18,7 @@ from whenpro_core.attribution.evidence import is_candidate
 from whenpro_core.attribution.judge import JudgeReply, Progress, ProgressCallback
 from whenpro_core.attribution.run import PROTOCOLS, attribute, protocol_name, trace_has_gold
 from whenpro_core.coords import normalize_coord
+from whenpro_core.envs import env_for_trace
 from whenpro_core.errors import ConfigError
 from whenpro_core.model import Attribution, Trace, Usage
 from whenpro_core.search import find_coord
@@ -103,6 +104,7 @@ def protocol_notes(trace: Trace) -> dict[str, str]:
         "step-by-step": f"up to {n} calls, one step at a time",
         "binary-search": f"at most {max_calls(max(n, 1))} calls, halving the range",
         "hybrid": "all-at-once for the agent, then its steps",
+        "counterfactual": "replays a fix of each candidate step (offline on built-in runs)",
     }
 
 
@@ -120,7 +122,8 @@ def make_request(trace: Trace, protocol: str, model: str | None, with_gold: bool
     """
     protocol = protocol_name(protocol)
     with_gold = with_gold and trace_has_gold(trace)
-    if protocol == "heuristic":
+    if protocol == "heuristic" or (protocol == "counterfactual" and not (model or "").strip()
+                                   and env_for_trace(trace) is not None):
         return AttributionRequest(protocol, None, with_gold)
     if settings is None:
         from whenpro_core.config import load_settings

@@ -12,11 +12,11 @@ from whenpro_core.model import Attribution, Outcome, Trace
 from whenpro_core.taxonomy import Taxonomy, taxonomy_for
 
 #: Protocol names, the offline default first.
-PROTOCOLS = ("heuristic", "all-at-once", "step-by-step", "binary-search", "hybrid")
+PROTOCOLS = ("heuristic", "all-at-once", "step-by-step", "binary-search", "hybrid", "counterfactual")
 
 _ALIASES = {"aao": "all-at-once", "all_at_once": "all-at-once", "sbs": "step-by-step",
             "step_by_step": "step-by-step", "binary": "binary-search", "bs": "binary-search",
-            "binary_search": "binary-search"}
+            "binary_search": "binary-search", "cf": "counterfactual"}
 
 
 def protocol_name(name: str) -> str:
@@ -48,6 +48,11 @@ async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge |
         from whenpro_core.attribution.heuristic import attribute_heuristic
 
         return await asyncio.to_thread(attribute_heuristic, trace, with_gold=with_gold)
+    if protocol == "counterfactual":  # replay-verified: the judge's model fixes steps (none: built-in, offline)
+        from whenpro_core.attribution.counterfactual import run_protocol
+
+        model = judge.model if judge is not None else None
+        return await asyncio.to_thread(run_protocol, trace, model, progress=progress)
     if judge is None:
         raise ConfigError(f"protocol {protocol} needs a model",
                           expected="--model provider:model (or use --protocol heuristic offline)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -23,10 +24,13 @@ from whenpro_core.attribution.evidence import (
     contains_rounding_of,
     contains_value,
     full_text,
-    is_candidate,
     is_relay_agent,
     is_verifier,
+    is_weak_value,
+    may_be_blamed,
     normalize_number,
+    quote,
+    quote_value,
     salient_values,
     step_text,
 )
@@ -70,8 +74,9 @@ def _clip(text: str, n: int = 60) -> str:
 _NUM = r"-?\d+(?:,\d+)*(?:\.\d+)?"
 _EQUATION = re.compile(
     rf"(?<![\w.])(\(?{_NUM}(?:\s*[-+*/×x÷]\s*\(?{_NUM}\)?)+)\s*=\s*\$?({_NUM})")
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.USub: operator.neg, ast.UAdd: operator.pos}
+_OPS: dict[type, Callable[..., float]] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+                                          ast.Div: operator.truediv, ast.USub: operator.neg,
+                                          ast.UAdd: operator.pos}
 
 
 def _safe_eval(expr: str) -> float | None:
@@ -156,11 +161,67 @@ def final_value_origin(ctx: Context) -> list[Signal]:
         seen = contains_value(observed, source_value) or contains_rounding_of(observed, source_value)
         mode = "R.2" if seen else "R.1"
         via = f" (via '{_clip(value, 20)}')" if origin.index != author.index else ""
+        where = _clip(quote_value(full_text(origin), source_value), 70)
+        maker = _computed_earlier(ctx.trace, origin) if seen else None
+        if maker is not None:  # this step only prints a variable an earlier code step computed
+            via += f" (printed at step {origin.coord} from a variable computed here)"
+            origin = maker
         out.append(Signal(origin.index, strength, mode, "final-value-origin",
-                          f"first brings in '{_clip(source_value, 30)}'{via}, "
+                          f"first brings in '{_clip(source_value, 30)}' (“{where}”){via}, "
                           "which ends up in the final answer"))
         break
     return out
+
+
+# ------------------------------------------------------- data flow through code variables
+
+def code_of(step: Step) -> str:
+    """The code a step ran through a tool (a ``code`` argument, or the whole argument
+    text), joined; ``""`` when it ran none."""
+    parts = []
+    for call in step.tool_calls:
+        args = call.arguments
+        if isinstance(args, dict) and isinstance(args.get("code"), str):
+            parts.append(args["code"])
+        elif isinstance(args, str):
+            parts.append(args)
+    return "\n".join(parts)
+
+
+def _names(code: str) -> tuple[set[str], set[str]] | None:
+    """(names a piece of Python assigns, names its ``print``/final expression reads), or
+    ``None`` when it does not parse."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    shown: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            shown |= {n.id for arg in node.args for n in ast.walk(arg) if isinstance(n, ast.Name)}
+    if tree.body and isinstance(tree.body[-1], ast.Expr) and not isinstance(tree.body[-1].value, ast.Call):
+        shown |= {n.id for n in ast.walk(tree.body[-1]) if isinstance(n, ast.Name)}
+    return assigned, shown
+
+
+def _computed_earlier(trace: Trace, step: Step) -> Step | None:
+    """When ``step``'s code only prints variables (assigning none of them), the latest
+    earlier agent step whose code assigned one of them: the value was computed there and
+    merely shown here. ``None`` otherwise."""
+    names = _names(code_of(step)) if step.tool_calls else None
+    if not names:
+        return None
+    assigned, shown = names
+    if not shown or assigned & shown:
+        return None
+    for earlier in reversed(trace.steps[: step.index]):
+        if earlier.agent != step.agent or not earlier.tool_calls:
+            continue
+        found = _names(code_of(earlier))
+        if found and found[0] & shown:
+            return earlier
+    return None
 
 
 _NUM_TOKEN = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -224,7 +285,7 @@ def _responsible_step(trace: Trace, index: int) -> Step | None:
     """The agent step accountable for what step ``index`` shows: itself if it is a
     candidate, else the nearest earlier candidate (the one that caused the output)."""
     for step in reversed(trace.steps[: index + 1]):
-        if is_candidate(step):
+        if may_be_blamed(trace, step):
             return step
     return None
 
@@ -241,13 +302,14 @@ def unsupported_facts(ctx: Context) -> list[Signal]:
     seen = set(salient_values(ctx.trace.task.query or ""))
     out = []
     for step in ctx.trace.steps:
-        if (is_candidate(step) and step.kind != "plan" and not is_relay_agent(step.agent)
+        if (may_be_blamed(ctx.trace, step) and step.kind != "plan" and not is_relay_agent(step.agent)
                 and not step.observation):
             text = capped(step.content or "")
-            new = [v for v in salient_values(text) if v not in seen and any(ch.isdigit() for ch in v)]
+            new = [v for v in salient_values(text)
+                   if v not in seen and any(ch.isdigit() for ch in v) and not is_weak_value(v)]
             if len(new) >= 2 and _CLAIM.search(text):
                 strength = min(0.7, 0.3 + 0.08 * len(new))
-                out.append(Signal(step.index, strength, "R.1", "unsupported-facts",
+                out.append(Signal(step.index, strength, "R.1", "unsupported-facts",  # values quoted
                                   f"asserts {len(new)} figures seen nowhere before "
                                   f"(e.g. {', '.join(sorted(new)[:3])})"))
         seen |= salient_values(full_text(step))
@@ -255,6 +317,16 @@ def unsupported_facts(ctx: Context) -> list[Signal]:
 
 
 # ------------------------------------------------------------ fabrication language (R.1)
+
+_CODE_BLOCK = re.compile(r"```.*?(?:```|\Z)|<code>.*?(?:</code>|\Z)", re.S | re.I)
+_MARKUP = re.compile(r"[*_#`>]+|^\s*(?:thought|code)\s*:\s*$", re.M | re.I)
+
+
+def _prose(step: Step) -> str:
+    """What a step says in words: its content without code blocks (however fenced) and
+    without markdown markup, so no signal depends on how the reasoning is formatted."""
+    return _MARKUP.sub(" ", _CODE_BLOCK.sub(" ", capped(step.content or "")))
+
 
 _FABRICATION = re.compile(
     r"\b(assum(?:e|ing|ption)|hypothetical(?:ly)?|let'?s say|placeholder|sample data|dummy|"
@@ -266,17 +338,25 @@ def fabrication_language(ctx: Context) -> list[Signal]:
     """An agent that says it assumes, simulates or makes up data instead of finding it."""
     out = []
     for step in ctx.candidates:
-        m = _FABRICATION.search(capped(step.content or ""))
+        text = _prose(step)
+        m = _FABRICATION.search(text)
         if m:
             out.append(Signal(step.index, 0.45, "R.1", "fabrication-language",
-                              f"says '{m.group(0)}' instead of using real data"))
+                              f"says “{_clip(quote(text, m.start(), m.end()), 70)}” instead of using real data"))
     return out
 
 
 # ------------------------------------------------------------- tool / execution errors
 
-_ERROR = re.compile(r"(traceback \(most recent call last\)|exitcode: [1-9]|\berror\b[:\s]|"
+_ERROR = re.compile(r"(traceback \(most recent call last\)|exitcode: [1-9]|\berror\b[.:!\s]|"
                     r"exception|execution failed|not found|404|permission denied|timed? ?out)", re.I)
+#: How tools and relaying agents commonly open a failure report (``Error. Could not
+#: transcribe this audio.``, ``I'm sorry, but I cannot access...``): read at the start of
+#: a relaying agent's message, where a page's own text could not trigger them.
+_FAILURE_LEAD = re.compile(
+    r"\A\W*(?:error\b|failed\b|failure\b|exception\b|could ?n[o']t\b|unable to\b|cannot\b|can'?t\b|"
+    r"i(?:'m| am) (?:sorry|unable|not able)|sorry\b|no (?:results?|matches|file|such)\b|access denied|"
+    r"forbidden|permission denied|not found|invalid\b|timed? ?out|rate limit)", re.I)
 
 
 def execution_errors(ctx: Context) -> list[Signal]:
@@ -285,24 +365,45 @@ def execution_errors(ctx: Context) -> list[Signal]:
     out = []
     steps = ctx.trace.steps
     for step in steps:
-        text = step.error or ""
-        if not text and step.kind in ("observation", "tool"):
-            text = capped(step.content or "")
-        elif not text:
-            text = step.observation or ""
-        m = _ERROR.search(text[:4000]) if text else None
-        if not m:
+        text, m = _failure_text(step)
+        if m is None:
             continue
-        author = step if is_candidate(step) else _responsible_step(ctx.trace, step.index)
-        if author is None:
-            continue
+        author = step if may_be_blamed(ctx.trace, step) else _responsible_step(ctx.trace, step.index)
+        if author is None or _only_reports(ctx, author):
+            continue  # the final answer relaying an earlier failure did not cause it
         mode = "A.2" if re.search(r"syntax|parse|format", text[:4000], re.I) else "A.1"
         recovered = any(s.agent == author.agent and s.index > step.index and not s.error
                         for s in steps[step.index + 1:])
         out.append(Signal(author.index, 0.3 if recovered else 0.5, mode, "execution-error",
-                          f"its action failed ({_clip(m.group(0), 30)})"
+                          f"its action failed (“{_clip(quote(text, m.start(), m.end()), 70)}”)"
                           + ("; later recovered" if recovered else "")))
     return out
+
+
+def _failure_text(step: Step) -> tuple[str, re.Match[str] | None]:
+    """The text of ``step`` that reports what its action returned, and the first failure
+    phrase in it: the recorded error, an environment output, a relaying agent's message
+    (failure phrasing at its start only), else the step's observation."""
+    if step.error:
+        text = step.error[:4000]
+        return text, _ERROR.search(text)
+    if step.kind in ("observation", "tool"):
+        text = capped(step.content or "")[:4000]
+        return text, _ERROR.search(text) or _FAILURE_LEAD.search(text)
+    if is_relay_agent(step.agent) and step.content:
+        text = step.content[:4000]
+        return text, _FAILURE_LEAD.search(text)
+    text = (step.observation or "")[:4000]
+    return text, (_ERROR.search(text) or _FAILURE_LEAD.search(text)) if text else None
+
+
+def _only_reports(ctx: Context, step: Step) -> bool:
+    """True when ``step`` is the final-answer step and only hands over its answer (a
+    ``final_answer`` call or the last message): an error it shows was made earlier."""
+    if step.index != ctx.final_index:
+        return False
+    return not step.tool_calls or all("final" in c.name.lower() or "final_answer" in str(c.arguments)
+                                      for c in step.tool_calls)
 
 
 # ------------------------------------------------------------- loops and stalls (A.4)
@@ -328,25 +429,31 @@ def loops_and_stalls(ctx: Context) -> list[Signal]:
     system's own ledger reports no progress or a loop."""
     out = []
     seen: dict[tuple[str, str], int] = {}
+    quoted: set[int] = set()  # steps whose repeated action is already quoted once
     for step in ctx.candidates:
         key_text = " ".join(step_text(step).split()).lower()
         if not step.tool_calls and len(key_text) < 200:
             continue  # short routing messages ("Next speaker WebSurfer") repeat by design
         key = (step.agent, key_text[:500])
         if key in seen:
+            what = "it" if seen[key] in quoted else f"its action (“{_clip(key_text, 50)}”)"
+            quoted.add(seen[key])
             out.append(Signal(seen[key], 0.45, "A.4", "repeated-action",
-                              f"its action is repeated unchanged at step {step.coord}"))
+                              f"{what} is repeated unchanged at step {step.coord}"))
         else:
             seen[key] = step.index
     for step in ctx.trace.steps:
         stalled, looping = _ledger_flags(step)
         if stalled or looping:
             prev = next((s for s in reversed(ctx.trace.steps[: step.index])
-                         if is_candidate(s) and s.agent != step.agent), None)
+                         if may_be_blamed(ctx.trace, s) and s.agent != step.agent), None)
             if prev is not None:
+                flag = '"is_in_loop"' if looping else '"is_progress_being_made"'
+                at = step.content.find(flag) if step.content else -1
+                said = f" (“{_clip(quote(step.content, at, at + len(flag), 60), 80)}”)" if at >= 0 else ""
                 out.append(Signal(prev.index, 0.5, "A.4" if looping else "PL.1", "no-progress",
                                   f"the next ledger (step {step.coord}) reports "
-                                  + ("a loop" if looping else "no progress")))
+                                  + ("a loop" if looping else "no progress") + said))
                 break
     return out
 
@@ -363,9 +470,9 @@ def premature_termination(ctx: Context) -> list[Signal]:
         return []
     m = _GIVE_UP.search(ctx.final)
     step = ctx.trace.steps[ctx.final_index]
-    if m and is_candidate(step):
+    if m and may_be_blamed(ctx.trace, step):
         return [Signal(step.index, 0.4, "A.3", "gave-up",
-                       f"ends the run with '{_clip(m.group(0), 30)}' instead of an answer")]
+                       f"ends the run with “{_clip(quote(ctx.final, m.start(), m.end()), 70)}” instead of an answer")]
     return []
 
 
@@ -380,9 +487,12 @@ def rubber_stamp(ctx: Context) -> list[Signal]:
     if not ctx.failed:
         return []
     for step in ctx.candidates:
-        if is_verifier(step.agent) and _APPROVE.search(capped(step.content or "")):
+        text = capped(step.content or "")
+        m = _APPROVE.search(text) if is_verifier(step.agent) else None
+        if m:
             return [Signal(step.index, 0.35, "V.2", "rubber-stamp",
-                           "approves the work although the run's answer is wrong")]
+                           f"approves the work (“{_clip(quote(text, m.start(), m.end()), 70)}”) "
+                           "although the run's answer is wrong")]
     return []
 
 
@@ -397,10 +507,11 @@ def gold_lost(ctx: Context) -> list[Signal]:
         if step.index == 0 or step.coord is None:
             continue
         if answer_matches(full_text(step), ctx.gold) and not answer_matches(ctx.final, ctx.gold):
-            nxt = next((s for s in ctx.trace.steps[step.index + 1:] if is_candidate(s)), None)
+            nxt = next((s for s in ctx.trace.steps[step.index + 1:] if may_be_blamed(ctx.trace, s)), None)
             if nxt is not None and not answer_matches(full_text(nxt), ctx.gold):
+                seen = _clip(quote_value(full_text(step), ctx.gold.strip().lower()), 70)
                 return [Signal(nxt.index, 0.55, "V.1", "gold-lost",
-                               f"the correct answer was visible at step {step.coord} "
+                               f"the correct answer was visible at step {step.coord} (“{seen}”) "
                                "but is dropped here")]
             return []
     return []

@@ -264,6 +264,23 @@ class AttributionMixin:
         else:
             self.verdict_notes[id(verdict)] = "not saved (--no-save)"
         self._apply_verdicts(jump=True)  # the panel shows it: no toast to cover it
+        if verdict.protocol == "counterfactual" and any(e.get("outcome") == "fixed" for e in verdict.evidence):
+            self._show_fixing_replay(self.trace, verdict)
+
+    @work(thread=True, group="fixing-replay", exit_on_error=False, description="redo the fixing replay")
+    def _show_fixing_replay(self, trace: Trace, verdict: Attribution) -> None:
+        """The diff screen of the replay in which the verdict's correction fixed the run."""
+        from whenpro_core.attribution.counterfactual import fixing_replay
+        from whenpro_tui.screens.diff import DiffScreen
+
+        model = verdict.model[len("llm-fix:"):] if verdict.model.startswith("llm-fix:") else None
+        try:
+            fixed = fixing_replay(trace, verdict, model)
+        except WhenproError as exc:
+            self.app.call_from_thread(self.notify, clean(exc.one_line()), title="Fixing replay", severity="warning")
+            return
+        if fixed is not None and trace is self.trace:
+            self.app.call_from_thread(self.app.push_screen, DiffScreen(trace, fixed))
 
     @work(thread=True, group="verdict-save", exit_on_error=False, description="save a verdict")
     def _save_verdict(self, trace: Trace, verdict: Attribution) -> None:
