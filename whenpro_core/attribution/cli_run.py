@@ -103,7 +103,7 @@ def counterfactual_command(ref: str, *, model: str | None, executor: str, rank: 
     from whenpro_core.envs import env_for_trace
     from whenpro_core.injection.executors import get_executor
 
-    trace = load_trace(ref)
+    trace = load_one(ref)
     settings = load_settings(**(settings_flags or {}))
     builtin = env_for_trace(trace) is not None
     corrector = ReferenceCorrector() if builtin and not model else \
