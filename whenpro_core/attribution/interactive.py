@@ -158,10 +158,11 @@ class MeteredJudge:
         backend = getattr(self.judge, "backend", None)
         return getattr(backend, "retry_note", None)
 
-    async def ask(self, messages: "list[Message]", schema: "type[BaseModel] | None" = None) -> JudgeReply:
+    async def ask(self, messages: "list[Message]", schema: "type[BaseModel] | None" = None,
+                  readable: "Callable[[str, BaseModel | None], bool] | None" = None) -> JudgeReply:
         """Ask the wrapped judge; raises what it raises."""
         self.asked += 1
-        reply = await self.judge.ask(messages, schema)
+        reply = await self.judge.ask(messages, schema, readable)
         self.usage = self.usage.add(reply.usage.model_copy(update={"seconds": 0.0}))
         return reply
 

@@ -39,9 +39,11 @@ class Judge(Protocol):
     multimodal: bool
     budget_tokens: int
 
-    async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None) -> JudgeReply:
+    async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None,
+                  readable: Callable[[str, BaseModel | None], bool] | None = None) -> JudgeReply:
         """Answer ``messages``; raise :class:`~whenpro_core.errors.BackendError` when the
-        backend fails after its retries."""
+        backend fails after its retries. ``readable(text, parsed)``: whether a verdict can
+        be read from an answer (an unreadable one must not be cached as an answer)."""
         ...
 
 

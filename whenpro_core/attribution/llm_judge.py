@@ -12,6 +12,8 @@ lenient parser instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic import BaseModel
 
 from whenpro_core.attribution.judge import JudgeReply
@@ -52,16 +54,19 @@ class LLMJudge:
         self.budget_tokens = budget_tokens
         self.use_cache = use_cache
 
-    async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None) -> JudgeReply:
+    async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None,
+                  readable: Callable[[str, BaseModel | None], bool] | None = None) -> JudgeReply:
         """One call; raises :class:`~whenpro_core.errors.BackendError` when the backend
-        fails after its retries."""
+        fails after its retries. ``readable(text, parsed)`` says whether a verdict could be
+        read from an answer: one that is not is never kept in the response cache."""
         from whenpro_core.llm import LLMRequest
 
         request = LLMRequest(messages=[_convert(m) for m in messages if m.role != "system"],
                              system="\n\n".join(m.plain() for m in messages if m.role == "system") or None,
                              cache_system=any(m.cache_breakpoint for m in messages if m.role == "system"),
                              output_model=schema)
-        response = await self.backend.complete(request, cache=None if self.use_cache else False)
+        accept = None if readable is None else (lambda r: readable(r.text, r.parsed))
+        response = await self.backend.complete(request, cache=None if self.use_cache else False, accept=accept)
         warnings = list(response.warnings)
         if schema is not None and response.parse_error:
             warnings.append(f"structured answer did not validate ({response.parse_error}); parsed the text")
