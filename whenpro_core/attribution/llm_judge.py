@@ -88,7 +88,7 @@ def _convert(message: Message):
     parts = []
     last = len(message.parts) - 1
     for i, part in enumerate(message.parts):
-        mark = message.cache_breakpoint and i == last
+        mark = (message.cache_breakpoint and i == last) or i == message.prefix_parts - 1
         if isinstance(part, TextPart):
             parts.append(LLMText(text=part.text or " ", cache_breakpoint=mark))
         elif isinstance(part, ImagePart):
