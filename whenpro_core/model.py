@@ -243,7 +243,10 @@ class Attribution(_Model):
             ``heuristic``.
         model: ``provider:model`` or ``heuristic``.
         with_gold: whether the judge was shown the gold answer.
-        usage: calls, tokens, cost and seconds spent.
+        usage: calls, tokens and cost of the LLM calls behind this verdict (a call served
+            from whenpro's response cache counts with its original usage), and seconds.
+        spent: what producing it cost this time: new calls, tokens and cost (zero for
+            answers served from the response cache), and seconds.
         raw_outputs: the judge's raw answers, in call order.
         warnings: parse failures, tie-breaks, truncation notices.
     """
@@ -257,6 +260,7 @@ class Attribution(_Model):
     model: str = "heuristic"
     with_gold: bool = True
     usage: Usage = Field(default_factory=Usage)
+    spent: Usage = Field(default_factory=Usage)
     raw_outputs: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 

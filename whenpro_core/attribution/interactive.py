@@ -141,7 +141,9 @@ def make_request(trace: Trace, protocol: str, model: str | None, with_gold: bool
 class MeteredJudge:
     """A judge that adds up its calls as they are answered, so a UI can show calls,
     tokens and cost while a protocol runs. ``asked``: calls started; ``usage``: summed
-    usage of the answered ones (``seconds`` left at 0); ``closed``: :meth:`aclose` ran."""
+    usage of the answered ones (answers from the response cache with their original usage;
+    ``seconds`` left at 0); ``spent``: what the answered ones cost now (cache hits: 0);
+    ``closed``: :meth:`aclose` ran."""
 
     def __init__(self, judge: "Judge") -> None:
         self.judge = judge
@@ -150,6 +152,7 @@ class MeteredJudge:
         self.budget_tokens = judge.budget_tokens
         self.asked = 0
         self.usage = Usage()
+        self.spent = Usage()
         self.closed = False
 
     @property
@@ -164,6 +167,7 @@ class MeteredJudge:
         self.asked += 1
         reply = await self.judge.ask(messages, schema, readable)
         self.usage = self.usage.add(reply.usage.model_copy(update={"seconds": 0.0}))
+        self.spent = self.spent.add(reply.spent_now.model_copy(update={"seconds": 0.0}))
         return reply
 
     async def aclose(self) -> None:

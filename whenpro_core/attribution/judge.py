@@ -23,12 +23,20 @@ from whenpro_core.model import Attribution, Trace, Usage
 @dataclass
 class JudgeReply:
     """A judge's answer: raw ``text``, the ``parsed`` object when structured output was
-    used, the call's ``usage``, and ``warnings`` from the backend."""
+    used, ``usage`` (what the call that produced the answer cost: on a response-cache hit,
+    the original call's usage), ``spent`` (what this call cost now: zero on a cache hit;
+    ``None`` means the same as ``usage``), and ``warnings`` from the backend."""
 
     text: str
     parsed: BaseModel | None = None
     usage: Usage = field(default_factory=Usage)
     warnings: list[str] = field(default_factory=list)
+    spent: Usage | None = None
+
+    @property
+    def spent_now(self) -> Usage:
+        """What this call spent (``usage`` when ``spent`` is not given)."""
+        return self.usage if self.spent is None else self.spent
 
 
 class Judge(Protocol):
@@ -70,9 +78,9 @@ class Tally:
         self.result = Attribution(protocol=protocol, model=judge.model, with_gold=with_gold)
 
     def record(self, reply: JudgeReply) -> None:
-        """Add one reply's usage, text and warnings."""
-        u = self.result.usage
-        self.result.usage = u.add(reply.usage.model_copy(update={"seconds": 0.0}))
+        """Add one reply's usage and spending, text and warnings."""
+        self.result.usage = self.result.usage.add(reply.usage.model_copy(update={"seconds": 0.0}))
+        self.result.spent = self.result.spent.add(reply.spent_now.model_copy(update={"seconds": 0.0}))
         self.result.raw_outputs.append(reply.text)
         self.result.warnings.extend(reply.warnings)
 
@@ -92,7 +100,7 @@ class Tally:
             if agent.strip().lower() in names:
                 r.agent = "agent"
         r.step, r.mode, r.reason, r.confidence = step, mode, reason, confidence
-        r.usage.seconds = time.perf_counter() - self.started
+        r.usage.seconds = r.spent.seconds = time.perf_counter() - self.started
         return r
 
 

@@ -72,7 +72,8 @@ class LLMJudge:
             warnings.append(f"structured answer did not validate ({response.parse_error}); parsed the text")
         if response.finish_reason == "length":
             warnings.append("the answer was cut at the max-tokens limit")
-        return JudgeReply(text=response.text, parsed=response.parsed, usage=response.usage,
+        return JudgeReply(text=response.text, parsed=response.parsed,
+                          usage=response.original_usage or response.usage, spent=response.usage,
                           warnings=warnings)
 
     async def aclose(self) -> None:

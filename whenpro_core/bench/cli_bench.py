@@ -14,7 +14,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
 from whenpro_core.bench import runner
 from whenpro_core.bench.aggregate import Report
 from whenpro_core.bench.records import Record, ResultsFile
-from whenpro_core.bench.report import report_command
+from whenpro_core.bench.report import report_command, spending_line
 from whenpro_core.bench.report_files import check_report_dir
 from whenpro_core.errors import BackendError
 from whenpro_core.fsutil import check_can_write_in
@@ -80,11 +80,14 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         notes.append(f"{plural(sel.unlabelled, 'trace')} without a ground truth left out")
     if sel.bad:
         notes.append(f"{plural(sel.bad, 'trace')} could not be read (files or rows; recorded as errors)")
-    judges = runner.make_judges({i.model for i in todo}, use_cache=use_cache) if todo else {}
+    judges = runner.make_judges({i.model for i in todo}, use_cache=use_cache,
+                                concurrency=concurrency) if todo else {}
     if not judges:  # heuristic only: no settings needed, but a broken config is said
         from whenpro_core.config import warn_offline
 
         warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
+    if judges:
+        notes.append(f"up to {concurrency} LLM calls in flight per model (--concurrency)")
     for note in notes:
         err.print(note, markup=False, highlight=False)
     try:
@@ -95,6 +98,8 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.kinds.items()))
         err.print(f"ran {stats.written} items in {stats.seconds:.1f}s; {stats.errors} failed"
                   + (f" ({kinds})" if kinds else ""), markup=False, highlight=False)
+        if judges:
+            err.print(spending_line(stats.usage, stats.spent), markup=False, highlight=False)
     written = None
     if report:
         written = report_command([results.path], report_dir, tolerance=tolerance, console=console,

@@ -109,7 +109,11 @@ class Record(_Tolerant):
             accepted one (0 when exact; ``None`` when not comparable: missing or unknown
             step, round-only scoring), so any tolerance can be applied later.
         tolerance: the k used for ``score_tol``.
-        usage: calls, tokens, cost and protocol seconds (copied from the prediction).
+        usage: calls, tokens, cost and protocol seconds of the LLM calls behind this
+            record (copied from the prediction; an answer replayed from whenpro's response
+            cache counts with its original usage), so a second run reports the same totals.
+        spent: what this run spent on the record: new calls, tokens and cost (0 for a
+            cache hit). A failed item keeps what its calls cost before it failed.
         seconds: wall-clock seconds of the whole item (load, render, attribute).
         error, error_kind: why the item failed (:data:`ErrorKind`), else ``None``.
         finished_at: ISO 8601 UTC time the record was made.
@@ -128,6 +132,7 @@ class Record(_Tolerant):
     step_distance: int | None = None
     tolerance: int = 0
     usage: Usage = Field(default_factory=Usage)
+    spent: Usage = Field(default_factory=Usage)
     seconds: float = 0.0
     error: str | None = None
     error_kind: ErrorKind | None = None
@@ -213,12 +218,15 @@ def build_record(*, ref: str, protocol: str, model: str, with_gold: bool,
                  trace: Trace | None, prediction: Attribution | None, tolerance: int = 0,
                  summary: TraceSummary | None = None, tokens: int | None = None,
                  seconds: float = 0.0, error: str | None = None,
-                 error_kind: ErrorKind | None = None) -> Record:
+                 error_kind: ErrorKind | None = None, usage: Usage | None = None,
+                 spent: Usage | None = None) -> Record:
     """Score ``prediction`` against ``trace`` and assemble its :class:`Record`.
 
     A labelled trace with no prediction (the attribution failed) scores False on every
     axis: a missing prediction counts as wrong (DESIGN §7). ``trace`` is ``None`` when
     the trace could not be read; the record then holds the listing row's metadata.
+    ``usage``/``spent`` default to the prediction's; give them for a failed item (what its
+    calls cost before it failed).
     """
     score = score_tol = None
     distance = None
@@ -232,7 +240,8 @@ def build_record(*, ref: str, protocol: str, model: str, with_gold: bool,
         key=record_key(ref, protocol, model, with_gold), ref=ref, protocol=protocol,
         model=model, with_gold=with_gold, trace=trace_meta(trace, summary, tokens),
         prediction=prediction, score=score, score_tol=score_tol, step_distance=distance,
-        tolerance=tolerance, usage=prediction.usage if prediction else Usage(),
+        tolerance=tolerance, usage=prediction.usage if prediction else (usage or Usage()),
+        spent=prediction.spent if prediction else (spent or Usage()),
         seconds=round(seconds, 4), error=safe_message(error) if error else None,
         error_kind=error_kind if error else None,
         finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))

@@ -21,7 +21,8 @@ from rich.table import Table
 from rich.text import Text
 
 from whenpro_core import jsonio
-from whenpro_core.textsafe import strip_controls
+from whenpro_core.model import Usage
+from whenpro_core.textsafe import plural, strip_controls
 
 from whenpro_core.bench.aggregate import (DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report,
                                           aggregate)
@@ -44,7 +45,9 @@ DIM_TITLE_LONG = {**DIM_TITLES, "mode": "gold failure mode",
 
 LEGEND = ("Agent: mean over multi-agent frameworks of agent accuracy; Step, Joint: mean over "
           "frameworks; Error: macro-F1 over gold failure modes; agt/stp: plain accuracy over "
-          "all traces (missing prediction = wrong); stp±k: within k steps. Percentages.")
+          "all traces (missing prediction = wrong); stp±k: within k steps. Percentages. Usage: the "
+          "calls behind the records (answers replayed from the response cache at their original "
+          "cost); spent: what the runs paid (cache hits cost 0).")
 
 
 def pct(value: float | None) -> str:
@@ -100,14 +103,27 @@ def breakdown_rows(report: Report, dimension: str) -> tuple[list[str], list[list
 
 
 def usage_rows(report: Report) -> list[list[str]]:
-    """``[group, records, errors, calls, input, output, cached, cost, seconds]``."""
+    """``[group, records, errors, calls, input, output, cached, cost, spent calls, spent
+    cost, seconds]``: the usage behind the records, then what the runs spent."""
     return [[g.label, str(g.records), str(g.errors), str(g.usage.calls), f"{g.usage.input_tokens:,}",
              f"{g.usage.output_tokens:,}", f"{g.usage.cached_tokens:,}", f"{g.usage.cost_usd:.4f}",
-             f"{g.seconds:.1f}"] for g in report.groups]
+             str(g.spent.calls), f"{g.spent.cost_usd:.4f}", f"{g.seconds:.1f}"] for g in report.groups]
+
+
+def spending_line(usage: Usage, spent: Usage) -> str:
+    """One line for the end of a run: the usage behind its records and what it spent,
+    e.g. ``usage 12 calls, 40,100 in / 900 out tokens, $0.0930; spent 3 calls, $0.0210
+    (9 answers replayed from the response cache)``."""
+    line = (f"usage {plural(usage.calls, 'call')}, {usage.input_tokens:,} in / {usage.output_tokens:,} out "
+            f"tokens ({usage.cached_tokens:,} cached), ${usage.cost_usd:.4f}; "
+            f"spent {plural(spent.calls, 'call')}, {spent.input_tokens:,} in / {spent.output_tokens:,} out "
+            f"tokens, ${spent.cost_usd:.4f}")
+    replayed = usage.calls - spent.calls
+    return line + (f" ({plural(replayed, 'answer')} replayed from the response cache)" if replayed > 0 else "")
 
 
 USAGE_HEADERS = ["setting", "records", "failed", "calls", "in tok", "out tok", "cached",
-                 "cost $", "sec"]
+                 "cost $", "spent calls", "spent $", "sec"]
 
 
 def confusion_rows(g: GroupReport) -> tuple[list[str], list[list[str]]]:

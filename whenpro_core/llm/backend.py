@@ -196,6 +196,7 @@ class Backend:
             structured=mode,
             parse_error=raw.parse_error,
             usage=usage,
+            original_usage=usage.model_copy(update={"seconds": 0.0}),
             cache_write_tokens=raw.cache_write_tokens,
             model=self.spec.name,
             served_model=raw.served_model,
