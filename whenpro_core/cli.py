@@ -276,6 +276,17 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
         opened=opened, save_verdicts=save)
 
 
+class JudgeImages(str, Enum):
+    """Whether the judge is sent the trace's images (overrides ``images`` in config.toml)."""
+
+    on = "on"
+    off = "off"
+
+
+JUDGE_IMAGES_HELP = ("Send the trace's images to the judge (default: OpenAI and Anthropic models, and "
+                     "openai-compatible models listed in vision_models in config.toml).")
+
+
 @app.command()
 @handles_errors
 def attribute(
@@ -295,6 +306,7 @@ def attribute(
                                             help="Seconds per model call."),
     max_retries: Optional[int] = typer.Option(None, "--max-retries", min=0,
                                               help="Retries of a failed call (429/5xx/timeouts)."),
+    images: Optional[JudgeImages] = typer.Option(None, "--images", help=JUDGE_IMAGES_HELP),
 ) -> None:
     """Attribute the decisive error of a failed trace: who, when, what, and why."""
     from whenpro_core.attribution import cli_run
@@ -302,7 +314,8 @@ def attribute(
     cli_run.attribute_command(trace, protocol=protocol, model=model, with_gold=not no_gold,
                               as_json=as_json, save=save, no_cache=no_cache,
                               settings_flags={"base_url": base_url, "timeout_s": timeout,
-                                              "max_retries": max_retries})
+                                              "max_retries": max_retries,
+                                              "images": images.value if images else None})
 
 
 @app.command()
@@ -388,6 +401,7 @@ def bench(
     no_report: bool = typer.Option(False, "--no-report", help="Run only; no report."),
     report_dir: Optional[Path] = typer.Option(None, "--report-dir",
                                               help="Folder for report.json/md (default: next to --out)."),
+    images: Optional[JudgeImages] = typer.Option(None, "--images", help=JUDGE_IMAGES_HELP),
 ) -> None:
     """Evaluate attribution protocols over a dataset; resumable, then report."""
     from whenpro_core.bench.cli_bench import bench_command
@@ -399,7 +413,8 @@ def bench(
     bench_command(dataset, protocols=protocol, models=model, gold=gold, both=both, where=where,
                   limit=limit, sample=sample, seed=seed, concurrency=concurrency, out=out,
                   tolerance=tolerance, retry_errors=retry_errors, use_cache=not no_cache,
-                  report=not no_report, report_dir=report_dir)
+                  report=not no_report, report_dir=report_dir,
+                  images=images.value if images else None)
 
 
 @app.command()

@@ -43,7 +43,8 @@ class LLMJudge:
     Attributes:
         model: ``provider:model``.
         multimodal: send images (OpenAI and Anthropic models: yes; OpenAI-compatible
-            servers: only when asked, since many local models read text only).
+            servers: when the model is listed in ``vision_models`` or ``images = "on"``,
+            see :func:`whenpro_core.llm.models.reads_images`).
         budget_tokens: prompt budget for rendered transcripts.
     """
 
@@ -105,11 +106,12 @@ def make_judge(model: str | None = None, *, settings: Settings | None = None, us
     (the message names the setting to fix, never a key).
     """
     from whenpro_core.llm import open_backend
+    from whenpro_core.llm.models import reads_images
 
     settings = settings or load_settings()
     backend = open_backend(model, settings)
     if multimodal is None:
-        multimodal = backend.spec.provider in ("openai", "anthropic")
+        multimodal = reads_images(backend.spec, settings.images, settings.vision_models)
     max_out = settings.max_tokens or 4096
     budget = max(4_000, int(context_window(backend.name) * 0.8) - max_out)
     return LLMJudge(backend, multimodal=multimodal, budget_tokens=budget, use_cache=use_cache)

@@ -36,7 +36,7 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
                   concurrency: int = 8, out: str | Path | None = None, tolerance: int = 1,
                   retry_errors: bool = False, use_cache: bool = True, report: bool = True,
                   report_dir: str | Path | None = None, console: Console | None = None,
-                  report_hint: str = BENCH_REPORT_HINT) -> Report | None:
+                  report_hint: str = BENCH_REPORT_HINT, images: str | None = None) -> Report | None:
     """Run a benchmark and report on the whole results file.
 
     Protocols default to ``all-at-once`` when models are given, else ``heuristic``.
@@ -81,7 +81,7 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     if sel.bad:
         notes.append(f"{plural(sel.bad, 'trace')} could not be read (files or rows; recorded as errors)")
     judges = runner.make_judges({i.model for i in todo}, use_cache=use_cache,
-                                concurrency=concurrency) if todo else {}
+                                concurrency=concurrency, images=images) if todo else {}
     if not judges:  # heuristic only: no settings needed, but a broken config is said
         from whenpro_core.config import warn_offline
 

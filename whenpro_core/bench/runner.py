@@ -62,12 +62,13 @@ MAX_BACKEND_STREAK = 3
 
 
 def make_judges(models: Iterable[str], *, use_cache: bool = True,
-                concurrency: int | None = None) -> dict[str, Judge]:
+                concurrency: int | None = None, images: str | None = None) -> dict[str, Judge]:
     """One judge per LLM model name (``provider:model``), made by
     ``whenpro_core.attribution.llm_judge.make_judge``; the heuristic needs none.
     ``concurrency`` raises each backend's limit of calls in flight (``concurrency`` in
     config.toml) to at least that many, so ``bench --concurrency N`` really has N calls in
-    flight. ConfigError when a model is unusable or the LLM layer is not available."""
+    flight. ``images`` (``"on"``/``"off"``) overrides the ``images`` setting. ConfigError when
+    a model is unusable or the LLM layer is not available."""
     names = [m for m in dict.fromkeys(models) if m != HEURISTIC_MODEL]
     if not names:
         return {}
@@ -80,7 +81,7 @@ def make_judges(models: Iterable[str], *, use_cache: bool = True,
         raise ConfigError(what, expected="--protocol heuristic, or install whenpro fully") from None
     from whenpro_core.config import load_settings
 
-    settings = load_settings()
+    settings = load_settings(**({"images": images} if images else {}))
     if concurrency is not None and concurrency > settings.concurrency:
         settings = settings.model_copy(update={"concurrency": concurrency})
     return {name: make_judge(name, settings=settings, use_cache=use_cache) for name in names}
