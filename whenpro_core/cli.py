@@ -276,6 +276,13 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
         opened=opened, save_verdicts=save)
 
 
+class ReportRules(str, Enum):
+    """Which aggregation rules ``report`` prints: whenpro's own, or the official leaderboard's too."""
+
+    whenpro = "whenpro"
+    official = "official"
+
+
 class JudgeImages(str, Enum):
     """Whether the judge is sent the trace's images (overrides ``images`` in config.toml)."""
 
@@ -498,11 +505,14 @@ def report(
                                        help="Folder for report.json/md (default: next to results)."),
     tolerance: Optional[int] = typer.Option(None, "--tolerance", "-k", min=0,
                                             help="k of the ±k step accuracy (default: as run)."),
+    rules: ReportRules = typer.Option(ReportRules.whenpro, "--rules",
+                                      help="official: also print the Who&When Pro leaderboard's numbers "
+                                           "(failed rows left out, image_gui cell, strict coordinates)."),
 ) -> None:
     """Re-render the benchmark report (tables, report.json, report.md, plot) from results."""
     from whenpro_core.bench.report import report_command
 
-    report_command(results, out, tolerance=tolerance)
+    report_command(results, out, tolerance=tolerance, rules=rules.value)
 
 
 @app.command()

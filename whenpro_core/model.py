@@ -238,6 +238,8 @@ class Attribution(_Model):
     Attributes:
         agent, step, mode, reason: the prediction (who, the step coordinate, the failure
             mode code, why). Any may be ``None`` when the judge's answer lacked it.
+        step_text: the step exactly as the judge wrote it (``"Step 03"``), when it named
+            one in free text; the official rules' strict coordinate match reads it.
         confidence: 0..1 when the protocol reports one.
         protocol: ``all-at-once``, ``step-by-step``, ``binary-search``, ``hybrid`` or
             ``heuristic``.
@@ -256,6 +258,7 @@ class Attribution(_Model):
     mode: str | None = None
     reason: str | None = None
     confidence: float | None = None
+    step_text: str | None = None
     protocol: str = "heuristic"
     model: str = "heuristic"
     with_gold: bool = True

@@ -35,4 +35,4 @@ async def run_all_at_once(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, wit
         progress(Progress("all-at-once", 1, tuple(transcript.coords()), "reading the whole transcript"))
     answer = await ask_all_at_once(trace, transcript, judge, taxonomy, tally, with_gold=with_gold)
     return tally.finish(trace, agent=answer.agent, step=answer.step, mode=answer.mode,
-                        reason=answer.reason, confidence=answer.confidence)
+                        reason=answer.reason, confidence=answer.confidence, step_text=answer.step_text)

@@ -24,6 +24,7 @@ def _from_structured(obj: BaseModel, taxonomy: Taxonomy) -> ParsedAnswer:
     if isinstance(obj, Verdict):
         out.agent = obj.agent_name.strip() or None
         out.step = normalize_coord(obj.step_number) if obj.step_number.strip() else None
+        out.step_text = obj.step_number.strip() or None
     if isinstance(obj, StepJudgement):
         out.decisive = obj.decisive
     if isinstance(obj, HalfChoice):

@@ -49,4 +49,4 @@ async def run_hybrid(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gol
             tally.warn(f"step {block.coord}: answer was neither yes nor no; read as no")
     tally.warn("no step was judged decisive; kept the all-at-once verdict")
     return tally.finish(trace, agent=first.agent, step=first.step, mode=first.mode, reason=first.reason,
-                        confidence=first.confidence)
+                        confidence=first.confidence, step_text=first.step_text)

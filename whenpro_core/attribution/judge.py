@@ -89,7 +89,8 @@ class Tally:
         self.result.warnings.append(text)
 
     def finish(self, trace: Trace, *, agent: str | None, step: str | None, mode: str | None,
-               reason: str | None, confidence: float | None = None) -> Attribution:
+               reason: str | None, confidence: float | None = None,
+               step_text: str | None = None) -> Attribution:
         """The final Attribution with the wall-clock seconds."""
         r = self.result
         r.agent = agent
@@ -99,7 +100,7 @@ class Tally:
             names = {"agent", *(a.lower() for a in trace.agent_ids())}
             if agent.strip().lower() in names:
                 r.agent = "agent"
-        r.step, r.mode, r.reason, r.confidence = step, mode, reason, confidence
+        r.step, r.mode, r.reason, r.confidence, r.step_text = step, mode, reason, confidence, step_text
         r.usage.seconds = r.spent.seconds = time.perf_counter() - self.started
         return r
 

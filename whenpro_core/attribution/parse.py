@@ -77,11 +77,13 @@ _KEY_FIELDS = ("Agent Name", "Step Number", "Decisive", "Half")
 
 @dataclass
 class ParsedAnswer:
-    """Fields read from a judge's answer; any may be ``None``. ``readable`` is ``False``
+    """Fields read from a judge's answer; any may be ``None``. ``step`` is the normalised
+    coordinate, ``step_text`` the value as written. ``readable`` is ``False``
     when the fields the protocol needs most (see module doc, rule 4) could not be read."""
 
     agent: str | None = None
     step: str | None = None
+    step_text: str | None = None
     mode: str | None = None
     reason: str | None = None
     decisive: bool | None = None
@@ -287,6 +289,7 @@ def parse_answer(text: str | None, taxonomy: Taxonomy, *,
     fields, start = _choose(text, need, taxonomy)
     out.agent = _clean(fields.get("Agent Name"))
     out.step = _step(fields.get("Step Number"))
+    out.step_text = _clean(fields.get("Step Number"))
     reason = fields.get("Reason")
     out.reason = " ".join(reason.split()) if reason else None
     raw_mode = fields.get("Error Mode")

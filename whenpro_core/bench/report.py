@@ -26,7 +26,8 @@ from whenpro_core.textsafe import plural, strip_controls
 
 from whenpro_core.bench.aggregate import (DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report,
                                           aggregate)
-from whenpro_core.bench.records import read_records
+from whenpro_core.bench.official import OFFICIAL_HEADERS, official_report, official_rows, rules_header
+from whenpro_core.bench.records import Record, latest, read_records
 from whenpro_core.bench.report_files import (JSON_NAME, MD_LEGACY_HEADING, MD_MARKER, MD_NAME, PLOT_NAME,
                                              PNG_SOFTWARE, REPORT_HINT, check_report_dir,
                                              is_whenpro_report_file)
@@ -108,6 +109,16 @@ def usage_rows(report: Report) -> list[list[str]]:
     return [[g.label, str(g.records), str(g.errors), str(g.usage.calls), f"{g.usage.input_tokens:,}",
              f"{g.usage.output_tokens:,}", f"{g.usage.cached_tokens:,}", f"{g.usage.cost_usd:.4f}",
              str(g.spent.calls), f"{g.spent.cost_usd:.4f}", f"{g.seconds:.1f}"] for g in report.groups]
+
+
+def whenpro_rules_header(records: Sequence[Record]) -> str:
+    """The line naming whenpro's default rules and what they dropped."""
+    recs = latest(records)
+    failed = sum(1 for r in recs if r.error)
+    unlabelled = sum(1 for r in recs if r.score is None and not r.error)
+    return (f"rules: whenpro (default): failed rows scored wrong on every axis: {failed}; unlabelled rows "
+            f"left out: {unlabelled}; image_gui counted as image; an accepted alternative mode counts as "
+            "the gold class in Error-F1")
 
 
 def spending_line(usage: Usage, spent: Usage) -> str:
@@ -345,11 +356,13 @@ def skipped_warnings(problems: Sequence[str], shown: int = 5) -> list[str]:
 
 def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = None, *,
                    tolerance: int | None = None, console: Console | None = None,
-                   quiet: bool = False, hint: str = REPORT_HINT) -> Report:
+                   quiet: bool = False, hint: str = REPORT_HINT, rules: str = "whenpro") -> Report:
     """``whenpro report``: read results, aggregate, print, write the report files next to
-    the (first) results file or into ``out_dir``. TraceFormatError when a file is missing
-    or holds no records; ConfigError (suggesting ``hint``) when a report file there was
-    not written by whenpro."""
+    the (first) results file or into ``out_dir``. ``rules="official"`` first prints the
+    official Who&When Pro leaderboard (:mod:`whenpro_core.bench.official`); the files
+    always hold whenpro's rules. TraceFormatError when a file is missing or holds no
+    records; ConfigError (suggesting ``hint``) when a report file there was not written
+    by whenpro."""
     if not paths:
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
     records, problems = load_report_records(paths)
@@ -365,7 +378,12 @@ def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = Non
     report = aggregate(records, tolerance=tolerance, sources=[str(p) for p in paths],
                        problems=problems)
     console = console or Console()
+    if not quiet and rules == "official":
+        groups = official_report(records)
+        console.print(rules_header(groups), markup=False, highlight=False)
+        console.print(_table("Official leaderboard", OFFICIAL_HEADERS, official_rows(groups), left=2))
     if not quiet:
+        console.print(whenpro_rules_header(records), markup=False, highlight=False)
         print_report(report, console)
     written = write_report(report, target, hint=hint)
     if not quiet:

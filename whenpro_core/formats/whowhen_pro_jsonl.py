@@ -36,7 +36,7 @@ from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats.base import FileImporter, LoadContext
 from whenpro_core.gt_map import gt_coord
-from whenpro_core.formats.whowhen_pro import build_trace, modality_of_name, prepare
+from whenpro_core.formats.whowhen_pro import SPLITS, build_trace, modality_of_name, prepare
 from whenpro_core.model import Modality, Trace, TraceSummary
 
 FORMAT = "whowhen-pro-jsonl"
@@ -343,7 +343,9 @@ def decode_row(data: bytes, path: Path, row: int, modality: Modality) -> dict:
     for k, v in outer.items():
         if k not in doc and k not in _ROW_FIELDS:
             doc[k] = v
-    doc.update(task=task, trajectory=trajectory, ground_truth=gt, modality=modality.value)
+    split = path.stem.lower()
+    doc.update(task=task, trajectory=trajectory, ground_truth=gt,
+               modality=split if split in SPLITS and modality_of_name(split) is modality else modality.value)
     return doc
 
 
