@@ -314,6 +314,8 @@ def attribute(
     max_retries: Optional[int] = typer.Option(None, "--max-retries", min=0,
                                               help="Retries of a failed call (429/5xx/timeouts)."),
     images: Optional[JudgeImages] = typer.Option(None, "--images", help=JUDGE_IMAGES_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the requests the protocol would send first "
+                                 "(with --json: as JSON, images as size and hash); no call, no key needed."),
 ) -> None:
     """Attribute the decisive error of a failed trace: who, when, what, and why."""
     from whenpro_core.attribution import cli_run
@@ -322,7 +324,8 @@ def attribute(
                               as_json=as_json, save=save, no_cache=no_cache,
                               settings_flags={"base_url": base_url, "timeout_s": timeout,
                                               "max_retries": max_retries,
-                                              "images": images.value if images else None})
+                                              "images": images.value if images else None},
+                              dry_run=dry_run)
 
 
 @app.command()

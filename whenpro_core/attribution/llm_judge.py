@@ -20,6 +20,7 @@ from whenpro_core.attribution.judge import JudgeReply
 from whenpro_core.attribution.prompts import Message
 from whenpro_core.attribution.render import ImagePart, TextPart
 from whenpro_core.config import Settings, load_settings
+from whenpro_core.llm.types import LLMRequest
 
 #: Context windows in tokens by model-name prefix (most specific first); the judge's
 #: prompt budget is 80% of it minus the answer's max tokens. Unknown models: 32K.
@@ -60,12 +61,7 @@ class LLMJudge:
         """One call; raises :class:`~whenpro_core.errors.BackendError` when the backend
         fails after its retries. ``readable(text, parsed)`` says whether a verdict could be
         read from an answer: one that is not is never kept in the response cache."""
-        from whenpro_core.llm import LLMRequest
-
-        request = LLMRequest(messages=[_convert(m) for m in messages if m.role != "system"],
-                             system="\n\n".join(m.plain() for m in messages if m.role == "system") or None,
-                             cache_system=any(m.cache_breakpoint for m in messages if m.role == "system"),
-                             output_model=schema)
+        request = to_request(messages, schema)
         accept = None if readable is None else (lambda r: readable(r.text, r.parsed))
         response = await self.backend.complete(request, cache=None if self.use_cache else False, accept=accept)
         warnings = list(response.warnings)
@@ -80,6 +76,22 @@ class LLMJudge:
     async def aclose(self) -> None:
         """Close the backend's HTTP clients."""
         await self.backend.aclose()
+
+
+def to_request(messages: list[Message], schema: type[BaseModel] | None = None) -> LLMRequest:
+    """The provider-neutral request a judge sends for protocol ``messages``: system
+    messages joined into the system prompt (a cache breakpoint when marked), the others as
+    turns with their cache breakpoints, ``schema`` as the structured-output model."""
+    return LLMRequest(messages=[_convert(m) for m in messages if m.role != "system"],
+                      system="\n\n".join(m.plain() for m in messages if m.role == "system") or None,
+                      cache_system=any(m.cache_breakpoint for m in messages if m.role == "system"),
+                      output_model=schema)
+
+
+def judge_budget(model_name: str, settings: Settings) -> int:
+    """The prompt budget in tokens of a judge on ``model_name``: 80% of its context
+    window minus the answer's max tokens, at least 4,000."""
+    return max(4_000, int(context_window(model_name) * 0.8) - (settings.max_tokens or 4096))
 
 
 def _convert(message: Message):
@@ -112,6 +124,5 @@ def make_judge(model: str | None = None, *, settings: Settings | None = None, us
     backend = open_backend(model, settings)
     if multimodal is None:
         multimodal = reads_images(backend.spec, settings.images, settings.vision_models)
-    max_out = settings.max_tokens or 4096
-    budget = max(4_000, int(context_window(backend.name) * 0.8) - max_out)
-    return LLMJudge(backend, multimodal=multimodal, budget_tokens=budget, use_cache=use_cache)
+    return LLMJudge(backend, multimodal=multimodal, budget_tokens=judge_budget(backend.name, settings),
+                    use_cache=use_cache)
