@@ -290,6 +290,8 @@ class JudgeImages(str, Enum):
     off = "off"
 
 
+PRESET_HELP = ("Reproduce a published protocol: whowhen-pro (the official Who&When Pro all-at-once request, "
+               "parsing and settings; see the README).")
 JUDGE_IMAGES_HELP = ("Send the trace's images to the judge (default: OpenAI and Anthropic models, and "
                      "openai-compatible models listed in vision_models in config.toml).")
 
@@ -316,6 +318,7 @@ def attribute(
     images: Optional[JudgeImages] = typer.Option(None, "--images", help=JUDGE_IMAGES_HELP),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the requests the protocol would send first "
                                  "(with --json: as JSON, images as size and hash); no call, no key needed."),
+    preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP),
 ) -> None:
     """Attribute the decisive error of a failed trace: who, when, what, and why."""
     from whenpro_core.attribution import cli_run
@@ -325,7 +328,7 @@ def attribute(
                               settings_flags={"base_url": base_url, "timeout_s": timeout,
                                               "max_retries": max_retries,
                                               "images": images.value if images else None},
-                              dry_run=dry_run)
+                              dry_run=dry_run, preset=preset)
 
 
 @app.command()
@@ -412,9 +415,15 @@ def bench(
     report_dir: Optional[Path] = typer.Option(None, "--report-dir",
                                               help="Folder for report.json/md (default: next to --out)."),
     images: Optional[JudgeImages] = typer.Option(None, "--images", help=JUDGE_IMAGES_HELP),
+    preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP),
 ) -> None:
     """Evaluate attribution protocols over a dataset; resumable, then report."""
     from whenpro_core.bench.cli_bench import bench_command
+
+    if preset:  # the published harness: its one protocol, never the gold answer
+        from whenpro_core.attribution.run import preset_protocol
+
+        protocol, gold, both = preset_protocol(preset, protocol), False, False
 
     if both and not gold:
         _not_together("--both", "--no-gold", expected="--both (runs with and without the gold answer)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from whenpro_core.attribution.judge import Judge, Tally, from_parsed
+from whenpro_core.attribution.judge import CallSettings, Judge, Tally, from_parsed
 from whenpro_core.attribution.parse import ParsedAnswer, is_readable, parse_answer
 from whenpro_core.attribution.prompts import HalfChoice, Message, ModeJudgement, StepJudgement, Verdict
 from whenpro_core.coords import normalize_coord
@@ -38,16 +38,19 @@ def _from_structured(obj: BaseModel, taxonomy: Taxonomy) -> ParsedAnswer:
 
 
 async def ask(judge: Judge, messages: list[Message], schema: type[BaseModel], taxonomy: Taxonomy,
-              tally: Tally) -> tuple[ParsedAnswer, str]:
+              tally: Tally, *, structured: bool = True, call: CallSettings | None = None
+              ) -> tuple[ParsedAnswer, str]:
     """One call: returns the parsed answer and the raw text. Usage, raw output and
     warnings go to ``tally``. An answer whose verdict cannot be read is not kept in the
-    response cache (the next run asks again)."""
+    response cache (the next run asks again). ``structured=False`` asks for free text
+    (no forced schema; ``schema`` still says which fields to read); ``call`` fixes the
+    request's temperature and max tokens."""
     need = _NEEDS[schema]
 
     def readable(text: str, parsed: BaseModel | None) -> bool:
         return isinstance(parsed, schema) or is_readable(text, taxonomy, need)
 
-    reply = await judge.ask(messages, schema, readable)
+    reply = await judge.ask(messages, schema if structured else None, readable, call)
     tally.record(reply)
     if isinstance(reply.parsed, schema):
         return from_parsed(_from_structured(reply.parsed, taxonomy), tally), reply.text

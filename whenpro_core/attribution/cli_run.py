@@ -10,7 +10,7 @@ from rich.console import Console
 
 from whenpro_core import jsonio
 from whenpro_core.attribution.report import print_verdict, verdict_record
-from whenpro_core.attribution.run import attribute, protocol_name
+from whenpro_core.attribution.run import attribute, preset_protocol, protocol_name
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace
@@ -19,14 +19,16 @@ from whenpro_core.taxonomy import taxonomy_for
 
 def attribute_command(ref: str, *, protocol: str | None, model: str | None, with_gold: bool,
                       as_json: bool, save: bool, no_cache: bool,
-                      settings_flags: dict | None = None, dry_run: bool = False) -> None:
+                      settings_flags: dict | None = None, dry_run: bool = False,
+                      preset: str | None = None) -> None:
     """Load the trace, run the protocol, print the verdict, optionally save it.
     ``settings_flags`` (base_url, timeout_s, max_retries, images; ``None`` = not given)
     override the environment and config.toml. ``dry_run``: print the requests the
     protocol would send first (:mod:`whenpro_core.attribution.dry_run`) and call nothing."""
     if model and model.strip().lower() == "heuristic":
         model = None
-    name = protocol_name(protocol or ("all-at-once" if model else "heuristic"))
+    name = (preset_protocol(preset, protocol) if preset
+            else protocol_name(protocol or ("all-at-once" if model else "heuristic")))
     if name == "heuristic" and model:
         raise ConfigError("--protocol heuristic and --model do not go together",
                           expected="no --model: heuristic uses no model")

@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from whenpro_core.attribution.judge import JudgeReply
+from whenpro_core.attribution.judge import CallSettings, JudgeReply
 from whenpro_core.attribution.llm_judge import judge_budget, to_request
 from whenpro_core.attribution.prompts import Message
 from whenpro_core.attribution.run import attribute, protocol_name
@@ -61,10 +61,12 @@ LATER = {
 class _Captured(Exception):
     """Raised by the recording judge to stop the protocol after its first request."""
 
-    def __init__(self, messages: list[Message], schema: type[BaseModel] | None) -> None:
+    def __init__(self, messages: list[Message], schema: type[BaseModel] | None,
+                 call: CallSettings | None) -> None:
         super().__init__("captured")
         self.messages = messages
         self.schema = schema
+        self.call = call or CallSettings()
 
 
 @dataclass
@@ -76,9 +78,9 @@ class RecordingJudge:
     budget_tokens: int
 
     async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None,
-                  readable: Any = None) -> JudgeReply:
+                  readable: Any = None, call: CallSettings | None = None) -> JudgeReply:
         """Never answers: raises :class:`_Captured` with the messages."""
-        raise _Captured(list(messages), schema)
+        raise _Captured(list(messages), schema, call)
 
 
 def image_summary(part: ImagePart) -> dict[str, Any]:
@@ -132,12 +134,13 @@ def preview(trace: Trace, protocol: str, model: str, settings: Settings, *, with
         captured = got
     if captured is None:
         return {"requests": []}  # nothing to attribute (a successful run)
-    schema = captured.schema
-    request = to_request(captured.messages, schema)
+    schema, call = captured.schema, captured.call
+    request = to_request(captured.messages, schema, call)
     return {"requests": [{
         "provider": spec.provider, "model": spec.model, "api": spec.api,
         "messages": request_messages(request),
-        "settings": {"temperature": settings.temperature, "max_tokens": settings.max_tokens,
+        "settings": {"temperature": settings.temperature if call.temperature is None else call.temperature,
+                     "max_tokens": call.max_tokens or settings.max_tokens,
                      "reasoning_effort": settings.reasoning_effort,
                      "structured_output": schema.__name__ if schema else None, "images": images},
         "later": LATER.get(name),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from whenpro_core.attribution.evidence import is_candidate
-from whenpro_core.attribution.judge import JudgeReply, Progress, ProgressCallback
+from whenpro_core.attribution.judge import CallSettings, JudgeReply, Progress, ProgressCallback
 from whenpro_core.attribution.run import PROTOCOLS, attribute, protocol_name, trace_has_gold
 from whenpro_core.coords import normalize_coord
 from whenpro_core.errors import ConfigError
@@ -162,10 +162,11 @@ class MeteredJudge:
         return getattr(backend, "retry_note", None)
 
     async def ask(self, messages: "list[Message]", schema: "type[BaseModel] | None" = None,
-                  readable: "Callable[[str, BaseModel | None], bool] | None" = None) -> JudgeReply:
+                  readable: "Callable[[str, BaseModel | None], bool] | None" = None,
+                  call: "CallSettings | None" = None) -> JudgeReply:
         """Ask the wrapped judge; raises what it raises."""
         self.asked += 1
-        reply = await self.judge.ask(messages, schema, readable)
+        reply = await self.judge.ask(messages, schema, readable, call)
         self.usage = self.usage.add(reply.usage.model_copy(update={"seconds": 0.0}))
         self.spent = self.spent.add(reply.spent_now.model_copy(update={"seconds": 0.0}))
         return reply

@@ -20,6 +20,15 @@ from whenpro_core.attribution.prompts import Message
 from whenpro_core.model import Attribution, Trace, Usage
 
 
+@dataclass(frozen=True)
+class CallSettings:
+    """Per-call request settings a protocol may fix (a preset's temperature 0 and 2,048
+    output tokens); ``None`` leaves the configured value."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
 @dataclass
 class JudgeReply:
     """A judge's answer: raw ``text``, the ``parsed`` object when structured output was
@@ -48,10 +57,12 @@ class Judge(Protocol):
     budget_tokens: int
 
     async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None,
-                  readable: Callable[[str, BaseModel | None], bool] | None = None) -> JudgeReply:
+                  readable: Callable[[str, BaseModel | None], bool] | None = None,
+                  call: CallSettings | None = None) -> JudgeReply:
         """Answer ``messages``; raise :class:`~whenpro_core.errors.BackendError` when the
         backend fails after its retries. ``readable(text, parsed)``: whether a verdict can
-        be read from an answer (an unreadable one must not be cached as an answer)."""
+        be read from an answer (an unreadable one must not be cached as an answer);
+        ``call``: request settings fixed by the protocol."""
         ...
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
-from whenpro_core.attribution.judge import JudgeReply
+from whenpro_core.attribution.judge import CallSettings, JudgeReply
 from whenpro_core.attribution.prompts import Message
 from whenpro_core.attribution.render import ImagePart, TextPart
 from whenpro_core.config import Settings, load_settings
@@ -57,11 +57,12 @@ class LLMJudge:
         self.use_cache = use_cache
 
     async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None,
-                  readable: Callable[[str, BaseModel | None], bool] | None = None) -> JudgeReply:
+                  readable: Callable[[str, BaseModel | None], bool] | None = None,
+                  call: CallSettings | None = None) -> JudgeReply:
         """One call; raises :class:`~whenpro_core.errors.BackendError` when the backend
         fails after its retries. ``readable(text, parsed)`` says whether a verdict could be
         read from an answer: one that is not is never kept in the response cache."""
-        request = to_request(messages, schema)
+        request = to_request(messages, schema, call)
         accept = None if readable is None else (lambda r: readable(r.text, r.parsed))
         response = await self.backend.complete(request, cache=None if self.use_cache else False, accept=accept)
         warnings = list(response.warnings)
@@ -78,14 +79,17 @@ class LLMJudge:
         await self.backend.aclose()
 
 
-def to_request(messages: list[Message], schema: type[BaseModel] | None = None) -> LLMRequest:
+def to_request(messages: list[Message], schema: type[BaseModel] | None = None,
+               call: CallSettings | None = None) -> LLMRequest:
     """The provider-neutral request a judge sends for protocol ``messages``: system
     messages joined into the system prompt (a cache breakpoint when marked), the others as
-    turns with their cache breakpoints, ``schema`` as the structured-output model."""
+    turns with their cache breakpoints, ``schema`` as the structured-output model,
+    ``call``'s temperature and max tokens when set."""
+    call = call or CallSettings()
     return LLMRequest(messages=[_convert(m) for m in messages if m.role != "system"],
                       system="\n\n".join(m.plain() for m in messages if m.role == "system") or None,
                       cache_system=any(m.cache_breakpoint for m in messages if m.role == "system"),
-                      output_model=schema)
+                      output_model=schema, temperature=call.temperature, max_tokens=call.max_tokens)
 
 
 def judge_budget(model_name: str, settings: Settings) -> int:

@@ -13,6 +13,10 @@ from whenpro_core.taxonomy import Taxonomy, taxonomy_for
 #: Protocol names, the offline default first.
 PROTOCOLS = ("heuristic", "all-at-once", "step-by-step", "binary-search", "hybrid")
 
+#: Protocols that reproduce a published harness (``--preset``): the preset's name, then
+#: the protocol it runs. Accepted wherever a protocol name is, not offered in menus.
+PRESET_PROTOCOLS = {"whowhen-pro": "whowhen-pro:all-at-once"}
+
 _ALIASES = {"aao": "all-at-once", "all_at_once": "all-at-once", "sbs": "step-by-step",
             "step_by_step": "step-by-step", "binary": "binary-search", "bs": "binary-search",
             "binary_search": "binary-search"}
@@ -23,9 +27,21 @@ def protocol_name(name: str) -> str:
     unknown, listing the choices."""
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
-    if key not in PROTOCOLS:
+    if key not in PROTOCOLS and key not in PRESET_PROTOCOLS.values():
         raise ConfigError(f"unknown protocol {name!r}", expected=", ".join(PROTOCOLS))
     return key
+
+
+def preset_protocol(preset: str, protocol: str | None) -> str:
+    """The protocol a ``--preset`` runs; ConfigError for an unknown preset, or a
+    ``--protocol`` the preset's harness does not have (whowhen-pro: all-at-once only)."""
+    key = preset.strip().lower()
+    if key not in PRESET_PROTOCOLS:
+        raise ConfigError(f"unknown preset {preset!r}", expected=", ".join(PRESET_PROTOCOLS))
+    if protocol and protocol_name(protocol) not in ("all-at-once", PRESET_PROTOCOLS[key]):
+        raise ConfigError(f"--preset {key} runs the all-at-once protocol only",
+                          expected="no --protocol, or --protocol all-at-once")
+    return PRESET_PROTOCOLS[key]
 
 
 async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge | None = None,
@@ -56,6 +72,8 @@ async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge |
         from whenpro_core.attribution.step_by_step import run_step_by_step as run
     elif protocol == "binary-search":
         from whenpro_core.attribution.binary_search import run_binary_search as run
+    elif protocol == PRESET_PROTOCOLS["whowhen-pro"]:
+        from whenpro_core.attribution.whowhen_pro_preset import run_whowhen_pro as run
     else:
         from whenpro_core.attribution.hybrid import run_hybrid as run
     return await run(trace, judge, taxonomy, with_gold=with_gold, progress=progress)
@@ -75,4 +93,4 @@ def trace_has_gold(trace: Trace) -> bool:
     return bool(trace.task.answer)
 
 
-__all__ = ["PROTOCOLS", "attribute", "protocol_name", "trace_has_gold"]
+__all__ = ["PRESET_PROTOCOLS", "PROTOCOLS", "attribute", "preset_protocol", "protocol_name", "trace_has_gold"]
