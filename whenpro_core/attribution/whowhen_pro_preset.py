@@ -34,12 +34,17 @@ one):
   task image are dropped. Images are inline base64 ``data`` in the release; a ``path``
   (the per-file showcase layout) is read from the dataset folder, confined to it.
   Hint: "Step coords are sequential integers across the trajectory. ".
+* ``macnet``, ``magentic-one``, ``eva``: see :func:`render_macnet`,
+  :func:`render_magentic`, :func:`render_eva`. Lists the showcase files store as Python
+  text (eva's ``tool_calls``, ``frames``) are read as lists.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -85,12 +90,14 @@ RESPONSE_FORMAT = (
 
 @dataclass
 class Block:
-    """One rendered transcript block: its coordinate (``None`` for framing text), text
-    and the images shown right after the text."""
+    """One rendered transcript block: its coordinate (``None`` for framing text), text,
+    the images shown right after the text, and ``body`` text after the images (eva puts
+    the step header before its frames and the step's content after them)."""
 
     coord: str | None
     text: str
     images: list[ImagePart] = field(default_factory=list)
+    body: str = ""
 
 
 @dataclass
@@ -152,23 +159,36 @@ def coalesce(parts: list[Part]) -> list[Part]:
 # ---------------------------------------------------------------- images
 
 
+@dataclass(frozen=True)
+class Reencode:
+    """How a renderer re-encodes its images: longest side and JPEG quality."""
+
+    max_side: int = IMAGE_MAX_SIDE
+    quality: int = IMAGE_QUALITY
+
+
+#: Video frames (eva): longest side 512, quality 75.
+FRAMES = Reencode(512, 75)
+
 #: Reads one release image entry (``{"data": base64}`` or ``{"path": ...}``) into the
-#: JPEG part sent; ``None`` when it cannot be read.
-ImageReader = Callable[[dict], "ImagePart | None"]
+#: part sent: re-encoded as given, or passed through unchanged for ``None``; ``None``
+#: when it cannot be read.
+ImageReader = Callable[[dict, "Reencode | None"], "ImagePart | None"]
 
 
-def jpeg_part(raw: bytes, label: str = "") -> ImagePart:
+def jpeg_part(raw: bytes, how: Reencode | None = None) -> ImagePart:
     """Image bytes re-encoded as the official renderers do: longest side at most
-    :data:`IMAGE_MAX_SIDE`, RGB or grey, JPEG quality :data:`IMAGE_QUALITY`."""
+    ``how.max_side``, RGB or grey, JPEG at ``how.quality`` (default 1,024 px, 80)."""
     from PIL import Image  # lazy: only image traces need Pillow
 
+    how = how or Reencode()
     img: Image.Image = Image.open(io.BytesIO(raw))
-    img.thumbnail((IMAGE_MAX_SIDE, IMAGE_MAX_SIDE))
+    img.thumbnail((how.max_side, how.max_side))
     if img.mode not in ("RGB", "L"):
         img = img.convert("RGB")
     buf = io.BytesIO()
-    img.save(buf, "JPEG", quality=IMAGE_QUALITY, optimize=True)
-    return ImagePart(base64.b64encode(buf.getvalue()).decode("ascii"), "image/jpeg", label)
+    img.save(buf, "JPEG", quality=how.quality, optimize=True)
+    return ImagePart(base64.b64encode(buf.getvalue()).decode("ascii"), "image/jpeg")
 
 
 def _image_entries(entries: Any) -> list[dict]:
@@ -180,8 +200,21 @@ def _identity(entry: dict) -> str:
     return str(entry.get("data") or entry.get("path"))
 
 
-def _jpegs(entries: list[dict], read: ImageReader) -> list[ImagePart]:
-    return [part for part in map(read, entries) if part is not None]
+def _jpegs(entries: list[dict], read: ImageReader, how: Reencode | None = Reencode()) -> list[ImagePart]:
+    return [part for part in (read(e, how) for e in entries) if part is not None]
+
+
+def _listish(value: Any) -> list:
+    """A list field, also when the file stores it as Python or JSON text (the per-file
+    showcase samples do); anything else is an empty list."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        import ast
+
+        try:
+            value = ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return []
+    return value if isinstance(value, list) else []
 
 
 # ---------------------------------------------------------------- smolagents
@@ -251,8 +284,151 @@ def render_smolagents(doc: dict, read: ImageReader) -> Rendered:
     return Rendered(_jpegs(task_images, read), blocks, SMOLAGENTS_HINT)
 
 
+# ---------------------------------------------------------------- macnet and magentic-one
+
+#: MacNet's (layer, position) of each role in its fixed author -> critic/rewriter -> sink chain.
+_MACNET_COORD = {"author": (0, 0), "critic": (1, 0), "rewriter": (1, 1), "sink": (2, 0)}
+MAGENTIC_HINT = ("Magentic-One is an orchestrator + specialist framework: a central orchestrator routes work "
+                 "each round to a specialist agent. Step coordinate is 'step R.P' where R is the round and P is "
+                 "the within-round position: P=0 is the orchestrator's turn, P=1 is the specialist's response. ")
+
+
+def render_macnet(doc: dict, read: ImageReader) -> Rendered:
+    """MacNet: one block per turn with a ``role``, ``Step R.P | Agent: <node id>`` where
+    R.P comes from the role (an unknown role takes the next position of layer 1), body
+    ``[output]…[/output]`` or ``(empty turn)``; no hint; task images passed through."""
+    blocks: list[Block] = []
+    placed: list[tuple[int, int]] = []
+    for entry in doc.get("trajectory") or []:
+        if not isinstance(entry, dict) or entry.get("kind") in ("user", "final_answer") or not entry.get("role"):
+            continue
+        layer, pos = _MACNET_COORD.get(str(entry["role"]), (1, sum(1 for r, _ in placed if r == 1)))
+        placed.append((layer, pos))
+        output = (entry.get("output") or "").strip()
+        body = f"[output]\n{output}\n[/output]" if output else "(empty turn)"
+        agent = entry.get("agent_id") or "unknown"
+        blocks.append(Block(f"{layer}.{pos}", f"Step {layer}.{pos} | Agent: {agent}\n{body}"))
+    return Rendered(_jpegs(_image_entries((doc.get("task") or {}).get("images")), read, None), blocks, "")
+
+
+def _tool_actions(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def render_magentic(doc: dict, read: ImageReader) -> Rendered:
+    """Magentic-One: one block per ``agent`` entry with a round and position,
+    ``Step R.P | Agent: <agent>``, body ``[output]`` and ``[tool_actions]`` (the actions
+    as indented JSON, whatever their shape) or ``(empty turn)``; the ledger is not shown."""
+    blocks: list[Block] = []
+    for entry in doc.get("trajectory") or []:
+        if not isinstance(entry, dict) or entry.get("kind") != "agent":
+            continue
+        if entry.get("round") is None or entry.get("position") is None:
+            continue
+        coord = f"{int(entry['round'])}.{int(entry['position'])}"
+        output = (entry.get("output") or "").strip()
+        body = [f"[output]\n{output}\n[/output]"] if output else []
+        if entry.get("tool_actions"):
+            body.append(f"[tool_actions]\n{_tool_actions(entry['tool_actions'])}\n[/tool_actions]")
+        text = "\n".join(body) if body else "(empty turn)"
+        blocks.append(Block(coord, f"Step {coord} | Agent: {entry.get('agent') or 'unknown'}\n{text}"))
+    return Rendered(_jpegs(_image_entries((doc.get("task") or {}).get("images")), read, None), blocks,
+                    MAGENTIC_HINT)
+
+
+# ---------------------------------------------------------------- eva (video)
+
+_TOOL_REMINDER = re.compile(r"\n*If more information is needed, call the frame selection tool again\.?\s*",
+                            re.IGNORECASE)
+_ASKED_AGAIN = re.compile(r"\n*Question:\s.*\Z", re.DOTALL | re.IGNORECASE)
+
+
+def _clock(t: Any) -> str:
+    try:
+        secs = float(t)
+    except (TypeError, ValueError):
+        return "??:??" if t is None else str(t)
+    h, m, s = int(secs // 3600), int(secs % 3600 // 60), int(secs % 60)
+    return f"{h:02d}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+def _call_line(call: Any) -> str:
+    if not isinstance(call, dict):
+        return str(call)
+    args = call.get("arguments", "")
+    if isinstance(args, str):
+        with contextlib.suppress(json.JSONDecodeError):
+            args = json.loads(args)
+    shown = ", ".join(f"{k}={v!r}" for k, v in args.items()) if isinstance(args, dict) else str(args)
+    return f"{call.get('name', '?')}({shown})"
+
+
+def _eva_tool(turn: dict, read: ImageReader) -> tuple[str, list[ImagePart]]:
+    images, missing = [], []
+    for frame in _listish(turn.get("frames")):
+        if not isinstance(frame, dict) or not frame.get("path"):
+            continue
+        part = read({"path": frame["path"]}, FRAMES)
+        if part is None:
+            missing.append(f"[frame {frame.get('index', '?')} at {_clock(frame.get('time_s'))} missing]")
+        else:
+            images.append(part)
+    content = _ASKED_AGAIN.sub("", _TOOL_REMINDER.sub("\n", (turn.get("content") or "").strip())).rstrip()
+    if images and "<image>" in content:
+        count = iter(range(10**9))
+        content = re.sub("<image>", lambda _m: f"[frame {i}]" if (i := next(count)) < len(images) else "<image>",
+                         content)
+    inner = "\n".join(([content] if content else []) + missing) or "(empty)"
+    return f"[tool_output tool={turn.get('tool_name') or '?'}]\n{inner}\n[/tool_output]", images
+
+
+def render_eva(doc: dict, read: ImageReader) -> Rendered:
+    """eva: the system prompt (first) and the user question (second) are framing; each
+    assistant turn is ``Step N | Agent: agent`` (N from 0) with its frames after the
+    header, then ``[output]``, one ``[tool_call]`` per call and the following tool turns
+    (one per call) folded in as ``[tool_output tool=NAME]`` (the repeated question and the
+    tool reminder dropped, ``<image>`` read as ``[frame K]``, unreadable frames as
+    ``[frame K at MM:SS missing]``); frames at most 512 px, JPEG quality 75; no hint."""
+    turns = [t for t in doc.get("trajectory") or [] if isinstance(t, dict)]
+    blocks: list[Block] = []
+    i = 0
+    while i < len(turns):
+        kind = turns[i].get("kind")
+        if (i == 0 and kind == "system") or (i == 1 and kind == "user"):
+            i += 1
+            continue
+        coord = str(len(blocks))
+        if kind != "assistant":
+            blocks.append(Block(coord, f"Step {coord} | {kind}", [],
+                                f"[unknown kind={kind!r}]\n{turns[i].get('content') or ''}"))
+            i += 1
+            continue
+        turn, body, images = turns[i], [], []
+        calls = _listish(turn.get("tool_calls"))
+        if (turn.get("content") or "").strip():
+            body.append(f"[output]\n{turn['content'].strip()}\n[/output]")
+        body += [f"[tool_call]\n{_call_line(c)}\n[/tool_call]" for c in calls]
+        i += 1
+        for _ in range(len(calls) or 1):
+            if i >= len(turns) or turns[i].get("kind") != "tool":
+                break
+            text, frames = _eva_tool(turns[i], read)
+            body.append(text)
+            images += frames
+            i += 1
+        blocks.append(Block(coord, f"Step {coord} | Agent: agent", images,
+                            "\n".join(body) if body else "(empty assistant turn)"))
+    return Rendered([], blocks, "")
+
+
 #: Frameworks whose transcript the preset renders under the official rules.
-RENDERERS: dict[str, Callable[[dict, ImageReader], Rendered]] = {"smolagents": render_smolagents}
+RENDERERS: dict[str, Callable[[dict, ImageReader], Rendered]] = {
+    "smolagents": render_smolagents, "macnet": render_macnet, "magentic-one": render_magentic,
+    "eva": render_eva,
+}
 
 
 def image_reader(trace: Trace, problems: list[str]) -> ImageReader:
@@ -263,14 +439,20 @@ def image_reader(trace: Trace, problems: list[str]) -> ImageReader:
     from whenpro_core.media.paths import decode_inline, media_bases, read_file_capped, resolve_path
 
     bases = media_bases(trace.source.path, trace.source.root)
+    if trace.source.root:  # JSONL video rows: frames under video_assets/<framework>/
+        assets = Path(trace.source.root) / "video_assets" / trace.framework
+        if assets.is_dir():
+            bases.insert(0, assets.resolve())
 
-    def read(entry: dict) -> ImagePart | None:
+    def read(entry: dict, how: Reencode | None) -> ImagePart | None:
         try:
             if entry.get("data"):
+                if how is None:  # passed through as released
+                    return ImagePart(str(entry["data"]), str(entry.get("mime") or "image/png"))
                 raw = decode_inline(str(entry["data"]))
             else:
                 raw = read_file_capped(resolve_path(str(entry.get("path")), bases))
-            return jpeg_part(raw)
+            return jpeg_part(raw, how or Reencode())
         except MediaError as exc:
             problems.append(f"image left out: {exc.one_line()}")
         except (OSError, ValueError) as exc:  # Pillow cannot decode it
@@ -326,6 +508,9 @@ def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]
             parts.append(TextPart(("" if first else "\n") + block.text))
             first = False
         parts.extend(block.images)
+        if block.body:
+            parts.append(TextPart(("" if first else "\n") + block.body))
+            first = False
     hint = f"## Step Coordinate Format\n\n{rendered.hint}\n\n" if rendered.hint else ""
     parts.append(TextPart(f"\n\n{hint}## Response Format\n\n{RESPONSE_FORMAT}\n"))
     return coalesce(parts)
