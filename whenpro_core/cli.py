@@ -319,6 +319,9 @@ def attribute(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the requests the protocol would send first "
                                  "(with --json: as JSON, images as size and hash); no call, no key needed."),
     preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP),
+    template: Optional[str] = typer.Option(None, "--template", metavar="FILE",
+                                           help="Word the all-at-once request with your own Jinja2 template "
+                                                "(variables in the README)."),
 ) -> None:
     """Attribute the decisive error of a failed trace: who, when, what, and why."""
     from whenpro_core.attribution import cli_run
@@ -328,7 +331,7 @@ def attribute(
                               settings_flags={"base_url": base_url, "timeout_s": timeout,
                                               "max_retries": max_retries,
                                               "images": images.value if images else None},
-                              dry_run=dry_run, preset=preset)
+                              dry_run=dry_run, preset=preset, template=template)
 
 
 @app.command()

@@ -38,6 +38,7 @@ from whenpro_core.attribution.judge import CallSettings, JudgeReply
 from whenpro_core.attribution.llm_judge import judge_budget, to_request
 from whenpro_core.attribution.prompts import Message
 from whenpro_core.attribution.run import attribute, protocol_name
+from whenpro_core.attribution.template import PromptTemplate
 from whenpro_core.config import Settings
 from whenpro_core.errors import ConfigError
 from whenpro_core.llm.models import parse_model, reads_images
@@ -117,7 +118,8 @@ def request_messages(request: LLMRequest) -> list[dict[str, Any]]:
     return out
 
 
-def preview(trace: Trace, protocol: str, model: str, settings: Settings, *, with_gold: bool = True) -> dict:
+def preview(trace: Trace, protocol: str, model: str, settings: Settings, *, with_gold: bool = True,
+            template: PromptTemplate | None = None) -> dict:
     """The first request(s) ``protocol`` would send for ``trace`` to ``model``, as the
     JSON document described in the module doc. ``{"requests": []}`` for the heuristic
     and for a run that succeeded. ConfigError for an unknown protocol or model name."""
@@ -129,7 +131,7 @@ def preview(trace: Trace, protocol: str, model: str, settings: Settings, *, with
     judge = RecordingJudge(spec.name, images, judge_budget(spec.name, settings))
     captured: _Captured | None = None
     try:
-        asyncio.run(attribute(trace, name, judge=judge, with_gold=with_gold))
+        asyncio.run(attribute(trace, name, judge=judge, with_gold=with_gold, template=template))
     except _Captured as got:
         captured = got
     if captured is None:

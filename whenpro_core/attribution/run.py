@@ -4,8 +4,10 @@ the TUI and the benchmark runner call."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from whenpro_core.attribution.judge import Judge, ProgressCallback
+from whenpro_core.attribution.template import PromptTemplate
 from whenpro_core.errors import ConfigError
 from whenpro_core.model import Attribution, Outcome, Trace
 from whenpro_core.taxonomy import Taxonomy, taxonomy_for
@@ -46,16 +48,20 @@ def preset_protocol(preset: str, protocol: str | None) -> str:
 
 async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge | None = None,
                     with_gold: bool = True, progress: ProgressCallback | None = None,
-                    taxonomy: Taxonomy | None = None) -> Attribution:
+                    taxonomy: Taxonomy | None = None, template: PromptTemplate | None = None) -> Attribution:
     """Attribute the decisive error of ``trace`` with ``protocol``.
 
     ``judge`` is required for every protocol but ``heuristic`` (ConfigError otherwise).
     The taxonomy defaults to the trace's dataset ``taxonomy.yaml`` or the built-in one.
     A run whose outcome is ``success`` gets an empty verdict with a warning (nothing failed).
     Raises BackendError when the judge's backend fails after its retries; cancelling the
-    awaiting task stops the protocol between calls.
+    awaiting task stops the protocol between calls. ``template`` (``--template``) words
+    the all-at-once request; ConfigError with any other protocol.
     """
     protocol = protocol_name(protocol)
+    if template is not None and protocol != "all-at-once":
+        raise ConfigError(f"--template words the all-at-once request, not {protocol}",
+                          expected="--protocol all-at-once (no --preset)")
     taxonomy = taxonomy or taxonomy_for(trace.source.root)
     if trace.outcome == Outcome.success:
         return nothing_to_attribute(trace, protocol, judge, with_gold)
@@ -67,8 +73,12 @@ async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge |
         raise ConfigError(f"protocol {protocol} needs a model",
                           expected="--model provider:model (or use --protocol heuristic offline)")
     if protocol == "all-at-once":
-        from whenpro_core.attribution.all_at_once import run_all_at_once as run
-    elif protocol == "step-by-step":
+        from whenpro_core.attribution.all_at_once import run_all_at_once
+
+        return await run_all_at_once(trace, judge, taxonomy, with_gold=with_gold, progress=progress,
+                                     template=template)
+    run: Callable[..., Awaitable[Attribution]]
+    if protocol == "step-by-step":
         from whenpro_core.attribution.step_by_step import run_step_by_step as run
     elif protocol == "binary-search":
         from whenpro_core.attribution.binary_search import run_binary_search as run
