@@ -140,3 +140,31 @@ def test_the_image_gui_jsonl_split_is_its_own_cell(tmp_path: Path) -> None:
                        prediction=Attribution(agent="coder", step="Step 01", step_text="Step 01", mode="A.1"))
     assert cell_of(rec) == "image_gui"
     assert rec.score is not None and rec.score.step and rec.strict_step is False  # "01" is not "1" when strict
+
+
+def test_whowhen_substring_metric_reproduces_the_original_bug(tmp_path: Path) -> None:
+    """Original Who&When evaluate.py: gold "1" is found in predicted "12", gold agent "Web"
+    in "WebSurfer"; a failed record counts as wrong. By hand: 3 labelled records, agent
+    found in 2 (WebSurfer, Coder), step found in 2 ("12" holds "1", "3" is "3") -> 66.7 / 66.7.
+    whenpro's own step axis says 1 of 3."""
+    def rec(n: int, gt_agent: str, gt_step: str, agent: str | None, step: str | None) -> Record:
+        ref = f"/d/w{n}.json"
+        pred = None if agent is None else Attribution(agent=agent, step=step, step_text=step)
+        ok = pred is not None and step == gt_step
+        return Record(key=record_key(ref, "all-at-once", "m", True), ref=ref, protocol="all-at-once", model="m",
+                      trace=TraceMeta(id=f"w{n}", framework="ag2", labelled=True, gt_agent=gt_agent, gt_step=gt_step),
+                      prediction=pred, score=Scores(agent=False, step=ok, joint=False),
+                      error=None if pred else "backend: down", error_kind=None if pred else "backend")
+
+    results = tmp_path / "ww.jsonl"
+    with ResultsFile(results) as out:
+        for r in (rec(1, "Web", "1", "WebSurfer", "12"), rec(2, "Coder", "3", "Coder", "3"),
+                  rec(3, "Planner", "5", None, None)):
+            out.append(r)
+    shown = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "report", str(results), "--metric",
+                            "whowhen-substring", "--out", str(tmp_path / "rep")], cwd=REPO, capture_output=True,
+                           text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert shown.returncode == 0, shown.stderr
+    assert "known bug" in shown.stdout
+    row = next(line for line in shown.stdout.splitlines() if line.strip().startswith("m · all-at-once"))
+    assert row.split()[-3:] == ["3", "66.7", "66.7"]

@@ -283,6 +283,12 @@ class ReportRules(str, Enum):
     official = "official"
 
 
+class ReportMetric(str, Enum):
+    """Extra metrics ``report`` can print next to whenpro's."""
+
+    whowhen_substring = "whowhen-substring"
+
+
 class JudgeImages(str, Enum):
     """Whether the judge is sent the trace's images (overrides ``images`` in config.toml)."""
 
@@ -523,11 +529,15 @@ def report(
     rules: ReportRules = typer.Option(ReportRules.whenpro, "--rules",
                                       help="official: also print the Who&When Pro leaderboard's numbers "
                                            "(failed rows left out, image_gui cell, strict coordinates)."),
+    metric: Optional[ReportMetric] = typer.Option(
+        None, "--metric", help="whowhen-substring: also print the original Who&When accuracy (a known "
+                               "substring-matching bug; for comparison only)."),
 ) -> None:
     """Re-render the benchmark report (tables, report.json, report.md, plot) from results."""
     from whenpro_core.bench.report import report_command
 
-    report_command(results, out, tolerance=tolerance, rules=rules.value)
+    report_command(results, out, tolerance=tolerance, rules=rules.value,
+                   metric=metric.value if metric else None)
 
 
 @app.command()

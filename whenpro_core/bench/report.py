@@ -28,6 +28,8 @@ from whenpro_core.bench.aggregate import (DIMENSIONS, LENGTH_BUCKETS, GroupRepor
                                           aggregate)
 from whenpro_core.bench.official import OFFICIAL_HEADERS, official_report, official_rows, rules_header
 from whenpro_core.bench.records import Record, latest, read_records
+from whenpro_core.bench.substring_metric import NOTE as SUBSTRING_NOTE
+from whenpro_core.bench.substring_metric import substring_rows
 from whenpro_core.bench.report_files import (JSON_NAME, MD_LEGACY_HEADING, MD_MARKER, MD_NAME, PLOT_NAME,
                                              PNG_SOFTWARE, REPORT_HINT, check_report_dir,
                                              is_whenpro_report_file)
@@ -356,11 +358,14 @@ def skipped_warnings(problems: Sequence[str], shown: int = 5) -> list[str]:
 
 def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = None, *,
                    tolerance: int | None = None, console: Console | None = None,
-                   quiet: bool = False, hint: str = REPORT_HINT, rules: str = "whenpro") -> Report:
+                   quiet: bool = False, hint: str = REPORT_HINT, rules: str = "whenpro",
+                   metric: str | None = None) -> Report:
     """``whenpro report``: read results, aggregate, print, write the report files next to
     the (first) results file or into ``out_dir``. ``rules="official"`` first prints the
-    official Who&When Pro leaderboard (:mod:`whenpro_core.bench.official`); the files
-    always hold whenpro's rules. TraceFormatError when a file is missing or holds no
+    official Who&When Pro leaderboard (:mod:`whenpro_core.bench.official`);
+    ``metric="whowhen-substring"`` also prints the original Who&When accuracy
+    (:mod:`whenpro_core.bench.substring_metric`, a known bug kept for comparison); the
+    files always hold whenpro's rules. TraceFormatError when a file is missing or holds no
     records; ConfigError (suggesting ``hint``) when a report file there was not written
     by whenpro."""
     if not paths:
@@ -382,6 +387,10 @@ def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = Non
         groups = official_report(records)
         console.print(rules_header(groups), markup=False, highlight=False)
         console.print(_table("Official leaderboard", OFFICIAL_HEADERS, official_rows(groups), left=2))
+    if not quiet and metric == "whowhen-substring":
+        console.print(SUBSTRING_NOTE, markup=False, highlight=False)
+        rows = [[r.label, str(r.records), pct(r.agent), pct(r.step)] for r in substring_rows(records)]
+        console.print(_table("Who&When substring accuracy", ["setting", "records", "agent", "step"], rows))
     if not quiet:
         console.print(whenpro_rules_header(records), markup=False, highlight=False)
         print_report(report, console)
