@@ -15,7 +15,11 @@ whenpro's own response cache is off (``use_cache=False``, the ``--no-cache`` sem
 so every call reaches the server. Usage:
 
     python benchmarks/protocol_cost.py [WHO_AND_WHEN_DIR] [--limit N]
-        [--api chat|anthropic] [--cache-min-tokens 1024] [--concurrency 8]
+        [--api both|chat|anthropic] [--cache-min-tokens 1024] [--concurrency 8]
+
+``--api both`` (the default) runs every protocol through the Anthropic messages API and
+the OpenAI chat API and prints their cached shares side by side (the acceptance figure of
+issue 15: at least 80% for binary search and hybrid on both, over all traces).
 
 ``WHO_AND_WHEN_DIR`` defaults to ``$WHENPRO_REAL_TRACES/who-and-when/Who&When`` or
 ``<repo>/../shared/real_traces/who-and-when/Who&When``.
@@ -100,29 +104,13 @@ async def cost(traces: list[Trace], protocol: str, settings, concurrency: int) -
         await judge.aclose()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("folder", nargs="?", type=Path, default=default_dir())
-    ap.add_argument("--limit", type=int, default=None, help="traces per subset (default: all)")
-    ap.add_argument("--api", choices=("chat", "anthropic"), default="chat")
-    ap.add_argument("--cache-min-tokens", type=int, default=1024)
-    ap.add_argument("--concurrency", type=int, default=8)
-    args = ap.parse_args()
-    if not args.folder.is_dir():
-        sys.exit(f"no Who&When folder at {args.folder} (give its path; see the docstring)")
-    router = Router()
-    subsets = {}
-    for name in SUBSETS:
-        files = sorted(iter_files(args.folder / name), key=natural_key)[: args.limit]
-        subsets[name] = []
-        for f in files:
-            marker = f"<<trace {name}/{f.stem}>>"
-            trace = tag(load_trace(f), marker)
-            router.add(marker, trace)
-            subsets[name].append(trace)
-    model = "anthropic:claude-sonnet-4-6" if args.api == "anthropic" else "openai:gpt-4.1"
-    rows = []
-    started = time.perf_counter()
+MODELS = {"anthropic": "anthropic:claude-sonnet-4-6", "chat": "openai:gpt-4.1"}
+
+
+def measure(subsets: dict[str, list[Trace]], router: Router, api: str, args: argparse.Namespace) -> dict:
+    """``{(subset, protocol): (traces, calls, tokens, cached, right, http)}`` for one API."""
+    model = MODELS[api]
+    out = {}
     with LLMServer(cache_min_tokens=args.cache_min_tokens) as server:
         settings = load_settings(model=model, openai_api_key="sk-bench", anthropic_api_key="sk-bench",
                                  openai_base_url=server.openai_base_url,
@@ -133,29 +121,64 @@ def main() -> None:
                 server.reset()  # each protocol starts with a cold prefix cache (no sharing across runs)
                 server.respond_with(router)
                 verdicts = asyncio.run(cost(traces, protocol, settings, args.concurrency))
-                calls = [v.usage.calls for v in verdicts]
-                tokens = [v.usage.input_tokens for v in verdicts]
-                cached = sum(v.usage.cached_tokens for v in verdicts)
-                right = sum(v.step == t.ground_truth.step for v, t in zip(verdicts, traces))
-                rows.append((name, protocol, len(traces), calls, tokens, cached, right, len(server.answered)))
+                out[(name, protocol)] = (
+                    len(traces), [v.usage.calls for v in verdicts], [v.usage.input_tokens for v in verdicts],
+                    sum(v.usage.cached_tokens for v in verdicts),
+                    sum(v.step == t.ground_truth.step for v, t in zip(verdicts, traces)), len(server.answered))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", nargs="?", type=Path, default=default_dir())
+    ap.add_argument("--limit", type=int, default=None, help="traces per subset (default: all)")
+    ap.add_argument("--api", choices=("both", "chat", "anthropic"), default="both")
+    ap.add_argument("--cache-min-tokens", type=int, default=1024)
+    ap.add_argument("--concurrency", type=int, default=8)
+    args = ap.parse_args()
+    if not args.folder.is_dir():
+        sys.exit(f"no Who&When folder at {args.folder} (give its path; see the docstring)")
+    router = Router()
+    subsets: dict[str, list[Trace]] = {}
+    for name in SUBSETS:
+        files = sorted(iter_files(args.folder / name), key=natural_key)[: args.limit]
+        subsets[name] = []
+        for f in files:
+            marker = f"<<trace {name}/{f.stem}>>"
+            trace = tag(load_trace(f), marker)
+            router.add(marker, trace)
+            subsets[name].append(trace)
+    apis = ("anthropic", "chat") if args.api == "both" else (args.api,)
+    started = time.perf_counter()
+    results = {api: measure(subsets, router, api, args) for api in apis}
     seconds = time.perf_counter() - started
-    print(f"Who&When at {args.folder}; judge: oracle through {model} on the local server; "
-          f"whenpro cache off; prefix cache counted from {args.cache_min_tokens} tokens; {seconds:.0f}s")
+    print(f"Who&When at {args.folder}; judge: oracle through {', '.join(MODELS[a] for a in apis)} on the "
+          f"local server; whenpro cache off; prefix cache counted from {args.cache_min_tokens} tokens; {seconds:.0f}s")
+    share_heads = "".join(f" {'cached ' + ('Anthropic' if a == 'anthropic' else 'OpenAI'):>16}" for a in apis)
     head = (f"{'subset':<20} {'protocol':<14} {'traces':>6} {'calls/trace':>11} {'max':>4} "
-            f"{'prompt tok/trace':>16} {'x all-at-once':>13} {'cached share':>12} {'step ok':>7} {'HTTP':>6}")
+            f"{'prompt tok/trace':>16} {'x all-at-once':>13}{share_heads} {'step ok':>7} {'HTTP':>6}")
     print(head)
     print("-" * len(head))
     base: dict[str, float] = {}
-    for name, protocol, n, calls, tokens, cached, right, http in rows:
+    totals = {a: {p: [0, 0] for p in PROTOCOLS} for a in apis}
+    for (name, protocol), (n, calls, tokens, _, right, http) in results[apis[0]].items():
         mean_tokens = statistics.fmean(tokens) if tokens else 0.0
         if protocol == "all-at-once":
             base[name] = mean_tokens or 1.0
-        share = cached / sum(tokens) if sum(tokens) else 0.0
+        shares = ""
+        for a in apis:
+            _, _, tok, cached, _, _ = results[a][(name, protocol)]
+            totals[a][protocol][0] += cached
+            totals[a][protocol][1] += sum(tok)
+            shares += f" {cached / sum(tok) if sum(tok) else 0.0:>16.1%}"
         print(f"{name:<20} {protocol:<14} {n:>6} {statistics.fmean(calls):>11.2f} {max(calls):>4} "
-              f"{mean_tokens:>16,.0f} {mean_tokens / base[name]:>12.1f}x {share:>12.1%} {right:>4}/{n:<2} "
-              f"{http:>6}")
+              f"{mean_tokens:>16,.0f} {mean_tokens / base[name]:>12.1f}x{shares} {right:>4}/{n:<2} {http:>6}")
+    for protocol in PROTOCOLS:
+        shares = "".join(f" {t[protocol][0] / max(1, t[protocol][1]):>16.1%}" for t in totals.values())
+        print(f"{'all traces':<20} {protocol:<14} {'':>6} {'':>11} {'':>4} {'':>16} {'':>13}{shares}")
     print("calls and tokens count every request the protocol made (all reached the server: HTTP column);"
-          " 'cached share' = prompt tokens the provider's prefix cache would serve;")
+          " 'cached' = share of prompt tokens the provider's prompt cache served (OpenAI: automatic prefix"
+          " cache; Anthropic: only up to the request's cache breakpoints);")
     print("'step ok' = verdicts at the labelled step (a perfect judge misses only labels on steps a protocol"
           " never asks about).")
 

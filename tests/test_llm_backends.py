@@ -278,6 +278,17 @@ async def test_parameters_reach_the_wire(make_backend, llm_server):
         await b.aclose()
 
 
+async def test_a_temperature_does_not_break_anthropic_calls(make_backend, llm_server):
+    """The anthropic>=2 SDK's messages.create has no ``temperature``: a configured one
+    made every call fail with a TypeError. It is left out and said in a warning."""
+    llm_server.respond_with(lambda body: "ok")
+    claude = make_backend("anthropic:claude-sonnet-4-6", temperature=0.0)
+    reply = await claude.complete(LLMRequest.simple("x"))
+    assert reply.text == "ok" and "temperature" not in llm_server.requests[-1].body
+    assert any("temperature 0 not sent" in w for w in reply.warnings)
+    await claude.aclose()
+
+
 @pytest.mark.parametrize("model", MODELS)
 async def test_truncated_answer_is_reported(model, make_backend, llm_server):
     llm_server.script("x" * 400)

@@ -103,10 +103,13 @@ def test_repeat_run_is_served_by_the_cache(llm_server, llm_settings, sample):
     first = _run(sample, "binary-search", make_judge("openai:gpt-4.1", settings=llm_settings()))
     served = len(llm_server.answered)
     again = _run(sample, "binary-search", make_judge("openai:gpt-4.1", settings=llm_settings()))
-    assert len(llm_server.answered) == served and again.usage.calls == 0
+    assert len(llm_server.answered) == served and again.spent.calls == 0 and again.spent.cost_usd == 0
+    # the replayed verdict keeps the usage of the calls behind it (issue 15: honest accounting)
+    assert again.usage.model_copy(update={"seconds": 0}) == first.usage.model_copy(update={"seconds": 0})
+    assert first.spent.model_copy(update={"seconds": 0}) == first.usage.model_copy(update={"seconds": 0})
     assert (again.step, again.mode) == (first.step, first.mode)
     nocache = _run(sample, "binary-search", make_judge("openai:gpt-4.1", settings=llm_settings(), use_cache=False))
-    assert len(llm_server.answered) > served and nocache.usage.calls > 0
+    assert len(llm_server.answered) > served and nocache.spent.calls == nocache.usage.calls > 0
 
 
 def test_faults_are_retried_and_a_wrong_format_is_a_warning(llm_server, llm_settings, sample):

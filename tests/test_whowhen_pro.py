@@ -299,7 +299,7 @@ def test_step_coord_override_and_accepted_predictions(tmp_path):
     ({"trajectory": "[{\"kind\": \"user\"}]"}, "$.trajectory", "a list of trajectory entries"),
     ({"trajectory": [{"kind": "user"}, 7]}, "$.trajectory[1]", "an object"),
     ({"id": None}, "$.id", "a non-empty string"),
-    ({"modality": "audio"}, "$.modality", "one of text, image, video"),
+    ({"modality": "audio"}, "$.modality", "one of text, image, image_gui, video"),
     ({"task": "Q?"}, "$.task", "an object"),
     ({"ground_truth": {"step": 9, "mode": "R.2"}}, "$.ground_truth.step", "1..1"),
 ])

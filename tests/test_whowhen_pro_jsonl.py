@@ -145,7 +145,7 @@ def test_extras_merge_into_the_top_level_and_image_gui_is_image(tmp_path):
                 extras={"agents": [{"id": "coder", "role": "Coder"}], "topology": "multi"})
     path = _dataset(tmp_path, "image_gui.jsonl", [line])
     trace = load_trace(path)
-    assert trace.modality is Modality.image and trace.extras == {"topology": "multi"}
+    assert trace.modality is Modality.image and trace.extras == {"topology": "multi", "split": "image_gui"}
     assert trace.agents[0].role == "Coder" and trace.ground_truth.agent == "coder"
 
 

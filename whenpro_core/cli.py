@@ -299,6 +299,32 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
         opened=opened, save_verdicts=save)
 
 
+class ReportRules(str, Enum):
+    """Which aggregation rules ``report`` prints: whenpro's own, or the official leaderboard's too."""
+
+    whenpro = "whenpro"
+    official = "official"
+
+
+class ReportMetric(str, Enum):
+    """Extra metrics ``report`` can print next to whenpro's."""
+
+    whowhen_substring = "whowhen-substring"
+
+
+class JudgeImages(str, Enum):
+    """Whether the judge is sent the trace's images (overrides ``images`` in config.toml)."""
+
+    on = "on"
+    off = "off"
+
+
+PRESET_HELP = ("Reproduce a published protocol: whowhen-pro (the official Who&When Pro all-at-once request, "
+               "parsing and settings; see the README).")
+JUDGE_IMAGES_HELP = ("Send the trace's images to the judge (default: OpenAI and Anthropic models, and "
+                     "openai-compatible models listed in vision_models in config.toml).")
+
+
 @app.command()
 @handles_errors
 def attribute(
@@ -325,6 +351,13 @@ def attribute(
     max_replays: int = typer.Option(8, "--max-replays", min=1, help="counterfactual: most replays to run."),
     budget_usd: Optional[float] = typer.Option(None, "--budget-usd", parser=_finite(0, what="dollars"),
                                                help="counterfactual: stop testing once this much is spent."),
+    images: Optional[JudgeImages] = typer.Option(None, "--images", help=JUDGE_IMAGES_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the requests the protocol would send first "
+                                 "(with --json: as JSON, images as size and hash); no call, no key needed."),
+    preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP),
+    template: Optional[str] = typer.Option(None, "--template", metavar="FILE",
+                                           help="Word the all-at-once request with your own Jinja2 template "
+                                                "(variables in the README)."),
 ) -> None:
     """Attribute the decisive error of a failed trace: who, when, what, and why."""
     from whenpro_core.attribution import cli_run
@@ -336,7 +369,9 @@ def attribute(
                                        settings_flags=flags)
         return
     cli_run.attribute_command(trace, protocol=protocol, model=model, with_gold=not no_gold,
-                              as_json=as_json, save=save, no_cache=no_cache, settings_flags=flags)
+                              as_json=as_json, save=save, no_cache=no_cache,
+                              settings_flags={**flags, "images": images.value if images else None},
+                              dry_run=dry_run, preset=preset, template=template)
 
 
 @app.command()
@@ -425,9 +460,16 @@ def bench(
     labels: str = typer.Option("reviewed", "--labels",
                                help="reviewed: the latest review decision of each trace of a built dataset "
                                     "(rejected left out, relabels scored); built: the labels the build gave."),
+    images: Optional[JudgeImages] = typer.Option(None, "--images", help=JUDGE_IMAGES_HELP),
+    preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP),
 ) -> None:
     """Evaluate attribution protocols over a dataset; resumable, then report."""
     from whenpro_core.bench.cli_bench import bench_command
+
+    if preset:  # the published harness: its one protocol, never the gold answer
+        from whenpro_core.attribution.run import preset_protocol
+
+        protocol, gold, both = preset_protocol(preset, protocol), False, False
 
     if both and not gold:
         _not_together("--both", "--no-gold", expected="--both (runs with and without the gold answer)")
@@ -436,7 +478,8 @@ def bench(
     bench_command(dataset, protocols=protocol, models=model, gold=gold, both=both, where=where,
                   limit=limit, sample=sample, seed=seed, concurrency=concurrency, out=out,
                   tolerance=tolerance, retry_errors=retry_errors, use_cache=not no_cache,
-                  report=not no_report, report_dir=report_dir, labels=labels)
+                  report=not no_report, report_dir=report_dir, labels=labels,
+                  images=images.value if images else None)
 
 
 @app.command()
@@ -530,11 +573,18 @@ def report(
     labels: str = typer.Option("reviewed", "--labels",
                                help="reviewed: the latest review decision of each trace of a built dataset; "
                                     "built: the labels the build gave."),
+    rules: ReportRules = typer.Option(ReportRules.whenpro, "--rules",
+                                      help="official: also print the Who&When Pro leaderboard's numbers "
+                                           "(failed rows left out, image_gui cell, strict coordinates)."),
+    metric: Optional[ReportMetric] = typer.Option(
+        None, "--metric", help="whowhen-substring: also print the original Who&When accuracy (a known "
+                               "substring-matching bug; for comparison only)."),
 ) -> None:
     """Re-render the benchmark report (tables, report.json, report.md, plot) from results."""
     from whenpro_core.bench.report import report_command
 
-    report_command(results, out, tolerance=tolerance, labels=labels)
+    report_command(results, out, tolerance=tolerance, labels=labels, rules=rules.value,
+                   metric=metric.value if metric else None)
 
 
 @app.command()

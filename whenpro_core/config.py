@@ -12,6 +12,7 @@ fields below, e.g.::
     model = "anthropic:claude-sonnet-4-6"
     temperature = 0
     concurrency = 8
+    vision_models = ["qwen2.5-vl-7b"]   # openai-compatible models that read images
 
     [prices."my-model"]          # USD per 1M tokens
     input = 0.5
@@ -81,6 +82,12 @@ class Settings(BaseSettings):
     backoff_max_s: float = Field(30.0, ge=0, description="Longest exponential backoff wait, seconds.")
     retry_after_max_s: float = Field(60.0, ge=0, description="Cap on a server's Retry-After, seconds.")
     concurrency: int = Field(4, ge=1, le=256, description="Calls in flight at once per backend.")
+    images: Literal["auto", "on", "off"] = Field(
+        "auto", description="Send images to the judge: auto = OpenAI and Anthropic models, and "
+        "openai-compatible models listed in vision_models; on/off = always/never.")
+    vision_models: list[str] = Field(
+        default_factory=list, description="openai-compatible models that read images (`model` or "
+        "`openai-compatible:model`), e.g. [\"qwen2.5-vl-7b\"].")
     cache: bool = Field(True, description="Use the persistent response cache.")
 
     openai_api_key: SecretStr | None = Field(None, validation_alias=_env("openai_api_key", "OPENAI_API_KEY"))

@@ -238,12 +238,17 @@ class Attribution(_Model):
     Attributes:
         agent, step, mode, reason: the prediction (who, the step coordinate, the failure
             mode code, why). Any may be ``None`` when the judge's answer lacked it.
+        step_text: the step exactly as the judge wrote it (``"Step 03"``), when it named
+            one in free text; the official rules' strict coordinate match reads it.
         confidence: 0..1 when the protocol reports one.
         protocol: ``all-at-once``, ``step-by-step``, ``binary-search``, ``hybrid`` or
             ``heuristic``.
         model: ``provider:model`` or ``heuristic``.
         with_gold: whether the judge was shown the gold answer.
-        usage: calls, tokens, cost and seconds spent.
+        usage: calls, tokens and cost of the LLM calls behind this verdict (a call served
+            from whenpro's response cache counts with its original usage), and seconds.
+        spent: what producing it cost this time: new calls, tokens and cost (zero for
+            answers served from the response cache), and seconds.
         raw_outputs: the judge's raw answers, in call order.
         warnings: parse failures, tie-breaks, truncation notices.
         evidence: protocol-specific records backing the verdict (``counterfactual``: one
@@ -255,10 +260,12 @@ class Attribution(_Model):
     mode: str | None = None
     reason: str | None = None
     confidence: float | None = None
+    step_text: str | None = None
     protocol: str = "heuristic"
     model: str = "heuristic"
     with_gold: bool = True
     usage: Usage = Field(default_factory=Usage)
+    spent: Usage = Field(default_factory=Usage)
     raw_outputs: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     evidence: list[dict[str, Any]] = Field(default_factory=list)

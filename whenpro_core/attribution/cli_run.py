@@ -10,7 +10,8 @@ from rich.console import Console
 
 from whenpro_core import jsonio
 from whenpro_core.attribution.report import print_verdict, verdict_record
-from whenpro_core.attribution.run import attribute, protocol_name
+from whenpro_core.attribution.run import attribute, preset_protocol, protocol_name
+from whenpro_core.attribution.template import PromptTemplate, load_template
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.opening import load_one
@@ -19,17 +20,24 @@ from whenpro_core.taxonomy import taxonomy_for
 
 def attribute_command(ref: str, *, protocol: str | None, model: str | None, with_gold: bool,
                       as_json: bool, save: bool, no_cache: bool,
-                      settings_flags: dict | None = None) -> None:
+                      settings_flags: dict | None = None, dry_run: bool = False,
+                      preset: str | None = None, template: str | None = None) -> None:
     """Load the trace, run the protocol, print the verdict, optionally save it.
-    ``settings_flags`` (base_url, timeout_s, max_retries; ``None`` = not given) override
-    the environment and config.toml."""
+    ``settings_flags`` (base_url, timeout_s, max_retries, images; ``None`` = not given)
+    override the environment and config.toml. ``dry_run``: print the requests the
+    protocol would send first (:mod:`whenpro_core.attribution.dry_run`) and call nothing."""
     if model and model.strip().lower() == "heuristic":
         model = None
-    name = protocol_name(protocol or ("all-at-once" if model else "heuristic"))
+    name = (preset_protocol(preset, protocol) if preset
+            else protocol_name(protocol or ("all-at-once" if model else "heuristic")))
     if name == "heuristic" and model:
         raise ConfigError("--protocol heuristic and --model do not go together",
                           expected="no --model: heuristic uses no model")
+    prompt = load_template(template) if template else None
     trace = load_one(ref)
+    if dry_run:
+        _dry_run(trace, name, model, with_gold, as_json, settings_flags, prompt)
+        return
     judge = None
     if name != "heuristic":
         from whenpro_core.attribution.llm_judge import make_judge
@@ -43,7 +51,7 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
         judge = make_judge(model, settings=settings, use_cache=not no_cache)
     async def run():
         try:
-            return await attribute(trace, name, judge=judge, with_gold=with_gold)
+            return await attribute(trace, name, judge=judge, with_gold=with_gold, template=prompt)
         finally:
             if judge is not None:
                 await judge.aclose()
@@ -71,6 +79,19 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
     if save and verdict.step is not None:
         sys.stdout.flush()
         _save(trace, verdict, err)
+
+
+def _dry_run(trace, name: str, model: str | None, with_gold: bool, as_json: bool,
+             settings_flags: dict | None, template: PromptTemplate | None) -> None:
+    import json
+
+    from whenpro_core.attribution.dry_run import need_model, preview, preview_text
+    from whenpro_core.config import load_settings
+
+    settings = load_settings(**{k: v for k, v in (settings_flags or {}).items() if v is not None})
+    doc = preview(trace, name, need_model(model, settings, name) if name != "heuristic" else "heuristic",
+                  settings, with_gold=with_gold, template=template)
+    sys.stdout.write((json.dumps(doc, ensure_ascii=False) if as_json else preview_text(doc)) + "\n")
 
 
 def _save(trace, verdict, err: Console) -> None:

@@ -1,34 +1,52 @@
-"""hybrid: all-at-once picks the agent, then step-by-step runs over that agent's steps
-(DESIGN §6; Who&When §4). Calls: 1 + up to that agent's step count."""
+"""hybrid: all-at-once picks the agent, then that agent's steps are asked about one at a
+time, in order, until one is judged decisive (DESIGN §6; Who&When §4). Calls: 1 + up to
+that agent's step count.
+
+Every call shares one prefix (instructions, task, the whole transcript) ending in a cache
+breakpoint; only the question after it changes, so a provider's prompt cache serves
+nearly all prompt tokens of the calls after the first. The step questions see the whole
+transcript, which the all-at-once call has already shown.
+"""
 
 from __future__ import annotations
 
-from whenpro_core.attribution.all_at_once import run_all_at_once
-from whenpro_core.attribution.judge import Judge, ProgressCallback, Tally
-from whenpro_core.attribution.step_by_step import run_step_by_step
+from whenpro_core.attribution.all_at_once import ask_all_at_once
+from whenpro_core.attribution.asking import ask
+from whenpro_core.attribution.judge import Judge, Progress, ProgressCallback, Tally
+from whenpro_core.attribution.judge_images import image_loader_for
+from whenpro_core.attribution.prompts import StepJudgement, step_question
+from whenpro_core.attribution.render import render_transcript
+from whenpro_core.attribution.step_by_step import judged_blocks
 from whenpro_core.model import Attribution, Trace
 from whenpro_core.taxonomy import Taxonomy
 
 
 async def run_hybrid(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True,
                      progress: ProgressCallback | None = None) -> Attribution:
-    """Agent from all-at-once; step and mode from step-by-step over its steps. If that
-    agent has no step judged decisive, the all-at-once verdict stands (with a warning)."""
-    first = await run_all_at_once(trace, judge, taxonomy, with_gold=with_gold, progress=progress)
+    """Agent from all-at-once; step and mode from the first of its steps judged decisive.
+    If none is, the all-at-once verdict stands (with a warning)."""
     tally = Tally("hybrid", judge, with_gold)
-    tally.result.usage = first.usage.model_copy(update={"seconds": 0.0})
-    tally.result.raw_outputs = list(first.raw_outputs)
-    tally.result.warnings = list(first.warnings)
-    if not first.agent or trace.is_single_agent:
-        if not first.agent:
-            tally.warn("all-at-once named no agent; step-by-step over all steps")
-        result = await run_step_by_step(trace, judge, taxonomy, with_gold=with_gold, progress=progress,
-                                        protocol="hybrid", tally=tally)
-    else:
-        result = await run_step_by_step(trace, judge, taxonomy, with_gold=with_gold, progress=progress,
-                                        agent=first.agent, protocol="hybrid", tally=tally)
-    if result.step is None:
-        result.warnings.append("step-by-step found no decisive step; kept the all-at-once verdict")
-        result.agent, result.step, result.mode, result.reason = (
-            first.agent, first.step, first.mode, first.reason)
-    return result
+    transcript = render_transcript(trace, image_loader=image_loader_for(judge),
+                                   budget_tokens=judge.budget_tokens)
+    for w in transcript.warnings:
+        tally.warn(w)
+    if progress:
+        progress(Progress("hybrid", 1, tuple(transcript.coords()), "reading the whole transcript"))
+    first = await ask_all_at_once(trace, transcript, judge, taxonomy, tally, with_gold=with_gold)
+    agent = None if trace.is_single_agent else first.agent
+    if not first.agent:
+        tally.warn("all-at-once named no agent; asked about every step")
+    blocks = judged_blocks(trace, transcript, agent)
+    for n, block in enumerate(blocks):
+        if progress:
+            progress(Progress("hybrid", n + 2, (block.coord,), f"asking about step {block.coord}"))
+        answer, _ = await ask(judge, step_question(trace, transcript, taxonomy, with_gold, block, n),
+                              StepJudgement, taxonomy, tally)
+        if answer.decisive:
+            return tally.finish(trace, agent=block.agent if agent is None else agent, step=block.coord,
+                                mode=answer.mode or first.mode, reason=answer.reason)
+        if answer.decisive is None:
+            tally.warn(f"step {block.coord}: answer was neither yes nor no; read as no")
+    tally.warn("no step was judged decisive; kept the all-at-once verdict")
+    return tally.finish(trace, agent=first.agent, step=first.step, mode=first.mode, reason=first.reason,
+                        confidence=first.confidence, step_text=first.step_text)

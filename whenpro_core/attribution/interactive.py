@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from whenpro_core.attribution.evidence import is_candidate
-from whenpro_core.attribution.judge import JudgeReply, Progress, ProgressCallback
+from whenpro_core.attribution.judge import CallSettings, JudgeReply, Progress, ProgressCallback
 from whenpro_core.attribution.run import PROTOCOLS, attribute, protocol_name, trace_has_gold
 from whenpro_core.coords import normalize_coord
 from whenpro_core.envs import env_for_trace
@@ -144,7 +144,9 @@ def make_request(trace: Trace, protocol: str, model: str | None, with_gold: bool
 class MeteredJudge:
     """A judge that adds up its calls as they are answered, so a UI can show calls,
     tokens and cost while a protocol runs. ``asked``: calls started; ``usage``: summed
-    usage of the answered ones (``seconds`` left at 0); ``closed``: :meth:`aclose` ran."""
+    usage of the answered ones (answers from the response cache with their original usage;
+    ``seconds`` left at 0); ``spent``: what the answered ones cost now (cache hits: 0);
+    ``closed``: :meth:`aclose` ran."""
 
     def __init__(self, judge: "Judge") -> None:
         self.judge = judge
@@ -153,6 +155,7 @@ class MeteredJudge:
         self.budget_tokens = judge.budget_tokens
         self.asked = 0
         self.usage = Usage()
+        self.spent = Usage()
         self.closed = False
 
     @property
@@ -161,11 +164,14 @@ class MeteredJudge:
         backend = getattr(self.judge, "backend", None)
         return getattr(backend, "retry_note", None)
 
-    async def ask(self, messages: "list[Message]", schema: "type[BaseModel] | None" = None) -> JudgeReply:
+    async def ask(self, messages: "list[Message]", schema: "type[BaseModel] | None" = None,
+                  readable: "Callable[[str, BaseModel | None], bool] | None" = None,
+                  call: "CallSettings | None" = None) -> JudgeReply:
         """Ask the wrapped judge; raises what it raises."""
         self.asked += 1
-        reply = await self.judge.ask(messages, schema)
+        reply = await self.judge.ask(messages, schema, readable, call)
         self.usage = self.usage.add(reply.usage.model_copy(update={"seconds": 0.0}))
+        self.spent = self.spent.add(reply.spent_now.model_copy(update={"seconds": 0.0}))
         return reply
 
     async def aclose(self) -> None:

@@ -20,15 +20,32 @@ from whenpro_core.attribution.prompts import Message
 from whenpro_core.model import Attribution, Trace, Usage
 
 
+@dataclass(frozen=True)
+class CallSettings:
+    """Per-call request settings a protocol may fix (a preset's temperature 0 and 2,048
+    output tokens); ``None`` leaves the configured value."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
 @dataclass
 class JudgeReply:
     """A judge's answer: raw ``text``, the ``parsed`` object when structured output was
-    used, the call's ``usage``, and ``warnings`` from the backend."""
+    used, ``usage`` (what the call that produced the answer cost: on a response-cache hit,
+    the original call's usage), ``spent`` (what this call cost now: zero on a cache hit;
+    ``None`` means the same as ``usage``), and ``warnings`` from the backend."""
 
     text: str
     parsed: BaseModel | None = None
     usage: Usage = field(default_factory=Usage)
     warnings: list[str] = field(default_factory=list)
+    spent: Usage | None = None
+
+    @property
+    def spent_now(self) -> Usage:
+        """What this call spent (``usage`` when ``spent`` is not given)."""
+        return self.usage if self.spent is None else self.spent
 
 
 class Judge(Protocol):
@@ -39,9 +56,13 @@ class Judge(Protocol):
     multimodal: bool
     budget_tokens: int
 
-    async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None) -> JudgeReply:
+    async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None,
+                  readable: Callable[[str, BaseModel | None], bool] | None = None,
+                  call: CallSettings | None = None) -> JudgeReply:
         """Answer ``messages``; raise :class:`~whenpro_core.errors.BackendError` when the
-        backend fails after its retries."""
+        backend fails after its retries. ``readable(text, parsed)``: whether a verdict can
+        be read from an answer (an unreadable one must not be cached as an answer);
+        ``call``: request settings fixed by the protocol."""
         ...
 
 
@@ -68,9 +89,9 @@ class Tally:
         self.result = Attribution(protocol=protocol, model=judge.model, with_gold=with_gold)
 
     def record(self, reply: JudgeReply) -> None:
-        """Add one reply's usage, text and warnings."""
-        u = self.result.usage
-        self.result.usage = u.add(reply.usage.model_copy(update={"seconds": 0.0}))
+        """Add one reply's usage and spending, text and warnings."""
+        self.result.usage = self.result.usage.add(reply.usage.model_copy(update={"seconds": 0.0}))
+        self.result.spent = self.result.spent.add(reply.spent_now.model_copy(update={"seconds": 0.0}))
         self.result.raw_outputs.append(reply.text)
         self.result.warnings.extend(reply.warnings)
 
@@ -79,7 +100,8 @@ class Tally:
         self.result.warnings.append(text)
 
     def finish(self, trace: Trace, *, agent: str | None, step: str | None, mode: str | None,
-               reason: str | None, confidence: float | None = None) -> Attribution:
+               reason: str | None, confidence: float | None = None,
+               step_text: str | None = None) -> Attribution:
         """The final Attribution with the wall-clock seconds."""
         r = self.result
         r.agent = agent
@@ -89,8 +111,8 @@ class Tally:
             names = {"agent", *(a.lower() for a in trace.agent_ids())}
             if agent.strip().lower() in names:
                 r.agent = "agent"
-        r.step, r.mode, r.reason, r.confidence = step, mode, reason, confidence
-        r.usage.seconds = time.perf_counter() - self.started
+        r.step, r.mode, r.reason, r.confidence, r.step_text = step, mode, reason, confidence, step_text
+        r.usage.seconds = r.spent.seconds = time.perf_counter() - self.started
         return r
 
 

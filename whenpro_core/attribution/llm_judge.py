@@ -12,12 +12,15 @@ lenient parser instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic import BaseModel
 
-from whenpro_core.attribution.judge import JudgeReply
+from whenpro_core.attribution.judge import CallSettings, JudgeReply
 from whenpro_core.attribution.prompts import Message
 from whenpro_core.attribution.render import ImagePart, TextPart
 from whenpro_core.config import Settings, load_settings
+from whenpro_core.llm.types import LLMRequest
 
 #: Context windows in tokens by model-name prefix (most specific first); the judge's
 #: prompt budget is 80% of it minus the answer's max tokens. Unknown models: 32K.
@@ -41,7 +44,8 @@ class LLMJudge:
     Attributes:
         model: ``provider:model``.
         multimodal: send images (OpenAI and Anthropic models: yes; OpenAI-compatible
-            servers: only when asked, since many local models read text only).
+            servers: when the model is listed in ``vision_models`` or ``images = "on"``,
+            see :func:`whenpro_core.llm.models.reads_images`).
         budget_tokens: prompt budget for rendered transcripts.
     """
 
@@ -52,27 +56,46 @@ class LLMJudge:
         self.budget_tokens = budget_tokens
         self.use_cache = use_cache
 
-    async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None) -> JudgeReply:
+    async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None,
+                  readable: Callable[[str, BaseModel | None], bool] | None = None,
+                  call: CallSettings | None = None) -> JudgeReply:
         """One call; raises :class:`~whenpro_core.errors.BackendError` when the backend
-        fails after its retries."""
-        from whenpro_core.llm import LLMRequest
-
-        request = LLMRequest(messages=[_convert(m) for m in messages if m.role != "system"],
-                             system="\n\n".join(m.plain() for m in messages if m.role == "system") or None,
-                             cache_system=any(m.cache_breakpoint for m in messages if m.role == "system"),
-                             output_model=schema)
-        response = await self.backend.complete(request, cache=None if self.use_cache else False)
+        fails after its retries. ``readable(text, parsed)`` says whether a verdict could be
+        read from an answer: one that is not is never kept in the response cache."""
+        request = to_request(messages, schema, call)
+        accept = None if readable is None else (lambda r: readable(r.text, r.parsed))
+        response = await self.backend.complete(request, cache=None if self.use_cache else False, accept=accept)
         warnings = list(response.warnings)
         if schema is not None and response.parse_error:
             warnings.append(f"structured answer did not validate ({response.parse_error}); parsed the text")
         if response.finish_reason == "length":
             warnings.append("the answer was cut at the max-tokens limit")
-        return JudgeReply(text=response.text, parsed=response.parsed, usage=response.usage,
+        return JudgeReply(text=response.text, parsed=response.parsed,
+                          usage=response.original_usage or response.usage, spent=response.usage,
                           warnings=warnings)
 
     async def aclose(self) -> None:
         """Close the backend's HTTP clients."""
         await self.backend.aclose()
+
+
+def to_request(messages: list[Message], schema: type[BaseModel] | None = None,
+               call: CallSettings | None = None) -> LLMRequest:
+    """The provider-neutral request a judge sends for protocol ``messages``: system
+    messages joined into the system prompt (a cache breakpoint when marked), the others as
+    turns with their cache breakpoints, ``schema`` as the structured-output model,
+    ``call``'s temperature and max tokens when set."""
+    call = call or CallSettings()
+    return LLMRequest(messages=[_convert(m) for m in messages if m.role != "system"],
+                      system="\n\n".join(m.plain() for m in messages if m.role == "system") or None,
+                      cache_system=any(m.cache_breakpoint for m in messages if m.role == "system"),
+                      output_model=schema, temperature=call.temperature, max_tokens=call.max_tokens)
+
+
+def judge_budget(model_name: str, settings: Settings) -> int:
+    """The prompt budget in tokens of a judge on ``model_name``: 80% of its context
+    window minus the answer's max tokens, at least 4,000."""
+    return max(4_000, int(context_window(model_name) * 0.8) - (settings.max_tokens or 4096))
 
 
 def _convert(message: Message):
@@ -83,7 +106,7 @@ def _convert(message: Message):
     parts = []
     last = len(message.parts) - 1
     for i, part in enumerate(message.parts):
-        mark = message.cache_breakpoint and i == last
+        mark = (message.cache_breakpoint and i == last) or i == message.prefix_parts - 1
         if isinstance(part, TextPart):
             parts.append(LLMText(text=part.text or " ", cache_breakpoint=mark))
         elif isinstance(part, ImagePart):
@@ -99,11 +122,11 @@ def make_judge(model: str | None = None, *, settings: Settings | None = None, us
     (the message names the setting to fix, never a key).
     """
     from whenpro_core.llm import open_backend
+    from whenpro_core.llm.models import reads_images
 
     settings = settings or load_settings()
     backend = open_backend(model, settings)
     if multimodal is None:
-        multimodal = backend.spec.provider in ("openai", "anthropic")
-    max_out = settings.max_tokens or 4096
-    budget = max(4_000, int(context_window(backend.name) * 0.8) - max_out)
-    return LLMJudge(backend, multimodal=multimodal, budget_tokens=budget, use_cache=use_cache)
+        multimodal = reads_images(backend.spec, settings.images, settings.vision_models)
+    return LLMJudge(backend, multimodal=multimodal, budget_tokens=judge_budget(backend.name, settings),
+                    use_cache=use_cache)

@@ -3,8 +3,9 @@ prompts, arXiv 2505.00212, with failure-mode prediction as in Who&When Pro).
 
 Messages are built so that consecutive calls of one protocol share a long, identical
 prefix (instructions and taxonomy in the system message; for step-by-step each call
-extends the previous conversation; for binary search the full transcript comes before
-the range question), which lets providers' prompt caches serve it.
+extends the previous conversation; for all-at-once, binary search, the mode question and
+hybrid's step questions the task and the full transcript come first and end with a cache
+breakpoint, the question after it), which lets providers' prompt caches serve it.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ from whenpro_core.taxonomy import Taxonomy
 class Message:
     """One chat message: ``role`` (system, user or assistant) and its content parts.
     ``cache_breakpoint`` marks the end of a prefix worth caching (Anthropic
-    ``cache_control``; OpenAI caches prefixes automatically)."""
+    ``cache_control``; OpenAI caches prefixes automatically). ``prefix_parts`` > 0 also
+    puts a breakpoint after that many leading parts (the shared transcript), so the
+    question that follows it does not spoil the cached prefix."""
 
     role: Literal["system", "user", "assistant"]
     parts: list[Part] = field(default_factory=list)
     cache_breakpoint: bool = False
+    prefix_parts: int = 0
 
     @classmethod
     def text(cls, role: Literal["system", "user", "assistant"], text: str,
@@ -143,16 +147,26 @@ ALL_AT_ONCE_FORMAT = (
     "Reason: (one or two sentences)")
 
 
+def shared_prefix(trace: Trace, transcript: Transcript, with_gold: bool) -> list[Part]:
+    """The task and the whole fenced transcript: the prefix every whole-transcript
+    question of a trace shares (all-at-once, binary search, mode and hybrid questions)."""
+    return _coalesce(task_parts(trace, transcript, with_gold) + transcript_parts(transcript))
+
+
+def _asking(taxonomy: Taxonomy, prefix: list[Part], question: str) -> list[Message]:
+    """System message, then one user turn: ``prefix`` (ending in a cache breakpoint),
+    then ``question``."""
+    return [Message.text("system", system_prompt(taxonomy), cache_breakpoint=True),
+            Message("user", [*prefix, TextPart(question)], prefix_parts=len(prefix))]
+
+
 def all_at_once(trace: Trace, transcript: Transcript, taxonomy: Taxonomy, with_gold: bool,
                 agent_hint: str | None = None) -> list[Message]:
     """The whole transcript in one call; answer in four labelled lines."""
-    parts = task_parts(trace, transcript, with_gold) + transcript_parts(transcript)
     ask = "\nWhich agent made the decisive error, at which step, and of which failure mode?\n"
     if agent_hint:
         ask += f"(Consider only steps of agent {agent_hint}.)\n"
-    parts.append(TextPart(ask + ALL_AT_ONCE_FORMAT))
-    return [Message.text("system", system_prompt(taxonomy), cache_breakpoint=True),
-            Message("user", _coalesce(parts))]
+    return _asking(taxonomy, shared_prefix(trace, transcript, with_gold), ask + ALL_AT_ONCE_FORMAT)
 
 
 STEP_FORMAT = (
@@ -191,25 +205,30 @@ def step_turn(blocks: list[StepBlock], ask_coord: str, context: str = "") -> Mes
 def binary_search(trace: Trace, transcript: Transcript, taxonomy: Taxonomy, with_gold: bool,
                   first: list[str], second: list[str]) -> list[Message]:
     """Whole transcript, then: is the decisive error in ``first`` or ``second``?"""
-    parts = task_parts(trace, transcript, with_gold) + transcript_parts(transcript)
-    parts.append(TextPart(
+    return _asking(taxonomy, shared_prefix(trace, transcript, with_gold), (
         f"\nThe decisive error is in one of the steps {_span(first + second)}. Is it in the "
         f"first half ({_span(first)}) or the second half ({_span(second)})?\n"
         "Answer in exactly this format:\nHalf: first or second\nReason: (one sentence)"))
-    return [Message.text("system", system_prompt(taxonomy), cache_breakpoint=True),
-            Message("user", _coalesce(parts), cache_breakpoint=True)]
 
 
 def mode_question(trace: Trace, transcript: Transcript, taxonomy: Taxonomy, with_gold: bool,
                   block: StepBlock) -> list[Message]:
     """Whole transcript, then: which failure mode is the error at ``block``?"""
-    parts = task_parts(trace, transcript, with_gold) + transcript_parts(transcript)
-    parts.append(TextPart(
+    return _asking(taxonomy, shared_prefix(trace, transcript, with_gold), (
         f"\nThe decisive error is at Step {block.coord} (agent {block.agent}). Which failure "
         "mode is it? Answer in exactly this format:\nError Mode: (one code from the taxonomy)\n"
         "Reason: (one or two sentences)"))
-    return [Message.text("system", system_prompt(taxonomy), cache_breakpoint=True),
-            Message("user", _coalesce(parts), cache_breakpoint=True)]
+
+
+def step_question(trace: Trace, transcript: Transcript, taxonomy: Taxonomy, with_gold: bool,
+                  block: StepBlock, earlier: int) -> list[Message]:
+    """Whole transcript, then: does ``block`` hold the decisive error? (hybrid's second
+    phase; ``earlier`` steps of the same agent were already judged not decisive)."""
+    said = (f" The {earlier} earlier step{'s' if earlier != 1 else ''} of agent {block.agent} "
+            "asked about were judged not decisive.") if earlier else ""
+    return _asking(taxonomy, shared_prefix(trace, transcript, with_gold),
+                   f"\nConsider Step {block.coord} (agent {block.agent}).{said}\n"
+                   + STEP_FORMAT.format(coord=block.coord))
 
 
 def _span(coords: list[str]) -> str:
@@ -231,4 +250,4 @@ def _coalesce(parts: list[Part]) -> list[Part]:
 
 __all__ = ["Message", "Verdict", "StepJudgement", "HalfChoice", "ModeJudgement", "ImagePart",
            "system_prompt", "all_at_once", "step_by_step_opening", "step_turn",
-           "binary_search", "mode_question"]
+           "binary_search", "mode_question", "step_question", "shared_prefix"]

@@ -51,6 +51,10 @@ def print_verdict(trace: Trace, verdict: Attribution, taxonomy: Taxonomy,
     u = verdict.usage
     grid.add_row("cost", Text(f"{u.calls} calls · {u.input_tokens:,} in / {u.output_tokens:,} out"
                               f" ({u.cached_tokens:,} cached) tokens · ${u.cost_usd:.4f} · {u.seconds:.2f} s"))
+    if verdict.spent.calls != u.calls:
+        s = verdict.spent
+        grid.add_row("spent", Text(f"{s.calls} new calls · ${s.cost_usd:.4f} (the other "
+                                   f"{u.calls - s.calls} answers came from the response cache)"))
     if trace.ground_truth:
         gt = trace.ground_truth
         who = gt.agent or ", ".join(gt.agents) or "—"

@@ -4,15 +4,21 @@ the TUI and the benchmark runner call."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from whenpro_core.attribution.heuristic import outcome_warnings
 from whenpro_core.attribution.judge import Judge, ProgressCallback
+from whenpro_core.attribution.template import PromptTemplate
 from whenpro_core.errors import ConfigError
 from whenpro_core.model import Attribution, Outcome, Trace
 from whenpro_core.taxonomy import Taxonomy, taxonomy_for
 
 #: Protocol names, the offline default first.
 PROTOCOLS = ("heuristic", "all-at-once", "step-by-step", "binary-search", "hybrid", "counterfactual")
+
+#: Protocols that reproduce a published harness (``--preset``): the preset's name, then
+#: the protocol it runs. Accepted wherever a protocol name is, not offered in menus.
+PRESET_PROTOCOLS = {"whowhen-pro": "whowhen-pro:all-at-once"}
 
 _ALIASES = {"aao": "all-at-once", "all_at_once": "all-at-once", "sbs": "step-by-step",
             "step_by_step": "step-by-step", "binary": "binary-search", "bs": "binary-search",
@@ -24,23 +30,39 @@ def protocol_name(name: str) -> str:
     unknown, listing the choices."""
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
-    if key not in PROTOCOLS:
+    if key not in PROTOCOLS and key not in PRESET_PROTOCOLS.values():
         raise ConfigError(f"unknown protocol {name!r}", expected=", ".join(PROTOCOLS))
     return key
 
 
+def preset_protocol(preset: str, protocol: str | None) -> str:
+    """The protocol a ``--preset`` runs; ConfigError for an unknown preset, or a
+    ``--protocol`` the preset's harness does not have (whowhen-pro: all-at-once only)."""
+    key = preset.strip().lower()
+    if key not in PRESET_PROTOCOLS:
+        raise ConfigError(f"unknown preset {preset!r}", expected=", ".join(PRESET_PROTOCOLS))
+    if protocol and protocol_name(protocol) not in ("all-at-once", PRESET_PROTOCOLS[key]):
+        raise ConfigError(f"--preset {key} runs the all-at-once protocol only",
+                          expected="no --protocol, or --protocol all-at-once")
+    return PRESET_PROTOCOLS[key]
+
+
 async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge | None = None,
                     with_gold: bool = True, progress: ProgressCallback | None = None,
-                    taxonomy: Taxonomy | None = None) -> Attribution:
+                    taxonomy: Taxonomy | None = None, template: PromptTemplate | None = None) -> Attribution:
     """Attribute the decisive error of ``trace`` with ``protocol``.
 
     ``judge`` is required for every protocol but ``heuristic`` (ConfigError otherwise).
     The taxonomy defaults to the trace's dataset ``taxonomy.yaml`` or the built-in one.
     A run whose outcome is ``success`` gets an empty verdict with a warning (nothing failed).
     Raises BackendError when the judge's backend fails after its retries; cancelling the
-    awaiting task stops the protocol between calls.
+    awaiting task stops the protocol between calls. ``template`` (``--template``) words
+    the all-at-once request; ConfigError with any other protocol.
     """
     protocol = protocol_name(protocol)
+    if template is not None and protocol != "all-at-once":
+        raise ConfigError(f"--template words the all-at-once request, not {protocol}",
+                          expected="--protocol all-at-once (no --preset)")
     taxonomy = taxonomy or taxonomy_for(trace.source.root)
     if trace.outcome == Outcome.success:
         return nothing_to_attribute(trace, protocol, judge, with_gold)
@@ -57,11 +79,17 @@ async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge |
         raise ConfigError(f"protocol {protocol} needs a model",
                           expected="--model provider:model (or use --protocol heuristic offline)")
     if protocol == "all-at-once":
-        from whenpro_core.attribution.all_at_once import run_all_at_once as run
-    elif protocol == "step-by-step":
+        from whenpro_core.attribution.all_at_once import run_all_at_once
+
+        return await run_all_at_once(trace, judge, taxonomy, with_gold=with_gold, progress=progress,
+                                     template=template)
+    run: Callable[..., Awaitable[Attribution]]
+    if protocol == "step-by-step":
         from whenpro_core.attribution.step_by_step import run_step_by_step as run
     elif protocol == "binary-search":
         from whenpro_core.attribution.binary_search import run_binary_search as run
+    elif protocol == PRESET_PROTOCOLS["whowhen-pro"]:
+        from whenpro_core.attribution.whowhen_pro_preset import run_whowhen_pro as run
     else:
         from whenpro_core.attribution.hybrid import run_hybrid as run
     verdict = await run(trace, judge, taxonomy, with_gold=with_gold, progress=progress)
@@ -83,4 +111,4 @@ def trace_has_gold(trace: Trace) -> bool:
     return bool(trace.task.answer)
 
 
-__all__ = ["PROTOCOLS", "attribute", "protocol_name", "trace_has_gold"]
+__all__ = ["PRESET_PROTOCOLS", "PROTOCOLS", "attribute", "preset_protocol", "protocol_name", "trace_has_gold"]

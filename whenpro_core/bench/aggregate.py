@@ -214,8 +214,9 @@ class GroupReport(BaseModel):
         breakdowns: dimension -> rows (:data:`DIMENSIONS`).
         records, scored, unlabelled, errors: counts of records; ``errors`` counts every
             failed record, ``error_kinds`` by kind, ``error_examples`` a few of them.
-        usage: summed calls, tokens, cost and protocol seconds; ``seconds`` sums the
-            items' wall-clock time.
+        usage: summed calls, tokens, cost and protocol seconds of the calls behind the
+            records (cache hits with their original usage); ``spent``: what the runs that
+            wrote them spent (cache hits: 0); ``seconds`` sums the items' wall-clock time.
     """
 
     model: str
@@ -235,6 +236,7 @@ class GroupReport(BaseModel):
     error_kinds: dict[str, int] = Field(default_factory=dict)
     error_examples: list[str] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    spent: Usage = Field(default_factory=Usage)
     seconds: float = 0.0
 
 
@@ -312,10 +314,11 @@ def group_report(records: Sequence[Record], tolerance: int) -> GroupReport:
     for r in failed:
         report.error_kinds[r.error_kind or "?"] = report.error_kinds.get(r.error_kind or "?", 0) + 1
     report.error_examples = [f"{r.trace.id or r.ref}: {r.error}" for r in failed[:5]]
-    usage = Usage()
+    usage = spent = Usage()
     for r in records:
         usage = usage.add(r.usage)
-    report.usage = usage
+        spent = spent.add(r.spent)
+    report.usage, report.spent = usage, spent
     report.seconds = round(sum(r.seconds for r in records), 3)
     for mod in _ordered({r.modality for r in rows}, "modality"):
         report.cells[mod] = metrics([r for r in rows if r.modality == mod])

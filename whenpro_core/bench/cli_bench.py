@@ -14,7 +14,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
 from whenpro_core.bench import runner
 from whenpro_core.bench.aggregate import Report
 from whenpro_core.bench.records import Record, ResultsFile
-from whenpro_core.bench.report import report_command
+from whenpro_core.bench.report import report_command, spending_line
 from whenpro_core.bench.report_files import check_report_dir
 from whenpro_core.bench.reviewed import Reviews, check_labels
 from whenpro_core.errors import BackendError, ConfigError
@@ -37,7 +37,8 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
                   concurrency: int = 8, out: str | Path | None = None, tolerance: int = 1,
                   retry_errors: bool = False, use_cache: bool = True, report: bool = True,
                   report_dir: str | Path | None = None, console: Console | None = None,
-                  report_hint: str = BENCH_REPORT_HINT, labels: str = "reviewed") -> Report | None:
+                  report_hint: str = BENCH_REPORT_HINT, labels: str = "reviewed",
+                  images: str | None = None) -> Report | None:
     """Run a benchmark and report on the whole results file.
 
     Protocols default to ``all-at-once`` when models are given, else ``heuristic``.
@@ -92,11 +93,14 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         notes.append(f"{plural(rejected, 'trace')} rejected in review left out (--labels built to run them)")
     if sel.bad:
         notes.append(f"{plural(sel.bad, 'trace')} could not be read (files or rows; recorded as errors)")
-    judges = runner.make_judges({i.model for i in todo}, use_cache=use_cache) if todo else {}
+    judges = runner.make_judges({i.model for i in todo}, use_cache=use_cache,
+                                concurrency=concurrency, images=images) if todo else {}
     if not judges:  # heuristic only: no settings needed, but a broken config is said
         from whenpro_core.config import warn_offline
 
         warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
+    if judges:
+        notes.append(f"up to {concurrency} LLM calls in flight per model (--concurrency)")
     for note in notes:
         err.print(note, markup=False, highlight=False)
     try:
@@ -107,6 +111,8 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.kinds.items()))
         err.print(f"ran {stats.written} items in {stats.seconds:.1f}s; {stats.errors} failed"
                   + (f" ({kinds})" if kinds else ""), markup=False, highlight=False)
+        if judges:
+            err.print(spending_line(stats.usage, stats.spent), markup=False, highlight=False)
     written = None
     if report:
         written = report_command([results.path], report_dir, tolerance=tolerance, console=console,

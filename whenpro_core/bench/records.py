@@ -29,7 +29,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from whenpro_core import jsonio
-from whenpro_core.bench.score import accepted_steps, score_prediction, step_distance
+from whenpro_core.bench.score import accepted_steps, score_prediction, step_distance, strict_step_ok
 from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.model import Attribution, Trace, TraceSummary, Usage
 from whenpro_core.redact import redact
@@ -58,6 +58,7 @@ class TraceMeta(_Tolerant):
 
     Attributes:
         id, framework, benchmark, modality: as in :class:`~whenpro_core.model.Trace`.
+        split: the release split when finer than the modality (``image_gui``), else ``""``.
         labelled: the trace has a ground truth (only labelled traces are scored).
         gt_agent, gt_agents, gt_step, gt_mode, round_only: the ground truth (DESIGN §3).
         single_agent: the framework has one agent; left out of the Agent metric (§4, §7).
@@ -71,6 +72,7 @@ class TraceMeta(_Tolerant):
     framework: str = ""
     benchmark: str = ""
     modality: str = ""
+    split: str = ""
     labelled: bool = False
     gt_agent: str | None = None
     gt_agents: list[str] = Field(default_factory=list)
@@ -109,7 +111,13 @@ class Record(_Tolerant):
             accepted one (0 when exact; ``None`` when not comparable: missing or unknown
             step, round-only scoring), so any tolerance can be applied later.
         tolerance: the k used for ``score_tol``.
-        usage: calls, tokens, cost and protocol seconds (copied from the prediction).
+        strict_step: the step verdict under the official leaderboard's strict coordinate
+            rule (:func:`~whenpro_core.bench.score.strict_step_ok`); ``None`` when unscored.
+        usage: calls, tokens, cost and protocol seconds of the LLM calls behind this
+            record (copied from the prediction; an answer replayed from whenpro's response
+            cache counts with its original usage), so a second run reports the same totals.
+        spent: what this run spent on the record: new calls, tokens and cost (0 for a
+            cache hit). A failed item keeps what its calls cost before it failed.
         seconds: wall-clock seconds of the whole item (load, render, attribute).
         error, error_kind: why the item failed (:data:`ErrorKind`), else ``None``.
         finished_at: ISO 8601 UTC time the record was made.
@@ -127,7 +135,9 @@ class Record(_Tolerant):
     score_tol: Scores | None = None
     step_distance: int | None = None
     tolerance: int = 0
+    strict_step: bool | None = None
     usage: Usage = Field(default_factory=Usage)
+    spent: Usage = Field(default_factory=Usage)
     seconds: float = 0.0
     error: str | None = None
     error_kind: ErrorKind | None = None
@@ -182,7 +192,7 @@ def trace_meta(trace: Trace | None, summary: TraceSummary | None = None,
     gt = trace.ground_truth
     return TraceMeta(
         id=trace.id, framework=trace.framework, benchmark=trace.benchmark,
-        modality=trace.modality.value, labelled=gt is not None,
+        modality=trace.modality.value, split=str(trace.extras.get("split") or ""), labelled=gt is not None,
         gt_agent=gt.agent if gt else None, gt_agents=list(gt.agents) if gt else [],
         gt_step=gt.step if gt else None, gt_mode=gt.mode if gt else None,
         round_only=bool(gt and gt.round_only), single_agent=trace.is_single_agent,
@@ -208,16 +218,20 @@ def build_record(*, ref: str, protocol: str, model: str, with_gold: bool,
                  trace: Trace | None, prediction: Attribution | None, tolerance: int = 0,
                  summary: TraceSummary | None = None, tokens: int | None = None,
                  seconds: float = 0.0, error: str | None = None,
-                 error_kind: ErrorKind | None = None) -> Record:
+                 error_kind: ErrorKind | None = None, usage: Usage | None = None,
+                 spent: Usage | None = None) -> Record:
     """Score ``prediction`` against ``trace`` and assemble its :class:`Record`.
 
     A labelled trace with no prediction (the attribution failed) scores False on every
     axis: a missing prediction counts as wrong (DESIGN §7). ``trace`` is ``None`` when
     the trace could not be read; the record then holds the listing row's metadata.
+    ``usage``/``spent`` default to the prediction's; give them for a failed item (what its
+    calls cost before it failed).
     """
-    score = score_tol = None
+    score = score_tol = strict = None
     distance = None
     if trace is not None and trace.ground_truth is not None:
+        strict = strict_step_ok(trace.ground_truth, prediction)
         exact = score_prediction(trace, prediction)
         tol = score_prediction(trace, prediction, tolerance=tolerance)
         score = Scores(**exact.as_dict())
@@ -227,7 +241,8 @@ def build_record(*, ref: str, protocol: str, model: str, with_gold: bool,
         key=record_key(ref, protocol, model, with_gold), ref=ref, protocol=protocol,
         model=model, with_gold=with_gold, trace=trace_meta(trace, summary, tokens),
         prediction=prediction, score=score, score_tol=score_tol, step_distance=distance,
-        tolerance=tolerance, usage=prediction.usage if prediction else Usage(),
+        tolerance=tolerance, strict_step=strict, usage=prediction.usage if prediction else (usage or Usage()),
+        spent=prediction.spent if prediction else (spent or Usage()),
         seconds=round(seconds, 4), error=safe_message(error) if error else None,
         error_kind=error_kind if error else None,
         finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))

@@ -21,12 +21,16 @@ from rich.table import Table
 from rich.text import Text
 
 from whenpro_core import jsonio
-from whenpro_core.textsafe import strip_controls
+from whenpro_core.model import Usage
+from whenpro_core.textsafe import plural, strip_controls
 
 from whenpro_core.bench.aggregate import (DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report,
                                           aggregate)
-from whenpro_core.bench.records import latest, read_records
+from whenpro_core.bench.official import OFFICIAL_HEADERS, official_report, official_rows, rules_header
+from whenpro_core.bench.records import Record, latest, read_records
 from whenpro_core.bench.reviewed import apply_reviews, check_labels
+from whenpro_core.bench.substring_metric import NOTE as SUBSTRING_NOTE
+from whenpro_core.bench.substring_metric import substring_rows
 from whenpro_core.bench.report_files import (JSON_NAME, MD_LEGACY_HEADING, MD_MARKER, MD_NAME, PLOT_NAME,
                                              PNG_SOFTWARE, REPORT_HINT, check_report_dir,
                                              is_whenpro_report_file)
@@ -45,7 +49,9 @@ DIM_TITLE_LONG = {**DIM_TITLES, "mode": "gold failure mode",
 
 LEGEND = ("Agent: mean over multi-agent frameworks of agent accuracy; Step, Joint: mean over "
           "frameworks; Error: macro-F1 over gold failure modes; agt/stp: plain accuracy over "
-          "all traces (missing prediction = wrong); stp±k: within k steps. Percentages.")
+          "all traces (missing prediction = wrong); stp±k: within k steps. Percentages. Usage: the "
+          "calls behind the records (answers replayed from the response cache at their original "
+          "cost); spent: what the runs paid (cache hits cost 0).")
 
 
 def pct(value: float | None) -> str:
@@ -101,14 +107,37 @@ def breakdown_rows(report: Report, dimension: str) -> tuple[list[str], list[list
 
 
 def usage_rows(report: Report) -> list[list[str]]:
-    """``[group, records, errors, calls, input, output, cached, cost, seconds]``."""
+    """``[group, records, errors, calls, input, output, cached, cost, spent calls, spent
+    cost, seconds]``: the usage behind the records, then what the runs spent."""
     return [[g.label, str(g.records), str(g.errors), str(g.usage.calls), f"{g.usage.input_tokens:,}",
              f"{g.usage.output_tokens:,}", f"{g.usage.cached_tokens:,}", f"{g.usage.cost_usd:.4f}",
-             f"{g.seconds:.1f}"] for g in report.groups]
+             str(g.spent.calls), f"{g.spent.cost_usd:.4f}", f"{g.seconds:.1f}"] for g in report.groups]
+
+
+def whenpro_rules_header(records: Sequence[Record]) -> str:
+    """The line naming whenpro's default rules and what they dropped."""
+    recs = latest(records)
+    failed = sum(1 for r in recs if r.error)
+    unlabelled = sum(1 for r in recs if r.score is None and not r.error)
+    return (f"rules: whenpro (default): failed rows scored wrong on every axis: {failed}; unlabelled rows "
+            f"left out: {unlabelled}; image_gui counted as image; an accepted alternative mode counts as "
+            "the gold class in Error-F1")
+
+
+def spending_line(usage: Usage, spent: Usage) -> str:
+    """One line for the end of a run: the usage behind its records and what it spent,
+    e.g. ``usage 12 calls, 40,100 in / 900 out tokens, $0.0930; spent 3 calls, $0.0210
+    (9 answers replayed from the response cache)``."""
+    line = (f"usage {plural(usage.calls, 'call')}, {usage.input_tokens:,} in / {usage.output_tokens:,} out "
+            f"tokens ({usage.cached_tokens:,} cached), ${usage.cost_usd:.4f}; "
+            f"spent {plural(spent.calls, 'call')}, {spent.input_tokens:,} in / {spent.output_tokens:,} out "
+            f"tokens, ${spent.cost_usd:.4f}")
+    replayed = usage.calls - spent.calls
+    return line + (f" ({plural(replayed, 'answer')} replayed from the response cache)" if replayed > 0 else "")
 
 
 USAGE_HEADERS = ["setting", "records", "failed", "calls", "in tok", "out tok", "cached",
-                 "cost $", "sec"]
+                 "cost $", "spent calls", "spent $", "sec"]
 
 
 def confusion_rows(g: GroupReport) -> tuple[list[str], list[list[str]]]:
@@ -333,13 +362,18 @@ def skipped_warnings(problems: Sequence[str], shown: int = 5) -> list[str]:
 
 def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = None, *,
                    tolerance: int | None = None, console: Console | None = None,
-                   quiet: bool = False, hint: str = REPORT_HINT, labels: str = "reviewed") -> Report:
+                   quiet: bool = False, hint: str = REPORT_HINT, labels: str = "reviewed",
+                   rules: str = "whenpro", metric: str | None = None) -> Report:
     """``whenpro report``: read results, aggregate, print, write the report files next to
     the (first) results file or into ``out_dir``. With ``labels="reviewed"`` (the default)
     traces of built datasets are scored with their latest review decision
-    (:mod:`.reviewed`); ``"built"`` keeps the built labels. TraceFormatError when a file
-    is missing or holds no records; ConfigError (suggesting ``hint``) when a report file
-    there was not written by whenpro, or for an unknown ``labels``."""
+    (:mod:`.reviewed`); ``"built"`` keeps the built labels. ``rules="official"`` first
+    prints the official Who&When Pro leaderboard (:mod:`whenpro_core.bench.official`);
+    ``metric="whowhen-substring"`` also prints the original Who&When accuracy
+    (:mod:`whenpro_core.bench.substring_metric`, a known bug kept for comparison); the
+    files always hold whenpro's rules. TraceFormatError when a file is missing or holds no
+    records; ConfigError (suggesting ``hint``) when a report file there was not written
+    by whenpro, or for an unknown ``labels``."""
     check_labels(labels)
     if not paths:
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
@@ -362,7 +396,16 @@ def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = Non
                        problems=problems)
     report.labels = note
     console = console or Console()
+    if not quiet and rules == "official":
+        groups = official_report(records)
+        console.print(rules_header(groups), markup=False, highlight=False)
+        console.print(_table("Official leaderboard", OFFICIAL_HEADERS, official_rows(groups), left=2))
+    if not quiet and metric == "whowhen-substring":
+        console.print(SUBSTRING_NOTE, markup=False, highlight=False)
+        rows = [[r.label, str(r.records), pct(r.agent), pct(r.step)] for r in substring_rows(records)]
+        console.print(_table("Who&When substring accuracy", ["setting", "records", "agent", "step"], rows))
     if not quiet:
+        console.print(whenpro_rules_header(records), markup=False, highlight=False)
         print_report(report, console)
     written = write_report(report, target, hint=hint)
     if not quiet:

@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass, field
 from typing import AsyncContextManager, Callable, Iterable, Sequence
 
+from whenpro_core.attribution.interactive import MeteredJudge
 from whenpro_core.attribution.judge import Judge
 from whenpro_core.attribution.run import attribute
 from whenpro_core.bench.plan import (GOLD_SETTINGS, HEURISTIC_MODEL, WHERE_KEYS, Selection,
@@ -50,7 +51,7 @@ from whenpro_core.bench.plan import (GOLD_SETTINGS, HEURISTIC_MODEL, WHERE_KEYS,
                                      settings, split_list)
 from whenpro_core.bench.records import Record, ResultsFile, build_record
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
-from whenpro_core.model import Trace
+from whenpro_core.model import Trace, Usage
 
 __all__ = ["GOLD_SETTINGS", "HEURISTIC_MODEL", "WHERE_KEYS", "MAX_BACKEND_STREAK", "RunStats",
            "Selection", "WorkItem", "make_judges", "matches", "parse_where", "pending", "plan",
@@ -60,10 +61,14 @@ __all__ = ["GOLD_SETTINGS", "HEURISTIC_MODEL", "WHERE_KEYS", "MAX_BACKEND_STREAK
 MAX_BACKEND_STREAK = 3
 
 
-def make_judges(models: Iterable[str], *, use_cache: bool = True) -> dict[str, Judge]:
+def make_judges(models: Iterable[str], *, use_cache: bool = True,
+                concurrency: int | None = None, images: str | None = None) -> dict[str, Judge]:
     """One judge per LLM model name (``provider:model``), made by
     ``whenpro_core.attribution.llm_judge.make_judge``; the heuristic needs none.
-    ConfigError when a model is unusable or the LLM layer is not available."""
+    ``concurrency`` raises each backend's limit of calls in flight (``concurrency`` in
+    config.toml) to at least that many, so ``bench --concurrency N`` really has N calls in
+    flight. ``images`` (``"on"``/``"off"``) overrides the ``images`` setting. ConfigError when
+    a model is unusable or the LLM layer is not available."""
     names = [m for m in dict.fromkeys(models) if m != HEURISTIC_MODEL]
     if not names:
         return {}
@@ -74,7 +79,12 @@ def make_judges(models: Iterable[str], *, use_cache: bool = True) -> dict[str, J
                 if exc.name == "whenpro_core.attribution.llm_judge"
                 else f"LLM protocols need the missing package {exc.name!r}")
         raise ConfigError(what, expected="--protocol heuristic, or install whenpro fully") from None
-    return {name: make_judge(name, use_cache=use_cache) for name in names}
+    from whenpro_core.config import load_settings
+
+    settings = load_settings(**({"images": images} if images else {}))
+    if concurrency is not None and concurrency > settings.concurrency:
+        settings = settings.model_copy(update={"concurrency": concurrency})
+    return {name: make_judge(name, settings=settings, use_cache=use_cache) for name in names}
 
 
 # --------------------------------------------------------------------------- one item
@@ -127,8 +137,9 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
         return build_record(**common, trace=None, prediction=None, error=_describe(exc),
                             error_kind="internal", seconds=time.perf_counter() - started)
     prediction, error, kind = None, None, None
+    meter = MeteredJudge(judge) if judge is not None else None  # what this item's calls cost, even if it fails
     try:
-        prediction = await attribute(trace, item.protocol, judge=judge, with_gold=item.with_gold)
+        prediction = await attribute(trace, item.protocol, judge=meter, with_gold=item.with_gold)
         if item.protocol != "heuristic":
             prediction.model = item.model
     except ConfigError:
@@ -140,7 +151,8 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
     except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
         error, kind = _describe(exc), "internal"
     return build_record(**common, trace=trace, prediction=prediction, tokens=tokens,
-                        error=error, error_kind=kind, seconds=time.perf_counter() - started)
+                        error=error, error_kind=kind, seconds=time.perf_counter() - started,
+                        usage=meter.usage if meter else None, spent=meter.spent if meter else None)
 
 
 # --------------------------------------------------------------------------- scheduler
@@ -149,12 +161,15 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
 @dataclass
 class RunStats:
     """What a run did: records ``written``, of which ``errors`` failed (by ``kinds``),
-    and the wall-clock ``seconds``."""
+    the wall-clock ``seconds``, the ``usage`` behind the written records (response-cache
+    hits at their original cost) and what this run ``spent``."""
 
     written: int = 0
     errors: int = 0
     kinds: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    spent: Usage = field(default_factory=Usage)
 
 
 #: Test and tracing hook: an async context manager entered around each item's run,
@@ -190,6 +205,7 @@ async def run_items(items: Sequence[WorkItem], results: ResultsFile, *, concurre
                 rec = await run_item(item, judge=judges.get(item.model))
             results.append(rec)
             stats.written += 1
+            stats.usage, stats.spent = stats.usage.add(rec.usage), stats.spent.add(rec.spent)
             if rec.error:
                 stats.errors += 1
                 stats.kinds[rec.error_kind or "?"] = stats.kinds.get(rec.error_kind or "?", 0) + 1

@@ -107,3 +107,34 @@ def score_prediction(trace: Trace, pred: Attribution | None, *, tolerance: int =
         modes = {m.strip().upper() for m in [gt.mode, *gt.accepted.mode] if m}
         mode_ok = (pred.mode or "").strip().upper() in modes
     return AxisScore(agent_ok, step_ok, mode_ok)
+
+
+_PREFIXES = ("step ", "round ", "turn ")
+
+
+def strict_coord(value: object) -> str:
+    """A step coordinate under the official leaderboard's strict normalisation: stripped,
+    lower-cased, one leading ``step ``/``round ``/``turn `` removed, nothing else
+    (``"Step 03"`` -> ``"03"``, which does not match ``"3"``; ``"3."`` stays ``"3."``)."""
+    if value is None or value == "":
+        return ""
+    out = str(value).strip().lower()
+    for prefix in _PREFIXES:
+        if out.startswith(prefix):
+            return out[len(prefix):].strip()
+    return out
+
+
+def strict_step_ok(gt: GroundTruth, pred: Attribution | None) -> bool:
+    """The step axis with strict coordinates: the step as the judge wrote it
+    (``step_text``, else ``step``) against the accepted coordinates; rounds only for
+    ``round_only`` ground truths (the official debate/dylan rule)."""
+    if pred is None:
+        return False
+    said = strict_coord(pred.step_text if pred.step_text not in (None, "") else pred.step)
+    if not said:
+        return False
+    accepted = [strict_coord(s) for s in [gt.step, *gt.accepted.step] if s not in (None, "")]
+    if gt.round_only:
+        return said.split(".", 1)[0] in {a.split(".", 1)[0] for a in accepted}
+    return said in set(accepted)

@@ -50,14 +50,29 @@ class Prepared:
     modality: Modality
     layout: coords.Layout
     ground_truth: GroundTruth | None
+    split: str = ""
 
 
-def _modality_from(value: Any, hint: str | None, ctx: LoadContext) -> Modality:
+#: The release's splits (``data/<split>.jsonl``; a per-file document's ``modality``):
+#: ``image_gui`` holds GUI-agent screenshots; whenpro reads it as modality ``image`` and
+#: keeps the split name (``Trace.extras["split"]``) for the official leaderboard's cells.
+SPLITS = ("text", "image", "image_gui", "video")
+
+
+def _split_from(value: Any, hint: str | None, ctx: LoadContext) -> str:
+    """The document's split name: its ``modality`` (one of :data:`SPLITS`), else the hint
+    (a JSONL file's stem), else the modality found in the path."""
     if value is not None:
-        if isinstance(value, str) and value.strip().lower() in Modality._value2member_map_:
-            return Modality(value.strip().lower())
+        if isinstance(value, str) and value.strip().lower() in SPLITS:
+            return value.strip().lower()
         raise ctx.error(f"unknown modality {str(value)[:40]!r}", "$.modality",
-                        expected="one of text, image, video")
+                        expected="one of " + ", ".join(SPLITS))
+    if hint and hint.lower() in SPLITS:
+        return hint.lower()
+    return _modality_of_path(hint, ctx).value
+
+
+def _modality_of_path(hint: str | None, ctx: LoadContext) -> Modality:
     if hint:
         return modality_of_name(hint)
     for part in reversed(ctx.path.parts[:-1]):
@@ -102,13 +117,14 @@ def prepare(doc: Any, ctx: LoadContext, *, modality_hint: str | None = None) -> 
         value = doc.get(key)
         if value is not None and not isinstance(value, dict if key == "task" else list):
             raise ctx.error(f"wrong type (got {type(value).__name__})", f"$.{key}", expected=want)
-    modality = _modality_from(doc.get("modality"), modality_hint, ctx)
+    split = _split_from(doc.get("modality"), modality_hint, ctx)
+    modality = modality_of_name(split)
     try:
         lay = coords.layout(framework_raw, doc["trajectory"], doc.get("agents"))
         gt = resolve_ground_truth(doc.get("ground_truth"), lay)
     except TraceFormatError as exc:
         raise exc.located(path=ctx.path) from None
-    return Prepared(doc, trace_id, lay.framework, bench or "", modality, lay, gt)
+    return Prepared(doc, trace_id, lay.framework, bench or "", modality, lay, gt, split)
 
 
 def summary_of(prep: Prepared, ctx: LoadContext, fmt: str = FORMAT) -> TraceSummary:
@@ -179,6 +195,8 @@ def build_trace(prep: Prepared, ctx: LoadContext, *, fmt: str = FORMAT,
     warnings = list(lay.warnings) + _unread_media_notes(doc)
     if warnings:
         extras["whenpro_warnings"] = warnings
+    if prep.split and prep.split != prep.modality.value:
+        extras["split"] = prep.split
     return Trace(format=NATIVE_FORMAT, id=prep.trace_id, framework=lay.framework,
                  benchmark=prep.benchmark, modality=prep.modality, agents=_agents(prep),
                  task=task, steps=steps, ground_truth=prep.ground_truth,

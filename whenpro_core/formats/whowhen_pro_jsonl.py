@@ -36,7 +36,7 @@ from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats.base import FileImporter, LoadContext
 from whenpro_core.gt_map import gt_coord
-from whenpro_core.formats.whowhen_pro import build_trace, modality_of_name, prepare
+from whenpro_core.formats.whowhen_pro import SPLITS, build_trace, modality_of_name, prepare
 from whenpro_core.model import Modality, Trace, TraceSummary
 
 FORMAT = "whowhen-pro-jsonl"
@@ -343,8 +343,34 @@ def decode_row(data: bytes, path: Path, row: int, modality: Modality) -> dict:
     for k, v in outer.items():
         if k not in doc and k not in _ROW_FIELDS:
             doc[k] = v
-    doc.update(task=task, trajectory=trajectory, ground_truth=gt, modality=modality.value)
+    split = path.stem.lower()
+    doc.update(task=task, trajectory=trajectory, ground_truth=gt,
+               modality=split if split in SPLITS and modality_of_name(split) is modality else modality.value)
     return doc
+
+
+def _load_row(path: Path, key: str | None) -> tuple[RowIndex, RowMeta, dict]:
+    """The row index, the selected row and its decoded document. TraceFormatError for a
+    missing or bad row."""
+    index = row_index(path)
+    meta = index.find(key)
+    if meta.problem is not None:
+        p = meta.problem
+        raise TraceFormatError(p.what, path=path, row=meta.row, json_path=p.json_path, expected=p.expected)
+    try:
+        with path.open("rb") as fh:
+            fh.seek(meta.start)
+            data = fh.read(meta.end - meta.start)
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read file: {exc.strerror}", path=path, row=meta.row) from None
+    STATS["rows_loaded"] += 1
+    return index, meta, decode_row(data, path, meta.row, index.modality)
+
+
+def load_document(path: Path, key: str | None) -> dict:
+    """One row as the per-file Who&When Pro document (fields decoded, extras merged,
+    ``modality`` from the file name): what the official renderers read."""
+    return _load_row(path, key)[2]
 
 
 def _root_for(path: Path, root: Path | None) -> Path:
@@ -395,20 +421,7 @@ class WhoWhenProJsonlImporter(FileImporter):
 
     def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
         """Decode only the selected row (1-based line number or trace id)."""
-        index = row_index(path)
-        meta = index.find(key)
-        if meta.problem is not None:
-            p = meta.problem
-            raise TraceFormatError(p.what, path=path, row=meta.row, json_path=p.json_path,
-                                   expected=p.expected)
-        try:
-            with path.open("rb") as fh:
-                fh.seek(meta.start)
-                data = fh.read(meta.end - meta.start)
-        except OSError as exc:
-            raise TraceFormatError(f"cannot read file: {exc.strerror}", path=path, row=meta.row) from None
-        STATS["rows_loaded"] += 1
-        doc = decode_row(data, path, meta.row, index.modality)
+        index, meta, doc = _load_row(path, key)
         root = _root_for(path, root)
         ctx = LoadContext(path=path, root=root, key=str(meta.row))
         prefix = f"video_assets/{doc['framework']}/" if index.modality is Modality.video else None

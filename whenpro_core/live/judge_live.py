@@ -119,7 +119,8 @@ class LiveJudge:
             strength of a signal at the verdict's step).
 
     Attributes:
-        usage: LLM usage so far (calls, tokens, cost), final pass included.
+        usage: LLM usage spent so far (new calls, tokens, cost; answers served from the
+            response cache cost nothing), final pass included: what the budget limits.
         decisive: the DecisiveError sent, if any.
         stopped: why judging stopped (``decisive``, ``budget``, ``judge_failed``) or ``None``.
     """
@@ -195,7 +196,7 @@ class LiveJudge:
             except BackendError as exc:
                 yield JudgeFailed(trace.id, exc.one_line())
                 return
-            self.usage = self.usage.add(verdict.usage.model_copy(update={"seconds": 0.0}))
+            self.usage = self.usage.add(verdict.spent.model_copy(update={"seconds": 0.0}))
         else:
             verdict = await attribute(trace, "heuristic", with_gold=self.with_gold)
         yield FinalVerdict(trace.id, verdict)
@@ -308,14 +309,14 @@ class LiveJudge:
                 asked = messages[:-1] + [Message("user", messages[-1].parts + turn.parts, cache_breakpoint=True)]
             else:
                 asked = messages + [turn]
-            before = self._tally.result.usage
+            before = self._tally.result.spent
             try:
                 answer, raw = await ask(self.judge, asked, StepJudgement, taxonomy, self._tally)
             except BackendError as exc:
                 self.stopped = "judge_failed"
                 yield JudgeFailed(trace.id, exc.one_line())
                 return
-            after = self._tally.result.usage
+            after = self._tally.result.spent
             self.usage = self.usage.add(Usage(
                 calls=after.calls - before.calls, input_tokens=after.input_tokens - before.input_tokens,
                 output_tokens=after.output_tokens - before.output_tokens,
@@ -336,7 +337,7 @@ class LiveJudge:
                 verdict = self._tally.result.model_copy(deep=True)
                 verdict.agent, verdict.step, verdict.mode, verdict.reason = (agent, block.coord, answer.mode,
                                                                              answer.reason)
-                verdict.usage = self.usage.model_copy()
+                verdict.spent = self.usage.model_copy()
                 self.suspect = Suspect(trace.id, block.indexes[0], block.coord, agent, answer.mode,
                                        answer.reason, "step-by-step")
                 yield self.suspect

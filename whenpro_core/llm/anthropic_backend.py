@@ -75,8 +75,8 @@ async def call_messages(
     kwargs: dict[str, Any] = {"model": spec.model, "max_tokens": params.max_tokens, "messages": messages}
     if system:
         kwargs["system"] = system
-    if params.temperature is not None:
-        kwargs["temperature"] = params.temperature
+    # the messages API of anthropic>=2 takes no sampling temperature (the SDK has no such
+    # parameter); a requested one is left out and said in the response's warnings
     output_config: dict[str, Any] = {}
     if params.reasoning_effort:
         output_config["effort"] = _EFFORT.get(params.reasoning_effort, params.reasoning_effort)
@@ -108,6 +108,8 @@ async def call_messages(
             tool_input = block.input
     stop = getattr(message, "stop_reason", None)
     result = RawResult(text="".join(texts), finish_reason=_STOP.get(stop, stop), served_model=getattr(message, "model", None))
+    if params.temperature is not None:
+        result.warnings.append(f"temperature {params.temperature:g} not sent: the Anthropic messages API takes none")
     if model is not None and mode == "tool":
         if tool_input is None:
             result.parse_error = "no forced tool call in the answer"

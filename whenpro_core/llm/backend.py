@@ -131,13 +131,16 @@ class Backend:
         """The base URL without credentials, query or fragment."""
         return public_url(self.base_url)
 
-    async def complete(self, request: LLMRequest, *, cache: bool | None = None) -> LLMResponse:
+    async def complete(self, request: LLMRequest, *, cache: bool | None = None,
+                       accept: Callable[[LLMResponse], bool] | None = None) -> LLMResponse:
         """Run one request and return the answer with its usage and cost.
 
         Args:
             request: the prompt and parameters (``None`` parameters take the settings' values).
             cache: ``False`` bypasses the response cache for this call (no read, no write);
                 ``None``/``True`` use it when the settings enable it.
+            accept: whether an answer is worth keeping (e.g. its verdict could be read);
+                an answer it rejects is never stored, and a stored one it rejects is a miss.
 
         Returns:
             :class:`LLMResponse`; a cache hit has ``from_cache=True``, ``cache_hits=1`` and
@@ -160,7 +163,7 @@ class Backend:
             hit = self._cache.get(key)
             if hit is not None:
                 response = response_from_entry(hit, request, self.spec.name, time.perf_counter() - started)
-                if response is not None:
+                if response is not None and (accept is None or accept(response)):
                     self.stats.cache_hits += 1
                     return response
         state = self._state()
@@ -193,6 +196,7 @@ class Backend:
             structured=mode,
             parse_error=raw.parse_error,
             usage=usage,
+            original_usage=usage.model_copy(update={"seconds": 0.0}),
             cache_write_tokens=raw.cache_write_tokens,
             model=self.spec.name,
             served_model=raw.served_model,
@@ -203,7 +207,7 @@ class Backend:
         self.stats.calls += 1
         self.stats.retries += retries
         self.stats.usage = self.stats.usage.add(usage)
-        if key is not None:
+        if key is not None and self._cache is not None and (accept is None or accept(response)):
             self._cache.set(key, response_to_entry(response))
         return response
 

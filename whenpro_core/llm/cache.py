@@ -143,7 +143,8 @@ def response_to_entry(response: LLMResponse) -> dict[str, Any]:
 
 def response_from_entry(entry: dict[str, Any], request: LLMRequest, model: str, seconds: float) -> LLMResponse | None:
     """A cache hit as a response: ``from_cache=True``, ``cache_hits=1``, zero calls, tokens
-    and cost (the original usage stays in the entry). ``None`` if the entry is unusable."""
+    and cost in ``usage`` (nothing was spent); ``original_usage`` is what the stored call
+    cost. ``None`` if the entry is unusable."""
     try:
         parsed = None
         if entry.get("parsed") is not None and request.output_model is not None:
@@ -154,6 +155,7 @@ def response_from_entry(entry: dict[str, Any], request: LLMRequest, model: str, 
             structured=entry.get("structured", "none"),
             parse_error=entry.get("parse_error"),
             usage=Usage(seconds=seconds),
+            original_usage=Usage.model_validate({**entry["usage"], "seconds": 0.0}) if entry.get("usage") else None,
             model=model,
             served_model=entry.get("served_model"),
             finish_reason=entry.get("finish_reason"),

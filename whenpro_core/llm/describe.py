@@ -11,7 +11,7 @@ from typing import Any
 from whenpro_core import paths
 from whenpro_core.config import Settings
 from whenpro_core.llm.endpoints import resolve_endpoint
-from whenpro_core.llm.models import PROVIDERS, parse_model
+from whenpro_core.llm.models import PROVIDERS, parse_model, reads_images
 from whenpro_core.redact import public_url
 
 _API_NAMES = {"chat": "chat completions", "responses": "responses", "messages": "messages"}
@@ -51,6 +51,7 @@ def models_info(settings: Settings, model: str | None = None) -> dict[str, Any]:
         "model": name,
         "model_provider": spec.provider if spec else None,
         "model_api": _API_NAMES[spec.api] if spec else None,
+        "model_reads_images": reads_images(spec, settings.images, settings.vision_models) if spec else None,
         "is_llm": spec is not None,
         "defaults": {
             "temperature": settings.temperature,
@@ -80,13 +81,16 @@ def format_models(info: dict[str, Any]) -> str:
         f"cache         {'on' if info['cache']['enabled'] else 'off'}  {info['cache']['dir']}",
     ]
     if info["is_llm"]:
-        lines.append(f"model         {info['model']}  ({info['model_provider']}, {info['model_api']} API)")
+        images = ("images sent" if info["model_reads_images"]
+                  else 'text only: images = "on" or vision_models to send images')
+        lines.append(f"model         {info['model']}  ({info['model_provider']}, {info['model_api']} API; {images})")
     else:
         lines.append(f"model         {info['model']}  (no LLM: offline heuristic)")
     temp = "provider default" if d["temperature"] is None else f"{d['temperature']:g}"
     lines.append(
         f"defaults      temperature {temp}, max tokens {d['max_tokens']}, reasoning effort "
-        f"{d['reasoning_effort'] or '-'}, timeout {d['timeout_s']:g} s, concurrency {d['concurrency']}"
+        f"{d['reasoning_effort'] or '-'}, timeout {d['timeout_s']:g} s, concurrency {d['concurrency']} "
+        "calls in flight per model (bench --concurrency N raises it to N)"
     )
     lines.append(
         f"retries       {d['max_retries']} (backoff {d['backoff_base_s']:g}..{d['backoff_max_s']:g} s + jitter, "

@@ -15,6 +15,7 @@ Accepted forms:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -103,3 +104,16 @@ def _show(text: str, limit: int = 60) -> str:
     """A printable, bounded rendering of user input for an error message."""
     text = "".join(ch if ch.isprintable() else "?" for ch in text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def reads_images(spec: ModelSpec, images: str = "auto", vision_models: Sequence[str] = ()) -> bool:
+    """Whether a judge on ``spec`` is sent images: ``images`` ``"on"``/``"off"`` decide;
+    ``"auto"`` means yes for OpenAI and Anthropic models and, for ``openai-compatible:``
+    servers (many local models read text only), yes when the model is listed in
+    ``vision_models`` (by its id or its ``provider:model`` name, case-insensitive)."""
+    if images in ("on", "off"):
+        return images == "on"
+    if spec.provider != "openai-compatible":
+        return True
+    listed = {v.strip().lower() for v in vision_models}
+    return spec.model.lower() in listed or spec.name.lower() in listed

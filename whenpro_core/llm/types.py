@@ -160,6 +160,9 @@ class LLMResponse(BaseModel):
         parse_error: why ``parsed`` is ``None`` although a model was asked (one line).
         usage: this call's cost: ``calls`` (real HTTP calls that succeeded: 1, or 0 on a cache
             hit), tokens (``input_tokens`` includes cached tokens), ``cost_usd``, ``seconds``.
+        original_usage: the usage of the call that produced this answer: equal to ``usage``
+            for a fresh call; on a cache hit, what the stored call cost when it was made
+            (``seconds`` 0). ``None`` for an old cache entry that did not keep it.
         cache_write_tokens: prompt tokens written to Anthropic's prompt cache.
         model: ``provider:model`` as requested; ``served_model``: what the server reported.
         finish_reason: ``stop``, ``length``, ``tool_use``, ``content_filter``... as reported.
@@ -176,6 +179,7 @@ class LLMResponse(BaseModel):
     structured: StructuredMode = "none"
     parse_error: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    original_usage: Usage | None = None
     cache_write_tokens: int = 0
     model: str
     served_model: str | None = None

@@ -1,0 +1,170 @@
+"""``whenpro report --rules official`` (issue 15, item 3) on a small made-up results
+file whose official numbers were computed by hand.
+
+The file (one setting, ``m · all-at-once · gold``)::
+
+    row  cell       framework   gold  said  agent step(default/strict) mode  note
+    r1   text       smolagents  R.2   R.2   T     T / T                T
+    r2   text       smolagents  R.3   R.2   T     F / F                F
+    r3   text       debate      C.3   C.1   T     T / T                T     C.1 is an accepted alternative
+    r4   text       debate      -     -     -     -                    -     failed (backend error)
+    r5   image      pixelcraft  P.1   P.1   T     T / F                T     wrote "Step 03" for gold "3"
+    r6   image_gui  openai_cua  A.1   A.1   F     T / T                T     split image_gui, modality image
+    r7   text       smolagents  (unlabelled)
+
+Official rules by hand:
+
+* left out: r4 (failed) and r7 (unlabelled), leaving 5 rows; the strict rule changes r5's
+  step to wrong.
+* text (r1, r2, r3): Who = debate only = 1/1 = 1.0. When = mean(smolagents 1/2, debate
+  1/1) = 0.75. What: gold classes R.2, R.3, C.3; R.2 has tp 1 (r1), fp 1 (r2), fn 0 ->
+  P 0.5, R 1.0, F1 2/3; R.3 F1 0; C.3 F1 0 (C.1 is its own class) -> What = 2/9 = 0.2222.
+  All = mean(smolagents 1/2, debate 1/1) = 0.75.
+* image (r5): Who = None (pixelcraft is single-agent); When = 0 (strict); What = 1.0;
+  All = 0.
+* image_gui (r6): openai_cua is not on the official single-agent list -> Who = 0.0;
+  When = 1.0; What = 1.0; All = 0 (agent wrong).
+* composite: Who = mean(1.0, 0.0) = 0.5; When = mean(0.75, 0, 1) = 0.5833;
+  What = mean(2/9, 1, 1) = 0.7407; All = mean(0.75, 0, 0) = 0.25.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from whenpro_core.bench.official import cell_of, official_report
+from whenpro_core.bench.records import (
+    Record,
+    ResultsFile,
+    Scores,
+    TraceMeta,
+    build_record,
+    read_records,
+    record_key,
+)
+from whenpro_core.formats import load_trace
+from whenpro_core.model import Attribution, Modality
+
+
+def _rec(n: int, cell: str, fw: str, gold: str | None, said: str | None, axes: tuple[bool, bool, bool] | None,
+         strict: bool | None = None, error: str | None = None, modality: str | None = None) -> Record:
+    ref = f"/data/t{n}.json"
+    meta = TraceMeta(id=f"t{n}", framework=fw, modality=modality or cell, split=cell if modality else "",
+                     labelled=gold is not None, gt_mode=gold)
+    score = None if axes is None else Scores(agent=axes[0], step=axes[1], mode=axes[2], joint=all(axes))
+    pred = None if error else Attribution(agent="a", step="3", mode=said, protocol="all-at-once", model="m")
+    return Record(key=record_key(ref, "all-at-once", "m", True), ref=ref, protocol="all-at-once", model="m",
+                  trace=meta, prediction=pred, score=score, strict_step=strict if axes else None,
+                  error=error, error_kind="backend" if error else None)
+
+
+RECORDS = [
+    _rec(1, "text", "smolagents", "R.2", "R.2", (True, True, True), True),
+    _rec(2, "text", "smolagents", "R.3", "R.2", (True, False, False), False),
+    _rec(3, "text", "debate", "C.3", "C.1", (True, True, True), True),
+    _rec(4, "text", "debate", "C.3", None, (False, False, False), False, error="backend: HTTP 500"),
+    _rec(5, "image", "pixelcraft", "P.1", "P.1", (True, True, True), False),
+    _rec(6, "image_gui", "openai_cua", "A.1", "A.1", (False, True, True), True, modality="image"),
+    _rec(7, "text", "smolagents", None, "R.2", None),
+]
+
+
+def test_official_numbers_match_the_hand_computation() -> None:
+    (g,) = official_report(RECORDS)
+    assert (g.rows, g.dropped_failed, g.dropped_unlabelled, g.strict_changed) == (5, 1, 1, 1)
+    assert list(g.cells) == ["text", "image", "image_gui"]
+    text, image, gui = g.cells["text"], g.cells["image"], g.cells["image_gui"]
+    assert text == pytest.approx({"Who": 1.0, "When": 0.75, "What": 2 / 9, "All": 0.75})
+    assert image["Who"] is None and image == pytest.approx({"Who": None, "When": 0.0, "What": 1.0, "All": 0.0})
+    assert gui == pytest.approx({"Who": 0.0, "When": 1.0, "What": 1.0, "All": 0.0})
+    assert g.composite == pytest.approx({"Who": 0.5, "When": 1.75 / 3, "What": (2 / 9 + 2) / 3, "All": 0.25})
+
+
+def test_report_rules_official_prints_both_rules_with_what_each_dropped(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    with ResultsFile(results) as out:
+        for rec in RECORDS:
+            out.append(rec)
+    assert len(read_records(results)[0]) == len(RECORDS)
+    shown = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "report", str(results), "--rules", "official",
+                            "--out", str(tmp_path / "rep")], cwd=REPO, capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "COLUMNS": "200"})
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert ("rules: official (Who&When Pro leaderboard): failed rows left out: 1; unlabelled rows left out: 1"
+            in out)
+    assert "strict coordinates changed 1 step verdict" in out
+    assert "rules: whenpro (default): failed rows scored wrong on every axis: 1; unlabelled rows left out: 1" in out
+    composite = next(line for line in out.splitlines() if "composite" in line and "rules" not in line)
+    assert composite.split()[-5:] == ["5", "50.0", "58.3", "74.1", "25.0"]
+    gui = next(line for line in out.splitlines() if "image_gui" in line and "rules" not in line)
+    assert gui.split()[-4:] == ["0.0", "100.0", "100.0", "0.0"]
+
+
+# ---------------------------------------------------------------- the image_gui split
+
+
+def _gui_doc(**top: object) -> dict:
+    traj = [{"kind": "user", "content": "Open the settings"},
+            {"kind": "action", "step_number": 1, "agent": "coder", "reasoning": "click", "action": "click(3, 4)"}]
+    return {"id": "gui_1", "framework": "coact", "benchmark": "osworld", "task": {"query": "q"},
+            "trajectory": traj, "ground_truth": {"agent": "coder", "step": 1, "mode": "A.1"}, **top}
+
+
+def test_a_per_file_image_gui_document_is_read_and_keeps_its_split(tmp_path: Path) -> None:
+    path = tmp_path / "gui.json"
+    path.write_text(json.dumps(_gui_doc(modality="image_gui")))
+    trace = load_trace(path)
+    assert trace.modality is Modality.image and trace.extras["split"] == "image_gui"
+    rec = build_record(ref=str(path), protocol="heuristic", model="heuristic", with_gold=True, trace=trace,
+                       prediction=Attribution(agent="coder", step="1", mode="A.1"))
+    assert rec.trace.split == "image_gui" and cell_of(rec) == "image_gui" and rec.strict_step is True
+
+
+def test_the_image_gui_jsonl_split_is_its_own_cell(tmp_path: Path) -> None:
+    doc = _gui_doc()
+    row = {k: (json.dumps(v) if k in ("task", "trajectory", "ground_truth") else v) for k, v in doc.items()}
+    row["extras"] = "{}"
+    path = tmp_path / "data" / "image_gui.jsonl"
+    path.parent.mkdir()
+    path.write_text(json.dumps(row) + "\n")
+    trace = load_trace(f"{path}#gui_1")
+    rec = build_record(ref=str(path), protocol="heuristic", model="heuristic", with_gold=True, trace=trace,
+                       prediction=Attribution(agent="coder", step="Step 01", step_text="Step 01", mode="A.1"))
+    assert cell_of(rec) == "image_gui"
+    assert rec.score is not None and rec.score.step and rec.strict_step is False  # "01" is not "1" when strict
+
+
+def test_whowhen_substring_metric_reproduces_the_original_bug(tmp_path: Path) -> None:
+    """Original Who&When evaluate.py: gold "1" is found in predicted "12", gold agent "Web"
+    in "WebSurfer"; a failed record counts as wrong. By hand: 3 labelled records, agent
+    found in 2 (WebSurfer, Coder), step found in 2 ("12" holds "1", "3" is "3") -> 66.7 / 66.7.
+    whenpro's own step axis says 1 of 3."""
+    def rec(n: int, gt_agent: str, gt_step: str, agent: str | None, step: str | None) -> Record:
+        ref = f"/d/w{n}.json"
+        pred = None if agent is None else Attribution(agent=agent, step=step, step_text=step)
+        ok = pred is not None and step == gt_step
+        return Record(key=record_key(ref, "all-at-once", "m", True), ref=ref, protocol="all-at-once", model="m",
+                      trace=TraceMeta(id=f"w{n}", framework="ag2", labelled=True, gt_agent=gt_agent, gt_step=gt_step),
+                      prediction=pred, score=Scores(agent=False, step=ok, joint=False),
+                      error=None if pred else "backend: down", error_kind=None if pred else "backend")
+
+    results = tmp_path / "ww.jsonl"
+    with ResultsFile(results) as out:
+        for r in (rec(1, "Web", "1", "WebSurfer", "12"), rec(2, "Coder", "3", "Coder", "3"),
+                  rec(3, "Planner", "5", None, None)):
+            out.append(r)
+    shown = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "report", str(results), "--metric",
+                            "whowhen-substring", "--out", str(tmp_path / "rep")], cwd=REPO, capture_output=True,
+                           text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert shown.returncode == 0, shown.stderr
+    assert "known bug" in shown.stdout
+    row = next(line for line in shown.stdout.splitlines() if line.strip().startswith("m · all-at-once"))
+    assert row.split()[-3:] == ["3", "66.7", "66.7"]

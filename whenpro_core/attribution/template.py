@@ -1,0 +1,107 @@
+"""``--template FILE``: the all-at-once request in your own words (a Jinja2 template).
+
+The template is rendered into the single user message of an all-at-once call (no system
+message; the answer is read as the four labelled lines, or JSON). Variables:
+
+=================  ===========================================================================
+``question``       the task given to the system (its query)
+``options``        the task's answer options as text, ``""`` when there are none
+``gold_answer``    the correct answer when the judge may see it (not with ``--no-gold``), else ``""``
+``taxonomy``       the failure-mode list, one ``- CODE: Name — meaning`` line per mode
+``coordinate_hint`` how steps are headed and how to write a coordinate
+``transcript``     the task's images, then the rendered transcript (``Step <coord> | Agent:
+                   <name>`` blocks); each image stays where the transcript places it
+``framework``      the agent framework's name
+``answer_format``  whenpro's four-line answer format, to include or replace
+=================  ===========================================================================
+
+Undefined names are errors (a typo does not silently render as nothing). The template runs
+in Jinja2's sandbox; trace content reaches it only as variable values (never as template
+code). Errors are one line naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from whenpro_core.attribution.prompts import ALL_AT_ONCE_FORMAT, Message, transcript_parts
+from whenpro_core.attribution.render import ImagePart, Part, TextPart, Transcript
+from whenpro_core.errors import ConfigError
+from whenpro_core.model import Trace
+from whenpro_core.taxonomy import Taxonomy
+
+COORDINATE_HINT = ("Steps are headed `Step <coordinate> | Agent: <name>`. Write the coordinate and the agent "
+                   "name exactly as they appear there.")
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A loaded template: its ``path`` and the compiled Jinja2 template."""
+
+    path: Path
+    compiled: Any
+
+
+def load_template(path: str | Path) -> PromptTemplate:
+    """Read and compile a Jinja2 template; ConfigError naming the file (and line) when it
+    cannot be read or does not parse."""
+    import jinja2  # lazy: only --template needs Jinja2
+    from jinja2.sandbox import SandboxedEnvironment
+
+    path = Path(path)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read template: {getattr(exc, 'strerror', None) or exc}", path=path) from None
+    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    try:
+        return PromptTemplate(path, env.from_string(source))
+    except jinja2.TemplateSyntaxError as exc:
+        raise ConfigError(f"template syntax error at line {exc.lineno}: {exc.message}", path=path) from None
+
+
+def _transcript_text(transcript: Transcript, marker: str) -> tuple[str, list[ImagePart]]:
+    """The task's images, then the fenced transcript, as text with each image replaced by
+    ``marker<n>marker``."""
+    text, images = "", list[ImagePart]()
+    for part in [*transcript.task_images, *transcript_parts(transcript)]:
+        if isinstance(part, TextPart):
+            text += part.text
+        else:
+            text += f"{marker}{len(images)}{marker}"
+            images.append(part)
+    return text, images
+
+
+def template_messages(template: PromptTemplate, trace: Trace, transcript: Transcript, taxonomy: Taxonomy,
+                      with_gold: bool) -> list[Message]:
+    """The all-at-once request from ``template``: one user message whose images sit where
+    ``{{ transcript }}`` placed them. ConfigError (file and line) when rendering fails."""
+    import jinja2  # lazy: only --template needs Jinja2
+
+    marker = f"\x00img{secrets.token_hex(4)}\x00"
+    text, images = _transcript_text(transcript, marker)
+    values = {
+        "question": trace.task.query.strip(), "options": str(trace.task.options or ""),
+        "gold_answer": (trace.task.answer or "") if with_gold else "",
+        "taxonomy": "\n".join(f"- {m.code}: {m.name} — {m.meaning}" for m in taxonomy),
+        "coordinate_hint": COORDINATE_HINT, "transcript": text, "framework": trace.framework,
+        "answer_format": ALL_AT_ONCE_FORMAT,
+    }
+    try:
+        rendered = template.compiled.render(**values)
+    except jinja2.TemplateError as exc:
+        line = getattr(exc, "lineno", None)
+        where = f" at line {line}" if line else ""
+        raise ConfigError(f"template error{where}: {exc}", path=template.path) from None
+    parts: list[Part] = []
+    for n, piece in enumerate(rendered.split(marker)):
+        if n % 2 == 0:
+            if piece:
+                parts.append(TextPart(piece))
+        elif piece.isdigit() and int(piece) < len(images):
+            parts.append(images[int(piece)])
+    return [Message("user", parts or [TextPart(" ")])]

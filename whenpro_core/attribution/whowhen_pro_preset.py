@@ -1,0 +1,537 @@
+"""``--preset whowhen-pro``: the official Who&When Pro all-at-once request, rebuilt from
+its published rules (``whowhen_eval``: ``prompts.py``, ``render/<framework>.py``,
+``run.py``); the instructions are whenpro's own words, every rule and format matches.
+
+The request is **one user message, no system message**, sent with temperature 0 and at
+most 2,048 output tokens, answered in **four free-text lines** (no forced schema). Its
+content, in order:
+
+1. a text part: ``# Task`` with the instructions, ``## Error Mode Taxonomy`` with one
+   bullet per mode of the dataset's ``taxonomy.yaml`` (required at the dataset root) (``- CODE: **Title Cased Name** -
+   full description on one line``), ``## User Question`` with the task's query;
+2. the task images (JPEG, longest side 1,024 px, quality 80);
+3. ``## Transcript`` and the framework's transcript: one block per step, blocks joined
+   by one newline, each block's images right after its text;
+4. ``## Step Coordinate Format`` with the framework's hint (left out when it has none),
+   then ``## Response Format`` with the four labelled lines.
+
+Neighbouring text parts are merged; where the merge would leave three or more newlines
+at the seam they become two. No gold answer is shown.
+
+Transcript rules by framework (only frameworks listed in :data:`RENDERERS` are
+supported; others raise ConfigError rather than send a request that is not the official
+one):
+
+* ``smolagents``: coordinates count the non-framing entries (``user`` and
+  ``final_answer`` are framing) from 0 when the first is a ``planning`` entry, else from
+  1. A block is ``Step N | Agent: agent`` (``(planning)`` appended for plans) then its
+  body: ``[plan]…[/plan]`` (``(empty plan)``), or for an action ``[output]`` +
+  ``reasoning`` (one trailing ``</code>`` dropped when no ``<code>`` opens it) +
+  ``[/output]`` and ``[observation]`` + the observation + ``[/observation]``, where each
+  ``<PIL.Image.Image … size=WxH at 0x…>`` becomes ``[observation_image #K size=WxH]`` and
+  images without such a mention are announced first as ``[observation_image #K
+  source="…"]``; ``(empty step)`` when both are empty. Observation images that repeat a
+  task image are dropped. Images are inline base64 ``data`` in the release; a ``path``
+  (the per-file showcase layout) is read from the dataset folder, confined to it.
+  Hint: "Step coords are sequential integers across the trajectory. ".
+* ``macnet``, ``magentic-one``, ``eva``: see :func:`render_macnet`,
+  :func:`render_magentic`, :func:`render_eva`. Lists the showcase files store as Python
+  text (eva's ``tool_calls``, ``frames``) are read as lists.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from whenpro_core.attribution.asking import ask
+from whenpro_core.attribution.judge import CallSettings, Judge, Progress, ProgressCallback, Tally
+from whenpro_core.attribution.prompts import Message, Verdict
+from whenpro_core.attribution.render import ImagePart, Part, TextPart
+from whenpro_core.attribution.run import PRESET_PROTOCOLS
+from whenpro_core.errors import ConfigError
+from whenpro_core.model import Attribution, Trace
+from whenpro_core.taxonomy import Taxonomy, taxonomy_for
+
+#: Request settings of the preset (``whowhen_eval/run.py`` defaults).
+TEMPERATURE = 0.0
+MAX_TOKENS = 2048
+#: Image re-encoding of the official renderers: longest side and JPEG quality.
+IMAGE_MAX_SIDE = 1024
+IMAGE_QUALITY = 80
+
+_LOWER_WORDS = {"or", "and", "of", "in", "to", "for", "from", "by", "vs", "with", "the", "on", "at"}
+
+INTRO = (
+    "# Task\n\n"
+    "You diagnose failures of agentic systems.\n\n"
+    "Below is the transcript of an agentic system that tried to answer a user question and "
+    "failed. Somewhere in it lies the decisive error: the first step that most directly sends "
+    "the system toward its wrong final answer.\n\n"
+    "Name the agent that made that decisive error, the exact step coordinate where it happened, "
+    "and the error mode from the taxonomy below that fits it best, then explain briefly.\n\n")
+
+RESPONSE_FORMAT = (
+    "Answer in exactly this format:\n"
+    "Agent Name: (the agent whose turn first introduces the error)\n"
+    "Step Number: (the step coordinate, written as in the transcript above)\n"
+    "Error Mode: (one of the listed error modes)\n"
+    "Reason: (one or two sentences on what went wrong)")
+
+
+@dataclass
+class Block:
+    """One rendered transcript block: its coordinate (``None`` for framing text), text,
+    the images shown right after the text, and ``body`` text after the images (eva puts
+    the step header before its frames and the step's content after them)."""
+
+    coord: str | None
+    text: str
+    images: list[ImagePart] = field(default_factory=list)
+    body: str = ""
+
+
+@dataclass
+class Rendered:
+    """A framework's transcript under the official rules: task images, blocks, and the
+    step-coordinate hint (``""``: no hint section)."""
+
+    task_images: list[ImagePart]
+    blocks: list[Block]
+    hint: str
+
+
+# ---------------------------------------------------------------- taxonomy and text
+
+
+def title_case(name: str) -> str:
+    """A mode name in the official title case: each word capitalised (the rest lower
+    case), short joining words lower case unless first; ``/`` and ``-`` split words."""
+    out: list[str] = []
+    first = True
+    for chunk in re.split(r"(\s+)", name):
+        if not chunk or chunk.isspace():
+            out.append(chunk)
+            continue
+        pieces = re.split(r"([/\-])", chunk)
+        words = []
+        for i, piece in enumerate(pieces):
+            if piece in ("/", "-") or not piece:
+                words.append(piece)
+            elif not (first and i == 0) and piece.lower() in _LOWER_WORDS:
+                words.append(piece.lower())
+            else:
+                words.append(piece[:1].upper() + piece[1:].lower())
+        out.append("".join(words))
+        first = False
+    return "".join(out)
+
+
+def taxonomy_block(taxonomy: Taxonomy) -> str:
+    """One bullet per mode in file order: ``- CODE: **Name** - description``."""
+    return "\n".join(f"- {m.code}: **{title_case(m.name.strip())}** - {' '.join((m.description or m.meaning).split())}"
+                     for m in taxonomy)
+
+
+def coalesce(parts: list[Part]) -> list[Part]:
+    """Merge neighbouring text parts; three or more newlines at a seam become two."""
+    out: list[Part] = []
+    for part in parts:
+        prev = out[-1] if out else None
+        if isinstance(part, TextPart) and isinstance(prev, TextPart):
+            a, b = prev.text, part.text
+            seam = (len(a) - len(a.rstrip("\n"))) + (len(b) - len(b.lstrip("\n")))
+            out[-1] = TextPart(a.rstrip("\n") + "\n\n" + b.lstrip("\n") if seam >= 3 else a + b)
+        else:
+            out.append(part)
+    return out
+
+
+# ---------------------------------------------------------------- images
+
+
+@dataclass(frozen=True)
+class Reencode:
+    """How a renderer re-encodes its images: longest side and JPEG quality."""
+
+    max_side: int = IMAGE_MAX_SIDE
+    quality: int = IMAGE_QUALITY
+
+
+#: Video frames (eva): longest side 512, quality 75.
+FRAMES = Reencode(512, 75)
+
+#: Reads one release image entry (``{"data": base64}`` or ``{"path": ...}``) into the
+#: part sent: re-encoded as given, or passed through unchanged for ``None``; ``None``
+#: when it cannot be read.
+ImageReader = Callable[[dict, "Reencode | None"], "ImagePart | None"]
+
+
+def jpeg_part(raw: bytes, how: Reencode | None = None) -> ImagePart:
+    """Image bytes re-encoded as the official renderers do: longest side at most
+    ``how.max_side``, RGB or grey, JPEG at ``how.quality`` (default 1,024 px, 80)."""
+    from PIL import Image  # lazy: only image traces need Pillow
+
+    how = how or Reencode()
+    img: Image.Image = Image.open(io.BytesIO(raw))
+    img.thumbnail((how.max_side, how.max_side))
+    if img.mode not in ("RGB", "L"):
+        img = img.convert("RGB")
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=how.quality, optimize=True)
+    return ImagePart(base64.b64encode(buf.getvalue()).decode("ascii"), "image/jpeg")
+
+
+def _image_entries(entries: Any) -> list[dict]:
+    return [e for e in (entries if isinstance(entries, list) else [])
+            if isinstance(e, dict) and (e.get("data") or e.get("path"))]
+
+
+def _identity(entry: dict) -> str:
+    return str(entry.get("data") or entry.get("path"))
+
+
+def _jpegs(entries: list[dict], read: ImageReader, how: Reencode | None = Reencode()) -> list[ImagePart]:
+    return [part for part in (read(e, how) for e in entries) if part is not None]
+
+
+def _listish(value: Any) -> list:
+    """A list field, also when the file stores it as Python or JSON text (the per-file
+    showcase samples do); anything else is an empty list."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        import ast
+
+        try:
+            value = ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return []
+    return value if isinstance(value, list) else []
+
+
+# ---------------------------------------------------------------- smolagents
+
+_PIL_REPR = re.compile(r"<PIL\.Image\.Image\s+image\s+mode=(\w+)\s+size=(\d+)x(\d+)\s+at\s+0x[0-9a-fA-F]+>")
+SMOLAGENTS_HINT = "Step coords are sequential integers across the trajectory. "
+
+
+def _drop_unpaired_close(text: str) -> str:
+    if not text or "<code>" in text:
+        return text
+    stripped = text.rstrip()
+    return stripped[: -len("</code>")].rstrip() if stripped.endswith("</code>") else text
+
+
+def _mark_images(observation: str, n: int) -> tuple[str, int]:
+    if n <= 0 or not observation:
+        return observation, 0
+    seen = 0
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal seen
+        seen += 1
+        return m.group(0) if seen > n else f"[observation_image #{seen} size={m.group(2)}x{m.group(3)}]"
+
+    return _PIL_REPR.sub(sub, observation), min(seen, n)
+
+
+def _smol_action(entry: dict, task_blobs: set[str], read: ImageReader) -> tuple[str, list[ImagePart]]:
+    reasoning = _drop_unpaired_close((entry.get("reasoning") or "").strip())
+    observation = (entry.get("observation") or "").strip()
+    images = [e for e in _image_entries(entry.get("observation_images")) if _identity(e) not in task_blobs]
+    marked, matched = _mark_images(observation, len(images))
+    extra = [f'[observation_image #{k + 1} source="{images[k].get("source") or "<inline>"}"]'
+             for k in range(matched, len(images))]
+    body = []
+    if reasoning:
+        body.append(f"[output]\n{reasoning}\n[/output]")
+    if extra or marked:
+        body.append("[observation]\n" + "\n".join(extra + ([marked] if marked else [])) + "\n[/observation]")
+    return "\n".join(body) if body else "(empty step)", _jpegs(images, read)
+
+
+def render_smolagents(doc: dict, read: ImageReader) -> Rendered:
+    """The smolagents transcript under the official rules (module doc)."""
+    task_images = _image_entries((doc.get("task") or {}).get("images"))
+    task_blobs = {_identity(e) for e in task_images}
+    blocks: list[Block] = []
+    cursor: int | None = None
+    for entry in doc.get("trajectory") or []:
+        kind = entry.get("kind") if isinstance(entry, dict) else None
+        if kind in ("user", "final_answer", None):
+            continue
+        if cursor is None:
+            cursor = 0 if kind == "planning" else 1
+        coord, tag = str(cursor), ""
+        images: list[ImagePart] = []
+        if kind == "planning":
+            plan = (entry.get("plan") or "").strip()
+            body, tag = (f"[plan]\n{plan}\n[/plan]" if plan else "(empty plan)"), " (planning)"
+        elif kind == "action":
+            body, images = _smol_action(entry, task_blobs, read)
+        else:
+            body = f"(unknown kind={kind!r})"
+        blocks.append(Block(coord, f"Step {coord} | Agent: agent{tag}\n{body.rstrip()}", images))
+        cursor += 1
+    return Rendered(_jpegs(task_images, read), blocks, SMOLAGENTS_HINT)
+
+
+# ---------------------------------------------------------------- macnet and magentic-one
+
+#: MacNet's (layer, position) of each role in its fixed author -> critic/rewriter -> sink chain.
+_MACNET_COORD = {"author": (0, 0), "critic": (1, 0), "rewriter": (1, 1), "sink": (2, 0)}
+MAGENTIC_HINT = ("Magentic-One is an orchestrator + specialist framework: a central orchestrator routes work "
+                 "each round to a specialist agent. Step coordinate is 'step R.P' where R is the round and P is "
+                 "the within-round position: P=0 is the orchestrator's turn, P=1 is the specialist's response. ")
+
+
+def render_macnet(doc: dict, read: ImageReader) -> Rendered:
+    """MacNet: one block per turn with a ``role``, ``Step R.P | Agent: <node id>`` where
+    R.P comes from the role (an unknown role takes the next position of layer 1), body
+    ``[output]…[/output]`` or ``(empty turn)``; no hint; task images passed through."""
+    blocks: list[Block] = []
+    placed: list[tuple[int, int]] = []
+    for entry in doc.get("trajectory") or []:
+        if not isinstance(entry, dict) or entry.get("kind") in ("user", "final_answer") or not entry.get("role"):
+            continue
+        layer, pos = _MACNET_COORD.get(str(entry["role"]), (1, sum(1 for r, _ in placed if r == 1)))
+        placed.append((layer, pos))
+        output = (entry.get("output") or "").strip()
+        body = f"[output]\n{output}\n[/output]" if output else "(empty turn)"
+        agent = entry.get("agent_id") or "unknown"
+        blocks.append(Block(f"{layer}.{pos}", f"Step {layer}.{pos} | Agent: {agent}\n{body}"))
+    return Rendered(_jpegs(_image_entries((doc.get("task") or {}).get("images")), read, None), blocks, "")
+
+
+def _tool_actions(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def render_magentic(doc: dict, read: ImageReader) -> Rendered:
+    """Magentic-One: one block per ``agent`` entry with a round and position,
+    ``Step R.P | Agent: <agent>``, body ``[output]`` and ``[tool_actions]`` (the actions
+    as indented JSON, whatever their shape) or ``(empty turn)``; the ledger is not shown."""
+    blocks: list[Block] = []
+    for entry in doc.get("trajectory") or []:
+        if not isinstance(entry, dict) or entry.get("kind") != "agent":
+            continue
+        if entry.get("round") is None or entry.get("position") is None:
+            continue
+        coord = f"{int(entry['round'])}.{int(entry['position'])}"
+        output = (entry.get("output") or "").strip()
+        body = [f"[output]\n{output}\n[/output]"] if output else []
+        if entry.get("tool_actions"):
+            body.append(f"[tool_actions]\n{_tool_actions(entry['tool_actions'])}\n[/tool_actions]")
+        text = "\n".join(body) if body else "(empty turn)"
+        blocks.append(Block(coord, f"Step {coord} | Agent: {entry.get('agent') or 'unknown'}\n{text}"))
+    return Rendered(_jpegs(_image_entries((doc.get("task") or {}).get("images")), read, None), blocks,
+                    MAGENTIC_HINT)
+
+
+# ---------------------------------------------------------------- eva (video)
+
+_TOOL_REMINDER = re.compile(r"\n*If more information is needed, call the frame selection tool again\.?\s*",
+                            re.IGNORECASE)
+_ASKED_AGAIN = re.compile(r"\n*Question:\s.*\Z", re.DOTALL | re.IGNORECASE)
+
+
+def _clock(t: Any) -> str:
+    try:
+        secs = float(t)
+    except (TypeError, ValueError):
+        return "??:??" if t is None else str(t)
+    h, m, s = int(secs // 3600), int(secs % 3600 // 60), int(secs % 60)
+    return f"{h:02d}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+def _call_line(call: Any) -> str:
+    if not isinstance(call, dict):
+        return str(call)
+    args = call.get("arguments", "")
+    if isinstance(args, str):
+        with contextlib.suppress(json.JSONDecodeError):
+            args = json.loads(args)
+    shown = ", ".join(f"{k}={v!r}" for k, v in args.items()) if isinstance(args, dict) else str(args)
+    return f"{call.get('name', '?')}({shown})"
+
+
+def _eva_tool(turn: dict, read: ImageReader) -> tuple[str, list[ImagePart]]:
+    images, missing = [], []
+    for frame in _listish(turn.get("frames")):
+        if not isinstance(frame, dict) or not frame.get("path"):
+            continue
+        part = read({"path": frame["path"]}, FRAMES)
+        if part is None:
+            missing.append(f"[frame {frame.get('index', '?')} at {_clock(frame.get('time_s'))} missing]")
+        else:
+            images.append(part)
+    content = _ASKED_AGAIN.sub("", _TOOL_REMINDER.sub("\n", (turn.get("content") or "").strip())).rstrip()
+    if images and "<image>" in content:
+        count = iter(range(10**9))
+        content = re.sub("<image>", lambda _m: f"[frame {i}]" if (i := next(count)) < len(images) else "<image>",
+                         content)
+    inner = "\n".join(([content] if content else []) + missing) or "(empty)"
+    return f"[tool_output tool={turn.get('tool_name') or '?'}]\n{inner}\n[/tool_output]", images
+
+
+def render_eva(doc: dict, read: ImageReader) -> Rendered:
+    """eva: the system prompt (first) and the user question (second) are framing; each
+    assistant turn is ``Step N | Agent: agent`` (N from 0) with its frames after the
+    header, then ``[output]``, one ``[tool_call]`` per call and the following tool turns
+    (one per call) folded in as ``[tool_output tool=NAME]`` (the repeated question and the
+    tool reminder dropped, ``<image>`` read as ``[frame K]``, unreadable frames as
+    ``[frame K at MM:SS missing]``); frames at most 512 px, JPEG quality 75; no hint."""
+    turns = [t for t in doc.get("trajectory") or [] if isinstance(t, dict)]
+    blocks: list[Block] = []
+    i = 0
+    while i < len(turns):
+        kind = turns[i].get("kind")
+        if (i == 0 and kind == "system") or (i == 1 and kind == "user"):
+            i += 1
+            continue
+        coord = str(len(blocks))
+        if kind != "assistant":
+            blocks.append(Block(coord, f"Step {coord} | {kind}", [],
+                                f"[unknown kind={kind!r}]\n{turns[i].get('content') or ''}"))
+            i += 1
+            continue
+        turn, body, images = turns[i], [], []
+        calls = _listish(turn.get("tool_calls"))
+        if (turn.get("content") or "").strip():
+            body.append(f"[output]\n{turn['content'].strip()}\n[/output]")
+        body += [f"[tool_call]\n{_call_line(c)}\n[/tool_call]" for c in calls]
+        i += 1
+        for _ in range(len(calls) or 1):
+            if i >= len(turns) or turns[i].get("kind") != "tool":
+                break
+            text, frames = _eva_tool(turns[i], read)
+            body.append(text)
+            images += frames
+            i += 1
+        blocks.append(Block(coord, f"Step {coord} | Agent: agent", images,
+                            "\n".join(body) if body else "(empty assistant turn)"))
+    return Rendered([], blocks, "")
+
+
+#: Frameworks whose transcript the preset renders under the official rules.
+RENDERERS: dict[str, Callable[[dict, ImageReader], Rendered]] = {
+    "smolagents": render_smolagents, "macnet": render_macnet, "magentic-one": render_magentic,
+    "eva": render_eva,
+}
+
+
+def image_reader(trace: Trace, problems: list[str]) -> ImageReader:
+    """Reads inline ``data`` (base64) or a ``path`` confined to the dataset root and the
+    trace's folder (:func:`whenpro_core.media.paths.resolve_path`) and re-encodes it
+    (:func:`jpeg_part`); a failure is noted in ``problems`` and the image left out."""
+    from whenpro_core.errors import MediaError
+    from whenpro_core.media.paths import decode_inline, media_bases, read_file_capped, resolve_path
+
+    bases = media_bases(trace.source.path, trace.source.root)
+    if trace.source.root:  # JSONL video rows: frames under video_assets/<framework>/
+        assets = Path(trace.source.root) / "video_assets" / trace.framework
+        if assets.is_dir():
+            bases.insert(0, assets.resolve())
+
+    def read(entry: dict, how: Reencode | None) -> ImagePart | None:
+        try:
+            if entry.get("data"):
+                if how is None:  # passed through as released
+                    return ImagePart(str(entry["data"]), str(entry.get("mime") or "image/png"))
+                raw = decode_inline(str(entry["data"]))
+            else:
+                raw = read_file_capped(resolve_path(str(entry.get("path")), bases))
+            return jpeg_part(raw, how or Reencode())
+        except MediaError as exc:
+            problems.append(f"image left out: {exc.one_line()}")
+        except (OSError, ValueError) as exc:  # Pillow cannot decode it
+            problems.append(f"image left out: not a readable image ({type(exc).__name__})")
+        return None
+
+    return read
+
+
+# ---------------------------------------------------------------- the request
+
+
+def release_document(trace: Trace) -> dict:
+    """The trace's Who&When Pro document as released (a JSONL row decoded, or the
+    per-file JSON). ConfigError for a trace of another format."""
+    from whenpro_core.formats import whowhen_pro, whowhen_pro_jsonl
+
+    src = trace.source
+    if src.format == whowhen_pro_jsonl.FORMAT and src.path:
+        return whowhen_pro_jsonl.load_document(Path(src.path), src.key)
+    if src.format == whowhen_pro.FORMAT and src.path:
+        doc = orjson.loads(Path(src.path).read_bytes())
+        if isinstance(doc, dict):
+            return doc
+    raise ConfigError(f"--preset whowhen-pro needs a Who&When Pro trace (this one is {src.format})",
+                      expected="a Who&When Pro release row or per-file document")
+
+
+def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]:
+    """The content parts of the preset's single user message for ``trace``; images that
+    cannot be read are left out and described in ``problems``."""
+    doc = release_document(trace)
+    framework = str(doc.get("framework") or trace.framework)
+    render = RENDERERS.get(framework)
+    if render is None:
+        raise ConfigError(f"--preset whowhen-pro does not render {framework} traces yet",
+                          expected="a trace of " + ", ".join(sorted(RENDERERS)))
+    rendered = render(doc, image_reader(trace, problems if problems is not None else []))
+    root = Path(trace.source.root) if trace.source.root else None
+    if root is None or not (root / "taxonomy.yaml").is_file():
+        raise ConfigError("--preset whowhen-pro needs the dataset's taxonomy.yaml (the official prompt lists "
+                          "its modes in full)", path=root or trace.source.path,
+                          expected="taxonomy.yaml at the dataset root, next to data/")
+    taxonomy = taxonomy_for(root)
+    query = (doc.get("task") or {}).get("query") or ""
+    parts: list[Part] = [TextPart(INTRO + "## Error Mode Taxonomy\n\n" + taxonomy_block(taxonomy)
+                                  + "\n\n## User Question\n\n" + query + "\n\n")]
+    parts.extend(rendered.task_images)
+    parts.append(TextPart("\n\n## Transcript\n\n"))
+    first = True
+    for block in rendered.blocks:
+        if block.text:
+            parts.append(TextPart(("" if first else "\n") + block.text))
+            first = False
+        parts.extend(block.images)
+        if block.body:
+            parts.append(TextPart(("" if first else "\n") + block.body))
+            first = False
+    hint = f"## Step Coordinate Format\n\n{rendered.hint}\n\n" if rendered.hint else ""
+    parts.append(TextPart(f"\n\n{hint}## Response Format\n\n{RESPONSE_FORMAT}\n"))
+    return coalesce(parts)
+
+
+async def run_whowhen_pro(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = False,
+                          progress: ProgressCallback | None = None) -> Attribution:
+    """One all-at-once call with the official request; the gold answer is never shown
+    (``with_gold`` is ignored: the official harness has no such setting). Images are
+    dropped, with a warning, for a judge that reads text only."""
+    tally = Tally(PRESET_PROTOCOLS["whowhen-pro"], judge, with_gold=False)
+    problems: list[str] = []
+    parts = request_parts(trace, problems)
+    for problem in problems:
+        tally.warn(problem)
+    if not judge.multimodal and any(isinstance(p, ImagePart) for p in parts):
+        tally.warn("the judge reads text only: the trace's images were left out (--images on to send them)")
+        parts = coalesce([p for p in parts if isinstance(p, TextPart)])
+    if progress:
+        progress(Progress(PRESET_PROTOCOLS["whowhen-pro"], 1, (), "reading the whole transcript"))
+    answer, _ = await ask(judge, [Message("user", parts)], Verdict, taxonomy, tally, structured=False,
+                          call=CallSettings(temperature=TEMPERATURE, max_tokens=MAX_TOKENS))
+    return tally.finish(trace, agent=answer.agent, step=answer.step, mode=answer.mode, reason=answer.reason,
+                        step_text=answer.step_text)
