@@ -32,8 +32,8 @@ import ipaddress
 import socket
 import threading
 import zlib
-from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -41,7 +41,7 @@ import orjson
 from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.formats.base import LoadContext
 from whenpro_core.formats.otlp import spans_of
-from whenpro_core.live.events import ExportRejected
+from whenpro_core.live.events import ExportRejected, ExportWarning
 from whenpro_core.live.store import LiveStore
 
 DEFAULT_HOST = "127.0.0.1"
@@ -190,7 +190,7 @@ class OtlpReceiver:
         """The base URL (``OTEL_EXPORTER_OTLP_ENDPOINT``; exporters append /v1/traces)."""
         return self.endpoint.removesuffix(TRACES_PATH)
 
-    def start(self) -> "OtlpReceiver":
+    def start(self) -> OtlpReceiver:
         """Serve in a background thread (and start the store's flusher)."""
         self.store.start()
         if self._thread is None:
@@ -208,7 +208,7 @@ class OtlpReceiver:
         self.server.server_close()
         self.store.stop()
 
-    def __enter__(self) -> "OtlpReceiver":
+    def __enter__(self) -> OtlpReceiver:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -248,6 +248,12 @@ class OtlpReceiver:
         if result.rejected:
             partial = (result.rejected, f"{result.rejected} spans over the limit of "
                                         f"{self.store.max_spans_per_trace} spans a trace")
+        if result.warnings:  # OTLP: a partial success with 0 rejected carries warnings
+            warning = "; ".join(result.warnings[:5]) + (f"; and {len(result.warnings) - 5} more"
+                                                        if len(result.warnings) > 5 else "")
+            partial = (partial[0], f"{partial[1]}; {warning}") if partial else (0, warning)
+            self.store.bus.publish(ExportWarning(result.trace_ids[0] if len(result.trace_ids) == 1 else "",
+                                                 warning))
         if content_type == PROTOBUF:
             from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
@@ -329,7 +335,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _body(self) -> bytes:
         limit = self.receiver.max_body
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            chunks, total = [], 0
+            chunks: list[bytes] = []
+            total = 0
             while True:
                 line = self.rfile.readline(1024)
                 try:
