@@ -31,11 +31,12 @@ def dumps_trace(trace: Trace, *, indent: bool = True) -> bytes:
     serialises (about 255 levels): those are set aside before ``model_dump`` and put back
     after, so any depth up to :data:`~whenpro_core.jsonio.MAX_DEPTH` is written; deeper
     is a TraceFormatError naming the JSON path."""
-    stash: list[Any] = []
-    token = f"\x00whenpro-deep-{uuid.uuid4().hex}:"
-    doc = _set_aside_deep(trace, stash, token).model_dump(mode="json")
-    if stash:
-        doc = _put_back(doc, stash, token)
+    try:
+        doc = trace.model_dump(mode="json")
+    except ValueError:  # pydantic-core: "Circular reference detected (depth exceeded)"
+        stash: list[Any] = []
+        token = f"\x00whenpro-deep-{uuid.uuid4().hex}:"
+        doc = _put_back(_set_aside_deep(trace, stash, token).model_dump(mode="json"), stash, token)
     return jsonio.dumps(doc, indent=indent)
 
 

@@ -22,7 +22,7 @@ Durability: :meth:`LiveStore.ingest` appends the accepted spans to the spool
 (:mod:`whenpro_core.live.spool`) before it returns, so what the receiver acknowledges
 survives the process dying; a store opened on a folder replays what the spool holds.
 A trace file is therefore not rewritten on every flush: a trace over ``big_trace`` spans
-is rewritten once its new spans reach a quarter of what its file holds, or once it has
+is rewritten once it has twice the spans its file holds, or once it has
 been quiet for ``settle_s`` seconds, or at :meth:`LiveStore.stop` (total bytes written
 stay within a small multiple of the final size). Smaller traces are written first.
 
@@ -114,7 +114,7 @@ class LiveStore:
             default; :meth:`subscribe` reads it).
         fsync: fsync each spool line before an export is acknowledged (see
             :mod:`whenpro_core.live.spool`; default: flushed to the OS only).
-        big_trace: spans above which a trace file is rewritten only after a quarter more
+        big_trace: spans above which a trace file is rewritten only once its spans double
             spans, ``settle_s`` seconds of quiet, or at stop.
         settle_s: seconds of quiet after which a big trace is written anyway.
 
@@ -309,7 +309,7 @@ class LiveStore:
     def _due(self, live: _Live, now: float) -> bool:
         """Whether a changed trace should be written at this flush."""
         n = len(live.spans)
-        return (n <= self.big_trace or 4 * (n - live.written_spans) >= live.written_spans
+        return (n <= self.big_trace or n >= 2 * live.written_spans
                 or now - live.updated >= self.settle_s)
 
     def _write_or_set_aside(self, tid: str, live: _Live, spans: list[Span]) -> str:

@@ -11,16 +11,31 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
-
+from typing import Any
 
 from whenpro_core import jsonio
 from whenpro_core.errors import ConfigError
-from whenpro_core.live.events import (BudgetExhausted, DecisiveError, ExportRejected, FinalVerdict,
-                                      HeaderUpdated, Idle, JudgeFailed, LineError, RunEnded, StepAdded,
-                                      StepJudged, Suspect, TraceEvicted, TraceReset, TraceStarted,
-                                      TraceUpdated, event_record)
+from whenpro_core.live.events import (
+    BudgetExhausted,
+    DecisiveError,
+    ExportRejected,
+    FinalVerdict,
+    HeaderUpdated,
+    Idle,
+    JudgeFailed,
+    LineError,
+    RunEnded,
+    StepAdded,
+    StepJudged,
+    Suspect,
+    TraceEvicted,
+    TraceReset,
+    TraceStarted,
+    TraceUpdated,
+    event_record,
+)
 from whenpro_core.model import Step
 from whenpro_core.textsafe import plural, strip_controls
 
@@ -251,10 +266,10 @@ async def _watch_otlp(address: str, make: Callable, printer: Printer, idle_timeo
 
 
 def open_receiver(address: str | None, store_dir: Path | None, *, allow_remote: bool,
-                  max_traces: int = 64, max_body: int | None = None) -> Any:
+                  max_traces: int = 64, max_body: int | None = None, fsync: bool = False) -> Any:
     """An :class:`~whenpro_core.live.otlp_server.OtlpReceiver` (not yet started) over a
     :class:`~whenpro_core.live.store.LiveStore` in ``store_dir`` (default: the user data
-    folder's ``live/``)."""
+    folder's ``live/``); ``fsync``: fsync each export before acknowledging it."""
     from whenpro_core.live.otlp_server import DEFAULT_MAX_BODY, OtlpReceiver, parse_address
     from whenpro_core.live.store import LiveStore
     from whenpro_core.paths import live_dir
@@ -263,15 +278,15 @@ def open_receiver(address: str | None, store_dir: Path | None, *, allow_remote: 
     folder = Path(store_dir) if store_dir is not None else live_dir()
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{folder} is not a folder", expected="--store DIR, a folder for the traces")
-    store = LiveStore(folder, max_traces=max_traces)
+    store = LiveStore(folder, max_traces=max_traces, fsync=fsync)
     return OtlpReceiver(store, host, port, allow_remote=allow_remote, max_body=max_body or DEFAULT_MAX_BODY)
 
 
 def serve_command(address: str | None, *, store: Path | None, allow_remote: bool, max_traces: int,
-                  as_json: bool, quiet: bool) -> None:
+                  as_json: bool, quiet: bool, fsync: bool = False) -> None:
     """Run ``whenpro serve --otlp``: the receiver and store until interrupted (Ctrl-C or
     SIGTERM end it cleanly, after writing what is pending)."""
-    receiver = open_receiver(address, store, allow_remote=allow_remote, max_traces=max_traces)
+    receiver = open_receiver(address, store, allow_remote=allow_remote, max_traces=max_traces, fsync=fsync)
     printer = Printer(as_json=as_json, show_steps=True)
     sub = receiver.store.subscribe()
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
