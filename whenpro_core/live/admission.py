@@ -15,6 +15,7 @@ and memory, and cannot keep other clients' exports out.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -69,10 +70,8 @@ class Deadlines:
                 for sock in [s for s, due in self._due.items() if due <= now]:
                     del self._due[sock]
                     self._expired.add(sock)
-                    try:
+                    with contextlib.suppress(OSError):  # (already closed)
                         sock.shutdown(socket.SHUT_RD)  # the blocked read returns; the answer can still go out
-                    except OSError:
-                        pass  # already closed
                 nearest = min(self._due.values(), default=now + 60.0)
                 self._cond.wait(max(0.0, nearest - now))
 

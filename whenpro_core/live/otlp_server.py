@@ -35,6 +35,7 @@ heavy work (rebuilding and writing traces) happens in the store's flusher thread
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
 import threading
@@ -488,10 +489,8 @@ class _Handler(BaseHTTPRequestHandler):
         early = self._refuse_early(ctype)
         if early is not None:
             self.close_connection = True
-            try:
+            with contextlib.suppress(_Rejected):  # the first reason is the one to give
                 self._body(keep=False)
-            except _Rejected:
-                pass  # the first reason is the one to give
             status, reason = early.split(" ", 1)
             raise _Rejected(int(status), reason)
         body = self._body()
