@@ -103,8 +103,6 @@ def parse_address(text: str | None) -> tuple[str, int]:
 
 
 def _is_ip(text: str) -> bool:
-    import ipaddress
-
     try:
         ipaddress.ip_address(text)
     except ValueError:
