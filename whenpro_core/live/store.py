@@ -47,11 +47,11 @@ from whenpro_core.formats.base import LoadContext
 from whenpro_core.formats.native import load_native, write_trace
 from whenpro_core.formats.otlp import Span
 from whenpro_core.jsonio import cap_depth
-from whenpro_core.live.builders import SpanSet, common_prefix
+from whenpro_core.live.builders import SpanSet, common_prefix, step_fingerprint
 from whenpro_core.live.bus import EventBus, Subscription
 from whenpro_core.live.events import TraceEvicted, TraceSetAside, TraceStarted, TraceUpdated
 from whenpro_core.live.spool import Spool
-from whenpro_core.model import Step, Trace
+from whenpro_core.model import Trace
 
 #: Trace ids accepted (hex; OTLP ids are 16 bytes = 32 hex digits). Anything else is
 #: refused, so an id can never name a path outside the store.
@@ -91,8 +91,13 @@ class _Live:
     spans: SpanSet
     path: Path
     on_disk: bool
-    announced: list[Step] = field(default_factory=list)
+    #: Fingerprints of the steps announced so far (builders.step_fingerprint).
+    announced: list[bytes] = field(default_factory=list)
+    #: The last written trace, kept for traces up to ``big_trace`` spans (bigger ones are
+    #: read back from disk when asked for, so their steps do not stay in memory).
     trace: Trace | None = None
+    step_count: int = 0
+    service: str | None = None
     version: int = 0
     flushed: int = 0
     written_spans: int = 0
@@ -273,7 +278,9 @@ class LiveStore:
             try:
                 trace = load_native(path)
                 live.spans = SpanSet.from_trace(trace)
-                live.trace, live.announced = trace, list(trace.steps)
+                live.announced = [step_fingerprint(s) for s in trace.steps]
+                live.step_count, live.service = len(trace.steps), trace.extras.get("service")
+                live.trace = trace if len(trace.steps) <= self.big_trace else None
                 live.written_spans = len(live.spans)
             except TraceFormatError:
                 live.on_disk = False  # an unreadable file is replaced
@@ -350,10 +357,13 @@ class LiveStore:
         self.stats["bytes"] += live.path.stat().st_size
         live.written_spans = len(spans)
         steps = trace.steps
-        kept = common_prefix(live.announced, steps)
+        prints = [step_fingerprint(s) for s in steps]
+        kept = common_prefix(live.announced, prints)
         before = len(live.announced)
         first = not live.on_disk
-        live.trace, live.announced, live.on_disk = trace, list(steps), True
+        live.announced, live.on_disk = prints, True
+        live.step_count, live.service = len(steps), trace.extras.get("service")
+        live.trace = trace if len(spans) <= self.big_trace else None
         if first:
             self.bus.publish(TraceStarted(tid, str(live.path), trace.extras.get("service"), len(steps)))
         if first or kept < len(steps) or kept < before:
@@ -433,8 +443,7 @@ class LiveStore:
         """Every trace of the store, most recently updated first: in-memory ones with
         their step counts, then those only on disk."""
         with self._lock:
-            rows = [LiveTraceInfo(tid, str(v.path), True, len(v.trace.steps) if v.trace else 0,
-                                  v.trace.extras.get("service") if v.trace else None, v.wall)
+            rows = [LiveTraceInfo(tid, str(v.path), True, v.step_count, v.service, v.wall)
                     for tid, v in reversed(self._live.items())]
         known = {r.trace_id for r in rows}
         disk = []
