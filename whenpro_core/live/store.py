@@ -42,10 +42,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import TypeAdapter
+
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import LoadContext
-from whenpro_core.formats.native import load_native, write_trace
+from whenpro_core.formats.native import dumps_trace, load_native
 from whenpro_core.formats.otlp import Span
+from whenpro_core.fsutil import atomic_write_bytes
 from whenpro_core.jsonio import cap_depth
 from whenpro_core.live.builders import SpanSet, common_prefix, step_fingerprint
 from whenpro_core.live.bus import EventBus, Subscription
@@ -352,7 +355,7 @@ class LiveStore:
         if trace is None:
             return
         trace.source.format = "otlp-receiver"
-        write_trace(trace, live.path, indent=False)
+        atomic_write_bytes(live.path, _trace_json(trace) + b"\n")
         self.stats["writes"] += 1
         self.stats["bytes"] += live.path.stat().st_size
         live.written_spans = len(spans)
@@ -454,6 +457,20 @@ class LiveStore:
                 except OSError:
                     continue
         return rows + sorted(disk, key=lambda r: -r.updated)
+
+
+_TRACE_JSON = TypeAdapter(Trace)
+
+
+def _trace_json(trace: Trace) -> bytes:
+    """A trace as compact native JSON, serialised straight to bytes (no dict of the whole
+    trace in memory beside it, which for a 50,000-step trace is about 70 MB); the
+    lossless :func:`~whenpro_core.formats.native.dumps_trace` for what pydantic will not
+    write (lone surrogates, values nested too deep)."""
+    try:
+        return _TRACE_JSON.dump_json(trace)
+    except (ValueError, TypeError):  # (PydanticSerializationError is a ValueError)
+        return dumps_trace(trace, indent=False)
 
 
 def _cap_span(span: Span) -> list[str]:

@@ -21,6 +21,7 @@ from whenpro_core.live.events import (
     BudgetExhausted,
     DecisiveError,
     ExportRejected,
+    ExportWarning,
     FinalVerdict,
     HeaderUpdated,
     Idle,
@@ -32,6 +33,7 @@ from whenpro_core.live.events import (
     Suspect,
     TraceEvicted,
     TraceReset,
+    TraceSetAside,
     TraceStarted,
     TraceUpdated,
     event_record,
@@ -106,12 +108,8 @@ def _one_line(ev: Any, show_steps: bool) -> str | None:
         text = f"line {ev.line}: {_clip(ev.message)}"
     elif isinstance(ev, Idle):
         text = None
-    elif isinstance(ev, TraceStarted):
-        text = f"trace started (service {_clip(ev.service, 60)}): {ev.path}"
-    elif isinstance(ev, TraceEvicted):
-        text = None
-    elif isinstance(ev, ExportRejected):
-        text = f"export rejected ({ev.status}): {_clip(ev.reason)}"
+    elif isinstance(ev, (TraceStarted, TraceEvicted, ExportRejected, ExportWarning, TraceSetAside)):
+        text = _store_line(ev)
     elif isinstance(ev, StepJudged):
         verdict = f"yes, {ev.mode or '?'}" if ev.decisive else "no"
         text = f"judged {_who(ev.step, ev.agent)}: {verdict}"
@@ -132,6 +130,20 @@ def _one_line(ev: Any, show_steps: bool) -> str | None:
         a = ev.attribution
         text = f"final verdict ({a.protocol}): {_who(a.step, a.agent)} {a.mode or '?'}: {_clip(a.reason)}"
     return text
+
+
+def _store_line(ev: Any) -> str | None:
+    """The line of an OTLP store event (none for an eviction)."""
+    if isinstance(ev, TraceStarted):
+        return f"trace started (service {_clip(ev.service, 60)}): {ev.path}"
+    if isinstance(ev, ExportRejected):
+        return f"export rejected ({ev.status}): {_clip(ev.reason)}"
+    if isinstance(ev, ExportWarning):
+        return f"export accepted with a warning: {_clip(ev.message)}"
+    if isinstance(ev, TraceSetAside):
+        where = f"; spans kept in {_clip(ev.path)}" if ev.path else ""
+        return f"trace not written: {_clip(ev.reason)}{where}"
+    return None
 
 
 class Printer:
