@@ -130,7 +130,7 @@ class LiveStore:
     Opening a folder replays the spool a killed receiver left (see :meth:`recover`).
     """
 
-    def __init__(self, folder: str | Path, *, max_traces: int = 64, max_spans_in_memory: int = 200_000,
+    def __init__(self, folder: str | Path, *, max_traces: int = 64, max_spans_in_memory: int = 100_000,
                  max_spans_per_trace: int = 50_000, flush_interval: float = 0.2,
                  idle_evict_s: float = 600.0, bus: EventBus | None = None, fsync: bool = False,
                  big_trace: int = 5_000, settle_s: float = 1.0) -> None:
