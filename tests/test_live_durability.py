@@ -173,3 +173,13 @@ def test_a_30k_span_trace_is_not_rewritten_whole_on_every_flush(tmp_path):
     # the small trace is written at every flush, not kept waiting for the big one
     updates = [e.trace_id for e in iter(lambda: sub.get_nowait(), None) if isinstance(e, TraceUpdated)]
     assert updates.count(small) == 30 and updates.count(big) < 10
+
+
+def test_one_store_folder_serves_one_receiver_at_a_time(tmp_path):
+    from whenpro_core.errors import ConfigError
+
+    first = LiveStore(tmp_path)
+    with pytest.raises(ConfigError, match="in use by another whenpro receiver"):
+        LiveStore(tmp_path)
+    first.stop()
+    LiveStore(tmp_path).stop()  # free again once the first one stopped

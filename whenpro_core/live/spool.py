@@ -18,6 +18,11 @@ trace it touched is written to its trace file (compaction); on start it replays 
 segments left by a process that died (a torn last line, never acknowledged, is skipped).
 A trace that cannot be written is set aside: its span records go to
 ``<store>/.spool/set-aside/<trace_id>.jsonl``.
+
+One store folder serves one receiver at a time: the spool holds an exclusive lock
+(``.spool/lock``, ``flock``) from :class:`Spool` until :meth:`Spool.close`; a second
+receiver on the same folder is a ConfigError (it would replay, and then delete, the
+first one's segments while they are being written).
 """
 
 from __future__ import annotations
@@ -25,13 +30,20 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
 from whenpro_core import jsonio
+from whenpro_core.errors import ConfigError
 from whenpro_core.formats.otlp import Span
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no lock (one receiver per folder is then up to the user)
+    fcntl = None  # type: ignore[assignment]
 
 SPOOL_DIR = ".spool"
 SET_ASIDE_DIR = "set-aside"
@@ -63,12 +75,25 @@ class Spool:
     def __init__(self, folder: Path, *, fsync: bool = False) -> None:
         self.dir = folder / SPOOL_DIR
         self.dir.mkdir(parents=True, exist_ok=True)
+        self._lock_fd: int | None = self._take_lock(folder)
         self.fsync = fsync
         found = self.segments()
         self.current = (found[-1] + 1) if found else 1
         self._fh: IO[bytes] | None = None
         self._size = 0
         self._lock = threading.Lock()
+
+    def _take_lock(self, folder: Path) -> int | None:
+        fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        if fcntl is None:
+            return fd
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise ConfigError(f"the store {folder} is in use by another whenpro receiver",
+                              expected="another --store folder, or stop the other receiver") from None
+        return fd
 
     def segments(self) -> list[int]:
         """Numbers of the segment files on disk, oldest first."""
@@ -109,11 +134,20 @@ class Spool:
         self.path(segment).unlink(missing_ok=True)
 
     def close(self) -> None:
-        """Close the current segment's file."""
+        """Close the current segment's file and release the folder's lock."""
         with self._lock:
             if self._fh is not None:
                 self._fh.close()
                 self._fh = None
+            if self._lock_fd is not None:
+                with suppress(OSError):
+                    os.close(self._lock_fd)  # (closing the descriptor releases the flock)
+                self._lock_fd = None
+
+    def __del__(self) -> None:
+        with suppress(Exception):  # a store dropped without stop() frees its folder
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
 
     def replay(self) -> Iterator[tuple[int, list[Span]]]:
         """(segment, spans of one export) for every line of the segments on disk, oldest
