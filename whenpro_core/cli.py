@@ -655,6 +655,8 @@ def serve(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event line."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing per trace."),
     tui: bool = typer.Option(False, "--tui", help="Show incoming traces live in the TUI."),
+    fsync: bool = typer.Option(False, "--fsync", help="fsync each export before acknowledging it "
+                                                      "(survives a power cut; slower)."),
 ) -> None:
     """Run the OpenTelemetry (OTLP/HTTP) receiver and store traces as they arrive."""
     from whenpro_core.live.watch import serve_command
@@ -669,7 +671,7 @@ def serve(
         run("", started_ns=START_NS, start=start)
         return
     serve_command(otlp, store=store, allow_remote=allow_remote, max_traces=max_traces, as_json=as_json,
-                  quiet=quiet)
+                  quiet=quiet, fsync=fsync)
 
 
 @app.command()

@@ -5,14 +5,30 @@ surrogate in a string (``"\\ud800"``, frequent in LLM output cut mid-character) 
 integer beyond 64 bits. :func:`dumps` and :func:`loads` try orjson first and fall back
 to the stdlib :mod:`json` module, which reads both and writes them back as ``\\uXXXX``
 escapes and exact integers, so a trace whenpro read is always written back equal.
+
+orjson also stops at 255 levels of nesting, and the stdlib's recursive encoder at the
+interpreter's recursion limit: :func:`dumps` writes deeper values with an iterative
+encoder (same JSON text), up to :data:`MAX_DEPTH` levels, the most :func:`loads` (and
+orjson) reads back; deeper is a :class:`~whenpro_core.errors.TraceFormatError` naming the
+JSON path, never a traceback. :func:`cap_depth` turns what is nested deeper than a limit
+into its JSON text, for stores that must accept any value (the OTLP receiver).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import orjson
+
+from whenpro_core.errors import TraceFormatError
+
+#: The deepest nesting :func:`loads` reads (orjson's limit); :func:`dumps` refuses deeper.
+MAX_DEPTH = 1024
+#: Above this depth :func:`dumps` uses its iterative encoder (orjson stops at 255).
+_RECURSIVE_DEPTH = 200
+_SCALARS = (str, int, float, bool, type(None))
 
 
 def dumps(value: Any, *, indent: bool = False, sort_keys: bool = False,
@@ -22,7 +38,9 @@ def dumps(value: Any, *, indent: bool = False, sort_keys: bool = False,
     ``indent`` gives two-space indentation, ``sort_keys`` sorted object keys, ``default``
     converts values JSON has no type for. Non-string dict keys are written as strings.
     Lone surrogates and integers beyond 64 bits are written losslessly (stdlib fallback,
-    all non-ASCII text then escaped). Raises TypeError for a value neither encoder takes.
+    all non-ASCII text then escaped). Values nested deeper than orjson writes go through
+    an iterative encoder; deeper than :data:`MAX_DEPTH` is a TraceFormatError (JSON path
+    of the too-deep value). Raises TypeError for a value neither encoder takes.
     """
     option = orjson.OPT_NON_STR_KEYS
     if indent:
@@ -31,7 +49,15 @@ def dumps(value: Any, *, indent: bool = False, sort_keys: bool = False,
         option |= orjson.OPT_SORT_KEYS
     try:
         return orjson.dumps(value, option=option, default=default)
-    except TypeError:  # orjson.JSONEncodeError: lone surrogate, int > 64 bits, ...
+    except TypeError:  # orjson.JSONEncodeError: lone surrogate, int > 64 bits, too deep...
+        where = too_deep(value, _RECURSIVE_DEPTH)
+        if where is not None:
+            deepest = too_deep(value, MAX_DEPTH)
+            if deepest is not None:
+                raise TraceFormatError(f"a value is nested more than {MAX_DEPTH} levels deep",
+                                       json_path=deepest if len(deepest) <= 120 else f"{deepest[:80]}…{deepest[-30:]}",
+                                       expected=f"at most {MAX_DEPTH} levels, what JSON readers take") from None
+            return _dumps_iterative(value, indent=indent, sort_keys=sort_keys, default=default)
         text = json.dumps(value, indent=2 if indent else None, sort_keys=sort_keys,
                           separators=(",", ": ") if indent else (",", ":"),
                           default=default, ensure_ascii=True)
@@ -49,3 +75,92 @@ def loads(data: bytes | str) -> Any:
             return json.loads(data, parse_constant=lambda _name: None)
         except (ValueError, RecursionError):
             raise exc from None
+
+
+def too_deep(value: Any, limit: int) -> str | None:
+    """The JSON path (``$.a[3].b``) of the first container nested deeper than ``limit``
+    levels in ``value`` (the top-level container is level 1), or ``None``. Iterative:
+    any depth."""
+    todo: list[tuple[Any, int, str]] = [(value, 1, "$")]
+    while todo:
+        v, level, where = todo.pop()
+        if isinstance(v, dict):
+            children = [(c, f"{where}.{k}") for k, c in v.items()]
+        elif isinstance(v, (list, tuple)):
+            children = [(c, f"{where}[{i}]") for i, c in enumerate(v)]
+        else:
+            continue
+        if level > limit:
+            return where
+        todo.extend((c, level + 1, w) for c, w in reversed(children) if isinstance(c, (dict, list, tuple)))
+    return None
+
+
+def cap_depth(value: Any, limit: int) -> tuple[Any, list[str]]:
+    """``value`` with every container that sits deeper than ``limit`` levels replaced by
+    its compact JSON text (a string), and the JSON paths replaced (``[]``: unchanged,
+    ``value`` returned as is). Nothing is lost: the text holds the whole subtree."""
+    if too_deep(value, limit) is None:
+        return value, []
+    paths: list[str] = []
+
+    def cap(v: Any, level: int, where: str) -> Any:  # recursion bounded by ``limit``
+        if not isinstance(v, (dict, list, tuple)):
+            return v
+        if level > limit:
+            paths.append(where)
+            return _dumps_iterative(v, indent=False, sort_keys=False, default=str).decode("utf-8")
+        if isinstance(v, dict):
+            return {k: cap(c, level + 1, f"{where}.{k}") for k, c in v.items()}
+        return [cap(c, level + 1, f"{where}[{i}]") for i, c in enumerate(v)]
+
+    return cap(value, 1, "$"), paths
+
+
+def _scalar(v: Any) -> str:
+    try:
+        return orjson.dumps(v).decode("utf-8")
+    except TypeError:  # a lone surrogate or an integer beyond 64 bits
+        return json.dumps(v, ensure_ascii=True)
+
+
+def _dumps_iterative(value: Any, *, indent: bool, sort_keys: bool,
+                     default: Callable[[Any], Any] | None) -> bytes:
+    """The JSON text :func:`dumps` writes, built with an explicit stack (no recursion),
+    for values nested deeper than the recursive encoders go."""
+    out: list[str] = []
+    todo: list[Any] = [(value, 0)]  # (value, level) to encode, or a str to copy out
+    colon = ": " if indent else ":"
+    while todo:
+        item = todo.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        v, level = item
+        if isinstance(v, _SCALARS):
+            out.append(_scalar(v))
+            continue
+        if not isinstance(v, (dict, list, tuple)):
+            if default is None:
+                raise TypeError(f"Type is not JSON serializable: {type(v).__name__}")
+            todo.append((default(v), level))
+            continue
+        inner = "\n" + "  " * (level + 1) if indent else ""
+        outer = "\n" + "  " * level if indent else ""
+        if isinstance(v, dict):
+            keys = sorted(v, key=str) if sort_keys else list(v)
+            entries = [(_scalar(k if isinstance(k, str) else str(k)) + colon, v[k]) for k in keys]
+            opening, closing = "{", "}"
+        else:
+            entries = [("", c) for c in v]
+            opening, closing = "[", "]"
+        if not entries:
+            out.append(opening + closing)
+            continue
+        out.append(opening)
+        todo.append(outer + closing)
+        for n in range(len(entries) - 1, -1, -1):
+            prefix, child = entries[n]
+            todo.append((child, level + 1))
+            todo.append(("," if n else "") + inner + prefix)
+    return "".join(out).encode("utf-8")

@@ -8,10 +8,11 @@ was actually found.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from whenpro_core import jsonio
 from whenpro_core.coords import normalize_coord, round_of
@@ -24,8 +25,61 @@ from whenpro_core.textsafe import clean
 
 
 def dumps_trace(trace: Trace, *, indent: bool = True) -> bytes:
-    """Serialise a trace to native JSON bytes (UTF-8), losslessly (:mod:`whenpro_core.jsonio`)."""
-    return jsonio.dumps(trace.model_dump(mode="json"), indent=indent)
+    """Serialise a trace to native JSON bytes (UTF-8), losslessly (:mod:`whenpro_core.jsonio`).
+
+    Free-form values (``meta``, ``raw``, ``extras``...) may nest deeper than pydantic
+    serialises (about 255 levels): those are set aside before ``model_dump`` and put back
+    after, so any depth up to :data:`~whenpro_core.jsonio.MAX_DEPTH` is written; deeper
+    is a TraceFormatError naming the JSON path."""
+    try:
+        doc = trace.model_dump(mode="json")
+    except ValueError:  # pydantic-core: "Circular reference detected (depth exceeded)"
+        stash: list[Any] = []
+        token = f"\x00whenpro-deep-{uuid.uuid4().hex}:"
+        doc = _put_back(_set_aside_deep(trace, stash, token).model_dump(mode="json"), stash, token)
+    return jsonio.dumps(doc, indent=indent)
+
+
+#: Free-form values nested deeper than this are serialised outside pydantic.
+_PYDANTIC_SAFE_DEPTH = 64
+
+
+def _set_aside_deep(model: BaseModel, stash: list[Any], token: str) -> BaseModel:
+    """A shallow copy of ``model`` where each free-form value deeper than
+    :data:`_PYDANTIC_SAFE_DEPTH` is replaced by ``token + <index into stash>``."""
+    update: dict[str, Any] = {}
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        new: Any
+        if isinstance(value, BaseModel):
+            new = _set_aside_deep(value, stash, token)
+        elif isinstance(value, list) and value and all(isinstance(v, BaseModel) for v in value):
+            new = [_set_aside_deep(v, stash, token) for v in value]
+        elif isinstance(value, dict) and not any(isinstance(v, BaseModel) for v in value.values()):
+            new = {k: _stash(v, stash, token) for k, v in value.items()}
+        else:
+            new = _stash(value, stash, token)
+        if new is not value:
+            update[name] = new
+    return model.model_copy(update=update) if update else model
+
+
+def _stash(value: Any, stash: list[Any], token: str) -> Any:
+    if not isinstance(value, (dict, list)) or jsonio.too_deep(value, _PYDANTIC_SAFE_DEPTH) is None:
+        return value
+    stash.append(value)
+    return f"{token}{len(stash) - 1}"
+
+
+def _put_back(doc: Any, stash: list[Any], token: str) -> Any:
+    """``doc`` (a model dump, shallow) with every stash token replaced by its value."""
+    if isinstance(doc, str):
+        return stash[int(doc[len(token):])] if doc.startswith(token) else doc
+    if isinstance(doc, dict):
+        return {k: _put_back(v, stash, token) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_put_back(v, stash, token) for v in doc]
+    return doc
 
 
 def write_trace(trace: Trace, path: str | Path, *, indent: bool = True) -> Path:

@@ -30,6 +30,8 @@ Receiving OpenTelemetry exports (:mod:`whenpro_core.live.otlp_server`, :mod:`whe
     TraceUpdated(trace_id, path, step_count, kept, added)  # steps [0, kept) unchanged, then `added`
     TraceEvicted(trace_id, path)                  # left memory; still on disk; resumes on new spans
     ExportRejected("", status, reason)            # a refused request (nothing stored)
+    ExportWarning(trace_id, message)              # accepted, values changed (nested too deep)
+    TraceSetAside(trace_id, path, reason)         # a trace could not be written; spans kept at path
 
 Judging live (:mod:`whenpro_core.live.judge_live`, :mod:`whenpro_core.live.session`)::
 

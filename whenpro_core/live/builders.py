@@ -20,13 +20,17 @@ can change before its end: :func:`common_prefix` tells how many steps stayed put
 
 from __future__ import annotations
 
+import hashlib
+import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+
+import orjson
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import LoadContext
-from whenpro_core.formats.chat import (chat_step, chat_steps, is_chat_role, is_group_chat,
-                                       opening_index)
+from whenpro_core.formats.chat import chat_step, chat_steps, is_chat_role, is_group_chat, opening_index
 from whenpro_core.formats.claude_code import ClaudeCodeImporter
 from whenpro_core.formats.codex_cli import CodexRolloutImporter
 from whenpro_core.formats.gemini_cli import GeminiJsonlImporter
@@ -63,10 +67,11 @@ def sniff_line(obj: Any) -> str | None:
     return None
 
 
-def common_prefix(old: list[Step], new: list[Step]) -> int:
-    """How many leading steps ``old`` and ``new`` share (the same object, or equal)."""
+def common_prefix(old: Sequence[object], new: Sequence[object]) -> int:
+    """How many leading steps ``old`` and ``new`` share (the same object, or equal);
+    works as well on step fingerprints (:func:`step_fingerprint`)."""
     n = 0
-    for a, b in zip(old, new):
+    for a, b in zip(old, new, strict=False):
         if a is not b and a != b:
             break
         n += 1
@@ -155,7 +160,7 @@ class SpanSet:
         return build_traces(list(self.spans.values()), ctx)[0]
 
     @classmethod
-    def from_trace(cls, trace: Trace) -> "SpanSet":
+    def from_trace(cls, trace: Trace) -> SpanSet:
         """The spans back from a trace built by :meth:`build` (each step's ``raw`` is
         its span; the resource is in ``extras``)."""
         resource = trace.extras.get("resource") if isinstance(trace.extras.get("resource"), dict) else {}
@@ -224,6 +229,16 @@ def make_builder(fmt: str, path: Path, *, trace_id: str | None = None):
     raise TraceFormatError(f"unknown line format {fmt!r}", path=path, expected=", ".join(LINE_FORMATS))
 
 
+def step_fingerprint(step: Step) -> bytes:
+    """A small digest of a step (16 bytes; equal steps, equal digests), kept instead of
+    the step to tell later which steps changed without holding them in memory."""
+    try:
+        data = orjson.dumps(step.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+    except (TypeError, ValueError):  # values nested too deep or not JSON: unique, so "changed"
+        return os.urandom(16)
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
 __all__ = ["APPEND_ONLY", "ChatLinesBuilder", "LINE_FORMATS", "OtlpLinesBuilder", "SESSION_FORMATS", "SpanSet",
-           "common_prefix",
+           "common_prefix", "step_fingerprint",
            "make_builder", "sniff_line"]

@@ -142,6 +142,28 @@ class ExportRejected:
     reason: str
 
 
+@dataclass(frozen=True)
+class TraceSetAside:
+    """Writing a trace failed (``reason``); its spans were saved to ``path`` (a spool
+    file of set-aside spans; empty when that failed too) and the store went on with the
+    other traces. More spans for the trace try again."""
+
+    kind: ClassVar[str] = "trace_set_aside"
+    trace_id: str
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ExportWarning:
+    """An export was accepted with values changed to be storable (``message``: one
+    line each, e.g. an attribute nested too deep stored as JSON text)."""
+
+    kind: ClassVar[str] = "export_warning"
+    trace_id: str
+    message: str
+
+
 # ------------------------------------------------------------------ live attribution
 
 
@@ -237,7 +259,7 @@ class FinalVerdict:
 
 
 FollowEvent = StepAdded | TraceReset | HeaderUpdated | LineError | Idle
-StoreEvent = TraceStarted | TraceUpdated | TraceEvicted | ExportRejected
+StoreEvent = TraceStarted | TraceUpdated | TraceEvicted | ExportRejected | TraceSetAside | ExportWarning
 JudgeEvent = StepJudged | Suspect | DecisiveError | BudgetExhausted | JudgeFailed | RunEnded | FinalVerdict
 Event = FollowEvent | StoreEvent | JudgeEvent
 
@@ -268,7 +290,7 @@ def event_record(event: Any) -> dict[str, Any]:
     return out
 
 
-__all__ = ["BudgetExhausted", "DecisiveError", "Event", "ExportRejected", "FinalVerdict",
+__all__ = ["BudgetExhausted", "DecisiveError", "Event", "ExportRejected", "ExportWarning", "FinalVerdict",
            "FollowEvent", "HeaderUpdated", "Idle", "JudgeEvent", "JudgeFailed", "LineError",
            "RunEnded", "StepAdded", "StepJudged", "StoreEvent", "Suspect", "TraceEvicted",
-           "TraceReset", "TraceStarted", "TraceUpdated", "event_record"]
+           "TraceReset", "TraceSetAside", "TraceStarted", "TraceUpdated", "event_record"]

@@ -13,13 +13,20 @@ specification (opentelemetry-proto ``docs/specification.md``, "OTLP/HTTP"):
   ``partialSuccess`` when spans were rejected over a trace's span cap); ``400`` for a
   malformed body (nothing of it is stored); ``404`` another path; ``405`` another method;
   ``411`` no length; ``413`` a body over ``max_body`` bytes (compressed or not); ``415``
-  another content type or encoding; ``503`` (with ``Retry-After``) when too many requests
-  are in flight. Error bodies are a ``google.rpc.Status`` in the request's encoding.
+  another content type or encoding; ``408`` a request not received whole within
+  ``request_timeout`` seconds; ``503`` (with ``Retry-After``) when too many exports are
+  in flight, too many connections are open (in all or from one client address) or too
+  many body bytes are held. Error bodies are a ``google.rpc.Status`` in the request's
+  encoding. A refused request's body is read (and dropped) before the answer, so the
+  client gets the answer, not a TCP reset.
 
 Safety: it binds to loopback unless ``allow_remote`` is set; on loopback it answers only
 requests whose ``Host`` is a loopback name (no DNS rebinding from a web page), and
 browsers cannot post to it without a CORS preflight it never grants. Bodies are capped
-before and after decompression; sockets time out after ``socket_timeout`` seconds.
+before and after decompression; a socket silent for ``socket_timeout`` seconds is closed,
+and a whole request must arrive within ``request_timeout`` seconds
+(:mod:`whenpro_core.live.admission`): slow clients hold no export slot (the slot is
+taken once the body is in) and cannot hold a connection for longer than that.
 
 The receiver is the standard library's ``ThreadingHTTPServer`` (HTTP/1.1 keep-alive),
 which needs no further dependency and is enough for the export rates of agents; the
@@ -28,12 +35,13 @@ heavy work (rebuilding and writing traces) happens in the store's flusher thread
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
 import threading
 import zlib
-from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -41,7 +49,8 @@ import orjson
 from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.formats.base import LoadContext
 from whenpro_core.formats.otlp import spans_of
-from whenpro_core.live.events import ExportRejected
+from whenpro_core.live.admission import Admission, Deadlines
+from whenpro_core.live.events import ExportRejected, ExportWarning
 from whenpro_core.live.store import LiveStore
 
 DEFAULT_HOST = "127.0.0.1"
@@ -49,6 +58,13 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 4318
 #: Largest request body accepted, in bytes (before and after decompression).
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
+#: Seconds a connection has to deliver a whole request once the server waits for it.
+DEFAULT_REQUEST_TIMEOUT = 30.0
+#: Connections open at once (in all; from one client address).
+DEFAULT_MAX_CONNECTIONS = 256
+DEFAULT_MAX_PER_CLIENT = 64
+#: Request body bytes held in memory at once, over all connections.
+DEFAULT_MAX_BUFFERED = 64 * 1024 * 1024
 TRACES_PATH = "/v1/traces"
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -87,8 +103,6 @@ def parse_address(text: str | None) -> tuple[str, int]:
 
 
 def _is_ip(text: str) -> bool:
-    import ipaddress
-
     try:
         ipaddress.ip_address(text)
     except ValueError:
@@ -121,7 +135,7 @@ def _status_proto(code: int, message: str) -> bytes:
 
 
 #: gRPC status codes used in error bodies, by HTTP status.
-_GRPC = {400: 3, 404: 5, 405: 12, 411: 3, 413: 8, 415: 3, 500: 13, 503: 14}
+_GRPC = {400: 3, 404: 5, 405: 12, 408: 4, 411: 3, 413: 8, 415: 3, 500: 13, 503: 14}
 
 
 class _Rejected(Exception):
@@ -138,8 +152,13 @@ class OtlpReceiver:
         host, port: where to listen (port 0 picks a free one; see :attr:`port`).
         allow_remote: permit a non-loopback address (ConfigError otherwise).
         max_body: the request size limit in bytes.
-        max_in_flight: requests handled at once; more get 503 with ``Retry-After: 1``.
+        max_in_flight: exports decoded and stored at once; more get 503 with
+            ``Retry-After: 1`` (the slot is taken once the body is read).
         socket_timeout: seconds a connection may stay silent.
+        request_timeout: seconds a connection has to deliver a whole request (408 after).
+        max_connections, max_per_client: connections open at once, in all and from one
+            client IP address; more are answered 503 (``Retry-After``) and closed.
+        max_buffered: request body bytes held in memory at once; over it, 503.
 
     Usage::
 
@@ -150,7 +169,9 @@ class OtlpReceiver:
 
     def __init__(self, store: LiveStore, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
                  allow_remote: bool = False, max_body: int = DEFAULT_MAX_BODY, max_in_flight: int = 32,
-                 socket_timeout: float = 30.0) -> None:
+                 socket_timeout: float = 30.0, request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+                 max_connections: int = DEFAULT_MAX_CONNECTIONS, max_per_client: int = DEFAULT_MAX_PER_CLIENT,
+                 max_buffered: int = DEFAULT_MAX_BUFFERED) -> None:
         if not is_loopback(host) and not allow_remote:
             raise ConfigError(f"refusing to listen on {host}, which is not a loopback address",
                               expected="127.0.0.1 / localhost / ::1, or --allow-remote to receive from "
@@ -159,11 +180,14 @@ class OtlpReceiver:
         self.host = host
         self.max_body = max_body
         self.socket_timeout = socket_timeout
+        self.request_timeout = request_timeout
         self.loopback_only = is_loopback(host)
         self._slots = threading.BoundedSemaphore(max_in_flight)
+        self.admission = Admission(max_connections, max_per_client, max(max_buffered, max_body))
+        self.deadlines = Deadlines()
         self._thread: threading.Thread | None = None
         handler = type("OtlpHandler", (_Handler,), {"receiver": self, "timeout": socket_timeout})
-        server_cls = _Server6 if ":" in host else ThreadingHTTPServer
+        server_cls = _Server6 if ":" in host else _Server
         try:
             self.server = server_cls((host, port), handler)
         except OSError as exc:
@@ -190,7 +214,7 @@ class OtlpReceiver:
         """The base URL (``OTEL_EXPORTER_OTLP_ENDPOINT``; exporters append /v1/traces)."""
         return self.endpoint.removesuffix(TRACES_PATH)
 
-    def start(self) -> "OtlpReceiver":
+    def start(self) -> OtlpReceiver:
         """Serve in a background thread (and start the store's flusher)."""
         self.store.start()
         if self._thread is None:
@@ -206,9 +230,10 @@ class OtlpReceiver:
             self._thread.join(timeout=10)
             self._thread = None
         self.server.server_close()
+        self.deadlines.close()
         self.store.stop()
 
-    def __enter__(self) -> "OtlpReceiver":
+    def __enter__(self) -> OtlpReceiver:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -248,6 +273,12 @@ class OtlpReceiver:
         if result.rejected:
             partial = (result.rejected, f"{result.rejected} spans over the limit of "
                                         f"{self.store.max_spans_per_trace} spans a trace")
+        if result.warnings:  # OTLP: a partial success with 0 rejected carries warnings
+            warning = "; ".join(result.warnings[:5]) + (f"; and {len(result.warnings) - 5} more"
+                                                        if len(result.warnings) > 5 else "")
+            partial = (partial[0], f"{partial[1]}; {warning}") if partial else (0, warning)
+            self.store.bus.publish(ExportWarning(result.trace_ids[0] if len(result.trace_ids) == 1 else "",
+                                                 warning))
         if content_type == PROTOBUF:
             from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
@@ -279,7 +310,13 @@ class OtlpReceiver:
         self.store.bus.publish(ExportRejected("", status, reason))
 
 
-class _Server6(ThreadingHTTPServer):
+class _Server(ThreadingHTTPServer):
+    # A deep accept queue: a burst of connections waits to be answered (503 when over
+    # the limits) instead of being dropped or reset by the kernel.
+    request_queue_size = 1024
+
+
+class _Server6(_Server):
     address_family = socket.AF_INET6
 
 
@@ -326,27 +363,50 @@ class _Handler(BaseHTTPRequestHandler):
             name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
         return not host or is_loopback(name)
 
-    def _body(self) -> bytes:
+    def setup(self) -> None:
+        super().setup()
+        self.client = str(self.client_address[0]) if self.client_address else ""
+        self.refused = self.receiver.admission.enter(self.client)
+        self.reserved = 0
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.receiver.deadlines.unwatch(self.connection)
+            if self.refused is None:
+                self.receiver.admission.leave(self.client)
+
+    def handle_one_request(self) -> None:
+        # the whole request (line, headers, body) must come within request_timeout
+        self.receiver.deadlines.watch(self.connection, self.receiver.request_timeout)
+        super().handle_one_request()
+
+    def _read(self, n: int, keep: bool) -> bytes:
+        """``n`` body bytes (fewer when the client stopped or the deadline passed); with
+        ``keep`` False they are read and dropped (a refused request), else they are held
+        within the receiver's byte budget (_Rejected 503 when over it)."""
+        if keep:
+            if not self.receiver.admission.reserve(n):
+                self._read(n, keep=False)
+                raise _Rejected(503, "too many request bytes held; retry")
+            self.reserved += n
+            return self.rfile.read(n)
+        left = n
+        while left > 0:
+            chunk = self.rfile.read(min(1 << 16, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+        return b""
+
+    def _body(self, keep: bool = True) -> bytes:
+        """The request body (Content-Length or chunked), read whole before anything else
+        happens; ``keep`` False reads it away. _Rejected for a bad, missing or too long
+        length, an unfinished body (408 at the deadline) or the byte budget (503)."""
         limit = self.receiver.max_body
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            chunks, total = [], 0
-            while True:
-                line = self.rfile.readline(1024)
-                try:
-                    size = int(line.split(b";")[0].strip() or b"x", 16)
-                except ValueError:
-                    self.close_connection = True
-                    raise _Rejected(400, "bad chunked encoding") from None
-                if size == 0:
-                    while self.rfile.readline(1024).strip():
-                        pass  # trailers
-                    return b"".join(chunks)
-                total += size
-                if total > limit:
-                    self.close_connection = True
-                    raise _Rejected(413, f"body is over {limit} bytes")
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline(8)
+            return self._chunked(limit, keep)
         length = self.headers.get("Content-Length")
         if length is None:
             self.close_connection = True
@@ -357,38 +417,87 @@ class _Handler(BaseHTTPRequestHandler):
         n = int(length)
         if n > limit:
             self.close_connection = True
-            left = n if n <= 4 * limit else 0  # read it away, so the client sees the 413, not a reset
-            while left > 0:
-                chunk = self.rfile.read(min(1 << 20, left))
-                if not chunk:
-                    break
-                left -= len(chunk)
+            self._read(n if n <= 4 * limit else 0, keep=False)  # so the client sees the 413, not a reset
             raise _Rejected(413, f"body of {length.strip()} bytes is over {limit} bytes")
-        return self.rfile.read(n)
+        body = self._read(n, keep)
+        if keep and len(body) < n:
+            self._unfinished()
+        return body
+
+    def _chunked(self, limit: int, keep: bool) -> bytes:
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            line = self.rfile.readline(1024)
+            if not line:
+                self._unfinished()
+            try:
+                size = int(line.split(b";")[0].strip() or b"x", 16)
+            except ValueError:
+                self.close_connection = True
+                raise _Rejected(400, "bad chunked encoding") from None
+            if size == 0:
+                while self.rfile.readline(1024).strip():
+                    pass  # trailers
+                return b"".join(chunks)
+            total += size
+            if total > limit:
+                self.close_connection = True
+                raise _Rejected(413, f"body is over {limit} bytes")
+            chunk = self._read(size, keep)
+            if keep and len(chunk) < size:
+                self._unfinished()
+            chunks.append(chunk)
+            self.rfile.readline(8)
+
+    def _unfinished(self) -> None:
+        self.close_connection = True
+        if self.receiver.deadlines.unwatch(self.connection):
+            raise _Rejected(408, f"request not received within {self.receiver.request_timeout:g} s")
+        raise _Rejected(400, "body shorter than its length (the client stopped sending)")
+
+    def _refuse_early(self, ctype: str) -> str | None:
+        """Why a request is refused before its body is kept (host, path, type, too many
+        connections), or ``None``; the caller reads the body away and answers."""
+        if not self._host_ok():
+            return "400 Host is not a loopback name"
+        if self.path.split("?")[0] != TRACES_PATH:
+            return f"404 no such endpoint (traces go to {TRACES_PATH})"
+        if ctype not in (PROTOBUF, JSON):
+            return f"415 unsupported Content-Type {ctype!r} ({PROTOBUF} or {JSON})"
+        if self.refused is not None:
+            return f"503 {self.refused}; retry"
+        return None
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         reply_type = PROTOBUF if ctype == PROTOBUF else JSON
-        if not self._host_ok():
-            self.close_connection = True
-            return self._error(400, "Host is not a loopback name", reply_type)
-        if self.path.split("?")[0] != TRACES_PATH:
-            self.close_connection = True
-            return self._error(404, f"no such endpoint (traces go to {TRACES_PATH})", reply_type)
-        if ctype not in (PROTOBUF, JSON):
-            self.close_connection = True
-            return self._error(415, f"unsupported Content-Type {ctype!r} ({PROTOBUF} or {JSON})", reply_type)
-        if not self.receiver._slots.acquire(blocking=False):
-            self.close_connection = True
-            return self._error(503, "busy; retry", reply_type, {"Retry-After": "1"})
         try:
-            body = self._body()
+            self._export(ctype, reply_type)
+        except _Rejected as exc:
+            retry = {"Retry-After": "1"} if exc.status == 503 else None
+            self._error(exc.status, exc.reason, reply_type, retry)
+        except Exception as exc:  # noqa: BLE001 - a bug or a full disk must not kill the server
+            self._error(500, f"internal error: {type(exc).__name__}", reply_type)
+        finally:
+            self.receiver.admission.release(self.reserved)
+            self.reserved = 0
+
+    def _export(self, ctype: str, reply_type: str) -> None:
+        early = self._refuse_early(ctype)
+        if early is not None:
+            self.close_connection = True
+            with contextlib.suppress(_Rejected):  # the first reason is the one to give
+                self._body(keep=False)
+            status, reason = early.split(" ", 1)
+            raise _Rejected(int(status), reason)
+        body = self._body()
+        self.receiver.deadlines.unwatch(self.connection)  # the request is in: the rest is our time
+        if not self.receiver._slots.acquire(blocking=False):
+            raise _Rejected(503, "busy; retry")
+        try:
             encoding = (self.headers.get("Content-Encoding") or "").strip().lower()
             out, _summary = self.receiver.handle(ctype, encoding, body)
-        except _Rejected as exc:
-            return self._error(exc.status, exc.reason, reply_type)
-        except Exception as exc:  # noqa: BLE001 - a bug or a full disk must not kill the server
-            return self._error(500, f"internal error: {type(exc).__name__}", reply_type)
         finally:
             self.receiver._slots.release()
         self._reply(200, out, reply_type)

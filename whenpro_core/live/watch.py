@@ -11,16 +11,33 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
-
+from typing import Any
 
 from whenpro_core import jsonio
 from whenpro_core.errors import ConfigError
-from whenpro_core.live.events import (BudgetExhausted, DecisiveError, ExportRejected, FinalVerdict,
-                                      HeaderUpdated, Idle, JudgeFailed, LineError, RunEnded, StepAdded,
-                                      StepJudged, Suspect, TraceEvicted, TraceReset, TraceStarted,
-                                      TraceUpdated, event_record)
+from whenpro_core.live.events import (
+    BudgetExhausted,
+    DecisiveError,
+    ExportRejected,
+    ExportWarning,
+    FinalVerdict,
+    HeaderUpdated,
+    Idle,
+    JudgeFailed,
+    LineError,
+    RunEnded,
+    StepAdded,
+    StepJudged,
+    Suspect,
+    TraceEvicted,
+    TraceReset,
+    TraceSetAside,
+    TraceStarted,
+    TraceUpdated,
+    event_record,
+)
 from whenpro_core.model import Step
 from whenpro_core.textsafe import plural, strip_controls
 
@@ -91,12 +108,8 @@ def _one_line(ev: Any, show_steps: bool) -> str | None:
         text = f"line {ev.line}: {_clip(ev.message)}"
     elif isinstance(ev, Idle):
         text = None
-    elif isinstance(ev, TraceStarted):
-        text = f"trace started (service {_clip(ev.service, 60)}): {ev.path}"
-    elif isinstance(ev, TraceEvicted):
-        text = None
-    elif isinstance(ev, ExportRejected):
-        text = f"export rejected ({ev.status}): {_clip(ev.reason)}"
+    elif isinstance(ev, (TraceStarted, TraceEvicted, ExportRejected, ExportWarning, TraceSetAside)):
+        text = _store_line(ev)
     elif isinstance(ev, StepJudged):
         verdict = f"yes, {ev.mode or '?'}" if ev.decisive else "no"
         text = f"judged {_who(ev.step, ev.agent)}: {verdict}"
@@ -117,6 +130,20 @@ def _one_line(ev: Any, show_steps: bool) -> str | None:
         a = ev.attribution
         text = f"final verdict ({a.protocol}): {_who(a.step, a.agent)} {a.mode or '?'}: {_clip(a.reason)}"
     return text
+
+
+def _store_line(ev: Any) -> str | None:
+    """The line of an OTLP store event (none for an eviction)."""
+    if isinstance(ev, TraceStarted):
+        return f"trace started (service {_clip(ev.service, 60)}): {ev.path}"
+    if isinstance(ev, ExportRejected):
+        return f"export rejected ({ev.status}): {_clip(ev.reason)}"
+    if isinstance(ev, ExportWarning):
+        return f"export accepted with a warning: {_clip(ev.message)}"
+    if isinstance(ev, TraceSetAside):
+        where = f"; spans kept in {_clip(ev.path)}" if ev.path else ""
+        return f"trace not written: {_clip(ev.reason)}{where}"
+    return None
 
 
 class Printer:
@@ -251,10 +278,10 @@ async def _watch_otlp(address: str, make: Callable, printer: Printer, idle_timeo
 
 
 def open_receiver(address: str | None, store_dir: Path | None, *, allow_remote: bool,
-                  max_traces: int = 64, max_body: int | None = None) -> Any:
+                  max_traces: int = 64, max_body: int | None = None, fsync: bool = False) -> Any:
     """An :class:`~whenpro_core.live.otlp_server.OtlpReceiver` (not yet started) over a
     :class:`~whenpro_core.live.store.LiveStore` in ``store_dir`` (default: the user data
-    folder's ``live/``)."""
+    folder's ``live/``); ``fsync``: fsync each export before acknowledging it."""
     from whenpro_core.live.otlp_server import DEFAULT_MAX_BODY, OtlpReceiver, parse_address
     from whenpro_core.live.store import LiveStore
     from whenpro_core.paths import live_dir
@@ -263,15 +290,15 @@ def open_receiver(address: str | None, store_dir: Path | None, *, allow_remote: 
     folder = Path(store_dir) if store_dir is not None else live_dir()
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{folder} is not a folder", expected="--store DIR, a folder for the traces")
-    store = LiveStore(folder, max_traces=max_traces)
+    store = LiveStore(folder, max_traces=max_traces, fsync=fsync)
     return OtlpReceiver(store, host, port, allow_remote=allow_remote, max_body=max_body or DEFAULT_MAX_BODY)
 
 
 def serve_command(address: str | None, *, store: Path | None, allow_remote: bool, max_traces: int,
-                  as_json: bool, quiet: bool) -> None:
+                  as_json: bool, quiet: bool, fsync: bool = False) -> None:
     """Run ``whenpro serve --otlp``: the receiver and store until interrupted (Ctrl-C or
     SIGTERM end it cleanly, after writing what is pending)."""
-    receiver = open_receiver(address, store, allow_remote=allow_remote, max_traces=max_traces)
+    receiver = open_receiver(address, store, allow_remote=allow_remote, max_traces=max_traces, fsync=fsync)
     printer = Printer(as_json=as_json, show_steps=True)
     sub = receiver.store.subscribe()
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
