@@ -6,7 +6,8 @@ mode) injections to attempt on each (DESIGN §8).
   are used (:func:`~whenpro_core.injection.verify.original_success`: the recorded
   outcome, else a check of the final answer against the gold answer); the others are
   skipped with a reason (``not_success``, ``outcome_unknown``, ``unreadable``,
-  ``duplicate_id``, ``no_candidates``).
+  ``duplicate_id``, ``trivial`` (fewer than :data:`MIN_AGENT_STEPS` agent steps: too
+  short for step attribution to mean anything), ``no_candidates``).
 * **Candidate steps** (:func:`fitting_modes`): agent steps (not the user's task or a
   system prompt) with a coordinate, after the first step (warm start needs a recorded
   prefix), whose recorded ``error`` is empty (a step that errored is
@@ -14,6 +15,9 @@ mode) injections to attempt on each (DESIGN §8).
   only at steps where its mutator fits
   (:func:`~whenpro_core.injection.mutators.applicable_modes`); other generators may try
   every requested mode at every candidate step.
+* **Attempts**: a seed gives up to ``per_seed * TRIES_PER_KEPT`` attempts, tried in
+  order until ``per_seed`` are kept (so at most ``per_seed`` traces per seed run:
+  twins, which share the prefix before the injected step, only when asked for).
 * **Order** (:func:`attempt_order`): a seeded, reproducible order over the fitting
   (step, mode) pairs that spreads over modes first, then over steps: the modes are
   visited round-robin in a shuffled order, each taking a random fitting step not yet
@@ -34,7 +38,12 @@ from whenpro_core.injection.textedit import is_agent_step
 from whenpro_core.model import Trace
 
 #: Reasons a seed trace is not used.
-SEED_SKIP_REASONS = ("unreadable", "not_success", "outcome_unknown", "duplicate_id", "no_candidates")
+SEED_SKIP_REASONS = ("unreadable", "not_success", "outcome_unknown", "duplicate_id", "trivial", "no_candidates")
+#: A seed run needs at least this many agent steps to be used.
+MIN_AGENT_STEPS = 3
+#: Attempts planned per wanted kept trace of a seed (an attempt that is not decisive
+#: makes way for the next one of the same seed run).
+TRIES_PER_KEPT = 4
 
 
 @dataclass
@@ -123,6 +132,8 @@ def scan_seeds(target: str | Path) -> list[Seed]:
         seed = Seed(ref, trace.id, trace, rel=rel)
         if safe_name(trace.id) in seen:  # ids name the dataset files: equal once made file-safe
             seed.skip, seed.detail = "duplicate_id", f"another seed has the id {trace.id!r}"
+        elif (n := sum(1 for st in trace.steps if is_agent_step(st))) < MIN_AGENT_STEPS:
+            seed.skip, seed.detail = "trivial", f"{n} agent steps (at least {MIN_AGENT_STEPS} needed)"
         else:
             ok = original_success(trace)
             if ok is None:
@@ -190,9 +201,11 @@ def attempt_order(trace: Trace, fits: dict[int, list[str]], seed: int) -> list[t
 
 
 def plan_build(seeds: list[Seed], modes: tuple[str, ...], per_seed: int, *, seed: int = 0,
-               offline: bool = True) -> Plan:
-    """The attempts of a build: for each usable seed, the first ``per_seed`` pairs of
-    :func:`attempt_order`. Seeds with no fitting pair are marked ``no_candidates``."""
+               offline: bool = True, tries: int = TRIES_PER_KEPT) -> Plan:
+    """The attempts a build may run: for each usable seed, the first ``per_seed *
+    tries`` pairs of :func:`attempt_order`, in order (the build runs a seed's attempts
+    until ``per_seed`` of them are kept). Seeds with no fitting pair are marked
+    ``no_candidates``."""
     if per_seed < 1:
         raise ConfigError(f"--per-seed {per_seed} is not a positive number", expected="1 or more")
     plan = Plan(seeds=seeds)
@@ -210,10 +223,10 @@ def plan_build(seeds: list[Seed], modes: tuple[str, ...], per_seed: int, *, seed
                 continue
             chosen.add((coord, mode))
             plan.attempts.append(Attempt(s.ref, s.id, index, coord, mode, s.rel))
-            if len(chosen) == per_seed:
+            if len(chosen) == per_seed * tries:
                 break
     return plan
 
 
-__all__ = ["Attempt", "Plan", "SEED_SKIP_REASONS", "Seed", "attempt_order", "candidate_steps",
+__all__ = ["Attempt", "MIN_AGENT_STEPS", "Plan", "SEED_SKIP_REASONS", "TRIES_PER_KEPT", "Seed", "attempt_order", "candidate_steps",
            "fitting_modes", "parse_modes", "plan_build", "scan_seeds"]

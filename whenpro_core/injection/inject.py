@@ -222,14 +222,17 @@ def run_inject_command(trace_ref: str, step: str, mode: str, *, generator: str =
                        executor: str = "builtin", out: Path | None = None, seed: int = 0,
                        force: bool = False, timeout: float = 600.0, message_timeout: float = 60.0,
                        model: str | None = None, max_steps: int | None = None, max_calls: int | None = None,
-                       use_cache: bool = True, echo: Callable[[str], None] = print) -> InjectionResult:
+                       use_cache: bool = True, base_url: str | None = None,
+                       echo: Callable[[str], None] = print) -> InjectionResult:
     """What ``whenpro inject`` does: load, inject, replay, verify, print, write.
 
     ``model`` (``provider:model``) is the model of ``--generator llm`` and ``--executor
-    simulate`` unless their spec names one; ``max_steps``/``max_calls`` bound the
-    simulate executor; ``use_cache=False`` skips cached model answers.
+    simulate`` unless their spec names one; ``base_url`` overrides its provider's base
+    URL; ``max_steps``/``max_calls`` bound the simulate executor; ``use_cache=False``
+    skips cached model answers.
 
     Refuses to overwrite the output file unless ``force`` (WhenproError)."""
+    from whenpro_core.config import load_settings
     from whenpro_core.formats import load_trace
     from whenpro_core.formats.native import write_trace
     from whenpro_core.injection.executors import get_executor
@@ -237,9 +240,10 @@ def run_inject_command(trace_ref: str, step: str, mode: str, *, generator: str =
 
     trace = load_trace(trace_ref)
     index = resolve_step(trace, step)
-    gen = get_generator(generator, model=model, use_cache=use_cache)
-    ex = get_executor(executor, message_timeout=message_timeout, model=model, max_steps=max_steps,
-                      max_calls=max_calls, use_cache=use_cache)
+    settings = load_settings(base_url=base_url) if base_url else None
+    gen = get_generator(generator, model=model, settings=settings, use_cache=use_cache)
+    ex = get_executor(executor, message_timeout=message_timeout, model=model, settings=settings,
+                      max_steps=max_steps, max_calls=max_calls, use_cache=use_cache)
     code = check_mode(mode)
     target = out or default_output(trace, counterfactual_id(trace, code, trace.steps[index].coord, seed))
     if target.exists() and not force:
