@@ -82,14 +82,17 @@ class EnvTask:
 @dataclass(frozen=True)
 class EnvState:
     """What an agent sees when it acts: the ``agent`` whose turn it is, the task ``query``,
-    the ``steps`` so far (the conversation, including step 0, the user's task) and the
-    ``tools`` it may call. Policies must derive everything from these fields."""
+    the ``steps`` so far (the conversation, including step 0, the user's task), the
+    ``tools`` it may call and the run's wording ``style`` (:mod:`whenpro_core.envs.style`;
+    ``None`` for a run recorded before styles). Policies must derive everything from
+    these fields."""
 
     env: str
     agent: str
     query: str
     steps: tuple[Step, ...]
     tools: tuple[ToolSpec, ...] = ()
+    style: int | None = None
 
 
 @runtime_checkable
@@ -252,8 +255,9 @@ def run_loop(env: Env, task: EnvTask, policy: Policy, steps: list[Step], tools: 
         agent = env.next_agent(task.query, steps)
         if agent is None:
             return steps, "done"
+        style = task.params.get("style")
         state = EnvState(env=env.name, agent=agent, query=task.query, steps=tuple(steps),
-                         tools=env.tool_specs(agent))
+                         tools=env.tool_specs(agent), style=style if isinstance(style, int) else None)
         step = policy.act(state)
         step.agent = agent
         place(step, len(steps))
