@@ -310,7 +310,9 @@ def attribute(
 def run(env: str = typer.Argument(..., help="A built-in environment: arith_team or code_pair."),
         n: int = typer.Option(5, "--n", min=1, help="Number of runs (seeds SEED .. SEED+N-1)."),
         out: Path = typer.Option(..., "--out", help="Folder for the native traces, one per run."),
-        seed: int = typer.Option(0, "--seed", help="First seed."),
+        seed: Optional[int] = typer.Option(None, "--seed", min=0,
+                                           help="First seed, to reproduce runs (default: drawn at random, so the "
+                                                "same command gives different runs)."),
         model: str = typer.Option("reference", "--model",
                                   help="Agent policy: reference (offline, default) or provider:model (a model plays every agent)."),
         force: bool = typer.Option(False, "--force", help="Overwrite existing files.")) -> None:
