@@ -94,16 +94,21 @@ ARITH_GUIDANCE = {
 
 class Plan:
     """The latest plan in the conversation: solver ``items`` (var -> expr, in order),
-    verifier ``checks`` and the reporter's ``report`` var and answer ``fmt``."""
+    verifier ``checks``, the reporter's ``report`` var and answer ``fmt``, and the var
+    after which the planner ``review``s progress (a ``planner: review progress after
+    var`` line; the review repeats the plan without that line)."""
 
     def __init__(self, text: str) -> None:
         self.items: dict[str, str] = {}
         self.checks: list[str] = []
         self.report: str | None = None
+        self.review: str | None = None
         self.fmt = "money"
         for role, body in PLAN_LINE.findall(text):
             role = role.lower()
-            if role == "solver" and (m := ASSIGN.match(body)):
+            if role == "planner" and (m := re.match(r"review progress after (\w+)", body, re.IGNORECASE)):
+                self.review = m.group(1)
+            elif role == "solver" and (m := ASSIGN.match(body)):
                 self.items.setdefault(m.group(1), m.group(2).strip())
             elif role == "verifier" and body.lower().startswith("check"):
                 self.checks = [c for c in re.split(r"[,\s]+|\band\b", body[5:]) if re.fullmatch(r"\w+", c or "")]
@@ -203,6 +208,9 @@ INTROS = ("Restating the task: we need {report}, built from {n} intermediate val
           "Reading the task. The answer is {report}, which takes {n} steps to get.",
           "Let me break this down: {n} values lead to {report}.")
 HEADS = ("Plan:", "Here is the plan:", "Plan for the team:", "Steps:", "Breaking it down:", "The plan:")
+REVIEWS = ("Progress check; the plan stands:", "Halfway review. Remaining plan as before:",
+           "Checking in on progress. Plan unchanged:", "Progress review, same plan:",
+           "Review: so far so good. The plan is still:")
 COMPUTES = ("Computing", "Computing", "Now computing", "Working out", "Calculating", "Next, computing")
 LOOKUPS = ("Looking up {var}: lookup({item}, {col}).", "Fetching {var} from the table: lookup({item}, {col}).",
            "Looking up {var} with lookup({item}, {col}).", "Reading {var}: lookup({item}, {col}).",
@@ -223,7 +231,7 @@ MISMATCHES = ("Mismatch on {var}: the conversation has {shown}, but from the tas
 REPORTS = ("Final answer: {a}", "The result is {a}.\nFinal answer: {a}", "Reporting {var}.\nFinal answer: {a}",
            "{var} comes to {a}.\nFinal answer: {a}", "Final answer: {a}")
 #: Chances of an intro before the plan, in-head arithmetic, a slip, and a done remark.
-P_INTRO, P_HEAD, P_SLIP, P_DONE = 0.3, 0.25, 0.1, 0.35
+P_INTRO, P_HEAD, P_SLIP, P_DONE, P_REVIEW = 0.3, 0.25, 0.1, 0.35, 0.4
 
 
 def shuffled_items(items: list[Item], style: int | None) -> list[Item]:
@@ -269,10 +277,21 @@ class ArithReferencePolicy:
         if not d.items:
             return Step(index=0, agent="planner", kind="plan",
                         content="Plan:\n1. reporter: I cannot break this task into steps.")
+        earlier = [s for s in steps if s.agent == "planner" and PLAN_LINE.search(s.content or "")]
+        if earlier:  # the progress review: the latest plan again, without its review line
+            kept = [ln for ln in earlier[-1].content.split("\n")[1:]
+                    if not re.match(r"\s*\d+\.\s*planner\s*:", ln, re.IGNORECASE)]
+            body = "\n".join(f"{n}. {PLAN_LINE.match(ln).group(1)}: {PLAN_LINE.match(ln).group(2)}"
+                             for n, ln in enumerate((ln for ln in kept if PLAN_LINE.match(ln)), 1))
+            return Step(index=0, agent="planner", kind="plan", content=pick(style, REVIEWS, key, "review") + "\n" + body)
         if not any(s.agent == "planner" for s in steps) and chance(style, P_INTRO, "intro"):
-            return Step(index=0, agent="planner", kind="assistant", content=pick(style, INTROS, key, "intro").format(
+            return Step(index=0, agent="planner", kind="plan", content=pick(style, INTROS, key, "intro").format(
                 report=d.report, n=len(d.items)))
-        lines = [f"solver: {i.var} = {i.expr}" for i in shuffled_items(d.items, style)]
+        items = shuffled_items(d.items, style)
+        lines = [f"solver: {i.var} = {i.expr}" for i in items]
+        if len(items) >= 4 and chance(style, P_REVIEW, "review"):
+            after = items[len(items) // 2 - 1].var
+            lines.insert(len(items) // 2, f"planner: review progress after {after}")
         if d.checks:
             checks = sorted(d.checks, key=lambda c: random.Random(f"{style}:{c}").random()) if style else d.checks
             lines.append("verifier: check " + ", ".join(checks))
@@ -446,6 +465,8 @@ class ArithTeam(Env):
         if not planner or (len(planner) < 2 and not PLAN_LINE.search(planner[-1].content or "")):
             return "planner"  # an intro is followed by the plan
         plan = read_plan(steps)
+        if plan.review and plan.review in read_values(steps):
+            return "planner"  # the review line asks for a progress check once that var has a value
         since, _, _ = latest_flag(steps)
         last_solver = max((s.index for s in turns if s.agent == "solver"), default=-1)
         solver_turns = sum(1 for s in turns if s.agent == "solver" and s.index > since)
