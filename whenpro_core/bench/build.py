@@ -38,7 +38,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from whenpro_core.bench.build_plan import Attempt, Plan, Seed, parse_modes, plan_build, scan_seeds
+from whenpro_core.bench.build_plan import (
+    Attempt,
+    Plan,
+    Seed,
+    candidate_steps,
+    parse_modes,
+    plan_build,
+    scan_seeds,
+    step_class,
+)
 from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.model import Trace
@@ -135,7 +144,7 @@ def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: Build
     step = trace.steps[attempt.index]
     base = dict(key=attempt.key, seed=attempt.seed_id, seed_ref=attempt.seed_ref, step=attempt.coord,
                 step_index=attempt.index, mode=attempt.mode, agent=step.agent, modality=trace.modality.value,
-                framework=trace.framework, benchmark=trace.benchmark)
+                framework=trace.framework, benchmark=trace.benchmark, step_class=step_class(step))
 
     def done(status: str, reason: str | None = None, detail: str = "", **kw) -> Entry:
         return Entry(**base, status=status, reason=reason, detail=detail,
@@ -177,6 +186,20 @@ def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: Build
         return Outcome(done("dropped", "not_representable", "; ".join(diffs[:3]), id=cf.id))
     return Outcome(done("kept", detail=result.generated.description[:500], id=cf.id,
                         control=control["success"] if control else None), doc)
+
+
+def class_shares(plan: Plan) -> dict[str, float]:
+    """Share of each step class (``agent/kind``) among the candidate steps of the used
+    seeds: what the released labels are balanced against (``build_store.balance``)."""
+    counts: dict[str, int] = {}
+    for s in plan.used:
+        if s.trace is None:
+            continue
+        for i in candidate_steps(s.trace):
+            c = step_class(s.trace.steps[i])
+            counts[c] = counts.get(c, 0) + 1
+    total = sum(counts.values()) or 1
+    return {c: round(n / total, 4) for c, n in sorted(counts.items())}
 
 
 def control_run(trace: Trace, index: int, executor, opts: BuildOptions,
@@ -330,7 +353,7 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
             raise
         finally:
             run = {"modes": list(modes), "per_seed": opts.per_seed, "concurrency": opts.concurrency,
-                   "max_mode_share": opts.max_mode_share}
+                   "max_mode_share": opts.max_mode_share, "step_classes": class_shares(plan)}
             result.manifest = await asyncio.to_thread(store.finish, _seeds_section(seeds),
                                                       planned=len(plan.attempts), run=run)
     except BaseExceptionGroup as eg:

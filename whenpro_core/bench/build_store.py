@@ -24,11 +24,12 @@ replay markers of the steps (``is_injected``/``is_replayed``) go to the provenan
 importers list as holding no trace.
 
 Every kept attempt's full document is staged under ``.whenpro-build/rows/<id>.json``; at
-the end of each run :meth:`BuildStore.finish` selects the traces to release (mode
-balancing: no failure mode above ``max_mode_share`` of the release,
-:func:`balance_modes`) and writes them (files, or the JSONL files rewritten atomically)
-with the sidecar. A kept attempt left out by the balance is counted as dropped with reason
-``mode_share``; a later run with more attempts may bring it back.
+the end of each run :meth:`BuildStore.finish` selects the traces to release
+(:func:`balance`: labels spread over kinds of step as the candidate steps are, and no
+failure mode above ``max_mode_share`` of the release) and writes them (files, or the
+JSONL files rewritten atomically) with the sidecar. A kept attempt left out by the
+balance is counted as dropped with reason ``step_class`` or ``mode_share``; a later run
+with more attempts may bring it back.
 
 Both layouts get ``taxonomy.yaml`` at the root (the built-in table, unless the folder has
 one already) and ``manifest.json``.
@@ -55,12 +56,13 @@ sharing a prefix when ``--per-seed`` is above 1) and ``validation``
     replayed  = decisive  + dropped.not_decisive
     decisive  = kept + dropped.construction_leak + dropped.gold_visible_before_t
                      + dropped.not_representable + dropped.control_failed
-                     + dropped.mode_share
+                     + dropped.step_class + dropped.mode_share
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import secrets
@@ -89,7 +91,7 @@ PROVENANCE = "provenance.json"
 LAYOUTS = ("files", "jsonl")
 #: Why an attempt did not give a dataset trace, by the stage that dropped it.
 DROP_REASONS = ("generate_failed", "replay_failed", "not_decisive", "construction_leak",
-                "gold_visible_before_t", "not_representable", "control_failed", "mode_share")
+                "gold_visible_before_t", "not_representable", "control_failed", "step_class", "mode_share")
 #: The fields of a released document (everything else goes to the provenance sidecar).
 PUBLIC_FIELDS = ("id", "framework", "benchmark", "modality", "agents", "task", "ground_truth", "trajectory",
                  "final_answer", "eval_status")
@@ -128,6 +130,7 @@ class Entry(BaseModel):
     ref: str | None = None
     seconds: float = 0.0
     control: bool | None = None
+    step_class: str | None = None
 
 
 def _safe(text: str) -> str:
@@ -255,13 +258,12 @@ class BuildStore:
         old = read_manifest(self.root, fresh_validation=False) or {}
         run = run if run is not None else old.get("run", {})
         share = float(run.get("max_mode_share", MAX_MODE_SHARE))
-        selected, over = balance_modes(self.kept(), share)
+        selected, over = balance(self.kept(), share, run.get("step_classes") or {})
         self._release(selected)
         self._sweep({e.ref or "" for e in selected})
         write_taxonomy(self.root)
         entries = [e if e.key not in over else e.model_copy(update={
-            "status": "dropped", "reason": "mode_share",
-            "detail": f"{e.mode} would be above {share:.0%} of the released traces"}) for e in self.entries.values()]
+            "status": "dropped", "reason": over[e.key]}) for e in self.entries.values()]
         manifest = compute_manifest(self.header, entries,
                                     seeds if seeds is not None else old.get("seeds", {}),
                                     planned if planned is not None else old.get("counts", {}).get("planned"))
@@ -345,28 +347,49 @@ def split_document(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
     return public, record
 
 
-def balance_modes(kept: list[Entry], share: float) -> tuple[list[Entry], set[str]]:
-    """The kept entries to release so that no failure mode is above ``share`` of them,
-    and the keys left out. The entries of an over-represented mode are cut in id order
-    (ids are salted hashes: a random, reproducible choice) until every mode fits. With
-    fewer modes than ``1/share`` the cap cannot hold for all; then each mode keeps at
-    most as many as the rarest present one allows (an equal split).
+def _cap(groups: dict[str, list[Entry]], limit) -> tuple[dict[str, list[Entry]], list[Entry]]:
+    """Cut each group to ``limit(group key, total kept)`` entries (in id order) until
+    every group fits; returns the groups and the entries cut."""
+    cut: list[Entry] = []
+    while True:
+        total = sum(len(g) for g in groups.values())
+        over = {k: g for k, g in groups.items() if len(g) > limit(k, total)}
+        if not over:
+            return groups, cut
+        key = max(over, key=lambda k: len(over[k]) - limit(k, total))
+        cut.append(groups[key].pop())
 
-    ``share`` >= 1 (or no entries) keeps everything."""
-    if share >= 1 or not kept:
-        return list(kept), set()
-    groups: dict[str, list[Entry]] = {}
-    for e in sorted(kept, key=lambda e: e.id or e.key):
-        groups.setdefault(e.mode, []).append(e)
-    if len(groups) * share < 1:
-        cap = min(len(g) for g in groups.values())
-    else:
-        cap = max(len(g) for g in groups.values())
-        while cap > 1 and cap > share * sum(min(len(g), cap) for g in groups.values()):
-            cap -= 1
-    chosen = [e for g in groups.values() for e in g[:cap]]
-    out = {e.key for g in groups.values() for e in g[cap:]}
-    return sorted(chosen, key=lambda e: e.id or ""), out
+
+def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple[list[Entry], dict[str, str]]:
+    """The kept entries to release, and the keys left out with their reason.
+
+    * ``step_class``: the labels are spread over kinds of step (``agent/kind``) as the
+      candidate steps are (``classes``: class -> share among the candidate steps): a
+      class holds at most ``ceil(share_c * released) + 1`` labels, so no kind of step
+      (the plans, say) holds more of the labels than of the steps a label could be on.
+    * ``mode_share``: no failure mode above ``share`` of the released traces; with fewer
+      modes than ``1/share`` each mode keeps at most as many as the rarest present one.
+
+    Entries are cut in reverse id order (ids are salted hashes: a random, reproducible
+    choice). ``share`` >= 1 and an empty ``classes`` turn the two caps off."""
+    order = sorted(kept, key=lambda e: e.id or e.key)
+    out: dict[str, str] = {}
+    by_class: dict[str, list[Entry]] = {}
+    for e in order:
+        by_class.setdefault(e.step_class or "?", []).append(e)
+    if classes:
+        by_class, cut = _cap(by_class, lambda k, n: math.ceil(classes.get(k, 0.0) * n) + 1)
+        out.update({e.key: "step_class" for e in cut})
+    chosen = sorted((e for g in by_class.values() for e in g), key=lambda e: e.id or e.key)
+    if share < 1 and chosen:
+        by_mode: dict[str, list[Entry]] = {}
+        for e in chosen:
+            by_mode.setdefault(e.mode, []).append(e)
+        floor = min(len(g) for g in by_mode.values()) if len(by_mode) * share < 1 else 0
+        by_mode, cut = _cap(by_mode, lambda k, n: floor or max(1, math.floor(share * n)))
+        out.update({e.key: "mode_share" for e in cut})
+        chosen = sorted((e for g in by_mode.values() for e in g), key=lambda e: e.id or e.key)
+    return chosen, out
 
 
 def build_warnings(run: dict[str, Any], selected: list[Entry]) -> list[str]:
@@ -514,5 +537,5 @@ def revalidate(root: str | Path) -> dict[str, Any]:
 
 
 __all__ = ["BUILD_DIR", "BUILD_ID", "BuildStore", "DROP_REASONS", "Entry", "LAYOUTS", "MANIFEST", "MAX_MODE_SHARE",
-           "PROVENANCE", "PUBLIC_FIELDS", "balance_modes", "build_warnings", "compute_manifest", "read_manifest",
+           "PROVENANCE", "PUBLIC_FIELDS", "balance", "build_warnings", "compute_manifest", "read_manifest",
            "revalidate", "split_document", "write_taxonomy"]

@@ -141,8 +141,26 @@ FAILS = ("{f} of {t} tests failed:", "{f}/{t} examples fail:", "Failures ({f} of
          "Not yet: {f} of {t} tests fail.", "{f} failing of {t}:")
 ASKS = ("Coder, please fix.", "Coder, please fix these.", "Please fix and resend, coder.",
         "Coder, can you fix this?", "Over to you, coder: please fix.")
-#: Chances of an optional planning message, a complete first version, and a slip in a draft.
-P_PLAN, P_CAREFUL, P_SLIP = 0.3, 0.15, 0.15
+DOCS = ("As the spec describes.", "Implements the spec.", "See the spec for the rules.", "Behaviour from the spec.",
+        "Returns what the spec asks for.", "Per the task description.")
+#: Chances of an optional planning message, a complete first version, a slip in a draft,
+#: and a one-line docstring in the coder's functions (for the whole run).
+P_PLAN, P_CAREFUL, P_SLIP, P_DOC = 0.3, 0.15, 0.15, 0.7
+_DOCLINE = re.compile(r'^\s+"""[^\n]*"""\n', re.MULTILINE)
+
+
+def dress(code: str, style: int | None) -> str:
+    """``code`` as this run's coder writes it: with a one-line docstring under the
+    ``def`` line in most runs (so its code is its own, not the reference text)."""
+    if not chance(style, P_DOC, "doc") or _DOCLINE.search(code):
+        return code
+    head, nl, body = code.partition("\n")
+    return f'{head}{nl}    """{pick(style, DOCS, "doc")}"""\n{body}'
+
+
+def undress(code: str) -> str:
+    """``code`` without the docstring line :func:`dress` adds."""
+    return _DOCLINE.sub("", code, count=1)
 _LITERAL = re.compile(r"(?<![\w.'])(\d+)(?![\w.'])")
 
 
@@ -201,10 +219,10 @@ class CodeReferencePolicy:
         failures = [ln.strip("- ").strip() for ln in (last_verdict.content if last_verdict else "").splitlines()
                     if ln.strip().startswith("- ")]
         what = f" ({failures[0]})" if failures else ""
-        patched = patch_code(code, template.draft(params), template.full(params))
+        patched = dress(patch_code(undress(code), template.draft(params), template.full(params)), style)
         if failed_rounds(steps) >= 2 or patched == code:
             return Step(index=0, agent="coder", kind="assistant", content=_block(
-                pick(style, REWRITES, key, "rewrite").format(name=name), template.full(params)))
+                pick(style, REWRITES, key, "rewrite").format(name=name), dress(template.full(params), style)))
         return Step(index=0, agent="coder", kind="assistant", content=_block(
             pick(style, FIXES, key, "fix").format(name=name, what=what), patched))
 
@@ -219,13 +237,13 @@ class CodeReferencePolicy:
             return Step(index=0, agent="coder", kind="assistant", content=pick(style, PLANS, key, "plan").format(
                 name=name))
         if chance(style, P_CAREFUL, "careful"):
-            return Step(index=0, agent="coder", kind="assistant",
-                        content=_block(pick(style, CAREFUL, key, "first").format(name=name), template.full(params)))
+            return Step(index=0, agent="coder", kind="assistant", content=_block(
+                pick(style, CAREFUL, key, "first").format(name=name), dress(template.full(params), style)))
         draft = template.draft(params)
         if chance(style, P_SLIP, "slip"):
             draft = slip(draft, style, key)
         return Step(index=0, agent="coder", kind="assistant",
-                    content=_block(pick(style, FIRSTS, key, "first").format(name=name), draft))
+                    content=_block(pick(style, FIRSTS, key, "first").format(name=name), dress(draft, style)))
 
     def _tester(self, spec: str, steps: list[Step], style: int | None) -> Step:
         last = steps[-1]

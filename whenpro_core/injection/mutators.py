@@ -16,11 +16,10 @@ code edit                                                                 fits
 R.3  perturb one number (±1, ±2, ×2, +10 units of its last digit), in     a number in a tool argument or the
      the tool arguments and, when the argument text is quoted in the     content (list markers ``1.`` excluded)
      content, there too
-R.1  drop the tool call and state a made-up result as if found, the way  a step with a number in its tool
-     the agent states results without a tool elsewhere (``... = N.``),    result, or a number in the content
-     else a seeded phrasing (:data:`CLAIMS`); the kind becomes the one    (not a final answer)
-     the agent uses for tool-less steps. Or add an unsupported figure
-     (:data:`FIGURES`)
+R.1  drop the tool call and state a made-up result as if found, the way  a tool step with ``=`` and a number
+     the agent states results without a tool elsewhere (``... = N.``);    in its result, by an agent that
+     the kind becomes the one the agent uses for tool-less steps. Or add  states results without tools too;
+     an unsupported figure (a seeded phrasing of :data:`FIGURES`)         or a number in a tool-less step
 R.2  flip one operator (``+``/``-``, ``*``/``/``, ``>=``/``>``,             an operator between operands or
      ``<=``/``<``, ``min``/``max``), in arguments and content             ``min(``/``max(``
 R.4  replace a number taken from the task with another number of the      a number that also occurs in the
@@ -136,10 +135,6 @@ def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
 
 # --- R.1 hallucination -----------------------------------------------------------------
 
-#: Ways to state a figure nobody computed (a seeded choice; ``{c}`` is the step's own text
-#: without its final period, ``{n}`` the figure).
-CLAIMS = ("{c}, which gives {n}.", "{c}. That gives {n}.", "{c} = {n}.", "{c}. Result: {n}.", "{c}: {n}.",
-          "{c}. I get {n}.", "{c}, so {n}.", "{c}. This comes to {n}.")
 #: Ways to add an unsupported figure to a step that has no tool result.
 FIGURES = ("{c}, in line with the {n} from before.", "{c} (consistent with the earlier {n}).",
            "{c}, matching the {n} we had.", "{c}; the earlier figure was {n}.", "{c}, as with {n} earlier.",
@@ -158,15 +153,22 @@ def _claim_text(trace: Trace, i: int, claim: str, rng: random.Random, pool: tupl
     tool when it does so elsewhere (``... = N.``), else a seeded phrasing of ``pool``."""
     text = (trace.steps[i].content or "").rstrip()
     core = text[:-1] if text.endswith(".") else text
-    if any(_ENDS_WITH_VALUE.search(st.content or "") for st in _own_toolless(trace, i)) and "=" in core:
+    if "=" in core and _states_without_tool(trace, i):
         return f"{core} = {claim}."
     return rng.choice(pool).format(c=core, n=claim)
+
+
+def _states_without_tool(trace: Trace, i: int) -> bool:
+    """Whether the agent of step ``i`` states results without a tool elsewhere
+    (``... = N.``): only then does a tool-less claim read like its own steps."""
+    return any(_ENDS_WITH_VALUE.search(st.content or "") for st in _own_toolless(trace, i))
 
 
 def _r1_fits(trace: Trace, i: int) -> bool:
     s = trace.steps[i]
     if s.tool_calls:
-        return bool(s.observation and find_numbers(s.observation))
+        return bool(s.observation and find_numbers(s.observation)) and "=" in (s.content or "") \
+            and _states_without_tool(trace, i)
     return s.kind != "final_answer" and bool(find_numbers(s.content))
 
 
@@ -177,7 +179,7 @@ def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
         claim = perturb(real, rng)
         kinds = [st.kind for st in _own_toolless(trace, i)]
         kind = max(set(kinds), key=kinds.count) if kinds else s.kind
-        text = _claim_text(trace, i, claim, rng, CLAIMS)
+        text = _claim_text(trace, i, claim, rng, FIGURES)
         return Mutation(fresh_step(s, content=text, tool_calls=[], kind=kind),
                         f"States the result {claim} without calling {s.tool_calls[0].name} (the tool would give {real}).")
     m = find_numbers(s.content)[-1]
