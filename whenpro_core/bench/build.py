@@ -67,7 +67,7 @@ class BuildOptions:
         model: ``provider:model`` of ``--generator llm`` and ``--executor simulate``
             (unless their spec names one).
         max_mode_share: largest share of one failure mode among the released traces
-            (``build_store.balance_modes``; 1 turns balancing off).
+            (``build_store.balance``; 1 turns mode balancing off).
         concurrency: attempts in flight at once.
         timeout: seconds for one continuation; message_timeout: per message of a
             ``cmd:`` executor.
@@ -279,13 +279,14 @@ ProgressFn = Callable[[int, int, Entry], None]
 async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions, *, force: bool = False,
                     on_plan: Callable[[BuildResult, int], None] | None = None,
                     on_entry: ProgressFn | None = None, after_record: Callable[[int], None] | None = None,
-                    now: str | None = None) -> BuildResult:
+                    now: str | None = None, salt: str | None = None) -> BuildResult:
     """Build (or resume building) the dataset ``out`` from the seeds at ``seeds_path``.
 
     ``on_plan(result, todo)`` is called once the plan is known; ``on_entry`` after each
     attempt is journalled; ``after_record(n)`` with the number journalled so far in this
     run (a test hook: raising there, or killing the process, interrupts the build between
-    two attempts). ``now`` fixes the build's creation time for a new journal (tests).
+    two attempts). ``now`` and ``salt`` fix a new journal's creation time and id salt
+    (tests; the salt is otherwise random, so ids reveal nothing).
 
     Raises ConfigError for bad options (before anything is written), TraceFormatError
     when the seeds path does not exist, WhenproError for an output folder that is not
@@ -298,7 +299,7 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
     if not seeds:
         raise ConfigError(f"no traces found in {seeds_path}", expected="successful runs, e.g. the output of whenpro run")
     plan = plan_build(seeds, modes, opts.per_seed, seed=opts.seed, offline=opts.generator == "offline")
-    store = BuildStore.open(out, opts.fingerprint(), force=force, now=now)
+    store = BuildStore.open(out, opts.fingerprint(), force=force, now=now, salt=salt)
     traces = {s.id: s.trace for s in seeds if s.trace is not None}
     result = BuildResult(manifest={}, plan=plan)
     cancel = threading.Event()

@@ -160,14 +160,15 @@ class BuildStore:
 
     @classmethod
     def open(cls, root: str | Path, options: dict[str, Any], *, force: bool = False,
-             now: str | None = None) -> "BuildStore":
+             now: str | None = None, salt: str | None = None) -> "BuildStore":
         """Open (or start) the build in ``root``.
 
         ``options`` are the settings a resumed build must share (generator, executor,
         layout, seed); a journal made with others raises ConfigError unless ``force``,
         which starts the build over (removing the files the old journal names; a
         ``validation.jsonl`` is kept). A non-empty folder that is not a build raises
-        WhenproError unless ``force``. ConfigError when another build holds the lock."""
+        WhenproError unless ``force``. ConfigError when another build holds the lock.
+        ``now`` and ``salt`` fix a new build's creation time and id salt (tests)."""
         root = Path(root)
         if root.exists() and not root.is_dir():
             raise WhenproError("output exists and is a file", path=root, expected="a dataset folder (--out)")
@@ -194,7 +195,7 @@ class BuildStore:
                 _remove_build(root, [Entry.model_validate(r) for r in records if r.get("format") == ATTEMPT_FORMAT])
                 records, header = [], None
             if header is None:
-                header = {"format": JOURNAL_FORMAT, "options": options, "salt": secrets.token_hex(16),
+                header = {"format": JOURNAL_FORMAT, "options": options, "salt": salt or secrets.token_hex(16),
                           "created": now or datetime.now(timezone.utc).isoformat(timespec="seconds")}
                 applog.append(journal, header)
             entries: dict[str, Entry] = {}
@@ -284,7 +285,7 @@ class BuildStore:
         by_modality: dict[str, list[dict[str, Any]]] = {}
         for e in selected:
             public, record = split_document(self._staged(e))
-            provenance[e.id or e.key] = {"seed": e.seed, "seed_ref": e.seed_ref, "step": e.step, "agent": e.agent,
+            provenance[e.id or e.key] = {"seed": e.seed, "step": e.step, "agent": e.agent,
                                          "mode": e.mode, **record}
             if self.layout == "jsonl":
                 by_modality.setdefault(_safe(e.modality or "text"), []).append(public)
