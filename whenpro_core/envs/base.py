@@ -274,11 +274,14 @@ def run_loop(env: Env, task: EnvTask, policy: Policy, steps: list[Step], tools: 
 
 
 def run_env(env: Env, seed: int, *, model: str | None = None,
-            on_step: Callable[[Step], None] | None = None) -> Trace:
+            on_step: Callable[[Step], None] | None = None, plain: bool = False) -> Trace:
     """Run ``env`` on its task for ``seed`` with the policy for ``model`` (offline
     reference by default) and return the native trace, outcome checked against the
-    task's gold answer or hidden tests."""
+    task's gold answer or hidden tests. ``plain`` runs without a wording style (the
+    original wording, no optional steps or slips: fixed examples and samples)."""
     task = env.make_task(seed)
+    if plain:
+        task.params["style"] = None
     policy = env.policy(model)
     steps = [framing_step(task.query)]
     if on_step is not None:
