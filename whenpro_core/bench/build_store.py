@@ -365,9 +365,11 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
     """The kept entries to release, and the keys left out with their reason.
 
     * ``step_class``: the labels are spread over kinds of step (``agent/kind``) as the
-      candidate steps are (``classes``: class -> share among the candidate steps): a
-      class holds at most ``ceil(share_c * released) + 1`` labels, so no kind of step
-      (the plans, say) holds more of the labels than of the steps a label could be on.
+      candidate steps are (``classes``: class -> share among the candidate steps, taken
+      among the classes that hold any kept label, since some kinds of step never give
+      a decisive error): a class holds at most ``ceil(share_c * released) + 1`` labels,
+      so no kind of step (the plans, say) holds more of the labels than of the steps a
+      label could be on.
     * ``mode_share``: no failure mode above ``share`` of the released traces; with fewer
       modes than ``1/share`` each mode keeps at most as many as the rarest present one.
 
@@ -378,8 +380,9 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
     by_class: dict[str, list[Entry]] = {}
     for e in order:
         by_class.setdefault(e.step_class or "?", []).append(e)
-    if classes:
-        by_class, cut = _cap(by_class, lambda k, n: math.ceil(classes.get(k, 0.0) * n) + 1)
+    present = sum(classes.get(k, 0.0) for k in by_class)
+    if classes and present > 0:  # shares among the classes that hold labels at all
+        by_class, cut = _cap(by_class, lambda k, n: math.ceil(classes.get(k, 0.0) / present * n) + 1)
         out.update({e.key: "step_class" for e in cut})
     chosen = sorted((e for g in by_class.values() for e in g), key=lambda e: e.id or e.key)
     if share < 1 and chosen:
