@@ -61,7 +61,7 @@ def seeds(tmp_path_factory) -> Path:
 
 
 def build(seeds: Path, out: Path, **kw) -> dict:
-    opts = BuildOptions(**{"per_seed": 3, "concurrency": 2, **kw})
+    opts = BuildOptions(**{"per_seed": 3, "concurrency": 2, "detect": False, **kw})  # the filter: test_build_detect
     return asyncio.run(run_build(seeds, out, opts, now=NOW, salt=SALT)).manifest
 
 
@@ -125,7 +125,8 @@ def test_run_build_ls_bench_report_end_to_end(tmp_path):
     assert whenpro("run", "arith_team", "--n", "3", "--seed", "0", "--out", str(tmp_path / "seeds")).returncode == 0
     assert whenpro("run", "code_pair", "--n", "2", "--seed", "0", "--out", str(tmp_path / "seeds")).returncode == 0
     ds = tmp_path / "ds"
-    done = whenpro("build", str(tmp_path / "seeds"), "--out", str(ds), "-j", "2", "--max-mode-share", "1")
+    done = whenpro("build", str(tmp_path / "seeds"), "--out", str(ds), "-j", "2", "--max-mode-share", "1",
+                   "--keep-detectable")
     assert done.returncode == 0, done.stderr
     assert re.search(r"5 seed traces, 5 used; \d+ attempts planned, 0 already done, \d+ to run", done.stdout)
     manifest = json.loads((ds / "manifest.json").read_text())
@@ -330,7 +331,8 @@ def test_killed_build_resumes_without_duplicates_or_losses(tmp_path, seeds, layo
         stray = ds / "data_release" / "text" / "whenpro-arith" / "arith_team" / "0123456789abcdef.json"
         stray.parent.mkdir(parents=True, exist_ok=True)
         stray.write_text("{}")
-    resumed = whenpro("build", str(seeds), "--out", str(ds), "--per-seed", "3", "--layout", layout, "-j", "2")
+    resumed = whenpro("build", str(seeds), "--out", str(ds), "--per-seed", "3", "--layout", layout, "-j", "2",
+                      "--keep-detectable")  # one journal line per attempt; the filter's own lines: test_build_detect
     assert resumed.returncode == 0, resumed.stderr
     planned = int(re.search(r"(\d+) attempts planned, 4 already done", resumed.stdout).group(1))
     keys = [json.loads(line).get("key") for line in (ds / BUILD_DIR / "journal.jsonl").read_text().splitlines()[1:]]
@@ -338,7 +340,8 @@ def test_killed_build_resumes_without_duplicates_or_losses(tmp_path, seeds, layo
     fresh = tmp_path / "fresh"
     build(seeds, fresh, layout=layout)
     assert tree(ds) == tree(fresh)     # same files, byte for byte: nothing lost, nothing twice
-    again = whenpro("build", str(seeds), "--out", str(ds), "--per-seed", "3", "--layout", layout, "-j", "2")
+    again = whenpro("build", str(seeds), "--out", str(ds), "--per-seed", "3", "--layout", layout, "-j", "2",
+                    "--keep-detectable")
     assert f"{len(keys)} already done" in again.stdout and tree(ds) == tree(fresh)
 
 

@@ -32,7 +32,7 @@ def built(tmp_path_factory) -> Path:
     for s in range(6):
         write_trace(run_env(env, s), seeds / f"arith_team-s{s}.json")
     root = tmp_path_factory.mktemp("vds") / "ds"
-    opts = BuildOptions(per_seed=3, concurrency=2, max_mode_share=1.0)
+    opts = BuildOptions(per_seed=3, concurrency=2, max_mode_share=1.0, detect=False)
     asyncio.run(run_build(seeds, root, opts, now="2026-01-02T03:04:05+00:00", salt="validate"))
     return root
 

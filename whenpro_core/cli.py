@@ -390,6 +390,9 @@ def bench(
     no_report: bool = typer.Option(False, "--no-report", help="Run only; no report."),
     report_dir: Optional[Path] = typer.Option(None, "--report-dir",
                                               help="Folder for report.json/md (default: next to --out)."),
+    labels: str = typer.Option("reviewed", "--labels",
+                               help="reviewed: the latest review decision of each trace of a built dataset "
+                                    "(rejected left out, relabels scored); built: the labels the build gave."),
 ) -> None:
     """Evaluate attribution protocols over a dataset; resumable, then report."""
     from whenpro_core.bench.cli_bench import bench_command
@@ -401,7 +404,7 @@ def bench(
     bench_command(dataset, protocols=protocol, models=model, gold=gold, both=both, where=where,
                   limit=limit, sample=sample, seed=seed, concurrency=concurrency, out=out,
                   tolerance=tolerance, retry_errors=retry_errors, use_cache=not no_cache,
-                  report=not no_report, report_dir=report_dir)
+                  report=not no_report, report_dir=report_dir, labels=labels)
 
 
 @app.command()
@@ -469,7 +472,13 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
                                                 help="Seconds to wait for each message of a cmd: executor."),
           force: bool = typer.Option(False, "--force", help="Write into a non-build folder, or start over."),
           revalidate: bool = typer.Option(False, "--revalidate",
-                                          help="Refresh the manifest's validation counts (no SEEDS needed).")) -> None:
+                                          help="Refresh the manifest's validation counts (no SEEDS needed)."),
+          keep_detectable: bool = typer.Option(False, "--keep-detectable",
+                                               help="Keep items a form-only baseline pins to their step "
+                                                    "(dropped as detectable by default)."),
+          export_validated: Optional[Path] = typer.Option(None, "--export-validated",
+                                                          help="Write a release of the traces accepted in review "
+                                                               "to this folder (no SEEDS).")) -> None:
     """Build a benchmark dataset: inject errors into successful runs, replay, verify, keep the decisive ones.
 
     Exit status: 0 some trace kept, 1 none kept (the reasons on stderr; manifest.json kept), 2 bad input."""
@@ -478,7 +487,8 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
     manifest = build_command(seeds, out, modes=modes, per_seed=per_seed, generator=generator, model=model,
                              executor=executor, layout=layout, seed=seed, concurrency=concurrency,
                              timeout=timeout, message_timeout=message_timeout, force=force,
-                             revalidate=revalidate, max_mode_share=max_mode_share, echo=typer.echo)
+                             revalidate=revalidate, max_mode_share=max_mode_share, keep_detectable=keep_detectable,
+                             export_validated=export_validated, echo=typer.echo)
     empty = nothing_kept(manifest, out) if seeds is not None else None
     if empty:
         typer.echo(f"whenpro: {empty}", err=True)
@@ -493,11 +503,28 @@ def report(
                                        help="Folder for report.json/md (default: next to results)."),
     tolerance: Optional[int] = typer.Option(None, "--tolerance", "-k", min=0,
                                             help="k of the ±k step accuracy (default: as run)."),
+    labels: str = typer.Option("reviewed", "--labels",
+                               help="reviewed: the latest review decision of each trace of a built dataset; "
+                                    "built: the labels the build gave."),
 ) -> None:
     """Re-render the benchmark report (tables, report.json, report.md, plot) from results."""
     from whenpro_core.bench.report import report_command
 
-    report_command(results, out, tolerance=tolerance)
+    report_command(results, out, tolerance=tolerance, labels=labels)
+
+
+@app.command()
+@handles_errors
+def audit(
+    dataset: str = typer.Argument(..., help="A labelled dataset: folder, glob, JSONL release or built dataset."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as one JSON document."),
+    against: Optional[str] = typer.Option(None, "--against",
+                                          help="Successful runs of the same system, as a corpus to compare with."),
+) -> None:
+    """Label-leak audit: can form-only baselines find the labelled steps? Prints a table and a verdict."""
+    from whenpro_core.audit.report import audit_command
+
+    audit_command(dataset, against=against, as_json=json_out)
 
 
 @app.command()

@@ -71,6 +71,8 @@ class BuildOptions:
         concurrency: attempts in flight at once.
         timeout: seconds for one continuation; message_timeout: per message of a
             ``cmd:`` executor.
+        detect: run the detectability filter (:mod:`whenpro_core.audit.detect`) when
+            the attempts are done; ``False`` is ``--keep-detectable``.
     """
 
     modes: tuple[str, ...] = ()
@@ -84,6 +86,7 @@ class BuildOptions:
     message_timeout: float = 60.0
     model: str | None = None
     max_mode_share: float = MAX_MODE_SHARE
+    detect: bool = True
 
     def fingerprint(self) -> dict[str, Any]:
         """The options a resumed build must share with the run that started it."""
@@ -344,17 +347,21 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
             finally:
                 gate.release()
 
+        detectable: dict[str, Any] = {"filter": opts.detect}
         try:
             async with asyncio.TaskGroup() as group:
                 for attempts in chains.values():
                     await gate.acquire()
                     group.create_task(chain(attempts))
+            if opts.detect:
+                detectable.update(await asyncio.to_thread(drop_detectable, store, seeds))
         except BaseException:
             cancel.set()
             raise
         finally:
             run = {"modes": list(modes), "per_seed": opts.per_seed, "concurrency": opts.concurrency,
-                   "max_mode_share": opts.max_mode_share, "step_classes": class_shares(plan)}
+                   "max_mode_share": opts.max_mode_share, "step_classes": class_shares(plan),
+                   "detectable": detectable}
             result.manifest = await asyncio.to_thread(store.finish, _seeds_section(seeds),
                                                       planned=len(plan.attempts), run=run)
     except BaseExceptionGroup as eg:
@@ -366,6 +373,25 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
     finally:
         store.close()
     return result
+
+
+def drop_detectable(store: BuildStore, seeds: list[Seed]) -> dict[str, int]:
+    """The detectability filter over the build's kept items, in key order (the same
+    result whatever order attempts finished in): each is checked against the other
+    successful seed runs and the items accepted before it; an item a form-only
+    baseline pins to its step is journalled again as dropped, reason ``detectable``
+    (its file goes at the finish). Returns ``{"checked": n, "dropped": k}``."""
+    from whenpro_core.audit.detect import DetectabilityCheck, filter_items  # lazy, like the other stages
+    from whenpro_core.formats import load_trace
+
+    kept = sorted((e for e in store.kept() if e.file), key=lambda e: e.key)
+    check = DetectabilityCheck((s.id, s.trace) for s in seeds if s.trace is not None and not s.skip)
+    pinned = filter_items(check, ((e.key, e.seed, load_trace(str(store.root / str(e.file)))) for e in kept))
+    for key, pins in pinned.items():
+        store.record(store.entries[key].model_copy(update={
+            "status": "dropped", "reason": "detectable", "file": None, "ref": None,
+            "detail": "a form-only baseline pins it to its step: " + ", ".join(p.describe() for p in pins)}))
+    return {"checked": len(kept), "dropped": len(pinned)}
 
 
 def _leaves(eg: BaseExceptionGroup):
@@ -383,16 +409,29 @@ def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per
                   generator: str = "offline", model: str | None = None, executor: str = "builtin",
                   layout: str = "files", seed: int = 0, concurrency: int = 4, timeout: float = 600.0,
                   message_timeout: float = 60.0, force: bool = False, revalidate: bool = False,
-                  max_mode_share: float = MAX_MODE_SHARE, echo: Callable[[str], None] = print) -> dict[str, Any]:
+                  max_mode_share: float = MAX_MODE_SHARE, keep_detectable: bool = False,
+                  export_validated: Path | None = None, echo: Callable[[str], None] = print) -> dict[str, Any]:
     """What ``whenpro build`` does: build (with a Rich progress bar on stderr when it is
     a terminal) and print a summary; with ``revalidate`` and no ``seeds``, only refresh
-    the manifest's validation counts. Returns the manifest."""
+    the manifest's validation counts; with ``export_validated`` and no ``seeds``, write
+    the release of the accepted traces there (:mod:`.export`). Returns the manifest
+    (of the release, for an export)."""
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
     from whenpro_core.bench.build_store import revalidate as refresh
 
+    if seeds is not None and export_validated is not None:
+        raise ConfigError("--export-validated exports a built dataset; it takes no SEEDS",
+                          expected="whenpro build --out DATASET --export-validated OUT")
+    if seeds is None and export_validated is not None:
+        from whenpro_core.bench.export import export_validated as export  # lazy: only this path needs it
+
+        manifest = export(out, export_validated)
+        left = ", ".join(f"{k} {v}" for k, v in manifest["export"]["left_out"].items()) or "none"
+        echo(f"exported {manifest['counts']['kept']} accepted traces to {export_validated} (left out: {left})")
+        return manifest
     if seeds is None:
         if not revalidate:
             raise ConfigError("no seed trajectories given", expected="whenpro build SEEDS --out DATASET")
@@ -405,7 +444,7 @@ def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per
     opts = BuildOptions(modes=tuple(m for m in (modes or "").split(",") if m.strip()), per_seed=per_seed,
                         generator=generator, executor=executor, layout=layout, seed=seed, concurrency=concurrency,
                         timeout=timeout, message_timeout=message_timeout, model=model,
-                        max_mode_share=max_mode_share)
+                        max_mode_share=max_mode_share, detect=not keep_detectable)
     err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
     progress = Progress(SpinnerColumn(), TextColumn("[bold]build"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("kept {task.fields[kept]} · dropped {task.fields[dropped]}"),
@@ -458,5 +497,6 @@ def _validation_line(manifest: dict[str, Any]) -> str:
             f"{v.get('relabelled', 0)} relabelled, {v.get('pending', 0)} pending")
 
 
-__all__ = ["BuildOptions", "BuildResult", "Outcome", "build_command", "check_options", "nothing_kept",
+__all__ = ["BuildOptions", "BuildResult", "Outcome", "build_command", "check_options", "drop_detectable",
+           "nothing_kept",
            "run_attempt", "run_build"]

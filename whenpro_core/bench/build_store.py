@@ -56,7 +56,10 @@ sharing a prefix when ``--per-seed`` is above 1) and ``validation``
     replayed  = decisive  + dropped.not_decisive
     decisive  = kept + dropped.construction_leak + dropped.gold_visible_before_t
                      + dropped.not_representable + dropped.control_failed
-                     + dropped.step_class + dropped.mode_share
+                     + dropped.detectable + dropped.step_class + dropped.mode_share
+
+(``detectable``: the detectability filter, :mod:`whenpro_core.audit.detect`, journals a
+kept item again as dropped when a form-only baseline pins it to its step.)
 """
 
 from __future__ import annotations
@@ -91,7 +94,8 @@ PROVENANCE = "provenance.json"
 LAYOUTS = ("files", "jsonl")
 #: Why an attempt did not give a dataset trace, by the stage that dropped it.
 DROP_REASONS = ("generate_failed", "replay_failed", "not_decisive", "construction_leak",
-                "gold_visible_before_t", "not_representable", "control_failed", "step_class", "mode_share")
+                "gold_visible_before_t", "not_representable", "control_failed", "detectable", "step_class",
+                "mode_share")
 #: The fields of a released document (everything else goes to the provenance sidecar).
 PUBLIC_FIELDS = ("id", "framework", "benchmark", "modality", "agents", "task", "ground_truth", "trajectory",
                  "final_answer", "eval_status")

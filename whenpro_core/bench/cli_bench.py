@@ -16,7 +16,8 @@ from whenpro_core.bench.aggregate import Report
 from whenpro_core.bench.records import Record, ResultsFile
 from whenpro_core.bench.report import report_command
 from whenpro_core.bench.report_files import check_report_dir
-from whenpro_core.errors import BackendError
+from whenpro_core.bench.reviewed import Reviews, check_labels
+from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.fsutil import check_can_write_in
 from whenpro_core.textsafe import plural
 
@@ -36,7 +37,7 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
                   concurrency: int = 8, out: str | Path | None = None, tolerance: int = 1,
                   retry_errors: bool = False, use_cache: bool = True, report: bool = True,
                   report_dir: str | Path | None = None, console: Console | None = None,
-                  report_hint: str = BENCH_REPORT_HINT) -> Report | None:
+                  report_hint: str = BENCH_REPORT_HINT, labels: str = "reviewed") -> Report | None:
     """Run a benchmark and report on the whole results file.
 
     Protocols default to ``all-at-once`` when models are given, else ``heuristic``.
@@ -46,6 +47,8 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     one line and exits 2), among them a ConfigError, before any item runs, when a report
     file there was not written by whenpro (``report_hint`` says what to do instead), and
     a BackendError after the run (and its report) when items failed on the model backend.
+    With ``labels="reviewed"`` (the default) traces rejected in review are not run and
+    the report scores relabelled ones with their new label (:mod:`.reviewed`).
     """
     err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
     console = console or Console()
@@ -54,8 +57,6 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         ["all-at-once"] if any(m.lower() != runner.HEURISTIC_MODEL for m in model_list)
         else ["heuristic"])
     if (limit is not None and limit < 0) or (sample is not None and sample < 0):
-        from whenpro_core.errors import ConfigError
-
         raise ConfigError("--limit and --sample take a number of traces", expected="0 or more")
     runner.settings(proto_list, model_list)  # bad protocols/models fail before any work
     where_map = runner.parse_where(where)
@@ -68,7 +69,16 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     results = ResultsFile(out_path)  # a folder or a foreign file is refused here
     if results.repaired:
         err.print(f"{results.path}: {results.repaired}", markup=False, highlight=False)
+    check_labels(labels)
     sel = runner.select(dataset, where=where_map, limit=limit, sample=sample, seed=seed)
+    rejected = 0
+    if labels == "reviewed":
+        reviews = Reviews()
+        kept_rows = [r for r in sel.rows if r.error or reviews.decision(r.ref(), r.id) is not False]
+        rejected, sel.rows = len(sel.rows) - len(kept_rows), kept_rows
+        if not sel.rows:
+            raise ConfigError(f"nothing to run in {dataset}: every trace chosen was rejected in review",
+                              expected="accepted or pending traces, or --labels built")
     items = runner.plan(sel.rows, proto_list, model_list,
                         _gold_setting(gold, both), tolerance=tolerance)
     todo = runner.pending(items, results.done, retry_errors=retry_errors)
@@ -78,6 +88,8 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
              f"{len(todo)} to run"]
     if sel.unlabelled:
         notes.append(f"{plural(sel.unlabelled, 'trace')} without a ground truth left out")
+    if rejected:
+        notes.append(f"{plural(rejected, 'trace')} rejected in review left out (--labels built to run them)")
     if sel.bad:
         notes.append(f"{plural(sel.bad, 'trace')} could not be read (files or rows; recorded as errors)")
     judges = runner.make_judges({i.model for i in todo}, use_cache=use_cache) if todo else {}
@@ -98,7 +110,7 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     written = None
     if report:
         written = report_command([results.path], report_dir, tolerance=tolerance, console=console,
-                                 hint=report_hint)
+                                 hint=report_hint, labels=labels)
     backend_failures = stats.kinds.get("backend", 0)
     if backend_failures:  # a model/backend failure is status 2 (README), after the report
         raise BackendError(f"{plural(backend_failures, 'item')} failed on the model backend "

@@ -25,7 +25,8 @@ from whenpro_core.textsafe import strip_controls
 
 from whenpro_core.bench.aggregate import (DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report,
                                           aggregate)
-from whenpro_core.bench.records import read_records
+from whenpro_core.bench.records import latest, read_records
+from whenpro_core.bench.reviewed import apply_reviews, check_labels
 from whenpro_core.bench.report_files import (JSON_NAME, MD_LEGACY_HEADING, MD_MARKER, MD_NAME, PLOT_NAME,
                                              PNG_SOFTWARE, REPORT_HINT, check_report_dir,
                                              is_whenpro_report_file)
@@ -211,6 +212,8 @@ def print_report(report: Report, console: Console | None = None) -> None:
     """Print the leaderboard, breakdowns, confusion matrices, usage and the text plot."""
     console = console or Console()
     k = report.tolerance
+    if report.labels:
+        console.print(safe(report.labels), markup=False, highlight=False, soft_wrap=True)
     console.print(_table("Leaderboard",
                          [*LEADERBOARD_HEADERS, *metric_headers(k)], leaderboard_rows(report),
                          left=2))
@@ -253,7 +256,8 @@ def report_markdown(report: Report, plot: str | None = None) -> str:
     k = report.tolerance
     parts = ["# whenpro benchmark report", "",
              f"Results: {safe(', '.join(report.sources)) or '(in memory)'}  ",
-             f"Created: {report.created}; step tolerance ±{k}.", "",
+             f"Created: {report.created}; step tolerance ±{k}.  ",
+             *([f"{safe(report.labels)}."] if report.labels else []), "",
              LEGEND, "", "## Leaderboard", "",
              _md_table([*LEADERBOARD_HEADERS, *metric_headers(k)], leaderboard_rows(report))]
     for dim in DIMENSIONS[1:]:  # by modality = the leaderboard's cells
@@ -329,11 +333,14 @@ def skipped_warnings(problems: Sequence[str], shown: int = 5) -> list[str]:
 
 def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = None, *,
                    tolerance: int | None = None, console: Console | None = None,
-                   quiet: bool = False, hint: str = REPORT_HINT) -> Report:
+                   quiet: bool = False, hint: str = REPORT_HINT, labels: str = "reviewed") -> Report:
     """``whenpro report``: read results, aggregate, print, write the report files next to
-    the (first) results file or into ``out_dir``. TraceFormatError when a file is missing
-    or holds no records; ConfigError (suggesting ``hint``) when a report file there was
-    not written by whenpro."""
+    the (first) results file or into ``out_dir``. With ``labels="reviewed"`` (the default)
+    traces of built datasets are scored with their latest review decision
+    (:mod:`.reviewed`); ``"built"`` keeps the built labels. TraceFormatError when a file
+    is missing or holds no records; ConfigError (suggesting ``hint``) when a report file
+    there was not written by whenpro, or for an unknown ``labels``."""
+    check_labels(labels)
     if not paths:
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
     records, problems = load_report_records(paths)
@@ -346,8 +353,14 @@ def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = Non
                                expected="a results .jsonl written by whenpro bench")
     target = out_dir if out_dir is not None else Path(paths[0]).parent
     check_report_dir(target, hint)
+    note = "labels: as built (--labels built)"
+    if labels == "reviewed":
+        records, reviews = apply_reviews(latest(records))
+        problems = [*problems, *reviews.problems]
+        note = reviews.note()
     report = aggregate(records, tolerance=tolerance, sources=[str(p) for p in paths],
                        problems=problems)
+    report.labels = note
     console = console or Console()
     if not quiet:
         print_report(report, console)

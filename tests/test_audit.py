@@ -1,0 +1,210 @@
+"""The label-leak audit (issue 14): each baseline on a made-up dataset whose leak is
+known, a leak-free dataset that must not be called leaky, the injection markers it must
+not read, and the real Who&When Pro rows whose format tell it must find."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+from audit_data import dataset, make_seed, make_trace, write
+from conftest import REPO
+
+from whenpro_core.audit import audit_traces
+from whenpro_core.audit.baselines import BASELINES, format_outlier, kind_change
+from whenpro_core.audit.corpus import Corpus
+from whenpro_core.audit.run import audit_dataset, top_steps
+from whenpro_core.audit.stats import random_chance, wilson
+from whenpro_core.audit.view import audit_view, label_of
+from whenpro_core.model import GroundTruth
+
+
+def step_rates(result) -> dict[str, float]:
+    return {name: t.rates()["step"] for name, t in result.overall.baselines.items()}
+
+
+def test_wilson_interval_matches_the_formula():
+    low, high = wilson(8, 10)
+    assert low == pytest.approx(0.4902, abs=1e-4) and high == pytest.approx(0.9433, abs=1e-4)
+    assert wilson(0, 0) == (0.0, 1.0)
+    assert wilson(0, 20)[0] == 0.0 and wilson(20, 20)[1] == 1.0
+
+
+def test_random_baseline_is_exact():
+    trace = make_trace(0, "none", random.Random(1), n_steps=10, at=2)
+    view = audit_view(trace)
+    chance = random_chance(view, label_of(trace, view), 17)
+    assert len(view.steps) == 10  # the user's task is framing, not a candidate
+    assert chance["step"] == pytest.approx(1 / 10)
+    assert chance["agent"] == pytest.approx(5 / 10)
+    assert chance["joint"] == pytest.approx(1 / 10 / 17)
+    assert chance["mode"] == pytest.approx(1 / 17)
+
+
+def test_a_leak_free_dataset_is_not_called_leaky():
+    result = audit_traces(dataset("none", n=60, seed=3))
+    assert not result.leaky, result.leaking
+    base = result.overall.random.rates()["step"]
+    for name, step in step_rates(result).items():
+        if name not in ("first step", "last step"):
+            assert step < base + 0.10, name
+
+
+def test_the_audit_reads_no_injection_marker():
+    """The labelled step carries is_injected (hidden), a raw marker, a meta flag and an
+    injection record in extras, and is otherwise written like every step."""
+    result = audit_traces(dataset("hidden", n=60, seed=3))
+    assert not result.leaky, result.leaking
+
+
+@pytest.mark.parametrize("leak, name", [("format", "format outlier"), ("length", "length outlier"),
+                                        ("digits", "digit outlier"), ("kind", "kind change"),
+                                        ("first", "first step"), ("first", "common position"),
+                                        ("format", "form classifier")])
+def test_each_baseline_finds_its_leak(leak, name):
+    result = audit_traces(dataset(leak, n=40))
+    assert step_rates(result)[name] >= 0.9, step_rates(result)
+    assert result.leaky and name in result.leaking
+
+
+def test_rarest_template_finds_a_fixed_sentence_against_seed_runs():
+    rng = random.Random(5)
+    seeds = [make_seed(100 + i, rng) for i in range(20)]
+    result = audit_traces(dataset("template", n=30), seeds)
+    assert result.against == 20
+    assert step_rates(result)["rarest template"] >= 0.9
+    assert "rarest template" in result.leaking
+
+
+def test_first_difference_from_a_twin_run_of_the_same_task():
+    rng = random.Random(9)
+    traces, seeds = [], []
+    for i in range(20):
+        query = f"Basket {i}: how many fruits?"
+        seed = make_seed(i, random.Random(i), query=query)
+        bad = seed.model_copy(update={"id": f"t{i:03d}", "steps": [s.model_copy() for s in seed.steps]})
+        at = rng.randrange(1, 11)
+        step = bad.steps[at]
+        bad.steps[at] = step.model_copy(update={"content": step.content.replace("x = ", "x = 1 + ")})
+        bad.ground_truth = GroundTruth(agent=step.agent, step=step.coord, mode="R.3")
+        traces.append(bad)
+        seeds.append(seed)
+    assert step_rates(audit_traces(traces))["twin difference"] < 0.5  # no twins in the dataset
+    result = audit_traces(traces, seeds)
+    assert step_rates(result)["twin difference"] == 1.0
+
+
+def test_majority_mode_and_the_mode_guess_from_form():
+    result = audit_traces(dataset("none", n=30, mode="R.3"))
+    assert result.overall.baselines["majority mode"].rates()["mode"] == 1.0
+    assert result.overall.baselines["majority mode"].rates()["step"] == pytest.approx(
+        result.overall.random.rates()["step"])
+
+
+def test_a_baseline_that_abstains_scores_the_random_chance():
+    assert top_steps(None) == [] and top_steps([1.0, 1.0]) == []
+    assert top_steps([0.0, 2.0, 2.0]) == [1, 2]
+    trace = make_trace(0, "none", random.Random(2))
+    view = audit_view(trace)
+    assert kind_change(view, Corpus([view], {})) is None
+
+
+def test_format_outlier_pins_the_step_written_differently():
+    trace = make_trace(0, "format", random.Random(4), at=4)
+    view = audit_view(trace)
+    scores = format_outlier(view, Corpus([view], {}))
+    assert top_steps(scores) == [label_of(trace, view).ranks[0]]
+
+
+def test_per_mode_and_framework_slices():
+    traces = dataset("none", n=20, seed=1, mode="R.2") + dataset("format", n=20, seed=2, mode="R.3")
+    for i, t in enumerate(traces):
+        t.id = f"x{i}"
+    result = audit_traces(traces)
+    assert set(result.by_mode) == {"R.2", "R.3"} and set(result.by_framework) == {"toyshop"}
+    assert result.by_mode["R.3"].baselines["format outlier"].rates()["step"] >= 0.9
+    assert "format outlier" not in result.by_mode["R.2"].leaks()
+
+
+def test_every_baseline_has_a_unique_name():
+    names = [b.name for b in BASELINES]
+    assert len(names) == len(set(names)) and {"random"}.isdisjoint(names)
+
+
+# --------------------------------------------------------------------------- real data
+
+
+def test_the_who_when_pro_format_tell_is_found(real_traces):
+    result = audit_dataset(real_traces / "who-when-pro-jsonl")
+    assert result.overall.traces == 64 and result.leaky
+    rates = step_rates(result)
+    assert rates["format outlier"] >= 0.70 and rates["form classifier"] >= 0.70  # the format tell
+    assert {"form classifier", "format outlier"} <= set(result.leaking)
+    assert rates["length outlier"] < 0.3 and rates["digit outlier"] < 0.3  # no tell in size
+
+
+@pytest.mark.parametrize("sub", ["who-and-when/Who&When/Algorithm-Generated", "who-and-when/Who&When/Hand-Crafted",
+                                 "who-when-pro-samples"])
+def test_the_audit_runs_on_the_other_real_datasets(real_traces, sub):
+    result = audit_dataset(real_traces / sub)
+    assert result.overall.traces > 0
+    rnd = result.overall.random.rates()
+    assert 0 < rnd["step"] < 1 and rnd["agent"] is not None
+    if sub.startswith("who-and-when"):
+        assert rnd["mode"] is None  # Who&When labels have no failure mode
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_audit_json_has_the_documented_shape(tmp_path):
+    folder = write(dataset("format", n=20), tmp_path / "ds")
+    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "audit", str(folder), "--json"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["traces"] == 20 and doc["leaky"] is True and doc["interval"] == "wilson"
+    assert set(doc["random"]) >= {"step", "agent", "mode"}
+    assert all(0 <= doc["random"][k] <= 1 for k in ("step", "agent", "mode"))
+    names = [b["name"] for b in doc["baselines"]]
+    assert names == [b.name for b in BASELINES]
+    for b in doc["baselines"]:
+        assert set(b) >= {"name", "step", "agent", "mode", "joint"}
+        assert all(isinstance(b[k], float) and 0 <= b[k] <= 1 for k in ("step", "agent", "mode", "joint"))
+        assert b["step_low"] <= b["step"] <= b["step_high"]
+    assert "format outlier" in doc["leaking"]
+    table = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "audit", str(folder)], cwd=REPO,
+                           capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "120"})
+    assert table.returncode == 0 and "random (exact)" in table.stdout and "leaky:" in table.stdout
+    missing = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "audit", str(tmp_path / "nope")], cwd=REPO,
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and missing.stderr.startswith("whenpro: error: ")
+    assert "Traceback" not in missing.stderr
+
+
+def test_against_runs_join_the_corpus_from_the_command(tmp_path):
+    rng = random.Random(5)
+    data = write(dataset("template", n=20), tmp_path / "ds")
+    seeds = write([make_seed(100 + i, rng) for i in range(10)], tmp_path / "seeds")
+    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "audit", str(data), "--json", "--against",
+                          str(seeds)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["against"] == 10
+    assert "rarest template" in doc["leaking"]
+
+
+def test_unlabelled_datasets_and_bad_files_are_said_in_one_line(tmp_path):
+    rng = random.Random(2)
+    runs = write([make_seed(i, rng) for i in range(3)], tmp_path / "runs")
+    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "audit", str(runs)], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no labelled trace" in out.stderr
+    data = write(dataset("format", n=12), tmp_path / "ds")
+    (data / "broken.json").write_text('{"format": "whenpro.trace/1", "id": "x", "steps": [')
+    result = audit_dataset(data)
+    assert result.overall.traces == 12 and result.skipped == 1
