@@ -336,7 +336,10 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
         async def chain(attempts: list[Attempt]) -> None:
             """A seed's attempts in order until it has ``per_seed`` kept traces."""
             try:
-                kept = sum(1 for a in attempts if (e := store.entries.get(a.key)) and e.status == "kept")
+                # a kept item the detectability filter dropped later still used the seed's slot,
+                # so a rerun does not try more attempts of that seed
+                kept = sum(1 for a in attempts if (e := store.entries.get(a.key))
+                           and (e.status == "kept" or e.reason == "detectable"))
                 for attempt in attempts:
                     if kept >= opts.per_seed or cancel.is_set():
                         return
