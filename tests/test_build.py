@@ -16,21 +16,21 @@ from pathlib import Path
 from statistics import mean
 
 import pytest
-
 from conftest import REPO
+
 from whenpro_core.bench.build import BuildOptions, run_attempt, run_build
 from whenpro_core.bench.build_plan import Attempt, attempt_order, candidate_steps, fitting_modes, scan_seeds
-from whenpro_core.bench.build_store import BUILD_DIR, DROP_REASONS, PUBLIC_FIELDS, read_manifest
+from whenpro_core.bench.build_store import BUILD_DIR, PUBLIC_FIELDS, read_manifest
 from whenpro_core.bench.records import read_records
 from whenpro_core.envs import get_env
 from whenpro_core.envs.base import run_env
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.formats.native import write_trace
 from whenpro_core.formats.whowhen_pro_write import check_round_trip, to_document
+from whenpro_core.injection.cmd_executor import CommandExecutor
 from whenpro_core.injection.executors import BuiltinExecutor
 from whenpro_core.injection.generate import OfflineGenerator, TextGenerator
 from whenpro_core.injection.replay import continued_trace, warm_start
-from whenpro_core.injection.cmd_executor import CommandExecutor
 from whenpro_core.model import Agent, Step, Task, ToolCall, Trace
 
 NOW = "2026-01-02T03:04:05+00:00"

@@ -101,7 +101,8 @@ def test_slips_happen_and_the_team_catches_them():
     assert caught and all(t.outcome.value == "success" for t in caught)
     pair = get_env("code_pair")
     fixed = [t for t in (run_env(pair, s) for s in range(40))
-             if sum(1 for s in t.steps if s.agent == "tester" and not s.tool_calls and "Approved" not in s.content) >= 2]
+             if sum(1 for s in t.steps
+                    if s.agent == "tester" and not s.tool_calls and "Approved" not in s.content) >= 2]
     assert fixed and sum(t.outcome.value == "success" for t in fixed) >= len(fixed) // 2
 
 

@@ -34,9 +34,10 @@ import asyncio
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from whenpro_core.bench.build_plan import (
     Attempt,
@@ -300,7 +301,8 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
     generator, executor = _tools(opts)
     seeds = await asyncio.to_thread(scan_seeds, seeds_path)
     if not seeds:
-        raise ConfigError(f"no traces found in {seeds_path}", expected="successful runs, e.g. the output of whenpro run")
+        raise ConfigError(f"no traces found in {seeds_path}",
+                          expected="successful runs, e.g. the output of whenpro run")
     plan = plan_build(seeds, modes, opts.per_seed, seed=opts.seed, offline=opts.generator == "offline")
     store = BuildStore.open(out, opts.fingerprint(), force=force, now=now, salt=salt)
     traces = {s.id: s.trace for s in seeds if s.trace is not None}
@@ -420,8 +422,15 @@ def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per
     the release of the accepted traces there (:mod:`.export`). Returns the manifest
     (of the release, for an export)."""
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from whenpro_core.bench.build_store import revalidate as refresh
 

@@ -117,7 +117,6 @@ def scan_seeds(target: str | Path) -> list[Seed]:
     Raises TraceFormatError when ``target`` does not exist."""
     from whenpro_core.formats import load_trace, walk
     from whenpro_core.injection.verify import original_success
-
     from whenpro_core.summary import safe_name
 
     seeds: list[Seed] = []
@@ -234,5 +233,6 @@ def plan_build(seeds: list[Seed], modes: tuple[str, ...], per_seed: int, *, seed
     return plan
 
 
-__all__ = ["Attempt", "MIN_AGENT_STEPS", "Plan", "SEED_SKIP_REASONS", "TRIES_PER_KEPT", "Seed", "attempt_order", "candidate_steps",
+__all__ = ["Attempt", "MIN_AGENT_STEPS", "Plan", "SEED_SKIP_REASONS", "TRIES_PER_KEPT", "Seed", "attempt_order",
+           "candidate_steps",
            "fitting_modes", "parse_modes", "plan_build", "scan_seeds", "step_class"]

@@ -72,7 +72,7 @@ import secrets
 import shutil
 import tempfile
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +164,7 @@ class BuildStore:
 
     @classmethod
     def open(cls, root: str | Path, options: dict[str, Any], *, force: bool = False,
-             now: str | None = None, salt: str | None = None) -> "BuildStore":
+             now: str | None = None, salt: str | None = None) -> BuildStore:
         """Open (or start) the build in ``root``.
 
         ``options`` are the settings a resumed build must share (generator, executor,
@@ -200,7 +200,7 @@ class BuildStore:
                 records, header = [], None
             if header is None:
                 header = {"format": JOURNAL_FORMAT, "options": options, "salt": salt or secrets.token_hex(16),
-                          "created": now or datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                          "created": now or datetime.now(UTC).isoformat(timespec="seconds")}
                 applog.append(journal, header)
             entries: dict[str, Entry] = {}
             for r in records:
@@ -487,7 +487,7 @@ def compute_manifest(header: dict[str, Any], entries: list[Entry], seeds: dict[s
     return {
         "format": MANIFEST_FORMAT,
         "created": header.get("created"),
-        "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "updated": datetime.now(UTC).isoformat(timespec="seconds"),
         "options": header.get("options", {}),
         "seeds": seeds,
         "counts": {"planned": planned if planned is not None else n, "attempted": n, "generated": generated,
@@ -539,7 +539,7 @@ def revalidate(root: str | Path) -> dict[str, Any]:
     if manifest is None:
         raise WhenproError("no manifest.json here: not a dataset built by whenpro build", path=Path(root),
                            expected="the --out folder of a whenpro build")
-    manifest["updated"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    manifest["updated"] = datetime.now(UTC).isoformat(timespec="seconds")
     atomic_write_bytes(Path(root) / MANIFEST, jsonio.dumps(manifest, indent=True) + b"\n")
     return manifest
 

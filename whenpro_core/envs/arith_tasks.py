@@ -140,8 +140,8 @@ def make_money(rng: random.Random, family: str = "shop") -> tuple[str, dict[str,
     extra = rng.choice(fam["extras"])
     pct = rng.choice([10, 15, 20, 25]) if extra in ("discount", "tip") else rng.choice([5, 8, 10, 20])
     fee = rng.choice([3, 4, 5, 6])
-    sells = _join([f"{plural} at ${p} each" for (_, plural), p in zip(items, prices)])
-    buys = _join([f"{q} {plural}" for (_, plural), q in zip(items, qty)])
+    sells = _join([f"{plural} at ${p} each" for (_, plural), p in zip(items, prices, strict=True)])
+    buys = _join([f"{q} {plural}" for (_, plural), q in zip(items, qty, strict=True)])
     tail = EXTRA_TEXT[extra].format(pct=pct, fee=fee)
     query = (fam["open"].format(sells=sells, buyer=buyer, buys=buys) + tail
              + f". How much does {buyer} pay, in dollars? Give the amount with two decimals.")
@@ -207,7 +207,7 @@ def gold_answer(params: dict[str, Any]) -> str:
     :func:`derive`, which reads the text)."""
     kind = family_kind(params["family"])
     if kind == "money":
-        subtotal = sum(q * float(p) for q, p in zip(params["qty"], params["prices"]))
+        subtotal = sum(q * float(p) for q, p in zip(params["qty"], params["prices"], strict=True))
         if params["extra"] == "discount":
             total = subtotal - subtotal * params["pct"] / 100
         elif params["extra"] in ("tax", "tip"):

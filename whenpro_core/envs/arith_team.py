@@ -241,7 +241,8 @@ def shuffled_items(items: list[Item], style: int | None) -> list[Item]:
         return list(items)
     rng = random.Random(f"{style}:order")
     names = {i.var for i in items}
-    left, done, out = list(items), set(), []
+    left, out = list(items), []
+    done: set[str] = set()
     while left:
         ready = [i for i in left if not (set(IDENT.findall(i.expr)) & names) - done]
         pick_one = rng.choice(ready or left)
@@ -281,9 +282,10 @@ class ArithReferencePolicy:
         if earlier:  # the progress review: the latest plan again, without its review line
             kept = [ln for ln in earlier[-1].content.split("\n")[1:]
                     if not re.match(r"\s*\d+\.\s*planner\s*:", ln, re.IGNORECASE)]
-            body = "\n".join(f"{n}. {PLAN_LINE.match(ln).group(1)}: {PLAN_LINE.match(ln).group(2)}"
-                             for n, ln in enumerate((ln for ln in kept if PLAN_LINE.match(ln)), 1))
-            return Step(index=0, agent="planner", kind="plan", content=pick(style, REVIEWS, key, "review") + "\n" + body)
+            lines = [m for ln in kept if (m := PLAN_LINE.match(ln))]
+            body = "\n".join(f"{n}. {m.group(1)}: {m.group(2)}" for n, m in enumerate(lines, 1))
+            head = pick(style, REVIEWS, key, "review")
+            return Step(index=0, agent="planner", kind="plan", content=head + "\n" + body)
         if not any(s.agent == "planner" for s in steps) and chance(style, P_INTRO, "intro"):
             return Step(index=0, agent="planner", kind="plan", content=pick(style, INTROS, key, "intro").format(
                 report=d.report, n=len(d.items)))

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.model import Agent, Modality, Outcome, Source, Step, Task, ToolCall, Trace

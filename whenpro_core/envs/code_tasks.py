@@ -5,16 +5,17 @@ Each :class:`Template` makes parameters from a seeded RNG, renders the spec text
 spec text back (the coder's *reading* of the task), writes a first draft and a complete
 solution (the reference coder's two behaviours), and computes the expected value of a call
 with a plain Python reference function (independent of the code strings). Twelve templates
-(:data:`TEMPLATES`); those with an ``Edge case:`` sentence have drafts that ignore it, so the tester's failing example and the
-coder's fix are exercised in ordinary runs.
+(:data:`TEMPLATES`); those with an ``Edge case:`` sentence have drafts that ignore it, so the
+tester's failing example and the coder's fix are exercised in ordinary runs.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 WORDS = ["banana", "rhythm", "syzygy", "lattice", "example", "quartz", "yellow", "strait"]
 
@@ -296,7 +297,8 @@ SHIFT = Template(
     make=lambda r: {"k": r.choice([1, 2, 3, 5, 13]), "words": r.sample(WORDS, 1)},
     spec=lambda p: render_spec(SHIFT, p, (
         f"Write a Python function `shift_word(w)` that shifts every lowercase letter of w {p['k']} places "
-        "forward in the alphabet, wrapping from z to a."), "characters that are not lowercase letters stay as they are."),
+        "forward in the alphabet, wrapping from z to a."),
+        "characters that are not lowercase letters stay as they are."),
     parse=lambda s: (lambda m: {"k": int(m[1])} if m else None)(re.search(r"lowercase letter of w (\d+) places", s)),
     draft=lambda p: f"def shift_word(w):\n    return ''.join(chr((ord(c) - 97 + {p['k']}) % 26 + 97) for c in w)\n",
     full=lambda p: (f"def shift_word(w):\n    return ''.join(chr((ord(c) - 97 + {p['k']}) % 26 + 97) "

@@ -4,8 +4,8 @@ native trace per run (successful and failed runs alike)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from whenpro_core.envs import get_env
 from whenpro_core.envs.base import run_env
@@ -13,7 +13,6 @@ from whenpro_core.errors import WhenproError
 from whenpro_core.formats.native import write_trace
 from whenpro_core.model import Trace
 from whenpro_core.textsafe import plural
-
 
 #: Bits of a first seed drawn at random (``whenpro run`` without ``--seed``).
 SEED_BITS = 40

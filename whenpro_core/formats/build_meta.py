@@ -9,8 +9,9 @@ a dataset walk (``whenpro ls``, ``whenpro bench``) lists nothing for them instea
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 

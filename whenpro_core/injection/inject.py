@@ -15,10 +15,10 @@ the verification verdict.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.injection.executors import Executor
@@ -28,7 +28,6 @@ from whenpro_core.injection.verify import Verdict, check_trace, verify
 from whenpro_core.model import Annotation, GroundTruth, Outcome, Source, Step, Trace
 from whenpro_core.taxonomy import Taxonomy
 from whenpro_core.textsafe import plural
-
 
 #: Terminations that cut a continuation short for reasons outside the run (a model-call
 #: budget, a cancel): without a final answer the counterfactual's outcome is unknown.
@@ -136,7 +135,7 @@ def _counterfactual(trace: Trace, index: int, mode: str, gen: GeneratedStep, res
         "generator": gen.generator,
         "executor": result.executor,
         "seed": seed,
-        "timestamp": now or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": now or datetime.now(UTC).isoformat(timespec="seconds"),
         "replay": {"prefix_len": result.prefix_len, "new_steps": len(result.new_steps),
                    "termination": result.termination, "tool_cache_hits": result.cache_hits,
                    "tool_cache_misses": result.cache_misses, "seconds": round(result.seconds, 3)},

@@ -56,9 +56,10 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from whenpro_core.errors import ConfigError
 from whenpro_core.injection.textedit import (
@@ -181,7 +182,8 @@ def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
         kind = max(set(kinds), key=kinds.count) if kinds else s.kind
         text = _claim_text(trace, i, claim, rng, FIGURES)
         return Mutation(fresh_step(s, content=text, tool_calls=[], kind=kind),
-                        f"States the result {claim} without calling {s.tool_calls[0].name} (the tool would give {real}).")
+                        f"States the result {claim} without calling {s.tool_calls[0].name} "
+                        f"(the tool would give {real}).")
     m = find_numbers(s.content)[-1]
     claim = perturb(m.group(), rng)
     return Mutation(fresh_step(s, content=_claim_text(trace, i, claim, rng, FIGURES)),
@@ -339,7 +341,8 @@ def _done_remark(trace: Trace, i: int) -> str | None:
     if DONE_SENTENCE.search(s.content or ""):
         return None
     for st in trace.steps:
-        if st.agent == s.agent and st.index != i and is_agent_step(st) and (m := DONE_SENTENCE.search(st.content or "")):
+        m = DONE_SENTENCE.search(st.content or "") if st.agent == s.agent and st.index != i else None
+        if m and is_agent_step(st):
             return m.group().strip()
     return None
 
@@ -386,8 +389,8 @@ def _as_final(final: Step, value: str, is_code: bool) -> str:
     text = final.content or ""
     blocks = list(CODE_BLOCK.finditer(text))
     if is_code and blocks:
-        m = blocks[-1]
-        return text[:m.start(1)] + value + text[m.end(1):]
+        block = blocks[-1]
+        return text[:block.start(1)] + value + text[block.end(1):]
     if m := re.search(r"(final answer\s*:\s*)(.+)$", text, re.IGNORECASE | re.DOTALL):
         return text[:m.start(2)] + value
     nums = find_numbers(text)
@@ -405,7 +408,8 @@ def _a3(trace: Trace, i: int, rng: random.Random) -> Mutation:
                         "Declares its part of the work finished while items remain, so the run ends early.")
     value, is_code = _partial_result(trace, i)
     final = _final_of(trace, i)
-    new = fresh_step(s, content=_as_final(final, value, is_code), tool_calls=[], kind="final_answer")
+    content = _as_final(final, value, is_code) if final is not None else f"Final answer: {value}"
+    new = fresh_step(s, content=content, tool_calls=[], kind="final_answer")
     shown = "its current code" if is_code else repr(value)
     return Mutation(new, f"Stops early and returns {shown} as the final answer before the remaining work is done.")
 
