@@ -26,7 +26,7 @@ TIMESTAMP = "2026-01-01T00:00:00+00:00"
 INJECTIONS = [
     (1, 4, "R.3"),  # the solver's total is off; nobody re-checks it -> decisive
     (2, 2, "A.1"),  # lookup of the wrong item; the verifier only re-multiplies -> decisive
-    (0, 3, "A.3"),  # the solver stops after one line item -> decisive
+    (0, 1, "PL.1"),  # the plan leaves out a line item -> decisive
     (0, 2, "R.3"),  # a line item is off; the verifier re-derives it from the task -> caught
 ]
 
@@ -34,7 +34,7 @@ INJECTIONS = [
 def build() -> list[Trace]:
     """Three seed runs, then the four counterfactuals of :data:`INJECTIONS`."""
     env = get_env("arith_team")
-    seeds = {s: run_env(env, s) for s in (0, 1, 2)}
+    seeds = {s: run_env(env, s, plain=True) for s in (0, 1, 2)}
     out = list(seeds.values())
     for seed, index, mode in INJECTIONS:
         result = inject(seeds[seed], index, mode, OfflineGenerator(), BuiltinExecutor(), now=TIMESTAMP)

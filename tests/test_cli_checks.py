@@ -5,6 +5,7 @@ never a half-done run."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -239,7 +240,8 @@ def test_build_whose_replays_all_fail_exits_1_with_the_drop_reasons(tmp_path):
     out = whenpro("build", str(tmp_path / "runs"), "--out", str(tmp_path / "ds"), "--per-seed", "1",
                   "--executor", "cmd:false")
     assert out.returncode == 1, out.stderr
-    assert "no trace kept" in out.stderr and "replay_failed 1" in out.stderr
+    # every attempt of the seed run is tried (an attempt that is not kept makes way for the next)
+    assert "no trace kept" in out.stderr and re.search(r"\(replay_failed \d+\)", out.stderr)
     assert (tmp_path / "ds" / "manifest.json").is_file()
 
 

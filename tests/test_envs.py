@@ -11,9 +11,11 @@ import pytest
 from conftest import REPO
 
 from whenpro_core.envs import env_for_trace, env_names, get_env
-from whenpro_core.envs.arith_tasks import calculate, clock_add
+from whenpro_core.envs.arith_tasks import FAMILIES, calculate, clock_add, derive, family_kind
 from whenpro_core.envs.arith_team import read_values
-from whenpro_core.envs.base import EnvState, run_env, run_loop
+from whenpro_core.envs.base import EnvState, framing_step, run_env, run_loop
+from whenpro_core.envs.code_pair import latest_code, undress
+from whenpro_core.envs.code_tasks import TEMPLATES, read_spec
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats import load_trace
 from whenpro_core.model import Step
@@ -40,10 +42,14 @@ def test_arith_team_reference_runs_succeed(seed):
     assert all(s.observation for s in trace.steps if s.tool_calls)
 
 
-def test_arith_families_cover_shop_schedule_and_table():
+def test_arith_families_cover_twelve_tasks_of_money_schedule_and_table():
     env = get_env("arith_team")
-    families = {env.make_task(seed).params["family"] for seed in range(3)}
-    assert families == {"shop", "schedule", "table"}
+    families = {env.make_task(seed).params["family"] for seed in range(12)}
+    assert families == set(FAMILIES) and len(families) >= 12
+    assert {family_kind(f) for f in families} == {"money", "schedule", "table"}
+    for seed in range(24):  # every family's text is read back by the team's derivation
+        task = env.make_task(seed)
+        assert derive(task.query).items, task.query
     table_run = run_env(env, 2)
     assert any(c.name == "lookup" for s in table_run.steps for c in s.tool_calls)
     # The table itself is nowhere in what the agents see.
@@ -51,26 +57,76 @@ def test_arith_families_cover_shop_schedule_and_table():
     assert hidden_price not in table_run.steps[0].content
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(12))
 def test_code_pair_reference_runs_succeed_with_the_fix_loop(seed):
     trace = run_env(get_env("code_pair"), seed)
     assert trace.outcome.value == "success", trace.extras["env"]["check"]
     assert "hidden tests passed" in trace.extras["env"]["check"]
     assert any(c.name == "run_tests" for s in trace.steps for c in s.tool_calls)
     edge = "Edge case:" in trace.task.query
-    # Templates with an edge case go through one failing test round and a fix.
-    assert any("tests failed" in s.content for s in trace.steps) == edge
+    template, params = read_spec(trace.task.query)
+    first = undress(next(latest_code([s]) for s in trace.steps if latest_code([s])))
+    failed = any(s.agent == "tester" and not s.tool_calls and "Approved" not in s.content for s in trace.steps)
+    # A draft that ignores the edge case goes through a failing test round and a fix.
+    assert failed == (edge and first != template.full(params)) or (failed and first != template.draft(params))
+
+
+def test_code_pair_has_twelve_templates():
+    assert len(TEMPLATES) >= 12 and len({t.name for t in TEMPLATES}) == len(TEMPLATES)
+    env = get_env("code_pair")
+    assert {env.make_task(seed).params["template"] for seed in range(12)} == {t.name for t in TEMPLATES}
+
+
+def _restyled(env_name: str, seed: int, style: int | None) -> list[str]:
+    env = get_env(env_name)
+    task = env.make_task(seed)
+    task.params["style"] = style
+    steps, _ = run_loop(env, task, env.reference_policy(), [framing_step(task.query)], env.live_tools(task))
+    return [s.content for s in steps]
+
+
+@pytest.mark.parametrize("env_name", ["arith_team", "code_pair"])
+def test_the_same_task_is_told_differently_by_each_style_and_the_same_way_by_one(env_name):
+    runs = [_restyled(env_name, 5, style) for style in range(8)]
+    assert runs[3] == _restyled(env_name, 5, 3)  # a style reproduces its run exactly
+    assert len({tuple(r) for r in runs}) >= 6  # the task text alone does not give the run
+    assert len({r[1] for r in runs}) >= 3  # ... from the first agent step on
+    assert len({len(r) for r in runs}) >= 2 or env_name == "code_pair"  # optional steps change the length
+
+
+def test_slips_happen_and_the_team_catches_them():
+    env = get_env("arith_team")
+    caught = [t for t in (run_env(env, s) for s in range(60))
+              if any(s.agent == "verifier" and "Mismatch on" in s.content for s in t.steps)]
+    assert caught and all(t.outcome.value == "success" for t in caught)
+    pair = get_env("code_pair")
+    fixed = [t for t in (run_env(pair, s) for s in range(40))
+             if sum(1 for s in t.steps
+                    if s.agent == "tester" and not s.tool_calls and "Approved" not in s.content) >= 2]
+    assert fixed and sum(t.outcome.value == "success" for t in fixed) >= len(fixed) // 2
+
+
+def test_run_without_seed_draws_a_fresh_one_each_time(tmp_path):
+    first = _whenpro("run", "code_pair", "--n", "2", "--out", str(tmp_path / "a"))
+    second = _whenpro("run", "code_pair", "--n", "2", "--out", str(tmp_path / "b"))
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert "first seed" in first.stdout and "--seed" in first.stdout
+    a = [load_trace(f) for f in sorted((tmp_path / "a").glob("*.json"))]
+    b = [load_trace(f) for f in sorted((tmp_path / "b").glob("*.json"))]
+    assert {t.id for t in a}.isdisjoint({t.id for t in b})
+    assert [[s.content for s in t.steps] for t in a] != [[s.content for s in t.steps] for t in b]
 
 
 def test_solver_reads_values_from_the_conversation_not_hidden_state():
     env = get_env("arith_team")
-    trace = run_env(env, 0)
-    steps = trace.steps[:3]  # user, plan, first solver step
+    task = env.make_task(0)
+    task.params["style"] = None  # the original wording and order
+    steps, _ = run_loop(env, task, env.reference_policy(), [framing_step(task.query)], env.live_tools(task))
+    steps = steps[:3]  # user, plan, first solver step
     first_var = next(iter(read_values(steps)))
     # Rewrite the recorded observation: the next solver step must use the new text.
     steps = [s.model_copy(deep=True) for s in steps]
     steps[2].observation = "1000"
-    task = env.task_from_trace(trace)
     rest, _ = run_loop(env, task, env.reference_policy(), steps, env.live_tools(task))
     subtotal = next(s for s in rest if s.content.startswith("Computing subtotal"))
     assert "1000 +" in subtotal.tool_calls[0].arguments["expression"], subtotal.content

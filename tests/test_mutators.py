@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import random
+import re
 
 import pytest
 
@@ -29,7 +30,7 @@ def _trace() -> Trace:
         dict(agent="solver", kind="action", content="Computing notebooks = 2 * 7.",
              tool_calls=[ToolCall(id="c2", name="calculator", arguments={"expression": "2 * 7"})], observation="14"),
         dict(agent="verifier", kind="assistant", content="Checked pens = 12 against the task: correct. Approved."),
-        dict(agent="solver", kind="action", content="Computing total = 12 + 14.",
+        dict(agent="solver", kind="action", content="Computing total = 12 + 14. That was the last item.",
              tool_calls=[ToolCall(id="c3", name="calculator", arguments={"expression": "12 + 14"})], observation="26"),
         dict(agent="reporter", kind="final_answer", content="Final answer: 26"),
     ]
@@ -38,13 +39,31 @@ def _trace() -> Trace:
                  steps=[Step(index=i, coord=str(i), **r) for i, r in enumerate(rows)])
 
 
+def _flagged() -> Trace:
+    """:func:`_trace` where the verifier reports a problem (and approves later), and the
+    solver once states a result without the calculator."""
+    t = _trace()
+    t.steps[4].content = "Mismatch on pens: the conversation has 12, but it looks wrong. Solver, please fix."
+    t.steps[3] = t.steps[3].model_copy(update={"content": "Computing notebooks = 2 * 7 = 14.", "tool_calls": [],
+                                               "observation": None, "kind": "assistant"})
+    t.steps.insert(6, Step(index=6, coord="6", agent="verifier", kind="assistant",
+                           content="Checked pens = 12, notebooks = 14: correct. Approved."))
+    for n, st in enumerate(t.steps):
+        st.index, st.coord = n, str(n)
+    return t
+
+
 def test_applicable_modes_per_step_kind():
     t = _trace()
     assert applicable_modes(t, 0) == []  # the user's task is never injected
-    assert {"R.3", "PL.1", "A.3"} <= set(applicable_modes(t, 1)) and "A.1" not in applicable_modes(t, 1)
-    assert {"R.3", "A.1", "R.2", "R.4", "R.1", "A.3"} <= set(applicable_modes(t, 2))
+    assert {"R.3", "PL.1"} <= set(applicable_modes(t, 1)) and "A.1" not in applicable_modes(t, 1)
+    assert "A.3" not in applicable_modes(t, 1)  # the planner never says it is done nor answers
+    assert {"R.3", "A.1", "R.2", "R.4", "A.3"} <= set(applicable_modes(t, 2))  # the solver says it is done later
+    assert "R.1" not in applicable_modes(t, 2)  # this solver never states a result without its tool
+    assert "R.1" in applicable_modes(_flagged(), 2)
     assert "A.4" in applicable_modes(t, 3) and "A.4" not in applicable_modes(t, 2)
-    assert "V.2" in applicable_modes(t, 4) and "V.2" not in applicable_modes(t, 3)
+    assert "V.2" not in applicable_modes(t, 4)  # an approval already: approving is no error
+    assert "V.2" in applicable_modes(_flagged(), 4) and "V.2" not in applicable_modes(_flagged(), 6)
     assert "A.3" not in applicable_modes(t, 6)  # already the final answer
 
 
@@ -58,9 +77,10 @@ def test_r3_changes_the_argument_and_the_quoted_content_consistently():
 
 
 def test_a1_corrupts_only_the_argument():
-    m = mutate(_trace(), 5, "A.1")
+    t = _trace()
+    m = mutate(t, 5, "A.1")
     assert m.step.tool_calls[0].arguments["expression"] == "12"  # lost its last operand
-    assert m.step.content == "Computing total = 12 + 14."
+    assert m.step.content == t.steps[5].content
 
 
 def test_a1_uses_another_value_seen_for_the_same_argument():
@@ -73,21 +93,49 @@ def test_a1_uses_another_value_seen_for_the_same_argument():
 
 def test_a3_a4_v2_pl1_r2_r1_c2_edits():
     t = _trace()
-    a3 = mutate(t, 3, "A.3")
-    assert a3.step.kind == "final_answer" and a3.step.content == "Final answer: 12" and not a3.step.tool_calls
+    a3 = mutate(t, 3, "A.3")  # the solver's own remark, too early; its step keeps its form and tool call
+    assert a3.step.content == "Computing notebooks = 2 * 7. That was the last item."
+    assert a3.step.kind == "action" and a3.step.tool_calls == t.steps[3].tool_calls
     a4 = mutate(t, 3, "A.4")
     assert a4.step.content == t.steps[2].content and a4.step.tool_calls[0].arguments == {"expression": "4 * 3"}
-    v2 = mutate(t, 4, "V.2")
-    assert "Approved" in v2.step.content and "Checked" not in v2.step.content
+    f = _flagged()
+    v2 = mutate(f, 4, "V.2")  # the verifier's own approval, in place of its report
+    assert v2.step.content == f.steps[6].content and v2.step.kind == f.steps[4].kind
     pl1 = mutate(t, 1, "PL.1")
     assert pl1.step.content.count("\n") == t.steps[1].content.count("\n") - 1
     assert [ln.split(".")[0] for ln in pl1.step.content.splitlines()[1:]] == ["1", "2", "3"]
     r2 = mutate(t, 5, "R.2")
     assert r2.step.tool_calls[0].arguments["expression"] == "12 - 14" and "12 - 14" in r2.step.content
-    r1 = mutate(t, 2, "R.1")
-    assert not r1.step.tool_calls and "The result is" in r1.step.content
+    r1 = mutate(f, 2, "R.1")  # the way this solver states results without a tool, and its kind for that
+    assert not r1.step.tool_calls and r1.step.kind == "assistant"
+    assert re.fullmatch(r"Computing pens = 4 \* 3 = \d+\.", r1.step.content) and r1.step.content != \
+        "Computing pens = 4 * 3 = 12."
     c2 = mutate(t, 6, "C.2")  # the reporter takes the solver's earlier figure instead of 26
     assert c2.step.content != t.steps[6].content and "26" not in c2.step.content
+
+
+def test_a3_in_the_agents_own_final_format_when_it_never_says_it_is_done():
+    trace = run_env(get_env("code_pair"), 0)
+    final = trace.steps[-1]
+    i = next(s.index for s in trace.steps if s.agent == "coder" and "```python" in s.content)
+    m = mutate(trace, i, "A.3")
+    assert m.step.kind == "final_answer" and not m.step.tool_calls
+    assert m.step.content.split("```")[0] == final.content.split("```")[0]  # the coder's own final wording
+    assert m.step.content.split("```python\n")[1] == trace.steps[i].content.split("```python\n")[1]
+
+
+def test_no_mutator_writes_one_fixed_sentence():
+    """Over many traces, a mode's new text is not one sentence: it follows each agent."""
+    env = get_env("arith_team")
+    added: dict[str, set[str]] = {}
+    for seed in range(40):
+        t = run_env(env, seed)
+        for i in range(1, len(t.steps)):
+            for mode in ("R.1", "V.2", "A.3"):
+                if mode in applicable_modes(t, i):
+                    new = mutate(t, i, mode, seed).step.content
+                    added.setdefault(mode, set()).add(re.sub(r"\d+(\.\d+)?", "N", new))
+    assert all(len(v) >= 3 for v in added.values()) and set(added) >= {"R.1", "A.3"}, added
 
 
 def test_r4_swaps_in_another_quantity_of_the_task():
@@ -176,5 +224,5 @@ def test_mutators_on_real_who_and_when_traces(real_traces):
                 assert (s.index, s.coord, s.agent) == (i, trace.steps[i].coord, trace.steps[i].agent)
                 assert (s.content, s.tool_calls, s.kind) != (trace.steps[i].content, trace.steps[i].tool_calls,
                                                              trace.steps[i].kind), (f, i, mode)
-    assert {"R.3", "A.3", "A.4", "C.2", "V.2"} <= seen
+    assert {"R.3", "A.4", "C.2"} <= seen
     assert seen <= set(MUTATORS)

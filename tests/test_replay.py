@@ -29,7 +29,7 @@ NOW = "2026-01-01T00:00:00+00:00"
 
 @lru_cache(maxsize=None)
 def _seed_json(env: str, seed: int) -> bytes:
-    return dumps_trace(run_env(get_env(env), seed))
+    return dumps_trace(run_env(get_env(env), seed, plain=True))
 
 
 def seed_run(env: str, seed: int):
@@ -107,9 +107,11 @@ def test_cache_key_ignores_call_ids_and_key_order():
     assert cache.get(b) == ("1.25", None) and cache.get(c) is None and (cache.hits, cache.misses) == (1, 1)
 
 
-def test_code_pair_tester_approving_without_running_is_decisive():
+def test_code_pair_tester_approving_a_failing_version_is_decisive():
     seed = seed_run("code_pair", 0)  # clamp_scale: the first version ignores the edge case
-    result = run_inject(seed, 2, "V.2")
+    assert "fail" in seed.steps[3].content  # the tester's report of the failing example
+    result = run_inject(seed, 3, "V.2")
+    assert "Approved" in result.counterfactual.steps[3].content
     assert result.verdict.decisive and result.verdict.kept
     assert "hidden tests passed" in result.verdict.detail
     assert result.counterfactual.steps[-1].kind == "final_answer"
@@ -174,8 +176,8 @@ def test_diff_of_a_counterfactual():
     assert len([r for r in d.rows if r.a is not None]) == len(seed.steps)
     same = diff_traces(seed, seed)
     assert same.shared_prefix == len(seed.steps) and not same.final_answer_changed
-    early = diff_traces(seed, run_inject(seed, 3, "A.3").counterfactual)
-    assert early.removed and early.final_answer_changed
+    early = diff_traces(seed, run_inject(seed, 1, "PL.1").counterfactual)  # a plan line left out
+    assert early.shared_prefix == 1 and early.final_answer_changed
 
 
 def test_builtin_executor_refuses_traces_it_did_not_make():

@@ -29,11 +29,11 @@ from whenpro_core.formats.native import write_trace
 def built(tmp_path_factory) -> Path:
     seeds = tmp_path_factory.mktemp("vseeds")
     env = get_env("arith_team")
-    for s in range(3):
+    for s in range(6):
         write_trace(run_env(env, s), seeds / f"arith_team-s{s}.json")
     root = tmp_path_factory.mktemp("vds") / "ds"
-    opts = BuildOptions(per_seed=3, modes=("A.3", "V.2", "PL.1"), concurrency=2, detect=False)
-    asyncio.run(run_build(seeds, root, opts, now="2026-01-02T03:04:05+00:00"))
+    opts = BuildOptions(per_seed=3, concurrency=2, max_mode_share=1.0, detect=False)
+    asyncio.run(run_build(seeds, root, opts, now="2026-01-02T03:04:05+00:00", salt="validate"))
     return root
 
 

@@ -379,7 +379,9 @@ def attribute(
 def run(env: str = typer.Argument(..., help="A built-in environment: arith_team or code_pair."),
         n: int = typer.Option(5, "--n", min=1, help="Number of runs (seeds SEED .. SEED+N-1)."),
         out: Path = typer.Option(..., "--out", help="Folder for the native traces, one per run."),
-        seed: int = typer.Option(0, "--seed", help="First seed."),
+        seed: Optional[int] = typer.Option(None, "--seed", min=0,
+                                           help="First seed, to reproduce runs (default: drawn at random, so the "
+                                                "same command gives different runs)."),
         model: str = typer.Option("reference", "--model",
                                   help="Agent policy: reference (offline, default) or provider:model (a model plays every agent)."),
         force: bool = typer.Option(False, "--force", help="Overwrite existing files.")) -> None:
@@ -502,6 +504,8 @@ def inject(trace: str = typer.Argument(..., help="The seed trace (normally a suc
                                                    help="simulate: model calls for the continuation "
                                                         "(default: 2 per remaining step + 1)."),
            no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
+           base_url: Optional[str] = typer.Option(None, "--base-url", help="Base URL of the model's provider "
+                                                  "(e.g. an OpenAI-compatible server)."),
            out: Optional[Path] = typer.Option(None, "--out", help="Counterfactual file (default: next to TRACE)."),
            seed: int = typer.Option(0, "--seed", help="Seed of the mutator's choices."),
            timeout: float = typer.Option(600.0, "--timeout", parser=SECONDS, help="Seconds for the whole continuation."),
@@ -513,7 +517,8 @@ def inject(trace: str = typer.Argument(..., help="The seed trace (normally a suc
 
     run_inject_command(trace, step, mode, generator=generator, executor=executor, out=out, seed=seed,
                        force=force, timeout=timeout, message_timeout=message_timeout, model=model,
-                       max_steps=max_steps, max_calls=max_calls, use_cache=not no_cache, echo=typer.echo)
+                       max_steps=max_steps, max_calls=max_calls, use_cache=not no_cache, base_url=base_url,
+                       echo=typer.echo)
 
 
 @app.command()
@@ -524,11 +529,16 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
           modes: Optional[str] = typer.Option(None, "--modes",
                                               help="Comma-separated failure modes (default: every mode "
                                                    "with an offline mutator)."),
-          per_seed: int = typer.Option(2, "--per-seed", "-n", min=1, help="Injections to attempt per seed run."),
+          per_seed: int = typer.Option(1, "--per-seed", "-n", min=1,
+                                       help="Injections to attempt per seed run (above 1: twins share a prefix)."),
           generator: str = typer.Option("offline", "--generator", help="offline (mutators) or llm."),
-          model: Optional[str] = typer.Option(None, "--model", "-m", help="provider:model for --generator llm."),
+          model: Optional[str] = typer.Option(None, "--model", "-m",
+                                              help="provider:model for --generator llm and --executor simulate."),
           executor: str = typer.Option("builtin", "--executor",
-                                       help="builtin, cmd:COMMAND (JSON lines) or an installed plugin name."),
+                                       help="builtin, cmd:COMMAND (JSON lines), simulate (an LLM plays the other "
+                                            "agents; with a control run) or an installed plugin name."),
+          max_mode_share: float = typer.Option(0.25, "--max-mode-share", min=0.01, max=1.0,
+                                               help="Largest share of one failure mode among the kept traces."),
           layout: str = typer.Option("files", "--layout",
                                      help="files (data_release/<modality>/<benchmark>/<framework>/...) or "
                                           "jsonl (data/<modality>.jsonl)."),
@@ -554,7 +564,7 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
     manifest = build_command(seeds, out, modes=modes, per_seed=per_seed, generator=generator, model=model,
                              executor=executor, layout=layout, seed=seed, concurrency=concurrency,
                              timeout=timeout, message_timeout=message_timeout, force=force,
-                             revalidate=revalidate, keep_detectable=keep_detectable,
+                             revalidate=revalidate, max_mode_share=max_mode_share, keep_detectable=keep_detectable,
                              export_validated=export_validated, echo=typer.echo)
     empty = nothing_kept(manifest, out) if seeds is not None else None
     if empty:

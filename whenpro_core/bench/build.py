@@ -34,12 +34,22 @@ import asyncio
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from whenpro_core.bench.build_plan import Attempt, Plan, Seed, parse_modes, plan_build, scan_seeds
-from whenpro_core.bench.build_store import LAYOUTS, BuildStore, Entry
+from whenpro_core.bench.build_plan import (
+    Attempt,
+    Plan,
+    Seed,
+    candidate_steps,
+    parse_modes,
+    plan_build,
+    scan_seeds,
+    step_class,
+)
+from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.model import Trace
 from whenpro_core.redact import redact
@@ -56,6 +66,10 @@ class BuildOptions:
         executor: ``builtin``, ``cmd:COMMAND`` or a plugin name.
         layout: ``files`` (per-file release) or ``jsonl``.
         seed: seeds the choice of steps and modes and the mutators' choices.
+        model: ``provider:model`` of ``--generator llm`` and ``--executor simulate``
+            (unless their spec names one).
+        max_mode_share: largest share of one failure mode among the released traces
+            (``build_store.balance``; 1 turns mode balancing off).
         concurrency: attempts in flight at once.
         timeout: seconds for one continuation; message_timeout: per message of a
             ``cmd:`` executor.
@@ -64,7 +78,7 @@ class BuildOptions:
     """
 
     modes: tuple[str, ...] = ()
-    per_seed: int = 2
+    per_seed: int = 1
     generator: str = "offline"
     executor: str = "builtin"
     layout: str = "files"
@@ -72,11 +86,23 @@ class BuildOptions:
     concurrency: int = 4
     timeout: float = 600.0
     message_timeout: float = 60.0
+    model: str | None = None
+    max_mode_share: float = MAX_MODE_SHARE
     detect: bool = True
 
     def fingerprint(self) -> dict[str, Any]:
         """The options a resumed build must share with the run that started it."""
-        return {"generator": self.generator, "executor": self.executor, "layout": self.layout, "seed": self.seed}
+        out: dict[str, Any] = {"generator": self.generator, "executor": self.executor, "layout": self.layout,
+                               "seed": self.seed}
+        if self.model and (self.executor == "simulate" or self.generator == "llm"):
+            out["model"] = self.model
+        return out
+
+    @property
+    def needs_control(self) -> bool:
+        """Whether kept items need a control run: a continuation that is not an exact
+        replay (an LLM plays the other agents) may fail without the injected error."""
+        return self.executor == "simulate" or self.executor.startswith("simulate:")
 
 
 @dataclass
@@ -109,9 +135,11 @@ def _describe(exc: BaseException) -> str:
 
 
 def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: BuildOptions, *,
-                now: str, cancel: threading.Event | None = None) -> Outcome:
+                now: str, cancel: threading.Event | None = None, trace_id: str | None = None) -> Outcome:
     """Generate, replay, verify and filter one attempt (blocking; run it in a thread).
-    Never raises for a failed attempt: the entry says which stage dropped it."""
+    Never raises for a failed attempt: the entry says which stage dropped it.
+    ``trace_id`` is the id the kept trace gets (the build's opaque id; default: the
+    counterfactual's own)."""
     from whenpro_core.formats.whowhen_pro_write import check_round_trip, to_document
     from whenpro_core.injection.inject import inject
 
@@ -119,7 +147,7 @@ def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: Build
     step = trace.steps[attempt.index]
     base = dict(key=attempt.key, seed=attempt.seed_id, seed_ref=attempt.seed_ref, step=attempt.coord,
                 step_index=attempt.index, mode=attempt.mode, agent=step.agent, modality=trace.modality.value,
-                framework=trace.framework, benchmark=trace.benchmark)
+                framework=trace.framework, benchmark=trace.benchmark, step_class=step_class(step))
 
     def done(status: str, reason: str | None = None, detail: str = "", **kw) -> Entry:
         return Entry(**base, status=status, reason=reason, detail=detail,
@@ -143,6 +171,15 @@ def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: Build
     if v.gold_visible_before_t:
         return Outcome(done("dropped", "gold_visible_before_t",
                             "the gold answer appears in an agent step before the injected one", id=cf.id))
+    control = control_run(trace, attempt.index, executor, opts, cancel) if opts.needs_control else None
+    if control is not None:
+        cf.extras["injection"]["control"] = control
+        if control["success"] is not True:
+            return Outcome(done("dropped", "control_failed", "the unmodified step replayed through the same "
+                                f"executor does not succeed either ({control['detail']})", id=cf.id,
+                                control=control["success"]))
+    if trace_id:
+        cf.id = trace_id
     inj = cf.extras["injection"]
     inj.get("replay", {}).pop("seconds", None)  # timing is in the journal; files are reproducible
     inj["seed_ref"] = attempt.seed_rel or inj.get("seed_ref")  # not the builder's own paths
@@ -150,7 +187,42 @@ def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: Build
     diffs = check_round_trip(cf, doc)
     if diffs:
         return Outcome(done("dropped", "not_representable", "; ".join(diffs[:3]), id=cf.id))
-    return Outcome(done("kept", detail=result.generated.description[:500], id=cf.id), doc)
+    return Outcome(done("kept", detail=result.generated.description[:500], id=cf.id,
+                        control=control["success"] if control else None), doc)
+
+
+def class_shares(plan: Plan) -> dict[str, float]:
+    """Share of each step class (``agent/kind``) among the candidate steps of the used
+    seeds: what the released labels are balanced against (``build_store.balance``)."""
+    counts: dict[str, int] = {}
+    for s in plan.used:
+        if s.trace is None:
+            continue
+        for i in candidate_steps(s.trace):
+            c = step_class(s.trace.steps[i])
+            counts[c] = counts.get(c, 0) + 1
+    total = sum(counts.values()) or 1
+    return {c: round(n / total, 4) for c, n in sorted(counts.items())}
+
+
+def control_run(trace: Trace, index: int, executor, opts: BuildOptions,
+                cancel: threading.Event | None = None) -> dict[str, Any]:
+    """Replay the *unmodified* step ``index`` of ``trace`` through ``executor`` and check
+    the outcome: ``{"success": bool | None, "detail": str, "final_answer": str | None,
+    "termination": str}``. An executor error gives ``success: None`` (never raises for
+    it): an item whose control cannot be run is not kept."""
+    from whenpro_core.injection.replay import warm_start
+    from whenpro_core.injection.verify import check_trace
+
+    try:
+        result = warm_start(trace, index, trace.steps[index].model_copy(deep=True), executor,
+                            timeout=opts.timeout, cancel=cancel)
+    except Exception as exc:  # noqa: BLE001 - recorded as a failed control
+        return {"success": None, "detail": _describe(exc), "final_answer": None, "termination": "error"}
+    check = check_trace(trace, result.final_answer) if result.final_answer is not None else None
+    return {"success": check.success if check else None,
+            "detail": check.detail if check else f"no final answer ({result.termination})",
+            "final_answer": result.final_answer, "termination": result.termination}
 
 
 # ---------------------------------------------------------------------- the build
@@ -184,8 +256,8 @@ def _tools(opts: BuildOptions):
     if opts.generator.startswith("text:"):
         raise ConfigError("a build writes many different steps; a fixed replacement text does not fit",
                           expected="--generator offline or llm")
-    generator = get_generator(opts.generator)
-    executor = get_executor(opts.executor, message_timeout=opts.message_timeout)
+    generator = get_generator(opts.generator, model=opts.model)
+    executor = get_executor(opts.executor, message_timeout=opts.message_timeout, model=opts.model)
     return generator, executor
 
 
@@ -199,6 +271,8 @@ def check_options(opts: BuildOptions) -> None:
         raise ConfigError(f"--per-seed {opts.per_seed} is not a positive number", expected="1 or more")
     if opts.timeout <= 0:
         raise ConfigError("--timeout must be positive", expected="seconds, e.g. 600")
+    if not 0 < opts.max_mode_share <= 1:
+        raise ConfigError(f"--max-mode-share {opts.max_mode_share} is not a share", expected="a number in (0, 1]")
 
 
 #: Progress callback: (finished attempts this run, attempts to run this run, the entry).
@@ -208,13 +282,14 @@ ProgressFn = Callable[[int, int, Entry], None]
 async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions, *, force: bool = False,
                     on_plan: Callable[[BuildResult, int], None] | None = None,
                     on_entry: ProgressFn | None = None, after_record: Callable[[int], None] | None = None,
-                    now: str | None = None) -> BuildResult:
+                    now: str | None = None, salt: str | None = None) -> BuildResult:
     """Build (or resume building) the dataset ``out`` from the seeds at ``seeds_path``.
 
     ``on_plan(result, todo)`` is called once the plan is known; ``on_entry`` after each
     attempt is journalled; ``after_record(n)`` with the number journalled so far in this
     run (a test hook: raising there, or killing the process, interrupts the build between
-    two attempts). ``now`` fixes the build's creation time for a new journal (tests).
+    two attempts). ``now`` and ``salt`` fix a new journal's creation time and id salt
+    (tests; the salt is otherwise random, so ids reveal nothing).
 
     Raises ConfigError for bad options (before anything is written), TraceFormatError
     when the seeds path does not exist, WhenproError for an output folder that is not
@@ -225,9 +300,10 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
     generator, executor = _tools(opts)
     seeds = await asyncio.to_thread(scan_seeds, seeds_path)
     if not seeds:
-        raise ConfigError(f"no traces found in {seeds_path}", expected="successful runs, e.g. the output of whenpro run")
+        raise ConfigError(f"no traces found in {seeds_path}",
+                          expected="successful runs, e.g. the output of whenpro run")
     plan = plan_build(seeds, modes, opts.per_seed, seed=opts.seed, offline=opts.generator == "offline")
-    store = BuildStore.open(out, opts.fingerprint(), force=force, now=now)
+    store = BuildStore.open(out, opts.fingerprint(), force=force, now=now, salt=salt)
     traces = {s.id: s.trace for s in seeds if s.trace is not None}
     result = BuildResult(manifest={}, plan=plan)
     cancel = threading.Event()
@@ -237,31 +313,50 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
         if on_plan:
             on_plan(result, len(todo))
         gate = asyncio.Semaphore(opts.concurrency)
+        chains: dict[str, list[Attempt]] = {}
+        for a in plan.attempts:
+            chains.setdefault(a.seed_id, []).append(a)
 
-        async def one(attempt: Attempt) -> None:
+        async def one(attempt: Attempt) -> Entry | None:
+            outcome = await asyncio.to_thread(run_attempt, traces[attempt.seed_id], attempt, generator,
+                                              executor, opts, now=store.created, cancel=cancel,
+                                              trace_id=store.trace_id(attempt.key))
+            if cancel.is_set():
+                return None  # a cut-short replay proves nothing: not journalled, runs again
+            entry = outcome.entry
+            if outcome.doc is not None:
+                entry = await asyncio.to_thread(store.write_kept, outcome.doc, entry)
+            store.record(entry)
+            result.ran += 1
+            if on_entry:
+                on_entry(result.ran, len(todo), entry)
+            if after_record:
+                after_record(result.ran)
+            return entry
+
+        async def chain(attempts: list[Attempt]) -> None:
+            """A seed's attempts in order until it has ``per_seed`` kept traces."""
             try:
-                outcome = await asyncio.to_thread(run_attempt, traces[attempt.seed_id], attempt, generator,
-                                                  executor, opts, now=store.created, cancel=cancel)
-                if cancel.is_set():
-                    return  # a cut-short replay proves nothing: not journalled, runs again
-                entry = outcome.entry
-                if outcome.doc is not None:
-                    entry = await asyncio.to_thread(store.write_kept, outcome.doc, entry)
-                store.record(entry)
-                result.ran += 1
-                if on_entry:
-                    on_entry(result.ran, len(todo), entry)
-                if after_record:
-                    after_record(result.ran)
+                # a kept item the detectability filter dropped later still used the seed's slot,
+                # so a rerun does not try more attempts of that seed
+                kept = sum(1 for a in attempts if (e := store.entries.get(a.key))
+                           and (e.status == "kept" or e.reason == "detectable"))
+                for attempt in attempts:
+                    if kept >= opts.per_seed or cancel.is_set():
+                        return
+                    if attempt.key in store.entries:
+                        continue
+                    entry = await one(attempt)
+                    kept += bool(entry and entry.status == "kept")
             finally:
                 gate.release()
 
         detectable: dict[str, Any] = {"filter": opts.detect}
         try:
             async with asyncio.TaskGroup() as group:
-                for attempt in todo:
+                for attempts in chains.values():
                     await gate.acquire()
-                    group.create_task(one(attempt))
+                    group.create_task(chain(attempts))
             if opts.detect:
                 detectable.update(await asyncio.to_thread(drop_detectable, store, seeds))
         except BaseException:
@@ -269,6 +364,7 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
             raise
         finally:
             run = {"modes": list(modes), "per_seed": opts.per_seed, "concurrency": opts.concurrency,
+                   "max_mode_share": opts.max_mode_share, "step_classes": class_shares(plan),
                    "detectable": detectable}
             result.manifest = await asyncio.to_thread(store.finish, _seeds_section(seeds),
                                                       planned=len(plan.attempts), run=run)
@@ -313,20 +409,27 @@ def _leaves(eg: BaseExceptionGroup):
 # ---------------------------------------------------------------------- the command
 
 
-def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per_seed: int = 2,
+def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per_seed: int = 1,
                   generator: str = "offline", model: str | None = None, executor: str = "builtin",
                   layout: str = "files", seed: int = 0, concurrency: int = 4, timeout: float = 600.0,
                   message_timeout: float = 60.0, force: bool = False, revalidate: bool = False,
-                  keep_detectable: bool = False, export_validated: Path | None = None,
-                  echo: Callable[[str], None] = print) -> dict[str, Any]:
+                  max_mode_share: float = MAX_MODE_SHARE, keep_detectable: bool = False,
+                  export_validated: Path | None = None, echo: Callable[[str], None] = print) -> dict[str, Any]:
     """What ``whenpro build`` does: build (with a Rich progress bar on stderr when it is
     a terminal) and print a summary; with ``revalidate`` and no ``seeds``, only refresh
     the manifest's validation counts; with ``export_validated`` and no ``seeds``, write
     the release of the accepted traces there (:mod:`.export`). Returns the manifest
     (of the release, for an export)."""
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from whenpro_core.bench.build_store import revalidate as refresh
 
@@ -346,12 +449,13 @@ def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per
         manifest = refresh(out)
         echo(_validation_line(manifest))
         return manifest
-    if model and generator == "offline":
-        raise ConfigError("--model is for --generator llm", expected="--generator llm --model provider:model")
-    spec = f"{generator}:{model}" if model and generator == "llm" else generator
+    if model and generator == "offline" and executor != "simulate":
+        raise ConfigError("--model is for --generator llm or --executor simulate",
+                          expected="--generator llm --model provider:model, or --executor simulate --model ...")
     opts = BuildOptions(modes=tuple(m for m in (modes or "").split(",") if m.strip()), per_seed=per_seed,
-                        generator=spec, executor=executor, layout=layout, seed=seed, concurrency=concurrency,
-                        timeout=timeout, message_timeout=message_timeout, detect=not keep_detectable)
+                        generator=generator, executor=executor, layout=layout, seed=seed, concurrency=concurrency,
+                        timeout=timeout, message_timeout=message_timeout, model=model,
+                        max_mode_share=max_mode_share, detect=not keep_detectable)
     err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
     progress = Progress(SpinnerColumn(), TextColumn("[bold]build"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("kept {task.fields[kept]} · dropped {task.fields[dropped]}"),

@@ -6,18 +6,26 @@ mode) injections to attempt on each (DESIGN §8).
   are used (:func:`~whenpro_core.injection.verify.original_success`: the recorded
   outcome, else a check of the final answer against the gold answer); the others are
   skipped with a reason (``not_success``, ``outcome_unknown``, ``unreadable``,
-  ``duplicate_id``, ``no_candidates``).
+  ``duplicate_id``, ``trivial`` (fewer than :data:`MIN_AGENT_STEPS` agent steps: too
+  short for step attribution to mean anything), ``no_candidates``).
 * **Candidate steps** (:func:`fitting_modes`): agent steps (not the user's task or a
   system prompt) with a coordinate, after the first step (warm start needs a recorded
   prefix), whose recorded ``error`` is empty (a step that errored is
-  not a clean place to plant a new error). With the offline generator, a mode is tried
+  not a clean place to plant a new error), and that are not the final answer (an error
+  there has nothing left to propagate through: it is decisive by construction, and
+  every such label would sit on the last step). With the offline generator, a mode is tried
   only at steps where its mutator fits
   (:func:`~whenpro_core.injection.mutators.applicable_modes`); other generators may try
   every requested mode at every candidate step.
+* **Attempts**: a seed gives up to ``per_seed * TRIES_PER_KEPT`` attempts, tried in
+  order until ``per_seed`` are kept (so at most ``per_seed`` traces per seed run:
+  twins, which share the prefix before the injected step, only when asked for).
 * **Order** (:func:`attempt_order`): a seeded, reproducible order over the fitting
-  (step, mode) pairs that spreads over modes first, then over steps: the modes are
-  visited round-robin in a shuffled order, each taking a random fitting step not yet
-  used by the seed when there is one. The order does not depend on ``--per-seed``, so
+  (step, mode) pairs that spreads over steps first, then over modes: the candidate steps
+  in a shuffled order, each with the fitting mode least tried so far. Choosing the step
+  first keeps the labelled steps spread like the candidate steps (a mode that fits only
+  one kind of step, such as PL.1 at plans, does not crowd the labels onto that kind of
+  step, where a form-only baseline would find them). The order does not depend on ``--per-seed``, so
   ``--per-seed N`` takes its first N pairs and a later run with a larger N only adds
   attempts (the finished ones are in the journal).
 """
@@ -31,10 +39,15 @@ from pathlib import Path
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.injection.mutators import MUTATORS, applicable_modes
 from whenpro_core.injection.textedit import is_agent_step
-from whenpro_core.model import Trace
+from whenpro_core.model import Step, Trace
 
 #: Reasons a seed trace is not used.
-SEED_SKIP_REASONS = ("unreadable", "not_success", "outcome_unknown", "duplicate_id", "no_candidates")
+SEED_SKIP_REASONS = ("unreadable", "not_success", "outcome_unknown", "duplicate_id", "trivial", "no_candidates")
+#: A seed run needs at least this many agent steps to be used.
+MIN_AGENT_STEPS = 3
+#: Attempts planned per wanted kept trace of a seed (an attempt that is not decisive
+#: makes way for the next one of the same seed run).
+TRIES_PER_KEPT = 8
 
 
 @dataclass
@@ -104,7 +117,6 @@ def scan_seeds(target: str | Path) -> list[Seed]:
     Raises TraceFormatError when ``target`` does not exist."""
     from whenpro_core.formats import load_trace, walk
     from whenpro_core.injection.verify import original_success
-
     from whenpro_core.summary import safe_name
 
     seeds: list[Seed] = []
@@ -123,6 +135,8 @@ def scan_seeds(target: str | Path) -> list[Seed]:
         seed = Seed(ref, trace.id, trace, rel=rel)
         if safe_name(trace.id) in seen:  # ids name the dataset files: equal once made file-safe
             seed.skip, seed.detail = "duplicate_id", f"another seed has the id {trace.id!r}"
+        elif (n := sum(1 for st in trace.steps if is_agent_step(st))) < MIN_AGENT_STEPS:
+            seed.skip, seed.detail = "trivial", f"{n} agent steps (at least {MIN_AGENT_STEPS} needed)"
         else:
             ok = original_success(trace)
             if ok is None:
@@ -150,7 +164,12 @@ def _relative(ref: str, target: str | Path) -> str:
 def candidate_steps(trace: Trace) -> list[int]:
     """Indices of the steps an injection may replace (module docstring)."""
     return [s.index for s in trace.steps
-            if s.index >= 1 and s.coord is not None and is_agent_step(s) and not s.error]
+            if s.index >= 1 and s.coord is not None and is_agent_step(s) and not s.error and s.kind != "final_answer"]
+
+
+def step_class(step: Step) -> str:
+    """``agent/kind`` of a step: the classes the released labels are balanced over."""
+    return f"{step.agent}/{step.kind}"
 
 
 def fitting_modes(trace: Trace, modes: tuple[str, ...], *, offline: bool = True) -> dict[int, list[str]]:
@@ -165,34 +184,33 @@ def fitting_modes(trace: Trace, modes: tuple[str, ...], *, offline: bool = True)
 
 
 def attempt_order(trace: Trace, fits: dict[int, list[str]], seed: int) -> list[tuple[int, str]]:
-    """Every fitting (step index, mode) pair in the seeded order of the module docstring."""
+    """Every fitting (step index, mode) pair in the seeded order of the module docstring:
+    steps first (a seeded shuffle of the candidate steps, so the labelled step is spread
+    like the candidate steps are and no kind of step is over-represented), each with the
+    fitting mode this seed has tried least (ties: a seeded choice); then the remaining
+    pairs in the same manner."""
     rng = random.Random(f"{trace.id}:{seed}")
-    by_mode: dict[str, list[int]] = {}
-    for i, modes in sorted(fits.items()):
-        for m in modes:
-            by_mode.setdefault(m, []).append(i)
-    for steps in by_mode.values():
-        rng.shuffle(steps)
-    order_modes = sorted(by_mode)
-    rng.shuffle(order_modes)
-    used: set[int] = set()
+    left = {i: list(modes) for i, modes in sorted(fits.items())}
+    tried: dict[str, int] = {}
     out: list[tuple[int, str]] = []
-    while any(by_mode.values()):
-        for m in order_modes:
-            steps = by_mode[m]
-            if not steps:
-                continue
-            pick = next((i for i in steps if i not in used), steps[0])
-            steps.remove(pick)
-            used.add(pick)
-            out.append((pick, m))
+    while any(left.values()):
+        steps = [i for i in sorted(left) if left[i]]
+        rng.shuffle(steps)
+        for i in steps:
+            least = min(tried.get(m, 0) for m in left[i])
+            mode = rng.choice([m for m in left[i] if tried.get(m, 0) == least])
+            left[i].remove(mode)
+            tried[mode] = tried.get(mode, 0) + 1
+            out.append((i, mode))
     return out
 
 
 def plan_build(seeds: list[Seed], modes: tuple[str, ...], per_seed: int, *, seed: int = 0,
-               offline: bool = True) -> Plan:
-    """The attempts of a build: for each usable seed, the first ``per_seed`` pairs of
-    :func:`attempt_order`. Seeds with no fitting pair are marked ``no_candidates``."""
+               offline: bool = True, tries: int = TRIES_PER_KEPT) -> Plan:
+    """The attempts a build may run: for each usable seed, the first ``per_seed *
+    tries`` pairs of :func:`attempt_order`, in order (the build runs a seed's attempts
+    until ``per_seed`` of them are kept). Seeds with no fitting pair are marked
+    ``no_candidates``."""
     if per_seed < 1:
         raise ConfigError(f"--per-seed {per_seed} is not a positive number", expected="1 or more")
     plan = Plan(seeds=seeds)
@@ -210,10 +228,11 @@ def plan_build(seeds: list[Seed], modes: tuple[str, ...], per_seed: int, *, seed
                 continue
             chosen.add((coord, mode))
             plan.attempts.append(Attempt(s.ref, s.id, index, coord, mode, s.rel))
-            if len(chosen) == per_seed:
+            if len(chosen) == per_seed * tries:
                 break
     return plan
 
 
-__all__ = ["Attempt", "Plan", "SEED_SKIP_REASONS", "Seed", "attempt_order", "candidate_steps",
-           "fitting_modes", "parse_modes", "plan_build", "scan_seeds"]
+__all__ = ["Attempt", "MIN_AGENT_STEPS", "Plan", "SEED_SKIP_REASONS", "TRIES_PER_KEPT", "Seed", "attempt_order",
+           "candidate_steps",
+           "fitting_modes", "parse_modes", "plan_build", "scan_seeds", "step_class"]

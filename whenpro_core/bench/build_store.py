@@ -6,14 +6,30 @@ Layouts (both read back by whenpro's Who&When Pro importers, with the ground tru
 injected step's coordinate):
 
 * ``files`` — the per-file release layout:
-  ``data_release/<modality>/<benchmark>/<framework>/<mode>__<seed id>-t<coord>__<ts>.json``,
-  one Who&When Pro document per kept trace (:mod:`whenpro_core.formats.whowhen_pro_write`);
-  ``<ts>`` is the build's creation time (``20260101T120000Z``), the same for every file of
-  a build, so a re-run attempt rewrites the same file.
+  ``data_release/<modality>/<benchmark>/<framework>/<id>.json``, one Who&When Pro document
+  per kept trace (:mod:`whenpro_core.formats.whowhen_pro_write`);
 * ``jsonl`` — the JSONL release layout: ``data/<modality>.jsonl``, one row per kept trace
   (``id, framework, benchmark`` plain, ``task, trajectory, ground_truth, extras`` JSON
-  strings), sorted by id. Rows are staged as one file each under ``.whenpro-build/rows/``
-  and the JSONL files are rewritten atomically from the journal at the end of each run.
+  strings), sorted by id.
+
+Released traces give nothing away (issue 14): the trace ``id`` (and so the file name) is
+an opaque token, ``sha256(salt | attempt key)`` cut to 16 hex digits, with a random
+``salt`` drawn when the build starts (kept in the journal header, so a resumed build names
+the same attempt the same way); no id or file name names the failure mode, the step, the
+seed run or the generator. A released document holds the Who&When Pro fields only
+(:data:`PUBLIC_FIELDS`): the label is in ``ground_truth`` (with its ``reason``) and nowhere
+else; the injection record, the seed run's ``env`` block (its per-run seed) and the
+replay markers of the steps (``is_injected``/``is_replayed``) go to the provenance sidecar
+``provenance.json`` (``whenpro.build.provenance/1``: trace id -> record), which the
+importers list as holding no trace.
+
+Every kept attempt's full document is staged under ``.whenpro-build/rows/<id>.json``; at
+the end of each run :meth:`BuildStore.finish` selects the traces to release
+(:func:`balance`: labels spread over kinds of step as the candidate steps are, and no
+failure mode above ``max_mode_share`` of the release) and writes them (files, or the
+JSONL files rewritten atomically) with the sidecar. A kept attempt left out by the
+balance is counted as dropped with reason ``step_class`` or ``mode_share``; a later run
+with more attempts may bring it back.
 
 Both layouts get ``taxonomy.yaml`` at the root (the built-in table, unless the folder has
 one already) and ``manifest.json``.
@@ -21,23 +37,26 @@ one already) and ``manifest.json``.
 The journal (``.whenpro-build/journal.jsonl``, :mod:`.applog`) starts with a header
 (creation time, the options a resumed build must share) and holds one line per finished
 attempt, written only after the attempt's dataset file is in place. A rerun skips the
-keys it holds. A kill between the file write and the journal line leaves a file that the
-rerun writes again under the same name; files of this build that no kept journal line
-names (and temp files of interrupted atomic writes) are removed when a run finishes.
+keys it holds. A kill between the file write and the journal line leaves a staged file that the
+rerun writes again under the same name; released files with a build id that no selected
+journal line names (and temp files of interrupted atomic writes) are removed when a run
+finishes.
 One build at a time may write a dataset (an exclusive lock on ``.whenpro-build/lock``).
 
 Manifest (``whenpro.build.manifest/1``): options, ``seeds`` (found, used, skipped by
 reason with the list), ``counts`` per stage (``planned``, ``attempted``, ``generated``,
 ``replayed``, ``decisive``, ``kept``), ``dropped`` by reason, ``kept_by_mode``,
 ``kept_by_framework``, ``dropped_traces`` (seed, step, mode, stage, reason, detail),
-``traces`` (the kept ones: id, ref, seed, step, agent, mode) and ``validation``
+``traces`` (the kept ones: id, ref, seed, step, agent, mode), ``warnings`` (e.g. twins
+sharing a prefix when ``--per-seed`` is above 1) and ``validation``
 (:mod:`whenpro_core.bench.validate`). The stage counts add up::
 
     attempted = generated + dropped.generate_failed
     generated = replayed  + dropped.replay_failed
     replayed  = decisive  + dropped.not_decisive
     decisive  = kept + dropped.construction_leak + dropped.gold_visible_before_t
-                     + dropped.not_representable + dropped.detectable
+                     + dropped.not_representable + dropped.control_failed
+                     + dropped.detectable + dropped.step_class + dropped.mode_share
 
 (``detectable``: the detectability filter, :mod:`whenpro_core.audit.detect`, journals a
 kept item again as dropped when a form-only baseline pins it to its step.)
@@ -45,11 +64,15 @@ kept item again as dropped when a form-only baseline pins it to its step.)
 
 from __future__ import annotations
 
+import hashlib
+import math
 import os
+import re
+import secrets
 import shutil
 import tempfile
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +82,7 @@ from pydantic import BaseModel, ConfigDict
 from whenpro_core import jsonio
 from whenpro_core.bench import applog
 from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.formats.build_meta import PROVENANCE_FORMAT
 from whenpro_core.fsutil import atomic_write_bytes, atomic_write_text
 
 BUILD_DIR = ".whenpro-build"
@@ -66,10 +90,19 @@ JOURNAL_FORMAT = "whenpro.build.journal/1"
 ATTEMPT_FORMAT = "whenpro.build.attempt/1"
 MANIFEST_FORMAT = "whenpro.build.manifest/1"
 MANIFEST = "manifest.json"
+PROVENANCE = "provenance.json"
 LAYOUTS = ("files", "jsonl")
 #: Why an attempt did not give a dataset trace, by the stage that dropped it.
 DROP_REASONS = ("generate_failed", "replay_failed", "not_decisive", "construction_leak",
-                "gold_visible_before_t", "not_representable", "detectable")
+                "gold_visible_before_t", "not_representable", "control_failed", "detectable", "step_class",
+                "mode_share")
+#: The fields of a released document (everything else goes to the provenance sidecar).
+PUBLIC_FIELDS = ("id", "framework", "benchmark", "modality", "agents", "task", "ground_truth", "trajectory",
+                 "final_answer", "eval_status")
+#: A trace id made by :meth:`BuildStore.trace_id` (16 hex digits).
+BUILD_ID = re.compile(r"^[0-9a-f]{16}$")
+#: Default largest share of one failure mode among the released traces.
+MAX_MODE_SHARE = 0.25
 
 
 class Entry(BaseModel):
@@ -100,12 +133,8 @@ class Entry(BaseModel):
     file: str | None = None
     ref: str | None = None
     seconds: float = 0.0
-
-
-def compact_ts(iso: str) -> str:
-    """``2026-01-01T12:00:00+00:00`` -> ``20260101T120000Z`` (file-name timestamp)."""
-    stamp = datetime.fromisoformat(iso).astimezone(timezone.utc)
-    return stamp.strftime("%Y%m%dT%H%M%SZ")
+    control: bool | None = None
+    step_class: str | None = None
 
 
 def _safe(text: str) -> str:
@@ -126,7 +155,6 @@ class BuildStore:
         self._lock_fd = lock_fd
         self.layout: str = header["options"]["layout"]
         self.created: str = header["created"]
-        self.ts = compact_ts(self.created)
 
     # ------------------------------------------------------------------ opening
 
@@ -136,14 +164,15 @@ class BuildStore:
 
     @classmethod
     def open(cls, root: str | Path, options: dict[str, Any], *, force: bool = False,
-             now: str | None = None) -> "BuildStore":
+             now: str | None = None, salt: str | None = None) -> BuildStore:
         """Open (or start) the build in ``root``.
 
         ``options`` are the settings a resumed build must share (generator, executor,
         layout, seed); a journal made with others raises ConfigError unless ``force``,
         which starts the build over (removing the files the old journal names; a
         ``validation.jsonl`` is kept). A non-empty folder that is not a build raises
-        WhenproError unless ``force``. ConfigError when another build holds the lock."""
+        WhenproError unless ``force``. ConfigError when another build holds the lock.
+        ``now`` and ``salt`` fix a new build's creation time and id salt (tests)."""
         root = Path(root)
         if root.exists() and not root.is_dir():
             raise WhenproError("output exists and is a file", path=root, expected="a dataset folder (--out)")
@@ -170,8 +199,8 @@ class BuildStore:
                 _remove_build(root, [Entry.model_validate(r) for r in records if r.get("format") == ATTEMPT_FORMAT])
                 records, header = [], None
             if header is None:
-                header = {"format": JOURNAL_FORMAT, "options": options,
-                          "created": now or datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                header = {"format": JOURNAL_FORMAT, "options": options, "salt": salt or secrets.token_hex(16),
+                          "created": now or datetime.now(UTC).isoformat(timespec="seconds")}
                 applog.append(journal, header)
             entries: dict[str, Entry] = {}
             for r in records:
@@ -191,22 +220,27 @@ class BuildStore:
 
     # ------------------------------------------------------------------ writing
 
-    def target(self, entry: Entry) -> tuple[str, str]:
-        """(file, ref) of a kept entry, relative to the root."""
+    def trace_id(self, key: str) -> str:
+        """The opaque id of the trace an attempt ``key`` gives (module docstring)."""
+        salt = str(self.header.get("salt") or self.created)
+        return hashlib.sha256(f"{salt}|{key}".encode()).hexdigest()[:16]
+
+    def release_ref(self, entry: Entry) -> tuple[str, str]:
+        """(file, ref) of a released trace, relative to the root."""
         if self.layout == "jsonl":
-            return f"{BUILD_DIR}/rows/{_safe(entry.id or entry.key)}.json", \
-                f"data/{_safe(entry.modality or 'text')}.jsonl#{entry.id}"
-        name = f"{entry.mode}__{_safe(entry.seed)}-t{_safe(entry.step)}__{self.ts}.json"
+            modality = _safe(entry.modality or "text")
+            return f"data/{modality}.jsonl", f"data/{modality}.jsonl#{entry.id}"
         rel = "/".join(["data_release", _safe(entry.modality or "text"), _safe(entry.benchmark or "unknown"),
-                        _safe(entry.framework or "unknown"), _safe(name)])
+                        _safe(entry.framework or "unknown"), f"{_safe(entry.id or entry.key)}.json"])
         return rel, rel
 
     def write_kept(self, doc: dict[str, Any], entry: Entry) -> Entry:
-        """Write a kept trace's document atomically and return the entry with ``file``
-        and ``ref`` set (thread-safe; the journal line is :meth:`record`'s job)."""
-        file, ref = self.target(entry)
+        """Stage a kept trace's full document atomically and return the entry with
+        ``file`` (the staged copy) and ``ref`` (where it is released) set (thread-safe;
+        the journal line is :meth:`record`'s job)."""
+        file = f"{BUILD_DIR}/rows/{_safe(entry.id or entry.key)}.json"
         atomic_write_bytes(self.root / file, jsonio.dumps(doc, indent=True) + b"\n")
-        return entry.model_copy(update={"file": file, "ref": ref})
+        return entry.model_copy(update={"file": file, "ref": self.release_ref(entry)[1]})
 
     def record(self, entry: Entry) -> None:
         """Append a finished attempt to the journal."""
@@ -221,51 +255,160 @@ class BuildStore:
 
     def finish(self, seeds: dict[str, Any] | None = None, *, planned: int | None = None,
                run: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Assemble the JSONL files (jsonl layout), remove orphan files, write
-        ``taxonomy.yaml`` if missing and ``manifest.json``; returns the manifest.
-        ``seeds``/``planned``/``run`` (this run's modes, per-seed count, concurrency)
-        describe this run (kept from the old manifest when ``None``)."""
-        if self.layout == "jsonl":
-            self._assemble_jsonl()
-        self._sweep()
-        write_taxonomy(self.root)
+        """Select the released traces (mode balance), write them and the provenance
+        sidecar, remove orphan files, write ``taxonomy.yaml`` if missing and
+        ``manifest.json``; returns the manifest. ``seeds``/``planned``/``run`` (this
+        run's modes, per-seed count, concurrency, max mode share) describe this run (kept
+        from the old manifest when ``None``)."""
         old = read_manifest(self.root, fresh_validation=False) or {}
-        manifest = compute_manifest(self.header, list(self.entries.values()),
+        run = run if run is not None else old.get("run", {})
+        share = float(run.get("max_mode_share", MAX_MODE_SHARE))
+        selected, over = balance(self.kept(), share, run.get("step_classes") or {})
+        self._release(selected)
+        self._sweep({e.ref or "" for e in selected})
+        write_taxonomy(self.root)
+        entries = [e if e.key not in over else e.model_copy(update={
+            "status": "dropped", "reason": over[e.key]}) for e in self.entries.values()]
+        manifest = compute_manifest(self.header, entries,
                                     seeds if seeds is not None else old.get("seeds", {}),
                                     planned if planned is not None else old.get("counts", {}).get("planned"))
-        manifest["run"] = run if run is not None else old.get("run", {})
+        manifest["run"] = run
+        manifest["warnings"] = build_warnings(run, selected)
         from whenpro_core.bench.validate import validation_counts
 
         manifest["validation"] = validation_counts(self.root, manifest)
         atomic_write_bytes(self.root / MANIFEST, jsonio.dumps(manifest, indent=True) + b"\n")
         return manifest
 
-    def _assemble_jsonl(self) -> None:
-        by_modality: dict[str, list[Entry]] = {}
-        for e in self.kept():
-            by_modality.setdefault(_safe(e.modality or "text"), []).append(e)
+    def _staged(self, entry: Entry) -> dict[str, Any]:
+        return jsonio.loads((self.root / (entry.file or "")).read_bytes())
+
+    def _release(self, selected: list[Entry]) -> None:
+        """Write the released documents (or JSONL files) and ``provenance.json``."""
+        provenance: dict[str, Any] = {}
+        by_modality: dict[str, list[dict[str, Any]]] = {}
+        for e in selected:
+            public, record = split_document(self._staged(e))
+            provenance[e.id or e.key] = {"seed": e.seed, "step": e.step, "agent": e.agent,
+                                         "mode": e.mode, **record}
+            if self.layout == "jsonl":
+                by_modality.setdefault(_safe(e.modality or "text"), []).append(public)
+            else:
+                atomic_write_bytes(self.root / self.release_ref(e)[0], jsonio.dumps(public, indent=True) + b"\n")
+        if self.layout == "jsonl":
+            self._write_jsonl(by_modality)
+        atomic_write_bytes(self.root / PROVENANCE, jsonio.dumps(
+            {"format": PROVENANCE_FORMAT, "traces": dict(sorted(provenance.items()))}, indent=True) + b"\n")
+
+    def _write_jsonl(self, by_modality: dict[str, list[dict[str, Any]]]) -> None:
         data = self.root / "data"
-        for modality, entries in by_modality.items():
-            _stream_atomic(data / f"{modality}.jsonl", (self.root / e.file for e in entries if e.file))
+        for modality, docs in by_modality.items():
+            _stream_atomic(data / f"{modality}.jsonl", docs)
         for stale in data.glob("*.jsonl") if data.is_dir() else []:
             if stale.stem not in by_modality:
                 stale.unlink()
 
-    def _sweep(self) -> None:
+    def _sweep(self, released: set[str]) -> None:
         named = {e.file for e in self.entries.values() if e.status == "kept" and e.file}
-        places = [self.root / BUILD_DIR / "rows"] if self.layout == "jsonl" else [self.root / "data_release"]
-        places.append(self.root / "data")
-        for place in places:
+        for place in (self.root / BUILD_DIR / "rows", self.root / "data_release", self.root / "data"):
             if not place.is_dir():
                 continue
             for path in place.rglob("*"):
                 if not path.is_file():
                     continue
                 rel = path.relative_to(self.root).as_posix()
-                mine = (rel.endswith(f"__{self.ts}.json") or place.name == "rows") and rel not in named
+                if place.name == "rows":
+                    mine = rel not in named
+                else:
+                    mine = path.suffix == ".json" and bool(BUILD_ID.match(path.stem)) and rel not in released
                 torn = path.name.startswith(".") and path.name.endswith(".tmp")
                 if mine or torn:
                     path.unlink()
+
+
+def split_document(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A staged document -> (the released document, the provenance record).
+
+    The released document keeps :data:`PUBLIC_FIELDS` only, and its trajectory entries
+    lose the replay markers (:data:`~whenpro_core.model.LABEL_LEAKING_FIELDS`); the
+    record holds the rest (``injection``, ``env``, ...) and ``markers``: entry position ->
+    the markers it had."""
+    from whenpro_core.model import LABEL_LEAKING_FIELDS
+
+    public = {k: doc[k] for k in PUBLIC_FIELDS if k in doc}
+    record: dict[str, Any] = {k: v for k, v in doc.items() if k not in PUBLIC_FIELDS}
+    markers: dict[str, Any] = {}
+    trajectory = []
+    for n, entry in enumerate(doc.get("trajectory") or []):
+        if isinstance(entry, dict):
+            hidden = {k: entry[k] for k in LABEL_LEAKING_FIELDS if k in entry}
+            if hidden:
+                markers[str(n)] = hidden
+            entry = {k: v for k, v in entry.items() if k not in LABEL_LEAKING_FIELDS}
+        trajectory.append(entry)
+    public["trajectory"] = trajectory
+    if markers:
+        record["markers"] = markers
+    return public, record
+
+
+def _cap(groups: dict[str, list[Entry]], limit) -> tuple[dict[str, list[Entry]], list[Entry]]:
+    """Cut each group to ``limit(group key, total kept)`` entries (in id order) until
+    every group fits; returns the groups and the entries cut."""
+    cut: list[Entry] = []
+    while True:
+        total = sum(len(g) for g in groups.values())
+        over = {k: g for k, g in groups.items() if len(g) > limit(k, total)}
+        if not over:
+            return groups, cut
+        key = max(over, key=lambda k: len(over[k]) - limit(k, total))
+        cut.append(groups[key].pop())
+
+
+def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple[list[Entry], dict[str, str]]:
+    """The kept entries to release, and the keys left out with their reason.
+
+    * ``step_class``: the labels are spread over kinds of step (``agent/kind``) as the
+      candidate steps are (``classes``: class -> share among the candidate steps, taken
+      among the classes that hold any kept label, since some kinds of step never give
+      a decisive error): a class holds at most ``ceil(share_c * released) + 1`` labels,
+      so no kind of step (the plans, say) holds more of the labels than of the steps a
+      label could be on.
+    * ``mode_share``: no failure mode above ``share`` of the released traces; with fewer
+      modes than ``1/share`` each mode keeps at most as many as the rarest present one.
+
+    Entries are cut in reverse id order (ids are salted hashes: a random, reproducible
+    choice). ``share`` >= 1 and an empty ``classes`` turn the two caps off."""
+    order = sorted(kept, key=lambda e: e.id or e.key)
+    out: dict[str, str] = {}
+    by_class: dict[str, list[Entry]] = {}
+    for e in order:
+        by_class.setdefault(e.step_class or "?", []).append(e)
+    present = sum(classes.get(k, 0.0) for k in by_class)
+    if classes and present > 0:  # shares among the classes that hold labels at all
+        by_class, cut = _cap(by_class, lambda k, n: math.ceil(classes.get(k, 0.0) / present * n) + 1)
+        out.update({e.key: "step_class" for e in cut})
+    chosen = sorted((e for g in by_class.values() for e in g), key=lambda e: e.id or e.key)
+    if share < 1 and chosen:
+        by_mode: dict[str, list[Entry]] = {}
+        for e in chosen:
+            by_mode.setdefault(e.mode, []).append(e)
+        floor = min(len(g) for g in by_mode.values()) if len(by_mode) * share < 1 else 0
+        by_mode, cut = _cap(by_mode, lambda k, n: floor or max(1, math.floor(share * n)))
+        out.update({e.key: "mode_share" for e in cut})
+        chosen = sorted((e for g in by_mode.values() for e in g), key=lambda e: e.id or e.key)
+    return chosen, out
+
+
+def build_warnings(run: dict[str, Any], selected: list[Entry]) -> list[str]:
+    """What a user of the dataset must know: twins (traces from one seed run) share a
+    prefix, so a diff between them finds the injected step."""
+    seeds = Counter(e.seed for e in selected)
+    twins = sum(n for n in seeds.values() if n > 1)
+    if twins or int(run.get("per_seed", 1)) > 1:
+        return [f"--per-seed {run.get('per_seed')}: {twins} released traces share a seed run with another "
+                "(twins share the prefix before the injected step; a diff between twins finds it)"]
+    return []
 
 
 def _take_lock(path: Path) -> int:
@@ -284,25 +427,27 @@ def _remove_build(root: Path, entries: list[Entry]) -> None:
     """Start over: remove the files an old journal names, its staged rows, the JSONL
     files, the manifest and the journal (never ``validation.jsonl``)."""
     for e in entries:
-        if e.file and ".." not in Path(e.file).parts:
-            (root / e.file).unlink(missing_ok=True)
+        for rel in (e.file, (e.ref or "").partition("#")[0]):
+            if rel and ".." not in Path(rel).parts:
+                (root / rel).unlink(missing_ok=True)
     shutil.rmtree(root / BUILD_DIR / "rows", ignore_errors=True)
     (root / BUILD_DIR / "journal.jsonl").unlink(missing_ok=True)
     (root / MANIFEST).unlink(missing_ok=True)
+    (root / PROVENANCE).unlink(missing_ok=True)
     for p in (root / "data").glob("*.jsonl") if (root / "data").is_dir() else []:
         p.unlink()
 
 
-def _stream_atomic(path: Path, docs) -> None:
-    """Write ``path`` as JSONL rows built from the staged documents, atomically."""
+def _stream_atomic(path: Path, docs: list[dict[str, Any]]) -> None:
+    """Write ``path`` as JSONL rows built from the released documents, atomically."""
     from whenpro_core.formats.whowhen_pro_write import to_jsonl_row
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            for doc_path in docs:
-                fh.write(to_jsonl_row(jsonio.loads(doc_path.read_bytes())) + b"\n")
+            for doc in docs:
+                fh.write(to_jsonl_row(doc) + b"\n")
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)
@@ -342,7 +487,7 @@ def compute_manifest(header: dict[str, Any], entries: list[Entry], seeds: dict[s
     return {
         "format": MANIFEST_FORMAT,
         "created": header.get("created"),
-        "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "updated": datetime.now(UTC).isoformat(timespec="seconds"),
         "options": header.get("options", {}),
         "seeds": seeds,
         "counts": {"planned": planned if planned is not None else n, "attempted": n, "generated": generated,
@@ -350,9 +495,12 @@ def compute_manifest(header: dict[str, Any], entries: list[Entry], seeds: dict[s
         "dropped": {r: reasons.get(r, 0) for r in DROP_REASONS} | {r: c for r, c in reasons.items()
                                                                  if r not in DROP_REASONS},
         "kept_by_mode": dict(sorted(Counter(e.mode for e in kept).items())),
+        "control": {"ran": sum(1 for e in entries if e.control is not None),
+                    "succeeded": sum(1 for e in entries if e.control is True)},
         "kept_by_framework": dict(sorted(Counter(e.framework or "?" for e in kept).items())),
         "traces": [{"id": e.id, "ref": e.ref, "seed": e.seed, "step": e.step, "agent": e.agent,
-                    "mode": e.mode, "framework": e.framework, "modality": e.modality} for e in kept],
+                    "mode": e.mode, "framework": e.framework, "modality": e.modality}
+                   | ({"control": e.control} if e.control is not None else {}) for e in kept],
         "dropped_traces": [{"seed": e.seed, "step": e.step, "mode": e.mode, "reason": e.reason,
                             "detail": e.detail} for e in sorted(dropped, key=lambda e: e.key)],
     }
@@ -391,10 +539,11 @@ def revalidate(root: str | Path) -> dict[str, Any]:
     if manifest is None:
         raise WhenproError("no manifest.json here: not a dataset built by whenpro build", path=Path(root),
                            expected="the --out folder of a whenpro build")
-    manifest["updated"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    manifest["updated"] = datetime.now(UTC).isoformat(timespec="seconds")
     atomic_write_bytes(Path(root) / MANIFEST, jsonio.dumps(manifest, indent=True) + b"\n")
     return manifest
 
 
-__all__ = ["BUILD_DIR", "BuildStore", "DROP_REASONS", "Entry", "LAYOUTS", "MANIFEST", "compute_manifest",
-           "read_manifest", "revalidate", "write_taxonomy"]
+__all__ = ["BUILD_DIR", "BUILD_ID", "BuildStore", "DROP_REASONS", "Entry", "LAYOUTS", "MANIFEST", "MAX_MODE_SHARE",
+           "PROVENANCE", "PUBLIC_FIELDS", "balance", "build_warnings", "compute_manifest", "read_manifest",
+           "revalidate", "split_document", "write_taxonomy"]

@@ -24,16 +24,19 @@ is caught only when it lands in something the verifier checks. Turn order
 
 from __future__ import annotations
 
+import random
 import re
 from typing import Any
 
 from whenpro_core.envs.arith_tasks import (
+    FAMILIES,
     Derivation,
     Item,
     ToolFailure,
     calculate,
     clock_add,
     derive,
+    family_kind,
     fmt_number,
     gold_answer,
     lookup,
@@ -51,16 +54,27 @@ from whenpro_core.envs.base import (
     ToolRunner,
     ToolSpec,
 )
+from whenpro_core.envs.style import chance, draw_style, pick
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.model import Agent, Step, ToolCall
 
 PLAN_LINE = re.compile(r"^\s*\d+\.\s*(\w+)\s*:\s*(.*\S)\s*$", re.MULTILINE)
 ASSIGN = re.compile(r"^(\w+)\s*=\s*(.+)$")
-MARKER = re.compile(r"^\s*(?:Computing|Looking up|Recomputing)\s+(\w+)", re.IGNORECASE)
+MARKER = re.compile(r"^\s*(?:Computing|Looking up|Recomputing|Now computing|Next,? computing|Working out|"
+                    r"Calculating|Fetching|Reading|Getting)\s+(\w+)", re.IGNORECASE)
+#: A solver remark that its part of the plan is done (the turn order moves on).
+DONE = re.compile(r"that was the last item|that completes the plan|all plan items now have values|"
+                  r"nothing left to compute|every plan item has a value", re.IGNORECASE)
 FLAG = re.compile(r"Mismatch on (\w+)")
 CORRECTION = re.compile(r"from the task (\w+) = (.+?) = (-?[\d.:]+)")
 REDO = re.compile(r"redo from (\w+)", re.IGNORECASE)
 IDENT = re.compile(r"\b([a-z_][a-z0-9_]*)\b")
+OPS = re.compile(r"(?<=[\w)]) [-+*/] ")
+
+
+def find_ops(expr: str) -> list[str]:
+    """The binary operators of an arithmetic expression (``a + b * c`` -> 2)."""
+    return OPS.findall(expr)
 
 
 #: The message conventions of the module docstring, for the LLM policy.
@@ -80,16 +94,21 @@ ARITH_GUIDANCE = {
 
 class Plan:
     """The latest plan in the conversation: solver ``items`` (var -> expr, in order),
-    verifier ``checks`` and the reporter's ``report`` var and answer ``fmt``."""
+    verifier ``checks``, the reporter's ``report`` var and answer ``fmt``, and the var
+    after which the planner ``review``s progress (a ``planner: review progress after
+    var`` line; the review repeats the plan without that line)."""
 
     def __init__(self, text: str) -> None:
         self.items: dict[str, str] = {}
         self.checks: list[str] = []
         self.report: str | None = None
+        self.review: str | None = None
         self.fmt = "money"
         for role, body in PLAN_LINE.findall(text):
             role = role.lower()
-            if role == "solver" and (m := ASSIGN.match(body)):
+            if role == "planner" and (m := re.match(r"review progress after (\w+)", body, re.IGNORECASE)):
+                self.review = m.group(1)
+            elif role == "solver" and (m := ASSIGN.match(body)):
                 self.items.setdefault(m.group(1), m.group(2).strip())
             elif role == "verifier" and body.lower().startswith("check"):
                 self.checks = [c for c in re.split(r"[,\s]+|\band\b", body[5:]) if re.fullmatch(r"\w+", c or "")]
@@ -183,40 +202,121 @@ def evaluate(items: list[Item], known: dict[str, float | str]) -> dict[str, floa
 
 # --- the reference policies --------------------------------------------------------------
 
+#: Wording pools (first entry: the original wording; :mod:`whenpro_core.envs.style`).
+INTROS = ("Restating the task: we need {report}, built from {n} intermediate values.",
+          "Before planning: the question asks for {report}; I count {n} values to work out.",
+          "Reading the task. The answer is {report}, which takes {n} steps to get.",
+          "Let me break this down: {n} values lead to {report}.")
+HEADS = ("Plan:", "Here is the plan:", "Plan for the team:", "Steps:", "Breaking it down:", "The plan:")
+REVIEWS = ("Progress check; the plan stands:", "Halfway review. Remaining plan as before:",
+           "Checking in on progress. Plan unchanged:", "Progress review, same plan:",
+           "Review: so far so good. The plan is still:")
+COMPUTES = ("Computing", "Computing", "Now computing", "Working out", "Calculating", "Next, computing")
+LOOKUPS = ("Looking up {var}: lookup({item}, {col}).", "Fetching {var} from the table: lookup({item}, {col}).",
+           "Looking up {var} with lookup({item}, {col}).", "Reading {var}: lookup({item}, {col}).",
+           "Getting {var} via lookup({item}, {col}).")
+DONES = ("That was the last item.", "That completes the plan.", "All plan items now have values.",
+         "Nothing left to compute.")
+APPROVALS = ("Checked {list} against the task: correct. Approved.",
+             "Verified {list}: all match the task. Approved.",
+             "{list} agree with my own computation from the task. Approved.",
+             "I recomputed {list} from the task and they match. Approved.",
+             "Recomputed from the task: {list}. Everything matches. Approved.")
+MISMATCHES = ("Mismatch on {var}: the conversation has {shown}, but from the task {var} = {expr} = {own}. "
+              "Solver, please redo from {redo}.",
+              "Mismatch on {var}. The conversation has {shown}; from the task {var} = {expr} = {own}. "
+              "Please redo from {redo}.",
+              "I get something else. Mismatch on {var}: the conversation has {shown}, but from the task "
+              "{var} = {expr} = {own}. Solver, redo from {redo}, please.")
+REPORTS = ("Final answer: {a}", "The result is {a}.\nFinal answer: {a}", "Reporting {var}.\nFinal answer: {a}",
+           "{var} comes to {a}.\nFinal answer: {a}", "Final answer: {a}")
+#: Chances of an intro before the plan, in-head arithmetic, a slip, and a done remark.
+P_INTRO, P_HEAD, P_SLIP, P_DONE, P_REVIEW = 0.3, 0.25, 0.1, 0.35, 0.4
+
+
+def shuffled_items(items: list[Item], style: int | None) -> list[Item]:
+    """``items`` in a seeded topological order (each item after the vars it uses): the
+    order the work allows. The original order when ``style`` is None."""
+    if style is None:
+        return list(items)
+    rng = random.Random(f"{style}:order")
+    names = {i.var for i in items}
+    left, out = list(items), []
+    done: set[str] = set()
+    while left:
+        ready = [i for i in left if not (set(IDENT.findall(i.expr)) & names) - done]
+        pick_one = rng.choice(ready or left)
+        out.append(pick_one)
+        done.add(pick_one.var)
+        left.remove(pick_one)
+    return out
+
+
+def _nudge(expr: str, style: int | None, key: object) -> str:
+    """``expr`` with one number off by one (a slip)."""
+    nums = list(re.finditer(r"(?<![\w.])\d+(?![\w.])", expr))
+    if not nums:
+        return expr
+    m = pick(style, nums, key, "slip")
+    return expr[:m.start()] + str(int(m.group()) + 1) + expr[m.end():]
+
+
 class ArithReferencePolicy:
-    """Deterministic policies of the four agents (see the module docstring)."""
+    """Policies of the four agents (see the module docstring); wording, an intro
+    before the plan, the plan's order, in-head arithmetic, slips and done remarks vary
+    with the run's style."""
 
     name = "reference"
 
     def act(self, state: EnvState) -> Step:
         steps = list(state.steps)
-        return getattr(self, f"_{state.agent}")(state.query, steps)
+        return getattr(self, f"_{state.agent}")(state.query, steps, state.style)
 
-    def _planner(self, query: str, steps: list[Step]) -> Step:
+    def _planner(self, query: str, steps: list[Step], style: int | None) -> Step:
         d = derive(query)
+        key = len(steps)
         if not d.items:
             return Step(index=0, agent="planner", kind="plan",
                         content="Plan:\n1. reporter: I cannot break this task into steps.")
-        lines = [f"solver: {i.var} = {i.expr}" for i in d.items]
+        earlier = [s for s in steps if s.agent == "planner" and PLAN_LINE.search(s.content or "")]
+        if earlier:  # the progress review: the latest plan again, without its review line
+            kept = [ln for ln in earlier[-1].content.split("\n")[1:]
+                    if not re.match(r"\s*\d+\.\s*planner\s*:", ln, re.IGNORECASE)]
+            lines = [m for ln in kept if (m := PLAN_LINE.match(ln))]
+            body = "\n".join(f"{n}. {m.group(1)}: {m.group(2)}" for n, m in enumerate(lines, 1))
+            head = pick(style, REVIEWS, key, "review")
+            return Step(index=0, agent="planner", kind="plan", content=head + "\n" + body)
+        if not any(s.agent == "planner" for s in steps) and chance(style, P_INTRO, "intro"):
+            return Step(index=0, agent="planner", kind="plan", content=pick(style, INTROS, key, "intro").format(
+                report=d.report, n=len(d.items)))
+        items = shuffled_items(d.items, style)
+        lines = [f"solver: {i.var} = {i.expr}" for i in items]
+        if len(items) >= 4 and chance(style, P_REVIEW, "review"):
+            after = items[len(items) // 2 - 1].var
+            lines.insert(len(items) // 2, f"planner: review progress after {after}")
         if d.checks:
-            lines.append("verifier: check " + ", ".join(d.checks))
+            checks = sorted(d.checks, key=lambda c: random.Random(f"{style}:{c}").random()) if style else d.checks
+            lines.append("verifier: check " + ", ".join(checks))
         lines.append(f"reporter: report {d.report}" + (" as HH:MM" if d.fmt == "time" else " with two decimals"))
         body = "\n".join(f"{n}. {line}" for n, line in enumerate(lines, 1))
-        return Step(index=0, agent="planner", kind="plan", content="Plan:\n" + body)
+        return Step(index=0, agent="planner", kind="plan", content=pick(style, HEADS, key, "head") + "\n" + body)
 
-    def _solver(self, query: str, steps: list[Step]) -> Step:
+    def _solver(self, query: str, steps: list[Step], style: int | None) -> Step:
         plan = read_plan(steps)
         todo = pending_items(steps, plan)
+        key = len(steps)
         if not todo:
             return Step(index=0, agent="solver", kind="assistant", content="Every plan item has a value.")
         var = todo[0]
         _, redo, corrections = latest_flag(steps)
         expr = corrections.get(var, plan.items[var])
-        verb = "Recomputing" if (var in corrections or redo is not None) else "Computing"
+        redoing = var in corrections or redo is not None
+        verb = "Recomputing" if redoing else pick(style, COMPUTES, key, "verb")
+        done = f" {pick(style, DONES, key, 'done')}" if len(todo) == 1 and chance(style, P_DONE, key, "done") else ""
         values = read_values(steps)
         if m := re.fullmatch(r"lookup\(\s*(\w+)\s*,\s*(\w+)\s*\)", expr):
-            return Step(index=0, agent="solver", kind="action",
-                        content=f"Looking up {var}: lookup({m.group(1)}, {m.group(2)}).",
+            text = pick(style, LOOKUPS, key, "lookup").format(var=var, item=m.group(1), col=m.group(2))
+            return Step(index=0, agent="solver", kind="action", content=text + done,
                         tool_calls=[ToolCall(id=f"call_{len(steps)}", name="lookup",
                                              arguments={"item": m.group(1), "column": m.group(2)})])
         missing: list[str] = []
@@ -227,24 +327,36 @@ class ArithReferencePolicy:
             missing.append(mm.group(1))
             return "0"
 
+        note = ""
         if m := re.fullmatch(r"clock\(\s*(\d\d:\d\d)\s*\+\s*(\w+)\s*\)", expr):
             minutes = IDENT.sub(sub, m.group(2))
             note = f" ({', '.join(missing)} has no value yet; using 0)" if missing else ""
             return Step(index=0, agent="solver", kind="action",
-                        content=f"{verb} {var} = {expr} with {m.group(2)} = {minutes}{note}.",
+                        content=f"{verb} {var} = {expr} with {m.group(2)} = {minutes}{note}.{done}",
                         tool_calls=[ToolCall(id=f"call_{len(steps)}", name="clock_add",
                                              arguments={"start": m.group(1), "minutes": float(minutes)
                                                         if "." in minutes else int(minutes)})])
         filled = IDENT.sub(sub, expr)
         note = f" ({', '.join(missing)} has no value yet; using 0)" if missing else ""
+        if not redoing and var in plan.checks and chance(style, P_SLIP, key, "slip"):
+            filled = _nudge(filled, style, key)  # a slip the verifier will catch
         shown = f"{expr} = {filled}" if filled != expr else expr
-        return Step(index=0, agent="solver", kind="action", content=f"{verb} {var} = {shown}{note}.",
+        if not missing and len(find_ops(filled)) == 1 and chance(style, P_HEAD, key, "head"):
+            try:
+                value = calculate(filled)
+            except ToolFailure:
+                value = ""
+            if value:
+                return Step(index=0, agent="solver", kind="assistant",
+                            content=f"{verb} {var} = {shown} = {value}.{done}")
+        return Step(index=0, agent="solver", kind="action", content=f"{verb} {var} = {shown}{note}.{done}",
                     tool_calls=[ToolCall(id=f"call_{len(steps)}", name="calculator",
                                          arguments={"expression": filled})])
 
-    def _verifier(self, query: str, steps: list[Step]) -> Step:
+    def _verifier(self, query: str, steps: list[Step], style: int | None) -> Step:
         plan = read_plan(steps)
         values = read_values(steps)
+        key = len(steps)
         d: Derivation = derive(query)
         own = evaluate(d.items, values)
         own_expr = {i.var: i.expr for i in d.items}
@@ -258,16 +370,19 @@ class ArithReferencePolicy:
             if not same_value(found, own[var]):
                 shown = "no value" if found is None else _fmt(found)
                 redo = var if var in leaves else next(iter(plan.items), var)
-                return Step(index=0, agent="verifier", kind="assistant", content=(
-                    f"Mismatch on {var}: the conversation has {shown}, but from the task "
-                    f"{var} = {own_expr[var]} = {_fmt(own[var])}. Solver, please redo from {redo}."))
+                return Step(index=0, agent="verifier", kind="assistant", content=pick(
+                    style, MISMATCHES, key, "mismatch").format(var=var, shown=shown, expr=own_expr[var],
+                                                               own=_fmt(own[var]), redo=redo))
             checked.append(f"{var} = {_fmt(own[var])}")
-        text = ("Checked " + ", ".join(checked) + " against the task: correct.") if checked else "Nothing to check."
+        if checked:
+            text = pick(style, APPROVALS, key, "approve").format(list=", ".join(checked))
+        else:
+            text = "Nothing to check. Approved."
         if unchecked:
-            text += f" Could not check {', '.join(unchecked)}."
-        return Step(index=0, agent="verifier", kind="assistant", content=text + " Approved.")
+            text = text.removesuffix(" Approved.") + f" Could not check {', '.join(unchecked)}. Approved."
+        return Step(index=0, agent="verifier", kind="assistant", content=text)
 
-    def _reporter(self, query: str, steps: list[Step]) -> Step:
+    def _reporter(self, query: str, steps: list[Step], style: int | None) -> Step:
         plan = read_plan(steps)
         values = read_values(steps)
         var = plan.report or (list(plan.items)[-1] if plan.items else None)
@@ -277,8 +392,9 @@ class ArithReferencePolicy:
         elif isinstance(value, str) or plan.fmt == "time":
             answer = _fmt(value)
         else:
-            answer = f"{value:.2f}"
-        return Step(index=0, agent="reporter", kind="final_answer", content=f"Final answer: {answer}")
+            answer = f"{round(value + 1e-9, 2):.2f}"  # as the gold answer rounds (85.125 -> 85.13)
+        return Step(index=0, agent="reporter", kind="final_answer",
+                    content=pick(style, REPORTS, len(steps), "report").format(a=answer, var=var))
 
 
 # --- the environment ---------------------------------------------------------------------
@@ -297,12 +413,13 @@ class ArithTeam(Env):
 
     def make_task(self, seed: int) -> EnvTask:
         query, params = make_query(seed)
+        params["style"] = draw_style(random.Random(f"arith_team:style:{seed}"))
         return EnvTask(seed=seed, query=query, answer=gold_answer(params), params=params)
 
     def task_from_params(self, seed: int, query: str, answer: str, params: dict[str, Any]) -> EnvTask:
-        if params.get("family") not in ("shop", "schedule", "table"):
+        if family_kind(str(params.get("family"))) is None:
             raise TraceFormatError("unknown arith_team task family", json_path="$.extras.env.task.family",
-                                   expected="shop, schedule or table")
+                                   expected=", ".join(FAMILIES))
         return EnvTask(seed=seed, query=query, answer=answer or gold_answer(params), params=params)
 
     def reference_policy(self) -> ArithReferencePolicy:
@@ -346,13 +463,17 @@ class ArithTeam(Env):
 
     def next_agent(self, query: str, steps: list[Step]) -> str | None:
         turns = [s for s in steps if s.kind not in FRAMING_KINDS and s.agent != "user"]
-        if not any(s.agent == "planner" for s in turns):
-            return "planner"
+        planner = [s for s in turns if s.agent == "planner"]
+        if not planner or (len(planner) < 2 and not PLAN_LINE.search(planner[-1].content or "")):
+            return "planner"  # an intro is followed by the plan
         plan = read_plan(steps)
+        if plan.review and plan.review in read_values(steps):
+            return "planner"  # the review line asks for a progress check once that var has a value
         since, _, _ = latest_flag(steps)
         last_solver = max((s.index for s in turns if s.agent == "solver"), default=-1)
         solver_turns = sum(1 for s in turns if s.agent == "solver" and s.index > since)
-        if pending_items(steps, plan) and solver_turns < 2 * len(plan.items) + 2:
+        said_done = any(DONE.search(s.content or "") for s in turns if s.agent == "solver" and s.index > since)
+        if pending_items(steps, plan) and not said_done and solver_turns < 2 * len(plan.items) + 2:
             return "solver"
         verifier_turns = sum(1 for s in turns if s.agent == "verifier")
         checked_since = any(s.agent == "verifier" and s.index > last_solver for s in turns)

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.model import Agent, Modality, Outcome, Source, Step, Task, ToolCall, Trace
@@ -82,14 +83,17 @@ class EnvTask:
 @dataclass(frozen=True)
 class EnvState:
     """What an agent sees when it acts: the ``agent`` whose turn it is, the task ``query``,
-    the ``steps`` so far (the conversation, including step 0, the user's task) and the
-    ``tools`` it may call. Policies must derive everything from these fields."""
+    the ``steps`` so far (the conversation, including step 0, the user's task), the
+    ``tools`` it may call and the run's wording ``style`` (:mod:`whenpro_core.envs.style`;
+    ``None`` for a run recorded before styles). Policies must derive everything from
+    these fields."""
 
     env: str
     agent: str
     query: str
     steps: tuple[Step, ...]
     tools: tuple[ToolSpec, ...] = ()
+    style: int | None = None
 
 
 @runtime_checkable
@@ -252,8 +256,9 @@ def run_loop(env: Env, task: EnvTask, policy: Policy, steps: list[Step], tools: 
         agent = env.next_agent(task.query, steps)
         if agent is None:
             return steps, "done"
+        style = task.params.get("style")
         state = EnvState(env=env.name, agent=agent, query=task.query, steps=tuple(steps),
-                         tools=env.tool_specs(agent))
+                         tools=env.tool_specs(agent), style=style if isinstance(style, int) else None)
         step = policy.act(state)
         step.agent = agent
         place(step, len(steps))
@@ -270,11 +275,14 @@ def run_loop(env: Env, task: EnvTask, policy: Policy, steps: list[Step], tools: 
 
 
 def run_env(env: Env, seed: int, *, model: str | None = None,
-            on_step: Callable[[Step], None] | None = None) -> Trace:
+            on_step: Callable[[Step], None] | None = None, plain: bool = False) -> Trace:
     """Run ``env`` on its task for ``seed`` with the policy for ``model`` (offline
     reference by default) and return the native trace, outcome checked against the
-    task's gold answer or hidden tests."""
+    task's gold answer or hidden tests. ``plain`` runs without a wording style (the
+    original wording, no optional steps or slips: fixed examples and samples)."""
     task = env.make_task(seed)
+    if plain:
+        task.params["style"] = None
     policy = env.policy(model)
     steps = [framing_step(task.query)]
     if on_step is not None:

@@ -4,9 +4,14 @@
 Reference policies (each reads only the spec and the conversation):
 
 * **coder** — with no code yet, reads the spec and writes a first version of the main
-  behaviour (it handles an ``Edge case:`` sentence only once a test fails); after a tester
-  report with failures it re-reads the spec and writes the complete version; after an
+  behaviour (it handles an ``Edge case:`` sentence only once a test fails; some runs open
+  with a short plan, some write the complete version at once, and a draft sometimes has a
+  slip, a literal off by one); after a tester report with failures it patches *its own
+  latest code* with the edge case (:func:`patch_code`: the rest of its code stays as it
+  was), and after a second failed round it rewrites the function from the spec; after an
   approval (or three failed rounds) it gives its latest code block as the final answer.
+  The wording of every message is drawn from the run's style
+  (:mod:`whenpro_core.envs.style`).
 * **tester** — turns the spec's ``Examples:`` lines into test code and runs it with the
   ``run_tests`` tool against the coder's *latest code block in the conversation*
   (sandboxed: :mod:`whenpro_core.envs.sandbox`), then reads the tool output and approves or
@@ -19,6 +24,7 @@ example exercises it.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from typing import Any
@@ -43,6 +49,7 @@ from whenpro_core.envs.code_tasks import (
     spec_examples,
 )
 from whenpro_core.envs.sandbox import run_python
+from whenpro_core.envs.style import chance, pick
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.model import Agent, Step, ToolCall
 
@@ -105,65 +112,168 @@ def failed_rounds(steps: list[Step]) -> int:
     return sum(1 for s in _verdicts(steps) if not APPROVED.search(s.content or ""))
 
 
+#: Wording pools (the first entry is the original wording; :mod:`whenpro_core.envs.style`).
+PLANS = ("I will write the main behaviour first and let the tests tell us what is missing.",
+         "Plan: implement `{name}` from the spec, then have the examples run against it.",
+         "Reading the spec for `{name}`; I'll start with the core logic and refine after testing.",
+         "Starting on `{name}`. The main rule first; tester, the examples will follow.",
+         "Let me sketch `{name}` from the description and then we test it.")
+FIRSTS = ("First version of `{name}`:", "Here is a first version of `{name}`:", "Draft of `{name}`:",
+          "My first attempt at `{name}`:", "Initial implementation:", "`{name}`, first pass:",
+          "This should cover the main case:", "A first cut:")
+CAREFUL = ("Complete version of `{name}`, edge case included:", "Here is `{name}`, handling the edge case too:",
+           "`{name}` with the edge case from the spec:", "Full implementation:")
+FIXES = ("Fixing what the tester reported{what}; re-reading the spec, including its edge case:",
+         "Thanks. Updated `{name}`{what}:", "Patched the failing case{what}:", "Here is the fix{what}:",
+         "Revised version{what}:", "Good catch{what}. New version:", "Adjusted the code for the report{what}:")
+REWRITES = ("Rewriting `{name}` from the spec, step by step:", "Starting over from the spec:",
+            "Let me redo `{name}` carefully against the spec:", "Fresh version written from the spec:")
+FINALS = ("Final code:", "Final answer:", "Here is the final version:", "Final version of `{name}`:",
+          "Done. The final code:", "Submitting this as the final code:")
+RUNS = ("Running the {n} examples from the spec as tests against the coder's latest code.",
+        "Testing the latest code with the spec's {n} examples.", "Let me run the {n} examples.",
+        "Running the examples ({n}) against this version.", "Checking the code against the {n} examples.",
+        "I'll run the spec's examples ({n} cases) now.")
+PASSES = ("All {n} tests passed. Approved.", "{n}/{n} examples pass. Approved.",
+          "Every example passes ({n} of {n}). Approved.", "The {n} tests pass. Approved.",
+          "No failures in {n} tests. Approved.")
+FAILS = ("{f} of {t} tests failed:", "{f}/{t} examples fail:", "Failures ({f} of {t}):",
+         "Not yet: {f} of {t} tests fail.", "{f} failing of {t}:")
+ASKS = ("Coder, please fix.", "Coder, please fix these.", "Please fix and resend, coder.",
+        "Coder, can you fix this?", "Over to you, coder: please fix.")
+DOCS = ("As the spec describes.", "Implements the spec.", "See the spec for the rules.", "Behaviour from the spec.",
+        "Returns what the spec asks for.", "Per the task description.")
+#: Chances of an optional planning message, a complete first version, a slip in a draft,
+#: and a one-line docstring in the coder's functions (for the whole run).
+P_PLAN, P_CAREFUL, P_SLIP, P_DOC = 0.3, 0.15, 0.15, 0.7
+_DOCLINE = re.compile(r'^\s+"""[^\n]*"""\n', re.MULTILINE)
+
+
+def dress(code: str, style: int | None) -> str:
+    """``code`` as this run's coder writes it: with a one-line docstring under the
+    ``def`` line in most runs (so its code is its own, not the reference text)."""
+    if not chance(style, P_DOC, "doc") or _DOCLINE.search(code):
+        return code
+    head, nl, body = code.partition("\n")
+    return f'{head}{nl}    """{pick(style, DOCS, "doc")}"""\n{body}'
+
+
+def undress(code: str) -> str:
+    """``code`` without the docstring line :func:`dress` adds."""
+    return _DOCLINE.sub("", code, count=1)
+_LITERAL = re.compile(r"(?<![\w.'])(\d+)(?![\w.'])")
+
+
+def patch_code(latest: str, draft: str, full: str) -> str:
+    """Apply the draft -> full edit of a template to ``latest`` (the coder's own latest
+    code): lines the edit does not touch are kept as the coder last wrote them (so a slip
+    there stays); ``full`` when the line counts do not match."""
+    d, f, cur = draft.splitlines(), full.splitlines(), latest.splitlines()
+    if len(cur) != len(d):
+        return full
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, d, f).get_opcodes():
+        out += cur[i1:i2] if tag == "equal" else f[j1:j2]
+    return "\n".join(out) + "\n"
+
+
+def slip(code: str, style: int | None, key: int) -> str:
+    """``code`` with one literal off by one (a harmless slip when an example catches it)."""
+    body = code.split("\n", 1)
+    found = list(_LITERAL.finditer(body[1] if len(body) > 1 else ""))
+    if not found:
+        return code
+    m = pick(style, found, key, "slip")
+    value = int(m.group(1)) + pick(style, (1, -1), key, "slip-sign")
+    rest = body[1]
+    return body[0] + "\n" + rest[:m.start()] + str(max(value, 0)) + rest[m.end():]
+
+
+def _block(intro: str, code: str) -> str:
+    return f"{intro}\n```python\n{code}```"
+
+
 class CodeReferencePolicy:
-    """Deterministic coder and tester (see the module docstring)."""
+    """Coder and tester (see the module docstring); wording, an optional planning
+    message, a complete first version and slips vary with the run's style."""
 
     name = "reference"
 
     def act(self, state: EnvState) -> Step:
-        return getattr(self, f"_{state.agent}")(state.query, list(state.steps))
+        return getattr(self, f"_{state.agent}")(state.query, list(state.steps), state.style)
 
-    def _coder(self, spec: str, steps: list[Step]) -> Step:
+    def _coder(self, spec: str, steps: list[Step], style: int | None) -> Step:
         code = latest_code(steps)
-        verdicts = _verdicts(steps)
-        last_verdict = verdicts[-1] if verdicts else None
+        key = len(steps)
         reading = read_spec(spec)
         if code is None:
-            if reading is None:
-                return Step(index=0, agent="coder", kind="assistant",
-                            content="I cannot tell which function this spec asks for.")
-            template, params = reading
-            return Step(index=0, agent="coder", kind="assistant",
-                        content=f"First version of `{template.name}`:\n```python\n{template.draft(params)}```")
+            return self._first(reading, steps, style, key)
+        verdicts = _verdicts(steps)
+        last_verdict = verdicts[-1] if verdicts else None
         approved = last_verdict is not None and APPROVED.search(last_verdict.content or "")
+        name = reading[0].name if reading else "the function"
         if approved or failed_rounds(steps) >= MAX_ROUNDS or reading is None:
-            return Step(index=0, agent="coder", kind="final_answer", content=f"Final code:\n```python\n{code}```")
+            return Step(index=0, agent="coder", kind="final_answer",
+                        content=_block(pick(style, FINALS, key, "final").format(name=name), code))
         template, params = reading
         failures = [ln.strip("- ").strip() for ln in (last_verdict.content if last_verdict else "").splitlines()
                     if ln.strip().startswith("- ")]
         what = f" ({failures[0]})" if failures else ""
-        return Step(index=0, agent="coder", kind="assistant", content=(
-            f"Fixing what the tester reported{what}; re-reading the spec, including its edge case:\n"
-            f"```python\n{template.full(params)}```"))
+        patched = dress(patch_code(undress(code), template.draft(params), template.full(params)), style)
+        if failed_rounds(steps) >= 2 or patched == code:
+            return Step(index=0, agent="coder", kind="assistant", content=_block(
+                pick(style, REWRITES, key, "rewrite").format(name=name), dress(template.full(params), style)))
+        return Step(index=0, agent="coder", kind="assistant", content=_block(
+            pick(style, FIXES, key, "fix").format(name=name, what=what), patched))
 
-    def _tester(self, spec: str, steps: list[Step]) -> Step:
+    def _first(self, reading, steps: list[Step], style: int | None, key: int) -> Step:
+        if reading is None:
+            return Step(index=0, agent="coder", kind="assistant",
+                        content="I cannot tell which function this spec asks for.")
+        template, params = reading
+        name = template.name
+        spoke = any(s.agent == "coder" for s in steps)
+        if not spoke and chance(style, P_PLAN, "plan"):
+            return Step(index=0, agent="coder", kind="assistant", content=pick(style, PLANS, key, "plan").format(
+                name=name))
+        if chance(style, P_CAREFUL, "careful"):
+            return Step(index=0, agent="coder", kind="assistant", content=_block(
+                pick(style, CAREFUL, key, "first").format(name=name), dress(template.full(params), style)))
+        draft = template.draft(params)
+        if chance(style, P_SLIP, "slip"):
+            draft = slip(draft, style, key)
+        return Step(index=0, agent="coder", kind="assistant",
+                    content=_block(pick(style, FIRSTS, key, "first").format(name=name), dress(draft, style)))
+
+    def _tester(self, spec: str, steps: list[Step], style: int | None) -> Step:
         last = steps[-1]
         if last.agent == "tester" and last.tool_calls:
-            return self._verdict(last)
+            return self._verdict(last, style, len(steps))
         code = latest_code(steps)
         cases = spec_examples(spec)
         if code is None or not cases:
             return Step(index=0, agent="tester", kind="assistant",
                         content="There is no code or no example to test. Coder, please fix.")
         return Step(index=0, agent="tester", kind="action",
-                    content=(f"Running the {len(cases)} examples from the spec as tests against "
-                             "the coder's latest code."),
+                    content=pick(style, RUNS, len(steps), "run").format(n=len(cases)),
                     tool_calls=[ToolCall(id=f"call_{len(steps)}", name="run_tests",
                                          arguments={"code": code, "tests": harness(cases)})])
 
-    def _verdict(self, action: Step) -> Step:
+    def _verdict(self, action: Step, style: int | None, key: int) -> Step:
         out = action.observation or ""
         passed = [ln for ln in out.splitlines() if ln.startswith("PASS ")]
         failed = [ln for ln in out.splitlines() if ln.startswith("FAIL ")]
         if passed and not failed and not action.error:
             return Step(index=0, agent="tester", kind="assistant",
-                        content=f"All {len(passed)} tests passed. Approved.")
+                        content=pick(style, PASSES, key, "pass").format(n=len(passed)))
+        ask = pick(style, ASKS, key, "ask")
         if failed:
             listing = "\n".join(f"- {ln[5:]}" for ln in failed)
-            text = f"{len(failed)} of {len(failed) + len(passed)} tests failed:\n{listing}\nCoder, please fix."
+            head = pick(style, FAILS, key, "fail").format(f=len(failed), t=len(failed) + len(passed))
+            text = f"{head}\n{listing}\n{ask}"
         else:
             last_line = (out.strip().splitlines() or ["no output"])[-1]
-            text = f"The tests could not run:\n- {last_line}\nCoder, please fix."
+            text = f"The tests could not run:\n- {last_line}\n{ask}"
         return Step(index=0, agent="tester", kind="assistant", content=text)
 
 

@@ -4,17 +4,18 @@
 Each :class:`Template` makes parameters from a seeded RNG, renders the spec text, parses a
 spec text back (the coder's *reading* of the task), writes a first draft and a complete
 solution (the reference coder's two behaviours), and computes the expected value of a call
-with a plain Python reference function (independent of the code strings). Templates with an
-``Edge case:`` sentence have drafts that ignore it, so the tester's failing example and the
-coder's fix are exercised in ordinary runs.
+with a plain Python reference function (independent of the code strings). Twelve templates
+(:data:`TEMPLATES`); those with an ``Edge case:`` sentence have drafts that ignore it, so the
+tester's failing example and the coder's fix are exercised in ordinary runs.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 WORDS = ["banana", "rhythm", "syzygy", "lattice", "example", "quartz", "yellow", "strait"]
 
@@ -192,16 +193,156 @@ MEAN = Template(
     hidden_args=lambda p: [([1, 2, 4],), ([],), ([5],), ([1, 2],), ([2, 3, 3, 7],), ([0.1, 0.2, 0.4],)],
 )
 
-TEMPLATES: list[Template] = [CLAMP, COUNT, RUNNING, FIZZ, GRADE, MEAN]
+
+# --- bulk_price ------------------------------------------------------------------------
+def _bulk_ref(p, n):
+    if n <= 0:
+        return 0
+    total = n * p["unit"]
+    return total - total * p["pct"] // 100 if n >= p["min"] else total
+
+
+BULK = Template(
+    name="bulk_price",
+    make=lambda r: {"unit": r.choice([3, 4, 5, 8, 12]), "min": r.choice([5, 10, 20]), "pct": r.choice([10, 20, 25])},
+    spec=lambda p: render_spec(BULK, p, (
+        f"Write a Python function `bulk_price(n)` that returns the price in whole dollars of n units at "
+        f"{p['unit']} dollars each, with {p['pct']} percent off (integer division) when n is at least "
+        f"{p['min']}."), "n of 0 or less costs 0."),
+    parse=lambda s: (lambda m: {"unit": int(m[1]), "pct": int(m[2]), "min": int(m[3])} if m else None)(
+        re.search(r"units at (\d+) dollars each, with (\d+) percent off \(integer division\) when n is at least "
+                  r"(\d+)", s)),
+    draft=lambda p: (f"def bulk_price(n):\n    total = n * {p['unit']}\n    if n >= {p['min']}:\n"
+                     f"        total -= total * {p['pct']} // 100\n    return total\n"),
+    full=lambda p: (f"def bulk_price(n):\n    if n <= 0:\n        return 0\n    total = n * {p['unit']}\n"
+                    f"    if n >= {p['min']}:\n        total -= total * {p['pct']} // 100\n    return total\n"),
+    ref=_bulk_ref,
+    examples=lambda p: [(2,), (p["min"] + 5,), (-4,)],
+    hidden_args=lambda p: [(0,), (1,), (p["min"] - 1,), (p["min"],), (p["min"] + 1,), (100,), (-1,)],
+)
+
+
+# --- pad_id ----------------------------------------------------------------------------
+def _pad_ref(p, n):
+    return ("-" if n < 0 else "") + str(abs(n)).zfill(p["w"])
+
+
+PAD = Template(
+    name="pad_id",
+    make=lambda r: {"w": r.choice([4, 5, 6, 8])},
+    spec=lambda p: render_spec(PAD, p, (
+        f"Write a Python function `pad_id(n)` that returns n as a string padded with leading zeros to "
+        f"{p['w']} digits."), "a negative n keeps its minus sign in front of the padded digits."),
+    parse=lambda s: (lambda m: {"w": int(m[1])} if m else None)(re.search(r"leading zeros to (\d+) digits", s)),
+    draft=lambda p: f"def pad_id(n):\n    return str(n).rjust({p['w']}, '0')\n",
+    full=lambda p: (f"def pad_id(n):\n    if n < 0:\n        return '-' + str(-n).rjust({p['w']}, '0')\n"
+                    f"    return str(n).rjust({p['w']}, '0')\n"),
+    ref=_pad_ref,
+    examples=lambda p: [(42,), (-7,)],
+    hidden_args=lambda p: [(0,), (5,), (42,), (10 ** p["w"] - 1,), (10 ** p["w"],), (-7,), (-123,)],
+)
+
+
+# --- temp_band -------------------------------------------------------------------------
+def _band_ref(p, t):
+    return "hot" if t >= p["hi"] else "mild" if t >= p["lo"] else "cold"
+
+
+BAND = Template(
+    name="temp_band",
+    make=lambda r: {"lo": r.choice([5, 8, 10, 12]), "hi": r.choice([24, 25, 27, 30])},
+    spec=lambda p: render_spec(BAND, p, (
+        f"Write a Python function `temp_band(t)` that returns 'hot' when t is at least {p['hi']}, "
+        f"'mild' when t is at least {p['lo']}, and 'cold' otherwise."), None),
+    parse=lambda s: (lambda m: {"hi": int(m[1]), "lo": int(m[2])} if m else None)(
+        re.search(r"'hot' when t is at least (\d+), 'mild' when t is at least (\d+)", s)),
+    draft=lambda p: (f"def temp_band(t):\n    if t >= {p['hi']}:\n        return 'hot'\n"
+                     f"    if t >= {p['lo']}:\n        return 'mild'\n    return 'cold'\n"),
+    full=lambda p: (f"def temp_band(t):\n    if t >= {p['hi']}:\n        return 'hot'\n"
+                    f"    if t >= {p['lo']}:\n        return 'mild'\n    return 'cold'\n"),
+    ref=_band_ref,
+    examples=lambda p: [(p["hi"] + 4,), (p["lo"] + 3,), (p["lo"] - 6,)],
+    hidden_args=lambda p: [(p["hi"],), (p["hi"] - 1,), (p["lo"],), (p["lo"] - 1,), (40,), (-5,)],
+)
+
+
+# --- count_above -----------------------------------------------------------------------
+def _above_ref(p, xs):
+    return sum(1 for x in xs if x is not None and x > p["t"])
+
+
+ABOVE = Template(
+    name="count_above",
+    make=lambda r: {"t": r.choice([3, 5, 10, 18]), "xs": [r.randint(0, 25) for _ in range(5)]},
+    spec=lambda p: render_spec(ABOVE, p, (
+        f"Write a Python function `count_above(xs)` that counts the numbers in xs greater than {p['t']}."),
+        "None entries are skipped."),
+    parse=lambda s: (lambda m: {"t": int(m[1])} if m else None)(re.search(r"numbers in xs greater than (\d+)", s)),
+    draft=lambda p: f"def count_above(xs):\n    return sum(1 for x in xs if x > {p['t']})\n",
+    full=lambda p: f"def count_above(xs):\n    return sum(1 for x in xs if x is not None and x > {p['t']})\n",
+    ref=_above_ref,
+    examples=lambda p: [(p["xs"],), ([p["t"] + 1, None, p["t"] - 1],)],
+    hidden_args=lambda p: [([],), ([p["t"]],), ([p["t"] + 1],), (p["xs"],), ([None, None],),
+                           ([p["t"] - 1, p["t"], p["t"] + 1, p["t"] + 2],)],
+)
+
+
+# --- shift_word ------------------------------------------------------------------------
+def _shift_ref(p, w):
+    return "".join(chr((ord(c) - 97 + p["k"]) % 26 + 97) if "a" <= c <= "z" else c for c in w)
+
+
+SHIFT = Template(
+    name="shift_word",
+    make=lambda r: {"k": r.choice([1, 2, 3, 5, 13]), "words": r.sample(WORDS, 1)},
+    spec=lambda p: render_spec(SHIFT, p, (
+        f"Write a Python function `shift_word(w)` that shifts every lowercase letter of w {p['k']} places "
+        "forward in the alphabet, wrapping from z to a."),
+        "characters that are not lowercase letters stay as they are."),
+    parse=lambda s: (lambda m: {"k": int(m[1])} if m else None)(re.search(r"lowercase letter of w (\d+) places", s)),
+    draft=lambda p: f"def shift_word(w):\n    return ''.join(chr((ord(c) - 97 + {p['k']}) % 26 + 97) for c in w)\n",
+    full=lambda p: (f"def shift_word(w):\n    return ''.join(chr((ord(c) - 97 + {p['k']}) % 26 + 97) "
+                    "if 'a' <= c <= 'z' else c for c in w)\n"),
+    ref=_shift_ref,
+    examples=lambda p: [(p["words"][0],), ("a-z!",)],
+    hidden_args=lambda p: [("",), ("abc",), ("xyz",), ("hello world",), ("A1b2",), *((w,) for w in WORDS[:4])],
+)
+
+
+# --- percent_change --------------------------------------------------------------------
+def _change_ref(p, a, b):
+    return None if a == 0 else round((b - a) / a * 100, p["d"])
+
+
+CHANGE = Template(
+    name="percent_change",
+    make=lambda r: {"d": r.choice([0, 1, 2])},
+    spec=lambda p: render_spec(CHANGE, p, (
+        "Write a Python function `percent_change(a, b)` that returns the percent change from a to b "
+        f"rounded to {p['d']} decimals."), "when a is 0 the change is undefined: return None."),
+    parse=lambda s: (lambda m: {"d": int(m[1])} if m else None)(
+        re.search(r"percent change from a to b rounded to (\d+) decimals", s)),
+    draft=lambda p: f"def percent_change(a, b):\n    return round((b - a) / a * 100, {p['d']})\n",
+    full=lambda p: (f"def percent_change(a, b):\n    if a == 0:\n        return None\n"
+                    f"    return round((b - a) / a * 100, {p['d']})\n"),
+    ref=_change_ref,
+    examples=lambda p: [(40, 50), (0, 5)],
+    hidden_args=lambda p: [(40, 50), (0, 5), (50, 40), (3, 4), (8, 8), (7, 1), (0, 0)],
+)
+
+TEMPLATES: list[Template] = [CLAMP, COUNT, RUNNING, FIZZ, GRADE, MEAN, BULK, PAD, BAND, ABOVE, SHIFT, CHANGE]
 BY_NAME = {t.name: t for t in TEMPLATES}
 
 
 def make_task(seed: int) -> tuple[str, dict[str, Any]]:
-    """Spec text and parameters for ``seed``: template ``seed % 6``, parameters from
-    ``random.Random(seed)``."""
+    """Spec text and parameters for ``seed``: template ``seed % 12``, parameters and the
+    run's wording ``style`` (:mod:`whenpro_core.envs.style`) from ``random.Random(seed)``."""
+    from whenpro_core.envs.style import draw_style
+
     t = TEMPLATES[seed % len(TEMPLATES)]
-    p = t.make(random.Random(f"code_pair:{seed}"))
-    return t.spec(p), {"template": t.name, **p}
+    rng = random.Random(f"code_pair:{seed}")
+    p = t.make(rng)
+    return t.spec(p), {"template": t.name, **p, "style": draw_style(rng)}
 
 
 def read_spec(spec: str) -> tuple[Template, dict[str, Any]] | None:

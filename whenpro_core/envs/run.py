@@ -3,8 +3,9 @@ native trace per run (successful and failed runs alike)."""
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from whenpro_core.envs import get_env
 from whenpro_core.envs.base import run_env
@@ -13,17 +14,26 @@ from whenpro_core.formats.native import write_trace
 from whenpro_core.model import Trace
 from whenpro_core.textsafe import plural
 
+#: Bits of a first seed drawn at random (``whenpro run`` without ``--seed``).
+SEED_BITS = 40
 
-def run_many(env_name: str, n: int, out: Path, *, seed: int = 0, model: str | None = "reference",
+
+def run_many(env_name: str, n: int, out: Path, *, seed: int | None = 0, model: str | None = "reference",
              force: bool = False, echo: Callable[[str], None] = print) -> list[Trace]:
     """Run ``env_name`` for seeds ``seed .. seed+n-1`` and write ``out/<trace id>.json``
-    for each run (atomically).
+    for each run (atomically). ``seed=None`` draws the first seed at random (from the
+    system's entropy), so the same command run twice gives different runs; the seed
+    decides the task and the agents' wording, and is printed so the maker can reproduce
+    the runs with ``--seed``.
 
     Raises ConfigError for an unknown env, a bad ``n`` or an unusable ``model`` (no key
     or base URL), BackendError when the model fails during a run, and WhenproError before running anything when an output file exists and
     ``force`` is not set."""
     env = get_env(env_name)
     env.policy(model)  # fail fast on an unavailable model
+    if seed is None:
+        seed = random.SystemRandom().getrandbits(SEED_BITS)
+        echo(f"first seed {seed} (drawn at random; pass --seed {seed} to reproduce these runs)")
     if n < 1:
         raise WhenproError(f"--n must be at least 1, got {n}", expected="a positive number of runs")
     if out.exists() and not out.is_dir():

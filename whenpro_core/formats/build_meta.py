@@ -1,5 +1,7 @@
 """Files ``whenpro build`` keeps next to a dataset's traces: ``manifest.json``
-(``format: whenpro.build.manifest/1``) and ``validation.jsonl``
+(``format: whenpro.build.manifest/1``), the provenance sidecar ``provenance.json``
+(``whenpro.build.provenance/1``: how each trace was made; never shown as a trace, never
+read by a judge) and ``validation.jsonl``
 (``whenpro.validation/1`` lines). They hold no traces; these importers recognise them
 (strictly: the whole shape, not just a tag, so a damaged file is still reported) so that
 a dataset walk (``whenpro ls``, ``whenpro bench``) lists nothing for them instead of an
@@ -7,8 +9,9 @@ a dataset walk (``whenpro ls``, ``whenpro bench``) lists nothing for them instea
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
@@ -17,6 +20,7 @@ from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContex
 from whenpro_core.model import Trace, TraceSummary
 
 MANIFEST_FORMAT = "whenpro.build.manifest/1"
+PROVENANCE_FORMAT = "whenpro.build.provenance/1"
 VALIDATION_FORMAT = "whenpro.validation/1"
 
 
@@ -30,6 +34,22 @@ class BuildManifestImporter(DocumentImporter):
         return (isinstance(doc, dict) and doc.get("format") == MANIFEST_FORMAT
                 and isinstance(doc.get("counts"), dict) and isinstance(doc.get("traces"), list)
                 and isinstance(doc.get("options"), dict))
+
+    def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
+        return []
+
+    def summaries(self, doc: Any, ctx: LoadContext) -> list[TraceSummary]:
+        return []
+
+
+class BuildProvenanceImporter(DocumentImporter):
+    """A build's ``provenance.json`` sidecar: no traces."""
+
+    name = "whenpro-build-provenance"
+    priority = 200
+
+    def matches(self, doc: Any) -> bool:
+        return isinstance(doc, dict) and doc.get("format") == PROVENANCE_FORMAT and isinstance(doc.get("traces"), dict)
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
         return []

@@ -15,10 +15,10 @@ the verification verdict.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.injection.executors import Executor
@@ -28,7 +28,6 @@ from whenpro_core.injection.verify import Verdict, check_trace, verify
 from whenpro_core.model import Annotation, GroundTruth, Outcome, Source, Step, Trace
 from whenpro_core.taxonomy import Taxonomy
 from whenpro_core.textsafe import plural
-
 
 #: Terminations that cut a continuation short for reasons outside the run (a model-call
 #: budget, a cancel): without a final answer the counterfactual's outcome is unknown.
@@ -136,7 +135,7 @@ def _counterfactual(trace: Trace, index: int, mode: str, gen: GeneratedStep, res
         "generator": gen.generator,
         "executor": result.executor,
         "seed": seed,
-        "timestamp": now or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": now or datetime.now(UTC).isoformat(timespec="seconds"),
         "replay": {"prefix_len": result.prefix_len, "new_steps": len(result.new_steps),
                    "termination": result.termination, "tool_cache_hits": result.cache_hits,
                    "tool_cache_misses": result.cache_misses, "seconds": round(result.seconds, 3)},
@@ -222,14 +221,17 @@ def run_inject_command(trace_ref: str, step: str, mode: str, *, generator: str =
                        executor: str = "builtin", out: Path | None = None, seed: int = 0,
                        force: bool = False, timeout: float = 600.0, message_timeout: float = 60.0,
                        model: str | None = None, max_steps: int | None = None, max_calls: int | None = None,
-                       use_cache: bool = True, echo: Callable[[str], None] = print) -> InjectionResult:
+                       use_cache: bool = True, base_url: str | None = None,
+                       echo: Callable[[str], None] = print) -> InjectionResult:
     """What ``whenpro inject`` does: load, inject, replay, verify, print, write.
 
     ``model`` (``provider:model``) is the model of ``--generator llm`` and ``--executor
-    simulate`` unless their spec names one; ``max_steps``/``max_calls`` bound the
-    simulate executor; ``use_cache=False`` skips cached model answers.
+    simulate`` unless their spec names one; ``base_url`` overrides its provider's base
+    URL; ``max_steps``/``max_calls`` bound the simulate executor; ``use_cache=False``
+    skips cached model answers.
 
     Refuses to overwrite the output file unless ``force`` (WhenproError)."""
+    from whenpro_core.config import load_settings
     from whenpro_core.formats import load_trace
     from whenpro_core.formats.native import write_trace
     from whenpro_core.injection.executors import get_executor
@@ -237,9 +239,10 @@ def run_inject_command(trace_ref: str, step: str, mode: str, *, generator: str =
 
     trace = load_trace(trace_ref)
     index = resolve_step(trace, step)
-    gen = get_generator(generator, model=model, use_cache=use_cache)
-    ex = get_executor(executor, message_timeout=message_timeout, model=model, max_steps=max_steps,
-                      max_calls=max_calls, use_cache=use_cache)
+    settings = load_settings(base_url=base_url) if base_url else None
+    gen = get_generator(generator, model=model, settings=settings, use_cache=use_cache)
+    ex = get_executor(executor, message_timeout=message_timeout, model=model, settings=settings,
+                      max_steps=max_steps, max_calls=max_calls, use_cache=use_cache)
     code = check_mode(mode)
     target = out or default_output(trace, counterfactual_id(trace, code, trace.steps[index].coord, seed))
     if target.exists() and not force:

@@ -16,9 +16,10 @@ code edit                                                                 fits
 R.3  perturb one number (±1, ±2, ×2, +10 units of its last digit), in     a number in a tool argument or the
      the tool arguments and, when the argument text is quoted in the     content (list markers ``1.`` excluded)
      content, there too
-R.1  drop the tool call and state a made-up result as if found            a step with a recorded tool result,
-     (``The result is N.``), or add an unsupported figure                  or a number in the content (not a
-                                                                          final answer)
+R.1  drop the tool call and state a made-up result as if found, the way  a tool step with ``=`` and a number
+     the agent states results without a tool elsewhere (``... = N.``);    in its result, by an agent that
+     the kind becomes the one the agent uses for tool-less steps. Or add  states results without tools too;
+     an unsupported figure (a seeded phrasing of :data:`FIGURES`)         or a number in a tool-less step
 R.2  flip one operator (``+``/``-``, ``*``/``/``, ``>=``/``>``,             an operator between operands or
      ``<=``/``<``, ``min``/``max``), in arguments and content             ``min(``/``max(``
 R.4  replace a number taken from the task with another number of the      a number that also occurs in the
@@ -30,29 +31,35 @@ A.1  corrupt one tool argument only (content untouched): a number is      a tool
      another value used for that argument elsewhere in the trace (else
      loses its last letter), code loses its last line
 A.2  break the syntax of the step's last code block                       a fenced code block with a ``:`` line
-A.3  turn the step into a premature final answer (the latest code         an agent step that is not the last
-     block, else the latest number seen before the step, else the step's  one and not already final
-     own last number)
+A.3  declare the agent's part done too early: append the sentence by    a step before the agent's last one,
+     which the agent says so elsewhere in the trace; else turn the step   not final, when the agent says it is
+     into the agent's own final-answer step (its format, with the latest  done elsewhere or gives the final
+     code block or number seen so far)                                    answer later
 A.4  repeat the agent's previous step (content and tool calls)            an earlier, different step by the
                                                                           same agent
 C.2  ignore a peer: after a peer's critique (fail, mismatch, fix...),      a peer critique answered by a revision,
      resubmit the agent's own earlier step; otherwise replace a number     or a number taken from a peer's step
      taken from a peer's latest message by that peer's earlier figure      that had an earlier, different figure
-V.2  approve without checking: drop tool calls, content becomes an        a verifier-like step (agent id/role
-     approval                                                             or content mentions checking)
+V.2  approve without checking: the report of a problem becomes the       a verifier-like agent's (id/role)
+     agent's own approval from elsewhere in the trace (else a seeded      report of a problem (critique words,
+     approval, :data:`APPROVALS`)                                         no tool call, no approval)
 ==== ==================================================================== =====================================
 
 Modes without an offline mutator (P.1, P.2, PL.2, V.1, C.1, C.3) need the ``text:``
-generator or, later, the LLM generator. Nothing a mutator writes names the injection.
+generator or the LLM generator. Nothing a mutator writes names the injection, and no
+mutator writes one fixed sentence (issue 14): an edit keeps the agent's format, kind and
+tool calls unless the mode is about them, and its wording is either derived from the
+agent's own steps or a seeded choice among several phrasings.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from whenpro_core.errors import ConfigError
 from whenpro_core.injection.textedit import (
@@ -129,28 +136,58 @@ def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
 
 # --- R.1 hallucination -----------------------------------------------------------------
 
+#: Ways to add an unsupported figure to a step that has no tool result.
+FIGURES = ("{c}, in line with the {n} from before.", "{c} (consistent with the earlier {n}).",
+           "{c}, matching the {n} we had.", "{c}; the earlier figure was {n}.", "{c}, as with {n} earlier.",
+           "{c}, same as the {n} noted above.")
+_ENDS_WITH_VALUE = re.compile(r"=\s*-?\d[\d.:]*\.?\s*$")
+
+
+def _own_toolless(trace: Trace, i: int) -> list[Step]:
+    s = trace.steps[i]
+    return [st for st in trace.steps if st.index != i and st.agent == s.agent and is_agent_step(st)
+            and not st.tool_calls and st.kind != "final_answer"]
+
+
+def _claim_text(trace: Trace, i: int, claim: str, rng: random.Random, pool: tuple[str, ...]) -> str:
+    """The step's text with ``claim`` stated the way the agent states results without a
+    tool when it does so elsewhere (``... = N.``), else a seeded phrasing of ``pool``."""
+    text = (trace.steps[i].content or "").rstrip()
+    core = text[:-1] if text.endswith(".") else text
+    if "=" in core and _states_without_tool(trace, i):
+        return f"{core} = {claim}."
+    return rng.choice(pool).format(c=core, n=claim)
+
+
+def _states_without_tool(trace: Trace, i: int) -> bool:
+    """Whether the agent of step ``i`` states results without a tool elsewhere
+    (``... = N.``): only then does a tool-less claim read like its own steps."""
+    return any(_ENDS_WITH_VALUE.search(st.content or "") for st in _own_toolless(trace, i))
+
+
 def _r1_fits(trace: Trace, i: int) -> bool:
     s = trace.steps[i]
-    return bool((s.tool_calls and s.observation) or (s.kind != "final_answer" and find_numbers(s.content)))
+    if s.tool_calls:
+        return bool(s.observation and find_numbers(s.observation)) and "=" in (s.content or "") \
+            and _states_without_tool(trace, i)
+    return s.kind != "final_answer" and bool(find_numbers(s.content))
 
 
 def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
-    if s.tool_calls and s.observation:
-        nums = find_numbers(s.observation)
-        if nums:
-            claim = perturb(nums[-1].group(), rng)
-            text = f"{s.content.rstrip()} The result is {claim}."
-            why = (f"States the result {claim} without calling {s.tool_calls[0].name} "
-                   f"(the tool would give {nums[-1].group()}).")
-        else:
-            text = f"{s.content.rstrip()} The result: everything works as expected."
-            why = f"Claims the outcome of {s.tool_calls[0].name} without running it."
-        return Mutation(fresh_step(s, content=text, tool_calls=[]), why)
+    if s.tool_calls:
+        real = find_numbers(s.observation or "")[-1].group()
+        claim = perturb(real, rng)
+        kinds = [st.kind for st in _own_toolless(trace, i)]
+        kind = max(set(kinds), key=kinds.count) if kinds else s.kind
+        text = _claim_text(trace, i, claim, rng, FIGURES)
+        return Mutation(fresh_step(s, content=text, tool_calls=[], kind=kind),
+                        f"States the result {claim} without calling {s.tool_calls[0].name} "
+                        f"(the tool would give {real}).")
     m = find_numbers(s.content)[-1]
     claim = perturb(m.group(), rng)
-    text = f"{s.content.rstrip()} This also matches the figure of {claim} found earlier."
-    return Mutation(fresh_step(s, content=text), f"Cites a figure of {claim} that no earlier step produced.")
+    return Mutation(fresh_step(s, content=_claim_text(trace, i, claim, rng, FIGURES)),
+                    f"Cites a figure of {claim} that no earlier step produced.")
 
 
 # --- R.2 reasoning error ---------------------------------------------------------------
@@ -291,9 +328,37 @@ def _a2(trace: Trace, i: int, rng: random.Random) -> Mutation:
 
 # --- A.3 premature termination ---------------------------------------------------------
 
+#: A sentence in which an agent says its part of the work is finished.
+DONE_SENTENCE = re.compile(r"[^.\n]*\b(?:last item|completes the plan|nothing (?:left|else) to|all (?:plan )?items? "
+                           r"(?:now )?(?:have|has) values?|every plan item has a value|that'?s all|all done|"
+                           r"(?:work|task) is (?:done|complete))\b[^.\n]*\.", re.IGNORECASE)
+
+
+def _done_remark(trace: Trace, i: int) -> str | None:
+    """A sentence by which the agent of step ``i`` says elsewhere in the trace that its
+    work is done (``None`` when it never does, or step ``i`` already says it)."""
+    s = trace.steps[i]
+    if DONE_SENTENCE.search(s.content or ""):
+        return None
+    for st in trace.steps:
+        m = DONE_SENTENCE.search(st.content or "") if st.agent == s.agent and st.index != i else None
+        if m and is_agent_step(st):
+            return m.group().strip()
+    return None
+
+
+def _final_of(trace: Trace, i: int) -> Step | None:
+    """The agent's own final-answer step after ``i`` (its format is reused)."""
+    s = trace.steps[i]
+    return next((st for st in trace.steps[i + 1:] if st.kind == "final_answer" and st.agent == s.agent), None)
+
+
 def _a3_fits(trace: Trace, i: int) -> bool:
     s = trace.steps[i]
-    return s.kind != "final_answer" and i < len(trace.steps) - 1
+    if s.kind == "final_answer" or i >= len(trace.steps) - 1:
+        return False
+    later_own = any(st.agent == s.agent and is_agent_step(st) for st in trace.steps[i + 1:])
+    return later_own and (_done_remark(trace, i) is not None or _final_of(trace, i) is not None)
 
 
 def _partial_result(trace: Trace, i: int) -> tuple[str, bool]:
@@ -318,10 +383,32 @@ def _partial_result(trace: Trace, i: int) -> tuple[str, bool]:
     return first or "(none)", False
 
 
+def _as_final(final: Step, value: str, is_code: bool) -> str:
+    """``final``'s content with its answer (last code block, else the text after
+    ``Final answer:``, else its last number) replaced by ``value``."""
+    text = final.content or ""
+    blocks = list(CODE_BLOCK.finditer(text))
+    if is_code and blocks:
+        block = blocks[-1]
+        return text[:block.start(1)] + value + text[block.end(1):]
+    if m := re.search(r"(final answer\s*:\s*)(.+)$", text, re.IGNORECASE | re.DOTALL):
+        return text[:m.start(2)] + value
+    nums = find_numbers(text)
+    if nums:
+        return text[:nums[-1].start()] + value + text[nums[-1].end():]
+    return f"Final answer: {value}"
+
+
 def _a3(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
+    remark = _done_remark(trace, i)
+    if remark is not None:
+        text = (s.content or "").rstrip()
+        return Mutation(fresh_step(s, content=f"{text} {remark}"),
+                        "Declares its part of the work finished while items remain, so the run ends early.")
     value, is_code = _partial_result(trace, i)
-    content = f"Final answer:\n```python\n{value}```" if is_code else f"Final answer: {value}"
+    final = _final_of(trace, i)
+    content = _as_final(final, value, is_code) if final is not None else f"Final answer: {value}"
     new = fresh_step(s, content=content, tool_calls=[], kind="final_answer")
     shown = "its current code" if is_code else repr(value)
     return Mutation(new, f"Stops early and returns {shown} as the final answer before the remaining work is done.")
@@ -397,20 +484,31 @@ def _c2(trace: Trace, i: int, rng: random.Random) -> Mutation:
 
 # --- V.2 inadequate verification ------------------------------------------------------
 
-def _v2_fits(trace: Trace, i: int) -> bool:
-    s = trace.steps[i]
-    if s.kind == "final_answer" or not is_agent_step(s):
-        return False
+#: Approvals for an agent that never approves elsewhere in the trace (a seeded choice).
+APPROVALS = ("Looks correct to me. Approved.", "I checked this; it matches. Approved.", "This is right. Approved.",
+             "No problems found. Approved.", "Everything checks out. Approved.", "Verified. Approved.")
+
+
+def _is_verifier(trace: Trace, s: Step) -> bool:
     roles = {a.id: (a.role or "") for a in trace.agents}
-    return bool(VERIFIER_ROLE.search(s.agent) or VERIFIER_ROLE.search(roles.get(s.agent, ""))
-                or CHECK_WORDS.search(s.content or ""))
+    return bool(VERIFIER_ROLE.search(s.agent) or VERIFIER_ROLE.search(roles.get(s.agent, "")))
+
+
+def _v2_fits(trace: Trace, i: int) -> bool:
+    """A verifier's report of a problem (no tool call): approving instead is the error."""
+    s = trace.steps[i]
+    if s.kind == "final_answer" or not is_agent_step(s) or s.tool_calls:
+        return False
+    return _is_verifier(trace, s) and bool(CRITIQUE.search(s.content or "")) \
+        and not CHECK_WORDS.search(s.content or "")
 
 
 def _v2(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
-    new = fresh_step(s, content="I looked over the work so far and it is correct. Approved.", tool_calls=[],
-                 kind="assistant")
-    return Mutation(new, f"{s.agent} approves at step {s.coord} without checking the work.")
+    own = [st.content for st in trace.steps if st.agent == s.agent and st.index != i and not st.tool_calls
+           and CHECK_WORDS.search(st.content or "") and not CRITIQUE.search(st.content or "")]
+    text = rng.choice(own) if own else rng.choice(APPROVALS)
+    return Mutation(fresh_step(s, content=text), f"{s.agent} approves at step {s.coord} without checking the work.")
 
 
 #: mode -> (fits(trace, index), apply(trace, index, rng)).
