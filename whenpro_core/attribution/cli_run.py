@@ -72,6 +72,12 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
             verdict = asyncio.run(run())
     else:
         verdict = asyncio.run(run())
+    _show_and_save(trace, verdict, as_json=as_json, save=save, err=err)
+
+
+def _show_and_save(trace, verdict, *, as_json: bool, save: bool, err: Console) -> None:
+    """Print ``verdict`` (one JSON line with ``as_json``, else the verdict panel) and, with
+    ``save``, keep it beside the trace."""
     if as_json:
         sys.stdout.write(jsonio.dumps(verdict_record(trace, verdict)).decode() + "\n")
     else:
@@ -150,13 +156,7 @@ def counterfactual_command(ref: str, *, model: str | None, executor: str, rank: 
     if ranked_by is not None:  # the ranking's calls count too
         verdict.usage = verdict.usage.add(ranked_by.usage)
         verdict.reason = f"{verdict.reason} Ranked by {ranked_by.protocol} first (step {ranked_by.step})."
-    if as_json:
-        sys.stdout.write(jsonio.dumps(verdict_record(trace, verdict)).decode() + "\n")
-    else:
-        print_verdict(trace, verdict, taxonomy_for(trace.source.root))
-    if save and verdict.step is not None:
-        sys.stdout.flush()
-        _save(trace, verdict, err)
+    _show_and_save(trace, verdict, as_json=as_json, save=save, err=err)
 
 
 def _llm_verdict(trace, protocol: str, model: str | None, settings, no_cache: bool):
