@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.waiting import until, wait_until  # noqa: F401  (the one way tests wait)
 from whenpro_core.formats.native import write_trace
 from whenpro_core.model import (Agent, GroundTruth, MediaRef, Outcome, Step, Task, ToolCall,
                                 Trace)
@@ -25,7 +26,8 @@ SAMPLES = ROOT / "sample_traces"
 
 # ``whenpro_env`` (autouse) isolates config/cache/data folders and provider keys;
 # ``llm_server`` / ``llm_settings`` run the local LLM test server.
-pytest_plugins = ["tests.support.fixtures"]
+# ``browser`` / ``chromium_path``: headless system Chromium through Playwright.
+pytest_plugins = ["tests.support.fixtures", "tests.support.browser"]
 WHOWHEN = REAL_TRACES / "who-and-when" / "Who&When"
 
 
