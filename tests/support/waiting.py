@@ -14,7 +14,7 @@ never trips it. No test asserts how long something took.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -32,10 +32,15 @@ class Deadline:
         self.timeout = timeout
         self.at = time.monotonic() + timeout
 
+    @property
+    def expired(self) -> bool:
+        """True once the deadline has passed (for loops that assert after they end)."""
+        return time.monotonic() > self.at
+
     def check(self, what: str, detail: Callable[[], str] | None = None) -> None:
         """Raise AssertionError ``"timed out waiting for <what>"`` (with ``detail()``)
         once the deadline has passed."""
-        if time.monotonic() > self.at:
+        if self.expired:
             extra = f"\n{detail()}" if detail is not None else ""
             raise AssertionError(f"timed out waiting for {what} ({self.timeout:g} s){extra}")
 
@@ -52,12 +57,14 @@ def wait_until(condition: Callable[[], T], what: str, *, timeout: float = TIMEOU
 
 
 async def until(pilot: Any, condition: Callable[[], T], what: str, *, timeout: float = TIMEOUT_S,
-                poll: float = POLL_S, detail: Callable[[], str] | None = None) -> T:
+                poll: float = POLL_S, detail: Callable[[], str] | None = None,
+                between: Callable[[], Awaitable[Any]] | None = None) -> T:
     """:func:`wait_until` for Pilot tests: between checks the screen handles every
     message queued so far and the loop yields ``poll`` seconds to the app's workers
-    (``pilot.pause(poll)``); never blocks the event loop."""
+    (``pilot.pause(poll)``), or awaits ``between()`` instead (e.g. ``settle``: every
+    worker done); never blocks the event loop."""
     deadline = Deadline(timeout)
     while not (value := condition()):
         deadline.check(what, detail)
-        await pilot.pause(poll)
+        await (between() if between is not None else pilot.pause(poll))
     return value
