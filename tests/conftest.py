@@ -11,7 +11,9 @@ import zlib
 from pathlib import Path
 
 import pytest
+from textual.worker import WorkerState
 
+from tests.support.waiting import TIMEOUT_S, Deadline, until, wait_until  # noqa: F401  (the one way tests wait)
 from whenpro_core.formats.native import write_trace
 from whenpro_core.model import (Agent, GroundTruth, MediaRef, Outcome, Step, Task, ToolCall,
                                 Trace)
@@ -25,7 +27,8 @@ SAMPLES = ROOT / "sample_traces"
 
 # ``whenpro_env`` (autouse) isolates config/cache/data folders and provider keys;
 # ``llm_server`` / ``llm_settings`` run the local LLM test server.
-pytest_plugins = ["tests.support.fixtures"]
+# ``browser`` / ``chromium_path``: headless system Chromium through Playwright.
+pytest_plugins = ["tests.support.fixtures", "tests.support.browser"]
 WHOWHEN = REAL_TRACES / "who-and-when" / "Who&When"
 
 
@@ -124,11 +127,24 @@ def dataset_dir(tmp_path: Path) -> Path:
 
 # --------------------------------------------------------------------------- TUI helpers
 
-async def settle(pilot, rounds: int = 3) -> None:
-    """Wait until workers are done and queued messages handled (no sleeps)."""
-    for _ in range(rounds):
+async def settle(pilot, rounds: int = 2) -> None:
+    """Wait until the app is quiet: no worker pending or running at ``rounds`` checks in a
+    row, each after the screen has handled every message queued before it (so what the
+    last workers posted, and what those messages started, is done too). Waits for the
+    event, never for a time; fails (``tests.support.waiting.Deadline``) if it never comes."""
+    deadline = Deadline(TIMEOUT_S)
+    quiet = 0
+    while quiet < rounds:
+        deadline.check("the app to settle", lambda: f"busy: {busy_workers(pilot.app)}")
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
+        quiet = 0 if busy_workers(pilot.app) else quiet + 1
+
+
+def busy_workers(app) -> list[str]:
+    """Names of the app's workers that are pending or running."""
+    return [w.name or w.description for w in app.workers
+            if w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
 
 
 def screen_text(app) -> str:

@@ -8,6 +8,7 @@ import sys
 
 from bench_data import LABELLED, write_dataset
 from conftest import REPO
+from tests.support.waiting import wait_until
 from whenpro_core.bench.records import read_records
 from whenpro_core.formats.native import write_trace
 
@@ -89,7 +90,8 @@ def test_ctrl_c_says_it_is_stopping_and_exits_130(tmp_path):
     """ctrl+c mid-run: at once a line saying the items in flight finish first (a thread
     attributing a long trace cannot be stopped), then exit 130; a rerun resumes."""
     import signal
-    import time
+
+    import psutil
 
     from whenpro_core.model import Agent, GroundTruth, Step, Trace
 
@@ -110,7 +112,8 @@ def test_ctrl_c_says_it_is_stopping_and_exits_130(tmp_path):
         line = proc.stderr.readline()
         assert line, first
         first += line
-    time.sleep(0.5)  # both items are now in their threads
+    # both items are in their threads (the main thread + one worker thread per item)
+    wait_until(lambda: psutil.Process(proc.pid).num_threads() >= 3, "the items' threads")
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from bench_data import LABELLED, write_dataset
+from tests.support.waiting import TIMEOUT_S
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.bench import runner
 from whenpro_core.bench.cli_bench import bench_command
@@ -200,18 +201,24 @@ def test_secrets_never_reach_records():
 # --------------------------------------------------------------------------- concurrency
 
 
-def counting_hook():
-    """An ``around`` hook that counts items in flight and holds each one open briefly so
-    that items overlap whenever the bound allows it."""
+def counting_hook(bound: int):
+    """An ``around`` hook that counts items in flight and holds the first ones open
+    until ``bound`` items are in flight at once (an event, not a delay): the run can
+    only go on if the runner really runs ``bound`` items together (else the wait
+    times out and the peak assertion names the shortfall)."""
     state = {"now": 0, "peak": 0, "entered": 0}
+    full = asyncio.Event()
 
     @contextlib.asynccontextmanager
     async def around(item):
         state["now"] += 1
         state["entered"] += 1
         state["peak"] = max(state["peak"], state["now"])
+        if state["peak"] >= bound:
+            full.set()
         try:
-            await asyncio.sleep(0.02)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(full.wait(), TIMEOUT_S)
             yield
         finally:
             state["now"] -= 1
@@ -222,7 +229,7 @@ def counting_hook():
 @pytest.mark.parametrize("bound", [1, 3])
 def test_concurrency_bound_is_respected_and_used(dataset, tmp_path, bound):
     items = runner.plan(dataset, ["heuristic"], [], "both")  # 14 items
-    state, around = counting_hook()
+    state, around = counting_hook(bound)
     stats = run(items, tmp_path / f"r{bound}.jsonl", concurrency=bound, around=around)
     assert stats.written == state["entered"] == len(items)
     assert state["peak"] == bound

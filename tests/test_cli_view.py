@@ -12,16 +12,17 @@ import struct
 import subprocess
 import sys
 import termios
-import time
 import urllib.request
 from pathlib import Path
+
+from tests.support.waiting import TIMEOUT_S, Deadline, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def whenpro(*args: str, **kw) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, **kw)
+                          capture_output=True, text=True, timeout=TIMEOUT_S, **kw)
 
 
 def test_missing_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -50,8 +51,8 @@ def test_view_runs_in_a_terminal_and_logs_startup(team_file: Path, tmp_path: Pat
     os.close(slave)
     seen = b""
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not (
+        deadline = Deadline(TIMEOUT_S)
+        while not deadline.expired and not (
                 b"toyteam" in seen and log.exists() and "started in" in log.read_text()):
             ready, _, _ = select.select([master], [], [], 0.5)
             if ready:
@@ -61,15 +62,15 @@ def test_view_runs_in_a_terminal_and_logs_startup(team_file: Path, tmp_path: Pat
                     break
         assert b"toyteam" in seen, seen[-500:]
         os.write(master, b"q")
-        deadline = time.monotonic() + 20
-        while proc.poll() is None and time.monotonic() < deadline:
+        deadline = Deadline(TIMEOUT_S)
+        while proc.poll() is None and not deadline.expired:
             # keep draining the terminal so the app never blocks on a full pty
             if select.select([master], [], [], 0.2)[0]:
                 try:
                     os.read(master, 65536)
                 except OSError:
                     break
-        assert proc.wait(timeout=5) == 0
+        assert proc.wait(timeout=TIMEOUT_S) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -91,20 +92,19 @@ def test_serve_answers_on_localhost(team_file: Path) -> None:
                              "--serve", "--port", str(port)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        body = ""
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        def page() -> str:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as resp:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
                     assert resp.status == 200
-                    body = resp.read().decode()
-                    break
+                    return resp.read().decode()
             except OSError:
-                time.sleep(0.3)
+                return ""
+
+        body = wait_until(page, "the server's page")
         assert "<html" in body.lower() and "whenpro" in body
     finally:
         proc.terminate()
-        proc.wait(timeout=15)
+        proc.wait(timeout=TIMEOUT_S)
 
 
 def test_serve_command_reruns_view_with_the_same_options(tmp_path: Path) -> None:
@@ -121,7 +121,7 @@ def test_serve_command_reruns_view_with_the_same_options(tmp_path: Path) -> None
 # --------------------------------------------------------------------------- failures before the TUI
 
 
-def run_in_pty(argv: list[str], *, keys: bytes = b"", until: bytes = b"", timeout: float = 30,
+def run_in_pty(argv: list[str], *, keys: bytes = b"", until: bytes = b"", timeout: float = TIMEOUT_S,
                env: dict | None = None) -> tuple[int, bytes]:
     """Run ``argv`` in a pseudo-terminal of 100×30; once ``until`` shows (if given),
     type ``keys``. Returns the exit status and everything written to the terminal."""
@@ -133,8 +133,8 @@ def run_in_pty(argv: list[str], *, keys: bytes = b"", until: bytes = b"", timeou
     seen = b""
     typed = not keys
     try:
-        deadline = time.monotonic() + timeout
-        while proc.poll() is None and time.monotonic() < deadline:
+        deadline = Deadline(timeout)
+        while proc.poll() is None and not deadline.expired:
             if select.select([master], [], [], 0.2)[0]:
                 try:
                     seen += os.read(master, 65536)
@@ -143,7 +143,7 @@ def run_in_pty(argv: list[str], *, keys: bytes = b"", until: bytes = b"", timeou
             if not typed and until in seen:
                 os.write(master, keys)
                 typed = True
-        code = proc.wait(timeout=10)
+        code = proc.wait(timeout=TIMEOUT_S)
         while select.select([master], [], [], 0.1)[0]:  # what was written last
             try:
                 chunk = os.read(master, 65536)

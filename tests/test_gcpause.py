@@ -12,6 +12,7 @@ from whenpro_core.gcpause import paused_gc, release_long_lived
 from whenpro_core.opening import open_target
 
 from conftest import SAMPLES
+from tests.support.waiting import TIMEOUT_S
 
 
 @pytest.fixture(autouse=True)
@@ -50,11 +51,11 @@ def test_concurrent_loads_keep_it_paused_until_both_are_done() -> None:
     def slow_load() -> None:
         with paused_gc():
             inside.set()
-            release.wait(5)
+            release.wait(TIMEOUT_S)
 
     worker = threading.Thread(target=slow_load)
     worker.start()
-    assert inside.wait(5)
+    assert inside.wait(TIMEOUT_S)
     with paused_gc():
         pass
     assert not gc.isenabled()  # the worker's load is still running

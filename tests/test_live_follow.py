@@ -20,6 +20,7 @@ from whenpro_core.live.follow import FileFollower, watchfiles_available
 
 from conftest import REPO, SAMPLES
 from tests.support.live_writer import LineWriter, dump_lines
+from tests.support.waiting import TIMEOUT_S, wait_until
 
 BACKENDS = ["poll", pytest.param("watchfiles", marks=pytest.mark.skipif(
     not watchfiles_available(), reason="watchfiles not installed"))]
@@ -35,7 +36,7 @@ CHAT = [
 ]
 
 
-async def run_until(follower: FileFollower, stop, timeout: float = 15.0) -> list:
+async def run_until(follower: FileFollower, stop, timeout: float = TIMEOUT_S) -> list:
     """Collect the follower's events until ``stop(events)`` holds."""
     events: list = []
     gen = follower.events()
@@ -124,7 +125,7 @@ async def test_otlp_lines_follow_one_trace_and_match_the_importer(tmp_path):
     follower = FileFollower(path, poll_interval=0.02, use_watchfiles=False)
     expected = load_trace(OTEL / "genai_events.jsonl")
     events = await run_until(follower, lambda ev: writer.done.is_set() and
-                             len(follower.trace().steps) == len(expected.steps), timeout=15)
+                             len(follower.trace().steps) == len(expected.steps))
     assert follower.line_format == "otlp"
     assert same_trace(follower.trace(), expected)
     # whatever order spans came in, the announced steps replay to the final trace
@@ -189,7 +190,7 @@ async def test_rotation_is_noticed_and_the_users_place_kept(tmp_path, backend):
     async def next_steps(n: int) -> list:
         got: list = []
         while len(steps_of(got)) < n or not got:
-            got.append(await asyncio.wait_for(gen.__anext__(), 10))
+            got.append(await asyncio.wait_for(gen.__anext__(), TIMEOUT_S))
         return got
 
     try:
@@ -237,23 +238,29 @@ async def test_idle_is_reported_once_per_quiet_spell(tmp_path):
     path.write_bytes(b"".join(dump_lines(CHAT[:1])))
     follower = FileFollower(path, idle_after=0.2, use_watchfiles=False)
     events = follower.poll()
-    for _ in range(6):
-        await asyncio.sleep(0.1)
-        events += follower.poll()
+
+    def idle_now() -> list:
+        events.extend(follower.poll())
+        return [e for e in events if isinstance(e, Idle)]
+
+    idle = wait_until(idle_now, "the quiet spell to be reported")
+    for _ in range(5):  # the same spell goes on: polled again, it is not reported again
+        events.extend(follower.poll())
     idle = [e for e in events if isinstance(e, Idle)]
     assert len(idle) == 1 and idle[0].seconds >= 0.2  # once, not at every poll
     with path.open("ab") as fh:
         fh.write(b"".join(dump_lines(CHAT[1:2])))
     assert len(steps_of(follower.poll())) == 1
-    await asyncio.sleep(0.3)
-    assert [type(e) for e in follower.poll()] == [Idle]  # a new quiet spell
+    events = []
+    wait_until(idle_now, "a new quiet spell")
+    assert [type(e) for e in events] == [Idle]  # a new quiet spell, nothing else
     follower.close()
 
 
 async def test_a_folder_is_an_error_not_a_hang(tmp_path):
     follower = FileFollower(tmp_path, use_watchfiles=False)
     with pytest.raises(TraceFormatError, match="folder"):
-        await run_until(follower, lambda ev: True, timeout=5)
+        await run_until(follower, lambda ev: True)
 
 
 @pytest.mark.real_traces

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -34,6 +33,7 @@ from tests.support.fixtures import TEST_KEY
 from tests.support.judge_oracle import oracle_for
 from tests.support.live_writer import LineWriter, dump_lines
 from tests.support.llm_server import Fault
+from tests.support.waiting import wait_until
 
 TEAM = SAMPLES / "team_text" / "trace.json"
 
@@ -304,9 +304,7 @@ def test_serve_otlp_stores_traces_until_stopped(tmp_path):
         tp = provider(endpoint)
         trace_id = run_workshop_agent(tp, wrong=False)
         tp.shutdown()
-        deadline = time.monotonic() + 10
-        while not (tmp_path / "store" / f"{trace_id}.json").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until((tmp_path / "store" / f"{trace_id}.json").exists, "the stored trace")
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     finally:

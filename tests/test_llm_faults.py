@@ -28,27 +28,28 @@ def make_backend(llm_settings):
 
 
 @pytest.mark.parametrize("model", MODELS)
-async def test_429_waits_for_retry_after(model, make_backend, llm_server):
+async def test_429_waits_for_retry_after(model, make_backend, llm_server, caplog):
     llm_server.fail(Fault.http(429, retry_after="1"))
     llm_server.script("ok after the wait")
-    backend = make_backend(model)  # backoff base 10 ms: only Retry-After can explain a 1 s gap
-    reply = await backend.complete(LLMRequest.simple("hi"))
+    backend = make_backend(model)  # backoff base 10 ms: only Retry-After can explain a 1 s wait
+    with caplog.at_level(logging.WARNING, logger="whenpro.llm"):
+        reply = await backend.complete(LLMRequest.simple("hi"))
     assert reply.text == "ok after the wait" and reply.retries == 1
     first, second = llm_server.requests
     assert first.status == 429 and second.status == 200
-    assert second.started - first.finished >= 0.95
+    assert "retry 1/" in caplog.text and " in 1.00 s" in caplog.text  # the wait the server asked for
     assert backend.stats.retries == 1
     await backend.aclose()
 
 
-async def test_retry_after_is_capped(make_backend, llm_server):
+async def test_retry_after_is_capped(make_backend, llm_server, caplog):
     llm_server.fail(Fault.http(429, retry_after="3600"))
     llm_server.script("ok")
     backend = make_backend(retry_after_max_s=0.2)
-    reply = await backend.complete(LLMRequest.simple("hi"))
-    first, second = llm_server.requests
-    gap = second.started - first.finished
-    assert reply.text == "ok" and 0.15 <= gap < 60  # the cap, not the server's hour
+    with caplog.at_level(logging.WARNING, logger="whenpro.llm"):
+        reply = await backend.complete(LLMRequest.simple("hi"))
+    assert reply.text == "ok" and len(llm_server.requests) == 2
+    assert " in 0.20 s" in caplog.text  # the cap, not the server's hour
     await backend.aclose()
 
 
@@ -86,14 +87,14 @@ async def test_500_then_success(model, make_backend, llm_server):
 
 @pytest.mark.parametrize("model", ["openai:gpt-4.1", "anthropic:claude-sonnet-4-6"])
 async def test_hang_past_timeout_then_success(model, make_backend, llm_server):
-    llm_server.fail(Fault.hang(10.0))
+    llm_server.fail(Fault.hang(3600.0))  # answers only when the server stops (teardown)
     llm_server.script("fast answer")
     backend = make_backend(model, timeout_s=1.0)
-    started = time.monotonic()
     reply = await backend.complete(LLMRequest.simple("hi"))
     assert reply.text == "fast answer" and reply.retries == 1
     assert len(llm_server.requests) == 2
-    assert time.monotonic() - started < 9  # gave up on the hung call instead of waiting it out
+    # the hung call is still unanswered: the client gave up on it instead of waiting it out
+    assert llm_server.requests[0].fault == "hang" and not llm_server.requests[0].finished
     await backend.aclose()
 
 

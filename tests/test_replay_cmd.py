@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 from conftest import REPO
@@ -89,13 +88,13 @@ def _script(tmp_path, name: str, body: str) -> list[str]:
         sys.stdin.readline()
         print("hello, I am not JSON")
         sys.stdout.flush()
-        import time; time.sleep(30)
+        import time; time.sleep(600)  # longer than the test may run: the error must not wait for it
         """, "not JSON.*hello, I am not JSON"),
     ("badstep.py", """
         import json, sys
         sys.stdin.readline()
         print(json.dumps({"type": "step", "step": {"agent": "a", "content": 5, "bogus": 1}}), flush=True)
-        import time; time.sleep(30)
+        import time; time.sleep(600)
         """, "invalid step in message #1"),
     ("reported.py", """
         import json, sys
@@ -104,11 +103,10 @@ def _script(tmp_path, name: str, body: str) -> list[str]:
         """, "reported an error: tool server down"),
 ], ids=["crash", "garbage", "bad-step", "error-message"])
 def test_misbehaving_executors_give_a_clear_replay_error(tmp_path, tally_run, name, body, message):
-    ex = CommandExecutor(_script(tmp_path, name, body), message_timeout=10)
-    start = time.monotonic()
+    # message_timeout=600: the error names the executor's fault, never a timeout
+    ex = CommandExecutor(_script(tmp_path, name, body), message_timeout=600)
     with pytest.raises(ReplayError, match=message) as info:
         inject(tally_run, 2, "R.3", OfflineGenerator(), ex)
-    assert time.monotonic() - start < 8
     assert "\n" not in info.value.one_line()
 
 
@@ -118,10 +116,8 @@ def test_hanging_executor_times_out(tmp_path, tally_run):
         print("thinking forever", file=sys.stderr, flush=True)
         time.sleep(600)
         """)
-    start = time.monotonic()
     with pytest.raises(ReplayError, match="no message within the 1 s message timeout.*thinking forever"):
         inject(tally_run, 2, "R.3", OfflineGenerator(), CommandExecutor(argv, message_timeout=1))
-    assert time.monotonic() - start < 5
     with pytest.raises(ReplayError, match="replay timeout"):
         inject(tally_run, 2, "R.3", OfflineGenerator(), CommandExecutor(argv, message_timeout=30), timeout=1)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 from pathlib import Path
 
 import orjson
@@ -19,6 +18,7 @@ from conftest import SAMPLES, WHOWHEN, screen_text, settle, team_trace
 from tests.support.fixtures import TEST_KEY
 from tests.support.judge_oracle import Oracle, oracle_for
 from tests.support.llm_server import Fault
+from tests.support.waiting import until
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.formats import load_trace
@@ -88,14 +88,6 @@ async def pick(pilot, downs: int = 0) -> None:
         await pilot.press("down")
     await pilot.press("enter")
     await pilot.pause()
-
-
-async def wait_until(pilot, condition, timeout: float = 20.0) -> None:
-    """Let the app run until ``condition()`` holds (the LLM server answers in real time)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        await pilot.pause(0.02)
 
 
 # --------------------------------------------------------------------------- offline
@@ -228,7 +220,7 @@ async def test_a_foreign_file_in_the_sidecars_place_is_left_alone(sample_copy: P
         await pick(pilot)
         await settle(pilot)
         assert "agent solver" in panel(app)  # the verdict shows
-        await wait_until(pilot, lambda: any("verdict not saved" in n for n in notes(app)))
+        await until(pilot, lambda: any("verdict not saved" in n for n in notes(app)), "the not-saved note")
         assert any("not a whenpro verdicts file" in n for n in notes(app))
     assert foreign.read_text() == "my own notes\n"
 
@@ -366,7 +358,7 @@ async def test_esc_cancels_a_running_attribution(sample_copy: Path, llm_env) -> 
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await pick(pilot, downs=2)
-        await wait_until(pilot, lambda: steps(app).probe_focus == 1)
+        await until(pilot, lambda: steps(app).probe_focus == 1, "the probe on step 1")
         judge = screen._attr_judge
         worker = screen._attr_worker
         assert judge is not None and not judge.closed and "Attributing" in panel(app)
@@ -457,7 +449,7 @@ async def test_each_trace_of_a_file_keeps_its_own_verdicts(tmp_path: Path, llm_e
         await settle(pilot)
         assert screen.trace.id == "team-2" and "Verdict" in panel(app)
         await pick(pilot, downs=2)  # step-by-step, still running when we move on
-        await wait_until(pilot, lambda: steps(app).probe_focus is not None)
+        await until(pilot, lambda: steps(app).probe_focus is not None, "a probed step")
         await pilot.press("]")
         await settle(pilot)
         assert screen.trace.id == "team-3"
@@ -496,7 +488,7 @@ async def test_the_panel_says_when_a_failed_call_waits_for_its_retry(sample_copy
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await pick(pilot, downs=1)  # all-at-once
-        await wait_until(pilot, lambda: "retry 1/" in panel(app))
+        await until(pilot, lambda: "retry 1/" in panel(app), "the retry line")
         assert "500" in panel(app) and TEST_KEY not in panel(app)
-        await wait_until(pilot, lambda: bool(screen.verdicts))
+        await until(pilot, lambda: bool(screen.verdicts), "a verdict")
         assert "retry" not in panel(app)

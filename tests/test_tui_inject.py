@@ -24,6 +24,7 @@ from tests.conftest import REPO, SAMPLES, screen_text, settle
 from tests.support.fixtures import TEST_KEY
 from tests.support.inject_model import InjectModel, step_answer
 from tests.support.judge_oracle import Oracle
+from tests.support.waiting import until as wait_for
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
@@ -55,13 +56,11 @@ def notes(app) -> list[str]:
     return [str(n.message) for n in app._notifications]
 
 
-async def until(pilot, cond, what: str, rounds: int = 60) -> None:
-    """Let workers and messages run until ``cond()`` holds (no sleeps; bounded)."""
-    for _ in range(rounds):
-        if cond():
-            return
-        await settle(pilot, rounds=1)
-    assert cond(), f"timed out waiting for {what}; screen:\n{screen_text(pilot.app)}\nnotes: {notes(pilot.app)}"
+async def until(pilot, cond, what: str) -> None:
+    """:func:`tests.support.waiting.until`, letting every worker finish between checks,
+    failing with the screen and notifications."""
+    await wait_for(pilot, cond, what, between=lambda: settle(pilot, rounds=1),
+                   detail=lambda: f"screen:\n{screen_text(pilot.app)}\nnotes: {notes(pilot.app)}")
 
 
 async def open_dialog(pilot, coord: str) -> InjectDialog:

@@ -11,12 +11,12 @@ condition with Pilot pauses and a deadline, never a fixed sleep."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from tests.conftest import SAMPLES, screen_text
 from tests.support.live_writer import LineWriter, dump_lines
+from tests.support.waiting import until
 from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.formats import load_trace
 from whenpro_tui.app import WhenproApp
@@ -32,15 +32,6 @@ def native_lines(trace) -> list[bytes]:
     header = {"format": "whenpro.trace/1", "id": trace.id, "framework": trace.framework,
               "task": trace.task.model_dump(mode="json"), "agents": [a.model_dump() for a in trace.agents]}
     return dump_lines([header, *(s.model_dump(mode="json", exclude={"index", "raw"}) for s in trace.steps)])
-
-
-async def until(pilot, condition, what: str, timeout: float = 60.0) -> None:
-    """Pause the app until ``condition()`` holds (or fail after ``timeout`` seconds)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.02)
 
 
 async def first_screen(pilot, kind: type, ready=lambda screen: True):

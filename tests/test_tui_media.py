@@ -101,6 +101,36 @@ async def test_real_image_trace_task_and_observation_images() -> None:
         assert all(e.image is not None and not e.loading for e in panel(app).strip("images").entries)
 
 
+async def test_resize_and_keys_while_the_media_panel_mounts() -> None:
+    """Issue 13 item 6: in a browser session the first resize and the first keys arrive
+    while the media panel of the first image step is still being mounted (it is in the
+    DOM, its strips and tiles are not yet). A resize (refit) and showing another step
+    in that window must wait for the panel, not query its missing strips
+    (``NoMatches '#mp-images'``, ``IndexError`` in ``_mark_cursor``)."""
+    trace = real_path("who-when-pro-samples", "data", "traces", "mmsearch_car.json")
+    imaging.import_widgets()  # the panel's mount then starts one thread hop after the first paint
+    app = make_app(trace)
+    async with app.run_test(size=(120, 40)) as pilot:
+        mounting = None
+        for _ in range(100_000):  # bounded: yield to the app until the panel is attached
+            found = app.screen.query(MediaPanel)
+            if found:
+                mounting = found.first()
+                break
+            await asyncio.sleep(0)
+        assert mounting is not None and not mounting.is_mounted, "not caught while mounting"
+        screen = app.screen
+        assert isinstance(screen, TraceScreen)
+        screen.media_resized()  # what the browser's first resize does
+        screen.query_one(StepList).move_cursor(2)  # the user presses j j
+        screen.show_media(2)
+        await settle(pilot)
+        assert app.is_running and app._exception is None
+        assert screen.query_one(StepList).step_index == 2
+        assert "▣ Images 5" in screen_text(app) and "observation #1" in screen_text(app)
+        assert all(e.image is not None for e in panel(app).strip("images").entries)
+
+
 async def test_sample_bar_chart_image_with_label_and_size() -> None:
     chart = SAMPLES / "bar_chart" / "chart.png"
     with PILImage.open(chart) as im:

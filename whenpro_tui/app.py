@@ -18,12 +18,13 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Center, Middle
+from textual.driver import Driver
 from textual.reactive import reactive
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import LoadingIndicator, Static
 
-from whenpro_tui import _start_time
+from whenpro_tui import _start_time, imaging
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats.registry import split_ref
 from whenpro_core.gcpause import paused_gc
@@ -77,6 +78,15 @@ class WhenproApp(App[None]):
         self.images = images
         self.started_ns = started_ns if started_ns is not None else _start_time.START_TIME_NS
         self.startup_ms: float | None = None
+
+    def get_driver_class(self) -> type[Driver]:
+        """Under textual-serve (a browser session), the web driver that ends the session
+        when its browser or server goes (:mod:`whenpro_tui.web_session`); else Textual's."""
+        if imaging.on_web():
+            from whenpro_tui.web_session import SessionDriver  # lazy: browser sessions only
+
+            return SessionDriver
+        return super().get_driver_class()
 
     def compose(self) -> ComposeResult:
         with Middle():

@@ -1,36 +1,66 @@
 """``whenpro view --serve``: the same app in a browser, through textual-serve, bound to
 127.0.0.1 only. Each browser session runs ``python -m whenpro_core.cli view ...`` in a
-subprocess."""
+subprocess.
+
+Sessions never outlive their browser or the server. Each session's app runs without a
+shell, as the leader of its own process group (so a stop reaches everything it
+started, and a ctrl+c in the server's terminal reaches the server only). Ending a
+session (the browser closed or dropped, or the server stopping): the app is asked to
+quit (it saves what it must), then after :data:`QUIT_GRACE_S` seconds its process
+group gets SIGTERM, then after :data:`TERM_GRACE_S` more SIGKILL; its output is drained
+meanwhile, so an app blocked on a full pipe can still exit. The server stops every
+live session before it exits. The app's own side (stdin closed, the server's death)
+is :mod:`whenpro_tui.web_session`.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import os
 import shlex
+import signal
+import socket
 import sys
+from asyncio.subprocess import Process
 from pathlib import Path
 
+from aiohttp import web
+from textual_serve.app_service import AppService
+from textual_serve.server import Server, to_int
+
 import whenpro_core
+from whenpro_core.errors import ConfigError
+from whenpro_tui.web_session import SERVER_PID_ENV
 
 HOST = "127.0.0.1"
+#: Seconds a session's app has to quit when asked, before SIGTERM.
+QUIT_GRACE_S = 5.0
+#: Seconds after SIGTERM before SIGKILL.
+TERM_GRACE_S = 3.0
+
+log = logging.getLogger("whenpro.serve")
+
+
+def serve_argv(target: str, *, show_labels: bool, images: str, save: bool = True) -> list[str]:
+    """The command each browser session runs, as argv (the target made absolute, so the
+    server's working folder does not matter)."""
+    absolute = os.path.abspath(target)
+    return [sys.executable, "-m", "whenpro_core.cli", "view", absolute,
+            "--labels" if show_labels else "--no-labels", "--images", images,
+            "--save" if save else "--no-save"]
 
 
 def serve_command(target: str, *, show_labels: bool, images: str, save: bool = True) -> str:
-    """The shell command each browser session runs (the target made absolute, so the
-    server's working folder does not matter)."""
-    absolute = os.path.abspath(target)
-    return shlex.join([sys.executable, "-m", "whenpro_core.cli", "view", absolute,
-                       "--labels" if show_labels else "--no-labels", "--images", images,
-                       "--save" if save else "--no-save"])
+    """:func:`serve_argv` as one shell-quoted line (what the server prints)."""
+    return shlex.join(serve_argv(target, show_labels=show_labels, images=images, save=save))
 
 
 def check_port(port: int) -> None:
     """Raise ConfigError ("cannot listen on 127.0.0.1:PORT: <reason>") when ``port`` cannot
     be bound on :data:`HOST` now (busy, or privileged), so the CLI says so in one line
     before announcing the URL. Binds with SO_REUSEADDR, as the server itself does."""
-    import socket
-
-    from whenpro_core.errors import ConfigError
-
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -40,13 +70,143 @@ def check_port(port: int) -> None:
                               expected="a free port (--port)") from None
 
 
-def serve(target: str, *, show_labels: bool, images: str, port: int, save: bool = True) -> None:
-    """Serve the app on http://127.0.0.1:``port`` until interrupted."""
-    from textual_serve.server import Server
+def signal_group(process: Process, sig: signal.Signals) -> None:
+    """Send ``sig`` to the process group led by ``process`` (gone already: nothing)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
 
+
+async def exited(process: Process, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for ``process`` to exit; True when it has."""
+    try:
+        await asyncio.wait_for(process.wait(), timeout)
+    except TimeoutError:
+        return False
+    return True
+
+
+class Session(AppService):
+    """One browser session's app process (see the module docstring)."""
+
+    def __init__(self, argv: list[str], **kwargs: object) -> None:
+        super().__init__(shlex.join(argv), **kwargs)  # type: ignore[arg-type]
+        self.argv = argv
+        self._stopped: asyncio.Future[None] | None = None
+
+    @property
+    def process(self) -> Process | None:
+        """The app process (``None`` before :meth:`start`)."""
+        return self._process
+
+    def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
+        environment = super()._build_environment(width=width, height=height)
+        environment[SERVER_PID_ENV] = str(os.getpid())
+        return environment
+
+    async def _open_app_process(self, width: int = 80, height: int = 24) -> Process:
+        self._process = process = await asyncio.create_subprocess_exec(
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=self._build_environment(width, height),
+            start_new_session=True)
+        assert process.stdin is not None
+        self._stdin = process.stdin
+        return process
+
+    async def on_data(self, payload: bytes) -> None:
+        # A closed browser must not stop the reading: the app would block on a full pipe.
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await self.remote_write_bytes(payload)
+
+    async def stop(self) -> None:
+        """End the session (once; later calls wait for the first); see the module
+        docstring. Survives the caller's cancellation."""
+        if self._stopped is None:
+            self._stopped = asyncio.ensure_future(self._stop())
+        await asyncio.shield(self._stopped)
+
+    async def _stop(self) -> None:
+        process = self._process
+        if process is None:
+            return
+        await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
+        if process.returncode is None:
+            await self.send_meta({"type": "quit"})
+            if not await exited(process, QUIT_GRACE_S):
+                log.warning("session %s did not quit: SIGTERM", process.pid)
+                signal_group(process, signal.SIGTERM)
+                if not await exited(process, TERM_GRACE_S):
+                    log.warning("session %s ignored SIGTERM: SIGKILL", process.pid)
+                    signal_group(process, signal.SIGKILL)
+                    await process.wait()
+        signal_group(process, signal.SIGKILL)  # anything the app started and left behind
+        if self._task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._task), TERM_GRACE_S)  # drained to EOF
+            self._task.cancel()
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await self.remote_close()  # the browser shows "Session ended"
+
+    def kill_now(self) -> None:
+        """Last resort when the event loop is gone: SIGKILL the session's group."""
+        if self._process is not None and self._process.returncode is None:
+            signal_group(self._process, signal.SIGKILL)
+
+
+class SessionServer(Server):
+    """textual-serve's server with sessions that end (see the module docstring)."""
+
+    def __init__(self, argv: list[str], **kwargs: object) -> None:
+        super().__init__(shlex.join(argv), **kwargs)  # type: ignore[arg-type]
+        self.argv = argv
+        self.sessions: set[Session] = set()
+
+    async def _make_app(self) -> web.Application:
+        app = await super()._make_app()
+        app.on_shutdown.append(self._stop_sessions)
+        return app
+
+    async def _stop_sessions(self, _app: web.Application) -> None:
+        await asyncio.gather(*(session.stop() for session in list(self.sessions)),
+                             return_exceptions=True)
+
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        """A browser connected: run a session until its websocket closes, then end it."""
+        websocket = web.WebSocketResponse(heartbeat=15)
+        width = to_int(request.query.get("width", "80"), 80)
+        height = to_int(request.query.get("height", "24"), 24)
+        session: Session | None = None
+        try:
+            await websocket.prepare(request)
+            session = Session(self.argv, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
+                              close=websocket.close, download_manager=self.download_manager,
+                              debug=self.debug)
+            self.sessions.add(session)
+            await session.start(width, height)
+            await self._process_messages(websocket, session)
+        except asyncio.CancelledError:
+            await websocket.close()
+        except Exception as error:  # one session's failure is logged, the server goes on
+            log.exception(error)
+        finally:
+            if session is not None:
+                await session.stop()
+                self.sessions.discard(session)
+        return websocket
+
+    def serve(self, debug: bool = False) -> None:
+        try:
+            super().serve(debug=debug)
+        finally:
+            for session in list(self.sessions):
+                session.kill_now()
+
+
+def serve(target: str, *, show_labels: bool, images: str, port: int, save: bool = True) -> None:
+    """Serve the app on http://127.0.0.1:``port`` until interrupted (SIGINT or SIGTERM);
+    every session ends with the server."""
     root = str(Path(whenpro_core.__file__).resolve().parent.parent)
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if root not in parts:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
-    Server(serve_command(target, show_labels=show_labels, images=images, save=save), host=HOST,
-           port=port, title="whenpro").serve()
+    SessionServer(serve_argv(target, show_labels=show_labels, images=images, save=save), host=HOST,
+                  port=port, title="whenpro").serve()

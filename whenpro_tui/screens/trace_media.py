@@ -69,9 +69,9 @@ class MediaViewing:
         return imaging.resolve(getattr(self.app, "images", "off"))  # type: ignore[attr-defined]
 
     def media_panel(self) -> MediaPanel | None:
-        """The detail pane's media panel (``None`` with ``--images off``)."""
-        found = self.query("#d-media-panel")  # type: ignore[attr-defined]
-        return found.first(MediaPanel) if found else None
+        """The detail pane's media panel once mounted (``None`` with ``--images off``,
+        before the first step with media, and while the panel is still mounting)."""
+        return self.query_one(StepDetail).media_panel  # type: ignore[attr-defined]
 
     def _thumb_cache(self) -> imaging.ThumbCache:
         if self._thumbs is None:

@@ -159,6 +159,9 @@ class StepDetail(Vertical):
         self.complete = True  # False when some field was cut at this level
         self.shown_index: int | None = None  # the step on display
         self._panel_requested = False
+        #: The media panel once it is mounted with all its strips and tiles (``None``
+        #: before, and while it mounts: it is in the DOM then, its children are not).
+        self.media_panel: MediaPanel | None = None
 
     class MediaPanelMounted(Message):
         """The media panel is mounted: the screen shows the current step's media."""
@@ -173,7 +176,10 @@ class StepDetail(Vertical):
     def request_media_panel(self) -> None:
         """Mount the media panel (tuimedia) if it is enabled and not mounted or coming
         yet; posts :class:`MediaPanelMounted` when it is there. The image renderer is
-        imported in a thread first (~0.2 s), so the step list never waits for it."""
+        imported in a thread first (~0.2 s), so the step list never waits for it.
+        Until then :attr:`media_panel` is ``None``: a resize or another step shown
+        meanwhile (a browser session's first events) leaves the panel alone, and the
+        message shows the step on display once the panel is complete."""
         if not self._panel_requested and panel_enabled(self.app):
             self._panel_requested = True
             self._mount_media_panel()
@@ -187,7 +193,9 @@ class StepDetail(Vertical):
                         markup=False)
             return
         mode = imaging.resolve(self.app.images)  # type: ignore[attr-defined]
-        await self.mount(MediaPanel(mode, id="d-media-panel"), after="#d-media")
+        panel = MediaPanel(mode, id="d-media-panel")
+        await self.mount(panel, after="#d-media")  # returns once every descendant is mounted
+        self.media_panel = panel
         self.post_message(self.MediaPanelMounted())
 
     @property
