@@ -154,7 +154,7 @@ def safe_name(text: str) -> str:
 
 
 #: Output formats of :func:`convert`: name -> (serialiser, writer).
-CONVERT_FORMATS = ("native", "atif")
+CONVERT_FORMATS = ("native", "atif", "otlp-json")
 
 
 def _serialise(trace: Trace, to: str) -> bytes:
@@ -162,13 +162,18 @@ def _serialise(trace: Trace, to: str) -> bytes:
         from whenpro_core.formats.atif_write import dumps_atif
 
         return dumps_atif(trace)
+    if to == "otlp-json":
+        from whenpro_core.formats.otlp_write import dumps_otlp
+
+        return dumps_otlp(trace)
     return dumps_trace(trace)
 
 
 def convert(src: str, out: Path | str, *, force: bool = False,
             console: Console | None = None, to: str = "native") -> list[Path]:
     """Convert ``src`` to the native format (``to="atif"``: Harbor's ATIF,
-    :mod:`whenpro_core.formats.atif_write`). One trace -> ``out`` is a file; several
+    :mod:`whenpro_core.formats.atif_write`; ``to="otlp-json"``: OpenTelemetry GenAI spans
+    as OTLP/JSON, :mod:`whenpro_core.formats.otlp_write`). One trace -> ``out`` is a file; several
     (a JSONL release, a folder, a glob) -> ``out`` is a folder of ``<id>.json`` files;
     ``out`` ``-`` writes one trace to stdout, and an ``out`` ending in ``/`` is a folder
     (made if missing). Refuses to overwrite existing files unless ``force``. Returns the

@@ -138,9 +138,9 @@ def _media_parts(step: Step, mine: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _calls_exact(step: Step, mine: dict[str, Any]) -> None:
     """Note the calls whose id or arguments would not read back as written."""
-    strings = [j for j, c in enumerate(step.tool_calls)
-               if isinstance(c.arguments, str) and maybe_json(c.arguments) != c.arguments]
-    if strings:
+    strings = {str(j): c.arguments for j, c in enumerate(step.tool_calls)
+               if isinstance(c.arguments, str) and maybe_json(c.arguments) != c.arguments}
+    if strings:  # JSON text passed as a string: read back as the string, not its value
         mine["string_arguments"] = strings
 
 
@@ -170,7 +170,8 @@ def _tool_span(step: Step, mine: dict[str, Any]) -> tuple[str, int, list[dict[st
     if call.id is not None:
         attrs.append(_attr("gen_ai.tool.call.id", call.id))
     if call.arguments is not None:
-        attrs.append(_attr("gen_ai.tool.call.arguments", _json(call.arguments)))
+        args = call.arguments
+        attrs.append(_attr("gen_ai.tool.call.arguments", args if isinstance(args, str) else _json(args)))
     _calls_exact(step, mine)
     if step.observation is not None:
         attrs.append(_attr("gen_ai.tool.call.result", step.observation))
@@ -309,9 +310,10 @@ def restore_step(step: Step, span: Span) -> Step:
     if isinstance(mine.get("tool_calls"), list):
         step.tool_calls = [ToolCall.model_validate(c) for c in mine["tool_calls"] if isinstance(c, dict)
                            and isinstance(c.get("name"), str)]
-    for j in mine.get("string_arguments") or []:
-        if isinstance(j, int) and 0 <= j < len(step.tool_calls):
-            step.tool_calls[j].arguments = jsonio.dumps(step.tool_calls[j].arguments).decode()
+    strings = mine.get("string_arguments")
+    for j, text in (strings.items() if isinstance(strings, dict) else []):
+        if j.isdigit() and int(j) < len(step.tool_calls) and isinstance(text, str):
+            step.tool_calls[int(j)].arguments = text
     _restore_media(step, mine.get("media"))
     if isinstance(mine.get("meta"), dict):
         step.meta.update(mine["meta"])
