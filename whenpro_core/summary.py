@@ -23,6 +23,7 @@ from whenpro_core.fsutil import atomic_write_bytes
 from whenpro_core.model import Trace, TraceSummary
 from whenpro_core.taxonomy import taxonomy_for
 from whenpro_core.textsafe import clean, one_line, plural
+from whenpro_core.traceview import score_lines
 
 
 def is_single_file(target: str) -> bool:
@@ -83,13 +84,16 @@ def _print_trace_info(trace: Trace, console: Console) -> None:
     add = table.add_row
     add("trace", Text(clean(trace.id)))
     add("source", Text(clean(f"{trace.source.format}  {trace.source.ref() or ''}")))
-    add("framework", Text(clean(trace.framework) + f"  ({'single-agent' if trace.is_single_agent else 'multi-agent'})"))
+    single = trace.is_single_agent or len(trace.acting_agents()) <= 1  # people and the environment are no agents
+    add("framework", Text(clean(trace.framework) + f"  ({'single-agent' if single else 'multi-agent'})"))
     add("benchmark", Text(clean(trace.benchmark) or "—"))
     add("modality", trace.modality.value)
     add("task", Text(_clip(trace.task.query, 300)))
     add("gold answer", Text(_clip(trace.task.answer or "—", 200)))
     add("final answer", Text(_clip(trace.final_answer or "—", 200)))
     add("outcome", trace.outcome.value)
+    for line in score_lines(trace):
+        add("score", Text(line))
     per_agent = Counter(s.agent for s in trace.steps)
     add("steps", f"{len(trace.steps)}")
     add("agents", Text(clean(", ".join(f"{a} ({per_agent.get(a, 0)})" for a in trace.agent_ids()))))

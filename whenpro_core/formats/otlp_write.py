@@ -47,23 +47,14 @@ from whenpro_core import jsonio
 from whenpro_core.formats.base import as_text, maybe_json, redact_secrets
 from whenpro_core.formats.otlp import Span
 from whenpro_core.fsutil import atomic_write_bytes
-from whenpro_core.model import (
-    Agent,
-    GroundTruth,
-    MediaRef,
-    Modality,
-    Outcome,
-    Step,
-    Task,
-    ToolCall,
-    Trace,
-)
+from whenpro_core.model import (NON_AGENT_SPEAKERS, Agent, GroundTruth, MediaRef, Modality, Outcome, Step, Task,
+                                ToolCall, Trace)
 
 #: Attribute holding a step's fields the conventions lack (JSON text).
 STEP_KEY = "whenpro.step"
 #: Resource attribute holding the trace's own fields (JSON text).
 TRACE_KEY = "whenpro.trace"
-PEOPLE = frozenset({"user", "system", "environment", "human"})
+PEOPLE = NON_AGENT_SPEAKERS
 _INTERNAL, _CLIENT = 1, 3
 _META_KEYS = ("timestamp", "model", "usage", "reasoning", "input")
 
