@@ -8,6 +8,7 @@ comes out of here has passed :func:`whenpro_core.textsafe.clean`.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -293,7 +294,7 @@ _EXT_LANG = {"py": "python", "js": "javascript", "mjs": "javascript", "ts": "typ
              "jsx": "jsx", "sh": "bash", "bash": "bash", "json": "json", "md": "markdown", "html": "html",
              "css": "css", "yaml": "yaml", "yml": "yaml", "toml": "toml", "rs": "rust", "go": "go",
              "java": "java", "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "hpp": "cpp", "rb": "ruby",
-             "sql": "sql", "pony": "pony", "txt": "text"}
+             "sql": "sql", "ex": "elixir", "exs": "elixir", "txt": "text"}
 _SHELLS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh")
 _PATCH_START = "*** Begin Patch"
 
@@ -325,8 +326,30 @@ def _diff(old: str, new: str, path: str) -> str:
     return "\n".join(lines) or f"(no change to {path})"
 
 
+_FILE_EDITOR_CALL = re.compile(r"^\s*print\(file_editor\(\*\*(\{.*\})\)\)\s*$", re.S)
+
+
+def _editor_call(code: Any) -> dict[str, Any] | None:
+    """The arguments of OpenHands' ``print(file_editor(**{...}))`` (its
+    ``translated_ipython_code``), read as a Python literal, or ``None``."""
+    m = _FILE_EDITOR_CALL.match(code) if isinstance(code, str) else None
+    if not m:
+        return None
+    try:
+        value = ast.literal_eval(m.group(1))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict) and all(isinstance(k, str) for k in value) else None
+
+
 def _code_fields(args: dict[str, Any]) -> tuple[list[Block], set[str]]:
     """Blocks for the arguments that hold code, and the keys they used."""
+    editor = _editor_call(args.get("translated_ipython_code"))
+    if editor is not None:  # the editor call it stands for holds the real file text and edits
+        inner, _ = _code_fields({k: v for k, v in args.items() if k != "translated_ipython_code"
+                                 and v not in (None, "")} | editor)
+        if inner:
+            return inner, set(args) - {"path"}
     path = next((args[k] for k in ("path", "file_path", "filename") if isinstance(args.get(k), str)), "")
     blocks: list[Block] = []
     used: set[str] = set()
@@ -343,9 +366,10 @@ def _code_fields(args: dict[str, Any]) -> tuple[list[Block], set[str]]:
             blocks += [Block("label", f"{key} ({path.rsplit('/', 1)[-1] or 'file'}):"),
                        Block("code", args[key], _language_of(path))]
             used.add(key)
-    if isinstance(args.get("code"), str) and args["code"].strip():
-        blocks += [Block("label", "code:"), Block("code", args["code"], "python")]
-        used.add("code")
+    for key in ("code", "translated_ipython_code"):  # OpenHands run_ipython; editor calls as Python
+        if isinstance(args.get(key), str) and args[key].strip():
+            blocks += [Block("label", f"{key}:"), Block("code", args[key], "python")]
+            used.add(key)
     for key in ("command", "cmd"):
         text = _shell_text(args.get(key))
         if text and (isinstance(args.get(key), list) or "\n" in text or " " in text or key == "cmd"):
@@ -362,7 +386,8 @@ def call_blocks(arguments: Any) -> list[Block]:
     """Tool-call arguments as blocks, with code shown as code: edits (``old_str``/
     ``new_str``, ``old_string``/``new_string``) as a unified diff; file contents
     (``file_text``, ``content`` beside a path) highlighted by the path's extension;
-    ``code`` as Python; shell commands (``command``/``cmd``, argv lists such as Codex's
+    ``code`` as Python (OpenHands' ``translated_ipython_code`` editor calls read as the
+    edit they stand for); shell commands (``command``/``cmd``, argv lists such as Codex's
     ``["bash", "-lc", ...]``) as Bash; Codex patches (``*** Begin Patch``) as a diff. The
     other arguments follow as pretty JSON; arguments holding no code give the single
     :func:`pretty_arguments` block. Every text is cleaned."""
