@@ -128,3 +128,20 @@ def test_convert_to_otlp_json_on_the_command_line(real_traces: Path, tmp_path: P
     path.write_text(json.dumps(strip_whenpro(doc)), encoding="utf-8")
     plain = load_trace(path)
     assert sum(len(s.tool_calls) for s in plain.steps) == sum(len(s.tool_calls) for s in trace.steps)
+
+
+def test_damaged_whenpro_attributes_are_ignored_and_the_trace_still_opens(tmp_path: Path) -> None:
+    doc = trace_to_otlp(team_trace())
+    for sp in spans(doc):
+        for a in sp["attributes"]:
+            if a["key"] == STEP_KEY:
+                a["value"] = {"stringValue": json.dumps({"kind": 7, "tool_calls": [{"name": "x", "id": {"no": 1}}],
+                                                         "media": [{"kind": "sound"}], "string_arguments": {"a": 1}})}
+    doc["resourceSpans"][0]["resource"]["attributes"][1]["value"] = {"stringValue": '{"task": 5, "outcome": "?"}'}
+    path = tmp_path / "damaged.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    back = load_trace(path)
+    assert len(back.steps) == len(team_trace().steps)
+    # the agents' own steps still name their agent (the framing invoke_agent spans say it)
+    for mine, theirs in zip(team_trace().steps, back.steps, strict=True):
+        assert mine.agent in PEOPLE or theirs.agent == mine.agent

@@ -35,6 +35,7 @@ the spans still read as the same steps, agents, calls and observations.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 from datetime import datetime
@@ -299,8 +300,9 @@ def restore_step(step: Step, span: Span) -> Step:
         if name in mine and isinstance(mine[name], (str, type(None))):
             setattr(step, name, mine[name])
     if isinstance(mine.get("tool_calls"), list):
-        step.tool_calls = [ToolCall.model_validate(c) for c in mine["tool_calls"] if isinstance(c, dict)
-                           and isinstance(c.get("name"), str)]
+        with contextlib.suppress(ValidationError):  # calls that do not validate stay as the span gave them
+            step.tool_calls = [ToolCall.model_validate(c) for c in mine["tool_calls"] if isinstance(c, dict)
+                               and isinstance(c.get("name"), str)]
     strings = mine.get("string_arguments")
     for j, text in (strings.items() if isinstance(strings, dict) else []):
         if j.isdigit() and int(j) < len(step.tool_calls) and isinstance(text, str):
