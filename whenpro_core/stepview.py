@@ -9,7 +9,9 @@ comes out of here has passed :func:`whenpro_core.textsafe.clean`.
 from __future__ import annotations
 
 import ast
+import difflib
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -313,15 +315,11 @@ def _shell_text(command: Any) -> str | None:
     if isinstance(command, list) and command and all(isinstance(c, str) for c in command):
         if len(command) == 3 and command[0] in _SHELLS and command[1] in ("-c", "-lc"):
             return command[2]
-        import shlex  # lazy: only for argv lists
-
         return shlex.join(command)
     return None
 
 
 def _diff(old: str, new: str, path: str) -> str:
-    import difflib  # lazy: only for edits
-
     lines = difflib.unified_diff(old.splitlines(), new.splitlines(), path, path, lineterm="", n=2)
     return "\n".join(lines) or f"(no change to {path})"
 
