@@ -156,20 +156,20 @@ async def test_otlp_traces_appear_live_and_open(tmp_path):
         await pilot.pause()
         text = screen_text(app)
         assert trace_id[:16] in text and "workshop-agent" in text
-        assert "DECISIVE step 3 [planner] R.3" in text
+        assert "DECISIVE step 2 [planner] R.3" in text
         row = screen.listing.rows[trace_id]
-        assert row.steps == 6 and row.service == "workshop-agent"
+        assert row.steps == 5 and row.service == "workshop-agent"  # the invoke_agent span frames the steps
         flagged = [n for n in notes(app) if n.startswith("Decisive error")]
         assert len(flagged) == 1 and trace_id[:16] in flagged[0] and "[planner] R.3" in flagged[0]
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, LiveTraceScreen), "the live trace view")
         live = app.screen
-        await until(pilot, lambda: len(live.trace.steps) == 6, "the steps")
+        await until(pilot, lambda: len(live.trace.steps) == 5, "the steps")
         await pilot.pause()
-        assert live.trace.id == trace_id and len(live.trace.steps) == 6
-        assert live.steps.step_index == 5  # opened on the newest step, following
-        assert live.steps.attributed == frozenset({3})
-        assert "DECISIVE step 3 [planner] R.3" in screen_text(app)
+        assert live.trace.id == trace_id and len(live.trace.steps) == 5
+        assert live.steps.step_index == 4  # opened on the newest step, following
+        assert live.steps.attributed == frozenset({2})
+        assert "DECISIVE step 2 [planner] R.3" in screen_text(app)
         assert "run ended (root_span_ended)" in screen_text(app)
         assert len([n for n in notes(app) if n.startswith("Decisive error")]) == 1  # not again
         await pilot.press("q")

@@ -77,7 +77,8 @@ async def test_detail_pane_shows_fields_without_remounting(team_file: Path) -> N
         await pilot.press("j", "j")  # step 2: code, tool call, observation
         await pilot.pause()
         text = screen_text(app)
-        assert "Tool calls (1)" in text and "python" in text and '"code"' in text
+        # the code argument shown as code under its name, not as an escaped JSON string
+        assert "Tool calls (1)" in text and "python" in text and "code:" in text and "print(3*4.5*1.08)" in text
         assert "Observation" in text and "14.58" in text
         await pilot.press("j", "j", "j")  # step 5: error
         await pilot.pause()

@@ -61,6 +61,6 @@ def test_watch_otlp_steps_prints_step_lines(tmp_path):
     assert proc.returncode == 1, err
     prefix = f"[{trace_id[:8]}] "
     step_lines = [line for line in out.splitlines() if re.match(re.escape(prefix) + r"step \S+ \[", line)]
-    assert len(step_lines) >= 6, out
+    assert len(step_lines) >= 5, out  # the invoke_agent span frames the five steps
     assert any("[planner] action" in line for line in step_lines)
     assert any(line.startswith(prefix + "DECISIVE ERROR") for line in out.splitlines())

@@ -202,9 +202,10 @@ def convert(src: str = typer.Argument(..., help="A trace file or path#key."),
             out: str = typer.Argument(..., help="Output file (.json), folder (for many, or ending in /), "
                                                 "or - for stdout."),
             force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
-            to: str = typer.Option("native", "--to", help="Output format: native or atif (Harbor ATIF trajectory).")
+            to: str = typer.Option("native", "--to", help="Output format: native, atif (Harbor ATIF trajectory) "
+                                                          "or otlp-json (OpenTelemetry GenAI spans, OTLP/JSON).")
             ) -> None:
-    """Convert a trace (or every trace of a file or dataset) to the native format or ATIF."""
+    """Convert a trace (or every trace of a file or dataset) to the native format, ATIF or OTLP/JSON."""
     from whenpro_core import summary
 
     if to not in summary.CONVERT_FORMATS:

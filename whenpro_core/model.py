@@ -31,6 +31,10 @@ LABEL_LEAKING_FIELDS = ("is_injected", "is_replayed", "injected", "phase", "step
 TRACE_HIDDEN_KEY = "hidden"
 
 
+#: Speakers of a trace that are not agents of the system: people and the environment.
+NON_AGENT_SPEAKERS = frozenset({"user", "human", "system", "environment"})
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
 
@@ -325,6 +329,11 @@ class Trace(_Model):
         for step in self.steps:
             seen.setdefault(step.agent, None)
         return list(seen)
+
+    def acting_agents(self) -> list[str]:
+        """Agents that took at least one step, other than people and the environment
+        (:data:`NON_AGENT_SPEAKERS`), in first-appearance order."""
+        return [a for a in dict.fromkeys(s.agent for s in self.steps) if a.lower() not in NON_AGENT_SPEAKERS]
 
     @property
     def is_single_agent(self) -> bool:

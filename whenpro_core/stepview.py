@@ -8,7 +8,10 @@ comes out of here has passed :func:`whenpro_core.textsafe.clean`.
 
 from __future__ import annotations
 
+import ast
+import difflib
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -165,13 +168,14 @@ def step_row(step: Step, *, gt_index: int | None = None, attributed: bool = Fals
 
 # ----------------------------------------------------------------------------- content
 
-BlockKind = Literal["text", "markdown", "json", "code"]
+BlockKind = Literal["text", "markdown", "json", "code", "label"]
 
 
 @dataclass(frozen=True)
 class Block:
     """A piece of step content and how to render it: ``text`` (verbatim), ``markdown``,
-    ``json`` (already pretty-printed) or ``code`` (``language`` names the lexer)."""
+    ``json`` (already pretty-printed), ``code`` (``language`` names the lexer) or
+    ``label`` (a short caption naming the block after it)."""
 
     kind: BlockKind
     text: str
@@ -183,6 +187,8 @@ _MD_HINTS = re.compile(
 _CODE_HINTS = re.compile(
     r"^(\s*)(def |class |import |from \S+ import |for .+:\s*$|if .+:\s*$|print\(|return\b|"
     r"[A-Za-z_][A-Za-z0-9_]* = )", re.M)
+_CODE_TAG = re.compile(r"<code>[ \t]*\n?(.*?)\n?[ \t]*</code>", re.S)
+_PROSE_LEAD = re.compile(r"^(Thought|Thoughts|Observation|Plan|Reasoning|Answer|Final answer)\s*:", re.I)
 #: JSON larger than this is shown as text (pretty-printing it costs more than it helps).
 JSON_PRETTY_LIMIT = 1_000_000
 
@@ -205,7 +211,9 @@ def content_blocks(text: str) -> list[Block]:
     * a heading line followed by JSON (Magentic-One's ``Updated Ledger:\\n{...}``) ->
       ``text`` + ``json``;
     * Markdown features (headings, fences, lists, bold, links) -> ``markdown``;
-    * mostly Python-looking lines -> ``code`` (``python``);
+    * prose with ``<code>...</code>`` regions (smolagents) -> the prose as ``text`` or
+      ``markdown`` and each region as ``code`` (``python``): prose is never highlighted;
+    * mostly Python-looking lines and no sentence line -> ``code`` (``python``);
     * else ``text`` (verbatim).
 
     ``text`` must already be cleaned (:func:`whenpro_core.textsafe.clean`) and capped by
@@ -221,18 +229,46 @@ def content_blocks(text: str) -> list[Block]:
         pretty = _try_json(rest)
         if pretty is not None:
             return [Block("text", head), Block("json", pretty)]
+    if "</code>" in text and _CODE_TAG.search(text):
+        return _tagged_code_blocks(text)
     if _looks_like_code(text):
         return [Block("code", text, "python")]
-    if _MD_HINTS.search(text):
-        return [Block("markdown", text)]
-    return [Block("text", text)]
+    return _prose_blocks(text)
+
+
+def _prose_blocks(text: str) -> list[Block]:
+    if not text.strip():
+        return []
+    return [Block("markdown" if _MD_HINTS.search(text) else "text", text)]
+
+
+def _tagged_code_blocks(text: str) -> list[Block]:
+    """Prose with ``<code>...</code>`` regions (smolagents' ``Thought: ... <code>``): the
+    prose as text or Markdown, each region as Python; only the code is highlighted."""
+    blocks: list[Block] = []
+    pos = 0
+    for m in _CODE_TAG.finditer(text):
+        blocks += _prose_blocks(text[pos:m.start()].rstrip())
+        if m.group(1).strip():
+            blocks.append(Block("code", m.group(1), "python"))
+        pos = m.end()
+    return blocks + _prose_blocks(text[pos:].strip("\n"))
+
+
+def _is_prose_line(line: str) -> bool:
+    """A line of a sentence, not code: a ``Thought:``-style lead, or eight or more words
+    ending like a sentence (comments excepted)."""
+    s = line.strip()
+    if _PROSE_LEAD.match(s):
+        return True
+    return len(s.split()) >= 8 and s[-1:] in ".?!" and not s.startswith(("#", "//", '"', "'"))
 
 
 def _looks_like_code(text: str) -> bool:
     if "```" in text:
         return False
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    if len(lines) < 2:
+    if len(lines) < 2 or any(_is_prose_line(ln) for ln in lines):
         return False
     hits = sum(1 for ln in lines if _CODE_HINTS.match(ln))
     return hits / len(lines) >= 0.4
@@ -253,6 +289,116 @@ def pretty_arguments(arguments: Any) -> Block:
                                                 default=str).decode()))
     except (TypeError, orjson.JSONEncodeError):
         return Block("text", clean(str(arguments)))
+
+
+#: Lexer names by file extension, for code written to a file (``file_text``, ``content``).
+_EXT_LANG = {"py": "python", "js": "javascript", "mjs": "javascript", "ts": "typescript", "tsx": "tsx",
+             "jsx": "jsx", "sh": "bash", "bash": "bash", "json": "json", "md": "markdown", "html": "html",
+             "css": "css", "yaml": "yaml", "yml": "yaml", "toml": "toml", "rs": "rust", "go": "go",
+             "java": "java", "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "hpp": "cpp", "rb": "ruby",
+             "sql": "sql", "ex": "elixir", "exs": "elixir", "txt": "text"}
+_SHELLS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh")
+_PATCH_START = "*** Begin Patch"
+
+
+def _language_of(path: Any) -> str:
+    if not isinstance(path, str) or "." not in path.rsplit("/", 1)[-1]:
+        return "text"
+    return _EXT_LANG.get(path.rsplit(".", 1)[-1].lower(), "text")
+
+
+def _shell_text(command: Any) -> str | None:
+    """A shell command as one string: a string as is; an argv list joined, with
+    ``["bash", "-lc", "<script>"]`` (Codex) shown as its script."""
+    if isinstance(command, str):
+        return command
+    if isinstance(command, list) and command and all(isinstance(c, str) for c in command):
+        if len(command) == 3 and command[0] in _SHELLS and command[1] in ("-c", "-lc"):
+            return command[2]
+        return shlex.join(command)
+    return None
+
+
+def _diff(old: str, new: str, path: str) -> str:
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), path, path, lineterm="", n=2)
+    return "\n".join(lines) or f"(no change to {path})"
+
+
+_FILE_EDITOR_CALL = re.compile(r"^\s*print\(file_editor\(\*\*(\{.*\})\)\)\s*$", re.S)
+
+
+def _editor_call(code: Any) -> dict[str, Any] | None:
+    """The arguments of OpenHands' ``print(file_editor(**{...}))`` (its
+    ``translated_ipython_code``), read as a Python literal, or ``None``."""
+    m = _FILE_EDITOR_CALL.match(code) if isinstance(code, str) else None
+    if not m:
+        return None
+    try:
+        value = ast.literal_eval(m.group(1))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict) and all(isinstance(k, str) for k in value) else None
+
+
+def _code_fields(args: dict[str, Any]) -> tuple[list[Block], set[str]]:
+    """Blocks for the arguments that hold code, and the keys they used."""
+    editor = _editor_call(args.get("translated_ipython_code"))
+    if editor is not None:  # the editor call it stands for holds the real file text and edits
+        inner, _ = _code_fields({k: v for k, v in args.items() if k != "translated_ipython_code"
+                                 and v not in (None, "")} | editor)
+        if inner:
+            return inner, set(args) - {"path"}
+    path = next((args[k] for k in ("path", "file_path", "filename") if isinstance(args.get(k), str)), "")
+    blocks: list[Block] = []
+    used: set[str] = set()
+    for old_key, new_key in (("old_str", "new_str"), ("old_string", "new_string")):
+        old, new = args.get(old_key), args.get(new_key)
+        if isinstance(old, str) and old and isinstance(new, (str, type(None))):
+            blocks += [Block("label", f"{old_key} → {new_key}:"), Block("code", _diff(old, new or "", path), "diff")]
+            used |= {old_key, new_key}
+        elif isinstance(new, str) and new and old is None and args.get("command") == "insert":
+            blocks += [Block("label", f"{new_key}:"), Block("code", new, _language_of(path))]
+            used.add(new_key)
+    for key in ("file_text", "content"):
+        if isinstance(args.get(key), str) and args[key].strip() and (path or key == "file_text"):
+            blocks += [Block("label", f"{key} ({path.rsplit('/', 1)[-1] or 'file'}):"),
+                       Block("code", args[key], _language_of(path))]
+            used.add(key)
+    for key in ("code", "translated_ipython_code"):  # OpenHands run_ipython; editor calls as Python
+        if isinstance(args.get(key), str) and args[key].strip():
+            blocks += [Block("label", f"{key}:"), Block("code", args[key], "python")]
+            used.add(key)
+    for key in ("command", "cmd"):
+        text = _shell_text(args.get(key))
+        if text and (isinstance(args.get(key), list) or "\n" in text or " " in text or key == "cmd"):
+            blocks += [Block("label", f"{key}:"), Block("code", text, "bash")]
+            used.add(key)
+    for key in ("input", "patch"):
+        if isinstance(args.get(key), str) and args[key].lstrip().startswith(_PATCH_START):
+            blocks += [Block("label", f"{key}:"), Block("code", args[key], "diff")]
+            used.add(key)
+    return blocks, used
+
+
+def call_blocks(arguments: Any) -> list[Block]:
+    """Tool-call arguments as blocks, with code shown as code: edits (``old_str``/
+    ``new_str``, ``old_string``/``new_string``) as a unified diff; file contents
+    (``file_text``, ``content`` beside a path) highlighted by the path's extension;
+    ``code`` as Python (OpenHands' ``translated_ipython_code`` editor calls read as the
+    edit they stand for); shell commands (``command``/``cmd``, argv lists such as Codex's
+    ``["bash", "-lc", ...]``) as Bash; Codex patches (``*** Begin Patch``) as a diff. The
+    other arguments follow as pretty JSON; arguments holding no code give the single
+    :func:`pretty_arguments` block. Every text is cleaned."""
+    if isinstance(arguments, str) and arguments.lstrip().startswith(_PATCH_START):
+        return [Block("code", clean(arguments), "diff")]
+    if not isinstance(arguments, dict):
+        return [pretty_arguments(arguments)]
+    blocks, used = _code_fields(arguments)
+    if not blocks:
+        return [pretty_arguments(arguments)]
+    rest = {k: v for k, v in arguments.items() if k not in used and v not in (None, "", [], {})}
+    out = [Block(b.kind, clean(b.text), b.language) for b in blocks]
+    return ([pretty_arguments(rest)] if rest else []) + out
 
 
 @dataclass(frozen=True)

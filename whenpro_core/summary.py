@@ -23,6 +23,7 @@ from whenpro_core.fsutil import atomic_write_bytes
 from whenpro_core.model import Trace, TraceSummary
 from whenpro_core.taxonomy import taxonomy_for
 from whenpro_core.textsafe import clean, one_line, plural
+from whenpro_core.traceview import score_lines
 
 
 def is_single_file(target: str) -> bool:
@@ -95,13 +96,16 @@ def _print_trace_info(trace: Trace, console: Console) -> None:
     add = table.add_row
     add("trace", Text(clean(trace.id)))
     add("source", Text(clean(f"{trace.source.format}  {trace.source.ref() or ''}")))
-    add("framework", Text(clean(trace.framework) + f"  ({'single-agent' if trace.is_single_agent else 'multi-agent'})"))
+    single = trace.is_single_agent or len(trace.acting_agents()) <= 1  # people and the environment are no agents
+    add("framework", Text(clean(trace.framework) + f"  ({'single-agent' if single else 'multi-agent'})"))
     add("benchmark", Text(clean(trace.benchmark) or "—"))
     add("modality", trace.modality.value)
     add("task", Text(_clip(trace.task.query, 300)))
     add("gold answer", Text(_clip(trace.task.answer or "—", 200)))
     add("final answer", Text(_clip(trace.final_answer or "—", 200)))
     add("outcome", trace.outcome.value)
+    for line in score_lines(trace):
+        add("score", Text(line))
     per_agent = Counter(s.agent for s in trace.steps)
     add("steps", f"{len(trace.steps)}")
     add("agents", Text(clean(", ".join(f"{a} ({per_agent.get(a, 0)})" for a in trace.agent_ids()))))
@@ -166,7 +170,7 @@ def safe_name(text: str) -> str:
 
 
 #: Output formats of :func:`convert`: name -> (serialiser, writer).
-CONVERT_FORMATS = ("native", "atif")
+CONVERT_FORMATS = ("native", "atif", "otlp-json")
 
 
 def _serialise(trace: Trace, to: str) -> bytes:
@@ -174,13 +178,18 @@ def _serialise(trace: Trace, to: str) -> bytes:
         from whenpro_core.formats.atif_write import dumps_atif
 
         return dumps_atif(trace)
+    if to == "otlp-json":
+        from whenpro_core.formats.otlp_write import dumps_otlp
+
+        return dumps_otlp(trace)
     return dumps_trace(trace)
 
 
 def convert(src: str, out: Path | str, *, force: bool = False,
             console: Console | None = None, to: str = "native") -> list[Path]:
     """Convert ``src`` to the native format (``to="atif"``: Harbor's ATIF,
-    :mod:`whenpro_core.formats.atif_write`). One trace -> ``out`` is a file; several
+    :mod:`whenpro_core.formats.atif_write`; ``to="otlp-json"``: OpenTelemetry GenAI spans
+    as OTLP/JSON, :mod:`whenpro_core.formats.otlp_write`). One trace -> ``out`` is a file; several
     (a JSONL release, a folder, a glob) -> ``out`` is a folder of ``<id>.json`` files;
     ``out`` ``-`` writes one trace to stdout, and an ``out`` ending in ``/`` is a folder
     (made if missing). Refuses to overwrite existing files unless ``force``. Returns the

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from whenpro_core.model import Trace
 from whenpro_core.search import gt_step_index
 from whenpro_core.taxonomy import Taxonomy, taxonomy_for
-from whenpro_core.textsafe import clean
+from whenpro_core.textsafe import clean, one_line
 
 #: Characters of the task kept for the header (the TUI folds it further).
 TASK_CAP = 20_000
@@ -91,10 +91,12 @@ class TraceHeader:
         gold: the gold answer, or ``None``.
         final: the system's final answer, or ``None``.
         outcome: ``success``, ``failure`` or ``unknown``.
-        agents: ``(agent, step count)`` in first-appearance order.
+        agents: ``(agent, step count)`` in first-appearance order, for agents with at
+            least one step (declared agents that never spoke are left out).
         steps: number of steps.
         gt: the ground truth, or ``None`` when the trace carries none.
         media: number of task images.
+        scores: one line per scorer the log records (:func:`score_lines`).
     """
 
     id: str
@@ -109,6 +111,23 @@ class TraceHeader:
     steps: int = 0
     gt: GroundTruthView | None = None
     media: int = 0
+    scores: list[str] = field(default_factory=list)
+
+
+def score_lines(trace: Trace, limit: int = 300) -> list[str]:
+    """The scores a log records (Inspect's ``extras["scores"]``: ``{scorer: {value,
+    answer, explanation}}``) as safe one-liners ``"<scorer>: <value> — <explanation>"``
+    of at most ``limit`` characters; ``[]`` when there are none."""
+    scores = trace.extras.get("scores")
+    out = []
+    for name, score in scores.items() if isinstance(scores, dict) else []:
+        if not isinstance(score, dict):
+            continue
+        line = f"{name}: {score.get('value')}"
+        if score.get("explanation"):
+            line += f" — {score['explanation']}"
+        out.append(one_line(line, limit))
+    return out
 
 
 def trace_header(trace: Trace, taxonomy: Taxonomy | None = None) -> TraceHeader:
@@ -136,8 +155,9 @@ def trace_header(trace: Trace, taxonomy: Taxonomy | None = None) -> TraceHeader:
         gold=clean(trace.task.answer) if trace.task.answer is not None else None,
         final=clean(trace.final_answer) if trace.final_answer is not None else None,
         outcome=trace.outcome.value,
-        agents=[(clean(a), counts.get(a, 0)) for a in trace.agent_ids()],
+        agents=[(clean(a), counts[a]) for a in trace.agent_ids() if counts.get(a)],  # agents that took steps
         steps=len(trace.steps),
         gt=gt_view,
         media=len(trace.task.images),
+        scores=score_lines(trace),
     )

@@ -62,3 +62,34 @@ def run_workshop_agent(tp: TracerProvider, *, wrong: bool = True) -> str:
         _tool(tracer, "clock_add", {"start": "09:10", "minutes": total}, "11:45" if wrong else "11:55")
         _chat(tracer, "11:45" if wrong else "11:55", f"The workshop ends at {'11:45' if wrong else '11:55'}.")
         return format(root.get_span_context().trace_id, "032x")
+
+
+def _agent_span(tracer, name: str, convention: str):
+    """An agent span in either convention: GenAI ``invoke_agent`` with ``gen_ai.agent.name``
+    or an OpenInference ``AGENT`` span with ``agent.name``."""
+    if convention == "genai":
+        return tracer.start_as_current_span(f"invoke_agent {name}", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name})
+    return tracer.start_as_current_span(name, attributes={"openinference.span.kind": "AGENT", "agent.name": name})
+
+
+def run_mixed_team(tp: TracerProvider, client) -> str:
+    """A team whose agents are marked with the GenAI conventions (``planner``, ``checker``)
+    and OpenInference (``reviewer``), whose model calls go through ``client`` (a real
+    ``openai.OpenAI``, traced by whatever instrumentation is installed) and whose tools are
+    GenAI ``execute_tool`` spans. Four model calls: planner, checker, reviewer, planner.
+    Returns the trace id (hex)."""
+    tracer = tp.get_tracer("team.agents", "1.0")
+
+    def ask(text: str) -> None:
+        client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": text}])
+
+    with _agent_span(tracer, "planner", "genai") as root:
+        ask(QUESTION)
+        _tool(tracer, "calculator", {"expr": "3*45 + 2*15"}, 165)
+        with _agent_span(tracer, "checker", "genai"):
+            ask("Check: 3*45 + 2*15 = 165")
+            with _agent_span(tracer, "reviewer", "openinference"):
+                ask("Review the check.")
+        ask("165 minutes after 09:10?")
+        return format(root.get_span_context().trace_id, "032x")

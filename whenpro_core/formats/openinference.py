@@ -10,13 +10,13 @@ message lists ``llm.input_messages.<i>.message.{role,content,name}``,
 under ``llm.output_messages``); ``llm.model_name``, ``llm.token_count.{prompt,completion}``;
 ``tool.name``, ``tool.parameters``; ``input.value``, ``output.value``; ``agent.name``.
 
-Steps (one per span, by start time): ``LLM`` -> ``assistant`` (``action`` when the
-output calls tools), content = the output messages' text; ``TOOL`` -> ``tool`` with the
-call (``tool.parameters`` or ``input.value`` as arguments) and ``output.value`` as the
-observation; ``AGENT`` -> ``agent`` and ``CHAIN`` -> ``chain`` with ``input.value`` as
-content and ``output.value`` as observation; other kinds are lower-cased. The agent is
-the ``agent.name`` (else the span name) of the nearest enclosing ``AGENT`` span, else
-the service name. The task query is the root span's ``input.value``, else the first user
+Steps (one per span, by start time; :mod:`whenpro_core.formats.otel` decides the agent
+and which spans are agent frames rather than steps): ``LLM`` -> ``assistant``
+(``action`` when the output calls tools), content = the output messages' text; ``TOOL``
+-> ``tool`` with the call (``tool.parameters`` or ``input.value`` as arguments) and
+``output.value`` as the observation; ``AGENT`` -> ``agent`` and ``CHAIN`` -> ``chain``
+with ``input.value`` as content and ``output.value`` as observation; other kinds are
+lower-cased. The task query is the root span's ``input.value``, else the first user
 message an LLM span received.
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 
 from whenpro_core.formats.base import as_text, maybe_json
 from whenpro_core.formats.chat import data_url_media
-from whenpro_core.formats.otlp import Span, base_step, enclosing
+from whenpro_core.formats.otlp import Span, base_step
 from whenpro_core.model import MediaRef, Step, ToolCall
 
 KIND = "openinference.span.kind"
@@ -73,55 +73,54 @@ def message_of(flat: dict[str, Any]) -> tuple[str, str, list[ToolCall], list[Med
     return role, "\n".join(t for t in texts if t), calls, media
 
 
-def _agent_of(span: Span, by_id: dict[str, Span], service: str) -> str:
-    owner = enclosing(span, by_id, lambda s: s.attributes.get(KIND) == "AGENT")
-    if owner is None:
-        return service
-    name = owner.attributes.get("agent.name") or owner.attributes.get("graph.node.name")
-    return str(name) if name else owner.name
-
-
-def steps_from_spans(spans: list[Span]) -> tuple[list[Step], str]:
-    """Steps of one trace under the OpenInference conventions, and the task query."""
-    by_id = {s.span_id: s for s in spans}
-    service = str(spans[0].resource.get("service.name") or "agent") if spans else "agent"
-    steps: list[Step] = []
-    query = ""
+def root_query(spans: list[Span]) -> str:
+    """The task query an OpenInference trace states: the first root span's ``input.value``
+    (``""`` when absent)."""
     roots = [s for s in spans if s.depth == 0]
     if roots and roots[0].attributes.get("input.value") is not None:
-        query = as_text(maybe_json(roots[0].attributes["input.value"]))
-    for i, span in enumerate(spans):
-        a = span.attributes
-        kind = str(a.get(KIND) or "").upper()
-        agent = _agent_of(span, by_id, service)
-        if kind == "LLM":
-            text, calls, media = "", [], []
-            for flat in unflatten(a, "llm.output_messages"):
-                _, t, c, m = message_of(flat)
-                text, calls, media = "\n".join(x for x in (text, t) if x), calls + c, media + m
-            if not text and not calls and a.get("output.value") is not None:
-                text = as_text(maybe_json(a["output.value"]))
-            step = base_step(i, span, agent, "action" if calls else "assistant")
-            step.content, step.tool_calls, step.media = text, calls, media
-            ins = [message_of(f) for f in unflatten(a, "llm.input_messages")]
-            if ins:
-                step.meta["input"] = ins[-1][1]
-                query = query or next((t for r, t, _, _ in ins if r == "user" and t), "")
-            for key in ("llm.model_name", "llm.token_count.prompt", "llm.token_count.completion"):
-                if key in a:
-                    step.meta[key.removeprefix("llm.")] = a[key]
-        elif kind == "TOOL":
-            step = base_step(i, span, agent, "tool")
-            args = a.get("tool.parameters", a.get("input.value"))
-            step.tool_calls = [ToolCall(name=str(a.get("tool.name") or span.name), arguments=maybe_json(args))]
-            out = a.get("output.value")
-            step.observation = None if out is None else as_text(maybe_json(out))
-        else:
-            label = kind.lower() or "span"
-            step = base_step(i, span, agent if kind != "AGENT" else _agent_of(span, by_id, service), label)
-            inp, out = a.get("input.value"), a.get("output.value")
-            step.content = as_text(maybe_json(inp)) if inp is not None else span.name
-            step.observation = None if out is None else as_text(maybe_json(out))
-        step.meta["span_kind"] = kind or None
-        steps.append(step)
-    return steps, query
+        return as_text(maybe_json(roots[0].attributes["input.value"]))
+    return ""
+
+
+def _llm_step(i: int, span: Span, agent: str) -> tuple[Step, str]:
+    a = span.attributes
+    text, calls, media = "", list[ToolCall](), list[MediaRef]()
+    for flat in unflatten(a, "llm.output_messages"):
+        _, t, c, m = message_of(flat)
+        text, calls, media = "\n".join(x for x in (text, t) if x), calls + c, media + m
+    if not text and not calls and a.get("output.value") is not None:
+        text = as_text(maybe_json(a["output.value"]))
+    step = base_step(i, span, agent, "action" if calls else "assistant")
+    step.content, step.tool_calls, step.media = text, calls, media
+    ins = [message_of(f) for f in unflatten(a, "llm.input_messages")]
+    user = ""
+    if ins:
+        step.meta["input"] = ins[-1][1]
+        user = next((t for r, t, _, _ in ins if r == "user" and t), "")
+    for key in ("llm.model_name", "llm.token_count.prompt", "llm.token_count.completion"):
+        if key in a:
+            step.meta[key.removeprefix("llm.")] = a[key]
+    return step, user
+
+
+def span_step(i: int, span: Span, agent: str) -> tuple[Step, str]:
+    """Step ``i`` made of one span carrying ``openinference.span.kind``, spoken by
+    ``agent``, and the first user message it received (``""`` if none)."""
+    a = span.attributes
+    kind = str(a.get(KIND) or "").upper()
+    user = ""
+    if kind == "LLM":
+        step, user = _llm_step(i, span, agent)
+    elif kind == "TOOL":
+        step = base_step(i, span, agent, "tool")
+        args = a.get("tool.parameters", a.get("input.value"))
+        step.tool_calls = [ToolCall(name=str(a.get("tool.name") or span.name), arguments=maybe_json(args))]
+        out = a.get("output.value")
+        step.observation = None if out is None else as_text(maybe_json(out))
+    else:
+        step = base_step(i, span, agent, kind.lower() or "span")
+        inp, out = a.get("input.value"), a.get("output.value")
+        step.content = as_text(maybe_json(inp)) if inp is not None else span.name
+        step.observation = None if out is None else as_text(maybe_json(out))
+    step.meta["span_kind"] = kind or None
+    return step, user

@@ -13,17 +13,24 @@ JSON default). A file is one such document, or one per line (a collector's file 
 
 Each trace id in a file is one trace (key = the trace id). Spans are ordered into steps
 by start time; coordinate = 0-based position. ``Step.meta`` keeps ``span_id``,
-``parent_span_id``, ``depth``, ``name`` and ``duration_ms`` for the tree view. The agent
-of a step is the ``gen_ai.agent.name`` of its nearest enclosing ``invoke_agent`` span
-(the name after ``invoke_agent`` otherwise), else the service name.
+``parent_span_id``, ``depth``, ``name`` and ``duration_ms`` for the tree view. Each span
+is read in the convention it carries (OpenInference when it has ``openinference.span.kind``,
+else GenAI), so traces mixing both (GenAI agent spans around OpenInference model spans)
+read right. Agent spans in either convention (GenAI ``invoke_agent``/``create_agent``/
+``invoke_workflow``, OpenInference ``AGENT``) frame their steps instead of being steps
+(kept as raw spans in ``Trace.extras["agent_spans"]``; one with no child span stays an
+``agent`` step). The agent of a step is the name (``gen_ai.agent.name``, ``agent.name``,
+``graph.node.name``, else the span name) of its nearest enclosing agent span, else the
+span's own ``gen_ai.agent.name``/``agent.name``, else the service name. The final answer
+is the outermost agent span's output when it states one, else the last assistant text.
+Spans written by :mod:`whenpro_core.formats.otlp_write` carry whenpro's own fields, put back.
 
 GenAI conventions (semantic-conventions gen-ai, spans and agent spans; the messages JSON
 schemas): ``gen_ai.operation.name`` ``chat``/``text_completion``/``generate_content`` ->
 a model step whose content is the text parts of ``gen_ai.output.messages`` and whose
 ``tool_call`` parts are tool calls (``blob`` image parts become media); ``execute_tool``
 -> a ``tool`` step (``gen_ai.tool.name``, ``gen_ai.tool.call.arguments`` as the call,
-``gen_ai.tool.call.result`` as the observation); ``invoke_agent``/``create_agent`` ->
-an ``agent`` step. The older per-message span events (``gen_ai.system.message``,
+``gen_ai.tool.call.result`` as the observation). The older per-message span events (``gen_ai.system.message``,
 ``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message``,
 ``gen_ai.choice``) stand in when the message attributes are absent. A span with status
 ERROR gets ``Step.error`` (``error.type`` and the status or ``exception`` event message);
@@ -32,17 +39,38 @@ a failed root span makes the outcome ``failure``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import (FileImporter, LoadContext, as_text, maybe_json, parse_json,
-                                       redact_secrets, summarize, top_level_keys)
+from whenpro_core.formats import openinference
+from whenpro_core.formats.base import (
+    FileImporter,
+    LoadContext,
+    as_text,
+    maybe_json,
+    parse_json,
+    redact_secrets,
+    summarize,
+    top_level_keys,
+)
 from whenpro_core.formats.otlp import Span, base_step, enclosing, order_spans, spans_of
-from whenpro_core.model import (Agent, MediaRef, Modality, Outcome, Source, Step, Task, ToolCall,
-                                Trace, TraceSummary)
+from whenpro_core.formats.otlp_write import restore_step, restore_trace
+from whenpro_core.model import (
+    Agent,
+    MediaRef,
+    Modality,
+    Outcome,
+    Source,
+    Step,
+    Task,
+    ToolCall,
+    Trace,
+    TraceSummary,
+)
 
 MAX_FILE_BYTES = 1024 * 1024 * 1024
 _MODEL_OPS = {"chat", "text_completion", "generate_content"}
@@ -70,7 +98,9 @@ def _agent_name(span: Span) -> str:
 def parts_message(parts: Any) -> tuple[str, list[ToolCall], list[MediaRef]]:
     """Text, tool calls and media of a GenAI message's ``parts`` (text, reasoning,
     tool_call, tool_call_response, blob, uri, file)."""
-    texts, calls, media = [], [], []
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    media: list[MediaRef] = []
     for p in parts if isinstance(parts, list) else []:
         if not isinstance(p, dict):
             continue
@@ -127,64 +157,138 @@ def _old_calls(value: Any) -> list[ToolCall]:
     return calls
 
 
-def genai_steps(spans: list[Span]) -> tuple[list[Step], str]:
-    """Steps of one trace under the GenAI conventions, and the task query (the first
-    user message seen)."""
+def _model_step(i: int, span: Span, agent: str) -> tuple[Step, str]:
+    a = span.attributes
+    ins = [{"role": m.get("role"), "text": parts_message(m.get("parts"))[0]}
+           for m in _messages(a.get("gen_ai.input.messages"))]
+    outs = _messages(a.get("gen_ai.output.messages"))
+    ev_in, ev_out = _event_messages(span)
+    ins = ins or ev_in
+    text, calls, media = "", list[ToolCall](), list[MediaRef]()
+    for m in outs:
+        t, c, md = parts_message(m.get("parts"))
+        text, calls, media = "\n".join(x for x in (text, t) if x), calls + c, media + md
+    for m in ev_out if not outs else []:
+        text = "\n".join(x for x in (text, m["text"]) if x)
+        calls += m["tool_calls"]
+    step = base_step(i, span, agent, "action" if calls else "assistant")
+    step.content, step.tool_calls, step.media = text, calls, media
+    user = ""
+    if ins:
+        step.meta["input"] = ins[-1]["text"]
+        user = next((m["text"] for m in ins if m["role"] == "user" and m["text"]), "")
+    for key in ("gen_ai.request.model", "gen_ai.response.model", "gen_ai.usage.input_tokens",
+                "gen_ai.usage.output_tokens"):
+        if key in a:
+            step.meta[key.removeprefix("gen_ai.")] = a[key]
+    return step, user
+
+
+def genai_step(i: int, span: Span, agent: str) -> tuple[Step, str]:
+    """Step ``i`` made of one span under the GenAI conventions, spoken by ``agent``, and
+    the first user message it received (``""`` if none)."""
+    op, a, user = _op(span), span.attributes, ""
+    if op in _MODEL_OPS:
+        step, user = _model_step(i, span, agent)
+    elif op == "execute_tool":
+        step = base_step(i, span, agent, "tool")
+        step.tool_calls = [ToolCall(id=a.get("gen_ai.tool.call.id"),
+                                    name=str(a.get("gen_ai.tool.name") or _agent_name(span)),
+                                    arguments=maybe_json(a.get("gen_ai.tool.call.arguments")))]
+        result = a.get("gen_ai.tool.call.result")
+        step.observation = None if result is None else as_text(maybe_json(result))
+    elif op in _AGENT_OPS:
+        step = base_step(i, span, agent, "agent")
+        step.content = f"{op} {_agent_name(span)}"
+    else:
+        step = base_step(i, span, agent, "span")
+        step.content = span.name
+    step.meta["operation"] = op or None
+    return step, user
+
+
+# ------------------------------------------------------------------ agents (either convention)
+
+
+def agent_span_name(span: Span) -> str | None:
+    """The agent a span stands for, or ``None`` when it is no agent span: GenAI
+    ``invoke_agent``/``create_agent``/``invoke_workflow`` spans and OpenInference
+    ``AGENT`` spans, named by ``gen_ai.agent.name``, ``agent.name``, ``graph.node.name``,
+    else the span name (without a leading operation word)."""
+    a = span.attributes
+    if _op(span) not in _AGENT_OPS and str(a.get(openinference.KIND) or "").upper() != "AGENT":
+        return None
+    for key in ("gen_ai.agent.name", "agent.name", "graph.node.name"):
+        if isinstance(a.get(key), str) and a[key]:
+            return str(a[key])
+    return _agent_name(span)
+
+
+def _own_agent(span: Span) -> str | None:
+    for key in ("gen_ai.agent.name", "agent.name"):
+        if isinstance(span.attributes.get(key), str) and span.attributes[key]:
+            return str(span.attributes[key])
+    return None
+
+
+def trace_steps(spans: list[Span]) -> tuple[list[Step], str, list[Span]]:
+    """Steps of one trace (spans ordered by :func:`order_spans`), its task query, and the
+    agent spans that frame steps instead of being steps.
+
+    Each span is read in the convention it carries (OpenInference when it has
+    ``openinference.span.kind``, else GenAI), so mixed traces work. The agent of a step is
+    the agent of the nearest enclosing agent span in either convention
+    (:func:`agent_span_name`), else the span's own ``gen_ai.agent.name``/``agent.name``,
+    else the service name. An agent span with child spans is a frame (no step); one with
+    none stays an ``agent`` step, so nothing it says is lost."""
     by_id = {s.span_id: s for s in spans}
+    parents = {s.parent_span_id for s in spans if s.parent_span_id}
     service = str(spans[0].resource.get("service.name") or "agent") if spans else "agent"
-    steps, query = [], ""
-    for i, span in enumerate(spans):
-        op = _op(span)
-        owner = enclosing(span, by_id, lambda s: _op(s) in _AGENT_OPS)
-        agent = _agent_name(owner) if owner else service
-        a = span.attributes
-        if op in _MODEL_OPS:
-            ins = [{"role": m.get("role"), "text": parts_message(m.get("parts"))[0]}
-                   for m in _messages(a.get("gen_ai.input.messages"))]
-            outs = _messages(a.get("gen_ai.output.messages"))
-            ev_in, ev_out = _event_messages(span)
-            ins = ins or ev_in
-            text, calls, media = "", [], []
-            for m in outs:
-                t, c, md = parts_message(m.get("parts"))
-                text, calls, media = "\n".join(x for x in (text, t) if x), calls + c, media + md
-            for m in ev_out if not outs else []:
-                text = "\n".join(x for x in (text, m["text"]) if x)
-                calls += m["tool_calls"]
-            step = base_step(i, span, agent, "action" if calls else "assistant")
-            step.content, step.tool_calls, step.media = text, calls, media
-            if ins:
-                step.meta["input"] = ins[-1]["text"]
-                query = query or next((m["text"] for m in ins if m["role"] == "user" and m["text"]), "")
-            for key in ("gen_ai.request.model", "gen_ai.response.model", "gen_ai.usage.input_tokens",
-                        "gen_ai.usage.output_tokens"):
-                if key in a:
-                    step.meta[key.removeprefix("gen_ai.")] = a[key]
-        elif op == "execute_tool":
-            step = base_step(i, span, agent, "tool")
-            step.tool_calls = [ToolCall(id=a.get("gen_ai.tool.call.id"),
-                                        name=str(a.get("gen_ai.tool.name") or _agent_name(span)),
-                                        arguments=maybe_json(a.get("gen_ai.tool.call.arguments")))]
-            result = a.get("gen_ai.tool.call.result")
-            step.observation = None if result is None else as_text(maybe_json(result))
-        elif op in _AGENT_OPS:
-            step = base_step(i, span, _agent_name(span), "agent")
-            step.content = f"{op} {_agent_name(span)}"
-        else:
-            step = base_step(i, span, agent, "span")
-            step.content = span.name
-        step.meta["operation"] = op or None
-        steps.append(step)
-    return steps, query
+    steps: list[Step] = []
+    frames: list[Span] = []
+    query = openinference.root_query(spans)
+    for span in spans:
+        if span.span_id in parents and agent_span_name(span) is not None:
+            frames.append(span)
+            continue
+        owner = enclosing(span, by_id, lambda s: agent_span_name(s) is not None)
+        agent = (agent_span_name(owner) if owner else None) or _own_agent(span) or service
+        convention = openinference.span_step if openinference.KIND in span.attributes else genai_step
+        step, user = convention(len(steps), span, agent)
+        steps.append(restore_step(step, span))
+        query = query or user
+    return steps, query, frames
+
+
+def _frame_answer(frames: list[Span]) -> str | None:
+    """The output of the outermost agent frame (OpenInference ``output.value``, GenAI
+    ``gen_ai.output.messages`` text), or ``None``."""
+    roots = [f for f in frames if f.depth == 0] or frames[:1]
+    for f in roots:
+        out = f.attributes.get("output.value")
+        if out is not None:
+            return as_text(maybe_json(out)) or None
+        texts = [parts_message(m.get("parts"))[0] for m in _messages(f.attributes.get("gen_ai.output.messages"))]
+        if any(texts):
+            return "\n".join(t for t in texts if t)
+    return None
 
 
 # ------------------------------------------------------------------ the importer
 
 
-def build_traces(spans: list[Span], ctx: LoadContext) -> list[Trace]:
-    """One trace per trace id, in order of first appearance."""
-    from whenpro_core.formats import openinference
+def _agents(steps: list[Step], frames: list[Span]) -> list[Agent]:
+    names: dict[str, None] = {}
+    seen: list[tuple[int, str]] = [(int(s.meta.get("start_ns") or 0), s.agent) for s in steps]
+    seen += [(f.start_ns, agent_span_name(f) or f.name) for f in frames]
+    for _, name in sorted(seen, key=lambda x: x[0]):
+        names.setdefault(name, None)
+    return [Agent(id=a) for a in names]
 
+
+def build_traces(spans: list[Span], ctx: LoadContext) -> list[Trace]:
+    """One trace per trace id, in order of first appearance. Agent frames are kept (as
+    raw spans) in ``extras["agent_spans"]``."""
     groups: dict[str, list[Span]] = {}
     for s in spans:
         groups.setdefault(s.trace_id, []).append(s)
@@ -192,22 +296,21 @@ def build_traces(spans: list[Span], ctx: LoadContext) -> list[Trace]:
     for trace_id, group in groups.items():
         ordered = order_spans(group)
         oi = openinference.is_openinference(ordered)
-        steps, query = (openinference.steps_from_spans if oi else genai_steps)(ordered)
-        agents: dict[str, None] = {}
-        for s in steps:
-            agents.setdefault(s.agent, None)
+        steps, query, frames = trace_steps(ordered)
         roots = [s for s in ordered if s.depth == 0]
-        final = next((s.content for s in reversed(steps) if s.kind == "assistant" and s.content), None)
+        final = _frame_answer(frames) or next(
+            (s.content for s in reversed(steps) if s.kind == "assistant" and s.content), None)
         res = ordered[0].resource if ordered else {}
-        traces.append(Trace(
-            id=trace_id, framework="openinference" if oi else "otel",
+        fmt = "openinference" if oi else "otel"
+        trace = Trace(
+            id=trace_id, framework=fmt,
             modality=Modality.image if any(s.media for s in steps) else Modality.text,
-            agents=[Agent(id=a) for a in agents], task=Task(query=query), steps=steps, final_answer=final,
+            agents=_agents(steps, frames), task=Task(query=query), steps=steps, final_answer=final,
             outcome=Outcome.failure if any(r.failed for r in roots) else Outcome.unknown,
-            source=Source(format="openinference" if oi else "otel", path=str(ctx.path), key=trace_id,
-                          root=str(ctx.root) if ctx.root else None),
+            source=Source(format=fmt, path=str(ctx.path), key=trace_id, root=str(ctx.root) if ctx.root else None),
             extras={"service": res.get("service.name"), "resource": redact_secrets(res),
-                    "span_count": len(ordered)}))
+                    "span_count": len(ordered), "agent_spans": [f.raw() for f in frames]})
+        traces.append(restore_trace(trace, res))
     return traces
 
 

@@ -24,6 +24,8 @@ from whenpro_core.model import Agent, GroundTruth, Modality, Outcome, Source, St
 
 _DECORATED = re.compile(r"^\s*(?P<agent>[^()]+?)\s*\((?P<note>[^)]*)\)\s*$")
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+#: The line Magentic-One (Hand-Crafted) runs state their answer on, as they write it.
+_FINAL_LINE = re.compile(r"^FINAL ANSWER:[ \t]*(?P<answer>\S.*?)\s*$", re.M)
 _LABEL_KEYS = ("mistake_agent", "mistake_step", "mistake_reason", "mistake_type", "labels")
 _KNOWN_KEYS = {"history", "question", "ground_truth", "system_prompt", *_LABEL_KEYS}
 #: Keys of other formats that also have ``history`` (SWE-agent, OpenHands): a document
@@ -58,6 +60,17 @@ def _kind_algorithm(name: str, role: str) -> str:
     if name.lower() in ("computer_terminal", "computerterminal"):
         return "observation"
     return "assistant" if role == "assistant" else "message"
+
+
+def stated_answer(steps: list[Step]) -> str | None:
+    """The answer the run states on a ``FINAL ANSWER: ...`` line (the last such line of
+    the last step holding one), or ``None`` when it states none (CaptainAgent chats end
+    with ``TERMINATE`` and no answer line)."""
+    for step in reversed(steps):
+        found = _FINAL_LINE.findall(step.content or "")
+        if found:
+            return found[-1]
+    return None
 
 
 def benchmark_of(question_id: Any) -> str:
@@ -113,7 +126,7 @@ class WhoWhenImporter(DocumentImporter):
             modality=Modality.text,
             agents=[Agent(id=a) for a in agents],
             task=Task(query=question or "", answer=None if answer is None else as_text(answer)),
-            steps=steps,
+            steps=steps, final_answer=stated_answer(steps),
             ground_truth=self._ground_truth(doc, steps, ctx),
             outcome=Outcome.failure,
             source=Source(format=self.name, path=str(ctx.path),

@@ -162,11 +162,12 @@ class SpanSet:
     @classmethod
     def from_trace(cls, trace: Trace) -> SpanSet:
         """The spans back from a trace built by :meth:`build` (each step's ``raw`` is
-        its span; the resource is in ``extras``)."""
+        its span; the agent spans framing steps and the resource are in ``extras``)."""
         resource = trace.extras.get("resource") if isinstance(trace.extras.get("resource"), dict) else {}
         out = cls(trace.id)
-        for step in trace.steps:
-            span = Span.from_raw(step.raw, resource)
+        frames = trace.extras.get("agent_spans")
+        for raw in [*(step.raw for step in trace.steps), *(frames if isinstance(frames, list) else [])]:
+            span = Span.from_raw(raw, resource)
             if span is not None:
                 out.spans[span.span_id] = span
         return out

@@ -87,6 +87,10 @@ def run_end_reason(trace: Trace) -> str | None:
                 step.kind in ("agent", "chain")
                 or meta.get("operation") in ("invoke_agent", "invoke_workflow")):
             return "root_span_ended"
+    frames = trace.extras.get("agent_spans")
+    if any(isinstance(f, dict) and f.get("span_id") and f.get("parent_span_id") is None
+           for f in (frames if isinstance(frames, list) else [])):
+        return "root_span_ended"  # a root agent span framing steps (formats.otel)
     return None
 
 

@@ -13,7 +13,8 @@ Rules:
 * A step's media are its own ``Step.media``; the task's media (``Task.images``:
   question images, the task video) are shown on the **task step**, the first step of
   kind ``user`` (else step 0), where the task is presented. A task item whose source
-  (path or inline data) the step already carries is not repeated.
+  (path or inline data, or a file with the same bytes) the step already carries is not
+  repeated.
 * ``image`` refs are images; ``frame`` refs are frames the trace took from a video
   (with ``time_s``); ``video`` refs are whole video files, shown as keyframes
   (:func:`whenpro_core.media.keyframes.keyframes`: hard cuts plus uniform fill).
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from whenpro_core.errors import MediaError
+from whenpro_core.media.cache import file_digest
 from whenpro_core.media.paths import read_media_bytes, resolve_for_trace, safe_text
 from whenpro_core.textsafe import clean
 
@@ -105,6 +107,16 @@ def _source_key(ref: "MediaRef") -> tuple[str, str] | None:
     return None
 
 
+def _file_key(ref: "MediaRef", trace: "Trace") -> str | None:
+    """sha256 of the file a path ref names (memoised per file), ``None`` when it cannot
+    be read."""
+    try:
+        where = resolve_for_trace(ref, trace)
+        return hashlib.sha256(where).hexdigest() if isinstance(where, bytes) else file_digest(where)
+    except (MediaError, OSError):
+        return None
+
+
 def step_media(trace: "Trace", index: int) -> StepMedia:
     """The media a viewer shows on step ``index`` of ``trace`` (see module rules).
 
@@ -115,10 +127,16 @@ def step_media(trace: "Trace", index: int) -> StepMedia:
     items = [MediaItem(ref, "step", item_label(ref)) for ref in step.media]
     if task_step_index(trace) == step.index and trace.task.images:
         seen = {_source_key(r) for r in step.media} - {None}
+        same_bytes: set[str] | None = None  # digests of the step's files, computed when needed
         for ref in trace.task.images:
             key = _source_key(ref)
             if key is not None and key in seen:
                 continue
+            if ref.path and any(r.path for r in step.media):
+                if same_bytes is None:
+                    same_bytes = {d for r in step.media if r.path and (d := _file_key(r, trace))}
+                if _file_key(ref, trace) in same_bytes:
+                    continue  # the same picture under another name (query_0.jpg, turn_img_0.jpg)
             items.insert(sum(1 for i in items if i.origin == "task"),
                          MediaItem(ref, "task", item_label(ref, "task")))
     images = tuple(i for i in items if i.ref.kind == "image")

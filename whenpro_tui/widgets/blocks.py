@@ -32,6 +32,8 @@ def plain(text: str, *, style: str | Style = "", query: str = "") -> Text:
 
 def render_block(block: Block, *, raw: bool = False, query: str = "") -> RenderableType:
     """One block as a renderable; ``raw`` forces plain text (the ``r`` key)."""
+    if block.kind == "label":
+        return plain(block.text, style="bold dim", query=query)
     if raw or block.kind == "text" or not block.text:
         return plain(block.text, query=query)
     if block.kind == "markdown":

@@ -38,7 +38,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from whenpro_core.model import Step
-from whenpro_core.stepview import StepRow, content_blocks, fold, media_label, pretty_arguments
+from whenpro_core.stepview import StepRow, call_blocks, content_blocks, fold, media_label
 from whenpro_core.textsafe import clean, human_size
 from whenpro_tui import imaging
 from whenpro_tui.widgets.blocks import plain, render_block, render_blocks
@@ -269,8 +269,9 @@ class StepDetail(Vertical):
                 if call.id:
                     head.append(f"  id {clean(call.id)}", style="dim")
                 parts.append(head)
-                block = pretty_arguments(call.arguments)
-                if block.text:
+                for block in call_blocks(call.arguments):  # code arguments shown as code
+                    if not block.text:
+                        continue
                     if len(block.text) > max_chars:
                         cut.append(f"tool arguments: {human_size(max_chars)} of "
                                    f"{human_size(len(block.text))} shown")

@@ -76,6 +76,9 @@ class TraceHeaderView(Vertical):
         answers.append(" ".join((header.gold or "—").split())[:300])
         answers.append("   Final: ", style="bold")
         answers.append(" ".join((header.final or "—").split())[:300])
+        for score in header.scores:  # the log's scorer verdicts and explanations
+            answers.append("   Score: ", style="bold")
+            answers.append(score)
         self.query_one("#h-answers", Static).update(answers)
 
         gt = self.query_one("#h-gt", Static)
