@@ -192,6 +192,20 @@ def convert(src: str = typer.Argument(..., help="A trace file or path#key."),
     summary.convert(src, out, force=force)
 
 
+@app.command()
+@handles_errors
+def export(src: str = typer.Argument(..., help="A trace file or path#key."),
+           html_out: Optional[str] = typer.Option(None, "--html", help="Write one self-contained HTML page here."),
+           markdown_out: Optional[str] = typer.Option(None, "--markdown",
+                                                      help="Write bounded Markdown here (- prints it)."),
+           labels: bool = typer.Option(False, "--labels", help="Include the ground truth and hidden fields."),
+           force: bool = typer.Option(False, "--force", help="Replace existing files.")) -> None:
+    """Share a diagnosis: the trace, its verdicts (and labels if asked) as HTML or Markdown."""
+    from whenpro_core.export import export_command
+
+    export_command(src, html_out, markdown_out, labels=labels, force=force, echo=typer.echo)
+
+
 class ImagesMode(str, Enum):
     """How the TUI draws images (phase 2): pick automatically, force a protocol, or off."""
 

@@ -16,6 +16,7 @@ from whenpro_core.model import Trace
 from whenpro_core.search import gt_step_index
 from whenpro_core.taxonomy import Taxonomy, taxonomy_for
 from whenpro_core.textsafe import clean
+from whenpro_core.usage import total_usage
 
 #: Characters of the task kept for the header (the TUI folds it further).
 TASK_CAP = 20_000
@@ -95,6 +96,8 @@ class TraceHeader:
         steps: number of steps.
         gt: the ground truth, or ``None`` when the trace carries none.
         media: number of task images.
+        usage: total tokens, cost and latency over the steps where the format records
+            them (:func:`whenpro_core.usage.total_usage`), ``""`` when none does.
     """
 
     id: str
@@ -109,6 +112,7 @@ class TraceHeader:
     steps: int = 0
     gt: GroundTruthView | None = None
     media: int = 0
+    usage: str = ""
 
 
 def trace_header(trace: Trace, taxonomy: Taxonomy | None = None) -> TraceHeader:
@@ -140,4 +144,5 @@ def trace_header(trace: Trace, taxonomy: Taxonomy | None = None) -> TraceHeader:
         steps=len(trace.steps),
         gt=gt_view,
         media=len(trace.task.images),
+        usage=total_usage(trace.steps).text(),
     )

@@ -8,6 +8,9 @@ a huge trace, loading another trace) runs in thread workers that post messages.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -16,13 +19,15 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
+from whenpro_core.errors import WhenproError
+from whenpro_core.export import write_export
 from whenpro_core.gcpause import release_long_lived
 from whenpro_core.model import Trace
 from whenpro_core.search import (SearchResult, StepFilter, filter_steps, gt_step_index,
                                  same_agent_step)
 from whenpro_core.stepview import TextOptions, step_as_text
 from whenpro_core.textsafe import clean, human_size, plural
-from whenpro_core.traceview import agent_slots, trace_header
+from whenpro_core.traceview import agent_slots, trace_header, unlabelled_id
 from whenpro_tui.clipboard import copy_text
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.editor import open_in_editor
@@ -30,6 +35,7 @@ from whenpro_tui.messages import SiblingsFound, TraceLoaded, TraceLoadFailed, lo
 from whenpro_tui.screens.counts import CountPrefix
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
+from whenpro_tui.screens.prompt import PromptScreen
 from whenpro_tui.screens.trace_attribute import AttributionMixin
 from whenpro_tui.screens.trace_find import StepFinding
 from whenpro_tui.screens.trace_inject import Injecting
@@ -78,6 +84,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         Binding("J", "scroll_detail(1)", "Scroll detail down", show=False),
         Binding("K", "scroll_detail(-1)", "Scroll detail up", show=False),
         Binding("e", "edit", "Open in $EDITOR", show=False),
+        Binding("x", "export", "Export HTML page (share)", show=False),
         Binding("y", "copy", "Copy step", show=False),
         Binding("<", "resize(-5)", "Narrower list", show=False, key_display="<"),
         Binding(">", "resize(5)", "Wider list", show=False, key_display=">"),
@@ -466,6 +473,40 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         else:
             self.notify(report.message(f"step {coord} ({human_size(len(text))})"),
                         timeout=6 if report.tool else 10)
+
+    # ------------------------------------------------------------------ export
+
+    def action_export(self) -> None:
+        """Ask where to write a self-contained HTML page of this trace (``x``); a name
+        ending in ``.md`` writes bounded Markdown instead."""
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", self.trace.id if self.show_labels
+                      else unlabelled_id(self.trace.id)).strip("._") or "trace"
+
+        def done(text: str | None) -> None:
+            if not text or not text.strip():
+                return
+            if Path(text.strip()).exists():  # never replace a file from here
+                self.notify(f"{clean(text.strip())} exists: press x and give another name.",
+                            severity="warning", timeout=8)
+                return
+            self._write_export(text.strip())
+
+        self.app.push_screen(PromptScreen("export to", value=f"{name}.html",
+                                          placeholder="OUT.html (or OUT.md)", input_id="export-input"),
+                             done)
+
+    @work(thread=True, exclusive=True, group="export", exit_on_error=False,
+          description="export the trace")
+    def _write_export(self, out: str) -> None:
+        try:
+            path = write_export(self.trace, out, markdown=out.lower().endswith(".md"),
+                                labels=self.show_labels)
+        except WhenproError as exc:
+            self.app.call_from_thread(self.notify, exc.one_line(), title="Export failed",
+                                      severity="error", timeout=10)
+            return
+        labels = " with labels" if self.show_labels else " (labels left out)"
+        self.app.call_from_thread(self.notify, f"Wrote {clean(str(path))}{labels}.", timeout=8)
 
     # ------------------------------------------------------------------ help, back
 
