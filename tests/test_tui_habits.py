@@ -10,11 +10,11 @@ import stat
 from pathlib import Path
 
 import pytest
+from bench_data import write_dataset
 from textual.widgets import DataTable
 
 from tests.conftest import screen_text, settle, team_trace
 from tests.test_tui_results import quiet
-from bench_data import write_dataset
 from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.formats.native import write_trace
 from whenpro_core.model import Attribution

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
-from pygments.lexers import get_lexer_by_name
-from pygments.util import ClassNotFound
+from pygments import highlight  # type: ignore[import-untyped]
+from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
+from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
+from pygments.util import ClassNotFound  # type: ignore[import-untyped]
 
 from whenpro_core.attribution.interactive import verdict_step_index
 from whenpro_core.attribution.verdicts import load_verdicts
@@ -262,7 +262,8 @@ def _md_step(step: Step, labels: bool, cuts: list[str]) -> str:
         lines.append("Error:\n" + _md_field(step.error, MARKDOWN_FIELD_CAP, cuts, where + " error"))
     lines += [f"_{media_label(m)}_" for m in step.media]
     if labels and step.hidden:
-        lines.append("hidden fields (labels): " + ", ".join(f"{clean(k)}: {clean(str(v))}" for k, v in step.hidden.items()))
+        hidden = ", ".join(f"{clean(k)}: {clean(str(v))}" for k, v in step.hidden.items())
+        lines.append("hidden fields (labels): " + hidden)
     return "\n\n".join(lines)
 
 

@@ -109,7 +109,7 @@ def diff_traces(a: Trace, b: Trace) -> TraceDiff:
     return TraceDiff(prefix, rows, a.final_answer, b.final_answer, a.outcome.value, b.outcome.value)
 
 
-def signature(step: Step) -> str:
+def signature(step: Step) -> bytes:
     """What a step is, regardless of its words: agent, kind and the names of its tool calls."""
     return jsonio.dumps([step.agent, step.kind, [c.name for c in step.tool_calls]])
 

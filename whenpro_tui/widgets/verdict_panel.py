@@ -76,9 +76,9 @@ def render_verdict(trace: Trace, verdicts: list[Attribution], current: int, taxo
     out.append(f" · {verdict_label(verdict)}", style=style)
     out.append(" · with gold" if verdict.with_gold else " · without gold", style=DIM)
     out.append("   A: next" if current + 1 < len(verdicts) else "   A: hide", style=DIM)
-    if compact:  # 80x24: confidence and cost on the title line
+    if compact:  # 80x24: confidence and cost on the title line, short
         out.append("  ")
-        out.append(_cost_line(verdict))
+        out.append(_cost_line(verdict, short=True))
     if len(verdicts) > 1:
         out.append("\n")
         for i, other in enumerate(verdicts):
@@ -130,13 +130,16 @@ def render_verdict(trace: Trace, verdicts: list[Attribution], current: int, taxo
     return out
 
 
-def _cost_line(verdict: Attribution) -> Text:
-    """``confidence 0.75  3 calls · 1,234 tokens · $0.0042 · 2.4 s`` (or offline)."""
+def _cost_line(verdict: Attribution, *, short: bool = False) -> Text:
+    """``confidence 0.75  3 calls · 1,234 tokens · $0.0042 · 2.4 s`` (or offline);
+    ``short``: ``conf 0.75 · $0.0042``."""
     out = Text()
     if verdict.confidence is not None:
-        out.append("confidence ", style=LABEL)
+        out.append("conf " if short else "confidence ", style=LABEL)
         out.append(f"{verdict.confidence:.2f}  ")
-    if verdict.protocol == "heuristic":
+    if short:
+        out.append("offline" if verdict.protocol == "heuristic" else f"${verdict.usage.cost_usd:.4f}", style=DIM)
+    elif verdict.protocol == "heuristic":
         out.append(f"offline, no model calls · {verdict.usage.seconds:.2f} s", style=DIM)
     else:
         out.append(usage_text(verdict.usage), style=DIM)
