@@ -152,3 +152,25 @@ def test_per_step_usage_from_opentelemetry_traces(name: str) -> None:
     assert total.input_tokens == sum(u.input_tokens or 0 for u in used)
     assert total.latency_ms is not None  # span timing
     assert trace_header(trace).usage == total.text() and "tokens" in total.text()
+
+
+async def test_trace_screen_shows_step_usage_and_the_total() -> None:
+    from tests.conftest import screen_text, settle
+    from whenpro_core.usage import step_usage, total_usage
+    from whenpro_tui.app import WhenproApp
+
+    path = Path(__file__).parent / "fixtures" / "otel" / "genai_current.json"
+    trace = load_trace(path)
+    idx = next(i for i, s in enumerate(trace.steps) if step_usage(s).input_tokens is not None)
+    app = WhenproApp(str(path), cursor_blink=False)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot)
+        if not hasattr(app.screen, "steps"):  # the file holds several traces: open the first
+            await pilot.press("enter")
+            await settle(pilot)
+        assert app.screen.trace.id == trace.id
+        assert total_usage(trace.steps).text() in screen_text(app).splitlines()[0]
+        app.screen.steps.move_cursor(app.screen.steps.position_of(idx))
+        await settle(pilot)
+        title = str(app.screen.query_one("#d-title").content)
+        assert step_usage(trace.steps[idx]).text() in title
