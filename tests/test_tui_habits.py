@@ -145,8 +145,8 @@ async def test_copy_without_a_tool_says_osc52_and_saves_a_file(team_file: Path, 
         await pilot.press("j", "j", "y")
         await pilot.pause()
         note = notes(app)[-1]
-        assert "OSC 52" in note and "set-clipboard on" in note and "also saved to " in note
-        saved = Path(note.split("also saved to ")[1])
+        assert "by OSC 52" in note and "set-clipboard on" in note and "saved to " in note
+        saved = Path(note.split("saved to ")[1])
         assert saved.read_text() == app.clipboard
 
 

@@ -42,11 +42,10 @@ class CopyReport:
         """One line for the user: ``what`` (e.g. ``"step 3 (243 B)"``) and how it went."""
         if self.tool:
             return f"Copied {what} with {self.tool}."
-        via = "Sent " + what + " to the terminal clipboard (OSC 52"
-        via += ", which tmux drops unless `set -g set-clipboard on`)" if self.in_tmux else \
-            "; some terminals ignore it)"
+        via = f"Sent {what} by OSC 52 (" + ("tmux drops it unless `set -g set-clipboard on`)" if self.in_tmux
+                                           else "some terminals ignore it)")
         if self.saved_to is not None:
-            return f"{via}; also saved to {self.saved_to}"
+            return f"{via}; saved to {self.saved_to}"
         return via + "; no clipboard tool (wl-copy, xclip, xsel, pbcopy) found."
 
 
