@@ -240,7 +240,8 @@ async def test_long_ids_use_the_width_and_cut_with_an_ellipsis() -> None:
         await settle(pilot)
         text = screen_text(app)
         row = next(line for line in text.splitlines() if "magentic-one__" in line)
-        assert shown not in row and "…" in row and "simpleqa_verified" in row
+        # narrow: the id is cut, and benchmark and modality give way to the task column
+        assert shown not in row and "…" in row and "simpleqa_verified" not in row
         header = next(line for line in text.splitlines() if line.strip().startswith("id "))
         assert header.index("framework") == row.index("magentic-one ", 5)
 

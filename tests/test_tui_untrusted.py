@@ -121,7 +121,7 @@ async def test_ten_megabyte_step_is_capped_and_expands_in_chunks(tmp_path: Path)
         await pilot.pause()
         assert len(app.clipboard) < 1_100_000 and "10.0 M chars in total" in app.clipboard
         toast = str(list(app._notifications)[-1].message)
-        assert "Copied the first 1.0 M chars of step 1" in toast and "e opens it all" in toast
+        assert "Copied only the first 1.0 M chars of step 1" in toast and "e opens it all" in toast
 
 
 async def test_html_like_tags_in_markdown_stay_visible(tmp_path: Path) -> None:

@@ -213,6 +213,42 @@ def convert(src: str = typer.Argument(..., help="A trace file or path#key."),
     summary.convert(src, out, force=force, to=to)
 
 
+@app.command()
+@handles_errors
+def export(src: str = typer.Argument(..., help="A trace file or path#key."),
+           html_out: Optional[str] = typer.Option(None, "--html", help="Write one self-contained HTML page here."),
+           markdown_out: Optional[str] = typer.Option(None, "--markdown",
+                                                      help="Write bounded Markdown here (- prints it)."),
+           labels: bool = typer.Option(False, "--labels", help="Include the ground truth and hidden fields."),
+           force: bool = typer.Option(False, "--force", help="Replace existing files.")) -> None:
+    """Share a diagnosis: the trace, its verdicts (and labels if asked) as HTML or Markdown."""
+    from whenpro_core.export import export_command
+
+    export_command(src, html_out, markdown_out, labels=labels, force=force, echo=typer.echo)
+
+
+@app.command("diff")
+@handles_errors
+def diff_(a: str = typer.Argument(..., help="A trace file or path#key (run A)."),
+          b: str = typer.Argument(..., help="Another trace file or path#key (run B)."),
+          text: bool = typer.Option(False, "--text", help="Print the aligned rows instead of opening the TUI "
+                                                          "(the default when not on a terminal).")) -> None:
+    """Diff any two runs step by step: aligned by content, first divergence marked, outcome
+    and final answer side by side (two attempts at a task, a run before and after a change)."""
+    if text or not sys.stdout.isatty():
+        from whenpro_core.formats import load_trace
+        from whenpro_core.injection.diff import diff_lines, diff_traces
+
+        first, second = load_trace(a), load_trace(b)
+        for line in diff_lines(first, second, diff_traces(first, second)):
+            typer.echo(line)
+        return
+    from whenpro_tui.app import run
+    from whenpro_tui.starts import diff_start
+
+    run(f"{a} {b}", started_ns=START_NS, start=diff_start(a, b))
+
+
 class ImagesMode(str, Enum):
     """How the TUI draws images (phase 2): pick automatically, force a protocol, or off."""
 
@@ -227,6 +263,8 @@ class ImagesMode(str, Enum):
 @handles_errors
 def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key, dataset folder, glob, "
                                                          "JSONL release or bench results file."),
+         other: Optional[str] = typer.Argument(None, help="With --diff: the second trace (run B)."),
+         diff: bool = typer.Option(False, "--diff", help="Diff PATH (run A) with the second trace (run B)."),
          labels: bool = typer.Option(False, "--labels/--no-labels",
                                      help="Show ground-truth labels (hidden by default so you "
                                           "judge the trace unbiased; t toggles)."),
@@ -276,6 +314,15 @@ def view(path: Optional[str] = typer.Argument(None, help="A trace file, path#key
         if given:
             _not_together(given[0], "PATH", expected=f"{given[0]} with --follow FILE or --otlp [HOST:PORT]")
 
+    if diff or other is not None:
+        if not (diff and path and other):
+            _not_together("a second PATH" if other else "--diff", "one PATH", expected="whenpro view --diff A B")
+        from whenpro_tui.app import run as run_app
+        from whenpro_tui.starts import diff_start
+
+        run_app(f"{path} {other}", show_labels=labels, images=images.value, started_ns=START_NS,
+                start=diff_start(path, other), save_verdicts=save)
+        return
     live = LiveOptions(judge=judge, protocol=protocol, model=model, budget_calls=budget_calls,
                        budget_tokens=budget_tokens, budget_usd=budget_usd,
                        idle_timeout=idle_timeout if idle_timeout > 0 else None)

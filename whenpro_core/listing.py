@@ -7,6 +7,7 @@ UI-free; the TUI's library screen and scripts share it.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,12 +15,13 @@ from typing import Iterable, Iterator, Sequence
 
 from whenpro_core.formats.registry import (error_summary, find_root, iter_files, names_a_file,
                                            summarize_file)
+from whenpro_core.injection.verify import check_answer
 from whenpro_core.model import TraceSummary
 from whenpro_core.traceview import unlabelled_id
 
 #: The facets a listing can be filtered on, as (facet, TraceSummary attribute).
-FACETS = (("modality", "modality"), ("framework", "framework"), ("benchmark", "benchmark"),
-          ("mode", "gt_mode"))
+FACETS = (("outcome", "outcome"), ("modality", "modality"), ("framework", "framework"),
+          ("benchmark", "benchmark"), ("mode", "gt_mode"))
 #: Value shown for a row whose facet attribute is empty.
 NONE_VALUE = "(none)"
 
@@ -92,6 +94,67 @@ def filter_rows(rows: Sequence[TraceSummary], flt: RowFilter) -> list[int]:
     if not flt.active:
         return list(range(len(rows)))
     return [i for i, r in enumerate(rows) if flt.keeps(r)]
+
+
+#: Columns a library can be sorted by, in the order ``s`` cycles through them.
+SORT_COLUMNS = ("id", "outcome", "task", "answer", "steps", "agents", "framework", "benchmark",
+                "modality", "gt")
+#: Outcomes in the order a sort by outcome shows them: the failed runs first.
+_OUTCOME_ORDER = {"failure": 0, "unknown": 1, "success": 2}
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple:
+    """A sort key that orders the digit runs of ``text`` by value: ``ag-2`` before
+    ``ag-10``, ``1.2`` before ``1.10``; case-insensitive."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                 for part in _DIGITS.split(text.casefold()) if part)
+
+
+def answer_mark(row: TraceSummary) -> bool | None:
+    """Whether the row's final answer matches its gold answer (``None``: no gold known).
+    The same check as :func:`whenpro_core.injection.verify.check_answer`."""
+    if not row.gold:
+        return None
+    return check_answer(row.final_answer, row.gold).success
+
+
+def sort_key(row: TraceSummary, column: str) -> tuple:
+    """The key of ``row`` for a sort by ``column`` (one of :data:`SORT_COLUMNS`); rows
+    without a value sort last, error rows after them."""
+    if row.error is not None:
+        return (2,)
+    value: object
+    if column == "id":
+        value = natural_key(row.id)
+    elif column == "outcome":
+        value = _OUTCOME_ORDER.get(row.outcome or "unknown", 1)
+    elif column == "answer":
+        mark = answer_mark(row)
+        value = None if mark is None else int(mark)
+    elif column == "steps":
+        value = row.step_count
+    elif column == "agents":
+        value = row.agent_count
+    elif column == "gt":
+        value = natural_key(f"{row.gt_step or ''}/{row.gt_mode or ''}") if row.gt_step or row.gt_mode else None
+    else:  # text columns
+        text = getattr(row, column) or ""
+        value = natural_key(text) if text else None
+    return (1,) if value is None else (0, value, natural_key(row.id))
+
+
+def sort_rows(rows: Sequence[TraceSummary], shown: list[int], column: str | None, *,
+              reverse: bool = False) -> list[int]:
+    """``shown`` (positions in ``rows``) ordered by ``column``; arrival order when
+    ``column`` is ``None``. ``reverse`` flips the order of the rows that have a value
+    (empty values and error rows stay last)."""
+    if column is None:
+        return list(shown)
+    keyed = [(sort_key(rows[i], column), i) for i in shown]
+    valued = sorted((k for k in keyed if k[0][0] == 0), reverse=reverse)
+    rest = sorted(k for k in keyed if k[0][0] != 0)
+    return [i for _, i in valued + rest]
 
 
 def facet_counts(rows: Iterable[TraceSummary], *, with_labels: bool = False) -> dict[str, list[tuple[str, int]]]:

@@ -343,6 +343,10 @@ class Trace(_Model):
         return self.framework in SINGLE_AGENT_FRAMEWORKS
 
 
+#: Characters of the task, final answer and gold kept in a listing row.
+SUMMARY_TEXT = 160
+
+
 class TraceSummary(_Model):
     """A cheap listing row for a trace in a dataset, built without decoding its
     trajectory when the format allows (DESIGN §4, JSONL release).
@@ -351,7 +355,10 @@ class TraceSummary(_Model):
     sample id). ``error`` is set, and the other fields may be empty, when the file failed
     to import; the walk carries on. ``step_count`` is ``None`` when counting would need a
     full decode. ``warnings`` are the trace's recoverable import problems
-    (``Trace.extras["whenpro_warnings"]``, e.g. skipped bad lines).
+    (``Trace.extras["whenpro_warnings"]``, e.g. skipped bad lines). ``outcome`` (success,
+    failure, unknown), ``task`` (the query's first :data:`SUMMARY_TEXT` characters, one
+    line), ``final_answer`` and ``gold`` (cut the same way) and ``agent_count`` are
+    ``None`` when the listing could not tell them cheaply.
     """
 
     id: str
@@ -366,6 +373,11 @@ class TraceSummary(_Model):
     gt_step: str | None = None
     error: str | None = None
     warnings: list[str] = Field(default_factory=list)
+    outcome: str | None = None
+    task: str | None = None
+    final_answer: str | None = None
+    gold: str | None = None
+    agent_count: int | None = None
 
     def ref(self) -> str:
         """``path`` or ``path#key``: what :func:`whenpro_core.formats.load_trace` accepts."""

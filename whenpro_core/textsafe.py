@@ -71,6 +71,20 @@ def one_line(text: str | None, limit: int = 200) -> str:
     return line
 
 
+def whole_sentences(text: str | None, limit: int = 200, *, more: str = "…") -> str:
+    """:func:`one_line`, but a cut falls after the last whole sentence that fits in
+    ``limit`` characters (then ``more`` is appended); a first sentence longer than
+    ``limit`` is cut at a word instead. Never cuts a text that fits."""
+    line = one_line(text, limit * 2)
+    if len(line) <= limit:
+        return line
+    head = line[:limit]
+    ends = [m.end() for m in re.finditer(r"[.!?;:][)\"'»”]*(?=\s)", head)]
+    if ends:
+        return head[:ends[-1]] + " " + more
+    return head[:head.rfind(" ")].rstrip() + more if " " in head else head + more
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """The count with thousands commas and the word agreeing with it: ``"1 step"``,
     ``"0 steps"``, ``"2,500 hits"``; ``many`` for irregular plurals (``"entries"``)."""

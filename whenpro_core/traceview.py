@@ -16,6 +16,7 @@ from whenpro_core.model import Trace
 from whenpro_core.search import gt_step_index
 from whenpro_core.taxonomy import Taxonomy, taxonomy_for
 from whenpro_core.textsafe import clean, one_line
+from whenpro_core.usage import total_usage
 
 #: Characters of the task kept for the header (the TUI folds it further).
 TASK_CAP = 20_000
@@ -97,6 +98,8 @@ class TraceHeader:
         gt: the ground truth, or ``None`` when the trace carries none.
         media: number of task images.
         scores: one line per scorer the log records (:func:`score_lines`).
+        usage: total tokens, cost and latency over the steps where the format records
+            them (:func:`whenpro_core.usage.total_usage`), ``""`` when none does.
     """
 
     id: str
@@ -112,6 +115,7 @@ class TraceHeader:
     gt: GroundTruthView | None = None
     media: int = 0
     scores: list[str] = field(default_factory=list)
+    usage: str = ""
 
 
 def score_lines(trace: Trace, limit: int = 300) -> list[str]:
@@ -160,4 +164,5 @@ def trace_header(trace: Trace, taxonomy: Taxonomy | None = None) -> TraceHeader:
         gt=gt_view,
         media=len(trace.task.images),
         scores=score_lines(trace),
+        usage=total_usage(trace.steps).text(),
     )

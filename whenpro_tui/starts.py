@@ -72,6 +72,21 @@ def results_start(paths: list[str], dataset: str | None = None) -> Callable[[], 
     return make
 
 
+def diff_start(a: str, b: str) -> Callable[[], Screen]:
+    """The diff screen on two traces (``path`` or ``path#key`` each), loaded now so a
+    bad file is one error line before the TUI starts."""
+    from whenpro_core.formats import load_trace
+
+    first, second = load_trace(a), load_trace(b)
+
+    def make() -> Screen:
+        from whenpro_tui.screens.diff import DiffScreen
+
+        return DiffScreen(first, second, plain=True, is_root=True)
+
+    return make
+
+
 def validate_start(root: str) -> Callable[[], Screen]:
     """Validation mode on the built dataset at ``root`` (WhenproError when it has no
     build manifest)."""

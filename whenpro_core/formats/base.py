@@ -27,7 +27,7 @@ import orjson
 from whenpro_core import jsonio
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.model import Trace, TraceSummary
+from whenpro_core.model import SUMMARY_TEXT, Trace, TraceSummary
 from whenpro_core.redact import redact_secrets as redact_secrets  # re-exported: the importers take it from here
 
 
@@ -116,7 +116,20 @@ def summarize(trace: Trace) -> TraceSummary:
         gt_mode=gt.mode if gt else None,
         gt_step=gt.step if gt else None,
         warnings=[str(w) for w in trace.extras.get("whenpro_warnings") or ()],
+        outcome=trace.outcome.value,
+        task=summary_text(trace.task.query),
+        final_answer=summary_text(trace.final_answer),
+        gold=summary_text(trace.task.answer),
+        agent_count=len(trace.agents) or len({s.agent for s in trace.steps}),
     )
+
+
+def summary_text(text: str | None) -> str | None:
+    """The first :data:`~whenpro_core.model.SUMMARY_TEXT` characters of ``text`` on one
+    line (whitespace collapsed), or ``None`` for no text."""
+    if text is None:
+        return None
+    return " ".join(str(text)[:SUMMARY_TEXT * 4].split())[:SUMMARY_TEXT]
 
 
 # --------------------------------------------------------------------------- JSON helpers

@@ -24,7 +24,7 @@ from typing import Any
 from whenpro_core import coords
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.gt_map import resolve_ground_truth
-from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text
+from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text, summary_text
 from whenpro_core.formats.whowhen_pro_steps import build_step, final_answer_of, media_list, unread_media
 from whenpro_core.model import (Agent, GroundTruth, Modality, NATIVE_FORMAT, Outcome, Source,
                                 Task, Trace, TraceSummary)
@@ -130,10 +130,18 @@ def prepare(doc: Any, ctx: LoadContext, *, modality_hint: str | None = None) -> 
 def summary_of(prep: Prepared, ctx: LoadContext, fmt: str = FORMAT) -> TraceSummary:
     """The listing row of a prepared document."""
     gt = prep.ground_truth
+    task = prep.doc.get("task") or {}
+    gold = task.get("answer")
     return TraceSummary(id=prep.trace_id, path=str(ctx.path), key=ctx.key, format=fmt,
                         framework=prep.framework, benchmark=prep.benchmark,
                         modality=prep.modality.value, step_count=len(prep.layout.slots),
-                        gt_mode=gt.mode if gt else None, gt_step=gt.step if gt else None)
+                        gt_mode=gt.mode if gt else None, gt_step=gt.step if gt else None,
+                        outcome=_outcome(prep.doc, gt).value,
+                        task=summary_text(as_text(task.get("query")) or None),
+                        final_answer=summary_text(final_answer_of(prep.doc, prep.doc["trajectory"],
+                                                                  prep.framework)),
+                        gold=summary_text(None if gold is None else as_text(gold)),
+                        agent_count=len({s.agent for s in prep.layout.slots if s.coord is not None}))
 
 
 def _agents(prep: Prepared) -> list[Agent]:

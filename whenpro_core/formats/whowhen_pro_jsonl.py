@@ -417,7 +417,9 @@ class WhoWhenProJsonlImporter(FileImporter):
                                key=str(meta.row), format=FORMAT, framework=meta.framework,
                                benchmark=meta.benchmark, modality=index.modality.value,
                                step_count=None, gt_mode=meta.gt_mode, gt_step=meta.gt_step,
-                               error=meta.error)
+                               error=meta.error,
+                               # a labelled row is a failed run (as when the row is loaded)
+                               outcome="failure" if meta.gt_mode or meta.gt_step else None)
 
     def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
         """Decode only the selected row (1-based line number or trace id)."""

@@ -5,8 +5,11 @@ Steps are compared on what an agent or judge sees: ``agent``, ``kind``, ``conten
 ``tool_calls``, ``observation``, ``error`` and ``media`` — never ``hidden`` labels, ``meta``,
 ``raw`` or ``index``. The shared prefix is the longest run of equal steps from the start;
 after it the remainders are aligned with :class:`difflib.SequenceMatcher` on
-``(agent, kind, content)``, and a replaced block pairs its steps one to one (``changed``)
-with any excess reported as ``added``/``removed``.
+``(agent, kind, content)``; inside a block that differs, steps are aligned again on their
+signature ``(agent, kind, tool names)`` so two different runs of a task pair the planner's
+step with the planner's and the search with the search (``changed``), and what has no
+counterpart is ``added``/``removed``. Any two traces can be diffed: a counterfactual and
+its seed, two attempts at one task, a run before and after a prompt change.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-
 from whenpro_core import jsonio
 from whenpro_core.model import Step, Trace
+from whenpro_core.textsafe import clean
 
 COMPARED = ("agent", "kind", "content", "tool_calls", "observation", "error", "media")
 
@@ -64,6 +67,12 @@ class TraceDiff:
         return [r for r in self.rows if r.op == "removed"]
 
     @property
+    def first_divergence(self) -> int | None:
+        """Position in :attr:`rows` of the first row that is not ``same`` (``None``: the
+        two runs have the same steps)."""
+        return next((i for i, r in enumerate(self.rows) if r.op != "same"), None)
+
+    @property
     def final_answer_changed(self) -> bool:
         """The two runs ended with different final answers."""
         return (self.final_answer_a or "").strip() != (self.final_answer_b or "").strip()
@@ -96,15 +105,31 @@ def diff_traces(a: Trace, b: Trace) -> TraceDiff:
                 fields = differing_fields(x, y)
                 rows.append(DiffRow("changed" if fields else "same", x.index, y.index, x.coord, y.coord, fields))
             continue
-        pairs = min(i2 - i1, j2 - j1) if tag == "replace" else 0
-        for k in range(pairs):
-            x, y = rest_a[i1 + k], rest_b[j1 + k]
-            rows.append(DiffRow("changed", x.index, y.index, x.coord, y.coord, differing_fields(x, y)))
-        for i in range(i1 + pairs, i2):
-            rows.append(DiffRow("removed", rest_a[i].index, None, rest_a[i].coord, None))
-        for j in range(j1 + pairs, j2):
-            rows.append(DiffRow("added", None, rest_b[j].index, None, rest_b[j].coord))
+        _align_block(rest_a[i1:i2], rest_b[j1:j2], rows)
     return TraceDiff(prefix, rows, a.final_answer, b.final_answer, a.outcome.value, b.outcome.value)
+
+
+def signature(step: Step) -> bytes:
+    """What a step is, regardless of its words: agent, kind and the names of its tool calls."""
+    return jsonio.dumps([step.agent, step.kind, [c.name for c in step.tool_calls]])
+
+
+def _align_block(xs: list[Step], ys: list[Step], rows: list[DiffRow]) -> None:
+    """Append the rows of a block whose steps differ: pairs by :func:`signature`
+    (``changed``, or ``same`` when equal after all), a replaced run paired one to one,
+    the excess as ``removed``/``added``."""
+    matcher = difflib.SequenceMatcher(None, [signature(x) for x in xs], [signature(y) for y in ys],
+                                      autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        pairs = min(i2 - i1, j2 - j1) if tag in ("equal", "replace") else 0
+        for k in range(pairs):
+            x, y = xs[i1 + k], ys[j1 + k]
+            fields = differing_fields(x, y)
+            rows.append(DiffRow("changed" if fields else "same", x.index, y.index, x.coord, y.coord, fields))
+        for i in range(i1 + pairs, i2):
+            rows.append(DiffRow("removed", xs[i].index, None, xs[i].coord, None))
+        for j in range(j1 + pairs, j2):
+            rows.append(DiffRow("added", None, ys[j].index, None, ys[j].coord))
 
 
 def changed_lines(a: str, b: str) -> tuple[set[int], set[int]]:
@@ -120,3 +145,34 @@ def changed_lines(a: str, b: str) -> tuple[set[int], set[int]]:
             only_a.update(range(i1, i2))
             only_b.update(range(j1, j2))
     return only_a, only_b
+
+
+def diff_lines(a: Trace, b: Trace, diff: TraceDiff, *, width: int = 100) -> list[str]:
+    """The diff as plain lines for a terminal or a pipe: outcomes and final answers side
+    by side, the first divergence, then one line per aligned row (``=`` same, ``≠``
+    changed, ``−`` only in A, ``+`` only in B, ``▶`` the first divergence; the shared
+    prefix folded to one line)."""
+    def summary(step: Step | None) -> str:
+        if step is None:
+            return ""
+        text = " ".join(clean(step.content or step.error or "")[:200].split())
+        return f"{clean(step.coord or '#' + str(step.index))} {clean(step.agent)}: {text}"
+
+    half = max(20, (width - 5) // 2)
+    first = diff.first_divergence
+    out = [f"A {clean(a.id)} · {a.outcome.value} · final {clean(a.final_answer or '—')[:60]!r}",
+           f"B {clean(b.id)} · {b.outcome.value} · final {clean(b.final_answer or '—')[:60]!r}"]
+    if first is None:
+        out.append("The two runs have the same steps.")
+    else:
+        row = diff.rows[first]
+        out.append(f"first divergence: A step {row.a_coord or '—'} / B step {row.b_coord or '—'} ({row.op}); "
+                   f"{len(diff.changed)} changed, {len(diff.removed)} only in A, {len(diff.added)} only in B")
+    if diff.shared_prefix:
+        out.append(f"= steps 0–{diff.shared_prefix - 1} identical ({diff.shared_prefix})")
+    marks = {"same": "=", "changed": "≠", "removed": "−", "added": "+"}
+    for i, row in enumerate(diff.rows[diff.shared_prefix:], start=diff.shared_prefix):
+        left = summary(a.steps[row.a] if row.a is not None else None)[:half].ljust(half)
+        right = summary(b.steps[row.b] if row.b is not None else None)[:half]
+        out.append(f"{left} {'▶' if i == first else marks[row.op]} {right}".rstrip())
+    return out

@@ -8,6 +8,9 @@ protocol on ``a``; :func:`whenpro_core.attribution.run.attribute` in an async wo
 with whether it finds the injected step.
 
 Opened after a replay, or by ``d`` on a counterfactual that has injection provenance.
+With ``plain=True`` (``whenpro diff A B``, ``whenpro view --diff A B``) it diffs any two
+runs: sides titled A and B, outcomes and final answers side by side in the banner, the
+first divergence marked ▶ and under the cursor, and no attribution until ``a``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from textual.widgets import Static
 from whenpro_core.errors import WhenproError
 from whenpro_core.injection.diff import TraceDiff, changed_lines, diff_traces
 from whenpro_core.injection.provenance import check_attribution, headline, injection_of
-from whenpro_core.injection.verify import Verdict
+from whenpro_core.injection.verify import Verdict, check_answer
 from whenpro_core.model import Trace
 from whenpro_core.stepview import step_as_text
 from whenpro_core.textsafe import clean, one_line, plural
@@ -67,8 +70,11 @@ class DiffScreen(Leaving, Screen[None]):
     ]
 
     def __init__(self, original: Trace, counterfactual: Trace, verdict: Verdict | None = None, *,
-                 slots: dict[str, int] | None = None) -> None:
+                 slots: dict[str, int] | None = None, plain: bool = False, is_root: bool = False) -> None:
         super().__init__()
+        self.plain = plain
+        self.is_root = is_root
+        self.titles = ("A", "B") if plain else ("original", "counterfactual")
         self.original = original
         self.cf = counterfactual
         self.verdict = verdict
@@ -78,7 +84,8 @@ class DiffScreen(Leaving, Screen[None]):
         self.slots = slots or agent_slots(ids, len(AGENT_COLOURS))
         self.diff: TraceDiff | None = None
         self.saved: str | None = counterfactual.source.path
-        self.attribution_text = Text("attributing with the offline heuristic…", style="italic")
+        self.attribution_text = Text("a: attribute run B" if plain else "attributing with the offline heuristic…",
+                                     style="italic")
 
     # ------------------------------------------------------------------ layout
 
@@ -103,7 +110,8 @@ class DiffScreen(Leaving, Screen[None]):
         self._attr_line()
         self.query_one(DiffList).focus()
         self.compute_diff()
-        self.attribute_counterfactual("heuristic", "")
+        if not self.plain:
+            self.attribute_counterfactual("heuristic", "")
 
     @work(thread=True, exclusive=True, group="diff", exit_on_error=False)
     def compute_diff(self) -> None:
@@ -115,10 +123,44 @@ class DiffScreen(Leaving, Screen[None]):
         assert self.diff is not None
         self.query_one(DiffList).show(self.original, self.cf, self.diff, self.injected, self.slots)
         self._heads()
+        if self.plain:
+            self._plain_banner()
 
     # ------------------------------------------------------------------ banner and heads
 
+    def _plain_banner(self) -> None:
+        """Two runs side by side: outcomes, final answers (✓/✗ against gold), and where
+        they part."""
+        text = Text()
+        for title, trace in (("A", self.original), ("B", self.cf)):
+            mark = check_answer(trace.final_answer, trace.task.answer).success
+            text.append(f" {title} {trace.outcome.value}", style="bold")
+            text.append(f" · final {_answer(trace.final_answer)}")
+            text.append("" if mark is None else (" ✓" if mark else " ✗"), style="bold")
+            text.append("   ")
+        diff = self.diff
+        first = diff.first_divergence if diff is not None else None
+        where = Text()
+        if diff is None:
+            where.append("aligning…", style="italic")
+        elif first is None:
+            where.append("The two runs have the same steps.", style="bold")
+        else:
+            row = diff.rows[first]
+            where.append("▶ first divergence: ", style="bold #afafff")
+            where.append(f"A step {clean(row.a_coord or '—')} / B step {clean(row.b_coord or '—')} ({row.op})")
+            where.append(f" · {len(diff.changed)} changed, {len(diff.removed)} only in A, "
+                         f"{len(diff.added)} only in B · aligned by content, then by agent, kind and tools",
+                         style="dim")
+        banner = self.query_one("#df-banner", Static)
+        banner.set_classes("warn" if diff is None or first is not None else "good")
+        banner.update(text)
+        self.query_one("#df-inject", Static).update(where)
+
     def _banner(self) -> None:
+        if self.plain:
+            self._plain_banner()
+            return
         banner = self.query_one("#df-banner", Static)
         v = self.verdict
         if v is None:
@@ -155,9 +197,10 @@ class DiffScreen(Leaving, Screen[None]):
             text.append(f" · {trace.outcome.value} · {plural(len(trace.steps), 'step')}", style="dim")
             return text
 
-        b = head("counterfactual", self.cf)
-        b.append(f" · saved: {clean(self.saved)}" if self.saved else " · not saved (s)", style="dim italic")
-        self.query_one("#df-head-a", Static).update(head("original", self.original))
+        b = head(self.titles[1], self.cf)
+        if not self.plain:
+            b.append(f" · saved: {clean(self.saved)}" if self.saved else " · not saved (s)", style="dim italic")
+        self.query_one("#df-head-a", Static).update(head(self.titles[0], self.original))
         self.query_one("#df-head-b", Static).update(b)
 
     def _attr_line(self) -> None:
@@ -172,8 +215,9 @@ class DiffScreen(Leaving, Screen[None]):
         if item is None:
             return
         if isinstance(item, Collapsed):
-            note = Text(f"The first {item.count} steps are the same in both runs: the replay reproduced "
-                        "them from the record (enter shows them).", style="italic")
+            why = "" if self.plain else ": the replay reproduced them from the record"
+            note = Text(f"The first {item.count} steps are the same in both runs{why} (enter shows them).",
+                        style="italic")
             left.show(note)
             right.show(note)
             return
@@ -181,9 +225,10 @@ class DiffScreen(Leaving, Screen[None]):
         b_text = step_as_text(self.cf.steps[item.b]) if item.b is not None else ""
         only_a, only_b = changed_lines(a_text, b_text) if item.op == "changed" else (set(), set())
         injected = item.b is not None and item.b == self.injected
-        left.show(_marked("original", a_text, only_a, OLD_LINE, "(not in the original run)"))
-        right.show(_marked("⚑ counterfactual: the injected step" if injected else "counterfactual", b_text, only_b,
-                           NEW_LINE, "(not in the counterfactual)", injected))
+        ta, tb = self.titles
+        left.show(_marked(ta, a_text, only_a, OLD_LINE, f"(not in run {ta})" if self.plain else "(not in the original run)"))
+        right.show(_marked(f"⚑ {tb}: the injected step" if injected else tb, b_text, only_b,
+                           NEW_LINE, f"(not in run {tb})" if self.plain else "(not in the counterfactual)", injected))
 
     # ------------------------------------------------------------------ actions
 
@@ -216,8 +261,16 @@ class DiffScreen(Leaving, Screen[None]):
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen("Diff screen keys", collect_bindings(self), markers=False))
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.plain and action == "save":
+            return False  # both runs are files already
+        return super().check_action(action, parameters)
+
     def action_back(self) -> None:
-        self.dismiss(None)
+        if self.is_root:
+            self.app.exit()
+        else:
+            self.dismiss(None)
 
     # ------------------------------------------------------------------ attribution
 

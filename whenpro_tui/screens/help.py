@@ -42,13 +42,29 @@ class HelpScreen(ModalScreen[None]):
         self.actions = actions
         self.markers = markers
 
-    def compose(self) -> ComposeResult:
+    #: From this terminal width on, a long key list is shown in two columns.
+    TWO_COLUMNS_WIDTH = 110
+
+    def _key_table(self, actions: list[KeyAction], title: str = "") -> Table:
         table = Table(box=None, show_header=True, header_style="bold", expand=True,
-                      title=Text(self.title_text, style="bold"), title_justify="left")
+                      title=Text(title, style="bold") if title else None, title_justify="left")
         table.add_column("key", style="bold cyan", no_wrap=True)
         table.add_column("action")
-        for item in self.actions:
+        for item in actions:
             table.add_row(Text(item.keys), Text(item.description))
+        return table
+
+    def compose(self) -> ComposeResult:
+        if len(self.actions) > 16 and self.app.size.width >= self.TWO_COLUMNS_WIDTH:
+            half = (len(self.actions) + 1) // 2
+            table: Table = Table.grid(expand=True, padding=(0, 2))
+            table.title = Text(self.title_text, style="bold")
+            table.title_justify = "left"
+            table.add_column(ratio=1)
+            table.add_column(ratio=1)
+            table.add_row(self._key_table(self.actions[:half]), self._key_table(self.actions[half:]))
+        else:
+            table = self._key_table(self.actions, self.title_text)
         with VerticalScroll():
             yield Static(table, id="help-keys")
             if self.markers:

@@ -7,6 +7,7 @@ that fail to import are red error rows. Enter opens a trace (loaded in a thread)
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 
 from rich.text import Text
 from textual import events, on, work
@@ -17,8 +18,10 @@ from textual.widgets import Input, Static
 from textual.worker import get_current_worker
 
 from whenpro_core.errors import WhenproError
-from whenpro_core.listing import RowFilter, count_line, facet_counts, filter_rows, walk_rows
-from whenpro_core.model import TraceSummary
+from whenpro_core.formats.base import summarize
+from whenpro_core.listing import (SORT_COLUMNS, RowFilter, count_line, facet_counts, filter_rows,
+                                  sort_rows, walk_rows)
+from whenpro_core.model import Trace, TraceSummary
 from whenpro_core.textsafe import clean
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import RowsFound, TraceLoaded, TraceLoadFailed, WalkDone, load_trace_message
@@ -35,6 +38,11 @@ BATCH_ROWS = 500
 BATCH_SECONDS = 0.1
 
 
+def nearest_position(shown: list[int], current: int) -> int:
+    """Where ``current`` (a row position) falls among the sorted positions ``shown``."""
+    return min(bisect_left(shown, current), max(len(shown) - 1, 0))
+
+
 class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
     """The trace library (see module docstring)."""
 
@@ -45,6 +53,8 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         Binding("up", "from_find(-1)", "Find box: previous row", show=False),
         Binding("f", "facets", "Filter"),
         Binding("c", "clear_filters", "Clear filters", show=False),
+        Binding("s", "sort(1)", "Sort by next column"),
+        Binding("S", "reverse_sort", "Reverse the sort", show=False),
         Binding("t", "toggle_labels", "Labels"),
         Binding("?", "help", "Help", key_display="?"),
         *LEAVE_BINDINGS,  # q quits; escape leaves the find box, never quits
@@ -130,6 +140,8 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         flt = self._effective_filter()
         self.errors += sum(1 for r in rows if r.error is not None)
         self.table.add_rows(rows, [flt.keeps(r) for r in rows])
+        if self.table.sort_column is not None:
+            self._refilter()  # streamed rows take their place in the sort
         self._update_texts()
 
     def on_walk_done(self, message: WalkDone) -> None:
@@ -146,12 +158,13 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
     def _refilter(self) -> None:
         table = self.table
         current = table.shown[table.cursor] if table.shown else None
-        shown = filter_rows(table.rows, self._effective_filter())
+        shown = sort_rows(table.rows, filter_rows(table.rows, self._effective_filter()),
+                          table.sort_column, reverse=table.sort_reverse)
         cursor = 0
-        if current is not None:
-            from bisect import bisect_left
-
-            cursor = min(bisect_left(shown, current), max(len(shown) - 1, 0))
+        if current is not None and current in shown:
+            cursor = shown.index(current)
+        elif current is not None and table.sort_column is None:
+            cursor = nearest_position(shown, current)
         table.set_shown(shown, cursor=cursor)
         self._update_texts()
 
@@ -162,7 +175,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         desc = self._effective_filter().describe()
         self.query_one("#lib-filters", Static).update(
             Text(f"filter: {desc}   (c clears)" if desc else "no filter   (f: filter by "
-                 "modality, framework, benchmark" + (", mode" if self.show_labels else "") + ")",
+                 "outcome, modality, framework, benchmark" + (", mode" if self.show_labels else "") + ")",
                  style="dim"))
         self.query_one("#lib-columns", Static).update(Text(table.header_line(), style="bold dim"))
 
@@ -218,6 +231,27 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         self.app.push_screen(FacetPicker("Show only traces with…", facets,
                                          self._effective_filter().facets), done)
 
+    def action_sort(self, step: int) -> None:
+        """Sort by the next column (``s``): id (natural order), outcome, task, answer,
+        steps, agents, framework, benchmark, modality, GT (labels shown), then arrival order."""
+        table = self.table
+        order: list[str | None] = [c for c in SORT_COLUMNS if c != "gt" or self.show_labels]
+        order.append(None)
+        at = order.index(table.sort_column) if table.sort_column in order else len(order) - 1
+        table.sort_column = order[(at + step) % len(order)]
+        table.sort_reverse = False
+        self._refilter()
+        self.notify(f"Sorted by {table.sort_column} (S reverses)" if table.sort_column
+                    else "In listing order", timeout=2)
+
+    def action_reverse_sort(self) -> None:
+        table = self.table
+        if table.sort_column is None:
+            self.notify("Not sorted: s sorts by a column.", severity="warning")
+            return
+        table.sort_reverse = not table.sort_reverse
+        self._refilter()
+
     def action_clear_filters(self) -> None:
         self.row_filter = RowFilter()
         text = self.query_one("#lib-text", Input)
@@ -261,6 +295,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
     def on_trace_loaded(self, message: TraceLoaded) -> None:
         from whenpro_tui.screens.trace import TraceScreen
 
+        self._fill_row(message.trace, message.ref)
         self._update_texts()
         refs = self.sibling_refs()
         try:
@@ -269,6 +304,19 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
             position = None
         self.app.push_screen(TraceScreen(message.trace, siblings=refs, position=position),
                              self._trace_closed)
+
+    def _fill_row(self, trace: Trace, ref: str) -> None:
+        """The row of an opened trace gets what the listing could not tell cheaply
+        (the steps of a JSONL release row, its outcome, answers and agents)."""
+        table = self.table
+        for i, row in enumerate(table.rows):
+            if row.error is None and row.ref() == ref:
+                full = summarize(trace)
+                keep = {"id", "path", "key", "format"}
+                table.update_row(i, row.model_copy(update={
+                    k: v for k, v in full.model_dump().items()
+                    if k not in keep and v not in (None, "", []) and getattr(row, k) in (None, "", [])}))
+                break
 
     def _trace_closed(self, position: int | None) -> None:
         """Follow ``[``/``]`` moves made on the trace screen."""

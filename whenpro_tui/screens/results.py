@@ -38,7 +38,16 @@ LEAD = 2
 class ResultsTable(DataTable):
     """The results table: enter (select a cell) lists the traces behind it."""
 
-    BINDINGS = [Binding("enter", "select_cursor", "Traces behind cell")]
+    BINDINGS = [
+        Binding("enter", "select_cursor", "Traces behind cell"),
+        # the same movement keys as every other screen (arrows still work)
+        Binding("j", "cursor_down", "Row down", show=False),
+        Binding("k", "cursor_up", "Row up", show=False),
+        Binding("h", "cursor_left", "Column left", show=False),
+        Binding("l", "cursor_right", "Column right", show=False),
+        Binding("g", "scroll_top", "First row", show=False),
+        Binding("G", "scroll_bottom", "Last row", show=False),
+    ]
 
 
 class ResultsScreen(Leaving, Screen[None]):

@@ -8,6 +8,9 @@ a huge trace, loading another trace) runs in thread workers that post messages.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -16,18 +19,23 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
+from whenpro_core.errors import WhenproError
+from whenpro_core.export import write_export
 from whenpro_core.gcpause import release_long_lived
 from whenpro_core.model import Trace
 from whenpro_core.search import (SearchResult, StepFilter, filter_steps, gt_step_index,
                                  same_agent_step)
 from whenpro_core.stepview import TextOptions, step_as_text
 from whenpro_core.textsafe import clean, human_size, plural
-from whenpro_core.traceview import agent_slots, trace_header
+from whenpro_core.traceview import agent_slots, trace_header, unlabelled_id
+from whenpro_tui.clipboard import copy_text
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.editor import open_in_editor
 from whenpro_tui.messages import SiblingsFound, TraceLoaded, TraceLoadFailed, load_trace_message
+from whenpro_tui.screens.counts import CountPrefix
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
+from whenpro_tui.screens.prompt import PromptScreen
 from whenpro_tui.screens.trace_attribute import AttributionMixin
 from whenpro_tui.screens.trace_find import StepFinding
 from whenpro_tui.screens.trace_inject import Injecting
@@ -43,7 +51,7 @@ from whenpro_tui.widgets.virtual_list import VirtualList
 COPY_LIMIT = 1_000_000
 
 
-class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leaving,
+class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountPrefix, Leaving,
                   Screen[int | None]):
     """One trace (see module docstring). Dismisses with its position among its
     siblings, so the library can follow."""
@@ -52,9 +60,11 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         Binding("j,down", "step(1)", "Next step", show=False),
         Binding("k,up", "step(-1)", "Previous step", show=False),
         Binding("g,home", "first", "First step", show=False),
-        Binding("G,end", "last", "Last step", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("G,end", "last", "Last step (5G: 5th row)", show=False),
+        Binding("pagedown,ctrl+f,space", "page(1)", "Page down", show=False),
+        Binding("pageup,ctrl+b", "page(-1)", "Page up", show=False),
+        Binding("ctrl+d", "half_page(1)", "Half a page down", show=False),
+        Binding("ctrl+u", "half_page(-1)", "Half a page up", show=False),
         Binding("l,right", "same_agent(1)", "Next step of this agent", show=False),
         Binding("h,left", "same_agent(-1)", "Previous step of this agent", show=False),
         Binding(":", "goto", "Go to step", key_display=":"),
@@ -67,14 +77,14 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         Binding("T", "jump_gt", "Go to GT step", show=False),
         Binding("[", "trace(-1)", "Previous trace", key_display="["),
         Binding("]", "trace(1)", "Next trace", key_display="]"),
-        Binding("o,space", "expand", "Show more", show=False),
-        Binding("enter", "expand", "Show more", show=False),
+        Binding("o,enter", "expand", "Show more", show=False),
         Binding("O", "collapse", "Fold content", show=False),
         Binding("r", "toggle_raw", "Raw/rendered", show=False),
         Binding("w", "toggle_task", "Task in full", show=False),
         Binding("J", "scroll_detail(1)", "Scroll detail down", show=False),
         Binding("K", "scroll_detail(-1)", "Scroll detail up", show=False),
         Binding("e", "edit", "Open in $EDITOR", show=False),
+        Binding("x", "export", "Export HTML page (share)", show=False),
         Binding("y", "copy", "Copy step", show=False),
         Binding("<", "resize(-5)", "Narrower list", show=False, key_display="<"),
         Binding(">", "resize(5)", "Wider list", show=False, key_display=">"),
@@ -123,15 +133,21 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
 
     #: Below this terminal width the list sits above the detail pane.
     NARROW_WIDTH = 110
+    #: Below this terminal height the header and the list are compact (80x24 is designed).
+    SHORT_HEIGHT = 32
 
     # Textual runs the handler of every class up the chain: the mixins and subclasses
     # define none of these handlers; they are called through explicit hooks.
     def on_resize(self, event) -> None:
-        self.set_class(event.size.width < self.NARROW_WIDTH, "narrow")
+        self._fit_classes(event.size.width, event.size.height)
         self.media_resized()
 
+    def _fit_classes(self, width: int, height: int) -> None:
+        self.set_class(width < self.NARROW_WIDTH, "narrow")
+        self.set_class(height < self.SHORT_HEIGHT, "short")
+
     def on_mount(self) -> None:
-        self.set_class(self.app.size.width < self.NARROW_WIDTH, "narrow")
+        self._fit_classes(self.app.size.width, self.app.size.height)
         self.watch(self.app, "show_labels", self._labels_changed, init=False)
         self.show_trace(self.trace, self.position)
         if self.trace.steps:
@@ -235,6 +251,8 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         if idx is not None:
             coord = steps.row_model(idx).coord or f"#{idx}"
             parts.append(f"step {coord} ({steps.cursor + 1:,}/{steps.row_count:,})")
+        if self._typing_count:
+            parts.append(f"count {self._typing_count}…")
         if self.step_filter.active:
             parts.append(f"filter {self.step_filter.describe()}")
         if self.search is not None:
@@ -257,26 +275,41 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
 
     # ------------------------------------------------------------------ navigation
 
+    def count_changed(self, count: int) -> None:
+        self._update_status()
+
     def action_step(self, delta: int) -> None:
-        self.steps.move_cursor(self.steps.cursor + delta)
+        self.steps.move_cursor(self.steps.cursor + delta * self.take_count())
 
     def action_first(self) -> None:
-        self.steps.move_cursor(0)
+        self.steps.move_cursor(self.take_count() - 1)
 
     def action_last(self) -> None:
-        self.steps.move_cursor(self.steps.row_count - 1)
+        # 12G goes to row 12 (as in vim and less); G alone to the last row
+        self.steps.move_cursor(self.take_count(self.steps.row_count) - 1)
+
+    def _page_rows(self) -> int:
+        return max(1, self.steps.scrollable_content_region.height - 1)
 
     def action_page(self, direction: int) -> None:
-        self.steps.move_cursor(self.steps.cursor
-                               + direction * max(1, self.steps.scrollable_content_region.height - 1))
+        self.steps.move_cursor(self.steps.cursor + direction * self.take_count() * self._page_rows())
+
+    def action_half_page(self, direction: int) -> None:
+        half = max(1, (self._page_rows() + 1) // 2)
+        self.steps.move_cursor(self.steps.cursor + direction * self.take_count() * half)
 
     def action_same_agent(self, direction: int) -> None:
         idx = self.steps.step_index
         if idx is None:
             return
-        target = same_agent_step(self.trace.steps, idx, backwards=direction < 0,
-                                 allowed=self.steps.shown)
-        if target is None:
+        target = idx
+        for _ in range(min(self.take_count(), len(self.trace.steps))):
+            step_to = same_agent_step(self.trace.steps, target, backwards=direction < 0,
+                                      allowed=self.steps.shown)
+            if step_to is None:
+                break
+            target = step_to
+        if target == idx:
             agent = clean(self.trace.steps[idx].agent)
             self.notify(f"No {'earlier' if direction < 0 else 'later'} step by {agent}.")
             return
@@ -389,7 +422,8 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
 
     def action_scroll_detail(self, direction: int) -> None:
         body = self.query_one(StepDetail).body
-        body.scroll_relative(y=direction * max(1, body.size.height // 2), animate=False)
+        body.scroll_relative(y=direction * self.take_count() * max(1, body.size.height // 2),
+                             animate=False)
 
     def action_resize(self, delta: int) -> None:
         """Grow or shrink the step list (its width, or its height when stacked)."""
@@ -405,6 +439,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
             self.minimize()
         else:
             self.maximize(self.query_one(StepDetail), container=False)
+        self._show_verdict_panel()  # the whole reason while zoomed
 
     # ------------------------------------------------------------------ editor, copy
 
@@ -428,15 +463,50 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         text = self._step_text(max_chars=COPY_LIMIT)
         if text is None:
             return
-        self.app.copy_to_clipboard(text)
         coord = self.steps.row_model(self.steps.step_index).coord or ""
+        report = copy_text(self.app, text, name=f"{self.trace.id}-step-{coord}")
         full = self._step_text() if len(text) >= COPY_LIMIT else None  # cut only at the limit
         if full is not None and len(full) > len(text):
-            self.notify(f"Copied the first {human_size(COPY_LIMIT)} of step {coord} "
-                        f"({human_size(len(full))}; terminals limit clipboard writes). "
-                        "e opens it all in $EDITOR.", severity="warning", timeout=8)
+            self.notify(f"Copied only the first {human_size(COPY_LIMIT)} of step {coord} "
+                        f"({human_size(len(full))}). e opens it all in $EDITOR. "
+                        + report.message("it"), severity="warning", timeout=10)
         else:
-            self.notify(f"Copied step {coord} ({human_size(len(text))}) to the clipboard.")
+            self.notify(report.message(f"step {coord} ({human_size(len(text))})"),
+                        timeout=6 if report.tool else 10)
+
+    # ------------------------------------------------------------------ export
+
+    def action_export(self) -> None:
+        """Ask where to write a self-contained HTML page of this trace (``x``); a name
+        ending in ``.md`` writes bounded Markdown instead."""
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", self.trace.id if self.show_labels
+                      else unlabelled_id(self.trace.id)).strip("._") or "trace"
+
+        def done(text: str | None) -> None:
+            if not text or not text.strip():
+                return
+            if Path(text.strip()).exists():  # never replace a file from here
+                self.notify(f"{clean(text.strip())} exists: press x and give another name.",
+                            severity="warning", timeout=8)
+                return
+            self._write_export(text.strip())
+
+        self.app.push_screen(PromptScreen("export to", value=f"{name}.html",
+                                          placeholder="OUT.html (or OUT.md)", input_id="export-input"),
+                             done)
+
+    @work(thread=True, exclusive=True, group="export", exit_on_error=False,
+          description="export the trace")
+    def _write_export(self, out: str) -> None:
+        try:
+            path = write_export(self.trace, out, markdown=out.lower().endswith(".md"),
+                                labels=self.show_labels)
+        except WhenproError as exc:
+            self.app.call_from_thread(self.notify, exc.one_line(), title="Export failed",
+                                      severity="error", timeout=10)
+            return
+        labels = " with labels" if self.show_labels else " (labels left out)"
+        self.app.call_from_thread(self.notify, f"Wrote {clean(str(path))}{labels}.", timeout=8)
 
     # ------------------------------------------------------------------ help, back
 
@@ -444,18 +514,21 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, Leavin
         self.app.push_screen(HelpScreen("Trace screen keys", collect_bindings(self)))
 
     def close_local(self) -> bool:
-        """Escape first un-zooms the detail pane, then folds the task shown in full."""
+        """Escape first un-zooms the detail pane, then folds the task shown in full,
+        then clears the search highlight."""
         if self.maximized is not None:
-            self.minimize()
+            self.action_zoom()
         elif self.task_expanded:
             self.action_toggle_task()
+        elif self.search is not None:
+            self.clear_search()
         else:
             return False
         return True
 
     def action_back(self) -> None:
         if self.maximized is not None:
-            self.minimize()
+            self.action_zoom()
             return
         if self.is_root:
             self.app.exit()

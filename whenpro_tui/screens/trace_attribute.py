@@ -32,7 +32,8 @@ from whenpro_core.textsafe import clean
 from whenpro_tui.messages import (AttributionDone, AttributionFailed, AttributionProgress,
                                   VerdictSaved, VerdictsLoaded)
 from whenpro_tui.screens.attribute_picker import AttributePicker
-from whenpro_tui.widgets.verdict_panel import render_progress, render_verdict, verdict_style
+from whenpro_tui.widgets.verdict_panel import (REASON_CAP, SHORT_REASON_CAP, render_progress, render_verdict,
+                                               verdict_style)
 
 if TYPE_CHECKING:
     from whenpro_core.config import Settings
@@ -363,6 +364,11 @@ class AttributionMixin:
     def _verdict_slot(self) -> Static:
         return self.query_one("#d-verdict", Static)  # type: ignore[attr-defined]
 
+    def _reason_cap(self) -> int:
+        """The reason's length: short on a short screen (80x24) unless the pane is zoomed."""
+        short = self.has_class("short") and self.maximized is None  # type: ignore[attr-defined]
+        return SHORT_REASON_CAP if short else REASON_CAP
+
     def _show_verdict_panel(self) -> None:
         """The verdict slot: live progress while running, else the shown verdict."""
         if self._attr_request is not None:
@@ -376,7 +382,9 @@ class AttributionMixin:
         panel.update(render_verdict(self.trace, self.verdicts, self.verdict_pos,
                                     self.taxonomy or Taxonomy.builtin(),
                                     show_labels=self.show_labels,
-                                    note=self.verdict_notes.get(id(shown), "")))
+                                    note=self.verdict_notes.get(id(shown), ""),
+                                    reason_cap=self._reason_cap(),
+                                    compact=self._reason_cap() == SHORT_REASON_CAP))
         panel.display = True
 
 

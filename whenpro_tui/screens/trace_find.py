@@ -21,6 +21,8 @@ from whenpro_tui.screens.picker import FacetPicker
 from whenpro_tui.screens.prompt import PromptScreen
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from whenpro_core.model import Trace
     from whenpro_tui.widgets.step_list import StepList
 
@@ -32,6 +34,7 @@ class StepFinding:
     search: SearchResult | None
     step_filter: StepFilter
     steps: "StepList"
+    take_count: "Callable[..., int]"  # CountPrefix
 
     # ------------------------------------------------------------------ go to
 
@@ -75,19 +78,20 @@ class StepFinding:
 
     def action_search(self) -> None:
         def done(text: str | None) -> None:
-            if text is None:
-                return
-            if not text.strip():
-                self.search = None
-                self.steps.set_matches(frozenset())
-                self._show_current()
-                return
-            self.run_search(text)
+            if text and text.strip():  # an empty enter runs nothing (n/N repeat a search)
+                self.run_search(text)
 
-        self._prompt = PromptScreen("/", placeholder="search steps (case-insensitive)",
-                                    value=self.search.query if self.search else "",
+        last = f" — last: {clean(self.search.query)} (n/N repeat it, esc clears)" if self.search else ""
+        self._prompt = PromptScreen("/", placeholder="search steps (case-insensitive)" + last,
                                     input_id="search-input")
         self.app.push_screen(self._prompt, done)
+
+    def clear_search(self) -> None:
+        """Drop the search and its highlight (``escape``)."""
+        self.search = None
+        self.steps.set_matches(frozenset())
+        self._show_current()
+        self.notify("Search cleared.", timeout=2)
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False,
           description="search the steps")
@@ -123,9 +127,18 @@ class StepFinding:
             self.notify("No search yet: press / to search.", severity="warning")
             return
         idx = self.steps.step_index or 0
-        target = self.search.next_after(idx, backwards=direction < 0)
-        if target is not None:
-            self._go_to_step(target)
+        backwards = direction < 0
+        target, wrapped = idx, False
+        for _ in range(min(self.take_count(), len(self.search.steps))):
+            after = self.search.next_after(target, backwards=backwards)
+            if after is None:
+                break
+            wrapped = wrapped or (after <= target if not backwards else after >= target)
+            target = after
+        if wrapped:
+            where = "the last hit, back to the first" if not backwards else "the first hit, back to the last"
+            self.notify(f"Search wrapped past {where}.", timeout=3)
+        self._go_to_step(target)
 
     # ------------------------------------------------------------------ filter
 

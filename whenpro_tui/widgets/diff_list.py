@@ -22,6 +22,8 @@ from whenpro_tui.widgets.virtual_list import VirtualList
 OPS = {"same": ("=", Style(color="#808080")), "changed": ("≠", Style(color="#e5c07b", bold=True)),
        "added": ("+", Style(color="#5fd787", bold=True)), "removed": ("−", Style(color="#ff5f5f", bold=True))}
 INJECTED_STYLE = Style(bgcolor="#5f3a00")
+#: The first row where two runs part (when no step was injected).
+DIVERGENCE_STYLE = Style(bgcolor="#2f2f5f")
 PREFIX_STYLE = Style(color="#a0a0a0", italic=True)
 
 
@@ -32,12 +34,13 @@ class Collapsed:
     first: str
     last: str
     count: int
+    why: str = "replayed exactly from the record"
 
     @property
     def label(self) -> str:
         span = self.first if self.count == 1 else f"{self.first}–{self.last}"
         word = "step" if self.count == 1 else "steps"
-        return f"{word} {span} identical ({self.count} replayed exactly from the record)"
+        return f"{word} {span} identical ({self.count} {self.why})"
 
 
 Item = Collapsed | DiffRow
@@ -58,6 +61,8 @@ class DiffList(VirtualList, inherit_bindings=False):
         self.diff: TraceDiff | None = None
         self.items: list[Item] = []
         self.injected: int | None = None
+        #: the first row that differs, marked ▶ when no step was injected (plain diffs)
+        self.divergence: DiffRow | None = None
         self.expanded = False
         self.slots: dict[str, int] = {}
         self._rows: dict[tuple[str, int], StepRow] = {}
@@ -66,6 +71,8 @@ class DiffList(VirtualList, inherit_bindings=False):
         """Show ``diff`` of ``a`` (original) and ``b`` (counterfactual); ``injected`` is the
         counterfactual's injected step index. The cursor starts on the injected step."""
         self.a, self.b, self.diff, self.injected, self.slots = a, b, diff, injected, slots
+        first = diff.first_divergence
+        self.divergence = diff.rows[first] if injected is None and first is not None else None
         self._rows = {}
         self._rebuild()
 
@@ -77,12 +84,13 @@ class DiffList(VirtualList, inherit_bindings=False):
         items: list[Item] = []
         if diff.shared_prefix and not self.expanded:
             items.append(Collapsed(rows[0].a_coord or "0", rows[diff.shared_prefix - 1].a_coord or "",
-                                   diff.shared_prefix))
+                                   diff.shared_prefix, *(("in both runs",) if self.injected is None else ())))
             items.extend(rows[diff.shared_prefix:])
         else:
             items.extend(rows)
         self.items = items
-        target = next((i for i, it in enumerate(items) if isinstance(it, DiffRow) and it.b == self.injected), 0)
+        target = next((i for i, it in enumerate(items) if isinstance(it, DiffRow) and (
+            it.b == self.injected if self.injected is not None else it is self.divergence)), 0)
         if keep is not None and keep in items:
             target = items.index(keep)
         self.set_row_count(len(items), cursor=target)
@@ -138,6 +146,9 @@ class DiffList(VirtualList, inherit_bindings=False):
         mark, mark_style = OPS[item.op]
         if injected:
             mark, mark_style = "⚑", Style(color="#ffaf5f", bold=True, bgcolor="#5f3a00")
+        elif item is self.divergence:
+            base = DIVERGENCE_STYLE
+            mark, mark_style = "▶", Style(color="#afafff", bold=True, bgcolor="#2f2f5f")
         segs = self._cell("a", item.a, half, base)
         segs += [Segment(" ", base), Segment(mark, mark_style), Segment(" ", base)]
         segs += self._cell("b", item.b, right_w, base)

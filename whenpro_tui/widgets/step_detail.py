@@ -40,6 +40,7 @@ from textual.widgets import Static
 from whenpro_core.model import Step
 from whenpro_core.stepview import StepRow, call_blocks, content_blocks, fold, media_label
 from whenpro_core.textsafe import clean, human_size
+from whenpro_core.usage import step_usage
 from whenpro_tui import imaging
 from whenpro_tui.widgets.blocks import plain, render_block, render_blocks
 from whenpro_tui.widgets.media_panel import MediaPanel, panel_enabled
@@ -240,6 +241,9 @@ class StepDetail(Vertical):
                 title.append(ch, style=MARKER_STYLES.get(ch))
         if opts.show_labels and row.gt:
             title.append(" ground-truth decisive step", style=MARKER_STYLES["★"])
+        usage = step_usage(step)
+        if not usage.empty:  # tokens, cost, latency where the format records them
+            title.append("  " + usage.text(), style="dim")
         self.query_one("#d-title", Static).update(title, layout=False)
 
         reasoning = step.meta.get("reasoning")

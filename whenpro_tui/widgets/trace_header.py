@@ -55,6 +55,8 @@ class TraceHeaderView(Vertical):
             title.append(f"  {position}", style="bold")
         meta = [header.framework, header.benchmark or "—", header.modality,
                 plural(header.steps, "step")]
+        if header.usage:
+            meta.append(header.usage)
         title.append("  " + " · ".join(meta), style="dim")
         self.query_one("#h-title", Static).update(title)
 

@@ -1,5 +1,6 @@
-"""The library's trace list: one line per trace of a dataset (id, framework, benchmark,
-modality, steps, and the GT step/mode while labels are shown), or one red line per file
+"""The library's trace list: one line per trace of a dataset (id, outcome, final answer
+against gold ✓/✗, steps, agents, framework, benchmark and modality when wide, the GT
+step/mode while labels are shown, and the task's first words), or one red line per file
 that failed to import. Virtual, like the step list: 10,000 rows cost what 30 do.
 
 ``rows`` holds every listing row in arrival order; ``shown`` the positions that pass the
@@ -13,16 +14,30 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from whenpro_core.listing import answer_mark
 from whenpro_core.model import TraceSummary
 from whenpro_core.textsafe import clean, one_line
 from whenpro_core.traceview import unlabelled_id
 from whenpro_tui.widgets.virtual_list import VirtualList
 
-#: Column width caps (cells). The id column takes what the others leave, up to its cap.
-CAPS = {"id": 120, "framework": 20, "benchmark": 24, "modality": 8}
+#: Width caps (cells) of the columns sized by their content.
+CAPS = {"id": 120, "framework": 16, "benchmark": 18, "modality": 8}
 #: The id column never gets narrower than this, whatever the pane width.
 ID_MIN = 20
+#: The task column is shown when at least this many cells are left for it.
+TASK_MIN = 12
+#: Below this pane width the benchmark and modality columns are left out.
+WIDE = 110
 ERROR_STYLE = Style(color="#ff5f5f")
+OUTCOME_TEXT = {"success": ("ok", Style(color="#5fd787")), "failure": ("fail", Style(color="#ff5f5f")),
+                "unknown": ("?", Style(dim=True))}
+MARK_TEXT = {True: ("✓", Style(color="#5fd787", bold=True)), False: ("✗", Style(color="#ff5f5f", bold=True)),
+             None: ("·", Style(dim=True))}
+#: Titles of the columns, by sort column name.
+TITLES = {"id": "id", "outcome": "out", "answer": "=", "steps": "steps", "agents": "ag",
+          "framework": "framework", "benchmark": "benchmark", "modality": "modality",
+          "task": "task", "gt": "GT step/mode"}
+FIXED = {"outcome": 4, "answer": 1, "steps": 6, "agents": 3, "gt": 14}
 
 
 class TraceTable(VirtualList):
@@ -43,6 +58,9 @@ class TraceTable(VirtualList):
         self.show_labels = False
         self._widths = {"id": 8, "framework": 9, "benchmark": 9, "modality": 8}
         self._dim: Style | None = None
+        #: the column the rows are sorted by (``None``: arrival order), and its direction
+        self.sort_column: str | None = None
+        self.sort_reverse = False
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -91,53 +109,83 @@ class TraceTable(VirtualList):
             return None
         return self.rows[self.shown[self.cursor]]
 
-    def _columns(self, width: int) -> dict[str, int]:
-        """Column widths for a pane ``width`` cells wide: the id column shrinks to what the
-        other columns (and the steps and GT columns) leave, never below :data:`ID_MIN`."""
-        w = dict(self._widths)
-        rest = w["framework"] + w["benchmark"] + w["modality"] + 3 + 7
+    def _columns(self, width: int) -> list[tuple[str, int]]:
+        """``(column, cells)`` for a pane ``width`` cells wide, in display order: id,
+        outcome, answer ✓/✗, steps, agents, framework (benchmark and modality when wide),
+        GT (labels shown), and the task in what is left."""
+        names = ["outcome", "answer", "steps", "agents", "framework"]
+        if width >= WIDE or width <= 0:
+            names += ["benchmark", "modality"]
         if self.show_labels:
-            rest += 16
+            names.append("gt")
+        cols = [(n, FIXED.get(n) or self._widths[n]) for n in names]
+        used = sum(w + 1 for _, w in cols)
+        id_w = self._widths["id"]
+        if 0 < width < WIDE:  # narrow: the task's first words matter more than a long id's tail
+            id_w = min(id_w, max(ID_MIN, width * 3 // 10))
         if width > 0:
-            w["id"] = max(min(w["id"], ID_MIN), min(w["id"], width - rest - 1))
-        return w
+            id_w = max(min(id_w, ID_MIN), min(id_w, width - used - 1 - TASK_MIN))
+        left = width - used - id_w - 2 if width > 0 else 40
+        out = [("id", id_w), *cols]
+        if left >= TASK_MIN:
+            out.append(("task", left))
+        return out
 
     def header_line(self) -> str:
-        """Column titles aligned with the rows (for this widget's current width)."""
-        w = self._columns(self.size.width)
-        cols = [("id", w["id"]), ("framework", w["framework"]), ("benchmark", w["benchmark"]),
-                ("modality", w["modality"])]
-        line = " ".join(set_cell_size(name, width) for name, width in cols)
-        line += "  steps"
-        if self.show_labels:
-            line += "  GT step/mode"
-        return line
+        """Column titles aligned with the rows (for this widget's current width), the
+        sorted column marked ▲ (ascending) or ▼."""
+        parts = []
+        for name, width in self._columns(self.size.width):
+            title = TITLES[name]
+            if name == self.sort_column:
+                title += "▼" if self.sort_reverse else "▲"
+            if name in ("steps", "agents"):
+                parts.append(title.rjust(width))
+            else:
+                parts.append(fit(title, width))
+        return " ".join(parts)
+
+    def _cell(self, item: TraceSummary, name: str, width: int) -> Segment:
+        if self._dim is None:
+            self._dim = self.get_component_rich_style("tracetable--dim")
+        if name == "id":
+            return Segment(fit(clean(item.id if self.show_labels else unlabelled_id(item.id)), width),
+                           Style(bold=True))
+        if name == "outcome":
+            text, style = OUTCOME_TEXT.get(item.outcome or "unknown", OUTCOME_TEXT["unknown"])
+            return Segment(fit(text, width), style)
+        if name == "answer":
+            text, style = MARK_TEXT[answer_mark(item)]
+            return Segment(text, style)
+        if name in ("steps", "agents"):
+            value = item.step_count if name == "steps" else item.agent_count
+            return Segment(("?" if value is None else f"{value:,}").rjust(width))
+        if name == "gt":
+            gt = f"{clean(item.gt_step or '—')}/{clean(item.gt_mode or '—')}"
+            return Segment(fit(gt, width), Style(color="#ffd700"))
+        value = getattr(item, name) or ("—" if name != "task" else "")
+        return Segment(fit(clean(value), width), None if name == "framework" else self._dim)
 
     def render_row(self, row: int, width: int) -> Strip:
         item = self.rows[self.shown[row]]
         if item.error is not None:
             text = f"✗ {one_line(item.error, 400)}"
             return Strip([Segment(set_cell_size(text, width), ERROR_STYLE)])
-        w = self._columns(width)
-        if self._dim is None:
-            self._dim = self.get_component_rich_style("tracetable--dim")
-        dim = self._dim
-        steps = "?" if item.step_count is None else f"{item.step_count:,}"
-        segments = [
-            Segment(fit(clean(item.id if self.show_labels else unlabelled_id(item.id)), w["id"]),
-                    Style(bold=True)),
-            Segment(" "),
-            Segment(fit(clean(item.framework), w["framework"])),
-            Segment(" "),
-            Segment(fit(clean(item.benchmark or "—"), w["benchmark"]), dim),
-            Segment(" "),
-            Segment(fit(clean(item.modality), w["modality"]), dim),
-            Segment(" " + steps.rjust(6)),
-        ]
-        if self.show_labels:
-            gt = f"{clean(item.gt_step or '—')}/{clean(item.gt_mode or '—')}"
-            segments += [Segment("  "), Segment(gt, Style(color="#ffd700"))]
+        segments: list[Segment] = []
+        for name, cells in self._columns(width):
+            if segments:
+                segments.append(Segment(" "))
+            segments.append(self._cell(item, name, cells))
         return Strip(segments)
+
+    def update_row(self, position: int, row: TraceSummary) -> None:
+        """Replace the row at ``position`` in :attr:`rows` (e.g. filled in once its trace
+        was opened) and repaint it."""
+        self.rows[position] = row
+        try:
+            self.invalidate_row(self.shown.index(position))
+        except ValueError:
+            pass
 
 
 def fit(text: str, width: int) -> str:

@@ -13,7 +13,7 @@ from rich.text import Text
 from whenpro_core.attribution.interactive import AttributionRequest, ProgressView, verdict_score
 from whenpro_core.model import Attribution, Trace, Usage
 from whenpro_core.taxonomy import Taxonomy
-from whenpro_core.textsafe import clean, one_line
+from whenpro_core.textsafe import clean, one_line, whole_sentences
 
 #: One colour per verdict (its ◆ in the step list and in the panel), by creation order.
 VERDICT_COLOURS = ("#d787d7", "#5fd7ff", "#ffaf00", "#87d75f", "#ff8787", "#afafff",
@@ -21,6 +21,8 @@ VERDICT_COLOURS = ("#d787d7", "#5fd7ff", "#ffaf00", "#87d75f", "#ff8787", "#afaf
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 #: Longest reason shown (characters); the rest is in the saved verdict.
 REASON_CAP = 600
+#: The reason on a short screen (80x24): about three lines, cut after a whole sentence.
+SHORT_REASON_CAP = 200
 WARNINGS_SHOWN = 3
 
 OK = Style(color="#5fd787", bold=True)
@@ -58,9 +60,12 @@ def _mark(ok: bool | None) -> Text:
 
 
 def render_verdict(trace: Trace, verdicts: list[Attribution], current: int, taxonomy: Taxonomy,
-                   *, show_labels: bool, note: str = "") -> Text:
+                   *, show_labels: bool, note: str = "", reason_cap: int = REASON_CAP,
+                   compact: bool = False) -> Text:
     """The panel for ``verdicts[current]`` with the list of all verdicts; ``note`` says
-    where the verdict is kept ("saved in trace.json.verdicts.jsonl")."""
+    where the verdict is kept ("saved in trace.json.verdicts.jsonl"). The reason is
+    cut after the last whole sentence within ``reason_cap`` characters; ``compact`` (short
+    screens) puts the confidence and cost on the title line."""
     verdict = verdicts[current]
     style = verdict_style(current)
     out = Text()
@@ -71,6 +76,9 @@ def render_verdict(trace: Trace, verdicts: list[Attribution], current: int, taxo
     out.append(f" · {verdict_label(verdict)}", style=style)
     out.append(" · with gold" if verdict.with_gold else " · without gold", style=DIM)
     out.append("   A: next" if current + 1 < len(verdicts) else "   A: hide", style=DIM)
+    if compact:  # 80x24: confidence and cost on the title line, short
+        out.append("  ")
+        out.append(_cost_line(verdict, short=True))
     if len(verdicts) > 1:
         out.append("\n")
         for i, other in enumerate(verdicts):
@@ -104,14 +112,9 @@ def render_verdict(trace: Trace, verdicts: list[Attribution], current: int, taxo
     if show_labels and trace.ground_truth is None:
         out.append("   (no ground truth to compare)", style=DIM)
 
-    out.append("\n")
-    if verdict.confidence is not None:
-        out.append("confidence ", style=LABEL)
-        out.append(f"{verdict.confidence:.2f}  ")
-    if verdict.protocol == "heuristic":
-        out.append(f"offline, no model calls · {verdict.usage.seconds:.2f} s", style=DIM)
-    else:
-        out.append(usage_text(verdict.usage), style=DIM)
+    if not compact:
+        out.append("\n")
+        out.append(_cost_line(verdict))
     for w in verdict.warnings[:WARNINGS_SHOWN]:
         out.append("\n")
         out.append("⚠ " + one_line(w, 200), style="#e5c07b")
@@ -121,9 +124,25 @@ def render_verdict(trace: Trace, verdicts: list[Attribution], current: int, taxo
     # clipped (z zooms the pane)
     out.append("\n")
     out.append("reason ", style=LABEL)
-    out.append(one_line(verdict.reason or "—", REASON_CAP))
+    out.append(whole_sentences(verdict.reason or "—", reason_cap, more="… (z: the whole reason)"))
     if note:  # after the reason: on a short pane the reason matters more
         out.append("\n" + clean(note), style=DIM)
+    return out
+
+
+def _cost_line(verdict: Attribution, *, short: bool = False) -> Text:
+    """``confidence 0.75  3 calls · 1,234 tokens · $0.0042 · 2.4 s`` (or offline);
+    ``short``: ``conf 0.75 · $0.0042``."""
+    out = Text()
+    if verdict.confidence is not None:
+        out.append("conf " if short else "confidence ", style=LABEL)
+        out.append(f"{verdict.confidence:.2f}  ")
+    if short:
+        out.append("offline" if verdict.protocol == "heuristic" else f"${verdict.usage.cost_usd:.4f}", style=DIM)
+    elif verdict.protocol == "heuristic":
+        out.append(f"offline, no model calls · {verdict.usage.seconds:.2f} s", style=DIM)
+    else:
+        out.append(usage_text(verdict.usage), style=DIM)
     return out
 
 

@@ -1,0 +1,93 @@
+"""Diff any two runs (``whenpro diff A B``, ``whenpro view --diff A B``): two real runs
+of one task from the shared Who&When Pro JSONL release, and two made-up traces of
+different lengths; alignment by content, then by step signature; the first divergence
+marked; outcomes and final answers side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import SAMPLES, screen_text, settle, team_trace
+from whenpro_core.cli import app as cli_app
+from whenpro_core.formats import load_trace
+from whenpro_core.injection.diff import diff_lines, diff_traces
+from whenpro_core.model import Step
+from whenpro_tui.app import WhenproApp
+from whenpro_tui.screens.diff import DiffScreen
+from whenpro_tui.starts import diff_start
+from whenpro_tui.widgets.diff_list import DiffList
+
+
+@pytest.fixture
+def same_task_pair(real_traces: Path) -> tuple[str, str]:
+    """Rows 4 and 38 of the release: two smolagents runs of one DABench task."""
+    release = real_traces / "who-when-pro-jsonl" / "data" / "text.jsonl"
+    a, b = f"{release}#4", f"{release}#38"
+    ta, tb = load_trace(a), load_trace(b)
+    assert ta.task.query == tb.task.query and ta.id != tb.id
+    return a, b
+
+
+def test_two_real_runs_of_one_task(same_task_pair: tuple[str, str]) -> None:
+    a, b = (load_trace(r) for r in same_task_pair)
+    diff = diff_traces(a, b)
+    # every step of each run appears once, in order, on its side
+    assert [r.a for r in diff.rows if r.a is not None] == list(range(len(a.steps)))
+    assert [r.b for r in diff.rows if r.b is not None] == list(range(len(b.steps)))
+    assert diff.shared_prefix >= 1  # the same task prompt
+    first = diff.first_divergence
+    assert first is not None and first >= diff.shared_prefix
+    assert diff.rows[first].op != "same" and all(r.op == "same" for r in diff.rows[:first])
+
+
+def test_runs_of_different_lengths_align_by_content_not_index(tmp_path: Path) -> None:
+    a = team_trace("run-a")
+    b = team_trace("run-b", n_extra=3)
+    # B has two extra steps at the front: index alignment would call every step changed
+    extra = [Step(index=0, coord="0", agent="planner", kind="plan", content="Think first."),
+             Step(index=1, coord="1", agent="checker", kind="observation", content="Nothing to check.")]
+    b.steps = extra + b.steps
+    for i, s in enumerate(b.steps):
+        s.index, s.coord = i, str(i)
+    b.final_answer = "14.58"
+    diff = diff_traces(a, b)
+    assert len(diff.added) == 5 and not diff.removed  # 2 in front + 3 fillers at the end
+    same = [(r.a, r.b) for r in diff.rows if r.op == "same"]
+    assert same == [(i, i + 2) for i in range(len(a.steps))]  # each step found 2 further on
+    assert diff.first_divergence == 0 and diff.rows[0].op == "added"
+    lines = diff_lines(a, b, diff)
+    assert lines[0].startswith("A run-a · failure · final '21.50'") and "final '14.58'" in lines[1]
+    assert lines[2].startswith("first divergence: A step — / B step 0 (added)")
+    assert any(line.rstrip().endswith("1 checker: Nothing to check.") and " + " in line for line in lines)
+
+
+def test_diff_command_prints_text_when_not_on_a_terminal() -> None:
+    a = SAMPLES / "arith_team" / "arith_team-s0.json"
+    b = SAMPLES / "arith_team" / "arith_team-s0__A.3__3.json"
+    result = CliRunner().invoke(cli_app, ["diff", str(a), str(b)])
+    assert result.exit_code == 0, result.output
+    assert "A arith_team-s0 · success · final '51.85'" in result.output
+    assert "B arith_team-s0__A.3__3 · failure · final '16'" in result.output
+    assert "first divergence" in result.output and "▶" in result.output
+    bad = CliRunner().invoke(cli_app, ["view", "--diff", str(a)])
+    assert bad.exit_code != 0 and "whenpro view --diff A B" in bad.output
+
+
+async def test_diff_screen_on_two_real_runs(same_task_pair: tuple[str, str]) -> None:
+    app = WhenproApp("diff", cursor_blink=False, start=diff_start(*same_task_pair))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, DiffScreen) and screen.plain and screen.diff is not None
+        rows = screen.query_one(DiffList)
+        assert rows.current is rows.divergence is screen.diff.rows[screen.diff.first_divergence]
+        text = screen_text(app)
+        assert "A failure · final" in text and "B failure · final" in text
+        assert "▶ first divergence: A step" in text
+        assert "Save" not in text.splitlines()[-1]  # both runs are files already
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running

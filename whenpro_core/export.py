@@ -1,0 +1,359 @@
+"""Sharing a diagnosis: one trace, its verdicts and (when asked) its labels as a single
+self-contained HTML page or as bounded Markdown (``whenpro export``, the TUI's ``x``).
+
+The HTML page needs nothing else: styles inline, code highlighted with Pygments into
+inline classes, images inlined as bounded JPEG ``data:`` URIs, and a Content-Security-Policy
+that forbids any network access. Every piece of trace content is untrusted and escaped.
+Long content is folded with ``<details>``. Labels (the ground truth, hidden step fields,
+the failure mode in an id) appear only with ``labels=True``.
+
+Markdown is for pasting into an issue or an LLM chat: at most ``max_chars`` characters,
+each step's content capped, and a closing note of what was cut.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pygments import highlight  # type: ignore[import-untyped]
+from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
+from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
+from pygments.util import ClassNotFound  # type: ignore[import-untyped]
+
+from whenpro_core.attribution.interactive import verdict_step_index
+from whenpro_core.attribution.verdicts import load_verdicts
+from whenpro_core.errors import WhenproError
+from whenpro_core.formats import load_trace
+from whenpro_core.fsutil import atomic_write_text
+from whenpro_core.injection.verify import check_answer
+from whenpro_core.media.images import jpeg_for_ref
+from whenpro_core.model import Attribution, MediaRef, Step, Trace
+from whenpro_core.stepview import Block, content_blocks, media_label, pretty_arguments
+from whenpro_core.taxonomy import Taxonomy, taxonomy_for
+from whenpro_core.textsafe import clean
+from whenpro_core.traceview import unlabelled_id
+from whenpro_core.usage import step_usage, total_usage
+
+#: Content longer than this (characters) or taller than :data:`FOLD_LINES` is folded.
+FOLD_CHARS = 1_500
+FOLD_LINES = 25
+#: Each step field is cut at this many characters in the HTML page.
+HTML_FIELD_CAP = 200_000
+#: Images: longest side in pixels and bytes per image, and the page's total image budget.
+IMAGE_MAX_SIDE = 800
+IMAGE_MAX_BYTES = 200_000
+IMAGES_TOTAL_BYTES = 8_000_000
+#: Markdown: the whole document and each step field.
+MARKDOWN_MAX_CHARS = 60_000
+MARKDOWN_FIELD_CAP = 3_000
+
+_FORMATTER = HtmlFormatter(classes="hl", cssclass="hl", nowrap=False)
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1100px; padding: 1em 2em;
+       color: #1d1f23; background: #fafafa; }
+h1 { font-size: 1.3em; word-break: break-all; } h2 { font-size: 1.1em; margin-top: 1.6em; }
+.meta { color: #666; } .ok { color: #1a7f37; font-weight: bold; } .bad { color: #cf222e; font-weight: bold; }
+.verdict { border-left: 4px solid #8250df; background: #f3effc; padding: .4em .9em; margin: .6em 0; }
+.gt { border-left: 4px solid #bf8700; background: #fff8c5; padding: .4em .9em; margin: .6em 0; }
+.step { border: 1px solid #d0d7de; border-radius: 6px; margin: .7em 0; padding: .2em .9em .6em; background: #fff; }
+.step.named { border-color: #8250df; box-shadow: 0 0 0 2px #d8c8f8; }
+.step h3 { font-size: 1em; margin: .4em 0; } .usage { color: #666; font-weight: normal; font-size: .9em; }
+pre { white-space: pre-wrap; word-break: break-word; background: #f6f8fa; padding: .5em; border-radius: 4px;
+      margin: .3em 0; }
+.hl pre { background: #f6f8fa; } .label { font-weight: bold; color: #0550ae; }
+.error { color: #cf222e; } img { max-width: 100%; height: auto; border: 1px solid #d0d7de; }
+summary { cursor: pointer; color: #0550ae; }
+"""
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+class ExportError(WhenproError):
+    """The trace could not be exported (e.g. the output cannot be written)."""
+
+
+@dataclass
+class ExportOptions:
+    """``labels``: include the ground truth and hidden fields; ``verdicts``: the verdicts
+    to show (oldest first); ``taxonomy`` names failure modes; ``image_bytes`` reads an
+    image reference as bounded JPEG bytes (``None``: images are not inlined)."""
+
+    labels: bool = False
+    verdicts: list[Attribution] = field(default_factory=list)
+    taxonomy: Taxonomy | None = None
+    image_bytes: Callable[[MediaRef], bytes] | None = None
+
+
+def _e(text: object) -> str:
+    return html.escape(clean(str(text)), quote=True)
+
+
+def _cap(text: str, limit: int) -> tuple[str, int]:
+    """``text`` cut to ``limit`` characters and how many were cut."""
+    return (text, 0) if len(text) <= limit else (text[:limit], len(text) - limit)
+
+
+def _block_html(block: Block) -> str:
+    if block.kind in ("code", "json"):
+        try:
+            lexer = get_lexer_by_name(block.language or ("json" if block.kind == "json" else "python"))
+        except ClassNotFound:
+            lexer = get_lexer_by_name("text")
+        return highlight(block.text, lexer, _FORMATTER)  # Pygments escapes its input
+    return f"<pre>{html.escape(block.text)}</pre>"
+
+
+def _folded(body: str, text: str, what: str) -> str:
+    """``body`` inside ``<details>`` when ``text`` is long, with a one-line summary."""
+    if len(text) <= FOLD_CHARS and text.count("\n") < FOLD_LINES:
+        return body
+    first = " ".join(text[:200].split())[:120]
+    return (f"<details><summary>{html.escape(what)}: {html.escape(first)}… "
+            f"({len(text):,} chars)</summary>{body}</details>")
+
+
+def _text_html(text: str, what: str) -> str:
+    capped, cut = _cap(clean(text), HTML_FIELD_CAP)
+    body = "".join(_block_html(b) for b in content_blocks(capped))
+    if cut:
+        body += f"<p class=meta>… {cut:,} more characters not included.</p>"
+    return _folded(body, capped, what)
+
+
+class _Images:
+    """Inline images within a total byte budget."""
+
+    def __init__(self, read: Callable[[MediaRef], bytes] | None) -> None:
+        self.read = read
+        self.left = IMAGES_TOTAL_BYTES
+
+    def html(self, ref: MediaRef) -> str:
+        label = html.escape(media_label(ref))
+        if self.read is None or ref.kind == "video":
+            return f"<p class=meta>{label}</p>"
+        try:
+            data = self.read(ref)
+        except WhenproError as exc:
+            return f"<p class=meta>{label} (not shown: {_e(exc.one_line())})</p>"
+        if len(data) > self.left:
+            return f"<p class=meta>{label} (not inlined: the page's image budget is spent)</p>"
+        self.left -= len(data)
+        uri = "data:image/jpeg;base64," + base64.b64encode(data).decode()
+        return f'<figure><img alt="{label}" src="{uri}"><figcaption class=meta>{label}</figcaption></figure>'
+
+
+def _verdict_html(trace: Trace, verdict: Attribution, number: int, tax: Taxonomy) -> str:
+    idx = verdict_step_index(trace, verdict)
+    step_link = (f'<a href="#step-{idx}">step {_e(verdict.step)}</a>' if idx is not None
+                 else f"step {_e(verdict.step or '—')}")
+    mode = _e(tax.name(verdict.mode)) if verdict.mode else "—"
+    who = f"{_e(verdict.protocol)}" + (f" · {_e(verdict.model)}" if verdict.model not in
+                                         ("", "heuristic", verdict.protocol) else "")
+    conf = f" · confidence {verdict.confidence:.2f}" if verdict.confidence is not None else ""
+    out = [f'<div class="verdict" id="verdict-{number}"><b>Verdict {number}</b> '
+           f'<span class=meta>{who} · {"with" if verdict.with_gold else "without"} gold{conf}</span><br>',
+           f'<span class=label>agent</span> {_e(verdict.agent or "—")} &nbsp; '
+           f'<span class=label>step</span> {step_link} &nbsp; <span class=label>mode</span> {mode}<br>',
+           f'<span class=label>reason</span> {_e(verdict.reason or "—")}']
+    if idx is not None:  # the evidence: what the named step says
+        excerpt = " ".join((trace.steps[idx].content or trace.steps[idx].error or "")[:600].split())[:400]
+        if excerpt:
+            out.append(f"<br><span class=label>the step says</span> <q>{_e(excerpt)}</q>")
+    out += [f"<br><span class=meta>⚠ {_e(w)}</span>" for w in verdict.warnings[:5]]
+    out.append("</div>")
+    return "".join(out)
+
+
+def _step_html(step: Step, *, labels: bool, named: bool, images: _Images) -> str:
+    usage = step_usage(step)
+    head = (f"Step {_e(step.coord or '#' + str(step.index))} · {_e(step.agent)} · "
+            f"<i>{_e(step.kind)}</i>")
+    if not usage.empty:
+        head += f' <span class="usage">{_e(usage.text())}</span>'
+    parts = [f'<section class="step{" named" if named else ""}" id="step-{step.index}"><h3>{head}</h3>']
+    if step.content:
+        parts.append(_text_html(step.content, "content"))
+    for call in step.tool_calls:
+        parts.append(f"<p><span class=label>→ {_e(call.name)}</span></p>")
+        parts.append(_folded(_block_html(pretty_arguments(call.arguments)), str(call.arguments), "arguments"))
+    if step.observation:
+        parts.append("<p class=label>Observation</p>" + _text_html(step.observation, "observation"))
+    if step.error:
+        parts.append(f'<pre class="error">{_e(_cap(step.error, HTML_FIELD_CAP)[0])}</pre>')
+    parts += [images.html(ref) for ref in step.media]
+    if labels and step.hidden:
+        hidden = ", ".join(f"{_e(k)}: {_e(v)}" for k, v in step.hidden.items())
+        parts.append(f"<p class=meta>hidden fields (labels): {hidden}</p>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _answer_line(trace: Trace) -> str:
+    mark = check_answer(trace.final_answer, trace.task.answer).success
+    sign = "" if mark is None else (' <span class="ok">✓</span>' if mark else ' <span class="bad">✗</span>')
+    return (f"<p><span class=label>Gold</span> {_e(trace.task.answer or '—')} &nbsp; "
+            f"<span class=label>Final</span> {_e(trace.final_answer or '—')}{sign}</p>")
+
+
+def trace_html(trace: Trace, options: ExportOptions | None = None) -> str:
+    """The whole self-contained page for ``trace`` (see module docstring)."""
+    opts = options or ExportOptions()
+    tax = opts.taxonomy or taxonomy_for(trace.source.root)
+    ident = trace.id if opts.labels else unlabelled_id(trace.id)
+    total = total_usage(trace.steps)
+    named = {i for v in opts.verdicts if (i := verdict_step_index(trace, v)) is not None}
+    images = _Images(opts.image_bytes)
+    meta = " · ".join(_e(x) for x in (trace.framework, trace.benchmark or "—", trace.modality.value,
+                                       f"{len(trace.steps):,} steps") if x)
+    parts = ["<!doctype html><html lang=en><head><meta charset=utf-8>",
+             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             f"<title>{_e(ident)} · whenpro</title><style>{_CSS}{_FORMATTER.get_style_defs('.hl')}</style>",
+             "</head><body>",
+             f"<h1>{_e(ident)}</h1><p class=meta>{_e(trace.outcome.value)} · {meta}"
+             + (f" · {_e(total.text())}" if not total.empty else "") + "</p>",
+             "<h2>Task</h2>", _text_html(trace.task.query or "—", "task"),
+             *[images.html(ref) for ref in trace.task.images], _answer_line(trace)]
+    if opts.labels and trace.ground_truth is not None:
+        gt = trace.ground_truth
+        parts.append(f'<div class="gt"><b>Ground truth</b> (labels) agent {_e(gt.agent or ", ".join(gt.agents) or "—")}'
+                     f" · step {_e(gt.step or '—')} · mode {_e(tax.name(gt.mode)) if gt.mode else '—'}"
+                     f"<br>{_e(gt.reason or '')}</div>")
+    parts.append(f"<h2>Verdicts ({len(opts.verdicts)})</h2>")
+    if not opts.verdicts:
+        parts.append("<p class=meta>No verdict saved for this trace (whenpro attribute, or a in the TUI).</p>")
+    parts += [_verdict_html(trace, v, n, tax) for n, v in enumerate(opts.verdicts, start=1)]
+    parts.append(f"<h2>Steps ({len(trace.steps):,})</h2>")
+    parts += [_step_html(s, labels=opts.labels, named=s.index in named, images=images) for s in trace.steps]
+    parts.append("<p class=meta>Exported by whenpro.</p></body></html>")
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def _md_field(text: str, cap: int, cuts: list[str], where: str) -> str:
+    text = clean(text)
+    if len(text) > cap:
+        cuts.append(f"{where}: {len(text) - cap:,} of {len(text):,} chars")
+        text = text[:cap] + " …"
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+def _md_step(step: Step, labels: bool, cuts: list[str]) -> str:
+    where = f"step {clean(step.coord or '#' + str(step.index))}"
+    usage = step_usage(step)
+    lines = [f"### Step {clean(step.coord or '#' + str(step.index))} · {clean(step.agent)} · {clean(step.kind)}"
+             + (f" ({usage.text()})" if not usage.empty else "")]
+    if step.content:
+        lines.append(_md_field(step.content, MARKDOWN_FIELD_CAP, cuts, where))
+    for call in step.tool_calls:
+        lines.append(f"→ tool call `{clean(call.name)}`")
+        lines.append(_md_field(pretty_arguments(call.arguments).text, MARKDOWN_FIELD_CAP, cuts, where + " arguments"))
+    if step.observation:
+        lines.append("Observation:\n" + _md_field(step.observation, MARKDOWN_FIELD_CAP, cuts, where + " observation"))
+    if step.error:
+        lines.append("Error:\n" + _md_field(step.error, MARKDOWN_FIELD_CAP, cuts, where + " error"))
+    lines += [f"_{media_label(m)}_" for m in step.media]
+    if labels and step.hidden:
+        hidden = ", ".join(f"{clean(k)}: {clean(str(v))}" for k, v in step.hidden.items())
+        lines.append("hidden fields (labels): " + hidden)
+    return "\n\n".join(lines)
+
+
+def trace_markdown(trace: Trace, options: ExportOptions | None = None,
+                   max_chars: int = MARKDOWN_MAX_CHARS) -> str:
+    """``trace`` as Markdown of at most about ``max_chars`` characters, ending with a note
+    of what was cut (fields shortened, steps left out)."""
+    opts = options or ExportOptions()
+    tax = opts.taxonomy or taxonomy_for(trace.source.root)
+    cuts: list[str] = []
+    ident = clean(trace.id if opts.labels else unlabelled_id(trace.id))
+    total = total_usage(trace.steps)
+    head = [f"# {ident}", f"{trace.outcome.value} · {clean(trace.framework)} · {clean(trace.benchmark or '—')} · "
+            f"{len(trace.steps):,} steps" + (f" · {total.text()}" if not total.empty else ""),
+            "## Task", _md_field(trace.task.query or "—", MARKDOWN_FIELD_CAP, cuts, "task"),
+            f"**Gold:** {clean(trace.task.answer or '—')} · **Final:** {clean(trace.final_answer or '—')}"]
+    if opts.labels and trace.ground_truth is not None:
+        gt = trace.ground_truth
+        head.append(f"**Ground truth (labels):** agent {clean(gt.agent or '—')} · step {clean(gt.step or '—')} · "
+                    f"mode {clean(tax.name(gt.mode)) if gt.mode else '—'} — {clean(gt.reason or '')}")
+    head.append(f"## Verdicts ({len(opts.verdicts)})")
+    for n, v in enumerate(opts.verdicts, start=1):
+        head.append(f"{n}. **{clean(v.agent or '—')}**, step **{clean(v.step or '—')}**, "
+                    f"{clean(tax.name(v.mode)) if v.mode else '—'} ({clean(v.protocol)}): {clean(v.reason or '—')}")
+    head.append(f"## Steps ({len(trace.steps):,})")
+    out = "\n\n".join(head)
+    left_out = 0
+    for i, step in enumerate(trace.steps):
+        block = "\n\n" + _md_step(step, opts.labels, cuts)
+        if len(out) + len(block) > max_chars - 500:  # room for the closing note
+            left_out = len(trace.steps) - i
+            break
+        out += block
+    note = []
+    if cuts:
+        note.append(f"{len(cuts)} field(s) shortened to {MARKDOWN_FIELD_CAP:,} chars ("
+                    + "; ".join(cuts[:5]) + (" …" if len(cuts) > 5 else "") + ")")
+    if left_out:
+        note.append(f"the last {left_out:,} step(s) left out to stay under {max_chars:,} chars")
+    if note:
+        out += "\n\n---\n_Cut: " + "; ".join(note) + ". The full trace is in the source file._"
+    return out + "\n"
+
+
+# --------------------------------------------------------------------------- files
+
+
+def options_for(trace: Trace, *, labels: bool) -> ExportOptions:
+    """Export options with the trace's saved verdicts and its images read from its own
+    data or its confined media folder (bounded JPEG)."""
+    try:
+        verdicts = load_verdicts(trace)
+    except OSError:
+        verdicts = []
+
+    def read(ref: MediaRef) -> bytes:
+        return jpeg_for_ref(ref, trace.source.path, trace.source.root, max_side=IMAGE_MAX_SIDE,
+                            max_bytes=IMAGE_MAX_BYTES)
+
+    return ExportOptions(labels=labels, verdicts=verdicts, image_bytes=read)
+
+
+def write_export(trace: Trace, out: str | Path, *, markdown: bool = False, labels: bool = False,
+                 force: bool = False, max_chars: int = MARKDOWN_MAX_CHARS) -> Path:
+    """Write ``trace`` as HTML (or Markdown) to ``out``, atomically; returns the path.
+
+    Raises:
+        ExportError: ``out`` exists and ``force`` is False, or it cannot be written.
+    """
+    path = Path(out)
+    if path.exists() and not force:
+        raise ExportError("file exists (use --force to replace it)", path=path, expected="a new file")
+    opts = options_for(trace, labels=labels)
+    text = trace_markdown(trace, opts, max_chars) if markdown else trace_html(trace, opts)
+    try:
+        return atomic_write_text(path, text)
+    except OSError as exc:
+        raise ExportError(f"cannot write ({exc.strerror or exc})", path=path) from None
+
+
+def export_command(src: str, html_out: str | None, markdown_out: str | None, *, labels: bool,
+                   force: bool, echo: Callable[[str], None]) -> None:
+    """``whenpro export``: load ``src`` and write the HTML and/or Markdown files
+    (``-`` as the Markdown output prints it)."""
+    if not html_out and not markdown_out:
+        raise ExportError("nothing to write", expected="--html OUT.html and/or --markdown OUT.md")
+    trace = load_trace(src)
+    if html_out:
+        echo(f"wrote {write_export(trace, html_out, labels=labels, force=force)}")
+    if markdown_out == "-":
+        echo(trace_markdown(trace, options_for(trace, labels=labels)))
+    elif markdown_out:
+        echo(f"wrote {write_export(trace, markdown_out, markdown=True, labels=labels, force=force)}")
