@@ -56,6 +56,13 @@ LATER = {
     "hybrid": ("then one call per step of the named agent, in order, until one is judged decisive: the same "
                "system message and transcript, with the question replaced by 'Does Step X hold the "
                "decisive error?'"),
+    "whowhen:all-at-once": None,
+    "whowhen:step-by-step": ("each later call is a fresh request of the same shape about the next step: the "
+                             "numbered history one step longer; every step is asked about, whoever spoke, until "
+                             "an answer starts with '1. Yes'"),
+    "whowhen:binary-search": ("each later call is this request for the half the judge chose ('upper half' wins "
+                              "when both are named, a seeded coin when neither), until one step is left; no "
+                              "error-mode call"),
 }
 
 
