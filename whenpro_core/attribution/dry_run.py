@@ -176,6 +176,22 @@ def preview_text(doc: dict) -> str:
     return "\n".join(lines) if lines else "no model call: this protocol and trace need none"
 
 
+def preview_choice(trace: Trace, protocol: str, model: str | None, with_gold: bool,
+                   settings: Settings | None) -> str:
+    """The terminal preview (:func:`preview_text`) of a choice made in the TUI's
+    attribute dialog: ``model`` typed or picked, else the configured one. ConfigError
+    when settings could not be loaded (``None``) for an LLM protocol, or when no model
+    is named."""
+    name = protocol_name(protocol)
+    if name == "heuristic":
+        return preview_text({"requests": []})
+    if settings is None:
+        from whenpro_core.config import load_settings
+
+        settings = load_settings()  # raises the ConfigError that made it None
+    return preview_text(preview(trace, name, need_model(model, settings, name), settings, with_gold=with_gold))
+
+
 def need_model(model: str | None, settings: Settings, protocol: str) -> str:
     """The model a dry run shows requests for: ``model`` or the configured one;
     ConfigError when neither names an LLM."""
