@@ -368,7 +368,8 @@ class JudgeImages(str, Enum):
 
 
 PRESET_HELP = ("Reproduce a published protocol: whowhen-pro (the official Who&When Pro all-at-once request, "
-               "parsing and settings; see the README).")
+               "parsing and settings) or whowhen (the original Who&When all-at-once, step-by-step and "
+               "binary-search requests; pick one with --protocol); see the README.")
 JUDGE_IMAGES_HELP = ("Send the trace's images to the judge (default: OpenAI and Anthropic models, and "
                      "openai-compatible models listed in vision_models in config.toml).")
 
@@ -516,10 +517,12 @@ def bench(
     """Evaluate attribution protocols over a dataset; resumable, then report."""
     from whenpro_core.bench.cli_bench import bench_command
 
-    if preset:  # the published harness: its one protocol, never the gold answer
+    if preset:  # the published harness's protocol; whowhen-pro never shows the gold answer
         from whenpro_core.attribution.run import preset_protocol
 
-        protocol, gold, both = preset_protocol(preset, protocol), False, False
+        protocol = ",".join(preset_protocol(preset, p) for p in (protocol or "all-at-once").split(","))
+        if protocol.startswith("whowhen-pro:"):
+            gold, both = False, False
 
     if both and not gold:
         _not_together("--both", "--no-gold", expected="--both (runs with and without the gold answer)")

@@ -56,6 +56,13 @@ LATER = {
     "hybrid": ("then one call per step of the named agent, in order, until one is judged decisive: the same "
                "system message and transcript, with the question replaced by 'Does Step X hold the "
                "decisive error?'"),
+    "whowhen:all-at-once": None,
+    "whowhen:step-by-step": ("each later call is a fresh request of the same shape about the next step: the "
+                             "numbered history one step longer; every step is asked about, whoever spoke, until "
+                             "an answer starts with '1. Yes'"),
+    "whowhen:binary-search": ("each later call is this request for the half the judge chose ('upper half' wins "
+                              "when both are named, a seeded coin when neither), until one step is left; no "
+                              "error-mode call"),
 }
 
 
@@ -167,6 +174,22 @@ def preview_text(doc: dict) -> str:
         if req["later"]:
             lines.append(f"=== later calls: {req['later']}")
     return "\n".join(lines) if lines else "no model call: this protocol and trace need none"
+
+
+def preview_choice(trace: Trace, protocol: str, model: str | None, with_gold: bool,
+                   settings: Settings | None) -> str:
+    """The terminal preview (:func:`preview_text`) of a choice made in the TUI's
+    attribute dialog: ``model`` typed or picked, else the configured one. ConfigError
+    when settings could not be loaded (``None``) for an LLM protocol, or when no model
+    is named."""
+    name = protocol_name(protocol)
+    if name == "heuristic":
+        return preview_text({"requests": []})
+    if settings is None:
+        from whenpro_core.config import load_settings
+
+        settings = load_settings()  # raises the ConfigError that made it None
+    return preview_text(preview(trace, name, need_model(model, settings, name), settings, with_gold=with_gold))
 
 
 def need_model(model: str | None, settings: Settings, protocol: str) -> str:

@@ -19,6 +19,12 @@ PROTOCOLS = ("heuristic", "all-at-once", "step-by-step", "binary-search", "hybri
 #: Protocols that reproduce a published harness (``--preset``): the preset's name, then
 #: the protocol it runs. Accepted wherever a protocol name is, not offered in menus.
 PRESET_PROTOCOLS = {"whowhen-pro": "whowhen-pro:all-at-once"}
+#: Presets with several protocols: preset -> {whenpro protocol: the preset's protocol}.
+PRESET_CHOICES = {"whowhen-pro": {"all-at-once": "whowhen-pro:all-at-once"},
+                  "whowhen": {"all-at-once": "whowhen:all-at-once", "step-by-step": "whowhen:step-by-step",
+                              "binary-search": "whowhen:binary-search"}}
+#: Every preset protocol name.
+PRESET_NAMES = frozenset(name for choices in PRESET_CHOICES.values() for name in choices.values())
 
 _ALIASES = {"aao": "all-at-once", "all_at_once": "all-at-once", "sbs": "step-by-step",
             "step_by_step": "step-by-step", "binary": "binary-search", "bs": "binary-search",
@@ -30,21 +36,27 @@ def protocol_name(name: str) -> str:
     unknown, listing the choices."""
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
-    if key not in PROTOCOLS and key not in PRESET_PROTOCOLS.values():
+    if key not in PROTOCOLS and key not in PRESET_NAMES:
         raise ConfigError(f"unknown protocol {name!r}", expected=", ".join(PROTOCOLS))
     return key
 
 
 def preset_protocol(preset: str, protocol: str | None) -> str:
-    """The protocol a ``--preset`` runs; ConfigError for an unknown preset, or a
-    ``--protocol`` the preset's harness does not have (whowhen-pro: all-at-once only)."""
+    """The protocol a ``--preset`` runs (``protocol``, all-at-once by default, in the
+    preset's version); ConfigError for an unknown preset, or a ``--protocol`` the preset's
+    harness does not have (whowhen-pro: all-at-once only; whowhen: all-at-once,
+    step-by-step, binary-search)."""
     key = preset.strip().lower()
-    if key not in PRESET_PROTOCOLS:
-        raise ConfigError(f"unknown preset {preset!r}", expected=", ".join(PRESET_PROTOCOLS))
-    if protocol and protocol_name(protocol) not in ("all-at-once", PRESET_PROTOCOLS[key]):
-        raise ConfigError(f"--preset {key} runs the all-at-once protocol only",
-                          expected="no --protocol, or --protocol all-at-once")
-    return PRESET_PROTOCOLS[key]
+    if key not in PRESET_CHOICES:
+        raise ConfigError(f"unknown preset {preset!r}", expected=", ".join(PRESET_CHOICES))
+    choices = PRESET_CHOICES[key]
+    name = protocol_name(protocol) if protocol else "all-at-once"
+    if name in choices.values():
+        return name
+    if name not in choices:
+        raise ConfigError(f"--preset {key} has no {name} protocol",
+                          expected="no --protocol, or --protocol " + " / ".join(choices))
+    return choices[name]
 
 
 async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge | None = None,
@@ -83,18 +95,34 @@ async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge |
 
         return await run_all_at_once(trace, judge, taxonomy, with_gold=with_gold, progress=progress,
                                      template=template)
-    run: Callable[..., Awaitable[Attribution]]
-    if protocol == "step-by-step":
-        from whenpro_core.attribution.step_by_step import run_step_by_step as run
-    elif protocol == "binary-search":
-        from whenpro_core.attribution.binary_search import run_binary_search as run
-    elif protocol == PRESET_PROTOCOLS["whowhen-pro"]:
-        from whenpro_core.attribution.whowhen_pro_preset import run_whowhen_pro as run
-    else:
-        from whenpro_core.attribution.hybrid import run_hybrid as run
+    run = _runner(protocol)
     verdict = await run(trace, judge, taxonomy, with_gold=with_gold, progress=progress)
     verdict.warnings[:0] = [w for w in outcome_warnings(trace) if w not in verdict.warnings]
     return verdict
+
+
+def _runner(protocol: str) -> Callable[..., Awaitable[Attribution]]:
+    """The run function of a judged protocol other than all-at-once (lazy imports: each
+    protocol's module is loaded only when it runs)."""
+    if protocol == "step-by-step":
+        from whenpro_core.attribution.step_by_step import run_step_by_step
+
+        return run_step_by_step
+    if protocol == "binary-search":
+        from whenpro_core.attribution.binary_search import run_binary_search
+
+        return run_binary_search
+    if protocol == PRESET_PROTOCOLS["whowhen-pro"]:
+        from whenpro_core.attribution.whowhen_pro_preset import run_whowhen_pro
+
+        return run_whowhen_pro
+    if protocol in PRESET_NAMES:  # --preset whowhen
+        from whenpro_core.attribution.whowhen_preset import RUNNERS
+
+        return RUNNERS[protocol]
+    from whenpro_core.attribution.hybrid import run_hybrid
+
+    return run_hybrid
 
 
 def nothing_to_attribute(trace: Trace, protocol: str, judge: Judge | None, with_gold: bool) -> Attribution:
@@ -111,4 +139,5 @@ def trace_has_gold(trace: Trace) -> bool:
     return bool(trace.task.answer)
 
 
-__all__ = ["PRESET_PROTOCOLS", "PROTOCOLS", "attribute", "preset_protocol", "protocol_name", "trace_has_gold"]
+__all__ = ["PRESET_CHOICES", "PRESET_NAMES", "PRESET_PROTOCOLS", "PROTOCOLS", "attribute", "preset_protocol",
+           "protocol_name", "trace_has_gold"]

@@ -34,8 +34,12 @@ one):
   task image are dropped. Images are inline base64 ``data`` in the release; a ``path``
   (the per-file showcase layout) is read from the dataset folder, confined to it.
   Hint: "Step coords are sequential integers across the trajectory. ".
-* ``macnet``, ``magentic-one``, ``eva``: see :func:`render_macnet`,
-  :func:`render_magentic`, :func:`render_eva`. Lists the showcase files store as Python
+* ``macnet``, ``magentic-one``, ``eva``, ``dvd``, ``debate``, ``dylan``, ``pixelcraft``,
+  ``mathchat``, ``metagpt``, ``alfagent`` and the GUI agents (``coact``, ``openai_cua``,
+  ``agentoccam``, ``gemini``): see the ``render_*`` functions. Speakers are the names the
+  trace records (mathchat, pixelcraft, GUI steps); task images and pixelcraft's viewed
+  images are passed through as released (never re-encoded); GUI screenshots are capped
+  in width; video frames at 512 px. Lists the showcase files store as Python
   text (eva's ``tool_calls``, ``frames``) are read as lists.
 """
 
@@ -58,6 +62,7 @@ from whenpro_core.attribution.judge import CallSettings, Judge, Progress, Progre
 from whenpro_core.attribution.prompts import Message, Verdict
 from whenpro_core.attribution.render import ImagePart, Part, TextPart
 from whenpro_core.attribution.run import PRESET_PROTOCOLS
+from whenpro_core.coords import canonical_framework
 from whenpro_core.errors import ConfigError
 from whenpro_core.model import Attribution, Trace
 from whenpro_core.taxonomy import Taxonomy, taxonomy_for
@@ -161,14 +166,18 @@ def coalesce(parts: list[Part]) -> list[Part]:
 
 @dataclass(frozen=True)
 class Reencode:
-    """How a renderer re-encodes its images: longest side and JPEG quality."""
+    """How a renderer re-encodes its images: longest side (or, with ``width_only``, the
+    width alone: GUI screenshots keep tall pages tall) in pixels, and JPEG quality."""
 
     max_side: int = IMAGE_MAX_SIDE
     quality: int = IMAGE_QUALITY
+    width_only: bool = False
 
 
-#: Video frames (eva): longest side 512, quality 75.
+#: Video frames (eva, dvd): longest side 512, quality 75.
 FRAMES = Reencode(512, 75)
+#: GUI screenshots: width at most 1,024 (height scaled to match), quality 80.
+SCREENSHOTS = Reencode(1024, 80, width_only=True)
 
 #: Reads one release image entry (``{"data": base64}`` or ``{"path": ...}``) into the
 #: part sent: re-encoded as given, or passed through unchanged for ``None``; ``None``
@@ -183,7 +192,10 @@ def jpeg_part(raw: bytes, how: Reencode | None = None) -> ImagePart:
 
     how = how or Reencode()
     img: Image.Image = Image.open(io.BytesIO(raw))
-    img.thumbnail((how.max_side, how.max_side))
+    if not how.width_only:
+        img.thumbnail((how.max_side, how.max_side))
+    elif img.width > how.max_side:
+        img = img.resize((how.max_side, max(1, round(img.height * how.max_side / img.width))))
     if img.mode not in ("RGB", "L"):
         img = img.convert("RGB")
     buf = io.BytesIO()
@@ -355,15 +367,24 @@ def _clock(t: Any) -> str:
     return f"{h:02d}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
-def _call_line(call: Any) -> str:
+def _call_line(call: Any, *, hidden: frozenset[str] = frozenset(), names: dict[str, str] | None = None) -> str:
+    """One tool call as ``name(k=v, …)`` (arguments given as JSON text are read); the
+    ``hidden`` arguments are left out and ``names`` renames tools."""
     if not isinstance(call, dict):
         return str(call)
+    args = _arguments(call)
+    shown = (", ".join(f"{k}={v!r}" for k, v in args.items() if k not in hidden) if isinstance(args, dict)
+             else str(args))
+    name = call.get("name", "?")
+    return f"{(names or {}).get(name, name)}({shown})"
+
+
+def _arguments(call: dict) -> Any:
     args = call.get("arguments", "")
     if isinstance(args, str):
         with contextlib.suppress(json.JSONDecodeError):
-            args = json.loads(args)
-    shown = ", ".join(f"{k}={v!r}" for k, v in args.items()) if isinstance(args, dict) else str(args)
-    return f"{call.get('name', '?')}({shown})"
+            return json.loads(args)
+    return args
 
 
 def _eva_tool(turn: dict, read: ImageReader) -> tuple[str, list[ImagePart]]:
@@ -424,11 +445,274 @@ def render_eva(doc: dict, read: ImageReader) -> Rendered:
     return Rendered([], blocks, "")
 
 
+# ---------------------------------------------------------------- turn-list frameworks
+# debate, dylan, pixelcraft (rounds of turns), mathchat, metagpt (flat turns): one block
+# per turn, ``Step C | Agent: <agent_id>`` then ``[output]…[/output]`` or ``(empty turn)``;
+# task images passed through as released.
+
+DEBATE_HINT = ("step R.P where R is the round and P is the turn's position within that round. "
+               "The agent cannot see the other agents' turns in the same round.")
+DYLAN_HINT = ("step R.P where R is the round and P is the agent's position within that round (0-indexed, as "
+              "recorded by DyLAN — values may be non-contiguous when the framework skips agents in later "
+              "rounds). The agent cannot see the other agents' turns in the same round.")
+METAGPT_HINT = "step S where S is the SOP stage (0-indexed)"
+GUI_HINT = "Step coords are sequential integers across the trajectory, 1-indexed."
+#: GUI screenshots attached: the first, every 10th and the last of the steps that have one.
+SCREENSHOT_INTERVAL = 10
+#: dvd: at most this many frames per frame-inspection step, evenly sampled.
+DVD_FRAME_CAP = 8
+DVD_INSPECTOR = "frame_inspect_agent"
+
+
+def _int(value: Any, default: int = 0) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _output(text: Any) -> str:
+    output = text.strip() if isinstance(text, str) else ""
+    return f"[output]\n{output}\n[/output]" if output else "(empty turn)"
+
+
+def _speaker(entry: dict, key: str = "agent_id", default: str = "unknown") -> str:
+    return str(entry.get(key) or default)
+
+
+def _passthrough_task_images(doc: dict, read: ImageReader) -> list[ImagePart]:
+    return _jpegs(_image_entries((doc.get("task") or {}).get("images")), read, None)
+
+
+def _round_turns(doc: dict) -> list[tuple[int, int, dict]]:
+    """(round, index in the round, turn) for every turn of every ``round`` entry."""
+    out = []
+    for entry in doc.get("trajectory") or []:
+        if isinstance(entry, dict) and entry.get("kind") == "round":
+            turns = entry.get("turns")
+            out += [(_int(entry.get("round")), i, t) for i, t in enumerate(turns if isinstance(turns, list) else [])
+                    if isinstance(t, dict)]
+    return out
+
+
+def render_debate(doc: dict, read: ImageReader) -> Rendered:
+    """Debate: ``Step R.P`` with P the turn's index in its round."""
+    blocks = [Block(f"{r}.{i}", f"Step {r}.{i} | Agent: {_speaker(t)}\n{_output(t.get('output'))}")
+              for r, i, t in _round_turns(doc)]
+    return Rendered(_passthrough_task_images(doc, read), blocks, DEBATE_HINT)
+
+
+def render_dylan(doc: dict, read: ImageReader) -> Rendered:
+    """DyLAN: ``Step R.P`` with P the turn's recorded ``position`` (gaps kept); the role
+    is not shown."""
+    blocks = []
+    for r, _, t in _round_turns(doc):
+        coord = f"{r}.{_int(t.get('position'))}"
+        blocks.append(Block(coord, f"Step {coord} | Agent: {_speaker(t)}\n{_output(t.get('output'))}"))
+    return Rendered(_passthrough_task_images(doc, read), blocks, DYLAN_HINT)
+
+
+def render_pixelcraft(doc: dict, read: ImageReader) -> Rendered:
+    """PixelCraft: ``Step R.P | Agent: <agent_id>``, then one ``[viewed image: SOURCE]``
+    line per image the turn viewed, the images themselves (passed through, never
+    re-encoded: charts stay lossless), then the turn's output; no hint."""
+    blocks = []
+    for r, _, t in _round_turns(doc):
+        coord = f"{r}.{_int(t.get('position'))}"
+        entries = _image_entries(t.get("images"))
+        header = "\n".join([f"Step {coord} | Agent: {_speaker(t)}"]
+                           + [f"[viewed image: {e.get('source') or '<inline>'}]" for e in entries])
+        blocks.append(Block(coord, header, _jpegs(entries, read, None), _output(t.get("output"))))
+    return Rendered(_passthrough_task_images(doc, read), blocks, "")
+
+
+def render_mathchat(doc: dict, read: ImageReader) -> Rendered:
+    """MathChat: the opening ``user_proxy`` turn (round 0, position 0) is unnumbered
+    ``User Input`` framing; every other turn is ``Step N`` with N = 2·round + position,
+    labelled with its real speaker (``assistant``, ``user_proxy``); no hint."""
+    blocks = []
+    for e in doc.get("trajectory") or []:
+        if not isinstance(e, dict) or e.get("kind") in ("user", "final_answer"):
+            continue
+        if e.get("round") is None or e.get("position") is None:
+            continue
+        r, p, agent = _int(e["round"]), _int(e["position"]), _speaker(e)
+        if (r, p, agent) == (0, 0, "user_proxy"):
+            blocks.append(Block(None, f"User Input\n{_output(e.get('output'))}"))
+        else:
+            blocks.append(Block(str(2 * r + p), f"Step {2 * r + p} | Agent: {agent}\n{_output(e.get('output'))}"))
+    return Rendered(_passthrough_task_images(doc, read), blocks, "")
+
+
+def render_metagpt(doc: dict, read: ImageReader) -> Rendered:
+    """MetaGPT: one block per staged turn, ``Step S`` with S the SOP stage."""
+    staged = [e for e in doc.get("trajectory") or []
+              if isinstance(e, dict) and e.get("kind") not in ("user", "final_answer") and e.get("stage") is not None]
+    blocks = [Block(str(s), f"Step {s} | Agent: {_speaker(e)}\n{_output(e.get('output'))}")
+              for e in staged if (s := _int(e["stage"])) is not None]
+    return Rendered(_passthrough_task_images(doc, read), blocks, METAGPT_HINT)
+
+
+# ---------------------------------------------------------------- single-agent action frameworks
+
+
+def _tagged(pairs: list[tuple[str, Any]], empty: str) -> str:
+    """``[tag]\nvalue\n[/tag]`` for each non-empty value, joined by newlines."""
+    shown = [f"[{tag}]\n{v}\n[/{tag}]" for tag, value in pairs
+             if (v := (value.strip() if isinstance(value, str) else (str(value) if value else "")))]
+    return "\n".join(shown) if shown else empty
+
+
+def render_alfagent(doc: dict, read: ImageReader) -> Rendered:
+    """ALFWorld agent: ``Step N | Agent: agent`` with N the entry's ``step_number``, body
+    ``[think]``, ``[action]``, ``[observation]`` (those present) or ``(empty step)``;
+    other kinds with a number show ``(unknown kind=…)``; no images, no hint."""
+    blocks = []
+    for e in doc.get("trajectory") or []:
+        kind = e.get("kind") if isinstance(e, dict) else None
+        if kind in ("user", "final_answer", None):
+            continue
+        sn = e.get("step_number")
+        if kind != "action":
+            coord = str(sn) if isinstance(sn, int) else "?"
+            blocks.append(Block(coord, f"Step {coord} | Agent: agent\n(unknown kind={kind!r})"))
+        elif isinstance(sn, int):
+            body = _tagged([("think", e.get("reasoning")), ("action", e.get("action")),
+                            ("observation", e.get("observation"))], "(empty step)")
+            blocks.append(Block(str(sn), f"Step {sn} | Agent: agent\n{body}"))
+    return Rendered([], blocks, "")
+
+
+def _screenshot_entries(entries: list[dict]) -> set[int]:
+    """Indexes of the action entries whose screenshot is attached."""
+    with_shot = [i for i, e in enumerate(entries)
+                 if e.get("kind") == "action" and _image_entries(e.get("observation_images"))]
+    if not with_shot:
+        return set()
+    keep = {0, len(with_shot) - 1, *range(0, len(with_shot), SCREENSHOT_INTERVAL)}
+    return {with_shot[k] for k in keep}
+
+
+def render_gui(doc: dict, read: ImageReader) -> Rendered:
+    """GUI agents (coact, openai_cua, agentoccam, gemini): ``Step N | Agent: <agent>``
+    (the entry's real speaker; ``agent`` when it has none), ``[screenshot]`` and the
+    screenshot when the step's is attached (the first, every 10th and the last; width at
+    most 1,024 px, JPEG 80), then ``[reasoning]``, ``[action]``, ``[observation]``,
+    ``[error]`` (those present) or ``(empty step)``."""
+    entries = [e for e in doc.get("trajectory") or [] if isinstance(e, dict)]
+    shots = _screenshot_entries(entries)
+    blocks = []
+    for i, e in enumerate(entries):
+        if e.get("kind") != "action":
+            continue
+        coord = str(e.get("step_number"))
+        images = _jpegs(_image_entries(e.get("observation_images")), read, SCREENSHOTS) if i in shots else []
+        header = f"Step {coord} | Agent: {_speaker(e, 'agent', 'agent')}" + ("\n[screenshot]" if images else "")
+        body = _tagged([("reasoning", e.get("reasoning")), ("action", e.get("action")),
+                        ("observation", e.get("observation")), ("error", e.get("error"))], "(empty step)")
+        blocks.append(Block(coord, header, images, body))
+    return Rendered(_passthrough_task_images(doc, read), blocks, GUI_HINT)
+
+
+# ---------------------------------------------------------------- dvd (video)
+
+
+def _dvd_call(call: Any) -> str:
+    """A dvd tool call: the injected ``database`` argument left out, the frame inspector
+    named as the agent it is."""
+    return _call_line(call, hidden=frozenset({"database"}), names={"frame_inspect_tool": DVD_INSPECTOR})
+
+
+def _time_ranges(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(f"{x[0]}-{x[1]}" if isinstance(x, list | tuple) and len(x) == 2 else str(x) for x in value)
+    return str(value)
+
+
+def _evenly(items: list, k: int) -> list:
+    n = len(items)
+    return items if n <= k or k <= 0 else [items[round(i * (n - 1) / (k - 1))] for i in range(k)]
+
+
+def _dvd_inspection(turn: dict, coord: str, window: str | None, read: ImageReader) -> Block:
+    images, missing = [], []
+    for frame in _evenly([f for f in _listish(turn.get("frames")) if isinstance(f, dict)], DVD_FRAME_CAP):
+        if not frame.get("path"):
+            continue
+        part = read({"path": frame["path"]}, FRAMES)
+        if part is None:
+            missing.append(f"[frame {frame.get('index', '?')} at {_clock(frame.get('time_s'))} missing]")
+        else:
+            images.append(part)
+    header = [f"Step {coord} | Agent: {DVD_INSPECTOR}"]
+    if images or missing:
+        header.append(f"[input_frames at {window}, {len(images)} frame(s)]" if window
+                      else f"[input_frames, {len(images)} frame(s)]")
+    content = (turn.get("content") or "").strip() or "(empty)"
+    return Block(coord, "\n".join(header), images, "\n".join([*missing, f"[output]\n{content}\n[/output]"]))
+
+
+def _dvd_turn(turn: dict, coord: str, windows: dict[str, str], read: ImageReader) -> Block:
+    kind = turn.get("kind")
+    if kind == "assistant":
+        calls = _listish(turn.get("tool_calls"))
+        for call in calls:
+            if isinstance(call, dict) and call.get("name") == "frame_inspect_tool" and call.get("id"):
+                args = _arguments(call)
+                window = args.get("time_ranges_hhmmss") or args.get("time_ranges") if isinstance(args, dict) else None
+                if window:
+                    windows[str(call["id"])] = _time_ranges(window)
+        content = (turn.get("content") or "").strip()
+        body = [f"[output]\n{content}\n[/output]"] if content else []
+        body += [f"[tool_call]\n{_dvd_call(c)}\n[/tool_call]" for c in calls]
+        return Block(coord, f"Step {coord} | Agent: orchestrator", [], "\n".join(body) or "(empty assistant turn)")
+    if kind == "tool":
+        tool = turn.get("tool_name") or "?"
+        if tool == "frame_inspect_tool":
+            return _dvd_inspection(turn, coord, windows.pop(str(turn.get("tool_call_id") or ""), None), read)
+        content = (turn.get("content") or "").strip() or "(empty)"
+        return Block(coord, f"Step {coord} | Tool: {tool}", [], f"[tool_result tool={tool}]\n{content}\n[/tool_result]")
+    return Block(coord, f"Step {coord} | {kind}", [], f"[unknown kind={kind!r}]\n{turn.get('content') or ''}")
+
+
+def render_dvd(doc: dict, read: ImageReader) -> Rendered:
+    """DeepVideoDiscovery: the system prompt (first) and user question (second) are
+    framing; every later turn is a step numbered from 0 by its place in the trajectory:
+    the orchestrator's turns (``[output]``, ``[tool_call]`` lines), the frame inspector's
+    replies as ``Agent: frame_inspect_agent`` (an ``[input_frames at WINDOW, K frame(s)]``
+    line, up to 8 evenly sampled frames at most 512 px, JPEG 75, then ``[output]``) and
+    the plain tools as ``Tool: NAME`` with ``[tool_result tool=NAME]``; no hint."""
+    turns = doc.get("trajectory") or []
+    windows: dict[str, str] = {}
+    blocks = []
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            continue
+        if (i == 0 and turn.get("kind") == "system") or (i == 1 and turn.get("kind") == "user"):
+            continue
+        blocks.append(_dvd_turn(turn, str(i - 2), windows, read))
+    return Rendered([], blocks, "")
+
+
 #: Frameworks whose transcript the preset renders under the official rules.
 RENDERERS: dict[str, Callable[[dict, ImageReader], Rendered]] = {
     "smolagents": render_smolagents, "macnet": render_macnet, "magentic-one": render_magentic,
-    "eva": render_eva,
+    "eva": render_eva, "dvd": render_dvd, "debate": render_debate, "dylan": render_dylan,
+    "pixelcraft": render_pixelcraft, "mathchat": render_mathchat, "metagpt": render_metagpt,
+    "alfagent": render_alfagent, "coact": render_gui, "openai_cua": render_gui, "agentoccam": render_gui,
+    "gemini": render_gui,
 }
+
+
+def _mime_of(raw: bytes) -> str:
+    """The MIME type of image bytes from their signature (PNG unless JPEG/GIF/WebP)."""
+    if raw.startswith(b"\xff\xd8"):
+        return "image/jpeg"
+    if raw[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
+        return "image/webp"
+    return "image/png"
 
 
 def image_reader(trace: Trace, problems: list[str]) -> ImageReader:
@@ -451,8 +735,11 @@ def image_reader(trace: Trace, problems: list[str]) -> ImageReader:
                     return ImagePart(str(entry["data"]), str(entry.get("mime") or "image/png"))
                 raw = decode_inline(str(entry["data"]))
             else:
-                raw = read_file_capped(resolve_path(str(entry.get("path")), bases))
-            return jpeg_part(raw, how or Reencode())
+                path = resolve_path(str(entry.get("path")), bases)
+                raw = read_file_capped(path)
+                if how is None:  # the file's own bytes, as the release's inline data would be
+                    return ImagePart(base64.b64encode(raw).decode("ascii"), _mime_of(raw))
+            return jpeg_part(raw, how)
         except MediaError as exc:
             problems.append(f"image left out: {exc.one_line()}")
         except (OSError, ValueError) as exc:  # Pillow cannot decode it
@@ -485,7 +772,7 @@ def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]
     """The content parts of the preset's single user message for ``trace``; images that
     cannot be read are left out and described in ``problems``."""
     doc = release_document(trace)
-    framework = str(doc.get("framework") or trace.framework)
+    framework = canonical_framework(doc.get("framework") or trace.framework)
     render = RENDERERS.get(framework)
     if render is None:
         raise ConfigError(f"--preset whowhen-pro does not render {framework} traces yet",

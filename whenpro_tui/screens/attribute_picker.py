@@ -1,7 +1,8 @@
 """The attribution picker (``a`` on the trace screen): protocol, model (the configured
 default, models from config, or one typed as ``provider:model``), and whether the judge
 sees the gold answer. Enter starts; ``a`` then enter runs the offline heuristic (the protocol always starts
-there; the model and gold setting of the last run are kept).
+there; the model and gold setting of the last run are kept). ``f2`` shows the first request(s) the
+choice would send (``preview``, the ``--dry-run`` text; :mod:`.request_preview`), without sending.
 
 The choice is checked by ``validate`` (:func:`whenpro_core.attribution.interactive.make_request`)
 before the picker closes: an unusable model or a missing key is a one-line notification
@@ -11,7 +12,8 @@ and the picker stays open to fix it. Dismisses with the
 
 from __future__ import annotations
 
-from typing import Callable
+import asyncio
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -26,6 +28,8 @@ from whenpro_core.errors import WhenproError
 from whenpro_core.textsafe import clean
 
 Validate = Callable[[str, str | None, bool], AttributionRequest]
+#: (protocol, model or None, with_gold) -> the dry-run preview text; raises WhenproError.
+Preview = Callable[[str, str | None, bool], str]
 
 
 class AttributePicker(ModalScreen[AttributionRequest | None]):
@@ -34,6 +38,7 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
     BINDINGS = [
         Binding("enter", "start", "Start", priority=True),
         Binding("escape", "cancel", "Cancel"),
+        Binding("f2", "preview", "Preview requests", priority=True),
     ]
     DEFAULT_CSS = """
     AttributePicker { align: center middle; }
@@ -59,8 +64,9 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
 
     def __init__(self, *, protocols: list[tuple[str, str]], models: list[ModelChoice],
                  has_gold: bool, validate: Validate, initial: AttributionRequest | None = None,
-                 settings_error: str | None = None) -> None:
+                 settings_error: str | None = None, preview: Preview | None = None) -> None:
         super().__init__()
+        self.preview = preview
         self.protocols = protocols
         self.models = models
         self.has_gold = has_gold
@@ -105,8 +111,8 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
             yield Checkbox(gold_label, value=self.has_gold and (self.initial.with_gold if self.initial else True),
                            disabled=not self.has_gold, id="ap-gold")
             yield Static(id="ap-note")
-            yield Static(Text("enter start · ↑↓ choose · tab next field · space toggle · "
-                              "esc cancel"), id="ap-help")
+            yield Static(Text("enter start · f2 preview requests · ↑↓ choose · tab next field · "
+                              "space toggle · esc cancel"), id="ap-help")
 
     def on_mount(self) -> None:
         self.query_one("#ap-model-input", Input).cursor_blink = getattr(self.app, "cursor_blink", True)
@@ -158,6 +164,21 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
                             timeout=10)
             return
         self.dismiss(request)
+
+    async def action_preview(self) -> None:
+        """Build the preview off the event loop (it renders the trace), then show it."""
+        if self.preview is None:
+            return
+        from whenpro_tui.screens.request_preview import RequestPreview
+
+        protocol, model = self.protocol, self.model
+        gold = self.query_one("#ap-gold", Checkbox).value
+        try:
+            text = await asyncio.to_thread(self.preview, protocol, model, gold)
+        except WhenproError as exc:
+            self.app.notify(clean(exc.one_line()), title="Cannot preview", severity="error", timeout=10)
+            return
+        self.app.push_screen(RequestPreview(text, f"Requests {protocol} would send (dry run)"))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

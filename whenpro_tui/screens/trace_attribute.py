@@ -165,7 +165,8 @@ class AttributionMixin:
         self.app.push_screen(AttributePicker(
             protocols=[(p, notes[p]) for p in PROTOCOLS], models=model_choices(settings, self.verdicts),
             has_gold=trace_has_gold(trace), validate=validate, initial=self._attr_last,
-            settings_error=settings_error), chosen)
+            settings_error=settings_error,
+            preview=lambda protocol, model, gold: _preview(trace, protocol, model, gold, settings)), chosen)
 
     # ------------------------------------------------------------------ running
 
@@ -386,6 +387,13 @@ class AttributionMixin:
                                     reason_cap=self._reason_cap(),
                                     compact=self._reason_cap() == SHORT_REASON_CAP))
         panel.display = True
+
+
+def _preview(trace: Trace, protocol: str, model: str | None, with_gold: bool, settings: Settings | None) -> str:
+    """The dry-run text of the dialog's choice (``f2``)."""
+    from whenpro_core.attribution.dry_run import preview_choice  # lazy: loads the LLM SDKs (~0.4 s)
+
+    return preview_choice(trace, protocol, model, with_gold, settings)
 
 
 def _verdict_key(v: Attribution) -> tuple:
