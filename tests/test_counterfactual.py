@@ -43,7 +43,7 @@ def _decisive(env: str, seed: int, index: int, mode: str) -> Trace:
 
 
 @pytest.mark.parametrize(("env", "seed", "index", "mode"), [
-    ("arith_team", 1, 4, "A.3"), ("arith_team", 3, 1, "PL.1"), ("arith_team", 8, 11, "R.1"),
+    ("arith_team", 1, 4, "R.3"), ("arith_team", 3, 1, "PL.1"), ("arith_team", 8, 11, "R.3"),
     ("code_pair", 7, 1, "A.3"),
 ])
 def test_offline_on_built_in_traces_finds_the_injected_step(env: str, seed: int, index: int, mode: str) -> None:
@@ -78,7 +78,7 @@ class _WrongFirst:
 
 
 def test_max_replays_bounds_the_search_and_says_the_verdict_is_unverified() -> None:
-    cf = _decisive("arith_team", 1, 4, "A.3")
+    cf = _decisive("arith_team", 1, 4, "R.3")
     verdict, run = attribute_counterfactual(cf, get_executor("builtin"), _WrongFirst(4), ranking=[2, 3, 4],
                                             max_replays=2)
     assert [t.outcome for t in run.tries] == ["still failing", "still failing"] and run.fixed_index is None
@@ -89,7 +89,7 @@ def test_max_replays_bounds_the_search_and_says_the_verdict_is_unverified() -> N
 
 
 def test_a_trace_without_gold_is_refused_in_one_line() -> None:
-    cf = _decisive("arith_team", 1, 4, "A.3")
+    cf = _decisive("arith_team", 1, 4, "R.3")
     no_answer = cf.task.model_copy(update={"answer": None})
     bare = cf.model_copy(update={"framework": "other", "extras": {}, "task": no_answer})
     with pytest.raises(ConfigError, match="no gold answer"):
@@ -139,17 +139,17 @@ def _fixer(seed: Trace, model: InjectModel | None = None) -> Any:
 
 
 def test_through_a_cmd_executor_with_the_model_fixing_the_step(llm_server, llm_settings, tally_run) -> None:  # noqa: F811
-    result = inject(tally_run, 3, "A.3", OfflineGenerator(), example())
+    result = inject(tally_run, 5, "C.2", OfflineGenerator(), example())  # a premature final answer
     cf = result.counterfactual
     assert result.verdict.decisive
     fixer = _fixer(tally_run)
     llm_server.respond_with(fixer)
     verdict, run = attribute_counterfactual(cf, example(), LLMFixCorrector("openai:gpt-4.1", settings=llm_settings()),
-                                            ranking=[3, 1, 2])
-    assert verdict.step == "3" and run.fixed_index == 3 and score_prediction(cf, verdict).step
+                                            ranking=[5, 1, 2])
+    assert verdict.step == "5" and run.fixed_index == 5 and score_prediction(cf, verdict).step
     assert run.fixing_trace is not None and run.fixing_trace.final_answer == "1667"
-    # 3 fixed first; then the earlier candidates were checked: the model kept them as they were
-    assert fixer.asked == ["3", "1", "2"] and [t.outcome for t in run.tries] == ["fixed", "unchanged", "unchanged"]
+    # 5 fixed first; then the earlier candidates were checked: the model kept them as they were
+    assert fixer.asked == ["5", "1", "2"] and [t.outcome for t in run.tries] == ["fixed", "unchanged", "unchanged"]
     assert verdict.usage.calls == 3 and verdict.evidence[0]["executor"].startswith("cmd:")
 
 

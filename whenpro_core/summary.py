@@ -127,7 +127,8 @@ def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console)
     counts = dataset_counts(rows)
     ok = sum(1 for r in rows if not r.error)
     console.print(Text(f"{target}: {plural(ok, 'trace')}", style="bold"),
-                  Text(f"  ({plural(len(rows) - ok, 'file')} failed to import)" if len(rows) > ok else ""))
+                  Text(f"  ({plural(len(rows) - ok, 'file')} failed to import)" if len(rows) > ok else ""),
+                  soft_wrap=True)  # a long path stays whole on its line
     for axis in ("modality", "framework", "benchmark", "mode"):
         if not counts[axis]:
             continue
