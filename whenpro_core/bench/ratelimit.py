@@ -1,8 +1,8 @@
 """The request-rate cap of ``whenpro bench --max-calls-per-s`` (issue 18).
 
 :class:`RateLimiter` hands out request slots ``1 / rate`` seconds apart on one clock: a
-caller asks for a slot (:meth:`RateLimiter.reserve`) and waits the seconds it is told
-before sending its request, so at most ``rate`` requests start in any one-second window
+caller asks for a slot (:meth:`RateLimiter.reserve`, the slot's time on that clock) and
+waits until then before sending its request, so at most ``rate`` requests start in any one-second window
 (``rate + 1`` counting both ends), however many callers share it. In one process it is
 used directly; on Ray one instance lives in an actor that every shard's workers ask
 (:mod:`whenpro_core.bench.ray_backend`), which makes the cap cluster-wide.
@@ -25,8 +25,11 @@ from whenpro_core.errors import ConfigError
 class RateLimiter:
     """Slots at most ``rate`` per second (``rate`` > 0, requests per second).
 
-    ``clock`` returns seconds (default ``time.monotonic``). Not thread-safe: one owner
-    (an event loop, or a Ray actor, which runs one call at a time).
+    ``clock`` returns seconds (default ``time.monotonic``, which :func:`local_wait` assumes). Not thread-safe: one owner
+    (an event loop, or a Ray actor, which runs one call at a time). Slots are times on
+``clock``, so a caller in another process waits until the slot on the same clock (the
+wall clock ``time.time`` across machines): the wait does not depend on how long the
+answer took to reach it.
     """
 
     def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic) -> None:
@@ -37,18 +40,17 @@ class RateLimiter:
         self._next = float("-inf")
 
     def reserve(self) -> float:
-        """Take the next free slot; returns the seconds to wait before using it (≥ 0)."""
-        now = self._clock()
-        slot = max(now, self._next)
+        """Take the next free slot; returns its time on ``clock`` (now or later)."""
+        slot = max(self._clock(), self._next)
         self._next = slot + self.interval
-        return slot - now
+        return slot
 
 
 def local_wait(limiter: RateLimiter) -> Callable[[], Awaitable[None]]:
     """An awaitable hook that waits for a slot of an in-process ``limiter``."""
 
     async def wait() -> None:
-        await asyncio.sleep(limiter.reserve())
+        await asyncio.sleep(max(0.0, limiter.reserve() - time.monotonic()))
 
     return wait
 

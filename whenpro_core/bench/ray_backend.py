@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -74,10 +75,11 @@ def ray_session(address: str | None) -> Iterator[ModuleType]:
 
 class RateLimiterActor:
     """The shared rate limiter, run as a Ray actor (one call at a time): ``reserve()`` as
-    :meth:`RateLimiter.reserve`."""
+    :meth:`RateLimiter.reserve`, slots on the wall clock (``time.time``, the clock the
+    cluster's machines share)."""
 
     def __init__(self, rate: float) -> None:
-        self._limiter = RateLimiter(rate)
+        self._limiter = RateLimiter(rate, clock=time.time)
 
     def reserve(self) -> float:
         return self._limiter.reserve()
@@ -87,7 +89,8 @@ def actor_wait(limiter: Any) -> Callable[[], Any]:
     """An awaitable hook that waits for a slot of a :class:`RateLimiterActor` handle."""
 
     async def wait() -> None:
-        await asyncio.sleep(await limiter.reserve.remote())
+        slot = await limiter.reserve.remote()
+        await asyncio.sleep(max(0.0, slot - time.time()))
 
     return wait
 
