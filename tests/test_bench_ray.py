@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import orjson
 import pytest
 
-from bench_data import write_dataset
+from bench_data import differences, strip_timing, write_dataset
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import LLMServer
 from whenpro_core.bench.cli_bench import bench_command
@@ -28,8 +28,6 @@ REPO = Path(__file__).resolve().parent.parent
 MODEL = "openai:gpt-4.1"
 #: Every judge question gets this answer (all-at-once asks one question per item).
 ANSWER = {"agent_name": "solver", "step_number": "2", "error_mode": "R.3", "reason": "fixed answer"}
-#: Fields that hold timing or provenance, not results.
-TIMING = {"seconds", "finished_at", "created", "sources", "latency_s"}
 
 
 @pytest.fixture(scope="module")
@@ -60,23 +58,6 @@ def bench_env(ray_session: Any, server: LLMServer, monkeypatch: pytest.MonkeyPat
     server.latency_s = 0.0
     server.respond_with(lambda body: ANSWER)
     return server
-
-
-def strip_timing(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: strip_timing(v) for k, v in value.items() if k not in TIMING}
-    if isinstance(value, list):
-        return [strip_timing(v) for v in value]
-    return value
-
-
-def differences(a: Any, b: Any, where: str = "$") -> list[str]:
-    """JSON paths where ``a`` and ``b`` differ (for a readable failure)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return [d for k in sorted(set(a) | set(b)) for d in differences(a.get(k), b.get(k), f"{where}.{k}")]
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{where}[{i}]")]
-    return [] if a == b else [f"{where}: {a!r} != {b!r}"]
 
 
 def records_by_key(path: Path) -> dict[str, Any]:
