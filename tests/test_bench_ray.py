@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import pytest
-
 from bench_data import differences, strip_timing, write_dataset
+
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import LLMServer
 from whenpro_core.bench.cli_bench import bench_command

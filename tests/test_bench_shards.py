@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from bench_data import LABELLED, differences, strip_timing, write_dataset
+
 from tests.support.fixtures import TEST_KEY
 from whenpro_core.bench import shards
 from whenpro_core.bench.cli_bench import bench_command
