@@ -125,3 +125,11 @@ def test_ray_without_ray_installed_is_one_clear_error(tmp_path):
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("whenpro: error: ") and "pip install 'whenpro[ray]'" in last
+
+
+def test_an_unreachable_ray_address_is_one_clear_error_not_a_hang(tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'whenpro[ray]')")
+    data = write_dataset(tmp_path)
+    with pytest.raises(ConfigError, match="cannot connect to the Ray cluster at 127.0.0.1:1"):
+        bench_command(str(data), out=tmp_path / "r.jsonl", ray_address="127.0.0.1:1", report=False)
+    assert not (tmp_path / "r.jsonl").exists()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -61,6 +62,8 @@ def ray_session(address: str | None) -> Iterator[ModuleType]:
     if ray.is_initialized():
         yield ray
         return
+    if address is not None:
+        check_reachable(address)
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
                  configure_logging=False)
@@ -71,6 +74,20 @@ def ray_session(address: str | None) -> Iterator[ModuleType]:
         yield ray
     finally:
         ray.shutdown()
+
+
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """ConfigError when ``HOST:PORT`` (optionally ``ray://``) does not accept a TCP
+    connection within ``timeout_s`` (Ray itself would retry for minutes). Other forms
+    (``auto``) are left to Ray."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConfigError(f"cannot connect to the Ray cluster at {address}: {exc.strerror or exc}",
+                          expected="--ray-address of a running cluster (ray start --head), or --ray") from None
 
 
 class RateLimiterActor:
