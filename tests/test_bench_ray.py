@@ -157,14 +157,15 @@ def test_a_worker_killed_mid_shard_loses_nothing_on_resume(tmp_path, bench_env):
 
 
 def test_max_calls_per_s_holds_across_the_cluster(tmp_path, bench_env):
-    """Two shards × 4 in flight, capped at 4 requests/s: no one-second window at the
-    server holds more than 4 + 1 request starts (a window can catch both ends)."""
+    """Two shards × 4 in flight, capped at 2 requests/s: no one-second window at the
+    server holds more than 2 + 1 request starts (a window can catch both ends; slots half
+    a second apart leave room for a worker that is late on a busy machine)."""
     data = write_dataset(tmp_path)
-    rate = 4
+    rate = 2
     run(data, tmp_path / "r.jsonl", ray=True, ray_shards=2, concurrency=4, report=False,
         max_calls_per_s=rate)
     starts = sorted(r.started for r in bench_env.requests)
     assert len(starts) == 12
     most = max(sum(1 for t in starts if s <= t < s + 1.0) for s in starts)
-    assert most <= rate + 1, most
+    assert most <= rate + 1, (most, [round(t - starts[0], 3) for t in starts])
     assert len(orjson.loads((tmp_path / "r.jsonl").read_bytes().splitlines()[0])["key"]) > 0

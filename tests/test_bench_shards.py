@@ -103,17 +103,18 @@ def test_rate_limiter_spaces_slots_on_its_clock():
 
 def test_max_calls_per_s_in_one_process_counted_at_the_server(tmp_path, llm_server, monkeypatch):
     """Without Ray the cap holds for the run's own requests: at most rate + 1 request starts
-    in any one-second window at the server, with 8 items in flight."""
+    in any one-second window at the server, with 8 items in flight (rate 2: slots half a
+    second apart leave room for a late request on a busy machine)."""
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
     answer: dict[str, Any] = {"agent_name": "solver", "step_number": "2", "error_mode": "R.3", "reason": "x"}
     llm_server.respond_with(lambda body: answer)
     data = write_dataset(tmp_path)
     bench_command(str(data), models="openai:gpt-4.1", out=tmp_path / "r.jsonl", concurrency=8,
-                  max_calls_per_s=5, use_cache=False, report=False)
+                  max_calls_per_s=2, use_cache=False, report=False)
     starts = sorted(r.started for r in llm_server.requests)
     assert len(starts) == LABELLED
-    assert max(sum(1 for t in starts if s <= t < s + 1.0) for s in starts) <= 6
+    assert max(sum(1 for t in starts if s <= t < s + 1.0) for s in starts) <= 3
 
 
 def test_ray_without_ray_installed_is_one_clear_error(tmp_path):
