@@ -5,6 +5,7 @@ image, round-only debate), one unlabelled trace and one broken file."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from whenpro_core.formats.native import write_trace
 from whenpro_core.model import Agent, GroundTruth, Modality, Outcome, Step, Task, Trace
@@ -80,3 +81,25 @@ def write_dataset(root: Path) -> Path:
     (data / "broken").mkdir(parents=True)
     (data / "broken" / "broken.json").write_text('{"history": [')
     return data
+
+
+#: Fields of records and reports that hold timing or provenance, not results.
+TIMING = {"seconds", "finished_at", "created", "sources", "latency_s"}
+
+
+def strip_timing(value: Any) -> Any:
+    """``value`` (a JSON dump) without the :data:`TIMING` fields, at any depth."""
+    if isinstance(value, dict):
+        return {k: strip_timing(v) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [strip_timing(v) for v in value]
+    return value
+
+
+def differences(a: Any, b: Any, where: str = "$") -> list[str]:
+    """JSON paths where ``a`` and ``b`` differ (for a readable failure)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b)) for d in differences(a.get(k), b.get(k), f"{where}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{where}[{i}]")]
+    return [] if a == b else [f"{where}: {a!r} != {b!r}"]

@@ -513,6 +513,16 @@ def bench(
                                     "(rejected left out, relabels scored); built: the labels the build gave."),
     images: Optional[JudgeImages] = typer.Option(None, "--images", help=JUDGE_IMAGES_HELP),
     preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP),
+    ray: bool = typer.Option(False, "--ray", help="Run shards as tasks on a local Ray started for the run "
+                                                  "(pip install 'whenpro[ray]')."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", metavar="ADDR",
+                                              help="Run shards on an existing Ray cluster (ray://HOST:10001, auto)."),
+    ray_shards: Optional[int] = typer.Option(None, "--shards", min=1,
+                                             help="Number of Ray shards (default: one per cluster CPU)."),
+    shard: Optional[str] = typer.Option(None, "--shard", metavar="K/N",
+                                        help="Run only job K (0-based) of N into OUT's part K (job arrays; no report)."),
+    max_calls_per_s: Optional[float] = typer.Option(None, "--max-calls-per-s", min=0.001,
+                                                    help="Cap on LLM requests per second (cluster-wide with Ray)."),
 ) -> None:
     """Evaluate attribution protocols over a dataset; resumable, then report."""
     from whenpro_core.bench.cli_bench import bench_command
@@ -528,11 +538,14 @@ def bench(
         _not_together("--both", "--no-gold", expected="--both (runs with and without the gold answer)")
     if limit is not None and sample is not None:
         _not_together("--limit", "--sample")
+    if shard is not None and (ray or ray_address):
+        _not_together("--shard", "--ray", expected="--shard K/N (job arrays) or --ray (Ray shards itself)")
     bench_command(dataset, protocols=protocol, models=model, gold=gold, both=both, where=where,
                   limit=limit, sample=sample, seed=seed, concurrency=concurrency, out=out,
                   tolerance=tolerance, retry_errors=retry_errors, use_cache=not no_cache,
                   report=not no_report, report_dir=report_dir, labels=labels,
-                  images=images.value if images else None)
+                  images=images.value if images else None, shard=shard, ray=ray,
+                  ray_address=ray_address, ray_shards=ray_shards, max_calls_per_s=max_calls_per_s)
 
 
 @app.command()
@@ -626,7 +639,8 @@ def build(seeds: Optional[str] = typer.Argument(None, help="Successful seed runs
 @app.command()
 @handles_errors
 def report(
-    results: list[str] = typer.Argument(..., help="Results JSONL file(s) from whenpro bench."),
+    results: list[str] = typer.Argument(..., help="Results JSONL file(s) from whenpro bench, a folder of "
+                                             "them or a glob of part files ('out.d/part-*.jsonl')."),
     out: Optional[Path] = typer.Option(None, "--out", "-o",
                                        help="Folder for report.json/md (default: next to results)."),
     tolerance: Optional[int] = typer.Option(None, "--tolerance", "-k", min=0,

@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
-from whenpro_core.bench import runner
+from whenpro_core.bench import runner, shards
 from whenpro_core.bench.aggregate import Report
+from whenpro_core.bench.ratelimit import local_gate
 from whenpro_core.bench.records import Record, ResultsFile
 from whenpro_core.bench.report import report_command, spending_line
 from whenpro_core.bench.report_files import check_report_dir
@@ -38,7 +39,9 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
                   retry_errors: bool = False, use_cache: bool = True, report: bool = True,
                   report_dir: str | Path | None = None, console: Console | None = None,
                   report_hint: str = BENCH_REPORT_HINT, labels: str = "reviewed",
-                  images: str | None = None) -> Report | None:
+                  images: str | None = None, shard: str | None = None, ray: bool = False,
+                  ray_address: str | None = None, ray_shards: int | None = None,
+                  max_calls_per_s: float | None = None) -> Report | None:
     """Run a benchmark and report on the whole results file.
 
     Protocols default to ``all-at-once`` when models are given, else ``heuristic``.
@@ -50,6 +53,13 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     a BackendError after the run (and its report) when items failed on the model backend.
     With ``labels="reviewed"`` (the default) traces rejected in review are not run and
     the report scores relabelled ones with their new label (:mod:`.reviewed`).
+
+    Sharding (:mod:`.shards`): ``ray``/``ray_address`` run the items as Ray tasks
+    (:mod:`.ray_backend`; ``ray_shards`` of them, default one per cluster CPU), each
+    appending to its own part file; ``shard="K/N"`` runs only this job's share of the items
+    into part K and does not report. Any finished run without ``shard`` merges the parts
+    into the results file; finished items in any part are skipped. ``max_calls_per_s``
+    caps LLM requests per second (cluster-wide on Ray).
     """
     err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
     console = console or Console()
@@ -61,8 +71,11 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         raise ConfigError("--limit and --sample take a number of traces", expected="0 or more")
     runner.settings(proto_list, model_list)  # bad protocols/models fail before any work
     where_map = runner.parse_where(where)
-    out_path = Path(out or DEFAULT_OUT)
+    shard_k_n = shards.parse_shard(shard) if shard is not None else None
+    layout = shards.layout(out or DEFAULT_OUT)
+    out_path = layout.merged
     check_can_write_in(out_path.parent, path=out_path, what="results file")
+    report = report and shard_k_n is None  # one job's share is not the run: report after all jobs
     if report:
         report_dir = report_dir if report_dir is not None else out_path.parent
         check_report_dir(report_dir, report_hint)
@@ -82,11 +95,17 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
                               expected="accepted or pending traces, or --labels built")
     items = runner.plan(sel.rows, proto_list, model_list,
                         _gold_setting(gold, both), tolerance=tolerance)
-    todo = runner.pending(items, results.done, retry_errors=retry_errors)
+    done, repaired = shards.done_everywhere(results, layout)
+    for line in repaired:
+        err.print(line, markup=False, highlight=False)
+    todo = runner.pending(items, done, retry_errors=retry_errors)
+    already = len(items) - len(todo)
+    if shard_k_n is not None:
+        todo = [i for i in todo if shards.shard_of(i.key, shard_k_n[1]) == shard_k_n[0]]
     settings = len(items) // max(len(sel.rows), 1)
     notes = [f"{plural(len(sel.rows), 'trace')} × {plural(settings, 'setting')} = "
-             f"{plural(len(items), 'item')}; {len(items) - len(todo)} already in {results.path}, "
-             f"{len(todo)} to run"]
+             f"{plural(len(items), 'item')}; {already} already in {results.path}, "
+             f"{len(todo)} to run" + (f" (shard {shard})" if shard else "")]
     if sel.unlabelled:
         notes.append(f"{plural(sel.unlabelled, 'trace')} without a ground truth left out")
     if rejected:
@@ -101,10 +120,18 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
     if judges:
         notes.append(f"up to {concurrency} LLM calls in flight per model (--concurrency)")
+    local_gate(judges, max_calls_per_s)
     for note in notes:
         err.print(note, markup=False, highlight=False)
     try:
-        stats = _run_with_progress(todo, results, judges, concurrency, err)
+        if ray or ray_address:
+            stats = _run_on_ray(todo, layout, ray_address, ray_shards, concurrency, use_cache,
+                                max_calls_per_s, images, err)
+        elif shard_k_n is not None:
+            with ResultsFile(layout.part(shard_k_n[0])) as part:
+                stats = _run_with_progress(todo, part, judges, concurrency, err)
+        else:
+            stats = _run_with_progress(todo, results, judges, concurrency, err)
     finally:
         results.close()
     if todo:
@@ -113,6 +140,7 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
                   + (f" ({kinds})" if kinds else ""), markup=False, highlight=False)
         if judges:
             err.print(spending_line(stats.usage, stats.spent), markup=False, highlight=False)
+    _merge_or_say(layout, shard_k_n, err)
     written = None
     if report:
         written = report_command([results.path], report_dir, tolerance=tolerance, console=console,
@@ -123,6 +151,32 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
                            "(recorded; run the same command again to retry them)",
                            path=results.path)
     return written
+
+
+def _run_on_ray(todo: list[runner.WorkItem], layout: shards.Layout, address: str | None,
+                ray_shards: int | None, concurrency: int, use_cache: bool,
+                max_calls_per_s: float | None, images: str | None, err: Console) -> runner.RunStats:
+    if not todo:
+        return runner.RunStats()
+    from whenpro_core.bench.ray_backend import run_on_ray  # deliberate lazy import: Ray is heavy
+
+    def on_shard(index: int, stats: runner.RunStats) -> None:
+        err.print(f"shard {index}: {plural(stats.written, 'item')}, {stats.errors} failed "
+                  f"({layout.part(index).name})", markup=False, highlight=False)
+
+    return run_on_ray(todo, layout, address=address, shards=ray_shards, concurrency=concurrency,
+                      use_cache=use_cache, max_calls_per_s=max_calls_per_s, images=images, on_shard=on_shard)
+
+
+def _merge_or_say(layout: shards.Layout, shard_k_n: tuple[int, int] | None, err: Console) -> None:
+    if shard_k_n is not None:
+        err.print(f"shard {shard_k_n[0]}/{shard_k_n[1]} done into {layout.part(shard_k_n[0])}; when every "
+                  f"shard is done: whenpro report {layout.parts} (or rerun without --shard to merge)",
+                  markup=False, highlight=False, soft_wrap=True)
+        return
+    merged = shards.merge_parts(layout)
+    if merged:
+        err.print(f"merged {plural(merged, 'part file')} into {layout.merged}", markup=False, highlight=False)
 
 
 def _run_with_progress(todo: list[runner.WorkItem], results: ResultsFile, judges: dict,

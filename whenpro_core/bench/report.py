@@ -31,6 +31,7 @@ from whenpro_core.bench.records import Record, latest, read_records
 from whenpro_core.bench.reviewed import apply_reviews, check_labels
 from whenpro_core.bench.substring_metric import NOTE as SUBSTRING_NOTE
 from whenpro_core.bench.substring_metric import substring_rows
+from whenpro_core.bench.shards import results_paths
 from whenpro_core.bench.report_files import (JSON_NAME, MD_LEGACY_HEADING, MD_MARKER, MD_NAME, PLOT_NAME,
                                              PNG_SOFTWARE, REPORT_HINT, check_report_dir,
                                              is_whenpro_report_file)
@@ -377,6 +378,7 @@ def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = Non
     check_labels(labels)
     if not paths:
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
+    paths = results_paths(paths)  # a folder or a glob of part files: its results files
     records, problems = load_report_records(paths)
     if not quiet:
         err = Console(stderr=True, highlight=False, soft_wrap=True)

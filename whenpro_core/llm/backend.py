@@ -104,6 +104,9 @@ class Backend:
         #: While a call waits to be retried: what failed and when the retry comes (one
         #: line, no secrets); ``None`` otherwise. A UI polls it to show progress.
         self.retry_note: str | None = None
+        #: Awaited before every HTTP request (each retry too): a shared rate limiter
+        #: (``whenpro bench --max-calls-per-s``) waits here for its slot; ``None``: no wait.
+        self.before_request: Callable[[], Awaitable[None]] | None = None
         self._loops: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]" = weakref.WeakKeyDictionary()
         self._unsupported: set[str] = set()
         self._secrets = [api_key] + [
@@ -302,6 +305,8 @@ class Backend:
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
+                    if self.before_request is not None:
+                        await self.before_request()
                     async with asyncio.timeout(s.timeout_s):
                         raw = await adapter(client, self.spec, request, params, mode)
                     self.retry_note = None
