@@ -233,3 +233,23 @@ def test_half_broken_eval_member_names_the_member(tmp_path):
     with pytest.raises(TraceFormatError) as info:
         load_trace(p)
     assert "samples/s1_epoch_1.json:$.messages[0].role" in str(info.value)
+
+
+def test_each_model_call_usage_reaches_its_assistant_step_and_the_header(real_traces):
+    """A model event's ``output.usage`` is the usage of the assistant message it wrote; the
+    step detail and the header total read it (issue 20: per-step usage from Inspect)."""
+    from whenpro_core.traceview import trace_header
+    from whenpro_core.usage import step_usage
+
+    path = real_traces / "inspect-ai-logs" / "tests" / "log" / "test_eval_log" / "log_read_sample.eval"
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    with zipfile.ZipFile(path) as zf:
+        sample = json.loads(zf.read(next(n for n in zf.namelist() if n.startswith("samples/"))))
+    calls = [e["output"]["usage"] for e in sample["events"] if e.get("event") == "model"]
+    trace = load_traces(path)[0]
+    answered = [s for s in trace.steps if s.meta.get("usage")]
+    assert [s.meta["usage"] for s in answered] == calls and all(s.kind != "user" for s in answered)
+    first = step_usage(answered[0])
+    assert (first.input_tokens, first.output_tokens) == (calls[0]["input_tokens"], calls[0]["output_tokens"])
+    assert f"{calls[0]['input_tokens']:,} in" in trace_header(trace).usage

@@ -26,7 +26,9 @@ references in text and images are resolved from the sample's ``attachments`` (or
 Scores stay in ``extras["scores"]``; the first scorer's value decides the outcome (``C``,
 ``1``, ``true`` -> success; ``I``, ``N``, ``0``, ``false`` -> failure; partial or absent ->
 unknown). A sample ``error`` makes the outcome a failure. Events are summarised in
-``extras["events"]`` (type, time, name, and any error). A log with no samples (cancelled
+``extras["events"]`` (type, time, name, and any error); the usage of each ``model`` event
+goes to ``meta["usage"]`` of the assistant message that call wrote (in order). A log with
+no samples (cancelled
 early, or written without samples) lists as one row saying so, and opening it raises a
 one-line TraceFormatError.
 """
@@ -128,6 +130,18 @@ def _events_summary(events: Any) -> tuple[list[dict], dict[str, str]]:
     return out, tool_errors
 
 
+def _model_usages(events: Any) -> list[dict]:
+    """The ``output.usage`` of each ``model`` event, in order (one per model call, so one
+    per assistant message the calls produced); non-dict usages are left out."""
+    usages = []
+    for e in events if isinstance(events, list) else []:
+        if isinstance(e, dict) and e.get("event") == "model":
+            output = e.get("output") if isinstance(e.get("output"), dict) else {}
+            usage = output.get("usage")
+            usages.append(usage if isinstance(usage, dict) else {})
+    return usages
+
+
 def _error_text(err: Any) -> str:
     if isinstance(err, dict):
         kind, msg = err.get("type"), err.get("message")
@@ -162,9 +176,14 @@ def sample_trace(sample: Any, header: dict, ctx: LoadContext, where: str) -> Tra
     expect(messages, list, ctx, f"{where}.messages", "a list of chat messages")
     resolve = _resolver(sample)
     events, tool_errors = _events_summary(sample.get("events"))
+    usages = iter(_model_usages(sample.get("events")))
     steps = []
     for i, msg in enumerate(messages):
         step = chat_step(i, msg, ctx, f"{where}.messages[{i}]", resolve=resolve)
+        if isinstance(msg, dict) and msg.get("role") == "assistant":
+            usage = next(usages, None)  # the model call that wrote this message
+            if usage:
+                step.meta["usage"] = usage
         err = msg.get("error") if isinstance(msg, dict) else None
         if err or step.meta.get("tool_call_id") in tool_errors:
             step.error = _error_text(err) if err else tool_errors[step.meta["tool_call_id"]]
