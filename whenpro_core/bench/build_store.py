@@ -135,12 +135,26 @@ class Entry(BaseModel):
     seconds: float = 0.0
     control: bool | None = None
     step_class: str | None = None
+    #: Model calls and US dollars the attempt spent (LLM generator + simulated
+    #: continuation; 0 offline and for an attempt that failed before its answer came back).
+    calls: int = 0
+    cost_usd: float = 0.0
 
 
 def _safe(text: str) -> str:
     from whenpro_core.summary import safe_name
 
     return safe_name(str(text)) or "unknown"
+
+
+def _model_calls(entries: list[Entry], kept: int) -> dict[str, Any]:
+    """The manifest's ``model_calls``: model calls and dollars over every attempt (kept
+    or dropped), and per kept trace (``None`` when nothing was kept)."""
+    calls = sum(e.calls for e in entries)
+    cost = sum(e.cost_usd for e in entries)
+    return {"calls": calls, "cost_usd": round(cost, 6),
+            "calls_per_kept": round(calls / kept, 2) if kept else None,
+            "cost_usd_per_kept": round(cost / kept, 6) if kept else None}
 
 
 class BuildStore:
@@ -497,6 +511,7 @@ def compute_manifest(header: dict[str, Any], entries: list[Entry], seeds: dict[s
         "kept_by_mode": dict(sorted(Counter(e.mode for e in kept).items())),
         "control": {"ran": sum(1 for e in entries if e.control is not None),
                     "succeeded": sum(1 for e in entries if e.control is True)},
+        "model_calls": _model_calls(entries, len(kept)),
         "kept_by_framework": dict(sorted(Counter(e.framework or "?" for e in kept).items())),
         "traces": [{"id": e.id, "ref": e.ref, "seed": e.seed, "step": e.step, "agent": e.agent,
                     "mode": e.mode, "framework": e.framework, "modality": e.modality}
