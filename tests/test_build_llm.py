@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from conftest import REPO
+from test_replay import NOW, seed_run
 
 from tests.support.fixtures import TEST_KEY
 from tests.support.inject_model import InjectModel, step_answer
@@ -20,7 +21,6 @@ from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.executors import BuiltinExecutor
 from whenpro_core.injection.inject import inject
 from whenpro_core.injection.llm_generate import FORMAT_HEADING, LLMGenerator
-from test_replay import NOW, seed_run
 
 GOLD = "11:55"
 

@@ -145,9 +145,10 @@ def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: Build
 
     started = time.perf_counter()
     step = trace.steps[attempt.index]
-    base = dict(key=attempt.key, seed=attempt.seed_id, seed_ref=attempt.seed_ref, step=attempt.coord,
+    base: dict[str, Any] = dict(key=attempt.key, seed=attempt.seed_id, seed_ref=attempt.seed_ref, step=attempt.coord,
                 step_index=attempt.index, mode=attempt.mode, agent=step.agent, modality=trace.modality.value,
-                framework=trace.framework, benchmark=trace.benchmark, step_class=step_class(step))
+                framework=trace.framework, benchmark=trace.benchmark, step_class=step_class(step),
+                steps=len(trace.steps))
 
     def done(status: str, reason: str | None = None, detail: str = "", **kw) -> Entry:
         return Entry(**base, status=status, reason=reason, detail=detail,

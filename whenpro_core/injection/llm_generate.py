@@ -139,8 +139,8 @@ def format_examples(trace: Trace, index: int) -> str:
         text = s.content or ""
         clip = text if len(text) <= EXAMPLE_CHARS else text[:EXAMPLE_CHARS] + " [...]"
         quoted.append(f"<<< Step {s.coord} ({_shape(text)})\n{clip}\n>>>")
-    return (head + f"{step.agent}'s own earlier steps, as format examples (its steps, this one included, are {min(sizes)}-"
-            f"{max(sizes)} characters long):\n" + "\n".join(quoted) + "\n" + recorded
+    return (head + f"{step.agent}'s own earlier steps, as format examples (its steps, this one included, "
+            f"are {min(sizes)}-{max(sizes)} characters long):\n" + "\n".join(quoted) + "\n" + recorded
             + "Write the new step in exactly this format: the same labels, code fences, line structure, "
               "casing, punctuation and a length in the same range; change only what the flaw needs.\n")
 
