@@ -137,7 +137,9 @@ def test_run_build_ls_bench_report_end_to_end(tmp_path):
     provenance = json.loads((ds / "provenance.json").read_text())["traces"]
     assert set(provenance) == {t["id"] for t in kept}
 
-    listed = whenpro("ls", str(ds), "--json")
+    hidden = whenpro("ls", str(ds), "--json")
+    assert hidden.returncode == 0 and '"gt_' not in hidden.stdout  # labels hidden by default
+    listed = whenpro("ls", str(ds), "--json", "--labels")
     assert listed.returncode == 0, listed.stderr
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert not [r for r in rows if r.get("error")]  # manifest.json and provenance.json are not bad trace files

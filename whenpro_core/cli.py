@@ -181,11 +181,13 @@ def info(path: str = typer.Argument(..., help="A trace file, path#key, dataset f
 @app.command("ls")
 @handles_errors
 def ls_(path: str = typer.Argument(..., help="A trace file, path#key, dataset folder or glob."),
-        json_lines: bool = typer.Option(False, "--json", help="One JSON object per line.")) -> None:
-    """List traces, one line each (id, framework, benchmark, modality, steps, GT)."""
+        json_lines: bool = typer.Option(False, "--json", help="One JSON object per line."),
+        labels: bool = typer.Option(False, "--labels", help="Also show each trace's ground-truth step and mode "
+                                    "(hidden by default).")) -> None:
+    """List traces, one line each (id, framework, benchmark, modality, steps; GT with --labels)."""
     from whenpro_core import summary
 
-    summary.print_listing(path, as_json=json_lines)
+    summary.print_listing(path, as_json=json_lines, labels=labels)
 
 
 @app.command()

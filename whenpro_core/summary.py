@@ -144,21 +144,25 @@ def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console,
         errors.print(Text(f"whenpro: ... and {len(bad) - 20} more errors", style="red"))
 
 
-def print_listing(target: str, *, as_json: bool = False, console: Console | None = None) -> None:
+def print_listing(target: str, *, as_json: bool = False, console: Console | None = None,
+                  labels: bool = False) -> None:
     """Print one line per trace: reference, id, framework, benchmark, modality, step
-    count, GT step and mode (or the error of a file that failed to import)."""
+    count, and with ``labels`` the GT step and mode (or the error of a file that failed
+    to import). Without ``labels`` the JSON rows carry no ``gt_step``/``gt_mode``."""
     console = console or Console(highlight=False, soft_wrap=True)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     for row in _rows(target):
         if as_json:
-            console.out(jsonio.dumps(row.model_dump(mode="json")).decode(), highlight=False)
+            doc = row.model_dump(mode="json", exclude=None if labels else {"gt_step", "gt_mode"})
+            console.out(jsonio.dumps(doc).decode(), highlight=False)
             continue
         if row.error:
             errors.print(Text(f"whenpro: error: {clean(row.error)}", style="red"))
             continue
         steps = "? steps" if row.step_count is None else plural(row.step_count, "step")
         gt = f"gt={row.gt_step or '-'}/{row.gt_mode or '-'}" if (row.gt_step or row.gt_mode) else "gt=-"
-        line = f"{row.ref()}\t{row.id}\t{row.framework}\t{row.benchmark or '-'}\t{row.modality}\t{steps}\t{gt}"
+        line = f"{row.ref()}\t{row.id}\t{row.framework}\t{row.benchmark or '-'}\t{row.modality}\t{steps}"
+        line += f"\t{gt}" if labels else ""
         console.print(Text(clean(line)))
 
 
