@@ -137,7 +137,9 @@ def test_run_build_ls_bench_report_end_to_end(tmp_path):
     provenance = json.loads((ds / "provenance.json").read_text())["traces"]
     assert set(provenance) == {t["id"] for t in kept}
 
-    listed = whenpro("ls", str(ds), "--json")
+    hidden = whenpro("ls", str(ds), "--json")
+    assert hidden.returncode == 0 and '"gt_' not in hidden.stdout  # labels hidden by default
+    listed = whenpro("ls", str(ds), "--json", "--labels")
     assert listed.returncode == 0, listed.stderr
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert not [r for r in rows if r.get("error")]  # manifest.json and provenance.json are not bad trace files
@@ -227,9 +229,9 @@ def test_manifest_counts_add_up_and_name_every_drop(tmp_path, seeds):
     assert c["replayed"] == c["decisive"] + d["not_decisive"]
     assert c["decisive"] == c["kept"] + sum(d[r] for r in ("construction_leak", "gold_visible_before_t",
                                                            "not_representable", "control_failed", "step_class",
-                                                           "mode_share"))
+                                                           "mode_share", "position"))
     assert d["not_decisive"] > 0 and c["kept"] > 0
-    assert d["mode_share"] + d["step_class"] > 0  # balancing left some out
+    assert d["mode_share"] + d["step_class"] + d["position"] > 0  # balancing left some out
     assert max(m["kept_by_mode"].values()) <= max(1, 0.25 * c["kept"])
     assert m["warnings"] and "twins" in m["warnings"][0]
     assert Counter(t["reason"] for t in m["dropped_traces"]) == +Counter(d)
@@ -398,3 +400,22 @@ def test_command_line_errors_are_one_line(tmp_path, seeds):
     assert over.returncode == 0, over.stderr
     assert read_manifest(ds)["options"]["seed"] == 7
     assert old and not old & {p.name for p in (ds / "data_release").rglob("*.json")}  # old build removed
+
+
+def test_no_tenth_of_the_runs_holds_more_than_its_share_of_the_labels():
+    """The position balance: labels crowded at one relative position (here 6 of 10 at
+    the first tenth) are cut to POSITION_SHARE of the release (at least 2); entries of an
+    old journal without a step count are never cut for position."""
+    from whenpro_core.bench.build_store import POSITION_SHARE, Entry, balance, position_tenth
+
+    def entry(i: int, index: int, steps: int | None = 10) -> Entry:
+        return Entry(key=f"k{i}", seed=f"s{i}", seed_ref="r", step=str(index), step_index=index,
+                     mode="R.1", status="kept", id=f"id{i:02d}", steps=steps)
+
+    kept = [entry(i, 0) for i in range(6)] + [entry(6 + i, 2 + 2 * i) for i in range(4)]
+    chosen, out = balance(kept, 0.99, {})
+    tenths = [position_tenth(e) for e in chosen]
+    assert tenths.count("0") == max(2, -(-POSITION_SHARE * len(chosen) // 1)) < 6
+    assert set(out.values()) == {"position"} and len(out) == len(kept) - len(chosen)
+    assert balance([entry(i, 0, steps=None) for i in range(6)], 0.99, {})[1] == {}
+    assert balance(kept, 1.0, {})[1] == {}  # --max-mode-share 1 turns the caps off

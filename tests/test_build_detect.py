@@ -98,7 +98,7 @@ def test_build_drops_detectable_items_and_counts_them(tmp_path):
     dropped = filtered["dropped"]["detectable"]
 
     def before_balance(m: dict) -> int:  # kept before the release's mode and step-class balance
-        return m["counts"]["kept"] + m["dropped"]["step_class"] + m["dropped"]["mode_share"]
+        return m["counts"]["kept"] + m["dropped"]["step_class"] + m["dropped"]["mode_share"] + m["dropped"]["position"]
 
     assert dropped > 0 and filtered["run"]["detectable"] == {"filter": True, "checked": before_balance(kept_all),
                                                              "dropped": dropped}
@@ -107,7 +107,7 @@ def test_build_drops_detectable_items_and_counts_them(tmp_path):
     c = filtered["counts"]
     assert c["decisive"] == c["kept"] + sum(filtered["dropped"][r] for r in (
         "construction_leak", "gold_visible_before_t", "not_representable", "control_failed", "detectable",
-        "step_class", "mode_share"))
+        "step_class", "mode_share", "position"))
     reasons = [d for d in filtered["dropped_traces"] if d["reason"] == "detectable"]
     assert len(reasons) == dropped and all("pins it to its step" in d["detail"] for d in reasons)
     files = [r for r in walk(tmp_path / "ds") if not r.error]

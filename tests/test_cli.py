@@ -14,11 +14,34 @@ def whenpro(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-def test_info_on_a_trace_shows_task_agents_and_ground_truth():
-    out = whenpro("info", str(SAMPLES / "team_text" / "trace.json"))
+def test_info_on_a_trace_shows_task_agents_and_ground_truth_with_labels():
+    out = whenpro("info", "--labels", str(SAMPLES / "team_text" / "trace.json"))
     assert out.returncode == 0, out.stderr
     assert "sample-workshop-schedule" in out.stdout
     assert "solver (3)" in out.stdout and "R.3 Numerical/calculation error" in out.stdout
+
+
+def test_info_and_attribute_hide_the_label_by_default():
+    """Labels hidden (the default, as in the TUI): nothing derived from the ground truth
+    is printed — not its agent/step/mode, not its reason, not a ✓/✗ against it, not a
+    dataset's counts by mode; --labels shows them."""
+    trace = SAMPLES / "team_text" / "trace.json"
+    gt = json.loads(trace.read_text())["ground_truth"]
+    for out in (whenpro("info", str(trace)), whenpro("info", str(SAMPLES / "team_text"))):
+        assert out.returncode == 0, out.stderr
+        for leak in ("ground truth", "R.3", "Numerical/calculation", "by mode", gt["reason"][:40]):
+            assert leak not in out.stdout, (leak, out.args)
+    out = whenpro("attribute", str(trace), "--no-save")  # its own prediction (R.3 here) is no leak
+    assert out.returncode == 0 and "protocol" in out.stdout, out.stderr
+    for leak in ("ground truth", "matches", "differs", gt["reason"][:40]):
+        assert leak not in out.stdout, leak
+    rec = json.loads(whenpro("attribute", str(trace), "--no-save", "--json").stdout)
+    assert "ground_truth" not in rec and "score" not in rec
+    shown = whenpro("attribute", str(trace), "--no-save", "--labels")
+    assert "ground truth" in shown.stdout and "R.3" in shown.stdout
+    assert "by mode" in whenpro("info", "--labels", str(SAMPLES / "team_text")).stdout
+    rec = json.loads(whenpro("attribute", str(trace), "--no-save", "--json", "--labels").stdout)
+    assert rec["ground_truth"]["mode"] == "R.3" and set(rec["score"]) == {"agent", "step", "mode", "joint"}
 
 
 def test_info_on_a_dataset_counts(real_traces):

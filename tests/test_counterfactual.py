@@ -101,7 +101,7 @@ def test_cli_end_to_end_offline(tmp_path) -> None:
     path = tmp_path / "cf.json"
     write_trace(cf, path)
     out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", str(path), "--protocol",
-                          "counterfactual", "--json", "--max-replays", "4"],
+                          "counterfactual", "--json", "--labels", "--max-replays", "4"],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     rec = json.loads(out.stdout)

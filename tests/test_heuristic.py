@@ -155,7 +155,7 @@ def test_cli_attribute_json(real_traces, tmp_path):
     copy = tmp_path / "samples"
     shutil.copytree(src, copy)
     trace = copy / "data" / "traces" / "simpleqa_election.json"
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", str(trace), "--json"],
+    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", str(trace), "--json", "--labels"],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     rec = json.loads(out.stdout)

@@ -175,7 +175,7 @@ def test_cli_attribute_with_a_model_from_the_standard_env_vars(llm_server, sampl
     env = {**os.environ, "OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": llm_server.openai_base_url}
     out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute",
                           str(SAMPLES / "team_text" / "trace.json"), "-p", "hybrid",
-                          "-m", "openai:gpt-4.1", "--json", "--no-save"],
+                          "-m", "openai:gpt-4.1", "--json", "--no-save", "--labels"],
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     rec = json.loads(out.stdout)

@@ -169,21 +169,25 @@ def _not_together(first: str, second: str, expected: str = "one of them") -> Non
 
 @app.command()
 @handles_errors
-def info(path: str = typer.Argument(..., help="A trace file, path#key, dataset folder or glob.")) -> None:
-    """Summarise one trace, or a dataset (counts by modality, framework, benchmark, mode)."""
+def info(path: str = typer.Argument(..., help="A trace file, path#key, dataset folder or glob."),
+         labels: bool = typer.Option(False, "--labels", help="Also show ground-truth labels (the trace's "
+                                     "decisive error, the dataset's counts by mode); hidden by default.")) -> None:
+    """Summarise one trace, or a dataset (counts by modality, framework, benchmark; by mode with --labels)."""
     from whenpro_core import summary
 
-    summary.print_info(path)
+    summary.print_info(path, labels=labels)
 
 
 @app.command("ls")
 @handles_errors
 def ls_(path: str = typer.Argument(..., help="A trace file, path#key, dataset folder or glob."),
-        json_lines: bool = typer.Option(False, "--json", help="One JSON object per line.")) -> None:
-    """List traces, one line each (id, framework, benchmark, modality, steps, GT)."""
+        json_lines: bool = typer.Option(False, "--json", help="One JSON object per line."),
+        labels: bool = typer.Option(False, "--labels", help="Also show each trace's ground-truth step and mode "
+                                    "(hidden by default).")) -> None:
+    """List traces, one line each (id, framework, benchmark, modality, steps; GT with --labels)."""
     from whenpro_core import summary
 
-    summary.print_listing(path, as_json=json_lines)
+    summary.print_listing(path, as_json=json_lines, labels=labels)
 
 
 @app.command()
@@ -407,6 +411,8 @@ def attribute(
     template: Optional[str] = typer.Option(None, "--template", metavar="FILE",
                                            help="Word the all-at-once request with your own Jinja2 template "
                                                 "(variables in the README)."),
+    labels: bool = typer.Option(False, "--labels", help="Also show the trace's ground truth and whether the "
+                                "verdict matches it (hidden by default)."),
 ) -> None:
     """Attribute the decisive error of a failed trace: who, when, what, and why."""
     from whenpro_core.attribution import cli_run
@@ -415,12 +421,12 @@ def attribute(
     if (protocol or "").strip().lower() == "counterfactual":
         cli_run.counterfactual_command(trace, model=model, executor=executor, rank=rank, max_replays=max_replays,
                                        budget_usd=budget_usd, as_json=as_json, save=save, no_cache=no_cache,
-                                       settings_flags=flags)
+                                       settings_flags=flags, labels=labels)
         return
     cli_run.attribute_command(trace, protocol=protocol, model=model, with_gold=not no_gold,
                               as_json=as_json, save=save, no_cache=no_cache,
                               settings_flags={**flags, "images": images.value if images else None},
-                              dry_run=dry_run, preset=preset, template=template)
+                              dry_run=dry_run, preset=preset, template=template, labels=labels)
 
 
 @app.command()

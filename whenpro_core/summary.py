@@ -72,23 +72,26 @@ def dataset_counts(rows: Iterable[TraceSummary]) -> dict[str, Counter]:
     return counts
 
 
-def print_info(target: str, console: Console | None = None) -> None:
-    """Print a summary of one trace, or of every trace under a folder/glob/JSONL."""
+def print_info(target: str, console: Console | None = None, *, labels: bool = False) -> None:
+    """Print a summary of one trace, or of every trace under a folder/glob/JSONL.
+    ``labels`` (``whenpro info --labels``): also the ground truth of a trace (agent, step,
+    mode, reason) and a dataset's counts by mode. Hidden by default, as in the TUI, so
+    that an annotator or reviewer is not shown the label."""
     console = console or Console()
     path, key = split_ref(target)
     if names_a_file(path) and (key is not None or path.suffix.lower() != ".jsonl"):
         traces = [load_trace(target)] if key is not None else load_traces(path)
         if len(traces) == 1:
-            _print_trace_info(traces[0], console)
+            _print_trace_info(traces[0], console, labels)
             return
     rows = list(_rows(target))
     if names_a_file(path) and len(rows) == 1 and not rows[0].error:  # a JSONL file of one trace
-        _print_trace_info(load_trace(rows[0].ref()), console)
+        _print_trace_info(load_trace(rows[0].ref()), console, labels)
         return
-    _print_dataset_info(target, rows, console)
+    _print_dataset_info(target, rows, console, labels)
 
 
-def _print_trace_info(trace: Trace, console: Console) -> None:
+def _print_trace_info(trace: Trace, console: Console, labels: bool) -> None:
     tax = taxonomy_for(trace.source.root)
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold cyan", no_wrap=True)
@@ -112,7 +115,7 @@ def _print_trace_info(trace: Trace, console: Console) -> None:
     media = sum(len(s.media) for s in trace.steps) + len(trace.task.images)
     if media:
         add("media", f"{media} images/frames/videos")
-    gt = trace.ground_truth
+    gt = trace.ground_truth if labels else None
     if gt:
         who = gt.agent or ", ".join(gt.agents) or "—"
         add("ground truth", Text(clean(f"agent {who}, step {gt.step or '—'}, mode {tax.name(gt.mode)}")))
@@ -123,13 +126,13 @@ def _print_trace_info(trace: Trace, console: Console) -> None:
     console.print(table)
 
 
-def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console) -> None:
+def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console, labels: bool) -> None:
     counts = dataset_counts(rows)
     ok = sum(1 for r in rows if not r.error)
     console.print(Text(f"{target}: {plural(ok, 'trace')}", style="bold"),
                   Text(f"  ({plural(len(rows) - ok, 'file')} failed to import)" if len(rows) > ok else ""),
                   soft_wrap=True)  # a long path stays whole on its line
-    for axis in ("modality", "framework", "benchmark", "mode"):
+    for axis in ("modality", "framework", "benchmark", *(("mode",) if labels else ())):
         if not counts[axis]:
             continue
         table = Table(title=f"by {axis}", title_justify="left", show_edge=False, pad_edge=False)
@@ -146,21 +149,25 @@ def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console)
         errors.print(Text(f"whenpro: ... and {len(bad) - 20} more errors", style="red"))
 
 
-def print_listing(target: str, *, as_json: bool = False, console: Console | None = None) -> None:
+def print_listing(target: str, *, as_json: bool = False, console: Console | None = None,
+                  labels: bool = False) -> None:
     """Print one line per trace: reference, id, framework, benchmark, modality, step
-    count, GT step and mode (or the error of a file that failed to import)."""
+    count, and with ``labels`` the GT step and mode (or the error of a file that failed
+    to import). Without ``labels`` the JSON rows carry no ``gt_step``/``gt_mode``."""
     console = console or Console(highlight=False, soft_wrap=True)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     for row in _rows(target):
         if as_json:
-            console.out(jsonio.dumps(row.model_dump(mode="json")).decode(), highlight=False)
+            doc = row.model_dump(mode="json", exclude=None if labels else {"gt_step", "gt_mode"})
+            console.out(jsonio.dumps(doc).decode(), highlight=False)
             continue
         if row.error:
             errors.print(Text(f"whenpro: error: {clean(row.error)}", style="red"))
             continue
         steps = "? steps" if row.step_count is None else plural(row.step_count, "step")
         gt = f"gt={row.gt_step or '-'}/{row.gt_mode or '-'}" if (row.gt_step or row.gt_mode) else "gt=-"
-        line = f"{row.ref()}\t{row.id}\t{row.framework}\t{row.benchmark or '-'}\t{row.modality}\t{steps}\t{gt}"
+        line = f"{row.ref()}\t{row.id}\t{row.framework}\t{row.benchmark or '-'}\t{row.modality}\t{steps}"
+        line += f"\t{gt}" if labels else ""
         console.print(Text(clean(line)))
 
 

@@ -21,11 +21,13 @@ from whenpro_core.taxonomy import taxonomy_for
 def attribute_command(ref: str, *, protocol: str | None, model: str | None, with_gold: bool,
                       as_json: bool, save: bool, no_cache: bool,
                       settings_flags: dict | None = None, dry_run: bool = False,
-                      preset: str | None = None, template: str | None = None) -> None:
+                      preset: str | None = None, template: str | None = None, labels: bool = False) -> None:
     """Load the trace, run the protocol, print the verdict, optionally save it.
     ``settings_flags`` (base_url, timeout_s, max_retries, images; ``None`` = not given)
     override the environment and config.toml. ``dry_run``: print the requests the
-    protocol would send first (:mod:`whenpro_core.attribution.dry_run`) and call nothing."""
+    protocol would send first (:mod:`whenpro_core.attribution.dry_run`) and call nothing.
+    ``labels``: also print the trace's ground truth and the per-axis match (hidden by
+    default, like the TUI, so an annotator or a judge's operator is not shown the label)."""
     if model and model.strip().lower() == "heuristic":
         model = None
     name = (preset_protocol(preset, protocol) if preset
@@ -72,19 +74,23 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
             verdict = asyncio.run(run())
     else:
         verdict = asyncio.run(run())
-    _show_and_save(trace, verdict, as_json=as_json, save=save, err=err)
+    _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=save, err=err)
 
 
-def _show_and_save(trace, verdict, *, as_json: bool, save: bool, err: Console) -> None:
-    """Print ``verdict`` (one JSON line with ``as_json``, else the verdict panel) and, with
-    ``save``, keep it beside the trace."""
-    if as_json:
-        sys.stdout.write(jsonio.dumps(verdict_record(trace, verdict)).decode() + "\n")
-    else:
-        print_verdict(trace, verdict, taxonomy_for(trace.source.root))
+def _show_and_save(trace, verdict, *, as_json: bool, labels: bool, save: bool, err: Console) -> None:
+    """Print ``verdict`` (:func:`_show`) and, with ``save``, keep it beside the trace."""
+    _show(trace, verdict, as_json=as_json, labels=labels)
     if save and verdict.step is not None:
         sys.stdout.flush()
         _save(trace, verdict, err)
+
+
+def _show(trace, verdict, *, as_json: bool, labels: bool) -> None:
+    """Print the verdict (JSON or a Rich grid); the ground truth only with ``labels``."""
+    if as_json:
+        sys.stdout.write(jsonio.dumps(verdict_record(trace, verdict, labels=labels)).decode() + "\n")
+    else:
+        print_verdict(trace, verdict, taxonomy_for(trace.source.root), labels=labels)
 
 
 def _dry_run(trace, name: str, model: str | None, with_gold: bool, as_json: bool,
@@ -115,7 +121,7 @@ def _save(trace, verdict, err: Console) -> None:
 
 def counterfactual_command(ref: str, *, model: str | None, executor: str, rank: str, max_replays: int,
                            budget_usd: float | None, as_json: bool, save: bool, no_cache: bool,
-                           settings_flags: dict | None = None) -> None:
+                           settings_flags: dict | None = None, labels: bool = False) -> None:
     """``whenpro attribute --protocol counterfactual``: rank the steps, correct each in turn
     (the reference policy on a built-in system, else the model asked to fix the step),
     replay the rest through ``executor``, stop at the earliest step whose correction
@@ -156,7 +162,7 @@ def counterfactual_command(ref: str, *, model: str | None, executor: str, rank: 
     if ranked_by is not None:  # the ranking's calls count too
         verdict.usage = verdict.usage.add(ranked_by.usage)
         verdict.reason = f"{verdict.reason} Ranked by {ranked_by.protocol} first (step {ranked_by.step})."
-    _show_and_save(trace, verdict, as_json=as_json, save=save, err=err)
+    _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=save, err=err)
 
 
 def _llm_verdict(trace, protocol: str, model: str | None, settings, no_cache: bool):

@@ -1,6 +1,7 @@
 """Show a verdict in the terminal (``whenpro attribute``): agent, step, mode with its
 name, reason, confidence, calls, tokens, cost, seconds, and — when the trace has a
-ground truth — whether each axis matched."""
+ground truth and labels are shown (``--labels``) — the ground truth and whether each
+axis matched. With labels hidden nothing derived from the ground truth is printed."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from whenpro_core.taxonomy import Taxonomy
 from whenpro_core.textsafe import clean
 
 
-def verdict_record(trace: Trace, verdict: Attribution, tolerance: int = 0) -> dict:
-    """The verdict as JSON-ready data, with per-axis scores when a ground truth exists."""
+def verdict_record(trace: Trace, verdict: Attribution, tolerance: int = 0, *, labels: bool = True) -> dict:
+    """The verdict as JSON-ready data, with the ground truth and per-axis scores when a
+    ground truth exists and ``labels`` is true (``whenpro attribute --labels``)."""
     rec = {"trace": trace.id, "ref": trace.source.ref(), "attribution": verdict.model_dump(mode="json")}
-    if trace.ground_truth is not None:
+    if labels and trace.ground_truth is not None:
         rec["score"] = score_prediction(trace, verdict, tolerance=tolerance).as_dict()
         rec["ground_truth"] = {k: v for k, v in trace.ground_truth.model_dump(mode="json").items()
                                if k in ("agent", "agents", "step", "mode")}
@@ -25,13 +27,15 @@ def verdict_record(trace: Trace, verdict: Attribution, tolerance: int = 0) -> di
 
 
 def print_verdict(trace: Trace, verdict: Attribution, taxonomy: Taxonomy,
-                  console: Console | None = None) -> None:
-    """A Rich summary of ``verdict``."""
+                  console: Console | None = None, *, labels: bool = True) -> None:
+    """A Rich summary of ``verdict``; the ground truth and the ✓/✗ marks only when
+    ``labels`` is true."""
     console = console or Console()
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold cyan", no_wrap=True)
     grid.add_column(overflow="fold")
-    scored = score_prediction(trace, verdict) if trace.ground_truth else None
+    gt = trace.ground_truth if labels else None
+    scored = score_prediction(trace, verdict) if gt else None
 
     def mark(ok: bool | None) -> Text:
         if ok is None:
@@ -55,8 +59,7 @@ def print_verdict(trace: Trace, verdict: Attribution, taxonomy: Taxonomy,
         s = verdict.spent
         grid.add_row("spent", Text(f"{s.calls} new calls · ${s.cost_usd:.4f} (the other "
                                    f"{u.calls - s.calls} answers came from the response cache)"))
-    if trace.ground_truth:
-        gt = trace.ground_truth
+    if gt:
         who = gt.agent or ", ".join(gt.agents) or "—"
         grid.add_row("ground truth", Text(clean(f"agent {who}, step {gt.step or '—'}, mode {taxonomy.name(gt.mode)}")))
     for w in dict.fromkeys(verdict.warnings):

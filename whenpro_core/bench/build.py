@@ -145,9 +145,10 @@ def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: Build
 
     started = time.perf_counter()
     step = trace.steps[attempt.index]
-    base = dict(key=attempt.key, seed=attempt.seed_id, seed_ref=attempt.seed_ref, step=attempt.coord,
+    base: dict[str, Any] = dict(key=attempt.key, seed=attempt.seed_id, seed_ref=attempt.seed_ref, step=attempt.coord,
                 step_index=attempt.index, mode=attempt.mode, agent=step.agent, modality=trace.modality.value,
-                framework=trace.framework, benchmark=trace.benchmark, step_class=step_class(step))
+                framework=trace.framework, benchmark=trace.benchmark, step_class=step_class(step),
+                steps=len(trace.steps))
 
     def done(status: str, reason: str | None = None, detail: str = "", **kw) -> Entry:
         return Entry(**base, status=status, reason=reason, detail=detail,
@@ -161,6 +162,7 @@ def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: Build
         stage = "replay_failed" if tracked.done else "generate_failed"
         return Outcome(done("dropped", stage, _describe(exc)))
     v, cf = result.verdict, result.counterfactual
+    base.update(_spent(cf.extras.get("injection") or {}))
     if not v.decisive:
         why = {True: "the counterfactual still succeeds", None: "the counterfactual's outcome is unknown"}.get(
             v.counterfactual_success, "the seed run did not succeed")
@@ -189,6 +191,14 @@ def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: Build
         return Outcome(done("dropped", "not_representable", "; ".join(diffs[:3]), id=cf.id))
     return Outcome(done("kept", detail=result.generated.description[:500], id=cf.id,
                         control=control["success"] if control else None), doc)
+
+
+def _spent(inj: dict[str, Any]) -> dict[str, Any]:
+    """``calls`` and ``cost_usd`` of an injection record: its generator's ``usage`` plus
+    its simulated continuation's (``continuation.usage``); 0 for what is missing."""
+    parts = [inj.get("usage") or {}, (inj.get("continuation") or {}).get("usage") or {}]
+    return {"calls": sum(int(u.get("calls", 0)) for u in parts),
+            "cost_usd": round(sum(float(u.get("cost_usd", 0.0)) for u in parts), 6)}
 
 
 def class_shares(plan: Plan) -> dict[str, float]:

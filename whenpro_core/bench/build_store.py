@@ -26,9 +26,10 @@ importers list as holding no trace.
 Every kept attempt's full document is staged under ``.whenpro-build/rows/<id>.json``; at
 the end of each run :meth:`BuildStore.finish` selects the traces to release
 (:func:`balance`: labels spread over kinds of step as the candidate steps are, and no
-failure mode above ``max_mode_share`` of the release) and writes them (files, or the
+failure mode above ``max_mode_share`` of the release, no tenth of the runs holding more
+than :data:`POSITION_SHARE` of the labels) and writes them (files, or the
 JSONL files rewritten atomically) with the sidecar. A kept attempt left out by the
-balance is counted as dropped with reason ``step_class`` or ``mode_share``; a later run
+balance is counted as dropped with reason ``step_class``, ``mode_share`` or ``position``; a later run
 with more attempts may bring it back.
 
 Both layouts get ``taxonomy.yaml`` at the root (the built-in table, unless the folder has
@@ -57,6 +58,7 @@ sharing a prefix when ``--per-seed`` is above 1) and ``validation``
     decisive  = kept + dropped.construction_leak + dropped.gold_visible_before_t
                      + dropped.not_representable + dropped.control_failed
                      + dropped.detectable + dropped.step_class + dropped.mode_share
+                     + dropped.position
 
 (``detectable``: the detectability filter, :mod:`whenpro_core.audit.detect`, journals a
 kept item again as dropped when a form-only baseline pins it to its step.)
@@ -95,7 +97,10 @@ LAYOUTS = ("files", "jsonl")
 #: Why an attempt did not give a dataset trace, by the stage that dropped it.
 DROP_REASONS = ("generate_failed", "replay_failed", "not_decisive", "construction_leak",
                 "gold_visible_before_t", "not_representable", "control_failed", "detectable", "step_class",
-                "mode_share")
+                "mode_share", "position")
+#: Largest share of the released labels in one tenth of the runs (relative position of
+#: the labelled step); a tenth always keeps 2, so a small build is not emptied.
+POSITION_SHARE = 0.2
 #: The fields of a released document (everything else goes to the provenance sidecar).
 PUBLIC_FIELDS = ("id", "framework", "benchmark", "modality", "agents", "task", "ground_truth", "trajectory",
                  "final_answer", "eval_status")
@@ -135,12 +140,28 @@ class Entry(BaseModel):
     seconds: float = 0.0
     control: bool | None = None
     step_class: str | None = None
+    #: Model calls and US dollars the attempt spent (LLM generator + simulated
+    #: continuation; 0 offline and for an attempt that failed before its answer came back).
+    calls: int = 0
+    cost_usd: float = 0.0
+    #: Steps of the seed run (for the relative position of the labelled step).
+    steps: int | None = None
 
 
 def _safe(text: str) -> str:
     from whenpro_core.summary import safe_name
 
     return safe_name(str(text)) or "unknown"
+
+
+def _model_calls(entries: list[Entry], kept: int) -> dict[str, Any]:
+    """The manifest's ``model_calls``: model calls and dollars over every attempt (kept
+    or dropped), and per kept trace (``None`` when nothing was kept)."""
+    calls = sum(e.calls for e in entries)
+    cost = sum(e.cost_usd for e in entries)
+    return {"calls": calls, "cost_usd": round(cost, 6),
+            "calls_per_kept": round(calls / kept, 2) if kept else None,
+            "cost_usd_per_kept": round(cost / kept, 6) if kept else None}
 
 
 class BuildStore:
@@ -376,6 +397,10 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
       label could be on.
     * ``mode_share``: no failure mode above ``share`` of the released traces; with fewer
       modes than ``1/share`` each mode keeps at most as many as the rarest present one.
+    * ``position``: no tenth of the runs (relative position of the labelled step, as the
+      audit's "common position" prior reads it) holds more than :data:`POSITION_SHARE`
+      of the traces left by the step-class cap (at least 2 each), before the mode cap
+      (so the mode share holds exactly); on with the mode cap.
 
     Entries are cut in reverse id order (ids are salted hashes: a random, reproducible
     choice). ``share`` >= 1 and an empty ``classes`` turn the two caps off."""
@@ -390,6 +415,13 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
         out.update({e.key: "step_class" for e in cut})
     chosen = sorted((e for g in by_class.values() for e in g), key=lambda e: e.id or e.key)
     if share < 1 and chosen:
+        by_tenth: dict[str, list[Entry]] = {}
+        for e in chosen:
+            by_tenth.setdefault(position_tenth(e), []).append(e)
+        by_tenth, cut = _cap(by_tenth, lambda k, n: n if k == "?" else max(2, math.ceil(POSITION_SHARE * n)))
+        out.update({e.key: "position" for e in cut})
+        chosen = sorted((e for g in by_tenth.values() for e in g), key=lambda e: e.id or e.key)
+    if share < 1 and chosen:
         by_mode: dict[str, list[Entry]] = {}
         for e in chosen:
             by_mode.setdefault(e.mode, []).append(e)
@@ -398,6 +430,15 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
         out.update({e.key: "mode_share" for e in cut})
         chosen = sorted((e for g in by_mode.values() for e in g), key=lambda e: e.id or e.key)
     return chosen, out
+
+
+def position_tenth(entry: Entry) -> str:
+    """The tenth of its seed run (``"0"``..``"9"``) where the entry's labelled step sits,
+    by step index over the run's step count; ``"?"`` when the count is unknown (a
+    journal line from before it was recorded)."""
+    if not entry.steps:
+        return "?"
+    return str(min(9, 10 * entry.step_index // entry.steps))
 
 
 def build_warnings(run: dict[str, Any], selected: list[Entry]) -> list[str]:
@@ -497,6 +538,7 @@ def compute_manifest(header: dict[str, Any], entries: list[Entry], seeds: dict[s
         "kept_by_mode": dict(sorted(Counter(e.mode for e in kept).items())),
         "control": {"ran": sum(1 for e in entries if e.control is not None),
                     "succeeded": sum(1 for e in entries if e.control is True)},
+        "model_calls": _model_calls(entries, len(kept)),
         "kept_by_framework": dict(sorted(Counter(e.framework or "?" for e in kept).items())),
         "traces": [{"id": e.id, "ref": e.ref, "seed": e.seed, "step": e.step, "agent": e.agent,
                     "mode": e.mode, "framework": e.framework, "modality": e.modality}

@@ -8,7 +8,12 @@ failure mode with its taxonomy meaning, and asks for a concrete flaw of that mod
 ``t`` and the wrong result it leads to (:class:`FlawPlan`).
 
 Stage 2 (*rewrite*) asks it to rewrite step ``t`` with that flaw in the agent's own voice
-and format, without mentioning that anything was changed (:class:`RewrittenStep`). The
+and format, without mentioning that anything was changed (:class:`RewrittenStep`). It is
+told to match the agent's format: a "How AGENT writes" section quotes up to
+:data:`FORMAT_EXAMPLES` of that agent's own earlier steps verbatim (clipped to
+:data:`EXAMPLE_CHARS` characters) as format examples, with the length range of the
+agent's steps and the recorded step's line count, markup and code fences, and asks for
+the same layout (labels, fences, line structure, casing, length). The
 step keeps its shape: its index, coordinate, agent and kind; its tool calls keep their
 names and order (the model changes arguments where the flaw needs it, or drops all calls
 with ``[]``; ``null`` keeps them as recorded). When the rewrite uses words that give the
@@ -99,6 +104,47 @@ STAGE2_SYSTEM = (
     "the rewrite.\n\n" + DATA_NOTE)
 
 
+#: Most of the agent's own earlier steps quoted as format examples in stage 2.
+FORMAT_EXAMPLES = 3
+#: Characters of each quoted example at most.
+EXAMPLE_CHARS = 1200
+#: Heading of the stage-2 format section (the test server and a reader key on it).
+FORMAT_HEADING = "## How {agent} writes"
+
+
+def _shape(text: str) -> str:
+    """A short description of a step's layout: lines, fences, labelled lines."""
+    lines = text.splitlines() or [""]
+    fences = text.count("```") // 2
+    labels = sum(1 for line in lines if line.rstrip().endswith(":") or line.lstrip().startswith(("#", "- ", "* ")))
+    return (f"{len(lines)} line(s), {len(text)} characters, {fences} code block(s), "
+            f"{labels} heading/label/list line(s)")
+
+
+def format_examples(trace: Trace, index: int) -> str:
+    """The stage-2 format section for step ``index``: up to :data:`FORMAT_EXAMPLES` of
+    the same agent's earlier steps quoted verbatim (the nearest first; each clipped to
+    :data:`EXAMPLE_CHARS` characters), the length range of those steps in characters,
+    and the recorded step's own shape. Never quotes a step after ``index``."""
+    step = trace.steps[index]
+    own = [s for s in trace.steps[:index] if s.agent == step.agent and (s.content or "").strip()]
+    head = FORMAT_HEADING.format(agent=step.agent) + "\n"
+    recorded = f"The recorded Step {step.coord}: {_shape(step.content or '')}.\n"
+    if not own:
+        return (head + f"{step.agent} has no earlier step in this run: keep the recorded step's own format.\n"
+                + recorded)
+    sizes = [len(s.content or "") for s in [*own, step]]
+    quoted = []
+    for s in reversed(own[-FORMAT_EXAMPLES:]):
+        text = s.content or ""
+        clip = text if len(text) <= EXAMPLE_CHARS else text[:EXAMPLE_CHARS] + " [...]"
+        quoted.append(f"<<< Step {s.coord} ({_shape(text)})\n{clip}\n>>>")
+    return (head + f"{step.agent}'s own earlier steps, as format examples (its steps, this one included, "
+            f"are {min(sizes)}-{max(sizes)} characters long):\n" + "\n".join(quoted) + "\n" + recorded
+            + "Write the new step in exactly this format: the same labels, code fences, line structure, "
+              "casing, punctuation and a length in the same range; change only what the flaw needs.\n")
+
+
 def _calls_json(calls: list[ToolCall]) -> str:
     return json.dumps([{"name": c.name, "arguments_json": c.arguments if isinstance(c.arguments, str)
                         else json.dumps(c.arguments, ensure_ascii=False, default=str)} for c in calls],
@@ -150,6 +196,7 @@ def stage2_prompt(trace: Trace, index: int, mode: str, taxonomy: Taxonomy, plan:
     return (_context(trace, index, budget)
             + f"\n## The step to rewrite\nStep {step.coord} | Agent: {step.agent} (the last step above; kind: "
             f"{step.kind}{_role(trace, step.agent)}).\n" + calls
+            + "\n" + format_examples(trace, index)
             + f"\n## The mistake to write into it\nFailure mode: {_mode_text(mode, taxonomy)}\n"
             f"Flaw: {plan.flaw}\nWrong result it leads to: {plan.wrong_result}\n\n"
             f"{STAGE2_ASK} {step.coord} as {step.agent} would have written it with this flaw. Answer with:\n"
