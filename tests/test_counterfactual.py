@@ -201,3 +201,43 @@ def test_cli_ranks_with_an_llm_protocol_and_fixes_with_the_model(llm_server, mon
     assert rec["attribution"]["model"] == "llm-fix:openai:gpt-4.1" and rec["attribution"]["usage"]["calls"] == 5
     assert "Ranked by all-at-once first (step 4)" in rec["attribution"]["reason"]
     assert "step 4 (solver): corrected and replayed: fixed" in out.err
+
+
+def _first_decisive_of_a_styled_run() -> tuple[Trace, int]:
+    """A decisive injection into a run with its own wording style (as `whenpro run` makes
+    them): the first (step, mode) of seed runs 0.. whose injection fails the run."""
+    from whenpro_core.envs import get_env
+    from whenpro_core.envs.base import run_env
+    from whenpro_core.injection.mutators import applicable_modes
+
+    for seed in range(6):
+        run = run_env(get_env("arith_team"), seed)
+        assert isinstance(run.extras["env"]["task"].get("style"), int)  # not a plain run
+        for index in range(1, len(run.steps) - 1):
+            for mode in applicable_modes(run, index):
+                result = run_inject(run, index, mode)
+                if result.verdict.decisive:
+                    return result.counterfactual, index
+    raise AssertionError("no decisive injection in six styled runs")
+
+
+def test_a_styled_run_is_corrected_in_its_own_wording() -> None:
+    """Regression (fresh-user report): on runs with a wording style, the reference policy
+    redid every earlier step in the plain wording, so step 1 always 'fixed' the run (the
+    replay from it regenerated the injected step too). It must redo in the run's style:
+    earlier steps need no correction and the injected step is found."""
+    cf, index = _first_decisive_of_a_styled_run()
+    verdict, run = attribute_counterfactual(cf, get_executor("builtin"), ReferenceCorrector())
+    assert run.fixed_index == index and verdict.step == cf.steps[index].coord
+    assert all(e["outcome"] == "unchanged" for e in verdict.evidence if e["index"] < index)
+
+
+def test_a_run_that_succeeded_has_nothing_to_attribute(tmp_path) -> None:
+    path = tmp_path / "ok.json"
+    write_trace(seed_run("arith_team", 1), path)
+    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", str(path), "--protocol",
+                          "counterfactual", "--json", "--no-save"], cwd=REPO, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    verdict = json.loads(out.stdout)["attribution"]
+    assert verdict["step"] is None and any("no decisive error" in w for w in verdict["warnings"])

@@ -10,10 +10,11 @@ from rich.console import Console
 
 from whenpro_core import jsonio
 from whenpro_core.attribution.report import print_verdict, verdict_record
-from whenpro_core.attribution.run import attribute, preset_protocol, protocol_name
+from whenpro_core.attribution.run import attribute, nothing_to_attribute, preset_protocol, protocol_name
 from whenpro_core.attribution.template import PromptTemplate, load_template
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.model import Outcome
 from whenpro_core.opening import load_one
 from whenpro_core.taxonomy import taxonomy_for
 
@@ -64,9 +65,6 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
 
         warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
         from whenpro_core.attribution.heuristic import attribute_heuristic
-        from whenpro_core.attribution.run import nothing_to_attribute
-        from whenpro_core.model import Outcome
-
         verdict = (nothing_to_attribute(trace, name, None, with_gold) if trace.outcome == Outcome.success
                    else attribute_heuristic(trace, with_gold=with_gold))
     elif not as_json and sys.stderr.isatty():
@@ -137,6 +135,10 @@ def counterfactual_command(ref: str, *, model: str | None, executor: str, rank: 
     from whenpro_core.injection.executors import get_executor
 
     trace = load_one(ref)
+    if trace.outcome == Outcome.success:  # as every protocol: no decisive error, no replay
+        verdict = nothing_to_attribute(trace, "counterfactual", None, with_gold=True)
+        _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=False, err=Console(stderr=True))
+        return
     settings = load_settings(**(settings_flags or {}))
     builtin = env_for_trace(trace) is not None
     corrector = ReferenceCorrector() if builtin and not model else \

@@ -96,8 +96,9 @@ class ReferenceCorrector:
                               expected="a trace written by `whenpro run`/`whenpro build`, or --model for an LLM fix")
         task = env.task_from_trace(trace)
         original = trace.steps[index]
+        style = task.params.get("style")  # the run's wording: without it every redo reads as a change
         state = EnvState(env=env.name, agent=original.agent, query=task.query, steps=tuple(trace.steps[:index]),
-                         tools=env.tool_specs(original.agent))
+                         tools=env.tool_specs(original.agent), style=style if isinstance(style, int) else None)
         redo = env.reference_policy().act(state)
         redo.agent = original.agent
         if same_action(redo, original):
