@@ -213,7 +213,7 @@ def _first_decisive_of_a_styled_run() -> tuple[Trace, int]:
     for seed in range(6):
         run = run_env(get_env("arith_team"), seed)
         assert isinstance(run.extras["env"]["task"].get("style"), int)  # not a plain run
-        for index in range(1, len(run.steps) - 1):
+        for index in range(3, len(run.steps) - 1):  # late enough for earlier steps to be tried
             for mode in applicable_modes(run, index):
                 result = run_inject(run, index, mode)
                 if result.verdict.decisive:
@@ -230,6 +230,7 @@ def test_a_styled_run_is_corrected_in_its_own_wording() -> None:
     verdict, run = attribute_counterfactual(cf, get_executor("builtin"), ReferenceCorrector())
     assert run.fixed_index == index and verdict.step == cf.steps[index].coord
     assert all(e["outcome"] == "unchanged" for e in verdict.evidence if e["index"] < index)
+    assert {e["index"] for e in verdict.evidence} >= set(range(1, index))  # every earlier step was tried
 
 
 def test_a_run_that_succeeded_has_nothing_to_attribute(tmp_path) -> None:
