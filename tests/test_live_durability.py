@@ -91,7 +91,14 @@ def export_until_killed(endpoint: str, batches: list,
 
 
 def stored_span_ids(folder: Path) -> set[str]:
-    return {step.meta["span_id"] for p in folder.glob("*.json") for step in load_native(p).steps}
+    """Every span the store's trace files hold: as a step, or as an agent span framing
+    steps (``extras["agent_spans"]``)."""
+    ids = set()
+    for path in folder.glob("*.json"):
+        trace = load_native(path)
+        ids |= {step.meta["span_id"] for step in trace.steps}
+        ids |= {frame["span_id"] for frame in trace.extras.get("agent_spans", [])}
+    return ids
 
 
 SERVE = [sys.executable, "-m", "whenpro_core.cli", "serve", "--otlp", "127.0.0.1:0", "--quiet", "--store"]

@@ -50,9 +50,9 @@ def test_real_mmsearch_car_task_image_shows_on_the_task_step() -> None:
     trace = real("mmsearch_car.json")
     assert task_step_index(trace) == 0
     first = step_media(trace, 0)
-    # query_0.jpg (the task's) and turn_img_0.jpg (the step's) are the same bytes: shown once
-    assert [i.label for i in first.images] == ["image #1"]
-    assert [i.origin for i in first.images] == ["step"]
+    # query_0.jpg (the task's) and turn_img_0.jpg (the step's) are the same bytes: shown once, as the task's
+    assert [i.label for i in first.images] == ["task: query #1"]
+    assert [i.origin for i in first.images] == ["task"]
     obs = step_media(trace, 2)
     assert [i.label for i in obs.images] == [f"observation #{k}" for k in range(1, 6)]
     assert step_media(trace, 1).empty and step_media(trace, 6).empty

@@ -58,9 +58,9 @@ def test_injection_caught_by_the_example_checker(tally_run):
 
 
 def test_premature_answer_is_decisive_with_the_example(tally_run):
-    result = inject(tally_run, 3, "A.3", OfflineGenerator(), example())
+    result = inject(tally_run, 5, "C.2", OfflineGenerator(), example())  # the checker answers early
     assert result.verdict.decisive and result.counterfactual.final_answer == "1540"
-    assert result.counterfactual.ground_truth.agent == "adder"
+    assert result.counterfactual.ground_truth.agent == "checker"
 
 
 def test_streaming_from_the_subprocess(tally_run):
@@ -155,7 +155,7 @@ def test_real_trace_goes_through_the_protocol(tmp_path, real_traces):
         print(json.dumps({"type": "done", "final_answer": "echo"}), flush=True)
         """)
     index = 3
-    result = inject(trace, index, "A.3", OfflineGenerator(), CommandExecutor(argv, message_timeout=20))
+    result = inject(trace, index, "A.4", OfflineGenerator(), CommandExecutor(argv, message_timeout=20))
     cf = result.counterfactual
     assert cf.steps[-1].content == f"{index} {index + 1} {trace.steps[index].agent}"
     assert prefix_matches(trace, cf.steps, index)
@@ -171,11 +171,11 @@ def test_inject_command_with_the_example_executor(tmp_path, tally_run):
     seed = write_trace(tally_run, tmp_path / "tally.json")
     out = tmp_path / "cf.json"
     cmd = f"cmd:{sys.executable} {REPO / 'examples' / 'replay_executor.py'}"
-    done = _whenpro("inject", str(seed), "--step", "3", "--mode", "A.3", "--executor", cmd, "--out", str(out))
+    done = _whenpro("inject", str(seed), "--step", "5", "--mode", "C.2", "--executor", cmd, "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert "now fails — decisive" in done.stdout and f"wrote {out}" in done.stdout
-    assert json.loads(out.read_text())["ground_truth"]["mode"] == "A.3"
-    again = _whenpro("inject", str(seed), "--step", "3", "--mode", "A.3", "--executor", cmd, "--out", str(out))
+    assert json.loads(out.read_text())["ground_truth"]["mode"] == "C.2"
+    again = _whenpro("inject", str(seed), "--step", "5", "--mode", "C.2", "--executor", cmd, "--out", str(out))
     assert again.returncode == 2 and "--force" in again.stderr
     text = _whenpro("inject", str(seed), "--step", "2", "--mode", "R.3", "--executor", cmd, "--out", str(out),
                     "--force", "--generator", "text:Adding food 340 to the running total 1300.")

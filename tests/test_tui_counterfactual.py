@@ -18,7 +18,7 @@ from whenpro_tui.screens.diff import DiffScreen
 
 
 async def test_counterfactual_from_the_attribute_dialog_shows_each_replay_and_the_fixing_diff(tmp_path: Path) -> None:
-    cf = run_inject(seed_run("arith_team", 1), 4, "A.3").counterfactual
+    cf = run_inject(seed_run("arith_team", 1), 4, "R.3").counterfactual
     path = tmp_path / "cf.json"
     write_trace(cf, path)
     views = []
@@ -33,7 +33,8 @@ async def test_counterfactual_from_the_attribute_dialog_shows_each_replay_and_th
         await pick(pilot, downs=PROTOCOLS.index("counterfactual"))
         await settle(pilot, rounds=6)
         # one progress event per tested step, each focusing that step; the last one fixed the run
-        assert [v.focus for v in views] == [1, 2, 3, 4]
+        focus = [v.focus for v in views]  # in the heuristic's order; the earliest fixing step last
+        assert focus[-1] == 4 and {1, 2, 3} <= set(focus)
         assert "needs no correction" in views[0].text and "replayed: fixed" in views[-1].text
         assert isinstance(app.screen, DiffScreen)
         assert app.screen.cf.final_answer == cf.task.answer and app.screen.cf.outcome.value == "success"

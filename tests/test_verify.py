@@ -72,7 +72,7 @@ def test_revealing_text_is_not_kept_even_when_decisive():
 
 
 def test_gold_visible_injection_is_not_kept():
-    seed = run_env(get_env("arith_team"), 1)
+    seed = run_env(get_env("arith_team"), 1, plain=True)  # the fixed example run
     last = len(seed.steps) - 1  # the reporter: the solver already computed the answer before it
     result = inject(seed, last, "R.3", OfflineGenerator(), BuiltinExecutor())
     assert result.verdict.decisive and result.verdict.gold_visible_before_t and not result.verdict.kept

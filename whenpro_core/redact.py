@@ -37,7 +37,7 @@ _CREDENTIAL = re.compile(
     r"\b(?P<key>sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{6,}|(?:pk|rk)-[A-Za-z0-9_\-]{16,})"
     r"|(?P<scheme>\b(?i:bearer)\s+)[A-Za-z0-9._~+/=\-]{4,}"
     r"|(?P<basic>\b(?i:basic)\s+)(?=[A-Za-z]*[0-9+/=])[A-Za-z0-9+/=]{8,}"
-    r"|(?P<named>(?<![.$\w-])(?i:x-api-key|api[_-]?key|access[_-]?token|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
+    r"|(?P<named>(?<![./$\w-])(?i:x-api-key|api[_-]?key|access[_-]?token|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
     r"[^\s,;&\"'<>]+"
     r"|(?P<url>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^\s/@?#\"'<>]+@"
 )

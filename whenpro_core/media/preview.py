@@ -117,6 +117,16 @@ def _file_key(ref: "MediaRef", trace: "Trace") -> str | None:
         return None
 
 
+def _same_picture_as(ref: "MediaRef", others: "list[MediaRef]", trace: "Trace") -> bool:
+    """True when the file ``ref`` names holds the same bytes as one of ``others`` (the same
+    picture under another name: ``query_0.jpg`` and ``turn_img_0.jpg``)."""
+    paths = [r for r in others if r.path]
+    if not ref.path or not paths:
+        return False
+    digest = _file_key(ref, trace)
+    return digest is not None and digest in {_file_key(r, trace) for r in paths}
+
+
 def step_media(trace: "Trace", index: int) -> StepMedia:
     """The media a viewer shows on step ``index`` of ``trace`` (see module rules).
 
@@ -124,21 +134,14 @@ def step_media(trace: "Trace", index: int) -> StepMedia:
         IndexError: ``index`` is not a step of ``trace``.
     """
     step = trace.steps[index]
-    items = [MediaItem(ref, "step", item_label(ref)) for ref in step.media]
+    refs = list(step.media)
+    task: list[MediaItem] = []
     if task_step_index(trace) == step.index and trace.task.images:
-        seen = {_source_key(r) for r in step.media} - {None}
-        same_bytes: set[str] | None = None  # digests of the step's files, computed when needed
-        for ref in trace.task.images:
-            key = _source_key(ref)
-            if key is not None and key in seen:
-                continue
-            if ref.path and any(r.path for r in step.media):
-                if same_bytes is None:
-                    same_bytes = {d for r in step.media if r.path and (d := _file_key(r, trace))}
-                if _file_key(ref, trace) in same_bytes:
-                    continue  # the same picture under another name (query_0.jpg, turn_img_0.jpg)
-            items.insert(sum(1 for i in items if i.origin == "task"),
-                         MediaItem(ref, "task", item_label(ref, "task")))
+        seen = {_source_key(r) for r in refs} - {None}
+        task = [MediaItem(ref, "task", item_label(ref, "task")) for ref in trace.task.images
+                if _source_key(ref) is None or _source_key(ref) not in seen]  # the step shows that one
+        refs = [r for r in refs if not _same_picture_as(r, [i.ref for i in task], trace)]
+    items = task + [MediaItem(ref, "step", item_label(ref)) for ref in refs]
     images = tuple(i for i in items if i.ref.kind == "image")
     frames = [i for i in items if i.ref.kind == "frame"]
     if all(i.ref.time_s is not None for i in frames):

@@ -22,7 +22,9 @@ class CountPrefix:
     #: the count the key being handled now carries (0: none)
     _key_count: int = 0
 
-    def on_key(self, event: events.Key) -> None:
+    def count_key(self, event: events.Key) -> None:
+        """Take a digit of a count, or hand the count typed so far to the key now handled
+        (the host screen's ``on_key`` calls this)."""
         if not self.is_current:  # type: ignore[attr-defined]
             return  # keys typed ahead into a prompt that is opening
         char = event.character or ""

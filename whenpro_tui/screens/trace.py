@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -145,6 +145,12 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
     def _fit_classes(self, width: int, height: int) -> None:
         self.set_class(width < self.NARROW_WIDTH, "narrow")
         self.set_class(height < self.SHORT_HEIGHT, "short")
+
+    def on_key(self, event: events.Key) -> None:
+        """Keys typed ahead of a prompt first (:class:`StepFinding`), then count prefixes
+        (:class:`CountPrefix`): one handler, so the order is written down."""
+        self.find_key(event)
+        self.count_key(event)
 
     def on_mount(self) -> None:
         self._fit_classes(self.app.size.width, self.app.size.height)

@@ -41,7 +41,8 @@ class StepFinding:
     #: The ``:`` or ``/`` prompt opened last (keys typed fast behind the key go to it).
     _prompt: PromptScreen | None = None
 
-    def on_key(self, event: events.Key) -> None:
+    def find_key(self, event: events.Key) -> None:
+        """Keys typed ahead of the search/go-to prompt (the host screen's ``on_key`` calls this)."""
         # "/query" typed fast or pasted: the keys behind "/" are forwarded to this screen
         # before the prompt is up (and "q" would quit). Open the prompt at once and type
         # what follows into it.
