@@ -529,6 +529,9 @@ def bench(
                                         help="Run only job K (0-based) of N into OUT's part K (job arrays; no report)."),
     max_calls_per_s: Optional[float] = typer.Option(None, "--max-calls-per-s", min=0.001,
                                                     help="Cap on LLM requests per second (cluster-wide with Ray)."),
+    template: Optional[str] = typer.Option(None, "--template", metavar="FILE",
+                                           help="Word the all-at-once items with your own Jinja2 template "
+                                                "(its hash is part of the setting)."),
 ) -> None:
     """Evaluate attribution protocols over a dataset; resumable, then report."""
     from whenpro_core.bench.cli_bench import bench_command
@@ -551,7 +554,8 @@ def bench(
                   tolerance=tolerance, retry_errors=retry_errors, use_cache=not no_cache,
                   report=not no_report, report_dir=report_dir, labels=labels,
                   images=images.value if images else None, shard=shard, ray=ray,
-                  ray_address=ray_address, ray_shards=ray_shards, max_calls_per_s=max_calls_per_s)
+                  ray_address=ray_address, ray_shards=ray_shards, max_calls_per_s=max_calls_per_s,
+                  template=template)
 
 
 @app.command()
