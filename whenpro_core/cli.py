@@ -706,6 +706,7 @@ def watch(
                                        help="End the run after S seconds without new data (0: never)."),
     final_pass: bool = typer.Option(False, "--final-pass",
                                     help="When the run ends, judge it whole (all-at-once with --model)."),
+    preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP + " Applies to --final-pass."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event line."),
     steps: bool = typer.Option(False, "--steps", help="Print each new step too."),
     no_gold: bool = typer.Option(False, "--no-gold", help="Do not show the judge the gold answer."),
@@ -724,7 +725,8 @@ def watch(
     code = watch_command(file, otlp=otlp, protocol=protocol, model=model, budget_calls=budget_calls,
                          budget_tokens=budget_tokens, budget_usd=budget_usd, idle_timeout=idle_timeout,
                          final_pass=final_pass, as_json=as_json, show_steps=steps, with_gold=not no_gold,
-                         no_cache=no_cache, line_format=line_format, store=store, allow_remote=allow_remote)
+                         no_cache=no_cache, line_format=line_format, store=store, allow_remote=allow_remote,
+                         preset=preset)
     raise typer.Exit(code)
 
 
