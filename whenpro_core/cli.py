@@ -529,6 +529,9 @@ def bench(
                                         help="Run only job K (0-based) of N into OUT's part K (job arrays; no report)."),
     max_calls_per_s: Optional[float] = typer.Option(None, "--max-calls-per-s", min=0.001,
                                                     help="Cap on LLM requests per second (cluster-wide with Ray)."),
+    template: Optional[str] = typer.Option(None, "--template", metavar="FILE",
+                                           help="Word the all-at-once items with your own Jinja2 template "
+                                                "(its hash is part of the setting)."),
 ) -> None:
     """Evaluate attribution protocols over a dataset; resumable, then report."""
     from whenpro_core.bench.cli_bench import bench_command
@@ -551,7 +554,8 @@ def bench(
                   tolerance=tolerance, retry_errors=retry_errors, use_cache=not no_cache,
                   report=not no_report, report_dir=report_dir, labels=labels,
                   images=images.value if images else None, shard=shard, ray=ray,
-                  ray_address=ray_address, ray_shards=ray_shards, max_calls_per_s=max_calls_per_s)
+                  ray_address=ray_address, ray_shards=ray_shards, max_calls_per_s=max_calls_per_s,
+                  template=template)
 
 
 @app.command()
@@ -702,6 +706,7 @@ def watch(
                                        help="End the run after S seconds without new data (0: never)."),
     final_pass: bool = typer.Option(False, "--final-pass",
                                     help="When the run ends, judge it whole (all-at-once with --model)."),
+    preset: Optional[str] = typer.Option(None, "--preset", help=PRESET_HELP + " Applies to --final-pass."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event line."),
     steps: bool = typer.Option(False, "--steps", help="Print each new step too."),
     no_gold: bool = typer.Option(False, "--no-gold", help="Do not show the judge the gold answer."),
@@ -720,7 +725,8 @@ def watch(
     code = watch_command(file, otlp=otlp, protocol=protocol, model=model, budget_calls=budget_calls,
                          budget_tokens=budget_tokens, budget_usd=budget_usd, idle_timeout=idle_timeout,
                          final_pass=final_pass, as_json=as_json, show_steps=steps, with_gold=not no_gold,
-                         no_cache=no_cache, line_format=line_format, store=store, allow_remote=allow_remote)
+                         no_cache=no_cache, line_format=line_format, store=store, allow_remote=allow_remote,
+                         preset=preset)
     raise typer.Exit(code)
 
 

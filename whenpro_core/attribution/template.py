@@ -22,6 +22,7 @@ code). Errors are one line naming the file and the line.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,27 @@ def load_template(path: str | Path) -> PromptTemplate:
         return PromptTemplate(path, env.from_string(source))
     except jinja2.TemplateSyntaxError as exc:
         raise ConfigError(f"template syntax error at line {exc.lineno}: {exc.message}", path=path) from None
+
+
+def template_sha(path: str | Path) -> str:
+    """The first 12 hex digits of the SHA-256 of the template file's bytes (a bench
+    setting's identity: results with different templates never mix). ConfigError naming
+    the file when it cannot be read."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+    except OSError as exc:
+        raise ConfigError(f"cannot read template: {exc.strerror or exc}", path=path) from None
+
+
+def templated_protocol(protocol: str, sha: str) -> str:
+    """The bench setting name of ``protocol`` worded by the template ``sha``:
+    ``all-at-once@template:<sha>`` (its resume key, record and report label)."""
+    return f"{protocol}@template:{sha}"
+
+
+def base_protocol(protocol: str) -> str:
+    """``all-at-once@template:<sha>`` -> ``all-at-once`` (other names unchanged)."""
+    return protocol.split("@template:", 1)[0]
 
 
 def _transcript_text(transcript: Transcript, marker: str) -> tuple[str, list[ImagePart]]:

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
+from whenpro_core.attribution.run import protocol_name
+from whenpro_core.attribution.template import load_template, template_sha, templated_protocol
 from whenpro_core.bench import runner, shards
 from whenpro_core.bench.aggregate import Report
 from whenpro_core.bench.ratelimit import local_gate
@@ -31,6 +33,23 @@ def _gold_setting(gold: bool, both: bool) -> str:
     return "both" if both else ("gold" if gold else "no-gold")
 
 
+def _check_template(template: str | Path, protocols: Sequence[str]) -> None:
+    """ConfigError unless every protocol is all-at-once and the template compiles."""
+    other = [p for p in protocols if protocol_name(p) != "all-at-once"]
+    if other:
+        raise ConfigError(f"--template words the all-at-once request, not {other[0]}",
+                          expected="--protocol all-at-once (no --preset)")
+    load_template(template)
+
+
+def _with_template(items: list[runner.WorkItem], path: Path) -> list[runner.WorkItem]:
+    """The items worded by the template at ``path``: its absolute path, and the protocol
+    renamed ``all-at-once@template:<sha>`` (resume key, record and report label)."""
+    sha = template_sha(path)
+    return [i.model_copy(update={"template": str(path.resolve()), "protocol": templated_protocol(i.protocol, sha)})
+            for i in items]
+
+
 def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
                   models: Sequence[str] | str | None = None, gold: bool = True,
                   both: bool = False, where: Sequence[str] | str | None = None,
@@ -41,7 +60,7 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
                   report_hint: str = BENCH_REPORT_HINT, labels: str = "reviewed",
                   images: str | None = None, shard: str | None = None, ray: bool = False,
                   ray_address: str | None = None, ray_shards: int | None = None,
-                  max_calls_per_s: float | None = None) -> Report | None:
+                  max_calls_per_s: float | None = None, template: str | Path | None = None) -> Report | None:
     """Run a benchmark and report on the whole results file.
 
     Protocols default to ``all-at-once`` when models are given, else ``heuristic``.
@@ -59,7 +78,9 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     appending to its own part file; ``shard="K/N"`` runs only this job's share of the items
     into part K and does not report. Any finished run without ``shard`` merges the parts
     into the results file; finished items in any part are skipped. ``max_calls_per_s``
-    caps LLM requests per second (cluster-wide on Ray).
+    caps LLM requests per second (cluster-wide on Ray). ``template`` (``--template``) words
+    the all-at-once items with a Jinja2 template; the setting is named
+    ``all-at-once@template:<sha>``; ConfigError with any other protocol.
     """
     err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
     console = console or Console()
@@ -70,6 +91,8 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     if (limit is not None and limit < 0) or (sample is not None and sample < 0):
         raise ConfigError("--limit and --sample take a number of traces", expected="0 or more")
     runner.settings(proto_list, model_list)  # bad protocols/models fail before any work
+    if template is not None:
+        _check_template(template, proto_list)
     where_map = runner.parse_where(where)
     shard_k_n = shards.parse_shard(shard) if shard is not None else None
     layout = shards.layout(out or DEFAULT_OUT)
@@ -95,6 +118,8 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
                               expected="accepted or pending traces, or --labels built")
     items = runner.plan(sel.rows, proto_list, model_list,
                         _gold_setting(gold, both), tolerance=tolerance)
+    if template is not None:
+        items = _with_template(items, Path(template))
     done, repaired = shards.done_everywhere(results, layout)
     for line in repaired:
         err.print(line, markup=False, highlight=False)

@@ -39,6 +39,8 @@ class WorkItem(BaseModel):
 
     ``ref`` is absolute (``path`` or ``path#key``); ``summary`` is the trace's listing
     row (cheap metadata, used for ``--where`` and when the trace fails to load).
+    ``template``: the ``--template`` file wording the all-at-once request; ``protocol`` is
+    then ``all-at-once@template:<sha>`` so the key, record and report label carry its hash.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -49,6 +51,7 @@ class WorkItem(BaseModel):
     with_gold: bool = True
     tolerance: int = 0
     summary: TraceSummary
+    template: str | None = None  # absolute path of the --template file (protocol names its hash)
 
     @property
     def key(self) -> str:

@@ -46,6 +46,7 @@ from typing import AsyncContextManager, Callable, Iterable, Sequence
 from whenpro_core.attribution.interactive import MeteredJudge
 from whenpro_core.attribution.judge import Judge
 from whenpro_core.attribution.run import attribute
+from whenpro_core.attribution.template import base_protocol, load_template
 from whenpro_core.bench.plan import (GOLD_SETTINGS, HEURISTIC_MODEL, WHERE_KEYS, Selection,
                                      WorkItem, matches, parse_where, pending, plan, select,
                                      settings, split_list)
@@ -139,7 +140,9 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
     prediction, error, kind = None, None, None
     meter = MeteredJudge(judge) if judge is not None else None  # what this item's calls cost, even if it fails
     try:
-        prediction = await attribute(trace, item.protocol, judge=meter, with_gold=item.with_gold)
+        template = load_template(item.template) if item.template else None
+        prediction = await attribute(trace, base_protocol(item.protocol), judge=meter, with_gold=item.with_gold,
+                                     template=template)
         if item.protocol != "heuristic":
             prediction.model = item.model
     except ConfigError:

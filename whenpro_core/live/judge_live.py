@@ -35,7 +35,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, AsyncIterator
 
-from whenpro_core.errors import BackendError
+from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.live.events import (BudgetExhausted, DecisiveError, FinalVerdict, JudgeFailed, RunEnded,
                                       StepJudged, Suspect)
 from whenpro_core.model import Attribution, Outcome, Step, Trace, Usage
@@ -119,6 +119,9 @@ class LiveJudge:
         with_gold: show the judge the gold answer when the trace has one.
         taxonomy: failure modes (default: the trace's dataset taxonomy or the built-in).
         final_pass: run a full pass when the run ends.
+        final_protocol: the final pass's protocol with a judge (``all-at-once``, or a
+            ``--preset``'s version of it); a trace it cannot render gives one
+            :class:`JudgeFailed` line saying why.
         decisive_strength: the heuristic's threshold for a decisive verdict (the
             strength of a signal at the verdict's step).
 
@@ -131,9 +134,8 @@ class LiveJudge:
 
     def __init__(self, protocol: str = "heuristic", *, judge: Any = None, budget: Budget | None = None,
                  with_gold: bool = True, taxonomy: Any = None, final_pass: bool = False,
-                 decisive_strength: float = DECISIVE_STRENGTH) -> None:
+                 decisive_strength: float = DECISIVE_STRENGTH, final_protocol: str = "all-at-once") -> None:
         from whenpro_core.attribution.run import protocol_name
-        from whenpro_core.errors import ConfigError
 
         self.protocol = protocol_name(protocol)
         if self.protocol not in ("heuristic", "step-by-step"):
@@ -146,6 +148,7 @@ class LiveJudge:
         self.with_gold = with_gold
         self.taxonomy = taxonomy
         self.final_pass = final_pass
+        self.final_protocol = final_protocol
         self.decisive_strength = decisive_strength
         self.usage = Usage()
         self.decisive: DecisiveError | None = None
@@ -195,10 +198,13 @@ class LiveJudge:
                 yield BudgetExhausted(trace.id, limit, self.usage)
                 return
             try:
-                verdict = await attribute(trace, "all-at-once", judge=self.judge, with_gold=self.with_gold,
+                verdict = await attribute(trace, self.final_protocol, judge=self.judge, with_gold=self.with_gold,
                                           taxonomy=self._taxonomy(trace))
             except BackendError as exc:
                 yield JudgeFailed(trace.id, exc.one_line())
+                return
+            except ConfigError as exc:  # a --preset that cannot render this trace: say why, send nothing
+                yield JudgeFailed(trace.id, f"the final pass cannot apply: {exc.one_line()}")
                 return
             self.usage = self.usage.add(verdict.spent.model_copy(update={"seconds": 0.0}))
         else:

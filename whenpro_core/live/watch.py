@@ -182,9 +182,24 @@ class Printer:
         return 1 if self.decisive else 2 if self.failed else 0
 
 
+def _final_protocol(preset: str | None, model: str | None, final_pass: bool) -> str:
+    """The final pass's protocol: all-at-once, or ``preset``'s version of it (ConfigError
+    for an unknown preset, or a preset without ``--final-pass`` and ``--model``: presets
+    need the whole run, so they apply to the final pass only)."""
+    from whenpro_core.attribution.run import preset_protocol
+
+    if preset is None:
+        return "all-at-once"
+    name = preset_protocol(preset, "all-at-once")
+    if not (final_pass and model):
+        raise ConfigError(f"--preset {preset.strip().lower()} applies to the final pass of the whole run",
+                          expected="--preset with --final-pass and --model provider:model")
+    return name
+
+
 def _judge_factory(protocol: str | None, model: str | None, *, budget: Any, final_pass: bool,
-                   with_gold: bool, no_cache: bool):
-    from whenpro_core.attribution.run import protocol_name
+                   with_gold: bool, no_cache: bool, preset: str | None = None):
+    from whenpro_core.attribution.run import PRESET_PROTOCOLS, protocol_name
     from whenpro_core.live.judge_live import LiveJudge
 
     if model and model.strip().lower() == "heuristic":
@@ -197,6 +212,9 @@ def _judge_factory(protocol: str | None, model: str | None, *, budget: Any, fina
         raise ConfigError("--protocol heuristic and --model do not go together",
                           expected="no --model (heuristic uses none), or --final-pass to use "
                                    "the model for the final all-at-once pass")
+    final_protocol = _final_protocol(preset, model, final_pass)
+    if final_protocol == PRESET_PROTOCOLS["whowhen-pro"]:
+        with_gold = False  # the official harness never shows the gold answer
     judge = None
     if model or name == "step-by-step":
         from whenpro_core.attribution.llm_judge import make_judge
@@ -208,7 +226,8 @@ def _judge_factory(protocol: str | None, model: str | None, *, budget: Any, fina
         warn_offline(lambda line: print(line, file=sys.stderr))
 
     def make(_trace_id: str = "") -> LiveJudge:
-        return LiveJudge(name, judge=judge, budget=budget, with_gold=with_gold, final_pass=final_pass)
+        return LiveJudge(name, judge=judge, budget=budget, with_gold=with_gold, final_pass=final_pass,
+                         final_protocol=final_protocol)
 
     make("")  # validate the settings now (ConfigError -> exit 2 before anything runs)
     return make, judge
@@ -218,8 +237,9 @@ def watch_command(file: str | None, *, otlp: str | None, protocol: str | None, m
                   budget_calls: int | None, budget_tokens: int | None, budget_usd: float | None,
                   idle_timeout: float | None, final_pass: bool, as_json: bool, show_steps: bool,
                   with_gold: bool, no_cache: bool, line_format: str | None, store: Path | None,
-                  allow_remote: bool) -> int:
-    """Run ``whenpro watch``; returns the exit status (see the module doc)."""
+                  allow_remote: bool, preset: str | None = None) -> int:
+    """Run ``whenpro watch``; returns the exit status (see the module doc). ``preset``
+    (``--preset``) words the final pass as that published protocol."""
     from whenpro_core.live.judge_live import Budget
 
     if file is None and otlp is None:
@@ -232,7 +252,7 @@ def watch_command(file: str | None, *, otlp: str | None, protocol: str | None, m
         idle_timeout = None
     budget = Budget(max_calls=budget_calls, max_tokens=budget_tokens, max_usd=budget_usd)
     make, judge = _judge_factory(protocol, model, budget=budget, final_pass=final_pass,
-                                 with_gold=with_gold, no_cache=no_cache)
+                                 with_gold=with_gold, no_cache=no_cache, preset=preset)
     printer = Printer(as_json=as_json, show_steps=show_steps, prefix=otlp is not None, source=file)
 
     async def main() -> None:

@@ -1,0 +1,91 @@
+"""``whenpro bench --template FILE`` (issue 15, item 1): the all-at-once items of a bench
+run worded by the user's Jinja2 template, through the real openai SDK against the local LLM
+test server. The template's hash is part of the setting: its resume key, its record and
+the report's label, so a run with another template runs again instead of resuming."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from bench_data import write_dataset
+from conftest import REPO
+from rich.console import Console
+
+from tests.support.fixtures import TEST_KEY
+from tests.support.llm_server import LLMServer
+from tests.support.llm_wire import prompt_text
+from whenpro_core.bench.cli_bench import bench_command
+from whenpro_core.bench.records import read_records
+
+MODEL = "openai:gpt-4.1"
+ANSWER = '```json\n{"agent_name": "solver", "step_number": "2", "error_mode": "R.3", "reason": "sum"}\n```'
+
+
+@pytest.fixture
+def served(llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> LLMServer:
+    """The environment a user sets to point whenpro at the server."""
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
+    llm_server.respond_with(lambda body: ANSWER)
+    return llm_server
+
+
+def _template(path: Path, wording: str) -> Path:
+    path.write_text(f"{wording}\nQuestion: {{{{ question }}}}\n{{{{ transcript }}}}\n{{{{ answer_format }}}}\n")
+    return path
+
+
+def _bench(data: Path, out: Path, template: Path) -> str:
+    shown = io.StringIO()
+    bench_command(str(data), out=out, models=MODEL, template=str(template), report_dir=out.parent / "report",
+                  console=Console(file=shown, width=240))
+    return shown.getvalue()
+
+
+def test_bench_words_all_at_once_with_the_template_and_keeps_templates_apart(
+        served: LLMServer, tmp_path: Path) -> None:
+    data = write_dataset(tmp_path)
+    out = tmp_path / "results.jsonl"
+    first_tpl = _template(tmp_path / "first.j2", "PINEAPPLE-WORDING: find the decisive error.")
+    _bench(data, out, first_tpl)
+    first_calls = len(served.answered)
+    assert first_calls > 0
+    assert all("PINEAPPLE-WORDING" in prompt_text(a.body) for a in served.answered)
+    assert all([m["role"] for m in a.body["messages"]] == ["user"] for a in served.answered)
+    records = read_records(out)[0]
+    settings = {r.protocol for r in records}
+    assert len(settings) == 1 and next(iter(settings)).startswith("all-at-once@template:")
+    assert any(r.prediction is not None and r.prediction.agent == "solver" for r in records)
+
+    _bench(data, out, first_tpl)  # the same template again: resumed, nothing sent
+    assert len(served.answered) == first_calls
+
+    second_tpl = _template(tmp_path / "second.j2", "MANGO-WORDING: which step broke the run?")
+    shown = _bench(data, out, second_tpl)
+    later = served.answered[first_calls:]
+    assert len(later) == first_calls  # every item ran again, not resumed from the first template
+    assert all("MANGO-WORDING" in prompt_text(a.body) and "PINEAPPLE" not in prompt_text(a.body) for a in later)
+    labels = sorted({r.protocol for r in read_records(out)[0]})
+    assert len(labels) == 2
+    for label in labels:
+        assert label in shown  # the report shows both settings
+        assert label in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_template_with_another_protocol_is_refused_in_one_line(tmp_path: Path) -> None:
+    data = write_dataset(tmp_path)
+    tpl = _template(tmp_path / "t.j2", "Words.")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    proc = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "bench", str(data), "--model", MODEL,
+                           "--protocol", "binary-search", "--template", str(tpl), "--out",
+                           str(tmp_path / "r.jsonl")], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "--template words the all-at-once request, not binary-search" in proc.stderr
+    assert not (tmp_path / "r.jsonl").exists()
