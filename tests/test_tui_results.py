@@ -235,7 +235,8 @@ def test_results_screen_snapshot(snap_compare, tmp_path: Path, monkeypatch) -> N
     async def run_before(pilot) -> None:
         await settle(pilot)
         await pilot.press("right", "down")
-        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()  # the table scrolls to the cursor
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=(110, 24), run_before=run_before)
 

@@ -61,7 +61,7 @@ def test_library_screen(snap_compare, in_tmp: Path, size: str) -> None:
     async def run_before(pilot) -> None:
         await settle(pilot)
         await pilot.press("s")  # by id, natural order: ag-5, ag-10, ag-15
-        await pilot.pause()
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
 
@@ -76,6 +76,7 @@ def test_results_screen(snap_compare, tmp_path: Path, monkeypatch: pytest.Monkey
     async def run_before(pilot) -> None:
         await settle(pilot)
         await pilot.press("l", "j")
-        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()  # the table scrolls to the cursor
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
