@@ -193,7 +193,7 @@ class TauBenchImporter(DocumentImporter):
             final_answer=next((s.content for s in reversed(steps) if s.agent == "Assistant" and s.content), None),
             outcome=Outcome.unknown if reward is None else (
                 Outcome.success if reward >= 1.0 else Outcome.failure),
-            source=Source(format=self.name, path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
+            source=ctx.source(self.name),
             extras=redact_secrets({k: v for k, v in doc.items() if k not in ("traj",)}))
         apply_labels(trace, ctx.path, doc.get("task_id"), offset=0)
         return [trace]

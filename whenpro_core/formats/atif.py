@@ -50,7 +50,7 @@ from whenpro_core.formats.base import (
     redact_secrets,
     text_or_none,
 )
-from whenpro_core.model import Agent, GroundTruth, Outcome, Source, Step, Task, ToolCall, Trace
+from whenpro_core.model import Agent, GroundTruth, Outcome, Step, Task, ToolCall, Trace
 
 _BULKY_METRICS = ("prompt_token_ids", "completion_token_ids", "logprobs")
 _FINISH = ("finish", "mark_task_complete", "submit")
@@ -283,7 +283,7 @@ def trajectory_trace(doc: dict, ctx: LoadContext) -> Trace:
         "framework": "harbor", "agents": [Agent(id=a, role=m) for a, m in reader.agents.items()],
         "task": Task(query=query), "steps": reader.steps, "final_answer": _final(reader.steps, main),
         "outcome": Outcome.unknown, "extras": extras,
-        "source": Source(format="atif", path=str(ctx.path), root=str(ctx.root) if ctx.root else None)}
+        "source": ctx.source("atif")}
     written = _trace_fields(doc)  # a trajectory whenpro wrote: its own fields back
     if written:
         fields.update(written, id=sid)

@@ -27,7 +27,7 @@ import orjson
 from whenpro_core import jsonio
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.model import SUMMARY_TEXT, Trace, TraceSummary
+from whenpro_core.model import SUMMARY_TEXT, Source, Trace, TraceSummary
 from whenpro_core.redact import redact_secrets as redact_secrets  # re-exported: the importers take it from here
 
 
@@ -44,6 +44,11 @@ class LoadContext:
     def error(self, what: str, json_path: str = "$", expected: str | None = None) -> TraceFormatError:
         """A :class:`TraceFormatError` located at this file and ``json_path``."""
         return TraceFormatError(what, path=self.path, json_path=json_path, expected=expected)
+
+    def source(self, fmt: str, **fields: Any) -> Source:
+        """The :class:`Source` of a trace read by importer ``fmt`` from this file (its path,
+        the dataset root when known, and ``fields`` such as ``key`` or ``row``)."""
+        return Source(format=fmt, path=str(self.path), root=str(self.root) if self.root else None, **fields)
 
 
 class DocumentImporter:

@@ -47,7 +47,7 @@ from whenpro_core.formats.base import (
     text_or_none,
 )
 from whenpro_core.formats.chat import content_parts, tool_calls_of
-from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
+from whenpro_core.model import Agent, Outcome, Step, Task, ToolCall, Trace
 
 RUN_TYPES = frozenset({"llm", "chain", "tool", "retriever", "prompt", "parser", "embedding", "agent"})
 _LC_ROLES = {"human": "user", "HumanMessage": "user", "ai": "assistant", "AIMessage": "assistant",
@@ -303,7 +303,7 @@ def _trace(runs: list[tuple[dict, str]], steps: list[Step], ctx: LoadContext) ->
     return Trace(id=f"langsmith-{tid}", framework="langsmith", agents=[Agent(id=a) for a in agents],
                  task=Task(query=query), steps=steps, final_answer=final,
                  outcome=Outcome.failure if text_or_none(root.get("error")) else Outcome.unknown,
-                 source=Source(format="langsmith", path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
+                 source=ctx.source("langsmith"),
                  extras=extras)
 
 

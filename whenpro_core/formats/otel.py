@@ -64,7 +64,6 @@ from whenpro_core.model import (
     MediaRef,
     Modality,
     Outcome,
-    Source,
     Step,
     Task,
     ToolCall,
@@ -307,7 +306,7 @@ def build_traces(spans: list[Span], ctx: LoadContext) -> list[Trace]:
             modality=Modality.image if any(s.media for s in steps) else Modality.text,
             agents=_agents(steps, frames), task=Task(query=query), steps=steps, final_answer=final,
             outcome=Outcome.failure if any(r.failed for r in roots) else Outcome.unknown,
-            source=Source(format=fmt, path=str(ctx.path), key=trace_id, root=str(ctx.root) if ctx.root else None),
+            source=ctx.source(fmt, key=trace_id),
             extras={"service": res.get("service.name"), "resource": redact_secrets(res),
                     "span_count": len(ordered), "agent_spans": [f.raw() for f in frames]})
         traces.append(restore_trace(trace, res))

@@ -42,7 +42,7 @@ from whenpro_core.formats.base import (DocumentImporter, LoadContext, as_text, e
                                        redact_secrets, text_or_none)
 from whenpro_core.formats.chat import content_parts, tool_calls_of
 from whenpro_core.formats.run_ids import distinct_id
-from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
+from whenpro_core.model import Agent, Outcome, Step, Task, ToolCall, Trace
 
 _BASH = re.compile(r"```(?:bash|sh)?\s*\n(.*?)\n```", re.S)
 _FAILED_EXIT = re.compile(r"(^exit_|error|limit|timeout|exceeded|format)", re.I)
@@ -181,7 +181,7 @@ class SweAgentImporter(DocumentImporter):
             id=distinct_id("swe-agent", ctx.path), framework="swe-agent", benchmark=_benchmark(doc),
             agents=[Agent(id="agent")], task=Task(query=framing.query), steps=steps,
             final_answer=text_or_none(info.get("submission")), outcome=outcome_of(info.get("exit_status")),
-            source=Source(format=self.name, path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
+            source=ctx.source(self.name),
             extras=redact_secrets({k: v for k, v in doc.items() if k not in ("history", "trajectory")}))]
 
     @staticmethod
@@ -253,5 +253,5 @@ class MiniSweAgentImporter(DocumentImporter):
             benchmark=_benchmark(doc),
             agents=[Agent(id="agent")], task=Task(query=framing.query), steps=steps,
             final_answer=submission, outcome=outcome_of(status),
-            source=Source(format=self.name, path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
+            source=ctx.source(self.name),
             extras=extras)]
