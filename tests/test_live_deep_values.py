@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
+from tests.support.protobuf_bytes import field
 from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace
@@ -99,34 +100,21 @@ def test_a_deeply_nested_attribute_is_stored_capped_and_the_writer_goes_on(recei
     assert receiver.store.set_aside == {}
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited protobuf field."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
 
 def protobuf_export(kind: str, depth: int) -> bytes:
     """An ExportTraceServiceRequest, written by hand in the wire format (the protobuf
     library refuses to build messages nested over 100 deep), with one span whose
     attribute ``deep`` is a kvlistValue or arrayValue nested ``depth`` levels."""
-    value = _field(1, b"bottom")  # AnyValue.string_value
+    value = field(1, b"bottom")  # AnyValue.string_value
     for _ in range(depth):
         if kind == "kvlist":
-            key_value = _field(1, b"k") + _field(2, value)  # KeyValue{key, value}
-            value = _field(6, _field(1, key_value))  # AnyValue.kvlist_value{values: [..]}
+            key_value = field(1, b"k") + field(2, value)  # KeyValue{key, value}
+            value = field(6, field(1, key_value))  # AnyValue.kvlist_value{values: [..]}
         else:
-            value = _field(5, _field(1, value))  # AnyValue.array_value{values: [..]}
-    span = (_field(1, bytes.fromhex(TID)) + _field(2, bytes.fromhex("00f067aa0ba902b7")) + _field(5, b"chat")
-            + _field(9, _field(1, b"deep") + _field(2, value)))  # Span.attributes
-    return _field(1, _field(2, _field(2, span)))  # resource_spans{scope_spans{spans}}
+            value = field(5, field(1, value))  # AnyValue.array_value{values: [..]}
+    span = (field(1, bytes.fromhex(TID)) + field(2, bytes.fromhex("00f067aa0ba902b7")) + field(5, b"chat")
+            + field(9, field(1, b"deep") + field(2, value)))  # Span.attributes
+    return field(1, field(2, field(2, span)))  # resource_spans{scope_spans{spans}}
 
 
 @pytest.mark.parametrize("kind,depth", [("array", 40), ("kvlist", 240), ("array", 320)])

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tests.support.protobuf_bytes import field
 from whenpro_core import jsonio
 from whenpro_core.formats.native import load_native
 from whenpro_core.formats.otlp import hex_id
@@ -172,30 +173,18 @@ def test_json_documents_are_refused_in_one_line_or_stored(rx, doc):
     _check_store(rx)
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
 
 def _pb_span(trace_id: bytes, span_id: bytes, name: bytes, depth: int, text: bytes) -> bytes:
-    value = _field(1, text)
+    value = field(1, text)
     for _ in range(depth):
-        value = _field(5, _field(1, value))  # arrayValue
-    return (_field(1, trace_id) + _field(2, span_id) + _field(5, name)
-            + _field(9, _field(1, b"deep") + _field(2, value)))
+        value = field(5, field(1, value))  # arrayValue
+    return (field(1, trace_id) + field(2, span_id) + field(5, name)
+            + field(9, field(1, b"deep") + field(2, value)))
 
 
 pb_bodies = st.one_of(
     st.binary(max_size=64),
-    st.builds(lambda spans: _field(1, _field(2, b"".join(_field(2, s) for s in spans))),
+    st.builds(lambda spans: field(1, field(2, b"".join(field(2, s) for s in spans))),
               st.lists(st.builds(_pb_span,
                                  st.one_of(*[st.sampled_from([bytes.fromhex(t) for t in TRACE_IDS])] * 3,
                                            st.binary(max_size=20)),
