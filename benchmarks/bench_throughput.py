@@ -112,8 +112,15 @@ async def run_whenpro(files: list[Path], server: RemoteServer, concurrency: int)
     from whenpro_core.formats import walk
 
     model = "openai:gpt-4.1"
-    settings = load_settings(model=model, openai_api_key="sk-bench", openai_base_url=server.openai_base_url,
-                             concurrency=concurrency, cache=False, timeout_s=60.0, max_retries=2)
+    settings = load_settings(
+        model=model,
+        openai_api_key="sk-bench",
+        openai_base_url=server.openai_base_url,
+        concurrency=concurrency,
+        cache=False,
+        timeout_s=60.0,
+        max_retries=2,
+    )
     rows = [r for f in files for r in walk(f)]
     items = runner.plan(rows, ["all-at-once"], [model])
     judge = make_judge(model, settings=settings, use_cache=False)
@@ -139,8 +146,10 @@ def ag2tracer_or_reason():
         import ag2tracer  # noqa: F401
         import litellm  # noqa: F401
     except ImportError as exc:
-        return None, (f"ag2tracer is not installed ({exc.name} missing); for this baseline: "
-                      f"{sys.executable} -m pip install ag2tracer==0.1.1")
+        return None, (
+            f"ag2tracer is not installed ({exc.name} missing); for this baseline: "
+            f"{sys.executable} -m pip install ag2tracer==0.1.1"
+        )
     return ag2tracer, None
 
 
@@ -198,18 +207,23 @@ def main() -> None:
                     module = None
     finally:
         server.close()
-    print(f"{len(files)} Who&When traces (Algorithm-Generated), all-at-once, server latency "
-          f"{args.latency * 1000:.0f} ms per call; whenpro cache off")
-    head = f"{'tool':<16} {'concurrency':>11} {'seconds':>8} {'requests':>8} {'req/s':>8} {'ideal':>8} " \
-           f"{'of ideal':>8} {'failed':>6}"
+    print(
+        f"{len(files)} Who&When traces (Algorithm-Generated), all-at-once, server latency "
+        f"{args.latency * 1000:.0f} ms per call; whenpro cache off"
+    )
+    head = (
+        f"{'tool':<16} {'concurrency':>11} {'seconds':>8} {'requests':>8} {'req/s':>8} {'ideal':>8} "
+        f"{'of ideal':>8} {'failed':>6}"
+    )
     print(head)
     print("-" * len(head))
     base: dict[int, float] = {}
     for tool, c, seconds, calls, failed in rows:
         rate = calls / seconds if seconds else 0.0
         ideal = c / args.latency
-        line = (f"{tool:<16} {c:>11} {seconds:>8.2f} {calls:>8} {rate:>8.1f} {ideal:>8.1f} "
-                f"{rate / ideal:>8.0%} {failed:>6}")
+        line = (
+            f"{tool:<16} {c:>11} {seconds:>8.2f} {calls:>8} {rate:>8.1f} {ideal:>8.1f} {rate / ideal:>8.0%} {failed:>6}"
+        )
         if tool.startswith("ag2tracer") and base.get(c):
             line += f"   whenpro x{base[c] / rate:.2f} vs ag2tracer" if rate else ""
         elif tool == "whenpro bench":
@@ -217,8 +231,10 @@ def main() -> None:
         print(line)
     if why:
         print(f"baseline not run: {why}")
-    print("each item: whenpro loads, renders, asks (structured output), scores and appends a record; "
-          "ag2tracer formats a prompt and asks for text")
+    print(
+        "each item: whenpro loads, renders, asks (structured output), scores and appends a record; "
+        "ag2tracer formats a prompt and asks for text"
+    )
 
 
 if __name__ == "__main__":

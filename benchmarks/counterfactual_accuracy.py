@@ -35,10 +35,14 @@ def build_dataset(root: Path, seeds: int, per_seed: int) -> Path:
     """Run the built-in systems and build a dataset under ``root``; returns the dataset folder."""
     cli = [sys.executable, "-m", "whenpro_core.cli"]
     for env in ENVS:
-        subprocess.run([*cli, "run", env, "--n", str(seeds), "--out", str(root / "seeds" / env)], check=True,
-                       capture_output=True)
-    subprocess.run([*cli, "build", str(root / "seeds"), "--out", str(root / "dataset"), "-n", str(per_seed)],
-                   check=True, capture_output=True)
+        subprocess.run(
+            [*cli, "run", env, "--n", str(seeds), "--out", str(root / "seeds" / env)], check=True, capture_output=True
+        )
+    subprocess.run(
+        [*cli, "build", str(root / "seeds"), "--out", str(root / "dataset"), "-n", str(per_seed)],
+        check=True,
+        capture_output=True,
+    )
     return root / "dataset"
 
 
@@ -61,8 +65,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp)
         dataset = build_dataset(root, args.seeds, args.per_seed)
-        traces = [t for row in walk(dataset) if not row.error
-                  for t in [load_trace(row.ref())] if t.ground_truth is not None]
+        traces = [
+            t for row in walk(dataset) if not row.error for t in [load_trace(row.ref())] if t.ground_truth is not None
+        ]
         executor = get_executor("builtin")
         hits = {"heuristic": [0, 0], "counterfactual": [0, 0]}
         chances: list[float] = []
@@ -83,14 +88,18 @@ def main() -> None:
             hits["counterfactual"][0] += s.step
             hits["counterfactual"][1] += s.agent
     n = len(traces)
-    print(f"Built dataset: {n} labelled counterfactuals from {args.seeds} seeds each of {', '.join(ENVS)}; "
-          "% (95% interval)\n")
+    print(
+        f"Built dataset: {n} labelled counterfactuals from {args.seeds} seeds each of {', '.join(ENVS)}; "
+        "% (95% interval)\n"
+    )
     print("| attributor | step | agent | replays/trace | s/trace |")
     print("|---|---|---|---|---|")
     print(f"| random (exact) | {_chance_cell(chances)} | {_chance_cell(agent_chances)} | — | — |")
     print(f"| heuristic | {_cell(hits['heuristic'][0], n)} | {_cell(hits['heuristic'][1], n)} | 0 | — |")
-    print(f"| counterfactual (reference policy + builtin replay) | {_cell(hits['counterfactual'][0], n)} "
-          f"| {_cell(hits['counterfactual'][1], n)} | {replays / max(n, 1):.1f} | {seconds / max(n, 1):.2f} |")
+    print(
+        f"| counterfactual (reference policy + builtin replay) | {_cell(hits['counterfactual'][0], n)} "
+        f"| {_cell(hits['counterfactual'][1], n)} | {replays / max(n, 1):.1f} | {seconds / max(n, 1):.2f} |"
+    )
 
 
 if __name__ == "__main__":

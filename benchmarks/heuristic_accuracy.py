@@ -105,16 +105,21 @@ def _random(chances: list[float]) -> str:
 def row_cells(label: str, t: Tally) -> list[str]:
     """One Markdown row: heuristic and random on agent, step, ±1, ±3, then mode."""
     n_agent = len(t.chances["agent"])
-    cells = [f"{label} ({t.n})", _pct(t.hits["agent"], n_agent, wilson(t.hits["agent"], n_agent)),
-             _random(t.chances["agent"])]
+    cells = [
+        f"{label} ({t.n})",
+        _pct(t.hits["agent"], n_agent, wilson(t.hits["agent"], n_agent)),
+        _random(t.chances["agent"]),
+    ]
     for tol in TOLERANCES:
         key = f"step{tol}"
         cells += [_pct(t.hits[key], t.n, wilson(t.hits[key], t.n)), _random(t.chances[key])]
     n_mode = len(t.modes)
     mode, mode_right = majority_mode(t.modes)
-    cells += [_pct(t.mode_hits, n_mode, wilson(t.mode_hits, n_mode)),
-              _pct(mode_right, n_mode, wilson(mode_right, n_mode)) + (f" {mode}" if mode else ""),
-              f"{t.ms / max(t.n, 1):.0f}"]
+    cells += [
+        _pct(t.mode_hits, n_mode, wilson(t.mode_hits, n_mode)),
+        _pct(mode_right, n_mode, wilson(mode_right, n_mode)) + (f" {mode}" if mode else ""),
+        f"{t.ms / max(t.n, 1):.0f}",
+    ]
     return cells
 
 
@@ -147,10 +152,21 @@ def main() -> None:
             measure(trace, pred, tally)
         if tally.n:
             tallies[label] = tally
-    print(f"Heuristic vs exact baselines ({'with' if with_gold else 'without'} the gold answer); "
-          "% (95% interval)\n")
-    head = ["subset (traces)", "agent", "random agent", "step", "random step", "step ±1", "random ±1",
-            "step ±3", "random ±3", "mode", "majority mode", "ms/trace"]
+    print(f"Heuristic vs exact baselines ({'with' if with_gold else 'without'} the gold answer); % (95% interval)\n")
+    head = [
+        "subset (traces)",
+        "agent",
+        "random agent",
+        "step",
+        "random step",
+        "step ±1",
+        "random ±1",
+        "step ±3",
+        "random ±3",
+        "mode",
+        "majority mode",
+        "ms/trace",
+    ]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for label, tally in tallies.items():

@@ -36,8 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from whenpro_core.formats import whowhen_pro_jsonl as wj  # noqa: E402
 
-REAL = Path(os.environ.get("WHENPRO_REAL_TRACES")
-            or Path(__file__).resolve().parent.parent.parent / "shared" / "real_traces")
+REAL = Path(
+    os.environ.get("WHENPRO_REAL_TRACES") or Path(__file__).resolve().parent.parent.parent / "shared" / "real_traces"
+)
 
 
 def build(out: Path, rows: int, image_kb: int) -> Path:
@@ -101,7 +102,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="whenpro-bench-") as tmp:
         path = args.path or build(Path(tmp), args.rows, args.image_kb)
         size = path.stat().st_size
-        full_decode(path)                       # warm the page cache for both contenders
+        full_decode(path)  # warm the page cache for both contenders
         decodes = wj.STATS["trajectory_decodes"]
         lazy, n = best_rate(lazy_index, path, args.repeats)
         assert wj.STATS["trajectory_decodes"] == decodes

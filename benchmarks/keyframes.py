@@ -101,9 +101,11 @@ def main() -> int:
         baseline = f"PySceneDetect {scenedetect.__version__} ContentDetector (defaults)"
     except ImportError:
         baseline = None
-        print("PySceneDetect is not installed, so there is no baseline to compare with. Install it with:\n"
-              "    pip install --no-deps scenedetect click tqdm\n"
-              "(--no-deps: it requires opencv-python, which clashes with opencv-python-headless)\n")
+        print(
+            "PySceneDetect is not installed, so there is no baseline to compare with. Install it with:\n"
+            "    pip install --no-deps scenedetect click tqdm\n"
+            "(--no-deps: it requires opencv-python, which clashes with opencv-python-headless)\n"
+        )
 
     real = Path(os.environ.get("WHENPRO_REAL_TRACES") or REPO.parent / "shared" / "real_traces")
     clips: list[tuple[str, Path, list[int]]] = []
@@ -116,8 +118,10 @@ def main() -> int:
     synth = Path(tmp.name) / "synthetic.mp4"
     clips.append(("synthetic 640x360 mpeg4", synth, synthetic_clip(synth)))
 
-    methods: dict[str, object] = {"whenpro (stride 1, exact)": lambda p: run_whenpro(p, 1),
-                                  "whenpro (stride 2)": lambda p: run_whenpro(p, 2)}
+    methods: dict[str, object] = {
+        "whenpro (stride 1, exact)": lambda p: run_whenpro(p, 1),
+        "whenpro (stride 2)": lambda p: run_whenpro(p, 2),
+    }
     if baseline:
         methods[baseline] = run_scenedetect
 
@@ -140,12 +144,16 @@ def main() -> int:
         for name in methods:
             frames, cuts = outcome[name]
             hits, false = score(cuts, truth)
-            print(f"{label:24} {name:48} {frames:6d} {med_fps[name]:6.0f} {med_cpu[name]:8.3f} {len(cuts):4d} "
-                  f"{hits:3d}/{len(truth):<2d} {false:5d}")
+            print(
+                f"{label:24} {name:48} {frames:6d} {med_fps[name]:6.0f} {med_cpu[name]:8.3f} {len(cuts):4d} "
+                f"{hits:3d}/{len(truth):<2d} {false:5d}"
+            )
         if baseline:
             for name in list(methods)[:2]:
-                print(f"{'':24} {name} vs PySceneDetect: {med_fps[name] / med_fps[baseline]:.2f}x frames/s, "
-                      f"{med_cpu[baseline] / med_cpu[name]:.2f}x less CPU per frame")
+                print(
+                    f"{'':24} {name} vs PySceneDetect: {med_fps[name] / med_fps[baseline]:.2f}x frames/s, "
+                    f"{med_cpu[baseline] / med_cpu[name]:.2f}x less CPU per frame"
+                )
         print()
     tmp.cleanup()
     return 0

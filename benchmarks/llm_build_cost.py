@@ -40,8 +40,9 @@ REWRITE = {"content": "Computing total = sessions + breaks + 65 = 80 + 5 + 65.",
 
 def whenpro(*args: str, env: dict[str, str] | None = None) -> str:
     """Run the CLI (this checkout's code); the stdout, or exit with its stderr."""
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], capture_output=True, text=True,
-                         env=env, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args], capture_output=True, text=True, env=env, check=False
+    )
     if out.returncode not in (0, 1):
         sys.exit(out.stderr)
     return out.stdout
@@ -62,8 +63,12 @@ def replaying_model(seeds: list[Trace]) -> InjectModel:
             return step_answer(f"Final answer: {final}", final_answer=final, ends_run=True)
         return step_answer(rec.content or "", [{"name": c.name, "arguments": c.arguments} for c in rec.tool_calls])
 
-    return InjectModel(plan={"flaw": "Adds 65 minutes of lunch.", "wrong_result": "the end time is late"},
-                       rewrites=[REWRITE], turns=turn, tool=lambda calls, prompt: "150")
+    return InjectModel(
+        plan={"flaw": "Adds 65 minutes of lunch.", "wrong_result": "the end time is late"},
+        rewrites=[REWRITE],
+        turns=turn,
+        tool=lambda calls, prompt: "150",
+    )
 
 
 def main() -> None:
@@ -78,8 +83,23 @@ def main() -> None:
         server.respond_with(replaying_model([s for s in seeds if s.outcome.value == "success"]))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "WHENPRO_"))}
         env.update(OPENAI_API_KEY=TEST_KEY, OPENAI_BASE_URL=server.openai_base_url)
-        whenpro("build", str(runs), "--out", str(ds), "--generator", "llm", "--executor", "simulate",
-                "--model", "openai:gpt-4.1", "--per-seed", str(args.per_seed), "-j", "2", env=env)
+        whenpro(
+            "build",
+            str(runs),
+            "--out",
+            str(ds),
+            "--generator",
+            "llm",
+            "--executor",
+            "simulate",
+            "--model",
+            "openai:gpt-4.1",
+            "--per-seed",
+            str(args.per_seed),
+            "-j",
+            "2",
+            env=env,
+        )
         manifest = json.loads((ds / "manifest.json").read_text())
         print("counts", json.dumps(manifest["counts"]))
         print("dropped", json.dumps({k: v for k, v in manifest["dropped"].items() if v}))

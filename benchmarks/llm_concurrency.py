@@ -41,7 +41,9 @@ async def run(server: LLMServer, n: int, concurrency: int, cache: bool) -> tuple
         await backend.complete(LLMRequest.simple("warm-up"), cache=False)  # SDK import + client
         before = len(server.requests)
         t0 = time.perf_counter()
-        await asyncio.gather(*[backend.complete(LLMRequest.simple(f"Is step {i} the decisive error?")) for i in range(n)])
+        await asyncio.gather(
+            *[backend.complete(LLMRequest.simple(f"Is step {i} the decisive error?")) for i in range(n)]
+        )
         return time.perf_counter() - t0, len(server.requests) - before
 
 
@@ -56,9 +58,13 @@ def main() -> None:
         hit, hit_calls = asyncio.run(run(server, n, 8, cache=True))
     print(f"{n} calls, server latency {latency * 1000:.0f} ms")
     print(f"baseline  concurrency=1         {seq:7.3f} s  ({seq_calls} HTTP calls)")
-    print(f"          concurrency=8         {par:7.3f} s  ({par_calls} HTTP calls)  speed-up x{seq / par:.1f} vs baseline")
+    print(
+        f"          concurrency=8         {par:7.3f} s  ({par_calls} HTTP calls)  speed-up x{seq / par:.1f} vs baseline"
+    )
     print(f"baseline  cache miss (8)        {miss:7.3f} s  ({miss_calls} HTTP calls)")
-    print(f"          cache hit  (8)        {hit:7.3f} s  ({hit_calls} HTTP calls)  speed-up x{miss / hit:.1f} vs cache miss")
+    print(
+        f"          cache hit  (8)        {hit:7.3f} s  ({hit_calls} HTTP calls)  speed-up x{miss / hit:.1f} vs cache miss"
+    )
 
 
 if __name__ == "__main__":

@@ -53,8 +53,10 @@ from whenpro_core.live.store import LiveStore  # noqa: E402
 
 def _hex_ids(doc):
     if isinstance(doc, dict):
-        return {k: (base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId") else _hex_ids(v))
-                for k, v in doc.items()}
+        return {
+            k: (base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId") else _hex_ids(v))
+            for k, v in doc.items()
+        }
     if isinstance(doc, list):
         return [_hex_ids(v) for v in doc]
     return doc
@@ -112,25 +114,55 @@ def ingest(bodies: list[bytes], ctype: str, clients: int, folder: Path, n_traces
 
 def _chat_body(trace_id: str, first: int, n: int) -> bytes:
     """An OTLP/JSON export of ``n`` chat spans of ``trace_id`` (span ids from ``first``)."""
-    spans = [{"traceId": trace_id, "spanId": f"{first + k + 1:016x}", "name": "chat gpt-4.1",
-              "startTimeUnixNano": str((first + k) * 1000), "endTimeUnixNano": str((first + k) * 1000 + 500),
-              "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
-                             {"key": "gen_ai.agent.name", "value": {"stringValue": "solver"}},
-                             {"key": "gen_ai.output.messages", "value": {"stringValue": json.dumps(
-                                 [{"role": "assistant", "parts": [{"type": "text", "content":
-                                                                   f"step {first + k}: " + "x" * 200}]}])}}]}
-             for k in range(n)]
-    return json.dumps({"resourceSpans": [{"resource": {"attributes": [
-        {"key": "service.name", "value": {"stringValue": "bench"}}]}, "scopeSpans": [{"spans": spans}]}]}).encode()
+    spans = [
+        {
+            "traceId": trace_id,
+            "spanId": f"{first + k + 1:016x}",
+            "name": "chat gpt-4.1",
+            "startTimeUnixNano": str((first + k) * 1000),
+            "endTimeUnixNano": str((first + k) * 1000 + 500),
+            "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                {"key": "gen_ai.agent.name", "value": {"stringValue": "solver"}},
+                {
+                    "key": "gen_ai.output.messages",
+                    "value": {
+                        "stringValue": json.dumps(
+                            [
+                                {
+                                    "role": "assistant",
+                                    "parts": [{"type": "text", "content": f"step {first + k}: " + "x" * 200}],
+                                }
+                            ]
+                        )
+                    },
+                },
+            ],
+        }
+        for k in range(n)
+    ]
+    return json.dumps(
+        {
+            "resourceSpans": [
+                {
+                    "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "bench"}}]},
+                    "scopeSpans": [{"spans": spans}],
+                }
+            ]
+        }
+    ).encode()
 
 
 def _receiver_peak(bodies: list[bytes], folder: Path) -> int:
     """Peak resident KiB (``ru_maxrss`` from ``wait4``) of a ``whenpro serve --otlp``
     process sent ``bodies`` over one keep-alive connection, then stopped (SIGINT: it
     writes everything before it exits)."""
-    proc = subprocess.Popen([sys.executable, "-m", "whenpro_core.cli", "serve", "--otlp", "127.0.0.1:0", "-q",
-                             "--store", str(folder)], cwd=REPO, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "whenpro_core.cli", "serve", "--otlp", "127.0.0.1:0", "-q", "--store", str(folder)],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     try:
         line = proc.stderr.readline().decode() if proc.stderr else ""
         port = int(line.split("http://127.0.0.1:", 1)[1].split("/", 1)[0])
@@ -162,13 +194,25 @@ def memory(spans: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         (tmp / "spans.jsonl").write_bytes(b"\n".join(many) + b"\n")
-        code = ("import resource, sys; from whenpro_core.formats import load_traces; "
-                f"t = load_traces({str(tmp / 'spans.jsonl')!r}); "
-                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-        base = int(subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                                  env={**os.environ, "PYTHONPATH": str(REPO)}, check=True).stdout.split()[-1])
-        for name, bodies in ((f"receiver, {len(many)} traces of {per} spans", many),
-                             (f"receiver, 2 traces of {half} spans", two)):
+        code = (
+            "import resource, sys; from whenpro_core.formats import load_traces; "
+            f"t = load_traces({str(tmp / 'spans.jsonl')!r}); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        )
+        base = int(
+            subprocess.run(
+                [sys.executable, "-c", code],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+                check=True,
+            ).stdout.split()[-1]
+        )
+        for name, bodies in (
+            (f"receiver, {len(many)} traces of {per} spans", many),
+            (f"receiver, 2 traces of {half} spans", two),
+        ):
             rows.append((name, _receiver_peak(bodies, tmp / name.split(",")[1].strip().replace(" ", "_"))))
     print(f"{spans} spans, OTLP/JSON, {per} spans an export, peak resident memory (VmHWM / ru_maxrss)")
     print(f"{'process':42s} {'peak MiB':>9s} {'vs baseline':>12s}")
@@ -182,8 +226,15 @@ def main() -> None:
     ap.add_argument("--traces", type=int, default=400)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--reps", type=int, default=3, help="repetitions; medians are printed")
-    ap.add_argument("--memory", type=int, nargs="?", const=100_000, default=None, metavar="SPANS",
-                    help="measure the receiver's peak memory for SPANS spans instead (default 100000)")
+    ap.add_argument(
+        "--memory",
+        type=int,
+        nargs="?",
+        const=100_000,
+        default=None,
+        metavar="SPANS",
+        help="measure the receiver's peak memory for SPANS spans instead (default 100000)",
+    )
     args = ap.parse_args()
     if args.memory:
         memory(args.memory)

@@ -112,19 +112,31 @@ def measure(subsets: dict[str, list[Trace]], router: Router, api: str, args: arg
     model = MODELS[api]
     out = {}
     with LLMServer(cache_min_tokens=args.cache_min_tokens) as server:
-        settings = load_settings(model=model, openai_api_key="sk-bench", anthropic_api_key="sk-bench",
-                                 openai_base_url=server.openai_base_url,
-                                 anthropic_base_url=server.anthropic_base_url, concurrency=args.concurrency,
-                                 cache=False, timeout_s=120.0, max_retries=2, backoff_base_s=0.01)
+        settings = load_settings(
+            model=model,
+            openai_api_key="sk-bench",
+            anthropic_api_key="sk-bench",
+            openai_base_url=server.openai_base_url,
+            anthropic_base_url=server.anthropic_base_url,
+            concurrency=args.concurrency,
+            cache=False,
+            timeout_s=120.0,
+            max_retries=2,
+            backoff_base_s=0.01,
+        )
         for name, traces in subsets.items():
             for protocol in PROTOCOLS:
                 server.reset()  # each protocol starts with a cold prefix cache (no sharing across runs)
                 server.respond_with(router)
                 verdicts = asyncio.run(cost(traces, protocol, settings, args.concurrency))
                 out[(name, protocol)] = (
-                    len(traces), [v.usage.calls for v in verdicts], [v.usage.input_tokens for v in verdicts],
+                    len(traces),
+                    [v.usage.calls for v in verdicts],
+                    [v.usage.input_tokens for v in verdicts],
                     sum(v.usage.cached_tokens for v in verdicts),
-                    sum(v.step == t.ground_truth.step for v, t in zip(verdicts, traces)), len(server.answered))
+                    sum(v.step == t.ground_truth.step for v, t in zip(verdicts, traces)),
+                    len(server.answered),
+                )
     return out
 
 
@@ -152,11 +164,15 @@ def main() -> None:
     started = time.perf_counter()
     results = {api: measure(subsets, router, api, args) for api in apis}
     seconds = time.perf_counter() - started
-    print(f"Who&When at {args.folder}; judge: oracle through {', '.join(MODELS[a] for a in apis)} on the "
-          f"local server; whenpro cache off; prefix cache counted from {args.cache_min_tokens} tokens; {seconds:.0f}s")
+    print(
+        f"Who&When at {args.folder}; judge: oracle through {', '.join(MODELS[a] for a in apis)} on the "
+        f"local server; whenpro cache off; prefix cache counted from {args.cache_min_tokens} tokens; {seconds:.0f}s"
+    )
     share_heads = "".join(f" {'cached ' + ('Anthropic' if a == 'anthropic' else 'OpenAI'):>16}" for a in apis)
-    head = (f"{'subset':<20} {'protocol':<14} {'traces':>6} {'calls/trace':>11} {'max':>4} "
-            f"{'prompt tok/trace':>16} {'x all-at-once':>13}{share_heads} {'step ok':>7} {'HTTP':>6}")
+    head = (
+        f"{'subset':<20} {'protocol':<14} {'traces':>6} {'calls/trace':>11} {'max':>4} "
+        f"{'prompt tok/trace':>16} {'x all-at-once':>13}{share_heads} {'step ok':>7} {'HTTP':>6}"
+    )
     print(head)
     print("-" * len(head))
     base: dict[str, float] = {}
@@ -171,16 +187,22 @@ def main() -> None:
             totals[a][protocol][0] += cached
             totals[a][protocol][1] += sum(tok)
             shares += f" {cached / sum(tok) if sum(tok) else 0.0:>16.1%}"
-        print(f"{name:<20} {protocol:<14} {n:>6} {statistics.fmean(calls):>11.2f} {max(calls):>4} "
-              f"{mean_tokens:>16,.0f} {mean_tokens / base[name]:>12.1f}x{shares} {right:>4}/{n:<2} {http:>6}")
+        print(
+            f"{name:<20} {protocol:<14} {n:>6} {statistics.fmean(calls):>11.2f} {max(calls):>4} "
+            f"{mean_tokens:>16,.0f} {mean_tokens / base[name]:>12.1f}x{shares} {right:>4}/{n:<2} {http:>6}"
+        )
     for protocol in PROTOCOLS:
         shares = "".join(f" {t[protocol][0] / max(1, t[protocol][1]):>16.1%}" for t in totals.values())
         print(f"{'all traces':<20} {protocol:<14} {'':>6} {'':>11} {'':>4} {'':>16} {'':>13}{shares}")
-    print("calls and tokens count every request the protocol made (all reached the server: HTTP column);"
-          " 'cached' = share of prompt tokens the provider's prompt cache served (OpenAI: automatic prefix"
-          " cache; Anthropic: only up to the request's cache breakpoints);")
-    print("'step ok' = verdicts at the labelled step (a perfect judge misses only labels on steps a protocol"
-          " never asks about).")
+    print(
+        "calls and tokens count every request the protocol made (all reached the server: HTTP column);"
+        " 'cached' = share of prompt tokens the provider's prompt cache served (OpenAI: automatic prefix"
+        " cache; Anthropic: only up to the request's cache breakpoints);"
+    )
+    print(
+        "'step ok' = verdicts at the labelled step (a perfect judge misses only labels on steps a protocol"
+        " never asks about)."
+    )
 
 
 if __name__ == "__main__":

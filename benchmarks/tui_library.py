@@ -17,8 +17,8 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -34,12 +34,19 @@ SIZE = (120, 40)
 
 def make_rows(n: int) -> list[TraceSummary]:
     frameworks = ["magentic-one", "smolagents", "captainagent", "debate", "metagpt"]
-    return [TraceSummary(id=f"trace-{i:05d}", path=f"/data/{i}.json",
-                         framework=frameworks[i % len(frameworks)],
-                         benchmark=("gaia", "assistantbench", "mathvista")[i % 3],
-                         modality=("text", "image", "video")[i % 3], step_count=5 + i % 90,
-                         gt_mode=f"R.{1 + i % 4}", gt_step=str(i % 30))
-            for i in range(n)]
+    return [
+        TraceSummary(
+            id=f"trace-{i:05d}",
+            path=f"/data/{i}.json",
+            framework=frameworks[i % len(frameworks)],
+            benchmark=("gaia", "assistantbench", "mathvista")[i % 3],
+            modality=("text", "image", "video")[i % 3],
+            step_count=5 + i % 90,
+            gt_mode=f"R.{1 + i % 4}",
+            gt_step=str(i % 30),
+        )
+        for i in range(n)
+    ]
 
 
 class DataTableLibrary(App[None]):
@@ -61,8 +68,9 @@ class DataTableLibrary(App[None]):
     def fill(self, positions) -> None:
         table = self.query_one(DataTable)
         table.clear()
-        table.add_rows((r.id, r.framework, r.benchmark, r.modality, str(r.step_count))
-                       for r in (self.rows[i] for i in positions))
+        table.add_rows(
+            (r.id, r.framework, r.benchmark, r.modality, str(r.step_count)) for r in (self.rows[i] for i in positions)
+        )
 
     def apply_text(self, text: str) -> None:
         self.fill(filter_rows(self.rows, RowFilter(text=text)))
@@ -168,17 +176,23 @@ def main() -> None:
     args = parser.parse_args()
     rows = make_rows(args.rows)
     results = {}
-    for name, make, key in (("whenpro TraceTable (virtual)", lambda: VirtualLibrary(rows), "j"),
-                            ("Textual DataTable", lambda: DataTableLibrary(rows), "down")):
+    for name, make, key in (
+        ("whenpro TraceTable (virtual)", lambda: VirtualLibrary(rows), "j"),
+        ("Textual DataTable", lambda: DataTableLibrary(rows), "down"),
+    ):
         first, filtered, unfiltered, lat = asyncio.run(measure(make, args.rows, args.presses, key))
         results[name] = (first, filtered, unfiltered, statistics.median(lat))
-        print(f"{name:<30} first paint {first * 1000:6.0f} ms | filter to 10 rows "
-              f"{filtered * 1000:5.0f} ms | clear filter {unfiltered * 1000:6.0f} ms | "
-              f"key median {statistics.median(lat) * 1000:5.1f} ms  ({args.rows:,} rows)")
+        print(
+            f"{name:<30} first paint {first * 1000:6.0f} ms | filter to 10 rows "
+            f"{filtered * 1000:5.0f} ms | clear filter {unfiltered * 1000:6.0f} ms | "
+            f"key median {statistics.median(lat) * 1000:5.1f} ms  ({args.rows:,} rows)"
+        )
     (f1, r1, u1, k1), (f2, r2, u2, k2) = results.values()
-    print(f"ratio (DataTable / whenpro): first paint {f2 / f1:.1f}x, filter {r2 / r1:.1f}x, "
-          f"clear filter {u2 / u1:.1f}x, key {k2 / k1:.1f}x   "
-          f"[load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores]")
+    print(
+        f"ratio (DataTable / whenpro): first paint {f2 / f1:.1f}x, filter {r2 / r1:.1f}x, "
+        f"clear filter {u2 / u1:.1f}x, key {k2 / k1:.1f}x   "
+        f"[load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores]"
+    )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,10 @@ def timed(fn) -> float:
 
 def line(name: str, first: list[float], nxt: list[float]) -> None:
     a, b = statistics.median(first), statistics.median(nxt)
-    print(f"{name:<44} first {a * 1000:9.1f} ms   next {b * 1000:8.2f} ms   "
-          f"first/next {a / b if b else float('inf'):8.1f}x")
+    print(
+        f"{name:<44} first {a * 1000:9.1f} ms   next {b * 1000:8.2f} ms   "
+        f"first/next {a / b if b else float('inf'):8.1f}x"
+    )
 
 
 def bench_keyframes(reps: int) -> None:
@@ -62,8 +64,7 @@ def bench_keyframes(reps: int) -> None:
     bikes = REAL / "sample-videos" / "bikes.mp4"
     if bikes.is_file():
         trace = Trace(id="bikes", source=Source(path=str(bikes), root=str(bikes.parent)))
-        cases.append(("keyframes: bikes.mp4 (250 frames, H.264)", MediaRef(kind="video", path="bikes.mp4"),
-                      trace))
+        cases.append(("keyframes: bikes.mp4 (250 frames, H.264)", MediaRef(kind="video", path="bikes.mp4"), trace))
     else:
         print(f"(bikes.mp4 not found under {REAL}: skipped)")
     for name, ref, trace in cases:

@@ -27,8 +27,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -53,12 +53,18 @@ def make_trace(n: int) -> Trace:
         agent = agents[i % len(agents)]
         body = f"Step {i}: {agent} considers the task. " * (1 + (i * 7) % 40)
         calls = [ToolCall(name="search", arguments={"q": f"query {i}", "page": i % 5})] if i % 3 == 0 else []
-        steps.append(Step(index=i, coord=str(i), agent=agent,
-                          kind=("plan", "action", "observation", "assistant")[i % 4],
-                          content=body, tool_calls=calls,
-                          observation=f"result {i}\n" * 5 if i % 3 == 0 else None))
-    return Trace(id=f"bench-{n}", framework="bench", agents=[Agent(id=a) for a in agents],
-                 steps=steps)
+        steps.append(
+            Step(
+                index=i,
+                coord=str(i),
+                agent=agent,
+                kind=("plan", "action", "observation", "assistant")[i % 4],
+                content=body,
+                tool_calls=calls,
+                observation=f"result {i}\n" * 5 if i % 3 == 0 else None,
+            )
+        )
+    return Trace(id=f"bench-{n}", framework="bench", agents=[Agent(id=a) for a in agents], steps=steps)
 
 
 class NaiveListView(App[None]):
@@ -75,9 +81,13 @@ class NaiveListView(App[None]):
 
         self.trace = load_trace(self.path)
         with Horizontal():
-            yield ListView(*(ListItem(Label(f"{s.coord} {s.agent} {one_line(s.content, 80)}",
-                                            markup=False))
-                             for s in self.trace.steps), id="list")
+            yield ListView(
+                *(
+                    ListItem(Label(f"{s.coord} {s.agent} {one_line(s.content, 80)}", markup=False))
+                    for s in self.trace.steps
+                ),
+                id="list",
+            )
             yield Static(id="detail", markup=False)
 
     def on_mount(self) -> None:
@@ -91,9 +101,14 @@ class NaiveListView(App[None]):
         self.shown = idx
 
 
-async def measure(make_app: Callable[[], App], ready: Callable[[App], bool],
-                  cursor: Callable[[App], int], shown: Callable[[App], int | None],
-                  presses: int, key: str) -> tuple[float, list[float], list[float]]:
+async def measure(
+    make_app: Callable[[], App],
+    ready: Callable[[App], bool],
+    cursor: Callable[[App], int],
+    shown: Callable[[App], int | None],
+    presses: int,
+    key: str,
+) -> tuple[float, list[float], list[float]]:
     """(first paint, cursor-repaint latencies, detail-repaint latencies), seconds.
 
     Each paint records what it showed (ready, cursor, detail step), so a wait never
@@ -151,8 +166,11 @@ def ours(path: Path):
     def ready(app: App) -> bool:
         """The step list has rows and the detail pane shows the first step."""
         screen = app.screen
-        return (isinstance(screen, TraceScreen) and screen.query_one(StepList).row_count > 0
-                and screen.query_one(StepDetail).shown_index is not None)
+        return (
+            isinstance(screen, TraceScreen)
+            and screen.query_one(StepList).row_count > 0
+            and screen.query_one(StepDetail).shown_index is not None
+        )
 
     def cursor(app: App) -> int:
         return app.screen.query_one(StepList).cursor
@@ -185,8 +203,10 @@ def report(name: str, first: float, lat: list[float], det: list[float]) -> tuple
         p95 = sorted(values)[max(0, int(len(values) * 0.95) - 1)]
         return f"median {statistics.median(values) * 1000:6.1f} ms, p95 {p95 * 1000:6.1f} ms"
 
-    print(f"{name:<30} first paint {first * 1000:6.0f} ms | key->cursor {ms(lat)} | "
-          f"key->detail {ms(det)}  ({len(lat)} presses)")
+    print(
+        f"{name:<30} first paint {first * 1000:6.0f} ms | key->cursor {ms(lat)} | "
+        f"key->detail {ms(det)}  ({len(lat)} presses)"
+    )
     return first, statistics.median(det)
 
 
@@ -194,34 +214,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--presses", type=int, default=100)
-    parser.add_argument("--baseline-steps", type=int, default=1_000,
-                        help="steps for the ListView baseline (default 1,000)")
+    parser.add_argument(
+        "--baseline-steps", type=int, default=1_000, help="steps for the ListView baseline (default 1,000)"
+    )
     args = parser.parse_args()
     base_steps = args.baseline_steps
 
     with tempfile.TemporaryDirectory() as tmp:
         path = write_trace(make_trace(args.steps), Path(tmp) / "big.json", indent=False)
-        print(f"trace: {args.steps:,} steps, {path.stat().st_size / 1e6:.1f} MB native JSON; "
-              f"terminal {SIZE[0]}x{SIZE[1]}")
-        f1, m1 = report("whenpro StepList (virtual)",
-                        *asyncio.run(measure(*ours(path), min(args.presses, args.steps - 1), "j")))
+        print(
+            f"trace: {args.steps:,} steps, {path.stat().st_size / 1e6:.1f} MB native JSON; terminal {SIZE[0]}x{SIZE[1]}"
+        )
+        f1, m1 = report(
+            "whenpro StepList (virtual)", *asyncio.run(measure(*ours(path), min(args.presses, args.steps - 1), "j"))
+        )
 
         base_path = path
         if base_steps != args.steps:
             base_path = write_trace(make_trace(base_steps), Path(tmp) / "base.json", indent=False)
-        f2, m2 = report(f"naive ListView ({base_steps:,} steps)",
-                        *asyncio.run(measure(*naive(base_path), min(args.presses, base_steps - 1),
-                                             "down")))
+        f2, m2 = report(
+            f"naive ListView ({base_steps:,} steps)",
+            *asyncio.run(measure(*naive(base_path), min(args.presses, base_steps - 1), "down")),
+        )
 
-    print(f"ratio (ListView / whenpro): first paint {f2 / f1:.1f}x, "
-          f"key->detail median {m2 / m1:.1f}x")
+    print(f"ratio (ListView / whenpro): first paint {f2 / f1:.1f}x, key->detail median {m2 / m1:.1f}x")
     ok = f1 < 1.0 and m1 < 0.050
-    print(f"targets (first paint < 1 s, key->detail median < 50 ms): {'met' if ok else 'NOT met'}"
-          f"   [load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores]")
+    print(
+        f"targets (first paint < 1 s, key->detail median < 50 ms): {'met' if ok else 'NOT met'}"
+        f"   [load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores]"
+    )
     if not bytecode_cached():
-        print("note: whenpro's modules have no bytecode cache (PYTHONDONTWRITEBYTECODE is set and "
-              "no __pycache__ exists), so they were compiled during the run, as on no user's "
-              "second start; run once without PYTHONDONTWRITEBYTECODE to measure what users get")
+        print(
+            "note: whenpro's modules have no bytecode cache (PYTHONDONTWRITEBYTECODE is set and "
+            "no __pycache__ exists), so they were compiled during the run, as on no user's "
+            "second start; run once without PYTHONDONTWRITEBYTECODE to measure what users get"
+        )
 
 
 def bytecode_cached() -> bool:

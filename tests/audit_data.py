@@ -35,8 +35,16 @@ def solver_text(rng: random.Random, leak: str = "none") -> str:
     return f"{thought}\n{code}"
 
 
-def make_trace(i: int, leak: str, rng: random.Random, *, n_steps: int = 10, mode: str | None = None,
-               query: str | None = None, at: int | None = None) -> Trace:
+def make_trace(
+    i: int,
+    leak: str,
+    rng: random.Random,
+    *,
+    n_steps: int = 10,
+    mode: str | None = None,
+    query: str | None = None,
+    at: int | None = None,
+) -> Trace:
     """Trace ``t{i}``: ``n_steps`` steps, the solver and the checker taking turns, all
     written alike; the label on step ``at`` (uniform over the steps unless given; the
     first for ``leak="first"``), which carries the leak."""
@@ -48,25 +56,39 @@ def make_trace(i: int, leak: str, rng: random.Random, *, n_steps: int = 10, mode
         kind = "answer" if (bad and leak == "kind") else "assistant"
         text = solver_text(rng, leak if bad else "none")
         coord, agent = str(len(steps)), ("solver", "checker")[k % 2]
-        steps.append(Step(index=len(steps), coord=coord, agent=agent, kind=kind, content=text,
-                          hidden={"is_injected": True} if bad else {}, raw={"is_injected": bad, "content": text},
-                          meta={"injected": bad}))
+        steps.append(
+            Step(
+                index=len(steps),
+                coord=coord,
+                agent=agent,
+                kind=kind,
+                content=text,
+                hidden={"is_injected": True} if bad else {},
+                raw={"is_injected": bad, "content": text},
+                meta={"injected": bad},
+            )
+        )
         if bad:
             label = (agent, coord)
     extras = {"injection": {"step": label[1]}} if leak == "hidden" else {}
-    return Trace(id=f"t{i:03d}", framework="toyshop", benchmark="shop",
-                 agents=[Agent(id="solver"), Agent(id="checker")],
-                 task=Task(query=query or f"Task {i}: how many fruits in basket {i}?", answer="7"), steps=steps,
-                 ground_truth=GroundTruth(agent=label[0], step=label[1], mode=mode or rng.choice(["R.2", "R.3"])),
-                 outcome=Outcome.failure, extras=extras)
+    return Trace(
+        id=f"t{i:03d}",
+        framework="toyshop",
+        benchmark="shop",
+        agents=[Agent(id="solver"), Agent(id="checker")],
+        task=Task(query=query or f"Task {i}: how many fruits in basket {i}?", answer="7"),
+        steps=steps,
+        ground_truth=GroundTruth(agent=label[0], step=label[1], mode=mode or rng.choice(["R.2", "R.3"])),
+        outcome=Outcome.failure,
+        extras=extras,
+    )
 
 
 def make_seed(i: int, rng: random.Random, *, n_steps: int = 10, query: str | None = None) -> Trace:
     """A successful run with no label (a corpus run for ``--against``)."""
     t = make_trace(i, "none", rng, n_steps=n_steps, query=query)
     steps = [s.model_copy(update={"hidden": {}, "raw": None, "meta": {}}) for s in t.steps]
-    return t.model_copy(update={"id": f"seed{i:03d}", "ground_truth": None, "outcome": Outcome.success,
-                                "steps": steps})
+    return t.model_copy(update={"id": f"seed{i:03d}", "ground_truth": None, "outcome": Outcome.success, "steps": steps})
 
 
 def dataset(leak: str, n: int = 40, seed: int = 7, **kw) -> list[Trace]:

@@ -25,41 +25,73 @@ def team_trace(n: int, *, wrong: str, gt_step: str, gt_agent: str, mode: str) ->
         ("verifier", "assistant", f"The total of {wrong} looks plausible; approved."),
         ("reporter", "final_answer", f"There are {wrong} seats."),
     ]
-    steps = [Step(index=i, coord=None if kind == "user" else str(i), agent=a, kind=kind, content=c)
-             for i, (a, kind, c) in enumerate(rows)]
-    return Trace(id=f"team-{n}", framework="whenpro-team", benchmark="seats", modality=Modality.text,
-                 agents=[Agent(id=a) for a in ("user", "planner", "solver", "verifier", "reporter")],
-                 task=Task(query=query, answer=str(n * 12)), steps=steps,
-                 ground_truth=GroundTruth(agent=gt_agent, step=gt_step, mode=mode),
-                 final_answer=f"There are {wrong} seats.", outcome=Outcome.failure)
+    steps = [
+        Step(index=i, coord=None if kind == "user" else str(i), agent=a, kind=kind, content=c)
+        for i, (a, kind, c) in enumerate(rows)
+    ]
+    return Trace(
+        id=f"team-{n}",
+        framework="whenpro-team",
+        benchmark="seats",
+        modality=Modality.text,
+        agents=[Agent(id=a) for a in ("user", "planner", "solver", "verifier", "reporter")],
+        task=Task(query=query, answer=str(n * 12)),
+        steps=steps,
+        ground_truth=GroundTruth(agent=gt_agent, step=gt_step, mode=mode),
+        final_answer=f"There are {wrong} seats.",
+        outcome=Outcome.failure,
+    )
 
 
 def smol_trace(n: int, *, modality: Modality, mode: str, gt_step: str) -> Trace:
     """A single-agent smolagents run: actions numbered 1.., the first entry is the task."""
     query = f"What is {n} squared plus one?"
-    rows = [("user", query), ("action", f"Compute {n} squared: {n * n + 3}."),
-            ("action", f"Add one: {n * n + 4}."), ("final_answer", f"{n * n + 4}")]
-    steps = [Step(index=i, coord=None if kind == "user" else str(i), agent="agent", kind=kind,
-                  content=c) for i, (kind, c) in enumerate(rows)]
-    return Trace(id=f"smol-{modality.value}-{n}", framework="smolagents", benchmark="arith",
-                 modality=modality, task=Task(query=query, answer=str(n * n + 1)), steps=steps,
-                 ground_truth=GroundTruth(agent=None, step=gt_step, mode=mode),
-                 final_answer=str(n * n + 4), outcome=Outcome.failure)
+    rows = [
+        ("user", query),
+        ("action", f"Compute {n} squared: {n * n + 3}."),
+        ("action", f"Add one: {n * n + 4}."),
+        ("final_answer", f"{n * n + 4}"),
+    ]
+    steps = [
+        Step(index=i, coord=None if kind == "user" else str(i), agent="agent", kind=kind, content=c)
+        for i, (kind, c) in enumerate(rows)
+    ]
+    return Trace(
+        id=f"smol-{modality.value}-{n}",
+        framework="smolagents",
+        benchmark="arith",
+        modality=modality,
+        task=Task(query=query, answer=str(n * n + 1)),
+        steps=steps,
+        ground_truth=GroundTruth(agent=None, step=gt_step, mode=mode),
+        final_answer=str(n * n + 4),
+        outcome=Outcome.failure,
+    )
 
 
 def debate_trace(n: int, *, gt_round: str, agents: list[str], mode: str) -> Trace:
     """Two debaters over two rounds (coordinates R.P); labels name a round only."""
     query = f"Is {n} a prime number?"
-    turns = [("1.0", "alice", f"{n} is prime."), ("1.1", "bob", f"I agree, {n} is prime."),
-             ("2.0", "alice", "Final: prime."), ("2.1", "bob", "Final: prime.")]
+    turns = [
+        ("1.0", "alice", f"{n} is prime."),
+        ("1.1", "bob", f"I agree, {n} is prime."),
+        ("2.0", "alice", "Final: prime."),
+        ("2.1", "bob", "Final: prime."),
+    ]
     steps = [Step(index=0, coord=None, agent="user", kind="user", content=query)]
-    steps += [Step(index=i + 1, coord=c, agent=a, kind="assistant", content=t)
-              for i, (c, a, t) in enumerate(turns)]
-    return Trace(id=f"debate-{n}", framework="debate", benchmark="primes", modality=Modality.text,
-                 agents=[Agent(id="alice"), Agent(id="bob")],
-                 task=Task(query=query, answer="no"), steps=steps,
-                 ground_truth=GroundTruth(agents=agents, step=gt_round, mode=mode, round_only=True),
-                 final_answer="prime", outcome=Outcome.failure)
+    steps += [Step(index=i + 1, coord=c, agent=a, kind="assistant", content=t) for i, (c, a, t) in enumerate(turns)]
+    return Trace(
+        id=f"debate-{n}",
+        framework="debate",
+        benchmark="primes",
+        modality=Modality.text,
+        agents=[Agent(id="alice"), Agent(id="bob")],
+        task=Task(query=query, answer="no"),
+        steps=steps,
+        ground_truth=GroundTruth(agents=agents, step=gt_round, mode=mode, round_only=True),
+        final_answer="prime",
+        outcome=Outcome.failure,
+    )
 
 
 def write_dataset(root: Path) -> Path:

@@ -15,8 +15,7 @@ from textual.worker import WorkerState
 
 from tests.support.waiting import TIMEOUT_S, Deadline, until, wait_until  # noqa: F401  (the one way tests wait)
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import (Agent, GroundTruth, MediaRef, Outcome, Step, Task, ToolCall,
-                                Trace)
+from whenpro_core.model import Agent, GroundTruth, MediaRef, Outcome, Step, Task, ToolCall, Trace
 
 ROOT = REPO = REPO_ROOT = Path(__file__).resolve().parent.parent
 #: ``$WHENPRO_REAL_TRACES`` or ``<repo>/../shared/real_traces``: present in CI and the dev
@@ -51,6 +50,7 @@ def whowhen(real_traces: Path) -> Path:
 
 # --------------------------------------------------------------------------- made-up traces
 
+
 def tiny_png(width: int = 4, height: int = 3) -> str:
     """A valid RGB PNG of the given size, base64 (no data: prefix)."""
     raw = b"".join(b"\x00" + b"\x80\x40\x20" * width for _ in range(height))
@@ -59,8 +59,12 @@ def tiny_png(width: int = 4, height: int = 3) -> str:
         body = kind + data
         return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
 
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
     return base64.b64encode(png).decode()
 
 
@@ -69,39 +73,74 @@ def team_trace(trace_id: str = "team-1", *, n_extra: int = 0) -> Trace:
     content, a tool call with arguments, an observation, an error, an image, a hidden
     injection marker on the GT step, and text that looks like Rich markup."""
     steps = [
-        Step(index=0, coord="0", agent="user", kind="user",
-             content="Compute the total cost of 3 widgets at $4.50 each, plus 8% tax."),
-        Step(index=1, coord="1", agent="planner", kind="plan",
-             content="## Plan\n\n1. Multiply price by quantity\n2. Add **8%** tax\n3. Report"),
-        Step(index=2, coord="2", agent="coder", kind="action", content="subtotal = 3 * 4.50\n"
-             "tax = subtotal * 0.08\nprint(subtotal + tax)",
-             tool_calls=[ToolCall(id="call_1", name="python", arguments={"code": "print(3*4.5*1.08)"})],
-             observation="14.58"),
-        Step(index=3, coord="3", agent="coder", kind="action",
-             content="The tax is 8 so the total is [bold]13.50 + 8 = 21.50[/bold].",
-             hidden={"is_injected": True}),
-        Step(index=4, coord="4", agent="checker", kind="observation",
-             content='{"verdict": "looks fine", "checked": ["subtotal", "tax"]}',
-             media=[MediaRef(kind="image", data=tiny_png(), mime="image/png", label="receipt")]),
-        Step(index=5, coord="5", agent="coder", kind="tool", content="",
-             tool_calls=[ToolCall(name="submit", arguments='{"answer": "21.50"}')],
-             error="ToolError: submit rejected the answer format"),
-        Step(index=6, coord="6", agent="planner", kind="final_answer",
-             content="Final answer: 21.50"),
+        Step(
+            index=0,
+            coord="0",
+            agent="user",
+            kind="user",
+            content="Compute the total cost of 3 widgets at $4.50 each, plus 8% tax.",
+        ),
+        Step(
+            index=1,
+            coord="1",
+            agent="planner",
+            kind="plan",
+            content="## Plan\n\n1. Multiply price by quantity\n2. Add **8%** tax\n3. Report",
+        ),
+        Step(
+            index=2,
+            coord="2",
+            agent="coder",
+            kind="action",
+            content="subtotal = 3 * 4.50\ntax = subtotal * 0.08\nprint(subtotal + tax)",
+            tool_calls=[ToolCall(id="call_1", name="python", arguments={"code": "print(3*4.5*1.08)"})],
+            observation="14.58",
+        ),
+        Step(
+            index=3,
+            coord="3",
+            agent="coder",
+            kind="action",
+            content="The tax is 8 so the total is [bold]13.50 + 8 = 21.50[/bold].",
+            hidden={"is_injected": True},
+        ),
+        Step(
+            index=4,
+            coord="4",
+            agent="checker",
+            kind="observation",
+            content='{"verdict": "looks fine", "checked": ["subtotal", "tax"]}',
+            media=[MediaRef(kind="image", data=tiny_png(), mime="image/png", label="receipt")],
+        ),
+        Step(
+            index=5,
+            coord="5",
+            agent="coder",
+            kind="tool",
+            content="",
+            tool_calls=[ToolCall(name="submit", arguments='{"answer": "21.50"}')],
+            error="ToolError: submit rejected the answer format",
+        ),
+        Step(index=6, coord="6", agent="planner", kind="final_answer", content="Final answer: 21.50"),
     ]
     for k in range(n_extra):
         i = len(steps)
-        steps.append(Step(index=i, coord=str(i), agent=("coder", "checker")[k % 2],
-                          kind="assistant", content=f"filler step {i}"))
+        steps.append(
+            Step(index=i, coord=str(i), agent=("coder", "checker")[k % 2], kind="assistant", content=f"filler step {i}")
+        )
     return Trace(
-        id=trace_id, framework="toyteam", benchmark="arith", agents=[
-            Agent(id="user"), Agent(id="planner"), Agent(id="coder"), Agent(id="checker")],
-        task=Task(query="Compute the total cost of 3 widgets at $4.50 each, plus 8% tax.",
-                  answer="14.58"),
+        id=trace_id,
+        framework="toyteam",
+        benchmark="arith",
+        agents=[Agent(id="user"), Agent(id="planner"), Agent(id="coder"), Agent(id="checker")],
+        task=Task(query="Compute the total cost of 3 widgets at $4.50 each, plus 8% tax.", answer="14.58"),
         steps=steps,
-        ground_truth=GroundTruth(agent="coder", step="3", step_index=3, mode="R.3",
-                                 reason="Used 8 as an absolute tax instead of 8%."),
-        final_answer="21.50", outcome=Outcome.failure)
+        ground_truth=GroundTruth(
+            agent="coder", step="3", step_index=3, mode="R.3", reason="Used 8 as an absolute tax instead of 8%."
+        ),
+        final_answer="21.50",
+        outcome=Outcome.failure,
+    )
 
 
 @pytest.fixture
@@ -115,8 +154,7 @@ def dataset_dir(tmp_path: Path) -> Path:
     """A folder of three native traces, a truncated JSON file and a binary file."""
     folder = tmp_path / "dataset"
     folder.mkdir()
-    for i, (fw, bench) in enumerate([("toyteam", "arith"), ("toyteam", "gaia"),
-                                     ("other", "gaia")], start=1):
+    for i, (fw, bench) in enumerate([("toyteam", "arith"), ("toyteam", "gaia"), ("other", "gaia")], start=1):
         t = team_trace(f"team-{i}", n_extra=i)
         t.framework, t.benchmark = fw, bench
         write_trace(t, folder / f"team-{i}.json")
@@ -126,6 +164,7 @@ def dataset_dir(tmp_path: Path) -> Path:
 
 
 # --------------------------------------------------------------------------- TUI helpers
+
 
 async def settle(pilot, rounds: int = 2) -> None:
     """Wait until the app is quiet: no worker pending or running at ``rounds`` checks in a
@@ -143,8 +182,7 @@ async def settle(pilot, rounds: int = 2) -> None:
 
 def busy_workers(app) -> list[str]:
     """Names of the app's workers that are pending or running."""
-    return [w.name or w.description for w in app.workers
-            if w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
+    return [w.name or w.description for w in app.workers if w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
 
 
 def screen_text(app) -> str:

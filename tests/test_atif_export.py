@@ -51,9 +51,19 @@ def check_atif(doc: dict) -> None:
 
 
 def shape(trace: Trace) -> list[tuple]:
-    return [(s.agent, s.kind, s.coord, s.content, s.observation, s.error,
-             [(c.id, c.name, c.arguments) for c in s.tool_calls], s.meta.get("reasoning"))
-            for s in trace.steps]
+    return [
+        (
+            s.agent,
+            s.kind,
+            s.coord,
+            s.content,
+            s.observation,
+            s.error,
+            [(c.id, c.name, c.arguments) for c in s.tool_calls],
+            s.meta.get("reasoning"),
+        )
+        for s in trace.steps
+    ]
 
 
 def round_trip(trace: Trace, tmp_path: Path) -> Trace:
@@ -70,8 +80,9 @@ def test_real_traces_export_valid_atif_and_read_back(real_traces: Path, ref: str
     trace = load_trace(f"{real_traces}/{ref}")
     back = round_trip(trace, tmp_path)
     # ids of calls the source did not name are made up on export (ATIF needs one)
-    assert [(a, k, c, t, o, e, [(n, g) for _, n, g in calls], r) for a, k, c, t, o, e, calls, r in shape(back)] == \
-        [(a, k, c, t, o, e, [(n, g) for _, n, g in calls], r) for a, k, c, t, o, e, calls, r in shape(trace)]
+    assert [(a, k, c, t, o, e, [(n, g) for _, n, g in calls], r) for a, k, c, t, o, e, calls, r in shape(back)] == [
+        (a, k, c, t, o, e, [(n, g) for _, n, g in calls], r) for a, k, c, t, o, e, calls, r in shape(trace)
+    ]
     assert [a.id for a in back.agents] == [a.id for a in trace.agents]
     assert back.id == trace.id and back.final_answer == trace.final_answer and back.outcome == trace.outcome
     assert back.task == trace.task and back.framework == trace.framework
@@ -90,16 +101,27 @@ def test_made_up_team_trace_round_trips_with_labels(tmp_path: Path) -> None:
 def test_convert_to_atif_on_the_command_line(real_traces: Path, tmp_path: Path) -> None:
     out = tmp_path / "codex.trajectory.json"
     src = real_traces / REFS[4]
-    done = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "convert", str(src), str(out), "--to", "atif"],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "convert", str(src), str(out), "--to", "atif"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     doc = json.loads(out.read_text(encoding="utf-8"))
     check_atif(doc)
     assert len(doc["steps"]) == len(load_trace(src).steps)
     assert sum(len(s.get("tool_calls") or []) for s in doc["steps"]) == sum(
-        len(s.tool_calls) for s in load_trace(src).steps)
-    bad = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "convert", str(src), str(out), "--to", "yaml"],
-                         cwd=REPO, capture_output=True, text=True, timeout=300)
+        len(s.tool_calls) for s in load_trace(src).steps
+    )
+    bad = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "convert", str(src), str(out), "--to", "yaml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert bad.returncode == 2 and "unknown output format 'yaml'" in bad.stderr
 
 

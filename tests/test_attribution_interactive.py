@@ -13,9 +13,15 @@ import pytest
 from conftest import SAMPLES, team_trace
 from tests.support.fixtures import TEST_KEY
 from tests.support.judge_oracle import oracle_for
-from whenpro_core.attribution.interactive import (AttributionRequest, make_request, model_choices,
-                                                  progress_view, run_request, verdict_score,
-                                                  verdict_step_index)
+from whenpro_core.attribution.interactive import (
+    AttributionRequest,
+    make_request,
+    model_choices,
+    progress_view,
+    run_request,
+    verdict_score,
+    verdict_step_index,
+)
 from whenpro_core.attribution.judge import Progress
 from whenpro_core.attribution.verdicts import load_verdicts, save_verdict, verdicts_path
 from whenpro_core.config import load_settings
@@ -32,18 +38,24 @@ def sample(tmp_path: Path):
 
 
 def test_model_choices_order_and_sources():
-    settings = load_settings(model="anthropic:claude-haiku-4-5", anthropic_api_key=TEST_KEY,
-                             openai_api_key=TEST_KEY,
-                             prices={"openai-compatible:qwen3": {"input": 0, "output": 0},
-                                     "gpt-4.1": {"input": 2, "output": 8}})
-    earlier = [Attribution(protocol="heuristic", model="heuristic"),
-               Attribution(protocol="all-at-once", model="openai:gpt-4o")]
+    settings = load_settings(
+        model="anthropic:claude-haiku-4-5",
+        anthropic_api_key=TEST_KEY,
+        openai_api_key=TEST_KEY,
+        prices={"openai-compatible:qwen3": {"input": 0, "output": 0}, "gpt-4.1": {"input": 2, "output": 8}},
+    )
+    earlier = [
+        Attribution(protocol="heuristic", model="heuristic"),
+        Attribution(protocol="all-at-once", model="openai:gpt-4o"),
+    ]
     names = [(c.name, c.note) for c in model_choices(settings, earlier)]
-    assert names == [("anthropic:claude-haiku-4-5", "configured default"),
-                     ("openai-compatible:qwen3", "from config prices"),
-                     ("openai:gpt-4o", "used on this trace"),
-                     ("openai:gpt-4.1", "OPENAI_API_KEY is set"),
-                     ("anthropic:claude-sonnet-4-6", "ANTHROPIC_API_KEY is set")]
+    assert names == [
+        ("anthropic:claude-haiku-4-5", "configured default"),
+        ("openai-compatible:qwen3", "from config prices"),
+        ("openai:gpt-4o", "used on this trace"),
+        ("openai:gpt-4.1", "OPENAI_API_KEY is set"),
+        ("anthropic:claude-sonnet-4-6", "ANTHROPIC_API_KEY is set"),
+    ]
 
 
 def test_model_choices_offline_default_offers_nothing():
@@ -105,8 +117,13 @@ def test_run_request_meters_calls_and_closes_the_judge(llm_server, llm_settings,
     judges, events = [], []
 
     async def go():
-        return await run_request(sample, AttributionRequest("step-by-step", "openai:gpt-4.1"),
-                                 settings=settings, progress=events.append, on_judge=judges.append)
+        return await run_request(
+            sample,
+            AttributionRequest("step-by-step", "openai:gpt-4.1"),
+            settings=settings,
+            progress=events.append,
+            on_judge=judges.append,
+        )
 
     verdict = asyncio.run(go())
     (judge,) = judges
@@ -124,9 +141,15 @@ def test_cancelling_a_run_closes_the_judge(llm_server, llm_settings, sample):
 
     async def go():
         asked = asyncio.Event()
-        task = asyncio.create_task(run_request(
-            sample, AttributionRequest("step-by-step", "openai:gpt-4.1"), settings=settings,
-            progress=lambda _e: asked.set(), on_judge=judges.append))
+        task = asyncio.create_task(
+            run_request(
+                sample,
+                AttributionRequest("step-by-step", "openai:gpt-4.1"),
+                settings=settings,
+                progress=lambda _e: asked.set(),
+                on_judge=judges.append,
+            )
+        )
         await asyncio.wait_for(asked.wait(), 20)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -11,9 +11,9 @@ import subprocess
 import sys
 
 import pytest
+
 from audit_data import dataset, make_seed, make_trace, write
 from conftest import REPO
-
 from whenpro_core.audit import audit_traces
 from whenpro_core.audit.baselines import BASELINES, format_outlier, kind_change
 from whenpro_core.audit.corpus import Corpus
@@ -61,10 +61,18 @@ def test_the_audit_reads_no_injection_marker():
     assert not result.leaky, result.leaking
 
 
-@pytest.mark.parametrize("leak, name", [("format", "format outlier"), ("length", "length outlier"),
-                                        ("digits", "digit outlier"), ("kind", "kind change"),
-                                        ("first", "first step"), ("first", "common position"),
-                                        ("format", "form classifier")])
+@pytest.mark.parametrize(
+    "leak, name",
+    [
+        ("format", "format outlier"),
+        ("length", "length outlier"),
+        ("digits", "digit outlier"),
+        ("kind", "kind change"),
+        ("first", "first step"),
+        ("first", "common position"),
+        ("format", "form classifier"),
+    ],
+)
 def test_each_baseline_finds_its_leak(leak, name):
     result = audit_traces(dataset(leak, n=40))
     assert step_rates(result)[name] >= 0.9, step_rates(result)
@@ -102,7 +110,8 @@ def test_majority_mode_and_the_mode_guess_from_form():
     result = audit_traces(dataset("none", n=30, mode="R.3"))
     assert result.overall.baselines["majority mode"].rates()["mode"] == 1.0
     assert result.overall.baselines["majority mode"].rates()["step"] == pytest.approx(
-        result.overall.random.rates()["step"])
+        result.overall.random.rates()["step"]
+    )
 
 
 def test_a_baseline_that_abstains_scores_the_random_chance():
@@ -147,8 +156,9 @@ def test_the_who_when_pro_format_tell_is_found(real_traces):
     assert rates["length outlier"] < 0.3 and rates["digit outlier"] < 0.3  # no tell in size
 
 
-@pytest.mark.parametrize("sub", ["who-and-when/Who&When/Algorithm-Generated", "who-and-when/Who&When/Hand-Crafted",
-                                 "who-when-pro-samples"])
+@pytest.mark.parametrize(
+    "sub", ["who-and-when/Who&When/Algorithm-Generated", "who-and-when/Who&When/Hand-Crafted", "who-when-pro-samples"]
+)
 def test_the_audit_runs_on_the_other_real_datasets(real_traces, sub):
     result = audit_dataset(real_traces / sub)
     assert result.overall.traces > 0
@@ -163,8 +173,13 @@ def test_the_audit_runs_on_the_other_real_datasets(real_traces, sub):
 
 def test_audit_json_has_the_documented_shape(tmp_path):
     folder = write(dataset("format", n=20), tmp_path / "ds")
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "audit", str(folder), "--json"], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "audit", str(folder), "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["traces"] == 20 and doc["leaky"] is True and doc["interval"] == "wilson"
@@ -177,11 +192,22 @@ def test_audit_json_has_the_documented_shape(tmp_path):
         assert all(isinstance(b[k], float) and 0 <= b[k] <= 1 for k in ("step", "agent", "mode", "joint"))
         assert b["step_low"] <= b["step"] <= b["step_high"]
     assert "format outlier" in doc["leaking"]
-    table = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "audit", str(folder)], cwd=REPO,
-                           capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "120"})
+    table = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "audit", str(folder)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "120"},
+    )
     assert table.returncode == 0 and "random (exact)" in table.stdout and "leaky:" in table.stdout
-    missing = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "audit", str(tmp_path / "nope")], cwd=REPO,
-                             capture_output=True, text=True, timeout=120)
+    missing = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "audit", str(tmp_path / "nope")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert missing.returncode == 2 and missing.stderr.startswith("whenpro: error: ")
     assert "Traceback" not in missing.stderr
 
@@ -190,8 +216,13 @@ def test_against_runs_join_the_corpus_from_the_command(tmp_path):
     rng = random.Random(5)
     data = write(dataset("template", n=20), tmp_path / "ds")
     seeds = write([make_seed(100 + i, rng) for i in range(10)], tmp_path / "seeds")
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "audit", str(data), "--json", "--against",
-                          str(seeds)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "audit", str(data), "--json", "--against", str(seeds)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["against"] == 10
@@ -201,8 +232,13 @@ def test_against_runs_join_the_corpus_from_the_command(tmp_path):
 def test_unlabelled_datasets_and_bad_files_are_said_in_one_line(tmp_path):
     rng = random.Random(2)
     runs = write([make_seed(i, rng) for i in range(3)], tmp_path / "runs")
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "audit", str(runs)], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "audit", str(runs)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no labelled trace" in out.stderr
     data = write(dataset("format", n=12), tmp_path / "ds")
     (data / "broken.json").write_text('{"format": "whenpro.trace/1", "id": "x", "steps": [')

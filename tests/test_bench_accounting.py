@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_data import write_dataset
 
+from bench_data import write_dataset
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import LLMServer
 from tests.support.llm_wire import prompt_text
@@ -53,7 +53,8 @@ def _no_seconds(u: Usage) -> Usage:
 
 
 def test_a_second_bench_served_by_the_cache_shows_the_same_usage_and_spends_nothing(
-        served: LLMServer, tmp_path: Path) -> None:
+    served: LLMServer, tmp_path: Path
+) -> None:
     data = write_dataset(tmp_path)
     served.respond_with(generic_judge)
     first = _bench(data, tmp_path / "first.jsonl", protocols="all-at-once,binary-search")
@@ -76,8 +77,7 @@ def test_a_second_bench_served_by_the_cache_shows_the_same_usage_and_spends_noth
     assert sum(g.usage.calls for g in one.groups) == http
 
 
-def test_a_failed_item_keeps_what_it_spent(served: LLMServer, tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_item_keeps_what_it_spent(served: LLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Binary search whose first call is answered and whose second fails (HTTP 500, no
     retries): the failed record still counts the answered call."""
     monkeypatch.setenv("WHENPRO_MAX_RETRIES", "0")

@@ -16,33 +16,47 @@ APPROX = dict(abs=1e-9)
 
 def team(tid: str, gt: GroundTruth) -> Trace:
     """Multi-agent: coordinates 0..5, planner on even steps, solver on odd ones."""
-    steps = [Step(index=i, coord=str(i), agent="planner" if i % 2 == 0 else "solver")
-             for i in range(6)]
+    steps = [Step(index=i, coord=str(i), agent="planner" if i % 2 == 0 else "solver") for i in range(6)]
     return Trace(id=tid, framework="team", steps=steps, ground_truth=gt)
 
 
 def smol(tid: str, step: str, mode: str) -> Trace:
     """Single-agent smolagents, image modality (to test the composite)."""
     steps = [Step(index=i, coord=str(i), agent="agent") for i in range(6)]
-    return Trace(id=tid, framework="smolagents", modality=Modality.image, steps=steps,
-                 ground_truth=GroundTruth(step=step, mode=mode))
+    return Trace(
+        id=tid,
+        framework="smolagents",
+        modality=Modality.image,
+        steps=steps,
+        ground_truth=GroundTruth(step=step, mode=mode),
+    )
 
 
 def debate(tid: str, round_: str, agents: list[str], mode: str) -> Trace:
     """Round-only: steps R.P for rounds 1..2."""
     coords = [("1.0", "alice"), ("1.1", "bob"), ("2.0", "alice"), ("2.1", "bob")]
     steps = [Step(index=i, coord=c, agent=a) for i, (c, a) in enumerate(coords)]
-    return Trace(id=tid, framework="debate", steps=steps,
-                 ground_truth=GroundTruth(agents=agents, step=round_, mode=mode, round_only=True))
+    return Trace(
+        id=tid,
+        framework="debate",
+        steps=steps,
+        ground_truth=GroundTruth(agents=agents, step=round_, mode=mode, round_only=True),
+    )
 
 
 def rec(trace: Trace, agent=None, step=None, mode=None, *, failed=False, tolerance=1):
-    pred = None if failed else Attribution(agent=agent, step=step, mode=mode, protocol="all-at-once",
-                                           model="m")
-    return build_record(ref=f"/d/{trace.id}.json", protocol="all-at-once", model="m",
-                        with_gold=True, trace=trace, prediction=pred, tolerance=tolerance,
-                        error="BackendError: gave up" if failed else None,
-                        error_kind="backend" if failed else None)
+    pred = None if failed else Attribution(agent=agent, step=step, mode=mode, protocol="all-at-once", model="m")
+    return build_record(
+        ref=f"/d/{trace.id}.json",
+        protocol="all-at-once",
+        model="m",
+        with_gold=True,
+        trace=trace,
+        prediction=pred,
+        tolerance=tolerance,
+        error="BackendError: gave up" if failed else None,
+        error_kind="backend" if failed else None,
+    )
 
 
 def case() -> list:
@@ -64,8 +78,7 @@ def case() -> list:
       d2 round 1, {alice}, R.2 -> carol 2.0 R.2
                                           ✗    ✗     ✓     ✗      -
     """
-    t3_gt = GroundTruth(agent="solver", step="5", mode="R.3",
-                        accepted=Accepted(agent=["planner"], mode=["R.2"]))
+    t3_gt = GroundTruth(agent="solver", step="5", mode="R.3", accepted=Accepted(agent=["planner"], mode=["R.2"]))
     records = [
         # an earlier, superseded record for t1 (the last record of a key wins)
         rec(team("t1", GroundTruth(agent="solver", step="3", mode="R.3")), "planner", "0", "A.4"),
@@ -78,9 +91,17 @@ def case() -> list:
         rec(smol("s3", "4", "R.3"), "agent", "4", "R.3"),
         rec(debate("d1", "2", ["alice", "bob"], "C.3"), "bob", "2.1", "R.2"),
         rec(debate("d2", "1", ["alice"], "R.2"), "carol", "2.0", "R.2"),
-        build_record(ref="/d/bad.json", protocol="all-at-once", model="m", with_gold=True,
-                     trace=None, prediction=None, summary=TraceSummary(id="bad", path="/d/bad.json"),
-                     error="/d/bad.json: not valid JSON", error_kind="trace"),
+        build_record(
+            ref="/d/bad.json",
+            protocol="all-at-once",
+            model="m",
+            with_gold=True,
+            trace=None,
+            prediction=None,
+            summary=TraceSummary(id="bad", path="/d/bad.json"),
+            error="/d/bad.json: not valid JSON",
+            error_kind="trace",
+        ),
     ]
     return records
 
@@ -91,8 +112,7 @@ def test_per_record_scores_follow_the_rules():
     assert recs["t3"].step_distance == 1 and recs["t3"].score_tol.step
     assert recs["d1"].score.step and recs["d1"].step_distance == 0  # round only
     assert recs["d2"].step_distance is None  # no tolerance for round-only scoring
-    assert recs["t4"].score.model_dump() == {"agent": False, "step": False, "mode": False,
-                                             "joint": False}
+    assert recs["t4"].score.model_dump() == {"agent": False, "step": False, "mode": False, "joint": False}
     assert recs["bad"].score is None and recs["bad"].error_kind == "trace"
 
 
@@ -141,8 +161,7 @@ def test_confusion_matrix_and_classes():
     conf = g.confusion
     assert conf.gold == ["C.3", "R.2", "R.3"]
     assert conf.predicted == ["A.1", "R.2", "R.3", "—"]
-    cell = {(gold, p): conf.counts[i][j] for i, gold in enumerate(conf.gold)
-            for j, p in enumerate(conf.predicted)}
+    cell = {(gold, p): conf.counts[i][j] for i, gold in enumerate(conf.gold) for j, p in enumerate(conf.predicted)}
     assert cell[("R.3", "R.3")] == 3  # t1, s3, and t3 through its accepted mode
     assert cell[("R.2", "—")] == 1 and cell[("C.3", "R.2")] == 1 and cell[("R.3", "A.1")] == 1
     r2 = next(c for c in g.classes if c.code == "R.2")
@@ -173,14 +192,28 @@ def test_macro_f1_counts_gold_classes_only():
 
 def test_length_buckets():
     assert [length_bucket(t) for t in (0, 3999, 4000, 7999, 8000, 12000, None)] == [
-        "<4K", "<4K", "4-8K", "4-8K", "8-12K", ">12K", "unknown"]
+        "<4K",
+        "<4K",
+        "4-8K",
+        "4-8K",
+        "8-12K",
+        ">12K",
+        "unknown",
+    ]
 
 
 def test_groups_are_separate_and_ranked_by_composite_joint():
     good = case()
-    bad = [r.model_copy(update={"model": "weak", "key": r.key.replace("|m|", "|weak|"),
-                                "score": r.score and r.score.model_copy(update={"joint": False})})
-           for r in case()]
+    bad = [
+        r.model_copy(
+            update={
+                "model": "weak",
+                "key": r.key.replace("|m|", "|weak|"),
+                "score": r.score and r.score.model_copy(update={"joint": False}),
+            }
+        )
+        for r in case()
+    ]
     rep = aggregate(bad + good)
     assert [g.model for g in rep.groups] == ["m", "weak"]
     assert rep.groups[1].overall.joint == 0.0

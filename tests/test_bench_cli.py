@@ -14,21 +14,29 @@ from whenpro_core.formats.native import write_trace
 
 
 def whenpro(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=180,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def one_line_error(out: subprocess.CompletedProcess) -> bool:
-    return (out.returncode == 2 and out.stderr.startswith("whenpro: error: ")
-            and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr)
+    return (
+        out.returncode == 2
+        and out.stderr.startswith("whenpro: error: ")
+        and out.stderr.count("\n") == 1
+        and "Traceback" not in out.stderr
+    )
 
 
 def test_bench_then_rerun_then_report(tmp_path):
     data = write_dataset(tmp_path)
     out = tmp_path / "res" / "r.jsonl"
-    first = whenpro("bench", str(data), "--out", str(out), "-j", "2", "--where",
-                    "framework=smolagents|debate")
+    first = whenpro("bench", str(data), "--out", str(out), "-j", "2", "--where", "framework=smolagents|debate")
     assert first.returncode == 0, first.stderr
     assert "4 traces × 1 setting = 4 items; 0 already in" in first.stderr
     assert "Leaderboard" in first.stdout and "heuristic · gold" in first.stdout
@@ -63,9 +71,17 @@ def test_an_unusable_model_stops_the_run_with_one_line(tmp_path):
     results file holds nothing that would block a rerun."""
     data = write_dataset(tmp_path)
     res = tmp_path / "r.jsonl"
-    out = whenpro("bench", str(data), "--out", str(res), "--model", "openai:gpt-4.1",
-                  "--where", "framework=debate|smolagents|whenpro-team",
-                  env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    out = whenpro(
+        "bench",
+        str(data),
+        "--out",
+        str(res),
+        "--model",
+        "openai:gpt-4.1",
+        "--where",
+        "framework=debate|smolagents|whenpro-team",
+        env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"},
+    )
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.splitlines()[-1].startswith("whenpro: error: ")
     if res.exists():
@@ -77,9 +93,18 @@ def test_items_that_failed_on_the_backend_make_the_run_exit_2(tmp_path):
     still exits 2 saying how many items failed and that a rerun retries them."""
     data = write_dataset(tmp_path)
     res = tmp_path / "r.jsonl"
-    out = whenpro("bench", str(data), "--out", str(res), "--model", "openai:gpt-4.1", "--limit", "2",
-                  "--no-report", env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-x",
-                                      "WHENPRO_MAX_RETRIES": "0"})
+    out = whenpro(
+        "bench",
+        str(data),
+        "--out",
+        str(res),
+        "--model",
+        "openai:gpt-4.1",
+        "--limit",
+        "2",
+        "--no-report",
+        env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-x", "WHENPRO_MAX_RETRIES": "0"},
+    )
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("whenpro: error: ") and "failed on the model backend" in last
@@ -97,16 +122,43 @@ def test_ctrl_c_says_it_is_stopping_and_exits_130(tmp_path):
 
     agents = [Agent(id=a) for a in ("planner", "coder")]
     for i in range(2):  # long enough that the heuristic takes seconds
-        steps = [Step(index=k, coord=str(k), agent=agents[k % 2].id, kind="assistant",
-                      content=f"Step {k}: computing 6 * 7 = 42 and checking it again. " * 20)
-                 for k in range(6000)]
-        write_trace(Trace(id=f"long-{i}", agents=agents, steps=steps,
-                          ground_truth=GroundTruth(agent="coder", step="3", mode="R.3")),
-                    tmp_path / "ds" / f"long-{i}.json")
-    proc = subprocess.Popen([sys.executable, "-m", "whenpro_core.cli", "bench", str(tmp_path / "ds"),
-                             "--out", str(tmp_path / "r.jsonl"), "-j", "2"], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        steps = [
+            Step(
+                index=k,
+                coord=str(k),
+                agent=agents[k % 2].id,
+                kind="assistant",
+                content=f"Step {k}: computing 6 * 7 = 42 and checking it again. " * 20,
+            )
+            for k in range(6000)
+        ]
+        write_trace(
+            Trace(
+                id=f"long-{i}",
+                agents=agents,
+                steps=steps,
+                ground_truth=GroundTruth(agent="coder", step="3", mode="R.3"),
+            ),
+            tmp_path / "ds" / f"long-{i}.json",
+        )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "whenpro_core.cli",
+            "bench",
+            str(tmp_path / "ds"),
+            "--out",
+            str(tmp_path / "r.jsonl"),
+            "-j",
+            "2",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     first = ""
     while "to run" not in first:  # "2 traces × 1 setting = 2 items; ... 2 to run"
         line = proc.stderr.readline()

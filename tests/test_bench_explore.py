@@ -15,9 +15,19 @@ from rich.console import Console
 from bench_data import write_dataset
 from whenpro_core.bench.aggregate import DIMENSIONS, macro_f1
 from whenpro_core.bench.cli_bench import bench_command
-from whenpro_core.bench.explore import (ALL, cell_outcomes, cell_summary, columns, compare,
-                                        dataset_index, is_results_file, load_results, pct,
-                                        resolve_ref, table_rows)
+from whenpro_core.bench.explore import (
+    ALL,
+    cell_outcomes,
+    cell_summary,
+    columns,
+    compare,
+    dataset_index,
+    is_results_file,
+    load_results,
+    pct,
+    resolve_ref,
+    table_rows,
+)
 from whenpro_core.bench.report import breakdown_rows, leaderboard_rows
 from whenpro_core.errors import TraceFormatError
 
@@ -61,10 +71,17 @@ def _recompute(outcomes, column, composite=False):
         values = [v for v in (_recompute(group, column) for group in by_mod.values()) if v is not None]
         return mean(values) if values else None
     if column.key == "error":
-        return macro_f1([(o.record.trace.gt_mode.strip().upper(),
-                          o.record.trace.gt_mode.strip().upper() if o.mode else
-                          ((o.record.prediction.mode or "").strip().upper() if o.record.prediction else "")
-                          or "—") for o in outcomes])
+        return macro_f1(
+            [
+                (
+                    o.record.trace.gt_mode.strip().upper(),
+                    o.record.trace.gt_mode.strip().upper()
+                    if o.mode
+                    else ((o.record.prediction.mode or "").strip().upper() if o.record.prediction else "") or "—",
+                )
+                for o in outcomes
+            ]
+        )
     if column.key in ("agent", "step", "joint"):
         by_fw = defaultdict(list)
         for o in outcomes:
@@ -100,13 +117,20 @@ def test_tables_match_the_report_tables(run):
     report = results.report
     cols = columns(results.tolerance)
     keys = ["n", "agent", "step", "error", "joint", "agent_acc", "step_acc", "step_acc_tol"]
-    mine = [[row.label, "composite" if row.value == ALL else row.value,
-             *[row.cell(next(c for c in cols if c.key == k)) for k in keys]]
-            for row in table_rows(results, "modality")]
+    mine = [
+        [
+            row.label,
+            "composite" if row.value == ALL else row.value,
+            *[row.cell(next(c for c in cols if c.key == k)) for k in keys],
+        ]
+        for row in table_rows(results, "modality")
+    ]
     assert mine == leaderboard_rows(report)
     _headers, rows = breakdown_rows(report, "framework")
-    mine = [[row.label, row.value, *[row.cell(next(c for c in cols if c.key == k)) for k in keys]]
-            for row in table_rows(results, "framework")]
+    mine = [
+        [row.label, row.value, *[row.cell(next(c for c in cols if c.key == k)) for k in keys]]
+        for row in table_rows(results, "framework")
+    ]
     assert mine == rows
 
 

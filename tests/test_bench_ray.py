@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 import pytest
-from bench_data import differences, strip_timing, write_dataset
 
+from bench_data import differences, strip_timing, write_dataset
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import LLMServer
 from whenpro_core.bench.cli_bench import bench_command
@@ -42,10 +42,15 @@ def server() -> Iterator[LLMServer]:
 def ray_session(server: LLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One local Ray for the module; its workers reach the test server with a test key."""
     home = tmp_path_factory.mktemp("ray-home")
-    env = {"OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": server.openai_base_url,
-           "WHENPRO_CONFIG_DIR": str(home / "config"), "WHENPRO_CACHE_DIR": str(home / "cache"),
-           "WHENPRO_DATA_DIR": str(home / "data"), "WHENPRO_BACKOFF_BASE_S": "0.01",
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        "OPENAI_API_KEY": TEST_KEY,
+        "OPENAI_BASE_URL": server.openai_base_url,
+        "WHENPRO_CONFIG_DIR": str(home / "config"),
+        "WHENPRO_CACHE_DIR": str(home / "cache"),
+        "WHENPRO_DATA_DIR": str(home / "data"),
+        "WHENPRO_BACKOFF_BASE_S": "0.01",
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env})
     yield ray
     ray.shutdown()
@@ -69,8 +74,9 @@ def records_by_key(path: Path) -> dict[str, Any]:
 
 
 def run(data: Path, out: Path, **kw: Any) -> Any:
-    return bench_command(str(data), models=MODEL, both=True, out=out, use_cache=False,
-                         report_dir=out.parent / "report", **kw)
+    return bench_command(
+        str(data), models=MODEL, both=True, out=out, use_cache=False, report_dir=out.parent / "report", **kw
+    )
 
 
 def test_sharded_run_gives_the_records_and_report_of_a_local_run(tmp_path, bench_env):
@@ -166,8 +172,7 @@ def test_max_calls_per_s_holds_across_the_cluster(tmp_path, bench_env):
     data = write_dataset(tmp_path)
     rate = 4
     begun = time.monotonic()  # the server stamps requests with time.monotonic() too
-    run(data, tmp_path / "r.jsonl", ray=True, ray_shards=2, concurrency=4, report=False,
-        max_calls_per_s=rate)
+    run(data, tmp_path / "r.jsonl", ray=True, ray_shards=2, concurrency=4, report=False, max_calls_per_s=rate)
     starts = sorted(r.started for r in bench_env.requests)
     assert len(starts) == 12
     assert starts[-1] - begun >= (len(starts) - 1) / rate, [round(t - begun, 3) for t in starts]

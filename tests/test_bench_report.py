@@ -16,8 +16,7 @@ from whenpro_core.bench import runner
 from whenpro_core.bench.aggregate import Report, aggregate
 from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.bench.records import ResultsFile
-from whenpro_core.bench.report import (PLOT_NAME, report_command, report_markdown, text_plot,
-                                       write_report)
+from whenpro_core.bench.report import PLOT_NAME, report_command, report_markdown, text_plot, write_report
 from whenpro_core.errors import TraceFormatError
 
 
@@ -107,8 +106,7 @@ def test_bench_on_a_small_dataset_reports_on_it(tmp_path):
     for g in report.groups:
         assert (g.records, g.scored, g.errors) == (LABELLED + 1, LABELLED, 1)
         assert list(g.cells) == ["text", "image"] and g.cells["image"].agent is None
-        assert {r.value for r in g.breakdowns["framework"]} == {"whenpro-team", "smolagents",
-                                                                "debate"}
+        assert {r.value for r in g.breakdowns["framework"]} == {"whenpro-team", "smolagents", "debate"}
         assert [r.value for r in g.breakdowns["length"]] == ["<4K"]
     assert (out.parent / "report.json").exists() and (out.parent / "report.md").exists()
 
@@ -135,8 +133,7 @@ def test_bench_on_who_and_when_hand_crafted(real_traces, tmp_path):
 def test_bench_on_who_when_pro_jsonl(real_traces, tmp_path):
     folder = real_traces / "who-when-pro-jsonl"
     out = tmp_path / "r.jsonl"
-    report = bench_command(str(folder), out=out, sample=6, seed=1, both=True,
-                           where=["mode=R.3"], console=quiet())
+    report = bench_command(str(folder), out=out, sample=6, seed=1, both=True, where=["mode=R.3"], console=quiet())
     records = list(ResultsFile(out).done.values())
     assert len(records) == 12 and {r.trace.gt_mode for r in records} == {"R.3"}
     assert all(r.ref.endswith(tuple(f"#{n}" for n in range(1, 65))) for r in records)
@@ -144,8 +141,7 @@ def test_bench_on_who_when_pro_jsonl(real_traces, tmp_path):
         assert g.overall.agent is None  # smolagents is single-agent: no Agent metric
         assert g.overall.agent_acc == 1.0  # ...and its traces expect agent "agent"
         assert g.overall.error is not None and g.confusion.gold == ["R.3"]
-    again = runner.plan(folder, ["heuristic"], [], "both", where=runner.parse_where("mode=R.3"),
-                        sample=6, seed=1)
+    again = runner.plan(folder, ["heuristic"], [], "both", where=runner.parse_where("mode=R.3"), sample=6, seed=1)
     assert {i.key for i in again} == {r.key for r in records}
 
 
@@ -158,11 +154,21 @@ def test_untrusted_names_are_shown_as_plain_text(tmp_path):
     from whenpro_core.bench.report import print_report
     from whenpro_core.model import Attribution, GroundTruth, Step, Trace
 
-    trace = Trace(id="evil", framework="\x1b[2J\x1b[31mred", benchmark="[bold]loud[/bold]",
-                  steps=[Step(index=0, coord="0", agent="a")],
-                  ground_truth=GroundTruth(agent="a", step="0", mode="R.1"))
-    rec = build_record(ref="/d/evil.json", protocol="heuristic", model="heuristic", with_gold=True,
-                       trace=trace, prediction=Attribution(agent="a", step="0", mode="\x1b]0;x\x07R.9"))
+    trace = Trace(
+        id="evil",
+        framework="\x1b[2J\x1b[31mred",
+        benchmark="[bold]loud[/bold]",
+        steps=[Step(index=0, coord="0", agent="a")],
+        ground_truth=GroundTruth(agent="a", step="0", mode="R.1"),
+    )
+    rec = build_record(
+        ref="/d/evil.json",
+        protocol="heuristic",
+        model="heuristic",
+        with_gold=True,
+        trace=trace,
+        prediction=Attribution(agent="a", step="0", mode="\x1b]0;x\x07R.9"),
+    )
     report = aggregate([rec])
     buf = StringIO()
     print_report(report, Console(file=buf, width=200, color_system=None))

@@ -56,8 +56,9 @@ def test_plan_covers_labelled_traces_settings_and_bad_files(dataset):
 def test_where_filters_on_listing_fields(dataset):
     img = runner.plan(dataset, ["heuristic"], [], where=runner.parse_where("modality=image"))
     assert [i.summary.id for i in img] == ["smol-image-6"]
-    two = runner.plan(dataset, ["heuristic"], [],
-                      where=runner.parse_where(["framework=debate|whenpro-team", "mode=r.3"]))
+    two = runner.plan(
+        dataset, ["heuristic"], [], where=runner.parse_where(["framework=debate|whenpro-team", "mode=r.3"])
+    )
     assert sorted(i.summary.id for i in two) == ["team-7", "team-9"]
     with pytest.raises(ConfigError, match="unknown --where key"):
         runner.parse_where("colour=red")
@@ -79,7 +80,9 @@ def test_limit_and_reproducible_sample(dataset):
 def test_settings_need_a_model_for_llm_protocols():
     assert runner.settings(["heuristic"], []) == [("heuristic", "heuristic")]
     assert runner.settings(["aao", "heuristic"], ["openai:x", "heuristic"]) == [
-        ("all-at-once", "openai:x"), ("heuristic", "heuristic")]
+        ("all-at-once", "openai:x"),
+        ("heuristic", "heuristic"),
+    ]
     with pytest.raises(ConfigError, match="needs a model"):
         runner.settings(["all-at-once"], [])
     with pytest.raises(ConfigError, match="used by no protocol"):
@@ -113,7 +116,10 @@ def test_records_hold_prediction_scores_and_metadata(dataset, tmp_path):
         trace = load_trace(rec.ref)
         expected = attribute_heuristic(trace, with_gold=True)
         assert (rec.prediction.agent, rec.prediction.step, rec.prediction.mode) == (
-            expected.agent, expected.step, expected.mode)
+            expected.agent,
+            expected.step,
+            expected.mode,
+        )
         assert rec.score.model_dump() == score_prediction(trace, rec.prediction).as_dict()
         assert rec.score_tol.step == score_prediction(trace, rec.prediction, tolerance=1).step
         assert rec.trace.framework == trace.framework and rec.trace.modality == trace.modality.value
@@ -181,20 +187,26 @@ def test_refuses_to_append_to_a_file_it_does_not_own(dataset, tmp_path):
 def test_failed_items_are_retried_by_kind(dataset, tmp_path):
     items = runner.plan(dataset, ["heuristic"], [], where=runner.parse_where("framework=debate"))
     trace = load_trace(items[0].ref)
-    common = dict(protocol="heuristic", model="heuristic", with_gold=True, trace=trace,
-                  prediction=None)
-    done = {items[0].key: build_record(ref=items[0].ref, error="BackendError: 503", error_kind="backend",
-                                       **common),
-            items[1].key: build_record(ref=items[1].ref, error="MediaError: bad image",
-                                       error_kind="trace", **common)}
+    common = dict(protocol="heuristic", model="heuristic", with_gold=True, trace=trace, prediction=None)
+    done = {
+        items[0].key: build_record(ref=items[0].ref, error="BackendError: 503", error_kind="backend", **common),
+        items[1].key: build_record(ref=items[1].ref, error="MediaError: bad image", error_kind="trace", **common),
+    }
     assert [i.key for i in runner.pending(items, done)] == [items[0].key]
     assert len(runner.pending(items, done, retry_errors=True)) == 2
 
 
 def test_secrets_never_reach_records():
-    rec = build_record(ref="/x.json", protocol="all-at-once", model="openai:x", with_gold=True,
-                       trace=None, prediction=None, error_kind="backend",
-                       error="401 for key sk-abcdefghijklmnop1234 (Authorization: Bearer abcdefghijkl)")
+    rec = build_record(
+        ref="/x.json",
+        protocol="all-at-once",
+        model="openai:x",
+        with_gold=True,
+        trace=None,
+        prediction=None,
+        error_kind="backend",
+        error="401 for key sk-abcdefghijklmnop1234 (Authorization: Bearer abcdefghijkl)",
+    )
     assert "sk-abc" not in rec.error and "abcdefghijkl" not in rec.error and "[redacted]" in rec.error
 
 
@@ -253,8 +265,7 @@ def test_a_config_error_stops_the_run_and_keeps_finished_records(dataset, tmp_pa
     stops with it, and the records finished before it stay in the file."""
     out = tmp_path / "r.jsonl"
     done = runner.plan(dataset, ["heuristic"], [], where=runner.parse_where("framework=debate"))
-    llm = runner.plan(dataset, ["all-at-once"], ["openai:gpt-4.1"],
-                      where=runner.parse_where("id=team-7"))
+    llm = runner.plan(dataset, ["all-at-once"], ["openai:gpt-4.1"], where=runner.parse_where("id=team-7"))
     with pytest.raises(ConfigError, match="needs a model"):
         run(done + llm, out, concurrency=1)
     assert sorted(keys_of(out)) == sorted(i.key for i in done)

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_data import LABELLED, differences, strip_timing, write_dataset
 
+from bench_data import LABELLED, differences, strip_timing, write_dataset
 from tests.support.fixtures import TEST_KEY
 from whenpro_core.bench import shards
 from whenpro_core.bench.cli_bench import bench_command
@@ -112,8 +112,15 @@ def test_max_calls_per_s_in_one_process_counted_at_the_server(tmp_path, llm_serv
     llm_server.respond_with(lambda body: answer)
     data = write_dataset(tmp_path)
     begun = time.monotonic()  # the server stamps requests with time.monotonic() too
-    bench_command(str(data), models="openai:gpt-4.1", out=tmp_path / "r.jsonl", concurrency=8,
-                  max_calls_per_s=4, use_cache=False, report=False)
+    bench_command(
+        str(data),
+        models="openai:gpt-4.1",
+        out=tmp_path / "r.jsonl",
+        concurrency=8,
+        max_calls_per_s=4,
+        use_cache=False,
+        report=False,
+    )
     starts = sorted(r.started for r in llm_server.requests)
     assert len(starts) == LABELLED
     assert starts[-1] - begun >= (len(starts) - 1) / 4, [round(t - begun, 3) for t in starts]
@@ -121,10 +128,17 @@ def test_max_calls_per_s_in_one_process_counted_at_the_server(tmp_path, llm_serv
 
 def test_ray_without_ray_installed_is_one_clear_error(tmp_path):
     data = write_dataset(tmp_path)
-    code = ("import sys; sys.modules['ray'] = None; sys.argv = ['whenpro', 'bench', sys.argv[1], "
-            "'--out', sys.argv[2], '--ray']; from whenpro_core.cli import main; main()")
-    out = subprocess.run([sys.executable, "-c", code, str(data), str(tmp_path / "r.jsonl")], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys; sys.modules['ray'] = None; sys.argv = ['whenpro', 'bench', sys.argv[1], "
+        "'--out', sys.argv[2], '--ray']; from whenpro_core.cli import main; main()"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(data), str(tmp_path / "r.jsonl")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("whenpro: error: ") and "pip install 'whenpro[ray]'" in last

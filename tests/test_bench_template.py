@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from bench_data import write_dataset
-from conftest import REPO
 from rich.console import Console
 
+from bench_data import write_dataset
+from conftest import REPO
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import LLMServer
 from tests.support.llm_wire import prompt_text
@@ -42,13 +42,18 @@ def _template(path: Path, wording: str) -> Path:
 
 def _bench(data: Path, out: Path, template: Path) -> str:
     shown = io.StringIO()
-    bench_command(str(data), out=out, models=MODEL, template=str(template), report_dir=out.parent / "report",
-                  console=Console(file=shown, width=240))
+    bench_command(
+        str(data),
+        out=out,
+        models=MODEL,
+        template=str(template),
+        report_dir=out.parent / "report",
+        console=Console(file=shown, width=240),
+    )
     return shown.getvalue()
 
 
-def test_bench_words_all_at_once_with_the_template_and_keeps_templates_apart(
-        served: LLMServer, tmp_path: Path) -> None:
+def test_bench_words_all_at_once_with_the_template_and_keeps_templates_apart(served: LLMServer, tmp_path: Path) -> None:
     data = write_dataset(tmp_path)
     out = tmp_path / "results.jsonl"
     first_tpl = _template(tmp_path / "first.j2", "PINEAPPLE-WORDING: find the decisive error.")
@@ -81,10 +86,28 @@ def test_template_with_another_protocol_is_refused_in_one_line(tmp_path: Path) -
     data = write_dataset(tmp_path)
     tpl = _template(tmp_path / "t.j2", "Words.")
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    proc = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "bench", str(data), "--model", MODEL,
-                           "--protocol", "binary-search", "--template", str(tpl), "--out",
-                           str(tmp_path / "r.jsonl")], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "whenpro_core.cli",
+            "bench",
+            str(data),
+            "--model",
+            MODEL,
+            "--protocol",
+            "binary-search",
+            "--template",
+            str(tpl),
+            "--out",
+            str(tmp_path / "r.jsonl"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "--template words the all-at-once request, not binary-search" in proc.stderr

@@ -16,8 +16,8 @@ from pathlib import Path
 from statistics import mean
 
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from whenpro_core.bench.build import BuildOptions, run_attempt, run_build
 from whenpro_core.bench.build_plan import Attempt, attempt_order, candidate_steps, fitting_modes, scan_seeds
 from whenpro_core.bench.build_store import BUILD_DIR, PUBLIC_FIELDS, read_manifest
@@ -40,13 +40,18 @@ MODE_CODE = re.compile(r"(?<![\w.])(?:P|PL|R|A|V|C)\.\d(?![\d])")
 
 def whenpro(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=180, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=180, env=env
+    )
 
 
 def one_line_error(out: subprocess.CompletedProcess) -> bool:
-    return (out.returncode == 2 and out.stderr.startswith("whenpro: error: ")
-            and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr)
+    return (
+        out.returncode == 2
+        and out.stderr.startswith("whenpro: error: ")
+        and out.stderr.count("\n") == 1
+        and "Traceback" not in out.stderr
+    )
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +101,7 @@ def test_step_sampling_skips_framing_errored_and_final_steps_and_respects_fittin
     order = attempt_order(trace, fits, seed=0)
     assert order == attempt_order(trace, fits, seed=0) != attempt_order(trace, fits, seed=1)
     assert len(order) == sum(len(m) for m in fits.values()) == len(set(order))
-    first = order[:len(fits)]
+    first = order[: len(fits)]
     assert len({i for i, _ in first}) == len(fits)  # every step once before any step twice
     tried = Counter(m for _, m in first)
     assert max(tried.values()) - min(tried.values()) <= len(fits)  # the least-tried mode first
@@ -125,8 +130,9 @@ def test_run_build_ls_bench_report_end_to_end(tmp_path):
     assert whenpro("run", "arith_team", "--n", "3", "--seed", "0", "--out", str(tmp_path / "seeds")).returncode == 0
     assert whenpro("run", "code_pair", "--n", "2", "--seed", "0", "--out", str(tmp_path / "seeds")).returncode == 0
     ds = tmp_path / "ds"
-    done = whenpro("build", str(tmp_path / "seeds"), "--out", str(ds), "-j", "2", "--max-mode-share", "1",
-                   "--keep-detectable")
+    done = whenpro(
+        "build", str(tmp_path / "seeds"), "--out", str(ds), "-j", "2", "--max-mode-share", "1", "--keep-detectable"
+    )
     assert done.returncode == 0, done.stderr
     assert re.search(r"5 seed traces, 5 used; \d+ attempts planned, 0 already done, \d+ to run", done.stdout)
     manifest = json.loads((ds / "manifest.json").read_text())
@@ -144,13 +150,13 @@ def test_run_build_ls_bench_report_end_to_end(tmp_path):
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert not [r for r in rows if r.get("error")]  # manifest.json and provenance.json are not bad trace files
     assert "warning" not in listed.stderr  # whenpro's own frameworks read back without notes
-    assert sorted((r["id"], r["gt_step"], r["gt_mode"]) for r in rows) == \
-        sorted((t["id"], t["step"], t["mode"]) for t in kept)
+    assert sorted((r["id"], r["gt_step"], r["gt_mode"]) for r in rows) == sorted(
+        (t["id"], t["step"], t["mode"]) for t in kept
+    )
     for t in kept:
         path = ds / t["ref"]
         assert re.fullmatch(r"[0-9a-f]{16}", t["id"]) and path.name == f"{t['id']}.json"  # opaque
-        assert path.parts[-5:-1] == ("data_release", "text", f"whenpro-{t['framework'].split('_')[0]}",
-                                     t["framework"])
+        assert path.parts[-5:-1] == ("data_release", "text", f"whenpro-{t['framework'].split('_')[0]}", t["framework"])
         doc = json.loads(path.read_text())
         assert set(doc) <= set(PUBLIC_FIELDS) and "injection" not in doc and "env" not in doc
         visible = json.dumps({k: v for k, v in doc.items() if k != "ground_truth"})
@@ -221,15 +227,24 @@ def test_both_layouts_read_back_the_same_traces(tmp_path, seeds):
 
 
 def test_manifest_counts_add_up_and_name_every_drop(tmp_path, seeds):
-    m = build(seeds, tmp_path / "ds", per_seed=40)   # every fitting (step, mode) pair
+    m = build(seeds, tmp_path / "ds", per_seed=40)  # every fitting (step, mode) pair
     c, d = m["counts"], m["dropped"]
     assert c["planned"] == c["attempted"] == len(m["dropped_traces"]) + c["kept"]
     assert c["attempted"] == c["generated"] + d["generate_failed"]
     assert c["generated"] == c["replayed"] + d["replay_failed"]
     assert c["replayed"] == c["decisive"] + d["not_decisive"]
-    assert c["decisive"] == c["kept"] + sum(d[r] for r in ("construction_leak", "gold_visible_before_t",
-                                                           "not_representable", "control_failed", "step_class",
-                                                           "mode_share", "position"))
+    assert c["decisive"] == c["kept"] + sum(
+        d[r]
+        for r in (
+            "construction_leak",
+            "gold_visible_before_t",
+            "not_representable",
+            "control_failed",
+            "step_class",
+            "mode_share",
+            "position",
+        )
+    )
     assert d["not_decisive"] > 0 and c["kept"] > 0
     assert d["mode_share"] + d["step_class"] + d["position"] > 0  # balancing left some out
     assert max(m["kept_by_mode"].values()) <= max(1, 0.25 * c["kept"])
@@ -255,8 +270,14 @@ def test_generation_failure_and_construction_leak_are_dropped_by_stage(seeds):
     assert last.agent == "reporter"
     attempt = Attempt(str(seeds / "arith_team-s0.json"), trace.id, last.index, last.coord, "R.3")
     opts = BuildOptions()
-    leak = run_attempt(trace, attempt, TextGenerator("Final answer: 1 (I deliberately used a wrong value)"),
-                       BuiltinExecutor(), opts, now=NOW)
+    leak = run_attempt(
+        trace,
+        attempt,
+        TextGenerator("Final answer: 1 (I deliberately used a wrong value)"),
+        BuiltinExecutor(),
+        opts,
+        now=NOW,
+    )
     assert (leak.entry.status, leak.entry.reason) == ("dropped", "construction_leak") and leak.doc is None
     assert "deliberately" in leak.entry.detail
     framing = Attempt(attempt.seed_ref, trace.id, 0, "0", "R.3")
@@ -265,9 +286,11 @@ def test_generation_failure_and_construction_leak_are_dropped_by_stage(seeds):
 
 
 def test_round_trip_check_refuses_coordinates_the_shape_cannot_hold():
-    steps = [Step(index=0, coord=None, agent="user", kind="user", content="q"),
-             Step(index=1, coord="a1", agent="x", content="hello"),
-             Step(index=2, coord="a2", agent="y", content="bye")]
+    steps = [
+        Step(index=0, coord=None, agent="user", kind="user", content="q"),
+        Step(index=1, coord="a1", agent="x", content="hello"),
+        Step(index=2, coord="a2", agent="y", content="bye"),
+    ]
     trace = Trace(id="odd", framework="mine", task=Task(query="q", answer="1"), steps=steps)
     assert check_round_trip(trace, to_document(trace)) == ["step coordinates are neither all integers nor all R.P"]
     plan = trace.model_copy(deep=True)
@@ -283,14 +306,16 @@ def test_imported_traces_through_a_cmd_executor(tmp_path):
     replays it through ``--executor cmd:...``."""
     example = [sys.executable, str(REPO / "examples" / "replay_executor.py")]
     query = "Add up these expenses: rent 1200, food 340, travel 85, books 42. What is the total?"
-    task_only = Trace(id="tally", framework="example-tally",
-                      agents=[Agent(id="user"), Agent(id="adder"), Agent(id="checker")],
-                      task=Task(query=query, answer="1667"),
-                      steps=[Step(index=0, coord="0", agent="user", kind="user", content=query)])
+    task_only = Trace(
+        id="tally",
+        framework="example-tally",
+        agents=[Agent(id="user"), Agent(id="adder"), Agent(id="checker")],
+        task=Task(query=query, answer="1667"),
+        steps=[Step(index=0, coord="0", agent="user", kind="user", content=query)],
+    )
     run = continued_trace(task_only, warm_start(task_only, 1, None, CommandExecutor(example, message_timeout=20)))
     write_trace(run, tmp_path / "seeds" / "tally.json")
-    m = build(tmp_path / "seeds", tmp_path / "ds", executor="cmd:" + " ".join(example), per_seed=1,
-              max_mode_share=1.0)
+    m = build(tmp_path / "seeds", tmp_path / "ds", executor="cmd:" + " ".join(example), per_seed=1, max_mode_share=1.0)
     # The checker recomputes the task's sum and has the adder start over, so every error an
     # offline mutator can make in this system's own way is caught (and the adder, which
     # never answers, is not offered a premature final answer): replayed, none decisive.
@@ -324,8 +349,13 @@ def test_killed_build_resumes_without_duplicates_or_losses(tmp_path, seeds, layo
     script.write_text(KILLER)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     ds = tmp_path / "ds"
-    killed = subprocess.run([sys.executable, str(script), str(seeds), str(ds), "4", layout, NOW, SALT],
-                            capture_output=True, text=True, timeout=120, env=env)
+    killed = subprocess.run(
+        [sys.executable, str(script), str(seeds), str(ds), "4", layout, NOW, SALT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert killed.returncode == 137, killed.stderr
     journal = [json.loads(line) for line in (ds / BUILD_DIR / "journal.jsonl").read_text().splitlines()]
     assert len(journal) == 1 + 4 and not (ds / "manifest.json").exists()
@@ -333,17 +363,19 @@ def test_killed_build_resumes_without_duplicates_or_losses(tmp_path, seeds, layo
         stray = ds / "data_release" / "text" / "whenpro-arith" / "arith_team" / "0123456789abcdef.json"
         stray.parent.mkdir(parents=True, exist_ok=True)
         stray.write_text("{}")
-    resumed = whenpro("build", str(seeds), "--out", str(ds), "--per-seed", "3", "--layout", layout, "-j", "2",
-                      "--keep-detectable")  # one journal line per attempt; the filter's own lines: test_build_detect
+    resumed = whenpro(
+        "build", str(seeds), "--out", str(ds), "--per-seed", "3", "--layout", layout, "-j", "2", "--keep-detectable"
+    )  # one journal line per attempt; the filter's own lines: test_build_detect
     assert resumed.returncode == 0, resumed.stderr
     planned = int(re.search(r"(\d+) attempts planned, 4 already done", resumed.stdout).group(1))
     keys = [json.loads(line).get("key") for line in (ds / BUILD_DIR / "journal.jsonl").read_text().splitlines()[1:]]
     assert len(keys) == len(set(keys)) <= planned
     fresh = tmp_path / "fresh"
     build(seeds, fresh, layout=layout)
-    assert tree(ds) == tree(fresh)     # same files, byte for byte: nothing lost, nothing twice
-    again = whenpro("build", str(seeds), "--out", str(ds), "--per-seed", "3", "--layout", layout, "-j", "2",
-                    "--keep-detectable")
+    assert tree(ds) == tree(fresh)  # same files, byte for byte: nothing lost, nothing twice
+    again = whenpro(
+        "build", str(seeds), "--out", str(ds), "--per-seed", "3", "--layout", layout, "-j", "2", "--keep-detectable"
+    )
     assert f"{len(keys)} already done" in again.stdout and tree(ds) == tree(fresh)
 
 
@@ -353,8 +385,11 @@ def test_interrupted_in_process_run_keeps_its_manifest_consistent(tmp_path, seed
             raise RuntimeError("stop here")
 
     with pytest.raises(RuntimeError, match="stop here"):
-        asyncio.run(run_build(seeds, tmp_path / "ds", BuildOptions(per_seed=3, concurrency=1), after_record=stop,
-                              now=NOW, salt=SALT))
+        asyncio.run(
+            run_build(
+                seeds, tmp_path / "ds", BuildOptions(per_seed=3, concurrency=1), after_record=stop, now=NOW, salt=SALT
+            )
+        )
     partial = read_manifest(tmp_path / "ds")
     assert partial["counts"]["attempted"] == 2 and partial["counts"]["planned"] > 2
     whole = build(seeds, tmp_path / "ds")
@@ -409,8 +444,17 @@ def test_no_tenth_of_the_runs_holds_more_than_its_share_of_the_labels():
     from whenpro_core.bench.build_store import POSITION_SHARE, Entry, balance, position_tenth
 
     def entry(i: int, index: int, steps: int | None = 10) -> Entry:
-        return Entry(key=f"k{i}", seed=f"s{i}", seed_ref="r", step=str(index), step_index=index,
-                     mode="R.1", status="kept", id=f"id{i:02d}", steps=steps)
+        return Entry(
+            key=f"k{i}",
+            seed=f"s{i}",
+            seed_ref="r",
+            step=str(index),
+            step_index=index,
+            mode="R.1",
+            status="kept",
+            id=f"id{i:02d}",
+            steps=steps,
+        )
 
     kept = [entry(i, 0) for i in range(6)] + [entry(6 + i, 2 + 2 * i) for i in range(4)]
     chosen, out = balance(kept, 0.99, {})

@@ -13,7 +13,6 @@ import sys
 
 from audit_data import make_seed, make_trace
 from conftest import REPO
-
 from whenpro_core.audit.detect import DetectabilityCheck, filter_items
 from whenpro_core.audit.view import audit_view
 from whenpro_core.bench.build import BuildOptions, run_build
@@ -93,21 +92,35 @@ def test_build_drops_detectable_items_and_counts_them(tmp_path):
     seeds = arith_seeds(tmp_path / "seeds")
     opts = BuildOptions(per_seed=3, concurrency=2)
     filtered = asyncio.run(run_build(seeds, tmp_path / "ds", opts, now=NOW)).manifest
-    kept_all = asyncio.run(run_build(seeds, tmp_path / "all", BuildOptions(per_seed=3, concurrency=2, detect=False),
-                                     now=NOW)).manifest
+    kept_all = asyncio.run(
+        run_build(seeds, tmp_path / "all", BuildOptions(per_seed=3, concurrency=2, detect=False), now=NOW)
+    ).manifest
     dropped = filtered["dropped"]["detectable"]
 
     def before_balance(m: dict) -> int:  # kept before the release's mode and step-class balance
         return m["counts"]["kept"] + m["dropped"]["step_class"] + m["dropped"]["mode_share"] + m["dropped"]["position"]
 
-    assert dropped > 0 and filtered["run"]["detectable"] == {"filter": True, "checked": before_balance(kept_all),
-                                                             "dropped": dropped}
+    assert dropped > 0 and filtered["run"]["detectable"] == {
+        "filter": True,
+        "checked": before_balance(kept_all),
+        "dropped": dropped,
+    }
     assert before_balance(filtered) == before_balance(kept_all) - dropped
     assert kept_all["dropped"]["detectable"] == 0 and kept_all["run"]["detectable"] == {"filter": False}
     c = filtered["counts"]
-    assert c["decisive"] == c["kept"] + sum(filtered["dropped"][r] for r in (
-        "construction_leak", "gold_visible_before_t", "not_representable", "control_failed", "detectable",
-        "step_class", "mode_share", "position"))
+    assert c["decisive"] == c["kept"] + sum(
+        filtered["dropped"][r]
+        for r in (
+            "construction_leak",
+            "gold_visible_before_t",
+            "not_representable",
+            "control_failed",
+            "detectable",
+            "step_class",
+            "mode_share",
+            "position",
+        )
+    )
     reasons = [d for d in filtered["dropped_traces"] if d["reason"] == "detectable"]
     assert len(reasons) == dropped and all("pins it to its step" in d["detail"] for d in reasons)
     files = [r for r in walk(tmp_path / "ds") if not r.error]
@@ -122,9 +135,23 @@ def test_build_drops_detectable_items_and_counts_them(tmp_path):
 
 def test_keep_detectable_from_the_command(tmp_path):
     seeds = arith_seeds(tmp_path / "seeds", 4)
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "build", str(seeds), "--out", str(tmp_path / "ds"),
-                          "--keep-detectable"], cwd=REPO, capture_output=True, text=True, timeout=180,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "whenpro_core.cli",
+            "build",
+            str(seeds),
+            "--out",
+            str(tmp_path / "ds"),
+            "--keep-detectable",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert out.returncode == 0, out.stderr
     manifest = json.loads((tmp_path / "ds" / "manifest.json").read_text())
     assert manifest["dropped"]["detectable"] == 0 and manifest["run"]["detectable"]["filter"] is False
@@ -140,13 +167,28 @@ def test_build_then_audit_on_the_built_in_systems(tmp_path):
         for s in range(n):
             write_trace(run_env(env, s), seeds / f"{name}-s{s}.json")
     for layout in ("files", "jsonl"):
-        manifest = asyncio.run(run_build(seeds, tmp_path / layout, BuildOptions(per_seed=3, layout=layout),
-                                         now=NOW)).manifest
+        manifest = asyncio.run(
+            run_build(seeds, tmp_path / layout, BuildOptions(per_seed=3, layout=layout), now=NOW)
+        ).manifest
         kept = manifest["counts"]["kept"]
         assert kept > 0
-        out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "audit", str(tmp_path / layout), "--json",
-                              "--against", str(seeds)], cwd=REPO, capture_output=True, text=True, timeout=180,
-                             env={**os.environ, "PYTHONPATH": str(REPO)})
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "whenpro_core.cli",
+                "audit",
+                str(tmp_path / layout),
+                "--json",
+                "--against",
+                str(seeds),
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
         assert out.returncode == 0, out.stderr
         doc = json.loads(out.stdout)
         assert doc["traces"] == kept and doc["against"] == 10

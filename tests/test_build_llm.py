@@ -14,7 +14,6 @@ from pathlib import Path
 
 from conftest import REPO
 from test_replay import NOW, seed_run
-
 from tests.support.fixtures import TEST_KEY
 from tests.support.inject_model import InjectModel, step_answer
 from whenpro_core.formats.native import write_trace
@@ -26,8 +25,14 @@ GOLD = "11:55"
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -49,22 +54,34 @@ def _replaying_model(seed) -> InjectModel:
         calls = [{"name": c.name, "arguments": c.arguments} for c in rec.tool_calls]
         return step_answer(rec.content or "", calls)
 
-    return InjectModel(plan={"flaw": "Adds 65 minutes of lunch.", "wrong_result": "ends at 12:00"},
-                       rewrites=[{"content": "Computing total = sessions + breaks + 65 = 80 + 5 + 65.",
-                                  "tool_calls": [{"name": "calculator",
-                                                  "arguments_json": '{"expression": "80 + 5 + 65"}'}]}],
-                       turns=turn, tool=lambda calls, prompt: "150")
+    return InjectModel(
+        plan={"flaw": "Adds 65 minutes of lunch.", "wrong_result": "ends at 12:00"},
+        rewrites=[
+            {
+                "content": "Computing total = sessions + breaks + 65 = 80 + 5 + 65.",
+                "tool_calls": [{"name": "calculator", "arguments_json": '{"expression": "80 + 5 + 65"}'}],
+            }
+        ],
+        turns=turn,
+        tool=lambda calls, prompt: "150",
+    )
 
 
 def test_stage2_shows_the_agents_own_earlier_steps_as_format_examples(llm_server, llm_settings):
     seed = seed_run("arith_team", 1)
     oracle = _replaying_model(seed)
     llm_server.respond_with(oracle)
-    inject(seed, 4, "R.3", LLMGenerator("openai:gpt-4.1", settings=llm_settings("openai:gpt-4.1")),
-           BuiltinExecutor(), now=NOW)
+    inject(
+        seed,
+        4,
+        "R.3",
+        LLMGenerator("openai:gpt-4.1", settings=llm_settings("openai:gpt-4.1")),
+        BuiltinExecutor(),
+        now=NOW,
+    )
     assert oracle.kinds() == ["stage1", "stage2"]
     stage2 = oracle.asked[1].prompt
-    section = stage2[stage2.index(FORMAT_HEADING.format(agent="solver")):]
+    section = stage2[stage2.index(FORMAT_HEADING.format(agent="solver")) :]
     # the solver's own earlier steps, nearest first, quoted verbatim; nothing after step 4
     assert section.index("Computing breaks = (2 - 1) * 5.") < section.index("Computing sessions = 2 * 40.")
     assert "Write the new step in exactly this format" in section and "Computing end" not in stage2
@@ -83,9 +100,22 @@ def test_build_with_the_llm_generator_filters_its_output_and_counts_calls(llm_se
     model.rewrites = [{"content": "I introduced an error here: total = 80 + 5 + 65.", "tool_calls": None}]
     llm_server.respond_with(model)
     ds = tmp_path / "ds"
-    out = _cli("build", str(seeds), "--out", str(ds), "--generator", "llm", "--model", "openai:gpt-4.1",
-               "--modes", "R.3", "--keep-detectable", "-j", "1",
-               env=_env(OPENAI_BASE_URL=llm_server.openai_base_url))
+    out = _cli(
+        "build",
+        str(seeds),
+        "--out",
+        str(ds),
+        "--generator",
+        "llm",
+        "--model",
+        "openai:gpt-4.1",
+        "--modes",
+        "R.3",
+        "--keep-detectable",
+        "-j",
+        "1",
+        env=_env(OPENAI_BASE_URL=llm_server.openai_base_url),
+    )
     manifest = json.loads((ds / "manifest.json").read_text())
     assert out.returncode in (0, 1), out.stderr
     dropped = manifest["dropped"] if "dropped" in manifest else manifest["counts"]
@@ -102,9 +132,22 @@ def test_build_simulate_with_model_flag_keeps_items_whose_control_succeeds(llm_s
     model = _replaying_model(seed)
     llm_server.respond_with(model)
     ds = tmp_path / "ds"
-    out = _cli("build", str(seeds), "--out", str(ds), "--executor", "simulate", "--model", "openai:gpt-4.1",
-               "--per-seed", "3", "--keep-detectable", "-j", "1",
-               env=_env(OPENAI_BASE_URL=llm_server.openai_base_url))
+    out = _cli(
+        "build",
+        str(seeds),
+        "--out",
+        str(ds),
+        "--executor",
+        "simulate",
+        "--model",
+        "openai:gpt-4.1",
+        "--per-seed",
+        "3",
+        "--keep-detectable",
+        "-j",
+        "1",
+        env=_env(OPENAI_BASE_URL=llm_server.openai_base_url),
+    )
     assert out.returncode == 0, out.stderr
     manifest = json.loads((ds / "manifest.json").read_text())
     text = json.dumps(manifest)
@@ -129,13 +172,27 @@ def test_build_simulate_drops_an_item_whose_control_fails(llm_server, tmp_path):
     seeds.mkdir()
     write_trace(seed, seeds / "s1.json")
     model = _replaying_model(seed)
-    model.turns = lambda agent, coord, prompt: step_answer("Final answer: 12:00", final_answer="12:00",
-                                                           ends_run=True)  # fails with or without the error
+    model.turns = lambda agent, coord, prompt: step_answer(
+        "Final answer: 12:00", final_answer="12:00", ends_run=True
+    )  # fails with or without the error
     llm_server.respond_with(model)
     ds = tmp_path / "ds"
-    out = _cli("build", str(seeds), "--out", str(ds), "--executor", "simulate", "--model", "openai:gpt-4.1",
-               "--per-seed", "2", "--keep-detectable", "-j", "1",
-               env=_env(OPENAI_BASE_URL=llm_server.openai_base_url))
+    out = _cli(
+        "build",
+        str(seeds),
+        "--out",
+        str(ds),
+        "--executor",
+        "simulate",
+        "--model",
+        "openai:gpt-4.1",
+        "--per-seed",
+        "2",
+        "--keep-detectable",
+        "-j",
+        "1",
+        env=_env(OPENAI_BASE_URL=llm_server.openai_base_url),
+    )
     manifest = json.loads((ds / "manifest.json").read_text())
     assert manifest["counts"].get("kept", 0) == 0, (out.stdout, manifest)
     assert manifest["dropped"]["control_failed"] >= 1, manifest
@@ -149,9 +206,25 @@ def test_inject_takes_base_url(llm_server, tmp_path):
     model = _replaying_model(seed)
     llm_server.respond_with(model)
     out_file = tmp_path / "cf.json"
-    run = _cli("inject", str(seed_file), "--step", "4", "--mode", "R.3", "--generator", "llm", "--executor",
-               "simulate", "--model", "openai:gpt-4.1", "--base-url", llm_server.openai_base_url,
-               "--out", str(out_file), env=_env())  # no OPENAI_BASE_URL: only the flag names the server
+    run = _cli(
+        "inject",
+        str(seed_file),
+        "--step",
+        "4",
+        "--mode",
+        "R.3",
+        "--generator",
+        "llm",
+        "--executor",
+        "simulate",
+        "--model",
+        "openai:gpt-4.1",
+        "--base-url",
+        llm_server.openai_base_url,
+        "--out",
+        str(out_file),
+        env=_env(),
+    )  # no OPENAI_BASE_URL: only the flag names the server
     assert run.returncode == 0, run.stderr
     assert model.kinds()[:2] == ["stage1", "stage2"] and "turn" in model.kinds()
     data = json.loads(Path(out_file).read_text())

@@ -19,14 +19,26 @@ PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAh
 
 
 def test_openai_messages_with_null_content_tool_calls_and_image_parts(tmp_path):
-    msgs = [{"role": "system", "content": "be helpful"},
-            {"role": "user", "content": [{"type": "text", "text": "What is in this image?"},
-                                         {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
-                                         {"type": "image_url", "image_url": {"url": "https://example.com/a.jpg"}}]},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "zoom", "arguments": "{\"factor\": 2}"}}]},
-            {"role": "tool", "tool_call_id": "c1", "name": "zoom", "content": "a cat"},
-            {"role": "assistant", "content": "A cat."}]
+    msgs = [
+        {"role": "system", "content": "be helpful"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is in this image?"},
+                {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+                {"type": "image_url", "image_url": {"url": "https://example.com/a.jpg"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "zoom", "arguments": '{"factor": 2}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "name": "zoom", "content": "a cat"},
+        {"role": "assistant", "content": "A cat."},
+    ]
     p = tmp_path / "chat.json"
     p.write_text(json.dumps(msgs, indent=1))
     trace = load_trace(p)
@@ -40,10 +52,15 @@ def test_openai_messages_with_null_content_tool_calls_and_image_parts(tmp_path):
 
 
 def test_ag2_group_chat_speaker_is_name(tmp_path):
-    doc = {"chat_history": [{"content": "Plan: write add()", "role": "user", "name": "Planner"},
-                            {"content": "def add(a, b): return a - b", "role": "assistant", "name": "Coder"},
-                            {"content": "looks fine", "role": "user", "name": "Tester"}],
-           "summary": "done", "cost": {"usage_including_cached_inference": {"total_cost": 0}}}
+    doc = {
+        "chat_history": [
+            {"content": "Plan: write add()", "role": "user", "name": "Planner"},
+            {"content": "def add(a, b): return a - b", "role": "assistant", "name": "Coder"},
+            {"content": "looks fine", "role": "user", "name": "Tester"},
+        ],
+        "summary": "done",
+        "cost": {"usage_including_cached_inference": {"total_cost": 0}},
+    }
     p = tmp_path / "groupchat.json"
     p.write_text(json.dumps(doc, indent=1))
     trace = load_trace(p)
@@ -53,28 +70,43 @@ def test_ag2_group_chat_speaker_is_name(tmp_path):
 
 def test_chat_jsonl_message_per_line_and_conversation_per_line(tmp_path):
     per_message = tmp_path / "m.jsonl"
-    per_message.write_text("\n".join(json.dumps(m) for m in [
-        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]) + "\n")
+    per_message.write_text(
+        "\n".join(json.dumps(m) for m in [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+        + "\n"
+    )
     rows = list(walk(per_message))
     assert len(rows) == 1 and rows[0].step_count == 2 and rows[0].key is None
     per_conv = tmp_path / "c.jsonl"
-    per_conv.write_text("\n".join(json.dumps({"messages": [{"role": "user", "content": f"q{i}"},
-                                                           {"role": "assistant", "content": f"a{i}"}]})
-                                  for i in range(3)) + "\n")
+    per_conv.write_text(
+        "\n".join(
+            json.dumps({"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]})
+            for i in range(3)
+        )
+        + "\n"
+    )
     rows = list(walk(per_conv))
     assert [r.key for r in rows] == ["1", "2", "3"]
     assert load_trace(f"{per_conv}#2").task.query == "q1"
 
 
-@pytest.mark.parametrize("msgs, json_path", [
-    ([{"role": "user", "content": "x"}, {"role": "assistant", "content": 3}], "$[1].content"),
-    ([{"role": "user", "content": "x"}, {"role": "assistant", "content": None,
-                                         "tool_calls": [{"id": "1", "function": {"arguments": "{}"}}]}],
-     "$[1].tool_calls[0].function.name"),
-    ([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}], "$[0].content[0]"),
-    ([{"role": "user", "content": "x"}, {"role": "assistant", "content": None, "tool_calls": "nope"}],
-     "$[1].tool_calls"),
-])
+@pytest.mark.parametrize(
+    "msgs, json_path",
+    [
+        ([{"role": "user", "content": "x"}, {"role": "assistant", "content": 3}], "$[1].content"),
+        (
+            [
+                {"role": "user", "content": "x"},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "function": {"arguments": "{}"}}]},
+            ],
+            "$[1].tool_calls[0].function.name",
+        ),
+        ([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}], "$[0].content[0]"),
+        (
+            [{"role": "user", "content": "x"}, {"role": "assistant", "content": None, "tool_calls": "nope"}],
+            "$[1].tool_calls",
+        ),
+    ],
+)
 def test_half_broken_chat_logs_name_the_json_path(tmp_path, msgs, json_path):
     p = tmp_path / "chat.json"
     p.write_text(json.dumps(msgs, indent=1))
@@ -125,10 +157,21 @@ def test_mad_majority_votes_become_named_annotations(real_traces):
 
 
 def test_nan_annotator_votes_do_not_count(tmp_path):
-    rec = {"round": "Round 3", "mas_name": "AG2", "benchmark_name": "GSM-Plus", "trace_id": 18,
-           "trace": json.dumps({"trajectory": [{"content": ["hi"], "role": "user", "name": "a"}]}),
-           "annotations": [{"failure mode": "1.1 Disobey Task Specification\n\ndef", "annotator_1": True,
-                            "annotator_2": False, "annotator_3": float("nan")}]}
+    rec = {
+        "round": "Round 3",
+        "mas_name": "AG2",
+        "benchmark_name": "GSM-Plus",
+        "trace_id": 18,
+        "trace": json.dumps({"trajectory": [{"content": ["hi"], "role": "user", "name": "a"}]}),
+        "annotations": [
+            {
+                "failure mode": "1.1 Disobey Task Specification\n\ndef",
+                "annotator_1": True,
+                "annotator_2": False,
+                "annotator_3": float("nan"),
+            }
+        ],
+    }
     p = tmp_path / "r.json"
     p.write_text(json.dumps(rec))  # Python writes NaN, which is not strict JSON
     assert "NaN" in p.read_text()
@@ -138,19 +181,32 @@ def test_nan_annotator_votes_do_not_count(tmp_path):
 
 def test_metagpt_plain_text_log_split_by_speaker(real_traces):
     trace = load_trace(real_traces / "mast-mad-sample/records/MetaGPT_MMLU_trace16.json")
-    assert [s.agent for s in trace.steps] == ["Human", "SimpleCoder", "SimpleTester", "SimpleReviewer",
-                                              "SimpleTester", "SimpleReviewer"]
+    assert [s.agent for s in trace.steps] == [
+        "Human",
+        "SimpleCoder",
+        "SimpleTester",
+        "SimpleReviewer",
+        "SimpleTester",
+        "SimpleReviewer",
+    ]
     assert trace.steps[0].kind == "user" and trace.steps[0].meta["action"].endswith("UserRequirement")
     assert trace.steps[1].content.startswith("def find_answer")
     assert not any("-----" in s.content or "NEW MESSAGES" in s.content for s in trace.steps)
 
 
 def test_metagpt_json_trace_with_log_content(tmp_path):
-    log = ("=== MetaGPT Agent Communication Log - Started ===\n\n[t1] FROM: Human TO: {'<all>'}\n"
-           "ACTION: UserRequirement\nCONTENT:\nWrite hello\n" + "-" * 80 + "\n\n[t2] NEW MESSAGES:\n\n"
-           "SimpleCoder: print('hello')\n" + "-" * 80 + "\n")
-    rec = {"round": "Round 3", "mas_name": "MetaGPT", "benchmark_name": "ProgramDev", "trace_id": 1,
-           "trace": json.dumps({"run_id": "r1", "prompt": "Write hello", "content": log, "cost": 0.1})}
+    log = (
+        "=== MetaGPT Agent Communication Log - Started ===\n\n[t1] FROM: Human TO: {'<all>'}\n"
+        "ACTION: UserRequirement\nCONTENT:\nWrite hello\n" + "-" * 80 + "\n\n[t2] NEW MESSAGES:\n\n"
+        "SimpleCoder: print('hello')\n" + "-" * 80 + "\n"
+    )
+    rec = {
+        "round": "Round 3",
+        "mas_name": "MetaGPT",
+        "benchmark_name": "ProgramDev",
+        "trace_id": 1,
+        "trace": json.dumps({"run_id": "r1", "prompt": "Write hello", "content": log, "cost": 0.1}),
+    }
     p = tmp_path / "m.json"
     p.write_text(json.dumps(rec))
     trace = load_trace(p)
@@ -179,12 +235,17 @@ def test_gold_labels_and_ground_truth_files_are_not_listed_as_traces(real_traces
 def test_mast_lint_agents_speak_as_agents_not_as_the_user(real_traces):
     """Planner/Coder/Tester carry the chat role ``user``; only the opening task message is
     a user step, every later message is an agent step (SOURCE.md: the agent is ``name``)."""
-    rl = {t.source.key: t for t in load_traces(
-        real_traces / "mast-lint-ag2-dogfood/batch1/raw_ag2_records.json")}["rate-limiter"]
+    rl = {t.source.key: t for t in load_traces(real_traces / "mast-lint-ag2-dogfood/batch1/raw_ag2_records.json")}[
+        "rate-limiter"
+    ]
     assert [s.meta["role"] for s in rl.steps] == ["user"] * 5
     assert [(s.agent, s.kind) for s in rl.steps] == [
-        ("Planner", "user"), ("Planner", "assistant"), ("Coder", "assistant"),
-        ("Tester", "assistant"), ("Tester", "assistant")]
+        ("Planner", "user"),
+        ("Planner", "assistant"),
+        ("Coder", "assistant"),
+        ("Tester", "assistant"),
+        ("Tester", "assistant"),
+    ]
 
 
 def test_mad_ag2_user_proxy_is_the_user_and_the_assistant_is_the_agent(real_traces):
@@ -211,12 +272,15 @@ def test_heuristic_names_an_agent_and_a_step_on_every_mast_record(real_traces, f
 
 
 def test_ag2_group_chat_opening_message_is_the_task_and_proxies_are_users(tmp_path):
-    doc = {"chat_history": [
-        {"content": "Sum 2 and 2.", "role": "user", "name": "Planner"},
-        {"content": "Plan: add them", "role": "user", "name": "Planner"},
-        {"content": "4", "role": "assistant", "name": "Coder"},
-        {"content": "Check again.", "role": "assistant", "name": "user_proxy"},
-        {"content": "still 4", "role": "user", "name": "Coder"}]}
+    doc = {
+        "chat_history": [
+            {"content": "Sum 2 and 2.", "role": "user", "name": "Planner"},
+            {"content": "Plan: add them", "role": "user", "name": "Planner"},
+            {"content": "4", "role": "assistant", "name": "Coder"},
+            {"content": "Check again.", "role": "assistant", "name": "user_proxy"},
+            {"content": "still 4", "role": "user", "name": "Coder"},
+        ]
+    }
     p = tmp_path / "groupchat.json"
     p.write_text(json.dumps(doc))
     trace = load_trace(p)
@@ -225,22 +289,32 @@ def test_ag2_group_chat_opening_message_is_the_task_and_proxies_are_users(tmp_pa
 
 
 def test_openai_chat_with_a_named_user_keeps_chat_roles(tmp_path):
-    msgs = [{"role": "user", "name": "alice", "content": "hi"},
-            {"role": "assistant", "content": "hello"}, {"role": "user", "name": "alice", "content": "bye"}]
+    msgs = [
+        {"role": "user", "name": "alice", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "name": "alice", "content": "bye"},
+    ]
     p = tmp_path / "chat.json"
     p.write_text(json.dumps(msgs))
     assert [s.kind for s in load_trace(p).steps] == ["user", "assistant", "user"]
 
 
-@pytest.mark.parametrize("rec, json_path", [
-    ({"mas_name": "AG2", "trace_id": 1, "trace": 5}, "$.trace"),
-    ({"mas_name": "AG2", "trace_id": 1, "trace": json.dumps({"trajectory": "x"})}, "$.trace.trajectory"),
-    ({"mas_name": "AG2", "trace_id": 1, "trace": json.dumps({"trajectory": [{"content": "x"}]})},
-     "$.trace.trajectory[0].role"),
-    ({"mas_name": "MetaGPT", "trace_id": 1, "trace": "no markers here"}, "$.trace"),
-    ({"mas_name": "AG2", "trace_id": 1, "trace": json.dumps({"trajectory": []}), "annotations": [{"x": 1}]},
-     "$.annotations[0].failure mode"),
-])
+@pytest.mark.parametrize(
+    "rec, json_path",
+    [
+        ({"mas_name": "AG2", "trace_id": 1, "trace": 5}, "$.trace"),
+        ({"mas_name": "AG2", "trace_id": 1, "trace": json.dumps({"trajectory": "x"})}, "$.trace.trajectory"),
+        (
+            {"mas_name": "AG2", "trace_id": 1, "trace": json.dumps({"trajectory": [{"content": "x"}]})},
+            "$.trace.trajectory[0].role",
+        ),
+        ({"mas_name": "MetaGPT", "trace_id": 1, "trace": "no markers here"}, "$.trace"),
+        (
+            {"mas_name": "AG2", "trace_id": 1, "trace": json.dumps({"trajectory": []}), "annotations": [{"x": 1}]},
+            "$.annotations[0].failure mode",
+        ),
+    ],
+)
 def test_half_broken_mast_records_name_the_json_path(tmp_path, rec, json_path):
     p = tmp_path / "rec.json"
     p.write_text(json.dumps(rec))
@@ -334,20 +408,38 @@ def test_bad_label_step_names_the_labels_file(tmp_path):
     (tmp_path / "trajectories").mkdir()
     run = tmp_path / "trajectories" / "abc.json"
     run.write_text(json.dumps([{"content": "q", "role": "human"}, {"content": "x", "role": "Orchestrator (thought)"}]))
-    (tmp_path / "ground_truth.json").write_text(json.dumps([{"trajectory_id": "abc", "failures": [
-        {"failure_id": 1, "step_number": 9, "failed_agent": "Orchestrator"}], "root_cause": {"failure_id": 1}}]))
+    (tmp_path / "ground_truth.json").write_text(
+        json.dumps(
+            [
+                {
+                    "trajectory_id": "abc",
+                    "failures": [{"failure_id": 1, "step_number": 9, "failed_agent": "Orchestrator"}],
+                    "root_cause": {"failure_id": 1},
+                }
+            ]
+        )
+    )
     with pytest.raises(TraceFormatError) as info:
         load_trace(run)
     assert "ground_truth.json" in str(info.value) and "$[0].failures[0].step_number" in str(info.value)
 
 
-@pytest.mark.parametrize("doc, json_path", [
-    ({"task_id": 1, "reward": 0.0, "traj": ["x"]}, "$.traj[0]"),
-    ({"task_id": 1, "reward": 0.0, "traj": [{"role": "user", "content": "x", "index": "one"}]}, "$.traj[0].index"),
-    ({"task_id": 1, "reward": "bad", "traj": []}, "$.reward"),
-    ({"task_id": 1, "reward": 1.0, "traj": [{"role": "assistant", "content": None, "tool_calls": [{}], "index": 1}]},
-     "$.traj[0].tool_calls[0].function.name"),
-])
+@pytest.mark.parametrize(
+    "doc, json_path",
+    [
+        ({"task_id": 1, "reward": 0.0, "traj": ["x"]}, "$.traj[0]"),
+        ({"task_id": 1, "reward": 0.0, "traj": [{"role": "user", "content": "x", "index": "one"}]}, "$.traj[0].index"),
+        ({"task_id": 1, "reward": "bad", "traj": []}, "$.reward"),
+        (
+            {
+                "task_id": 1,
+                "reward": 1.0,
+                "traj": [{"role": "assistant", "content": None, "tool_calls": [{}], "index": 1}],
+            },
+            "$.traj[0].tool_calls[0].function.name",
+        ),
+    ],
+)
 def test_half_broken_tau_runs_name_the_json_path(tmp_path, doc, json_path):
     p = tmp_path / "task_1.json"
     p.write_text(json.dumps(doc))
@@ -363,16 +455,34 @@ def test_half_broken_magentic_list(tmp_path):
         load_trace(p)
 
 
-@pytest.mark.parametrize("messages, framework", [
-    ([{"role": "user", "name": "bob", "content": "hi"}, {"role": "assistant", "content": "hello"}],
-     "openai-chat"),                                   # OpenAI lets a user message carry a name
-    ([{"role": "system", "name": "rules", "content": "be brief"}, {"role": "user", "content": "hi"},
-      {"role": "assistant", "content": "hello"}], "openai-chat"),
-    ([{"role": "user", "content": "hi"}, {"role": "assistant", "name": "Coder", "content": "x = 1"}],
-     "ag2"),                                           # a named agent turn
-    ([{"role": "user", "name": "Admin", "content": "plan it"},
-      {"role": "user", "name": "Planner", "content": "step 1"}], "ag2"),  # group-chat structure
-])
+@pytest.mark.parametrize(
+    "messages, framework",
+    [
+        (
+            [{"role": "user", "name": "bob", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+            "openai-chat",
+        ),  # OpenAI lets a user message carry a name
+        (
+            [
+                {"role": "system", "name": "rules", "content": "be brief"},
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "hello"},
+            ],
+            "openai-chat",
+        ),
+        (
+            [{"role": "user", "content": "hi"}, {"role": "assistant", "name": "Coder", "content": "x = 1"}],
+            "ag2",
+        ),  # a named agent turn
+        (
+            [
+                {"role": "user", "name": "Admin", "content": "plan it"},
+                {"role": "user", "name": "Planner", "content": "step 1"},
+            ],
+            "ag2",
+        ),  # group-chat structure
+    ],
+)
 def test_only_agent_names_or_a_group_chat_make_a_chat_ag2(tmp_path, messages, framework):
     path = tmp_path / "chat.json"
     path.write_text(json.dumps(messages))

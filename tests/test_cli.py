@@ -10,8 +10,9 @@ from conftest import REPO, SAMPLES
 
 
 def whenpro(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_info_on_a_trace_shows_task_agents_and_ground_truth_with_labels():
@@ -92,6 +93,7 @@ def test_unwritable_output_is_one_line_not_a_traceback(tmp_path):
     ro.chmod(0o500)
     try:
         import os
+
         if os.access(ro, os.W_OK):  # running as root: a file in the way works everywhere
             blocker = tmp_path / "file"
             blocker.write_text("x")
@@ -117,6 +119,7 @@ def test_glob_or_path_matching_nothing_is_an_error(tmp_path):
 def test_listing_errors_go_to_stderr(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     import shutil
+
     shutil.copy(SAMPLES / "team_text" / "trace.json", tmp_path / "good.json")
     out = whenpro("ls", str(tmp_path))
     assert out.returncode == 0

@@ -19,8 +19,16 @@ JSONL = REAL_TRACES / "who-when-pro-jsonl" / "data" / "text.jsonl"
 
 def whenpro(*args: str, cwd=REPO, **kw) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}  # the worktree's packages from any cwd
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120, check=False, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        **kw,
+    )
 
 
 def one_line_error(out: subprocess.CompletedProcess, *words: str) -> None:
@@ -34,10 +42,10 @@ def one_line_error(out: subprocess.CompletedProcess, *words: str) -> None:
 
 # 1. bench --out / --report-dir that cannot be written: refused before the run
 
+
 def test_bench_out_under_a_file_is_refused_before_the_run(tmp_path):
     (tmp_path / "somefile.json").write_text("{}")
-    out = whenpro("bench", TRACE, "--protocol", "heuristic",
-                  "--out", str(tmp_path / "somefile.json" / "x.jsonl"))
+    out = whenpro("bench", TRACE, "--protocol", "heuristic", "--out", str(tmp_path / "somefile.json" / "x.jsonl"))
     one_line_error(out, "somefile.json", "is a file")
     assert (tmp_path / "somefile.json").read_text() == "{}"
 
@@ -49,13 +57,22 @@ def test_bench_out_in_an_unwritable_place_is_refused_before_the_run():
 
 def test_bench_report_dir_under_a_file_is_refused_before_the_run(tmp_path):
     (tmp_path / "f").write_text("mine")
-    out = whenpro("bench", TRACE, "--protocol", "heuristic", "--out", str(tmp_path / "r.jsonl"),
-                  "--report-dir", str(tmp_path / "f" / "rep"))
+    out = whenpro(
+        "bench",
+        TRACE,
+        "--protocol",
+        "heuristic",
+        "--out",
+        str(tmp_path / "r.jsonl"),
+        "--report-dir",
+        str(tmp_path / "f" / "rep"),
+    )
     one_line_error(out, "is a file")
     assert not (tmp_path / "r.jsonl").exists()
 
 
 # 2. ls and bench take PATH#key (one trace), as info/view/convert/attribute do
+
 
 def test_ls_lists_the_one_trace_of_a_path_key(real_traces):
     out = whenpro("ls", f"{JSONL}#3")
@@ -69,8 +86,7 @@ def test_ls_path_with_an_unknown_key_is_one_line(real_traces):
 
 
 def test_bench_runs_the_one_trace_of_a_path_key(real_traces, tmp_path):
-    out = whenpro("bench", f"{JSONL}#3", "--protocol", "heuristic", "--out", str(tmp_path / "r.jsonl"),
-                  "--no-report")
+    out = whenpro("bench", f"{JSONL}#3", "--protocol", "heuristic", "--out", str(tmp_path / "r.jsonl"), "--no-report")
     assert out.returncode == 0, out.stderr
     assert "1 trace × 1 setting = 1 item" in out.stderr
     assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 1
@@ -78,14 +94,20 @@ def test_bench_runs_the_one_trace_of_a_path_key(real_traces, tmp_path):
 
 # 3. options that contradict each other are refused, not silently dropped
 
-@pytest.mark.parametrize("args, words", [
-    (["bench", TRACE, "--both", "--no-gold"], ["--both and --no-gold do not go together"]),
-    (["bench", TRACE, "--limit", "3", "--sample", "2"], ["--limit and --sample do not go together"]),
-    (["attribute", TRACE, "--protocol", "heuristic", "--model", "openai:gpt-4.1"],
-     ["--protocol heuristic and --model do not go together", "heuristic uses no model"]),
-    (["view", "--no-judge", str(SAMPLES)], ["--no-judge and PATH do not go together", "--follow"]),
-    (["view", "--model", "openai:gpt-4.1", TRACE], ["--model and PATH do not go together"]),
-])
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["bench", TRACE, "--both", "--no-gold"], ["--both and --no-gold do not go together"]),
+        (["bench", TRACE, "--limit", "3", "--sample", "2"], ["--limit and --sample do not go together"]),
+        (
+            ["attribute", TRACE, "--protocol", "heuristic", "--model", "openai:gpt-4.1"],
+            ["--protocol heuristic and --model do not go together", "heuristic uses no model"],
+        ),
+        (["view", "--no-judge", str(SAMPLES)], ["--no-judge and PATH do not go together", "--follow"]),
+        (["view", "--model", "openai:gpt-4.1", TRACE], ["--model and PATH do not go together"]),
+    ],
+)
 def test_conflicting_options_are_one_line(tmp_path, args, words):
     out = whenpro(*args, cwd=tmp_path)
     one_line_error(out, *words)
@@ -93,6 +115,7 @@ def test_conflicting_options_are_one_line(tmp_path, args, words):
 
 
 # 4. view --serve on a busy port: one line before "serving on ..."
+
 
 def test_view_serve_on_a_busy_port_is_one_line():
     import socket
@@ -108,26 +131,30 @@ def test_view_serve_on_a_busy_port_is_one_line():
 
 # 5. numbers out of range (and nan) fail at parse time, before any plan or run
 
-@pytest.mark.parametrize("args, option", [
-    (["inject", TRACE, "--step", "#1", "--mode", "R.3", "--timeout", "-1"], "--timeout"),
-    (["inject", TRACE, "--step", "#1", "--mode", "R.3", "--timeout", "nan"], "--timeout"),
-    (["inject", TRACE, "--step", "#1", "--mode", "R.3", "--message-timeout", "0"], "--message-timeout"),
-    (["bench", TRACE, "--tolerance", "-1"], "--tolerance"),
-    (["bench", TRACE, "--concurrency", "0"], "--concurrency"),
-    (["bench", TRACE, "--limit", "0"], "--limit"),
-    (["bench", TRACE, "--sample", "0"], "--sample"),
-    (["report", "r.jsonl", "--tolerance", "-2"], "--tolerance"),
-    (["build", TRACE, "--out", "ds", "--per-seed", "0"], "--per-seed"),
-    (["build", TRACE, "--out", "ds", "--concurrency", "0"], "--concurrency"),
-    (["build", TRACE, "--out", "ds", "--timeout", "inf"], "--timeout"),
-    (["run", "arith_team", "--out", "runs", "--n", "0"], "--n"),
-    (["watch", TRACE, "--idle-timeout", "-5"], "--idle-timeout"),
-    (["watch", TRACE, "--budget-usd", "nan"], "--budget-usd"),
-    (["view", TRACE, "--serve", "--port", "70000"], "--port"),
-    (["attribute", TRACE, "--timeout", "nan"], "--timeout"),
-    (["keyframes", "v.mp4", "--threshold", "2"], "--threshold"),
-    (["keyframes", "v.mp4", "--max-side", "0"], "--max-side"),
-])
+
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["inject", TRACE, "--step", "#1", "--mode", "R.3", "--timeout", "-1"], "--timeout"),
+        (["inject", TRACE, "--step", "#1", "--mode", "R.3", "--timeout", "nan"], "--timeout"),
+        (["inject", TRACE, "--step", "#1", "--mode", "R.3", "--message-timeout", "0"], "--message-timeout"),
+        (["bench", TRACE, "--tolerance", "-1"], "--tolerance"),
+        (["bench", TRACE, "--concurrency", "0"], "--concurrency"),
+        (["bench", TRACE, "--limit", "0"], "--limit"),
+        (["bench", TRACE, "--sample", "0"], "--sample"),
+        (["report", "r.jsonl", "--tolerance", "-2"], "--tolerance"),
+        (["build", TRACE, "--out", "ds", "--per-seed", "0"], "--per-seed"),
+        (["build", TRACE, "--out", "ds", "--concurrency", "0"], "--concurrency"),
+        (["build", TRACE, "--out", "ds", "--timeout", "inf"], "--timeout"),
+        (["run", "arith_team", "--out", "runs", "--n", "0"], "--n"),
+        (["watch", TRACE, "--idle-timeout", "-5"], "--idle-timeout"),
+        (["watch", TRACE, "--budget-usd", "nan"], "--budget-usd"),
+        (["view", TRACE, "--serve", "--port", "70000"], "--port"),
+        (["attribute", TRACE, "--timeout", "nan"], "--timeout"),
+        (["keyframes", "v.mp4", "--threshold", "2"], "--threshold"),
+        (["keyframes", "v.mp4", "--max-side", "0"], "--max-side"),
+    ],
+)
 def test_numbers_out_of_range_fail_at_parse_time(tmp_path, args, option):
     out = whenpro(*args, cwd=tmp_path)
     assert out.returncode == 2, (out.returncode, out.stderr)
@@ -143,31 +170,49 @@ def test_bench_empty_where_is_one_line(tmp_path):
 
 # 6. a closed stdout pipe (| head) ends quietly; watch says which of FILE/--otlp is wrong
 
+
 def test_watch_into_a_closed_pipe_ends_quietly(tmp_path):
     import json
 
     from whenpro_core.formats import load_trace
 
     sample = load_trace(SAMPLES / "team_text" / "trace.json")
-    header = {"format": "whenpro.trace/1", "id": "live-run", "framework": sample.framework,
-              "task": sample.task.model_dump(), "agents": [a.model_dump() for a in sample.agents]}
+    header = {
+        "format": "whenpro.trace/1",
+        "id": "live-run",
+        "framework": sample.framework,
+        "task": sample.task.model_dump(),
+        "agents": [a.model_dump() for a in sample.agents],
+    }
     steps = [s.model_dump(mode="json", exclude={"index", "coord"}) for s in sample.steps]
     lines = [header, *(steps[i % len(steps)] for i in range(3000)), {"id": "live-run", "outcome": "failure"}]
     run = tmp_path / "run.jsonl"
     run.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    shell = (f"( {sys.executable} -m whenpro_core.cli watch {run} --json --steps "
-             f"--idle-timeout 0.5 2>err; echo $? >rc ) | head -3")
-    out = subprocess.run(["bash", "-c", shell], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    shell = (
+        f"( {sys.executable} -m whenpro_core.cli watch {run} --json --steps "
+        f"--idle-timeout 0.5 2>err; echo $? >rc ) | head -3"
+    )
+    out = subprocess.run(
+        ["bash", "-c", shell],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert len(out.stdout.splitlines()) == 3
     assert (tmp_path / "err").read_text() == ""
     assert (tmp_path / "rc").read_text().strip() == "141"
 
 
-@pytest.mark.parametrize("args, words", [
-    ([], ["nothing to watch", "give a FILE to follow or --otlp [HOST:PORT]"]),
-    (["x.jsonl", "--otlp"], ["FILE and --otlp do not go together"]),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        ([], ["nothing to watch", "give a FILE to follow or --otlp [HOST:PORT]"]),
+        (["x.jsonl", "--otlp"], ["FILE and --otlp do not go together"]),
+    ],
+)
 def test_watch_says_which_of_file_and_otlp_is_wrong(tmp_path, args, words):
     out = whenpro("watch", *args, cwd=tmp_path)
     one_line_error(out, *words)
@@ -175,6 +220,7 @@ def test_watch_says_which_of_file_and_otlp_is_wrong(tmp_path, args, words):
 
 
 # 7. whenpro --version
+
 
 def test_version_prints_the_package_version():
     import whenpro_core
@@ -191,6 +237,7 @@ def test_bare_whenpro_prints_help_with_clicks_usage_status():
 
 
 # 8. convert: a .json name for many traces, a parent that is a file, a full disk, a device
+
 
 def test_convert_many_traces_to_a_json_name_is_refused(tmp_path):
     out = whenpro("convert", str(SAMPLES), str(tmp_path / "single.json"))
@@ -219,13 +266,21 @@ def test_convert_never_replaces_a_special_file(tmp_path):
 @pytest.mark.parametrize("args", [["ls", str(SAMPLES)], ["schema"], ["info", TRACE]])
 def test_a_full_stdout_is_one_line_naming_stdout(args):
     with open("/dev/full", "w") as full:
-        out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, stdout=full,
-                             stderr=subprocess.PIPE, text=True, timeout=60, check=False)
+        out = subprocess.run(
+            [sys.executable, "-m", "whenpro_core.cli", *args],
+            cwd=REPO,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == ["whenpro: error: stdout: No space left on device"]
 
 
 # 9. build that keeps no trace exits 1 and says why, keeping the manifest
+
 
 def test_build_that_keeps_nothing_exits_1_with_the_reasons(tmp_path):
     out = whenpro("build", TRACE, "--out", str(tmp_path / "ds"))  # a failed run: no seed to use
@@ -237,8 +292,9 @@ def test_build_that_keeps_nothing_exits_1_with_the_reasons(tmp_path):
 
 def test_build_whose_replays_all_fail_exits_1_with_the_drop_reasons(tmp_path):
     assert whenpro("run", "arith_team", "--n", "1", "--out", str(tmp_path / "runs")).returncode == 0
-    out = whenpro("build", str(tmp_path / "runs"), "--out", str(tmp_path / "ds"), "--per-seed", "1",
-                  "--executor", "cmd:false")
+    out = whenpro(
+        "build", str(tmp_path / "runs"), "--out", str(tmp_path / "ds"), "--per-seed", "1", "--executor", "cmd:false"
+    )
     assert out.returncode == 1, out.stderr
     # every attempt of the seed run is tried (an attempt that is not kept makes way for the next)
     assert "no trace kept" in out.stderr and re.search(r"\(replay_failed \d+\)", out.stderr)
@@ -246,6 +302,7 @@ def test_build_whose_replays_all_fail_exits_1_with_the_drop_reasons(tmp_path):
 
 
 # 10. report warns (stderr, one line per file) about the lines it skipped
+
 
 def test_report_warns_about_skipped_lines(tmp_path):
     results = tmp_path / "r.jsonl"

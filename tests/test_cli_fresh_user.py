@@ -14,8 +14,16 @@ from conftest import REPO, SAMPLES
 def whenpro(*args: str, cwd=REPO, env=None, **kw) -> subprocess.CompletedProcess:
     # wide: Rich wraps at 80 columns without a terminal, and pytest's tmp paths are long
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "400", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120, check=False, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        **kw,
+    )
 
 
 def one_line_error(out: subprocess.CompletedProcess, *words: str) -> None:
@@ -27,6 +35,7 @@ def one_line_error(out: subprocess.CompletedProcess, *words: str) -> None:
 
 
 # info / ls on one file that fails to import
+
 
 def test_info_on_one_bad_jsonl_file_is_one_error_line(tmp_path):
     bad = tmp_path / "l4.jsonl"
@@ -50,14 +59,22 @@ def test_info_on_a_folder_still_lists_bad_files_and_carries_on(tmp_path):
 
 # a stdout pipe closed by its reader (| head) ends quietly with 141, for every command
 
+
 def _into_closed_pipe(*args: str) -> tuple[int, str]:
     """Run whenpro with stdout a pipe whose reader has already gone."""
     read, write = os.pipe()
     os.close(read)
     try:
-        out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, stdout=write,
-                             stderr=subprocess.PIPE, text=True, timeout=120, check=False,
-                             env={**os.environ, "PYTHONPATH": str(REPO)})
+        out = subprocess.run(
+            [sys.executable, "-m", "whenpro_core.cli", *args],
+            cwd=REPO,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
     finally:
         os.close(write)
     return out.returncode, out.stderr
@@ -70,12 +87,15 @@ def test_ls_info_and_ls_json_into_a_closed_pipe_exit_141_quietly():
 
 # a broken config.toml is never silently ignored
 
+
 def test_offline_commands_warn_once_about_a_broken_config(tmp_path):
     (tmp_path / "config.toml").write_text("model = [\n")
     env = {"WHENPRO_CONFIG_DIR": str(tmp_path)}
     trace = str(SAMPLES / "team_text" / "trace.json")
-    runs = [whenpro("attribute", trace, env=env),
-            whenpro("bench", trace, "--protocol", "heuristic", "--out", str(tmp_path / "r.jsonl"), env=env)]
+    runs = [
+        whenpro("attribute", trace, env=env),
+        whenpro("bench", trace, "--protocol", "heuristic", "--out", str(tmp_path / "r.jsonl"), env=env),
+    ]
     for out in runs:
         assert out.returncode == 0, out.stderr
         warnings = [line for line in out.stderr.splitlines() if line.startswith("whenpro: warning:")]
@@ -84,6 +104,7 @@ def test_offline_commands_warn_once_about_a_broken_config(tmp_path):
 
 
 # watch / view --follow on a whole JSON document: one line saying what to do
+
 
 def test_watch_on_a_pretty_printed_json_document_is_one_error_line(whowhen, tmp_path):
     doc = whowhen / "Hand-Crafted" / "1.json"
@@ -112,14 +133,12 @@ def test_watch_names_the_file_on_each_bad_line(tmp_path):
 
 
 def test_an_llm_protocol_without_a_model_says_it_needs_one():
-    out = whenpro("attribute", str(SAMPLES / "team_text" / "trace.json"), "--protocol", "all-at-once",
-                  "--no-save")
+    out = whenpro("attribute", str(SAMPLES / "team_text" / "trace.json"), "--protocol", "all-at-once", "--no-save")
     one_line_error(out, "protocol all-at-once needs a model", "--model provider:model")
 
 
 def test_watch_heuristic_with_a_model_needs_the_final_pass(tmp_path):
     run = tmp_path / "run.jsonl"
     run.write_text('{"agent": "a", "kind": "plan", "content": "x"}\n')
-    out = whenpro("watch", str(run), "--protocol", "heuristic", "--model", "openai:gpt-4.1",
-                  "--idle-timeout", "0.5")
+    out = whenpro("watch", str(run), "--protocol", "heuristic", "--model", "openai:gpt-4.1", "--idle-timeout", "0.5")
     one_line_error(out, "--protocol heuristic and --model do not go together", "--final-pass")

@@ -21,15 +21,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def whenpro(*args: str, **kw) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=TIMEOUT_S, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        **kw,
+    )
 
 
 def test_missing_path_is_one_line_and_exit_2(tmp_path: Path) -> None:
     proc = whenpro("view", str(tmp_path / "nope.json"))
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [
-        f"whenpro: error: {tmp_path / 'nope.json'}: no such file or folder"]
+    assert proc.stderr.strip().splitlines() == [f"whenpro: error: {tmp_path / 'nope.json'}: no such file or folder"]
     # `whenpro PATH` is routed to `view`
     short = whenpro(str(tmp_path / "nope.json"))
     assert short.returncode == 2 and "no such file or folder" in short.stderr
@@ -45,15 +50,20 @@ def test_view_runs_in_a_terminal_and_logs_startup(team_file: Path, tmp_path: Pat
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
     env = {**os.environ, "WHENPRO_TUI_LOG": str(log), "TERM": "xterm-256color"}
-    proc = subprocess.Popen([sys.executable, "-m", "whenpro_core.cli", "view", str(team_file)],
-                            cwd=ROOT, stdin=slave, stdout=slave, stderr=slave, env=env,
-                            close_fds=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "whenpro_core.cli", "view", str(team_file)],
+        cwd=ROOT,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        close_fds=True,
+    )
     os.close(slave)
     seen = b""
     try:
         deadline = Deadline(TIMEOUT_S)
-        while not deadline.expired and not (
-                b"toyteam" in seen and log.exists() and "started in" in log.read_text()):
+        while not deadline.expired and not (b"toyteam" in seen and log.exists() and "started in" in log.read_text()):
             ready, _, _ = select.select([master], [], [], 0.5)
             if ready:
                 try:
@@ -88,10 +98,14 @@ def free_port() -> int:
 
 def test_serve_answers_on_localhost(team_file: Path) -> None:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "whenpro_core.cli", "view", str(team_file),
-                             "--serve", "--port", str(port)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "whenpro_core.cli", "view", str(team_file), "--serve", "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
+
         def page() -> str:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
@@ -115,20 +129,29 @@ def test_serve_command_reruns_view_with_the_same_options(tmp_path: Path) -> None
     assert os.path.abspath("rel/path.json#2") in cmd
     assert cmd.endswith("--labels --images halfcell --save")
     assert serve_command("t.json", show_labels=False, images="off", save=False).endswith(
-        "--no-labels --images off --no-save")
+        "--no-labels --images off --no-save"
+    )
 
 
 # --------------------------------------------------------------------------- failures before the TUI
 
 
-def run_in_pty(argv: list[str], *, keys: bytes = b"", until: bytes = b"", timeout: float = TIMEOUT_S,
-               env: dict | None = None) -> tuple[int, bytes]:
+def run_in_pty(
+    argv: list[str], *, keys: bytes = b"", until: bytes = b"", timeout: float = TIMEOUT_S, env: dict | None = None
+) -> tuple[int, bytes]:
     """Run ``argv`` in a pseudo-terminal of 100×30; once ``until`` shows (if given),
     type ``keys``. Returns the exit status and everything written to the terminal."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    proc = subprocess.Popen(argv, cwd=ROOT, stdin=slave, stdout=slave, stderr=slave,
-                            env={**os.environ, "TERM": "xterm-256color", **(env or {})}, close_fds=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "TERM": "xterm-256color", **(env or {})},
+        close_fds=True,
+    )
     os.close(slave)
     seen = b""
     typed = not keys
@@ -190,16 +213,18 @@ def test_a_file_with_no_traces_is_one_line_and_exit_2(tmp_path: Path) -> None:
 def test_view_without_a_terminal_refuses_in_one_line(team_file: Path, tmp_path: Path) -> None:
     proc = whenpro("view", str(team_file))  # stdin and stdout are pipes
     assert proc.returncode == 2
-    assert proc.stderr.strip() == ("whenpro: error: whenpro view needs a terminal "
-                                   "(--serve opens it in a browser instead)")
+    assert proc.stderr.strip() == (
+        "whenpro: error: whenpro view needs a terminal (--serve opens it in a browser instead)"
+    )
     assert proc.stdout == ""
     folder = whenpro(str(tmp_path))  # the short form too, and for a folder
     assert folder.returncode == 2 and "needs a terminal" in folder.stderr
 
 
 def test_a_folder_with_a_broken_file_still_opens_the_library(dataset_dir: Path) -> None:
-    code, seen = run_in_pty([sys.executable, "-m", "whenpro_core.cli", "view", str(dataset_dir)],
-                            keys=b"q", until=b"failed to import")
+    code, seen = run_in_pty(
+        [sys.executable, "-m", "whenpro_core.cli", "view", str(dataset_dir)], keys=b"q", until=b"failed to import"
+    )
     assert code == 0 and b"failed to import" in seen
 
 
@@ -210,7 +235,8 @@ def test_an_uncaught_exception_in_the_tui_gives_a_non_zero_status(tmp_path: Path
         "from whenpro_tui.app import run\n"
         "def boom():\n"
         "    raise RuntimeError('a bug in a screen')\n"
-        "run('', start=boom)\n")
+        "run('', start=boom)\n"
+    )
     code, seen = run_in_pty([sys.executable, str(script)], env={"PYTHONPATH": str(ROOT)})
     assert code == 1
     assert b"RuntimeError" in seen and b"a bug in a screen" in seen

@@ -12,10 +12,10 @@ import sys
 from typing import Any
 
 import pytest
+
 from conftest import REPO
 from test_replay import run_inject, seed_run
 from test_replay_cmd import example, tally_run  # noqa: F401  (fixture)
-
 from tests.support.inject_model import InjectModel, step_answer
 from tests.support.judge_oracle import wants_structured
 from tests.support.llm_wire import prompt_text
@@ -42,15 +42,21 @@ def _decisive(env: str, seed: int, index: int, mode: str) -> Trace:
     return result.counterfactual
 
 
-@pytest.mark.parametrize(("env", "seed", "index", "mode"), [
-    ("arith_team", 1, 4, "R.3"), ("arith_team", 3, 1, "PL.1"), ("arith_team", 8, 11, "R.3"),
-    ("code_pair", 7, 1, "A.3"),
-])
+@pytest.mark.parametrize(
+    ("env", "seed", "index", "mode"),
+    [
+        ("arith_team", 1, 4, "R.3"),
+        ("arith_team", 3, 1, "PL.1"),
+        ("arith_team", 8, 11, "R.3"),
+        ("code_pair", 7, 1, "A.3"),
+    ],
+)
 def test_offline_on_built_in_traces_finds_the_injected_step(env: str, seed: int, index: int, mode: str) -> None:
     cf = _decisive(env, seed, index, mode)
     seen: list[str] = []
-    verdict, run = attribute_counterfactual(cf, get_executor("builtin"), ReferenceCorrector(),
-                                            on_try=lambda t: seen.append(f"{t.coord}:{t.outcome}"))
+    verdict, run = attribute_counterfactual(
+        cf, get_executor("builtin"), ReferenceCorrector(), on_try=lambda t: seen.append(f"{t.coord}:{t.outcome}")
+    )
     assert score_prediction(cf, verdict).step and verdict.step == cf.steps[index].coord
     assert verdict.protocol == "counterfactual" and verdict.confidence == 0.9
     assert run.fixed_index == index and run.fixing_trace is not None and run.fixing_trace.outcome.value == "success"
@@ -72,19 +78,22 @@ class _WrongFirst:
     def correct(self, trace: Trace, index: int) -> Correction:
         if index == self.right:
             return ReferenceCorrector().correct(trace, index)
-        step = trace.steps[index].model_copy(update={"content": "Final answer: 7", "kind": "final_answer",
-                                                     "tool_calls": []})
+        step = trace.steps[index].model_copy(
+            update={"content": "Final answer: 7", "kind": "final_answer", "tool_calls": []}
+        )
         return Correction(step, note="a wrong correction")
 
 
 def test_max_replays_bounds_the_search_and_says_the_verdict_is_unverified() -> None:
     cf = _decisive("arith_team", 1, 4, "R.3")
-    verdict, run = attribute_counterfactual(cf, get_executor("builtin"), _WrongFirst(4), ranking=[2, 3, 4],
-                                            max_replays=2)
+    verdict, run = attribute_counterfactual(
+        cf, get_executor("builtin"), _WrongFirst(4), ranking=[2, 3, 4], max_replays=2
+    )
     assert [t.outcome for t in run.tries] == ["still failing", "still failing"] and run.fixed_index is None
     assert verdict.step == "2" and verdict.confidence == 0.1 and any("not verified" in w for w in verdict.warnings)
-    verdict, run = attribute_counterfactual(cf, get_executor("builtin"), _WrongFirst(4), ranking=[2, 3, 4],
-                                            max_replays=3)
+    verdict, run = attribute_counterfactual(
+        cf, get_executor("builtin"), _WrongFirst(4), ranking=[2, 3, 4], max_replays=3
+    )
     assert verdict.step == "4" and run.fixed_index == 4
 
 
@@ -100,9 +109,25 @@ def test_cli_end_to_end_offline(tmp_path) -> None:
     cf = _decisive("arith_team", 3, 1, "PL.1")
     path = tmp_path / "cf.json"
     write_trace(cf, path)
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", str(path), "--protocol",
-                          "counterfactual", "--json", "--labels", "--max-replays", "4"],
-                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "whenpro_core.cli",
+            "attribute",
+            str(path),
+            "--protocol",
+            "counterfactual",
+            "--json",
+            "--labels",
+            "--max-replays",
+            "4",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     rec = json.loads(out.stdout)
     assert rec["attribution"]["step"] == "1" and rec["score"]["step"] is True
@@ -113,6 +138,7 @@ def test_cli_end_to_end_offline(tmp_path) -> None:
 
 
 # ---------------------------------------------------------------- with a model that fixes steps
+
 
 def _fixer(seed: Trace, model: InjectModel | None = None) -> Any:
     """A test-server responder: a fix question is answered with the seed run's own step at
@@ -126,8 +152,10 @@ def _fixer(seed: Trace, model: InjectModel | None = None) -> Any:
             asked.append(m.group(1))
             step = seed.step_by_coord(m.group(1))
             assert step is not None
-            ans = {"content": step.content or "",
-                   "tool_calls": [{"name": c.name, "arguments_json": json.dumps(c.arguments)} for c in step.tool_calls]}
+            ans = {
+                "content": step.content or "",
+                "tool_calls": [{"name": c.name, "arguments_json": json.dumps(c.arguments)} for c in step.tool_calls],
+            }
             if wants_structured(body):
                 return ans
             return InjectModel._rewrite_text({**ans, "tool_calls": ans["tool_calls"]})
@@ -144,8 +172,9 @@ def test_through_a_cmd_executor_with_the_model_fixing_the_step(llm_server, llm_s
     assert result.verdict.decisive
     fixer = _fixer(tally_run)
     llm_server.respond_with(fixer)
-    verdict, run = attribute_counterfactual(cf, example(), LLMFixCorrector("openai:gpt-4.1", settings=llm_settings()),
-                                            ranking=[5, 1, 2])
+    verdict, run = attribute_counterfactual(
+        cf, example(), LLMFixCorrector("openai:gpt-4.1", settings=llm_settings()), ranking=[5, 1, 2]
+    )
     assert verdict.step == "5" and run.fixed_index == 5 and score_prediction(cf, verdict).step
     assert run.fixing_trace is not None and run.fixing_trace.final_answer == "1667"
     # 5 fixed first; then the earlier candidates were checked: the model kept them as they were
@@ -161,14 +190,22 @@ def test_through_simulate_with_the_local_test_server(llm_server, llm_settings) -
         step = seed.step_by_coord(coord)
         assert step is not None and step.agent == agent
         final = step.content.split(":", 1)[1].strip() if step.kind == "final_answer" else None
-        return step_answer(step.content or "", [{"name": c.name, "arguments": c.arguments} for c in step.tool_calls],
-                           final_answer=final, ends_run=step.kind == "final_answer")
+        return step_answer(
+            step.content or "",
+            [{"name": c.name, "arguments": c.arguments} for c in step.tool_calls],
+            final_answer=final,
+            ends_run=step.kind == "final_answer",
+        )
 
     model = InjectModel(turns=turn)
     llm_server.respond_with(_fixer(seed, model))
     settings = llm_settings()
-    verdict, run = attribute_counterfactual(cf, SimulateExecutor("openai:gpt-4.1", settings=settings),
-                                            LLMFixCorrector("openai:gpt-4.1", settings=settings), ranking=[4])
+    verdict, run = attribute_counterfactual(
+        cf,
+        SimulateExecutor("openai:gpt-4.1", settings=settings),
+        LLMFixCorrector("openai:gpt-4.1", settings=settings),
+        ranking=[4],
+    )
     assert verdict.step == "4" and run.fixed_index == 4 and score_prediction(cf, verdict).step
     assert run.fixing_trace is not None and run.fixing_trace.final_answer == seed.final_answer
     tried = run.tries[0]
@@ -191,8 +228,17 @@ def test_cli_ranks_with_an_llm_protocol_and_fixes_with_the_model(llm_server, mon
     monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
     path = tmp_path / "cf.json"
     write_trace(cf, path)
-    counterfactual_command(str(path), model="openai:gpt-4.1", executor="builtin", rank="all-at-once",
-                           max_replays=4, budget_usd=None, as_json=True, save=False, no_cache=True)
+    counterfactual_command(
+        str(path),
+        model="openai:gpt-4.1",
+        executor="builtin",
+        rank="all-at-once",
+        max_replays=4,
+        budget_usd=None,
+        as_json=True,
+        save=False,
+        no_cache=True,
+    )
     out = capsys.readouterr()
     rec = json.loads(out.out)
     tries = rec["attribution"]["evidence"]
@@ -236,9 +282,23 @@ def test_a_styled_run_is_corrected_in_its_own_wording() -> None:
 def test_a_run_that_succeeded_has_nothing_to_attribute(tmp_path) -> None:
     path = tmp_path / "ok.json"
     write_trace(seed_run("arith_team", 1), path)
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", str(path), "--protocol",
-                          "counterfactual", "--json", "--no-save"], cwd=REPO, capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "whenpro_core.cli",
+            "attribute",
+            str(path),
+            "--protocol",
+            "counterfactual",
+            "--json",
+            "--no-save",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     verdict = json.loads(out.stdout)["attribution"]
     assert verdict["step"] is None and any("no decisive error" in w for w in verdict["warnings"])

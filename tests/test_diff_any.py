@@ -47,8 +47,10 @@ def test_runs_of_different_lengths_align_by_content_not_index(tmp_path: Path) ->
     a = team_trace("run-a")
     b = team_trace("run-b", n_extra=3)
     # B has two extra steps at the front: index alignment would call every step changed
-    extra = [Step(index=0, coord="0", agent="planner", kind="plan", content="Think first."),
-             Step(index=1, coord="1", agent="checker", kind="observation", content="Nothing to check.")]
+    extra = [
+        Step(index=0, coord="0", agent="planner", kind="plan", content="Think first."),
+        Step(index=1, coord="1", agent="checker", kind="observation", content="Nothing to check."),
+    ]
     b.steps = extra + b.steps
     for i, s in enumerate(b.steps):
         s.index, s.coord = i, str(i)

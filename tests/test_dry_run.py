@@ -14,8 +14,8 @@ import sys
 from typing import Any
 
 import pytest
-from conftest import REPO, SAMPLES
 
+from conftest import REPO, SAMPLES
 from tests.support.llm_server import LLMServer
 from tests.support.llm_wire import segments
 from whenpro_core.attribution.dry_run import preview
@@ -29,8 +29,14 @@ PROTOCOLS = ["all-at-once", "step-by-step", "binary-search", "hybrid"]
 def _dry(trace: str, *args: str) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"  # nothing listens there: a call would fail
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", trace, "--dry-run", "--json",
-                          *args], cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "attribute", trace, "--dry-run", "--json", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr
     doc: dict[str, Any] = json.loads(out.stdout)
     return doc
@@ -68,13 +74,15 @@ def _sent_parts(body: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_the_preview_is_what_the_protocol_then_sends(llm_server: LLMServer, llm_settings: Any,
-                                                     protocol: str) -> None:
+def test_the_preview_is_what_the_protocol_then_sends(llm_server: LLMServer, llm_settings: Any, protocol: str) -> None:
     trace = load_trace(SAMPLES / "bar_chart" / "trace.json")
     settings = llm_settings()
     (req,) = preview(trace, protocol, "openai:gpt-4.1", settings)["requests"]
-    shown = [("text", p["text"]) if p["type"] == "text" else ("image", p["sha256"])
-             for m in req["messages"] for p in m["content"]]
+    shown = [
+        ("text", p["text"]) if p["type"] == "text" else ("image", p["sha256"])
+        for m in req["messages"]
+        for p in m["content"]
+    ]
 
     llm_server.respond_with(lambda body: "Agent Name: agent\nStep Number: 1\nError Mode: P.1\nReason: x")
 

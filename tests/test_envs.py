@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from whenpro_core.envs import env_for_trace, env_names, get_env
 from whenpro_core.envs.arith_tasks import FAMILIES, calculate, clock_add, derive, family_kind
 from whenpro_core.envs.arith_team import read_values
@@ -96,13 +96,18 @@ def test_the_same_task_is_told_differently_by_each_style_and_the_same_way_by_one
 
 def test_slips_happen_and_the_team_catches_them():
     env = get_env("arith_team")
-    caught = [t for t in (run_env(env, s) for s in range(60))
-              if any(s.agent == "verifier" and "Mismatch on" in s.content for s in t.steps)]
+    caught = [
+        t
+        for t in (run_env(env, s) for s in range(60))
+        if any(s.agent == "verifier" and "Mismatch on" in s.content for s in t.steps)
+    ]
     assert caught and all(t.outcome.value == "success" for t in caught)
     pair = get_env("code_pair")
-    fixed = [t for t in (run_env(pair, s) for s in range(40))
-             if sum(1 for s in t.steps
-                    if s.agent == "tester" and not s.tool_calls and "Approved" not in s.content) >= 2]
+    fixed = [
+        t
+        for t in (run_env(pair, s) for s in range(40))
+        if sum(1 for s in t.steps if s.agent == "tester" and not s.tool_calls and "Approved" not in s.content) >= 2
+    ]
     assert fixed and sum(t.outcome.value == "success" for t in fixed) >= len(fixed) // 2
 
 
@@ -167,8 +172,9 @@ def test_llm_policy_is_a_clear_error():
 
 
 def _whenpro(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_run_command_writes_native_traces_and_refuses_to_overwrite(tmp_path):
@@ -206,8 +212,7 @@ def test_an_llm_plays_the_agents_through_the_real_sdk(llm_server, monkeypatch):
         seen.append(agent)
         assert f"## How {agent} writes" in prompt  # the environment's conventions
         if agent == "planner":
-            return step_answer("Plan:\n1. solver: total = 6 * 7\n2. verifier: check total\n"
-                               "3. reporter: report total")
+            return step_answer("Plan:\n1. solver: total = 6 * 7\n2. verifier: check total\n3. reporter: report total")
         if agent == "solver":
             return step_answer("Computing total", [{"name": "calculator", "arguments": {"expression": "6 * 7"}}])
         if agent == "verifier":
@@ -255,8 +260,9 @@ def test_an_llm_plays_code_pair_by_its_conventions(llm_server, monkeypatch):
             return step_answer(f"First version:\n{block}")
         if turn == 1:
             tests = harness(spec_examples(task.query))
-            return step_answer("Running the examples.",
-                               [{"name": "run_tests", "arguments": {"code": task.answer, "tests": tests}}])
+            return step_answer(
+                "Running the examples.", [{"name": "run_tests", "arguments": {"code": task.answer, "tests": tests}}]
+            )
         if turn == 2:
             assert prompt.count("PASS count_letters(") == 2  # it sees the sandbox's output
             return step_answer("All 2 tests passed. Approved.")
@@ -265,7 +271,11 @@ def test_an_llm_plays_code_pair_by_its_conventions(llm_server, monkeypatch):
     llm_server.respond_with(model)
     trace = run_env(env, 1, model="openai:gpt-4.1")
     assert [(s.agent, s.kind) for s in trace.steps[1:]] == [
-        ("coder", "assistant"), ("tester", "action"), ("tester", "assistant"), ("coder", "final_answer")]
+        ("coder", "assistant"),
+        ("tester", "action"),
+        ("tester", "assistant"),
+        ("coder", "final_answer"),
+    ]
     run = trace.steps[2]
     assert run.observation.count("PASS ") == 2 and not run.error  # the real sandbox ran them
     assert trace.outcome.value == "success" and trace.final_answer.strip() == task.answer.strip()

@@ -29,12 +29,28 @@ def shared_trace(tmp_path: Path) -> Path:
     trace = team_trace()
     trace.steps[1].content += "\n\n" + HOSTILE
     trace.steps[2].meta = {"usage.input_tokens": 1200, "usage.output_tokens": 34, "duration_ms": 812.5}
-    trace.steps.append(Step(index=7, coord="7", agent="coder", kind="assistant",
-                            content="\n".join(f"line {i} of a long log" for i in range(400))))
+    trace.steps.append(
+        Step(
+            index=7,
+            coord="7",
+            agent="coder",
+            kind="assistant",
+            content="\n".join(f"line {i} of a long log" for i in range(400)),
+        )
+    )
     path = write_trace(trace, tmp_path / "team-1.json")
-    save_verdict(load_trace(path), Attribution(
-        protocol="all-at-once", model="openai:gpt-4.1", agent="coder", step="3", mode="R.3",
-        reason="Step 3 adds 8 dollars where the task says 8 percent.", confidence=0.9))
+    save_verdict(
+        load_trace(path),
+        Attribution(
+            protocol="all-at-once",
+            model="openai:gpt-4.1",
+            agent="coder",
+            step="3",
+            mode="R.3",
+            reason="Step 3 adds 8 dollars where the task says 8 percent.",
+            confidence=0.9,
+        ),
+    )
     return path
 
 
@@ -93,8 +109,10 @@ def test_html_export_inlines_images_bounded(browser, tmp_path: Path) -> None:  #
     page.goto(out.as_uri())
     images = page.locator("img")
     assert images.count() >= 1 and errors == []
-    assert all(src.startswith("data:image/jpeg;base64,") for src in
-               (images.nth(i).get_attribute("src") or "" for i in range(images.count())))
+    assert all(
+        src.startswith("data:image/jpeg;base64,")
+        for src in (images.nth(i).get_attribute("src") or "" for i in range(images.count()))
+    )
     width = page.evaluate("document.images[0].naturalWidth")
     assert 0 < width <= 800
 
@@ -117,8 +135,9 @@ def test_markdown_is_bounded_and_says_what_was_cut(shared_trace: Path) -> None:
     assert "Ground truth (labels)" in printed and "8 dollars where the task says 8 percent" in printed
 
 
-async def test_x_on_the_trace_screen_writes_the_page(shared_trace: Path, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_x_on_the_trace_screen_writes_the_page(
+    shared_trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.conftest import settle
     from whenpro_tui.app import WhenproApp
 

@@ -16,12 +16,38 @@ json_values = st.recursive(
     max_leaves=20,
 )
 
-KEYS = ["history", "question", "ground_truth", "mistake_agent", "mistake_step", "content", "role",
-        "name", "trajectory", "id", "framework", "benchmark", "task", "kind", "step_number", "format",
-        "steps", "modality", "agents", "round", "position", "step", "mode", "agent"]
+KEYS = [
+    "history",
+    "question",
+    "ground_truth",
+    "mistake_agent",
+    "mistake_step",
+    "content",
+    "role",
+    "name",
+    "trajectory",
+    "id",
+    "framework",
+    "benchmark",
+    "task",
+    "kind",
+    "step_number",
+    "format",
+    "steps",
+    "modality",
+    "agents",
+    "round",
+    "position",
+    "step",
+    "mode",
+    "agent",
+]
 
 shaped = st.recursive(
-    st.none() | st.integers(-3, 40) | st.text(max_size=12) | st.sampled_from(["whenpro.trace/1", "0", "1.1", "smolagents", "magentic-one"]),
+    st.none()
+    | st.integers(-3, 40)
+    | st.text(max_size=12)
+    | st.sampled_from(["whenpro.trace/1", "0", "1.1", "smolagents", "magentic-one"]),
     lambda children: st.lists(children, max_size=5) | st.dictionaries(st.sampled_from(KEYS), children, max_size=8),
     max_leaves=40,
 )

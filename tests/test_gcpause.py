@@ -7,12 +7,11 @@ import threading
 
 import pytest
 
+from conftest import SAMPLES
+from tests.support.waiting import TIMEOUT_S
 from whenpro_core.formats import load_trace
 from whenpro_core.gcpause import paused_gc, release_long_lived
 from whenpro_core.opening import open_target
-
-from conftest import SAMPLES
-from tests.support.waiting import TIMEOUT_S
 
 
 @pytest.fixture(autouse=True)
@@ -39,9 +38,8 @@ def test_a_collector_the_caller_disabled_stays_disabled() -> None:
 
 
 def test_an_exception_inside_still_restores_the_collector() -> None:
-    with pytest.raises(ValueError):
-        with paused_gc():
-            raise ValueError("bad trace")
+    with pytest.raises(ValueError), paused_gc():
+        raise ValueError("bad trace")
     assert gc.isenabled()
 
 

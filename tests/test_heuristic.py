@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from conftest import SAMPLES
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.bench.score import score_prediction
 from whenpro_core.formats import load_trace
-from whenpro_core.model import GroundTruth, Outcome, Step, Task, ToolCall, Trace
-
-from conftest import SAMPLES
+from whenpro_core.model import Outcome, Step, Task, ToolCall, Trace
 
 
 def test_sample_text_run_finds_the_wrong_calculation():
@@ -20,11 +19,14 @@ def test_sample_text_run_finds_the_wrong_calculation():
 
 
 def test_arithmetic_reason_quotes_the_equation_without_the_next_comma():
-    t = _trace([
-        dict(agent="user", kind="user", content="How long with 2 breaks of 15 minutes?"),
-        dict(agent="solver", content="The breaks take 2 * 15 = 20, so the total is 1,020 + 5 = 1,030."),
-        dict(agent="solver", content="FINAL ANSWER: 155"),
-    ], task=Task(query="How long?", answer="165"))
+    t = _trace(
+        [
+            dict(agent="user", kind="user", content="How long with 2 breaks of 15 minutes?"),
+            dict(agent="solver", content="The breaks take 2 * 15 = 20, so the total is 1,020 + 5 = 1,030."),
+            dict(agent="solver", content="FINAL ANSWER: 155"),
+        ],
+        task=Task(query="How long?", answer="165"),
+    )
     a = attribute_heuristic(t)
     assert "states 2 * 15 = 20, but it is 30" in a.reason and ",," not in a.reason
 
@@ -37,17 +39,25 @@ def test_sample_image_run_blames_the_misreading():
 
 
 def _trace(steps, **kw):
-    return Trace(id="t", framework="ag2", outcome=Outcome.failure,
-                 steps=[Step(index=i, coord=str(i), **s) for i, s in enumerate(steps)], **kw)
+    return Trace(
+        id="t",
+        framework="ag2",
+        outcome=Outcome.failure,
+        steps=[Step(index=i, coord=str(i), **s) for i, s in enumerate(steps)],
+        **kw,
+    )
 
 
 def test_hallucinated_figures_are_blamed_on_who_made_them_up():
-    t = _trace([
-        dict(agent="user", kind="user", content="How much do 2 adult and 1 child tickets cost?"),
-        dict(agent="Pricing_Expert", content="Here are the prices I found: adult $24.50, child $14.25."),
-        dict(agent="Math_Expert", content="Total: 2 * 24.50 + 14.25 = 63.25"),
-        dict(agent="Math_Expert", content="FINAL ANSWER: 63.25"),
-    ], task=Task(query="How much do 2 adult and 1 child tickets cost?", answer="58"))
+    t = _trace(
+        [
+            dict(agent="user", kind="user", content="How much do 2 adult and 1 child tickets cost?"),
+            dict(agent="Pricing_Expert", content="Here are the prices I found: adult $24.50, child $14.25."),
+            dict(agent="Math_Expert", content="Total: 2 * 24.50 + 14.25 = 63.25"),
+            dict(agent="Math_Expert", content="FINAL ANSWER: 63.25"),
+        ],
+        task=Task(query="How much do 2 adult and 1 child tickets cost?", answer="58"),
+    )
     a = attribute_heuristic(t)
     assert (a.agent, a.step) == ("Pricing_Expert", "1")
     assert a.mode == "R.1"
@@ -56,19 +66,34 @@ def test_hallucinated_figures_are_blamed_on_who_made_them_up():
 def test_a_rounded_final_value_is_traced_to_the_step_that_printed_it_unrounded():
     """DABench-style code agent: step 2 computes the wrong skewness (median instead of mean)
     and prints it at full precision; step 3 rounds it and answers."""
-    t = _trace([
-        dict(agent="user", kind="user", content="Report Pearson's first skewness of wind speed."),
-        dict(agent="agent", kind="action", content="Load the data.",
-             tool_calls=[ToolCall(name="python", arguments={"code": "df = pd.read_csv(f)"})],
-             observation="Index(['time', 'wind speed'])"),
-        dict(agent="agent", kind="action", content="Use the median for the skewness.",
-             tool_calls=[ToolCall(name="python", arguments={"code": "print((median - mode) / std)"})],
-             observation="Skewness: 0.5322275903080874"),
-        dict(agent="agent", kind="action", content="The skewness is approximately 0.53.",
-             tool_calls=[ToolCall(name="final_answer", arguments={"answer": "@skewness_value[0.53]"})],
-             observation="@skewness_value[0.53]"),
-    ], task=Task(query="Report Pearson's first skewness of wind speed.", answer="@skewness_value[0.21]"),
-        final_answer="@skewness_value[0.53]")
+    t = _trace(
+        [
+            dict(agent="user", kind="user", content="Report Pearson's first skewness of wind speed."),
+            dict(
+                agent="agent",
+                kind="action",
+                content="Load the data.",
+                tool_calls=[ToolCall(name="python", arguments={"code": "df = pd.read_csv(f)"})],
+                observation="Index(['time', 'wind speed'])",
+            ),
+            dict(
+                agent="agent",
+                kind="action",
+                content="Use the median for the skewness.",
+                tool_calls=[ToolCall(name="python", arguments={"code": "print((median - mode) / std)"})],
+                observation="Skewness: 0.5322275903080874",
+            ),
+            dict(
+                agent="agent",
+                kind="action",
+                content="The skewness is approximately 0.53.",
+                tool_calls=[ToolCall(name="final_answer", arguments={"answer": "@skewness_value[0.53]"})],
+                observation="@skewness_value[0.53]",
+            ),
+        ],
+        task=Task(query="Report Pearson's first skewness of wind speed.", answer="@skewness_value[0.21]"),
+        final_answer="@skewness_value[0.53]",
+    )
     a = attribute_heuristic(t)
     assert (a.step, a.mode) == ("2", "R.2")
     assert "[final-value-origin]" in a.reason
@@ -87,12 +112,14 @@ def test_rounding_matches_only_more_precise_numbers_that_round_to_the_value():
 
 def test_repeated_tool_call_is_a_loop():
     call = ToolCall(name="search", arguments={"q": "weather in Paris"})
-    t = _trace([
-        dict(agent="user", kind="user", content="What is the weather in Paris?"),
-        dict(agent="searcher", kind="action", tool_calls=[call], observation="no results"),
-        dict(agent="searcher", kind="action", tool_calls=[call], observation="no results"),
-        dict(agent="searcher", kind="action", tool_calls=[call], observation="no results"),
-    ])
+    t = _trace(
+        [
+            dict(agent="user", kind="user", content="What is the weather in Paris?"),
+            dict(agent="searcher", kind="action", tool_calls=[call], observation="no results"),
+            dict(agent="searcher", kind="action", tool_calls=[call], observation="no results"),
+            dict(agent="searcher", kind="action", tool_calls=[call], observation="no results"),
+        ]
+    )
     a = attribute_heuristic(t, with_gold=False)
     assert a.step == "1" and a.mode == "A.4" and "repeated" in a.reason
 
@@ -155,8 +182,13 @@ def test_cli_attribute_json(real_traces, tmp_path):
     copy = tmp_path / "samples"
     shutil.copytree(src, copy)
     trace = copy / "data" / "traces" / "simpleqa_election.json"
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", str(trace), "--json", "--labels"],
-                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "attribute", str(trace), "--json", "--labels"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     rec = json.loads(out.stdout)
     assert rec["attribution"]["protocol"] == "heuristic" and set(rec["score"]) == {"agent", "step", "mode", "joint"}
@@ -195,8 +227,14 @@ def test_verdicts_do_not_depend_on_the_hash_seed(real_traces):
     refs = [r for r in refs if os.path.exists(r)]
     runs = []
     for seed in ("1", "2", "3"):
-        out = subprocess.run([sys.executable, "-c", _VERDICTS_SCRIPT, *refs], cwd=REPO, text=True,
-                             capture_output=True, timeout=120, env={**os.environ, "PYTHONHASHSEED": seed})
+        out = subprocess.run(
+            [sys.executable, "-c", _VERDICTS_SCRIPT, *refs],
+            cwd=REPO,
+            text=True,
+            capture_output=True,
+            timeout=120,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
         assert out.returncode == 0, out.stderr
         runs.append(json.loads(out.stdout))
     assert len(runs[0]) == 2 * len(refs) >= 80
@@ -210,8 +248,10 @@ def test_a_long_loop_is_named_three_times_and_counted():
 
     call = [ToolCall(name="search", arguments={"q": "the same query again"})]
     steps = [Step(index=0, coord="0", agent="user", kind="user", content="Find the answer.")]
-    steps += [Step(index=i, coord=str(i), agent="surfer", kind="action", content="Searching.",
-                   tool_calls=call) for i in range(1, 200)]
+    steps += [
+        Step(index=i, coord=str(i), agent="surfer", kind="action", content="Searching.", tool_calls=call)
+        for i in range(1, 200)
+    ]
     trace = Trace(id="loop", agents=[Agent(id="user"), Agent(id="surfer")], steps=steps)
     verdict = attribute_heuristic(trace)
     assert verdict.step == "1" and verdict.mode == "A.4"

@@ -16,13 +16,24 @@ from whenpro_core.formats import load_trace, walk
 from whenpro_core.model import GroundTruth, Outcome, Step, Task, ToolCall, Trace
 
 #: Every labelled subset of ../shared/real_traces (the benchmark script measures the same).
-SUBSETS = ("who-and-when/Who&When/Algorithm-Generated", "who-and-when/Who&When/Hand-Crafted",
-           "who-when-pro-samples", "who-when-pro-jsonl", "agentrx/magentic_one", "agentrx/tau_retail")
+SUBSETS = (
+    "who-and-when/Who&When/Algorithm-Generated",
+    "who-and-when/Who&When/Hand-Crafted",
+    "who-when-pro-samples",
+    "who-when-pro-jsonl",
+    "agentrx/magentic_one",
+    "agentrx/tau_retail",
+)
 
 
 def _trace(steps: list[dict], framework: str = "ag2", **kw) -> Trace:
-    return Trace(id="t", framework=framework, outcome=Outcome.failure,
-                 steps=[Step(index=i, coord=str(i), **s) for i, s in enumerate(steps)], **kw)
+    return Trace(
+        id="t",
+        framework=framework,
+        outcome=Outcome.failure,
+        steps=[Step(index=i, coord=str(i), **s) for i, s in enumerate(steps)],
+        **kw,
+    )
 
 
 # ------------------------------------------------------------------ harness noise
@@ -41,12 +52,15 @@ KNOWN_NOISE = [
 @pytest.mark.parametrize(("noise", "final", "value"), KNOWN_NOISE)
 def test_harness_noise_is_not_where_an_answer_value_came_from(noise: str, final: str, value: str) -> None:
     assert value not in answer_values(final) or not contains_value(noise, value)
-    t = _trace([
-        dict(agent="user", kind="user", content="How many?"),
-        dict(agent="Orchestrator", kind="plan", content=f"Plan the search.\n{noise}"),
-        dict(agent="Surfer", content=f"The page says: {final}."),
-        dict(agent="Orchestrator", content=f"FINAL ANSWER: {final}"),
-    ], task=Task(query="How many?", answer="zzz"))
+    t = _trace(
+        [
+            dict(agent="user", kind="user", content="How many?"),
+            dict(agent="Orchestrator", kind="plan", content=f"Plan the search.\n{noise}"),
+            dict(agent="Surfer", content=f"The page says: {final}."),
+            dict(agent="Orchestrator", content=f"FINAL ANSWER: {final}"),
+        ],
+        task=Task(query="How many?", answer="zzz"),
+    )
     a = attribute_heuristic(t)
     assert a.step == "2" and "[final-value-origin]" in a.reason, a.reason
 
@@ -90,27 +104,44 @@ def test_no_known_noise_match_remains_among_the_verdicts_on_the_shared_traces(re
 
 # ------------------------------------------------------------------ errors and reporting
 
+
 def test_a_relaying_agent_reporting_a_failure_is_an_execution_error() -> None:
-    t = _trace([
-        dict(agent="human", kind="user", content="What does the audio say?"),
-        dict(agent="Orchestrator", kind="instruction", content="FileSurfer, transcribe the audio file."),
-        dict(agent="FileSurfer", content="Error. Could not transcribe this audio."),
-        dict(agent="Orchestrator", content="FINAL ANSWER: unknown"),
-    ], task=Task(query="What does the audio say?"))
+    t = _trace(
+        [
+            dict(agent="human", kind="user", content="What does the audio say?"),
+            dict(agent="Orchestrator", kind="instruction", content="FileSurfer, transcribe the audio file."),
+            dict(agent="FileSurfer", content="Error. Could not transcribe this audio."),
+            dict(agent="Orchestrator", content="FINAL ANSWER: unknown"),
+        ],
+        task=Task(query="What does the audio say?"),
+    )
     a = attribute_heuristic(t, with_gold=False)
     assert a.step == "2" and "Error. Could not transcribe" in a.reason and "[execution-error]" in a.reason
 
 
 def test_the_final_answer_step_is_not_blamed_for_an_error_it_only_reports() -> None:
-    t = _trace([
-        dict(agent="user", kind="user", content="Compute the mean of column x."),
-        dict(agent="agent", kind="action", content="Load.",
-             tool_calls=[ToolCall(name="python", arguments={"code": "df=f()"})], observation="Error: KeyError 'x'"),
-        dict(agent="agent", kind="action", content="Report.",
-             tool_calls=[ToolCall(name="final_answer", arguments={"answer": "Error: KeyError 'x'"})],
-             observation="Error: KeyError 'x'"),
-    ], framework="smolagents", task=Task(query="Compute the mean of column x."),
-        final_answer="Error: KeyError 'x'")
+    t = _trace(
+        [
+            dict(agent="user", kind="user", content="Compute the mean of column x."),
+            dict(
+                agent="agent",
+                kind="action",
+                content="Load.",
+                tool_calls=[ToolCall(name="python", arguments={"code": "df=f()"})],
+                observation="Error: KeyError 'x'",
+            ),
+            dict(
+                agent="agent",
+                kind="action",
+                content="Report.",
+                tool_calls=[ToolCall(name="final_answer", arguments={"answer": "Error: KeyError 'x'"})],
+                observation="Error: KeyError 'x'",
+            ),
+        ],
+        framework="smolagents",
+        task=Task(query="Compute the mean of column x."),
+        final_answer="Error: KeyError 'x'",
+    )
     a = attribute_heuristic(t, with_gold=False)
     assert a.step == "1" and "KeyError" in a.reason
 
@@ -119,36 +150,61 @@ def test_fabrication_ignores_how_the_reasoning_is_formatted() -> None:
     base = [dict(agent="user", kind="user", content="Find the price.")]
     plain = "Thought: I look it up.\nCode:\n```py\nx = 1  # assume a placeholder\n```"
     tagged = "**Thought:** I look it up.\n<code>\nx = 1  # assume a placeholder\n</code>"
-    verdicts = [attribute_heuristic(_trace([*base, dict(agent="a", content=c),
-                                            dict(agent="a", content="FINAL ANSWER: 3")],
-                                           task=Task(query="Find the price."))) for c in (plain, tagged)]
+    verdicts = [
+        attribute_heuristic(
+            _trace(
+                [*base, dict(agent="a", content=c), dict(agent="a", content="FINAL ANSWER: 3")],
+                task=Task(query="Find the price."),
+            )
+        )
+        for c in (plain, tagged)
+    ]
     assert verdicts[0].reason == verdicts[1].reason
     assert "fabrication-language" not in (verdicts[0].reason or "")  # code is not prose
 
 
 def test_reasons_quote_where_the_value_matched() -> None:
-    t = _trace([
-        dict(agent="user", kind="user", content="Report the skewness."),
-        dict(agent="agent", kind="action", content="Compute.",
-             tool_calls=[ToolCall(name="python", arguments={"code": "print(s)"})],
-             observation="Skewness: 0.5322275903080874"),
-        dict(agent="agent", kind="action", content="Answer.",
-             tool_calls=[ToolCall(name="final_answer", arguments={"answer": "0.53"})], observation="0.53"),
-    ], framework="smolagents", task=Task(query="Report the skewness.", answer="0.21"), final_answer="0.53")
+    t = _trace(
+        [
+            dict(agent="user", kind="user", content="Report the skewness."),
+            dict(
+                agent="agent",
+                kind="action",
+                content="Compute.",
+                tool_calls=[ToolCall(name="python", arguments={"code": "print(s)"})],
+                observation="Skewness: 0.5322275903080874",
+            ),
+            dict(
+                agent="agent",
+                kind="action",
+                content="Answer.",
+                tool_calls=[ToolCall(name="final_answer", arguments={"answer": "0.53"})],
+                observation="0.53",
+            ),
+        ],
+        framework="smolagents",
+        task=Task(query="Report the skewness.", answer="0.21"),
+        final_answer="0.53",
+    )
     a = attribute_heuristic(t)
     assert a.step == "1" and "Skewness: 0.5322275903080874" in a.reason
 
 
 # ------------------------------------------------------------------ candidates and labels
 
+
 def test_a_simulated_users_turn_can_be_the_verdict() -> None:
-    t = _trace([
-        dict(agent="system", kind="system", content="You are a retail agent."),
-        dict(agent="User", kind="user", content="I want to return my order."),
-        dict(agent="Assistant", kind="action", content="Which order?"),
-        dict(agent="User", kind="user", content="Here are the prices I found: order total $24.50, refund $14.25."),
-        dict(agent="Assistant", kind="action", content="FINAL ANSWER: refund $14.25"),
-    ], framework="tau-bench", task=Task(query="Return the order.", answer="$20.00"))
+    t = _trace(
+        [
+            dict(agent="system", kind="system", content="You are a retail agent."),
+            dict(agent="User", kind="user", content="I want to return my order."),
+            dict(agent="Assistant", kind="action", content="Which order?"),
+            dict(agent="User", kind="user", content="Here are the prices I found: order total $24.50, refund $14.25."),
+            dict(agent="Assistant", kind="action", content="FINAL ANSWER: refund $14.25"),
+        ],
+        framework="tau-bench",
+        task=Task(query="Return the order.", answer="$20.00"),
+    )
     assert [s.coord for s in candidate_steps(t)] == ["2", "3", "4"]
     assert attribute_heuristic(t).step == "3"
 
@@ -176,6 +232,7 @@ def test_the_verdict_does_not_depend_on_a_made_up_label() -> None:
 
 
 # ------------------------------------------------------------------ calibration
+
 
 @pytest.mark.parametrize("with_gold", [True, False])
 def test_confidence_bins_are_monotone_on_every_shared_subset(real_traces, with_gold: bool) -> None:
@@ -225,21 +282,45 @@ def test_every_signal_on_the_shared_traces_quotes_its_evidence(real_traces) -> N
 def test_a_value_printed_from_an_earlier_variable_is_charged_to_the_step_that_computed_it() -> None:
     """Code agent data flow: step 2 computes the wrong mean (median instead of mean) and
     prints nothing; step 3 only prints the variable; the verdict is step 2."""
+
     def code(c: str) -> list[ToolCall]:
         return [ToolCall(name="python_interpreter", arguments={"code": c})]
 
-    t = _trace([
-        dict(agent="user", kind="user", content="Report the mean wind speed."),
-        dict(agent="agent", kind="action", content="Load.", tool_calls=code("df = pd.read_csv(f)"),
-             observation="Execution logs:\nNone"),
-        dict(agent="agent", kind="action", content="Compute it.", tool_calls=code("mean_ws = df['ws'].median()"),
-             observation="Execution logs:\nNone"),
-        dict(agent="agent", kind="action", content="Show it.", tool_calls=code("print(round(mean_ws, 2))"),
-             observation="Execution logs:\n12.41"),
-        dict(agent="agent", kind="action", content="Answer.",
-             tool_calls=[ToolCall(name="final_answer", arguments={"answer": "@mean[12.41]"})],
-             observation="@mean[12.41]"),
-    ], framework="smolagents", task=Task(query="Report the mean wind speed.", answer="@mean[13.02]"),
-        final_answer="@mean[12.41]")
+    t = _trace(
+        [
+            dict(agent="user", kind="user", content="Report the mean wind speed."),
+            dict(
+                agent="agent",
+                kind="action",
+                content="Load.",
+                tool_calls=code("df = pd.read_csv(f)"),
+                observation="Execution logs:\nNone",
+            ),
+            dict(
+                agent="agent",
+                kind="action",
+                content="Compute it.",
+                tool_calls=code("mean_ws = df['ws'].median()"),
+                observation="Execution logs:\nNone",
+            ),
+            dict(
+                agent="agent",
+                kind="action",
+                content="Show it.",
+                tool_calls=code("print(round(mean_ws, 2))"),
+                observation="Execution logs:\n12.41",
+            ),
+            dict(
+                agent="agent",
+                kind="action",
+                content="Answer.",
+                tool_calls=[ToolCall(name="final_answer", arguments={"answer": "@mean[12.41]"})],
+                observation="@mean[12.41]",
+            ),
+        ],
+        framework="smolagents",
+        task=Task(query="Report the mean wind speed.", answer="@mean[13.02]"),
+        final_answer="@mean[12.41]",
+    )
     a = attribute_heuristic(t)
     assert a.step == "2" and "printed at step 3" in a.reason and "12.41" in a.reason

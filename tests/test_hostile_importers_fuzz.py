@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from conftest import SAMPLES
 from test_importers_fuzz import (
     CHAT,
     INSPECT,
@@ -39,8 +41,6 @@ from test_importers_fuzz import (
     json_values,
     paths,
 )
-from typer.testing import CliRunner
-
 from whenpro_core.cli import app
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace, walk
@@ -49,21 +49,37 @@ from whenpro_core.formats.whowhen_pro_write import to_document, to_jsonl_row
 from whenpro_core.textsafe import is_clean
 
 #: More examples for a longer local run: WHENPRO_FUZZ_EXAMPLES=500.
-FUZZ = settings(max_examples=int(os.environ.get("WHENPRO_FUZZ_EXAMPLES", "25")), deadline=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=int(os.environ.get("WHENPRO_FUZZ_EXAMPLES", "25")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 HOSTILE_STRINGS = [
-    "esc\x1b]52;c;cHduZWQ=\x07\x1b[2J", "\x1b]8;;http://evil\x07link\x1b]8;;\x07", "\x9b31mC1", "bidi\u202eevil",
-    "lone \ud800 surrogate", "nul\x00byte", "../../../../etc/passwd", "/etc/passwd", "..\\..\\windows",
-    "file:///etc/passwd", "data:image/png;base64,!!!", "x" * 20_000, "line\r\nbreak\rcr", "NaN", "",
-    "Authorization: Basic dXNlcjpwdw==", "http://user:pw@example.com/v1",
+    "esc\x1b]52;c;cHduZWQ=\x07\x1b[2J",
+    "\x1b]8;;http://evil\x07link\x1b]8;;\x07",
+    "\x9b31mC1",
+    "bidi\u202eevil",
+    "lone \ud800 surrogate",
+    "nul\x00byte",
+    "../../../../etc/passwd",
+    "/etc/passwd",
+    "..\\..\\windows",
+    "file:///etc/passwd",
+    "data:image/png;base64,!!!",
+    "x" * 20_000,
+    "line\r\nbreak\rcr",
+    "NaN",
+    "",
+    "Authorization: Basic dXNlcjpwdw==",
+    "http://user:pw@example.com/v1",
 ]
 DEEP = "@@deep-{}@@"
 
 hostile_leaf = st.sampled_from(HOSTILE_STRINGS) | st.text(
-    alphabet=st.characters(min_codepoint=0, max_codepoint=0x20AF), max_size=20)
-deep_marker = st.builds(lambda depth, kind: DEEP.format(f"{kind}{depth}"),
-                        st.integers(20, 1500), st.sampled_from("[{"))
+    alphabet=st.characters(min_codepoint=0, max_codepoint=0x20AF), max_size=20
+)
+deep_marker = st.builds(lambda depth, kind: DEEP.format(f"{kind}{depth}"), st.integers(20, 1500), st.sampled_from("[{"))
 hostile_value = hostile_leaf | deep_marker | json_values | st.just(float("nan")) | st.just(float("inf"))
 
 
@@ -138,6 +154,7 @@ def check_import(store: Path, name: str, data: bytes) -> None:
 
 # ------------------------------------------------------------------ base documents of every importer
 
+
 def _native() -> dict:
     return json.loads(dumps_trace(load_trace(SAMPLES / "bar_chart" / "trace.json")))
 
@@ -146,16 +163,33 @@ def _whowhen_pro() -> dict:
     return to_document(load_trace(SAMPLES / "team_text" / "trace.json"))
 
 
-WHOWHEN = {"question": "How many?", "ground_truth": "4", "mistake_agent": "Assistant", "mistake_step": "1",
-           "mistake_reason": "wrong sum", "is_correct": False, "question_ID": "q1", "level": 1,
-           "history": [{"content": "How many?", "role": "assistant", "name": "Planner"},
-                       {"content": "It is 5.", "name": "Assistant", "role": "assistant"},
-                       {"content": "Done.", "name": "Orchestrator", "role": "assistant"}]}
-LOGURU = ("2025-02-03 09:15:01.120 | INFO     | metagpt.roles.role:_act:391 - Alice(SimpleCoder): to do Write(Write)\n"
-          "code\n2025-02-03 09:15:04.610 | INFO     | __main__:_act:85 - Bob(SimpleTester): to do Test(Test)\ntests")
-MAD_METAGPT = {"round": "Round 1", "mas_name": "MetaGPT", "benchmark_name": "ProgramDev", "trace_id": 4,
-               "trace": {"run_id": 1, "prompt": "write code", "content": LOGURU},
-               "annotations": MAST["annotations"]}
+WHOWHEN = {
+    "question": "How many?",
+    "ground_truth": "4",
+    "mistake_agent": "Assistant",
+    "mistake_step": "1",
+    "mistake_reason": "wrong sum",
+    "is_correct": False,
+    "question_ID": "q1",
+    "level": 1,
+    "history": [
+        {"content": "How many?", "role": "assistant", "name": "Planner"},
+        {"content": "It is 5.", "name": "Assistant", "role": "assistant"},
+        {"content": "Done.", "name": "Orchestrator", "role": "assistant"},
+    ],
+}
+LOGURU = (
+    "2025-02-03 09:15:01.120 | INFO     | metagpt.roles.role:_act:391 - Alice(SimpleCoder): to do Write(Write)\n"
+    "code\n2025-02-03 09:15:04.610 | INFO     | __main__:_act:85 - Bob(SimpleTester): to do Test(Test)\ntests"
+)
+MAD_METAGPT = {
+    "round": "Round 1",
+    "mas_name": "MetaGPT",
+    "benchmark_name": "ProgramDev",
+    "trace_id": 4,
+    "trace": {"run_id": 1, "prompt": "write code", "content": LOGURU},
+    "annotations": MAST["annotations"],
+}
 
 DOCS: dict[str, tuple[str, Any]] = {
     "native": ("trace.json", _native()),

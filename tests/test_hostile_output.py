@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES
 
+from conftest import REPO, SAMPLES
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import Fault, LLMServer
 from whenpro_core.inert_output import inert
@@ -29,8 +29,14 @@ ACTIVE = ("\x1b", "\x07", "\x9b")
 
 
 def whenpro(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+    )
 
 
 def assert_inert(text: str) -> None:
@@ -78,8 +84,13 @@ with inert_streams():
 
 def test_logs_and_warnings_go_through_the_same_cleaning(tmp_path):
     log_file = tmp_path / "whenpro.log"
-    out = subprocess.run([sys.executable, "-c", LOGS_AND_WARNINGS, str(log_file)], capture_output=True, text=True,
-                         timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    out = subprocess.run(
+        [sys.executable, "-c", LOGS_AND_WARNINGS, str(log_file)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     err = out.stderr
     assert out.returncode == 0, err
     assert_inert(err)
@@ -115,16 +126,30 @@ def _with_userinfo(url: str) -> str:
     return url.replace("http://", f"http://{USERINFO}@", 1)
 
 
-@pytest.mark.parametrize(("model", "key_env", "base"), [
-    ("openai-compatible:qwen3", "OPENAI_API_KEY", "openai_base_url"),
-    ("anthropic:claude-sonnet-4-6", "ANTHROPIC_API_KEY", "anthropic_base_url"),
-])
-def test_an_echoing_server_cannot_make_whenpro_print_credentials(llm_server: LLMServer, tmp_path, model, key_env,
-                                                                 base):
+@pytest.mark.parametrize(
+    ("model", "key_env", "base"),
+    [
+        ("openai-compatible:qwen3", "OPENAI_API_KEY", "openai_base_url"),
+        ("anthropic:claude-sonnet-4-6", "ANTHROPIC_API_KEY", "anthropic_base_url"),
+    ],
+)
+def test_an_echoing_server_cannot_make_whenpro_print_credentials(llm_server: LLMServer, tmp_path, model, key_env, base):
     llm_server.fail(*[Fault.http(500, message=f"boom {TEST_KEY}", echo_auth=True)] * 3)
     url = _with_userinfo(getattr(llm_server, base))
-    out = whenpro("attribute", str(SAMPLES / "team_text" / "trace.json"), "-m", model, "--base-url", url,
-                  "--timeout", "5", "--max-retries", "1", "--no-save", env={key_env: TEST_KEY})
+    out = whenpro(
+        "attribute",
+        str(SAMPLES / "team_text" / "trace.json"),
+        "-m",
+        model,
+        "--base-url",
+        url,
+        "--timeout",
+        "5",
+        "--max-retries",
+        "1",
+        "--no-save",
+        env={key_env: TEST_KEY},
+    )
     assert out.returncode == 2, out.stderr
     assert llm_server.requests and all(r.fault == "status" for r in llm_server.requests)
     text = out.stdout + out.stderr

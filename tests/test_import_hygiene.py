@@ -25,8 +25,9 @@ def core_modules() -> list[str]:
 
 
 def run_python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def test_core_module_list_includes_the_cli() -> None:
@@ -36,9 +37,7 @@ def test_core_module_list_includes_the_cli() -> None:
 
 def test_importing_every_core_module_loads_no_tui() -> None:
     imports = "\n".join(f"import {name}" for name in core_modules())
-    proc = run_python(
-        f"{imports}\nimport sys\n"
-        f"print(','.join(m for m in {FORBIDDEN!r} if m in sys.modules))\n")
+    proc = run_python(f"{imports}\nimport sys\nprint(','.join(m for m in {FORBIDDEN!r} if m in sys.modules))\n")
     assert proc.returncode == 0, proc.stderr
     leaked = [m for m in proc.stdout.strip().split(",") if m]
     assert not leaked, f"whenpro_core imported {leaked}"
@@ -49,6 +48,7 @@ def test_cli_commands_other_than_running_view_load_no_tui(argv: list[str]) -> No
     proc = run_python(
         "import sys\nfrom whenpro_core import cli\n"
         f"try:\n    cli.main({argv!r})\nexcept SystemExit:\n    pass\n"
-        f"print(','.join(m for m in {FORBIDDEN!r} if m in sys.modules), file=sys.stderr)\n")
+        f"print(','.join(m for m in {FORBIDDEN!r} if m in sys.modules), file=sys.stderr)\n"
+    )
     leaked = [m for m in proc.stderr.strip().splitlines()[-1].split(",") if m] if proc.stderr.strip() else []
     assert not leaked, f"`whenpro {' '.join(argv)}` imported {leaked}"

@@ -31,21 +31,38 @@ def _error(tmp_path, doc) -> str:
     return line
 
 
-@pytest.mark.parametrize("doc, where, expected", [
-    ({"history": "oops", "question": "q", "mistake_agent": "a", "mistake_step": "4"},
-     "$.history", "a list of messages"),                                   # Who&When
-    ({"history": {"0": "x"}, "mistake_step": "0"}, "$.history", "a list of messages"),
-    ({"history": "oops", "trajectory": [], "info": {}}, "$.history", "list"),  # SWE-agent
-    ({"messages": "oops", "trajectory_format": "mini-swe-agent-1", "info": {}},
-     "$.messages", "list"),                                                 # mini-swe-agent
-    ({"task_id": 1, "reward": 0.0, "traj": "oops"}, "$.traj", "a list of chat messages"),  # τ-bench
-    ({"instance_id": "i", "instruction": "fix it", "history": "oops"}, "$.history", "list"),  # OpenHands
-    ({"messages": 5}, "$.messages", "a list of messages"),                  # OpenAI chat
-    ({"messages": "oops"}, "$.messages", "a list of messages"),
-    ({"messages": {"role": "user", "content": "hi"}}, "$.messages", "a list of messages"),
-    ({**WWP, "framework": "magentic-one", "trajectory": "oops",
-      "ground_truth": {"agent": "websurfer", "step": "1.1", "mode": "R.1"}}, "$.trajectory", "list"),
-])
+@pytest.mark.parametrize(
+    "doc, where, expected",
+    [
+        (
+            {"history": "oops", "question": "q", "mistake_agent": "a", "mistake_step": "4"},
+            "$.history",
+            "a list of messages",
+        ),  # Who&When
+        ({"history": {"0": "x"}, "mistake_step": "0"}, "$.history", "a list of messages"),
+        ({"history": "oops", "trajectory": [], "info": {}}, "$.history", "list"),  # SWE-agent
+        (
+            {"messages": "oops", "trajectory_format": "mini-swe-agent-1", "info": {}},
+            "$.messages",
+            "list",
+        ),  # mini-swe-agent
+        ({"task_id": 1, "reward": 0.0, "traj": "oops"}, "$.traj", "a list of chat messages"),  # τ-bench
+        ({"instance_id": "i", "instruction": "fix it", "history": "oops"}, "$.history", "list"),  # OpenHands
+        ({"messages": 5}, "$.messages", "a list of messages"),  # OpenAI chat
+        ({"messages": "oops"}, "$.messages", "a list of messages"),
+        ({"messages": {"role": "user", "content": "hi"}}, "$.messages", "a list of messages"),
+        (
+            {
+                **WWP,
+                "framework": "magentic-one",
+                "trajectory": "oops",
+                "ground_truth": {"agent": "websurfer", "step": "1.1", "mode": "R.1"},
+            },
+            "$.trajectory",
+            "list",
+        ),
+    ],
+)
 def test_a_recognisable_document_with_a_wrong_typed_main_list(tmp_path, doc, where, expected):
     line = _error(tmp_path, doc)
     assert f"at {where}: wrong type" in line and expected in line
@@ -56,11 +73,14 @@ def test_who_and_when_with_an_empty_history(tmp_path):
     assert "at $.mistake_step" in line and "history is empty" in line and "0..-1" not in line
 
 
-@pytest.mark.parametrize("framework, gt", [
-    ("smolagents", GT_SMOL),
-    ("magentic-one", {"agent": "websurfer", "step": "1.1", "mode": "R.1"}),
-    ("debate", {"round": 1, "agents": ["alice"], "mode": "R.1"}),
-])
+@pytest.mark.parametrize(
+    "framework, gt",
+    [
+        ("smolagents", GT_SMOL),
+        ("magentic-one", {"agent": "websurfer", "step": "1.1", "mode": "R.1"}),
+        ("debate", {"round": 1, "agents": ["alice"], "mode": "R.1"}),
+    ],
+)
 def test_who_when_pro_with_an_empty_trajectory(tmp_path, framework, gt):
     line = _error(tmp_path, {**WWP, "framework": framework, "trajectory": [], "ground_truth": gt})
     assert "at $.ground_truth" in line and "trajectory is empty" in line
@@ -69,8 +89,15 @@ def test_who_when_pro_with_an_empty_trajectory(tmp_path, framework, gt):
 def test_who_when_pro_jsonl_row_with_an_empty_trajectory(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
-    row = {"id": "x1", "framework": "smolagents", "benchmark": "b", "task": json.dumps({"query": "q"}),
-           "trajectory": "[]", "ground_truth": json.dumps(GT_SMOL), "extras": "{}"}
+    row = {
+        "id": "x1",
+        "framework": "smolagents",
+        "benchmark": "b",
+        "task": json.dumps({"query": "q"}),
+        "trajectory": "[]",
+        "ground_truth": json.dumps(GT_SMOL),
+        "extras": "{}",
+    }
     (data / "text.jsonl").write_text(json.dumps(row) + "\n")
     with pytest.raises(TraceFormatError, match="trajectory is empty") as info:
         load_trace(f"{data / 'text.jsonl'}#1")
@@ -79,18 +106,31 @@ def test_who_when_pro_jsonl_row_with_an_empty_trajectory(tmp_path):
 
 def test_agentrx_labels_for_an_empty_tau_run(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps({"task_id": 7, "reward": 0.0, "traj": []}))
-    (tmp_path / "ground_truth.json").write_text(json.dumps([{
-        "trajectory_id": 7, "failures": [{"failure_id": 1, "step_number": 3, "failed_agent": "Assistant",
-                                          "failure_category": "x"}], "root_cause": {"failure_id": 1}}]))
+    (tmp_path / "ground_truth.json").write_text(
+        json.dumps(
+            [
+                {
+                    "trajectory_id": 7,
+                    "failures": [
+                        {"failure_id": 1, "step_number": 3, "failed_agent": "Assistant", "failure_category": "x"}
+                    ],
+                    "root_cause": {"failure_id": 1},
+                }
+            ]
+        )
+    )
     with pytest.raises(TraceFormatError, match="trajectory is empty") as info:
         load_trace(tmp_path / "run.json")
     assert "ground_truth.json at $[0].failures[0].step_number" in info.value.one_line()
 
 
-@pytest.mark.parametrize("doc", [
-    {"history": "just a string"},                      # nothing says which format
-    {"trajectory": "oops", "framework": "x"},
-])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"history": "just a string"},  # nothing says which format
+        {"trajectory": "oops", "framework": "x"},
+    ],
+)
 def test_documents_without_identifying_fields_stay_unknown(tmp_path, doc):
     path = tmp_path / "t.json"
     path.write_text(json.dumps(doc))

@@ -18,80 +18,249 @@ from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace, walk
 
 #: More examples for a longer local run: WHENPRO_FUZZ_EXAMPLES=500.
-FUZZ = settings(max_examples=int(os.environ.get("WHENPRO_FUZZ_EXAMPLES", "40")), deadline=3000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=int(os.environ.get("WHENPRO_FUZZ_EXAMPLES", "40")),
+    deadline=3000,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 
-leaf = st.none() | st.booleans() | st.integers(-2, 50) | st.text(max_size=12) | st.sampled_from(
-    ["user", "assistant", "tool", "system", "null", "run", "C", "I", "attachment://abc", "data:image/png;base64,AA",
-     "Orchestrator (thought)", "FM-1.2", "invoke_agent", "chat", "execute_tool", "LLM", "TOOL", "AGENT", "1", "{}"])
-json_values = st.recursive(leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
-                           max_leaves=8)
+leaf = (
+    st.none()
+    | st.booleans()
+    | st.integers(-2, 50)
+    | st.text(max_size=12)
+    | st.sampled_from(
+        [
+            "user",
+            "assistant",
+            "tool",
+            "system",
+            "null",
+            "run",
+            "C",
+            "I",
+            "attachment://abc",
+            "data:image/png;base64,AA",
+            "Orchestrator (thought)",
+            "FM-1.2",
+            "invoke_agent",
+            "chat",
+            "execute_tool",
+            "LLM",
+            "TOOL",
+            "AGENT",
+            "1",
+            "{}",
+        ]
+    )
+)
+json_values = st.recursive(
+    leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3), max_leaves=8
+)
 
-SWE = {"environment": "swe_main", "info": {"exit_status": "submitted", "submission": "diff"},
-       "history": [{"role": "system", "content": "sys", "agent": "primary"},
-                   {"role": "user", "content": "demo", "agent": "primary", "is_demo": True},
-                   {"role": "user", "content": "task", "agent": "primary"},
-                   {"role": "assistant", "content": "ls", "thought": "t", "action": "ls", "agent": "primary",
-                    "tool_calls": [{"id": "c", "function": {"name": "bash", "arguments": "{}"}}]}],
-       "trajectory": [{"action": "ls", "observation": "o", "response": "r", "thought": "t",
-                       "state": "{\"open_file\": \"n/a\"}", "execution_time": 0.1}]}
-MINI = {"trajectory_format": "mini-swe-agent-1.1", "info": {"exit_status": "Submitted"},
-        "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "task"},
-                     {"role": "assistant", "content": "```bash\nls\n```", "extra": {"actions": [{"command": "ls"}]}},
-                     {"role": "user", "content": "out"}, {"role": "exit", "content": "", "extra": {"exit_status": "x"}}]}
-OH_EVENTS = [{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}},
-             {"id": 1, "source": "user", "observation": "null", "cause": 0, "content": ""},
-             {"id": 3, "source": "agent", "action": "run", "args": {"command": "ls", "thought": "t"},
-              "tool_call_metadata": {"function_name": "bash", "tool_call_id": "x",
-                                     "model_response": {"usage": {"prompt_tokens": 1}}}},
-             {"id": 4, "source": "agent", "observation": "run", "cause": 3, "content": "a.py",
-              "extras": {"metadata": {"exit_code": 0}}},
-             {"id": 5, "source": "agent", "observation": "error", "content": "bad"},
-             {"id": 6, "source": "agent", "action": "finish", "args": {"final_thought": "done"}}]
-OH_LINE = {"instance_id": "i", "instruction": "do", "metadata": {"llm_config": {"api_key": "**"}},
-           "history": OH_EVENTS, "error": "RuntimeError: max iteration", "test_result": {"git_patch": "d"}}
-INSPECT_SAMPLE = {"id": 1, "epoch": 1, "input": "q", "target": ["a"], "scores": {"match": {"value": "I"}},
-                  "messages": [{"role": "system", "content": "attachment://abc"},
-                               {"role": "user", "content": [{"type": "text", "text": "q"},
-                                                            {"type": "image", "image": "attachment://def"}]},
-                               {"role": "assistant", "content": "x", "tool_calls": [
-                                   {"id": "t1", "function": "bash", "arguments": {"cmd": "ls"}}]},
-                               {"role": "tool", "tool_call_id": "t1", "content": "",
-                                "error": {"type": "timeout", "message": "slow"}}],
-                  "events": [{"event": "tool", "id": "t1", "error": {"type": "timeout", "message": "m"}}],
-                  "attachments": {"abc": "sys", "def": "data:image/png;base64,AA"}}
+SWE = {
+    "environment": "swe_main",
+    "info": {"exit_status": "submitted", "submission": "diff"},
+    "history": [
+        {"role": "system", "content": "sys", "agent": "primary"},
+        {"role": "user", "content": "demo", "agent": "primary", "is_demo": True},
+        {"role": "user", "content": "task", "agent": "primary"},
+        {
+            "role": "assistant",
+            "content": "ls",
+            "thought": "t",
+            "action": "ls",
+            "agent": "primary",
+            "tool_calls": [{"id": "c", "function": {"name": "bash", "arguments": "{}"}}],
+        },
+    ],
+    "trajectory": [
+        {
+            "action": "ls",
+            "observation": "o",
+            "response": "r",
+            "thought": "t",
+            "state": '{"open_file": "n/a"}',
+            "execution_time": 0.1,
+        }
+    ],
+}
+MINI = {
+    "trajectory_format": "mini-swe-agent-1.1",
+    "info": {"exit_status": "Submitted"},
+    "messages": [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": "```bash\nls\n```", "extra": {"actions": [{"command": "ls"}]}},
+        {"role": "user", "content": "out"},
+        {"role": "exit", "content": "", "extra": {"exit_status": "x"}},
+    ],
+}
+OH_EVENTS = [
+    {"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}},
+    {"id": 1, "source": "user", "observation": "null", "cause": 0, "content": ""},
+    {
+        "id": 3,
+        "source": "agent",
+        "action": "run",
+        "args": {"command": "ls", "thought": "t"},
+        "tool_call_metadata": {
+            "function_name": "bash",
+            "tool_call_id": "x",
+            "model_response": {"usage": {"prompt_tokens": 1}},
+        },
+    },
+    {
+        "id": 4,
+        "source": "agent",
+        "observation": "run",
+        "cause": 3,
+        "content": "a.py",
+        "extras": {"metadata": {"exit_code": 0}},
+    },
+    {"id": 5, "source": "agent", "observation": "error", "content": "bad"},
+    {"id": 6, "source": "agent", "action": "finish", "args": {"final_thought": "done"}},
+]
+OH_LINE = {
+    "instance_id": "i",
+    "instruction": "do",
+    "metadata": {"llm_config": {"api_key": "**"}},
+    "history": OH_EVENTS,
+    "error": "RuntimeError: max iteration",
+    "test_result": {"git_patch": "d"},
+}
+INSPECT_SAMPLE = {
+    "id": 1,
+    "epoch": 1,
+    "input": "q",
+    "target": ["a"],
+    "scores": {"match": {"value": "I"}},
+    "messages": [
+        {"role": "system", "content": "attachment://abc"},
+        {"role": "user", "content": [{"type": "text", "text": "q"}, {"type": "image", "image": "attachment://def"}]},
+        {
+            "role": "assistant",
+            "content": "x",
+            "tool_calls": [{"id": "t1", "function": "bash", "arguments": {"cmd": "ls"}}],
+        },
+        {"role": "tool", "tool_call_id": "t1", "content": "", "error": {"type": "timeout", "message": "slow"}},
+    ],
+    "events": [{"event": "tool", "id": "t1", "error": {"type": "timeout", "message": "m"}}],
+    "attachments": {"abc": "sys", "def": "data:image/png;base64,AA"},
+}
 INSPECT = {"version": 2, "status": "success", "eval": {"task": "t"}, "samples": [INSPECT_SAMPLE]}
-CHAT = [{"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "q"}]},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "1", "content": "r"}, {"role": "assistant", "content": "a", "name": "Coder"}]
-MAST_INNER = {"problem_statement": ["q"], "note": {"text": ["x"]}, "other_data": {"correct": False},
-              "trajectory": [{"content": ["a", "b"], "role": "user", "name": "Planner"},
-                             {"content": "c", "role": "assistant", "name": "Coder"}]}
-MAST = {"round": "Round 1", "mas_name": "AG2", "benchmark_name": "b", "trace_id": 3,
-        "annotations": [{"failure mode": "1.1 Name\n\ndef", "annotator_1": True, "annotator_2": True,
-                         "annotator_3": False}]}
-MAGENTIC = [{"content": "q", "role": "human"}, {"content": "plan", "role": "Orchestrator (thought)"},
-            {"content": "go", "role": "Orchestrator (-> WebSurfer)"}, {"content": "page", "role": "WebSurfer"}]
-TAU = {"task_id": 1, "reward": 0.0, "trial": 0, "info": {"task": {"instruction": "i", "outputs": ["x"]}},
-       "traj": [{"role": "system", "content": "p", "index": 1}, {"role": "user", "content": "u", "index": 2},
-                {"role": "assistant", "content": None, "index": 3,
-                 "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}]},
-                {"role": "tool", "tool_call_id": "c", "name": "f", "content": "r", "index": 4}]}
+CHAT = [
+    {"role": "system", "content": "s"},
+    {"role": "user", "content": [{"type": "text", "text": "q"}]},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "1", "content": "r"},
+    {"role": "assistant", "content": "a", "name": "Coder"},
+]
+MAST_INNER = {
+    "problem_statement": ["q"],
+    "note": {"text": ["x"]},
+    "other_data": {"correct": False},
+    "trajectory": [
+        {"content": ["a", "b"], "role": "user", "name": "Planner"},
+        {"content": "c", "role": "assistant", "name": "Coder"},
+    ],
+}
+MAST = {
+    "round": "Round 1",
+    "mas_name": "AG2",
+    "benchmark_name": "b",
+    "trace_id": 3,
+    "annotations": [
+        {"failure mode": "1.1 Name\n\ndef", "annotator_1": True, "annotator_2": True, "annotator_3": False}
+    ],
+}
+MAGENTIC = [
+    {"content": "q", "role": "human"},
+    {"content": "plan", "role": "Orchestrator (thought)"},
+    {"content": "go", "role": "Orchestrator (-> WebSurfer)"},
+    {"content": "page", "role": "WebSurfer"},
+]
+TAU = {
+    "task_id": 1,
+    "reward": 0.0,
+    "trial": 0,
+    "info": {"task": {"instruction": "i", "outputs": ["x"]}},
+    "traj": [
+        {"role": "system", "content": "p", "index": 1},
+        {"role": "user", "content": "u", "index": 2},
+        {
+            "role": "assistant",
+            "content": None,
+            "index": 3,
+            "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c", "name": "f", "content": "r", "index": 4},
+    ],
+}
 
 
 def _otel():
     attrs = lambda d: [{"key": k, "value": v} for k, v in d.items()]  # noqa: E731
     span = lambda sid, parent, name, a, t: {  # noqa: E731
-        "traceId": "ab" * 16, "spanId": sid, "parentSpanId": parent, "name": name,
-        "startTimeUnixNano": str(t), "endTimeUnixNano": str(t + 5), "attributes": attrs(a),
-        "events": [{"name": "gen_ai.choice", "attributes": attrs({"message": {"stringValue": "{\"content\": \"x\"}"}})}],
-        "status": {"code": 2, "message": "m"}}
-    return {"resourceSpans": [{"resource": {"attributes": attrs({"service.name": {"stringValue": "s"}})},
-                               "scopeSpans": [{"scope": {"name": "x"}, "spans": [
-        span("01" * 8, "", "invoke_agent a", {"gen_ai.operation.name": {"stringValue": "invoke_agent"}}, 1),
-        span("02" * 8, "01" * 8, "chat m", {"gen_ai.output.messages": {"stringValue": json.dumps(
-            [{"role": "assistant", "parts": [{"type": "tool_call", "name": "f", "arguments": {}}]}])}}, 2),
-        span("03" * 8, "01" * 8, "LLM", {"openinference.span.kind": {"stringValue": "LLM"},
-                                         "llm.output_messages.0.message.content": {"stringValue": "y"}}, 3)]}]}]}
+        "traceId": "ab" * 16,
+        "spanId": sid,
+        "parentSpanId": parent,
+        "name": name,
+        "startTimeUnixNano": str(t),
+        "endTimeUnixNano": str(t + 5),
+        "attributes": attrs(a),
+        "events": [{"name": "gen_ai.choice", "attributes": attrs({"message": {"stringValue": '{"content": "x"}'}})}],
+        "status": {"code": 2, "message": "m"},
+    }
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": attrs({"service.name": {"stringValue": "s"}})},
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "x"},
+                        "spans": [
+                            span(
+                                "01" * 8,
+                                "",
+                                "invoke_agent a",
+                                {"gen_ai.operation.name": {"stringValue": "invoke_agent"}},
+                                1,
+                            ),
+                            span(
+                                "02" * 8,
+                                "01" * 8,
+                                "chat m",
+                                {
+                                    "gen_ai.output.messages": {
+                                        "stringValue": json.dumps(
+                                            [
+                                                {
+                                                    "role": "assistant",
+                                                    "parts": [{"type": "tool_call", "name": "f", "arguments": {}}],
+                                                }
+                                            ]
+                                        )
+                                    }
+                                },
+                                2,
+                            ),
+                            span(
+                                "03" * 8,
+                                "01" * 8,
+                                "LLM",
+                                {
+                                    "openinference.span.kind": {"stringValue": "LLM"},
+                                    "llm.output_messages.0.message.content": {"stringValue": "y"},
+                                },
+                                3,
+                            ),
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
 
 
 OTEL = _otel()
@@ -145,6 +314,7 @@ def _fuzz_doc(base, name="f.json", indent=True):
     @given(doc=mutated(base))
     def run(tmp_path, doc):
         _check(_write(tmp_path, name, json.dumps(doc, indent=1 if indent else None).encode()))
+
     return run
 
 
@@ -187,8 +357,11 @@ def test_fuzz_mast_records(tmp_path, inner, rec, as_list):
 
 
 @FUZZ
-@given(header=mutated({k: v for k, v in INSPECT.items() if k != "samples"}), sample=mutated(INSPECT_SAMPLE),
-       cut=st.integers(0, 400))
+@given(
+    header=mutated({k: v for k, v in INSPECT.items() if k != "samples"}),
+    sample=mutated(INSPECT_SAMPLE),
+    cut=st.integers(0, 400),
+)
 def test_fuzz_inspect_eval_zip(tmp_path, header, sample, cut):
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:

@@ -9,10 +9,9 @@ import sys
 
 import pytest
 
+from conftest import REPO
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.formats.native import load_native, write_trace
-
-from conftest import REPO
 
 #: folder -> (traces it lists, formats chosen by sniffing content)
 FOLDERS = {
@@ -43,21 +42,29 @@ def test_native_round_trip_is_lossless(real_traces, folder, tmp_path):
 
 
 def _info(target) -> str:
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "info", str(target)], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "info", str(target)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     return out.stdout
 
 
-@pytest.mark.parametrize("ref, agents, steps", [
-    ("swe-agent-traj/trajectories/demonstrations/ctf/misc/networking_1.traj", "agent (4)", "6"),
-    ("openhands-trajectories/tests/runtime/trajs/basic_interactions.json", "agent (3)", "6"),
-    ("inspect-ai-logs/tests/log/test_eval_log/log_images.json", "assistant (1)", "3"),
-    ("mast-mad-sample/records/MetaGPT_MMLU_trace16.json", "SimpleReviewer (2)", "6"),
-    ("mast-lint-ag2-dogfood/batch1/raw_ag2_records.json#rate-limiter", "Planner (2), Coder (1), Tester (2)", "5"),
-    ("agentrx/tau_retail/failed/task_2.json", "Assistant (15)", "32"),
-    ("agentrx/magentic_one/trajectories/42576abe-0deb-4869-8c63-225c2d75a95a.json", "Orchestrator (", None),
-])
+@pytest.mark.parametrize(
+    "ref, agents, steps",
+    [
+        ("swe-agent-traj/trajectories/demonstrations/ctf/misc/networking_1.traj", "agent (4)", "6"),
+        ("openhands-trajectories/tests/runtime/trajs/basic_interactions.json", "agent (3)", "6"),
+        ("inspect-ai-logs/tests/log/test_eval_log/log_images.json", "assistant (1)", "3"),
+        ("mast-mad-sample/records/MetaGPT_MMLU_trace16.json", "SimpleReviewer (2)", "6"),
+        ("mast-lint-ag2-dogfood/batch1/raw_ag2_records.json#rate-limiter", "Planner (2), Coder (1), Tester (2)", "5"),
+        ("agentrx/tau_retail/failed/task_2.json", "Assistant (15)", "32"),
+        ("agentrx/magentic_one/trajectories/42576abe-0deb-4869-8c63-225c2d75a95a.json", "Orchestrator (", None),
+    ],
+)
 def test_info_shows_agents_and_step_counts(real_traces, ref, agents, steps):
     out = _info(f"{real_traces}/{ref}")
     assert agents in out

@@ -9,21 +9,38 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLES, team_trace
 
+from conftest import SAMPLES, team_trace
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
-from whenpro_core.injection.choices import (NO_MUTATOR, default_executor, executor_choices,
-                                            injectable_reason, mode_choices)
+from whenpro_core.injection.choices import (
+    NO_MUTATOR,
+    default_executor,
+    executor_choices,
+    injectable_reason,
+    mode_choices,
+)
 from whenpro_core.injection.diff import changed_lines
 from whenpro_core.injection.executors import BuiltinExecutor
-from whenpro_core.injection.generate import (InjectionRequest, OfflineGenerator, PreparedGenerator,
-                                             edit_generated, parse_tool_calls, tool_calls_text)
+from whenpro_core.injection.generate import (
+    InjectionRequest,
+    OfflineGenerator,
+    PreparedGenerator,
+    edit_generated,
+    parse_tool_calls,
+    tool_calls_text,
+)
 from whenpro_core.injection.inject import inject
-from whenpro_core.injection.provenance import (check_attribution, headline, injected_truth, load_seed,
-                                               seed_candidates, verdict_of)
+from whenpro_core.injection.provenance import (
+    check_attribution,
+    headline,
+    injected_truth,
+    load_seed,
+    seed_candidates,
+    verdict_of,
+)
 from whenpro_core.injection.verify import Verdict
 from whenpro_core.model import Attribution
 
@@ -98,12 +115,15 @@ def test_an_edited_preview_is_replayed_as_shown():
         PreparedGenerator(edited, 4, "R.3").generate(InjectionRequest(trace, 5, "R.3"))
 
 
-@pytest.mark.parametrize("text, message", [
-    ("[{", "not valid JSON: .* at line 1 column 3"),
-    ('{"name": "x"}', "must be a JSON list"),
-    ('[{"arguments": {}}]', r"at \$\[0\]: bad tool call"),
-    ('[{"name": "x", "bogus": 1}]', r"at \$\[0\]: bad tool call"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[{", "not valid JSON: .* at line 1 column 3"),
+        ('{"name": "x"}', "must be a JSON list"),
+        ('[{"arguments": {}}]', r"at \$\[0\]: bad tool call"),
+        ('[{"name": "x", "bogus": 1}]', r"at \$\[0\]: bad tool call"),
+    ],
+)
 def test_bad_tool_call_edits_are_clear_errors(text, message):
     with pytest.raises(ConfigError, match=message):
         parse_tool_calls(text)
@@ -115,7 +135,9 @@ def test_headlines():
     assert headline(Verdict(True, True, False, "")).kind == "succeeds"
     assert headline(Verdict(True, True, False, "")).text == "still succeeds — not decisive"
     leak = headline(Verdict(True, False, True, "", revealing=["deliberately"], kept=False))
-    assert leak.kind == "not_kept" and "not kept: the injected text reveals" in leak.text and "'deliberately'" in leak.text
+    assert (
+        leak.kind == "not_kept" and "not kept: the injected text reveals" in leak.text and "'deliberately'" in leak.text
+    )
     gold = headline(Verdict(True, False, True, "", gold_visible_before_t=True, kept=False))
     assert "not kept: the gold answer was visible" in gold.text
     assert headline(Verdict(False, False, False, "")).kind == "seed_failed"

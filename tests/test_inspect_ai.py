@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 import zipfile
+from pathlib import Path
 
 import pytest
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats import load_trace, load_traces, walk
-from whenpro_core.formats import inspect_ai
+from whenpro_core.formats import inspect_ai, load_trace, load_traces, walk
 from whenpro_core.model import Modality, Outcome
 
 LOGS = "inspect-ai-logs/tests"
@@ -48,8 +47,10 @@ def test_zero_sample_logs_list_clearly_and_do_not_crash(tmp_path):
     z = tmp_path / "empty.eval"
     with zipfile.ZipFile(z, "w") as zf:
         zf.writestr("_journal/start.json", json.dumps({"version": 2, "status": "started", "eval": {}}))
-        zf.writestr("header.json", json.dumps({"version": 2, "status": "error", "eval": {},
-                                               "error": {"message": "KeyboardInterrupt"}}))
+        zf.writestr(
+            "header.json",
+            json.dumps({"version": 2, "status": "error", "eval": {}, "error": {"message": "KeyboardInterrupt"}}),
+        )
     rows = list(walk(z))
     assert len(rows) == 1 and "no samples (status error, error: KeyboardInterrupt)" in rows[0].error
 
@@ -64,7 +65,9 @@ def test_same_run_as_eval_and_json_gives_the_same_trace(real_traces):
 
 
 def test_older_logs_without_spans_and_newer_with_spans(real_traces):
-    old = load_trace(real_traces / f"{LOGS}/log/test_list_logs/2024-11-05T13-31-45-05-00_input-task_8zXjbRzCWrL9GXiXo2vus9.json")
+    old = load_trace(
+        real_traces / f"{LOGS}/log/test_list_logs/2024-11-05T13-31-45-05-00_input-task_8zXjbRzCWrL9GXiXo2vus9.json"
+    )
     new = load_trace(real_traces / f"{EVAL_LOG}/log_read_sample.json")
     assert "span_begin" not in {e["event"] for e in old.extras["events"]}
     assert "span_begin" in {e["event"] for e in new.extras["events"]}
@@ -101,7 +104,9 @@ def test_scores_kept_and_outcome_from_the_main_score(real_traces):
     assert mmlu.task.options == ["6.0 e", "6.8 eV", "12.2 eV", "13.6 eV"]
     good = load_trace(real_traces / f"{EVAL_LOG}/log_read_sample.eval")
     assert good.outcome == Outcome.success
-    unscored = load_trace(real_traces / f"{LOGS}/scorer/logs/2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval")
+    unscored = load_trace(
+        real_traces / f"{LOGS}/scorer/logs/2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval"
+    )
     assert unscored.extras["scores"] == {} and unscored.outcome == Outcome.unknown
 
 
@@ -113,8 +118,13 @@ def _zip(path, members: dict[str, bytes]) -> None:
 
 def test_zip_bomb_is_refused_without_extracting(tmp_path, monkeypatch):
     p = tmp_path / "bomb.eval"
-    _zip(p, {"header.json": json.dumps({"version": 2, "status": "success", "eval": {}}).encode(),
-             "samples/1_epoch_1.json": b" " * 3_000_000})
+    _zip(
+        p,
+        {
+            "header.json": json.dumps({"version": 2, "status": "success", "eval": {}}).encode(),
+            "samples/1_epoch_1.json": b" " * 3_000_000,
+        },
+    )
     monkeypatch.setattr(inspect_ai, "MAX_TOTAL_BYTES", 1_000_000)
     rows = list(walk(p))
     assert "1 of 1 samples not read" in rows[0].error and not list(tmp_path.glob("samples*"))
@@ -124,8 +134,14 @@ HEADER = json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}}).
 
 
 def _sample(sid: int) -> bytes:
-    return json.dumps({"id": sid, "epoch": 1, "messages": [{"role": "user", "content": f"task {sid}"}],
-                       "scores": {"s": {"value": "C"}}}).encode()
+    return json.dumps(
+        {
+            "id": sid,
+            "epoch": 1,
+            "messages": [{"role": "user", "content": f"task {sid}"}],
+            "scores": {"s": {"value": "C"}},
+        }
+    ).encode()
 
 
 def _bomb(path: Path, size: int) -> None:
@@ -152,8 +168,13 @@ def test_a_bomb_sample_is_left_out_and_said_on_stderr(tmp_path):
     p = tmp_path / "bomb.eval"
     _bomb(p, inspect_ai.MAX_MEMBER_BYTES + (2 << 20))
     assert p.stat().st_size < 1_000_000
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "info", str(p)], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "info", str(p)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "bomb.eval: 2 traces" in " ".join(out.stdout.split())
     assert "samples/2_epoch_1.json expands past 128 MiB; not read" in out.stderr
@@ -188,8 +209,13 @@ def test_members_are_read_as_streams_and_stop_at_the_limit(tmp_path):
 def test_an_archive_stops_at_its_total_expanded_size(tmp_path, monkeypatch):
     p = tmp_path / "many.eval"
     pad = b" " * 400_000
-    _zip(p, {"header.json": HEADER, **{f"samples/{i}_epoch_1.json": _sample(i)[:-1] + b', "pad": "' + pad + b'"}'
-                                        for i in range(1, 6)}})
+    _zip(
+        p,
+        {
+            "header.json": HEADER,
+            **{f"samples/{i}_epoch_1.json": _sample(i)[:-1] + b', "pad": "' + pad + b'"}' for i in range(1, 6)},
+        },
+    )
     monkeypatch.setattr(inspect_ai, "MAX_TOTAL_BYTES", 1_000_000)
     traces = load_traces(p)
     assert len(traces) == 2
@@ -209,13 +235,19 @@ def test_truncated_or_corrupt_archives(real_traces, tmp_path):
     assert "samples/1_epoch_1.json" in str(info.value) and "truncated" in str(info.value)
 
 
-@pytest.mark.parametrize("sample, json_path", [
-    ({"epoch": 1, "messages": []}, "$.samples[0].id"),
-    ({"id": 1, "messages": "hi"}, "$.samples[0].messages"),
-    ({"id": 1, "messages": [{"role": "user", "content": 5}]}, "$.samples[0].messages[0].content"),
-    ({"id": 1, "messages": [{"content": "x"}]}, "$.samples[0].messages[0].role"),
-    ({"id": 1, "messages": [{"role": "user", "content": [{"type": "image"}]}]}, "$.samples[0].messages[0].content[0]"),
-])
+@pytest.mark.parametrize(
+    "sample, json_path",
+    [
+        ({"epoch": 1, "messages": []}, "$.samples[0].id"),
+        ({"id": 1, "messages": "hi"}, "$.samples[0].messages"),
+        ({"id": 1, "messages": [{"role": "user", "content": 5}]}, "$.samples[0].messages[0].content"),
+        ({"id": 1, "messages": [{"content": "x"}]}, "$.samples[0].messages[0].role"),
+        (
+            {"id": 1, "messages": [{"role": "user", "content": [{"type": "image"}]}]},
+            "$.samples[0].messages[0].content[0]",
+        ),
+    ],
+)
 def test_half_broken_json_logs_name_the_json_path(tmp_path, sample, json_path):
     p = tmp_path / "log.json"
     p.write_text(json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}, "samples": [sample]}))
@@ -227,8 +259,13 @@ def test_half_broken_json_logs_name_the_json_path(tmp_path, sample, json_path):
 def test_half_broken_eval_member_names_the_member(tmp_path):
     p = tmp_path / "log.eval"
     buf = io.BytesIO()
-    _zip(buf, {"header.json": b'{"version": 2, "eval": {}}',
-               "samples/s1_epoch_1.json": json.dumps({"id": "s1", "messages": [{"role": 3}]}).encode()})
+    _zip(
+        buf,
+        {
+            "header.json": b'{"version": 2, "eval": {}}',
+            "samples/s1_epoch_1.json": json.dumps({"id": "s1", "messages": [{"role": 3}]}).encode(),
+        },
+    )
     p.write_bytes(buf.getvalue())
     with pytest.raises(TraceFormatError) as info:
         load_trace(p)

@@ -30,8 +30,13 @@ pytest.importorskip("inspect_ai", reason="inspect-ai (a dev dependency) writes t
 def fresh_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """``{task name: .eval path}`` written by the installed inspect-ai."""
     out_dir = tmp_path_factory.mktemp("inspect-logs")
-    done = subprocess.run([sys.executable, "-m", "tests.support.inspect_logs", str(out_dir)], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.inspect_logs", str(out_dir)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     logs = {}
     for line in done.stdout.splitlines():
@@ -56,8 +61,9 @@ def raw_sample(path: Path) -> dict:
 
 
 def whenpro(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.mark.parametrize("task", ["finished", "errored"])
@@ -78,7 +84,8 @@ def test_fresh_logs_open_in_info_ls_and_convert(fresh_logs: dict[str, Path], tas
     native = json.loads(out.read_text(encoding="utf-8"))
     assert [s["content"] for s in native["steps"]] == [
         m["content"] if isinstance(m["content"], str) else "\n".join(p["text"] for p in m["content"])
-        for m in sample["messages"]]
+        for m in sample["messages"]
+    ]
 
 
 def test_fresh_logs_read_in_process(fresh_logs: dict[str, Path]) -> None:
@@ -104,6 +111,7 @@ async def test_tui_opens_a_fresh_log(fresh_logs: dict[str, Path]) -> None:
 
 # --------------------------------------------------------------------------- made-up archives
 
+
 def zstd_zip(path: Path, members: dict[str, bytes], claimed: dict[str, int] | None = None) -> None:
     """A ZIP whose members are Zstandard-compressed (method 93), written by hand (zipfile
     cannot write that method before 3.14). ``claimed`` overrides the expanded size a
@@ -119,7 +127,7 @@ def zstd_zip(path: Path, members: dict[str, bytes], claimed: dict[str, int] | No
         pos = blob.find(sig)
         while pos >= 0:
             name_len = struct.unpack_from("<H", blob, pos + len_at)[0]
-            name = bytes(blob[pos + name_at: pos + name_at + name_len])
+            name = bytes(blob[pos + name_at : pos + name_at + name_len])
             size, crc = sizes[name]
             struct.pack_into("<H", blob, pos + method_at, 93)
             struct.pack_into("<I", blob, pos + method_at + 6, crc)
@@ -129,8 +137,7 @@ def zstd_zip(path: Path, members: dict[str, bytes], claimed: dict[str, int] | No
 
 
 def test_a_member_expanding_past_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    header = json.dumps({"version": 2, "status": "success", "eval": {"task": "t"},
-                         "pad": "x" * 5000}).encode()
+    header = json.dumps({"version": 2, "status": "success", "eval": {"task": "t"}, "pad": "x" * 5000}).encode()
     path = tmp_path / "bomb.eval"
     zstd_zip(path, {"header.json": header, "samples/1_epoch_1.json": b"{}"}, claimed={"header.json": 10})
     assert zipfile.ZipFile(path).getinfo("header.json").file_size == 10  # the archive lies
@@ -146,7 +153,7 @@ def test_a_corrupt_zstd_member_is_one_line(tmp_path: Path) -> None:
     zstd_zip(path, {"header.json": b'{"version": 2}'})
     blob = bytearray(path.read_bytes())
     frame = blob.find(b"\x28\xb5\x2f\xfd")  # the Zstandard frame magic
-    blob[frame + 4: frame + 12] = b"\xff" * 8
+    blob[frame + 4 : frame + 12] = b"\xff" * 8
     path.write_bytes(bytes(blob))
     with pytest.raises(TraceFormatError) as err:
         load_trace(path)

@@ -3,6 +3,7 @@ every whenpro writer of trace data: verdict sidecars, bench records, Who&When Pr
 
 from __future__ import annotations
 
+from conftest import SAMPLES
 from whenpro_core import jsonio
 from whenpro_core.attribution.verdicts import load_verdicts, save_verdict
 from whenpro_core.bench.records import ResultsFile, build_record, read_records
@@ -10,8 +11,6 @@ from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_core.formats.whowhen_pro_write import check_round_trip, to_document, to_jsonl_row
 from whenpro_core.model import Attribution
-
-from conftest import SAMPLES
 
 ODD = "the model wrote \ud83d and stopped"
 
@@ -33,8 +32,14 @@ def test_verdict_sidecar_keeps_a_lone_surrogate(tmp_path):
 
 def test_bench_record_keeps_a_lone_surrogate(tmp_path):
     trace = load_trace(SAMPLES / "team_text" / "trace.json")
-    record = build_record(ref="t.json", protocol="heuristic", model="heuristic", with_gold=True,
-                          trace=trace, prediction=Attribution(agent="Solver", reason=ODD))
+    record = build_record(
+        ref="t.json",
+        protocol="heuristic",
+        model="heuristic",
+        with_gold=True,
+        trace=trace,
+        prediction=Attribution(agent="Solver", reason=ODD),
+    )
     with ResultsFile(tmp_path / "results.jsonl") as out:
         out.append(record)
     records, problems = read_records(tmp_path / "results.jsonl")

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SAMPLES
 
+from conftest import REPO, SAMPLES
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import LLMServer
 from tests.support.llm_wire import segments
@@ -21,12 +21,27 @@ ANSWER = "Agent Name: agent\nStep Number: 1\nError Mode: P.1\nReason: misread th
 
 
 def _attribute(server: LLMServer, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "WHENPRO_COMPATIBLE_BASE_URL": server.openai_base_url,
-           "WHENPRO_COMPATIBLE_API_KEY": TEST_KEY}
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute",
-                           str(SAMPLES / "bar_chart" / "trace.json"), "--model", MODEL, "--no-save",
-                           "--no-cache", "--json", *extra],
-                          cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    env = {**os.environ, "WHENPRO_COMPATIBLE_BASE_URL": server.openai_base_url, "WHENPRO_COMPATIBLE_API_KEY": TEST_KEY}
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "whenpro_core.cli",
+            "attribute",
+            str(SAMPLES / "bar_chart" / "trace.json"),
+            "--model",
+            MODEL,
+            "--no-save",
+            "--no-cache",
+            "--json",
+            *extra,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def _images_sent(server: LLMServer) -> int:
@@ -34,15 +49,19 @@ def _images_sent(server: LLMServer) -> int:
     return sum(n for _, _, n in segments(request.body))
 
 
-@pytest.mark.parametrize("config, flags, expected", [
-    ("", [], False),                                        # a local model reads text only by default
-    ('vision_models = ["qwen2.5-vl-7b"]\n', [], True),     # configured as vision-capable
-    ('vision_models = ["openai-compatible:qwen2.5-vl-7b"]\n', [], True),
-    ("", ["--images", "on"], True),                         # by flag
-    ('vision_models = ["qwen2.5-vl-7b"]\n', ["--images", "off"], False),
-])
-def test_openai_compatible_judges_get_images_when_configured(llm_server: LLMServer, config: str,
-                                                             flags: list[str], expected: bool) -> None:
+@pytest.mark.parametrize(
+    "config, flags, expected",
+    [
+        ("", [], False),  # a local model reads text only by default
+        ('vision_models = ["qwen2.5-vl-7b"]\n', [], True),  # configured as vision-capable
+        ('vision_models = ["openai-compatible:qwen2.5-vl-7b"]\n', [], True),
+        ("", ["--images", "on"], True),  # by flag
+        ('vision_models = ["qwen2.5-vl-7b"]\n', ["--images", "off"], False),
+    ],
+)
+def test_openai_compatible_judges_get_images_when_configured(
+    llm_server: LLMServer, config: str, flags: list[str], expected: bool
+) -> None:
     if config:
         conf = Path(os.environ["WHENPRO_CONFIG_DIR"]) / "config.toml"
         conf.parent.mkdir(parents=True, exist_ok=True)
@@ -59,9 +78,21 @@ def test_models_says_whether_the_judge_reads_images(tmp_path: Path) -> None:
     conf.parent.mkdir(parents=True, exist_ok=True)
     conf.write_text('vision_models = ["qwen2.5-vl-7b"]\nconcurrency = 6\n')
     env = {**os.environ, "WHENPRO_COMPATIBLE_BASE_URL": "http://127.0.0.1:9/v1"}
-    shown = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "models", "--model", MODEL],
-                           cwd=REPO, capture_output=True, text=True, timeout=60, env=env)
+    shown = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "models", "--model", MODEL],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert "images sent" in shown.stdout and "concurrency 6 calls in flight" in shown.stdout, shown.stdout
-    other = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "models", "--model",
-                            "openai-compatible:llama3"], cwd=REPO, capture_output=True, text=True, timeout=60, env=env)
+    other = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "models", "--model", "openai-compatible:llama3"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert "text only" in other.stdout, other.stdout

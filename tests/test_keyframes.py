@@ -202,8 +202,11 @@ def test_truncated_avi_keeps_what_decodes_and_warns(tmp_path):
 def test_not_a_video_missing_and_folder_are_media_errors(tmp_path):
     text = tmp_path / "notes.mp4"
     text.write_text("just text")
-    for bad, message in ((text, "cannot open video"), (tmp_path / "nope.mp4", "not found"),
-                         (tmp_path, "not a regular file")):
+    for bad, message in (
+        (text, "cannot open video"),
+        (tmp_path / "nope.mp4", "not found"),
+        (tmp_path, "not a regular file"),
+    ):
         with pytest.raises(MediaError, match=message) as exc:
             keyframes(bad)
         assert str(bad) in exc.value.one_line()

@@ -75,19 +75,28 @@ def test_truncated_video_in_a_real_process_prints_exactly_one_line(tmp_path, cli
     cut = tmp_path / "cut.mp4"
     cut.write_bytes(clip.read_bytes()[: clip.stat().st_size // 2])
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCV_")}
-    proc = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "keyframes", str(cut), "--out",
-                           str(tmp_path / "o")], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "keyframes", str(cut), "--out", str(tmp_path / "o")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     # no FFmpeg "moov atom not found" or OpenCV warnings around the one error line
     assert proc.stderr.strip().splitlines() == [
         f"whenpro: error: {cut}: cannot open video (not a video, truncated, or unsupported codec) "
-        "(expected a video FFmpeg can decode (mp4, mkv, webm, avi, mov))"]
+        "(expected a video FFmpeg can decode (mp4, mkv, webm, avi, mov))"
+    ]
     assert proc.stdout == ""
 
 
 def test_import_of_media_is_cheap():
-    code = ("import sys, whenpro_core.media, whenpro_core.media.keyframes, whenpro_core.media.export;"
-            "print(sorted(m for m in ('cv2', 'numpy', 'PIL', 'diskcache', 'textual') if m in sys.modules))")
+    code = (
+        "import sys, whenpro_core.media, whenpro_core.media.keyframes, whenpro_core.media.export;"
+        "print(sorted(m for m in ('cv2', 'numpy', 'PIL', 'diskcache', 'textual') if m in sys.modules))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
@@ -96,8 +105,7 @@ def test_import_of_media_is_cheap():
 @pytest.mark.real_traces
 def test_keyframes_of_bikes_from_the_command_line(tmp_path, real_traces):
     out = tmp_path / "bikes"
-    result = CliRunner().invoke(app, ["keyframes", str(real_traces / "sample-videos" / "bikes.mp4"),
-                                      "--out", str(out)])
+    result = CliRunner().invoke(app, ["keyframes", str(real_traces / "sample-videos" / "bikes.mp4"), "--out", str(out)])
     assert result.exit_code == 0, result.output
     index = json.loads((out / "index.json").read_text())
     assert [k["frame"] for k in index["keyframes"] if k["cut"]] == [30, 76, 137, 187, 242]

@@ -14,12 +14,28 @@ from whenpro_core.model import TraceSummary
 
 def rows() -> list[TraceSummary]:
     return [
-        TraceSummary(id="a1", path="/d/a1.json", framework="magentic-one", benchmark="gaia",
-                     modality="text", step_count=10, gt_mode="R.3", gt_step="4"),
-        TraceSummary(id="b2", path="/d/b2.json", framework="smolagents", benchmark="",
-                     modality="image", step_count=5, gt_mode="P.1"),
-        TraceSummary(id="c3", path="/d/c3.json", framework="smolagents", benchmark="gaia",
-                     modality="text", step_count=3),
+        TraceSummary(
+            id="a1",
+            path="/d/a1.json",
+            framework="magentic-one",
+            benchmark="gaia",
+            modality="text",
+            step_count=10,
+            gt_mode="R.3",
+            gt_step="4",
+        ),
+        TraceSummary(
+            id="b2",
+            path="/d/b2.json",
+            framework="smolagents",
+            benchmark="",
+            modality="image",
+            step_count=5,
+            gt_mode="P.1",
+        ),
+        TraceSummary(
+            id="c3", path="/d/c3.json", framework="smolagents", benchmark="gaia", modality="text", step_count=3
+        ),
         TraceSummary(id="bad", path="/d/bad.json", error="/d/bad.json: file is binary"),
     ]
 
@@ -51,8 +67,7 @@ def test_mode_facet_is_a_label() -> None:
 def test_count_line() -> None:
     assert count_line(312, 10_000, 0) == "312 of 10,000 traces"
     assert count_line(1, 1, 0) == "1 of 1 trace"
-    assert count_line(5, 5, 2, scanning=True) == \
-        "5 of 5 rows (3 traces, 2 failed to import) · scanning…"
+    assert count_line(5, 5, 2, scanning=True) == "5 of 5 rows (3 traces, 2 failed to import) · scanning…"
 
 
 def test_walk_rows_reports_bad_files_and_carries_on(dataset_dir: Path) -> None:

@@ -14,8 +14,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from tests.support.protobuf_bytes import field
 from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
@@ -55,15 +55,23 @@ def deep_value(kind: str, depth: int) -> dict:
     """An OTLP AnyValue nested ``depth`` levels of ``kvlistValue`` or ``arrayValue``."""
     value: dict = {"stringValue": "bottom"}
     for _ in range(depth):
-        value = ({"kvlistValue": {"values": [{"key": "k", "value": value}]}} if kind == "kvlist"
-                 else {"arrayValue": {"values": [value]}})
+        value = (
+            {"kvlistValue": {"values": [{"key": "k", "value": value}]}}
+            if kind == "kvlist"
+            else {"arrayValue": {"values": [value]}}
+        )
     return value
 
 
 def export(trace_id: str, attrs: list[dict], span_id: str = "00f067aa0ba902b7") -> bytes:
-    span = {"traceId": trace_id, "spanId": span_id, "name": "chat gpt-4.1", "startTimeUnixNano": "1",
-            "endTimeUnixNano": "2", "attributes": [{"key": "gen_ai.operation.name",
-                                                    "value": {"stringValue": "chat"}}, *attrs]}
+    span = {
+        "traceId": trace_id,
+        "spanId": span_id,
+        "name": "chat gpt-4.1",
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}}, *attrs],
+    }
     return jsonio.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
 
 
@@ -83,8 +91,9 @@ def test_a_deeply_nested_attribute_is_stored_capped_and_the_writer_goes_on(recei
     # a later, ordinary export is written too: the flusher is alive
     good = (OTEL / "genai_current.json").read_bytes()
     assert post(receiver.endpoint, good)[0] == 200
-    good_ids = {sp["traceId"] for rs in json.loads(good)["resourceSpans"] for ss in rs["scopeSpans"]
-                for sp in ss["spans"]}
+    good_ids = {
+        sp["traceId"] for rs in json.loads(good)["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]
+    }
     events = drain(sub, lambda ev: {e.trace_id for e in ev if isinstance(e, TraceUpdated)} >= good_ids | {TID})
     assert any(isinstance(e, ExportWarning) and e.trace_id == TID for e in events)
     stored = load_native(receiver.store.folder / f"{TID}.json")
@@ -100,7 +109,6 @@ def test_a_deeply_nested_attribute_is_stored_capped_and_the_writer_goes_on(recei
     assert receiver.store.set_aside == {}
 
 
-
 def protobuf_export(kind: str, depth: int) -> bytes:
     """An ExportTraceServiceRequest, written by hand in the wire format (the protobuf
     library refuses to build messages nested over 100 deep), with one span whose
@@ -112,8 +120,12 @@ def protobuf_export(kind: str, depth: int) -> bytes:
             value = field(6, field(1, key_value))  # AnyValue.kvlist_value{values: [..]}
         else:
             value = field(5, field(1, value))  # AnyValue.array_value{values: [..]}
-    span = (field(1, bytes.fromhex(TID)) + field(2, bytes.fromhex("00f067aa0ba902b7")) + field(5, b"chat")
-            + field(9, field(1, b"deep") + field(2, value)))  # Span.attributes
+    span = (
+        field(1, bytes.fromhex(TID))
+        + field(2, bytes.fromhex("00f067aa0ba902b7"))
+        + field(5, b"chat")
+        + field(9, field(1, b"deep") + field(2, value))
+    )  # Span.attributes
     return field(1, field(2, field(2, span)))  # resource_spans{scope_spans{spans}}
 
 
@@ -152,8 +164,13 @@ def test_a_trace_that_cannot_be_written_is_set_aside_and_reported_and_the_others
         sub = rx.store.subscribe()
         assert post(rx.endpoint, export(TID, []))[0] == 200
         assert post(rx.endpoint, export("b" * 32, []))[0] == 200
-        events = drain(sub, lambda ev: any(isinstance(e, TraceSetAside) for e in ev)
-                       and any(isinstance(e, TraceUpdated) and e.trace_id == "b" * 32 for e in ev))
+        events = drain(
+            sub,
+            lambda ev: (
+                any(isinstance(e, TraceSetAside) for e in ev)
+                and any(isinstance(e, TraceUpdated) and e.trace_id == "b" * 32 for e in ev)
+            ),
+        )
         aside = next(e for e in events if isinstance(e, TraceSetAside))
         assert aside.trace_id == TID and "a builder bug" in aside.reason
         assert post(rx.endpoint, export("c" * 32, []))[0] == 200  # the writer is still alive
@@ -175,13 +192,21 @@ def _nested(levels: int) -> dict:
 def test_convert_writes_a_trace_whose_free_form_fields_nest_deep(tmp_path, depth):
     """A native trace nesting ``depth`` levels in all (``$.steps[0].meta.x...``) is
     written by ``convert`` (status 0, no traceback) and reads back equal."""
-    doc = {"format": "whenpro.trace/1", "id": "deep", "steps": [
-        {"index": 0, "agent": "a", "kind": "assistant", "content": "hi", "meta": {"x": _nested(depth - 4)}}]}
+    doc = {
+        "format": "whenpro.trace/1",
+        "id": "deep",
+        "steps": [{"index": 0, "agent": "a", "kind": "assistant", "content": "hi", "meta": {"x": _nested(depth - 4)}}],
+    }
     src = tmp_path / "deep.json"
     src.write_text(json.dumps(doc) if depth < 900 else _deep_json(doc, depth))
     out = tmp_path / "out.json"
-    proc = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "convert", str(src), str(out)],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "convert", str(src), str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     back, want = load_trace(out), load_trace(src)
@@ -208,14 +233,15 @@ def test_the_json_writer_takes_any_depth_a_reader_takes_and_names_the_path_beyon
 
 
 def test_the_iterative_encoder_writes_what_orjson_writes():
-    value = {"a": [1, 2.5, {"b": "x\u00e9\n\"", "c": None, "d": True}], "e": {}, "f": [], 3: "int key"}
+    value = {"a": [1, 2.5, {"b": 'x\u00e9\n"', "c": None, "d": True}], "e": {}, "f": [], 3: "int key"}
     for indent in (False, True):
         for sort_keys in (False, True):
             want = jsonio.dumps(value, indent=indent, sort_keys=sort_keys)
             got = jsonio._dumps_iterative(value, indent=indent, sort_keys=sort_keys, default=None)
             assert got == want
-    assert jsonio.loads(jsonio._dumps_iterative({"s": "\ud800", "n": 2**70}, indent=False, sort_keys=False,
-                                                default=None)) == {"s": "\ud800", "n": 2**70}
+    assert jsonio.loads(
+        jsonio._dumps_iterative({"s": "\ud800", "n": 2**70}, indent=False, sort_keys=False, default=None)
+    ) == {"s": "\ud800", "n": 2**70}
 
 
 def test_cap_depth_keeps_shallow_values_and_stringifies_deep_ones():

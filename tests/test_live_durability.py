@@ -16,8 +16,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from tests.support.otel_agent import run_workshop_agent
 from whenpro_core.formats.native import load_native
 from whenpro_core.formats.otlp import Span
@@ -49,8 +49,9 @@ def sdk_batches(n: int) -> list:
 def start(cmd: list[str]) -> tuple[subprocess.Popen, str]:
     """Start a receiver process; returns it and its traces URL, read from the line it
     prints on stderr when listening (at most 60 s of waiting for that line)."""
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
     assert proc.stderr is not None
     sel = selectors.DefaultSelector()
     sel.register(proc.stderr, selectors.EVENT_READ)
@@ -64,8 +65,9 @@ def start(cmd: list[str]) -> tuple[subprocess.Popen, str]:
     raise AssertionError("the receiver never said where it listens")
 
 
-def export_until_killed(endpoint: str, batches: list,
-                        enough: int) -> tuple[list[str], threading.Event, threading.Thread]:
+def export_until_killed(
+    endpoint: str, batches: list, enough: int
+) -> tuple[list[str], threading.Event, threading.Thread]:
     """Export ``batches`` one by one from a thread with the real OTLP exporter; returns the
     span ids answered 200 (growing), an event set once ``enough`` spans were (or the
     exporter stopped), and the thread."""
@@ -131,12 +133,14 @@ def test_acknowledged_spans_are_in_the_spool_before_any_trace_file_is_written(tm
     """A receiver whose flusher never runs (flush interval of an hour) is killed: no trace
     file exists, yet a store opened on the folder has every acknowledged span."""
     store = tmp_path / "store"
-    script = ("import sys, threading\n"
-              "from whenpro_core.live.otlp_server import OtlpReceiver\n"
-              "from whenpro_core.live.store import LiveStore\n"
-              f"rx = OtlpReceiver(LiveStore({str(store)!r}, flush_interval=3600), '127.0.0.1', 0).start()\n"
-              "print('listening at', rx.endpoint, file=sys.stderr, flush=True)\n"
-              "threading.Event().wait()\n")
+    script = (
+        "import sys, threading\n"
+        "from whenpro_core.live.otlp_server import OtlpReceiver\n"
+        "from whenpro_core.live.store import LiveStore\n"
+        f"rx = OtlpReceiver(LiveStore({str(store)!r}, flush_interval=3600), '127.0.0.1', 0).start()\n"
+        "print('listening at', rx.endpoint, file=sys.stderr, flush=True)\n"
+        "threading.Event().wait()\n"
+    )
     proc, endpoint = start([sys.executable, "-c", script])
     try:
         acked, reached, exporting = export_until_killed(endpoint, sdk_batches(20), enough=60)
@@ -155,11 +159,19 @@ def test_acknowledged_spans_are_in_the_spool_before_any_trace_file_is_written(tm
 
 
 def _chat_span(trace_id: str, n: int) -> Span:
-    return Span(trace_id=trace_id, span_id=f"{n + 1:016x}", parent_span_id=None, name="chat gpt-4.1",
-                start_ns=n * 1000, end_ns=n * 1000 + 500,
-                attributes={"gen_ai.operation.name": "chat", "gen_ai.agent.name": "solver",
-                            "gen_ai.output.messages": f'[{{"role":"assistant","parts":[{{"type":"text",'
-                                                      f'"content":"step {n}"}}]}}]'})
+    return Span(
+        trace_id=trace_id,
+        span_id=f"{n + 1:016x}",
+        parent_span_id=None,
+        name="chat gpt-4.1",
+        start_ns=n * 1000,
+        end_ns=n * 1000 + 500,
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.agent.name": "solver",
+            "gen_ai.output.messages": f'[{{"role":"assistant","parts":[{{"type":"text","content":"step {n}"}}]}}]',
+        },
+    )
 
 
 @pytest.mark.slow

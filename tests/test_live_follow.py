@@ -13,24 +13,28 @@ import os
 import orjson
 import pytest
 
+from conftest import REPO, SAMPLES
+from tests.support.live_writer import LineWriter, dump_lines
+from tests.support.waiting import TIMEOUT_S, wait_until
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace
 from whenpro_core.live.events import HeaderUpdated, Idle, LineError, StepAdded, TraceReset
 from whenpro_core.live.follow import FileFollower, watchfiles_available
 
-from conftest import REPO, SAMPLES
-from tests.support.live_writer import LineWriter, dump_lines
-from tests.support.waiting import TIMEOUT_S, wait_until
-
-BACKENDS = ["poll", pytest.param("watchfiles", marks=pytest.mark.skipif(
-    not watchfiles_available(), reason="watchfiles not installed"))]
+BACKENDS = [
+    "poll",
+    pytest.param("watchfiles", marks=pytest.mark.skipif(not watchfiles_available(), reason="watchfiles not installed")),
+]
 OTEL = REPO / "tests" / "fixtures" / "otel"
 
 CHAT = [
     {"role": "system", "content": "You are a careful assistant."},
     {"role": "user", "content": "What is 17 * 3?"},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "calc", "arguments": "{\"expr\": \"17*3\"}"}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "calc", "arguments": '{"expr": "17*3"}'}}],
+    },
     {"role": "tool", "tool_call_id": "c1", "content": "51"},
     {"role": "assistant", "content": "17 * 3 = 51. The answer is 51."},
 ]
@@ -46,6 +50,7 @@ async def run_until(follower: FileFollower, stop, timeout: float = TIMEOUT_S) ->
             events.append(ev)
             if stop(events):
                 return
+
     try:
         await asyncio.wait_for(go(), timeout)
     finally:
@@ -98,16 +103,22 @@ async def test_a_torn_last_line_waits_for_its_rest(tmp_path):
 
 async def test_native_lines_with_a_header_and_a_closing_header(tmp_path):
     sample = load_trace(SAMPLES / "team_text" / "trace.json")
-    header = {"format": "whenpro.trace/1", "id": "live-run", "framework": sample.framework,
-              "task": sample.task.model_dump(), "agents": [a.model_dump() for a in sample.agents]}
+    header = {
+        "format": "whenpro.trace/1",
+        "id": "live-run",
+        "framework": sample.framework,
+        "task": sample.task.model_dump(),
+        "agents": [a.model_dump() for a in sample.agents],
+    }
     steps = [s.model_dump(mode="json", exclude={"index"}) for s in sample.steps]
     lines = dump_lines([header, *steps, {"id": "live-run", "outcome": "failure", "final_answer": "11:45"}])
     path = tmp_path / "live.jsonl"
     writer = LineWriter(path, lines, split=[3])
     writer.start()
     follower = FileFollower(path, poll_interval=0.02, use_watchfiles=False)
-    events = await run_until(follower, lambda ev: any(isinstance(e, HeaderUpdated) and "outcome" in e.fields
-                                                       for e in ev))
+    events = await run_until(
+        follower, lambda ev: any(isinstance(e, HeaderUpdated) and "outcome" in e.fields for e in ev)
+    )
     got = follower.trace()
     assert [s.coord for s in steps_of(events)] == [s.coord for s in sample.steps]
     assert got.id == "live-run" and got.outcome.value == "failure" and got.final_answer == "11:45"
@@ -124,15 +135,16 @@ async def test_otlp_lines_follow_one_trace_and_match_the_importer(tmp_path):
     writer.start()
     follower = FileFollower(path, poll_interval=0.02, use_watchfiles=False)
     expected = load_trace(OTEL / "genai_events.jsonl")
-    events = await run_until(follower, lambda ev: writer.done.is_set() and
-                             len(follower.trace().steps) == len(expected.steps))
+    events = await run_until(
+        follower, lambda ev: writer.done.is_set() and len(follower.trace().steps) == len(expected.steps)
+    )
     assert follower.line_format == "otlp"
     assert same_trace(follower.trace(), expected)
     # whatever order spans came in, the announced steps replay to the final trace
     shown: list = []
     for e in events:
         if isinstance(e, TraceReset):
-            del shown[e.kept:]
+            del shown[e.kept :]
         elif isinstance(e, StepAdded):
             assert e.step.index == len(shown)
             shown.append(e.step)
@@ -156,8 +168,13 @@ async def test_otlp_parent_exported_after_its_children_reorders_the_trace(tmp_pa
     # the researcher's invoke_agent span frames its steps; until the planner's arrives the
     # planner's steps belong to the service
     assert len(steps_of(before)) == len(requests) - 2
-    assert [s.agent for s in steps_of(before)] == ["trip-planner", "trip-planner", "researcher", "researcher",
-                                              "trip-planner"]
+    assert [s.agent for s in steps_of(before)] == [
+        "trip-planner",
+        "trip-planner",
+        "researcher",
+        "researcher",
+        "trip-planner",
+    ]
     with path.open("ab") as fh:
         fh.write(dump_lines(requests[-1:])[0])
     after = follower.poll()
@@ -214,8 +231,15 @@ async def test_rotation_is_noticed_and_the_users_place_kept(tmp_path, backend):
 
 async def test_bad_lines_are_events_and_following_goes_on(tmp_path):
     path = tmp_path / "run.jsonl"
-    lines = dump_lines(CHAT[:2]) + [b"{not json\n", b"\x1b[2J\x1b]0;pwned\x07[1, 2]\n",
-                                    orjson.dumps({"role": "assistant", "content": 5}) + b"\n"] + dump_lines(CHAT[2:])
+    lines = (
+        dump_lines(CHAT[:2])
+        + [
+            b"{not json\n",
+            b"\x1b[2J\x1b]0;pwned\x07[1, 2]\n",
+            orjson.dumps({"role": "assistant", "content": 5}) + b"\n",
+        ]
+        + dump_lines(CHAT[2:])
+    )
     path.write_bytes(b"".join(lines))
     follower = FileFollower(path, use_watchfiles=False)
     events = follower.poll()

@@ -42,8 +42,11 @@ class Deep:
     def value(self) -> object:
         value = self.leaf
         for _ in range(self.depth):
-            value = ({"kvlistValue": {"values": [{"key": "k", "value": value}]}} if self.kind == "kvlist"
-                     else {"arrayValue": {"values": [value]}})
+            value = (
+                {"kvlistValue": {"values": [{"key": "k", "value": value}]}}
+                if self.kind == "kvlist"
+                else {"arrayValue": {"values": [value]}}
+            )
         return value
 
 
@@ -63,50 +66,93 @@ scalar_values = st.one_of(
     st.builds(lambda i: {"intValue": i}, st.one_of(st.integers(), st.text(max_size=5))),
     st.builds(lambda f: {"doubleValue": f}, st.floats(allow_nan=False)),
     st.builds(lambda b: {"boolValue": b}, st.booleans()),
-    st.just({}), st.just(None), st.integers(), st.text(max_size=5), st.lists(st.integers(), max_size=3),
+    st.just({}),
+    st.just(None),
+    st.integers(),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=3),
 )
 any_values = st.one_of(
     scalar_values,
     st.builds(Deep, scalar_values, st.integers(0, 300), st.sampled_from(["kvlist", "array"])),
 )
 attributes = st.one_of(
-    st.lists(st.fixed_dictionaries({"key": st.one_of(st.sampled_from(NASTY), st.text(max_size=10)),
-                                    "value": any_values}), max_size=4),
-    st.just("not a list"), st.just({"k": "v"}), st.lists(st.integers(), max_size=2),
+    st.lists(
+        st.fixed_dictionaries({"key": st.one_of(st.sampled_from(NASTY), st.text(max_size=10)), "value": any_values}),
+        max_size=4,
+    ),
+    st.just("not a list"),
+    st.just({"k": "v"}),
+    st.lists(st.integers(), max_size=2),
 )
 trace_ids = st.one_of(st.sampled_from(TRACE_IDS), st.sampled_from(NASTY), st.integers(), st.none())
 span_ids = st.one_of(st.integers(1, 2**64 - 1).map(lambda n: f"{n:016x}"), st.sampled_from(NASTY), st.none())
 times = st.one_of(st.integers(0, 2**63), st.integers(0, 10**18).map(str), st.sampled_from(["soon", -1, 1.5]))
 spans = st.fixed_dictionaries(
     {"traceId": trace_ids, "spanId": span_ids},
-    optional={"name": st.one_of(st.sampled_from(NASTY), st.integers()), "attributes": attributes,
-              "parentSpanId": span_ids, "startTimeUnixNano": times, "endTimeUnixNano": times,
-              "status": st.one_of(st.fixed_dictionaries({"code": st.integers(0, 2), "message":
-                                                         st.sampled_from(NASTY)}), st.text(max_size=3)),
-              "events": st.one_of(st.lists(st.fixed_dictionaries({"name": st.sampled_from(NASTY),
-                                                                  "attributes": attributes}), max_size=2),
-                                  st.just("x"))})
+    optional={
+        "name": st.one_of(st.sampled_from(NASTY), st.integers()),
+        "attributes": attributes,
+        "parentSpanId": span_ids,
+        "startTimeUnixNano": times,
+        "endTimeUnixNano": times,
+        "status": st.one_of(
+            st.fixed_dictionaries({"code": st.integers(0, 2), "message": st.sampled_from(NASTY)}), st.text(max_size=3)
+        ),
+        "events": st.one_of(
+            st.lists(st.fixed_dictionaries({"name": st.sampled_from(NASTY), "attributes": attributes}), max_size=2),
+            st.just("x"),
+        ),
+    },
+)
 good_spans = st.fixed_dictionaries(  # valid ids and times, hostile content
     {"traceId": st.sampled_from(TRACE_IDS), "spanId": st.integers(1, 2**64 - 1).map(lambda n: f"{n:016x}")},
-    optional={"name": st.sampled_from(NASTY), "attributes": attributes,
-              "startTimeUnixNano": st.integers(0, 2**63), "endTimeUnixNano": st.integers(0, 10**18).map(str),
-              "status": st.fixed_dictionaries({"code": st.integers(0, 2), "message": st.sampled_from(NASTY)}),
-              "events": st.lists(st.fixed_dictionaries({"name": st.sampled_from(NASTY), "attributes": attributes}),
-                                 max_size=2)})
+    optional={
+        "name": st.sampled_from(NASTY),
+        "attributes": attributes,
+        "startTimeUnixNano": st.integers(0, 2**63),
+        "endTimeUnixNano": st.integers(0, 10**18).map(str),
+        "status": st.fixed_dictionaries({"code": st.integers(0, 2), "message": st.sampled_from(NASTY)}),
+        "events": st.lists(
+            st.fixed_dictionaries({"name": st.sampled_from(NASTY), "attributes": attributes}), max_size=2
+        ),
+    },
+)
 
 
 def _document(span_strategy: st.SearchStrategy, least: int = 0) -> st.SearchStrategy:
-    return st.fixed_dictionaries({"resourceSpans": st.lists(st.fixed_dictionaries(
-        {"resource": st.fixed_dictionaries({"attributes": attributes}),
-         "scopeSpans": st.lists(st.fixed_dictionaries({"scope": st.just({"name": "s"}),
-                                                       "spans": st.lists(span_strategy, min_size=least, max_size=3)}),
-                                min_size=least, max_size=2)}), min_size=least, max_size=2)})
+    return st.fixed_dictionaries(
+        {
+            "resourceSpans": st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "resource": st.fixed_dictionaries({"attributes": attributes}),
+                        "scopeSpans": st.lists(
+                            st.fixed_dictionaries(
+                                {
+                                    "scope": st.just({"name": "s"}),
+                                    "spans": st.lists(span_strategy, min_size=least, max_size=3),
+                                }
+                            ),
+                            min_size=least,
+                            max_size=2,
+                        ),
+                    }
+                ),
+                min_size=least,
+                max_size=2,
+            )
+        }
+    )
 
 
 documents = st.one_of(
-    _document(good_spans, 1), _document(good_spans, 1), _document(spans),
+    _document(good_spans, 1),
+    _document(good_spans, 1),
+    _document(spans),
     st.fixed_dictionaries({"resourceSpans": st.one_of(st.text(max_size=5), st.integers(), st.just({}))}),
-    st.lists(st.integers(), max_size=2), st.text(max_size=10),
+    st.lists(st.integers(), max_size=2),
+    st.text(max_size=10),
 )
 
 
@@ -153,13 +199,38 @@ def _expect_answer(receiver: OtlpReceiver, status: int, answer: bytes, doc: obje
                 receiver.acked.setdefault(hex_id(sp["traceId"]), set()).add(hex_id(sp["spanId"]))  # type: ignore
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                 HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(doc=documents)
-@example(doc={"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {"name": "s"}, "spans": [
-    {"traceId": TRACE_IDS[0], "spanId": f"{n + 1:016x}", "name": NASTY[n],
-     "attributes": [{"key": NASTY[0], "value": Deep({"stringValue": NASTY[n]}, 240 + n, "kvlist")},
-                    {"key": "a", "value": Deep({"intValue": "12"}, 320, "array")}]} for n in range(3)]}]}]})
+@example(
+    doc={
+        "resourceSpans": [
+            {
+                "resource": {"attributes": []},
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "s"},
+                        "spans": [
+                            {
+                                "traceId": TRACE_IDS[0],
+                                "spanId": f"{n + 1:016x}",
+                                "name": NASTY[n],
+                                "attributes": [
+                                    {"key": NASTY[0], "value": Deep({"stringValue": NASTY[n]}, 240 + n, "kvlist")},
+                                    {"key": "a", "value": Deep({"intValue": "12"}, 320, "array")},
+                                ],
+                            }
+                            for n in range(3)
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
+)
 def test_json_documents_are_refused_in_one_line_or_stored(rx, doc):
     doc = materialise(doc)
     # (the iterative encoder has no depth limit: documents deeper than readers take are sent too)
@@ -173,31 +244,35 @@ def test_json_documents_are_refused_in_one_line_or_stored(rx, doc):
     _check_store(rx)
 
 
-
 def _pb_span(trace_id: bytes, span_id: bytes, name: bytes, depth: int, text: bytes) -> bytes:
     value = field(1, text)
     for _ in range(depth):
         value = field(5, field(1, value))  # arrayValue
-    return (field(1, trace_id) + field(2, span_id) + field(5, name)
-            + field(9, field(1, b"deep") + field(2, value)))
+    return field(1, trace_id) + field(2, span_id) + field(5, name) + field(9, field(1, b"deep") + field(2, value))
 
 
 pb_bodies = st.one_of(
     st.binary(max_size=64),
-    st.builds(lambda spans: field(1, field(2, b"".join(field(2, s) for s in spans))),
-              st.lists(st.builds(_pb_span,
-                                 st.one_of(*[st.sampled_from([bytes.fromhex(t) for t in TRACE_IDS])] * 3,
-                                           st.binary(max_size=20)),
-                                 st.one_of(*[st.binary(min_size=8, max_size=8)] * 3, st.binary(max_size=10)),
-                                 st.sampled_from([n.encode("utf-8", "surrogatepass") for n in NASTY]),
-                                 st.integers(0, 120),
-                                 st.sampled_from([n.encode("utf-8", "surrogatepass") for n in NASTY])),
-                       max_size=3)),
+    st.builds(
+        lambda spans: field(1, field(2, b"".join(field(2, s) for s in spans))),
+        st.lists(
+            st.builds(
+                _pb_span,
+                st.one_of(*[st.sampled_from([bytes.fromhex(t) for t in TRACE_IDS])] * 3, st.binary(max_size=20)),
+                st.one_of(*[st.binary(min_size=8, max_size=8)] * 3, st.binary(max_size=10)),
+                st.sampled_from([n.encode("utf-8", "surrogatepass") for n in NASTY]),
+                st.integers(0, 120),
+                st.sampled_from([n.encode("utf-8", "surrogatepass") for n in NASTY]),
+            ),
+            max_size=3,
+        ),
+    ),
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                 HealthCheck.too_slow])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(body=pb_bodies)
 def test_protobuf_bodies_are_refused_in_one_line_or_stored(rx, body):
     status, answer = post(rx.endpoint, body, "application/x-protobuf")

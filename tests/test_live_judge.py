@@ -15,6 +15,12 @@ import sys
 
 import pytest
 
+from conftest import REPO, SAMPLES
+from tests.support.fixtures import TEST_KEY
+from tests.support.judge_oracle import oracle_for
+from tests.support.live_writer import LineWriter, dump_lines
+from tests.support.llm_server import Fault
+from tests.support.waiting import wait_until
 from whenpro_core.attribution.llm_judge import make_judge
 from whenpro_core.attribution.render import render_transcript
 from whenpro_core.attribution.run import attribute
@@ -22,32 +28,38 @@ from whenpro_core.attribution.step_by_step import judged_blocks
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats import load_trace
 from whenpro_core.live.builders import SpanSet
-from whenpro_core.live.events import (BudgetExhausted, DecisiveError, FinalVerdict, JudgeFailed, RunEnded,
-                                      StepAdded, StepJudged, Suspect, event_record)
+from whenpro_core.live.events import (
+    BudgetExhausted,
+    DecisiveError,
+    FinalVerdict,
+    JudgeFailed,
+    RunEnded,
+    StepAdded,
+    StepJudged,
+    Suspect,
+    event_record,
+)
 from whenpro_core.live.follow import FileFollower
 from whenpro_core.live.judge_live import Budget, LiveJudge, run_end_reason
 from whenpro_core.live.session import attribute_live
-
-from conftest import REPO, SAMPLES
-from tests.support.fixtures import TEST_KEY
-from tests.support.judge_oracle import oracle_for
-from tests.support.live_writer import LineWriter, dump_lines
-from tests.support.llm_server import Fault
-from tests.support.waiting import wait_until
 
 TEAM = SAMPLES / "team_text" / "trace.json"
 
 
 def native_lines(trace, *, header_extra: dict | None = None) -> list[bytes]:
     """The run as an agent would write it live: a header, then one step a line."""
-    header = {"format": "whenpro.trace/1", "id": trace.id, "framework": trace.framework,
-              "task": trace.task.model_dump(mode="json"), "agents": [a.model_dump() for a in trace.agents],
-              **(header_extra or {})}
+    header = {
+        "format": "whenpro.trace/1",
+        "id": trace.id,
+        "framework": trace.framework,
+        "task": trace.task.model_dump(mode="json"),
+        "agents": [a.model_dump() for a in trace.agents],
+        **(header_extra or {}),
+    }
     return dump_lines([header, *(s.model_dump(mode="json", exclude={"index", "raw"}) for s in trace.steps)])
 
 
-async def live_events(path, judge: LiveJudge, lines: list[bytes], *, idle_timeout: float = 5.0,
-                      split=(2, 4)) -> list:
+async def live_events(path, judge: LiveJudge, lines: list[bytes], *, idle_timeout: float = 5.0, split=(2, 4)) -> list:
     writer = LineWriter(path, lines, delay=0.03, split=split)
     writer.start()
     follower = FileFollower(path, poll_interval=0.02, use_watchfiles=False)
@@ -56,6 +68,7 @@ async def live_events(path, judge: LiveJudge, lines: list[bytes], *, idle_timeou
     async def go():
         async for ev in attribute_live(follower, judge, idle_timeout=idle_timeout):
             events.append(ev)
+
     await asyncio.wait_for(go(), 60)
     writer.join()
     return events
@@ -92,8 +105,7 @@ async def test_a_clean_run_gets_no_decisive_error(tmp_path):
 # ---------------------------------------------------------------------- step-by-step
 
 
-async def test_step_by_step_live_asks_each_new_step_once_with_the_offline_prompts(tmp_path, llm_server,
-                                                                                   llm_settings):
+async def test_step_by_step_live_asks_each_new_step_once_with_the_offline_prompts(tmp_path, llm_server, llm_settings):
     sample = load_trace(TEAM)
     llm_server.respond_with(oracle_for(sample))
     batch_judge = make_judge("openai:gpt-4.1", settings=llm_settings(), use_cache=False)
@@ -122,10 +134,10 @@ async def test_step_by_step_live_asks_each_new_step_once_with_the_offline_prompt
     assert decisive.attribution.usage.calls == len(judged)
 
 
-@pytest.mark.parametrize("budget,limit", [(Budget(max_calls=2), "calls"), (Budget(max_usd=1e-9), "usd"),
-                                          (Budget(max_tokens=10), "tokens")])
-async def test_judging_stops_with_an_event_when_the_budget_is_spent(tmp_path, llm_server, llm_settings,
-                                                                    budget, limit):
+@pytest.mark.parametrize(
+    "budget,limit", [(Budget(max_calls=2), "calls"), (Budget(max_usd=1e-9), "usd"), (Budget(max_tokens=10), "tokens")]
+)
+async def test_judging_stops_with_an_event_when_the_budget_is_spent(tmp_path, llm_server, llm_settings, budget, limit):
     sample = load_trace(TEAM)
     llm_server.respond_with(oracle_for(sample))
     judge = make_judge("openai:gpt-4.1", settings=llm_settings(), use_cache=False)
@@ -157,8 +169,7 @@ async def test_a_failing_backend_is_an_event_not_a_crash(tmp_path, llm_server, l
     sample = load_trace(TEAM)
     llm_server.fail(*[Fault.http(500)] * 10)
     judge = make_judge("openai:gpt-4.1", settings=llm_settings(max_retries=1), use_cache=False)
-    events = await live_events(tmp_path / "run.jsonl", LiveJudge("step-by-step", judge=judge),
-                               native_lines(sample))
+    events = await live_events(tmp_path / "run.jsonl", LiveJudge("step-by-step", judge=judge), native_lines(sample))
     await judge.aclose()
     (failed,) = of(events, JudgeFailed)
     assert "500" in failed.message and TEST_KEY not in failed.message
@@ -176,6 +187,7 @@ async def test_late_spans_restart_the_conversation_without_asking_again(llm_serv
     early = SpanSet(full.id)
     early.add(s for s in spans.spans.values() if s is not root and s is not late)
     from whenpro_core.formats.base import LoadContext
+
     ctx = LoadContext(path=fixture)
     before, after = early.build(ctx), spans.build(ctx)
     assert run_end_reason(before) is None and run_end_reason(after) == "root_span_ended"
@@ -204,13 +216,25 @@ def test_live_judging_needs_a_live_protocol_and_a_model():
 
 
 def whenpro(*args, env=None, timeout=60):
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def spawn(*args, env=None):
-    return subprocess.Popen([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "whenpro_core.cli", *args],
+        cwd=REPO,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
 
 
 def test_watch_a_file_being_written_exits_1_on_a_decisive_error(tmp_path):
@@ -242,25 +266,37 @@ def test_watch_step_by_step_through_the_openai_sdk_with_a_budget(tmp_path, llm_s
     path = tmp_path / "run.jsonl"
     path.write_bytes(b"".join(native_lines(sample)))
     env = {**os.environ, "OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": llm_server.openai_base_url}
-    spent = whenpro("watch", str(path), "--model", "openai:gpt-4.1", "--budget-calls", "1",
-                    "--idle-timeout", "3", "--no-cache", env=env)
+    spent = whenpro(
+        "watch",
+        str(path),
+        "--model",
+        "openai:gpt-4.1",
+        "--budget-calls",
+        "1",
+        "--idle-timeout",
+        "3",
+        "--no-cache",
+        env=env,
+    )
     assert spent.returncode == 0, spent.stderr
     assert "budget exhausted (calls): 1 calls" in spent.stdout and "DECISIVE" not in spent.stdout
-    found = whenpro("watch", str(path), "--model", "openai:gpt-4.1", "--idle-timeout", "3", "--no-cache",
-                    env=env)
+    found = whenpro("watch", str(path), "--model", "openai:gpt-4.1", "--idle-timeout", "3", "--no-cache", env=env)
     assert found.returncode == 1, found.stderr
     assert "judged step 1 [planner]: no" in found.stdout
     assert "DECISIVE ERROR step 3 [solver] R.3 (step-by-step): oracle" in found.stdout
     assert TEST_KEY not in found.stdout + found.stderr
 
 
-@pytest.mark.parametrize("args", [
-    ["watch"],                                             # nothing to watch
-    ["watch", "x.jsonl", "--otlp", "127.0.0.1:0"],           # both
-    ["watch", "x.jsonl", "--protocol", "binary-search"],     # not a live protocol
-    ["watch", "--otlp", "0.0.0.0:0"],                        # remote without --allow-remote
-    ["serve"],                                             # serve what?
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["watch"],  # nothing to watch
+        ["watch", "x.jsonl", "--otlp", "127.0.0.1:0"],  # both
+        ["watch", "x.jsonl", "--protocol", "binary-search"],  # not a live protocol
+        ["watch", "--otlp", "0.0.0.0:0"],  # remote without --allow-remote
+        ["serve"],  # serve what?
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(args):
     out = whenpro(*args)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr

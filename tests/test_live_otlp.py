@@ -15,16 +15,15 @@ import urllib.request
 
 import pytest
 
+from conftest import REPO
+from tests.support.otel_agent import provider, run_workshop_agent
+from tests.support.waiting import TIMEOUT_S, Deadline, wait_until
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import load_native
 from whenpro_core.live.events import ExportRejected, TraceEvicted, TraceStarted, TraceUpdated
 from whenpro_core.live.otlp_server import OtlpReceiver, parse_address
 from whenpro_core.live.store import LiveStore
-
-from conftest import REPO
-from tests.support.waiting import TIMEOUT_S, Deadline, wait_until
-from tests.support.otel_agent import provider, run_workshop_agent
 
 OTEL = REPO / "tests" / "fixtures" / "otel"
 
@@ -37,8 +36,7 @@ def receiver(tmp_path):
 
 
 def post(url: str, body: bytes, ctype: str = "application/json", headers: dict | None = None):
-    req = urllib.request.Request(url, data=body, method="POST",
-                                 headers={"Content-Type": ctype, **(headers or {})})
+    req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": ctype, **(headers or {})})
     try:
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status, resp.read()
@@ -70,8 +68,13 @@ def test_the_real_sdk_exports_and_the_trace_is_on_disk_and_announced(receiver, g
     tp.shutdown()
     # the invoke_agent span ends (and is exported) last: it then frames the five steps and
     # makes them the planner's, which the store announces as a replacement of them all
-    events = drain(sub, lambda ev: any(isinstance(e, TraceUpdated) and e.step_count == 5 and e.added
-                                       and all(s.agent == "planner" for s in e.added) for e in ev))
+    events = drain(
+        sub,
+        lambda ev: any(
+            isinstance(e, TraceUpdated) and e.step_count == 5 and e.added and all(s.agent == "planner" for s in e.added)
+            for e in ev
+        ),
+    )
     started = [e for e in events if isinstance(e, TraceStarted)]
     assert [e.trace_id for e in started] == [trace_id] and started[0].service == "workshop-agent"
     on_disk = load_trace(receiver.store.folder / f"{trace_id}.json")  # a native trace any command opens
@@ -84,7 +87,7 @@ def test_the_real_sdk_exports_and_the_trace_is_on_disk_and_announced(receiver, g
     shown: list = []
     for e in events:
         if isinstance(e, TraceUpdated):
-            del shown[e.kept:]
+            del shown[e.kept :]
             shown.extend(e.added)
     assert [s.meta["span_id"] for s in shown] == [s.meta["span_id"] for s in on_disk.steps]
     assert receiver.store.trace(trace_id).steps == on_disk.steps
@@ -104,8 +107,7 @@ def test_endpoint_alone_is_enough_via_the_standard_environment(receiver, monkeyp
     assert stored(receiver) == [f"{trace_id}.json"]
 
 
-@pytest.mark.parametrize("fixture,framework", [("genai_current.json", "otel"),
-                                               ("openinference.json", "openinference")])
+@pytest.mark.parametrize("fixture,framework", [("genai_current.json", "otel"), ("openinference.json", "openinference")])
 def test_otlp_json_posted_with_urllib_matches_the_file_importer(receiver, fixture, framework):
     body = (OTEL / fixture).read_bytes()
     status, answer = post(receiver.endpoint, body)
@@ -139,10 +141,13 @@ def test_protobuf_and_json_of_the_same_spans_give_the_same_trace(tmp_path):
                 for k in ("traceId", "spanId", "parentSpanId"):
                     if k in sp:
                         import base64
+
                         sp[k] = base64.b64decode(sp[k]).hex()
     traces = []
-    for name, body, ctype in (("pb", request.SerializeToString(), "application/x-protobuf"),
-                              ("json", json.dumps(as_json).encode(), "application/json")):
+    for name, body, ctype in (
+        ("pb", request.SerializeToString(), "application/x-protobuf"),
+        ("json", json.dumps(as_json).encode(), "application/json"),
+    ):
         with OtlpReceiver(LiveStore(tmp_path / name), "127.0.0.1", 0) as rx:
             assert post(rx.endpoint, body, ctype)[0] == 200
             rx.store.flush()
@@ -151,18 +156,29 @@ def test_protobuf_and_json_of_the_same_spans_give_the_same_trace(tmp_path):
     assert traces[0].model_dump(exclude={"source"}) == traces[1].model_dump(exclude={"source"})
 
 
-@pytest.mark.parametrize("body,ctype,headers,status", [
-    (b"\x0a\xff\xff\xff", "application/x-protobuf", {}, 400),           # truncated protobuf
-    (b'{"resourceSpans": [', "application/json", {}, 400),              # torn JSON
-    (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "../../etc", "spanId": "00f067aa0ba902b7"}]}]}]}',
-     "application/json", {}, 400),                                      # an id that is no hex
-    (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"spanId": "00f067aa0ba902b7"}]}]}]}',
-     "application/json", {}, 400),                                      # no trace id
-    (b"[1, 2]", "application/json", {}, 400),
-    (b"not gzip at all", "application/json", {"Content-Encoding": "gzip"}, 400),
-    (b"{}", "text/plain", {}, 415),                                      # what a web page could post
-    (b"{}", "application/json", {"Content-Encoding": "br"}, 415),
-])
+@pytest.mark.parametrize(
+    "body,ctype,headers,status",
+    [
+        (b"\x0a\xff\xff\xff", "application/x-protobuf", {}, 400),  # truncated protobuf
+        (b'{"resourceSpans": [', "application/json", {}, 400),  # torn JSON
+        (
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "../../etc", "spanId": "00f067aa0ba902b7"}]}]}]}',
+            "application/json",
+            {},
+            400,
+        ),  # an id that is no hex
+        (
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"spanId": "00f067aa0ba902b7"}]}]}]}',
+            "application/json",
+            {},
+            400,
+        ),  # no trace id
+        (b"[1, 2]", "application/json", {}, 400),
+        (b"not gzip at all", "application/json", {"Content-Encoding": "gzip"}, 400),
+        (b"{}", "text/plain", {}, 415),  # what a web page could post
+        (b"{}", "application/json", {"Content-Encoding": "br"}, 415),
+    ],
+)
 def test_malformed_bodies_are_refused_and_nothing_is_stored(receiver, body, ctype, headers, status):
     sub = receiver.store.subscribe()
     got, answer = post(receiver.endpoint, body, ctype, headers)
@@ -181,8 +197,9 @@ def test_oversized_bodies_are_refused_with_413_before_and_after_gzip(tmp_path):
         bomb = gzip.compress(big)  # small on the wire, too big once decompressed
         assert len(bomb) < 64 * 1024
         assert post(rx.endpoint, bomb, headers={"Content-Encoding": "gzip"})[0] == 413
-        assert post(rx.endpoint, gzip.compress(b'{"resourceSpans": []}'),
-                    headers={"Content-Encoding": "gzip"})[0] == 200
+        assert (
+            post(rx.endpoint, gzip.compress(b'{"resourceSpans": []}'), headers={"Content-Encoding": "gzip"})[0] == 200
+        )
         assert stored(rx) == []
 
 
@@ -229,8 +246,11 @@ def test_memory_is_capped_and_an_evicted_trace_resumes_from_disk(tmp_path):
         store.flush()
         assert store.in_memory_count <= 2
     assert len(list(tmp_path.glob("*.json"))) == 10
-    evicted = {e.trace_id for e in drain(sub, lambda ev: sum(isinstance(e, TraceEvicted) for e in ev) >= 8)
-               if isinstance(e, TraceEvicted)}
+    evicted = {
+        e.trace_id
+        for e in drain(sub, lambda ev: sum(isinstance(e, TraceEvicted) for e in ev) >= 8)
+        if isinstance(e, TraceEvicted)
+    }
     resumed = f"00{first[2:]}"
     assert resumed in evicted and len(load_native(tmp_path / f"{resumed}.json").steps) < len(spans_by_trace[first])
     store.ingest(as_trace(spans_by_trace[first], resumed))  # the rest of an evicted trace arrives
@@ -265,8 +285,8 @@ def test_bounded_load_on_loopback_stores_every_export_with_bounded_memory(tmp_pa
     OTLP exporter; memory cap 16 traces."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     mem = InMemorySpanExporter()
     tp = TracerProvider()
@@ -281,12 +301,14 @@ def test_bounded_load_on_loopback_stores_every_export_with_bounded_memory(tmp_pa
     peak = {"traces": 0}
     results: list = []
     with OtlpReceiver(store, "127.0.0.1", 0, max_in_flight=64) as rx:
+
         def exporter_thread(k: int) -> None:
             exp = OTLPSpanExporter(endpoint=rx.endpoint, timeout=20)
             for spans in batches:  # the same runs, exported by 20 processes = 20 x 20 traces
                 results.append(exp.export(_retag(spans, k)).name)
                 peak["traces"] = max(peak["traces"], store.in_memory_count)
             exp.shutdown()
+
         threads = [threading.Thread(target=exporter_thread, args=(k,)) for k in range(20)]
         for t in threads:
             t.start()
@@ -307,15 +329,27 @@ def _retag(spans, k: int):
     out = []
     for s in spans:
         ctx = s.context
-        tid = (ctx.trace_id ^ (k + 1) << 64)
+        tid = ctx.trace_id ^ (k + 1) << 64
         new_ctx = SpanContext(tid, ctx.span_id, ctx.is_remote, ctx.trace_flags, ctx.trace_state)
         parent = s.parent
         if parent is not None:
             parent = SpanContext(tid, parent.span_id, parent.is_remote, parent.trace_flags, parent.trace_state)
-        out.append(ReadableSpan(name=s.name, context=new_ctx, parent=parent, resource=s.resource,
-                                attributes=s.attributes, events=s.events, links=s.links, kind=s.kind,
-                                status=s.status, start_time=s.start_time, end_time=s.end_time,
-                                instrumentation_scope=s.instrumentation_scope))
+        out.append(
+            ReadableSpan(
+                name=s.name,
+                context=new_ctx,
+                parent=parent,
+                resource=s.resource,
+                attributes=s.attributes,
+                events=s.events,
+                links=s.links,
+                kind=s.kind,
+                status=s.status,
+                start_time=s.start_time,
+                end_time=s.end_time,
+                instrumentation_scope=s.instrumentation_scope,
+            )
+        )
     return out
 
 
@@ -328,8 +362,9 @@ def test_the_real_exporter_gets_a_clean_refusal_for_an_oversized_batch(tmp_path)
     mem = InMemorySpanExporter()
     tp = TracerProvider()
     tp.add_span_processor(SimpleSpanProcessor(mem))
-    with tp.get_tracer("t").start_as_current_span("chat big", attributes={"gen_ai.operation.name": "chat",
-                                                                           "blob": "x" * 50_000}):
+    with tp.get_tracer("t").start_as_current_span(
+        "chat big", attributes={"gen_ai.operation.name": "chat", "blob": "x" * 50_000}
+    ):
         pass
     with OtlpReceiver(LiveStore(tmp_path), "127.0.0.1", 0, max_body=16 * 1024) as rx:
         sub = rx.store.subscribe()

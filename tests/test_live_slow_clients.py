@@ -22,8 +22,10 @@ from whenpro_core.live.store import LiveStore
 def slow_request(port: int, declared: int = 1000) -> socket.socket:
     """A connection that sent its headers and one byte of a ``declared``-byte body."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-    sock.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-                 f"Content-Length: {declared}\r\n\r\n{{".encode())
+    sock.sendall(
+        f"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {declared}\r\n\r\n{{".encode()
+    )
     return sock
 
 
@@ -111,8 +113,10 @@ def test_a_trickling_client_is_cut_at_the_whole_request_deadline(tmp_path):
 async def _post_small(port: int) -> bytes:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     body = b'{"resourceSpans": []}'
-    writer.write(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                 b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    writer.write(
+        b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
     await writer.drain()
     answer = await asyncio.wait_for(reader.read(), 60)
     writer.close()

@@ -9,24 +9,38 @@ import asyncio
 
 import pytest
 
+from conftest import SAMPLES
+from tests.support.live_writer import LineWriter, dump_lines
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats import load_trace
-from whenpro_core.live.events import (DecisiveError, HeaderUpdated, JudgeFailed, RunEnded, StepAdded,
-                                      Suspect, TraceEvicted, TraceReset, TraceStarted, TraceUpdated)
+from whenpro_core.live.events import (
+    DecisiveError,
+    HeaderUpdated,
+    JudgeFailed,
+    RunEnded,
+    StepAdded,
+    Suspect,
+    TraceEvicted,
+    TraceReset,
+    TraceStarted,
+    TraceUpdated,
+)
 from whenpro_core.live.follow import FileFollower
 from whenpro_core.live.judge_live import LiveJudge
 from whenpro_core.live.listing import LiveListing, age
 from whenpro_core.live.viewer import follow_live, live_judges
 
-from conftest import SAMPLES
-from tests.support.live_writer import LineWriter, dump_lines
-
 TEAM = SAMPLES / "team_text" / "trace.json"
 
 
 def native_lines(trace) -> list[bytes]:
-    header = {"format": "whenpro.trace/1", "id": trace.id, "framework": trace.framework,
-              "task": trace.task.model_dump(mode="json"), "agents": [a.model_dump() for a in trace.agents]}
+    header = {
+        "format": "whenpro.trace/1",
+        "id": trace.id,
+        "framework": trace.framework,
+        "task": trace.task.model_dump(mode="json"),
+        "agents": [a.model_dump() for a in trace.agents],
+    }
     return dump_lines([header, *(s.model_dump(mode="json", exclude={"index", "raw"}) for s in trace.steps)])
 
 
@@ -36,6 +50,7 @@ async def collect(stream, events: list, until, timeout: float = 30.0) -> None:
             events.append(ev)
             if until(events):
                 return
+
     await asyncio.wait_for(go(), timeout)
 
 

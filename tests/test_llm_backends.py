@@ -155,7 +155,9 @@ async def test_images_in_content_parts(model, make_backend, llm_server):
     llm_server.respond_with(lambda body: "saw an image" if "<image " in prompt_text(body) else "no image")
     backend = make_backend(model)
     request = LLMRequest(
-        messages=[Message(role="user", content=[TextPart(text="What is in the screenshot?"), ImagePart.from_bytes(png)])]
+        messages=[
+            Message(role="user", content=[TextPart(text="What is in the screenshot?"), ImagePart.from_bytes(png)])
+        ]
     )
     reply = await backend.complete(request)
     assert reply.text == "saw an image"
@@ -187,14 +189,17 @@ async def test_openai_cached_prefix_tokens_and_cost(model, make_backend, llm_ser
     backend = make_backend(model)
     transcript = "Step 1 | Agent: Planner\n" + "The plan is to search the web. " * 40
     first = await backend.complete(LLMRequest.simple(transcript + "\nIs step 1 the decisive error?"))
-    second = await backend.complete(LLMRequest.simple(transcript + "\nStep 2 | Agent: Coder\nIs step 2 the decisive error?"))
+    second = await backend.complete(
+        LLMRequest.simple(transcript + "\nStep 2 | Agent: Coder\nIs step 2 the decisive error?")
+    )
     assert first.usage.cached_tokens == 0
     assert second.usage.cached_tokens > approx_tokens(transcript) - 5
     assert second.usage.cached_tokens < second.usage.input_tokens
     p = DEFAULT_PRICES["gpt-4.1"]
     u = second.usage
     assert u.cost_usd == pytest.approx(
-        ((u.input_tokens - u.cached_tokens) * p.input + u.cached_tokens * p.cached_input + u.output_tokens * p.output) / 1e6
+        ((u.input_tokens - u.cached_tokens) * p.input + u.cached_tokens * p.cached_input + u.output_tokens * p.output)
+        / 1e6
     )
     await backend.aclose()
 
@@ -209,7 +214,9 @@ async def test_anthropic_prompt_caching_breakpoints(make_backend, llm_server):
             system="You attribute failures in multi-agent runs.",
             cache_system=True,
             messages=[
-                Message(role="user", content=[TextPart(text=transcript, cache_breakpoint=True), TextPart(text=question)])
+                Message(
+                    role="user", content=[TextPart(text=transcript, cache_breakpoint=True), TextPart(text=question)]
+                )
             ],
         )
 
@@ -226,7 +233,12 @@ async def test_anthropic_prompt_caching_breakpoints(make_backend, llm_server):
     p = DEFAULT_PRICES["claude-sonnet-4-6"]
     u1, u2 = first.usage, second.usage
     assert u1.cost_usd == pytest.approx(
-        ((u1.input_tokens - first.cache_write_tokens) * p.input + first.cache_write_tokens * p.cache_write + u1.output_tokens * p.output) / 1e6
+        (
+            (u1.input_tokens - first.cache_write_tokens) * p.input
+            + first.cache_write_tokens * p.cache_write
+            + u1.output_tokens * p.output
+        )
+        / 1e6
     )
     assert u2.cost_usd < u1.cost_usd
     await backend.aclose()

@@ -48,7 +48,9 @@ async def test_cache_key_covers_content_and_params_not_the_key(llm_settings, llm
         await backend.complete(LLMRequest.simple("Who failed?", system="be brief"))  # other system
         assert len(llm_server.requests) == 5
         # a cache breakpoint changes the price, not the answer: still a hit
-        marked = LLMRequest(messages=[Message(role="user", content=[TextPart(text="Who failed?", cache_breakpoint=True)])])
+        marked = LLMRequest(
+            messages=[Message(role="user", content=[TextPart(text="Who failed?", cache_breakpoint=True)])]
+        )
         assert (await backend.complete(marked)).from_cache
     # another API key, same request: a hit (keys are not part of the cache key)
     async with open_backend("openai:gpt-4.1", llm_settings(openai_api_key="sk-other-key-987654321")) as other:

@@ -25,7 +25,9 @@ def write_config(env, text: str) -> None:
 
 
 def test_flag_beats_env_beats_config_file(whenpro_env, monkeypatch):
-    write_config(whenpro_env, 'model = "anthropic:claude-sonnet-4-6"\ntemperature = 0.1\nmax_tokens = 100\nconcurrency = 7\n')
+    write_config(
+        whenpro_env, 'model = "anthropic:claude-sonnet-4-6"\ntemperature = 0.1\nmax_tokens = 100\nconcurrency = 7\n'
+    )
     monkeypatch.setenv("WHENPRO_TEMPERATURE", "0.2")
     monkeypatch.setenv("WHENPRO_MAX_TOKENS", "200")
 

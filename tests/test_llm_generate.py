@@ -6,8 +6,9 @@ answers are clear errors; a rewrite that gives the construction away is asked ag
 from __future__ import annotations
 
 import pytest
-from conftest import REAL_TRACES
 
+from conftest import REAL_TRACES
+from test_replay import NOW, seed_run
 from tests.support.inject_model import InjectModel
 from tests.support.llm_server import WRONG_FORMAT_TEXT
 from whenpro_core.errors import BackendError, ConfigError
@@ -17,19 +18,23 @@ from whenpro_core.injection.generate import InjectionRequest, get_generator
 from whenpro_core.injection.inject import inject
 from whenpro_core.injection.llm_generate import LLMGenerator
 from whenpro_core.injection.replay import prefix_matches
-from test_replay import NOW, seed_run
 
-PLAN = {"flaw": "Adds a 65-minute lunch instead of the 60 minutes the task states.",
-        "wrong_result": "the total is 150 minutes and the workshop seems to end at 12:00"}
-REWRITE = {"content": "Computing total = sessions + breaks + 65 = 80 + 5 + 65.",
-           "tool_calls": [{"name": "calculator", "arguments_json": '{"expression": "80 + 5 + 65"}'}]}
+PLAN = {
+    "flaw": "Adds a 65-minute lunch instead of the 60 minutes the task states.",
+    "wrong_result": "the total is 150 minutes and the workshop seems to end at 12:00",
+}
+REWRITE = {
+    "content": "Computing total = sessions + breaks + 65 = 80 + 5 + 65.",
+    "tool_calls": [{"name": "calculator", "arguments_json": '{"expression": "80 + 5 + 65"}'}],
+}
 MODELS = ["openai:gpt-4.1", "openai-responses:gpt-4.1", "anthropic:claude-sonnet-4-6"]
 
 
 def _settings(llm_settings, model):
     if model.startswith("openai-responses:"):
-        return model.replace("openai-responses:", "openai:"), llm_settings(model.replace("openai-responses:", "openai:"),
-                                                                          api="responses")
+        return model.replace("openai-responses:", "openai:"), llm_settings(
+            model.replace("openai-responses:", "openai:"), api="responses"
+        )
     return model, llm_settings(model)
 
 
@@ -63,7 +68,9 @@ def test_two_stages_in_order_and_the_generated_step_replaces_step_t(llm_server, 
     cf, verdict = result.counterfactual, result.verdict
     step = cf.steps[4]
     assert step.content == REWRITE["content"]
-    assert [(c.id, c.name, c.arguments) for c in step.tool_calls] == [("call_4", "calculator", {"expression": "80 + 5 + 65"})]
+    assert [(c.id, c.name, c.arguments) for c in step.tool_calls] == [
+        ("call_4", "calculator", {"expression": "80 + 5 + 65"})
+    ]
     assert step.observation == "150" and step.meta["tool_source"] == "live"  # the env ran the new call
     assert prefix_matches(seed, cf.steps, 4)
     assert verdict.decisive and verdict.kept and cf.final_answer == "12:00"
@@ -90,9 +97,13 @@ def test_text_answers_when_the_server_has_no_structured_output(llm_server, llm_s
 
 def test_tool_call_names_are_kept_and_null_keeps_the_recorded_calls(llm_server, llm_settings):
     seed = seed_run("arith_team", 1)
-    renamed = {"content": "Computing end = clock(09:30 + total) with total = 150.",
-               "tool_calls": [{"name": "add_minutes", "arguments_json": '{"start": "09:30", "minutes": 150}'},
-                              {"name": "calculator", "arguments_json": '{"expression": "1"}'}]}
+    renamed = {
+        "content": "Computing end = clock(09:30 + total) with total = 150.",
+        "tool_calls": [
+            {"name": "add_minutes", "arguments_json": '{"start": "09:30", "minutes": 150}'},
+            {"name": "calculator", "arguments_json": '{"expression": "1"}'},
+        ],
+    }
     llm_server.respond_with(InjectModel(plan=PLAN, rewrites=[renamed]))
     out = LLMGenerator("openai:gpt-4.1", settings=llm_settings()).generate(InjectionRequest(seed, 5, "R.3"))
     assert [(c.name, c.arguments) for c in out.step.tool_calls] == [("clock_add", {"start": "09:30", "minutes": 150})]
@@ -109,8 +120,9 @@ def test_tool_call_names_are_kept_and_null_keeps_the_recorded_calls(llm_server, 
 def test_an_unusable_answer_is_a_clear_error(llm_server, llm_settings):
     seed = seed_run("arith_team", 1)
     gen = LLMGenerator("openai:gpt-4.1", settings=llm_settings(cache=False))
-    llm_server.respond_with(InjectModel(plan=PLAN, rewrites=[REWRITE], raw=lambda kind: WRONG_FORMAT_TEXT
-                                        if kind == "stage1" else None))
+    llm_server.respond_with(
+        InjectModel(plan=PLAN, rewrites=[REWRITE], raw=lambda kind: WRONG_FORMAT_TEXT if kind == "stage1" else None)
+    )
     with pytest.raises(BackendError, match=r"unusable answer to the stage-1 question .*began 'I looked at the run"):
         gen.generate(InjectionRequest(seed, 4, "R.3"))
 
@@ -129,8 +141,10 @@ def test_an_unusable_answer_is_a_clear_error(llm_server, llm_settings):
 
 def test_a_revealing_rewrite_is_asked_again_and_the_filter_still_runs(llm_server, llm_settings):
     seed = seed_run("arith_team", 1)
-    telling = {"content": "Computing total = 80 + 5 + 65 (I deliberately use 65 here).",
-               "tool_calls": [{"name": "calculator", "arguments_json": '{"expression": "80 + 5 + 65"}'}]}
+    telling = {
+        "content": "Computing total = 80 + 5 + 65 (I deliberately use 65 here).",
+        "tool_calls": [{"name": "calculator", "arguments_json": '{"expression": "80 + 5 + 65"}'}],
+    }
     oracle = InjectModel(plan=PLAN, rewrites=[telling, REWRITE])
     llm_server.respond_with(oracle)
     gen = LLMGenerator("openai:gpt-4.1", settings=llm_settings())
@@ -142,8 +156,9 @@ def test_a_revealing_rewrite_is_asked_again_and_the_filter_still_runs(llm_server
     llm_server.reset()
     stubborn = InjectModel(plan=PLAN, rewrites=[telling])
     llm_server.respond_with(stubborn)
-    result = inject(seed, 4, "R.3", LLMGenerator("openai:gpt-4.1", settings=llm_settings(cache=False)),
-                    BuiltinExecutor(), now=NOW)
+    result = inject(
+        seed, 4, "R.3", LLMGenerator("openai:gpt-4.1", settings=llm_settings(cache=False)), BuiltinExecutor(), now=NOW
+    )
     assert stubborn.kinds() == ["stage1", "stage2", "stage2"]
     assert result.verdict.revealing == ["deliberately"] and result.verdict.decisive and not result.verdict.kept
 
@@ -151,12 +166,14 @@ def test_a_revealing_rewrite_is_asked_again_and_the_filter_still_runs(llm_server
 def test_a_real_who_and_when_step_is_rewritten_without_showing_the_labels(llm_server, llm_settings, real_traces):
     trace = load_trace(REAL_TRACES / "who-and-when/Who&When/Algorithm-Generated/1.json")
     original = trace.steps[4]
-    oracle = InjectModel(plan={"flaw": "Confirms the count without re-reading the code output.",
-                               "wrong_result": "the team reports 5"},
-                         rewrites=[{"content": original.content.replace("is 4", "is 5"), "tool_calls": None}])
+    oracle = InjectModel(
+        plan={"flaw": "Confirms the count without re-reading the code output.", "wrong_result": "the team reports 5"},
+        rewrites=[{"content": original.content.replace("is 4", "is 5"), "tool_calls": None}],
+    )
     llm_server.respond_with(oracle)
     out = get_generator("llm", model="openai:gpt-4.1", settings=llm_settings()).generate(
-        InjectionRequest(trace, 4, "V.2"))
+        InjectionRequest(trace, 4, "V.2")
+    )
     assert out.generator == "llm:openai:gpt-4.1" and "is 5" in out.step.content
     assert (out.step.index, out.step.coord, out.step.agent, out.step.kind) == (4, "4", original.agent, original.kind)
     for asked in oracle.asked:

@@ -11,30 +11,31 @@ import subprocess
 import sys
 
 from conftest import REPO
-
 from whenpro_core.formats import load_trace, walk
 
-LOG = "\n".join([
-    "2025-02-03 09:15:01.120 | INFO     | metagpt.roles.role:_act:391 - Alice(SimpleCoder): "
-    "to do SimpleWriteCode(SimpleWriteCode)",
-    "```python",
-    "def add(a, b):",
-    "    return a - b",
-    "```",
-    "2025-02-03 09:15:04.500 | INFO     | metagpt.utils.cost_manager:update_cost:57 - Total running cost: $0.001",
-    "2025-02-03 09:15:04.610 | INFO     | __main__:_act:85 - Bob(SimpleTester): to do SimpleWriteTest(SimpleWriteTest)",
-    "```python",
-    "def test_add():",
-    "    assert add(2, 2) == 4",
-    "```",
-    "2025-02-03 09:15:08.002 | INFO     | metagpt.roles.role:_act:391 - Charlie(SimpleReviewer): "
-    "to do SimpleWriteReview(SimpleWriteReview)",
-    "2025-02-03 09:15:11.930 | INFO     | __main__:_act:85 - Bob(SimpleTester): to do SimpleWriteTest(SimpleWriteTest)",
-    "```python",
-    "def test_add_negative():",
-    "    assert add(-1, 1) == 0",
-    "```",
-])
+LOG = "\n".join(
+    [
+        "2025-02-03 09:15:01.120 | INFO     | metagpt.roles.role:_act:391 - Alice(SimpleCoder): "
+        "to do SimpleWriteCode(SimpleWriteCode)",
+        "```python",
+        "def add(a, b):",
+        "    return a - b",
+        "```",
+        "2025-02-03 09:15:04.500 | INFO     | metagpt.utils.cost_manager:update_cost:57 - Total running cost: $0.001",
+        "2025-02-03 09:15:04.610 | INFO     | __main__:_act:85 - Bob(SimpleTester): to do SimpleWriteTest(SimpleWriteTest)",
+        "```python",
+        "def test_add():",
+        "    assert add(2, 2) == 4",
+        "```",
+        "2025-02-03 09:15:08.002 | INFO     | metagpt.roles.role:_act:391 - Charlie(SimpleReviewer): "
+        "to do SimpleWriteReview(SimpleWriteReview)",
+        "2025-02-03 09:15:11.930 | INFO     | __main__:_act:85 - Bob(SimpleTester): to do SimpleWriteTest(SimpleWriteTest)",
+        "```python",
+        "def test_add_negative():",
+        "    assert add(-1, 1) == 0",
+        "```",
+    ]
+)
 
 
 def _vote(mode: str, *votes: object) -> dict:
@@ -42,9 +43,21 @@ def _vote(mode: str, *votes: object) -> dict:
 
 
 RECORD = {
-    "round": "Round 1", "mas_name": "MetaGPT", "benchmark_name": "ProgramDev", "trace_id": 99,
-    "trace": json.dumps({"run_id": 7, "prompt": "write a function that adds two numbers", "content": LOG,
-                         "timestamp": "2025-02-03 09:15:01", "cost": 0.01, "log_file": "logs/7.txt"}, indent=2),
+    "round": "Round 1",
+    "mas_name": "MetaGPT",
+    "benchmark_name": "ProgramDev",
+    "trace_id": 99,
+    "trace": json.dumps(
+        {
+            "run_id": 7,
+            "prompt": "write a function that adds two numbers",
+            "content": LOG,
+            "timestamp": "2025-02-03 09:15:01",
+            "cost": 0.01,
+            "log_file": "logs/7.txt",
+        },
+        indent=2,
+    ),
     "annotations": [
         _vote("1.1 Poor task constraint compliance\n\nFailure to adhere to the task.", True, True, False),
         _vote("2.2 Step repetition\n\nUnnecessary reiteration.", True, False, False),
@@ -57,11 +70,17 @@ def test_the_loguru_metagpt_form_opens_one_step_per_role_action(tmp_path):
     path = tmp_path / "MetaGPT_ProgramDev_trace99.json"
     path.write_text(json.dumps(RECORD))
     trace = load_trace(path)
-    assert [s.agent for s in trace.steps] == ["Alice(SimpleCoder)", "Bob(SimpleTester)",
-                                              "Charlie(SimpleReviewer)", "Bob(SimpleTester)"]
-    assert [(a.id, a.role) for a in trace.agents] == [("Alice(SimpleCoder)", "SimpleCoder"),
-                                                      ("Bob(SimpleTester)", "SimpleTester"),
-                                                      ("Charlie(SimpleReviewer)", "SimpleReviewer")]
+    assert [s.agent for s in trace.steps] == [
+        "Alice(SimpleCoder)",
+        "Bob(SimpleTester)",
+        "Charlie(SimpleReviewer)",
+        "Bob(SimpleTester)",
+    ]
+    assert [(a.id, a.role) for a in trace.agents] == [
+        ("Alice(SimpleCoder)", "SimpleCoder"),
+        ("Bob(SimpleTester)", "SimpleTester"),
+        ("Charlie(SimpleReviewer)", "SimpleReviewer"),
+    ]
     first = trace.steps[0]
     assert first.content == "```python\ndef add(a, b):\n    return a - b\n```"  # the cost line ends it
     assert first.meta["action"] == "SimpleWriteCode" and first.meta["time"] == "2025-02-03 09:15:01.120"
@@ -79,8 +98,14 @@ def test_the_loguru_form_lists_and_shows_in_info(tmp_path):
     path.write_text(json.dumps([RECORD]))
     rows = list(walk(path))
     assert len(rows) == 1 and rows[0].error is None and rows[0].step_count == 4
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "info", str(path)], cwd=REPO,
-                         capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "info", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert out.returncode == 0, out.stderr
     assert "Alice(SimpleCoder)" in out.stdout
 

@@ -49,8 +49,13 @@ def _png_header_only(width: int, height: int) -> bytes:
     """A PNG whose IHDR claims ``width`` x ``height`` but holds no pixel data."""
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     chunk = b"IHDR" + ihdr
-    return (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", len(ihdr)) + chunk
-            + struct.pack(">I", zlib.crc32(chunk)) + b"\x00\x00\x00\x00IEND\xaeB`\x82")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + struct.pack(">I", len(ihdr))
+        + chunk
+        + struct.pack(">I", zlib.crc32(chunk))
+        + b"\x00\x00\x00\x00IEND\xaeB`\x82"
+    )
 
 
 def test_decode_png_and_jpeg_to_bgr_arrays():
@@ -95,8 +100,15 @@ def test_large_jpeg_uses_reduced_decode_and_still_fits_exactly():
     assert image_size(thumbnail(jpg, max_side=256)) == (256, 171)
 
 
-@pytest.mark.parametrize("data", [b"", b"not an image at all", b"\xff\xd8\xff\xe0garbage" * 3,
-                                  bytes(np.random.default_rng(1).integers(0, 256, 4000, dtype=np.uint8))])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"not an image at all",
+        b"\xff\xd8\xff\xe0garbage" * 3,
+        bytes(np.random.default_rng(1).integers(0, 256, 4000, dtype=np.uint8)),
+    ],
+)
 def test_corrupt_image_bytes_raise_media_error(data):
     with pytest.raises(MediaError):
         to_jpeg(data)

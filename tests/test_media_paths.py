@@ -14,7 +14,8 @@ from whenpro_core.media import decode_inline, image_size, read_media_bytes, reso
 from whenpro_core.model import MediaRef
 
 PNG_1x1 = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def test_inline_base64_with_and_without_data_url_prefix():
     b64 = base64.b64encode(PNG_1x1).decode()
     assert decode_inline(b64) == PNG_1x1
     assert decode_inline("data:image/png;base64," + b64) == PNG_1x1
-    wrapped = "\n".join(b64[i:i + 20] for i in range(0, len(b64), 20))
+    wrapped = "\n".join(b64[i : i + 20] for i in range(0, len(b64), 20))
     assert resolve_media(MediaRef(data=wrapped)) == PNG_1x1
     assert image_size(resolve_media(MediaRef(data="data:image/png;base64," + b64))) == (1, 1)
 

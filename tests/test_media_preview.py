@@ -15,10 +15,19 @@ import pytest
 from tests.conftest import REAL_TRACES, SAMPLES, tiny_png
 from whenpro_core.errors import MediaError
 from whenpro_core.formats import load_trace
-from whenpro_core.media.preview import (byte_size, error_line, format_time, item_label,
-                                        jpeg_size, keyframe_caption, load_image, step_media,
-                                        task_step_index, video_keyframes)
-from whenpro_core.model import MediaRef, Step, Task, Trace, Source
+from whenpro_core.media.preview import (
+    byte_size,
+    error_line,
+    format_time,
+    item_label,
+    jpeg_size,
+    keyframe_caption,
+    load_image,
+    step_media,
+    task_step_index,
+    video_keyframes,
+)
+from whenpro_core.model import MediaRef, Source, Step, Task, Trace
 
 SAMPLES_REAL = REAL_TRACES / "who-when-pro-samples"
 
@@ -32,18 +41,26 @@ def real(name: str) -> Trace:
 
 def png_header(width: int, height: int) -> bytes:
     """A PNG whose header claims ``width`` × ``height`` (a decompression bomb when huge)."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         body = kind + data
         return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
 
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 64))
+        + chunk(b"IEND", b"")
+    )
 
 
 def folder_trace(folder: Path, refs: list[MediaRef]) -> Trace:
     """A one-step trace living in ``folder`` whose step carries ``refs``."""
-    return Trace(id="t", steps=[Step(index=0, coord="0", kind="user", media=refs)],
-                 source=Source(format="native", path=str(folder / "trace.json"), root=str(folder)))
+    return Trace(
+        id="t",
+        steps=[Step(index=0, coord="0", kind="user", media=refs)],
+        source=Source(format="native", path=str(folder / "trace.json"), root=str(folder)),
+    )
 
 
 def test_real_mmsearch_car_task_image_shows_on_the_task_step() -> None:
@@ -161,8 +178,9 @@ def test_small_formatters() -> None:
 
 def test_task_step_without_user_step_is_step_zero() -> None:
     video = MediaRef(kind="video", path="clip.mp4")
-    trace = Trace(id="t", task=Task(images=[video]),
-                  steps=[Step(index=0, kind="system"), Step(index=1, kind="assistant")])
+    trace = Trace(
+        id="t", task=Task(images=[video]), steps=[Step(index=0, kind="system"), Step(index=1, kind="assistant")]
+    )
     assert task_step_index(trace) == 0
     assert [i.label for i in step_media(trace, 0).videos] == ["task: clip.mp4"]
     assert step_media(trace, 1).empty

@@ -23,20 +23,43 @@ def _trace() -> Trace:
     """A small hand-written run: user, plan, two calculator steps, a check, an answer."""
     rows = [
         dict(agent="user", kind="user", content="Pens cost $3 and notebooks $7. Buy 4 pens and 2 notebooks. Total?"),
-        dict(agent="planner", kind="plan", content="Plan:\n1. solver: pens = 4 * 3\n2. solver: notebooks = 2 * 7\n"
-                                                   "3. solver: total = pens + notebooks\n4. reporter: report total"),
-        dict(agent="solver", kind="action", content="Computing pens = 4 * 3.",
-             tool_calls=[ToolCall(id="c1", name="calculator", arguments={"expression": "4 * 3"})], observation="12"),
-        dict(agent="solver", kind="action", content="Computing notebooks = 2 * 7.",
-             tool_calls=[ToolCall(id="c2", name="calculator", arguments={"expression": "2 * 7"})], observation="14"),
+        dict(
+            agent="planner",
+            kind="plan",
+            content="Plan:\n1. solver: pens = 4 * 3\n2. solver: notebooks = 2 * 7\n"
+            "3. solver: total = pens + notebooks\n4. reporter: report total",
+        ),
+        dict(
+            agent="solver",
+            kind="action",
+            content="Computing pens = 4 * 3.",
+            tool_calls=[ToolCall(id="c1", name="calculator", arguments={"expression": "4 * 3"})],
+            observation="12",
+        ),
+        dict(
+            agent="solver",
+            kind="action",
+            content="Computing notebooks = 2 * 7.",
+            tool_calls=[ToolCall(id="c2", name="calculator", arguments={"expression": "2 * 7"})],
+            observation="14",
+        ),
         dict(agent="verifier", kind="assistant", content="Checked pens = 12 against the task: correct. Approved."),
-        dict(agent="solver", kind="action", content="Computing total = 12 + 14. That was the last item.",
-             tool_calls=[ToolCall(id="c3", name="calculator", arguments={"expression": "12 + 14"})], observation="26"),
+        dict(
+            agent="solver",
+            kind="action",
+            content="Computing total = 12 + 14. That was the last item.",
+            tool_calls=[ToolCall(id="c3", name="calculator", arguments={"expression": "12 + 14"})],
+            observation="26",
+        ),
         dict(agent="reporter", kind="final_answer", content="Final answer: 26"),
     ]
-    return Trace(id="hand", framework="hand", agents=[Agent(id="verifier", role="Verifier")],
-                 task=Task(query=rows[0]["content"], answer="26"),
-                 steps=[Step(index=i, coord=str(i), **r) for i, r in enumerate(rows)])
+    return Trace(
+        id="hand",
+        framework="hand",
+        agents=[Agent(id="verifier", role="Verifier")],
+        task=Task(query=rows[0]["content"], answer="26"),
+        steps=[Step(index=i, coord=str(i), **r) for i, r in enumerate(rows)],
+    )
 
 
 def _flagged() -> Trace:
@@ -44,10 +67,24 @@ def _flagged() -> Trace:
     solver once states a result without the calculator."""
     t = _trace()
     t.steps[4].content = "Mismatch on pens: the conversation has 12, but it looks wrong. Solver, please fix."
-    t.steps[3] = t.steps[3].model_copy(update={"content": "Computing notebooks = 2 * 7 = 14.", "tool_calls": [],
-                                               "observation": None, "kind": "assistant"})
-    t.steps.insert(6, Step(index=6, coord="6", agent="verifier", kind="assistant",
-                           content="Checked pens = 12, notebooks = 14: correct. Approved."))
+    t.steps[3] = t.steps[3].model_copy(
+        update={
+            "content": "Computing notebooks = 2 * 7 = 14.",
+            "tool_calls": [],
+            "observation": None,
+            "kind": "assistant",
+        }
+    )
+    t.steps.insert(
+        6,
+        Step(
+            index=6,
+            coord="6",
+            agent="verifier",
+            kind="assistant",
+            content="Checked pens = 12, notebooks = 14: correct. Approved.",
+        ),
+    )
     for n, st in enumerate(t.steps):
         st.index, st.coord = n, str(n)
     return t
@@ -108,8 +145,10 @@ def test_a3_a4_v2_pl1_r2_r1_c2_edits():
     assert r2.step.tool_calls[0].arguments["expression"] == "12 - 14" and "12 - 14" in r2.step.content
     r1 = mutate(f, 2, "R.1")  # the way this solver states results without a tool, and its kind for that
     assert not r1.step.tool_calls and r1.step.kind == "assistant"
-    assert re.fullmatch(r"Computing pens = 4 \* 3 = \d+\.", r1.step.content) and r1.step.content != \
-        "Computing pens = 4 * 3 = 12."
+    assert (
+        re.fullmatch(r"Computing pens = 4 \* 3 = \d+\.", r1.step.content)
+        and r1.step.content != "Computing pens = 4 * 3 = 12."
+    )
     c2 = mutate(t, 6, "C.2")  # the reporter takes the solver's earlier figure instead of 26
     assert c2.step.content != t.steps[6].content and "26" not in c2.step.content
 
@@ -186,8 +225,13 @@ def test_generators():
     assert out.generator == "offline" and out.description
     text = get_generator("text:Computing pens = 5 * 3.").generate(InjectionRequest(t, 2, "R.3"))
     assert text.step.content == "Computing pens = 5 * 3." and text.step.tool_calls == t.steps[2].tool_calls
-    for spec, msg in (("llm", "needs a model"), ("llm:openai:gpt-4.1", "no API key for openai:gpt-4.1"),
-                      ("text:", "empty"), ("magic", "unknown generator"), ("text:@/no/such/file", "cannot read")):
+    for spec, msg in (
+        ("llm", "needs a model"),
+        ("llm:openai:gpt-4.1", "no API key for openai:gpt-4.1"),
+        ("text:", "empty"),
+        ("magic", "unknown generator"),
+        ("text:@/no/such/file", "cannot read"),
+    ):
         with pytest.raises(ConfigError, match=msg):
             get_generator(spec)
 
@@ -222,7 +266,10 @@ def test_mutators_on_real_who_and_when_traces(real_traces):
                 seen.add(mode)
                 s = out.step
                 assert (s.index, s.coord, s.agent) == (i, trace.steps[i].coord, trace.steps[i].agent)
-                assert (s.content, s.tool_calls, s.kind) != (trace.steps[i].content, trace.steps[i].tool_calls,
-                                                             trace.steps[i].kind), (f, i, mode)
+                assert (s.content, s.tool_calls, s.kind) != (
+                    trace.steps[i].content,
+                    trace.steps[i].tool_calls,
+                    trace.steps[i].kind,
+                ), (f, i, mode)
     assert {"R.3", "A.4", "C.2"} <= seen
     assert seen <= set(MUTATORS)

@@ -6,13 +6,12 @@ import json
 
 import pytest
 
+from conftest import SAMPLES
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import dumps_trace, write_trace
 from whenpro_core.model import Trace
 from whenpro_core.summary import convert
-
-from conftest import SAMPLES
 
 
 def _same(a: Trace, b: Trace) -> bool:
@@ -47,6 +46,7 @@ def test_convert_refuses_to_overwrite(tmp_path):
     target = tmp_path / "t.json"
     target.write_text("precious")
     from whenpro_core.errors import WhenproError
+
     with pytest.raises(WhenproError, match="exists"):
         convert(str(SAMPLES / "team_text" / "trace.json"), target)
     assert target.read_text() == "precious"
@@ -152,9 +152,12 @@ def test_attribute_names_the_heuristic_once():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute",
-                          str(SAMPLES / "team_text" / "trace.json"), "--no-save"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "attribute", str(SAMPLES / "team_text" / "trace.json"), "--no-save"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0 and "heuristic · heuristic" not in out.stdout
     assert any(line.split() == ["protocol", "heuristic"] for line in out.stdout.splitlines())
 

@@ -8,10 +8,9 @@ import json
 import subprocess
 import sys
 
+from conftest import REPO
 from whenpro_core.formats import load_trace
 from whenpro_core.model import Outcome
-
-from conftest import REPO
 
 
 def _lines(tmp_path, header: dict | None, final: str, name: str = "run.jsonl"):
@@ -44,14 +43,20 @@ def test_the_headers_own_final_answer_and_outcome_win(tmp_path):
 
 def test_info_on_a_one_trace_lines_file_shows_the_trace(tmp_path):
     path = _lines(tmp_path, {"id": "run-7", "task": {"query": "17+25?", "answer": "42"}}, "43")
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "info", str(path)], cwd=REPO,
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "info", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert "run-7" in out.stdout and "final answer" in out.stdout and "43" in out.stdout
     assert "failure" in out.stdout and "by modality" not in out.stdout  # not dataset counts
 
 
 # Bad or cut-off lines (an agent killed mid-write) are skipped, as the follower skips them
+
 
 def _with_bad_lines(tmp_path, *bad: tuple[int, str]):
     path = _lines(tmp_path, {"id": "run-8", "task": {"query": "17+25?", "answer": "42"}}, "43")
@@ -88,11 +93,12 @@ def test_one_bad_line_is_named_once_with_its_column(tmp_path):
 def test_steps_after_a_skipped_line_keep_their_coordinates(tmp_path):
     """A cut line in the middle must not drop the good steps after it as 'out of order'."""
     path = tmp_path / "l7.jsonl"
-    lines = [json.dumps({"format": "whenpro.trace/1", "id": "l7"}),
-             json.dumps({"index": 0, "agent": "a", "kind": "plan", "content": "start"}),
-             '{"index": 1, "agent": "a", "kind": "assis',
-             *(json.dumps({"index": i, "agent": "a", "kind": "assistant", "content": f"s{i}"})
-               for i in (2, 3, 4))]
+    lines = [
+        json.dumps({"format": "whenpro.trace/1", "id": "l7"}),
+        json.dumps({"index": 0, "agent": "a", "kind": "plan", "content": "start"}),
+        '{"index": 1, "agent": "a", "kind": "assis',
+        *(json.dumps({"index": i, "agent": "a", "kind": "assistant", "content": f"s{i}"}) for i in (2, 3, 4)),
+    ]
     path.write_text("\n".join(lines) + "\n")
     trace = load_trace(path)
     assert [s.coord for s in trace.steps] == ["0", "2", "3", "4"]
@@ -113,8 +119,13 @@ def test_a_file_of_only_bad_lines_is_still_an_error(tmp_path):
 
 def test_the_cli_opens_the_file_and_warns_once_naming_the_file(tmp_path):
     path = _with_bad_lines(tmp_path, (2, "not json"), (5, '{"agent":"r","kind":"final_'))
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", str(path)], cwd=REPO,
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "attribute", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     warnings = [line for line in out.stderr.splitlines() if "warning" in line]
     assert len(warnings) == 1 and str(path) in warnings[0] and "lines 3, 6" in warnings[0], out.stderr
@@ -122,8 +133,9 @@ def test_the_cli_opens_the_file_and_warns_once_naming_the_file(tmp_path):
 
 def test_chat_message_lines_skip_a_cut_off_line_too(tmp_path):
     path = tmp_path / "chat.jsonl"
-    path.write_text('{"role": "user", "content": "17+25?"}\n{"role": "assistant", "content": "42"}\n'
-                    '{"role": "assistant", "cont\n')
+    path.write_text(
+        '{"role": "user", "content": "17+25?"}\n{"role": "assistant", "content": "42"}\n{"role": "assistant", "cont\n'
+    )
     trace = load_trace(path)
     assert [s.content for s in trace.steps][-1] == "42"
     assert "skipped 1 bad line (line 3" in trace.extras["whenpro_warnings"][0]
@@ -135,8 +147,9 @@ def test_ls_warns_about_skipped_lines_once_like_info(tmp_path):
 
     path = _with_bad_lines(tmp_path, (2, "not json"))
     for command in (["ls", str(path)], ["ls", str(tmp_path)], ["ls", str(path), "--json"]):
-        out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", *command],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-m", "whenpro_core.cli", *command], capture_output=True, text=True, timeout=60
+        )
         assert out.returncode == 0, out.stderr
         assert out.stderr.count("skipped 1 bad line (line 3: not valid JSON") == 1, out.stderr
     assert '"warnings":["skipped 1 bad line' in out.stdout

@@ -93,8 +93,7 @@ def test_resolver_line_success_and_explanation(real_traces):
 
 
 def test_jsonl_with_several_runs_keys_by_row(real_traces, tmp_path):
-    lines = [(real_traces / f"{MSB}/output__ponylang__ponyc-{n}.jsonl").read_text().strip()
-             for n in ("4593", "4595")]
+    lines = [(real_traces / f"{MSB}/output__ponylang__ponyc-{n}.jsonl").read_text().strip() for n in ("4593", "4595")]
     p = tmp_path / "output.jsonl"
     p.write_text(lines[0] + "\n\n" + lines[1] + "\n")
     rows = list(walk(p))
@@ -113,12 +112,15 @@ def test_a_bad_row_is_an_error_row_and_the_others_list(real_traces, tmp_path):
     assert rows[0].error is None and "$.history[3].action" in rows[1].error and ":2" in rows[1].error
 
 
-@pytest.mark.parametrize("events, json_path", [
-    ([{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}}, "oops"], "$[1]"),
-    ([{"id": 0, "source": "user", "action": "message"}, {"id": 1, "observation": 7}], "$[1].observation"),
-    ([{"id": [1], "source": "agent", "action": "run", "args": {}}], "$[0].id"),
-    ([{"id": 0, "source": 3, "action": "run", "args": {}}], "$[0].source"),
-])
+@pytest.mark.parametrize(
+    "events, json_path",
+    [
+        ([{"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}}, "oops"], "$[1]"),
+        ([{"id": 0, "source": "user", "action": "message"}, {"id": 1, "observation": 7}], "$[1].observation"),
+        ([{"id": [1], "source": "agent", "action": "run", "args": {}}], "$[0].id"),
+        ([{"id": 0, "source": 3, "action": "run", "args": {}}], "$[0].source"),
+    ],
+)
 def test_half_broken_event_lists_name_the_json_path(tmp_path, events, json_path):
     p = tmp_path / "events.json"
     p.write_text(json.dumps(events, indent=1))
@@ -129,9 +131,26 @@ def test_half_broken_event_lists_name_the_json_path(tmp_path, events, json_path)
 
 def test_half_broken_output_line(tmp_path):
     p = tmp_path / "out.json"
-    p.write_text(json.dumps({"instance_id": "x", "instruction": "do", "history": [
-        {"id": 0, "source": "agent", "action": "run", "args": {"command": "ls"}},
-        {"id": 1, "source": "agent", "observation": "run", "cause": 0, "content": "a",
-         "startTimeUnixNano": 0}, "junk"]}, indent=1))
+    p.write_text(
+        json.dumps(
+            {
+                "instance_id": "x",
+                "instruction": "do",
+                "history": [
+                    {"id": 0, "source": "agent", "action": "run", "args": {"command": "ls"}},
+                    {
+                        "id": 1,
+                        "source": "agent",
+                        "observation": "run",
+                        "cause": 0,
+                        "content": "a",
+                        "startTimeUnixNano": 0,
+                    },
+                    "junk",
+                ],
+            },
+            indent=1,
+        )
+    )
     with pytest.raises(TraceFormatError, match=r"\$\.history\[2\]"):
         load_trace(p)

@@ -10,12 +10,11 @@ import json
 
 import pytest
 
+from conftest import REPO
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import dumps_trace, load_native, write_trace
 from whenpro_core.model import Modality, Outcome
-
-from conftest import REPO
 
 FIX = REPO / "tests" / "fixtures" / "otel"
 
@@ -91,13 +90,33 @@ def test_openinference_span_kinds():
 
 def test_base64_ids_int_strings_and_error_root(tmp_path):
     tid = base64.b64encode(bytes(range(16))).decode()
-    doc = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]},
-           "scopeSpans": [{"scope": {"name": "x"}, "spans": [
-               {"traceId": tid, "spanId": base64.b64encode(b"\x01" * 8).decode(), "name": "invoke_agent boss",
-                "startTimeUnixNano": "10", "endTimeUnixNano": "20", "status": {"code": 2, "message": "boom"},
-                "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
-                               {"key": "n", "value": {"intValue": "7"}},
-                               {"key": "tags", "value": {"arrayValue": {"values": [{"stringValue": "a"}]}}}]}]}]}]}
+    doc = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "s"}}]},
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "x"},
+                        "spans": [
+                            {
+                                "traceId": tid,
+                                "spanId": base64.b64encode(b"\x01" * 8).decode(),
+                                "name": "invoke_agent boss",
+                                "startTimeUnixNano": "10",
+                                "endTimeUnixNano": "20",
+                                "status": {"code": 2, "message": "boom"},
+                                "attributes": [
+                                    {"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
+                                    {"key": "n", "value": {"intValue": "7"}},
+                                    {"key": "tags", "value": {"arrayValue": {"values": [{"stringValue": "a"}]}}},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
     p = tmp_path / "t.json"
     p.write_text(json.dumps(doc))
     trace = load_trace(p)
@@ -116,23 +135,33 @@ def test_round_trip_through_the_native_format(tmp_path):
 def test_secret_attributes_are_redacted(tmp_path):
     doc = json.loads((FIX / "openinference.json").read_text())
     doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"].append(
-        {"key": "llm.api_key", "value": {"stringValue": "sk-live-secret"}})
+        {"key": "llm.api_key", "value": {"stringValue": "sk-live-secret"}}
+    )
     p = tmp_path / "oi.json"
     p.write_text(json.dumps(doc))
     assert "sk-live-secret" not in dumps_trace(load_trace(p)).decode()
 
 
-@pytest.mark.parametrize("mutate, json_path", [
-    (lambda d: d["resourceSpans"].__setitem__(0, "x"), "$.resourceSpans[0]"),
-    (lambda d: d["resourceSpans"][0].__setitem__("scopeSpans", {}), "$.resourceSpans[0].scopeSpans"),
-    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].pop("traceId"),
-     "$.resourceSpans[0].scopeSpans[0].spans[0].traceId"),
-    (lambda d: d["resourceSpans"][1]["scopeSpans"][0]["spans"][0].__setitem__("startTimeUnixNano", "soon"),
-     "$.resourceSpans[1].scopeSpans[0].spans[0].startTimeUnixNano"),
-    (lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].__setitem__("events", [3]),
-     "$.resourceSpans[0].scopeSpans[0].spans[0].events[0]"),
-    (lambda d: d.__setitem__("resourceSpans", []), "$.resourceSpans"),
-])
+@pytest.mark.parametrize(
+    "mutate, json_path",
+    [
+        (lambda d: d["resourceSpans"].__setitem__(0, "x"), "$.resourceSpans[0]"),
+        (lambda d: d["resourceSpans"][0].__setitem__("scopeSpans", {}), "$.resourceSpans[0].scopeSpans"),
+        (
+            lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].pop("traceId"),
+            "$.resourceSpans[0].scopeSpans[0].spans[0].traceId",
+        ),
+        (
+            lambda d: d["resourceSpans"][1]["scopeSpans"][0]["spans"][0].__setitem__("startTimeUnixNano", "soon"),
+            "$.resourceSpans[1].scopeSpans[0].spans[0].startTimeUnixNano",
+        ),
+        (
+            lambda d: d["resourceSpans"][0]["scopeSpans"][0]["spans"][0].__setitem__("events", [3]),
+            "$.resourceSpans[0].scopeSpans[0].spans[0].events[0]",
+        ),
+        (lambda d: d.__setitem__("resourceSpans", []), "$.resourceSpans"),
+    ],
+)
 def test_half_broken_otlp_names_the_json_path(tmp_path, mutate, json_path):
     doc = json.loads((FIX / "openinference.json").read_text())
     mutate(doc)

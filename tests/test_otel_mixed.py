@@ -39,8 +39,9 @@ def instrumented(receiver):
 
 
 def test_every_step_gets_the_agent_of_its_nearest_agent_span(receiver, instrumented, llm_server):
-    llm_server.script("Sessions 135 + breaks 30 = 165 minutes.", "165 is right.", "The check holds.",
-                      "The workshop ends at 11:55.")
+    llm_server.script(
+        "Sessions 135 + breaks 30 = 165 minutes.", "165 is right.", "The check holds.", "The workshop ends at 11:55."
+    )
     client = OpenAI(base_url=llm_server.openai_base_url, api_key="sk-test-not-a-key")
     trace_id = run_mixed_team(instrumented, client)
     instrumented.force_flush()
@@ -48,17 +49,28 @@ def test_every_step_gets_the_agent_of_its_nearest_agent_span(receiver, instrumen
     trace = load_trace(receiver.store.folder / f"{trace_id}.json")
 
     assert [(s.agent, s.kind) for s in trace.steps] == [
-        ("planner", "assistant"), ("planner", "tool"), ("checker", "assistant"), ("reviewer", "assistant"),
-        ("planner", "assistant")]
+        ("planner", "assistant"),
+        ("planner", "tool"),
+        ("checker", "assistant"),
+        ("reviewer", "assistant"),
+        ("planner", "assistant"),
+    ]
     # the model steps are OpenInference's LLM spans, read as such, with the server's answers
     assert [s.meta.get("span_kind") for s in trace.steps] == ["LLM", None, "LLM", "LLM", "LLM"]
     assert [s.content for s in trace.steps if s.kind == "assistant"] == [
-        "Sessions 135 + breaks 30 = 165 minutes.", "165 is right.", "The check holds.", "The workshop ends at 11:55."]
+        "Sessions 135 + breaks 30 = 165 minutes.",
+        "165 is right.",
+        "The check holds.",
+        "The workshop ends at 11:55.",
+    ]
     assert trace.steps[1].tool_calls[0].name == "calculator" and trace.steps[1].observation == "165"
     # agent spans (both conventions) frame the steps instead of being steps; none is a bare span
     assert all(s.kind not in ("span", "agent") for s in trace.steps)
-    assert sorted(f["name"] for f in trace.extras["agent_spans"]) == ["invoke_agent checker",
-                                                                      "invoke_agent planner", "reviewer"]
+    assert sorted(f["name"] for f in trace.extras["agent_spans"]) == [
+        "invoke_agent checker",
+        "invoke_agent planner",
+        "reviewer",
+    ]
     assert trace.agent_ids() == ["planner", "checker", "reviewer"]
     assert trace.task.query.startswith("A workshop starts at 09:10")
     assert "sk-test-not-a-key" not in (receiver.store.folder / f"{trace_id}.json").read_text()

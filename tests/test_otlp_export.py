@@ -29,9 +29,20 @@ OTLP_REFS = [*REFS, "who-and-when/Who&When/Hand-Crafted/1.json", "who-when-pro-s
 
 
 def shape(trace: Trace) -> list[tuple]:
-    return [(s.agent, s.kind, s.coord, s.content, s.observation, s.error,
-             [(c.id, c.name, c.arguments) for c in s.tool_calls], s.meta.get("reasoning"),
-             [m.model_dump() for m in s.media]) for s in trace.steps]
+    return [
+        (
+            s.agent,
+            s.kind,
+            s.coord,
+            s.content,
+            s.observation,
+            s.error,
+            [(c.id, c.name, c.arguments) for c in s.tool_calls],
+            s.meta.get("reasoning"),
+            [m.model_dump() for m in s.media],
+        )
+        for s in trace.steps
+    ]
 
 
 def spans(doc: dict) -> list[dict]:
@@ -73,7 +84,8 @@ def test_the_conventions_alone_carry_agents_calls_and_results(real_traces: Path,
     doc = trace_to_otlp(trace)
     frames = [sp for sp in spans(doc) if sp["name"].startswith("invoke_agent ")]
     assert {sp["name"].removeprefix("invoke_agent ") for sp in frames} == {
-        s.agent for s in trace.steps if s.kind not in ("user", "system") and s.agent not in PEOPLE}
+        s.agent for s in trace.steps if s.kind not in ("user", "system") and s.agent not in PEOPLE
+    }
     path = tmp_path / "plain.json"
     path.write_text(json.dumps(strip_whenpro(doc)), encoding="utf-8")
     plain = load_trace(path)
@@ -103,8 +115,9 @@ def test_the_export_posted_to_the_otlp_receiver_is_the_same_trace(tmp_path: Path
     trace = team_trace()
     body = json.dumps(trace_to_otlp(trace)).encode()
     with OtlpReceiver(LiveStore(tmp_path / "store", flush_interval=0.02), "127.0.0.1", 0) as rx:
-        req = urllib.request.Request(rx.endpoint, data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            rx.endpoint, data=body, method="POST", headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=10) as resp:
             assert resp.status == 200
         rx.store.flush()
@@ -135,8 +148,16 @@ def test_damaged_whenpro_attributes_are_ignored_and_the_trace_still_opens(tmp_pa
     for sp in spans(doc):
         for a in sp["attributes"]:
             if a["key"] == STEP_KEY:
-                a["value"] = {"stringValue": json.dumps({"kind": 7, "tool_calls": [{"name": "x", "id": {"no": 1}}],
-                                                         "media": [{"kind": "sound"}], "string_arguments": {"a": 1}})}
+                a["value"] = {
+                    "stringValue": json.dumps(
+                        {
+                            "kind": 7,
+                            "tool_calls": [{"name": "x", "id": {"no": 1}}],
+                            "media": [{"kind": "sound"}],
+                            "string_arguments": {"a": 1},
+                        }
+                    )
+                }
     doc["resourceSpans"][0]["resource"]["attributes"][1]["value"] = {"stringValue": '{"task": 5, "outcome": "?"}'}
     path = tmp_path / "damaged.json"
     path.write_text(json.dumps(doc), encoding="utf-8")

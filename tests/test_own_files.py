@@ -72,8 +72,12 @@ def test_a_verdicts_file_with_a_huge_first_line_is_still_recognised(tmp_path):
 def test_lines_that_only_look_like_verdicts_stay_traces(tmp_path):
     """A chat log whose messages have a ``key`` field is still a chat log."""
     p = tmp_path / "chat.jsonl"
-    p.write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in [
-        {"key": "a", "role": "user", "content": "hi"}, {"key": "b", "role": "assistant", "content": "yo"}]))
+    p.write_bytes(
+        b"".join(
+            orjson.dumps(m) + b"\n"
+            for m in [{"key": "a", "role": "user", "content": "hi"}, {"key": "b", "role": "assistant", "content": "yo"}]
+        )
+    )
     assert [(r.error, r.step_count) for r in walk(p)] == [(None, 2)]
 
 

@@ -48,8 +48,9 @@ def speakers_and_contents(path: Path) -> list[tuple[str, str]]:
 
 
 def request(path: Path, protocol: str, gold: bool = True) -> tuple[str, str, dict]:
-    (req,) = preview(load_trace(path), preset_protocol("whowhen", protocol), "openai:gpt-4.1", SETTINGS,
-                     with_gold=gold)["requests"]
+    (req,) = preview(
+        load_trace(path), preset_protocol("whowhen", protocol), "openai:gpt-4.1", SETTINGS, with_gold=gold
+    )["requests"]
     assert [m["role"] for m in req["messages"]] == ["system", "user"]
     assert req["settings"]["max_tokens"] == 1024 and req["settings"]["structured_output"] is None
     system, user = ("".join(p["text"] for p in m["content"]) for m in req["messages"])
@@ -101,8 +102,9 @@ def _run(trace: Any, protocol: str, llm_settings: Any) -> Any:
     return asyncio.run(go())
 
 
-def test_step_by_step_asks_every_speaker_and_stops_at_the_first_1_yes(real_traces: Path, llm_server: Any,
-                                                                        llm_settings: Any) -> None:
+def test_step_by_step_asks_every_speaker_and_stops_at_the_first_1_yes(
+    real_traces: Path, llm_server: Any, llm_settings: Any
+) -> None:
     path = real_traces / "who-and-when" / "Who&When" / "Hand-Crafted" / "1.json"
     entries = speakers_and_contents(path)
     target = next(i for i, (s, _) in enumerate(entries) if s.startswith("Orchestrator ("))
@@ -121,12 +123,12 @@ def test_step_by_step_asks_every_speaker_and_stops_at_the_first_1_yes(real_trace
     assert verdict.protocol == "whowhen:step-by-step"
     # "Yes, on reflection" does not start with "1. yes": the original reads it as no
     assert target >= 1 and any("step 0: the answer does not start with '1. Yes'" in w for w in verdict.warnings)
-    assert all(r.body["max_completion_tokens"] == 1024 and "response_format" not in r.body
-               for r in llm_server.answered)
+    assert all(r.body["max_completion_tokens"] == 1024 and "response_format" not in r.body for r in llm_server.answered)
 
 
-def test_binary_search_halves_with_the_original_tie_breaking(real_traces: Path, llm_server: Any,
-                                                             llm_settings: Any) -> None:
+def test_binary_search_halves_with_the_original_tie_breaking(
+    real_traces: Path, llm_server: Any, llm_settings: Any
+) -> None:
     path = real_traces / "who-and-when" / "Who&When" / "Algorithm-Generated" / "1.json"
     entries = speakers_and_contents(path)
     target = len(entries) - 2
@@ -149,8 +151,9 @@ def test_binary_search_halves_with_the_original_tie_breaking(real_traces: Path, 
     assert verdict.agent == entries[int(verdict.step)][0] and verdict.mode is None
 
 
-def test_binary_search_answer_naming_no_half_is_a_seeded_coin(real_traces: Path, llm_server: Any,
-                                                              llm_settings: Any) -> None:
+def test_binary_search_answer_naming_no_half_is_a_seeded_coin(
+    real_traces: Path, llm_server: Any, llm_settings: Any
+) -> None:
     path = real_traces / "who-and-when" / "Who&When" / "Algorithm-Generated" / "1.json"
     llm_server.respond_with(lambda body: "I cannot tell.")
     first = _run(load_trace(path), "binary-search", llm_settings)
@@ -171,28 +174,61 @@ def test_presets_refuse_what_they_do_not_have(real_traces: Path) -> None:
 
 def test_cli_dry_run_json(real_traces: Path) -> None:
     path = real_traces / "who-and-when" / "Who&When" / "Algorithm-Generated" / "1.json"
-    result = CliRunner().invoke(app, ["attribute", str(path), "--preset", "whowhen", "--protocol", "binary-search",
-                                      "-m", "openai:gpt-4.1", "--dry-run", "--json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "attribute",
+            str(path),
+            "--preset",
+            "whowhen",
+            "--protocol",
+            "binary-search",
+            "-m",
+            "openai:gpt-4.1",
+            "--dry-run",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     (req,) = json.loads(result.output)["requests"]
     assert req["settings"]["max_tokens"] == 1024 and "upper half" in req["later"]
 
 
-def test_bench_with_the_preset_keeps_the_gold_answer_and_both_protocols(real_traces: Path, llm_server: Any,
-                                                                         tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bench_with_the_preset_keeps_the_gold_answer_and_both_protocols(
+    real_traces: Path, llm_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.support.fixtures import TEST_KEY
     from whenpro_core.bench.records import read_records
 
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
-    llm_server.respond_with(lambda body: "upper half" if "segment" in _user_text(body)
-                            else "Agent Name: Verification_Expert\n Step Number: 1\n Reason for Mistake: x")
+    llm_server.respond_with(
+        lambda body: (
+            "upper half"
+            if "segment" in _user_text(body)
+            else "Agent Name: Verification_Expert\n Step Number: 1\n Reason for Mistake: x"
+        )
+    )
     out = tmp_path / "r.jsonl"
     data = real_traces / "who-and-when" / "Who&When" / "Algorithm-Generated"
-    result = CliRunner().invoke(app, ["bench", str(data), "--preset", "whowhen", "--protocol",
-                                      "all-at-once,binary-search", "-m", "openai:gpt-4.1", "--limit", "2",
-                                      "--out", str(out), "--no-report"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            str(data),
+            "--preset",
+            "whowhen",
+            "--protocol",
+            "all-at-once,binary-search",
+            "-m",
+            "openai:gpt-4.1",
+            "--limit",
+            "2",
+            "--out",
+            str(out),
+            "--no-report",
+        ],
+    )
     assert result.exit_code == 0, result.output
     records = read_records(out)[0]
     assert {r.protocol for r in records} == {"whowhen:all-at-once", "whowhen:binary-search"}

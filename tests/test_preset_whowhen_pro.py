@@ -39,12 +39,23 @@ from whenpro_core.formats import load_trace
 
 #: The official title case of the release's 17 mode names, written out by hand.
 TITLES = {
-    "P.1": "Visual Misidentification", "P.2": "Spatial/Grounding Error", "R.1": "Hallucination",
-    "R.2": "Reasoning Error", "R.3": "Numerical/Calculation Error", "R.4": "Task Misunderstanding",
-    "PL.1": "Ineffective Planning", "PL.2": "Goal Drift", "A.1": "Tool Parameter/Invocation Error",
-    "A.2": "Output Format/Syntax Error", "A.3": "Premature Termination", "A.4": "Repetitive/Looping Behavior",
-    "V.1": "Context/Memory Loss", "V.2": "Inadequate or Incorrect Verification",
-    "C.1": "Delegation/Orchestration Error", "C.2": "Communication Failure", "C.3": "Over-Reliance on Other Agents",
+    "P.1": "Visual Misidentification",
+    "P.2": "Spatial/Grounding Error",
+    "R.1": "Hallucination",
+    "R.2": "Reasoning Error",
+    "R.3": "Numerical/Calculation Error",
+    "R.4": "Task Misunderstanding",
+    "PL.1": "Ineffective Planning",
+    "PL.2": "Goal Drift",
+    "A.1": "Tool Parameter/Invocation Error",
+    "A.2": "Output Format/Syntax Error",
+    "A.3": "Premature Termination",
+    "A.4": "Repetitive/Looping Behavior",
+    "V.1": "Context/Memory Loss",
+    "V.2": "Inadequate or Incorrect Verification",
+    "C.1": "Delegation/Orchestration Error",
+    "C.2": "Communication Failure",
+    "C.3": "Over-Reliance on Other Agents",
 }
 HINT = "Step coords are sequential integers across the trajectory. "
 SETTINGS = load_settings(model="openai:gpt-4.1")
@@ -52,8 +63,9 @@ SETTINGS = load_settings(model="openai:gpt-4.1")
 
 def expected_taxonomy(path: Path) -> str:
     doc = yaml.safe_load(path.read_text())
-    return "\n".join(f"- {code}: **{TITLES[code]}** - {' '.join(str(body['description']).split())}"
-                     for code, body in doc.items())
+    return "\n".join(
+        f"- {code}: **{TITLES[code]}** - {' '.join(str(body['description']).split())}" for code, body in doc.items()
+    )
 
 
 def observation_text(obs: str, imgs: list[dict]) -> str:
@@ -66,11 +78,15 @@ def observation_text(obs: str, imgs: list[dict]) -> str:
         k += 1
         size = piece.split("size=", 1)[1].split(" ", 1)[0]
         tail = piece.split(">", 1)[1]
-        out += (f"[observation_image #{k} size={size}]" if k <= len(imgs) else
-                "<PIL.Image.Image image mode=" + piece.split(">", 1)[0] + ">") + tail
+        out += (
+            f"[observation_image #{k} size={size}]"
+            if k <= len(imgs)
+            else "<PIL.Image.Image image mode=" + piece.split(">", 1)[0] + ">"
+        ) + tail
     marked = min(k, len(imgs))
-    extra = [f'[observation_image #{j + 1} source="{imgs[j].get("source") or "<inline>"}"]'
-             for j in range(marked, len(imgs))]
+    extra = [
+        f'[observation_image #{j + 1} source="{imgs[j].get("source") or "<inline>"}"]' for j in range(marked, len(imgs))
+    ]
     return "\n".join(extra + ([out] if out else []))
 
 
@@ -83,8 +99,9 @@ def expected_blocks(doc: dict) -> list[tuple[str, int]]:
     for n, e in enumerate(steps, start):
         if e["kind"] == "planning":
             plan = (e.get("plan") or "").strip()
-            out.append((f"Step {n} | Agent: agent (planning)\n" + (f"[plan]\n{plan}\n[/plan]" if plan else
-                                                                   "(empty plan)"), 0))
+            out.append(
+                (f"Step {n} | Agent: agent (planning)\n" + (f"[plan]\n{plan}\n[/plan]" if plan else "(empty plan)"), 0)
+            )
             continue
         reasoning = (e.get("reasoning") or "").strip()
         if "<code>" not in reasoning and reasoning.rstrip().endswith("</code>"):
@@ -120,8 +137,12 @@ def check_request(trace_ref: str, doc: dict, taxonomy: Path) -> None:
     transcript = after_question.split("## Transcript\n\n", 1)[1]
     body, _, footer = transcript.rpartition("\n\n## Step Coordinate Format\n\n")
     assert footer.startswith(HINT + "\n\n## Response Format\n\n")
-    assert [line.split(":")[0] for line in footer.splitlines()[-4:]] == ["Agent Name", "Step Number",
-                                                                         "Error Mode", "Reason"]
+    assert [line.split(":")[0] for line in footer.splitlines()[-4:]] == [
+        "Agent Name",
+        "Step Number",
+        "Error Mode",
+        "Reason",
+    ]
     cursor = 0
     for block, n_images in expected_blocks(doc):
         cursor = body.index(block, cursor)
@@ -163,8 +184,15 @@ def expected_other(doc: dict) -> tuple[list[str], str, int]:
     fw, traj = doc["framework"], [e for e in doc["trajectory"] if isinstance(e, dict)]
     if fw == "macnet":
         where = {"author": "0.0", "critic": "1.0", "rewriter": "1.1", "sink": "2.0"}
-        return ([f"Step {where[e['role']]} | Agent: {e['agent_id']}\n[output]\n{e['output'].strip()}\n[/output]"
-                 for e in traj if e.get("role") and e.get("kind") not in ("user", "final_answer")], "", 0)
+        return (
+            [
+                f"Step {where[e['role']]} | Agent: {e['agent_id']}\n[output]\n{e['output'].strip()}\n[/output]"
+                for e in traj
+                if e.get("role") and e.get("kind") not in ("user", "final_answer")
+            ],
+            "",
+            0,
+        )
     if fw == "magentic-one":
         blocks = []
         for e in traj:
@@ -178,8 +206,11 @@ def expected_other(doc: dict) -> tuple[list[str], str, int]:
         return blocks, "Magentic-One is an orchestrator + specialist framework", 0
     assert fw == "eva"
     steps = [e for e in traj[2:] if e["kind"] == "assistant"]
-    frames = sum(len(e["frames"] if isinstance(e["frames"], list) else ast.literal_eval(e["frames"]))
-                 for e in traj if e["kind"] == "tool")
+    frames = sum(
+        len(e["frames"] if isinstance(e["frames"], list) else ast.literal_eval(e["frames"]))
+        for e in traj
+        if e["kind"] == "tool"
+    )
     return [f"Step {n} | Agent: agent" for n in range(len(steps))], "", frames
 
 
@@ -235,8 +266,9 @@ def test_the_preset_refuses_without_the_dataset_taxonomy(real_traces: Path, tmp_
 
 
 @pytest.mark.parametrize("model", ["openai:gpt-4.1", "anthropic:claude-sonnet-4-6"])
-def test_the_preset_sends_one_free_text_user_turn_at_temperature_0(real_traces: Path, llm_server: Any,
-                                                                     llm_settings: Any, model: str) -> None:
+def test_the_preset_sends_one_free_text_user_turn_at_temperature_0(
+    real_traces: Path, llm_server: Any, llm_settings: Any, model: str
+) -> None:
     """Through the real SDKs: no system prompt, no forced schema or tool, temperature 0,
     2,048 output tokens; the four-line answer (a draft, then the final one) is read."""
     import asyncio
@@ -246,8 +278,12 @@ def test_the_preset_sends_one_free_text_user_turn_at_temperature_0(real_traces: 
 
     path = real_traces / "who-when-pro-jsonl" / "data" / "text.jsonl"
     trace = load_trace(f"{path}#1")
-    llm_server.respond_with(lambda body: "Agent Name: agent\nStep Number: 1\nError Mode: R.2\nReason: draft\n\n"
-                            "On reflection:\nAgent Name: agent\nStep Number: 2\nError Mode: R.3\nReason: rounding")
+    llm_server.respond_with(
+        lambda body: (
+            "Agent Name: agent\nStep Number: 1\nError Mode: R.2\nReason: draft\n\n"
+            "On reflection:\nAgent Name: agent\nStep Number: 2\nError Mode: R.3\nReason: rounding"
+        )
+    )
 
     async def run() -> Any:
         judge = make_judge(model, settings=llm_settings(model), use_cache=False)
@@ -270,8 +306,9 @@ def test_the_preset_sends_one_free_text_user_turn_at_temperature_0(real_traces: 
     assert verdict.protocol == "whowhen-pro:all-at-once" and not verdict.with_gold
 
 
-def test_bench_with_the_preset_then_the_official_report(real_traces: Path, llm_server: Any, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bench_with_the_preset_then_the_official_report(
+    real_traces: Path, llm_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``bench --preset whowhen-pro`` records the preset's protocol without the gold
     answer; ``report --rules official`` reads them."""
     from tests.support.fixtures import TEST_KEY
@@ -286,8 +323,22 @@ def test_bench_with_the_preset_then_the_official_report(real_traces: Path, llm_s
 
     out = tmp_path / "r.jsonl"
     data = real_traces / "who-when-pro-jsonl" / "data" / "text.jsonl"
-    result = CliRunner().invoke(app, ["bench", str(data), "--preset", "whowhen-pro", "-m", "openai:gpt-4.1",
-                                      "--limit", "3", "--out", str(out), "--no-report"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            str(data),
+            "--preset",
+            "whowhen-pro",
+            "-m",
+            "openai:gpt-4.1",
+            "--limit",
+            "3",
+            "--out",
+            str(out),
+            "--no-report",
+        ],
+    )
     assert result.exit_code == 0, result.output
     records = read_records(out)[0]
     assert len(records) == 3 and {r.protocol for r in records} == {"whowhen-pro:all-at-once"}
@@ -299,11 +350,18 @@ def test_bench_with_the_preset_then_the_official_report(real_traces: Path, llm_s
 def test_an_unreadable_image_is_left_out_not_a_crash(real_traces: Path, tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     shutil.copy(real_traces / "who-when-pro-jsonl" / "taxonomy.yaml", tmp_path / "taxonomy.yaml")
-    doc = {"id": "s1", "framework": "smolagents", "benchmark": "b", "modality": "image",
-           "task": {"query": "Which bird?", "images": [{"data": "bm90IGFuIGltYWdl"}, {"path": "../../etc/passwd"}]},
-           "trajectory": [{"kind": "user", "content": "q"},
-                          {"kind": "action", "step_number": 1, "reasoning": "look", "observation": "ok"}],
-           "ground_truth": {"agent": None, "step": 1, "mode": "P.1"}}
+    doc = {
+        "id": "s1",
+        "framework": "smolagents",
+        "benchmark": "b",
+        "modality": "image",
+        "task": {"query": "Which bird?", "images": [{"data": "bm90IGFuIGltYWdl"}, {"path": "../../etc/passwd"}]},
+        "trajectory": [
+            {"kind": "user", "content": "q"},
+            {"kind": "action", "step_number": 1, "reasoning": "look", "observation": "ok"},
+        ],
+        "ground_truth": {"agent": None, "step": 1, "mode": "P.1"},
+    }
     path = tmp_path / "data" / "s1.json"
     path.write_text(json.dumps(doc))
     parts = _parts(preview(load_trace(path), "whowhen-pro:all-at-once", "openai:gpt-4.1", SETTINGS))

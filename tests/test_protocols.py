@@ -8,18 +8,17 @@ import math
 
 import pytest
 
-from whenpro_core.attribution.binary_search import max_calls
-from whenpro_core.attribution.llm_judge import make_judge
-from whenpro_core.attribution.run import attribute
-from whenpro_core.attribution.step_by_step import judged_blocks
-from whenpro_core.attribution.render import render_transcript
-from whenpro_core.bench.score import score_prediction
-from whenpro_core.errors import BackendError, ConfigError
-from whenpro_core.formats import load_trace
-
 from conftest import SAMPLES
 from tests.support.judge_oracle import oracle_for
 from tests.support.llm_server import Fault
+from whenpro_core.attribution.binary_search import max_calls
+from whenpro_core.attribution.llm_judge import make_judge
+from whenpro_core.attribution.render import render_transcript
+from whenpro_core.attribution.run import attribute
+from whenpro_core.attribution.step_by_step import judged_blocks
+from whenpro_core.bench.score import score_prediction
+from whenpro_core.errors import BackendError, ConfigError
+from whenpro_core.formats import load_trace
 
 MODELS = ["openai:gpt-4.1", "openai-responses:gpt-4.1", "anthropic:claude-sonnet-4-6"]
 
@@ -30,6 +29,7 @@ def _run(trace, protocol, judge, **kw):
             return await attribute(trace, protocol, judge=judge, **kw)
         finally:
             await judge.aclose()
+
     return asyncio.run(go())
 
 
@@ -89,8 +89,13 @@ def test_binary_search_makes_at_most_log2_plus_one_calls(llm_server, llm_setting
 def test_unclear_half_is_a_warning_and_a_deterministic_choice(llm_server, llm_settings, sample):
     llm_server.structured = False
     llm_server.tools = False
-    llm_server.respond_with(lambda body: "Hmm, hard to say." if "first half (" in __import__(
-        "tests.support.llm_wire", fromlist=["prompt_text"]).prompt_text(body) else "Error Mode: R.3\nReason: x")
+    llm_server.respond_with(
+        lambda body: (
+            "Hmm, hard to say."
+            if "first half (" in __import__("tests.support.llm_wire", fromlist=["prompt_text"]).prompt_text(body)
+            else "Error Mode: R.3\nReason: x"
+        )
+    )
     judge = make_judge("openai:gpt-4.1", settings=llm_settings())
     verdict = _run(sample, "binary-search", judge)
     first_candidate = judged_blocks(sample, render_transcript(sample))[0].coord
@@ -135,6 +140,7 @@ def test_exhausted_retries_raise_backend_error_without_the_key(llm_server, llm_s
     with pytest.raises(BackendError) as info:
         _run(sample, "all-at-once", judge)
     from tests.support.fixtures import TEST_KEY
+
     assert TEST_KEY not in str(info.value)
 
 
@@ -173,18 +179,47 @@ def test_cli_attribute_with_a_model_from_the_standard_env_vars(llm_server, sampl
 
     llm_server.respond_with(oracle_for(sample))
     env = {**os.environ, "OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": llm_server.openai_base_url}
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute",
-                          str(SAMPLES / "team_text" / "trace.json"), "-p", "hybrid",
-                          "-m", "openai:gpt-4.1", "--json", "--no-save", "--labels"],
-                         cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "whenpro_core.cli",
+            "attribute",
+            str(SAMPLES / "team_text" / "trace.json"),
+            "-p",
+            "hybrid",
+            "-m",
+            "openai:gpt-4.1",
+            "--json",
+            "--no-save",
+            "--labels",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     rec = json.loads(out.stdout)
     assert rec["score"]["joint"] and rec["attribution"]["usage"]["calls"] >= 2
     assert TEST_KEY not in out.stdout + out.stderr
-    missing = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute",
-                              str(SAMPLES / "team_text" / "trace.json"), "-m", "anthropic:claude-sonnet-4-6"],
-                             cwd=REPO, env={k: v for k, v in os.environ.items() if "ANTHROPIC" not in k},
-                             capture_output=True, text=True, timeout=120)
+    missing = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "whenpro_core.cli",
+            "attribute",
+            str(SAMPLES / "team_text" / "trace.json"),
+            "-m",
+            "anthropic:claude-sonnet-4-6",
+        ],
+        cwd=REPO,
+        env={k: v for k, v in os.environ.items() if "ANTHROPIC" not in k},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "key" in missing.stderr.lower()
 
 
@@ -210,9 +245,29 @@ def test_cli_attribute_takes_base_url_timeout_and_retries(llm_server, sample):
 
     llm_server.respond_with(oracle_for(sample))
     env = {**os.environ, "OPENAI_API_KEY": TEST_KEY}
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute",
-                          str(SAMPLES / "team_text" / "trace.json"), "-m", "openai-compatible:qwen3",
-                          "--base-url", llm_server.openai_base_url, "--timeout", "5", "--max-retries", "1",
-                          "--json", "--no-save"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "whenpro_core.cli",
+            "attribute",
+            str(SAMPLES / "team_text" / "trace.json"),
+            "-m",
+            "openai-compatible:qwen3",
+            "--base-url",
+            llm_server.openai_base_url,
+            "--timeout",
+            "5",
+            "--max-retries",
+            "1",
+            "--json",
+            "--no-save",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["attribution"]["step"] == "3"

@@ -7,23 +7,30 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SAMPLES
 from whenpro_core.errors import TraceFormatError, UnknownFormatError
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.formats.registry import find_root, split_ref
 
-from conftest import SAMPLES
+GOOD = {
+    "question": "q",
+    "ground_truth": "a",
+    "mistake_agent": "A",
+    "mistake_step": "0",
+    "history": [{"content": "hi", "role": "assistant", "name": "A"}],
+}
 
-GOOD = {"question": "q", "ground_truth": "a", "mistake_agent": "A", "mistake_step": "0",
-        "history": [{"content": "hi", "role": "assistant", "name": "A"}]}
 
-
-@pytest.mark.parametrize("content, message", [
-    (b"", "empty"),
-    (b"\x00\x01\x02binary\x00", "binary"),
-    (b'{"question": "q", "history": [', "truncated"),
-    (b"not json at all", "not valid JSON"),
-    ("{\"question\": \"caf\xe9\"}".encode("latin-1"), "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "empty"),
+        (b"\x00\x01\x02binary\x00", "binary"),
+        (b'{"question": "q", "history": [', "truncated"),
+        (b"not json at all", "not valid JSON"),
+        ('{"question": "caf\xe9"}'.encode("latin-1"), "not UTF-8"),
+    ],
+)
 def test_bad_bytes_give_one_clear_line(tmp_path, content, message):
     p = tmp_path / "bad.json"
     p.write_bytes(content)
@@ -134,6 +141,7 @@ def test_a_named_pipe_is_an_error_row_never_a_hang(tmp_path):
         load_trace(tmp_path / "pipe.json")
     assert "not a regular file" in open_target(str(tmp_path / "pipe.json")).rows[0].error
     for command in (["ls", str(tmp_path)], ["info", str(tmp_path / "pipe.json")]):
-        out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", *command],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [sys.executable, "-m", "whenpro_core.cli", *command], capture_output=True, text=True, timeout=60
+        )
         assert "not a regular file (a named pipe)" in out.stdout + out.stderr

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import SAMPLES
 from whenpro_core.attribution.parse import parse_answer
 from whenpro_core.attribution.prompts import all_at_once
 from whenpro_core.attribution.render import cut_middle, render_transcript
 from whenpro_core.formats import load_trace
 from whenpro_core.model import Step, Trace
 from whenpro_core.taxonomy import Taxonomy
-
-from conftest import SAMPLES
 
 TAX = Taxonomy.builtin()
 
@@ -36,8 +35,7 @@ def test_escape_sequences_are_removed():
 
 def test_long_content_keeps_head_and_tail_and_every_step():
     big = "HEAD " + "x" * 200_000 + " TAIL"
-    t = Trace(id="x", steps=[Step(index=i, coord=str(i), content=big if i == 1 else f"step {i}")
-                             for i in range(5)])
+    t = Trace(id="x", steps=[Step(index=i, coord=str(i), content=big if i == 1 else f"step {i}") for i in range(5)])
     tr = render_transcript(t, budget_tokens=5_000)
     assert [b.coord for b in tr.blocks] == ["0", "1", "2", "3", "4"]
     text = tr.blocks[1].fields[0][1]
@@ -46,10 +44,15 @@ def test_long_content_keeps_head_and_tail_and_every_step():
 
 
 def test_shared_coordinates_render_under_one_header():
-    t = Trace(id="x", framework="eva", steps=[
-        Step(index=0, coord=None, kind="system", content="sys"),
-        Step(index=1, coord="0", kind="assistant", content="call"),
-        Step(index=2, coord="0", kind="tool", content="frames")])
+    t = Trace(
+        id="x",
+        framework="eva",
+        steps=[
+            Step(index=0, coord=None, kind="system", content="sys"),
+            Step(index=1, coord="0", kind="assistant", content="call"),
+            Step(index=2, coord="0", kind="tool", content="frames"),
+        ],
+    )
     tr = render_transcript(t)
     assert tr.coords() == ["0"] and tr.blocks[0].agent == "agent"
     assert tr.context and tr.context[0][1] == "sys"
@@ -61,13 +64,26 @@ def test_cut_middle():
     assert out.startswith("a" * 12) and out.endswith("b" * 8) and "80 characters omitted" in out
 
 
-@pytest.mark.parametrize("text, agent, step, mode", [
-    ("Agent Name: solver\nStep Number: 3\nError Mode: R.3\nReason: wrong sum", "solver", "3", "R.3"),
-    ("Sure.\n**Agent Name:** WebSurfer\n**Step Number:** Step 12\n**Error Mode:** R.1 (Hallucination)\n"
-     "**Reason:** made up", "WebSurfer", "12", "R.1"),
-    ("agent name:planner\nstep number:round 1.1\nerror mode: goal drift\nreason: drifted", "planner", "1.1", "PL.2"),
-    ("Agent Name: x\nStep Number: 2\nReason: this is a V.2 failure", "x", "2", "V.2"),
-])
+@pytest.mark.parametrize(
+    "text, agent, step, mode",
+    [
+        ("Agent Name: solver\nStep Number: 3\nError Mode: R.3\nReason: wrong sum", "solver", "3", "R.3"),
+        (
+            "Sure.\n**Agent Name:** WebSurfer\n**Step Number:** Step 12\n**Error Mode:** R.1 (Hallucination)\n"
+            "**Reason:** made up",
+            "WebSurfer",
+            "12",
+            "R.1",
+        ),
+        (
+            "agent name:planner\nstep number:round 1.1\nerror mode: goal drift\nreason: drifted",
+            "planner",
+            "1.1",
+            "PL.2",
+        ),
+        ("Agent Name: x\nStep Number: 2\nReason: this is a V.2 failure", "x", "2", "V.2"),
+    ],
+)
 def test_lenient_parsing(text, agent, step, mode):
     p = parse_answer(text, TAX)
     assert (p.agent, p.step, p.mode) == (agent, step, mode)

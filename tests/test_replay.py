@@ -5,12 +5,12 @@ injections are told apart."""
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
+from functools import cache
 
 import orjson
 import pytest
-from conftest import SAMPLES
 
+from conftest import SAMPLES
 from whenpro_core.envs import get_env
 from whenpro_core.envs.base import run_env
 from whenpro_core.errors import ConfigError, ReplayError
@@ -27,7 +27,7 @@ from whenpro_core.model import Step, ToolCall
 NOW = "2026-01-01T00:00:00+00:00"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _seed_json(env: str, seed: int) -> bytes:
     return dumps_trace(run_env(get_env(env), seed, plain=True))
 
@@ -208,7 +208,7 @@ def test_executor_specs():
         get_executor("nosuch")
 
 
-PLUGIN = '''
+PLUGIN = """
 from whenpro_core.injection.executors import Continuation
 from whenpro_core.model import Step
 
@@ -228,7 +228,7 @@ class Fixed:
 
 def make(arg):
     return Fixed(arg or "0")
-'''
+"""
 
 
 def test_entry_point_plugin_executor(tmp_path, monkeypatch):

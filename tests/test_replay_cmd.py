@@ -9,8 +9,8 @@ import sys
 import textwrap
 
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from whenpro_core.errors import ReplayError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
@@ -32,10 +32,13 @@ def example(**kw) -> CommandExecutor:
 def tally_run() -> Trace:
     """A successful run of the example system, recorded through the protocol itself
     (continuing a trace that holds only the user's task)."""
-    task_only = Trace(id="tally", framework="example-tally",
-                      agents=[Agent(id="user"), Agent(id="adder", role="Adder"), Agent(id="checker", role="Checker")],
-                      task=Task(query=QUERY, answer="1667"),
-                      steps=[Step(index=0, coord="0", agent="user", kind="user", content=QUERY)])
+    task_only = Trace(
+        id="tally",
+        framework="example-tally",
+        agents=[Agent(id="user"), Agent(id="adder", role="Adder"), Agent(id="checker", role="Checker")],
+        task=Task(query=QUERY, answer="1667"),
+        steps=[Step(index=0, coord="0", agent="user", kind="user", content=QUERY)],
+    )
     result = warm_start(task_only, 1, None, example())
     return continued_trace(task_only, result)
 
@@ -76,32 +79,52 @@ def _script(tmp_path, name: str, body: str) -> list[str]:
     return [sys.executable, str(path)]
 
 
-@pytest.mark.parametrize("name, body, message", [
-    ("crash.py", """
+@pytest.mark.parametrize(
+    "name, body, message",
+    [
+        (
+            "crash.py",
+            """
         import sys
         sys.stdin.readline()
         print("loading the agents...", file=sys.stderr)
         raise RuntimeError("model weights not found")
-        """, "exited with status 1 before sending 'done'.*model weights not found"),
-    ("garbage.py", """
+        """,
+            "exited with status 1 before sending 'done'.*model weights not found",
+        ),
+        (
+            "garbage.py",
+            """
         import sys
         sys.stdin.readline()
         print("hello, I am not JSON")
         sys.stdout.flush()
         import time; time.sleep(600)  # longer than the test may run: the error must not wait for it
-        """, "not JSON.*hello, I am not JSON"),
-    ("badstep.py", """
+        """,
+            "not JSON.*hello, I am not JSON",
+        ),
+        (
+            "badstep.py",
+            """
         import json, sys
         sys.stdin.readline()
         print(json.dumps({"type": "step", "step": {"agent": "a", "content": 5, "bogus": 1}}), flush=True)
         import time; time.sleep(600)
-        """, "invalid step in message #1"),
-    ("reported.py", """
+        """,
+            "invalid step in message #1",
+        ),
+        (
+            "reported.py",
+            """
         import json, sys
         sys.stdin.readline()
         print(json.dumps({"type": "error", "message": "tool server down"}), flush=True)
-        """, "reported an error: tool server down"),
-], ids=["crash", "garbage", "bad-step", "error-message"])
+        """,
+            "reported an error: tool server down",
+        ),
+    ],
+    ids=["crash", "garbage", "bad-step", "error-message"],
+)
 def test_misbehaving_executors_give_a_clear_replay_error(tmp_path, tally_run, name, body, message):
     # message_timeout=600: the error names the executor's fault, never a timeout
     ex = CommandExecutor(_script(tmp_path, name, body), message_timeout=600)
@@ -111,11 +134,15 @@ def test_misbehaving_executors_give_a_clear_replay_error(tmp_path, tally_run, na
 
 
 def test_hanging_executor_times_out(tmp_path, tally_run):
-    argv = _script(tmp_path, "hang.py", """
+    argv = _script(
+        tmp_path,
+        "hang.py",
+        """
         import sys, time
         print("thinking forever", file=sys.stderr, flush=True)
         time.sleep(600)
-        """)
+        """,
+    )
     with pytest.raises(ReplayError, match="no message within the 1 s message timeout.*thinking forever"):
         inject(tally_run, 2, "R.3", OfflineGenerator(), CommandExecutor(argv, message_timeout=1))
     with pytest.raises(ReplayError, match="replay timeout"):
@@ -124,12 +151,16 @@ def test_hanging_executor_times_out(tmp_path, tally_run):
 
 def test_secrets_in_executor_stderr_are_redacted(tmp_path, tally_run, monkeypatch):
     monkeypatch.setenv("MY_SERVICE_API_KEY", "s3cr3t-value-123456")
-    argv = _script(tmp_path, "leak.py", """
+    argv = _script(
+        tmp_path,
+        "leak.py",
+        """
         import os, sys
         sys.stdin.readline()
         print("using key", os.environ["MY_SERVICE_API_KEY"], "and sk-abcdefghijklmnopqrstuv", file=sys.stderr)
         sys.exit(3)
-        """)
+        """,
+    )
     with pytest.raises(ReplayError) as info:
         inject(tally_run, 2, "R.3", OfflineGenerator(), CommandExecutor(argv, message_timeout=10))
     text = info.value.one_line()
@@ -146,14 +177,18 @@ def test_missing_command_is_a_replay_error(tally_run):
 def test_real_trace_goes_through_the_protocol(tmp_path, real_traces):
     """A Who&When run, replayed into a minimal executor that reports what it received."""
     trace = load_trace(real_traces / "who-and-when/Who&When/Hand-Crafted/1.json")
-    argv = _script(tmp_path, "echo.py", """
+    argv = _script(
+        tmp_path,
+        "echo.py",
+        """
         import json, sys
         start = json.loads(sys.stdin.readline())
         last = start["steps"][-1]
         print(json.dumps({"type": "step", "step": {"agent": "echo", "kind": "final_answer",
               "content": f"{start['prefix_len']} {len(start['steps'])} {last['agent']}"}}), flush=True)
         print(json.dumps({"type": "done", "final_answer": "echo"}), flush=True)
-        """)
+        """,
+    )
     index = 3
     result = inject(trace, index, "A.4", OfflineGenerator(), CommandExecutor(argv, message_timeout=20))
     cf = result.counterfactual
@@ -163,8 +198,9 @@ def test_real_trace_goes_through_the_protocol(tmp_path, real_traces):
 
 
 def _whenpro(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_inject_command_with_the_example_executor(tmp_path, tally_run):
@@ -177,8 +213,21 @@ def test_inject_command_with_the_example_executor(tmp_path, tally_run):
     assert json.loads(out.read_text())["ground_truth"]["mode"] == "C.2"
     again = _whenpro("inject", str(seed), "--step", "5", "--mode", "C.2", "--executor", cmd, "--out", str(out))
     assert again.returncode == 2 and "--force" in again.stderr
-    text = _whenpro("inject", str(seed), "--step", "2", "--mode", "R.3", "--executor", cmd, "--out", str(out),
-                    "--force", "--generator", "text:Adding food 340 to the running total 1300.")
+    text = _whenpro(
+        "inject",
+        str(seed),
+        "--step",
+        "2",
+        "--mode",
+        "R.3",
+        "--executor",
+        cmd,
+        "--out",
+        str(out),
+        "--force",
+        "--generator",
+        "text:Adding food 340 to the running total 1300.",
+    )
     assert text.returncode == 0 and "still succeeds — not decisive" in text.stdout
 
 
@@ -188,10 +237,21 @@ def test_the_shipped_seed_is_a_current_run_of_the_example(tmp_path, tally_run):
     shipped = load_trace(REPO / "examples" / "expense_tally_seed.json")
     assert shipped.outcome.value == "success" and shipped.final_answer == "1667"
     assert [(s.agent, s.content, s.observation) for s in shipped.steps] == [
-        (s.agent, s.content, s.observation) for s in tally_run.steps]
+        (s.agent, s.content, s.observation) for s in tally_run.steps
+    ]
     # the command the README and the example's docstring give, run from the repository
     out = tmp_path / "cf.json"
-    done = _whenpro("inject", "examples/expense_tally_seed.json", "--step", "2", "--mode", "R.3",
-                    "--executor", f"cmd:{sys.executable} examples/replay_executor.py", "--out", str(out))
+    done = _whenpro(
+        "inject",
+        "examples/expense_tally_seed.json",
+        "--step",
+        "2",
+        "--mode",
+        "R.3",
+        "--executor",
+        f"cmd:{sys.executable} examples/replay_executor.py",
+        "--out",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     assert "still succeeds" in done.stdout  # the checker catches the wrong number

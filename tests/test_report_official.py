@@ -37,8 +37,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from whenpro_core.bench.official import cell_of, official_report
 from whenpro_core.bench.records import (
     Record,
@@ -53,16 +53,40 @@ from whenpro_core.formats import load_trace
 from whenpro_core.model import Attribution, Modality
 
 
-def _rec(n: int, cell: str, fw: str, gold: str | None, said: str | None, axes: tuple[bool, bool, bool] | None,
-         strict: bool | None = None, error: str | None = None, modality: str | None = None) -> Record:
+def _rec(
+    n: int,
+    cell: str,
+    fw: str,
+    gold: str | None,
+    said: str | None,
+    axes: tuple[bool, bool, bool] | None,
+    strict: bool | None = None,
+    error: str | None = None,
+    modality: str | None = None,
+) -> Record:
     ref = f"/data/t{n}.json"
-    meta = TraceMeta(id=f"t{n}", framework=fw, modality=modality or cell, split=cell if modality else "",
-                     labelled=gold is not None, gt_mode=gold)
+    meta = TraceMeta(
+        id=f"t{n}",
+        framework=fw,
+        modality=modality or cell,
+        split=cell if modality else "",
+        labelled=gold is not None,
+        gt_mode=gold,
+    )
     score = None if axes is None else Scores(agent=axes[0], step=axes[1], mode=axes[2], joint=all(axes))
     pred = None if error else Attribution(agent="a", step="3", mode=said, protocol="all-at-once", model="m")
-    return Record(key=record_key(ref, "all-at-once", "m", True), ref=ref, protocol="all-at-once", model="m",
-                  trace=meta, prediction=pred, score=score, strict_step=strict if axes else None,
-                  error=error, error_kind="backend" if error else None)
+    return Record(
+        key=record_key(ref, "all-at-once", "m", True),
+        ref=ref,
+        protocol="all-at-once",
+        model="m",
+        trace=meta,
+        prediction=pred,
+        score=score,
+        strict_step=strict if axes else None,
+        error=error,
+        error_kind="backend" if error else None,
+    )
 
 
 RECORDS = [
@@ -93,13 +117,27 @@ def test_report_rules_official_prints_both_rules_with_what_each_dropped(tmp_path
         for rec in RECORDS:
             out.append(rec)
     assert len(read_records(results)[0]) == len(RECORDS)
-    shown = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "report", str(results), "--rules", "official",
-                            "--out", str(tmp_path / "rep")], cwd=REPO, capture_output=True, text=True, timeout=120,
-                           env={**os.environ, "COLUMNS": "200"})
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "whenpro_core.cli",
+            "report",
+            str(results),
+            "--rules",
+            "official",
+            "--out",
+            str(tmp_path / "rep"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
-    assert ("rules: official (Who&When Pro leaderboard): failed rows left out: 1; unlabelled rows left out: 1"
-            in out)
+    assert "rules: official (Who&When Pro leaderboard): failed rows left out: 1; unlabelled rows left out: 1" in out
     assert "strict coordinates changed 1 step verdict" in out
     assert "rules: whenpro (default): failed rows scored wrong on every axis: 1; unlabelled rows left out: 1" in out
     composite = next(line for line in out.splitlines() if "composite" in line and "rules" not in line)
@@ -112,10 +150,19 @@ def test_report_rules_official_prints_both_rules_with_what_each_dropped(tmp_path
 
 
 def _gui_doc(**top: object) -> dict:
-    traj = [{"kind": "user", "content": "Open the settings"},
-            {"kind": "action", "step_number": 1, "agent": "coder", "reasoning": "click", "action": "click(3, 4)"}]
-    return {"id": "gui_1", "framework": "coact", "benchmark": "osworld", "task": {"query": "q"},
-            "trajectory": traj, "ground_truth": {"agent": "coder", "step": 1, "mode": "A.1"}, **top}
+    traj = [
+        {"kind": "user", "content": "Open the settings"},
+        {"kind": "action", "step_number": 1, "agent": "coder", "reasoning": "click", "action": "click(3, 4)"},
+    ]
+    return {
+        "id": "gui_1",
+        "framework": "coact",
+        "benchmark": "osworld",
+        "task": {"query": "q"},
+        "trajectory": traj,
+        "ground_truth": {"agent": "coder", "step": 1, "mode": "A.1"},
+        **top,
+    }
 
 
 def test_a_per_file_image_gui_document_is_read_and_keeps_its_split(tmp_path: Path) -> None:
@@ -123,8 +170,14 @@ def test_a_per_file_image_gui_document_is_read_and_keeps_its_split(tmp_path: Pat
     path.write_text(json.dumps(_gui_doc(modality="image_gui")))
     trace = load_trace(path)
     assert trace.modality is Modality.image and trace.extras["split"] == "image_gui"
-    rec = build_record(ref=str(path), protocol="heuristic", model="heuristic", with_gold=True, trace=trace,
-                       prediction=Attribution(agent="coder", step="1", mode="A.1"))
+    rec = build_record(
+        ref=str(path),
+        protocol="heuristic",
+        model="heuristic",
+        with_gold=True,
+        trace=trace,
+        prediction=Attribution(agent="coder", step="1", mode="A.1"),
+    )
     assert rec.trace.split == "image_gui" and cell_of(rec) == "image_gui" and rec.strict_step is True
 
 
@@ -136,8 +189,14 @@ def test_the_image_gui_jsonl_split_is_its_own_cell(tmp_path: Path) -> None:
     path.parent.mkdir()
     path.write_text(json.dumps(row) + "\n")
     trace = load_trace(f"{path}#gui_1")
-    rec = build_record(ref=str(path), protocol="heuristic", model="heuristic", with_gold=True, trace=trace,
-                       prediction=Attribution(agent="coder", step="Step 01", step_text="Step 01", mode="A.1"))
+    rec = build_record(
+        ref=str(path),
+        protocol="heuristic",
+        model="heuristic",
+        with_gold=True,
+        trace=trace,
+        prediction=Attribution(agent="coder", step="Step 01", step_text="Step 01", mode="A.1"),
+    )
     assert cell_of(rec) == "image_gui"
     assert rec.score is not None and rec.score.step and rec.strict_step is False  # "01" is not "1" when strict
 
@@ -147,23 +206,49 @@ def test_whowhen_substring_metric_reproduces_the_original_bug(tmp_path: Path) ->
     in "WebSurfer"; a failed record counts as wrong. By hand: 3 labelled records, agent
     found in 2 (WebSurfer, Coder), step found in 2 ("12" holds "1", "3" is "3") -> 66.7 / 66.7.
     whenpro's own step axis says 1 of 3."""
+
     def rec(n: int, gt_agent: str, gt_step: str, agent: str | None, step: str | None) -> Record:
         ref = f"/d/w{n}.json"
         pred = None if agent is None else Attribution(agent=agent, step=step, step_text=step)
         ok = pred is not None and step == gt_step
-        return Record(key=record_key(ref, "all-at-once", "m", True), ref=ref, protocol="all-at-once", model="m",
-                      trace=TraceMeta(id=f"w{n}", framework="ag2", labelled=True, gt_agent=gt_agent, gt_step=gt_step),
-                      prediction=pred, score=Scores(agent=False, step=ok, joint=False),
-                      error=None if pred else "backend: down", error_kind=None if pred else "backend")
+        return Record(
+            key=record_key(ref, "all-at-once", "m", True),
+            ref=ref,
+            protocol="all-at-once",
+            model="m",
+            trace=TraceMeta(id=f"w{n}", framework="ag2", labelled=True, gt_agent=gt_agent, gt_step=gt_step),
+            prediction=pred,
+            score=Scores(agent=False, step=ok, joint=False),
+            error=None if pred else "backend: down",
+            error_kind=None if pred else "backend",
+        )
 
     results = tmp_path / "ww.jsonl"
     with ResultsFile(results) as out:
-        for r in (rec(1, "Web", "1", "WebSurfer", "12"), rec(2, "Coder", "3", "Coder", "3"),
-                  rec(3, "Planner", "5", None, None)):
+        for r in (
+            rec(1, "Web", "1", "WebSurfer", "12"),
+            rec(2, "Coder", "3", "Coder", "3"),
+            rec(3, "Planner", "5", None, None),
+        ):
             out.append(r)
-    shown = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "report", str(results), "--metric",
-                            "whowhen-substring", "--out", str(tmp_path / "rep")], cwd=REPO, capture_output=True,
-                           text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "whenpro_core.cli",
+            "report",
+            str(results),
+            "--metric",
+            "whowhen-substring",
+            "--out",
+            str(tmp_path / "rep"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert shown.returncode == 0, shown.stderr
     assert "known bug" in shown.stdout
     row = next(line for line in shown.stdout.splitlines() if line.strip().startswith("m · all-at-once"))

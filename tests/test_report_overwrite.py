@@ -16,8 +16,7 @@ from test_bench_cli import one_line_error, whenpro
 from whenpro_core.bench.aggregate import aggregate
 from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.bench.records import ResultsFile
-from whenpro_core.bench.report import (MD_MARKER, PLOT_NAME, is_whenpro_report_file, report_command,
-                                       write_report)
+from whenpro_core.bench.report import MD_MARKER, PLOT_NAME, is_whenpro_report_file, report_command, write_report
 from whenpro_core.errors import ConfigError
 
 USER_MD = "# My notes on the run\n\nDo not lose me.\n"
@@ -35,11 +34,14 @@ def results_in(folder):
     return folder / "results.jsonl"
 
 
-@pytest.mark.parametrize("name, content", [
-    ("report.md", USER_MD),
-    ("report.json", json.dumps({"my": "own report"})),
-    (PLOT_NAME, "not even a png"),
-])
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("report.md", USER_MD),
+        ("report.json", json.dumps({"my": "own report"})),
+        (PLOT_NAME, "not even a png"),
+    ],
+)
 def test_report_refuses_to_overwrite_a_users_file(tmp_path, name, content):
     results = results_in(tmp_path / "run")
     mine = results.parent / name
@@ -124,9 +126,23 @@ def test_report_dir_puts_the_report_elsewhere(tmp_path):
     from conftest import REPO, SAMPLES
 
     (tmp_path / "report.md").write_text("# my own notes\n")
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "bench", str(SAMPLES / "team_text"),
-                          "--out", str(tmp_path / "r.jsonl"), "--report-dir", str(tmp_path / "rep")],
-                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "whenpro_core.cli",
+            "bench",
+            str(SAMPLES / "team_text"),
+            "--out",
+            str(tmp_path / "r.jsonl"),
+            "--report-dir",
+            str(tmp_path / "rep"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "report.md").read_text() == "# my own notes\n"
     assert (tmp_path / "rep" / "report.md").is_file()

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from whenpro_core.bench import validate
 from whenpro_core.bench.build import BuildOptions, run_build
 from whenpro_core.bench.build_store import read_manifest
@@ -29,8 +29,14 @@ NOW = "2026-01-02T03:04:05+00:00"
 
 
 def whenpro(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 def built(tmp: Path, layout: str = "files") -> Path:
@@ -40,8 +46,9 @@ def built(tmp: Path, layout: str = "files") -> Path:
     for s in range(6):
         write_trace(run_env(env, s), seeds / f"arith_team-s{s}.json")
     out = tmp / f"ds-{layout}"
-    manifest = asyncio.run(run_build(seeds, out, BuildOptions(per_seed=3, layout=layout, detect=False),
-                                     now=NOW)).manifest
+    manifest = asyncio.run(
+        run_build(seeds, out, BuildOptions(per_seed=3, layout=layout, detect=False), now=NOW)
+    ).manifest
     assert manifest["counts"]["kept"] >= 4
     return out
 
@@ -59,8 +66,9 @@ def reviewed(tmp_path_factory):
     items = validate.review_items(ds)
     wrong = next(i for i in items[1:] if not records[i.id].score.step and records[i.id].prediction.step)
     validate.record(ds, items[0].id, "reject", reason="not the failure it claims")
-    validate.record(ds, wrong.id, "relabel", reason="the decisive error is where it shows",
-                    step=records[wrong.id].prediction.step)
+    validate.record(
+        ds, wrong.id, "relabel", reason="the decisive error is where it shows", step=records[wrong.id].prediction.step
+    )
     return ds, results, items[0].id, wrong.id, records
 
 
@@ -95,7 +103,8 @@ def test_report_applies_reviews_to_saved_results_and_built_restores(reviewed, tm
     doc = json.loads((tmp_path / "b" / "report.json").read_text())
     assert doc["groups"][0]["overall"]["n"] == len(before)
     assert doc["groups"][0]["overall"]["step_acc"] * len(before) == pytest.approx(
-        sum(r.score.step for r in before.values()))
+        sum(r.score.step for r in before.values())
+    )
     bad = whenpro("report", str(results), "--labels", "mine")
     assert bad.returncode == 2 and "unknown --labels" in bad.stderr
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 
 from conftest import SAMPLES
-
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import dumps_trace
 

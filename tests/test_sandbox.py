@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from whenpro_core.envs.sandbox import network_isolation, run_python
 
 
@@ -25,8 +24,10 @@ def test_memory_hog_is_stopped():
 
 def test_file_writes_stay_in_the_temporary_folder(tmp_path):
     outside = tmp_path / "escaped.txt"
-    code = ("open('inside.txt', 'w').write('ok')\nprint(open('inside.txt').read())\n"
-            f"open({str(outside)!r}, 'w').write('no')\n")
+    code = (
+        "open('inside.txt', 'w').write('ok')\nprint(open('inside.txt').read())\n"
+        f"open({str(outside)!r}, 'w').write('no')\n"
+    )
     result = run_python(code)
     assert result.stdout.strip() == "ok"
     assert "PermissionError" in result.stderr and not outside.exists()

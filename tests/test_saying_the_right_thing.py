@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import Fault
 from whenpro_core.errors import BackendError, TraceFormatError
@@ -25,8 +25,14 @@ OTEL_FIXTURE = REPO / "tests" / "fixtures" / "otel" / "genai_current.json"
 
 
 def whenpro(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 def one_error_line(out: subprocess.CompletedProcess) -> str:
@@ -36,6 +42,7 @@ def one_error_line(out: subprocess.CompletedProcess) -> str:
 
 
 # ------------------------------------------------------------------ Who&When: NaN step label
+
 
 def test_a_nan_mistake_step_is_an_error_not_a_dropped_label(tmp_path, whowhen):
     doc = json.loads((whowhen / "Hand-Crafted" / "1.json").read_text())
@@ -50,6 +57,7 @@ def test_a_nan_mistake_step_is_an_error_not_a_dropped_label(tmp_path, whowhen):
 
 
 # ------------------------------------------------------------------ CLI: folders and several traces
+
 
 def test_an_empty_folder_named_like_a_file_is_an_error(tmp_path):
     (tmp_path / "trace.json").mkdir()
@@ -83,6 +91,7 @@ def test_attribute_refuses_a_file_of_several_traces_naming_path_key(real_traces)
 
 # ------------------------------------------------------------------ Who&When Pro: images not read
 
+
 @pytest.mark.parametrize("value", [5, {"0": "obs.jpg"}, [{"url": "obs.jpg"}, {"path": "ok.jpg"}]])
 def test_unreadable_images_are_reported_not_dropped_silently(real_traces, tmp_path, value):
     doc = json.loads((real_traces / "who-when-pro-samples" / "data" / "traces" / "mmsearch_car.json").read_text())
@@ -106,6 +115,7 @@ def test_real_who_when_pro_samples_read_every_image_without_warnings(real_traces
 
 
 # ------------------------------------------------------------------ τ-bench reward, AgentRx labels
+
 
 def _copy_agentrx(real_traces: Path, tmp_path: Path, part: str) -> Path:
     dest = tmp_path / "agentrx" / part
@@ -133,8 +143,10 @@ def test_tau_bench_reward_one_is_success(real_traces, tmp_path):
 
 
 def test_agentrx_failure_summary_is_hidden_label_text(real_traces):
-    for path in [real_traces / "agentrx" / "tau_retail" / "failed" / "task_12.json",
-                 next((real_traces / "agentrx" / "magentic_one" / "trajectories").glob("*.json"))]:
+    for path in [
+        real_traces / "agentrx" / "tau_retail" / "failed" / "task_12.json",
+        next((real_traces / "agentrx" / "magentic_one" / "trajectories").glob("*.json")),
+    ]:
         trace = load_trace(path)
         assert trace.ground_truth is not None
         assert "failure_summary" not in trace.extras
@@ -158,6 +170,7 @@ def test_agentrx_empty_step_reason_falls_back_to_the_root_cause_reason(real_trac
 
 
 # ------------------------------------------------------------------ OTLP: where a file is cut
+
 
 def test_a_truncated_pretty_printed_otlp_file_is_reported_where_it_is_cut(tmp_path):
     pretty = json.dumps(json.loads(OTEL_FIXTURE.read_text()), indent=2).encode()

@@ -10,8 +10,9 @@ from whenpro_core.model import Accepted, Attribution, GroundTruth, Step, Trace
 
 def _trace(framework="whenpro-team", n=15, gt=None):
     steps = [Step(index=i, coord=str(i), agent="a" if i % 2 else "b") for i in range(n)]
-    return Trace(id="t", framework=framework, steps=steps,
-                 ground_truth=gt or GroundTruth(agent="Solver", step="1", mode="R.3"))
+    return Trace(
+        id="t", framework=framework, steps=steps, ground_truth=gt or GroundTruth(agent="Solver", step="1", mode="R.3")
+    )
 
 
 def test_exact_match_and_case_insensitive_agent():
@@ -39,16 +40,19 @@ def test_tolerance_counts_positions():
 
 def test_round_only_for_debate():
     gt = GroundTruth(agents=["alice", "bob"], step="2", mode="C.3", round_only=True)
-    t = Trace(id="d", framework="debate", ground_truth=gt,
-              steps=[Step(index=i, coord=f"{r}.{p}") for i, (r, p) in enumerate([(1, 0), (2, 0), (2, 1)])])
+    t = Trace(
+        id="d",
+        framework="debate",
+        ground_truth=gt,
+        steps=[Step(index=i, coord=f"{r}.{p}") for i, (r, p) in enumerate([(1, 0), (2, 0), (2, 1)])],
+    )
     s = score_prediction(t, Attribution(agent="Bob", step="2.1", mode="C.3"))
     assert s.agent and s.step and s.joint
     assert not score_prediction(t, Attribution(agent="carol", step="1.0")).step
 
 
 def test_accepted_alternatives_score_per_axis():
-    gt = GroundTruth(agent="x", step="4", mode="R.1",
-                     accepted=Accepted(agent=["y"], step=["5"], mode=["R.2"]))
+    gt = GroundTruth(agent="x", step="4", mode="R.1", accepted=Accepted(agent=["y"], step=["5"], mode=["R.2"]))
     s = score_prediction(_trace(gt=gt), Attribution(agent="Y", step="5", mode="R.2"))
     assert s.joint
 

@@ -10,8 +10,15 @@ import pytest
 from tests.conftest import team_trace
 from whenpro_core.formats import load_trace
 from whenpro_core.model import Step, Trace
-from whenpro_core.search import (StepFilter, filter_steps, find_coord, gt_step_index,
-                                 same_agent_step, search_steps, step_facets)
+from whenpro_core.search import (
+    StepFilter,
+    filter_steps,
+    find_coord,
+    gt_step_index,
+    same_agent_step,
+    search_steps,
+    step_facets,
+)
 
 
 def test_search_is_case_insensitive_across_fields() -> None:

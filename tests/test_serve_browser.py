@@ -82,9 +82,22 @@ class Served:
         self.log = log
         with log.open("wb") as out:  # --no-save: nothing is ever written beside the shared trace
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "whenpro_core.cli", "view", str(trace), "--serve",
-                 "--port", str(self.port), "--no-save"],
-                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                [
+                    sys.executable,
+                    "-m",
+                    "whenpro_core.cli",
+                    "view",
+                    str(trace),
+                    "--serve",
+                    "--port",
+                    str(self.port),
+                    "--no-save",
+                ],
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         wait_until(self.listening, f"the server on port {self.port}", detail=self.output)
 
     def listening(self) -> bool:
@@ -149,8 +162,7 @@ def open_session(browser: Any, served: Served) -> tuple[Any, Any]:
 
 def wait_for_text(page: Any, since: int, text: str) -> None:
     """Wait until the terminal has received ``text`` after its first ``since`` characters."""
-    page.wait_for_function("([n, t]) => window.__since(n).includes(t)", arg=[since, text],
-                           timeout=PAGE_WAIT_MS)
+    page.wait_for_function("([n, t]) => window.__since(n).includes(t)", arg=[since, text], timeout=PAGE_WAIT_MS)
 
 
 def press(page: Any, key: str, then: str) -> None:
@@ -165,8 +177,7 @@ def session_ended(page: Any) -> bool:
     return bool(page.evaluate("document.body.classList.contains('-closed')"))
 
 
-def test_a_browser_session_shows_the_image_trace_and_ends_with_its_tab(browser: Any,
-                                                                       served: Served) -> None:
+def test_a_browser_session_shows_the_image_trace_and_ends_with_its_tab(browser: Any, served: Served) -> None:
     context, page = open_session(browser, served)
     sessions = wait_until(served.sessions, "the session's app process")
     assert len(sessions) == 1
@@ -188,8 +199,7 @@ def test_a_browser_session_shows_the_image_trace_and_ends_with_its_tab(browser: 
     served.proc.send_signal(signal.SIGINT)
     page.wait_for_selector("body.-closed", timeout=PAGE_WAIT_MS)  # "Session ended."
     assert served.proc.wait(timeout=PAGE_WAIT_MS / 1000) == 0, served.output()
-    wait_until(lambda: all(gone(pid) for pid in every), "every process of the server to end",
-               detail=served.output)
+    wait_until(lambda: all(gone(pid) for pid in every), "every process of the server to end", detail=served.output)
     context.close()
 
 

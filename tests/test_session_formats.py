@@ -48,8 +48,10 @@ def _lines(path: Path) -> list[dict]:
 
 # --------------------------------------------------------------------------- raw counts
 
-def _claude_user(o: dict, c: Counts, owner: dict[str, str], observed: set[str], failed: set[str],
-                 tasks: dict[str, str | None]) -> None:
+
+def _claude_user(
+    o: dict, c: Counts, owner: dict[str, str], observed: set[str], failed: set[str], tasks: dict[str, str | None]
+) -> None:
     content = o["message"]["content"]
     if isinstance(content, str) or any(b.get("type") != "tool_result" for b in content):
         c.steps += 1
@@ -177,19 +179,32 @@ def langsmith_counts(doc: dict) -> Counts:
     return c
 
 
-CLAUDE = ["claude-code/VibeCodingTracker/claude_code.jsonl", "claude-code/spotter/subagent.jsonl",
-          "claude-code/spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl",
-          "claude-code/spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04/subagents/agent-aac57f5.jsonl",
-          "claude-code/spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04/subagents/agent-acompact-946d2b.jsonl"]
-CODEX = ["codex-cli/VibeCodingTracker/codex.jsonl",
-         "codex-cli/codemie-code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"]
-GEMINI = ["gemini-cli/VibeCodingTracker/gemini.jsonl", "gemini-cli/VibeCodingTracker/test_conversation_gemini.json",
-          "gemini-cli/codemie-code/session-2025-12-01T21-45-5b959dae.json"]
-ATIF = ["harbor-atif/harbor/hello-world.trajectory.json", "harbor-atif/harbor/hello-world-timeout.trajectory.json",
-        "harbor-atif/harbor/hello-world-context-summarization.trajectory.json",
-        "harbor-atif/harbor/hello-world-context-summarization.trajectory.summarization-1-summary.json"]
-LANGSMITH = [f"langsmith/langsmith-sdk/langsmith_{n}.json" for n in
-             ("py_wrap_openai_", "py_wrap_openai_reasoning", "js_wrap_openai_default", "js_wrap_openai_reasoning")]
+CLAUDE = [
+    "claude-code/VibeCodingTracker/claude_code.jsonl",
+    "claude-code/spotter/subagent.jsonl",
+    "claude-code/spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl",
+    "claude-code/spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04/subagents/agent-aac57f5.jsonl",
+    "claude-code/spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04/subagents/agent-acompact-946d2b.jsonl",
+]
+CODEX = [
+    "codex-cli/VibeCodingTracker/codex.jsonl",
+    "codex-cli/codemie-code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
+]
+GEMINI = [
+    "gemini-cli/VibeCodingTracker/gemini.jsonl",
+    "gemini-cli/VibeCodingTracker/test_conversation_gemini.json",
+    "gemini-cli/codemie-code/session-2025-12-01T21-45-5b959dae.json",
+]
+ATIF = [
+    "harbor-atif/harbor/hello-world.trajectory.json",
+    "harbor-atif/harbor/hello-world-timeout.trajectory.json",
+    "harbor-atif/harbor/hello-world-context-summarization.trajectory.json",
+    "harbor-atif/harbor/hello-world-context-summarization.trajectory.summarization-1-summary.json",
+]
+LANGSMITH = [
+    f"langsmith/langsmith-sdk/langsmith_{n}.json"
+    for n in ("py_wrap_openai_", "py_wrap_openai_reasoning", "js_wrap_openai_default", "js_wrap_openai_reasoning")
+]
 ALL = CLAUDE + CODEX + GEMINI + ATIF + LANGSMITH
 
 
@@ -215,18 +230,23 @@ def raw_counts(ref: str) -> Counts:
 
 def trace_counts(steps: list[dict]) -> Counts:
     """The same counts from a trace's steps (a native JSON dump)."""
-    return Counts(steps=len(steps), calls=sum(len(s.get("tool_calls") or []) for s in steps),
-                  observed=sum(1 for s in steps if s.get("observation") is not None),
-                  errors=sum(1 for s in steps if s.get("error")),
-                  agents={s["agent"] for s in steps} - {"user", "system", "environment"})
+    return Counts(
+        steps=len(steps),
+        calls=sum(len(s.get("tool_calls") or []) for s in steps),
+        observed=sum(1 for s in steps if s.get("observation") is not None),
+        errors=sum(1 for s in steps if s.get("error")),
+        agents={s["agent"] for s in steps} - {"user", "system", "environment"},
+    )
 
 
 def whenpro(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
 
 
 # --------------------------------------------------------------------------- every real file
+
 
 @pytest.mark.parametrize("ref", ALL)
 def test_every_real_file_loads_with_the_raw_counts(real_traces: Path, ref: str) -> None:
@@ -282,16 +302,23 @@ async def test_tui_opens_each_format_and_lists_every_step(real_traces: Path, ref
         steps = app.screen.query_one(StepList)
         assert steps.row_count == want.steps
         assert steps.trace is not None and steps.trace.steps[0].content[:20] in "\n".join(
-            strip.text for strip in app.screen._compositor.render_strips())
+            strip.text for strip in app.screen._compositor.render_strips()
+        )
 
 
 # --------------------------------------------------------------------------- format details
 
+
 def test_claude_code_merges_blocks_and_keeps_thinking_and_subagents(real_traces: Path) -> None:
     trace = load_trace(real_traces / CLAUDE[0])
     lines = _lines(real_traces / CLAUDE[0])
-    thinking = [b["thinking"] for o in lines if o["type"] == "assistant"
-                for b in o["message"]["content"] if b["type"] == "thinking"]
+    thinking = [
+        b["thinking"]
+        for o in lines
+        if o["type"] == "assistant"
+        for b in o["message"]["content"]
+        if b["type"] == "thinking"
+    ]
     reasoning = [s.meta["reasoning"] for s in trace.steps if s.meta.get("reasoning")]
     assert reasoning == thinking  # 5 blocks, each with its own message
     assert all(s.meta.get("usage") for s in trace.steps if s.agent == "claude")
@@ -310,8 +337,11 @@ def test_claude_code_merges_blocks_and_keeps_thinking_and_subagents(real_traces:
 
 def test_codex_final_answer_and_errors(real_traces: Path) -> None:
     trace = load_trace(real_traces / CODEX[1])
-    done = [o["payload"]["last_agent_message"] for o in _lines(real_traces / CODEX[1])
-            if o["type"] == "event_msg" and o["payload"]["type"] == "task_complete"]
+    done = [
+        o["payload"]["last_agent_message"]
+        for o in _lines(real_traces / CODEX[1])
+        if o["type"] == "event_msg" and o["payload"]["type"] == "task_complete"
+    ]
     assert trace.final_answer == done[-1]
     patch = next(s for s in trace.steps if s.tool_calls and s.tool_calls[0].name == "apply_patch")
     patch_text = patch.tool_calls[0].arguments
@@ -339,40 +369,103 @@ def test_unknown_outcome_is_attributed_as_possibly_failed(real_traces: Path) -> 
 
 # --------------------------------------------------------------------------- made-up files
 
+
 def test_langsmith_nested_run_tree_with_tools_and_error(tmp_path: Path) -> None:
-    tree = {"id": "r1", "name": "AgentExecutor", "run_type": "chain", "inputs": {"input": "2+2?"},
-            "outputs": None, "error": "ValueError: gave up", "start_time": "2025-01-01T00:00:00+00:00",
-            "child_runs": [
-                {"id": "r2", "name": "ChatOpenAI", "run_type": "llm", "start_time": "2025-01-01T00:00:01+00:00",
-                 "inputs": {"messages": [[{"lc": 1, "type": "constructor", "id": ["x", "HumanMessage"],
-                                           "kwargs": {"content": "2+2?"}}]]},
-                 "outputs": {"generations": [[{"text": "", "message": {"lc": 1, "type": "constructor",
-                             "id": ["x", "AIMessage"], "kwargs": {"content": "", "tool_calls": [
-                                 {"id": "c1", "function": {"name": "calc", "arguments": "{\"e\": \"2+2\"}"}}]}}}]]},
-                 "child_runs": []},
-                {"id": "r3", "name": "calc", "run_type": "tool", "start_time": "2025-01-01T00:00:02+00:00",
-                 "inputs": {"e": "2+2"}, "outputs": {"output": "5"}, "child_runs": []}]}
+    tree = {
+        "id": "r1",
+        "name": "AgentExecutor",
+        "run_type": "chain",
+        "inputs": {"input": "2+2?"},
+        "outputs": None,
+        "error": "ValueError: gave up",
+        "start_time": "2025-01-01T00:00:00+00:00",
+        "child_runs": [
+            {
+                "id": "r2",
+                "name": "ChatOpenAI",
+                "run_type": "llm",
+                "start_time": "2025-01-01T00:00:01+00:00",
+                "inputs": {
+                    "messages": [
+                        [{"lc": 1, "type": "constructor", "id": ["x", "HumanMessage"], "kwargs": {"content": "2+2?"}}]
+                    ]
+                },
+                "outputs": {
+                    "generations": [
+                        [
+                            {
+                                "text": "",
+                                "message": {
+                                    "lc": 1,
+                                    "type": "constructor",
+                                    "id": ["x", "AIMessage"],
+                                    "kwargs": {
+                                        "content": "",
+                                        "tool_calls": [
+                                            {"id": "c1", "function": {"name": "calc", "arguments": '{"e": "2+2"}'}}
+                                        ],
+                                    },
+                                },
+                            }
+                        ]
+                    ]
+                },
+                "child_runs": [],
+            },
+            {
+                "id": "r3",
+                "name": "calc",
+                "run_type": "tool",
+                "start_time": "2025-01-01T00:00:02+00:00",
+                "inputs": {"e": "2+2"},
+                "outputs": {"output": "5"},
+                "child_runs": [],
+            },
+        ],
+    }
     path = tmp_path / "run.json"
     path.write_text(json.dumps(tree), encoding="utf-8")
     trace = load_trace(path)
     assert [(s.agent, s.kind) for s in trace.steps] == [
-        ("AgentExecutor", "run"), ("user", "user"), ("AgentExecutor", "action"), ("AgentExecutor", "action")]
+        ("AgentExecutor", "run"),
+        ("user", "user"),
+        ("AgentExecutor", "action"),
+        ("AgentExecutor", "action"),
+    ]
     assert trace.steps[2].tool_calls[0].arguments == {"e": "2+2"}
     assert trace.steps[3].observation == "5" and trace.steps[3].meta["depth"] == 1
     assert trace.outcome == Outcome.failure and trace.steps[0].error == "ValueError: gave up"
 
 
 def test_gemini_tool_error_and_subagent(tmp_path: Path) -> None:
-    lines = [{"sessionId": "s", "projectHash": "h", "startTime": "2026-01-01T00:00:00Z", "kind": "main"},
-             {"id": "u", "type": "user", "content": [{"text": "look"}]},
-             {"id": "g", "type": "gemini", "content": "", "toolCalls": [
-                 {"id": "t1", "name": "delegate_to_agent", "args": {"agent_name": "codebase_investigator"},
-                  "status": "success", "result": [{"functionResponse": {"response": {"output": "report"}}}]},
-                 {"id": "t2", "name": "read_file", "args": {}, "status": "error",
-                  "result": [{"functionResponse": {"response": {"error": "no such file"}}}]}]},
-             {"$set": {"lastUpdated": "2026-01-01T00:01:00Z"}},
-             {"id": "g", "type": "gemini", "content": "done", "toolCalls": []},
-             {"id": "g2", "type": "gemini", "content": "x"}]
+    lines = [
+        {"sessionId": "s", "projectHash": "h", "startTime": "2026-01-01T00:00:00Z", "kind": "main"},
+        {"id": "u", "type": "user", "content": [{"text": "look"}]},
+        {
+            "id": "g",
+            "type": "gemini",
+            "content": "",
+            "toolCalls": [
+                {
+                    "id": "t1",
+                    "name": "delegate_to_agent",
+                    "args": {"agent_name": "codebase_investigator"},
+                    "status": "success",
+                    "result": [{"functionResponse": {"response": {"output": "report"}}}],
+                },
+                {
+                    "id": "t2",
+                    "name": "read_file",
+                    "args": {},
+                    "status": "error",
+                    "result": [{"functionResponse": {"response": {"error": "no such file"}}}],
+                },
+            ],
+        },
+        {"$set": {"lastUpdated": "2026-01-01T00:01:00Z"}},
+        {"id": "g", "type": "gemini", "content": "done", "toolCalls": []},
+        {"id": "g2", "type": "gemini", "content": "x"},
+    ]
     path = tmp_path / "session.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines[:3]) + "\n{not json\n", encoding="utf-8")
     trace = load_trace(path)
@@ -385,10 +478,13 @@ def test_gemini_tool_error_and_subagent(tmp_path: Path) -> None:
     assert trace.extras["header"]["lastUpdated"] == "2026-01-01T00:01:00Z"
 
 
-@pytest.mark.parametrize("body, where", [
-    ('{"timestamp": "t", "type": "session_meta", "payload": []}', "$.payload"),
-    ('{"type": "user", "sessionId": "s", "uuid": "u", "message": {"content": 3}}', "$.message.content"),
-])
+@pytest.mark.parametrize(
+    "body, where",
+    [
+        ('{"timestamp": "t", "type": "session_meta", "payload": []}', "$.payload"),
+        ('{"type": "user", "sessionId": "s", "uuid": "u", "message": {"content": 3}}', "$.message.content"),
+    ],
+)
 def test_a_session_whose_only_line_is_bad_is_one_line_error(tmp_path: Path, body: str, where: str) -> None:
     path = tmp_path / "s.jsonl"
     path.write_text(body + "\n", encoding="utf-8")
@@ -400,13 +496,28 @@ def test_a_session_whose_only_line_is_bad_is_one_line_error(tmp_path: Path, body
 def test_atif_reference_never_leaves_the_folder(tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
     secret = tmp_path / "secret.json"
-    child = {"schema_version": "ATIF-v1.6", "session_id": "c", "agent": {"name": "evil"},
-             "steps": [{"step_id": 1, "source": "agent", "message": "leak"}]}
+    child = {
+        "schema_version": "ATIF-v1.6",
+        "session_id": "c",
+        "agent": {"name": "evil"},
+        "steps": [{"step_id": 1, "source": "agent", "message": "leak"}],
+    }
     secret.write_text(json.dumps(child), encoding="utf-8")
-    doc = {"schema_version": "ATIF-v1.6", "session_id": "p", "agent": {"name": "main"}, "steps": [
-        {"step_id": 1, "source": "system", "message": "x",
-         "observation": {"results": [{"subagent_trajectory_ref": [{"session_id": "c",
-                                                                    "trajectory_path": "../secret.json"}]}]}}]}
+    doc = {
+        "schema_version": "ATIF-v1.6",
+        "session_id": "p",
+        "agent": {"name": "main"},
+        "steps": [
+            {
+                "step_id": 1,
+                "source": "system",
+                "message": "x",
+                "observation": {
+                    "results": [{"subagent_trajectory_ref": [{"session_id": "c", "trajectory_path": "../secret.json"}]}]
+                },
+            }
+        ],
+    }
     path = tmp_path / "in" / "trajectory.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     trace: Trace = load_trace(path)
@@ -447,12 +558,22 @@ async def test_tui_shows_reasoning_above_the_step(real_traces: Path) -> None:
 def test_gemini_checkpoint_and_rewind(tmp_path: Path) -> None:
     """A ``$set`` of ``messages`` replaces the messages so far; ``$rewindTo`` drops a
     message and every later one (Gemini CLI's JSONL recording)."""
-    lines = [{"sessionId": "s", "projectHash": "h", "startTime": "2026-01-01T00:00:00Z"},
-             {"id": "a", "type": "user", "content": "one"}, {"id": "b", "type": "gemini", "content": "two"},
-             {"$set": {"messages": [{"id": "a", "type": "user", "content": "ONE"},
-                                    {"id": "c", "type": "gemini", "content": "three"}]}},
-             {"id": "d", "type": "user", "content": "four"}, {"$rewindTo": "d"},
-             {"id": "e", "type": "user", "content": "five"}]
+    lines = [
+        {"sessionId": "s", "projectHash": "h", "startTime": "2026-01-01T00:00:00Z"},
+        {"id": "a", "type": "user", "content": "one"},
+        {"id": "b", "type": "gemini", "content": "two"},
+        {
+            "$set": {
+                "messages": [
+                    {"id": "a", "type": "user", "content": "ONE"},
+                    {"id": "c", "type": "gemini", "content": "three"},
+                ]
+            }
+        },
+        {"id": "d", "type": "user", "content": "four"},
+        {"$rewindTo": "d"},
+        {"id": "e", "type": "user", "content": "five"},
+    ]
     path = tmp_path / "session.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
     assert [s.content for s in load_trace(path).steps] == ["ONE", "three", "five"]
@@ -464,12 +585,33 @@ def test_claude_images_in_prompts_and_tool_results(tmp_path: Path) -> None:
     png = tiny_png()
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
     env = {"sessionId": "s1", "cwd": "/w", "version": "2.1.0", "timestamp": "2026-01-01T00:00:00.000Z"}
-    lines = [{**env, "type": "user", "uuid": "u1", "message": {"role": "user", "content": [
-                 {"type": "text", "text": "what is on this screen?"}, image]}},
-             {**env, "type": "assistant", "uuid": "a1", "message": {"id": "m1", "role": "assistant", "content": [
-                 {"type": "tool_use", "id": "t1", "name": "Screenshot", "input": {}}]}},
-             {**env, "type": "user", "uuid": "u2", "message": {"role": "user", "content": [
-                 {"type": "tool_result", "tool_use_id": "t1", "content": [image], "is_error": False}]}}]
+    lines = [
+        {
+            **env,
+            "type": "user",
+            "uuid": "u1",
+            "message": {"role": "user", "content": [{"type": "text", "text": "what is on this screen?"}, image]},
+        },
+        {
+            **env,
+            "type": "assistant",
+            "uuid": "a1",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "Screenshot", "input": {}}],
+            },
+        },
+        {
+            **env,
+            "type": "user",
+            "uuid": "u2",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [image], "is_error": False}],
+            },
+        },
+    ]
     path = tmp_path / "s1.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
     trace = load_trace(path)

@@ -29,13 +29,19 @@ SPOTTER = "ae4a77f8-aedd-4bc1-888f-c94edc91af04"
 LAYOUT = [
     ("claude-code/VibeCodingTracker/claude_code.jsonl", ".claude/projects/-home-wei-repo/e9f146fa.jsonl"),
     (f"claude-code/spotter/{SPOTTER}.jsonl", f".claude/projects/-home-USER-spotter/{SPOTTER}.jsonl"),
-    (f"claude-code/spotter/{SPOTTER}/subagents/agent-aac57f5.jsonl",
-     f".claude/projects/-home-USER-spotter/{SPOTTER}/subagents/agent-aac57f5.jsonl"),
-    ("codex-cli/codemie-code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
-     ".codex/sessions/2026/05/11/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"),
+    (
+        f"claude-code/spotter/{SPOTTER}/subagents/agent-aac57f5.jsonl",
+        f".claude/projects/-home-USER-spotter/{SPOTTER}/subagents/agent-aac57f5.jsonl",
+    ),
+    (
+        "codex-cli/codemie-code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
+        ".codex/sessions/2026/05/11/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
+    ),
     ("codex-cli/VibeCodingTracker/codex.jsonl", ".codex/sessions/2025/09/19/rollout-2025-09-19T17-02-01996135.jsonl"),
-    ("gemini-cli/codemie-code/session-2025-12-01T21-45-5b959dae.json",
-     ".gemini/tmp/5b95hash/chats/session-2025-12-01T21-45-5b959dae.json"),
+    (
+        "gemini-cli/codemie-code/session-2025-12-01T21-45-5b959dae.json",
+        ".gemini/tmp/5b95hash/chats/session-2025-12-01T21-45-5b959dae.json",
+    ),
     ("gemini-cli/codemie-code/logs.json", ".gemini/tmp/5b95hash/logs.json"),
     ("gemini-cli/VibeCodingTracker/gemini.jsonl", ".gemini/tmp/vibe/chats/session-2026-04-23T12-52-0ab84937.jsonl"),
 ]
@@ -70,8 +76,14 @@ def home(real_traces: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def whenpro(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_sessions_lists_every_session_newest_first(home: Path) -> None:
@@ -102,7 +114,8 @@ def test_sessions_of_one_tool_and_plain_lines(home: Path) -> None:
     assert "122 steps" in lines[0] and "4 errors" in lines[0] and "show tools" in lines[0]
     bad = whenpro("sessions", "cursor")
     assert bad.returncode == 2 and bad.stderr.strip() == (
-        "whenpro: error: unknown tool 'cursor' (expected claude, codex, gemini)")
+        "whenpro: error: unknown tool 'cursor' (expected claude, codex, gemini)"
+    )
 
 
 def test_folders_come_from_config_and_environment(home: Path, tmp_path: Path) -> None:
@@ -128,8 +141,10 @@ def test_nothing_outside_the_folders_is_read(home: Path, tmp_path: Path) -> None
     (home / ".claude/projects/-home-wei-repo/link.jsonl").symlink_to(outside / "secret.jsonl")
     (home / ".claude/projects/linked-project").symlink_to(outside, target_is_directory=True)
     (home / ".claude/projects/notes.jsonl").write_text("{}\n", encoding="utf-8")  # not <project>/<session>
-    shutil.copyfile(home / ".claude/projects/-home-wei-repo/e9f146fa.jsonl",  # an older sub-agent file
-                    home / ".claude/projects/-home-wei-repo/agent-1234.jsonl")
+    shutil.copyfile(
+        home / ".claude/projects/-home-wei-repo/e9f146fa.jsonl",  # an older sub-agent file
+        home / ".claude/projects/-home-wei-repo/agent-1234.jsonl",
+    )
     rows = list_sessions(("claude",))
     assert sorted(r.path.name for r in rows) == sorted(["e9f146fa.jsonl", f"{SPOTTER}.jsonl"])
     assert all(outside not in r.path.resolve().parents for r in rows)
@@ -160,8 +175,7 @@ def test_view_sessions_with_a_path_that_is_no_tool_is_one_line(home: Path) -> No
 
 
 @pytest.mark.parametrize("src", [LAYOUT[0][0], LAYOUT[4][0], LAYOUT[7][0]])
-async def test_a_session_being_written_follows_to_the_same_trace(real_traces: Path, tmp_path: Path,
-                                                                 src: str) -> None:
+async def test_a_session_being_written_follows_to_the_same_trace(real_traces: Path, tmp_path: Path, src: str) -> None:
     """Lines arrive one by one (some torn); the announced steps, replayed with their
     resets, end as the trace the importer reads from the finished file."""
     lines = [line + b"\n" for line in (real_traces / src).read_bytes().splitlines() if line.strip()]
@@ -176,13 +190,17 @@ async def test_a_session_being_written_follows_to_the_same_trace(real_traces: Pa
     async def go() -> None:
         async for ev in gen:
             if isinstance(ev, TraceReset):
-                del shown[ev.kept:]
+                del shown[ev.kept :]
             elif isinstance(ev, StepAdded):
                 assert ev.step.index == len(shown)
                 shown.append(ev.step)
-            if writer.done.is_set() and len(shown) == len(want) and [
-                    s.model_dump(exclude={"raw"}) for s in shown] == want:
+            if (
+                writer.done.is_set()
+                and len(shown) == len(want)
+                and [s.model_dump(exclude={"raw"}) for s in shown] == want
+            ):
                 return
+
     try:
         await asyncio.wait_for(go(), 120)
     finally:

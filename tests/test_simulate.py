@@ -13,8 +13,9 @@ import sys
 import threading
 
 import pytest
-from conftest import REAL_TRACES, REPO
 
+from conftest import REAL_TRACES, REPO
+from test_replay import NOW, seed_run
 from tests.support.fixtures import TEST_KEY
 from tests.support.inject_model import InjectModel, step_answer
 from tests.support.llm_server import Fault
@@ -28,7 +29,6 @@ from whenpro_core.injection.llm_generate import LLMGenerator
 from whenpro_core.injection.replay import prefix_matches, replay_stream, warm_start
 from whenpro_core.injection.simulate import SimulateExecutor
 from whenpro_core.model import Step, ToolCall
-from test_replay import NOW, seed_run
 
 WW_1 = "who-and-when/Who&When/Algorithm-Generated/1.json"  # Excel_Expert, terminal, BusinessLogic, terminal, DataVerification x2
 
@@ -36,16 +36,28 @@ WW_1 = "who-and-when/Who&When/Algorithm-Generated/1.json"  # Excel_Expert, termi
 def _arith_model(minutes: int = 150, final: str = "12:00") -> InjectModel:
     """Plays arith_team's solver, verifier and reporter after a changed total."""
     return InjectModel(
-        turns={"solver": [step_answer(f"Computing end = clock(09:30 + total) with total = {minutes}.",
-                                      [{"name": "clock_add", "arguments": {"minutes": minutes, "start": "09:30"}}])],
-               "verifier": [step_answer("Checked sessions = 80, breaks = 5 against the task: correct. Approved.")],
-               "reporter": [step_answer(f"Final answer: {final}", final_answer=final, ends_run=True)]},
-        tool=lambda calls, prompt: "150" if calls[0]["name"] == "calculator" else "12:00")
+        turns={
+            "solver": [
+                step_answer(
+                    f"Computing end = clock(09:30 + total) with total = {minutes}.",
+                    [{"name": "clock_add", "arguments": {"minutes": minutes, "start": "09:30"}}],
+                )
+            ],
+            "verifier": [step_answer("Checked sessions = 80, breaks = 5 against the task: correct. Approved.")],
+            "reporter": [step_answer(f"Final answer: {final}", final_answer=final, ends_run=True)],
+        },
+        tool=lambda calls, prompt: "150" if calls[0]["name"] == "calculator" else "12:00",
+    )
 
 
 def _flawed_total() -> Step:
-    return Step(index=4, agent="solver", kind="action", content="Computing total = sessions + breaks + 65 = 80 + 5 + 65.",
-                tool_calls=[ToolCall(id="call_4", name="calculator", arguments={"expression": "80 + 5 + 65"})])
+    return Step(
+        index=4,
+        agent="solver",
+        kind="action",
+        content="Computing total = sessions + breaks + 65 = 80 + 5 + 65.",
+        tool_calls=[ToolCall(id="call_4", name="calculator", arguments={"expression": "80 + 5 + 65"})],
+    )
 
 
 def test_builtin_seed_continued_with_simulated_tools_and_a_decisive_verdict(llm_server, llm_settings):
@@ -53,8 +65,15 @@ def test_builtin_seed_continued_with_simulated_tools_and_a_decisive_verdict(llm_
     model = _arith_model()
     llm_server.respond_with(model)
     streamed: list[Step] = []
-    result = inject(seed, 4, "R.3", _Fixed(_flawed_total()), SimulateExecutor("openai:gpt-4.1", settings=llm_settings()),
-                    on_step=lambda s: streamed.append(s.model_copy(deep=True)), now=NOW)
+    result = inject(
+        seed,
+        4,
+        "R.3",
+        _Fixed(_flawed_total()),
+        SimulateExecutor("openai:gpt-4.1", settings=llm_settings()),
+        on_step=lambda s: streamed.append(s.model_copy(deep=True)),
+        now=NOW,
+    )
     cf, v = result.counterfactual, result.verdict
     assert prefix_matches(seed, cf.steps, 4)
     # the replaced step's unmatched call and the solver's next one are simulated; speakers follow the record
@@ -96,8 +115,13 @@ def test_text_answers_without_structured_output_and_an_unusable_one(llm_server, 
 
 def test_a_matching_call_is_served_from_the_record_not_the_model(llm_server, llm_settings):
     seed = seed_run("arith_team", 1)
-    same_call = Step(index=4, agent="solver", kind="action", content="Computing total = 80 + 5 + 60 minutes.",
-                     tool_calls=seed.steps[4].tool_calls)
+    same_call = Step(
+        index=4,
+        agent="solver",
+        kind="action",
+        content="Computing total = 80 + 5 + 60 minutes.",
+        tool_calls=seed.steps[4].tool_calls,
+    )
     model = _arith_model(minutes=145, final="11:55")
     llm_server.respond_with(model)
     result = warm_start(seed, 4, same_call, SimulateExecutor("openai:gpt-4.1", settings=llm_settings()))
@@ -120,13 +144,21 @@ def test_real_who_and_when_trace_reuses_the_recorded_execution(llm_server, llm_s
     trace = load_trace(REAL_TRACES / WW_1)
     original = trace.steps[2]
     prose_only = original.content.replace("We have verified", "I have double-checked")  # same code block
-    model = InjectModel(turns={"DataVerification_Expert": [
-        step_answer("The code ran and printed 4. The number of clients receiving the sunset awning design is **4**.",
-                    final_answer="4"),
-        step_answer("TERMINATE")]})
+    model = InjectModel(
+        turns={
+            "DataVerification_Expert": [
+                step_answer(
+                    "The code ran and printed 4. The number of clients receiving the sunset awning design is **4**.",
+                    final_answer="4",
+                ),
+                step_answer("TERMINATE"),
+            ]
+        }
+    )
     llm_server.respond_with(model)
-    result = inject(trace, 2, "R.2", TextGenerator(prose_only), SimulateExecutor("openai:gpt-4.1", settings=llm_settings()),
-                    now=NOW)
+    result = inject(
+        trace, 2, "R.2", TextGenerator(prose_only), SimulateExecutor("openai:gpt-4.1", settings=llm_settings()), now=NOW
+    )
     cf = result.counterfactual
     assert prefix_matches(trace, cf.steps, 2)
     assert model.kinds() == ["turn", "turn"]  # the terminal's output came from the record
@@ -139,18 +171,26 @@ def test_real_who_and_when_trace_reuses_the_recorded_execution(llm_server, llm_s
     assert "answer '4', gold '8'" in result.verdict.detail
     turn = model.asked[0].prompt
     assert "DataVerification_Expert's instructions" in turn and trace.ground_truth.reason not in turn
-    assert "Step 3 | Agent: Computer_terminal" in turn and "Write the next step: Step 4 | Agent: DataVerification_Expert" in turn
+    assert (
+        "Step 3 | Agent: Computer_terminal" in turn
+        and "Write the next step: Step 4 | Agent: DataVerification_Expert" in turn
+    )
 
 
 def test_real_who_and_when_trace_simulates_an_unrecorded_execution(llm_server, llm_settings, real_traces):
     trace = load_trace(REAL_TRACES / WW_1)
     changed = trace.steps[2].content.replace("% 2 == 0", "% 2 == 1")
-    model = InjectModel(turns={"DataVerification_Expert": [step_answer("The count is 5. TERMINATE", final_answer="5",
-                                                                       ends_run=True)]},
-                        exec_output=lambda prompt: "exitcode: 0 (execution succeeded)\nCode output: 5")
+    model = InjectModel(
+        turns={"DataVerification_Expert": [step_answer("The count is 5. TERMINATE", final_answer="5", ends_run=True)]},
+        exec_output=lambda prompt: "exitcode: 0 (execution succeeded)\nCode output: 5",
+    )
     llm_server.respond_with(model)
-    result = warm_start(trace, 2, trace.steps[2].model_copy(update={"content": changed}),
-                        SimulateExecutor("openai:gpt-4.1", settings=llm_settings()))
+    result = warm_start(
+        trace,
+        2,
+        trace.steps[2].model_copy(update={"content": changed}),
+        SimulateExecutor("openai:gpt-4.1", settings=llm_settings()),
+    )
     assert model.kinds() == ["exec", "turn"]
     assert "% 2 == 1" in model.asked[0].prompt and model.asked[0].agent == "Computer_terminal"
     step = result.steps[3]
@@ -162,19 +202,27 @@ def test_real_who_and_when_trace_simulates_an_unrecorded_execution(llm_server, l
 def test_magentic_one_run_ends_at_its_final_answer_line(llm_server, llm_settings, real_traces):
     trace = load_trace(REAL_TRACES / "who-and-when/Who&When/Hand-Crafted/18.json")  # gold 45, recorded -201
     ledger = trace.steps[28].content.replace("Family Fun Membership - $300", "Family Fun Membership - $255")
-    model = InjectModel(turns={"Orchestrator": [
-        step_answer("Request satisfied."),
-        step_answer("Daily tickets: 4 people x $8.25 x 4 visits = $132; passes cost $255.\nFINAL ANSWER: -123")]})
+    model = InjectModel(
+        turns={
+            "Orchestrator": [
+                step_answer("Request satisfied."),
+                step_answer("Daily tickets: 4 people x $8.25 x 4 visits = $132; passes cost $255.\nFINAL ANSWER: -123"),
+            ]
+        }
+    )
     llm_server.respond_with(model)
-    result = inject(trace, 28, "R.1", TextGenerator(ledger), SimulateExecutor("openai:gpt-4.1", settings=llm_settings()),
-                    now=NOW)
+    result = inject(
+        trace, 28, "R.1", TextGenerator(ledger), SimulateExecutor("openai:gpt-4.1", settings=llm_settings()), now=NOW
+    )
     cf = result.counterfactual
     assert prefix_matches(trace, cf.steps, 28) and len(cf.steps) == len(trace.steps)
     assert [a.agent for a in model.asked] == ["Orchestrator", "Orchestrator"]
     assert cf.steps[30].kind == "final_answer" and cf.final_answer == "-123"
     assert result.replay.termination == "final_answer" and result.verdict.counterfactual_success is False
-    assert "Family Fun Membership - $255" in model.asked[0].prompt and "human" not in model.asked[0].prompt.split(
-        "## Agents")[1].split("## The run so far")[0]
+    assert (
+        "Family Fun Membership - $255" in model.asked[0].prompt
+        and "human" not in model.asked[0].prompt.split("## Agents")[1].split("## The run so far")[0]
+    )
 
 
 def test_a_single_agent_trace_keeps_its_numbering(llm_server, llm_settings):
@@ -183,18 +231,41 @@ def test_a_single_agent_trace_keeps_its_numbering(llm_server, llm_settings):
 
     steps = [Step(index=0, agent="user", kind="user", content="What is 17 * 23 + 4?")]
     for i, (code, out) in enumerate([("17 * 23", "391"), ("391 + 4", "395")], start=1):
-        steps.append(Step(index=i, coord=str(i), agent="agent", kind="action", content=f"Computing {code}.",
-                          tool_calls=[ToolCall(id=f"c{i}", name="python", arguments={"code": code})], observation=out))
+        steps.append(
+            Step(
+                index=i,
+                coord=str(i),
+                agent="agent",
+                kind="action",
+                content=f"Computing {code}.",
+                tool_calls=[ToolCall(id=f"c{i}", name="python", arguments={"code": code})],
+                observation=out,
+            )
+        )
     steps.append(Step(index=3, coord="3", agent="agent", kind="final_answer", content="Final answer: 395"))
-    trace = Trace(id="mini", framework="smolagents", agents=[Agent(id="agent")], steps=steps,
-                  task=Task(query="What is 17 * 23 + 4?", answer="395"))
-    model = InjectModel(turns={"agent": [
-        step_answer("Computing 391 + 4.", [{"name": "python", "arguments": {"code": "391 + 4"}}]),
-        step_answer("Final answer: 395", final_answer="395", ends_run=True)]})
+    trace = Trace(
+        id="mini",
+        framework="smolagents",
+        agents=[Agent(id="agent")],
+        steps=steps,
+        task=Task(query="What is 17 * 23 + 4?", answer="395"),
+    )
+    model = InjectModel(
+        turns={
+            "agent": [
+                step_answer("Computing 391 + 4.", [{"name": "python", "arguments": {"code": "391 + 4"}}]),
+                step_answer("Final answer: 395", final_answer="395", ends_run=True),
+            ]
+        }
+    )
     llm_server.respond_with(model)
-    wrong = steps[1].model_copy(update={"content": "Computing 17 * 32.",
-                                        "tool_calls": [ToolCall(id="c1", name="python", arguments={"code": "17 * 32"})],
-                                        "observation": None})
+    wrong = steps[1].model_copy(
+        update={
+            "content": "Computing 17 * 32.",
+            "tool_calls": [ToolCall(id="c1", name="python", arguments={"code": "17 * 32"})],
+            "observation": None,
+        }
+    )
     result = warm_start(trace, 1, wrong, SimulateExecutor("openai:gpt-4.1", settings=llm_settings()))
     assert [s.coord for s in result.steps] == [None, "1", "2", "3"] and result.final_answer == "395"
     assert result.steps[1].meta["simulated"] and result.steps[2].meta["tool_source"] == "cache"
@@ -214,8 +285,14 @@ def test_step_and_call_budgets_are_respected(llm_server, llm_settings, real_trac
     llm_server.reset()
     llm_server.respond_with(chatter)
     seed = seed_run("arith_team", 1)
-    result = inject(seed, 4, "R.3", _Fixed(_flawed_total()),
-                    SimulateExecutor("openai:gpt-4.1", settings=llm_settings(cache=False), max_calls=2), now=NOW)
+    result = inject(
+        seed,
+        4,
+        "R.3",
+        _Fixed(_flawed_total()),
+        SimulateExecutor("openai:gpt-4.1", settings=llm_settings(cache=False), max_calls=2),
+        now=NOW,
+    )
     assert len(llm_server.answered) == 2 and result.replay.termination == "max_calls"
     assert result.verdict.counterfactual_success is None and not result.verdict.decisive
     assert "cut (max_calls)" in result.verdict.detail and result.counterfactual.outcome.value == "unknown"
@@ -226,19 +303,28 @@ async def test_from_a_running_event_loop_generation_and_streamed_replay(llm_serv
     seed = seed_run("arith_team", 1)
     model = _arith_model()
     model.plan = {"flaw": "Adds a 65-minute lunch.", "wrong_result": "ends at 12:00"}
-    model.rewrites = [{"content": _flawed_total().content,
-                       "tool_calls": [{"name": "calculator", "arguments_json": '{"expression": "80 + 5 + 65"}'}]}]
+    model.rewrites = [
+        {
+            "content": _flawed_total().content,
+            "tool_calls": [{"name": "calculator", "arguments_json": '{"expression": "80 + 5 + 65"}'}],
+        }
+    ]
     llm_server.respond_with(model)
     generated = LLMGenerator("openai:gpt-4.1", settings=llm_settings()).generate(InjectionRequest(seed, 4, "R.3"))
-    events = [e async for e in replay_stream(seed, 4, generated.step,
-                                             SimulateExecutor("openai:gpt-4.1", settings=llm_settings()))]
+    events = [
+        e
+        async for e in replay_stream(
+            seed, 4, generated.step, SimulateExecutor("openai:gpt-4.1", settings=llm_settings())
+        )
+    ]
     assert [e.step.index for e in events[:-1]] == [4, 5, 6, 7] and events[-1].result.final_answer == "12:00"
     assert model.kinds() == ["stage1", "stage2", "tool", "turn", "tool", "turn", "turn"]
 
     cancel = threading.Event()
     cancel.set()
-    stopped = warm_start(seed, 4, generated.step, SimulateExecutor("openai:gpt-4.1", settings=llm_settings()),
-                         cancel=cancel)
+    stopped = warm_start(
+        seed, 4, generated.step, SimulateExecutor("openai:gpt-4.1", settings=llm_settings()), cancel=cancel
+    )
     assert stopped.termination == "stopped" and len(stopped.steps) == 5 and len(model.asked) == 7
 
 
@@ -270,10 +356,14 @@ def test_the_replay_timeout_ends_a_hanging_continuation(llm_server, llm_settings
 def test_executor_specs_and_models(llm_settings):
     settings = llm_settings()
     assert get_executor("simulate", model="openai:gpt-4.1", settings=settings).name == "simulate:openai:gpt-4.1"
-    assert get_executor("simulate:anthropic:claude-sonnet-4-6", model="openai:gpt-4.1",
-                        settings=settings).name == "simulate:anthropic:claude-sonnet-4-6"
+    assert (
+        get_executor("simulate:anthropic:claude-sonnet-4-6", model="openai:gpt-4.1", settings=settings).name
+        == "simulate:anthropic:claude-sonnet-4-6"
+    )
     configured = get_executor("simulate", settings=llm_settings("openai:gpt-4.1-mini"))
-    assert configured.name == "simulate:openai:gpt-4.1-mini" and configured.live_tools(seed_run("arith_team", 1)) is None
+    assert (
+        configured.name == "simulate:openai:gpt-4.1-mini" and configured.live_tools(seed_run("arith_team", 1)) is None
+    )
 
 
 def test_cli_inject_with_the_llm_generator_and_simulate(llm_server, tmp_path):
@@ -281,13 +371,34 @@ def test_cli_inject_with_the_llm_generator_and_simulate(llm_server, tmp_path):
     write_trace(seed_run("arith_team", 1), seed_file)
     model = _arith_model()
     model.plan = {"flaw": "Adds a 65-minute lunch.", "wrong_result": "ends at 12:00"}
-    model.rewrites = [{"content": "Computing total = sessions + breaks + 65 = 80 + 5 + 65.",
-                       "tool_calls": [{"name": "calculator", "arguments_json": '{"expression": "80 + 5 + 65"}'}]}]
+    model.rewrites = [
+        {
+            "content": "Computing total = sessions + breaks + 65 = 80 + 5 + 65.",
+            "tool_calls": [{"name": "calculator", "arguments_json": '{"expression": "80 + 5 + 65"}'}],
+        }
+    ]
     llm_server.respond_with(model)
     env = {**os.environ, "OPENAI_API_KEY": TEST_KEY, "OPENAI_BASE_URL": llm_server.openai_base_url}
     out_file = tmp_path / "cf.json"
-    args = [sys.executable, "-m", "whenpro_core.cli", "inject", str(seed_file), "--step", "4", "--mode", "R.3",
-            "--generator", "llm", "--executor", "simulate", "--model", "openai:gpt-4.1", "--out", str(out_file)]
+    args = [
+        sys.executable,
+        "-m",
+        "whenpro_core.cli",
+        "inject",
+        str(seed_file),
+        "--step",
+        "4",
+        "--mode",
+        "R.3",
+        "--generator",
+        "llm",
+        "--executor",
+        "simulate",
+        "--model",
+        "openai:gpt-4.1",
+        "--out",
+        str(out_file),
+    ]
     run = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "now fails — decisive" in run.stdout and "simulation model: 5 calls" in run.stdout
@@ -300,8 +411,9 @@ def test_cli_inject_with_the_llm_generator_and_simulate(llm_server, tmp_path):
     assert data["ground_truth"]["step"] == "4" and data["final_answer"] == "12:00"
     assert TEST_KEY not in run.stdout + run.stderr + saved
 
-    no_model = subprocess.run(args[:-4] + ["--out", str(tmp_path / "x.json")], cwd=REPO, env=env,
-                              capture_output=True, text=True, timeout=120)
+    no_model = subprocess.run(
+        args[:-4] + ["--out", str(tmp_path / "x.json")], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
     assert no_model.returncode == 2 and "needs a model" in no_model.stderr and no_model.stderr.count("\n") == 1
 
 

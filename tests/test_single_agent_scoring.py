@@ -37,8 +37,9 @@ def _records(traces, agent_of):
     for trace in traces:
         gt = trace.ground_truth
         pred = Attribution(agent=agent_of(trace), step=gt.step, mode=gt.mode, protocol="p", model="m")
-        out.append(build_record(ref=trace.source.path, protocol="p", model="m", with_gold=True,
-                                trace=trace, prediction=pred))
+        out.append(
+            build_record(ref=trace.source.path, protocol="p", model="m", with_gold=True, trace=trace, prediction=pred)
+        )
     return out
 
 
@@ -63,16 +64,21 @@ def test_report_plain_agent_accuracy_counts_only_accepted_agents(samples):
     assert cells["text"].agent == 1.0 and cells["image"].agent is None
 
 
-def test_bench_through_an_llm_judge_scores_a_junk_agent_as_wrong(samples, real_traces, tmp_path,
-                                                                  llm_server, monkeypatch):
+def test_bench_through_an_llm_judge_scores_a_junk_agent_as_wrong(
+    samples, real_traces, tmp_path, llm_server, monkeypatch
+):
     from whenpro_core.bench.cli_bench import bench_command
 
     llm_server.respond_with(lambda body: f"Agent Name: {JUNK}\nStep Number: 1\nError Mode: P.1\nReason: r")
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
     out = tmp_path / "results.jsonl"
-    report = bench_command(str(real_traces / "who-when-pro-samples" / "data" / "traces"),
-                           models="openai:gpt-4.1", out=out, console=Console(file=io.StringIO()))
+    report = bench_command(
+        str(real_traces / "who-when-pro-samples" / "data" / "traces"),
+        models="openai:gpt-4.1",
+        out=out,
+        console=Console(file=io.StringIO()),
+    )
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert {r["trace"]["framework"] for r in records} >= {"smolagents", "eva"}
     cells = report.groups[0].cells

@@ -54,13 +54,20 @@ def call(real_traces: Path, ref: str, index: int, name: str):
     return next(c for c in trace.steps[index].tool_calls if c.name == name)
 
 
-@pytest.mark.parametrize("ref, index, name", [
-    (OPENHANDS, 14, "str_replace_editor"),  # old_str/new_str -> a diff
-    (IPYTHON, 2, "run_ipython"),            # code -> Python
-    (GUI, 7, "str_replace_editor"),         # a created file's content -> JavaScript
-    (CLAUDE, 5, "Edit"), (CLAUDE, 19, "Bash"), (SPOTTER, 15, "Write"),
-    (CODEX, 5, "shell"), (CODEX_PATCH, 81, "apply_patch"), (CODEX_PATCH, 3, "exec_command"),
-])
+@pytest.mark.parametrize(
+    "ref, index, name",
+    [
+        (OPENHANDS, 14, "str_replace_editor"),  # old_str/new_str -> a diff
+        (IPYTHON, 2, "run_ipython"),  # code -> Python
+        (GUI, 7, "str_replace_editor"),  # a created file's content -> JavaScript
+        (CLAUDE, 5, "Edit"),
+        (CLAUDE, 19, "Bash"),
+        (SPOTTER, 15, "Write"),
+        (CODEX, 5, "shell"),
+        (CODEX_PATCH, 81, "apply_patch"),
+        (CODEX_PATCH, 3, "exec_command"),
+    ],
+)
 def test_code_in_tool_arguments_is_shown_as_code(real_traces: Path, snapshot, ref: str, index: int, name: str) -> None:
     blocks = call_blocks(call(real_traces, ref, index, name).arguments)
     assert any(b.kind == "code" for b in blocks)
@@ -108,8 +115,11 @@ def test_who_and_when_final_answers_the_runs_state(real_traces: Path) -> None:
     stated = 0
     for path in sorted((real_traces / WHOWHEN).glob("*/*.json")):
         history = json.loads(path.read_text(encoding="utf-8"))["history"]
-        lines = [m.group(1).strip() for h in history
-                 for m in re.finditer(r"^FINAL ANSWER:[ \t]*(\S.*)$", h.get("content") or "", re.M)]
+        lines = [
+            m.group(1).strip()
+            for h in history
+            for m in re.finditer(r"^FINAL ANSWER:[ \t]*(\S.*)$", h.get("content") or "", re.M)
+        ]
         trace = load_trace(path)
         assert trace.final_answer == (lines[-1] if lines else None), path
         assert trace_header(trace).final == trace.final_answer
@@ -118,8 +128,14 @@ def test_who_and_when_final_answers_the_runs_state(real_traces: Path) -> None:
 
 
 def _info(path: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "info", path], cwd=REPO,
-                          capture_output=True, text=True, timeout=300, env={"COLUMNS": "200", "PATH": ""})
+    done = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "info", path],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"COLUMNS": "200", "PATH": ""},
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 

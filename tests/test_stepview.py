@@ -5,9 +5,18 @@ from __future__ import annotations
 
 from tests.conftest import team_trace, tiny_png
 from whenpro_core.model import MediaRef, Step, ToolCall
-from whenpro_core.stepview import (MARK_GT, MARK_INJECTED, TextOptions, content_blocks, fold,
-                                   media_label, pretty_arguments, step_as_text, step_row,
-                                   step_summary)
+from whenpro_core.stepview import (
+    MARK_GT,
+    MARK_INJECTED,
+    TextOptions,
+    content_blocks,
+    fold,
+    media_label,
+    pretty_arguments,
+    step_as_text,
+    step_row,
+    step_summary,
+)
 
 
 def test_step_row_markers_and_label_markers_only_with_labels() -> None:
@@ -31,6 +40,7 @@ def test_injected_marker_only_on_the_injected_step_not_replayed_ones() -> None:
 
 def test_real_macnet_marks_only_its_injected_step(real_traces) -> None:
     from whenpro_core.opening import load_trace
+
     trace = load_trace(real_traces / "who-when-pro-samples" / "data" / "traces" / "macnet_triangle.json")
     flagged = [s.index for s in trace.steps if step_row(s).injected]
     assert flagged == [s.index for s in trace.steps if s.hidden.get("is_injected")] and len(flagged) == 1
@@ -39,6 +49,7 @@ def test_real_macnet_marks_only_its_injected_step(real_traces) -> None:
 def test_magentic_one_phase_marks_its_injected_step(real_traces) -> None:
     """Magentic-One rows of Who&When Pro say it with ``phase: ["injected"]``."""
     from whenpro_core.opening import load_trace
+
     trace = load_trace(real_traces / "who-when-pro-samples" / "data" / "traces" / "simpleqa_election.json")
     flagged = [s.coord for s in trace.steps if step_row(s).injected]
     assert flagged == ["1.1"]
@@ -94,11 +105,9 @@ def test_fold_caps_lines_and_chars() -> None:
 
 
 def test_media_labels() -> None:
-    assert media_label(MediaRef(kind="image", data=tiny_png(4, 3), label="query_0")) == \
-        "[image: query_0 4x3]"
+    assert media_label(MediaRef(kind="image", data=tiny_png(4, 3), label="query_0")) == "[image: query_0 4x3]"
     assert media_label(MediaRef(kind="video", path="assets/clip.mp4")) == "[video: clip.mp4]"
-    assert media_label(MediaRef(kind="frame", path="f/003.jpg", index=3, time_s=12.5)) == \
-        "[frame: 003.jpg #3 12.5s]"
+    assert media_label(MediaRef(kind="frame", path="f/003.jpg", index=3, time_s=12.5)) == "[frame: 003.jpg #3 12.5s]"
 
 
 def test_step_as_text_hides_label_fields_unless_asked() -> None:

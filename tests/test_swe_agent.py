@@ -76,14 +76,26 @@ def test_demonstrations_are_marked_and_folded(real_traces):
 
 
 def test_several_demo_messages_fold_into_one_step(tmp_path):
-    doc = {"environment": "swe_main", "info": {"exit_status": "exit_cost"},
-           "history": [{"role": "system", "content": "sys", "agent": "primary"},
-                       {"role": "user", "content": "demo 1", "agent": "primary", "is_demo": True},
-                       {"role": "assistant", "content": "demo 2", "agent": "primary", "is_demo": True},
-                       {"role": "user", "content": "fix the bug", "agent": "primary"},
-                       {"role": "assistant", "content": "ls", "thought": "look", "action": "ls", "agent": "primary"}],
-           "trajectory": [{"action": "ls", "observation": "a.py", "response": "ls", "thought": "look",
-                           "state": "{\"open_file\": \"n/a\"}"}]}
+    doc = {
+        "environment": "swe_main",
+        "info": {"exit_status": "exit_cost"},
+        "history": [
+            {"role": "system", "content": "sys", "agent": "primary"},
+            {"role": "user", "content": "demo 1", "agent": "primary", "is_demo": True},
+            {"role": "assistant", "content": "demo 2", "agent": "primary", "is_demo": True},
+            {"role": "user", "content": "fix the bug", "agent": "primary"},
+            {"role": "assistant", "content": "ls", "thought": "look", "action": "ls", "agent": "primary"},
+        ],
+        "trajectory": [
+            {
+                "action": "ls",
+                "observation": "a.py",
+                "response": "ls",
+                "thought": "look",
+                "state": '{"open_file": "n/a"}',
+            }
+        ],
+    }
     p = tmp_path / "run.traj"
     p.write_text(json.dumps(doc))
     trace = load_trace(p)
@@ -98,16 +110,23 @@ def test_longest_file_loads_and_keeps_the_submission(real_traces):
     assert trace.outcome == Outcome.unknown  # submitted, not evaluated
 
 
-@pytest.mark.parametrize("doc, json_path", [
-    ({"environment": "x", "history": ["nope"]}, "$.history[0]"),
-    ({"environment": "x", "history": [{"role": "system", "content": "s"}], "trajectory": [5]}, "$.trajectory[0]"),
-    ({"environment": "x", "history": [], "trajectory": [{"action": 3, "observation": "o"}]},
-     "$.trajectory[0].action"),
-    ({"environment": "x", "history": [{"content": "no role"}]}, "$.history[0].role"),
-    ({"environment": "x", "history": [{"role": "user", "content": 7}]}, "$.history[0].content"),
-    ({"history": [{"role": "assistant", "content": "c", "agent": "main", "tool_calls": [{"function": {}}]}]},
-     "$.history[0].tool_calls[0].function.name"),
-])
+@pytest.mark.parametrize(
+    "doc, json_path",
+    [
+        ({"environment": "x", "history": ["nope"]}, "$.history[0]"),
+        ({"environment": "x", "history": [{"role": "system", "content": "s"}], "trajectory": [5]}, "$.trajectory[0]"),
+        (
+            {"environment": "x", "history": [], "trajectory": [{"action": 3, "observation": "o"}]},
+            "$.trajectory[0].action",
+        ),
+        ({"environment": "x", "history": [{"content": "no role"}]}, "$.history[0].role"),
+        ({"environment": "x", "history": [{"role": "user", "content": 7}]}, "$.history[0].content"),
+        (
+            {"history": [{"role": "assistant", "content": "c", "agent": "main", "tool_calls": [{"function": {}}]}]},
+            "$.history[0].tool_calls[0].function.name",
+        ),
+    ],
+)
 def test_half_broken_traj_files_name_the_json_path(tmp_path, doc, json_path):
     p = tmp_path / "bad.traj"
     p.write_text(json.dumps(doc))
@@ -119,15 +138,22 @@ def test_half_broken_traj_files_name_the_json_path(tmp_path, doc, json_path):
 # ------------------------------------------------------------------ mini-swe-agent
 
 MINI_V1 = {
-    "info": {"exit_status": "Submitted", "submission": "diff --git a/x.py b/x.py\n",
-             "model_stats": {"instance_cost": 0.02, "api_calls": 2}, "mini_version": "1.9.0",
-             "config": {"model": {"model_name": "gpt-4.1", "model_kwargs": {"api_key": "sk-live-123"}}}},
+    "info": {
+        "exit_status": "Submitted",
+        "submission": "diff --git a/x.py b/x.py\n",
+        "model_stats": {"instance_cost": 0.02, "api_calls": 2},
+        "mini_version": "1.9.0",
+        "config": {"model": {"model_name": "gpt-4.1", "model_kwargs": {"api_key": "sk-live-123"}}},
+    },
     "messages": [
         {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
         {"role": "user", "content": "Your task: fix the off-by-one in x.py."},
         {"role": "assistant", "content": "THOUGHT: look first.\n\n```bash\ncat x.py\n```"},
         {"role": "user", "content": "<returncode>0</returncode>\n<output>\nfor i in range(n+1):\n</output>"},
-        {"role": "assistant", "content": "THOUGHT: fix and submit.\n\n```bash\nsed -i s/n+1/n/ x.py && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+        {
+            "role": "assistant",
+            "content": "THOUGHT: fix and submit.\n\n```bash\nsed -i s/n+1/n/ x.py && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```",
+        },
         {"role": "user", "content": "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"},
     ],
     "trajectory_format": "mini-swe-agent-1",
@@ -139,12 +165,24 @@ MINI_V11 = {
     "messages": [
         {"role": "system", "content": "You are a helpful assistant."},
         {"role": "user", "content": "Make the tests pass."},
-        {"role": "assistant", "content": "Run the tests.", "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"pytest -q\"}"}}],
-         "extra": {"actions": [{"command": "pytest -q", "tool_call_id": "call_1"}]}},
+        {
+            "role": "assistant",
+            "content": "Run the tests.",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'},
+                }
+            ],
+            "extra": {"actions": [{"command": "pytest -q", "tool_call_id": "call_1"}]},
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "1 failed"},
-        {"role": "assistant", "content": "Still failing; out of budget.",
-         "extra": {"actions": [{"command": "pytest -q -x"}]}},
+        {
+            "role": "assistant",
+            "content": "Still failing; out of budget.",
+            "extra": {"actions": [{"command": "pytest -q -x"}]},
+        },
         {"role": "tool", "content": "1 failed"},
         {"role": "exit", "content": "", "extra": {"exit_status": "LimitsExceeded", "submission": ""}},
     ],
@@ -156,7 +194,12 @@ def test_mini_swe_agent_v1_text_actions(tmp_path):
     p.write_text(json.dumps(MINI_V1))
     trace = load_trace(p)
     assert trace.source.format == "mini-swe-agent" and trace.framework == "mini-swe-agent"
-    assert [(s.kind, s.coord) for s in trace.steps] == [("system", None), ("user", None), ("action", "1"), ("action", "2")]
+    assert [(s.kind, s.coord) for s in trace.steps] == [
+        ("system", None),
+        ("user", None),
+        ("action", "1"),
+        ("action", "2"),
+    ]
     assert trace.steps[2].tool_calls[0].arguments == "cat x.py"
     assert "range(n+1)" in trace.steps[2].observation
     assert trace.final_answer.startswith("diff --git") and trace.outcome == Outcome.unknown

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from conftest import REPO, SAMPLES
-
 from whenpro_core.attribution.llm_judge import make_judge
 from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.template import load_template
@@ -31,27 +30,41 @@ Question: {{ question }}
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "attribute", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def test_dry_run_shows_the_template_with_images_in_place(tmp_path: Path) -> None:
     tpl = tmp_path / "t.j2"
     tpl.write_text(TEMPLATE)
-    out = _cli(str(SAMPLES / "bar_chart" / "trace.json"), "-m", "openai:gpt-4.1", "--template", str(tpl),
-               "--dry-run", "--json")
+    out = _cli(
+        str(SAMPLES / "bar_chart" / "trace.json"), "-m", "openai:gpt-4.1", "--template", str(tpl), "--dry-run", "--json"
+    )
     assert out.returncode == 0, out.stderr
     (req,) = json.loads(out.stdout)["requests"]
     (msg,) = req["messages"]
     kinds = [p["type"] for p in msg["content"]]
     assert msg["role"] == "user" and "image" in kinds and req["settings"]["structured_output"] is None
-    before = "".join(p["text"] for p in msg["content"][:kinds.index("image")] if p["type"] == "text")
-    after = "".join(p["text"] for p in msg["content"][kinds.index("image"):] if p["type"] == "text")
+    before = "".join(p["text"] for p in msg["content"][: kinds.index("image")] if p["type"] == "text")
+    after = "".join(p["text"] for p in msg["content"][kinds.index("image") :] if p["type"] == "text")
     assert before.startswith("Judge this run of") and "Correct answer: Mar" in before  # the task image next
     assert after.lstrip().startswith("<transcript>")
     assert msg["content"][-1]["text"].rstrip().endswith("Reason: (one or two sentences)")
-    no_gold = _cli(str(SAMPLES / "bar_chart" / "trace.json"), "-m", "openai:gpt-4.1", "--template", str(tpl),
-                   "--no-gold", "--dry-run")
+    no_gold = _cli(
+        str(SAMPLES / "bar_chart" / "trace.json"),
+        "-m",
+        "openai:gpt-4.1",
+        "--template",
+        str(tpl),
+        "--no-gold",
+        "--dry-run",
+    )
     assert no_gold.returncode == 0 and "Correct answer" not in no_gold.stdout
 
 
@@ -59,13 +72,22 @@ def test_template_mistakes_are_one_line(tmp_path: Path) -> None:
     for text, words in (("{{ questoin }}", "'questoin' is undefined"), ("{% if %}", "syntax error at line 1")):
         tpl = tmp_path / "bad.j2"
         tpl.write_text(text)
-        out = _cli(str(SAMPLES / "team_text" / "trace.json"), "-m", "openai:gpt-4.1", "--template", str(tpl),
-                   "--dry-run")
+        out = _cli(
+            str(SAMPLES / "team_text" / "trace.json"), "-m", "openai:gpt-4.1", "--template", str(tpl), "--dry-run"
+        )
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and words in out.stderr, out.stderr
         assert str(tpl) in out.stderr
     (tmp_path / "good.j2").write_text(TEMPLATE)
-    out = _cli(str(SAMPLES / "team_text" / "trace.json"), "-m", "openai:gpt-4.1", "-p", "binary-search",
-               "--template", str(tmp_path / "good.j2"), "--dry-run")
+    out = _cli(
+        str(SAMPLES / "team_text" / "trace.json"),
+        "-m",
+        "openai:gpt-4.1",
+        "-p",
+        "binary-search",
+        "--template",
+        str(tmp_path / "good.j2"),
+        "--dry-run",
+    )
     assert out.returncode == 2 and "all-at-once" in out.stderr
 
 
@@ -73,8 +95,9 @@ def test_the_template_is_what_the_judge_receives(tmp_path: Path, llm_server: Any
     tpl = tmp_path / "t.j2"
     tpl.write_text(TEMPLATE)
     trace = load_trace(SAMPLES / "team_text" / "trace.json")
-    llm_server.respond_with(lambda body: '```json\n{"agent_name": "solver", "step_number": 3, '
-                            '"error_mode": "R.3", "reason": "sum"}\n```')
+    llm_server.respond_with(
+        lambda body: '```json\n{"agent_name": "solver", "step_number": 3, "error_mode": "R.3", "reason": "sum"}\n```'
+    )
 
     async def run() -> Any:
         judge = make_judge("openai:gpt-4.1", settings=llm_settings(), use_cache=False)

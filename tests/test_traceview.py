@@ -47,10 +47,10 @@ def test_header_of_a_real_trace(whowhen: Path) -> None:
 def test_unlabelled_id_masks_the_mode_and_step_an_id_carries() -> None:
     from whenpro_core.traceview import unlabelled_id
 
-    assert unlabelled_id("eva__lvbench__P.1__task_2393__20260423") == (
-        "eva__lvbench__‹mode›__task_2393__20260423")
+    assert unlabelled_id("eva__lvbench__P.1__task_2393__20260423") == ("eva__lvbench__‹mode›__task_2393__20260423")
     assert unlabelled_id("smolagents__mmsearch__PL.1__task_0274_auto_9__20260309_legacy") == (
-        "smolagents__mmsearch__‹mode›__task_0274_auto_9__20260309_legacy")
+        "smolagents__mmsearch__‹mode›__task_0274_auto_9__20260309_legacy"
+    )
     assert unlabelled_id("sample-workshop__R.3__1.2__s7") == "sample-workshop__‹mode›__‹step›__s7"
     for plain in ("dabench_smolagents_0004", "sample-workshop-schedule", "v1.2__final", ""):
         assert unlabelled_id(plain) == plain

@@ -92,6 +92,7 @@ async def pick(pilot, downs: int = 0) -> None:
 
 # --------------------------------------------------------------------------- offline
 
+
 async def test_a_enter_gives_the_heuristic_verdict_offline(sample_copy: Path) -> None:
     app = WhenproApp(str(sample_copy), cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -114,7 +115,11 @@ async def test_a_enter_gives_the_heuristic_verdict_offline(sample_copy: Path) ->
     saved = sidecar(sample_copy)
     assert len(saved) == 1
     assert (saved[0]["protocol"], saved[0]["agent"], saved[0]["step"], saved[0]["mode"]) == (
-        "heuristic", "solver", "3", "R.3")
+        "heuristic",
+        "solver",
+        "3",
+        "R.3",
+    )
 
 
 async def test_no_save_keeps_verdicts_in_memory_and_writes_nothing(sample_copy: Path) -> None:
@@ -187,8 +192,7 @@ async def test_verdicts_reopen_with_the_trace_and_compare_with_labels(sample_cop
 async def test_wrong_axes_show_the_ground_truth_with_labels(tmp_path: Path) -> None:
     trace = load_trace(SAMPLES / "team_text" / "trace.json")
     trace.source.path = str(write_trace(trace, tmp_path / "t.json"))
-    wrong = attribute_heuristic(trace).model_copy(update={"agent": "verifier", "step": "4",
-                                                         "mode": "V.2"})
+    wrong = attribute_heuristic(trace).model_copy(update={"agent": "verifier", "step": "4", "mode": "V.2"})
     save_verdict(trace, wrong)
     app = WhenproApp(str(tmp_path / "t.json"), cursor_blink=False, show_labels=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -288,6 +292,7 @@ async def test_help_and_palette_list_the_attribution_actions(sample_copy: Path) 
 
 # --------------------------------------------------------------------------- LLM protocols
 
+
 class Recorder:
     """A message hook: the progress views posted by the run, and what the step list and
     the panel showed while the model answered each call (the state the previous event
@@ -329,7 +334,11 @@ async def test_step_by_step_moves_the_marker_as_it_asks(sample_copy: Path, llm_e
         assert steps(app).step_index == 3 and steps(app).attributed == {3}
     (saved,) = sidecar(sample_copy)
     assert (saved["protocol"], saved["model"], saved["step"], saved["mode"]) == (
-        "step-by-step", "openai:gpt-4.1", "3", "R.3")
+        "step-by-step",
+        "openai:gpt-4.1",
+        "3",
+        "R.3",
+    )
     assert saved["usage"]["calls"] == 3 and len(llm_env.answered) == 3
 
 
@@ -413,6 +422,7 @@ async def test_two_verdicts_side_by_side_and_A_cycles(sample_copy: Path, llm_env
 
 # --------------------------------------------------------------------------- real trace
 
+
 async def test_on_a_real_who_and_when_hand_crafted_trace(whowhen: Path, tmp_path: Path, llm_env) -> None:
     copy = tmp_path / "11.json"  # 130 steps; copied so the verdict file lands in tmp
     shutil.copy(WHOWHEN / "Hand-Crafted" / "11.json", copy)
@@ -478,8 +488,7 @@ async def test_a_backend_failure_is_a_notification_without_a_verdict(sample_copy
     assert sidecar(sample_copy) == []
 
 
-async def test_the_panel_says_when_a_failed_call_waits_for_its_retry(sample_copy: Path, llm_env,
-                                                                       monkeypatch) -> None:
+async def test_the_panel_says_when_a_failed_call_waits_for_its_retry(sample_copy: Path, llm_env, monkeypatch) -> None:
     monkeypatch.setenv("WHENPRO_BACKOFF_BASE_S", "1.5")
     monkeypatch.setenv("WHENPRO_BACKOFF_MAX_S", "1.5")
     llm_env.respond_with(oracle_for(load_trace(sample_copy)))

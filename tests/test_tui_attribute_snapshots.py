@@ -43,12 +43,21 @@ def test_verdict_panel_with_labels(snap_compare, saved: Path) -> None:
 
 def test_two_verdicts_narrow(snap_compare, saved: Path) -> None:
     trace = load_trace(saved)
-    other = attribute_heuristic(trace).model_copy(update={
-        "protocol": "binary-search", "model": "openai:gpt-4.1", "agent": "verifier", "step": "4",
-        "mode": "V.2", "reason": "Accepted 155 minutes without checking the breaks.",
-        "confidence": None, "usage": Usage(calls=4, input_tokens=5200, output_tokens=90,
-                                           cached_tokens=3100, cost_usd=0.0121, seconds=3.2),
-        "warnings": ["unclear half for steps 1–6; took the first half"]})
+    other = attribute_heuristic(trace).model_copy(
+        update={
+            "protocol": "binary-search",
+            "model": "openai:gpt-4.1",
+            "agent": "verifier",
+            "step": "4",
+            "mode": "V.2",
+            "reason": "Accepted 155 minutes without checking the breaks.",
+            "confidence": None,
+            "usage": Usage(
+                calls=4, input_tokens=5200, output_tokens=90, cached_tokens=3100, cost_usd=0.0121, seconds=3.2
+            ),
+            "warnings": ["unclear half for steps 1–6; took the first half"],
+        }
+    )
     save_verdict(trace, other)
     app = WhenproApp("trace.json", cursor_blink=False)
 

@@ -10,9 +10,9 @@ import stat
 from pathlib import Path
 
 import pytest
-from bench_data import write_dataset
 from textual.widgets import DataTable
 
+from bench_data import write_dataset
 from tests.conftest import screen_text, settle, team_trace
 from tests.test_tui_results import quiet
 from whenpro_core.bench.cli_bench import bench_command
@@ -118,8 +118,9 @@ def _fake_xclip(folder: Path) -> Path:
     return folder / "got.txt"
 
 
-async def test_copy_says_how_it_was_sent_with_a_clipboard_tool(team_file: Path, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_copy_says_how_it_was_sent_with_a_clipboard_tool(
+    team_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     got = _fake_xclip(tmp_path / "bin")
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     monkeypatch.setenv("DISPLAY", ":0")
@@ -133,8 +134,9 @@ async def test_copy_says_how_it_was_sent_with_a_clipboard_tool(team_file: Path, 
         assert any(n.startswith("Copied step 2") and "with xclip" in n for n in notes(app))
 
 
-async def test_copy_without_a_tool_says_osc52_and_saves_a_file(team_file: Path, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_copy_without_a_tool_says_osc52_and_saves_a_file(
+    team_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
     monkeypatch.setenv("TMUX", "/tmp/tmux-1/default,1,0")
     monkeypatch.delenv("DISPLAY", raising=False)
@@ -158,17 +160,26 @@ def test_whole_sentences_cut_after_a_sentence() -> None:
 
 
 async def test_80x24_shows_the_whole_verdict_and_where_it_is_kept(team_file: Path) -> None:
-    reason = ("The coder added 8 dollars instead of 8 percent at step 3. Every later step "
-              "builds on that total. The planner never checks it, and the final answer is "
-              "21.50 instead of 14.58. A second long sentence keeps going well past what "
-              "three lines at eighty columns can hold, so it must be left out whole.")
+    reason = (
+        "The coder added 8 dollars instead of 8 percent at step 3. Every later step "
+        "builds on that total. The planner never checks it, and the final answer is "
+        "21.50 instead of 14.58. A second long sentence keeps going well past what "
+        "three lines at eighty columns can hold, so it must be left out whole."
+    )
     app = WhenproApp(str(team_file), cursor_blink=False, show_labels=True)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await settle(pilot)
         screen = app.screen
         assert screen.has_class("short") and screen.has_class("narrow")
-        verdict = Attribution(protocol="all-at-once", model="openai:gpt-4.1", agent="coder",
-                              step="3", mode="R.3", reason=reason, confidence=0.8)
+        verdict = Attribution(
+            protocol="all-at-once",
+            model="openai:gpt-4.1",
+            agent="coder",
+            step="3",
+            mode="R.3",
+            reason=reason,
+            confidence=0.8,
+        )
         screen.verdicts = [verdict]
         screen.verdict_pos = 0
         screen.verdict_notes[id(verdict)] = "not saved (--no-save)"

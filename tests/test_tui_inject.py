@@ -59,8 +59,13 @@ def notes(app) -> list[str]:
 async def until(pilot, cond, what: str) -> None:
     """:func:`tests.support.waiting.until`, letting every worker finish between checks,
     failing with the screen and notifications."""
-    await wait_for(pilot, cond, what, between=lambda: settle(pilot, rounds=1),
-                   detail=lambda: f"screen:\n{screen_text(pilot.app)}\nnotes: {notes(pilot.app)}")
+    await wait_for(
+        pilot,
+        cond,
+        what,
+        between=lambda: settle(pilot, rounds=1),
+        detail=lambda: f"screen:\n{screen_text(pilot.app)}\nnotes: {notes(pilot.app)}",
+    )
 
 
 async def open_dialog(pilot, coord: str) -> InjectDialog:
@@ -104,8 +109,11 @@ async def run_to_diff(pilot) -> DiffScreen:
     await pilot.press("ctrl+r")
     await until(pilot, lambda: isinstance(pilot.app.screen, DiffScreen), "the diff screen")
     screen = pilot.app.screen
-    await until(pilot, lambda: screen.diff is not None and "attributing" not in str(screen.attribution_text),
-                "the diff and the attribution")
+    await until(
+        pilot,
+        lambda: screen.diff is not None and "attributing" not in str(screen.attribution_text),
+        "the diff and the attribution",
+    )
     return screen
 
 
@@ -141,7 +149,9 @@ async def test_decisive_r3_injection_end_to_end(tmp_path: Path) -> None:
         # the replay streamed the injected step, then each new step, in order
         assert streamed == [4, 5, 6, 7]
         cf = screen.cf
-        assert cf.steps[4].content.endswith("Checked twice.") and cf.extras["injection"]["generator"] == "offline+edited"
+        assert (
+            cf.steps[4].content.endswith("Checked twice.") and cf.extras["injection"]["generator"] == "offline+edited"
+        )
         text = screen_text(app)
         assert "now fails — decisive" in text and "final answer '11:55' → '11:56' (gold '11:55')" in text
         assert "steps 0–3 identical" in text
@@ -189,7 +199,9 @@ async def test_injection_caught_by_the_verifier_still_succeeds(tmp_path: Path) -
         assert "there is no decisive error to find" in text
         assert screen.query_one("#df-banner").has_class("good")
         # the verifier's flag is a changed step, side by side
-        flagged = next(r for r in screen.diff.rows if r.b is not None and screen.cf.steps[r.b].content.startswith("Mismatch"))
+        flagged = next(
+            r for r in screen.diff.rows if r.b is not None and screen.cf.steps[r.b].content.startswith("Mismatch")
+        )
         assert flagged.op in ("changed", "added")
         assert not list(tmp_path.glob("*__*.json"))  # nothing saved unless asked
 
@@ -215,8 +227,9 @@ async def test_unfit_modes_are_disabled_and_your_own_text_runs(tmp_path: Path) -
         assert dialog.generator == "text" and not modes.get_option("A.2").disabled
         assert area(dialog, "content") == "Computing total = sessions + breaks + 60 = 80 + 5 + 60."
         await paste(pilot, "#inj-content", "Computing total = sessions + breaks = 80 + 5.", replace=True)
-        await paste(pilot, "#inj-calls", '[{"name": "calculator", "arguments": {"expression": "80 + 5"}}]',
-                    replace=True)
+        await paste(
+            pilot, "#inj-calls", '[{"name": "calculator", "arguments": {"expression": "80 + 5"}}]', replace=True
+        )
         screen = await run_to_diff(pilot)
         step = screen.cf.steps[4]
         assert step.content == "Computing total = sessions + breaks = 80 + 5." and step.observation == "85"
@@ -254,10 +267,13 @@ async def test_framing_step_and_unchanged_preview_are_refused(tmp_path: Path) ->
 def tally_seed(tmp_path_factory) -> Path:
     """A successful run of the example system, recorded through the protocol itself."""
     query = "Add up these expenses: rent 1200, food 340, travel 85, books 42. What is the total?"
-    task_only = Trace(id="tally", framework="example-tally",
-                      agents=[Agent(id="user"), Agent(id="adder", role="Adder"), Agent(id="checker", role="Checker")],
-                      task=Task(query=query, answer="1667"),
-                      steps=[Step(index=0, coord="0", agent="user", kind="user", content=query)])
+    task_only = Trace(
+        id="tally",
+        framework="example-tally",
+        agents=[Agent(id="user"), Agent(id="adder", role="Adder"), Agent(id="checker", role="Checker")],
+        task=Task(query=query, answer="1667"),
+        steps=[Step(index=0, coord="0", agent="user", kind="user", content=query)],
+    )
     argv = shlex.split(EXAMPLE)
     run = continued_trace(task_only, warm_start(task_only, 1, None, CommandExecutor(argv, message_timeout=20)))
     return write_trace(run, tmp_path_factory.mktemp("tally") / "tally.json")
@@ -282,14 +298,16 @@ async def test_esc_cancels_a_slow_replay(tmp_path: Path, tally_seed: Path) -> No
     seed = shutil.copy(tally_seed, tmp_path / "tally.json")
     pid_file = tmp_path / "executor.pid"
     script = tmp_path / "slow.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import json, os, sys, time
         json.loads(sys.stdin.readline())
         open(sys.argv[1], "w").write(str(os.getpid()))
         step = {"agent": "checker", "kind": "assistant", "content": "Let me think about this for a while."}
         print(json.dumps({"type": "step", "step": step}), flush=True)
         time.sleep(120)
-        """))
+        """)
+    )
     command = shlex.join([sys.executable, str(script), str(pid_file)])
     new_step = asyncio.Event()
 
@@ -310,8 +328,10 @@ async def test_esc_cancels_a_slow_replay(tmp_path: Path, tally_seed: Path) -> No
         assert "Let me think about this" in screen_text(app) and "1 new step(s)" in screen_text(app)
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, TraceScreen), "the trace screen after cancelling")
-        assert any("Replay cancelled: the executor was stopped after 1 new step(s). Nothing was saved." in n
-                   for n in notes(app))
+        assert any(
+            "Replay cancelled: the executor was stopped after 1 new step(s). Nothing was saved." in n
+            for n in notes(app)
+        )
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # the executor process is gone
@@ -327,8 +347,9 @@ async def test_d_opens_the_diff_of_a_counterfactual(tmp_path: Path) -> None:
         await pilot.press("d")
         await until(pilot, lambda: isinstance(app.screen, DiffScreen), "the diff screen")
         screen = app.screen
-        await until(pilot, lambda: screen.diff is not None and "attributing" not in str(screen.attribution_text),
-                    "the diff")
+        await until(
+            pilot, lambda: screen.diff is not None and "attributing" not in str(screen.attribution_text), "the diff"
+        )
         text = screen_text(app)
         assert "now fails — decisive" in text and "steps 0–3 identical" in text
         assert "original arith_team-s1" in text and "counterfactual arith_team-s1__R.3__4" in text
@@ -345,8 +366,9 @@ async def test_d_opens_the_diff_of_a_counterfactual(tmp_path: Path) -> None:
         await until(pilot, lambda: isinstance(app.screen, TraceScreen), "the trace screen")
         await pilot.press("d")
         await until(pilot, lambda: isinstance(app.screen, DiffScreen), "the diff screen")
-        assert "now fails, but not kept: the injected text reveals the construction ('deliberately')" \
-            in screen_text(app)
+        assert "now fails, but not kept: the injected text reveals the construction ('deliberately')" in screen_text(
+            app
+        )
         assert app.screen.query_one("#df-banner").has_class("warn")
     # a trace without provenance says what d is for
     app = WhenproApp(str(seed_copy(tmp_path, "arith_team-s0")), cursor_blink=False)
@@ -357,13 +379,21 @@ async def test_d_opens_the_diff_of_a_counterfactual(tmp_path: Path) -> None:
         assert any("no injection provenance" in n for n in notes(app))
 
 
-async def test_llm_generator_simulate_executor_and_protocol_through_the_sdk(tmp_path: Path, llm_server, monkeypatch) -> None:
+async def test_llm_generator_simulate_executor_and_protocol_through_the_sdk(
+    tmp_path: Path, llm_server, monkeypatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
     monkeypatch.setenv("WHENPRO_MODEL", "openai:gpt-4.1")
-    model = InjectModel(plan={"flaw": "Adds a 65-minute lunch instead of 60.", "wrong_result": "ends at 12:00"},
-                        rewrites=[{"content": "Computing total = sessions + breaks + 65 = 80 + 5 + 65.",
-                                   "tool_calls": [{"name": "calculator", "arguments_json": '{"expression": "80 + 5 + 65"}'}]}])
+    model = InjectModel(
+        plan={"flaw": "Adds a 65-minute lunch instead of 60.", "wrong_result": "ends at 12:00"},
+        rewrites=[
+            {
+                "content": "Computing total = sessions + breaks + 65 = 80 + 5 + 65.",
+                "tool_calls": [{"name": "calculator", "arguments_json": '{"expression": "80 + 5 + 65"}'}],
+            }
+        ],
+    )
     llm_server.respond_with(model)
     app = WhenproApp(str(seed_copy(tmp_path, "arith_team-s1")), cursor_blink=False)
     async with app.run_test(size=(140, 44)) as pilot:
@@ -381,11 +411,18 @@ async def test_llm_generator_simulate_executor_and_protocol_through_the_sdk(tmp_
         await choose(pilot, "#inj-exec", "s")
         assert dialog.query_one("#inj-exec-arg").value == "openai:gpt-4.1"
         players = InjectModel(
-            turns={"solver": [step_answer("Computing end = clock(09:30 + total) with total = 150.",
-                                          [{"name": "clock_add", "arguments": {"minutes": 150, "start": "09:30"}}])],
-                   "verifier": [step_answer("Checked sessions = 80, breaks = 5 against the task: correct. Approved.")],
-                   "reporter": [step_answer("Final answer: 12:00", final_answer="12:00", ends_run=True)]},
-            tool=lambda calls, prompt: "150" if calls[0]["name"] == "calculator" else "12:00")
+            turns={
+                "solver": [
+                    step_answer(
+                        "Computing end = clock(09:30 + total) with total = 150.",
+                        [{"name": "clock_add", "arguments": {"minutes": 150, "start": "09:30"}}],
+                    )
+                ],
+                "verifier": [step_answer("Checked sessions = 80, breaks = 5 against the task: correct. Approved.")],
+                "reporter": [step_answer("Final answer: 12:00", final_answer="12:00", ends_run=True)],
+            },
+            tool=lambda calls, prompt: "150" if calls[0]["name"] == "calculator" else "12:00",
+        )
         llm_server.respond_with(players)
         screen = await run_to_diff(pilot)
         assert [a.agent for a in players.asked if a.kind == "turn"] == ["solver", "verifier", "reporter"]
@@ -404,9 +441,7 @@ async def test_llm_generator_simulate_executor_and_protocol_through_the_sdk(tmp_
 
 
 async def test_palette_and_help_list_the_injection_actions(tmp_path: Path) -> None:
-    from whenpro_tui.commands import collect_bindings
-
-    from whenpro_tui.commands import BindingsProvider
+    from whenpro_tui.commands import BindingsProvider, collect_bindings
     from whenpro_tui.screens.help import HelpScreen
 
     app = WhenproApp(str(seed_copy(tmp_path, "arith_team-s1")), cursor_blink=False)

@@ -43,8 +43,11 @@ def test_diff_screen(snap_compare, seed: str) -> None:
         await pilot.press("ctrl+r")
         for _ in range(40):
             screen = pilot.app.screen
-            if isinstance(screen, DiffScreen) and screen.diff is not None \
-                    and "attributing" not in str(screen.attribution_text):
+            if (
+                isinstance(screen, DiffScreen)
+                and screen.diff is not None
+                and "attributing" not in str(screen.attribution_text)
+            ):
                 break
             await settle(pilot, rounds=1)
         await pilot.press("j")  # the clock step, changed by the injection

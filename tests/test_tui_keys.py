@@ -12,7 +12,6 @@ from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.library import LibraryScreen
 from whenpro_tui.screens.picker import FacetPicker
 from whenpro_tui.screens.trace import TraceScreen
-from whenpro_tui.widgets.step_detail import StepDetail
 from whenpro_tui.widgets.step_list import StepList
 from whenpro_tui.widgets.trace_table import TraceTable
 
@@ -51,7 +50,7 @@ async def test_escape_never_quits_a_trace_opened_directly() -> None:
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         listed = {a.keys: a.description for a in app.screen.actions if a.group == "screen"}
-        assert ("Close / back (never quits)" in listed.values() and listed["q"] == "Quit")
+        assert "Close / back (never quits)" in listed.values() and listed["q"] == "Quit"
         assert "Back" not in listed.values()  # q quits here: its twin "Back" is not listed
         await pilot.press("escape")
         await pilot.pause()
@@ -97,8 +96,9 @@ async def test_escape_on_the_first_results_screen_does_not_quit(tmp_path: Path) 
 
     data = write_dataset(tmp_path)
     with open(os.devnull, "w") as devnull:
-        await asyncio.to_thread(bench_command, str(data), out=tmp_path / "r.jsonl", report=False,
-                                console=Console(file=devnull, width=100))
+        await asyncio.to_thread(
+            bench_command, str(data), out=tmp_path / "r.jsonl", report=False, console=Console(file=devnull, width=100)
+        )
     app = WhenproApp(str(tmp_path / "r.jsonl"), cursor_blink=False)
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
         await settle(pilot)
@@ -210,9 +210,16 @@ def long_step_trace_file(tmp_path: Path) -> Path:
     from whenpro_core.model import Step, Trace
 
     words = " ".join(f"word{i:03d}" for i in range(WORDS))  # one long paragraph
-    return write_trace(Trace(id="wrap", steps=[
-        Step(index=0, coord="0", agent="a", content=words),
-        Step(index=1, coord="1", agent="b", content="short")]), tmp_path / "wrap.json")
+    return write_trace(
+        Trace(
+            id="wrap",
+            steps=[
+                Step(index=0, coord="0", agent="a", content=words),
+                Step(index=1, coord="1", agent="b", content="short"),
+            ],
+        ),
+        tmp_path / "wrap.json",
+    )
 
 
 def body_lines(app) -> list[str]:
@@ -242,9 +249,9 @@ async def test_step_text_rewraps_when_the_terminal_is_resized(tmp_path: Path) ->
 
 async def test_diff_screen_step_text_rewraps_on_resize(tmp_path: Path) -> None:
     """The diff screen reuses StepBody: its panes follow a resize too."""
-    from whenpro_tui.widgets.step_detail import StepBody
-
     from textual.app import App
+
+    from whenpro_tui.widgets.step_detail import StepBody
 
     class BodyApp(App):
         def compose(self):  # one StepBody filling the screen, as the diff panes do

@@ -113,8 +113,7 @@ async def test_mode_facet_and_gt_column_only_with_labels(dataset_dir: Path) -> N
         assert app.screen.facets["mode"] == [("R.3", 3)]
 
 
-async def test_ids_that_carry_the_failure_mode_are_masked_while_labels_are_hidden(
-        tmp_path: Path) -> None:
+async def test_ids_that_carry_the_failure_mode_are_masked_while_labels_are_hidden(tmp_path: Path) -> None:
     for i, mode in enumerate(("R.3", "PL.1")):
         write_trace(team_trace(f"run{i}__{mode}__3"), tmp_path / f"t{i}.json")
     app = make_app(tmp_path)
@@ -161,6 +160,7 @@ async def test_open_trace_and_switch_with_brackets(dataset_dir: Path) -> None:
 def burst(app, keys: str) -> None:
     """Keys arriving all at once, as from a terminal (Pilot.press waits after each key)."""
     from textual import events
+
     names = {"]": "right_square_bracket", "[": "left_square_bracket", "/": "slash", ":": "colon"}
     for key in keys:
         event = events.Key(names.get(key, key), key)
@@ -171,6 +171,7 @@ def burst(app, keys: str) -> None:
 async def test_a_burst_of_brackets_moves_one_trace_per_press(tmp_path: Path) -> None:
     from tests.conftest import team_trace
     from whenpro_core.formats.native import write_trace
+
     for i in range(1, 9):
         write_trace(team_trace(f"team-{i}", n_extra=40 * i), tmp_path / f"team-{i}.json")
     app = make_app(tmp_path)
@@ -202,9 +203,17 @@ async def test_text_typed_at_once_after_slash_goes_to_the_find_box(dataset_dir: 
 
 
 async def test_ten_thousand_rows_filter_and_scroll() -> None:
-    rows = [TraceSummary(id=f"t{i:05d}", path=f"/data/t{i}.json", framework=("a", "b", "c")[i % 3],
-                         benchmark="gaia" if i % 2 else "math", modality="text", step_count=i % 50)
-            for i in range(10_000)]
+    rows = [
+        TraceSummary(
+            id=f"t{i:05d}",
+            path=f"/data/t{i}.json",
+            framework=("a", "b", "c")[i % 3],
+            benchmark="gaia" if i % 2 else "math",
+            modality="text",
+            step_count=i % 50,
+        )
+        for i in range(10_000)
+    ]
     app = make_app("/data")
     async with app.run_test(size=(100, 30)) as pilot:
         app.push_screen(LibraryScreen("/data", rows=rows))
@@ -224,8 +233,16 @@ async def test_ten_thousand_rows_filter_and_scroll() -> None:
 
 async def test_long_ids_use_the_width_and_cut_with_an_ellipsis() -> None:
     long_id = "magentic-one__simpleqa_verified__R.1__simpleqav_0094__20260407_184133"
-    rows = [TraceSummary(id=long_id, path="/data/a.json", framework="magentic-one",
-                         benchmark="simpleqa_verified", modality="text", step_count=8)]
+    rows = [
+        TraceSummary(
+            id=long_id,
+            path="/data/a.json",
+            framework="magentic-one",
+            benchmark="simpleqa_verified",
+            modality="text",
+            step_count=8,
+        )
+    ]
     app = make_app("/data")
     async with app.run_test(size=(200, 20)) as pilot:
         app.push_screen(LibraryScreen("/data", rows=rows))

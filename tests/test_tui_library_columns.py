@@ -20,13 +20,16 @@ def test_natural_order_puts_ag_2_before_ag_10() -> None:
     ids = ["ag-10", "ag-2", "ag-1", "Ag-3", "b"]
     assert sorted(ids, key=natural_key) == ["ag-1", "ag-2", "Ag-3", "ag-10", "b"]
     rows = [TraceSummary(id=i, path=f"{i}.json") for i in ids]
-    assert [rows[i].id for i in sort_rows(rows, list(range(5)), "id")] == ["ag-1", "ag-2", "Ag-3",
-                                                                        "ag-10", "b"]
+    assert [rows[i].id for i in sort_rows(rows, list(range(5)), "id")] == ["ag-1", "ag-2", "Ag-3", "ag-10", "b"]
 
 
 def test_sort_keeps_rows_without_a_value_and_errors_last() -> None:
-    rows = [TraceSummary(id="a", path="a", step_count=None), TraceSummary(id="b", path="b", step_count=9),
-            TraceSummary(id="c", path="c", error="bad"), TraceSummary(id="d", path="d", step_count=3)]
+    rows = [
+        TraceSummary(id="a", path="a", step_count=None),
+        TraceSummary(id="b", path="b", step_count=9),
+        TraceSummary(id="c", path="c", error="bad"),
+        TraceSummary(id="d", path="d", step_count=3),
+    ]
     assert sort_rows(rows, [0, 1, 2, 3], "steps") == [3, 1, 0, 2]
     assert sort_rows(rows, [0, 1, 2, 3], "steps", reverse=True) == [1, 3, 0, 2]
 
@@ -35,9 +38,11 @@ def _mixed_folder(tmp_path: Path) -> Path:
     """ag-2 (failure, wrong answer), ag-10 (success, right answer), ag-1 (unknown, no gold)."""
     folder = tmp_path / "runs"
     folder.mkdir()
-    for name, outcome, final, gold in [("ag-2", Outcome.failure, "21.50", "14.58"),
-                                       ("ag-10", Outcome.success, "14.58", "14.58"),
-                                       ("ag-1", Outcome.unknown, "x", None)]:
+    for name, outcome, final, gold in [
+        ("ag-2", Outcome.failure, "21.50", "14.58"),
+        ("ag-10", Outcome.success, "14.58", "14.58"),
+        ("ag-1", Outcome.unknown, "x", None),
+    ]:
         t = team_trace(name, n_extra=int(name.split("-")[1]))
         t.outcome, t.final_answer, t.task.answer = outcome, final, gold
         write_trace(t, folder / f"{name}.json")

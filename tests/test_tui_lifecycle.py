@@ -11,7 +11,6 @@ import importlib
 import inspect
 import os
 import pkgutil
-import shutil
 from pathlib import Path
 
 from rich.console import Console
@@ -52,8 +51,7 @@ def test_each_handler_is_defined_once_per_hierarchy() -> None:
             for name, value in vars(base).items():
                 if callable(value) and (name.startswith("on_") or name.startswith("_on_")):
                     owners.setdefault(name.lstrip("_"), []).append(base.__name__)
-        problems += [f"{cls.__name__}.{name}: {', '.join(where)}"
-                     for name, where in owners.items() if len(where) > 1]
+        problems += [f"{cls.__name__}.{name}: {', '.join(where)}" for name, where in owners.items() if len(where) > 1]
     assert not problems, "handlers defined twice (Textual runs each):\n" + "\n".join(sorted(set(problems)))
 
 
@@ -70,8 +68,12 @@ def test_workers_with_arguments_describe_themselves() -> None:
                 continue
             takes_args = len(node.args.args) > 1 or node.args.vararg or node.args.kwonlyargs
             for deco in node.decorator_list:
-                if (isinstance(deco, ast.Call) and getattr(deco.func, "id", None) == "work"
-                        and takes_args and not any(k.arg == "description" for k in deco.keywords)):
+                if (
+                    isinstance(deco, ast.Call)
+                    and getattr(deco.func, "id", None) == "work"
+                    and takes_args
+                    and not any(k.arg == "description" for k in deco.keywords)
+                ):
                     missing.append(f"{path.name}:{node.lineno} {node.name}")
     assert not missing, "workers without a description:\n" + "\n".join(missing)
 
@@ -93,12 +95,14 @@ class Counting:
 async def test_a_results_trace_screen_loads_its_trace_once(tmp_path: Path) -> None:
     data = write_dataset(tmp_path)
     with open(os.devnull, "w") as devnull:
-        await asyncio.to_thread(bench_command, str(data), out=tmp_path / "r.jsonl", report=False,
-                                console=Console(file=devnull, width=100))
+        await asyncio.to_thread(
+            bench_command, str(data), out=tmp_path / "r.jsonl", report=False, console=Console(file=devnull, width=100)
+        )
     loaded: list[VerdictsLoaded] = []
     app = WhenproApp(str(tmp_path / "r.jsonl"), cursor_blink=False)
-    async with app.run_test(size=(120, 30), message_hook=lambda m: loaded.append(m)
-                            if isinstance(m, VerdictsLoaded) else None) as pilot:
+    async with app.run_test(
+        size=(120, 30), message_hook=lambda m: loaded.append(m) if isinstance(m, VerdictsLoaded) else None
+    ) as pilot:
         await settle(pilot)
         await pilot.press("enter")  # the traces behind the first cell
         await settle(pilot)
@@ -138,10 +142,16 @@ async def test_a_live_trace_screen_starts_once(tmp_path: Path) -> None:
         return screen
 
     app = WhenproApp("", cursor_blink=False, start=make)
-    async with app.run_test(size=(120, 30), message_hook=lambda m: loaded.append(m)
-                            if isinstance(m, VerdictsLoaded) else None) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, LiveTraceScreen)
-                    and len(app.screen.trace.steps) == len(sample.steps) and loaded, "the live trace")
+    async with app.run_test(
+        size=(120, 30), message_hook=lambda m: loaded.append(m) if isinstance(m, VerdictsLoaded) else None
+    ) as pilot:
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, LiveTraceScreen) and len(app.screen.trace.steps) == len(sample.steps) and loaded
+            ),
+            "the live trace",
+        )
         screen = app.screen
         await pilot.pause(0.2)
         assert [c.calls for c in made] == [1] and len(loaded) == 1

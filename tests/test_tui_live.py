@@ -29,8 +29,13 @@ TEAM = SAMPLES / "team_text" / "trace.json"
 
 def native_lines(trace) -> list[bytes]:
     """The run as an agent writes it live: a header, then one step a line."""
-    header = {"format": "whenpro.trace/1", "id": trace.id, "framework": trace.framework,
-              "task": trace.task.model_dump(mode="json"), "agents": [a.model_dump() for a in trace.agents]}
+    header = {
+        "format": "whenpro.trace/1",
+        "id": trace.id,
+        "framework": trace.framework,
+        "task": trace.task.model_dump(mode="json"),
+        "agents": [a.model_dump() for a in trace.agents],
+    }
     return dump_lines([header, *(s.model_dump(mode="json", exclude={"index", "raw"}) for s in trace.steps)])
 
 
@@ -52,8 +57,7 @@ async def test_follow_shows_steps_as_they_are_written_and_keeps_the_cursor(tmp_p
     path = tmp_path / "run.jsonl"
     app = WhenproApp("", cursor_blink=False, start=follow_start(str(path), LiveOptions()))
     async with app.run_test(size=(120, 34)) as pilot:
-        screen = await first_screen(pilot, LiveTraceScreen,
-                                    lambda _s: "Waiting for the first step" in screen_text(app))
+        screen = await first_screen(pilot, LiveTraceScreen, lambda _s: "Waiting for the first step" in screen_text(app))
         # the file appears and grows: header + 3 steps, with a torn line and a bad line
         writer = LineWriter(path, lines[:4] + [b"{not json\n"], split=[2])
         writer.start()
@@ -68,8 +72,11 @@ async def test_follow_shows_steps_as_they_are_written_and_keeps_the_cursor(tmp_p
         assert steps.step_index == 1
         writer = LineWriter(path, lines[4:])
         writer.start()
-        await until(pilot, lambda: len(screen.trace.steps) == len(sample.steps)
-                    and screen.decisive is not None, "the whole run and a decisive error")
+        await until(
+            pilot,
+            lambda: len(screen.trace.steps) == len(sample.steps) and screen.decisive is not None,
+            "the whole run and a decisive error",
+        )
         writer.join()
         await pilot.pause()
         assert steps.step_index == 1
@@ -97,8 +104,7 @@ async def test_a_truncated_file_keeps_the_shared_steps_and_the_cursor(tmp_path):
     lines = native_lines(sample)
     path = tmp_path / "run.jsonl"
     path.write_bytes(b"".join(lines[:6]))
-    app = WhenproApp("", cursor_blink=False,
-                     start=follow_start(str(path), LiveOptions(judge=False)))
+    app = WhenproApp("", cursor_blink=False, start=follow_start(str(path), LiveOptions(judge=False)))
     async with app.run_test(size=(120, 34)) as pilot:
         screen = await first_screen(pilot, LiveTraceScreen)
         await until(pilot, lambda: len(screen.trace.steps) == 5, "5 steps")
@@ -145,14 +151,16 @@ async def test_otlp_traces_appear_live_and_open(tmp_path):
         return trace_id
 
     store = tmp_path / "store"
-    app = WhenproApp("", cursor_blink=False,
-                     start=otlp_start("127.0.0.1:0", LiveOptions(), store=store))
+    app = WhenproApp("", cursor_blink=False, start=otlp_start("127.0.0.1:0", LiveOptions(), store=store))
     async with app.run_test(size=(130, 34)) as pilot:
         screen = await first_screen(pilot, IncomingScreen, lambda s: s.started)
         assert "waiting for traces" in screen_text(app)
         trace_id = await asyncio.to_thread(export, screen.receiver.endpoint)
-        await until(pilot, lambda: trace_id in screen.listing.rows
-                    and screen.listing.rows[trace_id].decisive is not None, "the trace and its verdict")
+        await until(
+            pilot,
+            lambda: trace_id in screen.listing.rows and screen.listing.rows[trace_id].decisive is not None,
+            "the trace and its verdict",
+        )
         await pilot.pause()
         text = screen_text(app)
         assert trace_id[:16] in text and "workshop-agent" in text
@@ -198,8 +206,9 @@ def test_cli_view_errors_are_one_line(tmp_path):
     from tests.conftest import ROOT
 
     def whenpro(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "whenpro_core.cli", *args], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [sys.executable, "-m", "whenpro_core.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )
 
     (tmp_path / "t.jsonl").write_text('{"role": "user", "content": "hi"}\n')
     for args, message in [
@@ -228,8 +237,7 @@ async def test_follow_judges_step_by_step_through_the_openai_sdk(tmp_path, llm_s
     opts = LiveOptions(model="openai:gpt-4.1", budget_calls=budget, no_cache=True)
     app = WhenproApp("", cursor_blink=False, start=follow_start(str(path), opts))
     async with app.run_test(size=(120, 34)) as pilot:
-        screen = await first_screen(pilot, LiveTraceScreen,
-                                    lambda _s: "step-by-step judging" in screen_text(app))
+        screen = await first_screen(pilot, LiveTraceScreen, lambda _s: "step-by-step judging" in screen_text(app))
         writer = LineWriter(path, native_lines(sample))
         writer.start()
         if budget is None:

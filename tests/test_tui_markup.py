@@ -26,7 +26,7 @@ from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import (Agent, Attribution, GroundTruth, Outcome, Step, Task, Trace)
+from whenpro_core.model import Agent, Attribution, GroundTruth, Outcome, Step, Task, Trace
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.inject_dialog import InjectDialog
@@ -64,11 +64,17 @@ def marked_trace(m: str) -> Trace:
         Step(index=1, coord="1", agent=agent, kind=f"act{m}", content=f"2 + 2 = 5 {m}"),
         Step(index=2, coord="2", agent="checker", kind="final_answer", content=f"Final: 5 {m}"),
     ]
-    return Trace(id=f"trace{m}", framework=f"fw{m}", benchmark=f"bench{m}",
-                 agents=[Agent(id="user"), Agent(id=agent), Agent(id="checker")],
-                 task=Task(query=f"Add 2 and 2 {m}\nsecond line {m}", answer=f"4 {m}"),
-                 steps=steps, final_answer=f"5 {m}", outcome=Outcome.failure,
-                 ground_truth=GroundTruth(agent=agent, step="1", mode="R.3", reason=f"why {m}"))
+    return Trace(
+        id=f"trace{m}",
+        framework=f"fw{m}",
+        benchmark=f"bench{m}",
+        agents=[Agent(id="user"), Agent(id=agent), Agent(id="checker")],
+        task=Task(query=f"Add 2 and 2 {m}\nsecond line {m}", answer=f"4 {m}"),
+        steps=steps,
+        final_answer=f"5 {m}",
+        outcome=Outcome.failure,
+        ground_truth=GroundTruth(agent=agent, step="1", mode="R.3", reason=f"why {m}"),
+    )
 
 
 def assert_running(app) -> None:
@@ -85,11 +91,11 @@ async def test_trace_screen_shows_markup_like_text_as_typed(tmp_path: Path, m: s
     save_verdict(trace, Attribution(agent=f"coder{m}", step="1", mode="R.3", reason=f"reason {m}"))
     app = WhenproApp(str(path), cursor_blink=False, show_labels=True)
     async with app.run_test(size=(150, 45), notifications=True) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, TraceScreen) and app.screen.verdicts,
-                    "the trace and its verdict")
+        await until(
+            pilot, lambda: isinstance(app.screen, TraceScreen) and app.screen.verdicts, "the trace and its verdict"
+        )
         text = screen_text(app)
-        for shown in (f"trace{m}", f"coder{m}", f"Add 2 and 2 {m}", f"2 + 2 = 5 {m}"[:12],
-                      f"reason {m}"):
+        for shown in (f"trace{m}", f"coder{m}", f"Add 2 and 2 {m}", f"2 + 2 = 5 {m}"[:12], f"reason {m}"):
             assert shown in text, shown
         await pilot.press("j")  # step 1: its content, agent and kind in the detail pane
         await pilot.pause()
@@ -179,15 +185,15 @@ async def test_library_error_rows_paths_and_find_box(tmp_path: Path, whowhen: Pa
     (odd.parent / "z].json").write_text("{ not json")  # an error row naming that path
     app = WhenproApp(str(folder), cursor_blink=False)
     async with app.run_test(size=(150, 40), notifications=True) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, LibraryScreen) and not app.screen.scanning,
-                    "the library")
+        await until(pilot, lambda: isinstance(app.screen, LibraryScreen) and not app.screen.scanning, "the library")
         await settle(pilot)
         text = screen_text(app)
         assert f"trace{m}" in text and "[b]x[/z].json" in text
         table = app.screen.table
         for want in ("bad.json", "z].json"):  # enter on an error row: its message is a toast
-            table.move_cursor(next(p for p, i in enumerate(table.shown)
-                                   if table.rows[i].error and table.rows[i].path.endswith(want)))
+            table.move_cursor(
+                next(p for p, i in enumerate(table.shown) if table.rows[i].error and table.rows[i].path.endswith(want))
+            )
             await pilot.press("enter")
             await settle(pilot)
             assert isinstance(app.screen, LibraryScreen)
@@ -215,12 +221,12 @@ async def test_results_cells_and_drill_down(tmp_path: Path, m: str) -> None:
         write_trace(trace, t)
     out = tmp_path / "r.jsonl"
     with open(os.devnull, "w") as devnull:  # bench runs its own event loop: not in this one
-        await asyncio.to_thread(bench_command, str(data), out=out, report=False,
-                                console=Console(file=devnull, width=120))
+        await asyncio.to_thread(
+            bench_command, str(data), out=out, report=False, console=Console(file=devnull, width=120)
+        )
     app = WhenproApp(str(out), cursor_blink=False)
     async with app.run_test(size=(150, 40), notifications=True) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.results,
-                    "the results")
+        await until(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.results, "the results")
         await pilot.press("2")  # by framework: a row named by the trace's framework
         await settle(pilot)
         assert f"fw{m}" in screen_text(app)
@@ -245,8 +251,21 @@ async def test_results_cells_and_drill_down(tmp_path: Path, m: str) -> None:
 # --------------------------------------------------------------------------- the rule, in source
 
 #: Calls that render their first argument (a plain ``str`` is read as markup).
-RENDERING = {"Static", "Label", "Button", "Checkbox", "RadioButton", "Selection", "Option",
-             "update", "add_row", "add_column", "add_rows", "Hit", "DiscoveryHit"}
+RENDERING = {
+    "Static",
+    "Label",
+    "Button",
+    "Checkbox",
+    "RadioButton",
+    "Selection",
+    "Option",
+    "update",
+    "add_row",
+    "add_column",
+    "add_rows",
+    "Hit",
+    "DiscoveryHit",
+}
 #: Calls whose result is text from a trace, a path or the user (never markup).
 STRINGY_CALLS = {"clean", "one_line", "str", "format", "join", "human_size", "repr"}
 
@@ -259,8 +278,11 @@ def _stringy(node) -> bool:
     if isinstance(node, ast.JoinedStr):
         return True
     if isinstance(node, ast.BinOp):
-        return _stringy(node.left) or _stringy(node.right) or (
-            isinstance(node.left, ast.Constant) and isinstance(node.left.value, str))
+        return (
+            _stringy(node.left)
+            or _stringy(node.right)
+            or (isinstance(node.left, ast.Constant) and isinstance(node.left.value, str))
+        )
     if isinstance(node, ast.Call):
         fn = node.func
         name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
@@ -281,26 +303,36 @@ def test_no_computed_string_reaches_a_markup_renderer() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
-                    if (isinstance(target, ast.Attribute) and target.attr in
-                            ("title", "sub_title", "border_title", "border_subtitle", "tooltip")
-                            and _stringy(node.value)):
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and target.attr in ("title", "sub_title", "border_title", "border_subtitle", "tooltip")
+                        and _stringy(node.value)
+                    ):
                         problems.append(f"{path.name}:{node.lineno} .{target.attr} = computed str")
             if not isinstance(node, ast.Call):
                 continue
             fn = node.func
             name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
-            plain = any(k.arg == "markup" and isinstance(k.value, ast.Constant) and k.value.value is False
-                        for k in node.keywords)
+            plain = any(
+                k.arg == "markup" and isinstance(k.value, ast.Constant) and k.value.value is False
+                for k in node.keywords
+            )
             if name == "from_markup" and node.args and not isinstance(node.args[0], ast.Constant):
                 problems.append(f"{path.name}:{node.lineno} from_markup on a computed string")
             elif name in RENDERING and not plain and any(_stringy(a) for a in node.args):
                 problems.append(f"{path.name}:{node.lineno} {name}() of a computed str")
             elif name == "Select" and node.args:
                 options = node.args[0]
-                elts = [options.elt] if isinstance(options, (ast.ListComp, ast.GeneratorExp)) else \
-                    getattr(options, "elts", [])
+                elts = (
+                    [options.elt]
+                    if isinstance(options, (ast.ListComp, ast.GeneratorExp))
+                    else getattr(options, "elts", [])
+                )
                 for elt in elts:
-                    if isinstance(elt, ast.Tuple) and elt.elts and not (
-                            isinstance(elt.elts[0], ast.Call) and getattr(elt.elts[0].func, "id", "") == "Text"):
+                    if (
+                        isinstance(elt, ast.Tuple)
+                        and elt.elts
+                        and not (isinstance(elt.elts[0], ast.Call) and getattr(elt.elts[0].func, "id", "") == "Text")
+                    ):
                         problems.append(f"{path.name}:{node.lineno} Select option label is a str")
     assert not problems, "\n".join(problems)

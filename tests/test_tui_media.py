@@ -22,7 +22,7 @@ from tests.conftest import REAL_TRACES, SAMPLES, screen_text, settle, tiny_png
 from tests.test_media_preview import png_header
 from tests.videoclips import write_clip
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import MediaRef, Source, Step, Task, Trace
+from whenpro_core.model import MediaRef, Step, Task, Trace
 from whenpro_tui import imaging
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.messages import KeyframesLoaded, KeyframesProgress
@@ -30,7 +30,7 @@ from whenpro_tui.screens.library import LibraryScreen
 from whenpro_tui.screens.media_modal import MediaModal
 from whenpro_tui.screens.trace import TraceScreen
 from whenpro_tui.widgets.media_panel import MediaPanel
-from whenpro_tui.widgets.media_strip import ThumbStrip, Tile
+from whenpro_tui.widgets.media_strip import Tile
 from whenpro_tui.widgets.step_list import StepList
 
 PRO_SAMPLES = REAL_TRACES / "who-when-pro-samples"
@@ -77,6 +77,7 @@ def error_lines(app) -> str:
 
 
 # ----------------------------------------------------------------------------- images
+
 
 async def test_real_image_trace_task_and_observation_images() -> None:
     trace = real_path("who-when-pro-samples", "data", "traces", "mmsearch_car.json")
@@ -211,14 +212,18 @@ async def test_bad_images_show_error_lines(tmp_path: Path) -> None:
     (data / "ok.png").write_bytes(base64.b64decode(tiny_png(8, 6)))
     (data / "corrupt.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"not really" * 40)
     (data / "bomb.png").write_bytes(png_header(40_000, 40_000))
-    refs = [MediaRef(kind="image", path="ok.png", label="good"),
-            MediaRef(kind="image", path="../secret.png", label="outside"),
-            MediaRef(kind="image", path="missing.png", label="missing"),
-            MediaRef(kind="image", path="corrupt.png", label="corrupt"),
-            MediaRef(kind="image", path="bomb.png", label="bomb"),
-            MediaRef(kind="image", data="@@@", label="bad base64")]
-    trace = Trace(id="bad-media", steps=[Step(index=0, coord="0", kind="tool", media=refs),
-                                         Step(index=1, coord="1", content="next")])
+    refs = [
+        MediaRef(kind="image", path="ok.png", label="good"),
+        MediaRef(kind="image", path="../secret.png", label="outside"),
+        MediaRef(kind="image", path="missing.png", label="missing"),
+        MediaRef(kind="image", path="corrupt.png", label="corrupt"),
+        MediaRef(kind="image", path="bomb.png", label="bomb"),
+        MediaRef(kind="image", data="@@@", label="bad base64"),
+    ]
+    trace = Trace(
+        id="bad-media",
+        steps=[Step(index=0, coord="0", kind="tool", media=refs), Step(index=1, coord="1", content="next")],
+    )
     path = write_trace(trace, data / "trace.json")
     app = make_app(path)
     async with app.run_test(size=(140, 45)) as pilot:
@@ -244,6 +249,7 @@ async def test_bad_images_show_error_lines(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- video
+
 
 async def test_keyframe_strip_of_the_sample_video_has_its_cuts() -> None:
     app = make_app(SAMPLES / "video_scene_qa" / "trace.json")
@@ -283,8 +289,17 @@ async def test_frames_referenced_by_a_real_video_trace() -> None:
         await go_to(pilot, 3)
         frames = captions(app, "frames")
         assert [label for label, _ in frames] == [
-            "0.00 s", "11.00 s", "22.00 s", "33.00 s", "44.00 s", "55.00 s", "1:06.0", "1:17.0",
-            "1:28.0", "1:40.0"]
+            "0.00 s",
+            "11.00 s",
+            "22.00 s",
+            "33.00 s",
+            "44.00 s",
+            "55.00 s",
+            "1:06.0",
+            "1:17.0",
+            "1:28.0",
+            "1:40.0",
+        ]
         assert frames[1][1] == "frame 1 @ 11s"
         assert all(e.image is not None for e in panel(app).strip("frames").entries[:10])
         assert "Frames 10  0.00 s – 1:40.0 referenced by the trace" in screen_text(app)
@@ -298,17 +313,23 @@ def long_video_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A trace whose task is a 6,000-frame video (solid scenes, cuts at 80 s and
     160 s): long enough to still be decoding when the user moves on."""
     folder = tmp_path_factory.mktemp("longvideo")
-    write_clip(folder / "long.mp4", [(2000, ("solid", (200, 40, 40))), (2000, ("solid", (40, 200, 40))),
-                                     (2000, ("solid", (40, 40, 200)))], size=(160, 90))
-    trace = Trace(id="long-video", task=Task(query="What happens?",
-                                             images=[MediaRef(kind="video", path="long.mp4", label="long")]),
-                  steps=[Step(index=0, coord="0", kind="user", content="watch this"),
-                         Step(index=1, coord="1", content="it is red, then green, then blue")])
+    write_clip(
+        folder / "long.mp4",
+        [(2000, ("solid", (200, 40, 40))), (2000, ("solid", (40, 200, 40))), (2000, ("solid", (40, 40, 200)))],
+        size=(160, 90),
+    )
+    trace = Trace(
+        id="long-video",
+        task=Task(query="What happens?", images=[MediaRef(kind="video", path="long.mp4", label="long")]),
+        steps=[
+            Step(index=0, coord="0", kind="user", content="watch this"),
+            Step(index=1, coord="1", content="it is red, then green, then blue"),
+        ],
+    )
     return write_trace(trace, folder / "trace.json")
 
 
-async def test_moving_on_cancels_keyframes_and_the_cache_makes_revisits_instant(
-        long_video_trace: Path) -> None:
+async def test_moving_on_cancels_keyframes_and_the_cache_makes_revisits_instant(long_video_trace: Path) -> None:
     started = asyncio.Event()
     loaded: list[KeyframesLoaded] = []
 
@@ -335,7 +356,9 @@ async def test_moving_on_cancels_keyframes_and_the_cache_makes_revisits_instant(
         await settle(pilot)
         assert len(loaded) == 1 and not loaded[0].result.cache_hit
         assert [e.label for e in panel(app).strip("frames").entries if e.label.endswith("✂")] == [
-            "1:20.0 ✂", "2:40.0 ✂"]
+            "1:20.0 ✂",
+            "2:40.0 ✂",
+        ]
         await pilot.press("j", "k")  # third visit: read from the disk cache
         await settle(pilot)
         assert loaded[-1].result.cache_hit
@@ -344,9 +367,14 @@ async def test_moving_on_cancels_keyframes_and_the_cache_makes_revisits_instant(
 
 async def test_bad_video_is_an_error_line(tmp_path: Path) -> None:
     (tmp_path / "fake.mp4").write_bytes(b"this is not a video" * 100)
-    trace = Trace(id="bad-video", task=Task(images=[MediaRef(kind="video", path="fake.mp4")]),
-                  steps=[Step(index=0, kind="user", content="q"),
-                         Step(index=1, kind="tool", media=[MediaRef(kind="video", path="/etc/passwd")])])
+    trace = Trace(
+        id="bad-video",
+        task=Task(images=[MediaRef(kind="video", path="fake.mp4")]),
+        steps=[
+            Step(index=0, kind="user", content="q"),
+            Step(index=1, kind="tool", media=[MediaRef(kind="video", path="/etc/passwd")]),
+        ],
+    )
     path = write_trace(trace, tmp_path / "trace.json")
     app = make_app(path)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -359,6 +387,7 @@ async def test_bad_video_is_an_error_line(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- library
+
 
 async def test_jsonl_release_lists_lazily_and_opens_a_row() -> None:
     release = real_path("who-when-pro-jsonl", "data", "text.jsonl")
@@ -406,8 +435,10 @@ async def test_sample_folder_library_opens_image_and_video_traces() -> None:
 
 # ----------------------------------------------------------------------------- renderers
 
-@pytest.mark.parametrize("mode, widget", [("sixel", "SixelImage"), ("kitty", "TGPImage"),
-                                          ("halfcell", "HalfcellImage")])
+
+@pytest.mark.parametrize(
+    "mode, widget", [("sixel", "SixelImage"), ("kitty", "TGPImage"), ("halfcell", "HalfcellImage")]
+)
 async def test_named_renderers_show_thumbnails(mode: str, widget: str) -> None:
     import textual_image.widget as widgets
 

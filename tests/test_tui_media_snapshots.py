@@ -29,6 +29,7 @@ def at_step(index: int, *keys: str):
         for key in keys:
             await pilot.press(key)
             await settle(pilot)
+
     return run_before
 
 
@@ -38,8 +39,7 @@ def test_detail_pane_with_an_image(snap_compare) -> None:
 
 
 def test_keyframe_strip_of_the_sample_video(snap_compare) -> None:
-    app = WhenproApp(str(SAMPLES / "video_scene_qa" / "trace.json"), cursor_blink=False,
-                     images="halfcell")
+    app = WhenproApp(str(SAMPLES / "video_scene_qa" / "trace.json"), cursor_blink=False, images="halfcell")
     assert snap_compare(app, terminal_size=SIZE, run_before=at_step(1, "M", "right", "right"))
 
 

@@ -27,8 +27,9 @@ def sample_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return copy
 
 
-async def test_f2_previews_the_first_request_and_esc_returns(sample_copy: Path, llm_server,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_f2_previews_the_first_request_and_esc_returns(
+    sample_copy: Path, llm_server, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)  # a call, if one were made, lands here
     app = WhenproApp(str(sample_copy), cursor_blink=False)
     async with app.run_test(size=SIZE, notifications=True) as pilot:

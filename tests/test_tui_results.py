@@ -46,21 +46,20 @@ def hand_results(tmp_path_factory) -> Path:
         pytest.skip(f"Who&When Hand-Crafted traces not present at {HAND}")
     out = tmp_path_factory.mktemp("results") / "r.jsonl"
     bench_command(str(HAND), protocols="heuristic", out=out, report=False, console=quiet())
-    bench_command(str(HAND), protocols="heuristic", gold=False, limit=6, out=out, report=False,
-                  console=quiet())
+    bench_command(str(HAND), protocols="heuristic", gold=False, limit=6, out=out, report=False, console=quiet())
     return out
 
 
 def table_text(app) -> list[list[str]]:
     table = app.screen.query_one(DataTable)
-    return [[table.get_cell_at(Coordinate(r, c)).plain for c in range(len(table.columns))]
-            for r in range(table.row_count)]
+    return [
+        [table.get_cell_at(Coordinate(r, c)).plain for c in range(len(table.columns))] for r in range(table.row_count)
+    ]
 
 
 def columns_of(app) -> list[str]:
     table = app.screen.query_one(DataTable)
-    return [str(col.label.plain if hasattr(col.label, "plain") else col.label)
-            for col in table.columns.values()]
+    return [str(col.label.plain if hasattr(col.label, "plain") else col.label) for col in table.columns.values()]
 
 
 async def open_results(pilot) -> ResultsScreen:

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import settle
+from tests.conftest import settle, team_trace
 from whenpro_core.formats.native import write_trace
-from tests.conftest import team_trace
 from whenpro_tui.app import WhenproApp
 
 SIZE = (100, 30)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench_data import write_dataset
 
+from bench_data import write_dataset
 from tests.conftest import settle, team_trace
 from tests.test_tui_results import quiet
 from whenpro_core.attribution.verdicts import save_verdict
@@ -31,12 +31,22 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.parametrize("size", SIZES)
 def test_trace_screen_with_a_verdict(snap_compare, in_tmp: Path, size: str) -> None:
     path = write_trace(team_trace(n_extra=12), in_tmp / "team.json")
-    save_verdict(load_trace(path), Attribution(
-        protocol="all-at-once", model="openai:gpt-4.1", agent="coder", step="3", mode="R.3",
-        reason=("The coder adds 8 dollars where the task says 8 percent. Every later step builds "
+    save_verdict(
+        load_trace(path),
+        Attribution(
+            protocol="all-at-once",
+            model="openai:gpt-4.1",
+            agent="coder",
+            step="3",
+            mode="R.3",
+            reason=(
+                "The coder adds 8 dollars where the task says 8 percent. Every later step builds "
                 "on that total, and the planner reports it unchecked. A third sentence that a "
-                "short screen leaves out whole rather than cutting it in the middle."),
-        confidence=0.85))
+                "short screen leaves out whole rather than cutting it in the middle."
+            ),
+            confidence=0.85,
+        ),
+    )
     app = WhenproApp("team.json", cursor_blink=False, show_labels=True)
 
     async def run_before(pilot) -> None:
@@ -51,8 +61,9 @@ def test_trace_screen_with_a_verdict(snap_compare, in_tmp: Path, size: str) -> N
 def test_library_screen(snap_compare, in_tmp: Path, size: str) -> None:
     folder = in_tmp / "runs"
     folder.mkdir()
-    for i, (outcome, final) in enumerate([(Outcome.failure, "21.50"), (Outcome.success, "14.58"),
-                                          (Outcome.unknown, None)], start=1):
+    for i, (outcome, final) in enumerate(
+        [(Outcome.failure, "21.50"), (Outcome.success, "14.58"), (Outcome.unknown, None)], start=1
+    ):
         t = team_trace(f"ag-{i * 5}", n_extra=i)
         t.outcome, t.final_answer = outcome, final
         write_trace(t, folder / f"ag-{i * 5}.json")

@@ -272,7 +272,9 @@ async def test_trace_switching_in_multi_trace_file(tmp_path: Path) -> None:
         await pilot.press("]")
         await pilot.pause()
         assert any("last trace" in n for n in notes(app))
-        await pilot.press("[", )
+        await pilot.press(
+            "[",
+        )
         await settle(pilot)
         await pilot.press("[")
         await settle(pilot)
@@ -316,8 +318,7 @@ async def test_help_lists_every_trace_binding(team_file: Path) -> None:
     app = make_app(team_file)
     async with app.run_test(size=(120, 60)) as pilot:
         screen = await open_trace(pilot)
-        descriptions = {b.description for b in screen.BINDINGS
-                        if screen.check_action(b.action, ()) is not False}
+        descriptions = {b.description for b in screen.BINDINGS if screen.check_action(b.action, ()) is not False}
         assert "Quit" in descriptions and "Back" not in descriptions  # opened directly: q quits
         await pilot.press("?")
         await pilot.pause()
@@ -325,8 +326,15 @@ async def test_help_lists_every_trace_binding(team_file: Path) -> None:
         listed = {a.description for a in app.screen.actions}
         assert descriptions <= listed
         text = screen_text(app)
-        for words in ("Go to step", "Next match", "Go to GT step", "Open in $EDITOR",
-                      "Copy step", "Previous trace", "Step markers"):
+        for words in (
+            "Go to step",
+            "Next match",
+            "Go to GT step",
+            "Open in $EDITOR",
+            "Copy step",
+            "Previous trace",
+            "Step markers",
+        ):
             assert words in text
         await pilot.press("escape")
         await pilot.pause()

@@ -16,22 +16,35 @@ from whenpro_tui.screens.trace import TraceScreen
 from whenpro_tui.widgets.step_detail import LEVELS, StepDetail
 from whenpro_tui.widgets.step_list import StepList
 
-EVIL = ("A\x1b[2J\x1b[H clear \x1b]52;c;SGVsbG8=\x07 osc52 "
-        "\x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\ \x9b31m c1 \x07bell \u202ebidi Z")
+EVIL = (
+    "A\x1b[2J\x1b[H clear \x1b]52;c;SGVsbG8=\x07 osc52 "
+    "\x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\ \x9b31m c1 \x07bell \u202ebidi Z"
+)
 # Textual's own output: cursor moves and colours only.
 OWN_SEQUENCES = re.compile(r"\x1b\[[0-9;]*[mH]")
 
 
 def evil_trace() -> Trace:
     return Trace(
-        id="evil\x1b[2Jtrace", framework="x\x1b[31m", agents=[Agent(id="ag\x1b]0;title\x07ent")],
+        id="evil\x1b[2Jtrace",
+        framework="x\x1b[31m",
+        agents=[Agent(id="ag\x1b]0;title\x07ent")],
         task=Task(query="task " + EVIL, answer="gold " + EVIL),
-        steps=[Step(index=0, coord="0", agent="ag\x1b]0;title\x07ent", kind="assistant",
-                    content=EVIL + "\n[bold red]not markup[/bold red] [link=http://x]y[/link]",
-                    tool_calls=[ToolCall(name="run\x1b[2J", arguments={"cmd": EVIL})],
-                    observation="obs " + EVIL, error="err " + EVIL,
-                    hidden={"is_injected": EVIL})],
-        final_answer="final " + EVIL)
+        steps=[
+            Step(
+                index=0,
+                coord="0",
+                agent="ag\x1b]0;title\x07ent",
+                kind="assistant",
+                content=EVIL + "\n[bold red]not markup[/bold red] [link=http://x]y[/link]",
+                tool_calls=[ToolCall(name="run\x1b[2J", arguments={"cmd": EVIL})],
+                observation="obs " + EVIL,
+                error="err " + EVIL,
+                hidden={"is_injected": EVIL},
+            )
+        ],
+        final_answer="final " + EVIL,
+    )
 
 
 def leaked(output: str) -> list[str]:
@@ -76,11 +89,14 @@ async def test_escape_sequences_in_library_rows_and_errors(tmp_path: Path) -> No
 def huge_trace(n_chars: int = 10_000_000) -> Trace:
     line = "0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ [bold]x[/bold]\n"
     body = line * (n_chars // len(line)) + "NEEDLE-AT-THE-END"
-    return Trace(id="huge", steps=[
-        Step(index=0, coord="0", agent="a", content="short first step"),
-        Step(index=1, coord="1", agent="b", content=body),
-        Step(index=2, coord="2", agent="a", content="one more"),
-    ])
+    return Trace(
+        id="huge",
+        steps=[
+            Step(index=0, coord="0", agent="a", content="short first step"),
+            Step(index=1, coord="1", agent="b", content=body),
+            Step(index=2, coord="2", agent="a", content="one more"),
+        ],
+    )
 
 
 async def test_ten_megabyte_step_is_capped_and_expands_in_chunks(tmp_path: Path) -> None:
@@ -127,10 +143,13 @@ async def test_ten_megabyte_step_is_capped_and_expands_in_chunks(tmp_path: Path)
 async def test_html_like_tags_in_markdown_stay_visible(tmp_path: Path) -> None:
     """Agents write <answer>…</answer>, <tool_call> and <think>; Markdown must not eat them
     as HTML (the EVA system prompt of the Who&When Pro samples lost its answer format)."""
-    content = ("## Answer format\nWhen ready, emit EXACTLY: <answer>X</answer> where X is a letter.\n\n"
-               "<think>\nhidden reasoning\n</think>\n\n- never emit <tool_call> and <answer> together")
-    trace = Trace(id="tags", framework="x", steps=[
-        Step(index=0, coord="0", agent="agent", kind="assistant", content=content)])
+    content = (
+        "## Answer format\nWhen ready, emit EXACTLY: <answer>X</answer> where X is a letter.\n\n"
+        "<think>\nhidden reasoning\n</think>\n\n- never emit <tool_call> and <answer> together"
+    )
+    trace = Trace(
+        id="tags", framework="x", steps=[Step(index=0, coord="0", agent="agent", kind="assistant", content=content)]
+    )
     path = write_trace(trace, tmp_path / "tags.json")
     app = WhenproApp(str(path), cursor_blink=False)
     async with app.run_test(size=(150, 40)) as pilot:
@@ -143,11 +162,14 @@ async def test_html_like_tags_in_markdown_stay_visible(tmp_path: Path) -> None:
 
 
 async def test_copy_and_editor_survive_a_lone_surrogate(tmp_path: Path, monkeypatch) -> None:
-    """"\\ud800" is valid JSON and decodes to a lone surrogate, which UTF-8 cannot encode:
+    """ "\\ud800" is valid JSON and decodes to a lone surrogate, which UTF-8 cannot encode:
     y (OSC 52 copy) and e (editor temp file) crashed the app."""
     path = tmp_path / "surrogate.json"
-    trace = Trace(id="sur", framework="x", steps=[
-        Step(index=0, coord="0", agent="agent", kind="assistant", content="Session X time")])
+    trace = Trace(
+        id="sur",
+        framework="x",
+        steps=[Step(index=0, coord="0", agent="agent", kind="assistant", content="Session X time")],
+    )
     write_trace(trace, path)
     path.write_text(path.read_text().replace("Session X time", "Session \\ud800 time"))
     monkeypatch.setenv("EDITOR", "true")

@@ -38,8 +38,15 @@ def built(tmp_path_factory) -> Path:
     fixed creation time and id salt, so the screens are the same every time)."""
     base = tmp_path_factory.mktemp("val")
     run_many("arith_team", 4, base / "seeds", seed=0, echo=lambda _line: None)
-    asyncio.run(run_build(base / "seeds", base / "ds", BuildOptions(per_seed=3, detect=False),
-                          now="2026-01-01T00:00:00+00:00", salt="tui-validation"))
+    asyncio.run(
+        run_build(
+            base / "seeds",
+            base / "ds",
+            BuildOptions(per_seed=3, detect=False),
+            now="2026-01-01T00:00:00+00:00",
+            salt="tui-validation",
+        )
+    )
     return base / "ds"
 
 
@@ -89,15 +96,19 @@ async def test_accept_and_reject_are_saved_at_once_with_counts(ds):
         await settle(pilot)
         assert app.screen is screen
         last = decisions(ds)[-1]
-        assert (last["trace_id"], last["verdict"], last["reason"]) == \
-            (items[1].id, "reject", "the flaw does not change the answer")
+        assert (last["trace_id"], last["verdict"], last["reason"]) == (
+            items[1].id,
+            "reject",
+            "the flaw does not change the answer",
+        )
         text = screen_text(app)
         assert f"2 of {total} reviewed · 1 accepted · 1 rejected" in text
         assert "✓" in text and "✗" in text and "rejected: the flaw does not change" in text
         counts = read_manifest(ds, fresh_validation=False)["validation"]
         assert (counts["accepted"], counts["rejected"], counts["pending"]) == (1, 1, total - 2)
-        assert items[1].mode not in counts["validated_modes"] or \
-            counts["validated_modes"][items[1].mode] < sum(1 for i in items if i.mode == items[1].mode)
+        assert items[1].mode not in counts["validated_modes"] or counts["validated_modes"][items[1].mode] < sum(
+            1 for i in items if i.mode == items[1].mode
+        )
         # n: the next pending trace; escape in the menu changes nothing
         await pilot.press("g", "n")
         assert screen.rlist.cursor == 2
@@ -123,7 +134,7 @@ async def test_review_a_trace_relabel_from_the_cursor_and_move_on(ds):
         assert f"Review 1 of {len(items)}" in text and "built label: agent " + items[0].agent in text
         assert "★" in text  # the built label (released files carry no injection markers: no ⚑)
         # move to another agent's step and relabel: the step under the cursor is preselected
-        target = next(s for s in trace.steps[injected + 1:] if s.coord and s.agent != items[0].agent)
+        target = next(s for s in trace.steps[injected + 1 :] if s.coord and s.agent != items[0].agent)
         review._go_to_step(target.index)
         await pilot.press("v")
         await settle(pilot)
@@ -237,8 +248,9 @@ def test_validation_list_snapshot(snap_compare, built: Path, tmp_path: Path, mon
     monkeypatch.chdir(tmp_path)
     items = validate.review_items(tmp_path / "ds")
     validate.record(tmp_path / "ds", items[0].id, "accept", now="2026-01-01T00:00:00+00:00")
-    validate.record(tmp_path / "ds", items[1].id, "reject", "the injected slip is corrected later",
-                    now="2026-01-01T00:00:00+00:00")
+    validate.record(
+        tmp_path / "ds", items[1].id, "reject", "the injected slip is corrected later", now="2026-01-01T00:00:00+00:00"
+    )
     app = WhenproApp("", cursor_blink=False, start=validate_start("ds"))
     assert snap_compare(app, terminal_size=(100, 24), run_before=settle)
 

@@ -16,15 +16,28 @@ from rich.console import Console
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.summary import convert
 
-REAL_FOLDERS = ["agentrx", "inspect-ai-logs", "mast-lint-ag2-dogfood", "mast-mad-sample",
-                "openhands-trajectories", "swe-agent-traj", "who-and-when", "who-when-pro-jsonl",
-                "who-when-pro-samples"]
+REAL_FOLDERS = [
+    "agentrx",
+    "inspect-ai-logs",
+    "mast-lint-ag2-dogfood",
+    "mast-mad-sample",
+    "openhands-trajectories",
+    "swe-agent-traj",
+    "who-and-when",
+    "who-when-pro-jsonl",
+    "who-when-pro-samples",
+]
 
-SWE = {"environment": "swe_main", "trajectory": [{"thought": "t", "action": "ls", "observation": "o"}],
-       "history": [{"role": "system", "content": "sys", "agent": "primary"},
-                   {"role": "user", "content": "fix the bug", "agent": "primary"},
-                   {"role": "assistant", "content": "t", "agent": "primary"}],
-       "info": {"exit_status": "submitted"}}
+SWE = {
+    "environment": "swe_main",
+    "trajectory": [{"thought": "t", "action": "ls", "observation": "o"}],
+    "history": [
+        {"role": "system", "content": "sys", "agent": "primary"},
+        {"role": "user", "content": "fix the bug", "agent": "primary"},
+        {"role": "assistant", "content": "t", "agent": "primary"},
+    ],
+    "info": {"exit_status": "submitted"},
+}
 
 
 def _write(path: Path, doc: dict) -> Path:

@@ -52,8 +52,11 @@ def test_review_items_list_the_built_labels_and_load(ds):
     for item in items:
         assert item.status == "pending" and item.latest is None
         trace = load_trace(ds / item.ref)
-        assert (trace.ground_truth.agent, trace.ground_truth.step, trace.ground_truth.mode) == \
-            (item.agent, item.step, item.mode)
+        assert (trace.ground_truth.agent, trace.ground_truth.step, trace.ground_truth.mode) == (
+            item.agent,
+            item.step,
+            item.mode,
+        )
         assert validate.effective_label(item) == item.built
 
 
@@ -63,8 +66,9 @@ def test_accept_reject_relabel_and_counts(ds):
     validate.record(ds, b.id, "reject", reason="the injected step is not the decisive error")
     trace = load_trace(ds / c.ref)
     other = next(s for s in trace.steps if s.coord not in (None, c.step) and s.agent not in ("user", c.agent))
-    entry = validate.record(ds, c.id, "relabel", reason="an earlier step already broke it", step=other.coord,
-                            mode="R.2")
+    entry = validate.record(
+        ds, c.id, "relabel", reason="an earlier step already broke it", step=other.coord, mode="R.2"
+    )
     assert entry.label.step == other.coord and entry.label.agent == other.agent and entry.label.mode == "R.2"
     assert entry.original == c.built and entry.status == "relabelled"
     # a later decision replaces an earlier one; the history stays in the file
@@ -78,16 +82,25 @@ def test_accept_reject_relabel_and_counts(ds):
     total = len(items)
     assert counts["total"] == total and counts["decisions"] == 5
     assert (counts["accepted"], counts["rejected"], counts["relabelled"], counts["pending"]) == (2, 1, 1, total - 4)
-    assert counts["relabelled_fields"] == {"agent": int(other.agent != c.agent), "step": 1, "mode": int(c.mode != "R.2")}
+    assert counts["relabelled_fields"] == {
+        "agent": int(other.agent != c.agent),
+        "step": 1,
+        "mode": int(c.mode != "R.2"),
+    }
     assert sum(counts["validated_modes"].values()) == total - 1 and counts["validated_modes"]["R.2"] >= 1
     assert sum(sum(row.values()) for row in counts["by_mode"].values()) == total
     # the manifest shows fresh counts on read, and on disk after --revalidate
     assert read_manifest(ds)["validation"] == counts
     on_disk = json.loads((ds / "manifest.json").read_text())["validation"]
     assert on_disk["pending"] == total
-    out = subprocess.run([sys.executable, "-m", "whenpro_core.cli", "build", "--out", str(ds), "--revalidate"],
-                         cwd=REPO, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "build", "--out", str(ds), "--revalidate"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert out.returncode == 0, out.stderr
     assert f"{total} traces: 2 accepted, 1 rejected, 1 relabelled, {total - 4} pending" in out.stdout
     assert json.loads((ds / "manifest.json").read_text())["validation"]["accepted"] == 2
@@ -99,7 +112,10 @@ def test_bad_decisions_are_refused_with_what_was_expected(ds):
         (dict(trace_id="nope", verdict="accept"), "no trace 'nope'"),
         (dict(trace_id=item.id, verdict="maybe"), "unknown verdict"),
         (dict(trace_id=item.id, verdict="reject"), "needs a reason"),
-        (dict(trace_id=item.id, verdict="relabel", reason="x"), r"needs a new label \(expected a new agent, step or mode\)"),
+        (
+            dict(trace_id=item.id, verdict="relabel", reason="x"),
+            r"needs a new label \(expected a new agent, step or mode\)",
+        ),
         (dict(trace_id=item.id, verdict="relabel", reason="x", mode="Z.9"), "unknown failure mode"),
         (dict(trace_id=item.id, verdict="relabel", reason="x", step="999"), "no step '999'"),
         (dict(trace_id=item.id, verdict="relabel", reason="x", agent="ghost"), "no agent 'ghost'"),
@@ -117,7 +133,7 @@ def test_reasons_are_plain_text_and_torn_lines_are_survived(ds):
     entry = validate.record(ds, a.id, "reject", reason="bad\x1b[2J step\n\tignored  " + "x" * 5000)
     assert "\x1b" not in entry.reason and "\n" not in entry.reason and len(entry.reason) == validate.MAX_REASON
     log = ds / validate.VALIDATION_FILE
-    with log.open("ab") as fh:                  # a writer killed mid-line
+    with log.open("ab") as fh:  # a writer killed mid-line
         fh.write(b'{"format":"whenpro.validation/1","trace_id":"' + b.id.encode())
     assert [e.trace_id for e in validate.read_validations(ds)] == [a.id]
     validate.record(ds, b.id, "accept")

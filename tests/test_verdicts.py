@@ -9,13 +9,12 @@ import sys
 
 import pytest
 
+from conftest import REPO, SAMPLES
 from whenpro_core.attribution.verdicts import load_verdicts, save_verdict
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_core.model import Attribution
-
-from conftest import REPO, SAMPLES
 
 VERDICT = Attribution(agent="solver", step="3", mode="R.3", reason="wrong sum")
 
@@ -53,8 +52,13 @@ def test_a_folder_in_the_sidecars_place_is_a_whenpro_error(trace_file):
 
 
 def _attribute(*args):
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", "attribute", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "attribute", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_prints_the_verdict_and_warns_when_it_cannot_be_saved(trace_file):

@@ -19,11 +19,22 @@ from whenpro_core.injection.verify import (
 from whenpro_core.model import Step, Task, Trace
 
 
-@pytest.mark.parametrize("answer, gold, ok", [
-    ("23.4", "23.40", True), ("Final answer: $1,200", "1200", True), ("3.1416", "3.14", True),
-    ("3.2", "3.14", False), ("  Paris. ", "paris", True), ('"Mar"', "Mar", True), ("Apr", "Mar", False),
-    ("11:55", "11:55", True), ("11:56", "11:55", False), ("nan", "nan", True), ("", "3", False),
-])
+@pytest.mark.parametrize(
+    "answer, gold, ok",
+    [
+        ("23.4", "23.40", True),
+        ("Final answer: $1,200", "1200", True),
+        ("3.1416", "3.14", True),
+        ("3.2", "3.14", False),
+        ("  Paris. ", "paris", True),
+        ('"Mar"', "Mar", True),
+        ("Apr", "Mar", False),
+        ("11:55", "11:55", True),
+        ("11:56", "11:55", False),
+        ("nan", "nan", True),
+        ("", "3", False),
+    ],
+)
 def test_check_answer(answer, gold, ok):
     assert check_answer(answer, gold).success is ok
 
@@ -48,15 +59,23 @@ def test_revealing_phrases_only_counts_new_words():
 
 
 def test_gold_visible_before_t():
-    rows = [Step(index=0, agent="user", kind="user", content="What is 20 + 3.4? (The answer is not 23.4.)"),
-            Step(index=1, agent="a", content="Adding.", observation="23.40"),
-            Step(index=2, agent="b", content="Final answer: 23.4", kind="final_answer")]
+    rows = [
+        Step(index=0, agent="user", kind="user", content="What is 20 + 3.4? (The answer is not 23.4.)"),
+        Step(index=1, agent="a", content="Adding.", observation="23.40"),
+        Step(index=2, agent="b", content="Final answer: 23.4", kind="final_answer"),
+    ]
     t = Trace(id="g", task=Task(query=rows[0].content, answer="23.4"), steps=rows)
     assert gold_visible_before(t, 1) is False  # the task text does not count
     assert gold_visible_before(t, 2) is True  # numerically equal observation
-    words = Trace(id="w", task=Task(query="q", answer="Mar"),
-                  steps=[Step(index=0, kind="user", agent="user"), Step(index=1, agent="a", content="Summary of March"),
-                         Step(index=2, agent="a", content="Mar it is")])
+    words = Trace(
+        id="w",
+        task=Task(query="q", answer="Mar"),
+        steps=[
+            Step(index=0, kind="user", agent="user"),
+            Step(index=1, agent="a", content="Summary of March"),
+            Step(index=2, agent="a", content="Mar it is"),
+        ],
+    )
     assert gold_visible_before(words, 2) is False and gold_visible_before(words, 3) is True
 
 

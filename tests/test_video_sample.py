@@ -65,7 +65,11 @@ def test_sample_clip_cuts_are_the_documented_ones(tmp_path, monkeypatch):
 
 def test_generator_is_deterministic(tmp_path):
     out = tmp_path / "again"
-    proc = subprocess.run([sys.executable, str(REPO / "sample_traces" / "make_video_sample.py"), "--out", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "sample_traces" / "make_video_sample.py"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert _files(out) == _files(SAMPLE)

@@ -12,13 +12,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 
+from conftest import REPO
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import LLMServer
 
-RUN = ('{"agent": "planner", "kind": "plan", "content": "add the numbers"}\n'
-       '{"agent": "solver", "kind": "action", "content": "2 + 2 = 5"}\n')
+RUN = (
+    '{"agent": "planner", "kind": "plan", "content": "add the numbers"}\n'
+    '{"agent": "solver", "kind": "action", "content": "2 + 2 = 5"}\n'
+)
 
 
 def _watch(*args: str, server: LLMServer | None = None) -> subprocess.CompletedProcess[str]:
@@ -26,18 +28,42 @@ def _watch(*args: str, server: LLMServer | None = None) -> subprocess.CompletedP
     env.update(PYTHONPATH=str(REPO), COLUMNS="400")
     if server is not None:
         env.update(OPENAI_API_KEY=TEST_KEY, OPENAI_BASE_URL=server.openai_base_url)
-    return subprocess.run([sys.executable, "-m", "whenpro_core.cli", "watch", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "watch", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
-@pytest.mark.parametrize(("preset", "why"), [("whowhen-pro", "--preset whowhen-pro needs a Who&When Pro trace"),
-                                             ("whowhen", "--preset whowhen needs a Who&When trace")])
+@pytest.mark.parametrize(
+    ("preset", "why"),
+    [
+        ("whowhen-pro", "--preset whowhen-pro needs a Who&When Pro trace"),
+        ("whowhen", "--preset whowhen needs a Who&When trace"),
+    ],
+)
 def test_a_preset_final_pass_on_a_followed_run_says_why_it_cannot_apply(
-        llm_server: LLMServer, tmp_path: Path, preset: str, why: str) -> None:
+    llm_server: LLMServer, tmp_path: Path, preset: str, why: str
+) -> None:
     run = tmp_path / "run.jsonl"
     run.write_text(RUN)
-    out = _watch(str(run), "--protocol", "heuristic", "--model", "openai:gpt-4.1", "--final-pass",
-                 "--preset", preset, "--idle-timeout", "0.5", server=llm_server)
+    out = _watch(
+        str(run),
+        "--protocol",
+        "heuristic",
+        "--model",
+        "openai:gpt-4.1",
+        "--final-pass",
+        "--preset",
+        preset,
+        "--idle-timeout",
+        "0.5",
+        server=llm_server,
+    )
     assert "Traceback" not in out.stderr + out.stdout
     failed = [line for line in out.stdout.splitlines() if "judge failed:" in line]
     assert len(failed) == 1 and "the final pass cannot apply" in failed[0], out.stdout

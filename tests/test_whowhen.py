@@ -11,9 +11,14 @@ from whenpro_core.formats import load_trace, walk
 
 #: Files where the labelled agent is not the speaker at the labelled step, as the
 #: SOURCE.md of real_traces/who-and-when lists (20.json is in the holdout set).
-KNOWN_DISAGREEMENTS = {("Algorithm-Generated", "14"), ("Algorithm-Generated", "15"),
-                       ("Algorithm-Generated", "59"), ("Hand-Crafted", "20"),
-                       ("Hand-Crafted", "22"), ("Hand-Crafted", "49")}
+KNOWN_DISAGREEMENTS = {
+    ("Algorithm-Generated", "14"),
+    ("Algorithm-Generated", "15"),
+    ("Algorithm-Generated", "59"),
+    ("Hand-Crafted", "20"),
+    ("Hand-Crafted", "22"),
+    ("Hand-Crafted", "49"),
+}
 
 
 def test_all_real_files_import_and_gt_points_at_the_labelled_agent(real_traces):
@@ -64,11 +69,19 @@ def _write(tmp_path, doc, name="7.json"):
 
 
 def test_made_up_algorithm_generated_case(tmp_path):
-    doc = {"question": "2+2?", "ground_truth": "4", "is_correct": False,
-           "history": [{"content": "Compute 2+2", "role": "assistant", "name": "Math_Expert"},
-                       {"content": ["exitcode: 0", "5"], "role": "user", "name": "Computer_terminal"},
-                       {"content": "", "role": "user", "name": "Verification_Expert"}],
-           "mistake_agent": "Math_Expert", "mistake_step": "0", "mistake_reason": "bad code"}
+    doc = {
+        "question": "2+2?",
+        "ground_truth": "4",
+        "is_correct": False,
+        "history": [
+            {"content": "Compute 2+2", "role": "assistant", "name": "Math_Expert"},
+            {"content": ["exitcode: 0", "5"], "role": "user", "name": "Computer_terminal"},
+            {"content": "", "role": "user", "name": "Verification_Expert"},
+        ],
+        "mistake_agent": "Math_Expert",
+        "mistake_step": "0",
+        "mistake_reason": "bad code",
+    }
     trace = load_trace(_write(tmp_path, doc))
     assert [s.coord for s in trace.steps] == ["0", "1", "2"]
     assert trace.steps[1].content == "exitcode: 0\n5"
@@ -76,17 +89,29 @@ def test_made_up_algorithm_generated_case(tmp_path):
     assert trace.ground_truth.mode is None
 
 
-@pytest.mark.parametrize("doc, json_path", [
-    ({"history": [{"content": "x", "role": "human"}], "mistake_step": "4", "mistake_agent": "a"},
-     "$.mistake_step"),
-    ({"history": [{"content": "x", "role": "human"}], "mistake_step": "two", "mistake_agent": "a"},
-     "$.mistake_step"),
-    ({"history": ["just a string"], "mistake_step": "0", "mistake_agent": "a"}, "$.history[0]"),
-    ({"history": [{"content": 5, "role": "human"}], "mistake_step": "0", "mistake_agent": "a"},
-     "$.history[0].content"),
-    ({"history": [{"content": "x", "role": "user", "name": "A"}, {"content": "y", "role": "user"}],
-      "mistake_step": "0", "mistake_agent": "A"}, "$.history[1].name"),
-])
+@pytest.mark.parametrize(
+    "doc, json_path",
+    [
+        ({"history": [{"content": "x", "role": "human"}], "mistake_step": "4", "mistake_agent": "a"}, "$.mistake_step"),
+        (
+            {"history": [{"content": "x", "role": "human"}], "mistake_step": "two", "mistake_agent": "a"},
+            "$.mistake_step",
+        ),
+        ({"history": ["just a string"], "mistake_step": "0", "mistake_agent": "a"}, "$.history[0]"),
+        (
+            {"history": [{"content": 5, "role": "human"}], "mistake_step": "0", "mistake_agent": "a"},
+            "$.history[0].content",
+        ),
+        (
+            {
+                "history": [{"content": "x", "role": "user", "name": "A"}, {"content": "y", "role": "user"}],
+                "mistake_step": "0",
+                "mistake_agent": "A",
+            },
+            "$.history[1].name",
+        ),
+    ],
+)
 def test_bad_who_and_when_files_name_the_json_path(tmp_path, doc, json_path):
     with pytest.raises(TraceFormatError) as info:
         load_trace(_write(tmp_path, doc))

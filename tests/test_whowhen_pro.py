@@ -23,8 +23,7 @@ JPG = base64.b64encode(b"\xff\xd8\xff\xe0" + b"\x00" * 600).decode()
 
 def _is_marker(entry: dict) -> bool:
     phase = entry.get("phase")
-    return bool(entry.get("is_injected") or entry.get("injected")
-                or (isinstance(phase, list) and "injected" in phase))
+    return bool(entry.get("is_injected") or entry.get("injected") or (isinstance(phase, list) and "injected" in phase))
 
 
 def _assert_no_leak(trace):
@@ -57,7 +56,7 @@ def test_all_showcase_traces_import_and_gt_points_at_the_injected_entry(real_tra
             assert len(markers) == 1 and _is_marker(step.hidden)
             assert step.raw == {k: v for k, v in entries[markers[0]].items() if k not in HIDDEN_FIELDS}
         else:  # smolagents showcase traces: step 0 is the plan, else the action's step_number
-            want = ("planning" if gt.step == "0" else int(gt.step))
+            want = "planning" if gt.step == "0" else int(gt.step)
             src = step.raw
             assert (src.get("kind") == "planning") if want == "planning" else src["step_number"] == want
         _assert_no_leak(trace)
@@ -95,7 +94,10 @@ def test_walk_lists_showcase_traces_cheaply_and_consistently(real_traces):
     for row in rows:
         trace = load_trace(row.ref())
         assert (row.gt_step, row.gt_mode, row.step_count) == (
-            trace.ground_truth.step, trace.ground_truth.mode, len(trace.steps))
+            trace.ground_truth.step,
+            trace.ground_truth.mode,
+            len(trace.steps),
+        )
 
 
 def test_native_round_trip_loses_nothing(real_traces, tmp_path):
@@ -111,8 +113,16 @@ def test_native_round_trip_loses_nothing(real_traces, tmp_path):
 
 
 def _doc(framework, trajectory, gt, **top):
-    return {"id": f"{framework}_t1", "framework": framework, "benchmark": "bench", "modality": "text",
-            "task": {"query": "Q?", "answer": "A"}, "ground_truth": gt, "trajectory": trajectory, **top}
+    return {
+        "id": f"{framework}_t1",
+        "framework": framework,
+        "benchmark": "bench",
+        "modality": "text",
+        "task": {"query": "Q?", "answer": "A"},
+        "ground_truth": gt,
+        "trajectory": trajectory,
+        **top,
+    }
 
 
 def _load(tmp_path, doc, name="t.json"):
@@ -124,19 +134,32 @@ def _load(tmp_path, doc, name="t.json"):
 def test_smolagents_action_fields(tmp_path):
     traj = [
         {"kind": "user", "content": "Solve", "images": [{"__type__": "PIL.Image", "data": PNG}]},
-        {"kind": "action", "step_number": 1, "reasoning": "Thought: look\n```py\nx=1\n```</code>",
-         "code": "x=1", "observation": "Execution logs:\n1", "observation_images": [
-             {"__type__": "PIL.Image", "data": JPG, "source": "search"}],
-         "error": {"type": "AgentExecutionError", "message": "boom"}, "is_final_answer": False,
-         "is_injected": True},
-        {"kind": "action", "step_number": 2, "reasoning": "<code>final_answer(3)</code>",
-         "code": "final_answer(3)", "observation": "Last output from code snippet:\n3",
-         "observation_images": [], "error": None, "is_final_answer": True},
+        {
+            "kind": "action",
+            "step_number": 1,
+            "reasoning": "Thought: look\n```py\nx=1\n```</code>",
+            "code": "x=1",
+            "observation": "Execution logs:\n1",
+            "observation_images": [{"__type__": "PIL.Image", "data": JPG, "source": "search"}],
+            "error": {"type": "AgentExecutionError", "message": "boom"},
+            "is_final_answer": False,
+            "is_injected": True,
+        },
+        {
+            "kind": "action",
+            "step_number": 2,
+            "reasoning": "<code>final_answer(3)</code>",
+            "code": "final_answer(3)",
+            "observation": "Last output from code snippet:\n3",
+            "observation_images": [],
+            "error": None,
+            "is_final_answer": True,
+        },
     ]
     t = _load(tmp_path, _doc("smolagents", traj, {"agent": None, "step": 1, "mode": "R.2"}, modality="image"))
     first, last = t.steps[1], t.steps[2]
-    assert first.content == "Thought: look\n```py\nx=1\n```"          # dangling </code> removed
-    assert last.content == "<code>final_answer(3)</code>"             # paired tag kept
+    assert first.content == "Thought: look\n```py\nx=1\n```"  # dangling </code> removed
+    assert last.content == "<code>final_answer(3)</code>"  # paired tag kept
     assert first.tool_calls[0].name == "python" and first.tool_calls[0].arguments == "x=1"
     assert first.error == "AgentExecutionError: boom" and first.observation == "Execution logs:\n1"
     assert first.media[0].data == JPG and first.media[0].mime == "image/jpeg"
@@ -149,31 +172,60 @@ def test_smolagents_action_fields(tmp_path):
 
 
 def test_gui_actions_with_screenshots(tmp_path):
-    traj = [{"kind": "user", "content": "Book a flight"},
-            {"kind": "action", "step_number": 1, "agent": "web_agent", "reasoning": "open site",
-             "action": "click(12)", "action_raw": {"type": "click", "id": 12},
-             "observation": "url_after=x", "observation_images": [{"__type__": "PIL.Image", "data": PNG}],
-             "error": None, "is_final_answer": False},
-            {"kind": "action", "step_number": 2, "reasoning": "done", "action": "stop()",
-             "observation_images": [], "is_final_answer": True}]
+    traj = [
+        {"kind": "user", "content": "Book a flight"},
+        {
+            "kind": "action",
+            "step_number": 1,
+            "agent": "web_agent",
+            "reasoning": "open site",
+            "action": "click(12)",
+            "action_raw": {"type": "click", "id": 12},
+            "observation": "url_after=x",
+            "observation_images": [{"__type__": "PIL.Image", "data": PNG}],
+            "error": None,
+            "is_final_answer": False,
+        },
+        {
+            "kind": "action",
+            "step_number": 2,
+            "reasoning": "done",
+            "action": "stop()",
+            "observation_images": [],
+            "is_final_answer": True,
+        },
+    ]
     t = _load(tmp_path, _doc("gemini", traj, {"agent": None, "step": 1, "mode": "P.2"}))
     step = t.steps[1]
     assert (step.coord, step.agent, step.content) == ("1", "web_agent", "open site")
     assert step.tool_calls[0].name == "action" and step.tool_calls[0].arguments == "click(12)"
     assert step.meta["action_raw"] == {"type": "click", "id": 12} and step.media[0].data == PNG
     assert t.ground_truth.agent == "web_agent" and t.is_single_agent
-    alf = _load(tmp_path, _doc("alfagent", [traj[0], {"kind": "action", "step_number": 1,
-                                                      "reasoning": None, "action": "look",
-                                                      "observation": "room"}],
-                               {"agent": None, "step": 1, "mode": "A.1"}), "alf.json")
+    alf = _load(
+        tmp_path,
+        _doc(
+            "alfagent",
+            [traj[0], {"kind": "action", "step_number": 1, "reasoning": None, "action": "look", "observation": "room"}],
+            {"agent": None, "step": 1, "mode": "A.1"},
+        ),
+        "alf.json",
+    )
     assert alf.steps[1].agent == "agent" and alf.steps[1].tool_calls[0].arguments == "look"
 
 
 def test_round_grouped_debate_is_scored_on_the_round(tmp_path):
-    traj = [{"kind": "user", "content": "Q"},
-            {"kind": "round", "round": 0, "turns": [{"agent_id": "a1", "role": "debater", "output": "4"},
-                                                     {"agent_id": "a2", "output": "5", "is_injected": True}]},
-            {"kind": "final_answer", "content": "5"}]
+    traj = [
+        {"kind": "user", "content": "Q"},
+        {
+            "kind": "round",
+            "round": 0,
+            "turns": [
+                {"agent_id": "a1", "role": "debater", "output": "4"},
+                {"agent_id": "a2", "output": "5", "is_injected": True},
+            ],
+        },
+        {"kind": "final_answer", "content": "5"},
+    ]
     t = _load(tmp_path, _doc("debate", traj, {"agent": None, "agents": ["a2"], "round": 0, "mode": "C.3"}))
     assert [s.coord for s in t.steps] == [None, "0.0", "0.1", None]
     assert t.ground_truth.round_only and t.ground_truth.step == "0" and t.ground_truth.agents == ["a2"]
@@ -183,25 +235,65 @@ def test_round_grouped_debate_is_scored_on_the_round(tmp_path):
 
 
 def test_pixelcraft_turn_images(tmp_path):
-    traj = [{"kind": "round", "round": 0, "turns": [
-        {"agent_id": "reasoner", "position": 0, "output": "bar is 3",
-         "images": [{"__type__": "PIL.Image", "data": PNG, "source": "task_1/2.jpg"}]}]}]
-    t = _load(tmp_path, _doc("pixelcraft", traj, {"agent": "reasoner", "round": 0, "position": 0,
-                                                  "mode": "P.1"}, modality="image"))
+    traj = [
+        {
+            "kind": "round",
+            "round": 0,
+            "turns": [
+                {
+                    "agent_id": "reasoner",
+                    "position": 0,
+                    "output": "bar is 3",
+                    "images": [{"__type__": "PIL.Image", "data": PNG, "source": "task_1/2.jpg"}],
+                }
+            ],
+        }
+    ]
+    t = _load(
+        tmp_path,
+        _doc("pixelcraft", traj, {"agent": "reasoner", "round": 0, "position": 0, "mode": "P.1"}, modality="image"),
+    )
     assert t.steps[0].coord == "0.0" and t.steps[0].media[0].label == "task_1/2.jpg"
 
 
 def test_magentic_one_ids_roles_tools_and_final_answer(tmp_path):
-    traj = [{"kind": "user", "content": "Q"},
-            {"kind": "agent", "agent": "orchestrator", "role": "Orchestrator", "round": 0, "position": 0,
-             "output": "search", "ledger": {"next_speaker": {"answer": "WebSurfer"}}, "phase": ["replayed"]},
-            {"kind": "agent", "role": "WebSurfer", "round": 0, "position": 1, "output": "typed",
-             "tool_actions": [{"type": "browser", "name": "input_text", "args": {"text_value": "q"}}],
-             "phase": ["injected"]},
-            {"kind": "agent", "agent": "orchestrator", "role": "Orchestrator", "round": 1, "position": 0,
-             "output": "FINAL ANSWER: 7", "phase": ["live", "final_answer"]}]
-    doc = _doc("magentic", traj, {"agent": "WebSurfer", "step": "0.1", "mode": "R.1"},
-               agents=[{"id": "orchestrator", "role": "Orchestrator"}, {"id": "websurfer", "role": "WebSurfer"}])
+    traj = [
+        {"kind": "user", "content": "Q"},
+        {
+            "kind": "agent",
+            "agent": "orchestrator",
+            "role": "Orchestrator",
+            "round": 0,
+            "position": 0,
+            "output": "search",
+            "ledger": {"next_speaker": {"answer": "WebSurfer"}},
+            "phase": ["replayed"],
+        },
+        {
+            "kind": "agent",
+            "role": "WebSurfer",
+            "round": 0,
+            "position": 1,
+            "output": "typed",
+            "tool_actions": [{"type": "browser", "name": "input_text", "args": {"text_value": "q"}}],
+            "phase": ["injected"],
+        },
+        {
+            "kind": "agent",
+            "agent": "orchestrator",
+            "role": "Orchestrator",
+            "round": 1,
+            "position": 0,
+            "output": "FINAL ANSWER: 7",
+            "phase": ["live", "final_answer"],
+        },
+    ]
+    doc = _doc(
+        "magentic",
+        traj,
+        {"agent": "WebSurfer", "step": "0.1", "mode": "R.1"},
+        agents=[{"id": "orchestrator", "role": "Orchestrator"}, {"id": "websurfer", "role": "WebSurfer"}],
+    )
     t = _load(tmp_path, doc)
     assert t.framework == "magentic-one" and t.extras["framework_native"] == "magentic"
     assert [s.agent for s in t.steps[1:]] == ["orchestrator", "websurfer", "orchestrator"]
@@ -212,36 +304,82 @@ def test_magentic_one_ids_roles_tools_and_final_answer(tmp_path):
 
 
 def test_macnet_mathchat_metagpt_agent_turns(tmp_path):
-    mac = _load(tmp_path, _doc("macnet", [
-        {"kind": "user", "content": "def f(): ..."},
-        {"agent_id": "node_0", "role": "author", "stage": "source_generate_code", "output": "code",
-         "is_injected": True, "is_replayed": False}],
-        {"agent": "node_0", "round": 0, "position": 0, "mode": "R.2"}), "mac.json")
+    mac = _load(
+        tmp_path,
+        _doc(
+            "macnet",
+            [
+                {"kind": "user", "content": "def f(): ..."},
+                {
+                    "agent_id": "node_0",
+                    "role": "author",
+                    "stage": "source_generate_code",
+                    "output": "code",
+                    "is_injected": True,
+                    "is_replayed": False,
+                },
+            ],
+            {"agent": "node_0", "round": 0, "position": 0, "mode": "R.2"},
+        ),
+        "mac.json",
+    )
     assert mac.steps[1].coord == "0.0" and mac.steps[1].meta["stage"] == "source_generate_code"
     assert mac.steps[1].hidden == {"is_injected": True, "is_replayed": False}
-    math = _load(tmp_path, _doc("mathchat", [
-        {"kind": "user", "content": "1+1"},
-        {"agent_id": "user_proxy", "round": 0, "position": 0, "output": "Let's use Python"},
-        {"agent_id": "assistant", "round": 0, "position": 1, "output": "2"}],
-        {"agent": "assistant", "round": 0, "position": 1, "mode": "R.3"}), "math.json")
+    math = _load(
+        tmp_path,
+        _doc(
+            "mathchat",
+            [
+                {"kind": "user", "content": "1+1"},
+                {"agent_id": "user_proxy", "round": 0, "position": 0, "output": "Let's use Python"},
+                {"agent_id": "assistant", "round": 0, "position": 1, "output": "2"},
+            ],
+            {"agent": "assistant", "round": 0, "position": 1, "mode": "R.3"},
+        ),
+        "math.json",
+    )
     assert [s.coord for s in math.steps] == [None, None, "1"] and math.ground_truth.step == "1"
-    meta = _load(tmp_path, _doc("metagpt", [
-        {"agent_id": "architect", "role": "architect", "stage": 0, "output": "brief"},
-        {"agent_id": "engineer", "role": "engineer", "stage": 1, "output": "code"}],
-        {"agent": "engineer", "stage": 1, "mode": "A.2"}), "meta.json")
+    meta = _load(
+        tmp_path,
+        _doc(
+            "metagpt",
+            [
+                {"agent_id": "architect", "role": "architect", "stage": 0, "output": "brief"},
+                {"agent_id": "engineer", "role": "engineer", "stage": 1, "output": "code"},
+            ],
+            {"agent": "engineer", "stage": 1, "mode": "A.2"},
+        ),
+        "meta.json",
+    )
     assert meta.steps[1].coord == "1" and meta.ground_truth.agent == "engineer"
 
 
 def test_dvd_video_tool_turns(tmp_path):
-    traj = [{"kind": "system", "content": "sys"}, {"kind": "user", "content": "Q (A) x (B) y"},
-            {"kind": "assistant", "content": "look", "tool_calls": [
-                {"id": "c1", "name": "frame_inspect_tool",
-                 "arguments": '{"time_ranges_hhmmss": [["00:00:00", "00:00:10"]]}'}]},
-            {"kind": "tool", "tool_name": "frame_inspect_tool", "tool_call_id": "c1", "content": "a dog",
-             "frames": [{"index": 0, "time_s": 1.5, "path": "assets/f0.jpg"}], "injected": True},
-            {"kind": "tool", "tool_name": "finish", "content": "B"}]
-    t = _load(tmp_path, _doc("dvd", traj, {"agent": "frame_inspect_agent", "step": 3, "mode": "P.1"},
-                             modality="video"))
+    traj = [
+        {"kind": "system", "content": "sys"},
+        {"kind": "user", "content": "Q (A) x (B) y"},
+        {
+            "kind": "assistant",
+            "content": "look",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "name": "frame_inspect_tool",
+                    "arguments": '{"time_ranges_hhmmss": [["00:00:00", "00:00:10"]]}',
+                }
+            ],
+        },
+        {
+            "kind": "tool",
+            "tool_name": "frame_inspect_tool",
+            "tool_call_id": "c1",
+            "content": "a dog",
+            "frames": [{"index": 0, "time_s": 1.5, "path": "assets/f0.jpg"}],
+            "injected": True,
+        },
+        {"kind": "tool", "tool_name": "finish", "content": "B"},
+    ]
+    t = _load(tmp_path, _doc("dvd", traj, {"agent": "frame_inspect_agent", "step": 3, "mode": "P.1"}, modality="video"))
     assert [s.coord for s in t.steps] == [None, None, "0", "1", "2"]
     assert t.steps[2].tool_calls[0].arguments == {"time_ranges_hhmmss": [["00:00:00", "00:00:10"]]}
     frame = t.steps[3].media[0]
@@ -251,11 +389,17 @@ def test_dvd_video_tool_turns(tmp_path):
 
 
 def test_eva_pairs_share_a_coordinate(tmp_path):
-    traj = [{"kind": "system", "content": "s"}, {"kind": "user", "content": "q"},
-            {"kind": "assistant", "content": "", "tool_calls": [{"id": "a", "name": "frame_select",
-                                                                 "arguments": "not json"}]},
-            {"kind": "tool", "tool_call_id": "a", "content": "frames"},
-            {"kind": "assistant", "content": "It is <answer>C</answer>", "injected": True}]
+    traj = [
+        {"kind": "system", "content": "s"},
+        {"kind": "user", "content": "q"},
+        {
+            "kind": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "a", "name": "frame_select", "arguments": "not json"}],
+        },
+        {"kind": "tool", "tool_call_id": "a", "content": "frames"},
+        {"kind": "assistant", "content": "It is <answer>C</answer>", "injected": True},
+    ]
     t = _load(tmp_path, _doc("eva", traj, {"agent": None, "step": 4, "mode": "R.2"}, modality="video"))
     assert [s.coord for s in t.steps] == [None, None, "0", "0", "1"]
     assert t.steps[2].tool_calls[0].arguments == "not json" and t.final_answer == "C"
@@ -263,9 +407,13 @@ def test_eva_pairs_share_a_coordinate(tmp_path):
 
 
 def test_unknown_framework_warns_and_keeps_extras(tmp_path):
-    doc = _doc("brandnew", [{"kind": "user", "content": "q"}, {"kind": "assistant", "agent": "bot",
-                                                                "content": "hi"}],
-               {"agent": "bot", "step": 0, "mode": "R.1"}, topology={"x": 1}, custom_field=[1, 2])
+    doc = _doc(
+        "brandnew",
+        [{"kind": "user", "content": "q"}, {"kind": "assistant", "agent": "bot", "content": "hi"}],
+        {"agent": "bot", "step": 0, "mode": "R.1"},
+        topology={"x": 1},
+        custom_field=[1, 2],
+    )
     t = _load(tmp_path, doc)
     assert t.steps[1].coord == "0" and t.ground_truth.step_index == 1
     assert "unknown framework" in t.extras["whenpro_warnings"][0]
@@ -277,15 +425,23 @@ def test_outcome_from_ground_truth_or_eval_status(tmp_path):
     assert _load(tmp_path, _doc("smolagents", traj, None, eval_status="passed")).outcome is Outcome.success
     assert _load(tmp_path, _doc("smolagents", traj, None, eval_status="failed_exit_1")).outcome is Outcome.failure
     assert _load(tmp_path, _doc("smolagents", traj, None)).outcome is Outcome.unknown
-    assert _load(tmp_path, _doc("smolagents", traj, {"step": 1, "mode": "R.2"},
-                                eval_status="passed")).outcome is Outcome.failure
+    assert (
+        _load(tmp_path, _doc("smolagents", traj, {"step": 1, "mode": "R.2"}, eval_status="passed")).outcome
+        is Outcome.failure
+    )
 
 
 def test_step_coord_override_and_accepted_predictions(tmp_path):
     traj = [{"kind": "user", "content": "q"}] + [
-        {"kind": "action", "step_number": n, "reasoning": "r"} for n in (1, 2, 3)]
-    gt = {"agent": None, "step": 1, "step_coord": "step 2", "mode": "R.2",
-          "accepted_predictions": [{"agent_name": "agent", "step_coord": "3", "mode": "R.3"}]}
+        {"kind": "action", "step_number": n, "reasoning": "r"} for n in (1, 2, 3)
+    ]
+    gt = {
+        "agent": None,
+        "step": 1,
+        "step_coord": "step 2",
+        "mode": "R.2",
+        "accepted_predictions": [{"agent_name": "agent", "step_coord": "3", "mode": "R.3"}],
+    }
     t = _load(tmp_path, _doc("smolagents", traj, gt))
     assert (t.ground_truth.step, t.ground_truth.step_index) == ("2", 2)
     assert t.ground_truth.accepted.step == ["3"] and t.ground_truth.accepted.mode == ["R.3"]
@@ -295,18 +451,23 @@ def test_step_coord_override_and_accepted_predictions(tmp_path):
 # --------------------------------------------------------------------------- errors
 
 
-@pytest.mark.parametrize("change,json_path,words", [
-    ({"trajectory": "[{\"kind\": \"user\"}]"}, "$.trajectory", "a list of trajectory entries"),
-    ({"trajectory": [{"kind": "user"}, 7]}, "$.trajectory[1]", "an object"),
-    ({"id": None}, "$.id", "a non-empty string"),
-    ({"modality": "audio"}, "$.modality", "one of text, image, image_gui, video"),
-    ({"task": "Q?"}, "$.task", "an object"),
-    ({"ground_truth": {"step": 9, "mode": "R.2"}}, "$.ground_truth.step", "1..1"),
-])
+@pytest.mark.parametrize(
+    "change,json_path,words",
+    [
+        ({"trajectory": '[{"kind": "user"}]'}, "$.trajectory", "a list of trajectory entries"),
+        ({"trajectory": [{"kind": "user"}, 7]}, "$.trajectory[1]", "an object"),
+        ({"id": None}, "$.id", "a non-empty string"),
+        ({"modality": "audio"}, "$.modality", "one of text, image, image_gui, video"),
+        ({"task": "Q?"}, "$.task", "an object"),
+        ({"ground_truth": {"step": 9, "mode": "R.2"}}, "$.ground_truth.step", "1..1"),
+    ],
+)
 def test_bad_documents_raise_with_file_and_json_path(tmp_path, change, json_path, words):
-    doc = _doc("smolagents", [{"kind": "user", "content": "q"},
-                              {"kind": "action", "step_number": 1, "reasoning": "r"}],
-               {"step": 1, "mode": "R.2"})
+    doc = _doc(
+        "smolagents",
+        [{"kind": "user", "content": "q"}, {"kind": "action", "step_number": 1, "reasoning": "r"}],
+        {"step": 1, "mode": "R.2"},
+    )
     doc.update(change)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(doc))

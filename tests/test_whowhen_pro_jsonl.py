@@ -23,18 +23,37 @@ RELEASE = "who-when-pro-jsonl"
 
 def _row(trace_id, framework, task, trajectory, gt, extras=None, benchmark="bench"):
     """One release line: plain id/framework/benchmark, then JSON-string fields."""
-    return json.dumps({"id": trace_id, "framework": framework, "benchmark": benchmark,
-                       "task": json.dumps(task), "trajectory": json.dumps(trajectory),
-                       "ground_truth": json.dumps(gt), "extras": json.dumps(extras or {})},
-                      separators=(",", ":")).encode()
+    return json.dumps(
+        {
+            "id": trace_id,
+            "framework": framework,
+            "benchmark": benchmark,
+            "task": json.dumps(task),
+            "trajectory": json.dumps(trajectory),
+            "ground_truth": json.dumps(gt),
+            "extras": json.dumps(extras or {}),
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
 def _smol(trace_id="t1", step=2, mode="R.2"):
     traj = [{"kind": "user", "content": "q"}] + [
-        {"kind": "action", "step_number": n, "reasoning": f"r{n}</code>", "code": "x", "observation": "o",
-         "observation_images": [], "error": None, "is_final_answer": n == 3} for n in (1, 2, 3)]
-    return _row(trace_id, "smolagents", {"query": "q", "answer": "a"}, traj,
-                {"agent": None, "step": step, "mode": mode})
+        {
+            "kind": "action",
+            "step_number": n,
+            "reasoning": f"r{n}</code>",
+            "code": "x",
+            "observation": "o",
+            "observation_images": [],
+            "error": None,
+            "is_final_answer": n == 3,
+        }
+        for n in (1, 2, 3)
+    ]
+    return _row(
+        trace_id, "smolagents", {"query": "q", "answer": "a"}, traj, {"agent": None, "step": step, "mode": mode}
+    )
 
 
 def _dataset(tmp_path, name, lines, newline_at_end=True):
@@ -61,7 +80,7 @@ def test_every_real_row_imports_with_the_right_coordinate(real_traces):
         trace = load_trace(f"{path}#{n}")
         assert (trace.id, trace.framework, trace.benchmark) == (row["id"], "smolagents", "dabench")
         assert trace.modality is Modality.text and trace.source.key == str(n)
-        assert Path(trace.source.root) == real_traces / RELEASE        # dataset root: taxonomy.yaml
+        assert Path(trace.source.root) == real_traces / RELEASE  # dataset root: taxonomy.yaml
         labelled = trace.steps[trace.ground_truth.step_index]
         # trajectory[step] is the labelled action and its coordinate is str(step).
         assert labelled.raw == traj[gt["step"]] and labelled.coord == str(gt["step"])
@@ -69,7 +88,11 @@ def test_every_real_row_imports_with_the_right_coordinate(real_traces):
         assert trace.ground_truth.mode == gt["mode"] and trace.ground_truth.agent == "agent"
         assert [s.coord for s in trace.steps] == [None] + [str(k) for k in range(1, len(traj))]
         assert (summary.id, summary.gt_step, summary.gt_mode, summary.error) == (
-            row["id"], str(gt["step"]), gt["mode"], None)
+            row["id"],
+            str(gt["step"]),
+            gt["mode"],
+            None,
+        )
         for step in trace.steps:
             assert not step.content.endswith("</code>") or "<code>" in step.content
             assert not any(k in step.raw for k in HIDDEN_FIELDS)
@@ -87,14 +110,13 @@ def test_open_by_trace_id(real_traces):
 
 def test_ten_thousand_rows_are_listed_without_decoding_trajectories(real_traces, tmp_path):
     real = (real_traces / RELEASE / "data" / "text.jsonl").read_bytes().splitlines()
-    small = sorted(real, key=len)[:16]                 # keep the file small: the 16 shortest rows
+    small = sorted(real, key=len)[:16]  # keep the file small: the 16 shortest rows
     lines, want = [], []
     for n in range(10_000):
         row = orjson.loads(small[n % len(small)])
         new_id = f"{row['id']}__copy{n:05d}"
         mode = orjson.loads(row["ground_truth"])["mode"]
-        lines.append(small[n % len(small)].replace(f'"id":"{row["id"]}"'.encode(),
-                                                   f'"id":"{new_id}"'.encode(), 1))
+        lines.append(small[n % len(small)].replace(f'"id":"{row["id"]}"'.encode(), f'"id":"{new_id}"'.encode(), 1))
         want.append((new_id, mode))
     path = _dataset(tmp_path, "text.jsonl", lines)
     before = dict(wj.STATS)
@@ -102,7 +124,7 @@ def test_ten_thousand_rows_are_listed_without_decoding_trajectories(real_traces,
     assert len(summaries) == 10_000
     assert [(s.id, s.gt_mode) for s in summaries] == want
     assert all(s.error is None and s.step_count is None for s in summaries)
-    assert wj.STATS == before                          # no trajectory decoded, no row opened
+    assert before == wj.STATS  # no trajectory decoded, no row opened
     # Opening row 7,777 later decodes that row only.
     trace = load_trace(f"{path}#7777")
     assert trace.id == want[7776][0]
@@ -114,15 +136,30 @@ def test_ten_thousand_rows_are_listed_without_decoding_trajectories(real_traces,
 
 
 def test_video_rows_resolve_frames_against_video_assets(tmp_path):
-    traj = [{"kind": "system", "content": "s"}, {"kind": "user", "content": "q"},
-            {"kind": "assistant", "content": "", "tool_calls": [{"id": "c", "name": "frame_select",
-                                                                 "arguments": "{\"nframes\": 1}"}]},
-            {"kind": "tool", "tool_call_id": "c", "content": "1 frame",
-             "frames": [{"index": 0, "time_s": 3, "path": "assets/frames/v1/f0.jpg"}]},
-            {"kind": "assistant", "content": "<answer>A</answer>", "injected": True}]
-    line = _row("eva_1", "eva", {"query": "q", "options": {"A": "x"}, "answer": "A"}, traj,
-                {"agent": None, "step": 4, "mode": "P.1"},
-                extras={"video_context": {"videos": ["v1.mp4"]}})
+    traj = [
+        {"kind": "system", "content": "s"},
+        {"kind": "user", "content": "q"},
+        {
+            "kind": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c", "name": "frame_select", "arguments": '{"nframes": 1}'}],
+        },
+        {
+            "kind": "tool",
+            "tool_call_id": "c",
+            "content": "1 frame",
+            "frames": [{"index": 0, "time_s": 3, "path": "assets/frames/v1/f0.jpg"}],
+        },
+        {"kind": "assistant", "content": "<answer>A</answer>", "injected": True},
+    ]
+    line = _row(
+        "eva_1",
+        "eva",
+        {"query": "q", "options": {"A": "x"}, "answer": "A"},
+        traj,
+        {"agent": None, "step": 4, "mode": "P.1"},
+        extras={"video_context": {"videos": ["v1.mp4"]}},
+    )
     path = _dataset(tmp_path, "video.jsonl", [line])
     frame_file = path.parent.parent / "video_assets" / "eva" / "assets" / "frames" / "v1" / "f0.jpg"
     frame_file.parent.mkdir(parents=True)
@@ -139,10 +176,18 @@ def test_video_rows_resolve_frames_against_video_assets(tmp_path):
 
 
 def test_extras_merge_into_the_top_level_and_image_gui_is_image(tmp_path):
-    traj = [{"kind": "user", "content": "q"},
-            {"kind": "action", "step_number": 1, "agent": "coder", "reasoning": "r", "action": "a"}]
-    line = _row("coact_1", "coact", {"query": "q"}, traj, {"agent": "coder", "step": 1, "mode": "A.1"},
-                extras={"agents": [{"id": "coder", "role": "Coder"}], "topology": "multi"})
+    traj = [
+        {"kind": "user", "content": "q"},
+        {"kind": "action", "step_number": 1, "agent": "coder", "reasoning": "r", "action": "a"},
+    ]
+    line = _row(
+        "coact_1",
+        "coact",
+        {"query": "q"},
+        traj,
+        {"agent": "coder", "step": 1, "mode": "A.1"},
+        extras={"agents": [{"id": "coder", "role": "Coder"}], "topology": "multi"},
+    )
     path = _dataset(tmp_path, "image_gui.jsonl", [line])
     trace = load_trace(path)
     assert trace.modality is Modality.image and trace.extras == {"topology": "multi", "split": "image_gui"}
@@ -153,8 +198,18 @@ def test_content_decides_not_the_file_name(tmp_path):
     path = _dataset(tmp_path, "release.txt", [_smol()])
     assert isinstance(sniff(path), WhoWhenProJsonlImporter)
     per_file = tmp_path / "one.jsonl"
-    per_file.write_text(json.dumps({"id": "x", "framework": "smolagents", "benchmark": "b",
-                                    "task": {"query": "q"}, "trajectory": [], "ground_truth": None}))
+    per_file.write_text(
+        json.dumps(
+            {
+                "id": "x",
+                "framework": "smolagents",
+                "benchmark": "b",
+                "task": {"query": "q"},
+                "trajectory": [],
+                "ground_truth": None,
+            }
+        )
+    )
     assert not isinstance(sniff(per_file), WhoWhenProJsonlImporter)
 
 
@@ -179,22 +234,30 @@ def test_bad_lines_become_error_rows_and_raise_on_open(tmp_path):
     out_of_range = _smol("oor", step=9)
     blank = b"   "
     truncated = good[: len(good) // 2]
-    path = _dataset(tmp_path, "text.jsonl",
-                    [good, not_json, list_traj, non_utf8, wrong_gt, blank, out_of_range, truncated],
-                    newline_at_end=False)
+    path = _dataset(
+        tmp_path,
+        "text.jsonl",
+        [good, not_json, list_traj, non_utf8, wrong_gt, blank, out_of_range, truncated],
+        newline_at_end=False,
+    )
     rows = {int(s.key): s for s in walk(path)}
-    assert sorted(rows) == [1, 2, 3, 4, 5, 7, 8]         # the blank line 6 is skipped
+    assert sorted(rows) == [1, 2, 3, 4, 5, 7, 8]  # the blank line 6 is skipped
     assert rows[1].error is None and rows[1].gt_step == "2"
-    assert rows[4].error is None                         # a bad byte deep in a trajectory: found on open
+    assert rows[4].error is None  # a bad byte deep in a trajectory: found on open
     assert rows[7].error is None and rows[7].gt_step == "9"
     for n in (2, 3, 5, 8):
         assert rows[n].error.startswith(f"{path}:{n}"), rows[n].error
     assert "trajectory is not a JSON string" in rows[3].error
     assert "truncated line" in rows[8].error
     assert "$.ground_truth" in rows[5].error
-    expectations = {2: ("not valid JSON", None), 3: ("trajectory is not a JSON string", "$.trajectory"),
-                    4: ("not UTF-8", None), 5: ("ground_truth", "$.ground_truth"),
-                    7: ("step index out of range", "$.ground_truth.step"), 8: ("truncated", None)}
+    expectations = {
+        2: ("not valid JSON", None),
+        3: ("trajectory is not a JSON string", "$.trajectory"),
+        4: ("not UTF-8", None),
+        5: ("ground_truth", "$.ground_truth"),
+        7: ("step index out of range", "$.ground_truth.step"),
+        8: ("truncated", None),
+    }
     for n, (words, json_path) in expectations.items():
         with pytest.raises(TraceFormatError) as err:
             load_trace(f"{path}#{n}")
@@ -204,13 +267,16 @@ def test_bad_lines_become_error_rows_and_raise_on_open(tmp_path):
     assert load_trace(f"{path}#1").id == "good"
 
 
-@pytest.mark.parametrize("field,value,json_path", [
-    ("task", {"query": "q"}, "$.task"),
-    ("trajectory", "{\"kind\": \"user\"}", "$.trajectory"),
-    ("ground_truth", "[1]", "$.ground_truth"),
-    ("extras", "not json", "$.extras"),
-    ("framework", 3, "$.framework"),
-])
+@pytest.mark.parametrize(
+    "field,value,json_path",
+    [
+        ("task", {"query": "q"}, "$.task"),
+        ("trajectory", '{"kind": "user"}', "$.trajectory"),
+        ("ground_truth", "[1]", "$.ground_truth"),
+        ("extras", "not json", "$.extras"),
+        ("framework", 3, "$.framework"),
+    ],
+)
 def test_wrong_field_types_name_the_field_and_row(tmp_path, field, value, json_path):
     row = orjson.loads(_smol())
     row[field] = value

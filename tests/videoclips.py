@@ -33,7 +33,7 @@ def scene_frames(scenes: list[Scene], size: tuple[int, int] = (192, 108), seed: 
                 noisy = base + rng.normal(0.0, 18.0, (h, w, 3)).astype(np.float32)
                 frame = np.clip(noisy, 0, 255).astype(np.uint8)
                 x = int((w - 24) * i / max(1, n - 1))
-                frame[h // 3: h // 3 + 24, x: x + 24] = 255
+                frame[h // 3 : h // 3 + 24, x : x + 24] = 255
             else:
                 raise ValueError(look)
             yield frame
@@ -57,8 +57,15 @@ def write_frames(path: Path, frames, *, size: tuple[int, int], fps: float = 25.0
     writer.release()
 
 
-def write_clip(path: Path, scenes: list[Scene], *, size: tuple[int, int] = (192, 108), fps: float = 25.0,
-               fourcc: str = "mp4v", seed: int = 0) -> list[int]:
+def write_clip(
+    path: Path,
+    scenes: list[Scene],
+    *,
+    size: tuple[int, int] = (192, 108),
+    fps: float = 25.0,
+    fourcc: str = "mp4v",
+    seed: int = 0,
+) -> list[int]:
     """Write ``scenes`` to ``path`` and return the expected cut frames."""
     write_frames(path, scene_frames(scenes, size, seed), size=size, fps=fps, fourcc=fourcc)
     return cut_frames(scenes)

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import os
 import tomllib
-from typing import Any, Callable, Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
@@ -72,7 +73,9 @@ class Settings(BaseSettings):
     api: Literal["chat", "responses"] = Field(
         "chat", description="OpenAI API for `openai:`/`openai-compatible:` models: chat completions or Responses."
     )
-    base_url: str | None = Field(None, description="Base URL for the selected model's provider (overrides the provider's own).")
+    base_url: str | None = Field(
+        None, description="Base URL for the selected model's provider (overrides the provider's own)."
+    )
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature; unset = provider default.")
     max_tokens: int = Field(4096, gt=0, description="Maximum output tokens per call.")
     reasoning_effort: ReasoningEffort | None = Field(None, description="Reasoning effort for models that support it.")
@@ -83,11 +86,15 @@ class Settings(BaseSettings):
     retry_after_max_s: float = Field(60.0, ge=0, description="Cap on a server's Retry-After, seconds.")
     concurrency: int = Field(4, ge=1, le=256, description="Calls in flight at once per backend.")
     images: Literal["auto", "on", "off"] = Field(
-        "auto", description="Send images to the judge: auto = OpenAI and Anthropic models, and "
-        "openai-compatible models listed in vision_models; on/off = always/never.")
+        "auto",
+        description="Send images to the judge: auto = OpenAI and Anthropic models, and "
+        "openai-compatible models listed in vision_models; on/off = always/never.",
+    )
     vision_models: list[str] = Field(
-        default_factory=list, description="openai-compatible models that read images (`model` or "
-        "`openai-compatible:model`), e.g. [\"qwen2.5-vl-7b\"].")
+        default_factory=list,
+        description="openai-compatible models that read images (`model` or "
+        '`openai-compatible:model`), e.g. ["qwen2.5-vl-7b"].',
+    )
     cache: bool = Field(True, description="Use the persistent response cache.")
 
     openai_api_key: SecretStr | None = Field(None, validation_alias=_env("openai_api_key", "OPENAI_API_KEY"))

@@ -26,16 +26,18 @@ ground-truth step that maps to no step ("step index out of range", with the rang
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from whenpro_core.errors import TraceFormatError
 
 #: Frameworks whose traces have one agent. They expect agent ``agent`` (or their fixed
 #: label, :data:`FIXED_AGENT_LABELS`) and are left out of the agent metric (DESIGN §4;
 #: ``openai_cua``, ``agentoccam`` and ``gemini`` from the reference scorer).
-SINGLE_AGENT_FRAMEWORKS = frozenset({"smolagents", "alfagent", "mathchat", "pixelcraft", "eva",
-                                     "openai_cua", "agentoccam", "gemini"})
+SINGLE_AGENT_FRAMEWORKS = frozenset(
+    {"smolagents", "alfagent", "mathchat", "pixelcraft", "eva", "openai_cua", "agentoccam", "gemini"}
+)
 
 #: Frameworks scored on the round only (the ``R`` of ``R.P``), DESIGN §4.
 ROUND_ONLY_FRAMEWORKS = frozenset({"debate", "dylan"})
@@ -43,26 +45,49 @@ ROUND_ONLY_FRAMEWORKS = frozenset({"debate", "dylan"})
 #: The label every step of a single-acting framework carries when its entries name no
 #: agent (reference renderers: ``agent``; GUI frameworks: the trace's acting agent).
 FIXED_AGENT_LABELS = {
-    "smolagents": "agent", "alfagent": "agent", "eva": "agent",
-    "openai_cua": "computer_use_agent", "agentoccam": "web_agent", "gemini": "web_agent",
+    "smolagents": "agent",
+    "alfagent": "agent",
+    "eva": "agent",
+    "openai_cua": "computer_use_agent",
+    "agentoccam": "web_agent",
+    "gemini": "web_agent",
 }
 
 #: GUI-action frameworks sharing one entry shape (``render/gui.py``, ``alfagent.py``).
 GUI_FRAMEWORKS = frozenset({"alfagent", "coact", "openai_cua", "agentoccam", "gemini"})
 
 #: Every framework of the Who&When Pro release (DESIGN §4 table).
-KNOWN_FRAMEWORKS = frozenset({
-    "smolagents", "alfagent", "coact", "openai_cua", "agentoccam", "gemini", "debate",
-    "dylan", "macnet", "magentic-one", "mathchat", "metagpt", "pixelcraft", "dvd", "eva",
-})
+KNOWN_FRAMEWORKS = frozenset(
+    {
+        "smolagents",
+        "alfagent",
+        "coact",
+        "openai_cua",
+        "agentoccam",
+        "gemini",
+        "debate",
+        "dylan",
+        "macnet",
+        "magentic-one",
+        "mathchat",
+        "metagpt",
+        "pixelcraft",
+        "dvd",
+        "eva",
+    }
+)
 
 #: whenpro's own multi-agent systems (the built-in environments of ``whenpro run``,
 #: :mod:`whenpro_core.envs`): their steps carry ``step_number``, so the generic rule is
 #: theirs by design and reading a dataset built from them warns about nothing.
 WHENPRO_FRAMEWORKS = frozenset({"arith_team", "code_pair"})
 
-_ALIASES = {"magentic": "magentic-one", "magentic_one": "magentic-one",
-            "magenticone": "magentic-one", "openai-cua": "openai_cua"}
+_ALIASES = {
+    "magentic": "magentic-one",
+    "magentic_one": "magentic-one",
+    "magenticone": "magentic-one",
+    "openai-cua": "openai_cua",
+}
 
 #: MacNet role -> (layer R, position P), ``render/macnet.py``.
 MACNET_ROLES = {"author": (0, 0), "critic": (1, 0), "rewriter": (1, 1), "sink": (2, 0)}
@@ -164,9 +189,7 @@ def int_field(value: Any, json_path: str, what: str = "an integer") -> int:
         pass
     elif isinstance(value, int):
         return value
-    elif isinstance(value, float) and value.is_integer():
-        return int(value)
-    elif isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+    elif isinstance(value, float) and value.is_integer() or isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
         return int(value)
     found = "missing" if value is None else f"got {type(value).__name__} {str(value)[:40]!r}"
     raise TraceFormatError(f"wrong type ({found})", json_path=json_path, expected=what)
@@ -189,12 +212,14 @@ def _framing_agent(entry: dict) -> str:
 def _check_entries(trajectory: Any) -> list[dict]:
     if not isinstance(trajectory, list):
         found = "missing" if trajectory is None else f"got {type(trajectory).__name__}"
-        raise TraceFormatError(f"wrong type ({found})", json_path="$.trajectory",
-                               expected="a list of trajectory entries")
+        raise TraceFormatError(
+            f"wrong type ({found})", json_path="$.trajectory", expected="a list of trajectory entries"
+        )
     for i, entry in enumerate(trajectory):
         if not isinstance(entry, dict):
-            raise TraceFormatError(f"wrong type (got {type(entry).__name__})",
-                                   json_path=f"$.trajectory[{i}]", expected="an object")
+            raise TraceFormatError(
+                f"wrong type (got {type(entry).__name__})", json_path=f"$.trajectory[{i}]", expected="an object"
+            )
     return trajectory
 
 
@@ -256,16 +281,18 @@ def _rounds(fw: str, entries: list[dict], warn: list[str]) -> list[Slot]:
         if turns is None:
             turns = []
         if not isinstance(turns, list):
-            raise TraceFormatError(f"wrong type (got {type(turns).__name__})",
-                                   json_path=f"$.trajectory[{i}].turns", expected="a list of turns")
+            raise TraceFormatError(
+                f"wrong type (got {type(turns).__name__})",
+                json_path=f"$.trajectory[{i}].turns",
+                expected="a list of turns",
+            )
         if not turns:
             slots.append(Slot(i, agent="system", round=r))
             continue
         for t, turn in enumerate(turns):
             tpath = f"$.trajectory[{i}].turns[{t}]"
             if not isinstance(turn, dict):
-                raise TraceFormatError(f"wrong type (got {type(turn).__name__})", json_path=tpath,
-                                       expected="an object")
+                raise TraceFormatError(f"wrong type (got {type(turn).__name__})", json_path=tpath, expected="an object")
             if fw == "debate" or turn.get("position") is None:
                 p = t
             else:
@@ -301,8 +328,7 @@ def _magentic(entries: list[dict], warn: list[str]) -> list[Slot]:
     slots = []
     for i, e in enumerate(entries):
         path = f"$.trajectory[{i}]"
-        if _kind(e) in ("user", "system", "final_answer") or e.get("round") is None \
-                or e.get("position") is None:
+        if _kind(e) in ("user", "system", "final_answer") or e.get("round") is None or e.get("position") is None:
             if _kind(e) == "agent":
                 warn.append(f"{path} is an agent turn without round/position; shown without a coordinate")
             slots.append(Slot(i, agent=_framing_agent(e)))
@@ -321,8 +347,7 @@ def _mathchat(entries: list[dict], warn: list[str]) -> list[Slot]:
     slots = []
     for i, e in enumerate(entries):
         path = f"$.trajectory[{i}]"
-        if _kind(e) in ("user", "system", "final_answer") or e.get("round") is None \
-                or e.get("position") is None:
+        if _kind(e) in ("user", "system", "final_answer") or e.get("round") is None or e.get("position") is None:
             slots.append(Slot(i, agent=_framing_agent(e)))
             continue
         r, p = int_field(e["round"], f"{path}.round"), int_field(e["position"], f"{path}.position")
@@ -408,9 +433,12 @@ def _generic(entries: list[dict], warn: list[str]) -> list[Slot]:
     A ``final_answer`` entry that carries its own ``step``/``step_number`` is an agent's
     numbered step, not framing (the last turn of a team whose reporter answers, as
     ``whenpro build`` writes it)."""
-    body = [(i, e) for i, e in enumerate(entries)
-            if _kind(e) not in _FRAMING_KINDS
-            or (_kind(e) == "final_answer" and e.get("step_number", e.get("step")) is not None)]
+    body = [
+        (i, e)
+        for i, e in enumerate(entries)
+        if _kind(e) not in _FRAMING_KINDS
+        or (_kind(e) == "final_answer" and e.get("step_number", e.get("step")) is not None)
+    ]
     slots = [Slot(i, agent=_framing_agent(e)) for i, e in enumerate(entries)]
 
     def agent_of(e: dict) -> str:
@@ -471,8 +499,10 @@ def layout(framework: str, trajectory: Any, agents: Iterable[Any] | None = None)
         slots = _eva(entries, warn)
     else:
         if fw not in WHENPRO_FRAMEWORKS:
-            warn.append(f"unknown framework {framework!r}: step coordinates follow the generic "
-                        "rule (the entries' step/step_number, else a 0-based counter)")
+            warn.append(
+                f"unknown framework {framework!r}: step coordinates follow the generic "
+                "rule (the entries' step/step_number, else a 0-based counter)"
+            )
         slots = _generic(entries, warn)
     return Layout(fw, slots, warn, _agent_names(agents, slots))
 

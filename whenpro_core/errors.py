@@ -64,7 +64,7 @@ class WhenproError(Exception):
         line = f"{where}: {msg}" if where else msg
         return " ".join(clean(redact(line)).split())
 
-    def located(self, *, path: str | Path | None = None, row: int | None = None) -> "WhenproError":
+    def located(self, *, path: str | Path | None = None, row: int | None = None) -> WhenproError:
         """Fill in a missing file path or row number (used as errors travel outwards)."""
         if self.path is None and path is not None:
             self.path = str(path)

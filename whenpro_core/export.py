@@ -112,8 +112,9 @@ def _folded(body: str, text: str, what: str) -> str:
     if len(text) <= FOLD_CHARS and text.count("\n") < FOLD_LINES:
         return body
     first = " ".join(text[:200].split())[:120]
-    return (f"<details><summary>{html.escape(what)}: {html.escape(first)}… "
-            f"({len(text):,} chars)</summary>{body}</details>")
+    return (
+        f"<details><summary>{html.escape(what)}: {html.escape(first)}… ({len(text):,} chars)</summary>{body}</details>"
+    )
 
 
 def _text_html(text: str, what: str) -> str:
@@ -148,17 +149,21 @@ class _Images:
 
 def _verdict_html(trace: Trace, verdict: Attribution, number: int, tax: Taxonomy) -> str:
     idx = verdict_step_index(trace, verdict)
-    step_link = (f'<a href="#step-{idx}">step {_e(verdict.step)}</a>' if idx is not None
-                 else f"step {_e(verdict.step or '—')}")
+    step_link = (
+        f'<a href="#step-{idx}">step {_e(verdict.step)}</a>' if idx is not None else f"step {_e(verdict.step or '—')}"
+    )
     mode = _e(tax.name(verdict.mode)) if verdict.mode else "—"
-    who = f"{_e(verdict.protocol)}" + (f" · {_e(verdict.model)}" if verdict.model not in
-                                         ("", "heuristic", verdict.protocol) else "")
+    who = f"{_e(verdict.protocol)}" + (
+        f" · {_e(verdict.model)}" if verdict.model not in ("", "heuristic", verdict.protocol) else ""
+    )
     conf = f" · confidence {verdict.confidence:.2f}" if verdict.confidence is not None else ""
-    out = [f'<div class="verdict" id="verdict-{number}"><b>Verdict {number}</b> '
-           f'<span class=meta>{who} · {"with" if verdict.with_gold else "without"} gold{conf}</span><br>',
-           f'<span class=label>agent</span> {_e(verdict.agent or "—")} &nbsp; '
-           f'<span class=label>step</span> {step_link} &nbsp; <span class=label>mode</span> {mode}<br>',
-           f'<span class=label>reason</span> {_e(verdict.reason or "—")}']
+    out = [
+        f'<div class="verdict" id="verdict-{number}"><b>Verdict {number}</b> '
+        f"<span class=meta>{who} · {'with' if verdict.with_gold else 'without'} gold{conf}</span><br>",
+        f"<span class=label>agent</span> {_e(verdict.agent or '—')} &nbsp; "
+        f"<span class=label>step</span> {step_link} &nbsp; <span class=label>mode</span> {mode}<br>",
+        f"<span class=label>reason</span> {_e(verdict.reason or '—')}",
+    ]
     if idx is not None:  # the evidence: what the named step says
         excerpt = " ".join((trace.steps[idx].content or trace.steps[idx].error or "")[:600].split())[:400]
         if excerpt:
@@ -170,8 +175,7 @@ def _verdict_html(trace: Trace, verdict: Attribution, number: int, tax: Taxonomy
 
 def _step_html(step: Step, *, labels: bool, named: bool, images: _Images) -> str:
     usage = step_usage(step)
-    head = (f"Step {_e(step.coord or '#' + str(step.index))} · {_e(step.agent)} · "
-            f"<i>{_e(step.kind)}</i>")
+    head = f"Step {_e(step.coord or '#' + str(step.index))} · {_e(step.agent)} · <i>{_e(step.kind)}</i>"
     if not usage.empty:
         head += f' <span class="usage">{_e(usage.text())}</span>'
     parts = [f'<section class="step{" named" if named else ""}" id="step-{step.index}"><h3>{head}</h3>']
@@ -195,8 +199,10 @@ def _step_html(step: Step, *, labels: bool, named: bool, images: _Images) -> str
 def _answer_line(trace: Trace) -> str:
     mark = check_answer(trace.final_answer, trace.task.answer).success
     sign = "" if mark is None else (' <span class="ok">✓</span>' if mark else ' <span class="bad">✗</span>')
-    return (f"<p><span class=label>Gold</span> {_e(trace.task.answer or '—')} &nbsp; "
-            f"<span class=label>Final</span> {_e(trace.final_answer or '—')}{sign}</p>")
+    return (
+        f"<p><span class=label>Gold</span> {_e(trace.task.answer or '—')} &nbsp; "
+        f"<span class=label>Final</span> {_e(trace.final_answer or '—')}{sign}</p>"
+    )
 
 
 def trace_html(trace: Trace, options: ExportOptions | None = None) -> str:
@@ -207,22 +213,32 @@ def trace_html(trace: Trace, options: ExportOptions | None = None) -> str:
     total = total_usage(trace.steps)
     named = {i for v in opts.verdicts if (i := verdict_step_index(trace, v)) is not None}
     images = _Images(opts.image_bytes)
-    meta = " · ".join(_e(x) for x in (trace.framework, trace.benchmark or "—", trace.modality.value,
-                                       f"{len(trace.steps):,} steps") if x)
-    parts = ["<!doctype html><html lang=en><head><meta charset=utf-8>",
-             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>{_e(ident)} · whenpro</title><style>{_CSS}{_FORMATTER.get_style_defs('.hl')}</style>",
-             "</head><body>",
-             f"<h1>{_e(ident)}</h1><p class=meta>{_e(trace.outcome.value)} · {meta}"
-             + (f" · {_e(total.text())}" if not total.empty else "") + "</p>",
-             "<h2>Task</h2>", _text_html(trace.task.query or "—", "task"),
-             *[images.html(ref) for ref in trace.task.images], _answer_line(trace)]
+    meta = " · ".join(
+        _e(x)
+        for x in (trace.framework, trace.benchmark or "—", trace.modality.value, f"{len(trace.steps):,} steps")
+        if x
+    )
+    parts = [
+        "<!doctype html><html lang=en><head><meta charset=utf-8>",
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(ident)} · whenpro</title><style>{_CSS}{_FORMATTER.get_style_defs('.hl')}</style>",
+        "</head><body>",
+        f"<h1>{_e(ident)}</h1><p class=meta>{_e(trace.outcome.value)} · {meta}"
+        + (f" · {_e(total.text())}" if not total.empty else "")
+        + "</p>",
+        "<h2>Task</h2>",
+        _text_html(trace.task.query or "—", "task"),
+        *[images.html(ref) for ref in trace.task.images],
+        _answer_line(trace),
+    ]
     if opts.labels and trace.ground_truth is not None:
         gt = trace.ground_truth
-        parts.append(f'<div class="gt"><b>Ground truth</b> (labels) agent {_e(gt.agent or ", ".join(gt.agents) or "—")}'
-                     f" · step {_e(gt.step or '—')} · mode {_e(tax.name(gt.mode)) if gt.mode else '—'}"
-                     f"<br>{_e(gt.reason or '')}</div>")
+        parts.append(
+            f'<div class="gt"><b>Ground truth</b> (labels) agent {_e(gt.agent or ", ".join(gt.agents) or "—")}'
+            f" · step {_e(gt.step or '—')} · mode {_e(tax.name(gt.mode)) if gt.mode else '—'}"
+            f"<br>{_e(gt.reason or '')}</div>"
+        )
     parts.append(f"<h2>Verdicts ({len(opts.verdicts)})</h2>")
     if not opts.verdicts:
         parts.append("<p class=meta>No verdict saved for this trace (whenpro attribute, or a in the TUI).</p>")
@@ -249,8 +265,10 @@ def _md_field(text: str, cap: int, cuts: list[str], where: str) -> str:
 def _md_step(step: Step, labels: bool, cuts: list[str]) -> str:
     where = f"step {clean(step.coord or '#' + str(step.index))}"
     usage = step_usage(step)
-    lines = [f"### Step {clean(step.coord or '#' + str(step.index))} · {clean(step.agent)} · {clean(step.kind)}"
-             + (f" ({usage.text()})" if not usage.empty else "")]
+    lines = [
+        f"### Step {clean(step.coord or '#' + str(step.index))} · {clean(step.agent)} · {clean(step.kind)}"
+        + (f" ({usage.text()})" if not usage.empty else "")
+    ]
     if step.content:
         lines.append(_md_field(step.content, MARKDOWN_FIELD_CAP, cuts, where))
     for call in step.tool_calls:
@@ -267,8 +285,7 @@ def _md_step(step: Step, labels: bool, cuts: list[str]) -> str:
     return "\n\n".join(lines)
 
 
-def trace_markdown(trace: Trace, options: ExportOptions | None = None,
-                   max_chars: int = MARKDOWN_MAX_CHARS) -> str:
+def trace_markdown(trace: Trace, options: ExportOptions | None = None, max_chars: int = MARKDOWN_MAX_CHARS) -> str:
     """``trace`` as Markdown of at most about ``max_chars`` characters, ending with a note
     of what was cut (fields shortened, steps left out)."""
     opts = options or ExportOptions()
@@ -276,18 +293,26 @@ def trace_markdown(trace: Trace, options: ExportOptions | None = None,
     cuts: list[str] = []
     ident = clean(trace.id if opts.labels else unlabelled_id(trace.id))
     total = total_usage(trace.steps)
-    head = [f"# {ident}", f"{trace.outcome.value} · {clean(trace.framework)} · {clean(trace.benchmark or '—')} · "
-            f"{len(trace.steps):,} steps" + (f" · {total.text()}" if not total.empty else ""),
-            "## Task", _md_field(trace.task.query or "—", MARKDOWN_FIELD_CAP, cuts, "task"),
-            f"**Gold:** {clean(trace.task.answer or '—')} · **Final:** {clean(trace.final_answer or '—')}"]
+    head = [
+        f"# {ident}",
+        f"{trace.outcome.value} · {clean(trace.framework)} · {clean(trace.benchmark or '—')} · "
+        f"{len(trace.steps):,} steps" + (f" · {total.text()}" if not total.empty else ""),
+        "## Task",
+        _md_field(trace.task.query or "—", MARKDOWN_FIELD_CAP, cuts, "task"),
+        f"**Gold:** {clean(trace.task.answer or '—')} · **Final:** {clean(trace.final_answer or '—')}",
+    ]
     if opts.labels and trace.ground_truth is not None:
         gt = trace.ground_truth
-        head.append(f"**Ground truth (labels):** agent {clean(gt.agent or '—')} · step {clean(gt.step or '—')} · "
-                    f"mode {clean(tax.name(gt.mode)) if gt.mode else '—'} — {clean(gt.reason or '')}")
+        head.append(
+            f"**Ground truth (labels):** agent {clean(gt.agent or '—')} · step {clean(gt.step or '—')} · "
+            f"mode {clean(tax.name(gt.mode)) if gt.mode else '—'} — {clean(gt.reason or '')}"
+        )
     head.append(f"## Verdicts ({len(opts.verdicts)})")
     for n, v in enumerate(opts.verdicts, start=1):
-        head.append(f"{n}. **{clean(v.agent or '—')}**, step **{clean(v.step or '—')}**, "
-                    f"{clean(tax.name(v.mode)) if v.mode else '—'} ({clean(v.protocol)}): {clean(v.reason or '—')}")
+        head.append(
+            f"{n}. **{clean(v.agent or '—')}**, step **{clean(v.step or '—')}**, "
+            f"{clean(tax.name(v.mode)) if v.mode else '—'} ({clean(v.protocol)}): {clean(v.reason or '—')}"
+        )
     head.append(f"## Steps ({len(trace.steps):,})")
     out = "\n\n".join(head)
     left_out = 0
@@ -299,8 +324,12 @@ def trace_markdown(trace: Trace, options: ExportOptions | None = None,
         out += block
     note = []
     if cuts:
-        note.append(f"{len(cuts)} field(s) shortened to {MARKDOWN_FIELD_CAP:,} chars ("
-                    + "; ".join(cuts[:5]) + (" …" if len(cuts) > 5 else "") + ")")
+        note.append(
+            f"{len(cuts)} field(s) shortened to {MARKDOWN_FIELD_CAP:,} chars ("
+            + "; ".join(cuts[:5])
+            + (" …" if len(cuts) > 5 else "")
+            + ")"
+        )
     if left_out:
         note.append(f"the last {left_out:,} step(s) left out to stay under {max_chars:,} chars")
     if note:
@@ -320,14 +349,22 @@ def options_for(trace: Trace, *, labels: bool) -> ExportOptions:
         verdicts = []
 
     def read(ref: MediaRef) -> bytes:
-        return jpeg_for_ref(ref, trace.source.path, trace.source.root, max_side=IMAGE_MAX_SIDE,
-                            max_bytes=IMAGE_MAX_BYTES)
+        return jpeg_for_ref(
+            ref, trace.source.path, trace.source.root, max_side=IMAGE_MAX_SIDE, max_bytes=IMAGE_MAX_BYTES
+        )
 
     return ExportOptions(labels=labels, verdicts=verdicts, image_bytes=read)
 
 
-def write_export(trace: Trace, out: str | Path, *, markdown: bool = False, labels: bool = False,
-                 force: bool = False, max_chars: int = MARKDOWN_MAX_CHARS) -> Path:
+def write_export(
+    trace: Trace,
+    out: str | Path,
+    *,
+    markdown: bool = False,
+    labels: bool = False,
+    force: bool = False,
+    max_chars: int = MARKDOWN_MAX_CHARS,
+) -> Path:
     """Write ``trace`` as HTML (or Markdown) to ``out``, atomically; returns the path.
 
     Raises:
@@ -344,8 +381,9 @@ def write_export(trace: Trace, out: str | Path, *, markdown: bool = False, label
         raise ExportError(f"cannot write ({exc.strerror or exc})", path=path) from None
 
 
-def export_command(src: str, html_out: str | None, markdown_out: str | None, *, labels: bool,
-                   force: bool, echo: Callable[[str], None]) -> None:
+def export_command(
+    src: str, html_out: str | None, markdown_out: str | None, *, labels: bool, force: bool, echo: Callable[[str], None]
+) -> None:
     """``whenpro export``: load ``src`` and write the HTML and/or Markdown files
     (``-`` as the Markdown output prints it)."""
     if not html_out and not markdown_out:

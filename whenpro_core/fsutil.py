@@ -33,8 +33,7 @@ def atomic_copy(src: str | Path, path: str | Path) -> Path:
 
 def _atomic_write(path: Path, fill) -> Path:
     if path.exists() and not path.is_file():  # a folder, device, FIFO or socket: never replaced
-        raise WhenproError("cannot write file: not a regular file", path=path,
-                           expected="a file path")
+        raise WhenproError("cannot write file: not a regular file", path=path, expected="a file path")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -76,8 +75,7 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def check_can_write_in(folder: str | Path, *, path: str | Path | None = None,
-                       what: str = "file") -> None:
+def check_can_write_in(folder: str | Path, *, path: str | Path | None = None, what: str = "file") -> None:
     """Check, before any long work, that files can be created in ``folder`` (which may
     not exist yet: its nearest existing ancestor must be a writable folder). Creates
     nothing that stays: it probes with a temp file it removes.
@@ -91,8 +89,9 @@ def check_can_write_in(folder: str | Path, *, path: str | Path | None = None,
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if not probe.is_dir():
-        raise WhenproError(f"cannot write {what}: parent {probe} is a file", path=named,
-                           expected="a path inside a folder")
+        raise WhenproError(
+            f"cannot write {what}: parent {probe} is a file", path=named, expected="a path inside a folder"
+        )
     try:  # a real probe: os.access says yes to root in /proc, which then refuses
         fd, tmp = tempfile.mkstemp(prefix=".whenpro-probe.", dir=probe)
         os.close(fd)

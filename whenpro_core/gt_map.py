@@ -9,13 +9,21 @@ Which field of ``ground_truth`` names the labelled step depends on the framework
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from whenpro_core.coords import (FIXED_AGENT_LABELS, ROUND_ONLY_FRAMEWORKS, SINGLE_AGENT_FRAMEWORKS,
-                                 Layout, canonical_framework, int_field, normalize_coord, round_of)
+from whenpro_core.coords import (
+    FIXED_AGENT_LABELS,
+    ROUND_ONLY_FRAMEWORKS,
+    SINGLE_AGENT_FRAMEWORKS,
+    Layout,
+    canonical_framework,
+    int_field,
+    normalize_coord,
+    round_of,
+)
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.model import Accepted, GroundTruth
-
 
 
 def _gt_fields(fw: str, gt: dict) -> tuple[Any, str, str] | None:
@@ -42,8 +50,9 @@ def _gt_fields(fw: str, gt: dict) -> tuple[Any, str, str] | None:
 def _coord_value(value: Any, path: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         found = f"got {type(value).__name__}"
-        raise TraceFormatError(f"wrong type ({found})", json_path=path,
-                               expected="a step coordinate (integer or \"R.P\" string)")
+        raise TraceFormatError(
+            f"wrong type ({found})", json_path=path, expected='a step coordinate (integer or "R.P" string)'
+        )
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return normalize_coord(value)
@@ -95,8 +104,7 @@ def describe_coords(coords: list[str]) -> str:
 
 
 def _out_of_range(path: str, value: Any, valid: str) -> TraceFormatError:
-    return TraceFormatError(f"step index out of range ({value!r})", json_path=path,
-                            expected=f"a step in {valid}")
+    return TraceFormatError(f"step index out of range ({value!r})", json_path=path, expected=f"a step in {valid}")
 
 
 def _agent_list(value: Any, lay: Layout) -> list[str]:
@@ -111,15 +119,19 @@ def _agent_list(value: Any, lay: Layout) -> list[str]:
 def _accepted(gt: dict, lay: Layout) -> Accepted:
     items = gt.get("accepted_predictions") or []
     if not isinstance(items, list):
-        raise TraceFormatError(f"wrong type (got {type(items).__name__})",
-                               json_path="$.ground_truth.accepted_predictions",
-                               expected="a list of {agent_name, step_coord, mode}")
+        raise TraceFormatError(
+            f"wrong type (got {type(items).__name__})",
+            json_path="$.ground_truth.accepted_predictions",
+            expected="a list of {agent_name, step_coord, mode}",
+        )
     acc = Accepted()
     for k, item in enumerate(items):
         if not isinstance(item, dict):
-            raise TraceFormatError(f"wrong type (got {type(item).__name__})",
-                                   json_path=f"$.ground_truth.accepted_predictions[{k}]",
-                                   expected="an object {agent_name, step_coord, mode}")
+            raise TraceFormatError(
+                f"wrong type (got {type(item).__name__})",
+                json_path=f"$.ground_truth.accepted_predictions[{k}]",
+                expected="an object {agent_name, step_coord, mode}",
+            )
         agent = lay.resolve_agent(item.get("agent_name", item.get("agent")))
         step = item.get("step_coord", item.get("step"))
         mode = item.get("mode", item.get("error_mode"))
@@ -134,8 +146,7 @@ def _accepted(gt: dict, lay: Layout) -> Accepted:
     return acc
 
 
-def resolve_ground_truth(gt: Any, lay: Layout,
-                         agent_of: Callable[[int], str] | None = None) -> GroundTruth | None:
+def resolve_ground_truth(gt: Any, lay: Layout, agent_of: Callable[[int], str] | None = None) -> GroundTruth | None:
     """Map a native Who&When Pro ``ground_truth`` dict onto a :class:`Layout`.
 
     Which field names the step (``ground_truth.step_coord`` always wins):
@@ -157,8 +168,11 @@ def resolve_ground_truth(gt: Any, lay: Layout,
     if gt is None:
         return None
     if not isinstance(gt, dict):
-        raise TraceFormatError(f"wrong type (got {type(gt).__name__})", json_path="$.ground_truth",
-                               expected="an object {agent, step, mode} or null")
+        raise TraceFormatError(
+            f"wrong type (got {type(gt).__name__})",
+            json_path="$.ground_truth",
+            expected="an object {agent, step, mode} or null",
+        )
     fw = lay.framework
     slots = lay.slots
     round_only = fw in ROUND_ONLY_FRAMEWORKS
@@ -169,23 +183,30 @@ def resolve_ground_truth(gt: Any, lay: Layout,
     if found is not None:
         value, path, how = found
         if not slots:
-            raise TraceFormatError(f"step {value!r} is out of range: the trajectory is empty",
-                                   json_path=path, expected="trajectory entries for the labelled step")
+            raise TraceFormatError(
+                f"step {value!r} is out of range: the trajectory is empty",
+                json_path=path,
+                expected="trajectory entries for the labelled step",
+            )
         if how == "native":
             n = int_field(value, path)
             body = [s.entry for s in slots if s.coord is not None]
-            idx = lay.first_slot_of_entry(n) if 0 <= n else None
+            idx = lay.first_slot_of_entry(n) if n >= 0 else None
             if idx is None or slots[idx].coord is None:
-                valid = (f"trajectory indices {describe_coords([str(e) for e in dict.fromkeys(body)])} "
-                         "(non-framing entries)")
+                valid = (
+                    f"trajectory indices {describe_coords([str(e) for e in dict.fromkeys(body)])} (non-framing entries)"
+                )
                 raise _out_of_range(path, value, valid)
             index, coord = idx, slots[idx].coord
         else:
             coord, _ = gt_coord(fw, gt)
             assert coord is not None
             want_agent = lay.resolve_agent(gt.get("agent")) if isinstance(gt.get("agent"), str) else None
-            matches = [i for i, s in enumerate(slots) if s.coord is not None
-                       and (round_of(s.coord) == coord if round_only else s.coord == coord)]
+            matches = [
+                i
+                for i, s in enumerate(slots)
+                if s.coord is not None and (round_of(s.coord) == coord if round_only else s.coord == coord)
+            ]
             if not matches:
                 valid = describe_coords([round_of(c) for c in numbered] if round_only else numbered)
                 raise _out_of_range(path, value, ("rounds " if round_only else "") + valid)
@@ -198,17 +219,35 @@ def resolve_ground_truth(gt: Any, lay: Layout,
         agents = _agent_list(raw_agent, lay) + [a for a in agents if a not in raw_agent]
         raw_agent = None
     elif raw_agent is not None and not isinstance(raw_agent, (str, int)):
-        raise TraceFormatError(f"wrong type (got {type(raw_agent).__name__})",
-                               json_path="$.ground_truth.agent", expected="an agent id or null")
+        raise TraceFormatError(
+            f"wrong type (got {type(raw_agent).__name__})",
+            json_path="$.ground_truth.agent",
+            expected="an agent id or null",
+        )
     agent = lay.resolve_agent(raw_agent)
-    if agent is None and index is not None and not round_only and \
-            (fw in SINGLE_AGENT_FRAMEWORKS or fw in FIXED_AGENT_LABELS):
+    if (
+        agent is None
+        and index is not None
+        and not round_only
+        and (fw in SINGLE_AGENT_FRAMEWORKS or fw in FIXED_AGENT_LABELS)
+    ):
         agent = agent_of(index)
     mode = gt.get("mode")
     if mode is not None and not isinstance(mode, str):
-        raise TraceFormatError(f"wrong type (got {type(mode).__name__})", json_path="$.ground_truth.mode",
-                               expected="a failure-mode code such as \"R.3\"")
+        raise TraceFormatError(
+            f"wrong type (got {type(mode).__name__})",
+            json_path="$.ground_truth.mode",
+            expected='a failure-mode code such as "R.3"',
+        )
     reason = next((gt[k] for k in ("reason", "explanation", "rationale") if isinstance(gt.get(k), str)), None)
-    return GroundTruth(agent=agent, agents=agents, step=coord, step_index=index,
-                       mode=mode.strip() if mode else None, reason=reason,
-                       accepted=_accepted(gt, lay), round_only=round_only, native=gt)
+    return GroundTruth(
+        agent=agent,
+        agents=agents,
+        step=coord,
+        step_index=index,
+        mode=mode.strip() if mode else None,
+        reason=reason,
+        accepted=_accepted(gt, lay),
+        round_only=round_only,
+        native=gt,
+    )

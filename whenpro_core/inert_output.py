@@ -40,7 +40,7 @@ def inert(text: str) -> str:
     parts: list[str] = []
     pos = 0
     for match in _SGR.finditer(text):
-        parts.append(clean(text[pos:match.start()]))
+        parts.append(clean(text[pos : match.start()]))
         parts.append(match.group(0))
         pos = match.end()
     parts.append(clean(text[pos:]))
@@ -85,6 +85,7 @@ class InertStream:
 def _inert_records(make: Callable[..., logging.LogRecord]) -> Callable[..., logging.LogRecord]:
     """A log-record factory whose records carry their message already inert, so a log file
     or any other handler gets the same text the terminal does."""
+
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = make(*args, **kwargs)
         try:

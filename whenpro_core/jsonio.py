@@ -31,8 +31,9 @@ _RECURSIVE_DEPTH = 200
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def dumps(value: Any, *, indent: bool = False, sort_keys: bool = False,
-          default: Callable[[Any], Any] | None = None) -> bytes:
+def dumps(
+    value: Any, *, indent: bool = False, sort_keys: bool = False, default: Callable[[Any], Any] | None = None
+) -> bytes:
     """Serialise ``value`` to UTF-8 JSON bytes (no trailing newline).
 
     ``indent`` gives two-space indentation, ``sort_keys`` sorted object keys, ``default``
@@ -54,13 +55,20 @@ def dumps(value: Any, *, indent: bool = False, sort_keys: bool = False,
         if where is not None:
             deepest = too_deep(value, MAX_DEPTH)
             if deepest is not None:
-                raise TraceFormatError(f"a value is nested more than {MAX_DEPTH} levels deep",
-                                       json_path=deepest if len(deepest) <= 120 else f"{deepest[:80]}…{deepest[-30:]}",
-                                       expected=f"at most {MAX_DEPTH} levels, what JSON readers take") from None
+                raise TraceFormatError(
+                    f"a value is nested more than {MAX_DEPTH} levels deep",
+                    json_path=deepest if len(deepest) <= 120 else f"{deepest[:80]}…{deepest[-30:]}",
+                    expected=f"at most {MAX_DEPTH} levels, what JSON readers take",
+                ) from None
             return _dumps_iterative(value, indent=indent, sort_keys=sort_keys, default=default)
-        text = json.dumps(value, indent=2 if indent else None, sort_keys=sort_keys,
-                          separators=(",", ": ") if indent else (",", ":"),
-                          default=default, ensure_ascii=True)
+        text = json.dumps(
+            value,
+            indent=2 if indent else None,
+            sort_keys=sort_keys,
+            separators=(",", ": ") if indent else (",", ":"),
+            default=default,
+            ensure_ascii=True,
+        )
         return text.encode("ascii")
 
 
@@ -124,8 +132,7 @@ def _scalar(v: Any) -> str:
         return json.dumps(v, ensure_ascii=True)
 
 
-def _dumps_iterative(value: Any, *, indent: bool, sort_keys: bool,
-                     default: Callable[[Any], Any] | None) -> bytes:
+def _dumps_iterative(value: Any, *, indent: bool, sort_keys: bool, default: Callable[[Any], Any] | None) -> bytes:
     """The JSON text :func:`dumps` writes, built with an explicit stack (no recursion),
     for values nested deeper than the recursive encoders go."""
     out: list[str] = []

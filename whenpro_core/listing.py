@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
-from whenpro_core.formats.registry import (error_summary, find_root, iter_files, names_a_file,
-                                           summarize_file)
+from whenpro_core.formats.registry import error_summary, find_root, iter_files, names_a_file, summarize_file
 from whenpro_core.injection.verify import check_answer
 from whenpro_core.model import TraceSummary
 from whenpro_core.traceview import unlabelled_id
 
 #: The facets a listing can be filtered on, as (facet, TraceSummary attribute).
-FACETS = (("outcome", "outcome"), ("modality", "modality"), ("framework", "framework"),
-          ("benchmark", "benchmark"), ("mode", "gt_mode"))
+FACETS = (
+    ("outcome", "outcome"),
+    ("modality", "modality"),
+    ("framework", "framework"),
+    ("benchmark", "benchmark"),
+    ("mode", "gt_mode"),
+)
 #: Value shown for a row whose facet attribute is empty.
 NONE_VALUE = "(none)"
 
@@ -70,8 +74,7 @@ class RowFilter:
             if not self.labels:
                 ident = unlabelled_id(ident)
                 ref = "/".join(unlabelled_id(part) for part in ref.split("/"))
-            hay = " ".join(filter(None, (ident, ref, row.framework, row.benchmark,
-                                         row.error or ""))).lower()
+            hay = " ".join(filter(None, (ident, ref, row.framework, row.benchmark, row.error or ""))).lower()
             return needle in hay
         return True
 
@@ -82,11 +85,10 @@ class RowFilter:
             parts.append(f"text: {self.text.strip()}")
         return " · ".join(parts)
 
-    def without_labels(self) -> "RowFilter":
+    def without_labels(self) -> RowFilter:
         """The same filter minus the ``mode`` facet (a GT label: hidden when labels are),
         its text matched against ids with their labels masked."""
-        return RowFilter({k: v for k, v in self.facets.items() if k != "mode"}, self.text,
-                         labels=False)
+        return RowFilter({k: v for k, v in self.facets.items() if k != "mode"}, self.text, labels=False)
 
 
 def filter_rows(rows: Sequence[TraceSummary], flt: RowFilter) -> list[int]:
@@ -97,8 +99,7 @@ def filter_rows(rows: Sequence[TraceSummary], flt: RowFilter) -> list[int]:
 
 
 #: Columns a library can be sorted by, in the order ``s`` cycles through them.
-SORT_COLUMNS = ("id", "outcome", "task", "answer", "steps", "agents", "framework", "benchmark",
-                "modality", "gt")
+SORT_COLUMNS = ("id", "outcome", "task", "answer", "steps", "agents", "framework", "benchmark", "modality", "gt")
 #: Outcomes in the order a sort by outcome shows them: the failed runs first.
 _OUTCOME_ORDER = {"failure": 0, "unknown": 1, "success": 2}
 _DIGITS = re.compile(r"(\d+)")
@@ -107,8 +108,9 @@ _DIGITS = re.compile(r"(\d+)")
 def natural_key(text: str) -> tuple:
     """A sort key that orders the digit runs of ``text`` by value: ``ag-2`` before
     ``ag-10``, ``1.2`` before ``1.10``; case-insensitive."""
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
-                 for part in _DIGITS.split(text.casefold()) if part)
+    return tuple(
+        (0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(text.casefold()) if part
+    )
 
 
 def answer_mark(row: TraceSummary) -> bool | None:
@@ -144,8 +146,9 @@ def sort_key(row: TraceSummary, column: str) -> tuple:
     return (1,) if value is None else (0, value, natural_key(row.id))
 
 
-def sort_rows(rows: Sequence[TraceSummary], shown: list[int], column: str | None, *,
-              reverse: bool = False) -> list[int]:
+def sort_rows(
+    rows: Sequence[TraceSummary], shown: list[int], column: str | None, *, reverse: bool = False
+) -> list[int]:
     """``shown`` (positions in ``rows``) ordered by ``column``; arrival order when
     ``column`` is ``None``. ``reverse`` flips the order of the rows that have a value
     (empty values and error rows stay last)."""
@@ -160,8 +163,7 @@ def sort_rows(rows: Sequence[TraceSummary], shown: list[int], column: str | None
 def facet_counts(rows: Iterable[TraceSummary], *, with_labels: bool = False) -> dict[str, list[tuple[str, int]]]:
     """For each facet, its values with row counts, most frequent first. Error rows are
     left out; the ``mode`` facet (a GT label) only ``with_labels``."""
-    counters: dict[str, Counter] = {f: Counter() for f, _ in FACETS
-                                    if with_labels or f != "mode"}
+    counters: dict[str, Counter] = {f: Counter() for f, _ in FACETS if with_labels or f != "mode"}
     for row in rows:
         if row.error is not None:
             continue
@@ -176,8 +178,7 @@ def count_line(shown: int, total: int, errors: int, *, scanning: bool = False) -
     ``" · scanning…"`` suffix while the walk runs."""
     traces = total - errors
     if errors:
-        head = (f"{shown:,} of {total:,} rows ({traces:,} trace{'s' * (traces != 1)}, "
-                f"{errors:,} failed to import)")
+        head = f"{shown:,} of {total:,} rows ({traces:,} trace{'s' * (traces != 1)}, {errors:,} failed to import)"
     else:
         head = f"{shown:,} of {total:,} trace{'s' * (total != 1)}"
     return head + (" · scanning…" if scanning else "")
@@ -195,6 +196,5 @@ def walk_rows(target: str | Path) -> Iterator[TraceSummary]:
         try:
             rows = summarize_file(path, find_root(path, stop=stop), direct=direct)
         except Exception as exc:  # noqa: BLE001 - an importer bug must not end the walk
-            rows = [error_summary(path, f"{path}: internal error while importing: "
-                                        f"{type(exc).__name__}: {exc}")]
+            rows = [error_summary(path, f"{path}: internal error while importing: {type(exc).__name__}: {exc}")]
         yield from rows

@@ -231,7 +231,7 @@ class Usage(_Model):
     cost_usd: float = 0.0
     seconds: float = 0.0
 
-    def add(self, other: "Usage") -> "Usage":
+    def add(self, other: Usage) -> Usage:
         """Return the sum of two usages (``seconds`` are added too)."""
         return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats.base import FileImporter, LoadContext, summarize
-from whenpro_core.formats.registry import (error_summary, find_root, load_trace, sniff, split_ref,
-                                           summarize_file)
+from whenpro_core.formats.registry import error_summary, find_root, load_trace, sniff, split_ref, summarize_file
 from whenpro_core.gcpause import paused_gc
 from whenpro_core.model import Trace, TraceSummary
 
@@ -29,8 +28,7 @@ def check_target(target: str) -> None:
     no such file or folder, or a glob that matches no file."""
     if is_glob(target):
         if not any(Path(p).is_file() for p in globlib.iglob(target, recursive=True)):
-            raise TraceFormatError("glob matches no file", path=target,
-                                   expected="a pattern matching trace files")
+            raise TraceFormatError("glob matches no file", path=target, expected="a pattern matching trace files")
         return
     path, _key = split_ref(target)
     if not path.exists():
@@ -116,6 +114,9 @@ def load_one(target: str) -> Trace:
         rows = summarize_file(path, find_root(path), direct=True)
         if len(rows) > 1:
             example = rows[0].ref() if rows[0].key is not None else f"{path}#1"
-            raise TraceFormatError(f"file holds {len(rows)} traces; name one", path=path,
-                                   expected=f"PATH#key, e.g. {example} (whenpro ls {path} lists the keys)")
+            raise TraceFormatError(
+                f"file holds {len(rows)} traces; name one",
+                path=path,
+                expected=f"PATH#key, e.g. {example} (whenpro ls {path} lists the keys)",
+            )
     return load_trace(target)

@@ -27,8 +27,7 @@ REDACTED = "[redacted]"
 
 #: Keys whose values are secrets in a JSON document (token *counts* such as
 #: ``prompt_tokens`` are kept: only keys ending in ``token`` match).
-SECRET_KEYS = re.compile(r"(api[_-]?key|secret|password|passwd|token$|authorization|access[_-]?key)",
-                         re.IGNORECASE)
+SECRET_KEYS = re.compile(r"(api[_-]?key|secret|password|passwd|token$|authorization|access[_-]?key)", re.IGNORECASE)
 
 #: Environment variable names whose values are secrets (see :func:`environment_secrets`).
 SECRET_ENV_NAMES = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
@@ -79,9 +78,17 @@ def redact_secrets(value: Any, _depth: int = 0) -> Any:
     if _depth > 64:
         return value
     if isinstance(value, dict):
-        return {k: (REDACTED if isinstance(k, str) and SECRET_KEYS.search(k)
-                    and value[k] not in (None, "", [], {}) and not isinstance(value[k], (int, float))
-                    else redact_secrets(value[k], _depth + 1)) for k in value}
+        return {
+            k: (
+                REDACTED
+                if isinstance(k, str)
+                and SECRET_KEYS.search(k)
+                and value[k] not in (None, "", [], {})
+                and not isinstance(value[k], (int, float))
+                else redact_secrets(value[k], _depth + 1)
+            )
+            for k in value
+        }
     if isinstance(value, list):
         return [redact_secrets(v, _depth + 1) for v in value]
     return value

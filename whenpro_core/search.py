@@ -9,8 +9,8 @@ from scripts. UI-free and safe to run in a thread (``should_stop`` lets a caller
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 import orjson
 
@@ -82,8 +82,9 @@ def searchable_fields(step: Step, *, include_hidden: bool = False) -> Iterable[t
         yield "hidden", orjson.dumps(step.hidden, default=str).decode()
 
 
-def search_steps(steps: Sequence[Step], query: str, *, include_hidden: bool = False,
-                 should_stop: Callable[[], bool] | None = None) -> SearchResult:
+def search_steps(
+    steps: Sequence[Step], query: str, *, include_hidden: bool = False, should_stop: Callable[[], bool] | None = None
+) -> SearchResult:
     """Case-insensitive substring search over ``steps`` (see :func:`searchable_fields`).
 
     An empty or blank query matches nothing. ``should_stop`` is polled every 256
@@ -112,6 +113,7 @@ def search_steps(steps: Sequence[Step], query: str, *, include_hidden: bool = Fa
 
 # ----------------------------------------------------------------------------- filters
 
+
 @dataclass(frozen=True)
 class StepFilter:
     """Which steps the list shows: agents and kinds to keep (empty = all)."""
@@ -126,8 +128,7 @@ class StepFilter:
 
     def keeps(self, step: Step) -> bool:
         """True if ``step`` passes the filter."""
-        return (not self.agents or step.agent in self.agents) and (
-            not self.kinds or step.kind in self.kinds)
+        return (not self.agents or step.agent in self.agents) and (not self.kinds or step.kind in self.kinds)
 
     def describe(self) -> str:
         """``"agent: WebSurfer, Assistant · kind: plan"`` (``""`` when inactive)."""
@@ -159,6 +160,7 @@ def step_facets(trace: Trace) -> dict[str, list[tuple[str, int]]]:
 
 # ----------------------------------------------------------------------------- moving
 
+
 def find_coord(trace: Trace, typed: str) -> int | None:
     """The index of the step a user means by ``typed``: a coordinate (``12``,
     ``step 1.1``, ``Round 2``), or ``#N`` for the 0-based position. ``None`` when no
@@ -181,8 +183,9 @@ def find_coord(trace: Trace, typed: str) -> int | None:
     return None
 
 
-def same_agent_step(steps: Sequence[Step], index: int, *, backwards: bool = False,
-                    allowed: Sequence[int] | None = None) -> int | None:
+def same_agent_step(
+    steps: Sequence[Step], index: int, *, backwards: bool = False, allowed: Sequence[int] | None = None
+) -> int | None:
     """The next (or previous) step after ``index`` spoken by the same agent as
     ``steps[index]``, restricted to ``allowed`` indices when given; ``None`` at the end."""
     if not 0 <= index < len(steps):

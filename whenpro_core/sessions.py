@@ -42,9 +42,11 @@ from whenpro_core.textsafe import clean, one_line, plural
 
 TOOLS = ("claude", "codex", "gemini")
 #: ``tool -> (setting name, the tool's own variable for its home, home below ~, folder in it)``
-_DEFAULTS = {"claude": ("claude_sessions", "CLAUDE_CONFIG_DIR", ".claude", "projects"),
-             "codex": ("codex_sessions", "CODEX_HOME", ".codex", "sessions"),
-             "gemini": ("gemini_sessions", None, ".gemini", "tmp")}
+_DEFAULTS = {
+    "claude": ("claude_sessions", "CLAUDE_CONFIG_DIR", ".claude", "projects"),
+    "codex": ("codex_sessions", "CODEX_HOME", ".codex", "sessions"),
+    "gemini": ("gemini_sessions", None, ".gemini", "tmp"),
+}
 #: How deep a walk goes below a tool's folder (Codex: YYYY/MM/DD/file).
 MAX_DEPTH = {"claude": 1, "codex": 3, "gemini": 2}
 
@@ -94,8 +96,12 @@ def _is_session_name(tool: str, rel: Path) -> bool:
         return len(rel.parts) == 2 and name.endswith(".jsonl") and not name.startswith("agent-")
     if tool == "codex":
         return name.startswith("rollout-") and name.endswith(".jsonl")
-    return (len(rel.parts) == 3 and rel.parts[1] == "chats" and name.startswith("session-")
-            and name.endswith((".json", ".jsonl")))
+    return (
+        len(rel.parts) == 3
+        and rel.parts[1] == "chats"
+        and name.startswith("session-")
+        and name.endswith((".json", ".jsonl"))
+    )
 
 
 def session_files(tool: str, folder: Path) -> Iterator[Path]:
@@ -170,9 +176,16 @@ def session_row(tool: str, path: Path, folder: Path) -> SessionRow:
         summary = error_summary(path, exc.located(path=path).one_line())
     if trace is None:
         return SessionRow(tool, path, _project(tool, path, folder, None), modified, "", 0, 0, summary)
-    return SessionRow(tool, path, _project(tool, path, folder, trace), last_activity(trace) or modified,
-                      one_line(trace.task.query, 120), len(trace.steps), sum(1 for s in trace.steps if s.error),
-                      summarize(trace))
+    return SessionRow(
+        tool,
+        path,
+        _project(tool, path, folder, trace),
+        last_activity(trace) or modified,
+        one_line(trace.task.query, 120),
+        len(trace.steps),
+        sum(1 for s in trace.steps if s.error),
+        summarize(trace),
+    )
 
 
 def list_sessions(tools: Iterable[str] = TOOLS) -> list[SessionRow]:
@@ -192,9 +205,17 @@ def folders_line(tools: Iterable[str]) -> str:
 
 def row_record(row: SessionRow) -> dict:
     """A session row as plain data (``whenpro sessions --json``)."""
-    return {"tool": row.tool, "path": str(row.path), "project": row.project,
-            "modified": row.modified.isoformat(timespec="seconds"), "prompt": row.prompt, "steps": row.steps,
-            "errors": row.errors, "id": row.summary.id, "error": row.summary.error}
+    return {
+        "tool": row.tool,
+        "path": str(row.path),
+        "project": row.project,
+        "modified": row.modified.isoformat(timespec="seconds"),
+        "prompt": row.prompt,
+        "steps": row.steps,
+        "errors": row.errors,
+        "id": row.summary.id,
+        "error": row.summary.error,
+    }
 
 
 def print_sessions(tool: str | None, *, as_json: bool = False, console: Console | None = None) -> int:
@@ -213,13 +234,25 @@ def print_sessions(tool: str | None, *, as_json: bool = False, console: Console 
             errors.print(Text(f"whenpro: error: {clean(row.summary.error)}", style="red"))
         else:
             when = row.modified.astimezone().strftime("%Y-%m-%d %H:%M")
-            line = (f"{when}\t{row.tool}\t{plural(row.steps, 'step')}\t{plural(row.errors, 'error')}\t"
-                    f"{row.project or '-'}\t{row.prompt or '-'}\t{row.path}")
+            line = (
+                f"{when}\t{row.tool}\t{plural(row.steps, 'step')}\t{plural(row.errors, 'error')}\t"
+                f"{row.project or '-'}\t{row.prompt or '-'}\t{row.path}"
+            )
             console.print(Text(clean(line)))
     if not rows and not as_json:
         errors.print(Text(f"whenpro: no sessions found ({folders_line(tools)})"))
     return len(rows)
 
 
-__all__ = ["SessionRow", "TOOLS", "folders_line", "list_sessions", "print_sessions", "row_record", "session_files",
-           "session_folder", "session_row", "tool_names"]
+__all__ = [
+    "SessionRow",
+    "TOOLS",
+    "folders_line",
+    "list_sessions",
+    "print_sessions",
+    "row_record",
+    "session_files",
+    "session_folder",
+    "session_row",
+    "tool_names",
+]

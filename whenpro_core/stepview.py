@@ -129,8 +129,13 @@ def _json_compact(value: Any) -> str:
 
 
 #: Short forms of common step kinds, for a narrow kind column (:func:`short_kind`).
-KIND_SHORT = {"assistant": "asst", "observation": "obs", "demonstration": "demo",
-              "system": "sys", "final_answer": "final"}
+KIND_SHORT = {
+    "assistant": "asst",
+    "observation": "obs",
+    "demonstration": "demo",
+    "system": "sys",
+    "final_answer": "final",
+}
 
 
 def short_kind(kind: str, width: int) -> str:
@@ -182,11 +187,12 @@ class Block:
     language: str = ""
 
 
-_MD_HINTS = re.compile(
-    r"(^|\n)(#{1,6} \S|```|\s*[-*+] \S|\s*\d+\. \S|>\s)|\*\*\S|\[[^\]\n]+\]\(https?://", re.M)
+_MD_HINTS = re.compile(r"(^|\n)(#{1,6} \S|```|\s*[-*+] \S|\s*\d+\. \S|>\s)|\*\*\S|\[[^\]\n]+\]\(https?://", re.M)
 _CODE_HINTS = re.compile(
     r"^(\s*)(def |class |import |from \S+ import |for .+:\s*$|if .+:\s*$|print\(|return\b|"
-    r"[A-Za-z_][A-Za-z0-9_]* = )", re.M)
+    r"[A-Za-z_][A-Za-z0-9_]* = )",
+    re.M,
+)
 _CODE_TAG = re.compile(r"<code>[ \t]*\n?(.*?)\n?[ \t]*</code>", re.S)
 _PROSE_LEAD = re.compile(r"^(Thought|Thoughts|Observation|Plan|Reasoning|Answer|Final answer)\s*:", re.I)
 #: JSON larger than this is shown as text (pretty-printing it costs more than it helps).
@@ -248,7 +254,7 @@ def _tagged_code_blocks(text: str) -> list[Block]:
     blocks: list[Block] = []
     pos = 0
     for m in _CODE_TAG.finditer(text):
-        blocks += _prose_blocks(text[pos:m.start()].rstrip())
+        blocks += _prose_blocks(text[pos : m.start()].rstrip())
         if m.group(1).strip():
             blocks.append(Block("code", m.group(1), "python"))
         pos = m.end()
@@ -285,18 +291,42 @@ def pretty_arguments(arguments: Any) -> Block:
             return Block("json", clean(pretty))
         return Block("text", clean(arguments))
     try:
-        return Block("json", clean(orjson.dumps(arguments, option=orjson.OPT_INDENT_2,
-                                                default=str).decode()))
+        return Block("json", clean(orjson.dumps(arguments, option=orjson.OPT_INDENT_2, default=str).decode()))
     except (TypeError, orjson.JSONEncodeError):
         return Block("text", clean(str(arguments)))
 
 
 #: Lexer names by file extension, for code written to a file (``file_text``, ``content``).
-_EXT_LANG = {"py": "python", "js": "javascript", "mjs": "javascript", "ts": "typescript", "tsx": "tsx",
-             "jsx": "jsx", "sh": "bash", "bash": "bash", "json": "json", "md": "markdown", "html": "html",
-             "css": "css", "yaml": "yaml", "yml": "yaml", "toml": "toml", "rs": "rust", "go": "go",
-             "java": "java", "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "hpp": "cpp", "rb": "ruby",
-             "sql": "sql", "ex": "elixir", "exs": "elixir", "txt": "text"}
+_EXT_LANG = {
+    "py": "python",
+    "js": "javascript",
+    "mjs": "javascript",
+    "ts": "typescript",
+    "tsx": "tsx",
+    "jsx": "jsx",
+    "sh": "bash",
+    "bash": "bash",
+    "json": "json",
+    "md": "markdown",
+    "html": "html",
+    "css": "css",
+    "yaml": "yaml",
+    "yml": "yaml",
+    "toml": "toml",
+    "rs": "rust",
+    "go": "go",
+    "java": "java",
+    "c": "c",
+    "h": "c",
+    "cc": "cpp",
+    "cpp": "cpp",
+    "hpp": "cpp",
+    "rb": "ruby",
+    "sql": "sql",
+    "ex": "elixir",
+    "exs": "elixir",
+    "txt": "text",
+}
 _SHELLS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh")
 _PATCH_START = "*** Begin Patch"
 
@@ -344,8 +374,9 @@ def _code_fields(args: dict[str, Any]) -> tuple[list[Block], set[str]]:
     """Blocks for the arguments that hold code, and the keys they used."""
     editor = _editor_call(args.get("translated_ipython_code"))
     if editor is not None:  # the editor call it stands for holds the real file text and edits
-        inner, _ = _code_fields({k: v for k, v in args.items() if k != "translated_ipython_code"
-                                 and v not in (None, "")} | editor)
+        inner, _ = _code_fields(
+            {k: v for k, v in args.items() if k != "translated_ipython_code" and v not in (None, "")} | editor
+        )
         if inner:
             return inner, set(args) - {"path"}
     path = next((args[k] for k in ("path", "file_path", "filename") if isinstance(args.get(k), str)), "")
@@ -361,8 +392,10 @@ def _code_fields(args: dict[str, Any]) -> tuple[list[Block], set[str]]:
             used.add(new_key)
     for key in ("file_text", "content"):
         if isinstance(args.get(key), str) and args[key].strip() and (path or key == "file_text"):
-            blocks += [Block("label", f"{key} ({path.rsplit('/', 1)[-1] or 'file'}):"),
-                       Block("code", args[key], _language_of(path))]
+            blocks += [
+                Block("label", f"{key} ({path.rsplit('/', 1)[-1] or 'file'}):"),
+                Block("code", args[key], _language_of(path)),
+            ]
             used.add(key)
     for key in ("code", "translated_ipython_code"):  # OpenHands run_ipython; editor calls as Python
         if isinstance(args.get(key), str) and args[key].strip():
@@ -428,8 +461,7 @@ class Folded:
         if self.complete:
             return ""
         more = f"{self.hidden_lines:,} more lines, " if (self.hidden_lines or 0) > 1 else ""
-        return (f"… {more}{human_size(self.shown_chars)} of "
-                f"{human_size(self.total_chars)} shown")
+        return f"… {more}{human_size(self.shown_chars)} of {human_size(self.total_chars)} shown"
 
 
 def fold(text: str, *, max_lines: int, max_chars: int, count_limit: int = 2_000_000) -> Folded:
@@ -450,12 +482,13 @@ def fold(text: str, *, max_lines: int, max_chars: int, count_limit: int = 2_000_
     shown = text[:cut]
     hidden_lines = None
     if cut < total and total - cut <= count_limit:
-        start = cut + 1 if text[cut:cut + 1] == "\n" else cut
+        start = cut + 1 if text[cut : cut + 1] == "\n" else cut
         hidden_lines = text.count("\n", start) + (0 if text.endswith("\n") else 1)
     return Folded(text=clean(shown), shown_chars=cut, total_chars=total, hidden_lines=hidden_lines)
 
 
 # ----------------------------------------------------------------------------- media
+
 
 def media_label(ref: MediaRef) -> str:
     """The placeholder line for a media item: ``[image: query_0 640x480]``,
@@ -492,6 +525,7 @@ def _inline_size(data: str) -> tuple[int, int] | None:
 
 # ----------------------------------------------------------------------------- text form
 
+
 @dataclass
 class TextOptions:
     """What :func:`step_as_text` includes: ``show_labels`` adds the hidden (label-
@@ -520,8 +554,7 @@ def step_as_text(step: Step, options: TextOptions | None = None) -> str:
         out += [cap(step.content), ""]
     for call in step.tool_calls:
         args = pretty_arguments(call.arguments).text
-        out += [f"Tool call: {clean(call.name)}" + (f" (id {clean(call.id)})" if call.id else ""),
-                cap(args), ""]
+        out += [f"Tool call: {clean(call.name)}" + (f" (id {clean(call.id)})" if call.id else ""), cap(args), ""]
     if step.observation:
         out += ["Observation:", cap(step.observation), ""]
     if step.error:

@@ -53,14 +53,14 @@ def _not_empty(rows: Iterable[TraceSummary], folder: str) -> Iterator[TraceSumma
         seen = True
         yield row
     if not seen:
-        raise TraceFormatError("folder holds no trace files", path=folder,
-                               expected="a trace file, or a folder of trace files")
+        raise TraceFormatError(
+            "folder holds no trace files", path=folder, expected="a trace file, or a folder of trace files"
+        )
 
 
 def dataset_counts(rows: Iterable[TraceSummary]) -> dict[str, Counter]:
     """Counts of listing rows by modality, framework, benchmark and GT mode, plus errors."""
-    counts: dict[str, Counter] = {k: Counter() for k in
-                                  ("modality", "framework", "benchmark", "mode", "errors")}
+    counts: dict[str, Counter] = {k: Counter() for k in ("modality", "framework", "benchmark", "mode", "errors")}
     for row in rows:
         if row.error:
             counts["errors"][row.path] += 1
@@ -129,9 +129,11 @@ def _print_trace_info(trace: Trace, console: Console, labels: bool) -> None:
 def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console, labels: bool) -> None:
     counts = dataset_counts(rows)
     ok = sum(1 for r in rows if not r.error)
-    console.print(Text(f"{target}: {plural(ok, 'trace')}", style="bold"),
-                  Text(f"  ({plural(len(rows) - ok, 'file')} failed to import)" if len(rows) > ok else ""),
-                  soft_wrap=True)  # a long path stays whole on its line
+    console.print(
+        Text(f"{target}: {plural(ok, 'trace')}", style="bold"),
+        Text(f"  ({plural(len(rows) - ok, 'file')} failed to import)" if len(rows) > ok else ""),
+        soft_wrap=True,
+    )  # a long path stays whole on its line
     for axis in ("modality", "framework", "benchmark", *(("mode",) if labels else ())):
         if not counts[axis]:
             continue
@@ -149,8 +151,7 @@ def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console,
         errors.print(Text(f"whenpro: ... and {len(bad) - 20} more errors", style="red"))
 
 
-def print_listing(target: str, *, as_json: bool = False, console: Console | None = None,
-                  labels: bool = False) -> None:
+def print_listing(target: str, *, as_json: bool = False, console: Console | None = None, labels: bool = False) -> None:
     """Print one line per trace: reference, id, framework, benchmark, modality, step
     count, and with ``labels`` the GT step and mode (or the error of a file that failed
     to import). Without ``labels`` the JSON rows carry no ``gt_step``/``gt_mode``."""
@@ -193,8 +194,9 @@ def _serialise(trace: Trace, to: str) -> bytes:
     return dumps_trace(trace)
 
 
-def convert(src: str, out: Path | str, *, force: bool = False,
-            console: Console | None = None, to: str = "native") -> list[Path]:
+def convert(
+    src: str, out: Path | str, *, force: bool = False, console: Console | None = None, to: str = "native"
+) -> list[Path]:
     """Convert ``src`` to the native format (``to="atif"``: Harbor's ATIF,
     :mod:`whenpro_core.formats.atif_write`; ``to="otlp-json"``: OpenTelemetry GenAI spans
     as OTLP/JSON, :mod:`whenpro_core.formats.otlp_write`). One trace -> ``out`` is a file; several
@@ -247,8 +249,9 @@ def _convert(src: str, out: Path | str, *, force: bool, console: Console | None,
     single = names_a_file(path) and (key is not None or len(load_traces(path)) == 1)
     if str(out) == "-":
         if not single:
-            raise WhenproError("OUT - (stdout) takes one trace", path=src,
-                               expected="a single trace, or a folder as OUT")
+            raise WhenproError(
+                "OUT - (stdout) takes one trace", path=src, expected="a single trace, or a folder as OUT"
+            )
         _write_converted(load_trace(src), None, to=to)
         return []
     if single:
@@ -259,12 +262,14 @@ def _convert(src: str, out: Path | str, *, force: bool, console: Console | None,
         console.print(f"wrote {target}")
         return [target]
     if out.exists() and not out.is_dir():
-        raise WhenproError("output exists and is a file", path=out,
-                           expected="a folder for several traces")
+        raise WhenproError("output exists and is a file", path=out, expected="a folder for several traces")
     rows = [r for r in walk(src)]
     if not out.exists() and out.suffix.lower() == ".json":  # would become a folder named *.json
-        raise WhenproError(f"OUT ends in .json but {src} holds {len(rows)} traces: give a folder",
-                           path=out, expected="a folder for several traces")
+        raise WhenproError(
+            f"OUT ends in .json but {src} holds {len(rows)} traces: give a folder",
+            path=out,
+            expected="a folder for several traces",
+        )
     bad = [r for r in rows if r.error]
     plan = plan_targets([r for r in rows if not r.error], out)
     if not force:
@@ -303,13 +308,11 @@ def plan_targets(rows: list[TraceSummary], out: Path) -> dict[str, Path]:
     return plan
 
 
-def _write_converted(trace: Trace, target: Path | None, console: Console | None = None, *,
-                     to: str = "native") -> None:
+def _write_converted(trace: Trace, target: Path | None, console: Console | None = None, *, to: str = "native") -> None:
     """Write ``trace`` to ``target`` (``None``: stdout), noting where it came from, with
     its media files copied beside it (:func:`copy_media`)."""
     if trace.source.format != "native":
-        trace.extras.setdefault("converted_from", {"format": trace.source.format,
-                                                   "ref": trace.source.ref()})
+        trace.extras.setdefault("converted_from", {"format": trace.source.format, "ref": trace.source.ref()})
     if target is None:
         sys.stdout.buffer.write(_serialise(trace, to) + b"\n")
         sys.stdout.flush()
@@ -321,7 +324,8 @@ def _write_converted(trace: Trace, target: Path | None, console: Console | None 
         atomic_write_bytes(target, _serialise(trace, to) + b"\n")
     for line in problems:
         (console or Console(stderr=True, soft_wrap=True)).print(
-            Text(f"whenpro: warning: {clean(line)}", style="yellow"))
+            Text(f"whenpro: warning: {clean(line)}", style="yellow")
+        )
 
 
 def copy_media(trace: Trace, folder: Path) -> list[str]:
@@ -368,8 +372,7 @@ def copy_media(trace: Trace, folder: Path) -> list[str]:
 
 def _refuse_overwrite(target: Path, force: bool) -> None:
     if target.exists() and not force:
-        raise WhenproError("output file exists", path=target,
-                           expected="a new path, or --force to overwrite")
+        raise WhenproError("output file exists", path=target, expected="a new path, or --force to overwrite")
 
 
 def _clip(text: str, n: int) -> str:

@@ -42,40 +42,47 @@ class FailureMode:
 
 
 _BUILTIN = [
-    ("P.1", "Visual misidentification",
-     "Wrong object, entity or text recognised in an image (misread chart, OCR error, wrong entity)."),
-    ("P.2", "Spatial/grounding error",
-     "Wrong region targeted in an image or UI (misclick, wrong box, wrong crop)."),
-    ("R.1", "Hallucination",
-     "A claim not grounded in any observation: fabricated facts stated as found."),
-    ("R.2", "Reasoning error",
-     "Right frame, but a local reasoning slip: misapplied evidence or one broken derivation step."),
-    ("R.3", "Numerical/calculation error",
-     "Arithmetic, unit conversion, counting, rounding or off-by-one mistakes."),
-    ("R.4", "Task misunderstanding",
-     "The task is misread, or solved with a structurally wrong approach."),
-    ("PL.1", "Ineffective planning",
-     "An unsound plan or strategy that leads toward a dead end."),
-    ("PL.2", "Goal drift",
-     "Gradually drifting away from the original objective."),
-    ("A.1", "Tool parameter/invocation error",
-     "Right tool, wrong arguments, malformed call or missing parameters."),
-    ("A.2", "Output format/syntax error",
-     "Malformed structured output, broken syntax or a final answer in the wrong format."),
-    ("A.3", "Premature termination",
-     "Stopping before the task is done; returning partial results as final."),
-    ("A.4", "Repetitive/looping behaviour",
-     "Repeating the same or equivalent actions without progress."),
-    ("V.1", "Context/memory loss",
-     "Losing or failing to use information from history or earlier observations."),
-    ("V.2", "Inadequate or incorrect verification",
-     "Not verifying results, or verifying them wrongly, before returning them."),
-    ("C.1", "Delegation/orchestration error",
-     "A subtask given to the wrong agent, bad decomposition or role confusion."),
-    ("C.2", "Communication failure",
-     "Withholding information, ignoring a peer's input or not asking for clarification."),
-    ("C.3", "Over-reliance on other agents",
-     "Abandoning a sound answer to adopt a peer's worse one."),
+    (
+        "P.1",
+        "Visual misidentification",
+        "Wrong object, entity or text recognised in an image (misread chart, OCR error, wrong entity).",
+    ),
+    ("P.2", "Spatial/grounding error", "Wrong region targeted in an image or UI (misclick, wrong box, wrong crop)."),
+    ("R.1", "Hallucination", "A claim not grounded in any observation: fabricated facts stated as found."),
+    (
+        "R.2",
+        "Reasoning error",
+        "Right frame, but a local reasoning slip: misapplied evidence or one broken derivation step.",
+    ),
+    ("R.3", "Numerical/calculation error", "Arithmetic, unit conversion, counting, rounding or off-by-one mistakes."),
+    ("R.4", "Task misunderstanding", "The task is misread, or solved with a structurally wrong approach."),
+    ("PL.1", "Ineffective planning", "An unsound plan or strategy that leads toward a dead end."),
+    ("PL.2", "Goal drift", "Gradually drifting away from the original objective."),
+    ("A.1", "Tool parameter/invocation error", "Right tool, wrong arguments, malformed call or missing parameters."),
+    (
+        "A.2",
+        "Output format/syntax error",
+        "Malformed structured output, broken syntax or a final answer in the wrong format.",
+    ),
+    ("A.3", "Premature termination", "Stopping before the task is done; returning partial results as final."),
+    ("A.4", "Repetitive/looping behaviour", "Repeating the same or equivalent actions without progress."),
+    ("V.1", "Context/memory loss", "Losing or failing to use information from history or earlier observations."),
+    (
+        "V.2",
+        "Inadequate or incorrect verification",
+        "Not verifying results, or verifying them wrongly, before returning them.",
+    ),
+    (
+        "C.1",
+        "Delegation/orchestration error",
+        "A subtask given to the wrong agent, bad decomposition or role confusion.",
+    ),
+    (
+        "C.2",
+        "Communication failure",
+        "Withholding information, ignoring a peer's input or not asking for clarification.",
+    ),
+    ("C.3", "Over-reliance on other agents", "Abandoning a sound answer to adopt a peer's worse one."),
 ]
 
 
@@ -91,7 +98,7 @@ class Taxonomy:
         self.source = source
 
     @classmethod
-    def builtin(cls) -> "Taxonomy":
+    def builtin(cls) -> Taxonomy:
         """The released Who&When Pro taxonomy (17 codes, 6 families)."""
         return cls([FailureMode(c, n, m, m) for c, n, m in _BUILTIN])
 
@@ -146,16 +153,19 @@ def load_taxonomy(path: str | Path) -> Taxonomy:
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise TraceFormatError(f"cannot read taxonomy: {exc}", path=path,
-                               expected="a YAML mapping of code -> {name, description}") from None
+        raise TraceFormatError(
+            f"cannot read taxonomy: {exc}", path=path, expected="a YAML mapping of code -> {name, description}"
+        ) from None
     if not isinstance(doc, dict):
-        raise TraceFormatError("wrong type", path=path, json_path="$",
-                               expected="a mapping of code -> {name, description}")
+        raise TraceFormatError(
+            "wrong type", path=path, json_path="$", expected="a mapping of code -> {name, description}"
+        )
     modes = []
     for code, entry in doc.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            raise TraceFormatError("bad taxonomy entry", path=path, json_path=f"$.{code}",
-                                   expected="{name: str, description: str}")
+            raise TraceFormatError(
+                "bad taxonomy entry", path=path, json_path=f"$.{code}", expected="{name: str, description: str}"
+            )
         desc = " ".join(str(entry.get("description") or "").split())
         meaning = desc.split(". ")[0].rstrip(".") + "." if desc else entry["name"]
         modes.append(FailureMode(str(code), entry["name"], meaning, desc))

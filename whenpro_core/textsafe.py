@@ -81,8 +81,8 @@ def whole_sentences(text: str | None, limit: int = 200, *, more: str = "…") ->
     head = line[:limit]
     ends = [m.end() for m in re.finditer(r"[.!?;:][)\"'»”]*(?=\s)", head)]
     if ends:
-        return head[:ends[-1]] + " " + more
-    return head[:head.rfind(" ")].rstrip() + more if " " in head else head + more
+        return head[: ends[-1]] + " " + more
+    return head[: head.rfind(" ")].rstrip() + more if " " in head else head + more
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

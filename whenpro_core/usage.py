@@ -36,8 +36,7 @@ class StepUsage:
     @property
     def empty(self) -> bool:
         """True when nothing is recorded."""
-        return all(v is None for v in (self.input_tokens, self.output_tokens, self.cost_usd,
-                                       self.latency_ms))
+        return all(v is None for v in (self.input_tokens, self.output_tokens, self.cost_usd, self.latency_ms))
 
     def text(self) -> str:
         """``"1,234 in · 56 out tokens · $0.0042 · 812 ms"`` (only the parts recorded)."""
@@ -47,8 +46,7 @@ class StepUsage:
         if self.cost_usd is not None:
             parts.append(f"${self.cost_usd:.4f}")
         if self.latency_ms is not None:
-            parts.append(f"{self.latency_ms / 1000:.2f} s" if self.latency_ms >= 1000
-                         else f"{self.latency_ms:.0f} ms")
+            parts.append(f"{self.latency_ms / 1000:.2f} s" if self.latency_ms >= 1000 else f"{self.latency_ms:.0f} ms")
         return " · ".join(parts)
 
 
@@ -73,15 +71,18 @@ def step_usage(step: Step) -> StepUsage:
     nested = meta.get("usage")
     sources = [meta] + ([nested] if isinstance(nested, Mapping) else [])
     tin, tout = _first(sources, _INPUT_KEYS), _first(sources, _OUTPUT_KEYS)
-    return StepUsage(None if tin is None else int(tin), None if tout is None else int(tout),
-                     _first(sources, _COST_KEYS), _first(sources, _MS_KEYS))
+    return StepUsage(
+        None if tin is None else int(tin),
+        None if tout is None else int(tout),
+        _first(sources, _COST_KEYS),
+        _first(sources, _MS_KEYS),
+    )
 
 
 def total_usage(steps: Iterable[Step]) -> StepUsage:
     """The sum over ``steps`` of each recorded part (``None`` where no step records it).
     Latency is the sum of step latencies (spans may overlap: an upper bound)."""
-    sums: dict[str, float | None] = {"input_tokens": None, "output_tokens": None, "cost_usd": None,
-                                     "latency_ms": None}
+    sums: dict[str, float | None] = {"input_tokens": None, "output_tokens": None, "cost_usd": None, "latency_ms": None}
     for step in steps:
         usage = step_usage(step)
         for key in sums:
@@ -89,5 +90,6 @@ def total_usage(steps: Iterable[Step]) -> StepUsage:
             if value is not None:
                 sums[key] = (sums[key] or 0) + value
     tin, tout = sums["input_tokens"], sums["output_tokens"]
-    return StepUsage(None if tin is None else int(tin), None if tout is None else int(tout),
-                     sums["cost_usd"], sums["latency_ms"])
+    return StepUsage(
+        None if tin is None else int(tin), None if tout is None else int(tout), sums["cost_usd"], sums["latency_ms"]
+    )

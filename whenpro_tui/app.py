@@ -11,7 +11,8 @@ import logging
 import os
 import sys
 import time
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 from rich.text import Text
 from textual import work
@@ -19,18 +20,18 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Center, Middle
 from textual.driver import Driver
-from textual.reactive import reactive
 from textual.notifications import SeverityLevel
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import LoadingIndicator, Static
 
-from whenpro_tui import _start_time, imaging
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats.registry import split_ref
 from whenpro_core.gcpause import paused_gc
 from whenpro_core.listing import walk_rows
 from whenpro_core.opening import Opened, open_target
 from whenpro_core.textsafe import clean
+from whenpro_tui import _start_time, imaging
 from whenpro_tui.commands import BindingsProvider
 from whenpro_tui.messages import SiblingsFound, TargetFailed, TargetOpened
 
@@ -63,10 +64,18 @@ class WhenproApp(App[None]):
 
     show_labels: reactive[bool] = reactive(False)
 
-    def __init__(self, target: str, *, show_labels: bool = False, images: ImagesMode = "auto",
-                 started_ns: int | None = None, cursor_blink: bool = True,
-                 start: Callable[[], Screen] | None = None, opened: Opened | None = None,
-                 save_verdicts: bool = True) -> None:
+    def __init__(
+        self,
+        target: str,
+        *,
+        show_labels: bool = False,
+        images: ImagesMode = "auto",
+        started_ns: int | None = None,
+        cursor_blink: bool = True,
+        start: Callable[[], Screen] | None = None,
+        opened: Opened | None = None,
+        save_verdicts: bool = True,
+    ) -> None:
         super().__init__()
         #: False (``--no-save``): verdicts stay in memory, no file is written next to a trace
         self.save_verdicts = save_verdicts
@@ -140,8 +149,8 @@ class WhenproApp(App[None]):
     def on_target_failed(self, message: TargetFailed) -> None:
         self.query_one("#opening-spinner").remove()
         self.query_one("#opening-text", Static).update(
-            Text(f"Could not open {clean(message.target)}:\n{clean(message.error)}\n\n"
-                 "Press q to quit.", style="red"))
+            Text(f"Could not open {clean(message.target)}:\n{clean(message.error)}\n\nPress q to quit.", style="red")
+        )
         self.notify(clean(message.error), title="Could not open", severity="error", timeout=15)
         self.bind("q", "exit_failed", description="Quit")
 
@@ -149,8 +158,7 @@ class WhenproApp(App[None]):
         """Quit after the target failed to open: exit status 2, as for any bad input."""
         self.exit(return_code=2)
 
-    @work(thread=True, exclusive=True, group="siblings", exit_on_error=False,
-          description="list the trace's siblings")
+    @work(thread=True, exclusive=True, group="siblings", exit_on_error=False, description="list the trace's siblings")
     def find_siblings(self, path: str, ref: str) -> None:
         """For ``path#key``: the other traces of the same file, for ``[``/``]``."""
         try:
@@ -160,8 +168,15 @@ class WhenproApp(App[None]):
         if len(refs) > 1 and ref in refs:
             self.screen.post_message(SiblingsFound(refs, refs.index(ref)))
 
-    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
-               timeout: float | None = None, markup: bool = False) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
         """A toast whose text is always plain: notifications quote trace content, file
         names and what the user typed, and markup-like text (``[b]x[/i]``) would crash
         the app or turn into live links and actions. ``markup`` is ignored (screens'
@@ -171,8 +186,7 @@ class WhenproApp(App[None]):
     def action_help_quit(self) -> None:
         """ctrl+c (a reflex to quit): say how to quit, in plain text (Textual's own
         message is markup)."""
-        self.notify("Press q to quit (from the first screen), or ctrl+q from anywhere.",
-                    title="Do you want to quit?")
+        self.notify("Press q to quit (from the first screen), or ctrl+q from anywhere.", title="Do you want to quit?")
 
     def first_paint(self) -> None:
         """Called by the first screen after its first paint: logs the startup time once
@@ -206,9 +220,16 @@ def require_terminal() -> None:
         raise ConfigError("whenpro view needs a terminal (--serve opens it in a browser instead)")
 
 
-def run(target: str, *, show_labels: bool = False, images: ImagesMode = "auto",
-        started_ns: int | None = None, start: Callable[[], Screen] | None = None,
-        opened: Opened | None = None, save_verdicts: bool = True) -> None:
+def run(
+    target: str,
+    *,
+    show_labels: bool = False,
+    images: ImagesMode = "auto",
+    started_ns: int | None = None,
+    start: Callable[[], Screen] | None = None,
+    opened: Opened | None = None,
+    save_verdicts: bool = True,
+) -> None:
     """Run the TUI on ``target`` in this terminal (``start``, ``opened``,
     ``save_verdicts``: see :class:`WhenproApp`). ConfigError without a terminal (:func:`require_terminal`).
     Raises SystemExit with the app's return code when it is not 0: 1 after an
@@ -219,8 +240,15 @@ def run(target: str, *, show_labels: bool = False, images: ImagesMode = "auto",
     from whenpro_tui.imaging import prepare  # tuimedia: ask the terminal before Textual runs
 
     images = prepare(images)  # type: ignore[assignment]
-    app = WhenproApp(target, show_labels=show_labels, images=images, started_ns=started_ns,
-                     start=start, opened=opened, save_verdicts=save_verdicts)
+    app = WhenproApp(
+        target,
+        show_labels=show_labels,
+        images=images,
+        started_ns=started_ns,
+        start=start,
+        opened=opened,
+        save_verdicts=save_verdicts,
+    )
     app.run()
     if app.return_code:
         raise SystemExit(app.return_code)

@@ -42,8 +42,9 @@ class CopyReport:
         """One line for the user: ``what`` (e.g. ``"step 3 (243 B)"``) and how it went."""
         if self.tool:
             return f"Copied {what} with {self.tool}."
-        via = f"Sent {what} by OSC 52 (" + ("tmux drops it unless `set -g set-clipboard on`)" if self.in_tmux
-                                           else "some terminals ignore it)")
+        via = f"Sent {what} by OSC 52 (" + (
+            "tmux drops it unless `set -g set-clipboard on`)" if self.in_tmux else "some terminals ignore it)"
+        )
         if self.saved_to is not None:
             return f"{via}; saved to {self.saved_to}"
         return via + "; no clipboard tool (wl-copy, xclip, xsel, pbcopy) found."
@@ -69,8 +70,14 @@ def clipboard_tool(env: Mapping[str, str] | None = None) -> list[str] | None:
 
 def _run_tool(argv: list[str], text: str) -> bool:
     try:
-        done = subprocess.run(argv, input=text.encode("utf-8"), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, timeout=TOOL_TIMEOUT, check=False)
+        done = subprocess.run(
+            argv,
+            input=text.encode("utf-8"),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=TOOL_TIMEOUT,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0

@@ -44,8 +44,11 @@ def _binding_chain(screen: Screen):
                 continue
             keys.add(key)
             twins = bindings.key_to_bindings.get(key, ())
-            if len(twins) > 1 and not _enabled(node, binding) and any(
-                    _enabled(node, other) for other in twins if other is not binding):
+            if (
+                len(twins) > 1
+                and not _enabled(node, binding)
+                and any(_enabled(node, other) for other in twins if other is not binding)
+            ):
                 continue
             yield node, binding
         seen |= keys
@@ -98,5 +101,4 @@ class BindingsProvider(Provider):
             text = f"{item.description} ({item.keys})"
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text), self._runner(item),
-                          help=f"key: {item.keys}")
+                yield Hit(score, matcher.highlight(text), self._runner(item), help=f"key: {item.keys}")

@@ -21,8 +21,9 @@ import logging
 import os
 import sys
 from collections import OrderedDict
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -47,7 +48,7 @@ def fix_cell_size(width: int = 10, height: int = 20) -> None:
     instead of asking the terminal. Call before any image widget renders."""
     from textual_image._terminal import CellSize, get_cell_size
 
-    setattr(get_cell_size, "_result", CellSize(width, height))
+    get_cell_size._result = CellSize(width, height)
 
 
 def cell_size() -> tuple[int, int]:
@@ -138,7 +139,7 @@ def import_widgets() -> None:
             import textual_image.widget  # noqa: F401
 
 
-def image_widget(mode: str, *, classes: str | None = None, id: str | None = None) -> "Widget":
+def image_widget(mode: str, *, classes: str | None = None, id: str | None = None) -> Widget:
     """A textual-image widget (no image yet) for renderer ``mode``."""
     import_widgets()
     from textual_image.widget import HalfcellImage, SixelImage, TGPImage
@@ -147,7 +148,7 @@ def image_widget(mode: str, *, classes: str | None = None, id: str | None = None
     return cls(None, classes=classes, id=id)
 
 
-def pil_from_jpeg(jpeg: bytes, max_side: int | None = None) -> "PILImage":
+def pil_from_jpeg(jpeg: bytes, max_side: int | None = None) -> PILImage:
     """Decode JPEG (or any Pillow-readable) bytes to a loaded RGB Pillow image, shrunk
     to ``max_side`` if given. Blocking: call from a worker thread.
 

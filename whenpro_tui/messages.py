@@ -119,7 +119,7 @@ if TYPE_CHECKING:
 class AttributionProgress(Message, bubble=False):
     """A running attribution (``run``) asks about ``view`` (steps, text, call number)."""
 
-    def __init__(self, run: int, view: "ProgressView") -> None:
+    def __init__(self, run: int, view: ProgressView) -> None:
         super().__init__()
         self.run = run
         self.view = view
@@ -128,7 +128,7 @@ class AttributionProgress(Message, bubble=False):
 class AttributionDone(Message, bubble=False):
     """Attribution ``run`` finished with ``verdict`` (not saved yet)."""
 
-    def __init__(self, run: int, verdict: "Attribution") -> None:
+    def __init__(self, run: int, verdict: Attribution) -> None:
         super().__init__()
         self.run = run
         self.verdict = verdict
@@ -148,8 +148,15 @@ class VerdictsLoaded(Message, bubble=False):
     the file could not be read at all), with the trace's ``taxonomy``; ``path`` is the
     file they were read from."""
 
-    def __init__(self, key: str, verdicts: list["Attribution"], taxonomy: "Taxonomy",
-                 problems: list[str], error: str | None = None, path: str | None = None) -> None:
+    def __init__(
+        self,
+        key: str,
+        verdicts: list[Attribution],
+        taxonomy: Taxonomy,
+        problems: list[str],
+        error: str | None = None,
+        path: str | None = None,
+    ) -> None:
         super().__init__()
         self.key = key
         self.verdicts = verdicts
@@ -163,7 +170,7 @@ class VerdictSaved(Message, bubble=False):
     """``verdict`` was written to ``path`` (``None``: the trace has no file; ``error``
     set when it could not be written)."""
 
-    def __init__(self, verdict: "Attribution", path: str | None, error: str | None = None) -> None:
+    def __init__(self, verdict: Attribution, path: str | None, error: str | None = None) -> None:
         super().__init__()
         self.verdict = verdict
         self.path = path
@@ -171,6 +178,7 @@ class VerdictSaved(Message, bubble=False):
 
 
 # ---------------------------------------------------------------- injection (tuiinject)
+
 
 class ModesChecked(Message):
     """The failure modes whose offline mutator fits the dialog's step."""
@@ -241,8 +249,9 @@ class CounterfactualAttributed(Message):
     """An attribution of the counterfactual finished: ``check`` (an AttributionCheck or
     ``None``), the ``attribution``, or ``error`` (one line)."""
 
-    def __init__(self, protocol: str, check: object | None = None, attribution: object | None = None,
-                 error: str | None = None) -> None:
+    def __init__(
+        self, protocol: str, check: object | None = None, attribution: object | None = None, error: str | None = None
+    ) -> None:
         super().__init__()
         self.protocol = protocol
         self.check = check
@@ -261,13 +270,23 @@ class CounterfactualSaved(Message):
 
 # ---------------------------------------------------------------- tuimedia: images and keyframes
 
+
 class ThumbLoaded(Message):
     """A thumbnail (or its error) for tile ``slot`` of strip ``strip`` of media
     generation ``gen`` (stale generations are ignored). ``image`` is a decoded Pillow
     image, ``detail`` the size line, ``error`` one safe line."""
 
-    def __init__(self, gen: int, strip: str, slot: int, ref: object, *, image: object = None,
-                 detail: str = "", error: str | None = None) -> None:
+    def __init__(
+        self,
+        gen: int,
+        strip: str,
+        slot: int,
+        ref: object,
+        *,
+        image: object = None,
+        detail: str = "",
+        error: str | None = None,
+    ) -> None:
         super().__init__()
         self.gen = gen
         self.strip = strip
@@ -297,8 +316,9 @@ class KeyframesLoaded(Message):
     :class:`whenpro_core.media.keyframes.KeyframeResult`, ``thumbs`` its images decoded
     small (Pillow), or ``error`` one safe line."""
 
-    def __init__(self, gen: int, label: str, *, result: object = None,
-                 thumbs: list | None = None, error: str | None = None) -> None:
+    def __init__(
+        self, gen: int, label: str, *, result: object = None, thumbs: list | None = None, error: str | None = None
+    ) -> None:
         super().__init__()
         self.gen = gen
         self.label = label
@@ -311,8 +331,7 @@ class FullImageLoaded(Message):
     """The media modal's image ``index`` decoded at screen size (``image``, Pillow),
     with its size line, or ``error``."""
 
-    def __init__(self, index: int, *, image: object = None, detail: str = "",
-                 error: str | None = None) -> None:
+    def __init__(self, index: int, *, image: object = None, detail: str = "", error: str | None = None) -> None:
         super().__init__()
         self.index = index
         self.image = image
@@ -347,8 +366,7 @@ class ReviewLoaded(Message):
     """Review items and counts of a built dataset (after opening it or after a
     decision, ``decided`` naming the trace id decided), or the error."""
 
-    def __init__(self, items=None, counts=None, *, decided: str | None = None,
-                 error: str | None = None) -> None:
+    def __init__(self, items=None, counts=None, *, decided: str | None = None, error: str | None = None) -> None:
         super().__init__()
         self.items = items
         self.counts = counts

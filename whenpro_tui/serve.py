@@ -47,9 +47,17 @@ def serve_argv(target: str, *, show_labels: bool, images: str, save: bool = True
     """The command each browser session runs, as argv (the target made absolute, so the
     server's working folder does not matter)."""
     absolute = os.path.abspath(target)
-    return [sys.executable, "-m", "whenpro_core.cli", "view", absolute,
-            "--labels" if show_labels else "--no-labels", "--images", images,
-            "--save" if save else "--no-save"]
+    return [
+        sys.executable,
+        "-m",
+        "whenpro_core.cli",
+        "view",
+        absolute,
+        "--labels" if show_labels else "--no-labels",
+        "--images",
+        images,
+        "--save" if save else "--no-save",
+    ]
 
 
 def serve_command(target: str, *, show_labels: bool, images: str, save: bool = True) -> str:
@@ -66,8 +74,9 @@ def check_port(port: int) -> None:
         try:
             probe.bind((HOST, port))
         except OSError as exc:
-            raise ConfigError(f"cannot listen on {HOST}:{port}: {exc.strerror or exc}",
-                              expected="a free port (--port)") from None
+            raise ConfigError(
+                f"cannot listen on {HOST}:{port}: {exc.strerror or exc}", expected="a free port (--port)"
+            ) from None
 
 
 def signal_group(process: Process, sig: signal.Signals) -> None:
@@ -105,9 +114,13 @@ class Session(AppService):
 
     async def _open_app_process(self, width: int = 80, height: int = 24) -> Process:
         self._process = process = await asyncio.create_subprocess_exec(
-            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=self._build_environment(width, height),
-            start_new_session=True)
+            *self.argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self._build_environment(width, height),
+            start_new_session=True,
+        )
         assert process.stdin is not None
         self._stdin = process.stdin
         return process
@@ -166,8 +179,7 @@ class SessionServer(Server):
         return app
 
     async def _stop_sessions(self, _app: web.Application) -> None:
-        await asyncio.gather(*(session.stop() for session in list(self.sessions)),
-                             return_exceptions=True)
+        await asyncio.gather(*(session.stop() for session in list(self.sessions)), return_exceptions=True)
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         """A browser connected: run a session until its websocket closes, then end it."""
@@ -177,9 +189,14 @@ class SessionServer(Server):
         session: Session | None = None
         try:
             await websocket.prepare(request)
-            session = Session(self.argv, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                              close=websocket.close, download_manager=self.download_manager,
-                              debug=self.debug)
+            session = Session(
+                self.argv,
+                write_bytes=websocket.send_bytes,
+                write_str=websocket.send_str,
+                close=websocket.close,
+                download_manager=self.download_manager,
+                debug=self.debug,
+            )
             self.sessions.add(session)
             await session.start(width, height)
             await self._process_messages(websocket, session)
@@ -208,5 +225,6 @@ def serve(target: str, *, show_labels: bool, images: str, port: int, save: bool 
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if root not in parts:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
-    SessionServer(serve_argv(target, show_labels=show_labels, images=images, save=save), host=HOST,
-                  port=port, title="whenpro").serve()
+    SessionServer(
+        serve_argv(target, show_labels=show_labels, images=images, save=save), host=HOST, port=port, title="whenpro"
+    ).serve()

@@ -12,9 +12,9 @@ exits 2. It returns a factory of the first screen for :class:`whenpro_tui.app.Wh
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from textual.screen import Screen
 
@@ -45,9 +45,16 @@ def _judges(opts: LiveOptions):
     from whenpro_core.attribution.run import protocol_name
     from whenpro_core.live.viewer import live_judges
 
-    make, llm = live_judges(opts.protocol, opts.model, budget_calls=opts.budget_calls,
-                            budget_tokens=opts.budget_tokens, budget_usd=opts.budget_usd,
-                            final_pass=opts.final_pass, with_gold=opts.with_gold, no_cache=opts.no_cache)
+    make, llm = live_judges(
+        opts.protocol,
+        opts.model,
+        budget_calls=opts.budget_calls,
+        budget_tokens=opts.budget_tokens,
+        budget_usd=opts.budget_usd,
+        final_pass=opts.final_pass,
+        with_gold=opts.with_gold,
+        no_cache=opts.no_cache,
+    )
     model = opts.model if opts.model and opts.model.strip().lower() != "heuristic" else None
     return make, llm, protocol_name(opts.protocol or ("step-by-step" if model else "heuristic"))
 
@@ -61,8 +68,9 @@ def results_start(paths: list[str], dataset: str | None = None) -> Callable[[], 
         if not Path(p).is_file():
             raise TraceFormatError("no such results file", path=Path(p))
         if not is_results_file(p):
-            raise TraceFormatError("not a whenpro bench results file", path=Path(p),
-                                   expected="a results .jsonl written by whenpro bench")
+            raise TraceFormatError(
+                "not a whenpro bench results file", path=Path(p), expected="a results .jsonl written by whenpro bench"
+            )
 
     def make() -> Screen:
         from whenpro_tui.screens.results import ResultsScreen
@@ -95,8 +103,11 @@ def validate_start(root: str) -> Callable[[], Screen]:
 
     path = Path(root)
     if not path.is_dir() or read_manifest(path, fresh_validation=False) is None:
-        raise WhenproError("no manifest.json here: not a dataset built by whenpro build", path=path,
-                           expected="the --out folder of a whenpro build")
+        raise WhenproError(
+            "no manifest.json here: not a dataset built by whenpro build",
+            path=path,
+            expected="the --out folder of a whenpro build",
+        )
 
     def make() -> Screen:
         from whenpro_tui.screens.validation import ValidationScreen
@@ -116,15 +127,27 @@ def follow_start(file: str, opts: LiveOptions, line_format: str | None = None) -
     def make() -> Screen:
         from whenpro_tui.screens.live_trace import FollowSource, LiveTraceScreen
 
-        source = FollowSource(path, make_judge=make_judge, idle_timeout=opts.idle_timeout,
-                              line_format=line_format, protocol=protocol, llm_judge=llm)
+        source = FollowSource(
+            path,
+            make_judge=make_judge,
+            idle_timeout=opts.idle_timeout,
+            line_format=line_format,
+            protocol=protocol,
+            llm_judge=llm,
+        )
         return LiveTraceScreen(source, is_root=True)
 
     return make
 
 
-def otlp_start(address: str | None, opts: LiveOptions, *, store: Path | None = None,
-               allow_remote: bool = False, max_traces: int = 64) -> Callable[[], Screen]:
+def otlp_start(
+    address: str | None,
+    opts: LiveOptions,
+    *,
+    store: Path | None = None,
+    allow_remote: bool = False,
+    max_traces: int = 64,
+) -> Callable[[], Screen]:
     """The incoming-traces view; the receiver's port is bound now (ConfigError when it
     cannot be)."""
     from whenpro_core.live.watch import open_receiver
@@ -135,8 +158,9 @@ def otlp_start(address: str | None, opts: LiveOptions, *, store: Path | None = N
     def make() -> Screen:
         from whenpro_tui.screens.incoming import IncomingScreen
 
-        return IncomingScreen(receiver, make_judge=make_judge, llm_judge=llm, protocol=protocol,
-                              idle_timeout=opts.idle_timeout)
+        return IncomingScreen(
+            receiver, make_judge=make_judge, llm_judge=llm, protocol=protocol, idle_timeout=opts.idle_timeout
+        )
 
     return make
 
@@ -157,16 +181,33 @@ def sessions_start(tool: str | None = None) -> Callable[[], Screen]:
     return make
 
 
-def view_start(path: str | None, *, results: list[str] | None = None, validate: bool = False,
-               follow: str | None = None, otlp: str | None = None, live: LiveOptions | None = None,
-               line_format: str | None = None, store: Path | None = None,
-               allow_remote: bool = False, sessions: bool = False) -> Callable[[], Screen] | None:
+def view_start(
+    path: str | None,
+    *,
+    results: list[str] | None = None,
+    validate: bool = False,
+    follow: str | None = None,
+    otlp: str | None = None,
+    live: LiveOptions | None = None,
+    line_format: str | None = None,
+    store: Path | None = None,
+    allow_remote: bool = False,
+    sessions: bool = False,
+) -> Callable[[], Screen] | None:
     """The first screen for ``whenpro view`` (see module docstring). ConfigError for
     options that do not go together. ``sessions``: the local sessions library (``PATH``,
     if given, names the tool: claude, codex or gemini)."""
-    modes = [name for name, on in (("--results", bool(results)), ("--validate", validate),
-                                   ("--follow", follow is not None), ("--otlp", otlp is not None),
-                                   ("--sessions", sessions)) if on]
+    modes = [
+        name
+        for name, on in (
+            ("--results", bool(results)),
+            ("--validate", validate),
+            ("--follow", follow is not None),
+            ("--otlp", otlp is not None),
+            ("--sessions", sessions),
+        )
+        if on
+    ]
     if len(modes) > 1:
         raise ConfigError(f"{' and '.join(modes)} do not go together", expected="one of them")
     if sessions:

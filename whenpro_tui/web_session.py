@@ -65,8 +65,9 @@ class SessionDriver(WebDriver):
     the module docstring). Chosen by :meth:`whenpro_tui.app.WhenproApp.get_driver_class`
     when the app runs under textual-serve."""
 
-    def __init__(self, app: Any, *, debug: bool = False, mouse: bool = True,
-                 size: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self, app: Any, *, debug: bool = False, mouse: bool = True, size: tuple[int, int] | None = None
+    ) -> None:
         super().__init__(app, debug=debug, mouse=mouse, size=size)
         self._ending = threading.Event()
         self._orphan = not watch_parent()

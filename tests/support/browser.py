@@ -37,8 +37,7 @@ def chromium_path() -> str:
     """The system Chromium; skips the test when there is none."""
     path = find_chromium()
     if path is None:
-        pytest.skip(f"no Chromium found ({', '.join(CANDIDATES)} or ${ENV}); "
-                    "Debian: apt-get install chromium")
+        pytest.skip(f"no Chromium found ({', '.join(CANDIDATES)} or ${ENV}); Debian: apt-get install chromium")
     return path
 
 
@@ -47,8 +46,9 @@ def browser(chromium_path: str) -> Iterator[Any]:
     """A headless Chromium (``playwright.sync_api.Browser``), closed after the test;
     skips when Playwright for Python is not installed. Use it from sync tests only
     (Playwright's sync API refuses to run inside an asyncio loop)."""
-    sync_api = pytest.importorskip("playwright.sync_api",
-                                   reason="Playwright for Python is absent (pip install -e '.[dev]')")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="Playwright for Python is absent (pip install -e '.[dev]')"
+    )
     with sync_api.sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=chromium_path, headless=True)
         try:

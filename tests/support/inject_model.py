@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from tests.support.judge_oracle import wants_structured
 from tests.support.llm_wire import prompt_text
@@ -22,8 +23,9 @@ _CALLS = re.compile(r"Agent: (.+?) calls: (\[.*\])\n" + re.escape(TOOL_ASK))
 _EXEC = re.compile(re.escape(TOOL_ASK) + r" running the code of Step (\S+) as (.+?) prints it")
 
 
-def step_answer(content: str, tool_calls: list[dict] | None = None, final_answer: str | None = None,
-                ends_run: bool = False) -> dict[str, Any]:
+def step_answer(
+    content: str, tool_calls: list[dict] | None = None, final_answer: str | None = None, ends_run: bool = False
+) -> dict[str, Any]:
     """A simulated agent turn (the :class:`~whenpro_core.injection.simulate.SimStep` fields)."""
     calls = [{"name": c["name"], "arguments_json": json.dumps(c["arguments"])} for c in tool_calls or []]
     return {"content": content, "tool_calls": calls, "final_answer": final_answer, "ends_run": ends_run}
@@ -78,19 +80,22 @@ class InjectModel:
             return self._out("stage2", ans, structured, self._rewrite_text)
         if STAGE1_ASK in prompt:
             self.asked.append(Asked("stage1", prompt))
-            return self._out("stage1", self.plan, structured,
-                             lambda a: f"Flaw: {a['flaw']}\nWrong result: {a['wrong_result']}")
+            return self._out(
+                "stage1", self.plan, structured, lambda a: f"Flaw: {a['flaw']}\nWrong result: {a['wrong_result']}"
+            )
         m = _EXEC.search(prompt)
         if m:
             self.asked.append(Asked("exec", prompt, agent=m.group(2), coord=m.group(1)))
-            return self._out("exec", {"observation": self.exec_output(prompt), "error": None}, structured,
-                             self._tool_text)
+            return self._out(
+                "exec", {"observation": self.exec_output(prompt), "error": None}, structured, self._tool_text
+            )
         m = _CALLS.search(prompt)
         if m:
             calls = json.loads(m.group(2))
             self.asked.append(Asked("tool", prompt, agent=m.group(1), calls=calls))
-            return self._out("tool", {"observation": self.tool(calls, prompt), "error": None}, structured,
-                             self._tool_text)
+            return self._out(
+                "tool", {"observation": self.tool(calls, prompt), "error": None}, structured, self._tool_text
+            )
         m = _TURN.findall(prompt)
         if m:
             coord, agent = m[-1]
@@ -118,8 +123,10 @@ class InjectModel:
 
     @staticmethod
     def _turn_text(a: dict[str, Any]) -> str:
-        return (f"### CONTENT\n{a['content']}\n### TOOL CALLS\n{json.dumps(a['tool_calls'])}\n"
-                f"### FINAL ANSWER\n{a['final_answer'] or 'null'}\n### ENDS RUN\n{'yes' if a['ends_run'] else 'no'}")
+        return (
+            f"### CONTENT\n{a['content']}\n### TOOL CALLS\n{json.dumps(a['tool_calls'])}\n"
+            f"### FINAL ANSWER\n{a['final_answer'] or 'null'}\n### ENDS RUN\n{'yes' if a['ends_run'] else 'no'}"
+        )
 
     @staticmethod
     def _tool_text(a: dict[str, Any]) -> str:

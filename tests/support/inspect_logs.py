@@ -35,16 +35,26 @@ MockLLM.count_text_tokens = _word_count  # type: ignore[method-assign]  # no net
 def explode():  # type: ignore[no-untyped-def]
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         raise RuntimeError("the tool exploded")
+
     return solve
 
 
 def main(log_dir: str) -> None:
-    finished = Task(dataset=[Sample(id="s1", input="Say hello.", target="Default output from mockllm/model")],
-                    solver=[generate()], scorer=match(location="any"), name="finished")
-    errored = Task(dataset=[Sample(id="s1", input="Say hello.", target="hello")],
-                   solver=[explode()], scorer=match(), name="errored")
-    logs = inspect_eval([finished, errored], model="mockllm/model", log_dir=log_dir, display="none",
-                        fail_on_error=False)
+    finished = Task(
+        dataset=[Sample(id="s1", input="Say hello.", target="Default output from mockllm/model")],
+        solver=[generate()],
+        scorer=match(location="any"),
+        name="finished",
+    )
+    errored = Task(
+        dataset=[Sample(id="s1", input="Say hello.", target="hello")],
+        solver=[explode()],
+        scorer=match(),
+        name="errored",
+    )
+    logs = inspect_eval(
+        [finished, errored], model="mockllm/model", log_dir=log_dir, display="none", fail_on_error=False
+    )
     for log in logs:
         print(log.eval.task, log.status, log.location)
 

@@ -14,14 +14,20 @@ from typing import Any
 from tests.support.llm_wire import prompt_text
 
 _ASK_STEP = re.compile(r"Does Step (\S+) hold the decisive error\?")
-_HALVES = re.compile(r"first half \((?:Steps? )(\S+)(?: to (\S+))?\) or the second half \((?:Steps? )(\S+)(?: to (\S+))?\)")
+_HALVES = re.compile(
+    r"first half \((?:Steps? )(\S+)(?: to (\S+))?\) or the second half \((?:Steps? )(\S+)(?: to (\S+))?\)"
+)
 
 
 def wants_structured(body: dict[str, Any]) -> bool:
     """True when the request asks for JSON-schema output or a forced tool call."""
     text = body.get("text")
-    return bool(body.get("response_format") or (isinstance(text, dict) and text.get("format"))
-                or body.get("output_config") or body.get("tool_choice"))
+    return bool(
+        body.get("response_format")
+        or (isinstance(text, dict) and text.get("format"))
+        or body.get("output_config")
+        or body.get("tool_choice")
+    )
 
 
 @dataclass
@@ -49,18 +55,19 @@ class Oracle:
             half = "first" if self._pos(self.step) <= self._pos(first_end) else "second"
             return {"half": half, "reason": "oracle"} if structured else f"Half: {half}\nReason: oracle"
         if "Which failure mode is it?" in prompt:
-            return ({"error_mode": self.mode, "reason": "oracle"} if structured
-                    else f"Error Mode: {self.mode}\nReason: oracle")
+            return (
+                {"error_mode": self.mode, "reason": "oracle"}
+                if structured
+                else f"Error Mode: {self.mode}\nReason: oracle"
+            )
         if asked and prompt.rstrip().endswith("(one sentence)"):
             yes = asked[-1] == self.step
             if structured:
                 return {"decisive": yes, "error_mode": self.mode if yes else "", "reason": "oracle"}
             return f"Decisive: {'Yes' if yes else 'No'}\nError Mode: {self.mode if yes else 'None'}\nReason: oracle"
         if structured:
-            return {"agent_name": self.agent, "step_number": self.step, "error_mode": self.mode,
-                    "reason": "oracle"}
-        return (f"Agent Name: {self.agent}\nStep Number: {self.step}\nError Mode: {self.mode}\n"
-                "Reason: oracle")
+            return {"agent_name": self.agent, "step_number": self.step, "error_mode": self.mode, "reason": "oracle"}
+        return f"Agent Name: {self.agent}\nStep Number: {self.step}\nError Mode: {self.mode}\nReason: oracle"
 
 
 def oracle_for(trace) -> Oracle:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import orjson
 
@@ -22,8 +22,15 @@ class LineWriter(threading.Thread):
     positions in ``split`` are written in two halves with ``delay * 3`` between. ``start``
     waits ``start_delay`` first (the follower may start before the file exists)."""
 
-    def __init__(self, path: Path, lines: list[bytes], *, delay: float = 0.03, split: Iterable[int] = (),
-                 start_delay: float = 0.05) -> None:
+    def __init__(
+        self,
+        path: Path,
+        lines: list[bytes],
+        *,
+        delay: float = 0.03,
+        split: Iterable[int] = (),
+        start_delay: float = 0.05,
+    ) -> None:
         super().__init__(daemon=True)
         self.path, self.lines, self.delay = Path(path), lines, delay
         self.split, self.start_delay = set(split), start_delay

@@ -39,9 +39,10 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from tests.support.llm_wire import (
     IMAGE_TOKENS,
@@ -78,23 +79,31 @@ class Fault:
     ok_status: bool = False
 
     @classmethod
-    def http(cls, status: int, *, retry_after: str | None = None, message: str = "", echo_auth: bool = False,
-             ok_status: bool = False) -> "Fault":
+    def http(
+        cls,
+        status: int,
+        *,
+        retry_after: str | None = None,
+        message: str = "",
+        echo_auth: bool = False,
+        ok_status: bool = False,
+    ) -> Fault:
         """``echo_auth``: the message quotes the request's credentials headers back (as some
         proxies do); ``ok_status``: the error body is sent with HTTP 200 (as some gateways do)."""
-        return cls("status", status=status, retry_after=retry_after, message=message, echo_auth=echo_auth,
-                   ok_status=ok_status)
+        return cls(
+            "status", status=status, retry_after=retry_after, message=message, echo_auth=echo_auth, ok_status=ok_status
+        )
 
     @classmethod
-    def hang(cls, seconds: float) -> "Fault":
+    def hang(cls, seconds: float) -> Fault:
         return cls("hang", seconds=seconds)
 
     @classmethod
-    def malformed(cls) -> "Fault":
+    def malformed(cls) -> Fault:
         return cls("malformed")
 
     @classmethod
-    def wrong_format(cls) -> "Fault":
+    def wrong_format(cls) -> Fault:
         return cls("wrong_format")
 
 
@@ -174,7 +183,7 @@ class LLMServer:
 
     # -------------------------------------------------------------- lifecycle
 
-    def start(self) -> "LLMServer":
+    def start(self) -> LLMServer:
         """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
         handler = type("_Handler", (_Handler,), {"llm": self})
         httpd = _Server(("127.0.0.1", 0), handler)
@@ -195,7 +204,7 @@ class LLMServer:
             self._thread.join(timeout=5)
         self._httpd = None
 
-    def __enter__(self) -> "LLMServer":
+    def __enter__(self) -> LLMServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -338,7 +347,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -------------------------------------------------------------- plumbing
 
-    def _send(self, status: int, payload: Any, *, headers: dict[str, str] | None = None, raw: bytes | None = None) -> None:
+    def _send(
+        self, status: int, payload: Any, *, headers: dict[str, str] | None = None, raw: bytes | None = None
+    ) -> None:
         data = raw if raw is not None else json.dumps(payload).encode("utf-8")
         rec = getattr(self, "_rec", None)
         if rec is not None and not rec.finished:
@@ -360,8 +371,15 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (timeout): nothing to do
         self.close_connection = True
 
-    def _error(self, api: str | None, status: int, message: str, *, headers: dict[str, str] | None = None,
-               kind_of: int | None = None) -> None:
+    def _error(
+        self,
+        api: str | None,
+        status: int,
+        message: str,
+        *,
+        headers: dict[str, str] | None = None,
+        kind_of: int | None = None,
+    ) -> None:
         """Send an error body of the API's shape; ``kind_of``: the status whose error type the
         body names (default ``status``; differs when an error is sent with HTTP 200)."""
         etype = {
@@ -385,9 +403,12 @@ class _Handler(BaseHTTPRequestHandler):
         llm = self.llm
         path = self.path.split("?", 1)[0]
         api = (
-            "chat" if path.endswith("/chat/completions")
-            else "responses" if path.endswith("/responses")
-            else "messages" if path.endswith("/messages")
+            "chat"
+            if path.endswith("/chat/completions")
+            else "responses"
+            if path.endswith("/responses")
+            else "messages"
+            if path.endswith("/messages")
             else None
         )
         length = int(self.headers.get("Content-Length") or 0)
@@ -445,9 +466,17 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, None, raw=b'{"id": "broken", "choices": [{"message": ')
                 return 200
         schema_asked = wants_schema(api, body)
-        wants_tool = api == "messages" and isinstance(body.get("tool_choice"), dict) and body["tool_choice"].get("type") == "tool"
+        wants_tool = (
+            api == "messages"
+            and isinstance(body.get("tool_choice"), dict)
+            and body["tool_choice"].get("type") == "tool"
+        )
         if schema_asked and not llm.structured:
-            what = {"chat": "response_format json_schema", "responses": "text.format json_schema", "messages": "output_config.format"}[api]
+            what = {
+                "chat": "response_format json_schema",
+                "responses": "text.format json_schema",
+                "messages": "output_config.format",
+            }[api]
             self._error(api, 400, f"{what} is not supported by this server")
             return 400
         if body.get("tools") and not llm.tools:
@@ -482,6 +511,8 @@ class _Handler(BaseHTTPRequestHandler):
             payload = responses_payload(n, model, text, truncated, prompt_tokens, out_tokens, cached)
         else:
             read, write = llm._anthropic_cached(model, segs)
-            payload = messages_payload(n, model, text, truncated, prompt_tokens, out_tokens, read, write, body if wants_tool else None)
+            payload = messages_payload(
+                n, model, text, truncated, prompt_tokens, out_tokens, read, write, body if wants_tool else None
+            )
         self._send(200, payload)
         return 200

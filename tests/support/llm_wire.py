@@ -146,7 +146,15 @@ def responses_payload(n: int, model: str, text: str, truncated: bool, pt: int, c
 
 
 def messages_payload(
-    n: int, model: str, text: str, truncated: bool, pt: int, ct: int, read: int, write: int, tool_body: dict[str, Any] | None
+    n: int,
+    model: str,
+    text: str,
+    truncated: bool,
+    pt: int,
+    ct: int,
+    read: int,
+    write: int,
+    tool_body: dict[str, Any] | None,
 ) -> dict[str, Any]:
     content: list[dict[str, Any]] = [{"type": "text", "text": text}]
     stop = "max_tokens" if truncated else "end_turn"

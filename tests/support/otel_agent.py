@@ -14,14 +14,17 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
 
-def provider(endpoint: str, *, service: str = "workshop-agent", gzip: bool = False,
-             batch: bool = False) -> TracerProvider:
+def provider(
+    endpoint: str, *, service: str = "workshop-agent", gzip: bool = False, batch: bool = False
+) -> TracerProvider:
     """A TracerProvider exporting to ``endpoint`` (the full /v1/traces URL)."""
-    exporter = OTLPSpanExporter(endpoint=endpoint, timeout=10,
-                                compression=Compression.Gzip if gzip else Compression.NoCompression)
+    exporter = OTLPSpanExporter(
+        endpoint=endpoint, timeout=10, compression=Compression.Gzip if gzip else Compression.NoCompression
+    )
     tp = TracerProvider(resource=Resource.create({"service.name": service}))
-    tp.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=50) if batch
-                          else SimpleSpanProcessor(exporter))
+    tp.add_span_processor(
+        BatchSpanProcessor(exporter, schedule_delay_millis=50) if batch else SimpleSpanProcessor(exporter)
+    )
     return tp
 
 
@@ -29,19 +32,31 @@ def _chat(tracer, user: str, answer: str, tool: tuple[str, dict] | None = None) 
     parts = [{"type": "text", "content": answer}]
     if tool:
         parts.append({"type": "tool_call", "id": f"call_{tool[0]}", "name": tool[0], "arguments": tool[1]})
-    with tracer.start_as_current_span("chat gpt-4.1", attributes={
-            "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
-            "gen_ai.request.model": "gpt-4.1", "gen_ai.usage.input_tokens": 120,
+    with tracer.start_as_current_span(
+        "chat gpt-4.1",
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "gpt-4.1",
+            "gen_ai.usage.input_tokens": 120,
             "gen_ai.usage.output_tokens": 20,
             "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": user}]}]),
-            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}])}):
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}]),
+        },
+    ):
         pass
 
 
 def _tool(tracer, name: str, args: dict, result: object) -> None:
-    with tracer.start_as_current_span(f"execute_tool {name}", attributes={
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-            "gen_ai.tool.call.arguments": json.dumps(args), "gen_ai.tool.call.result": json.dumps(result)}):
+    with tracer.start_as_current_span(
+        f"execute_tool {name}",
+        attributes={
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.arguments": json.dumps(args),
+            "gen_ai.tool.call.result": json.dumps(result),
+        },
+    ):
         pass
 
 
@@ -54,8 +69,9 @@ def run_workshop_agent(tp: TracerProvider, *, wrong: bool = True) -> str:
     tracer = tp.get_tracer("workshop.agents", "1.0")
     breaks = "2 * 15 = 20" if wrong else "2 * 15 = 30"
     total = 155 if wrong else 165
-    with tracer.start_as_current_span("invoke_agent planner", attributes={
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}) as root:
+    with tracer.start_as_current_span(
+        "invoke_agent planner", attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}
+    ) as root:
         _chat(tracer, QUESTION, "Sessions: 3 * 45 = 135 minutes.", ("calculator", {"expr": "3*45"}))
         _tool(tracer, "calculator", {"expr": "3*45"}, 135)
         _chat(tracer, "135", f"Breaks: {breaks} minutes. Total {total} minutes.", ("clock_add", {"minutes": total}))
@@ -68,8 +84,9 @@ def _agent_span(tracer, name: str, convention: str):
     """An agent span in either convention: GenAI ``invoke_agent`` with ``gen_ai.agent.name``
     or an OpenInference ``AGENT`` span with ``agent.name``."""
     if convention == "genai":
-        return tracer.start_as_current_span(f"invoke_agent {name}", attributes={
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name})
+        return tracer.start_as_current_span(
+            f"invoke_agent {name}", attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name}
+        )
     return tracer.start_as_current_span(name, attributes={"openinference.span.kind": "AGENT", "agent.name": name})
 
 

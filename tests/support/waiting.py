@@ -45,8 +45,14 @@ class Deadline:
             raise AssertionError(f"timed out waiting for {what} ({self.timeout:g} s){extra}")
 
 
-def wait_until(condition: Callable[[], T], what: str, *, timeout: float = TIMEOUT_S,
-               poll: float = POLL_S, detail: Callable[[], str] | None = None) -> T:
+def wait_until(
+    condition: Callable[[], T],
+    what: str,
+    *,
+    timeout: float = TIMEOUT_S,
+    poll: float = POLL_S,
+    detail: Callable[[], str] | None = None,
+) -> T:
     """Check ``condition()`` every ``poll`` seconds until it is truthy and return it;
     AssertionError naming ``what`` (and ``detail()``) if it is not within ``timeout``."""
     deadline = Deadline(timeout)
@@ -56,9 +62,16 @@ def wait_until(condition: Callable[[], T], what: str, *, timeout: float = TIMEOU
     return value
 
 
-async def until(pilot: Any, condition: Callable[[], T], what: str, *, timeout: float = TIMEOUT_S,
-                poll: float = POLL_S, detail: Callable[[], str] | None = None,
-                between: Callable[[], Awaitable[Any]] | None = None) -> T:
+async def until(
+    pilot: Any,
+    condition: Callable[[], T],
+    what: str,
+    *,
+    timeout: float = TIMEOUT_S,
+    poll: float = POLL_S,
+    detail: Callable[[], str] | None = None,
+    between: Callable[[], Awaitable[Any]] | None = None,
+) -> T:
     """:func:`wait_until` for Pilot tests: between checks the screen handles every
     message queued so far and the loop yields ``poll`` seconds to the app's workers
     (``pilot.pause(poll)``), or awaits ``between()`` instead (e.g. ``settle``: every

@@ -13,9 +13,16 @@ from whenpro_core.model import Attribution, Trace
 from whenpro_core.taxonomy import Taxonomy
 
 
-async def ask_all_at_once(trace: Trace, transcript: Transcript, judge: Judge, taxonomy: Taxonomy,
-                          tally: Tally, *, with_gold: bool, template: PromptTemplate | None = None
-                          ) -> ParsedAnswer:
+async def ask_all_at_once(
+    trace: Trace,
+    transcript: Transcript,
+    judge: Judge,
+    taxonomy: Taxonomy,
+    tally: Tally,
+    *,
+    with_gold: bool,
+    template: PromptTemplate | None = None,
+) -> ParsedAnswer:
     """The all-at-once call on an already rendered ``transcript``; usage and warnings go
     to ``tally``. A step coordinate that is not in the trace is kept but warned about.
     With ``template`` the request is the user's template (free-text answer)."""
@@ -23,25 +30,35 @@ async def ask_all_at_once(trace: Trace, transcript: Transcript, judge: Judge, ta
         messages = template_messages(template, trace, transcript, taxonomy, with_gold)
         answer, _ = await ask(judge, messages, Verdict, taxonomy, tally, structured=False)
     else:
-        answer, _ = await ask(judge, all_at_once(trace, transcript, taxonomy, with_gold),
-                              Verdict, taxonomy, tally)
+        answer, _ = await ask(judge, all_at_once(trace, transcript, taxonomy, with_gold), Verdict, taxonomy, tally)
     if answer.step is not None and transcript.block(answer.step) is None:
         tally.warn(f"answered step {answer.step}, which is not a step of this trace")
     return answer
 
 
-async def run_all_at_once(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True,
-                          progress: ProgressCallback | None = None,
-                          template: PromptTemplate | None = None) -> Attribution:
+async def run_all_at_once(
+    trace: Trace,
+    judge: Judge,
+    taxonomy: Taxonomy,
+    *,
+    with_gold: bool = True,
+    progress: ProgressCallback | None = None,
+    template: PromptTemplate | None = None,
+) -> Attribution:
     """One call with the whole transcript; the answer names agent, step, mode and reason."""
     tally = Tally("all-at-once", judge, with_gold)
-    transcript = render_transcript(trace, image_loader=image_loader_for(judge),
-                                   budget_tokens=judge.budget_tokens)
+    transcript = render_transcript(trace, image_loader=image_loader_for(judge), budget_tokens=judge.budget_tokens)
     for w in transcript.warnings:
         tally.warn(w)
     if progress:
         progress(Progress("all-at-once", 1, tuple(transcript.coords()), "reading the whole transcript"))
-    answer = await ask_all_at_once(trace, transcript, judge, taxonomy, tally, with_gold=with_gold,
-                                   template=template)
-    return tally.finish(trace, agent=answer.agent, step=answer.step, mode=answer.mode,
-                        reason=answer.reason, confidence=answer.confidence, step_text=answer.step_text)
+    answer = await ask_all_at_once(trace, transcript, judge, taxonomy, tally, with_gold=with_gold, template=template)
+    return tally.finish(
+        trace,
+        agent=answer.agent,
+        step=answer.step,
+        mode=answer.mode,
+        reason=answer.reason,
+        confidence=answer.confidence,
+        step_text=answer.step_text,
+    )

@@ -37,9 +37,16 @@ def _from_structured(obj: BaseModel, taxonomy: Taxonomy) -> ParsedAnswer:
     return out
 
 
-async def ask(judge: Judge, messages: list[Message], schema: type[BaseModel], taxonomy: Taxonomy,
-              tally: Tally, *, structured: bool = True, call: CallSettings | None = None
-              ) -> tuple[ParsedAnswer, str]:
+async def ask(
+    judge: Judge,
+    messages: list[Message],
+    schema: type[BaseModel],
+    taxonomy: Taxonomy,
+    tally: Tally,
+    *,
+    structured: bool = True,
+    call: CallSettings | None = None,
+) -> tuple[ParsedAnswer, str]:
     """One call: returns the parsed answer and the raw text. Usage, raw output and
     warnings go to ``tally``. An answer whose verdict cannot be read is not kept in the
     response cache (the next run asks again). ``structured=False`` asks for free text

@@ -24,13 +24,13 @@ def max_calls(n: int) -> int:
     return (math.ceil(math.log2(n)) if n > 1 else 0) + 1
 
 
-async def run_binary_search(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True,
-                            progress: ProgressCallback | None = None) -> Attribution:
+async def run_binary_search(
+    trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True, progress: ProgressCallback | None = None
+) -> Attribution:
     """Narrow the candidate steps by halves, then ask for the failure mode of the one
     left. Its speaker is the agent."""
     tally = Tally("binary-search", judge, with_gold)
-    transcript = render_transcript(trace, image_loader=image_loader_for(judge),
-                                   budget_tokens=judge.budget_tokens)
+    transcript = render_transcript(trace, image_loader=image_loader_for(judge), budget_tokens=judge.budget_tokens)
     for w in transcript.warnings:
         tally.warn(w)
     blocks = judged_blocks(trace, transcript)
@@ -45,10 +45,17 @@ async def run_binary_search(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, w
         second = [b.coord for b in blocks[mid:hi]]
         calls += 1
         if progress:
-            progress(Progress("binary-search", calls, tuple(first + second),
-                              f"steps {first[0]}–{second[-1]}: first or second half?"))
-        answer, _ = await ask(judge, binary_search(trace, transcript, taxonomy, with_gold, first, second),
-                              HalfChoice, taxonomy, tally)
+            progress(
+                Progress(
+                    "binary-search",
+                    calls,
+                    tuple(first + second),
+                    f"steps {first[0]}–{second[-1]}: first or second half?",
+                )
+            )
+        answer, _ = await ask(
+            judge, binary_search(trace, transcript, taxonomy, with_gold, first, second), HalfChoice, taxonomy, tally
+        )
         if answer.half == "second":
             lo = mid
         else:
@@ -58,7 +65,7 @@ async def run_binary_search(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, w
     block = blocks[lo]
     if progress:
         progress(Progress("binary-search", calls + 1, (block.coord,), f"failure mode of step {block.coord}"))
-    answer, _ = await ask(judge, mode_question(trace, transcript, taxonomy, with_gold, block),
-                          ModeJudgement, taxonomy, tally)
-    return tally.finish(trace, agent=block.agent, step=block.coord, mode=answer.mode,
-                        reason=answer.reason)
+    answer, _ = await ask(
+        judge, mode_question(trace, transcript, taxonomy, with_gold, block), ModeJudgement, taxonomy, tally
+    )
+    return tally.finish(trace, agent=block.agent, step=block.coord, mode=answer.mode, reason=answer.reason)

@@ -19,10 +19,21 @@ from whenpro_core.opening import load_one
 from whenpro_core.taxonomy import taxonomy_for
 
 
-def attribute_command(ref: str, *, protocol: str | None, model: str | None, with_gold: bool,
-                      as_json: bool, save: bool, no_cache: bool,
-                      settings_flags: dict | None = None, dry_run: bool = False,
-                      preset: str | None = None, template: str | None = None, labels: bool = False) -> None:
+def attribute_command(
+    ref: str,
+    *,
+    protocol: str | None,
+    model: str | None,
+    with_gold: bool,
+    as_json: bool,
+    save: bool,
+    no_cache: bool,
+    settings_flags: dict | None = None,
+    dry_run: bool = False,
+    preset: str | None = None,
+    template: str | None = None,
+    labels: bool = False,
+) -> None:
     """Load the trace, run the protocol, print the verdict, optionally save it.
     ``settings_flags`` (base_url, timeout_s, max_retries, images; ``None`` = not given)
     override the environment and config.toml. ``dry_run``: print the requests the
@@ -31,11 +42,15 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
     default, like the TUI, so an annotator or a judge's operator is not shown the label)."""
     if model and model.strip().lower() == "heuristic":
         model = None
-    name = (preset_protocol(preset, protocol) if preset
-            else protocol_name(protocol or ("all-at-once" if model else "heuristic")))
+    name = (
+        preset_protocol(preset, protocol)
+        if preset
+        else protocol_name(protocol or ("all-at-once" if model else "heuristic"))
+    )
     if name == "heuristic" and model:
-        raise ConfigError("--protocol heuristic and --model do not go together",
-                          expected="no --model: heuristic uses no model")
+        raise ConfigError(
+            "--protocol heuristic and --model do not go together", expected="no --model: heuristic uses no model"
+        )
     prompt = load_template(template) if template else None
     trace = load_one(ref)
     if dry_run:
@@ -48,10 +63,13 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
 
         settings = load_settings(**(settings_flags or {}))
         if (model or settings.model or "heuristic").strip().lower() == "heuristic":
-            raise ConfigError(f"protocol {name} needs a model",
-                              expected="--model provider:model, or model in config.toml / "
-                                       "WHENPRO_MODEL (or --protocol heuristic offline)")
+            raise ConfigError(
+                f"protocol {name} needs a model",
+                expected="--model provider:model, or model in config.toml / "
+                "WHENPRO_MODEL (or --protocol heuristic offline)",
+            )
         judge = make_judge(model, settings=settings, use_cache=not no_cache)
+
     async def run():
         try:
             return await attribute(trace, name, judge=judge, with_gold=with_gold, template=prompt)
@@ -65,8 +83,12 @@ def attribute_command(ref: str, *, protocol: str | None, model: str | None, with
 
         warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
         from whenpro_core.attribution.heuristic import attribute_heuristic
-        verdict = (nothing_to_attribute(trace, name, None, with_gold) if trace.outcome == Outcome.success
-                   else attribute_heuristic(trace, with_gold=with_gold))
+
+        verdict = (
+            nothing_to_attribute(trace, name, None, with_gold)
+            if trace.outcome == Outcome.success
+            else attribute_heuristic(trace, with_gold=with_gold)
+        )
     elif not as_json and sys.stderr.isatty():
         with err.status(f"{name} attribution of {trace.id} …"):
             verdict = asyncio.run(run())
@@ -91,16 +113,29 @@ def _show(trace, verdict, *, as_json: bool, labels: bool) -> None:
         print_verdict(trace, verdict, taxonomy_for(trace.source.root), labels=labels)
 
 
-def _dry_run(trace, name: str, model: str | None, with_gold: bool, as_json: bool,
-             settings_flags: dict | None, template: PromptTemplate | None) -> None:
+def _dry_run(
+    trace,
+    name: str,
+    model: str | None,
+    with_gold: bool,
+    as_json: bool,
+    settings_flags: dict | None,
+    template: PromptTemplate | None,
+) -> None:
     import json
 
     from whenpro_core.attribution.dry_run import need_model, preview, preview_text
     from whenpro_core.config import load_settings
 
     settings = load_settings(**{k: v for k, v in (settings_flags or {}).items() if v is not None})
-    doc = preview(trace, name, need_model(model, settings, name) if name != "heuristic" else "heuristic",
-                  settings, with_gold=with_gold, template=template)
+    doc = preview(
+        trace,
+        name,
+        need_model(model, settings, name) if name != "heuristic" else "heuristic",
+        settings,
+        with_gold=with_gold,
+        template=template,
+    )
     sys.stdout.write((json.dumps(doc, ensure_ascii=False) if as_json else preview_text(doc)) + "\n")
 
 
@@ -110,16 +145,31 @@ def _save(trace, verdict, err: Console) -> None:
     try:
         path = save_verdict(trace, verdict)
     except WhenproError as exc:
-        err.print(f"warning: verdict not saved: {exc.one_line()} (use --no-save to skip saving)",
-                  highlight=False, markup=False, soft_wrap=True)
+        err.print(
+            f"warning: verdict not saved: {exc.one_line()} (use --no-save to skip saving)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
         return
     if path is not None and trace.source.path and Path(trace.source.path).resolve().parent != path.parent:
         err.print(f"verdict saved to {path} (the trace's folder is not writable)", highlight=False)
 
 
-def counterfactual_command(ref: str, *, model: str | None, executor: str, rank: str, max_replays: int,
-                           budget_usd: float | None, as_json: bool, save: bool, no_cache: bool,
-                           settings_flags: dict | None = None, labels: bool = False) -> None:
+def counterfactual_command(
+    ref: str,
+    *,
+    model: str | None,
+    executor: str,
+    rank: str,
+    max_replays: int,
+    budget_usd: float | None,
+    as_json: bool,
+    save: bool,
+    no_cache: bool,
+    settings_flags: dict | None = None,
+    labels: bool = False,
+) -> None:
     """``whenpro attribute --protocol counterfactual``: rank the steps, correct each in turn
     (the reference policy on a built-in system, else the model asked to fix the step),
     replay the rest through ``executor``, stop at the earliest step whose correction
@@ -141,8 +191,11 @@ def counterfactual_command(ref: str, *, model: str | None, executor: str, rank: 
         return
     settings = load_settings(**(settings_flags or {}))
     builtin = env_for_trace(trace) is not None
-    corrector = ReferenceCorrector() if builtin and not model else \
-        LLMFixCorrector(model or settings.model or "", settings=settings, use_cache=not no_cache)
+    corrector = (
+        ReferenceCorrector()
+        if builtin and not model
+        else LLMFixCorrector(model or settings.model or "", settings=settings, use_cache=not no_cache)
+    )
     runner = get_executor(executor, model=model, settings=settings, use_cache=not no_cache)
     ranking = heuristic_ranking(trace)
     ranked_by = None
@@ -153,14 +206,20 @@ def counterfactual_command(ref: str, *, model: str | None, executor: str, rank: 
     err = Console(stderr=True, soft_wrap=True)
 
     def show(t) -> None:
-        head = f"step {t.coord} ({t.agent}): " + ("needs no correction (no replay)" if t.outcome == "unchanged"
-                                                  else f"corrected and replayed: {t.outcome}")
-        err.print(head
-                  + (f", final answer {t.final_answer!r}" if t.final_answer is not None else "")
-                  + f" · {t.calls} calls · ${t.cost_usd:.4f}", markup=False, highlight=False)
+        head = f"step {t.coord} ({t.agent}): " + (
+            "needs no correction (no replay)" if t.outcome == "unchanged" else f"corrected and replayed: {t.outcome}"
+        )
+        err.print(
+            head
+            + (f", final answer {t.final_answer!r}" if t.final_answer is not None else "")
+            + f" · {t.calls} calls · ${t.cost_usd:.4f}",
+            markup=False,
+            highlight=False,
+        )
 
-    verdict, _run = attribute_counterfactual(trace, runner, corrector, ranking=ranking, max_replays=max_replays,
-                                             budget_usd=budget_usd, on_try=show)
+    verdict, _run = attribute_counterfactual(
+        trace, runner, corrector, ranking=ranking, max_replays=max_replays, budget_usd=budget_usd, on_try=show
+    )
     if ranked_by is not None:  # the ranking's calls count too
         verdict.usage = verdict.usage.add(ranked_by.usage)
         verdict.reason = f"{verdict.reason} Ranked by {ranked_by.protocol} first (step {ranked_by.step})."

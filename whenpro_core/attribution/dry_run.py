@@ -48,29 +48,38 @@ from whenpro_core.model import Trace
 #: How later calls of each protocol differ from the first (shown as ``later``).
 LATER = {
     "all-at-once": None,
-    "step-by-step": ("each later call repeats this conversation, adds the judge's previous answer as an "
-                     "assistant turn and one user turn with the next step(s) and the same question; it "
-                     "stops at the first yes"),
-    "binary-search": ("each later call is this request with the range narrowed to the half the judge "
-                      "chose; a last call asks for the failure mode of the step left"),
-    "hybrid": ("then one call per step of the named agent, in order, until one is judged decisive: the same "
-               "system message and transcript, with the question replaced by 'Does Step X hold the "
-               "decisive error?'"),
+    "step-by-step": (
+        "each later call repeats this conversation, adds the judge's previous answer as an "
+        "assistant turn and one user turn with the next step(s) and the same question; it "
+        "stops at the first yes"
+    ),
+    "binary-search": (
+        "each later call is this request with the range narrowed to the half the judge "
+        "chose; a last call asks for the failure mode of the step left"
+    ),
+    "hybrid": (
+        "then one call per step of the named agent, in order, until one is judged decisive: the same "
+        "system message and transcript, with the question replaced by 'Does Step X hold the "
+        "decisive error?'"
+    ),
     "whowhen:all-at-once": None,
-    "whowhen:step-by-step": ("each later call is a fresh request of the same shape about the next step: the "
-                             "numbered history one step longer; every step is asked about, whoever spoke, until "
-                             "an answer starts with '1. Yes'"),
-    "whowhen:binary-search": ("each later call is this request for the half the judge chose ('upper half' wins "
-                              "when both are named, a seeded coin when neither), until one step is left; no "
-                              "error-mode call"),
+    "whowhen:step-by-step": (
+        "each later call is a fresh request of the same shape about the next step: the "
+        "numbered history one step longer; every step is asked about, whoever spoke, until "
+        "an answer starts with '1. Yes'"
+    ),
+    "whowhen:binary-search": (
+        "each later call is this request for the half the judge chose ('upper half' wins "
+        "when both are named, a seeded coin when neither), until one step is left; no "
+        "error-mode call"
+    ),
 }
 
 
 class _Captured(Exception):
     """Raised by the recording judge to stop the protocol after its first request."""
 
-    def __init__(self, messages: list[Message], schema: type[BaseModel] | None,
-                 call: CallSettings | None) -> None:
+    def __init__(self, messages: list[Message], schema: type[BaseModel] | None, call: CallSettings | None) -> None:
         super().__init__("captured")
         self.messages = messages
         self.schema = schema
@@ -85,8 +94,13 @@ class RecordingJudge:
     multimodal: bool
     budget_tokens: int
 
-    async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None,
-                  readable: Any = None, call: CallSettings | None = None) -> JudgeReply:
+    async def ask(
+        self,
+        messages: list[Message],
+        schema: type[BaseModel] | None = None,
+        readable: Any = None,
+        call: CallSettings | None = None,
+    ) -> JudgeReply:
         """Never answers: raises :class:`_Captured` with the messages."""
         raise _Captured(list(messages), schema, call)
 
@@ -102,8 +116,14 @@ def image_summary(part: ImagePart) -> dict[str, Any]:
             width, height = img.size
     except (UnidentifiedImageError, OSError):
         width = height = 0
-    return {"type": "image", "mime": part.mime, "width": width, "height": height, "bytes": len(raw),
-            "sha256": hashlib.sha256(raw).hexdigest()}
+    return {
+        "type": "image",
+        "mime": part.mime,
+        "width": width,
+        "height": height,
+        "bytes": len(raw),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+    }
 
 
 def _part(part: TextPart | ImagePart) -> dict[str, Any]:
@@ -119,14 +139,22 @@ def request_messages(request: LLMRequest) -> list[dict[str, Any]]:
     """The request's messages as plain data, the system prompt first."""
     out: list[dict[str, Any]] = []
     if request.system:
-        out.append({"role": "system", "content": [_part(TextPart(text=request.system,
-                                                                   cache_breakpoint=request.cache_system))]})
+        out.append(
+            {"role": "system", "content": [_part(TextPart(text=request.system, cache_breakpoint=request.cache_system))]}
+        )
     out += [{"role": m.role, "content": _content(list(m.content))} for m in request.messages]
     return out
 
 
-def preview(trace: Trace, protocol: str, model: str, settings: Settings, *, with_gold: bool = True,
-            template: PromptTemplate | None = None) -> dict:
+def preview(
+    trace: Trace,
+    protocol: str,
+    model: str,
+    settings: Settings,
+    *,
+    with_gold: bool = True,
+    template: PromptTemplate | None = None,
+) -> dict:
     """The first request(s) ``protocol`` would send for ``trace`` to ``model``, as the
     JSON document described in the module doc. ``{"requests": []}`` for the heuristic
     and for a run that succeeded. ConfigError for an unknown protocol or model name."""
@@ -145,15 +173,24 @@ def preview(trace: Trace, protocol: str, model: str, settings: Settings, *, with
         return {"requests": []}  # nothing to attribute (a successful run)
     schema, call = captured.schema, captured.call
     request = to_request(captured.messages, schema, call)
-    return {"requests": [{
-        "provider": spec.provider, "model": spec.model, "api": spec.api,
-        "messages": request_messages(request),
-        "settings": {"temperature": settings.temperature if call.temperature is None else call.temperature,
-                     "max_tokens": call.max_tokens or settings.max_tokens,
-                     "reasoning_effort": settings.reasoning_effort,
-                     "structured_output": schema.__name__ if schema else None, "images": images},
-        "later": LATER.get(name),
-    }]}
+    return {
+        "requests": [
+            {
+                "provider": spec.provider,
+                "model": spec.model,
+                "api": spec.api,
+                "messages": request_messages(request),
+                "settings": {
+                    "temperature": settings.temperature if call.temperature is None else call.temperature,
+                    "max_tokens": call.max_tokens or settings.max_tokens,
+                    "reasoning_effort": settings.reasoning_effort,
+                    "structured_output": schema.__name__ if schema else None,
+                    "images": images,
+                },
+                "later": LATER.get(name),
+            }
+        ]
+    }
 
 
 def preview_text(doc: dict) -> str:
@@ -167,8 +204,10 @@ def preview_text(doc: dict) -> str:
                 if part["type"] == "text":
                     lines.append(part["text"].rstrip("\n"))
                 else:
-                    lines.append(f"[image {part['mime']} {part['width']}x{part['height']}, {part['bytes']:,} bytes, "
-                                 f"sha256 {part['sha256'][:16]}]")
+                    lines.append(
+                        f"[image {part['mime']} {part['width']}x{part['height']}, {part['bytes']:,} bytes, "
+                        f"sha256 {part['sha256'][:16]}]"
+                    )
                 if part.get("cache_breakpoint"):
                     lines.append("[cache breakpoint]")
         if req["later"]:
@@ -176,8 +215,7 @@ def preview_text(doc: dict) -> str:
     return "\n".join(lines) if lines else "no model call: this protocol and trace need none"
 
 
-def preview_choice(trace: Trace, protocol: str, model: str | None, with_gold: bool,
-                   settings: Settings | None) -> str:
+def preview_choice(trace: Trace, protocol: str, model: str | None, with_gold: bool, settings: Settings | None) -> str:
     """The terminal preview (:func:`preview_text`) of a choice made in the TUI's
     attribute dialog: ``model`` typed or picked, else the configured one. ConfigError
     when settings could not be loaded (``None``) for an LLM protocol, or when no model
@@ -197,6 +235,8 @@ def need_model(model: str | None, settings: Settings, protocol: str) -> str:
     ConfigError when neither names an LLM."""
     name = (model or settings.model or "heuristic").strip()
     if name.lower() == "heuristic":
-        raise ConfigError(f"protocol {protocol} needs a model to show its requests",
-                          expected="--model provider:model (no key is needed for --dry-run)")
+        raise ConfigError(
+            f"protocol {protocol} needs a model to show its requests",
+            expected="--model provider:model (no key is needed for --dry-run)",
+        )
     return name

@@ -22,8 +22,9 @@ FRAMING_KINDS = frozenset({"user", "system"})
 #: Kinds that carry what the environment returned, not what an agent decided.
 ENVIRONMENT_KINDS = frozenset({"observation", "tool"})
 #: Speakers that are the environment or a human, never the responsible agent.
-ENVIRONMENT_AGENTS = frozenset({"computer_terminal", "computerterminal", "human", "user",
-                                "system", "tool", "environment"})
+ENVIRONMENT_AGENTS = frozenset(
+    {"computer_terminal", "computerterminal", "human", "user", "system", "tool", "environment"}
+)
 #: Agents whose messages relay what they saw (web pages, files, terminals): facts in them
 #: are observed, not asserted.
 _RELAY_HINTS = ("surfer", "browser", "terminal", "search", "retriev", "reader", "executor")
@@ -39,7 +40,7 @@ def capped(text: str, cap: int = FIELD_CAP) -> str:
     if len(text) <= cap:
         return text
     head = cap * 3 // 4
-    return text[:head] + "\n…\n" + text[len(text) - (cap - head):]
+    return text[:head] + "\n…\n" + text[len(text) - (cap - head) :]
 
 
 def step_text(step: Step) -> str:
@@ -52,8 +53,7 @@ def step_text(step: Step) -> str:
 
 def full_text(step: Step) -> str:
     """What a step wrote plus what came back (observation and error), capped."""
-    return "\n".join(p for p in (step_text(step), capped(step.observation or ""),
-                                  capped(step.error or "")) if p)
+    return "\n".join(p for p in (step_text(step), capped(step.observation or ""), capped(step.error or "")) if p)
 
 
 def normalize_number(token: str) -> str:
@@ -76,14 +76,28 @@ _FLAGS = re.MULTILINE | re.IGNORECASE
 #: its guard is in the text: a 50 kB web page has no traceback frame to look for.
 _NOISE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("warn", re.compile(r"^(?-i:[^\n]*?(?:[A-Z]\w*Warning\b|warnings\.warn))[^\n]*$", _FLAGS)),
-    ('file "', re.compile(r"^\s*File \"[^\"\n]*\", line \d+[^\n]*$", _FLAGS)),            # traceback frames
-    ("/", re.compile(r"(?<![\w.~/])(?:[A-Za-z]:)?(?:[./~]*/[\w.@+-]+){2,}/?", _FLAGS)),    # file-system paths
-    ("-", re.compile(r"\b(?:gpt|claude|gemini|llama|mistral|mixtral|qwen|deepseek|o[134])(?:-[\w.]+)+",
-                     _FLAGS)),                                                             # model ids
-    (":", re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
-                     r"|\b\d{1,2}:\d{2}:\d{2}[.,]\d+\b", _FLAGS)),                          # timestamps
-    ("", re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"      # uuids
-                    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{16,}\b", _FLAGS)),        # hashes
+    ('file "', re.compile(r"^\s*File \"[^\"\n]*\", line \d+[^\n]*$", _FLAGS)),  # traceback frames
+    ("/", re.compile(r"(?<![\w.~/])(?:[A-Za-z]:)?(?:[./~]*/[\w.@+-]+){2,}/?", _FLAGS)),  # file-system paths
+    (
+        "-",
+        re.compile(r"\b(?:gpt|claude|gemini|llama|mistral|mixtral|qwen|deepseek|o[134])(?:-[\w.]+)+", _FLAGS),
+    ),  # model ids
+    (
+        ":",
+        re.compile(
+            r"\b\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+            r"|\b\d{1,2}:\d{2}:\d{2}[.,]\d+\b",
+            _FLAGS,
+        ),
+    ),  # timestamps
+    (
+        "",
+        re.compile(
+            r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"  # uuids
+            r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{16,}\b",
+            _FLAGS,
+        ),
+    ),  # hashes
 )
 _URL = re.compile(r"https?://[^\s)\]>\"'`]+")
 #: Inside a URL, a query value (``?year=2015``) is a value; the rest is an address.
@@ -98,7 +112,7 @@ def _blank_url(match: re.Match[str]) -> str:
     url = match.group(0)
     kept = [" "] * len(url)
     for m in _URL_VALUE.finditer(url):
-        kept[m.start(1):m.end(1)] = m.group(1)
+        kept[m.start(1) : m.end(1)] = m.group(1)
     return "".join(kept)
 
 
@@ -140,13 +154,73 @@ def _values_cached(text: str) -> frozenset[str]:
 
 
 #: Words too common to trace as a value of an answer.
-STOPWORDS = frozenset({
-    "a", "an", "the", "and", "or", "but", "if", "then", "so", "of", "to", "in", "on", "at", "by", "for",
-    "with", "from", "as", "is", "are", "was", "were", "be", "been", "it", "its", "this", "that", "these",
-    "those", "there", "here", "not", "no", "yes", "none", "all", "any", "some", "each", "which", "who",
-    "what", "when", "where", "why", "how", "i", "we", "you", "he", "she", "they", "me", "us", "them", "my",
-    "our", "your", "his", "her", "their",
-})
+STOPWORDS = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "then",
+        "so",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "not",
+        "no",
+        "yes",
+        "none",
+        "all",
+        "any",
+        "some",
+        "each",
+        "which",
+        "who",
+        "what",
+        "when",
+        "where",
+        "why",
+        "how",
+        "i",
+        "we",
+        "you",
+        "he",
+        "she",
+        "they",
+        "me",
+        "us",
+        "them",
+        "my",
+        "our",
+        "your",
+        "his",
+        "her",
+        "their",
+    }
+)
 #: ``@name[value]`` fields of a structured answer (DABench style).
 _FIELD = re.compile(r"@\w+\[([^\]]*)\]")
 
@@ -177,8 +251,11 @@ def answer_values(final: str) -> set[str]:
     # Numeric fields are computed results; a named field (a column, a category) first shows
     # up in a data listing, which says nothing about who chose it: only the whole answer is traced.
     whole = final.strip().strip(".!").lower()
-    values |= {normalize_number(v) for v in exact
-               if (v == whole and len(v.split()) <= 6) or normalize_number(v) != v or v.isdigit()}
+    values |= {
+        normalize_number(v)
+        for v in exact
+        if (v == whole and len(v.split()) <= 6) or normalize_number(v) != v or v.isdigit()
+    }
     return {v for v in values if v and (not is_weak_value(v) or v in exact or normalize_number(v) in exact)}
 
 
@@ -190,8 +267,11 @@ def salient_values(text: str) -> frozenset[str]:
 
 #: Numbers that label rather than state: list markers (``3.``, ``(2)``) and ordinals
 #: (``step 3``, ``#2``, ``page 4``).
-_MARKER = re.compile(r"^\s*(?:[#*>-]+\s*)?[(\[]?\d{1,2}[.)\]](?!\d)"
-                     r"|\b(?:step|item|page|round|turn|no\.?|#)\s*\d{1,2}\b|#\d{1,2}\b", re.MULTILINE | re.IGNORECASE)
+_MARKER = re.compile(
+    r"^\s*(?:[#*>-]+\s*)?[(\[]?\d{1,2}[.)\]](?!\d)"
+    r"|\b(?:step|item|page|round|turn|no\.?|#)\s*\d{1,2}\b|#\d{1,2}\b",
+    re.MULTILINE | re.IGNORECASE,
+)
 
 
 def find_value(text: str, value: str) -> re.Match[str] | None:
@@ -251,7 +331,7 @@ def _rounding_match(text: str, value: str) -> re.Match[str] | None:
     if not dot or not whole.isdigit() or not decimals.isdigit() or not 1 <= len(decimals) <= 6:
         return None
     target, places = float(value), len(decimals)
-    tolerance = 0.5 * 10 ** -places + 1e-12
+    tolerance = 0.5 * 10**-places + 1e-12
     for m in _PRECISE.finditer(denoise(text[:FIELD_CAP]) if text else ""):
         token = m.group(0)
         if len(token.partition(".")[2]) > places and abs(float(token) - target) <= tolerance:

@@ -32,8 +32,10 @@ SUPPORT_WEIGHT = 0.25
 
 #: The warning of a verdict on a run whose outcome is unknown (coding-agent sessions,
 #: interchange files): it is attributed as if it failed, which it may not have.
-UNKNOWN_OUTCOME_NOTE = ("the run's outcome is unknown (the file does not say whether it succeeded): "
-                        "it was treated as possibly failed, so the verdict may point at a run that worked")
+UNKNOWN_OUTCOME_NOTE = (
+    "the run's outcome is unknown (the file does not say whether it succeeded): "
+    "it was treated as possibly failed, so the verdict may point at a run that worked"
+)
 
 
 def outcome_warnings(trace: Trace) -> list[str]:
@@ -52,8 +54,9 @@ def build_context(trace: Trace, with_gold: bool) -> Context:
     failed = trace.outcome in (Outcome.failure, Outcome.unknown)
     if gold and final and trace.outcome != Outcome.success:
         failed = failed or not answer_matches(final, gold)
-    return Context(trace=trace, final=final, final_index=final_index, gold=gold, failed=failed,
-                   candidates=candidate_steps(trace))
+    return Context(
+        trace=trace, final=final, final_index=final_index, gold=gold, failed=failed, candidates=candidate_steps(trace)
+    )
 
 
 def score_steps(signals: list[Signal]) -> dict[int, tuple[float, list[Signal]]]:
@@ -69,8 +72,11 @@ def score_steps(signals: list[Signal]) -> dict[int, tuple[float, list[Signal]]]:
     return scored
 
 
-_VISUAL = re.compile(r"\b(image|picture|photo|chart|graph|figure|frame|screenshot|bars?|"
-                     r"visible|shown|depicted|looks like|appears? to be)\b", re.IGNORECASE)
+_VISUAL = re.compile(
+    r"\b(image|picture|photo|chart|graph|figure|frame|screenshot|bars?|"
+    r"visible|shown|depicted|looks like|appears? to be)\b",
+    re.IGNORECASE,
+)
 
 
 def refine_mode(trace: Trace, step: Step, mode: str) -> str:
@@ -92,8 +98,7 @@ CAL_PER_LOG_CANDIDATE = -0.7
 CAL_AGREEMENT = 0.45
 CAL_INDIRECT = -0.2
 #: Detectors whose evidence only points near the error (they fire on symptoms).
-INDIRECT_SIGNALS = frozenset({"no-progress", "repeated-action", "rubber-stamp", "gave-up",
-                              "fabrication-language"})
+INDIRECT_SIGNALS = frozenset({"no-progress", "repeated-action", "rubber-stamp", "gave-up", "fabrication-language"})
 #: With no signal at all the verdict is a prior, not evidence: its confidence is at most this.
 PRIOR_CAP = 0.1
 
@@ -102,8 +107,12 @@ def calibrated_confidence(candidates: int, sigs: list[Signal]) -> float:
     """Chance (0..1) that a verdict backed by ``sigs`` (strongest first; empty for the
     first-step prior) names the right step among ``candidates`` steps."""
     kinds = {s.name for s in sigs}
-    x = (CAL_INTERCEPT + CAL_PER_LOG_CANDIDATE * math.log(max(candidates, 1))
-         + CAL_AGREEMENT * (len(kinds) > 1) + CAL_INDIRECT * bool(sigs and sigs[0].name in INDIRECT_SIGNALS))
+    x = (
+        CAL_INTERCEPT
+        + CAL_PER_LOG_CANDIDATE * math.log(max(candidates, 1))
+        + CAL_AGREEMENT * (len(kinds) > 1)
+        + CAL_INDIRECT * bool(sigs and sigs[0].name in INDIRECT_SIGNALS)
+    )
     p = 1 / (1 + math.exp(-x))
     return round(p if sigs else min(PRIOR_CAP, p), 2)
 
@@ -125,8 +134,9 @@ def _reason_parts(sigs: list) -> list[str]:
     return parts
 
 
-def attribute_heuristic(trace: Trace, *, with_gold: bool = True,
-                        signals_out: list[Signal] | None = None) -> Attribution:
+def attribute_heuristic(
+    trace: Trace, *, with_gold: bool = True, signals_out: list[Signal] | None = None
+) -> Attribution:
     """Attribute the decisive error of ``trace`` offline.
 
     Returns an :class:`Attribution` with agent, step coordinate, failure mode, a reason
@@ -137,8 +147,7 @@ def attribute_heuristic(trace: Trace, *, with_gold: bool = True,
     """
     started = time.perf_counter()
     ctx = build_context(trace, with_gold)
-    result = Attribution(protocol="heuristic", model="heuristic", with_gold=with_gold,
-                         warnings=outcome_warnings(trace))
+    result = Attribution(protocol="heuristic", model="heuristic", with_gold=with_gold, warnings=outcome_warnings(trace))
     if not ctx.candidates:
         result.warnings.append("no agent step to attribute")
         result.usage = Usage(seconds=time.perf_counter() - started)
@@ -158,8 +167,10 @@ def attribute_heuristic(trace: Trace, *, with_gold: bool = True,
     else:
         step = ctx.candidates[0]
         mode = "PL.1" if step.kind == "plan" else "R.2"
-        reason = (f"Step {step.coord} ({step.agent}): no signal found in the trace; "
-                  "falling back to the first acting agent step [first-step prior]")
+        reason = (
+            f"Step {step.coord} ({step.agent}): no signal found in the trace; "
+            "falling back to the first acting agent step [first-step prior]"
+        )
         confidence = calibrated_confidence(len(ctx.candidates), [])
         result.warnings.append("no heuristic signal fired; verdict is the first-step prior")
     result.agent = "agent" if trace.is_single_agent else step.agent

@@ -21,13 +21,13 @@ from whenpro_core.model import Attribution, Trace
 from whenpro_core.taxonomy import Taxonomy
 
 
-async def run_hybrid(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True,
-                     progress: ProgressCallback | None = None) -> Attribution:
+async def run_hybrid(
+    trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True, progress: ProgressCallback | None = None
+) -> Attribution:
     """Agent from all-at-once; step and mode from the first of its steps judged decisive.
     If none is, the all-at-once verdict stands (with a warning)."""
     tally = Tally("hybrid", judge, with_gold)
-    transcript = render_transcript(trace, image_loader=image_loader_for(judge),
-                                   budget_tokens=judge.budget_tokens)
+    transcript = render_transcript(trace, image_loader=image_loader_for(judge), budget_tokens=judge.budget_tokens)
     for w in transcript.warnings:
         tally.warn(w)
     if progress:
@@ -40,13 +40,26 @@ async def run_hybrid(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gol
     for n, block in enumerate(blocks):
         if progress:
             progress(Progress("hybrid", n + 2, (block.coord,), f"asking about step {block.coord}"))
-        answer, _ = await ask(judge, step_question(trace, transcript, taxonomy, with_gold, block, n),
-                              StepJudgement, taxonomy, tally)
+        answer, _ = await ask(
+            judge, step_question(trace, transcript, taxonomy, with_gold, block, n), StepJudgement, taxonomy, tally
+        )
         if answer.decisive:
-            return tally.finish(trace, agent=block.agent if agent is None else agent, step=block.coord,
-                                mode=answer.mode or first.mode, reason=answer.reason)
+            return tally.finish(
+                trace,
+                agent=block.agent if agent is None else agent,
+                step=block.coord,
+                mode=answer.mode or first.mode,
+                reason=answer.reason,
+            )
         if answer.decisive is None:
             tally.warn(f"step {block.coord}: answer was neither yes nor no; read as no")
     tally.warn("no step was judged decisive; kept the all-at-once verdict")
-    return tally.finish(trace, agent=first.agent, step=first.step, mode=first.mode, reason=first.reason,
-                        confidence=first.confidence, step_text=first.step_text)
+    return tally.finish(
+        trace,
+        agent=first.agent,
+        step=first.step,
+        mode=first.mode,
+        reason=first.reason,
+        confidence=first.confidence,
+        step_text=first.step_text,
+    )

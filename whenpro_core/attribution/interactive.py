@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING
 
 from whenpro_core.attribution.evidence import is_candidate
 from whenpro_core.attribution.judge import CallSettings, JudgeReply, Progress, ProgressCallback
@@ -58,7 +59,7 @@ class ModelChoice:
     note: str
 
 
-def model_choices(settings: "Settings | None", previous: Iterable[Attribution] = ()) -> list[ModelChoice]:
+def model_choices(settings: Settings | None, previous: Iterable[Attribution] = ()) -> list[ModelChoice]:
     """Models to offer for an LLM protocol, without duplicates, in this order: the
     configured default model (``model`` setting), provider-qualified models named in the
     user's ``prices`` table, models of earlier verdicts on this trace, and a well-known
@@ -108,8 +109,9 @@ def protocol_notes(trace: Trace) -> dict[str, str]:
     }
 
 
-def make_request(trace: Trace, protocol: str, model: str | None, with_gold: bool,
-                 settings: "Settings | None") -> AttributionRequest:
+def make_request(
+    trace: Trace, protocol: str, model: str | None, with_gold: bool, settings: Settings | None
+) -> AttributionRequest:
     """Check a user's choice and return the request to run.
 
     ``model`` is what the user picked or typed; empty means the configured default.
@@ -122,8 +124,9 @@ def make_request(trace: Trace, protocol: str, model: str | None, with_gold: bool
     """
     protocol = protocol_name(protocol)
     with_gold = with_gold and trace_has_gold(trace)
-    if protocol == "heuristic" or (protocol == "counterfactual" and not (model or "").strip()
-                                   and env_for_trace(trace) is not None):
+    if protocol == "heuristic" or (
+        protocol == "counterfactual" and not (model or "").strip() and env_for_trace(trace) is not None
+    ):
         return AttributionRequest(protocol, None, with_gold)
     if settings is None:
         from whenpro_core.config import load_settings
@@ -135,8 +138,10 @@ def make_request(trace: Trace, protocol: str, model: str | None, with_gold: bool
     name = (model or "").strip() or settings.model
     spec = parse_model(name, api=settings.api)
     if spec is None:
-        raise ConfigError(f"protocol {protocol} needs a model",
-                          expected="a provider:model such as openai:gpt-4.1 (or the heuristic protocol, offline)")
+        raise ConfigError(
+            f"protocol {protocol} needs a model",
+            expected="a provider:model such as openai:gpt-4.1 (or the heuristic protocol, offline)",
+        )
     require_endpoint(spec, settings)
     return AttributionRequest(protocol, spec.name, with_gold)
 
@@ -148,7 +153,7 @@ class MeteredJudge:
     ``seconds`` left at 0); ``spent``: what the answered ones cost now (cache hits: 0);
     ``closed``: :meth:`aclose` ran."""
 
-    def __init__(self, judge: "Judge") -> None:
+    def __init__(self, judge: Judge) -> None:
         self.judge = judge
         self.model = judge.model
         self.multimodal = judge.multimodal
@@ -164,9 +169,13 @@ class MeteredJudge:
         backend = getattr(self.judge, "backend", None)
         return getattr(backend, "retry_note", None)
 
-    async def ask(self, messages: "list[Message]", schema: "type[BaseModel] | None" = None,
-                  readable: "Callable[[str, BaseModel | None], bool] | None" = None,
-                  call: "CallSettings | None" = None) -> JudgeReply:
+    async def ask(
+        self,
+        messages: list[Message],
+        schema: type[BaseModel] | None = None,
+        readable: Callable[[str, BaseModel | None], bool] | None = None,
+        call: CallSettings | None = None,
+    ) -> JudgeReply:
         """Ask the wrapped judge; raises what it raises."""
         self.asked += 1
         reply = await self.judge.ask(messages, schema, readable, call)
@@ -183,7 +192,7 @@ class MeteredJudge:
                 await close()
 
 
-def open_judge(model: str, settings: "Settings | None" = None, *, use_cache: bool = True) -> MeteredJudge:
+def open_judge(model: str, settings: Settings | None = None, *, use_cache: bool = True) -> MeteredJudge:
     """Open a metered judge for ``model``, importing the provider's SDK first (call it in
     a thread: the import takes about a second). Raises ConfigError like
     :func:`~whenpro_core.attribution.llm_judge.make_judge`."""
@@ -197,10 +206,15 @@ def open_judge(model: str, settings: "Settings | None" = None, *, use_cache: boo
     return MeteredJudge(make_judge(model, settings=settings, use_cache=use_cache))
 
 
-async def run_request(trace: Trace, request: AttributionRequest, *, settings: "Settings | None" = None,
-                      progress: ProgressCallback | None = None,
-                      on_judge: Callable[[MeteredJudge], None] | None = None,
-                      use_cache: bool = True) -> Attribution:
+async def run_request(
+    trace: Trace,
+    request: AttributionRequest,
+    *,
+    settings: Settings | None = None,
+    progress: ProgressCallback | None = None,
+    on_judge: Callable[[MeteredJudge], None] | None = None,
+    use_cache: bool = True,
+) -> Attribution:
     """Run ``request`` on ``trace``: open the judge (in a thread), run the protocol,
     close the judge whatever happens (also when the awaiting task is cancelled).
     ``on_judge`` receives the metered judge as soon as it is open. Nothing is saved.
@@ -215,14 +229,14 @@ async def run_request(trace: Trace, request: AttributionRequest, *, settings: "S
             judge = await asyncio.to_thread(open_judge, request.model, settings, use_cache=use_cache)
             if on_judge is not None:
                 on_judge(judge)
-        return await attribute(trace, request.protocol, judge=judge, with_gold=request.with_gold,
-                               progress=progress)
+        return await attribute(trace, request.protocol, judge=judge, with_gold=request.with_gold, progress=progress)
     finally:
         if judge is not None:
             await judge.aclose()
 
 
 # --------------------------------------------------------------------------- progress
+
 
 @dataclass(frozen=True)
 class ProgressView:
@@ -264,6 +278,7 @@ def progress_view(trace: Trace, progress: Progress, index: dict[str, list[int]] 
 
 # --------------------------------------------------------------------------- verdicts
 
+
 def verdict_step_index(trace: Trace, verdict: Attribution) -> int | None:
     """The index of the step a verdict names (``None`` when it names none, or a
     coordinate that is not in the trace)."""
@@ -272,7 +287,7 @@ def verdict_step_index(trace: Trace, verdict: Attribution) -> int | None:
     return find_coord(trace, verdict.step)
 
 
-def verdict_score(trace: Trace, verdict: Attribution) -> "AxisScore | None":
+def verdict_score(trace: Trace, verdict: Attribution) -> AxisScore | None:
     """Per-axis comparison with the trace's ground truth (DESIGN §7), ``None`` when the
     trace has none."""
     if trace.ground_truth is None:
@@ -282,6 +297,19 @@ def verdict_score(trace: Trace, verdict: Attribution) -> "AxisScore | None":
     return score_prediction(trace, verdict)
 
 
-__all__ = ["PROTOCOLS", "AttributionRequest", "MeteredJudge", "ModelChoice", "ProgressView",
-           "coord_indexes", "make_request", "model_choices", "open_judge", "progress_view",
-           "protocol_notes", "run_request", "verdict_score", "verdict_step_index"]
+__all__ = [
+    "PROTOCOLS",
+    "AttributionRequest",
+    "MeteredJudge",
+    "ModelChoice",
+    "ProgressView",
+    "coord_indexes",
+    "make_request",
+    "model_choices",
+    "open_judge",
+    "progress_view",
+    "protocol_notes",
+    "run_request",
+    "verdict_score",
+    "verdict_step_index",
+]

@@ -10,8 +10,9 @@ events so the TUI can show a marker moving through the steps.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel
 
@@ -56,9 +57,13 @@ class Judge(Protocol):
     multimodal: bool
     budget_tokens: int
 
-    async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None,
-                  readable: Callable[[str, BaseModel | None], bool] | None = None,
-                  call: CallSettings | None = None) -> JudgeReply:
+    async def ask(
+        self,
+        messages: list[Message],
+        schema: type[BaseModel] | None = None,
+        readable: Callable[[str, BaseModel | None], bool] | None = None,
+        call: CallSettings | None = None,
+    ) -> JudgeReply:
         """Answer ``messages``; raise :class:`~whenpro_core.errors.BackendError` when the
         backend fails after its retries. ``readable(text, parsed)``: whether a verdict can
         be read from an answer (an unreadable one must not be cached as an answer);
@@ -99,9 +104,17 @@ class Tally:
         """Record a warning (parse failure, tie-break)."""
         self.result.warnings.append(text)
 
-    def finish(self, trace: Trace, *, agent: str | None, step: str | None, mode: str | None,
-               reason: str | None, confidence: float | None = None,
-               step_text: str | None = None) -> Attribution:
+    def finish(
+        self,
+        trace: Trace,
+        *,
+        agent: str | None,
+        step: str | None,
+        mode: str | None,
+        reason: str | None,
+        confidence: float | None = None,
+        step_text: str | None = None,
+    ) -> Attribution:
         """The final Attribution with the wall-clock seconds."""
         r = self.result
         r.agent = agent

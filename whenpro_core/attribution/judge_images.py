@@ -29,18 +29,20 @@ def load_judge_images(ref: MediaRef, trace: Trace) -> list[ImagePart]:
 
     try:
         if ref.kind != "video":
-            data = media.jpeg_for_ref(ref, trace.source.path, trace.source.root,
-                                      max_side=JUDGE_IMAGE_MAX_SIDE, quality=JUDGE_IMAGE_QUALITY)
+            data = media.jpeg_for_ref(
+                ref, trace.source.path, trace.source.root, max_side=JUDGE_IMAGE_MAX_SIDE, quality=JUDGE_IMAGE_QUALITY
+            )
             return [ImagePart(base64.b64encode(data).decode(), "image/jpeg", _label(ref))]
         path = media.resolve_for_trace(ref, trace)
         if isinstance(path, bytes):
             return []
-        result = media.keyframes(path, MAX_FRAMES_PER_STEP, max_side=JUDGE_IMAGE_MAX_SIDE,
-                                 quality=JUDGE_IMAGE_QUALITY)
+        result = media.keyframes(path, MAX_FRAMES_PER_STEP, max_side=JUDGE_IMAGE_MAX_SIDE, quality=JUDGE_IMAGE_QUALITY)
     except MediaError:
         return []
-    return [ImagePart(base64.b64encode(img).decode(), "image/jpeg", _label(ref, kf.time_s))
-            for kf, img in zip(result.keyframes, result.images)]
+    return [
+        ImagePart(base64.b64encode(img).decode(), "image/jpeg", _label(ref, kf.time_s))
+        for kf, img in zip(result.keyframes, result.images)
+    ]
 
 
 def image_loader_for(judge) -> ImageLoader | None:

@@ -25,9 +25,15 @@ from whenpro_core.llm.types import LLMRequest
 #: Context windows in tokens by model-name prefix (most specific first); the judge's
 #: prompt budget is 80% of it minus the answer's max tokens. Unknown models: 32K.
 CONTEXT_WINDOWS = (
-    ("gpt-4.1", 1_000_000), ("gpt-5", 400_000), ("o3", 200_000), ("o4", 200_000),
-    ("gpt-4o", 128_000), ("claude", 200_000), ("gemini", 1_000_000),
-    ("qwen", 32_000), ("llama", 128_000),
+    ("gpt-4.1", 1_000_000),
+    ("gpt-5", 400_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+    ("gpt-4o", 128_000),
+    ("claude", 200_000),
+    ("gemini", 1_000_000),
+    ("qwen", 32_000),
+    ("llama", 128_000),
 )
 DEFAULT_CONTEXT = 32_000
 
@@ -56,9 +62,13 @@ class LLMJudge:
         self.budget_tokens = budget_tokens
         self.use_cache = use_cache
 
-    async def ask(self, messages: list[Message], schema: type[BaseModel] | None = None,
-                  readable: Callable[[str, BaseModel | None], bool] | None = None,
-                  call: CallSettings | None = None) -> JudgeReply:
+    async def ask(
+        self,
+        messages: list[Message],
+        schema: type[BaseModel] | None = None,
+        readable: Callable[[str, BaseModel | None], bool] | None = None,
+        call: CallSettings | None = None,
+    ) -> JudgeReply:
         """One call; raises :class:`~whenpro_core.errors.BackendError` when the backend
         fails after its retries. ``readable(text, parsed)`` says whether a verdict could be
         read from an answer: one that is not is never kept in the response cache."""
@@ -70,26 +80,35 @@ class LLMJudge:
             warnings.append(f"structured answer did not validate ({response.parse_error}); parsed the text")
         if response.finish_reason == "length":
             warnings.append("the answer was cut at the max-tokens limit")
-        return JudgeReply(text=response.text, parsed=response.parsed,
-                          usage=response.original_usage or response.usage, spent=response.usage,
-                          warnings=warnings)
+        return JudgeReply(
+            text=response.text,
+            parsed=response.parsed,
+            usage=response.original_usage or response.usage,
+            spent=response.usage,
+            warnings=warnings,
+        )
 
     async def aclose(self) -> None:
         """Close the backend's HTTP clients."""
         await self.backend.aclose()
 
 
-def to_request(messages: list[Message], schema: type[BaseModel] | None = None,
-               call: CallSettings | None = None) -> LLMRequest:
+def to_request(
+    messages: list[Message], schema: type[BaseModel] | None = None, call: CallSettings | None = None
+) -> LLMRequest:
     """The provider-neutral request a judge sends for protocol ``messages``: system
     messages joined into the system prompt (a cache breakpoint when marked), the others as
     turns with their cache breakpoints, ``schema`` as the structured-output model,
     ``call``'s temperature and max tokens when set."""
     call = call or CallSettings()
-    return LLMRequest(messages=[_convert(m) for m in messages if m.role != "system"],
-                      system="\n\n".join(m.plain() for m in messages if m.role == "system") or None,
-                      cache_system=any(m.cache_breakpoint for m in messages if m.role == "system"),
-                      output_model=schema, temperature=call.temperature, max_tokens=call.max_tokens)
+    return LLMRequest(
+        messages=[_convert(m) for m in messages if m.role != "system"],
+        system="\n\n".join(m.plain() for m in messages if m.role == "system") or None,
+        cache_system=any(m.cache_breakpoint for m in messages if m.role == "system"),
+        output_model=schema,
+        temperature=call.temperature,
+        max_tokens=call.max_tokens,
+    )
 
 
 def judge_budget(model_name: str, settings: Settings) -> int:
@@ -114,8 +133,13 @@ def _convert(message: Message):
     return LLMMessage(role=message.role, content=parts or [LLMText(text=" ")])
 
 
-def make_judge(model: str | None = None, *, settings: Settings | None = None, use_cache: bool = True,
-               multimodal: bool | None = None) -> LLMJudge:
+def make_judge(
+    model: str | None = None,
+    *,
+    settings: Settings | None = None,
+    use_cache: bool = True,
+    multimodal: bool | None = None,
+) -> LLMJudge:
     """Open a judge for ``model`` (default: the configured model).
 
     Raises ConfigError for a bad model name, ``heuristic``, or a missing key or base URL
@@ -128,5 +152,6 @@ def make_judge(model: str | None = None, *, settings: Settings | None = None, us
     backend = open_backend(model, settings)
     if multimodal is None:
         multimodal = reads_images(backend.spec, settings.images, settings.vision_models)
-    return LLMJudge(backend, multimodal=multimodal, budget_tokens=judge_budget(backend.name, settings),
-                    use_cache=use_cache)
+    return LLMJudge(
+        backend, multimodal=multimodal, budget_tokens=judge_budget(backend.name, settings), use_cache=use_cache
+    )

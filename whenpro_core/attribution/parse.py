@@ -41,36 +41,61 @@ from whenpro_core.coords import normalize_coord
 from whenpro_core.taxonomy import Taxonomy
 
 _FIELDS = ("Agent Name", "Step Number", "Error Mode", "Reason", "Decisive", "Half", "Confidence")
-_ALIASES = {"agent": "Agent Name", "step": "Step Number", "mode": "Error Mode",
-            "failure mode": "Error Mode", "step coordinate": "Step Number"}
+_ALIASES = {
+    "agent": "Agent Name",
+    "step": "Step Number",
+    "mode": "Error Mode",
+    "failure mode": "Error Mode",
+    "step coordinate": "Step Number",
+}
 _JSON_KEYS = {
-    "agent name": "Agent Name", "agent": "Agent Name", "agent id": "Agent Name", "responsible agent": "Agent Name",
-    "step number": "Step Number", "step": "Step Number", "step coordinate": "Step Number",
-    "step coord": "Step Number", "step id": "Step Number",
-    "error mode": "Error Mode", "mode": "Error Mode", "failure mode": "Error Mode", "error type": "Error Mode",
-    "reason": "Reason", "explanation": "Reason", "rationale": "Reason", "reasoning": "Reason",
-    "decisive": "Decisive", "is decisive": "Decisive", "contains decisive error": "Decisive",
-    "half": "Half", "answer half": "Half", "confidence": "Confidence",
+    "agent name": "Agent Name",
+    "agent": "Agent Name",
+    "agent id": "Agent Name",
+    "responsible agent": "Agent Name",
+    "step number": "Step Number",
+    "step": "Step Number",
+    "step coordinate": "Step Number",
+    "step coord": "Step Number",
+    "step id": "Step Number",
+    "error mode": "Error Mode",
+    "mode": "Error Mode",
+    "failure mode": "Error Mode",
+    "error type": "Error Mode",
+    "reason": "Reason",
+    "explanation": "Reason",
+    "rationale": "Reason",
+    "reasoning": "Reason",
+    "decisive": "Decisive",
+    "is decisive": "Decisive",
+    "contains decisive error": "Decisive",
+    "half": "Half",
+    "answer half": "Half",
+    "confidence": "Confidence",
 }
 _LABELS = "|".join(re.escape(n) for n in (*_FIELDS, *_ALIASES))
 _FIELD = re.compile(
     rf"^[ \t>*_#-]*(?:\*\*|__)?(?P<key>{_LABELS})(?:\*\*|__)?[ \t]*[:：][ \t]*(?:\*\*|__)?[ \t]*"
     rf"(?P<val>.*?)(?=\n[ \t>*_#-]*(?:\*\*|__)?(?:{_LABELS})(?:\*\*|__)?[ \t]*[:：]|\n```|\Z)",
-    re.IGNORECASE | re.DOTALL | re.MULTILINE)
+    re.IGNORECASE | re.DOTALL | re.MULTILINE,
+)
 #: a sentence-level yes/no: at the start of a line or sentence, after a comma or colon,
 #: after "so"/"therefore"/"the answer is", or bold ("After careful review, yes", "Answer: **No**",
 #: "so no.")
 _PROSE_YES_NO = re.compile(
     r"(?:^|[.!?,:;—–-]|\*\*|\b(?:so|thus|therefore|hence|answer is|verdict is))[ \t]*(?:\*\*|__)?[ \t]*"
-    r"(yes|no)\b(?![-'])", re.IGNORECASE | re.MULTILINE)
+    r"(yes|no)\b(?![-'])",
+    re.IGNORECASE | re.MULTILINE,
+)
 _PROSE_DECISIVE = re.compile(
     r"\b(?:is|was|contains|holds|introduces)\s+(not\s+)?(?:the\s+|a\s+)?decisive\b|\b(not|non)[\s-]decisive\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _HALF = re.compile(r"\b(first|second|upper|lower|earlier|later|former|latter|1st|2nd)\b", re.IGNORECASE)
-_PROSE_HALF = re.compile(r"\b(first|second|upper|lower|earlier|later|1st|2nd)\s+(?:half|part|range|set)\b",
-                         re.IGNORECASE)
-_NEGATION = re.compile(r"(?:\bnot|\bnor|rather than|instead of|n't)\s+(?:in\s+|within\s+)?(?:the\s+)?$",
-                       re.IGNORECASE)
+_PROSE_HALF = re.compile(
+    r"\b(first|second|upper|lower|earlier|later|1st|2nd)\s+(?:half|part|range|set)\b", re.IGNORECASE
+)
+_NEGATION = re.compile(r"(?:\bnot|\bnor|rather than|instead of|n't)\s+(?:in\s+|within\s+)?(?:the\s+)?$", re.IGNORECASE)
 _FIRST_WORDS = {"first", "upper", "earlier", "former", "1st"}
 _KEY_FIELDS = ("Agent Name", "Step Number", "Decisive", "Half")
 
@@ -207,7 +232,7 @@ def _half_of(text: str, pattern: re.Pattern[str]) -> str | None:
     """The last non-negated half mentioned in ``text`` (``"first"``/``"second"``)."""
     found = None
     for m in pattern.finditer(text):
-        if _NEGATION.search(text[max(0, m.start() - 24):m.start()]):
+        if _NEGATION.search(text[max(0, m.start() - 24) : m.start()]):
             continue
         found = "first" if m.group(1).lower() in _FIRST_WORDS else "second"
     return found
@@ -233,7 +258,10 @@ def _confidence(value: str | None) -> float | None:
 
 
 _READERS = {
-    "Agent Name": _clean, "Step Number": _step, "Decisive": _yes_no, "Half": _half,
+    "Agent Name": _clean,
+    "Step Number": _step,
+    "Decisive": _yes_no,
+    "Half": _half,
 }
 
 
@@ -268,9 +296,12 @@ def _choose(text: str, need: tuple[str, ...], taxonomy: Taxonomy) -> tuple[dict[
 # ---------------------------------------------------------------- the parser
 
 
-def parse_answer(text: str | None, taxonomy: Taxonomy, *,
-                 need: tuple[str, ...] = ("Agent Name", "Step Number", "Error Mode", "Reason")
-                 ) -> ParsedAnswer:
+def parse_answer(
+    text: str | None,
+    taxonomy: Taxonomy,
+    *,
+    need: tuple[str, ...] = ("Agent Name", "Step Number", "Error Mode", "Reason"),
+) -> ParsedAnswer:
     """Read a judge's answer (rules in the module doc).
 
     Args:
@@ -294,7 +325,8 @@ def parse_answer(text: str | None, taxonomy: Taxonomy, *,
     out.reason = " ".join(reason.split()) if reason else None
     raw_mode = fields.get("Error Mode")
     out.mode = taxonomy.find_code(raw_mode or "") or (
-        None if raw_mode else taxonomy.find_code(text[start:]) or taxonomy.find_code(text))
+        None if raw_mode else taxonomy.find_code(text[start:]) or taxonomy.find_code(text)
+    )
     if raw_mode and not out.mode and raw_mode.strip().lower() not in ("none", "n/a", "null", "-"):
         out.warnings.append(f"unrecognised error mode: {raw_mode[:60]!r}")
     out.decisive = _yes_no(fields.get("Decisive"))
@@ -309,8 +341,14 @@ def parse_answer(text: str | None, taxonomy: Taxonomy, *,
 
 
 def _check(out: ParsedAnswer, text: str, need: tuple[str, ...], had_mode: bool) -> None:
-    names = {"Agent Name": out.agent, "Step Number": out.step, "Error Mode": out.mode,
-             "Reason": out.reason, "Decisive": out.decisive, "Half": out.half}
+    names = {
+        "Agent Name": out.agent,
+        "Step Number": out.step,
+        "Error Mode": out.mode,
+        "Reason": out.reason,
+        "Decisive": out.decisive,
+        "Half": out.half,
+    }
     for name in need:
         if names.get(name) is None and not (name == "Error Mode" and had_mode):
             out.warnings.append(f"missing field: {name}")

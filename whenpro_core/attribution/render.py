@@ -15,9 +15,9 @@ the judge treats it as data.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
+from typing import Any
 
 from whenpro_core import jsonio
 from whenpro_core.model import MediaRef, Step, Trace
@@ -31,7 +31,6 @@ DEFAULT_BUDGET_TOKENS = 100_000
 MIN_FIELD_CHARS = 400
 #: Keyframes shown per video step.
 MAX_FRAMES_PER_STEP = 8
-
 
 
 @dataclass
@@ -138,8 +137,9 @@ def _frames(media: list[MediaRef]) -> list[MediaRef]:
     return [m for m in media if m.kind != "frame"] + frames
 
 
-def _load_images(media: list[MediaRef], trace: Trace, loader: ImageLoader | None,
-                 warnings: list[str]) -> list[ImagePart]:
+def _load_images(
+    media: list[MediaRef], trace: Trace, loader: ImageLoader | None, warnings: list[str]
+) -> list[ImagePart]:
     if loader is None or not media:
         return []
     parts: list[ImagePart] = []
@@ -151,8 +151,9 @@ def _load_images(media: list[MediaRef], trace: Trace, loader: ImageLoader | None
     return parts
 
 
-def render_transcript(trace: Trace, *, image_loader: ImageLoader | None = None,
-                      budget_tokens: int = DEFAULT_BUDGET_TOKENS) -> Transcript:
+def render_transcript(
+    trace: Trace, *, image_loader: ImageLoader | None = None, budget_tokens: int = DEFAULT_BUDGET_TOKENS
+) -> Transcript:
     """Render ``trace`` for a judge, cut to ``budget_tokens`` (≈ characters / 4).
 
     ``image_loader`` is ``None`` for a text-only judge (images then appear as
@@ -165,12 +166,17 @@ def render_transcript(trace: Trace, *, image_loader: ImageLoader | None = None,
     for step in trace.steps:
         fields = step_fields(step)
         if image_loader is None:
-            fields += [("", f"[{m.kind}: {m.label or m.path or 'inline'}"
-                            + (f" at {m.time_s:g}s" if m.time_s is not None else "") + "]")
-                       for m in step.media]
+            fields += [
+                (
+                    "",
+                    f"[{m.kind}: {m.label or m.path or 'inline'}"
+                    + (f" at {m.time_s:g}s" if m.time_s is not None else "")
+                    + "]",
+                )
+                for m in step.media
+            ]
         if step.coord is None:
-            context.extend((f"{step.kind} ({step.agent})" if not label else label, text)
-                           for label, text in fields)
+            context.extend((f"{step.kind} ({step.agent})" if not label else label, text) for label, text in fields)
             continue
         if blocks and blocks[-1].coord == step.coord:
             block = blocks[-1]
@@ -181,9 +187,12 @@ def render_transcript(trace: Trace, *, image_loader: ImageLoader | None = None,
         block.fields.extend(fields)
         fresh = [m for m in step.media if (m.path, m.data) not in task_media]
         block.images.extend(_load_images(fresh, trace, image_loader, warnings))
-    transcript = Transcript(context=context, blocks=blocks,
-                            task_images=_load_images(trace.task.images, trace, image_loader, warnings),
-                            warnings=warnings)
+    transcript = Transcript(
+        context=context,
+        blocks=blocks,
+        task_images=_load_images(trace.task.images, trace, image_loader, warnings),
+        warnings=warnings,
+    )
     fit_to_budget(transcript, budget_tokens * CHARS_PER_TOKEN)
     return transcript
 
@@ -200,7 +209,7 @@ def cut_middle(text: str, limit: int) -> str:
     head = int(limit * 0.6)
     tail = max(limit - head, 0)
     omitted = len(text) - head - tail
-    return f"{text[:head]}\n[... {omitted:,} characters omitted ...]\n{text[len(text) - tail:]}"
+    return f"{text[:head]}\n[... {omitted:,} characters omitted ...]\n{text[len(text) - tail :]}"
 
 
 def fit_to_budget(transcript: Transcript, max_chars: int) -> None:
@@ -209,8 +218,7 @@ def fit_to_budget(transcript: Transcript, max_chars: int) -> None:
     warning records what was cut, or that even the minimum does not fit."""
     fields = [(b.fields, i) for b in transcript.blocks for i in range(len(b.fields))]
     sizes = [len(fl[i][1]) for fl, i in fields]
-    overhead = sum(len(b.header()) + 4 for b in transcript.blocks) + sum(
-        len(t) for _, t in transcript.context)
+    overhead = sum(len(b.header()) + 4 for b in transcript.blocks) + sum(len(t) for _, t in transcript.context)
     if overhead + sum(sizes) <= max_chars or not sizes:
         return
     room = max(max_chars - overhead, 0)
@@ -223,8 +231,8 @@ def fit_to_budget(transcript: Transcript, max_chars: int) -> None:
             fl[i] = (label, cut_middle(text, cap))
             cut += 1
     transcript.warnings.append(
-        f"transcript cut to fit the token budget: {cut} long fields keep their first and "
-        f"last {cap:,} characters")
+        f"transcript cut to fit the token budget: {cut} long fields keep their first and last {cap:,} characters"
+    )
     if overhead + sum(min(s, cap) for s in sizes) > max_chars:
         transcript.warnings.append("transcript still exceeds the budget at the minimum cut")
 

@@ -21,13 +21,17 @@ def verdict_record(trace: Trace, verdict: Attribution, tolerance: int = 0, *, la
     rec = {"trace": trace.id, "ref": trace.source.ref(), "attribution": verdict.model_dump(mode="json")}
     if labels and trace.ground_truth is not None:
         rec["score"] = score_prediction(trace, verdict, tolerance=tolerance).as_dict()
-        rec["ground_truth"] = {k: v for k, v in trace.ground_truth.model_dump(mode="json").items()
-                               if k in ("agent", "agents", "step", "mode")}
+        rec["ground_truth"] = {
+            k: v
+            for k, v in trace.ground_truth.model_dump(mode="json").items()
+            if k in ("agent", "agents", "step", "mode")
+        }
     return rec
 
 
-def print_verdict(trace: Trace, verdict: Attribution, taxonomy: Taxonomy,
-                  console: Console | None = None, *, labels: bool = True) -> None:
+def print_verdict(
+    trace: Trace, verdict: Attribution, taxonomy: Taxonomy, console: Console | None = None, *, labels: bool = True
+) -> None:
     """A Rich summary of ``verdict``; the ground truth and the ✓/✗ marks only when
     ``labels`` is true."""
     console = console or Console()
@@ -43,8 +47,9 @@ def print_verdict(trace: Trace, verdict: Attribution, taxonomy: Taxonomy,
         return Text("  ✓ matches ground truth", style="green") if ok else Text("  ✗ differs", style="red")
 
     grid.add_row("trace", Text(clean(trace.id)))
-    used = verdict.protocol if verdict.model in (None, "", verdict.protocol) else \
-        f"{verdict.protocol} · {verdict.model}"  # the heuristic is its own model
+    used = (
+        verdict.protocol if verdict.model in (None, "", verdict.protocol) else f"{verdict.protocol} · {verdict.model}"
+    )  # the heuristic is its own model
     grid.add_row("protocol", Text(clean(used) + ("" if verdict.with_gold else " · without gold answer")))
     grid.add_row("agent", Text(clean(verdict.agent) or "—") + mark(scored.agent if scored else None))
     grid.add_row("step", Text(clean(verdict.step) or "—") + mark(scored.step if scored else None))
@@ -53,12 +58,22 @@ def print_verdict(trace: Trace, verdict: Attribution, taxonomy: Taxonomy,
     if verdict.confidence is not None:
         grid.add_row("confidence", f"{verdict.confidence:.2f}")
     u = verdict.usage
-    grid.add_row("cost", Text(f"{u.calls} calls · {u.input_tokens:,} in / {u.output_tokens:,} out"
-                              f" ({u.cached_tokens:,} cached) tokens · ${u.cost_usd:.4f} · {u.seconds:.2f} s"))
+    grid.add_row(
+        "cost",
+        Text(
+            f"{u.calls} calls · {u.input_tokens:,} in / {u.output_tokens:,} out"
+            f" ({u.cached_tokens:,} cached) tokens · ${u.cost_usd:.4f} · {u.seconds:.2f} s"
+        ),
+    )
     if verdict.spent.calls != u.calls:
         s = verdict.spent
-        grid.add_row("spent", Text(f"{s.calls} new calls · ${s.cost_usd:.4f} (the other "
-                                   f"{u.calls - s.calls} answers came from the response cache)"))
+        grid.add_row(
+            "spent",
+            Text(
+                f"{s.calls} new calls · ${s.cost_usd:.4f} (the other "
+                f"{u.calls - s.calls} answers came from the response cache)"
+            ),
+        )
     if gt:
         who = gt.agent or ", ".join(gt.agents) or "—"
         grid.add_row("ground truth", Text(clean(f"agent {who}, step {gt.step or '—'}, mode {taxonomy.name(gt.mode)}")))

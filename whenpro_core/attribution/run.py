@@ -20,15 +20,27 @@ PROTOCOLS = ("heuristic", "all-at-once", "step-by-step", "binary-search", "hybri
 #: the protocol it runs. Accepted wherever a protocol name is, not offered in menus.
 PRESET_PROTOCOLS = {"whowhen-pro": "whowhen-pro:all-at-once"}
 #: Presets with several protocols: preset -> {whenpro protocol: the preset's protocol}.
-PRESET_CHOICES = {"whowhen-pro": {"all-at-once": "whowhen-pro:all-at-once"},
-                  "whowhen": {"all-at-once": "whowhen:all-at-once", "step-by-step": "whowhen:step-by-step",
-                              "binary-search": "whowhen:binary-search"}}
+PRESET_CHOICES = {
+    "whowhen-pro": {"all-at-once": "whowhen-pro:all-at-once"},
+    "whowhen": {
+        "all-at-once": "whowhen:all-at-once",
+        "step-by-step": "whowhen:step-by-step",
+        "binary-search": "whowhen:binary-search",
+    },
+}
 #: Every preset protocol name.
 PRESET_NAMES = frozenset(name for choices in PRESET_CHOICES.values() for name in choices.values())
 
-_ALIASES = {"aao": "all-at-once", "all_at_once": "all-at-once", "sbs": "step-by-step",
-            "step_by_step": "step-by-step", "binary": "binary-search", "bs": "binary-search",
-            "binary_search": "binary-search", "cf": "counterfactual"}
+_ALIASES = {
+    "aao": "all-at-once",
+    "all_at_once": "all-at-once",
+    "sbs": "step-by-step",
+    "step_by_step": "step-by-step",
+    "binary": "binary-search",
+    "bs": "binary-search",
+    "binary_search": "binary-search",
+    "cf": "counterfactual",
+}
 
 
 def protocol_name(name: str) -> str:
@@ -54,14 +66,22 @@ def preset_protocol(preset: str, protocol: str | None) -> str:
     if name in choices.values():
         return name
     if name not in choices:
-        raise ConfigError(f"--preset {key} has no {name} protocol",
-                          expected="no --protocol, or --protocol " + " / ".join(choices))
+        raise ConfigError(
+            f"--preset {key} has no {name} protocol", expected="no --protocol, or --protocol " + " / ".join(choices)
+        )
     return choices[name]
 
 
-async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge | None = None,
-                    with_gold: bool = True, progress: ProgressCallback | None = None,
-                    taxonomy: Taxonomy | None = None, template: PromptTemplate | None = None) -> Attribution:
+async def attribute(
+    trace: Trace,
+    protocol: str = "heuristic",
+    *,
+    judge: Judge | None = None,
+    with_gold: bool = True,
+    progress: ProgressCallback | None = None,
+    taxonomy: Taxonomy | None = None,
+    template: PromptTemplate | None = None,
+) -> Attribution:
     """Attribute the decisive error of ``trace`` with ``protocol``.
 
     ``judge`` is required for every protocol but ``heuristic`` (ConfigError otherwise).
@@ -73,8 +93,9 @@ async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge |
     """
     protocol = protocol_name(protocol)
     if template is not None and protocol != "all-at-once":
-        raise ConfigError(f"--template words the all-at-once request, not {protocol}",
-                          expected="--protocol all-at-once (no --preset)")
+        raise ConfigError(
+            f"--template words the all-at-once request, not {protocol}", expected="--protocol all-at-once (no --preset)"
+        )
     taxonomy = taxonomy or taxonomy_for(trace.source.root)
     if trace.outcome == Outcome.success:
         return nothing_to_attribute(trace, protocol, judge, with_gold)
@@ -88,13 +109,14 @@ async def attribute(trace: Trace, protocol: str = "heuristic", *, judge: Judge |
         model = judge.model if judge is not None else None
         return await asyncio.to_thread(run_protocol, trace, model, progress=progress)
     if judge is None:
-        raise ConfigError(f"protocol {protocol} needs a model",
-                          expected="--model provider:model (or use --protocol heuristic offline)")
+        raise ConfigError(
+            f"protocol {protocol} needs a model",
+            expected="--model provider:model (or use --protocol heuristic offline)",
+        )
     if protocol == "all-at-once":
         from whenpro_core.attribution.all_at_once import run_all_at_once
 
-        return await run_all_at_once(trace, judge, taxonomy, with_gold=with_gold, progress=progress,
-                                     template=template)
+        return await run_all_at_once(trace, judge, taxonomy, with_gold=with_gold, progress=progress, template=template)
     run = _runner(protocol)
     verdict = await run(trace, judge, taxonomy, with_gold=with_gold, progress=progress)
     verdict.warnings[:0] = [w for w in outcome_warnings(trace) if w not in verdict.warnings]
@@ -128,10 +150,15 @@ def _runner(protocol: str) -> Callable[..., Awaitable[Attribution]]:
 def nothing_to_attribute(trace: Trace, protocol: str, judge: Judge | None, with_gold: bool) -> Attribution:
     """The empty verdict of a run that succeeded: there is no decisive error, so no
     protocol is run and no model is called."""
-    return Attribution(protocol=protocol, model=judge.model if judge else "heuristic",
-                       with_gold=with_gold,
-                       warnings=["the run succeeded (outcome success): there is no decisive error "
-                                 "to attribute; inject one with `whenpro inject` to test a protocol"])
+    return Attribution(
+        protocol=protocol,
+        model=judge.model if judge else "heuristic",
+        with_gold=with_gold,
+        warnings=[
+            "the run succeeded (outcome success): there is no decisive error "
+            "to attribute; inject one with `whenpro inject` to test a protocol"
+        ],
+    )
 
 
 def trace_has_gold(trace: Trace) -> bool:
@@ -139,5 +166,13 @@ def trace_has_gold(trace: Trace) -> bool:
     return bool(trace.task.answer)
 
 
-__all__ = ["PRESET_CHOICES", "PRESET_NAMES", "PRESET_PROTOCOLS", "PROTOCOLS", "attribute", "preset_protocol",
-           "protocol_name", "trace_has_gold"]
+__all__ = [
+    "PRESET_CHOICES",
+    "PRESET_NAMES",
+    "PRESET_PROTOCOLS",
+    "PROTOCOLS",
+    "attribute",
+    "preset_protocol",
+    "protocol_name",
+    "trace_has_gold",
+]

@@ -72,11 +72,15 @@ def _clip(text: str, n: int = 60) -> str:
 #: A number: digits with optional thousands commas (a comma only between digits, so the
 #: comma after ``= 20, so`` is not part of it) and decimals.
 _NUM = r"-?\d+(?:,\d+)*(?:\.\d+)?"
-_EQUATION = re.compile(
-    rf"(?<![\w.])(\(?{_NUM}(?:\s*[-+*/×x÷]\s*\(?{_NUM}\)?)+)\s*=\s*\$?({_NUM})")
-_OPS: dict[type, Callable[..., float]] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-                                          ast.Div: operator.truediv, ast.USub: operator.neg,
-                                          ast.UAdd: operator.pos}
+_EQUATION = re.compile(rf"(?<![\w.])(\(?{_NUM}(?:\s*[-+*/×x÷]\s*\(?{_NUM}\)?)+)\s*=\s*\$?({_NUM})")
+_OPS: dict[type, Callable[..., float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
 
 
 def _safe_eval(expr: str) -> float | None:
@@ -119,13 +123,21 @@ def wrong_arithmetic(ctx: Context) -> list[Signal]:
                 continue
             tol = max(0.011, abs(value) * 0.005)
             if abs(value - stated) > tol:
-                out.append(Signal(step.index, 0.95, "R.3", "wrong-arithmetic",
-                                  f"states {_clip(m.group(0), 40)}, but it is {value:g}"))
+                out.append(
+                    Signal(
+                        step.index,
+                        0.95,
+                        "R.3",
+                        "wrong-arithmetic",
+                        f"states {_clip(m.group(0), 40)}, but it is {value:g}",
+                    )
+                )
                 break
     return out
 
 
 # ------------------------------------------------------- where a wrong final value appears
+
 
 def final_value_origin(ctx: Context) -> list[Signal]:
     """The earliest agent step that introduces a value of the (wrong) final answer.
@@ -166,14 +178,21 @@ def final_value_origin(ctx: Context) -> list[Signal]:
         if maker is not None:  # this step only prints a variable an earlier code step computed
             via += f" (printed at step {origin.coord} from a variable computed here)"
             origin = maker
-        out.append(Signal(origin.index, strength, mode, "final-value-origin",
-                          f"first brings in '{_clip(source_value, 30)}' (“{where}”){via}, "
-                          "which ends up in the final answer"))
+        out.append(
+            Signal(
+                origin.index,
+                strength,
+                mode,
+                "final-value-origin",
+                f"first brings in '{_clip(source_value, 30)}' (“{where}”){via}, which ends up in the final answer",
+            )
+        )
         break
     return out
 
 
 # ------------------------------------------------------- data flow through code variables
+
 
 def code_of(step: Step) -> str:
     """The code a step ran through a tool (a ``code`` argument, or the whole argument
@@ -257,8 +276,7 @@ def _in_text_order(values: set[str], text: str) -> list[str]:
     return sorted(values, key=key)
 
 
-def _follow_derivation(trace: Trace, author: Step, value: str, query: str,
-                       depth: int = 4) -> tuple[Step, str]:
+def _follow_derivation(trace: Trace, author: Step, value: str, query: str, depth: int = 4) -> tuple[Step, str]:
     """Walk a derived value back to the earliest step that introduced one of its inputs
     (DESIGN §6: the decisive error is the earliest step whose correction fixes the run).
     Returns that step and the value it introduced."""
@@ -270,8 +288,7 @@ def _follow_derivation(trace: Trace, author: Step, value: str, query: str,
         for op in operands:
             if contains_value(query, op):
                 continue
-            first = next((s for s in trace.steps[: author.index + 1]
-                          if contains_value(full_text(s), op)), None)
+            first = next((s for s in trace.steps[: author.index + 1] if contains_value(full_text(s), op)), None)
             step = _responsible_step(trace, first.index) if first else None
             if step is not None and step.index < author.index:
                 origins.append((step.index, step, op))
@@ -292,8 +309,11 @@ def _responsible_step(trace: Trace, index: int) -> Step | None:
 
 # ------------------------------------------------------------- unsupported new facts (R.1)
 
-_CLAIM = re.compile(r"\b(here (?:are|is)|found|according to|retrieved|results?|figures?|"
-                    r"the (?:price|population|rating|answer) (?:is|was)|shows?)\b", re.I)
+_CLAIM = re.compile(
+    r"\b(here (?:are|is)|found|according to|retrieved|results?|figures?|"
+    r"the (?:price|population|rating|answer) (?:is|was)|shows?)\b",
+    re.I,
+)
 
 
 def unsupported_facts(ctx: Context) -> list[Signal]:
@@ -302,16 +322,29 @@ def unsupported_facts(ctx: Context) -> list[Signal]:
     seen = set(salient_values(ctx.trace.task.query or ""))
     out = []
     for step in ctx.trace.steps:
-        if (may_be_blamed(ctx.trace, step) and step.kind != "plan" and not is_relay_agent(step.agent)
-                and not step.observation):
+        if (
+            may_be_blamed(ctx.trace, step)
+            and step.kind != "plan"
+            and not is_relay_agent(step.agent)
+            and not step.observation
+        ):
             text = capped(step.content or "")
-            new = [v for v in salient_values(text)
-                   if v not in seen and any(ch.isdigit() for ch in v) and not is_weak_value(v)]
+            new = [
+                v
+                for v in salient_values(text)
+                if v not in seen and any(ch.isdigit() for ch in v) and not is_weak_value(v)
+            ]
             if len(new) >= 2 and _CLAIM.search(text):
                 strength = min(0.7, 0.3 + 0.08 * len(new))
-                out.append(Signal(step.index, strength, "R.1", "unsupported-facts",  # values quoted
-                                  f"asserts {len(new)} figures seen nowhere before "
-                                  f"(e.g. {', '.join(sorted(new)[:3])})"))
+                out.append(
+                    Signal(
+                        step.index,
+                        strength,
+                        "R.1",
+                        "unsupported-facts",  # values quoted
+                        f"asserts {len(new)} figures seen nowhere before (e.g. {', '.join(sorted(new)[:3])})",
+                    )
+                )
         seen |= salient_values(full_text(step))
     return out
 
@@ -331,7 +364,9 @@ def _prose(step: Step) -> str:
 _FABRICATION = re.compile(
     r"\b(assum(?:e|ing|ption)|hypothetical(?:ly)?|let'?s say|placeholder|sample data|dummy|"
     r"simulat(?:e|ed|ing)|mock(?:ed)?|example (?:data|values)|for demonstration|"
-    r"made[- ]up|fictional|approximate(?:ly)?|i (?:don'?t|do not) have access)\b", re.I)
+    r"made[- ]up|fictional|approximate(?:ly)?|i (?:don'?t|do not) have access)\b",
+    re.I,
+)
 
 
 def fabrication_language(ctx: Context) -> list[Signal]:
@@ -341,22 +376,34 @@ def fabrication_language(ctx: Context) -> list[Signal]:
         text = _prose(step)
         m = _FABRICATION.search(text)
         if m:
-            out.append(Signal(step.index, 0.45, "R.1", "fabrication-language",
-                              f"says “{_clip(quote(text, m.start(), m.end()), 70)}” instead of using real data"))
+            out.append(
+                Signal(
+                    step.index,
+                    0.45,
+                    "R.1",
+                    "fabrication-language",
+                    f"says “{_clip(quote(text, m.start(), m.end()), 70)}” instead of using real data",
+                )
+            )
     return out
 
 
 # ------------------------------------------------------------- tool / execution errors
 
-_ERROR = re.compile(r"(traceback \(most recent call last\)|exitcode: [1-9]|\berror\b[.:!\s]|"
-                    r"exception|execution failed|not found|404|permission denied|timed? ?out)", re.I)
+_ERROR = re.compile(
+    r"(traceback \(most recent call last\)|exitcode: [1-9]|\berror\b[.:!\s]|"
+    r"exception|execution failed|not found|404|permission denied|timed? ?out)",
+    re.I,
+)
 #: How tools and relaying agents commonly open a failure report (``Error. Could not
 #: transcribe this audio.``, ``I'm sorry, but I cannot access...``): read at the start of
 #: a relaying agent's message, where a page's own text could not trigger them.
 _FAILURE_LEAD = re.compile(
     r"\A\W*(?:error\b|failed\b|failure\b|exception\b|could ?n[o']t\b|unable to\b|cannot\b|can'?t\b|"
     r"i(?:'m| am) (?:sorry|unable|not able)|sorry\b|no (?:results?|matches|file|such)\b|access denied|"
-    r"forbidden|permission denied|not found|invalid\b|timed? ?out|rate limit)", re.I)
+    r"forbidden|permission denied|not found|invalid\b|timed? ?out|rate limit)",
+    re.I,
+)
 
 
 def execution_errors(ctx: Context) -> list[Signal]:
@@ -372,11 +419,19 @@ def execution_errors(ctx: Context) -> list[Signal]:
         if author is None or _only_reports(ctx, author):
             continue  # the final answer relaying an earlier failure did not cause it
         mode = "A.2" if re.search(r"syntax|parse|format", text[:4000], re.I) else "A.1"
-        recovered = any(s.agent == author.agent and s.index > step.index and not s.error
-                        for s in steps[step.index + 1:])
-        out.append(Signal(author.index, 0.3 if recovered else 0.5, mode, "execution-error",
-                          f"its action failed (“{_clip(quote(text, m.start(), m.end()), 70)}”)"
-                          + ("; later recovered" if recovered else "")))
+        recovered = any(
+            s.agent == author.agent and s.index > step.index and not s.error for s in steps[step.index + 1 :]
+        )
+        out.append(
+            Signal(
+                author.index,
+                0.3 if recovered else 0.5,
+                mode,
+                "execution-error",
+                f"its action failed (“{_clip(quote(text, m.start(), m.end()), 70)}”)"
+                + ("; later recovered" if recovered else ""),
+            )
+        )
     return out
 
 
@@ -402,11 +457,13 @@ def _only_reports(ctx: Context, step: Step) -> bool:
     ``final_answer`` call or the last message): an error it shows was made earlier."""
     if step.index != ctx.final_index:
         return False
-    return not step.tool_calls or all("final" in c.name.lower() or "final_answer" in str(c.arguments)
-                                      for c in step.tool_calls)
+    return not step.tool_calls or all(
+        "final" in c.name.lower() or "final_answer" in str(c.arguments) for c in step.tool_calls
+    )
 
 
 # ------------------------------------------------------------- loops and stalls (A.4)
+
 
 def _ledger_flags(step: Step) -> tuple[bool, bool]:
     """(no progress, in a loop) from a Magentic-One orchestrator ledger in the content."""
@@ -418,9 +475,11 @@ def _ledger_flags(step: Step) -> tuple[bool, bool]:
         ledger = orjson.loads(text[start:]) if start >= 0 else {}
     except orjson.JSONDecodeError:
         return ('"is_progress_being_made": {' in text and '"answer": false' in text), False
+
     def answer(key: str) -> bool:
         item = ledger.get(key) if isinstance(ledger, dict) else None
         return bool(isinstance(item, dict) and item.get("answer"))
+
     return not answer("is_progress_being_made"), answer("is_in_loop")
 
 
@@ -438,30 +497,48 @@ def loops_and_stalls(ctx: Context) -> list[Signal]:
         if key in seen:
             what = "it" if seen[key] in quoted else f"its action (“{_clip(key_text, 50)}”)"
             quoted.add(seen[key])
-            out.append(Signal(seen[key], 0.45, "A.4", "repeated-action",
-                              f"{what} is repeated unchanged at step {step.coord}"))
+            out.append(
+                Signal(seen[key], 0.45, "A.4", "repeated-action", f"{what} is repeated unchanged at step {step.coord}")
+            )
         else:
             seen[key] = step.index
     for step in ctx.trace.steps:
         stalled, looping = _ledger_flags(step)
         if stalled or looping:
-            prev = next((s for s in reversed(ctx.trace.steps[: step.index])
-                         if may_be_blamed(ctx.trace, s) and s.agent != step.agent), None)
+            prev = next(
+                (
+                    s
+                    for s in reversed(ctx.trace.steps[: step.index])
+                    if may_be_blamed(ctx.trace, s) and s.agent != step.agent
+                ),
+                None,
+            )
             if prev is not None:
                 flag = '"is_in_loop"' if looping else '"is_progress_being_made"'
                 at = step.content.find(flag) if step.content else -1
                 said = f" (“{_clip(quote(step.content, at, at + len(flag), 60), 80)}”)" if at >= 0 else ""
-                out.append(Signal(prev.index, 0.5, "A.4" if looping else "PL.1", "no-progress",
-                                  f"the next ledger (step {step.coord}) reports "
-                                  + ("a loop" if looping else "no progress") + said))
+                out.append(
+                    Signal(
+                        prev.index,
+                        0.5,
+                        "A.4" if looping else "PL.1",
+                        "no-progress",
+                        f"the next ledger (step {step.coord}) reports "
+                        + ("a loop" if looping else "no progress")
+                        + said,
+                    )
+                )
                 break
     return out
 
 
 # ------------------------------------------------------------- premature termination (A.3)
 
-_GIVE_UP = re.compile(r"\b(unable to|could not|couldn'?t|cannot|can'?t|not available|"
-                      r"no (?:\w+ )?(?:found|information|results?)|unknown|n/a)\b", re.I)
+_GIVE_UP = re.compile(
+    r"\b(unable to|could not|couldn'?t|cannot|can'?t|not available|"
+    r"no (?:\w+ )?(?:found|information|results?)|unknown|n/a)\b",
+    re.I,
+)
 
 
 def premature_termination(ctx: Context) -> list[Signal]:
@@ -471,15 +548,25 @@ def premature_termination(ctx: Context) -> list[Signal]:
     m = _GIVE_UP.search(ctx.final)
     step = ctx.trace.steps[ctx.final_index]
     if m and may_be_blamed(ctx.trace, step):
-        return [Signal(step.index, 0.4, "A.3", "gave-up",
-                       f"ends the run with “{_clip(quote(ctx.final, m.start(), m.end()), 70)}” instead of an answer")]
+        return [
+            Signal(
+                step.index,
+                0.4,
+                "A.3",
+                "gave-up",
+                f"ends the run with “{_clip(quote(ctx.final, m.start(), m.end()), 70)}” instead of an answer",
+            )
+        ]
     return []
 
 
 # ------------------------------------------------------------- rubber-stamp verification
 
-_APPROVE = re.compile(r"\b(verified|is correct|are correct|confirm(?:ed|s)?|accurate|"
-                      r"looks good|approved?|validated)\b", re.I)
+_APPROVE = re.compile(
+    r"\b(verified|is correct|are correct|confirm(?:ed|s)?|accurate|"
+    r"looks good|approved?|validated)\b",
+    re.I,
+)
 
 
 def rubber_stamp(ctx: Context) -> list[Signal]:
@@ -490,13 +577,21 @@ def rubber_stamp(ctx: Context) -> list[Signal]:
         text = capped(step.content or "")
         m = _APPROVE.search(text) if is_verifier(step.agent) else None
         if m:
-            return [Signal(step.index, 0.35, "V.2", "rubber-stamp",
-                           f"approves the work (“{_clip(quote(text, m.start(), m.end()), 70)}”) "
-                           "although the run's answer is wrong")]
+            return [
+                Signal(
+                    step.index,
+                    0.35,
+                    "V.2",
+                    "rubber-stamp",
+                    f"approves the work (“{_clip(quote(text, m.start(), m.end()), 70)}”) "
+                    "although the run's answer is wrong",
+                )
+            ]
     return []
 
 
 # ------------------------------------------------------------- gold seen, then lost (V.1)
+
 
 def gold_lost(ctx: Context) -> list[Signal]:
     """With the gold answer: it appeared in the run, but the next agent step moved on
@@ -507,18 +602,33 @@ def gold_lost(ctx: Context) -> list[Signal]:
         if step.index == 0 or step.coord is None:
             continue
         if answer_matches(full_text(step), ctx.gold) and not answer_matches(ctx.final, ctx.gold):
-            nxt = next((s for s in ctx.trace.steps[step.index + 1:] if may_be_blamed(ctx.trace, s)), None)
+            nxt = next((s for s in ctx.trace.steps[step.index + 1 :] if may_be_blamed(ctx.trace, s)), None)
             if nxt is not None and not answer_matches(full_text(nxt), ctx.gold):
                 seen = _clip(quote_value(full_text(step), ctx.gold.strip().lower()), 70)
-                return [Signal(nxt.index, 0.55, "V.1", "gold-lost",
-                               f"the correct answer was visible at step {step.coord} (“{seen}”) "
-                               "but is dropped here")]
+                return [
+                    Signal(
+                        nxt.index,
+                        0.55,
+                        "V.1",
+                        "gold-lost",
+                        f"the correct answer was visible at step {step.coord} (“{seen}”) but is dropped here",
+                    )
+                ]
             return []
     return []
 
 
-DETECTORS = (wrong_arithmetic, final_value_origin, unsupported_facts, fabrication_language,
-             execution_errors, loops_and_stalls, premature_termination, rubber_stamp, gold_lost)
+DETECTORS = (
+    wrong_arithmetic,
+    final_value_origin,
+    unsupported_facts,
+    fabrication_language,
+    execution_errors,
+    loops_and_stalls,
+    premature_termination,
+    rubber_stamp,
+    gold_lost,
+)
 
 
 def collect(ctx: Context) -> list[Signal]:

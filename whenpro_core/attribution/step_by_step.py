@@ -26,22 +26,32 @@ def judged_blocks(trace: Trace, transcript: Transcript, agent: str | None = None
         steps = [trace.steps[i] for i in block.indexes]
         if not any(is_candidate(s) for s in steps):
             continue
-        if agent is not None and not any(s.agent.lower() == agent.lower() for s in steps) \
-                and block.agent.lower() != agent.lower():
+        if (
+            agent is not None
+            and not any(s.agent.lower() == agent.lower() for s in steps)
+            and block.agent.lower() != agent.lower()
+        ):
             continue
         out.append(block)
     return out
 
 
-async def run_step_by_step(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True,
-                           progress: ProgressCallback | None = None, agent: str | None = None,
-                           protocol: str = "step-by-step", tally: Tally | None = None) -> Attribution:
+async def run_step_by_step(
+    trace: Trace,
+    judge: Judge,
+    taxonomy: Taxonomy,
+    *,
+    with_gold: bool = True,
+    progress: ProgressCallback | None = None,
+    agent: str | None = None,
+    protocol: str = "step-by-step",
+    tally: Tally | None = None,
+) -> Attribution:
     """Ask about each judged step in order; the first "yes" is the verdict. With
     ``agent``, only that agent's steps are asked about (the others are still shown).
     If no step is judged decisive the verdict is empty, with a warning."""
     tally = tally or Tally(protocol, judge, with_gold)
-    transcript = render_transcript(trace, image_loader=image_loader_for(judge),
-                                   budget_tokens=judge.budget_tokens)
+    transcript = render_transcript(trace, image_loader=image_loader_for(judge), budget_tokens=judge.budget_tokens)
     for w in transcript.warnings:
         tally.warn(w)
     asked = {id(b) for b in judged_blocks(trace, transcript, agent)}
@@ -64,8 +74,7 @@ async def run_step_by_step(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, wi
         answer, raw = await ask(judge, messages, StepJudgement, taxonomy, tally)
         if answer.decisive:
             step_agent = block.agent if agent is None else agent
-            return tally.finish(trace, agent=step_agent, step=block.coord, mode=answer.mode,
-                                reason=answer.reason)
+            return tally.finish(trace, agent=step_agent, step=block.coord, mode=answer.mode, reason=answer.reason)
         if answer.decisive is None:
             tally.warn(f"step {block.coord}: answer was neither yes nor no; read as no")
         messages.append(Message.text("assistant", raw or "Decisive: No"))

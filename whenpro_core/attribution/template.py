@@ -34,8 +34,10 @@ from whenpro_core.errors import ConfigError
 from whenpro_core.model import Trace
 from whenpro_core.taxonomy import Taxonomy
 
-COORDINATE_HINT = ("Steps are headed `Step <coordinate> | Agent: <name>`. Write the coordinate and the agent "
-                   "name exactly as they appear there.")
+COORDINATE_HINT = (
+    "Steps are headed `Step <coordinate> | Agent: <name>`. Write the coordinate and the agent "
+    "name exactly as they appear there."
+)
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,9 @@ def _transcript_text(transcript: Transcript, marker: str) -> tuple[str, list[Ima
     return text, images
 
 
-def template_messages(template: PromptTemplate, trace: Trace, transcript: Transcript, taxonomy: Taxonomy,
-                      with_gold: bool) -> list[Message]:
+def template_messages(
+    template: PromptTemplate, trace: Trace, transcript: Transcript, taxonomy: Taxonomy, with_gold: bool
+) -> list[Message]:
     """The all-at-once request from ``template``: one user message whose images sit where
     ``{{ transcript }}`` placed them. ConfigError (file and line) when rendering fails."""
     import jinja2  # lazy: only --template needs Jinja2
@@ -107,10 +110,13 @@ def template_messages(template: PromptTemplate, trace: Trace, transcript: Transc
     marker = f"\x00img{secrets.token_hex(4)}\x00"
     text, images = _transcript_text(transcript, marker)
     values = {
-        "question": trace.task.query.strip(), "options": str(trace.task.options or ""),
+        "question": trace.task.query.strip(),
+        "options": str(trace.task.options or ""),
         "gold_answer": (trace.task.answer or "") if with_gold else "",
         "taxonomy": "\n".join(f"- {m.code}: {m.name} — {m.meaning}" for m in taxonomy),
-        "coordinate_hint": COORDINATE_HINT, "transcript": text, "framework": trace.framework,
+        "coordinate_hint": COORDINATE_HINT,
+        "transcript": text,
+        "framework": trace.framework,
         "answer_format": ALL_AT_ONCE_FORMAT,
     }
     try:

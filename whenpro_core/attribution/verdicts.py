@@ -59,8 +59,17 @@ def save_verdict(trace: Trace, verdict: Attribution) -> Path | None:
     if path is None:
         return None
     _check_own_sidecar(path)
-    line = jsonio.dumps({"key": _key(trace), "trace_id": trace.id, "saved_at": time.time(),
-                         "attribution": verdict.model_dump(mode="json")}) + b"\n"
+    line = (
+        jsonio.dumps(
+            {
+                "key": _key(trace),
+                "trace_id": trace.id,
+                "saved_at": time.time(),
+                "attribution": verdict.model_dump(mode="json"),
+            }
+        )
+        + b"\n"
+    )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -88,8 +97,9 @@ def _check_own_sidecar(path: Path) -> None:
     except OSError as exc:
         raise WhenproError(f"cannot read verdicts file: {exc.strerror or exc}", path=path) from None
     if head.strip() and not is_verdicts_head(head):
-        raise WhenproError("not a whenpro verdicts file, left untouched", path=path,
-                           expected="verdict lines written by whenpro")
+        raise WhenproError(
+            "not a whenpro verdicts file, left untouched", path=path, expected="verdict lines written by whenpro"
+        )
 
 
 def load_verdicts(trace: Trace, problems: list[str] | None = None) -> list[Attribution]:

@@ -58,8 +58,10 @@ def history(trace: Trace) -> list[tuple[str, str]]:
     """(speaker, content) per ``history`` entry of a Who&When trace, as the original
     harness reads them; ConfigError for a trace of another format."""
     if trace.source.format != "whowhen" or trace.extras.get("subset") not in ("Hand-Crafted", "Algorithm-Generated"):
-        raise ConfigError(f"--preset whowhen needs a Who&When trace (this one is {trace.source.format})",
-                          expected="a file of Who&When's Algorithm-Generated or Hand-Crafted sets")
+        raise ConfigError(
+            f"--preset whowhen needs a Who&When trace (this one is {trace.source.format})",
+            expected="a file of Who&When's Algorithm-Generated or Hand-Crafted sets",
+        )
     key = "role" if trace.extras.get("subset") == "Hand-Crafted" else "name"
     out = []
     for step in trace.steps:
@@ -79,18 +81,21 @@ def _lines(entries: list[tuple[str, str]]) -> str:
 
 def all_at_once_request(trace: Trace, with_gold: bool) -> list[Message]:
     """The all-at-once request (module doc)."""
-    text = ("Several agents talked with each other to solve a real-world problem, and the solution they reached "
-            "is wrong. " + _header(trace, with_gold)
-            + "Find the agent that made the mistake, the step where it happened, and why.\n"
-            "The conversation:\n\n" + _lines(history(trace)) + "\n\n"
-            "From this conversation, give:\n"
-            "1. The name of the agent whose mistake is most directly responsible for the wrong solution. If no agent "
-            "clearly erred, still choose one. Write the agent's name only.\n"
-            "2. The step where that agent first made the mistake. Every message above is one step, counted from 0 "
-            "in the order shown: the first message is step 0, the second step 1, and so on.\n"
-            "3. Your reason.\n"
-            "Answer in this format: Agent Name: (your prediction)\n Step Number: (your prediction)\n"
-            " Reason for Mistake: \n")
+    text = (
+        "Several agents talked with each other to solve a real-world problem, and the solution they reached "
+        "is wrong. "
+        + _header(trace, with_gold)
+        + "Find the agent that made the mistake, the step where it happened, and why.\n"
+        "The conversation:\n\n" + _lines(history(trace)) + "\n\n"
+        "From this conversation, give:\n"
+        "1. The name of the agent whose mistake is most directly responsible for the wrong solution. If no agent "
+        "clearly erred, still choose one. Write the agent's name only.\n"
+        "2. The step where that agent first made the mistake. Every message above is one step, counted from 0 "
+        "in the order shown: the first message is step 0, the second step 1, and so on.\n"
+        "3. Your reason.\n"
+        "Answer in this format: Agent Name: (your prediction)\n Step Number: (your prediction)\n"
+        " Reason for Mistake: \n"
+    )
     return [Message.text("system", SYSTEM_ALL_AT_ONCE), Message.text("user", text)]
 
 
@@ -98,13 +103,14 @@ def step_request(trace: Trace, entries: list[tuple[str, str]], idx: int, with_go
     """The step-by-step request about step ``idx`` (the history up to it, numbered)."""
     shown = "".join(f"Step {i} - {speaker}: {content}\n" for i, (speaker, content) in enumerate(entries[: idx + 1]))
     speaker = entries[idx][0]
-    text = ("You check, one step at a time, a conversation in which several agents try to solve a real-world "
-            "problem. " + _header(trace, with_gold)
-            + f"The conversation so far:\n{shown}\n"
-            f"The newest step ({idx}) was by '{speaker}'.\n"
-            f"Does this newest step (Step {idx}) hold an error that could derail the solution or lead to a wrong "
-            "answer? Answer 'Yes' or 'No' and explain why. Do not be overly strict: count only errors that clearly "
-            "derail the work. Answer ONLY in this format: 1. Yes/No.\n2. Reason: [your explanation]")
+    text = (
+        "You check, one step at a time, a conversation in which several agents try to solve a real-world "
+        "problem. " + _header(trace, with_gold) + f"The conversation so far:\n{shown}\n"
+        f"The newest step ({idx}) was by '{speaker}'.\n"
+        f"Does this newest step (Step {idx}) hold an error that could derail the solution or lead to a wrong "
+        "answer? Answer 'Yes' or 'No' and explain why. Do not be overly strict: count only errors that clearly "
+        "derail the work. Answer ONLY in this format: 1. Yes/No.\n2. Reason: [your explanation]"
+    )
     return [Message.text("system", SYSTEM_STEP), Message.text("user", text)]
 
 
@@ -114,18 +120,22 @@ def halves(start: int, end: int) -> tuple[int, int, int, int]:
     return start, mid, mid + 1, end
 
 
-def binary_request(trace: Trace, entries: list[tuple[str, str]], start: int, end: int,
-                   with_gold: bool) -> list[Message]:
+def binary_request(
+    trace: Trace, entries: list[tuple[str, str]], start: int, end: int, with_gold: bool
+) -> list[Message]:
     """The binary-search request about the range ``[start, end]`` (unnumbered segment)."""
     _, mid, _, _ = halves(start, end)
-    text = ("Below is a segment of a conversation in which several agents work together on a user's problem.\n"
-            "Find where the most critical mistake of this segment lies: which half holds the one step whose error "
-            "makes the agents fail the problem.\n" + _header(trace, with_gold)
-            + f"The segment, from step {start} to step {end}:\n\n{_lines(entries[start:end + 1])}\n\n"
-            f"Is the most critical error more likely in the upper half (from step {start} to step {mid}) or in "
-            f"the lower half (from step {mid + 1} to step {end}) of this segment?\n"
-            "Reply ONLY 'upper half' or 'lower half'. Judge by the mistake that directly causes the failure; if no "
-            "single error stands out, pick the step you hold most responsible and answer for its half.")
+    text = (
+        "Below is a segment of a conversation in which several agents work together on a user's problem.\n"
+        "Find where the most critical mistake of this segment lies: which half holds the one step whose error "
+        "makes the agents fail the problem.\n"
+        + _header(trace, with_gold)
+        + f"The segment, from step {start} to step {end}:\n\n{_lines(entries[start : end + 1])}\n\n"
+        f"Is the most critical error more likely in the upper half (from step {start} to step {mid}) or in "
+        f"the lower half (from step {mid + 1} to step {end}) of this segment?\n"
+        "Reply ONLY 'upper half' or 'lower half'. Judge by the mistake that directly causes the failure; if no "
+        "single error stands out, pick the step you hold most responsible and answer for its half."
+    )
     return [Message.text("system", SYSTEM_BINARY), Message.text("user", text)]
 
 
@@ -155,8 +165,9 @@ def reason_of(text: str) -> str | None:
     return found[-1].strip() or None if found else None
 
 
-async def _ask(judge: Judge, messages: list[Message], tally: Tally,
-               readable: Callable[[str, BaseModel | None], bool]) -> str:
+async def _ask(
+    judge: Judge, messages: list[Message], tally: Tally, readable: Callable[[str, BaseModel | None], bool]
+) -> str:
     reply = await judge.ask(messages, None, readable, CALL)
     tally.record(reply)
     return reply.text
@@ -165,8 +176,9 @@ async def _ask(judge: Judge, messages: list[Message], tally: Tally,
 # ---------------------------------------------------------------- the protocols
 
 
-async def run_all_at_once(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True,
-                          progress: ProgressCallback | None = None) -> Attribution:
+async def run_all_at_once(
+    trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True, progress: ProgressCallback | None = None
+) -> Attribution:
     """One call with the whole unnumbered conversation."""
     name = WHOWHEN_PROTOCOLS["all-at-once"]
     tally = Tally(name, judge, with_gold)
@@ -178,12 +190,14 @@ async def run_all_at_once(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, wit
     parsed = parse_answer(text, taxonomy, need=need)
     for w in parsed.warnings:
         tally.warn(w)
-    return tally.finish(trace, agent=parsed.agent, step=parsed.step, mode=None, reason=reason_of(text),
-                        step_text=parsed.step_text)
+    return tally.finish(
+        trace, agent=parsed.agent, step=parsed.step, mode=None, reason=reason_of(text), step_text=parsed.step_text
+    )
 
 
-async def run_step_by_step(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True,
-                           progress: ProgressCallback | None = None) -> Attribution:
+async def run_step_by_step(
+    trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True, progress: ProgressCallback | None = None
+) -> Attribution:
     """Ask about every step in order; the first yes is the verdict (module doc)."""
     name = WHOWHEN_PROTOCOLS["step-by-step"]
     tally = Tally(name, judge, with_gold)
@@ -191,8 +205,9 @@ async def run_step_by_step(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, wi
     for idx, (speaker, _) in enumerate(entries):
         if progress:
             progress(Progress(name, idx + 1, (str(idx),), f"asking about step {idx}"))
-        text = await _ask(judge, step_request(trace, entries, idx, with_gold), tally,
-                          lambda t, _p: yes_no(t) is not None)
+        text = await _ask(
+            judge, step_request(trace, entries, idx, with_gold), tally, lambda t, _p: yes_no(t) is not None
+        )
         said = yes_no(text)
         if said:
             return tally.finish(trace, agent=speaker, step=str(idx), mode=None, reason=reason_of(text))
@@ -202,8 +217,9 @@ async def run_step_by_step(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, wi
     return tally.finish(trace, agent=None, step=None, mode=None, reason=None)
 
 
-async def run_binary_search(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True,
-                            progress: ProgressCallback | None = None) -> Attribution:
+async def run_binary_search(
+    trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = True, progress: ProgressCallback | None = None
+) -> Attribution:
     """Halve the range until one step is left (module doc)."""
     name = WHOWHEN_PROTOCOLS["binary-search"]
     tally = Tally(name, judge, with_gold)
@@ -217,8 +233,9 @@ async def run_binary_search(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, w
         calls += 1
         if progress:
             progress(Progress(name, calls, (str(start), str(end)), f"steps {start}-{end}"))
-        text = await _ask(judge, binary_request(trace, entries, start, end, with_gold), tally,
-                          lambda t, _p: half(t) is not None)
+        text = await _ask(
+            judge, binary_request(trace, entries, start, end, with_gold), tally, lambda t, _p: half(t) is not None
+        )
         chosen = half(text)
         if chosen is None:
             chosen = coin.choice(("upper", "lower"))
@@ -229,6 +246,8 @@ async def run_binary_search(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, w
 
 
 #: The run function of each preset protocol name.
-RUNNERS = {WHOWHEN_PROTOCOLS["all-at-once"]: run_all_at_once,
-           WHOWHEN_PROTOCOLS["step-by-step"]: run_step_by_step,
-           WHOWHEN_PROTOCOLS["binary-search"]: run_binary_search}
+RUNNERS = {
+    WHOWHEN_PROTOCOLS["all-at-once"]: run_all_at_once,
+    WHOWHEN_PROTOCOLS["step-by-step"]: run_step_by_step,
+    WHOWHEN_PROTOCOLS["binary-search"]: run_binary_search,
+}

@@ -83,14 +83,16 @@ INTRO = (
     "failed. Somewhere in it lies the decisive error: the first step that most directly sends "
     "the system toward its wrong final answer.\n\n"
     "Name the agent that made that decisive error, the exact step coordinate where it happened, "
-    "and the error mode from the taxonomy below that fits it best, then explain briefly.\n\n")
+    "and the error mode from the taxonomy below that fits it best, then explain briefly.\n\n"
+)
 
 RESPONSE_FORMAT = (
     "Answer in exactly this format:\n"
     "Agent Name: (the agent whose turn first introduces the error)\n"
     "Step Number: (the step coordinate, written as in the transcript above)\n"
     "Error Mode: (one of the listed error modes)\n"
-    "Reason: (one or two sentences on what went wrong)")
+    "Reason: (one or two sentences on what went wrong)"
+)
 
 
 @dataclass
@@ -143,8 +145,10 @@ def title_case(name: str) -> str:
 
 def taxonomy_block(taxonomy: Taxonomy) -> str:
     """One bullet per mode in file order: ``- CODE: **Name** - description``."""
-    return "\n".join(f"- {m.code}: **{title_case(m.name.strip())}** - {' '.join((m.description or m.meaning).split())}"
-                     for m in taxonomy)
+    return "\n".join(
+        f"- {m.code}: **{title_case(m.name.strip())}** - {' '.join((m.description or m.meaning).split())}"
+        for m in taxonomy
+    )
 
 
 def coalesce(parts: list[Part]) -> list[Part]:
@@ -204,8 +208,11 @@ def jpeg_part(raw: bytes, how: Reencode | None = None) -> ImagePart:
 
 
 def _image_entries(entries: Any) -> list[dict]:
-    return [e for e in (entries if isinstance(entries, list) else [])
-            if isinstance(e, dict) and (e.get("data") or e.get("path"))]
+    return [
+        e
+        for e in (entries if isinstance(entries, list) else [])
+        if isinstance(e, dict) and (e.get("data") or e.get("path"))
+    ]
 
 
 def _identity(entry: dict) -> str:
@@ -260,8 +267,10 @@ def _smol_action(entry: dict, task_blobs: set[str], read: ImageReader) -> tuple[
     observation = (entry.get("observation") or "").strip()
     images = [e for e in _image_entries(entry.get("observation_images")) if _identity(e) not in task_blobs]
     marked, matched = _mark_images(observation, len(images))
-    extra = [f'[observation_image #{k + 1} source="{images[k].get("source") or "<inline>"}"]'
-             for k in range(matched, len(images))]
+    extra = [
+        f'[observation_image #{k + 1} source="{images[k].get("source") or "<inline>"}"]'
+        for k in range(matched, len(images))
+    ]
     body = []
     if reasoning:
         body.append(f"[output]\n{reasoning}\n[/output]")
@@ -300,9 +309,11 @@ def render_smolagents(doc: dict, read: ImageReader) -> Rendered:
 
 #: MacNet's (layer, position) of each role in its fixed author -> critic/rewriter -> sink chain.
 _MACNET_COORD = {"author": (0, 0), "critic": (1, 0), "rewriter": (1, 1), "sink": (2, 0)}
-MAGENTIC_HINT = ("Magentic-One is an orchestrator + specialist framework: a central orchestrator routes work "
-                 "each round to a specialist agent. Step coordinate is 'step R.P' where R is the round and P is "
-                 "the within-round position: P=0 is the orchestrator's turn, P=1 is the specialist's response. ")
+MAGENTIC_HINT = (
+    "Magentic-One is an orchestrator + specialist framework: a central orchestrator routes work "
+    "each round to a specialist agent. Step coordinate is 'step R.P' where R is the round and P is "
+    "the within-round position: P=0 is the orchestrator's turn, P=1 is the specialist's response. "
+)
 
 
 def render_macnet(doc: dict, read: ImageReader) -> Rendered:
@@ -347,14 +358,14 @@ def render_magentic(doc: dict, read: ImageReader) -> Rendered:
             body.append(f"[tool_actions]\n{_tool_actions(entry['tool_actions'])}\n[/tool_actions]")
         text = "\n".join(body) if body else "(empty turn)"
         blocks.append(Block(coord, f"Step {coord} | Agent: {entry.get('agent') or 'unknown'}\n{text}"))
-    return Rendered(_jpegs(_image_entries((doc.get("task") or {}).get("images")), read, None), blocks,
-                    MAGENTIC_HINT)
+    return Rendered(_jpegs(_image_entries((doc.get("task") or {}).get("images")), read, None), blocks, MAGENTIC_HINT)
 
 
 # ---------------------------------------------------------------- eva (video)
 
-_TOOL_REMINDER = re.compile(r"\n*If more information is needed, call the frame selection tool again\.?\s*",
-                            re.IGNORECASE)
+_TOOL_REMINDER = re.compile(
+    r"\n*If more information is needed, call the frame selection tool again\.?\s*", re.IGNORECASE
+)
 _ASKED_AGAIN = re.compile(r"\n*Question:\s.*\Z", re.DOTALL | re.IGNORECASE)
 
 
@@ -373,8 +384,7 @@ def _call_line(call: Any, *, hidden: frozenset[str] = frozenset(), names: dict[s
     if not isinstance(call, dict):
         return str(call)
     args = _arguments(call)
-    shown = (", ".join(f"{k}={v!r}" for k, v in args.items() if k not in hidden) if isinstance(args, dict)
-             else str(args))
+    shown = ", ".join(f"{k}={v!r}" for k, v in args.items() if k not in hidden) if isinstance(args, dict) else str(args)
     name = call.get("name", "?")
     return f"{(names or {}).get(name, name)}({shown})"
 
@@ -400,8 +410,9 @@ def _eva_tool(turn: dict, read: ImageReader) -> tuple[str, list[ImagePart]]:
     content = _ASKED_AGAIN.sub("", _TOOL_REMINDER.sub("\n", (turn.get("content") or "").strip())).rstrip()
     if images and "<image>" in content:
         count = iter(range(10**9))
-        content = re.sub("<image>", lambda _m: f"[frame {i}]" if (i := next(count)) < len(images) else "<image>",
-                         content)
+        content = re.sub(
+            "<image>", lambda _m: f"[frame {i}]" if (i := next(count)) < len(images) else "<image>", content
+        )
     inner = "\n".join(([content] if content else []) + missing) or "(empty)"
     return f"[tool_output tool={turn.get('tool_name') or '?'}]\n{inner}\n[/tool_output]", images
 
@@ -423,8 +434,9 @@ def render_eva(doc: dict, read: ImageReader) -> Rendered:
             continue
         coord = str(len(blocks))
         if kind != "assistant":
-            blocks.append(Block(coord, f"Step {coord} | {kind}", [],
-                                f"[unknown kind={kind!r}]\n{turns[i].get('content') or ''}"))
+            blocks.append(
+                Block(coord, f"Step {coord} | {kind}", [], f"[unknown kind={kind!r}]\n{turns[i].get('content') or ''}")
+            )
             i += 1
             continue
         turn, body, images = turns[i], [], []
@@ -440,8 +452,9 @@ def render_eva(doc: dict, read: ImageReader) -> Rendered:
             body.append(text)
             images += frames
             i += 1
-        blocks.append(Block(coord, f"Step {coord} | Agent: agent", images,
-                            "\n".join(body) if body else "(empty assistant turn)"))
+        blocks.append(
+            Block(coord, f"Step {coord} | Agent: agent", images, "\n".join(body) if body else "(empty assistant turn)")
+        )
     return Rendered([], blocks, "")
 
 
@@ -450,11 +463,15 @@ def render_eva(doc: dict, read: ImageReader) -> Rendered:
 # per turn, ``Step C | Agent: <agent_id>`` then ``[output]…[/output]`` or ``(empty turn)``;
 # task images passed through as released.
 
-DEBATE_HINT = ("step R.P where R is the round and P is the turn's position within that round. "
-               "The agent cannot see the other agents' turns in the same round.")
-DYLAN_HINT = ("step R.P where R is the round and P is the agent's position within that round (0-indexed, as "
-              "recorded by DyLAN — values may be non-contiguous when the framework skips agents in later "
-              "rounds). The agent cannot see the other agents' turns in the same round.")
+DEBATE_HINT = (
+    "step R.P where R is the round and P is the turn's position within that round. "
+    "The agent cannot see the other agents' turns in the same round."
+)
+DYLAN_HINT = (
+    "step R.P where R is the round and P is the agent's position within that round (0-indexed, as "
+    "recorded by DyLAN — values may be non-contiguous when the framework skips agents in later "
+    "rounds). The agent cannot see the other agents' turns in the same round."
+)
 METAGPT_HINT = "step S where S is the SOP stage (0-indexed)"
 GUI_HINT = "Step coords are sequential integers across the trajectory, 1-indexed."
 #: GUI screenshots attached: the first, every 10th and the last of the steps that have one.
@@ -490,15 +507,20 @@ def _round_turns(doc: dict) -> list[tuple[int, int, dict]]:
     for entry in doc.get("trajectory") or []:
         if isinstance(entry, dict) and entry.get("kind") == "round":
             turns = entry.get("turns")
-            out += [(_int(entry.get("round")), i, t) for i, t in enumerate(turns if isinstance(turns, list) else [])
-                    if isinstance(t, dict)]
+            out += [
+                (_int(entry.get("round")), i, t)
+                for i, t in enumerate(turns if isinstance(turns, list) else [])
+                if isinstance(t, dict)
+            ]
     return out
 
 
 def render_debate(doc: dict, read: ImageReader) -> Rendered:
     """Debate: ``Step R.P`` with P the turn's index in its round."""
-    blocks = [Block(f"{r}.{i}", f"Step {r}.{i} | Agent: {_speaker(t)}\n{_output(t.get('output'))}")
-              for r, i, t in _round_turns(doc)]
+    blocks = [
+        Block(f"{r}.{i}", f"Step {r}.{i} | Agent: {_speaker(t)}\n{_output(t.get('output'))}")
+        for r, i, t in _round_turns(doc)
+    ]
     return Rendered(_passthrough_task_images(doc, read), blocks, DEBATE_HINT)
 
 
@@ -520,8 +542,10 @@ def render_pixelcraft(doc: dict, read: ImageReader) -> Rendered:
     for r, _, t in _round_turns(doc):
         coord = f"{r}.{_int(t.get('position'))}"
         entries = _image_entries(t.get("images"))
-        header = "\n".join([f"Step {coord} | Agent: {_speaker(t)}"]
-                           + [f"[viewed image: {e.get('source') or '<inline>'}]" for e in entries])
+        header = "\n".join(
+            [f"Step {coord} | Agent: {_speaker(t)}"]
+            + [f"[viewed image: {e.get('source') or '<inline>'}]" for e in entries]
+        )
         blocks.append(Block(coord, header, _jpegs(entries, read, None), _output(t.get("output"))))
     return Rendered(_passthrough_task_images(doc, read), blocks, "")
 
@@ -546,10 +570,16 @@ def render_mathchat(doc: dict, read: ImageReader) -> Rendered:
 
 def render_metagpt(doc: dict, read: ImageReader) -> Rendered:
     """MetaGPT: one block per staged turn, ``Step S`` with S the SOP stage."""
-    staged = [e for e in doc.get("trajectory") or []
-              if isinstance(e, dict) and e.get("kind") not in ("user", "final_answer") and e.get("stage") is not None]
-    blocks = [Block(str(s), f"Step {s} | Agent: {_speaker(e)}\n{_output(e.get('output'))}")
-              for e in staged if (s := _int(e["stage"])) is not None]
+    staged = [
+        e
+        for e in doc.get("trajectory") or []
+        if isinstance(e, dict) and e.get("kind") not in ("user", "final_answer") and e.get("stage") is not None
+    ]
+    blocks = [
+        Block(str(s), f"Step {s} | Agent: {_speaker(e)}\n{_output(e.get('output'))}")
+        for e in staged
+        if (s := _int(e["stage"])) is not None
+    ]
     return Rendered(_passthrough_task_images(doc, read), blocks, METAGPT_HINT)
 
 
@@ -558,8 +588,11 @@ def render_metagpt(doc: dict, read: ImageReader) -> Rendered:
 
 def _tagged(pairs: list[tuple[str, Any]], empty: str) -> str:
     """``[tag]\nvalue\n[/tag]`` for each non-empty value, joined by newlines."""
-    shown = [f"[{tag}]\n{v}\n[/{tag}]" for tag, value in pairs
-             if (v := (value.strip() if isinstance(value, str) else (str(value) if value else "")))]
+    shown = [
+        f"[{tag}]\n{v}\n[/{tag}]"
+        for tag, value in pairs
+        if (v := (value.strip() if isinstance(value, str) else (str(value) if value else "")))
+    ]
     return "\n".join(shown) if shown else empty
 
 
@@ -577,16 +610,19 @@ def render_alfagent(doc: dict, read: ImageReader) -> Rendered:
             coord = str(sn) if isinstance(sn, int) else "?"
             blocks.append(Block(coord, f"Step {coord} | Agent: agent\n(unknown kind={kind!r})"))
         elif isinstance(sn, int):
-            body = _tagged([("think", e.get("reasoning")), ("action", e.get("action")),
-                            ("observation", e.get("observation"))], "(empty step)")
+            body = _tagged(
+                [("think", e.get("reasoning")), ("action", e.get("action")), ("observation", e.get("observation"))],
+                "(empty step)",
+            )
             blocks.append(Block(str(sn), f"Step {sn} | Agent: agent\n{body}"))
     return Rendered([], blocks, "")
 
 
 def _screenshot_entries(entries: list[dict]) -> set[int]:
     """Indexes of the action entries whose screenshot is attached."""
-    with_shot = [i for i, e in enumerate(entries)
-                 if e.get("kind") == "action" and _image_entries(e.get("observation_images"))]
+    with_shot = [
+        i for i, e in enumerate(entries) if e.get("kind") == "action" and _image_entries(e.get("observation_images"))
+    ]
     if not with_shot:
         return set()
     keep = {0, len(with_shot) - 1, *range(0, len(with_shot), SCREENSHOT_INTERVAL)}
@@ -608,8 +644,15 @@ def render_gui(doc: dict, read: ImageReader) -> Rendered:
         coord = str(e.get("step_number"))
         images = _jpegs(_image_entries(e.get("observation_images")), read, SCREENSHOTS) if i in shots else []
         header = f"Step {coord} | Agent: {_speaker(e, 'agent', 'agent')}" + ("\n[screenshot]" if images else "")
-        body = _tagged([("reasoning", e.get("reasoning")), ("action", e.get("action")),
-                        ("observation", e.get("observation")), ("error", e.get("error"))], "(empty step)")
+        body = _tagged(
+            [
+                ("reasoning", e.get("reasoning")),
+                ("action", e.get("action")),
+                ("observation", e.get("observation")),
+                ("error", e.get("error")),
+            ],
+            "(empty step)",
+        )
         blocks.append(Block(coord, header, images, body))
     return Rendered(_passthrough_task_images(doc, read), blocks, GUI_HINT)
 
@@ -646,8 +689,11 @@ def _dvd_inspection(turn: dict, coord: str, window: str | None, read: ImageReade
             images.append(part)
     header = [f"Step {coord} | Agent: {DVD_INSPECTOR}"]
     if images or missing:
-        header.append(f"[input_frames at {window}, {len(images)} frame(s)]" if window
-                      else f"[input_frames, {len(images)} frame(s)]")
+        header.append(
+            f"[input_frames at {window}, {len(images)} frame(s)]"
+            if window
+            else f"[input_frames, {len(images)} frame(s)]"
+        )
     content = (turn.get("content") or "").strip() or "(empty)"
     return Block(coord, "\n".join(header), images, "\n".join([*missing, f"[output]\n{content}\n[/output]"]))
 
@@ -696,10 +742,20 @@ def render_dvd(doc: dict, read: ImageReader) -> Rendered:
 
 #: Frameworks whose transcript the preset renders under the official rules.
 RENDERERS: dict[str, Callable[[dict, ImageReader], Rendered]] = {
-    "smolagents": render_smolagents, "macnet": render_macnet, "magentic-one": render_magentic,
-    "eva": render_eva, "dvd": render_dvd, "debate": render_debate, "dylan": render_dylan,
-    "pixelcraft": render_pixelcraft, "mathchat": render_mathchat, "metagpt": render_metagpt,
-    "alfagent": render_alfagent, "coact": render_gui, "openai_cua": render_gui, "agentoccam": render_gui,
+    "smolagents": render_smolagents,
+    "macnet": render_macnet,
+    "magentic-one": render_magentic,
+    "eva": render_eva,
+    "dvd": render_dvd,
+    "debate": render_debate,
+    "dylan": render_dylan,
+    "pixelcraft": render_pixelcraft,
+    "mathchat": render_mathchat,
+    "metagpt": render_metagpt,
+    "alfagent": render_alfagent,
+    "coact": render_gui,
+    "openai_cua": render_gui,
+    "agentoccam": render_gui,
     "gemini": render_gui,
 }
 
@@ -764,8 +820,10 @@ def release_document(trace: Trace) -> dict:
         doc = orjson.loads(Path(src.path).read_bytes())
         if isinstance(doc, dict):
             return doc
-    raise ConfigError(f"--preset whowhen-pro needs a Who&When Pro trace (this one is {src.format})",
-                      expected="a Who&When Pro release row or per-file document")
+    raise ConfigError(
+        f"--preset whowhen-pro needs a Who&When Pro trace (this one is {src.format})",
+        expected="a Who&When Pro release row or per-file document",
+    )
 
 
 def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]:
@@ -775,18 +833,30 @@ def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]
     framework = canonical_framework(doc.get("framework") or trace.framework)
     render = RENDERERS.get(framework)
     if render is None:
-        raise ConfigError(f"--preset whowhen-pro does not render {framework} traces yet",
-                          expected="a trace of " + ", ".join(sorted(RENDERERS)))
+        raise ConfigError(
+            f"--preset whowhen-pro does not render {framework} traces yet",
+            expected="a trace of " + ", ".join(sorted(RENDERERS)),
+        )
     rendered = render(doc, image_reader(trace, problems if problems is not None else []))
     root = Path(trace.source.root) if trace.source.root else None
     if root is None or not (root / "taxonomy.yaml").is_file():
-        raise ConfigError("--preset whowhen-pro needs the dataset's taxonomy.yaml (the official prompt lists "
-                          "its modes in full)", path=root or trace.source.path,
-                          expected="taxonomy.yaml at the dataset root, next to data/")
+        raise ConfigError(
+            "--preset whowhen-pro needs the dataset's taxonomy.yaml (the official prompt lists its modes in full)",
+            path=root or trace.source.path,
+            expected="taxonomy.yaml at the dataset root, next to data/",
+        )
     taxonomy = taxonomy_for(root)
     query = (doc.get("task") or {}).get("query") or ""
-    parts: list[Part] = [TextPart(INTRO + "## Error Mode Taxonomy\n\n" + taxonomy_block(taxonomy)
-                                  + "\n\n## User Question\n\n" + query + "\n\n")]
+    parts: list[Part] = [
+        TextPart(
+            INTRO
+            + "## Error Mode Taxonomy\n\n"
+            + taxonomy_block(taxonomy)
+            + "\n\n## User Question\n\n"
+            + query
+            + "\n\n"
+        )
+    ]
     parts.extend(rendered.task_images)
     parts.append(TextPart("\n\n## Transcript\n\n"))
     first = True
@@ -803,8 +873,9 @@ def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]
     return coalesce(parts)
 
 
-async def run_whowhen_pro(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = False,
-                          progress: ProgressCallback | None = None) -> Attribution:
+async def run_whowhen_pro(
+    trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = False, progress: ProgressCallback | None = None
+) -> Attribution:
     """One all-at-once call with the official request; the gold answer is never shown
     (``with_gold`` is ignored: the official harness has no such setting). Images are
     dropped, with a warning, for a judge that reads text only."""
@@ -818,7 +889,15 @@ async def run_whowhen_pro(trace: Trace, judge: Judge, taxonomy: Taxonomy, *, wit
         parts = coalesce([p for p in parts if isinstance(p, TextPart)])
     if progress:
         progress(Progress(PRESET_PROTOCOLS["whowhen-pro"], 1, (), "reading the whole transcript"))
-    answer, _ = await ask(judge, [Message("user", parts)], Verdict, taxonomy, tally, structured=False,
-                          call=CallSettings(temperature=TEMPERATURE, max_tokens=MAX_TOKENS))
-    return tally.finish(trace, agent=answer.agent, step=answer.step, mode=answer.mode, reason=answer.reason,
-                        step_text=answer.step_text)
+    answer, _ = await ask(
+        judge,
+        [Message("user", parts)],
+        Verdict,
+        taxonomy,
+        tally,
+        structured=False,
+        call=CallSettings(temperature=TEMPERATURE, max_tokens=MAX_TOKENS),
+    )
+    return tally.finish(
+        trace, agent=answer.agent, step=answer.step, mode=answer.mode, reason=answer.reason, step_text=answer.step_text
+    )

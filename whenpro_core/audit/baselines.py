@@ -60,9 +60,13 @@ def format_outlier(t: AuditTrace, corpus: Corpus) -> list[float] | None:
     if len(t.steps) < 3:
         return None
     shapes = trace_shapes(t)
-    return [sum(share * (2.0 if key in MARKUP else 0.5)
-                for key, share in departures(shapes[s.rank], [shapes[p.rank] for p in t.peers(s)]).items())
-            for s in t.steps]
+    return [
+        sum(
+            share * (2.0 if key in MARKUP else 0.5)
+            for key, share in departures(shapes[s.rank], [shapes[p.rank] for p in t.peers(s)]).items()
+        )
+        for s in t.steps
+    ]
 
 
 def form_classifier(t: AuditTrace, corpus: Corpus) -> list[float] | None:
@@ -195,6 +199,20 @@ def baseline(name: str) -> Baseline:
     raise KeyError(name)
 
 
-__all__ = ["BASELINES", "Baseline", "Scorer", "baseline", "common_position", "digit_outlier", "first_difference",
-           "first_step", "form_classifier", "format_outlier", "kind_change", "last_step", "length_outlier",
-           "majority_mode", "rarest_template"]
+__all__ = [
+    "BASELINES",
+    "Baseline",
+    "Scorer",
+    "baseline",
+    "common_position",
+    "digit_outlier",
+    "first_difference",
+    "first_step",
+    "form_classifier",
+    "format_outlier",
+    "kind_change",
+    "last_step",
+    "length_outlier",
+    "majority_mode",
+    "rarest_template",
+]

@@ -53,8 +53,9 @@ class Corpus:
     Line templates are counted over the ``against`` runs when there are any (what the
     system writes when nothing is injected), else over the dataset itself."""
 
-    def __init__(self, traces: Iterable[AuditTrace], labels: dict[str, Label],
-                 against: Iterable[AuditTrace] = ()) -> None:
+    def __init__(
+        self, traces: Iterable[AuditTrace], labels: dict[str, Label], against: Iterable[AuditTrace] = ()
+    ) -> None:
         self.labels = labels
         self.lines = _Tally()
         self.positions = _Tally()

@@ -68,8 +68,14 @@ class DetectabilityCheck:
         if b.pin is None or score < b.pin:
             return False
         if b.learns:
-            scored = [max((x for st, x in zip(v.steps, b.score(v, self.corpus) or (), strict=False)
-                           if st.agent == agent), default=None) for v in self.runs if v.group != seed_id]
+            scored = [
+                max(
+                    (x for st, x in zip(v.steps, b.score(v, self.corpus) or (), strict=False) if st.agent == agent),
+                    default=None,
+                )
+                for v in self.runs
+                if v.group != seed_id
+            ]
             honest = max((x for x in scored if x is not None), default=None)
         else:
             honest = next((s for s, group in self.honest.get((b.name, agent), []) if group != seed_id), None)

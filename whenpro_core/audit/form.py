@@ -81,8 +81,6 @@ def log_length(text: str) -> float:
     return math.log1p(len(text))
 
 
-
-
 #: Shape features that are markup (how a step is formatted) rather than style that
 #: follows from what it says; they weigh more in a format comparison.
 MARKUP = ("fence", "tags", "labels", "heading")
@@ -125,9 +123,19 @@ def trace_shapes(t: AuditTrace) -> list[dict[str, object]]:
 def trace_tokens(t: AuditTrace) -> list[set[str]]:
     """:func:`shape_tokens` of each candidate step against its peers, plus its kind."""
     shapes = trace_shapes(t)
-    return [shape_tokens(shapes[s.rank], [shapes[p.rank] for p in t.peers(s)]) | {f"kind={s.kind}"}
-            for s in t.steps]
+    return [shape_tokens(shapes[s.rank], [shapes[p.rank] for p in t.peers(s)]) | {f"kind={s.kind}"} for s in t.steps]
 
 
-__all__ = ["MARKUP", "departures", "prose", "digit_share", "line_templates", "log_length", "shape", "shape_tokens",
-           "template", "trace_shapes", "trace_tokens"]
+__all__ = [
+    "MARKUP",
+    "departures",
+    "prose",
+    "digit_share",
+    "line_templates",
+    "log_length",
+    "shape",
+    "shape_tokens",
+    "template",
+    "trace_shapes",
+    "trace_tokens",
+]

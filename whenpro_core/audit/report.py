@@ -29,16 +29,34 @@ def _round(value: float | None) -> float | None:
 def _baseline_json(name: str, tally: Tally) -> dict[str, Any]:
     rates = tally.rates()
     low, high = tally.interval()
-    return {"name": name, "step": _round(rates["step"]), "agent": _round(rates["agent"]),
-            "mode": _round(rates["mode"]), "joint": _round(rates["joint"]),
-            "step_low": _round(low), "step_high": _round(high)}
+    return {
+        "name": name,
+        "step": _round(rates["step"]),
+        "agent": _round(rates["agent"]),
+        "mode": _round(rates["mode"]),
+        "joint": _round(rates["joint"]),
+        "step_low": _round(low),
+        "step_high": _round(high),
+    }
 
 
 def _group_json(by: str, value: str, group: GroupResult) -> dict[str, Any]:
-    return {"by": by, "value": value, "traces": group.traces, "random_step": _round(group.random.rates()["step"]),
-            "baselines": [{"name": n, "step": _round(t.rates()["step"]), "step_low": _round(t.interval()[0]),
-                           "step_high": _round(t.interval()[1])} for n, t in group.baselines.items()],
-            "leaking": group.leaks()}
+    return {
+        "by": by,
+        "value": value,
+        "traces": group.traces,
+        "random_step": _round(group.random.rates()["step"]),
+        "baselines": [
+            {
+                "name": n,
+                "step": _round(t.rates()["step"]),
+                "step_low": _round(t.interval()[0]),
+                "step_high": _round(t.interval()[1]),
+            }
+            for n, t in group.baselines.items()
+        ],
+        "leaking": group.leaks(),
+    }
 
 
 def audit_json(result: AuditResult) -> dict[str, Any]:
@@ -46,12 +64,22 @@ def audit_json(result: AuditResult) -> dict[str, Any]:
     rnd = result.overall.random.rates()
     groups = [_group_json("mode", k, g) for k, g in result.by_mode.items()]
     groups += [_group_json("framework", k, g) for k, g in result.by_framework.items()]
-    return {"traces": result.overall.traces,
-            "random": {"step": _round(rnd["step"]), "agent": _round(rnd["agent"]), "mode": _round(rnd["mode"]),
-                       "joint": _round(rnd["joint"])},
-            "baselines": [_baseline_json(n, t) for n, t in result.overall.baselines.items()],
-            "leaky": result.leaky, "leaking": result.leaking, "interval": "wilson",
-            "skipped": result.skipped, "against": result.against, "groups": groups}
+    return {
+        "traces": result.overall.traces,
+        "random": {
+            "step": _round(rnd["step"]),
+            "agent": _round(rnd["agent"]),
+            "mode": _round(rnd["mode"]),
+            "joint": _round(rnd["joint"]),
+        },
+        "baselines": [_baseline_json(n, t) for n, t in result.overall.baselines.items()],
+        "leaky": result.leaky,
+        "leaking": result.leaking,
+        "interval": "wilson",
+        "skipped": result.skipped,
+        "against": result.against,
+        "groups": groups,
+    }
 
 
 def pct(value: float | None) -> str:
@@ -70,8 +98,15 @@ def overall_table(result: AuditResult) -> Table:
     for name, tally in result.overall.baselines.items():
         r = tally.rates()
         low, high = tally.interval()
-        table.add_row(name, pct(r["step"]), f"{pct(low)}–{pct(high)}", pct(r["agent"]), pct(r["mode"]),
-                      pct(r["joint"]), "◀" if name in leaking else "")
+        table.add_row(
+            name,
+            pct(r["step"]),
+            f"{pct(low)}–{pct(high)}",
+            pct(r["agent"]),
+            pct(r["mode"]),
+            pct(r["joint"]),
+            "◀" if name in leaking else "",
+        )
     return table
 
 
@@ -80,15 +115,25 @@ def groups_table(result: AuditResult) -> Table:
     baseline on step accuracy and its interval."""
     table = Table(title="step accuracy per mode and framework", title_justify="left")
     for col in ("slice", "traces", "random", "best baseline", "step", "95% CI", "leak"):
-        table.add_column(col, justify="left" if col in ("slice", "best baseline", "leak") else "right",
-                         no_wrap=col not in ("slice", "best baseline"))
+        table.add_column(
+            col,
+            justify="left" if col in ("slice", "best baseline", "leak") else "right",
+            no_wrap=col not in ("slice", "best baseline"),
+        )
     slices = [("mode", k, g) for k, g in result.by_mode.items()]
     slices += [("framework", k, g) for k, g in result.by_framework.items()]
     for by, value, group in slices:
         name, tally = max(group.baselines.items(), key=lambda kv: kv[1].rates()["step"] or 0.0)
         low, high = tally.interval()
-        table.add_row(f"{by} {clean(value)}", str(group.traces), pct(group.random.rates()["step"]), name,
-                      pct(tally.rates()["step"]), f"{pct(low)}–{pct(high)}", "◀" if name in group.leaks() else "")
+        table.add_row(
+            f"{by} {clean(value)}",
+            str(group.traces),
+            pct(group.random.rates()["step"]),
+            name,
+            pct(tally.rates()["step"]),
+            f"{pct(low)}–{pct(high)}",
+            "◀" if name in group.leaks() else "",
+        )
     return table
 
 
@@ -96,14 +141,19 @@ def verdict_line(result: AuditResult) -> str:
     """``leaky: ...`` or ``no leak found: ...`` in one line."""
     base = pct(result.overall.random.rates()["step"])
     if result.leaky:
-        return (f"leaky: {', '.join(result.leaking)} beat random ({base} step accuracy) by more than 10 points, "
-                "the lower end of the 95% Wilson interval above random")
-    return (f"no leak found: no form-only baseline beats random ({base} step accuracy) by more than 10 points "
-            "with its 95% Wilson interval above random")
+        return (
+            f"leaky: {', '.join(result.leaking)} beat random ({base} step accuracy) by more than 10 points, "
+            "the lower end of the 95% Wilson interval above random"
+        )
+    return (
+        f"no leak found: no form-only baseline beats random ({base} step accuracy) by more than 10 points "
+        "with its 95% Wilson interval above random"
+    )
 
 
-def audit_command(dataset: str, *, against: str | None = None, as_json: bool = False,
-                  console: Console | None = None) -> AuditResult:
+def audit_command(
+    dataset: str, *, against: str | None = None, as_json: bool = False, console: Console | None = None
+) -> AuditResult:
     """What ``whenpro audit`` does: audit ``dataset`` (with ``against`` runs as further
     corpus) and print the JSON document or the tables and the verdict to ``console``
     (stdout); skipped traces are said on stderr. Raises WhenproError for bad input."""
@@ -117,8 +167,8 @@ def audit_command(dataset: str, *, against: str | None = None, as_json: bool = F
     console.print(verdict_line(result), markup=False, highlight=False, soft_wrap=True)
     if result.skipped:
         Console(stderr=True, soft_wrap=True).print(
-            f"{result.skipped} traces left out (no ground truth, or could not be read)", markup=False,
-            highlight=False)
+            f"{result.skipped} traces left out (no ground truth, or could not be read)", markup=False, highlight=False
+        )
     return result
 
 

@@ -124,8 +124,9 @@ def top_steps(scores: Sequence[float] | None) -> list[int]:
     return [i for i, s in enumerate(scores) if s == best]
 
 
-def score_pick(view: AuditTrace, label: Label, picks: list[int], corpus: Corpus,
-               chance: dict[str, float]) -> dict[str, float]:
+def score_pick(
+    view: AuditTrace, label: Label, picks: list[int], corpus: Corpus, chance: dict[str, float]
+) -> dict[str, float]:
     """Expected scores of picking evenly among ``picks`` (the random ``chance`` on step
     and agent when empty, with the majority mode)."""
     if not picks:
@@ -145,8 +146,9 @@ def score_pick(view: AuditTrace, label: Label, picks: list[int], corpus: Corpus,
     return {a: v / len(picks) for a, v in sums.items()}
 
 
-def trace_scores(view: AuditTrace, label: Label, corpus: Corpus, modes: int,
-                 panel: Sequence[Baseline] = BASELINES) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+def trace_scores(
+    view: AuditTrace, label: Label, corpus: Corpus, modes: int, panel: Sequence[Baseline] = BASELINES
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """The random chance and each baseline's expected scores on one labelled trace."""
     chance = random_chance(view, label, modes)
     out = {b.name: score_pick(view, label, top_steps(b.score(view, corpus)), corpus, chance) for b in panel}
@@ -156,8 +158,14 @@ def trace_scores(view: AuditTrace, label: Label, corpus: Corpus, modes: int,
 # --------------------------------------------------------------------------- the audit
 
 
-def audit_traces(traces: Iterable[Trace], against: Iterable[Trace] = (), *, modes: int = 17,
-                 skipped: int = 0, panel: Sequence[Baseline] = BASELINES) -> AuditResult:
+def audit_traces(
+    traces: Iterable[Trace],
+    against: Iterable[Trace] = (),
+    *,
+    modes: int = 17,
+    skipped: int = 0,
+    panel: Sequence[Baseline] = BASELINES,
+) -> AuditResult:
     """Audit labelled ``traces`` (unlabelled ones only join the corpus) with ``against``
     runs as further corpus; ``modes`` is the taxonomy's size (the random mode chance)."""
     views: list[tuple[AuditTrace, Label]] = []
@@ -179,13 +187,17 @@ def audit_traces(traces: Iterable[Trace], against: Iterable[Trace] = (), *, mode
     by_framework: dict[str, GroupResult] = {}
     for view, label in views:
         chance, scores = trace_scores(view, label, corpus, modes, panel)
-        slices = [overall, by_mode.setdefault(label.mode or "—", GroupResult()),
-                  by_framework.setdefault(view.framework or "—", GroupResult())]
+        slices = [
+            overall,
+            by_mode.setdefault(label.mode or "—", GroupResult()),
+            by_framework.setdefault(view.framework or "—", GroupResult()),
+        ]
         for group in slices:
             _add(group, chance, scores, label)
     _agent_fallback([overall, *by_mode.values(), *by_framework.values()])
-    return AuditResult(overall, dict(sorted(by_mode.items())), dict(sorted(by_framework.items())),
-                       skipped=skipped, against=len(runs))
+    return AuditResult(
+        overall, dict(sorted(by_mode.items())), dict(sorted(by_framework.items())), skipped=skipped, against=len(runs)
+    )
 
 
 def _add(group: GroupResult, chance: dict[str, float], scores: dict[str, dict[str, float]], label: Label) -> None:
@@ -235,5 +247,16 @@ def load_all(path: str | Path, bad: list[int]) -> Iterator[Trace]:
             bad[0] += 1
 
 
-__all__ = ["AXES", "AuditResult", "GroupResult", "LEAK_MARGIN", "Tally", "audit_dataset", "audit_traces",
-           "load_all", "score_pick", "top_steps", "trace_scores"]
+__all__ = [
+    "AXES",
+    "AuditResult",
+    "GroupResult",
+    "LEAK_MARGIN",
+    "Tally",
+    "audit_dataset",
+    "audit_traces",
+    "load_all",
+    "score_pick",
+    "top_steps",
+    "trace_scores",
+]

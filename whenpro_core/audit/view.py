@@ -114,15 +114,25 @@ def audit_view(trace: Trace, group: str | None = None) -> AuditTrace:
         agent = "agent" if trace.is_single_agent else step.agent
         if step.coord in by_coord:  # one coordinate, one step for the judge
             old = steps[by_coord[step.coord]]
-            steps[by_coord[step.coord]] = AuditStep(old.rank, old.coord, old.agent, old.kind,
-                                                    "\n".join(x for x in (old.content, content) if x),
-                                                    "\n".join(x for x in (old.calls, calls) if x),
-                                                    "\n".join(x for x in (old.observation, seen) if x))
+            steps[by_coord[step.coord]] = AuditStep(
+                old.rank,
+                old.coord,
+                old.agent,
+                old.kind,
+                "\n".join(x for x in (old.content, content) if x),
+                "\n".join(x for x in (old.calls, calls) if x),
+                "\n".join(x for x in (old.observation, seen) if x),
+            )
             continue
         by_coord[step.coord] = len(steps)
         steps.append(AuditStep(len(steps), step.coord, agent, step.kind, content, calls, seen))
-    return AuditTrace(id=trace.id, framework=trace.framework, query=" ".join(trace.task.query.split()),
-                      steps=tuple(steps), group=group or trace.id)
+    return AuditTrace(
+        id=trace.id,
+        framework=trace.framework,
+        query=" ".join(trace.task.query.split()),
+        steps=tuple(steps),
+        group=group or trace.id,
+    )
 
 
 def label_of(trace: Trace, view: AuditTrace) -> Label | None:
@@ -131,9 +141,13 @@ def label_of(trace: Trace, view: AuditTrace) -> Label | None:
     gt = trace.ground_truth
     if gt is None or (gt.step is None and gt.mode is None):
         return None
-    label = Label(agents=frozenset(accepted_agents(trace, gt)), steps=frozenset(accepted_steps(gt)),
-                  mode=(gt.mode or "").strip().upper() or None, round_only=gt.round_only,
-                  single_agent=trace.is_single_agent)
+    label = Label(
+        agents=frozenset(accepted_agents(trace, gt)),
+        steps=frozenset(accepted_steps(gt)),
+        mode=(gt.mode or "").strip().upper() or None,
+        round_only=gt.round_only,
+        single_agent=trace.is_single_agent,
+    )
     ranks = tuple(s.rank for s in view.steps if label.step_ok(s.coord))
     return Label(label.agents, label.steps, label.mode, label.round_only, label.single_agent, ranks)
 

@@ -34,10 +34,10 @@ the accepted-alternative rule above; ``—`` for no prediction).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from statistics import mean
-from typing import Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -47,8 +47,7 @@ from whenpro_core.model import Usage
 REPORT_FORMAT = "whenpro.bench.report/1"
 
 #: Transcript-length buckets in estimated tokens (upper bounds exclusive).
-LENGTH_BUCKETS: tuple[tuple[str, int], ...] = (("<4K", 4000), ("4-8K", 8000), ("8-12K", 12000),
-                                               (">12K", 1 << 62))
+LENGTH_BUCKETS: tuple[tuple[str, int], ...] = (("<4K", 4000), ("4-8K", 8000), ("8-12K", 12000), (">12K", 1 << 62))
 #: Modalities in display order.
 MODALITIES = ("text", "image", "video")
 #: Breakdown dimensions, in display order.
@@ -88,7 +87,7 @@ class Scored:
     error: bool
 
     @classmethod
-    def of(cls, rec: Record, tolerance: int) -> "Scored":
+    def of(cls, rec: Record, tolerance: int) -> Scored:
         """Flatten a labelled record (``rec.score`` is set)."""
         s = rec.score
         assert s is not None
@@ -98,11 +97,21 @@ class Scored:
         else:
             pred = ((rec.prediction.mode if rec.prediction else None) or "").strip().upper()
             pred = pred[:MAX_LABEL] or NO_PREDICTION
-        return cls(framework=rec.trace.framework or "?", modality=rec.trace.modality or "?",
-                   benchmark=rec.trace.benchmark or "?", single_agent=rec.trace.single_agent,
-                   gt_mode=gt_mode, pred_class=pred, agent=s.agent, step=s.step,
-                   step_tol=rec.step_within(tolerance), mode=s.mode, joint=s.joint,
-                   bucket=length_bucket(rec.trace.tokens), error=bool(rec.error))
+        return cls(
+            framework=rec.trace.framework or "?",
+            modality=rec.trace.modality or "?",
+            benchmark=rec.trace.benchmark or "?",
+            single_agent=rec.trace.single_agent,
+            gt_mode=gt_mode,
+            pred_class=pred,
+            agent=s.agent,
+            step=s.step,
+            step_tol=rec.step_within(tolerance),
+            mode=s.mode,
+            joint=s.joint,
+            bucket=length_bucket(rec.trace.tokens),
+            error=bool(rec.error),
+        )
 
 
 class Metrics(BaseModel):
@@ -156,15 +165,19 @@ def metrics(rows: Sequence[Scored]) -> Metrics:
     multi = [v for v in by_fw.values() if not v[0].single_agent]
     with_mode = [(r.gt_mode, r.pred_class) for r in rows if r.gt_mode]
     return Metrics(
-        n=len(rows), frameworks=len(by_fw),
+        n=len(rows),
+        frameworks=len(by_fw),
         agent=mean(_share([r.agent for r in v]) for v in multi) if multi else None,
         step=mean(_share([r.step for r in v]) for v in by_fw.values()),
         error=macro_f1(with_mode),
         joint=mean(_share([r.joint for r in v]) for v in by_fw.values()),
-        agent_acc=_share([r.agent for r in rows]), step_acc=_share([r.step for r in rows]),
+        agent_acc=_share([r.agent for r in rows]),
+        step_acc=_share([r.step for r in rows]),
         step_acc_tol=_share([r.step_tol for r in rows]),
         mode_acc=_share([bool(r.mode) for r in rows if r.mode is not None]),
-        joint_acc=_share([r.joint for r in rows]), failed=sum(r.error for r in rows))
+        joint_acc=_share([r.joint for r in rows]),
+        failed=sum(r.error for r in rows),
+    )
 
 
 class Composite(BaseModel):
@@ -279,7 +292,8 @@ def _classes(rows: Sequence[Scored]) -> tuple[Confusion, list[ClassScore]]:
     pairs = [(r.gt_mode, r.pred_class) for r in rows if r.gt_mode]
     gold = sorted({g for g, _ in pairs})
     pred = sorted({p for _, p in pairs} - {NO_PREDICTION}) + (
-        [NO_PREDICTION] if any(p == NO_PREDICTION for _, p in pairs) else [])
+        [NO_PREDICTION] if any(p == NO_PREDICTION for _, p in pairs) else []
+    )
     counts = [[sum(1 for g2, p2 in pairs if g2 == g and p2 == p) for p in pred] for g in gold]
     classes = []
     for c in gold:
@@ -289,8 +303,7 @@ def _classes(rows: Sequence[Scored]) -> tuple[Confusion, list[ClassScore]]:
         prec = tp / predicted if predicted else None
         rec = tp / support if support else None
         f1 = 2 * tp / (support + predicted) if support + predicted else None
-        classes.append(ClassScore(code=c, support=support, predicted=predicted, precision=prec,
-                                  recall=rec, f1=f1))
+        classes.append(ClassScore(code=c, support=support, predicted=predicted, precision=prec, recall=rec, f1=f1))
     return Confusion(gold=gold, predicted=pred, counts=counts), classes
 
 
@@ -304,8 +317,12 @@ def group_report(records: Sequence[Record], tolerance: int) -> GroupReport:
     """The report of one group's records (all of one model × protocol × gold setting)."""
     first = records[0]
     rows = [Scored.of(r, tolerance) for r in records if r.score is not None]
-    report = GroupReport(model=first.model, protocol=first.protocol, with_gold=first.with_gold,
-                         label=group_label(first.model, first.protocol, first.with_gold))
+    report = GroupReport(
+        model=first.model,
+        protocol=first.protocol,
+        with_gold=first.with_gold,
+        label=group_label(first.model, first.protocol, first.with_gold),
+    )
     report.records = len(records)
     report.scored = len(rows)
     report.unlabelled = sum(1 for r in records if r.score is None and not r.error)
@@ -331,14 +348,19 @@ def group_report(records: Sequence[Record], tolerance: int) -> GroupReport:
     for dim in DIMENSIONS:
         values = _ordered({_dimension(r, dim) for r in rows}, dim)
         report.breakdowns[dim] = [
-            BreakdownRow(value=v, metrics=metrics([r for r in rows if _dimension(r, dim) == v]))
-            for v in values]
+            BreakdownRow(value=v, metrics=metrics([r for r in rows if _dimension(r, dim) == v])) for v in values
+        ]
     report.confusion, report.classes = _classes(rows)
     return report
 
 
-def aggregate(records: Iterable[Record], *, tolerance: int | None = None,
-              sources: Sequence[str] = (), problems: Sequence[str] = ()) -> Report:
+def aggregate(
+    records: Iterable[Record],
+    *,
+    tolerance: int | None = None,
+    sources: Sequence[str] = (),
+    problems: Sequence[str] = (),
+) -> Report:
     """Score ``records`` (the last record per key counts) into a :class:`Report`.
 
     ``tolerance`` is the k for ``step_acc_tol``; default: the largest k the records were
@@ -351,8 +373,11 @@ def aggregate(records: Iterable[Record], *, tolerance: int | None = None,
     for r in recs:
         groups[r.group].append(r)
     reports = [group_report(g, tolerance) for g in groups.values()]
-    reports.sort(key=lambda g: (-(g.composite.joint if g.composite.joint is not None else -1),
-                                g.label))
-    return Report(created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                  sources=list(sources), tolerance=tolerance, groups=reports,
-                  problems=list(problems))
+    reports.sort(key=lambda g: (-(g.composite.joint if g.composite.joint is not None else -1), g.label))
+    return Report(
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        sources=list(sources),
+        tolerance=tolerance,
+        groups=reports,
+        problems=list(problems),
+    )

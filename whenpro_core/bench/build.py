@@ -92,8 +92,12 @@ class BuildOptions:
 
     def fingerprint(self) -> dict[str, Any]:
         """The options a resumed build must share with the run that started it."""
-        out: dict[str, Any] = {"generator": self.generator, "executor": self.executor, "layout": self.layout,
-                               "seed": self.seed}
+        out: dict[str, Any] = {
+            "generator": self.generator,
+            "executor": self.executor,
+            "layout": self.layout,
+            "seed": self.seed,
+        }
         if self.model and (self.executor == "simulate" or self.generator == "llm"):
             out["model"] = self.model
         return out
@@ -134,8 +138,17 @@ def _describe(exc: BaseException) -> str:
     return redact(text)[:500]
 
 
-def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: BuildOptions, *,
-                now: str, cancel: threading.Event | None = None, trace_id: str | None = None) -> Outcome:
+def run_attempt(
+    trace: Trace,
+    attempt: Attempt,
+    generator,
+    executor,
+    opts: BuildOptions,
+    *,
+    now: str,
+    cancel: threading.Event | None = None,
+    trace_id: str | None = None,
+) -> Outcome:
     """Generate, replay, verify and filter one attempt (blocking; run it in a thread).
     Never raises for a failed attempt: the entry says which stage dropped it.
     ``trace_id`` is the id the kept trace gets (the build's opaque id; default: the
@@ -145,19 +158,39 @@ def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: Build
 
     started = time.perf_counter()
     step = trace.steps[attempt.index]
-    base: dict[str, Any] = dict(key=attempt.key, seed=attempt.seed_id, seed_ref=attempt.seed_ref, step=attempt.coord,
-                step_index=attempt.index, mode=attempt.mode, agent=step.agent, modality=trace.modality.value,
-                framework=trace.framework, benchmark=trace.benchmark, step_class=step_class(step),
-                steps=len(trace.steps))
+    base: dict[str, Any] = dict(
+        key=attempt.key,
+        seed=attempt.seed_id,
+        seed_ref=attempt.seed_ref,
+        step=attempt.coord,
+        step_index=attempt.index,
+        mode=attempt.mode,
+        agent=step.agent,
+        modality=trace.modality.value,
+        framework=trace.framework,
+        benchmark=trace.benchmark,
+        step_class=step_class(step),
+        steps=len(trace.steps),
+    )
 
     def done(status: str, reason: str | None = None, detail: str = "", **kw) -> Entry:
-        return Entry(**base, status=status, reason=reason, detail=detail,
-                     seconds=round(time.perf_counter() - started, 4), **kw)
+        return Entry(
+            **base, status=status, reason=reason, detail=detail, seconds=round(time.perf_counter() - started, 4), **kw
+        )
 
     tracked = _Tracked(generator)
     try:
-        result = inject(trace, attempt.index, attempt.mode, tracked, executor, seed=opts.seed,
-                        timeout=opts.timeout, cancel=cancel, now=now)
+        result = inject(
+            trace,
+            attempt.index,
+            attempt.mode,
+            tracked,
+            executor,
+            seed=opts.seed,
+            timeout=opts.timeout,
+            cancel=cancel,
+            now=now,
+        )
     except Exception as exc:  # noqa: BLE001 - a failed attempt is recorded, the build goes on
         stage = "replay_failed" if tracked.done else "generate_failed"
         return Outcome(done("dropped", stage, _describe(exc)))
@@ -165,21 +198,41 @@ def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: Build
     base.update(_spent(cf.extras.get("injection") or {}))
     if not v.decisive:
         why = {True: "the counterfactual still succeeds", None: "the counterfactual's outcome is unknown"}.get(
-            v.counterfactual_success, "the seed run did not succeed")
+            v.counterfactual_success, "the seed run did not succeed"
+        )
         return Outcome(done("dropped", "not_decisive", f"{why} ({v.detail})", id=cf.id))
     if v.revealing:
-        return Outcome(done("dropped", "construction_leak",
-                            "the injected text says: " + ", ".join(repr(p) for p in v.revealing), id=cf.id))
+        return Outcome(
+            done(
+                "dropped",
+                "construction_leak",
+                "the injected text says: " + ", ".join(repr(p) for p in v.revealing),
+                id=cf.id,
+            )
+        )
     if v.gold_visible_before_t:
-        return Outcome(done("dropped", "gold_visible_before_t",
-                            "the gold answer appears in an agent step before the injected one", id=cf.id))
+        return Outcome(
+            done(
+                "dropped",
+                "gold_visible_before_t",
+                "the gold answer appears in an agent step before the injected one",
+                id=cf.id,
+            )
+        )
     control = control_run(trace, attempt.index, executor, opts, cancel) if opts.needs_control else None
     if control is not None:
         cf.extras["injection"]["control"] = control
         if control["success"] is not True:
-            return Outcome(done("dropped", "control_failed", "the unmodified step replayed through the same "
-                                f"executor does not succeed either ({control['detail']})", id=cf.id,
-                                control=control["success"]))
+            return Outcome(
+                done(
+                    "dropped",
+                    "control_failed",
+                    "the unmodified step replayed through the same "
+                    f"executor does not succeed either ({control['detail']})",
+                    id=cf.id,
+                    control=control["success"],
+                )
+            )
     if trace_id:
         cf.id = trace_id
     inj = cf.extras["injection"]
@@ -189,16 +242,22 @@ def run_attempt(trace: Trace, attempt: Attempt, generator, executor, opts: Build
     diffs = check_round_trip(cf, doc)
     if diffs:
         return Outcome(done("dropped", "not_representable", "; ".join(diffs[:3]), id=cf.id))
-    return Outcome(done("kept", detail=result.generated.description[:500], id=cf.id,
-                        control=control["success"] if control else None), doc)
+    return Outcome(
+        done(
+            "kept", detail=result.generated.description[:500], id=cf.id, control=control["success"] if control else None
+        ),
+        doc,
+    )
 
 
 def _spent(inj: dict[str, Any]) -> dict[str, Any]:
     """``calls`` and ``cost_usd`` of an injection record: its generator's ``usage`` plus
     its simulated continuation's (``continuation.usage``); 0 for what is missing."""
     parts = [inj.get("usage") or {}, (inj.get("continuation") or {}).get("usage") or {}]
-    return {"calls": sum(int(u.get("calls", 0)) for u in parts),
-            "cost_usd": round(sum(float(u.get("cost_usd", 0.0)) for u in parts), 6)}
+    return {
+        "calls": sum(int(u.get("calls", 0)) for u in parts),
+        "cost_usd": round(sum(float(u.get("cost_usd", 0.0)) for u in parts), 6),
+    }
 
 
 def class_shares(plan: Plan) -> dict[str, float]:
@@ -215,8 +274,9 @@ def class_shares(plan: Plan) -> dict[str, float]:
     return {c: round(n / total, 4) for c, n in sorted(counts.items())}
 
 
-def control_run(trace: Trace, index: int, executor, opts: BuildOptions,
-                cancel: threading.Event | None = None) -> dict[str, Any]:
+def control_run(
+    trace: Trace, index: int, executor, opts: BuildOptions, cancel: threading.Event | None = None
+) -> dict[str, Any]:
     """Replay the *unmodified* step ``index`` of ``trace`` through ``executor`` and check
     the outcome: ``{"success": bool | None, "detail": str, "final_answer": str | None,
     "termination": str}``. An executor error gives ``success: None`` (never raises for
@@ -225,14 +285,18 @@ def control_run(trace: Trace, index: int, executor, opts: BuildOptions,
     from whenpro_core.injection.verify import check_trace
 
     try:
-        result = warm_start(trace, index, trace.steps[index].model_copy(deep=True), executor,
-                            timeout=opts.timeout, cancel=cancel)
+        result = warm_start(
+            trace, index, trace.steps[index].model_copy(deep=True), executor, timeout=opts.timeout, cancel=cancel
+        )
     except Exception as exc:  # noqa: BLE001 - recorded as a failed control
         return {"success": None, "detail": _describe(exc), "final_answer": None, "termination": "error"}
     check = check_trace(trace, result.final_answer) if result.final_answer is not None else None
-    return {"success": check.success if check else None,
-            "detail": check.detail if check else f"no final answer ({result.termination})",
-            "final_answer": result.final_answer, "termination": result.termination}
+    return {
+        "success": check.success if check else None,
+        "detail": check.detail if check else f"no final answer ({result.termination})",
+        "final_answer": result.final_answer,
+        "termination": result.termination,
+    }
 
 
 # ---------------------------------------------------------------------- the build
@@ -254,9 +318,12 @@ def _seeds_section(seeds: list[Seed]) -> dict[str, Any]:
     reasons: dict[str, int] = {}
     for s in skipped:
         reasons[s.skip] = reasons.get(s.skip, 0) + 1
-    return {"found": len(seeds), "used": len(seeds) - len(skipped), "skipped": reasons,
-            "skipped_list": [{"ref": s.rel or s.ref, "id": s.id, "reason": s.skip, "detail": s.detail}
-                             for s in skipped]}
+    return {
+        "found": len(seeds),
+        "used": len(seeds) - len(skipped),
+        "skipped": reasons,
+        "skipped_list": [{"ref": s.rel or s.ref, "id": s.id, "reason": s.skip, "detail": s.detail} for s in skipped],
+    }
 
 
 def _tools(opts: BuildOptions):
@@ -264,8 +331,10 @@ def _tools(opts: BuildOptions):
     from whenpro_core.injection.generate import get_generator
 
     if opts.generator.startswith("text:"):
-        raise ConfigError("a build writes many different steps; a fixed replacement text does not fit",
-                          expected="--generator offline or llm")
+        raise ConfigError(
+            "a build writes many different steps; a fixed replacement text does not fit",
+            expected="--generator offline or llm",
+        )
     generator = get_generator(opts.generator, model=opts.model)
     executor = get_executor(opts.executor, message_timeout=opts.message_timeout, model=opts.model)
     return generator, executor
@@ -289,10 +358,18 @@ def check_options(opts: BuildOptions) -> None:
 ProgressFn = Callable[[int, int, Entry], None]
 
 
-async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions, *, force: bool = False,
-                    on_plan: Callable[[BuildResult, int], None] | None = None,
-                    on_entry: ProgressFn | None = None, after_record: Callable[[int], None] | None = None,
-                    now: str | None = None, salt: str | None = None) -> BuildResult:
+async def run_build(
+    seeds_path: str | Path,
+    out: str | Path,
+    opts: BuildOptions,
+    *,
+    force: bool = False,
+    on_plan: Callable[[BuildResult, int], None] | None = None,
+    on_entry: ProgressFn | None = None,
+    after_record: Callable[[int], None] | None = None,
+    now: str | None = None,
+    salt: str | None = None,
+) -> BuildResult:
     """Build (or resume building) the dataset ``out`` from the seeds at ``seeds_path``.
 
     ``on_plan(result, todo)`` is called once the plan is known; ``on_entry`` after each
@@ -310,8 +387,9 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
     generator, executor = _tools(opts)
     seeds = await asyncio.to_thread(scan_seeds, seeds_path)
     if not seeds:
-        raise ConfigError(f"no traces found in {seeds_path}",
-                          expected="successful runs, e.g. the output of whenpro run")
+        raise ConfigError(
+            f"no traces found in {seeds_path}", expected="successful runs, e.g. the output of whenpro run"
+        )
     plan = plan_build(seeds, modes, opts.per_seed, seed=opts.seed, offline=opts.generator == "offline")
     store = BuildStore.open(out, opts.fingerprint(), force=force, now=now, salt=salt)
     traces = {s.id: s.trace for s in seeds if s.trace is not None}
@@ -328,9 +406,17 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
             chains.setdefault(a.seed_id, []).append(a)
 
         async def one(attempt: Attempt) -> Entry | None:
-            outcome = await asyncio.to_thread(run_attempt, traces[attempt.seed_id], attempt, generator,
-                                              executor, opts, now=store.created, cancel=cancel,
-                                              trace_id=store.trace_id(attempt.key))
+            outcome = await asyncio.to_thread(
+                run_attempt,
+                traces[attempt.seed_id],
+                attempt,
+                generator,
+                executor,
+                opts,
+                now=store.created,
+                cancel=cancel,
+                trace_id=store.trace_id(attempt.key),
+            )
             if cancel.is_set():
                 return None  # a cut-short replay proves nothing: not journalled, runs again
             entry = outcome.entry
@@ -349,8 +435,11 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
             try:
                 # a kept item the detectability filter dropped later still used the seed's slot,
                 # so a rerun does not try more attempts of that seed
-                kept = sum(1 for a in attempts if (e := store.entries.get(a.key))
-                           and (e.status == "kept" or e.reason == "detectable"))
+                kept = sum(
+                    1
+                    for a in attempts
+                    if (e := store.entries.get(a.key)) and (e.status == "kept" or e.reason == "detectable")
+                )
                 for attempt in attempts:
                     if kept >= opts.per_seed or cancel.is_set():
                         return
@@ -373,11 +462,17 @@ async def run_build(seeds_path: str | Path, out: str | Path, opts: BuildOptions,
             cancel.set()
             raise
         finally:
-            run = {"modes": list(modes), "per_seed": opts.per_seed, "concurrency": opts.concurrency,
-                   "max_mode_share": opts.max_mode_share, "step_classes": class_shares(plan),
-                   "detectable": detectable}
-            result.manifest = await asyncio.to_thread(store.finish, _seeds_section(seeds),
-                                                      planned=len(plan.attempts), run=run)
+            run = {
+                "modes": list(modes),
+                "per_seed": opts.per_seed,
+                "concurrency": opts.concurrency,
+                "max_mode_share": opts.max_mode_share,
+                "step_classes": class_shares(plan),
+                "detectable": detectable,
+            }
+            result.manifest = await asyncio.to_thread(
+                store.finish, _seeds_section(seeds), planned=len(plan.attempts), run=run
+            )
     except BaseExceptionGroup as eg:
         leaves = list(_leaves(eg))
         first = next((e for e in leaves if isinstance(e, WhenproError)), leaves[0] if leaves else None)
@@ -402,9 +497,17 @@ def drop_detectable(store: BuildStore, seeds: list[Seed]) -> dict[str, int]:
     check = DetectabilityCheck((s.id, s.trace) for s in seeds if s.trace is not None and not s.skip)
     pinned = filter_items(check, ((e.key, e.seed, load_trace(str(store.root / str(e.file)))) for e in kept))
     for key, pins in pinned.items():
-        store.record(store.entries[key].model_copy(update={
-            "status": "dropped", "reason": "detectable", "file": None, "ref": None,
-            "detail": "a form-only baseline pins it to its step: " + ", ".join(p.describe() for p in pins)}))
+        store.record(
+            store.entries[key].model_copy(
+                update={
+                    "status": "dropped",
+                    "reason": "detectable",
+                    "file": None,
+                    "ref": None,
+                    "detail": "a form-only baseline pins it to its step: " + ", ".join(p.describe() for p in pins),
+                }
+            )
+        )
     return {"checked": len(kept), "dropped": len(pinned)}
 
 
@@ -419,12 +522,27 @@ def _leaves(eg: BaseExceptionGroup):
 # ---------------------------------------------------------------------- the command
 
 
-def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per_seed: int = 1,
-                  generator: str = "offline", model: str | None = None, executor: str = "builtin",
-                  layout: str = "files", seed: int = 0, concurrency: int = 4, timeout: float = 600.0,
-                  message_timeout: float = 60.0, force: bool = False, revalidate: bool = False,
-                  max_mode_share: float = MAX_MODE_SHARE, keep_detectable: bool = False,
-                  export_validated: Path | None = None, echo: Callable[[str], None] = print) -> dict[str, Any]:
+def build_command(
+    seeds: str | None,
+    out: Path,
+    *,
+    modes: str | None = None,
+    per_seed: int = 1,
+    generator: str = "offline",
+    model: str | None = None,
+    executor: str = "builtin",
+    layout: str = "files",
+    seed: int = 0,
+    concurrency: int = 4,
+    timeout: float = 600.0,
+    message_timeout: float = 60.0,
+    force: bool = False,
+    revalidate: bool = False,
+    max_mode_share: float = MAX_MODE_SHARE,
+    keep_detectable: bool = False,
+    export_validated: Path | None = None,
+    echo: Callable[[str], None] = print,
+) -> dict[str, Any]:
     """What ``whenpro build`` does: build (with a Rich progress bar on stderr when it is
     a terminal) and print a summary; with ``revalidate`` and no ``seeds``, only refresh
     the manifest's validation counts; with ``export_validated`` and no ``seeds``, write
@@ -444,8 +562,10 @@ def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per
     from whenpro_core.bench.build_store import revalidate as refresh
 
     if seeds is not None and export_validated is not None:
-        raise ConfigError("--export-validated exports a built dataset; it takes no SEEDS",
-                          expected="whenpro build --out DATASET --export-validated OUT")
+        raise ConfigError(
+            "--export-validated exports a built dataset; it takes no SEEDS",
+            expected="whenpro build --out DATASET --export-validated OUT",
+        )
     if seeds is None and export_validated is not None:
         from whenpro_core.bench.export import export_validated as export  # lazy: only this path needs it
 
@@ -460,24 +580,47 @@ def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per
         echo(_validation_line(manifest))
         return manifest
     if model and generator == "offline" and executor != "simulate":
-        raise ConfigError("--model is for --generator llm or --executor simulate",
-                          expected="--generator llm --model provider:model, or --executor simulate --model ...")
-    opts = BuildOptions(modes=tuple(m for m in (modes or "").split(",") if m.strip()), per_seed=per_seed,
-                        generator=generator, executor=executor, layout=layout, seed=seed, concurrency=concurrency,
-                        timeout=timeout, message_timeout=message_timeout, model=model,
-                        max_mode_share=max_mode_share, detect=not keep_detectable)
+        raise ConfigError(
+            "--model is for --generator llm or --executor simulate",
+            expected="--generator llm --model provider:model, or --executor simulate --model ...",
+        )
+    opts = BuildOptions(
+        modes=tuple(m for m in (modes or "").split(",") if m.strip()),
+        per_seed=per_seed,
+        generator=generator,
+        executor=executor,
+        layout=layout,
+        seed=seed,
+        concurrency=concurrency,
+        timeout=timeout,
+        message_timeout=message_timeout,
+        model=model,
+        max_mode_share=max_mode_share,
+        detect=not keep_detectable,
+    )
     err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
-    progress = Progress(SpinnerColumn(), TextColumn("[bold]build"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("kept {task.fields[kept]} · dropped {task.fields[dropped]}"),
-                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                        console=err, disable=not err.is_terminal, transient=False)
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]build"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("kept {task.fields[kept]} · dropped {task.fields[dropped]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err,
+        disable=not err.is_terminal,
+        transient=False,
+    )
     task = progress.add_task("build", total=0, kept=0, dropped=0)
     tally = {"kept": 0, "dropped": 0}
 
     def on_plan(res: BuildResult, todo: int) -> None:
         used = len(res.plan.used)
-        echo(f"{len(res.plan.seeds)} seed traces, {used} used; {len(res.plan.attempts)} attempts planned, "
-             f"{res.skipped} already done, {todo} to run")
+        echo(
+            f"{len(res.plan.seeds)} seed traces, {used} used; {len(res.plan.attempts)} attempts planned, "
+            f"{res.skipped} already done, {todo} to run"
+        )
         progress.update(task, total=todo)
         progress.start()  # after the plan line, so the live display does not interleave with it
 
@@ -491,8 +634,10 @@ def build_command(seeds: str | None, out: Path, *, modes: str | None = None, per
         progress.stop()
     m = result.manifest
     c, d = m["counts"], {k: v for k, v in m["dropped"].items() if v}
-    echo(f"attempted {c['attempted']}: generated {c['generated']}, replayed {c['replayed']}, "
-         f"decisive {c['decisive']}, kept {c['kept']}")
+    echo(
+        f"attempted {c['attempted']}: generated {c['generated']}, replayed {c['replayed']}, "
+        f"decisive {c['decisive']}, kept {c['kept']}"
+    )
     if d:
         echo("dropped: " + ", ".join(f"{k} {v}" for k, v in d.items()))
     if m["seeds"].get("skipped"):
@@ -508,16 +653,25 @@ def nothing_kept(manifest: dict[str, Any], out: Path) -> str | None:
         return None
     why = [f"{k} {v}" for k, v in manifest.get("dropped", {}).items() if v]
     why += [f"seeds skipped: {k} {v}" for k, v in manifest.get("seeds", {}).get("skipped", {}).items() if v]
-    return (f"no trace kept in {out} ({', '.join(why) or 'nothing attempted'}); "
-            f"see {Path(out) / 'manifest.json'}")
+    return f"no trace kept in {out} ({', '.join(why) or 'nothing attempted'}); see {Path(out) / 'manifest.json'}"
 
 
 def _validation_line(manifest: dict[str, Any]) -> str:
     v = manifest.get("validation", {})
-    return (f"{v.get('total', 0)} traces: {v.get('accepted', 0)} accepted, {v.get('rejected', 0)} rejected, "
-            f"{v.get('relabelled', 0)} relabelled, {v.get('pending', 0)} pending")
+    return (
+        f"{v.get('total', 0)} traces: {v.get('accepted', 0)} accepted, {v.get('rejected', 0)} rejected, "
+        f"{v.get('relabelled', 0)} relabelled, {v.get('pending', 0)} pending"
+    )
 
 
-__all__ = ["BuildOptions", "BuildResult", "Outcome", "build_command", "check_options", "drop_detectable",
-           "nothing_kept",
-           "run_attempt", "run_build"]
+__all__ = [
+    "BuildOptions",
+    "BuildResult",
+    "Outcome",
+    "build_command",
+    "check_options",
+    "drop_detectable",
+    "nothing_kept",
+    "run_attempt",
+    "run_build",
+]

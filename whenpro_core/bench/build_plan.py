@@ -107,8 +107,10 @@ def parse_modes(text: str | list[str] | None, generator: str) -> tuple[str, ...]
     if generator == "offline":
         missing = [c for c in codes if c not in MUTATORS]
         if missing:
-            raise ConfigError(f"no offline mutator for mode {', '.join(missing)}",
-                              expected=f"modes among {', '.join(MUTATORS)}, or --generator llm")
+            raise ConfigError(
+                f"no offline mutator for mode {', '.join(missing)}",
+                expected=f"modes among {', '.join(MUTATORS)}, or --generator llm",
+            )
     return tuple(dict.fromkeys(codes))
 
 
@@ -163,8 +165,11 @@ def _relative(ref: str, target: str | Path) -> str:
 
 def candidate_steps(trace: Trace) -> list[int]:
     """Indices of the steps an injection may replace (module docstring)."""
-    return [s.index for s in trace.steps
-            if s.index >= 1 and s.coord is not None and is_agent_step(s) and not s.error and s.kind != "final_answer"]
+    return [
+        s.index
+        for s in trace.steps
+        if s.index >= 1 and s.coord is not None and is_agent_step(s) and not s.error and s.kind != "final_answer"
+    ]
 
 
 def step_class(step: Step) -> str:
@@ -205,8 +210,15 @@ def attempt_order(trace: Trace, fits: dict[int, list[str]], seed: int) -> list[t
     return out
 
 
-def plan_build(seeds: list[Seed], modes: tuple[str, ...], per_seed: int, *, seed: int = 0,
-               offline: bool = True, tries: int = TRIES_PER_KEPT) -> Plan:
+def plan_build(
+    seeds: list[Seed],
+    modes: tuple[str, ...],
+    per_seed: int,
+    *,
+    seed: int = 0,
+    offline: bool = True,
+    tries: int = TRIES_PER_KEPT,
+) -> Plan:
     """The attempts a build may run: for each usable seed, the first ``per_seed *
     tries`` pairs of :func:`attempt_order`, in order (the build runs a seed's attempts
     until ``per_seed`` of them are kept). Seeds with no fitting pair are marked
@@ -233,6 +245,18 @@ def plan_build(seeds: list[Seed], modes: tuple[str, ...], per_seed: int, *, seed
     return plan
 
 
-__all__ = ["Attempt", "MIN_AGENT_STEPS", "Plan", "SEED_SKIP_REASONS", "TRIES_PER_KEPT", "Seed", "attempt_order",
-           "candidate_steps",
-           "fitting_modes", "parse_modes", "plan_build", "scan_seeds", "step_class"]
+__all__ = [
+    "Attempt",
+    "MIN_AGENT_STEPS",
+    "Plan",
+    "SEED_SKIP_REASONS",
+    "TRIES_PER_KEPT",
+    "Seed",
+    "attempt_order",
+    "candidate_steps",
+    "fitting_modes",
+    "parse_modes",
+    "plan_build",
+    "scan_seeds",
+    "step_class",
+]

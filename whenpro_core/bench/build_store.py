@@ -95,15 +95,35 @@ MANIFEST = "manifest.json"
 PROVENANCE = "provenance.json"
 LAYOUTS = ("files", "jsonl")
 #: Why an attempt did not give a dataset trace, by the stage that dropped it.
-DROP_REASONS = ("generate_failed", "replay_failed", "not_decisive", "construction_leak",
-                "gold_visible_before_t", "not_representable", "control_failed", "detectable", "step_class",
-                "mode_share", "position")
+DROP_REASONS = (
+    "generate_failed",
+    "replay_failed",
+    "not_decisive",
+    "construction_leak",
+    "gold_visible_before_t",
+    "not_representable",
+    "control_failed",
+    "detectable",
+    "step_class",
+    "mode_share",
+    "position",
+)
 #: Largest share of the released labels in one tenth of the runs (relative position of
 #: the labelled step); a tenth always keeps 2, so a small build is not emptied.
 POSITION_SHARE = 0.2
 #: The fields of a released document (everything else goes to the provenance sidecar).
-PUBLIC_FIELDS = ("id", "framework", "benchmark", "modality", "agents", "task", "ground_truth", "trajectory",
-                 "final_answer", "eval_status")
+PUBLIC_FIELDS = (
+    "id",
+    "framework",
+    "benchmark",
+    "modality",
+    "agents",
+    "task",
+    "ground_truth",
+    "trajectory",
+    "final_answer",
+    "eval_status",
+)
 #: A trace id made by :meth:`BuildStore.trace_id` (16 hex digits).
 BUILD_ID = re.compile(r"^[0-9a-f]{16}$")
 #: Default largest share of one failure mode among the released traces.
@@ -159,9 +179,12 @@ def _model_calls(entries: list[Entry], kept: int) -> dict[str, Any]:
     or dropped), and per kept trace (``None`` when nothing was kept)."""
     calls = sum(e.calls for e in entries)
     cost = sum(e.cost_usd for e in entries)
-    return {"calls": calls, "cost_usd": round(cost, 6),
-            "calls_per_kept": round(calls / kept, 2) if kept else None,
-            "cost_usd_per_kept": round(cost / kept, 6) if kept else None}
+    return {
+        "calls": calls,
+        "cost_usd": round(cost, 6),
+        "calls_per_kept": round(calls / kept, 2) if kept else None,
+        "cost_usd_per_kept": round(cost / kept, 6) if kept else None,
+    }
 
 
 class BuildStore:
@@ -184,8 +207,15 @@ class BuildStore:
         return self.root / BUILD_DIR / "journal.jsonl"
 
     @classmethod
-    def open(cls, root: str | Path, options: dict[str, Any], *, force: bool = False,
-             now: str | None = None, salt: str | None = None) -> BuildStore:
+    def open(
+        cls,
+        root: str | Path,
+        options: dict[str, Any],
+        *,
+        force: bool = False,
+        now: str | None = None,
+        salt: str | None = None,
+    ) -> BuildStore:
         """Open (or start) the build in ``root``.
 
         ``options`` are the settings a resumed build must share (generator, executor,
@@ -198,10 +228,12 @@ class BuildStore:
         if root.exists() and not root.is_dir():
             raise WhenproError("output exists and is a file", path=root, expected="a dataset folder (--out)")
         journal = root / BUILD_DIR / "journal.jsonl"
-        if not journal.exists() and root.is_dir() and any(p.name != BUILD_DIR for p in root.iterdir()) \
-                and not force:
-            raise WhenproError("output folder exists and is not a whenpro build", path=root,
-                               expected="a new folder, an earlier build to resume, or --force")
+        if not journal.exists() and root.is_dir() and any(p.name != BUILD_DIR for p in root.iterdir()) and not force:
+            raise WhenproError(
+                "output folder exists and is not a whenpro build",
+                path=root,
+                expected="a new folder, an earlier build to resume, or --force",
+            )
         (root / BUILD_DIR).mkdir(parents=True, exist_ok=True)
         lock_fd = _take_lock(root / BUILD_DIR / "lock")
         try:
@@ -211,17 +243,24 @@ class BuildStore:
                 if not force:
                     old = header.get("options") or {}
                     diff = ", ".join(f"{k} {old.get(k)!r} -> {v!r}" for k, v in options.items() if old.get(k) != v)
-                    raise ConfigError(f"this dataset was built with other options ({diff})", path=root,
-                                      expected="the same --generator/--executor/--layout/--seed to resume, "
-                                               "a new --out, or --force to start over")
+                    raise ConfigError(
+                        f"this dataset was built with other options ({diff})",
+                        path=root,
+                        expected="the same --generator/--executor/--layout/--seed to resume, "
+                        "a new --out, or --force to start over",
+                    )
                 _remove_build(root, [Entry.model_validate(r) for r in records if r.get("format") == ATTEMPT_FORMAT])
                 records, header = [], None
             elif header is not None and force:
                 _remove_build(root, [Entry.model_validate(r) for r in records if r.get("format") == ATTEMPT_FORMAT])
                 records, header = [], None
             if header is None:
-                header = {"format": JOURNAL_FORMAT, "options": options, "salt": salt or secrets.token_hex(16),
-                          "created": now or datetime.now(UTC).isoformat(timespec="seconds")}
+                header = {
+                    "format": JOURNAL_FORMAT,
+                    "options": options,
+                    "salt": salt or secrets.token_hex(16),
+                    "created": now or datetime.now(UTC).isoformat(timespec="seconds"),
+                }
                 applog.append(journal, header)
             entries: dict[str, Entry] = {}
             for r in records:
@@ -251,8 +290,15 @@ class BuildStore:
         if self.layout == "jsonl":
             modality = _safe(entry.modality or "text")
             return f"data/{modality}.jsonl", f"data/{modality}.jsonl#{entry.id}"
-        rel = "/".join(["data_release", _safe(entry.modality or "text"), _safe(entry.benchmark or "unknown"),
-                        _safe(entry.framework or "unknown"), f"{_safe(entry.id or entry.key)}.json"])
+        rel = "/".join(
+            [
+                "data_release",
+                _safe(entry.modality or "text"),
+                _safe(entry.benchmark or "unknown"),
+                _safe(entry.framework or "unknown"),
+                f"{_safe(entry.id or entry.key)}.json",
+            ]
+        )
         return rel, rel
 
     def write_kept(self, doc: dict[str, Any], entry: Entry) -> Entry:
@@ -274,8 +320,9 @@ class BuildStore:
         """Kept entries, sorted by trace id."""
         return sorted((e for e in self.entries.values() if e.status == "kept"), key=lambda e: e.id or "")
 
-    def finish(self, seeds: dict[str, Any] | None = None, *, planned: int | None = None,
-               run: dict[str, Any] | None = None) -> dict[str, Any]:
+    def finish(
+        self, seeds: dict[str, Any] | None = None, *, planned: int | None = None, run: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Select the released traces (mode balance), write them and the provenance
         sidecar, remove orphan files, write ``taxonomy.yaml`` if missing and
         ``manifest.json``; returns the manifest. ``seeds``/``planned``/``run`` (this
@@ -288,11 +335,16 @@ class BuildStore:
         self._release(selected)
         self._sweep({e.ref or "" for e in selected})
         write_taxonomy(self.root)
-        entries = [e if e.key not in over else e.model_copy(update={
-            "status": "dropped", "reason": over[e.key]}) for e in self.entries.values()]
-        manifest = compute_manifest(self.header, entries,
-                                    seeds if seeds is not None else old.get("seeds", {}),
-                                    planned if planned is not None else old.get("counts", {}).get("planned"))
+        entries = [
+            e if e.key not in over else e.model_copy(update={"status": "dropped", "reason": over[e.key]})
+            for e in self.entries.values()
+        ]
+        manifest = compute_manifest(
+            self.header,
+            entries,
+            seeds if seeds is not None else old.get("seeds", {}),
+            planned if planned is not None else old.get("counts", {}).get("planned"),
+        )
         manifest["run"] = run
         manifest["warnings"] = build_warnings(run, selected)
         from whenpro_core.bench.validate import validation_counts
@@ -310,16 +362,18 @@ class BuildStore:
         by_modality: dict[str, list[dict[str, Any]]] = {}
         for e in selected:
             public, record = split_document(self._staged(e))
-            provenance[e.id or e.key] = {"seed": e.seed, "step": e.step, "agent": e.agent,
-                                         "mode": e.mode, **record}
+            provenance[e.id or e.key] = {"seed": e.seed, "step": e.step, "agent": e.agent, "mode": e.mode, **record}
             if self.layout == "jsonl":
                 by_modality.setdefault(_safe(e.modality or "text"), []).append(public)
             else:
                 atomic_write_bytes(self.root / self.release_ref(e)[0], jsonio.dumps(public, indent=True) + b"\n")
         if self.layout == "jsonl":
             self._write_jsonl(by_modality)
-        atomic_write_bytes(self.root / PROVENANCE, jsonio.dumps(
-            {"format": PROVENANCE_FORMAT, "traces": dict(sorted(provenance.items()))}, indent=True) + b"\n")
+        atomic_write_bytes(
+            self.root / PROVENANCE,
+            jsonio.dumps({"format": PROVENANCE_FORMAT, "traces": dict(sorted(provenance.items()))}, indent=True)
+            + b"\n",
+        )
 
     def _write_jsonl(self, by_modality: dict[str, list[dict[str, Any]]]) -> None:
         data = self.root / "data"
@@ -447,8 +501,10 @@ def build_warnings(run: dict[str, Any], selected: list[Entry]) -> list[str]:
     seeds = Counter(e.seed for e in selected)
     twins = sum(n for n in seeds.values() if n > 1)
     if twins or int(run.get("per_seed", 1)) > 1:
-        return [f"--per-seed {run.get('per_seed')}: {twins} released traces share a seed run with another "
-                "(twins share the prefix before the injected step; a diff between twins finds it)"]
+        return [
+            f"--per-seed {run.get('per_seed')}: {twins} released traces share a seed run with another "
+            "(twins share the prefix before the injected step; a diff between twins finds it)"
+        ]
     return []
 
 
@@ -459,8 +515,11 @@ def _take_lock(path: Path) -> int:
             applog.fcntl.flock(fd, applog.fcntl.LOCK_EX | applog.fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise ConfigError("another whenpro build is writing this dataset", path=path.parent.parent,
-                              expected="wait for it to finish, or a different --out") from None
+            raise ConfigError(
+                "another whenpro build is writing this dataset",
+                path=path.parent.parent,
+                expected="wait for it to finish, or a different --out",
+            ) from None
     return fd
 
 
@@ -515,8 +574,9 @@ def write_taxonomy(root: Path) -> None:
 # ---------------------------------------------------------------------- the manifest
 
 
-def compute_manifest(header: dict[str, Any], entries: list[Entry], seeds: dict[str, Any],
-                     planned: int | None) -> dict[str, Any]:
+def compute_manifest(
+    header: dict[str, Any], entries: list[Entry], seeds: dict[str, Any], planned: int | None
+) -> dict[str, Any]:
     """The manifest of a build from its journal (module docstring); pure."""
     kept = sorted((e for e in entries if e.status == "kept"), key=lambda e: e.id or "")
     dropped = [e for e in entries if e.status != "kept"]
@@ -531,20 +591,41 @@ def compute_manifest(header: dict[str, Any], entries: list[Entry], seeds: dict[s
         "updated": datetime.now(UTC).isoformat(timespec="seconds"),
         "options": header.get("options", {}),
         "seeds": seeds,
-        "counts": {"planned": planned if planned is not None else n, "attempted": n, "generated": generated,
-                   "replayed": replayed, "decisive": decisive, "kept": len(kept)},
-        "dropped": {r: reasons.get(r, 0) for r in DROP_REASONS} | {r: c for r, c in reasons.items()
-                                                                 if r not in DROP_REASONS},
+        "counts": {
+            "planned": planned if planned is not None else n,
+            "attempted": n,
+            "generated": generated,
+            "replayed": replayed,
+            "decisive": decisive,
+            "kept": len(kept),
+        },
+        "dropped": {r: reasons.get(r, 0) for r in DROP_REASONS}
+        | {r: c for r, c in reasons.items() if r not in DROP_REASONS},
         "kept_by_mode": dict(sorted(Counter(e.mode for e in kept).items())),
-        "control": {"ran": sum(1 for e in entries if e.control is not None),
-                    "succeeded": sum(1 for e in entries if e.control is True)},
+        "control": {
+            "ran": sum(1 for e in entries if e.control is not None),
+            "succeeded": sum(1 for e in entries if e.control is True),
+        },
         "model_calls": _model_calls(entries, len(kept)),
         "kept_by_framework": dict(sorted(Counter(e.framework or "?" for e in kept).items())),
-        "traces": [{"id": e.id, "ref": e.ref, "seed": e.seed, "step": e.step, "agent": e.agent,
-                    "mode": e.mode, "framework": e.framework, "modality": e.modality}
-                   | ({"control": e.control} if e.control is not None else {}) for e in kept],
-        "dropped_traces": [{"seed": e.seed, "step": e.step, "mode": e.mode, "reason": e.reason,
-                            "detail": e.detail} for e in sorted(dropped, key=lambda e: e.key)],
+        "traces": [
+            {
+                "id": e.id,
+                "ref": e.ref,
+                "seed": e.seed,
+                "step": e.step,
+                "agent": e.agent,
+                "mode": e.mode,
+                "framework": e.framework,
+                "modality": e.modality,
+            }
+            | ({"control": e.control} if e.control is not None else {})
+            for e in kept
+        ],
+        "dropped_traces": [
+            {"seed": e.seed, "step": e.step, "mode": e.mode, "reason": e.reason, "detail": e.detail}
+            for e in sorted(dropped, key=lambda e: e.key)
+        ],
     }
 
 
@@ -562,11 +643,13 @@ def read_manifest(root: str | Path, *, fresh_validation: bool = True) -> dict[st
     except FileNotFoundError:
         return None
     except (OSError, orjson.JSONDecodeError) as exc:
-        raise TraceFormatError(f"cannot read the build manifest: {exc}", path=path,
-                               expected="manifest.json written by whenpro build") from None
+        raise TraceFormatError(
+            f"cannot read the build manifest: {exc}", path=path, expected="manifest.json written by whenpro build"
+        ) from None
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
-        raise TraceFormatError("not a whenpro build manifest", path=path, json_path="$.format",
-                               expected=f'"{MANIFEST_FORMAT}"')
+        raise TraceFormatError(
+            "not a whenpro build manifest", path=path, json_path="$.format", expected=f'"{MANIFEST_FORMAT}"'
+        )
     if fresh_validation:
         from whenpro_core.bench.validate import validation_counts
 
@@ -579,13 +662,32 @@ def revalidate(root: str | Path) -> dict[str, Any]:
     --revalidate``). Raises WhenproError when the folder holds no build manifest."""
     manifest = read_manifest(root, fresh_validation=True)
     if manifest is None:
-        raise WhenproError("no manifest.json here: not a dataset built by whenpro build", path=Path(root),
-                           expected="the --out folder of a whenpro build")
+        raise WhenproError(
+            "no manifest.json here: not a dataset built by whenpro build",
+            path=Path(root),
+            expected="the --out folder of a whenpro build",
+        )
     manifest["updated"] = datetime.now(UTC).isoformat(timespec="seconds")
     atomic_write_bytes(Path(root) / MANIFEST, jsonio.dumps(manifest, indent=True) + b"\n")
     return manifest
 
 
-__all__ = ["BUILD_DIR", "BUILD_ID", "BuildStore", "DROP_REASONS", "Entry", "LAYOUTS", "MANIFEST", "MAX_MODE_SHARE",
-           "PROVENANCE", "PUBLIC_FIELDS", "balance", "build_warnings", "compute_manifest", "read_manifest",
-           "revalidate", "split_document", "write_taxonomy"]
+__all__ = [
+    "BUILD_DIR",
+    "BUILD_ID",
+    "BuildStore",
+    "DROP_REASONS",
+    "Entry",
+    "LAYOUTS",
+    "MANIFEST",
+    "MAX_MODE_SHARE",
+    "PROVENANCE",
+    "PUBLIC_FIELDS",
+    "balance",
+    "build_warnings",
+    "compute_manifest",
+    "read_manifest",
+    "revalidate",
+    "split_document",
+    "write_taxonomy",
+]

@@ -4,12 +4,19 @@ progress bar, then report (:mod:`whenpro_core.bench.runner`, :mod:`.report`)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from whenpro_core.attribution.run import protocol_name
 from whenpro_core.attribution.template import load_template, template_sha, templated_protocol
@@ -26,7 +33,7 @@ from whenpro_core.textsafe import plural
 
 DEFAULT_OUT = "bench-results.jsonl"
 #: What ``whenpro bench`` suggests when a report file next to ``--out`` is not whenpro's.
-BENCH_REPORT_HINT = ("--report-dir ANOTHER_FOLDER, or --no-report; or move the file away")
+BENCH_REPORT_HINT = "--report-dir ANOTHER_FOLDER, or --no-report; or move the file away"
 
 
 def _gold_setting(gold: bool, both: bool) -> str:
@@ -37,8 +44,9 @@ def _check_template(template: str | Path, protocols: Sequence[str]) -> None:
     """ConfigError unless every protocol is all-at-once and the template compiles."""
     other = [p for p in protocols if protocol_name(p) != "all-at-once"]
     if other:
-        raise ConfigError(f"--template words the all-at-once request, not {other[0]}",
-                          expected="--protocol all-at-once (no --preset)")
+        raise ConfigError(
+            f"--template words the all-at-once request, not {other[0]}", expected="--protocol all-at-once (no --preset)"
+        )
     load_template(template)
 
 
@@ -46,21 +54,41 @@ def _with_template(items: list[runner.WorkItem], path: Path) -> list[runner.Work
     """The items worded by the template at ``path``: its absolute path, and the protocol
     renamed ``all-at-once@template:<sha>`` (resume key, record and report label)."""
     sha = template_sha(path)
-    return [i.model_copy(update={"template": str(path.resolve()), "protocol": templated_protocol(i.protocol, sha)})
-            for i in items]
+    return [
+        i.model_copy(update={"template": str(path.resolve()), "protocol": templated_protocol(i.protocol, sha)})
+        for i in items
+    ]
 
 
-def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
-                  models: Sequence[str] | str | None = None, gold: bool = True,
-                  both: bool = False, where: Sequence[str] | str | None = None,
-                  limit: int | None = None, sample: int | None = None, seed: int = 0,
-                  concurrency: int = 8, out: str | Path | None = None, tolerance: int = 1,
-                  retry_errors: bool = False, use_cache: bool = True, report: bool = True,
-                  report_dir: str | Path | None = None, console: Console | None = None,
-                  report_hint: str = BENCH_REPORT_HINT, labels: str = "reviewed",
-                  images: str | None = None, shard: str | None = None, ray: bool = False,
-                  ray_address: str | None = None, ray_shards: int | None = None,
-                  max_calls_per_s: float | None = None, template: str | Path | None = None) -> Report | None:
+def bench_command(
+    dataset: str,
+    *,
+    protocols: Sequence[str] | str | None = None,
+    models: Sequence[str] | str | None = None,
+    gold: bool = True,
+    both: bool = False,
+    where: Sequence[str] | str | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    concurrency: int = 8,
+    out: str | Path | None = None,
+    tolerance: int = 1,
+    retry_errors: bool = False,
+    use_cache: bool = True,
+    report: bool = True,
+    report_dir: str | Path | None = None,
+    console: Console | None = None,
+    report_hint: str = BENCH_REPORT_HINT,
+    labels: str = "reviewed",
+    images: str | None = None,
+    shard: str | None = None,
+    ray: bool = False,
+    ray_address: str | None = None,
+    ray_shards: int | None = None,
+    max_calls_per_s: float | None = None,
+    template: str | Path | None = None,
+) -> Report | None:
     """Run a benchmark and report on the whole results file.
 
     Protocols default to ``all-at-once`` when models are given, else ``heuristic``.
@@ -86,8 +114,8 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     console = console or Console()
     model_list = runner.split_list(models)
     proto_list = runner.split_list(protocols) or (
-        ["all-at-once"] if any(m.lower() != runner.HEURISTIC_MODEL for m in model_list)
-        else ["heuristic"])
+        ["all-at-once"] if any(m.lower() != runner.HEURISTIC_MODEL for m in model_list) else ["heuristic"]
+    )
     if (limit is not None and limit < 0) or (sample is not None and sample < 0):
         raise ConfigError("--limit and --sample take a number of traces", expected="0 or more")
     runner.settings(proto_list, model_list)  # bad protocols/models fail before any work
@@ -114,10 +142,11 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         kept_rows = [r for r in sel.rows if r.error or reviews.decision(r.ref(), r.id) is not False]
         rejected, sel.rows = len(sel.rows) - len(kept_rows), kept_rows
         if not sel.rows:
-            raise ConfigError(f"nothing to run in {dataset}: every trace chosen was rejected in review",
-                              expected="accepted or pending traces, or --labels built")
-    items = runner.plan(sel.rows, proto_list, model_list,
-                        _gold_setting(gold, both), tolerance=tolerance)
+            raise ConfigError(
+                f"nothing to run in {dataset}: every trace chosen was rejected in review",
+                expected="accepted or pending traces, or --labels built",
+            )
+    items = runner.plan(sel.rows, proto_list, model_list, _gold_setting(gold, both), tolerance=tolerance)
     if template is not None:
         items = _with_template(items, Path(template))
     done, repaired = shards.done_everywhere(results, layout)
@@ -128,17 +157,22 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
     if shard_k_n is not None:
         todo = [i for i in todo if shards.shard_of(i.key, shard_k_n[1]) == shard_k_n[0]]
     settings = len(items) // max(len(sel.rows), 1)
-    notes = [f"{plural(len(sel.rows), 'trace')} × {plural(settings, 'setting')} = "
-             f"{plural(len(items), 'item')}; {already} already in {results.path}, "
-             f"{len(todo)} to run" + (f" (shard {shard})" if shard else "")]
+    notes = [
+        f"{plural(len(sel.rows), 'trace')} × {plural(settings, 'setting')} = "
+        f"{plural(len(items), 'item')}; {already} already in {results.path}, "
+        f"{len(todo)} to run" + (f" (shard {shard})" if shard else "")
+    ]
     if sel.unlabelled:
         notes.append(f"{plural(sel.unlabelled, 'trace')} without a ground truth left out")
     if rejected:
         notes.append(f"{plural(rejected, 'trace')} rejected in review left out (--labels built to run them)")
     if sel.bad:
         notes.append(f"{plural(sel.bad, 'trace')} could not be read (files or rows; recorded as errors)")
-    judges = runner.make_judges({i.model for i in todo}, use_cache=use_cache,
-                                concurrency=concurrency, images=images) if todo else {}
+    judges = (
+        runner.make_judges({i.model for i in todo}, use_cache=use_cache, concurrency=concurrency, images=images)
+        if todo
+        else {}
+    )
     if not judges:  # heuristic only: no settings needed, but a broken config is said
         from whenpro_core.config import warn_offline
 
@@ -150,8 +184,9 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         err.print(note, markup=False, highlight=False)
     try:
         if ray or ray_address:
-            stats = _run_on_ray(todo, layout, ray_address, ray_shards, concurrency, use_cache,
-                                max_calls_per_s, images, err)
+            stats = _run_on_ray(
+                todo, layout, ray_address, ray_shards, concurrency, use_cache, max_calls_per_s, images, err
+            )
         elif shard_k_n is not None:
             with ResultsFile(layout.part(shard_k_n[0])) as part:
                 stats = _run_with_progress(todo, part, judges, concurrency, err)
@@ -161,57 +196,98 @@ def bench_command(dataset: str, *, protocols: Sequence[str] | str | None = None,
         results.close()
     if todo:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.kinds.items()))
-        err.print(f"ran {stats.written} items in {stats.seconds:.1f}s; {stats.errors} failed"
-                  + (f" ({kinds})" if kinds else ""), markup=False, highlight=False)
+        err.print(
+            f"ran {stats.written} items in {stats.seconds:.1f}s; {stats.errors} failed"
+            + (f" ({kinds})" if kinds else ""),
+            markup=False,
+            highlight=False,
+        )
         if judges:
             err.print(spending_line(stats.usage, stats.spent), markup=False, highlight=False)
     _merge_or_say(layout, shard_k_n, err)
     written = None
     if report:
-        written = report_command([results.path], report_dir, tolerance=tolerance, console=console,
-                                 hint=report_hint, labels=labels)
+        written = report_command(
+            [results.path], report_dir, tolerance=tolerance, console=console, hint=report_hint, labels=labels
+        )
     backend_failures = stats.kinds.get("backend", 0)
     if backend_failures:  # a model/backend failure is status 2 (README), after the report
-        raise BackendError(f"{plural(backend_failures, 'item')} failed on the model backend "
-                           "(recorded; run the same command again to retry them)",
-                           path=results.path)
+        raise BackendError(
+            f"{plural(backend_failures, 'item')} failed on the model backend "
+            "(recorded; run the same command again to retry them)",
+            path=results.path,
+        )
     return written
 
 
-def _run_on_ray(todo: list[runner.WorkItem], layout: shards.Layout, address: str | None,
-                ray_shards: int | None, concurrency: int, use_cache: bool,
-                max_calls_per_s: float | None, images: str | None, err: Console) -> runner.RunStats:
+def _run_on_ray(
+    todo: list[runner.WorkItem],
+    layout: shards.Layout,
+    address: str | None,
+    ray_shards: int | None,
+    concurrency: int,
+    use_cache: bool,
+    max_calls_per_s: float | None,
+    images: str | None,
+    err: Console,
+) -> runner.RunStats:
     if not todo:
         return runner.RunStats()
     from whenpro_core.bench.ray_backend import run_on_ray  # deliberate lazy import: Ray is heavy
 
     def on_shard(index: int, stats: runner.RunStats) -> None:
-        err.print(f"shard {index}: {plural(stats.written, 'item')}, {stats.errors} failed "
-                  f"({layout.part(index).name})", markup=False, highlight=False)
+        err.print(
+            f"shard {index}: {plural(stats.written, 'item')}, {stats.errors} failed ({layout.part(index).name})",
+            markup=False,
+            highlight=False,
+        )
 
-    return run_on_ray(todo, layout, address=address, shards=ray_shards, concurrency=concurrency,
-                      use_cache=use_cache, max_calls_per_s=max_calls_per_s, images=images, on_shard=on_shard)
+    return run_on_ray(
+        todo,
+        layout,
+        address=address,
+        shards=ray_shards,
+        concurrency=concurrency,
+        use_cache=use_cache,
+        max_calls_per_s=max_calls_per_s,
+        images=images,
+        on_shard=on_shard,
+    )
 
 
 def _merge_or_say(layout: shards.Layout, shard_k_n: tuple[int, int] | None, err: Console) -> None:
     if shard_k_n is not None:
-        err.print(f"shard {shard_k_n[0]}/{shard_k_n[1]} done into {layout.part(shard_k_n[0])}; when every "
-                  f"shard is done: whenpro report {layout.parts} (or rerun without --shard to merge)",
-                  markup=False, highlight=False, soft_wrap=True)
+        err.print(
+            f"shard {shard_k_n[0]}/{shard_k_n[1]} done into {layout.part(shard_k_n[0])}; when every "
+            f"shard is done: whenpro report {layout.parts} (or rerun without --shard to merge)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
         return
     merged = shards.merge_parts(layout)
     if merged:
         err.print(f"merged {plural(merged, 'part file')} into {layout.merged}", markup=False, highlight=False)
 
 
-def _run_with_progress(todo: list[runner.WorkItem], results: ResultsFile, judges: dict,
-                       concurrency: int, err: Console) -> runner.RunStats:
+def _run_with_progress(
+    todo: list[runner.WorkItem], results: ResultsFile, judges: dict, concurrency: int, err: Console
+) -> runner.RunStats:
     if not todo:
         return runner.RunStats()
-    progress = Progress(SpinnerColumn(), TextColumn("[bold]bench"), BarColumn(),
-                        MofNCompleteColumn(), TextColumn("errors {task.fields[errors]}"),
-                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                        console=err, disable=not err.is_terminal, transient=False)
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]bench"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("errors {task.fields[errors]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err,
+        disable=not err.is_terminal,
+        transient=False,
+    )
     task = progress.add_task("bench", total=len(todo), errors=0)
     failed = 0
 
@@ -222,13 +298,15 @@ def _run_with_progress(todo: list[runner.WorkItem], results: ResultsFile, judges
 
     async def run() -> runner.RunStats:
         try:
-            return await runner.run_items(todo, results, concurrency=concurrency, judges=judges,
-                                          on_record=on_record)
+            return await runner.run_items(todo, results, concurrency=concurrency, judges=judges, on_record=on_record)
         except asyncio.CancelledError:  # ctrl+c: a thread mid-item cannot be stopped, say so
             progress.stop()
-            err.print("whenpro: stopping: letting the items in flight finish (finished records "
-                      "are kept; run the same command again to resume)", highlight=False,
-                      soft_wrap=True)
+            err.print(
+                "whenpro: stopping: letting the items in flight finish (finished records "
+                "are kept; run the same command again to resume)",
+                highlight=False,
+                soft_wrap=True,
+            )
             raise
 
     with progress:

@@ -20,12 +20,11 @@ attribution of a labelled trace is scored as wrong on every axis.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
-from whenpro_core.bench.aggregate import (DIMENSIONS, Metrics, Report, Scored, _dimension,
-                                          aggregate)
+from whenpro_core.bench.aggregate import DIMENSIONS, Metrics, Report, Scored, _dimension, aggregate
 from whenpro_core.bench.records import RECORD_PREFIX, Record, latest, read_records
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.model import Usage
@@ -34,8 +33,13 @@ from whenpro_core.textsafe import plural
 #: The row value that pools every modality of a group (the leaderboard's composite).
 ALL = "all"
 #: Breakdown titles, in :data:`~whenpro_core.bench.aggregate.DIMENSIONS` order.
-DIMENSION_TITLES = {"modality": "leaderboard", "framework": "framework", "benchmark": "benchmark",
-                    "mode": "gold mode", "length": "length"}
+DIMENSION_TITLES = {
+    "modality": "leaderboard",
+    "framework": "framework",
+    "benchmark": "benchmark",
+    "mode": "gold mode",
+    "length": "length",
+}
 
 GroupKey = tuple[str, str, bool]
 
@@ -175,11 +179,11 @@ def load_results(paths: Sequence[str | Path], *, tolerance: int | None = None) -
         records += recs
         problems += probs
     if not records:
-        raise TraceFormatError("no benchmark records found", path=Path(paths[0]),
-                               expected="a results .jsonl written by whenpro bench")
+        raise TraceFormatError(
+            "no benchmark records found", path=Path(paths[0]), expected="a results .jsonl written by whenpro bench"
+        )
     recs = latest(records)
-    report = aggregate(recs, tolerance=tolerance, sources=[str(p) for p in paths],
-                       problems=problems)
+    report = aggregate(recs, tolerance=tolerance, sources=[str(p) for p in paths], problems=problems)
     return Results(recs, report, [str(p) for p in paths], problems)
 
 
@@ -210,13 +214,13 @@ def table_rows(results: Results, dimension: str) -> list[TableRow]:
                 rows.append(TableRow(key, g.label, dimension, mod, cell, _usage(by_value.get(mod, []))))
             if len(g.cells) != 1:
                 c = g.composite
-                comp = g.overall.model_copy(update={"agent": c.agent, "step": c.step,
-                                                    "error": c.error, "joint": c.joint})
+                comp = g.overall.model_copy(
+                    update={"agent": c.agent, "step": c.step, "error": c.error, "joint": c.joint}
+                )
                 rows.append(TableRow(key, g.label, dimension, ALL, comp, g.usage, composite=True))
         else:
             for b in g.breakdowns.get(dimension, []):
-                rows.append(TableRow(key, g.label, dimension, b.value, b.metrics,
-                                     _usage(by_value.get(b.value, []))))
+                rows.append(TableRow(key, g.label, dimension, b.value, b.metrics, _usage(by_value.get(b.value, []))))
     return rows
 
 
@@ -273,8 +277,7 @@ def cell_outcomes(results: Results, row: TableRow, column: Column | None = None)
             continue
         if not _counts(column, r):
             continue
-        verdicts = {"agent": s.agent, "step": s.step, "step_tol": s.step_tol, "mode": s.mode,
-                    "joint": s.joint}
+        verdicts = {"agent": s.agent, "step": s.step, "step_tol": s.step_tol, "mode": s.mode, "joint": s.joint}
         correct = None
         if column is not None and column.axis is not None:
             correct = bool(verdicts[column.axis])
@@ -300,8 +303,7 @@ def cell_summary(outcomes: Sequence[Outcome], row: TableRow, column: Column | No
     if row.composite and column.key in ("agent", "step", "error", "joint"):
         mods = len({o.record.trace.modality for o in outcomes})
         how = f" (mean over {mods} modalit{'ies' if mods != 1 else 'y'}{how.replace(' (', ' of the ', 1)}"
-    return (f"{column.title} {value}{how} · {row.label} · {where} · "
-            f"{right:,} of {n:,} correct")
+    return f"{column.title} {value}{how} · {row.label} · {where} · {right:,} of {n:,} correct"
 
 
 # --------------------------------------------------------------------------- one record
@@ -344,8 +346,13 @@ def compare(record: Record, taxonomy=None) -> list[AxisLine]:
         found = taxonomy.get(pred.mode)
         mode_note = found.name if found else ""
     return [
-        AxisLine("agent", p_agent, gold_agent, score.agent if score else None,
-                 "single-agent framework" if meta.single_agent else ""),
+        AxisLine(
+            "agent",
+            p_agent,
+            gold_agent,
+            score.agent if score else None,
+            "single-agent framework" if meta.single_agent else "",
+        ),
         AxisLine("step", p_step, gold_step, score.step if score else None, step_note),
         AxisLine("mode", p_mode, meta.gt_mode or "—", score.mode if score else None, mode_note),
     ]
@@ -373,6 +380,23 @@ def dataset_index(dataset: str | Path) -> dict[str, str]:
     return {row.id: row.ref() for row in walk_rows(dataset) if row.error is None}
 
 
-__all__ = ["ALL", "AxisLine", "Column", "DIMENSION_TITLES", "Outcome", "Results", "TableRow",
-           "cell_outcomes", "cell_summary", "columns", "compact", "compare", "dataset_index",
-           "is_results_file", "load_results", "pct", "resolve_ref", "table_rows"]
+__all__ = [
+    "ALL",
+    "AxisLine",
+    "Column",
+    "DIMENSION_TITLES",
+    "Outcome",
+    "Results",
+    "TableRow",
+    "cell_outcomes",
+    "cell_summary",
+    "columns",
+    "compact",
+    "compare",
+    "dataset_index",
+    "is_results_file",
+    "load_results",
+    "pct",
+    "resolve_ref",
+    "table_rows",
+]

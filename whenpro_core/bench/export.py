@@ -29,8 +29,11 @@ from whenpro_core.fsutil import atomic_copy, atomic_write_bytes
 
 def _check_out(out: Path) -> None:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise WhenproError("the export folder exists and is not empty", path=out,
-                           expected="a new or empty folder for --export-validated")
+        raise WhenproError(
+            "the export folder exists and is not empty",
+            path=out,
+            expected="a new or empty folder for --export-validated",
+        )
 
 
 def _copy_jsonl(root: Path, out: Path, rel: str, ids: set[str]) -> None:
@@ -56,8 +59,11 @@ def export_validated(root: str | Path, out: str | Path, *, now: str | None = Non
     root, out = Path(root), Path(out)
     manifest = read_manifest(root)
     if manifest is None:
-        raise WhenproError("no manifest.json here: not a dataset built by whenpro build", path=root,
-                           expected="the --out folder of a whenpro build")
+        raise WhenproError(
+            "no manifest.json here: not a dataset built by whenpro build",
+            path=root,
+            expected="the --out folder of a whenpro build",
+        )
     _check_out(out)
     items = review_items(root)
     accepted = {i.id for i in items if i.status == "accepted"}
@@ -79,14 +85,22 @@ def export_validated(root: str | Path, out: str | Path, *, now: str | None = Non
             applog.append(out / VALIDATION_FILE, entry.model_dump(mode="json"))
     stamp = now or datetime.now(UTC).isoformat(timespec="seconds")
     left = Counter(i.status for i in items if i.id not in accepted)
-    fresh = {"format": manifest["format"], "created": stamp, "updated": stamp,
-             "options": manifest.get("options", {}),
-             "export": {"from_traces": len(items), "exported": len(traces), "left_out": dict(sorted(left.items())),
-                        "rule": "latest review decision is accept"},
-             "counts": {"kept": len(traces)},
-             "kept_by_mode": dict(sorted(Counter(t.get("mode") for t in traces).items())),
-             "kept_by_framework": dict(sorted(Counter(t.get("framework") or "?" for t in traces).items())),
-             "traces": traces}
+    fresh = {
+        "format": manifest["format"],
+        "created": stamp,
+        "updated": stamp,
+        "options": manifest.get("options", {}),
+        "export": {
+            "from_traces": len(items),
+            "exported": len(traces),
+            "left_out": dict(sorted(left.items())),
+            "rule": "latest review decision is accept",
+        },
+        "counts": {"kept": len(traces)},
+        "kept_by_mode": dict(sorted(Counter(t.get("mode") for t in traces).items())),
+        "kept_by_framework": dict(sorted(Counter(t.get("framework") or "?" for t in traces).items())),
+        "traces": traces,
+    }
     fresh["validation"] = validation_counts(out, fresh)
     atomic_write_bytes(out / MANIFEST, jsonio.dumps(fresh, indent=True) + b"\n")
     return fresh

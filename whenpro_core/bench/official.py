@@ -84,8 +84,15 @@ def row_of(rec: Record) -> Row | None:
         return None
     step = rec.score.step if rec.strict_step is None else rec.strict_step
     said = (rec.prediction.mode or "") if rec.prediction else ""
-    return Row(rec.trace.framework, cell_of(rec), rec.score.agent, step, bool(rec.score.mode),
-               (rec.trace.gt_mode or "").strip().upper(), said.strip().upper())
+    return Row(
+        rec.trace.framework,
+        cell_of(rec),
+        rec.score.agent,
+        step,
+        bool(rec.score.mode),
+        (rec.trace.gt_mode or "").strip().upper(),
+        said.strip().upper(),
+    )
 
 
 def macro_f1(said: Sequence[str], gold: Sequence[str]) -> float:
@@ -133,8 +140,9 @@ def official_group(label: str, records: Sequence[Record]) -> OfficialGroup:
             group.dropped_unlabelled += not rec.error
             continue
         rows.append(row)
-        group.strict_changed += rec.strict_step is not None and rec.score is not None \
-            and rec.strict_step != rec.score.step
+        group.strict_changed += (
+            rec.strict_step is not None and rec.score is not None and rec.strict_step != rec.score.step
+        )
     group.rows = len(rows)
     cells = [c for c in OFFICIAL_CELLS if any(r.cell == c for r in rows)]
     cells += sorted({r.cell for r in rows} - set(cells))
@@ -161,15 +169,18 @@ def rules_header(groups: Sequence[OfficialGroup]) -> str:
     failed = sum(g.dropped_failed for g in groups)
     unlabelled = sum(g.dropped_unlabelled for g in groups)
     changed = sum(g.strict_changed for g in groups)
-    return (f"rules: official (Who&When Pro leaderboard): failed rows left out: {failed}; unlabelled rows "
-            f"left out: {unlabelled}; image_gui its own cell, composite over the cells present; "
-            f"alternative modes their own class in Error-F1; strict coordinates changed {changed} step "
-            f"verdict{'s' if changed != 1 else ''}")
+    return (
+        f"rules: official (Who&When Pro leaderboard): failed rows left out: {failed}; unlabelled rows "
+        f"left out: {unlabelled}; image_gui its own cell, composite over the cells present; "
+        f"alternative modes their own class in Error-F1; strict coordinates changed {changed} step "
+        f"verdict{'s' if changed != 1 else ''}"
+    )
 
 
 def official_rows(groups: Sequence[OfficialGroup]) -> list[list[str]]:
     """Table rows ``[setting, cell, rows, Who, When, What, All]``, one per cell and one
     ``composite`` row per group (percentages; ``—`` for no value)."""
+
     def pct(v: float | None) -> str:
         return "—" if v is None else f"{v * 100:.1f}"
 

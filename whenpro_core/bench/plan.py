@@ -10,9 +10,9 @@ JSON-serialisable, so a plan can be split into shards for other processes or mac
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -26,8 +26,14 @@ from whenpro_core.model import TraceSummary
 GOLD_SETTINGS = {"gold": (True,), "no-gold": (False,), "both": (True, False)}
 
 #: Keys ``--where`` understands, and the listing-row field each one reads.
-WHERE_KEYS = {"modality": "modality", "framework": "framework", "benchmark": "benchmark",
-              "mode": "gt_mode", "id": "id", "format": "format"}
+WHERE_KEYS = {
+    "modality": "modality",
+    "framework": "framework",
+    "benchmark": "benchmark",
+    "mode": "gt_mode",
+    "id": "id",
+    "format": "format",
+}
 
 #: The model name recorded for the offline heuristic protocol.
 HEURISTIC_MODEL = "heuristic"
@@ -116,8 +122,14 @@ class Selection:
     total: int = 0
 
 
-def select(dataset: str | Path, *, where: dict[str, set[str]] | None = None,
-           limit: int | None = None, sample: int | None = None, seed: int = 0) -> Selection:
+def select(
+    dataset: str | Path,
+    *,
+    where: dict[str, set[str]] | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+) -> Selection:
     """Walk ``dataset`` and choose the traces to run: labelled ones (a ground-truth step
     or mode in the listing) that pass ``where``; then a random ``sample`` of that many
     (reproducible with ``seed``, dataset order kept); then the first ``limit``.
@@ -149,8 +161,7 @@ def select(dataset: str | Path, *, where: dict[str, set[str]] | None = None,
         sel.rows = sel.rows[: max(limit, 0)]
     if not sel.rows:
         detail = f"{sel.total} traces found, {sel.unlabelled} without a ground truth"
-        raise ConfigError(f"nothing to run in {dataset} ({detail})",
-                          expected="labelled traces matching --where")
+        raise ConfigError(f"nothing to run in {dataset} ({detail})", expected="labelled traces matching --where")
     return sel
 
 
@@ -168,19 +179,29 @@ def settings(protocols: Sequence[str], models: Sequence[str]) -> list[tuple[str,
             pairs.append((proto, HEURISTIC_MODEL))
             continue
         if not llm_models:
-            raise ConfigError(f"protocol {proto} needs a model",
-                              expected="--model provider:model (or --protocol heuristic offline)")
+            raise ConfigError(
+                f"protocol {proto} needs a model", expected="--model provider:model (or --protocol heuristic offline)"
+            )
         pairs.extend((proto, m) for m in llm_models)
     if llm_models and all(p == "heuristic" for p, _ in pairs):
-        raise ConfigError(f"model {llm_models[0]} is used by no protocol",
-                          expected="an LLM protocol, e.g. --protocol all-at-once")
+        raise ConfigError(
+            f"model {llm_models[0]} is used by no protocol", expected="an LLM protocol, e.g. --protocol all-at-once"
+        )
     return pairs
 
 
-def plan(dataset: str | Path | Sequence[TraceSummary], protocols: Sequence[str],
-         models: Sequence[str], gold: str = "gold", *, where: dict[str, set[str]] | None = None,
-         limit: int | None = None, sample: int | None = None, seed: int = 0,
-         tolerance: int = 0) -> list[WorkItem]:
+def plan(
+    dataset: str | Path | Sequence[TraceSummary],
+    protocols: Sequence[str],
+    models: Sequence[str],
+    gold: str = "gold",
+    *,
+    where: dict[str, set[str]] | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    tolerance: int = 0,
+) -> list[WorkItem]:
     """Every work item of a benchmark run, trace-major (all settings of a trace
     together): traces × (protocol, model) pairs (:func:`settings`) × gold settings
     (``"gold"``, ``"no-gold"`` or ``"both"``, :data:`GOLD_SETTINGS`).
@@ -200,13 +221,15 @@ def plan(dataset: str | Path | Sequence[TraceSummary], protocols: Sequence[str],
         ref = absolute_ref(row.ref())
         for proto, model in pairs:
             for with_gold in GOLD_SETTINGS[gold]:
-                items.append(WorkItem(ref=ref, protocol=proto, model=model, with_gold=with_gold,
-                                      tolerance=tolerance, summary=row))
+                items.append(
+                    WorkItem(
+                        ref=ref, protocol=proto, model=model, with_gold=with_gold, tolerance=tolerance, summary=row
+                    )
+                )
     return items
 
 
-def pending(items: Iterable[WorkItem], done: dict[str, Record], *,
-            retry_errors: bool = False) -> list[WorkItem]:
+def pending(items: Iterable[WorkItem], done: dict[str, Record], *, retry_errors: bool = False) -> list[WorkItem]:
     """The items still to run: those with no record yet, those whose record failed on
     the backend (transient), and with ``retry_errors`` every failed one."""
     out = []

@@ -65,11 +65,12 @@ def ray_session(address: str | None) -> Iterator[ModuleType]:
     if address is not None:
         check_reachable(address)
     try:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                 configure_logging=False)
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ConfigError(f"cannot connect to the Ray cluster at {address}: {exc}",
-                          expected="--ray-address of a running cluster (ray start --head), or --ray") from None
+        raise ConfigError(
+            f"cannot connect to the Ray cluster at {address}: {exc}",
+            expected="--ray-address of a running cluster (ray start --head), or --ray",
+        ) from None
     try:
         yield ray
     finally:
@@ -86,8 +87,10 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
     except OSError as exc:
-        raise ConfigError(f"cannot connect to the Ray cluster at {address}: {exc.strerror or exc}",
-                          expected="--ray-address of a running cluster (ray start --head), or --ray") from None
+        raise ConfigError(
+            f"cannot connect to the Ray cluster at {address}: {exc.strerror or exc}",
+            expected="--ray-address of a running cluster (ray start --head), or --ray",
+        ) from None
 
 
 class RateLimiterActor:
@@ -112,22 +115,35 @@ def actor_wait(limiter: Any) -> Callable[[], Any]:
     return wait
 
 
-def run_shard(items: Sequence[runner.WorkItem], part: str, concurrency: int, use_cache: bool,
-              limiter: Any = None, images: str | None = None) -> runner.RunStats:
+def run_shard(
+    items: Sequence[runner.WorkItem],
+    part: str,
+    concurrency: int,
+    use_cache: bool,
+    limiter: Any = None,
+    images: str | None = None,
+) -> runner.RunStats:
     """One shard, in a Ray worker: the normal runner over ``items`` appending to the part
     file ``part``; LLM requests wait for ``limiter`` (an actor handle) when given."""
-    judges = runner.make_judges({i.model for i in items}, use_cache=use_cache,
-                                concurrency=concurrency, images=images)
+    judges = runner.make_judges({i.model for i in items}, use_cache=use_cache, concurrency=concurrency, images=images)
     if limiter is not None:
         gate_judges(judges, actor_wait(limiter))
     with ResultsFile(part) as results:
         return asyncio.run(runner.run_items(items, results, concurrency=concurrency, judges=judges))
 
 
-def run_on_ray(todo: Sequence[runner.WorkItem], where: Layout, *, address: str | None,
-               shards: int | None = None, concurrency: int = 8, use_cache: bool = True,
-               max_calls_per_s: float | None = None, images: str | None = None,
-               on_shard: Callable[[int, runner.RunStats], None] | None = None) -> runner.RunStats:
+def run_on_ray(
+    todo: Sequence[runner.WorkItem],
+    where: Layout,
+    *,
+    address: str | None,
+    shards: int | None = None,
+    concurrency: int = 8,
+    use_cache: bool = True,
+    max_calls_per_s: float | None = None,
+    images: str | None = None,
+    on_shard: Callable[[int, runner.RunStats], None] | None = None,
+) -> runner.RunStats:
     """Run ``todo`` as Ray tasks, one per shard (default: one per CPU of the cluster),
     each writing ``where.part(i)``; returns the summed stats. Raises the first shard's
     WhenproError after every shard has ended."""
@@ -138,13 +154,16 @@ def run_on_ray(todo: Sequence[runner.WorkItem], where: Layout, *, address: str |
             limiter = ray.remote(num_cpus=0)(RateLimiterActor).remote(max_calls_per_s)
         task = ray.remote(num_cpus=1, max_retries=0)(run_shard)
         where.parts.mkdir(parents=True, exist_ok=True)
-        refs = {task.remote(list(chunk), str(where.part(i)), concurrency, use_cache, limiter, images): i
-                for i, chunk in enumerate(deal(todo, count))}
+        refs = {
+            task.remote(list(chunk), str(where.part(i)), concurrency, use_cache, limiter, images): i
+            for i, chunk in enumerate(deal(todo, count))
+        }
         return _collect(ray, refs, where, on_shard)
 
 
-def _collect(ray: ModuleType, refs: dict[Any, int], where: Layout,
-             on_shard: Callable[[int, runner.RunStats], None] | None) -> runner.RunStats:
+def _collect(
+    ray: ModuleType, refs: dict[Any, int], where: Layout, on_shard: Callable[[int, runner.RunStats], None] | None
+) -> runner.RunStats:
     total = runner.RunStats()
     first_error: WhenproError | None = None
     pending = list(refs)
@@ -175,9 +194,11 @@ def _shard_error(ray: ModuleType, exc: BaseException, part: Path) -> WhenproErro
         return cause
     if isinstance(exc, WhenproError):
         return exc
-    return BackendError(f"a Ray shard failed ({type(exc).__name__}); its finished records are kept; "
-                        "run the same command again to resume", path=part)
+    return BackendError(
+        f"a Ray shard failed ({type(exc).__name__}); its finished records are kept; "
+        "run the same command again to resume",
+        path=part,
+    )
 
 
-__all__ = ["RAY_EXTRA", "RateLimiterActor", "import_ray", "ray_session", "run_on_ray",
-           "run_shard"]
+__all__ = ["RAY_EXTRA", "RateLimiterActor", "import_ray", "ray_session", "run_on_ray", "run_shard"]

@@ -21,9 +21,10 @@ retried), the last one wins.
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -179,24 +180,38 @@ def safe_message(text: str, limit: int = 600) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def trace_meta(trace: Trace | None, summary: TraceSummary | None = None,
-               tokens: int | None = None) -> TraceMeta:
+def trace_meta(trace: Trace | None, summary: TraceSummary | None = None, tokens: int | None = None) -> TraceMeta:
     """Metadata of a loaded trace, or of its listing row when it could not be loaded."""
     if trace is None:
         s = summary
         if s is None:
             return TraceMeta()
-        return TraceMeta(id=s.id, framework=s.framework, benchmark=s.benchmark,
-                         modality=s.modality, gt_step=s.gt_step, gt_mode=s.gt_mode,
-                         steps=s.step_count)
+        return TraceMeta(
+            id=s.id,
+            framework=s.framework,
+            benchmark=s.benchmark,
+            modality=s.modality,
+            gt_step=s.gt_step,
+            gt_mode=s.gt_mode,
+            steps=s.step_count,
+        )
     gt = trace.ground_truth
     return TraceMeta(
-        id=trace.id, framework=trace.framework, benchmark=trace.benchmark,
-        modality=trace.modality.value, split=str(trace.extras.get("split") or ""), labelled=gt is not None,
-        gt_agent=gt.agent if gt else None, gt_agents=list(gt.agents) if gt else [],
-        gt_step=gt.step if gt else None, gt_mode=gt.mode if gt else None,
-        round_only=bool(gt and gt.round_only), single_agent=trace.is_single_agent,
-        steps=len(trace.steps), tokens=tokens)
+        id=trace.id,
+        framework=trace.framework,
+        benchmark=trace.benchmark,
+        modality=trace.modality.value,
+        split=str(trace.extras.get("split") or ""),
+        labelled=gt is not None,
+        gt_agent=gt.agent if gt else None,
+        gt_agents=list(gt.agents) if gt else [],
+        gt_step=gt.step if gt else None,
+        gt_mode=gt.mode if gt else None,
+        round_only=bool(gt and gt.round_only),
+        single_agent=trace.is_single_agent,
+        steps=len(trace.steps),
+        tokens=tokens,
+    )
 
 
 def nearest_step_distance(trace: Trace, pred: Attribution | None) -> int | None:
@@ -214,12 +229,23 @@ def nearest_step_distance(trace: Trace, pred: Attribution | None) -> int | None:
     return min(dists) if dists else None
 
 
-def build_record(*, ref: str, protocol: str, model: str, with_gold: bool,
-                 trace: Trace | None, prediction: Attribution | None, tolerance: int = 0,
-                 summary: TraceSummary | None = None, tokens: int | None = None,
-                 seconds: float = 0.0, error: str | None = None,
-                 error_kind: ErrorKind | None = None, usage: Usage | None = None,
-                 spent: Usage | None = None) -> Record:
+def build_record(
+    *,
+    ref: str,
+    protocol: str,
+    model: str,
+    with_gold: bool,
+    trace: Trace | None,
+    prediction: Attribution | None,
+    tolerance: int = 0,
+    summary: TraceSummary | None = None,
+    tokens: int | None = None,
+    seconds: float = 0.0,
+    error: str | None = None,
+    error_kind: ErrorKind | None = None,
+    usage: Usage | None = None,
+    spent: Usage | None = None,
+) -> Record:
     """Score ``prediction`` against ``trace`` and assemble its :class:`Record`.
 
     A labelled trace with no prediction (the attribution failed) scores False on every
@@ -238,14 +264,25 @@ def build_record(*, ref: str, protocol: str, model: str, with_gold: bool,
         score_tol = Scores(**tol.as_dict())
         distance = nearest_step_distance(trace, prediction)
     return Record(
-        key=record_key(ref, protocol, model, with_gold), ref=ref, protocol=protocol,
-        model=model, with_gold=with_gold, trace=trace_meta(trace, summary, tokens),
-        prediction=prediction, score=score, score_tol=score_tol, step_distance=distance,
-        tolerance=tolerance, strict_step=strict, usage=prediction.usage if prediction else (usage or Usage()),
+        key=record_key(ref, protocol, model, with_gold),
+        ref=ref,
+        protocol=protocol,
+        model=model,
+        with_gold=with_gold,
+        trace=trace_meta(trace, summary, tokens),
+        prediction=prediction,
+        score=score,
+        score_tol=score_tol,
+        step_distance=distance,
+        tolerance=tolerance,
+        strict_step=strict,
+        usage=prediction.usage if prediction else (usage or Usage()),
         spent=prediction.spent if prediction else (spent or Usage()),
-        seconds=round(seconds, 4), error=safe_message(error) if error else None,
+        seconds=round(seconds, 4),
+        error=safe_message(error) if error else None,
         error_kind=error_kind if error else None,
-        finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
 
 
 # --------------------------------------------------------------------------- the file
@@ -278,8 +315,9 @@ def read_records(path: str | Path) -> tuple[list[Record], list[str]]:
     except FileNotFoundError:
         raise TraceFormatError("no such results file", path=path) from None
     except IsADirectoryError:
-        raise TraceFormatError("is a folder, not a results file", path=path,
-                               expected="a .jsonl file written by whenpro bench") from None
+        raise TraceFormatError(
+            "is a folder, not a results file", path=path, expected="a .jsonl file written by whenpro bench"
+        ) from None
     except OSError as exc:
         raise TraceFormatError(f"cannot read results file: {exc.strerror}", path=path) from None
     records, problems = [], []
@@ -320,16 +358,16 @@ class ResultsFile:
         self.repaired: str | None = None
         self.done: dict[str, Record] = {}
         if self.path.is_dir():
-            raise ConfigError("results path is a folder", path=self.path,
-                              expected="a .jsonl file (--out)")
+            raise ConfigError("results path is a folder", path=self.path, expected="a .jsonl file (--out)")
         if self.path.exists() and self.path.stat().st_size > 0:
             with self.path.open("rb") as fh:
                 head = fh.read(len(RECORD_PREFIX))
-            if not (head.startswith(RECORD_PREFIX) or RECORD_PREFIX.startswith(head)
-                    or head.strip() == b""):
-                raise ConfigError("file exists and is not a whenpro results file; refusing to "
-                                  "append to it", path=self.path,
-                                  expected="a results .jsonl written by whenpro bench, or a new path")
+            if not (head.startswith(RECORD_PREFIX) or RECORD_PREFIX.startswith(head) or head.strip() == b""):
+                raise ConfigError(
+                    "file exists and is not a whenpro results file; refusing to append to it",
+                    path=self.path,
+                    expected="a results .jsonl written by whenpro bench, or a new path",
+                )
             self._repair_tail()
             records, self.problems = read_records(self.path)
             for rec in records:
@@ -355,7 +393,7 @@ class ResultsFile:
                 if cut >= 0 or back == size:
                     break
                 back = min(size, back * 4)
-            tail = chunk[cut + 1:]
+            tail = chunk[cut + 1 :]
             torn = tail.startswith(RECORD_PREFIX) or RECORD_PREFIX.startswith(tail)
             if parse_record(tail) is not None or not torn:
                 fh.seek(0, os.SEEK_END)
@@ -363,8 +401,9 @@ class ResultsFile:
                 self.repaired = "added a missing newline at the end of the file"
             else:
                 fh.truncate(size - len(tail))
-                self.repaired = (f"removed a torn last line ({len(tail)} bytes) left by an "
-                                 "interrupted run; that item runs again")
+                self.repaired = (
+                    f"removed a torn last line ({len(tail)} bytes) left by an interrupted run; that item runs again"
+                )
 
     def append(self, record: Record) -> None:
         """Write ``record`` as one line and flush it."""
@@ -384,7 +423,7 @@ class ResultsFile:
                 self._fh.close()
                 self._fh = None
 
-    def __enter__(self) -> "ResultsFile":
+    def __enter__(self) -> ResultsFile:
         return self
 
     def __exit__(self, *exc: object) -> None:

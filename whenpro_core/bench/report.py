@@ -11,8 +11,8 @@ writing anything.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from rich import box
 from rich.console import Console
@@ -21,38 +21,50 @@ from rich.table import Table
 from rich.text import Text
 
 from whenpro_core import jsonio
-from whenpro_core.model import Usage
-from whenpro_core.textsafe import plural, strip_controls
-
-from whenpro_core.bench.aggregate import (DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report,
-                                          aggregate)
+from whenpro_core.bench.aggregate import DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report, aggregate
 from whenpro_core.bench.official import OFFICIAL_HEADERS, official_report, official_rows, rules_header
 from whenpro_core.bench.records import Record, latest, read_records
+from whenpro_core.bench.report_files import (
+    JSON_NAME,
+    MD_LEGACY_HEADING,
+    MD_MARKER,
+    MD_NAME,
+    PLOT_NAME,
+    PNG_SOFTWARE,
+    REPORT_HINT,
+    check_report_dir,
+    is_whenpro_report_file,
+)
 from whenpro_core.bench.reviewed import apply_reviews, check_labels
+from whenpro_core.bench.shards import results_paths
 from whenpro_core.bench.substring_metric import NOTE as SUBSTRING_NOTE
 from whenpro_core.bench.substring_metric import substring_rows
-from whenpro_core.bench.shards import results_paths
-from whenpro_core.bench.report_files import (JSON_NAME, MD_LEGACY_HEADING, MD_MARKER, MD_NAME, PLOT_NAME,
-                                             PNG_SOFTWARE, REPORT_HINT, check_report_dir,
-                                             is_whenpro_report_file)
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.fsutil import atomic_write_bytes, atomic_write_text
+from whenpro_core.model import Usage
+from whenpro_core.textsafe import plural, strip_controls
 
 FENCE = "`" * 3
 AXES = ("agent", "step", "error", "joint")
 AXIS_TITLES = {"agent": "Agent", "step": "Step", "error": "Error F1", "joint": "Joint"}
-DIM_TITLES = {"modality": "modality", "framework": "framework", "benchmark": "benchmark",
-              "mode": "gold mode", "length": "tokens"}
+DIM_TITLES = {
+    "modality": "modality",
+    "framework": "framework",
+    "benchmark": "benchmark",
+    "mode": "gold mode",
+    "length": "tokens",
+}
 
-DIM_TITLE_LONG = {**DIM_TITLES, "mode": "gold failure mode",
-                  "length": "transcript length (estimated tokens)"}
+DIM_TITLE_LONG = {**DIM_TITLES, "mode": "gold failure mode", "length": "transcript length (estimated tokens)"}
 
 
-LEGEND = ("Agent: mean over multi-agent frameworks of agent accuracy; Step, Joint: mean over "
-          "frameworks; Error: macro-F1 over gold failure modes; agt/stp: plain accuracy over "
-          "all traces (missing prediction = wrong); stp±k: within k steps. Percentages. Usage: the "
-          "calls behind the records (answers replayed from the response cache at their original "
-          "cost); spent: what the runs paid (cache hits cost 0).")
+LEGEND = (
+    "Agent: mean over multi-agent frameworks of agent accuracy; Step, Joint: mean over "
+    "frameworks; Error: macro-F1 over gold failure modes; agt/stp: plain accuracy over "
+    "all traces (missing prediction = wrong); stp±k: within k steps. Percentages. Usage: the "
+    "calls behind the records (answers replayed from the response cache at their original "
+    "cost); spent: what the runs paid (cache hits cost 0)."
+)
 
 
 def pct(value: float | None) -> str:
@@ -66,8 +78,16 @@ def _gold(g: GroupReport) -> str:
 
 def metric_cells(m: Metrics, tolerance: int) -> list[str]:
     """The metric columns of a table row, in :func:`metric_headers` order."""
-    return [str(m.n), pct(m.agent), pct(m.step), pct(m.error), pct(m.joint), pct(m.agent_acc),
-            pct(m.step_acc), pct(m.step_acc_tol)]
+    return [
+        str(m.n),
+        pct(m.agent),
+        pct(m.step),
+        pct(m.error),
+        pct(m.joint),
+        pct(m.agent_acc),
+        pct(m.step_acc),
+        pct(m.step_acc_tol),
+    ]
 
 
 def metric_headers(tolerance: int) -> list[str]:
@@ -87,9 +107,20 @@ def leaderboard_rows(report: Report) -> list[list[str]]:
             rows.append([g.label, mod, *metric_cells(cell, report.tolerance)])
         if len(g.cells) > 1:
             c = g.composite
-            rows.append([g.label, "composite", str(g.overall.n), pct(c.agent), pct(c.step),
-                         pct(c.error), pct(c.joint), pct(g.overall.agent_acc),
-                         pct(g.overall.step_acc), pct(g.overall.step_acc_tol)])
+            rows.append(
+                [
+                    g.label,
+                    "composite",
+                    str(g.overall.n),
+                    pct(c.agent),
+                    pct(c.step),
+                    pct(c.error),
+                    pct(c.joint),
+                    pct(g.overall.agent_acc),
+                    pct(g.overall.step_acc),
+                    pct(g.overall.step_acc_tol),
+                ]
+            )
         if not g.cells:
             rows.append([g.label, "—", "0", *["—"] * 7])
     return rows
@@ -102,17 +133,29 @@ def breakdown_rows(report: Report, dimension: str) -> tuple[list[str], list[list
     rows = []
     for g in report.groups:
         for row in g.breakdowns.get(dimension, []):
-            rows.append(([g.label] if many else []) + [row.value]
-                        + metric_cells(row.metrics, report.tolerance))
+            rows.append(([g.label] if many else []) + [row.value] + metric_cells(row.metrics, report.tolerance))
     return headers, rows
 
 
 def usage_rows(report: Report) -> list[list[str]]:
     """``[group, records, errors, calls, input, output, cached, cost, spent calls, spent
     cost, seconds]``: the usage behind the records, then what the runs spent."""
-    return [[g.label, str(g.records), str(g.errors), str(g.usage.calls), f"{g.usage.input_tokens:,}",
-             f"{g.usage.output_tokens:,}", f"{g.usage.cached_tokens:,}", f"{g.usage.cost_usd:.4f}",
-             str(g.spent.calls), f"{g.spent.cost_usd:.4f}", f"{g.seconds:.1f}"] for g in report.groups]
+    return [
+        [
+            g.label,
+            str(g.records),
+            str(g.errors),
+            str(g.usage.calls),
+            f"{g.usage.input_tokens:,}",
+            f"{g.usage.output_tokens:,}",
+            f"{g.usage.cached_tokens:,}",
+            f"{g.usage.cost_usd:.4f}",
+            str(g.spent.calls),
+            f"{g.spent.cost_usd:.4f}",
+            f"{g.seconds:.1f}",
+        ]
+        for g in report.groups
+    ]
 
 
 def whenpro_rules_header(records: Sequence[Record]) -> str:
@@ -120,25 +163,40 @@ def whenpro_rules_header(records: Sequence[Record]) -> str:
     recs = latest(records)
     failed = sum(1 for r in recs if r.error)
     unlabelled = sum(1 for r in recs if r.score is None and not r.error)
-    return (f"rules: whenpro (default): failed rows scored wrong on every axis: {failed}; unlabelled rows "
-            f"left out: {unlabelled}; image_gui counted as image; an accepted alternative mode counts as "
-            "the gold class in Error-F1")
+    return (
+        f"rules: whenpro (default): failed rows scored wrong on every axis: {failed}; unlabelled rows "
+        f"left out: {unlabelled}; image_gui counted as image; an accepted alternative mode counts as "
+        "the gold class in Error-F1"
+    )
 
 
 def spending_line(usage: Usage, spent: Usage) -> str:
     """One line for the end of a run: the usage behind its records and what it spent,
     e.g. ``usage 12 calls, 40,100 in / 900 out tokens, $0.0930; spent 3 calls, $0.0210
     (9 answers replayed from the response cache)``."""
-    line = (f"usage {plural(usage.calls, 'call')}, {usage.input_tokens:,} in / {usage.output_tokens:,} out "
-            f"tokens ({usage.cached_tokens:,} cached), ${usage.cost_usd:.4f}; "
-            f"spent {plural(spent.calls, 'call')}, {spent.input_tokens:,} in / {spent.output_tokens:,} out "
-            f"tokens, ${spent.cost_usd:.4f}")
+    line = (
+        f"usage {plural(usage.calls, 'call')}, {usage.input_tokens:,} in / {usage.output_tokens:,} out "
+        f"tokens ({usage.cached_tokens:,} cached), ${usage.cost_usd:.4f}; "
+        f"spent {plural(spent.calls, 'call')}, {spent.input_tokens:,} in / {spent.output_tokens:,} out "
+        f"tokens, ${spent.cost_usd:.4f}"
+    )
     replayed = usage.calls - spent.calls
     return line + (f" ({plural(replayed, 'answer')} replayed from the response cache)" if replayed > 0 else "")
 
 
-USAGE_HEADERS = ["setting", "records", "failed", "calls", "in tok", "out tok", "cached",
-                 "cost $", "spent calls", "spent $", "sec"]
+USAGE_HEADERS = [
+    "setting",
+    "records",
+    "failed",
+    "calls",
+    "in tok",
+    "out tok",
+    "cached",
+    "cost $",
+    "spent calls",
+    "spent $",
+    "sec",
+]
 
 
 def confusion_rows(g: GroupReport) -> tuple[list[str], list[list[str]]]:
@@ -147,8 +205,16 @@ def confusion_rows(g: GroupReport) -> tuple[list[str], list[list[str]]]:
     headers = ["gold \\ pred", *g.confusion.predicted, "support", "P", "R", "F1"]
     rows = []
     for gold, counts, cls in zip(g.confusion.gold, g.confusion.counts, g.classes):
-        rows.append([gold, *[str(c) if c else "·" for c in counts], str(cls.support),
-                     pct(cls.precision), pct(cls.recall), pct(cls.f1)])
+        rows.append(
+            [
+                gold,
+                *[str(c) if c else "·" for c in counts],
+                str(cls.support),
+                pct(cls.precision),
+                pct(cls.recall),
+                pct(cls.f1),
+            ]
+        )
     return headers, rows
 
 
@@ -157,8 +223,9 @@ def step_by_length(report: Report) -> dict[str, list[tuple[str, float | None, in
     out = {}
     for g in report.groups:
         rows = {r.value: r.metrics for r in g.breakdowns.get("length", [])}
-        out[g.label] = [(b, rows[b].step_acc if b in rows else None, rows[b].n if b in rows else 0)
-                        for b, _ in LENGTH_BUCKETS]
+        out[g.label] = [
+            (b, rows[b].step_acc if b in rows else None, rows[b].n if b in rows else 0) for b, _ in LENGTH_BUCKETS
+        ]
     return out
 
 
@@ -193,8 +260,7 @@ def plot_step_by_length(report: Report, path: str | Path) -> Path | None:
         ys = [points[i][1] * 100 for i in xs]
         ax.plot(xs, ys, marker="o", label=label)
         for x, y in zip(xs, ys):
-            ax.annotate(f"n={points[x][2]}", (x, y), textcoords="offset points", xytext=(0, 6),
-                        ha="center", fontsize=7)
+            ax.annotate(f"n={points[x][2]}", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)
     ax.set_xticks(range(len(buckets)), buckets)
     ax.set_xlabel("transcript length (estimated tokens)")
     ax.set_ylabel("step accuracy (%)")
@@ -223,13 +289,24 @@ def safe(text: str) -> str:
 def _table(title: str, headers: list[str], rows: list[list[str]], left: int = 1) -> Table:
     rows = [[safe(c) for c in row] for row in rows]
     headers = [safe(h) for h in headers]
-    table = Table(title=Text(safe(title)), title_justify="left", header_style="bold",
-                  box=box.SIMPLE_HEAD,
-                  pad_edge=False, padding=(0, 1), collapse_padding=True)
+    table = Table(
+        title=Text(safe(title)),
+        title_justify="left",
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+    )
     for i, h in enumerate(headers):
         widest = max([len(h), *(len(r[i]) for r in rows)]) if i < left else None
-        table.add_column(Text(h), justify="left" if i < left else "right", overflow="fold",
-                         no_wrap=i >= left, min_width=min(widest, 12) if widest else None)
+        table.add_column(
+            Text(h),
+            justify="left" if i < left else "right",
+            overflow="fold",
+            no_wrap=i >= left,
+            min_width=min(widest, 12) if widest else None,
+        )
     previous = None
     for row in rows:
         shown = row if left < 2 or row[0] != previous else ["", *row[1:]]
@@ -244,14 +321,11 @@ def print_report(report: Report, console: Console | None = None) -> None:
     k = report.tolerance
     if report.labels:
         console.print(safe(report.labels), markup=False, highlight=False, soft_wrap=True)
-    console.print(_table("Leaderboard",
-                         [*LEADERBOARD_HEADERS, *metric_headers(k)], leaderboard_rows(report),
-                         left=2))
+    console.print(_table("Leaderboard", [*LEADERBOARD_HEADERS, *metric_headers(k)], leaderboard_rows(report), left=2))
     for dim in DIMENSIONS[1:]:  # by modality = the leaderboard's cells
         headers, rows = breakdown_rows(report, dim)
         if rows:
-            console.print(_table(f"By {DIM_TITLE_LONG[dim]}", headers, rows,
-                                 left=2 if len(report.groups) > 1 else 1))
+            console.print(_table(f"By {DIM_TITLE_LONG[dim]}", headers, rows, left=2 if len(report.groups) > 1 else 1))
     for g in report.groups:
         if g.confusion.gold:
             headers, rows = confusion_rows(g)
@@ -275,8 +349,7 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> str:
     def esc(cell: str) -> str:
         return safe(cell).replace("|", "\\|").replace("\n", " ")
 
-    lines = ["| " + " | ".join(esc(h) for h in headers) + " |",
-             "|" + "|".join("---" for _ in headers) + "|"]
+    lines = ["| " + " | ".join(esc(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -284,12 +357,19 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> str:
 def report_markdown(report: Report, plot: str | None = None) -> str:
     """The report as Markdown (``report.md``); ``plot`` is the PNG's file name if any."""
     k = report.tolerance
-    parts = ["# whenpro benchmark report", "",
-             f"Results: {safe(', '.join(report.sources)) or '(in memory)'}  ",
-             f"Created: {report.created}; step tolerance ±{k}.  ",
-             *([f"{safe(report.labels)}."] if report.labels else []), "",
-             LEGEND, "", "## Leaderboard", "",
-             _md_table([*LEADERBOARD_HEADERS, *metric_headers(k)], leaderboard_rows(report))]
+    parts = [
+        "# whenpro benchmark report",
+        "",
+        f"Results: {safe(', '.join(report.sources)) or '(in memory)'}  ",
+        f"Created: {report.created}; step tolerance ±{k}.  ",
+        *([f"{safe(report.labels)}."] if report.labels else []),
+        "",
+        LEGEND,
+        "",
+        "## Leaderboard",
+        "",
+        _md_table([*LEADERBOARD_HEADERS, *metric_headers(k)], leaderboard_rows(report)),
+    ]
     for dim in DIMENSIONS[1:]:  # by modality = the leaderboard's cells
         headers, rows = breakdown_rows(report, dim)
         if rows:
@@ -298,8 +378,15 @@ def report_markdown(report: Report, plot: str | None = None) -> str:
         if g.confusion.gold:
             headers, rows = confusion_rows(g)
             parts += ["", f"## Failure modes: {safe(g.label)}", "", _md_table(headers, rows)]
-    parts += ["", "## Usage", "", _md_table(USAGE_HEADERS, usage_rows(report)),
-              "", "## Step accuracy by transcript length", ""]
+    parts += [
+        "",
+        "## Usage",
+        "",
+        _md_table(USAGE_HEADERS, usage_rows(report)),
+        "",
+        "## Step accuracy by transcript length",
+        "",
+    ]
     if plot:
         parts += [f"![step accuracy by transcript length]({plot})", ""]
     parts += [FENCE, safe(text_plot(report)).replace(FENCE, "'" * 3), FENCE]
@@ -322,10 +409,8 @@ def write_report(report: Report, out_dir: str | Path, *, hint: str = REPORT_HINT
     plot = plot_step_by_length(report, out / PLOT_NAME)
     md = MD_MARKER + "\n" + report_markdown(report, PLOT_NAME if plot else None)
     if plot is None:
-        md += "\n(matplotlib is not installed: `pip install 'whenpro[plot]'` for " \
-              f"{PLOT_NAME}.)\n"
-    json_path = atomic_write_bytes(out / JSON_NAME,
-                                   jsonio.dumps(report.model_dump(mode="json"), indent=True) + b"\n")
+        md += f"\n(matplotlib is not installed: `pip install 'whenpro[plot]'` for {PLOT_NAME}.)\n"
+    json_path = atomic_write_bytes(out / JSON_NAME, jsonio.dumps(report.model_dump(mode="json"), indent=True) + b"\n")
     md_path = atomic_write_text(out / MD_NAME, md)
     return {"json": json_path, "md": md_path, "plot": plot}
 
@@ -356,15 +441,22 @@ def skipped_warnings(problems: Sequence[str], shown: int = 5) -> list[str]:
         if len(lines) == 1:
             out.append(f"{where}: skipped 1 line that is not a whenpro bench record (line {listed})")
         else:
-            out.append(f"{where}: skipped {len(lines)} lines that are not whenpro bench records "
-                       f"(lines {listed})")
+            out.append(f"{where}: skipped {len(lines)} lines that are not whenpro bench records (lines {listed})")
     return out
 
 
-def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = None, *,
-                   tolerance: int | None = None, console: Console | None = None,
-                   quiet: bool = False, hint: str = REPORT_HINT, labels: str = "reviewed",
-                   rules: str = "whenpro", metric: str | None = None) -> Report:
+def report_command(
+    paths: Sequence[str | Path],
+    out_dir: str | Path | None = None,
+    *,
+    tolerance: int | None = None,
+    console: Console | None = None,
+    quiet: bool = False,
+    hint: str = REPORT_HINT,
+    labels: str = "reviewed",
+    rules: str = "whenpro",
+    metric: str | None = None,
+) -> Report:
     """``whenpro report``: read results, aggregate, print, write the report files next to
     the (first) results file or into ``out_dir``. With ``labels="reviewed"`` (the default)
     traces of built datasets are scored with their latest review decision
@@ -385,8 +477,9 @@ def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = Non
         for line in skipped_warnings(problems):
             err.print(f"whenpro: warning: {safe(line)}", markup=False, style="yellow")
     if not records:
-        raise TraceFormatError("no benchmark records found", path=paths[0],
-                               expected="a results .jsonl written by whenpro bench")
+        raise TraceFormatError(
+            "no benchmark records found", path=paths[0], expected="a results .jsonl written by whenpro bench"
+        )
     target = out_dir if out_dir is not None else Path(paths[0]).parent
     check_report_dir(target, hint)
     note = "labels: as built (--labels built)"
@@ -394,8 +487,7 @@ def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = Non
         records, reviews = apply_reviews(latest(records))
         problems = [*problems, *reviews.problems]
         note = reviews.note()
-    report = aggregate(records, tolerance=tolerance, sources=[str(p) for p in paths],
-                       problems=problems)
+    report = aggregate(records, tolerance=tolerance, sources=[str(p) for p in paths], problems=problems)
     report.labels = note
     console = console or Console()
     if not quiet and rules == "official":
@@ -416,6 +508,20 @@ def report_command(paths: Sequence[str | Path], out_dir: str | Path | None = Non
     return report
 
 
-__all__ = ["JSON_NAME", "MD_LEGACY_HEADING", "MD_MARKER", "MD_NAME", "PLOT_NAME", "PNG_SOFTWARE",
-           "REPORT_HINT", "check_report_dir", "is_whenpro_report_file", "print_report",
-           "report_command", "report_markdown", "skipped_warnings", "text_plot", "write_report"]
+__all__ = [
+    "JSON_NAME",
+    "MD_LEGACY_HEADING",
+    "MD_MARKER",
+    "MD_NAME",
+    "PLOT_NAME",
+    "PNG_SOFTWARE",
+    "REPORT_HINT",
+    "check_report_dir",
+    "is_whenpro_report_file",
+    "print_report",
+    "report_command",
+    "report_markdown",
+    "skipped_warnings",
+    "text_plot",
+    "write_report",
+]

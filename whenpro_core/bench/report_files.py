@@ -42,9 +42,9 @@ def _png_software(path: Path) -> str | None:
         return None
     pos = 8
     while pos + 8 <= len(data):
-        size = int.from_bytes(data[pos:pos + 4], "big")
-        kind = data[pos + 4:pos + 8]
-        body = data[pos + 8:pos + 8 + size]
+        size = int.from_bytes(data[pos : pos + 4], "big")
+        kind = data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + size]
         if kind == b"tEXt":
             key, _, value = body.partition(b"\x00")
             if key == b"Software":
@@ -95,9 +95,19 @@ def check_report_dir(out_dir: str | Path, hint: str = REPORT_HINT) -> None:
             continue
         if name == PLOT_NAME and json_ours and (_png_software(target) or "").startswith("Matplotlib"):
             continue  # written by an earlier whenpro, before the PNG marker
-        raise ConfigError(f"{name} exists and was not written by whenpro; refusing to overwrite it",
-                          path=target, expected=hint)
+        raise ConfigError(
+            f"{name} exists and was not written by whenpro; refusing to overwrite it", path=target, expected=hint
+        )
 
 
-__all__ = ["JSON_NAME", "MD_LEGACY_HEADING", "MD_MARKER", "MD_NAME", "PLOT_NAME", "PNG_SOFTWARE",
-           "REPORT_HINT", "check_report_dir", "is_whenpro_report_file"]
+__all__ = [
+    "JSON_NAME",
+    "MD_LEGACY_HEADING",
+    "MD_MARKER",
+    "MD_NAME",
+    "PLOT_NAME",
+    "PNG_SOFTWARE",
+    "REPORT_HINT",
+    "check_report_dir",
+    "is_whenpro_report_file",
+]

@@ -6,9 +6,10 @@ one line. UI-free.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from whenpro_core.bench.validate import Label, ReviewItem
 from whenpro_core.model import Trace
@@ -54,8 +55,10 @@ def progress_line(counts: dict[str, Any]) -> str:
     :func:`~whenpro_core.bench.validate.validation_counts`."""
     total = int(counts.get("total", 0))
     done = total - int(counts.get("pending", 0))
-    return (f"{done:,} of {total:,} reviewed · {counts.get('accepted', 0):,} accepted · "
-            f"{counts.get('rejected', 0):,} rejected · {counts.get('relabelled', 0):,} relabelled")
+    return (
+        f"{done:,} of {total:,} reviewed · {counts.get('accepted', 0):,} accepted · "
+        f"{counts.get('rejected', 0):,} rejected · {counts.get('relabelled', 0):,} relabelled"
+    )
 
 
 def validated_modes_line(counts: dict[str, Any]) -> str:
@@ -98,8 +101,11 @@ def save_counts(root: str | Path) -> dict[str, Any]:
         except ConfigError:  # a build is running: it writes the counts when it finishes
             manifest = read_manifest(root)
             if manifest is None:
-                raise WhenproError("no manifest.json here: not a dataset built by whenpro build",
-                                   path=root, expected="the --out folder of a whenpro build") from None
+                raise WhenproError(
+                    "no manifest.json here: not a dataset built by whenpro build",
+                    path=root,
+                    expected="the --out folder of a whenpro build",
+                ) from None
             return manifest["validation"]
     try:
         return revalidate(root)["validation"]
@@ -116,9 +122,16 @@ def label_line(label: Label | None, taxonomy: Any = None) -> str:
     mode = label.mode or "—"
     if taxonomy is not None and label.mode:
         mode = taxonomy.name(label.mode)
-    return (f"agent {clean(label.agent or '—')} · step {clean(label.step or '—')} · "
-            f"{clean(mode)}")
+    return f"agent {clean(label.agent or '—')} · step {clean(label.step or '—')} · {clean(mode)}"
 
 
-__all__ = ["RelabelChoices", "STATUS_MARKS", "label_line", "next_pending", "progress_line",
-           "relabel_choices", "save_counts", "validated_modes_line"]
+__all__ = [
+    "RelabelChoices",
+    "STATUS_MARKS",
+    "label_line",
+    "next_pending",
+    "progress_line",
+    "relabel_choices",
+    "save_counts",
+    "validated_modes_line",
+]

@@ -90,8 +90,10 @@ class Reviews:
             return "labels: as built (no reviewed dataset)"
         rejected = sum(len(r) for r, _ in self.roots.values())
         relabelled = sum(len(r) for _, r in self.roots.values())
-        return (f"labels: the latest review decision of each trace ({rejected} rejected, left out; "
-                f"{relabelled} relabelled, scored with the new label; --labels built for the built labels)")
+        return (
+            f"labels: the latest review decision of each trace ({rejected} rejected, left out; "
+            f"{relabelled} relabelled, scored with the new label; --labels built for the built labels)"
+        )
 
 
 def _find_manifest(folder: Path) -> Path | None:
@@ -113,8 +115,16 @@ def relabelled_trace(trace: Trace, label: Label) -> Trace:
     old = trace.ground_truth or GroundTruth()
     step = normalize_coord(label.step) if label.step else None
     found = trace.step_by_coord(step) if step else None
-    gt = old.model_copy(update={"agent": label.agent, "agents": [], "step": step, "mode": label.mode,
-                                "step_index": found.index if found else None, "accepted": Accepted()})
+    gt = old.model_copy(
+        update={
+            "agent": label.agent,
+            "agents": [],
+            "step": step,
+            "mode": label.mode,
+            "step_index": found.index if found else None,
+            "accepted": Accepted(),
+        }
+    )
     return trace.model_copy(update={"ground_truth": gt})
 
 
@@ -123,10 +133,19 @@ def rescore(record: Record, label: Label) -> Record:
     prediction, usage, timing and error kept). Raises WhenproError when the trace cannot
     be read."""
     trace = relabelled_trace(load_trace(record.ref), label)
-    new = build_record(ref=record.ref, protocol=record.protocol, model=record.model, with_gold=record.with_gold,
-                       trace=trace, prediction=record.prediction, tolerance=record.tolerance,
-                       tokens=record.trace.tokens, seconds=record.seconds, error=record.error,
-                       error_kind=record.error_kind)
+    new = build_record(
+        ref=record.ref,
+        protocol=record.protocol,
+        model=record.model,
+        with_gold=record.with_gold,
+        trace=trace,
+        prediction=record.prediction,
+        tolerance=record.tolerance,
+        tokens=record.trace.tokens,
+        seconds=record.seconds,
+        error=record.error,
+        error_kind=record.error_kind,
+    )
     return new.model_copy(update={"finished_at": record.finished_at, "usage": record.usage})
 
 

@@ -40,30 +40,60 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import AsyncContextManager, Callable, Iterable, Sequence
+from typing import AsyncContextManager
 
 from whenpro_core.attribution.interactive import MeteredJudge
 from whenpro_core.attribution.judge import Judge
 from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.template import base_protocol, load_template
-from whenpro_core.bench.plan import (GOLD_SETTINGS, HEURISTIC_MODEL, WHERE_KEYS, Selection,
-                                     WorkItem, matches, parse_where, pending, plan, select,
-                                     settings, split_list)
+from whenpro_core.bench.plan import (
+    GOLD_SETTINGS,
+    HEURISTIC_MODEL,
+    WHERE_KEYS,
+    Selection,
+    WorkItem,
+    matches,
+    parse_where,
+    pending,
+    plan,
+    select,
+    settings,
+    split_list,
+)
 from whenpro_core.bench.records import Record, ResultsFile, build_record
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
 from whenpro_core.model import Trace, Usage
 
-__all__ = ["GOLD_SETTINGS", "HEURISTIC_MODEL", "WHERE_KEYS", "MAX_BACKEND_STREAK", "RunStats",
-           "Selection", "WorkItem", "make_judges", "matches", "parse_where", "pending", "plan",
-           "run_item", "run_items", "select", "settings", "split_list", "transcript_tokens"]
+__all__ = [
+    "GOLD_SETTINGS",
+    "HEURISTIC_MODEL",
+    "WHERE_KEYS",
+    "MAX_BACKEND_STREAK",
+    "RunStats",
+    "Selection",
+    "WorkItem",
+    "make_judges",
+    "matches",
+    "parse_where",
+    "pending",
+    "plan",
+    "run_item",
+    "run_items",
+    "select",
+    "settings",
+    "split_list",
+    "transcript_tokens",
+]
 
 #: Consecutive backend failures of one model after which the run stops.
 MAX_BACKEND_STREAK = 3
 
 
-def make_judges(models: Iterable[str], *, use_cache: bool = True,
-                concurrency: int | None = None, images: str | None = None) -> dict[str, Judge]:
+def make_judges(
+    models: Iterable[str], *, use_cache: bool = True, concurrency: int | None = None, images: str | None = None
+) -> dict[str, Judge]:
     """One judge per LLM model name (``provider:model``), made by
     ``whenpro_core.attribution.llm_judge.make_judge``; the heuristic needs none.
     ``concurrency`` raises each backend's limit of calls in flight (``concurrency`` in
@@ -76,9 +106,11 @@ def make_judges(models: Iterable[str], *, use_cache: bool = True,
     try:
         from whenpro_core.attribution.llm_judge import make_judge
     except ModuleNotFoundError as exc:
-        what = ("LLM protocols are not available in this build"
-                if exc.name == "whenpro_core.attribution.llm_judge"
-                else f"LLM protocols need the missing package {exc.name!r}")
+        what = (
+            "LLM protocols are not available in this build"
+            if exc.name == "whenpro_core.attribution.llm_judge"
+            else f"LLM protocols need the missing package {exc.name!r}"
+        )
         raise ConfigError(what, expected="--protocol heuristic, or install whenpro fully") from None
     from whenpro_core.config import load_settings
 
@@ -94,8 +126,7 @@ def make_judges(models: Iterable[str], *, use_cache: bool = True,
 def transcript_tokens(trace: Trace) -> int:
     """Estimated tokens of the transcript a judge sees (characters / 4, whole
     transcript, images as their text markers): the length used for length buckets."""
-    from whenpro_core.attribution.render import (CHARS_PER_TOKEN, block_text, context_text,
-                                                 render_transcript)
+    from whenpro_core.attribution.render import CHARS_PER_TOKEN, block_text, context_text, render_transcript
 
     transcript = render_transcript(trace, budget_tokens=1 << 40)
     chars = len(context_text(transcript)) + sum(len(block_text(b)) + 1 for b in transcript.blocks)
@@ -127,22 +158,41 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
     non-heuristic protocol without a judge, a bad setting), which concerns every item.
     """
     started = time.perf_counter()
-    common = dict(ref=item.ref, protocol=item.protocol, model=item.model,
-                  with_gold=item.with_gold, tolerance=item.tolerance, summary=item.summary)
+    common = dict(
+        ref=item.ref,
+        protocol=item.protocol,
+        model=item.model,
+        with_gold=item.with_gold,
+        tolerance=item.tolerance,
+        summary=item.summary,
+    )
     try:
         trace, tokens = await asyncio.to_thread(_load, item.ref)
     except WhenproError as exc:
-        return build_record(**common, trace=None, prediction=None, error=_describe(exc),
-                            error_kind="trace", seconds=time.perf_counter() - started)
+        return build_record(
+            **common,
+            trace=None,
+            prediction=None,
+            error=_describe(exc),
+            error_kind="trace",
+            seconds=time.perf_counter() - started,
+        )
     except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
-        return build_record(**common, trace=None, prediction=None, error=_describe(exc),
-                            error_kind="internal", seconds=time.perf_counter() - started)
+        return build_record(
+            **common,
+            trace=None,
+            prediction=None,
+            error=_describe(exc),
+            error_kind="internal",
+            seconds=time.perf_counter() - started,
+        )
     prediction, error, kind = None, None, None
     meter = MeteredJudge(judge) if judge is not None else None  # what this item's calls cost, even if it fails
     try:
         template = load_template(item.template) if item.template else None
-        prediction = await attribute(trace, base_protocol(item.protocol), judge=meter, with_gold=item.with_gold,
-                                     template=template)
+        prediction = await attribute(
+            trace, base_protocol(item.protocol), judge=meter, with_gold=item.with_gold, template=template
+        )
         if item.protocol != "heuristic":
             prediction.model = item.model
     except ConfigError:
@@ -153,9 +203,17 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
         error, kind = _describe(exc), "trace"
     except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
         error, kind = _describe(exc), "internal"
-    return build_record(**common, trace=trace, prediction=prediction, tokens=tokens,
-                        error=error, error_kind=kind, seconds=time.perf_counter() - started,
-                        usage=meter.usage if meter else None, spent=meter.spent if meter else None)
+    return build_record(
+        **common,
+        trace=trace,
+        prediction=prediction,
+        tokens=tokens,
+        error=error,
+        error_kind=kind,
+        seconds=time.perf_counter() - started,
+        usage=meter.usage if meter else None,
+        spent=meter.spent if meter else None,
+    )
 
 
 # --------------------------------------------------------------------------- scheduler
@@ -180,11 +238,16 @@ class RunStats:
 AroundHook = Callable[[WorkItem], AsyncContextManager[object]]
 
 
-async def run_items(items: Sequence[WorkItem], results: ResultsFile, *, concurrency: int = 8,
-                    judges: dict[str, Judge] | None = None,
-                    on_record: Callable[[Record], None] | None = None,
-                    around: AroundHook | None = None,
-                    max_backend_streak: int = MAX_BACKEND_STREAK) -> RunStats:
+async def run_items(
+    items: Sequence[WorkItem],
+    results: ResultsFile,
+    *,
+    concurrency: int = 8,
+    judges: dict[str, Judge] | None = None,
+    on_record: Callable[[Record], None] | None = None,
+    around: AroundHook | None = None,
+    max_backend_streak: int = MAX_BACKEND_STREAK,
+) -> RunStats:
     """Run ``items`` with at most ``concurrency`` in flight, appending each record to
     ``results`` as it finishes and passing it to ``on_record``.
 
@@ -193,8 +256,7 @@ async def run_items(items: Sequence[WorkItem], results: ResultsFile, *, concurre
     record finished before that is in ``results``.
     """
     if concurrency < 1:
-        raise ConfigError(f"--concurrency {concurrency} is not a positive number",
-                          expected="1 or more")
+        raise ConfigError(f"--concurrency {concurrency} is not a positive number", expected="1 or more")
     judges = judges or {}
     stats = RunStats()
     streak: dict[str, int] = {}
@@ -218,7 +280,8 @@ async def run_items(items: Sequence[WorkItem], results: ResultsFile, *, concurre
             if streak[item.model] >= max_backend_streak:
                 raise BackendError(
                     f"model {item.model} failed {streak[item.model]} items in a row, last: "
-                    f"{rec.error}; stopping (finished records are kept; rerun to resume)")
+                    f"{rec.error}; stopping (finished records are kept; rerun to resume)"
+                )
         finally:
             gate.release()
 

@@ -43,8 +43,7 @@ def _norm_agent(name: str | None) -> str:
 def accepted_agents(trace: Trace, gt: GroundTruth) -> set[str]:
     """Every agent name that scores, lower-cased: the GT agent, ``agents``, accepted
     alternatives, and ``agent`` for single-agent frameworks."""
-    names = {_norm_agent(gt.agent), *(_norm_agent(a) for a in gt.agents),
-             *(_norm_agent(a) for a in gt.accepted.agent)}
+    names = {_norm_agent(gt.agent), *(_norm_agent(a) for a in gt.agents), *(_norm_agent(a) for a in gt.accepted.agent)}
     if trace.framework in SINGLE_AGENT_FRAMEWORKS:
         names.add("agent")
     names.discard("")
@@ -72,8 +71,9 @@ def step_distance(trace: Trace, a: str, b: str) -> int | None:
     return abs(order[na] - order[nb])
 
 
-def score_prediction(trace: Trace, pred: Attribution | None, *, tolerance: int = 0,
-                     gt: GroundTruth | None = None) -> AxisScore:
+def score_prediction(
+    trace: Trace, pred: Attribution | None, *, tolerance: int = 0, gt: GroundTruth | None = None
+) -> AxisScore:
     """Score ``pred`` against the trace's ground truth (or ``gt``).
 
     Args:
@@ -121,7 +121,7 @@ def strict_coord(value: object) -> str:
     out = str(value).strip().lower()
     for prefix in _PREFIXES:
         if out.startswith(prefix):
-            return out[len(prefix):].strip()
+            return out[len(prefix) :].strip()
     return out
 
 

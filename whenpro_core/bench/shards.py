@@ -140,11 +140,24 @@ def results_paths(specs: Sequence[str | Path]) -> list[Path]:
             out.append(path)
             continue
         if not found:
-            raise TraceFormatError("no results files here", path=path,
-                                   expected="a results .jsonl, a folder of them or a glob of part files")
+            raise TraceFormatError(
+                "no results files here",
+                path=path,
+                expected="a results .jsonl, a folder of them or a glob of part files",
+            )
         out += found
     return out
 
 
-__all__ = ["MERGED_NAME", "PART_GLOB", "Layout", "deal", "done_everywhere", "layout", "merge_parts",
-           "parse_shard", "results_paths", "shard_of"]
+__all__ = [
+    "MERGED_NAME",
+    "PART_GLOB",
+    "Layout",
+    "deal",
+    "done_everywhere",
+    "layout",
+    "merge_parts",
+    "parse_shard",
+    "results_paths",
+    "shard_of",
+]

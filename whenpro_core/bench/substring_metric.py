@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from whenpro_core.bench.aggregate import group_label
 from whenpro_core.bench.records import Record, latest
 
-NOTE = ("metric whowhen-substring (the original Who&When evaluate.py; a known bug: the ground truth "
-        "counts as found when it is a substring of the prediction, step 1 inside 12): for comparison only")
+NOTE = (
+    "metric whowhen-substring (the original Who&When evaluate.py; a known bug: the ground truth "
+    "counts as found when it is a substring of the prediction, step 1 inside 12): for comparison only"
+)
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,9 @@ def substring_rows(records: Sequence[Record]) -> list[SubstringRow]:
     out = []
     for key, recs in groups.items():
         agent = sum(_found(r.trace.gt_agent, r.prediction.agent if r.prediction else None) for r in recs)
-        step = sum(_found(r.trace.gt_step, (r.prediction.step_text or r.prediction.step) if r.prediction else None)
-                   for r in recs)
+        step = sum(
+            _found(r.trace.gt_step, (r.prediction.step_text or r.prediction.step) if r.prediction else None)
+            for r in recs
+        )
         out.append(SubstringRow(group_label(*key), len(recs), agent / len(recs), step / len(recs)))
     return out

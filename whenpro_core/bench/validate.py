@@ -33,7 +33,7 @@ trace, or an agent that is not one of its agents. Reasons are stored as plain te
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -121,8 +121,11 @@ def _manifest(root: Path) -> dict[str, Any]:
 
     manifest = read_manifest(root, fresh_validation=False)
     if manifest is None:
-        raise WhenproError("no manifest.json here: not a dataset built by whenpro build", path=root,
-                           expected="the --out folder of a whenpro build")
+        raise WhenproError(
+            "no manifest.json here: not a dataset built by whenpro build",
+            path=root,
+            expected="the --out folder of a whenpro build",
+        )
     return manifest
 
 
@@ -152,10 +155,20 @@ def review_items(root: str | Path) -> list[ReviewItem]:
     items = []
     for t in _manifest(root).get("traces", []):
         entry = latest.get(t["id"])
-        items.append(ReviewItem(id=t["id"], ref=t.get("ref") or "", seed=t.get("seed"), agent=t.get("agent"),
-                                step=t.get("step"), mode=t.get("mode"), framework=t.get("framework"),
-                                modality=t.get("modality"), status=entry.status if entry else "pending",
-                                latest=entry))
+        items.append(
+            ReviewItem(
+                id=t["id"],
+                ref=t.get("ref") or "",
+                seed=t.get("seed"),
+                agent=t.get("agent"),
+                step=t.get("step"),
+                mode=t.get("mode"),
+                framework=t.get("framework"),
+                modality=t.get("modality"),
+                status=entry.status if entry else "pending",
+                latest=entry,
+            )
+        )
     return items
 
 
@@ -175,8 +188,7 @@ def _clean(text: str | None) -> str:
     return strip_controls(" ".join(str(text or "").split()))[:MAX_REASON]
 
 
-def _check_relabel(root: Path, item: ReviewItem, agent: str | None, step: str | None,
-                   mode: str | None) -> Label:
+def _check_relabel(root: Path, item: ReviewItem, agent: str | None, step: str | None, mode: str | None) -> Label:
     from whenpro_core.coords import normalize_coord
     from whenpro_core.formats import load_trace
     from whenpro_core.taxonomy import taxonomy_for
@@ -185,8 +197,7 @@ def _check_relabel(root: Path, item: ReviewItem, agent: str | None, step: str | 
     if mode is not None:
         found = taxonomy_for(root).get(mode.strip().upper())
         if found is None:
-            raise ConfigError(f"unknown failure mode {mode!r}",
-                              expected=", ".join(m.code for m in taxonomy_for(root)))
+            raise ConfigError(f"unknown failure mode {mode!r}", expected=", ".join(m.code for m in taxonomy_for(root)))
         new.mode = found.code
     if agent is not None or step is not None:
         trace = load_trace(root / item.ref)
@@ -194,8 +205,9 @@ def _check_relabel(root: Path, item: ReviewItem, agent: str | None, step: str | 
             s = trace.step_by_coord(str(step))
             if s is None:
                 coords = [c for c in dict.fromkeys(x.coord for x in trace.steps) if c is not None]
-                raise ConfigError(f"no step {step!r} in trace {item.id!r}",
-                                  expected="a coordinate: " + ", ".join(coords[:20]))
+                raise ConfigError(
+                    f"no step {step!r} in trace {item.id!r}", expected="a coordinate: " + ", ".join(coords[:20])
+                )
             new.step = normalize_coord(step)
             if agent is None:
                 new.agent = s.agent
@@ -210,9 +222,18 @@ def _check_relabel(root: Path, item: ReviewItem, agent: str | None, step: str | 
     return new
 
 
-def record(root: str | Path, trace_id: str, verdict: str, reason: str = "", *, agent: str | None = None,
-           step: str | None = None, mode: str | None = None, reviewer: str | None = None,
-           now: str | None = None) -> ValidationEntry:
+def record(
+    root: str | Path,
+    trace_id: str,
+    verdict: str,
+    reason: str = "",
+    *,
+    agent: str | None = None,
+    step: str | None = None,
+    mode: str | None = None,
+    reviewer: str | None = None,
+    now: str | None = None,
+) -> ValidationEntry:
     """Record a decision on trace ``trace_id`` of the dataset at ``root`` and return it.
 
     ``verdict``: ``accept``, ``reject`` (needs ``reason``) or ``relabel`` (needs
@@ -226,8 +247,9 @@ def record(root: str | Path, trace_id: str, verdict: str, reason: str = "", *, a
     items = {i.id: i for i in review_items(root)}
     item = items.get(trace_id)
     if item is None:
-        raise ConfigError(f"no trace {trace_id!r} in this dataset", path=root,
-                          expected="an id from the manifest's traces")
+        raise ConfigError(
+            f"no trace {trace_id!r} in this dataset", path=root, expected="an id from the manifest's traces"
+        )
     reason = _clean(reason)
     if verdict != "accept" and not reason:
         raise ConfigError(f"a {verdict} needs a reason", expected="a short reason why")
@@ -239,9 +261,15 @@ def record(root: str | Path, trace_id: str, verdict: str, reason: str = "", *, a
         if agent is not None or step is not None or mode is not None:
             raise ConfigError(f"agent, step and mode are for relabel, not {verdict}", expected="verdict relabel")
         label = item.built
-    entry = ValidationEntry(trace_id=trace_id, verdict=verdict, reason=reason, label=label,
-                            original=item.built, reviewer=_clean(reviewer)[:200] or None,
-                            at=now or datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    entry = ValidationEntry(
+        trace_id=trace_id,
+        verdict=verdict,
+        reason=reason,
+        label=label,
+        original=item.built,
+        reviewer=_clean(reviewer)[:200] or None,
+        at=now or datetime.now(UTC).isoformat(timespec="seconds"),
+    )
     applog.append(root / VALIDATION_FILE, entry.model_dump(mode="json"))
     return entry
 
@@ -284,6 +312,19 @@ def validation_counts(root: str | Path, manifest: dict[str, Any] | None = None) 
     return counts
 
 
-__all__ = ["Label", "MAX_REASON", "ReviewItem", "STATUSES", "VALIDATION_FILE", "VALIDATION_FORMAT", "VERDICTS",
-           "ValidationEntry", "effective_label", "latest_validations", "read_validations", "record",
-           "review_items", "validation_counts"]
+__all__ = [
+    "Label",
+    "MAX_REASON",
+    "ReviewItem",
+    "STATUSES",
+    "VALIDATION_FILE",
+    "VALIDATION_FORMAT",
+    "VERDICTS",
+    "ValidationEntry",
+    "effective_label",
+    "latest_validations",
+    "read_validations",
+    "record",
+    "review_items",
+    "validation_counts",
+]

@@ -27,8 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: (singular, plural) stationery items of the shop family.
-SHOP_ITEMS = [("pen", "pens"), ("notebook", "notebooks"), ("folder", "folders"),
-              ("marker", "markers"), ("eraser", "erasers"), ("ruler", "rulers")]
+SHOP_ITEMS = [
+    ("pen", "pens"),
+    ("notebook", "notebooks"),
+    ("folder", "folders"),
+    ("marker", "markers"),
+    ("eraser", "erasers"),
+    ("ruler", "rulers"),
+]
 FRUITS = ["apple", "pear", "plum", "lemon", "lime", "fig", "kiwi", "melon"]
 BUYERS = ["Maya", "Omar", "Lena", "Ravi", "Ines", "Tomas"]
 
@@ -59,6 +65,7 @@ class Derivation:
 
 # --- task generation ------------------------------------------------------------------
 
+
 def _money(x: float) -> str:
     return f"{x:.2f}"
 
@@ -76,46 +83,115 @@ def _join(parts: list[str]) -> str:
 #: verb, the extras it may have). ``{sells}`` lists the goods with prices, ``{buys}`` the
 #: quantities bought.
 MONEY_FAMILIES: dict[str, dict[str, Any]] = {
-    "shop": {"goods": SHOP_ITEMS, "open": "A stationery shop sells {sells}. {buyer} buys {buys}",
-             "extras": ("discount", "discount", "fee")},
-    "bakery": {"goods": [("roll", "rolls"), ("bagel", "bagels"), ("muffin", "muffins"), ("scone", "scones"),
-                         ("croissant", "croissants")],
-               "open": "A bakery prices {sells}. {buyer} orders {buys}", "extras": ("tax", "discount")},
-    "cafe": {"goods": [("latte", "lattes"), ("tea", "teas"), ("cookie", "cookies"), ("sandwich", "sandwiches"),
-                       ("juice", "juices")],
-             "open": "At a cafe the menu lists {sells}. {buyer}'s group gets {buys}", "extras": ("tip", "tip", "fee")},
-    "tickets": {"goods": [("adult", "adults"), ("child", "children"), ("senior", "seniors"), ("student", "students")],
-                "open": "A museum charges {sells}. {buyer} books entry for {buys}", "extras": ("fee", "discount")},
-    "garden": {"goods": [("fern", "ferns"), ("tulip", "tulips"), ("shrub", "shrubs"), ("cactus", "cacti"),
-                         ("seedling", "seedlings")],
-               "open": "A garden centre sells {sells}. {buyer} picks up {buys}", "extras": ("discount", "tax")},
-    "hardware": {"goods": [("hammer", "hammers"), ("bolt", "bolts"), ("hinge", "hinges"), ("clamp", "clamps"),
-                           ("hook", "hooks")],
-                 "open": "A hardware store sells {sells}. {buyer} buys {buys}", "extras": ("tax", "fee", "discount")},
+    "shop": {
+        "goods": SHOP_ITEMS,
+        "open": "A stationery shop sells {sells}. {buyer} buys {buys}",
+        "extras": ("discount", "discount", "fee"),
+    },
+    "bakery": {
+        "goods": [
+            ("roll", "rolls"),
+            ("bagel", "bagels"),
+            ("muffin", "muffins"),
+            ("scone", "scones"),
+            ("croissant", "croissants"),
+        ],
+        "open": "A bakery prices {sells}. {buyer} orders {buys}",
+        "extras": ("tax", "discount"),
+    },
+    "cafe": {
+        "goods": [
+            ("latte", "lattes"),
+            ("tea", "teas"),
+            ("cookie", "cookies"),
+            ("sandwich", "sandwiches"),
+            ("juice", "juices"),
+        ],
+        "open": "At a cafe the menu lists {sells}. {buyer}'s group gets {buys}",
+        "extras": ("tip", "tip", "fee"),
+    },
+    "tickets": {
+        "goods": [("adult", "adults"), ("child", "children"), ("senior", "seniors"), ("student", "students")],
+        "open": "A museum charges {sells}. {buyer} books entry for {buys}",
+        "extras": ("fee", "discount"),
+    },
+    "garden": {
+        "goods": [
+            ("fern", "ferns"),
+            ("tulip", "tulips"),
+            ("shrub", "shrubs"),
+            ("cactus", "cacti"),
+            ("seedling", "seedlings"),
+        ],
+        "open": "A garden centre sells {sells}. {buyer} picks up {buys}",
+        "extras": ("discount", "tax"),
+    },
+    "hardware": {
+        "goods": [
+            ("hammer", "hammers"),
+            ("bolt", "bolts"),
+            ("hinge", "hinges"),
+            ("clamp", "clamps"),
+            ("hook", "hooks"),
+        ],
+        "open": "A hardware store sells {sells}. {buyer} buys {buys}",
+        "extras": ("tax", "fee", "discount"),
+    },
 }
-EXTRA_TEXT = {"discount": ", and uses a {pct}% discount coupon on the whole order",
-              "fee": ", and pays a flat delivery fee of ${fee}",
-              "tax": ", and a {pct}% sales tax is added to the order",
-              "tip": ", and adds a {pct}% tip on the whole bill"}
+EXTRA_TEXT = {
+    "discount": ", and uses a {pct}% discount coupon on the whole order",
+    "fee": ", and pays a flat delivery fee of ${fee}",
+    "tax": ", and a {pct}% sales tax is added to the order",
+    "tip": ", and adds a {pct}% tip on the whole bill",
+}
 #: Schedule families: the event, what its parts are called, the gap between parts, the long pause.
 SCHEDULE_FAMILIES: dict[str, dict[str, str]] = {
-    "workshop": {"event": "A workshop", "part": "sessions", "gap": "break", "pause": "lunch break",
-                 "ask": "At what time does it end?"},
-    "conference": {"event": "A conference track", "part": "talks", "gap": "changeover", "pause": "lunch pause",
-                   "ask": "When does the last talk finish?"},
-    "baking": {"event": "A bakery's oven shift", "part": "batches", "gap": "reload", "pause": "cleaning stop",
-               "ask": "At what time is the last batch out?"},
+    "workshop": {
+        "event": "A workshop",
+        "part": "sessions",
+        "gap": "break",
+        "pause": "lunch break",
+        "ask": "At what time does it end?",
+    },
+    "conference": {
+        "event": "A conference track",
+        "part": "talks",
+        "gap": "changeover",
+        "pause": "lunch pause",
+        "ask": "When does the last talk finish?",
+    },
+    "baking": {
+        "event": "A bakery's oven shift",
+        "part": "batches",
+        "gap": "reload",
+        "pause": "cleaning stop",
+        "ask": "At what time is the last batch out?",
+    },
 }
 #: Table families: whose table, which goods (plural = singular + "s").
 TABLE_FAMILIES: dict[str, dict[str, Any]] = {
     "table": {"owner": "Our fruit stand's", "goods": FRUITS},
     "bookshop": {"owner": "The bookshop's", "goods": ["novel", "comic", "poster", "journal", "map", "calendar"]},
-    "workshop_stock": {"owner": "The repair workshop's", "goods": ["bolt", "nail", "screw", "washer", "spring",
-                                                                    "gear"]},
+    "workshop_stock": {
+        "owner": "The repair workshop's",
+        "goods": ["bolt", "nail", "screw", "washer", "spring", "gear"],
+    },
 }
 #: Every task family, in the order ``seed % 12`` picks them.
-FAMILIES = ("shop", "workshop", "table", "bakery", "conference", "bookshop", "cafe", "baking", "workshop_stock",
-            "tickets", "garden", "hardware")
+FAMILIES = (
+    "shop",
+    "workshop",
+    "table",
+    "bakery",
+    "conference",
+    "bookshop",
+    "cafe",
+    "baking",
+    "workshop_stock",
+    "tickets",
+    "garden",
+    "hardware",
+)
 
 
 def family_kind(family: str) -> str | None:
@@ -143,10 +219,20 @@ def make_money(rng: random.Random, family: str = "shop") -> tuple[str, dict[str,
     sells = _join([f"{plural} at ${p} each" for (_, plural), p in zip(items, prices, strict=True)])
     buys = _join([f"{q} {plural}" for (_, plural), q in zip(items, qty, strict=True)])
     tail = EXTRA_TEXT[extra].format(pct=pct, fee=fee)
-    query = (fam["open"].format(sells=sells, buyer=buyer, buys=buys) + tail
-             + f". How much does {buyer} pay, in dollars? Give the amount with two decimals.")
-    params = {"family": family, "items": [p for _, p in items], "prices": prices, "qty": qty,
-              "extra": extra, "pct": pct, "fee": fee}
+    query = (
+        fam["open"].format(sells=sells, buyer=buyer, buys=buys)
+        + tail
+        + f". How much does {buyer} pay, in dollars? Give the amount with two decimals."
+    )
+    params = {
+        "family": family,
+        "items": [p for _, p in items],
+        "prices": prices,
+        "qty": qty,
+        "extra": extra,
+        "pct": pct,
+        "fee": fee,
+    }
     return query, params
 
 
@@ -166,11 +252,12 @@ def make_schedule(rng: random.Random, family: str = "workshop") -> tuple[str, di
     after = rng.randint(1, n - 1)
     part = fam["part"]
     lunch_text = f", and a {lunch}-minute {fam['pause']} after {part[:-1]} {after}" if lunch else ""
-    query = (f"{fam['event']} starts at {start}. It has {n} {part} of {length} minutes each, "
-             f"with a {brk}-minute {fam['gap']} between consecutive {part}{lunch_text}. "
-             f"{fam['ask']} Answer as HH:MM.")
-    params = {"family": family, "start": start, "n": n, "length": length, "break": brk,
-              "lunch": lunch, "after": after}
+    query = (
+        f"{fam['event']} starts at {start}. It has {n} {part} of {length} minutes each, "
+        f"with a {brk}-minute {fam['gap']} between consecutive {part}{lunch_text}. "
+        f"{fam['ask']} Answer as HH:MM."
+    )
+    params = {"family": family, "start": start, "n": n, "length": length, "break": brk, "lunch": lunch, "after": after}
     return query, params
 
 
@@ -179,13 +266,20 @@ def make_table(rng: random.Random, family: str = "table") -> tuple[str, dict[str
     ``lookup``)."""
     fam = TABLE_FAMILIES[family]
     names = rng.sample(fam["goods"], 5)
-    table = {name: {"price": f"{rng.choice([0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.25]):.2f}",
-                    "stock": str(rng.randint(8, 60))} for name in names}
+    table = {
+        name: {
+            "price": f"{rng.choice([0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.25]):.2f}",
+            "stock": str(rng.randint(8, 60)),
+        }
+        for name in names
+    }
     asked = rng.sample(names, rng.choice([2, 2, 3]))
-    query = (f"{fam['owner']} inventory table can be read with the lookup tool (arguments: "
-             "item, column; columns: price, stock). What is the total value in dollars "
-             f"(price × stock) of the {_join([a + 's' for a in asked])} in stock? "
-             "Give the amount with two decimals.")
+    query = (
+        f"{fam['owner']} inventory table can be read with the lookup tool (arguments: "
+        "item, column; columns: price, stock). What is the total value in dollars "
+        f"(price × stock) of the {_join([a + 's' for a in asked])} in stock? "
+        "Give the amount with two decimals."
+    )
     return query, {"family": family, "table": table, "asked": asked}
 
 
@@ -306,12 +400,19 @@ def _derive_table(query: str) -> Derivation:
 
 # --- tools ----------------------------------------------------------------------------
 
+
 class ToolFailure(Exception):
     """A tool call that failed; its message becomes the observation."""
 
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.USub: operator.neg, ast.UAdd: operator.pos}
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
 
 
 def calculate(expression: Any) -> str:

@@ -60,11 +60,17 @@ from whenpro_core.model import Agent, Step, ToolCall
 
 PLAN_LINE = re.compile(r"^\s*\d+\.\s*(\w+)\s*:\s*(.*\S)\s*$", re.MULTILINE)
 ASSIGN = re.compile(r"^(\w+)\s*=\s*(.+)$")
-MARKER = re.compile(r"^\s*(?:Computing|Looking up|Recomputing|Now computing|Next,? computing|Working out|"
-                    r"Calculating|Fetching|Reading|Getting)\s+(\w+)", re.IGNORECASE)
+MARKER = re.compile(
+    r"^\s*(?:Computing|Looking up|Recomputing|Now computing|Next,? computing|Working out|"
+    r"Calculating|Fetching|Reading|Getting)\s+(\w+)",
+    re.IGNORECASE,
+)
 #: A solver remark that its part of the plan is done (the turn order moves on).
-DONE = re.compile(r"that was the last item|that completes the plan|all plan items now have values|"
-                  r"nothing left to compute|every plan item has a value", re.IGNORECASE)
+DONE = re.compile(
+    r"that was the last item|that completes the plan|all plan items now have values|"
+    r"nothing left to compute|every plan item has a value",
+    re.IGNORECASE,
+)
 FLAG = re.compile(r"Mismatch on (\w+)")
 CORRECTION = re.compile(r"from the task (\w+) = (.+?) = (-?[\d.:]+)")
 REDO = re.compile(r"redo from (\w+)", re.IGNORECASE)
@@ -80,17 +86,18 @@ def find_ops(expr: str) -> list[str]:
 #: The message conventions of the module docstring, for the LLM policy.
 ARITH_GUIDANCE = {
     "planner": "Write a numbered plan, one line each: `N. solver: var = expression` for each value "
-               "to compute (vars in snake_case, expressions over numbers and earlier vars), "
-               "`N. verifier: check var1, var2` and `N. reporter: report var` (add `as HH:MM` for a time).",
+    "to compute (vars in snake_case, expressions over numbers and earlier vars), "
+    "`N. verifier: check var1, var2` and `N. reporter: report var` (add `as HH:MM` for a time).",
     "solver": "Take the first plan item with no value yet. Start your message with `Computing var` "
-              "and call one tool (calculator, lookup or clock_add) to get its value.",
+    "and call one tool (calculator, lookup or clock_add) to get its value.",
     "verifier": "Recompute the checked vars from the task. Say `Approved.` when they match; otherwise "
-                "`Mismatch on var: from the task var = expression = value; redo from var`.",
+    "`Mismatch on var: from the task var = expression = value; redo from var`.",
     "reporter": "Give the reported var's value as the final answer.",
 }
 
 
 # --- reading the conversation ----------------------------------------------------------
+
 
 class Plan:
     """The latest plan in the conversation: solver ``items`` (var -> expr, in order),
@@ -141,7 +148,7 @@ def read_values(steps: list[Step]) -> dict[str, float | str]:
                 continue
             value = parse_value(step.observation)
         else:
-            value = parse_value(step.content[m.end():])
+            value = parse_value(step.content[m.end() :])
         if value is not None:
             values[m.group(1)] = value
     return values
@@ -203,33 +210,55 @@ def evaluate(items: list[Item], known: dict[str, float | str]) -> dict[str, floa
 # --- the reference policies --------------------------------------------------------------
 
 #: Wording pools (first entry: the original wording; :mod:`whenpro_core.envs.style`).
-INTROS = ("Restating the task: we need {report}, built from {n} intermediate values.",
-          "Before planning: the question asks for {report}; I count {n} values to work out.",
-          "Reading the task. The answer is {report}, which takes {n} steps to get.",
-          "Let me break this down: {n} values lead to {report}.")
+INTROS = (
+    "Restating the task: we need {report}, built from {n} intermediate values.",
+    "Before planning: the question asks for {report}; I count {n} values to work out.",
+    "Reading the task. The answer is {report}, which takes {n} steps to get.",
+    "Let me break this down: {n} values lead to {report}.",
+)
 HEADS = ("Plan:", "Here is the plan:", "Plan for the team:", "Steps:", "Breaking it down:", "The plan:")
-REVIEWS = ("Progress check; the plan stands:", "Halfway review. Remaining plan as before:",
-           "Checking in on progress. Plan unchanged:", "Progress review, same plan:",
-           "Review: so far so good. The plan is still:")
+REVIEWS = (
+    "Progress check; the plan stands:",
+    "Halfway review. Remaining plan as before:",
+    "Checking in on progress. Plan unchanged:",
+    "Progress review, same plan:",
+    "Review: so far so good. The plan is still:",
+)
 COMPUTES = ("Computing", "Computing", "Now computing", "Working out", "Calculating", "Next, computing")
-LOOKUPS = ("Looking up {var}: lookup({item}, {col}).", "Fetching {var} from the table: lookup({item}, {col}).",
-           "Looking up {var} with lookup({item}, {col}).", "Reading {var}: lookup({item}, {col}).",
-           "Getting {var} via lookup({item}, {col}).")
-DONES = ("That was the last item.", "That completes the plan.", "All plan items now have values.",
-         "Nothing left to compute.")
-APPROVALS = ("Checked {list} against the task: correct. Approved.",
-             "Verified {list}: all match the task. Approved.",
-             "{list} agree with my own computation from the task. Approved.",
-             "I recomputed {list} from the task and they match. Approved.",
-             "Recomputed from the task: {list}. Everything matches. Approved.")
-MISMATCHES = ("Mismatch on {var}: the conversation has {shown}, but from the task {var} = {expr} = {own}. "
-              "Solver, please redo from {redo}.",
-              "Mismatch on {var}. The conversation has {shown}; from the task {var} = {expr} = {own}. "
-              "Please redo from {redo}.",
-              "I get something else. Mismatch on {var}: the conversation has {shown}, but from the task "
-              "{var} = {expr} = {own}. Solver, redo from {redo}, please.")
-REPORTS = ("Final answer: {a}", "The result is {a}.\nFinal answer: {a}", "Reporting {var}.\nFinal answer: {a}",
-           "{var} comes to {a}.\nFinal answer: {a}", "Final answer: {a}")
+LOOKUPS = (
+    "Looking up {var}: lookup({item}, {col}).",
+    "Fetching {var} from the table: lookup({item}, {col}).",
+    "Looking up {var} with lookup({item}, {col}).",
+    "Reading {var}: lookup({item}, {col}).",
+    "Getting {var} via lookup({item}, {col}).",
+)
+DONES = (
+    "That was the last item.",
+    "That completes the plan.",
+    "All plan items now have values.",
+    "Nothing left to compute.",
+)
+APPROVALS = (
+    "Checked {list} against the task: correct. Approved.",
+    "Verified {list}: all match the task. Approved.",
+    "{list} agree with my own computation from the task. Approved.",
+    "I recomputed {list} from the task and they match. Approved.",
+    "Recomputed from the task: {list}. Everything matches. Approved.",
+)
+MISMATCHES = (
+    "Mismatch on {var}: the conversation has {shown}, but from the task {var} = {expr} = {own}. "
+    "Solver, please redo from {redo}.",
+    "Mismatch on {var}. The conversation has {shown}; from the task {var} = {expr} = {own}. Please redo from {redo}.",
+    "I get something else. Mismatch on {var}: the conversation has {shown}, but from the task "
+    "{var} = {expr} = {own}. Solver, redo from {redo}, please.",
+)
+REPORTS = (
+    "Final answer: {a}",
+    "The result is {a}.\nFinal answer: {a}",
+    "Reporting {var}.\nFinal answer: {a}",
+    "{var} comes to {a}.\nFinal answer: {a}",
+    "Final answer: {a}",
+)
 #: Chances of an intro before the plan, in-head arithmetic, a slip, and a done remark.
 P_INTRO, P_HEAD, P_SLIP, P_DONE, P_REVIEW = 0.3, 0.25, 0.1, 0.35, 0.4
 
@@ -258,7 +287,7 @@ def _nudge(expr: str, style: int | None, key: object) -> str:
     if not nums:
         return expr
     m = pick(style, nums, key, "slip")
-    return expr[:m.start()] + str(int(m.group()) + 1) + expr[m.end():]
+    return expr[: m.start()] + str(int(m.group()) + 1) + expr[m.end() :]
 
 
 class ArithReferencePolicy:
@@ -276,19 +305,30 @@ class ArithReferencePolicy:
         d = derive(query)
         key = len(steps)
         if not d.items:
-            return Step(index=0, agent="planner", kind="plan",
-                        content="Plan:\n1. reporter: I cannot break this task into steps.")
+            return Step(
+                index=0,
+                agent="planner",
+                kind="plan",
+                content="Plan:\n1. reporter: I cannot break this task into steps.",
+            )
         earlier = [s for s in steps if s.agent == "planner" and PLAN_LINE.search(s.content or "")]
         if earlier:  # the progress review: the latest plan again, without its review line
-            kept = [ln for ln in earlier[-1].content.split("\n")[1:]
-                    if not re.match(r"\s*\d+\.\s*planner\s*:", ln, re.IGNORECASE)]
+            kept = [
+                ln
+                for ln in earlier[-1].content.split("\n")[1:]
+                if not re.match(r"\s*\d+\.\s*planner\s*:", ln, re.IGNORECASE)
+            ]
             lines = [m for ln in kept if (m := PLAN_LINE.match(ln))]
             body = "\n".join(f"{n}. {m.group(1)}: {m.group(2)}" for n, m in enumerate(lines, 1))
             head = pick(style, REVIEWS, key, "review")
             return Step(index=0, agent="planner", kind="plan", content=head + "\n" + body)
         if not any(s.agent == "planner" for s in steps) and chance(style, P_INTRO, "intro"):
-            return Step(index=0, agent="planner", kind="plan", content=pick(style, INTROS, key, "intro").format(
-                report=d.report, n=len(d.items)))
+            return Step(
+                index=0,
+                agent="planner",
+                kind="plan",
+                content=pick(style, INTROS, key, "intro").format(report=d.report, n=len(d.items)),
+            )
         items = shuffled_items(d.items, style)
         lines = [f"solver: {i.var} = {i.expr}" for i in items]
         if len(items) >= 4 and chance(style, P_REVIEW, "review"):
@@ -316,9 +356,17 @@ class ArithReferencePolicy:
         values = read_values(steps)
         if m := re.fullmatch(r"lookup\(\s*(\w+)\s*,\s*(\w+)\s*\)", expr):
             text = pick(style, LOOKUPS, key, "lookup").format(var=var, item=m.group(1), col=m.group(2))
-            return Step(index=0, agent="solver", kind="action", content=text + done,
-                        tool_calls=[ToolCall(id=f"call_{len(steps)}", name="lookup",
-                                             arguments={"item": m.group(1), "column": m.group(2)})])
+            return Step(
+                index=0,
+                agent="solver",
+                kind="action",
+                content=text + done,
+                tool_calls=[
+                    ToolCall(
+                        id=f"call_{len(steps)}", name="lookup", arguments={"item": m.group(1), "column": m.group(2)}
+                    )
+                ],
+            )
         missing: list[str] = []
 
         def sub(mm: re.Match) -> str:
@@ -331,11 +379,19 @@ class ArithReferencePolicy:
         if m := re.fullmatch(r"clock\(\s*(\d\d:\d\d)\s*\+\s*(\w+)\s*\)", expr):
             minutes = IDENT.sub(sub, m.group(2))
             note = f" ({', '.join(missing)} has no value yet; using 0)" if missing else ""
-            return Step(index=0, agent="solver", kind="action",
-                        content=f"{verb} {var} = {expr} with {m.group(2)} = {minutes}{note}.{done}",
-                        tool_calls=[ToolCall(id=f"call_{len(steps)}", name="clock_add",
-                                             arguments={"start": m.group(1), "minutes": float(minutes)
-                                                        if "." in minutes else int(minutes)})])
+            return Step(
+                index=0,
+                agent="solver",
+                kind="action",
+                content=f"{verb} {var} = {expr} with {m.group(2)} = {minutes}{note}.{done}",
+                tool_calls=[
+                    ToolCall(
+                        id=f"call_{len(steps)}",
+                        name="clock_add",
+                        arguments={"start": m.group(1), "minutes": float(minutes) if "." in minutes else int(minutes)},
+                    )
+                ],
+            )
         filled = IDENT.sub(sub, expr)
         note = f" ({', '.join(missing)} has no value yet; using 0)" if missing else ""
         if not redoing and var in plan.checks and chance(style, P_SLIP, key, "slip"):
@@ -347,11 +403,16 @@ class ArithReferencePolicy:
             except ToolFailure:
                 value = ""
             if value:
-                return Step(index=0, agent="solver", kind="assistant",
-                            content=f"{verb} {var} = {shown} = {value}.{done}")
-        return Step(index=0, agent="solver", kind="action", content=f"{verb} {var} = {shown}{note}.{done}",
-                    tool_calls=[ToolCall(id=f"call_{len(steps)}", name="calculator",
-                                         arguments={"expression": filled})])
+                return Step(
+                    index=0, agent="solver", kind="assistant", content=f"{verb} {var} = {shown} = {value}.{done}"
+                )
+        return Step(
+            index=0,
+            agent="solver",
+            kind="action",
+            content=f"{verb} {var} = {shown}{note}.{done}",
+            tool_calls=[ToolCall(id=f"call_{len(steps)}", name="calculator", arguments={"expression": filled})],
+        )
 
     def _verifier(self, query: str, steps: list[Step], style: int | None) -> Step:
         plan = read_plan(steps)
@@ -370,9 +431,14 @@ class ArithReferencePolicy:
             if not same_value(found, own[var]):
                 shown = "no value" if found is None else _fmt(found)
                 redo = var if var in leaves else next(iter(plan.items), var)
-                return Step(index=0, agent="verifier", kind="assistant", content=pick(
-                    style, MISMATCHES, key, "mismatch").format(var=var, shown=shown, expr=own_expr[var],
-                                                               own=_fmt(own[var]), redo=redo))
+                return Step(
+                    index=0,
+                    agent="verifier",
+                    kind="assistant",
+                    content=pick(style, MISMATCHES, key, "mismatch").format(
+                        var=var, shown=shown, expr=own_expr[var], own=_fmt(own[var]), redo=redo
+                    ),
+                )
             checked.append(f"{var} = {_fmt(own[var])}")
         if checked:
             text = pick(style, APPROVALS, key, "approve").format(list=", ".join(checked))
@@ -393,11 +459,16 @@ class ArithReferencePolicy:
             answer = _fmt(value)
         else:
             answer = f"{round(value + 1e-9, 2):.2f}"  # as the gold answer rounds (85.125 -> 85.13)
-        return Step(index=0, agent="reporter", kind="final_answer",
-                    content=pick(style, REPORTS, len(steps), "report").format(a=answer, var=var))
+        return Step(
+            index=0,
+            agent="reporter",
+            kind="final_answer",
+            content=pick(style, REPORTS, len(steps), "report").format(a=answer, var=var),
+        )
 
 
 # --- the environment ---------------------------------------------------------------------
+
 
 class ArithTeam(Env):
     """Planner / solver / verifier / reporter on checkable arithmetic questions."""
@@ -405,10 +476,12 @@ class ArithTeam(Env):
     name = "arith_team"
     benchmark = "whenpro-arith"
     version = 1
-    agents = (Agent(id="planner", role="Planner"),
-              Agent(id="solver", role="Solver (calculator, lookup, clock_add)"),
-              Agent(id="verifier", role="Verifier"),
-              Agent(id="reporter", role="Reporter"))
+    agents = (
+        Agent(id="planner", role="Planner"),
+        Agent(id="solver", role="Solver (calculator, lookup, clock_add)"),
+        Agent(id="verifier", role="Verifier"),
+        Agent(id="reporter", role="Reporter"),
+    )
     max_steps = 40
 
     def make_task(self, seed: int) -> EnvTask:
@@ -418,8 +491,9 @@ class ArithTeam(Env):
 
     def task_from_params(self, seed: int, query: str, answer: str, params: dict[str, Any]) -> EnvTask:
         if family_kind(str(params.get("family"))) is None:
-            raise TraceFormatError("unknown arith_team task family", json_path="$.extras.env.task.family",
-                                   expected=", ".join(FAMILIES))
+            raise TraceFormatError(
+                "unknown arith_team task family", json_path="$.extras.env.task.family", expected=", ".join(FAMILIES)
+            )
         return EnvTask(seed=seed, query=query, answer=answer or gold_answer(params), params=params)
 
     def reference_policy(self) -> ArithReferencePolicy:
@@ -431,9 +505,11 @@ class ArithTeam(Env):
     def tool_specs(self, agent: str) -> tuple[ToolSpec, ...]:
         if agent != "solver":
             return ()
-        return (ToolSpec("calculator", "Evaluate + - * / and parentheses.", ("expression",)),
-                ToolSpec("lookup", "Read a cell of the inventory table.", ("item", "column")),
-                ToolSpec("clock_add", "Add minutes to an HH:MM time.", ("start", "minutes")))
+        return (
+            ToolSpec("calculator", "Evaluate + - * / and parentheses.", ("expression",)),
+            ToolSpec("lookup", "Read a cell of the inventory table.", ("item", "column")),
+            ToolSpec("clock_add", "Add minutes to an HH:MM time.", ("start", "minutes")),
+        )
 
     def live_tools(self, task: EnvTask) -> ToolRunner:
         table = task.params.get("table") or {}

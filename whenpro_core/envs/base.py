@@ -154,14 +154,17 @@ class Env(ABC):
         Raises TraceFormatError when the trace was not made by this env."""
         meta = trace.extras.get("env")
         if not isinstance(meta, dict) or meta.get("name") != self.name:
-            raise TraceFormatError(f"not a run of the built-in environment {self.name!r}",
-                                   json_path="$.extras.env.name", expected=repr(self.name))
+            raise TraceFormatError(
+                f"not a run of the built-in environment {self.name!r}",
+                json_path="$.extras.env.name",
+                expected=repr(self.name),
+            )
         params = meta.get("task")
         if not isinstance(params, dict):
-            raise TraceFormatError("missing task parameters", json_path="$.extras.env.task",
-                                   expected="the object written by `whenpro run`")
-        return self.task_from_params(int(meta.get("seed") or 0), trace.task.query,
-                                     trace.task.answer or "", params)
+            raise TraceFormatError(
+                "missing task parameters", json_path="$.extras.env.task", expected="the object written by `whenpro run`"
+            )
+        return self.task_from_params(int(meta.get("seed") or 0), trace.task.query, trace.task.answer or "", params)
 
     def llm_guidance(self, agent: str) -> str:
         """How ``agent`` writes its messages so the others (and the turn order) can read
@@ -231,10 +234,17 @@ def place(step: Step, index: int) -> Step:
     return step
 
 
-def run_loop(env: Env, task: EnvTask, policy: Policy, steps: list[Step], tools: ToolRunner, *,
-             on_step: Callable[[Step], None] | None = None,
-             should_stop: Callable[[], bool] | None = None,
-             mark_tool_source: bool = False) -> tuple[list[Step], str]:
+def run_loop(
+    env: Env,
+    task: EnvTask,
+    policy: Policy,
+    steps: list[Step],
+    tools: ToolRunner,
+    *,
+    on_step: Callable[[Step], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    mark_tool_source: bool = False,
+) -> tuple[list[Step], str]:
     """Continue a run from ``steps`` (at least step 0) until a final answer, the end of
     the turn order, or ``env.max_steps``.
 
@@ -257,8 +267,14 @@ def run_loop(env: Env, task: EnvTask, policy: Policy, steps: list[Step], tools: 
         if agent is None:
             return steps, "done"
         style = task.params.get("style")
-        state = EnvState(env=env.name, agent=agent, query=task.query, steps=tuple(steps),
-                         tools=env.tool_specs(agent), style=style if isinstance(style, int) else None)
+        state = EnvState(
+            env=env.name,
+            agent=agent,
+            query=task.query,
+            steps=tuple(steps),
+            tools=env.tool_specs(agent),
+            style=style if isinstance(style, int) else None,
+        )
         step = policy.act(state)
         step.agent = agent
         place(step, len(steps))
@@ -274,8 +290,9 @@ def run_loop(env: Env, task: EnvTask, policy: Policy, steps: list[Step], tools: 
             on_step(step)
 
 
-def run_env(env: Env, seed: int, *, model: str | None = None,
-            on_step: Callable[[Step], None] | None = None, plain: bool = False) -> Trace:
+def run_env(
+    env: Env, seed: int, *, model: str | None = None, on_step: Callable[[Step], None] | None = None, plain: bool = False
+) -> Trace:
     """Run ``env`` on its task for ``seed`` with the policy for ``model`` (offline
     reference by default) and return the native trace, outcome checked against the
     task's gold answer or hidden tests. ``plain`` runs without a wording style (the
@@ -291,8 +308,15 @@ def run_env(env: Env, seed: int, *, model: str | None = None,
     return build_trace(env, task, steps, reason, policy_name=policy.name)
 
 
-def build_trace(env: Env, task: EnvTask, steps: list[Step], termination: str, *,
-                policy_name: str = "reference", trace_id: str | None = None) -> Trace:
+def build_trace(
+    env: Env,
+    task: EnvTask,
+    steps: list[Step],
+    termination: str,
+    *,
+    policy_name: str = "reference",
+    trace_id: str | None = None,
+) -> Trace:
     """Assemble the native trace of a run: agents, task (with gold answer), steps, final
     answer (from a ``final_answer`` step) and outcome (:meth:`Env.check`)."""
     final = env.extract_answer(steps[-1]) if steps and steps[-1].kind == "final_answer" else None
@@ -309,7 +333,15 @@ def build_trace(env: Env, task: EnvTask, steps: list[Step], termination: str, *,
         final_answer=final,
         outcome=outcome,
         source=Source(format="native"),
-        extras={"env": {"name": env.name, "version": env.version, "seed": task.seed,
-                        "policy": policy_name, "task": task.params,
-                        "termination": termination, "check": verdict.detail}},
+        extras={
+            "env": {
+                "name": env.name,
+                "version": env.version,
+                "seed": task.seed,
+                "policy": policy_name,
+                "task": task.params,
+                "termination": termination,
+                "check": verdict.detail,
+            }
+        },
     )

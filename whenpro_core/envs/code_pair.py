@@ -61,14 +61,14 @@ MAX_ROUNDS = 3
 #: and the tools read these conventions (the latest ```python block, ``Approved``, PASS/FAIL).
 CODE_GUIDANCE = {
     "coder": "Write the whole function in one fenced ```python block in every message: the tester "
-             "tests your latest block. When the tester says `Approved.` (or after three failed "
-             "rounds), give your latest code again in a ```python block as the final answer.",
+    "tests your latest block. When the tester says `Approved.` (or after three failed "
+    "rounds), give your latest code again in a ```python block as the final answer.",
     "tester": "First call run_tests with `code` = the coder's latest ```python block, verbatim, and "
-              "`tests` = Python that prints one line per example of the spec: `PASS <call> == "
-              "<expected>`, or `FAIL <call> == <expected>: got <value>`. Then, after its output: "
-              "`All N tests passed. Approved.` when every line is PASS; otherwise each failing line "
-              "as `- <call> == <expected>: got <value>` and `Coder, please fix.` Write the word "
-              "approved only to approve.",
+    "`tests` = Python that prints one line per example of the spec: `PASS <call> == "
+    "<expected>`, or `FAIL <call> == <expected>: got <value>`. Then, after its output: "
+    "`All N tests passed. Approved.` when every line is PASS; otherwise each failing line "
+    "as `- <call> == <expected>: got <value>` and `Coder, please fix.` Write the word "
+    "approved only to approve.",
 }
 #: Wall-clock seconds for one sandboxed test run (``WHENPRO_SANDBOX_TIMEOUT`` overrides).
 TEST_TIMEOUT = 5.0
@@ -113,36 +113,89 @@ def failed_rounds(steps: list[Step]) -> int:
 
 
 #: Wording pools (the first entry is the original wording; :mod:`whenpro_core.envs.style`).
-PLANS = ("I will write the main behaviour first and let the tests tell us what is missing.",
-         "Plan: implement `{name}` from the spec, then have the examples run against it.",
-         "Reading the spec for `{name}`; I'll start with the core logic and refine after testing.",
-         "Starting on `{name}`. The main rule first; tester, the examples will follow.",
-         "Let me sketch `{name}` from the description and then we test it.")
-FIRSTS = ("First version of `{name}`:", "Here is a first version of `{name}`:", "Draft of `{name}`:",
-          "My first attempt at `{name}`:", "Initial implementation:", "`{name}`, first pass:",
-          "This should cover the main case:", "A first cut:")
-CAREFUL = ("Complete version of `{name}`, edge case included:", "Here is `{name}`, handling the edge case too:",
-           "`{name}` with the edge case from the spec:", "Full implementation:")
-FIXES = ("Fixing what the tester reported{what}; re-reading the spec, including its edge case:",
-         "Thanks. Updated `{name}`{what}:", "Patched the failing case{what}:", "Here is the fix{what}:",
-         "Revised version{what}:", "Good catch{what}. New version:", "Adjusted the code for the report{what}:")
-REWRITES = ("Rewriting `{name}` from the spec, step by step:", "Starting over from the spec:",
-            "Let me redo `{name}` carefully against the spec:", "Fresh version written from the spec:")
-FINALS = ("Final code:", "Final answer:", "Here is the final version:", "Final version of `{name}`:",
-          "Done. The final code:", "Submitting this as the final code:")
-RUNS = ("Running the {n} examples from the spec as tests against the coder's latest code.",
-        "Testing the latest code with the spec's {n} examples.", "Let me run the {n} examples.",
-        "Running the examples ({n}) against this version.", "Checking the code against the {n} examples.",
-        "I'll run the spec's examples ({n} cases) now.")
-PASSES = ("All {n} tests passed. Approved.", "{n}/{n} examples pass. Approved.",
-          "Every example passes ({n} of {n}). Approved.", "The {n} tests pass. Approved.",
-          "No failures in {n} tests. Approved.")
-FAILS = ("{f} of {t} tests failed:", "{f}/{t} examples fail:", "Failures ({f} of {t}):",
-         "Not yet: {f} of {t} tests fail.", "{f} failing of {t}:")
-ASKS = ("Coder, please fix.", "Coder, please fix these.", "Please fix and resend, coder.",
-        "Coder, can you fix this?", "Over to you, coder: please fix.")
-DOCS = ("As the spec describes.", "Implements the spec.", "See the spec for the rules.", "Behaviour from the spec.",
-        "Returns what the spec asks for.", "Per the task description.")
+PLANS = (
+    "I will write the main behaviour first and let the tests tell us what is missing.",
+    "Plan: implement `{name}` from the spec, then have the examples run against it.",
+    "Reading the spec for `{name}`; I'll start with the core logic and refine after testing.",
+    "Starting on `{name}`. The main rule first; tester, the examples will follow.",
+    "Let me sketch `{name}` from the description and then we test it.",
+)
+FIRSTS = (
+    "First version of `{name}`:",
+    "Here is a first version of `{name}`:",
+    "Draft of `{name}`:",
+    "My first attempt at `{name}`:",
+    "Initial implementation:",
+    "`{name}`, first pass:",
+    "This should cover the main case:",
+    "A first cut:",
+)
+CAREFUL = (
+    "Complete version of `{name}`, edge case included:",
+    "Here is `{name}`, handling the edge case too:",
+    "`{name}` with the edge case from the spec:",
+    "Full implementation:",
+)
+FIXES = (
+    "Fixing what the tester reported{what}; re-reading the spec, including its edge case:",
+    "Thanks. Updated `{name}`{what}:",
+    "Patched the failing case{what}:",
+    "Here is the fix{what}:",
+    "Revised version{what}:",
+    "Good catch{what}. New version:",
+    "Adjusted the code for the report{what}:",
+)
+REWRITES = (
+    "Rewriting `{name}` from the spec, step by step:",
+    "Starting over from the spec:",
+    "Let me redo `{name}` carefully against the spec:",
+    "Fresh version written from the spec:",
+)
+FINALS = (
+    "Final code:",
+    "Final answer:",
+    "Here is the final version:",
+    "Final version of `{name}`:",
+    "Done. The final code:",
+    "Submitting this as the final code:",
+)
+RUNS = (
+    "Running the {n} examples from the spec as tests against the coder's latest code.",
+    "Testing the latest code with the spec's {n} examples.",
+    "Let me run the {n} examples.",
+    "Running the examples ({n}) against this version.",
+    "Checking the code against the {n} examples.",
+    "I'll run the spec's examples ({n} cases) now.",
+)
+PASSES = (
+    "All {n} tests passed. Approved.",
+    "{n}/{n} examples pass. Approved.",
+    "Every example passes ({n} of {n}). Approved.",
+    "The {n} tests pass. Approved.",
+    "No failures in {n} tests. Approved.",
+)
+FAILS = (
+    "{f} of {t} tests failed:",
+    "{f}/{t} examples fail:",
+    "Failures ({f} of {t}):",
+    "Not yet: {f} of {t} tests fail.",
+    "{f} failing of {t}:",
+)
+ASKS = (
+    "Coder, please fix.",
+    "Coder, please fix these.",
+    "Please fix and resend, coder.",
+    "Coder, can you fix this?",
+    "Over to you, coder: please fix.",
+)
+DOCS = (
+    "As the spec describes.",
+    "Implements the spec.",
+    "See the spec for the rules.",
+    "Behaviour from the spec.",
+    "Returns what the spec asks for.",
+    "Per the task description.",
+)
 #: Chances of an optional planning message, a complete first version, a slip in a draft,
 #: and a one-line docstring in the coder's functions (for the whole run).
 P_PLAN, P_CAREFUL, P_SLIP, P_DOC = 0.3, 0.15, 0.15, 0.7
@@ -161,6 +214,8 @@ def dress(code: str, style: int | None) -> str:
 def undress(code: str) -> str:
     """``code`` without the docstring line :func:`dress` adds."""
     return _DOCLINE.sub("", code, count=1)
+
+
 _LITERAL = re.compile(r"(?<![\w.'])(\d+)(?![\w.'])")
 
 
@@ -186,7 +241,7 @@ def slip(code: str, style: int | None, key: int) -> str:
     m = pick(style, found, key, "slip")
     value = int(m.group(1)) + pick(style, (1, -1), key, "slip-sign")
     rest = body[1]
-    return body[0] + "\n" + rest[:m.start()] + str(max(value, 0)) + rest[m.end():]
+    return body[0] + "\n" + rest[: m.start()] + str(max(value, 0)) + rest[m.end() :]
 
 
 def _block(intro: str, code: str) -> str:
@@ -213,37 +268,66 @@ class CodeReferencePolicy:
         approved = last_verdict is not None and APPROVED.search(last_verdict.content or "")
         name = reading[0].name if reading else "the function"
         if approved or failed_rounds(steps) >= MAX_ROUNDS or reading is None:
-            return Step(index=0, agent="coder", kind="final_answer",
-                        content=_block(pick(style, FINALS, key, "final").format(name=name), code))
+            return Step(
+                index=0,
+                agent="coder",
+                kind="final_answer",
+                content=_block(pick(style, FINALS, key, "final").format(name=name), code),
+            )
         template, params = reading
-        failures = [ln.strip("- ").strip() for ln in (last_verdict.content if last_verdict else "").splitlines()
-                    if ln.strip().startswith("- ")]
+        failures = [
+            ln.strip("- ").strip()
+            for ln in (last_verdict.content if last_verdict else "").splitlines()
+            if ln.strip().startswith("- ")
+        ]
         what = f" ({failures[0]})" if failures else ""
         patched = dress(patch_code(undress(code), template.draft(params), template.full(params)), style)
         if failed_rounds(steps) >= 2 or patched == code:
-            return Step(index=0, agent="coder", kind="assistant", content=_block(
-                pick(style, REWRITES, key, "rewrite").format(name=name), dress(template.full(params), style)))
-        return Step(index=0, agent="coder", kind="assistant", content=_block(
-            pick(style, FIXES, key, "fix").format(name=name, what=what), patched))
+            return Step(
+                index=0,
+                agent="coder",
+                kind="assistant",
+                content=_block(
+                    pick(style, REWRITES, key, "rewrite").format(name=name), dress(template.full(params), style)
+                ),
+            )
+        return Step(
+            index=0,
+            agent="coder",
+            kind="assistant",
+            content=_block(pick(style, FIXES, key, "fix").format(name=name, what=what), patched),
+        )
 
     def _first(self, reading, steps: list[Step], style: int | None, key: int) -> Step:
         if reading is None:
-            return Step(index=0, agent="coder", kind="assistant",
-                        content="I cannot tell which function this spec asks for.")
+            return Step(
+                index=0, agent="coder", kind="assistant", content="I cannot tell which function this spec asks for."
+            )
         template, params = reading
         name = template.name
         spoke = any(s.agent == "coder" for s in steps)
         if not spoke and chance(style, P_PLAN, "plan"):
-            return Step(index=0, agent="coder", kind="assistant", content=pick(style, PLANS, key, "plan").format(
-                name=name))
+            return Step(
+                index=0, agent="coder", kind="assistant", content=pick(style, PLANS, key, "plan").format(name=name)
+            )
         if chance(style, P_CAREFUL, "careful"):
-            return Step(index=0, agent="coder", kind="assistant", content=_block(
-                pick(style, CAREFUL, key, "first").format(name=name), dress(template.full(params), style)))
+            return Step(
+                index=0,
+                agent="coder",
+                kind="assistant",
+                content=_block(
+                    pick(style, CAREFUL, key, "first").format(name=name), dress(template.full(params), style)
+                ),
+            )
         draft = template.draft(params)
         if chance(style, P_SLIP, "slip"):
             draft = slip(draft, style, key)
-        return Step(index=0, agent="coder", kind="assistant",
-                    content=_block(pick(style, FIRSTS, key, "first").format(name=name), dress(draft, style)))
+        return Step(
+            index=0,
+            agent="coder",
+            kind="assistant",
+            content=_block(pick(style, FIRSTS, key, "first").format(name=name), dress(draft, style)),
+        )
 
     def _tester(self, spec: str, steps: list[Step], style: int | None) -> Step:
         last = steps[-1]
@@ -252,20 +336,33 @@ class CodeReferencePolicy:
         code = latest_code(steps)
         cases = spec_examples(spec)
         if code is None or not cases:
-            return Step(index=0, agent="tester", kind="assistant",
-                        content="There is no code or no example to test. Coder, please fix.")
-        return Step(index=0, agent="tester", kind="action",
-                    content=pick(style, RUNS, len(steps), "run").format(n=len(cases)),
-                    tool_calls=[ToolCall(id=f"call_{len(steps)}", name="run_tests",
-                                         arguments={"code": code, "tests": harness(cases)})])
+            return Step(
+                index=0,
+                agent="tester",
+                kind="assistant",
+                content="There is no code or no example to test. Coder, please fix.",
+            )
+        return Step(
+            index=0,
+            agent="tester",
+            kind="action",
+            content=pick(style, RUNS, len(steps), "run").format(n=len(cases)),
+            tool_calls=[
+                ToolCall(id=f"call_{len(steps)}", name="run_tests", arguments={"code": code, "tests": harness(cases)})
+            ],
+        )
 
     def _verdict(self, action: Step, style: int | None, key: int) -> Step:
         out = action.observation or ""
         passed = [ln for ln in out.splitlines() if ln.startswith("PASS ")]
         failed = [ln for ln in out.splitlines() if ln.startswith("FAIL ")]
         if passed and not failed and not action.error:
-            return Step(index=0, agent="tester", kind="assistant",
-                        content=pick(style, PASSES, key, "pass").format(n=len(passed)))
+            return Step(
+                index=0,
+                agent="tester",
+                kind="assistant",
+                content=pick(style, PASSES, key, "pass").format(n=len(passed)),
+            )
         ask = pick(style, ASKS, key, "ask")
         if failed:
             listing = "\n".join(f"- {ln[5:]}" for ln in failed)
@@ -292,8 +389,9 @@ class CodePair(Env):
 
     def task_from_params(self, seed: int, query: str, answer: str, params: dict[str, Any]) -> EnvTask:
         if params.get("template") not in BY_NAME:
-            raise TraceFormatError("unknown code_pair template", json_path="$.extras.env.task.template",
-                                   expected=" or ".join(BY_NAME))
+            raise TraceFormatError(
+                "unknown code_pair template", json_path="$.extras.env.task.template", expected=" or ".join(BY_NAME)
+            )
         return EnvTask(seed=seed, query=query, answer=answer or reference_solution(params), params=params)
 
     def reference_policy(self) -> CodeReferencePolicy:
@@ -302,16 +400,22 @@ class CodePair(Env):
     def tool_specs(self, agent: str) -> tuple[ToolSpec, ...]:
         if agent != "tester":
             return ()
-        return (ToolSpec("run_tests", "Run test code against code in a sandbox; prints PASS/FAIL lines.",
-                         ("code", "tests")),)
+        return (
+            ToolSpec(
+                "run_tests", "Run test code against code in a sandbox; prints PASS/FAIL lines.", ("code", "tests")
+            ),
+        )
 
     def live_tools(self, task: EnvTask) -> ToolRunner:
         def runner(calls: list[ToolCall]) -> ToolOutput:
             outs, errors = [], []
             for call in calls:
                 args = call.arguments if isinstance(call.arguments, dict) else {}
-                if call.name != "run_tests" or not isinstance(args.get("code"), str) \
-                        or not isinstance(args.get("tests"), str):
+                if (
+                    call.name != "run_tests"
+                    or not isinstance(args.get("code"), str)
+                    or not isinstance(args.get("tests"), str)
+                ):
                     outs.append(f"error: {call.name} needs string arguments code and tests")
                     errors.append("ToolError: bad run_tests call")
                     continue

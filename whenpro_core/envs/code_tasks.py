@@ -55,17 +55,30 @@ def _clamp_ref(p, x):
 CLAMP = Template(
     name="clamp_scale",
     make=lambda r: {"k": r.choice([2, 3, 4, 5]), "cap": r.choice([20, 30, 50, 60])},
-    spec=lambda p: render_spec(CLAMP, p, (
-        f"Write a Python function `clamp_scale(x)` that returns x multiplied by {p['k']}, "
-        f"capped at {p['cap']}."), "a negative result becomes 0."),
+    spec=lambda p: render_spec(
+        CLAMP,
+        p,
+        (f"Write a Python function `clamp_scale(x)` that returns x multiplied by {p['k']}, capped at {p['cap']}."),
+        "a negative result becomes 0.",
+    ),
     parse=lambda s: (lambda m: {"k": int(m[1]), "cap": int(m[2])} if m else None)(
-        re.search(r"x multiplied by (\d+), capped at (\d+)", s)),
+        re.search(r"x multiplied by (\d+), capped at (\d+)", s)
+    ),
     draft=lambda p: f"def clamp_scale(x):\n    return min(x * {p['k']}, {p['cap']})\n",
     full=lambda p: f"def clamp_scale(x):\n    return max(0, min(x * {p['k']}, {p['cap']}))\n",
     ref=_clamp_ref,
     examples=lambda p: [(2,), (p["cap"],), (-3,)],
-    hidden_args=lambda p: [(0,), (1,), (2,), (5,), (p["cap"] // p["k"],), (p["cap"] // p["k"] + 1,),
-                           (100,), (-1,), (-3,)],
+    hidden_args=lambda p: [
+        (0,),
+        (1,),
+        (2,),
+        (5,),
+        (p["cap"] // p["k"],),
+        (p["cap"] // p["k"] + 1,),
+        (100,),
+        (-1,),
+        (-3,),
+    ],
 )
 
 
@@ -76,13 +89,17 @@ def _count_ref(p, s):
 
 COUNT = Template(
     name="count_letters",
-    make=lambda r: {"letters": r.choice(["aeiou", "aeiouy", "rstln", "xyz"]),
-                    "words": r.sample(WORDS, 2)},
-    spec=lambda p: render_spec(COUNT, p, (
-        "Write a Python function `count_letters(s)` that counts how many characters of s "
-        f"are among the letters '{p['letters']}'."), "uppercase letters count too."),
-    parse=lambda s: (lambda m: {"letters": m[1]} if m else None)(
-        re.search(r"among the letters '([a-z]+)'", s)),
+    make=lambda r: {"letters": r.choice(["aeiou", "aeiouy", "rstln", "xyz"]), "words": r.sample(WORDS, 2)},
+    spec=lambda p: render_spec(
+        COUNT,
+        p,
+        (
+            "Write a Python function `count_letters(s)` that counts how many characters of s "
+            f"are among the letters '{p['letters']}'."
+        ),
+        "uppercase letters count too.",
+    ),
+    parse=lambda s: (lambda m: {"letters": m[1]} if m else None)(re.search(r"among the letters '([a-z]+)'", s)),
     draft=lambda p: f"def count_letters(s):\n    return sum(1 for c in s if c in '{p['letters']}')\n",
     full=lambda p: f"def count_letters(s):\n    return sum(1 for c in s if c.lower() in '{p['letters']}')\n",
     ref=_count_ref,
@@ -102,18 +119,35 @@ def _running_ref(p, xs):
 RUNNING = Template(
     name="running_max",
     make=lambda r: {"xs": [r.randint(-5, 20) for _ in range(5)]},
-    spec=lambda p: render_spec(RUNNING, p, (
-        "Write a Python function `running_max(xs)` that returns the list of running maxima "
-        "of the numbers in xs (element i is the largest of xs[0] .. xs[i])."), "an empty list gives []."),
+    spec=lambda p: render_spec(
+        RUNNING,
+        p,
+        (
+            "Write a Python function `running_max(xs)` that returns the list of running maxima "
+            "of the numbers in xs (element i is the largest of xs[0] .. xs[i])."
+        ),
+        "an empty list gives [].",
+    ),
     parse=lambda s: {} if "running maxima" in s else None,
-    draft=lambda p: ("def running_max(xs):\n    out = [xs[0]]\n    for x in xs[1:]:\n"
-                     "        out.append(max(out[-1], x))\n    return out\n"),
-    full=lambda p: ("def running_max(xs):\n    if not xs:\n        return []\n    out = [xs[0]]\n"
-                    "    for x in xs[1:]:\n        out.append(max(out[-1], x))\n    return out\n"),
+    draft=lambda p: (
+        "def running_max(xs):\n    out = [xs[0]]\n    for x in xs[1:]:\n"
+        "        out.append(max(out[-1], x))\n    return out\n"
+    ),
+    full=lambda p: (
+        "def running_max(xs):\n    if not xs:\n        return []\n    out = [xs[0]]\n"
+        "    for x in xs[1:]:\n        out.append(max(out[-1], x))\n    return out\n"
+    ),
     ref=_running_ref,
     examples=lambda p: [(p["xs"],), ([],)],
-    hidden_args=lambda p: [([],), ([3],), ([1, 2, 3],), ([3, 2, 1],), ([-1, -5, 0, -2],), (p["xs"],),
-                           ([2, 2, 9, 1, 9, 10],)],
+    hidden_args=lambda p: [
+        ([],),
+        ([3],),
+        ([1, 2, 3],),
+        ([3, 2, 1],),
+        ([-1, -5, 0, -2],),
+        (p["xs"],),
+        ([2, 2, 9, 1, 9, 10],),
+    ],
 )
 
 
@@ -132,17 +166,27 @@ def _fizz_ref(p, n):
 FIZZ = Template(
     name="fizz_word",
     make=lambda r: dict(zip(("a", "b"), r.sample([2, 3, 5, 7], 2))),
-    spec=lambda p: render_spec(FIZZ, p, (
-        f"Write a Python function `fizz_word(n)` that returns 'Fizz' when n is divisible by "
-        f"{p['a']}, 'Buzz' when n is divisible by {p['b']}, and str(n) otherwise."),
-        "when n is divisible by both, return 'FizzBuzz'."),
+    spec=lambda p: render_spec(
+        FIZZ,
+        p,
+        (
+            f"Write a Python function `fizz_word(n)` that returns 'Fizz' when n is divisible by "
+            f"{p['a']}, 'Buzz' when n is divisible by {p['b']}, and str(n) otherwise."
+        ),
+        "when n is divisible by both, return 'FizzBuzz'.",
+    ),
     parse=lambda s: (lambda m: {"a": int(m[1]), "b": int(m[2])} if m else None)(
-        re.search(r"'Fizz' when n is divisible by (\d+), 'Buzz' when n is divisible by (\d+)", s)),
-    draft=lambda p: (f"def fizz_word(n):\n    if n % {p['a']} == 0:\n        return 'Fizz'\n"
-                     f"    if n % {p['b']} == 0:\n        return 'Buzz'\n    return str(n)\n"),
-    full=lambda p: (f"def fizz_word(n):\n    if n % {p['a']} == 0 and n % {p['b']} == 0:\n"
-                    f"        return 'FizzBuzz'\n    if n % {p['a']} == 0:\n        return 'Fizz'\n"
-                    f"    if n % {p['b']} == 0:\n        return 'Buzz'\n    return str(n)\n"),
+        re.search(r"'Fizz' when n is divisible by (\d+), 'Buzz' when n is divisible by (\d+)", s)
+    ),
+    draft=lambda p: (
+        f"def fizz_word(n):\n    if n % {p['a']} == 0:\n        return 'Fizz'\n"
+        f"    if n % {p['b']} == 0:\n        return 'Buzz'\n    return str(n)\n"
+    ),
+    full=lambda p: (
+        f"def fizz_word(n):\n    if n % {p['a']} == 0 and n % {p['b']} == 0:\n"
+        f"        return 'FizzBuzz'\n    if n % {p['a']} == 0:\n        return 'Fizz'\n"
+        f"    if n % {p['b']} == 0:\n        return 'Buzz'\n    return str(n)\n"
+    ),
     ref=_fizz_ref,
     examples=lambda p: [(p["a"],), (p["b"],), (p["a"] * p["b"],), (1,)],
     hidden_args=lambda p: [(n,) for n in (1, 2, 3, 4, 5, 6, 7, 10, 14, 15, 21, 35, 70, 0, 11)],
@@ -157,19 +201,29 @@ def _grade_ref(p, score):
 GRADE = Template(
     name="grade",
     make=lambda r: {"hi": r.choice([80, 85, 90]), "mid": r.choice([50, 60, 65])},
-    spec=lambda p: render_spec(GRADE, p, (
-        f"Write a Python function `grade(score)` that returns 'A' when score is at least "
-        f"{p['hi']}, 'B' when score is at least {p['mid']}, and 'C' otherwise."), None),
+    spec=lambda p: render_spec(
+        GRADE,
+        p,
+        (
+            f"Write a Python function `grade(score)` that returns 'A' when score is at least "
+            f"{p['hi']}, 'B' when score is at least {p['mid']}, and 'C' otherwise."
+        ),
+        None,
+    ),
     parse=lambda s: (lambda m: {"hi": int(m[1]), "mid": int(m[2])} if m else None)(
-        re.search(r"'A' when score is at least (\d+), 'B' when score is at least (\d+)", s)),
-    draft=lambda p: (f"def grade(score):\n    if score >= {p['hi']}:\n        return 'A'\n"
-                     f"    if score >= {p['mid']}:\n        return 'B'\n    return 'C'\n"),
-    full=lambda p: (f"def grade(score):\n    if score >= {p['hi']}:\n        return 'A'\n"
-                    f"    if score >= {p['mid']}:\n        return 'B'\n    return 'C'\n"),
+        re.search(r"'A' when score is at least (\d+), 'B' when score is at least (\d+)", s)
+    ),
+    draft=lambda p: (
+        f"def grade(score):\n    if score >= {p['hi']}:\n        return 'A'\n"
+        f"    if score >= {p['mid']}:\n        return 'B'\n    return 'C'\n"
+    ),
+    full=lambda p: (
+        f"def grade(score):\n    if score >= {p['hi']}:\n        return 'A'\n"
+        f"    if score >= {p['mid']}:\n        return 'B'\n    return 'C'\n"
+    ),
     ref=_grade_ref,
     examples=lambda p: [(p["hi"] + 3,), (p["mid"] + 2,), (p["mid"] - 10,)],
-    hidden_args=lambda p: [(p["hi"],), (p["hi"] - 1,), (p["mid"],), (p["mid"] - 1,), (100,), (0,),
-                           (p["hi"] + 3,)],
+    hidden_args=lambda p: [(p["hi"],), (p["hi"] - 1,), (p["mid"],), (p["mid"] - 1,), (100,), (0,), (p["hi"] + 3,)],
 )
 
 
@@ -181,13 +235,20 @@ def _mean_ref(p, xs):
 MEAN = Template(
     name="safe_mean",
     make=lambda r: {"d": r.choice([1, 2, 3])},
-    spec=lambda p: render_spec(MEAN, p, (
-        "Write a Python function `safe_mean(xs)` that returns the mean of the numbers in xs "
-        f"rounded to {p['d']} decimals."), "an empty list gives None."),
+    spec=lambda p: render_spec(
+        MEAN,
+        p,
+        (
+            "Write a Python function `safe_mean(xs)` that returns the mean of the numbers in xs "
+            f"rounded to {p['d']} decimals."
+        ),
+        "an empty list gives None.",
+    ),
     parse=lambda s: (lambda m: {"d": int(m[1])} if m else None)(re.search(r"rounded to (\d+) decimals", s)),
     draft=lambda p: f"def safe_mean(xs):\n    return round(sum(xs) / len(xs), {p['d']})\n",
-    full=lambda p: (f"def safe_mean(xs):\n    if not xs:\n        return None\n"
-                    f"    return round(sum(xs) / len(xs), {p['d']})\n"),
+    full=lambda p: (
+        f"def safe_mean(xs):\n    if not xs:\n        return None\n    return round(sum(xs) / len(xs), {p['d']})\n"
+    ),
     ref=_mean_ref,
     examples=lambda p: [([1, 2, 4],), ([],)],
     hidden_args=lambda p: [([1, 2, 4],), ([],), ([5],), ([1, 2],), ([2, 3, 3, 7],), ([0.1, 0.2, 0.4],)],
@@ -205,17 +266,31 @@ def _bulk_ref(p, n):
 BULK = Template(
     name="bulk_price",
     make=lambda r: {"unit": r.choice([3, 4, 5, 8, 12]), "min": r.choice([5, 10, 20]), "pct": r.choice([10, 20, 25])},
-    spec=lambda p: render_spec(BULK, p, (
-        f"Write a Python function `bulk_price(n)` that returns the price in whole dollars of n units at "
-        f"{p['unit']} dollars each, with {p['pct']} percent off (integer division) when n is at least "
-        f"{p['min']}."), "n of 0 or less costs 0."),
+    spec=lambda p: render_spec(
+        BULK,
+        p,
+        (
+            f"Write a Python function `bulk_price(n)` that returns the price in whole dollars of n units at "
+            f"{p['unit']} dollars each, with {p['pct']} percent off (integer division) when n is at least "
+            f"{p['min']}."
+        ),
+        "n of 0 or less costs 0.",
+    ),
     parse=lambda s: (lambda m: {"unit": int(m[1]), "pct": int(m[2]), "min": int(m[3])} if m else None)(
-        re.search(r"units at (\d+) dollars each, with (\d+) percent off \(integer division\) when n is at least "
-                  r"(\d+)", s)),
-    draft=lambda p: (f"def bulk_price(n):\n    total = n * {p['unit']}\n    if n >= {p['min']}:\n"
-                     f"        total -= total * {p['pct']} // 100\n    return total\n"),
-    full=lambda p: (f"def bulk_price(n):\n    if n <= 0:\n        return 0\n    total = n * {p['unit']}\n"
-                    f"    if n >= {p['min']}:\n        total -= total * {p['pct']} // 100\n    return total\n"),
+        re.search(
+            r"units at (\d+) dollars each, with (\d+) percent off \(integer division\) when n is at least "
+            r"(\d+)",
+            s,
+        )
+    ),
+    draft=lambda p: (
+        f"def bulk_price(n):\n    total = n * {p['unit']}\n    if n >= {p['min']}:\n"
+        f"        total -= total * {p['pct']} // 100\n    return total\n"
+    ),
+    full=lambda p: (
+        f"def bulk_price(n):\n    if n <= 0:\n        return 0\n    total = n * {p['unit']}\n"
+        f"    if n >= {p['min']}:\n        total -= total * {p['pct']} // 100\n    return total\n"
+    ),
     ref=_bulk_ref,
     examples=lambda p: [(2,), (p["min"] + 5,), (-4,)],
     hidden_args=lambda p: [(0,), (1,), (p["min"] - 1,), (p["min"],), (p["min"] + 1,), (100,), (-1,)],
@@ -230,13 +305,21 @@ def _pad_ref(p, n):
 PAD = Template(
     name="pad_id",
     make=lambda r: {"w": r.choice([4, 5, 6, 8])},
-    spec=lambda p: render_spec(PAD, p, (
-        f"Write a Python function `pad_id(n)` that returns n as a string padded with leading zeros to "
-        f"{p['w']} digits."), "a negative n keeps its minus sign in front of the padded digits."),
+    spec=lambda p: render_spec(
+        PAD,
+        p,
+        (
+            f"Write a Python function `pad_id(n)` that returns n as a string padded with leading zeros to "
+            f"{p['w']} digits."
+        ),
+        "a negative n keeps its minus sign in front of the padded digits.",
+    ),
     parse=lambda s: (lambda m: {"w": int(m[1])} if m else None)(re.search(r"leading zeros to (\d+) digits", s)),
     draft=lambda p: f"def pad_id(n):\n    return str(n).rjust({p['w']}, '0')\n",
-    full=lambda p: (f"def pad_id(n):\n    if n < 0:\n        return '-' + str(-n).rjust({p['w']}, '0')\n"
-                    f"    return str(n).rjust({p['w']}, '0')\n"),
+    full=lambda p: (
+        f"def pad_id(n):\n    if n < 0:\n        return '-' + str(-n).rjust({p['w']}, '0')\n"
+        f"    return str(n).rjust({p['w']}, '0')\n"
+    ),
     ref=_pad_ref,
     examples=lambda p: [(42,), (-7,)],
     hidden_args=lambda p: [(0,), (5,), (42,), (10 ** p["w"] - 1,), (10 ** p["w"],), (-7,), (-123,)],
@@ -251,15 +334,26 @@ def _band_ref(p, t):
 BAND = Template(
     name="temp_band",
     make=lambda r: {"lo": r.choice([5, 8, 10, 12]), "hi": r.choice([24, 25, 27, 30])},
-    spec=lambda p: render_spec(BAND, p, (
-        f"Write a Python function `temp_band(t)` that returns 'hot' when t is at least {p['hi']}, "
-        f"'mild' when t is at least {p['lo']}, and 'cold' otherwise."), None),
+    spec=lambda p: render_spec(
+        BAND,
+        p,
+        (
+            f"Write a Python function `temp_band(t)` that returns 'hot' when t is at least {p['hi']}, "
+            f"'mild' when t is at least {p['lo']}, and 'cold' otherwise."
+        ),
+        None,
+    ),
     parse=lambda s: (lambda m: {"hi": int(m[1]), "lo": int(m[2])} if m else None)(
-        re.search(r"'hot' when t is at least (\d+), 'mild' when t is at least (\d+)", s)),
-    draft=lambda p: (f"def temp_band(t):\n    if t >= {p['hi']}:\n        return 'hot'\n"
-                     f"    if t >= {p['lo']}:\n        return 'mild'\n    return 'cold'\n"),
-    full=lambda p: (f"def temp_band(t):\n    if t >= {p['hi']}:\n        return 'hot'\n"
-                    f"    if t >= {p['lo']}:\n        return 'mild'\n    return 'cold'\n"),
+        re.search(r"'hot' when t is at least (\d+), 'mild' when t is at least (\d+)", s)
+    ),
+    draft=lambda p: (
+        f"def temp_band(t):\n    if t >= {p['hi']}:\n        return 'hot'\n"
+        f"    if t >= {p['lo']}:\n        return 'mild'\n    return 'cold'\n"
+    ),
+    full=lambda p: (
+        f"def temp_band(t):\n    if t >= {p['hi']}:\n        return 'hot'\n"
+        f"    if t >= {p['lo']}:\n        return 'mild'\n    return 'cold'\n"
+    ),
     ref=_band_ref,
     examples=lambda p: [(p["hi"] + 4,), (p["lo"] + 3,), (p["lo"] - 6,)],
     hidden_args=lambda p: [(p["hi"],), (p["hi"] - 1,), (p["lo"],), (p["lo"] - 1,), (40,), (-5,)],
@@ -274,16 +368,25 @@ def _above_ref(p, xs):
 ABOVE = Template(
     name="count_above",
     make=lambda r: {"t": r.choice([3, 5, 10, 18]), "xs": [r.randint(0, 25) for _ in range(5)]},
-    spec=lambda p: render_spec(ABOVE, p, (
-        f"Write a Python function `count_above(xs)` that counts the numbers in xs greater than {p['t']}."),
-        "None entries are skipped."),
+    spec=lambda p: render_spec(
+        ABOVE,
+        p,
+        (f"Write a Python function `count_above(xs)` that counts the numbers in xs greater than {p['t']}."),
+        "None entries are skipped.",
+    ),
     parse=lambda s: (lambda m: {"t": int(m[1])} if m else None)(re.search(r"numbers in xs greater than (\d+)", s)),
     draft=lambda p: f"def count_above(xs):\n    return sum(1 for x in xs if x > {p['t']})\n",
     full=lambda p: f"def count_above(xs):\n    return sum(1 for x in xs if x is not None and x > {p['t']})\n",
     ref=_above_ref,
     examples=lambda p: [(p["xs"],), ([p["t"] + 1, None, p["t"] - 1],)],
-    hidden_args=lambda p: [([],), ([p["t"]],), ([p["t"] + 1],), (p["xs"],), ([None, None],),
-                           ([p["t"] - 1, p["t"], p["t"] + 1, p["t"] + 2],)],
+    hidden_args=lambda p: [
+        ([],),
+        ([p["t"]],),
+        ([p["t"] + 1],),
+        (p["xs"],),
+        ([None, None],),
+        ([p["t"] - 1, p["t"], p["t"] + 1, p["t"] + 2],),
+    ],
 )
 
 
@@ -295,14 +398,21 @@ def _shift_ref(p, w):
 SHIFT = Template(
     name="shift_word",
     make=lambda r: {"k": r.choice([1, 2, 3, 5, 13]), "words": r.sample(WORDS, 1)},
-    spec=lambda p: render_spec(SHIFT, p, (
-        f"Write a Python function `shift_word(w)` that shifts every lowercase letter of w {p['k']} places "
-        "forward in the alphabet, wrapping from z to a."),
-        "characters that are not lowercase letters stay as they are."),
+    spec=lambda p: render_spec(
+        SHIFT,
+        p,
+        (
+            f"Write a Python function `shift_word(w)` that shifts every lowercase letter of w {p['k']} places "
+            "forward in the alphabet, wrapping from z to a."
+        ),
+        "characters that are not lowercase letters stay as they are.",
+    ),
     parse=lambda s: (lambda m: {"k": int(m[1])} if m else None)(re.search(r"lowercase letter of w (\d+) places", s)),
     draft=lambda p: f"def shift_word(w):\n    return ''.join(chr((ord(c) - 97 + {p['k']}) % 26 + 97) for c in w)\n",
-    full=lambda p: (f"def shift_word(w):\n    return ''.join(chr((ord(c) - 97 + {p['k']}) % 26 + 97) "
-                    "if 'a' <= c <= 'z' else c for c in w)\n"),
+    full=lambda p: (
+        f"def shift_word(w):\n    return ''.join(chr((ord(c) - 97 + {p['k']}) % 26 + 97) "
+        "if 'a' <= c <= 'z' else c for c in w)\n"
+    ),
     ref=_shift_ref,
     examples=lambda p: [(p["words"][0],), ("a-z!",)],
     hidden_args=lambda p: [("",), ("abc",), ("xyz",), ("hello world",), ("A1b2",), *((w,) for w in WORDS[:4])],
@@ -317,14 +427,23 @@ def _change_ref(p, a, b):
 CHANGE = Template(
     name="percent_change",
     make=lambda r: {"d": r.choice([0, 1, 2])},
-    spec=lambda p: render_spec(CHANGE, p, (
-        "Write a Python function `percent_change(a, b)` that returns the percent change from a to b "
-        f"rounded to {p['d']} decimals."), "when a is 0 the change is undefined: return None."),
+    spec=lambda p: render_spec(
+        CHANGE,
+        p,
+        (
+            "Write a Python function `percent_change(a, b)` that returns the percent change from a to b "
+            f"rounded to {p['d']} decimals."
+        ),
+        "when a is 0 the change is undefined: return None.",
+    ),
     parse=lambda s: (lambda m: {"d": int(m[1])} if m else None)(
-        re.search(r"percent change from a to b rounded to (\d+) decimals", s)),
+        re.search(r"percent change from a to b rounded to (\d+) decimals", s)
+    ),
     draft=lambda p: f"def percent_change(a, b):\n    return round((b - a) / a * 100, {p['d']})\n",
-    full=lambda p: (f"def percent_change(a, b):\n    if a == 0:\n        return None\n"
-                    f"    return round((b - a) / a * 100, {p['d']})\n"),
+    full=lambda p: (
+        f"def percent_change(a, b):\n    if a == 0:\n        return None\n"
+        f"    return round((b - a) / a * 100, {p['d']})\n"
+    ),
     ref=_change_ref,
     examples=lambda p: [(40, 50), (0, 5)],
     hidden_args=lambda p: [(40, 50), (0, 5), (50, 40), (3, 4), (8, 8), (7, 1), (0, 0)],
@@ -365,13 +484,15 @@ def harness(cases: list[tuple[str, str]]) -> str:
     """Test code that runs each ``(call, expected)`` pair and prints ``PASS``/``FAIL``
     lines (an exception in one case is a failure of that case only)."""
     rows = "\n".join(f"    ({f'{c} == {e}'!r}, lambda: {c}, {e})," for c, e in cases)
-    return ("_cases = [\n" + rows + "\n]\n"
-            "for _label, _call, _want in _cases:\n"
-            "    try:\n        _got = _call()\n"
-            "    except Exception as _exc:\n"
-            "        print(f'FAIL {_label}: raised {type(_exc).__name__}: {_exc}')\n"
-            "    else:\n"
-            "        print(f'PASS {_label}' if _got == _want else f'FAIL {_label}: got {_got!r}')\n")
+    return (
+        "_cases = [\n" + rows + "\n]\n"
+        "for _label, _call, _want in _cases:\n"
+        "    try:\n        _got = _call()\n"
+        "    except Exception as _exc:\n"
+        "        print(f'FAIL {_label}: raised {type(_exc).__name__}: {_exc}')\n"
+        "    else:\n"
+        "        print(f'PASS {_label}' if _got == _want else f'FAIL {_label}: got {_got!r}')\n"
+    )
 
 
 def hidden_cases(params: dict[str, Any]) -> list[tuple[str, str]]:

@@ -33,10 +33,12 @@ if TYPE_CHECKING:
 TURN_ASK = "Write your next message as"
 LABELS = ["CONTENT", "TOOL CALLS", "FINAL ANSWER", "ENDS RUN"]
 
-SYSTEM = ("You are one agent of a small multi-agent team solving a task together. Write only your "
-          "own next message: reason briefly, call a tool when you need one (the team's tools are run "
-          "for you and their results appear in the conversation), and give the team's final answer "
-          "only when the task is solved and it is your role to report it.\n\n" + DATA_NOTE)
+SYSTEM = (
+    "You are one agent of a small multi-agent team solving a task together. Write only your "
+    "own next message: reason briefly, call a tool when you need one (the team's tools are run "
+    "for you and their results appear in the conversation), and give the team's final answer "
+    "only when the task is solved and it is your role to report it.\n\n" + DATA_NOTE
+)
 
 
 class LLMPolicy:
@@ -66,35 +68,56 @@ class LLMPolicy:
             prompt = self._prompt(state, prompt_budget(backend))
             response = await backend.complete(LLMRequest.simple(prompt, system=SYSTEM, output_model=SimStep))
         self.calls += 1
-        sim: Any = read_answer(response, SimStep, LABELS, _step_sections, model=self.model,
-                               stage=f"turn of {state.agent}", hashes=True).value
+        sim: Any = read_answer(
+            response, SimStep, LABELS, _step_sections, model=self.model, stage=f"turn of {state.agent}", hashes=True
+        ).value
         content = clean_generated(sim.content)
-        calls = [ToolCall(id=f"llm_{len(state.steps)}_{i}", name=clean_generated(c.name)[:200],
-                          arguments=_arguments(c.arguments_json)) for i, c in enumerate(sim.tool_calls)]
+        calls = [
+            ToolCall(
+                id=f"llm_{len(state.steps)}_{i}",
+                name=clean_generated(c.name)[:200],
+                arguments=_arguments(c.arguments_json),
+            )
+            for i, c in enumerate(sim.tool_calls)
+        ]
         final = clean_generated(sim.final_answer).strip() if sim.final_answer else ""
         if final and final.lower() not in ("null", "none", "n/a") and not calls:
             if "final answer" not in content.lower():
                 content = f"{content}\nFinal answer: {final}".strip()
-            return Step(index=0, agent=state.agent, kind="final_answer", content=content,
-                        meta={"generated_by": self.name})
-        return Step(index=0, agent=state.agent, kind="action" if calls else "assistant", content=content,
-                    tool_calls=calls, meta={"generated_by": self.name})
+            return Step(
+                index=0, agent=state.agent, kind="final_answer", content=content, meta={"generated_by": self.name}
+            )
+        return Step(
+            index=0,
+            agent=state.agent,
+            kind="action" if calls else "assistant",
+            content=content,
+            tool_calls=calls,
+            meta={"generated_by": self.name},
+        )
 
     def _prompt(self, state: EnvState, budget: int) -> str:
-        view = Trace(id="run", framework=self.env.name, agents=list(self.env.agents),
-                     task=Task(query=state.query), steps=list(state.steps))
-        roles = "\n".join(f"- {a.id}" + (f" ({a.role})" if a.role else "") for a in self.env.agents
-                          if a.id not in ("user", "system"))
-        tools = "\n".join(f"- {t.name}({', '.join(t.arguments)}): {t.description}"
-                          for t in state.tools) or "(none)"
+        view = Trace(
+            id="run",
+            framework=self.env.name,
+            agents=list(self.env.agents),
+            task=Task(query=state.query),
+            steps=list(state.steps),
+        )
+        roles = "\n".join(
+            f"- {a.id}" + (f" ({a.role})" if a.role else "") for a in self.env.agents if a.id not in ("user", "system")
+        )
+        tools = "\n".join(f"- {t.name}({', '.join(t.arguments)}): {t.description}" for t in state.tools) or "(none)"
         guidance = self.env.llm_guidance(state.agent)
         guidance = f"## How {state.agent} writes\n{guidance}\n\n" if guidance else ""
-        return (f"## Task\n{state.query.strip()}\n\n## Agents\n{roles}\n\n## The conversation so far\n"
-                f"{transcript_text(view, budget)}\n\n## Your tools\n{tools}\n\n{guidance}"
-                f"{TURN_ASK} {state.agent}. Answer with JSON {{\"content\": ..., \"tool_calls\": "
-                "[{\"name\": ..., \"arguments_json\": ...}], \"final_answer\": null or the answer, "
-                "\"ends_run\": false}, or with the sections CONTENT, TOOL CALLS (a JSON list), "
-                "FINAL ANSWER, ENDS RUN.")
+        return (
+            f"## Task\n{state.query.strip()}\n\n## Agents\n{roles}\n\n## The conversation so far\n"
+            f"{transcript_text(view, budget)}\n\n## Your tools\n{tools}\n\n{guidance}"
+            f'{TURN_ASK} {state.agent}. Answer with JSON {{"content": ..., "tool_calls": '
+            '[{"name": ..., "arguments_json": ...}], "final_answer": null or the answer, '
+            '"ends_run": false}, or with the sections CONTENT, TOOL CALLS (a JSON list), '
+            "FINAL ANSWER, ENDS RUN."
+        )
 
 
 def _arguments(text: str) -> Any:

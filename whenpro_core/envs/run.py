@@ -18,8 +18,16 @@ from whenpro_core.textsafe import plural
 SEED_BITS = 40
 
 
-def run_many(env_name: str, n: int, out: Path, *, seed: int | None = 0, model: str | None = "reference",
-             force: bool = False, echo: Callable[[str], None] = print) -> list[Trace]:
+def run_many(
+    env_name: str,
+    n: int,
+    out: Path,
+    *,
+    seed: int | None = 0,
+    model: str | None = "reference",
+    force: bool = False,
+    echo: Callable[[str], None] = print,
+) -> list[Trace]:
     """Run ``env_name`` for seeds ``seed .. seed+n-1`` and write ``out/<trace id>.json``
     for each run (atomically). ``seed=None`` draws the first seed at random (from the
     system's entropy), so the same command run twice gives different runs; the seed
@@ -47,7 +55,9 @@ def run_many(env_name: str, n: int, out: Path, *, seed: int | None = 0, model: s
         trace = run_env(env, s, model=model)
         write_trace(trace, target)
         traces.append(trace)
-        echo(f"{trace.id}: {trace.outcome.value} ({plural(len(trace.steps), 'step')}, answer {_short(trace.final_answer)})")
+        echo(
+            f"{trace.id}: {trace.outcome.value} ({plural(len(trace.steps), 'step')}, answer {_short(trace.final_answer)})"
+        )
     ok = sum(1 for t in traces if t.outcome.value == "success")
     echo(f"{len(traces)} runs: {ok} succeeded, {len(traces) - ok} failed; wrote {out}")
     return traces

@@ -39,7 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 
 #: Bootstrap run in the child before the untrusted file ``main.py``.
-_BOOTSTRAP = textwrap.dedent(r'''
+_BOOTSTRAP = textwrap.dedent(r"""
     import os, resource, runpy, sys
     mem, cpu, fsize = (int(v) for v in sys.argv[1:4])
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
@@ -81,7 +81,7 @@ _BOOTSTRAP = textwrap.dedent(r'''
     sys.addaudithook(_hook)
     sys.argv = ["main.py"]
     runpy.run_path("main.py", run_name="__main__")
-''')
+""")
 
 
 @dataclass
@@ -144,16 +144,32 @@ def network_isolation() -> str:
 
 
 def _clean_env(folder: str) -> dict[str, str]:
-    env = {"PATH": os.defpath, "HOME": folder, "TMPDIR": folder, "LANG": "C.UTF-8",
-           "PYTHONHASHSEED": "0", "no_proxy": "*", "NO_PROXY": "*"}
-    for var in ("http_proxy", "https_proxy", "ftp_proxy", "all_proxy",
-                "HTTP_PROXY", "HTTPS_PROXY", "FTP_PROXY", "ALL_PROXY"):
+    env = {
+        "PATH": os.defpath,
+        "HOME": folder,
+        "TMPDIR": folder,
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "no_proxy": "*",
+        "NO_PROXY": "*",
+    }
+    for var in (
+        "http_proxy",
+        "https_proxy",
+        "ftp_proxy",
+        "all_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "FTP_PROXY",
+        "ALL_PROXY",
+    ):
         env[var] = ""
     return env
 
 
-def run_python(source: str, *, timeout: float = 5.0, memory_mb: int = 256,
-               max_output: int = 64_000, max_file_mb: int = 4) -> SandboxResult:
+def run_python(
+    source: str, *, timeout: float = 5.0, memory_mb: int = 256, max_output: int = 64_000, max_file_mb: int = 4
+) -> SandboxResult:
     """Run ``source`` as ``main.py`` in a fresh temporary folder under the limits above.
 
     Args:
@@ -173,14 +189,28 @@ def run_python(source: str, *, timeout: float = 5.0, memory_mb: int = 256,
     try:
         Path(folder, "main.py").write_text(source, encoding="utf-8")
         Path(folder, "_bootstrap.py").write_text(_BOOTSTRAP, encoding="utf-8")
-        cmd = [*_unshare_prefix(), sys.executable, "-I", "-B", "_bootstrap.py",
-               str(memory_mb * 1024 * 1024), str(max(1, int(timeout + 0.999))),
-               str(max_file_mb * 1024 * 1024)]
+        cmd = [
+            *_unshare_prefix(),
+            sys.executable,
+            "-I",
+            "-B",
+            "_bootstrap.py",
+            str(memory_mb * 1024 * 1024),
+            str(max(1, int(timeout + 0.999))),
+            str(max_file_mb * 1024 * 1024),
+        ]
         out_path, err_path = Path(folder, ".stdout"), Path(folder, ".stderr")
         start = time.monotonic()
         with out_path.open("wb") as out, err_path.open("wb") as err:
-            proc = subprocess.Popen(cmd, cwd=folder, env=_clean_env(folder), stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=err, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                cwd=folder,
+                env=_clean_env(folder),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
             timed_out = False
             try:
                 proc.wait(timeout=timeout)
@@ -189,9 +219,13 @@ def run_python(source: str, *, timeout: float = 5.0, memory_mb: int = 256,
             finally:
                 _kill_group(proc)
         seconds = time.monotonic() - start
-        return SandboxResult(stdout=_read(out_path, max_output), stderr=_read(err_path, max_output),
-                             returncode=None if timed_out else proc.returncode,
-                             timed_out=timed_out, seconds=seconds)
+        return SandboxResult(
+            stdout=_read(out_path, max_output),
+            stderr=_read(err_path, max_output),
+            returncode=None if timed_out else proc.returncode,
+            timed_out=timed_out,
+            seconds=seconds,
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -29,12 +29,18 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from whenpro_core.formats.base import (DocumentImporter, LoadContext, as_text, expect,
-                                       is_message_list, redact_secrets, sibling_json)
+from whenpro_core.formats.base import (
+    DocumentImporter,
+    LoadContext,
+    as_text,
+    expect,
+    is_message_list,
+    redact_secrets,
+    sibling_json,
+)
 from whenpro_core.formats.chat import chat_step, is_chat_role
 from whenpro_core.formats.whowhen import _kind_hand_crafted, speaker_of
-from whenpro_core.model import (TRACE_HIDDEN_KEY, Agent, Annotation, GroundTruth, Outcome, Source, Step,
-                                Task, Trace)
+from whenpro_core.model import TRACE_HIDDEN_KEY, Agent, Annotation, GroundTruth, Outcome, Source, Step, Task, Trace
 
 LABELS_FILE = "ground_truth.json"
 _TAU_AGENTS = {"user": "User", "assistant": "Assistant", "system": "system", "tool": "tool"}
@@ -43,16 +49,17 @@ _TAU_KEYS = ("task_id", "reward", "info", "traj", "trial")
 
 def is_magentic_list(doc: Any) -> bool:
     """A bare list of ``{content, role}`` where some role is a speaker, not a chat role."""
-    return is_message_list(doc, ("role", "content")) and all(
-        isinstance(m.get("role"), str) for m in doc) and any(
-        not is_chat_role(m["role"]) for m in doc)
+    return (
+        is_message_list(doc, ("role", "content"))
+        and all(isinstance(m.get("role"), str) for m in doc)
+        and any(not is_chat_role(m["role"]) for m in doc)
+    )
 
 
 def is_tau_run(doc: Any) -> bool:
     """A τ-bench run ``{task_id, reward, traj: [...], ...}`` (a ``traj`` of the wrong
     type still matches, so loading reports it at ``$.traj``)."""
-    return isinstance(doc, dict) and "task_id" in doc and "traj" in doc and (
-        "reward" in doc or "info" in doc)
+    return isinstance(doc, dict) and "task_id" in doc and "traj" in doc and ("reward" in doc or "info" in doc)
 
 
 def _labels_for(path: Path, trajectory_id: Any) -> tuple[Path, int, dict] | None:
@@ -92,11 +99,15 @@ def apply_labels(trace: Trace, path: Path, trajectory_id: Any, *, offset: int) -
             raise ctx.error("wrong type", f"{fw}.step_number", "a 1-based step number")
         coord = str(number + offset)
         if not trace.steps:
-            raise ctx.error(f"step {number} is not in trajectory {trajectory_id}: the trajectory is empty",
-                            f"{fw}.step_number", "a trajectory with the labelled step")
+            raise ctx.error(
+                f"step {number} is not in trajectory {trajectory_id}: the trajectory is empty",
+                f"{fw}.step_number",
+                "a trajectory with the labelled step",
+            )
         if coord not in coords:
-            raise ctx.error(f"step {number} is not in trajectory {trajectory_id}",
-                            f"{fw}.step_number", f"1..{len(trace.steps)}")
+            raise ctx.error(
+                f"step {number} is not in trajectory {trajectory_id}", f"{fw}.step_number", f"1..{len(trace.steps)}"
+            )
         raw_agent = f.get("failed_agent")
         agent = by_agent.get(str(raw_agent).lower(), raw_agent) if raw_agent is not None else None
         decisive = root_id is not None and str(f.get("failure_id")) == root_id
@@ -104,14 +115,20 @@ def apply_labels(trace: Trace, path: Path, trajectory_id: Any, *, offset: int) -
         reason = as_text(f.get("step_reason")).strip()
         if not reason and decisive:  # an empty step_reason: the root cause says why
             reason = as_text(root.get("reason_for_root_cause")).strip()
-        trace.annotations.append(Annotation(
-            label=category, agent=agent, step=coord, reason=reason or None,
-            source="agentrx", decisive=decisive))
+        trace.annotations.append(
+            Annotation(
+                label=category, agent=agent, step=coord, reason=reason or None, source="agentrx", decisive=decisive
+            )
+        )
         if decisive:
             trace.ground_truth = GroundTruth(
-                agent=agent, step=coord, step_index=coords[coord], mode=None,
+                agent=agent,
+                step=coord,
+                step_index=coords[coord],
+                mode=None,
                 reason=f"[{category}] {reason}".strip(),
-                native=copy.deepcopy(entry))  # the parsed labels file is cached: never share it
+                native=copy.deepcopy(entry),
+            )  # the parsed labels file is cached: never share it
     trace.outcome = Outcome.failure
     if entry.get("failure_summary") is not None:  # label text: hidden with the labels, not in visible extras
         trace.extras.setdefault(TRACE_HIDDEN_KEY, {})["failure_summary"] = entry["failure_summary"]
@@ -139,17 +156,30 @@ class MagenticListImporter(DocumentImporter):
             meta: dict[str, Any] = {"role": role}
             if note and note.startswith("->"):
                 meta["to"] = note[2:].strip()
-            steps.append(Step(index=i, coord=str(i), agent=agent, kind=_kind_hand_crafted(agent, note),
-                              content=as_text(content), meta=meta, raw=entry))
+            steps.append(
+                Step(
+                    index=i,
+                    coord=str(i),
+                    agent=agent,
+                    kind=_kind_hand_crafted(agent, note),
+                    content=as_text(content),
+                    meta=meta,
+                    raw=entry,
+                )
+            )
         agents: dict[str, None] = {}
         for s in steps:
             agents.setdefault(s.agent, None)
         query = next((s.content for s in steps if s.kind == "user"), "")
-        trace = Trace(id=f"agentrx-m1-{ctx.path.stem}", framework="magentic-one",
-                      agents=[Agent(id=a) for a in agents], task=Task(query=query), steps=steps,
-                      outcome=Outcome.unknown,
-                      source=Source(format=self.name, path=str(ctx.path),
-                                    root=str(ctx.root) if ctx.root else None))
+        trace = Trace(
+            id=f"agentrx-m1-{ctx.path.stem}",
+            framework="magentic-one",
+            agents=[Agent(id=a) for a in agents],
+            task=Task(query=query),
+            steps=steps,
+            outcome=Outcome.unknown,
+            source=Source(format=self.name, path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
+        )
         apply_labels(trace, ctx.path, ctx.path.stem, offset=-1)
         return [trace]
 
@@ -173,8 +203,16 @@ class TauBenchImporter(DocumentImporter):
             if not isinstance(index, int) or isinstance(index, bool):
                 raise ctx.error("wrong type", f"{where}.index", "the 1-based message index")
             role = msg.get("role")
-            steps.append(chat_step(i, msg, ctx, where, coord=str(index),
-                                   agent=_TAU_AGENTS.get(role, role) if isinstance(role, str) else None))
+            steps.append(
+                chat_step(
+                    i,
+                    msg,
+                    ctx,
+                    where,
+                    coord=str(index),
+                    agent=_TAU_AGENTS.get(role, role) if isinstance(role, str) else None,
+                )
+            )
         info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
         task = info.get("task") if isinstance(info.get("task"), dict) else {}
         reward = doc.get("reward")
@@ -185,15 +223,18 @@ class TauBenchImporter(DocumentImporter):
         outputs = task.get("outputs")
         trace = Trace(
             id=f"tau-{doc.get('task_id')}" + (f"-t{doc['trial']}" if doc.get("trial") is not None else ""),
-            framework="tau-bench", benchmark="tau-bench",
+            framework="tau-bench",
+            benchmark="tau-bench",
             agents=[Agent(id="User"), Agent(id="Assistant")],
-            task=Task(query=as_text(task.get("instruction")),
-                      answer=", ".join(map(str, outputs)) if isinstance(outputs, list) and outputs else None),
+            task=Task(
+                query=as_text(task.get("instruction")),
+                answer=", ".join(map(str, outputs)) if isinstance(outputs, list) and outputs else None,
+            ),
             steps=steps,
             final_answer=next((s.content for s in reversed(steps) if s.agent == "Assistant" and s.content), None),
-            outcome=Outcome.unknown if reward is None else (
-                Outcome.success if reward >= 1.0 else Outcome.failure),
+            outcome=Outcome.unknown if reward is None else (Outcome.success if reward >= 1.0 else Outcome.failure),
             source=ctx.source(self.name),
-            extras=redact_secrets({k: v for k, v in doc.items() if k not in ("traj",)}))
+            extras=redact_secrets({k: v for k, v in doc.items() if k not in ("traj",)}),
+        )
         apply_labels(trace, ctx.path, doc.get("task_id"), offset=0)
         return [trace]

@@ -60,8 +60,12 @@ MAX_DEPTH = 4
 
 def is_trajectory(doc: Any) -> bool:
     """An ATIF trajectory: ``schema_version`` ``ATIF-v...`` and a ``steps`` list."""
-    return (isinstance(doc, dict) and isinstance(doc.get("schema_version"), str)
-            and doc["schema_version"].upper().startswith("ATIF") and isinstance(doc.get("steps"), list))
+    return (
+        isinstance(doc, dict)
+        and isinstance(doc.get("schema_version"), str)
+        and doc["schema_version"].upper().startswith("ATIF")
+        and isinstance(doc.get("steps"), list)
+    )
 
 
 def _usage(metrics: Any) -> dict | None:
@@ -137,22 +141,26 @@ class _Reader:
     def _step(self, step: dict, agent: str, prefix: str, where: str) -> tuple[Step, list[dict]]:
         source = step.get("source")
         if not isinstance(source, str):
-            raise self.ctx.error("missing source" if source is None else "wrong type", f"{where}.source",
-                                 "system, user or agent")
+            raise self.ctx.error(
+                "missing source" if source is None else "wrong type", f"{where}.source", "system, user or agent"
+            )
         calls = []
         for j, call in enumerate(list_or_empty(step.get("tool_calls"))):
             expect(call, dict, self.ctx, f"{where}.tool_calls[{j}]", "a tool call {tool_call_id, function_name}")
-            calls.append(ToolCall(id=text_or_none(call.get("tool_call_id")),
-                                  name=text_or_none(call.get("function_name")) or "tool",
-                                  arguments=call.get("arguments")))
+            calls.append(
+                ToolCall(
+                    id=text_or_none(call.get("tool_call_id")),
+                    name=text_or_none(call.get("function_name")) or "tool",
+                    arguments=call.get("arguments"),
+                )
+            )
         obs = dict_or_empty(step.get("observation"))
         results = list_or_empty(obs.get("results"))
         observation, refs = _observation(results, calls)
         sid = step.get("step_id")
         coord = f"{prefix}{sid}" if sid is not None else None
         kind = source if source in ("system", "user") else ("action" if calls else "assistant")
-        meta: dict[str, Any] = {"step_id": sid, "timestamp": step.get("timestamp"),
-                                "model": step.get("model_name")}
+        meta: dict[str, Any] = {"step_id": sid, "timestamp": step.get("timestamp"), "model": step.get("model_name")}
         if text_or_none(step.get("reasoning_content")):
             meta["reasoning"] = step["reasoning_content"]
         usage = _usage(step.get("metrics"))
@@ -160,9 +168,17 @@ class _Reader:
             meta["usage"] = usage
         if step.get("is_copied_context"):
             meta["is_copied_context"] = True
-        built = Step(index=len(self.steps), coord=coord, agent=agent if source == "agent" else source, kind=kind,
-                     content=as_text(step.get("message")), tool_calls=calls, observation=observation, meta=meta,
-                     raw=_raw(step))
+        built = Step(
+            index=len(self.steps),
+            coord=coord,
+            agent=agent if source == "agent" else source,
+            kind=kind,
+            content=as_text(step.get("message")),
+            tool_calls=calls,
+            observation=observation,
+            meta=meta,
+            raw=_raw(step),
+        )
         mine = dict_or_empty(dict_or_empty(step.get("extra")).get(EXTRA_KEY))
         if mine:
             _restore(built, mine, self.ctx, f"{where}.extra.{EXTRA_KEY}")
@@ -212,9 +228,13 @@ def _restore(step: Step, mine: dict, ctx: LoadContext, where: str) -> None:
         step.error = mine["error"]
     for j, call in enumerate(list_or_empty(mine.get("tool_calls"))):
         expect(call, dict, ctx, f"{where}.tool_calls[{j}]", "a tool call {tool_call_id, function_name}")
-        step.tool_calls.append(ToolCall(id=text_or_none(call.get("tool_call_id")),
-                                        name=text_or_none(call.get("function_name")) or "tool",
-                                        arguments=call.get("arguments")))
+        step.tool_calls.append(
+            ToolCall(
+                id=text_or_none(call.get("tool_call_id")),
+                name=text_or_none(call.get("function_name")) or "tool",
+                arguments=call.get("arguments"),
+            )
+        )
     for j in list_or_empty(mine.get("unnamed_calls")):
         if isinstance(j, int) and 0 <= j < len(step.tool_calls):
             step.tool_calls[j].id = None
@@ -280,10 +300,15 @@ def trajectory_trace(doc: dict, ctx: LoadContext) -> Trace:
     sid = text_or_none(doc.get("session_id")) or ctx.path.stem
     fields: dict[str, Any] = {
         "id": f"atif-{ctx.path.name.removesuffix('.json')}" if sid == "NORMALIZED_SESSION_ID" else f"atif-{sid}",
-        "framework": "harbor", "agents": [Agent(id=a, role=m) for a, m in reader.agents.items()],
-        "task": Task(query=query), "steps": reader.steps, "final_answer": _final(reader.steps, main),
-        "outcome": Outcome.unknown, "extras": extras,
-        "source": ctx.source("atif")}
+        "framework": "harbor",
+        "agents": [Agent(id=a, role=m) for a, m in reader.agents.items()],
+        "task": Task(query=query),
+        "steps": reader.steps,
+        "final_answer": _final(reader.steps, main),
+        "outcome": Outcome.unknown,
+        "extras": extras,
+        "source": ctx.source("atif"),
+    }
     written = _trace_fields(doc)  # a trajectory whenpro wrote: its own fields back
     if written:
         fields.update(written, id=sid)

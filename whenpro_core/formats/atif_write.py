@@ -37,10 +37,12 @@ from whenpro_core.model import Step, Trace
 SCHEMA_VERSION = "ATIF-v1.6"
 #: Key of ATIF ``extra`` objects holding whenpro's own fields.
 EXTRA_KEY = "whenpro"
-_USAGE_KEYS = {"prompt_tokens": ("prompt_tokens", "input_tokens", "input"),
-               "completion_tokens": ("completion_tokens", "output_tokens", "output"),
-               "cached_tokens": ("cached_tokens", "cache_read_input_tokens", "cached"),
-               "cost_usd": ("cost_usd",)}
+_USAGE_KEYS = {
+    "prompt_tokens": ("prompt_tokens", "input_tokens", "input"),
+    "completion_tokens": ("completion_tokens", "output_tokens", "output"),
+    "cached_tokens": ("cached_tokens", "cache_read_input_tokens", "cached"),
+    "cost_usd": ("cost_usd",),
+}
 
 
 def _source(step: Step, people: set[str]) -> str:
@@ -56,8 +58,10 @@ def _metrics(usage: Any) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     for field, names in _USAGE_KEYS.items():
-        value = next((usage[n] for n in names if isinstance(usage.get(n), (int, float))
-                      and not isinstance(usage.get(n), bool)), None)
+        value = next(
+            (usage[n] for n in names if isinstance(usage.get(n), (int, float)) and not isinstance(usage.get(n), bool)),
+            None,
+        )
         if value is not None:
             out[field] = float(value) if field == "cost_usd" else int(value)
     return out or None
@@ -74,8 +78,14 @@ def atif_step(step: Step, people: set[str]) -> dict[str, Any]:
     timestamp = step.meta.get("timestamp")
     if isinstance(timestamp, str) and timestamp:
         out["timestamp"] = timestamp
-    calls = [{"tool_call_id": call.id or f"call_{step.index}_{j}", "function_name": call.name,
-              "arguments": _arguments(call.arguments)} for j, call in enumerate(step.tool_calls)]
+    calls = [
+        {
+            "tool_call_id": call.id or f"call_{step.index}_{j}",
+            "function_name": call.name,
+            "arguments": _arguments(call.arguments),
+        }
+        for j, call in enumerate(step.tool_calls)
+    ]
     if source == "agent":
         if isinstance(step.meta.get("model"), str):
             out["model_name"] = step.meta["model"]
@@ -92,8 +102,11 @@ def atif_step(step: Step, people: set[str]) -> dict[str, Any]:
             result["source_call_id"] = calls[0]["tool_call_id"]
         out["observation"] = {"results": [result]}
     mine: dict[str, Any] = {"agent": step.agent, "kind": step.kind, "coord": step.coord}
-    wrapped = [j for j, call in enumerate(step.tool_calls) if call.arguments is not None
-               and not isinstance(call.arguments, dict)]
+    wrapped = [
+        j
+        for j, call in enumerate(step.tool_calls)
+        if call.arguments is not None and not isinstance(call.arguments, dict)
+    ]
     if wrapped:
         mine["wrapped_arguments"] = wrapped
     unnamed = [j for j, call in enumerate(step.tool_calls) if call.id is None]
@@ -113,9 +126,11 @@ def trace_to_atif(trace: Trace) -> dict[str, Any]:
     speakers = [a for a in trace.agent_ids() if a not in people]
     main = speakers[0] if speakers else "agent"
     models = [s.meta["model"] for s in trace.steps if isinstance(s.meta.get("model"), str)]
-    agent: dict[str, Any] = {"name": main, "version": "unknown",
-                             "extra": {EXTRA_KEY: {"agents": [a.model_dump() for a in trace.agents],
-                                                   "framework": trace.framework}}}
+    agent: dict[str, Any] = {
+        "name": main,
+        "version": "unknown",
+        "extra": {EXTRA_KEY: {"agents": [a.model_dump() for a in trace.agents], "framework": trace.framework}},
+    }
     if models:
         agent["model_name"] = models[0]
     steps = [atif_step(s, people) for s in trace.steps]
@@ -126,12 +141,21 @@ def trace_to_atif(trace: Trace) -> dict[str, Any]:
             "total_prompt_tokens": sum(m.get("prompt_tokens", 0) for m in totals),
             "total_completion_tokens": sum(m.get("completion_tokens", 0) for m in totals),
             "total_cached_tokens": sum(m.get("cached_tokens", 0) for m in totals),
-            "total_steps": len(steps)}
-    doc["extra"] = {EXTRA_KEY: redact_secrets({
-        "task": trace.task.model_dump(mode="json"), "final_answer": trace.final_answer,
-        "outcome": trace.outcome.value, "benchmark": trace.benchmark, "modality": trace.modality.value,
-        "ground_truth": trace.ground_truth.model_dump(mode="json") if trace.ground_truth else None,
-        "source": trace.source.model_dump(mode="json")})}
+            "total_steps": len(steps),
+        }
+    doc["extra"] = {
+        EXTRA_KEY: redact_secrets(
+            {
+                "task": trace.task.model_dump(mode="json"),
+                "final_answer": trace.final_answer,
+                "outcome": trace.outcome.value,
+                "benchmark": trace.benchmark,
+                "modality": trace.modality.value,
+                "ground_truth": trace.ground_truth.model_dump(mode="json") if trace.ground_truth else None,
+                "source": trace.source.model_dump(mode="json"),
+            }
+        )
+    }
     return doc
 
 

@@ -31,16 +31,24 @@ from whenpro_core.model import Trace, TraceSummary
 
 def aux_kind(doc: Any) -> str | None:
     """What kind of non-trace file ``doc`` is, or ``None`` if it is none of them."""
-    if isinstance(doc, list) and doc and all(
-            isinstance(d, dict) and "trajectory_id" in d and isinstance(d.get("failures"), list)
-            for d in doc):
+    if (
+        isinstance(doc, list)
+        and doc
+        and all(isinstance(d, dict) and "trajectory_id" in d and isinstance(d.get("failures"), list) for d in doc)
+    ):
         return "an AgentRx ground-truth file (labels for the trajectories beside it)"
-    if (isinstance(doc, dict) and isinstance(doc.get("labels"), dict)
-            and isinstance(doc.get("modes"), list) and "trace" not in doc):
+    if (
+        isinstance(doc, dict)
+        and isinstance(doc.get("labels"), dict)
+        and isinstance(doc.get("modes"), list)
+        and "trace" not in doc
+    ):
         return "a MAST gold-labels file (labels for the records beside it)"
     if is_message_list(doc, ("sessionId", "messageId", "type", "message")):
-        return ("a Gemini CLI prompt log (logs.json: the user's prompts only; "
-                "the session is the recording in chats/session-*.json)")
+        return (
+            "a Gemini CLI prompt log (logs.json: the user's prompts only; "
+            "the session is the recording in chats/session-*.json)"
+        )
     if is_message_list(doc, ("role", "index")) and _tool_examples(doc):
         return "a collection of tool-call examples (AgentRx tool schemas), not one run"
     return None
@@ -66,8 +74,7 @@ class AuxiliaryImporter(DocumentImporter):
         return aux_kind(doc) is not None
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
-        raise ctx.error(f"this is {aux_kind(doc)}, not a trace", "$",
-                        "a trace file; open the trajectories next to it")
+        raise ctx.error(f"this is {aux_kind(doc)}, not a trace", "$", "a trace file; open the trajectories next to it")
 
     def summaries(self, doc: Any, ctx: LoadContext) -> list[TraceSummary]:
         return []

@@ -17,15 +17,15 @@ from __future__ import annotations
 import codecs
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
 
 import orjson
 
 from whenpro_core import jsonio
-
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.model import SUMMARY_TEXT, Source, Trace, TraceSummary
 from whenpro_core.redact import redact_secrets as redact_secrets  # re-exported: the importers take it from here
@@ -134,7 +134,7 @@ def summary_text(text: str | None) -> str | None:
     line (whitespace collapsed), or ``None`` for no text."""
     if text is None:
         return None
-    return " ".join(str(text)[:SUMMARY_TEXT * 4].split())[:SUMMARY_TEXT]
+    return " ".join(str(text)[: SUMMARY_TEXT * 4].split())[:SUMMARY_TEXT]
 
 
 # --------------------------------------------------------------------------- JSON helpers
@@ -144,15 +144,20 @@ def decode_text(data: bytes, path: Path | None = None) -> bytes:
     """Return UTF-8 bytes for ``data``: strips a UTF-8 BOM, transcodes UTF-16/32 with a
     BOM, and raises TraceFormatError (naming the byte offset) for anything not UTF-8."""
     if data.startswith(codecs.BOM_UTF8):
-        return data[len(codecs.BOM_UTF8):]
-    for bom, enc in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-                     (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        return data[len(codecs.BOM_UTF8) :]
+    for bom, enc in (
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
         if data.startswith(bom):
             try:
                 return data.decode(enc).encode("utf-8")
             except UnicodeError as exc:
-                raise TraceFormatError(f"invalid {enc.upper()} text: {exc.reason}", path=path,
-                                       expected="UTF-8 or UTF-16 text") from None
+                raise TraceFormatError(
+                    f"invalid {enc.upper()} text: {exc.reason}", path=path, expected="UTF-8 or UTF-16 text"
+                ) from None
     return data
 
 
@@ -165,8 +170,7 @@ def parse_json(data: bytes, path: Path | None = None, row: int | None = None) ->
         # big integers through the stdlib fallback (jsonio).
         return jsonio.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise TraceFormatError(_json_problem(data, exc), path=path, row=row,
-                               expected="a JSON document") from None
+        raise TraceFormatError(_json_problem(data, exc), path=path, row=row, expected="a JSON document") from None
 
 
 def _json_problem(data: bytes, exc: orjson.JSONDecodeError) -> str:
@@ -187,8 +191,12 @@ def _json_problem(data: bytes, exc: orjson.JSONDecodeError) -> str:
     return f"not valid JSON{at}: {msg}"
 
 
-_NOT_REGULAR = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
-                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+_NOT_REGULAR = (
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 def require_regular_file(path: Path) -> None:
@@ -202,8 +210,7 @@ def require_regular_file(path: Path) -> None:
         return  # the open() that follows says why
     for test, what in _NOT_REGULAR:
         if test(mode):
-            raise TraceFormatError(f"not a regular file ({what})", path=path,
-                                   expected="a trace file")
+            raise TraceFormatError(f"not a regular file ({what})", path=path, expected="a trace file")
 
 
 def read_json_file(path: Path) -> Any:
@@ -217,8 +224,7 @@ def read_json_file(path: Path) -> Any:
     return parse_json(data, path)
 
 
-def expect(value: Any, types: type | tuple[type, ...], ctx: LoadContext, json_path: str,
-           expected: str) -> Any:
+def expect(value: Any, types: type | tuple[type, ...], ctx: LoadContext, json_path: str, expected: str) -> Any:
     """Return ``value`` if it is an instance of ``types``; else raise TraceFormatError
     naming ``json_path`` and ``expected`` (and the type found)."""
     if isinstance(value, types) and not (isinstance(value, bool) and bool not in _as_tuple(types)):
@@ -290,7 +296,7 @@ def top_level_keys(head: bytes, limit: int = 64) -> list[str]:
             j = end.end() - 1
             if depth == 1 and expect_key:
                 try:
-                    keys.append(orjson.loads(text[i:j + 1]))
+                    keys.append(orjson.loads(text[i : j + 1]))
                 except orjson.JSONDecodeError:
                     return keys
                 expect_key = False
@@ -312,7 +318,7 @@ def top_level_keys(head: bytes, limit: int = 64) -> list[str]:
 def first_line(head: bytes) -> tuple[bytes, bool]:
     """The first non-blank line of ``head`` (a UTF-8 BOM dropped) and whether it is
     complete (ends before the head does)."""
-    text = head[len(codecs.BOM_UTF8):] if head.startswith(codecs.BOM_UTF8) else head
+    text = head[len(codecs.BOM_UTF8) :] if head.startswith(codecs.BOM_UTF8) else head
     text = text.lstrip(b"\r\n\t ")
     end = text.find(b"\n")
     if end < 0:
@@ -367,8 +373,9 @@ class JsonLinesImporter(FileImporter):
         with fh:
             for row, line in enumerate(iter(lambda: fh.readline(self.max_line_bytes + 1), b""), 1):
                 if len(line) > self.max_line_bytes:
-                    raise TraceFormatError("line too long", path=path, row=row,
-                                           expected=f"at most {self.max_line_bytes} bytes a line")
+                    raise TraceFormatError(
+                        "line too long", path=path, row=row, expected=f"at most {self.max_line_bytes} bytes a line"
+                    )
                 if line.strip():
                     yield row, line
 
@@ -385,8 +392,9 @@ class JsonLinesImporter(FileImporter):
                 try:
                     yield summarize(self._row_trace(path, row, line, root))
                 except TraceFormatError as exc:
-                    yield TraceSummary(id=f"{path.stem}#{row}", path=str(path), key=str(row),
-                                       format=self.name, error=exc.one_line())
+                    yield TraceSummary(
+                        id=f"{path.stem}#{row}", path=str(path), key=str(row), format=self.name, error=exc.one_line()
+                    )
         except TraceFormatError as exc:
             yield TraceSummary(id=path.stem, path=str(path), format=self.name, error=exc.one_line())
 
@@ -398,8 +406,9 @@ class JsonLinesImporter(FileImporter):
             first = first or (row, line)
         if key is None:
             raise TraceFormatError("file holds no traces", path=path, expected="JSON lines")
-        raise TraceFormatError(f"no row {key} in this file", path=path,
-                               expected="a 1-based row number of a non-blank line")
+        raise TraceFormatError(
+            f"no row {key} in this file", path=path, expected="a 1-based row number of a non-blank line"
+        )
 
     def load_all(self, path: Path, root: Path | None) -> list[Trace]:
         return [self._row_trace(path, row, line, root) for row, line in self.rows(path)]
@@ -407,8 +416,11 @@ class JsonLinesImporter(FileImporter):
 
 def is_message_list(value: Any, keys: tuple[str, ...] = ("role",)) -> bool:
     """True if ``value`` is a non-empty list of objects that each have all ``keys``."""
-    return (isinstance(value, list) and bool(value)
-            and all(isinstance(m, dict) and all(k in m for k in keys) for m in value))
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, dict) and all(k in m for k in keys) for m in value)
+    )
 
 
 def dict_or_empty(value: Any) -> dict:

@@ -31,9 +31,13 @@ class BuildManifestImporter(DocumentImporter):
     priority = 200
 
     def matches(self, doc: Any) -> bool:
-        return (isinstance(doc, dict) and doc.get("format") == MANIFEST_FORMAT
-                and isinstance(doc.get("counts"), dict) and isinstance(doc.get("traces"), list)
-                and isinstance(doc.get("options"), dict))
+        return (
+            isinstance(doc, dict)
+            and doc.get("format") == MANIFEST_FORMAT
+            and isinstance(doc.get("counts"), dict)
+            and isinstance(doc.get("traces"), list)
+            and isinstance(doc.get("options"), dict)
+        )
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
         return []
@@ -74,12 +78,14 @@ class ValidationLogImporter(FileImporter):
             rec = orjson.loads(first)
         except orjson.JSONDecodeError:
             return False
-        return (isinstance(rec, dict) and isinstance(rec.get("trace_id"), str)
-                and rec.get("verdict") in ("accept", "reject", "relabel"))
+        return (
+            isinstance(rec, dict)
+            and isinstance(rec.get("trace_id"), str)
+            and rec.get("verdict") in ("accept", "reject", "relabel")
+        )
 
     def summaries(self, path: Path, root: Path | None) -> Iterator[TraceSummary]:
         return iter(())
 
     def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
-        raise TraceFormatError("a validation log holds no traces", path=path,
-                               expected="a trace file of the dataset")
+        raise TraceFormatError("a validation log holds no traces", path=path, expected="a trace file of the dataset")

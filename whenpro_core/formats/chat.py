@@ -31,19 +31,35 @@ left to :mod:`whenpro_core.formats.agentrx` (Magentic-One lists name the speaker
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import (DocumentImporter, JsonLinesImporter, LoadContext, as_text,
-                                       expect, is_message_list, maybe_json, parse_json,
-                                       redact_secrets, summarize)
-from whenpro_core.model import (Agent, MediaRef, Outcome, Source, Step, Task, ToolCall, Trace,
-                                TraceSummary)
+from whenpro_core.formats.base import (
+    DocumentImporter,
+    JsonLinesImporter,
+    LoadContext,
+    as_text,
+    expect,
+    is_message_list,
+    maybe_json,
+    parse_json,
+    redact_secrets,
+    summarize,
+)
+from whenpro_core.model import Agent, MediaRef, Outcome, Source, Step, Task, ToolCall, Trace, TraceSummary
 
 #: Chat-API roles of OpenAI-compatible logs.
 CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function", "ipython"})
-_KIND = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
-         "tool": "tool", "function": "tool", "ipython": "tool"}
+_KIND = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+    "function": "tool",
+    "ipython": "tool",
+}
 
 
 #: Speaker names of the human side of an AG2/AutoGen chat: ``user_proxy``
@@ -85,7 +101,8 @@ def is_chat_list(value: Any) -> bool:
     """True for a non-empty list of objects with a chat-API ``role`` (see
     :data:`CHAT_ROLES`) each, and ``content`` or ``tool_calls`` on each."""
     return is_message_list(value) and all(
-        is_chat_role(m.get("role")) and ("content" in m or "tool_calls" in m) for m in value)
+        is_chat_role(m.get("role")) and ("content" in m or "tool_calls" in m) for m in value
+    )
 
 
 def is_chat_role(role: Any) -> bool:
@@ -103,8 +120,9 @@ def data_url_media(url: str, label: str | None = None) -> MediaRef:
     return MediaRef(kind="image", label=url if label is None else f"{label}: {url}")
 
 
-def content_parts(content: Any, ctx: LoadContext, where: str,
-                  resolve: Callable[[str], str] | None = None) -> tuple[str, list[MediaRef]]:
+def content_parts(
+    content: Any, ctx: LoadContext, where: str, resolve: Callable[[str], str] | None = None
+) -> tuple[str, list[MediaRef]]:
     """Text and media of a message ``content``: a string, ``None``, a list of strings,
     or a list of typed parts (OpenAI ``text``/``image_url``/``input_image``, Inspect
     ``text``/``image``/``reasoning``, Anthropic ``image`` with a base64 ``source``).
@@ -113,8 +131,9 @@ def content_parts(content: Any, ctx: LoadContext, where: str,
     if content is None or isinstance(content, str):
         return (resolve(content) if resolve and content else content) or "", []
     if not isinstance(content, list):
-        raise ctx.error(f"wrong type (got {type(content).__name__})", where,
-                        "a string, null or a list of content parts")
+        raise ctx.error(
+            f"wrong type (got {type(content).__name__})", where, "a string, null or a list of content parts"
+        )
     if all(isinstance(part, str) for part in content):
         return "\n".join(content), []  # a list of lines (MAD), blank lines kept
     texts: list[str] = []
@@ -124,8 +143,9 @@ def content_parts(content: Any, ctx: LoadContext, where: str,
             texts.append(part)
             continue
         if not isinstance(part, dict):
-            raise ctx.error(f"wrong type (got {type(part).__name__})", f"{where}[{j}]",
-                            "a content part object with a type")
+            raise ctx.error(
+                f"wrong type (got {type(part).__name__})", f"{where}[{j}]", "a content part object with a type"
+            )
         ptype = part.get("type")
         if ptype in ("text", "input_text", "output_text"):
             text = part.get("text")
@@ -138,12 +158,17 @@ def content_parts(content: Any, ctx: LoadContext, where: str,
                 url = url.get("url")
             source = part.get("source")
             if isinstance(source, dict) and source.get("type") == "base64":
-                media.append(MediaRef(kind="image", data=str(source.get("data") or ""),
-                                      mime=source.get("media_type"), label=f"image #{len(media)}"))
+                media.append(
+                    MediaRef(
+                        kind="image",
+                        data=str(source.get("data") or ""),
+                        mime=source.get("media_type"),
+                        label=f"image #{len(media)}",
+                    )
+                )
                 continue
             if not isinstance(url, str):
-                raise ctx.error("image part without a URL", f"{where}[{j}]",
-                                "image_url.url or image as a string")
+                raise ctx.error("image part without a URL", f"{where}[{j}]", "image_url.url or image as a string")
             media.append(data_url_media(resolve(url) if resolve else url, f"image #{len(media)}"))
         else:
             texts.append(as_text(part))
@@ -170,17 +195,26 @@ def tool_calls_of(msg: dict, ctx: LoadContext, where: str) -> list[ToolCall]:
         else:
             name, args = fn, call.get("arguments")
         if not isinstance(name, str):
-            raise ctx.error("tool call without a name", f"{where}.tool_calls[{j}].function.name",
-                            "the tool's name as a string")
+            raise ctx.error(
+                "tool call without a name", f"{where}.tool_calls[{j}].function.name", "the tool's name as a string"
+            )
         cid = call.get("id")
-        out.append(ToolCall(id=str(cid) if cid is not None else None, name=name,
-                            arguments=maybe_json(args)))
+        out.append(ToolCall(id=str(cid) if cid is not None else None, name=name, arguments=maybe_json(args)))
     return out
 
 
-def chat_step(i: int, msg: Any, ctx: LoadContext, where: str, *, agent: str | None = None,
-              coord: str | None = None, resolve: Callable[[str], str] | None = None,
-              group: bool = False, opening: bool = False) -> Step:
+def chat_step(
+    i: int,
+    msg: Any,
+    ctx: LoadContext,
+    where: str,
+    *,
+    agent: str | None = None,
+    coord: str | None = None,
+    resolve: Callable[[str], str] | None = None,
+    group: bool = False,
+    opening: bool = False,
+) -> Step:
     """One chat message as a step. ``agent`` overrides the speaker (default: ``name``,
     else ``role``); ``coord`` defaults to ``str(i)``. Kind: ``system``, ``user``,
     ``assistant``, ``action`` (an assistant turn with tool calls) or ``tool``.
@@ -192,8 +226,9 @@ def chat_step(i: int, msg: Any, ctx: LoadContext, where: str, *, agent: str | No
     expect(msg, dict, ctx, where, "a message object {role, content}")
     role = msg.get("role")
     if not isinstance(role, str):
-        raise ctx.error("missing role" if role is None else "wrong type", f"{where}.role",
-                        "the message role as a string")
+        raise ctx.error(
+            "missing role" if role is None else "wrong type", f"{where}.role", "the message role as a string"
+        )
     text, media = content_parts(msg.get("content"), ctx, f"{where}.content", resolve)
     calls = tool_calls_of(msg, ctx, where)
     name = msg.get("name") if isinstance(msg.get("name"), str) and msg.get("name").strip() else None
@@ -212,8 +247,17 @@ def chat_step(i: int, msg: Any, ctx: LoadContext, where: str, *, agent: str | No
             kind = "action" if calls else "assistant"
     if kind == "tool" and name:
         meta["tool"] = name
-    return Step(index=i, coord=str(i) if coord is None else coord, agent=speaker, kind=kind,
-                content=text, tool_calls=calls, media=media, meta=meta, raw=redact_secrets(msg))
+    return Step(
+        index=i,
+        coord=str(i) if coord is None else coord,
+        agent=speaker,
+        kind=kind,
+        content=text,
+        tool_calls=calls,
+        media=media,
+        meta=meta,
+        raw=redact_secrets(msg),
+    )
 
 
 def chat_steps(messages: list, ctx: LoadContext, where: str) -> list[Step]:
@@ -221,31 +265,37 @@ def chat_steps(messages: list, ctx: LoadContext, where: str) -> list[Step]:
     with AG2 group-chat kinds when :func:`is_group_chat`."""
     group = is_group_chat(messages)
     opening = opening_index(messages) if group else None
-    return [chat_step(i, m, ctx, f"{where}[{i}]", group=group, opening=i == opening)
-            for i, m in enumerate(messages)]
+    return [chat_step(i, m, ctx, f"{where}[{i}]", group=group, opening=i == opening) for i, m in enumerate(messages)]
 
 
-def chat_trace(messages: list, ctx: LoadContext, *, where: str = "$", trace_id: str,
-               fmt: str = "chat", extras: dict | None = None) -> Trace:
+def chat_trace(
+    messages: list, ctx: LoadContext, *, where: str = "$", trace_id: str, fmt: str = "chat", extras: dict | None = None
+) -> Trace:
     """A trace from a list of chat messages: framework ``ag2`` when an assistant turn
     carries an agent ``name`` or the messages form a group chat (:func:`is_group_chat`),
     else ``openai-chat`` (OpenAI allows a ``name`` on user and system messages too)."""
     steps = chat_steps(messages, ctx, where)
     named = is_group_chat(messages) or any(
-        isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("name"), str)
-        and m["name"].strip() for m in messages)
+        isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("name"), str) and m["name"].strip()
+        for m in messages
+    )
     agents: dict[str, None] = {}
     for s in steps:
         if s.kind not in ("system", "tool"):
             agents.setdefault(s.agent, None)
     query = next((s.content for s in steps if s.kind == "user"), "")
     final = next((s.content for s in reversed(steps) if s.kind == "assistant" and s.content), None)
-    return Trace(id=trace_id, framework="ag2" if named else "openai-chat",
-                 agents=[Agent(id=a) for a in agents], task=Task(query=query), steps=steps,
-                 final_answer=final, outcome=Outcome.unknown,
-                 source=Source(format=fmt, path=str(ctx.path), key=ctx.key,
-                               root=str(ctx.root) if ctx.root else None),
-                 extras=redact_secrets(extras or {}))
+    return Trace(
+        id=trace_id,
+        framework="ag2" if named else "openai-chat",
+        agents=[Agent(id=a) for a in agents],
+        task=Task(query=query),
+        steps=steps,
+        final_answer=final,
+        outcome=Outcome.unknown,
+        source=Source(format=fmt, path=str(ctx.path), key=ctx.key, root=str(ctx.root) if ctx.root else None),
+        extras=redact_secrets(extras or {}),
+    )
 
 
 _LIST_KEYS = ("messages", "chat_history")
@@ -294,9 +344,12 @@ class ChatJsonlImporter(JsonLinesImporter):
         return isinstance(obj, dict) and is_chat_list(messages)
 
     def load_row(self, obj: Any, ctx: LoadContext) -> Trace:
-        expect(obj, dict, ctx, "$", "a {\"messages\": [...]} conversation")
-        return ChatImporter().load(obj, ctx)[0].model_copy(
-            update={"id": str(obj.get("id") or f"{ctx.path.stem}-{ctx.key}")})
+        expect(obj, dict, ctx, "$", 'a {"messages": [...]} conversation')
+        return (
+            ChatImporter()
+            .load(obj, ctx)[0]
+            .model_copy(update={"id": str(obj.get("id") or f"{ctx.path.stem}-{ctx.key}")})
+        )
 
     def _per_message(self, path) -> bool:
         for row, line in self.rows(path):
@@ -347,6 +400,17 @@ class ChatJsonlImporter(JsonLinesImporter):
         return super().load_all(path, root)
 
 
-__all__ = ["ChatImporter", "ChatJsonlImporter", "chat_step", "chat_steps", "chat_trace",
-           "content_parts", "data_url_media", "is_chat_list", "is_group_chat", "is_human_name",
-           "opening_index", "tool_calls_of"]
+__all__ = [
+    "ChatImporter",
+    "ChatJsonlImporter",
+    "chat_step",
+    "chat_steps",
+    "chat_trace",
+    "content_parts",
+    "data_url_media",
+    "is_chat_list",
+    "is_group_chat",
+    "is_human_name",
+    "opening_index",
+    "tool_calls_of",
+]

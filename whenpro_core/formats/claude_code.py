@@ -44,8 +44,9 @@ from whenpro_core.formats.chat import content_parts
 from whenpro_core.formats.session_lines import LineBuilder, SessionLinesImporter, feed_file, renumber
 from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
-LINE_TYPES = frozenset({"user", "assistant", "system", "progress", "file-history-snapshot",
-                        "queue-operation", "summary"})
+LINE_TYPES = frozenset(
+    {"user", "assistant", "system", "progress", "file-history-snapshot", "queue-operation", "summary"}
+)
 MAIN_AGENT = "claude"
 _ENVELOPE_KEYS = ("sessionId", "cwd", "gitBranch", "version", "slug")
 
@@ -95,8 +96,9 @@ class ClaudeSessionBuilder:
         """Add one parsed line; TraceFormatError (nothing changed) for a bad one."""
         where = "$"
         if not isinstance(obj, dict) or text_or_none(obj.get("type")) not in LINE_TYPES:
-            raise self.ctx.error("not a Claude Code transcript line", f"{where}.type",
-                                 "type user, assistant, system, progress, ...")
+            raise self.ctx.error(
+                "not a Claude Code transcript line", f"{where}.type", "type user, assistant, system, progress, ..."
+            )
         kind = obj["type"]
         if kind in ("user", "assistant"):
             blocks = _blocks(obj.get("message"), self.ctx, where)  # validate before changing state
@@ -124,8 +126,13 @@ class ClaudeSessionBuilder:
         mid = text_or_none(message.get("id")) or str(obj.get("uuid"))
         step = self._by_message.get(mid)
         if step is None:
-            step = Step(index=len(self.steps), agent=self.agent, kind="assistant",
-                        meta={"message_id": mid, "timestamp": obj.get("timestamp"), "lines": 0}, raw=[])
+            step = Step(
+                index=len(self.steps),
+                agent=self.agent,
+                kind="assistant",
+                meta={"message_id": mid, "timestamp": obj.get("timestamp"), "lines": 0},
+                raw=[],
+            )
             if text_or_none(message.get("model")):
                 step.meta["model"] = message["model"]
             self.steps.append(step)
@@ -149,15 +156,18 @@ class ClaudeSessionBuilder:
         elif btype == "redacted_thinking":
             step.meta["reasoning"] = _join(step.meta.get("reasoning", ""), "[redacted thinking]")
         elif btype == "tool_use":
-            call = ToolCall(id=text_or_none(block.get("id")), name=str(block.get("name") or "tool"),
-                            arguments=block.get("input"))
+            call = ToolCall(
+                id=text_or_none(block.get("id")), name=str(block.get("name") or "tool"), arguments=block.get("input")
+            )
             step.tool_calls.append(call)
             step.kind = "action"
             if call.id:
                 self._by_call[call.id] = step
                 if call.name in ("Task", "Agent") and isinstance(call.arguments, dict):
-                    self.tasks[call.id] = {"subagent_type": call.arguments.get("subagent_type"),
-                                           "description": call.arguments.get("description")}
+                    self.tasks[call.id] = {
+                        "subagent_type": call.arguments.get("subagent_type"),
+                        "description": call.arguments.get("description"),
+                    }
         else:
             step.content = _join(step.content, as_text(block))
 
@@ -175,9 +185,17 @@ class ClaudeSessionBuilder:
             return
         text, media = content_parts(prompt, self.ctx, "$.message.content")
         kind = "summary" if obj.get("isCompactSummary") else "user"
-        self.steps.append(Step(index=len(self.steps), agent="user", kind=kind, content=text, media=media,
-                               meta={"timestamp": obj.get("timestamp"), "uuid": obj.get("uuid")},
-                               raw=redact_secrets(obj)))
+        self.steps.append(
+            Step(
+                index=len(self.steps),
+                agent="user",
+                kind=kind,
+                content=text,
+                media=media,
+                meta={"timestamp": obj.get("timestamp"), "uuid": obj.get("uuid")},
+                raw=redact_secrets(obj),
+            )
+        )
 
     def _tool_result(self, obj: dict, block: dict) -> None:
         text, media = content_parts(block.get("content"), self.ctx, "$.message.content[].content")
@@ -187,8 +205,13 @@ class ClaudeSessionBuilder:
         if cid in self.tasks and isinstance(result, dict) and text_or_none(result.get("agentId")):
             self.tasks[cid]["agentId"] = result["agentId"]
         if step is None:  # a result whose call is not in this file (resumed session)
-            step = Step(index=len(self.steps), agent="environment", kind="observation",
-                        meta={"timestamp": obj.get("timestamp"), "tool_use_id": cid}, raw=[])
+            step = Step(
+                index=len(self.steps),
+                agent="environment",
+                kind="observation",
+                meta={"timestamp": obj.get("timestamp"), "tool_use_id": cid},
+                raw=[],
+            )
             self.steps.append(step)
         if len(step.tool_calls) > 1:
             name = next((c.name for c in step.tool_calls if c.id == cid), "tool")
@@ -205,8 +228,16 @@ class ClaudeSessionBuilder:
         text = as_text(obj.get("content")) or "Conversation compacted"
         if meta:
             text += f" (trigger {meta.get('trigger')}, {meta.get('preTokens')} tokens before)"
-        self.steps.append(Step(index=len(self.steps), agent="system", kind="compaction", content=text,
-                               meta={"timestamp": obj.get("timestamp"), **meta}, raw=redact_secrets(obj)))
+        self.steps.append(
+            Step(
+                index=len(self.steps),
+                agent="system",
+                kind="compaction",
+                content=text,
+                meta={"timestamp": obj.get("timestamp"), **meta},
+                raw=redact_secrets(obj),
+            )
+        )
 
     def _progress(self, obj: dict) -> None:
         data = dict_or_empty(obj.get("data"))
@@ -224,8 +255,10 @@ def _join(a: str, b: str) -> str:
 def subagent_file(session: Path, agent_id: str) -> Path | None:
     """The sub-agent transcript of ``agent_id`` for the session file ``session``:
     ``<session>/subagents/agent-<id>.jsonl`` (2.1.x) or ``agent-<id>.jsonl`` beside it."""
-    for candidate in (session.with_suffix("") / "subagents" / f"agent-{agent_id}.jsonl",
-                      session.parent / f"agent-{agent_id}.jsonl"):
+    for candidate in (
+        session.with_suffix("") / "subagents" / f"agent-{agent_id}.jsonl",
+        session.parent / f"agent-{agent_id}.jsonl",
+    ):
         if candidate.is_file():
             return candidate
     return None
@@ -249,8 +282,12 @@ class ClaudeTraceBuilder:
         return f"claude-{sid}" + (f"-agent-{self.sidechain}" if self.sidechain else "")
 
     def feed(self, obj: Any, row: int | None = None) -> tuple[str, ...]:
-        if self.sidechain is None and isinstance(obj, dict) and obj.get("isSidechain") \
-                and text_or_none(obj.get("agentId")):
+        if (
+            self.sidechain is None
+            and isinstance(obj, dict)
+            and obj.get("isSidechain")
+            and text_or_none(obj.get("agentId"))
+        ):
             self.sidechain = obj["agentId"]  # a sub-agent file opened by itself
             self.main.agent = f"agent-{self.sidechain}"
         return self.main.feed(obj, row)
@@ -320,19 +357,33 @@ class ClaudeTraceBuilder:
         agents = [Agent(id=self.main.agent, role="subagent" if self.sidechain else "main")]
         agents += [Agent(id=a, role=r) for a, r in roles.items()]
         query = next((s.content for s in steps if s.kind == "user" and s.content), "")
-        final = next((s.content for s in reversed(steps)
-                      if s.agent == self.main.agent and s.kind in ("assistant", "action") and s.content), None)
+        final = next(
+            (
+                s.content
+                for s in reversed(steps)
+                if s.agent == self.main.agent and s.kind in ("assistant", "action") and s.content
+            ),
+            None,
+        )
         extras: dict[str, Any] = {k: env[k] for k in _ENVELOPE_KEYS if k in env}
         extras["folded_lines"] = dict(self.main.folded)
         if self.main.summaries:
             extras["summaries"] = self.main.summaries
         if warnings:
             extras["whenpro_warnings"] = warnings
-        return Trace(id=self.trace_id, framework="claude-code", agents=agents, task=Task(query=query), steps=steps,
-                     final_answer=final, outcome=Outcome.unknown,
-                     source=Source(format="claude-code", path=str(self.ctx.path),
-                                   root=str(self.ctx.root) if self.ctx.root else None),
-                     extras=extras)
+        return Trace(
+            id=self.trace_id,
+            framework="claude-code",
+            agents=agents,
+            task=Task(query=query),
+            steps=steps,
+            final_answer=final,
+            outcome=Outcome.unknown,
+            source=Source(
+                format="claude-code", path=str(self.ctx.path), root=str(self.ctx.root) if self.ctx.root else None
+            ),
+            extras=extras,
+        )
 
 
 class ClaudeCodeImporter(SessionLinesImporter):

@@ -46,10 +46,18 @@ from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Tra
 
 LINE_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
 AGENT = "codex"
-_CONTEXT_PREFIXES = ("<environment_context>", "# AGENTS.md instructions", "<user_instructions>",
-                     "<permissions instructions>")
-_CALLS = {"function_call": "arguments", "custom_tool_call": "input", "local_shell_call": "action",
-          "web_search_call": "action"}
+_CONTEXT_PREFIXES = (
+    "<environment_context>",
+    "# AGENTS.md instructions",
+    "<user_instructions>",
+    "<permissions instructions>",
+)
+_CALLS = {
+    "function_call": "arguments",
+    "custom_tool_call": "input",
+    "local_shell_call": "action",
+    "web_search_call": "action",
+}
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 
 
@@ -78,15 +86,17 @@ class CodexBuilder:
     def feed(self, obj: Any, row: int | None = None) -> tuple[str, ...]:
         """Add one parsed line; TraceFormatError (nothing changed) for a bad one."""
         if not (isinstance(obj, dict) and text_or_none(obj.get("type")) in LINE_TYPES):
-            raise self.ctx.error("not a Codex rollout line", "$.type",
-                                 "session_meta, turn_context, response_item or event_msg")
+            raise self.ctx.error(
+                "not a Codex rollout line", "$.type", "session_meta, turn_context, response_item or event_msg"
+            )
         payload = obj.get("payload")
         if not isinstance(payload, dict):
             raise self.ctx.error("wrong type", "$.payload", "the line's payload object")
         kind = obj["type"]
         if kind == "session_meta":
-            self.meta.update(redact_secrets({k: v for k, v in payload.items()
-                                             if k not in ("base_instructions", "instructions")}))
+            self.meta.update(
+                redact_secrets({k: v for k, v in payload.items() if k not in ("base_instructions", "instructions")})
+            )
         elif kind == "turn_context":
             self.folded["turn_context"] += 1
             model = text_or_none(payload.get("model"))
@@ -124,10 +134,19 @@ class CodexBuilder:
         elif itype in _CALLS:
             name = text_or_none(item.get("name")) or str(itype).removesuffix("_call")
             args = maybe_json(item.get(_CALLS[itype]))
-            call = ToolCall(id=text_or_none(item.get("call_id")) or text_or_none(item.get("id")), name=name,
-                            arguments=args)
-            step = self._add(Step(index=0, agent=AGENT, kind="action", tool_calls=[call],
-                                  meta={"timestamp": ts, "status": item.get("status")}, raw=raw))
+            call = ToolCall(
+                id=text_or_none(item.get("call_id")) or text_or_none(item.get("id")), name=name, arguments=args
+            )
+            step = self._add(
+                Step(
+                    index=0,
+                    agent=AGENT,
+                    kind="action",
+                    tool_calls=[call],
+                    meta={"timestamp": ts, "status": item.get("status")},
+                    raw=raw,
+                )
+            )
             if call.id:
                 self._calls[call.id] = step
         elif itype in _OUTPUTS:
@@ -159,8 +178,16 @@ class CodexBuilder:
         text = as_text(output)
         step = self._calls.get(cid)
         if step is None:
-            self._add(Step(index=0, agent="environment", kind="observation", content=text,
-                           meta={"timestamp": ts, "call_id": cid}, raw=raw))
+            self._add(
+                Step(
+                    index=0,
+                    agent="environment",
+                    kind="observation",
+                    content=text,
+                    meta={"timestamp": ts, "call_id": cid},
+                    raw=raw,
+                )
+            )
             return
         step.observation = text if step.observation is None else f"{step.observation}\n{text}"
 
@@ -190,8 +217,17 @@ class CodexBuilder:
             self.final = text_or_none(ev.get("last_agent_message")) or self.final
         elif etype in ("error", "stream_error"):
             text = as_text(ev.get("message")) or etype
-            self._add(Step(index=0, agent="environment", kind="error", content=text, error=text,
-                           meta={"timestamp": ts}, raw=redact_secrets(ev)))
+            self._add(
+                Step(
+                    index=0,
+                    agent="environment",
+                    kind="error",
+                    content=text,
+                    error=text,
+                    meta={"timestamp": ts},
+                    raw=redact_secrets(ev),
+                )
+            )
             return
         self.folded[f"event_msg/{etype}"] += 1
 
@@ -204,15 +240,21 @@ class CodexBuilder:
         """The rollout so far."""
         steps = renumber([s.model_copy() for s in self.steps])
         query = next((s.content for s in steps if s.kind == "user" and s.content), "")
-        final = self.final or next((s.content for s in reversed(steps) if s.kind == "assistant" and s.content),
-                                   None)
-        extras: dict[str, Any] = {"session_meta": self.meta, "models": self.models,
-                                  "folded_lines": dict(self.folded)}
-        return Trace(id=self.trace_id, framework="codex-cli", agents=[Agent(id=AGENT, role="main")],
-                     task=Task(query=query), steps=steps, final_answer=final, outcome=Outcome.unknown,
-                     source=Source(format="codex-cli", path=str(self.ctx.path),
-                                   root=str(self.ctx.root) if self.ctx.root else None),
-                     extras=extras)
+        final = self.final or next((s.content for s in reversed(steps) if s.kind == "assistant" and s.content), None)
+        extras: dict[str, Any] = {"session_meta": self.meta, "models": self.models, "folded_lines": dict(self.folded)}
+        return Trace(
+            id=self.trace_id,
+            framework="codex-cli",
+            agents=[Agent(id=AGENT, role="main")],
+            task=Task(query=query),
+            steps=steps,
+            final_answer=final,
+            outcome=Outcome.unknown,
+            source=Source(
+                format="codex-cli", path=str(self.ctx.path), root=str(self.ctx.root) if self.ctx.root else None
+            ),
+            extras=extras,
+        )
 
 
 class CodexRolloutImporter(SessionLinesImporter):

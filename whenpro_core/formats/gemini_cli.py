@@ -61,8 +61,7 @@ def parts_text(content: Any) -> str:
     """Text of a message ``content``: a string, or a list of ``{text}`` parts (other
     parts as JSON)."""
     if isinstance(content, list):
-        return "\n".join(as_text(p.get("text")) if isinstance(p, dict) and "text" in p else as_text(p)
-                         for p in content)
+        return "\n".join(as_text(p.get("text")) if isinstance(p, dict) and "text" in p else as_text(p) for p in content)
     return as_text(content)
 
 
@@ -107,15 +106,17 @@ class GeminiBuilder:
         if "$set" in obj:
             patch = expect(obj["$set"], dict, self.ctx, f"{where}.$set", "an object of header fields")
             if "messages" in patch:
-                self._checkpoint(expect(patch["messages"], list, self.ctx, f"{where}.$set.messages",
-                                        "the list of messages"), f"{where}.$set.messages")
+                self._checkpoint(
+                    expect(patch["messages"], list, self.ctx, f"{where}.$set.messages", "the list of messages"),
+                    f"{where}.$set.messages",
+                )
             self.header.update({k: v for k, v in patch.items() if k != "messages"})
             return tuple(patch)
         if "$rewindTo" in obj:
             ids = list(self.messages)
             target = str(obj["$rewindTo"])
             if target in ids:
-                for mid in ids[ids.index(target):]:
+                for mid in ids[ids.index(target) :]:
                     del self.messages[mid]
             return ()
         if is_header(obj) and "type" not in obj:
@@ -123,8 +124,11 @@ class GeminiBuilder:
             return tuple(obj)
         mtype = obj.get("type")
         if not isinstance(mtype, str):
-            raise self.ctx.error("missing type" if mtype is None else "wrong type", f"{where}.type",
-                                 "user, gemini, info, error or warning")
+            raise self.ctx.error(
+                "missing type" if mtype is None else "wrong type",
+                f"{where}.type",
+                "user, gemini, info, error or warning",
+            )
         if obj.get("toolCalls") is not None:
             expect(obj["toolCalls"], list, self.ctx, f"{where}.toolCalls", "a list of tool calls")
         mid = str(obj.get("id") if obj.get("id") is not None else f"#{len(self.messages)}")
@@ -146,8 +150,14 @@ class GeminiBuilder:
         mtype = msg["type"]
         text = parts_text(msg.get("content"))
         kind = _KINDS.get(mtype, mtype)
-        step = Step(index=0, agent=_SPEAKER.get(mtype, mtype), kind=kind, content=text,
-                    meta={"id": msg.get("id"), "timestamp": msg.get("timestamp")}, raw=redact_secrets(msg))
+        step = Step(
+            index=0,
+            agent=_SPEAKER.get(mtype, mtype),
+            kind=kind,
+            content=text,
+            meta={"id": msg.get("id"), "timestamp": msg.get("timestamp")},
+            raw=redact_secrets(msg),
+        )
         if kind == "error":
             step.error = text
         for key in ("model", "tokens"):
@@ -177,8 +187,15 @@ class GeminiBuilder:
         step.observation = obs if step.observation is None else f"{step.observation}\n{obs}"
         if not sub:
             return []
-        return [Step(index=0, agent=sub, kind="assistant", content=result,
-                     meta={"delegated_by": call.get("id"), "timestamp": call.get("timestamp")})]
+        return [
+            Step(
+                index=0,
+                agent=sub,
+                kind="assistant",
+                content=result,
+                meta={"delegated_by": call.get("id"), "timestamp": call.get("timestamp")},
+            )
+        ]
 
     @property
     def trace_id(self) -> str:
@@ -192,19 +209,30 @@ class GeminiBuilder:
             steps.extend(self._steps(msg))
         renumber(steps)
         agents = [Agent(id=AGENT, role="main")]
-        agents += [Agent(id=a, role="subagent") for a in dict.fromkeys(s.agent for s in steps)
-                   if a not in (AGENT, "user", "system")]
+        agents += [
+            Agent(id=a, role="subagent")
+            for a in dict.fromkeys(s.agent for s in steps)
+            if a not in (AGENT, "user", "system")
+        ]
         query = next((s.content for s in steps if s.kind == "user" and s.content), "")
         final = next((s.content for s in reversed(steps) if s.agent == AGENT and s.content), None)
         header = redact_secrets(self.header)
         extras: dict[str, Any] = {"header": header}
         if self.rewritten:
             extras["rewritten_messages"] = self.rewritten
-        return Trace(id=self.trace_id, framework="gemini-cli", agents=agents, task=Task(query=query),
-                     steps=steps, final_answer=final, outcome=Outcome.unknown,
-                     source=Source(format="gemini-cli", path=str(self.ctx.path),
-                                   root=str(self.ctx.root) if self.ctx.root else None),
-                     extras=extras)
+        return Trace(
+            id=self.trace_id,
+            framework="gemini-cli",
+            agents=agents,
+            task=Task(query=query),
+            steps=steps,
+            final_answer=final,
+            outcome=Outcome.unknown,
+            source=Source(
+                format="gemini-cli", path=str(self.ctx.path), root=str(self.ctx.root) if self.ctx.root else None
+            ),
+            extras=extras,
+        )
 
 
 class GeminiJsonImporter(DocumentImporter):
@@ -236,5 +264,11 @@ class GeminiJsonlImporter(SessionLinesImporter):
         return GeminiBuilder(ctx)
 
 
-__all__ = ["GeminiBuilder", "GeminiJsonImporter", "GeminiJsonlImporter", "is_header", "is_legacy_recording",
-           "parts_text"]
+__all__ = [
+    "GeminiBuilder",
+    "GeminiJsonImporter",
+    "GeminiJsonlImporter",
+    "is_header",
+    "is_legacy_recording",
+    "parts_text",
+]

@@ -38,15 +38,24 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 import zstandard
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import (DocumentImporter, FileImporter, LoadContext, as_text, expect,
-                                       parse_json, redact_secrets, summarize)
+from whenpro_core.formats.base import (
+    DocumentImporter,
+    FileImporter,
+    LoadContext,
+    as_text,
+    expect,
+    parse_json,
+    redact_secrets,
+    summarize,
+)
 from whenpro_core.formats.chat import chat_step
 from whenpro_core.model import Agent, Modality, Outcome, Source, Task, Trace, TraceSummary
 
@@ -82,8 +91,12 @@ def open_member(zf: zipfile.ZipFile, name: str) -> IO[bytes]:
 
 def is_log(doc: Any) -> bool:
     """An Inspect log object: ``{version, eval: {...}, ...}``."""
-    return isinstance(doc, dict) and isinstance(doc.get("eval"), dict) and "version" in doc and (
-        "samples" in doc or "status" in doc or "results" in doc)
+    return (
+        isinstance(doc, dict)
+        and isinstance(doc.get("eval"), dict)
+        and "version" in doc
+        and ("samples" in doc or "status" in doc or "results" in doc)
+    )
 
 
 def outcome_of(scores: Any) -> Outcome:
@@ -111,6 +124,7 @@ def _resolver(sample: dict):
         if "://" not in text:
             return text
         return _REF.sub(lambda m: str(store.get(m.group(1), m.group(0))), text)
+
     return resolve
 
 
@@ -119,8 +133,11 @@ def _events_summary(events: Any) -> tuple[list[dict], dict[str, str]]:
     for e in events if isinstance(events, list) else []:
         if not isinstance(e, dict):
             continue
-        row = {k: e[k] for k in ("event", "timestamp", "name", "type", "action", "function", "model")
-               if isinstance(e.get(k), (str, int, float))}
+        row = {
+            k: e[k]
+            for k in ("event", "timestamp", "name", "type", "action", "function", "model")
+            if isinstance(e.get(k), (str, int, float))
+        }
         err = e.get("error")
         if err:
             row["error"] = _error_text(err)
@@ -158,8 +175,9 @@ def _text_of_input(value: Any, resolve) -> str:
             if isinstance(m, dict) and m.get("role") in (None, "user"):
                 content = m.get("content")
                 if isinstance(content, list):
-                    content = "\n".join(resolve(c.get("text", "")) for c in content
-                                        if isinstance(c, dict) and c.get("type") == "text")
+                    content = "\n".join(
+                        resolve(c.get("text", "")) for c in content if isinstance(c, dict) and c.get("type") == "text"
+                    )
                 parts.append(resolve(as_text(content)))
         return "\n".join(parts)
     return as_text(value)
@@ -170,8 +188,9 @@ def sample_trace(sample: Any, header: dict, ctx: LoadContext, where: str) -> Tra
     expect(sample, dict, ctx, where, "a sample object {id, epoch, messages, ...}")
     sid, epoch = sample.get("id"), sample.get("epoch", 1)
     if sid is None or isinstance(sid, (dict, list)):
-        raise ctx.error("missing sample id" if sid is None else "wrong type", f"{where}.id",
-                        "the sample id (a string or integer)")
+        raise ctx.error(
+            "missing sample id" if sid is None else "wrong type", f"{where}.id", "the sample id (a string or integer)"
+        )
     messages = sample.get("messages") or []
     expect(messages, list, ctx, f"{where}.messages", "a list of chat messages")
     resolve = _resolver(sample)
@@ -202,30 +221,47 @@ def sample_trace(sample: Any, header: dict, ctx: LoadContext, where: str) -> Tra
         if s.kind not in ("system", "tool"):
             agents.setdefault(s.agent, None)
     key = f"{sid}_epoch_{epoch}"
-    extras = {k: v for k, v in sample.items() if k not in (
-        "messages", "events", "attachments", "transcript", "input", "target", "output", "choices")}
-    extras.update({"events": events, "log_status": header.get("status"), "eval": ev,
-                   "output": {k: v for k, v in output.items() if k != "choices"}})
+    extras = {
+        k: v
+        for k, v in sample.items()
+        if k not in ("messages", "events", "attachments", "transcript", "input", "target", "output", "choices")
+    }
+    extras.update(
+        {
+            "events": events,
+            "log_status": header.get("status"),
+            "eval": ev,
+            "output": {k: v for k, v in output.items() if k != "choices"},
+        }
+    )
     return Trace(
-        id=f"inspect-{task}-{sid}-e{epoch}@{ctx.path.name}", framework="inspect_ai", benchmark=task,
+        id=f"inspect-{task}-{sid}-e{epoch}@{ctx.path.name}",
+        framework="inspect_ai",
+        benchmark=task,
         modality=Modality.image if any(s.media for s in steps) else Modality.text,
         agents=[Agent(id=a) for a in agents],
-        task=Task(query=_text_of_input(sample.get("input"), resolve),
-                  answer=" | ".join(map(str, target)) if isinstance(target, list) else (
-                      None if target is None else as_text(target)),
-                  options=sample.get("choices")),
-        steps=steps, final_answer=as_text(final) or None, outcome=outcome,
-        source=Source(format="inspect_ai", path=str(ctx.path), key=key,
-                      root=str(ctx.root) if ctx.root else None),
-        extras=redact_secrets(extras))
+        task=Task(
+            query=_text_of_input(sample.get("input"), resolve),
+            answer=" | ".join(map(str, target))
+            if isinstance(target, list)
+            else (None if target is None else as_text(target)),
+            options=sample.get("choices"),
+        ),
+        steps=steps,
+        final_answer=as_text(final) or None,
+        outcome=outcome,
+        source=Source(format="inspect_ai", path=str(ctx.path), key=key, root=str(ctx.root) if ctx.root else None),
+        extras=redact_secrets(extras),
+    )
 
 
 def _no_samples(header: dict, path: Path) -> TraceFormatError:
     status = header.get("status") or "unknown"
     err = header.get("error")
     detail = f", error: {_error_text(err)[:120]}" if err else ""
-    return TraceFormatError(f"Inspect log holds no samples (status {status}{detail})", path=path,
-                            expected="a log with at least one sample")
+    return TraceFormatError(
+        f"Inspect log holds no samples (status {status}{detail})", path=path, expected="a log with at least one sample"
+    )
 
 
 class InspectJsonImporter(DocumentImporter):
@@ -247,8 +283,11 @@ class InspectJsonImporter(DocumentImporter):
 
     def summaries(self, doc: Any, ctx: LoadContext) -> list[TraceSummary]:
         if isinstance(doc.get("samples"), list) and not doc["samples"]:
-            return [TraceSummary(id=ctx.path.stem, path=str(ctx.path), format=self.name,
-                                 error=_no_samples(doc, ctx.path).one_line())]
+            return [
+                TraceSummary(
+                    id=ctx.path.stem, path=str(ctx.path), format=self.name, error=_no_samples(doc, ctx.path).one_line()
+                )
+            ]
         return super().summaries(doc, ctx)
 
 
@@ -274,9 +313,11 @@ def read_capped(stream: IO[bytes], limit: int, *, name: str, path: Path) -> byte
 
 
 def _too_large(name: str, limit: int, path: Path) -> MemberTooLarge:
-    return MemberTooLarge(f"{name} expands past {_mib(limit)}; not read", path=path,
-                          expected=f"archive members of at most {_mib(MAX_MEMBER_BYTES)} expanded, "
-                                   f"{_mib(MAX_TOTAL_BYTES)} in all")
+    return MemberTooLarge(
+        f"{name} expands past {_mib(limit)}; not read",
+        path=path,
+        expected=f"archive members of at most {_mib(MAX_MEMBER_BYTES)} expanded, {_mib(MAX_TOTAL_BYTES)} in all",
+    )
 
 
 @dataclass
@@ -294,16 +335,16 @@ class InspectEvalImporter(FileImporter):
     priority = 8
 
     def match_head(self, head: bytes, path: Path) -> bool:
-        return head.startswith(b"PK\x03\x04") and any(
-            m in head for m in (b"header.json", b"_journal/", b"samples/"))
+        return head.startswith(b"PK\x03\x04") and any(m in head for m in (b"header.json", b"_journal/", b"samples/"))
 
     @staticmethod
     def _open(path: Path) -> zipfile.ZipFile:
         try:
             zf = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
-            raise TraceFormatError(f"not a readable zip archive ({exc})", path=path,
-                                   expected="an Inspect .eval log (zip)") from None
+            raise TraceFormatError(
+                f"not a readable zip archive ({exc})", path=path, expected="an Inspect .eval log (zip)"
+            ) from None
         return zf
 
     @staticmethod
@@ -316,8 +357,7 @@ class InspectEvalImporter(FileImporter):
         try:
             with open_member(zf, name) as fh:
                 data = read_capped(fh, limit, name=name, path=path)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError,
-                zstandard.ZstdError) as exc:
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, zstandard.ZstdError) as exc:
             raise TraceFormatError(f"cannot read {name} from the archive ({exc})", path=path) from None
         if budget is not None:
             budget.left -= len(data)
@@ -333,21 +373,24 @@ class InspectEvalImporter(FileImporter):
             if name in names:
                 header = self._read(zf, name, path)
                 if not isinstance(header, dict):
-                    raise TraceFormatError("wrong type", path=path, json_path=f"{name}:$",
-                                           expected="the log header object")
+                    raise TraceFormatError(
+                        "wrong type", path=path, json_path=f"{name}:$", expected="the log header object"
+                    )
                 return header
-        raise TraceFormatError("no header.json in the archive", path=path,
-                               expected="an Inspect .eval log (zip with header.json)")
+        raise TraceFormatError(
+            "no header.json in the archive", path=path, expected="an Inspect .eval log (zip with header.json)"
+        )
 
     @staticmethod
     def _sample_names(zf: zipfile.ZipFile) -> list[tuple[str, str]]:
         from whenpro_core.formats.registry import natural_key
-        found = [(n, f"{m.group('id')}_epoch_{m.group('epoch')}") for n in zf.namelist()
-                 if (m := _SAMPLE.match(n))]
+
+        found = [(n, f"{m.group('id')}_epoch_{m.group('epoch')}") for n in zf.namelist() if (m := _SAMPLE.match(n))]
         return sorted(found, key=lambda nk: natural_key(nk[1]))
 
-    def _traces(self, path: Path, root: Path | None, key: str | None = None,
-                budget: _Budget | None = None) -> Iterator[Trace]:
+    def _traces(
+        self, path: Path, root: Path | None, key: str | None = None, budget: _Budget | None = None
+    ) -> Iterator[Trace]:
         """The traces of the archive's samples (only ``key``'s when given), read one at a
         time. A sample past the size limits is left out with a note in ``budget.notes``
         (raised instead when it is the one ``key`` asks for)."""
@@ -367,8 +410,10 @@ class InspectEvalImporter(FileImporter):
                     if key is not None:
                         raise
                     if budget.left < MAX_MEMBER_BYTES:  # the archive's total, not this member
-                        budget.notes.append(f"stopped after {_mib(MAX_TOTAL_BYTES - budget.left)} expanded: "
-                                            f"{len(names) - i} of {len(names)} samples not read")
+                        budget.notes.append(
+                            f"stopped after {_mib(MAX_TOTAL_BYTES - budget.left)} expanded: "
+                            f"{len(names) - i} of {len(names)} samples not read"
+                        )
                         return
                     budget.notes.append(exc.what)
                     continue
@@ -381,8 +426,14 @@ class InspectEvalImporter(FileImporter):
         except TraceFormatError as exc:
             rows = [TraceSummary(id=path.stem, path=str(path), format=self.name, error=exc.one_line())]
         if not rows and budget.notes:
-            rows = [TraceSummary(id=path.stem, path=str(path), format=self.name,
-                                 error=TraceFormatError("; ".join(budget.notes), path=path).one_line())]
+            rows = [
+                TraceSummary(
+                    id=path.stem,
+                    path=str(path),
+                    format=self.name,
+                    error=TraceFormatError("; ".join(budget.notes), path=path).one_line(),
+                )
+            ]
         for row in rows:
             row.warnings.extend(budget.notes)
         yield from rows
@@ -394,15 +445,17 @@ class InspectEvalImporter(FileImporter):
             traces = self.load_all(path, root)
             if 1 <= int(key) <= len(traces):
                 return traces[int(key) - 1]
-        raise TraceFormatError(f"no sample {key!r} in this log", path=path,
-                               expected="a key <sample id>_epoch_<n> or a 1-based position")
+        raise TraceFormatError(
+            f"no sample {key!r} in this log", path=path, expected="a key <sample id>_epoch_<n> or a 1-based position"
+        )
 
     def load_all(self, path: Path, root: Path | None) -> list[Trace]:
         budget = _Budget()
         traces = list(self._traces(path, root, budget=budget))
         if not traces and budget.notes:
-            raise TraceFormatError("; ".join(budget.notes), path=path,
-                                   expected=f"samples of at most {_mib(MAX_MEMBER_BYTES)} expanded")
+            raise TraceFormatError(
+                "; ".join(budget.notes), path=path, expected=f"samples of at most {_mib(MAX_MEMBER_BYTES)} expanded"
+            )
         for trace in traces:
             trace.extras.setdefault("whenpro_warnings", []).extend(budget.notes)
         return traces

@@ -50,16 +50,28 @@ from whenpro_core.formats.chat import content_parts, tool_calls_of
 from whenpro_core.model import Agent, Outcome, Step, Task, ToolCall, Trace
 
 RUN_TYPES = frozenset({"llm", "chain", "tool", "retriever", "prompt", "parser", "embedding", "agent"})
-_LC_ROLES = {"human": "user", "HumanMessage": "user", "ai": "assistant", "AIMessage": "assistant",
-             "system": "system", "SystemMessage": "system", "tool": "tool", "ToolMessage": "tool",
-             "AIMessageChunk": "assistant", "FunctionMessage": "tool"}
+_LC_ROLES = {
+    "human": "user",
+    "HumanMessage": "user",
+    "ai": "assistant",
+    "AIMessage": "assistant",
+    "system": "system",
+    "SystemMessage": "system",
+    "tool": "tool",
+    "ToolMessage": "tool",
+    "AIMessageChunk": "assistant",
+    "FunctionMessage": "tool",
+}
 _AGENT_RUNS = ("chain", "agent")
 
 
 def is_run(value: Any) -> bool:
     """A run object: ``run_type`` one of :data:`RUN_TYPES` and ``inputs`` or ``name``."""
-    return (isinstance(value, dict) and text_or_none(value.get("run_type")) in RUN_TYPES
-            and ("inputs" in value or "name" in value))
+    return (
+        isinstance(value, dict)
+        and text_or_none(value.get("run_type")) in RUN_TYPES
+        and ("inputs" in value or "name" in value)
+    )
 
 
 def is_batch(doc: Any) -> bool:
@@ -70,8 +82,9 @@ def is_batch(doc: Any) -> bool:
     posts, patches = doc.get("post", []), doc.get("patch", [])
     if not isinstance(posts, list) or not isinstance(patches, list) or not (posts or patches):
         return False
-    return (not posts or is_run(posts[0])) and (not patches or (isinstance(patches[0], dict) and bool(
-        {"dotted_order", "trace_id", "id"} & patches[0].keys())))
+    return (not posts or is_run(posts[0])) and (
+        not patches or (isinstance(patches[0], dict) and bool({"dotted_order", "trace_id", "id"} & patches[0].keys()))
+    )
 
 
 def is_run_document(doc: Any) -> bool:
@@ -217,21 +230,49 @@ class _Steps:
                 continue
             self.seen.add(key)
             kind = role if role in ("system", "user") else "tool"
-            self.add(Step(index=0, agent=role if role != "tool" else "environment", kind=kind, content=text,
-                          media=media, meta={**meta, "message": j}))
+            self.add(
+                Step(
+                    index=0,
+                    agent=role if role != "tool" else "environment",
+                    kind=kind,
+                    content=text,
+                    media=media,
+                    meta={**meta, "message": j},
+                )
+            )
         reply = _reply(run.get("outputs"))
         outputs = dict_or_empty(run.get("outputs"))
         if isinstance(outputs.get("usage_metadata"), dict):
             meta["usage"] = outputs["usage_metadata"]
         if reply is None:
-            self.add(Step(index=0, agent=agent, kind="assistant", content=_run_text(run.get("outputs")), meta=meta,
-                          error=text_or_none(run.get("error")), raw=redact_secrets(run)))
+            self.add(
+                Step(
+                    index=0,
+                    agent=agent,
+                    kind="assistant",
+                    content=_run_text(run.get("outputs")),
+                    meta=meta,
+                    error=text_or_none(run.get("error")),
+                    raw=redact_secrets(run),
+                )
+            )
             return
         text, media = content_parts(reply.get("content"), self.ctx, f"{where}.outputs.message.content")
         calls = tool_calls_of(reply, self.ctx, f"{where}.outputs.message")
         self.seen.add(("assistant", text))
-        self.add(Step(index=0, agent=agent, kind="action" if calls else "assistant", content=text, media=media,
-                      tool_calls=calls, meta=meta, error=text_or_none(run.get("error")), raw=redact_secrets(run)))
+        self.add(
+            Step(
+                index=0,
+                agent=agent,
+                kind="action" if calls else "assistant",
+                content=text,
+                media=media,
+                tool_calls=calls,
+                meta=meta,
+                error=text_or_none(run.get("error")),
+                raw=redact_secrets(run),
+            )
+        )
 
     def other(self, run: dict, agent: str, meta: dict) -> None:
         name = text_or_none(run.get("name")) or str(run.get("run_type"))
@@ -239,12 +280,31 @@ class _Steps:
         observation = _run_text(outputs) if outputs is not None else None
         error = text_or_none(run.get("error"))
         if run.get("run_type") == "tool":
-            self.add(Step(index=0, agent=agent, kind="action", tool_calls=[ToolCall(id=text_or_none(run.get("id")),
-                          name=name, arguments=run.get("inputs"))], observation=observation, error=error,
-                          meta=meta, raw=redact_secrets(run)))
+            self.add(
+                Step(
+                    index=0,
+                    agent=agent,
+                    kind="action",
+                    tool_calls=[ToolCall(id=text_or_none(run.get("id")), name=name, arguments=run.get("inputs"))],
+                    observation=observation,
+                    error=error,
+                    meta=meta,
+                    raw=redact_secrets(run),
+                )
+            )
             return
-        self.add(Step(index=0, agent=agent, kind="run", content=f"{name}: {_run_text(run.get('inputs'))}",
-                      observation=observation, error=error, meta=meta, raw=redact_secrets(run)))
+        self.add(
+            Step(
+                index=0,
+                agent=agent,
+                kind="run",
+                content=f"{name}: {_run_text(run.get('inputs'))}",
+                observation=observation,
+                error=error,
+                meta=meta,
+                raw=redact_secrets(run),
+            )
+        )
 
 
 def runs_trace(doc: Any, ctx: LoadContext) -> Trace:
@@ -258,11 +318,18 @@ def runs_trace(doc: Any, ctx: LoadContext) -> Trace:
     builder = _Steps(ctx)
     for run, where in runs:
         chain = _ancestors(run, by_id)
-        agent = next((text_or_none(a.get("name")) for a in chain
-                      if text_or_none(a.get("run_type")) in _AGENT_RUNS), None)
-        meta = {"run_id": run.get("id"), "run_type": run.get("run_type"), "name": run.get("name"),
-                "depth": len(chain), "start_time": run.get("start_time"), "end_time": run.get("end_time"),
-                "parent_run_id": run.get("parent_run_id")}
+        agent = next(
+            (text_or_none(a.get("name")) for a in chain if text_or_none(a.get("run_type")) in _AGENT_RUNS), None
+        )
+        meta = {
+            "run_id": run.get("id"),
+            "run_type": run.get("run_type"),
+            "name": run.get("name"),
+            "depth": len(chain),
+            "start_time": run.get("start_time"),
+            "end_time": run.get("end_time"),
+            "parent_run_id": run.get("parent_run_id"),
+        }
         agent = agent or text_or_none(run.get("name")) or "agent"
         if run.get("run_type") == "llm":
             builder.llm(run, where, agent, meta)
@@ -291,20 +358,27 @@ def _trace(runs: list[tuple[dict, str]], steps: list[Step], ctx: LoadContext) ->
             agents.setdefault(s.agent, None)
     reply = _reply(root.get("outputs"))
     final = (as_text(reply.get("content")) if reply else None) or (
-        _run_text(root["outputs"]) if root.get("outputs") is not None else None)
+        _run_text(root["outputs"]) if root.get("outputs") is not None else None
+    )
     final = final or next((s.content for s in reversed(steps) if s.kind == "assistant" and s.content), None)
     query = next((s.content for s in steps if s.kind == "user" and s.content), "") or _run_text(root.get("inputs"))
     extra = dict_or_empty(root.get("extra"))
     run_fields = {k: v for k, v in root.items() if k not in ("inputs", "outputs", "serialized")}
-    extras = redact_secrets({"root_run": run_fields,
-                             "metadata": extra.get("metadata"), "runtime": extra.get("runtime"),
-                             "runs": len(runs)})
+    extras = redact_secrets(
+        {"root_run": run_fields, "metadata": extra.get("metadata"), "runtime": extra.get("runtime"), "runs": len(runs)}
+    )
     tid = text_or_none(root.get("trace_id")) or text_or_none(root.get("id")) or ctx.path.stem
-    return Trace(id=f"langsmith-{tid}", framework="langsmith", agents=[Agent(id=a) for a in agents],
-                 task=Task(query=query), steps=steps, final_answer=final,
-                 outcome=Outcome.failure if text_or_none(root.get("error")) else Outcome.unknown,
-                 source=ctx.source("langsmith"),
-                 extras=extras)
+    return Trace(
+        id=f"langsmith-{tid}",
+        framework="langsmith",
+        agents=[Agent(id=a) for a in agents],
+        task=Task(query=query),
+        steps=steps,
+        final_answer=final,
+        outcome=Outcome.failure if text_or_none(root.get("error")) else Outcome.unknown,
+        source=ctx.source("langsmith"),
+        extras=extras,
+    )
 
 
 class LangSmithImporter(DocumentImporter):

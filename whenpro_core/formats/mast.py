@@ -39,20 +39,34 @@ import math
 import re
 from typing import Any
 
-from whenpro_core.formats.base import (DocumentImporter, LoadContext, as_text, expect, maybe_json,
-                                       redact_secrets, sibling_json)
+from whenpro_core.formats.base import (
+    DocumentImporter,
+    LoadContext,
+    as_text,
+    expect,
+    maybe_json,
+    redact_secrets,
+    sibling_json,
+)
 from whenpro_core.formats.chat import chat_steps
 from whenpro_core.model import TRACE_HIDDEN_KEY, Agent, Annotation, Source, Step, Task, Trace
 
 #: The final 14 MAST failure modes (arXiv 2503.13657, Figure 1), by code.
 MAST_MODES = {
-    "1.1": "Disobey Task Specification", "1.2": "Disobey Role Specification",
-    "1.3": "Step Repetition", "1.4": "Loss of Conversation History",
-    "1.5": "Unaware of Termination Conditions", "2.1": "Conversation Reset",
-    "2.2": "Fail to Ask for Clarification", "2.3": "Task Derailment",
-    "2.4": "Information Withholding", "2.5": "Ignored Other Agent's Input",
-    "2.6": "Reasoning-Action Mismatch", "3.1": "Premature Termination",
-    "3.2": "No or Incomplete Verification", "3.3": "Incorrect Verification",
+    "1.1": "Disobey Task Specification",
+    "1.2": "Disobey Role Specification",
+    "1.3": "Step Repetition",
+    "1.4": "Loss of Conversation History",
+    "1.5": "Unaware of Termination Conditions",
+    "2.1": "Conversation Reset",
+    "2.2": "Fail to Ask for Clarification",
+    "2.3": "Task Derailment",
+    "2.4": "Information Withholding",
+    "2.5": "Ignored Other Agent's Input",
+    "2.6": "Reasoning-Action Mismatch",
+    "3.1": "Premature Termination",
+    "3.2": "No or Incomplete Verification",
+    "3.3": "Incorrect Verification",
 }
 GOLD_FILE = "gold_labels.json"
 _LEAKING = ("note", "other_data")
@@ -62,11 +76,16 @@ _FROM = re.compile(r"^\[(?P<time>[^\]]*)\]\s*FROM:\s*(?P<agent>.+?)\s+TO:\s*(?P<
 _NEW = re.compile(r"^\[(?P<time>[^\]]*)\]\s*NEW MESSAGES:\s*$", re.M)
 _SPEAKER = re.compile(r"^\s*(?P<agent>[A-Za-z][\w .-]{0,60}?):[ \t]?(?P<rest>.*)$")
 #: A loguru line: ``2025-01-17 11:40:27.872 | INFO     | metagpt.roles.role:_act:391 - <message>``.
-_LOGURU = re.compile(r"^(?P<time>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\s*\|\s*(?P<level>[A-Z]+)\s*\|"
-                     r"\s*(?P<where>\S+)\s+-\s+(?P<message>.*)$", re.M)
+_LOGURU = re.compile(
+    r"^(?P<time>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\s*\|\s*(?P<level>[A-Z]+)\s*\|"
+    r"\s*(?P<where>\S+)\s+-\s+(?P<message>.*)$",
+    re.M,
+)
 #: A role action logged by MetaGPT's ``Role._act``: ``Alice(SimpleCoder): to do SimpleWriteCode(...)``.
-_ROLE_ACTION = re.compile(r"^(?P<name>[^():|]{1,80}?)\((?P<role>[^()]{1,80})\):\s*(?:to do|ready to)\s+"
-                          r"(?P<action>[\w.]+)")
+_ROLE_ACTION = re.compile(
+    r"^(?P<name>[^():|]{1,80}?)\((?P<role>[^()]{1,80})\):\s*(?:to do|ready to)\s+"
+    r"(?P<action>[\w.]+)"
+)
 
 
 def is_record(doc: Any) -> bool:
@@ -87,8 +106,11 @@ def mode_name(failure_mode: str) -> tuple[str, str]:
 
 def majority(votes: dict[str, Any]) -> tuple[int, int]:
     """(yes votes, valid votes) over ``annotator_*`` members; NaN or missing counts as none."""
-    valid = [v for k, v in votes.items() if k.startswith("annotator")
-             and isinstance(v, bool) and not (isinstance(v, float) and math.isnan(v))]
+    valid = [
+        v
+        for k, v in votes.items()
+        if k.startswith("annotator") and isinstance(v, bool) and not (isinstance(v, float) and math.isnan(v))
+    ]
     return sum(1 for v in valid if v), len(valid)
 
 
@@ -100,7 +122,7 @@ def split_metagpt_log(text: str) -> list[tuple[str, str, dict]]:
     for block in _BLOCK_END.split(text):
         m = _FROM.search(block)
         if m:
-            body = block[m.end():]
+            body = block[m.end() :]
             action = re.search(r"^ACTION:\s*(.*)$", body, re.M)
             content = body.split("CONTENT:", 1)[1] if "CONTENT:" in body else body
             meta = {"time": m.group("time"), "to": m.group("to").strip()}
@@ -110,7 +132,7 @@ def split_metagpt_log(text: str) -> list[tuple[str, str, dict]]:
             continue
         m = _NEW.search(block)
         if m:
-            body = block[m.end():].lstrip("\n")
+            body = block[m.end() :].lstrip("\n")
             first, _, rest = body.partition("\n")
             sp = _SPEAKER.match(first)
             if sp:
@@ -133,17 +155,24 @@ def split_loguru_log(text: str) -> list[tuple[str, str, dict]]:
             continue
         end = lines[n + 1].start() if n + 1 < len(lines) else len(text)
         name, role = act.group("name").strip(), act.group("role").strip()
-        meta = {"time": line.group("time"), "action": act.group("action"), "name": name, "role": role,
-                "logger": line.group("where")}
-        turns.append((f"{name}({role})", text[line.end():end].strip("\n"), meta))
+        meta = {
+            "time": line.group("time"),
+            "action": act.group("action"),
+            "name": name,
+            "role": role,
+            "logger": line.group("where"),
+        }
+        turns.append((f"{name}({role})", text[line.end() : end].strip("\n"), meta))
     return turns
 
 
 def _log_steps(text: str) -> list[Step]:
     """Steps of a MetaGPT log: communication-log markers, else loguru role actions."""
     turns = split_metagpt_log(text) or split_loguru_log(text)
-    return [Step(index=i, coord=str(i), agent=a, kind="user" if a.lower() == "human" else "message",
-                 content=c, meta=m) for i, (a, c, m) in enumerate(turns)]
+    return [
+        Step(index=i, coord=str(i), agent=a, kind="user" if a.lower() == "human" else "message", content=c, meta=m)
+        for i, (a, c, m) in enumerate(turns)
+    ]
 
 
 class MastImporter(DocumentImporter):
@@ -160,8 +189,7 @@ class MastImporter(DocumentImporter):
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
         if isinstance(doc, dict):
             return [self._record(doc, ctx, "$", key=None)]
-        return [self._record(r, ctx, f"$[{i}]", key=str(r.get("trace_id")))
-                for i, r in enumerate(doc)]
+        return [self._record(r, ctx, f"$[{i}]", key=str(r.get("trace_id"))) for i, r in enumerate(doc)]
 
     def _record(self, rec: Any, ctx: LoadContext, where: str, key: str | None) -> Trace:
         expect(rec, dict, ctx, where, "a record {mas_name, trace_id, trace, annotations}")
@@ -178,14 +206,18 @@ class MastImporter(DocumentImporter):
         if isinstance(inner, dict):
             steps, query = self._json_steps(inner, ctx, f"{where}.trace")
             hidden.update({k: inner[k] for k in _LEAKING if k in inner})
-            extras["trace_meta"] = {k: v for k, v in inner.items()
-                                    if k not in ("trajectory", "problem_statement", *_LEAKING)}
+            extras["trace_meta"] = {
+                k: v for k, v in inner.items() if k not in ("trajectory", "problem_statement", *_LEAKING)
+            }
         elif isinstance(inner, str):
             steps = _log_steps(inner)
             if not steps:
-                raise ctx.error("no speaker markers in the log text", f"{where}.trace",
-                                "a MetaGPT log with FROM:/NEW MESSAGES: blocks or 'Name(Role): to do Action' "
-                                "log lines, or an AG2 JSON trace")
+                raise ctx.error(
+                    "no speaker markers in the log text",
+                    f"{where}.trace",
+                    "a MetaGPT log with FROM:/NEW MESSAGES: blocks or 'Name(Role): to do Action' "
+                    "log lines, or an AG2 JSON trace",
+                )
             query = query or next((s.content for s in steps if s.kind == "user"), "")
         else:
             raise ctx.error("wrong type", f"{where}.trace", "a JSON object or log text")
@@ -199,17 +231,23 @@ class MastImporter(DocumentImporter):
         if hidden:
             extras[TRACE_HIDDEN_KEY] = hidden
         bench = as_text(rec.get("benchmark_name")).lower()
-        return Trace(id=f"mast-{mas.lower()}-{bench or 'x'}-{tid}", framework=mas.lower(), benchmark=bench,
-                     agents=[Agent(id=a, role=r) for a, r in agents.items()], task=Task(query=query), steps=steps,
-                     annotations=annotations,
-                     source=Source(format=self.name, path=str(ctx.path), key=key,
-                                   root=str(ctx.root) if ctx.root else None),
-                     extras=redact_secrets(extras))
+        return Trace(
+            id=f"mast-{mas.lower()}-{bench or 'x'}-{tid}",
+            framework=mas.lower(),
+            benchmark=bench,
+            agents=[Agent(id=a, role=r) for a, r in agents.items()],
+            task=Task(query=query),
+            steps=steps,
+            annotations=annotations,
+            source=Source(format=self.name, path=str(ctx.path), key=key, root=str(ctx.root) if ctx.root else None),
+            extras=redact_secrets(extras),
+        )
 
     @staticmethod
     def _json_steps(inner: dict, ctx: LoadContext, where: str) -> tuple[list[Step], str]:
-        traj = expect(inner.get("trajectory"), list, ctx, f"{where}.trajectory",
-                      "a list of messages {content, role, name}")
+        traj = expect(
+            inner.get("trajectory"), list, ctx, f"{where}.trajectory", "a list of messages {content, role, name}"
+        )
         return chat_steps(traj, ctx, f"{where}.trajectory"), as_text(inner.get("problem_statement"))
 
     @staticmethod
@@ -225,13 +263,19 @@ class MastImporter(DocumentImporter):
             expect(a, dict, ctx, f"{where}.annotations[{j}]", "a {failure mode, annotator_*} object")
             text = a.get("failure mode")
             if not isinstance(text, str):
-                raise ctx.error("wrong type", f"{where}.annotations[{j}].failure mode",
-                                "the failure mode as '<code> <name>'")
+                raise ctx.error(
+                    "wrong type", f"{where}.annotations[{j}].failure mode", "the failure mode as '<code> <name>'"
+                )
             code, name = mode_name(text)
             yes, valid = majority(a)
             if valid and yes * 2 > valid:
-                out.append(Annotation(label=name, source="mad",
-                                      reason=f"{yes} of {valid} annotators; code {code} in {rec.get('round')}"))
+                out.append(
+                    Annotation(
+                        label=name,
+                        source="mad",
+                        reason=f"{yes} of {valid} annotators; code {code} in {rec.get('round')}",
+                    )
+                )
         return out
 
     @staticmethod
@@ -251,6 +295,11 @@ class MastImporter(DocumentImporter):
         out = []
         for code in present:
             num = str(code).removeprefix("FM-")
-            out.append(Annotation(label=MAST_MODES.get(num, str(code)), source="mast-lint gold",
-                                  reason=f"{code}. {notes}" if notes else str(code)))
+            out.append(
+                Annotation(
+                    label=MAST_MODES.get(num, str(code)),
+                    source="mast-lint gold",
+                    reason=f"{code}. {notes}" if notes else str(code),
+                )
+            )
         return out

@@ -74,7 +74,7 @@ def _stash(value: Any, stash: list[Any], token: str) -> Any:
 def _put_back(doc: Any, stash: list[Any], token: str) -> Any:
     """``doc`` (a model dump, shallow) with every stash token replaced by its value."""
     if isinstance(doc, str):
-        return stash[int(doc[len(token):])] if doc.startswith(token) else doc
+        return stash[int(doc[len(token) :])] if doc.startswith(token) else doc
     if isinstance(doc, dict):
         return {k: _put_back(v, stash, token) for k, v in doc.items()}
     if isinstance(doc, list):
@@ -98,11 +98,9 @@ def trace_from_dict(doc: Any, ctx: LoadContext) -> Trace:
         raise ctx.error(err["msg"], loc, expected="a whenpro.trace/1 document") from None
     for i, step in enumerate(trace.steps):
         if step.index != i:
-            raise ctx.error(f"step index {step.index} out of order", f"$.steps[{i}].index",
-                            expected=str(i))
+            raise ctx.error(f"step index {step.index} out of order", f"$.steps[{i}].index", expected=str(i))
     _check_gt_step(trace, ctx)
-    trace.source = Source(format="native", path=str(ctx.path),
-                          root=str(ctx.root) if ctx.root else None)
+    trace.source = Source(format="native", path=str(ctx.path), root=str(ctx.root) if ctx.root else None)
     return trace
 
 
@@ -116,9 +114,11 @@ def _check_gt_step(trace: Trace, ctx: LoadContext) -> None:
     coords = [s.coord for s in trace.steps if s.coord is not None]
     valid = [round_of(c) for c in coords] if gt.round_only else coords
     if normalize_coord(gt.step) not in valid:
-        raise ctx.error(f"step {gt.step!r} is not a step of the trajectory", "$.ground_truth.step",
-                        expected=f"{'a round' if gt.round_only else 'a step coordinate'} in "
-                                 f"{describe_coords(valid)}")
+        raise ctx.error(
+            f"step {gt.step!r} is not a step of the trajectory",
+            "$.ground_truth.step",
+            expected=f"{'a round' if gt.round_only else 'a step coordinate'} in {describe_coords(valid)}",
+        )
 
 
 class NativeImporter(DocumentImporter):
@@ -143,8 +143,11 @@ class NativeImporter(DocumentImporter):
                 raise ctx.error("wrong type", f"$[{i}]", expected="a trace object")
             if d.get("format") != NATIVE_FORMAT:
                 where = f"$[{i}].format" if isinstance(doc, list) else "$.format"
-                raise ctx.error(f"unsupported native format {clean(str(d.get('format')))!r}", where,
-                                expected=f"{NATIVE_FORMAT}; a newer file needs a newer whenpro")
+                raise ctx.error(
+                    f"unsupported native format {clean(str(d.get('format')))!r}",
+                    where,
+                    expected=f"{NATIVE_FORMAT}; a newer file needs a newer whenpro",
+                )
             t = trace_from_dict(d, ctx)
             if isinstance(doc, list):
                 t.source.key = str(i + 1)
@@ -159,6 +162,5 @@ def load_native(path: str | Path) -> Trace:
     p = Path(path)
     doc = read_json_file(p)
     if not NativeImporter().matches(doc):
-        raise TraceFormatError("not a whenpro trace", path=p, json_path="$.format",
-                               expected=f'"{NATIVE_FORMAT}"')
+        raise TraceFormatError("not a whenpro trace", path=p, json_path="$.format", expected=f'"{NATIVE_FORMAT}"')
     return NativeImporter().load(doc, LoadContext(path=p))[0]

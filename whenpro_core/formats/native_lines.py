@@ -25,8 +25,14 @@ from pydantic import ValidationError
 
 from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import (FileImporter, LoadContext, final_answer_from_steps,
-                                       outcome_from_gold, parse_json, summarize)
+from whenpro_core.formats.base import (
+    FileImporter,
+    LoadContext,
+    final_answer_from_steps,
+    outcome_from_gold,
+    parse_json,
+    summarize,
+)
 from whenpro_core.model import NATIVE_FORMAT, Outcome, Source, Step, Trace, TraceSummary
 
 _STEP_KEYS = frozenset(Step.model_fields)
@@ -46,8 +52,7 @@ def is_header(obj: Any) -> bool:
 def is_step_line(obj: Any) -> bool:
     """True for an object that can be a step line: only Step fields, with ``kind`` or
     ``content``."""
-    return (isinstance(obj, dict) and bool(obj) and obj.keys() <= _STEP_KEYS
-            and bool({"kind", "content"} & obj.keys()))
+    return isinstance(obj, dict) and bool(obj) and obj.keys() <= _STEP_KEYS and bool({"kind", "content"} & obj.keys())
 
 
 def _where(err: dict) -> str:
@@ -87,8 +92,9 @@ class NativeLinesBuilder:
     def _header(self, obj: dict) -> tuple[str, ...]:
         unknown = obj.keys() - _TRACE_KEYS
         if unknown:
-            raise self.ctx.error(f"unknown trace field {sorted(unknown)[0]!r}", "$",
-                                 expected="whenpro.trace/1 trace fields")
+            raise self.ctx.error(
+                f"unknown trace field {sorted(unknown)[0]!r}", "$", expected="whenpro.trace/1 trace fields"
+            )
         new = {k: v for k, v in obj.items() if k not in ("steps", "format", "source")}
         fields = {**self.fields, **new}
         base = self._validate_header(fields)
@@ -106,8 +112,9 @@ class NativeLinesBuilder:
 
     def _make_step(self, obj: Any, position: int, where: str) -> Step:
         if not isinstance(obj, dict):
-            raise self.ctx.error(f"wrong type (got {type(obj).__name__})", where,
-                                 expected="a step object or a header object")
+            raise self.ctx.error(
+                f"wrong type (got {type(obj).__name__})", where, expected="a step object or a header object"
+            )
         data = dict(obj)
         given = data.setdefault("index", position)
         if isinstance(given, int) and not isinstance(given, bool) and given > position:
@@ -116,8 +123,9 @@ class NativeLinesBuilder:
             data["index"] = position
             data.setdefault("coord", str(given))
         elif given != position:
-            raise self.ctx.error(f"step index {given} out of order", f"{where}.index",
-                                 expected=f"{position} (a line went missing?)")
+            raise self.ctx.error(
+                f"step index {given} out of order", f"{where}.index", expected=f"{position} (a line went missing?)"
+            )
         data.setdefault("coord", str(position))
         try:
             return Step.model_validate(data)
@@ -135,10 +143,16 @@ class NativeLinesBuilder:
         outcome = base.outcome
         if outcome == Outcome.unknown:
             outcome = outcome_from_gold(final, base.task.answer, base.ground_truth is not None)
-        return base.model_copy(update={
-            "steps": list(self.steps), "final_answer": final, "outcome": outcome,
-            "source": Source(format=self.format, path=str(self.ctx.path),
-                             root=str(self.ctx.root) if self.ctx.root else None)})
+        return base.model_copy(
+            update={
+                "steps": list(self.steps),
+                "final_answer": final,
+                "outcome": outcome,
+                "source": Source(
+                    format=self.format, path=str(self.ctx.path), root=str(self.ctx.root) if self.ctx.root else None
+                ),
+            }
+        )
 
 
 def skipped_lines_warning(bad: list[TraceFormatError], shown: int = 5) -> str:

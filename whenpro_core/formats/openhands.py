@@ -30,15 +30,42 @@ from __future__ import annotations
 
 from typing import Any
 
-from whenpro_core.formats.base import (DocumentImporter, JsonLinesImporter, LoadContext, as_text,
-                                       expect, final_answer_from_steps, maybe_json, redact_secrets,
-                                       text_or_none)
+from whenpro_core.formats.base import (
+    DocumentImporter,
+    JsonLinesImporter,
+    LoadContext,
+    as_text,
+    expect,
+    final_answer_from_steps,
+    maybe_json,
+    redact_secrets,
+    text_or_none,
+)
 from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
-_KINDS = {"message": "assistant", "system": "system", "finish": "final_answer", "think": "plan",
-          "change_agent_state": "state", "recall": "action"}
-_EVENT_KEYS = ("id", "timestamp", "source", "message", "action", "observation", "args", "cause",
-               "content", "extras", "tool_call_metadata", "llm_metrics", "timeout")
+_KINDS = {
+    "message": "assistant",
+    "system": "system",
+    "finish": "final_answer",
+    "think": "plan",
+    "change_agent_state": "state",
+    "recall": "action",
+}
+_EVENT_KEYS = (
+    "id",
+    "timestamp",
+    "source",
+    "message",
+    "action",
+    "observation",
+    "args",
+    "cause",
+    "content",
+    "extras",
+    "tool_call_metadata",
+    "llm_metrics",
+    "timeout",
+)
 _LINE_KEYS = ("history", "instruction")
 
 
@@ -50,16 +77,24 @@ def is_event(value: Any) -> bool:
 def is_event_list(value: Any) -> bool:
     """A non-empty list that starts with an event and holds at least one action (later
     entries that are not events are reported by JSON path when loading)."""
-    return (isinstance(value, list) and bool(value) and is_event(value[0])
-            and any(isinstance(e, dict) and "action" in e for e in value))
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and is_event(value[0])
+        and any(isinstance(e, dict) and "action" in e for e in value)
+    )
 
 
 def is_output_line(value: Any) -> bool:
     """An evaluation output object: ``history`` events plus ``instance_id`` or ``issue``
     and ``instruction``. A ``history`` that is not a list still matches, so loading
     reports it at ``$.history``."""
-    if not (isinstance(value, dict) and "history" in value
-            and ("instance_id" in value or "issue" in value) and "instruction" in value):
+    if not (
+        isinstance(value, dict)
+        and "history" in value
+        and ("instance_id" in value or "issue" in value)
+        and "instruction" in value
+    ):
         return False
     history = value["history"]
     return not isinstance(history, list) or not history or is_event_list(history)
@@ -125,8 +160,14 @@ def events_to_steps(events: list, ctx: LoadContext, where: str) -> list[Step]:
             raise ctx.error("wrong type", f"{ew}.observation", "the observation type as a string")
         cause = event.get("cause")
         target = by_id.get(str(cause)) if cause is not None else None
-        if target is None and cause is None and eid is None and steps and steps[-1].observation is None \
-                and steps[-1].kind != "state":
+        if (
+            target is None
+            and cause is None
+            and eid is None
+            and steps
+            and steps[-1].observation is None
+            and steps[-1].kind != "state"
+        ):
             target = steps[-1]
         if obs == "null":  # NullObservation: "No observation"
             if target is not None:
@@ -148,15 +189,24 @@ def events_to_steps(events: list, ctx: LoadContext, where: str) -> list[Step]:
         agent = source or ("environment" if kind != "error" else "agent")
         if kind == "state" and isinstance(extras, dict):
             text = text or f"agent state: {extras.get('agent_state')}"
-        steps.append(Step(index=len(steps), coord=eid if eid is not None else str(n), agent=agent,
-                          kind=kind, content=text, error=text if kind == "error" else None,
-                          meta={"event_id": eid, "observation": obs, "timestamp": event.get("timestamp")},
-                          raw=_raw(event)))
+        steps.append(
+            Step(
+                index=len(steps),
+                coord=eid if eid is not None else str(n),
+                agent=agent,
+                kind=kind,
+                content=text,
+                error=text if kind == "error" else None,
+                meta={"event_id": eid, "observation": obs, "timestamp": event.get("timestamp")},
+                raw=_raw(event),
+            )
+        )
     return steps
 
 
-def _action_step(index: int, n: int, event: dict, eid: str | None, source: str | None,
-                 ctx: LoadContext, where: str) -> Step:
+def _action_step(
+    index: int, n: int, event: dict, eid: str | None, source: str | None, ctx: LoadContext, where: str
+) -> Step:
     action = event.get("action")
     if not isinstance(action, str):
         raise ctx.error("wrong type", f"{where}.action", "the action type as a string")
@@ -165,21 +215,35 @@ def _action_step(index: int, n: int, event: dict, eid: str | None, source: str |
     kind = _KINDS.get(action, "action")
     if action == "message" and agent == "user":
         kind = "user"
-    content = (text_or_none(args.get("thought")) or text_or_none(args.get("final_thought"))
-               or text_or_none(args.get("content")) or as_text(event.get("message")))
+    content = (
+        text_or_none(args.get("thought"))
+        or text_or_none(args.get("final_thought"))
+        or text_or_none(args.get("content"))
+        or as_text(event.get("message"))
+    )
     calls: list[ToolCall] = []
     if kind in ("action", "final_answer") and action not in ("message",):
         tcm = event.get("tool_call_metadata") if isinstance(event.get("tool_call_metadata"), dict) else {}
         call_args = {k: v for k, v in args.items() if k not in ("thought", "final_thought")}
-        calls = [ToolCall(id=text_or_none(tcm.get("tool_call_id")), name=text_or_none(tcm.get("function_name")) or action,
-                          arguments=call_args)] if kind == "action" else []
+        calls = (
+            [
+                ToolCall(
+                    id=text_or_none(tcm.get("tool_call_id")),
+                    name=text_or_none(tcm.get("function_name")) or action,
+                    arguments=call_args,
+                )
+            ]
+            if kind == "action"
+            else []
+        )
     meta: dict[str, Any] = {"event_id": eid, "action": action, "timestamp": event.get("timestamp")}
     usage = _usage(event)
     if usage:
         meta["usage"] = usage
     coord = None if kind == "system" else (eid if eid is not None else str(n))
-    return Step(index=index, coord=coord, agent=agent, kind=kind, content=content, tool_calls=calls,
-                meta=meta, raw=_raw(event))
+    return Step(
+        index=index, coord=coord, agent=agent, kind=kind, content=content, tool_calls=calls, meta=meta, raw=_raw(event)
+    )
 
 
 def _trace(events: list, ctx: LoadContext, where: str, *, tid: str, line: dict | None) -> Trace:
@@ -194,28 +258,38 @@ def _trace(events: list, ctx: LoadContext, where: str, *, tid: str, line: dict |
     else:
         outcome = Outcome.unknown
     if error:  # the run's own error (iteration limit, crash): the last thing that happened
-        steps.append(Step(index=len(steps), agent="environment", kind="error", content=error,
-                          error=error, meta={"from": "error"}))
+        steps.append(
+            Step(
+                index=len(steps), agent="environment", kind="error", content=error, error=error, meta={"from": "error"}
+            )
+        )
     agents: dict[str, None] = {}
     for s in steps:
         if s.kind not in ("system", "state"):
             agents.setdefault(s.agent, None)
     query = as_text(line.get("instruction")) or next((s.content for s in steps if s.kind == "user"), "")
     final = final_answer_from_steps(steps)
-    patch = line.get("test_result", {}).get("git_patch") if isinstance(line.get("test_result"), dict) \
+    patch = (
+        line.get("test_result", {}).get("git_patch")
+        if isinstance(line.get("test_result"), dict)
         else line.get("git_patch")
+    )
     extras = redact_secrets({k: v for k, v in line.items() if k not in ("history", "instruction")})
     if isinstance(patch, str) and patch:
         extras["git_patch"] = patch
     metadata = line.get("metadata") if isinstance(line.get("metadata"), dict) else {}
-    return Trace(id=tid, framework="openhands", benchmark="multi-swe-bench" if "instance" in line else "",
-                 agents=[Agent(id=a, role=metadata.get("agent_class") if a == "agent" else None)
-                         for a in agents],
-                 task=Task(query=query), steps=steps, final_answer=final or text_or_none(patch),
-                 outcome=outcome,
-                 source=Source(format="openhands", path=str(ctx.path), key=ctx.key,
-                               root=str(ctx.root) if ctx.root else None),
-                 extras=extras)
+    return Trace(
+        id=tid,
+        framework="openhands",
+        benchmark="multi-swe-bench" if "instance" in line else "",
+        agents=[Agent(id=a, role=metadata.get("agent_class") if a == "agent" else None) for a in agents],
+        task=Task(query=query),
+        steps=steps,
+        final_answer=final or text_or_none(patch),
+        outcome=outcome,
+        source=Source(format="openhands", path=str(ctx.path), key=ctx.key, root=str(ctx.root) if ctx.root else None),
+        extras=extras,
+    )
 
 
 def output_line_trace(line: Any, ctx: LoadContext) -> Trace:
@@ -258,8 +332,10 @@ class OpenHandsJsonlImporter(JsonLinesImporter):
 
     def keys_match(self, keys: list[str]) -> bool:
         has = set(keys)
-        return bool(("instance_id" in has and has & {"instruction", "test_result", "history", "metadata"})
-                    or {"issue", "issue_type"} <= has)
+        return bool(
+            ("instance_id" in has and has & {"instruction", "test_result", "history", "metadata"})
+            or {"issue", "issue_type"} <= has
+        )
 
     def load_row(self, obj: Any, ctx: LoadContext) -> Trace:
         return output_line_trace(obj, ctx)

@@ -46,7 +46,7 @@ def unflatten(attrs: dict[str, Any], prefix: str) -> list[dict]:
     for key, value in attrs.items():
         if not key.startswith(head):
             continue
-        idx, _, rest = key[len(head):].partition(".")
+        idx, _, rest = key[len(head) :].partition(".")
         if idx.isdigit() and rest:
             items.setdefault(int(idx), {})[rest] = value
     return [items[i] for i in sorted(items)]
@@ -68,8 +68,13 @@ def message_of(flat: dict[str, Any]) -> tuple[str, str, list[ToolCall], list[Med
         name = call.get("tool_call.function.name")
         if isinstance(name, str):
             cid = call.get("tool_call.id")
-            calls.append(ToolCall(id=str(cid) if cid is not None else None, name=name,
-                                  arguments=maybe_json(call.get("tool_call.function.arguments"))))
+            calls.append(
+                ToolCall(
+                    id=str(cid) if cid is not None else None,
+                    name=name,
+                    arguments=maybe_json(call.get("tool_call.function.arguments")),
+                )
+            )
     return role, "\n".join(t for t in texts if t), calls, media
 
 

@@ -113,8 +113,14 @@ def parts_message(parts: Any) -> tuple[str, list[ToolCall], list[MediaRef]]:
         elif t == "tool_call_response":
             texts.append(as_text(p.get("response", p.get("result"))))
         elif t == "blob" and isinstance(p.get("content"), str):
-            media.append(MediaRef(kind="video" if p.get("modality") == "video" else "image",
-                                  data=p["content"], mime=p.get("mime_type"), label=f"blob #{len(media)}"))
+            media.append(
+                MediaRef(
+                    kind="video" if p.get("modality") == "video" else "image",
+                    data=p["content"],
+                    mime=p.get("mime_type"),
+                    label=f"blob #{len(media)}",
+                )
+            )
         elif t in ("uri", "file"):
             media.append(MediaRef(kind="image", label=as_text(p.get("uri") or p.get("file_id"))))
     return "\n".join(t for t in texts if t), calls, media
@@ -131,15 +137,24 @@ def _event_messages(span: Span) -> tuple[list[dict], list[dict]]:
     ins, outs = [], []
     for ev in span.events:
         a, name = ev["attributes"], ev["name"]
-        if name in ("gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message",
-                    "gen_ai.tool.message"):
-            ins.append({"role": name.split(".")[1], "text": as_text(a.get("content")),
-                        "tool_calls": _old_calls(a.get("tool_calls"))})
+        if name in ("gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message"):
+            ins.append(
+                {
+                    "role": name.split(".")[1],
+                    "text": as_text(a.get("content")),
+                    "tool_calls": _old_calls(a.get("tool_calls")),
+                }
+            )
         elif name == "gen_ai.choice":
             msg = maybe_json(a.get("message"))
             msg = msg if isinstance(msg, dict) else {"content": a.get("content")}
-            outs.append({"role": "assistant", "text": as_text(msg.get("content")),
-                         "tool_calls": _old_calls(msg.get("tool_calls") or a.get("tool_calls"))})
+            outs.append(
+                {
+                    "role": "assistant",
+                    "text": as_text(msg.get("content")),
+                    "tool_calls": _old_calls(msg.get("tool_calls") or a.get("tool_calls")),
+                }
+            )
         elif name == "gen_ai.content.completion":
             outs.append({"role": "assistant", "text": as_text(a.get("gen_ai.completion")), "tool_calls": []})
         elif name == "gen_ai.content.prompt":
@@ -158,8 +173,10 @@ def _old_calls(value: Any) -> list[ToolCall]:
 
 def _model_step(i: int, span: Span, agent: str) -> tuple[Step, str]:
     a = span.attributes
-    ins = [{"role": m.get("role"), "text": parts_message(m.get("parts"))[0]}
-           for m in _messages(a.get("gen_ai.input.messages"))]
+    ins = [
+        {"role": m.get("role"), "text": parts_message(m.get("parts"))[0]}
+        for m in _messages(a.get("gen_ai.input.messages"))
+    ]
     outs = _messages(a.get("gen_ai.output.messages"))
     ev_in, ev_out = _event_messages(span)
     ins = ins or ev_in
@@ -176,8 +193,12 @@ def _model_step(i: int, span: Span, agent: str) -> tuple[Step, str]:
     if ins:
         step.meta["input"] = ins[-1]["text"]
         user = next((m["text"] for m in ins if m["role"] == "user" and m["text"]), "")
-    for key in ("gen_ai.request.model", "gen_ai.response.model", "gen_ai.usage.input_tokens",
-                "gen_ai.usage.output_tokens"):
+    for key in (
+        "gen_ai.request.model",
+        "gen_ai.response.model",
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.output_tokens",
+    ):
         if key in a:
             step.meta[key.removeprefix("gen_ai.")] = a[key]
     return step, user
@@ -191,9 +212,13 @@ def genai_step(i: int, span: Span, agent: str) -> tuple[Step, str]:
         step, user = _model_step(i, span, agent)
     elif op == "execute_tool":
         step = base_step(i, span, agent, "tool")
-        step.tool_calls = [ToolCall(id=a.get("gen_ai.tool.call.id"),
-                                    name=str(a.get("gen_ai.tool.name") or _agent_name(span)),
-                                    arguments=maybe_json(a.get("gen_ai.tool.call.arguments")))]
+        step.tool_calls = [
+            ToolCall(
+                id=a.get("gen_ai.tool.call.id"),
+                name=str(a.get("gen_ai.tool.name") or _agent_name(span)),
+                arguments=maybe_json(a.get("gen_ai.tool.call.arguments")),
+            )
+        ]
         result = a.get("gen_ai.tool.call.result")
         step.observation = None if result is None else as_text(maybe_json(result))
     elif op in _AGENT_OPS:
@@ -298,17 +323,27 @@ def build_traces(spans: list[Span], ctx: LoadContext) -> list[Trace]:
         steps, query, frames = trace_steps(ordered)
         roots = [s for s in ordered if s.depth == 0]
         final = _frame_answer(frames) or next(
-            (s.content for s in reversed(steps) if s.kind == "assistant" and s.content), None)
+            (s.content for s in reversed(steps) if s.kind == "assistant" and s.content), None
+        )
         res = ordered[0].resource if ordered else {}
         fmt = "openinference" if oi else "otel"
         trace = Trace(
-            id=trace_id, framework=fmt,
+            id=trace_id,
+            framework=fmt,
             modality=Modality.image if any(s.media for s in steps) else Modality.text,
-            agents=_agents(steps, frames), task=Task(query=query), steps=steps, final_answer=final,
+            agents=_agents(steps, frames),
+            task=Task(query=query),
+            steps=steps,
+            final_answer=final,
             outcome=Outcome.failure if any(r.failed for r in roots) else Outcome.unknown,
             source=ctx.source(fmt, key=trace_id),
-            extras={"service": res.get("service.name"), "resource": redact_secrets(res),
-                    "span_count": len(ordered), "agent_spans": [f.raw() for f in frames]})
+            extras={
+                "service": res.get("service.name"),
+                "resource": redact_secrets(res),
+                "span_count": len(ordered),
+                "agent_spans": [f.raw() for f in frames],
+            },
+        )
         traces.append(restore_trace(trace, res))
     return traces
 
@@ -336,8 +371,7 @@ class OtlpImporter(FileImporter):
         try:
             size = path.stat().st_size
             if size > MAX_FILE_BYTES:
-                raise TraceFormatError(f"file is {size} bytes", path=path,
-                                       expected=f"at most {MAX_FILE_BYTES} bytes")
+                raise TraceFormatError(f"file is {size} bytes", path=path, expected=f"at most {MAX_FILE_BYTES} bytes")
             data = path.read_bytes()
         except OSError as exc:
             raise TraceFormatError(f"cannot read file: {exc.strerror}", path=path) from None
@@ -356,8 +390,9 @@ class OtlpImporter(FileImporter):
             except TraceFormatError as exc:
                 raise exc.located(path=path, row=row)
         if not spans:
-            raise TraceFormatError("no spans in this file", path=path, json_path="$.resourceSpans",
-                                   expected="at least one span")
+            raise TraceFormatError(
+                "no spans in this file", path=path, json_path="$.resourceSpans", expected="at least one span"
+            )
         return spans
 
     def load_all(self, path: Path, root: Path | None) -> list[Trace]:
@@ -377,5 +412,6 @@ class OtlpImporter(FileImporter):
                 return t
         if key and key.isdigit() and 1 <= int(key) <= len(traces):
             return traces[int(key) - 1]
-        raise TraceFormatError(f"no trace {key!r} in this file", path=path,
-                               expected="a trace id (hex) or a 1-based position")
+        raise TraceFormatError(
+            f"no trace {key!r} in this file", path=path, expected="a trace id (hex) or a 1-based position"
+        )

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from whenpro_core.formats.base import LoadContext, as_text, expect, redact_secrets
 from whenpro_core.model import Step
+
 
 @dataclass
 class Span:
@@ -62,32 +64,51 @@ class Span:
         return f"{kind}: {msg}" if msg else str(kind)
 
     @classmethod
-    def from_raw(cls, raw: Any, resource: dict[str, Any] | None = None) -> "Span | None":
+    def from_raw(cls, raw: Any, resource: dict[str, Any] | None = None) -> Span | None:
         """The span back from its :meth:`raw` form (``Step.raw`` of an OpenTelemetry
         trace; secrets stay redacted), or ``None`` when ``raw`` is not one. The live
         store uses it to resume a trace it had evicted from memory."""
-        if not isinstance(raw, dict) or not isinstance(raw.get("trace_id"), str) \
-                or not isinstance(raw.get("span_id"), str):
+        if (
+            not isinstance(raw, dict)
+            or not isinstance(raw.get("trace_id"), str)
+            or not isinstance(raw.get("span_id"), str)
+        ):
             return None
         status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
         try:
-            return cls(trace_id=raw["trace_id"], span_id=raw["span_id"],
-                       parent_span_id=raw.get("parent_span_id") or None, name=str(raw.get("name") or ""),
-                       start_ns=int(raw.get("start_ns") or 0), end_ns=int(raw.get("end_ns") or 0),
-                       attributes=dict(raw.get("attributes") or {}), events=list(raw.get("events") or []),
-                       status_code=str(status.get("code") or ""), status_message=str(status.get("message") or ""),
-                       resource=dict(resource or {}), scope=str(raw.get("scope") or ""))
+            return cls(
+                trace_id=raw["trace_id"],
+                span_id=raw["span_id"],
+                parent_span_id=raw.get("parent_span_id") or None,
+                name=str(raw.get("name") or ""),
+                start_ns=int(raw.get("start_ns") or 0),
+                end_ns=int(raw.get("end_ns") or 0),
+                attributes=dict(raw.get("attributes") or {}),
+                events=list(raw.get("events") or []),
+                status_code=str(status.get("code") or ""),
+                status_message=str(status.get("message") or ""),
+                resource=dict(resource or {}),
+                scope=str(raw.get("scope") or ""),
+            )
         except (TypeError, ValueError):
             return None
 
     def raw(self) -> dict:
         """The span as stored in ``Step.raw`` (secrets redacted)."""
-        return redact_secrets({"trace_id": self.trace_id, "span_id": self.span_id,
-                               "parent_span_id": self.parent_span_id, "name": self.name,
-                               "start_ns": self.start_ns, "end_ns": self.end_ns,
-                               "attributes": self.attributes, "events": self.events,
-                               "status": {"code": self.status_code, "message": self.status_message},
-                               "scope": self.scope})
+        return redact_secrets(
+            {
+                "trace_id": self.trace_id,
+                "span_id": self.span_id,
+                "parent_span_id": self.parent_span_id,
+                "name": self.name,
+                "start_ns": self.start_ns,
+                "end_ns": self.end_ns,
+                "attributes": self.attributes,
+                "events": self.events,
+                "status": {"code": self.status_code, "message": self.status_message},
+                "scope": self.scope,
+            }
+        )
 
 
 def any_value(value: Any) -> Any:
@@ -95,7 +116,7 @@ def any_value(value: Any) -> Any:
     strings -> int, arrays and kvlists recursively). Unknown shapes are returned as is."""
     if not isinstance(value, dict) or len(value) != 1:
         return value if not isinstance(value, dict) or value else None
-    (kind, v), = value.items()
+    ((kind, v),) = value.items()
     if kind == "intValue":
         try:
             return int(v)
@@ -175,15 +196,29 @@ def _span(sp: Any, resource: dict, scope: str, ctx: LoadContext, where: str) -> 
     events = []
     for n, ev in enumerate(expect(sp.get("events") or [], list, ctx, f"{where}.events", "a list of events")):
         expect(ev, dict, ctx, f"{where}.events[{n}]", "a span event {name, attributes}")
-        events.append({"name": str(ev.get("name", "")), "attributes": attributes(ev.get("attributes")),
-                       "time_ns": _nanos(ev.get("timeUnixNano"), ctx, f"{where}.events[{n}].timeUnixNano")})
+        events.append(
+            {
+                "name": str(ev.get("name", "")),
+                "attributes": attributes(ev.get("attributes")),
+                "time_ns": _nanos(ev.get("timeUnixNano"), ctx, f"{where}.events[{n}].timeUnixNano"),
+            }
+        )
     status = sp.get("status") if isinstance(sp.get("status"), dict) else {}
-    return Span(trace_id=trace_id, span_id=span_id, parent_span_id=hex_id(sp.get("parentSpanId")),
-                name=name, start_ns=_nanos(sp.get("startTimeUnixNano"), ctx, f"{where}.startTimeUnixNano"),
-                end_ns=_nanos(sp.get("endTimeUnixNano"), ctx, f"{where}.endTimeUnixNano"),
-                attributes=attributes(sp.get("attributes")), events=events,
-                status_code=str(status.get("code", "")), status_message=as_text(status.get("message")),
-                resource=resource, scope=scope, where=where)
+    return Span(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=hex_id(sp.get("parentSpanId")),
+        name=name,
+        start_ns=_nanos(sp.get("startTimeUnixNano"), ctx, f"{where}.startTimeUnixNano"),
+        end_ns=_nanos(sp.get("endTimeUnixNano"), ctx, f"{where}.endTimeUnixNano"),
+        attributes=attributes(sp.get("attributes")),
+        events=events,
+        status_code=str(status.get("code", "")),
+        status_message=as_text(status.get("message")),
+        resource=resource,
+        scope=scope,
+        where=where,
+    )
 
 
 def order_spans(spans: list[Span]) -> list[Span]:
@@ -214,8 +249,12 @@ def enclosing(span: Span, by_id: dict[str, Span], test) -> Span | None:
 
 def base_step(i: int, span: Span, agent: str, kind: str) -> Step:
     """A step for ``span`` with the tree metadata every span convention shares."""
-    meta = {"span_id": span.span_id, "parent_span_id": span.parent_span_id, "depth": span.depth,
-            "name": span.name, "start_ns": span.start_ns,
-            "duration_ms": round((span.end_ns - span.start_ns) / 1e6, 3) if span.end_ns else None}
-    return Step(index=i, coord=str(i), agent=agent, kind=kind, error=span.error_text(), meta=meta,
-                raw=span.raw())
+    meta = {
+        "span_id": span.span_id,
+        "parent_span_id": span.parent_span_id,
+        "depth": span.depth,
+        "name": span.name,
+        "start_ns": span.start_ns,
+        "duration_ms": round((span.end_ns - span.start_ns) / 1e6, 3) if span.end_ns else None,
+    }
+    return Step(index=i, coord=str(i), agent=agent, kind=kind, error=span.error_text(), meta=meta, raw=span.raw())

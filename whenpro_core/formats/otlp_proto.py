@@ -43,8 +43,9 @@ def decode_request(body: bytes) -> Any:
     try:
         return ExportTraceServiceRequest.FromString(body)
     except (DecodeError, ValueError) as exc:
-        raise TraceFormatError(f"not an OTLP protobuf export: {exc}",
-                               expected="an ExportTraceServiceRequest (application/x-protobuf)") from None
+        raise TraceFormatError(
+            f"not an OTLP protobuf export: {exc}", expected="an ExportTraceServiceRequest (application/x-protobuf)"
+        ) from None
 
 
 def spans_from_request(request: Any) -> list[Span]:
@@ -60,25 +61,38 @@ def spans_from_request(request: Any) -> list[Span]:
             for k, sp in enumerate(ss.spans):
                 where = f"$.resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
                 if len(sp.trace_id) != 16:
-                    raise TraceFormatError("missing or malformed traceId", json_path=f"{where}.traceId",
-                                           expected="16 bytes")
+                    raise TraceFormatError(
+                        "missing or malformed traceId", json_path=f"{where}.traceId", expected="16 bytes"
+                    )
                 if len(sp.span_id) != 8:
-                    raise TraceFormatError("missing or malformed spanId", json_path=f"{where}.spanId",
-                                           expected="8 bytes")
+                    raise TraceFormatError(
+                        "missing or malformed spanId", json_path=f"{where}.spanId", expected="8 bytes"
+                    )
                 code = sp.status.code
                 try:
                     status = Status.StatusCode.Name(code) if code else ""
                 except ValueError:
                     status = str(code)
-                out.append(Span(
-                    trace_id=sp.trace_id.hex(), span_id=sp.span_id.hex(),
-                    parent_span_id=sp.parent_span_id.hex() or None, name=sp.name,
-                    start_ns=sp.start_time_unix_nano, end_ns=sp.end_time_unix_nano,
-                    attributes=_attrs(sp.attributes),
-                    events=[{"name": ev.name, "attributes": _attrs(ev.attributes), "time_ns": ev.time_unix_nano}
-                            for ev in sp.events],
-                    status_code=status,
-                    status_message=sp.status.message, resource=resource, scope=scope, where=where))
+                out.append(
+                    Span(
+                        trace_id=sp.trace_id.hex(),
+                        span_id=sp.span_id.hex(),
+                        parent_span_id=sp.parent_span_id.hex() or None,
+                        name=sp.name,
+                        start_ns=sp.start_time_unix_nano,
+                        end_ns=sp.end_time_unix_nano,
+                        attributes=_attrs(sp.attributes),
+                        events=[
+                            {"name": ev.name, "attributes": _attrs(ev.attributes), "time_ns": ev.time_unix_nano}
+                            for ev in sp.events
+                        ],
+                        status_code=status,
+                        status_message=sp.status.message,
+                        resource=resource,
+                        scope=scope,
+                        where=where,
+                    )
+                )
     return out
 
 

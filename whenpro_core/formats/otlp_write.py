@@ -48,8 +48,18 @@ from whenpro_core import jsonio
 from whenpro_core.formats.base import as_text, maybe_json, redact_secrets
 from whenpro_core.formats.otlp import Span
 from whenpro_core.fsutil import atomic_write_bytes
-from whenpro_core.model import (NON_AGENT_SPEAKERS, Agent, GroundTruth, MediaRef, Modality, Outcome, Step, Task,
-                                ToolCall, Trace)
+from whenpro_core.model import (
+    NON_AGENT_SPEAKERS,
+    Agent,
+    GroundTruth,
+    MediaRef,
+    Modality,
+    Outcome,
+    Step,
+    Task,
+    ToolCall,
+    Trace,
+)
 
 #: Attribute holding a step's fields the conventions lack (JSON text).
 STEP_KEY = "whenpro.step"
@@ -89,8 +99,7 @@ def _times(trace: Trace) -> list[int]:
     stamps = []
     for step in trace.steps:
         try:
-            stamps.append(int(datetime.fromisoformat(str(step.meta["timestamp"]))
-                              .timestamp() * 1e9))
+            stamps.append(int(datetime.fromisoformat(str(step.meta["timestamp"])).timestamp() * 1e9))
         except (KeyError, ValueError, TypeError, OverflowError):
             break
     if len(stamps) == len(trace.steps) and all(a <= b for a, b in itertools.pairwise(stamps)):
@@ -102,10 +111,13 @@ def _usage(usage: Any) -> list[dict[str, Any]]:
     if not isinstance(usage, dict):
         return []
     out = []
-    for key, names in (("gen_ai.usage.input_tokens", ("input_tokens", "prompt_tokens", "input")),
-                       ("gen_ai.usage.output_tokens", ("output_tokens", "completion_tokens", "output"))):
-        value = next((usage[n] for n in names if isinstance(usage.get(n), int)
-                      and not isinstance(usage.get(n), bool)), None)
+    for key, names in (
+        ("gen_ai.usage.input_tokens", ("input_tokens", "prompt_tokens", "input")),
+        ("gen_ai.usage.output_tokens", ("output_tokens", "completion_tokens", "output")),
+    ):
+        value = next(
+            (usage[n] for n in names if isinstance(usage.get(n), int) and not isinstance(usage.get(n), bool)), None
+        )
         if value is not None:
             out.append(_attr(key, value))
     return out
@@ -118,8 +130,7 @@ def _media_parts(step: Step, mine: dict[str, Any]) -> list[dict[str, Any]]:
     for m in step.media:
         entry = m.model_dump(exclude_none=True)
         if m.data and m.kind != "video":
-            parts.append({"type": "blob", "modality": "image", "mime_type": m.mime or "image/png",
-                          "content": m.data})
+            parts.append({"type": "blob", "modality": "image", "mime_type": m.mime or "image/png", "content": m.data})
             entry.pop("data")
             entry["blob"] = True
         kept.append(entry)
@@ -130,8 +141,11 @@ def _media_parts(step: Step, mine: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _calls_exact(step: Step, mine: dict[str, Any]) -> None:
     """Note the calls whose id or arguments would not read back as written."""
-    strings = {str(j): c.arguments for j, c in enumerate(step.tool_calls)
-               if isinstance(c.arguments, str) and maybe_json(c.arguments) != c.arguments}
+    strings = {
+        str(j): c.arguments
+        for j, c in enumerate(step.tool_calls)
+        if isinstance(c.arguments, str) and maybe_json(c.arguments) != c.arguments
+    }
     if strings:  # JSON text passed as a string: read back as the string, not its value
         mine["string_arguments"] = strings
 
@@ -147,8 +161,11 @@ def _chat_span(step: Step, mine: dict[str, Any]) -> tuple[str, int, list[dict[st
     if isinstance(model, str) and model:
         attrs.append(_attr("gen_ai.request.model", model))
     if isinstance(step.meta.get("input"), str) and step.meta["input"]:
-        attrs.append(_attr("gen_ai.input.messages",
-                           [{"role": "user", "parts": [{"type": "text", "content": step.meta["input"]}]}]))
+        attrs.append(
+            _attr(
+                "gen_ai.input.messages", [{"role": "user", "parts": [{"type": "text", "content": step.meta["input"]}]}]
+            )
+        )
     attrs += _usage(step.meta.get("usage"))
     if step.observation is not None:
         mine["observation"] = step.observation
@@ -157,8 +174,11 @@ def _chat_span(step: Step, mine: dict[str, Any]) -> tuple[str, int, list[dict[st
 
 def _tool_span(step: Step, mine: dict[str, Any]) -> tuple[str, int, list[dict[str, Any]]]:
     call = step.tool_calls[0]
-    attrs = [_attr("gen_ai.operation.name", "execute_tool"), _attr("gen_ai.tool.name", call.name),
-             _attr("gen_ai.tool.type", "function")]
+    attrs = [
+        _attr("gen_ai.operation.name", "execute_tool"),
+        _attr("gen_ai.tool.name", call.name),
+        _attr("gen_ai.tool.type", "function"),
+    ]
     if call.id is not None:
         attrs.append(_attr("gen_ai.tool.call.id", call.id))
     if call.arguments is not None:
@@ -205,8 +225,15 @@ def step_span(step: Step, trace_id: str, span_id: str, parent: str | None, start
     if meta:
         mine["meta"] = meta
     attrs.append(_attr(STEP_KEY, redact_secrets(mine)))
-    span: dict[str, Any] = {"traceId": trace_id, "spanId": span_id, "name": name, "kind": kind,
-                            "startTimeUnixNano": str(start), "endTimeUnixNano": str(end), "attributes": attrs}
+    span: dict[str, Any] = {
+        "traceId": trace_id,
+        "spanId": span_id,
+        "name": name,
+        "kind": kind,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(end),
+        "attributes": attrs,
+    }
     if parent:
         span["parentSpanId"] = parent
     if step.error is not None:
@@ -215,9 +242,15 @@ def step_span(step: Step, trace_id: str, span_id: str, parent: str | None, start
 
 
 def _frame(agent: str, trace_id: str, span_id: str, start: int, end: int) -> dict[str, Any]:
-    return {"traceId": trace_id, "spanId": span_id, "name": f"invoke_agent {agent}", "kind": _INTERNAL,
-            "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
-            "attributes": [_attr("gen_ai.operation.name", "invoke_agent"), _attr("gen_ai.agent.name", agent)]}
+    return {
+        "traceId": trace_id,
+        "spanId": span_id,
+        "name": f"invoke_agent {agent}",
+        "kind": _INTERNAL,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(end),
+        "attributes": [_attr("gen_ai.operation.name", "invoke_agent"), _attr("gen_ai.agent.name", agent)],
+    }
 
 
 def trace_to_otlp(trace: Trace) -> dict[str, Any]:
@@ -243,14 +276,28 @@ def trace_to_otlp(trace: Trace) -> dict[str, Any]:
             frame["endTimeUnixNano"] = str(end)
     for s in spans:
         s.pop("_agent", None)
-    mine = redact_secrets({
-        "id": trace.id, "task": trace.task.model_dump(mode="json"), "final_answer": trace.final_answer,
-        "outcome": trace.outcome.value, "agents": [a.model_dump() for a in trace.agents],
-        "framework": trace.framework, "benchmark": trace.benchmark, "modality": trace.modality.value,
-        "ground_truth": trace.ground_truth.model_dump(mode="json") if trace.ground_truth else None})
+    mine = redact_secrets(
+        {
+            "id": trace.id,
+            "task": trace.task.model_dump(mode="json"),
+            "final_answer": trace.final_answer,
+            "outcome": trace.outcome.value,
+            "agents": [a.model_dump() for a in trace.agents],
+            "framework": trace.framework,
+            "benchmark": trace.benchmark,
+            "modality": trace.modality.value,
+            "ground_truth": trace.ground_truth.model_dump(mode="json") if trace.ground_truth else None,
+        }
+    )
     resource = [_attr("service.name", trace.framework or "whenpro"), _attr(TRACE_KEY, mine)]
-    return {"resourceSpans": [{"resource": {"attributes": resource},
-                               "scopeSpans": [{"scope": {"name": "whenpro.convert"}, "spans": spans}]}]}
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": resource},
+                "scopeSpans": [{"scope": {"name": "whenpro.convert"}, "spans": spans}],
+            }
+        ]
+    }
 
 
 def dumps_otlp(trace: Trace) -> bytes:
@@ -301,10 +348,13 @@ def restore_step(step: Step, span: Span) -> Step:
             setattr(step, name, mine[name])
     if isinstance(mine.get("tool_calls"), list):
         with contextlib.suppress(ValidationError):  # calls that do not validate stay as the span gave them
-            step.tool_calls = [ToolCall.model_validate(c) for c in mine["tool_calls"] if isinstance(c, dict)
-                               and isinstance(c.get("name"), str)]
+            step.tool_calls = [
+                ToolCall.model_validate(c)
+                for c in mine["tool_calls"]
+                if isinstance(c, dict) and isinstance(c.get("name"), str)
+            ]
     strings = mine.get("string_arguments")
-    for j, text in (strings.items() if isinstance(strings, dict) else []):
+    for j, text in strings.items() if isinstance(strings, dict) else []:
         if j.isdigit() and int(j) < len(step.tool_calls) and isinstance(text, str):
             step.tool_calls[int(j)].arguments = text
     _restore_media(step, mine.get("media"))
@@ -322,8 +372,10 @@ def restore_trace(trace: Trace, resource: dict[str, Any]) -> Trace:
     if not mine:
         return trace
     try:
-        fields: dict[str, Any] = {"task": Task.model_validate(mine.get("task") or {}),
-                                  "agents": [Agent.model_validate(a) for a in mine.get("agents") or []]}
+        fields: dict[str, Any] = {
+            "task": Task.model_validate(mine.get("task") or {}),
+            "agents": [Agent.model_validate(a) for a in mine.get("agents") or []],
+        }
         if mine.get("ground_truth"):
             fields["ground_truth"] = GroundTruth.model_validate(mine["ground_truth"])
         if mine.get("outcome") in {o.value for o in Outcome}:
@@ -340,5 +392,13 @@ def restore_trace(trace: Trace, resource: dict[str, Any]) -> Trace:
     return trace.model_copy(update=fields)
 
 
-__all__ = ["STEP_KEY", "TRACE_KEY", "dumps_otlp", "restore_step", "restore_trace", "step_span", "trace_to_otlp",
-           "write_otlp"]
+__all__ = [
+    "STEP_KEY",
+    "TRACE_KEY",
+    "dumps_otlp",
+    "restore_step",
+    "restore_trace",
+    "step_span",
+    "trace_to_otlp",
+    "write_otlp",
+]

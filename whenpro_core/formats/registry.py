@@ -14,13 +14,13 @@ import glob as globlib
 import importlib
 import os
 import re
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from whenpro_core.errors import TraceFormatError, UnknownFormatError, WhenproError
-from whenpro_core.formats.base import (DocumentImporter, FileImporter, LoadContext, read_json_file,
-                                       require_regular_file)
+from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext, read_json_file, require_regular_file
 from whenpro_core.gcpause import paused_gc
 from whenpro_core.model import Trace, TraceSummary
 
@@ -47,6 +47,7 @@ def _report(where: str, notes: Iterable[str]) -> None:
         if line not in _reported:
             _reported.add(line)
             warning_sink(line)
+
 
 #: ``module:Class`` of every importer. Modules are imported on first use only.
 IMPORTERS: list[str] = [
@@ -175,9 +176,11 @@ def sniff(path: Path) -> FileImporter | tuple[DocumentImporter, Any]:
         if dimp.matches(doc):
             return dimp, doc
     raise UnknownFormatError(
-        "no importer recognises this content", path=path,
+        "no importer recognises this content",
+        path=path,
         expected="a Who&When, Who&When Pro or whenpro trace, or another supported format "
-                 "(see README, Supported formats)")
+        "(see README, Supported formats)",
+    )
 
 
 @paused_gc()
@@ -227,8 +230,9 @@ def _select(traces: list[Trace], key: str | None, path: Path) -> Trace:
             return t
     if key.isdigit() and 1 <= int(key) <= len(traces):
         return traces[int(key) - 1]
-    raise TraceFormatError(f"no trace {key!r} in this file", path=path,
-                           expected=f"a key 1..{len(traces)} or a trace id")
+    raise TraceFormatError(
+        f"no trace {key!r} in this file", path=path, expected=f"a key 1..{len(traces)} or a trace id"
+    )
 
 
 @paused_gc()
@@ -284,8 +288,7 @@ def iter_files(target: str | Path) -> Iterator[Path]:
         matches = [Path(m) for m in sorted(globlib.glob(text, recursive=True), key=natural_key)]
         files = [m for m in matches if not m.is_dir()]  # a pipe or device: an error row
         if not files:
-            raise TraceFormatError("glob matches no file", path=text,
-                                   expected="a pattern matching trace files")
+            raise TraceFormatError("glob matches no file", path=text, expected="a pattern matching trace files")
         yield from files
         return
     p = Path(text)
@@ -295,8 +298,7 @@ def iter_files(target: str | Path) -> Iterator[Path]:
     if not p.is_dir():
         raise TraceFormatError("no such file or folder", path=p)
     for dirpath, dirnames, filenames in os.walk(p):
-        dirnames[:] = sorted((d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")),
-                             key=natural_key)
+        dirnames[:] = sorted((d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")), key=natural_key)
         for name in sorted(filenames, key=natural_key):
             if Path(name).suffix.lower() in WALK_SUFFIXES:
                 yield Path(dirpath) / name
@@ -304,14 +306,17 @@ def iter_files(target: str | Path) -> Iterator[Path]:
 
 def walk(target: str | Path) -> Iterator[TraceSummary]:
     """List every trace under ``target`` (file, ``file#key``, folder or glob) cheaply: JSONL releases
-    by byte offset without decoding trajectories, documents without building models
-    when their importer allows. Bad files become error rows; the walk carries on. Files
-that hold no traces (whenpro's own results, verdict and report files, label files) give
-no rows, except when ``target`` is that file itself (one error row saying what it is)."""
+        by byte offset without decoding trajectories, documents without building models
+        when their importer allows. Bad files become error rows; the walk carries on. Files
+    that hold no traces (whenpro's own results, verdict and report files, label files) give
+    no rows, except when ``target`` is that file itself (one error row saying what it is)."""
     path, key = split_ref(target)
     if key is not None and path.is_file():  # path#key: that one trace (README: any PATH)
-        rows = [r for r in summarize_file(path, find_root(path), direct=True)
-                if r.key == key or (r.error is None and r.id == key)]
+        rows = [
+            r
+            for r in summarize_file(path, find_root(path), direct=True)
+            if r.key == key or (r.error is None and r.id == key)
+        ]
         if not rows:  # no listing row has that key: the loader says why, or finds it by id
             from whenpro_core.formats import load_trace
 

@@ -83,8 +83,9 @@ def feed_file(builder: LineFeeder, path: Path) -> tuple[int, list[TraceFormatErr
     for row, line in iter_lines(path):
         try:
             if line is None:
-                raise TraceFormatError("line too long", path=path, row=row,
-                                       expected=f"at most {MAX_LINE_BYTES} bytes a line")
+                raise TraceFormatError(
+                    "line too long", path=path, row=row, expected=f"at most {MAX_LINE_BYTES} bytes a line"
+                )
             builder.feed(parse_json(line, path, row), row)
             fed += 1
         except TraceFormatError as exc:

@@ -38,8 +38,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from whenpro_core.formats.base import (DocumentImporter, LoadContext, as_text, expect, maybe_json,
-                                       redact_secrets, text_or_none)
+from whenpro_core.formats.base import (
+    DocumentImporter,
+    LoadContext,
+    as_text,
+    expect,
+    maybe_json,
+    redact_secrets,
+    text_or_none,
+)
 from whenpro_core.formats.chat import content_parts, tool_calls_of
 from whenpro_core.formats.run_ids import distinct_id
 from whenpro_core.model import Agent, Outcome, Step, Task, ToolCall, Trace
@@ -82,12 +89,18 @@ class _Framing:
                 last.meta["folded"] += 1
                 last.meta["paths"].append(where)
             else:
-                self.steps.append(Step(index=len(self.steps), agent="user", kind="demonstration",
-                                       content=text, meta={"is_demo": True, "folded": 1, "paths": [where]}))
+                self.steps.append(
+                    Step(
+                        index=len(self.steps),
+                        agent="user",
+                        kind="demonstration",
+                        content=text,
+                        meta={"is_demo": True, "folded": 1, "paths": [where]},
+                    )
+                )
             return True
         if role == "system":
-            self.steps.append(Step(index=len(self.steps), agent="system", kind="system", content=text,
-                                   raw=msg))
+            self.steps.append(Step(index=len(self.steps), agent="system", kind="system", content=text, raw=msg))
             return True
         if role == "user" and not self.query:
             self.query = text
@@ -103,15 +116,17 @@ def _messages(doc: dict, key: str, ctx: LoadContext) -> list[tuple[dict, str, st
         where = f"$.{key}[{i}]"
         expect(msg, dict, ctx, where, "a message object {role, content}")
         if not isinstance(msg.get("role"), str):
-            raise ctx.error("missing role" if msg.get("role") is None else "wrong type", f"{where}.role",
-                            "the message role as a string")
+            raise ctx.error(
+                "missing role" if msg.get("role") is None else "wrong type",
+                f"{where}.role",
+                "the message role as a string",
+            )
         text, _ = content_parts(msg.get("content"), ctx, f"{where}.content")
         out.append((msg, text, where))
     return out
 
 
-def _pair_history(msgs: list[tuple[dict, str, str]], framing: _Framing, ctx: LoadContext,
-                  command_of) -> list[Step]:
+def _pair_history(msgs: list[tuple[dict, str, str]], framing: _Framing, ctx: LoadContext, command_of) -> list[Step]:
     """Framing, then one action step per assistant message with the messages after it
     (until the next assistant message) as its observation."""
     steps = framing.steps
@@ -124,15 +139,25 @@ def _pair_history(msgs: list[tuple[dict, str, str]], framing: _Framing, ctx: Loa
         if role == "assistant":
             calls = tool_calls_of(msg, ctx, where) or command_of(msg, text)
             thought = text_or_none(msg.get("thought")) or text
-            steps.append(Step(index=len(steps), coord=str(sum(1 for s in steps if s.coord) + 1),
-                              agent="agent", kind="action", content=thought, tool_calls=calls,
-                              meta={"role": role}, raw=msg))
+            steps.append(
+                Step(
+                    index=len(steps),
+                    coord=str(sum(1 for s in steps if s.coord) + 1),
+                    agent="agent",
+                    kind="action",
+                    content=thought,
+                    tool_calls=calls,
+                    meta={"role": role},
+                    raw=msg,
+                )
+            )
         elif steps and steps[-1].kind == "action":
             prev = steps[-1]
             prev.observation = text if prev.observation is None else prev.observation + "\n" + text
         else:
-            steps.append(Step(index=len(steps), agent=role, kind="user" if role == "user" else role,
-                              content=text, raw=msg))
+            steps.append(
+                Step(index=len(steps), agent=role, kind="user" if role == "user" else role, content=text, raw=msg)
+            )
     return steps
 
 
@@ -170,19 +195,28 @@ class SweAgentImporter(DocumentImporter):
                 if not framing.add(msg, text, where):
                     break
             steps = framing.steps
-            calls = [tool_calls_of(m, ctx, w) for m, _, w in msgs if m.get("role") == "assistant"
-                     and not m.get("is_demo")]
+            calls = [
+                tool_calls_of(m, ctx, w) for m, _, w in msgs if m.get("role") == "assistant" and not m.get("is_demo")
+            ]
             if len(calls) != len(traj):  # history and trajectory disagree: trust the actions
                 calls = []
             for n, entry in enumerate(traj):
                 steps.append(self._traj_step(len(steps), n, entry, calls[n] if n < len(calls) else [], ctx))
         info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-        return [Trace(
-            id=distinct_id("swe-agent", ctx.path), framework="swe-agent", benchmark=_benchmark(doc),
-            agents=[Agent(id="agent")], task=Task(query=framing.query), steps=steps,
-            final_answer=text_or_none(info.get("submission")), outcome=outcome_of(info.get("exit_status")),
-            source=ctx.source(self.name),
-            extras=redact_secrets({k: v for k, v in doc.items() if k not in ("history", "trajectory")}))]
+        return [
+            Trace(
+                id=distinct_id("swe-agent", ctx.path),
+                framework="swe-agent",
+                benchmark=_benchmark(doc),
+                agents=[Agent(id="agent")],
+                task=Task(query=framing.query),
+                steps=steps,
+                final_answer=text_or_none(info.get("submission")),
+                outcome=outcome_of(info.get("exit_status")),
+                source=ctx.source(self.name),
+                extras=redact_secrets({k: v for k, v in doc.items() if k not in ("history", "trajectory")}),
+            )
+        ]
 
     @staticmethod
     def _traj_step(index: int, n: int, entry: Any, calls: list[ToolCall], ctx: LoadContext) -> Step:
@@ -198,10 +232,17 @@ class SweAgentImporter(DocumentImporter):
         if isinstance(entry.get("execution_time"), (int, float)):
             meta["execution_time_s"] = entry["execution_time"]
         action = as_text(entry.get("action"))
-        return Step(index=index, coord=str(n + 1), agent="agent", kind="action",
-                    content=as_text(entry.get("thought") or entry.get("response")),
-                    tool_calls=calls or _command_call(action), observation=entry.get("observation"),
-                    meta=meta, raw={k: v for k, v in entry.items() if k != "messages"})
+        return Step(
+            index=index,
+            coord=str(n + 1),
+            agent="agent",
+            kind="action",
+            content=as_text(entry.get("thought") or entry.get("response")),
+            tool_calls=calls or _command_call(action),
+            observation=entry.get("observation"),
+            meta=meta,
+            raw={k: v for k, v in entry.items() if k != "messages"},
+        )
 
 
 def _benchmark(doc: dict) -> str:
@@ -216,8 +257,7 @@ def _mini_command(msg: dict, text: str) -> list[ToolCall]:
     extra = msg.get("extra") if isinstance(msg.get("extra"), dict) else {}
     actions = extra.get("actions")
     if isinstance(actions, list) and actions:
-        return [ToolCall(name="bash", arguments=a.get("command", a) if isinstance(a, dict) else a)
-                for a in actions]
+        return [ToolCall(name="bash", arguments=a.get("command", a) if isinstance(a, dict) else a) for a in actions]
     return [ToolCall(name="bash", arguments=m.strip()) for m in _BASH.findall(text)]
 
 
@@ -234,7 +274,8 @@ class MiniSweAgentImporter(DocumentImporter):
             return False
         info = doc.get("info")
         return str(doc.get("trajectory_format", "")).startswith("mini-swe-agent") or (
-            isinstance(info, dict) and "mini_version" in info)
+            isinstance(info, dict) and "mini_version" in info
+        )
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
         msgs = _messages(doc, "messages", ctx)
@@ -248,10 +289,17 @@ class MiniSweAgentImporter(DocumentImporter):
         extras = redact_secrets({k: v for k, v in doc.items() if k != "messages"})
         if exit_msg is not None:
             extras["exit_message"] = exit_msg
-        return [Trace(
-            id=distinct_id("mini-swe-agent", ctx.path), framework="mini-swe-agent",
-            benchmark=_benchmark(doc),
-            agents=[Agent(id="agent")], task=Task(query=framing.query), steps=steps,
-            final_answer=submission, outcome=outcome_of(status),
-            source=ctx.source(self.name),
-            extras=extras)]
+        return [
+            Trace(
+                id=distinct_id("mini-swe-agent", ctx.path),
+                framework="mini-swe-agent",
+                benchmark=_benchmark(doc),
+                agents=[Agent(id="agent")],
+                task=Task(query=framing.query),
+                steps=steps,
+                final_answer=submission,
+                outcome=outcome_of(status),
+                source=ctx.source(self.name),
+                extras=extras,
+            )
+        ]

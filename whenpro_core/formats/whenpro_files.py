@@ -21,8 +21,9 @@ lives in the hidden ``.whenpro-build/`` folder that walks skip.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
 
 import orjson
 
@@ -42,8 +43,9 @@ VERDICT_KEYS = frozenset({"key", "trace_id", "saved_at", "attribution"})
 _RECORD_PREFIX = b'{"format":"' + RECORD_FORMAT.encode() + b'"'
 _JSON_STRING = rb'"(?:[^"\\]|\\.)*"'
 #: The start of a verdict line as orjson writes it, for a first line longer than the head.
-_VERDICT_START = re.compile(rb'\{"key":' + _JSON_STRING + rb',"trace_id":' + _JSON_STRING
-                            + rb',"saved_at":-?[0-9][0-9.eE+-]*,"attribution":\{')
+_VERDICT_START = re.compile(
+    rb'\{"key":' + _JSON_STRING + rb',"trace_id":' + _JSON_STRING + rb',"saved_at":-?[0-9][0-9.eE+-]*,"attribution":\{'
+)
 
 
 def _first_line(head: bytes) -> tuple[bytes, bool]:
@@ -56,9 +58,15 @@ def _first_line(head: bytes) -> tuple[bytes, bool]:
 def is_verdict_record(obj: Any) -> bool:
     """True for one verdicts-sidecar line: exactly ``{key, trace_id, saved_at,
     attribution}`` with a string key and trace id, a numeric time and an object."""
-    return (isinstance(obj, dict) and set(obj) == VERDICT_KEYS and isinstance(obj["key"], str)
-            and isinstance(obj["trace_id"], str) and isinstance(obj["saved_at"], (int, float))
-            and not isinstance(obj["saved_at"], bool) and isinstance(obj["attribution"], dict))
+    return (
+        isinstance(obj, dict)
+        and set(obj) == VERDICT_KEYS
+        and isinstance(obj["key"], str)
+        and isinstance(obj["trace_id"], str)
+        and isinstance(obj["saved_at"], (int, float))
+        and not isinstance(obj["saved_at"], bool)
+        and isinstance(obj["attribution"], dict)
+    )
 
 
 def is_verdicts_head(head: bytes) -> bool:
@@ -144,12 +152,22 @@ class BenchReportImporter(DocumentImporter):
         return is_report_doc(doc)
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
-        raise ctx.error("this is a whenpro bench report, not a trace", "$",
-                        "a trace; whenpro report RESULTS.jsonl re-renders the report")
+        raise ctx.error(
+            "this is a whenpro bench report, not a trace",
+            "$",
+            "a trace; whenpro report RESULTS.jsonl re-renders the report",
+        )
 
     def summaries(self, doc: Any, ctx: LoadContext) -> list[TraceSummary]:
         return []
 
 
-__all__ = ["BenchReportImporter", "BenchResultsImporter", "VerdictsImporter", "is_report_doc",
-           "is_results_head", "is_verdict_record", "is_verdicts_head"]
+__all__ = [
+    "BenchReportImporter",
+    "BenchResultsImporter",
+    "VerdictsImporter",
+    "is_report_doc",
+    "is_results_head",
+    "is_verdict_record",
+    "is_verdicts_head",
+]

@@ -98,8 +98,11 @@ class WhoWhenImporter(DocumentImporter):
             return False
         if "mistake_agent" in doc or "mistake_step" in doc:
             return True
-        return ("question" in doc and "trajectory" not in doc
-                and (isinstance(doc["history"], list) or _LONE_KEYS.isdisjoint(doc)))
+        return (
+            "question" in doc
+            and "trajectory" not in doc
+            and (isinstance(doc["history"], list) or _LONE_KEYS.isdisjoint(doc))
+        )
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
         history = expect(doc.get("history"), list, ctx, "$.history", "a list of messages")
@@ -119,20 +122,22 @@ class WhoWhenImporter(DocumentImporter):
         if isinstance(doc.get("system_prompt"), dict):
             extras["system_prompt"] = doc["system_prompt"]
         subset = "hc" if hand_crafted else "ag"
-        return [Trace(
-            id=f"whowhen-{subset}-{ctx.path.stem}",
-            framework="magentic-one" if hand_crafted else "captainagent",
-            benchmark=benchmark_of(doc.get("question_ID")),
-            modality=Modality.text,
-            agents=[Agent(id=a) for a in agents],
-            task=Task(query=question or "", answer=None if answer is None else as_text(answer)),
-            steps=steps, final_answer=stated_answer(steps),
-            ground_truth=self._ground_truth(doc, steps, ctx),
-            outcome=Outcome.failure,
-            source=Source(format=self.name, path=str(ctx.path),
-                          root=str(ctx.root) if ctx.root else None),
-            extras=extras,
-        )]
+        return [
+            Trace(
+                id=f"whowhen-{subset}-{ctx.path.stem}",
+                framework="magentic-one" if hand_crafted else "captainagent",
+                benchmark=benchmark_of(doc.get("question_ID")),
+                modality=Modality.text,
+                agents=[Agent(id=a) for a in agents],
+                task=Task(query=question or "", answer=None if answer is None else as_text(answer)),
+                steps=steps,
+                final_answer=stated_answer(steps),
+                ground_truth=self._ground_truth(doc, steps, ctx),
+                outcome=Outcome.failure,
+                source=Source(format=self.name, path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
+                extras=extras,
+            )
+        ]
 
     @staticmethod
     def _step(i: int, entry: Any, hand_crafted: bool, ctx: LoadContext) -> Step:
@@ -156,8 +161,7 @@ class WhoWhenImporter(DocumentImporter):
                 raise ctx.error("missing speaker", f"{where}.name", "the agent's name")
             agent = name.strip()
             kind = _kind_algorithm(agent, role or "")
-        return Step(index=i, coord=str(i), agent=agent, kind=kind, content=as_text(content),
-                    meta=meta, raw=entry)
+        return Step(index=i, coord=str(i), agent=agent, kind=kind, content=as_text(content), meta=meta, raw=entry)
 
     @staticmethod
     def _ground_truth(doc: dict, steps: list[Step], ctx: LoadContext) -> GroundTruth | None:
@@ -166,20 +170,24 @@ class WhoWhenImporter(DocumentImporter):
         raw_step = doc.get("mistake_step")
         index: int | None = None
         if raw_step is None and "mistake_step" in doc:  # JSON null, or NaN (read as null)
-            raise ctx.error("no step index (null or NaN)", "$.mistake_step",
-                            "a 0-based index into history, as a string")
+            raise ctx.error(
+                "no step index (null or NaN)", "$.mistake_step", "a 0-based index into history, as a string"
+            )
         if raw_step is not None:
             try:
                 index = int(str(raw_step).strip())
             except ValueError:
-                raise ctx.error(f"not a step index: {raw_step!r}", "$.mistake_step",
-                                "a 0-based index into history, as a string") from None
+                raise ctx.error(
+                    f"not a step index: {raw_step!r}", "$.mistake_step", "a 0-based index into history, as a string"
+                ) from None
             if not steps:
-                raise ctx.error(f"step index {index} out of range: the history is empty",
-                                "$.mistake_step", "messages in $.history for the labelled step")
+                raise ctx.error(
+                    f"step index {index} out of range: the history is empty",
+                    "$.mistake_step",
+                    "messages in $.history for the labelled step",
+                )
             if not 0 <= index < len(steps):
-                raise ctx.error(f"step index {index} out of range", "$.mistake_step",
-                                f"0..{len(steps) - 1}")
+                raise ctx.error(f"step index {index} out of range", "$.mistake_step", f"0..{len(steps) - 1}")
         agent = doc.get("mistake_agent")
         if agent is not None and not isinstance(agent, str):
             raise ctx.error("wrong type", "$.mistake_agent", "an agent name")

@@ -23,17 +23,25 @@ from typing import Any
 
 from whenpro_core import coords
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.gt_map import resolve_ground_truth
 from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text, summary_text
 from whenpro_core.formats.whowhen_pro_steps import build_step, final_answer_of, media_list, unread_media
-from whenpro_core.model import (Agent, GroundTruth, Modality, NATIVE_FORMAT, Outcome, Source,
-                                Task, Trace, TraceSummary)
+from whenpro_core.gt_map import resolve_ground_truth
+from whenpro_core.model import NATIVE_FORMAT, Agent, GroundTruth, Modality, Outcome, Source, Task, Trace, TraceSummary
 
 FORMAT = "whowhen-pro"
 
 #: Top-level fields read into the model; every other field goes to ``Trace.extras``.
-MODEL_FIELDS = ("id", "framework", "benchmark", "modality", "agents", "task", "ground_truth",
-                "trajectory", "final_answer")
+MODEL_FIELDS = (
+    "id",
+    "framework",
+    "benchmark",
+    "modality",
+    "agents",
+    "task",
+    "ground_truth",
+    "trajectory",
+    "final_answer",
+)
 _TASK_FIELDS = ("query", "answer", "options", "images")
 _PASS = ("pass", "success", "succeeded", "correct", "ok", "solved")
 _FAIL = ("fail", "error", "wrong", "incorrect", "timeout", "exception")
@@ -65,8 +73,7 @@ def _split_from(value: Any, hint: str | None, ctx: LoadContext) -> str:
     if value is not None:
         if isinstance(value, str) and value.strip().lower() in SPLITS:
             return value.strip().lower()
-        raise ctx.error(f"unknown modality {str(value)[:40]!r}", "$.modality",
-                        expected="one of " + ", ".join(SPLITS))
+        raise ctx.error(f"unknown modality {str(value)[:40]!r}", "$.modality", expected="one of " + ", ".join(SPLITS))
     if hint and hint.lower() in SPLITS:
         return hint.lower()
     return _modality_of_path(hint, ctx).value
@@ -112,8 +119,7 @@ def prepare(doc: Any, ctx: LoadContext, *, modality_hint: str | None = None) -> 
         raise ctx.error(f"wrong type (got {type(bench).__name__})", "$.benchmark", expected="a string")
     if "trajectory" not in doc:
         raise ctx.error("missing field trajectory", "$.trajectory", expected="a list of trajectory entries")
-    for key, want in (("task", "an object {query, answer, options?, images?}"),
-                      ("agents", "a list of {id, role}")):
+    for key, want in (("task", "an object {query, answer, options?, images?}"), ("agents", "a list of {id, role}")):
         value = doc.get(key)
         if value is not None and not isinstance(value, dict if key == "task" else list):
             raise ctx.error(f"wrong type (got {type(value).__name__})", f"$.{key}", expected=want)
@@ -132,16 +138,23 @@ def summary_of(prep: Prepared, ctx: LoadContext, fmt: str = FORMAT) -> TraceSumm
     gt = prep.ground_truth
     task = prep.doc.get("task") or {}
     gold = task.get("answer")
-    return TraceSummary(id=prep.trace_id, path=str(ctx.path), key=ctx.key, format=fmt,
-                        framework=prep.framework, benchmark=prep.benchmark,
-                        modality=prep.modality.value, step_count=len(prep.layout.slots),
-                        gt_mode=gt.mode if gt else None, gt_step=gt.step if gt else None,
-                        outcome=_outcome(prep.doc, gt).value,
-                        task=summary_text(as_text(task.get("query")) or None),
-                        final_answer=summary_text(final_answer_of(prep.doc, prep.doc["trajectory"],
-                                                                  prep.framework)),
-                        gold=summary_text(None if gold is None else as_text(gold)),
-                        agent_count=len({s.agent for s in prep.layout.slots if s.coord is not None}))
+    return TraceSummary(
+        id=prep.trace_id,
+        path=str(ctx.path),
+        key=ctx.key,
+        format=fmt,
+        framework=prep.framework,
+        benchmark=prep.benchmark,
+        modality=prep.modality.value,
+        step_count=len(prep.layout.slots),
+        gt_mode=gt.mode if gt else None,
+        gt_step=gt.step if gt else None,
+        outcome=_outcome(prep.doc, gt).value,
+        task=summary_text(as_text(task.get("query")) or None),
+        final_answer=summary_text(final_answer_of(prep.doc, prep.doc["trajectory"], prep.framework)),
+        gold=summary_text(None if gold is None else as_text(gold)),
+        agent_count=len({s.agent for s in prep.layout.slots if s.coord is not None}),
+    )
 
 
 def _agents(prep: Prepared) -> list[Agent]:
@@ -171,8 +184,9 @@ def _task(prep: Prepared, media_prefix: str | None, extras: dict) -> Task:
     if rest:
         extras["task_extra"] = rest
     answer = task.get("answer")
-    return Task(query=query, answer=None if answer is None else as_text(answer),
-                options=task.get("options"), images=images)
+    return Task(
+        query=query, answer=None if answer is None else as_text(answer), options=task.get("options"), images=images
+    )
 
 
 def _outcome(doc: dict, gt: GroundTruth | None) -> Outcome:
@@ -186,8 +200,7 @@ def _outcome(doc: dict, gt: GroundTruth | None) -> Outcome:
     return Outcome.unknown
 
 
-def build_trace(prep: Prepared, ctx: LoadContext, *, fmt: str = FORMAT,
-                media_prefix: str | None = None) -> Trace:
+def build_trace(prep: Prepared, ctx: LoadContext, *, fmt: str = FORMAT, media_prefix: str | None = None) -> Trace:
     """Build the :class:`Trace` of a prepared document. ``media_prefix`` is prepended to
     relative media paths (``video_assets/<framework>/`` for JSONL video rows)."""
     doc, lay = prep.doc, prep.layout
@@ -195,9 +208,10 @@ def build_trace(prep: Prepared, ctx: LoadContext, *, fmt: str = FORMAT,
     extras = {k: v for k, v in doc.items() if k not in MODEL_FIELDS}
     if coords.canonical_framework(doc["framework"]) != doc["framework"]:
         extras["framework_native"] = doc["framework"]
-    steps = [build_step(i, slot, entries[slot.entry], lay.framework, agent=slot.agent,
-                        media_prefix=media_prefix)
-             for i, slot in enumerate(lay.slots)]
+    steps = [
+        build_step(i, slot, entries[slot.entry], lay.framework, agent=slot.agent, media_prefix=media_prefix)
+        for i, slot in enumerate(lay.slots)
+    ]
     task = _task(prep, media_prefix, extras)
     task.images += _video_refs(doc, ctx, media_prefix)
     warnings = list(lay.warnings) + _unread_media_notes(doc)
@@ -205,14 +219,21 @@ def build_trace(prep: Prepared, ctx: LoadContext, *, fmt: str = FORMAT,
         extras["whenpro_warnings"] = warnings
     if prep.split and prep.split != prep.modality.value:
         extras["split"] = prep.split
-    return Trace(format=NATIVE_FORMAT, id=prep.trace_id, framework=lay.framework,
-                 benchmark=prep.benchmark, modality=prep.modality, agents=_agents(prep),
-                 task=task, steps=steps, ground_truth=prep.ground_truth,
-                 final_answer=final_answer_of(doc, entries, lay.framework),
-                 outcome=_outcome(doc, prep.ground_truth),
-                 source=Source(format=fmt, path=str(ctx.path), key=ctx.key,
-                               root=str(ctx.root) if ctx.root else None),
-                 extras=extras)
+    return Trace(
+        format=NATIVE_FORMAT,
+        id=prep.trace_id,
+        framework=lay.framework,
+        benchmark=prep.benchmark,
+        modality=prep.modality,
+        agents=_agents(prep),
+        task=task,
+        steps=steps,
+        ground_truth=prep.ground_truth,
+        final_answer=final_answer_of(doc, entries, lay.framework),
+        outcome=_outcome(doc, prep.ground_truth),
+        source=Source(format=fmt, path=str(ctx.path), key=ctx.key, root=str(ctx.root) if ctx.root else None),
+        extras=extras,
+    )
 
 
 def _unread_media_notes(doc: dict) -> list[str]:
@@ -249,9 +270,14 @@ def _video_refs(doc: dict, ctx: LoadContext, prefix: str | None) -> list:
 def looks_like_whowhen_pro(doc: Any) -> bool:
     """True for a dict with ``framework`` and ``trajectory`` plus one of ``id``,
     ``ground_truth``, ``task`` (and no native ``format`` or Who&When ``history``)."""
-    return (isinstance(doc, dict) and "trajectory" in doc and "framework" in doc
-            and doc.get("format") != NATIVE_FORMAT and "history" not in doc
-            and any(k in doc for k in ("id", "ground_truth", "task")))
+    return (
+        isinstance(doc, dict)
+        and "trajectory" in doc
+        and "framework" in doc
+        and doc.get("format") != NATIVE_FORMAT
+        and "history" not in doc
+        and any(k in doc for k in ("id", "ground_truth", "task"))
+    )
 
 
 class WhoWhenProImporter(DocumentImporter):

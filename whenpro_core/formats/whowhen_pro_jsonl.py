@@ -25,18 +25,19 @@ from __future__ import annotations
 import mmap
 import re
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
 from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats.base import FileImporter, LoadContext
-from whenpro_core.gt_map import gt_coord
 from whenpro_core.formats.whowhen_pro import SPLITS, build_trace, modality_of_name, prepare
+from whenpro_core.gt_map import gt_coord
 from whenpro_core.model import Modality, Trace, TraceSummary
 
 FORMAT = "whowhen-pro-jsonl"
@@ -47,16 +48,17 @@ STATS = {"trajectory_decodes": 0, "rows_loaded": 0}
 
 # Possessive runs: fast, and no catastrophic backtracking on an unterminated string.
 _STR = rb'"((?:[^"\\\n]++|\\.)*+)"'
-_HEAD_RE = re.compile(rb'\s*\{\s*"id"\s*:\s*' + _STR + rb'\s*,\s*"framework"\s*:\s*' + _STR
-                      + rb'\s*,\s*"benchmark"\s*:\s*' + _STR)
+_HEAD_RE = re.compile(
+    rb'\s*\{\s*"id"\s*:\s*' + _STR + rb'\s*,\s*"framework"\s*:\s*' + _STR + rb'\s*,\s*"benchmark"\s*:\s*' + _STR
+)
 _TRAJ_RE = re.compile(rb'"trajectory"\s*:\s*(.)', re.DOTALL)
 _TASK_RE = re.compile(rb'"task"\s*:\s*(.)', re.DOTALL)
 _GT_RE = re.compile(rb'"ground_truth"\s*:\s*(null|"(?:[^"\\\n]++|\\.)*+")', re.DOTALL)
 _HEAD_BYTES = 4096
 _MAX_HEAD = 1 << 16
-_FALLBACK_MAX = 1 << 20   # rows up to this size may be fully parsed when the fast path fails
+_FALLBACK_MAX = 1 << 20  # rows up to this size may be fully parsed when the fast path fails
 _ROW_FIELDS = ("task", "trajectory", "ground_truth", "extras")
-_CACHE: OrderedDict[tuple[str, int, int], "RowIndex"] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, int, int], RowIndex] = OrderedDict()
 _CACHE_SIZE = 8
 
 
@@ -105,12 +107,16 @@ class RowIndex:
             for meta in self.rows:
                 if meta.id == key:
                     return meta
-        raise TraceFormatError(f"no row {key!r} in this file", path=self.path,
-                               expected=f"a row number 1..{self.rows[-1].row} or a trace id")
+        raise TraceFormatError(
+            f"no row {key!r} in this file",
+            path=self.path,
+            expected=f"a row number 1..{self.rows[-1].row} or a trace id",
+        )
 
 
-def _error(path: Path, row: int, what: str, expected: str | None = None,
-           json_path: str | None = None) -> TraceFormatError:
+def _error(
+    path: Path, row: int, what: str, expected: str | None = None, json_path: str | None = None
+) -> TraceFormatError:
     return TraceFormatError(what, path=path, row=row, json_path=json_path, expected=expected)
 
 
@@ -131,9 +137,15 @@ def _gt_listing(framework: str, raw: bytes) -> tuple[str | None, str | None, Tra
         if gt is not None and not isinstance(gt, dict):
             raise ValueError
     except (ValueError, TypeError, orjson.JSONDecodeError):
-        return None, None, TraceFormatError(
-            "ground_truth is not a JSON string holding an object", json_path="$.ground_truth",
-            expected='a string such as "{\\"step\\":3}"')
+        return (
+            None,
+            None,
+            TraceFormatError(
+                "ground_truth is not a JSON string holding an object",
+                json_path="$.ground_truth",
+                expected='a string such as "{\\"step\\":3}"',
+            ),
+        )
     if gt is None:
         return None, None, None
     try:
@@ -145,9 +157,12 @@ def _gt_listing(framework: str, raw: bytes) -> tuple[str | None, str | None, Tra
 
 def _scan_row(mm: mmap.mmap, path: Path, row: int, start: int, end: int, last: bool) -> RowMeta:
     """Read one line's listing fields without decoding its trajectory."""
-    if mm[end - 1] != 0x7D and not mm[max(start, end - 16):end].rstrip().endswith(b"}"):
-        what = ("truncated line (the file ends in the middle of a row)" if last
-                else "line does not end with '}' (not a complete JSON object)")
+    if mm[end - 1] != 0x7D and not mm[max(start, end - 16) : end].rstrip().endswith(b"}"):
+        what = (
+            "truncated line (the file ends in the middle of a row)"
+            if last
+            else "line does not end with '}' (not a complete JSON object)"
+        )
         return RowMeta(row, start, end, problem=_error(path, row, what, "one JSON object per line"))
     m = _HEAD_RE.match(mm, start, min(end, start + _HEAD_BYTES))
     if m is None and end - start > _HEAD_BYTES:
@@ -157,32 +172,57 @@ def _scan_row(mm: mmap.mmap, path: Path, row: int, start: int, end: int, last: b
     try:
         trace_id, fw, bench = (_json_str(g) for g in m.groups())
     except (UnicodeDecodeError, orjson.JSONDecodeError):
-        return RowMeta(row, start, end, problem=_error(
-            path, row, "id, framework or benchmark is not valid UTF-8 JSON text", "plain JSON strings"))
+        return RowMeta(
+            row,
+            start,
+            end,
+            problem=_error(path, row, "id, framework or benchmark is not valid UTF-8 JSON text", "plain JSON strings"),
+        )
     t = _TRAJ_RE.search(mm, m.end(), end)
     problem = None
-    if t is None:       # a malformed line, or no trajectory: say which when the line is small
+    if t is None:  # a malformed line, or no trajectory: say which when the line is small
         return _fallback(mm, RowMeta(row, start, end, trace_id, fw, bench), path)
     if t.group(1) != b'"':
-        problem = _error(path, row, "trajectory is not a JSON string", json_path="$.trajectory",
-                         expected="a JSON string holding the trajectory list (twice-encoded)")
+        problem = _error(
+            path,
+            row,
+            "trajectory is not a JSON string",
+            json_path="$.trajectory",
+            expected="a JSON string holding the trajectory list (twice-encoded)",
+        )
     else:
         task = _TASK_RE.search(mm, m.end(), t.start())
         if task is not None and task.group(1) != b'"':
-            problem = _error(path, row, "task is not a JSON string", json_path="$.task",
-                             expected="a JSON string holding {query, answer} (twice-encoded)")
+            problem = _error(
+                path,
+                row,
+                "task is not a JSON string",
+                json_path="$.task",
+                expected="a JSON string holding {query, answer} (twice-encoded)",
+            )
     if problem is not None:
         return RowMeta(row, start, end, trace_id, fw, bench, problem=problem)
     gpos = mm.rfind(b'"ground_truth"', t.end(), end)
     if gpos < 0:
         return RowMeta(row, start, end, trace_id, fw, bench)
     g = _GT_RE.match(mm, gpos, end)
-    mode, step, problem = _gt_listing(fw, g.group(1)) if g else (None, None, TraceFormatError(
-        "ground_truth is not a JSON string holding an object", json_path="$.ground_truth",
-        expected="a JSON string"))
+    mode, step, problem = (
+        _gt_listing(fw, g.group(1))
+        if g
+        else (
+            None,
+            None,
+            TraceFormatError(
+                "ground_truth is not a JSON string holding an object",
+                json_path="$.ground_truth",
+                expected="a JSON string",
+            ),
+        )
+    )
     if problem is not None:
-        problem = TraceFormatError(problem.what, path=path, row=row, json_path=problem.json_path,
-                                   expected=problem.expected)
+        problem = TraceFormatError(
+            problem.what, path=path, row=row, json_path=problem.json_path, expected=problem.expected
+        )
     return RowMeta(row, start, end, trace_id, fw, bench, mode, step, problem)
 
 
@@ -194,25 +234,40 @@ def _with_gt(meta: RowMeta, gt: Any, path: Path) -> RowMeta:
     except TraceFormatError as exc:
         return _bad(meta, exc.located(path=path, row=meta.row))
     mode = gt.get("mode") if isinstance(gt.get("mode"), str) else None
-    return RowMeta(meta.row, meta.start, meta.end, meta.id, meta.framework, meta.benchmark,
-                   mode, step)
+    return RowMeta(meta.row, meta.start, meta.end, meta.id, meta.framework, meta.benchmark, mode, step)
 
 
 def _fallback(mm: mmap.mmap, meta: RowMeta, path: Path) -> RowMeta:
     """A line whose key order differs from the release's: parse it whole when small."""
     if meta.end - meta.start > _FALLBACK_MAX:
-        return _bad(meta, _error(path, meta.row, "row is not a release row (id, framework, benchmark "
-                                 "first, then a trajectory string)",
-                                 '{"id": ..., "framework": ..., "benchmark": ..., "trajectory": "..."}'))
+        return _bad(
+            meta,
+            _error(
+                path,
+                meta.row,
+                "row is not a release row (id, framework, benchmark first, then a trajectory string)",
+                '{"id": ..., "framework": ..., "benchmark": ..., "trajectory": "..."}',
+            ),
+        )
     try:
-        row = _parse_line(mm[meta.start:meta.end], path, meta.row)
+        row = _parse_line(mm[meta.start : meta.end], path, meta.row)
         fields = [_plain(row, k, path, meta.row) for k in ("id", "framework", "benchmark")]
         if "trajectory" not in row:
-            raise _error(path, meta.row, "missing field trajectory", json_path="$.trajectory",
-                         expected="a JSON string holding the trajectory list")
+            raise _error(
+                path,
+                meta.row,
+                "missing field trajectory",
+                json_path="$.trajectory",
+                expected="a JSON string holding the trajectory list",
+            )
         if not isinstance(row.get("trajectory"), str):
-            raise _error(path, meta.row, "trajectory is not a JSON string", json_path="$.trajectory",
-                         expected="a JSON string holding the trajectory list (twice-encoded)")
+            raise _error(
+                path,
+                meta.row,
+                "trajectory is not a JSON string",
+                json_path="$.trajectory",
+                expected="a JSON string holding the trajectory list (twice-encoded)",
+            )
         gt = _decode(row, "ground_truth", dict, path, meta.row)
     except TraceFormatError as exc:
         return _bad(meta, exc)
@@ -220,8 +275,7 @@ def _fallback(mm: mmap.mmap, meta: RowMeta, path: Path) -> RowMeta:
 
 
 def _bad(meta: RowMeta, exc: TraceFormatError) -> RowMeta:
-    return RowMeta(meta.row, meta.start, meta.end, meta.id, meta.framework, meta.benchmark,
-                   problem=exc)
+    return RowMeta(meta.row, meta.start, meta.end, meta.id, meta.framework, meta.benchmark, problem=exc)
 
 
 def row_index(path: str | Path) -> RowIndex:
@@ -279,11 +333,15 @@ def _parse_line(data: bytes, path: Path, row: int) -> dict:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as ude:
-            raise _error(path, row, f"line is not UTF-8 text (bad byte at column {ude.start + 1})",
-                         "UTF-8 JSON") from None
+            raise _error(
+                path, row, f"line is not UTF-8 text (bad byte at column {ude.start + 1})", "UTF-8 JSON"
+            ) from None
         at = getattr(exc, "pos", None)
-        what = ("truncated row (JSON ends too early)" if at is not None and at >= len(data.rstrip()) - 1
-                else f"not valid JSON at column {(at or 0) + 1}")
+        what = (
+            "truncated row (JSON ends too early)"
+            if at is not None and at >= len(data.rstrip()) - 1
+            else f"not valid JSON at column {(at or 0) + 1}"
+        )
         raise _error(path, row, what, "one JSON object per line") from None
     if not isinstance(value, dict):
         raise _error(path, row, f"wrong type (got {type(value).__name__})", "a JSON object", "$")
@@ -307,20 +365,29 @@ def _decode(row: dict, key: str, want: type, path: Path, n: int) -> Any:
     shape = "an object" if want is dict else "a list"
     if not isinstance(value, str):
         found = "missing" if key not in row else f"got {type(value).__name__}"
-        raise _error(path, n, f"wrong type ({found})", f"a JSON string holding {shape} (twice-encoded)",
-                     f"$.{key}")
+        raise _error(path, n, f"wrong type ({found})", f"a JSON string holding {shape} (twice-encoded)", f"$.{key}")
     if key == "trajectory":
         STATS["trajectory_decodes"] += 1
     try:
         decoded = jsonio.loads(value)
     except orjson.JSONDecodeError as exc:
-        raise _error(path, n, f"the string is not valid JSON ({str(exc).split(':')[0]})",
-                     f"a JSON string holding {shape}", f"$.{key}") from None
+        raise _error(
+            path,
+            n,
+            f"the string is not valid JSON ({str(exc).split(':')[0]})",
+            f"a JSON string holding {shape}",
+            f"$.{key}",
+        ) from None
     if decoded is None and key in ("ground_truth", "extras"):
         return None
     if not isinstance(decoded, want):
-        raise _error(path, n, f"wrong type (the string holds {type(decoded).__name__})",
-                     f"a JSON string holding {shape}", f"$.{key}")
+        raise _error(
+            path,
+            n,
+            f"wrong type (the string holds {type(decoded).__name__})",
+            f"a JSON string holding {shape}",
+            f"$.{key}",
+        )
     return decoded
 
 
@@ -344,8 +411,12 @@ def decode_row(data: bytes, path: Path, row: int, modality: Modality) -> dict:
         if k not in doc and k not in _ROW_FIELDS:
             doc[k] = v
     split = path.stem.lower()
-    doc.update(task=task, trajectory=trajectory, ground_truth=gt,
-               modality=split if split in SPLITS and modality_of_name(split) is modality else modality.value)
+    doc.update(
+        task=task,
+        trajectory=trajectory,
+        ground_truth=gt,
+        modality=split if split in SPLITS and modality_of_name(split) is modality else modality.value,
+    )
     return doc
 
 
@@ -398,7 +469,7 @@ class WhoWhenProJsonlImporter(FileImporter):
             t = _TRAJ_RE.search(first, m.end())
             task = _TASK_RE.search(first, m.end(), t.start() if t else len(first))
             if task is not None and task.group(1) != b'"':
-                return False        # a per-file document (task is an object), not a release row
+                return False  # a per-file document (task is an object), not a release row
             if t is not None:
                 return t.group(1) == b'"'
             if b"\n" in head:
@@ -413,13 +484,21 @@ class WhoWhenProJsonlImporter(FileImporter):
     def summaries(self, path: Path, root: Path | None) -> Iterator[TraceSummary]:
         index = row_index(path)
         for meta in index.rows:
-            yield TraceSummary(id=meta.id or f"{path.stem}:{meta.row}", path=str(path),
-                               key=str(meta.row), format=FORMAT, framework=meta.framework,
-                               benchmark=meta.benchmark, modality=index.modality.value,
-                               step_count=None, gt_mode=meta.gt_mode, gt_step=meta.gt_step,
-                               error=meta.error,
-                               # a labelled row is a failed run (as when the row is loaded)
-                               outcome="failure" if meta.gt_mode or meta.gt_step else None)
+            yield TraceSummary(
+                id=meta.id or f"{path.stem}:{meta.row}",
+                path=str(path),
+                key=str(meta.row),
+                format=FORMAT,
+                framework=meta.framework,
+                benchmark=meta.benchmark,
+                modality=index.modality.value,
+                step_count=None,
+                gt_mode=meta.gt_mode,
+                gt_step=meta.gt_step,
+                error=meta.error,
+                # a labelled row is a failed run (as when the row is loaded)
+                outcome="failure" if meta.gt_mode or meta.gt_step else None,
+            )
 
     def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
         """Decode only the selected row (1-based line number or trace id)."""
@@ -428,7 +507,8 @@ class WhoWhenProJsonlImporter(FileImporter):
         ctx = LoadContext(path=path, root=root, key=str(meta.row))
         prefix = f"video_assets/{doc['framework']}/" if index.modality is Modality.video else None
         try:
-            return build_trace(prepare(doc, ctx, modality_hint=index.modality.value), ctx,
-                               fmt=FORMAT, media_prefix=prefix)
+            return build_trace(
+                prepare(doc, ctx, modality_hint=index.modality.value), ctx, fmt=FORMAT, media_prefix=prefix
+            )
         except WhenproError as exc:
             raise exc.located(path=path, row=meta.row) from None

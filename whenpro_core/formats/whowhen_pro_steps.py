@@ -39,12 +39,31 @@ from whenpro_core.model import LABEL_LEAKING_FIELDS, MediaRef, Step, ToolCall
 #: (``is_injected``, ``is_replayed``, ``injected``, ``phase``, ``step_legacy``), other
 #: spellings of them, and ``input_messages`` (the reference evaluation never shows a
 #: judge the per-turn prompt, which can hold pre-injection text).
-HIDDEN_FIELDS = tuple(dict.fromkeys(LABEL_LEAKING_FIELDS + (
-    "is_injection", "injection", "injection_info", "injected_step", "injected_content",
-    "original_output", "pre_injection_output", "replayed", "is_live", "input_messages")))
+HIDDEN_FIELDS = tuple(
+    dict.fromkeys(
+        LABEL_LEAKING_FIELDS
+        + (
+            "is_injection",
+            "injection",
+            "injection_info",
+            "injected_step",
+            "injected_content",
+            "original_output",
+            "pre_injection_output",
+            "replayed",
+            "is_live",
+            "input_messages",
+        )
+    )
+)
 
-_B64_MIME = (("iVBORw0KGgo", "image/png"), ("/9j/", "image/jpeg"), ("R0lGOD", "image/gif"),
-             ("UklGR", "image/webp"), ("Qk", "image/bmp"))
+_B64_MIME = (
+    ("iVBORw0KGgo", "image/png"),
+    ("/9j/", "image/jpeg"),
+    ("R0lGOD", "image/gif"),
+    ("UklGR", "image/webp"),
+    ("Qk", "image/bmp"),
+)
 _DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,", re.IGNORECASE)
 _LAST_OUTPUT = "Last output from code snippet:"
 
@@ -79,8 +98,7 @@ def _mime_of(data: str) -> str:
     return "image/png"
 
 
-def media_ref(obj: Any, *, kind: str = "image", label: str | None = None,
-              prefix: str | None = None) -> MediaRef | None:
+def media_ref(obj: Any, *, kind: str = "image", label: str | None = None, prefix: str | None = None) -> MediaRef | None:
     """A MediaRef for one stored image: ``{"__type__": "PIL.Image", "data": <base64>,
     "mime"?, "source"?}`` (inline), ``{"path": ...}`` or a bare path string, or a
     frame ``{index, time_s, path}``. ``prefix`` is prepended to relative paths (JSONL
@@ -98,20 +116,25 @@ def media_ref(obj: Any, *, kind: str = "image", label: str | None = None,
         mime = obj.get("mime") if isinstance(obj.get("mime"), str) else None
         m = _DATA_URL.match(data)
         if m:
-            mime, data = mime or m.group(1), data[m.end():]
-        return MediaRef(kind=kind, data=data, mime=mime or _mime_of(data), index=index,
-                        time_s=time_s, label=source or label)
+            mime, data = mime or m.group(1), data[m.end() :]
+        return MediaRef(
+            kind=kind, data=data, mime=mime or _mime_of(data), index=index, time_s=time_s, label=source or label
+        )
     if isinstance(path, str) and path:
         if prefix and not path.startswith(("/", "\\")) and not path.startswith(prefix):
             path = prefix + path
-        return MediaRef(kind=kind, path=path, index=index, time_s=time_s,
-                        mime=obj.get("mime") if isinstance(obj.get("mime"), str) else None,
-                        label=source or label)
+        return MediaRef(
+            kind=kind,
+            path=path,
+            index=index,
+            time_s=time_s,
+            mime=obj.get("mime") if isinstance(obj.get("mime"), str) else None,
+            label=source or label,
+        )
     return None
 
 
-def media_list(items: Any, *, kind: str = "image", label: str = "image",
-               prefix: str | None = None) -> list[MediaRef]:
+def media_list(items: Any, *, kind: str = "image", label: str = "image", prefix: str | None = None) -> list[MediaRef]:
     """MediaRefs for a list of stored images (others are skipped)."""
     if not isinstance(items, list):
         items = [items] if items else []
@@ -119,7 +142,8 @@ def media_list(items: Any, *, kind: str = "image", label: str = "image",
     for n, item in enumerate(items):
         if kind == "frame" and isinstance(item, dict):
             lab = f"frame {item.get('index', n)}" + (
-                f" @ {item['time_s']}s" if isinstance(item.get("time_s"), (int, float)) else "")
+                f" @ {item['time_s']}s" if isinstance(item.get("time_s"), (int, float)) else ""
+            )
         else:
             lab = f"{label} #{n + 1}"
         ref = media_ref(item, kind=kind, label=lab, prefix=prefix)
@@ -147,8 +171,10 @@ def unread_media(src: Any, where: str) -> list[str]:
         lost = sum(1 for item in items if media_ref(item, kind="frame" if name == "frames" else "image") is None)
         if lost:
             shape = "" if isinstance(value, list) else f" ({type(value).__name__}, not a list)"
-            notes.append(f"{where}.{name}{shape}: {lost} of {len(items)} images not read "
-                         f"(expected a list of image paths or {{data|path}} objects)")
+            notes.append(
+                f"{where}.{name}{shape}: {lost} of {len(items)} images not read "
+                f"(expected a list of image paths or {{data|path}} objects)"
+            )
     return notes
 
 
@@ -188,16 +214,14 @@ def _kind_of(src: dict, fw: str) -> str:
     kind = src.get("kind")
     if kind == "planning":
         return "plan"
-    if isinstance(kind, str) and kind in ("user", "system", "assistant", "tool", "final_answer",
-                                          "action", "round"):
+    if isinstance(kind, str) and kind in ("user", "system", "assistant", "tool", "final_answer", "action", "round"):
         return kind
     if fw == "macnet" and isinstance(src.get("role"), str) and src["role"]:
         return src["role"]
     return kind if isinstance(kind, str) and kind and kind != "agent" else "assistant"
 
 
-def build_step(index: int, slot: Slot, entry: dict, fw: str, *, agent: str,
-               media_prefix: str | None = None) -> Step:
+def build_step(index: int, slot: Slot, entry: dict, fw: str, *, agent: str, media_prefix: str | None = None) -> Step:
     """The :class:`Step` for one slot of a Who&When Pro trajectory.
 
     ``entry`` is the trajectory entry the slot comes from (its ``turns[slot.turn]`` is
@@ -214,8 +238,7 @@ def build_step(index: int, slot: Slot, entry: dict, fw: str, *, agent: str,
     else:
         src, hidden = split_hidden(entry)
         meta = {}
-        for key in ("round", "position", "stage", "step_number", "tool_call_id", "tool_name",
-                    "timestamp"):
+        for key in ("round", "position", "stage", "step_number", "tool_call_id", "tool_name", "timestamp"):
             if src.get(key) is not None:
                 meta[key] = src[key]
     kind = _kind_of(src, fw)
@@ -255,8 +278,12 @@ def build_step(index: int, slot: Slot, entry: dict, fw: str, *, agent: str,
                 tool_calls.append(call)
         for ta in src.get("tool_actions") or []:
             if isinstance(ta, dict):
-                tool_calls.append(ToolCall(name=str(ta.get("name") or ta.get("type") or "tool"),
-                                           arguments=maybe_json(ta.get("args", ta.get("arguments")))))
+                tool_calls.append(
+                    ToolCall(
+                        name=str(ta.get("name") or ta.get("type") or "tool"),
+                        arguments=maybe_json(ta.get("args", ta.get("arguments"))),
+                    )
+                )
         if src.get("ledger") is not None:
             meta["ledger"] = src["ledger"]
         if src.get("observation") is not None:
@@ -266,10 +293,20 @@ def build_step(index: int, slot: Slot, entry: dict, fw: str, *, agent: str,
         media += media_list(src.get("frames"), kind="frame", prefix=media_prefix)
     if src.get("agent") is not None and src.get("role") is not None and fw == "magentic-one":
         meta["role"] = src["role"]
-    return Step(index=index, coord=slot.coord, agent=agent, kind=kind, content=content,
-                tool_calls=tool_calls, observation=observation, media=media,
-                error=error_text(src.get("error")), hidden=hidden, meta=meta,
-                raw=strip_inline_media(src))
+    return Step(
+        index=index,
+        coord=slot.coord,
+        agent=agent,
+        kind=kind,
+        content=content,
+        tool_calls=tool_calls,
+        observation=observation,
+        media=media,
+        error=error_text(src.get("error")),
+        hidden=hidden,
+        meta=meta,
+        raw=strip_inline_media(src),
+    )
 
 
 def final_answer_of(doc: dict, entries: list[dict], fw: str) -> str | None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-
 from whenpro_core import jsonio
 from whenpro_core.formats.whowhen_pro_steps import HIDDEN_FIELDS
 from whenpro_core.model import MediaRef, Step, Trace
@@ -72,8 +71,7 @@ def step_entry(step: Step) -> dict[str, Any]:
         if step.media:
             entry["images"] = [_media(m) for m in step.media]
         return entry
-    entry = {"kind": step.kind, "agent": step.agent, **(_coord_fields(step.coord) or {}),
-             "content": step.content}
+    entry = {"kind": step.kind, "agent": step.agent, **(_coord_fields(step.coord) or {}), "content": step.content}
     if step.tool_calls:
         entry["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in step.tool_calls]
     if step.observation is not None:
@@ -110,7 +108,9 @@ def to_document(trace: Trace, *, eval_status: str | None = None) -> dict[str, An
     if trace.task.images:
         task["images"] = [_media(m) for m in trace.task.images]
     doc: dict[str, Any] = {
-        "id": trace.id, "framework": trace.framework, "benchmark": trace.benchmark,
+        "id": trace.id,
+        "framework": trace.framework,
+        "benchmark": trace.benchmark,
         "modality": trace.modality.value,
         "agents": [{"id": a.id, "role": a.role} for a in trace.agents],
         "task": task,
@@ -132,8 +132,7 @@ def ground_truth_dict(trace: Trace) -> dict[str, Any] | None:
     if gt is None or gt.step is None:
         return None
     step: Any = int(gt.step) if _INT.match(gt.step) else gt.step
-    out: dict[str, Any] = {"agent": gt.agent, "step": step, "step_coord": gt.step, "mode": gt.mode,
-                           "reason": gt.reason}
+    out: dict[str, Any] = {"agent": gt.agent, "step": step, "step_coord": gt.step, "mode": gt.mode, "reason": gt.reason}
     if gt.agents:
         out["agents"] = list(gt.agents)
     return out
@@ -153,15 +152,22 @@ def to_jsonl_row(doc: dict[str, Any]) -> bytes:
     strings (twice-encoded); ``extras`` holds every other field of ``doc`` except
     ``modality`` (the file name gives it)."""
     extras = {k: v for k, v in doc.items() if k not in _ROW_COLUMNS}
-    row = {"id": str(doc["id"]), "framework": str(doc["framework"]), "benchmark": str(doc.get("benchmark") or ""),
-           "task": _json(doc.get("task") or {}), "trajectory": _json(doc["trajectory"]),
-           "ground_truth": _json(doc.get("ground_truth")), "extras": _json(extras)}
+    row = {
+        "id": str(doc["id"]),
+        "framework": str(doc["framework"]),
+        "benchmark": str(doc.get("benchmark") or ""),
+        "task": _json(doc.get("task") or {}),
+        "trajectory": _json(doc["trajectory"]),
+        "ground_truth": _json(doc.get("ground_truth")),
+        "extras": _json(extras),
+    }
     return jsonio.dumps(row)
 
 
 def _public(step: Step) -> dict[str, Any]:
-    return step.model_dump(mode="json", include={"coord", "agent", "kind", "content", "tool_calls",
-                                                 "observation", "error", "hidden"})
+    return step.model_dump(
+        mode="json", include={"coord", "agent", "kind", "content", "tool_calls", "observation", "error", "hidden"}
+    )
 
 
 def check_round_trip(trace: Trace, doc: dict[str, Any]) -> list[str]:
@@ -193,10 +199,11 @@ def check_round_trip(trace: Trace, doc: dict[str, Any]) -> list[str]:
             if pa[key] != pb[key]:
                 diffs.append(f"step {a.coord}: {key} differs")
     gt, bgt = trace.ground_truth, back.ground_truth
-    if (gt is None) != (bgt is None) or (gt and bgt and (gt.agent, gt.step, gt.mode) != (bgt.agent, bgt.step, bgt.mode)):
+    if (gt is None) != (bgt is None) or (
+        gt and bgt and (gt.agent, gt.step, gt.mode) != (bgt.agent, bgt.step, bgt.mode)
+    ):
         diffs.append("ground truth differs")
     return diffs
 
 
-__all__ = ["check_round_trip", "ground_truth_dict", "representable_coords", "step_entry", "to_document",
-           "to_jsonl_row"]
+__all__ = ["check_round_trip", "ground_truth_dict", "representable_coords", "step_entry", "to_document", "to_jsonl_row"]

@@ -103,8 +103,14 @@ def injectable_reason(trace: Trace, index: int) -> str | None:
     return None
 
 
-def mode_choices(trace: Trace, index: int, generator: str = "offline",
-                 taxonomy: Taxonomy | None = None, *, applicable: Iterable[str] | None = None) -> list[ModeChoice]:
+def mode_choices(
+    trace: Trace,
+    index: int,
+    generator: str = "offline",
+    taxonomy: Taxonomy | None = None,
+    *,
+    applicable: Iterable[str] | None = None,
+) -> list[ModeChoice]:
     """Every mode of ``taxonomy`` (default: built-in) as offered at step ``index`` with
     the generator kind ``generator`` (``offline``, ``text`` or ``llm``; a spec such as
     ``llm:openai:gpt-4.1`` counts by its kind). On a step that cannot be replaced
@@ -140,12 +146,17 @@ def executor_choices(trace: Trace) -> list[ExecutorChoice]:
     from whenpro_core.injection.executors import plugin_names
 
     env = env_for_trace(trace)
-    out = [ExecutorChoice("builtin", f"builtin ({env.name})" if env is not None else "builtin", None,
-                          available=env is not None,
-                          reason=None if env is not None else
-                          "only for runs of whenpro's built-in environments (whenpro run)"),
-           ExecutorChoice("cmd", "cmd (your own framework)", "command"),
-           ExecutorChoice("simulate", "simulate (a model plays on)", "model")]
+    out = [
+        ExecutorChoice(
+            "builtin",
+            f"builtin ({env.name})" if env is not None else "builtin",
+            None,
+            available=env is not None,
+            reason=None if env is not None else "only for runs of whenpro's built-in environments (whenpro run)",
+        ),
+        ExecutorChoice("cmd", "cmd (your own framework)", "command"),
+        ExecutorChoice("simulate", "simulate (a model plays on)", "model"),
+    ]
     out += [ExecutorChoice(name, f"plugin {name}", None) for name in plugin_names()]
     return out
 
@@ -155,5 +166,14 @@ def default_executor(trace: Trace) -> str:
     return "builtin" if executor_choices(trace)[0].available else "simulate"
 
 
-__all__ = ["FIT_HINTS", "GENERATORS", "NO_MUTATOR", "ExecutorChoice", "ModeChoice", "default_executor",
-           "executor_choices", "injectable_reason", "mode_choices"]
+__all__ = [
+    "FIT_HINTS",
+    "GENERATORS",
+    "NO_MUTATOR",
+    "ExecutorChoice",
+    "ModeChoice",
+    "default_executor",
+    "executor_choices",
+    "injectable_reason",
+    "mode_choices",
+]

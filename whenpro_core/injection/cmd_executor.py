@@ -51,8 +51,14 @@ class CommandExecutor:
         cwd, env: working directory and environment of the process (default: whenpro's).
     """
 
-    def __init__(self, argv: list[str], *, message_timeout: float = 60.0,
-                 cwd: str | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        message_timeout: float = 60.0,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         if not argv:
             raise ConfigError("empty executor command", expected="--executor cmd:'python my_agents.py'")
         self.argv = argv
@@ -62,13 +68,14 @@ class CommandExecutor:
         self.name = "cmd:" + shlex.join(argv)
 
     @classmethod
-    def from_spec(cls, command: str, **kwargs: Any) -> "CommandExecutor":
+    def from_spec(cls, command: str, **kwargs: Any) -> CommandExecutor:
         """From the text after ``cmd:`` (split like a POSIX shell, never run by one)."""
         try:
             argv = shlex.split(command)
         except ValueError as exc:
-            raise ConfigError(f"cannot parse the executor command: {exc}",
-                              expected="--executor cmd:'python my_agents.py --flag'") from None
+            raise ConfigError(
+                f"cannot parse the executor command: {exc}", expected="--executor cmd:'python my_agents.py --flag'"
+            ) from None
         return cls(argv, **kwargs)
 
     def live_tools(self, trace: Trace) -> ToolRunner | None:
@@ -100,14 +107,25 @@ class _Session:
     def start(self) -> None:
         try:
             self.proc = subprocess.Popen(
-                self.owner.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                cwd=self.owner.cwd, env=self.owner.env, start_new_session=True)
+                self.owner.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self.owner.cwd,
+                env=self.owner.env,
+                start_new_session=True,
+            )
         except OSError as exc:
-            raise ReplayError(f"cannot start the executor command {self.owner.argv[0]!r}: {exc.strerror or exc}",
-                              expected="an executable command") from None
+            raise ReplayError(
+                f"cannot start the executor command {self.owner.argv[0]!r}: {exc.strerror or exc}",
+                expected="an executable command",
+            ) from None
         self.stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
-        for thread in (threading.Thread(target=self._read_stdout, daemon=True), self.stderr_reader,
-                       threading.Thread(target=self._write_stdin, daemon=True)):
+        for thread in (
+            threading.Thread(target=self._read_stdout, daemon=True),
+            self.stderr_reader,
+            threading.Thread(target=self._write_stdin, daemon=True),
+        ):
             thread.start()
 
     def _read_stdout(self) -> None:
@@ -192,10 +210,12 @@ class _Session:
         while True:
             remaining = end - time.monotonic()
             if remaining <= 0:
-                limit = ("replay timeout" if ctx.time_left() <= 0
-                         else f"{self.owner.message_timeout:g} s message timeout")
-                raise self.fail(f"no message within the {limit} (message #{number})",
-                                expected="one JSON line per message, flushed")
+                limit = (
+                    "replay timeout" if ctx.time_left() <= 0 else f"{self.owner.message_timeout:g} s message timeout"
+                )
+                raise self.fail(
+                    f"no message within the {limit} (message #{number})", expected="one JSON line per message, flushed"
+                )
             try:
                 item = self.inbox.get(timeout=min(remaining, 0.2))
                 break
@@ -204,16 +224,17 @@ class _Session:
                     raise self.fail("cancelled") from None
         if item is _EOF:
             code = self.proc.wait(timeout=5) if self.proc else None
-            raise self.fail(f"exited with status {code} before sending 'done'",
-                            expected="a 'done' or 'error' message")
+            raise self.fail(f"exited with status {code} before sending 'done'", expected="a 'done' or 'error' message")
         if len(item) > MAX_LINE:
             raise self.fail(f"message #{number} is longer than {MAX_LINE} bytes")
         try:
             msg = orjson.loads(item)
         except orjson.JSONDecodeError:
             shown = item[:80].decode("utf-8", errors="replace").strip()
-            raise self.fail(f"printed a line that is not JSON (message #{number}): {shown!r}",
-                            expected="only protocol messages on stdout (logs on stderr)") from None
+            raise self.fail(
+                f"printed a line that is not JSON (message #{number}): {shown!r}",
+                expected="only protocol messages on stdout (logs on stderr)",
+            ) from None
         if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
             raise self.fail(f"message #{number} has no 'type'", expected='{"type": ...}')
         return msg
@@ -222,14 +243,23 @@ class _Session:
         ctx = self.ctx
         self.start()
         replaced = ctx.replaced
-        pending = replaced is not None and bool(replaced.tool_calls) and replaced.observation is None \
+        pending = (
+            replaced is not None
+            and bool(replaced.tool_calls)
+            and replaced.observation is None
             and replaced.error is None
-        self.send({"type": "start", "protocol": PROTOCOL,
-                   "trace": ctx.trace.model_dump(mode="json"),
-                   "prefix_len": ctx.prefix_len,
-                   "steps": [s.model_dump(mode="json", exclude={"hidden", "raw"}) for s in ctx.steps],
-                   "replaced_step": replaced.model_dump(mode="json", exclude={"hidden", "raw"}) if replaced else None,
-                   "pending_observation": pending})
+        )
+        self.send(
+            {
+                "type": "start",
+                "protocol": PROTOCOL,
+                "trace": ctx.trace.model_dump(mode="json"),
+                "prefix_len": ctx.prefix_len,
+                "steps": [s.model_dump(mode="json", exclude={"hidden", "raw"}) for s in ctx.steps],
+                "replaced_step": replaced.model_dump(mode="json", exclude={"hidden", "raw"}) if replaced else None,
+                "pending_observation": pending,
+            }
+        )
         emitted = 0
         number = 0
         while True:
@@ -240,8 +270,10 @@ class _Session:
                 self.send(self._tool_result(msg, number))
             elif kind == "observation":
                 if not pending or emitted:
-                    raise self.fail(f"unexpected 'observation' (message #{number})",
-                                    expected="'observation' only for a pending replaced step, before any 'step'")
+                    raise self.fail(
+                        f"unexpected 'observation' (message #{number})",
+                        expected="'observation' only for a pending replaced step, before any 'step'",
+                    )
                 replaced.observation = _opt_str(msg.get("observation"))
                 replaced.error = _opt_str(msg.get("error"))
                 replaced.meta["tool_source"] = "executor"
@@ -256,24 +288,31 @@ class _Session:
                     raise self.fail(f"more than {MAX_STEPS} steps")
             elif kind == "done":
                 final = msg.get("final_answer")
-                return Continuation(None if final is None else str(final),
-                                    str(msg.get("termination") or "final_answer"))
+                return Continuation(
+                    None if final is None else str(final), str(msg.get("termination") or "final_answer")
+                )
             elif kind == "error":
                 raise self.fail(f"reported an error: {redact(str(msg.get('message')))[:500]}")
             else:
-                raise self.fail(f"unknown message type {kind!r} (message #{number})",
-                                expected="tool_call, observation, step, done or error")
+                raise self.fail(
+                    f"unknown message type {kind!r} (message #{number})",
+                    expected="tool_call, observation, step, done or error",
+                )
 
     def _tool_result(self, msg: dict[str, Any], number: int) -> dict[str, Any]:
         raw_calls = msg.get("calls")
         if not isinstance(raw_calls, list) or not raw_calls:
-            raise self.fail(f"'tool_call' without a list of calls (message #{number})",
-                            expected='{"type": "tool_call", "id": ..., "calls": [{"name": ..., "arguments": ...}]}')
+            raise self.fail(
+                f"'tool_call' without a list of calls (message #{number})",
+                expected='{"type": "tool_call", "id": ..., "calls": [{"name": ..., "arguments": ...}]}',
+            )
         try:
             calls = [ToolCall.model_validate(c) for c in raw_calls]
         except ValidationError as exc:
-            raise self.fail(f"bad call in 'tool_call' (message #{number}): {exc.errors()[0]['msg']}",
-                            expected="calls of {name, arguments}") from None
+            raise self.fail(
+                f"bad call in 'tool_call' (message #{number}): {exc.errors()[0]['msg']}",
+                expected="calls of {name, arguments}",
+            ) from None
         found = self.ctx.cache.get(calls)
         reply: dict[str, Any] = {"type": "tool_result", "id": msg.get("id"), "hit": found is not None}
         if found is not None:
@@ -284,19 +323,22 @@ class _Session:
     def _step(self, msg: dict[str, Any], number: int) -> Step:
         payload = msg.get("step")
         if not isinstance(payload, dict):
-            raise self.fail(f"'step' without a step object (message #{number})",
-                            expected='{"type": "step", "step": {"agent": ..., "content": ...}}')
+            raise self.fail(
+                f"'step' without a step object (message #{number})",
+                expected='{"type": "step", "step": {"agent": ..., "content": ...}}',
+            )
         payload = {k: v for k, v in payload.items() if k not in ("index", "hidden")}
         try:
             step = Step.model_validate({**payload, "index": len(self.ctx.steps)})
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"])
-            raise self.fail(f"invalid step in message #{number} at step.{loc}: {err['msg']}",
-                            expected="a whenpro step (docs/replay-protocol.md)") from None
+            raise self.fail(
+                f"invalid step in message #{number} at step.{loc}: {err['msg']}",
+                expected="a whenpro step (docs/replay-protocol.md)",
+            ) from None
         if step.tool_calls:
-            step.meta.setdefault("tool_source",
-                                 "cache" if call_key(step.tool_calls) in self.served else "executor")
+            step.meta.setdefault("tool_source", "cache" if call_key(step.tool_calls) in self.served else "executor")
         return step
 
 

@@ -118,8 +118,7 @@ def _align_block(xs: list[Step], ys: list[Step], rows: list[DiffRow]) -> None:
     """Append the rows of a block whose steps differ: pairs by :func:`signature`
     (``changed``, or ``same`` when equal after all), a replaced run paired one to one,
     the excess as ``removed``/``added``."""
-    matcher = difflib.SequenceMatcher(None, [signature(x) for x in xs], [signature(y) for y in ys],
-                                      autojunk=False)
+    matcher = difflib.SequenceMatcher(None, [signature(x) for x in xs], [signature(y) for y in ys], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         pairs = min(i2 - i1, j2 - j1) if tag in ("equal", "replace") else 0
         for k in range(pairs):
@@ -152,6 +151,7 @@ def diff_lines(a: Trace, b: Trace, diff: TraceDiff, *, width: int = 100) -> list
     by side, the first divergence, then one line per aligned row (``=`` same, ``≠``
     changed, ``−`` only in A, ``+`` only in B, ``▶`` the first divergence; the shared
     prefix folded to one line)."""
+
     def summary(step: Step | None) -> str:
         if step is None:
             return ""
@@ -160,18 +160,22 @@ def diff_lines(a: Trace, b: Trace, diff: TraceDiff, *, width: int = 100) -> list
 
     half = max(20, (width - 5) // 2)
     first = diff.first_divergence
-    out = [f"A {clean(a.id)} · {a.outcome.value} · final {clean(a.final_answer or '—')[:60]!r}",
-           f"B {clean(b.id)} · {b.outcome.value} · final {clean(b.final_answer or '—')[:60]!r}"]
+    out = [
+        f"A {clean(a.id)} · {a.outcome.value} · final {clean(a.final_answer or '—')[:60]!r}",
+        f"B {clean(b.id)} · {b.outcome.value} · final {clean(b.final_answer or '—')[:60]!r}",
+    ]
     if first is None:
         out.append("The two runs have the same steps.")
     else:
         row = diff.rows[first]
-        out.append(f"first divergence: A step {row.a_coord or '—'} / B step {row.b_coord or '—'} ({row.op}); "
-                   f"{len(diff.changed)} changed, {len(diff.removed)} only in A, {len(diff.added)} only in B")
+        out.append(
+            f"first divergence: A step {row.a_coord or '—'} / B step {row.b_coord or '—'} ({row.op}); "
+            f"{len(diff.changed)} changed, {len(diff.removed)} only in A, {len(diff.added)} only in B"
+        )
     if diff.shared_prefix:
         out.append(f"= steps 0–{diff.shared_prefix - 1} identical ({diff.shared_prefix})")
     marks = {"same": "=", "changed": "≠", "removed": "−", "added": "+"}
-    for i, row in enumerate(diff.rows[diff.shared_prefix:], start=diff.shared_prefix):
+    for i, row in enumerate(diff.rows[diff.shared_prefix :], start=diff.shared_prefix):
         left = summary(a.steps[row.a] if row.a is not None else None)[:half].ljust(half)
         right = summary(b.steps[row.b] if row.b is not None else None)[:half]
         out.append(f"{left} {'▶' if i == first else marks[row.op]} {right}".rstrip())

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from whenpro_core.envs.base import ToolRunner, run_loop
 from whenpro_core.errors import ConfigError, ReplayError, WhenproError
@@ -144,9 +145,11 @@ class BuiltinExecutor:
 
         env = env_for_trace(trace)
         if env is None:
-            raise ReplayError("the builtin executor only continues runs of whenpro's built-in environments",
-                              json_path="$.extras.env.name",
-                              expected="a trace written by `whenpro run`, or --executor cmd:COMMAND")
+            raise ReplayError(
+                "the builtin executor only continues runs of whenpro's built-in environments",
+                json_path="$.extras.env.name",
+                expected="a trace written by `whenpro run`, or --executor cmd:COMMAND",
+            )
         return env
 
     def live_tools(self, trace: Trace) -> ToolRunner | None:
@@ -158,11 +161,19 @@ class BuiltinExecutor:
         task = env.task_from_trace(ctx.trace)
         policy = env.policy(self.model)
         steps, reason = run_loop(
-            env, task, policy, ctx.steps, ctx.tools(env.live_tools(task)), on_step=ctx.notify,
-            should_stop=lambda: ctx.cancelled() or ctx.time_left() <= 0, mark_tool_source=True)
+            env,
+            task,
+            policy,
+            ctx.steps,
+            ctx.tools(env.live_tools(task)),
+            on_step=ctx.notify,
+            should_stop=lambda: ctx.cancelled() or ctx.time_left() <= 0,
+            mark_tool_source=True,
+        )
         if reason == "stopped" and not ctx.cancelled():
-            raise ReplayError("the built-in environment did not finish before the replay timeout",
-                              expected="a larger --timeout")
+            raise ReplayError(
+                "the built-in environment did not finish before the replay timeout", expected="a larger --timeout"
+            )
         final = env.extract_answer(steps[-1]) if steps and steps[-1].kind == "final_answer" else None
         return Continuation(final, reason)
 
@@ -182,18 +193,28 @@ def _load_plugin(name: str, arg: str | None) -> Executor | None:
         except WhenproError:
             raise
         except Exception as exc:  # a broken plugin must not crash whenpro
-            raise ConfigError(f"executor plugin {name!r} ({ep.value}) failed to load: "
-                              f"{type(exc).__name__}: {exc}") from None
+            raise ConfigError(
+                f"executor plugin {name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}"
+            ) from None
         if not callable(getattr(executor, "continue_run", None)):
-            raise ConfigError(f"executor plugin {name!r} ({ep.value}) returned {type(executor).__name__}",
-                              expected="an object with continue_run(ctx) and live_tools(trace)")
+            raise ConfigError(
+                f"executor plugin {name!r} ({ep.value}) returned {type(executor).__name__}",
+                expected="an object with continue_run(ctx) and live_tools(trace)",
+            )
         return executor
     return None
 
 
-def get_executor(spec: str, *, message_timeout: float = 60.0, model: str | None = None,
-                 settings: Any = None, max_steps: int | None = None, max_calls: int | None = None,
-                 use_cache: bool = True) -> Executor:
+def get_executor(
+    spec: str,
+    *,
+    message_timeout: float = 60.0,
+    model: str | None = None,
+    settings: Any = None,
+    max_steps: int | None = None,
+    max_calls: int | None = None,
+    use_cache: bool = True,
+) -> Executor:
     """The executor for an ``--executor`` value: ``builtin``, ``cmd:COMMAND``,
     ``simulate`` (with ``model``, else the configured model) or
     ``simulate:PROVIDER:MODEL``, or an installed plugin ``NAME[:ARG]``. ``settings``,
@@ -211,13 +232,16 @@ def get_executor(spec: str, *, message_timeout: float = 60.0, model: str | None 
     if spec == "simulate" or spec.startswith("simulate:"):
         from whenpro_core.injection.simulate import SimulateExecutor
 
-        return SimulateExecutor(spec[9:] or model or "", settings=settings, max_steps=max_steps,
-                                max_calls=max_calls, use_cache=use_cache)
+        return SimulateExecutor(
+            spec[9:] or model or "", settings=settings, max_steps=max_steps, max_calls=max_calls, use_cache=use_cache
+        )
     name, _, arg = spec.partition(":")
     executor = _load_plugin(name, arg or None)
     if executor is not None:
         return executor
     plugins = plugin_names()
-    raise ConfigError(f"unknown executor {spec!r}",
-                      expected="builtin, cmd:COMMAND, simulate" + (", " + ", ".join(plugins) if plugins else
-                                                         " or an installed whenpro.executors plugin"))
+    raise ConfigError(
+        f"unknown executor {spec!r}",
+        expected="builtin, cmd:COMMAND, simulate"
+        + (", " + ", ".join(plugins) if plugins else " or an installed whenpro.executors plugin"),
+    )

@@ -113,16 +113,19 @@ class PreparedGenerator:
 
     def generate(self, request: InjectionRequest) -> GeneratedStep:
         if request.index != self.index or request.mode.upper() != self.mode.upper():
-            raise ConfigError(f"this step was prepared for step #{self.index} ({self.mode})",
-                              expected=f"step #{request.index} ({request.mode}): generate it again")
+            raise ConfigError(
+                f"this step was prepared for step #{self.index} ({self.mode})",
+                expected=f"step #{request.index} ({request.mode}): generate it again",
+            )
         return self.generated
 
 
 def tool_calls_text(calls: list[ToolCall]) -> str:
     """A step's tool calls as editable JSON (a list of ``{id, name, arguments}``; ``[]``
     for none); :func:`parse_tool_calls` reads it back."""
-    return json.dumps([c.model_dump(mode="json", exclude_none=True) for c in calls], indent=2,
-                      ensure_ascii=False, default=str)
+    return json.dumps(
+        [c.model_dump(mode="json", exclude_none=True) for c in calls], indent=2, ensure_ascii=False, default=str
+    )
 
 
 def parse_tool_calls(text: str) -> list[ToolCall]:
@@ -133,17 +136,27 @@ def parse_tool_calls(text: str) -> list[ToolCall]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"tool calls are not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-                          expected='a JSON list like [{"name": "calculator", "arguments": {...}}]') from None
+        raise ConfigError(
+            f"tool calls are not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            expected='a JSON list like [{"name": "calculator", "arguments": {...}}]',
+        ) from None
     if not isinstance(doc, list):
-        raise ConfigError("tool calls must be a JSON list", json_path="$",
-                          expected='[{"name": ..., "arguments": ...}] or []')
+        raise ConfigError(
+            "tool calls must be a JSON list", json_path="$", expected='[{"name": ..., "arguments": ...}] or []'
+        )
     calls = []
     for i, item in enumerate(doc):
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"].strip() \
-                or set(item) - {"id", "name", "arguments"}:
-            raise ConfigError("bad tool call", json_path=f"$[{i}]",
-                              expected="an object with a non-empty name, arguments and an optional id")
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("name"), str)
+            or not item["name"].strip()
+            or set(item) - {"id", "name", "arguments"}
+        ):
+            raise ConfigError(
+                "bad tool call",
+                json_path=f"$[{i}]",
+                expected="an object with a non-empty name, arguments and an optional id",
+            )
         calls.append(ToolCall.model_validate(item))
     return calls
 
@@ -160,12 +173,15 @@ def edit_generated(generated: GeneratedStep, content: str, tool_calls: list[Tool
     step = fresh_step(generated.step, content=content, tool_calls=[c.model_copy(deep=True) for c in calls])
     if generated.generator == "text" or generated.generator.endswith("+edited"):
         return replace(generated, step=step)
-    return replace(generated, step=step, generator=generated.generator + "+edited",
-                   description=generated.description.rstrip() + " (The step was then edited by hand.)")
+    return replace(
+        generated,
+        step=step,
+        generator=generated.generator + "+edited",
+        description=generated.description.rstrip() + " (The step was then edited by hand.)",
+    )
 
 
-def get_generator(spec: str, *, model: str | None = None, settings: Any = None,
-                  use_cache: bool = True) -> Generator:
+def get_generator(spec: str, *, model: str | None = None, settings: Any = None, use_cache: bool = True) -> Generator:
     """The generator for a ``--generator`` value: ``offline``, ``text:CONTENT``,
     ``text:@FILE``, ``llm`` (with ``model``, else the configured model) or
     ``llm:PROVIDER:MODEL``. ``settings`` and ``use_cache`` apply to ``llm``.
@@ -182,8 +198,9 @@ def get_generator(spec: str, *, model: str | None = None, settings: Any = None,
             try:
                 body = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"cannot read the replacement text: {exc}", path=path,
-                                  expected="a UTF-8 text file") from None
+                raise ConfigError(
+                    f"cannot read the replacement text: {exc}", path=path, expected="a UTF-8 text file"
+                ) from None
         if not body.strip():
             raise ConfigError("empty replacement text", expected="--generator text:'the new step content'")
         return TextGenerator(body)

@@ -72,9 +72,19 @@ def check_mode(mode: str, taxonomy: Taxonomy | None = None) -> str:
     return found.code
 
 
-def inject(trace: Trace, index: int, mode: str, generator: Generator, executor: Executor, *,
-           seed: int = 0, timeout: float = 600.0, on_step: Callable[[Step], None] | None = None,
-           cancel: threading.Event | None = None, now: str | None = None) -> InjectionResult:
+def inject(
+    trace: Trace,
+    index: int,
+    mode: str,
+    generator: Generator,
+    executor: Executor,
+    *,
+    seed: int = 0,
+    timeout: float = 600.0,
+    on_step: Callable[[Step], None] | None = None,
+    cancel: threading.Event | None = None,
+    now: str | None = None,
+) -> InjectionResult:
     """Inject an error of ``mode`` at step ``index`` of ``trace`` and replay.
 
     Args:
@@ -104,11 +114,19 @@ def inject(trace: Trace, index: int, mode: str, generator: Generator, executor: 
     cf.extras["injection"]["verdict"] = verdict.as_dict()
     step = cf.steps[index]
     if verdict.decisive:
-        cf.ground_truth = GroundTruth(agent=step.agent, step=step.coord, step_index=index, mode=code,
-                                      reason=generated.description)
+        cf.ground_truth = GroundTruth(
+            agent=step.agent, step=step.coord, step_index=index, mode=code, reason=generated.description
+        )
     else:
-        cf.annotations.append(Annotation(label=code, agent=step.agent, step=step.coord,
-                                         reason=generated.description, source="whenpro inject (not decisive)"))
+        cf.annotations.append(
+            Annotation(
+                label=code,
+                agent=step.agent,
+                step=step.coord,
+                reason=generated.description,
+                source="whenpro inject (not decisive)",
+            )
+        )
     return InjectionResult(cf, verdict, result, generated)
 
 
@@ -117,8 +135,9 @@ def counterfactual_id(trace: Trace, mode: str, coord: str | None, seed: int = 0)
     return f"{trace.id}__{mode}__{coord}" + (f"__s{seed}" if seed else "")
 
 
-def _counterfactual(trace: Trace, index: int, mode: str, gen: GeneratedStep, result: ReplayResult, *,
-                    seed: int, now: str | None) -> Trace:
+def _counterfactual(
+    trace: Trace, index: int, mode: str, gen: GeneratedStep, result: ReplayResult, *, seed: int, now: str | None
+) -> Trace:
     step = result.steps[index]
     extras = {k: v for k, v in trace.model_copy(deep=True).extras.items() if k != "injection"}
     if isinstance(extras.get("env"), dict):
@@ -136,9 +155,14 @@ def _counterfactual(trace: Trace, index: int, mode: str, gen: GeneratedStep, res
         "executor": result.executor,
         "seed": seed,
         "timestamp": now or datetime.now(UTC).isoformat(timespec="seconds"),
-        "replay": {"prefix_len": result.prefix_len, "new_steps": len(result.new_steps),
-                   "termination": result.termination, "tool_cache_hits": result.cache_hits,
-                   "tool_cache_misses": result.cache_misses, "seconds": round(result.seconds, 3)},
+        "replay": {
+            "prefix_len": result.prefix_len,
+            "new_steps": len(result.new_steps),
+            "termination": result.termination,
+            "tool_cache_hits": result.cache_hits,
+            "tool_cache_misses": result.cache_misses,
+            "seconds": round(result.seconds, 3),
+        },
     }
     if gen.usage:
         extras["injection"]["usage"] = gen.usage
@@ -148,10 +172,15 @@ def _counterfactual(trace: Trace, index: int, mode: str, gen: GeneratedStep, res
         extras["injection"]["continuation"] = result.details
     return Trace(
         id=counterfactual_id(trace, mode, step.coord, seed),
-        framework=trace.framework, benchmark=trace.benchmark, modality=trace.modality,
-        agents=[a.model_copy() for a in trace.agents], task=trace.task.model_copy(deep=True),
+        framework=trace.framework,
+        benchmark=trace.benchmark,
+        modality=trace.modality,
+        agents=[a.model_copy() for a in trace.agents],
+        task=trace.task.model_copy(deep=True),
         steps=result.steps,
-        final_answer=result.final_answer, outcome=Outcome.unknown, source=Source(format="native"),
+        final_answer=result.final_answer,
+        outcome=Outcome.unknown,
+        source=Source(format="native"),
         extras=extras,
     )
 
@@ -161,10 +190,12 @@ def describe(result: InjectionResult) -> list[str]:
     cf, v, r = result.counterfactual, result.verdict, result.replay
     inj = cf.extras["injection"]
     seed_state = {True: "succeeded", False: "failed", None: "outcome unknown"}[v.original_success]
-    lines = [f"seed: {inj['seed_trace']} ({seed_state})",
-             f"injected: {inj['mode']} at step {inj['step']} ({inj['agent']}): {inj['description']}",
-             f"replayed: {plural(r.prefix_len, 'step')} from the record, 1 replaced, {len(r.new_steps)} new "
-             f"({r.executor}; tool cache {r.cache_hits} hit(s), {r.cache_misses} miss(es); ended by {r.termination})"]
+    lines = [
+        f"seed: {inj['seed_trace']} ({seed_state})",
+        f"injected: {inj['mode']} at step {inj['step']} ({inj['agent']}): {inj['description']}",
+        f"replayed: {plural(r.prefix_len, 'step')} from the record, 1 replaced, {len(r.new_steps)} new "
+        f"({r.executor}; tool cache {r.cache_hits} hit(s), {r.cache_misses} miss(es); ended by {r.termination})",
+    ]
     lines += _llm_lines(inj)
     if v.counterfactual_success is True:
         verdict = "still succeeds — not decisive"
@@ -178,8 +209,7 @@ def describe(result: InjectionResult) -> list[str]:
         filters.append("the injected text reveals the construction: " + ", ".join(repr(p) for p in v.revealing))
     if v.gold_visible_before_t:
         filters.append("the gold answer was visible before the injected step")
-    lines.append("filters: " + ("; ".join(filters) if filters else "passed") +
-                 (" — kept" if v.kept else " — not kept"))
+    lines.append("filters: " + ("; ".join(filters) if filters else "passed") + (" — kept" if v.kept else " — not kept"))
     return lines
 
 
@@ -188,16 +218,20 @@ def _llm_lines(inj: dict) -> list[str]:
     lines = []
     usage = inj.get("usage")
     if usage:
-        lines.append(f"generator model: {plural(usage.get('calls', 0), 'call')}, "
-                     f"{usage.get('input_tokens', 0):,} tokens in, {usage.get('output_tokens', 0):,} out, "
-                     f"${usage.get('cost_usd', 0.0):.4f}")
+        lines.append(
+            f"generator model: {plural(usage.get('calls', 0), 'call')}, "
+            f"{usage.get('input_tokens', 0):,} tokens in, {usage.get('output_tokens', 0):,} out, "
+            f"${usage.get('cost_usd', 0.0):.4f}"
+        )
     cont = inj.get("continuation") or {}
     if "usage" in cont:
         u = cont["usage"]
-        lines.append(f"simulation model: {plural(cont.get('calls', 0), 'call')} of {cont.get('max_calls')} allowed, "
-                     f"{u.get('input_tokens', 0):,} tokens in, {u.get('output_tokens', 0):,} out, "
-                     f"${u.get('cost_usd', 0.0):.4f}; {plural(cont.get('simulated_steps', 0), 'simulated tool result')}, "
-                     f"{cont.get('tool_results_from_record', 0)} from the record")
+        lines.append(
+            f"simulation model: {plural(cont.get('calls', 0), 'call')} of {cont.get('max_calls')} allowed, "
+            f"{u.get('input_tokens', 0):,} tokens in, {u.get('output_tokens', 0):,} out, "
+            f"${u.get('cost_usd', 0.0):.4f}; {plural(cont.get('simulated_steps', 0), 'simulated tool result')}, "
+            f"{cont.get('tool_results_from_record', 0)} from the record"
+        )
     return lines
 
 
@@ -217,12 +251,25 @@ def default_output(trace: Trace, cf_id: str) -> Path:
     return folder / f"{safe_name(cf_id)}.json"
 
 
-def run_inject_command(trace_ref: str, step: str, mode: str, *, generator: str = "offline",
-                       executor: str = "builtin", out: Path | None = None, seed: int = 0,
-                       force: bool = False, timeout: float = 600.0, message_timeout: float = 60.0,
-                       model: str | None = None, max_steps: int | None = None, max_calls: int | None = None,
-                       use_cache: bool = True, base_url: str | None = None,
-                       echo: Callable[[str], None] = print) -> InjectionResult:
+def run_inject_command(
+    trace_ref: str,
+    step: str,
+    mode: str,
+    *,
+    generator: str = "offline",
+    executor: str = "builtin",
+    out: Path | None = None,
+    seed: int = 0,
+    force: bool = False,
+    timeout: float = 600.0,
+    message_timeout: float = 60.0,
+    model: str | None = None,
+    max_steps: int | None = None,
+    max_calls: int | None = None,
+    use_cache: bool = True,
+    base_url: str | None = None,
+    echo: Callable[[str], None] = print,
+) -> InjectionResult:
     """What ``whenpro inject`` does: load, inject, replay, verify, print, write.
 
     ``model`` (``provider:model``) is the model of ``--generator llm`` and ``--executor
@@ -241,8 +288,15 @@ def run_inject_command(trace_ref: str, step: str, mode: str, *, generator: str =
     index = resolve_step(trace, step)
     settings = load_settings(base_url=base_url) if base_url else None
     gen = get_generator(generator, model=model, settings=settings, use_cache=use_cache)
-    ex = get_executor(executor, message_timeout=message_timeout, model=model, settings=settings,
-                      max_steps=max_steps, max_calls=max_calls, use_cache=use_cache)
+    ex = get_executor(
+        executor,
+        message_timeout=message_timeout,
+        model=model,
+        settings=settings,
+        max_steps=max_steps,
+        max_calls=max_calls,
+        use_cache=use_cache,
+    )
     code = check_mode(mode)
     target = out or default_output(trace, counterfactual_id(trace, code, trace.steps[index].coord, seed))
     if target.exists() and not force:
@@ -255,5 +309,4 @@ def run_inject_command(trace_ref: str, step: str, mode: str, *, generator: str =
     return result
 
 
-__all__ = ["InjectionResult", "check_mode", "check_trace", "describe", "inject", "resolve_step",
-           "run_inject_command"]
+__all__ = ["InjectionResult", "check_mode", "check_trace", "describe", "inject", "resolve_step", "run_inject_command"]

@@ -85,8 +85,10 @@ class RewrittenStep(BaseModel):
 
     content: str = Field(description="the full new text of the step, as the agent writes it")
     tool_calls: list[GenCall] | None = Field(
-        None, description="the step's tool calls with their (possibly changed) arguments, same names and order; "
-                          "[] if the flawed step makes no call; null to keep them as recorded")
+        None,
+        description="the step's tool calls with their (possibly changed) arguments, same names and order; "
+        "[] if the flawed step makes no call; null to keep them as recorded",
+    )
 
 
 STAGE1_SYSTEM = (
@@ -94,14 +96,16 @@ STAGE1_SYSTEM = (
     "failure attribution. Given a run up to one step and a failure mode, you propose one specific, "
     "plausible error of that mode that the agent could have made at that step, using only what it knew "
     "then, and the wrong result it leads to. The error must be concrete (a value, an argument, a claim, "
-    "a decision) and must make the task's final answer wrong.\n\n" + DATA_NOTE)
+    "a decision) and must make the task's final answer wrong.\n\n" + DATA_NOTE
+)
 
 STAGE2_SYSTEM = (
     "You rewrite one step of a recorded run of an LLM agent system so that it contains a given mistake. "
     "Write the step exactly as that agent would have written it had it made the mistake as a genuine slip: "
     "its own voice, format, length and level of detail. Never mention or hint that anything was changed, "
     "introduced or planted, that the step is wrong, or that you were asked to do this; add no notes about "
-    "the rewrite.\n\n" + DATA_NOTE)
+    "the rewrite.\n\n" + DATA_NOTE
+)
 
 
 #: Most of the agent's own earlier steps quoted as format examples in stage 2.
@@ -117,8 +121,7 @@ def _shape(text: str) -> str:
     lines = text.splitlines() or [""]
     fences = text.count("```") // 2
     labels = sum(1 for line in lines if line.rstrip().endswith(":") or line.lstrip().startswith(("#", "- ", "* ")))
-    return (f"{len(lines)} line(s), {len(text)} characters, {fences} code block(s), "
-            f"{labels} heading/label/list line(s)")
+    return f"{len(lines)} line(s), {len(text)} characters, {fences} code block(s), {labels} heading/label/list line(s)"
 
 
 def format_examples(trace: Trace, index: int) -> str:
@@ -131,30 +134,49 @@ def format_examples(trace: Trace, index: int) -> str:
     head = FORMAT_HEADING.format(agent=step.agent) + "\n"
     recorded = f"The recorded Step {step.coord}: {_shape(step.content or '')}.\n"
     if not own:
-        return (head + f"{step.agent} has no earlier step in this run: keep the recorded step's own format.\n"
-                + recorded)
+        return head + f"{step.agent} has no earlier step in this run: keep the recorded step's own format.\n" + recorded
     sizes = [len(s.content or "") for s in [*own, step]]
     quoted = []
     for s in reversed(own[-FORMAT_EXAMPLES:]):
         text = s.content or ""
         clip = text if len(text) <= EXAMPLE_CHARS else text[:EXAMPLE_CHARS] + " [...]"
         quoted.append(f"<<< Step {s.coord} ({_shape(text)})\n{clip}\n>>>")
-    return (head + f"{step.agent}'s own earlier steps, as format examples (its steps, this one included, "
-            f"are {min(sizes)}-{max(sizes)} characters long):\n" + "\n".join(quoted) + "\n" + recorded
-            + "Write the new step in exactly this format: the same labels, code fences, line structure, "
-              "casing, punctuation and a length in the same range; change only what the flaw needs.\n")
+    return (
+        head + f"{step.agent}'s own earlier steps, as format examples (its steps, this one included, "
+        f"are {min(sizes)}-{max(sizes)} characters long):\n"
+        + "\n".join(quoted)
+        + "\n"
+        + recorded
+        + "Write the new step in exactly this format: the same labels, code fences, line structure, "
+        "casing, punctuation and a length in the same range; change only what the flaw needs.\n"
+    )
 
 
 def _calls_json(calls: list[ToolCall]) -> str:
-    return json.dumps([{"name": c.name, "arguments_json": c.arguments if isinstance(c.arguments, str)
-                        else json.dumps(c.arguments, ensure_ascii=False, default=str)} for c in calls],
-                      ensure_ascii=False)
+    return json.dumps(
+        [
+            {
+                "name": c.name,
+                "arguments_json": c.arguments
+                if isinstance(c.arguments, str)
+                else json.dumps(c.arguments, ensure_ascii=False, default=str),
+            }
+            for c in calls
+        ],
+        ensure_ascii=False,
+    )
 
 
 def _context(trace: Trace, index: int, budget: int) -> str:
     upto = trace.model_copy(update={"steps": trace.steps[: index + 1]})
-    return (task_text(trace) + "\n## Agents\n" + agents_text(trace) + "\n\n## The run so far\n"
-            + transcript_text(upto, budget) + "\n")
+    return (
+        task_text(trace)
+        + "\n## Agents\n"
+        + agents_text(trace)
+        + "\n\n## The run so far\n"
+        + transcript_text(upto, budget)
+        + "\n"
+    )
 
 
 def _mode_text(mode: str, taxonomy: Taxonomy) -> str:
@@ -170,40 +192,54 @@ def _role(trace: Trace, agent: str) -> str:
 def stage1_prompt(trace: Trace, index: int, mode: str, taxonomy: Taxonomy, budget: int, seed: int = 0) -> str:
     """The stage-1 user prompt (see the module docstring)."""
     step = trace.steps[index]
-    variant = (f"\nPropose variant number {seed + 1} among the plausible flaws of this mode here, not the "
-               "most obvious one.\n") if seed else ""
-    return (_context(trace, index, budget)
-            + f"\n## The step to change\nStep {step.coord} | Agent: {step.agent} (the last step above; kind: "
-            f"{step.kind}{_role(trace, step.agent)}).\n\n## Failure mode\n{_mode_text(mode, taxonomy)}\n"
-            + variant
-            + f"\n{STAGE1_ASK} of this failure mode that {step.agent} makes in Step {step.coord}, and the wrong "
-            "result it leads to. Answer with two fields:\n"
-            "flaw: what exactly the step gets wrong (one or two concrete sentences)\n"
-            "wrong_result: the wrong value or conclusion the run reaches because of it\n"
-            "as JSON {\"flaw\": \"...\", \"wrong_result\": \"...\"} or as two labelled lines:\n"
-            "Flaw: ...\nWrong result: ...")
+    variant = (
+        (
+            f"\nPropose variant number {seed + 1} among the plausible flaws of this mode here, not the "
+            "most obvious one.\n"
+        )
+        if seed
+        else ""
+    )
+    return (
+        _context(trace, index, budget)
+        + f"\n## The step to change\nStep {step.coord} | Agent: {step.agent} (the last step above; kind: "
+        f"{step.kind}{_role(trace, step.agent)}).\n\n## Failure mode\n{_mode_text(mode, taxonomy)}\n"
+        + variant
+        + f"\n{STAGE1_ASK} of this failure mode that {step.agent} makes in Step {step.coord}, and the wrong "
+        "result it leads to. Answer with two fields:\n"
+        "flaw: what exactly the step gets wrong (one or two concrete sentences)\n"
+        "wrong_result: the wrong value or conclusion the run reaches because of it\n"
+        'as JSON {"flaw": "...", "wrong_result": "..."} or as two labelled lines:\n'
+        "Flaw: ...\nWrong result: ..."
+    )
 
 
 def stage2_prompt(trace: Trace, index: int, mode: str, taxonomy: Taxonomy, plan: FlawPlan, budget: int) -> str:
     """The stage-2 user prompt (see the module docstring)."""
     step = trace.steps[index]
     if step.tool_calls:
-        calls = (f"Its tool calls as recorded: {_calls_json(step.tool_calls)}\n"
-                 "Keep the tool names and their order; change arguments only where the flaw needs it; "
-                 "give [] if the flawed step makes no call at all, null to keep the calls as recorded.\n")
+        calls = (
+            f"Its tool calls as recorded: {_calls_json(step.tool_calls)}\n"
+            "Keep the tool names and their order; change arguments only where the flaw needs it; "
+            "give [] if the flawed step makes no call at all, null to keep the calls as recorded.\n"
+        )
     else:
         calls = "It makes no tool call; leave tool_calls null.\n"
-    return (_context(trace, index, budget)
-            + f"\n## The step to rewrite\nStep {step.coord} | Agent: {step.agent} (the last step above; kind: "
-            f"{step.kind}{_role(trace, step.agent)}).\n" + calls
-            + "\n" + format_examples(trace, index)
-            + f"\n## The mistake to write into it\nFailure mode: {_mode_text(mode, taxonomy)}\n"
-            f"Flaw: {plan.flaw}\nWrong result it leads to: {plan.wrong_result}\n\n"
-            f"{STAGE2_ASK} {step.coord} as {step.agent} would have written it with this flaw. Answer with:\n"
-            "content: the full new text of the step\n"
-            "tool_calls: a list of {\"name\", \"arguments_json\"}, [] or null (see above)\n"
-            "as JSON, or as labelled sections:\n### CONTENT\n(the step text)\n### TOOL CALLS\n"
-            "(a JSON list, [] or null)")
+    return (
+        _context(trace, index, budget)
+        + f"\n## The step to rewrite\nStep {step.coord} | Agent: {step.agent} (the last step above; kind: "
+        f"{step.kind}{_role(trace, step.agent)}).\n"
+        + calls
+        + "\n"
+        + format_examples(trace, index)
+        + f"\n## The mistake to write into it\nFailure mode: {_mode_text(mode, taxonomy)}\n"
+        f"Flaw: {plan.flaw}\nWrong result it leads to: {plan.wrong_result}\n\n"
+        f"{STAGE2_ASK} {step.coord} as {step.agent} would have written it with this flaw. Answer with:\n"
+        "content: the full new text of the step\n"
+        'tool_calls: a list of {"name", "arguments_json"}, [] or null (see above)\n'
+        "as JSON, or as labelled sections:\n### CONTENT\n(the step text)\n### TOOL CALLS\n"
+        "(a JSON list, [] or null)"
+    )
 
 
 def _plan_sections(sec: dict[str, str]) -> dict[str, Any]:
@@ -259,8 +295,10 @@ def build_step(original: Step, rewrite: RewrittenStep, *, model: str) -> tuple[S
             try:
                 args = _arguments(gen.arguments_json, rec.arguments)
             except ValueError:
-                raise BackendError(f"{model} wrote tool-call arguments that are not JSON for {rec.name!r}",
-                                   expected="arguments_json holding a JSON object") from None
+                raise BackendError(
+                    f"{model} wrote tool-call arguments that are not JSON for {rec.name!r}",
+                    expected="arguments_json holding a JSON object",
+                ) from None
             calls.append(ToolCall(id=rec.id, name=rec.name, arguments=args))
         if len(rewrite.tool_calls) > len(original.tool_calls):
             notes.append(f"{len(rewrite.tool_calls) - len(original.tool_calls)} extra tool call(s) ignored")
@@ -284,8 +322,9 @@ class LLMGenerator:
     ``generate`` raises ConfigError for a framing step, BackendError when a call fails
     after its retries or an answer is unusable."""
 
-    def __init__(self, model: str, *, settings: Settings | None = None, use_cache: bool = True,
-                 taxonomy: Taxonomy | None = None) -> None:
+    def __init__(
+        self, model: str, *, settings: Settings | None = None, use_cache: bool = True, taxonomy: Taxonomy | None = None
+    ) -> None:
         self.model, self.settings = resolve_model(model, None, settings, what="llm generator")
         self.name = f"llm:{self.model}"
         self.use_cache = use_cache
@@ -319,26 +358,45 @@ class LLMGenerator:
             budget = prompt_budget(backend)
             p1 = stage1_prompt(trace, index, mode, self.taxonomy, budget, request.seed)
             r1 = await self._ask(backend, [Message(role="user", content=p1)], STAGE1_SYSTEM, FlawPlan)
-            a1 = read_answer(r1, FlawPlan, ["Flaw", "Wrong result"], _plan_sections, model=self.model,
-                             stage="stage-1 question (the flaw)")
+            a1 = read_answer(
+                r1,
+                FlawPlan,
+                ["Flaw", "Wrong result"],
+                _plan_sections,
+                model=self.model,
+                stage="stage-1 question (the flaw)",
+            )
             plan: FlawPlan = a1.value
             p2 = stage2_prompt(trace, index, mode, self.taxonomy, plan, budget)
             messages = [Message(role="user", content=p2)]
             answers: list[Answer] = []
             while True:
                 r2 = await self._ask(backend, messages, STAGE2_SYSTEM, RewrittenStep)
-                a2 = read_answer(r2, RewrittenStep, ["CONTENT", "TOOL CALLS"], _rewrite_sections,
-                                 model=self.model, stage="stage-2 question (the rewritten step)")
+                a2 = read_answer(
+                    r2,
+                    RewrittenStep,
+                    ["CONTENT", "TOOL CALLS"],
+                    _rewrite_sections,
+                    model=self.model,
+                    stage="stage-2 question (the rewritten step)",
+                )
                 answers.append(a2)
                 step, notes = build_step(original, a2.value, model=self.model)
                 revealing = revealing_phrases(step, original)
                 if not revealing or len(answers) > 1:
                     break
-                messages += [Message(role="assistant", content=a2.text or a2.value.model_dump_json()),
-                             Message(role="user", content=(
-                                 f"{STAGE2_ASK} {original.coord} again: the text must read as the agent's own "
-                                 "work and must not give away how it was made (it said "
-                                 + ", ".join(repr(p) for p in revealing) + "). Same answer format."))]
+                messages += [
+                    Message(role="assistant", content=a2.text or a2.value.model_dump_json()),
+                    Message(
+                        role="user",
+                        content=(
+                            f"{STAGE2_ASK} {original.coord} again: the text must read as the agent's own "
+                            "work and must not give away how it was made (it said "
+                            + ", ".join(repr(p) for p in revealing)
+                            + "). Same answer format."
+                        ),
+                    ),
+                ]
         usage = Usage()
         for a in [a1, *answers]:
             usage = usage.add(a.usage)
@@ -347,13 +405,19 @@ class LLMGenerator:
             "model": self.model,
             "flaw": plan.flaw,
             "wrong_result": plan.wrong_result,
-            "rewrite": {"content": step.content,
-                        "tool_calls": None if rewrite.tool_calls is None else
-                        [c.model_dump() for c in rewrite.tool_calls]},
+            "rewrite": {
+                "content": step.content,
+                "tool_calls": None if rewrite.tool_calls is None else [c.model_dump() for c in rewrite.tool_calls],
+            },
             "read_as": [a1.read_as] + [a.read_as for a in answers],
             "stage2_attempts": len(answers),
             "warnings": a1.warnings + [w for a in answers for w in a.warnings] + notes,
         }
         flaw = plan.flaw if plan.flaw[-1:] in ".!?" else plan.flaw + "."
-        return GeneratedStep(step=step, description=f"{flaw} Leads to: {plan.wrong_result}",
-                             generator=self.name, usage=usage_dict(usage), details=details)
+        return GeneratedStep(
+            step=step,
+            description=f"{flaw} Leads to: {plan.wrong_result}",
+            generator=self.name,
+            usage=usage_dict(usage),
+            details=details,
+        )

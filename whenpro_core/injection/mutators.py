@@ -103,11 +103,10 @@ def _rng(trace: Trace, index: int, mode: str, seed: int) -> random.Random:
 
 # --- R.3 numerical error ---------------------------------------------------------------
 
+
 def _r3_fits(trace: Trace, i: int) -> bool:
     s = trace.steps[i]
     return bool(arg_text_edits(s, find_numbers) or numeric_args(s) or find_numbers(s.content))
-
-
 
 
 def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
@@ -119,8 +118,9 @@ def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
         ci, key, text, m = rng.choice(text_edits)
         wrong = perturb(m.group(), rng)
         after = apply_arg_edit(new, ci, key, text, m, wrong)
-        return Mutation(new, f"Uses {wrong} instead of {m.group()} in `{clip(after)}`; "
-                             "everything computed from it is off.")
+        return Mutation(
+            new, f"Uses {wrong} instead of {m.group()} in `{clip(after)}`; everything computed from it is off."
+        )
     if num_args:
         ci, key, value = rng.choice(num_args)
         wrong_text = perturb(str(value), rng)
@@ -130,23 +130,35 @@ def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
         return Mutation(new, f"Uses {wrong} instead of {value} for {key}; everything computed from it is off.")
     m = rng.choice(find_numbers(s.content))
     wrong = perturb(m.group(), rng)
-    new.content = s.content[:m.start()] + wrong + s.content[m.end():]
+    new.content = s.content[: m.start()] + wrong + s.content[m.end() :]
     return Mutation(new, f"States {wrong} where the correct figure is {m.group()}.")
 
 
 # --- R.1 hallucination -----------------------------------------------------------------
 
 #: Ways to add an unsupported figure to a step that has no tool result.
-FIGURES = ("{c}, in line with the {n} from before.", "{c} (consistent with the earlier {n}).",
-           "{c}, matching the {n} we had.", "{c}; the earlier figure was {n}.", "{c}, as with {n} earlier.",
-           "{c}, same as the {n} noted above.")
+FIGURES = (
+    "{c}, in line with the {n} from before.",
+    "{c} (consistent with the earlier {n}).",
+    "{c}, matching the {n} we had.",
+    "{c}; the earlier figure was {n}.",
+    "{c}, as with {n} earlier.",
+    "{c}, same as the {n} noted above.",
+)
 _ENDS_WITH_VALUE = re.compile(r"=\s*-?\d[\d.:]*\.?\s*$")
 
 
 def _own_toolless(trace: Trace, i: int) -> list[Step]:
     s = trace.steps[i]
-    return [st for st in trace.steps if st.index != i and st.agent == s.agent and is_agent_step(st)
-            and not st.tool_calls and st.kind != "final_answer"]
+    return [
+        st
+        for st in trace.steps
+        if st.index != i
+        and st.agent == s.agent
+        and is_agent_step(st)
+        and not st.tool_calls
+        and st.kind != "final_answer"
+    ]
 
 
 def _claim_text(trace: Trace, i: int, claim: str, rng: random.Random, pool: tuple[str, ...]) -> str:
@@ -168,8 +180,11 @@ def _states_without_tool(trace: Trace, i: int) -> bool:
 def _r1_fits(trace: Trace, i: int) -> bool:
     s = trace.steps[i]
     if s.tool_calls:
-        return bool(s.observation and find_numbers(s.observation)) and "=" in (s.content or "") \
+        return (
+            bool(s.observation and find_numbers(s.observation))
+            and "=" in (s.content or "")
             and _states_without_tool(trace, i)
+        )
     return s.kind != "final_answer" and bool(find_numbers(s.content))
 
 
@@ -181,24 +196,24 @@ def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
         kinds = [st.kind for st in _own_toolless(trace, i)]
         kind = max(set(kinds), key=kinds.count) if kinds else s.kind
         text = _claim_text(trace, i, claim, rng, FIGURES)
-        return Mutation(fresh_step(s, content=text, tool_calls=[], kind=kind),
-                        f"States the result {claim} without calling {s.tool_calls[0].name} "
-                        f"(the tool would give {real}).")
+        return Mutation(
+            fresh_step(s, content=text, tool_calls=[], kind=kind),
+            f"States the result {claim} without calling {s.tool_calls[0].name} (the tool would give {real}).",
+        )
     m = find_numbers(s.content)[-1]
     claim = perturb(m.group(), rng)
-    return Mutation(fresh_step(s, content=_claim_text(trace, i, claim, rng, FIGURES)),
-                    f"Cites a figure of {claim} that no earlier step produced.")
+    return Mutation(
+        fresh_step(s, content=_claim_text(trace, i, claim, rng, FIGURES)),
+        f"Cites a figure of {claim} that no earlier step produced.",
+    )
 
 
 # --- R.2 reasoning error ---------------------------------------------------------------
 
 
-
 def _r2_fits(trace: Trace, i: int) -> bool:
     s = trace.steps[i]
     return bool(arg_text_edits(s, find_operators) or find_operators(s.content))
-
-
 
 
 def _r2(trace: Trace, i: int, rng: random.Random) -> Mutation:
@@ -210,11 +225,12 @@ def _r2(trace: Trace, i: int, rng: random.Random) -> Mutation:
         after = apply_arg_edit(new, ci, key, text, m, flip(m))
         return Mutation(new, f"Applies the wrong operation: `{clip(after)}` instead of `{clip(text)}`.")
     m = rng.choice(find_operators(s.content))
-    new.content = s.content[:m.start()] + flip(m) + s.content[m.end():]
+    new.content = s.content[: m.start()] + flip(m) + s.content[m.end() :]
     return Mutation(new, f"Uses '{flip(m).strip(' (')}' where the derivation needs '{m.group().strip(' (')}'.")
 
 
 # --- R.4 task misunderstanding ---------------------------------------------------------
+
 
 def _task_numbers(trace: Trace) -> list[str]:
     return list(dict.fromkeys(m.group() for m in find_numbers(trace.task.query)))
@@ -241,7 +257,7 @@ def _r4(trace: Trace, i: int, rng: random.Random) -> Mutation:
         ci, key, text, _ = cand
         apply_arg_edit(new, ci, key, text, m, other)
     else:
-        new.content = s.content[:m.start()] + other + s.content[m.end():]
+        new.content = s.content[: m.start()] + other + s.content[m.end() :]
     return Mutation(new, f"Misreads the task: takes {other} (another quantity of the task) where {m.group()} belongs.")
 
 
@@ -271,11 +287,14 @@ def _pl1(trace: Trace, i: int, rng: random.Random) -> Mutation:
             k += 1
             ln = f"{m.group(1)}{k}{m.group(3)} {m.group(4)}"
         kept.append(ln)
-    return Mutation(fresh_step(s, content="\n".join(kept)),
-                    f"The plan leaves out '{clip(dropped)}', so the work it needs is never done.")
+    return Mutation(
+        fresh_step(s, content="\n".join(kept)),
+        f"The plan leaves out '{clip(dropped)}', so the work it needs is never done.",
+    )
 
 
 # --- A.1 tool parameter error ----------------------------------------------------------
+
 
 def _a1_fits(trace: Trace, i: int) -> bool:
     s = trace.steps[i]
@@ -296,10 +315,14 @@ def _a1(trace: Trace, i: int, rng: random.Random) -> Mutation:
         wrong = "\n".join(body[:-1]) + "\n"
     elif EXPR.match(value) and len(find_operators(value)) >= 1:
         last = find_operators(value)[-1]
-        wrong = value[:last.start()].rstrip()
+        wrong = value[: last.start()].rstrip()
     else:
-        seen = [a.get(key) for st in trace.steps for c in st.tool_calls
-                if c.name == name and isinstance(a := c.arguments, dict) and isinstance(a.get(key), str)]
+        seen = [
+            a.get(key)
+            for st in trace.steps
+            for c in st.tool_calls
+            if c.name == name and isinstance(a := c.arguments, dict) and isinstance(a.get(key), str)
+        ]
         others = sorted({v for v in seen if v != value})
         wrong = rng.choice(others) if others else (value[:-1] if len(value) > 1 else value + "x")
     set_arg(new, ci, key, wrong)
@@ -308,6 +331,7 @@ def _a1(trace: Trace, i: int, rng: random.Random) -> Mutation:
 
 
 # --- A.2 output format / syntax error --------------------------------------------------
+
 
 def _a2_fits(trace: Trace, i: int) -> bool:
     blocks = CODE_BLOCK.findall(trace.steps[i].content or "")
@@ -320,8 +344,8 @@ def _a2(trace: Trace, i: int, rng: random.Random) -> Mutation:
     code = m.group(1)
     colons = [c for c in re.finditer(r":(\s*)$", code, re.MULTILINE)]
     c = rng.choice(colons)
-    broken = code[:c.start()] + code[c.start() + 1:]
-    content = s.content[:m.start(1)] + broken + s.content[m.end(1):]
+    broken = code[: c.start()] + code[c.start() + 1 :]
+    content = s.content[: m.start(1)] + broken + s.content[m.end(1) :]
     line = code[: c.start()].rsplit("\n", 1)[-1].strip()
     return Mutation(fresh_step(s, content=content), f"The code is not valid Python: `{clip(line)}` lacks its colon.")
 
@@ -329,9 +353,12 @@ def _a2(trace: Trace, i: int, rng: random.Random) -> Mutation:
 # --- A.3 premature termination ---------------------------------------------------------
 
 #: A sentence in which an agent says its part of the work is finished.
-DONE_SENTENCE = re.compile(r"[^.\n]*\b(?:last item|completes the plan|nothing (?:left|else) to|all (?:plan )?items? "
-                           r"(?:now )?(?:have|has) values?|every plan item has a value|that'?s all|all done|"
-                           r"(?:work|task) is (?:done|complete))\b[^.\n]*\.", re.IGNORECASE)
+DONE_SENTENCE = re.compile(
+    r"[^.\n]*\b(?:last item|completes the plan|nothing (?:left|else) to|all (?:plan )?items? "
+    r"(?:now )?(?:have|has) values?|every plan item has a value|that'?s all|all done|"
+    r"(?:work|task) is (?:done|complete))\b[^.\n]*\.",
+    re.IGNORECASE,
+)
 
 
 def _done_remark(trace: Trace, i: int) -> str | None:
@@ -350,14 +377,14 @@ def _done_remark(trace: Trace, i: int) -> str | None:
 def _final_of(trace: Trace, i: int) -> Step | None:
     """The agent's own final-answer step after ``i`` (its format is reused)."""
     s = trace.steps[i]
-    return next((st for st in trace.steps[i + 1:] if st.kind == "final_answer" and st.agent == s.agent), None)
+    return next((st for st in trace.steps[i + 1 :] if st.kind == "final_answer" and st.agent == s.agent), None)
 
 
 def _a3_fits(trace: Trace, i: int) -> bool:
     s = trace.steps[i]
     if s.kind == "final_answer" or i >= len(trace.steps) - 1:
         return False
-    later_own = any(st.agent == s.agent and is_agent_step(st) for st in trace.steps[i + 1:])
+    later_own = any(st.agent == s.agent and is_agent_step(st) for st in trace.steps[i + 1 :])
     return later_own and (_done_remark(trace, i) is not None or _final_of(trace, i) is not None)
 
 
@@ -390,12 +417,12 @@ def _as_final(final: Step, value: str, is_code: bool) -> str:
     blocks = list(CODE_BLOCK.finditer(text))
     if is_code and blocks:
         block = blocks[-1]
-        return text[:block.start(1)] + value + text[block.end(1):]
+        return text[: block.start(1)] + value + text[block.end(1) :]
     if m := re.search(r"(final answer\s*:\s*)(.+)$", text, re.IGNORECASE | re.DOTALL):
-        return text[:m.start(2)] + value
+        return text[: m.start(2)] + value
     nums = find_numbers(text)
     if nums:
-        return text[:nums[-1].start()] + value + text[nums[-1].end():]
+        return text[: nums[-1].start()] + value + text[nums[-1].end() :]
     return f"Final answer: {value}"
 
 
@@ -404,8 +431,10 @@ def _a3(trace: Trace, i: int, rng: random.Random) -> Mutation:
     remark = _done_remark(trace, i)
     if remark is not None:
         text = (s.content or "").rstrip()
-        return Mutation(fresh_step(s, content=f"{text} {remark}"),
-                        "Declares its part of the work finished while items remain, so the run ends early.")
+        return Mutation(
+            fresh_step(s, content=f"{text} {remark}"),
+            "Declares its part of the work finished while items remain, so the run ends early.",
+        )
     value, is_code = _partial_result(trace, i)
     final = _final_of(trace, i)
     content = _as_final(final, value, is_code) if final is not None else f"Final answer: {value}"
@@ -416,12 +445,14 @@ def _a3(trace: Trace, i: int, rng: random.Random) -> Mutation:
 
 # --- A.4 repetition --------------------------------------------------------------------
 
+
 def _previous_own(trace: Trace, i: int) -> Step | None:
     s = trace.steps[i]
     for st in reversed(trace.steps[:i]):
         if st.agent == s.agent and is_agent_step(st):
-            same = st.content == s.content and [c.model_dump() for c in st.tool_calls] == \
-                [c.model_dump() for c in s.tool_calls]
+            same = st.content == s.content and [c.model_dump() for c in st.tool_calls] == [
+                c.model_dump() for c in s.tool_calls
+            ]
             return None if same else st
     return None
 
@@ -433,12 +464,14 @@ def _a4_fits(trace: Trace, i: int) -> bool:
 def _a4(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     prev = _previous_own(trace, i)
-    new = fresh_step(s, content=prev.content, tool_calls=[c.model_copy(deep=True) for c in prev.tool_calls],
-                 kind=prev.kind)
+    new = fresh_step(
+        s, content=prev.content, tool_calls=[c.model_copy(deep=True) for c in prev.tool_calls], kind=prev.kind
+    )
     return Mutation(new, f"Repeats its step {prev.coord} instead of moving on.")
 
 
 # --- C.2 communication failure ---------------------------------------------------------
+
 
 def _c2_plan(trace: Trace, i: int) -> tuple[str, Any] | None:
     s = trace.steps[i]
@@ -446,17 +479,24 @@ def _c2_plan(trace: Trace, i: int) -> tuple[str, Any] | None:
     if not peers:
         return None
     latest = peers[-1]
-    own_before = [st for st in trace.steps[:latest.index] if st.agent == s.agent and is_agent_step(st)]
-    if CRITIQUE.search(latest.content or "") and own_before and own_before[-1].content != s.content \
-            and own_before[-1].kind != "final_answer":
+    own_before = [st for st in trace.steps[: latest.index] if st.agent == s.agent and is_agent_step(st)]
+    if (
+        CRITIQUE.search(latest.content or "")
+        and own_before
+        and own_before[-1].content != s.content
+        and own_before[-1].kind != "final_answer"
+    ):
         return "resubmit", (latest, own_before[-1])
     for m in find_numbers(s.content):
         for peer in reversed(peers):
             if m.group() in {n.group() for n in find_numbers((peer.content or "") + "\n" + (peer.observation or ""))}:
                 earlier = [st for st in peers if st.agent == peer.agent and st.index < peer.index]
                 for old in reversed(earlier):
-                    stale = [n.group() for n in find_numbers((old.observation or "") + "\n" + (old.content or ""))
-                             if n.group() != m.group()]
+                    stale = [
+                        n.group()
+                        for n in find_numbers((old.observation or "") + "\n" + (old.content or ""))
+                        if n.group() != m.group()
+                    ]
                     if stale:
                         return "stale", (m, peer, stale[-1])
                 break
@@ -472,21 +512,30 @@ def _c2(trace: Trace, i: int, rng: random.Random) -> Mutation:
     how, data = _c2_plan(trace, i)
     if how == "resubmit":
         peer, own = data
-        new = fresh_step(s, content=own.content, tool_calls=[c.model_copy(deep=True) for c in own.tool_calls],
-                     kind=own.kind)
-        return Mutation(new, f"Ignores {peer.agent}'s report at step {peer.coord} and resubmits its step "
-                             f"{own.coord} unchanged.")
+        new = fresh_step(
+            s, content=own.content, tool_calls=[c.model_copy(deep=True) for c in own.tool_calls], kind=own.kind
+        )
+        return Mutation(
+            new, f"Ignores {peer.agent}'s report at step {peer.coord} and resubmits its step {own.coord} unchanged."
+        )
     m, peer, stale = data
-    new = fresh_step(s, content=s.content[:m.start()] + stale + s.content[m.end():])
-    return Mutation(new, f"Ignores {peer.agent}'s latest figure {m.group()} (step {peer.coord}) and uses "
-                         f"its earlier {stale}.")
+    new = fresh_step(s, content=s.content[: m.start()] + stale + s.content[m.end() :])
+    return Mutation(
+        new, f"Ignores {peer.agent}'s latest figure {m.group()} (step {peer.coord}) and uses its earlier {stale}."
+    )
 
 
 # --- V.2 inadequate verification ------------------------------------------------------
 
 #: Approvals for an agent that never approves elsewhere in the trace (a seeded choice).
-APPROVALS = ("Looks correct to me. Approved.", "I checked this; it matches. Approved.", "This is right. Approved.",
-             "No problems found. Approved.", "Everything checks out. Approved.", "Verified. Approved.")
+APPROVALS = (
+    "Looks correct to me. Approved.",
+    "I checked this; it matches. Approved.",
+    "This is right. Approved.",
+    "No problems found. Approved.",
+    "Everything checks out. Approved.",
+    "Verified. Approved.",
+)
 
 
 def _is_verifier(trace: Trace, s: Step) -> bool:
@@ -499,24 +548,37 @@ def _v2_fits(trace: Trace, i: int) -> bool:
     s = trace.steps[i]
     if s.kind == "final_answer" or not is_agent_step(s) or s.tool_calls:
         return False
-    return _is_verifier(trace, s) and bool(CRITIQUE.search(s.content or "")) \
-        and not CHECK_WORDS.search(s.content or "")
+    return _is_verifier(trace, s) and bool(CRITIQUE.search(s.content or "")) and not CHECK_WORDS.search(s.content or "")
 
 
 def _v2(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
-    own = [st.content for st in trace.steps if st.agent == s.agent and st.index != i and not st.tool_calls
-           and CHECK_WORDS.search(st.content or "") and not CRITIQUE.search(st.content or "")]
+    own = [
+        st.content
+        for st in trace.steps
+        if st.agent == s.agent
+        and st.index != i
+        and not st.tool_calls
+        and CHECK_WORDS.search(st.content or "")
+        and not CRITIQUE.search(st.content or "")
+    ]
     text = rng.choice(own) if own else rng.choice(APPROVALS)
     return Mutation(fresh_step(s, content=text), f"{s.agent} approves at step {s.coord} without checking the work.")
 
 
 #: mode -> (fits(trace, index), apply(trace, index, rng)).
 MUTATORS: dict[str, tuple[Callable[[Trace, int], bool], Callable[[Trace, int, random.Random], Mutation]]] = {
-    "R.1": (_r1_fits, _r1), "R.2": (_r2_fits, _r2), "R.3": (_r3_fits, _r3),
+    "R.1": (_r1_fits, _r1),
+    "R.2": (_r2_fits, _r2),
+    "R.3": (_r3_fits, _r3),
     "R.4": (lambda t, i: bool(_r4_candidates(t, i)), _r4),
-    "PL.1": (_pl1_fits, _pl1), "A.1": (_a1_fits, _a1), "A.2": (_a2_fits, _a2), "A.3": (_a3_fits, _a3),
-    "A.4": (_a4_fits, _a4), "C.2": (_c2_fits, _c2), "V.2": (_v2_fits, _v2),
+    "PL.1": (_pl1_fits, _pl1),
+    "A.1": (_a1_fits, _a1),
+    "A.2": (_a2_fits, _a2),
+    "A.3": (_a3_fits, _a3),
+    "A.4": (_a4_fits, _a4),
+    "C.2": (_c2_fits, _c2),
+    "V.2": (_v2_fits, _v2),
 }
 
 
@@ -525,8 +587,9 @@ def check_injectable(trace: Trace, index: int) -> Step:
         raise ConfigError(f"step index {index} out of range", expected=f"0..{len(trace.steps) - 1}")
     step = trace.steps[index]
     if not is_agent_step(step):
-        raise ConfigError(f"step {step.coord} is the {step.kind} framing, not an agent's step",
-                          expected="a step taken by an agent")
+        raise ConfigError(
+            f"step {step.coord} is the {step.kind} framing, not an agent's step", expected="a step taken by an agent"
+        )
     return step
 
 
@@ -547,11 +610,14 @@ def mutate(trace: Trace, index: int, mode: str, seed: int = 0) -> Mutation:
     step = check_injectable(trace, index)
     code = mode.strip().upper()
     if code not in MUTATORS:
-        raise ConfigError(f"no offline mutator for mode {mode!r}",
-                          expected=f"one of {', '.join(MUTATORS)}, or --generator text:...")
+        raise ConfigError(
+            f"no offline mutator for mode {mode!r}", expected=f"one of {', '.join(MUTATORS)}, or --generator text:..."
+        )
     fits, apply = MUTATORS[code]
     if not fits(trace, index):
         ok = applicable_modes(trace, index)
-        raise ConfigError(f"mode {code} does not fit step {step.coord} ({step.agent}, {step.kind})",
-                          expected=f"one of {', '.join(ok)}" if ok else "another step")
+        raise ConfigError(
+            f"mode {code} does not fit step {step.coord} ({step.agent}, {step.kind})",
+            expected=f"one of {', '.join(ok)}" if ok else "another step",
+        )
     return apply(trace, index, _rng(trace, index, code, seed))

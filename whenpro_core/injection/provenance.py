@@ -60,8 +60,9 @@ def headline(verdict: Verdict) -> Headline:
         return Headline("decisive", "now fails — decisive")
     reasons = []
     if verdict.revealing:
-        reasons.append("the injected text reveals the construction ("
-                       + ", ".join(repr(p) for p in verdict.revealing) + ")")
+        reasons.append(
+            "the injected text reveals the construction (" + ", ".join(repr(p) for p in verdict.revealing) + ")"
+        )
     if verdict.gold_visible_before_t:
         reasons.append("the gold answer was visible before the injected step")
     return Headline("not_kept", "now fails, but not kept: " + ("; ".join(reasons) or "a filter dropped it"))
@@ -101,8 +102,11 @@ def load_seed(cf: Trace) -> Trace:
 
     inj = injection_of(cf)
     if inj is None:
-        raise WhenproError("this trace has no injection provenance", json_path="$.extras.injection",
-                           expected="a counterfactual written by whenpro inject")
+        raise WhenproError(
+            "this trace has no injection provenance",
+            json_path="$.extras.injection",
+            expected="a counterfactual written by whenpro inject",
+        )
     ref = inj.get("seed_ref") if isinstance(inj.get("seed_ref"), str) else ""
     key = ref.split("#", 1)[1] if "#" in ref else None
     tried = seed_candidates(cf)
@@ -116,8 +120,9 @@ def load_seed(cf: Trace) -> Trace:
         if seed.id == inj["seed_trace"]:
             return seed
     where = ", ".join(str(p) for p in tried) or "nowhere (the counterfactual has no file and no seed_ref)"
-    raise TraceFormatError(f"seed run {inj['seed_trace']!r} not found", path=cf.source.path,
-                           expected=f"the seed at one of: {where}")
+    raise TraceFormatError(
+        f"seed run {inj['seed_trace']!r} not found", path=cf.source.path, expected=f"the seed at one of: {where}"
+    )
 
 
 def injected_truth(cf: Trace) -> GroundTruth | None:
@@ -128,8 +133,9 @@ def injected_truth(cf: Trace) -> GroundTruth | None:
     inj = injection_of(cf)
     if inj is None or inj.get("step") is None:
         return None
-    return GroundTruth(agent=inj.get("agent"), step=str(inj["step"]), step_index=inj.get("step_index"),
-                       mode=inj.get("mode"))
+    return GroundTruth(
+        agent=inj.get("agent"), step=str(inj["step"]), step_index=inj.get("step_index"), mode=inj.get("mode")
+    )
 
 
 @dataclass(frozen=True)
@@ -165,5 +171,14 @@ def check_attribution(cf: Trace, attribution: Attribution) -> AttributionCheck |
     return AttributionCheck(score.step, score.agent, score.mode, text)
 
 
-__all__ = ["AttributionCheck", "Headline", "check_attribution", "headline", "injected_truth", "injection_of",
-           "load_seed", "seed_candidates", "verdict_of"]
+__all__ = [
+    "AttributionCheck",
+    "Headline",
+    "check_attribution",
+    "headline",
+    "injected_truth",
+    "injection_of",
+    "load_seed",
+    "seed_candidates",
+    "verdict_of",
+]

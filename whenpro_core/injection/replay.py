@@ -18,9 +18,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Callable
-
 
 from whenpro_core import jsonio
 from whenpro_core.errors import ReplayError
@@ -58,7 +57,7 @@ class ReplayResult:
     @property
     def new_steps(self) -> list[Step]:
         """Steps after the replaced one."""
-        return self.steps[self.prefix_len + (1 if self.replaced is not None else 0):]
+        return self.steps[self.prefix_len + (1 if self.replaced is not None else 0) :]
 
 
 def _public_bytes(step: Step) -> bytes:
@@ -73,9 +72,16 @@ def prefix_matches(original: Trace, steps: list[Step], prefix_len: int) -> bool:
     return all(_public_bytes(a) == _public_bytes(b) for a, b in zip(original.steps[:prefix_len], steps[:prefix_len]))
 
 
-def warm_start(trace: Trace, index: int, replacement: Step | None, executor: Executor, *,
-               on_step: Callable[[Step], None] | None = None, timeout: float = 600.0,
-               cancel: threading.Event | None = None) -> ReplayResult:
+def warm_start(
+    trace: Trace,
+    index: int,
+    replacement: Step | None,
+    executor: Executor,
+    *,
+    on_step: Callable[[Step], None] | None = None,
+    timeout: float = 600.0,
+    cancel: threading.Event | None = None,
+) -> ReplayResult:
     """Replay ``trace`` exactly up to step ``index``, replace step ``index`` with
     ``replacement`` (``None``: no replacement, just continue after ``index - 1``), and
     continue with ``executor``.
@@ -122,16 +128,32 @@ def warm_start(trace: Trace, index: int, replacement: Step | None, executor: Exe
 
     if replaced is not None and on_step is not None:
         on_step(replaced)
-    ctx = ReplayContext(trace=trace, prefix_len=index, steps=steps, replaced=replaced, cache=cache,
-                        on_step=notify, deadline=start + timeout, cancel=cancel)
+    ctx = ReplayContext(
+        trace=trace,
+        prefix_len=index,
+        steps=steps,
+        replaced=replaced,
+        cache=cache,
+        on_step=notify,
+        deadline=start + timeout,
+        cancel=cancel,
+    )
     cont: Continuation = executor.continue_run(ctx)
     for i, s in enumerate(ctx.steps):
         if s.index != i:
             raise ReplayError(f"executor {executor.name!r} produced step index {s.index} at position {i}")
-    return ReplayResult(steps=ctx.steps, prefix_len=index, replaced=replaced, final_answer=cont.final_answer,
-                        termination=cont.termination, executor=executor.name, cache_hits=cache.hits,
-                        cache_misses=cache.misses, seconds=time.monotonic() - start,
-                        details=dict(cont.details))
+    return ReplayResult(
+        steps=ctx.steps,
+        prefix_len=index,
+        replaced=replaced,
+        final_answer=cont.final_answer,
+        termination=cont.termination,
+        executor=executor.name,
+        cache_hits=cache.hits,
+        cache_misses=cache.misses,
+        seconds=time.monotonic() - start,
+        details=dict(cont.details),
+    )
 
 
 def continued_trace(trace: Trace, result: ReplayResult, *, trace_id: str | None = None) -> Trace:
@@ -145,9 +167,16 @@ def continued_trace(trace: Trace, result: ReplayResult, *, trace_id: str | None 
     steps = [s.model_copy(deep=True) for s in result.steps]
     for s in steps:
         s.hidden = {k: v for k, v in s.hidden.items() if k not in ("is_injected", "is_replayed")}
-    new = trace.model_copy(deep=True, update={"id": trace_id or trace.id, "steps": steps,
-                                              "final_answer": result.final_answer, "ground_truth": None,
-                                              "source": Source(format="native")})
+    new = trace.model_copy(
+        deep=True,
+        update={
+            "id": trace_id or trace.id,
+            "steps": steps,
+            "final_answer": result.final_answer,
+            "ground_truth": None,
+            "source": Source(format="native"),
+        },
+    )
     verdict = check_trace(new, result.final_answer)
     new.outcome = {True: Outcome.success, False: Outcome.failure}.get(verdict.success, Outcome.unknown)
     return new
@@ -162,9 +191,15 @@ class ReplayEvent:
     result: ReplayResult | None = None
 
 
-async def replay_stream(trace: Trace, index: int, replacement: Step | None, executor: Executor, *,
-                        timeout: float = 600.0, cancel: threading.Event | None = None
-                        ) -> AsyncIterator[ReplayEvent]:
+async def replay_stream(
+    trace: Trace,
+    index: int,
+    replacement: Step | None,
+    executor: Executor,
+    *,
+    timeout: float = 600.0,
+    cancel: threading.Event | None = None,
+) -> AsyncIterator[ReplayEvent]:
     """:func:`warm_start` in a worker thread, as an async iterator of events (each step
     as it is produced, then the result). Exceptions of the replay are raised from the
     iterator. Breaking out of the loop sets ``cancel`` (created if not given)."""
@@ -175,8 +210,11 @@ async def replay_stream(trace: Trace, index: int, replacement: Step | None, exec
     def on_step(step: Step) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, ReplayEvent(step=step.model_copy(deep=True)))
 
-    task = asyncio.ensure_future(asyncio.to_thread(
-        warm_start, trace, index, replacement, executor, on_step=on_step, timeout=timeout, cancel=cancel))
+    task = asyncio.ensure_future(
+        asyncio.to_thread(
+            warm_start, trace, index, replacement, executor, on_step=on_step, timeout=timeout, cancel=cancel
+        )
+    )
     task.add_done_callback(lambda _t: loop.call_soon_threadsafe(queue.put_nowait, None))
     try:
         while True:

@@ -80,8 +80,7 @@ class SimStep(BaseModel):
 
     content: str = Field(description="the agent's message, exactly as it writes it")
     tool_calls: list[GenCall] = Field(default_factory=list, description="tool calls made in this step ([] if none)")
-    final_answer: str | None = Field(None, description="the team's final answer if this message delivers it, "
-                                                       "else null")
+    final_answer: str | None = Field(None, description="the team's final answer if this message delivers it, else null")
     ends_run: bool = Field(False, description="true if the conversation ends after this message")
 
     @field_validator("tool_calls", mode="before")
@@ -105,7 +104,8 @@ SYSTEM = (
     "agent would: it may or may not notice problems in earlier steps, and it knows only what the "
     "conversation shows. Play only that agent: never write other agents' turns or tool outputs (tools "
     "are run for you). When you are asked for a tool's output instead, write only what the tool would "
-    "return.\n\n" + DATA_NOTE)
+    "return.\n\n" + DATA_NOTE
+)
 
 
 def _yes(text: str) -> bool:
@@ -118,9 +118,12 @@ def _step_sections(sec: dict[str, str]) -> dict[str, Any]:
         raw = raw[4:].strip()
     calls = [] if not raw or raw.lower() in ("null", "none", "[]", "n/a") else json.loads(raw)
     final = sec.get("final answer", "").strip()
-    return {"content": sec["content"], "tool_calls": calls,
-            "final_answer": None if final.lower() in ("", "null", "none", "n/a") else final,
-            "ends_run": _yes(sec.get("ends run", ""))}
+    return {
+        "content": sec["content"],
+        "tool_calls": calls,
+        "final_answer": None if final.lower() in ("", "null", "none", "n/a") else final,
+        "ends_run": _yes(sec.get("ends run", "")),
+    }
 
 
 def _tool_sections(sec: dict[str, str]) -> dict[str, Any]:
@@ -148,8 +151,15 @@ class SimulateExecutor:
 
     Raises ConfigError at construction when no usable model is configured."""
 
-    def __init__(self, model: str = "", *, settings: Settings | None = None, max_steps: int | None = None,
-                 max_calls: int | None = None, use_cache: bool = True) -> None:
+    def __init__(
+        self,
+        model: str = "",
+        *,
+        settings: Settings | None = None,
+        max_steps: int | None = None,
+        max_calls: int | None = None,
+        use_cache: bool = True,
+    ) -> None:
         self.model, self.settings = resolve_model(model, None, settings, what="simulate executor")
         self.name = f"simulate:{self.model}"
         self.max_steps = max_steps
@@ -195,11 +205,17 @@ class _Run:
         async with open_backend(self.ex.model, self.ex.settings) as backend:
             self.backend, self.budget = backend, prompt_budget(backend)
             termination = await self._loop(ctx)
-        details = {"model": self.ex.model, "calls": self.calls, "max_calls": self.max_calls,
-                   "max_steps": self.max_steps, "usage": usage_dict(self.usage),
-                   "simulated_steps": self.simulated, "tool_results_from_record": self.from_record,
-                   "recorded_executions": self.executions,
-                   "speakers": "recorded order, then recorded successors (code executors after code)"}
+        details = {
+            "model": self.ex.model,
+            "calls": self.calls,
+            "max_calls": self.max_calls,
+            "max_steps": self.max_steps,
+            "usage": usage_dict(self.usage),
+            "simulated_steps": self.simulated,
+            "tool_results_from_record": self.from_record,
+            "recorded_executions": self.executions,
+            "speakers": "recorded order, then recorded successors (code executors after code)",
+        }
         if self.warnings:
             details["warnings"] = self.warnings
         return Continuation(self.final, termination, details)
@@ -226,8 +242,9 @@ class _Run:
             if ctx.cancelled():
                 return "stopped"
             if ctx.time_left() <= 0:
-                raise ReplayError("the simulated continuation did not finish before the replay timeout",
-                                  expected="a larger --timeout")
+                raise ReplayError(
+                    "the simulated continuation did not finish before the replay timeout", expected="a larger --timeout"
+                )
             agent, consumes = self.roster.next_speaker(ctx.steps, used)
             used += consumes
             if agent in self.roster.executors:
@@ -244,8 +261,12 @@ class _Run:
         if step.agent in self.roster.executors:  # printed output never ends a run
             return False
         meta = step.meta.get("simulation", {})
-        return (step.kind == "final_answer" or bool(meta.get("ends_run"))
-                or bool(TERMINATE_LINE.search(step.content or "")) or bool(FINAL_LINE.search(step.content or "")))
+        return (
+            step.kind == "final_answer"
+            or bool(meta.get("ends_run"))
+            or bool(TERMINATE_LINE.search(step.content or ""))
+            or bool(FINAL_LINE.search(step.content or ""))
+        )
 
     # ------------------------------------------------------------ turns
 
@@ -254,23 +275,40 @@ class _Run:
         if not self._can_call():
             return "max_calls"
         coord = next_coord(ctx.steps)
-        answer = await self._ask(self._step_prompt(agent, coord), SimStep,
-                                 ["CONTENT", "TOOL CALLS", "FINAL ANSWER", "ENDS RUN"], _step_sections,
-                                 stage=f"simulated turn of {agent}")
+        answer = await self._ask(
+            self._step_prompt(agent, coord),
+            SimStep,
+            ["CONTENT", "TOOL CALLS", "FINAL ANSWER", "ENDS RUN"],
+            _step_sections,
+            stage=f"simulated turn of {agent}",
+        )
         sim: SimStep = answer.value
         content = clean_generated(sim.content)
-        calls = [ToolCall(id=f"sim_{coord}_{i}", name=clean_generated(c.name)[:200],
-                          arguments=_arguments(c.arguments_json)) for i, c in enumerate(sim.tool_calls)]
+        calls = [
+            ToolCall(id=f"sim_{coord}_{i}", name=clean_generated(c.name)[:200], arguments=_arguments(c.arguments_json))
+            for i, c in enumerate(sim.tool_calls)
+        ]
         declared = clean_generated(sim.final_answer).strip() if sim.final_answer else None
         if declared is not None and declared.lower() in ("", "null", "none", "n/a"):
             declared = None
         final = declared or (extract_final_answer(content) if FINAL_LINE.search(content) else None)
         ends = sim.ends_run or bool(TERMINATE_LINE.search(content)) or bool(FINAL_LINE.search(content))
-        kind = self.roster.kind_for(agent, ctx.steps, with_tools=bool(calls), final=ends and final is not None,
-                                    has_final_kind=self.has_final_kind)
-        step = Step(index=len(ctx.steps), coord=coord, agent=agent, kind=kind, content=content, tool_calls=calls,
-                    meta={"generated_by": self.ex.name,
-                          "simulation": {"ends_run": sim.ends_run, "final_answer": declared}})
+        kind = self.roster.kind_for(
+            agent,
+            ctx.steps,
+            with_tools=bool(calls),
+            final=ends and final is not None,
+            has_final_kind=self.has_final_kind,
+        )
+        step = Step(
+            index=len(ctx.steps),
+            coord=coord,
+            agent=agent,
+            kind=kind,
+            content=content,
+            tool_calls=calls,
+            meta={"generated_by": self.ex.name, "simulation": {"ends_run": sim.ends_run, "final_answer": declared}},
+        )
         if final is not None:
             self.final = final
         stop = None
@@ -292,8 +330,13 @@ class _Run:
         ctx = self.ctx
         code = code_of(ctx.steps[-1]) or ""
         kind = self.roster.kind_for(agent, ctx.steps, with_tools=False, final=False, has_final_kind=False)
-        step = Step(index=len(ctx.steps), coord=next_coord(ctx.steps), agent=agent, kind=kind,
-                    meta={"generated_by": self.ex.name})
+        step = Step(
+            index=len(ctx.steps),
+            coord=next_coord(ctx.steps),
+            agent=agent,
+            kind=kind,
+            meta={"generated_by": self.ex.name},
+        )
         found = ctx.cache.get(exec_call(code))
         if found is not None:
             step.content, step.error = found[0] or "", found[1]
@@ -302,19 +345,30 @@ class _Run:
         elif not self._can_call():
             return "max_calls"
         else:
-            result = await self._ask(self._tool_prompt(agent, None, executor=True), SimToolResult,
-                                     ["OBSERVATION", "ERROR"], _tool_sections, stage=f"simulated output of {agent}")
-            step.content, step.error = clean_generated(result.value.observation), \
-                clean_generated(result.value.error) or None
+            result = await self._ask(
+                self._tool_prompt(agent, None, executor=True),
+                SimToolResult,
+                ["OBSERVATION", "ERROR"],
+                _tool_sections,
+                stage=f"simulated output of {agent}",
+            )
+            step.content, step.error = (
+                clean_generated(result.value.observation),
+                clean_generated(result.value.error) or None,
+            )
             step.meta.update(tool_source="simulated", simulated=True)
             self.simulated += 1
         ctx.emit(step)
         return None
 
     async def _simulate_tool(self, step: Step, calls: list[ToolCall]) -> None:
-        result = await self._ask(self._tool_prompt(step.agent, (step, calls)), SimToolResult,
-                                 ["OBSERVATION", "ERROR"], _tool_sections,
-                                 stage=f"simulated result of {', '.join(c.name for c in calls)}")
+        result = await self._ask(
+            self._tool_prompt(step.agent, (step, calls)),
+            SimToolResult,
+            ["OBSERVATION", "ERROR"],
+            _tool_sections,
+            stage=f"simulated result of {', '.join(c.name for c in calls)}",
+        )
         step.observation = clean_generated(result.value.observation)
         step.error = clean_generated(result.value.error) or None
         step.meta.update(tool_source="simulated", simulated=True)
@@ -331,10 +385,12 @@ class _Run:
         try:
             response = await asyncio.wait_for(
                 self.backend.complete(request, cache=None if self.ex.use_cache else False),
-                timeout=None if left == float("inf") else max(left, 0.001))
+                timeout=None if left == float("inf") else max(left, 0.001),
+            )
         except TimeoutError:
-            raise ReplayError("the simulated continuation did not finish before the replay timeout",
-                              expected="a larger --timeout") from None
+            raise ReplayError(
+                "the simulated continuation did not finish before the replay timeout", expected="a larger --timeout"
+            ) from None
         answer = read_answer(response, output, labels, sections, model=self.ex.model, stage=stage, hashes=True)
         self.usage = self.usage.add(answer.usage)
         self.warnings.extend(answer.warnings)
@@ -345,8 +401,14 @@ class _Run:
     def _so_far(self, through: Step | None = None) -> str:
         steps = list(self.ctx.steps) + ([through] if through is not None else [])
         view = self.ctx.trace.model_copy(update={"steps": steps})
-        return (task_text(self.ctx.trace) + "\n## Agents\n" + agents_text(self.ctx.trace)
-                + "\n\n## The run so far\n" + transcript_text(view, self.budget) + "\n")
+        return (
+            task_text(self.ctx.trace)
+            + "\n## Agents\n"
+            + agents_text(self.ctx.trace)
+            + "\n\n## The run so far\n"
+            + transcript_text(view, self.budget)
+            + "\n"
+        )
 
     def _system_prompt_of(self, agent: str) -> str:
         prompts = self.ctx.trace.extras.get("system_prompt")
@@ -366,8 +428,9 @@ class _Run:
             specs = env.tool_specs(agent)
             if not specs:
                 return "This agent has no tools.\n"
-            return "Its tools: " + "; ".join(f"{t.name}({', '.join(t.arguments)}): {t.description}"
-                                             for t in specs) + "\n"
+            return (
+                "Its tools: " + "; ".join(f"{t.name}({', '.join(t.arguments)}): {t.description}" for t in specs) + "\n"
+            )
         seen: dict[str, list[str]] = {}
         for s in sorted(self.ctx.trace.steps, key=lambda s: s.agent != agent):
             for c in s.tool_calls:
@@ -379,33 +442,45 @@ class _Run:
 
     def _step_prompt(self, agent: str, coord: str) -> str:
         role = next((a.role for a in self.ctx.trace.agents if a.id == agent and a.role), None)
-        return (self._so_far() + self._system_prompt_of(agent)
-                + f"\n## Your turn\nYou are {agent}" + (f" ({role})" if role else "") + ". "
-                + self._tools_text(agent)
-                + f"\n{STEP_ASK} {coord} | Agent: {agent}. Answer with:\n"
-                "content: the message text, as the agent writes it\n"
-                "tool_calls: a list of {\"name\", \"arguments_json\"} if the agent calls tools in this step, else []\n"
-                "final_answer: the team's final answer to the task if this message delivers it, else null\n"
-                "ends_run: true if the conversation ends after this message, else false\n"
-                "as JSON, or as labelled sections:\n### CONTENT\n(the message)\n### TOOL CALLS\n(a JSON list or [])\n"
-                "### FINAL ANSWER\n(the answer or null)\n### ENDS RUN\n(yes or no)")
+        return (
+            self._so_far()
+            + self._system_prompt_of(agent)
+            + f"\n## Your turn\nYou are {agent}"
+            + (f" ({role})" if role else "")
+            + ". "
+            + self._tools_text(agent)
+            + f"\n{STEP_ASK} {coord} | Agent: {agent}. Answer with:\n"
+            "content: the message text, as the agent writes it\n"
+            'tool_calls: a list of {"name", "arguments_json"} if the agent calls tools in this step, else []\n'
+            "final_answer: the team's final answer to the task if this message delivers it, else null\n"
+            "ends_run: true if the conversation ends after this message, else false\n"
+            "as JSON, or as labelled sections:\n### CONTENT\n(the message)\n### TOOL CALLS\n(a JSON list or [])\n"
+            "### FINAL ANSWER\n(the answer or null)\n### ENDS RUN\n(yes or no)"
+        )
 
     def _tool_prompt(self, agent: str, pending: tuple[Step, list[ToolCall]] | None, *, executor: bool = False) -> str:
         if executor:
             last = self.ctx.steps[-1]
-            what = (f"{TOOL_ASK} running the code of Step {last.coord} as {agent} prints it: in the format of "
-                    f"{agent}'s earlier messages if there are any (exit code, output). Do not explain; "
-                    "print only what the execution prints.")
+            what = (
+                f"{TOOL_ASK} running the code of Step {last.coord} as {agent} prints it: in the format of "
+                f"{agent}'s earlier messages if there are any (exit code, output). Do not explain; "
+                "print only what the execution prints."
+            )
             context = self._so_far()
         else:
             step, calls = pending
-            listed = json.dumps([{"name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False,
-                                default=str)
-            what = (f"Step {step.coord or len(self.ctx.steps)} | Agent: {agent} calls: {listed}\n"
-                    f"{TOOL_ASK} these tool call(s) exactly as the tool would return it, in the format of the "
-                    "recorded results of the same tool above if any. Do not solve the task; return only the "
-                    "tool's output.")
+            listed = json.dumps(
+                [{"name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False, default=str
+            )
+            what = (
+                f"Step {step.coord or len(self.ctx.steps)} | Agent: {agent} calls: {listed}\n"
+                f"{TOOL_ASK} these tool call(s) exactly as the tool would return it, in the format of the "
+                "recorded results of the same tool above if any. Do not solve the task; return only the "
+                "tool's output."
+            )
             context = self._so_far(None if any(s is step for s in self.ctx.steps) else step)
-        return (context + "\n## Tool output\n" + what + "\nAnswer with:\nobservation: the output text\n"
-                "error: an error line if the call fails, else null\n"
-                "as JSON, or as labelled sections:\n### OBSERVATION\n(the output)\n### ERROR\n(the error or null)")
+        return (
+            context + "\n## Tool output\n" + what + "\nAnswer with:\nobservation: the output text\n"
+            "error: an error line if the call fails, else null\n"
+            "as JSON, or as labelled sections:\n### OBSERVATION\n(the output)\n### ERROR\n(the error or null)"
+        )

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable
+from typing import Any
 
 from whenpro_core.model import Step, ToolCall
 
 FRAMING = frozenset({"user", "system"})
 NUMBER = re.compile(r"(?<![\w.:])\d+(?:\.\d+)?(?::\d\d)?(?!\w|\.\d|:\d)")
 OPERATOR = re.compile(r"(?<=[\w)\]]) (\+|-|\*|/|>=|<=|>|<) (?=[\w(\[])|\b(min|max)\(")
-FLIP = {"+": "-", "-": "+", "*": "/", "/": "*", ">=": ">", ">": ">=", "<=": "<", "<": "<=",
-        "min": "max", "max": "min"}
+FLIP = {"+": "-", "-": "+", "*": "/", "/": "*", ">=": ">", ">": ">=", "<=": "<", "<": "<=", "min": "max", "max": "min"}
 EXPR = re.compile(r"^[\d\s.+\-*/()]+$")
 CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 
@@ -42,7 +42,7 @@ def find_numbers(text: str) -> list[re.Match]:
     out = []
     for m in NUMBER.finditer(text or ""):
         line_start = text.rfind("\n", 0, m.start()) + 1
-        if not text[line_start:m.start()].strip() and text[m.end():m.end() + 1] in (".", ")"):
+        if not text[line_start : m.start()].strip() and text[m.end() : m.end() + 1] in (".", ")"):
             continue
         out.append(m)
     return out
@@ -95,7 +95,7 @@ def arg_text_edits(step: Step, pattern: Callable[[str], list[re.Match]]) -> list
 
 def apply_arg_edit(new: Step, ci: int, key: Any, old_text: str, m: re.Match, replacement: str) -> str:
     """Replace match ``m`` in a string argument, and the same argument text in the content."""
-    new_text = old_text[:m.start()] + replacement + old_text[m.end():]
+    new_text = old_text[: m.start()] + replacement + old_text[m.end() :]
     set_arg(new, ci, key, new_text)
     if old_text and old_text in new.content:
         new.content = new.content.replace(old_text, new_text, 1)
@@ -111,8 +111,9 @@ def numeric_args(step: Step) -> list[tuple[int, Any, Any]]:
     out = []
     for ci, call in enumerate(step.tool_calls):
         if isinstance(call.arguments, dict):
-            out += [(ci, k, v) for k, v in call.arguments.items()
-                    if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            out += [
+                (ci, k, v) for k, v in call.arguments.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            ]
     return out
 
 

@@ -12,8 +12,9 @@ marked ``meta["simulated"] = True``.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
@@ -52,12 +53,15 @@ class ToolCache:
     misses: int = 0
 
     @classmethod
-    def from_steps(cls, steps: Iterable[Step]) -> "ToolCache":
+    def from_steps(cls, steps: Iterable[Step]) -> ToolCache:
         """Index every step that has tool calls and a recorded observation or error."""
         cache = cls()
         for step in steps:
-            if step.tool_calls and (step.observation is not None or step.error is not None) \
-                    and not step.meta.get("simulated"):
+            if (
+                step.tool_calls
+                and (step.observation is not None or step.error is not None)
+                and not step.meta.get("simulated")
+            ):
                 cache.results.setdefault(call_key(step.tool_calls), (step.observation, step.error))
         return cache
 

@@ -70,7 +70,7 @@ class Roster:
     kinds: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
-    def from_trace(cls, trace: Trace, index: int) -> "Roster":
+    def from_trace(cls, trace: Trace, index: int) -> Roster:
         """The roster of ``trace`` for a continuation after step ``index``."""
         agent_steps = [s for s in trace.steps if is_agent_step(s)]
         by_agent: dict[str, list[Step]] = {}
@@ -84,11 +84,12 @@ class Roster:
         successors: dict[str, str] = {}
         for a in agents:
             # another agent when there is one (a repeated turn is how runs end, e.g. TERMINATE)
-            followers = [(n, -seq.index(b), b) for (x, b), n in pairs.items()
-                         if x == a and (b != a or len(agents) == 1)]
+            followers = [
+                (n, -seq.index(b), b) for (x, b), n in pairs.items() if x == a and (b != a or len(agents) == 1)
+            ]
             if followers:
                 successors[a] = max(followers)[2]
-        order = [s.agent for s in trace.steps[index + 1:] if is_agent_step(s) and s.agent not in executors]
+        order = [s.agent for s in trace.steps[index + 1 :] if is_agent_step(s) and s.agent not in executors]
         kinds = {a: [k for k, _ in Counter(s.kind for s in steps).most_common()] for a, steps in by_agent.items()}
         return cls(agents=agents, executors=executors, order=order, successors=successors, kinds=kinds)
 
@@ -100,16 +101,14 @@ class Roster:
             return self.executors[0], False
         if used < len(self.order):
             return self.order[used], True
-        previous = next((s.agent for s in reversed(steps) if is_agent_step(s) and s.agent not in self.executors),
-                        None)
+        previous = next((s.agent for s in reversed(steps) if is_agent_step(s) and s.agent not in self.executors), None)
         if previous in self.successors:
             return self.successors[previous], False
         if previous in self.agents:
             return self.agents[(self.agents.index(previous) + 1) % len(self.agents)], False
         return (self.agents[0] if self.agents else "agent"), False
 
-    def kind_for(self, agent: str, steps: list[Step], *, with_tools: bool, final: bool,
-                 has_final_kind: bool) -> str:
+    def kind_for(self, agent: str, steps: list[Step], *, with_tools: bool, final: bool, has_final_kind: bool) -> str:
         """The kind of a new step by ``agent``: ``final_answer`` for a final answer in a
         trace that uses that kind; else the kind of the agent's latest step of the same
         shape (with or without tool calls); else its most frequent kind; else

@@ -17,20 +17,29 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable
+from typing import Any
 
 from whenpro_core.envs.base import CheckResult, extract_final_answer
 from whenpro_core.model import Outcome, Step, Trace
 
 #: Phrases that give the construction away (case-insensitive regular expressions).
 REVEALING = [
-    r"\binject(?:ed|ion|ions|ing|s)?\b", r"\bintentional(?:ly)?\b", r"\bdeliberate(?:ly)?\b",
-    r"\bon purpose\b", r"\bpurpose(?:ly|fully)\b", r"\berror (?:was |is |has been )?introduced\b",
-    r"\bintroduc(?:e|ed|es|ing) (?:an? |the )?(?:error|mistake|bug|flaw)s?\b", r"\bas instructed\b",
+    r"\binject(?:ed|ion|ions|ing|s)?\b",
+    r"\bintentional(?:ly)?\b",
+    r"\bdeliberate(?:ly)?\b",
+    r"\bon purpose\b",
+    r"\bpurpose(?:ly|fully)\b",
+    r"\berror (?:was |is |has been )?introduced\b",
+    r"\bintroduc(?:e|ed|es|ing) (?:an? |the )?(?:error|mistake|bug|flaw)s?\b",
+    r"\bas instructed\b",
     r"\b(?:fake|simulated|planted|seeded|synthetic|artificial) (?:error|mistake|bug|flaw)s?\b",
-    r"\bcounterfactual\b", r"\bfailure mode\b", r"\bsabotag\w*\b", r"\bwrong on purpose\b",
+    r"\bcounterfactual\b",
+    r"\bfailure mode\b",
+    r"\bsabotag\w*\b",
+    r"\bwrong on purpose\b",
     r"\b(?:the )?(?:injected|inserted) (?:error|mistake|flaw)\b",
 ]
 _REVEAL_RE = [re.compile(p, re.IGNORECASE) for p in REVEALING]
@@ -144,8 +153,11 @@ def gold_visible_before(trace: Trace, index: int) -> bool:
     gold = trace.task.answer
     if gold is None or not gold.strip():
         return False
-    texts = [(_step_text(s) + "\n" + (s.observation or "")) for s in trace.steps[:index]
-             if s.kind not in ("user", "system") and s.agent not in ("user", "system")]
+    texts = [
+        (_step_text(s) + "\n" + (s.observation or ""))
+        for s in trace.steps[:index]
+        if s.kind not in ("user", "system") and s.agent not in ("user", "system")
+    ]
     if not texts:
         return False
     blob = "\n".join(texts)
@@ -195,8 +207,18 @@ def verify(original: Trace, counterfactual: Trace, index: int, *, final_answer: 
     before = original_success(original)
     after = check_trace(counterfactual, final_answer)
     decisive = before is True and after.success is False
-    revealing = revealing_phrases(counterfactual.steps[index], original.steps[index]) \
-        if index < len(counterfactual.steps) else []
+    revealing = (
+        revealing_phrases(counterfactual.steps[index], original.steps[index])
+        if index < len(counterfactual.steps)
+        else []
+    )
     visible = gold_visible_before(original, index)
-    return Verdict(before, after.success, decisive, after.detail, revealing, visible,
-                   kept=decisive and not revealing and not visible)
+    return Verdict(
+        before,
+        after.success,
+        decisive,
+        after.detail,
+        revealing,
+        visible,
+        kept=decisive and not revealing and not visible,
+    )

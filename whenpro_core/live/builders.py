@@ -39,8 +39,11 @@ from whenpro_core.formats.otlp import Span, spans_of
 from whenpro_core.model import Agent, Outcome, Source, Step, Task, Trace
 
 #: Session line formats, by name: the importer whose builder reads them.
-SESSION_FORMATS = {"claude-code": ClaudeCodeImporter(), "codex-cli": CodexRolloutImporter(),
-                   "gemini-cli": GeminiJsonlImporter()}
+SESSION_FORMATS = {
+    "claude-code": ClaudeCodeImporter(),
+    "codex-cli": CodexRolloutImporter(),
+    "gemini-cli": GeminiJsonlImporter(),
+}
 #: Line formats a followed file may hold.
 LINE_FORMATS = ("native", "chat", "otlp", *SESSION_FORMATS)
 #: Line formats whose builders only ever append steps (the others may change earlier ones).
@@ -98,8 +101,7 @@ class ChatLinesBuilder:
     def feed(self, obj: Any) -> tuple[str, ...]:
         """Add one message; TraceFormatError (state unchanged) for a bad one."""
         if not (isinstance(obj, dict) and is_chat_role(obj.get("role"))):
-            raise self.ctx.error("not a chat message", "$",
-                                 expected='one message a line {"role": ..., "content": ...}')
+            raise self.ctx.error("not a chat message", "$", expected='one message a line {"role": ..., "content": ...}')
         chat_step(len(self.steps), obj, self.ctx, "$")  # validates (raises before any change)
         self._messages.append(obj)
         group = is_group_chat(self._messages)
@@ -108,25 +110,34 @@ class ChatLinesBuilder:
             self.steps[:] = chat_steps(self._messages, self.ctx, "$")
         else:
             i = len(self.steps)
-            self.steps.append(chat_step(i, obj, self.ctx, "$", group=group,
-                                        opening=group and i == opening_index(self._messages)))
+            self.steps.append(
+                chat_step(i, obj, self.ctx, "$", group=group, opening=group and i == opening_index(self._messages))
+            )
         return ()
 
     def trace(self) -> Trace:
         """The conversation so far."""
-        named = any(isinstance(m.get("name"), str) and m.get("role") not in ("tool", "function")
-                    for m in self._messages)
+        named = any(
+            isinstance(m.get("name"), str) and m.get("role") not in ("tool", "function") for m in self._messages
+        )
         agents: dict[str, None] = {}
         for s in self.steps:
             if s.kind not in ("system", "tool"):
                 agents.setdefault(s.agent, None)
         query = next((s.content for s in self.steps if s.kind == "user"), "")
         final = next((s.content for s in reversed(self.steps) if s.kind == "assistant" and s.content), None)
-        return Trace(id=self.id, framework="ag2" if named else "openai-chat",
-                     agents=[Agent(id=a) for a in agents], task=Task(query=query),
-                     steps=list(self.steps), final_answer=final, outcome=Outcome.unknown,
-                     source=Source(format=self.format, path=str(self.ctx.path),
-                                   root=str(self.ctx.root) if self.ctx.root else None))
+        return Trace(
+            id=self.id,
+            framework="ag2" if named else "openai-chat",
+            agents=[Agent(id=a) for a in agents],
+            task=Task(query=query),
+            steps=list(self.steps),
+            final_answer=final,
+            outcome=Outcome.unknown,
+            source=Source(
+                format=self.format, path=str(self.ctx.path), root=str(self.ctx.root) if self.ctx.root else None
+            ),
+        )
 
 
 class SpanSet:
@@ -209,8 +220,11 @@ class OtlpLinesBuilder:
         if self._trace is None:
             built = self.set.build(self.ctx) if self.set is not None else None
             if built is None:
-                built = Trace(id=self.set.trace_id if self.set else "pending", framework="otel",
-                              source=Source(format=self.format, path=str(self.ctx.path)))
+                built = Trace(
+                    id=self.set.trace_id if self.set else "pending",
+                    framework="otel",
+                    source=Source(format=self.format, path=str(self.ctx.path)),
+                )
             self._trace = built
         return self._trace
 
@@ -240,6 +254,15 @@ def step_fingerprint(step: Step) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
-__all__ = ["APPEND_ONLY", "ChatLinesBuilder", "LINE_FORMATS", "OtlpLinesBuilder", "SESSION_FORMATS", "SpanSet",
-           "common_prefix", "step_fingerprint",
-           "make_builder", "sniff_line"]
+__all__ = [
+    "APPEND_ONLY",
+    "ChatLinesBuilder",
+    "LINE_FORMATS",
+    "OtlpLinesBuilder",
+    "SESSION_FORMATS",
+    "SpanSet",
+    "common_prefix",
+    "step_fingerprint",
+    "make_builder",
+    "sniff_line",
+]

@@ -21,7 +21,7 @@ class Subscription:
     """One subscriber's queue. Read with ``async for event in sub`` (in any asyncio
     loop), or ``sub.get(timeout)`` from a thread. ``close()`` ends the iteration."""
 
-    def __init__(self, bus: "EventBus", maxlen: int) -> None:
+    def __init__(self, bus: EventBus, maxlen: int) -> None:
         self._bus = bus
         self._items: deque[Any] = deque()
         self._maxlen = maxlen
@@ -57,7 +57,7 @@ class Subscription:
         with self._cond:
             return self._items.popleft() if self._items else None
 
-    def __aiter__(self) -> "Subscription":
+    def __aiter__(self) -> Subscription:
         return self
 
     async def __anext__(self) -> Any:
@@ -77,7 +77,7 @@ class Subscription:
         closed): for loops that also watch a clock."""
         try:
             return await asyncio.wait_for(self.__anext__(), timeout)
-        except (asyncio.TimeoutError, StopAsyncIteration):
+        except (TimeoutError, StopAsyncIteration):
             return None
 
     def close(self) -> None:
@@ -95,6 +95,7 @@ def _wake(loop: asyncio.AbstractEventLoop, fut: asyncio.Future) -> None:
     def done() -> None:
         if not fut.done():
             fut.set_result(None)
+
     try:
         loop.call_soon_threadsafe(done)
     except RuntimeError:  # the subscriber's loop is closed

@@ -266,9 +266,15 @@ Event = FollowEvent | StoreEvent | JudgeEvent
 
 def _step_record(step: Step) -> dict[str, Any]:
     content = step.content or ""
-    return {"index": step.index, "coord": step.coord, "agent": step.agent, "kind": step.kind,
-            "content": content[:PREVIEW_CHARS] + ("…" if len(content) > PREVIEW_CHARS else ""),
-            "tool_calls": [c.name for c in step.tool_calls], "error": step.error}
+    return {
+        "index": step.index,
+        "coord": step.coord,
+        "agent": step.agent,
+        "kind": step.kind,
+        "content": content[:PREVIEW_CHARS] + ("…" if len(content) > PREVIEW_CHARS else ""),
+        "tool_calls": [c.name for c in step.tool_calls],
+        "error": step.error,
+    }
 
 
 def event_record(event: Any) -> dict[str, Any]:
@@ -290,7 +296,28 @@ def event_record(event: Any) -> dict[str, Any]:
     return out
 
 
-__all__ = ["BudgetExhausted", "DecisiveError", "Event", "ExportRejected", "ExportWarning", "FinalVerdict",
-           "FollowEvent", "HeaderUpdated", "Idle", "JudgeEvent", "JudgeFailed", "LineError",
-           "RunEnded", "StepAdded", "StepJudged", "StoreEvent", "Suspect", "TraceEvicted",
-           "TraceReset", "TraceSetAside", "TraceStarted", "TraceUpdated", "event_record"]
+__all__ = [
+    "BudgetExhausted",
+    "DecisiveError",
+    "Event",
+    "ExportRejected",
+    "ExportWarning",
+    "FinalVerdict",
+    "FollowEvent",
+    "HeaderUpdated",
+    "Idle",
+    "JudgeEvent",
+    "JudgeFailed",
+    "LineError",
+    "RunEnded",
+    "StepAdded",
+    "StepJudged",
+    "StoreEvent",
+    "Suspect",
+    "TraceEvicted",
+    "TraceReset",
+    "TraceSetAside",
+    "TraceStarted",
+    "TraceUpdated",
+    "event_record",
+]

@@ -35,8 +35,9 @@ import asyncio
 import codecs
 import os
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import orjson
 
@@ -78,12 +79,18 @@ class FileFollower:
     not close. Otherwise bad lines are events, never exceptions.
     """
 
-    def __init__(self, path: str | Path, *, format: str | None = None, trace_id: str | None = None,
-                 poll_interval: float = 0.1, idle_after: float = 2.0,
-                 use_watchfiles: bool | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        format: str | None = None,
+        trace_id: str | None = None,
+        poll_interval: float = 0.1,
+        idle_after: float = 2.0,
+        use_watchfiles: bool | None = None,
+    ) -> None:
         if format is not None and format not in LINE_FORMATS:
-            raise TraceFormatError(f"unknown line format {format!r}", path=path,
-                                   expected=", ".join(LINE_FORMATS))
+            raise TraceFormatError(f"unknown line format {format!r}", path=path, expected=", ".join(LINE_FORMATS))
         self.path = Path(path)
         self.format = format
         self._given_format = format
@@ -214,8 +221,7 @@ class FileFollower:
         kept = common_prefix(old, steps)
         self._announced = list(steps)
         tid = self.trace_key
-        return ([TraceReset(tid, reason, kept, len(steps))] + events
-                + [StepAdded(tid, s) for s in steps[kept:]])
+        return [TraceReset(tid, reason, kept, len(steps))] + events + [StepAdded(tid, s) for s in steps[kept:]]
 
     def _read_available(self, *, announce: bool = True) -> list[Any]:
         events: list[Any] = []
@@ -237,8 +243,7 @@ class FileFollower:
         if len(self._buf) > MAX_LINE_BYTES:
             if not self._skip_rest:
                 self._line_no += 1
-                events.append(LineError(self.trace_key, self._line_no, "line too long",
-                                        _preview(self._buf)))
+                events.append(LineError(self.trace_key, self._line_no, "line too long", _preview(self._buf)))
                 self._skip_rest = True
             self._buf = b""
         if announce:
@@ -248,7 +253,7 @@ class FileFollower:
     def _line(self, raw: bytes, announce: bool) -> list[Any]:
         line = raw.rstrip(b"\r")
         if self._line_no == 1 and line.startswith(codecs.BOM_UTF8):
-            line = line[len(codecs.BOM_UTF8):]
+            line = line[len(codecs.BOM_UTF8) :]
         if not line.strip():
             return []
         if len(line) > MAX_LINE_BYTES:
@@ -260,17 +265,20 @@ class FileFollower:
             if first and line.lstrip()[:1] in (b"{", b"[") and str(exc).startswith("unexpected end of data"):
                 raise TraceFormatError(  # line 1 opens a value it does not close: a pretty-printed document
                     f"a JSON document, not JSON lines: open it with `whenpro {self.path}` "
-                    "(watch and view --follow read JSON lines, one object a line)", path=self.path)
+                    "(watch and view --follow read JSON lines, one object a line)",
+                    path=self.path,
+                )
             if first and (b"\x00" in line[:4096] or not _is_utf8(line[:4096])):
-                raise TraceFormatError("file is binary, not JSON lines", path=self.path,
-                                       expected="JSON lines (one object a line)")
-            return [LineError(self.trace_key, self._line_no, f"not valid JSON: {str(exc).split(':')[0]}",
-                              _preview(line))]
+                raise TraceFormatError(
+                    "file is binary, not JSON lines", path=self.path, expected="JSON lines (one object a line)"
+                )
+            return [
+                LineError(self.trace_key, self._line_no, f"not valid JSON: {str(exc).split(':')[0]}", _preview(line))
+            ]
         if self._builder is None:
             fmt = self.format or sniff_line(obj)
             if fmt is None:
-                return [LineError(self.trace_key, self._line_no, "not a trace line",
-                                  _preview(line) or "")]
+                return [LineError(self.trace_key, self._line_no, "not a trace line", _preview(line) or "")]
             self.format = fmt
             self._builder = make_builder(fmt, self.path, trace_id=self.trace_id)
         try:
@@ -282,9 +290,15 @@ class FileFollower:
         out: list[Any] = []
         if self.format == "otlp" and getattr(self._builder, "other_spans", 0) and not self._reported_other:
             self._reported_other = True
-            out.append(LineError(self.trace_key, self._line_no,
-                                 "spans of another trace id are left out (a file is followed as one "
-                                 "trace; use whenpro watch --otlp for several)", ""))
+            out.append(
+                LineError(
+                    self.trace_key,
+                    self._line_no,
+                    "spans of another trace id are left out (a file is followed as one "
+                    "trace; use whenpro watch --otlp for several)",
+                    "",
+                )
+            )
         if changed:
             if announce:
                 out = self._announce() + out
@@ -331,15 +345,22 @@ class FileFollower:
         if not folder.is_dir():
             return None
         name = self.path.name
-        return awatch(folder, watch_filter=lambda _change, p: Path(p).name == name, recursive=False,
-                      debounce=50, step=10, stop_event=self._stop, yield_on_timeout=True,
-                      rust_timeout=max(50, int(self.poll_interval * 1000)))
+        return awatch(
+            folder,
+            watch_filter=lambda _change, p: Path(p).name == name,
+            recursive=False,
+            debounce=50,
+            step=10,
+            stop_event=self._stop,
+            yield_on_timeout=True,
+            rust_timeout=max(50, int(self.poll_interval * 1000)),
+        )
 
     async def _wait(self, watcher: AsyncIterator[Any] | None) -> None:
         if watcher is None:
             try:
                 await asyncio.wait_for(self._stop.wait(), self.poll_interval)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             return
         try:

@@ -32,12 +32,20 @@ LiveJudges.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any
 
 from whenpro_core.errors import BackendError, ConfigError
-from whenpro_core.live.events import (BudgetExhausted, DecisiveError, FinalVerdict, JudgeFailed, RunEnded,
-                                      StepJudged, Suspect)
+from whenpro_core.live.events import (
+    BudgetExhausted,
+    DecisiveError,
+    FinalVerdict,
+    JudgeFailed,
+    RunEnded,
+    StepJudged,
+    Suspect,
+)
 from whenpro_core.model import Attribution, Outcome, Step, Trace, Usage
 
 #: A heuristic verdict is decisive when its step has a signal at least this strong
@@ -83,13 +91,17 @@ def run_end_reason(trace: Trace) -> str | None:
         return "outcome"
     for step in trace.steps:
         meta = step.meta
-        if meta.get("span_id") and meta.get("parent_span_id") is None and (
-                step.kind in ("agent", "chain")
-                or meta.get("operation") in ("invoke_agent", "invoke_workflow")):
+        if (
+            meta.get("span_id")
+            and meta.get("parent_span_id") is None
+            and (step.kind in ("agent", "chain") or meta.get("operation") in ("invoke_agent", "invoke_workflow"))
+        ):
             return "root_span_ended"
     frames = trace.extras.get("agent_spans")
-    if any(isinstance(f, dict) and f.get("span_id") and f.get("parent_span_id") is None
-           for f in (frames if isinstance(frames, list) else [])):
+    if any(
+        isinstance(f, dict) and f.get("span_id") and f.get("parent_span_id") is None
+        for f in (frames if isinstance(frames, list) else [])
+    ):
         return "root_span_ended"  # a root agent span framing steps (formats.otel)
     return None
 
@@ -132,15 +144,26 @@ class LiveJudge:
         stopped: why judging stopped (``decisive``, ``budget``, ``judge_failed``) or ``None``.
     """
 
-    def __init__(self, protocol: str = "heuristic", *, judge: Any = None, budget: Budget | None = None,
-                 with_gold: bool = True, taxonomy: Any = None, final_pass: bool = False,
-                 decisive_strength: float = DECISIVE_STRENGTH, final_protocol: str = "all-at-once") -> None:
+    def __init__(
+        self,
+        protocol: str = "heuristic",
+        *,
+        judge: Any = None,
+        budget: Budget | None = None,
+        with_gold: bool = True,
+        taxonomy: Any = None,
+        final_pass: bool = False,
+        decisive_strength: float = DECISIVE_STRENGTH,
+        final_protocol: str = "all-at-once",
+    ) -> None:
         from whenpro_core.attribution.run import protocol_name
 
         self.protocol = protocol_name(protocol)
         if self.protocol not in ("heuristic", "step-by-step"):
-            raise ConfigError(f"protocol {self.protocol} cannot judge live",
-                              expected="heuristic or step-by-step (use --final-pass for all-at-once)")
+            raise ConfigError(
+                f"protocol {self.protocol} cannot judge live",
+                expected="heuristic or step-by-step (use --final-pass for all-at-once)",
+            )
         if self.protocol == "step-by-step" and judge is None:
             raise ConfigError("step-by-step needs a model", expected="--model provider:model")
         self.judge = judge
@@ -198,8 +221,13 @@ class LiveJudge:
                 yield BudgetExhausted(trace.id, limit, self.usage)
                 return
             try:
-                verdict = await attribute(trace, self.final_protocol, judge=self.judge, with_gold=self.with_gold,
-                                          taxonomy=self._taxonomy(trace))
+                verdict = await attribute(
+                    trace,
+                    self.final_protocol,
+                    judge=self.judge,
+                    with_gold=self.with_gold,
+                    taxonomy=self._taxonomy(trace),
+                )
             except BackendError as exc:
                 yield JudgeFailed(trace.id, exc.one_line())
                 return
@@ -224,19 +252,24 @@ class LiveJudge:
         agent = verdict.agent or (step.agent if step else "")
         key = (agent, verdict.step, verdict.mode)
         if self.suspect is None or (self.suspect.agent, self.suspect.step, self.suspect.mode) != key:
-            self.suspect = Suspect(trace.id, index, verdict.step, agent, verdict.mode, verdict.reason,
-                                   "heuristic", verdict.confidence)
+            self.suspect = Suspect(
+                trace.id, index, verdict.step, agent, verdict.mode, verdict.reason, "heuristic", verdict.confidence
+            )
             yield self.suspect
         if self.decisive is not None or (ended and trace.outcome == Outcome.success):
             return
         # While the run goes on only evidence at the step itself counts; signals that
         # depend on how the run ends (its final answer, a gold answer it lost, giving up)
         # count once it has ended.
-        strong = [sig for sig in signals if sig.index == index and sig.strength >= self.decisive_strength
-                  and (ended or sig.name not in END_SIGNALS)]
+        strong = [
+            sig
+            for sig in signals
+            if sig.index == index and sig.strength >= self.decisive_strength and (ended or sig.name not in END_SIGNALS)
+        ]
         if strong:
-            self.decisive = DecisiveError(trace.id, index, verdict.step, agent, verdict.mode, verdict.reason,
-                                          "heuristic", verdict)
+            self.decisive = DecisiveError(
+                trace.id, index, verdict.step, agent, verdict.mode, verdict.reason, "heuristic", verdict
+            )
             yield self.decisive
 
     # ------------------------------------------------------------------ step-by-step
@@ -253,16 +286,18 @@ class LiveJudge:
         from whenpro_core.attribution.render import render_transcript
 
         sub = trace.model_copy(update={"steps": steps, "task": trace.task.model_copy(update={"images": []})})
-        return render_transcript(sub, image_loader=image_loader_for(self.judge),
-                                 budget_tokens=STEP_TOKENS * max(1, len(steps)))
+        return render_transcript(
+            sub, image_loader=image_loader_for(self.judge), budget_tokens=STEP_TOKENS * max(1, len(steps))
+        )
 
     def _opening(self, trace: Trace, context: list[tuple[str, str]]) -> list:
         from whenpro_core.attribution.judge_images import image_loader_for
         from whenpro_core.attribution.prompts import step_by_step_opening
         from whenpro_core.attribution.render import Transcript, render_transcript
 
-        images = render_transcript(trace.model_copy(update={"steps": []}),
-                                   image_loader=image_loader_for(self.judge)).task_images
+        images = render_transcript(
+            trace.model_copy(update={"steps": []}), image_loader=image_loader_for(self.judge)
+        ).task_images
         transcript = Transcript(context=list(context), blocks=[], task_images=images)
         return step_by_step_opening(trace, transcript, self._taxonomy(trace), self.with_gold)
 
@@ -287,7 +322,7 @@ class LiveJudge:
             self._tally = Tally("step-by-step", self.judge, self.with_gold)
         if common_prefix(self._seen, trace.steps) < len(self._seen):
             self._restart_conversation()
-        new = trace.steps[len(self._seen):]
+        new = trace.steps[len(self._seen) :]
         if not new:
             return
         transcript = self._render(trace, new)
@@ -327,16 +362,20 @@ class LiveJudge:
                 yield JudgeFailed(trace.id, exc.one_line())
                 return
             after = self._tally.result.spent
-            self.usage = self.usage.add(Usage(
-                calls=after.calls - before.calls, input_tokens=after.input_tokens - before.input_tokens,
-                output_tokens=after.output_tokens - before.output_tokens,
-                cached_tokens=after.cached_tokens - before.cached_tokens,
-                cost_usd=after.cost_usd - before.cost_usd))
+            self.usage = self.usage.add(
+                Usage(
+                    calls=after.calls - before.calls,
+                    input_tokens=after.input_tokens - before.input_tokens,
+                    output_tokens=after.output_tokens - before.output_tokens,
+                    cached_tokens=after.cached_tokens - before.cached_tokens,
+                    cost_usd=after.cost_usd - before.cost_usd,
+                )
+            )
             # commit
             self._messages = asked + [Message.text("assistant", raw or "Decisive: No")]
             self._context, self._late_context, late_ctx, pending = opening_ctx, [], [], []
             self._pending = []
-            self._seen = list(trace.steps[:block.indexes[-1] + 1])
+            self._seen = list(trace.steps[: block.indexes[-1] + 1])
             self._judged.update(ids)
             agent = "agent" if trace.is_single_agent else block.agent
             decisive = bool(answer.decisive)
@@ -345,14 +384,20 @@ class LiveJudge:
                 self._tally.warn(f"step {block.coord}: answer was neither yes nor no; read as no")
             if decisive:
                 verdict = self._tally.result.model_copy(deep=True)
-                verdict.agent, verdict.step, verdict.mode, verdict.reason = (agent, block.coord, answer.mode,
-                                                                             answer.reason)
+                verdict.agent, verdict.step, verdict.mode, verdict.reason = (
+                    agent,
+                    block.coord,
+                    answer.mode,
+                    answer.reason,
+                )
                 verdict.spent = self.usage.model_copy()
-                self.suspect = Suspect(trace.id, block.indexes[0], block.coord, agent, answer.mode,
-                                       answer.reason, "step-by-step")
+                self.suspect = Suspect(
+                    trace.id, block.indexes[0], block.coord, agent, answer.mode, answer.reason, "step-by-step"
+                )
                 yield self.suspect
-                self.decisive = DecisiveError(trace.id, block.indexes[0], block.coord, agent, answer.mode,
-                                              answer.reason, "step-by-step", verdict)
+                self.decisive = DecisiveError(
+                    trace.id, block.indexes[0], block.coord, agent, answer.mode, answer.reason, "step-by-step", verdict
+                )
                 yield self.decisive
                 self.stopped = "decisive"
                 return

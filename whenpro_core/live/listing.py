@@ -9,11 +9,11 @@ decisive error of its live judge, and why its run ended.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
-from whenpro_core.live.events import (DecisiveError, RunEnded, Suspect, TraceEvicted, TraceStarted,
-                                      TraceUpdated)
+from whenpro_core.live.events import DecisiveError, RunEnded, Suspect, TraceEvicted, TraceStarted, TraceUpdated
 
 
 @dataclass
@@ -43,8 +43,9 @@ class LiveListing:
         first, so a new trace goes to the end."""
         for info in sorted(infos, key=lambda i: i.updated):
             if info.trace_id not in self.rows:
-                self.rows[info.trace_id] = LiveRow(info.trace_id, info.path, info.service, info.step_count,
-                                                   info.updated, info.in_memory)
+                self.rows[info.trace_id] = LiveRow(
+                    info.trace_id, info.path, info.service, info.step_count, info.updated, info.in_memory
+                )
 
     def apply(self, ev: Any, now: float | None = None) -> str | None:
         """Take one store or judge event; returns the trace id it changed (``None`` for

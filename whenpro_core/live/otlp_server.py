@@ -84,7 +84,7 @@ def parse_address(text: str | None) -> tuple[str, int]:
         end = text.find("]")
         if end < 0:
             raise ConfigError(f"bad address {text!r}", expected="HOST:PORT (e.g. 127.0.0.1:4318)")
-        host, rest = text[1:end], text[end + 1:]
+        host, rest = text[1:end], text[end + 1 :]
         port_text = rest[1:] if rest.startswith(":") else ""
     elif text.count(":") == 1:
         host, port_text = text.split(":")
@@ -123,6 +123,7 @@ def is_loopback(host: str) -> bool:
 def _status_proto(code: int, message: str) -> bytes:
     """A ``google.rpc.Status`` {code, message} in protobuf wire format (two fields:
     varint 1, string 2), so error bodies need no googleapis package."""
+
     def varint(n: int) -> bytes:
         out = bytearray()
         while True:
@@ -130,6 +131,7 @@ def _status_proto(code: int, message: str) -> bytes:
             out.append(b | (0x80 if n else 0))
             if not n:
                 return bytes(out)
+
     msg = message.encode("utf-8")[:1024]
     return b"\x08" + varint(code) + b"\x12" + varint(len(msg)) + msg
 
@@ -167,15 +169,26 @@ class OtlpReceiver:
             sub = rx.store.subscribe()  # TraceStarted / TraceUpdated / ... events
     """
 
-    def __init__(self, store: LiveStore, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
-                 allow_remote: bool = False, max_body: int = DEFAULT_MAX_BODY, max_in_flight: int = 32,
-                 socket_timeout: float = 30.0, request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-                 max_connections: int = DEFAULT_MAX_CONNECTIONS, max_per_client: int = DEFAULT_MAX_PER_CLIENT,
-                 max_buffered: int = DEFAULT_MAX_BUFFERED) -> None:
+    def __init__(
+        self,
+        store: LiveStore,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        *,
+        allow_remote: bool = False,
+        max_body: int = DEFAULT_MAX_BODY,
+        max_in_flight: int = 32,
+        socket_timeout: float = 30.0,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_per_client: int = DEFAULT_MAX_PER_CLIENT,
+        max_buffered: int = DEFAULT_MAX_BUFFERED,
+    ) -> None:
         if not is_loopback(host) and not allow_remote:
-            raise ConfigError(f"refusing to listen on {host}, which is not a loopback address",
-                              expected="127.0.0.1 / localhost / ::1, or --allow-remote to receive from "
-                                       "other machines")
+            raise ConfigError(
+                f"refusing to listen on {host}, which is not a loopback address",
+                expected="127.0.0.1 / localhost / ::1, or --allow-remote to receive from other machines",
+            )
         self.store = store
         self.host = host
         self.max_body = max_body
@@ -191,8 +204,9 @@ class OtlpReceiver:
         try:
             self.server = server_cls((host, port), handler)
         except OSError as exc:
-            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}",
-                              expected="a free port (0 picks one)") from None
+            raise ConfigError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}", expected="a free port (0 picks one)"
+            ) from None
         self.server.daemon_threads = True
         #: Counters: requests answered 200, and rejected (any 4xx/5xx).
         self.stats = {"exports": 0, "rejected": 0}
@@ -218,8 +232,9 @@ class OtlpReceiver:
         """Serve in a background thread (and start the store's flusher)."""
         self.store.start()
         if self._thread is None:
-            self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.2},
-                                            name="whenpro-otlp", daemon=True)
+            self._thread = threading.Thread(
+                target=self.server.serve_forever, kwargs={"poll_interval": 0.2}, name="whenpro-otlp", daemon=True
+            )
             self._thread.start()
         return self
 
@@ -271,14 +286,16 @@ class OtlpReceiver:
             self.stats["exports"] += 1
         partial = None
         if result.rejected:
-            partial = (result.rejected, f"{result.rejected} spans over the limit of "
-                                        f"{self.store.max_spans_per_trace} spans a trace")
+            partial = (
+                result.rejected,
+                f"{result.rejected} spans over the limit of {self.store.max_spans_per_trace} spans a trace",
+            )
         if result.warnings:  # OTLP: a partial success with 0 rejected carries warnings
-            warning = "; ".join(result.warnings[:5]) + (f"; and {len(result.warnings) - 5} more"
-                                                        if len(result.warnings) > 5 else "")
+            warning = "; ".join(result.warnings[:5]) + (
+                f"; and {len(result.warnings) - 5} more" if len(result.warnings) > 5 else ""
+            )
             partial = (partial[0], f"{partial[1]}; {warning}") if partial else (0, warning)
-            self.store.bus.publish(ExportWarning(result.trace_ids[0] if len(result.trace_ids) == 1 else "",
-                                                 warning))
+            self.store.bus.publish(ExportWarning(result.trace_ids[0] if len(result.trace_ids) == 1 else "", warning))
         if content_type == PROTOBUF:
             from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
@@ -287,8 +304,9 @@ class OtlpReceiver:
                 resp.partial_success.rejected_spans, resp.partial_success.error_message = partial
             out = resp.SerializeToString()
         else:
-            out = orjson.dumps({"partialSuccess": {"rejectedSpans": str(partial[0]),
-                                                   "errorMessage": partial[1]}} if partial else {})
+            out = orjson.dumps(
+                {"partialSuccess": {"rejectedSpans": str(partial[0]), "errorMessage": partial[1]}} if partial else {}
+            )
         return out, {"spans": result.accepted, "traces": result.trace_ids}
 
     def _gunzip(self, body: bytes) -> bytes:
@@ -358,7 +376,7 @@ class _Handler(BaseHTTPRequestHandler):
             return True
         host = (self.headers.get("Host") or "").strip()
         if host.startswith("["):
-            name = host[1:host.find("]")] if "]" in host else host
+            name = host[1 : host.find("]")] if "]" in host else host
         else:
             name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
         return not host or is_loopback(name)
@@ -509,5 +527,12 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _not_allowed  # noqa: N815
 
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_MAX_BODY", "DEFAULT_PORT", "OtlpReceiver", "TRACES_PATH",
-           "is_loopback", "parse_address"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_PORT",
+    "OtlpReceiver",
+    "TRACES_PATH",
+    "is_loopback",
+    "parse_address",
+]

@@ -14,11 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
-from whenpro_core.live.events import (ExportRejected, HeaderUpdated, StepAdded, TraceEvicted, TraceReset,
-                                      TraceStarted, TraceUpdated)
+from whenpro_core.live.events import (
+    ExportRejected,
+    HeaderUpdated,
+    StepAdded,
+    TraceEvicted,
+    TraceReset,
+    TraceStarted,
+    TraceUpdated,
+)
 from whenpro_core.live.judge_live import LiveJudge, run_end_reason
 
 
@@ -27,8 +35,7 @@ class _End:
     reason: str
 
 
-async def attribute_live(follower: Any, judge: LiveJudge, *, idle_timeout: float | None = None
-                         ) -> AsyncIterator[Any]:
+async def attribute_live(follower: Any, judge: LiveJudge, *, idle_timeout: float | None = None) -> AsyncIterator[Any]:
     """Follow a file and judge it live: yields the follower's events and the judge's,
     in order. Ends when the run ends (:func:`run_end_reason`) or after ``idle_timeout``
     seconds without new data (``None``: never), once the remaining steps are judged and
@@ -73,7 +80,7 @@ async def attribute_live(follower: Any, judge: LiveJudge, *, idle_timeout: float
                 wait = min(wait, max(0.0, state["last"] + idle_timeout - time.monotonic()))
             try:
                 ev = await asyncio.wait_for(out.get(), wait)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 if idle_timeout is not None and time.monotonic() - state["last"] >= idle_timeout:
                     reason = "idle"
                 continue
@@ -88,7 +95,7 @@ async def attribute_live(follower: Any, judge: LiveJudge, *, idle_timeout: float
         while not jtask.done() or not out.empty():
             try:
                 ev = await asyncio.wait_for(out.get(), 0.25)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
             if not isinstance(ev, _End):
                 yield ev
@@ -103,8 +110,9 @@ async def attribute_live(follower: Any, judge: LiveJudge, *, idle_timeout: float
         await asyncio.gather(rtask, jtask, return_exceptions=True)
 
 
-async def attribute_store(store: Any, make_judge: Callable[[str], LiveJudge], *,
-                          idle_timeout: float | None = None) -> AsyncIterator[Any]:
+async def attribute_store(
+    store: Any, make_judge: Callable[[str], LiveJudge], *, idle_timeout: float | None = None
+) -> AsyncIterator[Any]:
     """Judge every trace the OTLP receiver's ``store`` gets, live: yields the store's
     events (TraceStarted, TraceUpdated, TraceEvicted, ExportRejected) and each trace's
     judge events. ``make_judge(trace_id)`` gives the LiveJudge of a new trace. A trace
@@ -153,12 +161,19 @@ async def attribute_store(store: Any, make_judge: Callable[[str], LiveJudge], *,
                 task = entry["task"]
                 if task.done() and not task.cancelled() and task.exception() is not None:
                     raise task.exception()
-                if idle_timeout is not None and not entry["judge"].ended and "end" not in entry \
-                        and now - entry["last"] >= idle_timeout:
+                if (
+                    idle_timeout is not None
+                    and not entry["judge"].ended
+                    and "end" not in entry
+                    and now - entry["last"] >= idle_timeout
+                ):
                     entry["end"] = "idle"
                     entry["changed"].set()
-            if idle_timeout is not None and now - last_any >= idle_timeout and \
-                    all(e["task"].done() for e in judges.values()):
+            if (
+                idle_timeout is not None
+                and now - last_any >= idle_timeout
+                and all(e["task"].done() for e in judges.values())
+            ):
                 while not out.empty():
                     yield out.get_nowait()
                 return

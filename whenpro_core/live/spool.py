@@ -91,8 +91,10 @@ class Spool:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise ConfigError(f"the store {folder} is in use by another whenpro receiver",
-                              expected="another --store folder, or stop the other receiver") from None
+            raise ConfigError(
+                f"the store {folder} is in use by another whenpro receiver",
+                expected="another --store folder, or stop the other receiver",
+            ) from None
         return fd
 
     def segments(self) -> list[int]:
@@ -163,8 +165,9 @@ class Spool:
                 except orjson.JSONDecodeError:
                     continue
                 records = doc.get("spans") if isinstance(doc, dict) else None
-                spans = [s for s in map(span_from_record, records if isinstance(records, list) else [])
-                         if s is not None]
+                spans = [
+                    s for s in map(span_from_record, records if isinstance(records, list) else []) if s is not None
+                ]
                 if spans:
                     yield segment, spans
 

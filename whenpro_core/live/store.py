@@ -130,10 +130,20 @@ class LiveStore:
     Opening a folder replays the spool a killed receiver left (see :meth:`recover`).
     """
 
-    def __init__(self, folder: str | Path, *, max_traces: int = 64, max_spans_in_memory: int = 100_000,
-                 max_spans_per_trace: int = 50_000, flush_interval: float = 0.2,
-                 idle_evict_s: float = 600.0, bus: EventBus | None = None, fsync: bool = False,
-                 big_trace: int = 5_000, settle_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        folder: str | Path,
+        *,
+        max_traces: int = 64,
+        max_spans_in_memory: int = 100_000,
+        max_spans_per_trace: int = 50_000,
+        flush_interval: float = 0.2,
+        idle_evict_s: float = 600.0,
+        bus: EventBus | None = None,
+        fsync: bool = False,
+        big_trace: int = 5_000,
+        settle_s: float = 1.0,
+    ) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.max_traces = max(1, max_traces)
@@ -211,8 +221,11 @@ class LiveStore:
         """The native file of ``trace_id``; TraceFormatError for an id that is not hex
         (``where``: the span's JSON path, for the message)."""
         if not TRACE_ID.fullmatch(trace_id or ""):
-            raise TraceFormatError(f"trace id {trace_id[:40]!r} is not hex", json_path=f"{where}.traceId",
-                                   expected="16 to 64 lower-case hex digits")
+            raise TraceFormatError(
+                f"trace id {trace_id[:40]!r} is not hex",
+                json_path=f"{where}.traceId",
+                expected="16 to 64 lower-case hex digits",
+            )
         return self.folder / f"{trace_id}.json"
 
     @staticmethod
@@ -250,8 +263,7 @@ class LiveStore:
                 accepted[tid] = fresh
                 result.accepted += len(fresh)
                 result.rejected += len(group) - len(fresh)
-            segment = self.spool.append([s for group in accepted.values() for s in group]) \
-                if result.accepted else None
+            segment = self.spool.append([s for group in accepted.values() for s in group]) if result.accepted else None
             for tid, fresh in accepted.items():
                 self._add(tid, fresh, segment)
             self.stats["spans"] += result.accepted
@@ -301,9 +313,11 @@ class LiveStore:
             now = time.monotonic()
             with self._lock:
                 self.spool.rotate()
-                dirty = [(tid, live, live.version, list(live.spans.spans.values()))
-                         for tid, live in self._live.items()
-                         if live.version != live.flushed and (everything or self._due(live, now))]
+                dirty = [
+                    (tid, live, live.version, list(live.spans.spans.values()))
+                    for tid, live in self._live.items()
+                    if live.version != live.flushed and (everything or self._due(live, now))
+                ]
             dirty.sort(key=lambda d: len(d[3]))  # small traces are not kept waiting by a big one
             written = 0
             for tid, live, version, spans in dirty:
@@ -319,8 +333,7 @@ class LiveStore:
     def _due(self, live: _Live, now: float) -> bool:
         """Whether a changed trace should be written at this flush."""
         n = len(live.spans)
-        return (n <= self.big_trace or n >= 2 * live.written_spans
-                or now - live.updated >= self.settle_s)
+        return n <= self.big_trace or n >= 2 * live.written_spans or now - live.updated >= self.settle_s
 
     def _write_or_set_aside(self, tid: str, live: _Live, spans: list[Span]) -> str:
         """Write one trace: ``"written"``; ``"pending"`` when the disk refused (OSError:
@@ -375,8 +388,11 @@ class LiveStore:
     def _compact(self) -> None:
         """Delete closed spool segments whose traces are all written (or set aside)."""
         with self._lock:
-            done = [seg for seg, versions in self._segments.items()
-                    if seg != self.spool.current and all(self._written(tid, v) for tid, v in versions.items())]
+            done = [
+                seg
+                for seg, versions in self._segments.items()
+                if seg != self.spool.current and all(self._written(tid, v) for tid, v in versions.items())
+            ]
             for seg in done:
                 del self._segments[seg]
         for seg in done:
@@ -390,6 +406,7 @@ class LiveStore:
         now = time.monotonic()
         gone: list[tuple[str, Path]] = []
         with self._lock:
+
             def clean(live: _Live) -> bool:
                 return live.version == live.flushed
 
@@ -446,8 +463,10 @@ class LiveStore:
         """Every trace of the store, most recently updated first: in-memory ones with
         their step counts, then those only on disk."""
         with self._lock:
-            rows = [LiveTraceInfo(tid, str(v.path), True, v.step_count, v.service, v.wall)
-                    for tid, v in reversed(self._live.items())]
+            rows = [
+                LiveTraceInfo(tid, str(v.path), True, v.step_count, v.service, v.wall)
+                for tid, v in reversed(self._live.items())
+            ]
         known = {r.trace_id for r in rows}
         disk = []
         for p in self.folder.glob("*.json"):
@@ -484,14 +503,15 @@ def _cap_span(span: Span) -> list[str]:
         out, paths = cap_depth(value, MAX_VALUE_DEPTH + 1)  # +1: the attribute map itself
         if paths:
             more = f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""
-            warnings.append(f"{where}: {label} {paths[0][2:] or '$'} nested more than {MAX_VALUE_DEPTH} "
-                            f"levels; stored as JSON text{more}")
+            warnings.append(
+                f"{where}: {label} {paths[0][2:] or '$'} nested more than {MAX_VALUE_DEPTH} "
+                f"levels; stored as JSON text{more}"
+            )
         return out
 
     span.attributes = capped(span.attributes, "attribute")
     span.resource = capped(span.resource, "resource attribute")
-    span.events = [{**ev, "attributes": capped(ev.get("attributes") or {}, "event attribute")}
-                   for ev in span.events]
+    span.events = [{**ev, "attributes": capped(ev.get("attributes") or {}, "event attribute")} for ev in span.events]
     return warnings
 
 

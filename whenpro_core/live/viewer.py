@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from whenpro_core.live.events import HeaderUpdated, JudgeFailed, StepAdded, TraceReset
 from whenpro_core.live.judge_live import LiveJudge, run_end_reason
@@ -28,10 +29,17 @@ from whenpro_core.live.judge_live import LiveJudge, run_end_reason
 _DONE = object()
 
 
-def live_judges(protocol: str | None = None, model: str | None = None, *,
-                budget_calls: int | None = None, budget_tokens: int | None = None,
-                budget_usd: float | None = None, final_pass: bool = False, with_gold: bool = True,
-                no_cache: bool = False) -> tuple[Callable[..., LiveJudge], Any]:
+def live_judges(
+    protocol: str | None = None,
+    model: str | None = None,
+    *,
+    budget_calls: int | None = None,
+    budget_tokens: int | None = None,
+    budget_usd: float | None = None,
+    final_pass: bool = False,
+    with_gold: bool = True,
+    no_cache: bool = False,
+) -> tuple[Callable[..., LiveJudge], Any]:
     """The judge settings of ``whenpro watch`` for a viewer: ``(make, llm_judge)``
     where ``make(trace_id="")`` gives a new :class:`LiveJudge` (``heuristic`` by
     default, ``step-by-step`` with a model) and ``llm_judge`` is the LLM judge to
@@ -42,12 +50,16 @@ def live_judges(protocol: str | None = None, model: str | None = None, *,
     from whenpro_core.live.watch import _judge_factory
 
     budget = Budget(max_calls=budget_calls, max_tokens=budget_tokens, max_usd=budget_usd)
-    return _judge_factory(protocol, model, budget=budget, final_pass=final_pass,
-                          with_gold=with_gold, no_cache=no_cache)
+    return _judge_factory(protocol, model, budget=budget, final_pass=final_pass, with_gold=with_gold, no_cache=no_cache)
 
 
-async def follow_live(follower: Any, make_judge: Callable[[], LiveJudge] | None = None, *,
-                      idle_timeout: float | None = None, tick: float = 0.25) -> AsyncIterator[Any]:
+async def follow_live(
+    follower: Any,
+    make_judge: Callable[[], LiveJudge] | None = None,
+    *,
+    idle_timeout: float | None = None,
+    tick: float = 0.25,
+) -> AsyncIterator[Any]:
     """Yield ``follower``'s events and, with ``make_judge``, the live judge's events, in
     order (see the module doc). ``tick`` is how often (seconds) the idle timeout is
     checked."""
@@ -74,7 +86,7 @@ async def follow_live(follower: Any, make_judge: Callable[[], LiveJudge] | None 
         while True:
             try:
                 await asyncio.wait_for(changed.wait(), tick)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             trace = follower.trace()
             if state["new_run"]:
@@ -83,8 +95,7 @@ async def follow_live(follower: Any, make_judge: Callable[[], LiveJudge] | None 
             if judge.ended:
                 changed.clear()
                 continue
-            idle = (idle_timeout is not None and trace.steps
-                    and time.monotonic() - state["last"] >= idle_timeout)
+            idle = idle_timeout is not None and trace.steps and time.monotonic() - state["last"] >= idle_timeout
             if not changed.is_set() and not idle:
                 continue
             changed.clear()

@@ -59,8 +59,9 @@ def _step_line(s: Step) -> str:
     return f"step {_clip(s.coord, 20)} [{_clip(s.agent, 40)}] {_clip(s.kind, 20)}{calls}: {_clip(s.content, 100)}"
 
 
-def format_lines(ev: Any, *, show_steps: bool = False, prefix: bool = False,
-                 shown: int | None = None, source: str | None = None) -> list[str]:
+def format_lines(
+    ev: Any, *, show_steps: bool = False, prefix: bool = False, shown: int | None = None, source: str | None = None
+) -> list[str]:
     """The lines printed for an event (none for events not printed: steps and trace
     updates unless ``show_steps``; idle notices). A followed file announces each step as
     a StepAdded; the OTLP receiver announces them inside TraceUpdated (``added``), so
@@ -120,8 +121,10 @@ def _one_line(ev: Any, show_steps: bool) -> str | None:
         text = f"DECISIVE ERROR {_who(ev.step, ev.agent)} {ev.mode or '?'} ({ev.protocol}): {_clip(ev.reason)}"
     elif isinstance(ev, BudgetExhausted):
         u = ev.usage
-        text = (f"budget exhausted ({ev.limit}): {u.calls} calls, {u.input_tokens + u.output_tokens} tokens, "
-                f"${u.cost_usd:.4f}; judging stopped")
+        text = (
+            f"budget exhausted ({ev.limit}): {u.calls} calls, {u.input_tokens + u.output_tokens} tokens, "
+            f"${u.cost_usd:.4f}; judging stopped"
+        )
     elif isinstance(ev, JudgeFailed):
         text = f"judge failed: {_clip(ev.message)}"
     elif isinstance(ev, RunEnded):
@@ -149,8 +152,15 @@ def _store_line(ev: Any) -> str | None:
 class Printer:
     """Prints events (text or JSON lines) and remembers what decides the exit status."""
 
-    def __init__(self, *, as_json: bool, show_steps: bool, prefix: bool = False,
-                 write: Callable[[str], Any] | None = None, source: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        as_json: bool,
+        show_steps: bool,
+        prefix: bool = False,
+        write: Callable[[str], Any] | None = None,
+        source: str | None = None,
+    ) -> None:
         self.as_json, self.show_steps, self.prefix, self.source = as_json, show_steps, prefix, source
         self.write = write or (lambda line: (sys.stdout.write(line + "\n"), sys.stdout.flush()))
         self.decisive = 0
@@ -172,8 +182,7 @@ class Printer:
             self._shown[ev.trace_id] = ev.step_count
         elif isinstance(ev, TraceEvicted):
             self._shown.pop(ev.trace_id, None)
-        for line in format_lines(ev, show_steps=self.show_steps, prefix=self.prefix, shown=shown,
-                                 source=self.source):
+        for line in format_lines(ev, show_steps=self.show_steps, prefix=self.prefix, shown=shown, source=self.source):
             self.write(line)
 
     @property
@@ -192,13 +201,23 @@ def _final_protocol(preset: str | None, model: str | None, final_pass: bool) -> 
         return "all-at-once"
     name = preset_protocol(preset, "all-at-once")
     if not (final_pass and model):
-        raise ConfigError(f"--preset {preset.strip().lower()} applies to the final pass of the whole run",
-                          expected="--preset with --final-pass and --model provider:model")
+        raise ConfigError(
+            f"--preset {preset.strip().lower()} applies to the final pass of the whole run",
+            expected="--preset with --final-pass and --model provider:model",
+        )
     return name
 
 
-def _judge_factory(protocol: str | None, model: str | None, *, budget: Any, final_pass: bool,
-                   with_gold: bool, no_cache: bool, preset: str | None = None):
+def _judge_factory(
+    protocol: str | None,
+    model: str | None,
+    *,
+    budget: Any,
+    final_pass: bool,
+    with_gold: bool,
+    no_cache: bool,
+    preset: str | None = None,
+):
     from whenpro_core.attribution.run import PRESET_PROTOCOLS, protocol_name
     from whenpro_core.live.judge_live import LiveJudge
 
@@ -206,12 +225,16 @@ def _judge_factory(protocol: str | None, model: str | None, *, budget: Any, fina
         model = None
     name = protocol_name(protocol or ("step-by-step" if model else "heuristic"))
     if name not in ("heuristic", "step-by-step"):
-        raise ConfigError(f"protocol {name} cannot judge live",
-                          expected="--protocol heuristic or step-by-step (--final-pass adds all-at-once)")
+        raise ConfigError(
+            f"protocol {name} cannot judge live",
+            expected="--protocol heuristic or step-by-step (--final-pass adds all-at-once)",
+        )
     if name == "heuristic" and model and not final_pass:
-        raise ConfigError("--protocol heuristic and --model do not go together",
-                          expected="no --model (heuristic uses none), or --final-pass to use "
-                                   "the model for the final all-at-once pass")
+        raise ConfigError(
+            "--protocol heuristic and --model do not go together",
+            expected="no --model (heuristic uses none), or --final-pass to use "
+            "the model for the final all-at-once pass",
+        )
     final_protocol = _final_protocol(preset, model, final_pass)
     if final_protocol == PRESET_PROTOCOLS["whowhen-pro"]:
         with_gold = False  # the official harness never shows the gold answer
@@ -226,33 +249,51 @@ def _judge_factory(protocol: str | None, model: str | None, *, budget: Any, fina
         warn_offline(lambda line: print(line, file=sys.stderr))
 
     def make(_trace_id: str = "") -> LiveJudge:
-        return LiveJudge(name, judge=judge, budget=budget, with_gold=with_gold, final_pass=final_pass,
-                         final_protocol=final_protocol)
+        return LiveJudge(
+            name, judge=judge, budget=budget, with_gold=with_gold, final_pass=final_pass, final_protocol=final_protocol
+        )
 
     make("")  # validate the settings now (ConfigError -> exit 2 before anything runs)
     return make, judge
 
 
-def watch_command(file: str | None, *, otlp: str | None, protocol: str | None, model: str | None,
-                  budget_calls: int | None, budget_tokens: int | None, budget_usd: float | None,
-                  idle_timeout: float | None, final_pass: bool, as_json: bool, show_steps: bool,
-                  with_gold: bool, no_cache: bool, line_format: str | None, store: Path | None,
-                  allow_remote: bool, preset: str | None = None) -> int:
+def watch_command(
+    file: str | None,
+    *,
+    otlp: str | None,
+    protocol: str | None,
+    model: str | None,
+    budget_calls: int | None,
+    budget_tokens: int | None,
+    budget_usd: float | None,
+    idle_timeout: float | None,
+    final_pass: bool,
+    as_json: bool,
+    show_steps: bool,
+    with_gold: bool,
+    no_cache: bool,
+    line_format: str | None,
+    store: Path | None,
+    allow_remote: bool,
+    preset: str | None = None,
+) -> int:
     """Run ``whenpro watch``; returns the exit status (see the module doc). ``preset``
     (``--preset``) words the final pass as that published protocol."""
     from whenpro_core.live.judge_live import Budget
 
     if file is None and otlp is None:
-        raise ConfigError("nothing to watch: give a FILE to follow or --otlp [HOST:PORT]",
-                          expected="whenpro watch FILE or whenpro watch --otlp")
+        raise ConfigError(
+            "nothing to watch: give a FILE to follow or --otlp [HOST:PORT]",
+            expected="whenpro watch FILE or whenpro watch --otlp",
+        )
     if file is not None and otlp is not None:
-        raise ConfigError("FILE and --otlp do not go together",
-                          expected="whenpro watch FILE or whenpro watch --otlp")
+        raise ConfigError("FILE and --otlp do not go together", expected="whenpro watch FILE or whenpro watch --otlp")
     if idle_timeout is not None and idle_timeout <= 0:
         idle_timeout = None
     budget = Budget(max_calls=budget_calls, max_tokens=budget_tokens, max_usd=budget_usd)
-    make, judge = _judge_factory(protocol, model, budget=budget, final_pass=final_pass,
-                                 with_gold=with_gold, no_cache=no_cache, preset=preset)
+    make, judge = _judge_factory(
+        protocol, model, budget=budget, final_pass=final_pass, with_gold=with_gold, no_cache=no_cache, preset=preset
+    )
     printer = Printer(as_json=as_json, show_steps=show_steps, prefix=otlp is not None, source=file)
 
     async def main() -> None:
@@ -269,8 +310,9 @@ def watch_command(file: str | None, *, otlp: str | None, protocol: str | None, m
     return printer.exit_code
 
 
-async def _watch_file(file: str, judge: Any, printer: Printer, idle_timeout: float | None,
-                      line_format: str | None) -> None:
+async def _watch_file(
+    file: str, judge: Any, printer: Printer, idle_timeout: float | None, line_format: str | None
+) -> None:
     from whenpro_core.live.follow import FileFollower
     from whenpro_core.live.session import attribute_live
 
@@ -284,21 +326,33 @@ async def _watch_file(file: str, judge: Any, printer: Printer, idle_timeout: flo
         printer(ev)
 
 
-async def _watch_otlp(address: str, make: Callable, printer: Printer, idle_timeout: float | None,
-                      store_dir: Path | None, allow_remote: bool) -> None:
+async def _watch_otlp(
+    address: str,
+    make: Callable,
+    printer: Printer,
+    idle_timeout: float | None,
+    store_dir: Path | None,
+    allow_remote: bool,
+) -> None:
     from whenpro_core.live.session import attribute_store
 
     receiver = open_receiver(address, store_dir, allow_remote=allow_remote)
     with receiver:
-        sys.stderr.write(f"whenpro: receiving OTLP traces at {receiver.endpoint} "
-                         f"(store: {receiver.store.folder})\n")
+        sys.stderr.write(f"whenpro: receiving OTLP traces at {receiver.endpoint} (store: {receiver.store.folder})\n")
         sys.stderr.flush()
         async for ev in attribute_store(receiver.store, make, idle_timeout=idle_timeout):
             printer(ev)
 
 
-def open_receiver(address: str | None, store_dir: Path | None, *, allow_remote: bool,
-                  max_traces: int = 64, max_body: int | None = None, fsync: bool = False) -> Any:
+def open_receiver(
+    address: str | None,
+    store_dir: Path | None,
+    *,
+    allow_remote: bool,
+    max_traces: int = 64,
+    max_body: int | None = None,
+    fsync: bool = False,
+) -> Any:
     """An :class:`~whenpro_core.live.otlp_server.OtlpReceiver` (not yet started) over a
     :class:`~whenpro_core.live.store.LiveStore` in ``store_dir`` (default: the user data
     folder's ``live/``); ``fsync``: fsync each export before acknowledging it."""
@@ -314,8 +368,16 @@ def open_receiver(address: str | None, store_dir: Path | None, *, allow_remote: 
     return OtlpReceiver(store, host, port, allow_remote=allow_remote, max_body=max_body or DEFAULT_MAX_BODY)
 
 
-def serve_command(address: str | None, *, store: Path | None, allow_remote: bool, max_traces: int,
-                  as_json: bool, quiet: bool, fsync: bool = False) -> None:
+def serve_command(
+    address: str | None,
+    *,
+    store: Path | None,
+    allow_remote: bool,
+    max_traces: int,
+    as_json: bool,
+    quiet: bool,
+    fsync: bool = False,
+) -> None:
     """Run ``whenpro serve --otlp``: the receiver and store until interrupted (Ctrl-C or
     SIGTERM end it cleanly, after writing what is pending)."""
     receiver = open_receiver(address, store, allow_remote=allow_remote, max_traces=max_traces, fsync=fsync)
@@ -324,8 +386,10 @@ def serve_command(address: str | None, *, store: Path | None, allow_remote: bool
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with receiver:
-            sys.stderr.write(f"whenpro: receiving OTLP traces at {receiver.endpoint} "
-                             f"(store: {receiver.store.folder}); Ctrl-C stops\n")
+            sys.stderr.write(
+                f"whenpro: receiving OTLP traces at {receiver.endpoint} "
+                f"(store: {receiver.store.folder}); Ctrl-C stops\n"
+            )
             sys.stderr.flush()
             try:
                 while True:

@@ -85,7 +85,11 @@ async def call_messages(
         output_config["format"] = {"type": "json_schema", "schema": anthropic.transform_schema(model)}
     if mode == "tool" and model is not None:
         kwargs["tools"] = [
-            {"name": TOOL_NAME, "description": "Record the answer in the required structure.", "input_schema": model.model_json_schema()}
+            {
+                "name": TOOL_NAME,
+                "description": "Record the answer in the required structure.",
+                "input_schema": model.model_json_schema(),
+            }
         ]
         kwargs["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
     if output_config:
@@ -107,7 +111,9 @@ async def call_messages(
         elif btype == "tool_use" and getattr(block, "name", None) == TOOL_NAME:
             tool_input = block.input
     stop = getattr(message, "stop_reason", None)
-    result = RawResult(text="".join(texts), finish_reason=_STOP.get(stop, stop), served_model=getattr(message, "model", None))
+    result = RawResult(
+        text="".join(texts), finish_reason=_STOP.get(stop, stop), served_model=getattr(message, "model", None)
+    )
     if params.temperature is not None:
         result.warnings.append(f"temperature {params.temperature:g} not sent: the Anthropic messages API takes none")
     if model is not None and mode == "tool":

@@ -21,8 +21,9 @@ import asyncio
 import logging
 import time
 import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from whenpro_core.config import Settings, load_settings
 from whenpro_core.errors import BackendError, ConfigError
@@ -32,11 +33,11 @@ from whenpro_core.llm.endpoints import require_endpoint
 from whenpro_core.llm.failures import backend_error, describe_failure
 from whenpro_core.llm.models import ModelSpec, parse_model
 from whenpro_core.llm.pricing import Price, cost_usd, find_price
-from whenpro_core.redact import public_url
 from whenpro_core.llm.retry import is_retryable, make_wait, status_of, stop_when_refused_twice
 from whenpro_core.llm.types import LLMRequest, LLMResponse, StructuredMode
 from whenpro_core.llm.wire import Params, RawResult
 from whenpro_core.model import Usage
+from whenpro_core.redact import public_url
 
 log = logging.getLogger("whenpro.llm")
 
@@ -107,7 +108,7 @@ class Backend:
         #: Awaited before every HTTP request (each retry too): a shared rate limiter
         #: (``whenpro bench --max-calls-per-s``) waits here for its slot; ``None``: no wait.
         self.before_request: Callable[[], Awaitable[None]] | None = None
-        self._loops: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState]" = weakref.WeakKeyDictionary()
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._unsupported: set[str] = set()
         self._secrets = [api_key] + [
             s.get_secret_value()
@@ -117,7 +118,7 @@ class Backend:
         if self.price is None:
             log.log(
                 logging.INFO if spec.provider == "openai-compatible" else logging.WARNING,
-                "no price for %s: its cost is reported as 0 (add [prices.\"%s\"] to config.toml)",
+                'no price for %s: its cost is reported as 0 (add [prices."%s"] to config.toml)',
                 spec.name,
                 spec.model,
             )
@@ -134,8 +135,9 @@ class Backend:
         """The base URL without credentials, query or fragment."""
         return public_url(self.base_url)
 
-    async def complete(self, request: LLMRequest, *, cache: bool | None = None,
-                       accept: Callable[[LLMResponse], bool] | None = None) -> LLMResponse:
+    async def complete(
+        self, request: LLMRequest, *, cache: bool | None = None, accept: Callable[[LLMResponse], bool] | None = None
+    ) -> LLMResponse:
         """Run one request and return the answer with its usage and cost.
 
         Args:
@@ -227,7 +229,7 @@ class Backend:
         if self._cache is not None:
             self._cache.close()
 
-    async def __aenter__(self) -> "Backend":
+    async def __aenter__(self) -> Backend:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -318,15 +320,19 @@ class Backend:
 
     def _backend_error(self, exc: BaseException, attempts: int) -> BackendError:
         return backend_error(
-            self.spec.name, self.public_base_url, exc, attempts, timeout_s=self.settings.timeout_s, secrets=self._secrets
+            self.spec.name,
+            self.public_base_url,
+            exc,
+            attempts,
+            timeout_s=self.settings.timeout_s,
+            secrets=self._secrets,
         )
 
     def _log_retry(self, retry_state: Any) -> None:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         wait = retry_state.next_action.sleep if retry_state.next_action else 0.0
         what = describe_failure(exc, timeout_s=self.settings.timeout_s, secrets=self._secrets)[0] if exc else "?"
-        self.retry_note = (f"{what}; retry {retry_state.attempt_number}/{self.settings.max_retries} "
-                           f"in {wait:.0f} s")
+        self.retry_note = f"{what}; retry {retry_state.attempt_number}/{self.settings.max_retries} in {wait:.0f} s"
         log.warning(
             "%s: %s; retry %d/%d in %.2f s",
             self.spec.name,

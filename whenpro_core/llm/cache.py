@@ -22,10 +22,10 @@ from pydantic import BaseModel
 
 from whenpro_core import paths
 from whenpro_core.llm.models import ModelSpec
-from whenpro_core.redact import public_url
 from whenpro_core.llm.types import LLMRequest, LLMResponse
 from whenpro_core.llm.wire import Params
 from whenpro_core.model import Usage
+from whenpro_core.redact import public_url
 
 log = logging.getLogger("whenpro.llm")
 

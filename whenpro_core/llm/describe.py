@@ -81,8 +81,9 @@ def format_models(info: dict[str, Any]) -> str:
         f"cache         {'on' if info['cache']['enabled'] else 'off'}  {info['cache']['dir']}",
     ]
     if info["is_llm"]:
-        images = ("images sent" if info["model_reads_images"]
-                  else 'text only: images = "on" or vision_models to send images')
+        images = (
+            "images sent" if info["model_reads_images"] else 'text only: images = "on" or vision_models to send images'
+        )
         lines.append(f"model         {info['model']}  ({info['model_provider']}, {info['model_api']} API; {images})")
     else:
         lines.append(f"model         {info['model']}  (no LLM: offline heuristic)")

@@ -47,7 +47,9 @@ class Endpoint:
 
 def _check_url(url: str, origin: str) -> str:
     if not (url.startswith("http://") or url.startswith("https://")):
-        raise ConfigError(f"base URL from {origin} is not an http(s) URL: '{public_url(url)}'", expected="http://host:port/path")
+        raise ConfigError(
+            f"base URL from {origin} is not an http(s) URL: '{public_url(url)}'", expected="http://host:port/path"
+        )
     return url.rstrip("/")
 
 

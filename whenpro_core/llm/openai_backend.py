@@ -63,7 +63,9 @@ def chat_messages(request: LLMRequest) -> list[dict[str, Any]]:
     return out
 
 
-async def call_chat(client: Any, spec: ModelSpec, request: LLMRequest, params: Params, mode: StructuredMode) -> RawResult:
+async def call_chat(
+    client: Any, spec: ModelSpec, request: LLMRequest, params: Params, mode: StructuredMode
+) -> RawResult:
     """One chat-completions call. ``mode`` is ``schema`` (response_format), ``text`` or ``none``."""
     from openai.types.chat import ChatCompletion
 
@@ -97,7 +99,9 @@ async def call_chat(client: Any, spec: ModelSpec, request: LLMRequest, params: P
         usage = completion.usage
     except (AttributeError, IndexError, TypeError, KeyError):
         raise MalformedResponse("chat completion without choices[0].message") from None
-    result = RawResult(text=text, finish_reason=getattr(choice, "finish_reason", None), served_model=getattr(completion, "model", None))
+    result = RawResult(
+        text=text, finish_reason=getattr(choice, "finish_reason", None), served_model=getattr(completion, "model", None)
+    )
     if refusal:
         result.text = text or refusal
         parse_error = parse_error or f"model refused: {refusal[:200]}"
@@ -199,7 +203,9 @@ async def call_responses(
     if status == "incomplete":
         reason = getattr(incomplete, "reason", None)
         finish = "length" if reason == "max_output_tokens" else (reason or "incomplete")
-    result = RawResult(text="".join(texts) or (refusal or ""), finish_reason=finish, served_model=getattr(response, "model", None))
+    result = RawResult(
+        text="".join(texts) or (refusal or ""), finish_reason=finish, served_model=getattr(response, "model", None)
+    )
     if refusal:
         parse_error = parse_error or f"model refused: {refusal[:200]}"
     if mode == "schema":

@@ -18,7 +18,8 @@ import asyncio
 import email.utils
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger("whenpro.llm")
 
@@ -78,8 +79,11 @@ def is_refused(exc: BaseException | None) -> bool:
     the exception's cause chain): not a transient fault, so it is retried only once."""
     seen = 0
     while exc is not None and seen < 10:
-        if isinstance(exc, ConnectionRefusedError) or "connection refused" in str(exc).lower() \
-                or "connect call failed" in str(exc).lower():
+        if (
+            isinstance(exc, ConnectionRefusedError)
+            or "connection refused" in str(exc).lower()
+            or "connect call failed" in str(exc).lower()
+        ):
             return True
         exc = exc.__cause__ or exc.__context__
         seen += 1

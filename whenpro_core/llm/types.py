@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -65,7 +65,7 @@ class ImagePart(BaseModel):
     cache_breakpoint: bool = False
 
     @classmethod
-    def from_bytes(cls, raw: bytes, mime: str | None = None, *, cache_breakpoint: bool = False) -> "ImagePart":
+    def from_bytes(cls, raw: bytes, mime: str | None = None, *, cache_breakpoint: bool = False) -> ImagePart:
         """Encode image bytes. ``mime`` defaults to the sniffed type.
 
         Raises:
@@ -92,7 +92,7 @@ class ImagePart(BaseModel):
         return f"data:{self.mime};base64,{self.data}"
 
 
-Part = Annotated[Union[TextPart, ImagePart], Field(discriminator="type")]
+Part = Annotated[TextPart | ImagePart, Field(discriminator="type")]
 
 
 class Message(BaseModel):
@@ -139,7 +139,7 @@ class LLMRequest(BaseModel):
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
 
     @classmethod
-    def simple(cls, prompt: str, *, system: str | None = None, **kwargs: Any) -> "LLMRequest":
+    def simple(cls, prompt: str, *, system: str | None = None, **kwargs: Any) -> LLMRequest:
         """One user message of plain text."""
         return cls(messages=[Message(role="user", content=prompt)], system=system, **kwargs)
 

@@ -47,7 +47,9 @@ def json_body(raw: Any) -> dict[str, Any]:
         data = json.loads(http.content)
     except (ValueError, UnicodeDecodeError):
         ctype = http.headers.get("content-type", "?")
-        raise MalformedResponse(f"body is not JSON (content-type {one_line(ctype, 60)}, {len(http.content)} bytes)") from None
+        raise MalformedResponse(
+            f"body is not JSON (content-type {one_line(ctype, 60)}, {len(http.content)} bytes)"
+        ) from None
     if not isinstance(data, dict):
         raise MalformedResponse(f"body is JSON {type(data).__name__}, not an object")
     if data.get("error") and not any(data.get(k) for k in ("choices", "output", "content")):

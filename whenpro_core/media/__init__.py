@@ -29,7 +29,6 @@ from whenpro_core.media.images import (
     to_jpeg,
 )
 from whenpro_core.media.keyframes import CutScan, Keyframe, KeyframeResult, detect_cuts, keyframes
-from whenpro_core.media.video import FrameGrab, KeyframesCancelled, frames_at
 from whenpro_core.media.paths import (
     decode_inline,
     media_bases,
@@ -38,11 +37,30 @@ from whenpro_core.media.paths import (
     resolve_media,
     resolve_path,
 )
+from whenpro_core.media.video import FrameGrab, KeyframesCancelled, frames_at
 
 __all__ = [
-    "CutScan", "FrameGrab", "Keyframe", "KeyframeResult", "KeyframesCancelled",
-    "cached_thumbnail", "decode_image", "decode_inline", "detect_cuts", "encode_jpeg",
-    "fit_max_side", "frames_at", "image_info", "image_size", "jpeg_for_ref", "keyframes",
-    "media_bases", "read_media_bytes", "resolve_for_trace", "resolve_media", "resolve_path",
-    "thumbnail", "to_jpeg",
+    "CutScan",
+    "FrameGrab",
+    "Keyframe",
+    "KeyframeResult",
+    "KeyframesCancelled",
+    "cached_thumbnail",
+    "decode_image",
+    "decode_inline",
+    "detect_cuts",
+    "encode_jpeg",
+    "fit_max_side",
+    "frames_at",
+    "image_info",
+    "image_size",
+    "jpeg_for_ref",
+    "keyframes",
+    "media_bases",
+    "read_media_bytes",
+    "resolve_for_trace",
+    "resolve_media",
+    "resolve_path",
+    "thumbnail",
+    "to_jpeg",
 ]

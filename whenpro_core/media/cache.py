@@ -82,8 +82,9 @@ def file_digest(path: str | Path) -> str:
 def entry_key(namespace: str, digest: str, params: dict[str, Any]) -> str:
     """A cache key for a result derived from content ``digest`` with ``params``
     (JSON-serialisable; key order does not matter)."""
-    blob = orjson.dumps({"v": CACHE_VERSION, "ns": namespace, "src": digest, "params": params},
-                        option=orjson.OPT_SORT_KEYS)
+    blob = orjson.dumps(
+        {"v": CACHE_VERSION, "ns": namespace, "src": digest, "params": params}, option=orjson.OPT_SORT_KEYS
+    )
     return f"{namespace}:{hashlib.sha256(blob).hexdigest()}"
 
 
@@ -127,11 +128,11 @@ def unpack(value: bytes) -> tuple[dict[str, Any], list[bytes]] | None:
         if not value.startswith(b"WPMC1\n"):
             return None
         n = int.from_bytes(value[6:10], "big")
-        header = orjson.loads(value[10:10 + n])
+        header = orjson.loads(value[10 : 10 + n])
         pos = 10 + n
         blobs = []
         for length in header.pop("_lens"):
-            blobs.append(value[pos:pos + length])
+            blobs.append(value[pos : pos + length])
             pos += length
         if pos != len(value):
             return None

@@ -64,15 +64,16 @@ def image_size(data: bytes, *, source: str | Path | None = None) -> tuple[int, i
                 with Image.open(io.BytesIO(data)) as im:
                     return int(im.size[0]), int(im.size[1])
         except Image.DecompressionBombError:
-            raise MediaError("image too large (decompression bomb)", path=_where(source),
-                             expected=f"at most {MAX_PIXELS} pixels") from None
+            raise MediaError(
+                "image too large (decompression bomb)", path=_where(source), expected=f"at most {MAX_PIXELS} pixels"
+            ) from None
         except Exception:
             pass
     img = _imdecode(data, source=source, flags=None)
     return int(img.shape[1]), int(img.shape[0])
 
 
-def _imdecode(data: bytes, *, source: str | Path | None, flags: int | None) -> "np.ndarray":
+def _imdecode(data: bytes, *, source: str | Path | None, flags: int | None) -> np.ndarray:
     import numpy as np
 
     cv = cv2()
@@ -83,13 +84,22 @@ def _imdecode(data: bytes, *, source: str | Path | None, flags: int | None) -> "
     except cv.error:
         img = None
     if img is None or img.size == 0:
-        raise MediaError("not a decodable image (corrupt or unsupported format)", path=_where(source),
-                         expected="JPEG, PNG, WebP, BMP or TIFF bytes")
+        raise MediaError(
+            "not a decodable image (corrupt or unsupported format)",
+            path=_where(source),
+            expected="JPEG, PNG, WebP, BMP or TIFF bytes",
+        )
     return img
 
 
-def decode_image(data: bytes, *, max_side: int | None = None, max_pixels: int = MAX_PIXELS,
-                 max_bytes: int = MAX_MEDIA_BYTES, source: str | Path | None = None) -> "np.ndarray":
+def decode_image(
+    data: bytes,
+    *,
+    max_side: int | None = None,
+    max_pixels: int = MAX_PIXELS,
+    max_bytes: int = MAX_MEDIA_BYTES,
+    source: str | Path | None = None,
+) -> np.ndarray:
     """Decode encoded image bytes to a BGR ``uint8`` array of shape ``(h, w, 3)``.
 
     Args:
@@ -105,26 +115,29 @@ def decode_image(data: bytes, *, max_side: int | None = None, max_pixels: int = 
         MediaError: empty, oversize, corrupt or unsupported image.
     """
     if len(data) > max_bytes:
-        raise MediaError(f"image larger than {max_bytes} bytes", path=_where(source),
-                         expected=f"at most {max_bytes} bytes")
+        raise MediaError(
+            f"image larger than {max_bytes} bytes", path=_where(source), expected=f"at most {max_bytes} bytes"
+        )
     w, h = image_size(data, source=source)
     if w <= 0 or h <= 0:
         raise MediaError("image has no pixels", path=_where(source))
     if w * h > max_pixels:
-        raise MediaError(f"image too large ({w}x{h})", path=_where(source),
-                         expected=f"at most {max_pixels} pixels")
+        raise MediaError(f"image too large ({w}x{h})", path=_where(source), expected=f"at most {max_pixels} pixels")
     cv = cv2()
     flags = cv.IMREAD_COLOR
     if max_side and data[:3] == b"\xff\xd8\xff":
-        for factor, flag in ((8, cv.IMREAD_REDUCED_COLOR_8), (4, cv.IMREAD_REDUCED_COLOR_4),
-                             (2, cv.IMREAD_REDUCED_COLOR_2)):
+        for factor, flag in (
+            (8, cv.IMREAD_REDUCED_COLOR_8),
+            (4, cv.IMREAD_REDUCED_COLOR_4),
+            (2, cv.IMREAD_REDUCED_COLOR_2),
+        ):
             if max(w, h) // factor >= max_side:
                 flags = flag
                 break
     return _imdecode(data, source=source, flags=flags)
 
 
-def fit_max_side(img: "np.ndarray", max_side: int) -> "np.ndarray":
+def fit_max_side(img: np.ndarray, max_side: int) -> np.ndarray:
     """Downscale ``img`` (area interpolation) so its longer side is at most
     ``max_side`` pixels, keeping the aspect ratio. Never upscales; returns ``img``
     itself when it already fits."""
@@ -137,7 +150,7 @@ def fit_max_side(img: "np.ndarray", max_side: int) -> "np.ndarray":
     return cv.resize(img, size, interpolation=cv.INTER_AREA)
 
 
-def encode_jpeg(img: "np.ndarray", quality: int = JPEG_QUALITY) -> bytes:
+def encode_jpeg(img: np.ndarray, quality: int = JPEG_QUALITY) -> bytes:
     """Encode a BGR (or grayscale) array as baseline JPEG bytes at ``quality`` (1–100).
 
     Raises MediaError if OpenCV cannot encode it (empty array, wrong dtype).
@@ -152,8 +165,9 @@ def encode_jpeg(img: "np.ndarray", quality: int = JPEG_QUALITY) -> bytes:
     return buf.tobytes()
 
 
-def jpeg_capped(img: "np.ndarray", *, max_side: int, quality: int = JPEG_QUALITY,
-                max_bytes: int | None = None) -> bytes:
+def jpeg_capped(
+    img: np.ndarray, *, max_side: int, quality: int = JPEG_QUALITY, max_bytes: int | None = None
+) -> bytes:
     """Resize ``img`` to ``max_side`` and encode JPEG; if the result exceeds
     ``max_bytes``, lower the quality (down to 40) and then the side (×0.75 per try)
     until it fits (or the image is 64 px)."""
@@ -173,8 +187,14 @@ def jpeg_capped(img: "np.ndarray", *, max_side: int, quality: int = JPEG_QUALITY
         img = fit_max_side(img, side)
 
 
-def to_jpeg(data: bytes, *, max_side: int = JUDGE_MAX_SIDE, quality: int = JPEG_QUALITY,
-            max_bytes: int | None = JUDGE_MAX_BYTES, source: str | Path | None = None) -> bytes:
+def to_jpeg(
+    data: bytes,
+    *,
+    max_side: int = JUDGE_MAX_SIDE,
+    quality: int = JPEG_QUALITY,
+    max_bytes: int | None = JUDGE_MAX_BYTES,
+    source: str | Path | None = None,
+) -> bytes:
     """Re-encode any image as a JPEG whose long side is at most ``max_side`` px and
     whose size is at most ``max_bytes`` (quality is lowered, then the side, to fit).
 
@@ -185,15 +205,17 @@ def to_jpeg(data: bytes, *, max_side: int = JUDGE_MAX_SIDE, quality: int = JPEG_
     return jpeg_capped(img, max_side=max_side, quality=quality, max_bytes=max_bytes)
 
 
-def thumbnail(data: bytes, *, max_side: int = THUMB_MAX_SIDE, quality: int = 80,
-              source: str | Path | None = None) -> bytes:
+def thumbnail(
+    data: bytes, *, max_side: int = THUMB_MAX_SIDE, quality: int = 80, source: str | Path | None = None
+) -> bytes:
     """A small JPEG thumbnail (long side ≤ ``max_side``). Raises MediaError."""
     img = decode_image(data, max_side=max_side, source=source)
     return encode_jpeg(fit_max_side(img, max_side), quality)
 
 
-def cached_thumbnail(data: bytes, *, max_side: int = THUMB_MAX_SIDE, quality: int = 80,
-                     source: str | Path | None = None) -> tuple[bytes, bool]:
+def cached_thumbnail(
+    data: bytes, *, max_side: int = THUMB_MAX_SIDE, quality: int = 80, source: str | Path | None = None
+) -> tuple[bytes, bool]:
     """:func:`thumbnail`, memoised in the on-disk media cache by the sha256 of ``data``
     plus the parameters. Returns ``(jpeg_bytes, cache_hit)``. Raises MediaError."""
     digest = hashlib.sha256(data).hexdigest()
@@ -206,9 +228,15 @@ def cached_thumbnail(data: bytes, *, max_side: int = THUMB_MAX_SIDE, quality: in
     return out, False
 
 
-def jpeg_for_ref(ref: "MediaRef", trace_path: str | Path | None = None, root: str | Path | None = None,
-                 *, max_side: int = JUDGE_MAX_SIDE, quality: int = JPEG_QUALITY,
-                 max_bytes: int | None = JUDGE_MAX_BYTES) -> bytes:
+def jpeg_for_ref(
+    ref: MediaRef,
+    trace_path: str | Path | None = None,
+    root: str | Path | None = None,
+    *,
+    max_side: int = JUDGE_MAX_SIDE,
+    quality: int = JPEG_QUALITY,
+    max_bytes: int | None = JUDGE_MAX_BYTES,
+) -> bytes:
     """The capped JPEG of an ``image`` or ``frame`` reference, resolved and confined as
     in :func:`whenpro_core.media.paths.resolve_media`.
 
@@ -217,11 +245,15 @@ def jpeg_for_ref(ref: "MediaRef", trace_path: str | Path | None = None, root: st
         refused or missing path, or bad image bytes.
     """
     if ref.kind == "video":
-        raise MediaError("a video is not an image; extract keyframes first",
-                         path=safe_text(ref.path or ref.label or "video"), expected="an image or frame")
+        raise MediaError(
+            "a video is not an image; extract keyframes first",
+            path=safe_text(ref.path or ref.label or "video"),
+            expected="an image or frame",
+        )
     data = read_media_bytes(ref, trace_path, root)
-    return to_jpeg(data, max_side=max_side, quality=quality, max_bytes=max_bytes,
-                   source=ref.path or ref.label or ref.kind)
+    return to_jpeg(
+        data, max_side=max_side, quality=quality, max_bytes=max_bytes, source=ref.path or ref.label or ref.kind
+    )
 
 
 def image_info(data: bytes, *, source: str | Path | None = None) -> dict[str, Any]:

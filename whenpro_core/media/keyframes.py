@@ -139,28 +139,47 @@ class KeyframeResult:
     def to_index(self) -> dict[str, Any]:
         """A JSON-serialisable description (no image bytes)."""
         scan = asdict(self.scan)
-        return {"video": self.video, "sha256": self.sha256, "params": self.params,
-                "frames": scan["frames"], "duration_s": scan["duration_s"],
-                "width": scan["width"], "height": scan["height"], "fps_hint": scan["fps_hint"],
-                "frame_count_hint": scan["frame_count_hint"], "warnings": scan["warnings"],
-                "cuts": scan["cuts"], "keyframes": [asdict(k) for k in self.keyframes]}
+        return {
+            "video": self.video,
+            "sha256": self.sha256,
+            "params": self.params,
+            "frames": scan["frames"],
+            "duration_s": scan["duration_s"],
+            "width": scan["width"],
+            "height": scan["height"],
+            "fps_hint": scan["fps_hint"],
+            "frame_count_hint": scan["frame_count_hint"],
+            "warnings": scan["warnings"],
+            "cuts": scan["cuts"],
+            "keyframes": [asdict(k) for k in self.keyframes],
+        }
 
 
 @dataclass
 class _Held:
     kf: Keyframe
-    img: "np.ndarray"
+    img: np.ndarray
 
 
-def _own(frame: "np.ndarray", max_side: int) -> "np.ndarray":
+def _own(frame: np.ndarray, max_side: int) -> np.ndarray:
     """``frame`` fitted to ``max_side``, as an array the decoder will not overwrite."""
     small = fit_max_side(frame, max_side)
     return small.copy() if small is frame else small
 
 
-def _scan(path: Path, *, threshold: float, min_scene_len: int, stride: int, pool_size: int,
-          keep_cuts: int, max_side: int, cancelled: CancelCheck, progress: Progress,
-          check_every: int = CHECK_EVERY) -> tuple[CutScan, list[_Held], list[_Held]]:
+def _scan(
+    path: Path,
+    *,
+    threshold: float,
+    min_scene_len: int,
+    stride: int,
+    pool_size: int,
+    keep_cuts: int,
+    max_side: int,
+    cancelled: CancelCheck,
+    progress: Progress,
+    check_every: int = CHECK_EVERY,
+) -> tuple[CutScan, list[_Held], list[_Held]]:
     """One sequential pass: detect cuts, hold the best ``keep_cuts`` cut images and an
     evenly spaced sample of about ``pool_size``–``2*pool_size`` frames."""
     cv = cv2()
@@ -251,18 +270,28 @@ def _scan(path: Path, *, threshold: float, min_scene_len: int, stride: int, pool
     finally:
         cap.release()
     if frames == 0 or small_size is None:
-        raise MediaError("no decodable video frames", path=path,
-                         expected="a video FFmpeg can decode (mp4, mkv, webm, avi, mov)")
+        raise MediaError(
+            "no decodable video frames", path=path, expected="a video FFmpeg can decode (mp4, mkv, webm, avi, mov)"
+        )
     if count_hint and frames < 0.9 * count_hint:
-        warnings.append(f"decoded {frames} of the {count_hint} frames the container announces "
-                        "(truncated or damaged file?)")
+        warnings.append(
+            f"decoded {frames} of the {count_hint} frames the container announces (truncated or damaged file?)"
+        )
     if bad_frames:
         warnings.append(f"{bad_frames} frames could not be converted and were skipped")
     if bad_times:
         warnings.append(f"{bad_times} frames had no increasing timestamp; estimated from the frame rate")
-    scan = CutScan(cuts=cuts, frames=frames, duration_s=round(max(t, 0.0) + frame_dt, 6), width=width,
-                   height=height, fps_hint=fps or None, frame_count_hint=count_hint,
-                   seconds=time.perf_counter() - start, warnings=warnings)
+    scan = CutScan(
+        cuts=cuts,
+        frames=frames,
+        duration_s=round(max(t, 0.0) + frame_dt, 6),
+        width=width,
+        height=height,
+        fps_hint=fps or None,
+        frame_count_hint=count_hint,
+        seconds=time.perf_counter() - start,
+        warnings=warnings,
+    )
     return scan, [h for _, _, h in held_cuts], pool
 
 
@@ -279,9 +308,15 @@ def _check_params(max_frames: int, threshold: float, min_scene_len: int, stride:
         raise ConfigError(f"max side {max_side} out of range", expected="16 to 8192 pixels")
 
 
-def detect_cuts(video_path: str | Path, *, threshold: float = DEFAULT_THRESHOLD,
-                min_scene_len: int = DEFAULT_MIN_SCENE_LEN, stride: int = 1,
-                cancelled: CancelCheck = None, progress: Progress = None) -> CutScan:
+def detect_cuts(
+    video_path: str | Path,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    min_scene_len: int = DEFAULT_MIN_SCENE_LEN,
+    stride: int = 1,
+    cancelled: CancelCheck = None,
+    progress: Progress = None,
+) -> CutScan:
     """Detect hard cuts in a video (no images kept, no cache).
 
     Args:
@@ -300,8 +335,17 @@ def detect_cuts(video_path: str | Path, *, threshold: float = DEFAULT_THRESHOLD,
         ConfigError: parameters out of range.
     """
     _check_params(1, threshold, min_scene_len, stride, 640)
-    scan, _, _ = _scan(Path(video_path), threshold=threshold, min_scene_len=min_scene_len, stride=stride,
-                       pool_size=0, keep_cuts=0, max_side=640, cancelled=cancelled, progress=progress)
+    scan, _, _ = _scan(
+        Path(video_path),
+        threshold=threshold,
+        min_scene_len=min_scene_len,
+        stride=stride,
+        pool_size=0,
+        keep_cuts=0,
+        max_side=640,
+        cancelled=cancelled,
+        progress=progress,
+    )
     return scan
 
 
@@ -314,8 +358,10 @@ def _select(cut_items: list[_Held], pool: list[_Held], max_frames: int) -> list[
         first = candidates.pop(0)
         chosen[first.kf.frame] = first
     while len(chosen) < max_frames and candidates:
+
         def gap(c: _Held) -> float:
             return min(abs(c.kf.time_s - s.kf.time_s) for s in chosen.values())
+
         best = max(candidates, key=lambda c: (gap(c), -c.kf.frame))
         if gap(best) <= 0.0:
             break
@@ -324,11 +370,19 @@ def _select(cut_items: list[_Held], pool: list[_Held], max_frames: int) -> list[
     return [chosen[k] for k in sorted(chosen)]
 
 
-def keyframes(video_path: str | Path, max_frames: int = DEFAULT_MAX_FRAMES, *,
-              threshold: float = DEFAULT_THRESHOLD, min_scene_len: int = DEFAULT_MIN_SCENE_LEN,
-              stride: int = 1, max_side: int = DEFAULT_MAX_SIDE, quality: int = JPEG_QUALITY,
-              use_cache: bool = True, cancelled: CancelCheck = None,
-              progress: Progress = None) -> KeyframeResult:
+def keyframes(
+    video_path: str | Path,
+    max_frames: int = DEFAULT_MAX_FRAMES,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    min_scene_len: int = DEFAULT_MIN_SCENE_LEN,
+    stride: int = 1,
+    max_side: int = DEFAULT_MAX_SIDE,
+    quality: int = JPEG_QUALITY,
+    use_cache: bool = True,
+    cancelled: CancelCheck = None,
+    progress: Progress = None,
+) -> KeyframeResult:
     """Pick up to ``max_frames`` keyframes of a video: its strongest hard cuts, filled
     with evenly spread frames, each as a JPEG (long side ≤ ``max_side``).
 
@@ -354,9 +408,15 @@ def keyframes(video_path: str | Path, max_frames: int = DEFAULT_MAX_FRAMES, *,
     """
     _check_params(max_frames, threshold, min_scene_len, stride, max_side)
     path = Path(video_path)
-    params = {"max_frames": max_frames, "threshold": threshold, "min_scene_len": min_scene_len,
-              "stride": stride, "max_side": max_side, "quality": quality,
-              "analysis": [ALGORITHM_VERSION, ANALYSIS_WIDTH, list(HIST_BINS)]}
+    params = {
+        "max_frames": max_frames,
+        "threshold": threshold,
+        "min_scene_len": min_scene_len,
+        "stride": stride,
+        "max_side": max_side,
+        "quality": quality,
+        "analysis": [ALGORITHM_VERSION, ANALYSIS_WIDTH, list(HIST_BINS)],
+    }
     digest = key = None
     if use_cache and path.is_file():
         try:
@@ -367,13 +427,26 @@ def keyframes(video_path: str | Path, max_frames: int = DEFAULT_MAX_FRAMES, *,
         cached = _from_cache(key, path, params, digest)
         if cached is not None:
             return cached
-    scan, held_cuts, pool = _scan(path, threshold=threshold, min_scene_len=min_scene_len, stride=stride,
-                                  pool_size=max_frames, keep_cuts=max_frames, max_side=max_side,
-                                  cancelled=cancelled, progress=progress)
+    scan, held_cuts, pool = _scan(
+        path,
+        threshold=threshold,
+        min_scene_len=min_scene_len,
+        stride=stride,
+        pool_size=max_frames,
+        keep_cuts=max_frames,
+        max_side=max_side,
+        cancelled=cancelled,
+        progress=progress,
+    )
     chosen = _select(held_cuts, pool, max_frames)
-    result = KeyframeResult(video=str(path), keyframes=[h.kf for h in chosen],
-                            images=[encode_jpeg(h.img, quality) for h in chosen], scan=scan,
-                            params=params, sha256=digest)
+    result = KeyframeResult(
+        video=str(path),
+        keyframes=[h.kf for h in chosen],
+        images=[encode_jpeg(h.img, quality) for h in chosen],
+        scan=scan,
+        params=params,
+        sha256=digest,
+    )
     if key is not None:
         _cache.put_bytes(key, _cache.pack(result.to_index() | {"seconds": scan.seconds}, result.images))
     return result
@@ -391,12 +464,20 @@ def _from_cache(key: str, path: Path, params: dict[str, Any], digest: str) -> Ke
         kfs = [Keyframe(**k) for k in head["keyframes"]]
         if len(kfs) != len(images):
             raise ValueError("image count")
-        scan = CutScan(cuts=[Keyframe(**c) for c in head["cuts"]], frames=head["frames"],
-                       duration_s=head["duration_s"], width=head["width"], height=head["height"],
-                       fps_hint=head["fps_hint"], frame_count_hint=head["frame_count_hint"],
-                       seconds=head.get("seconds", 0.0), warnings=list(head["warnings"]))
+        scan = CutScan(
+            cuts=[Keyframe(**c) for c in head["cuts"]],
+            frames=head["frames"],
+            duration_s=head["duration_s"],
+            width=head["width"],
+            height=head["height"],
+            fps_hint=head["fps_hint"],
+            frame_count_hint=head["frame_count_hint"],
+            seconds=head.get("seconds", 0.0),
+            warnings=list(head["warnings"]),
+        )
     except (KeyError, TypeError, ValueError):
         _cache.delete(key)
         return None
-    return KeyframeResult(video=str(path), keyframes=kfs, images=images, scan=scan, params=params,
-                          sha256=digest, cache_hit=True)
+    return KeyframeResult(
+        video=str(path), keyframes=kfs, images=images, scan=scan, params=params, sha256=digest, cache_hit=True
+    )

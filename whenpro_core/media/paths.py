@@ -50,14 +50,16 @@ def decode_inline(data: str, *, max_bytes: int = MAX_MEDIA_BYTES, where: str | N
     """
     text = _DATA_URL.sub("", data, count=1)
     if len(text) > 2 * (max_bytes * 4 // 3 + 4):  # even with generous line breaks: too big
-        raise MediaError(f"inline media larger than {max_bytes} bytes", path=where,
-                         expected=f"at most {max_bytes} bytes")
+        raise MediaError(
+            f"inline media larger than {max_bytes} bytes", path=where, expected=f"at most {max_bytes} bytes"
+        )
     compact = "".join(text.split())
     if not compact:
         raise MediaError("empty inline media data", path=where, expected="base64 image or video bytes")
     if len(compact) // 4 * 3 > max_bytes:
-        raise MediaError(f"inline media larger than {max_bytes} bytes", path=where,
-                         expected=f"at most {max_bytes} bytes")
+        raise MediaError(
+            f"inline media larger than {max_bytes} bytes", path=where, expected=f"at most {max_bytes} bytes"
+        )
     try:
         raw = base64.b64decode(compact + "=" * (-len(compact) % 4), validate=True)
     except (binascii.Error, ValueError):
@@ -66,8 +68,11 @@ def decode_inline(data: str, *, max_bytes: int = MAX_MEDIA_BYTES, where: str | N
                 raise ValueError("not base64url either")
             raw = base64.urlsafe_b64decode(compact + "=" * (-len(compact) % 4))
         except (binascii.Error, ValueError):
-            raise MediaError("inline media is not valid base64", path=where,
-                             expected="base64 text, optionally after data:<mime>;base64,") from None
+            raise MediaError(
+                "inline media is not valid base64",
+                path=where,
+                expected="base64 text, optionally after data:<mime>;base64,",
+            ) from None
     if not raw:
         raise MediaError("empty inline media data", path=where, expected="base64 image or video bytes")
     return raw
@@ -112,16 +117,23 @@ def resolve_path(path: str, bases: list[Path]) -> Path:
     if "\x00" in path:
         raise MediaError("media path contains a NUL byte", path=shown)
     if _URL.match(path):
-        raise MediaError("remote media URLs are not fetched", path=shown,
-                         expected="a file path relative to the dataset root")
+        raise MediaError(
+            "remote media URLs are not fetched", path=shown, expected="a file path relative to the dataset root"
+        )
     norm = path.replace("\\", "/")
     if _WINDOWS_ABS.match(path):
-        raise MediaError("absolute media path refused (outside the dataset root and trace folder)",
-                         path=shown, expected="a path relative to the dataset root")
+        raise MediaError(
+            "absolute media path refused (outside the dataset root and trace folder)",
+            path=shown,
+            expected="a path relative to the dataset root",
+        )
     is_abs = PurePosixPath(norm).is_absolute()
     if not bases:
-        raise MediaError("cannot resolve a media path without a trace folder or dataset root",
-                         path=shown, expected="a trace file or --root to resolve against")
+        raise MediaError(
+            "cannot resolve a media path without a trace folder or dataset root",
+            path=shown,
+            expected="a trace file or --root to resolve against",
+        )
     candidates = [Path(norm)] if is_abs else [b / norm for b in bases]
     escaped = False
     for cand in candidates:
@@ -136,14 +148,21 @@ def resolve_path(path: str, bases: list[Path]) -> Path:
             return real
     if escaped:
         what = "absolute media path refused" if is_abs else "media path refused"
-        raise MediaError(f"{what}: it leads outside the dataset root and trace folder", path=shown,
-                         expected="a file inside " + " or ".join(str(b) for b in bases))
-    raise MediaError("media file not found", path=shown,
-                     expected="a file under " + " or ".join(str(b) for b in bases))
+        raise MediaError(
+            f"{what}: it leads outside the dataset root and trace folder",
+            path=shown,
+            expected="a file inside " + " or ".join(str(b) for b in bases),
+        )
+    raise MediaError("media file not found", path=shown, expected="a file under " + " or ".join(str(b) for b in bases))
 
 
-def resolve_media(ref: "MediaRef", trace_path: str | Path | None = None, root: str | Path | None = None,
-                  *, max_bytes: int = MAX_MEDIA_BYTES) -> Path | bytes:
+def resolve_media(
+    ref: MediaRef,
+    trace_path: str | Path | None = None,
+    root: str | Path | None = None,
+    *,
+    max_bytes: int = MAX_MEDIA_BYTES,
+) -> Path | bytes:
     """Where a media reference's bytes are: decoded inline bytes, or a confined path.
 
     Args:
@@ -165,12 +184,18 @@ def resolve_media(ref: "MediaRef", trace_path: str | Path | None = None, root: s
         return decode_inline(ref.data, max_bytes=max_bytes, where=f"inline {label}")
     if ref.path:
         return resolve_path(ref.path, media_bases(trace_path, root))
-    raise MediaError(f"{ref.kind} reference has neither data nor path", path=label,
-                     expected="inline base64 data or a file path")
+    raise MediaError(
+        f"{ref.kind} reference has neither data nor path", path=label, expected="inline base64 data or a file path"
+    )
 
 
-def read_media_bytes(ref: "MediaRef", trace_path: str | Path | None = None, root: str | Path | None = None,
-                     *, max_bytes: int = MAX_MEDIA_BYTES) -> bytes:
+def read_media_bytes(
+    ref: MediaRef,
+    trace_path: str | Path | None = None,
+    root: str | Path | None = None,
+    *,
+    max_bytes: int = MAX_MEDIA_BYTES,
+) -> bytes:
     """The bytes of a media reference (inline or from its confined file).
 
     Raises:
@@ -188,8 +213,9 @@ def read_file_capped(path: Path, *, max_bytes: int = MAX_MEDIA_BYTES) -> bytes:
     try:
         size = path.stat().st_size
         if size > max_bytes:
-            raise MediaError(f"media file larger than {max_bytes} bytes ({size})", path=path,
-                             expected=f"at most {max_bytes} bytes")
+            raise MediaError(
+                f"media file larger than {max_bytes} bytes ({size})", path=path, expected=f"at most {max_bytes} bytes"
+            )
         with path.open("rb") as fh:
             data = fh.read(max_bytes + 1)
     except OSError as exc:
@@ -199,7 +225,7 @@ def read_file_capped(path: Path, *, max_bytes: int = MAX_MEDIA_BYTES) -> bytes:
     return data
 
 
-def resolve_for_trace(ref: "MediaRef", trace: "Trace", *, max_bytes: int = MAX_MEDIA_BYTES) -> Path | bytes:
+def resolve_for_trace(ref: MediaRef, trace: Trace, *, max_bytes: int = MAX_MEDIA_BYTES) -> Path | bytes:
     """:func:`resolve_media` with the bases a loaded trace knows: ``trace.source.root``
     and the folder of ``trace.source.path``."""
     return resolve_media(ref, trace.source.path, trace.source.root, max_bytes=max_bytes)

@@ -56,7 +56,7 @@ class MediaItem:
             with ``task:`` for task media (``task: query #1``).
     """
 
-    ref: "MediaRef"
+    ref: MediaRef
     origin: Origin
     label: str
 
@@ -77,7 +77,7 @@ class StepMedia:
         return not (self.images or self.frames or self.videos)
 
 
-def item_label(ref: "MediaRef", origin: Origin = "step") -> str:
+def item_label(ref: MediaRef, origin: Origin = "step") -> str:
     """The caption of a media reference: its ``label``, else the file name of its
     ``path``, else ``inline``; ``task: `` in front for task media. Cleaned (no
     terminal escapes) and capped at 60 characters."""
@@ -88,7 +88,7 @@ def item_label(ref: "MediaRef", origin: Origin = "step") -> str:
     return f"task: {name}" if origin == "task" else name
 
 
-def task_step_index(trace: "Trace") -> int | None:
+def task_step_index(trace: Trace) -> int | None:
     """The step that presents the task: the first step of kind ``user``, else step 0;
     ``None`` for a trace without steps."""
     if not trace.steps:
@@ -99,7 +99,7 @@ def task_step_index(trace: "Trace") -> int | None:
     return trace.steps[0].index
 
 
-def _source_key(ref: "MediaRef") -> tuple[str, str] | None:
+def _source_key(ref: MediaRef) -> tuple[str, str] | None:
     if ref.path:
         return ("path", ref.path.replace("\\", "/").lstrip("./"))
     if ref.data:
@@ -107,7 +107,7 @@ def _source_key(ref: "MediaRef") -> tuple[str, str] | None:
     return None
 
 
-def _file_key(ref: "MediaRef", trace: "Trace") -> str | None:
+def _file_key(ref: MediaRef, trace: Trace) -> str | None:
     """sha256 of the file a path ref names (memoised per file), ``None`` when it cannot
     be read."""
     try:
@@ -117,7 +117,7 @@ def _file_key(ref: "MediaRef", trace: "Trace") -> str | None:
         return None
 
 
-def _same_picture_as(ref: "MediaRef", others: "list[MediaRef]", trace: "Trace") -> bool:
+def _same_picture_as(ref: MediaRef, others: list[MediaRef], trace: Trace) -> bool:
     """True when the file ``ref`` names holds the same bytes as one of ``others`` (the same
     picture under another name: ``query_0.jpg`` and ``turn_img_0.jpg``)."""
     paths = [r for r in others if r.path]
@@ -127,7 +127,7 @@ def _same_picture_as(ref: "MediaRef", others: "list[MediaRef]", trace: "Trace") 
     return digest is not None and digest in {_file_key(r, trace) for r in paths}
 
 
-def step_media(trace: "Trace", index: int) -> StepMedia:
+def step_media(trace: Trace, index: int) -> StepMedia:
     """The media a viewer shows on step ``index`` of ``trace`` (see module rules).
 
     Raises:
@@ -138,8 +138,11 @@ def step_media(trace: "Trace", index: int) -> StepMedia:
     task: list[MediaItem] = []
     if task_step_index(trace) == step.index and trace.task.images:
         seen = {_source_key(r) for r in refs} - {None}
-        task = [MediaItem(ref, "task", item_label(ref, "task")) for ref in trace.task.images
-                if _source_key(ref) is None or _source_key(ref) not in seen]  # the step shows that one
+        task = [
+            MediaItem(ref, "task", item_label(ref, "task"))
+            for ref in trace.task.images
+            if _source_key(ref) is None or _source_key(ref) not in seen
+        ]  # the step shows that one
         refs = [r for r in refs if not _same_picture_as(r, [i.ref for i in task], trace)]
     items = task + [MediaItem(ref, "step", item_label(ref)) for ref in refs]
     images = tuple(i for i in items if i.ref.kind == "image")
@@ -150,7 +153,7 @@ def step_media(trace: "Trace", index: int) -> StepMedia:
     return StepMedia(images=images, frames=tuple(frames), videos=videos)
 
 
-def trace_video(trace: "Trace") -> "MediaRef | None":
+def trace_video(trace: Trace) -> MediaRef | None:
     """The video a trace's frames come from: the first ``video`` ref of the task, else
     of any step; ``None`` if the trace names none."""
     for ref in trace.task.images:
@@ -164,6 +167,7 @@ def trace_video(trace: "Trace") -> "MediaRef | None":
 
 
 # ----------------------------------------------------------------------------- images
+
 
 @dataclass(frozen=True)
 class ImagePreview:
@@ -208,29 +212,32 @@ def format_time(t: float | None) -> str:
     return f"{int(minutes)}:{seconds:04.1f}"
 
 
-def _where(ref: "MediaRef") -> str:
+def _where(ref: MediaRef) -> str:
     return safe_text(ref.path or ref.label or ref.kind)
 
 
-def _frame_from_video(ref: "MediaRef", trace: "Trace", cancelled: "CancelCheck") -> bytes:
+def _frame_from_video(ref: MediaRef, trace: Trace, cancelled: CancelCheck) -> bytes:
     from whenpro_core.media.video import frames_at
 
     video = trace_video(trace)
     if ref.time_s is None or video is None:
-        raise MediaError("frame has no image data, and no video and time to take it from",
-                         path=_where(ref), expected="a frame path, inline data, or time_s and a trace video")
+        raise MediaError(
+            "frame has no image data, and no video and time to take it from",
+            path=_where(ref),
+            expected="a frame path, inline data, or time_s and a trace video",
+        )
     where = resolve_for_trace(video, trace)
     if isinstance(where, bytes):
-        raise MediaError("cannot take a frame from inline video data", path=_where(video),
-                         expected="a video file path")
+        raise MediaError("cannot take a frame from inline video data", path=_where(video), expected="a video file path")
     grabs = frames_at(where, [ref.time_s], cancelled=cancelled)
     if not grabs:
         raise MediaError(f"the video ends before {format_time(ref.time_s)}", path=_where(video))
     return grabs[0].jpeg
 
 
-def load_image(ref: "MediaRef", trace: "Trace", *, max_side: int, thumbnail: bool = True,
-               cancelled: "CancelCheck" = None) -> ImagePreview:
+def load_image(
+    ref: MediaRef, trace: Trace, *, max_side: int, thumbnail: bool = True, cancelled: CancelCheck = None
+) -> ImagePreview:
     """Read, check and shrink the image of an ``image`` or ``frame`` reference.
 
     Args:
@@ -253,8 +260,9 @@ def load_image(ref: "MediaRef", trace: "Trace", *, max_side: int, thumbnail: boo
     from whenpro_core.media.images import cached_thumbnail, image_info, to_jpeg
 
     if ref.kind == "video":
-        raise MediaError("a video is not an image; its keyframes are shown instead",
-                         path=_where(ref), expected="an image or frame")
+        raise MediaError(
+            "a video is not an image; its keyframes are shown instead", path=_where(ref), expected="an image or frame"
+        )
     if ref.kind == "frame" and not ref.path and not ref.data:
         data = _frame_from_video(ref, trace, cancelled)
     else:
@@ -265,8 +273,14 @@ def load_image(ref: "MediaRef", trace: "Trace", *, max_side: int, thumbnail: boo
         jpeg, hit = cached_thumbnail(data, max_side=max_side, source=source)
     else:
         jpeg, hit = to_jpeg(data, max_side=max_side, max_bytes=None, source=source), False
-    return ImagePreview(jpeg=jpeg, width=info["width"], height=info["height"],
-                        nbytes=info["bytes"], format=info["format"], cache_hit=hit)
+    return ImagePreview(
+        jpeg=jpeg,
+        width=info["width"],
+        height=info["height"],
+        nbytes=info["bytes"],
+        format=info["format"],
+        cache_hit=hit,
+    )
 
 
 def jpeg_size(jpeg: bytes) -> tuple[int, int]:
@@ -278,8 +292,15 @@ def jpeg_size(jpeg: bytes) -> tuple[int, int]:
 
 # ----------------------------------------------------------------------------- video
 
-def video_keyframes(ref: "MediaRef", trace: "Trace", *, max_frames: int = 8,
-                    cancelled: "CancelCheck" = None, progress: "Progress" = None) -> "KeyframeResult":
+
+def video_keyframes(
+    ref: MediaRef,
+    trace: Trace,
+    *,
+    max_frames: int = 8,
+    cancelled: CancelCheck = None,
+    progress: Progress = None,
+) -> KeyframeResult:
     """The keyframes of a ``video`` reference (hard cuts plus uniform fill, see
     :func:`whenpro_core.media.keyframes.keyframes`), cached on disk by the video's
     content: a second call decodes nothing (``result.cache_hit``).
@@ -295,12 +316,11 @@ def video_keyframes(ref: "MediaRef", trace: "Trace", *, max_frames: int = 8,
         raise MediaError(f"a {ref.kind} is not a video", path=_where(ref), expected="a video reference")
     where = resolve_for_trace(ref, trace)
     if isinstance(where, bytes):
-        raise MediaError("inline video data is not shown", path=_where(ref),
-                         expected="a video file path")
+        raise MediaError("inline video data is not shown", path=_where(ref), expected="a video file path")
     return keyframes(where, max_frames, cancelled=cancelled, progress=progress)
 
 
-def keyframe_caption(kf: "Keyframe") -> str:
+def keyframe_caption(kf: Keyframe) -> str:
     """``"1.60 s ✂"`` for a cut (first frame of a new scene), ``"3.00 s"`` for a
     uniform-fill frame."""
     return format_time(kf.time_s) + (" ✂" if kf.cut else "")

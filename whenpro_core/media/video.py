@@ -10,9 +10,10 @@ wrong on variable-frame-rate files (CRAFT, "Video facts").
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from whenpro_core.errors import MediaError
 from whenpro_core.media._cv import cv2
@@ -51,8 +52,11 @@ def open_video(path: Path) -> Any:
     cap = cv.VideoCapture(str(path), cv.CAP_FFMPEG)
     if not cap.isOpened():
         cap.release()
-        raise MediaError("cannot open video (not a video, truncated, or unsupported codec)", path=path,
-                         expected="a video FFmpeg can decode (mp4, mkv, webm, avi, mov)")
+        raise MediaError(
+            "cannot open video (not a video, truncated, or unsupported codec)",
+            path=path,
+            expected="a video FFmpeg can decode (mp4, mkv, webm, avi, mov)",
+        )
     return cap
 
 
@@ -65,8 +69,14 @@ class FrameGrab:
     jpeg: bytes
 
 
-def frames_at(video_path: str | Path, times_s: list[float], *, max_side: int = DEFAULT_MAX_SIDE,
-              quality: int = JPEG_QUALITY, cancelled: CancelCheck = None) -> list[FrameGrab]:
+def frames_at(
+    video_path: str | Path,
+    times_s: list[float],
+    *,
+    max_side: int = DEFAULT_MAX_SIDE,
+    quality: int = JPEG_QUALITY,
+    cancelled: CancelCheck = None,
+) -> list[FrameGrab]:
     """The first frame at or after each requested time (within half a nominal frame),
     by sequential decode (correct on variable-frame-rate files); only the frames taken
     are converted (``retrieve``). Results follow the sorted, de-duplicated request

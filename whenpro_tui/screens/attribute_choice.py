@@ -36,10 +36,19 @@ class AttributeChoice(ModalScreen[tuple[str, str] | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text("Attribute the counterfactual", style="bold"))
-            yield Static(Text("Does the protocol find the injected step? heuristic runs offline; the "
-                              "others ask a model.", style="dim"))
-            yield Select([(Text(p), p) for p in PROTOCOLS], value=self.protocol, allow_blank=False, compact=True,
-                         id="ac-protocol")
+            yield Static(
+                Text(
+                    "Does the protocol find the injected step? heuristic runs offline; the others ask a model.",
+                    style="dim",
+                )
+            )
+            yield Select(
+                [(Text(p), p) for p in PROTOCOLS],
+                value=self.protocol,
+                allow_blank=False,
+                compact=True,
+                id="ac-protocol",
+            )
             yield Input(self.model, placeholder="provider:model (for LLM protocols)", compact=True, id="ac-model")
             with Horizontal():
                 yield Button("Attribute ^r", id="ac-go", variant="primary", compact=True)

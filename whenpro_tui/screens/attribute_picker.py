@@ -62,9 +62,17 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
     AttributePicker .-off { color: $text-disabled; }
     """
 
-    def __init__(self, *, protocols: list[tuple[str, str]], models: list[ModelChoice],
-                 has_gold: bool, validate: Validate, initial: AttributionRequest | None = None,
-                 settings_error: str | None = None, preview: Preview | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        protocols: list[tuple[str, str]],
+        models: list[ModelChoice],
+        has_gold: bool,
+        validate: Validate,
+        initial: AttributionRequest | None = None,
+        settings_error: str | None = None,
+        preview: Preview | None = None,
+    ) -> None:
         super().__init__()
         self.preview = preview
         self.protocols = protocols
@@ -89,30 +97,47 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
             yield Static(Text("Attribute the decisive error: who, when, what", style="bold"))
             yield Static("Protocol", classes="ap-label")
             protocol_list = OptionList(
-                *(Option(Text.assemble((name.ljust(width), "bold"), (note, "dim")), id=name)
-                  for name, note in self.protocols), id="ap-protocol")
+                *(
+                    Option(Text.assemble((name.ljust(width), "bold"), (note, "dim")), id=name)
+                    for name, note in self.protocols
+                ),
+                id="ap-protocol",
+            )
             protocol_list.highlighted = 0  # always the offline default: ``a`` enter is cheap
             yield protocol_list
             yield Static("Model", classes="ap-label", id="ap-model-label")
             if self.models:
                 width = max(len(m.name) for m in self.models) + 2
                 model_list = OptionList(
-                    *(Option(Text.assemble((clean(m.name).ljust(width), "bold"), (m.note, "dim")))
-                      for m in self.models), id="ap-models")
+                    *(
+                        Option(Text.assemble((clean(m.name).ljust(width), "bold"), (m.note, "dim")))
+                        for m in self.models
+                    ),
+                    id="ap-models",
+                )
                 model_list.highlighted = model_at
                 yield model_list
             else:
-                yield Static(Text("none configured (model, OPENAI_API_KEY, ANTHROPIC_API_KEY)",
-                                  style="dim"), id="ap-models-none")
-            yield Input(value=typed, placeholder="or type provider:model (e.g. openai:gpt-4.1)",
-                        id="ap-model-input")
-            gold_label = ("Show the judge the gold answer" if self.has_gold
-                          else "Show the judge the gold answer (this trace has none)")
-            yield Checkbox(gold_label, value=self.has_gold and (self.initial.with_gold if self.initial else True),
-                           disabled=not self.has_gold, id="ap-gold")
+                yield Static(
+                    Text("none configured (model, OPENAI_API_KEY, ANTHROPIC_API_KEY)", style="dim"), id="ap-models-none"
+                )
+            yield Input(value=typed, placeholder="or type provider:model (e.g. openai:gpt-4.1)", id="ap-model-input")
+            gold_label = (
+                "Show the judge the gold answer"
+                if self.has_gold
+                else "Show the judge the gold answer (this trace has none)"
+            )
+            yield Checkbox(
+                gold_label,
+                value=self.has_gold and (self.initial.with_gold if self.initial else True),
+                disabled=not self.has_gold,
+                id="ap-gold",
+            )
             yield Static(id="ap-note")
-            yield Static(Text("enter start · f2 preview requests · ↑↓ choose · tab next field · "
-                              "space toggle · esc cancel"), id="ap-help")
+            yield Static(
+                Text("enter start · f2 preview requests · ↑↓ choose · tab next field · space toggle · esc cancel"),
+                id="ap-help",
+            )
 
     def on_mount(self) -> None:
         self.query_one("#ap-model-input", Input).cursor_blink = getattr(self.app, "cursor_blink", True)
@@ -160,8 +185,7 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
         try:
             request = self.validate(self.protocol, self.model, gold)
         except WhenproError as exc:
-            self.app.notify(clean(exc.one_line()), title="Cannot attribute", severity="error",
-                            timeout=10)
+            self.app.notify(clean(exc.one_line()), title="Cannot attribute", severity="error", timeout=10)
             return
         self.dismiss(request)
 

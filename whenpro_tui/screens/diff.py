@@ -44,8 +44,7 @@ from whenpro_tui.widgets.palette import AGENT_COLOURS
 from whenpro_tui.widgets.step_detail import StepBody
 from whenpro_tui.widgets.virtual_list import VirtualList
 
-BANNER_CLASSES = {"decisive": "bad", "not_kept": "warn", "succeeds": "good", "seed_failed": "warn",
-                  "unknown": "warn"}
+BANNER_CLASSES = {"decisive": "bad", "not_kept": "warn", "succeeds": "good", "seed_failed": "warn", "unknown": "warn"}
 OLD_LINE = "on #4a1f1f"
 NEW_LINE = "on #1f4a2a"
 
@@ -69,8 +68,16 @@ class DiffScreen(Leaving, Screen[None]):
         *LEAVE_BINDINGS,  # q back (quit on the first screen); escape never quits
     ]
 
-    def __init__(self, original: Trace, counterfactual: Trace, verdict: Verdict | None = None, *,
-                 slots: dict[str, int] | None = None, plain: bool = False, is_root: bool = False) -> None:
+    def __init__(
+        self,
+        original: Trace,
+        counterfactual: Trace,
+        verdict: Verdict | None = None,
+        *,
+        slots: dict[str, int] | None = None,
+        plain: bool = False,
+        is_root: bool = False,
+    ) -> None:
         super().__init__()
         self.plain = plain
         self.is_root = is_root
@@ -84,8 +91,9 @@ class DiffScreen(Leaving, Screen[None]):
         self.slots = slots or agent_slots(ids, len(AGENT_COLOURS))
         self.diff: TraceDiff | None = None
         self.saved: str | None = counterfactual.source.path
-        self.attribution_text = Text("a: attribute run B" if plain else "attributing with the offline heuristic…",
-                                     style="italic")
+        self.attribution_text = Text(
+            "a: attribute run B" if plain else "attributing with the offline heuristic…", style="italic"
+        )
 
     # ------------------------------------------------------------------ layout
 
@@ -149,9 +157,11 @@ class DiffScreen(Leaving, Screen[None]):
             row = diff.rows[first]
             where.append("▶ first divergence: ", style="bold #afafff")
             where.append(f"A step {clean(row.a_coord or '—')} / B step {clean(row.b_coord or '—')} ({row.op})")
-            where.append(f" · {len(diff.changed)} changed, {len(diff.removed)} only in A, "
-                         f"{len(diff.added)} only in B · aligned by content, then by agent, kind and tools",
-                         style="dim")
+            where.append(
+                f" · {len(diff.changed)} changed, {len(diff.removed)} only in A, "
+                f"{len(diff.added)} only in B · aligned by content, then by agent, kind and tools",
+                style="dim",
+            )
         banner = self.query_one("#df-banner", Static)
         banner.set_classes("warn" if diff is None or first is not None else "good")
         banner.update(text)
@@ -181,10 +191,14 @@ class DiffScreen(Leaving, Screen[None]):
         inj = self.inj
         line = Text()
         if inj:
-            line.append(f"{clean(str(inj.get('mode')))} at step {clean(str(inj.get('step')))} "
-                        f"({clean(str(inj.get('agent')))})", style="bold #ffaf5f")
-            line.append(f" · {clean(str(inj.get('generator')))} · {clean(one_line(str(inj.get('executor')), 50))}: ",
-                        style="dim")
+            line.append(
+                f"{clean(str(inj.get('mode')))} at step {clean(str(inj.get('step')))} ({clean(str(inj.get('agent')))})",
+                style="bold #ffaf5f",
+            )
+            line.append(
+                f" · {clean(str(inj.get('generator')))} · {clean(one_line(str(inj.get('executor')), 50))}: ",
+                style="dim",
+            )
             line.append(clean(one_line(str(inj.get("description") or ""), 300)))
         else:
             line.append("No injection provenance: a plain step-aligned diff.", style="italic")
@@ -216,8 +230,9 @@ class DiffScreen(Leaving, Screen[None]):
             return
         if isinstance(item, Collapsed):
             why = "" if self.plain else ": the replay reproduced them from the record"
-            note = Text(f"The first {item.count} steps are the same in both runs{why} (enter shows them).",
-                        style="italic")
+            note = Text(
+                f"The first {item.count} steps are the same in both runs{why} (enter shows them).", style="italic"
+            )
             left.show(note)
             right.show(note)
             return
@@ -226,9 +241,19 @@ class DiffScreen(Leaving, Screen[None]):
         only_a, only_b = changed_lines(a_text, b_text) if item.op == "changed" else (set(), set())
         injected = item.b is not None and item.b == self.injected
         ta, tb = self.titles
-        left.show(_marked(ta, a_text, only_a, OLD_LINE, f"(not in run {ta})" if self.plain else "(not in the original run)"))
-        right.show(_marked(f"⚑ {tb}: the injected step" if injected else tb, b_text, only_b,
-                           NEW_LINE, f"(not in run {tb})" if self.plain else "(not in the counterfactual)", injected))
+        left.show(
+            _marked(ta, a_text, only_a, OLD_LINE, f"(not in run {ta})" if self.plain else "(not in the original run)")
+        )
+        right.show(
+            _marked(
+                f"⚑ {tb}: the injected step" if injected else tb,
+                b_text,
+                only_b,
+                NEW_LINE,
+                f"(not in run {tb})" if self.plain else "(not in the counterfactual)",
+                injected,
+            )
+        )
 
     # ------------------------------------------------------------------ actions
 
@@ -284,15 +309,15 @@ class DiffScreen(Leaving, Screen[None]):
 
         self.app.push_screen(AttributeChoice("heuristic", configured_model()), chosen)
 
-    @work(exclusive=True, group="diff-attribute", exit_on_error=False,
-          description="attribute the counterfactual")
+    @work(exclusive=True, group="diff-attribute", exit_on_error=False, description="attribute the counterfactual")
     async def attribute_counterfactual(self, protocol: str, model: str) -> None:
         """Attribute the counterfactual with ``protocol`` (``model`` for LLM protocols) and
         check whether it names the injected step."""
         from whenpro_core.attribution.run import attribute
 
-        self.attribution_text = Text(f"attributing with {protocol}{' (' + model + ')' if model else ''}…",
-                                     style="italic")
+        self.attribution_text = Text(
+            f"attributing with {protocol}{' (' + model + ')' if model else ''}…", style="italic"
+        )
         self._attr_line()
         judge = None
         try:
@@ -323,14 +348,16 @@ class DiffScreen(Leaving, Screen[None]):
             self.notify(clean(message.error), title="Attribution", severity="error", timeout=10)
         elif message.check is None:
             att = message.attribution
-            self.attribution_text = Text(f"{message.protocol} named step {getattr(att, 'step', '?')} "
-                                         "(no injected step to compare with)")
+            self.attribution_text = Text(
+                f"{message.protocol} named step {getattr(att, 'step', '?')} (no injected step to compare with)"
+            )
         else:
             check = message.check
             self.attribution_text = Text(clean(check.text), style="bold #5fd787" if check.found else "bold #ff8787")
             if self.verdict is not None and self.verdict.counterfactual_success:
-                self.attribution_text.append("  (the run still succeeds: there is no decisive error to find)",
-                                             style="dim")
+                self.attribution_text.append(
+                    "  (the run still succeeds: there is no decisive error to find)", style="dim"
+                )
             self.attribution_text.append("   a: another protocol", style="dim")
         self._attr_line()
 
@@ -360,15 +387,16 @@ class DiffScreen(Leaving, Screen[None]):
                 self.notify(f"{clean(str(path))} is a folder: give a file name.", severity="warning")
                 return
             if path.exists():
-                self.app.push_screen(ConfirmScreen(f"{clean(str(path))} exists. Overwrite it?", yes="Overwrite"),
-                                     lambda yes: confirmed(path, yes))
+                self.app.push_screen(
+                    ConfirmScreen(f"{clean(str(path))} exists. Overwrite it?", yes="Overwrite"),
+                    lambda yes: confirmed(path, yes),
+                )
                 return
             self.save_counterfactual(str(path))
 
         self.app.push_screen(PromptScreen("Save to", value=str(self.default_path()), input_id="save-input"), chosen)
 
-    @work(thread=True, exclusive=True, group="diff-save", exit_on_error=False,
-          description="save the counterfactual")
+    @work(thread=True, exclusive=True, group="diff-save", exit_on_error=False, description="save the counterfactual")
     def save_counterfactual(self, path: str) -> None:
         from whenpro_core.formats.native import write_trace
 

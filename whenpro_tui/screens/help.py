@@ -46,8 +46,14 @@ class HelpScreen(ModalScreen[None]):
     TWO_COLUMNS_WIDTH = 110
 
     def _key_table(self, actions: list[KeyAction], title: str = "") -> Table:
-        table = Table(box=None, show_header=True, header_style="bold", expand=True,
-                      title=Text(title, style="bold") if title else None, title_justify="left")
+        table = Table(
+            box=None,
+            show_header=True,
+            header_style="bold",
+            expand=True,
+            title=Text(title, style="bold") if title else None,
+            title_justify="left",
+        )
         table.add_column("key", style="bold cyan", no_wrap=True)
         table.add_column("action")
         for item in actions:
@@ -68,15 +74,21 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll():
             yield Static(table, id="help-keys")
             if self.markers:
-                marks = Table(box=None, show_header=True, header_style="bold",
-                              title=Text("Step markers", style="bold"), title_justify="left")
+                marks = Table(
+                    box=None,
+                    show_header=True,
+                    header_style="bold",
+                    title=Text("Step markers", style="bold"),
+                    title_justify="left",
+                )
                 marks.add_column("marker", no_wrap=True)
                 marks.add_column("meaning")
                 for ch, meaning in MARKERS_HELP:
                     marks.add_row(Text(ch), Text(meaning))
                 yield Static(marks, id="help-markers")
-            yield Static(Text("ctrl+p opens the command palette: every action above is "
-                              "also a command there.", style="dim"))
+            yield Static(
+                Text("ctrl+p opens the command palette: every action above is also a command there.", style="dim")
+            )
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -13,7 +13,8 @@ the store's subscription. Rows are :class:`whenpro_core.live.listing.LiveListing
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -22,8 +23,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from whenpro_core.live.events import (DecisiveError, ExportRejected, TraceEvicted, TraceStarted,
-                                      TraceUpdated)
+from whenpro_core.live.events import DecisiveError, ExportRejected, TraceEvicted, TraceStarted, TraceUpdated
 from whenpro_core.live.listing import LiveListing
 from whenpro_core.textsafe import clean, one_line, plural
 from whenpro_tui.commands import collect_bindings
@@ -46,9 +46,16 @@ class IncomingScreen(Leaving, Screen[None]):
         *LEAVE_BINDINGS,  # q back (quit on the first screen); escape never quits
     ]
 
-    def __init__(self, receiver: Any, *, make_judge: Callable[..., Any] | None = None,
-                 llm_judge: Any = None, protocol: str | None = None,
-                 idle_timeout: float | None = None, is_root: bool = True) -> None:
+    def __init__(
+        self,
+        receiver: Any,
+        *,
+        make_judge: Callable[..., Any] | None = None,
+        llm_judge: Any = None,
+        protocol: str | None = None,
+        idle_timeout: float | None = None,
+        is_root: bool = True,
+    ) -> None:
         super().__init__()
         self.receiver = receiver
         self.make_judge = make_judge
@@ -98,8 +105,10 @@ class IncomingScreen(Leaving, Screen[None]):
         if not self.started:
             text += " · starting the receiver…"
         elif not n:
-            text = (f"waiting for traces: point an OpenTelemetry exporter at {self.receiver.endpoint} "
-                    "(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)")
+            text = (
+                f"waiting for traces: point an OpenTelemetry exporter at {self.receiver.endpoint} "
+                "(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)"
+            )
         if self.rejected:
             text += f" · {self.rejected} exports refused"
         if n:
@@ -136,8 +145,7 @@ class IncomingScreen(Leaving, Screen[None]):
                     sub.close()
         except Exception as exc:  # noqa: BLE001
             message = exc.one_line() if hasattr(exc, "one_line") else f"{type(exc).__name__}: {exc}"
-            self.notify(clean(message), title="Live judging stopped", severity="error", timeout=15,
-                        markup=False)
+            self.notify(clean(message), title="Live judging stopped", severity="error", timeout=15, markup=False)
         finally:
             if self.llm_judge is not None:
                 await self.llm_judge.aclose()
@@ -155,16 +163,22 @@ class IncomingScreen(Leaving, Screen[None]):
         for ev in events:
             if isinstance(ev, ExportRejected):
                 self.rejected += 1
-                self.notify(f"export refused ({ev.status}): {clean(one_line(ev.reason, 200))}",
-                            severity="warning", markup=False)
+                self.notify(
+                    f"export refused ({ev.status}): {clean(one_line(ev.reason, 200))}", severity="warning", markup=False
+                )
                 continue
             self.listing.apply(ev)
             if isinstance(ev, DecisiveError) and self.live_screen is None:
                 row = self.listing.rows.get(ev.trace_id)
                 service = f" ({row.service})" if row is not None and row.service else ""
-                self.notify(f"trace {ev.trace_id[:16]}{clean(one_line(service, 60))}: step "
-                            f"{clean(ev.step)} [{clean(ev.agent)}] {clean(ev.mode or '?')}",
-                            title="Decisive error", severity="error", timeout=15, markup=False)
+                self.notify(
+                    f"trace {ev.trace_id[:16]}{clean(one_line(service, 60))}: step "
+                    f"{clean(ev.step)} [{clean(ev.agent)}] {clean(ev.mode or '?')}",
+                    title="Decisive error",
+                    severity="error",
+                    timeout=15,
+                    markup=False,
+                )
             live = self.live_screen
             if live is not None and getattr(ev, "trace_id", None) == live.source.trace_id:
                 forward.append(ev)
@@ -199,8 +213,7 @@ class IncomingScreen(Leaving, Screen[None]):
         def closed() -> None:
             self.live_screen = None
 
-        screen = LiveTraceScreen(source, trace=trace, events=self.listing.judge_state(trace_id),
-                                 on_close=closed)
+        screen = LiveTraceScreen(source, trace=trace, events=self.listing.judge_state(trace_id), on_close=closed)
         self.live_screen = screen
         await self.app.push_screen(screen)
 

@@ -27,11 +27,24 @@ from textual.widgets import Button, Input, Label, OptionList, Select, Static, Te
 from textual.widgets.option_list import Option
 
 from whenpro_core.errors import WhenproError
-from whenpro_core.injection.choices import (GENERATORS, ExecutorChoice, ModeChoice, default_executor,
-                                            executor_choices, mode_choices)
+from whenpro_core.injection.choices import (
+    GENERATORS,
+    ExecutorChoice,
+    ModeChoice,
+    default_executor,
+    executor_choices,
+    mode_choices,
+)
 from whenpro_core.injection.executors import Executor
-from whenpro_core.injection.generate import (GeneratedStep, InjectionRequest, OfflineGenerator, TextGenerator,
-                                             edit_generated, parse_tool_calls, tool_calls_text)
+from whenpro_core.injection.generate import (
+    GeneratedStep,
+    InjectionRequest,
+    OfflineGenerator,
+    TextGenerator,
+    edit_generated,
+    parse_tool_calls,
+    tool_calls_text,
+)
 from whenpro_core.injection.mutators import applicable_modes
 from whenpro_core.model import Trace
 from whenpro_core.textsafe import clean, one_line
@@ -110,15 +123,23 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
                 with VerticalScroll(id="inj-right"):
                     with Horizontal(classes="inj-row"):
                         yield Label("Generator ", classes="inj-key")
-                        yield Select([(Text(label), kind) for kind, label in GENERATORS], value="offline",
-                                     allow_blank=False, compact=True, id="inj-gen")
-                        yield Input(self.model, placeholder="provider:model", compact=True,
-                                    id="inj-gen-model")
+                        yield Select(
+                            [(Text(label), kind) for kind, label in GENERATORS],
+                            value="offline",
+                            allow_blank=False,
+                            compact=True,
+                            id="inj-gen",
+                        )
+                        yield Input(self.model, placeholder="provider:model", compact=True, id="inj-gen-model")
                     with Horizontal(classes="inj-row"):
                         yield Label("Executor  ", classes="inj-key")
-                        yield Select([(Text(clean(e.label)), e.kind) for e in self.executors],
-                                     value=default_executor(self.trace), allow_blank=False, compact=True,
-                                     id="inj-exec")
+                        yield Select(
+                            [(Text(clean(e.label)), e.kind) for e in self.executors],
+                            value=default_executor(self.trace),
+                            allow_blank=False,
+                            compact=True,
+                            id="inj-exec",
+                        )
                         yield Input(compact=True, id="inj-exec-arg")
                     yield Static(id="inj-exec-note", markup=False)
                     yield Static(id="inj-flaw", markup=False)
@@ -142,8 +163,7 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
         self._show_executor_arg()
         self.query_one("#inj-gen-model").display = False
         modes = self.query_one("#inj-modes", OptionList)
-        modes.set_options([Option(Text("Checking which failure modes fit this step…", style="italic"),
-                                  disabled=True)])
+        modes.set_options([Option(Text("Checking which failure modes fit this step…", style="italic"), disabled=True)])
         modes.focus()
         self.check_modes()
 
@@ -239,8 +259,9 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
         costs)."""
         self.query_one("#inj-gen-model").display = self.generator == "llm"
         if self.mode is None:
-            self._set_flaw(Text("No mode fits this step with this generator: choose another generator.",
-                                style="italic #ff8787"))
+            self._set_flaw(
+                Text("No mode fits this step with this generator: choose another generator.", style="italic #ff8787")
+            )
             return
         if self.generator == "offline":
             self.seed = 0
@@ -249,14 +270,17 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
             if self.generated_for is None or self.generated_for[1] != "text":
                 self.generated, self.generated_for = None, (self.mode, "text")
                 self._fill_preview(self.original.content, tool_calls_text(self.original.tool_calls))
-            self._set_flaw(Text(f"Your own text for {self.mode}: edit the step below, then Run (^r).",
-                                style="italic"))
+            self._set_flaw(Text(f"Your own text for {self.mode}: edit the step below, then Run (^r).", style="italic"))
         else:
             if self.generated_for != (self.mode, "llm"):
                 self.generated = None
                 self._fill_preview(self.original.content, tool_calls_text(self.original.tool_calls))
-                self._set_flaw(Text(f"^g asks the model for a {self.mode} flaw at this step and a rewrite "
-                                    "(two calls).", style="italic"))
+                self._set_flaw(
+                    Text(
+                        f"^g asks the model for a {self.mode} flaw at this step and a rewrite (two calls).",
+                        style="italic",
+                    )
+                )
 
     def action_generate(self) -> None:
         """A new preview: the next variant (seed + 1) when one is shown already."""
@@ -275,14 +299,23 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
         request = InjectionRequest(self.trace, self.index, self.mode or "", self.seed)
         if self.generator == "llm":
             model = self.query_one("#inj-gen-model", Input).value.strip()
-            self._set_flaw(Text(f"Asking {model or 'the configured model'} (stage 1: the flaw, stage 2: "
-                                "the rewrite)…", style="italic"))
+            self._set_flaw(
+                Text(
+                    f"Asking {model or 'the configured model'} (stage 1: the flaw, stage 2: the rewrite)…",
+                    style="italic",
+                )
+            )
             self.generate_llm(self._token, request, model)
         else:
             self.generate_offline(self._token, request)
 
-    @work(thread=True, exclusive=True, group="inject-preview", exit_on_error=False,
-          description="generate an injected step")
+    @work(
+        thread=True,
+        exclusive=True,
+        group="inject-preview",
+        exit_on_error=False,
+        description="generate an injected step",
+    )
     def generate_offline(self, token: int, request: InjectionRequest) -> None:
         try:
             generated = OfflineGenerator().generate(request)
@@ -294,8 +327,12 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
             return
         self.post_message(PreviewReady(token, generated))
 
-    @work(exclusive=True, group="inject-preview", exit_on_error=False,
-          description="generate an injected step with a model")
+    @work(
+        exclusive=True,
+        group="inject-preview",
+        exit_on_error=False,
+        description="generate an injected step with a model",
+    )
     async def generate_llm(self, token: int, request: InjectionRequest, model: str) -> None:
         from whenpro_core.injection.generate import get_generator
         from whenpro_core.injection.llm_io import preload_sdk
@@ -379,8 +416,9 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
     @on(Button.Pressed)
     def _button(self, event: Button.Pressed) -> None:
         event.stop()
-        {"inj-run": self.action_run, "inj-generate": self.action_generate,
-         "inj-cancel": self.action_cancel}[event.button.id or "inj-cancel"]()
+        {"inj-run": self.action_run, "inj-generate": self.action_generate, "inj-cancel": self.action_cancel}[
+            event.button.id or "inj-cancel"
+        ]()
 
     def action_run(self) -> None:
         plan = self._plan()
@@ -410,9 +448,12 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
             if not content.strip() and not generated.step.tool_calls:
                 self.notify("The new step is empty: write its content.", severity="warning")
                 return None
-            same = (generated.step.content == self.original.content and generated.step.kind == self.original.kind
-                    and [c.model_dump() for c in generated.step.tool_calls]
-                    == [c.model_dump() for c in self.original.tool_calls])
+            same = (
+                generated.step.content == self.original.content
+                and generated.step.kind == self.original.kind
+                and [c.model_dump() for c in generated.step.tool_calls]
+                == [c.model_dump() for c in self.original.tool_calls]
+            )
             if same:
                 self.notify("The new step is the same as the recorded one: edit it first.", severity="warning")
                 return None

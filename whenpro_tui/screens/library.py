@@ -19,8 +19,7 @@ from textual.worker import get_current_worker
 
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats.base import summarize
-from whenpro_core.listing import (SORT_COLUMNS, RowFilter, count_line, facet_counts, filter_rows,
-                                  sort_rows, walk_rows)
+from whenpro_core.listing import SORT_COLUMNS, RowFilter, count_line, facet_counts, filter_rows, sort_rows, walk_rows
 from whenpro_core.model import Trace, TraceSummary
 from whenpro_core.textsafe import clean
 from whenpro_tui.commands import collect_bindings
@@ -72,8 +71,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         self.walk_seconds: float | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("whenpro library  ", "bold"), (clean(self.target), "dim")),
-                     id="lib-title")
+        yield Static(Text.assemble(("whenpro library  ", "bold"), (clean(self.target), "dim")), id="lib-title")
         yield Input(placeholder="/ find: id, path, framework, benchmark…", id="lib-text")
         yield Static(id="lib-filters", markup=False)
         yield Static(id="lib-columns", markup=False)
@@ -148,8 +146,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         self.scanning = False
         self.walk_seconds = message.seconds
         if message.error:
-            self.notify(clean(message.error), title="Listing stopped", severity="error",
-                        timeout=10)
+            self.notify(clean(message.error), title="Listing stopped", severity="error", timeout=10)
         self._update_texts()
 
     def _effective_filter(self) -> RowFilter:
@@ -158,8 +155,9 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
     def _refilter(self) -> None:
         table = self.table
         current = table.shown[table.cursor] if table.shown else None
-        shown = sort_rows(table.rows, filter_rows(table.rows, self._effective_filter()),
-                          table.sort_column, reverse=table.sort_reverse)
+        shown = sort_rows(
+            table.rows, filter_rows(table.rows, self._effective_filter()), table.sort_column, reverse=table.sort_reverse
+        )
         cursor = 0
         if current is not None and current in shown:
             cursor = shown.index(current)
@@ -171,12 +169,18 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
     def _update_texts(self) -> None:
         table = self.table
         self.query_one("#lib-count", Static).update(
-            count_line(len(table.shown), len(table.rows), self.errors, scanning=self.scanning))
+            count_line(len(table.shown), len(table.rows), self.errors, scanning=self.scanning)
+        )
         desc = self._effective_filter().describe()
         self.query_one("#lib-filters", Static).update(
-            Text(f"filter: {desc}   (c clears)" if desc else "no filter   (f: filter by "
-                 "outcome, modality, framework, benchmark" + (", mode" if self.show_labels else "") + ")",
-                 style="dim"))
+            Text(
+                f"filter: {desc}   (c clears)"
+                if desc
+                else "no filter   (f: filter by "
+                "outcome, modality, framework, benchmark" + (", mode" if self.show_labels else "") + ")",
+                style="dim",
+            )
+        )
         self.query_one("#lib-columns", Static).update(Text(table.header_line(), style="bold dim"))
 
     # ------------------------------------------------------------------ filters
@@ -228,8 +232,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
                 self._refilter()
 
         facets = facet_counts(self.table.rows, with_labels=self.show_labels)
-        self.app.push_screen(FacetPicker("Show only traces with…", facets,
-                                         self._effective_filter().facets), done)
+        self.app.push_screen(FacetPicker("Show only traces with…", facets, self._effective_filter().facets), done)
 
     def action_sort(self, step: int) -> None:
         """Sort by the next column (``s``): id (natural order), outcome, task, answer,
@@ -241,8 +244,9 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         table.sort_column = order[(at + step) % len(order)]
         table.sort_reverse = False
         self._refilter()
-        self.notify(f"Sorted by {table.sort_column} (S reverses)" if table.sort_column
-                    else "In listing order", timeout=2)
+        self.notify(
+            f"Sorted by {table.sort_column} (S reverses)" if table.sort_column else "In listing order", timeout=2
+        )
 
     def action_reverse_sort(self) -> None:
         table = self.table
@@ -276,8 +280,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         if row is None:
             return
         if row.error is not None:
-            self.notify(clean(row.error), title="This file failed to import", severity="error",
-                        timeout=10)
+            self.notify(clean(row.error), title="This file failed to import", severity="error", timeout=10)
             return
         self.query_one("#lib-count", Static).update(Text(f"Opening {clean(row.id)}…"))
         self.open_row(row.ref())
@@ -287,8 +290,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         table = self.table
         return [table.rows[i].ref() for i in table.shown if table.rows[i].error is None]
 
-    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False,
-          description="open a trace")
+    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False, description="open a trace")
     def open_row(self, ref: str) -> None:
         self.post_message(load_trace_message(ref))
 
@@ -302,8 +304,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
             position = refs.index(message.ref)
         except ValueError:
             position = None
-        self.app.push_screen(TraceScreen(message.trace, siblings=refs, position=position),
-                             self._trace_closed)
+        self.app.push_screen(TraceScreen(message.trace, siblings=refs, position=position), self._trace_closed)
 
     def _fill_row(self, trace: Trace, ref: str) -> None:
         """The row of an opened trace gets what the listing could not tell cheaply
@@ -313,9 +314,16 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
             if row.error is None and row.ref() == ref:
                 full = summarize(trace)
                 keep = {"id", "path", "key", "format"}
-                table.update_row(i, row.model_copy(update={
-                    k: v for k, v in full.model_dump().items()
-                    if k not in keep and v not in (None, "", []) and getattr(row, k) in (None, "", [])}))
+                table.update_row(
+                    i,
+                    row.model_copy(
+                        update={
+                            k: v
+                            for k, v in full.model_dump().items()
+                            if k not in keep and v not in (None, "", []) and getattr(row, k) in (None, "", [])
+                        }
+                    ),
+                )
                 break
 
     def _trace_closed(self, position: int | None) -> None:
@@ -333,8 +341,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
 
     def on_trace_load_failed(self, message: TraceLoadFailed) -> None:
         self._update_texts()
-        self.notify(clean(message.error), title="Could not open trace", severity="error",
-                    timeout=10)
+        self.notify(clean(message.error), title="Could not open trace", severity="error", timeout=10)
 
     # ------------------------------------------------------------------ help, quit
 

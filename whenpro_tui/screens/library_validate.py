@@ -32,7 +32,10 @@ class LibraryValidation:
 
         root = self.built_root()
         if root is None:
-            self.notify("Not a dataset built by whenpro build (no manifest.json here).",  # type: ignore
-                        severity="warning", markup=False)
+            self.notify(
+                "Not a dataset built by whenpro build (no manifest.json here).",  # type: ignore
+                severity="warning",
+                markup=False,
+            )
             return
         self.app.push_screen(ValidationScreen(root))  # type: ignore[attr-defined]

@@ -17,8 +17,9 @@ receiver's store) and are applied in batches, once per refresh at most.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -26,9 +27,22 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from whenpro_core.live.events import (BudgetExhausted, DecisiveError, FinalVerdict, HeaderUpdated, Idle,
-                                      JudgeFailed, LineError, RunEnded, StepAdded, StepJudged, Suspect,
-                                      TraceEvicted, TraceReset, TraceUpdated)
+from whenpro_core.live.events import (
+    BudgetExhausted,
+    DecisiveError,
+    FinalVerdict,
+    HeaderUpdated,
+    Idle,
+    JudgeFailed,
+    LineError,
+    RunEnded,
+    StepAdded,
+    StepJudged,
+    Suspect,
+    TraceEvicted,
+    TraceReset,
+    TraceUpdated,
+)
 from whenpro_core.model import Trace
 from whenpro_core.textsafe import clean, one_line, plural
 from whenpro_core.traceview import agent_slots, trace_header
@@ -45,9 +59,16 @@ class FollowSource:
     """Events of a followed file (and its live judge): see
     :func:`whenpro_core.live.viewer.follow_live`."""
 
-    def __init__(self, path: str | Path, *, make_judge: Callable[..., Any] | None = None,
-                 idle_timeout: float | None = None, line_format: str | None = None,
-                 protocol: str | None = None, llm_judge: Any = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        make_judge: Callable[..., Any] | None = None,
+        idle_timeout: float | None = None,
+        line_format: str | None = None,
+        protocol: str | None = None,
+        llm_judge: Any = None,
+    ) -> None:
         from whenpro_core.live.follow import FileFollower
 
         self.path = Path(path)
@@ -55,8 +76,7 @@ class FollowSource:
         self.make_judge = make_judge
         self.idle_timeout = idle_timeout
         self.protocol = protocol if make_judge is not None else None
-        self.follower = FileFollower(self.path, format=line_format,
-                                     idle_after=min(2.0, idle_timeout or 2.0))
+        self.follower = FileFollower(self.path, format=line_format, idle_after=min(2.0, idle_timeout or 2.0))
 
     @property
     def title(self) -> str:
@@ -130,9 +150,15 @@ class LiveTraceScreen(TraceScreen):
         Binding("s", "jump_suspect", "Go to suspect step"),
     ]
 
-    def __init__(self, source: FollowSource | StoreSource, *, is_root: bool = False,
-                 trace: Trace | None = None, events: list | None = None,
-                 on_close: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        source: FollowSource | StoreSource,
+        *,
+        is_root: bool = False,
+        trace: Trace | None = None,
+        events: list | None = None,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
         self.source = source
         self.suspect: Suspect | None = None
         self.decisive: DecisiveError | None = None
@@ -220,8 +246,11 @@ class LiveTraceScreen(TraceScreen):
                 kept = min(kept, ev.kept)
                 grew = True
                 if ev.reason in ("truncated", "rotated"):
-                    self.notify(f"The file was {ev.reason}: read again, {plural(ev.kept, 'step')} kept.",
-                                severity="warning", markup=False)
+                    self.notify(
+                        f"The file was {ev.reason}: read again, {plural(ev.kept, 'step')} kept.",
+                        severity="warning",
+                        markup=False,
+                    )
                 self.news = f"trace {ev.reason}: kept {plural(ev.kept, 'step')}"
                 self._forget_verdicts_from(ev.kept)
             elif isinstance(ev, TraceUpdated):
@@ -245,8 +274,12 @@ class LiveTraceScreen(TraceScreen):
         if len(bad) == 1:
             self.notify(first, title="Line skipped", severity="warning", markup=False)
         else:
-            self.notify(f"{len(bad)} lines skipped (lines {bad[0].line}–{bad[-1].line}); {first}",
-                        title="Lines skipped", severity="warning", markup=False)
+            self.notify(
+                f"{len(bad)} lines skipped (lines {bad[0].line}–{bad[-1].line}); {first}",
+                title="Lines skipped",
+                severity="warning",
+                markup=False,
+            )
 
     def _forget_verdicts_from(self, kept: int) -> None:
         """The file was truncated or rotated: a suspect or decisive step that is no longer
@@ -267,28 +300,36 @@ class LiveTraceScreen(TraceScreen):
             self.decisive = ev
             self._mark()
             if first:
-                self.notify(f"step {clean(ev.step)} [{clean(ev.agent)}] {clean(ev.mode or '?')}: "
-                            f"{clean(one_line(ev.reason, 200))}   (s goes there)",
-                            title=f"Decisive error ({clean(ev.protocol)})", severity="error",
-                            timeout=20, markup=False)
+                self.notify(
+                    f"step {clean(ev.step)} [{clean(ev.agent)}] {clean(ev.mode or '?')}: "
+                    f"{clean(one_line(ev.reason, 200))}   (s goes there)",
+                    title=f"Decisive error ({clean(ev.protocol)})",
+                    severity="error",
+                    timeout=20,
+                    markup=False,
+                )
         elif isinstance(ev, StepJudged):
             verdict = f"yes, {ev.mode or '?'}" if ev.decisive else "no"
             self.news = f"judged step {ev.step}: {verdict}"
         elif isinstance(ev, BudgetExhausted):
             self.judging = f"judging stopped: {ev.limit} budget spent"
-            self.notify(f"Budget exhausted ({ev.limit}): {ev.usage.calls} calls; judging stopped.",
-                        severity="warning", timeout=10, markup=False)
+            self.notify(
+                f"Budget exhausted ({ev.limit}): {ev.usage.calls} calls; judging stopped.",
+                severity="warning",
+                timeout=10,
+                markup=False,
+            )
         elif isinstance(ev, JudgeFailed):
             self.judging = "judging failed"
-            self.notify(clean(one_line(ev.message, 300)), title="Judge failed", severity="error",
-                        timeout=12, markup=False)
+            self.notify(
+                clean(one_line(ev.message, 300)), title="Judge failed", severity="error", timeout=12, markup=False
+            )
         elif isinstance(ev, RunEnded):
             self.ended = ev.reason
             self.news = f"run ended ({ev.reason}) after {plural(ev.step_count, 'step')}"
         elif isinstance(ev, FinalVerdict):
             a = ev.attribution
-            self.news = (f"final verdict ({a.protocol}): step {a.step or '?'} [{a.agent or '?'}] "
-                         f"{a.mode or '?'}")
+            self.news = f"final verdict ({a.protocol}): step {a.step or '?'} [{a.agent or '?'}] {a.mode or '?'}"
             self.notify(clean(one_line(self.news, 300)), title="Final verdict", markup=False)
         elif isinstance(ev, TraceEvicted):
             self.news = "left the receiver's memory (kept on disk)"
@@ -305,8 +346,7 @@ class LiveTraceScreen(TraceScreen):
         kept = min(kept, len(trace.steps))
         base = [i for i in steps.shown if i < kept]
         flt = self.step_filter
-        shown = base + [i for i in range(kept, len(trace.steps))
-                        if not flt.active or flt.keeps(trace.steps[i])]
+        shown = base + [i for i in range(kept, len(trace.steps)) if not flt.active or flt.keeps(trace.steps[i])]
         if at_end or current is None:
             cursor = len(shown) - 1
         elif current < kept:
@@ -359,8 +399,7 @@ class LiveTraceScreen(TraceScreen):
     def action_jump_suspect(self) -> None:
         ev = self.decisive or self.suspect
         if ev is None:
-            self.notify("No suspect step yet." if self.judged else "Live judging is off (--no-judge).",
-                        markup=False)
+            self.notify("No suspect step yet." if self.judged else "Live judging is off (--no-judge).", markup=False)
             return
         if 0 <= ev.index < len(self.trace.steps):
             self._go_to_step(ev.index)

@@ -120,8 +120,7 @@ class MediaModal(ModalScreen[None]):
             px = max(cols * cw, rows * ch)
         return max(64, min(FULL_MAX_SIDE, px))
 
-    @work(thread=True, exclusive=True, group="media-modal", exit_on_error=False,
-          description="load the full-size image")
+    @work(thread=True, exclusive=True, group="media-modal", exit_on_error=False, description="load the full-size image")
     def load_full(self, index: int, entry: Entry, max_side: int) -> None:
         """Decode entry ``index`` at ``max_side`` (thread worker)."""
         worker = get_current_worker()
@@ -131,8 +130,9 @@ class MediaModal(ModalScreen[None]):
                 image = imaging.pil_from_jpeg(entry.jpeg, max_side)
                 detail = f"{width}×{height}"
             else:
-                preview = load_image(entry.ref, self.trace, max_side=max_side, thumbnail=False,
-                                     cancelled=lambda: worker.is_cancelled)
+                preview = load_image(
+                    entry.ref, self.trace, max_side=max_side, thumbnail=False, cancelled=lambda: worker.is_cancelled
+                )
                 image = imaging.pil_from_jpeg(preview.jpeg)
                 detail = preview.size_text()
         except Exception as exc:  # a bad image is an error line, never a crash

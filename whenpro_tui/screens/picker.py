@@ -56,8 +56,7 @@ class FacetPicker(ModalScreen[Choice | None]):
     FacetPicker #picker-help { color: $text-muted; }
     """
 
-    def __init__(self, title: str, facets: dict[str, list[tuple[str, int]]],
-                 chosen: Choice | None = None) -> None:
+    def __init__(self, title: str, facets: dict[str, list[tuple[str, int]]], chosen: Choice | None = None) -> None:
         super().__init__()
         self.title_text = title
         self.facets = facets
@@ -66,9 +65,9 @@ class FacetPicker(ModalScreen[Choice | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(Text(self.title_text, style="bold"))
-            yield Static(Text("nothing ticked = all · space/enter: tick · a: apply · c: clear · "
-                              "esc: cancel"),
-                         id="picker-help")
+            yield Static(
+                Text("nothing ticked = all · space/enter: tick · a: apply · c: clear · esc: cancel"), id="picker-help"
+            )
             with VerticalScroll():
                 for facet, values in self.facets.items():
                     if not values:
@@ -76,9 +75,9 @@ class FacetPicker(ModalScreen[Choice | None]):
                     yield Static(Text(facet), classes="facet-title")
                     chosen = self.chosen.get(facet, frozenset())
                     yield TickList(
-                        *(Selection(Text(f"{clean(v)}  ({n:,})"), v, v in chosen)
-                          for v, n in values),
-                        id=f"facet-{facet}")
+                        *(Selection(Text(f"{clean(v)}  ({n:,})"), v, v in chosen) for v, n in values),
+                        id=f"facet-{facet}",
+                    )
         yield FittedFooter()
 
     def on_mount(self) -> None:

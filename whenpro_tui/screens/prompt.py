@@ -23,8 +23,7 @@ class PromptScreen(ModalScreen[str | None]):
     PromptScreen Input { width: 1fr; }
     """
 
-    def __init__(self, label: str, *, placeholder: str = "", value: str = "",
-                 input_id: str = "prompt-input") -> None:
+    def __init__(self, label: str, *, placeholder: str = "", value: str = "", input_id: str = "prompt-input") -> None:
         super().__init__()
         self.label = label
         self.placeholder = placeholder

@@ -65,8 +65,10 @@ class ReplayScreen(Screen[None]):
         step = plan.trace.steps[plan.index]
         title = Text("Replay ", style="bold")
         title.append(clean(plan.trace.id), style="bold")
-        title.append(f" · {plan.mode} at step {clean(step.coord or '#' + str(plan.index))} ({clean(step.agent)})"
-                     f" · {clean(plan.generated.generator)} · executor {clean(one_line(plan.executor.name, 60))}")
+        title.append(
+            f" · {plan.mode} at step {clean(step.coord or '#' + str(plan.index))} ({clean(step.agent)})"
+            f" · {clean(plan.generated.generator)} · executor {clean(one_line(plan.executor.name, 60))}"
+        )
         yield Static(title, id="rp-title", markup=False)
         yield Static(id="rp-status", markup=False)
         with Horizontal(id="rp-panes"):
@@ -104,8 +106,17 @@ class ReplayScreen(Screen[None]):
             self.post_message(ReplayStep(step.model_copy(deep=True)))
 
         try:
-            result = inject(plan.trace, plan.index, plan.mode, PreparedGenerator(plan.generated, plan.index, plan.mode),
-                            plan.executor, seed=plan.seed, timeout=self.timeout, on_step=on_step, cancel=cancel)
+            result = inject(
+                plan.trace,
+                plan.index,
+                plan.mode,
+                PreparedGenerator(plan.generated, plan.index, plan.mode),
+                plan.executor,
+                seed=plan.seed,
+                timeout=self.timeout,
+                on_step=on_step,
+                cancel=cancel,
+            )
         except WhenproError as exc:
             self.post_message(ReplayFinished(None, exc.one_line(), cancel.is_set()))
             return
@@ -124,8 +135,12 @@ class ReplayScreen(Screen[None]):
         self._ticker.stop()
         steps = self.query_one(ReplayList)
         if message.cancelled:
-            self.notify(f"Replay cancelled: the executor was stopped after {steps.new_count} new step(s). "
-                        "Nothing was saved.", title="Injection", severity="warning", timeout=8)
+            self.notify(
+                f"Replay cancelled: the executor was stopped after {steps.new_count} new step(s). Nothing was saved.",
+                title="Injection",
+                severity="warning",
+                timeout=8,
+            )
             self.dismiss(None)
             return
         if message.result is None:
@@ -136,8 +151,14 @@ class ReplayScreen(Screen[None]):
         from whenpro_tui.screens.diff import DiffScreen
 
         result = message.result
-        self.app.switch_screen(DiffScreen(self.plan.trace, result.counterfactual,  # type: ignore[attr-defined]
-                                          result.verdict, slots=self.slots))  # type: ignore[attr-defined]
+        self.app.switch_screen(
+            DiffScreen(
+                self.plan.trace,
+                result.counterfactual,  # type: ignore[attr-defined]
+                result.verdict,
+                slots=self.slots,
+            )
+        )  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ view
 
@@ -147,12 +168,16 @@ class ReplayScreen(Screen[None]):
         if error is not None:
             text = Text(f"Replay failed after {seconds:.1f} s: {clean(error)}  (esc: back)", style="bold #ff5f5f")
         elif self.state == "cancelling":
-            text = Text(f"Cancelling: stopping the executor… ({steps.new_count} new step(s) so far)",
-                        style="bold #ffaf5f")
+            text = Text(
+                f"Cancelling: stopping the executor… ({steps.new_count} new step(s) so far)", style="bold #ffaf5f"
+            )
         else:
             injected = "⚑ replayed" if len(steps.steps) > steps.prefix_len else "⚑ replacing"
-            text = Text(f"Running · {steps.prefix_len} recorded · {injected} · {steps.new_count} new step(s) · "
-                        f"{seconds:.0f} s · esc cancels", style="bold")
+            text = Text(
+                f"Running · {steps.prefix_len} recorded · {injected} · {steps.new_count} new step(s) · "
+                f"{seconds:.0f} s · esc cancels",
+                style="bold",
+            )
         self.query_one("#rp-status", Static).update(text)
 
     @on(VirtualList.Highlighted, "#rp-steps")

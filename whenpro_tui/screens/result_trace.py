@@ -26,8 +26,14 @@ class ResultTraceScreen(TraceScreen):
         Binding("p", "jump_prediction", "Go to predicted step"),
     ]
 
-    def __init__(self, trace: Trace, records: dict[str, Record], *,
-                 siblings: list[str] | None = None, position: int | None = None) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        records: dict[str, Record],
+        *,
+        siblings: list[str] | None = None,
+        position: int | None = None,
+    ) -> None:
         self.records = records
         self.taxonomy = Taxonomy.builtin()
         self.predicted: int | None = None
@@ -56,8 +62,11 @@ class ResultTraceScreen(TraceScreen):
         if self.predicted is None:
             record = self._record()
             pred = record.prediction if record is not None else None
-            what = "no prediction" if pred is None or not pred.step else \
-                f"a predicted step ({pred.step}) that is not in this trace"
+            what = (
+                "no prediction"
+                if pred is None or not pred.step
+                else f"a predicted step ({pred.step}) that is not in this trace"
+            )
             self.notify(f"This record has {what}.", severity="warning", markup=False)
             return
         self._go_to_step(self.predicted)

@@ -21,8 +21,16 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from whenpro_core.bench.aggregate import DIMENSIONS
-from whenpro_core.bench.explore import (DIMENSION_TITLES, Column, Results, TableRow, columns,
-                                        dataset_index, load_results, table_rows)
+from whenpro_core.bench.explore import (
+    DIMENSION_TITLES,
+    Column,
+    Results,
+    TableRow,
+    columns,
+    dataset_index,
+    load_results,
+    table_rows,
+)
 from whenpro_core.errors import WhenproError
 from whenpro_core.textsafe import clean, plural
 from whenpro_tui.commands import collect_bindings
@@ -66,8 +74,7 @@ class ResultsScreen(Leaving, Screen[None]):
         *LEAVE_BINDINGS,  # q back (quit on the first screen); escape never quits
     ]
 
-    def __init__(self, paths: list[str], *, dataset: str | None = None,
-                 is_root: bool = False) -> None:
+    def __init__(self, paths: list[str], *, dataset: str | None = None, is_root: bool = False) -> None:
         super().__init__()
         self.paths = [str(p) for p in paths]
         self.dataset = dataset
@@ -81,8 +88,7 @@ class ResultsScreen(Leaving, Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="res-title", markup=False)
         yield Static(id="res-tabs", markup=False)
-        yield ResultsTable(id="res-table", cursor_type="cell", zebra_stripes=True,
-                           fixed_columns=LEAD)
+        yield ResultsTable(id="res-table", cursor_type="cell", zebra_stripes=True, fixed_columns=LEAD)
         yield Static(id="res-hint", markup=False)
         yield FittedFooter()
 
@@ -120,22 +126,28 @@ class ResultsScreen(Leaving, Screen[None]):
         if message.error:
             self._title("could not be read")
             self.query_one("#res-hint", Static).update(Text(clean(message.error), style="red"))
-            self.notify(clean(message.error), title="Could not read results", severity="error",
-                        timeout=15, markup=False)
+            self.notify(
+                clean(message.error), title="Could not read results", severity="error", timeout=15, markup=False
+            )
             return
         self.results = message.results
         if self.results.problems:
-            self.notify(f"{len(self.results.problems):,} lines skipped (not bench records), "
-                        f"e.g. {clean(self.results.problems[0])}", severity="warning", timeout=10,
-                        markup=False)
+            self.notify(
+                f"{len(self.results.problems):,} lines skipped (not bench records), "
+                f"e.g. {clean(self.results.problems[0])}",
+                severity="warning",
+                timeout=10,
+                markup=False,
+            )
         self._show()
 
     def on_dataset_indexed(self, message: DatasetIndexed) -> None:
         message.stop()
         self.by_id = message.by_id
         if message.error:
-            self.notify(clean(message.error), title="Could not list the dataset",
-                        severity="warning", timeout=10, markup=False)
+            self.notify(
+                clean(message.error), title="Could not list the dataset", severity="warning", timeout=10, markup=False
+            )
 
     # ------------------------------------------------------------------ showing
 
@@ -145,8 +157,10 @@ class ResultsScreen(Leaving, Screen[None]):
         if self.results is not None:
             r = self.results
             n = len(r.report.groups)
-            text.append(f"   {plural(len(r.records), 'record')} · {plural(n, 'setting')} · "
-                        f"step tolerance ±{r.tolerance}", style="dim")
+            text.append(
+                f"   {plural(len(r.records), 'record')} · {plural(n, 'setting')} · step tolerance ±{r.tolerance}",
+                style="dim",
+            )
         if self.dataset:
             text.append(f"   dataset {clean(self.dataset)}", style="dim")
         if status:
@@ -174,23 +188,23 @@ class ResultsScreen(Leaving, Screen[None]):
         self.rows = table_rows(results, self.dimension)
         table.clear(columns=True)
         table.add_column("setting", key="setting")
-        table.add_column(DIMENSION_TITLES[self.dimension] if self.dimension != "modality"
-                         else "modality", key="value")
+        table.add_column(DIMENSION_TITLES[self.dimension] if self.dimension != "modality" else "modality", key="value")
         for col in self.cols:
             table.add_column(Text(col.title, justify="right"), key=col.key)
         previous = None
         for i, row in enumerate(self.rows):
             label = clean(row.label) if row.label != previous else ""
             previous = row.label
-            value = Text("composite" if row.composite else clean(row.value),
-                         style="bold" if row.composite else "")
-            cells = [Text(c, justify="right", style="bold" if row.composite else "")
-                     for c in (row.cell(col) for col in self.cols)]
+            value = Text("composite" if row.composite else clean(row.value), style="bold" if row.composite else "")
+            cells = [
+                Text(c, justify="right", style="bold" if row.composite else "")
+                for c in (row.cell(col) for col in self.cols)
+            ]
             table.add_row(Text(label, style="bold"), value, *cells, key=str(i))
         if not self.rows:
             self.query_one("#res-hint", Static).update(
-                Text("No scored traces in these results (every record failed or had no "
-                     "ground truth).", style="yellow"))
+                Text("No scored traces in these results (every record failed or had no ground truth).", style="yellow")
+            )
             return
         if where is not None:
             table.move_cursor(row=min(where.row, len(self.rows) - 1), column=where.column)
@@ -223,9 +237,9 @@ class ResultsScreen(Leaving, Screen[None]):
             what = f"{row.metrics.n:,} scored traces"
         else:
             what = f"{col.title} {row.cell(col)} over {plural(row.metrics.n, 'trace')}"
-        self.query_one("#res-hint", Static).update(Text.assemble(
-            (clean(row.label), "bold"), f" · {clean(where)} · {what}",
-            ("   enter: list them", "dim")))
+        self.query_one("#res-hint", Static).update(
+            Text.assemble((clean(row.label), "bold"), f" · {clean(where)} · {what}", ("   enter: list them", "dim"))
+        )
 
     # ------------------------------------------------------------------ actions
 

@@ -14,8 +14,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from whenpro_core.bench.explore import (Column, Outcome, Results, TableRow, cell_outcomes,
-                                        cell_summary, resolve_ref)
+from whenpro_core.bench.explore import Column, Outcome, Results, TableRow, cell_outcomes, cell_summary, resolve_ref
 from whenpro_core.textsafe import clean, plural
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import TraceLoaded, TraceLoadFailed, load_trace_message
@@ -40,8 +39,9 @@ class CellScreen(Leaving, Screen[None]):
         *LEAVE_BINDINGS,  # q back (quit on the first screen); escape never quits
     ]
 
-    def __init__(self, results: Results, row: TableRow, column: Column | None, *,
-                 by_id: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, results: Results, row: TableRow, column: Column | None, *, by_id: dict[str, str] | None = None
+    ) -> None:
         super().__init__()
         self.results = results
         self.row = row
@@ -60,7 +60,8 @@ class CellScreen(Leaving, Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#cell-title", Static).update(
-            Text(cell_summary(self.outcomes, self.row, self.column), style="bold"))
+            Text(cell_summary(self.outcomes, self.row, self.column), style="bold")
+        )
         self._refilter()
         self.query_one(OutcomeList).focus()
 
@@ -78,23 +79,21 @@ class CellScreen(Leaving, Screen[None]):
         self.olist.set_outcomes(self.outcomes, shown)
         axis = self.column.title if self.column is not None and self.column.axis else None
         if axis:
-            line = (f"showing {self.show} ({len(shown):,} of {len(self.outcomes):,})   "
-                    f"x: all / wrong / right on {axis}")
+            line = f"showing {self.show} ({len(shown):,} of {len(self.outcomes):,})   x: all / wrong / right on {axis}"
         else:
             line = f"{plural(len(shown), 'trace')}   (pick a metric column to see right and wrong on it)"
         self.query_one("#cell-filter", Static).update(Text(line, style="dim"))
-        self.query_one("#cell-columns", Static).update(
-            Text(self.olist.header_line(), style="bold dim"))
+        self.query_one("#cell-columns", Static).update(Text(self.olist.header_line(), style="bold dim"))
         self._count()
 
     def _count(self, status: str = "") -> None:
-        text = "✓ right  ✗ wrong  · not scored   A agent · S step · M mode · J joint   " \
-               "enter: open the trace"
+        text = "✓ right  ✗ wrong  · not scored   A agent · S step · M mode · J joint   enter: open the trace"
         if not self.outcomes:
             counts = self.column.counts if self.column is not None else "all"
-            text = {"with_mode": "No trace here has a gold failure mode: this metric counts none.",
-                    "multi_agent": "No trace here is of a multi-agent framework: the Agent metric "
-                                   "counts none."}.get(counts, "No scored trace here.")
+            text = {
+                "with_mode": "No trace here has a gold failure mode: this metric counts none.",
+                "multi_agent": "No trace here is of a multi-agent framework: the Agent metric counts none.",
+            }.get(counts, "No scored trace here.")
         self.query_one("#cell-count", Static).update(Text(status or text, style="dim"))
 
     def action_show_next(self) -> None:
@@ -119,8 +118,7 @@ class CellScreen(Leaving, Screen[None]):
         self._count(f"Opening {clean(o.trace_id)}…")
         self.open_trace(resolve_ref(o.record, self.by_id), self.olist.cursor)
 
-    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False,
-          description="open a trace")
+    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False, description="open a trace")
     def open_trace(self, ref: str, position: int) -> None:
         self.post_message(load_trace_message(ref, position))
 
@@ -130,12 +128,11 @@ class CellScreen(Leaving, Screen[None]):
         message.stop()
         self._count()
         refs = self.refs()
-        records = {resolve_ref(self.outcomes[i].record, self.by_id): self.outcomes[i].record
-                   for i in self.olist.shown}
+        records = {resolve_ref(self.outcomes[i].record, self.by_id): self.outcomes[i].record for i in self.olist.shown}
         self.app.show_labels = True  # type: ignore[attr-defined]  # the GT is compared anyway
-        self.app.push_screen(ResultTraceScreen(message.trace, records, siblings=refs,
-                                               position=message.position),
-                             self._trace_closed)
+        self.app.push_screen(
+            ResultTraceScreen(message.trace, records, siblings=refs, position=message.position), self._trace_closed
+        )
 
     def _trace_closed(self, position: int | None) -> None:
         if position is not None:
@@ -144,14 +141,12 @@ class CellScreen(Leaving, Screen[None]):
     def on_trace_load_failed(self, message: TraceLoadFailed) -> None:
         message.stop()
         self._count()
-        self.notify(clean(message.error), title="Could not open trace", severity="error",
-                    timeout=10, markup=False)
+        self.notify(clean(message.error), title="Could not open trace", severity="error", timeout=10, markup=False)
 
     # ------------------------------------------------------------------ help, back
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen("Traces behind a cell", collect_bindings(self),
-                                        markers=False))
+        self.app.push_screen(HelpScreen("Traces behind a cell", collect_bindings(self), markers=False))
 
     def action_back(self) -> None:
         self.dismiss(None)

@@ -53,14 +53,22 @@ class VerdictMenu(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text.assemble(("Review ", "bold"), (clean(self.item.id), "bold cyan")),
-                         markup=False)
-            yield Static(Text("built label: " + label_line(self.item.built, self.taxonomy)),
-                         markup=False)
-            yield Static(Text.assemble(("a", "bold cyan"), " accept   ", ("x", "bold cyan"),
-                                       " reject (with a reason)   ", ("r", "bold cyan"),
-                                       " relabel agent / step / mode   ", ("esc", "bold cyan"),
-                                       " cancel"), markup=False, id="verdict-keys")
+            yield Static(Text.assemble(("Review ", "bold"), (clean(self.item.id), "bold cyan")), markup=False)
+            yield Static(Text("built label: " + label_line(self.item.built, self.taxonomy)), markup=False)
+            yield Static(
+                Text.assemble(
+                    ("a", "bold cyan"),
+                    " accept   ",
+                    ("x", "bold cyan"),
+                    " reject (with a reason)   ",
+                    ("r", "bold cyan"),
+                    " relabel agent / step / mode   ",
+                    ("esc", "bold cyan"),
+                    " cancel",
+                ),
+                markup=False,
+                id="verdict-keys",
+            )
         yield FittedFooter()
 
     def action_choose(self, verdict: str) -> None:
@@ -77,17 +85,27 @@ class DecisionDialog(ModalScreen[ValidationEntry | None]):
         Binding("ctrl+s", "save", "Save", priority=True),
         Binding("escape", "cancel", "Cancel"),
     ]
-    DEFAULT_CSS = _DIALOG_CSS.format(name="DecisionDialog") + """
+    DEFAULT_CSS = (
+        _DIALOG_CSS.format(name="DecisionDialog")
+        + """
     DecisionDialog Horizontal.row { height: auto; margin-top: 1; }
     DecisionDialog Label { width: 8; padding: 0 1 0 0; text-style: bold; }
     DecisionDialog Select { width: 1fr; }
     DecisionDialog Input { width: 1fr; }
     DecisionDialog #decision-error { color: $error; height: auto; }
     """
+    )
 
-    def __init__(self, root: str | Path, item: ReviewItem, verdict: str, *,
-                 choices: RelabelChoices | None = None, step: str | None = None,
-                 taxonomy=None) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        item: ReviewItem,
+        verdict: str,
+        *,
+        choices: RelabelChoices | None = None,
+        step: str | None = None,
+        taxonomy=None,
+    ) -> None:
         super().__init__()
         self.root = Path(root)
         self.item = item
@@ -100,42 +118,52 @@ class DecisionDialog(ModalScreen[ValidationEntry | None]):
         title = {"accept": "Accept", "reject": "Reject", "relabel": "Relabel"}[self.verdict]
         blink = getattr(self.app, "cursor_blink", True)
         with Vertical():
-            yield Static(Text.assemble((f"{title} ", "bold"), (clean(self.item.id), "bold cyan")),
-                         markup=False)
-            yield Static(Text("built label: " + label_line(self.item.built, self.taxonomy), style="dim"),
-                         markup=False)
+            yield Static(Text.assemble((f"{title} ", "bold"), (clean(self.item.id), "bold cyan")), markup=False)
+            yield Static(Text("built label: " + label_line(self.item.built, self.taxonomy), style="dim"), markup=False)
             if self.verdict == "relabel" and self.choices is not None:
                 c = self.choices
                 built = c.built
                 with Horizontal(classes="row"):
                     yield Label("agent")
-                    yield Select([(Text(clean(a)), a) for a in c.agents], value=built.agent
-                                 if built.agent in c.agents else Select.NULL,
-                                 allow_blank=built.agent not in c.agents, id="relabel-agent",
-                                 compact=True)
+                    yield Select(
+                        [(Text(clean(a)), a) for a in c.agents],
+                        value=built.agent if built.agent in c.agents else Select.NULL,
+                        allow_blank=built.agent not in c.agents,
+                        id="relabel-agent",
+                        compact=True,
+                    )
                 steps = [s for s, _, _ in c.steps]
                 pick = self.step if self.step in steps else built.step
                 with Horizontal(classes="row"):
                     yield Label("step")
-                    yield Select([(Text(one_line(f"{s}  {a}: {summary}", 44)), s) for s, a, summary in c.steps],
-                                 value=pick if pick in steps else Select.NULL,
-                                 allow_blank=pick not in steps, id="relabel-step", compact=True)
+                    yield Select(
+                        [(Text(one_line(f"{s}  {a}: {summary}", 44)), s) for s, a, summary in c.steps],
+                        value=pick if pick in steps else Select.NULL,
+                        allow_blank=pick not in steps,
+                        id="relabel-step",
+                        compact=True,
+                    )
                 codes = [code for code, _ in c.modes]
                 with Horizontal(classes="row"):
                     yield Label("mode")
-                    yield Select([(Text(clean(f"{code} {name}")), code) for code, name in c.modes],
-                                 value=built.mode if built.mode in codes else Select.NULL,
-                                 allow_blank=built.mode not in codes, id="relabel-mode",
-                                 compact=True)
+                    yield Select(
+                        [(Text(clean(f"{code} {name}")), code) for code, name in c.modes],
+                        value=built.mode if built.mode in codes else Select.NULL,
+                        allow_blank=built.mode not in codes,
+                        id="relabel-mode",
+                        compact=True,
+                    )
             with Horizontal(classes="row"):
                 yield Label("reason")
-                box = Input(placeholder="why (required)" if self.verdict != "accept" else
-                            "a note (optional)", id="decision-reason", compact=True)
+                box = Input(
+                    placeholder="why (required)" if self.verdict != "accept" else "a note (optional)",
+                    id="decision-reason",
+                    compact=True,
+                )
                 box.cursor_blink = blink
                 yield box
             yield Static(id="decision-error", markup=False)
-            yield Static(Text("enter or ctrl+s: save · escape: cancel · tab: next field",
-                              style="dim"), markup=False)
+            yield Static(Text("enter or ctrl+s: save · escape: cancel · tab: next field", style="dim"), markup=False)
         yield FittedFooter()
 
     def on_mount(self) -> None:
@@ -158,20 +186,20 @@ class DecisionDialog(ModalScreen[ValidationEntry | None]):
         kw: dict[str, str | None] = {}
         if self.verdict == "relabel":
             built = self.item.built
-            agent, step, mode = (self._value("relabel-agent"), self._value("relabel-step"),
-                                 self._value("relabel-mode"))
+            agent, step, mode = (self._value("relabel-agent"), self._value("relabel-step"), self._value("relabel-mode"))
             # only what changed is sent: the step decides the agent unless the agent changed too
-            kw = {"agent": agent if agent != built.agent else None,
-                  "step": step if step != built.step else None,
-                  "mode": mode if mode != built.mode else None}
+            kw = {
+                "agent": agent if agent != built.agent else None,
+                "step": step if step != built.step else None,
+                "mode": mode if mode != built.mode else None,
+            }
             if reason.strip() and not any(kw.values()):
                 self._failed("choose a new agent, step or mode (or escape and accept)")
                 return
         self.query_one("#decision-error", Static).update(Text("saving…", style="dim"))
         self.save(reason, kw)
 
-    @work(thread=True, exclusive=True, group="decision", exit_on_error=False,
-          description="save the review decision")
+    @work(thread=True, exclusive=True, group="decision", exit_on_error=False, description="save the review decision")
     def save(self, reason: str, kw: dict) -> None:
         try:
             entry = validate.record(self.root, self.item.id, self.verdict, reason, **kw)

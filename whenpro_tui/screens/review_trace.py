@@ -36,16 +36,14 @@ class ReviewBar(Static):
                 text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
-    def show_item(self, item: ReviewItem | None, position: int, total: int, counts: dict,
-                  taxonomy=None) -> None:
+    def show_item(self, item: ReviewItem | None, position: int, total: int, counts: dict, taxonomy=None) -> None:
         """Show ``item`` (number ``position + 1`` of ``total``)."""
         if item is None:
             self.update(Text("This trace is not one of the dataset's review items.", style="dim"))
             return
         text = Text()
         text.append(f"Review {position + 1:,} of {total:,}  ", style="bold")
-        text.append(STATUS_MARKS.get(item.status, "?") + " " + item.status,
-                    style=STATUS_STYLES.get(item.status))
+        text.append(STATUS_MARKS.get(item.status, "?") + " " + item.status, style=STATUS_STYLES.get(item.status))
         text.append("   built label: ", style="dim")
         text.append(label_line(item.built, taxonomy), style="bold")
         text.append("\n")
@@ -70,8 +68,7 @@ class ReviewTraceScreen(TraceScreen):
         Binding("v", "review", "Accept/reject/relabel"),
     ]
 
-    def __init__(self, trace: Trace, review: "ValidationScreen", *, siblings: list[str],
-                 position: int | None) -> None:
+    def __init__(self, trace: Trace, review: ValidationScreen, *, siblings: list[str], position: int | None) -> None:
         self.review = review
         super().__init__(trace, siblings=siblings, position=position)
 
@@ -94,8 +91,9 @@ class ReviewTraceScreen(TraceScreen):
             self._go_to_step(idx)
 
     def _show_bar(self) -> None:
-        self.query_one(ReviewBar).show_item(self.item, self.position or 0, len(self.review.items),
-                                            self.review.counts, self.review.taxonomy)
+        self.query_one(ReviewBar).show_item(
+            self.item, self.position or 0, len(self.review.items), self.review.counts, self.review.taxonomy
+        )
 
     def action_review(self) -> None:
         item = self.item
@@ -117,8 +115,7 @@ class ReviewTraceScreen(TraceScreen):
         self._show_bar()
         if item is None or item.id != trace_id:
             return
-        self.notify(f"Saved: {clean(item.status)} {clean(item.id)} · "
-                    f"{progress_line(self.review.counts)}", markup=False)
+        self.notify(f"Saved: {clean(item.status)} {clean(item.id)} · {progress_line(self.review.counts)}", markup=False)
         nxt = next_pending(self.review.items, self.position or 0)
         if nxt is None:
             self.notify(f"All {len(self.review.items):,} traces have a decision.", timeout=8, markup=False)

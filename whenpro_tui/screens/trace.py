@@ -23,8 +23,7 @@ from whenpro_core.errors import WhenproError
 from whenpro_core.export import write_export
 from whenpro_core.gcpause import release_long_lived
 from whenpro_core.model import Trace
-from whenpro_core.search import (SearchResult, StepFilter, filter_steps, gt_step_index,
-                                 same_agent_step)
+from whenpro_core.search import SearchResult, StepFilter, filter_steps, gt_step_index, same_agent_step
 from whenpro_core.stepview import TextOptions, step_as_text
 from whenpro_core.textsafe import clean, human_size, plural
 from whenpro_core.traceview import agent_slots, trace_header, unlabelled_id
@@ -51,8 +50,7 @@ from whenpro_tui.widgets.virtual_list import VirtualList
 COPY_LIMIT = 1_000_000
 
 
-class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountPrefix, Leaving,
-                  Screen[int | None]):
+class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountPrefix, Leaving, Screen[int | None]):
     """One trace (see module docstring). Dismisses with its position among its
     siblings, so the library can follow."""
 
@@ -103,8 +101,9 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         *LEAVE_BINDINGS,  # q back (quit on the first screen); escape closes, never quits
     ]
 
-    def __init__(self, trace: Trace, *, siblings: list[str] | None = None,
-                 position: int | None = None, is_root: bool = False) -> None:
+    def __init__(
+        self, trace: Trace, *, siblings: list[str] | None = None, position: int | None = None, is_root: bool = False
+    ) -> None:
         super().__init__()
         self.trace = trace
         self.trace_refs = siblings or []
@@ -201,16 +200,15 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         notes = trace.extras.get("whenpro_warnings") or []
         if notes:  # e.g. skipped bad lines: what the CLI prints on stderr
             more = f" (and {len(notes) - 1} more)" if len(notes) > 1 else ""
-            self.notify(clean(str(notes[0])) + more, title="Imported with warnings",
-                        severity="warning", timeout=10)
+            self.notify(clean(str(notes[0])) + more, title="Imported with warnings", severity="warning", timeout=10)
 
     def _render_header(self) -> None:
         pos = ""
         if self.trace_refs and self.position is not None:
             pos = f"trace {self.position + 1:,}/{len(self.trace_refs):,}"
-        self.query_one(TraceHeaderView).show(self.header_model, self.slots,
-                                             show_labels=self.show_labels,
-                                             task_expanded=self.task_expanded, position=pos)
+        self.query_one(TraceHeaderView).show(
+            self.header_model, self.slots, show_labels=self.show_labels, task_expanded=self.task_expanded, position=pos
+        )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "trace" and not self.trace_refs:
@@ -236,17 +234,26 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         idx = self.steps.step_index
         detail = self.query_one(StepDetail)
         if idx is None:
-            detail.show_empty("No step to show." if not self.trace.steps
-                              else "Every step is filtered out (F clears the filter).")
+            detail.show_empty(
+                "No step to show." if not self.trace.steps else "Every step is filtered out (F clears the filter)."
+            )
             self.show_media(None)  # tuimedia
             self._update_status()
             return
         step = self.trace.steps[idx]
         row = self.steps.row_model(idx)
         query = self.search.query if self.search and idx in self.search.fields else ""
-        detail.show_step(step, row, DetailOptions(
-            show_labels=self.show_labels, raw=self.raw, level=self.levels.get(idx, 0),
-            query=query, agent_slot=self.slots.get(row.agent)))
+        detail.show_step(
+            step,
+            row,
+            DetailOptions(
+                show_labels=self.show_labels,
+                raw=self.raw,
+                level=self.levels.get(idx, 0),
+                query=query,
+                agent_slot=self.slots.get(row.agent),
+            ),
+        )
         self.show_media(idx)  # tuimedia
         self._update_status()
 
@@ -264,8 +271,10 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         if self.search is not None:
             rank = self.search.position(idx) if idx is not None else None
             where = f"{rank} of " if rank else ""
-            parts.append(f"/{self.search.query}: {where}{plural(len(self.search.steps), 'step')} "
-                         f"({plural(self.search.matches, 'hit')})")
+            parts.append(
+                f"/{self.search.query}: {where}{plural(len(self.search.steps), 'step')} "
+                f"({plural(self.search.matches, 'hit')})"
+            )
         self.query_one("#status", Static).update(Text(" · ".join(parts)), layout=False)
 
     def _go_to_step(self, idx: int, *, center: bool = True) -> None:
@@ -273,8 +282,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         pos = self.steps.position_of(idx)
         if pos is None:
             self.step_filter = StepFilter()
-            self.steps.set_shown(filter_steps(self.trace.steps, self.step_filter),
-                                 cursor=idx)
+            self.steps.set_shown(filter_steps(self.trace.steps, self.step_filter), cursor=idx)
             self.notify("Filter cleared to show that step.")
             pos = idx
         self.steps.move_cursor(pos, center=center)
@@ -310,8 +318,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
             return
         target = idx
         for _ in range(min(self.take_count(), len(self.trace.steps))):
-            step_to = same_agent_step(self.trace.steps, target, backwards=direction < 0,
-                                      allowed=self.steps.shown)
+            step_to = same_agent_step(self.trace.steps, target, backwards=direction < 0, allowed=self.steps.shown)
             if step_to is None:
                 break
             target = step_to
@@ -367,8 +374,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         self._wanted = position
         self._load_sibling(position)
 
-    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False,
-          description="open a sibling trace")
+    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False, description="open a sibling trace")
     def _load_sibling(self, position: int) -> None:
         self.post_message(load_trace_message(self.trace_refs[position], position))
 
@@ -385,8 +391,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         if message.position is not None and message.position != self._wanted:
             return
         self._wanted = None
-        self.notify(clean(message.error), title="Could not open trace", severity="error",
-                    timeout=10)
+        self.notify(clean(message.error), title="Could not open trace", severity="error", timeout=10)
 
     def on_siblings_found(self, message: SiblingsFound) -> None:
         self.trace_refs = message.refs
@@ -406,8 +411,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
             self.notify("The whole step is shown.")
             return
         if level >= len(LEVELS) - 1:
-            self.notify("Display cap reached: press e to read the rest in $EDITOR.",
-                        severity="warning")
+            self.notify("Display cap reached: press e to read the rest in $EDITOR.", severity="warning")
             return
         self.levels[idx] = level + 1
         self._show_current()
@@ -428,8 +432,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
 
     def action_scroll_detail(self, direction: int) -> None:
         body = self.query_one(StepDetail).body
-        body.scroll_relative(y=direction * self.take_count() * max(1, body.size.height // 2),
-                             animate=False)
+        body.scroll_relative(y=direction * self.take_count() * max(1, body.size.height // 2), animate=False)
 
     def action_resize(self, delta: int) -> None:
         """Grow or shrink the step list (its width, or its height when stacked)."""
@@ -453,9 +456,12 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         idx = self.steps.step_index
         if idx is None:
             return None
-        return step_as_text(self.trace.steps[idx],
-                            TextOptions(show_labels=self.show_labels, max_chars=max_chars,
-                                        extra_header=[f"Trace: {clean(self.trace.id)}"]))
+        return step_as_text(
+            self.trace.steps[idx],
+            TextOptions(
+                show_labels=self.show_labels, max_chars=max_chars, extra_header=[f"Trace: {clean(self.trace.id)}"]
+            ),
+        )
 
     def action_edit(self) -> None:
         text = self._step_text()
@@ -473,43 +479,50 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         report = copy_text(self.app, text, name=f"{self.trace.id}-step-{coord}")
         full = self._step_text() if len(text) >= COPY_LIMIT else None  # cut only at the limit
         if full is not None and len(full) > len(text):
-            self.notify(f"Copied only the first {human_size(COPY_LIMIT)} of step {coord} "
-                        f"({human_size(len(full))}). e opens it all in $EDITOR. "
-                        + report.message("it"), severity="warning", timeout=10)
+            self.notify(
+                f"Copied only the first {human_size(COPY_LIMIT)} of step {coord} "
+                f"({human_size(len(full))}). e opens it all in $EDITOR. " + report.message("it"),
+                severity="warning",
+                timeout=10,
+            )
         else:
-            self.notify(report.message(f"step {coord} ({human_size(len(text))})"),
-                        timeout=6 if report.tool else 10)
+            self.notify(report.message(f"step {coord} ({human_size(len(text))})"), timeout=6 if report.tool else 10)
 
     # ------------------------------------------------------------------ export
 
     def action_export(self) -> None:
         """Ask where to write a self-contained HTML page of this trace (``x``); a name
         ending in ``.md`` writes bounded Markdown instead."""
-        name = re.sub(r"[^A-Za-z0-9._-]+", "_", self.trace.id if self.show_labels
-                      else unlabelled_id(self.trace.id)).strip("._") or "trace"
+        name = (
+            re.sub(r"[^A-Za-z0-9._-]+", "_", self.trace.id if self.show_labels else unlabelled_id(self.trace.id)).strip(
+                "._"
+            )
+            or "trace"
+        )
 
         def done(text: str | None) -> None:
             if not text or not text.strip():
                 return
             if Path(text.strip()).exists():  # never replace a file from here
-                self.notify(f"{clean(text.strip())} exists: press x and give another name.",
-                            severity="warning", timeout=8)
+                self.notify(
+                    f"{clean(text.strip())} exists: press x and give another name.", severity="warning", timeout=8
+                )
                 return
             self._write_export(text.strip())
 
-        self.app.push_screen(PromptScreen("export to", value=f"{name}.html",
-                                          placeholder="OUT.html (or OUT.md)", input_id="export-input"),
-                             done)
+        self.app.push_screen(
+            PromptScreen(
+                "export to", value=f"{name}.html", placeholder="OUT.html (or OUT.md)", input_id="export-input"
+            ),
+            done,
+        )
 
-    @work(thread=True, exclusive=True, group="export", exit_on_error=False,
-          description="export the trace")
+    @work(thread=True, exclusive=True, group="export", exit_on_error=False, description="export the trace")
     def _write_export(self, out: str) -> None:
         try:
-            path = write_export(self.trace, out, markdown=out.lower().endswith(".md"),
-                                labels=self.show_labels)
+            path = write_export(self.trace, out, markdown=out.lower().endswith(".md"), labels=self.show_labels)
         except WhenproError as exc:
-            self.app.call_from_thread(self.notify, exc.one_line(), title="Export failed",
-                                      severity="error", timeout=10)
+            self.app.call_from_thread(self.notify, exc.one_line(), title="Export failed", severity="error", timeout=10)
             return
         labels = " with labels" if self.show_labels else " (labels left out)"
         self.app.call_from_thread(self.notify, f"Wrote {clean(str(path))}{labels}.", timeout=8)

@@ -20,20 +20,32 @@ from textual.timer import Timer
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
-from whenpro_core.attribution.interactive import (AttributionRequest, MeteredJudge, ProgressView,
-                                                  coord_indexes, make_request, model_choices,
-                                                  progress_view, protocol_notes, run_request,
-                                                  verdict_step_index)
+from whenpro_core.attribution.interactive import (
+    AttributionRequest,
+    MeteredJudge,
+    ProgressView,
+    coord_indexes,
+    make_request,
+    model_choices,
+    progress_view,
+    protocol_notes,
+    run_request,
+    verdict_step_index,
+)
 from whenpro_core.attribution.run import PROTOCOLS, trace_has_gold
 from whenpro_core.errors import WhenproError
 from whenpro_core.model import Attribution, Trace
 from whenpro_core.taxonomy import Taxonomy
 from whenpro_core.textsafe import clean
-from whenpro_tui.messages import (AttributionDone, AttributionFailed, AttributionProgress,
-                                  VerdictSaved, VerdictsLoaded)
+from whenpro_tui.messages import AttributionDone, AttributionFailed, AttributionProgress, VerdictSaved, VerdictsLoaded
 from whenpro_tui.screens.attribute_picker import AttributePicker
-from whenpro_tui.widgets.verdict_panel import (REASON_CAP, SHORT_REASON_CAP, render_progress, render_verdict,
-                                               verdict_style)
+from whenpro_tui.widgets.verdict_panel import (
+    REASON_CAP,
+    SHORT_REASON_CAP,
+    render_progress,
+    render_verdict,
+    verdict_style,
+)
 
 if TYPE_CHECKING:
     from whenpro_core.config import Settings
@@ -51,7 +63,7 @@ class AttributionMixin:
     """Attribute, cancel and browse verdicts (mixed into the trace screen)."""
 
     trace: Trace
-    steps: "StepList"
+    steps: StepList
     show_labels: bool
 
     #: The trace's verdicts, oldest first, and the one shown (``None``: panel hidden).
@@ -110,8 +122,9 @@ class AttributionMixin:
         except OSError as exc:
             error = f"cannot read saved verdicts: {exc.strerror or exc}"
         path = verdicts_path(trace)
-        self.post_message(VerdictsLoaded(_trace_key(trace), verdicts, taxonomy, problems, error,
-                                         str(path) if path else None))
+        self.post_message(
+            VerdictsLoaded(_trace_key(trace), verdicts, taxonomy, problems, error, str(path) if path else None)
+        )
 
     def on_verdicts_loaded(self, message: VerdictsLoaded) -> None:
         if message.key != _trace_key(self.trace):
@@ -122,8 +135,9 @@ class AttributionMixin:
         if message.problems:
             first = clean(message.problems[0])
             more = f" (and {len(message.problems) - 1} more)" if len(message.problems) > 1 else ""
-            self.notify(f"Skipped unreadable saved verdicts: {first}{more}", title="Verdicts",
-                        severity="warning", timeout=10)
+            self.notify(
+                f"Skipped unreadable saved verdicts: {first}{more}", title="Verdicts", severity="warning", timeout=10
+            )
         if message.verdicts:  # a file from repeated CLI runs may hold one verdict many times
             saved = f"saved in {Path(message.path).name}" if message.path else "saved"
             self.verdict_notes.update({id(v): saved for v in message.verdicts})
@@ -162,11 +176,18 @@ class AttributionMixin:
                 self._attr_last = request
                 self.start_attribution(request)
 
-        self.app.push_screen(AttributePicker(
-            protocols=[(p, notes[p]) for p in PROTOCOLS], models=model_choices(settings, self.verdicts),
-            has_gold=trace_has_gold(trace), validate=validate, initial=self._attr_last,
-            settings_error=settings_error,
-            preview=lambda protocol, model, gold: _preview(trace, protocol, model, gold, settings)), chosen)
+        self.app.push_screen(
+            AttributePicker(
+                protocols=[(p, notes[p]) for p in PROTOCOLS],
+                models=model_choices(settings, self.verdicts),
+                has_gold=trace_has_gold(trace),
+                validate=validate,
+                initial=self._attr_last,
+                settings_error=settings_error,
+                preview=lambda protocol, model, gold: _preview(trace, protocol, model, gold, settings),
+            ),
+            chosen,
+        )
 
     # ------------------------------------------------------------------ running
 
@@ -222,10 +243,17 @@ class AttributionMixin:
         if judge is not None:
             usage = judge.usage.model_copy(update={"calls": max(judge.usage.calls, judge.asked)})
         panel = self._verdict_slot()
-        panel.update(render_progress(request, self._attr_view, usage,
-                                     time.perf_counter() - self._attr_started, self._attr_frame,
-                                     judge.retry_note if judge is not None else None),
-                     layout=panel.display is False)
+        panel.update(
+            render_progress(
+                request,
+                self._attr_view,
+                usage,
+                time.perf_counter() - self._attr_started,
+                self._attr_frame,
+                judge.retry_note if judge is not None else None,
+            ),
+            layout=panel.display is False,
+        )
         panel.display = True
 
     def _end_run(self) -> None:
@@ -255,8 +283,9 @@ class AttributionMixin:
         if same is not None:  # a rerun that changes nothing adds nothing (the panel, the file)
             self.verdict_pos = same
             self._apply_verdicts(jump=True)
-            self.notify(f"{summary}: the same as verdict {same + 1}, kept once.",
-                        title=f"Verdict ({clean(verdict.protocol)})")
+            self.notify(
+                f"{summary}: the same as verdict {same + 1}, kept once.", title=f"Verdict ({clean(verdict.protocol)})"
+            )
             return
         self.verdicts = [*self.verdicts, verdict]
         self.verdict_pos = len(self.verdicts) - 1
@@ -275,7 +304,7 @@ class AttributionMixin:
         from whenpro_core.attribution.counterfactual import fixing_replay
         from whenpro_tui.screens.diff import DiffScreen
 
-        model = verdict.model[len("llm-fix:"):] if verdict.model.startswith("llm-fix:") else None
+        model = verdict.model[len("llm-fix:") :] if verdict.model.startswith("llm-fix:") else None
         try:
             fixed = fixing_replay(trace, verdict, model)
         except WhenproError as exc:
@@ -320,8 +349,7 @@ class AttributionMixin:
             worker.cancel()  # the judge is closed by run_request as the task unwinds
         self._end_run()
         self._show_verdict_panel()
-        self.notify("Attribution cancelled" + (f" ({why})" if why else "") + ": no verdict saved.",
-                    severity="warning")
+        self.notify("Attribution cancelled" + (f" ({why})" if why else "") + ": no verdict saved.", severity="warning")
 
     # ------------------------------------------------------------------ verdicts
 
@@ -359,8 +387,7 @@ class AttributionMixin:
         if jump and target is not None:
             self._go_to_step(target)  # type: ignore[attr-defined]
         elif jump and self.verdict_pos is not None and self.verdicts[self.verdict_pos].step:
-            self.notify(f"Step {clean(self.verdicts[self.verdict_pos].step)} is not in this trace.",
-                        severity="warning")
+            self.notify(f"Step {clean(self.verdicts[self.verdict_pos].step)} is not in this trace.", severity="warning")
 
     def _verdict_slot(self) -> Static:
         return self.query_one("#d-verdict", Static)  # type: ignore[attr-defined]
@@ -380,12 +407,18 @@ class AttributionMixin:
             panel.display = False
             return
         shown = self.verdicts[self.verdict_pos]
-        panel.update(render_verdict(self.trace, self.verdicts, self.verdict_pos,
-                                    self.taxonomy or Taxonomy.builtin(),
-                                    show_labels=self.show_labels,
-                                    note=self.verdict_notes.get(id(shown), ""),
-                                    reason_cap=self._reason_cap(),
-                                    compact=self._reason_cap() == SHORT_REASON_CAP))
+        panel.update(
+            render_verdict(
+                self.trace,
+                self.verdicts,
+                self.verdict_pos,
+                self.taxonomy or Taxonomy.builtin(),
+                show_labels=self.show_labels,
+                note=self.verdict_notes.get(id(shown), ""),
+                reason_cap=self._reason_cap(),
+                compact=self._reason_cap() == SHORT_REASON_CAP,
+            )
+        )
         panel.display = True
 
 

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 from textual import events, work
 from textual.worker import get_current_worker
 
-from whenpro_core.search import (SearchResult, StepFilter, filter_steps, find_coord,
-                                 search_steps, step_facets)
+from whenpro_core.search import SearchResult, StepFilter, filter_steps, find_coord, search_steps, step_facets
 from whenpro_core.textsafe import clean, plural
 from whenpro_tui.messages import SearchDone
 from whenpro_tui.screens.picker import FacetPicker
@@ -30,11 +29,11 @@ if TYPE_CHECKING:
 class StepFinding:
     """Go to, search and filter actions (mixed into the trace screen)."""
 
-    trace: "Trace"
+    trace: Trace
     search: SearchResult | None
     step_filter: StepFilter
-    steps: "StepList"
-    take_count: "Callable[..., int]"  # CountPrefix
+    steps: StepList
+    take_count: Callable[..., int]  # CountPrefix
 
     # ------------------------------------------------------------------ go to
 
@@ -71,8 +70,7 @@ class StepFinding:
                 return
             self._go_to_step(idx)
 
-        self._prompt = PromptScreen(":", placeholder="step coordinate (12, 1.1) or #index",
-                                    input_id="goto-input")
+        self._prompt = PromptScreen(":", placeholder="step coordinate (12, 1.1) or #index", input_id="goto-input")
         self.app.push_screen(self._prompt, done)
 
     # ------------------------------------------------------------------ search
@@ -83,8 +81,7 @@ class StepFinding:
                 self.run_search(text)
 
         last = f" — last: {clean(self.search.query)} (n/N repeat it, esc clears)" if self.search else ""
-        self._prompt = PromptScreen("/", placeholder="search steps (case-insensitive)" + last,
-                                    input_id="search-input")
+        self._prompt = PromptScreen("/", placeholder="search steps (case-insensitive)" + last, input_id="search-input")
         self.app.push_screen(self._prompt, done)
 
     def clear_search(self) -> None:
@@ -94,13 +91,13 @@ class StepFinding:
         self._show_current()
         self.notify("Search cleared.", timeout=2)
 
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False,
-          description="search the steps")
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="search the steps")
     def run_search(self, query: str) -> None:
         """Search every step in a thread (huge traces stay responsive)."""
         worker = get_current_worker()
-        result = search_steps(self.trace.steps, query, include_hidden=self.show_labels,
-                              should_stop=lambda: worker.is_cancelled)
+        result = search_steps(
+            self.trace.steps, query, include_hidden=self.show_labels, should_stop=lambda: worker.is_cancelled
+        )
         self.post_message(SearchDone(result))
 
     def on_search_done(self, message: SearchDone) -> None:
@@ -114,8 +111,7 @@ class StepFinding:
             self._show_current()
             return
         idx = self.steps.step_index or 0
-        first = next((s for s in result.steps if s >= idx and self.steps.position_of(s) is not None),
-                     None)
+        first = next((s for s in result.steps if s >= idx and self.steps.position_of(s) is not None), None)
         if first is None:
             first = result.next_after(idx)
         self.notify(f"Matches in {plural(len(result.steps), 'step')} ({plural(result.matches, 'hit')}).")
@@ -147,8 +143,7 @@ class StepFinding:
         def done(choice: dict[str, frozenset[str]] | None) -> None:
             if choice is None:
                 return
-            flt = StepFilter(agents=choice.get("agent", frozenset()),
-                             kinds=choice.get("kind", frozenset()))
+            flt = StepFilter(agents=choice.get("agent", frozenset()), kinds=choice.get("kind", frozenset()))
             shown = filter_steps(self.trace.steps, flt)
             if not shown:
                 self.notify("No step matches that filter.", severity="warning")
@@ -156,8 +151,7 @@ class StepFinding:
             self._apply_filter(flt, shown)
 
         chosen = {"agent": self.step_filter.agents, "kind": self.step_filter.kinds}
-        self.app.push_screen(FacetPicker("Show only steps of…", step_facets(self.trace), chosen),
-                             done)
+        self.app.push_screen(FacetPicker("Show only steps of…", step_facets(self.trace), chosen), done)
 
     def _apply_filter(self, flt: StepFilter, shown: list[int]) -> None:
         current = self.steps.step_index or 0

@@ -50,13 +50,22 @@ class Injecting:
 
     def action_diff(self) -> None:
         if injection_of(self.trace) is None:
-            self.notify("This trace has no injection provenance: d compares a counterfactual made by "
-                        "whenpro inject (or i) with its seed run.", severity="warning", timeout=8)
+            self.notify(
+                "This trace has no injection provenance: d compares a counterfactual made by "
+                "whenpro inject (or i) with its seed run.",
+                severity="warning",
+                timeout=8,
+            )
             return
         self.load_diff_sources(self.trace)
 
-    @work(thread=True, exclusive=True, group="diff-seed", exit_on_error=False,
-          description="load the counterfactual's sources")
+    @work(
+        thread=True,
+        exclusive=True,
+        group="diff-seed",
+        exit_on_error=False,
+        description="load the counterfactual's sources",
+    )
     def load_diff_sources(self, cf: Trace) -> None:
         try:
             seed = load_seed(cf)

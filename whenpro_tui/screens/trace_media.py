@@ -28,9 +28,17 @@ from textual import work
 from textual.worker import get_current_worker
 
 from whenpro_core.media.images import THUMB_MAX_SIDE
-from whenpro_core.media.preview import (MediaItem, StepMedia, error_line, format_time,
-                                        frame_caption, keyframe_caption, load_image,
-                                        step_media, video_keyframes)
+from whenpro_core.media.preview import (
+    MediaItem,
+    StepMedia,
+    error_line,
+    format_time,
+    frame_caption,
+    keyframe_caption,
+    load_image,
+    step_media,
+    video_keyframes,
+)
 from whenpro_core.media.video import KeyframesCancelled
 from whenpro_core.textsafe import plural
 from whenpro_tui import imaging
@@ -52,9 +60,9 @@ HINT_STYLE = "dim"
 class MediaViewing:
     """Media panel, keyframe strip and full-size modal (mixed into the trace screen)."""
 
-    trace: "Trace"
-    steps: "StepList"
-    _media_key: tuple["Trace", int | None] | None = None
+    trace: Trace
+    steps: StepList
+    _media_key: tuple[Trace, int | None] | None = None
     _media_gen = 0
     _media_now: StepMedia = StepMedia()
     _media_video: MediaItem | None = None
@@ -127,9 +135,13 @@ class MediaViewing:
         images = [self._entry("images", slot, item, jobs) for slot, item in enumerate(media.images)]
         frames = [self._entry("frames", slot, item, jobs) for slot, item in enumerate(media.frames)]
         sections = int(bool(images)) + int(bool(frames or media.videos))
-        panel.show_sections(images, frames, images_head=self._images_head(images),
-                            frames_head=self._frames_head(media),
-                            rows=self._thumb_rows(sections))
+        panel.show_sections(
+            images,
+            frames,
+            images_head=self._images_head(images),
+            frames_head=self._frames_head(media),
+            rows=self._thumb_rows(sections),
+        )
         if jobs:
             self.load_thumbs(self._media_gen, self.trace, jobs)
         else:
@@ -139,12 +151,12 @@ class MediaViewing:
         else:
             self._cancel_media("media-keyframes")
 
-    def _entry(self, strip: str, slot: int, item: MediaItem,
-               jobs: list[tuple[str, int, MediaItem]]) -> Entry:
+    def _entry(self, strip: str, slot: int, item: MediaItem, jobs: list[tuple[str, int, MediaItem]]) -> Entry:
         if strip == "frames":
             when = frame_caption(item)
-            entry = Entry(when or item.label, item.label, ref=item.ref,
-                          name=f"{item.label} · {when}" if when else item.label)
+            entry = Entry(
+                when or item.label, item.label, ref=item.ref, name=f"{item.label} · {when}" if when else item.label
+            )
         else:
             entry = Entry(item.label, ref=item.ref)
         cached = self._thumb_cache().get(item.ref)
@@ -186,20 +198,17 @@ class MediaViewing:
 
     # ------------------------------------------------------------------ thumbnails
 
-    @work(thread=True, exclusive=True, group="media-thumbs", exit_on_error=False,
-          description="load thumbnails")
-    def load_thumbs(self, gen: int, trace: "Trace", jobs: list[tuple[str, int, MediaItem]]) -> None:
+    @work(thread=True, exclusive=True, group="media-thumbs", exit_on_error=False, description="load thumbnails")
+    def load_thumbs(self, gen: int, trace: Trace, jobs: list[tuple[str, int, MediaItem]]) -> None:
         """Decode the thumbnails of ``jobs`` (thread worker), one message each."""
         worker = get_current_worker()
         for strip, slot, item in jobs:
             if worker.is_cancelled:
                 return
             try:
-                preview = load_image(item.ref, trace, max_side=THUMB_MAX_SIDE,
-                                     cancelled=lambda: worker.is_cancelled)
+                preview = load_image(item.ref, trace, max_side=THUMB_MAX_SIDE, cancelled=lambda: worker.is_cancelled)
                 image = imaging.pil_from_jpeg(preview.jpeg)
-                message = ThumbLoaded(gen, strip, slot, item.ref, image=image,
-                                      detail=preview.size_text())
+                message = ThumbLoaded(gen, strip, slot, item.ref, image=image, detail=preview.size_text())
             except KeyframesCancelled:
                 return
             except Exception as exc:  # a bad image is an error line, never a crash
@@ -222,14 +231,13 @@ class MediaViewing:
         strip.update_entry(message.slot)
         if message.error:
             panel.show_errors(self._video_errors)
-        if not any(e.loading for e in strip.entries[:strip.pool]):
+        if not any(e.loading for e in strip.entries[: strip.pool]):
             self._refit_media()  # every thumbnail is in: size them by their real shapes
 
     # ------------------------------------------------------------------ keyframes
 
-    @work(thread=True, exclusive=True, group="media-keyframes", exit_on_error=False,
-          description="extract keyframes")
-    def load_keyframes(self, gen: int, trace: "Trace", item: MediaItem) -> None:
+    @work(thread=True, exclusive=True, group="media-keyframes", exit_on_error=False, description="extract keyframes")
+    def load_keyframes(self, gen: int, trace: Trace, item: MediaItem) -> None:
         """Keyframes of a video (thread worker; cancelled when the step changes)."""
         worker = get_current_worker()
 
@@ -237,18 +245,30 @@ class MediaViewing:
             self.post_message(KeyframesProgress(gen, done, total))  # type: ignore[attr-defined]
 
         try:
-            result = video_keyframes(item.ref, trace, max_frames=KEYFRAMES,
-                                     cancelled=lambda: worker.is_cancelled, progress=progress)
+            result = video_keyframes(
+                item.ref, trace, max_frames=KEYFRAMES, cancelled=lambda: worker.is_cancelled, progress=progress
+            )
             thumbs = [imaging.pil_from_jpeg(jpeg, THUMB_MAX_SIDE) for jpeg in result.images]
         except KeyframesCancelled:
             return
         except Exception as exc:  # a bad video is an error line, never a crash
-            self.post_message(KeyframesLoaded(gen, item.label,  # type: ignore[attr-defined]
-                                              error=error_line(item.label, exc)))
+            self.post_message(
+                KeyframesLoaded(
+                    gen,
+                    item.label,  # type: ignore[attr-defined]
+                    error=error_line(item.label, exc),
+                )
+            )
             return
         if not worker.is_cancelled:
-            self.post_message(KeyframesLoaded(gen, item.label, result=result,  # type: ignore[attr-defined]
-                                              thumbs=thumbs))
+            self.post_message(
+                KeyframesLoaded(
+                    gen,
+                    item.label,
+                    result=result,  # type: ignore[attr-defined]
+                    thumbs=thumbs,
+                )
+            )
 
     def on_keyframes_progress(self, message: KeyframesProgress) -> None:
         message.stop()
@@ -270,23 +290,36 @@ class MediaViewing:
         trace_frames = [e for e in strip.entries if e.jpeg is None]
         if message.error:
             self._video_errors = [message.error]
-            panel.set_head("frames", self._frames_head(media, "· unavailable (see below)")
-                           or Text(""))
+            panel.set_head("frames", self._frames_head(media, "· unavailable (see below)") or Text(""))
             panel.show_errors(self._video_errors)
             return
         self._video_errors = []
         result: Any = message.result
-        entries = [Entry(keyframe_caption(kf), f"frame {kf.frame:,}", image=thumb, jpeg=jpeg,
-                         loading=False, name=f"{message.label} · {format_time(kf.time_s)} · "
-                         f"frame {kf.frame:,}" + (" · scene cut" if kf.cut else ""))
-                   for kf, jpeg, thumb in zip(result.keyframes, result.images, message.thumbs)]
+        entries = [
+            Entry(
+                keyframe_caption(kf),
+                f"frame {kf.frame:,}",
+                image=thumb,
+                jpeg=jpeg,
+                loading=False,
+                name=f"{message.label} · {format_time(kf.time_s)} · "
+                f"frame {kf.frame:,}" + (" · scene cut" if kf.cut else ""),
+            )
+            for kf, jpeg, thumb in zip(result.keyframes, result.images, message.thumbs)
+        ]
         cuts = sum(1 for kf in result.keyframes if kf.cut)
-        status = (f"· {len(entries)} keyframes ({plural(cuts, 'cut')} ✂) · "
-                  f"{result.scan.frames:,} frames, {format_time(result.scan.duration_s)}")
+        status = (
+            f"· {len(entries)} keyframes ({plural(cuts, 'cut')} ✂) · "
+            f"{result.scan.frames:,} frames, {format_time(result.scan.duration_s)}"
+        )
         if result.cache_hit:
             status += " · cached"
-        panel.set_section("frames", trace_frames + entries, self._frames_head(media, status),
-                          self._thumb_rows(1 + int(bool(panel.strip("images").entries))))
+        panel.set_section(
+            "frames",
+            trace_frames + entries,
+            self._frames_head(media, status),
+            self._thumb_rows(1 + int(bool(panel.strip("images").entries))),
+        )
         panel.show_errors(result.scan.warnings)
 
     # ------------------------------------------------------------------ keys
@@ -326,8 +359,11 @@ class MediaViewing:
             if panel is not None and panel.display and panel.strip(name).shown:
                 self.set_focus(panel.strip(name))  # type: ignore[attr-defined]  # now: keys may follow at once
                 return
-        self.notify("This step has no frames or images." if panel is not None  # type: ignore[attr-defined]
-                    else "Images are off (--images off).")
+        self.notify(
+            "This step has no frames or images."
+            if panel is not None  # type: ignore[attr-defined]
+            else "Images are off (--images off)."
+        )
 
     def _offset(self, panel: MediaPanel, strip: ThumbStrip) -> int:
         return len(panel.strip("images").entries) if strip.id == "mp-frames" else 0

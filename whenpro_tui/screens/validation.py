@@ -23,8 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from whenpro_core.bench import validate
-from whenpro_core.bench.review import (next_pending, progress_line, relabel_choices, save_counts,
-                                       validated_modes_line)
+from whenpro_core.bench.review import next_pending, progress_line, relabel_choices, save_counts, validated_modes_line
 from whenpro_core.bench.validate import ReviewItem, ValidationEntry
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
@@ -68,8 +67,11 @@ class ValidationScreen(Leaving, Screen[None]):
         self.review_screen = None  # the ReviewTraceScreen on top, if any
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("whenpro validation  ", "bold"), (clean(str(self.root)), "dim")),
-                     id="val-title", markup=False)
+        yield Static(
+            Text.assemble(("whenpro validation  ", "bold"), (clean(str(self.root)), "dim")),
+            id="val-title",
+            markup=False,
+        )
         yield Static(id="val-progress", markup=False)
         yield Static(id="val-modes", markup=False)
         yield Static(id="val-columns", markup=False)
@@ -99,8 +101,7 @@ class ValidationScreen(Leaving, Screen[None]):
             return ReviewLoaded(error=_error_text(exc), decided=decided)
         return ReviewLoaded(items, counts, decided=decided)
 
-    @work(thread=True, exclusive=True, group="review-load", exit_on_error=False,
-          description="refresh the review items")
+    @work(thread=True, exclusive=True, group="review-load", exit_on_error=False, description="refresh the review items")
     def refresh_items(self, write: bool = False, decided: str | None = None) -> None:
         """Re-read items and counts in a thread (see :meth:`_loaded`)."""
         self.post_message(self._loaded(write, decided))
@@ -121,14 +122,17 @@ class ValidationScreen(Leaving, Screen[None]):
         self._hint()
         if not self.items:
             self.query_one("#val-hint", Static).update(
-                Text("This dataset has no kept traces to review.", style="yellow"))
+                Text("This dataset has no kept traces to review.", style="yellow")
+            )
         if message.decided and self.review_screen is not None:
             self.review_screen.after_decision(message.decided)
 
     def _hint(self) -> None:
-        self.query_one("#val-hint", Static).update(Text(
-            "enter: open the trace (v decides there) · decisions are saved to validation.jsonl "
-            "at once", style="dim"))
+        self.query_one("#val-hint", Static).update(
+            Text(
+                "enter: open the trace (v decides there) · decisions are saved to validation.jsonl at once", style="dim"
+            )
+        )
 
     def item_index(self, trace_id: str) -> int | None:
         """Position of the item with ``trace_id``."""
@@ -136,16 +140,14 @@ class ValidationScreen(Leaving, Screen[None]):
 
     # ------------------------------------------------------------------ deciding
 
-    def decide(self, verdict: str, item: ReviewItem, *, trace: Trace | None = None,
-               step: str | None = None) -> None:
+    def decide(self, verdict: str, item: ReviewItem, *, trace: Trace | None = None, step: str | None = None) -> None:
         """Record ``verdict`` on ``item``: accept at once; reject and relabel through the
         :class:`DecisionDialog` (``trace`` gives the relabel choices, ``step`` the
         coordinate to preselect; without ``trace`` it is loaded first)."""
         if verdict == "accept":
             self.accept(item.id)
         elif verdict == "reject":
-            self.app.push_screen(DecisionDialog(self.root, item, "reject", taxonomy=self.taxonomy),
-                                 self._decided)
+            self.app.push_screen(DecisionDialog(self.root, item, "reject", taxonomy=self.taxonomy), self._decided)
         elif trace is not None:
             self._relabel(item, trace, step)
         else:
@@ -153,22 +155,29 @@ class ValidationScreen(Leaving, Screen[None]):
 
     def _relabel(self, item: ReviewItem, trace: Trace, step: str | None) -> None:
         choices = relabel_choices(self.root, trace, item)
-        self.app.push_screen(DecisionDialog(self.root, item, "relabel", choices=choices, step=step,
-                                            taxonomy=self.taxonomy), self._decided)
+        self.app.push_screen(
+            DecisionDialog(self.root, item, "relabel", choices=choices, step=step, taxonomy=self.taxonomy),
+            self._decided,
+        )
 
-    @work(thread=True, exclusive=True, group="review-relabel", exit_on_error=False,
-          description="load the trace to relabel")
+    @work(
+        thread=True,
+        exclusive=True,
+        group="review-relabel",
+        exit_on_error=False,
+        description="load the trace to relabel",
+    )
     def load_for_relabel(self, item: ReviewItem) -> None:
         try:
             trace = load_trace(str(self.root / item.ref))
         except Exception as exc:  # noqa: BLE001
-            self.app.call_from_thread(self.notify, clean(_error_text(exc)), title="Could not open trace",
-                                      severity="error", timeout=10)
+            self.app.call_from_thread(
+                self.notify, clean(_error_text(exc)), title="Could not open trace", severity="error", timeout=10
+            )
             return
         self.app.call_from_thread(self._relabel, item, trace, None)
 
-    @work(thread=True, exclusive=True, group="review-accept", exit_on_error=False,
-          description="accept a review item")
+    @work(thread=True, exclusive=True, group="review-accept", exit_on_error=False, description="accept a review item")
     def accept(self, trace_id: str) -> None:
         try:
             validate.record(self.root, trace_id, "accept")
@@ -216,8 +225,7 @@ class ValidationScreen(Leaving, Screen[None]):
         if item is not None:
             self.open_item(str(self.root / item.ref), self.rlist.cursor)
 
-    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False,
-          description="open a trace")
+    @work(thread=True, exclusive=True, group="load-trace", exit_on_error=False, description="open a trace")
     def open_item(self, ref: str, position: int) -> None:
         self.post_message(load_trace_message(ref, position))
 
@@ -226,8 +234,7 @@ class ValidationScreen(Leaving, Screen[None]):
 
         message.stop()
         self.app.show_labels = True  # type: ignore[attr-defined]  # the built label is the point
-        screen = ReviewTraceScreen(message.trace, self, siblings=self.refs(),
-                                   position=message.position)
+        screen = ReviewTraceScreen(message.trace, self, siblings=self.refs(), position=message.position)
         self.review_screen = screen
         self.app.push_screen(screen, self._review_closed)
 
@@ -238,8 +245,7 @@ class ValidationScreen(Leaving, Screen[None]):
 
     def on_trace_load_failed(self, message: TraceLoadFailed) -> None:
         message.stop()
-        self.notify(clean(message.error), title="Could not open trace", severity="error", timeout=10,
-                    markup=False)
+        self.notify(clean(message.error), title="Could not open trace", severity="error", timeout=10, markup=False)
 
     # ------------------------------------------------------------------ help, back
 

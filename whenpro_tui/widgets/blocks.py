@@ -46,8 +46,7 @@ def render_block(block: Block, *, raw: bool = False, query: str = "") -> Rendera
     from rich.syntax import Syntax  # lazy: pygments
 
     lexer = "json" if block.kind == "json" else (block.language or "text")
-    return Syntax(block.text, lexer, theme=SYNTAX_THEME, word_wrap=True,
-                  background_color="default")
+    return Syntax(block.text, lexer, theme=SYNTAX_THEME, word_wrap=True, background_color="default")
 
 
 def render_blocks(blocks: list[Block], *, raw: bool = False, query: str = "") -> RenderableType:

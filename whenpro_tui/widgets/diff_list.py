@@ -19,8 +19,12 @@ from whenpro_core.stepview import StepRow, step_row
 from whenpro_tui.widgets.palette import agent_style
 from whenpro_tui.widgets.virtual_list import VirtualList
 
-OPS = {"same": ("=", Style(color="#808080")), "changed": ("≠", Style(color="#e5c07b", bold=True)),
-       "added": ("+", Style(color="#5fd787", bold=True)), "removed": ("−", Style(color="#ff5f5f", bold=True))}
+OPS = {
+    "same": ("=", Style(color="#808080")),
+    "changed": ("≠", Style(color="#e5c07b", bold=True)),
+    "added": ("+", Style(color="#5fd787", bold=True)),
+    "removed": ("−", Style(color="#ff5f5f", bold=True)),
+}
 INJECTED_STYLE = Style(bgcolor="#5f3a00")
 #: The first row where two runs part (when no step was injected).
 DIVERGENCE_STYLE = Style(bgcolor="#2f2f5f")
@@ -83,14 +87,27 @@ class DiffList(VirtualList, inherit_bindings=False):
         rows = diff.rows
         items: list[Item] = []
         if diff.shared_prefix and not self.expanded:
-            items.append(Collapsed(rows[0].a_coord or "0", rows[diff.shared_prefix - 1].a_coord or "",
-                                   diff.shared_prefix, *(("in both runs",) if self.injected is None else ())))
-            items.extend(rows[diff.shared_prefix:])
+            items.append(
+                Collapsed(
+                    rows[0].a_coord or "0",
+                    rows[diff.shared_prefix - 1].a_coord or "",
+                    diff.shared_prefix,
+                    *(("in both runs",) if self.injected is None else ()),
+                )
+            )
+            items.extend(rows[diff.shared_prefix :])
         else:
             items.extend(rows)
         self.items = items
-        target = next((i for i, it in enumerate(items) if isinstance(it, DiffRow) and (
-            it.b == self.injected if self.injected is not None else it is self.divergence)), 0)
+        target = next(
+            (
+                i
+                for i, it in enumerate(items)
+                if isinstance(it, DiffRow)
+                and (it.b == self.injected if self.injected is not None else it is self.divergence)
+            ),
+            0,
+        )
         if keep is not None and keep in items:
             target = items.index(keep)
         self.set_row_count(len(items), cursor=target)
@@ -123,12 +140,18 @@ class DiffList(VirtualList, inherit_bindings=False):
         coord_w = 3
         agent_w = min(10, max(4, width // 5), max((cell_len(a) for a in self.slots), default=4))
         kind_w = (11 if width >= 90 else min(8, width // 7)) if width >= 55 else 0
-        segs = [Segment(model.coord.rjust(coord_w)[-coord_w:] + " ", (base or Style()) + Style(color="#a0a0a0")),
-                Segment(set_cell_size(model.agent, agent_w) + " ",
-                        (base or Style()) + agent_style(self.slots.get(model.agent)))]
+        segs = [
+            Segment(model.coord.rjust(coord_w)[-coord_w:] + " ", (base or Style()) + Style(color="#a0a0a0")),
+            Segment(
+                set_cell_size(model.agent, agent_w) + " ", (base or Style()) + agent_style(self.slots.get(model.agent))
+            ),
+        ]
         if kind_w >= 4:
-            segs.append(Segment(set_cell_size(model.kind, kind_w) + " ", (base or Style()) + Style(italic=True,
-                                                                                                   color="#a0a0a0")))
+            segs.append(
+                Segment(
+                    set_cell_size(model.kind, kind_w) + " ", (base or Style()) + Style(italic=True, color="#a0a0a0")
+                )
+            )
         used = sum(cell_len(s.text) for s in segs)
         segs.append(Segment(set_cell_size(model.summary, max(0, width - used)), base))
         return segs

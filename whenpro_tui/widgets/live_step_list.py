@@ -12,8 +12,7 @@ from whenpro_tui.widgets.step_list import StepList
 class LiveStepList(StepList):
     """A step list fed by a growing trace (see module docstring)."""
 
-    def update_trace(self, trace: Trace, shown: list[int], slots: dict[str, int], *, kept: int,
-                     cursor: int) -> None:
+    def update_trace(self, trace: Trace, shown: list[int], slots: dict[str, int], *, kept: int, cursor: int) -> None:
         """Show ``trace``, a newer version of the current one whose steps ``[0, kept)``
         are unchanged; ``shown`` are the step indices listed (after the filter) and
         ``cursor`` the position to keep the cursor on."""

@@ -49,8 +49,17 @@ class LiveTable(VirtualList):
     def header_line() -> str:
         """Column titles aligned with the rows."""
         w = WIDTHS
-        return ("  " + set_cell_size("trace id", w["id"]) + " " + set_cell_size("service", w["service"])
-                + " " + "steps".rjust(w["steps"]) + " " + "age".rjust(w["age"]) + "  judge")
+        return (
+            "  "
+            + set_cell_size("trace id", w["id"])
+            + " "
+            + set_cell_size("service", w["service"])
+            + " "
+            + "steps".rjust(w["steps"])
+            + " "
+            + "age".rjust(w["age"])
+            + "  judge"
+        )
 
     def render_row(self, row: int, width: int) -> Strip:
         r = self.rows[row]
@@ -58,21 +67,23 @@ class LiveTable(VirtualList):
         live = "●" if r.in_memory and r.ended is None else "■" if r.ended else "○"
         steps = "?" if r.steps is None else f"{r.steps:,}"
         segments = [
-            Segment(live, Style(color="#5fd75f") if live == "●" else DIM), Segment(" "),
-            Segment(set_cell_size(clean(r.trace_id), w["id"]), Style(bold=True)), Segment(" "),
-            Segment(set_cell_size(clean(r.service or "—"), w["service"])), Segment(" "),
-            Segment(steps.rjust(w["steps"])), Segment(" "),
+            Segment(live, Style(color="#5fd75f") if live == "●" else DIM),
+            Segment(" "),
+            Segment(set_cell_size(clean(r.trace_id), w["id"]), Style(bold=True)),
+            Segment(" "),
+            Segment(set_cell_size(clean(r.service or "—"), w["service"])),
+            Segment(" "),
+            Segment(steps.rjust(w["steps"])),
+            Segment(" "),
             Segment(age(time.time() - r.updated).rjust(w["age"]) if r.updated else "".rjust(w["age"]), DIM),
             Segment("  "),
         ]
         if r.decisive is not None:
             d = r.decisive
-            segments.append(Segment(one_line(f"✗ DECISIVE step {d.step} [{d.agent}] {d.mode or '?'}", 80),
-                                    DECISIVE))
+            segments.append(Segment(one_line(f"✗ DECISIVE step {d.step} [{d.agent}] {d.mode or '?'}", 80), DECISIVE))
         elif r.suspect is not None:
             s = r.suspect
-            segments.append(Segment(one_line(f"◆ suspect step {s.step} [{s.agent}] {s.mode or '?'}", 80),
-                                    SUSPECT))
+            segments.append(Segment(one_line(f"◆ suspect step {s.step} [{s.agent}] {s.mode or '?'}", 80), SUSPECT))
         if r.ended:
             segments.append(Segment(f"  ended: {clean(r.ended)}", DIM))
         return Strip(segments)

@@ -68,8 +68,9 @@ class MediaPanel(Vertical):
         if self.display:
             self.display = False
 
-    def show_sections(self, images: list[Entry], frames: list[Entry], *, images_head: Text,
-                      frames_head: Text | None, rows: int) -> None:
+    def show_sections(
+        self, images: list[Entry], frames: list[Entry], *, images_head: Text, frames_head: Text | None, rows: int
+    ) -> None:
         """Show both sections (a section with no entries and no head is hidden)."""
         self.set_section("images", images, images_head if images else None, rows)
         self.set_section("frames", frames, frames_head, rows)

@@ -68,15 +68,15 @@ def tile_width(image: Any, rows: int, mode: str) -> int:
     return max(MIN_TILE, min(MAX_TILE, width))
 
 
-def fit_rows(rows: int, entries: list[Entry], width: int, mode: str, *, visible: int = 6,
-             floor: int = 5, aspect: float = 16 / 9) -> int:
+def fit_rows(
+    rows: int, entries: list[Entry], width: int, mode: str, *, visible: int = 6, floor: int = 5, aspect: float = 16 / 9
+) -> int:
     """Thumbnail height for a strip of ``entries`` in ``width`` cells: at most ``rows``,
     lowered (not below ``floor``) so that up to ``visible`` tiles fit side by side.
     The aspect ratio is the widest loaded image's (``aspect`` before any has loaded)."""
     if not entries or width <= 0:
         return rows
-    aspects = [e.image.width / e.image.height for e in entries
-               if e.image is not None and e.image.height]
+    aspects = [e.image.width / e.image.height for e in entries if e.image is not None and e.image.height]
     aspect = max(aspects) if aspects else aspect
     cw, ch = (1, 2) if mode == "halfcell" else imaging.cell_size()
     per_tile = width / min(len(entries), visible) - 1  # a tile and its margin
@@ -166,19 +166,19 @@ class ThumbStrip(HorizontalScroll, can_focus=True):
     class Chosen(Message):
         """An item was clicked or chosen with enter: open it full size."""
 
-        def __init__(self, strip: "ThumbStrip", index: int) -> None:
+        def __init__(self, strip: ThumbStrip, index: int) -> None:
             super().__init__()
             self.strip = strip
             self.index = index
 
         @property
-        def control(self) -> "ThumbStrip":
+        def control(self) -> ThumbStrip:
             return self.strip
 
     class Leave(Message):
         """Escape on the strip: give the focus back."""
 
-        def __init__(self, strip: "ThumbStrip") -> None:
+        def __init__(self, strip: ThumbStrip) -> None:
             super().__init__()
             self.strip = strip
 

@@ -55,11 +55,10 @@ class OutcomeList(VirtualList):
             p = o.record.prediction
             w["id"] = max(w["id"], min(CAPS["id"], cell_len(clean(o.trace_id))))
             w["framework"] = max(w["framework"], min(CAPS["framework"], cell_len(clean(t.framework))))
-            w["gt"] = max(w["gt"], cell_len(who_when(t.gt_agent or ",".join(t.gt_agents), t.gt_step,
-                                                     t.gt_mode)))
-            w["pred"] = max(w["pred"], cell_len(who_when(p.agent if p else None,
-                                                         p.step if p else None,
-                                                         p.mode if p else None)))
+            w["gt"] = max(w["gt"], cell_len(who_when(t.gt_agent or ",".join(t.gt_agents), t.gt_step, t.gt_mode)))
+            w["pred"] = max(
+                w["pred"], cell_len(who_when(p.agent if p else None, p.step if p else None, p.mode if p else None))
+            )
         w["gt"] = min(w["gt"], 30)
         w["pred"] = min(w["pred"], 30)
         self._w = w
@@ -75,9 +74,17 @@ class OutcomeList(VirtualList):
     def header_line(self) -> str:
         """Column titles aligned with the rows."""
         w = self._w
-        return ("  " + set_cell_size("trace", w["id"]) + " " + set_cell_size("framework", w["framework"])
-                + " " + set_cell_size("ground truth", w["gt"]) + " "
-                + set_cell_size("prediction", w["pred"]) + " A S M J  error")
+        return (
+            "  "
+            + set_cell_size("trace", w["id"])
+            + " "
+            + set_cell_size("framework", w["framework"])
+            + " "
+            + set_cell_size("ground truth", w["gt"])
+            + " "
+            + set_cell_size("prediction", w["pred"])
+            + " A S M J  error"
+        )
 
     def render_row(self, row: int, width: int) -> Strip:
         o = self.outcomes[self.shown[row]]
@@ -87,14 +94,19 @@ class OutcomeList(VirtualList):
         w = self._w
         mark, style = verdict_mark(o.correct) if o.correct is not None else ("•", NONE)
         segments = [
-            Segment(mark, style), Segment(" "),
-            Segment(set_cell_size(clean(o.trace_id), w["id"]), Style(bold=True)), Segment(" "),
-            Segment(set_cell_size(clean(t.framework or "?"), w["framework"]), NONE), Segment(" "),
-            Segment(set_cell_size(who_when(t.gt_agent or ",".join(t.gt_agents), t.gt_step, t.gt_mode),
-                                  w["gt"]), GT_STYLE),
+            Segment(mark, style),
             Segment(" "),
-            Segment(set_cell_size(who_when(p.agent if p else None, p.step if p else None,
-                                           p.mode if p else None), w["pred"])),
+            Segment(set_cell_size(clean(o.trace_id), w["id"]), Style(bold=True)),
+            Segment(" "),
+            Segment(set_cell_size(clean(t.framework or "?"), w["framework"]), NONE),
+            Segment(" "),
+            Segment(
+                set_cell_size(who_when(t.gt_agent or ",".join(t.gt_agents), t.gt_step, t.gt_mode), w["gt"]), GT_STYLE
+            ),
+            Segment(" "),
+            Segment(
+                set_cell_size(who_when(p.agent if p else None, p.step if p else None, p.mode if p else None), w["pred"])
+            ),
             Segment(" "),
         ]
         for _letter, axis in AXES:

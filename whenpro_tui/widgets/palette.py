@@ -7,8 +7,18 @@ from rich.style import Style
 #: Agent colours, readable on dark and light backgrounds; indexed by the slots of
 #: :func:`whenpro_core.traceview.agent_slots`.
 AGENT_COLOURS = (
-    "#5fafff", "#ffaf5f", "#5fd787", "#d787d7", "#e5c07b", "#56b6c2",
-    "#ff8787", "#afafff", "#d7af87", "#87afaf", "#afd75f", "#ff87af",
+    "#5fafff",
+    "#ffaf5f",
+    "#5fd787",
+    "#d787d7",
+    "#e5c07b",
+    "#56b6c2",
+    "#ff8787",
+    "#afafff",
+    "#d7af87",
+    "#87afaf",
+    "#afd75f",
+    "#ff87af",
 )
 
 OUTCOME_STYLES = {

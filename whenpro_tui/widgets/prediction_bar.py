@@ -6,7 +6,7 @@ Also :func:`with_bar`, which places extra bars under the header of the trace scr
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -65,8 +65,7 @@ class PredictionBar(Vertical):
             return
         text = Text()
         text.append("Prediction ", style="bold")
-        text.append(one_line(group_label(record.model, record.protocol, record.with_gold), 60),
-                    style="dim")
+        text.append(one_line(group_label(record.model, record.protocol, record.with_gold), 60), style="dim")
         for line in compare(record, taxonomy):
             mark, style = verdict_mark(line.verdict)
             text.append("   ")
@@ -82,8 +81,7 @@ class PredictionBar(Vertical):
         axes.update(text)
         pred = record.prediction
         if record.error:
-            reason.update(Text(f"failed ({record.error_kind or 'error'}): {one_line(record.error, 300)}",
-                               style="red"))
+            reason.update(Text(f"failed ({record.error_kind or 'error'}): {one_line(record.error, 300)}", style="red"))
         elif pred is not None and pred.reason:
             reason.update(Text.assemble(("Reason: ", "bold"), one_line(pred.reason, 400)))
         else:

@@ -18,8 +18,11 @@ from whenpro_tui.widgets.virtual_list import VirtualList
 #: Column caps (cells).
 AGENT_CAP = 12
 KIND_CAP = 11
-TAGS = {"prefix": ("·", Style(color="#808080")), "injected": ("⚑", MARKER_STYLES["⚑"]),
-        "new": ("+", Style(color="#5fd787", bold=True))}
+TAGS = {
+    "prefix": ("·", Style(color="#808080")),
+    "injected": ("⚑", MARKER_STYLES["⚑"]),
+    "new": ("+", Style(color="#5fd787", bold=True)),
+}
 
 
 class ReplayList(VirtualList, inherit_bindings=False):

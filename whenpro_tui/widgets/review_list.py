@@ -14,9 +14,12 @@ from whenpro_core.bench.validate import ReviewItem
 from whenpro_core.textsafe import clean, one_line
 from whenpro_tui.widgets.virtual_list import VirtualList
 
-STATUS_STYLES = {"pending": Style(color="#808080"), "accepted": Style(color="#5fd75f", bold=True),
-                 "rejected": Style(color="#ff5f5f", bold=True),
-                 "relabelled": Style(color="#ffd700", bold=True)}
+STATUS_STYLES = {
+    "pending": Style(color="#808080"),
+    "accepted": Style(color="#5fd75f", bold=True),
+    "rejected": Style(color="#ff5f5f", bold=True),
+    "relabelled": Style(color="#ffd700", bold=True),
+}
 DIM = Style(color="#808080")
 
 
@@ -52,18 +55,28 @@ class ReviewList(VirtualList):
     def header_line(self) -> str:
         """Column titles aligned with the rows."""
         w = self._w
-        return ("  " + set_cell_size("trace", w["id"]) + " " + set_cell_size("mode", w["mode"]) + " "
-                + set_cell_size("agent@step", w["label"]) + " decision")
+        return (
+            "  "
+            + set_cell_size("trace", w["id"])
+            + " "
+            + set_cell_size("mode", w["mode"])
+            + " "
+            + set_cell_size("agent@step", w["label"])
+            + " decision"
+        )
 
     def render_row(self, row: int, width: int) -> Strip:
         it = self.items[row]
         w = self._w
         segments = [
-            Segment(STATUS_MARKS.get(it.status, "?"), STATUS_STYLES.get(it.status)), Segment(" "),
-            Segment(set_cell_size(clean(it.id), w["id"]), Style(bold=True)), Segment(" "),
+            Segment(STATUS_MARKS.get(it.status, "?"), STATUS_STYLES.get(it.status)),
+            Segment(" "),
+            Segment(set_cell_size(clean(it.id), w["id"]), Style(bold=True)),
+            Segment(" "),
             Segment(set_cell_size(clean(it.mode or "—"), w["mode"]), Style(color="#ffd700")),
             Segment(" "),
-            Segment(set_cell_size(self._label(it), w["label"])), Segment(" "),
+            Segment(set_cell_size(self._label(it), w["label"])),
+            Segment(" "),
         ]
         e = it.latest
         if e is not None:

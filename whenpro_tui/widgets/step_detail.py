@@ -108,9 +108,9 @@ class StepBody(ScrollView, can_focus=True):
             options = console.options.update(width=width, height=None, highlight=False)
             base = self._base_style()
             self._lines = [
-                Strip([Segment(t, base + s if s else base, c) for t, s, c in line]
-                      ).adjust_cell_length(width, base)
-                for line in console.render_lines(self._renderable, options, pad=False)]
+                Strip([Segment(t, base + s if s else base, c) for t, s, c in line]).adjust_cell_length(width, base)
+                for line in console.render_lines(self._renderable, options, pad=False)
+            ]
         # The vertical scrollbar is always shown (overflow-y: scroll), so a new height
         # needs no layout pass: update the scroll range and repaint this widget only.
         size = Size(width, len(self._lines))
@@ -190,8 +190,7 @@ class StepDetail(Vertical):
         try:
             await asyncio.to_thread(imaging.import_widgets)
         except Exception as exc:  # a broken install: say so, keep the text placeholders
-            self.notify(f"Images cannot be shown: {type(exc).__name__}: {exc}", severity="error",
-                        markup=False)
+            self.notify(f"Images cannot be shown: {type(exc).__name__}: {exc}", severity="error", markup=False)
             return
         mode = imaging.resolve(self.app.images)  # type: ignore[attr-defined]
         panel = MediaPanel(mode, id="d-media-panel")
@@ -216,7 +215,8 @@ class StepDetail(Vertical):
         media = self.query_one("#d-media")
         if lines:
             self.query_one("#d-media-list", Static).update(
-                Text("Media  ", style="bold") + Text("  ".join(lines), style="cyan"))
+                Text("Media  ", style="bold") + Text("  ".join(lines), style="cyan")
+            )
         if media.display != bool(lines):
             media.display = bool(lines)
 
@@ -258,8 +258,7 @@ class StepDetail(Vertical):
 
         if step.content:
             folded = fold(step.content, max_lines=max_lines, max_chars=max_chars)
-            parts.append(render_blocks(content_blocks(folded.text), raw=opts.raw,
-                                       query=opts.query))
+            parts.append(render_blocks(content_blocks(folded.text), raw=opts.raw, query=opts.query))
             if not folded.complete:
                 cut.append(folded.note())
         elif not (step.tool_calls or step.observation or step.error):
@@ -277,16 +276,14 @@ class StepDetail(Vertical):
                     if not block.text:
                         continue
                     if len(block.text) > max_chars:
-                        cut.append(f"tool arguments: {human_size(max_chars)} of "
-                                   f"{human_size(len(block.text))} shown")
+                        cut.append(f"tool arguments: {human_size(max_chars)} of {human_size(len(block.text))} shown")
                         block = type(block)("text", block.text[:max_chars])
                     parts.append(render_block(block, raw=opts.raw, query=opts.query))
 
         if step.observation:
             folded = fold(step.observation, max_lines=max_lines, max_chars=max_chars)
             parts.append(Text("\nObservation", style="bold"))
-            parts.append(render_blocks(content_blocks(folded.text), raw=opts.raw,
-                                       query=opts.query))
+            parts.append(render_blocks(content_blocks(folded.text), raw=opts.raw, query=opts.query))
             if not folded.complete:
                 parts.append(Text(folded.note(), style=FOLD_STYLE))
                 cut.append("observation " + folded.note())

@@ -36,7 +36,11 @@ class StepList(VirtualList, inherit_bindings=False):
 
     BINDINGS = []
     COMPONENT_CLASSES = VirtualList.COMPONENT_CLASSES | {
-        "steplist--coord", "steplist--kind", "steplist--summary", "steplist--match"}
+        "steplist--coord",
+        "steplist--kind",
+        "steplist--summary",
+        "steplist--match",
+    }
     DEFAULT_CSS = """
     StepList {
         & > .steplist--coord { color: $text-muted; }
@@ -64,8 +68,7 @@ class StepList(VirtualList, inherit_bindings=False):
 
     # ------------------------------------------------------------------ data
 
-    def set_trace(self, trace: Trace, shown: list[int], slots: dict[str, int], *,
-                  cursor: int = 0) -> None:
+    def set_trace(self, trace: Trace, shown: list[int], slots: dict[str, int], *, cursor: int = 0) -> None:
         """Show ``trace`` with the steps ``shown`` (indices); cursor on position
         ``cursor``."""
         self.trace = trace
@@ -132,8 +135,7 @@ class StepList(VirtualList, inherit_bindings=False):
         row = self._rows.get(step_index)
         if row is None:
             assert self.trace is not None
-            row = step_row(self.trace.steps[step_index], gt_index=self._gt,
-                           attributed=step_index in self.attributed)
+            row = step_row(self.trace.steps[step_index], gt_index=self._gt, attributed=step_index in self.attributed)
             self._rows[step_index] = row
         return row
 
@@ -167,8 +169,10 @@ class StepList(VirtualList, inherit_bindings=False):
 
     def _row_style_map(self) -> dict[str, Style]:
         if self._row_styles is None:
-            self._row_styles = {name: self.get_component_rich_style(f"steplist--{name}")
-                            for name in ("coord", "kind", "summary", "match")}
+            self._row_styles = {
+                name: self.get_component_rich_style(f"steplist--{name}")
+                for name in ("coord", "kind", "summary", "match")
+            }
         return self._row_styles
 
     def render_row(self, row: int, width: int) -> Strip:
@@ -193,8 +197,7 @@ class StepList(VirtualList, inherit_bindings=False):
             Segment(" "),
         ]
         if kind_w:
-            segments += [Segment(set_cell_size(short_kind(model.kind, kind_w), kind_w), styles["kind"]),
-                         Segment(" ")]
+            segments += [Segment(set_cell_size(short_kind(model.kind, kind_w), kind_w), styles["kind"]), Segment(" ")]
         if mark_w:
             marks = model.markers(self.show_labels)
             for ch in marks[:mark_w]:

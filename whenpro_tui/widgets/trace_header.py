@@ -43,8 +43,9 @@ class TraceHeaderView(Vertical):
         yield Static(id="h-gt", classes="nowrap", markup=False)
         yield Static(id="h-agents", markup=False)
 
-    def show(self, header: TraceHeader, slots: dict[str, int], *, show_labels: bool,
-             task_expanded: bool, position: str = "") -> None:
+    def show(
+        self, header: TraceHeader, slots: dict[str, int], *, show_labels: bool, task_expanded: bool, position: str = ""
+    ) -> None:
         """Render ``header``; ``position`` is e.g. ``"trace 3/58"`` when the trace is
         one of several."""
         title = Text()
@@ -53,8 +54,7 @@ class TraceHeaderView(Vertical):
         title.append(header.outcome, style=OUTCOME_STYLES.get(header.outcome))
         if position:
             title.append(f"  {position}", style="bold")
-        meta = [header.framework, header.benchmark or "—", header.modality,
-                plural(header.steps, "step")]
+        meta = [header.framework, header.benchmark or "—", header.modality, plural(header.steps, "step")]
         if header.usage:
             meta.append(header.usage)
         title.append("  " + " · ".join(meta), style="dim")

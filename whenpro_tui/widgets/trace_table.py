@@ -29,14 +29,29 @@ TASK_MIN = 12
 #: Below this pane width the benchmark and modality columns are left out.
 WIDE = 110
 ERROR_STYLE = Style(color="#ff5f5f")
-OUTCOME_TEXT = {"success": ("ok", Style(color="#5fd787")), "failure": ("fail", Style(color="#ff5f5f")),
-                "unknown": ("?", Style(dim=True))}
-MARK_TEXT = {True: ("✓", Style(color="#5fd787", bold=True)), False: ("✗", Style(color="#ff5f5f", bold=True)),
-             None: ("·", Style(dim=True))}
+OUTCOME_TEXT = {
+    "success": ("ok", Style(color="#5fd787")),
+    "failure": ("fail", Style(color="#ff5f5f")),
+    "unknown": ("?", Style(dim=True)),
+}
+MARK_TEXT = {
+    True: ("✓", Style(color="#5fd787", bold=True)),
+    False: ("✗", Style(color="#ff5f5f", bold=True)),
+    None: ("·", Style(dim=True)),
+}
 #: Titles of the columns, by sort column name.
-TITLES = {"id": "id", "outcome": "out", "answer": "=", "steps": "steps", "agents": "ag",
-          "framework": "framework", "benchmark": "benchmark", "modality": "modality",
-          "task": "task", "gt": "GT step/mode"}
+TITLES = {
+    "id": "id",
+    "outcome": "out",
+    "answer": "=",
+    "steps": "steps",
+    "agents": "ag",
+    "framework": "framework",
+    "benchmark": "benchmark",
+    "modality": "modality",
+    "task": "task",
+    "gt": "GT step/mode",
+}
 FIXED = {"outcome": 4, "answer": 1, "steps": 6, "agents": 3, "gt": 14}
 
 
@@ -81,8 +96,7 @@ class TraceTable(VirtualList):
             if row.error is None:
                 for col in self._widths:
                     # the id as shown with labels hidden can be the longer one
-                    values = ((row.id, unlabelled_id(row.id)) if col == "id"
-                              else (getattr(row, col),))
+                    values = (row.id, unlabelled_id(row.id)) if col == "id" else (getattr(row, col),)
                     longest = max(cell_len(clean(v or "")) for v in values)
                     self._widths[col] = max(self._widths[col], min(CAPS[col], longest))
         added = [start + i for i, k in enumerate(keep) if k]
@@ -149,8 +163,7 @@ class TraceTable(VirtualList):
         if self._dim is None:
             self._dim = self.get_component_rich_style("tracetable--dim")
         if name == "id":
-            return Segment(fit(clean(item.id if self.show_labels else unlabelled_id(item.id)), width),
-                           Style(bold=True))
+            return Segment(fit(clean(item.id if self.show_labels else unlabelled_id(item.id)), width), Style(bold=True))
         if name == "outcome":
             text, style = OUTCOME_TEXT.get(item.outcome or "unknown", OUTCOME_TEXT["unknown"])
             return Segment(fit(text, width), style)

@@ -16,8 +16,7 @@ from whenpro_core.taxonomy import Taxonomy
 from whenpro_core.textsafe import clean, one_line, whole_sentences
 
 #: One colour per verdict (its ◆ in the step list and in the panel), by creation order.
-VERDICT_COLOURS = ("#d787d7", "#5fd7ff", "#ffaf00", "#87d75f", "#ff8787", "#afafff",
-                   "#d7d75f", "#5fafaf")
+VERDICT_COLOURS = ("#d787d7", "#5fd7ff", "#ffaf00", "#87d75f", "#ff8787", "#afafff", "#d7d75f", "#5fafaf")
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 #: Longest reason shown (characters); the rest is in the saved verdict.
 REASON_CAP = 600
@@ -59,9 +58,17 @@ def _mark(ok: bool | None) -> Text:
     return Text(" ✓", style=OK) if ok else Text(" ✗", style=BAD)
 
 
-def render_verdict(trace: Trace, verdicts: list[Attribution], current: int, taxonomy: Taxonomy,
-                   *, show_labels: bool, note: str = "", reason_cap: int = REASON_CAP,
-                   compact: bool = False) -> Text:
+def render_verdict(
+    trace: Trace,
+    verdicts: list[Attribution],
+    current: int,
+    taxonomy: Taxonomy,
+    *,
+    show_labels: bool,
+    note: str = "",
+    reason_cap: int = REASON_CAP,
+    compact: bool = False,
+) -> Text:
     """The panel for ``verdicts[current]`` with the list of all verdicts; ``note`` says
     where the verdict is kept ("saved in trace.json.verdicts.jsonl"). The reason is
     cut after the last whole sentence within ``reason_cap`` characters; ``compact`` (short
@@ -146,8 +153,14 @@ def _cost_line(verdict: Attribution, *, short: bool = False) -> Text:
     return out
 
 
-def render_progress(request: AttributionRequest, view: ProgressView | None, usage: Usage | None,
-                    seconds: float, frame: int, retry_note: str | None = None) -> Text:
+def render_progress(
+    request: AttributionRequest,
+    view: ProgressView | None,
+    usage: Usage | None,
+    seconds: float,
+    frame: int,
+    retry_note: str | None = None,
+) -> Text:
     """The panel while an attribution runs: spinner, what is asked, calls, tokens,
     cost and seconds so far, and ``retry_note`` while a failed call waits to be retried."""
     out = Text()

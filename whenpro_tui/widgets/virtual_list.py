@@ -53,7 +53,7 @@ class VirtualList(ScrollView, can_focus=True):
     class Highlighted(Message):
         """The cursor moved to ``row``."""
 
-        def __init__(self, vlist: "VirtualList", row: int) -> None:
+        def __init__(self, vlist: VirtualList, row: int) -> None:
             super().__init__()
             self.vlist = vlist
             self.row = row
@@ -62,23 +62,24 @@ class VirtualList(ScrollView, can_focus=True):
             return isinstance(message, VirtualList.Highlighted) and message.vlist is self.vlist
 
         @property
-        def control(self) -> "VirtualList":
+        def control(self) -> VirtualList:
             return self.vlist
 
     class Selected(Message):
         """The user chose ``row`` (enter, or a click on the cursor row)."""
 
-        def __init__(self, vlist: "VirtualList", row: int) -> None:
+        def __init__(self, vlist: VirtualList, row: int) -> None:
             super().__init__()
             self.vlist = vlist
             self.row = row
 
         @property
-        def control(self) -> "VirtualList":
+        def control(self) -> VirtualList:
             return self.vlist
 
-    def __init__(self, *, name: str | None = None, id: str | None = None,
-                 classes: str | None = None, cache_size: int = 2048) -> None:
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None, cache_size: int = 2048
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._row_count = 0
         self._cursor = 0
@@ -105,8 +106,7 @@ class VirtualList(ScrollView, can_focus=True):
         """The cursor row (0 when empty)."""
         return self._cursor
 
-    def set_row_count(self, count: int, *, cursor: int | None = None,
-                      announce: bool = True) -> None:
+    def set_row_count(self, count: int, *, cursor: int | None = None, announce: bool = True) -> None:
         """Change the number of rows (rows appended or the list replaced), optionally
         moving the cursor; clears the strip cache."""
         self._row_count = max(0, count)
@@ -199,8 +199,10 @@ class VirtualList(ScrollView, can_focus=True):
             if self._cursor_style is None:
                 self._cursor_style = self.get_component_rich_style("vlist--cursor")
             cursor = self._cursor_style
-            strip = Strip([Segment(t, (s or Style()) + Style(bgcolor=cursor.bgcolor, bold=cursor.bold), c)
-                           for t, s, c in strip], width)
+            strip = Strip(
+                [Segment(t, (s or Style()) + Style(bgcolor=cursor.bgcolor, bold=cursor.bold), c) for t, s, c in strip],
+                width,
+            )
         return strip
 
     # ------------------------------------------------------------------ actions
