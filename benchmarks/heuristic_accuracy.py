@@ -37,7 +37,7 @@ from whenpro_core.bench.baselines import (  # noqa: E402
 )
 from whenpro_core.bench.score import score_prediction  # noqa: E402
 from whenpro_core.formats import load_trace, walk  # noqa: E402
-from whenpro_core.model import Attribution, Trace  # noqa: E402
+from whenpro_core.trace.model import Attribution, Trace  # noqa: E402
 
 FOLDERS = {
     "Who&When Algorithm-Generated": "who-and-when/Who&When/Algorithm-Generated",

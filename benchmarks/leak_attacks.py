@@ -31,7 +31,7 @@ from pathlib import Path
 
 from whenpro_core.formats import load_trace
 from whenpro_core.injection.textedit import is_agent_step
-from whenpro_core.model import Trace
+from whenpro_core.trace.model import Trace
 
 OLD_PHRASES = re.compile(r"The result is|I looked over the work so far|This also matches the figure of")
 

@@ -33,7 +33,7 @@ from tests.support.fixtures import TEST_KEY
 from tests.support.inject_model import InjectModel, step_answer
 from tests.support.llm_server import LLMServer
 from whenpro_core.formats import load_trace
-from whenpro_core.model import Trace
+from whenpro_core.trace.model import Trace
 
 REWRITE = {"content": "Computing total = sessions + breaks + 65 = 80 + 5 + 65.", "tool_calls": None}
 

@@ -50,7 +50,7 @@ from whenpro_core.attribution.run import attribute  # noqa: E402
 from whenpro_core.config import load_settings  # noqa: E402
 from whenpro_core.formats import load_trace  # noqa: E402
 from whenpro_core.formats.registry import iter_files, natural_key  # noqa: E402
-from whenpro_core.model import Trace  # noqa: E402
+from whenpro_core.trace.model import Trace  # noqa: E402
 
 PROTOCOLS = ("all-at-once", "step-by-step", "binary-search", "hybrid")
 SUBSETS = ("Algorithm-Generated", "Hand-Crafted")

@@ -26,8 +26,8 @@ from textual import events  # noqa: E402
 from textual.app import App, ComposeResult  # noqa: E402
 from textual.widgets import DataTable  # noqa: E402
 
-from whenpro_core.listing import RowFilter, filter_rows  # noqa: E402
-from whenpro_core.model import TraceSummary  # noqa: E402
+from whenpro_core.library.listing import RowFilter, filter_rows  # noqa: E402
+from whenpro_core.trace.model import TraceSummary  # noqa: E402
 
 SIZE = (120, 40)
 

@@ -57,7 +57,7 @@ def line(name: str, first: list[float], nxt: list[float]) -> None:
 def bench_keyframes(reps: int) -> None:
     from whenpro_core.formats import load_trace
     from whenpro_core.media.preview import video_keyframes
-    from whenpro_core.model import MediaRef, Source, Trace
+    from whenpro_core.trace.model import MediaRef, Source, Trace
 
     sample = load_trace(str(REPO / "sample_traces" / "video_scene_qa" / "trace.json"))
     cases = [("keyframes: sample clip.mp4 (150 frames)", sample.task.images[0], sample)]

@@ -38,8 +38,8 @@ from textual.widgets import Label, ListItem, ListView, Static  # noqa: E402
 
 from whenpro_core.formats import load_trace  # noqa: E402
 from whenpro_core.formats.native import write_trace  # noqa: E402
-from whenpro_core.model import Agent, Step, ToolCall, Trace  # noqa: E402
-from whenpro_core.textsafe import one_line  # noqa: E402
+from whenpro_core.safety.textsafe import one_line  # noqa: E402
+from whenpro_core.trace.model import Agent, Step, ToolCall, Trace  # noqa: E402
 
 SIZE = (120, 40)
 

@@ -17,7 +17,7 @@ from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.executors import BuiltinExecutor
 from whenpro_core.injection.generate import OfflineGenerator
 from whenpro_core.injection.inject import inject
-from whenpro_core.model import Trace
+from whenpro_core.trace.model import Trace
 
 HERE = Path(__file__).resolve().parent / "arith_team"
 TIMESTAMP = "2026-01-01T00:00:00+00:00"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import (
+from whenpro_core.trace.model import (
     Agent,
     GroundTruth,
     MediaRef,

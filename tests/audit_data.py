@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import Agent, GroundTruth, Outcome, Step, Task, Trace
+from whenpro_core.trace.model import Agent, GroundTruth, Outcome, Step, Task, Trace
 
 ITEMS = ("apples", "pears", "plums", "figs", "limes", "kiwis", "dates", "grapes")
 VERBS = ("add", "take", "count", "check", "sum", "note", "weigh", "list")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import Agent, GroundTruth, Modality, Outcome, Step, Task, Trace
+from whenpro_core.trace.model import Agent, GroundTruth, Modality, Outcome, Step, Task, Trace
 
 #: Labelled traces in :func:`write_dataset` (the broken file and the unlabelled trace
 #: are extra).

@@ -15,7 +15,7 @@ from textual.worker import WorkerState
 
 from tests.support.waiting import TIMEOUT_S, Deadline, until, wait_until  # noqa: F401  (the one way tests wait)
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import Agent, GroundTruth, MediaRef, Outcome, Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Agent, GroundTruth, MediaRef, Outcome, Step, Task, ToolCall, Trace
 
 ROOT = REPO = REPO_ROOT = Path(__file__).resolve().parent.parent
 #: ``$WHENPRO_REAL_TRACES`` or ``<repo>/../shared/real_traces``: present in CI and the dev

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import REAL_TRACES, REPO, team_trace
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.atif_write import trace_to_atif, write_atif
-from whenpro_core.model import Trace
+from whenpro_core.trace.model import Trace
 
 SCHEMA = json.loads((REPO / "tests" / "fixtures" / "atif" / "trajectory.schema.json").read_text(encoding="utf-8"))
 AGENT_ONLY = ("model_name", "reasoning_effort", "reasoning_content", "tool_calls", "metrics")

@@ -27,7 +27,7 @@ from whenpro_core.attribution.verdicts import load_verdicts, save_verdict, verdi
 from whenpro_core.config import load_settings
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats import load_trace
-from whenpro_core.model import Attribution
+from whenpro_core.trace.model import Attribution
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from whenpro_core.audit.corpus import Corpus
 from whenpro_core.audit.run import audit_dataset, top_steps
 from whenpro_core.audit.stats import random_chance, wilson
 from whenpro_core.audit.view import audit_view, label_of
-from whenpro_core.model import GroundTruth
+from whenpro_core.trace.model import GroundTruth
 
 
 def step_rates(result) -> dict[str, float]:

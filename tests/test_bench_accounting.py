@@ -20,7 +20,7 @@ from whenpro_core.bench.aggregate import aggregate
 from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.bench.records import Record, read_records
 from whenpro_core.errors import BackendError
-from whenpro_core.model import Usage
+from whenpro_core.trace.model import Usage
 
 MODEL = "openai:gpt-4.1"
 

@@ -9,7 +9,7 @@ import pytest
 
 from whenpro_core.bench.aggregate import aggregate, length_bucket, macro_f1
 from whenpro_core.bench.records import build_record
-from whenpro_core.model import Accepted, Attribution, GroundTruth, Modality, Step, Trace, TraceSummary
+from whenpro_core.trace.model import Accepted, Attribution, GroundTruth, Modality, Step, Trace, TraceSummary
 
 APPROX = dict(abs=1e-9)
 

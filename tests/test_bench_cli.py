@@ -118,7 +118,7 @@ def test_ctrl_c_says_it_is_stopping_and_exits_130(tmp_path):
 
     import psutil
 
-    from whenpro_core.model import Agent, GroundTruth, Step, Trace
+    from whenpro_core.trace.model import Agent, GroundTruth, Step, Trace
 
     agents = [Agent(id=a) for a in ("planner", "coder")]
     for i in range(2):  # long enough that the heuristic takes seconds

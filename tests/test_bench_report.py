@@ -152,7 +152,7 @@ def test_untrusted_names_are_shown_as_plain_text(tmp_path):
 
     from whenpro_core.bench.records import build_record
     from whenpro_core.bench.report import print_report
-    from whenpro_core.model import Attribution, GroundTruth, Step, Trace
+    from whenpro_core.trace.model import Attribution, GroundTruth, Step, Trace
 
     trace = Trace(
         id="evil",

@@ -31,7 +31,7 @@ from whenpro_core.injection.cmd_executor import CommandExecutor
 from whenpro_core.injection.executors import BuiltinExecutor
 from whenpro_core.injection.generate import OfflineGenerator, TextGenerator
 from whenpro_core.injection.replay import continued_trace, warm_start
-from whenpro_core.model import Agent, Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Agent, Step, Task, ToolCall, Trace
 
 NOW = "2026-01-02T03:04:05+00:00"
 SALT = "test-salt"

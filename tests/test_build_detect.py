@@ -21,7 +21,7 @@ from whenpro_core.envs import get_env
 from whenpro_core.envs.base import run_env
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import GroundTruth
+from whenpro_core.trace.model import GroundTruth
 
 NOW = "2026-01-02T03:04:05+00:00"
 

@@ -10,7 +10,7 @@ import pytest
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import dumps_trace
-from whenpro_core.model import Outcome
+from whenpro_core.trace.model import Outcome
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 

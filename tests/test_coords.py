@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from whenpro_core import coords, gt_map
 from whenpro_core.errors import TraceFormatError
+from whenpro_core.trace import coords, gt_map
 
 U = {"kind": "user", "content": "task"}
 FA = {"kind": "final_answer", "content": "42"}

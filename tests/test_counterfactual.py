@@ -33,7 +33,7 @@ from whenpro_core.injection.executors import get_executor
 from whenpro_core.injection.generate import OfflineGenerator
 from whenpro_core.injection.inject import inject
 from whenpro_core.injection.simulate import SimulateExecutor
-from whenpro_core.model import Trace
+from whenpro_core.trace.model import Trace
 
 
 def _decisive(env: str, seed: int, index: int, mode: str) -> Trace:

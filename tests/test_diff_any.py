@@ -14,7 +14,7 @@ from tests.conftest import SAMPLES, screen_text, settle, team_trace
 from whenpro_core.cli import app as cli_app
 from whenpro_core.formats import load_trace
 from whenpro_core.injection.diff import diff_lines, diff_traces
-from whenpro_core.model import Step
+from whenpro_core.trace.model import Step
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.screens.diff import DiffScreen
 from whenpro_tui.starts import diff_start

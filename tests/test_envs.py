@@ -18,12 +18,12 @@ from whenpro_core.envs.code_pair import latest_code, undress
 from whenpro_core.envs.code_tasks import TEMPLATES, read_spec
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats import load_trace
-from whenpro_core.model import Step
+from whenpro_core.trace.model import Step
 
 
 def test_registry_lists_both_envs_and_rejects_unknown_names():
     assert {"arith_team", "code_pair"} <= set(env_names())
-    from whenpro_core.coords import WHENPRO_FRAMEWORKS
+    from whenpro_core.trace.coords import WHENPRO_FRAMEWORKS
 
     assert set(env_names()) == WHENPRO_FRAMEWORKS  # their datasets read back without warnings
     with pytest.raises(ConfigError, match="arith_team"):

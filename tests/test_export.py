@@ -15,10 +15,10 @@ from tests.conftest import SAMPLES, team_trace
 from tests.support.browser import browser, chromium_path  # noqa: F401  (fixtures)
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.cli import app as cli_app
-from whenpro_core.export import ExportOptions, trace_markdown
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import Attribution, Step
+from whenpro_core.trace.model import Attribution, Step
+from whenpro_core.views.export import ExportOptions, trace_markdown
 
 HOSTILE = '<script>document.title="pwned"</script></details><img src=x onerror=alert(1)>'
 
@@ -160,8 +160,8 @@ async def test_x_on_the_trace_screen_writes_the_page(
 
 @pytest.mark.parametrize("name", ["genai_current.json", "openinference.json"])
 def test_per_step_usage_from_opentelemetry_traces(name: str) -> None:
-    from whenpro_core.traceview import trace_header
-    from whenpro_core.usage import step_usage, total_usage
+    from whenpro_core.trace.usage import step_usage, total_usage
+    from whenpro_core.views.traceview import trace_header
 
     trace = load_trace(Path(__file__).parent / "fixtures" / "otel" / name)
     used = [step_usage(s) for s in trace.steps]
@@ -175,7 +175,7 @@ def test_per_step_usage_from_opentelemetry_traces(name: str) -> None:
 
 async def test_trace_screen_shows_step_usage_and_the_total() -> None:
     from tests.conftest import screen_text, settle
-    from whenpro_core.usage import step_usage, total_usage
+    from whenpro_core.trace.usage import step_usage, total_usage
     from whenpro_tui.app import WhenproApp
 
     path = Path(__file__).parent / "fixtures" / "otel" / "genai_current.json"

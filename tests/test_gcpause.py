@@ -1,4 +1,4 @@
-"""whenpro_core.gcpause: the collector is paused while traces load and restored after."""
+"""whenpro_core.storage.gcpause: the collector is paused while traces load and restored after."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from conftest import SAMPLES
 from tests.support.waiting import TIMEOUT_S
 from whenpro_core.formats import load_trace
-from whenpro_core.gcpause import paused_gc, release_long_lived
-from whenpro_core.opening import open_target
+from whenpro_core.library.opening import open_target
+from whenpro_core.storage.gcpause import paused_gc, release_long_lived
 
 
 @pytest.fixture(autouse=True)

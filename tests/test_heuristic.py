@@ -6,7 +6,7 @@ from conftest import SAMPLES
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.bench.score import score_prediction
 from whenpro_core.formats import load_trace
-from whenpro_core.model import Outcome, Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Outcome, Step, Task, ToolCall, Trace
 
 
 def test_sample_text_run_finds_the_wrong_calculation():
@@ -244,7 +244,7 @@ def test_verdicts_do_not_depend_on_the_hash_seed(real_traces):
 
 
 def test_a_long_loop_is_named_three_times_and_counted():
-    from whenpro_core.model import Agent, Step, ToolCall, Trace
+    from whenpro_core.trace.model import Agent, Step, ToolCall, Trace
 
     call = [ToolCall(name="search", arguments={"q": "the same query again"})]
     steps = [Step(index=0, coord="0", agent="user", kind="user", content="Find the answer.")]

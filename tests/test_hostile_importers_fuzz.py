@@ -46,7 +46,7 @@ from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.formats.native import dumps_trace
 from whenpro_core.formats.whowhen_pro_write import to_document, to_jsonl_row
-from whenpro_core.textsafe import is_clean
+from whenpro_core.safety.textsafe import is_clean
 
 #: More examples for a longer local run: WHENPRO_FUZZ_EXAMPLES=500.
 FUZZ = settings(

@@ -21,7 +21,7 @@ import pytest
 from conftest import REPO, SAMPLES
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import Fault, LLMServer
-from whenpro_core.inert_output import inert
+from whenpro_core.safety.inert_output import inert
 
 HOSTILE = "esc\x1b]52;c;cHduZWQ=\x07\x1b[2J"
 #: characters a terminal acts on: ESC, BEL, CSI (C1)
@@ -71,7 +71,7 @@ def test_a_mistyped_command_with_escapes_is_shown_inert():
 
 LOGS_AND_WARNINGS = """
 import logging, sys, warnings
-from whenpro_core.inert_output import inert_streams
+from whenpro_core.safety.inert_output import inert_streams
 log_file = sys.argv[1]
 logging.getLogger("whenpro.file").addHandler(logging.FileHandler(log_file))
 with inert_streams():

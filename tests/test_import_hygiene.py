@@ -32,7 +32,7 @@ def run_python(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_core_module_list_includes_the_cli() -> None:
     names = core_modules()
-    assert "whenpro_core.cli" in names and "whenpro_core.search" in names
+    assert "whenpro_core.cli" in names and "whenpro_core.views.search" in names
 
 
 def test_importing_every_core_module_loads_no_tui() -> None:

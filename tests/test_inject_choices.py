@@ -42,7 +42,7 @@ from whenpro_core.injection.provenance import (
     verdict_of,
 )
 from whenpro_core.injection.verify import Verdict
-from whenpro_core.model import Attribution
+from whenpro_core.trace.model import Attribution
 
 ARITH = SAMPLES / "arith_team"
 

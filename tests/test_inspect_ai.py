@@ -13,7 +13,7 @@ import pytest
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import inspect_ai, load_trace, load_traces, walk
-from whenpro_core.model import Modality, Outcome
+from whenpro_core.trace.model import Modality, Outcome
 
 LOGS = "inspect-ai-logs/tests"
 EVAL_LOG = f"{LOGS}/log/test_eval_log"
@@ -275,8 +275,8 @@ def test_half_broken_eval_member_names_the_member(tmp_path):
 def test_each_model_call_usage_reaches_its_assistant_step_and_the_header(real_traces):
     """A model event's ``output.usage`` is the usage of the assistant message it wrote; the
     step detail and the header total read it (issue 20: per-step usage from Inspect)."""
-    from whenpro_core.traceview import trace_header
-    from whenpro_core.usage import step_usage
+    from whenpro_core.trace.usage import step_usage
+    from whenpro_core.views.traceview import trace_header
 
     path = real_traces / "inspect-ai-logs" / "tests" / "log" / "test_eval_log" / "log_read_sample.eval"
     if not path.exists():

@@ -21,7 +21,7 @@ import zstandard
 from tests.conftest import REPO, settle
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import inspect_ai, load_trace
-from whenpro_core.model import Outcome
+from whenpro_core.trace.model import Outcome
 
 pytest.importorskip("inspect_ai", reason="inspect-ai (a dev dependency) writes the logs")
 

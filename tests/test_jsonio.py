@@ -4,13 +4,13 @@ every whenpro writer of trace data: verdict sidecars, bench records, Who&When Pr
 from __future__ import annotations
 
 from conftest import SAMPLES
-from whenpro_core import jsonio
 from whenpro_core.attribution.verdicts import load_verdicts, save_verdict
 from whenpro_core.bench.records import ResultsFile, build_record, read_records
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_core.formats.whowhen_pro_write import check_round_trip, to_document, to_jsonl_row
-from whenpro_core.model import Attribution
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Attribution
 
 ODD = "the model wrote \ud83d and stopped"
 

@@ -1,5 +1,5 @@
 """Dataset listings: filters, facets, counts and a walk that survives bad files
-(whenpro_core.listing)."""
+(whenpro_core.library.listing)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from whenpro_core.formats.base import DocumentImporter
-from whenpro_core.listing import RowFilter, count_line, facet_counts, filter_rows, walk_rows
-from whenpro_core.model import TraceSummary
+from whenpro_core.library.listing import RowFilter, count_line, facet_counts, filter_rows, walk_rows
+from whenpro_core.trace.model import TraceSummary
 
 
 def rows() -> list[TraceSummary]:

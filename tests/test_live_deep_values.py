@@ -17,7 +17,6 @@ import pytest
 
 from conftest import REPO
 from tests.support.protobuf_bytes import field
-from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import load_native
@@ -25,6 +24,7 @@ from whenpro_core.live import builders
 from whenpro_core.live.events import ExportWarning, TraceSetAside, TraceUpdated
 from whenpro_core.live.otlp_server import OtlpReceiver
 from whenpro_core.live.store import MAX_VALUE_DEPTH, LiveStore
+from whenpro_core.storage import jsonio
 
 OTEL = REPO / "tests" / "fixtures" / "otel"
 TID = "5b8efff798038103d269b633813fc60c"

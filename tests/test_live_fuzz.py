@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.support.protobuf_bytes import field
-from whenpro_core import jsonio
 from whenpro_core.formats.native import load_native
 from whenpro_core.formats.otlp import hex_id
 from whenpro_core.live.otlp_server import OtlpReceiver
 from whenpro_core.live.spool import SPOOL_DIR
 from whenpro_core.live.store import TRACE_ID, LiveStore
+from whenpro_core.storage import jsonio
 
 TRACE_IDS = ["5b8efff798038103d269b633813fc60c", "0af7651916cd43dd8448eb211c80319c", "ff" * 16]
 NASTY = ["\x1b]52;c;cHduZWQ=\x07\x1b[2J", "../../etc/passwd", "\ud800", "\x00", "\u202e", "a" * 300, "é😀", ""]

@@ -227,7 +227,7 @@ async def test_api_key_never_leaks(model, make_backend, llm_server, whenpro_env,
 
 
 def test_redact_masks_keys_but_not_ordinary_words():
-    from whenpro_core.redact import public_url, redact
+    from whenpro_core.safety.redact import public_url, redact
 
     text = "task-manager failed: key sk-proj-abcdef123456, header Bearer tok.123, x-api-key: zzzz9999"
     out = redact(text, ["zzzz9999"])

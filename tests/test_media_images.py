@@ -21,7 +21,7 @@ from whenpro_core.media import (
     thumbnail,
     to_jpeg,
 )
-from whenpro_core.model import MediaRef
+from whenpro_core.trace.model import MediaRef
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ import pytest
 
 from whenpro_core.errors import MediaError
 from whenpro_core.media import decode_inline, image_size, read_media_bytes, resolve_media
-from whenpro_core.model import MediaRef
+from whenpro_core.trace.model import MediaRef
 
 PNG_1x1 = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="

@@ -27,7 +27,7 @@ from whenpro_core.media.preview import (
     task_step_index,
     video_keyframes,
 )
-from whenpro_core.model import MediaRef, Source, Step, Task, Trace
+from whenpro_core.trace.model import MediaRef, Source, Step, Task, Trace
 
 SAMPLES_REAL = REAL_TRACES / "who-when-pro-samples"
 

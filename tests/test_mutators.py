@@ -16,7 +16,7 @@ from whenpro_core.formats import load_trace
 from whenpro_core.injection.generate import InjectionRequest, OfflineGenerator, get_generator
 from whenpro_core.injection.mutators import MUTATORS, applicable_modes, mutate, perturb
 from whenpro_core.injection.verify import revealing_phrases
-from whenpro_core.model import Agent, Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Agent, Step, Task, ToolCall, Trace
 
 
 def _trace() -> Trace:

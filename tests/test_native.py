@@ -10,8 +10,8 @@ from conftest import SAMPLES
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import dumps_trace, write_trace
-from whenpro_core.model import Trace
 from whenpro_core.summary import convert
+from whenpro_core.trace.model import Trace
 
 
 def _same(a: Trace, b: Trace) -> bool:

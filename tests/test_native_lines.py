@@ -10,7 +10,7 @@ import sys
 
 from conftest import REPO
 from whenpro_core.formats import load_trace
-from whenpro_core.model import Outcome
+from whenpro_core.trace.model import Outcome
 
 
 def _lines(tmp_path, header: dict | None, final: str, name: str = "run.jsonl"):

@@ -1,4 +1,4 @@
-"""What ``whenpro view PATH`` opens (whenpro_core.opening)."""
+"""What ``whenpro view PATH`` opens (whenpro_core.library.opening)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import team_trace
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.opening import check_target, open_target
+from whenpro_core.library.opening import check_target, open_target
 
 
 def test_single_trace_file_is_loaded_once(team_file: Path) -> None:

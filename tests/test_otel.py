@@ -14,7 +14,7 @@ from conftest import REPO
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import dumps_trace, load_native, write_trace
-from whenpro_core.model import Modality, Outcome
+from whenpro_core.trace.model import Modality, Outcome
 
 FIX = REPO / "tests" / "fixtures" / "otel"
 

@@ -23,7 +23,7 @@ from whenpro_core.formats import load_trace
 from whenpro_core.formats.otlp_write import PEOPLE, STEP_KEY, TRACE_KEY, trace_to_otlp, write_otlp
 from whenpro_core.live.otlp_server import OtlpReceiver
 from whenpro_core.live.store import LiveStore
-from whenpro_core.model import Trace
+from whenpro_core.trace.model import Trace
 
 OTLP_REFS = [*REFS, "who-and-when/Who&When/Hand-Crafted/1.json", "who-when-pro-samples/data/traces/mmsearch_car.json"]
 

@@ -20,8 +20,8 @@ from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import write_trace
-from whenpro_core.listing import walk_rows
-from whenpro_core.opening import open_target
+from whenpro_core.library.listing import walk_rows
+from whenpro_core.library.opening import open_target
 
 
 @pytest.fixture

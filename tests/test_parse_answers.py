@@ -17,8 +17,8 @@ from whenpro_core.attribution.llm_judge import make_judge
 from whenpro_core.attribution.parse import is_readable, parse_answer
 from whenpro_core.attribution.run import attribute
 from whenpro_core.formats import load_trace
-from whenpro_core.model import Attribution, Trace
-from whenpro_core.taxonomy import Taxonomy
+from whenpro_core.trace.model import Attribution, Trace
+from whenpro_core.trace.taxonomy import Taxonomy
 
 TAX = Taxonomy.builtin()
 VERDICT = ("Agent Name", "Step Number", "Error Mode", "Reason")

@@ -224,7 +224,7 @@ def test_cli_attribute_with_a_model_from_the_standard_env_vars(llm_server, sampl
 
 
 def test_a_successful_run_has_nothing_to_attribute():
-    from whenpro_core.model import Outcome
+    from whenpro_core.trace.model import Outcome
 
     trace = load_trace(SAMPLES / "arith_team" / "arith_team-s1.json")
     assert trace.outcome == Outcome.success

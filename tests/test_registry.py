@@ -128,7 +128,7 @@ def test_a_named_pipe_is_an_error_row_never_a_hang(tmp_path):
     import subprocess
     import sys
 
-    from whenpro_core.opening import open_target
+    from whenpro_core.library.opening import open_target
 
     write_ok = (SAMPLES / "team_text" / "trace.json").read_bytes()
     (tmp_path / "good.json").write_bytes(write_ok)

@@ -22,7 +22,7 @@ from whenpro_core.injection.generate import InjectionRequest, OfflineGenerator, 
 from whenpro_core.injection.inject import inject, resolve_step
 from whenpro_core.injection.replay import prefix_matches, replay_stream, warm_start
 from whenpro_core.injection.toolcache import ToolCache, call_key
-from whenpro_core.model import Step, ToolCall
+from whenpro_core.trace.model import Step, ToolCall
 
 NOW = "2026-01-01T00:00:00+00:00"
 
@@ -33,7 +33,7 @@ def _seed_json(env: str, seed: int) -> bytes:
 
 
 def seed_run(env: str, seed: int):
-    from whenpro_core.model import Trace
+    from whenpro_core.trace.model import Trace
 
     return Trace.model_validate(orjson.loads(_seed_json(env, seed)))
 
@@ -210,7 +210,7 @@ def test_executor_specs():
 
 PLUGIN = """
 from whenpro_core.injection.executors import Continuation
-from whenpro_core.model import Step
+from whenpro_core.trace.model import Step
 
 
 class Fixed:

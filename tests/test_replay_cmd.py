@@ -18,7 +18,7 @@ from whenpro_core.injection.cmd_executor import CommandExecutor
 from whenpro_core.injection.generate import OfflineGenerator
 from whenpro_core.injection.inject import inject
 from whenpro_core.injection.replay import continued_trace, prefix_matches, warm_start
-from whenpro_core.model import Agent, Step, Task, Trace
+from whenpro_core.trace.model import Agent, Step, Task, Trace
 
 EXAMPLE = [sys.executable, str(REPO / "examples" / "replay_executor.py")]
 QUERY = "Add up these expenses: rent 1200, food 340, travel 85, books 42. What is the total?"

@@ -50,7 +50,7 @@ from whenpro_core.bench.records import (
     record_key,
 )
 from whenpro_core.formats import load_trace
-from whenpro_core.model import Attribution, Modality
+from whenpro_core.trace.model import Attribution, Modality
 
 
 def _rec(

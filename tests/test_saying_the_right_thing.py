@@ -19,7 +19,7 @@ from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import Fault
 from whenpro_core.errors import BackendError, TraceFormatError
 from whenpro_core.formats import load_trace, load_traces
-from whenpro_core.model import TRACE_HIDDEN_KEY, Outcome
+from whenpro_core.trace.model import TRACE_HIDDEN_KEY, Outcome
 
 OTEL_FIXTURE = REPO / "tests" / "fixtures" / "otel" / "genai_current.json"
 

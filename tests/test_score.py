@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from whenpro_core.bench.score import score_prediction
-from whenpro_core.model import Accepted, Attribution, GroundTruth, Step, Trace
+from whenpro_core.trace.model import Accepted, Attribution, GroundTruth, Step, Trace
 
 
 def _trace(framework="whenpro-team", n=15, gt=None):

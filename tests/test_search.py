@@ -1,5 +1,5 @@
 """Step search, filters, coordinates, same-agent moves and the GT step
-(whenpro_core.search)."""
+(whenpro_core.views.search)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 from tests.conftest import team_trace
 from whenpro_core.formats import load_trace
-from whenpro_core.model import Step, Trace
-from whenpro_core.search import (
+from whenpro_core.trace.model import Step, Trace
+from whenpro_core.views.search import (
     StepFilter,
     filter_steps,
     find_coord,

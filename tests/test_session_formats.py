@@ -19,7 +19,7 @@ from tests.conftest import REAL_TRACES, REPO, settle
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace
-from whenpro_core.model import Outcome, Trace
+from whenpro_core.trace.model import Outcome, Trace
 
 pytestmark = pytest.mark.real_traces
 

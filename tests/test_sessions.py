@@ -18,9 +18,9 @@ import pytest
 from tests.conftest import REAL_TRACES, REPO, settle
 from tests.support.live_writer import LineWriter
 from whenpro_core.formats import load_trace
+from whenpro_core.library.sessions import list_sessions
 from whenpro_core.live.events import StepAdded, TraceReset
 from whenpro_core.live.follow import FileFollower
-from whenpro_core.sessions import list_sessions
 
 pytestmark = pytest.mark.real_traces
 

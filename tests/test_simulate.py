@@ -28,7 +28,7 @@ from whenpro_core.injection.inject import inject
 from whenpro_core.injection.llm_generate import LLMGenerator
 from whenpro_core.injection.replay import prefix_matches, replay_stream, warm_start
 from whenpro_core.injection.simulate import SimulateExecutor
-from whenpro_core.model import Step, ToolCall
+from whenpro_core.trace.model import Step, ToolCall
 
 WW_1 = "who-and-when/Who&When/Algorithm-Generated/1.json"  # Excel_Expert, terminal, BusinessLogic, terminal, DataVerification x2
 
@@ -227,7 +227,7 @@ def test_magentic_one_run_ends_at_its_final_answer_line(llm_server, llm_settings
 
 def test_a_single_agent_trace_keeps_its_numbering(llm_server, llm_settings):
     """A smolagents-style run: an unnumbered task, then steps numbered from 1."""
-    from whenpro_core.model import Agent, Task, Trace
+    from whenpro_core.trace.model import Agent, Task, Trace
 
     steps = [Step(index=0, agent="user", kind="user", content="What is 17 * 23 + 4?")]
     for i, (code, out) in enumerate([("17 * 23", "391"), ("391 + 4", "395")], start=1):

@@ -19,7 +19,7 @@ from whenpro_core.bench.aggregate import aggregate
 from whenpro_core.bench.records import build_record
 from whenpro_core.bench.score import score_prediction
 from whenpro_core.formats import load_trace
-from whenpro_core.model import Attribution
+from whenpro_core.trace.model import Attribution
 
 JUNK = "zz-junk-agent"
 

@@ -22,8 +22,8 @@ from rich.console import Console
 from tests.conftest import REPO
 from whenpro_core.formats import load_trace, load_traces
 from whenpro_core.media.preview import step_media
-from whenpro_core.stepview import Block, call_blocks, content_blocks
-from whenpro_core.traceview import trace_header
+from whenpro_core.views.stepview import Block, call_blocks, content_blocks
+from whenpro_core.views.traceview import trace_header
 from whenpro_tui.widgets.blocks import render_block
 
 pytestmark = pytest.mark.real_traces

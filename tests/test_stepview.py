@@ -1,11 +1,11 @@
 """One-line rows, rendering decisions, folding, media labels and the text form of a
-step (whenpro_core.stepview)."""
+step (whenpro_core.views.stepview)."""
 
 from __future__ import annotations
 
 from tests.conftest import team_trace, tiny_png
-from whenpro_core.model import MediaRef, Step, ToolCall
-from whenpro_core.stepview import (
+from whenpro_core.trace.model import MediaRef, Step, ToolCall
+from whenpro_core.views.stepview import (
     MARK_GT,
     MARK_INJECTED,
     TextOptions,
@@ -39,7 +39,7 @@ def test_injected_marker_only_on_the_injected_step_not_replayed_ones() -> None:
 
 
 def test_real_macnet_marks_only_its_injected_step(real_traces) -> None:
-    from whenpro_core.opening import load_trace
+    from whenpro_core.library.opening import load_trace
 
     trace = load_trace(real_traces / "who-when-pro-samples" / "data" / "traces" / "macnet_triangle.json")
     flagged = [s.index for s in trace.steps if step_row(s).injected]
@@ -48,7 +48,7 @@ def test_real_macnet_marks_only_its_injected_step(real_traces) -> None:
 
 def test_magentic_one_phase_marks_its_injected_step(real_traces) -> None:
     """Magentic-One rows of Who&When Pro say it with ``phase: ["injected"]``."""
-    from whenpro_core.opening import load_trace
+    from whenpro_core.library.opening import load_trace
 
     trace = load_trace(real_traces / "who-when-pro-samples" / "data" / "traces" / "simpleqa_election.json")
     flagged = [s.coord for s in trace.steps if step_row(s).injected]
@@ -123,7 +123,7 @@ def test_step_as_text_hides_label_fields_unless_asked() -> None:
 
 
 def test_short_kind_abbreviates_by_words_never_mid_word() -> None:
-    from whenpro_core.stepview import short_kind
+    from whenpro_core.views.stepview import short_kind
 
     assert short_kind("final_answer", 12) == "final_answer"
     assert short_kind("final_answer", 8) == "final"

@@ -10,7 +10,7 @@ import pytest
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace, walk
-from whenpro_core.model import Outcome
+from whenpro_core.trace.model import Outcome
 
 SWE = "swe-agent-traj"
 PYDICOM = f"{SWE}/tests/test_data/trajectories/gpt4__swe-bench-dev-easy_first_only__default__t-0.00__p-0.95__c-3.00__install-1/pydicom__pydicom-1458.traj"

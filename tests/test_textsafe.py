@@ -1,10 +1,10 @@
-"""Untrusted text made safe for a terminal (whenpro_core.textsafe)."""
+"""Untrusted text made safe for a terminal (whenpro_core.safety.textsafe)."""
 
 from __future__ import annotations
 
 import re
 
-from whenpro_core.textsafe import clean, human_size, is_clean, one_line, plural
+from whenpro_core.safety.textsafe import clean, human_size, is_clean, one_line, plural
 
 TERMINAL_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -49,7 +49,7 @@ def test_human_size() -> None:
 def test_lone_surrogates_are_made_visible_or_dropped():
     """A lone surrogate (the valid JSON escape "\\ud800", seen in LLM output) cannot be
     encoded as UTF-8: copying, the editor, a judge's HTTP body and reports would fail."""
-    from whenpro_core.textsafe import clean, is_clean, strip_controls
+    from whenpro_core.safety.textsafe import clean, is_clean, strip_controls
 
     text = "Session \ud800 time \udfff."
     shown = clean(text)

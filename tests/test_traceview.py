@@ -1,4 +1,4 @@
-"""The trace header model and stable agent colour slots (whenpro_core.traceview)."""
+"""The trace header model and stable agent colour slots (whenpro_core.views.traceview)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import team_trace
 from whenpro_core.formats import load_trace
-from whenpro_core.traceview import agent_slots, trace_header
+from whenpro_core.views.traceview import agent_slots, trace_header
 
 
 def test_agent_slots_are_stable_and_distinct() -> None:
@@ -45,7 +45,7 @@ def test_header_of_a_real_trace(whowhen: Path) -> None:
 
 
 def test_unlabelled_id_masks_the_mode_and_step_an_id_carries() -> None:
-    from whenpro_core.traceview import unlabelled_id
+    from whenpro_core.views.traceview import unlabelled_id
 
     assert unlabelled_id("eva__lvbench__P.1__task_2393__20260423") == ("eva__lvbench__‹mode›__task_2393__20260423")
     assert unlabelled_id("smolagents__mmsearch__PL.1__task_0274_auto_9__20260309_legacy") == (

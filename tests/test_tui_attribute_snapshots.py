@@ -13,7 +13,7 @@ from conftest import SAMPLES, settle
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.formats import load_trace
-from whenpro_core.model import Usage
+from whenpro_core.trace.model import Usage
 from whenpro_tui.app import WhenproApp
 
 

@@ -17,8 +17,8 @@ from tests.conftest import screen_text, settle, team_trace
 from tests.test_tui_results import quiet
 from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import Attribution
-from whenpro_core.textsafe import whole_sentences
+from whenpro_core.safety.textsafe import whole_sentences
+from whenpro_core.trace.model import Attribution
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.screens.trace import TraceScreen

@@ -31,7 +31,7 @@ from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.cmd_executor import CommandExecutor
 from whenpro_core.injection.provenance import check_attribution
 from whenpro_core.injection.replay import continued_trace, warm_start
-from whenpro_core.model import Agent, Step, Task, Trace
+from whenpro_core.trace.model import Agent, Step, Task, Trace
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.messages import ReplayStep
 from whenpro_tui.screens.confirm import ConfirmScreen

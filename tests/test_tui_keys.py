@@ -207,7 +207,7 @@ WORDS = 150
 
 def long_step_trace_file(tmp_path: Path) -> Path:
     from whenpro_core.formats.native import write_trace
-    from whenpro_core.model import Step, Trace
+    from whenpro_core.trace.model import Step, Trace
 
     words = " ".join(f"word{i:03d}" for i in range(WORDS))  # one long paragraph
     return write_trace(

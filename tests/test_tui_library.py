@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import screen_text, settle, team_trace
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import TraceSummary
+from whenpro_core.trace.model import TraceSummary
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.screens.library import LibraryScreen
 from whenpro_tui.screens.trace import TraceScreen

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from tests.conftest import screen_text, settle, team_trace
 from whenpro_core.formats.native import write_trace
-from whenpro_core.listing import facet_counts, natural_key, sort_rows, walk_rows
-from whenpro_core.model import Outcome, TraceSummary
+from whenpro_core.library.listing import facet_counts, natural_key, sort_rows, walk_rows
+from whenpro_core.trace.model import Outcome, TraceSummary
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.screens.library import LibraryScreen
 from whenpro_tui.screens.trace import TraceScreen

@@ -26,7 +26,7 @@ from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import Agent, Attribution, GroundTruth, Outcome, Step, Task, Trace
+from whenpro_core.trace.model import Agent, Attribution, GroundTruth, Outcome, Step, Task, Trace
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.inject_dialog import InjectDialog

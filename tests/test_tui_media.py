@@ -22,7 +22,7 @@ from tests.conftest import REAL_TRACES, SAMPLES, screen_text, settle, tiny_png
 from tests.test_media_preview import png_header
 from tests.videoclips import write_clip
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import MediaRef, Step, Task, Trace
+from whenpro_core.trace.model import MediaRef, Step, Task, Trace
 from whenpro_tui import imaging
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.messages import KeyframesLoaded, KeyframesProgress

@@ -15,7 +15,7 @@ from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import Attribution, Outcome
+from whenpro_core.trace.model import Attribution, Outcome
 from whenpro_tui.app import WhenproApp
 
 SIZES = {"80x24": (80, 24), "200x50": (200, 50)}

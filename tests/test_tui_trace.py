@@ -441,7 +441,7 @@ async def test_raw_toggle_and_task_expansion(tmp_path: Path) -> None:
 async def test_empty_trace_and_multi_trace_file_library(tmp_path: Path) -> None:
     import orjson
 
-    from whenpro_core.model import Trace
+    from whenpro_core.trace.model import Trace
     from whenpro_tui.screens.library import LibraryScreen
 
     empty = write_trace(Trace(id="empty"), tmp_path / "empty.json")

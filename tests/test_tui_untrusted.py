@@ -8,8 +8,8 @@ from pathlib import Path
 
 from tests.conftest import screen_text, settle, terminal_output
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import Agent, Step, Task, ToolCall, Trace
-from whenpro_core.stepview import fold
+from whenpro_core.trace.model import Agent, Step, Task, ToolCall, Trace
+from whenpro_core.views.stepview import fold
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.screens.library import LibraryScreen
 from whenpro_tui.screens.trace import TraceScreen

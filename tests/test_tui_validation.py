@@ -23,7 +23,7 @@ from whenpro_core.bench.review import next_pending, progress_line, relabel_choic
 from whenpro_core.envs.run import run_many
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
-from whenpro_core.search import gt_step_index
+from whenpro_core.views.search import gt_step_index
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.screens.library import LibraryScreen
 from whenpro_tui.screens.review_dialogs import DecisionDialog, VerdictMenu

@@ -14,7 +14,7 @@ from whenpro_core.attribution.verdicts import load_verdicts, save_verdict
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import Attribution
+from whenpro_core.trace.model import Attribution
 
 VERDICT = Attribution(agent="solver", step="3", mode="R.3", reason="wrong sum")
 

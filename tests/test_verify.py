@@ -16,7 +16,7 @@ from whenpro_core.injection.verify import (
     register_checker,
     revealing_phrases,
 )
-from whenpro_core.model import Step, Task, Trace
+from whenpro_core.trace.model import Step, Task, Trace
 
 
 @pytest.mark.parametrize(

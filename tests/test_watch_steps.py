@@ -9,7 +9,7 @@ import re
 from test_live_judge import _endpoint, spawn
 from whenpro_core.live.events import TraceStarted, TraceUpdated
 from whenpro_core.live.watch import Printer
-from whenpro_core.model import Step, ToolCall
+from whenpro_core.trace.model import Step, ToolCall
 
 TID = "4bf92f3577b34da6a3ce929d0e0e4736"
 

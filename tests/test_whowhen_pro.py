@@ -14,7 +14,7 @@ from whenpro_core.formats import load_trace, sniff, walk
 from whenpro_core.formats.native import write_trace
 from whenpro_core.formats.whowhen_pro import WhoWhenProImporter
 from whenpro_core.formats.whowhen_pro_steps import HIDDEN_FIELDS
-from whenpro_core.model import Modality, Outcome
+from whenpro_core.trace.model import Modality, Outcome
 
 SAMPLES = "who-when-pro-samples"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 600).decode()

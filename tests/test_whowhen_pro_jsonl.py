@@ -16,7 +16,7 @@ from whenpro_core.formats import load_trace, sniff, walk
 from whenpro_core.formats import whowhen_pro_jsonl as wj
 from whenpro_core.formats.whowhen_pro_jsonl import WhoWhenProJsonlImporter, row_index
 from whenpro_core.formats.whowhen_pro_steps import HIDDEN_FIELDS
-from whenpro_core.model import Modality
+from whenpro_core.trace.model import Modality
 
 RELEASE = "who-when-pro-jsonl"
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import typer  # noqa: E402
 
 from whenpro_core.errors import ConfigError, WhenproError  # noqa: E402
-from whenpro_core.inert_output import inert_streams  # noqa: E402
-from whenpro_core.textsafe import clean, one_line  # noqa: E402
+from whenpro_core.safety.inert_output import inert_streams  # noqa: E402
+from whenpro_core.safety.textsafe import clean, one_line  # noqa: E402
 
 app = typer.Typer(
     name="whenpro",
@@ -212,7 +212,7 @@ def sessions(
     json_lines: bool = typer.Option(False, "--json", help="One JSON object per line."),
 ) -> None:
     """List your local Claude Code, Codex and Gemini CLI sessions, newest first."""
-    from whenpro_core.sessions import print_sessions
+    from whenpro_core.library.sessions import print_sessions
 
     print_sessions(tool, as_json=json_lines)
 
@@ -248,7 +248,7 @@ def export(
     force: bool = typer.Option(False, "--force", help="Replace existing files."),
 ) -> None:
     """Share a diagnosis: the trace, its verdicts (and labels if asked) as HTML or Markdown."""
-    from whenpro_core.export import export_command
+    from whenpro_core.views.export import export_command
 
     export_command(src, html_out, markdown_out, labels=labels, force=force, echo=typer.echo)
 
@@ -339,7 +339,7 @@ def view(
 
     Step through a trace, browse a dataset, explore bench results, review a built dataset,
     or watch runs live."""
-    from whenpro_core.opening import open_target
+    from whenpro_core.library.opening import open_target
     from whenpro_tui.starts import LiveOptions, view_start
 
     if follow is None and otlp is None:  # live-judging options would be dropped silently
@@ -893,9 +893,7 @@ def report(
         help="Results JSONL file(s) from whenpro bench, a folder of "
         "them or a glob of part files ('out.d/part-*.jsonl').",
     ),
-    out: Path | None = typer.Option(
-        None, "--out", "-o", help="Folder for report.json/md (default: next to results)."
-    ),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Folder for report.json/md (default: next to results)."),
     tolerance: int | None = typer.Option(
         None, "--tolerance", "-k", min=0, help="k of the ±k step accuracy (default: as run)."
     ),
@@ -1051,7 +1049,7 @@ def schema() -> None:
     """Print the JSON Schema of the native trace format."""
     import json
 
-    from whenpro_core.model import Trace
+    from whenpro_core.trace.model import Trace
 
     typer.echo(json.dumps(Trace.model_json_schema(), indent=2))
 

@@ -6,7 +6,7 @@ Environment variables are ``WHENPRO_<FIELD>`` (``WHENPRO_MODEL``, ``WHENPRO_TEMP
 ``WHENPRO_PRICES='{"m": {"input": 1, "output": 2}}'`` ...) plus the providers' standard
 names ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``
 (the ``WHENPRO_`` spelling of those wins when both are set). The file is
-``<config dir>/config.toml`` (see :mod:`whenpro_core.paths`), with the same keys as the
+``<config dir>/config.toml`` (see :mod:`whenpro_core.storage.paths`), with the same keys as the
 fields below, e.g.::
 
     model = "anthropic:claude-sonnet-4-6"
@@ -37,10 +37,10 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from whenpro_core import paths
 from whenpro_core.errors import ConfigError
 from whenpro_core.llm.pricing import DEFAULT_PRICES, Price
-from whenpro_core.redact import public_url
+from whenpro_core.safety.redact import public_url
+from whenpro_core.storage import paths
 
 ENV_PREFIX = "WHENPRO_"
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from whenpro_core.redact import redact
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.redact import redact
+from whenpro_core.safety.textsafe import clean
 
 
 class WhenproError(Exception):
@@ -55,8 +55,8 @@ class WhenproError(Exception):
     def one_line(self) -> str:
         """The whole error as one line: ``<where>: <what> (expected <expected>)``. Paths and
         messages come from outside (file names, server answers), so the line is shown inert
-        (:func:`~whenpro_core.textsafe.clean`) with credentials redacted
-        (:func:`~whenpro_core.redact.redact`) wherever it goes."""
+        (:func:`~whenpro_core.safety.textsafe.clean`) with credentials redacted
+        (:func:`~whenpro_core.safety.redact.redact`) wherever it goes."""
         msg = self.what
         if self.expected:
             msg += f" (expected {self.expected})"

@@ -14,16 +14,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import dumps_trace, write_trace
 from whenpro_core.formats.registry import names_a_file, split_ref
-from whenpro_core.fsutil import atomic_write_bytes
-from whenpro_core.model import Trace, TraceSummary
-from whenpro_core.taxonomy import taxonomy_for
-from whenpro_core.textsafe import clean, one_line, plural
-from whenpro_core.traceview import score_lines
+from whenpro_core.safety.textsafe import clean, one_line, plural
+from whenpro_core.storage import jsonio
+from whenpro_core.storage.fsutil import atomic_write_bytes
+from whenpro_core.trace.model import Trace, TraceSummary
+from whenpro_core.trace.taxonomy import taxonomy_for
+from whenpro_core.views.traceview import score_lines
 
 
 def is_single_file(target: str) -> bool:
@@ -339,8 +339,8 @@ def copy_media(trace: Trace, folder: Path) -> list[str]:
     import filecmp
     from pathlib import PurePosixPath
 
-    from whenpro_core.fsutil import atomic_copy
     from whenpro_core.media.paths import media_bases, resolve_path
+    from whenpro_core.storage.fsutil import atomic_copy
 
     bases = media_bases(trace.source.path, trace.source.root)
     refs = [*trace.task.images, *(m for step in trace.steps for m in step.media)]

@@ -1,7 +1,7 @@
 """The whenpro TUI application: opens a trace, a ``path#key``, a dataset folder, a glob
 or a JSONL release, and shows the trace screen or the library screen.
 
-Opening runs in a thread worker (``whenpro_core.opening.open_target``) that posts a
+Opening runs in a thread worker (``whenpro_core.library.opening.open_target``) that posts a
 :class:`~whenpro_tui.messages.TargetOpened`; nothing blocking runs on the UI thread.
 """
 
@@ -27,10 +27,10 @@ from textual.widgets import LoadingIndicator, Static
 
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats.registry import split_ref
-from whenpro_core.gcpause import paused_gc
-from whenpro_core.listing import walk_rows
-from whenpro_core.opening import Opened, open_target
-from whenpro_core.textsafe import clean
+from whenpro_core.library.listing import walk_rows
+from whenpro_core.library.opening import Opened, open_target
+from whenpro_core.safety.textsafe import clean
+from whenpro_core.storage.gcpause import paused_gc
 from whenpro_tui import _start_time, imaging
 from whenpro_tui.commands import BindingsProvider
 from whenpro_tui.messages import SiblingsFound, TargetFailed, TargetOpened

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from textual.app import App
 
-from whenpro_core.fsutil import atomic_write_text
-from whenpro_core.paths import cache_dir
+from whenpro_core.storage.fsutil import atomic_write_text
+from whenpro_core.storage.paths import cache_dir
 
 #: Seconds a clipboard tool may take to read the text.
 TOOL_TIMEOUT = 5.0

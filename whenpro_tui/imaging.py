@@ -168,7 +168,7 @@ def pil_from_jpeg(jpeg: bytes, max_side: int | None = None) -> PILImage:
 
 
 class ThumbCache:
-    """Decoded thumbnails (or their errors) per :class:`~whenpro_core.model.MediaRef`
+    """Decoded thumbnails (or their errors) per :class:`~whenpro_core.trace.model.MediaRef`
     object, least-recently used first out. Keyed by the ref's identity; the entry
     keeps the ref alive so an id is never reused while cached. UI thread only."""
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from whenpro_core.model import Trace, TraceSummary
-from whenpro_core.opening import Opened
-from whenpro_core.search import SearchResult
+from whenpro_core.library.opening import Opened
+from whenpro_core.trace.model import Trace, TraceSummary
+from whenpro_core.views.search import SearchResult
 
 
 class TargetOpened(Message):
@@ -73,7 +73,7 @@ def load_trace_message(ref: str, position: int | None = None) -> TraceLoaded | T
     an importer bug, which must not crash the viewer. ``position`` goes into both."""
     from whenpro_core.errors import WhenproError
     from whenpro_core.formats import load_trace
-    from whenpro_core.gcpause import paused_gc
+    from whenpro_core.storage.gcpause import paused_gc
 
     try:
         with paused_gc(keep=True):  # the trace stays open: no GC pass scans it again
@@ -112,8 +112,8 @@ from typing import TYPE_CHECKING  # noqa: E402
 
 if TYPE_CHECKING:
     from whenpro_core.attribution.interactive import ProgressView
-    from whenpro_core.model import Attribution
-    from whenpro_core.taxonomy import Taxonomy
+    from whenpro_core.trace.model import Attribution
+    from whenpro_core.trace.taxonomy import Taxonomy
 
 
 class AttributionProgress(Message, bubble=False):

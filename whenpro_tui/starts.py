@@ -166,9 +166,9 @@ def otlp_start(
 
 
 def sessions_start(tool: str | None = None) -> Callable[[], Screen]:
-    """The library of the user's local coding-agent sessions (:mod:`whenpro_core.sessions`),
+    """The library of the user's local coding-agent sessions (:mod:`whenpro_core.library.sessions`),
     newest first; ConfigError for an unknown tool."""
-    from whenpro_core.sessions import list_sessions, tool_names
+    from whenpro_core.library.sessions import list_sessions, tool_names
 
     tools = tool_names(tool)
     rows = [row.summary for row in list_sessions(tools)]
@@ -221,7 +221,7 @@ def view_start(
         return otlp_start(otlp, live, store=store, allow_remote=allow_remote)
     if results:
         if path is not None:
-            from whenpro_core.opening import check_target
+            from whenpro_core.library.opening import check_target
 
             check_target(path)
         return results_start(results, dataset=path)

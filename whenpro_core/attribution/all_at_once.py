@@ -9,8 +9,8 @@ from whenpro_core.attribution.parse import ParsedAnswer
 from whenpro_core.attribution.prompts import Verdict, all_at_once
 from whenpro_core.attribution.render import Transcript, render_transcript
 from whenpro_core.attribution.template import PromptTemplate, template_messages
-from whenpro_core.model import Attribution, Trace
-from whenpro_core.taxonomy import Taxonomy
+from whenpro_core.trace.model import Attribution, Trace
+from whenpro_core.trace.taxonomy import Taxonomy
 
 
 async def ask_all_at_once(

@@ -8,8 +8,8 @@ from pydantic import BaseModel
 from whenpro_core.attribution.judge import CallSettings, Judge, Tally, from_parsed
 from whenpro_core.attribution.parse import ParsedAnswer, is_readable, parse_answer
 from whenpro_core.attribution.prompts import HalfChoice, Message, ModeJudgement, StepJudgement, Verdict
-from whenpro_core.coords import normalize_coord
-from whenpro_core.taxonomy import Taxonomy
+from whenpro_core.trace.coords import normalize_coord
+from whenpro_core.trace.taxonomy import Taxonomy
 
 _NEEDS = {
     Verdict: ("Agent Name", "Step Number", "Error Mode", "Reason"),

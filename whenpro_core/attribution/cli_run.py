@@ -8,15 +8,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from whenpro_core import jsonio
 from whenpro_core.attribution.report import print_verdict, verdict_record
 from whenpro_core.attribution.run import attribute, nothing_to_attribute, preset_protocol, protocol_name
 from whenpro_core.attribution.template import PromptTemplate, load_template
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.errors import ConfigError, WhenproError
-from whenpro_core.model import Outcome
-from whenpro_core.opening import load_one
-from whenpro_core.taxonomy import taxonomy_for
+from whenpro_core.library.opening import load_one
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Outcome
+from whenpro_core.trace.taxonomy import taxonomy_for
 
 
 def attribute_command(

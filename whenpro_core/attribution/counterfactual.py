@@ -52,7 +52,7 @@ from whenpro_core.injection.llm_io import (
 from whenpro_core.injection.replay import ReplayResult, continued_trace, warm_start
 from whenpro_core.injection.textedit import fresh_step
 from whenpro_core.injection.verify import check_trace
-from whenpro_core.model import Attribution, Step, ToolCall, Trace, Usage
+from whenpro_core.trace.model import Attribution, Step, ToolCall, Trace, Usage
 
 #: Default bound on the number of replays one verdict may run.
 DEFAULT_MAX_REPLAYS = 8

@@ -43,7 +43,7 @@ from whenpro_core.config import Settings
 from whenpro_core.errors import ConfigError
 from whenpro_core.llm.models import parse_model, reads_images
 from whenpro_core.llm.types import ImagePart, LLMRequest, TextPart
-from whenpro_core.model import Trace
+from whenpro_core.trace.model import Trace
 
 #: How later calls of each protocol differ from the first (shown as ``later``).
 LATER = {

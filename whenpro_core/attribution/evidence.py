@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from whenpro_core.model import Step, Trace
+from whenpro_core.trace.model import Step, Trace
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\$?\d[\d,]*(?:\.\d+)?%?(?![\w])")
 _QUOTED = re.compile(r"\*\*([^*\n]{2,60})\*\*|\"([^\"\n]{2,60})\"|'([^'\n]{3,60})'")

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 from whenpro_core.attribution.evidence import is_candidate
 from whenpro_core.attribution.judge import CallSettings, JudgeReply, Progress, ProgressCallback
 from whenpro_core.attribution.run import PROTOCOLS, attribute, protocol_name, trace_has_gold
-from whenpro_core.coords import normalize_coord
 from whenpro_core.envs import env_for_trace
 from whenpro_core.errors import ConfigError
-from whenpro_core.model import Attribution, Trace, Usage
-from whenpro_core.search import find_coord
+from whenpro_core.trace.coords import normalize_coord
+from whenpro_core.trace.model import Attribution, Trace, Usage
+from whenpro_core.views.search import find_coord
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from whenpro_core.attribution.parse import ParsedAnswer
 from whenpro_core.attribution.prompts import Message
-from whenpro_core.model import Attribution, Trace, Usage
+from whenpro_core.trace.model import Attribution, Trace, Usage
 
 
 @dataclass(frozen=True)

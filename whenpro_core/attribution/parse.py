@@ -37,8 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from whenpro_core.coords import normalize_coord
-from whenpro_core.taxonomy import Taxonomy
+from whenpro_core.trace.coords import normalize_coord
+from whenpro_core.trace.taxonomy import Taxonomy
 
 _FIELDS = ("Agent Name", "Step Number", "Error Mode", "Reason", "Decisive", "Half", "Confidence")
 _ALIASES = {

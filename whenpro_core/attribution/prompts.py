@@ -24,8 +24,8 @@ from whenpro_core.attribution.render import (
     block_text,
     context_text,
 )
-from whenpro_core.model import Trace
-from whenpro_core.taxonomy import Taxonomy
+from whenpro_core.trace.model import Trace
+from whenpro_core.trace.taxonomy import Taxonomy
 
 
 @dataclass

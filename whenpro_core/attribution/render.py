@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from whenpro_core import jsonio
-from whenpro_core.model import MediaRef, Step, Trace
-from whenpro_core.textsafe import strip_controls
+from whenpro_core.safety.textsafe import strip_controls
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import MediaRef, Step, Trace
 
 #: Rough characters per token used for budgeting (no tokenizer dependency).
 CHARS_PER_TOKEN = 4

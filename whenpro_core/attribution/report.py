@@ -10,9 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from whenpro_core.bench.score import score_prediction
-from whenpro_core.model import Attribution, Trace
-from whenpro_core.taxonomy import Taxonomy
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.textsafe import clean
+from whenpro_core.trace.model import Attribution, Trace
+from whenpro_core.trace.taxonomy import Taxonomy
 
 
 def verdict_record(trace: Trace, verdict: Attribution, tolerance: int = 0, *, labels: bool = True) -> dict:

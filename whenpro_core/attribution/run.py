@@ -10,8 +10,8 @@ from whenpro_core.attribution.heuristic import outcome_warnings
 from whenpro_core.attribution.judge import Judge, ProgressCallback
 from whenpro_core.attribution.template import PromptTemplate
 from whenpro_core.errors import ConfigError
-from whenpro_core.model import Attribution, Outcome, Trace
-from whenpro_core.taxonomy import Taxonomy, taxonomy_for
+from whenpro_core.trace.model import Attribution, Outcome, Trace
+from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
 
 #: Protocol names, the offline default first.
 PROTOCOLS = ("heuristic", "all-at-once", "step-by-step", "binary-search", "hybrid", "counterfactual")

@@ -34,7 +34,7 @@ from whenpro_core.attribution.evidence import (
     salient_values,
     step_text,
 )
-from whenpro_core.model import Step, Trace
+from whenpro_core.trace.model import Step, Trace
 
 
 @dataclass(frozen=True)

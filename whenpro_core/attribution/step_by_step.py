@@ -14,8 +14,8 @@ from whenpro_core.attribution.judge import Judge, Progress, ProgressCallback, Ta
 from whenpro_core.attribution.judge_images import image_loader_for
 from whenpro_core.attribution.prompts import Message, StepJudgement, step_by_step_opening, step_turn
 from whenpro_core.attribution.render import StepBlock, Transcript, render_transcript
-from whenpro_core.model import Attribution, Trace
-from whenpro_core.taxonomy import Taxonomy
+from whenpro_core.trace.model import Attribution, Trace
+from whenpro_core.trace.taxonomy import Taxonomy
 
 
 def judged_blocks(trace: Trace, transcript: Transcript, agent: str | None = None) -> list[StepBlock]:

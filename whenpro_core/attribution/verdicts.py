@@ -16,9 +16,9 @@ from pathlib import Path
 
 import orjson
 
-from whenpro_core import jsonio
 from whenpro_core.errors import WhenproError
-from whenpro_core.model import Attribution, Trace
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Attribution, Trace
 
 
 def _data_dir() -> Path:

@@ -40,8 +40,8 @@ from whenpro_core.attribution.parse import parse_answer
 from whenpro_core.attribution.prompts import Message
 from whenpro_core.attribution.run import PRESET_CHOICES
 from whenpro_core.errors import ConfigError
-from whenpro_core.model import Attribution, Trace
-from whenpro_core.taxonomy import Taxonomy
+from whenpro_core.trace.model import Attribution, Trace
+from whenpro_core.trace.taxonomy import Taxonomy
 
 #: The preset's protocols: whenpro's protocol name -> the preset's protocol name.
 WHOWHEN_PROTOCOLS = PRESET_CHOICES["whowhen"]

@@ -62,10 +62,10 @@ from whenpro_core.attribution.judge import CallSettings, Judge, Progress, Progre
 from whenpro_core.attribution.prompts import Message, Verdict
 from whenpro_core.attribution.render import ImagePart, Part, TextPart
 from whenpro_core.attribution.run import PRESET_PROTOCOLS
-from whenpro_core.coords import canonical_framework
 from whenpro_core.errors import ConfigError
-from whenpro_core.model import Attribution, Trace
-from whenpro_core.taxonomy import Taxonomy, taxonomy_for
+from whenpro_core.trace.coords import canonical_framework
+from whenpro_core.trace.model import Attribution, Trace
+from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
 
 #: Request settings of the preset (``whowhen_eval/run.py`` defaults).
 TEMPERATURE = 0.0

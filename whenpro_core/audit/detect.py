@@ -26,7 +26,7 @@ from whenpro_core.audit.baselines import BASELINES, Baseline
 from whenpro_core.audit.corpus import Corpus
 from whenpro_core.audit.run import top_steps
 from whenpro_core.audit.view import audit_view, label_of
-from whenpro_core.model import Trace
+from whenpro_core.trace.model import Trace
 
 #: The baselines that can pin an item (form family with a threshold).
 PINNING: tuple[Baseline, ...] = tuple(b for b in BASELINES if b.family == "form" and b.pin is not None)

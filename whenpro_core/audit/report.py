@@ -17,9 +17,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from whenpro_core import jsonio
 from whenpro_core.audit.run import AuditResult, GroupResult, Tally, audit_dataset
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.textsafe import clean
+from whenpro_core.storage import jsonio
 
 
 def _round(value: float | None) -> float | None:

@@ -30,8 +30,8 @@ from whenpro_core.audit.stats import random_chance, wilson
 from whenpro_core.audit.view import AuditTrace, Label, audit_view, label_of
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace, walk
-from whenpro_core.model import Trace
-from whenpro_core.taxonomy import taxonomy_for
+from whenpro_core.trace.model import Trace
+from whenpro_core.trace.taxonomy import taxonomy_for
 
 #: How far above random (step accuracy, fraction) a baseline must be to call a dataset leaky.
 LEAK_MARGIN = 0.10

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from whenpro_core.attribution.evidence import is_candidate
 from whenpro_core.attribution.render import step_fields
 from whenpro_core.bench.score import accepted_agents, accepted_steps
-from whenpro_core.coords import normalize_coord, round_of
-from whenpro_core.model import Trace
+from whenpro_core.trace.coords import normalize_coord, round_of
+from whenpro_core.trace.model import Trace
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from statistics import mean
 from pydantic import BaseModel, Field
 
 from whenpro_core.bench.records import Record, latest
-from whenpro_core.model import Usage
+from whenpro_core.trace.model import Usage
 
 REPORT_FORMAT = "whenpro.bench.report/1"
 

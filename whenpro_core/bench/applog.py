@@ -23,8 +23,8 @@ try:  # POSIX; elsewhere appends are not locked (one writer at a time)
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
+from whenpro_core.storage import jsonio
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from whenpro_core.bench.score import score_prediction
-from whenpro_core.model import Attribution, Step, Trace
+from whenpro_core.trace.model import Attribution, Step, Trace
 
 #: z for a two-sided 95% interval.
 Z95 = 1.959964

@@ -51,8 +51,8 @@ from whenpro_core.bench.build_plan import (
 )
 from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry
 from whenpro_core.errors import ConfigError, WhenproError
-from whenpro_core.model import Trace
-from whenpro_core.redact import redact
+from whenpro_core.safety.redact import redact
+from whenpro_core.trace.model import Trace
 
 
 @dataclass(frozen=True)

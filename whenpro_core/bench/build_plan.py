@@ -39,7 +39,7 @@ from pathlib import Path
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.injection.mutators import MUTATORS, applicable_modes
 from whenpro_core.injection.textedit import is_agent_step
-from whenpro_core.model import Step, Trace
+from whenpro_core.trace.model import Step, Trace
 
 #: Reasons a seed trace is not used.
 SEED_SKIP_REASONS = ("unreadable", "not_success", "outcome_unknown", "duplicate_id", "trivial", "no_candidates")

@@ -81,11 +81,11 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-from whenpro_core import jsonio
 from whenpro_core.bench import applog
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats.build_meta import PROVENANCE_FORMAT
-from whenpro_core.fsutil import atomic_write_bytes, atomic_write_text
+from whenpro_core.storage import jsonio
+from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text
 
 BUILD_DIR = ".whenpro-build"
 JOURNAL_FORMAT = "whenpro.build.journal/1"
@@ -405,10 +405,10 @@ def split_document(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
     """A staged document -> (the released document, the provenance record).
 
     The released document keeps :data:`PUBLIC_FIELDS` only, and its trajectory entries
-    lose the replay markers (:data:`~whenpro_core.model.LABEL_LEAKING_FIELDS`); the
+    lose the replay markers (:data:`~whenpro_core.trace.model.LABEL_LEAKING_FIELDS`); the
     record holds the rest (``injection``, ``env``, ...) and ``markers``: entry position ->
     the markers it had."""
-    from whenpro_core.model import LABEL_LEAKING_FIELDS
+    from whenpro_core.trace.model import LABEL_LEAKING_FIELDS
 
     public = {k: doc[k] for k in PUBLIC_FIELDS if k in doc}
     record: dict[str, Any] = {k: v for k, v in doc.items() if k not in PUBLIC_FIELDS}
@@ -562,7 +562,7 @@ def write_taxonomy(root: Path) -> None:
     unless ``root`` has one."""
     import yaml
 
-    from whenpro_core.taxonomy import Taxonomy
+    from whenpro_core.trace.taxonomy import Taxonomy
 
     target = root / "taxonomy.yaml"
     if target.exists():

@@ -28,8 +28,8 @@ from whenpro_core.bench.report import report_command, spending_line
 from whenpro_core.bench.report_files import check_report_dir
 from whenpro_core.bench.reviewed import Reviews, check_labels
 from whenpro_core.errors import BackendError, ConfigError
-from whenpro_core.fsutil import check_can_write_in
-from whenpro_core.textsafe import plural
+from whenpro_core.safety.textsafe import plural
+from whenpro_core.storage.fsutil import check_can_write_in
 
 DEFAULT_OUT = "bench-results.jsonl"
 #: What ``whenpro bench`` suggests when a report file next to ``--out`` is not whenpro's.

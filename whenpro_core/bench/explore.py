@@ -27,8 +27,8 @@ from pathlib import Path
 from whenpro_core.bench.aggregate import DIMENSIONS, Metrics, Report, Scored, _dimension, aggregate
 from whenpro_core.bench.records import RECORD_PREFIX, Record, latest, read_records
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.model import Usage
-from whenpro_core.textsafe import plural
+from whenpro_core.safety.textsafe import plural
+from whenpro_core.trace.model import Usage
 
 #: The row value that pools every modality of a group (the leaderboard's composite).
 ALL = "all"
@@ -375,7 +375,7 @@ def dataset_index(dataset: str | Path) -> dict[str, str]:
     """Trace id -> reference for every readable trace of a dataset (a walk; files that
     fail to import are left out). Raises TraceFormatError when ``dataset`` names
     nothing."""
-    from whenpro_core.listing import walk_rows
+    from whenpro_core.library.listing import walk_rows
 
     return {row.id: row.ref() for row in walk_rows(dataset) if row.error is None}
 

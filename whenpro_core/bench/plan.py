@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from whenpro_core.attribution.run import protocol_name
 from whenpro_core.bench.records import Record, absolute_ref, record_key
 from whenpro_core.errors import ConfigError
-from whenpro_core.model import TraceSummary
+from whenpro_core.trace.model import TraceSummary
 
 #: ``--gold`` / ``--no-gold`` / ``--both``: which settings of "the judge sees the gold
 #: answer" to run.

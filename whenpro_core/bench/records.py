@@ -2,7 +2,7 @@
 kept in an append-only JSONL file (DESIGN §9: "results files are append-only JSONL and
 resumable").
 
-A record is self-contained: the prediction (an :class:`~whenpro_core.model.Attribution`
+A record is self-contained: the prediction (an :class:`~whenpro_core.trace.model.Attribution`
 dump), the per-axis scores with and without the ±k step tolerance, the step distance
 (so a report can re-apply any tolerance without the trace), usage, wall-clock seconds,
 the trace's metadata (:class:`TraceMeta`: id, framework, benchmark, modality, ground
@@ -29,11 +29,11 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from whenpro_core import jsonio
 from whenpro_core.bench.score import accepted_steps, score_prediction, step_distance, strict_step_ok
 from whenpro_core.errors import ConfigError, TraceFormatError
-from whenpro_core.model import Attribution, Trace, TraceSummary, Usage
-from whenpro_core.redact import redact
+from whenpro_core.safety.redact import redact
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Attribution, Trace, TraceSummary, Usage
 
 #: Version tag written in every record.
 RECORD_FORMAT = "whenpro.bench.record/1"
@@ -58,7 +58,7 @@ class TraceMeta(_Tolerant):
     """What a report needs to know about the trace behind a record.
 
     Attributes:
-        id, framework, benchmark, modality: as in :class:`~whenpro_core.model.Trace`.
+        id, framework, benchmark, modality: as in :class:`~whenpro_core.trace.model.Trace`.
         split: the release split when finer than the modality (``image_gui``), else ``""``.
         labelled: the trace has a ground truth (only labelled traces are scored).
         gt_agent, gt_agents, gt_step, gt_mode, round_only: the ground truth (DESIGN §3).
@@ -175,7 +175,7 @@ def absolute_ref(ref: str) -> str:
 
 def safe_message(text: str, limit: int = 600) -> str:
     """An error message fit for a results file: one line, capped, API-key-like tokens
-    replaced by ``[redacted]`` (:func:`whenpro_core.redact.redact`)."""
+    replaced by ``[redacted]`` (:func:`whenpro_core.safety.redact.redact`)."""
     line = redact(" ".join(str(text).split()))
     return line if len(line) <= limit else line[: limit - 1] + "…"
 

@@ -20,7 +20,6 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from whenpro_core import jsonio
 from whenpro_core.bench.aggregate import DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report, aggregate
 from whenpro_core.bench.official import OFFICIAL_HEADERS, official_report, official_rows, rules_header
 from whenpro_core.bench.records import Record, latest, read_records
@@ -40,9 +39,10 @@ from whenpro_core.bench.shards import results_paths
 from whenpro_core.bench.substring_metric import NOTE as SUBSTRING_NOTE
 from whenpro_core.bench.substring_metric import substring_rows
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.fsutil import atomic_write_bytes, atomic_write_text
-from whenpro_core.model import Usage
-from whenpro_core.textsafe import plural, strip_controls
+from whenpro_core.safety.textsafe import plural, strip_controls
+from whenpro_core.storage import jsonio
+from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text
+from whenpro_core.trace.model import Usage
 
 FENCE = "`" * 3
 AXES = ("agent", "step", "error", "joint")

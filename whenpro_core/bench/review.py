@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.bench.validate import Label, ReviewItem
-from whenpro_core.model import Trace
-from whenpro_core.stepview import step_summary
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.textsafe import clean
+from whenpro_core.trace.model import Trace
+from whenpro_core.views.stepview import step_summary
 
 #: Status -> one-character marker for review lists.
 STATUS_MARKS = {"pending": "·", "accepted": "✓", "rejected": "✗", "relabelled": "✎"}
@@ -37,7 +37,7 @@ def relabel_choices(root: str | Path, trace: Trace, item: ReviewItem) -> Relabel
     """The choices for relabelling ``item`` (whose loaded trace is ``trace``) in the
     dataset at ``root``; modes come from the dataset's ``taxonomy.yaml`` (else the
     built-in table)."""
-    from whenpro_core.taxonomy import taxonomy_for
+    from whenpro_core.trace.taxonomy import taxonomy_for
 
     seen: set[str] = set()
     steps = []

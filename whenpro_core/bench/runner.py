@@ -64,7 +64,7 @@ from whenpro_core.bench.plan import (
 )
 from whenpro_core.bench.records import Record, ResultsFile, build_record
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
-from whenpro_core.model import Trace, Usage
+from whenpro_core.trace.model import Trace, Usage
 
 __all__ = [
     "GOLD_SETTINGS",

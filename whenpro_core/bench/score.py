@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from whenpro_core.coords import SINGLE_AGENT_FRAMEWORKS, normalize_coord, round_of
-from whenpro_core.model import Attribution, GroundTruth, Trace
+from whenpro_core.trace.coords import SINGLE_AGENT_FRAMEWORKS, normalize_coord, round_of
+from whenpro_core.trace.model import Attribution, GroundTruth, Trace
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from whenpro_core import jsonio
 from whenpro_core.bench.records import Record, ResultsFile, latest, read_records
 from whenpro_core.errors import ConfigError, TraceFormatError
-from whenpro_core.fsutil import atomic_write_bytes
+from whenpro_core.storage import jsonio
+from whenpro_core.storage.fsutil import atomic_write_bytes
 
 #: Name of the merged results file when ``--out`` is a folder.
 MERGED_NAME = "results.jsonl"

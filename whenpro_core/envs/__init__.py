@@ -11,7 +11,7 @@ import importlib
 
 from whenpro_core.envs.base import Env
 from whenpro_core.errors import ConfigError
-from whenpro_core.model import Trace
+from whenpro_core.trace.model import Trace
 
 #: Registry: env name -> ``module:Class``.
 ENVS: dict[str, str] = {

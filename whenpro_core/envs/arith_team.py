@@ -56,7 +56,7 @@ from whenpro_core.envs.base import (
 )
 from whenpro_core.envs.style import chance, draw_style, pick
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.model import Agent, Step, ToolCall
+from whenpro_core.trace.model import Agent, Step, ToolCall
 
 PLAN_LINE = re.compile(r"^\s*\d+\.\s*(\w+)\s*:\s*(.*\S)\s*$", re.MULTILINE)
 ASSIGN = re.compile(r"^(\w+)\s*=\s*(.+)$")

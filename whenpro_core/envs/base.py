@@ -2,7 +2,7 @@
 ``envs/``, §8 warm-start replay).
 
 An :class:`Env` is a small multi-agent system with tools and a checkable task. Its run is
-a native :class:`~whenpro_core.model.Trace`: step 0 is the user's task, every later step
+a native :class:`~whenpro_core.trace.model.Trace`: step 0 is the user's task, every later step
 is one agent's turn, produced by a :class:`Policy` from an :class:`EnvState`. Everything a
 policy knows comes from the state: the task text and the steps so far (their content,
 tool calls and observations). Hidden task data (the gold answer, a lookup table, hidden
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.model import Agent, Modality, Outcome, Source, Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Agent, Modality, Outcome, Source, Step, Task, ToolCall, Trace
 
 #: Framing kinds that carry no agent decision (never injected, never produced by policies).
 FRAMING_KINDS = frozenset({"user", "system"})

@@ -51,7 +51,7 @@ from whenpro_core.envs.code_tasks import (
 from whenpro_core.envs.sandbox import run_python
 from whenpro_core.envs.style import chance, pick
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.model import Agent, Step, ToolCall
+from whenpro_core.trace.model import Agent, Step, ToolCall
 
 CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 APPROVED = re.compile(r"\bapproved\b", re.IGNORECASE)

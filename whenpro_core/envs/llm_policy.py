@@ -23,7 +23,7 @@ from whenpro_core.injection.llm_io import (
     run_sync,
     transcript_text,
 )
-from whenpro_core.model import Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Step, Task, ToolCall, Trace
 
 if TYPE_CHECKING:
     from whenpro_core.config import Settings

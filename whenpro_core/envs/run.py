@@ -11,8 +11,8 @@ from whenpro_core.envs import get_env
 from whenpro_core.envs.base import run_env
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats.native import write_trace
-from whenpro_core.model import Trace
-from whenpro_core.textsafe import plural
+from whenpro_core.safety.textsafe import plural
+from whenpro_core.trace.model import Trace
 
 #: Bits of a first seed drawn at random (``whenpro run`` without ``--seed``).
 SEED_BITS = 40

@@ -40,7 +40,17 @@ from whenpro_core.formats.base import (
 )
 from whenpro_core.formats.chat import chat_step, is_chat_role
 from whenpro_core.formats.whowhen import _kind_hand_crafted, speaker_of
-from whenpro_core.model import TRACE_HIDDEN_KEY, Agent, Annotation, GroundTruth, Outcome, Source, Step, Task, Trace
+from whenpro_core.trace.model import (
+    TRACE_HIDDEN_KEY,
+    Agent,
+    Annotation,
+    GroundTruth,
+    Outcome,
+    Source,
+    Step,
+    Task,
+    Trace,
+)
 
 LABELS_FILE = "ground_truth.json"
 _TAU_AGENTS = {"user": "User", "assistant": "Assistant", "system": "system", "tool": "tool"}

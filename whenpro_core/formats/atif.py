@@ -50,7 +50,7 @@ from whenpro_core.formats.base import (
     redact_secrets,
     text_or_none,
 )
-from whenpro_core.model import Agent, GroundTruth, Outcome, Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Agent, GroundTruth, Outcome, Step, Task, ToolCall, Trace
 
 _BULKY_METRICS = ("prompt_token_ids", "completion_token_ids", "logprobs")
 _FINISH = ("finish", "mark_task_complete", "submit")

@@ -29,10 +29,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from whenpro_core import jsonio
 from whenpro_core.formats.base import redact_secrets
-from whenpro_core.fsutil import atomic_write_bytes
-from whenpro_core.model import Step, Trace
+from whenpro_core.storage import jsonio
+from whenpro_core.storage.fsutil import atomic_write_bytes
+from whenpro_core.trace.model import Step, Trace
 
 SCHEMA_VERSION = "ATIF-v1.6"
 #: Key of ATIF ``extra`` objects holding whenpro's own fields.

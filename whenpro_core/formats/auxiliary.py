@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from whenpro_core.formats.base import DocumentImporter, LoadContext, is_message_list
-from whenpro_core.model import Trace, TraceSummary
+from whenpro_core.trace.model import Trace, TraceSummary
 
 
 def aux_kind(doc: Any) -> str | None:

@@ -25,10 +25,10 @@ from typing import Any, ClassVar
 
 import orjson
 
-from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.model import SUMMARY_TEXT, Source, Trace, TraceSummary
-from whenpro_core.redact import redact_secrets as redact_secrets  # re-exported: the importers take it from here
+from whenpro_core.safety.redact import redact_secrets as redact_secrets  # re-exported: the importers take it from here
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import SUMMARY_TEXT, Source, Trace, TraceSummary
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def summarize(trace: Trace) -> TraceSummary:
 
 
 def summary_text(text: str | None) -> str | None:
-    """The first :data:`~whenpro_core.model.SUMMARY_TEXT` characters of ``text`` on one
+    """The first :data:`~whenpro_core.trace.model.SUMMARY_TEXT` characters of ``text`` on one
     line (whitespace collapsed), or ``None`` for no text."""
     if text is None:
         return None
@@ -470,7 +470,7 @@ def outcome_from_gold(final: str | None, gold: str | None, has_ground_truth: boo
     answer judged against the gold answer by the heuristic's lenient rule
     (:func:`whenpro_core.attribution.evidence.answer_matches`), else ``unknown``."""
     from whenpro_core.attribution.evidence import answer_matches
-    from whenpro_core.model import Outcome
+    from whenpro_core.trace.model import Outcome
 
     if has_ground_truth:
         return Outcome.failure

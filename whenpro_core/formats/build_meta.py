@@ -17,7 +17,7 @@ import orjson
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext
-from whenpro_core.model import Trace, TraceSummary
+from whenpro_core.trace.model import Trace, TraceSummary
 
 MANIFEST_FORMAT = "whenpro.build.manifest/1"
 PROVENANCE_FORMAT = "whenpro.build.provenance/1"

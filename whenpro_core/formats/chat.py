@@ -47,7 +47,7 @@ from whenpro_core.formats.base import (
     redact_secrets,
     summarize,
 )
-from whenpro_core.model import Agent, MediaRef, Outcome, Source, Step, Task, ToolCall, Trace, TraceSummary
+from whenpro_core.trace.model import Agent, MediaRef, Outcome, Source, Step, Task, ToolCall, Trace, TraceSummary
 
 #: Chat-API roles of OpenAI-compatible logs.
 CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function", "ipython"})

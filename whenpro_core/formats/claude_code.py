@@ -42,7 +42,7 @@ from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import LoadContext, as_text, dict_or_empty, redact_secrets, text_or_none
 from whenpro_core.formats.chat import content_parts
 from whenpro_core.formats.session_lines import LineBuilder, SessionLinesImporter, feed_file, renumber
-from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
 LINE_TYPES = frozenset(
     {"user", "assistant", "system", "progress", "file-history-snapshot", "queue-operation", "summary"}

@@ -42,7 +42,7 @@ from whenpro_core.formats.base import (
 )
 from whenpro_core.formats.chat import content_parts
 from whenpro_core.formats.session_lines import LineBuilder, SessionLinesImporter, renumber
-from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
 LINE_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
 AGENT = "codex"

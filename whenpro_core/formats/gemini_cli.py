@@ -39,7 +39,7 @@ from whenpro_core.formats.base import (
     text_or_none,
 )
 from whenpro_core.formats.session_lines import LineBuilder, SessionLinesImporter, renumber
-from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
 AGENT = "gemini"
 _HEADER_KEYS = ("sessionId", "projectHash", "startTime")

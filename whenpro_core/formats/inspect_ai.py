@@ -57,7 +57,7 @@ from whenpro_core.formats.base import (
     summarize,
 )
 from whenpro_core.formats.chat import chat_step
-from whenpro_core.model import Agent, Modality, Outcome, Source, Task, Trace, TraceSummary
+from whenpro_core.trace.model import Agent, Modality, Outcome, Source, Task, Trace, TraceSummary
 
 #: Expanded bytes read from one archive member at most (a sample's JSON), and from one
 #: archive in all: a sane size for an evaluation log, far below what a zip bomb expands to.

@@ -47,7 +47,7 @@ from whenpro_core.formats.base import (
     text_or_none,
 )
 from whenpro_core.formats.chat import content_parts, tool_calls_of
-from whenpro_core.model import Agent, Outcome, Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Agent, Outcome, Step, Task, ToolCall, Trace
 
 RUN_TYPES = frozenset({"llm", "chain", "tool", "retriever", "prompt", "parser", "embedding", "agent"})
 _LC_ROLES = {

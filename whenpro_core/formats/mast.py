@@ -11,7 +11,7 @@ holds one record or a list of them (several traces, key = ``trace_id``). ``trace
   send role ``user``), so kinds follow the AG2 group-chat rule of
   :func:`~whenpro_core.formats.chat.chat_steps`: the opening task message and the user
   proxy's messages are ``user`` steps, the agents' messages ``assistant`` steps. ``note`` (the annotator's verdict) and ``other_data`` (``correct``) leak the
-  labels: they are moved to ``extras["hidden"]`` (:data:`~whenpro_core.model.TRACE_HIDDEN_KEY`),
+  labels: they are moved to ``extras["hidden"]`` (:data:`~whenpro_core.trace.model.TRACE_HIDDEN_KEY`),
   which renderers and judges never read.
 * MetaGPT: a plain-text communication log, or a JSON document ``{run_id, prompt, content,
   timestamp, cost, log_file}`` whose ``content`` holds one. A communication log is split
@@ -49,7 +49,7 @@ from whenpro_core.formats.base import (
     sibling_json,
 )
 from whenpro_core.formats.chat import chat_steps
-from whenpro_core.model import TRACE_HIDDEN_KEY, Agent, Annotation, Source, Step, Task, Trace
+from whenpro_core.trace.model import TRACE_HIDDEN_KEY, Agent, Annotation, Source, Step, Task, Trace
 
 #: The final 14 MAST failure modes (arXiv 2503.13657, Figure 1), by code.
 MAST_MODES = {

@@ -1,4 +1,4 @@
-"""whenpro's native trace format: the :class:`~whenpro_core.model.Trace` model as JSON.
+"""whenpro's native trace format: the :class:`~whenpro_core.trace.model.Trace` model as JSON.
 
 A native file is one JSON object whose ``format`` is ``"whenpro.trace/1"``; its JSON
 Schema is ``Trace.model_json_schema()`` (``whenpro schema``). Writing then reading gives
@@ -14,22 +14,22 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from whenpro_core import jsonio
-from whenpro_core.coords import normalize_coord, round_of
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import DocumentImporter, LoadContext
-from whenpro_core.fsutil import atomic_write_bytes
-from whenpro_core.gt_map import describe_coords
-from whenpro_core.model import NATIVE_FORMAT, Source, Trace
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.textsafe import clean
+from whenpro_core.storage import jsonio
+from whenpro_core.storage.fsutil import atomic_write_bytes
+from whenpro_core.trace.coords import normalize_coord, round_of
+from whenpro_core.trace.gt_map import describe_coords
+from whenpro_core.trace.model import NATIVE_FORMAT, Source, Trace
 
 
 def dumps_trace(trace: Trace, *, indent: bool = True) -> bytes:
-    """Serialise a trace to native JSON bytes (UTF-8), losslessly (:mod:`whenpro_core.jsonio`).
+    """Serialise a trace to native JSON bytes (UTF-8), losslessly (:mod:`whenpro_core.storage.jsonio`).
 
     Free-form values (``meta``, ``raw``, ``extras``...) may nest deeper than pydantic
     serialises (about 255 levels): those are set aside before ``model_dump`` and put back
-    after, so any depth up to :data:`~whenpro_core.jsonio.MAX_DEPTH` is written; deeper
+    after, so any depth up to :data:`~whenpro_core.storage.jsonio.MAX_DEPTH` is written; deeper
     is a TraceFormatError naming the JSON path."""
     try:
         doc = trace.model_dump(mode="json")

@@ -7,7 +7,7 @@ read afterwards.
   ``"whenpro.trace/1"``, or one with an ``id`` and none of the step fields ``kind``,
   ``content``, ``index``, ``coord``. It may come first, and again later to update fields
   (an agent writes its ``outcome`` at the end); ``steps`` in a header are appended.
-* A **step line** is a :class:`~whenpro_core.model.Step` object. ``index`` may be left
+* A **step line** is a :class:`~whenpro_core.trace.model.Step` object. ``index`` may be left
   out (it is the line's position among steps; a wrong one is an error: lines went
   missing); a missing ``coord`` becomes ``str(index)`` (an explicit ``null`` keeps the
   step as framing, without a coordinate).
@@ -23,7 +23,6 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import (
     FileImporter,
@@ -33,7 +32,8 @@ from whenpro_core.formats.base import (
     parse_json,
     summarize,
 )
-from whenpro_core.model import NATIVE_FORMAT, Outcome, Source, Step, Trace, TraceSummary
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import NATIVE_FORMAT, Outcome, Source, Step, Trace, TraceSummary
 
 _STEP_KEYS = frozenset(Step.model_fields)
 _TRACE_KEYS = frozenset(Trace.model_fields)

@@ -41,7 +41,7 @@ from whenpro_core.formats.base import (
     redact_secrets,
     text_or_none,
 )
-from whenpro_core.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
 _KINDS = {
     "message": "assistant",

@@ -27,7 +27,7 @@ from typing import Any
 from whenpro_core.formats.base import as_text, maybe_json
 from whenpro_core.formats.chat import data_url_media
 from whenpro_core.formats.otlp import Span, base_step
-from whenpro_core.model import MediaRef, Step, ToolCall
+from whenpro_core.trace.model import MediaRef, Step, ToolCall
 
 KIND = "openinference.span.kind"
 

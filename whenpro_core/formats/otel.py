@@ -59,7 +59,7 @@ from whenpro_core.formats.base import (
 )
 from whenpro_core.formats.otlp import Span, base_step, enclosing, order_spans, spans_of
 from whenpro_core.formats.otlp_write import restore_step, restore_trace
-from whenpro_core.model import (
+from whenpro_core.trace.model import (
     Agent,
     MediaRef,
     Modality,

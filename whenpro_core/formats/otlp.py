@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from whenpro_core.formats.base import LoadContext, as_text, expect, redact_secrets
-from whenpro_core.model import Step
+from whenpro_core.trace.model import Step
 
 
 @dataclass

@@ -44,11 +44,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from whenpro_core import jsonio
 from whenpro_core.formats.base import as_text, maybe_json, redact_secrets
 from whenpro_core.formats.otlp import Span
-from whenpro_core.fsutil import atomic_write_bytes
-from whenpro_core.model import (
+from whenpro_core.storage import jsonio
+from whenpro_core.storage.fsutil import atomic_write_bytes
+from whenpro_core.trace.model import (
     NON_AGENT_SPEAKERS,
     Agent,
     GroundTruth,

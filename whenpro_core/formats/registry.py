@@ -4,7 +4,7 @@ and walk datasets cheaply.
 A trace reference is a path, optionally followed by ``#key`` to select one trace inside
 a file that holds several (``data/text.jsonl#12`` is row 12, 1-based; ``log.eval#s1``
 is a sample id). Folders and globs are datasets: :func:`walk` lists their traces as
-:class:`~whenpro_core.model.TraceSummary` rows, reporting bad files as error rows and
+:class:`~whenpro_core.trace.model.TraceSummary` rows, reporting bad files as error rows and
 carrying on.
 """
 
@@ -21,8 +21,8 @@ from typing import Any
 
 from whenpro_core.errors import TraceFormatError, UnknownFormatError, WhenproError
 from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext, read_json_file, require_regular_file
-from whenpro_core.gcpause import paused_gc
-from whenpro_core.model import Trace, TraceSummary
+from whenpro_core.storage.gcpause import paused_gc
+from whenpro_core.trace.model import Trace, TraceSummary
 
 HEAD_BYTES = 64 * 1024
 

@@ -21,7 +21,6 @@ from typing import Any, ClassVar, Protocol
 
 import orjson
 
-from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import (
     FileImporter,
@@ -33,7 +32,8 @@ from whenpro_core.formats.base import (
     top_level_keys,
 )
 from whenpro_core.formats.native_lines import skipped_lines_warning
-from whenpro_core.model import Step, Trace, TraceSummary
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Step, Trace, TraceSummary
 
 #: A line longer than this is a bad line (skipped, noted), so a corrupt file cannot
 #: exhaust memory.

@@ -49,7 +49,7 @@ from whenpro_core.formats.base import (
 )
 from whenpro_core.formats.chat import content_parts, tool_calls_of
 from whenpro_core.formats.run_ids import distinct_id
-from whenpro_core.model import Agent, Outcome, Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Agent, Outcome, Step, Task, ToolCall, Trace
 
 _BASH = re.compile(r"```(?:bash|sh)?\s*\n(.*?)\n```", re.S)
 _FAILED_EXIT = re.compile(r"(^exit_|error|limit|timeout|exceeded|format)", re.I)

@@ -9,7 +9,7 @@ in one line what it is:
   and the TUI;
 * **bench results** (``whenpro bench --out``, :mod:`whenpro_core.bench.records`): JSON
   lines starting ``{"format":"whenpro.bench.record/1"``. ``whenpro view`` still opens
-  them in the results screen (:func:`whenpro_core.opening.open_target` checks for them
+  them in the results screen (:func:`whenpro_core.library.opening.open_target` checks for them
   before importing);
 * **bench reports** (``report.json``, :mod:`whenpro_core.bench.report`): one object with
   ``format: whenpro.bench.report/1`` and a ``groups`` list.
@@ -27,10 +27,10 @@ from typing import Any, ClassVar
 
 import orjson
 
-from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext
-from whenpro_core.model import Trace, TraceSummary
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Trace, TraceSummary
 
 #: Tag of a bench results record (:data:`whenpro_core.bench.records.RECORD_FORMAT`).
 RECORD_FORMAT = "whenpro.bench.record/1"

@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text, expect
-from whenpro_core.model import Agent, GroundTruth, Modality, Outcome, Source, Step, Task, Trace
+from whenpro_core.trace.model import Agent, GroundTruth, Modality, Outcome, Source, Step, Task, Trace
 
 _DECORATED = re.compile(r"^\s*(?P<agent>[^()]+?)\s*\((?P<note>[^)]*)\)\s*$")
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)

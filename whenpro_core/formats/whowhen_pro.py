@@ -4,7 +4,7 @@ Top level: ``id, framework, benchmark, modality, agents, task, ground_truth,
 trajectory``; optional ``topology, final_answer, termination, eval_status,
 video_context`` and anything else, which is kept in ``Trace.extras`` so a native export
 loses nothing. The trajectory's entry shape depends on the framework; coordinates and
-agents follow :mod:`whenpro_core.coords`, steps :mod:`.whowhen_pro_steps`.
+agents follow :mod:`whenpro_core.trace.coords`, steps :mod:`.whowhen_pro_steps`.
 
 Outcome: a trace with a ground truth is a failure (the release injects one error into
 a replayed run); without one, ``eval_status`` decides (``pass``/``success`` ->
@@ -21,12 +21,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from whenpro_core import coords
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text, summary_text
 from whenpro_core.formats.whowhen_pro_steps import build_step, final_answer_of, media_list, unread_media
-from whenpro_core.gt_map import resolve_ground_truth
-from whenpro_core.model import NATIVE_FORMAT, Agent, GroundTruth, Modality, Outcome, Source, Task, Trace, TraceSummary
+from whenpro_core.trace import coords
+from whenpro_core.trace.gt_map import resolve_ground_truth
+from whenpro_core.trace.model import (
+    NATIVE_FORMAT,
+    Agent,
+    GroundTruth,
+    Modality,
+    Outcome,
+    Source,
+    Task,
+    Trace,
+    TraceSummary,
+)
 
 FORMAT = "whowhen-pro"
 
@@ -251,7 +261,7 @@ def _unread_media_notes(doc: dict) -> list[str]:
 def _video_refs(doc: dict, ctx: LoadContext, prefix: str | None) -> list:
     """Whole-video MediaRefs for ``video_context.videos`` that exist under the root (the
     release ships sampled frames, often not the video itself)."""
-    from whenpro_core.model import MediaRef
+    from whenpro_core.trace.model import MediaRef
 
     vc = doc.get("video_context")
     if not isinstance(vc, dict) or not isinstance(vc.get("videos"), list) or ctx.root is None:

@@ -33,12 +33,12 @@ from typing import Any
 
 import orjson
 
-from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats.base import FileImporter, LoadContext
 from whenpro_core.formats.whowhen_pro import SPLITS, build_trace, modality_of_name, prepare
-from whenpro_core.gt_map import gt_coord
-from whenpro_core.model import Modality, Trace, TraceSummary
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.gt_map import gt_coord
+from whenpro_core.trace.model import Modality, Trace, TraceSummary
 
 FORMAT = "whowhen-pro-jsonl"
 

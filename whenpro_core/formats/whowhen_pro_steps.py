@@ -1,6 +1,6 @@
-"""Who&When Pro trajectory entries -> :class:`~whenpro_core.model.Step` s (DESIGN §4).
+"""Who&When Pro trajectory entries -> :class:`~whenpro_core.trace.model.Step` s (DESIGN §4).
 
-The coordinate and agent of each step come from :mod:`whenpro_core.coords`; this module
+The coordinate and agent of each step come from :mod:`whenpro_core.trace.coords`; this module
 turns the entry's fields into the step's content, tool calls, observation, media and
 error, whatever the framework's entry shape:
 
@@ -31,9 +31,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from whenpro_core.coords import Slot
 from whenpro_core.formats.base import as_text, maybe_json
-from whenpro_core.model import LABEL_LEAKING_FIELDS, MediaRef, Step, ToolCall
+from whenpro_core.trace.coords import Slot
+from whenpro_core.trace.model import LABEL_LEAKING_FIELDS, MediaRef, Step, ToolCall
 
 #: Entry fields moved to ``Step.hidden``: the injection markers of the release
 #: (``is_injected``, ``is_replayed``, ``injected``, ``phase``, ``step_legacy``), other

@@ -5,7 +5,7 @@ back with the same steps, coordinates and ground truth.
 The release's own frameworks each have an entry shape of their own; a trace of another
 framework (whenpro's built-in environments, a user's framework replayed through
 ``cmd:``) is written in the shape the importer's *generic* rule reads
-(:func:`whenpro_core.coords.layout`, unknown frameworks):
+(:func:`whenpro_core.trace.coords.layout`, unknown frameworks):
 
 * framing steps (kind ``user``/``system``, or no coordinate) -> ``{kind, content}``;
 * every other step -> ``{kind, agent, step_number, content, tool_calls, observation,
@@ -29,9 +29,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from whenpro_core import jsonio
 from whenpro_core.formats.whowhen_pro_steps import HIDDEN_FIELDS
-from whenpro_core.model import MediaRef, Step, Trace
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import MediaRef, Step, Trace
 
 _INT = re.compile(r"^\d+$")
 _RP = re.compile(r"^(\d+)\.(\d+)$")

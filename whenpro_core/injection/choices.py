@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 from whenpro_core.injection.mutators import MUTATORS, applicable_modes
 from whenpro_core.injection.textedit import is_agent_step
-from whenpro_core.model import Trace
-from whenpro_core.taxonomy import Taxonomy
+from whenpro_core.trace.model import Trace
+from whenpro_core.trace.taxonomy import Taxonomy
 
 #: What each offline mutator needs from a step (the table of :mod:`.mutators`).
 FIT_HINTS = {

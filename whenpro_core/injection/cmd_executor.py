@@ -25,14 +25,14 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from whenpro_core import jsonio
 from whenpro_core.envs.base import ToolRunner
 from whenpro_core.errors import ConfigError, ReplayError
 from whenpro_core.injection.executors import Continuation, ReplayContext
 from whenpro_core.injection.toolcache import call_key
-from whenpro_core.model import Step, ToolCall, Trace
-from whenpro_core.redact import environment_secrets
-from whenpro_core.redact import redact as redact_text
+from whenpro_core.safety.redact import environment_secrets
+from whenpro_core.safety.redact import redact as redact_text
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Step, ToolCall, Trace
 
 PROTOCOL = "whenpro.replay/1"
 #: Longest accepted stdout line (bytes).
@@ -345,7 +345,7 @@ class _Session:
 def redact(text: str) -> str:
     """``text`` with secrets replaced by ``[redacted]``: the values of environment
     variables named like keys, tokens or passwords, and credential-shaped strings
-    (:func:`whenpro_core.redact.redact`). Executor stderr is quoted in error messages,
+    (:func:`whenpro_core.safety.redact.redact`). Executor stderr is quoted in error messages,
     which must never carry API keys."""
     return redact_text(text, environment_secrets())
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from whenpro_core import jsonio
-from whenpro_core.model import Step, Trace
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.textsafe import clean
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Step, Trace
 
 COMPARED = ("agent", "kind", "content", "tool_calls", "observation", "error", "media")
 

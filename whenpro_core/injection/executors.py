@@ -40,7 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 from whenpro_core.envs.base import ToolRunner, run_loop
 from whenpro_core.errors import ConfigError, ReplayError, WhenproError
 from whenpro_core.injection.toolcache import ToolCache
-from whenpro_core.model import Step, Trace
+from whenpro_core.trace.model import Step, Trace
 
 #: Entry-point group for executor plugins.
 ENTRY_POINT_GROUP = "whenpro.executors"

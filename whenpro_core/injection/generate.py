@@ -32,7 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from whenpro_core.errors import ConfigError
 from whenpro_core.injection.mutators import check_injectable, fresh_step, mutate
-from whenpro_core.model import Step, ToolCall, Trace
+from whenpro_core.trace.model import Step, ToolCall, Trace
 
 
 @dataclass

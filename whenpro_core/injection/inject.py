@@ -1,10 +1,10 @@
 """Error injection end to end (DESIGN §8): generate a flawed step ``t``, warm-start replay,
 verify, and label the counterfactual.
 
-The counterfactual is a native :class:`~whenpro_core.model.Trace`. When the injection is
+The counterfactual is a native :class:`~whenpro_core.trace.model.Trace`. When the injection is
 decisive (the seed succeeded, the counterfactual fails) its ``ground_truth`` names the agent
 and coordinate of ``t``, the mode and the generator's description of the flaw (labelled by
-construction); otherwise the same facts are an :class:`~whenpro_core.model.Annotation`
+construction); otherwise the same facts are an :class:`~whenpro_core.trace.model.Annotation`
 (``decisive=False``) and ``ground_truth`` stays empty, since the run has no decisive
 error. Its steps carry the Who&When Pro markers in ``hidden`` (``is_replayed`` on the
 prefix, ``is_injected`` on ``t``), and its ``extras["injection"]`` records provenance
@@ -25,9 +25,9 @@ from whenpro_core.injection.executors import Executor
 from whenpro_core.injection.generate import GeneratedStep, Generator, InjectionRequest
 from whenpro_core.injection.replay import ReplayResult, warm_start
 from whenpro_core.injection.verify import Verdict, check_trace, verify
-from whenpro_core.model import Annotation, GroundTruth, Outcome, Source, Step, Trace
-from whenpro_core.taxonomy import Taxonomy
-from whenpro_core.textsafe import plural
+from whenpro_core.safety.textsafe import plural
+from whenpro_core.trace.model import Annotation, GroundTruth, Outcome, Source, Step, Trace
+from whenpro_core.trace.taxonomy import Taxonomy
 
 #: Terminations that cut a continuation short for reasons outside the run (a model-call
 #: budget, a cancel): without a final answer the counterfactual's outcome is unknown.

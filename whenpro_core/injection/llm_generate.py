@@ -56,8 +56,8 @@ from whenpro_core.injection.llm_io import (
 from whenpro_core.injection.mutators import check_injectable
 from whenpro_core.injection.textedit import fresh_step
 from whenpro_core.injection.verify import revealing_phrases
-from whenpro_core.model import Step, ToolCall, Trace, Usage
-from whenpro_core.taxonomy import Taxonomy
+from whenpro_core.trace.model import Step, ToolCall, Trace, Usage
+from whenpro_core.trace.taxonomy import Taxonomy
 
 #: Words of the stage prompts that the test server (and a reader) can key on.
 STAGE1_ASK = "Describe one specific flaw"

@@ -24,8 +24,8 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from whenpro_core.config import Settings, load_settings
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
-from whenpro_core.model import Trace, Usage
-from whenpro_core.textsafe import strip_controls
+from whenpro_core.safety.textsafe import strip_controls
+from whenpro_core.trace.model import Trace, Usage
 
 T = TypeVar("T")
 
@@ -259,7 +259,7 @@ def read_answer(
 
 
 def usage_dict(usage: Usage) -> dict[str, Any]:
-    """A :class:`~whenpro_core.model.Usage` as plain data (cost and seconds rounded)."""
+    """A :class:`~whenpro_core.trace.model.Usage` as plain data (cost and seconds rounded)."""
     data = usage.model_dump()
     data["cost_usd"] = round(data["cost_usd"], 6)
     data["seconds"] = round(data["seconds"], 3)

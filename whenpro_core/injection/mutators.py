@@ -78,7 +78,7 @@ from whenpro_core.injection.textedit import (
     set_arg,
     string_args,
 )
-from whenpro_core.model import Step, Trace
+from whenpro_core.trace.model import Step, Trace
 
 CRITIQUE = re.compile(r"\b(fail(?:ed|s|ure)?|mismatch|wrong|incorrect|please fix|redo|error)\b", re.IGNORECASE)
 VERIFIER_ROLE = re.compile(r"verif|test|check|critic|review|judge|audit|valid", re.IGNORECASE)

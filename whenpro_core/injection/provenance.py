@@ -12,7 +12,7 @@ from typing import Any
 
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.injection.verify import Verdict
-from whenpro_core.model import Attribution, GroundTruth, Trace
+from whenpro_core.trace.model import Attribution, GroundTruth, Trace
 
 
 def injection_of(trace: Trace) -> dict[str, Any] | None:

@@ -21,11 +21,11 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from whenpro_core import jsonio
 from whenpro_core.errors import ReplayError
 from whenpro_core.injection.executors import Continuation, Executor, ReplayContext
 from whenpro_core.injection.toolcache import ToolCache
-from whenpro_core.model import Step, Trace
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Step, Trace
 
 
 @dataclass
@@ -162,7 +162,7 @@ def continued_trace(trace: Trace, result: ReplayResult, *, trace_id: str | None 
     checked outcome. Use it to record a fresh run made through an executor (replay from
     index 1 with no replacement)."""
     from whenpro_core.injection.verify import check_trace
-    from whenpro_core.model import Outcome, Source
+    from whenpro_core.trace.model import Outcome, Source
 
     steps = [s.model_copy(deep=True) for s in result.steps]
     for s in steps:

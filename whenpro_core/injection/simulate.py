@@ -63,8 +63,8 @@ from whenpro_core.injection.llm_io import (
     usage_dict,
 )
 from whenpro_core.injection.turns import Roster, code_of, exec_call, next_coord, record_executions
-from whenpro_core.model import Step, ToolCall, Trace, Usage
-from whenpro_core.textsafe import strip_controls
+from whenpro_core.safety.textsafe import strip_controls
+from whenpro_core.trace.model import Step, ToolCall, Trace, Usage
 
 #: Words of the prompts that the test server (and a reader) can key on.
 STEP_ASK = "Write the next step: Step"

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from whenpro_core.model import Step, ToolCall
+from whenpro_core.trace.model import Step, ToolCall
 
 FRAMING = frozenset({"user", "system"})
 NUMBER = re.compile(r"(?<![\w.:])\d+(?:\.\d+)?(?::\d\d)?(?!\w|\.\d|:\d)")

@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
-from whenpro_core import jsonio
 from whenpro_core.envs.base import ToolOutput, ToolRunner
-from whenpro_core.model import Step, ToolCall
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Step, ToolCall
 
 
 def _canonical_args(arguments: Any) -> Any:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from whenpro_core.injection.textedit import is_agent_step
 from whenpro_core.injection.toolcache import ToolCache
-from whenpro_core.model import Step, ToolCall, Trace
+from whenpro_core.trace.model import Step, ToolCall, Trace
 
 #: Step kinds that hold a tool's output rather than an agent's decision.
 TOOL_KINDS = frozenset({"observation", "tool", "tool_result", "function"})

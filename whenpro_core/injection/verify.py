@@ -23,7 +23,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from whenpro_core.envs.base import CheckResult, extract_final_answer
-from whenpro_core.model import Outcome, Step, Trace
+from whenpro_core.trace.model import Outcome, Step, Trace
 
 #: Phrases that give the construction away (case-insensitive regular expressions).
 REVEALING = [

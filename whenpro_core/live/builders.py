@@ -36,7 +36,7 @@ from whenpro_core.formats.codex_cli import CodexRolloutImporter
 from whenpro_core.formats.gemini_cli import GeminiJsonlImporter
 from whenpro_core.formats.native_lines import NativeLinesBuilder
 from whenpro_core.formats.otlp import Span, spans_of
-from whenpro_core.model import Agent, Outcome, Source, Step, Task, Trace
+from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, Trace
 
 #: Session line formats, by name: the importer whose builder reads them.
 SESSION_FORMATS = {

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from whenpro_core.model import Attribution, Step, Usage
+from whenpro_core.trace.model import Attribution, Step, Usage
 
 #: Characters of step content kept in a JSON record (the full step is on the event).
 PREVIEW_CHARS = 200

@@ -41,12 +41,12 @@ from typing import Any
 
 import orjson
 
-from whenpro_core import jsonio
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.live.builders import APPEND_ONLY, LINE_FORMATS, common_prefix, make_builder, sniff_line
 from whenpro_core.live.events import HeaderUpdated, Idle, LineError, StepAdded, TraceReset
-from whenpro_core.model import Source, Step, Trace
-from whenpro_core.textsafe import strip_controls
+from whenpro_core.safety.textsafe import strip_controls
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Source, Step, Trace
 
 #: A line longer than this is reported as an error and skipped (bounded memory).
 MAX_LINE_BYTES = 64 * 1024 * 1024

@@ -46,7 +46,7 @@ from whenpro_core.live.events import (
     StepJudged,
     Suspect,
 )
-from whenpro_core.model import Attribution, Outcome, Step, Trace, Usage
+from whenpro_core.trace.model import Attribution, Outcome, Step, Trace, Usage
 
 #: A heuristic verdict is decisive when its step has a signal at least this strong
 #: (signal strengths: :mod:`whenpro_core.attribution.signals`; a wrong calculation is
@@ -276,7 +276,7 @@ class LiveJudge:
 
     def _taxonomy(self, trace: Trace) -> Any:
         if self.taxonomy is None:
-            from whenpro_core.taxonomy import taxonomy_for
+            from whenpro_core.trace.taxonomy import taxonomy_for
 
             self.taxonomy = taxonomy_for(trace.source.root)
         return self.taxonomy

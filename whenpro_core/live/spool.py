@@ -36,9 +36,9 @@ from typing import IO, Any
 
 import orjson
 
-from whenpro_core import jsonio
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats.otlp import Span
+from whenpro_core.storage import jsonio
 
 try:
     import fcntl

@@ -48,13 +48,13 @@ from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import LoadContext
 from whenpro_core.formats.native import dumps_trace, load_native
 from whenpro_core.formats.otlp import Span
-from whenpro_core.fsutil import atomic_write_bytes
-from whenpro_core.jsonio import cap_depth
 from whenpro_core.live.builders import SpanSet, common_prefix, step_fingerprint
 from whenpro_core.live.bus import EventBus, Subscription
 from whenpro_core.live.events import TraceEvicted, TraceSetAside, TraceStarted, TraceUpdated
 from whenpro_core.live.spool import Spool
-from whenpro_core.model import Trace
+from whenpro_core.storage.fsutil import atomic_write_bytes
+from whenpro_core.storage.jsonio import cap_depth
+from whenpro_core.trace.model import Trace
 
 #: Trace ids accepted (hex; OTLP ids are 16 bytes = 32 hex digits). Anything else is
 #: refused, so an id can never name a path outside the store.

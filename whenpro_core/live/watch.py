@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from whenpro_core import jsonio
 from whenpro_core.errors import ConfigError
 from whenpro_core.live.events import (
     BudgetExhausted,
@@ -38,8 +37,9 @@ from whenpro_core.live.events import (
     TraceUpdated,
     event_record,
 )
-from whenpro_core.model import Step
-from whenpro_core.textsafe import plural, strip_controls
+from whenpro_core.safety.textsafe import plural, strip_controls
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Step
 
 #: Characters of untrusted text (content, reasons) on one printed line.
 LINE_CHARS = 160
@@ -358,7 +358,7 @@ def open_receiver(
     folder's ``live/``); ``fsync``: fsync each export before acknowledging it."""
     from whenpro_core.live.otlp_server import DEFAULT_MAX_BODY, OtlpReceiver, parse_address
     from whenpro_core.live.store import LiveStore
-    from whenpro_core.paths import live_dir
+    from whenpro_core.storage.paths import live_dir
 
     host, port = parse_address(address)
     folder = Path(store_dir) if store_dir is not None else live_dir()

@@ -36,8 +36,8 @@ from whenpro_core.llm.pricing import Price, cost_usd, find_price
 from whenpro_core.llm.retry import is_retryable, make_wait, status_of, stop_when_refused_twice
 from whenpro_core.llm.types import LLMRequest, LLMResponse, StructuredMode
 from whenpro_core.llm.wire import Params, RawResult
-from whenpro_core.model import Usage
-from whenpro_core.redact import public_url
+from whenpro_core.safety.redact import public_url
+from whenpro_core.trace.model import Usage
 
 log = logging.getLogger("whenpro.llm")
 

@@ -1,7 +1,7 @@
 """Persistent LLM response cache: the same request never costs a second call.
 
 Stored with :mod:`diskcache` (SQLite, transactional, safe across threads and processes)
-under ``<cache dir>/llm`` (:func:`whenpro_core.paths.llm_cache_dir`). Keys are SHA-256
+under ``<cache dir>/llm`` (:func:`whenpro_core.storage.paths.llm_cache_dir`). Keys are SHA-256
 hashes of the request's *content*: provider, model, API, the base URL without credentials,
 system prompt, messages (images included), temperature, max tokens, reasoning effort and the
 structured-output schema. API keys are never part of a key or a value; values are JSON
@@ -20,12 +20,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from whenpro_core import paths
 from whenpro_core.llm.models import ModelSpec
 from whenpro_core.llm.types import LLMRequest, LLMResponse
 from whenpro_core.llm.wire import Params
-from whenpro_core.model import Usage
-from whenpro_core.redact import public_url
+from whenpro_core.safety.redact import public_url
+from whenpro_core.storage import paths
+from whenpro_core.trace.model import Usage
 
 log = logging.getLogger("whenpro.llm")
 

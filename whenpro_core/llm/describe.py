@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from whenpro_core import paths
 from whenpro_core.config import Settings
 from whenpro_core.llm.endpoints import resolve_endpoint
 from whenpro_core.llm.models import PROVIDERS, parse_model, reads_images
-from whenpro_core.redact import public_url
+from whenpro_core.safety.redact import public_url
+from whenpro_core.storage import paths
 
 _API_NAMES = {"chat": "chat completions", "responses": "responses", "messages": "messages"}
 

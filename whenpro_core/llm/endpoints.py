@@ -22,7 +22,7 @@ from whenpro_core.errors import ConfigError
 from whenpro_core.llm.anthropic_backend import ANTHROPIC_DEFAULT_BASE_URL
 from whenpro_core.llm.models import ModelSpec
 from whenpro_core.llm.openai_backend import OPENAI_DEFAULT_BASE_URL
-from whenpro_core.redact import public_url
+from whenpro_core.safety.redact import public_url
 
 PLACEHOLDER_KEY = "EMPTY"
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from whenpro_core.errors import BackendError
 from whenpro_core.llm.retry import ErrorInBody, MalformedResponse, is_timeout, status_of
-from whenpro_core.redact import redact
-from whenpro_core.textsafe import one_line
+from whenpro_core.safety.redact import redact
+from whenpro_core.safety.textsafe import one_line
 
 REASONS = {
     400: "bad request",

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from whenpro_core.model import Usage
+from whenpro_core.trace.model import Usage
 
 ImageMime = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
 

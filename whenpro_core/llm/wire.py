@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from whenpro_core.llm.retry import ErrorInBody, MalformedResponse
-from whenpro_core.textsafe import one_line
+from whenpro_core.safety.textsafe import one_line
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from typing import Any
 import orjson
 
 from whenpro_core.errors import ConfigError, MediaError
-from whenpro_core.fsutil import atomic_write_bytes
 from whenpro_core.media.keyframes import (
     DEFAULT_MAX_FRAMES,
     DEFAULT_MAX_SIDE,
@@ -24,6 +23,7 @@ from whenpro_core.media.keyframes import (
     KeyframeResult,
     keyframes,
 )
+from whenpro_core.storage.fsutil import atomic_write_bytes
 
 INDEX_NAME = "index.json"
 

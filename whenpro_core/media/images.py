@@ -26,7 +26,7 @@ from whenpro_core.media.paths import MAX_MEDIA_BYTES, read_media_bytes, safe_tex
 if TYPE_CHECKING:
     import numpy as np
 
-    from whenpro_core.model import MediaRef
+    from whenpro_core.trace.model import MediaRef
 
 #: Largest image accepted, in pixels (width × height): about 8k × 6k.
 MAX_PIXELS = 50_000_000
@@ -165,9 +165,7 @@ def encode_jpeg(img: np.ndarray, quality: int = JPEG_QUALITY) -> bytes:
     return buf.tobytes()
 
 
-def jpeg_capped(
-    img: np.ndarray, *, max_side: int, quality: int = JPEG_QUALITY, max_bytes: int | None = None
-) -> bytes:
+def jpeg_capped(img: np.ndarray, *, max_side: int, quality: int = JPEG_QUALITY, max_bytes: int | None = None) -> bytes:
     """Resize ``img`` to ``max_side`` and encode JPEG; if the result exceeds
     ``max_bytes``, lower the quality (down to 40) and then the side (×0.75 per try)
     until it fits (or the image is 64 px)."""

@@ -1,6 +1,6 @@
 """Resolve and confine the media a trace points at (DESIGN §9: untrusted content).
 
-A :class:`~whenpro_core.model.MediaRef` carries either inline base64 ``data`` or a
+A :class:`~whenpro_core.trace.model.MediaRef` carries either inline base64 ``data`` or a
 ``path``. Paths come from trace files written by others, so they are never opened as
 given: a relative path is joined to the dataset root first, then to the trace file's
 folder (Who&When Pro sample traces store ``assets/examples/<name>/query_0.jpg``
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from whenpro_core.errors import MediaError
 
 if TYPE_CHECKING:
-    from whenpro_core.model import MediaRef, Trace
+    from whenpro_core.trace.model import MediaRef, Trace
 
 #: Largest inline (base64) or on-disk media file read into memory, in bytes.
 MAX_MEDIA_BYTES = 64 * 1024 * 1024

@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Literal
 from whenpro_core.errors import MediaError
 from whenpro_core.media.cache import file_digest
 from whenpro_core.media.paths import read_media_bytes, resolve_for_trace, safe_text
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.textsafe import clean
 
 if TYPE_CHECKING:
     from whenpro_core.media.keyframes import Keyframe, KeyframeResult
     from whenpro_core.media.video import CancelCheck, Progress
-    from whenpro_core.model import MediaRef, Trace
+    from whenpro_core.trace.model import MediaRef, Trace
 
 Origin = Literal["task", "step"]
 

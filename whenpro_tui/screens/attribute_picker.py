@@ -25,7 +25,7 @@ from textual.widgets.option_list import Option
 
 from whenpro_core.attribution.interactive import AttributionRequest, ModelChoice
 from whenpro_core.errors import WhenproError
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.textsafe import clean
 
 Validate = Callable[[str, str | None, bool], AttributionRequest]
 #: (protocol, model or None, with_gold) -> the dry-run preview text; raises WhenproError.

@@ -30,10 +30,10 @@ from whenpro_core.errors import WhenproError
 from whenpro_core.injection.diff import TraceDiff, changed_lines, diff_traces
 from whenpro_core.injection.provenance import check_attribution, headline, injection_of
 from whenpro_core.injection.verify import Verdict, check_answer
-from whenpro_core.model import Trace
-from whenpro_core.stepview import step_as_text
-from whenpro_core.textsafe import clean, one_line, plural
-from whenpro_core.traceview import agent_slots
+from whenpro_core.safety.textsafe import clean, one_line, plural
+from whenpro_core.trace.model import Trace
+from whenpro_core.views.stepview import step_as_text
+from whenpro_core.views.traceview import agent_slots
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import CounterfactualAttributed, CounterfactualSaved, DiffComputed
 from whenpro_tui.screens.help import HelpScreen

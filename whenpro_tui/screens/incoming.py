@@ -25,7 +25,7 @@ from textual.widgets import Static
 
 from whenpro_core.live.events import DecisiveError, ExportRejected, TraceEvicted, TraceStarted, TraceUpdated
 from whenpro_core.live.listing import LiveListing
-from whenpro_core.textsafe import clean, one_line, plural
+from whenpro_core.safety.textsafe import clean, one_line, plural
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import LiveEvents
 from whenpro_tui.screens.help import HelpScreen

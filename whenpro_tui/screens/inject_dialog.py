@@ -46,8 +46,8 @@ from whenpro_core.injection.generate import (
     tool_calls_text,
 )
 from whenpro_core.injection.mutators import applicable_modes
-from whenpro_core.model import Trace
-from whenpro_core.textsafe import clean, one_line
+from whenpro_core.safety.textsafe import clean, one_line
+from whenpro_core.trace.model import Trace
 from whenpro_tui.messages import ModesChecked, PreviewFailed, PreviewReady
 from whenpro_tui.widgets.footer import FittedFooter
 

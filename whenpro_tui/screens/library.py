@@ -1,6 +1,6 @@
 """The library screen: the traces of a dataset (folder, glob, JSONL release or a file
 holding several traces), filtered by facets and free text, with a live count. Rows
-stream in from a thread worker running :func:`whenpro_core.listing.walk_rows`; files
+stream in from a thread worker running :func:`whenpro_core.library.listing.walk_rows`; files
 that fail to import are red error rows. Enter opens a trace (loaded in a thread).
 """
 
@@ -19,9 +19,17 @@ from textual.worker import get_current_worker
 
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats.base import summarize
-from whenpro_core.listing import SORT_COLUMNS, RowFilter, count_line, facet_counts, filter_rows, sort_rows, walk_rows
-from whenpro_core.model import Trace, TraceSummary
-from whenpro_core.textsafe import clean
+from whenpro_core.library.listing import (
+    SORT_COLUMNS,
+    RowFilter,
+    count_line,
+    facet_counts,
+    filter_rows,
+    sort_rows,
+    walk_rows,
+)
+from whenpro_core.safety.textsafe import clean
+from whenpro_core.trace.model import Trace, TraceSummary
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import RowsFound, TraceLoaded, TraceLoadFailed, WalkDone, load_trace_message
 from whenpro_tui.screens.help import HelpScreen

@@ -43,9 +43,9 @@ from whenpro_core.live.events import (
     TraceReset,
     TraceUpdated,
 )
-from whenpro_core.model import Trace
-from whenpro_core.textsafe import clean, one_line, plural
-from whenpro_core.traceview import agent_slots, trace_header
+from whenpro_core.safety.textsafe import clean, one_line, plural
+from whenpro_core.trace.model import Trace
+from whenpro_core.views.traceview import agent_slots, trace_header
 from whenpro_tui.messages import LiveEvents
 from whenpro_tui.screens.trace import TraceScreen
 from whenpro_tui.widgets.live_step_list import LiveStepList
@@ -116,7 +116,7 @@ class StoreSource:
         return f"receiving trace {self.trace_id[:16]}"
 
     def trace(self) -> Trace:
-        from whenpro_core.model import Source
+        from whenpro_core.trace.model import Source
 
         found = self.store.trace(self.trace_id)
         return found if found is not None else Trace(id=self.trace_id, source=Source(format="live"))

@@ -24,7 +24,7 @@ from textual.worker import get_current_worker
 
 from whenpro_core.media.preview import FULL_MAX_SIDE, jpeg_size, load_image
 from whenpro_core.media.preview import error_line as media_error_line
-from whenpro_core.model import Trace
+from whenpro_core.trace.model import Trace
 from whenpro_tui import imaging
 from whenpro_tui.messages import FullImageLoaded
 from whenpro_tui.widgets.footer import FittedFooter

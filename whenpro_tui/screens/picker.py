@@ -15,7 +15,7 @@ from textual.strip import Strip
 from textual.widgets import SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.textsafe import clean
 from whenpro_tui.widgets.footer import FittedFooter
 
 Choice = dict[str, frozenset[str]]

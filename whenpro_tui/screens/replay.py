@@ -21,9 +21,9 @@ from textual.widgets import Static
 from whenpro_core.errors import WhenproError
 from whenpro_core.injection.generate import PreparedGenerator
 from whenpro_core.injection.inject import inject
-from whenpro_core.model import Step
-from whenpro_core.textsafe import clean, one_line
-from whenpro_core.traceview import agent_slots
+from whenpro_core.safety.textsafe import clean, one_line
+from whenpro_core.trace.model import Step
+from whenpro_core.views.traceview import agent_slots
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import ReplayFinished, ReplayStep
 from whenpro_tui.screens.help import HelpScreen

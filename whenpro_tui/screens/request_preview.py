@@ -13,7 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.textsafe import clean
 
 
 class RequestPreview(ModalScreen[None]):

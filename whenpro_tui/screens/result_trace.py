@@ -11,9 +11,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 
 from whenpro_core.bench.records import Record
-from whenpro_core.model import Trace
-from whenpro_core.search import find_coord
-from whenpro_core.taxonomy import Taxonomy
+from whenpro_core.trace.model import Trace
+from whenpro_core.trace.taxonomy import Taxonomy
+from whenpro_core.views.search import find_coord
 from whenpro_tui.screens.trace import TraceScreen
 from whenpro_tui.widgets.prediction_bar import PredictionBar, with_bar
 

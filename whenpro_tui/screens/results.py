@@ -32,7 +32,7 @@ from whenpro_core.bench.explore import (
     table_rows,
 )
 from whenpro_core.errors import WhenproError
-from whenpro_core.textsafe import clean, plural
+from whenpro_core.safety.textsafe import clean, plural
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import DatasetIndexed, ResultsLoaded
 from whenpro_tui.screens.help import HelpScreen

@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from whenpro_core.bench.explore import Column, Outcome, Results, TableRow, cell_outcomes, cell_summary, resolve_ref
-from whenpro_core.textsafe import clean, plural
+from whenpro_core.safety.textsafe import clean, plural
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import TraceLoaded, TraceLoadFailed, load_trace_message
 from whenpro_tui.screens.help import HelpScreen

@@ -22,7 +22,7 @@ from whenpro_core.bench import validate
 from whenpro_core.bench.review import RelabelChoices, label_line
 from whenpro_core.bench.validate import ReviewItem, ValidationEntry
 from whenpro_core.errors import WhenproError
-from whenpro_core.textsafe import clean, one_line
+from whenpro_core.safety.textsafe import clean, one_line
 from whenpro_tui.widgets.footer import FittedFooter
 
 _DIALOG_CSS = """

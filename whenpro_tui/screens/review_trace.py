@@ -16,9 +16,9 @@ from textual.widgets import Static
 
 from whenpro_core.bench.review import STATUS_MARKS, label_line, next_pending, progress_line
 from whenpro_core.bench.validate import ReviewItem
-from whenpro_core.model import Trace
-from whenpro_core.search import gt_step_index
-from whenpro_core.textsafe import clean, one_line
+from whenpro_core.safety.textsafe import clean, one_line
+from whenpro_core.trace.model import Trace
+from whenpro_core.views.search import gt_step_index
 from whenpro_tui.screens.review_dialogs import VerdictMenu
 from whenpro_tui.screens.trace import TraceScreen
 from whenpro_tui.widgets.prediction_bar import with_bar

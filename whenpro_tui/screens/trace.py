@@ -20,13 +20,13 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from whenpro_core.errors import WhenproError
-from whenpro_core.export import write_export
-from whenpro_core.gcpause import release_long_lived
-from whenpro_core.model import Trace
-from whenpro_core.search import SearchResult, StepFilter, filter_steps, gt_step_index, same_agent_step
-from whenpro_core.stepview import TextOptions, step_as_text
-from whenpro_core.textsafe import clean, human_size, plural
-from whenpro_core.traceview import agent_slots, trace_header, unlabelled_id
+from whenpro_core.safety.textsafe import clean, human_size, plural
+from whenpro_core.storage.gcpause import release_long_lived
+from whenpro_core.trace.model import Trace
+from whenpro_core.views.export import write_export
+from whenpro_core.views.search import SearchResult, StepFilter, filter_steps, gt_step_index, same_agent_step
+from whenpro_core.views.stepview import TextOptions, step_as_text
+from whenpro_core.views.traceview import agent_slots, trace_header, unlabelled_id
 from whenpro_tui.clipboard import copy_text
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.editor import open_in_editor
@@ -164,7 +164,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
 
     def on_unmount(self) -> None:
         self.before_unmount()
-        # the trace was frozen out of GC passes when loaded (whenpro_core.gcpause)
+        # the trace was frozen out of GC passes when loaded (whenpro_core.storage.gcpause)
         release_long_lived()
 
     def after_mount(self) -> None:

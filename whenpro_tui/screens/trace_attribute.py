@@ -34,9 +34,9 @@ from whenpro_core.attribution.interactive import (
 )
 from whenpro_core.attribution.run import PROTOCOLS, trace_has_gold
 from whenpro_core.errors import WhenproError
-from whenpro_core.model import Attribution, Trace
-from whenpro_core.taxonomy import Taxonomy
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.textsafe import clean
+from whenpro_core.trace.model import Attribution, Trace
+from whenpro_core.trace.taxonomy import Taxonomy
 from whenpro_tui.messages import AttributionDone, AttributionFailed, AttributionProgress, VerdictSaved, VerdictsLoaded
 from whenpro_tui.screens.attribute_picker import AttributePicker
 from whenpro_tui.widgets.verdict_panel import (
@@ -106,7 +106,7 @@ class AttributionMixin:
     def _load_verdicts(self, trace: Trace) -> None:
         """Read the trace's saved verdicts and its taxonomy (file I/O) in a thread."""
         from whenpro_core.attribution.verdicts import load_verdicts, verdicts_path
-        from whenpro_core.taxonomy import taxonomy_for
+        from whenpro_core.trace.taxonomy import taxonomy_for
 
         problems: list[str] = []
         error = None

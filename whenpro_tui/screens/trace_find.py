@@ -2,7 +2,7 @@
 (``/``, run in a thread worker), filter by agent or kind (``f``/``F``).
 
 A mixin of :class:`whenpro_tui.screens.trace.TraceScreen`; every decision is a
-:mod:`whenpro_core.search` call.
+:mod:`whenpro_core.views.search` call.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from textual import events, work
 from textual.worker import get_current_worker
 
-from whenpro_core.search import SearchResult, StepFilter, filter_steps, find_coord, search_steps, step_facets
-from whenpro_core.textsafe import clean, plural
+from whenpro_core.safety.textsafe import clean, plural
+from whenpro_core.views.search import SearchResult, StepFilter, filter_steps, find_coord, search_steps, step_facets
 from whenpro_tui.messages import SearchDone
 from whenpro_tui.screens.picker import FacetPicker
 from whenpro_tui.screens.prompt import PromptScreen
@@ -22,7 +22,7 @@ from whenpro_tui.screens.prompt import PromptScreen
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from whenpro_core.model import Trace
+    from whenpro_core.trace.model import Trace
     from whenpro_tui.widgets.step_list import StepList
 
 

@@ -15,11 +15,11 @@ from textual import work
 from whenpro_core.errors import WhenproError
 from whenpro_core.injection.choices import injectable_reason
 from whenpro_core.injection.provenance import injection_of, load_seed, verdict_of
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.textsafe import clean
 from whenpro_tui.messages import DiffSources
 
 if TYPE_CHECKING:
-    from whenpro_core.model import Trace
+    from whenpro_core.trace.model import Trace
     from whenpro_tui.widgets.step_list import StepList
 
 

@@ -40,7 +40,7 @@ from whenpro_core.media.preview import (
     video_keyframes,
 )
 from whenpro_core.media.video import KeyframesCancelled
-from whenpro_core.textsafe import plural
+from whenpro_core.safety.textsafe import plural
 from whenpro_tui import imaging
 from whenpro_tui.messages import KeyframesLoaded, KeyframesProgress, ThumbLoaded
 from whenpro_tui.screens.media_modal import MediaModal
@@ -49,7 +49,7 @@ from whenpro_tui.widgets.media_strip import Entry, ThumbStrip
 from whenpro_tui.widgets.step_detail import StepDetail
 
 if TYPE_CHECKING:
-    from whenpro_core.model import Trace
+    from whenpro_core.trace.model import Trace
     from whenpro_tui.widgets.step_list import StepList
 
 #: Keyframes taken from a video file.

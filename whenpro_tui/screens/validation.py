@@ -27,9 +27,9 @@ from whenpro_core.bench.review import next_pending, progress_line, relabel_choic
 from whenpro_core.bench.validate import ReviewItem, ValidationEntry
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
-from whenpro_core.model import Trace
-from whenpro_core.taxonomy import taxonomy_for
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.textsafe import clean
+from whenpro_core.trace.model import Trace
+from whenpro_core.trace.taxonomy import taxonomy_for
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import ReviewLoaded, TraceLoaded, TraceLoadFailed, load_trace_message
 from whenpro_tui.screens.help import HelpScreen

@@ -1,4 +1,4 @@
-"""Turn :class:`whenpro_core.stepview.Block` s into Rich renderables.
+"""Turn :class:`whenpro_core.views.stepview.Block` s into Rich renderables.
 
 Text from a trace is never parsed as console markup: plain blocks become ``Text``
 objects, Markdown goes through Rich's Markdown (no hyperlinks: a link shows its URL), and
@@ -12,7 +12,7 @@ from rich.console import Group, RenderableType
 from rich.style import Style
 from rich.text import Text
 
-from whenpro_core.stepview import Block
+from whenpro_core.views.stepview import Block
 
 #: Above these sizes (characters) a block is shown as plain text.
 MARKDOWN_LIMIT = 40_000

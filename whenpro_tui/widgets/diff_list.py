@@ -14,8 +14,8 @@ from rich.style import Style
 from textual.strip import Strip
 
 from whenpro_core.injection.diff import DiffRow, TraceDiff
-from whenpro_core.model import Trace
-from whenpro_core.stepview import StepRow, step_row
+from whenpro_core.trace.model import Trace
+from whenpro_core.views.stepview import StepRow, step_row
 from whenpro_tui.widgets.palette import agent_style
 from whenpro_tui.widgets.virtual_list import VirtualList
 

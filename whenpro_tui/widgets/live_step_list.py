@@ -4,8 +4,8 @@ reset) without moving the user's cursor, and marks suspect steps (◆)."""
 
 from __future__ import annotations
 
-from whenpro_core.model import Trace
-from whenpro_core.search import gt_step_index
+from whenpro_core.trace.model import Trace
+from whenpro_core.views.search import gt_step_index
 from whenpro_tui.widgets.step_list import StepList
 
 

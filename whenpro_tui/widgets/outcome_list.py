@@ -12,7 +12,7 @@ from rich.style import Style
 from textual.strip import Strip
 
 from whenpro_core.bench.explore import Outcome
-from whenpro_core.textsafe import clean, one_line
+from whenpro_core.safety.textsafe import clean, one_line
 from whenpro_tui.widgets.virtual_list import VirtualList
 
 RIGHT = Style(color="#5fd75f", bold=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.style import Style
 
 #: Agent colours, readable on dark and light backgrounds; indexed by the slots of
-#: :func:`whenpro_core.traceview.agent_slots`.
+#: :func:`whenpro_core.views.traceview.agent_slots`.
 AGENT_COLOURS = (
     "#5fafff",
     "#ffaf5f",

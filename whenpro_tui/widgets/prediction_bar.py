@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from whenpro_core.bench.explore import compare
 from whenpro_core.bench.records import Record
-from whenpro_core.textsafe import one_line
+from whenpro_core.safety.textsafe import one_line
 from whenpro_tui.widgets.outcome_list import verdict_mark
 
 

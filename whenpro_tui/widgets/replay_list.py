@@ -10,8 +10,8 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from whenpro_core.model import Step
-from whenpro_core.stepview import StepRow, step_row
+from whenpro_core.trace.model import Step
+from whenpro_core.views.stepview import StepRow, step_row
 from whenpro_tui.widgets.palette import MARKER_STYLES, agent_style
 from whenpro_tui.widgets.virtual_list import VirtualList
 

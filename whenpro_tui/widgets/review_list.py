@@ -11,7 +11,7 @@ from textual.strip import Strip
 
 from whenpro_core.bench.review import STATUS_MARKS
 from whenpro_core.bench.validate import ReviewItem
-from whenpro_core.textsafe import clean, one_line
+from whenpro_core.safety.textsafe import clean, one_line
 from whenpro_tui.widgets.virtual_list import VirtualList
 
 STATUS_STYLES = {

@@ -14,7 +14,7 @@ Layout (composed once; showing another step updates these widgets, never re-moun
   without images never pays for the image renderer's import and the panel's tiles;
 * ``#d-verdict`` — reserved for the attribution verdict (phase 3).
 
-Long fields are folded (:func:`whenpro_core.stepview.fold`) at the current expansion
+Long fields are folded (:func:`whenpro_core.views.stepview.fold`) at the current expansion
 level; the screen's ``o`` key raises the level chunk by chunk.
 """
 
@@ -37,10 +37,10 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
-from whenpro_core.model import Step
-from whenpro_core.stepview import StepRow, call_blocks, content_blocks, fold, media_label
-from whenpro_core.textsafe import clean, human_size
-from whenpro_core.usage import step_usage
+from whenpro_core.safety.textsafe import clean, human_size
+from whenpro_core.trace.model import Step
+from whenpro_core.trace.usage import step_usage
+from whenpro_core.views.stepview import StepRow, call_blocks, content_blocks, fold, media_label
 from whenpro_tui import imaging
 from whenpro_tui.widgets.blocks import plain, render_block, render_blocks
 from whenpro_tui.widgets.media_panel import MediaPanel, panel_enabled

@@ -1,7 +1,7 @@
 """The step list of the trace screen: one line per step (coordinate, agent in its
 colour, kind, markers, one-line summary), virtual over any number of steps.
 
-Row models come from :func:`whenpro_core.stepview.step_row`, built lazily for the rows
+Row models come from :func:`whenpro_core.views.stepview.step_row`, built lazily for the rows
 on screen. The visible rows are ``shown`` (step indices, after a filter); the cursor is a
 position in ``shown``. Navigation keys belong to the trace screen, so they work whichever
 pane has focus.
@@ -14,15 +14,15 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from whenpro_core.model import Trace
-from whenpro_core.search import gt_step_index
-from whenpro_core.stepview import StepRow, short_kind, step_row
+from whenpro_core.trace.model import Trace
+from whenpro_core.views.search import gt_step_index
+from whenpro_core.views.stepview import StepRow, short_kind, step_row
 from whenpro_tui.widgets.palette import MARKER_STYLES, agent_style
 from whenpro_tui.widgets.virtual_list import VirtualList
 
 #: Column width caps (cells). The kind column is as wide as the trace's longest kind
 #: up to KIND_CAP (``final_answer`` fits); longer kinds are abbreviated by
-#: :func:`whenpro_core.stepview.short_kind`.
+#: :func:`whenpro_core.views.stepview.short_kind`.
 AGENT_CAP = 14
 KIND_CAP = 14
 #: Backgrounds of the steps a running attribution asks about (tuiattr): the step asked

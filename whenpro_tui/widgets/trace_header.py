@@ -2,7 +2,7 @@
 until ``w``), gold and final answers, the ground truth (only while labels are shown) and
 the agent legend with per-agent step counts.
 
-Built from :class:`whenpro_core.traceview.TraceHeader`; updated in place.
+Built from :class:`whenpro_core.views.traceview.TraceHeader`; updated in place.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from whenpro_core.textsafe import plural
-from whenpro_core.traceview import TraceHeader, unlabelled_id
+from whenpro_core.safety.textsafe import plural
+from whenpro_core.views.traceview import TraceHeader, unlabelled_id
 from whenpro_tui.widgets.palette import MARKER_STYLES, OUTCOME_STYLES, agent_style
 
 #: Characters of the task shown when it is expanded.

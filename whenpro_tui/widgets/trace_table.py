@@ -14,10 +14,10 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from whenpro_core.listing import answer_mark
-from whenpro_core.model import TraceSummary
-from whenpro_core.textsafe import clean, one_line
-from whenpro_core.traceview import unlabelled_id
+from whenpro_core.library.listing import answer_mark
+from whenpro_core.safety.textsafe import clean, one_line
+from whenpro_core.trace.model import TraceSummary
+from whenpro_core.views.traceview import unlabelled_id
 from whenpro_tui.widgets.virtual_list import VirtualList
 
 #: Width caps (cells) of the columns sized by their content.

@@ -11,9 +11,9 @@ from rich.style import Style
 from rich.text import Text
 
 from whenpro_core.attribution.interactive import AttributionRequest, ProgressView, verdict_score
-from whenpro_core.model import Attribution, Trace, Usage
-from whenpro_core.taxonomy import Taxonomy
-from whenpro_core.textsafe import clean, one_line, whole_sentences
+from whenpro_core.safety.textsafe import clean, one_line, whole_sentences
+from whenpro_core.trace.model import Attribution, Trace, Usage
+from whenpro_core.trace.taxonomy import Taxonomy
 
 #: One colour per verdict (its ◆ in the step list and in the panel), by creation order.
 VERDICT_COLOURS = ("#d787d7", "#5fd7ff", "#ffaf00", "#87d75f", "#ff8787", "#afafff", "#d7d75f", "#5fafaf")

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from whenpro_core.coords import normalize_coord
-from whenpro_core.model import Step, Trace
+from whenpro_core.trace.coords import normalize_coord
+from whenpro_core.trace.model import Step, Trace
 
 
 @dataclass

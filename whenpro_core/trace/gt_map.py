@@ -1,5 +1,5 @@
-"""Who&When Pro ground truth -> :class:`~whenpro_core.model.GroundTruth` on a
-:class:`~whenpro_core.coords.Layout` (DESIGN §4; reference scorer
+"""Who&When Pro ground truth -> :class:`~whenpro_core.trace.model.GroundTruth` on a
+:class:`~whenpro_core.trace.coords.Layout` (DESIGN §4; reference scorer
 ``just1nlee/whowhen_pro`` ``whowhen_eval/score.py``).
 
 Which field of ``ground_truth`` names the labelled step depends on the framework (see
@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from whenpro_core.coords import (
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.trace.coords import (
     FIXED_AGENT_LABELS,
     ROUND_ONLY_FRAMEWORKS,
     SINGLE_AGENT_FRAMEWORKS,
@@ -22,8 +23,7 @@ from whenpro_core.coords import (
     normalize_coord,
     round_of,
 )
-from whenpro_core.errors import TraceFormatError
-from whenpro_core.model import Accepted, GroundTruth
+from whenpro_core.trace.model import Accepted, GroundTruth
 
 
 def _gt_fields(fw: str, gt: dict) -> tuple[Any, str, str] | None:
@@ -159,7 +159,7 @@ def resolve_ground_truth(gt: Any, lay: Layout, agent_of: Callable[[int], str] | 
 
     ``agent_of(slot_index)`` gives the final agent id of a slot (defaults to the slot's
     agent); single-agent frameworks whose label has ``agent: null`` take the labelled
-    step's agent. ``accepted_predictions`` become :class:`~whenpro_core.model.Accepted`.
+    step's agent. ``accepted_predictions`` become :class:`~whenpro_core.trace.model.Accepted`.
 
     Returns None for a missing/null ground truth. Raises TraceFormatError for a non-dict,
     wrong field types, or "step index out of range" when the step maps to no step

@@ -2,7 +2,7 @@
 with their step counts and stable colour slots, and the ground truth in words.
 
 UI-free: the TUI picks the colours for the slots. Every string has passed
-:func:`whenpro_core.textsafe.clean`.
+:func:`whenpro_core.safety.textsafe.clean`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
-from whenpro_core.model import Trace
-from whenpro_core.search import gt_step_index
-from whenpro_core.taxonomy import Taxonomy, taxonomy_for
-from whenpro_core.textsafe import clean, one_line
-from whenpro_core.usage import total_usage
+from whenpro_core.safety.textsafe import clean, one_line
+from whenpro_core.trace.model import Trace
+from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
+from whenpro_core.trace.usage import total_usage
+from whenpro_core.views.search import gt_step_index
 
 #: Characters of the task kept for the header (the TUI folds it further).
 TASK_CAP = 20_000
@@ -99,7 +99,7 @@ class TraceHeader:
         media: number of task images.
         scores: one line per scorer the log records (:func:`score_lines`).
         usage: total tokens, cost and latency over the steps where the format records
-            them (:func:`whenpro_core.usage.total_usage`), ``""`` when none does.
+            them (:func:`whenpro_core.trace.usage.total_usage`), ``""`` when none does.
     """
 
     id: str

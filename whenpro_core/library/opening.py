@@ -14,8 +14,8 @@ from pathlib import Path
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats.base import FileImporter, LoadContext, summarize
 from whenpro_core.formats.registry import error_summary, find_root, load_trace, sniff, split_ref, summarize_file
-from whenpro_core.gcpause import paused_gc
-from whenpro_core.model import Trace, TraceSummary
+from whenpro_core.storage.gcpause import paused_gc
+from whenpro_core.trace.model import Trace, TraceSummary
 
 
 def is_glob(target: str) -> bool:

@@ -1,4 +1,4 @@
-"""Filtering dataset listings: which :class:`~whenpro_core.model.TraceSummary` rows a
+"""Filtering dataset listings: which :class:`~whenpro_core.trace.model.TraceSummary` rows a
 library view shows for a choice of modality, framework, benchmark, GT mode and free text,
 and the values (with counts) each filter can take.
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 from whenpro_core.formats.registry import error_summary, find_root, iter_files, names_a_file, summarize_file
 from whenpro_core.injection.verify import check_answer
-from whenpro_core.model import TraceSummary
-from whenpro_core.traceview import unlabelled_id
+from whenpro_core.trace.model import TraceSummary
+from whenpro_core.views.traceview import unlabelled_id
 
 #: The facets a listing can be filtered on, as (facet, TraceSummary attribute).
 FACETS = (
@@ -45,7 +45,7 @@ class RowFilter:
     Error rows (files that failed to import) pass only when no facet is chosen, so a
     broken file stays visible in the unfiltered list and can be found by text. With
     ``labels`` False the text matches ids and file names as shown with labels hidden
-    (:func:`whenpro_core.traceview.unlabelled_id`): typing ``R.4`` must not find the
+    (:func:`whenpro_core.views.traceview.unlabelled_id`): typing ``R.4`` must not find the
     traces whose id carries that failure mode.
     """
 

@@ -120,7 +120,7 @@ class Step(_Model):
         coord: the step coordinate users and judges see and scoring compares (``"3"``,
             ``"1.1"``); ``None`` for framing entries that carry no coordinate (the user's
             task in smolagents, a system prompt). Rules per framework: DESIGN §4 and
-            :mod:`whenpro_core.coords`. Coordinates need not be unique (eva pairs an
+            :mod:`whenpro_core.trace.coords`. Coordinates need not be unique (eva pairs an
             assistant turn and its tool result under one coordinate).
         agent: the speaking agent's id (``"agent"`` for single-agent frameworks).
         kind: ``user``, ``system``, ``plan``, ``action``, ``assistant``, ``tool``,
@@ -315,7 +315,7 @@ class Trace(_Model):
     def step_by_coord(self, coord: str) -> Step | None:
         """The first step whose coordinate equals ``coord`` (after stripping a leading
         ``step``/``round``/``turn`` word and whitespace), or ``None``."""
-        from whenpro_core.coords import normalize_coord
+        from whenpro_core.trace.coords import normalize_coord
 
         want = normalize_coord(coord)
         for step in self.steps:
@@ -338,7 +338,7 @@ class Trace(_Model):
     @property
     def is_single_agent(self) -> bool:
         """True for single-agent frameworks, which the agent metric leaves out (DESIGN §4)."""
-        from whenpro_core.coords import SINGLE_AGENT_FRAMEWORKS
+        from whenpro_core.trace.coords import SINGLE_AGENT_FRAMEWORKS
 
         return self.framework in SINGLE_AGENT_FRAMEWORKS
 

@@ -29,15 +29,15 @@ from whenpro_core.attribution.interactive import verdict_step_index
 from whenpro_core.attribution.verdicts import load_verdicts
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
-from whenpro_core.fsutil import atomic_write_text
 from whenpro_core.injection.verify import check_answer
 from whenpro_core.media.images import jpeg_for_ref
-from whenpro_core.model import Attribution, MediaRef, Step, Trace
-from whenpro_core.stepview import Block, content_blocks, media_label, pretty_arguments
-from whenpro_core.taxonomy import Taxonomy, taxonomy_for
-from whenpro_core.textsafe import clean
-from whenpro_core.traceview import unlabelled_id
-from whenpro_core.usage import step_usage, total_usage
+from whenpro_core.safety.textsafe import clean
+from whenpro_core.storage.fsutil import atomic_write_text
+from whenpro_core.trace.model import Attribution, MediaRef, Step, Trace
+from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
+from whenpro_core.trace.usage import step_usage, total_usage
+from whenpro_core.views.stepview import Block, content_blocks, media_label, pretty_arguments
+from whenpro_core.views.traceview import unlabelled_id
 
 #: Content longer than this (characters) or taller than :data:`FOLD_LINES` is folded.
 FOLD_CHARS = 1_500

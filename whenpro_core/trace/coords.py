@@ -15,7 +15,7 @@ Two entry points:
 * :func:`resolve_ground_truth` maps a native ``ground_truth`` dict onto that layout:
   the coordinate, the index of the labelled slot, the agent(s), ``round_only``, the
   accepted alternatives. :func:`gt_coord` gives the coordinate from the dict alone
-  (no trajectory), for cheap listings. Both live in :mod:`whenpro_core.gt_map` and are
+  (no trajectory), for cheap listings. Both live in :mod:`whenpro_core.trace.gt_map` and are
   re-exported here.
 
 Both raise :class:`~whenpro_core.errors.TraceFormatError` naming a JSON path
@@ -189,7 +189,12 @@ def int_field(value: Any, json_path: str, what: str = "an integer") -> int:
         pass
     elif isinstance(value, int):
         return value
-    elif isinstance(value, float) and value.is_integer() or isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+    elif (
+        isinstance(value, float)
+        and value.is_integer()
+        or isinstance(value, str)
+        and re.fullmatch(r"\s*-?\d+\s*", value)
+    ):
         return int(value)
     found = "missing" if value is None else f"got {type(value).__name__} {str(value)[:40]!r}"
     raise TraceFormatError(f"wrong type ({found})", json_path=json_path, expected=what)
@@ -531,9 +536,9 @@ def _agent_names(agents: Iterable[Any] | None, slots: list[Slot]) -> dict[str, s
 
 
 def __getattr__(name: str) -> Any:
-    """Lazy re-exports of the ground-truth mapping (:mod:`whenpro_core.gt_map`)."""
+    """Lazy re-exports of the ground-truth mapping (:mod:`whenpro_core.trace.gt_map`)."""
     if name in ("resolve_ground_truth", "gt_coord"):
-        from whenpro_core import gt_map
+        from whenpro_core.trace import gt_map
 
         return getattr(gt_map, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

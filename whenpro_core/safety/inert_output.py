@@ -4,8 +4,8 @@ File names, trace ids, trace content and servers' messages all reach stdout and 
 through many paths (error lines, tables, warnings, log records, Python warnings). Rather
 than trusting each call site, every command runs inside :func:`inert_streams`, which puts
 an :class:`InertStream` in front of ``sys.stdout`` and ``sys.stderr``: each text written is
-redacted (:func:`whenpro_core.redact.redact`) and cleaned as trace content is
-(:func:`whenpro_core.textsafe.clean`), except SGR colour sequences (``ESC [ ... m``), which
+redacted (:func:`whenpro_core.safety.redact.redact`) and cleaned as trace content is
+(:func:`whenpro_core.safety.textsafe.clean`), except SGR colour sequences (``ESC [ ... m``), which
 Rich and Click emit for styling and which cannot move the cursor, clear the screen, set the
 title or write the clipboard. Log records and warnings go through the same streams
 (logging's fallback handler and ``warnings.showwarning`` write to ``sys.stderr``).
@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from whenpro_core.redact import redact
-from whenpro_core.textsafe import clean
+from whenpro_core.safety.redact import redact
+from whenpro_core.safety.textsafe import clean
 
 #: Select Graphic Rendition (colours, bold): the only escape sequence let through.
 _SGR = re.compile(r"\x1b\[[0-9;:]{0,32}m")

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from whenpro_core.model import Step
+from whenpro_core.trace.model import Step
 
 _INPUT_KEYS = ("usage.input_tokens", "token_count.prompt", "input_tokens", "prompt_tokens")
 _OUTPUT_KEYS = ("usage.output_tokens", "token_count.completion", "output_tokens", "completion_tokens")

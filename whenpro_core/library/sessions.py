@@ -32,13 +32,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from whenpro_core import jsonio
 from whenpro_core.config import load_settings
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats.base import summarize
 from whenpro_core.formats.registry import error_summary, load_trace
-from whenpro_core.model import Trace, TraceSummary
-from whenpro_core.textsafe import clean, one_line, plural
+from whenpro_core.safety.textsafe import clean, one_line, plural
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Trace, TraceSummary
 
 TOOLS = ("claude", "codex", "gemini")
 #: ``tool -> (setting name, the tool's own variable for its home, home below ~, folder in it)``

@@ -3,7 +3,7 @@ rendered (Markdown, code, JSON or plain text), folding of long content, and the 
 text form used for ``$EDITOR`` and the clipboard.
 
 UI-free: the TUI (and the CLI) turn these plain values into widgets. Every string that
-comes out of here has passed :func:`whenpro_core.textsafe.clean`.
+comes out of here has passed :func:`whenpro_core.safety.textsafe.clean`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 import orjson
 
-from whenpro_core.model import MediaRef, Step
-from whenpro_core.textsafe import clean, human_size, one_line
+from whenpro_core.safety.textsafe import clean, human_size, one_line
+from whenpro_core.trace.model import MediaRef, Step
 
 # ----------------------------------------------------------------------------- markers
 
@@ -222,7 +222,7 @@ def content_blocks(text: str) -> list[Block]:
     * mostly Python-looking lines and no sentence line -> ``code`` (``python``);
     * else ``text`` (verbatim).
 
-    ``text`` must already be cleaned (:func:`whenpro_core.textsafe.clean`) and capped by
+    ``text`` must already be cleaned (:func:`whenpro_core.safety.textsafe.clean`) and capped by
     the caller. Never raises.
     """
     if not text.strip():
