@@ -63,7 +63,7 @@ def main() -> None:
     )
     print(f"baseline  cache miss (8)        {miss:7.3f} s  ({miss_calls} HTTP calls)")
     print(
-        f"          cache hit  (8)        {hit:7.3f} s  ({hit_calls} HTTP calls)  speed-up x{miss / hit:.1f} vs cache miss"
+        f"          cache hit  (8)        {hit:7.3f} s  ({hit_calls} HTTP calls)  speed-up x{miss / hit:.1f} vs cache miss"  # noqa: E501
     )
 
 

@@ -134,7 +134,7 @@ def measure(subsets: dict[str, list[Trace]], router: Router, api: str, args: arg
                     [v.usage.calls for v in verdicts],
                     [v.usage.input_tokens for v in verdicts],
                     sum(v.usage.cached_tokens for v in verdicts),
-                    sum(v.step == t.ground_truth.step for v, t in zip(verdicts, traces)),
+                    sum(v.step == t.ground_truth.step for v, t in zip(verdicts, traces, strict=False)),
                     len(server.answered),
                 )
     return out

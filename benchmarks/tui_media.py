@@ -71,8 +71,8 @@ def bench_keyframes(reps: int) -> None:
         first, nxt = [], []
         for _ in range(reps):
             fresh_cache()
-            first.append(timed(lambda: video_keyframes(ref, trace)))
-            nxt.append(timed(lambda: video_keyframes(ref, trace)))
+            first.append(timed(lambda ref=ref, trace=trace: video_keyframes(ref, trace)))
+            nxt.append(timed(lambda ref=ref, trace=trace: video_keyframes(ref, trace)))
         line(name, first, nxt)
 
 

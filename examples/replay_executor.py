@@ -64,7 +64,7 @@ def since_restart(steps: list[dict]) -> list[dict]:
     for i, s in enumerate(steps):
         if s.get("agent") == "checker" and "start over" in (s.get("content") or ""):
             last = i
-    return steps[last + 1:]
+    return steps[last + 1 :]
 
 
 def running_total(steps: list[dict]) -> float:
@@ -111,15 +111,21 @@ def next_step(query: str, steps: list[dict], request: int) -> dict:
         total = running_total(steps)
         args = {"a": fmt(total), "b": fmt(value)}
         observation, cached = call_tool("add", args, request)
-        return {"agent": "adder", "kind": "action",
-                "content": f"Adding {name} {fmt(value)} to the running total {fmt(total)}.",
-                "tool_calls": [{"id": f"call_{len(steps)}", "name": "add", "arguments": args}],
-                "observation": observation}
+        return {
+            "agent": "adder",
+            "kind": "action",
+            "content": f"Adding {name} {fmt(value)} to the running total {fmt(total)}.",
+            "tool_calls": [{"id": f"call_{len(steps)}", "name": "add", "arguments": args}],
+            "observation": observation,
+        }
     total = running_total(steps)
     expected = sum(v for _, v in items)
     if abs(total - expected) > 1e-9 and mismatches < 2:
-        return {"agent": "checker", "kind": "assistant",
-                "content": f"The expenses sum to {fmt(expected)}, not {fmt(total)}. Adder, please start over."}
+        return {
+            "agent": "checker",
+            "kind": "assistant",
+            "content": f"The expenses sum to {fmt(expected)}, not {fmt(total)}. Adder, please start over.",
+        }
     return {"agent": "checker", "kind": "final_answer", "content": f"Final answer: {fmt(total)}"}
 
 

@@ -34,45 +34,79 @@ def text_sample() -> Trace:
     """A planner / solver / verifier / reporter team scheduling a workshop. The solver
     multiplies the breaks wrongly at step 3 (R.3); the verifier only re-checks the
     sessions, and the wrong end time reaches the final answer."""
-    query = ("A workshop starts at 09:10. It has 3 sessions of 45 minutes each and a "
-             "15-minute break after each of the first two sessions. At what time does it end? "
-             "Answer as HH:MM.")
-    steps = _steps([
-        dict(agent="user", kind="user", content=query),
-        dict(agent="planner", kind="plan", content=(
-            "Plan:\n1. solver: total session time = sessions x 45 min.\n"
-            "2. solver: total break time = breaks x 15 min.\n"
-            "3. verifier: check both totals.\n4. solver: add the total to 09:10.\n"
-            "5. reporter: state the end time as HH:MM.")),
-        dict(agent="solver", kind="action", content="Session time first.",
-             tool_calls=[ToolCall(id="c1", name="calculator", arguments={"expression": "3 * 45"})],
-             observation="135"),
-        dict(agent="solver", kind="action", content=(
-            "There are 2 breaks of 15 minutes, so the breaks take 2 * 15 = 20 minutes. "
-            "Total time is 135 + 20."),
-             tool_calls=[ToolCall(id="c2", name="calculator", arguments={"expression": "135 + 20"})],
-             observation="155"),
-        dict(agent="verifier", kind="assistant", content=(
-            "Checked: 3 sessions x 45 minutes = 135 minutes. Correct. "
-            "The total of 155 minutes looks plausible; approved.")),
-        dict(agent="solver", kind="action", content="Adding 155 minutes to 09:10.",
-             tool_calls=[ToolCall(id="c3", name="clock_add", arguments={"start": "09:10", "minutes": 155})],
-             observation="11:45"),
-        dict(agent="reporter", kind="final_answer", content="The workshop ends at 11:45."),
-    ])
+    query = (
+        "A workshop starts at 09:10. It has 3 sessions of 45 minutes each and a "
+        "15-minute break after each of the first two sessions. At what time does it end? "
+        "Answer as HH:MM."
+    )
+    steps = _steps(
+        [
+            dict(agent="user", kind="user", content=query),
+            dict(
+                agent="planner",
+                kind="plan",
+                content=(
+                    "Plan:\n1. solver: total session time = sessions x 45 min.\n"
+                    "2. solver: total break time = breaks x 15 min.\n"
+                    "3. verifier: check both totals.\n4. solver: add the total to 09:10.\n"
+                    "5. reporter: state the end time as HH:MM."
+                ),
+            ),
+            dict(
+                agent="solver",
+                kind="action",
+                content="Session time first.",
+                tool_calls=[ToolCall(id="c1", name="calculator", arguments={"expression": "3 * 45"})],
+                observation="135",
+            ),
+            dict(
+                agent="solver",
+                kind="action",
+                content=(
+                    "There are 2 breaks of 15 minutes, so the breaks take 2 * 15 = 20 minutes. Total time is 135 + 20."
+                ),
+                tool_calls=[ToolCall(id="c2", name="calculator", arguments={"expression": "135 + 20"})],
+                observation="155",
+            ),
+            dict(
+                agent="verifier",
+                kind="assistant",
+                content=(
+                    "Checked: 3 sessions x 45 minutes = 135 minutes. Correct. "
+                    "The total of 155 minutes looks plausible; approved."
+                ),
+            ),
+            dict(
+                agent="solver",
+                kind="action",
+                content="Adding 155 minutes to 09:10.",
+                tool_calls=[ToolCall(id="c3", name="clock_add", arguments={"start": "09:10", "minutes": 155})],
+                observation="11:45",
+            ),
+            dict(agent="reporter", kind="final_answer", content="The workshop ends at 11:45."),
+        ]
+    )
     return Trace(
         id="sample-workshop-schedule",
         framework="whenpro-team",
         benchmark="sample",
         modality=Modality.text,
-        agents=[Agent(id="user", role="User"), Agent(id="planner", role="Planner"),
-                Agent(id="solver", role="Solver (calculator, clock)"),
-                Agent(id="verifier", role="Verifier"), Agent(id="reporter", role="Reporter")],
+        agents=[
+            Agent(id="user", role="User"),
+            Agent(id="planner", role="Planner"),
+            Agent(id="solver", role="Solver (calculator, clock)"),
+            Agent(id="verifier", role="Verifier"),
+            Agent(id="reporter", role="Reporter"),
+        ],
         task=Task(query=query, answer="11:55"),
         steps=steps,
         ground_truth=GroundTruth(
-            agent="solver", step="3", step_index=3, mode="R.3",
-            reason="2 breaks x 15 minutes is 30 minutes, not 20; every later time is 10 minutes early."),
+            agent="solver",
+            step="3",
+            step_index=3,
+            mode="R.3",
+            reason="2 breaks x 15 minutes is 30 minutes, not 20; every later time is 10 minutes early.",
+        ),
         final_answer="11:45",
         outcome=Outcome.failure,
         source=Source(format="native"),
@@ -107,28 +141,50 @@ def image_sample(folder: Path) -> Trace:
     folder.mkdir(parents=True, exist_ok=True)
     _bar_chart(folder / "chart.png")
     query = "Using the chart, which month sold the most units?"
-    steps = _steps([
-        dict(agent="user", kind="user", content=query,
-             media=[MediaRef(kind="image", path="chart.png", mime="image/png", label="chart")]),
-        dict(agent="describer", kind="assistant", content=(
-            "Reading the bars against the gridlines: Jan 40, Feb 55, Mar 45, Apr 65, May 30.")),
-        dict(agent="analyst", kind="assistant", content=(
-            "From the describer's readings the maximum is Apr with 65 units.")),
-        dict(agent="analyst", kind="final_answer", content="Apr"),
-    ])
+    steps = _steps(
+        [
+            dict(
+                agent="user",
+                kind="user",
+                content=query,
+                media=[MediaRef(kind="image", path="chart.png", mime="image/png", label="chart")],
+            ),
+            dict(
+                agent="describer",
+                kind="assistant",
+                content=("Reading the bars against the gridlines: Jan 40, Feb 55, Mar 45, Apr 65, May 30."),
+            ),
+            dict(
+                agent="analyst",
+                kind="assistant",
+                content=("From the describer's readings the maximum is Apr with 65 units."),
+            ),
+            dict(agent="analyst", kind="final_answer", content="Apr"),
+        ]
+    )
     return Trace(
         id="sample-bar-chart",
         framework="whenpro-team",
         benchmark="sample",
         modality=Modality.image,
-        agents=[Agent(id="user", role="User"), Agent(id="describer", role="Chart describer"),
-                Agent(id="analyst", role="Analyst")],
-        task=Task(query=query, answer="Mar",
-                  images=[MediaRef(kind="image", path="chart.png", mime="image/png", label="chart")]),
+        agents=[
+            Agent(id="user", role="User"),
+            Agent(id="describer", role="Chart describer"),
+            Agent(id="analyst", role="Analyst"),
+        ],
+        task=Task(
+            query=query,
+            answer="Mar",
+            images=[MediaRef(kind="image", path="chart.png", mime="image/png", label="chart")],
+        ),
         steps=steps,
         ground_truth=GroundTruth(
-            agent="describer", step="1", step_index=1, mode="P.1",
-            reason="The March bar reaches 70 on the axis, not 45; the analyst relies on the misreading."),
+            agent="describer",
+            step="1",
+            step_index=1,
+            mode="P.1",
+            reason="The March bar reaches 70 on the axis, not 45; the analyst relies on the misreading.",
+        ),
         final_answer="Apr",
         outcome=Outcome.failure,
         source=Source(format="native"),

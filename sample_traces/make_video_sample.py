@@ -50,10 +50,10 @@ FPS = 25.0
 SEED = 20260423
 #: (frames, background BGR, shape, shape BGR) per scene.
 SCENES = [
-    (40, (150, 80, 20), "circle", (40, 40, 230)),      # blue sky, red ball
-    (40, (60, 150, 40), "square", (30, 220, 240)),     # green field, yellow box
-    (40, (40, 30, 30), "triangle", (245, 245, 245)),   # dark stage, white triangle
-    (30, (40, 140, 240), "star", (150, 40, 140)),      # orange wall, purple star
+    (40, (150, 80, 20), "circle", (40, 40, 230)),  # blue sky, red ball
+    (40, (60, 150, 40), "square", (30, 220, 240)),  # green field, yellow box
+    (40, (40, 30, 30), "triangle", (245, 245, 245)),  # dark stage, white triangle
+    (30, (40, 140, 240), "star", (150, 40, 140)),  # orange wall, purple star
 ]
 SAMPLE_TIMES = [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]
 QUESTION = "Which shape appears on screen right after the second scene cut?"
@@ -112,29 +112,69 @@ def build(out: Path) -> Trace:
     for i, g in enumerate(grabs):
         rel = f"frames/frame_{i:02d}.jpg"
         atomic_write_bytes(out / rel, g.jpeg)
-        frames.append(MediaRef(kind="frame", path=rel, mime="image/jpeg", time_s=g.time_s, index=g.frame,
-                               label=f"frame {i} at {g.time_s:.2f}s"))
+        frames.append(
+            MediaRef(
+                kind="frame",
+                path=rel,
+                mime="image/jpeg",
+                time_s=g.time_s,
+                index=g.frame,
+                label=f"frame {i} at {g.time_s:.2f}s",
+            )
+        )
         listing.append(f"Frame {i} at [{g.time_s:.2f}s]: <image>")
     options = "\n".join(f"({k}) {v}" for k, v in OPTIONS.items())
-    system = ("You answer multiple-choice questions about a video. You cannot watch it directly: call "
-              "frame_select(start_time, end_time, nframes) to receive frames sampled uniformly between the two "
-              "times (seconds), then reason about what the frames show and reply with <answer>LETTER</answer>.")
+    system = (
+        "You answer multiple-choice questions about a video. You cannot watch it directly: call "
+        "frame_select(start_time, end_time, nframes) to receive frames sampled uniformly between the two "
+        "times (seconds), then reason about what the frames show and reply with <answer>LETTER</answer>."
+    )
     steps = [
         Step(index=0, coord=None, agent="agent", kind="system", content=system),
-        Step(index=1, coord=None, agent="agent", kind="user",
-             content=f"Video length: {duration:.1f} seconds. {QUESTION}\n{options}"),
-        Step(index=2, coord="0", agent="agent", kind="assistant",
-             content="I will look at frames spread over the whole video to find the scene cuts.",
-             tool_calls=[ToolCall(id="call_frames_1", name="frame_select",
-                                  arguments={"start_time": 0, "end_time": int(duration), "nframes": 6})]),
-        Step(index=3, coord="1", agent="agent", kind="tool",
-             content=(f"Returned {len(grabs)} frames at timestamps (seconds): "
-                      f"{[round(g.time_s, 2) for g in grabs]}.\n" + "\n".join(listing)),
-             media=frames, meta={"tool_call_id": "call_frames_1", "tool_name": "frame_select"}),
-        Step(index=4, coord="2", agent="agent", kind="assistant",
-             content=("The frames show four scenes: a red ball on blue (0.5 s, 1.5 s), a yellow box on green "
-                      "(2.5 s), then after the second cut a white circle on a dark background (3.5 s, 4.5 s), and a "
-                      "purple star on orange (5.5 s). So the shape right after the second cut is a circle.")),
+        Step(
+            index=1,
+            coord=None,
+            agent="agent",
+            kind="user",
+            content=f"Video length: {duration:.1f} seconds. {QUESTION}\n{options}",
+        ),
+        Step(
+            index=2,
+            coord="0",
+            agent="agent",
+            kind="assistant",
+            content="I will look at frames spread over the whole video to find the scene cuts.",
+            tool_calls=[
+                ToolCall(
+                    id="call_frames_1",
+                    name="frame_select",
+                    arguments={"start_time": 0, "end_time": int(duration), "nframes": 6},
+                )
+            ],
+        ),
+        Step(
+            index=3,
+            coord="1",
+            agent="agent",
+            kind="tool",
+            content=(
+                f"Returned {len(grabs)} frames at timestamps (seconds): "
+                f"{[round(g.time_s, 2) for g in grabs]}.\n" + "\n".join(listing)
+            ),
+            media=frames,
+            meta={"tool_call_id": "call_frames_1", "tool_name": "frame_select"},
+        ),
+        Step(
+            index=4,
+            coord="2",
+            agent="agent",
+            kind="assistant",
+            content=(
+                "The frames show four scenes: a red ball on blue (0.5 s, 1.5 s), a yellow box on green "
+                "(2.5 s), then after the second cut a white circle on a dark background (3.5 s, 4.5 s), and a "
+                "purple star on orange (5.5 s). So the shape right after the second cut is a circle."
+            ),
+        ),
         Step(index=5, coord="3", agent="agent", kind="final_answer", content="<answer>A</answer>"),
     ]
     trace = Trace(
@@ -143,18 +183,35 @@ def build(out: Path) -> Trace:
         benchmark="scene-qa-demo",
         modality=Modality.video,
         agents=[Agent(id="agent", role="VideoQA")],
-        task=Task(query=QUESTION, options=OPTIONS, answer="C",
-                  images=[MediaRef(kind="video", path="clip.mp4", mime="video/mp4", label="clip")]),
+        task=Task(
+            query=QUESTION,
+            options=OPTIONS,
+            answer="C",
+            images=[MediaRef(kind="video", path="clip.mp4", mime="video/mp4", label="clip")],
+        ),
         steps=steps,
         ground_truth=GroundTruth(
-            agent="agent", step="2", step_index=4, mode="P.1",
-            reason=("The frame at 3.5 s, right after the second cut, shows a white triangle; the agent called it "
-                    "a circle and answered A instead of C.")),
+            agent="agent",
+            step="2",
+            step_index=4,
+            mode="P.1",
+            reason=(
+                "The frame at 3.5 s, right after the second cut, shows a white triangle; the agent called it "
+                "a circle and answered A instead of C."
+            ),
+        ),
         final_answer="A",
         outcome=Outcome.failure,
-        extras={"generator": "sample_traces/make_video_sample.py",
-                "video_context": {"videos": ["clip.mp4"], "duration_s": duration, "fps": FPS,
-                                  "cut_frames": cuts, "cut_times_s": [c / FPS for c in cuts]}},
+        extras={
+            "generator": "sample_traces/make_video_sample.py",
+            "video_context": {
+                "videos": ["clip.mp4"],
+                "duration_s": duration,
+                "fps": FPS,
+                "cut_frames": cuts,
+                "cut_times_s": [c / FPS for c in cuts],
+            },
+        },
     )
     write_trace(trace, out / "trace.json")
     return trace

@@ -218,7 +218,7 @@ def test_both_layouts_read_back_the_same_traces(tmp_path, seeds):
     assert (tmp_path / "rows" / "taxonomy.yaml").is_file() and (tmp_path / "files" / "taxonomy.yaml").is_file()
     listed = {r.id: r for r in walk(tmp_path / "rows")}
     assert not [r for r in listed.values() if r.error]
-    for a, b in zip(files["traces"], rows["traces"]):
+    for a, b in zip(files["traces"], rows["traces"], strict=False):
         assert b["ref"] == f"data/text.jsonl#{a['id']}"
         assert (listed[a["id"]].gt_step, listed[a["id"]].gt_mode) == (a["step"], a["mode"])
         ta, tb = load_trace(tmp_path / "files" / a["ref"]), load_trace(tmp_path / "rows" / b["ref"])
@@ -294,7 +294,7 @@ def test_round_trip_check_refuses_coordinates_the_shape_cannot_hold():
     trace = Trace(id="odd", framework="mine", task=Task(query="q", answer="1"), steps=steps)
     assert check_round_trip(trace, to_document(trace)) == ["step coordinates are neither all integers nor all R.P"]
     plan = trace.model_copy(deep=True)
-    for s, c in zip(plan.steps[1:], ("1", "2")):
+    for s, c in zip(plan.steps[1:], ("1", "2"), strict=False):
         s.coord = c
     plan.steps[1].kind = "plan"
     plan.steps[1].tool_calls = [ToolCall(name="search", arguments={"q": "x"})]

@@ -342,7 +342,7 @@ def test_magentic_one_coords_are_history_indexes_and_step_n_is_n_minus_1(real_tr
         trace = load_trace(real_traces / f"agentrx/magentic_one/trajectories/{entry['trajectory_id']}.json")
         assert trace.framework == "magentic-one" and trace.outcome == Outcome.failure
         assert len(trace.annotations) == len(entry["failures"])
-        for ann, f in zip(trace.annotations, entry["failures"]):
+        for ann, f in zip(trace.annotations, entry["failures"], strict=False):
             assert ann.step == str(f["step_number"] - 1) and ann.source == "agentrx"
             assert trace.step_by_coord(ann.step) is not None
         root = [a for a in trace.annotations if a.decisive]
@@ -378,7 +378,7 @@ def test_tau_bench_coords_are_message_index_and_labels_match(real_traces):
         trace = load_trace(real_traces / f"agentrx/tau_retail/failed/task_{entry['trajectory_id']}.json")
         assert trace.outcome == Outcome.failure and trace.framework == "tau-bench"
         assert [s.coord for s in trace.steps] == [str(i) for i in range(1, len(trace.steps) + 1)]
-        for ann, f in zip(trace.annotations, entry["failures"]):
+        for ann, f in zip(trace.annotations, entry["failures"], strict=False):
             assert ann.step == str(f["step_number"]) and ann.agent == f["failed_agent"]
             speaker = trace.step_by_coord(ann.step).agent
             # task 80 labels a User message as the Assistant's failure: kept as labelled

@@ -9,6 +9,7 @@ import pytest
 
 from conftest import SAMPLES
 from tests.support.waiting import TIMEOUT_S
+from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace
 from whenpro_core.library.opening import open_target
 from whenpro_core.storage.gcpause import paused_gc, release_long_lived
@@ -67,7 +68,7 @@ def test_loading_and_opening_traces_leave_the_collector_enabled() -> None:
     assert trace.steps and gc.isenabled()
     assert open_target(str(SAMPLES / "team_text" / "trace.json")).trace is not None
     assert gc.isenabled()
-    with pytest.raises(Exception):
+    with pytest.raises(TraceFormatError):
         load_trace(SAMPLES / "no_such_trace.json")
     assert gc.isenabled()
 

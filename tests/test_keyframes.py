@@ -72,8 +72,8 @@ def test_keyframes_are_the_cuts_plus_uniform_fill(noise_clip):
     uniform = [k for k in result.keyframes if not k.cut]
     assert len(uniform) == 4 and uniform[0].frame == 0
     # the fill spreads out: no two keyframes closer than 5 frames in this 112-frame clip
-    assert min(b - a for a, b in zip(frames, frames[1:])) >= 5
-    for kf, jpeg in zip(result.keyframes, result.images):
+    assert min(b - a for a, b in zip(frames, frames[1:], strict=False)) >= 5
+    for kf, jpeg in zip(result.keyframes, result.images, strict=False):
         assert image_size(jpeg) == (96, 54)
         assert kf.time_s == pytest.approx(kf.frame / 25)
     # a keyframe image shows its scene: the cut frame at 18 starts the green scene
@@ -113,7 +113,7 @@ def test_stride_trades_exactness_for_speed(noise_clip):
     path, cuts = noise_clip
     found = [c.frame for c in detect_cuts(path, stride=2).cuts]
     assert len(found) == len(cuts)
-    assert all(0 <= f - c <= 1 for f, c in zip(found, cuts))
+    assert all(0 <= f - c <= 1 for f, c in zip(found, cuts, strict=False))
 
 
 @pytest.mark.real_traces
@@ -141,7 +141,7 @@ def _write_vfr(path: Path, times: list[float], colours: list[tuple[int, int, int
         stream = container.add_stream("libx264", rate=1000, options={"bf": "0"})
         stream.width, stream.height, stream.pix_fmt = 128, 96, "yuv420p"
         stream.time_base = fractions.Fraction(1, 1000)
-        for t, colour in zip(times, colours):
+        for t, colour in zip(times, colours, strict=False):
             img = np.empty((96, 128, 3), np.uint8)
             img[:] = colour
             frame = av.VideoFrame.from_ndarray(img, format="rgb24")

@@ -129,7 +129,7 @@ async def test_step_by_step_live_asks_each_new_step_once_with_the_offline_prompt
     assert (batch.step, batch.agent, batch.mode) == ("3", "solver", "R.3")
     live_prompts = [r.prompt for r in llm_server.answered]
     assert live_prompts == batch_prompts  # the same conversation as the offline protocol
-    assert all(later.startswith(earlier[:-40]) for earlier, later in zip(live_prompts, live_prompts[1:]))
+    assert all(later.startswith(earlier[:-40]) for earlier, later in zip(live_prompts, live_prompts[1:], strict=False))
     assert live.usage.calls == len(judged) and live.usage.cached_tokens > 0  # the prefix cache served
     assert decisive.attribution.usage.calls == len(judged)
 

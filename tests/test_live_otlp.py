@@ -162,7 +162,7 @@ def test_protobuf_and_json_of_the_same_spans_give_the_same_trace(tmp_path):
         (b"\x0a\xff\xff\xff", "application/x-protobuf", {}, 400),  # truncated protobuf
         (b'{"resourceSpans": [', "application/json", {}, 400),  # torn JSON
         (
-            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "../../etc", "spanId": "00f067aa0ba902b7"}]}]}]}',
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "../../etc", "spanId": "00f067aa0ba902b7"}]}]}]}',  # noqa: E501
             "application/json",
             {},
             400,

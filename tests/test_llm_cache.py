@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from pydantic import BaseModel
 
+from whenpro_core.errors import BackendError
 from whenpro_core.llm import LLMRequest, Message, ResponseCache, TextPart, open_backend
 
 
@@ -80,7 +81,7 @@ async def test_failures_are_not_cached(llm_settings, llm_server):
     llm_server.fail(Fault.http(400, message="nope"))
     llm_server.script("good")
     async with open_backend("openai:gpt-4.1", llm_settings()) as backend:
-        with pytest.raises(Exception):
+        with pytest.raises(BackendError):
             await backend.complete(LLMRequest.simple("q"))
         reply = await backend.complete(LLMRequest.simple("q"))
         assert reply.text == "good" and not reply.from_cache

@@ -22,14 +22,14 @@ LOG = "\n".join(
         "    return a - b",
         "```",
         "2025-02-03 09:15:04.500 | INFO     | metagpt.utils.cost_manager:update_cost:57 - Total running cost: $0.001",
-        "2025-02-03 09:15:04.610 | INFO     | __main__:_act:85 - Bob(SimpleTester): to do SimpleWriteTest(SimpleWriteTest)",
+        "2025-02-03 09:15:04.610 | INFO     | __main__:_act:85 - Bob(SimpleTester): to do SimpleWriteTest(SimpleWriteTest)",  # noqa: E501
         "```python",
         "def test_add():",
         "    assert add(2, 2) == 4",
         "```",
         "2025-02-03 09:15:08.002 | INFO     | metagpt.roles.role:_act:391 - Charlie(SimpleReviewer): "
         "to do SimpleWriteReview(SimpleWriteReview)",
-        "2025-02-03 09:15:11.930 | INFO     | __main__:_act:85 - Bob(SimpleTester): to do SimpleWriteTest(SimpleWriteTest)",
+        "2025-02-03 09:15:11.930 | INFO     | __main__:_act:85 - Bob(SimpleTester): to do SimpleWriteTest(SimpleWriteTest)",  # noqa: E501
         "```python",
         "def test_add_negative():",
         "    assert add(-1, 1) == 0",

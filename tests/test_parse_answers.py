@@ -120,7 +120,7 @@ def test_an_incomplete_correction_does_not_erase_the_complete_answer() -> None:
         ("No.\n\nReason: the tool call is correct.", False),
         ("Yes — the agent reports success without running the tests.", True),
         (
-            "Decisive: Yes\nReason: wrong\n\nActually, on reflection:\nDecisive: No\nReason: the later step is at fault",
+            "Decisive: Yes\nReason: wrong\n\nActually, on reflection:\nDecisive: No\nReason: the later step is at fault",  # noqa: E501
             False,
         ),
     ],

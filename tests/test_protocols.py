@@ -72,7 +72,7 @@ def test_step_by_step_stops_at_the_first_yes_and_reuses_the_prefix(llm_server, l
     asked = [b.coord for b in judged_blocks(sample, render_transcript(sample))]
     assert verdict.usage.calls == asked.index("3") + 1
     prompts = [r.prompt for r in llm_server.answered]
-    assert all(later.startswith(earlier[:-40]) for earlier, later in zip(prompts, prompts[1:]))
+    assert all(later.startswith(earlier[:-40]) for earlier, later in zip(prompts, prompts[1:], strict=False))
     assert verdict.usage.cached_tokens > 0  # the server's emulated prefix cache served them
 
 

@@ -66,7 +66,7 @@ def test_prefix_is_byte_identical_to_the_seed():
     assert prefix_matches(seed, cf.steps, 5)
     a = orjson.loads(dumps_trace(seed))["steps"][:5]
     b = orjson.loads(dumps_trace(cf))["steps"][:5]
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         y.pop("hidden"), x.pop("hidden")
         assert orjson.dumps(x) == orjson.dumps(y)
 

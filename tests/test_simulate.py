@@ -30,7 +30,7 @@ from whenpro_core.injection.replay import prefix_matches, replay_stream, warm_st
 from whenpro_core.injection.simulate import SimulateExecutor
 from whenpro_core.trace.model import Step, ToolCall
 
-WW_1 = "who-and-when/Who&When/Algorithm-Generated/1.json"  # Excel_Expert, terminal, BusinessLogic, terminal, DataVerification x2
+WW_1 = "who-and-when/Who&When/Algorithm-Generated/1.json"  # Excel_Expert, terminal, BusinessLogic, terminal, DataVerification x2  # noqa: E501
 
 
 def _arith_model(minutes: int = 150, final: str = "12:00") -> InjectModel:

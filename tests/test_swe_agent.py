@@ -13,10 +13,10 @@ from whenpro_core.formats import load_trace, walk
 from whenpro_core.trace.model import Outcome
 
 SWE = "swe-agent-traj"
-PYDICOM = f"{SWE}/tests/test_data/trajectories/gpt4__swe-bench-dev-easy_first_only__default__t-0.00__p-0.95__c-3.00__install-1/pydicom__pydicom-1458.traj"
+PYDICOM = f"{SWE}/tests/test_data/trajectories/gpt4__swe-bench-dev-easy_first_only__default__t-0.00__p-0.95__c-3.00__install-1/pydicom__pydicom-1458.traj"  # noqa: E501
 DEMOS = f"{SWE}/trajectories/demonstrations"
-FC_INSTALL = f"{DEMOS}/replay__marshmallow-code__marshmallow-1867__function_calling__install-1/marshmallow-code__marshmallow-1867.traj"
-FC_REPLACE = f"{DEMOS}/replay__marshmallow-code__marshmallow-1867__function_calling_replace_from_source/marshmallow-code__marshmallow-1867.traj"
+FC_INSTALL = f"{DEMOS}/replay__marshmallow-code__marshmallow-1867__function_calling__install-1/marshmallow-code__marshmallow-1867.traj"  # noqa: E501
+FC_REPLACE = f"{DEMOS}/replay__marshmallow-code__marshmallow-1867__function_calling_replace_from_source/marshmallow-code__marshmallow-1867.traj"  # noqa: E501
 
 
 def test_every_real_traj_imports_with_actions_numbered_from_one(real_traces):
@@ -152,7 +152,7 @@ MINI_V1 = {
         {"role": "user", "content": "<returncode>0</returncode>\n<output>\nfor i in range(n+1):\n</output>"},
         {
             "role": "assistant",
-            "content": "THOUGHT: fix and submit.\n\n```bash\nsed -i s/n+1/n/ x.py && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```",
+            "content": "THOUGHT: fix and submit.\n\n```bash\nsed -i s/n+1/n/ x.py && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```",  # noqa: E501
         },
         {"role": "user", "content": "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"},
     ],

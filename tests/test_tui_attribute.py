@@ -353,7 +353,7 @@ async def test_binary_search_shades_a_shrinking_range(sample_copy: Path, llm_env
         await settle(pilot)
         shaded = [probe for probe, _, _ in rec.shown]
         assert len(shaded) >= 3 and shaded[0] == {1, 2, 3, 4, 5, 6}
-        assert all(later < earlier for earlier, later in zip(shaded, shaded[1:]))  # shrinking
+        assert all(later < earlier for earlier, later in zip(shaded, shaded[1:], strict=False))  # shrinking
         assert shaded[-1] == {3} and rec.shown[-1][1] == 3  # the last call: its failure mode
         assert "first or second half?" in rec.shown[0][2]
         assert "binary-search · openai:gpt-4.1" in panel(app) and steps(app).attributed == {3}

@@ -80,7 +80,7 @@ async def test_view_sniffs_a_results_file_and_shows_aggregates_numbers(hand_resu
         rows = table_text(app)
         assert len(rows) == len(expected) == 2
         label = ""
-        for got, want in zip(rows, expected):
+        for got, want in zip(rows, expected, strict=False):
             label = got[0] or label  # the setting is printed once per group
             assert [label, got[1]] == want[:2]
             assert [got[i] for i in idx] == want[2:]
@@ -93,7 +93,7 @@ async def test_view_sniffs_a_results_file_and_shows_aggregates_numbers(hand_resu
         _headers, want = breakdown_rows(report, "benchmark")
         got = table_text(app)
         label = ""
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=False):
             label = g[0] or label
             assert [label, g[1], *[g[i] for i in idx]] == w
         assert "benchmark" in columns_of(app)[1]

@@ -74,7 +74,7 @@ def test_every_real_row_imports_with_the_right_coordinate(real_traces):
     assert len(lines) == 64
     summaries = list(walk(path))
     assert [s.key for s in summaries] == [str(n) for n in range(1, 65)]
-    for n, (line, summary) in enumerate(zip(lines, summaries), start=1):
+    for n, (line, summary) in enumerate(zip(lines, summaries, strict=False), start=1):
         row = orjson.loads(line)
         traj, gt = orjson.loads(row["trajectory"]), orjson.loads(row["ground_truth"])
         trace = load_trace(f"{path}#{n}")

@@ -10,6 +10,7 @@ script. Protocols and their progress events are those of DESIGN §6
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -199,10 +200,8 @@ def open_judge(model: str, settings: Settings | None = None, *, use_cache: bool 
     from whenpro_core.attribution.llm_judge import make_judge
 
     sdk = "anthropic" if model.lower().startswith("anthropic:") else "openai"
-    try:
+    with contextlib.suppress(ImportError):  # the backend reports a missing SDK when it is used
         importlib.import_module(sdk)
-    except ImportError:  # the backend reports a missing SDK when it is used
-        pass
     return MeteredJudge(make_judge(model, settings=settings, use_cache=use_cache))
 
 

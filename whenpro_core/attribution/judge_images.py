@@ -41,7 +41,7 @@ def load_judge_images(ref: MediaRef, trace: Trace) -> list[ImagePart]:
         return []
     return [
         ImagePart(base64.b64encode(img).decode(), "image/jpeg", _label(ref, kf.time_s))
-        for kf, img in zip(result.keyframes, result.images)
+        for kf, img in zip(result.keyframes, result.images, strict=False)
     ]
 
 

@@ -176,7 +176,7 @@ def render_transcript(
                 for m in step.media
             ]
         if step.coord is None:
-            context.extend((f"{step.kind} ({step.agent})" if not label else label, text) for label, text in fields)
+            context.extend((label if label else f"{step.kind} ({step.agent})", text) for label, text in fields)
             continue
         if blocks and blocks[-1].coord == step.coord:
             block = blocks[-1]
@@ -225,7 +225,7 @@ def fit_to_budget(transcript: Transcript, max_chars: int) -> None:
     cap = _water_level(sizes, room)
     cap = max(cap, MIN_FIELD_CHARS)
     cut = 0
-    for (fl, i), size in zip(fields, sizes):
+    for (fl, i), size in zip(fields, sizes, strict=False):
         if size > cap:
             label, text = fl[i]
             fl[i] = (label, cut_middle(text, cap))

@@ -336,11 +336,10 @@ def compare(record: Record, taxonomy=None) -> list[AxisLine]:
     p_step = (pred.step if pred else None) or "—"
     p_mode = (pred.mode if pred else None) or "—"
     step_note = ""
-    if score is not None and not score.step:
-        if record.step_distance is not None:
-            step_note = f"{plural(record.step_distance, 'step')} away"
-            if record.step_within(record.tolerance) and record.tolerance:
-                step_note += f" (within ±{record.tolerance})"
+    if score is not None and not score.step and record.step_distance is not None:
+        step_note = f"{plural(record.step_distance, 'step')} away"
+        if record.step_within(record.tolerance) and record.tolerance:
+            step_note += f" (within ±{record.tolerance})"
     mode_note = ""
     if taxonomy is not None and pred and pred.mode:
         found = taxonomy.get(pred.mode)

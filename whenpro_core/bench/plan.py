@@ -104,10 +104,7 @@ def parse_where(specs: str | Sequence[str] | None) -> dict[str, set[str]]:
 
 def matches(row: TraceSummary, where: dict[str, set[str]]) -> bool:
     """True when the listing row passes every ``--where`` filter."""
-    for key, values in where.items():
-        if str(getattr(row, WHERE_KEYS[key]) or "").lower() not in values:
-            return False
-    return True
+    return all(str(getattr(row, WHERE_KEYS[key]) or "").lower() in values for key, values in where.items())
 
 
 @dataclass

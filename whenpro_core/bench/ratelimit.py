@@ -25,9 +25,9 @@ from whenpro_core.errors import ConfigError
 class RateLimiter:
     """Slots at most ``rate`` per second (``rate`` > 0, requests per second).
 
-        ``clock`` returns seconds (default ``time.monotonic``, which :func:`local_wait` assumes). Not thread-safe: one owner
-        (an event loop, or a Ray actor, which runs one call at a time). Slots are times on
-    ``clock``, so a caller in another process waits until the slot on the same clock (the
+    ``clock`` returns seconds (default ``time.monotonic``, which :func:`local_wait` assumes).
+    Not thread-safe: one owner (an event loop, or a Ray actor, which runs one call at a
+    time). Slots are times on ``clock``, so a caller in another process waits until the slot on the same clock (the
     wall clock ``time.time`` across machines): the wait does not depend on how long the
     answer took to reach it.
     """

@@ -204,7 +204,7 @@ def confusion_rows(g: GroupReport) -> tuple[list[str], list[list[str]]]:
     with per-class support, precision, recall and F1."""
     headers = ["gold \\ pred", *g.confusion.predicted, "support", "P", "R", "F1"]
     rows = []
-    for gold, counts, cls in zip(g.confusion.gold, g.confusion.counts, g.classes):
+    for gold, counts, cls in zip(g.confusion.gold, g.confusion.counts, g.classes, strict=False):
         rows.append(
             [
                 gold,
@@ -259,7 +259,7 @@ def plot_step_by_length(report: Report, path: str | Path) -> Path | None:
         xs = [i for i, (_, acc, _) in enumerate(points) if acc is not None]
         ys = [points[i][1] * 100 for i in xs]
         ax.plot(xs, ys, marker="o", label=label)
-        for x, y in zip(xs, ys):
+        for x, y in zip(xs, ys, strict=False):
             ax.annotate(f"n={points[x][2]}", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)
     ax.set_xticks(range(len(buckets)), buckets)
     ax.set_xlabel("transcript length (estimated tokens)")

@@ -41,8 +41,8 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import AsyncContextManager
 
 from whenpro_core.attribution.interactive import MeteredJudge
 from whenpro_core.attribution.judge import Judge
@@ -235,7 +235,7 @@ class RunStats:
 
 #: Test and tracing hook: an async context manager entered around each item's run,
 #: inside the concurrency bound.
-AroundHook = Callable[[WorkItem], AsyncContextManager[object]]
+AroundHook = Callable[[WorkItem], AbstractAsyncContextManager[object]]
 
 
 async def run_items(

@@ -532,7 +532,7 @@ class ArithTeam(Env):
                 except ToolFailure as exc:
                     outs.append(f"error: {exc}")
                     errors.append(f"ToolError: {exc}")
-            text = outs[0] if len(outs) == 1 else "\n".join(f"{c.name}: {o}" for c, o in zip(calls, outs))
+            text = outs[0] if len(outs) == 1 else "\n".join(f"{c.name}: {o}" for c, o in zip(calls, outs, strict=False))
             return ToolOutput(text, "; ".join(errors) or None)
 
         return runner

@@ -165,7 +165,7 @@ def _fizz_ref(p, n):
 
 FIZZ = Template(
     name="fizz_word",
-    make=lambda r: dict(zip(("a", "b"), r.sample([2, 3, 5, 7], 2))),
+    make=lambda r: dict(zip(("a", "b"), r.sample([2, 3, 5, 7], 2), strict=False)),
     spec=lambda p: render_spec(
         FIZZ,
         p,

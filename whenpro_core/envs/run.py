@@ -35,8 +35,8 @@ def run_many(
     the runs with ``--seed``.
 
     Raises ConfigError for an unknown env, a bad ``n`` or an unusable ``model`` (no key
-    or base URL), BackendError when the model fails during a run, and WhenproError before running anything when an output file exists and
-    ``force`` is not set."""
+    or base URL), BackendError when the model fails during a run, and WhenproError before running
+    anything when an output file exists and ``force`` is not set."""
     env = get_env(env_name)
     env.policy(model)  # fail fast on an unavailable model
     if seed is None:
@@ -51,13 +51,12 @@ def run_many(
     if existing and not force:
         raise WhenproError("output file exists", path=existing[0], expected="a new folder, or --force to overwrite")
     traces = []
-    for s, target in zip(range(seed, seed + n), targets):
+    for s, target in zip(range(seed, seed + n), targets, strict=False):
         trace = run_env(env, s, model=model)
         write_trace(trace, target)
         traces.append(trace)
-        echo(
-            f"{trace.id}: {trace.outcome.value} ({plural(len(trace.steps), 'step')}, answer {_short(trace.final_answer)})"
-        )
+        steps = plural(len(trace.steps), "step")
+        echo(f"{trace.id}: {trace.outcome.value} ({steps}, answer {_short(trace.final_answer)})")
     ok = sum(1 for t in traces if t.outcome.value == "success")
     echo(f"{len(traces)} runs: {ok} succeeded, {len(traces) - ok} failed; wrote {out}")
     return traces

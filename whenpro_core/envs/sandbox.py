@@ -27,6 +27,7 @@ may be hostile.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -231,14 +232,10 @@ def run_python(
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _read(path: Path, limit: int) -> str:

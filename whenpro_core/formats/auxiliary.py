@@ -60,7 +60,7 @@ def _tool_examples(messages: list[dict]) -> bool:
     indexes = [m.get("index") for m in messages]
     if not all(isinstance(i, int) for i in indexes):
         return False
-    return any(b <= a for a, b in zip(indexes, indexes[1:]))
+    return any(b <= a for a, b in zip(indexes, indexes[1:], strict=False))
 
 
 class AuxiliaryImporter(DocumentImporter):

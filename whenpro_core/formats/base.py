@@ -384,7 +384,7 @@ class JsonLinesImporter(FileImporter):
         try:
             return self.load_row(obj, LoadContext(path=path, root=root, key=str(row)))
         except TraceFormatError as exc:
-            raise exc.located(path=path, row=row)
+            raise exc.located(path=path, row=row) from None
 
     def summaries(self, path: Path, root: Path | None) -> Iterator[TraceSummary]:
         try:

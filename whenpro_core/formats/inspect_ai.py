@@ -15,8 +15,8 @@ real_traces/inspect-ai-logs; ``UKGovernmentBEIS/inspect_ai`` log format, version
 
 One trace per sample, key ``<id>_epoch_<epoch>``, id ``inspect-<task>-<id>-e<epoch>@<log
 file name>``: the same sample appears in many logs (reruns of a task, a run saved as
-both ``.eval`` and ``.json``), so the log's file name keeps ids distinct in a dataset. Steps are the sample's ``messages``
-(coordinate = 0-based message index, as in Who&When): system, user, assistant (``action``
+both ``.eval`` and ``.json``), so the log's file name keeps ids distinct in a dataset. Steps are the sample's
+``messages`` (coordinate = 0-based message index, as in Who&When): system, user, assistant (``action``
 when it calls tools) and tool results. Tool errors (``{"type": "parsing"|"timeout"|...,
 "message"}`` on a tool message or its ``tool`` event) go to ``Step.error`` as
 ``"<type>: <message>"``. ``attachment://<hash>`` (and the older ``tc://<hash>``)
@@ -365,7 +365,7 @@ class InspectEvalImporter(FileImporter):
             return parse_json(data, path)
         except TraceFormatError as exc:
             exc.json_path = f"{name}:$"
-            raise exc.located(path=path)
+            raise exc.located(path=path) from None
 
     def _header(self, zf: zipfile.ZipFile, path: Path) -> dict:
         names = set(zf.namelist())

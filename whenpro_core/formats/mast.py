@@ -10,9 +10,11 @@ holds one record or a list of them (several traces, key = ``trace_id``). ``trace
   is ``name``; ``role`` is only the chat-API role (mast-lint's Planner/Coder/Tester all
   send role ``user``), so kinds follow the AG2 group-chat rule of
   :func:`~whenpro_core.formats.chat.chat_steps`: the opening task message and the user
-  proxy's messages are ``user`` steps, the agents' messages ``assistant`` steps. ``note`` (the annotator's verdict) and ``other_data`` (``correct``) leak the
-  labels: they are moved to ``extras["hidden"]`` (:data:`~whenpro_core.trace.model.TRACE_HIDDEN_KEY`),
-  which renderers and judges never read.
+  proxy's messages are ``user`` steps, the agents' messages ``assistant`` steps.
+  ``note`` (the annotator's verdict) and ``other_data`` (``correct``) leak the labels:
+  they are moved to ``extras["hidden"]``
+  (:data:`~whenpro_core.trace.model.TRACE_HIDDEN_KEY`), which renderers and judges never
+  read.
 * MetaGPT: a plain-text communication log, or a JSON document ``{run_id, prompt, content,
   timestamp, cost, log_file}`` whose ``content`` holds one. A communication log is split
   into steps at its speaker markers: ``[time] FROM: <agent> TO: ...`` blocks (``CONTENT:``

@@ -388,7 +388,7 @@ class OtlpImporter(FileImporter):
             try:
                 spans.extend(spans_of(doc, ctx))
             except TraceFormatError as exc:
-                raise exc.located(path=path, row=row)
+                raise exc.located(path=path, row=row) from None
         if not spans:
             raise TraceFormatError(
                 "no spans in this file", path=path, json_path="$.resourceSpans", expected="at least one span"

@@ -200,7 +200,7 @@ def load_trace(ref: str | Path, *, root: Path | None = None) -> Trace:
             imp, doc = chosen
             trace = _select(imp.load(doc, LoadContext(path=path, root=root, key=key)), key, path)
     except WhenproError as exc:
-        raise exc.located(path=path)
+        raise exc.located(path=path) from None
     _report_warnings([trace])
     return trace
 

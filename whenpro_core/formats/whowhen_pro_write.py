@@ -193,7 +193,7 @@ def check_round_trip(trace: Trace, doc: dict[str, Any]) -> list[str]:
     theirs = [s for s in back.steps if s.coord is not None]
     if len(mine) != len(theirs):
         diffs.append(f"{len(mine)} numbered steps written, {len(theirs)} read back")
-    for a, b in zip(mine, theirs):
+    for a, b in zip(mine, theirs, strict=False):
         pa, pb = _public(a), _public(b)
         for key in pa:
             if pa[key] != pb[key]:

@@ -13,6 +13,7 @@ deadline. The process (and its process group) is always killed at the end.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import queue
 import shlex
@@ -161,10 +162,8 @@ class _Session:
                 self.proc.stdin.flush()
             except (OSError, ValueError):
                 break
-        try:
+        with contextlib.suppress(OSError, ValueError):
             self.proc.stdin.close()
-        except (OSError, ValueError):
-            pass
 
     def send(self, msg: dict[str, Any]) -> None:
         self.outbox.put(msg)
@@ -174,23 +173,15 @@ class _Session:
         proc = self.proc
         if proc is None:
             return
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=0.5 if proc.poll() is None else 0)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
         for stream in (proc.stdout, proc.stderr):
-            try:
+            with contextlib.suppress(OSError):
                 stream and stream.close()
-            except OSError:
-                pass
 
     def fail(self, what: str, expected: str | None = None) -> ReplayError:
         if self.proc is not None and self.proc.poll() is not None and self.stderr_reader is not None:

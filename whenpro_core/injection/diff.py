@@ -100,7 +100,7 @@ def diff_traces(a: Trace, b: Trace) -> TraceDiff:
     matcher = difflib.SequenceMatcher(None, [key(s) for s in rest_a], [key(s) for s in rest_b], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            for i, j in zip(range(i1, i2), range(j1, j2)):
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=False):
                 x, y = rest_a[i], rest_b[j]
                 fields = differing_fields(x, y)
                 rows.append(DiffRow("changed" if fields else "same", x.index, y.index, x.coord, y.coord, fields))

@@ -69,7 +69,10 @@ def prefix_matches(original: Trace, steps: list[Step], prefix_len: int) -> bool:
     of ``original.steps[:prefix_len]``."""
     if len(steps) < prefix_len or len(original.steps) < prefix_len:
         return False
-    return all(_public_bytes(a) == _public_bytes(b) for a, b in zip(original.steps[:prefix_len], steps[:prefix_len]))
+    return all(
+        _public_bytes(a) == _public_bytes(b)
+        for a, b in zip(original.steps[:prefix_len], steps[:prefix_len], strict=False)
+    )
 
 
 def warm_start(

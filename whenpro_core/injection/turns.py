@@ -80,7 +80,7 @@ class Roster:
         listed = [a.id for a in trace.agents if a.id in by_agent and a.id not in executors]
         agents = listed + [a for a in by_agent if a not in executors and a not in listed]
         seq = [s.agent for s in agent_steps if s.agent not in executors]
-        pairs = Counter(zip(seq, seq[1:]))
+        pairs = Counter(zip(seq, seq[1:], strict=False))
         successors: dict[str, str] = {}
         for a in agents:
             # another agent when there is one (a repeated turn is how runs end, e.g. TERMINATE)

@@ -23,7 +23,8 @@ Receiving OpenTelemetry exports (:mod:`whenpro_core.live.otlp_server`, :mod:`whe
 
     rx = OtlpReceiver(LiveStore(folder), "127.0.0.1", 4318).start()   # rx.endpoint, rx.stop()
     sub = rx.store.subscribe()                    # thread-safe; `async for ev in sub` or sub.get(timeout)
-    rx.store.traces()                             # [LiveTraceInfo(trace_id, path, in_memory, step_count, service, updated)]
+    rx.store.traces()                             # [LiveTraceInfo(trace_id, path, in_memory, step_count,
+                                                  #                service, updated)]
     rx.store.trace(trace_id)                      # the latest stored Trace (memory or disk)
 
     TraceStarted(trace_id, path, service, step_count)   # a new trace id; a TraceUpdated follows

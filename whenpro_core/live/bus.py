@@ -9,6 +9,7 @@ or the other subscribers; when its queue is full the oldest events are dropped a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import deque
 from typing import Any
@@ -96,10 +97,8 @@ def _wake(loop: asyncio.AbstractEventLoop, fut: asyncio.Future) -> None:
         if not fut.done():
             fut.set_result(None)
 
-    try:
+    with contextlib.suppress(RuntimeError):  # the subscriber's loop is closed
         loop.call_soon_threadsafe(done)
-    except RuntimeError:  # the subscriber's loop is closed
-        pass
 
 
 class EventBus:

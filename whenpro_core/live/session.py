@@ -157,7 +157,7 @@ async def attribute_store(
                     entry["changed"].set()
             while not out.empty():
                 yield out.get_nowait()
-            for tid, entry in judges.items():
+            for _tid, entry in judges.items():
                 task = entry["task"]
                 if task.done() and not task.cancelled() and task.exception() is not None:
                     raise task.exception()

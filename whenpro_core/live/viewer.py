@@ -19,6 +19,7 @@ The stream ends when ``follower.close()`` is called or the consuming task is can
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -84,10 +85,8 @@ async def follow_live(
         assert make_judge is not None
         judge = make_judge()
         while True:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), tick)
-            except TimeoutError:
-                pass
             trace = follower.trace()
             if state["new_run"]:
                 state["new_run"] = False

@@ -15,6 +15,7 @@ raw bytes (no pickle).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -108,10 +109,8 @@ def put_bytes(key: str, value: bytes) -> bool:
 
 def delete(key: str) -> None:
     """Drop one entry (used when a cached value fails to parse)."""
-    try:
+    with contextlib.suppress(Exception):
         _open().delete(key, retry=True)
-    except Exception:
-        pass
 
 
 def pack(header: dict[str, Any], blobs: list[bytes]) -> bytes:

@@ -61,7 +61,7 @@ def write_keyframes(result: KeyframeResult, out_dir: Path, *, force: bool = Fals
                 old.unlink()
         files = []
         entries: list[dict[str, Any]] = []
-        for i, (kf, jpeg) in enumerate(zip(result.keyframes, result.images)):
+        for i, (kf, jpeg) in enumerate(zip(result.keyframes, result.images, strict=False)):
             name = keyframe_filename(i, kf.time_s)
             files.append(atomic_write_bytes(out_dir / name, jpeg))
             entries.append(
@@ -147,7 +147,7 @@ def print_keyframes(result: KeyframeResult, files: list[Path], out_dir: Path, co
         ("file", "left"),
     ):
         table.add_column(col, justify=just)
-    for i, (kf, path) in enumerate(zip(result.keyframes, files)):
+    for i, (kf, path) in enumerate(zip(result.keyframes, files, strict=False)):
         table.add_row(
             str(i),
             str(kf.frame),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -50,10 +51,8 @@ def _atomic_write(path: Path, fill) -> Path:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException as exc:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         if isinstance(exc, OSError):
             raise WhenproError(f"cannot write file: {exc.strerror or exc}", path=path) from None
         raise

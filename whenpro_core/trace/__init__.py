@@ -1,1 +1,2 @@
-"""The trace model and its labels: steps, agents, step coordinates, ground truth, the failure-mode taxonomy and per-step usage."""
+"""The trace model and its labels: steps, agents, step coordinates, ground truth, the failure-mode
+taxonomy and per-step usage."""

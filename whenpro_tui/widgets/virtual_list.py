@@ -136,7 +136,7 @@ class VirtualList(ScrollView, can_focus=True):
 
     def invalidate_row(self, row: int) -> None:
         """Drop the cached strip of one row and repaint it."""
-        for key in [k for k in self._cache.keys() if k[0] == row]:
+        for key in [k for k in self._cache if k[0] == row]:
             self._cache.discard(key)
         self.refresh_line(row)
 
