@@ -4,7 +4,8 @@ Retried: HTTP 408, 409, 429 and 5xx (incl. Anthropic's 529 "overloaded"; an erro
 answered with status 200 counts as the status it reports, else 500), timeouts and
 connection errors (a refused connection only once: nothing listens there). Not retried:
 other 4xx (400 bad request, 401, 403, 404, 422) and a malformed response body (a 200 whose
-body is not the expected JSON: a broken proxy or server, which a retry is unlikely to fix) -> :class:`BackendError` at once.
+body is not the expected JSON: a broken proxy or server, which a retry is unlikely to fix)
+-> :class:`BackendError` at once.
 
 Waits: exponential backoff with jitter (``backoff_base_s * 2**(n-1) + U(0, backoff_base_s)``,
 at most ``backoff_max_s``), or the server's ``Retry-After`` when given (seconds or an
