@@ -236,6 +236,14 @@ def test_hostile_documents(tmp_path: Path, fmt: str) -> None:
     run()
 
 
+def test_a_step_field_nested_a_thousand_deep(tmp_path: Path) -> None:
+    """Found by the fuzz test: a Who&When Pro step whose ``kind`` is an array nested 992
+    deep overflowed the recursion of the inline-media scrub (exit 1, RecursionError)."""
+    doc = _whowhen_pro()
+    doc["trajectory"][0]["kind"] = DEEP.format("[992")
+    check_import(tmp_path / "store", "pro.json", to_bytes(doc))
+
+
 JSONL_ROW = json.loads(to_jsonl_row(_whowhen_pro()))
 
 

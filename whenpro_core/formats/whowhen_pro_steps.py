@@ -75,19 +75,28 @@ def split_hidden(src: dict) -> tuple[dict, dict]:
     return clean, hidden
 
 
-def strip_inline_media(value: Any) -> Any:
+#: Below this depth a value is kept as it is: inline images sit a few levels down in a
+#: message's content, and a scrub that recursed to the 1,024 levels a document may hold
+#: would overflow Python's recursion limit.
+INLINE_MEDIA_DEPTH = 64
+
+
+def strip_inline_media(value: Any, depth: int = 0) -> Any:
     """A copy of ``value`` with every long inline base64 ``data`` string replaced by
-    ``"<inline image: N base64 chars>"`` (for ``Step.raw``)."""
+    ``"<inline image: N base64 chars>"`` (for ``Step.raw``); parts deeper than
+    :data:`INLINE_MEDIA_DEPTH` are kept unchanged."""
+    if depth >= INLINE_MEDIA_DEPTH:
+        return value
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             if k == "data" and isinstance(v, str) and len(v) > 512:
                 out[k] = f"<inline image: {len(v)} base64 chars>"
             else:
-                out[k] = strip_inline_media(v)
+                out[k] = strip_inline_media(v, depth + 1)
         return out
     if isinstance(value, list):
-        return [strip_inline_media(v) for v in value]
+        return [strip_inline_media(v, depth + 1) for v in value]
     return value
 
 
