@@ -151,7 +151,8 @@ class LLMServer:
         latency_s: fixed delay before every answer (for throughput benchmarks).
         structured: ``False`` rejects JSON-schema output requests with HTTP 400.
         tools: ``False`` rejects requests that carry tools (forced tool use) with HTTP 400.
-        cache_min_tokens: shortest prefix (tokens) reported as cached (OpenAI uses 1024).
+        cache_min_tokens: shortest prefix (tokens) reported as cached (OpenAI uses 1024; an
+            Anthropic breakpoint ending a shorter prefix caches nothing, 1024 for Sonnet).
     """
 
     def __init__(
@@ -317,8 +318,9 @@ class LLMServer:
         for s, bp, img in segs:
             text += s
             images += img
-            if bp:
-                prefixes.append((text, approx_tokens(text) + images * IMAGE_TOKENS))
+            tokens = approx_tokens(text) + images * IMAGE_TOKENS
+            if bp and tokens >= self.cache_min_tokens:  # shorter prefixes are not cached (Anthropic: 1024)
+                prefixes.append((text, tokens))
         if not prefixes:
             return 0, 0
         with self._lock:
