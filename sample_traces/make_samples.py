@@ -127,7 +127,7 @@ def _bar_chart(path: Path) -> None:
         cv2.putText(img, str(tick), (8, y + 4), cv2.FONT_HERSHEY_SIMPLEX, 0.35, (0, 0, 0), 1)
         cv2.line(img, (38, y), (340, y), (220, 220, 220), 1)
     colours = [(200, 120, 60), (60, 160, 60), (60, 60, 200), (160, 60, 160), (60, 160, 200)]
-    for i, (month, value) in enumerate(zip(months, values)):
+    for i, (month, value) in enumerate(zip(months, values, strict=False)):
         x = 60 + i * 56
         cv2.rectangle(img, (x, 200 - value * 2), (x + 36, 200), colours[i], -1)
         cv2.putText(img, month, (x + 2, 220), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (0, 0, 0), 1)

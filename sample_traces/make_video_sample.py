@@ -31,8 +31,8 @@ import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 
 from whenpro_core.formats.native import write_trace  # noqa: E402
-from whenpro_core.storage.fsutil import atomic_write_bytes  # noqa: E402
 from whenpro_core.media.video import frames_at  # noqa: E402
+from whenpro_core.storage.fsutil import atomic_write_bytes  # noqa: E402
 from whenpro_core.trace.model import (  # noqa: E402
     Agent,
     GroundTruth,

@@ -204,6 +204,30 @@ async def test_openai_cached_prefix_tokens_and_cost(model, make_backend, llm_ser
     await backend.aclose()
 
 
+async def test_anthropic_prefixes_under_the_minimum_are_not_cached(make_backend, llm_server):
+    """As at Anthropic (1,024 tokens for Sonnet), a breakpoint ending a shorter prefix
+    caches nothing; the longer one after it is written, then read."""
+    llm_server.cache_min_tokens = 1024
+    llm_server.script("no", "yes")
+    backend = make_backend("anthropic:claude-sonnet-4-6")
+    transcript = "Step 1 | Agent: Planner\n" + "The plan is to search the web. " * 150
+
+    def request(text: str) -> LLMRequest:
+        return LLMRequest(
+            system="You attribute failures in multi-agent runs.",
+            cache_system=True,
+            messages=[Message(role="user", content=[TextPart(text=text, cache_breakpoint=True), TextPart(text="?")])],
+        )
+
+    first = await backend.complete(request("Step 1 | Agent: Planner\nsearch"))  # short: nothing cached
+    again = await backend.complete(request("Step 1 | Agent: Planner\nsearch"))
+    assert (first.cache_write_tokens, again.usage.cached_tokens) == (0, 0)
+    llm_server.script("no", "yes")
+    long_first = await backend.complete(request(transcript))
+    long_again = await backend.complete(request(transcript))
+    assert long_first.cache_write_tokens >= 1024 and long_again.usage.cached_tokens == long_first.cache_write_tokens
+
+
 async def test_anthropic_prompt_caching_breakpoints(make_backend, llm_server):
     llm_server.script("no", "yes")
     backend = make_backend("anthropic:claude-sonnet-4-6")

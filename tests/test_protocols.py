@@ -271,3 +271,25 @@ def test_cli_attribute_takes_base_url_timeout_and_retries(llm_server, sample):
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["attribution"]["step"] == "3"
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("protocol", ["binary-search", "hybrid"])
+def test_every_call_after_the_first_is_served_from_the_prompt_cache(llm_server, llm_settings, sample, model, protocol):
+    """Providers put the structured-output schema (or forced tool) in front of the cached
+    prefix, and the server emulates that: a protocol whose questions changed schema
+    (hybrid: verdict, then step questions; binary search: halves, then the mode) missed
+    the cache on the first call after the change. One answer schema for every question:
+    each later call reads at least the shared prefix (instructions, task, transcript)."""
+    from tests.support.llm_wire import approx_tokens, output_constraint_key
+
+    llm_server.respond_with(oracle_for(sample))
+    name, extra = _api(model)
+    judge = make_judge(name, settings=llm_settings(name, **extra), use_cache=False)
+    verdict = _run(sample, protocol, judge)
+    bodies = [r.body for r in llm_server.answered]
+    assert verdict.usage.calls == len(bodies) >= 2
+    assert len({output_constraint_key(b) for b in bodies}) == 1 and output_constraint_key(bodies[0])
+    first = llm_server.answered[0].prompt
+    shared = approx_tokens(first[: first.index("</transcript>")])
+    assert verdict.usage.cached_tokens >= (len(bodies) - 1) * (shared - 2), (verdict.usage, shared)

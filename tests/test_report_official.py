@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from whenpro_core.bench.official import cell_of, official_report
+from whenpro_core.bench.official import cell_of, official_report, official_rows
 from whenpro_core.bench.records import (
     Record,
     ResultsFile,
@@ -144,6 +144,19 @@ def test_report_rules_official_prints_both_rules_with_what_each_dropped(tmp_path
     assert composite.split()[-5:] == ["5", "50.0", "58.3", "74.1", "25.0"]
     gui = next(line for line in out.splitlines() if "image_gui" in line and "rules" not in line)
     assert gui.split()[-4:] == ["0.0", "100.0", "100.0", "0.0"]
+
+
+def test_official_rows_give_each_cell_its_row_count_and_mark_a_partial_composite() -> None:
+    """Every official cell is a line with its own scored rows (text r1-r3, image r5,
+    image_gui r6; no video rows: 0 and dashes, as the official table prints a cell a model
+    has no rows in); the composite over 3 of the 4 cells carries the official dagger."""
+    rows = {r[1]: r[2:] for r in official_rows(official_report(RECORDS))}
+    assert list(rows) == ["text", "image", "image_gui", "video", "composite†"]
+    assert rows["text"] == ["3", "100.0", "75.0", "22.2", "75.0"]
+    assert rows["image"] == ["1", "—", "0.0", "100.0", "0.0"]
+    assert rows["image_gui"] == ["1", "0.0", "100.0", "100.0", "0.0"]
+    assert rows["video"] == ["0", "—", "—", "—", "—"]
+    assert rows["composite†"] == ["5", "50.0", "58.3", "74.1", "25.0"]
 
 
 # ---------------------------------------------------------------- the image_gui split

@@ -290,6 +290,49 @@ async def test_help_and_palette_list_the_attribution_actions(sample_copy: Path) 
         assert isinstance(app.screen, AttributePicker)  # the palette command opens the picker
 
 
+async def test_help_and_palette_list_the_attribute_dialog_keys_f2_included(sample_copy: Path) -> None:
+    """f2 (preview requests) only works inside the attribute dialog: the trace screen's
+    help lists the dialog's keys, f1 in the dialog lists them, and the palette opened in
+    the dialog offers them, all from the same bindings."""
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=(120, 60)) as pilot:
+        trace = await opened(pilot)
+        await pilot.press("?")
+        await pilot.pause()
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        dialogs = {name: {a.description: a.keys for a in keys} for name, keys in help_screen.dialog_actions}
+        assert dialogs["Attribute dialog (a)"] == {
+            "Start": "⏎",
+            "Cancel": "esc",
+            "Preview requests": "f2",
+            "Help": "f1",
+        }
+        shown = screen_text(app)
+        assert "Attribute dialog (a)" in shown and "Preview requests" in shown
+        assert {"Inject dialog (i)", "Filter dialog (f)", "Media full size (m)"} <= set(dialogs)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is trace
+        await pilot.press("a")
+        await pilot.pause()
+        picker = app.screen
+        assert isinstance(picker, AttributePicker)
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        own = {a.description: a.keys for a in app.screen.actions}
+        assert own["Preview requests"] == "f2" and own["Start"] == "⏎" and own["Help"] == "f1"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is picker
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"preview")
+        await settle(pilot)
+        assert "Preview requests (f2)" in screen_text(app)
+
+
 # --------------------------------------------------------------------------- LLM protocols
 
 

@@ -295,3 +295,17 @@ async def test_search_typed_at_once_goes_to_the_prompt() -> None:
         await pilot.press("enter")
         await settle(pilot)
         assert app.screen is screen and screen.steps.step_index == 3
+
+
+async def test_the_library_help_lists_the_filter_dialog_keys(dataset_dir: Path) -> None:
+    """Keys that only work in a dialog are in the help of the screen that opens it."""
+    app = WhenproApp(str(dataset_dir), cursor_blink=False)
+    async with app.run_test(size=(170, 40)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, LibraryScreen)
+        await pilot.press("?")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        dialogs = {name: {a.description: a.keys for a in keys} for name, keys in app.screen.dialog_actions}
+        assert dialogs == {"Filter dialog (f)": {"Apply": "a", "Clear all": "c", "Cancel": "esc"}}
+        assert "Filter dialog (f)" in screen_text(app)

@@ -1,8 +1,7 @@
-"""``whenpro watch --preset NAME`` (issue 15, item 1): a preset applies to the final pass
-(``--final-pass``) of the whole followed run. Presets render their dataset's documents;
-a followed native/chat/OTLP run is none of those, so the final pass says in one line why
-the preset cannot apply (no request is sent), and a preset without the final pass is a
-one-line usage error."""
+"""``whenpro watch --preset NAME`` (issue 15, item 1): presets rebuild a published
+harness's request from their dataset's own files; a followed run (native, chat, OTLP or
+agent-session lines) is never one, so watch refuses any preset in one line, before it
+follows anything or sends a request."""
 
 from __future__ import annotations
 
@@ -40,46 +39,24 @@ def _watch(*args: str, server: LLMServer | None = None) -> subprocess.CompletedP
 
 
 @pytest.mark.parametrize(
-    ("preset", "why"),
-    [
-        ("whowhen-pro", "--preset whowhen-pro needs a Who&When Pro trace"),
-        ("whowhen", "--preset whowhen needs a Who&When trace"),
-    ],
+    ("preset", "dataset"),
+    [("whowhen-pro", "a Who&When Pro dataset file"), ("whowhen", "a Who&When dataset file")],
 )
-def test_a_preset_final_pass_on_a_followed_run_says_why_it_cannot_apply(
-    llm_server: LLMServer, tmp_path: Path, preset: str, why: str
+@pytest.mark.parametrize("final_pass", [True, False])
+def test_a_preset_on_watch_is_refused_in_one_line_before_anything_is_followed(
+    llm_server: LLMServer, tmp_path: Path, preset: str, dataset: str, final_pass: bool
 ) -> None:
+    """No followed run can be a preset's document: one usage line, exit 2, nothing
+    followed or sent (it used to follow the whole run, then fail the final pass)."""
     run = tmp_path / "run.jsonl"
     run.write_text(RUN)
-    out = _watch(
-        str(run),
-        "--protocol",
-        "heuristic",
-        "--model",
-        "openai:gpt-4.1",
-        "--final-pass",
-        "--preset",
-        preset,
-        "--idle-timeout",
-        "0.5",
-        server=llm_server,
-    )
-    assert "Traceback" not in out.stderr + out.stdout
-    failed = [line for line in out.stdout.splitlines() if "judge failed:" in line]
-    assert len(failed) == 1 and "the final pass cannot apply" in failed[0], out.stdout
-    assert why in failed[0] and "(this one is native-lines)" in failed[0], out.stdout
-    assert "run ended" in out.stdout
-    assert llm_server.answered == []  # nothing was sent in a wording that is not the preset's
-    assert out.returncode == 1  # the live heuristic flagged the decisive error (2 + 2 = 5)
-
-
-def test_a_preset_without_the_final_pass_is_one_line(tmp_path: Path) -> None:
-    run = tmp_path / "run.jsonl"
-    run.write_text(RUN)
-    out = _watch(str(run), "--model", "openai:gpt-4.1", "--preset", "whowhen-pro", "--idle-timeout", "0.5")
+    args = [str(run), "--model", "openai:gpt-4.1", "--preset", preset, "--idle-timeout", "0"]
+    out = _watch(*args, *(["--final-pass"] if final_pass else []), server=llm_server)
     assert out.returncode == 2 and out.stdout == ""
     (line,) = out.stderr.strip().splitlines()
-    assert line.startswith("whenpro: error:") and "applies to the final pass" in line and "--final-pass" in line
+    assert line.startswith(f"whenpro: error: --preset {preset} cannot apply to watch:"), line
+    assert dataset in line and "native/chat/otlp/" in line and f"bench --preset {preset}" in line
+    assert llm_server.answered == []
 
 
 def test_an_unknown_preset_is_one_line(tmp_path: Path) -> None:

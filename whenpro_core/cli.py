@@ -968,7 +968,12 @@ def watch(
     final_pass: bool = typer.Option(
         False, "--final-pass", help="When the run ends, judge it whole (all-at-once with --model)."
     ),
-    preset: str | None = typer.Option(None, "--preset", help=PRESET_HELP + " Applies to --final-pass."),
+    preset: str | None = typer.Option(
+        None,
+        "--preset",
+        help="Refused with the reason: presets rebuild requests from their dataset's files, and a followed "
+        "run is never one (use attribute or bench --preset).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event line."),
     steps: bool = typer.Option(False, "--steps", help="Print each new step too."),
     no_gold: bool = typer.Option(False, "--no-gold", help="Do not show the judge the gold answer."),

@@ -24,7 +24,9 @@ models. Token usage is estimated as ``ceil(characters / 4)`` (+85 per image). Pr
 caching is emulated: chat/Responses report ``cached_tokens`` for the longest prefix shared
 with an earlier prompt of the same model (OpenAI caches prefixes automatically);
 messages report ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` for
-prefixes ending at ``cache_control`` breakpoints seen before / new.
+prefixes ending at ``cache_control`` breakpoints seen before / new. As at the providers,
+the structured-output schema or tools lead the cached prefix: requests forcing different
+ones share nothing (:func:`~tests.support.llm_wire.output_constraint_key`).
 
 Faults (consumed one per request, before answers): HTTP errors with optional
 ``Retry-After``, a hang longer than the client's timeout, a malformed 200 body, and an
@@ -50,6 +52,7 @@ from tests.support.llm_wire import (
     chat_payload,
     common_prefix_len,
     messages_payload,
+    output_constraint_key,
     prompt_text,
     responses_payload,
     segments,
@@ -148,7 +151,8 @@ class LLMServer:
         latency_s: fixed delay before every answer (for throughput benchmarks).
         structured: ``False`` rejects JSON-schema output requests with HTTP 400.
         tools: ``False`` rejects requests that carry tools (forced tool use) with HTTP 400.
-        cache_min_tokens: shortest prefix (tokens) reported as cached (OpenAI uses 1024).
+        cache_min_tokens: shortest prefix (tokens) reported as cached (OpenAI uses 1024; an
+            Anthropic breakpoint ending a shorter prefix caches nothing, 1024 for Sonnet).
     """
 
     def __init__(
@@ -314,8 +318,9 @@ class LLMServer:
         for s, bp, img in segs:
             text += s
             images += img
-            if bp:
-                prefixes.append((text, approx_tokens(text) + images * IMAGE_TOKENS))
+            tokens = approx_tokens(text) + images * IMAGE_TOKENS
+            if bp and tokens >= self.cache_min_tokens:  # shorter prefixes are not cached (Anthropic: 1024)
+                prefixes.append((text, tokens))
         if not prefixes:
             return 0, 0
         with self._lock:
@@ -503,14 +508,15 @@ class _Handler(BaseHTTPRequestHandler):
             text = text[: limit * 4]
         out_tokens = approx_tokens(text)
         n = llm._next_id()
+        lead = output_constraint_key(body)
         if api == "chat":
-            cached = llm._openai_cached(f"{api}:{model}", prompt)
+            cached = llm._openai_cached(f"{api}:{model}:{lead}", prompt)
             payload = chat_payload(n, model, text, truncated, prompt_tokens, out_tokens, cached)
         elif api == "responses":
-            cached = llm._openai_cached(f"{api}:{model}", prompt)
+            cached = llm._openai_cached(f"{api}:{model}:{lead}", prompt)
             payload = responses_payload(n, model, text, truncated, prompt_tokens, out_tokens, cached)
         else:
-            read, write = llm._anthropic_cached(model, segs)
+            read, write = llm._anthropic_cached(f"{model}:{lead}", segs)
             payload = messages_payload(
                 n, model, text, truncated, prompt_tokens, out_tokens, read, write, body if wants_tool else None
             )

@@ -62,6 +62,28 @@ def segments(body: dict[str, Any]) -> list[tuple[str, bool, int]]:
     return segs
 
 
+def output_constraint_key(body: dict[str, Any]) -> str:
+    """A short key of what a request forces the answer into (the structured-output schema:
+    chat ``response_format``, Responses ``text.format``, messages ``output_config.format``;
+    and ``tools``/``tool_choice``), ``""`` for none. Providers put it in front of the
+    prompt's cached prefix (OpenAI: "the structured output schema serves as a prefix to the
+    system message"; Anthropic: tools come before the system prompt, and a changed output
+    format misses the cache), so requests with different keys share no cached prefix."""
+    text = body.get("text")
+    oc = body.get("output_config")
+    parts = {
+        "response_format": body.get("response_format"),
+        "text.format": text.get("format") if isinstance(text, dict) else None,
+        "output_config.format": oc.get("format") if isinstance(oc, dict) else None,
+        "tools": body.get("tools"),
+        "tool_choice": body.get("tool_choice"),
+    }
+    parts = {k: v for k, v in parts.items() if v}
+    if not parts:
+        return ""
+    return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
 def prompt_text(body: dict[str, Any]) -> str:
     """All prompt text of a chat-completions, Responses or messages request body, in order
     (``role: text`` lines; images as ``<image sha1>`` markers). For answer callables."""

@@ -52,6 +52,31 @@ class Message:
 
 
 # ---------------------------------------------------------------- structured answers
+#
+# The classes below name what each question asks for (the fields :mod:`.asking` reads, and
+# the labelled lines of the free-text fallback). On the wire every question sends the one
+# schema :class:`Answer`: providers put the structured-output schema (or the forced tool)
+# in front of the cached prefix, so a protocol whose calls changed schema (hybrid: a
+# verdict, then step questions; binary search: halves, then the mode) would miss the
+# prompt cache on the first call after each change.
+
+
+class Answer(BaseModel):
+    """The structured answer every judge question is sent with: the fields the question
+    asks for are filled, the others left empty (``""``, ``decisive`` null)."""
+
+    agent_name: str = Field(
+        default="", description="the agent whose step first introduces the decisive error, when asked"
+    )
+    step_number: str = Field(default="", description="the step coordinate exactly as in the transcript, when asked")
+    decisive: bool | None = Field(
+        default=None, description="whether the step asked about holds the decisive error, when asked"
+    )
+    half: Literal["first", "second", ""] = Field(
+        default="", description="the half of the step range holding the decisive error, when asked"
+    )
+    error_mode: str = Field(default="", description="one failure-mode code of the taxonomy, e.g. R.3, when asked")
+    reason: str = Field(default="", description="one or two sentences")
 
 
 class Verdict(BaseModel):
@@ -278,6 +303,7 @@ def _coalesce(parts: list[Part]) -> list[Part]:
 
 __all__ = [
     "Message",
+    "Answer",
     "Verdict",
     "StepJudgement",
     "HalfChoice",

@@ -59,13 +59,15 @@ class Row:
 @dataclass
 class OfficialGroup:
     """One model × protocol × gold setting under the official rules: ``cells`` maps a
-    split to its axes (``None`` for Who without multi-agent rows), ``composite`` the mean
-    per axis over the cells present; ``rows`` scored rows; ``dropped_failed`` and
+    split to its axes (``None`` for Who without multi-agent rows), ``cell_rows`` each
+    split's scored rows, ``composite`` the mean per axis over the cells present; ``rows``
+    scored rows; ``dropped_failed`` and
     ``dropped_unlabelled`` rows left out; ``strict_changed`` rows whose step verdict the
     strict coordinate rule changed."""
 
     label: str
     cells: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    cell_rows: dict[str, int] = field(default_factory=dict)
     composite: dict[str, float | None] = field(default_factory=dict)
     rows: int = 0
     dropped_failed: int = 0
@@ -147,7 +149,9 @@ def official_group(label: str, records: Sequence[Record]) -> OfficialGroup:
     cells = [c for c in OFFICIAL_CELLS if any(r.cell == c for r in rows)]
     cells += sorted({r.cell for r in rows} - set(cells))
     for cell in cells:
-        group.cells[cell] = cell_metrics([r for r in rows if r.cell == cell])
+        in_cell = [r for r in rows if r.cell == cell]
+        group.cells[cell] = cell_metrics(in_cell)
+        group.cell_rows[cell] = len(in_cell)
     for axis in AXES:
         values = [m[axis] for m in group.cells.values() if m[axis] is not None]
         group.composite[axis] = fmean(v for v in values if v is not None) if values else None
@@ -171,24 +175,32 @@ def rules_header(groups: Sequence[OfficialGroup]) -> str:
     changed = sum(g.strict_changed for g in groups)
     return (
         f"rules: official (Who&When Pro leaderboard): failed rows left out: {failed}; unlabelled rows "
-        f"left out: {unlabelled}; image_gui its own cell, composite over the cells present; "
+        f"left out: {unlabelled}; image_gui its own cell, composite over the cells present (composite†: "
+        f"fewer than the four); "
         f"alternative modes their own class in Error-F1; strict coordinates changed {changed} step "
         f"verdict{'s' if changed != 1 else ''}"
     )
 
 
 def official_rows(groups: Sequence[OfficialGroup]) -> list[list[str]]:
-    """Table rows ``[setting, cell, rows, Who, When, What, All]``, one per cell and one
-    ``composite`` row per group (percentages; ``—`` for no value)."""
+    """Table rows ``[setting, cell, rows, Who, When, What, All]`` as the official
+    leaderboard lays them out: every official cell (``text``, ``image``, ``image_gui``,
+    ``video``) with its scored rows, ``0`` and ``—`` for a cell the setting has no rows in,
+    then a ``composite`` row (all scored rows; labelled ``composite†`` when it averages
+    fewer than the four official cells). Percentages with one decimal; ``—`` for no value."""
 
     def pct(v: float | None) -> str:
         return "—" if v is None else f"{v * 100:.1f}"
 
     out = []
     for g in groups:
-        for cell, m in g.cells.items():
-            out.append([g.label, cell, "", *(pct(m[a]) for a in AXES)])
-        out.append([g.label, "composite", str(g.rows), *(pct(g.composite.get(a)) for a in AXES)])
+        for cell in [*OFFICIAL_CELLS, *(c for c in g.cells if c not in OFFICIAL_CELLS)]:
+            m = g.cells.get(cell)
+            values = ["—"] * len(AXES) if m is None else [pct(m[a]) for a in AXES]
+            out.append([g.label, cell, str(g.cell_rows.get(cell, 0)), *values])
+        subset = any(c not in g.cells for c in OFFICIAL_CELLS)
+        label = "composite†" if subset else "composite"
+        out.append([g.label, label, str(g.rows), *(pct(g.composite.get(a)) for a in AXES)])
     return out
 
 

@@ -191,21 +191,26 @@ class Printer:
         return 1 if self.decisive else 2 if self.failed else 0
 
 
-def _final_protocol(preset: str | None, model: str | None, final_pass: bool) -> str:
-    """The final pass's protocol: all-at-once, or ``preset``'s version of it (ConfigError
-    for an unknown preset, or a preset without ``--final-pass`` and ``--model``: presets
-    need the whole run, so they apply to the final pass only)."""
+def _final_protocol(preset: str | None) -> str:
+    """The final pass's protocol: all-at-once. ConfigError for any ``--preset`` (an
+    unknown one is named as such): a preset rebuilds its published harness's request from
+    the dataset's own documents (Who&When ``history`` entries, Who&When Pro release rows),
+    and a followed run arrives as :data:`~whenpro_core.live.builders.LINE_FORMATS` lines,
+    never as such a document, so no preset can apply to ``watch``; said before anything
+    is followed."""
     from whenpro_core.attribution.run import preset_protocol
+    from whenpro_core.live.builders import LINE_FORMATS
 
     if preset is None:
         return "all-at-once"
-    name = preset_protocol(preset, "all-at-once")
-    if not (final_pass and model):
-        raise ConfigError(
-            f"--preset {preset.strip().lower()} applies to the final pass of the whole run",
-            expected="--preset with --final-pass and --model provider:model",
-        )
-    return name
+    preset_protocol(preset, "all-at-once")  # an unknown preset: its own one-line error
+    key = preset.strip().lower()
+    dataset = "Who&When Pro" if key == "whowhen-pro" else "Who&When"
+    raise ConfigError(
+        f"--preset {key} cannot apply to watch: it rebuilds the published request from a {dataset} dataset "
+        f"file, and a followed run arrives as {'/'.join(LINE_FORMATS)} lines",
+        expected=f"watch without --preset, or whenpro attribute/bench --preset {key} on the dataset's files",
+    )
 
 
 def _judge_factory(
@@ -218,7 +223,7 @@ def _judge_factory(
     no_cache: bool,
     preset: str | None = None,
 ):
-    from whenpro_core.attribution.run import PRESET_PROTOCOLS, protocol_name
+    from whenpro_core.attribution.run import protocol_name
     from whenpro_core.live.judge_live import LiveJudge
 
     if model and model.strip().lower() == "heuristic":
@@ -235,9 +240,7 @@ def _judge_factory(
             expected="no --model (heuristic uses none), or --final-pass to use "
             "the model for the final all-at-once pass",
         )
-    final_protocol = _final_protocol(preset, model, final_pass)
-    if final_protocol == PRESET_PROTOCOLS["whowhen-pro"]:
-        with_gold = False  # the official harness never shows the gold answer
+    final_protocol = _final_protocol(preset)
     judge = None
     if model or name == "step-by-step":
         from whenpro_core.attribution.llm_judge import make_judge
@@ -278,7 +281,7 @@ def watch_command(
     preset: str | None = None,
 ) -> int:
     """Run ``whenpro watch``; returns the exit status (see the module doc). ``preset``
-    (``--preset``) words the final pass as that published protocol."""
+    (``--preset``) is refused in one line before anything runs (:func:`_final_protocol`)."""
     from whenpro_core.live.judge_live import Budget
 
     if file is None and otlp is None:

@@ -2,7 +2,8 @@
 default, models from config, or one typed as ``provider:model``), and whether the judge
 sees the gold answer. Enter starts; ``a`` then enter runs the offline heuristic (the protocol always starts
 there; the model and gold setting of the last run are kept). ``f2`` shows the first request(s) the
-choice would send (``preview``, the ``--dry-run`` text; :mod:`.request_preview`), without sending.
+choice would send (``preview``, the ``--dry-run`` text; :mod:`.request_preview`), without sending;
+``f1`` lists the dialog's keys (so does the trace screen's help, and ctrl+p inside the dialog).
 
 The choice is checked by ``validate`` (:func:`whenpro_core.attribution.interactive.make_request`)
 before the picker closes: an unusable model or a missing key is a one-line notification
@@ -39,6 +40,7 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
         Binding("enter", "start", "Start", priority=True),
         Binding("escape", "cancel", "Cancel"),
         Binding("f2", "preview", "Preview requests", priority=True),
+        Binding("f1", "help", "Help", priority=True),
     ]
     DEFAULT_CSS = """
     AttributePicker { align: center middle; }
@@ -135,7 +137,10 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
             )
             yield Static(id="ap-note")
             yield Static(
-                Text("enter start · f2 preview requests · ↑↓ choose · tab next field · space toggle · esc cancel"),
+                Text(
+                    "enter start · f2 preview requests · ↑↓ choose · tab next field · space toggle"
+                    " · f1 help · esc cancel"
+                ),
                 id="ap-help",
             )
 
@@ -203,6 +208,13 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
             self.app.notify(clean(exc.one_line()), title="Cannot preview", severity="error", timeout=10)
             return
         self.app.push_screen(RequestPreview(text, f"Requests {protocol} would send (dry run)"))
+
+    def action_help(self) -> None:
+        """The dialog's keys (``f1``: ``?`` would be typed into the model field)."""
+        from whenpro_tui.commands import collect_bindings
+        from whenpro_tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen("Attribute dialog keys", collect_bindings(self), markers=False))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

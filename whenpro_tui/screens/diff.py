@@ -284,7 +284,10 @@ class DiffScreen(Leaving, Screen[None]):
         self.app.push_screen(TraceScreen(self.cf))
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen("Diff screen keys", collect_bindings(self), markers=False))
+        from whenpro_tui.screens.attribute_choice import AttributeChoice
+
+        dialogs = (("Attribute dialog (a)", AttributeChoice),)
+        self.app.push_screen(HelpScreen("Diff screen keys", collect_bindings(self), markers=False, dialogs=dialogs))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.plain and action == "save":

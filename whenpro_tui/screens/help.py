@@ -1,5 +1,7 @@
 """The help screen (``?``): every key of the screen it was opened from, with what it
-does, built from the live bindings so it can never miss one."""
+does, built from the live bindings so it can never miss one; then the keys of the dialogs
+that screen opens (``dialogs``: title and dialog class, read from the class's bindings),
+so a key that only works inside a dialog (``f2`` in the attribute dialog) is listed too."""
 
 from __future__ import annotations
 
@@ -8,10 +10,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-from whenpro_tui.commands import KeyAction
+from whenpro_tui.commands import KeyAction, dialog_bindings
 
 MARKERS_HELP = (
     ("✗", "the step recorded a tool/execution error"),
@@ -36,11 +38,21 @@ class HelpScreen(ModalScreen[None]):
     }
     """
 
-    def __init__(self, title: str, actions: list[KeyAction], *, markers: bool = True) -> None:
+    def __init__(
+        self,
+        title: str,
+        actions: list[KeyAction],
+        *,
+        markers: bool = True,
+        dialogs: tuple[tuple[str, type[Screen]], ...] = (),
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.actions = actions
         self.markers = markers
+        self.dialogs = dialogs
+        #: (title, keys) per dialog, filled by compose (key names need the app).
+        self.dialog_actions: list[tuple[str, list[KeyAction]]] = []
 
     #: From this terminal width on, a long key list is shown in two columns.
     TWO_COLUMNS_WIDTH = 110
@@ -71,6 +83,7 @@ class HelpScreen(ModalScreen[None]):
             table.add_row(self._key_table(self.actions[:half]), self._key_table(self.actions[half:]))
         else:
             table = self._key_table(self.actions, self.title_text)
+        self.dialog_actions = [(name, dialog_bindings(self.app, cls, name)) for name, cls in self.dialogs]
         with VerticalScroll():
             yield Static(table, id="help-keys")
             if self.markers:
@@ -86,9 +99,12 @@ class HelpScreen(ModalScreen[None]):
                 for ch, meaning in MARKERS_HELP:
                     marks.add_row(Text(ch), Text(meaning))
                 yield Static(marks, id="help-markers")
-            yield Static(
-                Text("ctrl+p opens the command palette: every action above is also a command there.", style="dim")
-            )
+            for n, (name, actions) in enumerate(self.dialog_actions):
+                yield Static(self._key_table(actions, name), id=f"help-dialog-{n}")
+            palette = "ctrl+p opens the command palette: every action of this screen is also a command there"
+            if self.dialog_actions:
+                palette += " (a dialog's keys: ctrl+p inside the dialog)"
+            yield Static(Text(palette + ".", style="dim"))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -354,7 +354,8 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
     # ------------------------------------------------------------------ help, quit
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen("Library keys", collect_bindings(self), markers=False))
+        dialogs = (("Filter dialog (f)", FacetPicker),)
+        self.app.push_screen(HelpScreen("Library keys", collect_bindings(self), markers=False, dialogs=dialogs))
 
     #: The library is always the first screen: q quits.
     is_root = True

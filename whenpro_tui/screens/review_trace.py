@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.screen import Screen
 from textual.widgets import Static
 
 from whenpro_core.bench.review import STATUS_MARKS, label_line, next_pending, progress_line
@@ -94,6 +95,10 @@ class ReviewTraceScreen(TraceScreen):
         self.query_one(ReviewBar).show_item(
             self.item, self.position or 0, len(self.review.items), self.review.counts, self.review.taxonomy
         )
+
+    def help_dialogs(self) -> tuple[tuple[str, type[Screen]], ...]:
+        """The trace screen's dialogs and the review menu."""
+        return (*super().help_dialogs(), ("Review menu (v)", VerdictMenu))
 
     def action_review(self) -> None:
         item = self.item

@@ -529,8 +529,24 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
 
     # ------------------------------------------------------------------ help, back
 
+    def help_dialogs(self) -> tuple[tuple[str, type[Screen]], ...]:
+        """The dialogs this screen opens, titled with their key, whose keys help lists."""
+        from whenpro_tui.screens.attribute_picker import AttributePicker
+        from whenpro_tui.screens.inject_dialog import InjectDialog
+        from whenpro_tui.screens.media_modal import MediaModal
+        from whenpro_tui.screens.picker import FacetPicker
+        from whenpro_tui.screens.request_preview import RequestPreview
+
+        return (
+            ("Attribute dialog (a)", AttributePicker),
+            ("Request preview (f2 in the attribute dialog)", RequestPreview),
+            ("Inject dialog (i)", InjectDialog),
+            ("Filter dialog (f)", FacetPicker),
+            ("Media full size (m)", MediaModal),
+        )
+
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen("Trace screen keys", collect_bindings(self)))
+        self.app.push_screen(HelpScreen("Trace screen keys", collect_bindings(self), dialogs=self.help_dialogs()))
 
     def close_local(self) -> bool:
         """Escape first un-zooms the detail pane, then folds the task shown in full,

@@ -250,7 +250,8 @@ class ValidationScreen(Leaving, Screen[None]):
     # ------------------------------------------------------------------ help, back
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen("Validation keys", collect_bindings(self), markers=False))
+        dialogs = (("Review menu (v)", VerdictMenu), ("Reject or relabel dialog (x, r)", DecisionDialog))
+        self.app.push_screen(HelpScreen("Validation keys", collect_bindings(self), markers=False, dialogs=dialogs))
 
     def action_back(self) -> None:
         if self.is_root:
