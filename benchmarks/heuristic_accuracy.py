@@ -24,7 +24,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from whenpro_core.attribution.evidence import candidate_steps  # noqa: E402
 from whenpro_core.attribution.heuristic import attribute_heuristic  # noqa: E402
 from whenpro_core.bench.baselines import (  # noqa: E402
     TOLERANCES,
@@ -35,9 +34,10 @@ from whenpro_core.bench.baselines import (  # noqa: E402
     reliability,
     wilson,
 )
-from whenpro_core.bench.score import score_prediction  # noqa: E402
 from whenpro_core.formats import load_trace, walk  # noqa: E402
+from whenpro_core.trace.evidence import candidate_steps  # noqa: E402
 from whenpro_core.trace.model import Attribution, Trace  # noqa: E402
+from whenpro_core.trace.score import score_prediction  # noqa: E402
 
 FOLDERS = {
     "Who&When Algorithm-Generated": "who-and-when/Who&When/Algorithm-Generated",

@@ -22,7 +22,6 @@ from whenpro_core.bench.explore import (
     columns,
     compare,
     dataset_index,
-    is_results_file,
     load_results,
     pct,
     resolve_ref,
@@ -30,6 +29,7 @@ from whenpro_core.bench.explore import (
 )
 from whenpro_core.bench.report import breakdown_rows, leaderboard_rows
 from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.whenpro_files import is_results_file
 
 
 def quiet() -> Console:

@@ -17,9 +17,9 @@ from rich.console import Console
 from tests.support.fixtures import TEST_KEY
 from whenpro_core.bench.aggregate import aggregate
 from whenpro_core.bench.records import build_record
-from whenpro_core.bench.score import score_prediction
 from whenpro_core.formats import load_trace
 from whenpro_core.trace.model import Attribution
+from whenpro_core.trace.score import score_prediction
 
 JUNK = "zz-junk-agent"
 

@@ -248,7 +248,7 @@ def export(
     force: bool = typer.Option(False, "--force", help="Replace existing files."),
 ) -> None:
     """Share a diagnosis: the trace, its verdicts (and labels if asked) as HTML or Markdown."""
-    from whenpro_core.views.export import export_command
+    from whenpro_core.attribution.export import export_command
 
     export_command(src, html_out, markdown_out, labels=labels, force=force, echo=typer.echo)
 
@@ -695,7 +695,7 @@ def bench(
     from whenpro_core.bench.cli_bench import bench_command
 
     if preset:  # the published harness's protocol; whowhen-pro never shows the gold answer
-        from whenpro_core.attribution.run import preset_protocol
+        from whenpro_core.attribution.protocols import preset_protocol
 
         protocol = ",".join(preset_protocol(preset, p) for p in (protocol or "all-at-once").split(","))
         if protocol.startswith("whowhen-pro:"):

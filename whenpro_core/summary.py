@@ -4,7 +4,6 @@ plus Rich rendering to the terminal)."""
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -20,7 +19,7 @@ from whenpro_core.formats.native import dumps_trace, write_trace
 from whenpro_core.formats.registry import names_a_file, split_ref
 from whenpro_core.safety.textsafe import clean, one_line, plural
 from whenpro_core.storage import jsonio
-from whenpro_core.storage.fsutil import atomic_write_bytes
+from whenpro_core.storage.fsutil import atomic_write_bytes, safe_name
 from whenpro_core.trace.model import Trace, TraceSummary
 from whenpro_core.trace.taxonomy import taxonomy_for
 from whenpro_core.views.traceview import score_lines
@@ -170,12 +169,6 @@ def print_listing(target: str, *, as_json: bool = False, console: Console | None
         line = f"{row.ref()}\t{row.id}\t{row.framework}\t{row.benchmark or '-'}\t{row.modality}\t{steps}"
         line += f"\t{gt}" if labels else ""
         console.print(Text(clean(line)))
-
-
-def safe_name(text: str) -> str:
-    """A file-name-safe version of a trace id."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "trace"
-    return name[:150]
 
 
 #: Output formats of :func:`convert`: name -> (serialiser, writer).

@@ -13,10 +13,10 @@ from whenpro_core.attribution.asking import ask
 from whenpro_core.attribution.judge import Judge, Progress, ProgressCallback, Tally
 from whenpro_core.attribution.judge_images import image_loader_for
 from whenpro_core.attribution.prompts import HalfChoice, ModeJudgement, binary_search, mode_question
-from whenpro_core.attribution.render import render_transcript
 from whenpro_core.attribution.step_by_step import judged_blocks
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
+from whenpro_core.views.transcript import render_transcript
 
 
 def max_calls(n: int) -> int:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from whenpro_core.attribution.protocols import preset_protocol, protocol_name
 from whenpro_core.attribution.report import print_verdict, verdict_record
-from whenpro_core.attribution.run import attribute, nothing_to_attribute, preset_protocol, protocol_name
+from whenpro_core.attribution.run import attribute, nothing_to_attribute
 from whenpro_core.attribution.template import PromptTemplate, load_template
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.errors import ConfigError, WhenproError
@@ -182,7 +183,7 @@ def counterfactual_command(
     )
     from whenpro_core.config import load_settings
     from whenpro_core.envs import env_for_trace
-    from whenpro_core.injection.executors import get_executor
+    from whenpro_core.injection.registry import get_executor
 
     trace = load_one(ref)
     if trace.outcome == Outcome.success:  # as every protocol: no decisive error, no replay

@@ -39,7 +39,10 @@ from whenpro_core.envs.base import EnvState
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.injection.executors import BuiltinExecutor, Executor
 from whenpro_core.injection.llm_generate import RewrittenStep, _rewrite_sections
-from whenpro_core.injection.llm_io import (
+from whenpro_core.injection.replay import ReplayResult, continued_trace, warm_start
+from whenpro_core.injection.textedit import fresh_step
+from whenpro_core.injection.verify import check_trace
+from whenpro_core.llm.generation import (
     agents_text,
     clean_generated,
     prompt_budget,
@@ -49,9 +52,6 @@ from whenpro_core.injection.llm_io import (
     task_text,
     transcript_text,
 )
-from whenpro_core.injection.replay import ReplayResult, continued_trace, warm_start
-from whenpro_core.injection.textedit import fresh_step
-from whenpro_core.injection.verify import check_trace
 from whenpro_core.trace.model import Attribution, Step, ToolCall, Trace, Usage
 
 #: Default bound on the number of replays one verdict may run.

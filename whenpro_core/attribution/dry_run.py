@@ -37,7 +37,8 @@ from pydantic import BaseModel
 from whenpro_core.attribution.judge import CallSettings, JudgeReply
 from whenpro_core.attribution.llm_judge import judge_budget, to_request
 from whenpro_core.attribution.prompts import Message
-from whenpro_core.attribution.run import attribute, protocol_name
+from whenpro_core.attribution.protocols import protocol_name
+from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.template import PromptTemplate
 from whenpro_core.config import Settings
 from whenpro_core.errors import ConfigError

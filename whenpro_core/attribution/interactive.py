@@ -15,12 +15,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from whenpro_core.attribution.evidence import is_candidate
 from whenpro_core.attribution.judge import CallSettings, JudgeReply, Progress, ProgressCallback
-from whenpro_core.attribution.run import PROTOCOLS, attribute, protocol_name, trace_has_gold
+from whenpro_core.attribution.protocols import PROTOCOLS, protocol_name
+from whenpro_core.attribution.run import attribute, trace_has_gold
 from whenpro_core.envs import env_for_trace
 from whenpro_core.errors import ConfigError
 from whenpro_core.trace.coords import normalize_coord
+from whenpro_core.trace.evidence import is_candidate
 from whenpro_core.trace.model import Attribution, Trace, Usage
 from whenpro_core.views.search import find_coord
 
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
 
     from whenpro_core.attribution.judge import Judge
     from whenpro_core.attribution.prompts import Message
-    from whenpro_core.bench.score import AxisScore
     from whenpro_core.config import Settings
+    from whenpro_core.trace.score import AxisScore
 
 #: A well-known model per provider, offered when that provider's key is configured.
 SUGGESTED = {"openai": "openai:gpt-4.1", "anthropic": "anthropic:claude-sonnet-4-6"}
@@ -292,7 +293,7 @@ def verdict_score(trace: Trace, verdict: Attribution) -> AxisScore | None:
     trace has none."""
     if trace.ground_truth is None:
         return None
-    from whenpro_core.bench.score import score_prediction
+    from whenpro_core.trace.score import score_prediction
 
     return score_prediction(trace, verdict)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import base64
 
-from whenpro_core.attribution.render import MAX_FRAMES_PER_STEP, ImageLoader, ImagePart
 from whenpro_core.trace.model import MediaRef, Trace
+from whenpro_core.views.transcript import MAX_FRAMES_PER_STEP, ImageLoader, ImagePart
 
 #: Longest side, pixels, of an image sent to a judge.
 JUDGE_IMAGE_MAX_SIDE = 1024

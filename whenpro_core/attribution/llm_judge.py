@@ -18,30 +18,10 @@ from pydantic import BaseModel
 
 from whenpro_core.attribution.judge import CallSettings, JudgeReply
 from whenpro_core.attribution.prompts import Message
-from whenpro_core.attribution.render import ImagePart, TextPart
 from whenpro_core.config import Settings, load_settings
+from whenpro_core.llm.models import context_window
 from whenpro_core.llm.types import LLMRequest
-
-#: Context windows in tokens by model-name prefix (most specific first); the judge's
-#: prompt budget is 80% of it minus the answer's max tokens. Unknown models: 32K.
-CONTEXT_WINDOWS = (
-    ("gpt-4.1", 1_000_000),
-    ("gpt-5", 400_000),
-    ("o3", 200_000),
-    ("o4", 200_000),
-    ("gpt-4o", 128_000),
-    ("claude", 200_000),
-    ("gemini", 1_000_000),
-    ("qwen", 32_000),
-    ("llama", 128_000),
-)
-DEFAULT_CONTEXT = 32_000
-
-
-def context_window(model: str) -> int:
-    """The context window assumed for ``provider:model`` (see :data:`CONTEXT_WINDOWS`)."""
-    name = model.split(":", 1)[-1].lower()
-    return next((size for prefix, size in CONTEXT_WINDOWS if name.startswith(prefix)), DEFAULT_CONTEXT)
+from whenpro_core.views.transcript import ImagePart, TextPart
 
 
 class LLMJudge:

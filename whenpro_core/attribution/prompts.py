@@ -15,7 +15,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from whenpro_core.attribution.render import (
+from whenpro_core.trace.model import Trace
+from whenpro_core.trace.taxonomy import Taxonomy
+from whenpro_core.views.transcript import (
     ImagePart,
     Part,
     StepBlock,
@@ -24,8 +26,6 @@ from whenpro_core.attribution.render import (
     block_text,
     context_text,
 )
-from whenpro_core.trace.model import Trace
-from whenpro_core.trace.taxonomy import Taxonomy
 
 
 @dataclass

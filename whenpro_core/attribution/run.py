@@ -8,68 +8,11 @@ from collections.abc import Awaitable, Callable
 
 from whenpro_core.attribution.heuristic import outcome_warnings
 from whenpro_core.attribution.judge import Judge, ProgressCallback
+from whenpro_core.attribution.protocols import PRESET_NAMES, PRESET_PROTOCOLS, protocol_name
 from whenpro_core.attribution.template import PromptTemplate
 from whenpro_core.errors import ConfigError
 from whenpro_core.trace.model import Attribution, Outcome, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
-
-#: Protocol names, the offline default first.
-PROTOCOLS = ("heuristic", "all-at-once", "step-by-step", "binary-search", "hybrid", "counterfactual")
-
-#: Protocols that reproduce a published harness (``--preset``): the preset's name, then
-#: the protocol it runs. Accepted wherever a protocol name is, not offered in menus.
-PRESET_PROTOCOLS = {"whowhen-pro": "whowhen-pro:all-at-once"}
-#: Presets with several protocols: preset -> {whenpro protocol: the preset's protocol}.
-PRESET_CHOICES = {
-    "whowhen-pro": {"all-at-once": "whowhen-pro:all-at-once"},
-    "whowhen": {
-        "all-at-once": "whowhen:all-at-once",
-        "step-by-step": "whowhen:step-by-step",
-        "binary-search": "whowhen:binary-search",
-    },
-}
-#: Every preset protocol name.
-PRESET_NAMES = frozenset(name for choices in PRESET_CHOICES.values() for name in choices.values())
-
-_ALIASES = {
-    "aao": "all-at-once",
-    "all_at_once": "all-at-once",
-    "sbs": "step-by-step",
-    "step_by_step": "step-by-step",
-    "binary": "binary-search",
-    "bs": "binary-search",
-    "binary_search": "binary-search",
-    "cf": "counterfactual",
-}
-
-
-def protocol_name(name: str) -> str:
-    """The canonical protocol name for ``name`` (aliases accepted); ConfigError when
-    unknown, listing the choices."""
-    key = name.strip().lower()
-    key = _ALIASES.get(key, key)
-    if key not in PROTOCOLS and key not in PRESET_NAMES:
-        raise ConfigError(f"unknown protocol {name!r}", expected=", ".join(PROTOCOLS))
-    return key
-
-
-def preset_protocol(preset: str, protocol: str | None) -> str:
-    """The protocol a ``--preset`` runs (``protocol``, all-at-once by default, in the
-    preset's version); ConfigError for an unknown preset, or a ``--protocol`` the preset's
-    harness does not have (whowhen-pro: all-at-once only; whowhen: all-at-once,
-    step-by-step, binary-search)."""
-    key = preset.strip().lower()
-    if key not in PRESET_CHOICES:
-        raise ConfigError(f"unknown preset {preset!r}", expected=", ".join(PRESET_CHOICES))
-    choices = PRESET_CHOICES[key]
-    name = protocol_name(protocol) if protocol else "all-at-once"
-    if name in choices.values():
-        return name
-    if name not in choices:
-        raise ConfigError(
-            f"--preset {key} has no {name} protocol", expected="no --protocol, or --protocol " + " / ".join(choices)
-        )
-    return choices[name]
 
 
 async def attribute(
@@ -166,13 +109,4 @@ def trace_has_gold(trace: Trace) -> bool:
     return bool(trace.task.answer)
 
 
-__all__ = [
-    "PRESET_CHOICES",
-    "PRESET_NAMES",
-    "PRESET_PROTOCOLS",
-    "PROTOCOLS",
-    "attribute",
-    "preset_protocol",
-    "protocol_name",
-    "trace_has_gold",
-]
+__all__ = ["attribute", "trace_has_gold"]

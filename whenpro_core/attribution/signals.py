@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from whenpro_core.attribution.evidence import (
+from whenpro_core.trace.evidence import (
     answer_matches,
     answer_values,
     capped,

@@ -9,13 +9,13 @@ everything but the newest step.
 from __future__ import annotations
 
 from whenpro_core.attribution.asking import ask
-from whenpro_core.attribution.evidence import is_candidate
 from whenpro_core.attribution.judge import Judge, Progress, ProgressCallback, Tally
 from whenpro_core.attribution.judge_images import image_loader_for
 from whenpro_core.attribution.prompts import Message, StepJudgement, step_by_step_opening, step_turn
-from whenpro_core.attribution.render import StepBlock, Transcript, render_transcript
+from whenpro_core.trace.evidence import is_candidate
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
+from whenpro_core.views.transcript import StepBlock, Transcript, render_transcript
 
 
 def judged_blocks(trace: Trace, transcript: Transcript, agent: str | None = None) -> list[StepBlock]:

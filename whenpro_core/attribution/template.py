@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.attribution.prompts import ALL_AT_ONCE_FORMAT, Message, transcript_parts
-from whenpro_core.attribution.render import ImagePart, Part, TextPart, Transcript
 from whenpro_core.errors import ConfigError
 from whenpro_core.trace.model import Trace
 from whenpro_core.trace.taxonomy import Taxonomy
+from whenpro_core.views.transcript import ImagePart, Part, TextPart, Transcript
 
 COORDINATE_HINT = (
     "Steps are headed `Step <coordinate> | Agent: <name>`. Write the coordinate and the agent "

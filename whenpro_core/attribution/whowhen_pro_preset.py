@@ -60,12 +60,12 @@ import orjson
 from whenpro_core.attribution.asking import ask
 from whenpro_core.attribution.judge import CallSettings, Judge, Progress, ProgressCallback, Tally
 from whenpro_core.attribution.prompts import Message, Verdict
-from whenpro_core.attribution.render import ImagePart, Part, TextPart
-from whenpro_core.attribution.run import PRESET_PROTOCOLS
+from whenpro_core.attribution.protocols import PRESET_PROTOCOLS
 from whenpro_core.errors import ConfigError
-from whenpro_core.trace.coords import canonical_framework
+from whenpro_core.trace.frameworks import canonical_framework
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
+from whenpro_core.views.transcript import ImagePart, Part, TextPart
 
 #: Request settings of the preset (``whowhen_eval/run.py`` defaults).
 TEMPERATURE = 0.0

@@ -327,8 +327,7 @@ def _seeds_section(seeds: list[Seed]) -> dict[str, Any]:
 
 
 def _tools(opts: BuildOptions):
-    from whenpro_core.injection.executors import get_executor
-    from whenpro_core.injection.generate import get_generator
+    from whenpro_core.injection.registry import get_executor, get_generator
 
     if opts.generator.startswith("text:"):
         raise ConfigError(

@@ -39,6 +39,7 @@ from pathlib import Path
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.injection.mutators import MUTATORS, applicable_modes
 from whenpro_core.injection.textedit import is_agent_step
+from whenpro_core.storage.fsutil import safe_name
 from whenpro_core.trace.model import Step, Trace
 
 #: Reasons a seed trace is not used.
@@ -119,7 +120,6 @@ def scan_seeds(target: str | Path) -> list[Seed]:
     Raises TraceFormatError when ``target`` does not exist."""
     from whenpro_core.formats import load_trace, walk
     from whenpro_core.injection.verify import original_success
-    from whenpro_core.summary import safe_name
 
     seeds: list[Seed] = []
     seen: set[str] = set()

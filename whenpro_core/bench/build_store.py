@@ -78,20 +78,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ConfigDict
 
 from whenpro_core.bench import applog
+from whenpro_core.bench.validate import validation_counts
 from whenpro_core.errors import ConfigError, WhenproError
-from whenpro_core.formats.build_meta import PROVENANCE_FORMAT
+from whenpro_core.formats.build_meta import MANIFEST, MANIFEST_FORMAT, PROVENANCE_FORMAT, load_manifest
 from whenpro_core.storage import jsonio
-from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text
+from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text, safe_name
 
 BUILD_DIR = ".whenpro-build"
 JOURNAL_FORMAT = "whenpro.build.journal/1"
 ATTEMPT_FORMAT = "whenpro.build.attempt/1"
-MANIFEST_FORMAT = "whenpro.build.manifest/1"
-MANIFEST = "manifest.json"
 PROVENANCE = "provenance.json"
 LAYOUTS = ("files", "jsonl")
 #: Why an attempt did not give a dataset trace, by the stage that dropped it.
@@ -169,8 +167,6 @@ class Entry(BaseModel):
 
 
 def _safe(text: str) -> str:
-    from whenpro_core.summary import safe_name
-
     return safe_name(str(text)) or "unknown"
 
 
@@ -347,8 +343,6 @@ class BuildStore:
         )
         manifest["run"] = run
         manifest["warnings"] = build_warnings(run, selected)
-        from whenpro_core.bench.validate import validation_counts
-
         manifest["validation"] = validation_counts(self.root, manifest)
         atomic_write_bytes(self.root / MANIFEST, jsonio.dumps(manifest, indent=True) + b"\n")
         return manifest
@@ -635,24 +629,8 @@ def read_manifest(root: str | Path, *, fresh_validation: bool = True) -> dict[st
     ``validation.jsonl`` (so readers always see current counts, whether or not
     ``whenpro build --revalidate`` ran). Raises TraceFormatError for an unreadable
     manifest."""
-    from whenpro_core.errors import TraceFormatError
-
-    path = Path(root) / MANIFEST
-    try:
-        data = jsonio.loads(path.read_bytes())
-    except FileNotFoundError:
-        return None
-    except (OSError, orjson.JSONDecodeError) as exc:
-        raise TraceFormatError(
-            f"cannot read the build manifest: {exc}", path=path, expected="manifest.json written by whenpro build"
-        ) from None
-    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
-        raise TraceFormatError(
-            "not a whenpro build manifest", path=path, json_path="$.format", expected=f'"{MANIFEST_FORMAT}"'
-        )
-    if fresh_validation:
-        from whenpro_core.bench.validate import validation_counts
-
+    data = load_manifest(root)
+    if data is not None and fresh_validation:
         data["validation"] = validation_counts(root, data)
     return data
 

@@ -18,7 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from whenpro_core.attribution.run import protocol_name
+from whenpro_core.attribution.protocols import protocol_name
 from whenpro_core.attribution.template import load_template, template_sha, templated_protocol
 from whenpro_core.bench import runner, shards
 from whenpro_core.bench.aggregate import Report

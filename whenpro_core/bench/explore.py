@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from whenpro_core.bench.aggregate import DIMENSIONS, Metrics, Report, Scored, _dimension, aggregate
-from whenpro_core.bench.records import RECORD_PREFIX, Record, latest, read_records
+from whenpro_core.bench.records import Record, latest, read_records
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.trace.model import Usage
@@ -42,22 +42,6 @@ DIMENSION_TITLES = {
 }
 
 GroupKey = tuple[str, str, bool]
-
-
-def is_results_file(path: str | Path) -> bool:
-    """True when ``path`` is a file whose first line is a whenpro bench record (its
-    first bytes are ``{"format":"whenpro.bench.record/1"``; a UTF-8 BOM and leading
-    blank space are allowed). Reads at most 4 KiB; never raises."""
-    try:
-        p = Path(path)
-        if not p.is_file():
-            return False
-        with p.open("rb") as fh:
-            head = fh.read(4096)
-    except OSError:
-        return False
-    head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    return head.startswith(RECORD_PREFIX)
 
 
 # --------------------------------------------------------------------------- columns
@@ -394,7 +378,6 @@ __all__ = [
     "compact",
     "compare",
     "dataset_index",
-    "is_results_file",
     "load_results",
     "pct",
     "resolve_ref",

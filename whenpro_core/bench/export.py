@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.bench import applog
-from whenpro_core.bench.build_store import MANIFEST, read_manifest
+from whenpro_core.bench.build_store import read_manifest
 from whenpro_core.bench.validate import VALIDATION_FILE, read_validations, review_items, validation_counts
 from whenpro_core.errors import WhenproError
+from whenpro_core.formats.build_meta import MANIFEST
 from whenpro_core.formats.registry import split_ref
 from whenpro_core.storage import jsonio
 from whenpro_core.storage.fsutil import atomic_copy, atomic_write_bytes

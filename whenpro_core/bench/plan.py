@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from whenpro_core.attribution.run import protocol_name
+from whenpro_core.attribution.protocols import protocol_name
 from whenpro_core.bench.records import Record, absolute_ref, record_key
 from whenpro_core.errors import ConfigError
 from whenpro_core.trace.model import TraceSummary

@@ -29,17 +29,12 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from whenpro_core.bench.score import accepted_steps, score_prediction, step_distance, strict_step_ok
 from whenpro_core.errors import ConfigError, TraceFormatError
+from whenpro_core.formats.whenpro_files import RECORD_FORMAT, RECORD_PREFIX
 from whenpro_core.safety.redact import redact
 from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Attribution, Trace, TraceSummary, Usage
-
-#: Version tag written in every record.
-RECORD_FORMAT = "whenpro.bench.record/1"
-#: Every record line starts with these bytes (``format`` is the first field written);
-#: used to recognise a results file and a torn record before touching a file.
-RECORD_PREFIX = b'{"format":"' + RECORD_FORMAT.encode() + b'"'
+from whenpro_core.trace.score import accepted_steps, score_prediction, step_distance, strict_step_ok
 
 #: Kinds of failure a record can carry: ``trace`` (the trace could not be read or
 #: attributed: bad input, deterministic), ``backend`` (the LLM backend failed after its
@@ -65,7 +60,7 @@ class TraceMeta(_Tolerant):
         single_agent: the framework has one agent; left out of the Agent metric (§4, §7).
         steps: number of steps (``None`` when the trace could not be read).
         tokens: length of the rendered transcript a judge sees, estimated as characters
-            / 4 (:data:`whenpro_core.attribution.render.CHARS_PER_TOKEN`), images not
+            / 4 (:data:`whenpro_core.views.transcript.CHARS_PER_TOKEN`), images not
             counted; ``None`` when unknown. Reports bucket it (<4K, 4–8K, 8–12K, >12K).
     """
 
@@ -86,7 +81,7 @@ class TraceMeta(_Tolerant):
 
 
 class Scores(_Tolerant):
-    """Per-axis verdict of one prediction (:class:`~whenpro_core.bench.score.AxisScore`
+    """Per-axis verdict of one prediction (:class:`~whenpro_core.trace.score.AxisScore`
     as data). ``mode`` is ``None`` when the ground truth has no mode (Who&When)."""
 
     agent: bool = False
@@ -113,7 +108,7 @@ class Record(_Tolerant):
             step, round-only scoring), so any tolerance can be applied later.
         tolerance: the k used for ``score_tol``.
         strict_step: the step verdict under the official leaderboard's strict coordinate
-            rule (:func:`~whenpro_core.bench.score.strict_step_ok`); ``None`` when unscored.
+            rule (:func:`~whenpro_core.trace.score.strict_step_ok`); ``None`` when unscored.
         usage: calls, tokens, cost and protocol seconds of the LLM calls behind this
             record (copied from the prediction; an answer replayed from whenpro's response
             cache counts with its original usage), so a second run reports the same totals.
@@ -216,7 +211,7 @@ def trace_meta(trace: Trace | None, summary: TraceSummary | None = None, tokens:
 
 def nearest_step_distance(trace: Trace, pred: Attribution | None) -> int | None:
     """Distance from the predicted step to the nearest accepted step (DESIGN §7 ±k
-    rule, :func:`~whenpro_core.bench.score.step_distance`); ``None`` when not
+    rule, :func:`~whenpro_core.trace.score.step_distance`); ``None`` when not
     comparable (no prediction, no step, round-only scoring, coordinate not in the trace)."""
     gt = trace.ground_truth
     if gt is None or pred is None or pred.step in (None, ""):

@@ -126,7 +126,7 @@ def make_judges(
 def transcript_tokens(trace: Trace) -> int:
     """Estimated tokens of the transcript a judge sees (characters / 4, whole
     transcript, images as their text markers): the length used for length buckets."""
-    from whenpro_core.attribution.render import CHARS_PER_TOKEN, block_text, context_text, render_transcript
+    from whenpro_core.views.transcript import CHARS_PER_TOKEN, block_text, context_text, render_transcript
 
     transcript = render_transcript(trace, budget_tokens=1 << 40)
     chars = len(context_text(transcript)) + sum(len(block_text(b)) + 1 for b in transcript.blocks)

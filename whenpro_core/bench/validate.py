@@ -41,9 +41,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from whenpro_core.bench import applog
 from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.formats.build_meta import VALIDATION_FORMAT, load_manifest
 
 VALIDATION_FILE = "validation.jsonl"
-VALIDATION_FORMAT = "whenpro.validation/1"
+
 VERDICTS = ("accept", "reject", "relabel")
 #: Status of a trace after review (``pending``: no decision yet).
 STATUSES = ("pending", "accepted", "rejected", "relabelled")
@@ -117,9 +118,7 @@ class ReviewItem(BaseModel):
 
 
 def _manifest(root: Path) -> dict[str, Any]:
-    from whenpro_core.bench.build_store import read_manifest
-
-    manifest = read_manifest(root, fresh_validation=False)
+    manifest = load_manifest(root)
     if manifest is None:
         raise WhenproError(
             "no manifest.json here: not a dataset built by whenpro build",

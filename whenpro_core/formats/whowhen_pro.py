@@ -25,6 +25,7 @@ from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text, summary_text
 from whenpro_core.formats.whowhen_pro_steps import build_step, final_answer_of, media_list, unread_media
 from whenpro_core.trace import coords
+from whenpro_core.trace.frameworks import canonical_framework
 from whenpro_core.trace.gt_map import resolve_ground_truth
 from whenpro_core.trace.model import (
     NATIVE_FORMAT,
@@ -216,7 +217,7 @@ def build_trace(prep: Prepared, ctx: LoadContext, *, fmt: str = FORMAT, media_pr
     doc, lay = prep.doc, prep.layout
     entries = doc["trajectory"]
     extras = {k: v for k, v in doc.items() if k not in MODEL_FIELDS}
-    if coords.canonical_framework(doc["framework"]) != doc["framework"]:
+    if canonical_framework(doc["framework"]) != doc["framework"]:
         extras["framework_native"] = doc["framework"]
     steps = [
         build_step(i, slot, entries[slot.entry], lay.framework, agent=slot.agent, media_prefix=media_prefix)

@@ -143,7 +143,7 @@ def executor_choices(trace: Trace) -> list[ExecutorChoice]:
     """The executors for ``trace``: ``builtin`` (available only for a built-in
     environment's run), ``cmd``, ``simulate``, then installed plugins."""
     from whenpro_core.envs import env_for_trace
-    from whenpro_core.injection.executors import plugin_names
+    from whenpro_core.injection.registry import plugin_names
 
     env = env_for_trace(trace)
     out = [

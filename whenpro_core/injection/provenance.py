@@ -12,6 +12,7 @@ from typing import Any
 
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.injection.verify import Verdict
+from whenpro_core.storage.fsutil import safe_name
 from whenpro_core.trace.model import Attribution, GroundTruth, Trace
 
 
@@ -72,8 +73,6 @@ def seed_candidates(cf: Trace) -> list[Path]:
     """Where the seed of ``cf`` may be, in order: its ``seed_ref`` (as given, then next to
     ``cf``'s file, then under its dataset root), then ``<seed id>.json`` next to ``cf``'s
     file (where ``whenpro inject`` and the TUI write counterfactuals)."""
-    from whenpro_core.summary import safe_name
-
     inj = injection_of(cf) or {}
     here = Path(cf.source.path).parent if cf.source.path else None
     out: list[Path] = []
@@ -152,9 +151,9 @@ class AttributionCheck:
 
 def check_attribution(cf: Trace, attribution: Attribution) -> AttributionCheck | None:
     """Score ``attribution`` against the injected step of ``cf``
-    (:func:`whenpro_core.bench.score.score_prediction`); ``None`` when ``cf`` has no
+    (:func:`whenpro_core.trace.score.score_prediction`); ``None`` when ``cf`` has no
     injection to compare with."""
-    from whenpro_core.bench.score import score_prediction
+    from whenpro_core.trace.score import score_prediction
 
     truth = injected_truth(cf)
     if truth is None:

@@ -43,26 +43,27 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from whenpro_core.config import Settings
 from whenpro_core.envs.base import ToolRunner, extract_final_answer
 from whenpro_core.errors import ReplayError
 from whenpro_core.injection.executors import Continuation, ReplayContext
-from whenpro_core.injection.llm_io import (
+from whenpro_core.injection.turns import Roster, code_of, exec_call, next_coord, record_executions
+from whenpro_core.llm.generation import (
     DATA_NOTE,
-    GenCall,
+    SimStep,
     agents_text,
     clean_generated,
     prompt_budget,
     read_answer,
     resolve_model,
     run_sync,
+    step_sections,
     task_text,
     transcript_text,
     usage_dict,
 )
-from whenpro_core.injection.turns import Roster, code_of, exec_call, next_coord, record_executions
 from whenpro_core.safety.textsafe import strip_controls
 from whenpro_core.trace.model import Step, ToolCall, Trace, Usage
 
@@ -73,20 +74,6 @@ TERMINATE_LINE = re.compile(r"^\s*TERMINATE\s*$", re.MULTILINE)
 FINAL_LINE = re.compile(r"^\W*final answer\s*[:：]", re.IGNORECASE | re.MULTILINE)
 #: Characters of an agent's recorded system prompt shown to the model.
 SYSTEM_PROMPT_CHARS = 2_000
-
-
-class SimStep(BaseModel):
-    """One simulated agent turn."""
-
-    content: str = Field(description="the agent's message, exactly as it writes it")
-    tool_calls: list[GenCall] = Field(default_factory=list, description="tool calls made in this step ([] if none)")
-    final_answer: str | None = Field(None, description="the team's final answer if this message delivers it, else null")
-    ends_run: bool = Field(False, description="true if the conversation ends after this message")
-
-    @field_validator("tool_calls", mode="before")
-    @classmethod
-    def _null_calls(cls, v: Any) -> Any:
-        return [] if v is None else v
 
 
 class SimToolResult(BaseModel):
@@ -106,24 +93,6 @@ SYSTEM = (
     "are run for you). When you are asked for a tool's output instead, write only what the tool would "
     "return.\n\n" + DATA_NOTE
 )
-
-
-def _yes(text: str) -> bool:
-    return text.strip().strip("*`.").lower() in ("yes", "true", "y", "1")
-
-
-def _step_sections(sec: dict[str, str]) -> dict[str, Any]:
-    raw = sec.get("tool calls", "").strip().strip("`").strip()
-    if raw.lower().startswith("json"):
-        raw = raw[4:].strip()
-    calls = [] if not raw or raw.lower() in ("null", "none", "[]", "n/a") else json.loads(raw)
-    final = sec.get("final answer", "").strip()
-    return {
-        "content": sec["content"],
-        "tool_calls": calls,
-        "final_answer": None if final.lower() in ("", "null", "none", "n/a") else final,
-        "ends_run": _yes(sec.get("ends run", "")),
-    }
 
 
 def _tool_sections(sec: dict[str, str]) -> dict[str, Any]:
@@ -279,7 +248,7 @@ class _Run:
             self._step_prompt(agent, coord),
             SimStep,
             ["CONTENT", "TOOL CALLS", "FINAL ANSWER", "ENDS RUN"],
-            _step_sections,
+            step_sections,
             stage=f"simulated turn of {agent}",
         )
         sim: SimStep = answer.value

@@ -156,7 +156,7 @@ class LiveJudge:
         decisive_strength: float = DECISIVE_STRENGTH,
         final_protocol: str = "all-at-once",
     ) -> None:
-        from whenpro_core.attribution.run import protocol_name
+        from whenpro_core.attribution.protocols import protocol_name
 
         self.protocol = protocol_name(protocol)
         if self.protocol not in ("heuristic", "step-by-step"):
@@ -283,7 +283,7 @@ class LiveJudge:
 
     def _render(self, trace: Trace, steps: list[Step]) -> Any:
         from whenpro_core.attribution.judge_images import image_loader_for
-        from whenpro_core.attribution.render import render_transcript
+        from whenpro_core.views.transcript import render_transcript
 
         sub = trace.model_copy(update={"steps": steps, "task": trace.task.model_copy(update={"images": []})})
         return render_transcript(
@@ -293,7 +293,7 @@ class LiveJudge:
     def _opening(self, trace: Trace, context: list[tuple[str, str]]) -> list:
         from whenpro_core.attribution.judge_images import image_loader_for
         from whenpro_core.attribution.prompts import step_by_step_opening
-        from whenpro_core.attribution.render import Transcript, render_transcript
+        from whenpro_core.views.transcript import Transcript, render_transcript
 
         images = render_transcript(
             trace.model_copy(update={"steps": []}), image_loader=image_loader_for(self.judge)
@@ -312,11 +312,11 @@ class LiveJudge:
 
     async def _step_by_step(self, trace: Trace) -> AsyncIterator[Any]:
         from whenpro_core.attribution.asking import ask
-        from whenpro_core.attribution.evidence import is_candidate
         from whenpro_core.attribution.judge import Tally
         from whenpro_core.attribution.prompts import Message, StepJudgement, step_turn
-        from whenpro_core.attribution.render import Transcript, context_text
         from whenpro_core.live.builders import common_prefix
+        from whenpro_core.trace.evidence import is_candidate
+        from whenpro_core.views.transcript import Transcript, context_text
 
         if self._tally is None:
             self._tally = Tally("step-by-step", self.judge, self.with_gold)

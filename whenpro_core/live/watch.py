@@ -195,7 +195,7 @@ def _final_protocol(preset: str | None, model: str | None, final_pass: bool) -> 
     """The final pass's protocol: all-at-once, or ``preset``'s version of it (ConfigError
     for an unknown preset, or a preset without ``--final-pass`` and ``--model``: presets
     need the whole run, so they apply to the final pass only)."""
-    from whenpro_core.attribution.run import preset_protocol
+    from whenpro_core.attribution.protocols import preset_protocol
 
     if preset is None:
         return "all-at-once"
@@ -218,7 +218,7 @@ def _judge_factory(
     no_cache: bool,
     preset: str | None = None,
 ):
-    from whenpro_core.attribution.run import PRESET_PROTOCOLS, protocol_name
+    from whenpro_core.attribution.protocols import PRESET_PROTOCOLS, protocol_name
     from whenpro_core.live.judge_live import LiveJudge
 
     if model and model.strip().lower() == "heuristic":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -98,3 +99,11 @@ def check_can_write_in(folder: str | Path, *, path: str | Path | None = None, wh
         os.unlink(tmp)
     except OSError as exc:
         raise WhenproError(f"cannot write {what}: {exc.strerror or exc}", path=named) from None
+
+
+def safe_name(text: str) -> str:
+    """A file-name-safe version of a trace id: runs of characters other than letters,
+    digits, ``.``, ``_`` and ``-`` become ``_``; leading/trailing dots and underscores are
+    dropped; at most 150 characters; ``"trace"`` when nothing is left."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "trace"
+    return name[:150]

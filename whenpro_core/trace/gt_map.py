@@ -13,15 +13,12 @@ from collections.abc import Callable
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.trace.coords import (
+from whenpro_core.trace.coords import Layout, int_field, normalize_coord, round_of
+from whenpro_core.trace.frameworks import (
     FIXED_AGENT_LABELS,
     ROUND_ONLY_FRAMEWORKS,
     SINGLE_AGENT_FRAMEWORKS,
-    Layout,
     canonical_framework,
-    int_field,
-    normalize_coord,
-    round_of,
 )
 from whenpro_core.trace.model import Accepted, GroundTruth
 

@@ -17,6 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from whenpro_core.trace.coords import normalize_coord
+from whenpro_core.trace.frameworks import SINGLE_AGENT_FRAMEWORKS
+
 #: Version of the native JSON format written by :mod:`whenpro_core.formats.native`.
 NATIVE_FORMAT = "whenpro.trace/1"
 
@@ -315,8 +318,6 @@ class Trace(_Model):
     def step_by_coord(self, coord: str) -> Step | None:
         """The first step whose coordinate equals ``coord`` (after stripping a leading
         ``step``/``round``/``turn`` word and whitespace), or ``None``."""
-        from whenpro_core.trace.coords import normalize_coord
-
         want = normalize_coord(coord)
         for step in self.steps:
             if step.coord is not None and step.coord == want:
@@ -338,8 +339,6 @@ class Trace(_Model):
     @property
     def is_single_agent(self) -> bool:
         """True for single-agent frameworks, which the agent metric leaves out (DESIGN §4)."""
-        from whenpro_core.trace.coords import SINGLE_AGENT_FRAMEWORKS
-
         return self.framework in SINGLE_AGENT_FRAMEWORKS
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from whenpro_core.trace.coords import SINGLE_AGENT_FRAMEWORKS, normalize_coord, round_of
+from whenpro_core.trace.coords import normalize_coord, round_of
+from whenpro_core.trace.frameworks import SINGLE_AGENT_FRAMEWORKS
 from whenpro_core.trace.model import Attribution, GroundTruth, Trace
 
 

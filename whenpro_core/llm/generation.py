@@ -20,12 +20,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from whenpro_core.config import Settings, load_settings
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
+from whenpro_core.llm.models import context_window
 from whenpro_core.safety.textsafe import strip_controls
 from whenpro_core.trace.model import Trace, Usage
+from whenpro_core.views.transcript import block_text, context_text, render_transcript
 
 T = TypeVar("T")
 
@@ -100,8 +102,6 @@ def preload_sdk(model: str, settings: Settings | None = None) -> None:
 def prompt_budget(backend: Any) -> int:
     """Tokens available for a rendered transcript: 80% of the model's context window
     minus the answer's max tokens (as :func:`whenpro_core.attribution.llm_judge.make_judge`)."""
-    from whenpro_core.attribution.llm_judge import context_window
-
     max_out = backend.settings.max_tokens or 4096
     return max(4_000, int(context_window(backend.name) * 0.8) - max_out)
 
@@ -128,8 +128,6 @@ def transcript_text(trace: Trace, budget_tokens: int) -> str:
     """``trace``'s steps as the fenced judge transcript (:func:`render_transcript`,
     ``Step <coord> | Agent: <name>`` headers; hidden label fields, extras and the ground
     truth are never rendered; images as ``[image: ...]`` markers), cut to the budget."""
-    from whenpro_core.attribution.render import block_text, context_text, render_transcript
-
     transcript = render_transcript(trace, budget_tokens=budget_tokens)
     parts = ["<transcript>"]
     if transcript.context:
@@ -163,6 +161,41 @@ class GenCall(BaseModel):
             args = data["arguments"]
             data = {**data, "arguments_json": args if isinstance(args, str) else json.dumps(args)}
         return data
+
+
+class SimStep(BaseModel):
+    """One simulated agent turn."""
+
+    content: str = Field(description="the agent's message, exactly as it writes it")
+    tool_calls: list[GenCall] = Field(default_factory=list, description="tool calls made in this step ([] if none)")
+    final_answer: str | None = Field(None, description="the team's final answer if this message delivers it, else null")
+    ends_run: bool = Field(False, description="true if the conversation ends after this message")
+
+    @field_validator("tool_calls", mode="before")
+    @classmethod
+    def _null_calls(cls, v: Any) -> Any:
+        return [] if v is None else v
+
+
+def _yes(text: str) -> bool:
+    return text.strip().strip("*`.").lower() in ("yes", "true", "y", "1")
+
+
+def step_sections(sec: dict[str, str]) -> dict[str, Any]:
+    """A :class:`SimStep` as a dict from the labelled sections of an answer
+    (``CONTENT``, ``TOOL CALLS`` as JSON, ``FINAL ANSWER``, ``ENDS RUN``), lower-case keys.
+    Raises KeyError without a content section, ValueError for tool calls that are not JSON."""
+    raw = sec.get("tool calls", "").strip().strip("`").strip()
+    if raw.lower().startswith("json"):
+        raw = raw[4:].strip()
+    calls = [] if not raw or raw.lower() in ("null", "none", "[]", "n/a") else json.loads(raw)
+    final = sec.get("final answer", "").strip()
+    return {
+        "content": sec["content"],
+        "tool_calls": calls,
+        "final_answer": None if final.lower() in ("", "null", "none", "n/a") else final,
+        "ends_run": _yes(sec.get("ends run", "")),
+    }
 
 
 _HEADER = r"^[ \t]*HASH(?:\*\*)?[ \t]*(LABELS)[ \t]*(?:\*\*)?[ \t]*(?::[ \t]*(?:\*\*)?[ \t]*(.*?))?[ \t]*$"
