@@ -46,7 +46,6 @@ from whenpro_core.trace.model import Usage
 
 FENCE = "`" * 3
 AXES = ("agent", "step", "error", "joint")
-AXIS_TITLES = {"agent": "Agent", "step": "Step", "error": "Error F1", "joint": "Joint"}
 DIM_TITLES = {
     "modality": "modality",
     "framework": "framework",

@@ -441,12 +441,6 @@ class LiveStore:
         with self._lock:
             return len(self._live)
 
-    @property
-    def spans_in_memory(self) -> int:
-        """Spans held in memory now, over all traces."""
-        with self._lock:
-            return sum(len(v.spans) for v in self._live.values())
-
     def trace(self, trace_id: str) -> Trace | None:
         """The latest written version of a trace (from memory, else from disk), or
         ``None`` when the store has never seen it."""
