@@ -15,14 +15,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from whenpro_core.attribution.binary_search import max_calls
 from whenpro_core.attribution.judge import CallSettings, JudgeReply, Progress, ProgressCallback
+from whenpro_core.attribution.llm_judge import make_judge
 from whenpro_core.attribution.protocols import PROTOCOLS, protocol_name
 from whenpro_core.attribution.run import attribute, trace_has_gold
+from whenpro_core.config import load_settings
 from whenpro_core.envs import env_for_trace
 from whenpro_core.errors import ConfigError
+from whenpro_core.llm.endpoints import require_endpoint
+from whenpro_core.llm.models import parse_model
 from whenpro_core.trace.coords import normalize_coord
 from whenpro_core.trace.evidence import is_candidate
 from whenpro_core.trace.model import Attribution, Trace, Usage
+from whenpro_core.trace.score import score_prediction
 from whenpro_core.views.search import find_coord
 
 if TYPE_CHECKING:
@@ -69,8 +75,6 @@ def model_choices(settings: Settings | None, previous: Iterable[Attribution] = (
     out: dict[str, str] = {}
 
     def add(name: str, note: str) -> None:
-        from whenpro_core.llm.models import parse_model
-
         try:
             spec = parse_model(name)
         except ConfigError:
@@ -97,8 +101,6 @@ def model_choices(settings: Settings | None, previous: Iterable[Attribution] = (
 def protocol_notes(trace: Trace) -> dict[str, str]:
     """A short cost note per protocol for ``trace`` (calls counted over the agent steps
     a judge is asked about; DESIGN §6)."""
-    from whenpro_core.attribution.binary_search import max_calls
-
     n = sum(1 for s in trace.steps if is_candidate(s))
     return {
         "heuristic": "offline, no model",
@@ -130,12 +132,7 @@ def make_request(
     ):
         return AttributionRequest(protocol, None, with_gold)
     if settings is None:
-        from whenpro_core.config import load_settings
-
         settings = load_settings()  # raises the ConfigError that made it None
-    from whenpro_core.llm.endpoints import require_endpoint
-    from whenpro_core.llm.models import parse_model
-
     name = (model or "").strip() or settings.model
     spec = parse_model(name, api=settings.api)
     if spec is None:
@@ -197,8 +194,6 @@ def open_judge(model: str, settings: Settings | None = None, *, use_cache: bool 
     """Open a metered judge for ``model``, importing the provider's SDK first (call it in
     a thread: the import takes about a second). Raises ConfigError like
     :func:`~whenpro_core.attribution.llm_judge.make_judge`."""
-    from whenpro_core.attribution.llm_judge import make_judge
-
     sdk = "anthropic" if model.lower().startswith("anthropic:") else "openai"
     try:
         importlib.import_module(sdk)
@@ -293,7 +288,6 @@ def verdict_score(trace: Trace, verdict: Attribution) -> AxisScore | None:
     trace has none."""
     if trace.ground_truth is None:
         return None
-    from whenpro_core.trace.score import score_prediction
 
     return score_prediction(trace, verdict)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 
+from whenpro_core import media
+from whenpro_core.errors import MediaError
 from whenpro_core.trace.model import MediaRef, Trace
 from whenpro_core.views.transcript import MAX_FRAMES_PER_STEP, ImageLoader, ImagePart
 
@@ -24,9 +26,6 @@ def load_judge_images(ref: MediaRef, trace: Trace) -> list[ImagePart]:
     """A MediaRef as JPEG parts: one for an image or frame, up to 8 keyframes for a
     video file. Empty when it cannot be read (missing file, a path outside the dataset,
     corrupt data)."""
-    from whenpro_core import media
-    from whenpro_core.errors import MediaError
-
     try:
         if ref.kind != "video":
             data = media.jpeg_for_ref(

@@ -19,7 +19,11 @@ from pydantic import BaseModel
 from whenpro_core.attribution.judge import CallSettings, JudgeReply
 from whenpro_core.attribution.prompts import Message
 from whenpro_core.config import Settings, load_settings
-from whenpro_core.llm.models import context_window
+from whenpro_core.llm import ImagePart as LLMImage
+from whenpro_core.llm import Message as LLMMessage
+from whenpro_core.llm import TextPart as LLMText
+from whenpro_core.llm import open_backend
+from whenpro_core.llm.models import context_window, reads_images
 from whenpro_core.llm.types import LLMRequest
 from whenpro_core.views.transcript import ImagePart, TextPart
 
@@ -98,10 +102,6 @@ def judge_budget(model_name: str, settings: Settings) -> int:
 
 
 def _convert(message: Message):
-    from whenpro_core.llm import ImagePart as LLMImage
-    from whenpro_core.llm import Message as LLMMessage
-    from whenpro_core.llm import TextPart as LLMText
-
     parts = []
     last = len(message.parts) - 1
     for i, part in enumerate(message.parts):
@@ -125,9 +125,6 @@ def make_judge(
     Raises ConfigError for a bad model name, ``heuristic``, or a missing key or base URL
     (the message names the setting to fix, never a key).
     """
-    from whenpro_core.llm import open_backend
-    from whenpro_core.llm.models import reads_images
-
     settings = settings or load_settings()
     backend = open_backend(model, settings)
     if multimodal is None:

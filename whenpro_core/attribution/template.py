@@ -52,7 +52,7 @@ def load_template(path: str | Path) -> PromptTemplate:
     """Read and compile a Jinja2 template; ConfigError naming the file (and line) when it
     cannot be read or does not parse."""
     import jinja2  # lazy: only --template needs Jinja2
-    from jinja2.sandbox import SandboxedEnvironment
+    from jinja2.sandbox import SandboxedEnvironment  # lazy: only --template needs Jinja2
 
     path = Path(path)
     try:

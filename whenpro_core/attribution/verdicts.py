@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 import orjson
+import platformdirs
 
 from whenpro_core.errors import WhenproError
+from whenpro_core.formats.whenpro_files import is_verdicts_head
 from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Attribution, Trace
 
@@ -25,7 +27,6 @@ def _data_dir() -> Path:
     env = os.environ.get("WHENPRO_DATA_DIR")
     if env:
         return Path(env)
-    import platformdirs
 
     return Path(platformdirs.user_data_dir("whenpro"))
 
@@ -85,8 +86,6 @@ def save_verdict(trace: Trace, verdict: Attribution) -> Path | None:
 
 def _check_own_sidecar(path: Path) -> None:
     """WhenproError unless ``path`` is missing, empty or a verdicts file whenpro wrote."""
-    from whenpro_core.formats.whenpro_files import is_verdicts_head
-
     if not os.path.lexists(path):
         return
     if path.is_dir():

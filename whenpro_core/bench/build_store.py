@@ -78,14 +78,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, ConfigDict
 
 from whenpro_core.bench import applog
 from whenpro_core.bench.validate import validation_counts
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats.build_meta import MANIFEST, MANIFEST_FORMAT, PROVENANCE_FORMAT, load_manifest
+from whenpro_core.formats.whowhen_pro_write import to_jsonl_row
 from whenpro_core.storage import jsonio
 from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text, safe_name
+from whenpro_core.trace.model import LABEL_LEAKING_FIELDS
+from whenpro_core.trace.taxonomy import Taxonomy
 
 BUILD_DIR = ".whenpro-build"
 JOURNAL_FORMAT = "whenpro.build.journal/1"
@@ -402,8 +406,6 @@ def split_document(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
     lose the replay markers (:data:`~whenpro_core.trace.model.LABEL_LEAKING_FIELDS`); the
     record holds the rest (``injection``, ``env``, ...) and ``markers``: entry position ->
     the markers it had."""
-    from whenpro_core.trace.model import LABEL_LEAKING_FIELDS
-
     public = {k: doc[k] for k in PUBLIC_FIELDS if k in doc}
     record: dict[str, Any] = {k: v for k, v in doc.items() if k not in PUBLIC_FIELDS}
     markers: dict[str, Any] = {}
@@ -534,8 +536,6 @@ def _remove_build(root: Path, entries: list[Entry]) -> None:
 
 def _stream_atomic(path: Path, docs: list[dict[str, Any]]) -> None:
     """Write ``path`` as JSONL rows built from the released documents, atomically."""
-    from whenpro_core.formats.whowhen_pro_write import to_jsonl_row
-
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -554,10 +554,6 @@ def _stream_atomic(path: Path, docs: list[dict[str, Any]]) -> None:
 def write_taxonomy(root: Path) -> None:
     """Write the built-in taxonomy as ``taxonomy.yaml`` (``code: {name, description}``)
     unless ``root`` has one."""
-    import yaml
-
-    from whenpro_core.trace.taxonomy import Taxonomy
-
     target = root / "taxonomy.yaml"
     if target.exists():
         return

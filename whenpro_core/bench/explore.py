@@ -27,6 +27,8 @@ from pathlib import Path
 from whenpro_core.bench.aggregate import DIMENSIONS, Metrics, Report, Scored, _dimension, aggregate
 from whenpro_core.bench.records import Record, latest, read_records
 from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.registry import split_ref
+from whenpro_core.library.listing import walk_rows
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.trace.model import Usage
 
@@ -347,8 +349,6 @@ def resolve_ref(record: Record, by_id: dict[str, str] | None = None) -> str:
     exists, else the reference of the trace with the same id in ``by_id`` (a dataset
     given with ``--results``), else the record's ref (opening it then reports the
     missing file)."""
-    from whenpro_core.formats.registry import split_ref
-
     path, _key = split_ref(record.ref)
     if path.exists() or not by_id:
         return record.ref
@@ -359,8 +359,6 @@ def dataset_index(dataset: str | Path) -> dict[str, str]:
     """Trace id -> reference for every readable trace of a dataset (a walk; files that
     fail to import are left out). Raises TraceFormatError when ``dataset`` names
     nothing."""
-    from whenpro_core.library.listing import walk_rows
-
     return {row.id: row.ref() for row in walk_rows(dataset) if row.error is None}
 
 

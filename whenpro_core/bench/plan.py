@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from whenpro_core.attribution.protocols import protocol_name
 from whenpro_core.bench.records import Record, absolute_ref, record_key
 from whenpro_core.errors import ConfigError
+from whenpro_core.formats import walk
 from whenpro_core.trace.model import TraceSummary
 
 #: ``--gold`` / ``--no-gold`` / ``--both``: which settings of "the judge sees the gold
@@ -138,8 +139,6 @@ def select(
     ``where`` filter is given. Raises TraceFormatError when the dataset path does not
     exist, ConfigError when nothing is left to run.
     """
-    from whenpro_core.formats import walk
-
     where = where or {}
     sel = Selection(rows=[])
     for row in walk(dataset):

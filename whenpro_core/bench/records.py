@@ -30,6 +30,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from whenpro_core.errors import ConfigError, TraceFormatError
+from whenpro_core.formats.registry import split_ref
 from whenpro_core.formats.whenpro_files import RECORD_FORMAT, RECORD_PREFIX
 from whenpro_core.safety.redact import redact
 from whenpro_core.storage import jsonio
@@ -161,8 +162,6 @@ def record_key(ref: str, protocol: str, model: str, with_gold: bool) -> str:
 def absolute_ref(ref: str) -> str:
     """``path`` or ``path#key`` with the path made absolute, so a dataset named by a
     relative path and an absolute one give the same keys."""
-    from whenpro_core.formats.registry import split_ref
-
     path, key = split_ref(ref)
     text = os.path.abspath(path)
     return f"{text}#{key}" if key is not None else text

@@ -41,7 +41,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from whenpro_core.bench import applog
 from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.formats import load_trace
 from whenpro_core.formats.build_meta import VALIDATION_FORMAT, load_manifest
+from whenpro_core.safety.textsafe import strip_controls
+from whenpro_core.trace.coords import normalize_coord
+from whenpro_core.trace.taxonomy import taxonomy_for
 
 VALIDATION_FILE = "validation.jsonl"
 
@@ -182,16 +186,10 @@ def effective_label(item: ReviewItem) -> Label | None:
 
 
 def _clean(text: str | None) -> str:
-    from whenpro_core.safety.textsafe import strip_controls
-
     return strip_controls(" ".join(str(text or "").split()))[:MAX_REASON]
 
 
 def _check_relabel(root: Path, item: ReviewItem, agent: str | None, step: str | None, mode: str | None) -> Label:
-    from whenpro_core.formats import load_trace
-    from whenpro_core.trace.coords import normalize_coord
-    from whenpro_core.trace.taxonomy import taxonomy_for
-
     new = item.built.model_copy()
     if mode is not None:
         found = taxonomy_for(root).get(mode.strip().upper())

@@ -12,8 +12,10 @@ live tools and checks the final answer against the gold, as for the reference po
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
+from whenpro_core.llm import LLMRequest, open_backend
 from whenpro_core.llm.generation import (
     DATA_NOTE,
     SimStep,
@@ -63,8 +65,6 @@ class LLMPolicy:
         return run_sync(lambda: self._act(state))
 
     async def _act(self, state: EnvState) -> Step:
-        from whenpro_core.llm import LLMRequest, open_backend
-
         async with open_backend(self.model, self.settings) as backend:
             prompt = self._prompt(state, prompt_budget(backend))
             response = await backend.complete(LLMRequest.simple(prompt, system=SYSTEM, output_model=SimStep))
@@ -122,8 +122,6 @@ class LLMPolicy:
 
 
 def _arguments(text: str) -> Any:
-    import json
-
     try:
         return json.loads(text)
     except ValueError:

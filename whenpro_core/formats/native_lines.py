@@ -28,6 +28,7 @@ from whenpro_core.formats.base import (
     FileImporter,
     LoadContext,
     final_answer_from_steps,
+    first_line,
     outcome_from_gold,
     parse_json,
     summarize,
@@ -181,8 +182,6 @@ class NativeLinesImporter(FileImporter):
     priority = 2
 
     def match_head(self, head: bytes, path: Path) -> bool:
-        from whenpro_core.formats.base import first_line
-
         line, complete = first_line(head)
         if not complete:
             return False

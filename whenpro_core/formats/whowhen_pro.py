@@ -31,6 +31,7 @@ from whenpro_core.trace.model import (
     NATIVE_FORMAT,
     Agent,
     GroundTruth,
+    MediaRef,
     Modality,
     Outcome,
     Source,
@@ -262,8 +263,6 @@ def _unread_media_notes(doc: dict) -> list[str]:
 def _video_refs(doc: dict, ctx: LoadContext, prefix: str | None) -> list:
     """Whole-video MediaRefs for ``video_context.videos`` that exist under the root (the
     release ships sampled frames, often not the video itself)."""
-    from whenpro_core.trace.model import MediaRef
-
     vc = doc.get("video_context")
     if not isinstance(vc, dict) or not isinstance(vc.get("videos"), list) or ctx.root is None:
         return []

@@ -23,7 +23,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from whenpro_core.envs import env_for_trace
 from whenpro_core.injection.mutators import MUTATORS, applicable_modes
+from whenpro_core.injection.registry import plugin_names
 from whenpro_core.injection.textedit import is_agent_step
 from whenpro_core.trace.model import Trace
 from whenpro_core.trace.taxonomy import Taxonomy
@@ -142,9 +144,6 @@ def mode_choices(
 def executor_choices(trace: Trace) -> list[ExecutorChoice]:
     """The executors for ``trace``: ``builtin`` (available only for a built-in
     environment's run), ``cmd``, ``simulate``, then installed plugins."""
-    from whenpro_core.envs import env_for_trace
-    from whenpro_core.injection.registry import plugin_names
-
     env = env_for_trace(trace)
     out = [
         ExecutorChoice(

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from whenpro_core.envs import env_for_trace
 from whenpro_core.envs.base import ToolRunner, run_loop
 from whenpro_core.envs.run import env_policy
 from whenpro_core.errors import ReplayError
@@ -138,8 +139,6 @@ class BuiltinExecutor:
         self.model = model
 
     def _env(self, trace: Trace):
-        from whenpro_core.envs import env_for_trace
-
         env = env_for_trace(trace)
         if env is None:
             raise ReplayError(

@@ -20,9 +20,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from whenpro_core.config import load_settings
 from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.formats import load_trace
+from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.executors import Executor
 from whenpro_core.injection.generate import GeneratedStep, Generator, InjectionRequest
+from whenpro_core.injection.registry import get_executor, get_generator
 from whenpro_core.injection.replay import ReplayResult, warm_start
 from whenpro_core.injection.verify import Verdict, check_trace, verify
 from whenpro_core.safety.textsafe import plural
@@ -277,11 +281,6 @@ def run_inject_command(
     skips cached model answers.
 
     Refuses to overwrite the output file unless ``force`` (WhenproError)."""
-    from whenpro_core.config import load_settings
-    from whenpro_core.formats import load_trace
-    from whenpro_core.formats.native import write_trace
-    from whenpro_core.injection.registry import get_executor, get_generator
-
     trace = load_trace(trace_ref)
     index = resolve_step(trace, step)
     settings = load_settings(base_url=base_url) if base_url else None

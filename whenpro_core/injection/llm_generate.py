@@ -42,6 +42,7 @@ from whenpro_core.injection.generate import GeneratedStep, InjectionRequest
 from whenpro_core.injection.mutators import check_injectable
 from whenpro_core.injection.textedit import fresh_step
 from whenpro_core.injection.verify import revealing_phrases
+from whenpro_core.llm import LLMRequest, Message, open_backend
 from whenpro_core.llm.generation import (
     DATA_NOTE,
     Answer,
@@ -344,14 +345,10 @@ class LLMGenerator:
         return await self._generate(request)
 
     async def _ask(self, backend: Any, messages: list[Any], system: str, output: type[BaseModel]):
-        from whenpro_core.llm import LLMRequest
-
         request = LLMRequest(messages=messages, system=system, output_model=output)
         return await backend.complete(request, cache=None if self.use_cache else False)
 
     async def _generate(self, request: InjectionRequest) -> GeneratedStep:
-        from whenpro_core.llm import Message, open_backend
-
         trace, index, mode = request.trace, request.index, request.mode
         original = trace.steps[index]
         async with open_backend(self.model, self.settings) as backend:

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError, WhenproError
+from whenpro_core.formats import load_trace
 from whenpro_core.injection.verify import Verdict
 from whenpro_core.storage.fsutil import safe_name
 from whenpro_core.trace.model import Attribution, GroundTruth, Trace
+from whenpro_core.trace.score import score_prediction
 
 
 def injection_of(trace: Trace) -> dict[str, Any] | None:
@@ -97,8 +99,6 @@ def load_seed(cf: Trace) -> Trace:
 
     Raises WhenproError when ``cf`` has no injection provenance, or naming the places
     tried when none holds the seed."""
-    from whenpro_core.formats import load_trace
-
     inj = injection_of(cf)
     if inj is None:
         raise WhenproError(
@@ -153,8 +153,6 @@ def check_attribution(cf: Trace, attribution: Attribution) -> AttributionCheck |
     """Score ``attribution`` against the injected step of ``cf``
     (:func:`whenpro_core.trace.score.score_prediction`); ``None`` when ``cf`` has no
     injection to compare with."""
-    from whenpro_core.trace.score import score_prediction
-
     truth = injected_truth(cf)
     if truth is None:
         return None

@@ -46,10 +46,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from whenpro_core.config import Settings
+from whenpro_core.envs import env_for_trace
 from whenpro_core.envs.base import ToolRunner, extract_final_answer
 from whenpro_core.errors import ReplayError
 from whenpro_core.injection.executors import Continuation, ReplayContext
 from whenpro_core.injection.turns import Roster, code_of, exec_call, next_coord, record_executions
+from whenpro_core.llm import LLMRequest, open_backend
 from whenpro_core.llm.generation import (
     DATA_NOTE,
     SimStep,
@@ -168,8 +170,6 @@ class _Run:
     # ------------------------------------------------------------ the loop
 
     async def run(self) -> Continuation:
-        from whenpro_core.llm import open_backend
-
         ctx = self.ctx
         async with open_backend(self.ex.model, self.ex.settings) as backend:
             self.backend, self.budget = backend, prompt_budget(backend)
@@ -346,8 +346,6 @@ class _Run:
     # ------------------------------------------------------------ calls
 
     async def _ask(self, prompt: str, output: type[BaseModel], labels: list[str], sections, *, stage: str):
-        from whenpro_core.llm import LLMRequest
-
         request = LLMRequest.simple(prompt, system=SYSTEM, output_model=output)
         self.calls += 1
         left = self.ctx.time_left()
@@ -390,8 +388,6 @@ class _Run:
         return f"\n## {agent}'s instructions (its recorded system prompt)\n{text}\n"
 
     def _tools_text(self, agent: str) -> str:
-        from whenpro_core.envs import env_for_trace
-
         env = env_for_trace(self.ctx.trace)
         if env is not None:  # a built-in environment knows its agents' tools
             specs = env.tool_specs(agent)

@@ -57,6 +57,7 @@ READ_CHUNK = 8 * 1024 * 1024
 def watchfiles_available() -> bool:
     """True when the optional ``watchfiles`` package can be imported."""
     try:
+        # lazy: only the file follower needs it
         import watchfiles  # noqa: F401
     except ImportError:
         return False
@@ -338,7 +339,7 @@ class FileFollower:
 
     def _watch(self) -> AsyncIterator[Any] | None:
         try:
-            from watchfiles import awatch
+            from watchfiles import awatch  # lazy: only the file follower needs it
         except ImportError:
             return None
         folder = self.path.parent if str(self.path.parent) else Path(".")

@@ -13,6 +13,7 @@ what was expected and how the answer began, never a crash.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -24,7 +25,9 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from whenpro_core.config import Settings, load_settings
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
-from whenpro_core.llm.models import context_window
+from whenpro_core.llm.endpoints import require_endpoint
+from whenpro_core.llm.models import context_window, parse_model
+from whenpro_core.llm.wire import lenient_parse
 from whenpro_core.safety.textsafe import strip_controls
 from whenpro_core.trace.model import Trace, Usage
 from whenpro_core.views.transcript import block_text, context_text, render_transcript
@@ -56,9 +59,6 @@ def resolve_model(
 
     Raises ConfigError when the result is not an LLM (``heuristic``), is malformed, or
     has no API key or base URL configured (the message names the setting, never a key)."""
-    from whenpro_core.llm.endpoints import require_endpoint
-    from whenpro_core.llm.models import parse_model
-
     settings = settings or load_settings()
     name = (spec_model or model or settings.model or "").strip()
     if not name or name in ("heuristic", "reference", "none"):
@@ -87,10 +87,6 @@ def preload_sdk(model: str, settings: Settings | None = None) -> None:
     takes ~1.8 s, ``openai`` ~0.9 s). Call it from a worker thread before awaiting model
     calls on a UI's event loop; a name that is not a model is ignored (the call itself
     reports it)."""
-    import importlib
-
-    from whenpro_core.llm.models import parse_model
-
     try:
         spec = parse_model(model, api=(settings or load_settings()).api)
     except WhenproError:
@@ -266,8 +262,6 @@ def read_answer(
     ``from_sections`` maps the labelled sections (keys: lower-cased ``labels``) to the
     fields of ``model_cls``. Raises BackendError (``stage`` names the question) when no
     reading validates."""
-    from whenpro_core.llm.wire import lenient_parse
-
     warnings = list(response.warnings)
     if isinstance(response.parsed, model_cls):
         return Answer(response.parsed, response.structured, response.usage, response.text, warnings)

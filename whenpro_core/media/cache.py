@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import platformdirs
 
 #: Bump when the layout or meaning of cached values changes.
 CACHE_VERSION = 1
@@ -39,7 +40,6 @@ def cache_root() -> Path:
     env = os.environ.get("WHENPRO_CACHE_DIR")
     if env:
         return Path(env).expanduser()
-    import platformdirs
 
     return Path(platformdirs.user_cache_dir("whenpro"))
 
@@ -50,7 +50,7 @@ def media_cache_dir() -> Path:
 
 
 def _open() -> Any:
-    import diskcache
+    import diskcache  # lazy: loaded when a cache is opened
 
     directory = media_cache_dir()
     with _lock:

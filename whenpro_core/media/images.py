@@ -54,7 +54,7 @@ def image_size(data: bytes, *, source: str | Path | None = None) -> tuple[int, i
         claims more pixels than Pillow's decompression-bomb limit (~179 M).
     """
     try:
-        from PIL import Image
+        from PIL import Image  # lazy: Pillow is loaded with the first image
     except ImportError:  # pragma: no cover - Pillow comes with textual-image
         Image = None  # type: ignore[assignment]
     if Image is not None:
@@ -74,7 +74,7 @@ def image_size(data: bytes, *, source: str | Path | None = None) -> tuple[int, i
 
 
 def _imdecode(data: bytes, *, source: str | Path | None, flags: int | None) -> np.ndarray:
-    import numpy as np
+    import numpy as np  # lazy: loaded with the first image
 
     cv = cv2()
     if not data:
@@ -260,7 +260,7 @@ def image_info(data: bytes, *, source: str | Path | None = None) -> dict[str, An
     w, h = image_size(data, source=source)
     fmt = None
     try:
-        from PIL import Image
+        from PIL import Image  # lazy: Pillow is loaded with the first image
 
         with Image.open(io.BytesIO(data)) as im:
             fmt = im.format

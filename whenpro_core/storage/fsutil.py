@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -26,8 +27,6 @@ def atomic_copy(src: str | Path, path: str | Path) -> Path:
     """Copy the file ``src`` to ``path`` atomically, streaming (a large video is never
     held in memory); errors as :func:`atomic_write_bytes`, and ``OSError`` when ``src``
     cannot be read."""
-    import shutil
-
     with open(src, "rb") as source:
         return _atomic_write(Path(path), lambda fh: shutil.copyfileobj(source, fh, 1 << 20))
 
