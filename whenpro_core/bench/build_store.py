@@ -1,6 +1,6 @@
 """Where ``whenpro build`` keeps a dataset: the dataset files in one of two layouts, the
 journal of finished attempts that makes a build resumable, and ``manifest.json``
-(DESIGN §4, §8, §9).
+(docs/architecture.md, 'Formats and step coordinates' and 'Injection and warm-start replay' and 'Files whenpro writes').
 
 Layouts (both read back by whenpro's Who&When Pro importers, with the ground truth at the
 injected step's coordinate):
@@ -35,7 +35,7 @@ with more attempts may bring it back.
 Both layouts get ``taxonomy.yaml`` at the root (the built-in table, unless the folder has
 one already) and ``manifest.json``.
 
-The journal (``.whenpro-build/journal.jsonl``, :mod:`.applog`) starts with a header
+The journal (``.whenpro-build/journal.jsonl``, :mod:`whenpro_core.storage.jsonl_log`) starts with a header
 (creation time, the options a resumed build must share) and holds one line per finished
 attempt, written only after the attempt's dataset file is in place. A rerun skips the
 keys it holds. A kill between the file write and the journal line leaves a staged file that the
@@ -81,12 +81,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from whenpro_core.bench import applog
 from whenpro_core.bench.validate import validation_counts
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats.build_meta import MANIFEST, MANIFEST_FORMAT, PROVENANCE_FORMAT, load_manifest
 from whenpro_core.formats.whowhen_pro_write import to_jsonl_row
-from whenpro_core.storage import jsonio
+from whenpro_core.storage import jsonio, jsonl_log
 from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text, safe_name
 from whenpro_core.trace.model import LABEL_LEAKING_FIELDS
 from whenpro_core.trace.taxonomy import Taxonomy
@@ -237,7 +236,7 @@ class BuildStore:
         (root / BUILD_DIR).mkdir(parents=True, exist_ok=True)
         lock_fd = _take_lock(root / BUILD_DIR / "lock")
         try:
-            records, _ = applog.read(journal, "whenpro.build.")
+            records, _ = jsonl_log.read(journal, "whenpro.build.")
             header = next((r for r in records if r.get("format") == JOURNAL_FORMAT), None)
             if header is not None and header.get("options") != options:
                 if not force:
@@ -261,7 +260,7 @@ class BuildStore:
                     "salt": salt or secrets.token_hex(16),
                     "created": now or datetime.now(UTC).isoformat(timespec="seconds"),
                 }
-                applog.append(journal, header)
+                jsonl_log.append(journal, header)
             entries: dict[str, Entry] = {}
             for r in records:
                 if r.get("format") == ATTEMPT_FORMAT:
@@ -311,7 +310,7 @@ class BuildStore:
 
     def record(self, entry: Entry) -> None:
         """Append a finished attempt to the journal."""
-        applog.append(self.journal, entry.model_dump(mode="json"))
+        jsonl_log.append(self.journal, entry.model_dump(mode="json"))
         self.entries[entry.key] = entry
 
     # ------------------------------------------------------------------ finishing
@@ -506,9 +505,9 @@ def build_warnings(run: dict[str, Any], selected: list[Entry]) -> list[str]:
 
 def _take_lock(path: Path) -> int:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    if applog.fcntl is not None:
+    if jsonl_log.fcntl is not None:
         try:
-            applog.fcntl.flock(fd, applog.fcntl.LOCK_EX | applog.fcntl.LOCK_NB)
+            jsonl_log.fcntl.flock(fd, jsonl_log.fcntl.LOCK_EX | jsonl_log.fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise ConfigError(

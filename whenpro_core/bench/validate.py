@@ -1,9 +1,10 @@
 """Validation of a built dataset: a person reviews each injected trace and accepts it,
-rejects it, or relabels it (agent, step, failure mode), with a reason (DESIGN §8: labels
+rejects it, or relabels it (agent, step, failure mode), with a reason (docs/architecture.md,
+'Injection and warm-start replay': labels
 come by construction; review catches injections that are not the failure they claim).
 
 Every decision is one line of ``validation.jsonl`` at the dataset root, append-only
-(:mod:`whenpro_core.bench.applog`: one locked write per line, so a TUI and a CLI can
+(:mod:`whenpro_core.storage.jsonl_log`: one locked write per line, so a TUI and a CLI can
 record at the same time, and a kill never corrupts earlier lines). The latest decision
 on a trace wins; earlier ones stay as history. Counts appear in the manifest's
 ``validation`` section, recomputed whenever the manifest is read
@@ -39,11 +40,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from whenpro_core.bench import applog
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.build_meta import VALIDATION_FORMAT, load_manifest
 from whenpro_core.safety.textsafe import strip_controls
+from whenpro_core.storage import jsonl_log
 from whenpro_core.trace.coords import normalize_coord
 from whenpro_core.trace.taxonomy import taxonomy_for
 
@@ -135,7 +136,7 @@ def _manifest(root: Path) -> dict[str, Any]:
 def read_validations(root: str | Path) -> list[ValidationEntry]:
     """Every decision in ``validation.jsonl``, in the order recorded (torn or foreign
     lines skipped)."""
-    records, _ = applog.read(Path(root) / VALIDATION_FILE, VALIDATION_FORMAT)
+    records, _ = jsonl_log.read(Path(root) / VALIDATION_FILE, VALIDATION_FORMAT)
     out = []
     for r in records:
         try:
@@ -267,7 +268,7 @@ def record(
         reviewer=_clean(reviewer)[:200] or None,
         at=now or datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    applog.append(root / VALIDATION_FILE, entry.model_dump(mode="json"))
+    jsonl_log.append(root / VALIDATION_FILE, entry.model_dump(mode="json"))
     return entry
 
 
