@@ -1,7 +1,7 @@
 """The ``whenpro`` command line (typer). Imports the TUI only inside ``view``.
 
 Every command that reads user input turns :class:`~whenpro_core.errors.WhenproError`
-into one line on stderr and exit status 2 (DESIGN §9).
+into one line on stderr and exit status 2 (docs/architecture.md, 'Errors').
 """
 
 from __future__ import annotations
@@ -198,11 +198,18 @@ def ls_(
     labels: bool = typer.Option(
         False, "--labels", help="Also show each trace's ground-truth step and mode (hidden by default)."
     ),
+    where: list[str] | None = typer.Option(
+        None,
+        "--where",
+        "-w",
+        help="Filters KEY=VALUE[,KEY=VALUE] as for bench; keys outcome, modality, framework, benchmark, mode, "
+        "id, format; VALUE may list alternatives with |.",
+    ),
 ) -> None:
     """List traces, one line each (id, framework, benchmark, modality, steps; GT with --labels)."""
     from whenpro_core import summary
 
-    summary.print_listing(path, as_json=json_lines, labels=labels)
+    summary.print_listing(path, as_json=json_lines, labels=labels, where=where)
 
 
 @app.command()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -17,6 +17,7 @@ from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import dumps_trace, write_trace
 from whenpro_core.formats.registry import names_a_file, split_ref
+from whenpro_core.library.listing import parse_where
 from whenpro_core.safety.textsafe import clean, one_line, plural
 from whenpro_core.storage import jsonio
 from whenpro_core.storage.fsutil import atomic_write_bytes, safe_name
@@ -150,13 +151,25 @@ def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console,
         errors.print(Text(f"whenpro: ... and {len(bad) - 20} more errors", style="red"))
 
 
-def print_listing(target: str, *, as_json: bool = False, console: Console | None = None, labels: bool = False) -> None:
+def print_listing(
+    target: str,
+    *,
+    as_json: bool = False,
+    console: Console | None = None,
+    labels: bool = False,
+    where: str | Sequence[str] | None = None,
+) -> None:
     """Print one line per trace: reference, id, framework, benchmark, modality, step
     count, and with ``labels`` the GT step and mode (or the error of a file that failed
-    to import). Without ``labels`` the JSON rows carry no ``gt_step``/``gt_mode``."""
+    to import). Without ``labels`` the JSON rows carry no ``gt_step``/``gt_mode``.
+    ``where``: ``--where`` filters (:func:`whenpro_core.library.listing.parse_where`;
+    ConfigError when malformed); error rows are listed only without a filter."""
     console = console or Console(highlight=False, soft_wrap=True)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    row_filter = parse_where(where)
     for row in _rows(target):
+        if not row_filter.keeps(row):
+            continue
         if as_json:
             doc = row.model_dump(mode="json", exclude=None if labels else {"gt_step", "gt_mode"})
             console.out(jsonio.dumps(doc).decode(), highlight=False)

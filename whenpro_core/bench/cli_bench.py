@@ -123,7 +123,7 @@ def bench_command(
     runner.settings(proto_list, model_list)  # bad protocols/models fail before any work
     if template is not None:
         _check_template(template, proto_list)
-    where_map = runner.parse_where(where)
+    where_filter = runner.parse_where(where)
     shard_k_n = shards.parse_shard(shard) if shard is not None else None
     layout = shards.layout(out or DEFAULT_OUT)
     out_path = layout.merged
@@ -137,7 +137,7 @@ def bench_command(
     if results.repaired:
         err.print(f"{results.path}: {results.repaired}", markup=False, highlight=False)
     check_labels(labels)
-    sel = runner.select(dataset, where=where_map, limit=limit, sample=sample, seed=seed)
+    sel = runner.select(dataset, where=where_filter, limit=limit, sample=sample, seed=seed)
     rejected = 0
     if labels == "reviewed":
         reviews = Reviews()

@@ -1,4 +1,5 @@
-"""The evaluation runner of ``whenpro bench`` (DESIGN §7, §9): attribute every trace of
+"""The evaluation runner of ``whenpro bench`` (docs/architecture.md, 'Scoring' and 'Files whenpro writes'):
+attribute every trace of
 a dataset with every requested protocol × model × gold setting, score each prediction,
 and append one :class:`~whenpro_core.bench.records.Record` per item to a resumable
 results file.
@@ -51,11 +52,8 @@ from whenpro_core.attribution.template import base_protocol, load_template
 from whenpro_core.bench.plan import (
     GOLD_SETTINGS,
     HEURISTIC_MODEL,
-    WHERE_KEYS,
     Selection,
     WorkItem,
-    matches,
-    parse_where,
     pending,
     plan,
     select,
@@ -66,19 +64,18 @@ from whenpro_core.bench.records import Record, ResultsFile, build_record
 from whenpro_core.config import load_settings
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
 from whenpro_core.formats import load_trace
+from whenpro_core.library.listing import parse_where
 from whenpro_core.trace.model import Trace, Usage
 from whenpro_core.views.transcript import CHARS_PER_TOKEN, block_text, context_text, render_transcript
 
 __all__ = [
     "GOLD_SETTINGS",
     "HEURISTIC_MODEL",
-    "WHERE_KEYS",
     "MAX_BACKEND_STREAK",
     "RunStats",
     "Selection",
     "WorkItem",
     "make_judges",
-    "matches",
     "parse_where",
     "pending",
     "plan",
