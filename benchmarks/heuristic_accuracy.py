@@ -6,7 +6,7 @@ AgentRx Magentic-One and τ-bench retail), computed in one run on the same trace
 Baselines (see :mod:`whenpro_core.bench.baselines`): a uniformly random pick among the
 steps the heuristic may name (exact expectation, for step, step ±1, step ±3 and agent),
 and a constant answer of the subset's most frequent gold mode. Agent accuracy is over
-multi-agent frameworks only (DESIGN §7). A cell reads ``37.5 (28–48)``: the accuracy in
+multi-agent frameworks only (docs/architecture.md, 'Scoring'). A cell reads ``37.5 (28–48)``: the accuracy in
 percent and its 95% interval.
 
 Usage: ``python benchmarks/heuristic_accuracy.py [REAL_TRACES_DIR] [--no-gold]``

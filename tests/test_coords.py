@@ -1,4 +1,5 @@
-"""Step coordinates (coords) and ground-truth mapping (gt_map) per framework (DESIGN §4), on small
+"""Step coordinates (coords) and ground-truth mapping (gt_map) per framework (docs/architecture.md,
+'Formats and step coordinates'), on small
 made-up trajectories in the release's entry shapes."""
 
 from __future__ import annotations

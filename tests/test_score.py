@@ -1,4 +1,4 @@
-"""Scoring one prediction against a ground truth (DESIGN §7)."""
+"""Scoring one prediction against a ground truth (docs/architecture.md, 'Scoring')."""
 
 from __future__ import annotations
 

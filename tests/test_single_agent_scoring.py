@@ -1,4 +1,5 @@
-"""Agent scoring on single-agent frameworks (DESIGN §4, §7): the plain Who&When-style
+"""Agent scoring on single-agent frameworks (docs/architecture.md, 'Formats and step coordinates' and 'Scoring'):
+the plain Who&When-style
 agent accuracy counts a prediction right only when it names an accepted agent (``agent``
 for a single-agent framework); the official *Agent* metric leaves single-agent
 frameworks out, which is not the same as counting them as correct.

@@ -1,4 +1,4 @@
-"""User settings (DESIGN §9): pydantic-settings with the precedence
+"""User settings (docs/architecture.md, 'Configuration'): pydantic-settings with the precedence
 
     flags (keyword arguments)  >  environment  >  config.toml  >  built-in defaults
 

@@ -1,4 +1,4 @@
-"""all-at-once: the whole transcript in one call (DESIGN §6; Who&When §4)."""
+"""all-at-once: the whole transcript in one call (docs/architecture.md, 'Attribution protocols'; Who&When §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""binary search: halve the range of candidate steps until one remains (DESIGN §6;
+"""binary search: halve the range of candidate steps until one remains (docs/architecture.md, 'Attribution protocols';
 Who&When §4). At most ⌈log2 n⌉ range calls plus one call for the failure mode.
 
 An unclear answer is resolved deterministically to the first half (the decisive error

@@ -1,4 +1,5 @@
-"""``heuristic``: the no-LLM attribution protocol, whenpro's offline default (DESIGN §6).
+"""``heuristic``: the no-LLM attribution protocol, whenpro's offline default (docs/architecture.md,
+'Attribution protocols').
 
 It reads signals from the trace itself (:mod:`whenpro_core.attribution.signals`): a
 provably wrong calculation, where a wrong final value first appears, facts asserted with

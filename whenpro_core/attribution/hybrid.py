@@ -1,5 +1,6 @@
 """hybrid: all-at-once picks the agent, then that agent's steps are asked about one at a
-time, in order, until one is judged decisive (DESIGN §6; Who&When §4). Calls: 1 + up to
+time, in order, until one is judged decisive (docs/architecture.md, 'Attribution protocols'; Who&When §4). Calls: 1
++ up to
 that agent's step count.
 
 Every call shares one prefix (instructions, task, the whole transcript) ending in a cache

@@ -3,7 +3,7 @@ and TUI", item 6): what a user can ask for, which models to offer, a judge that 
 its calls as they happen, and where a protocol's progress sits among the steps.
 
 UI-free: the TUI turns these plain values into widgets, and the same calls work from a
-script. Protocols and their progress events are those of DESIGN §6
+script. Protocols and their progress events are those of docs/architecture.md, 'Attribution protocols'
 (:mod:`whenpro_core.attribution.run`, :class:`~whenpro_core.attribution.judge.Progress`).
 """
 
@@ -100,7 +100,7 @@ def model_choices(settings: Settings | None, previous: Iterable[Attribution] = (
 
 def protocol_notes(trace: Trace) -> dict[str, str]:
     """A short cost note per protocol for ``trace`` (calls counted over the agent steps
-    a judge is asked about; DESIGN §6)."""
+    a judge is asked about; docs/architecture.md, 'Attribution protocols')."""
     n = sum(1 for s in trace.steps if is_candidate(s))
     return {
         "heuristic": "offline, no model",
@@ -284,7 +284,7 @@ def verdict_step_index(trace: Trace, verdict: Attribution) -> int | None:
 
 
 def verdict_score(trace: Trace, verdict: Attribution) -> AxisScore | None:
-    """Per-axis comparison with the trace's ground truth (DESIGN §7), ``None`` when the
+    """Per-axis comparison with the trace's ground truth (docs/architecture.md, 'Scoring'), ``None`` when the
     trace has none."""
     if trace.ground_truth is None:
         return None

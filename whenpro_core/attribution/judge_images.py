@@ -1,5 +1,6 @@
 """Images for multimodal judges: the image loader protocols pass to the renderer
-(DESIGN §6: images inline as re-encoded, capped JPEG parts; a video as up to 8 keyframes)."""
+(docs/architecture.md, 'Attribution protocols': images inline as re-encoded, capped JPEG parts; a video as up to 8
+keyframes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Judge prompts for the attribution protocols (DESIGN §6; adapted from the Who&When
+"""Judge prompts for the attribution protocols (docs/architecture.md, 'Attribution protocols'; adapted from the Who&When
 prompts, arXiv 2505.00212, with failure-mode prediction as in Who&When Pro).
 
 Messages are built so that consecutive calls of one protocol share a long, identical

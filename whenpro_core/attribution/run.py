@@ -1,4 +1,4 @@
-"""Run any attribution protocol on a trace (DESIGN §6): the one entry point the CLI,
+"""Run any attribution protocol on a trace (docs/architecture.md, 'Attribution protocols'): the one entry point the CLI,
 the TUI and the benchmark runner call."""
 
 from __future__ import annotations

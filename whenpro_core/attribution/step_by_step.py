@@ -1,5 +1,5 @@
 """step-by-step (incremental): show steps one at a time and ask whether the newest
-holds the decisive error; stop at the first yes (DESIGN §6; Who&When §4).
+holds the decisive error; stop at the first yes (docs/architecture.md, 'Attribution protocols'; Who&When §4).
 
 The conversation only grows: each call's messages are the previous call's messages
 plus the judge's answer and one new user turn, so a provider's prefix cache serves

@@ -1,5 +1,5 @@
 """What a label-leak audit may read of a trace: the judge's view, kept apart from the
-ground truth (issue 14, DESIGN §6).
+ground truth (issue 14, docs/architecture.md, 'Attribution protocols').
 
 An :class:`AuditTrace` holds, per step, only what a judge is shown or can read in a
 released trajectory: the coordinate, the speaking agent, the step kind and the text of

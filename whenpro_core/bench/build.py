@@ -1,5 +1,6 @@
 """``whenpro build SEEDS --out DATASET``: batch error injection over successful
-trajectories, written as a benchmark dataset (DESIGN §8, §4, §9).
+trajectories, written as a benchmark dataset (docs/architecture.md, 'Injection and warm-start replay' and
+'Formats and step coordinates' and 'Files whenpro writes').
 
 For every usable seed trajectory the planner (:mod:`.build_plan`) picks up to
 ``--per-seed`` (step, failure mode) attempts; each attempt is run by

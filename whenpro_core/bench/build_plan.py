@@ -1,5 +1,5 @@
 """Planning ``whenpro build``: which seed trajectories to use, and which (step, failure
-mode) injections to attempt on each (DESIGN §8).
+mode) injections to attempt on each (docs/architecture.md, 'Injection and warm-start replay').
 
 * **Seeds** (:func:`scan_seeds`): every trace under the seeds path (a folder of
   ``whenpro run`` outputs, imported traces, a JSONL file, a glob). Only successful runs

@@ -5,11 +5,11 @@ cell (with the per-axis verdict the cell counts), and a prediction set against t
 ground truth, axis by axis.
 
 Every number comes from :func:`whenpro_core.bench.aggregate.aggregate`; the traces behind
-a cell are chosen with the same rules (DESIGN §7), so a cell's value can always be
-recomputed from its list:
+a cell are chosen with the same rules (docs/architecture.md, 'Scoring'), so a
+cell's value can always be recomputed from its list:
 
 * **Agent** counts traces of multi-agent frameworks only (single-agent ones are left
-  out, DESIGN §4), and averages per framework;
+  out, docs/architecture.md, 'Formats and step coordinates'), and averages per framework;
 * **Step** and **Joint** count every scored trace, averaged per framework;
 * **Error** (macro-F1) and **mode** accuracy count traces whose ground truth has a mode;
 * the plain accuracies (``agt``, ``stp``, ``stp±k``, ``joint``) count every scored trace.

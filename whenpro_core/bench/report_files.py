@@ -1,6 +1,6 @@
 """Which benchmark report files whenpro wrote itself, so that ``whenpro bench`` and
 ``whenpro report`` overwrite only those and never a user's ``report.md`` of the same name
-(DESIGN §9: never overwrite user data without ``--force``).
+(docs/architecture.md, 'Files whenpro writes': never overwrite user data without ``--force``).
 
 Markers: ``report.json`` has ``format: whenpro.bench.report/1``
 (:data:`~whenpro_core.bench.aggregate.REPORT_FORMAT`); ``report.md`` starts with

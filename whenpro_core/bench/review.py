@@ -26,7 +26,8 @@ STATUS_MARKS = {"pending": "·", "accepted": "✓", "rejected": "✗", "relabell
 
 @dataclass(frozen=True)
 class RelabelChoices:
-    """What a relabel of one trace may pick (DESIGN §3, §5): ``agents`` (the trace's
+    """What a relabel of one trace may pick (docs/architecture.md, 'The trace model' and 'Failure-mode taxonomy'):
+    ``agents`` (the trace's
     agent ids), ``steps`` (``(coordinate, agent, summary)`` for each distinct
     coordinate, in trajectory order), ``modes`` (``(code, name)`` from the dataset's
     taxonomy) and the ``built`` label. Text is cleaned for display."""

@@ -1,4 +1,4 @@
-"""What a built-in runnable multi-agent system is, and the loop that runs it (DESIGN §2
+"""What a built-in runnable multi-agent system is, and the loop that runs it (docs/architecture.md, 'Module map'
 ``envs/``, §8 warm-start replay).
 
 An :class:`Env` is a small multi-agent system with tools and a checkable task. Its run is

@@ -1,6 +1,6 @@
 """What every importer implements, and the helpers they share to read untrusted JSON.
 
-Two kinds of importer (DESIGN §2, ``formats/``):
+Two kinds of importer (docs/architecture.md, 'Module map', ``formats/``):
 
 * :class:`DocumentImporter` — the file is one JSON document (object or list). The
   registry parses it once and asks each document importer whether it ``matches`` the

@@ -107,7 +107,7 @@ def trace_from_dict(doc: Any, ctx: LoadContext) -> Trace:
 def _check_gt_step(trace: Trace, ctx: LoadContext) -> None:
     """TraceFormatError (at ``$.ground_truth.step``, listing the valid coordinates)
     unless the ground truth's step is a step's coordinate, or for a round-only ground
-    truth a round of one (DESIGN §4), as the Who&When importers require."""
+    truth a round of one (docs/architecture.md, 'Formats and step coordinates'), as the Who&When importers require."""
     gt = trace.ground_truth
     if gt is None or gt.step is None:
         return

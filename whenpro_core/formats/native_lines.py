@@ -1,5 +1,5 @@
 """Native step lines: the format an agent writes while it runs, one JSON object a line,
-for ``whenpro watch`` to follow (DESIGN §1, ``live/``) and for every other command to
+for ``whenpro watch`` to follow (docs/architecture.md, 'Data flow', ``live/``) and for every other command to
 read afterwards.
 
 * A **header line** holds trace fields (``id``, ``framework``, ``task``, ``agents``,

@@ -1,4 +1,4 @@
-"""Who&When Pro, per-file release: one trace per JSON document (DESIGN §4).
+"""Who&When Pro, per-file release: one trace per JSON document (docs/architecture.md, 'Formats and step coordinates').
 
 Top level: ``id, framework, benchmark, modality, agents, task, ground_truth,
 trajectory``; optional ``topology, final_answer, termination, eval_status,

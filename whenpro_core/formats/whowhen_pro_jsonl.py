@@ -1,5 +1,5 @@
 """Who&When Pro, JSONL release: ``data/{text,image,video}.jsonl`` + ``taxonomy.yaml`` +
-``video_assets/`` at the dataset root (DESIGN §4).
+``video_assets/`` at the dataset root (docs/architecture.md, 'Formats and step coordinates').
 
 Each line is one trace: ``id, framework, benchmark`` are plain strings and come first;
 ``task, trajectory, ground_truth, extras`` are JSON *strings* (decoded a second time);

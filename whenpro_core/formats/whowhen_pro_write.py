@@ -1,4 +1,5 @@
-"""Writing traces in the Who&When Pro release shapes (DESIGN §4): the per-file document
+"""Writing traces in the Who&When Pro release shapes (docs/architecture.md, 'Formats and step coordinates'): the
+per-file document
 and the JSONL row, so that :mod:`.whowhen_pro` and :mod:`.whowhen_pro_jsonl` read them
 back with the same steps, coordinates and ground truth.
 

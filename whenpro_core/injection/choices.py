@@ -2,7 +2,7 @@
 taxonomy meaning, and whether the chosen generator can produce it at this step, with the
 reason when not), the generators and the executors that apply to a trace. The TUI's
 injection dialog shows these; the CLI (``whenpro inject``) enforces the same rules by
-raising :class:`~whenpro_core.errors.ConfigError` (DESIGN §8 step 1).
+raising :class:`~whenpro_core.errors.ConfigError` (docs/architecture.md, 'Injection and warm-start replay' step 1).
 
 Rules:
 

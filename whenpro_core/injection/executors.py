@@ -1,5 +1,5 @@
 """Executors: what continues a run after the replaced step in warm-start replay
-(DESIGN §8 step 2).
+(docs/architecture.md, 'Injection and warm-start replay' step 2).
 
 An executor receives a :class:`ReplayContext` — the original trace, the replayed steps
 (the exact prefix and the replaced step), the tool cache — and produces the remaining steps

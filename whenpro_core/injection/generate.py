@@ -1,4 +1,5 @@
-"""Error generation for injection (DESIGN §8 step 1): the :class:`Generator` protocol and
+"""Error generation for injection (docs/architecture.md, 'Injection and warm-start replay' step 1): the
+:class:`Generator` protocol and
 the generators available now.
 
 A generator rewrites one step of a trajectory so that it carries an error of a given

@@ -1,4 +1,5 @@
-"""Error injection end to end (DESIGN §8): generate a flawed step ``t``, warm-start replay,
+"""Error injection end to end (docs/architecture.md, 'Injection and warm-start replay'): generate a flawed step
+``t``, warm-start replay,
 verify, and label the counterfactual.
 
 The counterfactual is a native :class:`~whenpro_core.trace.model.Trace`. When the injection is

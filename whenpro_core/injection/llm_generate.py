@@ -1,4 +1,5 @@
-"""The LLM two-stage error generator (DESIGN §8 step 1): ``--generator llm`` with
+"""The LLM two-stage error generator (docs/architecture.md, 'Injection and warm-start replay' step 1):
+``--generator llm`` with
 ``--model provider:model`` (or ``--generator llm:provider:model``).
 
 Stage 1 (*plan*) shows the model the task, the agents, the trajectory up to and including

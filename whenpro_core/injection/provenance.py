@@ -1,8 +1,8 @@
 """Reading a counterfactual back: its injection provenance (``extras["injection"]``,
 written by :func:`~whenpro_core.injection.inject.inject`), the seed run it came from, the
 verification verdict as one headline, and whether an attribution finds the injected step
-(DESIGN §8 step 3; the TUI's diff screen and the ``d`` key use these).
-"""
+(docs/architecture.md, 'Injection and warm-start replay' step 3; the
+TUI's diff screen and the ``d`` key use these)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Warm-start replay (DESIGN §8 step 2): reproduce a trajectory exactly up to step ``t``,
+"""Warm-start replay (docs/architecture.md, 'Injection and warm-start replay' step 2): reproduce a trajectory
+exactly up to step ``t``,
 put a replacement in place of step ``t``, and let an executor continue the run.
 
 * Steps ``0 .. t-1`` are deep copies of the record: serialised without their ``hidden``

@@ -1,4 +1,5 @@
-"""The LLM-simulated continuation (DESIGN §8 step 2): ``--executor simulate`` with
+"""The LLM-simulated continuation (docs/architecture.md, 'Injection and warm-start replay' step 2): ``--executor
+simulate`` with
 ``--model provider:model`` (or ``--executor simulate:provider:model``) continues a run
 whenpro did not produce (a Who&When trace, an imported framework run) after the replaced
 step ``t`` by asking a model to play the remaining agents, turn by turn.

@@ -1,4 +1,4 @@
-"""Verification of a counterfactual (DESIGN §8 step 3).
+"""Verification of a counterfactual (docs/architecture.md, 'Injection and warm-start replay' step 3).
 
 * **Answer check** — :func:`check_trace`: a built-in environment's own checker (hidden
   tests for ``code_pair``, two-decimal tolerance for ``arith_team``), a checker registered

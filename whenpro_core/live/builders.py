@@ -1,6 +1,6 @@
 """Incremental trace builders: a trace grown one parsed JSON line (or one batch of
 spans) at a time, giving at every point the same trace the file importer would read
-from the lines so far (DESIGN §4 formats; ``live/``).
+from the lines so far (docs/architecture.md, 'Formats and step coordinates' formats; ``live/``).
 
 * native step lines: :class:`~whenpro_core.formats.native_lines.NativeLinesBuilder`;
 * OpenAI chat messages, one a line: :class:`ChatLinesBuilder` (as

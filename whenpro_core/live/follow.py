@@ -1,4 +1,4 @@
-"""Follow a growing trace file as an agent writes it (DESIGN §1, ``live/``).
+"""Follow a growing trace file as an agent writes it (docs/architecture.md, 'Data flow', ``live/``).
 
 The file holds JSON lines of one of these kinds (sniffed from the first line, or given):
 native step lines (:mod:`whenpro_core.formats.native_lines`), OpenAI chat messages,

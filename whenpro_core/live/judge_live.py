@@ -1,4 +1,4 @@
-"""Live attribution: judge a run's steps as they arrive (DESIGN §6 protocols, live).
+"""Live attribution: judge a run's steps as they arrive (docs/architecture.md, 'Attribution protocols' protocols, live).
 
 :class:`LiveJudge` judges one growing trace:
 

@@ -1,4 +1,4 @@
-"""An OTLP/HTTP trace receiver (``whenpro serve --otlp``; DESIGN §1, ``live/``).
+"""An OTLP/HTTP trace receiver (``whenpro serve --otlp``; docs/architecture.md, 'Data flow', ``live/``).
 
 An agent instrumented with the OpenTelemetry SDK (and a GenAI or OpenInference
 instrumentation) exports to it with only the endpoint set, e.g.

@@ -1,6 +1,6 @@
 """The OTLP receiver's trace store: spans grouped into traces by trace id, converted to
 steps with the OpenTelemetry importer's own code (GenAI or OpenInference conventions),
-kept on disk as native traces while they grow, with events for subscribers (DESIGN §1,
+kept on disk as native traces while they grow, with events for subscribers (docs/architecture.md, 'Data flow',
 ``live/``).
 
 Work is split so that an export request stays cheap: :meth:`LiveStore.ingest` only

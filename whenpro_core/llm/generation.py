@@ -3,7 +3,8 @@ and the LLM-simulated executor (:mod:`~whenpro_core.injection.simulate`): choosi
 model, running backend calls from synchronous code, rendering a run for a prompt, and
 reading an answer that came back structured, as JSON text, or as labelled sections.
 
-Answers are read in this order (DESIGN §6 "parsing is lenient"): the backend's parsed
+Answers are read in this order (docs/architecture.md, 'Attribution protocols' "parsing is lenient"): the
+backend's parsed
 structured object; JSON anywhere in the text (:func:`whenpro_core.llm.wire.lenient_parse`);
 labelled sections (``### CONTENT`` on its own line, or ``Flaw: ...`` inline). An answer
 none of them can read is a :class:`~whenpro_core.errors.BackendError` naming the model,

@@ -1,4 +1,4 @@
-"""Model names: ``provider:model`` (DESIGN §9) and the pseudo-model ``heuristic``.
+"""Model names: ``provider:model`` (docs/architecture.md, 'Configuration') and the pseudo-model ``heuristic``.
 
 Accepted forms:
 

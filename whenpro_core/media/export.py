@@ -3,7 +3,7 @@ folder, and a Rich table of what was picked.
 
 Files are named ``kf_<index>_t<seconds>s.jpg`` (``kf_003_t0005.480s.jpg``), in time
 order. An existing non-empty output folder is left alone unless ``force`` is given
-(DESIGN §9: never overwrite user data without ``--force``); with ``force`` the
+(docs/architecture.md, 'Files whenpro writes': never overwrite user data without ``--force``); with ``force`` the
 previous ``kf_*.jpg`` files and ``index.json`` there are replaced.
 """
 

@@ -1,4 +1,4 @@
-"""Image decoding, resizing and JPEG re-encoding with size caps (DESIGN §2 ``media``).
+"""Image decoding, resizing and JPEG re-encoding with size caps (docs/architecture.md, 'Module map' ``media``).
 
 Judges get images inline as content parts: re-encoded JPEG with a capped side and byte
 size (:func:`to_jpeg`, :func:`jpeg_for_ref`); the TUI shows thumbnails
@@ -196,7 +196,7 @@ def to_jpeg(
     """Re-encode any image as a JPEG whose long side is at most ``max_side`` px and
     whose size is at most ``max_bytes`` (quality is lowered, then the side, to fit).
 
-    This is the form judges receive images in (DESIGN §6, all-at-once: "images
+    This is the form judges receive images in (docs/architecture.md, 'Attribution protocols', all-at-once: "images
     inline"). Raises MediaError for bad or oversize images.
     """
     img = decode_image(data, max_side=max_side, source=source)

@@ -1,4 +1,4 @@
-"""What a viewer shows of a step's media (DESIGN §2 ``media``, issue "The trace debugger
+"""What a viewer shows of a step's media (docs/architecture.md, 'Module map' ``media``, issue "The trace debugger
 TUI" items 4–5): which images, frames and videos belong to a step, thumbnails and
 full-size images with their sizes, and a video's keyframes.
 

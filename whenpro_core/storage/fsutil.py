@@ -1,4 +1,5 @@
-"""Atomic file writes (DESIGN §9: temp file + rename, never a half-written user file)."""
+"""Atomic file writes (docs/architecture.md, 'Files whenpro writes': temp file + rename, never a half-written user
+file)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Where whenpro keeps its files (DESIGN §2, §9): the user config folder and the cache folder.
+"""Where whenpro keeps its files (docs/architecture.md, 'Module map' and 'Configuration'): the user config folder
+and the cache folder.
 
 Both come from :mod:`platformdirs` (``~/.config/whenpro`` and ``~/.cache/whenpro`` on Linux)
 unless the environment variables ``WHENPRO_CONFIG_DIR`` / ``WHENPRO_CACHE_DIR`` name other

@@ -1,6 +1,7 @@
 """Step coordinates: the label a judge sees for each step and that scoring compares.
 
-Rules per framework follow DESIGN §4 (the Who&When Pro release's step addressing),
+Rules per framework follow docs/architecture.md, 'Formats and step coordinates' (the Who&When Pro
+release's step addressing),
 checked against the release's reference evaluation code (``just1nlee/whowhen_pro``,
 ``whowhen_eval/render/<framework>.py`` and ``whowhen_eval/score.py``). Where the two
 differ, the release data decides (see the notes on each rule below).
@@ -45,7 +46,8 @@ _PREFIX = re.compile(r"^\s*(?:step|round|turn)\b[\s:#]*", re.IGNORECASE)
 
 
 def normalize_coord(value: object) -> str:
-    """Canonical string form of a step coordinate for exact comparison (DESIGN §4:
+    """Canonical string form of a step coordinate for exact comparison (docs/architecture.md,
+    'Formats and step coordinates':
     "exact string match on the coordinate after stripping step/round/turn").
 
     ``"Step 3"`` -> ``"3"``, ``" round 1.1 "`` -> ``"1.1"``, ``3`` -> ``"3"``,

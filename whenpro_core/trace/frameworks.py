@@ -5,7 +5,7 @@ prompt rendering read it; it imports nothing of whenpro).
 
 The Who&When Pro release's frameworks follow its reference renderers and scorer
 (``whowhen_eval/render/<framework>.py``, ``whowhen_eval/score.py``); see
-docs/architecture.md, 'Step coordinates'.
+docs/architecture.md, 'Formats and step coordinates'.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Who&When Pro ground truth -> :class:`~whenpro_core.trace.model.GroundTruth` on a
-:class:`~whenpro_core.trace.coords.Layout` (DESIGN §4; reference scorer
+:class:`~whenpro_core.trace.coords.Layout` (docs/architecture.md, 'Formats and step coordinates'; reference scorer
 ``just1nlee/whowhen_pro`` ``whowhen_eval/score.py``).
 
 Which field of ``ground_truth`` names the labelled step depends on the framework (see

@@ -1,4 +1,4 @@
-"""Scoring one prediction against a ground truth (DESIGN §7; Who&When Pro ``score.py``).
+"""Scoring one prediction against a ground truth (docs/architecture.md, 'Scoring'; Who&When Pro ``score.py``).
 
 Each axis is judged on its own: **agent** (case-insensitive exact match against the GT
 agent, any of ``GroundTruth.agents`` and accepted alternatives; single-agent frameworks

@@ -26,7 +26,7 @@ from whenpro_core.trace.model import MediaRef, Step
 
 # ----------------------------------------------------------------------------- markers
 
-#: Marker glyphs in the step list (DESIGN §2, trace screen). Order = display order.
+#: Marker glyphs in the step list (docs/architecture.md, 'Module map', trace screen). Order = display order.
 MARK_TOOL_ERROR = "✗"
 MARK_IMAGE = "▣"
 MARK_VIDEO = "▶"
