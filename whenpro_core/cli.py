@@ -651,7 +651,7 @@ def bench(
         None,
         "--where",
         "-w",
-        help="Filters KEY=VALUE[,KEY=VALUE]; keys modality, framework, benchmark, mode, id, "
+        help="Filters KEY=VALUE[,KEY=VALUE]; keys outcome, modality, framework, benchmark, mode, id, "
         "format; VALUE may list alternatives with |.",
     ),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Run the first N traces only."),
