@@ -21,12 +21,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from whenpro_core.attribution.counterfactual import ReferenceCorrector, attribute_counterfactual  # noqa: E402
-from whenpro_core.attribution.evidence import candidate_steps  # noqa: E402
 from whenpro_core.attribution.heuristic import attribute_heuristic  # noqa: E402
 from whenpro_core.bench.baselines import chance_interval, random_chance, wilson  # noqa: E402
-from whenpro_core.bench.score import score_prediction  # noqa: E402
 from whenpro_core.formats import load_trace, walk  # noqa: E402
-from whenpro_core.injection.executors import get_executor  # noqa: E402
+from whenpro_core.injection.registry import get_executor  # noqa: E402
+from whenpro_core.trace.evidence import candidate_steps  # noqa: E402
+from whenpro_core.trace.score import score_prediction  # noqa: E402
 
 ENVS = ("arith_team", "code_pair")
 

@@ -6,7 +6,7 @@ AgentRx Magentic-One and τ-bench retail), computed in one run on the same trace
 Baselines (see :mod:`whenpro_core.bench.baselines`): a uniformly random pick among the
 steps the heuristic may name (exact expectation, for step, step ±1, step ±3 and agent),
 and a constant answer of the subset's most frequent gold mode. Agent accuracy is over
-multi-agent frameworks only (DESIGN §7). A cell reads ``37.5 (28–48)``: the accuracy in
+multi-agent frameworks only (docs/architecture.md, 'Scoring'). A cell reads ``37.5 (28–48)``: the accuracy in
 percent and its 95% interval.
 
 Usage: ``python benchmarks/heuristic_accuracy.py [REAL_TRACES_DIR] [--no-gold]``
@@ -24,7 +24,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from whenpro_core.attribution.evidence import candidate_steps  # noqa: E402
 from whenpro_core.attribution.heuristic import attribute_heuristic  # noqa: E402
 from whenpro_core.bench.baselines import (  # noqa: E402
     TOLERANCES,
@@ -35,9 +34,10 @@ from whenpro_core.bench.baselines import (  # noqa: E402
     reliability,
     wilson,
 )
-from whenpro_core.bench.score import score_prediction  # noqa: E402
 from whenpro_core.formats import load_trace, walk  # noqa: E402
+from whenpro_core.trace.evidence import candidate_steps  # noqa: E402
 from whenpro_core.trace.model import Attribution, Trace  # noqa: E402
+from whenpro_core.trace.score import score_prediction  # noqa: E402
 
 FOLDERS = {
     "Who&When Algorithm-Generated": "who-and-when/Who&When/Algorithm-Generated",

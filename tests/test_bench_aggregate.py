@@ -1,4 +1,4 @@
-"""Benchmark aggregates on a constructed case with hand-computed numbers (DESIGN §7,
+"""Benchmark aggregates on a constructed case with hand-computed numbers (docs/architecture.md, 'Scoring',
 Who&When Pro leaderboard rules): per-framework means, single-agent frameworks left out
 of Agent, round-only steps, accepted alternatives, macro-F1 over gold classes only,
 missing predictions counted as wrong, ±k tolerance, composite over modalities."""

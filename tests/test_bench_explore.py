@@ -1,6 +1,6 @@
 """Exploring bench results (whenpro_core.bench.explore): results files are recognised
 by their first bytes; every cell of every table can be recomputed from the traces
-listed behind it with the DESIGN §7 rules; a prediction is set against its ground
+listed behind it with the docs/architecture.md, 'Scoring' rules; a prediction is set against its ground
 truth axis by axis; a moved dataset is found again by trace id."""
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from whenpro_core.bench.explore import (
     columns,
     compare,
     dataset_index,
-    is_results_file,
     load_results,
     pct,
     resolve_ref,
@@ -30,6 +29,7 @@ from whenpro_core.bench.explore import (
 )
 from whenpro_core.bench.report import breakdown_rows, leaderboard_rows
 from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.whenpro_files import is_results_file
 
 
 def quiet() -> Console:
@@ -62,7 +62,7 @@ def test_results_files_are_recognised_by_their_first_record(run, tmp_path):
 
 
 def _recompute(outcomes, column, composite=False):
-    """A cell's value from the traces behind it, by the DESIGN §7 rules (the composite
+    """A cell's value from the traces behind it, by the docs/architecture.md, 'Scoring' rules (the composite
     row: the mean over modalities of the official metrics)."""
     if composite and column.key in ("agent", "step", "error", "joint"):
         by_mod = defaultdict(list)

@@ -17,9 +17,9 @@ from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.bench import runner
 from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.bench.records import ResultsFile, build_record, read_records
-from whenpro_core.bench.score import score_prediction
 from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.formats import load_trace
+from whenpro_core.trace.score import score_prediction
 
 
 @pytest.fixture

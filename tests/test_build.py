@@ -23,7 +23,7 @@ from whenpro_core.bench.build_plan import Attempt, attempt_order, candidate_step
 from whenpro_core.bench.build_store import BUILD_DIR, PUBLIC_FIELDS, read_manifest
 from whenpro_core.bench.records import read_records
 from whenpro_core.envs import get_env
-from whenpro_core.envs.base import run_env
+from whenpro_core.envs.run import run_env
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.formats.native import write_trace
 from whenpro_core.formats.whowhen_pro_write import check_round_trip, to_document

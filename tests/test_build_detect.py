@@ -18,7 +18,7 @@ from whenpro_core.audit.view import audit_view
 from whenpro_core.bench.build import BuildOptions, run_build
 from whenpro_core.bench.build_store import BUILD_DIR
 from whenpro_core.envs import get_env
-from whenpro_core.envs.base import run_env
+from whenpro_core.envs.run import run_env
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.formats.native import write_trace
 from whenpro_core.trace.model import GroundTruth

@@ -57,6 +57,21 @@ def test_ls_json_lines():
     assert {r["id"] for r in rows} >= {"sample-workshop-schedule", "sample-bar-chart"}
 
 
+def test_ls_where_uses_the_row_filter_of_bench_and_the_library():
+    """``ls --where`` keeps the rows ``bench --where`` would (same keys, values
+    case-insensitive, ``|`` alternatives); a bad key is one error line."""
+    everything = [json.loads(line) for line in whenpro("ls", "--json", str(SAMPLES)).stdout.splitlines()]
+    images = whenpro("ls", "--json", "--where", "modality=IMAGE", str(SAMPLES))
+    assert images.returncode == 0, images.stderr
+    rows = [json.loads(line) for line in images.stdout.splitlines()]
+    assert rows and len(rows) < len(everything)
+    assert {r["id"] for r in rows} == {r["id"] for r in everything if r.get("modality") == "image"}
+    either = whenpro("ls", "--json", "-w", "modality=image|video", str(SAMPLES))
+    assert {json.loads(line)["modality"] for line in either.stdout.splitlines()} == {"image", "video"}
+    bad = whenpro("ls", "--where", "colour=red", str(SAMPLES))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "colour" in bad.stderr
+
+
 def test_bad_input_prints_one_line_and_exits_2(tmp_path):
     bad = tmp_path / "broken.json"
     bad.write_text('{"history": [')

@@ -1,4 +1,5 @@
-"""Step coordinates (coords) and ground-truth mapping (gt_map) per framework (DESIGN §4), on small
+"""Step coordinates (coords) and ground-truth mapping (gt_map) per framework (docs/architecture.md,
+'Formats and step coordinates'), on small
 made-up trajectories in the release's entry shapes."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.trace import coords, gt_map
+from whenpro_core.trace import coords, frameworks, gt_map
 
 U = {"kind": "user", "content": "task"}
 FA = {"kind": "final_answer", "content": "42"}
@@ -226,7 +227,7 @@ def test_coordinates_and_ground_truth_per_framework(name):
     resolved = gt_map.resolve_ground_truth(gt, lay)
     assert (resolved.step, resolved.step_index, resolved.agent) == (want_step, want_index, want_agent)
     assert resolved.mode == gt["mode"] and resolved.native == gt
-    assert resolved.round_only == (coords.canonical_framework(fw) in ("debate", "dylan"))
+    assert resolved.round_only == (frameworks.canonical_framework(fw) in ("debate", "dylan"))
     # The trajectory-free formula used by listings agrees with the mapping on the entries.
     assert gt_map.gt_coord(fw, gt) == (want_step, resolved.round_only)
 
@@ -336,8 +337,3 @@ def test_no_ground_truth_and_trace_level_labels():
 )
 def test_normalize_coord(value, want):
     assert coords.normalize_coord(value) == want
-
-
-def test_coords_reexports_the_ground_truth_mapping():
-    assert coords.resolve_ground_truth is gt_map.resolve_ground_truth
-    assert coords.gt_coord is gt_map.gt_coord

@@ -26,14 +26,14 @@ from whenpro_core.attribution.counterfactual import (
     ReferenceCorrector,
     attribute_counterfactual,
 )
-from whenpro_core.bench.score import score_prediction
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats.native import write_trace
-from whenpro_core.injection.executors import get_executor
 from whenpro_core.injection.generate import OfflineGenerator
 from whenpro_core.injection.inject import inject
+from whenpro_core.injection.registry import get_executor
 from whenpro_core.injection.simulate import SimulateExecutor
 from whenpro_core.trace.model import Trace
+from whenpro_core.trace.score import score_prediction
 
 
 def _decisive(env: str, seed: int, index: int, mode: str) -> Trace:
@@ -253,7 +253,7 @@ def _first_decisive_of_a_styled_run() -> tuple[Trace, int]:
     """A decisive injection into a run with its own wording style (as `whenpro run` makes
     them): the first (step, mode) of seed runs 0.. whose injection fails the run."""
     from whenpro_core.envs import get_env
-    from whenpro_core.envs.base import run_env
+    from whenpro_core.envs.run import run_env
     from whenpro_core.injection.mutators import applicable_modes
 
     for seed in range(6):

@@ -13,9 +13,10 @@ from conftest import REPO
 from whenpro_core.envs import env_for_trace, env_names, get_env
 from whenpro_core.envs.arith_tasks import FAMILIES, calculate, clock_add, derive, family_kind
 from whenpro_core.envs.arith_team import read_values
-from whenpro_core.envs.base import EnvState, framing_step, run_env, run_loop
+from whenpro_core.envs.base import EnvState, framing_step, run_loop
 from whenpro_core.envs.code_pair import latest_code, undress
 from whenpro_core.envs.code_tasks import TEMPLATES, read_spec
+from whenpro_core.envs.run import env_policy, run_env
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats import load_trace
 from whenpro_core.trace.model import Step
@@ -23,7 +24,7 @@ from whenpro_core.trace.model import Step
 
 def test_registry_lists_both_envs_and_rejects_unknown_names():
     assert {"arith_team", "code_pair"} <= set(env_names())
-    from whenpro_core.trace.coords import WHENPRO_FRAMEWORKS
+    from whenpro_core.trace.frameworks import WHENPRO_FRAMEWORKS
 
     assert set(env_names()) == WHENPRO_FRAMEWORKS  # their datasets read back without warnings
     with pytest.raises(ConfigError, match="arith_team"):
@@ -167,8 +168,8 @@ def test_tools_are_safe_and_report_errors():
 
 def test_llm_policy_is_a_clear_error():
     with pytest.raises(ConfigError, match="no API key for openai:gpt-4.1"):
-        get_env("arith_team").policy("openai:gpt-4.1")
-    assert get_env("arith_team").policy("heuristic").name == "reference"
+        env_policy(get_env("arith_team"), "openai:gpt-4.1")
+    assert env_policy(get_env("arith_team"), "heuristic").name == "reference"
 
 
 def _whenpro(*args: str) -> subprocess.CompletedProcess:

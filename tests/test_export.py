@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES, team_trace
 from tests.support.browser import browser, chromium_path  # noqa: F401  (fixtures)
+from whenpro_core.attribution.export import ExportOptions, trace_markdown
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.cli import app as cli_app
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_core.trace.model import Attribution, Step
-from whenpro_core.views.export import ExportOptions, trace_markdown
 
 HOSTILE = '<script>document.title="pwned"</script></details><img src=x onerror=alert(1)>'
 

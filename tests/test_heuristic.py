@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from conftest import SAMPLES
 from whenpro_core.attribution.heuristic import attribute_heuristic
-from whenpro_core.bench.score import score_prediction
 from whenpro_core.formats import load_trace
 from whenpro_core.trace.model import Outcome, Step, Task, ToolCall, Trace
+from whenpro_core.trace.score import score_prediction
 
 
 def test_sample_text_run_finds_the_wrong_calculation():
@@ -100,7 +100,7 @@ def test_a_rounded_final_value_is_traced_to_the_step_that_printed_it_unrounded()
 
 
 def test_rounding_matches_only_more_precise_numbers_that_round_to_the_value():
-    from whenpro_core.attribution.evidence import contains_rounding_of
+    from whenpro_core.trace.evidence import contains_rounding_of
 
     assert contains_rounding_of("Skewness: 0.5322275903080874", "0.53")
     assert contains_rounding_of("x = -2.3749", "-2.37")
@@ -139,7 +139,7 @@ def test_beats_random_on_who_and_when(real_traces):
     """Agent and step accuracy of the heuristic over the real Who&When files must beat
     the random baseline computed on the same traces (benchmarks/heuristic_accuracy.py
     prints the full table)."""
-    from whenpro_core.attribution.evidence import is_candidate
+    from whenpro_core.trace.evidence import is_candidate
 
     files = sorted((real_traces / "who-and-when" / "Who&When").glob("*/*.json"))
     hits_agent = hits_step = rand_agent = rand_step = 0.0

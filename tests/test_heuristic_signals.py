@@ -8,12 +8,12 @@ import re
 
 import pytest
 
-from whenpro_core.attribution.evidence import answer_values, candidate_steps, contains_value, denoise
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.bench.baselines import is_monotone, reliability
-from whenpro_core.bench.score import score_prediction
 from whenpro_core.formats import load_trace, walk
+from whenpro_core.trace.evidence import answer_values, candidate_steps, contains_value, denoise
 from whenpro_core.trace.model import GroundTruth, Outcome, Step, Task, ToolCall, Trace
+from whenpro_core.trace.score import score_prediction
 
 #: Every labelled subset of ../shared/real_traces (the benchmark script measures the same).
 SUBSETS = (

@@ -1,4 +1,4 @@
-"""whenpro_core never loads Textual (DESIGN §1): a fresh interpreter imports every
+"""whenpro_core never loads Textual (docs/architecture.md, 'Data flow'): a fresh interpreter imports every
 core module, the CLI included, and ``textual`` must not be in ``sys.modules``
 (harlequin's test_import_hygiene.py)."""
 

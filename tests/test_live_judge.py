@@ -22,7 +22,6 @@ from tests.support.live_writer import LineWriter, dump_lines
 from tests.support.llm_server import Fault
 from tests.support.waiting import wait_until
 from whenpro_core.attribution.llm_judge import make_judge
-from whenpro_core.attribution.render import render_transcript
 from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.step_by_step import judged_blocks
 from whenpro_core.errors import ConfigError
@@ -42,6 +41,7 @@ from whenpro_core.live.events import (
 from whenpro_core.live.follow import FileFollower
 from whenpro_core.live.judge_live import Budget, LiveJudge, run_end_reason
 from whenpro_core.live.session import attribute_live
+from whenpro_core.views.transcript import render_transcript
 
 TEAM = SAMPLES / "team_text" / "trace.json"
 

@@ -14,9 +14,10 @@ from tests.support.llm_server import WRONG_FORMAT_TEXT
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.formats import load_trace
 from whenpro_core.injection.executors import BuiltinExecutor
-from whenpro_core.injection.generate import InjectionRequest, get_generator
+from whenpro_core.injection.generate import InjectionRequest
 from whenpro_core.injection.inject import inject
 from whenpro_core.injection.llm_generate import LLMGenerator
+from whenpro_core.injection.registry import get_generator
 from whenpro_core.injection.replay import prefix_matches
 
 PLAN = {

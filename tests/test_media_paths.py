@@ -1,4 +1,4 @@
-"""Media path resolution and confinement: untrusted trace content (DESIGN §9)."""
+"""Media path resolution and confinement: untrusted trace content (docs/architecture.md, 'Untrusted content')."""
 
 from __future__ import annotations
 

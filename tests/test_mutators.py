@@ -10,11 +10,12 @@ import re
 import pytest
 
 from whenpro_core.envs import get_env
-from whenpro_core.envs.base import run_env
+from whenpro_core.envs.run import run_env
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats import load_trace
-from whenpro_core.injection.generate import InjectionRequest, OfflineGenerator, get_generator
+from whenpro_core.injection.generate import InjectionRequest, OfflineGenerator
 from whenpro_core.injection.mutators import MUTATORS, applicable_modes, mutate, perturb
+from whenpro_core.injection.registry import get_generator
 from whenpro_core.injection.verify import revealing_phrases
 from whenpro_core.trace.model import Agent, Step, Task, ToolCall, Trace
 

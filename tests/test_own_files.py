@@ -116,8 +116,8 @@ def test_the_tui_shows_a_verdicts_file_as_one_error_row(attributed):
 
 def test_recognised_tags_are_the_ones_whenpro_writes():
     from whenpro_core.bench.aggregate import REPORT_FORMAT
-    from whenpro_core.bench.records import RECORD_FORMAT
     from whenpro_core.formats import whenpro_files
+    from whenpro_core.formats.whenpro_files import RECORD_FORMAT
 
     assert (whenpro_files.RECORD_FORMAT, whenpro_files.REPORT_FORMAT) == (RECORD_FORMAT, REPORT_FORMAT)
 

@@ -25,7 +25,8 @@ from typer.testing import CliRunner
 
 from whenpro_core.attribution.dry_run import preview
 from whenpro_core.attribution.llm_judge import make_judge
-from whenpro_core.attribution.run import attribute, preset_protocol
+from whenpro_core.attribution.protocols import preset_protocol
+from whenpro_core.attribution.run import attribute
 from whenpro_core.cli import app
 from whenpro_core.config import load_settings
 from whenpro_core.errors import ConfigError

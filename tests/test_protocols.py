@@ -13,12 +13,12 @@ from tests.support.judge_oracle import oracle_for
 from tests.support.llm_server import Fault
 from whenpro_core.attribution.binary_search import max_calls
 from whenpro_core.attribution.llm_judge import make_judge
-from whenpro_core.attribution.render import render_transcript
 from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.step_by_step import judged_blocks
-from whenpro_core.bench.score import score_prediction
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.formats import load_trace
+from whenpro_core.trace.score import score_prediction
+from whenpro_core.views.transcript import render_transcript
 
 MODELS = ["openai:gpt-4.1", "openai-responses:gpt-4.1", "anthropic:claude-sonnet-4-6"]
 

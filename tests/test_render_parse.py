@@ -7,10 +7,10 @@ import pytest
 from conftest import SAMPLES
 from whenpro_core.attribution.parse import parse_answer
 from whenpro_core.attribution.prompts import all_at_once
-from whenpro_core.attribution.render import cut_middle, render_transcript
 from whenpro_core.formats import load_trace
 from whenpro_core.trace.model import Step, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
+from whenpro_core.views.transcript import cut_middle, render_transcript
 
 TAX = Taxonomy.builtin()
 

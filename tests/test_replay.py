@@ -12,14 +12,15 @@ import pytest
 
 from conftest import SAMPLES
 from whenpro_core.envs import get_env
-from whenpro_core.envs.base import run_env
+from whenpro_core.envs.run import run_env
 from whenpro_core.errors import ConfigError, ReplayError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import dumps_trace, write_trace
 from whenpro_core.injection.diff import diff_traces
-from whenpro_core.injection.executors import BuiltinExecutor, get_executor, plugin_names
+from whenpro_core.injection.executors import BuiltinExecutor
 from whenpro_core.injection.generate import InjectionRequest, OfflineGenerator, TextGenerator
 from whenpro_core.injection.inject import inject, resolve_step
+from whenpro_core.injection.registry import get_executor, plugin_names
 from whenpro_core.injection.replay import prefix_matches, replay_stream, warm_start
 from whenpro_core.injection.toolcache import ToolCache, call_key
 from whenpro_core.trace.model import Step, ToolCall

@@ -21,7 +21,7 @@ from whenpro_core.bench.build_store import read_manifest
 from whenpro_core.bench.records import read_records
 from whenpro_core.bench.reviewed import apply_reviews
 from whenpro_core.envs import get_env
-from whenpro_core.envs.base import run_env
+from whenpro_core.envs.run import run_env
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.formats.native import write_trace
 

@@ -1,11 +1,11 @@
-"""Scoring one prediction against a ground truth (DESIGN §7)."""
+"""Scoring one prediction against a ground truth (docs/architecture.md, 'Scoring')."""
 
 from __future__ import annotations
 
 import pytest
 
-from whenpro_core.bench.score import score_prediction
 from whenpro_core.trace.model import Accepted, Attribution, GroundTruth, Step, Trace
+from whenpro_core.trace.score import score_prediction
 
 
 def _trace(framework="whenpro-team", n=15, gt=None):

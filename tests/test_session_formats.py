@@ -526,7 +526,7 @@ def test_atif_reference_never_leaves_the_folder(tmp_path: Path) -> None:
 
 
 def test_thinking_goes_to_the_judge_and_shows_folded(real_traces: Path) -> None:
-    from whenpro_core.attribution.render import block_text, render_transcript
+    from whenpro_core.views.transcript import block_text, render_transcript
 
     trace = load_trace(real_traces / CLAUDE[0])
     thinking = next(s for s in trace.steps if s.meta.get("reasoning"))

@@ -22,10 +22,10 @@ from tests.support.llm_server import Fault
 from whenpro_core.errors import BackendError, ReplayError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
-from whenpro_core.injection.executors import get_executor
 from whenpro_core.injection.generate import InjectionRequest, TextGenerator
 from whenpro_core.injection.inject import inject
 from whenpro_core.injection.llm_generate import LLMGenerator
+from whenpro_core.injection.registry import get_executor
 from whenpro_core.injection.replay import prefix_matches, replay_stream, warm_start
 from whenpro_core.injection.simulate import SimulateExecutor
 from whenpro_core.trace.model import Step, ToolCall

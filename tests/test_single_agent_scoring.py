@@ -1,4 +1,5 @@
-"""Agent scoring on single-agent frameworks (DESIGN §4, §7): the plain Who&When-style
+"""Agent scoring on single-agent frameworks (docs/architecture.md, 'Formats and step coordinates' and 'Scoring'):
+the plain Who&When-style
 agent accuracy counts a prediction right only when it names an accepted agent (``agent``
 for a single-agent framework); the official *Agent* metric leaves single-agent
 frameworks out, which is not the same as counting them as correct.
@@ -17,9 +18,9 @@ from rich.console import Console
 from tests.support.fixtures import TEST_KEY
 from whenpro_core.bench.aggregate import aggregate
 from whenpro_core.bench.records import build_record
-from whenpro_core.bench.score import score_prediction
 from whenpro_core.formats import load_trace
 from whenpro_core.trace.model import Attribution
+from whenpro_core.trace.score import score_prediction
 
 JUNK = "zz-junk-agent"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import settle
 from test_replay import run_inject, seed_run
 from test_tui_attribute import SIZE, opened, panel, pick, steps
-from whenpro_core.attribution.run import PROTOCOLS
+from whenpro_core.attribution.protocols import PROTOCOLS
 from whenpro_core.formats.native import write_trace
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.messages import AttributionProgress

@@ -35,6 +35,19 @@ def test_verdicts_append_to_whenpros_own_sidecar(trace_file):
     assert [v.step for v in load_verdicts(trace)] == ["3", "4"]
 
 
+def test_a_verdict_saved_after_a_torn_write_reads_back(trace_file):
+    """A kill mid-write leaves a last line without its newline; the next save cuts it
+    off first instead of gluing the new verdict onto the fragment."""
+    trace = load_trace(trace_file)
+    save_verdict(trace, VERDICT)
+    whole = _sidecar(trace_file).read_bytes()
+    _sidecar(trace_file).write_bytes(whole + whole[: len(whole) // 2])  # a torn second record
+    save_verdict(trace, VERDICT.model_copy(update={"step": "5"}))
+    problems: list[str] = []
+    assert [v.step for v in load_verdicts(trace, problems)] == ["3", "5"]
+    assert problems == []
+
+
 def test_a_foreign_file_with_the_sidecars_name_is_never_touched(trace_file):
     foreign = _sidecar(trace_file)
     foreign.write_text('{"my": "notes"}\n')

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from whenpro_core.envs import get_env
-from whenpro_core.envs.base import CheckResult, run_env
+from whenpro_core.envs.base import CheckResult
+from whenpro_core.envs.run import run_env
 from whenpro_core.injection.executors import BuiltinExecutor
 from whenpro_core.injection.generate import OfflineGenerator, TextGenerator
 from whenpro_core.injection.inject import describe, inject

@@ -1,5 +1,5 @@
 """Who&When Pro per-file importer: the released showcase traces, and a small made-up
-document for every framework's entry shape (DESIGN §4)."""
+document for every framework's entry shape (docs/architecture.md, 'Formats and step coordinates')."""
 
 from __future__ import annotations
 

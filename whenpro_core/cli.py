@@ -1,7 +1,7 @@
 """The ``whenpro`` command line (typer). Imports the TUI only inside ``view``.
 
 Every command that reads user input turns :class:`~whenpro_core.errors.WhenproError`
-into one line on stderr and exit status 2 (DESIGN §9).
+into one line on stderr and exit status 2 (docs/architecture.md, 'Errors').
 """
 
 from __future__ import annotations
@@ -198,11 +198,18 @@ def ls_(
     labels: bool = typer.Option(
         False, "--labels", help="Also show each trace's ground-truth step and mode (hidden by default)."
     ),
+    where: list[str] | None = typer.Option(
+        None,
+        "--where",
+        "-w",
+        help="Filters KEY=VALUE[,KEY=VALUE] as for bench; keys outcome, modality, framework, benchmark, mode, "
+        "id, format; VALUE may list alternatives with |.",
+    ),
 ) -> None:
     """List traces, one line each (id, framework, benchmark, modality, steps; GT with --labels)."""
     from whenpro_core import summary
 
-    summary.print_listing(path, as_json=json_lines, labels=labels)
+    summary.print_listing(path, as_json=json_lines, labels=labels, where=where)
 
 
 @app.command()
@@ -248,7 +255,7 @@ def export(
     force: bool = typer.Option(False, "--force", help="Replace existing files."),
 ) -> None:
     """Share a diagnosis: the trace, its verdicts (and labels if asked) as HTML or Markdown."""
-    from whenpro_core.views.export import export_command
+    from whenpro_core.attribution.export import export_command
 
     export_command(src, html_out, markdown_out, labels=labels, force=force, echo=typer.echo)
 
@@ -644,7 +651,7 @@ def bench(
         None,
         "--where",
         "-w",
-        help="Filters KEY=VALUE[,KEY=VALUE]; keys modality, framework, benchmark, mode, id, "
+        help="Filters KEY=VALUE[,KEY=VALUE]; keys outcome, modality, framework, benchmark, mode, id, "
         "format; VALUE may list alternatives with |.",
     ),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Run the first N traces only."),
@@ -695,7 +702,7 @@ def bench(
     from whenpro_core.bench.cli_bench import bench_command
 
     if preset:  # the published harness's protocol; whowhen-pro never shows the gold answer
-        from whenpro_core.attribution.run import preset_protocol
+        from whenpro_core.attribution.protocols import preset_protocol
 
         protocol = ",".join(preset_protocol(preset, p) for p in (protocol or "all-at-once").split(","))
         if protocol.startswith("whowhen-pro:"):

@@ -1,4 +1,4 @@
-"""User settings (DESIGN §9): pydantic-settings with the precedence
+"""User settings (docs/architecture.md, 'Configuration'): pydantic-settings with the precedence
 
     flags (keyword arguments)  >  environment  >  config.toml  >  built-in defaults
 
@@ -38,6 +38,7 @@ from pydantic_settings import (
 )
 
 from whenpro_core.errors import ConfigError
+from whenpro_core.llm.models import parse_model
 from whenpro_core.llm.pricing import DEFAULT_PRICES, Price
 from whenpro_core.safety.redact import public_url
 from whenpro_core.storage import paths
@@ -118,8 +119,6 @@ class Settings(BaseSettings):
     @field_validator("model")
     @classmethod
     def _model_name(cls, v: str) -> str:
-        from whenpro_core.llm.models import parse_model
-
         try:
             parse_model(v)
         except ConfigError as exc:

@@ -1,4 +1,4 @@
-"""The one exception family of whenpro (DESIGN §9).
+"""The one exception family of whenpro (docs/architecture.md, 'Errors').
 
 Every error a user can cause with bad input is a :class:`WhenproError`. Each carries
 *what* went wrong, *where* (a file path, plus a JSON path such as ``$.trajectory[3].kind``

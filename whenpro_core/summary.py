@@ -4,10 +4,9 @@ plus Rich rendering to the terminal)."""
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -18,9 +17,10 @@ from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import dumps_trace, write_trace
 from whenpro_core.formats.registry import names_a_file, split_ref
+from whenpro_core.library.listing import parse_where
 from whenpro_core.safety.textsafe import clean, one_line, plural
 from whenpro_core.storage import jsonio
-from whenpro_core.storage.fsutil import atomic_write_bytes
+from whenpro_core.storage.fsutil import atomic_write_bytes, safe_name
 from whenpro_core.trace.model import Trace, TraceSummary
 from whenpro_core.trace.taxonomy import taxonomy_for
 from whenpro_core.views.traceview import score_lines
@@ -151,13 +151,25 @@ def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console,
         errors.print(Text(f"whenpro: ... and {len(bad) - 20} more errors", style="red"))
 
 
-def print_listing(target: str, *, as_json: bool = False, console: Console | None = None, labels: bool = False) -> None:
+def print_listing(
+    target: str,
+    *,
+    as_json: bool = False,
+    console: Console | None = None,
+    labels: bool = False,
+    where: str | Sequence[str] | None = None,
+) -> None:
     """Print one line per trace: reference, id, framework, benchmark, modality, step
     count, and with ``labels`` the GT step and mode (or the error of a file that failed
-    to import). Without ``labels`` the JSON rows carry no ``gt_step``/``gt_mode``."""
+    to import). Without ``labels`` the JSON rows carry no ``gt_step``/``gt_mode``.
+    ``where``: ``--where`` filters (:func:`whenpro_core.library.listing.parse_where`;
+    ConfigError when malformed); error rows are listed only without a filter."""
     console = console or Console(highlight=False, soft_wrap=True)
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    row_filter = parse_where(where)
     for row in _rows(target):
+        if not row_filter.keeps(row):
+            continue
         if as_json:
             doc = row.model_dump(mode="json", exclude=None if labels else {"gt_step", "gt_mode"})
             console.out(jsonio.dumps(doc).decode(), highlight=False)
@@ -170,12 +182,6 @@ def print_listing(target: str, *, as_json: bool = False, console: Console | None
         line = f"{row.ref()}\t{row.id}\t{row.framework}\t{row.benchmark or '-'}\t{row.modality}\t{steps}"
         line += f"\t{gt}" if labels else ""
         console.print(Text(clean(line)))
-
-
-def safe_name(text: str) -> str:
-    """A file-name-safe version of a trace id."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "trace"
-    return name[:150]
 
 
 #: Output formats of :func:`convert`: name -> (serialiser, writer).

@@ -1,1 +1,1 @@
-"""whenpro TUI: the Textual trace debugger. Holds no domain logic (DESIGN §1)."""
+"""whenpro TUI: the Textual trace debugger. Holds no domain logic (docs/architecture.md, 'Data flow')."""

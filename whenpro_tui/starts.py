@@ -42,7 +42,7 @@ def _judges(opts: LiveOptions):
     """``(make, llm_judge, protocol name)`` or ``(None, None, None)`` without judging."""
     if not opts.judge:
         return None, None, None
-    from whenpro_core.attribution.run import protocol_name
+    from whenpro_core.attribution.protocols import protocol_name
     from whenpro_core.live.viewer import live_judges
 
     make, llm = live_judges(
@@ -62,7 +62,7 @@ def _judges(opts: LiveOptions):
 def results_start(paths: list[str], dataset: str | None = None) -> Callable[[], Screen]:
     """The results screen on ``paths`` (``dataset``: where to open traces from when a
     record's file is gone). TraceFormatError for a path that is no results file."""
-    from whenpro_core.bench.explore import is_results_file
+    from whenpro_core.formats.whenpro_files import is_results_file
 
     for p in paths:
         if not Path(p).is_file():

@@ -26,7 +26,7 @@ _EXEC = re.compile(re.escape(TOOL_ASK) + r" running the code of Step (\S+) as (.
 def step_answer(
     content: str, tool_calls: list[dict] | None = None, final_answer: str | None = None, ends_run: bool = False
 ) -> dict[str, Any]:
-    """A simulated agent turn (the :class:`~whenpro_core.injection.simulate.SimStep` fields)."""
+    """A simulated agent turn (the :class:`~whenpro_core.llm.generation.SimStep` fields)."""
     calls = [{"name": c["name"], "arguments_json": json.dumps(c["arguments"])} for c in tool_calls or []]
     return {"content": content, "tool_calls": calls, "final_answer": final_answer, "ends_run": ends_run}
 

@@ -1,4 +1,4 @@
-"""all-at-once: the whole transcript in one call (DESIGN §6; Who&When §4)."""
+"""all-at-once: the whole transcript in one call (docs/architecture.md, 'Attribution protocols'; Who&When §4)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from whenpro_core.attribution.judge import Judge, Progress, ProgressCallback, Ta
 from whenpro_core.attribution.judge_images import image_loader_for
 from whenpro_core.attribution.parse import ParsedAnswer
 from whenpro_core.attribution.prompts import Verdict, all_at_once
-from whenpro_core.attribution.render import Transcript, render_transcript
 from whenpro_core.attribution.template import PromptTemplate, template_messages
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
+from whenpro_core.views.transcript import Transcript, render_transcript
 
 
 async def ask_all_at_once(

@@ -1,5 +1,5 @@
 """Ask a judge and read the answer: structured output when the backend returned one,
-the lenient four-line parser otherwise (DESIGN §6). A parse failure is a warning."""
+the lenient four-line parser otherwise (docs/architecture.md, 'Attribution protocols'). A parse failure is a warning."""
 
 from __future__ import annotations
 

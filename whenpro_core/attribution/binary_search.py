@@ -1,4 +1,4 @@
-"""binary search: halve the range of candidate steps until one remains (DESIGN §6;
+"""binary search: halve the range of candidate steps until one remains (docs/architecture.md, 'Attribution protocols';
 Who&When §4). At most ⌈log2 n⌉ range calls plus one call for the failure mode.
 
 An unclear answer is resolved deterministically to the first half (the decisive error
@@ -13,10 +13,10 @@ from whenpro_core.attribution.asking import ask
 from whenpro_core.attribution.judge import Judge, Progress, ProgressCallback, Tally
 from whenpro_core.attribution.judge_images import image_loader_for
 from whenpro_core.attribution.prompts import HalfChoice, ModeJudgement, binary_search, mode_question
-from whenpro_core.attribution.render import render_transcript
 from whenpro_core.attribution.step_by_step import judged_blocks
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
+from whenpro_core.views.transcript import render_transcript
 
 
 def max_calls(n: int) -> int:

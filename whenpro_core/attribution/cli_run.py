@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
+from whenpro_core.attribution.counterfactual import (
+    LLMFixCorrector,
+    ReferenceCorrector,
+    attribute_counterfactual,
+    heuristic_ranking,
+)
+from whenpro_core.attribution.dry_run import need_model, preview, preview_text
+from whenpro_core.attribution.heuristic import attribute_heuristic
+from whenpro_core.attribution.llm_judge import make_judge
+from whenpro_core.attribution.protocols import preset_protocol, protocol_name
 from whenpro_core.attribution.report import print_verdict, verdict_record
-from whenpro_core.attribution.run import attribute, nothing_to_attribute, preset_protocol, protocol_name
+from whenpro_core.attribution.run import attribute, nothing_to_attribute
 from whenpro_core.attribution.template import PromptTemplate, load_template
 from whenpro_core.attribution.verdicts import save_verdict
+from whenpro_core.config import load_settings, warn_offline
+from whenpro_core.envs import env_for_trace
 from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.injection.registry import get_executor
 from whenpro_core.library.opening import load_one
 from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Outcome
@@ -58,9 +72,6 @@ def attribute_command(
         return
     judge = None
     if name != "heuristic":
-        from whenpro_core.attribution.llm_judge import make_judge
-        from whenpro_core.config import load_settings
-
         settings = load_settings(**(settings_flags or {}))
         if (model or settings.model or "heuristic").strip().lower() == "heuristic":
             raise ConfigError(
@@ -79,10 +90,7 @@ def attribute_command(
 
     err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
     if judge is None:  # offline: run in this thread so Ctrl-C stops it at once
-        from whenpro_core.config import warn_offline
-
         warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
-        from whenpro_core.attribution.heuristic import attribute_heuristic
 
         verdict = (
             nothing_to_attribute(trace, name, None, with_gold)
@@ -122,11 +130,6 @@ def _dry_run(
     settings_flags: dict | None,
     template: PromptTemplate | None,
 ) -> None:
-    import json
-
-    from whenpro_core.attribution.dry_run import need_model, preview, preview_text
-    from whenpro_core.config import load_settings
-
     settings = load_settings(**{k: v for k, v in (settings_flags or {}).items() if v is not None})
     doc = preview(
         trace,
@@ -174,16 +177,6 @@ def counterfactual_command(
     (the reference policy on a built-in system, else the model asked to fix the step),
     replay the rest through ``executor``, stop at the earliest step whose correction
     succeeds; print one line per replay on stderr, then the verdict."""
-    from whenpro_core.attribution.counterfactual import (
-        LLMFixCorrector,
-        ReferenceCorrector,
-        attribute_counterfactual,
-        heuristic_ranking,
-    )
-    from whenpro_core.config import load_settings
-    from whenpro_core.envs import env_for_trace
-    from whenpro_core.injection.executors import get_executor
-
     trace = load_one(ref)
     if trace.outcome == Outcome.success:  # as every protocol: no decisive error, no replay
         verdict = nothing_to_attribute(trace, "counterfactual", None, with_gold=True)
@@ -228,8 +221,6 @@ def counterfactual_command(
 
 def _llm_verdict(trace, protocol: str, model: str | None, settings, no_cache: bool):
     """The verdict of an LLM protocol, whose step the counterfactual search tries first."""
-    from whenpro_core.attribution.llm_judge import make_judge
-
     judge = make_judge(model, settings=settings, use_cache=not no_cache)
 
     async def run():

@@ -39,7 +39,12 @@ from whenpro_core.envs.base import EnvState
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.injection.executors import BuiltinExecutor, Executor
 from whenpro_core.injection.llm_generate import RewrittenStep, _rewrite_sections
-from whenpro_core.injection.llm_io import (
+from whenpro_core.injection.replay import ReplayResult, continued_trace, warm_start
+from whenpro_core.injection.simulate import SimulateExecutor
+from whenpro_core.injection.textedit import fresh_step
+from whenpro_core.injection.verify import check_trace
+from whenpro_core.llm import LLMRequest, Message, open_backend
+from whenpro_core.llm.generation import (
     agents_text,
     clean_generated,
     prompt_budget,
@@ -49,9 +54,6 @@ from whenpro_core.injection.llm_io import (
     task_text,
     transcript_text,
 )
-from whenpro_core.injection.replay import ReplayResult, continued_trace, warm_start
-from whenpro_core.injection.textedit import fresh_step
-from whenpro_core.injection.verify import check_trace
 from whenpro_core.trace.model import Attribution, Step, ToolCall, Trace, Usage
 
 #: Default bound on the number of replays one verdict may run.
@@ -138,8 +140,6 @@ class LLMFixCorrector:
         return run_sync(lambda: self._correct(trace, index))
 
     async def _correct(self, trace: Trace, index: int) -> Correction:
-        from whenpro_core.llm import LLMRequest, Message, open_backend  # lazy: loads the provider SDK layer
-
         original = trace.steps[index]
         async with open_backend(self.model, self.settings) as backend:
             upto = trace.model_copy(update={"steps": trace.steps[: index + 1]})
@@ -433,8 +433,6 @@ def default_parts(trace: Trace, model: str | None, settings: Any = None) -> tupl
     without a model is corrected by its reference policy and replayed by ``builtin``;
     otherwise ``model`` fixes the step and plays the rest (``simulate``). ConfigError when
     a foreign trace comes with no model."""
-    from whenpro_core.injection.simulate import SimulateExecutor  # lazy: model-backed executor
-
     if env_for_trace(trace) is not None and not model:
         return BuiltinExecutor(), ReferenceCorrector()
     if not model:

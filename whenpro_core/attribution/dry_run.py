@@ -37,9 +37,10 @@ from pydantic import BaseModel
 from whenpro_core.attribution.judge import CallSettings, JudgeReply
 from whenpro_core.attribution.llm_judge import judge_budget, to_request
 from whenpro_core.attribution.prompts import Message
-from whenpro_core.attribution.run import attribute, protocol_name
+from whenpro_core.attribution.protocols import protocol_name
+from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.template import PromptTemplate
-from whenpro_core.config import Settings
+from whenpro_core.config import Settings, load_settings
 from whenpro_core.errors import ConfigError
 from whenpro_core.llm.models import parse_model, reads_images
 from whenpro_core.llm.types import ImagePart, LLMRequest, TextPart
@@ -224,8 +225,6 @@ def preview_choice(trace: Trace, protocol: str, model: str | None, with_gold: bo
     if name == "heuristic":
         return preview_text({"requests": []})
     if settings is None:
-        from whenpro_core.config import load_settings
-
         settings = load_settings()  # raises the ConfigError that made it None
     return preview_text(preview(trace, name, need_model(model, settings, name), settings, with_gold=with_gold))
 

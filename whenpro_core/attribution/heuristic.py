@@ -1,4 +1,5 @@
-"""``heuristic``: the no-LLM attribution protocol, whenpro's offline default (DESIGN §6).
+"""``heuristic``: the no-LLM attribution protocol, whenpro's offline default (docs/architecture.md,
+'Attribution protocols').
 
 It reads signals from the trace itself (:mod:`whenpro_core.attribution.signals`): a
 provably wrong calculation, where a wrong final value first appears, facts asserted with
@@ -20,8 +21,8 @@ import re
 import time
 from collections import defaultdict
 
-from whenpro_core.attribution.evidence import answer_matches, candidate_steps, final_answer
 from whenpro_core.attribution.signals import Context, Signal, collect
+from whenpro_core.trace.evidence import answer_matches, candidate_steps, final_answer
 from whenpro_core.trace.model import Attribution, Modality, Outcome, Step, Trace, Usage
 
 #: A step within this share of the best score counts as tied; the earliest tied step wins.

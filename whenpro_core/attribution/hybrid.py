@@ -1,5 +1,6 @@
 """hybrid: all-at-once picks the agent, then that agent's steps are asked about one at a
-time, in order, until one is judged decisive (DESIGN §6; Who&When §4). Calls: 1 + up to
+time, in order, until one is judged decisive (docs/architecture.md, 'Attribution protocols'; Who&When §4). Calls: 1
++ up to
 that agent's step count.
 
 Every call shares one prefix (instructions, task, the whole transcript) ending in a cache
@@ -15,10 +16,10 @@ from whenpro_core.attribution.asking import ask
 from whenpro_core.attribution.judge import Judge, Progress, ProgressCallback, Tally
 from whenpro_core.attribution.judge_images import image_loader_for
 from whenpro_core.attribution.prompts import StepJudgement, step_question
-from whenpro_core.attribution.render import render_transcript
 from whenpro_core.attribution.step_by_step import judged_blocks
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
+from whenpro_core.views.transcript import render_transcript
 
 
 async def run_hybrid(

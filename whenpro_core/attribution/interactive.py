@@ -3,7 +3,7 @@ and TUI", item 6): what a user can ask for, which models to offer, a judge that 
 its calls as they happen, and where a protocol's progress sits among the steps.
 
 UI-free: the TUI turns these plain values into widgets, and the same calls work from a
-script. Protocols and their progress events are those of DESIGN §6
+script. Protocols and their progress events are those of docs/architecture.md, 'Attribution protocols'
 (:mod:`whenpro_core.attribution.run`, :class:`~whenpro_core.attribution.judge.Progress`).
 """
 
@@ -16,13 +16,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from whenpro_core.attribution.evidence import is_candidate
+from whenpro_core.attribution.binary_search import max_calls
 from whenpro_core.attribution.judge import CallSettings, JudgeReply, Progress, ProgressCallback
-from whenpro_core.attribution.run import PROTOCOLS, attribute, protocol_name, trace_has_gold
+from whenpro_core.attribution.llm_judge import make_judge
+from whenpro_core.attribution.protocols import PROTOCOLS, protocol_name
+from whenpro_core.attribution.run import attribute, trace_has_gold
+from whenpro_core.config import load_settings
 from whenpro_core.envs import env_for_trace
 from whenpro_core.errors import ConfigError
+from whenpro_core.llm.endpoints import require_endpoint
+from whenpro_core.llm.models import parse_model
 from whenpro_core.trace.coords import normalize_coord
+from whenpro_core.trace.evidence import is_candidate
 from whenpro_core.trace.model import Attribution, Trace, Usage
+from whenpro_core.trace.score import score_prediction
 from whenpro_core.views.search import find_coord
 
 if TYPE_CHECKING:
@@ -30,8 +37,8 @@ if TYPE_CHECKING:
 
     from whenpro_core.attribution.judge import Judge
     from whenpro_core.attribution.prompts import Message
-    from whenpro_core.bench.score import AxisScore
     from whenpro_core.config import Settings
+    from whenpro_core.trace.score import AxisScore
 
 #: A well-known model per provider, offered when that provider's key is configured.
 SUGGESTED = {"openai": "openai:gpt-4.1", "anthropic": "anthropic:claude-sonnet-4-6"}
@@ -69,8 +76,6 @@ def model_choices(settings: Settings | None, previous: Iterable[Attribution] = (
     out: dict[str, str] = {}
 
     def add(name: str, note: str) -> None:
-        from whenpro_core.llm.models import parse_model
-
         try:
             spec = parse_model(name)
         except ConfigError:
@@ -96,9 +101,7 @@ def model_choices(settings: Settings | None, previous: Iterable[Attribution] = (
 
 def protocol_notes(trace: Trace) -> dict[str, str]:
     """A short cost note per protocol for ``trace`` (calls counted over the agent steps
-    a judge is asked about; DESIGN §6)."""
-    from whenpro_core.attribution.binary_search import max_calls
-
+    a judge is asked about; docs/architecture.md, 'Attribution protocols')."""
     n = sum(1 for s in trace.steps if is_candidate(s))
     return {
         "heuristic": "offline, no model",
@@ -130,12 +133,7 @@ def make_request(
     ):
         return AttributionRequest(protocol, None, with_gold)
     if settings is None:
-        from whenpro_core.config import load_settings
-
         settings = load_settings()  # raises the ConfigError that made it None
-    from whenpro_core.llm.endpoints import require_endpoint
-    from whenpro_core.llm.models import parse_model
-
     name = (model or "").strip() or settings.model
     spec = parse_model(name, api=settings.api)
     if spec is None:
@@ -197,8 +195,6 @@ def open_judge(model: str, settings: Settings | None = None, *, use_cache: bool 
     """Open a metered judge for ``model``, importing the provider's SDK first (call it in
     a thread: the import takes about a second). Raises ConfigError like
     :func:`~whenpro_core.attribution.llm_judge.make_judge`."""
-    from whenpro_core.attribution.llm_judge import make_judge
-
     sdk = "anthropic" if model.lower().startswith("anthropic:") else "openai"
     with contextlib.suppress(ImportError):  # the backend reports a missing SDK when it is used
         importlib.import_module(sdk)
@@ -287,11 +283,10 @@ def verdict_step_index(trace: Trace, verdict: Attribution) -> int | None:
 
 
 def verdict_score(trace: Trace, verdict: Attribution) -> AxisScore | None:
-    """Per-axis comparison with the trace's ground truth (DESIGN §7), ``None`` when the
+    """Per-axis comparison with the trace's ground truth (docs/architecture.md, 'Scoring'), ``None`` when the
     trace has none."""
     if trace.ground_truth is None:
         return None
-    from whenpro_core.bench.score import score_prediction
 
     return score_prediction(trace, verdict)
 

@@ -1,12 +1,15 @@
 """Images for multimodal judges: the image loader protocols pass to the renderer
-(DESIGN §6: images inline as re-encoded, capped JPEG parts; a video as up to 8 keyframes)."""
+(docs/architecture.md, 'Attribution protocols': images inline as re-encoded, capped JPEG parts; a video as up to 8
+keyframes)."""
 
 from __future__ import annotations
 
 import base64
 
-from whenpro_core.attribution.render import MAX_FRAMES_PER_STEP, ImageLoader, ImagePart
+from whenpro_core import media
+from whenpro_core.errors import MediaError
 from whenpro_core.trace.model import MediaRef, Trace
+from whenpro_core.views.transcript import MAX_FRAMES_PER_STEP, ImageLoader, ImagePart
 
 #: Longest side, pixels, of an image sent to a judge.
 JUDGE_IMAGE_MAX_SIDE = 1024
@@ -24,9 +27,6 @@ def load_judge_images(ref: MediaRef, trace: Trace) -> list[ImagePart]:
     """A MediaRef as JPEG parts: one for an image or frame, up to 8 keyframes for a
     video file. Empty when it cannot be read (missing file, a path outside the dataset,
     corrupt data)."""
-    from whenpro_core import media
-    from whenpro_core.errors import MediaError
-
     try:
         if ref.kind != "video":
             data = media.jpeg_for_ref(

@@ -18,30 +18,14 @@ from pydantic import BaseModel
 
 from whenpro_core.attribution.judge import CallSettings, JudgeReply
 from whenpro_core.attribution.prompts import Message
-from whenpro_core.attribution.render import ImagePart, TextPart
 from whenpro_core.config import Settings, load_settings
+from whenpro_core.llm import ImagePart as LLMImage
+from whenpro_core.llm import Message as LLMMessage
+from whenpro_core.llm import TextPart as LLMText
+from whenpro_core.llm import open_backend
+from whenpro_core.llm.models import context_window, reads_images
 from whenpro_core.llm.types import LLMRequest
-
-#: Context windows in tokens by model-name prefix (most specific first); the judge's
-#: prompt budget is 80% of it minus the answer's max tokens. Unknown models: 32K.
-CONTEXT_WINDOWS = (
-    ("gpt-4.1", 1_000_000),
-    ("gpt-5", 400_000),
-    ("o3", 200_000),
-    ("o4", 200_000),
-    ("gpt-4o", 128_000),
-    ("claude", 200_000),
-    ("gemini", 1_000_000),
-    ("qwen", 32_000),
-    ("llama", 128_000),
-)
-DEFAULT_CONTEXT = 32_000
-
-
-def context_window(model: str) -> int:
-    """The context window assumed for ``provider:model`` (see :data:`CONTEXT_WINDOWS`)."""
-    name = model.split(":", 1)[-1].lower()
-    return next((size for prefix, size in CONTEXT_WINDOWS if name.startswith(prefix)), DEFAULT_CONTEXT)
+from whenpro_core.views.transcript import ImagePart, TextPart
 
 
 class LLMJudge:
@@ -118,10 +102,6 @@ def judge_budget(model_name: str, settings: Settings) -> int:
 
 
 def _convert(message: Message):
-    from whenpro_core.llm import ImagePart as LLMImage
-    from whenpro_core.llm import Message as LLMMessage
-    from whenpro_core.llm import TextPart as LLMText
-
     parts = []
     last = len(message.parts) - 1
     for i, part in enumerate(message.parts):
@@ -145,9 +125,6 @@ def make_judge(
     Raises ConfigError for a bad model name, ``heuristic``, or a missing key or base URL
     (the message names the setting to fix, never a key).
     """
-    from whenpro_core.llm import open_backend
-    from whenpro_core.llm.models import reads_images
-
     settings = settings or load_settings()
     backend = open_backend(model, settings)
     if multimodal is None:

@@ -1,4 +1,4 @@
-"""Lenient parsing of judge answers (DESIGN §6). Never raises: a missing or
+"""Lenient parsing of judge answers (docs/architecture.md, 'Attribution protocols'). Never raises: a missing or
 unrecognised field becomes ``None`` plus a warning.
 
 The all-at-once answer is four labelled lines::

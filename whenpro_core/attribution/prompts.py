@@ -1,4 +1,4 @@
-"""Judge prompts for the attribution protocols (DESIGN §6; adapted from the Who&When
+"""Judge prompts for the attribution protocols (docs/architecture.md, 'Attribution protocols'; adapted from the Who&When
 prompts, arXiv 2505.00212, with failure-mode prediction as in Who&When Pro).
 
 Messages are built so that consecutive calls of one protocol share a long, identical
@@ -15,7 +15,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from whenpro_core.attribution.render import (
+from whenpro_core.trace.model import Trace
+from whenpro_core.trace.taxonomy import Taxonomy
+from whenpro_core.views.transcript import (
     ImagePart,
     Part,
     StepBlock,
@@ -24,8 +26,6 @@ from whenpro_core.attribution.render import (
     block_text,
     context_text,
 )
-from whenpro_core.trace.model import Trace
-from whenpro_core.trace.taxonomy import Taxonomy
 
 
 @dataclass

@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from whenpro_core.bench.score import score_prediction
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.trace.model import Attribution, Trace
+from whenpro_core.trace.score import score_prediction
 from whenpro_core.trace.taxonomy import Taxonomy
 
 

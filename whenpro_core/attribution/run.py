@@ -1,4 +1,4 @@
-"""Run any attribution protocol on a trace (DESIGN §6): the one entry point the CLI,
+"""Run any attribution protocol on a trace (docs/architecture.md, 'Attribution protocols'): the one entry point the CLI,
 the TUI and the benchmark runner call."""
 
 from __future__ import annotations
@@ -6,70 +6,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from whenpro_core.attribution.heuristic import outcome_warnings
+from whenpro_core.attribution.all_at_once import run_all_at_once
+from whenpro_core.attribution.binary_search import run_binary_search
+from whenpro_core.attribution.counterfactual import run_protocol
+from whenpro_core.attribution.heuristic import attribute_heuristic, outcome_warnings
+from whenpro_core.attribution.hybrid import run_hybrid
 from whenpro_core.attribution.judge import Judge, ProgressCallback
+from whenpro_core.attribution.protocols import PRESET_NAMES, PRESET_PROTOCOLS, protocol_name
+from whenpro_core.attribution.step_by_step import run_step_by_step
 from whenpro_core.attribution.template import PromptTemplate
+from whenpro_core.attribution.whowhen_preset import RUNNERS
+from whenpro_core.attribution.whowhen_pro_preset import run_whowhen_pro
 from whenpro_core.errors import ConfigError
 from whenpro_core.trace.model import Attribution, Outcome, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
-
-#: Protocol names, the offline default first.
-PROTOCOLS = ("heuristic", "all-at-once", "step-by-step", "binary-search", "hybrid", "counterfactual")
-
-#: Protocols that reproduce a published harness (``--preset``): the preset's name, then
-#: the protocol it runs. Accepted wherever a protocol name is, not offered in menus.
-PRESET_PROTOCOLS = {"whowhen-pro": "whowhen-pro:all-at-once"}
-#: Presets with several protocols: preset -> {whenpro protocol: the preset's protocol}.
-PRESET_CHOICES = {
-    "whowhen-pro": {"all-at-once": "whowhen-pro:all-at-once"},
-    "whowhen": {
-        "all-at-once": "whowhen:all-at-once",
-        "step-by-step": "whowhen:step-by-step",
-        "binary-search": "whowhen:binary-search",
-    },
-}
-#: Every preset protocol name.
-PRESET_NAMES = frozenset(name for choices in PRESET_CHOICES.values() for name in choices.values())
-
-_ALIASES = {
-    "aao": "all-at-once",
-    "all_at_once": "all-at-once",
-    "sbs": "step-by-step",
-    "step_by_step": "step-by-step",
-    "binary": "binary-search",
-    "bs": "binary-search",
-    "binary_search": "binary-search",
-    "cf": "counterfactual",
-}
-
-
-def protocol_name(name: str) -> str:
-    """The canonical protocol name for ``name`` (aliases accepted); ConfigError when
-    unknown, listing the choices."""
-    key = name.strip().lower()
-    key = _ALIASES.get(key, key)
-    if key not in PROTOCOLS and key not in PRESET_NAMES:
-        raise ConfigError(f"unknown protocol {name!r}", expected=", ".join(PROTOCOLS))
-    return key
-
-
-def preset_protocol(preset: str, protocol: str | None) -> str:
-    """The protocol a ``--preset`` runs (``protocol``, all-at-once by default, in the
-    preset's version); ConfigError for an unknown preset, or a ``--protocol`` the preset's
-    harness does not have (whowhen-pro: all-at-once only; whowhen: all-at-once,
-    step-by-step, binary-search)."""
-    key = preset.strip().lower()
-    if key not in PRESET_CHOICES:
-        raise ConfigError(f"unknown preset {preset!r}", expected=", ".join(PRESET_CHOICES))
-    choices = PRESET_CHOICES[key]
-    name = protocol_name(protocol) if protocol else "all-at-once"
-    if name in choices.values():
-        return name
-    if name not in choices:
-        raise ConfigError(
-            f"--preset {key} has no {name} protocol", expected="no --protocol, or --protocol " + " / ".join(choices)
-        )
-    return choices[name]
 
 
 async def attribute(
@@ -100,12 +50,8 @@ async def attribute(
     if trace.outcome == Outcome.success:
         return nothing_to_attribute(trace, protocol, judge, with_gold)
     if protocol == "heuristic":
-        from whenpro_core.attribution.heuristic import attribute_heuristic
-
         return await asyncio.to_thread(attribute_heuristic, trace, with_gold=with_gold)
     if protocol == "counterfactual":  # replay-verified: the judge's model fixes steps (none: built-in, offline)
-        from whenpro_core.attribution.counterfactual import run_protocol
-
         model = judge.model if judge is not None else None
         return await asyncio.to_thread(run_protocol, trace, model, progress=progress)
     if judge is None:
@@ -114,8 +60,6 @@ async def attribute(
             expected="--model provider:model (or use --protocol heuristic offline)",
         )
     if protocol == "all-at-once":
-        from whenpro_core.attribution.all_at_once import run_all_at_once
-
         return await run_all_at_once(trace, judge, taxonomy, with_gold=with_gold, progress=progress, template=template)
     run = _runner(protocol)
     verdict = await run(trace, judge, taxonomy, with_gold=with_gold, progress=progress)
@@ -127,22 +71,13 @@ def _runner(protocol: str) -> Callable[..., Awaitable[Attribution]]:
     """The run function of a judged protocol other than all-at-once (lazy imports: each
     protocol's module is loaded only when it runs)."""
     if protocol == "step-by-step":
-        from whenpro_core.attribution.step_by_step import run_step_by_step
-
         return run_step_by_step
     if protocol == "binary-search":
-        from whenpro_core.attribution.binary_search import run_binary_search
-
         return run_binary_search
     if protocol == PRESET_PROTOCOLS["whowhen-pro"]:
-        from whenpro_core.attribution.whowhen_pro_preset import run_whowhen_pro
-
         return run_whowhen_pro
     if protocol in PRESET_NAMES:  # --preset whowhen
-        from whenpro_core.attribution.whowhen_preset import RUNNERS
-
         return RUNNERS[protocol]
-    from whenpro_core.attribution.hybrid import run_hybrid
 
     return run_hybrid
 
@@ -166,13 +101,4 @@ def trace_has_gold(trace: Trace) -> bool:
     return bool(trace.task.answer)
 
 
-__all__ = [
-    "PRESET_CHOICES",
-    "PRESET_NAMES",
-    "PRESET_PROTOCOLS",
-    "PROTOCOLS",
-    "attribute",
-    "preset_protocol",
-    "protocol_name",
-    "trace_has_gold",
-]
+__all__ = ["attribute", "trace_has_gold"]

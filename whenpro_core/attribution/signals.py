@@ -1,4 +1,4 @@
-"""The signals of the offline ``heuristic`` attributor (DESIGN §6): evidence in the
+"""The signals of the offline ``heuristic`` attributor (docs/architecture.md, 'Attribution protocols'): evidence in the
 trajectory itself that a step holds the decisive error.
 
 Each detector looks at the whole trace and returns :class:`Signal` s — a step, a
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from whenpro_core.attribution.evidence import (
+from whenpro_core.trace.evidence import (
     answer_matches,
     answer_values,
     capped,
@@ -278,7 +278,8 @@ def _in_text_order(values: set[str], text: str) -> list[str]:
 
 def _follow_derivation(trace: Trace, author: Step, value: str, query: str, depth: int = 4) -> tuple[Step, str]:
     """Walk a derived value back to the earliest step that introduced one of its inputs
-    (DESIGN §6: the decisive error is the earliest step whose correction fixes the run).
+    (docs/architecture.md, 'Attribution protocols': the decisive error is the earliest step whose correction fixes
+    the run).
     Returns that step and the value it introduced."""
     for _ in range(depth):
         operands = _operands(author, value)

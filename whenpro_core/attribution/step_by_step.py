@@ -1,5 +1,5 @@
 """step-by-step (incremental): show steps one at a time and ask whether the newest
-holds the decisive error; stop at the first yes (DESIGN §6; Who&When §4).
+holds the decisive error; stop at the first yes (docs/architecture.md, 'Attribution protocols'; Who&When §4).
 
 The conversation only grows: each call's messages are the previous call's messages
 plus the judge's answer and one new user turn, so a provider's prefix cache serves
@@ -9,13 +9,13 @@ everything but the newest step.
 from __future__ import annotations
 
 from whenpro_core.attribution.asking import ask
-from whenpro_core.attribution.evidence import is_candidate
 from whenpro_core.attribution.judge import Judge, Progress, ProgressCallback, Tally
 from whenpro_core.attribution.judge_images import image_loader_for
 from whenpro_core.attribution.prompts import Message, StepJudgement, step_by_step_opening, step_turn
-from whenpro_core.attribution.render import StepBlock, Transcript, render_transcript
+from whenpro_core.trace.evidence import is_candidate
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
+from whenpro_core.views.transcript import StepBlock, Transcript, render_transcript
 
 
 def judged_blocks(trace: Trace, transcript: Transcript, agent: str | None = None) -> list[StepBlock]:

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.attribution.prompts import ALL_AT_ONCE_FORMAT, Message, transcript_parts
-from whenpro_core.attribution.render import ImagePart, Part, TextPart, Transcript
 from whenpro_core.errors import ConfigError
 from whenpro_core.trace.model import Trace
 from whenpro_core.trace.taxonomy import Taxonomy
+from whenpro_core.views.transcript import ImagePart, Part, TextPart, Transcript
 
 COORDINATE_HINT = (
     "Steps are headed `Step <coordinate> | Agent: <name>`. Write the coordinate and the agent "
@@ -52,7 +52,7 @@ def load_template(path: str | Path) -> PromptTemplate:
     """Read and compile a Jinja2 template; ConfigError naming the file (and line) when it
     cannot be read or does not parse."""
     import jinja2  # lazy: only --template needs Jinja2
-    from jinja2.sandbox import SandboxedEnvironment
+    from jinja2.sandbox import SandboxedEnvironment  # lazy: only --template needs Jinja2
 
     path = Path(path)
     try:

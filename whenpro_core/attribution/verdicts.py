@@ -2,8 +2,10 @@
 the TUI keeps several verdicts per trace side by side).
 
 Verdicts of ``trace.json`` live in ``trace.json.verdicts.jsonl`` beside it: append-only
-JSON lines ``{"key", "trace_id", "saved_at", "attribution"}``; a torn last line (a crash
-mid-write) is skipped on read. When the trace's folder is not writable, the file goes to
+JSON lines ``{"key", "trace_id", "saved_at", "attribution"}``, appended through the one
+JSON-lines log (:mod:`whenpro_core.storage.jsonl_log`: locked, fsync-ed); a torn last
+line (a crash mid-write) is skipped on read and cut off by the next save. When the
+trace's folder is not writable, the file goes to
 ``<user data dir>/verdicts/<hash of the trace path>.jsonl`` instead.
 """
 
@@ -15,9 +17,11 @@ import time
 from pathlib import Path
 
 import orjson
+import platformdirs
 
 from whenpro_core.errors import WhenproError
-from whenpro_core.storage import jsonio
+from whenpro_core.formats.whenpro_files import is_verdicts_head
+from whenpro_core.storage import jsonio, jsonl_log
 from whenpro_core.trace.model import Attribution, Trace
 
 
@@ -25,7 +29,6 @@ def _data_dir() -> Path:
     env = os.environ.get("WHENPRO_DATA_DIR")
     if env:
         return Path(env)
-    import platformdirs
 
     return Path(platformdirs.user_data_dir("whenpro"))
 
@@ -47,8 +50,9 @@ def _key(trace: Trace) -> str:
 
 
 def save_verdict(trace: Trace, verdict: Attribution) -> Path | None:
-    """Append ``verdict`` to the trace's verdict file (one ``write`` + fsync of one
-    line). Returns the file, or ``None`` when the trace has no file.
+    """Append ``verdict`` to the trace's verdict file (one locked, fsync-ed line; a
+    torn last line left by a killed write is cut off first:
+    :func:`whenpro_core.storage.jsonl_log.append`). Returns the file, or ``None`` when the trace has no file.
 
     Only whenpro's own sidecar is appended to (recognised by its content, as listings
     do: :func:`~whenpro_core.formats.whenpro_files.is_verdicts_head`; an empty file
@@ -59,25 +63,14 @@ def save_verdict(trace: Trace, verdict: Attribution) -> Path | None:
     if path is None:
         return None
     _check_own_sidecar(path)
-    line = (
-        jsonio.dumps(
-            {
-                "key": _key(trace),
-                "trace_id": trace.id,
-                "saved_at": time.time(),
-                "attribution": verdict.model_dump(mode="json"),
-            }
-        )
-        + b"\n"
-    )
+    record = {
+        "key": _key(trace),
+        "trace_id": trace.id,
+        "saved_at": time.time(),
+        "attribution": verdict.model_dump(mode="json"),
+    }
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        jsonl_log.append(path, record)
     except OSError as exc:
         raise WhenproError(f"cannot write verdict: {exc.strerror or exc}", path=path) from None
     return path
@@ -85,8 +78,6 @@ def save_verdict(trace: Trace, verdict: Attribution) -> Path | None:
 
 def _check_own_sidecar(path: Path) -> None:
     """WhenproError unless ``path`` is missing, empty or a verdicts file whenpro wrote."""
-    from whenpro_core.formats.whenpro_files import is_verdicts_head
-
     if not os.path.lexists(path):
         return
     if path.is_dir():

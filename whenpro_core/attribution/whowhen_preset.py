@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from whenpro_core.attribution.judge import CallSettings, Judge, Progress, ProgressCallback, Tally
 from whenpro_core.attribution.parse import parse_answer
 from whenpro_core.attribution.prompts import Message
-from whenpro_core.attribution.run import PRESET_CHOICES
+from whenpro_core.attribution.protocols import PRESET_CHOICES
 from whenpro_core.errors import ConfigError
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy

@@ -45,6 +45,7 @@ one):
 
 from __future__ import annotations
 
+import ast
 import base64
 import contextlib
 import io
@@ -60,12 +61,14 @@ import orjson
 from whenpro_core.attribution.asking import ask
 from whenpro_core.attribution.judge import CallSettings, Judge, Progress, ProgressCallback, Tally
 from whenpro_core.attribution.prompts import Message, Verdict
-from whenpro_core.attribution.render import ImagePart, Part, TextPart
-from whenpro_core.attribution.run import PRESET_PROTOCOLS
-from whenpro_core.errors import ConfigError
-from whenpro_core.trace.coords import canonical_framework
+from whenpro_core.attribution.protocols import PRESET_PROTOCOLS
+from whenpro_core.errors import ConfigError, MediaError
+from whenpro_core.formats import whowhen_pro, whowhen_pro_jsonl
+from whenpro_core.media.paths import decode_inline, media_bases, read_file_capped, resolve_path
+from whenpro_core.trace.frameworks import canonical_framework
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
+from whenpro_core.views.transcript import ImagePart, Part, TextPart
 
 #: Request settings of the preset (``whowhen_eval/run.py`` defaults).
 TEMPERATURE = 0.0
@@ -227,8 +230,6 @@ def _listish(value: Any) -> list:
     """A list field, also when the file stores it as Python or JSON text (the per-file
     showcase samples do); anything else is an empty list."""
     if isinstance(value, str) and value.lstrip().startswith("["):
-        import ast
-
         try:
             value = ast.literal_eval(value)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -775,9 +776,6 @@ def image_reader(trace: Trace, problems: list[str]) -> ImageReader:
     """Reads inline ``data`` (base64) or a ``path`` confined to the dataset root and the
     trace's folder (:func:`whenpro_core.media.paths.resolve_path`) and re-encodes it
     (:func:`jpeg_part`); a failure is noted in ``problems`` and the image left out."""
-    from whenpro_core.errors import MediaError
-    from whenpro_core.media.paths import decode_inline, media_bases, read_file_capped, resolve_path
-
     bases = media_bases(trace.source.path, trace.source.root)
     if trace.source.root:  # JSONL video rows: frames under video_assets/<framework>/
         assets = Path(trace.source.root) / "video_assets" / trace.framework
@@ -811,8 +809,6 @@ def image_reader(trace: Trace, problems: list[str]) -> ImageReader:
 def release_document(trace: Trace) -> dict:
     """The trace's Who&When Pro document as released (a JSONL row decoded, or the
     per-file JSON). ConfigError for a trace of another format."""
-    from whenpro_core.formats import whowhen_pro, whowhen_pro_jsonl
-
     src = trace.source
     if src.format == whowhen_pro_jsonl.FORMAT and src.path:
         return whowhen_pro_jsonl.load_document(Path(src.path), src.key)

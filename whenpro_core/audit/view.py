@@ -1,5 +1,5 @@
 """What a label-leak audit may read of a trace: the judge's view, kept apart from the
-ground truth (issue 14, DESIGN §6).
+ground truth (issue 14, docs/architecture.md, 'Attribution protocols').
 
 An :class:`AuditTrace` holds, per step, only what a judge is shown or can read in a
 released trajectory: the coordinate, the speaking agent, the step kind and the text of
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from whenpro_core.attribution.evidence import is_candidate
-from whenpro_core.attribution.render import step_fields
-from whenpro_core.bench.score import accepted_agents, accepted_steps
 from whenpro_core.trace.coords import normalize_coord, round_of
+from whenpro_core.trace.evidence import is_candidate
 from whenpro_core.trace.model import Trace
+from whenpro_core.trace.score import accepted_agents, accepted_steps
+from whenpro_core.views.transcript import step_fields
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class Label:
 
 def audit_view(trace: Trace, group: str | None = None) -> AuditTrace:
     """The judge's view of ``trace`` (module docstring). Candidate steps are those that
-    can hold the decisive error (:func:`~whenpro_core.attribution.evidence.is_candidate`);
+    can hold the decisive error (:func:`~whenpro_core.trace.evidence.is_candidate`);
     steps that share a coordinate are one step, as a judge sees them."""
     steps: list[AuditStep] = []
     by_coord: dict[str, int] = {}

@@ -1,4 +1,5 @@
-"""Benchmarks (DESIGN §7, §8): dataset building (:mod:`.build`, ``whenpro build``, with
+"""Benchmarks (docs/architecture.md, 'Scoring' and 'Injection and warm-start replay'): dataset building
+(:mod:`.build`, ``whenpro build``, with
 :mod:`.build_plan` choosing the injections, :mod:`.build_store` writing the dataset, its
 journal and manifest) and review of built datasets (:mod:`.validate`); per-prediction
 scoring (:mod:`.score`), results records and the resumable results file (:mod:`.records`),

@@ -1,11 +1,12 @@
-"""Benchmark aggregates (DESIGN §7; Who&When Pro leaderboard rules, ``just1nlee/whowhen_pro``
+"""Benchmark aggregates (docs/architecture.md, 'Scoring'; Who&When Pro leaderboard rules, ``just1nlee/whowhen_pro``
 ``whowhen_eval/leaderboard.py``), computed from :class:`~whenpro_core.bench.records.Record` s.
 
 Rows of the leaderboard are *groups*: model × protocol × gold setting. Each group gets a
 cell per modality and a composite. In a cell (a set of scored traces):
 
 * **Agent** = mean over multi-agent frameworks of per-framework agent accuracy.
-  Single-agent frameworks (``TraceMeta.single_agent``; DESIGN §4) are left out; ``None``
+  Single-agent frameworks (``TraceMeta.single_agent``; docs/architecture.md, 'Formats and step coordinates') are
+  left out; ``None``
   when the cell has none.
 * **Step** = mean over frameworks of per-framework step accuracy (exact coordinate;
   round only for debate/dylan, accepted alternatives count).

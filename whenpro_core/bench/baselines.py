@@ -3,7 +3,7 @@ measuring a protocol on labelled traces (``benchmarks/heuristic_accuracy.py``).
 
 * The random baseline is exact, not sampled: per trace, the share of the candidate steps
   (the steps the attributor may name) that would score on an axis — exact step, step
-  within ±1 / ±3, agent — scored with :func:`whenpro_core.bench.score.score_prediction`
+  within ±1 / ±3, agent — scored with :func:`whenpro_core.trace.score.score_prediction`
   itself, so the baseline and the attributor obey the same rules.
 * The majority-mode baseline always answers the most frequent gold mode of the subset
   (fitted on the labels it is scored on, so it is an optimistic bar).
@@ -20,8 +20,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from whenpro_core.bench.score import score_prediction
 from whenpro_core.trace.model import Attribution, Step, Trace
+from whenpro_core.trace.score import score_prediction
 
 #: z for a two-sided 95% interval.
 Z95 = 1.959964

@@ -1,5 +1,6 @@
 """``whenpro build SEEDS --out DATASET``: batch error injection over successful
-trajectories, written as a benchmark dataset (DESIGN §8, §4, §9).
+trajectories, written as a benchmark dataset (docs/architecture.md, 'Injection and warm-start replay' and
+'Formats and step coordinates' and 'Files whenpro writes').
 
 For every usable seed trajectory the planner (:mod:`.build_plan`) picks up to
 ``--per-seed`` (step, failure mode) attempts; each attempt is run by
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from whenpro_core.audit.detect import DetectabilityCheck, filter_items
 from whenpro_core.bench.build_plan import (
     Attempt,
     Plan,
@@ -50,7 +52,15 @@ from whenpro_core.bench.build_plan import (
     step_class,
 )
 from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry
+from whenpro_core.bench.build_store import revalidate as refresh
+from whenpro_core.bench.export import export_validated as export_release
 from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.formats import load_trace
+from whenpro_core.formats.whowhen_pro_write import check_round_trip, to_document
+from whenpro_core.injection.inject import inject
+from whenpro_core.injection.registry import get_executor, get_generator
+from whenpro_core.injection.replay import warm_start
+from whenpro_core.injection.verify import check_trace
 from whenpro_core.safety.redact import redact
 from whenpro_core.trace.model import Trace
 
@@ -153,9 +163,6 @@ def run_attempt(
     Never raises for a failed attempt: the entry says which stage dropped it.
     ``trace_id`` is the id the kept trace gets (the build's opaque id; default: the
     counterfactual's own)."""
-    from whenpro_core.formats.whowhen_pro_write import check_round_trip, to_document
-    from whenpro_core.injection.inject import inject
-
     started = time.perf_counter()
     step = trace.steps[attempt.index]
     base: dict[str, Any] = dict(
@@ -281,9 +288,6 @@ def control_run(
     the outcome: ``{"success": bool | None, "detail": str, "final_answer": str | None,
     "termination": str}``. An executor error gives ``success: None`` (never raises for
     it): an item whose control cannot be run is not kept."""
-    from whenpro_core.injection.replay import warm_start
-    from whenpro_core.injection.verify import check_trace
-
     try:
         result = warm_start(
             trace, index, trace.steps[index].model_copy(deep=True), executor, timeout=opts.timeout, cancel=cancel
@@ -327,9 +331,6 @@ def _seeds_section(seeds: list[Seed]) -> dict[str, Any]:
 
 
 def _tools(opts: BuildOptions):
-    from whenpro_core.injection.executors import get_executor
-    from whenpro_core.injection.generate import get_generator
-
     if opts.generator.startswith("text:"):
         raise ConfigError(
             "a build writes many different steps; a fixed replacement text does not fit",
@@ -490,9 +491,6 @@ def drop_detectable(store: BuildStore, seeds: list[Seed]) -> dict[str, int]:
     successful seed runs and the items accepted before it; an item a form-only
     baseline pins to its step is journalled again as dropped, reason ``detectable``
     (its file goes at the finish). Returns ``{"checked": n, "dropped": k}``."""
-    from whenpro_core.audit.detect import DetectabilityCheck, filter_items  # lazy, like the other stages
-    from whenpro_core.formats import load_trace
-
     kept = sorted((e for e in store.kept() if e.file), key=lambda e: e.key)
     check = DetectabilityCheck((s.id, s.trace) for s in seeds if s.trace is not None and not s.skip)
     pinned = filter_items(check, ((e.key, e.seed, load_trace(str(store.root / str(e.file)))) for e in kept))
@@ -548,8 +546,8 @@ def build_command(
     the manifest's validation counts; with ``export_validated`` and no ``seeds``, write
     the release of the accepted traces there (:mod:`.export`). Returns the manifest
     (of the release, for an export)."""
-    from rich.console import Console
-    from rich.progress import (
+    from rich.console import Console  # lazy: rich loads only when this command prints
+    from rich.progress import (  # lazy: rich loads only when this command prints
         BarColumn,
         MofNCompleteColumn,
         Progress,
@@ -559,17 +557,13 @@ def build_command(
         TimeRemainingColumn,
     )
 
-    from whenpro_core.bench.build_store import revalidate as refresh
-
     if seeds is not None and export_validated is not None:
         raise ConfigError(
             "--export-validated exports a built dataset; it takes no SEEDS",
             expected="whenpro build --out DATASET --export-validated OUT",
         )
     if seeds is None and export_validated is not None:
-        from whenpro_core.bench.export import export_validated as export  # lazy: only this path needs it
-
-        manifest = export(out, export_validated)
+        manifest = export_release(out, export_validated)
         left = ", ".join(f"{k} {v}" for k, v in manifest["export"]["left_out"].items()) or "none"
         echo(f"exported {manifest['counts']['kept']} accepted traces to {export_validated} (left out: {left})")
         return manifest

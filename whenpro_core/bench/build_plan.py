@@ -1,5 +1,5 @@
 """Planning ``whenpro build``: which seed trajectories to use, and which (step, failure
-mode) injections to attempt on each (DESIGN §8).
+mode) injections to attempt on each (docs/architecture.md, 'Injection and warm-start replay').
 
 * **Seeds** (:func:`scan_seeds`): every trace under the seeds path (a folder of
   ``whenpro run`` outputs, imported traces, a JSONL file, a glob). Only successful runs
@@ -36,9 +36,14 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from whenpro_core.bench.plan import split_list
 from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.formats import load_trace, walk
+from whenpro_core.injection.inject import check_mode
 from whenpro_core.injection.mutators import MUTATORS, applicable_modes
 from whenpro_core.injection.textedit import is_agent_step
+from whenpro_core.injection.verify import original_success
+from whenpro_core.storage.fsutil import safe_name
 from whenpro_core.trace.model import Step, Trace
 
 #: Reasons a seed trace is not used.
@@ -100,9 +105,6 @@ def parse_modes(text: str | list[str] | None, generator: str) -> tuple[str, ...]
     """``"R.3,A.3"`` -> ``("R.3", "A.3")`` (canonical codes, order kept). Default: every
     mode with an offline mutator. ConfigError for a code outside the taxonomy, or (with
     the offline generator) a mode without a mutator."""
-    from whenpro_core.bench.plan import split_list
-    from whenpro_core.injection.inject import check_mode
-
     codes = [check_mode(c) for c in split_list(text)] or list(MUTATORS)
     if generator == "offline":
         missing = [c for c in codes if c not in MUTATORS]
@@ -117,10 +119,6 @@ def parse_modes(text: str | list[str] | None, generator: str) -> tuple[str, ...]
 def scan_seeds(target: str | Path) -> list[Seed]:
     """Load every trace under ``target`` and mark the ones that cannot seed an injection.
     Raises TraceFormatError when ``target`` does not exist."""
-    from whenpro_core.formats import load_trace, walk
-    from whenpro_core.injection.verify import original_success
-    from whenpro_core.summary import safe_name
-
     seeds: list[Seed] = []
     seen: set[str] = set()
     for row in walk(target):

@@ -1,6 +1,6 @@
 """Where ``whenpro build`` keeps a dataset: the dataset files in one of two layouts, the
 journal of finished attempts that makes a build resumable, and ``manifest.json``
-(DESIGN §4, §8, §9).
+(docs/architecture.md, 'Formats and step coordinates' and 'Injection and warm-start replay' and 'Files whenpro writes').
 
 Layouts (both read back by whenpro's Who&When Pro importers, with the ground truth at the
 injected step's coordinate):
@@ -35,7 +35,7 @@ with more attempts may bring it back.
 Both layouts get ``taxonomy.yaml`` at the root (the built-in table, unless the folder has
 one already) and ``manifest.json``.
 
-The journal (``.whenpro-build/journal.jsonl``, :mod:`.applog`) starts with a header
+The journal (``.whenpro-build/journal.jsonl``, :mod:`whenpro_core.storage.jsonl_log`) starts with a header
 (creation time, the options a resumed build must share) and holds one line per finished
 attempt, written only after the attempt's dataset file is in place. A rerun skips the
 keys it holds. A kill between the file write and the journal line leaves a staged file that the
@@ -78,20 +78,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
+import yaml
 from pydantic import BaseModel, ConfigDict
 
-from whenpro_core.bench import applog
+from whenpro_core.bench.validate import validation_counts
 from whenpro_core.errors import ConfigError, WhenproError
-from whenpro_core.formats.build_meta import PROVENANCE_FORMAT
-from whenpro_core.storage import jsonio
-from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text
+from whenpro_core.formats.build_meta import MANIFEST, MANIFEST_FORMAT, PROVENANCE_FORMAT, load_manifest
+from whenpro_core.formats.whowhen_pro_write import to_jsonl_row
+from whenpro_core.storage import jsonio, jsonl_log
+from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text, safe_name
+from whenpro_core.trace.model import LABEL_LEAKING_FIELDS
+from whenpro_core.trace.taxonomy import Taxonomy
 
 BUILD_DIR = ".whenpro-build"
 JOURNAL_FORMAT = "whenpro.build.journal/1"
 ATTEMPT_FORMAT = "whenpro.build.attempt/1"
-MANIFEST_FORMAT = "whenpro.build.manifest/1"
-MANIFEST = "manifest.json"
 PROVENANCE = "provenance.json"
 LAYOUTS = ("files", "jsonl")
 #: Why an attempt did not give a dataset trace, by the stage that dropped it.
@@ -169,8 +170,6 @@ class Entry(BaseModel):
 
 
 def _safe(text: str) -> str:
-    from whenpro_core.summary import safe_name
-
     return safe_name(str(text)) or "unknown"
 
 
@@ -237,7 +236,7 @@ class BuildStore:
         (root / BUILD_DIR).mkdir(parents=True, exist_ok=True)
         lock_fd = _take_lock(root / BUILD_DIR / "lock")
         try:
-            records, _ = applog.read(journal, "whenpro.build.")
+            records, _ = jsonl_log.read(journal, "whenpro.build.")
             header = next((r for r in records if r.get("format") == JOURNAL_FORMAT), None)
             if header is not None and header.get("options") != options:
                 if not force:
@@ -261,7 +260,7 @@ class BuildStore:
                     "salt": salt or secrets.token_hex(16),
                     "created": now or datetime.now(UTC).isoformat(timespec="seconds"),
                 }
-                applog.append(journal, header)
+                jsonl_log.append(journal, header)
             entries: dict[str, Entry] = {}
             for r in records:
                 if r.get("format") == ATTEMPT_FORMAT:
@@ -311,7 +310,7 @@ class BuildStore:
 
     def record(self, entry: Entry) -> None:
         """Append a finished attempt to the journal."""
-        applog.append(self.journal, entry.model_dump(mode="json"))
+        jsonl_log.append(self.journal, entry.model_dump(mode="json"))
         self.entries[entry.key] = entry
 
     # ------------------------------------------------------------------ finishing
@@ -347,8 +346,6 @@ class BuildStore:
         )
         manifest["run"] = run
         manifest["warnings"] = build_warnings(run, selected)
-        from whenpro_core.bench.validate import validation_counts
-
         manifest["validation"] = validation_counts(self.root, manifest)
         atomic_write_bytes(self.root / MANIFEST, jsonio.dumps(manifest, indent=True) + b"\n")
         return manifest
@@ -408,8 +405,6 @@ def split_document(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
     lose the replay markers (:data:`~whenpro_core.trace.model.LABEL_LEAKING_FIELDS`); the
     record holds the rest (``injection``, ``env``, ...) and ``markers``: entry position ->
     the markers it had."""
-    from whenpro_core.trace.model import LABEL_LEAKING_FIELDS
-
     public = {k: doc[k] for k in PUBLIC_FIELDS if k in doc}
     record: dict[str, Any] = {k: v for k, v in doc.items() if k not in PUBLIC_FIELDS}
     markers: dict[str, Any] = {}
@@ -510,9 +505,9 @@ def build_warnings(run: dict[str, Any], selected: list[Entry]) -> list[str]:
 
 def _take_lock(path: Path) -> int:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    if applog.fcntl is not None:
+    if jsonl_log.fcntl is not None:
         try:
-            applog.fcntl.flock(fd, applog.fcntl.LOCK_EX | applog.fcntl.LOCK_NB)
+            jsonl_log.fcntl.flock(fd, jsonl_log.fcntl.LOCK_EX | jsonl_log.fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise ConfigError(
@@ -540,8 +535,6 @@ def _remove_build(root: Path, entries: list[Entry]) -> None:
 
 def _stream_atomic(path: Path, docs: list[dict[str, Any]]) -> None:
     """Write ``path`` as JSONL rows built from the released documents, atomically."""
-    from whenpro_core.formats.whowhen_pro_write import to_jsonl_row
-
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -560,10 +553,6 @@ def _stream_atomic(path: Path, docs: list[dict[str, Any]]) -> None:
 def write_taxonomy(root: Path) -> None:
     """Write the built-in taxonomy as ``taxonomy.yaml`` (``code: {name, description}``)
     unless ``root`` has one."""
-    import yaml
-
-    from whenpro_core.trace.taxonomy import Taxonomy
-
     target = root / "taxonomy.yaml"
     if target.exists():
         return
@@ -635,24 +624,8 @@ def read_manifest(root: str | Path, *, fresh_validation: bool = True) -> dict[st
     ``validation.jsonl`` (so readers always see current counts, whether or not
     ``whenpro build --revalidate`` ran). Raises TraceFormatError for an unreadable
     manifest."""
-    from whenpro_core.errors import TraceFormatError
-
-    path = Path(root) / MANIFEST
-    try:
-        data = jsonio.loads(path.read_bytes())
-    except FileNotFoundError:
-        return None
-    except (OSError, orjson.JSONDecodeError) as exc:
-        raise TraceFormatError(
-            f"cannot read the build manifest: {exc}", path=path, expected="manifest.json written by whenpro build"
-        ) from None
-    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
-        raise TraceFormatError(
-            "not a whenpro build manifest", path=path, json_path="$.format", expected=f'"{MANIFEST_FORMAT}"'
-        )
-    if fresh_validation:
-        from whenpro_core.bench.validate import validation_counts
-
+    data = load_manifest(root)
+    if data is not None and fresh_validation:
         data["validation"] = validation_counts(root, data)
     return data
 

@@ -18,15 +18,17 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from whenpro_core.attribution.run import protocol_name
+from whenpro_core.attribution.protocols import protocol_name
 from whenpro_core.attribution.template import load_template, template_sha, templated_protocol
 from whenpro_core.bench import runner, shards
 from whenpro_core.bench.aggregate import Report
 from whenpro_core.bench.ratelimit import local_gate
+from whenpro_core.bench.ray_backend import run_on_ray
 from whenpro_core.bench.records import Record, ResultsFile
 from whenpro_core.bench.report import report_command, spending_line
 from whenpro_core.bench.report_files import check_report_dir
 from whenpro_core.bench.reviewed import Reviews, check_labels
+from whenpro_core.config import warn_offline
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.storage.fsutil import check_can_write_in
@@ -121,7 +123,7 @@ def bench_command(
     runner.settings(proto_list, model_list)  # bad protocols/models fail before any work
     if template is not None:
         _check_template(template, proto_list)
-    where_map = runner.parse_where(where)
+    where_filter = runner.parse_where(where)
     shard_k_n = shards.parse_shard(shard) if shard is not None else None
     layout = shards.layout(out or DEFAULT_OUT)
     out_path = layout.merged
@@ -135,7 +137,7 @@ def bench_command(
     if results.repaired:
         err.print(f"{results.path}: {results.repaired}", markup=False, highlight=False)
     check_labels(labels)
-    sel = runner.select(dataset, where=where_map, limit=limit, sample=sample, seed=seed)
+    sel = runner.select(dataset, where=where_filter, limit=limit, sample=sample, seed=seed)
     rejected = 0
     if labels == "reviewed":
         reviews = Reviews()
@@ -174,8 +176,6 @@ def bench_command(
         else {}
     )
     if not judges:  # heuristic only: no settings needed, but a broken config is said
-        from whenpro_core.config import warn_offline
-
         warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
     if judges:
         notes.append(f"up to {concurrency} LLM calls in flight per model (--concurrency)")
@@ -233,7 +233,6 @@ def _run_on_ray(
 ) -> runner.RunStats:
     if not todo:
         return runner.RunStats()
-    from whenpro_core.bench.ray_backend import run_on_ray  # deliberate lazy import: Ray is heavy
 
     def on_shard(index: int, stats: runner.RunStats) -> None:
         err.print(

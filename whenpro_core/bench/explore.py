@@ -5,11 +5,11 @@ cell (with the per-axis verdict the cell counts), and a prediction set against t
 ground truth, axis by axis.
 
 Every number comes from :func:`whenpro_core.bench.aggregate.aggregate`; the traces behind
-a cell are chosen with the same rules (DESIGN §7), so a cell's value can always be
-recomputed from its list:
+a cell are chosen with the same rules (docs/architecture.md, 'Scoring'), so a
+cell's value can always be recomputed from its list:
 
 * **Agent** counts traces of multi-agent frameworks only (single-agent ones are left
-  out, DESIGN §4), and averages per framework;
+  out, docs/architecture.md, 'Formats and step coordinates'), and averages per framework;
 * **Step** and **Joint** count every scored trace, averaged per framework;
 * **Error** (macro-F1) and **mode** accuracy count traces whose ground truth has a mode;
 * the plain accuracies (``agt``, ``stp``, ``stp±k``, ``joint``) count every scored trace.
@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from whenpro_core.bench.aggregate import DIMENSIONS, Metrics, Report, Scored, _dimension, aggregate
-from whenpro_core.bench.records import RECORD_PREFIX, Record, latest, read_records
+from whenpro_core.bench.records import Record, latest, read_records
 from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.registry import split_ref
+from whenpro_core.library.listing import walk_rows
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.trace.model import Usage
 
@@ -42,22 +44,6 @@ DIMENSION_TITLES = {
 }
 
 GroupKey = tuple[str, str, bool]
-
-
-def is_results_file(path: str | Path) -> bool:
-    """True when ``path`` is a file whose first line is a whenpro bench record (its
-    first bytes are ``{"format":"whenpro.bench.record/1"``; a UTF-8 BOM and leading
-    blank space are allowed). Reads at most 4 KiB; never raises."""
-    try:
-        p = Path(path)
-        if not p.is_file():
-            return False
-        with p.open("rb") as fh:
-            head = fh.read(4096)
-    except OSError:
-        return False
-    head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    return head.startswith(RECORD_PREFIX)
 
 
 # --------------------------------------------------------------------------- columns
@@ -362,8 +348,6 @@ def resolve_ref(record: Record, by_id: dict[str, str] | None = None) -> str:
     exists, else the reference of the trace with the same id in ``by_id`` (a dataset
     given with ``--results``), else the record's ref (opening it then reports the
     missing file)."""
-    from whenpro_core.formats.registry import split_ref
-
     path, _key = split_ref(record.ref)
     if path.exists() or not by_id:
         return record.ref
@@ -374,8 +358,6 @@ def dataset_index(dataset: str | Path) -> dict[str, str]:
     """Trace id -> reference for every readable trace of a dataset (a walk; files that
     fail to import are left out). Raises TraceFormatError when ``dataset`` names
     nothing."""
-    from whenpro_core.library.listing import walk_rows
-
     return {row.id: row.ref() for row in walk_rows(dataset) if row.error is None}
 
 
@@ -393,7 +375,6 @@ __all__ = [
     "compact",
     "compare",
     "dataset_index",
-    "is_results_file",
     "load_results",
     "pct",
     "resolve_ref",

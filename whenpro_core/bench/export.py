@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from whenpro_core.bench import applog
-from whenpro_core.bench.build_store import MANIFEST, read_manifest
+from whenpro_core.bench.build_store import read_manifest
 from whenpro_core.bench.validate import VALIDATION_FILE, read_validations, review_items, validation_counts
 from whenpro_core.errors import WhenproError
+from whenpro_core.formats.build_meta import MANIFEST
 from whenpro_core.formats.registry import split_ref
-from whenpro_core.storage import jsonio
+from whenpro_core.storage import jsonio, jsonl_log
 from whenpro_core.storage.fsutil import atomic_copy, atomic_write_bytes
 
 
@@ -82,7 +82,7 @@ def export_validated(root: str | Path, out: str | Path, *, now: str | None = Non
         atomic_copy(root / "taxonomy.yaml", out / "taxonomy.yaml")
     for entry in read_validations(root):
         if entry.trace_id in accepted:
-            applog.append(out / VALIDATION_FILE, entry.model_dump(mode="json"))
+            jsonl_log.append(out / VALIDATION_FILE, entry.model_dump(mode="json"))
     stamp = now or datetime.now(UTC).isoformat(timespec="seconds")
     left = Counter(i.status for i in items if i.id not in accepted)
     fresh = {

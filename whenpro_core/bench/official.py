@@ -35,7 +35,7 @@ from whenpro_core.bench.aggregate import group_label
 from whenpro_core.bench.records import Record, latest
 
 #: The official leaderboard's single-agent frameworks (left out of Who). whenpro's own
-#: list (:data:`whenpro_core.trace.coords.SINGLE_AGENT_FRAMEWORKS`) also names the GUI agents;
+#: list (:data:`whenpro_core.trace.frameworks.SINGLE_AGENT_FRAMEWORKS`) also names the GUI agents;
 #: the official leaderboard counts those in Who.
 OFFICIAL_SINGLE_AGENT = frozenset({"smolagents", "alfagent", "mathchat", "pixelcraft", "eva"})
 #: Cells in leaderboard order.

@@ -1,5 +1,6 @@
 """Planning a benchmark run (``whenpro bench``): which traces, which protocol × model ×
-gold settings, and which of those work items are still to run (DESIGN §7, §9).
+gold settings, and which of those work items are still to run (docs/architecture.md, 'Scoring' and
+'Files whenpro writes').
 
 A :class:`WorkItem` is plain data: the trace reference, protocol, model name, gold
 setting, tolerance and the trace's cheap listing row. It is picklable and
@@ -16,24 +17,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from whenpro_core.attribution.run import protocol_name
+from whenpro_core.attribution.protocols import protocol_name
 from whenpro_core.bench.records import Record, absolute_ref, record_key
 from whenpro_core.errors import ConfigError
+from whenpro_core.formats import walk
+from whenpro_core.library.listing import RowFilter
 from whenpro_core.trace.model import TraceSummary
 
 #: ``--gold`` / ``--no-gold`` / ``--both``: which settings of "the judge sees the gold
 #: answer" to run.
 GOLD_SETTINGS = {"gold": (True,), "no-gold": (False,), "both": (True, False)}
-
-#: Keys ``--where`` understands, and the listing-row field each one reads.
-WHERE_KEYS = {
-    "modality": "modality",
-    "framework": "framework",
-    "benchmark": "benchmark",
-    "mode": "gt_mode",
-    "id": "id",
-    "format": "format",
-}
 
 #: The model name recorded for the offline heuristic protocol.
 HEURISTIC_MODEL = "heuristic"
@@ -82,31 +75,6 @@ def split_list(text: str | Sequence[str] | None) -> list[str]:
     return list(out)
 
 
-def parse_where(specs: str | Sequence[str] | None) -> dict[str, set[str]]:
-    """``--where`` filters: ``"modality=image,framework=smolagents|debate"`` (or several
-    options) -> ``{"modality": {"image"}, "framework": {"smolagents", "debate"}}``.
-    Values compare case-insensitively; ``|`` separates alternatives. ConfigError for an
-    empty filter, an unknown key or a term without ``=``."""
-    where: dict[str, set[str]] = {}
-    given = [specs] if isinstance(specs, str) else list(specs or [])
-    if any(not spec.strip(" ,") for spec in given):
-        raise ConfigError("empty --where", expected="KEY=VALUE[,KEY=VALUE]")
-    for term in split_list(specs):
-        key, eq, value = term.partition("=")
-        key = key.strip().lower()
-        if not eq or not value.strip():
-            raise ConfigError(f"bad --where term {term!r}", expected="KEY=VALUE[|VALUE...]")
-        if key not in WHERE_KEYS:
-            raise ConfigError(f"unknown --where key {key!r}", expected=", ".join(WHERE_KEYS))
-        where.setdefault(key, set()).update(v.strip().lower() for v in value.split("|") if v.strip())
-    return where
-
-
-def matches(row: TraceSummary, where: dict[str, set[str]]) -> bool:
-    """True when the listing row passes every ``--where`` filter."""
-    return all(str(getattr(row, WHERE_KEYS[key]) or "").lower() in values for key, values in where.items())
-
-
 @dataclass
 class Selection:
     """The traces chosen from a dataset: listing ``rows`` in dataset order, plus how many
@@ -122,7 +90,7 @@ class Selection:
 def select(
     dataset: str | Path,
     *,
-    where: dict[str, set[str]] | None = None,
+    where: RowFilter | None = None,
     limit: int | None = None,
     sample: int | None = None,
     seed: int = 0,
@@ -132,25 +100,21 @@ def select(
     (reproducible with ``seed``, dataset order kept); then the first ``limit``.
 
     Files that fail to import are kept as rows (they become error records) unless a
-    ``where`` filter is given. Raises TraceFormatError when the dataset path does not
+    ``where`` filter is given (:meth:`~whenpro_core.library.listing.RowFilter.keeps`).
+    Raises TraceFormatError when the dataset path does not
     exist, ConfigError when nothing is left to run.
     """
-    from whenpro_core.formats import walk
-
-    where = where or {}
+    where = where or RowFilter()
     sel = Selection(rows=[])
     for row in walk(dataset):
         sel.total += 1
-        if row.error:
-            if not where:
-                sel.rows.append(row)
-                sel.bad += 1
-            continue
-        if row.gt_step is None and row.gt_mode is None:
+        if row.error is None and row.gt_step is None and row.gt_mode is None:
             sel.unlabelled += 1
             continue
-        if matches(row, where):
+        if where.keeps(row):
             sel.rows.append(row)
+            if row.error is not None:
+                sel.bad += 1
     if sample is not None and sample < len(sel.rows):
         picked = sorted(random.Random(seed).sample(range(len(sel.rows)), max(sample, 0)))
         sel.rows = [sel.rows[i] for i in picked]
@@ -193,7 +157,7 @@ def plan(
     models: Sequence[str],
     gold: str = "gold",
     *,
-    where: dict[str, set[str]] | None = None,
+    where: RowFilter | None = None,
     limit: int | None = None,
     sample: int | None = None,
     seed: int = 0,

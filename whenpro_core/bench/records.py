@@ -1,5 +1,6 @@
 """Benchmark results: one :class:`Record` per trace × protocol × model × gold setting,
-kept in an append-only JSONL file (DESIGN §9: "results files are append-only JSONL and
+kept in an append-only JSONL file (docs/architecture.md, 'Files whenpro writes': "results files are append-only
+JSONL and
 resumable").
 
 A record is self-contained: the prediction (an :class:`~whenpro_core.trace.model.Attribution`
@@ -29,17 +30,13 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from whenpro_core.bench.score import accepted_steps, score_prediction, step_distance, strict_step_ok
 from whenpro_core.errors import ConfigError, TraceFormatError
+from whenpro_core.formats.registry import split_ref
+from whenpro_core.formats.whenpro_files import RECORD_FORMAT, RECORD_PREFIX
 from whenpro_core.safety.redact import redact
-from whenpro_core.storage import jsonio
+from whenpro_core.storage import jsonio, jsonl_log
 from whenpro_core.trace.model import Attribution, Trace, TraceSummary, Usage
-
-#: Version tag written in every record.
-RECORD_FORMAT = "whenpro.bench.record/1"
-#: Every record line starts with these bytes (``format`` is the first field written);
-#: used to recognise a results file and a torn record before touching a file.
-RECORD_PREFIX = b'{"format":"' + RECORD_FORMAT.encode() + b'"'
+from whenpro_core.trace.score import accepted_steps, score_prediction, step_distance, strict_step_ok
 
 #: Kinds of failure a record can carry: ``trace`` (the trace could not be read or
 #: attributed: bad input, deterministic), ``backend`` (the LLM backend failed after its
@@ -61,11 +58,11 @@ class TraceMeta(_Tolerant):
         id, framework, benchmark, modality: as in :class:`~whenpro_core.trace.model.Trace`.
         split: the release split when finer than the modality (``image_gui``), else ``""``.
         labelled: the trace has a ground truth (only labelled traces are scored).
-        gt_agent, gt_agents, gt_step, gt_mode, round_only: the ground truth (DESIGN §3).
+        gt_agent, gt_agents, gt_step, gt_mode, round_only: the ground truth (docs/architecture.md, 'The trace model').
         single_agent: the framework has one agent; left out of the Agent metric (§4, §7).
         steps: number of steps (``None`` when the trace could not be read).
         tokens: length of the rendered transcript a judge sees, estimated as characters
-            / 4 (:data:`whenpro_core.attribution.render.CHARS_PER_TOKEN`), images not
+            / 4 (:data:`whenpro_core.views.transcript.CHARS_PER_TOKEN`), images not
             counted; ``None`` when unknown. Reports bucket it (<4K, 4–8K, 8–12K, >12K).
     """
 
@@ -86,7 +83,7 @@ class TraceMeta(_Tolerant):
 
 
 class Scores(_Tolerant):
-    """Per-axis verdict of one prediction (:class:`~whenpro_core.bench.score.AxisScore`
+    """Per-axis verdict of one prediction (:class:`~whenpro_core.trace.score.AxisScore`
     as data). ``mode`` is ``None`` when the ground truth has no mode (Who&When)."""
 
     agent: bool = False
@@ -113,7 +110,7 @@ class Record(_Tolerant):
             step, round-only scoring), so any tolerance can be applied later.
         tolerance: the k used for ``score_tol``.
         strict_step: the step verdict under the official leaderboard's strict coordinate
-            rule (:func:`~whenpro_core.bench.score.strict_step_ok`); ``None`` when unscored.
+            rule (:func:`~whenpro_core.trace.score.strict_step_ok`); ``None`` when unscored.
         usage: calls, tokens, cost and protocol seconds of the LLM calls behind this
             record (copied from the prediction; an answer replayed from whenpro's response
             cache counts with its original usage), so a second run reports the same totals.
@@ -166,8 +163,6 @@ def record_key(ref: str, protocol: str, model: str, with_gold: bool) -> str:
 def absolute_ref(ref: str) -> str:
     """``path`` or ``path#key`` with the path made absolute, so a dataset named by a
     relative path and an absolute one give the same keys."""
-    from whenpro_core.formats.registry import split_ref
-
     path, key = split_ref(ref)
     text = os.path.abspath(path)
     return f"{text}#{key}" if key is not None else text
@@ -215,8 +210,8 @@ def trace_meta(trace: Trace | None, summary: TraceSummary | None = None, tokens:
 
 
 def nearest_step_distance(trace: Trace, pred: Attribution | None) -> int | None:
-    """Distance from the predicted step to the nearest accepted step (DESIGN §7 ±k
-    rule, :func:`~whenpro_core.bench.score.step_distance`); ``None`` when not
+    """Distance from the predicted step to the nearest accepted step (docs/architecture.md, 'Scoring' ±k
+    rule, :func:`~whenpro_core.trace.score.step_distance`); ``None`` when not
     comparable (no prediction, no step, round-only scoring, coordinate not in the trace)."""
     gt = trace.ground_truth
     if gt is None or pred is None or pred.step in (None, ""):
@@ -249,7 +244,7 @@ def build_record(
     """Score ``prediction`` against ``trace`` and assemble its :class:`Record`.
 
     A labelled trace with no prediction (the attribution failed) scores False on every
-    axis: a missing prediction counts as wrong (DESIGN §7). ``trace`` is ``None`` when
+    axis: a missing prediction counts as wrong (docs/architecture.md, 'Scoring'). ``trace`` is ``None`` when
     the trace could not be read; the record then holds the listing row's metadata.
     ``usage``/``spent`` default to the prediction's; give them for a failed item (what its
     calls cost before it failed).
@@ -341,8 +336,15 @@ def latest(records: Iterable[Record]) -> list[Record]:
     return list(by_key.values())
 
 
+def _keep_tail(tail: bytes) -> bool:
+    """Whether a results file's last line without a newline is kept (a whole record, or
+    bytes that are no fragment of a record: not ours to cut)."""
+    torn = tail.startswith(RECORD_PREFIX) or RECORD_PREFIX.startswith(tail)
+    return parse_record(tail) is not None or not torn
+
+
 class ResultsFile:
-    """An append-only results file (DESIGN §9), safe to resume.
+    """An append-only results file (docs/architecture.md, 'Files whenpro writes'), safe to resume.
 
     Opening it checks that an existing file is a whenpro results file (ConfigError
     otherwise: whenpro never writes into a file it does not own) and repairs a torn last
@@ -357,6 +359,7 @@ class ResultsFile:
         self.path = Path(path)
         self.repaired: str | None = None
         self.done: dict[str, Record] = {}
+        self._log: jsonl_log.Appender | None = None
         if self.path.is_dir():
             raise ConfigError("results path is a folder", path=self.path, expected="a .jsonl file (--out)")
         if self.path.exists() and self.path.stat().st_size > 0:
@@ -368,60 +371,38 @@ class ResultsFile:
                     path=self.path,
                     expected="a results .jsonl written by whenpro bench, or a new path",
                 )
-            self._repair_tail()
+            self._repair()
             records, self.problems = read_records(self.path)
             for rec in records:
                 self.done[rec.key] = rec
         else:
             self.problems = []
-        self._fh = None
 
-    def _repair_tail(self) -> None:
-        """Deal with a last line that has no newline: complete record -> add the
-        newline; a fragment of a record (a killed write) -> cut it off; anything else
-        -> end it with a newline so readers skip it (never cut what is not ours)."""
-        with self.path.open("rb+") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(size - 1)
-            if fh.read(1) == b"\n":
-                return
-            back = min(size, 1 << 16)
-            while True:
-                fh.seek(size - back)
-                chunk = fh.read(back)
-                cut = chunk.rfind(b"\n")
-                if cut >= 0 or back == size:
-                    break
-                back = min(size, back * 4)
-            tail = chunk[cut + 1 :]
-            torn = tail.startswith(RECORD_PREFIX) or RECORD_PREFIX.startswith(tail)
-            if parse_record(tail) is not None or not torn:
-                fh.seek(0, os.SEEK_END)
-                fh.write(b"\n")
-                self.repaired = "added a missing newline at the end of the file"
-            else:
-                fh.truncate(size - len(tail))
-                self.repaired = (
-                    f"removed a torn last line ({len(tail)} bytes) left by an interrupted run; that item runs again"
-                )
+    def _repair(self) -> None:
+        """Deal with a last line that has no newline (under the log's lock,
+        :func:`whenpro_core.storage.jsonl_log.repair_tail`): a complete record or
+        anything not ours -> add the newline (never cut what is not ours); a fragment
+        of a record (a killed write) -> cut it off."""
+        how, removed = jsonl_log.repair(self.path, keep=_keep_tail)
+        if how == jsonl_log.REPAIR_NEWLINE:
+            self.repaired = "added a missing newline at the end of the file"
+        elif how == jsonl_log.REPAIR_CUT:
+            self.repaired = (
+                f"removed a torn last line ({removed} bytes) left by an interrupted run; that item runs again"
+            )
 
     def append(self, record: Record) -> None:
         """Write ``record`` as one line and flush it."""
-        if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = self.path.open("ab")
-        self._fh.write(jsonio.dumps(record.model_dump(mode="json")) + b"\n")
-        self._fh.flush()
+        if self._log is None:
+            self._log = jsonl_log.Appender(self.path, keep=_keep_tail)
+        self._log.append(record.model_dump(mode="json"))
         self.done[record.key] = record
 
     def close(self) -> None:
         """Flush to disk (fsync) and close."""
-        if self._fh is not None:
-            try:
-                os.fsync(self._fh.fileno())
-            finally:
-                self._fh.close()
-                self._fh = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def __enter__(self) -> ResultsFile:
         return self

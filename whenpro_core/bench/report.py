@@ -11,6 +11,7 @@ writing anything.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,7 +47,6 @@ from whenpro_core.trace.model import Usage
 
 FENCE = "`" * 3
 AXES = ("agent", "step", "error", "joint")
-AXIS_TITLES = {"agent": "Agent", "step": "Step", "error": "Error F1", "joint": "Joint"}
 DIM_TITLES = {
     "modality": "modality",
     "framework": "framework",
@@ -245,13 +245,12 @@ def plot_step_by_length(report: Report, path: str | Path) -> Path | None:
     per group. Returns the path, or ``None`` when matplotlib is not installed
     (``pip install 'whenpro[plot]'``)."""
     try:
-        import matplotlib
+        import matplotlib  # lazy: optional [plot] extra, slow to import
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # lazy: optional [plot] extra, slow to import
     except ImportError:
         return None
-    import io
 
     buckets = [b for b, _ in LENGTH_BUCKETS]
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)

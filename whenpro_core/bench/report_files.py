@@ -1,6 +1,6 @@
 """Which benchmark report files whenpro wrote itself, so that ``whenpro bench`` and
 ``whenpro report`` overwrite only those and never a user's ``report.md`` of the same name
-(DESIGN §9: never overwrite user data without ``--force``).
+(docs/architecture.md, 'Files whenpro writes': never overwrite user data without ``--force``).
 
 Markers: ``report.json`` has ``format: whenpro.bench.report/1``
 (:data:`~whenpro_core.bench.aggregate.REPORT_FORMAT`); ``report.md`` starts with
@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 
 from whenpro_core.errors import ConfigError
+from whenpro_core.formats.whenpro_files import is_report_doc
 
 PLOT_NAME = "step_by_length.png"
 JSON_NAME = "report.json"
@@ -66,8 +67,6 @@ def is_whenpro_report_file(path: str | Path) -> bool:
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":
-            from whenpro_core.formats.whenpro_files import is_report_doc
-
             return is_report_doc(orjson.loads(path.read_bytes()))
         if suffix == ".md":
             with path.open("rb") as fh:

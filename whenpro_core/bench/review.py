@@ -6,14 +6,18 @@ one line. UI-free.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from whenpro_core.bench.build_store import BUILD_DIR, _take_lock, read_manifest, revalidate
 from whenpro_core.bench.validate import Label, ReviewItem
+from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.trace.model import Trace
+from whenpro_core.trace.taxonomy import taxonomy_for
 from whenpro_core.views.stepview import step_summary
 
 #: Status -> one-character marker for review lists.
@@ -22,7 +26,8 @@ STATUS_MARKS = {"pending": "·", "accepted": "✓", "rejected": "✗", "relabell
 
 @dataclass(frozen=True)
 class RelabelChoices:
-    """What a relabel of one trace may pick (DESIGN §3, §5): ``agents`` (the trace's
+    """What a relabel of one trace may pick (docs/architecture.md, 'The trace model' and 'Failure-mode taxonomy'):
+    ``agents`` (the trace's
     agent ids), ``steps`` (``(coordinate, agent, summary)`` for each distinct
     coordinate, in trajectory order), ``modes`` (``(code, name)`` from the dataset's
     taxonomy) and the ``built`` label. Text is cleaned for display."""
@@ -37,8 +42,6 @@ def relabel_choices(root: str | Path, trace: Trace, item: ReviewItem) -> Relabel
     """The choices for relabelling ``item`` (whose loaded trace is ``trace``) in the
     dataset at ``root``; modes come from the dataset's ``taxonomy.yaml`` (else the
     built-in table)."""
-    from whenpro_core.trace.taxonomy import taxonomy_for
-
     seen: set[str] = set()
     steps = []
     for s in trace.steps:
@@ -87,11 +90,6 @@ def save_counts(root: str | Path) -> dict[str, Any]:
     holds the dataset's lock the file is left to it (its finish writes the counts) and
     the counts are only computed. Raises WhenproError when ``root`` is not a built
     dataset."""
-    import os
-
-    from whenpro_core.bench.build_store import BUILD_DIR, _take_lock, read_manifest, revalidate
-    from whenpro_core.errors import ConfigError, WhenproError
-
     root = Path(root)
     lock = root / BUILD_DIR / "lock"
     fd = None

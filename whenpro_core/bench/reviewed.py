@@ -20,11 +20,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from whenpro_core.bench.build_store import MANIFEST, read_manifest
+from whenpro_core.bench.build_store import read_manifest
 from whenpro_core.bench.records import Record, build_record
 from whenpro_core.bench.validate import Label, effective_label, review_items
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace
+from whenpro_core.formats.build_meta import MANIFEST
 from whenpro_core.formats.registry import split_ref
 from whenpro_core.trace.coords import normalize_coord
 from whenpro_core.trace.model import Accepted, GroundTruth, Trace

@@ -1,4 +1,5 @@
-"""The evaluation runner of ``whenpro bench`` (DESIGN §7, §9): attribute every trace of
+"""The evaluation runner of ``whenpro bench`` (docs/architecture.md, 'Scoring' and 'Files whenpro writes'):
+attribute every trace of
 a dataset with every requested protocol × model × gold setting, score each prediction,
 and append one :class:`~whenpro_core.bench.records.Record` per item to a resumable
 results file.
@@ -51,11 +52,8 @@ from whenpro_core.attribution.template import base_protocol, load_template
 from whenpro_core.bench.plan import (
     GOLD_SETTINGS,
     HEURISTIC_MODEL,
-    WHERE_KEYS,
     Selection,
     WorkItem,
-    matches,
-    parse_where,
     pending,
     plan,
     select,
@@ -63,19 +61,21 @@ from whenpro_core.bench.plan import (
     split_list,
 )
 from whenpro_core.bench.records import Record, ResultsFile, build_record
+from whenpro_core.config import load_settings
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
+from whenpro_core.formats import load_trace
+from whenpro_core.library.listing import parse_where
 from whenpro_core.trace.model import Trace, Usage
+from whenpro_core.views.transcript import CHARS_PER_TOKEN, block_text, context_text, render_transcript
 
 __all__ = [
     "GOLD_SETTINGS",
     "HEURISTIC_MODEL",
-    "WHERE_KEYS",
     "MAX_BACKEND_STREAK",
     "RunStats",
     "Selection",
     "WorkItem",
     "make_judges",
-    "matches",
     "parse_where",
     "pending",
     "plan",
@@ -104,6 +104,7 @@ def make_judges(
     if not names:
         return {}
     try:
+        # lazy and guarded: a build without the LLM layer still runs the heuristic
         from whenpro_core.attribution.llm_judge import make_judge
     except ModuleNotFoundError as exc:
         what = (
@@ -112,7 +113,6 @@ def make_judges(
             else f"LLM protocols need the missing package {exc.name!r}"
         )
         raise ConfigError(what, expected="--protocol heuristic, or install whenpro fully") from None
-    from whenpro_core.config import load_settings
 
     settings = load_settings(**({"images": images} if images else {}))
     if concurrency is not None and concurrency > settings.concurrency:
@@ -126,16 +126,12 @@ def make_judges(
 def transcript_tokens(trace: Trace) -> int:
     """Estimated tokens of the transcript a judge sees (characters / 4, whole
     transcript, images as their text markers): the length used for length buckets."""
-    from whenpro_core.attribution.render import CHARS_PER_TOKEN, block_text, context_text, render_transcript
-
     transcript = render_transcript(trace, budget_tokens=1 << 40)
     chars = len(context_text(transcript)) + sum(len(block_text(b)) + 1 for b in transcript.blocks)
     return chars // CHARS_PER_TOKEN
 
 
 def _load(ref: str) -> tuple[Trace, int | None]:
-    from whenpro_core.formats import load_trace
-
     trace = load_trace(ref)
     try:
         tokens = transcript_tokens(trace)

@@ -1,9 +1,10 @@
 """Validation of a built dataset: a person reviews each injected trace and accepts it,
-rejects it, or relabels it (agent, step, failure mode), with a reason (DESIGN §8: labels
+rejects it, or relabels it (agent, step, failure mode), with a reason (docs/architecture.md,
+'Injection and warm-start replay': labels
 come by construction; review catches injections that are not the failure they claim).
 
 Every decision is one line of ``validation.jsonl`` at the dataset root, append-only
-(:mod:`whenpro_core.bench.applog`: one locked write per line, so a TUI and a CLI can
+(:mod:`whenpro_core.storage.jsonl_log`: one locked write per line, so a TUI and a CLI can
 record at the same time, and a kill never corrupts earlier lines). The latest decision
 on a trace wins; earlier ones stay as history. Counts appear in the manifest's
 ``validation`` section, recomputed whenever the manifest is read
@@ -39,11 +40,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from whenpro_core.bench import applog
 from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.formats import load_trace
+from whenpro_core.formats.build_meta import VALIDATION_FORMAT, load_manifest
+from whenpro_core.safety.textsafe import strip_controls
+from whenpro_core.storage import jsonl_log
+from whenpro_core.trace.coords import normalize_coord
+from whenpro_core.trace.taxonomy import taxonomy_for
 
 VALIDATION_FILE = "validation.jsonl"
-VALIDATION_FORMAT = "whenpro.validation/1"
+
 VERDICTS = ("accept", "reject", "relabel")
 #: Status of a trace after review (``pending``: no decision yet).
 STATUSES = ("pending", "accepted", "rejected", "relabelled")
@@ -117,9 +123,7 @@ class ReviewItem(BaseModel):
 
 
 def _manifest(root: Path) -> dict[str, Any]:
-    from whenpro_core.bench.build_store import read_manifest
-
-    manifest = read_manifest(root, fresh_validation=False)
+    manifest = load_manifest(root)
     if manifest is None:
         raise WhenproError(
             "no manifest.json here: not a dataset built by whenpro build",
@@ -132,7 +136,7 @@ def _manifest(root: Path) -> dict[str, Any]:
 def read_validations(root: str | Path) -> list[ValidationEntry]:
     """Every decision in ``validation.jsonl``, in the order recorded (torn or foreign
     lines skipped)."""
-    records, _ = applog.read(Path(root) / VALIDATION_FILE, VALIDATION_FORMAT)
+    records, _ = jsonl_log.read(Path(root) / VALIDATION_FILE, VALIDATION_FORMAT)
     out = []
     for r in records:
         try:
@@ -183,16 +187,10 @@ def effective_label(item: ReviewItem) -> Label | None:
 
 
 def _clean(text: str | None) -> str:
-    from whenpro_core.safety.textsafe import strip_controls
-
     return strip_controls(" ".join(str(text or "").split()))[:MAX_REASON]
 
 
 def _check_relabel(root: Path, item: ReviewItem, agent: str | None, step: str | None, mode: str | None) -> Label:
-    from whenpro_core.formats import load_trace
-    from whenpro_core.trace.coords import normalize_coord
-    from whenpro_core.trace.taxonomy import taxonomy_for
-
     new = item.built.model_copy()
     if mode is not None:
         found = taxonomy_for(root).get(mode.strip().upper())
@@ -270,7 +268,7 @@ def record(
         reviewer=_clean(reviewer)[:200] or None,
         at=now or datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    applog.append(root / VALIDATION_FILE, entry.model_dump(mode="json"))
+    jsonl_log.append(root / VALIDATION_FILE, entry.model_dump(mode="json"))
     return entry
 
 

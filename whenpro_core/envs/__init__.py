@@ -1,4 +1,4 @@
-"""Built-in runnable multi-agent systems (DESIGN §2 ``envs/``): a registry by name.
+"""Built-in runnable multi-agent systems (docs/architecture.md, 'Module map' ``envs/``): a registry by name.
 
 ``get_env("arith_team")`` returns an :class:`~whenpro_core.envs.base.Env`; modules are
 imported on first use. :func:`env_for_trace` finds the env that produced a trace (from

@@ -1,4 +1,4 @@
-"""What a built-in runnable multi-agent system is, and the loop that runs it (DESIGN §2
+"""What a built-in runnable multi-agent system is, and the loop that runs it (docs/architecture.md, 'Module map'
 ``envs/``, §8 warm-start replay).
 
 An :class:`Env` is a small multi-agent system with tools and a checkable task. Its run is
@@ -190,17 +190,6 @@ class Env(ABC):
     def reference_policy(self) -> Policy:
         """The deterministic offline policy for every agent."""
 
-    def policy(self, model: str | None) -> Policy:
-        """The policy for ``--model``: ``reference`` (default; ``heuristic`` is a synonym)
-        is the offline reference policy. Anything else needs the LLM backends.
-
-        Raises ConfigError for a model that is not usable (no key, bad name)."""
-        if model in (None, "", "reference", "heuristic", "none"):
-            return self.reference_policy()
-        from whenpro_core.envs.llm_policy import LLMPolicy
-
-        return LLMPolicy(self, model)
-
     # --- answers ---------------------------------------------------------------------
     def extract_answer(self, step: Step) -> str:
         """The final answer carried by a ``final_answer`` step: the text after
@@ -288,24 +277,6 @@ def run_loop(
         steps.append(step)
         if on_step is not None:
             on_step(step)
-
-
-def run_env(
-    env: Env, seed: int, *, model: str | None = None, on_step: Callable[[Step], None] | None = None, plain: bool = False
-) -> Trace:
-    """Run ``env`` on its task for ``seed`` with the policy for ``model`` (offline
-    reference by default) and return the native trace, outcome checked against the
-    task's gold answer or hidden tests. ``plain`` runs without a wording style (the
-    original wording, no optional steps or slips: fixed examples and samples)."""
-    task = env.make_task(seed)
-    if plain:
-        task.params["style"] = None
-    policy = env.policy(model)
-    steps = [framing_step(task.query)]
-    if on_step is not None:
-        on_step(steps[0])
-    steps, reason = run_loop(env, task, policy, steps, env.live_tools(task), on_step=on_step)
-    return build_trace(env, task, steps, reason, policy_name=policy.name)
 
 
 def build_trace(

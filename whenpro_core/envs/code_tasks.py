@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from whenpro_core.envs.style import draw_style
+
 WORDS = ["banana", "rhythm", "syzygy", "lattice", "example", "quartz", "yellow", "strait"]
 
 
@@ -456,8 +458,6 @@ BY_NAME = {t.name: t for t in TEMPLATES}
 def make_task(seed: int) -> tuple[str, dict[str, Any]]:
     """Spec text and parameters for ``seed``: template ``seed % 12``, parameters and the
     run's wording ``style`` (:mod:`whenpro_core.envs.style`) from ``random.Random(seed)``."""
-    from whenpro_core.envs.style import draw_style
-
     t = TEMPLATES[seed % len(TEMPLATES)]
     rng = random.Random(f"code_pair:{seed}")
     p = t.make(rng)

@@ -5,22 +5,26 @@ Each turn is one call through the attribution backends (:mod:`whenpro_core.llm`:
 cache, usage). The model sees what a reference policy sees (:class:`EnvState`): the task
 query, the agents and their roles, the conversation so far as the judge transcript, and
 the tools the agent may call — never the gold answer. It answers with a
-:class:`~whenpro_core.injection.simulate.SimStep` (structured output, or the lenient
+:class:`~whenpro_core.llm.generation.SimStep` (structured output, or the lenient
 JSON / labelled-section readings). The environment's loop runs the tool calls with its
 live tools and checks the final answer against the gold, as for the reference policy.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
-from whenpro_core.injection.llm_io import (
+from whenpro_core.llm import LLMRequest, open_backend
+from whenpro_core.llm.generation import (
     DATA_NOTE,
+    SimStep,
     clean_generated,
     prompt_budget,
     read_answer,
     resolve_model,
     run_sync,
+    step_sections,
     transcript_text,
 )
 from whenpro_core.trace.model import Step, Task, ToolCall, Trace
@@ -61,15 +65,12 @@ class LLMPolicy:
         return run_sync(lambda: self._act(state))
 
     async def _act(self, state: EnvState) -> Step:
-        from whenpro_core.injection.simulate import SimStep, _step_sections
-        from whenpro_core.llm import LLMRequest, open_backend
-
         async with open_backend(self.model, self.settings) as backend:
             prompt = self._prompt(state, prompt_budget(backend))
             response = await backend.complete(LLMRequest.simple(prompt, system=SYSTEM, output_model=SimStep))
         self.calls += 1
         sim: Any = read_answer(
-            response, SimStep, LABELS, _step_sections, model=self.model, stage=f"turn of {state.agent}", hashes=True
+            response, SimStep, LABELS, step_sections, model=self.model, stage=f"turn of {state.agent}", hashes=True
         ).value
         content = clean_generated(sim.content)
         calls = [
@@ -121,8 +122,6 @@ class LLMPolicy:
 
 
 def _arguments(text: str) -> Any:
-    import json
-
     try:
         return json.loads(text)
     except ValueError:

@@ -8,14 +8,44 @@ from collections.abc import Callable
 from pathlib import Path
 
 from whenpro_core.envs import get_env
-from whenpro_core.envs.base import run_env
+from whenpro_core.envs.base import Env, Policy, build_trace, framing_step, run_loop
+from whenpro_core.envs.llm_policy import LLMPolicy
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats.native import write_trace
 from whenpro_core.safety.textsafe import plural
-from whenpro_core.trace.model import Trace
+from whenpro_core.trace.model import Step, Trace
 
 #: Bits of a first seed drawn at random (``whenpro run`` without ``--seed``).
 SEED_BITS = 40
+
+
+def env_policy(env: Env, model: str | None) -> Policy:
+    """The policy for ``--model``: ``reference`` (default; ``heuristic`` is a synonym)
+    is the env's offline reference policy; anything else is a model playing every agent
+    (:class:`~whenpro_core.envs.llm_policy.LLMPolicy`).
+
+    Raises ConfigError for a model that is not usable (no key, bad name)."""
+    if model in (None, "", "reference", "heuristic", "none"):
+        return env.reference_policy()
+    return LLMPolicy(env, model)
+
+
+def run_env(
+    env: Env, seed: int, *, model: str | None = None, on_step: Callable[[Step], None] | None = None, plain: bool = False
+) -> Trace:
+    """Run ``env`` on its task for ``seed`` with the policy for ``model`` (offline
+    reference by default) and return the native trace, outcome checked against the
+    task's gold answer or hidden tests. ``plain`` runs without a wording style (the
+    original wording, no optional steps or slips: fixed examples and samples)."""
+    task = env.make_task(seed)
+    if plain:
+        task.params["style"] = None
+    policy = env_policy(env, model)
+    steps = [framing_step(task.query)]
+    if on_step is not None:
+        on_step(steps[0])
+    steps, reason = run_loop(env, task, policy, steps, env.live_tools(task), on_step=on_step)
+    return build_trace(env, task, steps, reason, policy_name=policy.name)
 
 
 def run_many(
@@ -38,7 +68,7 @@ def run_many(
     or base URL), BackendError when the model fails during a run, and WhenproError before running
     anything when an output file exists and ``force`` is not set."""
     env = get_env(env_name)
-    env.policy(model)  # fail fast on an unavailable model
+    env_policy(env, model)  # fail fast on an unavailable model
     if seed is None:
         seed = random.SystemRandom().getrandbits(SEED_BITS)
         echo(f"first seed {seed} (drawn at random; pass --seed {seed} to reproduce these runs)")

@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -184,8 +185,6 @@ def run_python(
     Never raises for anything the code does; an OSError starting the interpreter
     propagates.
     """
-    import time
-
     folder = tempfile.mkdtemp(prefix="whenpro-sandbox-")
     try:
         Path(folder, "main.py").write_text(source, encoding="utf-8")

@@ -1,4 +1,5 @@
-"""Trace importers and the registry that picks one by sniffing content (DESIGN §2, §4)."""
+"""Trace importers and the registry that picks one by sniffing content (docs/architecture.md, 'Module map' and
+'Formats and step coordinates')."""
 
 from whenpro_core.formats.registry import load_trace, load_traces, sniff, split_ref, walk
 

@@ -1,6 +1,6 @@
 """What every importer implements, and the helpers they share to read untrusted JSON.
 
-Two kinds of importer (DESIGN §2, ``formats/``):
+Two kinds of importer (docs/architecture.md, 'Module map', ``formats/``):
 
 * :class:`DocumentImporter` — the file is one JSON document (object or list). The
   registry parses it once and asks each document importer whether it ``matches`` the
@@ -28,7 +28,8 @@ import orjson
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.safety.redact import redact_secrets as redact_secrets  # re-exported: the importers take it from here
 from whenpro_core.storage import jsonio
-from whenpro_core.trace.model import SUMMARY_TEXT, Source, Trace, TraceSummary
+from whenpro_core.trace.evidence import answer_matches
+from whenpro_core.trace.model import SUMMARY_TEXT, Outcome, Source, Trace, TraceSummary
 
 
 @dataclass(frozen=True)
@@ -468,10 +469,7 @@ def outcome_from_gold(final: str | None, gold: str | None, has_ground_truth: boo
     """The outcome of a run whose source does not state one: ``failure`` when it carries
     a ground truth (labelled traces are failures, as in Who&When Pro), else the final
     answer judged against the gold answer by the heuristic's lenient rule
-    (:func:`whenpro_core.attribution.evidence.answer_matches`), else ``unknown``."""
-    from whenpro_core.attribution.evidence import answer_matches
-    from whenpro_core.trace.model import Outcome
-
+    (:func:`whenpro_core.trace.evidence.answer_matches`), else ``unknown``."""
     if has_ground_truth:
         return Outcome.failure
     if final and gold:

@@ -17,11 +17,35 @@ import orjson
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext
+from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Trace, TraceSummary
 
 MANIFEST_FORMAT = "whenpro.build.manifest/1"
+#: The manifest's file name in a built dataset's folder.
+MANIFEST = "manifest.json"
 PROVENANCE_FORMAT = "whenpro.build.provenance/1"
 VALIDATION_FORMAT = "whenpro.validation/1"
+
+
+def load_manifest(root: str | Path) -> dict[str, Any] | None:
+    """The manifest of the dataset at ``root`` as written (``None`` when there is none;
+    :func:`whenpro_core.bench.build_store.read_manifest` adds fresh validation counts).
+    Raises TraceFormatError for an unreadable manifest or one without the
+    ``whenpro.build.manifest/1`` tag."""
+    path = Path(root) / MANIFEST
+    try:
+        data = jsonio.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise TraceFormatError(
+            f"cannot read the build manifest: {exc}", path=path, expected="manifest.json written by whenpro build"
+        ) from None
+    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
+        raise TraceFormatError(
+            "not a whenpro build manifest", path=path, json_path="$.format", expected=f'"{MANIFEST_FORMAT}"'
+        )
+    return data
 
 
 class BuildManifestImporter(DocumentImporter):

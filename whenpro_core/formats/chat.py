@@ -47,6 +47,7 @@ from whenpro_core.formats.base import (
     redact_secrets,
     summarize,
 )
+from whenpro_core.formats.native_lines import skipped_lines_warning
 from whenpro_core.trace.model import Agent, MediaRef, Outcome, Source, Step, Task, ToolCall, Trace, TraceSummary
 
 #: Chat-API roles of OpenAI-compatible logs.
@@ -360,8 +361,6 @@ class ChatJsonlImporter(JsonLinesImporter):
     def _message_trace(self, path, root) -> Trace:
         """One message a line: bad lines are skipped (noted in ``extras["whenpro_warnings"]``)
         as the live follower skips them; no good line raises the first line's error."""
-        from whenpro_core.formats.native_lines import skipped_lines_warning
-
         ctx = LoadContext(path=path, root=root)
         messages, bad = [], []
         for row, line in self.rows(path):

@@ -57,6 +57,7 @@ from whenpro_core.formats.base import (
     summarize,
 )
 from whenpro_core.formats.chat import chat_step
+from whenpro_core.formats.registry import natural_key
 from whenpro_core.trace.model import Agent, Modality, Outcome, Source, Task, Trace, TraceSummary
 
 #: Expanded bytes read from one archive member at most (a sample's JSON), and from one
@@ -383,8 +384,6 @@ class InspectEvalImporter(FileImporter):
 
     @staticmethod
     def _sample_names(zf: zipfile.ZipFile) -> list[tuple[str, str]]:
-        from whenpro_core.formats.registry import natural_key
-
         found = [(n, f"{m.group('id')}_epoch_{m.group('epoch')}") for n in zf.namelist() if (m := _SAMPLE.match(n))]
         return sorted(found, key=lambda nk: natural_key(nk[1]))
 

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import DocumentImporter, LoadContext
+from whenpro_core.formats.base import DocumentImporter, LoadContext, read_json_file
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.storage import jsonio
 from whenpro_core.storage.fsutil import atomic_write_bytes
@@ -107,7 +107,7 @@ def trace_from_dict(doc: Any, ctx: LoadContext) -> Trace:
 def _check_gt_step(trace: Trace, ctx: LoadContext) -> None:
     """TraceFormatError (at ``$.ground_truth.step``, listing the valid coordinates)
     unless the ground truth's step is a step's coordinate, or for a round-only ground
-    truth a round of one (DESIGN §4), as the Who&When importers require."""
+    truth a round of one (docs/architecture.md, 'Formats and step coordinates'), as the Who&When importers require."""
     gt = trace.ground_truth
     if gt is None or gt.step is None:
         return
@@ -157,8 +157,6 @@ class NativeImporter(DocumentImporter):
 
 def load_native(path: str | Path) -> Trace:
     """Read one native trace file (TraceFormatError on anything else)."""
-    from whenpro_core.formats.base import read_json_file
-
     p = Path(path)
     doc = read_json_file(p)
     if not NativeImporter().matches(doc):

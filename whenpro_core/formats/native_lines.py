@@ -1,5 +1,5 @@
 """Native step lines: the format an agent writes while it runs, one JSON object a line,
-for ``whenpro watch`` to follow (DESIGN §1, ``live/``) and for every other command to
+for ``whenpro watch`` to follow (docs/architecture.md, 'Data flow', ``live/``) and for every other command to
 read afterwards.
 
 * A **header line** holds trace fields (``id``, ``framework``, ``task``, ``agents``,
@@ -28,6 +28,7 @@ from whenpro_core.formats.base import (
     FileImporter,
     LoadContext,
     final_answer_from_steps,
+    first_line,
     outcome_from_gold,
     parse_json,
     summarize,
@@ -181,8 +182,6 @@ class NativeLinesImporter(FileImporter):
     priority = 2
 
     def match_head(self, head: bytes, path: Path) -> bool:
-        from whenpro_core.formats.base import first_line
-
         line, complete = first_line(head)
         if not complete:
             return False

@@ -37,7 +37,9 @@ def _attrs(items: Any) -> dict[str, Any]:
 def decode_request(body: bytes) -> Any:
     """Parse an ``ExportTraceServiceRequest``; TraceFormatError when the bytes are not
     one."""
-    from google.protobuf.message import DecodeError
+    from google.protobuf.message import DecodeError  # lazy: protobuf classes load only for protobuf bodies
+
+    # lazy: protobuf classes load only for protobuf bodies
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     try:
@@ -51,7 +53,7 @@ def decode_request(body: bytes) -> Any:
 def spans_from_request(request: Any) -> list[Span]:
     """Every span of a parsed ``ExportTraceServiceRequest``; TraceFormatError names the
     span of a missing or malformed trace or span id."""
-    from opentelemetry.proto.trace.v1.trace_pb2 import Status
+    from opentelemetry.proto.trace.v1.trace_pb2 import Status  # lazy: protobuf classes load only for protobuf bodies
 
     out: list[Span] = []
     for i, rs in enumerate(request.resource_spans):

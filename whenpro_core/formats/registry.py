@@ -318,8 +318,6 @@ def walk(target: str | Path) -> Iterator[TraceSummary]:
             if r.key == key or (r.error is None and r.id == key)
         ]
         if not rows:  # no listing row has that key: the loader says why, or finds it by id
-            from whenpro_core.formats import load_trace
-
             trace = load_trace(str(target))
             rows = [r for r in summarize_file(path, find_root(path), direct=True) if r.id == trace.id]
         yield from rows[:1]

@@ -32,7 +32,7 @@ from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContex
 from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Trace, TraceSummary
 
-#: Tag of a bench results record (:data:`whenpro_core.bench.records.RECORD_FORMAT`).
+#: Tag of a bench results record (:mod:`whenpro_core.bench.records`), the first field of every record line.
 RECORD_FORMAT = "whenpro.bench.record/1"
 #: Tag of a bench report (:data:`whenpro_core.bench.aggregate.REPORT_FORMAT`).
 REPORT_FORMAT = "whenpro.bench.report/1"
@@ -40,7 +40,9 @@ REPORT_FORMAT = "whenpro.bench.report/1"
 VERDICTS_SUFFIX = ".verdicts.jsonl"
 VERDICT_KEYS = frozenset({"key", "trace_id", "saved_at", "attribution"})
 
-_RECORD_PREFIX = b'{"format":"' + RECORD_FORMAT.encode() + b'"'
+#: Every bench record line starts with these bytes (``format`` is the first field written);
+#: used to recognise a results file and a torn record before touching a file.
+RECORD_PREFIX = b'{"format":"' + RECORD_FORMAT.encode() + b'"'
 _JSON_STRING = rb'"(?:[^"\\]|\\.)*"'
 #: The start of a verdict line as orjson writes it, for a first line longer than the head.
 _VERDICT_START = re.compile(
@@ -83,7 +85,22 @@ def is_verdicts_head(head: bytes) -> bool:
 
 def is_results_head(head: bytes) -> bool:
     """True when ``head`` starts (after a BOM and blank space) like a bench results file."""
-    return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(_RECORD_PREFIX)
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(RECORD_PREFIX)
+
+
+def is_results_file(path: str | Path) -> bool:
+    """True when ``path`` is a file whose first line is a whenpro bench record (its
+    first bytes are ``{"format":"whenpro.bench.record/1"``; a UTF-8 BOM and leading
+    blank space are allowed). Reads at most 4 KiB; never raises."""
+    try:
+        p = Path(path)
+        if not p.is_file():
+            return False
+        with p.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return is_results_head(head)
 
 
 def is_report_doc(doc: Any) -> bool:

@@ -11,7 +11,7 @@ some files. Two subsets (SOURCE.md of real_traces/who-and-when):
   ``Orchestrator (-> WebSurfer)`` or ``Orchestrator (thought)``.
 
 A step's coordinate is its 0-based ``history`` index as a string, so it equals
-``mistake_step`` (DESIGN §4). Who&When has no failure-mode labels.
+``mistake_step`` (docs/architecture.md, 'Formats and step coordinates'). Who&When has no failure-mode labels.
 """
 
 from __future__ import annotations

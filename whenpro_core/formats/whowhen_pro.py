@@ -1,4 +1,4 @@
-"""Who&When Pro, per-file release: one trace per JSON document (DESIGN §4).
+"""Who&When Pro, per-file release: one trace per JSON document (docs/architecture.md, 'Formats and step coordinates').
 
 Top level: ``id, framework, benchmark, modality, agents, task, ground_truth,
 trajectory``; optional ``topology, final_answer, termination, eval_status,
@@ -25,11 +25,13 @@ from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text, summary_text
 from whenpro_core.formats.whowhen_pro_steps import build_step, final_answer_of, media_list, unread_media
 from whenpro_core.trace import coords
+from whenpro_core.trace.frameworks import canonical_framework
 from whenpro_core.trace.gt_map import resolve_ground_truth
 from whenpro_core.trace.model import (
     NATIVE_FORMAT,
     Agent,
     GroundTruth,
+    MediaRef,
     Modality,
     Outcome,
     Source,
@@ -216,7 +218,7 @@ def build_trace(prep: Prepared, ctx: LoadContext, *, fmt: str = FORMAT, media_pr
     doc, lay = prep.doc, prep.layout
     entries = doc["trajectory"]
     extras = {k: v for k, v in doc.items() if k not in MODEL_FIELDS}
-    if coords.canonical_framework(doc["framework"]) != doc["framework"]:
+    if canonical_framework(doc["framework"]) != doc["framework"]:
         extras["framework_native"] = doc["framework"]
     steps = [
         build_step(i, slot, entries[slot.entry], lay.framework, agent=slot.agent, media_prefix=media_prefix)
@@ -261,8 +263,6 @@ def _unread_media_notes(doc: dict) -> list[str]:
 def _video_refs(doc: dict, ctx: LoadContext, prefix: str | None) -> list:
     """Whole-video MediaRefs for ``video_context.videos`` that exist under the root (the
     release ships sampled frames, often not the video itself)."""
-    from whenpro_core.trace.model import MediaRef
-
     vc = doc.get("video_context")
     if not isinstance(vc, dict) or not isinstance(vc.get("videos"), list) or ctx.root is None:
         return []

@@ -1,5 +1,5 @@
 """Who&When Pro, JSONL release: ``data/{text,image,video}.jsonl`` + ``taxonomy.yaml`` +
-``video_assets/`` at the dataset root (DESIGN §4).
+``video_assets/`` at the dataset root (docs/architecture.md, 'Formats and step coordinates').
 
 Each line is one trace: ``id, framework, benchmark`` are plain strings and come first;
 ``task, trajectory, ground_truth, extras`` are JSON *strings* (decoded a second time);
@@ -35,6 +35,7 @@ import orjson
 
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats.base import FileImporter, LoadContext
+from whenpro_core.formats.registry import find_root
 from whenpro_core.formats.whowhen_pro import SPLITS, build_trace, modality_of_name, prepare
 from whenpro_core.storage import jsonio
 from whenpro_core.trace.gt_map import gt_coord
@@ -447,7 +448,6 @@ def load_document(path: Path, key: str | None) -> dict:
 def _root_for(path: Path, root: Path | None) -> Path:
     if root is not None:
         return root
-    from whenpro_core.formats.registry import find_root
 
     return find_root(path)
 

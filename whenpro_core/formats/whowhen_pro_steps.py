@@ -1,4 +1,5 @@
-"""Who&When Pro trajectory entries -> :class:`~whenpro_core.trace.model.Step` s (DESIGN §4).
+"""Who&When Pro trajectory entries -> :class:`~whenpro_core.trace.model.Step` s (docs/architecture.md,
+'Formats and step coordinates').
 
 The coordinate and agent of each step come from :mod:`whenpro_core.trace.coords`; this module
 turns the entry's fields into the step's content, tool calls, observation, media and

@@ -1,4 +1,5 @@
-"""Writing traces in the Who&When Pro release shapes (DESIGN §4): the per-file document
+"""Writing traces in the Who&When Pro release shapes (docs/architecture.md, 'Formats and step coordinates'): the
+per-file document
 and the JSONL row, so that :mod:`.whowhen_pro` and :mod:`.whowhen_pro_jsonl` read them
 back with the same steps, coordinates and ground truth.
 
@@ -27,8 +28,12 @@ differences (``whenpro build`` drops it with reason ``not_representable``).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
+from whenpro_core.errors import WhenproError
+from whenpro_core.formats.base import LoadContext
+from whenpro_core.formats.whowhen_pro import build_trace, prepare
 from whenpro_core.formats.whowhen_pro_steps import HIDDEN_FIELDS
 from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import MediaRef, Step, Trace
@@ -175,12 +180,6 @@ def check_round_trip(trace: Trace, doc: dict[str, Any]) -> list[str]:
     from ``trace`` (agent steps: coordinate, agent, kind, content, tool calls,
     observation, error, hidden markers; ground truth: agent, step, mode). Empty when the
     document is faithful. Never raises."""
-    from pathlib import Path
-
-    from whenpro_core.errors import WhenproError
-    from whenpro_core.formats.base import LoadContext
-    from whenpro_core.formats.whowhen_pro import build_trace, prepare
-
     if not representable_coords(trace):
         return ["step coordinates are neither all integers nor all R.P"]
     try:

@@ -1,4 +1,4 @@
-"""Error injection, warm-start replay and verification (DESIGN §8).
+"""Error injection, warm-start replay and verification (docs/architecture.md, 'Injection and warm-start replay').
 
 Modules: :mod:`.mutators` (offline mode-specific mutators), :mod:`.generate` (the
 Generator protocol), :mod:`.toolcache`, :mod:`.executors` (the Executor protocol, the

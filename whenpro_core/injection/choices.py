@@ -2,7 +2,7 @@
 taxonomy meaning, and whether the chosen generator can produce it at this step, with the
 reason when not), the generators and the executors that apply to a trace. The TUI's
 injection dialog shows these; the CLI (``whenpro inject``) enforces the same rules by
-raising :class:`~whenpro_core.errors.ConfigError` (DESIGN §8 step 1).
+raising :class:`~whenpro_core.errors.ConfigError` (docs/architecture.md, 'Injection and warm-start replay' step 1).
 
 Rules:
 
@@ -23,7 +23,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from whenpro_core.envs import env_for_trace
 from whenpro_core.injection.mutators import MUTATORS, applicable_modes
+from whenpro_core.injection.registry import plugin_names
 from whenpro_core.injection.textedit import is_agent_step
 from whenpro_core.trace.model import Trace
 from whenpro_core.trace.taxonomy import Taxonomy
@@ -142,9 +144,6 @@ def mode_choices(
 def executor_choices(trace: Trace) -> list[ExecutorChoice]:
     """The executors for ``trace``: ``builtin`` (available only for a built-in
     environment's run), ``cmd``, ``simulate``, then installed plugins."""
-    from whenpro_core.envs import env_for_trace
-    from whenpro_core.injection.executors import plugin_names
-
     env = env_for_trace(trace)
     out = [
         ExecutorChoice(

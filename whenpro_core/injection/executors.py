@@ -1,5 +1,5 @@
 """Executors: what continues a run after the replaced step in warm-start replay
-(DESIGN §8 step 2).
+(docs/architecture.md, 'Injection and warm-start replay' step 2).
 
 An executor receives a :class:`ReplayContext` — the original trace, the replayed steps
 (the exact prefix and the replaced step), the tool cache — and produces the remaining steps
@@ -34,16 +34,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import Any, Protocol, runtime_checkable
 
+from whenpro_core.envs import env_for_trace
 from whenpro_core.envs.base import ToolRunner, run_loop
-from whenpro_core.errors import ConfigError, ReplayError, WhenproError
+from whenpro_core.envs.run import env_policy
+from whenpro_core.errors import ReplayError
 from whenpro_core.injection.toolcache import ToolCache
 from whenpro_core.trace.model import Step, Trace
-
-#: Entry-point group for executor plugins.
-ENTRY_POINT_GROUP = "whenpro.executors"
 
 
 @dataclass
@@ -141,8 +139,6 @@ class BuiltinExecutor:
         self.model = model
 
     def _env(self, trace: Trace):
-        from whenpro_core.envs import env_for_trace
-
         env = env_for_trace(trace)
         if env is None:
             raise ReplayError(
@@ -159,7 +155,7 @@ class BuiltinExecutor:
     def continue_run(self, ctx: ReplayContext) -> Continuation:
         env = self._env(ctx.trace)
         task = env.task_from_trace(ctx.trace)
-        policy = env.policy(self.model)
+        policy = env_policy(env, self.model)
         steps, reason = run_loop(
             env,
             task,
@@ -176,72 +172,3 @@ class BuiltinExecutor:
             )
         final = env.extract_answer(steps[-1]) if steps and steps[-1].kind == "final_answer" else None
         return Continuation(final, reason)
-
-
-def plugin_names() -> list[str]:
-    """Names of executor plugins installed in this environment."""
-    return sorted({ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)})
-
-
-def _load_plugin(name: str, arg: str | None) -> Executor | None:
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name != name:
-            continue
-        try:
-            factory: Any = ep.load()
-            executor = factory(arg)
-        except WhenproError:
-            raise
-        except Exception as exc:  # a broken plugin must not crash whenpro
-            raise ConfigError(
-                f"executor plugin {name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}"
-            ) from None
-        if not callable(getattr(executor, "continue_run", None)):
-            raise ConfigError(
-                f"executor plugin {name!r} ({ep.value}) returned {type(executor).__name__}",
-                expected="an object with continue_run(ctx) and live_tools(trace)",
-            )
-        return executor
-    return None
-
-
-def get_executor(
-    spec: str,
-    *,
-    message_timeout: float = 60.0,
-    model: str | None = None,
-    settings: Any = None,
-    max_steps: int | None = None,
-    max_calls: int | None = None,
-    use_cache: bool = True,
-) -> Executor:
-    """The executor for an ``--executor`` value: ``builtin``, ``cmd:COMMAND``,
-    ``simulate`` (with ``model``, else the configured model) or
-    ``simulate:PROVIDER:MODEL``, or an installed plugin ``NAME[:ARG]``. ``settings``,
-    ``max_steps``, ``max_calls`` and ``use_cache`` apply to ``simulate``.
-
-    Raises ConfigError for an unknown name (listing what is available) or a
-    ``simulate`` executor without a usable model (no model, key or base URL)."""
-    spec = (spec or "builtin").strip()
-    if spec == "builtin":
-        return BuiltinExecutor()
-    if spec.startswith("cmd:"):
-        from whenpro_core.injection.cmd_executor import CommandExecutor
-
-        return CommandExecutor.from_spec(spec[4:], message_timeout=message_timeout)
-    if spec == "simulate" or spec.startswith("simulate:"):
-        from whenpro_core.injection.simulate import SimulateExecutor
-
-        return SimulateExecutor(
-            spec[9:] or model or "", settings=settings, max_steps=max_steps, max_calls=max_calls, use_cache=use_cache
-        )
-    name, _, arg = spec.partition(":")
-    executor = _load_plugin(name, arg or None)
-    if executor is not None:
-        return executor
-    plugins = plugin_names()
-    raise ConfigError(
-        f"unknown executor {spec!r}",
-        expected="builtin, cmd:COMMAND, simulate"
-        + (", " + ", ".join(plugins) if plugins else " or an installed whenpro.executors plugin"),
-    )

@@ -1,4 +1,5 @@
-"""Error generation for injection (DESIGN §8 step 1): the :class:`Generator` protocol and
+"""Error generation for injection (docs/architecture.md, 'Injection and warm-start replay' step 1): the
+:class:`Generator` protocol and
 the generators available now.
 
 A generator rewrites one step of a trajectory so that it carries an error of a given
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from whenpro_core.errors import ConfigError
@@ -179,33 +179,3 @@ def edit_generated(generated: GeneratedStep, content: str, tool_calls: list[Tool
         generator=generated.generator + "+edited",
         description=generated.description.rstrip() + " (The step was then edited by hand.)",
     )
-
-
-def get_generator(spec: str, *, model: str | None = None, settings: Any = None, use_cache: bool = True) -> Generator:
-    """The generator for a ``--generator`` value: ``offline``, ``text:CONTENT``,
-    ``text:@FILE``, ``llm`` (with ``model``, else the configured model) or
-    ``llm:PROVIDER:MODEL``. ``settings`` and ``use_cache`` apply to ``llm``.
-
-    Raises ConfigError for an unknown spec, an unreadable or empty text, or an ``llm``
-    generator without a usable model (no model, no API key or base URL)."""
-    spec = (spec or "offline").strip()
-    if spec == "offline":
-        return OfflineGenerator()
-    if spec.startswith("text:"):
-        body = spec[5:]
-        if body.startswith("@"):
-            path = Path(body[1:])
-            try:
-                body = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ConfigError(
-                    f"cannot read the replacement text: {exc}", path=path, expected="a UTF-8 text file"
-                ) from None
-        if not body.strip():
-            raise ConfigError("empty replacement text", expected="--generator text:'the new step content'")
-        return TextGenerator(body)
-    if spec == "llm" or spec.startswith("llm:"):
-        from whenpro_core.injection.llm_generate import LLMGenerator
-
-        return LLMGenerator(spec[4:] or model or "", settings=settings, use_cache=use_cache)
-    raise ConfigError(f"unknown generator {spec!r}", expected="offline, text:CONTENT, text:@FILE or llm")

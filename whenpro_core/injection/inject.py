@@ -1,4 +1,5 @@
-"""Error injection end to end (DESIGN §8): generate a flawed step ``t``, warm-start replay,
+"""Error injection end to end (docs/architecture.md, 'Injection and warm-start replay'): generate a flawed step
+``t``, warm-start replay,
 verify, and label the counterfactual.
 
 The counterfactual is a native :class:`~whenpro_core.trace.model.Trace`. When the injection is
@@ -20,12 +21,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from whenpro_core.config import load_settings
 from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.formats import load_trace
+from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.executors import Executor
 from whenpro_core.injection.generate import GeneratedStep, Generator, InjectionRequest
+from whenpro_core.injection.registry import get_executor, get_generator
 from whenpro_core.injection.replay import ReplayResult, warm_start
 from whenpro_core.injection.verify import Verdict, check_trace, verify
 from whenpro_core.safety.textsafe import plural
+from whenpro_core.storage.fsutil import safe_name
 from whenpro_core.trace.model import Annotation, GroundTruth, Outcome, Source, Step, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
 
@@ -245,8 +251,6 @@ def _short(text: str | None, n: int = 60) -> str:
 def default_output(trace: Trace, cf_id: str) -> Path:
     """Where ``whenpro inject`` writes without ``--out``: next to the seed file, named
     after the counterfactual's id (the current folder when the seed has no file)."""
-    from whenpro_core.summary import safe_name
-
     folder = Path(trace.source.path).parent if trace.source.path else Path.cwd()
     return folder / f"{safe_name(cf_id)}.json"
 
@@ -278,12 +282,6 @@ def run_inject_command(
     skips cached model answers.
 
     Refuses to overwrite the output file unless ``force`` (WhenproError)."""
-    from whenpro_core.config import load_settings
-    from whenpro_core.formats import load_trace
-    from whenpro_core.formats.native import write_trace
-    from whenpro_core.injection.executors import get_executor
-    from whenpro_core.injection.generate import get_generator
-
     trace = load_trace(trace_ref)
     index = resolve_step(trace, step)
     settings = load_settings(base_url=base_url) if base_url else None

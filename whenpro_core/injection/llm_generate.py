@@ -1,8 +1,9 @@
-"""The LLM two-stage error generator (DESIGN §8 step 1): ``--generator llm`` with
+"""The LLM two-stage error generator (docs/architecture.md, 'Injection and warm-start replay' step 1):
+``--generator llm`` with
 ``--model provider:model`` (or ``--generator llm:provider:model``).
 
 Stage 1 (*plan*) shows the model the task, the agents, the trajectory up to and including
-step ``t`` (the judge transcript of :mod:`whenpro_core.attribution.render`: hidden label
+step ``t`` (the judge transcript of :mod:`whenpro_core.views.transcript`: hidden label
 fields, extras, the ground truth and the gold answer are never shown) and the target
 failure mode with its taxonomy meaning, and asks for a concrete flaw of that mode at step
 ``t`` and the wrong result it leads to (:class:`FlawPlan`).
@@ -39,7 +40,11 @@ from pydantic import BaseModel, Field, field_validator
 from whenpro_core.config import Settings
 from whenpro_core.errors import BackendError
 from whenpro_core.injection.generate import GeneratedStep, InjectionRequest
-from whenpro_core.injection.llm_io import (
+from whenpro_core.injection.mutators import check_injectable
+from whenpro_core.injection.textedit import fresh_step
+from whenpro_core.injection.verify import revealing_phrases
+from whenpro_core.llm import LLMRequest, Message, open_backend
+from whenpro_core.llm.generation import (
     DATA_NOTE,
     Answer,
     GenCall,
@@ -53,9 +58,6 @@ from whenpro_core.injection.llm_io import (
     transcript_text,
     usage_dict,
 )
-from whenpro_core.injection.mutators import check_injectable
-from whenpro_core.injection.textedit import fresh_step
-from whenpro_core.injection.verify import revealing_phrases
 from whenpro_core.trace.model import Step, ToolCall, Trace, Usage
 from whenpro_core.trace.taxonomy import Taxonomy
 
@@ -338,20 +340,16 @@ class LLMGenerator:
     async def agenerate(self, request: InjectionRequest) -> GeneratedStep:
         """:meth:`generate` for a running event loop (a TUI's async worker: cancelling
         the awaiting task stops the model calls). Import the provider's SDK first
-        (:func:`~whenpro_core.injection.llm_io.preload_sdk`, in a thread) so the loop is
+        (:func:`~whenpro_core.llm.generation.preload_sdk`, in a thread) so the loop is
         not blocked by the import."""
         check_injectable(request.trace, request.index)
         return await self._generate(request)
 
     async def _ask(self, backend: Any, messages: list[Any], system: str, output: type[BaseModel]):
-        from whenpro_core.llm import LLMRequest
-
         request = LLMRequest(messages=messages, system=system, output_model=output)
         return await backend.complete(request, cache=None if self.use_cache else False)
 
     async def _generate(self, request: InjectionRequest) -> GeneratedStep:
-        from whenpro_core.llm import Message, open_backend
-
         trace, index, mode = request.trace, request.index, request.mode
         original = trace.steps[index]
         async with open_backend(self.model, self.settings) as backend:

@@ -1,5 +1,6 @@
 """Offline, deterministic error mutators: one per failure mode where a mechanical edit of
-a step makes sense (DESIGN §8 step 1, the offline branch; taxonomy DESIGN §5).
+a step makes sense (docs/architecture.md, 'Injection and warm-start replay' step 1, the offline branch; taxonomy
+docs/architecture.md, 'Failure-mode taxonomy').
 
 ``mutate(trace, index, mode, seed)`` rewrites step ``index`` of ``trace`` into a flawed
 version and says what the flaw is; ``applicable_modes(trace, index)`` lists the modes

@@ -1,8 +1,8 @@
 """Reading a counterfactual back: its injection provenance (``extras["injection"]``,
 written by :func:`~whenpro_core.injection.inject.inject`), the seed run it came from, the
 verification verdict as one headline, and whether an attribution finds the injected step
-(DESIGN §8 step 3; the TUI's diff screen and the ``d`` key use these).
-"""
+(docs/architecture.md, 'Injection and warm-start replay' step 3; the
+TUI's diff screen and the ``d`` key use these)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError, WhenproError
+from whenpro_core.formats import load_trace
 from whenpro_core.injection.verify import Verdict
+from whenpro_core.storage.fsutil import safe_name
 from whenpro_core.trace.model import Attribution, GroundTruth, Trace
+from whenpro_core.trace.score import score_prediction
 
 
 def injection_of(trace: Trace) -> dict[str, Any] | None:
@@ -72,8 +75,6 @@ def seed_candidates(cf: Trace) -> list[Path]:
     """Where the seed of ``cf`` may be, in order: its ``seed_ref`` (as given, then next to
     ``cf``'s file, then under its dataset root), then ``<seed id>.json`` next to ``cf``'s
     file (where ``whenpro inject`` and the TUI write counterfactuals)."""
-    from whenpro_core.summary import safe_name
-
     inj = injection_of(cf) or {}
     here = Path(cf.source.path).parent if cf.source.path else None
     out: list[Path] = []
@@ -98,8 +99,6 @@ def load_seed(cf: Trace) -> Trace:
 
     Raises WhenproError when ``cf`` has no injection provenance, or naming the places
     tried when none holds the seed."""
-    from whenpro_core.formats import load_trace
-
     inj = injection_of(cf)
     if inj is None:
         raise WhenproError(
@@ -152,10 +151,8 @@ class AttributionCheck:
 
 def check_attribution(cf: Trace, attribution: Attribution) -> AttributionCheck | None:
     """Score ``attribution`` against the injected step of ``cf``
-    (:func:`whenpro_core.bench.score.score_prediction`); ``None`` when ``cf`` has no
+    (:func:`whenpro_core.trace.score.score_prediction`); ``None`` when ``cf`` has no
     injection to compare with."""
-    from whenpro_core.bench.score import score_prediction
-
     truth = injected_truth(cf)
     if truth is None:
         return None

@@ -1,4 +1,5 @@
-"""Warm-start replay (DESIGN §8 step 2): reproduce a trajectory exactly up to step ``t``,
+"""Warm-start replay (docs/architecture.md, 'Injection and warm-start replay' step 2): reproduce a trajectory
+exactly up to step ``t``,
 put a replacement in place of step ``t``, and let an executor continue the run.
 
 * Steps ``0 .. t-1`` are deep copies of the record: serialised without their ``hidden``
@@ -24,8 +25,9 @@ from dataclasses import dataclass, field
 from whenpro_core.errors import ReplayError
 from whenpro_core.injection.executors import Continuation, Executor, ReplayContext
 from whenpro_core.injection.toolcache import ToolCache
+from whenpro_core.injection.verify import check_trace
 from whenpro_core.storage import jsonio
-from whenpro_core.trace.model import Step, Trace
+from whenpro_core.trace.model import Outcome, Source, Step, Trace
 
 
 @dataclass
@@ -164,9 +166,6 @@ def continued_trace(trace: Trace, result: ReplayResult, *, trace_id: str | None 
     extras with ``result``'s steps (``hidden`` replay markers removed), final answer and
     checked outcome. Use it to record a fresh run made through an executor (replay from
     index 1 with no replacement)."""
-    from whenpro_core.injection.verify import check_trace
-    from whenpro_core.trace.model import Outcome, Source
-
     steps = [s.model_copy(deep=True) for s in result.steps]
     for s in steps:
         s.hidden = {k: v for k, v in s.hidden.items() if k not in ("is_injected", "is_replayed")}

@@ -1,4 +1,5 @@
-"""The LLM-simulated continuation (DESIGN §8 step 2): ``--executor simulate`` with
+"""The LLM-simulated continuation (docs/architecture.md, 'Injection and warm-start replay' step 2): ``--executor
+simulate`` with
 ``--model provider:model`` (or ``--executor simulate:provider:model``) continues a run
 whenpro did not produce (a Who&When trace, an imported framework run) after the replaced
 step ``t`` by asking a model to play the remaining agents, turn by turn.
@@ -43,26 +44,29 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from whenpro_core.config import Settings
+from whenpro_core.envs import env_for_trace
 from whenpro_core.envs.base import ToolRunner, extract_final_answer
 from whenpro_core.errors import ReplayError
 from whenpro_core.injection.executors import Continuation, ReplayContext
-from whenpro_core.injection.llm_io import (
+from whenpro_core.injection.turns import Roster, code_of, exec_call, next_coord, record_executions
+from whenpro_core.llm import LLMRequest, open_backend
+from whenpro_core.llm.generation import (
     DATA_NOTE,
-    GenCall,
+    SimStep,
     agents_text,
     clean_generated,
     prompt_budget,
     read_answer,
     resolve_model,
     run_sync,
+    step_sections,
     task_text,
     transcript_text,
     usage_dict,
 )
-from whenpro_core.injection.turns import Roster, code_of, exec_call, next_coord, record_executions
 from whenpro_core.safety.textsafe import strip_controls
 from whenpro_core.trace.model import Step, ToolCall, Trace, Usage
 
@@ -73,20 +77,6 @@ TERMINATE_LINE = re.compile(r"^\s*TERMINATE\s*$", re.MULTILINE)
 FINAL_LINE = re.compile(r"^\W*final answer\s*[:：]", re.IGNORECASE | re.MULTILINE)
 #: Characters of an agent's recorded system prompt shown to the model.
 SYSTEM_PROMPT_CHARS = 2_000
-
-
-class SimStep(BaseModel):
-    """One simulated agent turn."""
-
-    content: str = Field(description="the agent's message, exactly as it writes it")
-    tool_calls: list[GenCall] = Field(default_factory=list, description="tool calls made in this step ([] if none)")
-    final_answer: str | None = Field(None, description="the team's final answer if this message delivers it, else null")
-    ends_run: bool = Field(False, description="true if the conversation ends after this message")
-
-    @field_validator("tool_calls", mode="before")
-    @classmethod
-    def _null_calls(cls, v: Any) -> Any:
-        return [] if v is None else v
 
 
 class SimToolResult(BaseModel):
@@ -106,24 +96,6 @@ SYSTEM = (
     "are run for you). When you are asked for a tool's output instead, write only what the tool would "
     "return.\n\n" + DATA_NOTE
 )
-
-
-def _yes(text: str) -> bool:
-    return text.strip().strip("*`.").lower() in ("yes", "true", "y", "1")
-
-
-def _step_sections(sec: dict[str, str]) -> dict[str, Any]:
-    raw = sec.get("tool calls", "").strip().strip("`").strip()
-    if raw.lower().startswith("json"):
-        raw = raw[4:].strip()
-    calls = [] if not raw or raw.lower() in ("null", "none", "[]", "n/a") else json.loads(raw)
-    final = sec.get("final answer", "").strip()
-    return {
-        "content": sec["content"],
-        "tool_calls": calls,
-        "final_answer": None if final.lower() in ("", "null", "none", "n/a") else final,
-        "ends_run": _yes(sec.get("ends run", "")),
-    }
 
 
 def _tool_sections(sec: dict[str, str]) -> dict[str, Any]:
@@ -199,8 +171,6 @@ class _Run:
     # ------------------------------------------------------------ the loop
 
     async def run(self) -> Continuation:
-        from whenpro_core.llm import open_backend
-
         ctx = self.ctx
         async with open_backend(self.ex.model, self.ex.settings) as backend:
             self.backend, self.budget = backend, prompt_budget(backend)
@@ -279,7 +249,7 @@ class _Run:
             self._step_prompt(agent, coord),
             SimStep,
             ["CONTENT", "TOOL CALLS", "FINAL ANSWER", "ENDS RUN"],
-            _step_sections,
+            step_sections,
             stage=f"simulated turn of {agent}",
         )
         sim: SimStep = answer.value
@@ -377,8 +347,6 @@ class _Run:
     # ------------------------------------------------------------ calls
 
     async def _ask(self, prompt: str, output: type[BaseModel], labels: list[str], sections, *, stage: str):
-        from whenpro_core.llm import LLMRequest
-
         request = LLMRequest.simple(prompt, system=SYSTEM, output_model=output)
         self.calls += 1
         left = self.ctx.time_left()
@@ -421,8 +389,6 @@ class _Run:
         return f"\n## {agent}'s instructions (its recorded system prompt)\n{text}\n"
 
     def _tools_text(self, agent: str) -> str:
-        from whenpro_core.envs import env_for_trace
-
         env = env_for_trace(self.ctx.trace)
         if env is not None:  # a built-in environment knows its agents' tools
             specs = env.tool_specs(agent)

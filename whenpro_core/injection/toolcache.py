@@ -1,4 +1,4 @@
-"""The tool-result cache of warm-start replay (DESIGN §8 step 2).
+"""The tool-result cache of warm-start replay (docs/architecture.md, 'Injection and warm-start replay' step 2).
 
 Recorded tool results of a trace are indexed by a hash of the step's tool calls (each
 call's name plus its arguments as canonical JSON: sorted keys, no whitespace, JSON

@@ -1,5 +1,6 @@
 """Who speaks next, and what counts as a tool, when an LLM continues a recorded run it did
-not produce (the simulate executor, :mod:`whenpro_core.injection.simulate`; DESIGN §8
+not produce (the simulate executor, :mod:`whenpro_core.injection.simulate`; docs/architecture.md,
+'Injection and warm-start replay'
 step 2).
 
 **Speaker rule** (decided here, no model call): the recorded order of agents while it

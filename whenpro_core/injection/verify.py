@@ -1,4 +1,4 @@
-"""Verification of a counterfactual (DESIGN §8 step 3).
+"""Verification of a counterfactual (docs/architecture.md, 'Injection and warm-start replay' step 3).
 
 * **Answer check** — :func:`check_trace`: a built-in environment's own checker (hidden
   tests for ``code_pair``, two-decimal tolerance for ``arith_team``), a checker registered
@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from whenpro_core.envs import env_for_trace
 from whenpro_core.envs.base import CheckResult, extract_final_answer
 from whenpro_core.trace.model import Outcome, Step, Trace
 
@@ -103,7 +104,6 @@ def check_trace(trace: Trace, final_answer: str | None = None) -> CheckResult:
     """Whether ``final_answer`` (default: the trace's own) solves the trace's task, by the
     checker that applies (module docstring)."""
     final = trace.final_answer if final_answer is None else final_answer
-    from whenpro_core.envs import env_for_trace
 
     env = env_for_trace(trace)
     if env is not None:

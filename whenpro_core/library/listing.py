@@ -1,8 +1,10 @@
-"""Filtering dataset listings: which :class:`~whenpro_core.trace.model.TraceSummary` rows a
-library view shows for a choice of modality, framework, benchmark, GT mode and free text,
-and the values (with counts) each filter can take.
+"""Filtering dataset listings: the one row filter (:class:`RowFilter`) deciding which
+:class:`~whenpro_core.trace.model.TraceSummary` rows pass a choice of outcome, modality,
+framework, benchmark, GT mode, id or format and a free text, and the values (with
+counts) each facet can take.
 
-UI-free; the TUI's library screen and scripts share it.
+UI-free; the TUI's library screen, ``whenpro ls --where`` and ``whenpro bench --where``
+(:func:`parse_where`) share it.
 """
 
 from __future__ import annotations
@@ -13,34 +15,40 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from whenpro_core.errors import ConfigError
 from whenpro_core.formats.registry import error_summary, find_root, iter_files, names_a_file, summarize_file
 from whenpro_core.injection.verify import check_answer
 from whenpro_core.trace.model import TraceSummary
 from whenpro_core.views.traceview import unlabelled_id
 
-#: The facets a listing can be filtered on, as (facet, TraceSummary attribute).
-FACETS = (
-    ("outcome", "outcome"),
-    ("modality", "modality"),
-    ("framework", "framework"),
-    ("benchmark", "benchmark"),
-    ("mode", "gt_mode"),
-)
+#: Every key a row filter understands (``--where KEY=VALUE``), and the TraceSummary
+#: attribute it reads.
+FILTER_KEYS = {
+    "outcome": "outcome",
+    "modality": "modality",
+    "framework": "framework",
+    "benchmark": "benchmark",
+    "mode": "gt_mode",
+    "id": "id",
+    "format": "format",
+}
+#: The facets the library offers a choice of values for, as (facet, TraceSummary attribute).
+FACETS = tuple((k, FILTER_KEYS[k]) for k in ("outcome", "modality", "framework", "benchmark", "mode"))
 #: Value shown for a row whose facet attribute is empty.
 NONE_VALUE = "(none)"
 
 
 def facet_value(row: TraceSummary, facet: str) -> str:
-    """The value of ``facet`` (``modality``, ``framework``, ``benchmark``, ``mode``) for
-    ``row``; :data:`NONE_VALUE` when empty."""
-    attr = dict(FACETS)[facet]
-    return getattr(row, attr) or NONE_VALUE
+    """The value of ``facet`` (a key of :data:`FILTER_KEYS`) for ``row``;
+    :data:`NONE_VALUE` when empty."""
+    return getattr(row, FILTER_KEYS[facet]) or NONE_VALUE
 
 
 @dataclass(frozen=True)
 class RowFilter:
-    """A choice of facet values (empty set = any) and a free-text query
-    (case-insensitive substring of the id, path, framework, benchmark or error).
+    """A choice of facet values (keys of :data:`FILTER_KEYS`; empty set = any; values
+    compare case-insensitively) and a free-text query (case-insensitive substring of the
+    id, path, framework, benchmark or error).
 
     Error rows (files that failed to import) pass only when no facet is chosen, so a
     broken file stays visible in the unfiltered list and can be found by text. With
@@ -66,7 +74,7 @@ class RowFilter:
                 return False
         else:
             for facet, values in chosen.items():
-                if facet_value(row, facet) not in values:
+                if facet_value(row, facet).casefold() not in {v.casefold() for v in values}:
                     return False
         needle = self.text.strip().lower()
         if needle:
@@ -89,6 +97,28 @@ class RowFilter:
         """The same filter minus the ``mode`` facet (a GT label: hidden when labels are),
         its text matched against ids with their labels masked."""
         return RowFilter({k: v for k, v in self.facets.items() if k != "mode"}, self.text, labels=False)
+
+
+def parse_where(specs: str | Sequence[str] | None) -> RowFilter:
+    """The filter of ``--where`` options: ``"modality=image,framework=smolagents|debate"``
+    (or several options) -> facets ``{"modality": {"image"}, "framework": {"smolagents",
+    "debate"}}``; ``|`` separates alternatives; no options -> the empty filter.
+    ConfigError for an empty option, an unknown key or a term without ``=``."""
+    given = [specs] if isinstance(specs, str) else list(specs or [])
+    if any(not spec.strip(" ,") for spec in given):
+        raise ConfigError("empty --where", expected="KEY=VALUE[,KEY=VALUE]")
+    facets: dict[str, set[str]] = {}
+    for term in (t.strip() for spec in given for t in spec.split(",")):
+        if not term:
+            continue
+        key, eq, value = term.partition("=")
+        key = key.strip().lower()
+        if not eq or not value.strip():
+            raise ConfigError(f"bad --where term {term!r}", expected="KEY=VALUE[|VALUE...]")
+        if key not in FILTER_KEYS:
+            raise ConfigError(f"unknown --where key {key!r}", expected=", ".join(FILTER_KEYS))
+        facets.setdefault(key, set()).update(v.strip() for v in value.split("|") if v.strip())
+    return RowFilter({k: frozenset(v) for k, v in facets.items()})
 
 
 def filter_rows(rows: Sequence[TraceSummary], flt: RowFilter) -> list[int]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats.base import FileImporter, LoadContext, summarize
 from whenpro_core.formats.registry import error_summary, find_root, load_trace, sniff, split_ref, summarize_file
+from whenpro_core.formats.whenpro_files import is_results_file
 from whenpro_core.storage.gcpause import paused_gc
 from whenpro_core.trace.model import Trace, TraceSummary
 
@@ -45,7 +46,7 @@ class Opened:
     * ``dataset`` True: a folder, glob or indexed file (JSONL release) to list with
       :func:`whenpro_core.formats.walk` (rows stream in);
     * ``results``: the path of a benchmark results file (``whenpro bench`` records,
-      :func:`whenpro_core.bench.explore.is_results_file`), for the results screen.
+      :func:`whenpro_core.formats.whenpro_files.is_results_file`), for the results screen.
     """
 
     trace: Trace | None = None
@@ -81,8 +82,6 @@ def open_target(target: str, *, strict: bool = False) -> Opened:
             return Opened(trace=load_trace(target))
         except WhenproError as exc:
             return failed(exc)
-    from whenpro_core.bench.explore import is_results_file
-
     if is_results_file(path):
         return Opened(results=str(path))
     try:

@@ -1,4 +1,4 @@
-"""Live: follow a running agent and attribute as it goes (DESIGN §1, ``live/``).
+"""Live: follow a running agent and attribute as it goes (docs/architecture.md, 'Data flow', ``live/``).
 
 No UI here; a viewer (the TUI's follow view and incoming-traces list) subscribes to the
 events below. Every event is a frozen dataclass from :mod:`whenpro_core.live.events`

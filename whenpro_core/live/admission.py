@@ -1,4 +1,4 @@
-"""What the OTLP receiver lets in, and for how long (DESIGN §1, ``live/``): a whole-request
+"""What the OTLP receiver lets in, and for how long (docs/architecture.md, 'Data flow', ``live/``): a whole-request
 deadline per connection, connection limits in all and per client address, and a budget
 of body bytes held in memory at once. Slow or numerous clients then cost bounded threads
 and memory, and cannot keep other clients' exports out.

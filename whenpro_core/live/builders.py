@@ -1,6 +1,6 @@
 """Incremental trace builders: a trace grown one parsed JSON line (or one batch of
 spans) at a time, giving at every point the same trace the file importer would read
-from the lines so far (DESIGN §4 formats; ``live/``).
+from the lines so far (docs/architecture.md, 'Formats and step coordinates' formats; ``live/``).
 
 * native step lines: :class:`~whenpro_core.formats.native_lines.NativeLinesBuilder`;
 * OpenAI chat messages, one a line: :class:`ChatLinesBuilder` (as
@@ -34,7 +34,8 @@ from whenpro_core.formats.chat import chat_step, chat_steps, is_chat_role, is_gr
 from whenpro_core.formats.claude_code import ClaudeCodeImporter
 from whenpro_core.formats.codex_cli import CodexRolloutImporter
 from whenpro_core.formats.gemini_cli import GeminiJsonlImporter
-from whenpro_core.formats.native_lines import NativeLinesBuilder
+from whenpro_core.formats.native_lines import NativeLinesBuilder, is_header, is_step_line
+from whenpro_core.formats.otel import build_traces
 from whenpro_core.formats.otlp import Span, spans_of
 from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, Trace
 
@@ -54,8 +55,6 @@ def sniff_line(obj: Any) -> str | None:
     """The line format of a parsed first line: ``otlp`` (an object with
     ``resourceSpans``), a session format (:data:`SESSION_FORMATS`), ``chat`` (a message with
     a chat role), ``native`` (a header or a step object), or ``None``."""
-    from whenpro_core.formats.native_lines import is_header, is_step_line
-
     if not isinstance(obj, dict):
         return None
     if "resourceSpans" in obj:
@@ -164,8 +163,6 @@ class SpanSet:
     def build(self, ctx: LoadContext) -> Trace | None:
         """The trace of these spans (GenAI or OpenInference conventions), or ``None``
         when there are none."""
-        from whenpro_core.formats.otel import build_traces
-
         if not self.spans:
             return None
         return build_traces(list(self.spans.values()), ctx)[0]

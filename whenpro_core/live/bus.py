@@ -127,11 +127,5 @@ class EventBus:
             if sub in self._subs:
                 self._subs.remove(sub)
 
-    @property
-    def subscriber_count(self) -> int:
-        """How many subscriptions are open."""
-        with self._lock:
-            return len(self._subs)
-
 
 __all__ = ["EventBus", "Subscription"]

@@ -1,4 +1,4 @@
-"""The events of live following, receiving and attribution (DESIGN §1, ``live/``).
+"""The events of live following, receiving and attribution (docs/architecture.md, 'Data flow', ``live/``).
 
 Every event is a frozen dataclass with a ``kind`` (its JSON name) and a ``trace_id``
 (which trace it concerns; a followed file is one trace, the OTLP receiver serves many).

@@ -1,4 +1,4 @@
-"""Follow a growing trace file as an agent writes it (DESIGN §1, ``live/``).
+"""Follow a growing trace file as an agent writes it (docs/architecture.md, 'Data flow', ``live/``).
 
 The file holds JSON lines of one of these kinds (sniffed from the first line, or given):
 native step lines (:mod:`whenpro_core.formats.native_lines`), OpenAI chat messages,
@@ -58,6 +58,7 @@ READ_CHUNK = 8 * 1024 * 1024
 def watchfiles_available() -> bool:
     """True when the optional ``watchfiles`` package can be imported."""
     try:
+        # lazy: only the file follower needs it
         import watchfiles  # noqa: F401
     except ImportError:
         return False
@@ -339,7 +340,7 @@ class FileFollower:
 
     def _watch(self) -> AsyncIterator[Any] | None:
         try:
-            from watchfiles import awatch
+            from watchfiles import awatch  # lazy: only the file follower needs it
         except ImportError:
             return None
         folder = self.path.parent if str(self.path.parent) else Path(".")

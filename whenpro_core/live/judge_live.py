@@ -1,4 +1,4 @@
-"""Live attribution: judge a run's steps as they arrive (DESIGN §6 protocols, live).
+"""Live attribution: judge a run's steps as they arrive (docs/architecture.md, 'Attribution protocols' protocols, live).
 
 :class:`LiveJudge` judges one growing trace:
 
@@ -36,7 +36,15 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from whenpro_core.attribution.asking import ask
+from whenpro_core.attribution.heuristic import attribute_heuristic
+from whenpro_core.attribution.judge import Tally
+from whenpro_core.attribution.judge_images import image_loader_for
+from whenpro_core.attribution.prompts import Message, StepJudgement, step_by_step_opening, step_turn
+from whenpro_core.attribution.protocols import protocol_name
+from whenpro_core.attribution.run import attribute
 from whenpro_core.errors import BackendError, ConfigError
+from whenpro_core.live.builders import common_prefix
 from whenpro_core.live.events import (
     BudgetExhausted,
     DecisiveError,
@@ -46,7 +54,10 @@ from whenpro_core.live.events import (
     StepJudged,
     Suspect,
 )
+from whenpro_core.trace.evidence import is_candidate
 from whenpro_core.trace.model import Attribution, Outcome, Step, Trace, Usage
+from whenpro_core.trace.taxonomy import taxonomy_for
+from whenpro_core.views.transcript import Transcript, context_text, render_transcript
 
 #: A heuristic verdict is decisive when its step has a signal at least this strong
 #: (signal strengths: :mod:`whenpro_core.attribution.signals`; a wrong calculation is
@@ -113,8 +124,6 @@ def _ident(step: Step) -> str:
 
 def _heuristic_eval(trace: Trace, with_gold: bool) -> tuple[Attribution, list]:
     """The heuristic's verdict and every signal it saw (for the decisive test)."""
-    from whenpro_core.attribution.heuristic import attribute_heuristic
-
     signals: list = []
     verdict = attribute_heuristic(trace, with_gold=with_gold, signals_out=signals)
     return verdict, signals
@@ -156,8 +165,6 @@ class LiveJudge:
         decisive_strength: float = DECISIVE_STRENGTH,
         final_protocol: str = "all-at-once",
     ) -> None:
-        from whenpro_core.attribution.run import protocol_name
-
         self.protocol = protocol_name(protocol)
         if self.protocol not in ("heuristic", "step-by-step"):
             raise ConfigError(
@@ -213,7 +220,6 @@ class LiveJudge:
         yield RunEnded(trace.id, reason, len(trace.steps))
         if not self.final_pass or not trace.steps:
             return
-        from whenpro_core.attribution.run import attribute
 
         if self.judge is not None:
             limit = self.budget.exhausted(self.usage)
@@ -276,25 +282,16 @@ class LiveJudge:
 
     def _taxonomy(self, trace: Trace) -> Any:
         if self.taxonomy is None:
-            from whenpro_core.trace.taxonomy import taxonomy_for
-
             self.taxonomy = taxonomy_for(trace.source.root)
         return self.taxonomy
 
     def _render(self, trace: Trace, steps: list[Step]) -> Any:
-        from whenpro_core.attribution.judge_images import image_loader_for
-        from whenpro_core.attribution.render import render_transcript
-
         sub = trace.model_copy(update={"steps": steps, "task": trace.task.model_copy(update={"images": []})})
         return render_transcript(
             sub, image_loader=image_loader_for(self.judge), budget_tokens=STEP_TOKENS * max(1, len(steps))
         )
 
     def _opening(self, trace: Trace, context: list[tuple[str, str]]) -> list:
-        from whenpro_core.attribution.judge_images import image_loader_for
-        from whenpro_core.attribution.prompts import step_by_step_opening
-        from whenpro_core.attribution.render import Transcript, render_transcript
-
         images = render_transcript(
             trace.model_copy(update={"steps": []}), image_loader=image_loader_for(self.judge)
         ).task_images
@@ -311,13 +308,6 @@ class LiveJudge:
         return sum(len(m.plain()) for m in messages)
 
     async def _step_by_step(self, trace: Trace) -> AsyncIterator[Any]:
-        from whenpro_core.attribution.asking import ask
-        from whenpro_core.attribution.evidence import is_candidate
-        from whenpro_core.attribution.judge import Tally
-        from whenpro_core.attribution.prompts import Message, StepJudgement, step_turn
-        from whenpro_core.attribution.render import Transcript, context_text
-        from whenpro_core.live.builders import common_prefix
-
         if self._tally is None:
             self._tally = Tally("step-by-step", self.judge, self.with_gold)
         if common_prefix(self._seen, trace.steps) < len(self._seen):

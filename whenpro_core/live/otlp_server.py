@@ -1,4 +1,4 @@
-"""An OTLP/HTTP trace receiver (``whenpro serve --otlp``; DESIGN §1, ``live/``).
+"""An OTLP/HTTP trace receiver (``whenpro serve --otlp``; docs/architecture.md, 'Data flow', ``live/``).
 
 An agent instrumented with the OpenTelemetry SDK (and a GenAI or OpenInference
 instrumentation) exports to it with only the endpoint set, e.g.
@@ -49,6 +49,7 @@ import orjson
 from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.formats.base import LoadContext
 from whenpro_core.formats.otlp import spans_of
+from whenpro_core.formats.otlp_proto import spans_from_protobuf
 from whenpro_core.live.admission import Admission, Deadlines
 from whenpro_core.live.events import ExportRejected, ExportWarning
 from whenpro_core.live.store import LiveStore
@@ -265,8 +266,6 @@ class OtlpReceiver:
             raise _Rejected(415, f"unsupported Content-Encoding {encoding!r} (gzip or none)")
         try:
             if content_type == PROTOBUF:
-                from whenpro_core.formats.otlp_proto import spans_from_protobuf
-
                 spans = spans_from_protobuf(body)
             else:
                 try:
@@ -297,6 +296,7 @@ class OtlpReceiver:
             partial = (partial[0], f"{partial[1]}; {warning}") if partial else (0, warning)
             self.store.bus.publish(ExportWarning(result.trace_ids[0] if len(result.trace_ids) == 1 else "", warning))
         if content_type == PROTOBUF:
+            # lazy: protobuf classes load only for protobuf bodies
             from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
             resp = ExportTraceServiceResponse()

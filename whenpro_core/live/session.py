@@ -1,4 +1,5 @@
-"""Live sessions: a source of steps wired to live judges (DESIGN §1, §6; ``live/``).
+"""Live sessions: a source of steps wired to live judges (docs/architecture.md, 'Data flow' and
+'Attribution protocols'; ``live/``).
 
 * :func:`attribute_live`: a :class:`~whenpro_core.live.follow.FileFollower` and one
   :class:`~whenpro_core.live.judge_live.LiveJudge`;

@@ -1,6 +1,6 @@
 """The OTLP receiver's write-ahead spool: every accepted export is appended here before
 the receiver answers 200, so an acknowledged span survives the receiver being killed
-(``kill -9``) before its trace file is written (DESIGN §1, ``live/``).
+(``kill -9``) before its trace file is written (docs/architecture.md, 'Data flow', ``live/``).
 
 Layout: ``<store>/.spool/<n>.jsonl``, segments numbered from 1; one JSON line per
 accepted export, ``{"spans": [<span record>, ...]}`` where a span record is

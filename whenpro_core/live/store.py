@@ -1,6 +1,6 @@
 """The OTLP receiver's trace store: spans grouped into traces by trace id, converted to
 steps with the OpenTelemetry importer's own code (GenAI or OpenInference conventions),
-kept on disk as native traces while they grow, with events for subscribers (DESIGN §1,
+kept on disk as native traces while they grow, with events for subscribers (docs/architecture.md, 'Data flow',
 ``live/``).
 
 Work is split so that an export request stays cheap: :meth:`LiveStore.ingest` only
@@ -440,12 +440,6 @@ class LiveStore:
         """Traces held in memory now."""
         with self._lock:
             return len(self._live)
-
-    @property
-    def spans_in_memory(self) -> int:
-        """Spans held in memory now, over all traces."""
-        with self._lock:
-            return sum(len(v.spans) for v in self._live.values())
 
     def trace(self, trace_id: str) -> Trace | None:
         """The latest written version of a trace (from memory, else from disk), or

@@ -25,7 +25,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from whenpro_core.live.events import HeaderUpdated, JudgeFailed, StepAdded, TraceReset
-from whenpro_core.live.judge_live import LiveJudge, run_end_reason
+from whenpro_core.live.judge_live import Budget, LiveJudge, run_end_reason
+from whenpro_core.live.watch import _judge_factory
 
 _DONE = object()
 
@@ -47,9 +48,6 @@ def live_judges(
     ``await llm_judge.aclose()`` at the end (``None`` for the heuristic). Raises
     ConfigError for settings that cannot judge live (checked now, before anything
     runs)."""
-    from whenpro_core.live.judge_live import Budget
-    from whenpro_core.live.watch import _judge_factory
-
     budget = Budget(max_calls=budget_calls, max_tokens=budget_tokens, max_usd=budget_usd)
     return _judge_factory(protocol, model, budget=budget, final_pass=final_pass, with_gold=with_gold, no_cache=no_cache)
 

@@ -15,7 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from whenpro_core.attribution.llm_judge import make_judge
+from whenpro_core.attribution.protocols import preset_protocol, protocol_name
+from whenpro_core.config import warn_offline
 from whenpro_core.errors import ConfigError
+from whenpro_core.live.builders import LINE_FORMATS
 from whenpro_core.live.events import (
     BudgetExhausted,
     DecisiveError,
@@ -37,8 +41,14 @@ from whenpro_core.live.events import (
     TraceUpdated,
     event_record,
 )
+from whenpro_core.live.follow import FileFollower
+from whenpro_core.live.judge_live import Budget, LiveJudge
+from whenpro_core.live.otlp_server import DEFAULT_MAX_BODY, OtlpReceiver, parse_address
+from whenpro_core.live.session import attribute_live, attribute_store
+from whenpro_core.live.store import LiveStore
 from whenpro_core.safety.textsafe import plural, strip_controls
 from whenpro_core.storage import jsonio
+from whenpro_core.storage.paths import live_dir
 from whenpro_core.trace.model import Step
 
 #: Characters of untrusted text (content, reasons) on one printed line.
@@ -198,9 +208,6 @@ def _final_protocol(preset: str | None) -> str:
     and a followed run arrives as :data:`~whenpro_core.live.builders.LINE_FORMATS` lines,
     never as such a document, so no preset can apply to ``watch``; said before anything
     is followed."""
-    from whenpro_core.attribution.run import preset_protocol
-    from whenpro_core.live.builders import LINE_FORMATS
-
     if preset is None:
         return "all-at-once"
     preset_protocol(preset, "all-at-once")  # an unknown preset: its own one-line error
@@ -223,9 +230,6 @@ def _judge_factory(
     no_cache: bool,
     preset: str | None = None,
 ):
-    from whenpro_core.attribution.run import protocol_name
-    from whenpro_core.live.judge_live import LiveJudge
-
     if model and model.strip().lower() == "heuristic":
         model = None
     name = protocol_name(protocol or ("step-by-step" if model else "heuristic"))
@@ -243,12 +247,8 @@ def _judge_factory(
     final_protocol = _final_protocol(preset)
     judge = None
     if model or name == "step-by-step":
-        from whenpro_core.attribution.llm_judge import make_judge
-
         judge = make_judge(model, use_cache=not no_cache)
     else:  # the offline heuristic: no settings needed, but a broken config is said
-        from whenpro_core.config import warn_offline
-
         warn_offline(lambda line: print(line, file=sys.stderr))
 
     def make(_trace_id: str = "") -> LiveJudge:
@@ -282,8 +282,6 @@ def watch_command(
 ) -> int:
     """Run ``whenpro watch``; returns the exit status (see the module doc). ``preset``
     (``--preset``) is refused in one line before anything runs (:func:`_final_protocol`)."""
-    from whenpro_core.live.judge_live import Budget
-
     if file is None and otlp is None:
         raise ConfigError(
             "nothing to watch: give a FILE to follow or --otlp [HOST:PORT]",
@@ -316,9 +314,6 @@ def watch_command(
 async def _watch_file(
     file: str, judge: Any, printer: Printer, idle_timeout: float | None, line_format: str | None
 ) -> None:
-    from whenpro_core.live.follow import FileFollower
-    from whenpro_core.live.session import attribute_live
-
     path = Path(file)
     if path.is_dir():
         raise ConfigError(f"{file} is a folder", expected="a trace file (JSON lines) to follow")
@@ -337,8 +332,6 @@ async def _watch_otlp(
     store_dir: Path | None,
     allow_remote: bool,
 ) -> None:
-    from whenpro_core.live.session import attribute_store
-
     receiver = open_receiver(address, store_dir, allow_remote=allow_remote)
     with receiver:
         sys.stderr.write(f"whenpro: receiving OTLP traces at {receiver.endpoint} (store: {receiver.store.folder})\n")
@@ -359,10 +352,6 @@ def open_receiver(
     """An :class:`~whenpro_core.live.otlp_server.OtlpReceiver` (not yet started) over a
     :class:`~whenpro_core.live.store.LiveStore` in ``store_dir`` (default: the user data
     folder's ``live/``); ``fsync``: fsync each export before acknowledging it."""
-    from whenpro_core.live.otlp_server import DEFAULT_MAX_BODY, OtlpReceiver, parse_address
-    from whenpro_core.live.store import LiveStore
-    from whenpro_core.storage.paths import live_dir
-
     host, port = parse_address(address)
     folder = Path(store_dir) if store_dir is not None else live_dir()
     if folder.exists() and not folder.is_dir():

@@ -1,4 +1,4 @@
-"""LLM backends (DESIGN §2 ``llm/``): OpenAI chat completions and Responses, Anthropic
+"""LLM backends (docs/architecture.md, 'Module map' ``llm/``): OpenAI chat completions and Responses, Anthropic
 messages, OpenAI-compatible servers; retries, a concurrency limit, a persistent response
 cache, usage and cost.
 

@@ -17,7 +17,10 @@ cache reads are the cached tokens (docs.anthropic.com, "Prompt caching").
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+import pydantic
 
 from whenpro_core.llm.models import ModelSpec
 from whenpro_core.llm.retry import MalformedResponse
@@ -33,7 +36,7 @@ _STOP = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
 def make_client(api_key: str, base_url: str, timeout_s: float) -> Any:
     """An ``anthropic.AsyncAnthropic`` with the SDK's retries off (whenpro retries itself)."""
-    import anthropic
+    import anthropic  # lazy: provider SDK, loaded on the first call
 
     return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
 
@@ -68,8 +71,7 @@ async def call_messages(
 ) -> RawResult:
     """One messages call. ``mode``: ``schema`` (output_config.format), ``tool`` (forced
     tool call), ``text`` or ``none``."""
-    import anthropic
-    import pydantic
+    import anthropic  # lazy: provider SDK, loaded on the first call
 
     system, messages = build_messages(request)
     kwargs: dict[str, Any] = {"model": spec.model, "max_tokens": params.max_tokens, "messages": messages}
@@ -120,8 +122,6 @@ async def call_messages(
         if tool_input is None:
             result.parse_error = "no forced tool call in the answer"
         else:
-            import json
-
             result.text = json.dumps(tool_input, ensure_ascii=False)
             try:
                 result.parsed = model.model_validate(tool_input)

@@ -291,6 +291,7 @@ class Backend:
     async def _with_retries(
         self, client: Any, request: LLMRequest, params: Params, mode: StructuredMode
     ) -> tuple[RawResult, int]:
+        # lazy: loaded with the first LLM call, not at import
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
         s = self.settings

@@ -73,7 +73,7 @@ class ResponseCache:
     def _open(self) -> Any:
         if self._cache is None and not self._broken:
             try:
-                import diskcache
+                import diskcache  # lazy: loaded when a cache is opened
 
                 self.directory.mkdir(parents=True, exist_ok=True)
                 self._cache = diskcache.Cache(str(self.directory), size_limit=2**30)

@@ -1,5 +1,6 @@
 """Where a model is served and with which key: base URL and API key per provider
-(DESIGN §9), resolved from :class:`~whenpro_core.config.Settings` without touching the network.
+(docs/architecture.md, 'Configuration'), resolved from :class:`~whenpro_core.config.Settings` without touching the
+network.
 
 Rules:
 - ``openai:`` / ``openai-responses:``: ``base_url`` > ``OPENAI_BASE_URL`` > api.openai.com;

@@ -1,4 +1,4 @@
-"""Model names: ``provider:model`` (DESIGN §9) and the pseudo-model ``heuristic``.
+"""Model names: ``provider:model`` (docs/architecture.md, 'Configuration') and the pseudo-model ``heuristic``.
 
 Accepted forms:
 
@@ -117,3 +117,25 @@ def reads_images(spec: ModelSpec, images: str = "auto", vision_models: Sequence[
         return True
     listed = {v.strip().lower() for v in vision_models}
     return spec.model.lower() in listed or spec.name.lower() in listed
+
+
+#: Context windows in tokens by model-name prefix (most specific first); the judge's
+#: prompt budget is 80% of it minus the answer's max tokens. Unknown models: 32K.
+CONTEXT_WINDOWS = (
+    ("gpt-4.1", 1_000_000),
+    ("gpt-5", 400_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+    ("gpt-4o", 128_000),
+    ("claude", 200_000),
+    ("gemini", 1_000_000),
+    ("qwen", 32_000),
+    ("llama", 128_000),
+)
+DEFAULT_CONTEXT = 32_000
+
+
+def context_window(model: str) -> int:
+    """The context window assumed for ``provider:model`` (see :data:`CONTEXT_WINDOWS`)."""
+    name = model.split(":", 1)[-1].lower()
+    return next((size for prefix, size in CONTEXT_WINDOWS if name.startswith(prefix)), DEFAULT_CONTEXT)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pydantic
+
 from whenpro_core.llm.models import ModelSpec
 from whenpro_core.llm.retry import MalformedResponse
 from whenpro_core.llm.types import ImagePart, LLMRequest, StructuredMode
@@ -22,15 +24,14 @@ OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 def make_client(api_key: str, base_url: str, timeout_s: float) -> Any:
     """An ``openai.AsyncOpenAI`` with the SDK's retries off (whenpro retries itself)."""
-    import openai
+    import openai  # lazy: provider SDK, loaded on the first call
 
     return openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
 
 
 def _parse_failure(exc: Exception) -> str | None:
     """A reason string when ``raw.parse()`` failed because of the *answer* (not the body)."""
-    import openai
-    import pydantic
+    import openai  # lazy: provider SDK, loaded on the first call
 
     if isinstance(exc, openai.LengthFinishReasonError):
         return "answer cut off at max_tokens before the structure was complete"
@@ -67,7 +68,7 @@ async def call_chat(
     client: Any, spec: ModelSpec, request: LLMRequest, params: Params, mode: StructuredMode
 ) -> RawResult:
     """One chat-completions call. ``mode`` is ``schema`` (response_format), ``text`` or ``none``."""
-    from openai.types.chat import ChatCompletion
+    from openai.types.chat import ChatCompletion  # lazy: provider SDK, loaded on the first call
 
     kwargs: dict[str, Any] = {"model": spec.model, "messages": chat_messages(request)}
     if params.temperature is not None:
@@ -150,7 +151,7 @@ async def call_responses(
     client: Any, spec: ModelSpec, request: LLMRequest, params: Params, mode: StructuredMode
 ) -> RawResult:
     """One Responses-API call (``store=False``: traces are not kept by the provider)."""
-    from openai.types.responses import Response
+    from openai.types.responses import Response  # lazy: provider SDK, loaded on the first call
 
     kwargs: dict[str, Any] = {
         "model": spec.model,

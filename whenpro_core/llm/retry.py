@@ -133,7 +133,7 @@ def retry_after_seconds(exc: BaseException | None, *, now: float | None = None) 
 
 def make_wait(base_s: float, max_s: float, retry_after_max_s: float) -> Callable[[Any], float]:
     """A tenacity ``wait``: the server's Retry-After (capped) or exponential backoff + jitter."""
-    from tenacity import wait_exponential_jitter
+    from tenacity import wait_exponential_jitter  # lazy: loaded with the first LLM call, not at import
 
     expo = wait_exponential_jitter(multiplier=base_s, max=max_s, exp_base=2, jitter=base_s)
 

@@ -5,7 +5,8 @@ content parts (text, or an image given as base64 JPEG/PNG/GIF/WebP data). Each b
 translates it to its wire format (OpenAI chat completions, OpenAI Responses, Anthropic
 messages).
 
-Prompt caching (for step-by-step protocols, DESIGN §6): mark the last part of a reusable
+Prompt caching (for step-by-step protocols, docs/architecture.md, 'Attribution protocols'): mark the last part of a
+reusable
 prefix with ``cache_breakpoint=True`` (and/or set ``cache_system=True``). Anthropic gets a
 ``cache_control: {"type": "ephemeral"}`` breakpoint there (at most 4 per request: the last
 4 marks are kept); OpenAI caches prompt prefixes automatically, so the marks are ignored

@@ -1,10 +1,10 @@
 """Media for traces: confined media paths, images for judges and the TUI, video
-keyframes, and their on-disk cache (DESIGN §2 ``media``).
+keyframes, and their on-disk cache (docs/architecture.md, 'Module map' ``media``).
 
 Modules:
 
 * :mod:`.paths` — :func:`resolve_media`: inline base64 or a path confined to the
-  dataset root / trace folder (untrusted trace content, DESIGN §9).
+  dataset root / trace folder (untrusted trace content, docs/architecture.md, 'Untrusted content').
 * :mod:`.images` — decode, resize, capped JPEG re-encoding, thumbnails.
 * :mod:`.keyframes` — hard-cut detection + uniform fill in one sequential decode.
 * :mod:`.video` — opening videos, cancellation checks, frames at given times.

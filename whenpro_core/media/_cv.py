@@ -22,7 +22,7 @@ def cv2() -> ModuleType:
     if _cv2 is None:
         os.environ.setdefault("OPENCV_LOG_LEVEL", "ERROR")
         os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
-        import cv2 as module
+        import cv2 as module  # lazy: OpenCV is slow to import; loaded on the first video
 
         _cv2 = module
     return _cv2

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import platformdirs
 
 #: Bump when the layout or meaning of cached values changes.
 CACHE_VERSION = 1
@@ -40,7 +41,6 @@ def cache_root() -> Path:
     env = os.environ.get("WHENPRO_CACHE_DIR")
     if env:
         return Path(env).expanduser()
-    import platformdirs
 
     return Path(platformdirs.user_cache_dir("whenpro"))
 
@@ -51,7 +51,7 @@ def media_cache_dir() -> Path:
 
 
 def _open() -> Any:
-    import diskcache
+    import diskcache  # lazy: loaded when a cache is opened
 
     directory = media_cache_dir()
     with _lock:

@@ -3,7 +3,7 @@ folder, and a Rich table of what was picked.
 
 Files are named ``kf_<index>_t<seconds>s.jpg`` (``kf_003_t0005.480s.jpg``), in time
 order. An existing non-empty output folder is left alone unless ``force`` is given
-(DESIGN §9: never overwrite user data without ``--force``); with ``force`` the
+(docs/architecture.md, 'Files whenpro writes': never overwrite user data without ``--force``); with ``force`` the
 previous ``kf_*.jpg`` files and ``index.json`` there are replaced.
 """
 
@@ -96,7 +96,7 @@ def run_keyframes_command(
     """Extract keyframes of ``video``, write them to ``out`` (default
     :func:`default_out_dir`) and print a table to stdout (a progress bar on stderr when
     it is a terminal). Raises MediaError / ConfigError as the functions it calls."""
-    from rich.console import Console
+    from rich.console import Console  # lazy: rich loads only when this command prints
 
     out_dir = out if out is not None else default_out_dir(video)
     if out_dir.is_dir() and any(out_dir.iterdir()) and not force:  # fail before decoding
@@ -115,7 +115,7 @@ def run_keyframes_command(
         use_cache=use_cache,
     )
     if err.is_terminal:
-        from rich.progress import Progress
+        from rich.progress import Progress  # lazy: rich loads only when this command prints
 
         with Progress(transient=True, console=err) as bar:
             task = bar.add_task("decoding", total=None)
@@ -131,9 +131,9 @@ def run_keyframes_command(
 
 def print_keyframes(result: KeyframeResult, files: list[Path], out_dir: Path, console: Any = None) -> None:
     """Print the keyframe table (#, frame, time, cut/uniform, score, file) and a summary."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    from rich.console import Console  # lazy: rich loads only when this command prints
+    from rich.markup import escape  # lazy: rich loads only when this command prints
+    from rich.table import Table  # lazy: rich loads only when this command prints
 
     console = console or Console()
     scan = result.scan

@@ -1,4 +1,4 @@
-"""Image decoding, resizing and JPEG re-encoding with size caps (DESIGN §2 ``media``).
+"""Image decoding, resizing and JPEG re-encoding with size caps (docs/architecture.md, 'Module map' ``media``).
 
 Judges get images inline as content parts: re-encoded JPEG with a capped side and byte
 size (:func:`to_jpeg`, :func:`jpeg_for_ref`); the TUI shows thumbnails
@@ -54,7 +54,7 @@ def image_size(data: bytes, *, source: str | Path | None = None) -> tuple[int, i
         claims more pixels than Pillow's decompression-bomb limit (~179 M).
     """
     try:
-        from PIL import Image
+        from PIL import Image  # lazy: Pillow is loaded with the first image
     except ImportError:  # pragma: no cover - Pillow comes with textual-image
         Image = None  # type: ignore[assignment]
     if Image is not None:
@@ -74,7 +74,7 @@ def image_size(data: bytes, *, source: str | Path | None = None) -> tuple[int, i
 
 
 def _imdecode(data: bytes, *, source: str | Path | None, flags: int | None) -> np.ndarray:
-    import numpy as np
+    import numpy as np  # lazy: loaded with the first image
 
     cv = cv2()
     if not data:
@@ -196,7 +196,7 @@ def to_jpeg(
     """Re-encode any image as a JPEG whose long side is at most ``max_side`` px and
     whose size is at most ``max_bytes`` (quality is lowered, then the side, to fit).
 
-    This is the form judges receive images in (DESIGN §6, all-at-once: "images
+    This is the form judges receive images in (docs/architecture.md, 'Attribution protocols', all-at-once: "images
     inline"). Raises MediaError for bad or oversize images.
     """
     img = decode_image(data, max_side=max_side, source=source)
@@ -260,7 +260,7 @@ def image_info(data: bytes, *, source: str | Path | None = None) -> dict[str, An
     w, h = image_size(data, source=source)
     fmt = None
     try:
-        from PIL import Image
+        from PIL import Image  # lazy: Pillow is loaded with the first image
 
         with Image.open(io.BytesIO(data)) as im:
             fmt = im.format

@@ -1,4 +1,4 @@
-"""Resolve and confine the media a trace points at (DESIGN §9: untrusted content).
+"""Resolve and confine the media a trace points at (docs/architecture.md, 'Untrusted content').
 
 A :class:`~whenpro_core.trace.model.MediaRef` carries either inline base64 ``data`` or a
 ``path``. Paths come from trace files written by others, so they are never opened as

@@ -1,4 +1,4 @@
-"""What a viewer shows of a step's media (DESIGN §2 ``media``, issue "The trace debugger
+"""What a viewer shows of a step's media (docs/architecture.md, 'Module map' ``media``, issue "The trace debugger
 TUI" items 4–5): which images, frames and videos belong to a step, thumbnails and
 full-size images with their sizes, and a video's keyframes.
 
@@ -29,9 +29,12 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from whenpro_core.errors import MediaError
+from whenpro_core.errors import MediaError, WhenproError
 from whenpro_core.media.cache import file_digest
+from whenpro_core.media.images import cached_thumbnail, image_info, image_size, to_jpeg
+from whenpro_core.media.keyframes import keyframes
 from whenpro_core.media.paths import read_media_bytes, resolve_for_trace, safe_text
+from whenpro_core.media.video import frames_at
 from whenpro_core.safety.textsafe import clean
 
 if TYPE_CHECKING:
@@ -217,8 +220,6 @@ def _where(ref: MediaRef) -> str:
 
 
 def _frame_from_video(ref: MediaRef, trace: Trace, cancelled: CancelCheck) -> bytes:
-    from whenpro_core.media.video import frames_at
-
     video = trace_video(trace)
     if ref.time_s is None or video is None:
         raise MediaError(
@@ -257,8 +258,6 @@ def load_image(
         oversize file, invalid base64, corrupt data, or too many pixels
         (decompression bomb).
     """
-    from whenpro_core.media.images import cached_thumbnail, image_info, to_jpeg
-
     if ref.kind == "video":
         raise MediaError(
             "a video is not an image; its keyframes are shown instead", path=_where(ref), expected="an image or frame"
@@ -285,8 +284,6 @@ def load_image(
 
 def jpeg_size(jpeg: bytes) -> tuple[int, int]:
     """``(width, height)`` of JPEG bytes from the header. Raises MediaError."""
-    from whenpro_core.media.images import image_size
-
     return image_size(jpeg)
 
 
@@ -310,8 +307,6 @@ def video_keyframes(
         video data (not supported), or cancellation
         (:class:`~whenpro_core.media.video.KeyframesCancelled`).
     """
-    from whenpro_core.media.keyframes import keyframes
-
     if ref.kind != "video":
         raise MediaError(f"a {ref.kind} is not a video", path=_where(ref), expected="a video reference")
     where = resolve_for_trace(ref, trace)
@@ -340,7 +335,5 @@ def error_line(label: str, exc: BaseException) -> str:
     """One safe line for a media item that failed: ``"✗ obs #3: media file not found
     (…)"``. ``WhenproError`` messages are used as they are; anything else (a decoder
     bug) shows its type."""
-    from whenpro_core.errors import WhenproError
-
     msg = exc.one_line() if isinstance(exc, WhenproError) else f"{type(exc).__name__}: {exc}"
     return "✗ " + safe_text(f"{label}: {msg}", 400)

@@ -1,4 +1,4 @@
-"""The one choke point for what the CLI writes to the terminal (DESIGN §9, "Untrusted content").
+"""The one choke point for what the CLI writes to the terminal (docs/architecture.md, 'Untrusted content').
 
 File names, trace ids, trace content and servers' messages all reach stdout and stderr
 through many paths (error lines, tables, warnings, log records, Python warnings). Rather

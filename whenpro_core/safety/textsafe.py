@@ -1,4 +1,4 @@
-"""Make untrusted trace text safe to show on a terminal (DESIGN §9, "Untrusted content").
+"""Make untrusted trace text safe to show on a terminal (docs/architecture.md, 'Untrusted content').
 
 Trace content is written by models, tools and web pages. It may carry terminal escape
 sequences (``ESC [ 2 J`` clears the screen, OSC 52 writes the clipboard, OSC 8 forges

@@ -1,9 +1,12 @@
-"""Atomic file writes (DESIGN §9: temp file + rename, never a half-written user file)."""
+"""Atomic file writes (docs/architecture.md, 'Files whenpro writes': temp file + rename, never a half-written user
+file)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -26,8 +29,6 @@ def atomic_copy(src: str | Path, path: str | Path) -> Path:
     """Copy the file ``src`` to ``path`` atomically, streaming (a large video is never
     held in memory); errors as :func:`atomic_write_bytes`, and ``OSError`` when ``src``
     cannot be read."""
-    import shutil
-
     with open(src, "rb") as source:
         return _atomic_write(Path(path), lambda fh: shutil.copyfileobj(source, fh, 1 << 20))
 
@@ -97,3 +98,11 @@ def check_can_write_in(folder: str | Path, *, path: str | Path | None = None, wh
         os.unlink(tmp)
     except OSError as exc:
         raise WhenproError(f"cannot write {what}: {exc.strerror or exc}", path=named) from None
+
+
+def safe_name(text: str) -> str:
+    """A file-name-safe version of a trace id: runs of characters other than letters,
+    digits, ``.``, ``_`` and ``-`` become ``_``; leading/trailing dots and underscores are
+    dropped; at most 150 characters; ``"trace"`` when nothing is left."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "trace"
+    return name[:150]

@@ -1,4 +1,5 @@
-"""Where whenpro keeps its files (DESIGN §2, §9): the user config folder and the cache folder.
+"""Where whenpro keeps its files (docs/architecture.md, 'Module map' and 'Configuration'): the user config folder
+and the cache folder.
 
 Both come from :mod:`platformdirs` (``~/.config/whenpro`` and ``~/.cache/whenpro`` on Linux)
 unless the environment variables ``WHENPRO_CONFIG_DIR`` / ``WHENPRO_CACHE_DIR`` name other
@@ -11,6 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import platformdirs
+
 APP_NAME = "whenpro"
 CONFIG_DIR_ENV = "WHENPRO_CONFIG_DIR"
 CACHE_DIR_ENV = "WHENPRO_CACHE_DIR"
@@ -22,7 +25,6 @@ def config_dir() -> Path:
     override = os.environ.get(CONFIG_DIR_ENV)
     if override:
         return Path(override).expanduser()
-    import platformdirs
 
     return platformdirs.user_config_path(APP_NAME, appauthor=False)
 
@@ -32,7 +34,6 @@ def cache_dir() -> Path:
     override = os.environ.get(CACHE_DIR_ENV)
     if override:
         return Path(override).expanduser()
-    import platformdirs
 
     return platformdirs.user_cache_path(APP_NAME, appauthor=False)
 
@@ -56,7 +57,6 @@ def data_dir() -> Path:
     override = os.environ.get(DATA_DIR_ENV)
     if override:
         return Path(override).expanduser()
-    import platformdirs
 
     return platformdirs.user_data_path(APP_NAME, appauthor=False)
 

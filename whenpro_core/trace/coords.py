@@ -1,6 +1,7 @@
 """Step coordinates: the label a judge sees for each step and that scoring compares.
 
-Rules per framework follow DESIGN §4 (the Who&When Pro release's step addressing),
+Rules per framework follow docs/architecture.md, 'Formats and step coordinates' (the Who&When Pro
+release's step addressing),
 checked against the release's reference evaluation code (``just1nlee/whowhen_pro``,
 ``whowhen_eval/render/<framework>.py`` and ``whowhen_eval/score.py``). Where the two
 differ, the release data decides (see the notes on each rule below).
@@ -31,63 +32,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError
-
-#: Frameworks whose traces have one agent. They expect agent ``agent`` (or their fixed
-#: label, :data:`FIXED_AGENT_LABELS`) and are left out of the agent metric (DESIGN §4;
-#: ``openai_cua``, ``agentoccam`` and ``gemini`` from the reference scorer).
-SINGLE_AGENT_FRAMEWORKS = frozenset(
-    {"smolagents", "alfagent", "mathchat", "pixelcraft", "eva", "openai_cua", "agentoccam", "gemini"}
+from whenpro_core.trace.frameworks import (
+    FIXED_AGENT_LABELS,
+    GUI_FRAMEWORKS,
+    WHENPRO_FRAMEWORKS,
+    canonical_framework,
 )
-
-#: Frameworks scored on the round only (the ``R`` of ``R.P``), DESIGN §4.
-ROUND_ONLY_FRAMEWORKS = frozenset({"debate", "dylan"})
-
-#: The label every step of a single-acting framework carries when its entries name no
-#: agent (reference renderers: ``agent``; GUI frameworks: the trace's acting agent).
-FIXED_AGENT_LABELS = {
-    "smolagents": "agent",
-    "alfagent": "agent",
-    "eva": "agent",
-    "openai_cua": "computer_use_agent",
-    "agentoccam": "web_agent",
-    "gemini": "web_agent",
-}
-
-#: GUI-action frameworks sharing one entry shape (``render/gui.py``, ``alfagent.py``).
-GUI_FRAMEWORKS = frozenset({"alfagent", "coact", "openai_cua", "agentoccam", "gemini"})
-
-#: Every framework of the Who&When Pro release (DESIGN §4 table).
-KNOWN_FRAMEWORKS = frozenset(
-    {
-        "smolagents",
-        "alfagent",
-        "coact",
-        "openai_cua",
-        "agentoccam",
-        "gemini",
-        "debate",
-        "dylan",
-        "macnet",
-        "magentic-one",
-        "mathchat",
-        "metagpt",
-        "pixelcraft",
-        "dvd",
-        "eva",
-    }
-)
-
-#: whenpro's own multi-agent systems (the built-in environments of ``whenpro run``,
-#: :mod:`whenpro_core.envs`): their steps carry ``step_number``, so the generic rule is
-#: theirs by design and reading a dataset built from them warns about nothing.
-WHENPRO_FRAMEWORKS = frozenset({"arith_team", "code_pair"})
-
-_ALIASES = {
-    "magentic": "magentic-one",
-    "magentic_one": "magentic-one",
-    "magenticone": "magentic-one",
-    "openai-cua": "openai_cua",
-}
 
 #: MacNet role -> (layer R, position P), ``render/macnet.py``.
 MACNET_ROLES = {"author": (0, 0), "critic": (1, 0), "rewriter": (1, 1), "sink": (2, 0)}
@@ -96,7 +46,8 @@ _PREFIX = re.compile(r"^\s*(?:step|round|turn)\b[\s:#]*", re.IGNORECASE)
 
 
 def normalize_coord(value: object) -> str:
-    """Canonical string form of a step coordinate for exact comparison (DESIGN §4:
+    """Canonical string form of a step coordinate for exact comparison (docs/architecture.md,
+    'Formats and step coordinates':
     "exact string match on the coordinate after stripping step/round/turn").
 
     ``"Step 3"`` -> ``"3"``, ``" round 1.1 "`` -> ``"1.1"``, ``3`` -> ``"3"``,
@@ -112,15 +63,6 @@ def normalize_coord(value: object) -> str:
 def round_of(coord: str) -> str:
     """The round part ``R`` of an ``R.P`` coordinate (the whole coordinate if flat)."""
     return normalize_coord(coord).split(".", 1)[0]
-
-
-def canonical_framework(name: object) -> str:
-    """The framework name whenpro uses: lower-cased, aliases folded (``magentic`` ->
-    ``magentic-one``). Non-strings give ``"unknown"``."""
-    if not isinstance(name, str) or not name.strip():
-        return "unknown"
-    low = name.strip().lower()
-    return _ALIASES.get(low, low)
 
 
 @dataclass(frozen=True)
@@ -512,12 +454,6 @@ def layout(framework: str, trajectory: Any, agents: Iterable[Any] | None = None)
     return Layout(fw, slots, warn, _agent_names(agents, slots))
 
 
-def step_coords(framework: str, trajectory: Any) -> list[str | None]:
-    """The coordinate of every step built from ``trajectory`` (``None`` for framing
-    entries). Entries holding ``turns`` give one coordinate per turn."""
-    return layout(framework, trajectory).coords()
-
-
 def _agent_names(agents: Iterable[Any] | None, slots: list[Slot]) -> dict[str, str]:
     names: dict[str, str] = {}
     roles: dict[str, list[str]] = {}
@@ -533,12 +469,3 @@ def _agent_names(agents: Iterable[Any] | None, slots: list[Slot]) -> dict[str, s
     for s in slots:
         names.setdefault(s.agent.lower(), s.agent)
     return names
-
-
-def __getattr__(name: str) -> Any:
-    """Lazy re-exports of the ground-truth mapping (:mod:`whenpro_core.trace.gt_map`)."""
-    if name in ("resolve_ground_truth", "gt_coord"):
-        from whenpro_core.trace import gt_map
-
-        return getattr(gt_map, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

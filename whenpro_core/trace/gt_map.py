@@ -1,5 +1,5 @@
 """Who&When Pro ground truth -> :class:`~whenpro_core.trace.model.GroundTruth` on a
-:class:`~whenpro_core.trace.coords.Layout` (DESIGN §4; reference scorer
+:class:`~whenpro_core.trace.coords.Layout` (docs/architecture.md, 'Formats and step coordinates'; reference scorer
 ``just1nlee/whowhen_pro`` ``whowhen_eval/score.py``).
 
 Which field of ``ground_truth`` names the labelled step depends on the framework (see
@@ -13,15 +13,12 @@ from collections.abc import Callable
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.trace.coords import (
+from whenpro_core.trace.coords import Layout, int_field, normalize_coord, round_of
+from whenpro_core.trace.frameworks import (
     FIXED_AGENT_LABELS,
     ROUND_ONLY_FRAMEWORKS,
     SINGLE_AGENT_FRAMEWORKS,
-    Layout,
     canonical_framework,
-    int_field,
-    normalize_coord,
-    round_of,
 )
 from whenpro_core.trace.model import Accepted, GroundTruth
 

@@ -1,4 +1,4 @@
-"""The trace model every importer produces and every consumer reads (DESIGN §3).
+"""The trace model every importer produces and every consumer reads (docs/architecture.md, 'The trace model').
 
 A :class:`Trace` is one run of an agent system on one task: its agents, the task (query,
 gold answer, options, images), the trajectory as an ordered list of :class:`Step` s, the
@@ -16,6 +16,9 @@ from enum import Enum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from whenpro_core.trace.coords import normalize_coord
+from whenpro_core.trace.frameworks import SINGLE_AGENT_FRAMEWORKS
 
 #: Version of the native JSON format written by :mod:`whenpro_core.formats.native`.
 NATIVE_FORMAT = "whenpro.trace/1"
@@ -119,7 +122,8 @@ class Step(_Model):
         index: 0-based position in ``Trace.steps``.
         coord: the step coordinate users and judges see and scoring compares (``"3"``,
             ``"1.1"``); ``None`` for framing entries that carry no coordinate (the user's
-            task in smolagents, a system prompt). Rules per framework: DESIGN §4 and
+            task in smolagents, a system prompt). Rules per framework: docs/architecture.md,
+            'Formats and step coordinates' and
             :mod:`whenpro_core.trace.coords`. Coordinates need not be unique (eva pairs an
             assistant turn and its tool result under one coordinate).
         agent: the speaking agent's id (``"agent"`` for single-agent frameworks).
@@ -237,7 +241,7 @@ class Usage(_Model):
 
 
 class Attribution(_Model):
-    """A protocol's verdict on a failed trace (DESIGN §6).
+    """A protocol's verdict on a failed trace (docs/architecture.md, 'Attribution protocols').
 
     Attributes:
         agent, step, mode, reason: the prediction (who, the step coordinate, the failure
@@ -276,7 +280,7 @@ class Attribution(_Model):
 
 
 class Trace(_Model):
-    """One agent run on one task (DESIGN §3).
+    """One agent run on one task (docs/architecture.md, 'The trace model').
 
     Attributes:
         id: stable identifier (from the source, or derived from the file name).
@@ -315,8 +319,6 @@ class Trace(_Model):
     def step_by_coord(self, coord: str) -> Step | None:
         """The first step whose coordinate equals ``coord`` (after stripping a leading
         ``step``/``round``/``turn`` word and whitespace), or ``None``."""
-        from whenpro_core.trace.coords import normalize_coord
-
         want = normalize_coord(coord)
         for step in self.steps:
             if step.coord is not None and step.coord == want:
@@ -337,9 +339,8 @@ class Trace(_Model):
 
     @property
     def is_single_agent(self) -> bool:
-        """True for single-agent frameworks, which the agent metric leaves out (DESIGN §4)."""
-        from whenpro_core.trace.coords import SINGLE_AGENT_FRAMEWORKS
-
+        """True for single-agent frameworks, which the agent metric leaves out (docs/architecture.md,
+        'Formats and step coordinates')."""
         return self.framework in SINGLE_AGENT_FRAMEWORKS
 
 
@@ -349,7 +350,7 @@ SUMMARY_TEXT = 160
 
 class TraceSummary(_Model):
     """A cheap listing row for a trace in a dataset, built without decoding its
-    trajectory when the format allows (DESIGN §4, JSONL release).
+    trajectory when the format allows (docs/architecture.md, 'Formats and step coordinates', JSONL release).
 
     ``key`` selects the trace inside a multi-trace file (a JSONL row, 1-based, or a
     sample id). ``error`` is set, and the other fields may be empty, when the file failed

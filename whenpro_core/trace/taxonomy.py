@@ -1,4 +1,4 @@
-"""The failure-mode taxonomy: 17 codes in 6 families (DESIGN §5; the Who&When Pro
+"""The failure-mode taxonomy: 17 codes in 6 families (docs/architecture.md, 'Failure-mode taxonomy'; the Who&When Pro
 release's ``taxonomy.yaml``). A dataset's own ``taxonomy.yaml`` at its root replaces the
 built-in table when present.
 """
@@ -124,7 +124,7 @@ class Taxonomy:
 
     def find_code(self, text: str) -> str | None:
         """The first taxonomy code that appears anywhere in ``text`` (lenient parsing,
-        DESIGN §6), or a mode whose name appears; ``None`` if neither."""
+        docs/architecture.md, 'Attribution protocols'), or a mode whose name appears; ``None`` if neither."""
         for match in _CODE_RE.finditer(text or ""):
             code = match.group(1).upper()
             if code in self.modes:

@@ -9,6 +9,8 @@ comes out of here has passed :func:`whenpro_core.safety.textsafe.clean`.
 from __future__ import annotations
 
 import ast
+import base64
+import binascii
 import difflib
 import re
 import shlex
@@ -17,12 +19,14 @@ from typing import Any, Literal
 
 import orjson
 
+from whenpro_core.errors import MediaError
+from whenpro_core.media import image_size
 from whenpro_core.safety.textsafe import clean, human_size, one_line
 from whenpro_core.trace.model import MediaRef, Step
 
 # ----------------------------------------------------------------------------- markers
 
-#: Marker glyphs in the step list (DESIGN §2, trace screen). Order = display order.
+#: Marker glyphs in the step list (docs/architecture.md, 'Module map', trace screen). Order = display order.
 MARK_TOOL_ERROR = "✗"
 MARK_IMAGE = "▣"
 MARK_VIDEO = "▶"
@@ -510,12 +514,6 @@ def media_label(ref: MediaRef) -> str:
 def _inline_size(data: str) -> tuple[int, int] | None:
     """Width and height of inline base64 image data from its first 64 KiB (header
     only); ``None`` when unknown. Never raises."""
-    import base64
-    import binascii
-
-    from whenpro_core.errors import MediaError
-    from whenpro_core.media import image_size
-
     head = data.split(",", 1)[-1][: 65536 // 4 * 4]
     try:
         return image_size(base64.b64decode(head))

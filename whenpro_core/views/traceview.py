@@ -136,7 +136,7 @@ def score_lines(trace: Trace, limit: int = 300) -> list[str]:
 
 def trace_header(trace: Trace, taxonomy: Taxonomy | None = None) -> TraceHeader:
     """Build the header of ``trace``; ``taxonomy`` names GT modes (default: the one at
-    the trace's dataset root, else the built-in table, DESIGN §5)."""
+    the trace's dataset root, else the built-in table, docs/architecture.md, 'Failure-mode taxonomy')."""
     tax = taxonomy or taxonomy_for(trace.source.root)
     counts = Counter(s.agent for s in trace.steps)
     gt = trace.ground_truth

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Select, Static
 
-from whenpro_core.attribution.run import PROTOCOLS
+from whenpro_core.attribution.protocols import PROTOCOLS
 
 
 class AttributeChoice(ModalScreen[tuple[str, str] | None]):

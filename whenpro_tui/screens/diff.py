@@ -326,7 +326,7 @@ class DiffScreen(Leaving, Screen[None]):
         try:
             if protocol != "heuristic":
                 from whenpro_core.attribution.llm_judge import make_judge
-                from whenpro_core.injection.llm_io import preload_sdk
+                from whenpro_core.llm.generation import preload_sdk
 
                 await asyncio.to_thread(preload_sdk, model)
                 judge = await asyncio.to_thread(make_judge, model)

@@ -334,8 +334,8 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
         description="generate an injected step with a model",
     )
     async def generate_llm(self, token: int, request: InjectionRequest, model: str) -> None:
-        from whenpro_core.injection.generate import get_generator
-        from whenpro_core.injection.llm_io import preload_sdk
+        from whenpro_core.injection.registry import get_generator
+        from whenpro_core.llm.generation import preload_sdk
 
         try:
             gen = await asyncio.to_thread(get_generator, "llm:" + model if model else "llm")
@@ -429,7 +429,7 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
     def _plan(self) -> InjectionPlan | None:
         """The plan from what the dialog shows, or ``None`` after telling the user what
         is missing."""
-        from whenpro_core.injection.executors import get_executor
+        from whenpro_core.injection.registry import get_executor
 
         if self.mode is None:
             self.notify("No failure mode is available at this step.", severity="warning")

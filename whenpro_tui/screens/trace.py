@@ -19,11 +19,11 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
+from whenpro_core.attribution.export import write_export
 from whenpro_core.errors import WhenproError
 from whenpro_core.safety.textsafe import clean, human_size, plural
 from whenpro_core.storage.gcpause import release_long_lived
 from whenpro_core.trace.model import Trace
-from whenpro_core.views.export import write_export
 from whenpro_core.views.search import SearchResult, StepFilter, filter_steps, gt_step_index, same_agent_step
 from whenpro_core.views.stepview import TextOptions, step_as_text
 from whenpro_core.views.traceview import agent_slots, trace_header, unlabelled_id

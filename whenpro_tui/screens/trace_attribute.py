@@ -32,7 +32,8 @@ from whenpro_core.attribution.interactive import (
     run_request,
     verdict_step_index,
 )
-from whenpro_core.attribution.run import PROTOCOLS, trace_has_gold
+from whenpro_core.attribution.protocols import PROTOCOLS
+from whenpro_core.attribution.run import trace_has_gold
 from whenpro_core.errors import WhenproError
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.trace.model import Attribution, Trace

@@ -3,7 +3,8 @@ and the LLM-simulated executor (:mod:`~whenpro_core.injection.simulate`): choosi
 model, running backend calls from synchronous code, rendering a run for a prompt, and
 reading an answer that came back structured, as JSON text, or as labelled sections.
 
-Answers are read in this order (DESIGN §6 "parsing is lenient"): the backend's parsed
+Answers are read in this order (docs/architecture.md, 'Attribution protocols' "parsing is lenient"): the
+backend's parsed
 structured object; JSON anywhere in the text (:func:`whenpro_core.llm.wire.lenient_parse`);
 labelled sections (``### CONTENT`` on its own line, or ``Flaw: ...`` inline). An answer
 none of them can read is a :class:`~whenpro_core.errors.BackendError` naming the model,
@@ -13,6 +14,7 @@ what was expected and how the answer began, never a crash.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -20,12 +22,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from whenpro_core.config import Settings, load_settings
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
+from whenpro_core.llm.endpoints import require_endpoint
+from whenpro_core.llm.models import context_window, parse_model
+from whenpro_core.llm.wire import lenient_parse
 from whenpro_core.safety.textsafe import strip_controls
 from whenpro_core.trace.model import Trace, Usage
+from whenpro_core.views.transcript import block_text, context_text, render_transcript
 
 T = TypeVar("T")
 
@@ -54,9 +60,6 @@ def resolve_model(
 
     Raises ConfigError when the result is not an LLM (``heuristic``), is malformed, or
     has no API key or base URL configured (the message names the setting, never a key)."""
-    from whenpro_core.llm.endpoints import require_endpoint
-    from whenpro_core.llm.models import parse_model
-
     settings = settings or load_settings()
     name = (spec_model or model or settings.model or "").strip()
     if not name or name in ("heuristic", "reference", "none"):
@@ -85,10 +88,6 @@ def preload_sdk(model: str, settings: Settings | None = None) -> None:
     takes ~1.8 s, ``openai`` ~0.9 s). Call it from a worker thread before awaiting model
     calls on a UI's event loop; a name that is not a model is ignored (the call itself
     reports it)."""
-    import importlib
-
-    from whenpro_core.llm.models import parse_model
-
     try:
         spec = parse_model(model, api=(settings or load_settings()).api)
     except WhenproError:
@@ -100,8 +99,6 @@ def preload_sdk(model: str, settings: Settings | None = None) -> None:
 def prompt_budget(backend: Any) -> int:
     """Tokens available for a rendered transcript: 80% of the model's context window
     minus the answer's max tokens (as :func:`whenpro_core.attribution.llm_judge.make_judge`)."""
-    from whenpro_core.attribution.llm_judge import context_window
-
     max_out = backend.settings.max_tokens or 4096
     return max(4_000, int(context_window(backend.name) * 0.8) - max_out)
 
@@ -128,8 +125,6 @@ def transcript_text(trace: Trace, budget_tokens: int) -> str:
     """``trace``'s steps as the fenced judge transcript (:func:`render_transcript`,
     ``Step <coord> | Agent: <name>`` headers; hidden label fields, extras and the ground
     truth are never rendered; images as ``[image: ...]`` markers), cut to the budget."""
-    from whenpro_core.attribution.render import block_text, context_text, render_transcript
-
     transcript = render_transcript(trace, budget_tokens=budget_tokens)
     parts = ["<transcript>"]
     if transcript.context:
@@ -163,6 +158,41 @@ class GenCall(BaseModel):
             args = data["arguments"]
             data = {**data, "arguments_json": args if isinstance(args, str) else json.dumps(args)}
         return data
+
+
+class SimStep(BaseModel):
+    """One simulated agent turn."""
+
+    content: str = Field(description="the agent's message, exactly as it writes it")
+    tool_calls: list[GenCall] = Field(default_factory=list, description="tool calls made in this step ([] if none)")
+    final_answer: str | None = Field(None, description="the team's final answer if this message delivers it, else null")
+    ends_run: bool = Field(False, description="true if the conversation ends after this message")
+
+    @field_validator("tool_calls", mode="before")
+    @classmethod
+    def _null_calls(cls, v: Any) -> Any:
+        return [] if v is None else v
+
+
+def _yes(text: str) -> bool:
+    return text.strip().strip("*`.").lower() in ("yes", "true", "y", "1")
+
+
+def step_sections(sec: dict[str, str]) -> dict[str, Any]:
+    """A :class:`SimStep` as a dict from the labelled sections of an answer
+    (``CONTENT``, ``TOOL CALLS`` as JSON, ``FINAL ANSWER``, ``ENDS RUN``), lower-case keys.
+    Raises KeyError without a content section, ValueError for tool calls that are not JSON."""
+    raw = sec.get("tool calls", "").strip().strip("`").strip()
+    if raw.lower().startswith("json"):
+        raw = raw[4:].strip()
+    calls = [] if not raw or raw.lower() in ("null", "none", "[]", "n/a") else json.loads(raw)
+    final = sec.get("final answer", "").strip()
+    return {
+        "content": sec["content"],
+        "tool_calls": calls,
+        "final_answer": None if final.lower() in ("", "null", "none", "n/a") else final,
+        "ends_run": _yes(sec.get("ends run", "")),
+    }
 
 
 _HEADER = r"^[ \t]*HASH(?:\*\*)?[ \t]*(LABELS)[ \t]*(?:\*\*)?[ \t]*(?::[ \t]*(?:\*\*)?[ \t]*(.*?))?[ \t]*$"
@@ -233,8 +263,6 @@ def read_answer(
     ``from_sections`` maps the labelled sections (keys: lower-cased ``labels``) to the
     fields of ``model_cls``. Raises BackendError (``stage`` names the question) when no
     reading validates."""
-    from whenpro_core.llm.wire import lenient_parse
-
     warnings = list(response.warnings)
     if isinstance(response.parsed, model_cls):
         return Answer(response.parsed, response.structured, response.usage, response.text, warnings)

@@ -1,4 +1,4 @@
-"""The transcript a judge sees (DESIGN §6; Who&When Pro ``render/``).
+"""The transcript a judge sees (docs/architecture.md, 'Attribution protocols'; Who&When Pro ``render/``).
 
 Steps render under ``Step <coord> | Agent: <name>`` headers with their content, tool
 calls, observations and errors; entries that share a coordinate (an eva assistant turn

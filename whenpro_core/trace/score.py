@@ -1,4 +1,4 @@
-"""Scoring one prediction against a ground truth (DESIGN §7; Who&When Pro ``score.py``).
+"""Scoring one prediction against a ground truth (docs/architecture.md, 'Scoring'; Who&When Pro ``score.py``).
 
 Each axis is judged on its own: **agent** (case-insensitive exact match against the GT
 agent, any of ``GroundTruth.agents`` and accepted alternatives; single-agent frameworks
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from whenpro_core.trace.coords import SINGLE_AGENT_FRAMEWORKS, normalize_coord, round_of
+from whenpro_core.trace.coords import normalize_coord, round_of
+from whenpro_core.trace.frameworks import SINGLE_AGENT_FRAMEWORKS
 from whenpro_core.trace.model import Attribution, GroundTruth, Trace
 
 
