@@ -119,7 +119,7 @@ def scan_seeds(target: str | Path) -> list[Seed]:
     Raises TraceFormatError when ``target`` does not exist."""
     from whenpro_core.formats import load_trace, walk
     from whenpro_core.injection.verify import original_success
-    from whenpro_core.summary import safe_name
+    from whenpro_core.library.summary import safe_name
 
     seeds: list[Seed] = []
     seen: set[str] = set()

@@ -169,7 +169,7 @@ class Entry(BaseModel):
 
 
 def _safe(text: str) -> str:
-    from whenpro_core.summary import safe_name
+    from whenpro_core.library.summary import safe_name
 
     return safe_name(str(text)) or "unknown"
 

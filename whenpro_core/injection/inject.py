@@ -245,7 +245,7 @@ def _short(text: str | None, n: int = 60) -> str:
 def default_output(trace: Trace, cf_id: str) -> Path:
     """Where ``whenpro inject`` writes without ``--out``: next to the seed file, named
     after the counterfactual's id (the current folder when the seed has no file)."""
-    from whenpro_core.summary import safe_name
+    from whenpro_core.library.summary import safe_name
 
     folder = Path(trace.source.path).parent if trace.source.path else Path.cwd()
     return folder / f"{safe_name(cf_id)}.json"

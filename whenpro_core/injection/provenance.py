@@ -72,7 +72,7 @@ def seed_candidates(cf: Trace) -> list[Path]:
     """Where the seed of ``cf`` may be, in order: its ``seed_ref`` (as given, then next to
     ``cf``'s file, then under its dataset root), then ``<seed id>.json`` next to ``cf``'s
     file (where ``whenpro inject`` and the TUI write counterfactuals)."""
-    from whenpro_core.summary import safe_name
+    from whenpro_core.library.summary import safe_name
 
     inj = injection_of(cf) or {}
     here = Path(cf.source.path).parent if cf.source.path else None
