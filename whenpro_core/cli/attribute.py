@@ -3,7 +3,6 @@ print the verdict (a grid, or JSON) and keep it beside the trace."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,6 +58,8 @@ def attribute_command(
     if name == "heuristic":  # offline: run in this thread so Ctrl-C stops it at once
         verdict = _offline_verdict(trace, name, with_gold, err)
     else:
+        import asyncio  # start-up: the offline heuristic needs no event loop
+
         judge = _judge(name, model, settings_flags, no_cache)
         run = _attribution(trace, name, judge, with_gold, prompt)
         if not as_json and sys.stderr.isatty():
@@ -307,6 +308,8 @@ def counterfactual_command(
 
 def _llm_verdict(trace: Trace, protocol: str, model: str | None, settings: Any, no_cache: bool) -> Attribution:
     """The verdict of an LLM protocol, whose step the counterfactual search tries first."""
+    import asyncio
+
     from whenpro_core.attribution.llm_judge import make_judge
 
     judge = make_judge(model, settings=settings, use_cache=not no_cache)
