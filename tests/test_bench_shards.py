@@ -18,8 +18,8 @@ from tests.support.fixtures import TEST_KEY
 from whenpro_core.bench import shards
 from whenpro_core.bench.ratelimit import RateLimiter
 from whenpro_core.bench.records import read_records
-from whenpro_core.bench.report import report_command
 from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.report import report_command
 from whenpro_core.errors import ConfigError, TraceFormatError
 
 REPO = Path(__file__).resolve().parent.parent

@@ -5,7 +5,7 @@ command runs:
 * :mod:`.traces` — ``info``, ``ls``, ``convert``, ``export``, ``diff`` (text), ``sessions``, ``schema``
 * :mod:`.view` — ``view``, ``serve --tui``, ``diff`` on a terminal (the only importers of the TUI)
 * :mod:`.attribute` — ``attribute`` (every protocol, the counterfactual search included)
-* :mod:`.bench` — ``bench`` and ``report``
+* :mod:`.bench` — ``bench``; :mod:`.report` — ``report`` (and the report after ``bench``)
 * :mod:`.build` — ``build``, ``inject``, ``run``
 * :mod:`.audit`, :mod:`.live` (``watch``, ``serve``), :mod:`.tools` (``keyframes``, ``models``)
 

@@ -1,5 +1,5 @@
-"""``whenpro bench`` and ``whenpro report``: plan, resume, run with a progress bar, then
-report (:mod:`whenpro_core.bench.runner`, :mod:`whenpro_core.bench.report`).
+"""``whenpro bench``: plan, resume, run with a progress bar, then
+report (:mod:`whenpro_core.bench.runner`, :mod:`whenpro_core.cli.report`).
 
 Notes and progress go to stderr, the report to stdout."""
 
@@ -28,11 +28,12 @@ from whenpro_core.bench import runner, shards
 from whenpro_core.bench.aggregate import Report
 from whenpro_core.bench.ratelimit import local_gate
 from whenpro_core.bench.records import Record, ResultsFile
-from whenpro_core.bench.report import report_command, spending_line
+from whenpro_core.bench.report import spending_line
 from whenpro_core.bench.report_files import check_report_dir
 from whenpro_core.bench.reviewed import Reviews, check_labels
 from whenpro_core.cli import output
 from whenpro_core.cli.options import not_together
+from whenpro_core.cli.report import report_command
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.storage.fsutil import check_can_write_in
@@ -58,19 +59,6 @@ def bench(dataset: str, *, preset: str | None, **options: Any) -> Report | None:
     if options.get("shard") is not None and (options.get("ray") or options.get("ray_address")):
         not_together("--shard", "--ray", expected="--shard K/N (job arrays) or --ray (Ray shards itself)")
     return bench_command(dataset, **options)
-
-
-def report(
-    results: Sequence[str | Path],
-    out: Path | None,
-    *,
-    tolerance: int | None,
-    labels: str,
-    rules: str,
-    metric: str | None,
-) -> Report:
-    """``whenpro report``: re-render the report (tables, report.json/md, plot) from results."""
-    return report_command(results, out, tolerance=tolerance, labels=labels, rules=rules, metric=metric)
 
 
 @dataclass

@@ -609,9 +609,9 @@ def report(
     ),
 ) -> None:
     """Re-render the benchmark report (tables, report.json, report.md, plot) from results."""
-    from whenpro_core.cli import bench as bench_
+    from whenpro_core.cli import report as report_
 
-    bench_.report(
+    report_.report_command(
         results, out, tolerance=tolerance, labels=labels, rules=rules.value, metric=metric.value if metric else None
     )
 
