@@ -143,7 +143,7 @@ def _run_with_progress(seeds: str, out: Path, opts: BuildOptions, *, force: bool
 
     def on_entry(n: int, total: int, entry: Entry) -> None:
         tally["kept" if entry.status == "kept" else "dropped"] += 1
-        progress.update(task, advance=1, **tally)
+        progress.update(task, advance=1, kept=tally["kept"], dropped=tally["dropped"])
 
     try:
         result = asyncio.run(run_build(seeds, out, opts, force=force, on_plan=on_plan, on_entry=on_entry))

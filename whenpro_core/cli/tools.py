@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
@@ -55,7 +56,9 @@ def keyframes(
             expected="an empty or new folder, or --force to replace its keyframes",
         )
     err = output.stderr_console()  # long lines stay whole in logs
-    kwargs = dict(
+    extract = functools.partial(
+        extract_keyframes,
+        video,
         max_frames=max_frames,
         threshold=threshold,
         min_scene_len=min_scene_len,
@@ -66,11 +69,9 @@ def keyframes(
     if err.is_terminal:
         with Progress(transient=True, console=err) as bar:
             task = bar.add_task("decoding", total=None)
-            result = extract_keyframes(
-                video, progress=lambda done, hint: bar.update(task, completed=done, total=hint), **kwargs
-            )
+            result = extract(progress=lambda done, hint: bar.update(task, completed=done, total=hint))
     else:
-        result = extract_keyframes(video, **kwargs)
+        result = extract()
     files = write_keyframes(result, out_dir, force=force)
     print_keyframes(result, files, out_dir)
     return result
@@ -81,14 +82,15 @@ def print_keyframes(result: KeyframeResult, files: list[Path], out_dir: Path, co
     console = console or output.stdout_console()
     scan = result.scan
     table = Table(title=f"Keyframes of {escape(Path(result.video).name)}", title_justify="left")
-    for col, just in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("#", "right"),
         ("frame", "right"),
         ("time", "right"),
         ("kind", "left"),
         ("score", "right"),
         ("file", "left"),
-    ):
+    )
+    for col, just in columns:
         table.add_column(col, justify=just)
     for i, (kf, path) in enumerate(zip(result.keyframes, files, strict=True)):
         table.add_row(

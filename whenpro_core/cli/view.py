@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from whenpro_core.cli import START_NS, output
 from whenpro_core.cli.options import not_together
@@ -42,12 +42,16 @@ class LiveJudging:
         return [name for name, on in flags if on]
 
 
+#: How the TUI draws images (``--images``), as :data:`whenpro_tui.app.ImagesMode` names them.
+ImagesName = Literal["auto", "kitty", "sixel", "halfcell", "off"]
+
+
 @dataclass(frozen=True)
 class Display:
     """How the app shows a trace: ground-truth labels, image drawing, verdicts kept on disk."""
 
     labels: bool = False
-    images: str = "auto"
+    images: ImagesName = "auto"
     save: bool = True
 
 
@@ -133,6 +137,8 @@ def _serve(path: str | None, display: Display, port: int) -> None:
     from whenpro_tui.serve import HOST, check_port
     from whenpro_tui.serve import serve as serve_app
 
+    if path is None:
+        raise ConfigError("--serve opens a PATH", expected="whenpro view PATH --serve")
     check_port(port)
     output.note(f"whenpro: serving on http://{HOST}:{port} (ctrl+c stops)")
     serve_app(path, show_labels=display.labels, images=display.images, port=port, save=display.save)
