@@ -17,8 +17,8 @@ from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import LLMServer
 from tests.support.llm_wire import prompt_text
 from whenpro_core.bench.aggregate import aggregate
-from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.bench.records import Record, read_records
+from whenpro_core.cli.bench import bench_command
 from whenpro_core.errors import BackendError
 from whenpro_core.trace.model import Usage
 

@@ -14,7 +14,6 @@ from rich.console import Console
 
 from bench_data import write_dataset
 from whenpro_core.bench.aggregate import DIMENSIONS, macro_f1
-from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.bench.explore import (
     ALL,
     cell_outcomes,
@@ -28,6 +27,7 @@ from whenpro_core.bench.explore import (
     table_rows,
 )
 from whenpro_core.bench.report import breakdown_rows, leaderboard_rows
+from whenpro_core.cli.bench import bench_command
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.whenpro_files import is_results_file
 

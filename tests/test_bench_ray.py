@@ -20,8 +20,8 @@ import pytest
 from bench_data import differences, strip_timing, write_dataset
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import LLMServer
-from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.bench.records import read_records
+from whenpro_core.cli.bench import bench_command
 from whenpro_core.errors import BackendError
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'whenpro[ray]')")

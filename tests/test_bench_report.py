@@ -14,9 +14,10 @@ from bench_data import LABELLED, write_dataset
 from test_bench_aggregate import case
 from whenpro_core.bench import runner
 from whenpro_core.bench.aggregate import Report, aggregate
-from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.bench.records import ResultsFile
-from whenpro_core.bench.report import PLOT_NAME, report_command, report_markdown, text_plot, write_report
+from whenpro_core.bench.report import PLOT_NAME, report_markdown, text_plot, write_report
+from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.report import report_command
 from whenpro_core.errors import TraceFormatError
 
 
@@ -151,7 +152,7 @@ def test_untrusted_names_are_shown_as_plain_text(tmp_path):
     from io import StringIO
 
     from whenpro_core.bench.records import build_record
-    from whenpro_core.bench.report import print_report
+    from whenpro_core.cli.report import print_report
     from whenpro_core.trace.model import Attribution, GroundTruth, Step, Trace
 
     trace = Trace(

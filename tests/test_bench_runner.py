@@ -15,8 +15,8 @@ from bench_data import LABELLED, write_dataset
 from tests.support.waiting import TIMEOUT_S
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.bench import runner
-from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.bench.records import ResultsFile, build_record, read_records
+from whenpro_core.cli.bench import bench_command
 from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.formats import load_trace
 from whenpro_core.trace.score import score_prediction

@@ -16,10 +16,10 @@ import pytest
 from bench_data import LABELLED, differences, strip_timing, write_dataset
 from tests.support.fixtures import TEST_KEY
 from whenpro_core.bench import shards
-from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.bench.ratelimit import RateLimiter
 from whenpro_core.bench.records import read_records
-from whenpro_core.bench.report import report_command
+from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.report import report_command
 from whenpro_core.errors import ConfigError, TraceFormatError
 
 REPO = Path(__file__).resolve().parent.parent

@@ -19,8 +19,8 @@ from conftest import REPO
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import LLMServer
 from tests.support.llm_wire import prompt_text
-from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.bench.records import read_records
+from whenpro_core.cli.bench import bench_command
 
 MODEL = "openai:gpt-4.1"
 ANSWER = '```json\n{"agent_name": "solver", "step_number": "2", "error_mode": "R.3", "reason": "sum"}\n```'

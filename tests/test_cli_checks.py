@@ -163,6 +163,30 @@ def test_numbers_out_of_range_fail_at_parse_time(tmp_path, args, option):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["attribute"], ["Missing argument", "whenpro attribute --help"]),
+        (["info", TRACE, "--no-such-flag"], ["No such option: --no-such-flag", "whenpro info --help"]),
+        (["bench", TRACE, "--tolerance", "-1"], ["Invalid value", "--tolerance", "whenpro bench --help"]),
+        (["view", TRACE, "--images", "ascii"], ["Invalid value", "--images"]),
+        (["ls", TRACE, "--json", "extra-argument"], ["extra-argument"]),
+    ],
+)
+def test_usage_errors_are_one_line_with_status_2(tmp_path, args, words):
+    """typer/click usage errors print as the other errors do: one ``whenpro: error:`` line
+    naming the command's --help, no usage block, no rich box."""
+    out = whenpro(*args, cwd=tmp_path)
+    one_line_error(out, *words)
+    assert "Usage:" not in out.stderr and "╭" not in out.stderr and out.stdout == ""
+
+
+def test_a_usage_error_shows_a_hostile_option_inert(tmp_path):
+    out = whenpro("info", TRACE, "--\x1b]0;pwned\x07x", cwd=tmp_path)
+    one_line_error(out, "No such option")
+    assert "\x1b" not in out.stderr and "\x07" not in out.stderr
+
+
 def test_bench_empty_where_is_one_line(tmp_path):
     one_line_error(whenpro("bench", TRACE, "--where", "", cwd=tmp_path), "--where")
     assert list(tmp_path.iterdir()) == []

@@ -218,7 +218,7 @@ def test_cli_ranks_with_an_llm_protocol_and_fixes_with_the_model(llm_server, mon
     steps, the builtin executor replays; everything over the real SDK to the test server."""
     from tests.support.fixtures import TEST_KEY
     from tests.support.judge_oracle import oracle_for
-    from whenpro_core.attribution.cli_run import counterfactual_command
+    from whenpro_core.cli.attribute import counterfactual_command
 
     seed = seed_run("arith_team", 1)
     cf = _decisive("arith_team", 1, 4, "R.3")

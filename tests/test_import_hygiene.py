@@ -52,3 +52,40 @@ def test_cli_commands_other_than_running_view_load_no_tui(argv: list[str]) -> No
     )
     leaked = [m for m in proc.stderr.strip().splitlines()[-1].split(",") if m] if proc.stderr.strip() else []
     assert not leaked, f"`whenpro {' '.join(argv)}` imported {leaked}"
+
+
+#: What a command that prints one plain line must not load: the rich renderer, the trace
+#: model and importers, the settings, and every command module (issue 18: start-up).
+HEAVY_FOR_PLAIN_LINES = (
+    "rich.console",
+    "whenpro_core.trace.model",
+    "whenpro_core.formats",
+    "pydantic_settings",
+    "whenpro_core.cli.traces",
+    "whenpro_core.cli.attribute",
+    "whenpro_core.cli.bench",
+)
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["info", "x.json", "--no-such-flag"], ["attribute"]])
+def test_version_and_usage_errors_load_no_command_module(argv: list[str]) -> None:
+    proc = run_python(
+        "import sys\nfrom whenpro_core import cli\n"
+        f"try:\n    cli.main({argv!r})\nexcept SystemExit:\n    pass\n"
+        f"print('loaded:' + ','.join(m for m in {HEAVY_FOR_PLAIN_LINES!r} if m in sys.modules))\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    loaded = [m for m in proc.stdout.split("loaded:")[-1].strip().split(",") if m]
+    assert not loaded, f"`whenpro {' '.join(argv)}` imported {loaded}"
+
+
+def test_a_command_imports_its_own_module_only() -> None:
+    proc = run_python(
+        "import sys\nfrom whenpro_core import cli\n"
+        "try:\n    cli.main(['info', 'sample_traces/team_text/trace.json'])\nexcept SystemExit:\n    pass\n"
+        "print('loaded:' + ','.join(sorted(m for m in sys.modules if m.startswith('whenpro_core.cli.'))))\n"
+    )
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(proc.stdout.split("loaded:")[-1].strip().split(","))
+    assert "whenpro_core.cli.traces" in loaded
+    assert not loaded & {"whenpro_core.cli.attribute", "whenpro_core.cli.bench", "whenpro_core.cli.view"}

@@ -10,7 +10,7 @@ from conftest import SAMPLES
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import dumps_trace, write_trace
-from whenpro_core.summary import convert
+from whenpro_core.library.summary import convert
 from whenpro_core.trace.model import Trace
 
 
@@ -36,7 +36,7 @@ def test_schema_validates_samples():
 def test_convert_real_who_and_when_round_trips(tmp_path, real_traces):
     src = real_traces / "who-and-when/Who&When/Hand-Crafted/1.json"
     original = load_trace(src)
-    [out] = convert(str(src), tmp_path / "one.json")
+    [out] = convert(str(src), tmp_path / "one.json").written
     again = load_trace(out)
     assert again.extras.pop("converted_from")["format"] == "whowhen"
     assert _same(original, again)
@@ -53,7 +53,7 @@ def test_convert_refuses_to_overwrite(tmp_path):
 
 
 def test_convert_a_folder_writes_one_file_per_trace(tmp_path):
-    written = convert(str(SAMPLES), tmp_path / "out")
+    written = convert(str(SAMPLES), tmp_path / "out").written
     names = {p.name for p in written}
     assert {"sample-bar-chart.json", "sample-workshop-schedule.json"} <= names
     assert len(names) == len(written) == len(list(SAMPLES.rglob("*.json")))
@@ -168,7 +168,7 @@ def test_a_converted_image_trace_keeps_its_images(tmp_path, real_traces):
     from whenpro_core.media.paths import resolve_media
 
     src = real_traces / "who-when-pro-samples" / "data" / "traces" / "mmsearch_car.json"
-    [out] = convert(str(src), tmp_path / "conv" / "car.json")
+    [out] = convert(str(src), tmp_path / "conv" / "car.json").written
     trace = load_trace(out)
     refs = [*trace.task.images, *(m for s in trace.steps for m in s.media)]
     assert refs and all(r.path and not r.path.startswith("/") for r in refs)
@@ -176,14 +176,14 @@ def test_a_converted_image_trace_keeps_its_images(tmp_path, real_traces):
         found = resolve_media(ref, trace.source.path, trace.source.root)
         assert found == (tmp_path / "conv" / ref.path).resolve()
     again = convert(str(src), tmp_path / "conv" / "car.json", force=True)  # same files: no noise
-    assert again == [out]
+    assert again.written == [out] and again.notes == []
 
 
-def test_convert_never_replaces_a_different_media_file(tmp_path, real_traces, capsys):
+def test_convert_never_replaces_a_different_media_file(tmp_path, real_traces):
     src = real_traces / "who-when-pro-samples" / "data" / "traces" / "mmsearch_car.json"
     mine = tmp_path / "assets" / "examples" / "mmsearch_car" / "query_0.jpg"
     mine.parent.mkdir(parents=True)
     mine.write_bytes(b"my own file")
-    convert(str(src), tmp_path / "car.json")
+    done = convert(str(src), tmp_path / "car.json")
     assert mine.read_bytes() == b"my own file"
-    assert "exists with other content; not replaced" in capsys.readouterr().err
+    assert any(kind == "warning" and "exists with other content; not replaced" in line for kind, line in done.notes)

@@ -16,7 +16,7 @@ from conftest import team_trace
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.bench import runner
-from whenpro_core.bench.cli_bench import bench_command
+from whenpro_core.cli.bench import bench_command
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import write_trace

@@ -14,9 +14,10 @@ from bench_data import write_dataset
 from test_bench_aggregate import case
 from test_bench_cli import one_line_error, whenpro
 from whenpro_core.bench.aggregate import aggregate
-from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.bench.records import ResultsFile
-from whenpro_core.bench.report import MD_MARKER, PLOT_NAME, is_whenpro_report_file, report_command, write_report
+from whenpro_core.bench.report import MD_MARKER, PLOT_NAME, is_whenpro_report_file, write_report
+from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.report import report_command
 from whenpro_core.errors import ConfigError
 
 USER_MD = "# My notes on the run\n\nDo not lose me.\n"

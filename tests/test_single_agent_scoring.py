@@ -68,7 +68,7 @@ def test_report_plain_agent_accuracy_counts_only_accepted_agents(samples):
 def test_bench_through_an_llm_judge_scores_a_junk_agent_as_wrong(
     samples, real_traces, tmp_path, llm_server, monkeypatch
 ):
-    from whenpro_core.bench.cli_bench import bench_command
+    from whenpro_core.cli.bench import bench_command
 
     llm_server.respond_with(lambda body: f"Agent Name: {JUNK}\nStep Number: 1\nError Mode: P.1\nReason: r")
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)

@@ -15,7 +15,7 @@ from textual.widgets import DataTable
 from bench_data import write_dataset
 from tests.conftest import screen_text, settle, team_trace
 from tests.test_tui_results import quiet
-from whenpro_core.bench.cli_bench import bench_command
+from whenpro_core.cli.bench import bench_command
 from whenpro_core.formats.native import write_trace
 from whenpro_core.safety.textsafe import whole_sentences
 from whenpro_core.trace.model import Attribution

@@ -91,7 +91,7 @@ async def test_escape_on_the_first_results_screen_does_not_quit(tmp_path: Path) 
     from rich.console import Console
 
     from bench_data import write_dataset
-    from whenpro_core.bench.cli_bench import bench_command
+    from whenpro_core.cli.bench import bench_command
     from whenpro_tui.screens.results import ResultsScreen
 
     data = write_dataset(tmp_path)

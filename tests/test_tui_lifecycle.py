@@ -18,7 +18,7 @@ from rich.console import Console
 import whenpro_tui
 from bench_data import write_dataset
 from tests.conftest import SAMPLES, settle
-from whenpro_core.bench.cli_bench import bench_command
+from whenpro_core.cli.bench import bench_command
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.messages import VerdictsLoaded
 from whenpro_tui.screens.live_trace import LiveTraceScreen

@@ -23,7 +23,7 @@ from rich.console import Console
 from bench_data import write_dataset
 from tests.conftest import WHOWHEN, screen_text, settle
 from whenpro_core.attribution.verdicts import save_verdict
-from whenpro_core.bench.cli_bench import bench_command
+from whenpro_core.cli.bench import bench_command
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_core.trace.model import Agent, Attribution, GroundTruth, Outcome, Step, Task, Trace

@@ -17,9 +17,9 @@ from textual.widgets import DataTable
 from bench_data import write_dataset
 from tests.conftest import WHOWHEN, screen_text, settle
 from whenpro_core.bench.aggregate import aggregate
-from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.bench.records import read_records
 from whenpro_core.bench.report import breakdown_rows, leaderboard_rows
+from whenpro_core.cli.bench import bench_command
 from whenpro_core.views.search import find_coord
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.screens.result_trace import ResultTraceScreen

@@ -12,7 +12,7 @@ from bench_data import write_dataset
 from tests.conftest import settle, team_trace
 from tests.test_tui_results import quiet
 from whenpro_core.attribution.verdicts import save_verdict
-from whenpro_core.bench.cli_bench import bench_command
+from whenpro_core.cli.bench import bench_command
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_core.trace.model import Attribution, Outcome

@@ -5,16 +5,14 @@ already unique stay as they were (Who&When, Who&When Pro)."""
 
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from whenpro_core.formats import load_trace, walk
-from whenpro_core.summary import convert
+from whenpro_core.library.summary import convert
 
 REAL_FOLDERS = [
     "agentrx",
@@ -98,6 +96,6 @@ def test_inspect_ids_name_the_log(real_traces):
 def test_convert_keeps_every_trace(real_traces, tmp_path, folder, count):
     if not (real_traces / folder).is_dir():
         pytest.skip(f"{folder} not present")
-    written = convert(str(real_traces / folder), tmp_path / "out", console=Console(file=io.StringIO()))
+    written = convert(str(real_traces / folder), tmp_path / "out").written
     assert len(written) == len(set(written)) == count
     assert len(list((tmp_path / "out").glob("*.json"))) == count

@@ -3,7 +3,6 @@ the TUI and the benchmark runner call."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 
 from whenpro_core.attribution.all_at_once import run_all_at_once
@@ -49,6 +48,8 @@ async def attribute(
     taxonomy = taxonomy or taxonomy_for(trace.source.root)
     if trace.outcome == Outcome.success:
         return nothing_to_attribute(trace, protocol, judge, with_gold)
+    import asyncio  # start-up: the CLI's offline heuristic runs without the event loop's modules
+
     if protocol == "heuristic":
         return await asyncio.to_thread(attribute_heuristic, trace, with_gold=with_gold)
     if protocol == "counterfactual":  # replay-verified: the judge's model fixes steps (none: built-in, offline)

@@ -52,8 +52,6 @@ from whenpro_core.bench.build_plan import (
     step_class,
 )
 from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry
-from whenpro_core.bench.build_store import revalidate as refresh
-from whenpro_core.bench.export import export_validated as export_release
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.whowhen_pro_write import check_round_trip, to_document
@@ -520,152 +518,12 @@ def _leaves(eg: BaseExceptionGroup):
 # ---------------------------------------------------------------------- the command
 
 
-def build_command(
-    seeds: str | None,
-    out: Path,
-    *,
-    modes: str | None = None,
-    per_seed: int = 1,
-    generator: str = "offline",
-    model: str | None = None,
-    executor: str = "builtin",
-    layout: str = "files",
-    seed: int = 0,
-    concurrency: int = 4,
-    timeout: float = 600.0,
-    message_timeout: float = 60.0,
-    force: bool = False,
-    revalidate: bool = False,
-    max_mode_share: float = MAX_MODE_SHARE,
-    keep_detectable: bool = False,
-    export_validated: Path | None = None,
-    echo: Callable[[str], None] = print,
-) -> dict[str, Any]:
-    """What ``whenpro build`` does: build (with a Rich progress bar on stderr when it is
-    a terminal) and print a summary; with ``revalidate`` and no ``seeds``, only refresh
-    the manifest's validation counts; with ``export_validated`` and no ``seeds``, write
-    the release of the accepted traces there (:mod:`.export`). Returns the manifest
-    (of the release, for an export)."""
-    from rich.console import Console  # lazy: rich loads only when this command prints
-    from rich.progress import (  # lazy: rich loads only when this command prints
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    if seeds is not None and export_validated is not None:
-        raise ConfigError(
-            "--export-validated exports a built dataset; it takes no SEEDS",
-            expected="whenpro build --out DATASET --export-validated OUT",
-        )
-    if seeds is None and export_validated is not None:
-        manifest = export_release(out, export_validated)
-        left = ", ".join(f"{k} {v}" for k, v in manifest["export"]["left_out"].items()) or "none"
-        echo(f"exported {manifest['counts']['kept']} accepted traces to {export_validated} (left out: {left})")
-        return manifest
-    if seeds is None:
-        if not revalidate:
-            raise ConfigError("no seed trajectories given", expected="whenpro build SEEDS --out DATASET")
-        manifest = refresh(out)
-        echo(_validation_line(manifest))
-        return manifest
-    if model and generator == "offline" and executor != "simulate":
-        raise ConfigError(
-            "--model is for --generator llm or --executor simulate",
-            expected="--generator llm --model provider:model, or --executor simulate --model ...",
-        )
-    opts = BuildOptions(
-        modes=tuple(m for m in (modes or "").split(",") if m.strip()),
-        per_seed=per_seed,
-        generator=generator,
-        executor=executor,
-        layout=layout,
-        seed=seed,
-        concurrency=concurrency,
-        timeout=timeout,
-        message_timeout=message_timeout,
-        model=model,
-        max_mode_share=max_mode_share,
-        detect=not keep_detectable,
-    )
-    err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
-    progress = Progress(
-        SpinnerColumn(),
-        TextColumn("[bold]build"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("kept {task.fields[kept]} · dropped {task.fields[dropped]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=err,
-        disable=not err.is_terminal,
-        transient=False,
-    )
-    task = progress.add_task("build", total=0, kept=0, dropped=0)
-    tally = {"kept": 0, "dropped": 0}
-
-    def on_plan(res: BuildResult, todo: int) -> None:
-        used = len(res.plan.used)
-        echo(
-            f"{len(res.plan.seeds)} seed traces, {used} used; {len(res.plan.attempts)} attempts planned, "
-            f"{res.skipped} already done, {todo} to run"
-        )
-        progress.update(task, total=todo)
-        progress.start()  # after the plan line, so the live display does not interleave with it
-
-    def on_entry(n: int, total: int, entry: Entry) -> None:
-        tally["kept" if entry.status == "kept" else "dropped"] += 1
-        progress.update(task, advance=1, **tally)
-
-    try:
-        result = asyncio.run(run_build(seeds, out, opts, force=force, on_plan=on_plan, on_entry=on_entry))
-    finally:
-        progress.stop()
-    m = result.manifest
-    c, d = m["counts"], {k: v for k, v in m["dropped"].items() if v}
-    echo(
-        f"attempted {c['attempted']}: generated {c['generated']}, replayed {c['replayed']}, "
-        f"decisive {c['decisive']}, kept {c['kept']}"
-    )
-    if d:
-        echo("dropped: " + ", ".join(f"{k} {v}" for k, v in d.items()))
-    if m["seeds"].get("skipped"):
-        echo("seeds skipped: " + ", ".join(f"{k} {v}" for k, v in m["seeds"]["skipped"].items()))
-    echo(f"wrote {out} ({opts.layout} layout, manifest.json)")
-    return m
-
-
-def nothing_kept(manifest: dict[str, Any], out: Path) -> str | None:
-    """The one-line summary for a build whose dataset holds no trace (the manifest's drop
-    reasons and skipped seeds), else ``None``. ``whenpro build`` prints it and exits 1."""
-    if manifest.get("counts", {}).get("kept", 0):
-        return None
-    why = [f"{k} {v}" for k, v in manifest.get("dropped", {}).items() if v]
-    why += [f"seeds skipped: {k} {v}" for k, v in manifest.get("seeds", {}).get("skipped", {}).items() if v]
-    return f"no trace kept in {out} ({', '.join(why) or 'nothing attempted'}); see {Path(out) / 'manifest.json'}"
-
-
-def _validation_line(manifest: dict[str, Any]) -> str:
-    v = manifest.get("validation", {})
-    return (
-        f"{v.get('total', 0)} traces: {v.get('accepted', 0)} accepted, {v.get('rejected', 0)} rejected, "
-        f"{v.get('relabelled', 0)} relabelled, {v.get('pending', 0)} pending"
-    )
-
-
 __all__ = [
     "BuildOptions",
     "BuildResult",
     "Outcome",
-    "build_command",
     "check_options",
     "drop_detectable",
-    "nothing_kept",
     "run_attempt",
     "run_build",
 ]

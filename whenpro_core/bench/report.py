@@ -1,8 +1,9 @@
-"""Benchmark reports: Rich tables in the terminal, ``report.json``, ``report.md`` and a
-plot of step accuracy against transcript length (``step_by_length.png`` with matplotlib,
-the optional ``plot`` extra; a text plot otherwise), all from a
-:class:`~whenpro_core.bench.aggregate.Report`. ``whenpro report RESULTS.jsonl`` re-renders
-them from saved results (:func:`report_command`). Files are written atomically.
+"""Benchmark reports: the rows of every table, ``report.json``, ``report.md`` and a plot of
+step accuracy against transcript length (``step_by_length.png`` with matplotlib, the
+optional ``plot`` extra; a text plot otherwise), all from a
+:class:`~whenpro_core.bench.aggregate.Report`; :func:`prepare_report` reads saved results
+for ``whenpro report``. The terminal tables are :mod:`whenpro_core.cli.report`'s. Files are
+written atomically.
 
 whenpro overwrites only report files it wrote itself (:mod:`.report_files`); a user's
 file of the same name makes :func:`write_report` refuse with a ConfigError before
@@ -12,17 +13,11 @@ writing anything.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from rich import box
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
-
 from whenpro_core.bench.aggregate import DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report, aggregate
-from whenpro_core.bench.official import OFFICIAL_HEADERS, official_report, official_rows, rules_header
 from whenpro_core.bench.records import Record, latest, read_records
 from whenpro_core.bench.report_files import (
     JSON_NAME,
@@ -37,8 +32,6 @@ from whenpro_core.bench.report_files import (
 )
 from whenpro_core.bench.reviewed import apply_reviews, check_labels
 from whenpro_core.bench.shards import results_paths
-from whenpro_core.bench.substring_metric import NOTE as SUBSTRING_NOTE
-from whenpro_core.bench.substring_metric import substring_rows
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.safety.textsafe import plural, strip_controls
 from whenpro_core.storage import jsonio
@@ -285,62 +278,6 @@ def safe(text: str) -> str:
     return strip_controls(str(text))
 
 
-def _table(title: str, headers: list[str], rows: list[list[str]], left: int = 1) -> Table:
-    rows = [[safe(c) for c in row] for row in rows]
-    headers = [safe(h) for h in headers]
-    table = Table(
-        title=Text(safe(title)),
-        title_justify="left",
-        header_style="bold",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        padding=(0, 1),
-        collapse_padding=True,
-    )
-    for i, h in enumerate(headers):
-        widest = max([len(h), *(len(r[i]) for r in rows)]) if i < left else None
-        table.add_column(
-            Text(h),
-            justify="left" if i < left else "right",
-            overflow="fold",
-            no_wrap=i >= left,
-            min_width=min(widest, 12) if widest else None,
-        )
-    previous = None
-    for row in rows:
-        shown = row if left < 2 or row[0] != previous else ["", *row[1:]]
-        previous = row[0]
-        table.add_row(*(Text(c) for c in shown))
-    return table
-
-
-def print_report(report: Report, console: Console | None = None) -> None:
-    """Print the leaderboard, breakdowns, confusion matrices, usage and the text plot."""
-    console = console or Console()
-    k = report.tolerance
-    if report.labels:
-        console.print(safe(report.labels), markup=False, highlight=False, soft_wrap=True)
-    console.print(_table("Leaderboard", [*LEADERBOARD_HEADERS, *metric_headers(k)], leaderboard_rows(report), left=2))
-    for dim in DIMENSIONS[1:]:  # by modality = the leaderboard's cells
-        headers, rows = breakdown_rows(report, dim)
-        if rows:
-            console.print(_table(f"By {DIM_TITLE_LONG[dim]}", headers, rows, left=2 if len(report.groups) > 1 else 1))
-    for g in report.groups:
-        if g.confusion.gold:
-            headers, rows = confusion_rows(g)
-            console.print(_table(f"Failure modes: {g.label}", headers, rows))
-    console.print(_table("Usage", USAGE_HEADERS, usage_rows(report)))
-    console.print(LEGEND, style="dim", markup=False, highlight=False)
-    console.print("Step accuracy by transcript length", style="bold")
-    console.print(safe(text_plot(report)), markup=False, highlight=False)
-    for g in report.groups:
-        for example in g.error_examples:
-            console.print(f"[yellow]error[/] {escape(safe(g.label))}: ", end="")
-            console.print(safe(example), markup=False, highlight=False)
-    for problem in report.problems[:10]:
-        console.print(safe(problem), markup=False, highlight=False, style="yellow")
-
-
 # --------------------------------------------------------------------------- markdown
 
 
@@ -444,42 +381,45 @@ def skipped_warnings(problems: Sequence[str], shown: int = 5) -> list[str]:
     return out
 
 
-def report_command(
+@dataclass
+class PreparedReport:
+    """A report ready to show and write: the ``report`` (whenpro's rules), the ``records``
+    it aggregates (latest per item, review decisions applied) and the ``target`` folder of
+    its files."""
+
+    report: Report
+    records: list[Record]
+    target: Path
+
+
+def prepare_report(
     paths: Sequence[str | Path],
     out_dir: str | Path | None = None,
     *,
     tolerance: int | None = None,
-    console: Console | None = None,
-    quiet: bool = False,
     hint: str = REPORT_HINT,
     labels: str = "reviewed",
-    rules: str = "whenpro",
-    metric: str | None = None,
-) -> Report:
-    """``whenpro report``: read results, aggregate, print, write the report files next to
-    the (first) results file or into ``out_dir``. With ``labels="reviewed"`` (the default)
-    traces of built datasets are scored with their latest review decision
-    (:mod:`.reviewed`); ``"built"`` keeps the built labels. ``rules="official"`` first
-    prints the official Who&When Pro leaderboard (:mod:`whenpro_core.bench.official`);
-    ``metric="whowhen-substring"`` also prints the original Who&When accuracy
-    (:mod:`whenpro_core.bench.substring_metric`, a known bug kept for comparison); the
-    files always hold whenpro's rules. TraceFormatError when a file is missing or holds no
-    records; ConfigError (suggesting ``hint``) when a report file there was not written
-    by whenpro, or for an unknown ``labels``."""
+    warn: Callable[[str], None] | None = None,
+) -> PreparedReport:
+    """Read results and aggregate them for ``whenpro report``; the files go next to the
+    (first) results file or into ``out_dir``. Skipped lines of the results are said through
+    ``warn``, one line each, before anything can fail. With ``labels="reviewed"`` (the
+    default) traces of built datasets are scored with their latest review decision
+    (:mod:`.reviewed`); ``"built"`` keeps the built labels. TraceFormatError when a file is
+    missing or holds no records; ConfigError (suggesting ``hint``) when a report file there
+    was not written by whenpro, or for an unknown ``labels``."""
     check_labels(labels)
     if not paths:
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
     paths = results_paths(paths)  # a folder or a glob of part files: its results files
     records, problems = load_report_records(paths)
-    if not quiet:
-        err = Console(stderr=True, highlight=False, soft_wrap=True)
-        for line in skipped_warnings(problems):
-            err.print(f"whenpro: warning: {safe(line)}", markup=False, style="yellow")
+    for line in skipped_warnings(problems) if warn is not None else ():
+        warn(line)
     if not records:
         raise TraceFormatError(
             "no benchmark records found", path=paths[0], expected="a results .jsonl written by whenpro bench"
         )
-    target = out_dir if out_dir is not None else Path(paths[0]).parent
+    target = Path(out_dir if out_dir is not None else Path(paths[0]).parent)
     check_report_dir(target, hint)
     note = "labels: as built (--labels built)"
     if labels == "reviewed":
@@ -488,23 +428,7 @@ def report_command(
         note = reviews.note()
     report = aggregate(records, tolerance=tolerance, sources=[str(p) for p in paths], problems=problems)
     report.labels = note
-    console = console or Console()
-    if not quiet and rules == "official":
-        groups = official_report(records)
-        console.print(rules_header(groups), markup=False, highlight=False)
-        console.print(_table("Official leaderboard", OFFICIAL_HEADERS, official_rows(groups), left=2))
-    if not quiet and metric == "whowhen-substring":
-        console.print(SUBSTRING_NOTE, markup=False, highlight=False)
-        rows = [[r.label, str(r.records), pct(r.agent), pct(r.step)] for r in substring_rows(records)]
-        console.print(_table("Who&When substring accuracy", ["setting", "records", "agent", "step"], rows))
-    if not quiet:
-        console.print(whenpro_rules_header(records), markup=False, highlight=False)
-        print_report(report, console)
-    written = write_report(report, target, hint=hint)
-    if not quiet:
-        names = ", ".join(str(p) for p in written.values() if p is not None)
-        console.print(f"wrote {names}", markup=False, highlight=False)
-    return report
+    return PreparedReport(report, list(records), target)
 
 
 __all__ = [
@@ -517,8 +441,8 @@ __all__ = [
     "REPORT_HINT",
     "check_report_dir",
     "is_whenpro_report_file",
-    "print_report",
-    "report_command",
+    "PreparedReport",
+    "prepare_report",
     "report_markdown",
     "skipped_warnings",
     "text_plot",

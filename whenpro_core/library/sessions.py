@@ -29,15 +29,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rich.console import Console
-from rich.text import Text
-
 from whenpro_core.config import load_settings
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats.base import summarize
 from whenpro_core.formats.registry import error_summary, load_trace
-from whenpro_core.safety.textsafe import clean, one_line, plural
-from whenpro_core.storage import jsonio
+from whenpro_core.safety.textsafe import one_line
 from whenpro_core.trace.model import Trace, TraceSummary
 
 TOOLS = ("claude", "codex", "gemini")
@@ -218,38 +214,11 @@ def row_record(row: SessionRow) -> dict:
     }
 
 
-def print_sessions(tool: str | None, *, as_json: bool = False, console: Console | None = None) -> int:
-    """Print the local sessions of ``tool`` (all tools for ``None``), newest first, one
-    line each: time (local), tool, steps, errors, project, first prompt, path. A file that
-    failed to import prints its one-line error on stderr. Returns the number of rows; none
-    prints which folders were searched (stderr)."""
-    tools = tool_names(tool)
-    console = console or Console(highlight=False, soft_wrap=True)
-    errors = Console(stderr=True, highlight=False, soft_wrap=True)
-    rows = list_sessions(tools)
-    for row in rows:
-        if as_json:
-            console.out(jsonio.dumps(row_record(row)).decode(), highlight=False)
-        elif row.summary.error:
-            errors.print(Text(f"whenpro: error: {clean(row.summary.error)}", style="red"))
-        else:
-            when = row.modified.astimezone().strftime("%Y-%m-%d %H:%M")
-            line = (
-                f"{when}\t{row.tool}\t{plural(row.steps, 'step')}\t{plural(row.errors, 'error')}\t"
-                f"{row.project or '-'}\t{row.prompt or '-'}\t{row.path}"
-            )
-            console.print(Text(clean(line)))
-    if not rows and not as_json:
-        errors.print(Text(f"whenpro: no sessions found ({folders_line(tools)})"))
-    return len(rows)
-
-
 __all__ = [
     "SessionRow",
     "TOOLS",
     "folders_line",
     "list_sessions",
-    "print_sessions",
     "row_record",
     "session_files",
     "session_folder",

@@ -16,12 +16,7 @@ import orjson
 
 from whenpro_core.errors import ConfigError, MediaError
 from whenpro_core.media.keyframes import (
-    DEFAULT_MAX_FRAMES,
-    DEFAULT_MAX_SIDE,
-    DEFAULT_MIN_SCENE_LEN,
-    DEFAULT_THRESHOLD,
     KeyframeResult,
-    keyframes,
 )
 from whenpro_core.storage.fsutil import atomic_write_bytes
 
@@ -79,90 +74,3 @@ def write_keyframes(result: KeyframeResult, out_dir: Path, *, force: bool = Fals
     except OSError as exc:
         raise MediaError(f"cannot write keyframes: {exc.strerror or exc}", path=out_dir) from None
     return files
-
-
-def run_keyframes_command(
-    video: Path,
-    *,
-    max_frames: int = DEFAULT_MAX_FRAMES,
-    out: Path | None = None,
-    force: bool = False,
-    threshold: float = DEFAULT_THRESHOLD,
-    min_scene_len: int = DEFAULT_MIN_SCENE_LEN,
-    stride: int = 1,
-    max_side: int = DEFAULT_MAX_SIDE,
-    use_cache: bool = True,
-) -> KeyframeResult:
-    """Extract keyframes of ``video``, write them to ``out`` (default
-    :func:`default_out_dir`) and print a table to stdout (a progress bar on stderr when
-    it is a terminal). Raises MediaError / ConfigError as the functions it calls."""
-    from rich.console import Console  # lazy: rich loads only when this command prints
-
-    out_dir = out if out is not None else default_out_dir(video)
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not force:  # fail before decoding
-        raise ConfigError(
-            "output folder is not empty",
-            path=out_dir,
-            expected="an empty or new folder, or --force to replace its keyframes",
-        )
-    err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
-    kwargs = dict(
-        max_frames=max_frames,
-        threshold=threshold,
-        min_scene_len=min_scene_len,
-        stride=stride,
-        max_side=max_side,
-        use_cache=use_cache,
-    )
-    if err.is_terminal:
-        from rich.progress import Progress  # lazy: rich loads only when this command prints
-
-        with Progress(transient=True, console=err) as bar:
-            task = bar.add_task("decoding", total=None)
-            result = keyframes(
-                video, progress=lambda done, hint: bar.update(task, completed=done, total=hint), **kwargs
-            )
-    else:
-        result = keyframes(video, **kwargs)
-    files = write_keyframes(result, out_dir, force=force)
-    print_keyframes(result, files, out_dir)
-    return result
-
-
-def print_keyframes(result: KeyframeResult, files: list[Path], out_dir: Path, console: Any = None) -> None:
-    """Print the keyframe table (#, frame, time, cut/uniform, score, file) and a summary."""
-    from rich.console import Console  # lazy: rich loads only when this command prints
-    from rich.markup import escape  # lazy: rich loads only when this command prints
-    from rich.table import Table  # lazy: rich loads only when this command prints
-
-    console = console or Console()
-    scan = result.scan
-    table = Table(title=f"Keyframes of {escape(Path(result.video).name)}", title_justify="left")
-    for col, just in (
-        ("#", "right"),
-        ("frame", "right"),
-        ("time", "right"),
-        ("kind", "left"),
-        ("score", "right"),
-        ("file", "left"),
-    ):
-        table.add_column(col, justify=just)
-    for i, (kf, path) in enumerate(zip(result.keyframes, files, strict=False)):
-        table.add_row(
-            str(i),
-            str(kf.frame),
-            f"{kf.time_s:.3f}s",
-            "[bold]cut[/]" if kf.cut else "uniform",
-            f"{kf.score:.3f}",
-            escape(path.name),
-        )
-    console.print(table)
-    source = "cache hit, nothing decoded" if result.cache_hit else f"{scan.fps:.0f} frames/s"
-    console.print(
-        f"{scan.frames} frames, {scan.duration_s:.2f}s, {scan.width}x{scan.height}; "
-        f"{len(scan.cuts)} cuts; {source}; wrote {len(files)} JPEGs + {INDEX_NAME} to "
-        f"{escape(str(out_dir))}",
-        highlight=False,
-    )
-    for w in scan.warnings:
-        console.print(f"[yellow]warning:[/] {escape(w)}")

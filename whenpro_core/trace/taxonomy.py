@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from whenpro_core.errors import TraceFormatError
 
 #: Family names by code prefix (``PL.1`` -> ``Planning``).
@@ -149,6 +147,8 @@ _CODE_RE = re.compile(r"(?<![A-Za-z0-9])((?:PL|P|R|A|V|C)\.\d+)(?![0-9])", re.IG
 def load_taxonomy(path: str | Path) -> Taxonomy:
     """Read a ``taxonomy.yaml`` (``code: {name, description}``). Raises
     TraceFormatError naming the file and the bad entry."""
+    import yaml  # start-up: only a dataset with its own taxonomy.yaml needs the parser (~30 ms)
+
     path = Path(path)
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))

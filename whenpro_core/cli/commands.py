@@ -1,180 +1,31 @@
-"""The ``whenpro`` command line (typer). Imports the TUI only inside ``view``.
+"""The declarations of the ``whenpro`` commands: their arguments, options and help.
 
-Every command that reads user input turns :class:`~whenpro_core.errors.WhenproError`
-into one line on stderr and exit status 2 (docs/architecture.md, 'Errors').
+Each command parses nothing beyond what typer does, then imports its command module
+(:mod:`whenpro_core.cli.traces`, :mod:`.view`, :mod:`.attribute`, ...) inside its body and
+hands over, so that starting ``whenpro`` imports only what the command run needs.
+:mod:`whenpro_core.cli.app` registers these functions on the typer app.
 """
 
 from __future__ import annotations
 
-import time
-
-#: Process start (as seen by this module), for the TUI's "started in N ms" log line.
-START_NS = time.perf_counter_ns()
-
-import math  # noqa: E402
-import sys  # noqa: E402
-from collections.abc import Callable
-from enum import Enum  # noqa: E402
-from functools import wraps
 from pathlib import Path
 
-import typer  # noqa: E402
+import typer
 
-from whenpro_core.errors import ConfigError, WhenproError  # noqa: E402
-from whenpro_core.safety.inert_output import inert_streams  # noqa: E402
-from whenpro_core.safety.textsafe import clean, one_line  # noqa: E402
-
-app = typer.Typer(
-    name="whenpro",
-    help="Debug failed LLM agent runs: who failed, when, and how.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+from whenpro_core.cli.options import (
+    AMOUNT,
+    JUDGE_IMAGES_HELP,
+    PRESET_HELP,
+    SECONDS,
+    SECONDS_OR_0,
+    ImagesMode,
+    JudgeImages,
+    ReportMetric,
+    ReportRules,
+    finite,
 )
 
 
-def package_version() -> str:
-    """The installed distribution's version, else ``whenpro_core.__version__`` (a source
-    checkout run with ``python -m``)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("whenpro")
-    except PackageNotFoundError:
-        import whenpro_core
-
-        return getattr(whenpro_core, "__version__", "unknown")
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(f"whenpro {package_version()}")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _main_options(
-    version: bool = typer.Option(
-        False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
-    ),
-) -> None:
-    """Debug failed LLM agent runs: who failed, when, and how."""
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null, so the interpreter's last flush into a closed pipe
-    prints no second error (Python docs, "Note on SIGPIPE")."""
-    import os
-
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-
-
-def _failed_on_stdout(exc: BaseException) -> bool:
-    """True when ``exc`` was raised while writing to stdout (e.g. ``> /dev/full``): a frame
-    of its traceback holds sys.stdout, directly (typer.echo's ``file``) or as a rich
-    Console's file. Such errors carry no file name of their own."""
-    tb = exc.__traceback__
-    while tb is not None:
-        for value in tb.tb_frame.f_locals.values():
-            if value is sys.stdout or (
-                type(value).__name__ == "Console"
-                and getattr(value, "_file", None) in (None, sys.stdout)
-                and not getattr(value, "stderr", True)
-            ):
-                return True
-        tb = tb.tb_next
-    return False
-
-
-def _rich_broken_pipe(exc: SystemExit) -> bool:
-    """True for the ``SystemExit(1)`` rich's ``Console.on_broken_pipe`` raises when stdout's
-    reader went away (it has already pointed stdout at /dev/null)."""
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_name == "on_broken_pipe":
-            return True
-        tb = tb.tb_next
-    return False
-
-
-def _print_warning(line: str) -> None:
-    """One recoverable problem (e.g. skipped bad lines of a trace file) as one stderr line."""
-    typer.echo(f"whenpro: warning: {one_line(line, 500)}", err=True)
-
-
-def handles_errors(fn: Callable) -> Callable:
-    """Decorator: print a WhenproError as one line (``whenpro: error: ...``) and exit 2;
-    a stdout pipe closed by its reader (``| head``) ends quietly with status 141 (128 +
-    SIGPIPE, as shell tools killed by the signal)."""
-
-    @wraps(fn)
-    def wrapper(*args, **kwargs):
-        with inert_streams():  # every line out is inert and redacted, whatever its source
-            return _run_handling_errors(fn, args, kwargs)
-
-    return wrapper
-
-
-def _run_handling_errors(fn: Callable, args: tuple, kwargs: dict):
-    """Call ``fn``, turning the errors a user can cause into one stderr line and an exit status."""
-    from whenpro_core.formats import registry
-
-    registry.warning_sink = _print_warning
-    try:
-        return fn(*args, **kwargs)
-    except WhenproError as exc:
-        typer.echo(f"whenpro: error: {exc.one_line()}", err=True)
-        raise typer.Exit(2) from None
-    except BrokenPipeError:  # stdout closed early (| head): end quietly, as a killed pipe does
-        _quiet_stdout()
-        raise typer.Exit(141) from None
-    except SystemExit as exc:
-        if _rich_broken_pipe(exc):  # rich's Console met the same closed pipe
-            raise typer.Exit(141) from None
-        raise
-    except OSError as exc:  # a file-system failure no module turned into a WhenproError
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        if not where and _failed_on_stdout(exc):
-            where = "stdout: "  # e.g. > /dev/full
-            _quiet_stdout()  # the exit flush would fail again
-        typer.echo(f"whenpro: error: {where}{exc.strerror or exc}", err=True)
-        raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        typer.echo("whenpro: interrupted", err=True)
-        raise typer.Exit(130) from None
-
-
-def _finite(low: float, *, above: bool = False, what: str = "a number") -> Callable[[str], float]:
-    """A typer ``parser`` for a finite float of at least ``low`` (more than ``low`` when
-    ``above``): nan and ±inf are refused, which ``min=`` alone lets through (inf)."""
-
-    def parse(text: str) -> float:
-        value = float(text)
-        if not math.isfinite(value) or value < low or (above and value == low):
-            raise ValueError(f"expected {what} {'above' if above else 'of at least'} {low:g}")
-        return value
-
-    return parse
-
-
-#: Seconds that must be more than 0; seconds where 0 means "never"; money.
-SECONDS = _finite(0, above=True, what="seconds")
-SECONDS_OR_0 = _finite(0, what="seconds")
-AMOUNT = _finite(0, what="an amount")
-
-
-def _not_together(first: str, second: str, expected: str = "one of them") -> None:
-    """Raise the one-line error for two options that contradict each other."""
-    raise ConfigError(f"{first} and {second} do not go together", expected=expected)
-
-
-@app.command()
-@handles_errors
 def info(
     path: str = typer.Argument(..., help="A trace file, path#key, dataset folder or glob."),
     labels: bool = typer.Option(
@@ -185,13 +36,11 @@ def info(
     ),
 ) -> None:
     """Summarise one trace, or a dataset (counts by modality, framework, benchmark; by mode with --labels)."""
-    from whenpro_core import summary
+    from whenpro_core.cli import traces
 
-    summary.print_info(path, labels=labels)
+    traces.info(path, labels=labels)
 
 
-@app.command("ls")
-@handles_errors
 def ls_(
     path: str = typer.Argument(..., help="A trace file, path#key, dataset folder or glob."),
     json_lines: bool = typer.Option(False, "--json", help="One JSON object per line."),
@@ -207,25 +56,21 @@ def ls_(
     ),
 ) -> None:
     """List traces, one line each (id, framework, benchmark, modality, steps; GT with --labels)."""
-    from whenpro_core import summary
+    from whenpro_core.cli import traces
 
-    summary.print_listing(path, as_json=json_lines, labels=labels, where=where)
+    traces.ls(path, as_json=json_lines, labels=labels, where=where)
 
 
-@app.command()
-@handles_errors
 def sessions(
     tool: str | None = typer.Argument(None, help="claude, codex or gemini (default: all three)."),
     json_lines: bool = typer.Option(False, "--json", help="One JSON object per line."),
 ) -> None:
     """List your local Claude Code, Codex and Gemini CLI sessions, newest first."""
-    from whenpro_core.library.sessions import print_sessions
+    from whenpro_core.cli import traces
 
-    print_sessions(tool, as_json=json_lines)
+    traces.sessions(tool, as_json=json_lines)
 
 
-@app.command()
-@handles_errors
 def convert(
     src: str = typer.Argument(..., help="A trace file or path#key."),
     out: str = typer.Argument(..., help="Output file (.json), folder (for many, or ending in /), or - for stdout."),
@@ -238,15 +83,11 @@ def convert(
     ),
 ) -> None:
     """Convert a trace (or every trace of a file or dataset) to the native format, ATIF or OTLP/JSON."""
-    from whenpro_core import summary
+    from whenpro_core.cli import traces
 
-    if to not in summary.CONVERT_FORMATS:
-        raise ConfigError(f"unknown output format {to!r}", expected=", ".join(summary.CONVERT_FORMATS))
-    summary.convert(src, out, force=force, to=to)
+    traces.convert(src, out, force=force, to=to)
 
 
-@app.command()
-@handles_errors
 def export(
     src: str = typer.Argument(..., help="A trace file or path#key."),
     html_out: str | None = typer.Option(None, "--html", help="Write one self-contained HTML page here."),
@@ -255,13 +96,11 @@ def export(
     force: bool = typer.Option(False, "--force", help="Replace existing files."),
 ) -> None:
     """Share a diagnosis: the trace, its verdicts (and labels if asked) as HTML or Markdown."""
-    from whenpro_core.attribution.export import export_command
+    from whenpro_core.cli import traces
 
-    export_command(src, html_out, markdown_out, labels=labels, force=force, echo=typer.echo)
+    traces.export(src, html_out, markdown_out, labels=labels, force=force)
 
 
-@app.command("diff")
-@handles_errors
 def diff_(
     a: str = typer.Argument(..., help="A trace file or path#key (run A)."),
     b: str = typer.Argument(..., help="Another trace file or path#key (run B)."),
@@ -271,32 +110,18 @@ def diff_(
 ) -> None:
     """Diff any two runs step by step: aligned by content, first divergence marked, outcome
     and final answer side by side (two attempts at a task, a run before and after a change)."""
+    import sys
+
     if text or not sys.stdout.isatty():
-        from whenpro_core.formats import load_trace
-        from whenpro_core.injection.diff import diff_lines, diff_traces
+        from whenpro_core.cli import traces
 
-        first, second = load_trace(a), load_trace(b)
-        for line in diff_lines(first, second, diff_traces(first, second)):
-            typer.echo(line)
+        traces.diff(a, b)
         return
-    from whenpro_tui.app import run
-    from whenpro_tui.starts import diff_start
+    from whenpro_core.cli import view as view_
 
-    run(f"{a} {b}", started_ns=START_NS, start=diff_start(a, b))
-
-
-class ImagesMode(str, Enum):
-    """How the TUI draws images (phase 2): pick automatically, force a protocol, or off."""
-
-    auto = "auto"
-    kitty = "kitty"
-    sixel = "sixel"
-    halfcell = "halfcell"
-    off = "off"
+    view_.diff(a, b)
 
 
-@app.command()
-@handles_errors
 def view(
     path: str | None = typer.Argument(
         None, help="A trace file, path#key, dataset folder, glob, JSONL release or bench results file."
@@ -346,121 +171,25 @@ def view(
 
     Step through a trace, browse a dataset, explore bench results, review a built dataset,
     or watch runs live."""
-    from whenpro_core.library.opening import open_target
-    from whenpro_tui.starts import LiveOptions, view_start
+    from whenpro_core.cli import view as view_
 
-    if follow is None and otlp is None:  # live-judging options would be dropped silently
-        given = [
-            name
-            for name, on in (
-                ("--no-judge", not judge),
-                ("--protocol", protocol is not None),
-                ("--model", model is not None),
-                ("--budget-calls", budget_calls is not None),
-                ("--budget-tokens", budget_tokens is not None),
-                ("--budget-usd", budget_usd is not None),
-                ("--idle-timeout", idle_timeout > 0),
-            )
-            if on
-        ]
-        if given:
-            _not_together(given[0], "PATH", expected=f"{given[0]} with --follow FILE or --otlp [HOST:PORT]")
-
-    if diff or other is not None:
-        if not (diff and path and other):
-            _not_together("a second PATH" if other else "--diff", "one PATH", expected="whenpro view --diff A B")
-        from whenpro_tui.app import run as run_app
-        from whenpro_tui.starts import diff_start
-
-        run_app(
-            f"{path} {other}",
-            show_labels=labels,
-            images=images.value,
-            started_ns=START_NS,
-            start=diff_start(path, other),
-            save_verdicts=save,
-        )
-        return
-    live = LiveOptions(
-        judge=judge,
-        protocol=protocol,
-        model=model,
-        budget_calls=budget_calls,
-        budget_tokens=budget_tokens,
-        budget_usd=budget_usd,
-        idle_timeout=idle_timeout if idle_timeout > 0 else None,
-    )
-    start = view_start(
+    view_.view(
         path,
+        other,
+        diff_runs=diff,
+        display=view_.Display(labels=labels, images=images.value, save=save),  # type: ignore[arg-type]
+        live=view_.LiveJudging(judge, protocol, model, budget_calls, budget_tokens, budget_usd, idle_timeout),
+        serve_port=port if serve else None,
         results=results,
         validate=validate,
         follow=follow,
         otlp=otlp,
-        live=live,
         store=store,
         allow_remote=allow_remote,
         sessions=sessions_,
     )
-    # one file (or path#key) that fails to import: one line and exit 2, like `info`
-    opened = open_target(path, strict=True) if start is None and path is not None else None
-    if serve:
-        if start is not None:
-            from whenpro_core.errors import ConfigError
-
-            raise ConfigError("--serve opens a PATH only", expected="whenpro view PATH --serve")
-        from whenpro_tui.serve import HOST, check_port
-        from whenpro_tui.serve import serve as serve_app
-
-        check_port(port)
-        typer.echo(f"whenpro: serving on http://{HOST}:{port} (ctrl+c stops)", err=True)
-        serve_app(path, show_labels=labels, images=images.value, port=port, save=save)
-        return
-    from whenpro_tui.app import run
-
-    run(
-        path or "",
-        show_labels=labels,
-        images=images.value,
-        started_ns=START_NS,
-        start=start,
-        opened=opened,
-        save_verdicts=save,
-    )
 
 
-class ReportRules(str, Enum):
-    """Which aggregation rules ``report`` prints: whenpro's own, or the official leaderboard's too."""
-
-    whenpro = "whenpro"
-    official = "official"
-
-
-class ReportMetric(str, Enum):
-    """Extra metrics ``report`` can print next to whenpro's."""
-
-    whowhen_substring = "whowhen-substring"
-
-
-class JudgeImages(str, Enum):
-    """Whether the judge is sent the trace's images (overrides ``images`` in config.toml)."""
-
-    on = "on"
-    off = "off"
-
-
-PRESET_HELP = (
-    "Reproduce a published protocol: whowhen-pro (the official Who&When Pro all-at-once request, "
-    "parsing and settings) or whowhen (the original Who&When all-at-once, step-by-step and "
-    "binary-search requests; pick one with --protocol); see the README."
-)
-JUDGE_IMAGES_HELP = (
-    "Send the trace's images to the judge (default: OpenAI and Anthropic models, and "
-    "openai-compatible models listed in vision_models in config.toml)."
-)
-
-
-@app.command()
-@handles_errors
 def attribute(
     trace: str = typer.Argument(..., help="A trace file or path#key."),
     protocol: str | None = typer.Option(
@@ -479,7 +208,7 @@ def attribute(
         None, "--base-url", help="Base URL of the model's provider (e.g. an OpenAI-compatible server)."
     ),
     timeout: float | None = typer.Option(
-        None, "--timeout", parser=_finite(1, what="seconds"), help="Seconds per model call."
+        None, "--timeout", parser=finite(1, what="seconds"), help="Seconds per model call."
     ),
     max_retries: int | None = typer.Option(
         None, "--max-retries", min=0, help="Retries of a failed call (429/5xx/timeouts)."
@@ -498,7 +227,7 @@ def attribute(
     budget_usd: float | None = typer.Option(
         None,
         "--budget-usd",
-        parser=_finite(0, what="dollars"),
+        parser=finite(0, what="dollars"),
         help="counterfactual: stop testing once this much is spent.",
     ),
     images: JudgeImages | None = typer.Option(None, "--images", help=JUDGE_IMAGES_HELP),
@@ -522,11 +251,11 @@ def attribute(
     ),
 ) -> None:
     """Attribute the decisive error of a failed trace: who, when, what, and why."""
-    from whenpro_core.attribution import cli_run
+    from whenpro_core.cli import attribute as attribute_
 
     flags = {"base_url": base_url, "timeout_s": timeout, "max_retries": max_retries}
     if (protocol or "").strip().lower() == "counterfactual":
-        cli_run.counterfactual_command(
+        attribute_.counterfactual_command(
             trace,
             model=model,
             executor=executor,
@@ -540,7 +269,7 @@ def attribute(
             labels=labels,
         )
         return
-    cli_run.attribute_command(
+    attribute_.attribute_command(
         trace,
         protocol=protocol,
         model=model,
@@ -556,8 +285,6 @@ def attribute(
     )
 
 
-@app.command()
-@handles_errors
 def run(
     env: str = typer.Argument(..., help="A built-in environment: arith_team or code_pair."),
     n: int = typer.Option(5, "--n", min=1, help="Number of runs (seeds SEED .. SEED+N-1)."),
@@ -576,13 +303,11 @@ def run(
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
 ) -> None:
     """Run a built-in multi-agent system and write its runs as traces (successes and failures)."""
-    from whenpro_core.envs.run import run_many
+    from whenpro_core.cli import build as build_
 
-    run_many(env, n, out, seed=seed, model=model, force=force, echo=typer.echo)
+    build_.run(env, n, out, seed=seed, model=model, force=force)
 
 
-@app.command()
-@handles_errors
 def keyframes(
     video: Path = typer.Argument(..., help="A video file (mp4, mkv, webm, avi, mov)."),
     max_frames: int = typer.Option(8, "--max", min=1, max=1000, help="Keyframes to pick at most."),
@@ -599,9 +324,9 @@ def keyframes(
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the keyframe cache."),
 ) -> None:
     """Extract a video's keyframes (hard cuts + uniform fill) as JPEGs with an index.json."""
-    from whenpro_core.media.export import run_keyframes_command
+    from whenpro_core.cli import tools
 
-    run_keyframes_command(
+    tools.keyframes(
         video,
         max_frames=max_frames,
         out=out,
@@ -614,8 +339,6 @@ def keyframes(
     )
 
 
-@app.command()
-@handles_errors
 def models(
     model: str | None = typer.Option(
         None, "--model", "-m", help="A provider:model to resolve (default: the configured one)."
@@ -624,17 +347,11 @@ def models(
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
 ) -> None:
     """Show the LLM configuration: default model, providers (base URL, key set or not), defaults, prices."""
-    import json
+    from whenpro_core.cli import tools
 
-    from whenpro_core.config import load_settings
-    from whenpro_core.llm.describe import format_models, models_info
-
-    info = models_info(load_settings(base_url=base_url), model)
-    typer.echo(json.dumps(info, indent=2) if json_out else format_models(info))
+    tools.models(model, base_url=base_url, as_json=json_out)
 
 
-@app.command()
-@handles_errors
 def bench(
     dataset: str = typer.Argument(..., help="A dataset: folder, glob, JSONL release, trace file or path#key."),
     protocol: str | None = typer.Option(
@@ -699,23 +416,11 @@ def bench(
     ),
 ) -> None:
     """Evaluate attribution protocols over a dataset; resumable, then report."""
-    from whenpro_core.bench.cli_bench import bench_command
+    from whenpro_core.cli import bench as bench_
 
-    if preset:  # the published harness's protocol; whowhen-pro never shows the gold answer
-        from whenpro_core.attribution.protocols import preset_protocol
-
-        protocol = ",".join(preset_protocol(preset, p) for p in (protocol or "all-at-once").split(","))
-        if protocol.startswith("whowhen-pro:"):
-            gold, both = False, False
-
-    if both and not gold:
-        _not_together("--both", "--no-gold", expected="--both (runs with and without the gold answer)")
-    if limit is not None and sample is not None:
-        _not_together("--limit", "--sample")
-    if shard is not None and (ray or ray_address):
-        _not_together("--shard", "--ray", expected="--shard K/N (job arrays) or --ray (Ray shards itself)")
-    bench_command(
+    bench_.bench(
         dataset,
+        preset=preset,
         protocols=protocol,
         models=model,
         gold=gold,
@@ -742,8 +447,6 @@ def bench(
     )
 
 
-@app.command()
-@handles_errors
 def inject(
     trace: str = typer.Argument(..., help="The seed trace (normally a successful run): file or file#key."),
     step: str = typer.Option(..., "--step", help="Coordinate of the step to replace (or #INDEX)."),
@@ -789,9 +492,9 @@ def inject(
     force: bool = typer.Option(False, "--force", help="Overwrite the output file."),
 ) -> None:
     """Inject an error at a step, warm-start replay the rest, and verify the counterfactual."""
-    from whenpro_core.injection.inject import run_inject_command
+    from whenpro_core.cli import build as build_
 
-    run_inject_command(
+    build_.inject(
         trace,
         step,
         mode,
@@ -807,12 +510,9 @@ def inject(
         max_calls=max_calls,
         use_cache=not no_cache,
         base_url=base_url,
-        echo=typer.echo,
     )
 
 
-@app.command()
-@handles_errors
 def build(
     seeds: str | None = typer.Argument(
         None, help="Successful seed runs: a folder, glob or file (e.g. the output of whenpro run)."
@@ -864,9 +564,9 @@ def build(
     """Build a benchmark dataset: inject errors into successful runs, replay, verify, keep the decisive ones.
 
     Exit status: 0 some trace kept, 1 none kept (the reasons on stderr; manifest.json kept), 2 bad input."""
-    from whenpro_core.bench.build import build_command, nothing_kept
+    from whenpro_core.cli import build as build_
 
-    manifest = build_command(
+    build_.build(
         seeds,
         out,
         modes=modes,
@@ -884,16 +584,9 @@ def build(
         max_mode_share=max_mode_share,
         keep_detectable=keep_detectable,
         export_validated=export_validated,
-        echo=typer.echo,
     )
-    empty = nothing_kept(manifest, out) if seeds is not None else None
-    if empty:
-        typer.echo(f"whenpro: {empty}", err=True)
-        raise typer.Exit(1)
 
 
-@app.command()
-@handles_errors
 def report(
     results: list[str] = typer.Argument(
         ...,
@@ -923,15 +616,13 @@ def report(
     ),
 ) -> None:
     """Re-render the benchmark report (tables, report.json, report.md, plot) from results."""
-    from whenpro_core.bench.report import report_command
+    from whenpro_core.cli import report as report_
 
-    report_command(
+    report_.report_command(
         results, out, tolerance=tolerance, labels=labels, rules=rules.value, metric=metric.value if metric else None
     )
 
 
-@app.command()
-@handles_errors
 def audit(
     dataset: str = typer.Argument(..., help="A labelled dataset: folder, glob, JSONL release or built dataset."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as one JSON document."),
@@ -940,13 +631,11 @@ def audit(
     ),
 ) -> None:
     """Label-leak audit: can form-only baselines find the labelled steps? Prints a table and a verdict."""
-    from whenpro_core.audit.report import audit_command
+    from whenpro_core.cli import audit as audit_
 
-    audit_command(dataset, against=against, as_json=json_out)
+    audit_.audit(dataset, against=against, as_json=json_out)
 
 
-@app.command()
-@handles_errors
 def watch(
     file: str | None = typer.Argument(None, help="A trace file (JSON lines) an agent is writing."),
     otlp: str | None = typer.Option(
@@ -996,9 +685,9 @@ def watch(
     """Follow a running agent and attribute as it goes; one line per verdict.
 
     Exit status: 0 no decisive error flagged, 1 a decisive error flagged, 2 bad input or usage."""
-    from whenpro_core.live.watch import watch_command
+    from whenpro_core.cli import live
 
-    code = watch_command(
+    live.watch(
         file,
         otlp=otlp,
         protocol=protocol,
@@ -1017,11 +706,8 @@ def watch(
         allow_remote=allow_remote,
         preset=preset,
     )
-    raise typer.Exit(code)
 
 
-@app.command()
-@handles_errors
 def serve(
     otlp: str | None = typer.Option(
         None, "--otlp", metavar="[HOST:PORT]", help="Receive OTLP/HTTP trace exports (default 127.0.0.1:4318)."
@@ -1039,70 +725,22 @@ def serve(
     ),
 ) -> None:
     """Run the OpenTelemetry (OTLP/HTTP) receiver and store traces as they arrive."""
-    from whenpro_core.live.watch import serve_command
+    from whenpro_core.cli import live
 
-    if otlp is None:
-        raise ConfigError("nothing to serve", expected="--otlp [HOST:PORT]")
-    if tui:  # tuiresults: the incoming-traces view of whenpro view --otlp
-        from whenpro_tui.app import run
-        from whenpro_tui.starts import LiveOptions, otlp_start
-
-        start = otlp_start(otlp, LiveOptions(), store=store, allow_remote=allow_remote, max_traces=max_traces)
-        run("", started_ns=START_NS, start=start)
-        return
-    serve_command(
-        otlp, store=store, allow_remote=allow_remote, max_traces=max_traces, as_json=as_json, quiet=quiet, fsync=fsync
+    live.serve(
+        otlp,
+        store=store,
+        allow_remote=allow_remote,
+        max_traces=max_traces,
+        as_json=as_json,
+        quiet=quiet,
+        fsync=fsync,
+        tui=tui,
     )
 
 
-@app.command()
-@handles_errors
 def schema() -> None:
     """Print the JSON Schema of the native trace format."""
-    import json
+    from whenpro_core.cli import traces
 
-    from whenpro_core.trace.model import Trace
-
-    typer.echo(json.dumps(Trace.model_json_schema(), indent=2))
-
-
-def _optional_value(args: list[str], option: str, default: str) -> list[str]:
-    """Let ``option`` be given without its value (``--otlp`` alone means ``--otlp
-    <default>``): typer options always take one."""
-    out = []
-    for i, arg in enumerate(args):
-        out.append(arg)
-        if arg == option and (i + 1 == len(args) or args[i + 1].startswith("-")):
-            out.append(default)
-    return out
-
-
-def _looks_like_a_command(word: str, commands: set[str]) -> bool:
-    """True when ``word`` is neither a path, a ``path#key`` nor a glob, so ``whenpro WORD``
-    is a mistyped command rather than ``whenpro view WORD``."""
-    from whenpro_core.formats.registry import split_ref
-
-    if any(ch in word for ch in "*?[/\\.#~") or Path(word).exists():
-        return False
-    return not split_ref(word)[0].exists()
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point. ``whenpro PATH`` is short for ``whenpro view PATH``."""
-    args = _optional_value(list(sys.argv[1:] if argv is None else argv), "--otlp", "127.0.0.1:4318")
-    commands = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
-    if args and not args[0].startswith("-") and args[0] not in commands:
-        if _looks_like_a_command(args[0], commands):
-            import difflib
-
-            near = difflib.get_close_matches(args[0], sorted(commands), n=1)
-            hint = f" (did you mean '{near[0]}'?)" if near else ""
-            typer.echo(f"whenpro: error: no command or file '{clean(args[0])}'{hint}", err=True)
-            raise SystemExit(2)
-        args.insert(0, "view")
-    with inert_streams():  # typer's own usage errors too, not only what the commands print
-        app(args=args, prog_name="whenpro")
-
-
-if __name__ == "__main__":
-    main()
+    traces.schema()

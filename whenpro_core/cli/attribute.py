@@ -1,0 +1,317 @@
+"""``whenpro attribute``: load the trace, run a protocol (or the counterfactual search),
+print the verdict (a grid, or JSON) and keep it beside the trace."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from whenpro_core.attribution.protocols import preset_protocol, protocol_name
+from whenpro_core.attribution.report import verdict_record
+from whenpro_core.attribution.run import attribute, nothing_to_attribute
+from whenpro_core.attribution.template import PromptTemplate, load_template
+from whenpro_core.attribution.verdicts import save_verdict
+from whenpro_core.cli import output
+from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.library.opening import load_one
+from whenpro_core.safety.textsafe import clean
+from whenpro_core.storage import jsonio
+from whenpro_core.trace.model import Attribution, Outcome, Trace
+from whenpro_core.trace.score import score_prediction
+from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
+
+
+def attribute_command(
+    ref: str,
+    *,
+    protocol: str | None,
+    model: str | None,
+    with_gold: bool,
+    as_json: bool,
+    save: bool,
+    no_cache: bool,
+    settings_flags: dict[str, Any] | None = None,
+    dry_run: bool = False,
+    preset: str | None = None,
+    template: str | None = None,
+    labels: bool = False,
+) -> None:
+    """Load the trace, run the protocol, print the verdict, optionally save it.
+    ``settings_flags`` (base_url, timeout_s, max_retries, images; ``None`` = not given)
+    override the environment and config.toml. ``dry_run``: print the requests the
+    protocol would send first (:mod:`whenpro_core.attribution.dry_run`) and call nothing.
+    ``labels``: also print the trace's ground truth and the per-axis match (hidden by
+    default, like the TUI, so an annotator or a judge's operator is not shown the label)."""
+    if model and model.strip().lower() == "heuristic":
+        model = None
+    name = _protocol(protocol, model, preset)
+    prompt = load_template(template) if template else None
+    trace = load_one(ref)
+    if dry_run:
+        _dry_run(trace, name, model, with_gold, as_json, settings_flags, prompt)
+        return
+    err = output.stderr_console()  # long lines stay whole in logs
+    if name == "heuristic":  # offline: run in this thread so Ctrl-C stops it at once
+        verdict = _offline_verdict(trace, name, with_gold, err)
+    else:
+        import asyncio  # start-up: the offline heuristic needs no event loop
+
+        judge = _judge(name, model, settings_flags, no_cache)
+        run = _attribution(trace, name, judge, with_gold, prompt)
+        if not as_json and sys.stderr.isatty():
+            with err.status(f"{name} attribution of {trace.id} …"):
+                verdict = asyncio.run(run)
+        else:
+            verdict = asyncio.run(run)
+    _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=save, err=err)
+
+
+def _protocol(protocol: str | None, model: str | None, preset: str | None) -> str:
+    """The canonical protocol to run (all-at-once with a model, else heuristic by default);
+    ConfigError for the heuristic with a model."""
+    if preset:
+        name = preset_protocol(preset, protocol)
+    else:
+        name = protocol_name(protocol or ("all-at-once" if model else "heuristic"))
+    if name == "heuristic" and model:
+        raise ConfigError(
+            "--protocol heuristic and --model do not go together", expected="no --model: heuristic uses no model"
+        )
+    return name
+
+
+def _judge(name: str, model: str | None, settings_flags: dict[str, Any] | None, no_cache: bool) -> Any:
+    """The LLM judge for protocol ``name``; ConfigError when no model is given or configured."""
+    from whenpro_core.attribution.llm_judge import make_judge
+    from whenpro_core.config import load_settings
+
+    settings = load_settings(**(settings_flags or {}))
+    if (model or settings.model or "heuristic").strip().lower() == "heuristic":
+        raise ConfigError(
+            f"protocol {name} needs a model",
+            expected="--model provider:model, or model in config.toml / "
+            "WHENPRO_MODEL (or --protocol heuristic offline)",
+        )
+    return make_judge(model, settings=settings, use_cache=not no_cache)
+
+
+async def _attribution(
+    trace: Trace, name: str, judge: Any, with_gold: bool, prompt: PromptTemplate | None
+) -> Attribution:
+    """Run protocol ``name`` with ``judge``, closing the judge's client afterwards."""
+    try:
+        return await attribute(trace, name, judge=judge, with_gold=with_gold, template=prompt)
+    finally:
+        await judge.aclose()
+
+
+def _offline_verdict(trace: Trace, name: str, with_gold: bool, err: Console) -> Attribution:
+    """The heuristic verdict (none for a successful run), after warning of a broken config."""
+    from whenpro_core.attribution.heuristic import attribute_heuristic
+    from whenpro_core.config import warn_offline
+
+    warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
+    if trace.outcome == Outcome.success:
+        return nothing_to_attribute(trace, name, None, with_gold)
+    return attribute_heuristic(trace, with_gold=with_gold)
+
+
+def _show_and_save(
+    trace: Trace, verdict: Attribution, *, as_json: bool, labels: bool, save: bool, err: Console
+) -> None:
+    """Print ``verdict`` (JSON or the grid; the ground truth only with ``labels``) and, with
+    ``save``, keep it beside the trace."""
+    if as_json:
+        sys.stdout.write(jsonio.dumps(verdict_record(trace, verdict, labels=labels)).decode() + "\n")
+    else:
+        output.stdout_console().print(verdict_grid(trace, verdict, taxonomy_for(trace.source.root), labels=labels))
+    if save and verdict.step is not None:
+        sys.stdout.flush()
+        _save(trace, verdict, err)
+
+
+def verdict_grid(trace: Trace, verdict: Attribution, taxonomy: Taxonomy, *, labels: bool = True) -> Table:
+    """The verdict as a grid: agent, step, mode with its name, reason, confidence, calls,
+    tokens, cost, seconds; the ground truth and the ✓/✗ marks only when ``labels`` is true."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold cyan", no_wrap=True)
+    grid.add_column(overflow="fold")
+    gt = trace.ground_truth if labels else None
+    scored = score_prediction(trace, verdict) if gt else None
+    grid.add_row("trace", Text(clean(trace.id)))
+    used = (
+        verdict.protocol if verdict.model in (None, "", verdict.protocol) else f"{verdict.protocol} · {verdict.model}"
+    )  # the heuristic is its own model
+    grid.add_row("protocol", Text(clean(used) + ("" if verdict.with_gold else " · without gold answer")))
+    grid.add_row("agent", Text(clean(verdict.agent) or "—") + _mark(scored.agent if scored else None))
+    grid.add_row("step", Text(clean(verdict.step) or "—") + _mark(scored.step if scored else None))
+    grid.add_row("mode", Text(clean(taxonomy.name(verdict.mode))) + _mark(scored.mode if scored else None))
+    grid.add_row("reason", Text(clean(verdict.reason) or "—"))
+    if verdict.confidence is not None:
+        grid.add_row("confidence", f"{verdict.confidence:.2f}")
+    _add_cost_rows(grid, verdict)
+    if gt:
+        who = gt.agent or ", ".join(gt.agents) or "—"
+        grid.add_row("ground truth", Text(clean(f"agent {who}, step {gt.step or '—'}, mode {taxonomy.name(gt.mode)}")))
+    for w in dict.fromkeys(verdict.warnings):
+        grid.add_row("warning", Text(clean(w), style="yellow"))
+    return grid
+
+
+def _mark(ok: bool | None) -> Text:
+    """The ✓/✗ after an axis that was scored against the ground truth (nothing when not)."""
+    if ok is None:
+        return Text("")
+    return Text("  ✓ matches ground truth", style="green") if ok else Text("  ✗ differs", style="red")
+
+
+def _add_cost_rows(grid: Table, verdict: Attribution) -> None:
+    """The ``cost`` row, and a ``spent`` row when the cache answered some calls."""
+    u = verdict.usage
+    grid.add_row(
+        "cost",
+        Text(
+            f"{u.calls} calls · {u.input_tokens:,} in / {u.output_tokens:,} out"
+            f" ({u.cached_tokens:,} cached) tokens · ${u.cost_usd:.4f} · {u.seconds:.2f} s"
+        ),
+    )
+    if verdict.spent.calls != u.calls:
+        s = verdict.spent
+        grid.add_row(
+            "spent",
+            Text(
+                f"{s.calls} new calls · ${s.cost_usd:.4f} (the other "
+                f"{u.calls - s.calls} answers came from the response cache)"
+            ),
+        )
+
+
+def _dry_run(
+    trace: Trace,
+    name: str,
+    model: str | None,
+    with_gold: bool,
+    as_json: bool,
+    settings_flags: dict[str, Any] | None,
+    template: PromptTemplate | None,
+) -> None:
+    """Print the requests protocol ``name`` would send first (text, or JSON); no call."""
+    import json
+
+    from whenpro_core.attribution.dry_run import need_model, preview, preview_text
+    from whenpro_core.config import load_settings
+
+    settings = load_settings(**{k: v for k, v in (settings_flags or {}).items() if v is not None})
+    doc = preview(
+        trace,
+        name,
+        need_model(model, settings, name) if name != "heuristic" else "heuristic",
+        settings,
+        with_gold=with_gold,
+        template=template,
+    )
+    sys.stdout.write((json.dumps(doc, ensure_ascii=False) if as_json else preview_text(doc)) + "\n")
+
+
+def _save(trace: Trace, verdict: Attribution, err: Console) -> None:
+    """Save the verdict beside the trace; a verdict that cannot be saved was shown
+    already, so only warn (one line on stderr, exit status unchanged)."""
+    try:
+        path = save_verdict(trace, verdict)
+    except WhenproError as exc:
+        err.print(
+            f"warning: verdict not saved: {exc.one_line()} (use --no-save to skip saving)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        return
+    if path is not None and trace.source.path and Path(trace.source.path).resolve().parent != path.parent:
+        err.print(f"verdict saved to {path} (the trace's folder is not writable)", highlight=False)
+    if path is not None and trace.source.path and Path(trace.source.path).resolve().parent != path.parent:
+        err.print(f"verdict saved to {path} (the trace's folder is not writable)", highlight=False)
+
+
+def counterfactual_command(
+    ref: str,
+    *,
+    model: str | None,
+    executor: str,
+    rank: str,
+    max_replays: int,
+    budget_usd: float | None,
+    as_json: bool,
+    save: bool,
+    no_cache: bool,
+    settings_flags: dict | None = None,
+    labels: bool = False,
+) -> None:
+    """``whenpro attribute --protocol counterfactual``: rank the steps, correct each in turn
+    (the reference policy on a built-in system, else the model asked to fix the step),
+    replay the rest through ``executor``, stop at the earliest step whose correction
+    succeeds; print one line per replay on stderr, then the verdict."""
+    from whenpro_core.attribution.counterfactual import (
+        LLMFixCorrector,
+        ReferenceCorrector,
+        attribute_counterfactual,
+        heuristic_ranking,
+    )
+    from whenpro_core.config import load_settings
+    from whenpro_core.envs import env_for_trace
+    from whenpro_core.injection.registry import get_executor
+
+    trace = load_one(ref)
+    if trace.outcome == Outcome.success:  # as every protocol: no decisive error, no replay
+        verdict = nothing_to_attribute(trace, "counterfactual", None, with_gold=True)
+        _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=False, err=output.stderr_console())
+        return
+    settings = load_settings(**(settings_flags or {}))
+    builtin = env_for_trace(trace) is not None
+    corrector = (
+        ReferenceCorrector()
+        if builtin and not model
+        else LLMFixCorrector(model or settings.model or "", settings=settings, use_cache=not no_cache)
+    )
+    runner = get_executor(executor, model=model, settings=settings, use_cache=not no_cache)
+    ranking = heuristic_ranking(trace)
+    ranked_by = None
+    if rank.strip().lower() != "heuristic":
+        ranked_by = _llm_verdict(trace, rank, model, settings, no_cache)
+        first = trace.step_by_coord(ranked_by.step) if ranked_by.step else None
+        ranking = [i for i in [first.index if first is not None else None, *ranking] if i is not None]
+    err = output.stderr_console()
+
+    def show(t: Any) -> None:
+        head = f"step {t.coord} ({t.agent}): " + (
+            "needs no correction (no replay)" if t.outcome == "unchanged" else f"corrected and replayed: {t.outcome}"
+        )
+        err.print(
+            head
+            + (f", final answer {t.final_answer!r}" if t.final_answer is not None else "")
+            + f" · {t.calls} calls · ${t.cost_usd:.4f}",
+            markup=False,
+            highlight=False,
+        )
+
+    verdict, _run = attribute_counterfactual(
+        trace, runner, corrector, ranking=ranking, max_replays=max_replays, budget_usd=budget_usd, on_try=show
+    )
+    if ranked_by is not None:  # the ranking's calls count too
+        verdict.usage = verdict.usage.add(ranked_by.usage)
+        verdict.reason = f"{verdict.reason} Ranked by {ranked_by.protocol} first (step {ranked_by.step})."
+    _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=save, err=err)
+
+
+def _llm_verdict(trace: Trace, protocol: str, model: str | None, settings: Any, no_cache: bool) -> Attribution:
+    """The verdict of an LLM protocol, whose step the counterfactual search tries first."""
+    import asyncio
+
+    from whenpro_core.attribution.llm_judge import make_judge
+
+    judge = make_judge(model, settings=settings, use_cache=not no_cache)
+    return asyncio.run(_attribution(trace, protocol_name(protocol), judge, True, None))

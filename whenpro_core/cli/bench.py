@@ -1,0 +1,458 @@
+"""``whenpro bench``: plan, resume, run with a progress bar, then
+report (:mod:`whenpro_core.bench.runner`, :mod:`whenpro_core.cli.report`).
+
+Notes and progress go to stderr, the report to stdout."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from whenpro_core.attribution.protocols import preset_protocol, protocol_name
+from whenpro_core.attribution.template import load_template, template_sha, templated_protocol
+from whenpro_core.bench import runner, shards
+from whenpro_core.bench.aggregate import Report
+from whenpro_core.bench.ratelimit import local_gate
+from whenpro_core.bench.records import Record, ResultsFile
+from whenpro_core.bench.report import spending_line
+from whenpro_core.bench.report_files import check_report_dir
+from whenpro_core.bench.reviewed import Reviews, check_labels
+from whenpro_core.cli import output
+from whenpro_core.cli.options import not_together
+from whenpro_core.cli.report import report_command
+from whenpro_core.errors import BackendError, ConfigError
+from whenpro_core.safety.textsafe import plural
+from whenpro_core.storage.fsutil import check_can_write_in
+
+DEFAULT_OUT = "bench-results.jsonl"
+#: What ``whenpro bench`` suggests when a report file next to ``--out`` is not whenpro's.
+BENCH_REPORT_HINT = "--report-dir ANOTHER_FOLDER, or --no-report; or move the file away"
+
+
+def bench(dataset: str, *, preset: str | None, **options: Any) -> Report | None:
+    """``whenpro bench`` as typed: ``preset`` turns the protocols into the published
+    harness's (whowhen-pro never shows the gold answer); options that contradict each
+    other are one ConfigError; then :func:`bench_command` with ``options``."""
+    if preset:
+        protocols = options.get("protocols") or "all-at-once"
+        options["protocols"] = ",".join(preset_protocol(preset, p) for p in protocols.split(","))
+        if options["protocols"].startswith("whowhen-pro:"):
+            options.update(gold=False, both=False)
+    if options.get("both") and not options.get("gold", True):
+        not_together("--both", "--no-gold", expected="--both (runs with and without the gold answer)")
+    if options.get("limit") is not None and options.get("sample") is not None:
+        not_together("--limit", "--sample")
+    if options.get("shard") is not None and (options.get("ray") or options.get("ray_address")):
+        not_together("--shard", "--ray", expected="--shard K/N (job arrays) or --ray (Ray shards itself)")
+    return bench_command(dataset, **options)
+
+
+@dataclass
+class _Outputs:
+    """Where a bench run writes: the results ``layout`` (merged file and part files), the
+    shard ``(K, N)`` this job runs (``None``: all), and the report folder (``None``: no report)."""
+
+    layout: shards.Layout
+    shard: tuple[int, int] | None
+    report_dir: str | Path | None
+
+
+@dataclass
+class _Work:
+    """The planned ``items``, the ``todo`` among them, how many were ``already`` done, and
+    the selection's notes (``rows`` chosen, ``unlabelled``, ``rejected``, ``bad``)."""
+
+    items: list[runner.WorkItem]
+    todo: list[runner.WorkItem]
+    already: int
+    sel: Any
+    rejected: int
+
+
+def bench_command(
+    dataset: str,
+    *,
+    protocols: Sequence[str] | str | None = None,
+    models: Sequence[str] | str | None = None,
+    gold: bool = True,
+    both: bool = False,
+    where: Sequence[str] | str | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    concurrency: int = 8,
+    out: str | Path | None = None,
+    tolerance: int = 1,
+    retry_errors: bool = False,
+    use_cache: bool = True,
+    report: bool = True,
+    report_dir: str | Path | None = None,
+    console: Console | None = None,
+    report_hint: str = BENCH_REPORT_HINT,
+    labels: str = "reviewed",
+    images: str | None = None,
+    shard: str | None = None,
+    ray: bool = False,
+    ray_address: str | None = None,
+    ray_shards: int | None = None,
+    max_calls_per_s: float | None = None,
+    template: str | Path | None = None,
+) -> Report | None:
+    """Run a benchmark and report on the whole results file.
+
+    Protocols default to ``all-at-once`` when models are given, else ``heuristic``.
+    Notes and progress go to stderr; the report to ``console`` (stdout), its files to
+    ``report_dir`` (default: the results file's folder). Returns the report (``None``
+    with ``report=False``). Raises WhenproError subclasses for bad input (the CLI prints
+    one line and exits 2), among them a ConfigError, before any item runs, when a report
+    file there was not written by whenpro (``report_hint`` says what to do instead), and
+    a BackendError after the run (and its report) when items failed on the model backend.
+    With ``labels="reviewed"`` (the default) traces rejected in review are not run and
+    the report scores relabelled ones with their new label (:mod:`whenpro_core.bench.reviewed`).
+
+    Sharding (:mod:`whenpro_core.bench.shards`): ``ray``/``ray_address`` run the items as
+    Ray tasks (:mod:`whenpro_core.bench.ray_backend`; ``ray_shards`` of them, default one per
+    cluster CPU), each appending to its own part file; ``shard="K/N"`` runs only this job's
+    share of the items into part K and does not report. Any finished run without ``shard``
+    merges the parts into the results file; finished items in any part are skipped.
+    ``max_calls_per_s`` caps LLM requests per second (cluster-wide on Ray). ``template``
+    (``--template``) words the all-at-once items with a Jinja2 template; the setting is named
+    ``all-at-once@template:<sha>``; ConfigError with any other protocol.
+    """
+    err = output.stderr_console()  # long lines stay whole in logs
+    proto_list, model_list = _protocols_and_models(protocols, models, limit, sample, template)
+    where_map = runner.parse_where(where)
+    outputs = _outputs(out, shard, report, report_dir, report_hint)
+    results = ResultsFile(outputs.layout.merged)  # a folder or a foreign file is refused here
+    if results.repaired:
+        _say(err, f"{results.path}: {results.repaired}")
+    check_labels(labels)
+    sel, rejected = _selection(dataset, where_map, limit, sample, seed, labels)
+    items = runner.plan(sel.rows, proto_list, model_list, _gold_setting(gold, both), tolerance=tolerance)
+    if template is not None:
+        items = _with_template(items, Path(template))
+    work = _pending(_Work(items, [], 0, sel, rejected), results, outputs, retry_errors, err)
+    notes = _notes(work, results.path, shard)
+    judges = _judges(work.todo, use_cache, concurrency, images, err)
+    if judges:
+        notes.append(f"up to {concurrency} LLM calls in flight per model (--concurrency)")
+    local_gate(judges, max_calls_per_s)
+    for note in notes:
+        _say(err, note)
+    try:
+        ray_options = {"address": ray_address, "ray_shards": ray_shards, "max_calls_per_s": max_calls_per_s}
+        stats = _run(
+            work.todo,
+            results,
+            outputs,
+            judges,
+            concurrency,
+            err,
+            use_cache=use_cache,
+            images=images,
+            ray=(ray or bool(ray_address)),
+            **ray_options,
+        )
+    finally:
+        results.close()
+    if work.todo:
+        _say_ran(stats, bool(judges), err)
+    _merge_or_say(outputs.layout, outputs.shard, err)
+    written = None
+    if outputs.report_dir is not None:
+        written = report_command(
+            [results.path],
+            outputs.report_dir,
+            tolerance=tolerance,
+            console=console or output.stdout_console(),
+            hint=report_hint,
+            labels=labels,
+        )
+    _raise_backend_failures(stats, results.path)
+    return written
+
+
+def _say(err: Console, line: str) -> None:
+    """One plain note on stderr (no markup, no highlighting)."""
+    err.print(line, markup=False, highlight=False)
+
+
+def _gold_setting(gold: bool, both: bool) -> str:
+    return "both" if both else ("gold" if gold else "no-gold")
+
+
+def _protocols_and_models(
+    protocols: Sequence[str] | str | None,
+    models: Sequence[str] | str | None,
+    limit: int | None,
+    sample: int | None,
+    template: str | Path | None,
+) -> tuple[list[str], list[str]]:
+    """The protocol and model lists, checked before any work (ConfigError for a bad one,
+    a negative ``limit``/``sample`` or a template that does not fit)."""
+    model_list = runner.split_list(models)
+    proto_list = runner.split_list(protocols) or (
+        ["all-at-once"] if any(m.lower() != runner.HEURISTIC_MODEL for m in model_list) else ["heuristic"]
+    )
+    if (limit is not None and limit < 0) or (sample is not None and sample < 0):
+        raise ConfigError("--limit and --sample take a number of traces", expected="0 or more")
+    runner.settings(proto_list, model_list)  # bad protocols/models fail before any work
+    if template is not None:
+        _check_template(template, proto_list)
+    return proto_list, model_list
+
+
+def _check_template(template: str | Path, protocols: Sequence[str]) -> None:
+    """ConfigError unless every protocol is all-at-once and the template compiles."""
+    other = [p for p in protocols if protocol_name(p) != "all-at-once"]
+    if other:
+        raise ConfigError(
+            f"--template words the all-at-once request, not {other[0]}", expected="--protocol all-at-once (no --preset)"
+        )
+    load_template(template)
+
+
+def _with_template(items: list[runner.WorkItem], path: Path) -> list[runner.WorkItem]:
+    """The items worded by the template at ``path``: its absolute path, and the protocol
+    renamed ``all-at-once@template:<sha>`` (resume key, record and report label)."""
+    sha = template_sha(path)
+    return [
+        i.model_copy(update={"template": str(path.resolve()), "protocol": templated_protocol(i.protocol, sha)})
+        for i in items
+    ]
+
+
+def _outputs(
+    out: str | Path | None, shard: str | None, report: bool, report_dir: str | Path | None, hint: str
+) -> _Outputs:
+    """Where the run writes, checked writable before any work; one shard's job writes no
+    report (the report comes after all jobs)."""
+    shard_k_n = shards.parse_shard(shard) if shard is not None else None
+    layout = shards.layout(out or DEFAULT_OUT)
+    check_can_write_in(layout.merged.parent, path=layout.merged, what="results file")
+    if not report or shard_k_n is not None:
+        return _Outputs(layout, shard_k_n, None)
+    report_dir = report_dir if report_dir is not None else layout.merged.parent
+    check_report_dir(report_dir, hint)
+    check_can_write_in(report_dir, what="report folder")
+    return _Outputs(layout, shard_k_n, report_dir)
+
+
+def _selection(
+    dataset: str, where: Any, limit: int | None, sample: int | None, seed: int, labels: str
+) -> tuple[Any, int]:
+    """The traces to run and how many were left out as rejected in review (``labels``
+    ``reviewed``); ConfigError when review rejected every one."""
+    sel = runner.select(dataset, where=where, limit=limit, sample=sample, seed=seed)
+    if labels != "reviewed":
+        return sel, 0
+    reviews = Reviews()
+    kept_rows = [r for r in sel.rows if r.error or reviews.decision(r.ref(), r.id) is not False]
+    rejected, sel.rows = len(sel.rows) - len(kept_rows), kept_rows
+    if not sel.rows:
+        raise ConfigError(
+            f"nothing to run in {dataset}: every trace chosen was rejected in review",
+            expected="accepted or pending traces, or --labels built",
+        )
+    return sel, rejected
+
+
+def _pending(work: _Work, results: ResultsFile, outputs: _Outputs, retry_errors: bool, err: Console) -> _Work:
+    """``work`` with the items still to run (finished ones in any part file skipped; only
+    this job's share with a shard), after saying which part files were repaired."""
+    done, repaired = shards.done_everywhere(results, outputs.layout)
+    for line in repaired:
+        _say(err, line)
+    todo = runner.pending(work.items, done, retry_errors=retry_errors)
+    work.already = len(work.items) - len(todo)
+    if outputs.shard is not None:
+        k, n = outputs.shard
+        todo = [i for i in todo if shards.shard_of(i.key, n) == k]
+    work.todo = todo
+    return work
+
+
+def _notes(work: _Work, results_path: Path, shard: str | None) -> list[str]:
+    """The plan's lines for stderr: traces × settings = items, what is left out and why."""
+    sel = work.sel
+    settings = len(work.items) // max(len(sel.rows), 1)
+    notes = [
+        f"{plural(len(sel.rows), 'trace')} × {plural(settings, 'setting')} = "
+        f"{plural(len(work.items), 'item')}; {work.already} already in {results_path}, "
+        f"{len(work.todo)} to run" + (f" (shard {shard})" if shard else "")
+    ]
+    if sel.unlabelled:
+        notes.append(f"{plural(sel.unlabelled, 'trace')} without a ground truth left out")
+    if work.rejected:
+        notes.append(f"{plural(work.rejected, 'trace')} rejected in review left out (--labels built to run them)")
+    if sel.bad:
+        notes.append(f"{plural(sel.bad, 'trace')} could not be read (files or rows; recorded as errors)")
+    return notes
+
+
+def _judges(
+    todo: list[runner.WorkItem], use_cache: bool, concurrency: int, images: str | None, err: Console
+) -> dict[str, Any]:
+    """The LLM judges the items to run need, by model; none (heuristic only) says a broken
+    config on stderr instead, as the offline commands do."""
+    judges = (
+        runner.make_judges({i.model for i in todo}, use_cache=use_cache, concurrency=concurrency, images=images)
+        if todo
+        else {}
+    )
+    if not judges:  # heuristic only: no settings needed, but a broken config is said
+        from whenpro_core.config import warn_offline
+
+        warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
+    return judges
+
+
+def _run(
+    todo: list[runner.WorkItem],
+    results: ResultsFile,
+    outputs: _Outputs,
+    judges: dict[str, Any],
+    concurrency: int,
+    err: Console,
+    *,
+    ray: bool,
+    **ray_options: Any,
+) -> runner.RunStats:
+    """Run ``todo`` on Ray (``ray``), into this shard's part file, or locally into ``results``."""
+    if ray:
+        return _run_on_ray(todo, outputs.layout, concurrency, err, **ray_options)
+    if outputs.shard is not None:
+        with ResultsFile(outputs.layout.part(outputs.shard[0])) as part:
+            return _run_with_progress(todo, part, judges, concurrency, err)
+    return _run_with_progress(todo, results, judges, concurrency, err)
+
+
+def _say_ran(stats: runner.RunStats, llm: bool, err: Console) -> None:
+    """How many items ran, how long, how many failed by kind; the spending with an LLM."""
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.kinds.items()))
+    _say(
+        err,
+        f"ran {stats.written} items in {stats.seconds:.1f}s; {stats.errors} failed" + (f" ({kinds})" if kinds else ""),
+    )
+    if llm:
+        _say(err, spending_line(stats.usage, stats.spent))
+
+
+def _raise_backend_failures(stats: runner.RunStats, path: Path) -> None:
+    """BackendError when items failed on the model backend (status 2, after the report)."""
+    failures = stats.kinds.get("backend", 0)
+    if failures:
+        raise BackendError(
+            f"{plural(failures, 'item')} failed on the model backend "
+            "(recorded; run the same command again to retry them)",
+            path=path,
+        )
+
+
+def _run_on_ray(
+    todo: list[runner.WorkItem],
+    layout: shards.Layout,
+    concurrency: int,
+    err: Console,
+    *,
+    address: str | None,
+    ray_shards: int | None,
+    use_cache: bool,
+    max_calls_per_s: float | None,
+    images: str | None,
+) -> runner.RunStats:
+    """Run ``todo`` as Ray tasks (one part file per shard), saying each finished shard."""
+    if not todo:
+        return runner.RunStats()
+    from whenpro_core.bench.ray_backend import run_on_ray  # deliberate lazy import: Ray is heavy
+
+    def on_shard(index: int, stats: runner.RunStats) -> None:
+        err.print(
+            f"shard {index}: {plural(stats.written, 'item')}, {stats.errors} failed ({layout.part(index).name})",
+            markup=False,
+            highlight=False,
+        )
+
+    return run_on_ray(
+        todo,
+        layout,
+        address=address,
+        shards=ray_shards,
+        concurrency=concurrency,
+        use_cache=use_cache,
+        max_calls_per_s=max_calls_per_s,
+        images=images,
+        on_shard=on_shard,
+    )
+
+
+def _merge_or_say(layout: shards.Layout, shard_k_n: tuple[int, int] | None, err: Console) -> None:
+    if shard_k_n is not None:
+        err.print(
+            f"shard {shard_k_n[0]}/{shard_k_n[1]} done into {layout.part(shard_k_n[0])}; when every "
+            f"shard is done: whenpro report {layout.parts} (or rerun without --shard to merge)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
+    merged = shards.merge_parts(layout)
+    if merged:
+        err.print(f"merged {plural(merged, 'part file')} into {layout.merged}", markup=False, highlight=False)
+
+
+def _run_with_progress(
+    todo: list[runner.WorkItem], results: ResultsFile, judges: dict, concurrency: int, err: Console
+) -> runner.RunStats:
+    if not todo:
+        return runner.RunStats()
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]bench"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("errors {task.fields[errors]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err,
+        disable=not err.is_terminal,
+        transient=False,
+    )
+    task = progress.add_task("bench", total=len(todo), errors=0)
+    failed = 0
+
+    def on_record(rec: Record) -> None:
+        nonlocal failed
+        failed += bool(rec.error)
+        progress.update(task, advance=1, errors=failed)
+
+    async def run() -> runner.RunStats:
+        try:
+            return await runner.run_items(todo, results, concurrency=concurrency, judges=judges, on_record=on_record)
+        except asyncio.CancelledError:  # ctrl+c: a thread mid-item cannot be stopped, say so
+            progress.stop()
+            err.print(
+                "whenpro: stopping: letting the items in flight finish (finished records "
+                "are kept; run the same command again to resume)",
+                highlight=False,
+                soft_wrap=True,
+            )
+            raise
+
+    with progress:
+        return asyncio.run(run())

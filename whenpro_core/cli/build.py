@@ -1,0 +1,199 @@
+"""``whenpro build``, ``whenpro inject`` and ``whenpro run``: make traces — a benchmark
+dataset from successful runs (:mod:`whenpro_core.bench.build`), one counterfactual, or runs
+of a built-in system. Progress lines go to stdout, the build's progress bar to stderr."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from whenpro_core.bench.build import BuildOptions, BuildResult, run_build
+from whenpro_core.bench.build_store import MAX_MODE_SHARE, Entry
+from whenpro_core.cli import output
+from whenpro_core.errors import ConfigError
+
+#: Exit status of a build that kept no trace (the reasons on stderr).
+NOTHING_KEPT_STATUS = 1
+
+
+def build(
+    seeds: str | None,
+    out: Path,
+    *,
+    modes: str | None = None,
+    per_seed: int = 1,
+    generator: str = "offline",
+    model: str | None = None,
+    executor: str = "builtin",
+    layout: str = "files",
+    seed: int = 0,
+    concurrency: int = 4,
+    timeout: float = 600.0,
+    message_timeout: float = 60.0,
+    force: bool = False,
+    revalidate: bool = False,
+    max_mode_share: float = MAX_MODE_SHARE,
+    keep_detectable: bool = False,
+    export_validated: Path | None = None,
+) -> dict[str, Any]:
+    """What ``whenpro build`` does: build (with a Rich progress bar on stderr when it is
+    a terminal) and print a summary; with ``revalidate`` and no ``seeds``, only refresh
+    the manifest's validation counts; with ``export_validated`` and no ``seeds``, write
+    the release of the accepted traces there (:mod:`whenpro_core.bench.export`). Returns the
+    manifest (of the release, for an export); exit status 1 with the reasons on stderr
+    when a build from ``seeds`` kept no trace."""
+    if seeds is not None and export_validated is not None:
+        raise ConfigError(
+            "--export-validated exports a built dataset; it takes no SEEDS",
+            expected="whenpro build --out DATASET --export-validated OUT",
+        )
+    if seeds is None:
+        return _without_seeds(out, revalidate=revalidate, export_validated=export_validated)
+    if model and generator == "offline" and executor != "simulate":
+        raise ConfigError(
+            "--model is for --generator llm or --executor simulate",
+            expected="--generator llm --model provider:model, or --executor simulate --model ...",
+        )
+    opts = BuildOptions(
+        modes=tuple(m for m in (modes or "").split(",") if m.strip()),
+        per_seed=per_seed,
+        generator=generator,
+        executor=executor,
+        layout=layout,
+        seed=seed,
+        concurrency=concurrency,
+        timeout=timeout,
+        message_timeout=message_timeout,
+        model=model,
+        max_mode_share=max_mode_share,
+        detect=not keep_detectable,
+    )
+    manifest = _run_with_progress(seeds, out, opts, force=force)
+    _say_built(manifest, out, opts.layout)
+    empty = nothing_kept(manifest, out)
+    if empty:
+        output.note(f"whenpro: {empty}")
+        raise typer.Exit(NOTHING_KEPT_STATUS)
+    return manifest
+
+
+def _without_seeds(out: Path, *, revalidate: bool, export_validated: Path | None) -> dict[str, Any]:
+    """``build --export-validated OUT`` (the accepted traces as a release) or ``build
+    --revalidate`` (refresh the validation counts); ConfigError when neither is asked."""
+    if export_validated is not None:
+        from whenpro_core.bench.export import export_validated as export  # only this path needs it
+
+        manifest = export(out, export_validated)
+        left = ", ".join(f"{k} {v}" for k, v in manifest["export"]["left_out"].items()) or "none"
+        output.echo(f"exported {manifest['counts']['kept']} accepted traces to {export_validated} (left out: {left})")
+        return manifest
+    if not revalidate:
+        raise ConfigError("no seed trajectories given", expected="whenpro build SEEDS --out DATASET")
+    from whenpro_core.bench.build_store import revalidate as refresh
+
+    manifest = refresh(out)
+    output.echo(_validation_line(manifest))
+    return manifest
+
+
+def _progress(err: Console) -> Progress:
+    """The build's progress bar on ``err`` (off when it is not a terminal)."""
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]build"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("kept {task.fields[kept]} · dropped {task.fields[dropped]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=err,
+        disable=not err.is_terminal,
+        transient=False,
+    )
+
+
+def _run_with_progress(seeds: str, out: Path, opts: BuildOptions, *, force: bool) -> dict[str, Any]:
+    """Run the build, saying its plan first and showing its progress; returns the manifest."""
+    progress = _progress(output.stderr_console())  # long lines stay whole in logs
+    task = progress.add_task("build", total=0, kept=0, dropped=0)
+    tally = {"kept": 0, "dropped": 0}
+
+    def on_plan(res: BuildResult, todo: int) -> None:
+        used = len(res.plan.used)
+        output.echo(
+            f"{len(res.plan.seeds)} seed traces, {used} used; {len(res.plan.attempts)} attempts planned, "
+            f"{res.skipped} already done, {todo} to run"
+        )
+        progress.update(task, total=todo)
+        progress.start()  # after the plan line, so the live display does not interleave with it
+
+    def on_entry(n: int, total: int, entry: Entry) -> None:
+        tally["kept" if entry.status == "kept" else "dropped"] += 1
+        progress.update(task, advance=1, kept=tally["kept"], dropped=tally["dropped"])
+
+    try:
+        result = asyncio.run(run_build(seeds, out, opts, force=force, on_plan=on_plan, on_entry=on_entry))
+    finally:
+        progress.stop()
+    return result.manifest
+
+
+def _say_built(m: dict[str, Any], out: Path, layout: str) -> None:
+    """The build's summary: counts, drops by reason, skipped seeds, where it wrote."""
+    c, d = m["counts"], {k: v for k, v in m["dropped"].items() if v}
+    output.echo(
+        f"attempted {c['attempted']}: generated {c['generated']}, replayed {c['replayed']}, "
+        f"decisive {c['decisive']}, kept {c['kept']}"
+    )
+    if d:
+        output.echo("dropped: " + ", ".join(f"{k} {v}" for k, v in d.items()))
+    if m["seeds"].get("skipped"):
+        output.echo("seeds skipped: " + ", ".join(f"{k} {v}" for k, v in m["seeds"]["skipped"].items()))
+    output.echo(f"wrote {out} ({layout} layout, manifest.json)")
+
+
+def nothing_kept(manifest: dict[str, Any], out: Path) -> str | None:
+    """The one-line summary for a build whose dataset holds no trace (the manifest's drop
+    reasons and skipped seeds), else ``None``. ``whenpro build`` prints it and exits 1."""
+    if manifest.get("counts", {}).get("kept", 0):
+        return None
+    why = [f"{k} {v}" for k, v in manifest.get("dropped", {}).items() if v]
+    why += [f"seeds skipped: {k} {v}" for k, v in manifest.get("seeds", {}).get("skipped", {}).items() if v]
+    return f"no trace kept in {out} ({', '.join(why) or 'nothing attempted'}); see {Path(out) / 'manifest.json'}"
+
+
+def _validation_line(manifest: dict[str, Any]) -> str:
+    """``N traces: A accepted, R rejected, L relabelled, P pending`` from the manifest."""
+    v = manifest.get("validation", {})
+    return (
+        f"{v.get('total', 0)} traces: {v.get('accepted', 0)} accepted, {v.get('rejected', 0)} rejected, "
+        f"{v.get('relabelled', 0)} relabelled, {v.get('pending', 0)} pending"
+    )
+
+
+def inject(trace: str, step: str, mode: str, **options: Any) -> None:
+    """``whenpro inject`` (:func:`whenpro_core.injection.inject.run_inject_command`)."""
+    from whenpro_core.injection.inject import run_inject_command
+
+    run_inject_command(trace, step, mode, echo=output.echo, **options)
+
+
+def run(env: str, n: int, out: Path, **options: Any) -> None:
+    """``whenpro run`` (:func:`whenpro_core.envs.run.run_many`)."""
+    from whenpro_core.envs.run import run_many
+
+    run_many(env, n, out, echo=output.echo, **options)

@@ -1,0 +1,75 @@
+"""What several commands' options share: number parsers that refuse nan and infinity,
+the choice enums, help texts, and the error for two options that contradict each other."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from enum import StrEnum
+
+from whenpro_core.errors import ConfigError
+
+
+def finite(low: float, *, above: bool = False, what: str = "a number") -> Callable[[str], float]:
+    """A typer ``parser`` for a finite float of at least ``low`` (more than ``low`` when
+    ``above``): nan and ±inf are refused, which ``min=`` alone lets through (inf)."""
+
+    def parse(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value) or value < low or (above and value == low):
+            raise ValueError(f"expected {what} {'above' if above else 'of at least'} {low:g}")
+        return value
+
+    return parse
+
+
+#: Seconds that must be more than 0; seconds where 0 means "never"; money.
+SECONDS = finite(0, above=True, what="seconds")
+SECONDS_OR_0 = finite(0, what="seconds")
+AMOUNT = finite(0, what="an amount")
+
+
+def not_together(first: str, second: str, expected: str = "one of them") -> None:
+    """Raise the one-line error for two options that contradict each other."""
+    raise ConfigError(f"{first} and {second} do not go together", expected=expected)
+
+
+class ImagesMode(StrEnum):
+    """How the TUI draws images (phase 2): pick automatically, force a protocol, or off."""
+
+    auto = "auto"
+    kitty = "kitty"
+    sixel = "sixel"
+    halfcell = "halfcell"
+    off = "off"
+
+
+class ReportRules(StrEnum):
+    """Which aggregation rules ``report`` prints: whenpro's own, or the official leaderboard's too."""
+
+    whenpro = "whenpro"
+    official = "official"
+
+
+class ReportMetric(StrEnum):
+    """Extra metrics ``report`` can print next to whenpro's."""
+
+    whowhen_substring = "whowhen-substring"
+
+
+class JudgeImages(StrEnum):
+    """Whether the judge is sent the trace's images (overrides ``images`` in config.toml)."""
+
+    on = "on"
+    off = "off"
+
+
+PRESET_HELP = (
+    "Reproduce a published protocol: whowhen-pro (the official Who&When Pro all-at-once request, "
+    "parsing and settings) or whowhen (the original Who&When all-at-once, step-by-step and "
+    "binary-search requests; pick one with --protocol); see the README."
+)
+JUDGE_IMAGES_HELP = (
+    "Send the trace's images to the judge (default: OpenAI and Anthropic models, and "
+    "openai-compatible models listed in vision_models in config.toml)."
+)

@@ -1,0 +1,105 @@
+"""Printing helpers shared by the command modules: the stdout/stderr consoles, and the
+one-line ``whenpro: error: ...`` / ``whenpro: warning: ...`` messages.
+
+Rich is imported when a console is first asked for, not with this module, so that commands
+which print plain lines (``--version``, usage errors) start without it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from whenpro_core.safety.textsafe import clean, one_line
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+#: Longest warning line, in characters (a longer one is cut with an ellipsis).
+WARNING_CHARS = 500
+
+
+def echo(line: str) -> None:
+    """Print ``line`` on stdout (the command's result)."""
+    typer.echo(line)
+
+
+def error(line: str) -> None:
+    """Print ``whenpro: error: LINE`` on stderr (``line`` is already one inert line)."""
+    typer.echo(f"whenpro: error: {line}", err=True)
+
+
+def warning(line: str) -> None:
+    """One recoverable problem (e.g. skipped bad lines of a trace file) as one stderr line."""
+    typer.echo(f"whenpro: warning: {one_line(line, WARNING_CHARS)}", err=True)
+
+
+def note(line: str) -> None:
+    """A plain note on stderr (progress, what was written), printed as given."""
+    typer.echo(line, err=True)
+
+
+def stdout_console(**options: Any) -> Console:
+    """A rich Console on stdout (``options`` as for ``rich.console.Console``)."""
+    from rich.console import Console
+
+    return Console(**options)
+
+
+def stderr_console(**options: Any) -> Console:
+    """A rich Console on stderr whose long lines stay whole (``soft_wrap``), as logs want them."""
+    from rich.console import Console
+
+    return Console(stderr=True, soft_wrap=True, **options)
+
+
+def red_error_lines(console: Console, errors: list[str], *, most: int = 20) -> None:
+    """Print up to ``most`` of ``errors`` as red ``whenpro: error: ...`` lines on ``console``,
+    then how many more there were."""
+    from rich.text import Text
+
+    for line in errors[:most]:
+        console.print(Text(f"whenpro: error: {clean(line)}", style="red"))
+    if len(errors) > most:
+        console.print(Text(f"whenpro: ... and {len(errors) - most} more errors", style="red"))
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush into a closed pipe
+    prints no second error (Python docs, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def failed_on_stdout(exc: BaseException) -> bool:
+    """True when ``exc`` was raised while writing to stdout (e.g. ``> /dev/full``): a frame
+    of its traceback holds sys.stdout, directly (typer.echo's ``file``) or as a rich
+    Console's file. Such errors carry no file name of their own."""
+    tb = exc.__traceback__
+    while tb is not None:
+        for value in tb.tb_frame.f_locals.values():
+            if value is sys.stdout or (
+                type(value).__name__ == "Console"
+                and getattr(value, "_file", None) in (None, sys.stdout)
+                and not getattr(value, "stderr", True)
+            ):
+                return True
+        tb = tb.tb_next
+    return False
+
+
+def rich_broken_pipe(exc: SystemExit) -> bool:
+    """True for the ``SystemExit(1)`` rich's ``Console.on_broken_pipe`` raises when stdout's
+    reader went away (it has already pointed stdout at /dev/null)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "on_broken_pipe":
+            return True
+        tb = tb.tb_next
+    return False

@@ -1,0 +1,144 @@
+"""``whenpro report`` (and the report at the end of ``whenpro bench``): the leaderboard,
+breakdowns, confusion matrices, usage and text plot as tables on stdout, then the report
+files (:func:`whenpro_core.bench.report.write_report`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from whenpro_core.bench.aggregate import DIMENSIONS, Report
+from whenpro_core.bench.official import OFFICIAL_HEADERS, official_report, official_rows, rules_header
+from whenpro_core.bench.records import Record
+from whenpro_core.bench.report import (
+    DIM_TITLE_LONG,
+    LEADERBOARD_HEADERS,
+    LEGEND,
+    REPORT_HINT,
+    USAGE_HEADERS,
+    breakdown_rows,
+    confusion_rows,
+    leaderboard_rows,
+    metric_headers,
+    pct,
+    prepare_report,
+    safe,
+    text_plot,
+    usage_rows,
+    whenpro_rules_header,
+    write_report,
+)
+from whenpro_core.bench.substring_metric import NOTE as SUBSTRING_NOTE
+from whenpro_core.bench.substring_metric import substring_rows
+from whenpro_core.cli import output
+
+
+def report_command(
+    paths: Sequence[str | Path],
+    out_dir: str | Path | None = None,
+    *,
+    tolerance: int | None = None,
+    console: Console | None = None,
+    quiet: bool = False,
+    hint: str = REPORT_HINT,
+    labels: str = "reviewed",
+    rules: str = "whenpro",
+    metric: str | None = None,
+) -> Report:
+    """``whenpro report``: read results, aggregate (:func:`whenpro_core.bench.report.prepare_report`),
+    print the tables to ``console`` (stdout; nothing with ``quiet``), write the report files
+    next to the (first) results file or into ``out_dir``. ``rules="official"`` first prints
+    the official Who&When Pro leaderboard (:mod:`whenpro_core.bench.official`);
+    ``metric="whowhen-substring"`` also prints the original Who&When accuracy
+    (:mod:`whenpro_core.bench.substring_metric`, a known bug kept for comparison); the files
+    always hold whenpro's rules. Errors as :func:`~whenpro_core.bench.report.prepare_report`."""
+    err = output.stderr_console(highlight=False)
+    warn = None if quiet else lambda line: err.print(f"whenpro: warning: {safe(line)}", markup=False, style="yellow")
+    prepared = prepare_report(paths, out_dir, tolerance=tolerance, hint=hint, labels=labels, warn=warn)
+    console = console or output.stdout_console()
+    if not quiet:
+        _print_extra_rules(prepared.records, console, rules=rules, metric=metric)
+        console.print(whenpro_rules_header(prepared.records), markup=False, highlight=False)
+        print_report(prepared.report, console)
+    written = write_report(prepared.report, prepared.target, hint=hint)
+    if not quiet:
+        names = ", ".join(str(p) for p in written.values() if p is not None)
+        console.print(f"wrote {names}", markup=False, highlight=False)
+    return prepared.report
+
+
+def _print_extra_rules(records: list[Record], console: Console, *, rules: str, metric: str | None) -> None:
+    """The official leaderboard (``rules="official"``) and the Who&When substring accuracy
+    (``metric="whowhen-substring"``), printed before whenpro's own tables."""
+    if rules == "official":
+        groups = official_report(records)
+        console.print(rules_header(groups), markup=False, highlight=False)
+        console.print(_table("Official leaderboard", OFFICIAL_HEADERS, official_rows(groups), left=2))
+    if metric == "whowhen-substring":
+        console.print(SUBSTRING_NOTE, markup=False, highlight=False)
+        rows = [[r.label, str(r.records), pct(r.agent), pct(r.step)] for r in substring_rows(records)]
+        console.print(_table("Who&When substring accuracy", ["setting", "records", "agent", "step"], rows))
+
+
+def _table(title: str, headers: list[str], rows: list[list[str]], left: int = 1) -> Table:
+    """A simple-head table of ``rows`` (cells made inert); the first ``left`` columns are
+    left-aligned labels, a repeated first label is shown once per group."""
+    rows = [[safe(c) for c in row] for row in rows]
+    headers = [safe(h) for h in headers]
+    table = Table(
+        title=Text(safe(title)),
+        title_justify="left",
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+    )
+    for i, h in enumerate(headers):
+        widest = max([len(h), *(len(r[i]) for r in rows)]) if i < left else None
+        table.add_column(
+            Text(h),
+            justify="left" if i < left else "right",
+            overflow="fold",
+            no_wrap=i >= left,
+            min_width=min(widest, 12) if widest else None,
+        )
+    previous = None
+    for row in rows:
+        shown = row if left < 2 or row[0] != previous else ["", *row[1:]]
+        previous = row[0]
+        table.add_row(*(Text(c) for c in shown))
+    return table
+
+
+def print_report(report: Report, console: Console | None = None) -> None:
+    """Print the leaderboard, breakdowns, confusion matrices, usage and the text plot."""
+    console = console or output.stdout_console()
+    k = report.tolerance
+    if report.labels:
+        console.print(safe(report.labels), markup=False, highlight=False, soft_wrap=True)
+    console.print(_table("Leaderboard", [*LEADERBOARD_HEADERS, *metric_headers(k)], leaderboard_rows(report), left=2))
+    for dim in DIMENSIONS[1:]:  # by modality = the leaderboard's cells
+        headers, rows = breakdown_rows(report, dim)
+        if rows:
+            console.print(_table(f"By {DIM_TITLE_LONG[dim]}", headers, rows, left=2 if len(report.groups) > 1 else 1))
+    for g in report.groups:
+        if g.confusion.gold:
+            headers, rows = confusion_rows(g)
+            console.print(_table(f"Failure modes: {g.label}", headers, rows))
+    console.print(_table("Usage", USAGE_HEADERS, usage_rows(report)))
+    console.print(LEGEND, style="dim", markup=False, highlight=False)
+    console.print("Step accuracy by transcript length", style="bold")
+    console.print(safe(text_plot(report)), markup=False, highlight=False)
+    for g in report.groups:
+        for example in g.error_examples:
+            console.print(f"[yellow]error[/] {escape(safe(g.label))}: ", end="")
+            console.print(safe(example), markup=False, highlight=False)
+    for problem in report.problems[:10]:
+        console.print(safe(problem), markup=False, highlight=False, style="yellow")
