@@ -13,12 +13,12 @@ round-trips, but they are never part of :attr:`Step.content` and never rendered 
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 #: Version of the native JSON format written by :mod:`whenpro_core.formats.native`.
-NATIVE_FORMAT = "whenpro.trace/1"
+NATIVE_FORMAT: Final = "whenpro.trace/1"
 
 #: Trajectory entry fields that reveal how a benchmark trace was built (the injection
 #: markers of Who&When Pro, SOURCE.md of who-when-pro-samples). Importers move them to

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pygments import highlight  # type: ignore[import-untyped]
-from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
-from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
-from pygments.util import ClassNotFound  # type: ignore[import-untyped]
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
 
 from whenpro_core.attribution.interactive import verdict_step_index
 from whenpro_core.attribution.verdicts import load_verdicts
