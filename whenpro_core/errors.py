@@ -9,6 +9,7 @@ the CLI prints before exiting with status 2 and the TUI shows as a notification.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Self
 
 from whenpro_core.safety.redact import redact
 from whenpro_core.safety.textsafe import clean
@@ -64,7 +65,7 @@ class WhenproError(Exception):
         line = f"{where}: {msg}" if where else msg
         return " ".join(clean(redact(line)).split())
 
-    def located(self, *, path: str | Path | None = None, row: int | None = None) -> WhenproError:
+    def located(self, *, path: str | Path | None = None, row: int | None = None) -> Self:
         """Fill in a missing file path or row number (used as errors travel outwards)."""
         if self.path is None and path is not None:
             self.path = str(path)

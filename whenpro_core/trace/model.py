@@ -39,6 +39,10 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
 
 
+#: What a :class:`MediaRef` points at.
+MediaKind = Literal["image", "video", "frame"]
+
+
 class Modality(str, Enum):
     """Input modality of a task: ``text``, ``image`` or ``video`` (Who&When Pro splits)."""
 
@@ -70,7 +74,7 @@ class MediaRef(_Model):
         label: a short caption (``query_0``, ``observation #2``).
     """
 
-    kind: Literal["image", "video", "frame"] = "image"
+    kind: MediaKind = "image"
     path: str | None = None
     data: str | None = None
     mime: str | None = None
