@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -15,7 +16,12 @@ from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.library.opening import load_one
 from whenpro_core.storage import jsonio
-from whenpro_core.trace.model import Outcome
+from whenpro_core.storage.jsonio import JSONObject
+from whenpro_core.trace.model import Attribution, Outcome, Trace
+
+if TYPE_CHECKING:  # imported where used: the counterfactual search loads the replay stack
+    from whenpro_core.attribution.counterfactual import ReplayTry
+    from whenpro_core.config import Settings
 from whenpro_core.trace.taxonomy import taxonomy_for
 
 
@@ -28,7 +34,7 @@ def attribute_command(
     as_json: bool,
     save: bool,
     no_cache: bool,
-    settings_flags: dict | None = None,
+    settings_flags: JSONObject | None = None,
     dry_run: bool = False,
     preset: str | None = None,
     template: str | None = None,
@@ -70,7 +76,7 @@ def attribute_command(
             )
         judge = make_judge(model, settings=settings, use_cache=not no_cache)
 
-    async def run():
+    async def run() -> Attribution:
         try:
             return await attribute(trace, name, judge=judge, with_gold=with_gold, template=prompt)
         finally:
@@ -97,7 +103,9 @@ def attribute_command(
     _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=save, err=err)
 
 
-def _show_and_save(trace, verdict, *, as_json: bool, labels: bool, save: bool, err: Console) -> None:
+def _show_and_save(
+    trace: Trace, verdict: Attribution, *, as_json: bool, labels: bool, save: bool, err: Console
+) -> None:
     """Print ``verdict`` (:func:`_show`) and, with ``save``, keep it beside the trace."""
     _show(trace, verdict, as_json=as_json, labels=labels)
     if save and verdict.step is not None:
@@ -105,7 +113,7 @@ def _show_and_save(trace, verdict, *, as_json: bool, labels: bool, save: bool, e
         _save(trace, verdict, err)
 
 
-def _show(trace, verdict, *, as_json: bool, labels: bool) -> None:
+def _show(trace: Trace, verdict: Attribution, *, as_json: bool, labels: bool) -> None:
     """Print the verdict (JSON or a Rich grid); the ground truth only with ``labels``."""
     if as_json:
         sys.stdout.write(jsonio.dumps(verdict_record(trace, verdict, labels=labels)).decode() + "\n")
@@ -114,12 +122,12 @@ def _show(trace, verdict, *, as_json: bool, labels: bool) -> None:
 
 
 def _dry_run(
-    trace,
+    trace: Trace,
     name: str,
     model: str | None,
     with_gold: bool,
     as_json: bool,
-    settings_flags: dict | None,
+    settings_flags: JSONObject | None,
     template: PromptTemplate | None,
 ) -> None:
     import json
@@ -139,7 +147,7 @@ def _dry_run(
     sys.stdout.write((json.dumps(doc, ensure_ascii=False) if as_json else preview_text(doc)) + "\n")
 
 
-def _save(trace, verdict, err: Console) -> None:
+def _save(trace: Trace, verdict: Attribution, err: Console) -> None:
     """Save the verdict beside the trace; a verdict that cannot be saved was shown
     already, so only warn (one line on stderr, exit status unchanged)."""
     try:
@@ -167,7 +175,7 @@ def counterfactual_command(
     as_json: bool,
     save: bool,
     no_cache: bool,
-    settings_flags: dict | None = None,
+    settings_flags: JSONObject | None = None,
     labels: bool = False,
 ) -> None:
     """``whenpro attribute --protocol counterfactual``: rank the steps, correct each in turn
@@ -205,7 +213,7 @@ def counterfactual_command(
         ranking = [i for i in [first.index if first is not None else None, *ranking] if i is not None]
     err = Console(stderr=True, soft_wrap=True)
 
-    def show(t) -> None:
+    def show(t: ReplayTry) -> None:
         head = f"step {t.coord} ({t.agent}): " + (
             "needs no correction (no replay)" if t.outcome == "unchanged" else f"corrected and replayed: {t.outcome}"
         )
@@ -226,13 +234,13 @@ def counterfactual_command(
     _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=save, err=err)
 
 
-def _llm_verdict(trace, protocol: str, model: str | None, settings, no_cache: bool):
+def _llm_verdict(trace: Trace, protocol: str, model: str | None, settings: Settings, no_cache: bool) -> Attribution:
     """The verdict of an LLM protocol, whose step the counterfactual search tries first."""
     from whenpro_core.attribution.llm_judge import make_judge
 
     judge = make_judge(model, settings=settings, use_cache=not no_cache)
 
-    async def run():
+    async def run() -> Attribution:
         try:
             return await attribute(trace, protocol_name(protocol), judge=judge)
         finally:

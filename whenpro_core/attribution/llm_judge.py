@@ -13,6 +13,7 @@ lenient parser instead.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -21,6 +22,10 @@ from whenpro_core.attribution.prompts import Message
 from whenpro_core.attribution.render import ImagePart, TextPart
 from whenpro_core.config import Settings, load_settings
 from whenpro_core.llm.types import LLMRequest
+
+if TYPE_CHECKING:  # the LLM stack (provider SDKs) is imported when a judge is made
+    from whenpro_core.llm.backend import Backend
+    from whenpro_core.llm.types import Message as LLMMessage
 
 #: Context windows in tokens by model-name prefix (most specific first); the judge's
 #: prompt budget is 80% of it minus the answer's max tokens. Unknown models: 32K.
@@ -55,7 +60,7 @@ class LLMJudge:
         budget_tokens: prompt budget for rendered transcripts.
     """
 
-    def __init__(self, backend, *, multimodal: bool, budget_tokens: int, use_cache: bool = True) -> None:
+    def __init__(self, backend: Backend, *, multimodal: bool, budget_tokens: int, use_cache: bool = True) -> None:
         self.backend = backend
         self.model = backend.name
         self.multimodal = multimodal
@@ -117,12 +122,12 @@ def judge_budget(model_name: str, settings: Settings) -> int:
     return max(4_000, int(context_window(model_name) * 0.8) - (settings.max_tokens or 4096))
 
 
-def _convert(message: Message):
+def _convert(message: Message) -> LLMMessage:
     from whenpro_core.llm import ImagePart as LLMImage
     from whenpro_core.llm import Message as LLMMessage
     from whenpro_core.llm import TextPart as LLMText
 
-    parts = []
+    parts: list[LLMText | LLMImage] = []
     last = len(message.parts) - 1
     for i, part in enumerate(message.parts):
         mark = (message.cache_breakpoint and i == last) or i == message.prefix_parts - 1
