@@ -103,7 +103,8 @@ def _block_html(block: Block) -> str:
             lexer = get_lexer_by_name(block.language or ("json" if block.kind == "json" else "python"))
         except ClassNotFound:
             lexer = get_lexer_by_name("text")
-        return highlight(block.text, lexer, _FORMATTER)  # Pygments escapes its input
+        marked_up: str = highlight(block.text, lexer, _FORMATTER)  # Pygments escapes its input
+        return marked_up
     return f"<pre>{html.escape(block.text)}</pre>"
 
 
