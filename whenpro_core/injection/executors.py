@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Protocol, runtime_checkable
 
-from whenpro_core.envs.base import ToolRunner, run_loop
+from whenpro_core.envs.base import Env, ToolRunner, run_loop
 from whenpro_core.errors import ConfigError, ReplayError, WhenproError
 from whenpro_core.injection.toolcache import ToolCache
 from whenpro_core.trace.model import Step, Trace
@@ -140,7 +140,7 @@ class BuiltinExecutor:
     def __init__(self, model: str | None = None) -> None:
         self.model = model
 
-    def _env(self, trace: Trace):
+    def _env(self, trace: Trace) -> Env:
         from whenpro_core.envs import env_for_trace
 
         env = env_for_trace(trace)
@@ -189,7 +189,7 @@ def _load_plugin(name: str, arg: str | None) -> Executor | None:
             continue
         try:
             factory: Any = ep.load()
-            executor = factory(arg)
+            executor: Executor = factory(arg)  # checked below: it has continue_run
         except WhenproError:
             raise
         except Exception as exc:  # a broken plugin must not crash whenpro

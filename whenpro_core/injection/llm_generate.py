@@ -32,7 +32,7 @@ calls, tokens and cost.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -58,6 +58,9 @@ from whenpro_core.injection.textedit import fresh_step
 from whenpro_core.injection.verify import revealing_phrases
 from whenpro_core.trace.model import Step, ToolCall, Trace, Usage
 from whenpro_core.trace.taxonomy import Taxonomy
+
+if TYPE_CHECKING:  # the LLM stack is imported when a generator runs
+    from whenpro_core.llm import Backend, LLMResponse, Message
 
 #: Words of the stage prompts that the test server (and a reader) can key on.
 STAGE1_ASK = "Describe one specific flaw"
@@ -343,7 +346,9 @@ class LLMGenerator:
         check_injectable(request.trace, request.index)
         return await self._generate(request)
 
-    async def _ask(self, backend: Any, messages: list[Any], system: str, output: type[BaseModel]):
+    async def _ask(
+        self, backend: Backend, messages: list[Message], system: str, output: type[BaseModel]
+    ) -> LLMResponse:
         from whenpro_core.llm import LLMRequest
 
         request = LLMRequest(messages=messages, system=system, output_model=output)

@@ -41,7 +41,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -51,6 +52,7 @@ from whenpro_core.errors import ReplayError
 from whenpro_core.injection.executors import Continuation, ReplayContext
 from whenpro_core.injection.llm_io import (
     DATA_NOTE,
+    Answer,
     GenCall,
     agents_text,
     clean_generated,
@@ -65,6 +67,9 @@ from whenpro_core.injection.llm_io import (
 from whenpro_core.injection.turns import Roster, code_of, exec_call, next_coord, record_executions
 from whenpro_core.safety.textsafe import strip_controls
 from whenpro_core.trace.model import Step, ToolCall, Trace, Usage
+
+if TYPE_CHECKING:  # the LLM stack is imported when a simulation runs
+    from whenpro_core.llm import Backend
 
 #: Words of the prompts that the test server (and a reader) can key on.
 STEP_ASK = "Write the next step: Step"
@@ -193,7 +198,7 @@ class _Run:
         self.from_record = 0
         self.final: str | None = None
         self.warnings: list[str] = []
-        self.backend: Any = None
+        self.backend: Backend | None = None
         self.budget = 0
 
     # ------------------------------------------------------------ the loop
@@ -376,10 +381,19 @@ class _Run:
 
     # ------------------------------------------------------------ calls
 
-    async def _ask(self, prompt: str, output: type[BaseModel], labels: list[str], sections, *, stage: str):
+    async def _ask(
+        self,
+        prompt: str,
+        output: type[BaseModel],
+        labels: list[str],
+        sections: Callable[[dict[str, str]], dict[str, Any]],
+        *,
+        stage: str,
+    ) -> Answer:
         from whenpro_core.llm import LLMRequest
 
         request = LLMRequest.simple(prompt, system=SYSTEM, output_model=output)
+        assert self.backend is not None  # open while run() runs
         self.calls += 1
         left = self.ctx.time_left()
         try:
@@ -468,6 +482,7 @@ class _Run:
             )
             context = self._so_far()
         else:
+            assert pending is not None  # a tool step waiting for its output
             step, calls = pending
             listed = json.dumps(
                 [{"name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False, default=str
