@@ -155,7 +155,7 @@ def decode_text(data: bytes, path: Path | None = None) -> bytes:
         if data.startswith(bom):
             try:
                 return data.decode(enc).encode("utf-8")
-            except UnicodeDecodeError as exc:
+            except (UnicodeDecodeError, UnicodeEncodeError) as exc:
                 raise TraceFormatError(
                     f"invalid {enc.upper()} text: {exc.reason}", path=path, expected="UTF-8 or UTF-16 text"
                 ) from None
