@@ -34,10 +34,10 @@ import asyncio
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from whenpro_core.bench.build_plan import (
     Attempt,
@@ -53,6 +53,10 @@ from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, 
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.safety.redact import redact
 from whenpro_core.trace.model import Trace
+
+if TYPE_CHECKING:  # the injection stack is imported when a build runs
+    from whenpro_core.injection.executors import Executor
+    from whenpro_core.injection.generate import GeneratedStep, Generator, InjectionRequest
 
 
 @dataclass(frozen=True)
@@ -122,12 +126,12 @@ class _Tracked:
     """A generator wrapper that remembers whether generation finished (so a failure is
     put on the right stage)."""
 
-    def __init__(self, inner) -> None:
+    def __init__(self, inner: Generator) -> None:
         self.inner = inner
         self.name = inner.name
         self.done = False
 
-    def generate(self, request):
+    def generate(self, request: InjectionRequest) -> GeneratedStep:
         out = self.inner.generate(request)
         self.done = True
         return out
@@ -141,8 +145,8 @@ def _describe(exc: BaseException) -> str:
 def run_attempt(
     trace: Trace,
     attempt: Attempt,
-    generator,
-    executor,
+    generator: Generator,
+    executor: Executor,
     opts: BuildOptions,
     *,
     now: str,
@@ -173,7 +177,7 @@ def run_attempt(
         steps=len(trace.steps),
     )
 
-    def done(status: str, reason: str | None = None, detail: str = "", **kw) -> Entry:
+    def done(status: str, reason: str | None = None, detail: str = "", **kw: Any) -> Entry:
         return Entry(
             **base, status=status, reason=reason, detail=detail, seconds=round(time.perf_counter() - started, 4), **kw
         )
@@ -275,7 +279,7 @@ def class_shares(plan: Plan) -> dict[str, float]:
 
 
 def control_run(
-    trace: Trace, index: int, executor, opts: BuildOptions, cancel: threading.Event | None = None
+    trace: Trace, index: int, executor: Executor, opts: BuildOptions, cancel: threading.Event | None = None
 ) -> dict[str, Any]:
     """Replay the *unmodified* step ``index`` of ``trace`` through ``executor`` and check
     the outcome: ``{"success": bool | None, "detail": str, "final_answer": str | None,
@@ -316,8 +320,8 @@ class BuildResult:
 def _seeds_section(seeds: list[Seed]) -> dict[str, Any]:
     skipped = [s for s in seeds if s.skip]
     reasons: dict[str, int] = {}
-    for s in skipped:
-        reasons[s.skip] = reasons.get(s.skip, 0) + 1
+    for reason in (s.skip for s in skipped if s.skip):
+        reasons[reason] = reasons.get(reason, 0) + 1
     return {
         "found": len(seeds),
         "used": len(seeds) - len(skipped),
@@ -326,7 +330,7 @@ def _seeds_section(seeds: list[Seed]) -> dict[str, Any]:
     }
 
 
-def _tools(opts: BuildOptions):
+def _tools(opts: BuildOptions) -> tuple[Generator, Executor]:
     from whenpro_core.injection.executors import get_executor
     from whenpro_core.injection.generate import get_generator
 
@@ -511,7 +515,7 @@ def drop_detectable(store: BuildStore, seeds: list[Seed]) -> dict[str, int]:
     return {"checked": len(kept), "dropped": len(pinned)}
 
 
-def _leaves(eg: BaseExceptionGroup):
+def _leaves(eg: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
     for exc in eg.exceptions:
         if isinstance(exc, BaseExceptionGroup):
             yield from _leaves(exc)
@@ -626,7 +630,7 @@ def build_command(
 
     def on_entry(n: int, total: int, entry: Entry) -> None:
         tally["kept" if entry.status == "kept" else "dropped"] += 1
-        progress.update(task, advance=1, **tally)
+        progress.update(task, advance=1, kept=tally["kept"], dropped=tally["dropped"])
 
     try:
         result = asyncio.run(run_build(seeds, out, opts, force=force, on_plan=on_plan, on_entry=on_entry))

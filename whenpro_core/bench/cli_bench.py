@@ -18,6 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from whenpro_core.attribution.judge import Judge
 from whenpro_core.attribution.run import protocol_name
 from whenpro_core.attribution.template import load_template, template_sha, templated_protocol
 from whenpro_core.bench import runner, shards
@@ -271,7 +272,7 @@ def _merge_or_say(layout: shards.Layout, shard_k_n: tuple[int, int] | None, err:
 
 
 def _run_with_progress(
-    todo: list[runner.WorkItem], results: ResultsFile, judges: dict, concurrency: int, err: Console
+    todo: list[runner.WorkItem], results: ResultsFile, judges: dict[str, Judge], concurrency: int, err: Console
 ) -> runner.RunStats:
     if not todo:
         return runner.RunStats()

@@ -29,6 +29,7 @@ from whenpro_core.bench.records import RECORD_PREFIX, Record, latest, read_recor
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.trace.model import Usage
+from whenpro_core.trace.taxonomy import Taxonomy
 
 #: The row value that pools every modality of a group (the leaderboard's composite).
 ALL = "all"
@@ -250,7 +251,8 @@ class Outcome:
 
     def verdict(self, axis: str) -> bool | None:
         """The verdict on ``axis`` (``agent``, ``step``, ``step_tol``, ``mode``, ``joint``)."""
-        return getattr(self, axis)
+        value: bool | None = getattr(self, axis)
+        return value
 
 
 def _counts(column: Column | None, rec: Record) -> bool:
@@ -281,7 +283,9 @@ def cell_outcomes(results: Results, row: TableRow, column: Column | None = None)
         correct = None
         if column is not None and column.axis is not None:
             correct = bool(verdicts[column.axis])
-        out.append(Outcome(r, **verdicts, correct=correct))
+        out.append(
+            Outcome(r, agent=s.agent, step=s.step, step_tol=s.step_tol, mode=s.mode, joint=s.joint, correct=correct)
+        )
     return sorted(out, key=lambda o: o.trace_id)
 
 
@@ -322,7 +326,7 @@ class AxisLine:
     note: str = ""
 
 
-def compare(record: Record, taxonomy=None) -> list[AxisLine]:
+def compare(record: Record, taxonomy: Taxonomy | None = None) -> list[AxisLine]:
     """The record's prediction set against its ground truth, axis by axis (agent, step,
     mode). Values are raw trace text: escape or clean them before display."""
     pred = record.prediction

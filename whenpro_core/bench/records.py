@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -374,7 +374,7 @@ class ResultsFile:
                 self.done[rec.key] = rec
         else:
             self.problems = []
-        self._fh = None
+        self._fh: BinaryIO | None = None
 
     def _repair_tail(self) -> None:
         """Deal with a last line that has no newline: complete record -> add the
