@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.live.events import (
@@ -47,6 +47,12 @@ from whenpro_core.live.events import (
     Suspect,
 )
 from whenpro_core.trace.model import Attribution, Outcome, Step, Trace, Usage
+
+if TYPE_CHECKING:  # the attribution modules are imported where used (they load the LLM stack)
+    from whenpro_core.attribution.judge import Tally
+    from whenpro_core.attribution.prompts import Message
+    from whenpro_core.attribution.render import StepBlock
+    from whenpro_core.attribution.signals import Signal
 
 #: A heuristic verdict is decisive when its step has a signal at least this strong
 #: (signal strengths: :mod:`whenpro_core.attribution.signals`; a wrong calculation is
@@ -111,11 +117,11 @@ def _ident(step: Step) -> str:
     return f"span:{span}" if span else f"#{step.index}"
 
 
-def _heuristic_eval(trace: Trace, with_gold: bool) -> tuple[Attribution, list]:
+def _heuristic_eval(trace: Trace, with_gold: bool) -> tuple[Attribution, list[Signal]]:
     """The heuristic's verdict and every signal it saw (for the decisive test)."""
     from whenpro_core.attribution.heuristic import attribute_heuristic
 
-    signals: list = []
+    signals: list[Signal] = []
     verdict = attribute_heuristic(trace, with_gold=with_gold, signals_out=signals)
     return verdict, signals
 
@@ -179,9 +185,9 @@ class LiveJudge:
         self.suspect: Suspect | None = None
         self.ended = False
         # step-by-step state
-        self._tally: Any = None
-        self._messages: list | None = None
-        self._pending: list = []
+        self._tally: Tally | None = None
+        self._messages: list[Message] | None = None
+        self._pending: list[StepBlock] = []
         self._context: list[tuple[str, str]] = []
         self._late_context: list[tuple[str, str]] = []
         self._seen: list[Step] = []
@@ -290,7 +296,7 @@ class LiveJudge:
             sub, image_loader=image_loader_for(self.judge), budget_tokens=STEP_TOKENS * max(1, len(steps))
         )
 
-    def _opening(self, trace: Trace, context: list[tuple[str, str]]) -> list:
+    def _opening(self, trace: Trace, context: list[tuple[str, str]]) -> list[Message]:
         from whenpro_core.attribution.judge_images import image_loader_for
         from whenpro_core.attribution.prompts import step_by_step_opening
         from whenpro_core.attribution.render import Transcript, render_transcript
@@ -307,7 +313,7 @@ class LiveJudge:
         self._messages, self._pending, self._seen = None, [], []
         self._context, self._late_context = [], []
 
-    def _context_chars(self, messages: list) -> int:
+    def _context_chars(self, messages: list[Message]) -> int:
         return sum(len(m.plain()) for m in messages)
 
     async def _step_by_step(self, trace: Trace) -> AsyncIterator[Any]:

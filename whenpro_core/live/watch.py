@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from whenpro_core.errors import ConfigError
 from whenpro_core.live.events import (
@@ -40,6 +40,10 @@ from whenpro_core.live.events import (
 from whenpro_core.safety.textsafe import plural, strip_controls
 from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Step
+
+if TYPE_CHECKING:  # the judges are imported when a watch starts (they load the LLM stack)
+    from whenpro_core.attribution.llm_judge import LLMJudge
+    from whenpro_core.live.judge_live import Budget, LiveJudge
 
 #: Characters of untrusted text (content, reasons) on one printed line.
 LINE_CHARS = 160
@@ -212,12 +216,12 @@ def _judge_factory(
     protocol: str | None,
     model: str | None,
     *,
-    budget: Any,
+    budget: Budget,
     final_pass: bool,
     with_gold: bool,
     no_cache: bool,
     preset: str | None = None,
-):
+) -> tuple[Callable[[str], LiveJudge], LLMJudge | None]:
     from whenpro_core.attribution.run import PRESET_PROTOCOLS, protocol_name
     from whenpro_core.live.judge_live import LiveJudge
 
@@ -238,7 +242,7 @@ def _judge_factory(
     final_protocol = _final_protocol(preset, model, final_pass)
     if final_protocol == PRESET_PROTOCOLS["whowhen-pro"]:
         with_gold = False  # the official harness never shows the gold answer
-    judge = None
+    judge: LLMJudge | None = None
     if model or name == "step-by-step":
         from whenpro_core.attribution.llm_judge import make_judge
 
@@ -299,8 +303,9 @@ def watch_command(
     async def main() -> None:
         try:
             if file is not None:
-                await _watch_file(file, make(), printer, idle_timeout, line_format)
+                await _watch_file(file, make(""), printer, idle_timeout, line_format)
             else:
+                assert otlp is not None  # checked above: a FILE or --otlp
                 await _watch_otlp(otlp, make, printer, idle_timeout, store, allow_remote)
         finally:
             if judge is not None:
@@ -328,7 +333,7 @@ async def _watch_file(
 
 async def _watch_otlp(
     address: str,
-    make: Callable,
+    make: Callable[[str], LiveJudge],
     printer: Printer,
     idle_timeout: float | None,
     store_dir: Path | None,
@@ -409,7 +414,7 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _run(main: Callable) -> None:
+def _run(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
     """Run an async main; SIGTERM ends it like Ctrl-C (the CLI reports an interruption)."""
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
