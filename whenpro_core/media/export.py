@@ -10,20 +10,23 @@ previous ``kf_*.jpg`` files and ``index.json`` there are replaced.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from whenpro_core.errors import ConfigError, MediaError
 from whenpro_core.media.keyframes import (
     DEFAULT_MAX_FRAMES,
-    DEFAULT_MAX_SIDE,
     DEFAULT_MIN_SCENE_LEN,
     DEFAULT_THRESHOLD,
     KeyframeResult,
     keyframes,
 )
+from whenpro_core.media.video import DEFAULT_MAX_SIDE
 from whenpro_core.storage.fsutil import atomic_write_bytes
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
 INDEX_NAME = "index.json"
 
@@ -106,7 +109,7 @@ def run_keyframes_command(
             expected="an empty or new folder, or --force to replace its keyframes",
         )
     err = Console(stderr=True, soft_wrap=True)  # long lines stay whole in logs
-    kwargs = dict(
+    kwargs: dict[str, Any] = dict(
         max_frames=max_frames,
         threshold=threshold,
         min_scene_len=min_scene_len,
@@ -138,14 +141,15 @@ def print_keyframes(result: KeyframeResult, files: list[Path], out_dir: Path, co
     console = console or Console()
     scan = result.scan
     table = Table(title=f"Keyframes of {escape(Path(result.video).name)}", title_justify="left")
-    for col, just in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("#", "right"),
         ("frame", "right"),
         ("time", "right"),
         ("kind", "left"),
         ("score", "right"),
         ("file", "left"),
-    ):
+    )
+    for col, just in columns:
         table.add_column(col, justify=just)
     for i, (kf, path) in enumerate(zip(result.keyframes, files)):
         table.add_row(
