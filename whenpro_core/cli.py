@@ -17,12 +17,16 @@ from collections.abc import Callable
 from enum import Enum  # noqa: E402
 from functools import wraps
 from pathlib import Path
+from typing import Any, NoReturn, ParamSpec, TypeVar  # noqa: E402
 
 import typer  # noqa: E402
 
 from whenpro_core.errors import ConfigError, WhenproError  # noqa: E402
 from whenpro_core.safety.inert_output import inert_streams  # noqa: E402
 from whenpro_core.safety.textsafe import clean, one_line  # noqa: E402
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 app = typer.Typer(
     name="whenpro",
@@ -107,20 +111,20 @@ def _print_warning(line: str) -> None:
     typer.echo(f"whenpro: warning: {one_line(line, 500)}", err=True)
 
 
-def handles_errors(fn: Callable) -> Callable:
+def handles_errors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """Decorator: print a WhenproError as one line (``whenpro: error: ...``) and exit 2;
     a stdout pipe closed by its reader (``| head``) ends quietly with status 141 (128 +
     SIGPIPE, as shell tools killed by the signal)."""
 
     @wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         with inert_streams():  # every line out is inert and redacted, whatever its source
             return _run_handling_errors(fn, args, kwargs)
 
     return wrapper
 
 
-def _run_handling_errors(fn: Callable, args: tuple, kwargs: dict):
+def _run_handling_errors(fn: Callable[..., _R], args: tuple[Any, ...], kwargs: dict[str, Any]) -> _R:
     """Call ``fn``, turning the errors a user can cause into one stderr line and an exit status."""
     from whenpro_core.formats import registry
 
@@ -168,7 +172,7 @@ SECONDS_OR_0 = _finite(0, what="seconds")
 AMOUNT = _finite(0, what="an amount")
 
 
-def _not_together(first: str, second: str, expected: str = "one of them") -> None:
+def _not_together(first: str, second: str, expected: str = "one of them") -> NoReturn:
     """Raise the one-line error for two options that contradict each other."""
     raise ConfigError(f"{first} and {second} do not go together", expected=expected)
 
@@ -404,6 +408,7 @@ def view(
         from whenpro_tui.serve import HOST, check_port
         from whenpro_tui.serve import serve as serve_app
 
+        assert path is not None  # view_start gives a start to every view without a PATH
         check_port(port)
         typer.echo(f"whenpro: serving on http://{HOST}:{port} (ctrl+c stops)", err=True)
         serve_app(path, show_labels=labels, images=images.value, port=port, save=save)

@@ -58,9 +58,9 @@ def _not_empty(rows: Iterable[TraceSummary], folder: str) -> Iterator[TraceSumma
         )
 
 
-def dataset_counts(rows: Iterable[TraceSummary]) -> dict[str, Counter]:
+def dataset_counts(rows: Iterable[TraceSummary]) -> dict[str, Counter[str]]:
     """Counts of listing rows by modality, framework, benchmark and GT mode, plus errors."""
-    counts: dict[str, Counter] = {k: Counter() for k in ("modality", "framework", "benchmark", "mode", "errors")}
+    counts: dict[str, Counter[str]] = {k: Counter() for k in ("modality", "framework", "benchmark", "mode", "errors")}
     for row in rows:
         if row.error:
             counts["errors"][row.path] += 1
@@ -270,7 +270,7 @@ def _convert(src: str, out: Path | str, *, force: bool, console: Console | None,
             path=out,
             expected="a folder for several traces",
         )
-    bad = [r for r in rows if r.error]
+    bad: list[TraceSummary | WhenproError] = [r for r in rows if r.error]  # rows, then load failures
     plan = plan_targets([r for r in rows if not r.error], out)
     if not force:
         for target in plan.values():
