@@ -90,7 +90,12 @@ class ConfigError(WhenproError):
 
 class BackendError(WhenproError):
     """An LLM backend failed after its retries (HTTP error, timeout, unusable answer).
-    Messages never contain API keys."""
+    Messages never contain API keys. ``status`` is the last HTTP status (``None`` when the
+    call got no answer) and ``attempts`` the calls made, as :mod:`whenpro_core.llm.failures`
+    sets them."""
+
+    status: int | None = None
+    attempts: int = 1
 
 
 class MediaError(WhenproError):
