@@ -136,3 +136,20 @@ def test_documents_without_identifying_fields_stay_unknown(tmp_path, doc):
     path.write_text(json.dumps(doc))
     rows = list(walk(path))
     assert len(rows) == 1 and "no importer recognises this content" in rows[0].error
+
+
+@pytest.mark.parametrize(
+    "bom, codec, cut",
+    [("\ufeff", "utf-16-le", 1), ("\ufeff", "utf-32-le", 2)],
+    ids=["utf-16", "utf-32"],
+)
+def test_a_cut_utf16_or_utf32_file_is_one_line_naming_the_encoding(tmp_path, bom, codec, cut):
+    """A file with a UTF-16/32 byte-order mark whose last character is cut off (a copy
+    stopped mid-way) says which encoding failed and why, naming the file."""
+    path = tmp_path / "t.json"
+    path.write_bytes((bom + json.dumps(GT_SMOL)).encode(codec)[:-cut])
+    with pytest.raises(TraceFormatError) as info:
+        load_trace(path)
+    line = info.value.one_line()
+    assert "\n" not in line and str(path) in line
+    assert f"invalid {codec[:6].upper()} text: truncated data" in line

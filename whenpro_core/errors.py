@@ -9,6 +9,7 @@ the CLI prints before exiting with status 2 and the TUI shows as a notification.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Self
 
 from whenpro_core.safety.redact import redact
 from whenpro_core.safety.textsafe import clean
@@ -64,7 +65,7 @@ class WhenproError(Exception):
         line = f"{where}: {msg}" if where else msg
         return " ".join(clean(redact(line)).split())
 
-    def located(self, *, path: str | Path | None = None, row: int | None = None) -> WhenproError:
+    def located(self, *, path: str | Path | None = None, row: int | None = None) -> Self:
         """Fill in a missing file path or row number (used as errors travel outwards)."""
         if self.path is None and path is not None:
             self.path = str(path)
@@ -89,7 +90,12 @@ class ConfigError(WhenproError):
 
 class BackendError(WhenproError):
     """An LLM backend failed after its retries (HTTP error, timeout, unusable answer).
-    Messages never contain API keys."""
+    Messages never contain API keys. ``status`` is the last HTTP status (``None`` when the
+    call got no answer) and ``attempts`` the calls made, as :mod:`whenpro_core.llm.failures`
+    sets them."""
+
+    status: int | None = None
+    attempts: int = 1
 
 
 class MediaError(WhenproError):

@@ -44,6 +44,7 @@ from whenpro_core.config import Settings, load_settings
 from whenpro_core.errors import ConfigError
 from whenpro_core.llm.models import parse_model, reads_images
 from whenpro_core.llm.types import ImagePart, LLMRequest, TextPart
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Trace
 
 #: How later calls of each protocol differ from the first (shown as ``later``).
@@ -155,7 +156,7 @@ def preview(
     *,
     with_gold: bool = True,
     template: PromptTemplate | None = None,
-) -> dict:
+) -> JSONObject:
     """The first request(s) ``protocol`` would send for ``trace`` to ``model``, as the
     JSON document described in the module doc. ``{"requests": []}`` for the heuristic
     and for a run that succeeded. ConfigError for an unknown protocol or model name."""
@@ -194,7 +195,7 @@ def preview(
     }
 
 
-def preview_text(doc: dict) -> str:
+def preview_text(doc: JSONObject) -> str:
     """The preview for a terminal: each message's text, images as one line each."""
     lines: list[str] = []
     for req in doc["requests"]:

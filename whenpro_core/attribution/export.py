@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pygments import highlight  # type: ignore[import-untyped]
-from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
-from pygments.lexers import get_lexer_by_name  # type: ignore[import-untyped]
-from pygments.util import ClassNotFound  # type: ignore[import-untyped]
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
 
 from whenpro_core.attribution.interactive import verdict_step_index
 from whenpro_core.attribution.verdicts import load_verdicts
@@ -103,7 +103,8 @@ def _block_html(block: Block) -> str:
             lexer = get_lexer_by_name(block.language or ("json" if block.kind == "json" else "python"))
         except ClassNotFound:
             lexer = get_lexer_by_name("text")
-        return highlight(block.text, lexer, _FORMATTER)  # Pygments escapes its input
+        marked_up: str = highlight(block.text, lexer, _FORMATTER)  # Pygments escapes its input
+        return marked_up
     return f"<pre>{html.escape(block.text)}</pre>"
 
 

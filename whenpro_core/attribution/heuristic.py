@@ -122,7 +122,7 @@ def calibrated_confidence(candidates: int, sigs: list[Signal]) -> float:
 SIGNALS_NAMED = 3
 
 
-def _reason_parts(sigs: list) -> list[str]:
+def _reason_parts(sigs: list[Signal]) -> list[str]:
     """``reason [name]`` for each signal, at most :data:`SIGNALS_NAMED` of each kind, then
     ``… and N more [name]``."""
     parts: list[str] = []

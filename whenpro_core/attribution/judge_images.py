@@ -5,11 +5,15 @@ keyframes)."""
 from __future__ import annotations
 
 import base64
+from typing import TYPE_CHECKING
 
 from whenpro_core import media
 from whenpro_core.errors import MediaError
 from whenpro_core.trace.model import MediaRef, Trace
 from whenpro_core.views.transcript import MAX_FRAMES_PER_STEP, ImageLoader, ImagePart
+
+if TYPE_CHECKING:
+    from whenpro_core.attribution.judge import Judge
 
 #: Longest side, pixels, of an image sent to a judge.
 JUDGE_IMAGE_MAX_SIDE = 1024
@@ -45,6 +49,6 @@ def load_judge_images(ref: MediaRef, trace: Trace) -> list[ImagePart]:
     ]
 
 
-def image_loader_for(judge) -> ImageLoader | None:
+def image_loader_for(judge: Judge | None) -> ImageLoader | None:
     """The image loader for ``judge``: ``None`` for text-only models."""
     return load_judge_images if getattr(judge, "multimodal", False) else None

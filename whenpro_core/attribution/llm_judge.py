@@ -13,6 +13,7 @@ lenient parser instead.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -27,6 +28,9 @@ from whenpro_core.llm.models import context_window, reads_images
 from whenpro_core.llm.types import LLMRequest
 from whenpro_core.views.transcript import ImagePart, TextPart
 
+if TYPE_CHECKING:
+    from whenpro_core.llm.backend import Backend
+
 
 class LLMJudge:
     """A judge backed by one :class:`~whenpro_core.llm.backend.Backend`.
@@ -39,7 +43,7 @@ class LLMJudge:
         budget_tokens: prompt budget for rendered transcripts.
     """
 
-    def __init__(self, backend, *, multimodal: bool, budget_tokens: int, use_cache: bool = True) -> None:
+    def __init__(self, backend: Backend, *, multimodal: bool, budget_tokens: int, use_cache: bool = True) -> None:
         self.backend = backend
         self.model = backend.name
         self.multimodal = multimodal
@@ -101,8 +105,8 @@ def judge_budget(model_name: str, settings: Settings) -> int:
     return max(4_000, int(context_window(model_name) * 0.8) - (settings.max_tokens or 4096))
 
 
-def _convert(message: Message):
-    parts = []
+def _convert(message: Message) -> LLMMessage:
+    parts: list[LLMText | LLMImage] = []
     last = len(message.parts) - 1
     for i, part in enumerate(message.parts):
         mark = (message.cache_breakpoint and i == last) or i == message.prefix_parts - 1

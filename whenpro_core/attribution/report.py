@@ -5,11 +5,12 @@ included. The terminal rendering is :func:`whenpro_core.cli.attribute.verdict_gr
 
 from __future__ import annotations
 
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.score import score_prediction
 
 
-def verdict_record(trace: Trace, verdict: Attribution, tolerance: int = 0, *, labels: bool = True) -> dict:
+def verdict_record(trace: Trace, verdict: Attribution, tolerance: int = 0, *, labels: bool = True) -> JSONObject:
     """The verdict as JSON-ready data, with the ground truth and per-axis scores when a
     ground truth exists and ``labels`` is true (``whenpro attribute --labels``)."""
     rec = {"trace": trace.id, "ref": trace.source.ref(), "attribution": verdict.model_dump(mode="json")}

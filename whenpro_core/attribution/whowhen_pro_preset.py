@@ -54,7 +54,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -65,6 +65,7 @@ from whenpro_core.attribution.protocols import PRESET_PROTOCOLS
 from whenpro_core.errors import ConfigError, MediaError
 from whenpro_core.formats import whowhen_pro, whowhen_pro_jsonl
 from whenpro_core.media.paths import decode_inline, media_bases, read_file_capped, resolve_path
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.frameworks import canonical_framework
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
@@ -189,7 +190,9 @@ SCREENSHOTS = Reencode(1024, 80, width_only=True)
 #: Reads one release image entry (``{"data": base64}`` or ``{"path": ...}``) into the
 #: part sent: re-encoded as given, or passed through unchanged for ``None``; ``None``
 #: when it cannot be read.
-ImageReader = Callable[[dict, "Reencode | None"], "ImagePart | None"]
+_T = TypeVar("_T")
+
+ImageReader = Callable[[JSONObject, "Reencode | None"], "ImagePart | None"]
 
 
 def jpeg_part(raw: bytes, how: Reencode | None = None) -> ImagePart:
@@ -210,7 +213,7 @@ def jpeg_part(raw: bytes, how: Reencode | None = None) -> ImagePart:
     return ImagePart(base64.b64encode(buf.getvalue()).decode("ascii"), "image/jpeg")
 
 
-def _image_entries(entries: Any) -> list[dict]:
+def _image_entries(entries: Any) -> list[JSONObject]:
     return [
         e
         for e in (entries if isinstance(entries, list) else [])
@@ -218,15 +221,15 @@ def _image_entries(entries: Any) -> list[dict]:
     ]
 
 
-def _identity(entry: dict) -> str:
+def _identity(entry: JSONObject) -> str:
     return str(entry.get("data") or entry.get("path"))
 
 
-def _jpegs(entries: list[dict], read: ImageReader, how: Reencode | None = Reencode()) -> list[ImagePart]:
+def _jpegs(entries: list[JSONObject], read: ImageReader, how: Reencode | None = Reencode()) -> list[ImagePart]:
     return [part for part in (read(e, how) for e in entries) if part is not None]
 
 
-def _listish(value: Any) -> list:
+def _listish(value: Any) -> list[Any]:
     """A list field, also when the file stores it as Python or JSON text (the per-file
     showcase samples do); anything else is an empty list."""
     if isinstance(value, str) and value.lstrip().startswith("["):
@@ -263,7 +266,7 @@ def _mark_images(observation: str, n: int) -> tuple[str, int]:
     return _PIL_REPR.sub(sub, observation), min(seen, n)
 
 
-def _smol_action(entry: dict, task_blobs: set[str], read: ImageReader) -> tuple[str, list[ImagePart]]:
+def _smol_action(entry: JSONObject, task_blobs: set[str], read: ImageReader) -> tuple[str, list[ImagePart]]:
     reasoning = _drop_unpaired_close((entry.get("reasoning") or "").strip())
     observation = (entry.get("observation") or "").strip()
     images = [e for e in _image_entries(entry.get("observation_images")) if _identity(e) not in task_blobs]
@@ -280,7 +283,7 @@ def _smol_action(entry: dict, task_blobs: set[str], read: ImageReader) -> tuple[
     return "\n".join(body) if body else "(empty step)", _jpegs(images, read)
 
 
-def render_smolagents(doc: dict, read: ImageReader) -> Rendered:
+def render_smolagents(doc: JSONObject, read: ImageReader) -> Rendered:
     """The smolagents transcript under the official rules (module doc)."""
     task_images = _image_entries((doc.get("task") or {}).get("images"))
     task_blobs = {_identity(e) for e in task_images}
@@ -317,7 +320,7 @@ MAGENTIC_HINT = (
 )
 
 
-def render_macnet(doc: dict, read: ImageReader) -> Rendered:
+def render_macnet(doc: JSONObject, read: ImageReader) -> Rendered:
     """MacNet: one block per turn with a ``role``, ``Step R.P | Agent: <node id>`` where
     R.P comes from the role (an unknown role takes the next position of layer 1), body
     ``[output]…[/output]`` or ``(empty turn)``; no hint; task images passed through."""
@@ -342,7 +345,7 @@ def _tool_actions(value: Any) -> str:
         return repr(value)
 
 
-def render_magentic(doc: dict, read: ImageReader) -> Rendered:
+def render_magentic(doc: JSONObject, read: ImageReader) -> Rendered:
     """Magentic-One: one block per ``agent`` entry with a round and position,
     ``Step R.P | Agent: <agent>``, body ``[output]`` and ``[tool_actions]`` (the actions
     as indented JSON, whatever their shape) or ``(empty turn)``; the ledger is not shown."""
@@ -390,7 +393,7 @@ def _call_line(call: Any, *, hidden: frozenset[str] = frozenset(), names: dict[s
     return f"{(names or {}).get(name, name)}({shown})"
 
 
-def _arguments(call: dict) -> Any:
+def _arguments(call: JSONObject) -> Any:
     args = call.get("arguments", "")
     if isinstance(args, str):
         with contextlib.suppress(json.JSONDecodeError):
@@ -398,7 +401,7 @@ def _arguments(call: dict) -> Any:
     return args
 
 
-def _eva_tool(turn: dict, read: ImageReader) -> tuple[str, list[ImagePart]]:
+def _eva_tool(turn: JSONObject, read: ImageReader) -> tuple[str, list[ImagePart]]:
     images, missing = [], []
     for frame in _listish(turn.get("frames")):
         if not isinstance(frame, dict) or not frame.get("path"):
@@ -418,7 +421,7 @@ def _eva_tool(turn: dict, read: ImageReader) -> tuple[str, list[ImagePart]]:
     return f"[tool_output tool={turn.get('tool_name') or '?'}]\n{inner}\n[/tool_output]", images
 
 
-def render_eva(doc: dict, read: ImageReader) -> Rendered:
+def render_eva(doc: JSONObject, read: ImageReader) -> Rendered:
     """eva: the system prompt (first) and the user question (second) are framing; each
     assistant turn is ``Step N | Agent: agent`` (N from 0) with its frames after the
     header, then ``[output]``, one ``[tool_call]`` per call and the following tool turns
@@ -494,15 +497,15 @@ def _output(text: Any) -> str:
     return f"[output]\n{output}\n[/output]" if output else "(empty turn)"
 
 
-def _speaker(entry: dict, key: str = "agent_id", default: str = "unknown") -> str:
+def _speaker(entry: JSONObject, key: str = "agent_id", default: str = "unknown") -> str:
     return str(entry.get(key) or default)
 
 
-def _passthrough_task_images(doc: dict, read: ImageReader) -> list[ImagePart]:
+def _passthrough_task_images(doc: JSONObject, read: ImageReader) -> list[ImagePart]:
     return _jpegs(_image_entries((doc.get("task") or {}).get("images")), read, None)
 
 
-def _round_turns(doc: dict) -> list[tuple[int, int, dict]]:
+def _round_turns(doc: JSONObject) -> list[tuple[int, int, JSONObject]]:
     """(round, index in the round, turn) for every turn of every ``round`` entry."""
     out = []
     for entry in doc.get("trajectory") or []:
@@ -516,7 +519,7 @@ def _round_turns(doc: dict) -> list[tuple[int, int, dict]]:
     return out
 
 
-def render_debate(doc: dict, read: ImageReader) -> Rendered:
+def render_debate(doc: JSONObject, read: ImageReader) -> Rendered:
     """Debate: ``Step R.P`` with P the turn's index in its round."""
     blocks = [
         Block(f"{r}.{i}", f"Step {r}.{i} | Agent: {_speaker(t)}\n{_output(t.get('output'))}")
@@ -525,7 +528,7 @@ def render_debate(doc: dict, read: ImageReader) -> Rendered:
     return Rendered(_passthrough_task_images(doc, read), blocks, DEBATE_HINT)
 
 
-def render_dylan(doc: dict, read: ImageReader) -> Rendered:
+def render_dylan(doc: JSONObject, read: ImageReader) -> Rendered:
     """DyLAN: ``Step R.P`` with P the turn's recorded ``position`` (gaps kept); the role
     is not shown."""
     blocks = []
@@ -535,7 +538,7 @@ def render_dylan(doc: dict, read: ImageReader) -> Rendered:
     return Rendered(_passthrough_task_images(doc, read), blocks, DYLAN_HINT)
 
 
-def render_pixelcraft(doc: dict, read: ImageReader) -> Rendered:
+def render_pixelcraft(doc: JSONObject, read: ImageReader) -> Rendered:
     """PixelCraft: ``Step R.P | Agent: <agent_id>``, then one ``[viewed image: SOURCE]``
     line per image the turn viewed, the images themselves (passed through, never
     re-encoded: charts stay lossless), then the turn's output; no hint."""
@@ -551,7 +554,7 @@ def render_pixelcraft(doc: dict, read: ImageReader) -> Rendered:
     return Rendered(_passthrough_task_images(doc, read), blocks, "")
 
 
-def render_mathchat(doc: dict, read: ImageReader) -> Rendered:
+def render_mathchat(doc: JSONObject, read: ImageReader) -> Rendered:
     """MathChat: the opening ``user_proxy`` turn (round 0, position 0) is unnumbered
     ``User Input`` framing; every other turn is ``Step N`` with N = 2·round + position,
     labelled with its real speaker (``assistant``, ``user_proxy``); no hint."""
@@ -569,7 +572,7 @@ def render_mathchat(doc: dict, read: ImageReader) -> Rendered:
     return Rendered(_passthrough_task_images(doc, read), blocks, "")
 
 
-def render_metagpt(doc: dict, read: ImageReader) -> Rendered:
+def render_metagpt(doc: JSONObject, read: ImageReader) -> Rendered:
     """MetaGPT: one block per staged turn, ``Step S`` with S the SOP stage."""
     staged = [
         e
@@ -597,7 +600,7 @@ def _tagged(pairs: list[tuple[str, Any]], empty: str) -> str:
     return "\n".join(shown) if shown else empty
 
 
-def render_alfagent(doc: dict, read: ImageReader) -> Rendered:
+def render_alfagent(doc: JSONObject, read: ImageReader) -> Rendered:
     """ALFWorld agent: ``Step N | Agent: agent`` with N the entry's ``step_number``, body
     ``[think]``, ``[action]``, ``[observation]`` (those present) or ``(empty step)``;
     other kinds with a number show ``(unknown kind=…)``; no images, no hint."""
@@ -619,7 +622,7 @@ def render_alfagent(doc: dict, read: ImageReader) -> Rendered:
     return Rendered([], blocks, "")
 
 
-def _screenshot_entries(entries: list[dict]) -> set[int]:
+def _screenshot_entries(entries: list[JSONObject]) -> set[int]:
     """Indexes of the action entries whose screenshot is attached."""
     with_shot = [
         i for i, e in enumerate(entries) if e.get("kind") == "action" and _image_entries(e.get("observation_images"))
@@ -630,7 +633,7 @@ def _screenshot_entries(entries: list[dict]) -> set[int]:
     return {with_shot[k] for k in keep}
 
 
-def render_gui(doc: dict, read: ImageReader) -> Rendered:
+def render_gui(doc: JSONObject, read: ImageReader) -> Rendered:
     """GUI agents (coact, openai_cua, agentoccam, gemini): ``Step N | Agent: <agent>``
     (the entry's real speaker; ``agent`` when it has none), ``[screenshot]`` and the
     screenshot when the step's is attached (the first, every 10th and the last; width at
@@ -673,12 +676,12 @@ def _time_ranges(value: Any) -> str:
     return str(value)
 
 
-def _evenly(items: list, k: int) -> list:
+def _evenly(items: list[_T], k: int) -> list[_T]:
     n = len(items)
     return items if n <= k or k <= 0 else [items[round(i * (n - 1) / (k - 1))] for i in range(k)]
 
 
-def _dvd_inspection(turn: dict, coord: str, window: str | None, read: ImageReader) -> Block:
+def _dvd_inspection(turn: JSONObject, coord: str, window: str | None, read: ImageReader) -> Block:
     images, missing = [], []
     for frame in _evenly([f for f in _listish(turn.get("frames")) if isinstance(f, dict)], DVD_FRAME_CAP):
         if not frame.get("path"):
@@ -699,7 +702,7 @@ def _dvd_inspection(turn: dict, coord: str, window: str | None, read: ImageReade
     return Block(coord, "\n".join(header), images, "\n".join([*missing, f"[output]\n{content}\n[/output]"]))
 
 
-def _dvd_turn(turn: dict, coord: str, windows: dict[str, str], read: ImageReader) -> Block:
+def _dvd_turn(turn: JSONObject, coord: str, windows: dict[str, str], read: ImageReader) -> Block:
     kind = turn.get("kind")
     if kind == "assistant":
         calls = _listish(turn.get("tool_calls"))
@@ -722,7 +725,7 @@ def _dvd_turn(turn: dict, coord: str, windows: dict[str, str], read: ImageReader
     return Block(coord, f"Step {coord} | {kind}", [], f"[unknown kind={kind!r}]\n{turn.get('content') or ''}")
 
 
-def render_dvd(doc: dict, read: ImageReader) -> Rendered:
+def render_dvd(doc: JSONObject, read: ImageReader) -> Rendered:
     """DeepVideoDiscovery: the system prompt (first) and user question (second) are
     framing; every later turn is a step numbered from 0 by its place in the trajectory:
     the orchestrator's turns (``[output]``, ``[tool_call]`` lines), the frame inspector's
@@ -742,7 +745,7 @@ def render_dvd(doc: dict, read: ImageReader) -> Rendered:
 
 
 #: Frameworks whose transcript the preset renders under the official rules.
-RENDERERS: dict[str, Callable[[dict, ImageReader], Rendered]] = {
+RENDERERS: dict[str, Callable[[JSONObject, ImageReader], Rendered]] = {
     "smolagents": render_smolagents,
     "macnet": render_macnet,
     "magentic-one": render_magentic,
@@ -782,7 +785,7 @@ def image_reader(trace: Trace, problems: list[str]) -> ImageReader:
         if assets.is_dir():
             bases.insert(0, assets.resolve())
 
-    def read(entry: dict, how: Reencode | None) -> ImagePart | None:
+    def read(entry: JSONObject, how: Reencode | None) -> ImagePart | None:
         try:
             if entry.get("data"):
                 if how is None:  # passed through as released
@@ -806,7 +809,7 @@ def image_reader(trace: Trace, problems: list[str]) -> ImageReader:
 # ---------------------------------------------------------------- the request
 
 
-def release_document(trace: Trace) -> dict:
+def release_document(trace: Trace) -> JSONObject:
     """The trace's Who&When Pro document as released (a JSONL row decoded, or the
     per-file JSON). ConfigError for a trace of another format."""
     src = trace.source

@@ -13,6 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from whenpro_core.audit.form import line_templates, template, trace_tokens
 from whenpro_core.audit.view import AuditStep, AuditTrace, Label
@@ -21,27 +22,31 @@ from whenpro_core.audit.view import AuditStep, AuditTrace, Label
 POSITION_BINS = 10
 
 
+_K = TypeVar("_K")
+
+
 def position_bin(rank: int, n: int) -> int:
     """The bin (0..POSITION_BINS-1) of a step at ``rank`` among ``n`` candidate steps."""
     return 0 if n <= 1 else min(POSITION_BINS - 1, rank * POSITION_BINS // n)
 
 
 @dataclass
-class _Tally:
-    """Counts that can be taken out again for one group."""
+class _Tally(Generic[_K]):
+    """Counts of keys (line templates, modes, agents, position bins, form tokens) that can
+    be taken out again for one group."""
 
-    total: Counter = field(default_factory=Counter)
-    by_group: dict[str, Counter] = field(default_factory=dict)
+    total: Counter[_K] = field(default_factory=Counter)
+    by_group: dict[str, Counter[_K]] = field(default_factory=dict)
 
-    def add(self, group: str, keys: Iterable[object]) -> None:
+    def add(self, group: str, keys: Iterable[_K]) -> None:
         counts = Counter(keys)
         self.total.update(counts)
         self.by_group.setdefault(group, Counter()).update(counts)
 
-    def without(self, group: str) -> Counter:
+    def without(self, group: str) -> Counter[_K]:
         return self.total - self.by_group.get(group, Counter())
 
-    def count(self, key: object, group: str) -> int:
+    def count(self, key: _K, group: str) -> int:
         return self.total[key] - self.by_group.get(group, Counter())[key]
 
 
@@ -57,17 +62,17 @@ class Corpus:
         self, traces: Iterable[AuditTrace], labels: dict[str, Label], against: Iterable[AuditTrace] = ()
     ) -> None:
         self.labels = labels
-        self.lines = _Tally()
-        self.positions = _Tally()
-        self.modes = _Tally()
-        self.agents = _Tally()
-        self.mode_by_line: dict[str, _Tally] = {}
+        self.lines: _Tally[str] = _Tally()
+        self.positions: _Tally[int] = _Tally()
+        self.modes: _Tally[str] = _Tally()
+        self.agents: _Tally[str] = _Tally()
+        self.mode_by_line: dict[str, _Tally[str]] = {}
         self.by_query: dict[str, list[AuditTrace]] = {}
         self.runs = 0
         self.count_lines_of = "against" if against else "dataset"
         #: form tokens of labelled steps, and of the other candidate steps (key ``#`` counts steps)
-        self.tokens_labelled = _Tally()
-        self.tokens_other = _Tally()
+        self.tokens_labelled: _Tally[str] = _Tally()
+        self.tokens_other: _Tally[str] = _Tally()
         for t in traces:
             self.add(t, labels.get(t.id), lines=self.count_lines_of == "dataset")
         for t in against:
@@ -103,7 +108,7 @@ class Corpus:
         """How many counted runs (``runs``) outside ``t``'s group hold a line with template ``tpl``."""
         return self.lines.count(tpl, t.group)
 
-    def position_prior(self, t: AuditTrace) -> Counter:
+    def position_prior(self, t: AuditTrace) -> Counter[int]:
         """Position bin -> labelled steps there, in other groups."""
         return self.positions.without(t.group)
 
@@ -124,7 +129,7 @@ class Corpus:
         whole = self.mode_by_line.get(template(step.text))
         if whole is not None and (counts := whole.without(t.group)):
             return min(counts, key=lambda m: (-counts[m], m))
-        votes: Counter = Counter()
+        votes: Counter[str] = Counter()
         for tpl in line_templates(step.text):
             tally = self.mode_by_line.get(tpl)
             if tally is not None:

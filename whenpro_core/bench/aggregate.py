@@ -137,6 +137,11 @@ def _share(flags: Sequence[bool]) -> float | None:
     return sum(flags) / len(flags) if flags else None
 
 
+def _mean_share(groups: Iterable[Sequence[bool]]) -> float:
+    """The mean over non-empty ``groups`` of the share of true flags in each."""
+    return mean(sum(g) / len(g) for g in groups)
+
+
 def macro_f1(pairs: Sequence[tuple[str, str]]) -> float | None:
     """Macro-F1 of ``(gold, predicted)`` labels over the classes with gold support.
 
@@ -168,10 +173,10 @@ def metrics(rows: Sequence[Scored]) -> Metrics:
     return Metrics(
         n=len(rows),
         frameworks=len(by_fw),
-        agent=mean(_share([r.agent for r in v]) for v in multi) if multi else None,
-        step=mean(_share([r.step for r in v]) for v in by_fw.values()),
+        agent=_mean_share([r.agent for r in v] for v in multi) if multi else None,
+        step=_mean_share([r.step for r in v] for v in by_fw.values()),
         error=macro_f1(with_mode),
-        joint=mean(_share([r.joint for r in v]) for v in by_fw.values()),
+        joint=_mean_share([r.joint for r in v] for v in by_fw.values()),
         agent_acc=_share([r.agent for r in rows]),
         step_acc=_share([r.step for r in rows]),
         step_acc_tol=_share([r.step_tol for r in rows]),
@@ -286,7 +291,8 @@ def _dimension(row: Scored, dimension: str) -> str:
         return row.gt_mode or "(none)"
     if dimension == "length":
         return row.bucket
-    return getattr(row, dimension)
+    value: str = getattr(row, dimension)
+    return value
 
 
 def _classes(rows: Sequence[Scored]) -> tuple[Confusion, list[ClassScore]]:

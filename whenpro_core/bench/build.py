@@ -35,10 +35,10 @@ import asyncio
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from whenpro_core.audit.detect import DetectabilityCheck, filter_items
 from whenpro_core.bench.build_plan import (
@@ -61,6 +61,10 @@ from whenpro_core.injection.replay import warm_start
 from whenpro_core.injection.verify import check_trace
 from whenpro_core.safety.redact import redact
 from whenpro_core.trace.model import Trace
+
+if TYPE_CHECKING:  # the injection stack is imported when a build runs
+    from whenpro_core.injection.executors import Executor
+    from whenpro_core.injection.generate import GeneratedStep, Generator, InjectionRequest
 
 
 @dataclass(frozen=True)
@@ -130,12 +134,12 @@ class _Tracked:
     """A generator wrapper that remembers whether generation finished (so a failure is
     put on the right stage)."""
 
-    def __init__(self, inner) -> None:
+    def __init__(self, inner: Generator) -> None:
         self.inner = inner
         self.name = inner.name
         self.done = False
 
-    def generate(self, request):
+    def generate(self, request: InjectionRequest) -> GeneratedStep:
         out = self.inner.generate(request)
         self.done = True
         return out
@@ -149,8 +153,8 @@ def _describe(exc: BaseException) -> str:
 def run_attempt(
     trace: Trace,
     attempt: Attempt,
-    generator,
-    executor,
+    generator: Generator,
+    executor: Executor,
     opts: BuildOptions,
     *,
     now: str,
@@ -178,7 +182,7 @@ def run_attempt(
         steps=len(trace.steps),
     )
 
-    def done(status: str, reason: str | None = None, detail: str = "", **kw) -> Entry:
+    def done(status: str, reason: str | None = None, detail: str = "", **kw: Any) -> Entry:
         return Entry(
             **base, status=status, reason=reason, detail=detail, seconds=round(time.perf_counter() - started, 4), **kw
         )
@@ -280,7 +284,7 @@ def class_shares(plan: Plan) -> dict[str, float]:
 
 
 def control_run(
-    trace: Trace, index: int, executor, opts: BuildOptions, cancel: threading.Event | None = None
+    trace: Trace, index: int, executor: Executor, opts: BuildOptions, cancel: threading.Event | None = None
 ) -> dict[str, Any]:
     """Replay the *unmodified* step ``index`` of ``trace`` through ``executor`` and check
     the outcome: ``{"success": bool | None, "detail": str, "final_answer": str | None,
@@ -318,8 +322,8 @@ class BuildResult:
 def _seeds_section(seeds: list[Seed]) -> dict[str, Any]:
     skipped = [s for s in seeds if s.skip]
     reasons: dict[str, int] = {}
-    for s in skipped:
-        reasons[s.skip] = reasons.get(s.skip, 0) + 1
+    for reason in (s.skip for s in skipped if s.skip):
+        reasons[reason] = reasons.get(reason, 0) + 1
     return {
         "found": len(seeds),
         "used": len(seeds) - len(skipped),
@@ -328,7 +332,7 @@ def _seeds_section(seeds: list[Seed]) -> dict[str, Any]:
     }
 
 
-def _tools(opts: BuildOptions):
+def _tools(opts: BuildOptions) -> tuple[Generator, Executor]:
     if opts.generator.startswith("text:"):
         raise ConfigError(
             "a build writes many different steps; a fixed replacement text does not fit",
@@ -507,7 +511,7 @@ def drop_detectable(store: BuildStore, seeds: list[Seed]) -> dict[str, int]:
     return {"checked": len(kept), "dropped": len(pinned)}
 
 
-def _leaves(eg: BaseExceptionGroup):
+def _leaves(eg: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
     for exc in eg.exceptions:
         if isinstance(exc, BaseExceptionGroup):
             yield from _leaves(exc)

@@ -72,8 +72,10 @@ import os
 import re
 import secrets
 import shutil
+import sys
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -89,6 +91,11 @@ from whenpro_core.storage import jsonio, jsonl_log
 from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text, safe_name
 from whenpro_core.trace.model import LABEL_LEAKING_FIELDS
 from whenpro_core.trace.taxonomy import Taxonomy
+
+if sys.platform == "win32":  # no flock: a second build in the same folder is not refused
+    fcntl = None
+else:
+    import fcntl
 
 BUILD_DIR = ".whenpro-build"
 JOURNAL_FORMAT = "whenpro.build.journal/1"
@@ -351,7 +358,8 @@ class BuildStore:
         return manifest
 
     def _staged(self, entry: Entry) -> dict[str, Any]:
-        return jsonio.loads((self.root / (entry.file or "")).read_bytes())
+        doc: dict[str, Any] = jsonio.loads((self.root / (entry.file or "")).read_bytes())
+        return doc
 
     def _release(self, selected: list[Entry]) -> None:
         """Write the released documents (or JSONL files) and ``provenance.json``."""
@@ -422,7 +430,9 @@ def split_document(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
     return public, record
 
 
-def _cap(groups: dict[str, list[Entry]], limit) -> tuple[dict[str, list[Entry]], list[Entry]]:
+def _cap(
+    groups: dict[str, list[Entry]], limit: Callable[[str, int], int]
+) -> tuple[dict[str, list[Entry]], list[Entry]]:
     """Cut each group to ``limit(group key, total kept)`` entries (in id order) until
     every group fits; returns the groups and the entries cut."""
     cut: list[Entry] = []
@@ -505,9 +515,9 @@ def build_warnings(run: dict[str, Any], selected: list[Entry]) -> list[str]:
 
 def _take_lock(path: Path) -> int:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    if jsonl_log.fcntl is not None:
+    if fcntl is not None:
         try:
-            jsonl_log.fcntl.flock(fd, jsonl_log.fcntl.LOCK_EX | jsonl_log.fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise ConfigError(

@@ -31,6 +31,7 @@ from whenpro_core.formats.registry import split_ref
 from whenpro_core.library.listing import walk_rows
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.trace.model import Usage
+from whenpro_core.trace.taxonomy import Taxonomy
 
 #: The row value that pools every modality of a group (the leaderboard's composite).
 ALL = "all"
@@ -236,7 +237,8 @@ class Outcome:
 
     def verdict(self, axis: str) -> bool | None:
         """The verdict on ``axis`` (``agent``, ``step``, ``step_tol``, ``mode``, ``joint``)."""
-        return getattr(self, axis)
+        value: bool | None = getattr(self, axis)
+        return value
 
 
 def _counts(column: Column | None, rec: Record) -> bool:
@@ -267,7 +269,9 @@ def cell_outcomes(results: Results, row: TableRow, column: Column | None = None)
         correct = None
         if column is not None and column.axis is not None:
             correct = bool(verdicts[column.axis])
-        out.append(Outcome(r, **verdicts, correct=correct))
+        out.append(
+            Outcome(r, agent=s.agent, step=s.step, step_tol=s.step_tol, mode=s.mode, joint=s.joint, correct=correct)
+        )
     return sorted(out, key=lambda o: o.trace_id)
 
 
@@ -308,7 +312,7 @@ class AxisLine:
     note: str = ""
 
 
-def compare(record: Record, taxonomy=None) -> list[AxisLine]:
+def compare(record: Record, taxonomy: Taxonomy | None = None) -> list[AxisLine]:
     """The record's prediction set against its ground truth, axis by axis (agent, step,
     mode). Values are raw trace text: escape or clean them before display."""
     pred = record.prediction

@@ -248,8 +248,9 @@ def plot_step_by_length(report: Report, path: str | Path) -> Path | None:
     buckets = [b for b, _ in LENGTH_BUCKETS]
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
     for label, points in step_by_length(report).items():
-        xs = [i for i, (_, acc, _) in enumerate(points) if acc is not None]
-        ys = [points[i][1] * 100 for i in xs]
+        known = [(i, acc) for i, (_, acc, _) in enumerate(points) if acc is not None]
+        xs = [i for i, _ in known]
+        ys = [acc * 100 for _, acc in known]
         ax.plot(xs, ys, marker="o", label=label)
         for x, y in zip(xs, ys, strict=False):
             ax.annotate(f"n={points[x][2]}", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=7)
@@ -351,9 +352,10 @@ def write_report(report: Report, out_dir: str | Path, *, hint: str = REPORT_HINT
     return {"json": json_path, "md": md_path, "plot": plot}
 
 
-def load_report_records(paths: Sequence[str | Path]) -> tuple[list, list[str]]:
+def load_report_records(paths: Sequence[str | Path]) -> tuple[list[Record], list[str]]:
     """Records and unreadable-line notes from one or more results files (in order)."""
-    records, problems = [], []
+    records: list[Record] = []
+    problems: list[str] = []
     for p in paths:
         recs, probs = read_records(p)
         records += recs
@@ -413,8 +415,9 @@ def prepare_report(
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
     paths = results_paths(paths)  # a folder or a glob of part files: its results files
     records, problems = load_report_records(paths)
-    for line in skipped_warnings(problems) if warn is not None else ():
-        warn(line)
+    if warn is not None:
+        for line in skipped_warnings(problems):
+            warn(line)
     if not records:
         raise TraceFormatError(
             "no benchmark records found", path=paths[0], expected="a results .jsonl written by whenpro bench"

@@ -104,9 +104,11 @@ def save_counts(root: str | Path) -> dict[str, Any]:
                     path=root,
                     expected="the --out folder of a whenpro build",
                 ) from None
-            return manifest["validation"]
+            counts: dict[str, Any] = manifest["validation"]
+            return counts
     try:
-        return revalidate(root)["validation"]
+        counts = revalidate(root)["validation"]
+        return counts
     finally:
         if fd is not None:
             os.close(fd)

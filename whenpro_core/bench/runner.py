@@ -44,6 +44,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from typing import Any
 
 from whenpro_core.attribution.interactive import MeteredJudge
 from whenpro_core.attribution.judge import Judge
@@ -60,12 +61,12 @@ from whenpro_core.bench.plan import (
     settings,
     split_list,
 )
-from whenpro_core.bench.records import Record, ResultsFile, build_record
+from whenpro_core.bench.records import ErrorKind, Record, ResultsFile, build_record
 from whenpro_core.config import load_settings
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.library.listing import parse_where
-from whenpro_core.trace.model import Trace, Usage
+from whenpro_core.trace.model import Attribution, Trace, Usage
 from whenpro_core.views.transcript import CHARS_PER_TOKEN, block_text, context_text, render_transcript
 
 __all__ = [
@@ -154,7 +155,7 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
     non-heuristic protocol without a judge, a bad setting), which concerns every item.
     """
     started = time.perf_counter()
-    common = dict(
+    common: dict[str, Any] = dict(
         ref=item.ref,
         protocol=item.protocol,
         model=item.model,
@@ -182,7 +183,9 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
             error_kind="internal",
             seconds=time.perf_counter() - started,
         )
-    prediction, error, kind = None, None, None
+    prediction: Attribution | None = None
+    error: str | None = None
+    kind: ErrorKind | None = None
     meter = MeteredJudge(judge) if judge is not None else None  # what this item's calls cost, even if it fails
     try:
         template = load_template(item.template) if item.template else None

@@ -248,7 +248,7 @@ def counterfactual_command(
     as_json: bool,
     save: bool,
     no_cache: bool,
-    settings_flags: dict | None = None,
+    settings_flags: dict[str, Any] | None = None,
     labels: bool = False,
 ) -> None:
     """``whenpro attribute --protocol counterfactual``: rank the steps, correct each in turn

@@ -416,7 +416,7 @@ def _merge_or_say(layout: shards.Layout, shard_k_n: tuple[int, int] | None, err:
 
 
 def _run_with_progress(
-    todo: list[runner.WorkItem], results: ResultsFile, judges: dict, concurrency: int, err: Console
+    todo: list[runner.WorkItem], results: ResultsFile, judges: dict[str, Any], concurrency: int, err: Console
 ) -> runner.RunStats:
     if not todo:
         return runner.RunStats()

@@ -177,7 +177,7 @@ def view(
         path,
         other,
         diff_runs=diff,
-        display=view_.Display(labels=labels, images=images.value, save=save),  # type: ignore[arg-type]
+        display=view_.Display(labels=labels, images=images.value, save=save),
         live=view_.LiveJudging(judge, protocol, model, budget_calls, budget_tokens, budget_usd, idle_timeout),
         serve_port=port if serve else None,
         results=results,

@@ -16,12 +16,12 @@ from whenpro_core.errors import ConfigError
 from whenpro_core.media.export import INDEX_NAME, default_out_dir, write_keyframes
 from whenpro_core.media.keyframes import (
     DEFAULT_MAX_FRAMES,
-    DEFAULT_MAX_SIDE,
     DEFAULT_MIN_SCENE_LEN,
     DEFAULT_THRESHOLD,
     KeyframeResult,
 )
 from whenpro_core.media.keyframes import keyframes as extract_keyframes
+from whenpro_core.media.video import DEFAULT_MAX_SIDE
 
 
 def models(model: str | None, *, base_url: str | None, as_json: bool) -> None:

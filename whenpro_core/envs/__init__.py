@@ -31,7 +31,8 @@ def get_env(name: str) -> Env:
     if spec is None:
         raise ConfigError(f"unknown environment {name!r}", expected=" or ".join(env_names()))
     module, _, cls = spec.partition(":")
-    return getattr(importlib.import_module(module), cls)()
+    env: Env = getattr(importlib.import_module(module), cls)()
+    return env
 
 
 def env_for_trace(trace: Trace) -> Env | None:

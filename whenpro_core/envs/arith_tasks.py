@@ -23,6 +23,7 @@ import ast
 import operator
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -405,7 +406,7 @@ class ToolFailure(Exception):
     """A tool call that failed; its message becomes the observation."""
 
 
-_OPS = {
+_OPS: dict[type[ast.AST], Callable[..., float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,

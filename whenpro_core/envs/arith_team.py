@@ -160,13 +160,16 @@ def latest_flag(steps: list[Step]) -> tuple[int, str | None, dict[str, str]]:
     corrections: dict[str, str] = {}
     last, redo = -1, None
     for step in steps:
-        if step.agent != "verifier" or not FLAG.search(step.content or ""):
+        if step.agent != "verifier":
+            continue
+        flag = FLAG.search(step.content or "")
+        if not flag:
             continue
         last = step.index
         for var, expr, _ in CORRECTION.findall(step.content):
             corrections[var] = expr.strip()
         m = REDO.search(step.content)
-        redo = m.group(1) if m else FLAG.search(step.content).group(1)
+        redo = m.group(1) if m else flag.group(1)
     return last, redo, corrections
 
 
@@ -299,7 +302,8 @@ class ArithReferencePolicy:
 
     def act(self, state: EnvState) -> Step:
         steps = list(state.steps)
-        return getattr(self, f"_{state.agent}")(state.query, steps, state.style)
+        step: Step = getattr(self, f"_{state.agent}")(state.query, steps, state.style)
+        return step
 
     def _planner(self, query: str, steps: list[Step], style: int | None) -> Step:
         d = derive(query)
@@ -318,8 +322,8 @@ class ArithReferencePolicy:
                 for ln in earlier[-1].content.split("\n")[1:]
                 if not re.match(r"\s*\d+\.\s*planner\s*:", ln, re.IGNORECASE)
             ]
-            lines = [m for ln in kept if (m := PLAN_LINE.match(ln))]
-            body = "\n".join(f"{n}. {m.group(1)}: {m.group(2)}" for n, m in enumerate(lines, 1))
+            matched = [m for ln in kept if (m := PLAN_LINE.match(ln))]
+            body = "\n".join(f"{n}. {m.group(1)}: {m.group(2)}" for n, m in enumerate(matched, 1))
             head = pick(style, REVIEWS, key, "review")
             return Step(index=0, agent="planner", kind="plan", content=head + "\n" + body)
         if not any(s.agent == "planner" for s in steps) and chance(style, P_INTRO, "intro"):
@@ -369,7 +373,7 @@ class ArithReferencePolicy:
             )
         missing: list[str] = []
 
-        def sub(mm: re.Match) -> str:
+        def sub(mm: re.Match[str]) -> str:
             if mm.group(1) in values:
                 return _fmt(values[mm.group(1)])
             missing.append(mm.group(1))

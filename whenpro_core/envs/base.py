@@ -292,7 +292,7 @@ def build_trace(
     answer (from a ``final_answer`` step) and outcome (:meth:`Env.check`)."""
     final = env.extract_answer(steps[-1]) if steps and steps[-1].kind == "final_answer" else None
     verdict = env.check(task, final)
-    outcome = {True: Outcome.success, False: Outcome.failure}.get(verdict.success, Outcome.unknown)
+    outcome = {True: Outcome.success, False: Outcome.failure, None: Outcome.unknown}[verdict.success]
     return Trace(
         id=trace_id or f"{env.name}-s{task.seed}",
         framework=env.name,

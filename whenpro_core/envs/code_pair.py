@@ -41,6 +41,7 @@ from whenpro_core.envs.base import (
 )
 from whenpro_core.envs.code_tasks import (
     BY_NAME,
+    Template,
     harness,
     hidden_cases,
     make_task,
@@ -87,7 +88,7 @@ def latest_code(steps: list[Step]) -> str | None:
     """The last fenced code block written by the coder, or ``None``."""
     for step in reversed(steps):
         if step.agent == "coder":
-            blocks = CODE_BLOCK.findall(step.content or "")
+            blocks: list[str] = CODE_BLOCK.findall(step.content or "")
             if blocks:
                 return blocks[-1]
     return None
@@ -96,7 +97,7 @@ def latest_code(steps: list[Step]) -> str | None:
 def extract_code(text: str) -> str:
     """The last fenced code block of ``text``, else ``text`` itself (stripped of a
     ``Final code:``/``Final answer:`` label)."""
-    blocks = CODE_BLOCK.findall(text or "")
+    blocks: list[str] = CODE_BLOCK.findall(text or "")
     if blocks:
         return blocks[-1]
     return re.sub(r"^\s*final (?:code|answer)\s*:\s*", "", text or "", flags=re.IGNORECASE)
@@ -255,7 +256,8 @@ class CodeReferencePolicy:
     name = "reference"
 
     def act(self, state: EnvState) -> Step:
-        return getattr(self, f"_{state.agent}")(state.query, list(state.steps), state.style)
+        step: Step = getattr(self, f"_{state.agent}")(state.query, list(state.steps), state.style)
+        return step
 
     def _coder(self, spec: str, steps: list[Step], style: int | None) -> Step:
         code = latest_code(steps)
@@ -298,7 +300,9 @@ class CodeReferencePolicy:
             content=_block(pick(style, FIXES, key, "fix").format(name=name, what=what), patched),
         )
 
-    def _first(self, reading, steps: list[Step], style: int | None, key: int) -> Step:
+    def _first(
+        self, reading: tuple[Template, dict[str, Any]] | None, steps: list[Step], style: int | None, key: int
+    ) -> Step:
         if reading is None:
             return Step(
                 index=0, agent="coder", kind="assistant", content="I cannot tell which function this spec asks for."

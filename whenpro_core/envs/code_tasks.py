@@ -34,11 +34,11 @@ class Template:
     draft: Callable[[dict[str, Any]], str]
     full: Callable[[dict[str, Any]], str]
     ref: Callable[..., Any]
-    examples: Callable[[dict[str, Any]], list[tuple]]
-    hidden_args: Callable[[dict[str, Any]], list[tuple]]
+    examples: Callable[[dict[str, Any]], list[tuple[Any, ...]]]
+    hidden_args: Callable[[dict[str, Any]], list[tuple[Any, ...]]]
 
 
-def _call(name: str, args: tuple) -> str:
+def _call(name: str, args: tuple[Any, ...]) -> str:
     return f"{name}({', '.join(repr(a) for a in args)})"
 
 
@@ -50,11 +50,13 @@ def render_spec(t: Template, p: dict[str, Any], body: str, edge: str | None) -> 
 
 
 # --- clamp_scale -----------------------------------------------------------------------
-def _clamp_ref(p, x):
-    return max(0, min(x * p["k"], p["cap"]))
+def _clamp_ref(p: dict[str, Any], x: int) -> int:
+    k: int = p["k"]
+    cap: int = p["cap"]
+    return max(0, min(x * k, cap))
 
 
-CLAMP = Template(
+CLAMP: Template = Template(
     name="clamp_scale",
     make=lambda r: {"k": r.choice([2, 3, 4, 5]), "cap": r.choice([20, 30, 50, 60])},
     spec=lambda p: render_spec(
@@ -85,11 +87,11 @@ CLAMP = Template(
 
 
 # --- count_letters ---------------------------------------------------------------------
-def _count_ref(p, s):
+def _count_ref(p: dict[str, Any], s: str) -> int:
     return sum(1 for c in s if c.lower() in p["letters"])
 
 
-COUNT = Template(
+COUNT: Template = Template(
     name="count_letters",
     make=lambda r: {"letters": r.choice(["aeiou", "aeiouy", "rstln", "xyz"]), "words": r.sample(WORDS, 2)},
     spec=lambda p: render_spec(
@@ -111,14 +113,14 @@ COUNT = Template(
 
 
 # --- running_max -----------------------------------------------------------------------
-def _running_ref(p, xs):
-    out = []
+def _running_ref(p: dict[str, Any], xs: list[int]) -> list[int]:
+    out: list[int] = []
     for x in xs:
         out.append(x if not out else max(out[-1], x))
     return out
 
 
-RUNNING = Template(
+RUNNING: Template = Template(
     name="running_max",
     make=lambda r: {"xs": [r.randint(-5, 20) for _ in range(5)]},
     spec=lambda p: render_spec(
@@ -154,7 +156,7 @@ RUNNING = Template(
 
 
 # --- fizz_word -------------------------------------------------------------------------
-def _fizz_ref(p, n):
+def _fizz_ref(p: dict[str, Any], n: int) -> str:
     a, b = p["a"], p["b"]
     if n % a == 0 and n % b == 0:
         return "FizzBuzz"
@@ -165,7 +167,7 @@ def _fizz_ref(p, n):
     return str(n)
 
 
-FIZZ = Template(
+FIZZ: Template = Template(
     name="fizz_word",
     make=lambda r: dict(zip(("a", "b"), r.sample([2, 3, 5, 7], 2), strict=False)),
     spec=lambda p: render_spec(
@@ -196,11 +198,11 @@ FIZZ = Template(
 
 
 # --- grade -----------------------------------------------------------------------------
-def _grade_ref(p, score):
+def _grade_ref(p: dict[str, Any], score: int) -> str:
     return "A" if score >= p["hi"] else "B" if score >= p["mid"] else "C"
 
 
-GRADE = Template(
+GRADE: Template = Template(
     name="grade",
     make=lambda r: {"hi": r.choice([80, 85, 90]), "mid": r.choice([50, 60, 65])},
     spec=lambda p: render_spec(
@@ -230,11 +232,11 @@ GRADE = Template(
 
 
 # --- safe_mean -------------------------------------------------------------------------
-def _mean_ref(p, xs):
+def _mean_ref(p: dict[str, Any], xs: list[float]) -> float | None:
     return None if not xs else round(sum(xs) / len(xs), p["d"])
 
 
-MEAN = Template(
+MEAN: Template = Template(
     name="safe_mean",
     make=lambda r: {"d": r.choice([1, 2, 3])},
     spec=lambda p: render_spec(
@@ -258,14 +260,14 @@ MEAN = Template(
 
 
 # --- bulk_price ------------------------------------------------------------------------
-def _bulk_ref(p, n):
+def _bulk_ref(p: dict[str, Any], n: int) -> int:
     if n <= 0:
         return 0
-    total = n * p["unit"]
+    total: int = n * p["unit"]
     return total - total * p["pct"] // 100 if n >= p["min"] else total
 
 
-BULK = Template(
+BULK: Template = Template(
     name="bulk_price",
     make=lambda r: {"unit": r.choice([3, 4, 5, 8, 12]), "min": r.choice([5, 10, 20]), "pct": r.choice([10, 20, 25])},
     spec=lambda p: render_spec(
@@ -300,11 +302,11 @@ BULK = Template(
 
 
 # --- pad_id ----------------------------------------------------------------------------
-def _pad_ref(p, n):
+def _pad_ref(p: dict[str, Any], n: int) -> str:
     return ("-" if n < 0 else "") + str(abs(n)).zfill(p["w"])
 
 
-PAD = Template(
+PAD: Template = Template(
     name="pad_id",
     make=lambda r: {"w": r.choice([4, 5, 6, 8])},
     spec=lambda p: render_spec(
@@ -329,11 +331,11 @@ PAD = Template(
 
 
 # --- temp_band -------------------------------------------------------------------------
-def _band_ref(p, t):
+def _band_ref(p: dict[str, Any], t: float) -> str:
     return "hot" if t >= p["hi"] else "mild" if t >= p["lo"] else "cold"
 
 
-BAND = Template(
+BAND: Template = Template(
     name="temp_band",
     make=lambda r: {"lo": r.choice([5, 8, 10, 12]), "hi": r.choice([24, 25, 27, 30])},
     spec=lambda p: render_spec(
@@ -363,11 +365,11 @@ BAND = Template(
 
 
 # --- count_above -----------------------------------------------------------------------
-def _above_ref(p, xs):
+def _above_ref(p: dict[str, Any], xs: list[int | None]) -> int:
     return sum(1 for x in xs if x is not None and x > p["t"])
 
 
-ABOVE = Template(
+ABOVE: Template = Template(
     name="count_above",
     make=lambda r: {"t": r.choice([3, 5, 10, 18]), "xs": [r.randint(0, 25) for _ in range(5)]},
     spec=lambda p: render_spec(
@@ -393,11 +395,11 @@ ABOVE = Template(
 
 
 # --- shift_word ------------------------------------------------------------------------
-def _shift_ref(p, w):
+def _shift_ref(p: dict[str, Any], w: str) -> str:
     return "".join(chr((ord(c) - 97 + p["k"]) % 26 + 97) if "a" <= c <= "z" else c for c in w)
 
 
-SHIFT = Template(
+SHIFT: Template = Template(
     name="shift_word",
     make=lambda r: {"k": r.choice([1, 2, 3, 5, 13]), "words": r.sample(WORDS, 1)},
     spec=lambda p: render_spec(
@@ -422,11 +424,11 @@ SHIFT = Template(
 
 
 # --- percent_change --------------------------------------------------------------------
-def _change_ref(p, a, b):
+def _change_ref(p: dict[str, Any], a: float, b: float) -> float | None:
     return None if a == 0 else round((b - a) / a * 100, p["d"])
 
 
-CHANGE = Template(
+CHANGE: Template = Template(
     name="percent_change",
     make=lambda r: {"d": r.choice([0, 1, 2])},
     spec=lambda p: render_spec(

@@ -33,6 +33,7 @@ from whenpro_core.formats.base import (
     DocumentImporter,
     LoadContext,
     as_text,
+    dict_or_empty,
     expect,
     is_message_list,
     redact_secrets,
@@ -40,6 +41,7 @@ from whenpro_core.formats.base import (
 )
 from whenpro_core.formats.chat import chat_step, is_chat_role
 from whenpro_core.formats.whowhen import _kind_hand_crafted, speaker_of
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import (
     TRACE_HIDDEN_KEY,
     Agent,
@@ -72,7 +74,7 @@ def is_tau_run(doc: Any) -> bool:
     return isinstance(doc, dict) and "task_id" in doc and "traj" in doc and ("reward" in doc or "info" in doc)
 
 
-def _labels_for(path: Path, trajectory_id: Any) -> tuple[Path, int, dict] | None:
+def _labels_for(path: Path, trajectory_id: Any) -> tuple[Path, int, JSONObject] | None:
     found = sibling_json(path, LABELS_FILE)
     if found is None or not isinstance(found[1], list):
         return None
@@ -98,7 +100,7 @@ def apply_labels(trace: Trace, path: Path, trajectory_id: Any, *, offset: int) -
     failures = expect(entry.get("failures"), list, ctx, f"{where}.failures", "a list of failures")
     by_agent = {a.lower(): a for a in trace.agent_ids()}
     coords = {s.coord: s.index for s in trace.steps if s.coord is not None}
-    root = entry.get("root_cause") if isinstance(entry.get("root_cause"), dict) else {}
+    root = dict_or_empty(entry.get("root_cause"))
     root_id = str(root.get("failure_id")) if root.get("failure_id") is not None else None
     trace.annotations = []
     for j, f in enumerate(failures):
@@ -223,8 +225,8 @@ class TauBenchImporter(DocumentImporter):
                     agent=_TAU_AGENTS.get(role, role) if isinstance(role, str) else None,
                 )
             )
-        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-        task = info.get("task") if isinstance(info.get("task"), dict) else {}
+        info = dict_or_empty(doc.get("info"))
+        task = dict_or_empty(info.get("task"))
         reward = doc.get("reward")
         if reward is not None and (not isinstance(reward, (int, float)) or isinstance(reward, bool)):
             raise ctx.error("wrong type", "$.reward", "a number from 0 to 1 (1.0 = success)")

@@ -50,6 +50,7 @@ from whenpro_core.formats.base import (
     redact_secrets,
     text_or_none,
 )
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, GroundTruth, Outcome, Step, Task, ToolCall, Trace
 
 _BULKY_METRICS = ("prompt_token_ids", "completion_token_ids", "logprobs")
@@ -68,23 +69,23 @@ def is_trajectory(doc: Any) -> bool:
     )
 
 
-def _usage(metrics: Any) -> dict | None:
+def _usage(metrics: Any) -> JSONObject | None:
     if not isinstance(metrics, dict):
         return None
     return {k: v for k, v in metrics.items() if k not in _BULKY_METRICS} or None
 
 
-def _raw(step: dict) -> dict:
+def _raw(step: JSONObject) -> JSONObject:
     raw = dict(step)
     if isinstance(raw.get("metrics"), dict):
         raw["metrics"] = _usage(raw["metrics"])
     return redact_secrets(raw)
 
 
-def _observation(results: list, calls: list[ToolCall]) -> tuple[str | None, list[dict]]:
+def _observation(results: list[Any], calls: list[ToolCall]) -> tuple[str | None, list[JSONObject]]:
     names = {c.id: c.name for c in calls if c.id}
     texts: list[str] = []
-    refs: list[dict] = []
+    refs: list[JSONObject] = []
     for r in results:
         if not isinstance(r, dict):
             texts.append(as_text(r))
@@ -123,7 +124,7 @@ class _Reader:
         self.warnings: list[str] = []
         self.copied = 0
 
-    def read(self, doc: dict, where_file: Path, prefix: str, depth: int, seen: set[Path]) -> None:
+    def read(self, doc: JSONObject, where_file: Path, prefix: str, depth: int, seen: set[Path]) -> None:
         agent_info = dict_or_empty(doc.get("agent"))
         agent = text_or_none(agent_info.get("name")) or "agent"
         self.agents.setdefault(agent, text_or_none(agent_info.get("model_name")))
@@ -138,7 +139,7 @@ class _Reader:
             for ref in refs:
                 self._subagent(ref, where_file, built.coord or str(i + 1), depth, seen)
 
-    def _step(self, step: dict, agent: str, prefix: str, where: str) -> tuple[Step, list[dict]]:
+    def _step(self, step: JSONObject, agent: str, prefix: str, where: str) -> tuple[Step, list[JSONObject]]:
         source = step.get("source")
         if not isinstance(source, str):
             raise self.ctx.error(
@@ -184,7 +185,7 @@ class _Reader:
             _restore(built, mine, self.ctx, f"{where}.extra.{EXTRA_KEY}")
         return built, refs
 
-    def _subagent(self, ref: dict, parent: Path, coord: str, depth: int, seen: set[Path]) -> None:
+    def _subagent(self, ref: JSONObject, parent: Path, coord: str, depth: int, seen: set[Path]) -> None:
         tpath = text_or_none(ref.get("trajectory_path"))
         found = referenced_file(parent, tpath) if tpath else None
         if found is None or depth >= MAX_DEPTH or found.resolve() in seen:
@@ -215,7 +216,7 @@ class _Reader:
         self.copied += sub.copied
 
 
-def _restore(step: Step, mine: dict, ctx: LoadContext, where: str) -> None:
+def _restore(step: Step, mine: JSONObject, ctx: LoadContext, where: str) -> None:
     """Put back what whenpro wrote in a step's ``extra.whenpro`` (:mod:`.atif_write`):
     agent, kind, coordinate, error, calls of non-agent steps, made-up call ids, wrapped
     arguments."""
@@ -245,7 +246,7 @@ def _restore(step: Step, mine: dict, ctx: LoadContext, where: str) -> None:
                 step.tool_calls[j].arguments = args["input"]
 
 
-def _trace_fields(doc: dict) -> dict[str, Any]:
+def _trace_fields(doc: JSONObject) -> dict[str, Any]:
     """Trace fields whenpro wrote in the trajectory's ``extra.whenpro`` (invalid ones
     are left out: the trajectory still opens)."""
     mine = dict_or_empty(dict_or_empty(doc.get("extra")).get(EXTRA_KEY))
@@ -278,14 +279,15 @@ def _final(steps: list[Step], main: str) -> str | None:
             continue
         for call in step.tool_calls:
             args = call.arguments if isinstance(call.arguments, dict) else {}
-            if call.name == "finish" and text_or_none(args.get("message")):
-                return args["message"]
+            message = text_or_none(args.get("message"))
+            if call.name == "finish" and message:
+                return message
             if call.name in _FINISH and step.content:
                 return step.content
     return next((s.content for s in reversed(steps) if s.agent == main and s.content), None)
 
 
-def trajectory_trace(doc: dict, ctx: LoadContext) -> Trace:
+def trajectory_trace(doc: JSONObject, ctx: LoadContext) -> Trace:
     """The trace of one ATIF trajectory (rules in the module doc)."""
     reader = _Reader(ctx)
     reader.read(doc, ctx.path, "", 0, {ctx.path.resolve()})

@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from whenpro_core.formats.base import DocumentImporter, LoadContext, is_message_list
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Trace, TraceSummary
 
 
@@ -54,11 +55,11 @@ def aux_kind(doc: Any) -> str | None:
     return None
 
 
-def _tool_examples(messages: list[dict]) -> bool:
+def _tool_examples(messages: list[JSONObject]) -> bool:
     if not all(m.get("role") in ("assistant", "tool") for m in messages):
         return False
-    indexes = [m.get("index") for m in messages]
-    if not all(isinstance(i, int) for i in indexes):
+    indexes = [i for m in messages if isinstance(i := m.get("index"), int)]
+    if len(indexes) != len(messages):
         return False
     return any(b <= a for a, b in zip(indexes, indexes[1:], strict=False))
 

@@ -28,8 +28,9 @@ import orjson
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.safety.redact import redact_secrets as redact_secrets  # re-exported: the importers take it from here
 from whenpro_core.storage import jsonio
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.evidence import answer_matches
-from whenpro_core.trace.model import SUMMARY_TEXT, Outcome, Source, Trace, TraceSummary
+from whenpro_core.trace.model import SUMMARY_TEXT, Outcome, Source, Step, Trace, TraceSummary
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def decode_text(data: bytes, path: Path | None = None) -> bytes:
         if data.startswith(bom):
             try:
                 return data.decode(enc).encode("utf-8")
-            except UnicodeError as exc:
+            except (UnicodeDecodeError, UnicodeEncodeError) as exc:
                 raise TraceFormatError(
                     f"invalid {enc.upper()} text: {exc.reason}", path=path, expected="UTF-8 or UTF-16 text"
                 ) from None
@@ -424,12 +425,12 @@ def is_message_list(value: Any, keys: tuple[str, ...] = ("role",)) -> bool:
     )
 
 
-def dict_or_empty(value: Any) -> dict:
+def dict_or_empty(value: Any) -> JSONObject:
     """``value`` if it is a JSON object, else a new empty dict (an optional sub-object)."""
     return value if isinstance(value, dict) else {}
 
 
-def list_or_empty(value: Any) -> list:
+def list_or_empty(value: Any) -> list[Any]:
     """``value`` if it is a JSON list, else a new empty list (an optional list)."""
     return value if isinstance(value, list) else []
 
@@ -459,13 +460,13 @@ def _cached_json(path: str, size: int, mtime_ns: int) -> Any:
     return read_json_file(Path(path))
 
 
-def final_answer_from_steps(steps: list) -> str | None:
+def final_answer_from_steps(steps: list[Step]) -> str | None:
     """The content of the last ``final_answer`` step (the rule of the OpenHands and
     native step-lines importers), ``None`` when no such step states anything."""
     return next((s.content for s in reversed(steps) if s.kind == "final_answer" and s.content), None)
 
 
-def outcome_from_gold(final: str | None, gold: str | None, has_ground_truth: bool):
+def outcome_from_gold(final: str | None, gold: str | None, has_ground_truth: bool) -> Outcome:
     """The outcome of a run whose source does not state one: ``failure`` when it carries
     a ground truth (labelled traces are failures, as in Who&When Pro), else the final
     answer judged against the gold answer by the heuristic's lenient rule

@@ -31,7 +31,8 @@ left to :mod:`whenpro_core.formats.agentrx` (Magentic-One lists name the speaker
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError
@@ -48,6 +49,7 @@ from whenpro_core.formats.base import (
     summarize,
 )
 from whenpro_core.formats.native_lines import skipped_lines_warning
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, MediaRef, Outcome, Source, Step, Task, ToolCall, Trace, TraceSummary
 
 #: Chat-API roles of OpenAI-compatible logs.
@@ -82,7 +84,7 @@ def _conversational(msg: Any) -> bool:
     return not (isinstance(role, str) and _KIND.get(role) in ("system", "tool"))
 
 
-def is_group_chat(messages: list) -> bool:
+def is_group_chat(messages: list[Any]) -> bool:
     """True for an AG2/AutoGen chat history: every message that is not a system or tool
     message carries a non-empty ``name``, with at least two distinct names. (An OpenAI
     chat that names only its user keeps role-based kinds.)"""
@@ -92,7 +94,7 @@ def is_group_chat(messages: list) -> bool:
     return len({n.strip() for n in names}) >= 2
 
 
-def opening_index(messages: list) -> int | None:
+def opening_index(messages: list[Any]) -> int | None:
     """Index of the first conversational (not system, not tool) message: the task in an
     AG2 group chat."""
     return next((i for i, m in enumerate(messages) if _conversational(m)), None)
@@ -176,7 +178,7 @@ def content_parts(
     return "\n".join(t for t in texts if t), media
 
 
-def tool_calls_of(msg: dict, ctx: LoadContext, where: str) -> list[ToolCall]:
+def tool_calls_of(msg: JSONObject, ctx: LoadContext, where: str) -> list[ToolCall]:
     """OpenAI ``tool_calls`` ``[{id, type, function: {name, arguments}}]`` (arguments a
     JSON string, decoded when valid) and the legacy ``function_call``; Inspect's flat
     ``{id, function, arguments}`` too."""
@@ -261,7 +263,7 @@ def chat_step(
     )
 
 
-def chat_steps(messages: list, ctx: LoadContext, where: str) -> list[Step]:
+def chat_steps(messages: list[Any], ctx: LoadContext, where: str) -> list[Step]:
     """Every message of a chat log as a step (``where[i]`` names message i in errors),
     with AG2 group-chat kinds when :func:`is_group_chat`."""
     group = is_group_chat(messages)
@@ -270,7 +272,13 @@ def chat_steps(messages: list, ctx: LoadContext, where: str) -> list[Step]:
 
 
 def chat_trace(
-    messages: list, ctx: LoadContext, *, where: str = "$", trace_id: str, fmt: str = "chat", extras: dict | None = None
+    messages: list[Any],
+    ctx: LoadContext,
+    *,
+    where: str = "$",
+    trace_id: str,
+    fmt: str = "chat",
+    extras: JSONObject | None = None,
 ) -> Trace:
     """A trace from a list of chat messages: framework ``ag2`` when an assistant turn
     carries an agent ``name`` or the messages form a group chat (:func:`is_group_chat`),
@@ -302,7 +310,7 @@ def chat_trace(
 _LIST_KEYS = ("messages", "chat_history")
 
 
-def _messages_of(doc: Any) -> tuple[list | None, str]:
+def _messages_of(doc: Any) -> tuple[list[Any] | None, str]:
     if isinstance(doc, list):
         return doc, "$"
     if isinstance(doc, dict):
@@ -352,13 +360,13 @@ class ChatJsonlImporter(JsonLinesImporter):
             .model_copy(update={"id": str(obj.get("id") or f"{ctx.path.stem}-{ctx.key}")})
         )
 
-    def _per_message(self, path) -> bool:
+    def _per_message(self, path: Path) -> bool:
         for row, line in self.rows(path):
             obj = parse_json(line, path, row)
             return isinstance(obj, dict) and "role" in obj
         return False
 
-    def _message_trace(self, path, root) -> Trace:
+    def _message_trace(self, path: Path, root: Path | None) -> Trace:
         """One message a line: bad lines are skipped (noted in ``extras["whenpro_warnings"]``)
         as the live follower skips them; no good line raises the first line's error."""
         ctx = LoadContext(path=path, root=root)
@@ -378,7 +386,7 @@ class ChatJsonlImporter(JsonLinesImporter):
             trace.extras.setdefault("whenpro_warnings", []).append(skipped_lines_warning(bad))
         return trace
 
-    def summaries(self, path, root):
+    def summaries(self, path: Path, root: Path | None) -> Iterator[TraceSummary]:
         try:
             if self._per_message(path):
                 yield summarize(self._message_trace(path, root))
@@ -388,12 +396,12 @@ class ChatJsonlImporter(JsonLinesImporter):
             return
         yield from super().summaries(path, root)
 
-    def load(self, path, key, root):
+    def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
         if self._per_message(path):
             return self._message_trace(path, root)
         return super().load(path, key, root)
 
-    def load_all(self, path, root):
+    def load_all(self, path: Path, root: Path | None) -> list[Trace]:
         if self._per_message(path):
             return [self._message_trace(path, root)]
         return super().load_all(path, root)

@@ -42,6 +42,7 @@ from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import LoadContext, as_text, dict_or_empty, redact_secrets, text_or_none
 from whenpro_core.formats.chat import content_parts
 from whenpro_core.formats.session_lines import LineBuilder, SessionLinesImporter, feed_file, renumber
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
 LINE_TYPES = frozenset(
@@ -51,7 +52,7 @@ MAIN_AGENT = "claude"
 _ENVELOPE_KEYS = ("sessionId", "cwd", "gitBranch", "version", "slug")
 
 
-def is_session_line(obj: dict) -> bool:
+def is_session_line(obj: JSONObject) -> bool:
     """A Claude Code transcript line: a known ``type`` plus the envelope's ``sessionId``
     (snapshot, queue and summary lines, which may come first, have their own keys)."""
     kind = text_or_none(obj.get("type"))
@@ -89,7 +90,7 @@ class ClaudeSessionBuilder:
         self._by_message: dict[str, Step] = {}
         self._by_call: dict[str, Step] = {}
         self.tasks: dict[str, dict[str, Any]] = {}  # Task tool_use id -> {agentId, subagent_type}
-        self.inline: dict[str, list[dict]] = {}  # Task tool_use id -> agent_progress messages
+        self.inline: dict[str, list[JSONObject]] = {}  # Task tool_use id -> agent_progress messages
 
     # ------------------------------------------------------------------ lines
     def feed(self, obj: Any, row: int | None = None) -> tuple[str, ...]:
@@ -121,7 +122,7 @@ class ClaudeSessionBuilder:
             self.folded[f"{kind}/{sub}" if sub else kind] += 1
         return ()
 
-    def _assistant(self, obj: dict, blocks: list[Any]) -> None:
+    def _assistant(self, obj: JSONObject, blocks: list[Any]) -> None:
         message = obj["message"]
         mid = text_or_none(message.get("id")) or str(obj.get("uuid"))
         step = self._by_message.get(mid)
@@ -171,7 +172,7 @@ class ClaudeSessionBuilder:
         else:
             step.content = _join(step.content, as_text(block))
 
-    def _user(self, obj: dict, blocks: list[Any]) -> None:
+    def _user(self, obj: JSONObject, blocks: list[Any]) -> None:
         if obj.get("isMeta"):
             self.folded["user/meta"] += 1
             return
@@ -197,7 +198,7 @@ class ClaudeSessionBuilder:
             )
         )
 
-    def _tool_result(self, obj: dict, block: dict) -> None:
+    def _tool_result(self, obj: JSONObject, block: JSONObject) -> None:
         text, media = content_parts(block.get("content"), self.ctx, "$.message.content[].content")
         cid = text_or_none(block.get("tool_use_id"))
         step = self._by_call.get(cid or "")
@@ -223,7 +224,7 @@ class ClaudeSessionBuilder:
         if isinstance(step.raw, list):
             step.raw.append(redact_secrets(obj))
 
-    def _compaction(self, obj: dict) -> None:
+    def _compaction(self, obj: JSONObject) -> None:
         meta = dict_or_empty(obj.get("compactMetadata"))
         text = as_text(obj.get("content")) or "Conversation compacted"
         if meta:
@@ -239,7 +240,7 @@ class ClaudeSessionBuilder:
             )
         )
 
-    def _progress(self, obj: dict) -> None:
+    def _progress(self, obj: JSONObject) -> None:
         data = dict_or_empty(obj.get("data"))
         ptype = str(data.get("type") or "progress")
         self.folded[f"progress/{ptype}"] += 1
@@ -312,7 +313,7 @@ class ClaudeTraceBuilder:
         self._files[path] = (stamp, child.steps, notes)
         return child.steps, notes
 
-    def _child_steps(self, task_id: str, info: dict, warnings: list[str]) -> tuple[str, list[Step]]:
+    def _child_steps(self, task_id: str, info: JSONObject, warnings: list[str]) -> tuple[str, list[Step]]:
         agent_id = text_or_none(info.get("agentId"))
         inline = self.main.inline.get(task_id, [])
         if agent_id is None:

@@ -42,6 +42,7 @@ from whenpro_core.formats.base import (
 )
 from whenpro_core.formats.chat import content_parts
 from whenpro_core.formats.session_lines import LineBuilder, SessionLinesImporter, renumber
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
 LINE_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
@@ -61,7 +62,7 @@ _CALLS = {
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
 
 
-def is_rollout_line(obj: dict) -> bool:
+def is_rollout_line(obj: JSONObject) -> bool:
     """A Codex rollout line: ``{timestamp, type, payload}`` with a rollout ``type``."""
     return text_or_none(obj.get("type")) in LINE_TYPES and "payload" in obj and "timestamp" in obj
 
@@ -119,7 +120,7 @@ class CodexBuilder:
         self.steps.append(step)
         return step
 
-    def _item(self, item: dict, ts: Any) -> None:
+    def _item(self, item: JSONObject, ts: Any) -> None:
         itype = text_or_none(item.get("type"))
         raw = redact_secrets(item)
         if itype == "message":
@@ -154,7 +155,7 @@ class CodexBuilder:
         else:
             self.folded[f"response_item/{itype}"] += 1
 
-    def _message(self, item: dict, raw: dict, ts: Any) -> None:
+    def _message(self, item: JSONObject, raw: JSONObject, ts: Any) -> None:
         role = item.get("role")
         text, media = content_parts(item.get("content"), self.ctx, "$.payload.content")
         if role == "assistant":
@@ -167,7 +168,7 @@ class CodexBuilder:
         step.raw = raw
         self._add(step)
 
-    def _output(self, item: dict, raw: dict, ts: Any) -> None:
+    def _output(self, item: JSONObject, raw: JSONObject, ts: Any) -> None:
         cid = text_or_none(item.get("call_id")) or ""
         output = maybe_json(item.get("output"))
         if isinstance(output, dict) and "output" in output:  # custom tools: {output, metadata}
@@ -197,7 +198,7 @@ class CodexBuilder:
             step.error = text if step.error is None else f"{step.error}\n{text}"
 
     # ------------------------------------------------------------------ events
-    def _event(self, ev: dict, ts: Any) -> None:
+    def _event(self, ev: JSONObject, ts: Any) -> None:
         etype = str(ev.get("type"))
         cid = text_or_none(ev.get("call_id")) or ""
         if etype == "exec_command_end":

@@ -39,6 +39,7 @@ from whenpro_core.formats.base import (
     text_or_none,
 )
 from whenpro_core.formats.session_lines import LineBuilder, SessionLinesImporter, renumber
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
 AGENT = "gemini"
@@ -97,7 +98,7 @@ class GeminiBuilder:
     def __init__(self, ctx: LoadContext) -> None:
         self.ctx = ctx
         self.header: dict[str, Any] = {}
-        self.messages: dict[str, dict] = {}
+        self.messages: dict[str, JSONObject] = {}
         self.rewritten = 0
 
     def feed(self, obj: Any, row: int | None = None, where: str = "$") -> tuple[str, ...]:
@@ -136,7 +137,7 @@ class GeminiBuilder:
         self.messages[mid] = obj
         return ()
 
-    def _checkpoint(self, messages: list, where: str) -> None:
+    def _checkpoint(self, messages: list[Any], where: str) -> None:
         before = dict(self.messages)
         self.messages.clear()
         try:
@@ -146,8 +147,8 @@ class GeminiBuilder:
             self.messages = before  # a bad checkpoint changes nothing
             raise
 
-    def _steps(self, msg: dict) -> list[Step]:
-        mtype = msg["type"]
+    def _steps(self, msg: JSONObject) -> list[Step]:
+        mtype: str = msg["type"]  # checked a string when the message was fed
         text = parts_text(msg.get("content"))
         kind = _KINDS.get(mtype, mtype)
         step = Step(
@@ -172,7 +173,7 @@ class GeminiBuilder:
             out.extend(self._call(step, call, len(calls) > 1))
         return out
 
-    def _call(self, step: Step, call: dict, several: bool) -> list[Step]:
+    def _call(self, step: Step, call: JSONObject, several: bool) -> list[Step]:
         name = text_or_none(call.get("name")) or "tool"
         step.kind = "action"
         step.tool_calls.append(ToolCall(id=text_or_none(call.get("id")), name=name, arguments=call.get("args")))

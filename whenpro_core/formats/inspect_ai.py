@@ -38,7 +38,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -51,13 +51,16 @@ from whenpro_core.formats.base import (
     FileImporter,
     LoadContext,
     as_text,
+    dict_or_empty,
     expect,
+    list_or_empty,
     parse_json,
     redact_secrets,
     summarize,
 )
 from whenpro_core.formats.chat import chat_step
 from whenpro_core.formats.registry import natural_key
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, Modality, Outcome, Source, Task, Trace, TraceSummary
 
 #: Expanded bytes read from one archive member at most (a sample's JSON), and from one
@@ -114,7 +117,7 @@ def outcome_of(scores: Any) -> Outcome:
     return Outcome.unknown
 
 
-def _resolver(sample: dict):
+def _resolver(sample: JSONObject) -> Callable[[str], str]:
     store = sample.get("attachments")
     if not isinstance(store, dict):
         transcript = sample.get("transcript")
@@ -129,7 +132,7 @@ def _resolver(sample: dict):
     return resolve
 
 
-def _events_summary(events: Any) -> tuple[list[dict], dict[str, str]]:
+def _events_summary(events: Any) -> tuple[list[JSONObject], dict[str, str]]:
     out, tool_errors = [], {}
     for e in events if isinstance(events, list) else []:
         if not isinstance(e, dict):
@@ -148,13 +151,13 @@ def _events_summary(events: Any) -> tuple[list[dict], dict[str, str]]:
     return out, tool_errors
 
 
-def _model_usages(events: Any) -> list[dict]:
+def _model_usages(events: Any) -> list[JSONObject]:
     """The ``output.usage`` of each ``model`` event, in order (one per model call, so one
     per assistant message the calls produced); non-dict usages are left out."""
     usages = []
     for e in events if isinstance(events, list) else []:
         if isinstance(e, dict) and e.get("event") == "model":
-            output = e.get("output") if isinstance(e.get("output"), dict) else {}
+            output = dict_or_empty(e.get("output"))
             usage = output.get("usage")
             usages.append(usage if isinstance(usage, dict) else {})
     return usages
@@ -167,7 +170,7 @@ def _error_text(err: Any) -> str:
     return as_text(err)
 
 
-def _text_of_input(value: Any, resolve) -> str:
+def _text_of_input(value: Any, resolve: Callable[[str], str]) -> str:
     if isinstance(value, str):
         return resolve(value)
     if isinstance(value, list):
@@ -184,7 +187,7 @@ def _text_of_input(value: Any, resolve) -> str:
     return as_text(value)
 
 
-def sample_trace(sample: Any, header: dict, ctx: LoadContext, where: str) -> Trace:
+def sample_trace(sample: Any, header: JSONObject, ctx: LoadContext, where: str) -> Trace:
     """The trace of one sample (``where`` is its JSON path, for errors)."""
     expect(sample, dict, ctx, where, "a sample object {id, epoch, messages, ...}")
     sid, epoch = sample.get("id"), sample.get("epoch", 1)
@@ -208,11 +211,11 @@ def sample_trace(sample: Any, header: dict, ctx: LoadContext, where: str) -> Tra
         if err or step.meta.get("tool_call_id") in tool_errors:
             step.error = _error_text(err) if err else tool_errors[step.meta["tool_call_id"]]
         steps.append(step)
-    ev = header.get("eval") if isinstance(header.get("eval"), dict) else {}
+    ev = dict_or_empty(header.get("eval"))
     task = as_text(ev.get("task")) or "inspect"
     target = sample.get("target")
-    output = sample.get("output") if isinstance(sample.get("output"), dict) else {}
-    choices = output.get("choices") if isinstance(output.get("choices"), list) else []
+    output = dict_or_empty(sample.get("output"))
+    choices = list_or_empty(output.get("choices"))
     final = output.get("completion")
     if not final and choices and isinstance(choices[0], dict) and isinstance(choices[0].get("message"), dict):
         final = as_text(choices[0]["message"].get("content"))
@@ -256,7 +259,7 @@ def sample_trace(sample: Any, header: dict, ctx: LoadContext, where: str) -> Tra
     )
 
 
-def _no_samples(header: dict, path: Path) -> TraceFormatError:
+def _no_samples(header: JSONObject, path: Path) -> TraceFormatError:
     status = header.get("status") or "unknown"
     err = header.get("error")
     detail = f", error: {_error_text(err)[:120]}" if err else ""
@@ -368,7 +371,7 @@ class InspectEvalImporter(FileImporter):
             exc.json_path = f"{name}:$"
             raise exc.located(path=path) from None
 
-    def _header(self, zf: zipfile.ZipFile, path: Path) -> dict:
+    def _header(self, zf: zipfile.ZipFile, path: Path) -> JSONObject:
         names = set(zf.namelist())
         for name in ("header.json", "_journal/start.json"):
             if name in names:

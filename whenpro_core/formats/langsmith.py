@@ -47,6 +47,7 @@ from whenpro_core.formats.base import (
     text_or_none,
 )
 from whenpro_core.formats.chat import content_parts, tool_calls_of
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, Outcome, Step, Task, ToolCall, Trace
 
 RUN_TYPES = frozenset({"llm", "chain", "tool", "retriever", "prompt", "parser", "embedding", "agent"})
@@ -107,14 +108,14 @@ def _time(value: Any) -> float | None:
     return None
 
 
-def _dotted_id(run: dict) -> str | None:
+def _dotted_id(run: JSONObject) -> str | None:
     dotted = run.get("dotted_order")
     if isinstance(dotted, str) and "Z" in dotted:
         return dotted.rsplit(".", 1)[-1].split("Z", 1)[-1] or None
     return None
 
 
-def _flatten(run: Any, ctx: LoadContext, where: str, parent: str | None, out: list[tuple[dict, str]]) -> None:
+def _flatten(run: Any, ctx: LoadContext, where: str, parent: str | None, out: list[tuple[JSONObject, str]]) -> None:
     expect(run, dict, ctx, where, "a run object {id, name, run_type, inputs, outputs}")
     flat = {k: v for k, v in run.items() if k != "child_runs"}
     if parent is not None and flat.get("parent_run_id") is None:
@@ -129,9 +130,9 @@ def _flatten(run: Any, ctx: LoadContext, where: str, parent: str | None, out: li
         _flatten(child, ctx, f"{where}.child_runs[{i}]", rid, out)
 
 
-def collect_runs(doc: Any, ctx: LoadContext) -> list[tuple[dict, str]]:
+def collect_runs(doc: Any, ctx: LoadContext) -> list[tuple[JSONObject, str]]:
     """``(run, JSON path)`` of every run in the document, patches merged into their posts."""
-    out: list[tuple[dict, str]] = []
+    out: list[tuple[JSONObject, str]] = []
     if is_batch(doc):
         for i, run in enumerate(doc.get("post", [])):
             _flatten(run, ctx, f"$.post[{i}]", None, out)
@@ -152,12 +153,12 @@ def collect_runs(doc: Any, ctx: LoadContext) -> list[tuple[dict, str]]:
     return out
 
 
-def _order_key(run: dict) -> tuple:
+def _order_key(run: JSONObject) -> tuple[int, str, float]:
     dotted = run.get("dotted_order")
     return (0, dotted, 0.0) if isinstance(dotted, str) else (1, "", _time(run.get("start_time")) or 0.0)
 
 
-def _message_role(msg: dict) -> str:
+def _message_role(msg: JSONObject) -> str:
     role = msg.get("role")
     if isinstance(role, str):
         return role
@@ -170,21 +171,21 @@ def _message_role(msg: dict) -> str:
     return "user"
 
 
-def _lc_fields(msg: dict) -> dict:
+def _lc_fields(msg: JSONObject) -> JSONObject:
     """A serialized LangChain message ``{lc, type: constructor, id, kwargs}`` as its kwargs."""
     if msg.get("lc") is not None and isinstance(msg.get("kwargs"), dict):
         return {**msg["kwargs"], "id": msg.get("id")}
     return msg
 
 
-def _input_messages(inputs: Any) -> list[dict]:
+def _input_messages(inputs: Any) -> list[JSONObject]:
     msgs = inputs.get("messages") if isinstance(inputs, dict) else None
     if isinstance(msgs, list) and msgs and isinstance(msgs[0], list):  # LangChain: a batch of lists
         msgs = msgs[0]
     return [m for m in list_or_empty(msgs) if isinstance(m, dict)]
 
 
-def _reply(outputs: Any) -> dict | None:
+def _reply(outputs: Any) -> JSONObject | None:
     """The model's reply message in an llm run's outputs (OpenAI or LangChain shape)."""
     if not isinstance(outputs, dict):
         return None
@@ -220,7 +221,7 @@ class _Steps:
         step.coord = str(step.index)
         self.steps.append(step)
 
-    def llm(self, run: dict, where: str, agent: str, meta: dict) -> None:
+    def llm(self, run: JSONObject, where: str, agent: str, meta: JSONObject) -> None:
         for j, raw in enumerate(_input_messages(run.get("inputs"))):
             msg = _lc_fields(raw)
             role = _message_role(msg)
@@ -274,7 +275,7 @@ class _Steps:
             )
         )
 
-    def other(self, run: dict, agent: str, meta: dict) -> None:
+    def other(self, run: JSONObject, agent: str, meta: JSONObject) -> None:
         name = text_or_none(run.get("name")) or str(run.get("run_type"))
         outputs = run.get("outputs")
         observation = _run_text(outputs) if outputs is not None else None
@@ -338,8 +339,8 @@ def runs_trace(doc: Any, ctx: LoadContext) -> Trace:
     return _trace(runs, builder.steps, ctx)
 
 
-def _ancestors(run: dict, by_id: dict[str, dict]) -> list[dict]:
-    chain: list[dict] = []
+def _ancestors(run: JSONObject, by_id: dict[str, JSONObject]) -> list[JSONObject]:
+    chain: list[JSONObject] = []
     parent = run.get("parent_run_id")
     while parent is not None and str(parent) in by_id and len(chain) < 256:
         node = by_id[str(parent)]
@@ -350,7 +351,7 @@ def _ancestors(run: dict, by_id: dict[str, dict]) -> list[dict]:
     return chain
 
 
-def _trace(runs: list[tuple[dict, str]], steps: list[Step], ctx: LoadContext) -> Trace:
+def _trace(runs: list[tuple[JSONObject, str]], steps: list[Step], ctx: LoadContext) -> Trace:
     root = next((r for r, _ in runs if r.get("parent_run_id") is None), runs[0][0])
     agents: dict[str, None] = {}
     for s in steps:

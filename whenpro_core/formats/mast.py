@@ -51,6 +51,7 @@ from whenpro_core.formats.base import (
     sibling_json,
 )
 from whenpro_core.formats.chat import chat_steps
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import TRACE_HIDDEN_KEY, Agent, Annotation, Source, Step, Task, Trace
 
 #: The final 14 MAST failure modes (arXiv 2503.13657, Figure 1), by code.
@@ -116,11 +117,11 @@ def majority(votes: dict[str, Any]) -> tuple[int, int]:
     return sum(1 for v in valid if v), len(valid)
 
 
-def split_metagpt_log(text: str) -> list[tuple[str, str, dict]]:
+def split_metagpt_log(text: str) -> list[tuple[str, str, JSONObject]]:
     """Split a MetaGPT communication log into ``(agent, content, meta)`` turns at its
     ``FROM:``/``NEW MESSAGES:`` markers. Text before the first marker is dropped when it
     is only ``===`` banner lines."""
-    turns: list[tuple[str, str, dict]] = []
+    turns: list[tuple[str, str, JSONObject]] = []
     for block in _BLOCK_END.split(text):
         m = _FROM.search(block)
         if m:
@@ -145,11 +146,11 @@ def split_metagpt_log(text: str) -> list[tuple[str, str, dict]]:
     return turns
 
 
-def split_loguru_log(text: str) -> list[tuple[str, str, dict]]:
+def split_loguru_log(text: str) -> list[tuple[str, str, JSONObject]]:
     """Split a MetaGPT loguru log into ``(agent, content, meta)`` turns, one per role action
     line (``Alice(SimpleCoder): to do SimpleWriteCode``); the content is the text up to the
     next log line. Other log lines (costs, saves) end a turn's content and give no turn."""
-    turns: list[tuple[str, str, dict]] = []
+    turns: list[tuple[str, str, JSONObject]] = []
     lines = list(_LOGURU.finditer(text))
     for n, line in enumerate(lines):
         act = _ROLE_ACTION.match(line.group("message"))
@@ -246,14 +247,14 @@ class MastImporter(DocumentImporter):
         )
 
     @staticmethod
-    def _json_steps(inner: dict, ctx: LoadContext, where: str) -> tuple[list[Step], str]:
+    def _json_steps(inner: JSONObject, ctx: LoadContext, where: str) -> tuple[list[Step], str]:
         traj = expect(
             inner.get("trajectory"), list, ctx, f"{where}.trajectory", "a list of messages {content, role, name}"
         )
         return chat_steps(traj, ctx, f"{where}.trajectory"), as_text(inner.get("problem_statement"))
 
     @staticmethod
-    def _mad_annotations(rec: dict, ctx: LoadContext, where: str, hidden: dict) -> list[Annotation]:
+    def _mad_annotations(rec: JSONObject, ctx: LoadContext, where: str, hidden: JSONObject) -> list[Annotation]:
         anns = rec.get("annotations")
         if anns is None:
             return []

@@ -17,11 +17,13 @@ The trace id is the header's ``id``, else the file's stem.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import (
@@ -34,6 +36,7 @@ from whenpro_core.formats.base import (
     summarize,
 )
 from whenpro_core.storage import jsonio
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import NATIVE_FORMAT, Outcome, Source, Step, Trace, TraceSummary
 
 _STEP_KEYS = frozenset(Step.model_fields)
@@ -56,7 +59,7 @@ def is_step_line(obj: Any) -> bool:
     return isinstance(obj, dict) and bool(obj) and obj.keys() <= _STEP_KEYS and bool({"kind", "content"} & obj.keys())
 
 
-def _where(err: dict) -> str:
+def _where(err: ErrorDetails) -> str:
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
 
 
@@ -90,7 +93,7 @@ class NativeLinesBuilder:
         self._add_step(obj)
         return ()
 
-    def _header(self, obj: dict) -> tuple[str, ...]:
+    def _header(self, obj: JSONObject) -> tuple[str, ...]:
         unknown = obj.keys() - _TRACE_KEYS
         if unknown:
             raise self.ctx.error(
@@ -219,7 +222,7 @@ class NativeLinesImporter(FileImporter):
     def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
         return self.load_all(path, root)[0]
 
-    def summaries(self, path: Path, root: Path | None):
+    def summaries(self, path: Path, root: Path | None) -> Iterator[TraceSummary]:
         try:
             yield summarize(self.load(path, None, root))
         except TraceFormatError as exc:

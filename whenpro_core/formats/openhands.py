@@ -35,12 +35,14 @@ from whenpro_core.formats.base import (
     JsonLinesImporter,
     LoadContext,
     as_text,
+    dict_or_empty,
     expect,
     final_answer_from_steps,
     maybe_json,
     redact_secrets,
     text_or_none,
 )
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
 _KINDS = {
@@ -100,7 +102,7 @@ def is_output_line(value: Any) -> bool:
     return not isinstance(history, list) or not history or is_event_list(history)
 
 
-def _args(event: dict) -> dict:
+def _args(event: JSONObject) -> JSONObject:
     args = maybe_json(event.get("args"))
     if isinstance(args, dict):
         return args
@@ -110,7 +112,7 @@ def _args(event: dict) -> dict:
     return flat
 
 
-def _usage(event: dict) -> dict | None:
+def _usage(event: JSONObject) -> JSONObject | None:
     tcm = event.get("tool_call_metadata")
     if isinstance(tcm, dict) and isinstance(tcm.get("model_response"), dict):
         usage = tcm["model_response"].get("usage")
@@ -119,7 +121,7 @@ def _usage(event: dict) -> dict | None:
     return None
 
 
-def _raw(event: dict) -> dict:
+def _raw(event: JSONObject) -> JSONObject:
     raw = dict(event)
     tcm = raw.get("tool_call_metadata")
     if isinstance(tcm, dict) and "model_response" in tcm:  # the whole LLM response: bulky
@@ -127,7 +129,7 @@ def _raw(event: dict) -> dict:
     return redact_secrets(raw)
 
 
-def _event_id(event: dict, ctx: LoadContext, where: str) -> str | None:
+def _event_id(event: JSONObject, ctx: LoadContext, where: str) -> str | None:
     eid = event.get("id")
     if eid is None:
         return None
@@ -136,7 +138,7 @@ def _event_id(event: dict, ctx: LoadContext, where: str) -> str | None:
     return str(eid)
 
 
-def events_to_steps(events: list, ctx: LoadContext, where: str) -> list[Step]:
+def events_to_steps(events: list[Any], ctx: LoadContext, where: str) -> list[Step]:
     """Steps of an event list (rules in the module docstring). TraceFormatError names
     the event's JSON path when an event is not an object or has a malformed field."""
     steps: list[Step] = []
@@ -205,7 +207,7 @@ def events_to_steps(events: list, ctx: LoadContext, where: str) -> list[Step]:
 
 
 def _action_step(
-    index: int, n: int, event: dict, eid: str | None, source: str | None, ctx: LoadContext, where: str
+    index: int, n: int, event: JSONObject, eid: str | None, source: str | None, ctx: LoadContext, where: str
 ) -> Step:
     action = event.get("action")
     if not isinstance(action, str):
@@ -223,7 +225,7 @@ def _action_step(
     )
     calls: list[ToolCall] = []
     if kind in ("action", "final_answer") and action not in ("message",):
-        tcm = event.get("tool_call_metadata") if isinstance(event.get("tool_call_metadata"), dict) else {}
+        tcm = dict_or_empty(event.get("tool_call_metadata"))
         call_args = {k: v for k, v in args.items() if k not in ("thought", "final_thought")}
         calls = (
             [
@@ -246,7 +248,7 @@ def _action_step(
     )
 
 
-def _trace(events: list, ctx: LoadContext, where: str, *, tid: str, line: dict | None) -> Trace:
+def _trace(events: list[Any], ctx: LoadContext, where: str, *, tid: str, line: JSONObject | None) -> Trace:
     steps = events_to_steps(events, ctx, where)
     line = line or {}
     error = text_or_none(line.get("error"))
@@ -277,7 +279,7 @@ def _trace(events: list, ctx: LoadContext, where: str, *, tid: str, line: dict |
     extras = redact_secrets({k: v for k, v in line.items() if k not in ("history", "instruction")})
     if isinstance(patch, str) and patch:
         extras["git_patch"] = patch
-    metadata = line.get("metadata") if isinstance(line.get("metadata"), dict) else {}
+    metadata = dict_or_empty(line.get("metadata"))
     return Trace(
         id=tid,
         framework="openhands",

@@ -27,6 +27,7 @@ from typing import Any
 from whenpro_core.formats.base import as_text, maybe_json
 from whenpro_core.formats.chat import data_url_media
 from whenpro_core.formats.otlp import Span, base_step
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import MediaRef, Step, ToolCall
 
 KIND = "openinference.span.kind"
@@ -37,7 +38,7 @@ def is_openinference(spans: list[Span]) -> bool:
     return any(KIND in s.attributes for s in spans)
 
 
-def unflatten(attrs: dict[str, Any], prefix: str) -> list[dict]:
+def unflatten(attrs: dict[str, Any], prefix: str) -> list[JSONObject]:
     """The list stored flat under ``prefix`` (``llm.input_messages``): entries
     ``<prefix>.<i>.<path>`` become ``[{<path>: value}, ...]`` in index order (gaps kept
     out). Nested lists inside an entry stay flat (``message.tool_calls.0.tool_call...``)."""

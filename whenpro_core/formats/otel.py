@@ -59,6 +59,7 @@ from whenpro_core.formats.base import (
 )
 from whenpro_core.formats.otlp import Span, base_step, enclosing, order_spans, spans_of
 from whenpro_core.formats.otlp_write import restore_step, restore_trace
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import (
     Agent,
     MediaRef,
@@ -126,12 +127,12 @@ def parts_message(parts: Any) -> tuple[str, list[ToolCall], list[MediaRef]]:
     return "\n".join(t for t in texts if t), calls, media
 
 
-def _messages(value: Any) -> list[dict]:
+def _messages(value: Any) -> list[JSONObject]:
     value = maybe_json(value)
     return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
 
 
-def _event_messages(span: Span) -> tuple[list[dict], list[dict]]:
+def _event_messages(span: Span) -> tuple[list[JSONObject], list[JSONObject]]:
     """(input, output) messages from the older per-message span events, as
     ``{role, text, tool_calls}``."""
     ins, outs = [], []

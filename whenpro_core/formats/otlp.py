@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from whenpro_core.formats.base import LoadContext, as_text, expect, redact_secrets
+from whenpro_core.formats.base import LoadContext, as_text, dict_or_empty, expect, redact_secrets
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Step
 
 
@@ -34,7 +35,7 @@ class Span:
     start_ns: int
     end_ns: int
     attributes: dict[str, Any]
-    events: list[dict] = field(default_factory=list)
+    events: list[JSONObject] = field(default_factory=list)
     status_code: str = ""
     status_message: str = ""
     resource: dict[str, Any] = field(default_factory=dict)
@@ -74,7 +75,7 @@ class Span:
             or not isinstance(raw.get("span_id"), str)
         ):
             return None
-        status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+        status = dict_or_empty(raw.get("status"))
         try:
             return cls(
                 trace_id=raw["trace_id"],
@@ -93,7 +94,7 @@ class Span:
         except (TypeError, ValueError):
             return None
 
-    def raw(self) -> dict:
+    def raw(self) -> JSONObject:
         """The span as stored in ``Step.raw`` (secrets redacted)."""
         return redact_secrets(
             {
@@ -170,20 +171,20 @@ def spans_of(doc: Any, ctx: LoadContext, where: str = "$") -> Iterator[Span]:
     for i, rs in enumerate(rss):
         rw = f"{where}.resourceSpans[{i}]"
         expect(rs, dict, ctx, rw, "a resource spans object")
-        res = rs.get("resource") if isinstance(rs.get("resource"), dict) else {}
+        res = dict_or_empty(rs.get("resource"))
         resource = attributes(res.get("attributes"))
         scopes = rs.get("scopeSpans", rs.get("instrumentationLibrarySpans", []))
         expect(scopes, list, ctx, f"{rw}.scopeSpans", "a list of scope spans")
         for j, ss in enumerate(scopes):
             sw = f"{rw}.scopeSpans[{j}]"
             expect(ss, dict, ctx, sw, "a scope spans object")
-            scope = ss.get("scope") if isinstance(ss.get("scope"), dict) else {}
+            scope = dict_or_empty(ss.get("scope"))
             spans = expect(ss.get("spans", []), list, ctx, f"{sw}.spans", "a list of spans")
             for k, sp in enumerate(spans):
                 yield _span(sp, resource, str(scope.get("name") or ""), ctx, f"{sw}.spans[{k}]")
 
 
-def _span(sp: Any, resource: dict, scope: str, ctx: LoadContext, where: str) -> Span:
+def _span(sp: Any, resource: JSONObject, scope: str, ctx: LoadContext, where: str) -> Span:
     expect(sp, dict, ctx, where, "a span object")
     trace_id, span_id = hex_id(sp.get("traceId")), hex_id(sp.get("spanId"))
     if trace_id is None:
@@ -203,7 +204,7 @@ def _span(sp: Any, resource: dict, scope: str, ctx: LoadContext, where: str) -> 
                 "time_ns": _nanos(ev.get("timeUnixNano"), ctx, f"{where}.events[{n}].timeUnixNano"),
             }
         )
-    status = sp.get("status") if isinstance(sp.get("status"), dict) else {}
+    status = dict_or_empty(sp.get("status"))
     return Span(
         trace_id=trace_id,
         span_id=span_id,
@@ -235,7 +236,7 @@ def order_spans(spans: list[Span]) -> list[Span]:
     return sorted(spans, key=lambda s: (s.start_ns, s.depth))
 
 
-def enclosing(span: Span, by_id: dict[str, Span], test) -> Span | None:
+def enclosing(span: Span, by_id: dict[str, Span], test: Callable[[Span], bool]) -> Span | None:
     """The nearest span (``span`` itself or an ancestor) for which ``test`` holds."""
     seen: set[str] = set()
     cur: Span | None = span

@@ -36,12 +36,14 @@ Trace id: ``swe-agent-<file stem>`` (``mini-swe-agent-<file stem>``), with
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from whenpro_core.formats.base import (
     DocumentImporter,
     LoadContext,
     as_text,
+    dict_or_empty,
     expect,
     maybe_json,
     redact_secrets,
@@ -49,6 +51,7 @@ from whenpro_core.formats.base import (
 )
 from whenpro_core.formats.chat import content_parts, tool_calls_of
 from whenpro_core.formats.run_ids import distinct_id
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, Outcome, Step, Task, ToolCall, Trace
 
 _BASH = re.compile(r"```(?:bash|sh)?\s*\n(.*?)\n```", re.S)
@@ -78,7 +81,7 @@ class _Framing:
         self.steps: list[Step] = []
         self.query = ""
 
-    def add(self, msg: dict, text: str, where: str) -> bool:
+    def add(self, msg: JSONObject, text: str, where: str) -> bool:
         """Add ``msg`` as framing if it is; False when the run proper has started."""
         demo = msg.get("is_demo") in (True, "True", "true") or msg.get("message_type") == "demonstration"
         role = msg.get("role")
@@ -109,7 +112,7 @@ class _Framing:
         return False
 
 
-def _messages(doc: dict, key: str, ctx: LoadContext) -> list[tuple[dict, str, str]]:
+def _messages(doc: JSONObject, key: str, ctx: LoadContext) -> list[tuple[JSONObject, str, str]]:
     items = expect(doc.get(key), list, ctx, f"$.{key}", "a list of messages")
     out = []
     for i, msg in enumerate(items):
@@ -126,7 +129,12 @@ def _messages(doc: dict, key: str, ctx: LoadContext) -> list[tuple[dict, str, st
     return out
 
 
-def _pair_history(msgs: list[tuple[dict, str, str]], framing: _Framing, ctx: LoadContext, command_of) -> list[Step]:
+def _pair_history(
+    msgs: list[tuple[JSONObject, str, str]],
+    framing: _Framing,
+    ctx: LoadContext,
+    command_of: Callable[[JSONObject, str], list[ToolCall]],
+) -> list[Step]:
     """Framing, then one action step per assistant message with the messages after it
     (until the next assistant message) as its observation."""
     steps = framing.steps
@@ -202,7 +210,7 @@ class SweAgentImporter(DocumentImporter):
                 calls = []
             for n, entry in enumerate(traj):
                 steps.append(self._traj_step(len(steps), n, entry, calls[n] if n < len(calls) else [], ctx))
-        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+        info = dict_or_empty(doc.get("info"))
         return [
             Trace(
                 id=distinct_id("swe-agent", ctx.path),
@@ -245,7 +253,7 @@ class SweAgentImporter(DocumentImporter):
         )
 
 
-def _benchmark(doc: dict) -> str:
+def _benchmark(doc: JSONObject) -> str:
     """``swe-bench`` when the run's recorded config names a SWE-bench image or dataset."""
     info = doc.get("info")
     config = doc.get("replay_config") or (info.get("config") if isinstance(info, dict) else None)
@@ -253,8 +261,8 @@ def _benchmark(doc: dict) -> str:
     return "swe-bench" if "swe-bench" in text or "sweb.eval" in text or "swebench" in text else ""
 
 
-def _mini_command(msg: dict, text: str) -> list[ToolCall]:
-    extra = msg.get("extra") if isinstance(msg.get("extra"), dict) else {}
+def _mini_command(msg: JSONObject, text: str) -> list[ToolCall]:
+    extra = dict_or_empty(msg.get("extra"))
     actions = extra.get("actions")
     if isinstance(actions, list) and actions:
         return [ToolCall(name="bash", arguments=a.get("command", a) if isinstance(a, dict) else a) for a in actions]
@@ -282,8 +290,8 @@ class MiniSweAgentImporter(DocumentImporter):
         exit_msg = next((m for m, _, _ in msgs if m.get("role") == "exit"), None)
         framing = _Framing()
         steps = _pair_history([x for x in msgs if x[0].get("role") != "exit"], framing, ctx, _mini_command)
-        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-        extra = exit_msg.get("extra") if exit_msg and isinstance(exit_msg.get("extra"), dict) else {}
+        info = dict_or_empty(doc.get("info"))
+        extra = dict_or_empty(exit_msg.get("extra")) if exit_msg else {}
         status = info.get("exit_status") or extra.get("exit_status")
         submission = text_or_none(info.get("submission")) or text_or_none(extra.get("submission"))
         extras = redact_secrets({k: v for k, v in doc.items() if k != "messages"})

@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text, expect
+from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text, dict_or_empty, expect
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, GroundTruth, Modality, Outcome, Source, Step, Task, Trace
 
 _DECORATED = re.compile(r"^\s*(?P<agent>[^()]+?)\s*\((?P<note>[^)]*)\)\s*$")
@@ -67,7 +68,7 @@ def stated_answer(steps: list[Step]) -> str | None:
     the last step holding one), or ``None`` when it states none (CaptainAgent chats end
     with ``TERMINATE`` and no answer line)."""
     for step in reversed(steps):
-        found = _FINAL_LINE.findall(step.content or "")
+        found: list[str] = _FINAL_LINE.findall(step.content or "")
         if found:
             return found[-1]
     return None
@@ -111,7 +112,7 @@ class WhoWhenImporter(DocumentImporter):
         agents: dict[str, None] = {}
         for s in steps:
             agents.setdefault(s.agent, None)
-        for name in (doc.get("system_prompt") or {}) if isinstance(doc.get("system_prompt"), dict) else {}:
+        for name in dict_or_empty(doc.get("system_prompt")):
             agents.setdefault(str(name), None)
         question = doc.get("question")
         if question is not None and not isinstance(question, str):
@@ -164,7 +165,7 @@ class WhoWhenImporter(DocumentImporter):
         return Step(index=i, coord=str(i), agent=agent, kind=kind, content=as_text(content), meta=meta, raw=entry)
 
     @staticmethod
-    def _ground_truth(doc: dict, steps: list[Step], ctx: LoadContext) -> GroundTruth | None:
+    def _ground_truth(doc: JSONObject, steps: list[Step], ctx: LoadContext) -> GroundTruth | None:
         if "mistake_step" not in doc and "mistake_agent" not in doc:
             return None
         raw_step = doc.get("mistake_step")

@@ -17,6 +17,7 @@ and calls :func:`build_trace`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text, summary_text
 from whenpro_core.formats.whowhen_pro_steps import build_step, final_answer_of, media_list, unread_media
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace import coords
 from whenpro_core.trace.frameworks import canonical_framework
 from whenpro_core.trace.gt_map import resolve_ground_truth
@@ -63,7 +65,7 @@ _FAIL = ("fail", "error", "wrong", "incorrect", "timeout", "exception")
 class Prepared:
     """A document checked and laid out, before steps are built (what a listing needs)."""
 
-    doc: dict
+    doc: JSONObject
     trace_id: str
     framework: str
     benchmark: str
@@ -110,7 +112,7 @@ def modality_of_name(name: str) -> Modality:
     return Modality.text
 
 
-def _required_str(doc: dict, key: str, ctx: LoadContext) -> str:
+def _required_str(doc: JSONObject, key: str, ctx: LoadContext) -> str:
     value = doc.get(key)
     if isinstance(value, bool) or not isinstance(value, (str, int)) or str(value).strip() == "":
         found = "missing" if key not in doc else f"got {type(value).__name__}"
@@ -185,7 +187,7 @@ def _agents(prep: Prepared) -> list[Agent]:
     return list(out.values())
 
 
-def _task(prep: Prepared, media_prefix: str | None, extras: dict) -> Task:
+def _task(prep: Prepared, media_prefix: str | None, extras: JSONObject) -> Task:
     task = prep.doc.get("task") or {}
     images = media_list(task.get("images"), label="query", prefix=media_prefix)
     query = as_text(task.get("query"))
@@ -201,7 +203,7 @@ def _task(prep: Prepared, media_prefix: str | None, extras: dict) -> Task:
     )
 
 
-def _outcome(doc: dict, gt: GroundTruth | None) -> Outcome:
+def _outcome(doc: JSONObject, gt: GroundTruth | None) -> Outcome:
     if gt is not None:
         return Outcome.failure
     status = str(doc.get("eval_status") or "").strip().lower()
@@ -248,7 +250,7 @@ def build_trace(prep: Prepared, ctx: LoadContext, *, fmt: str = FORMAT, media_pr
     )
 
 
-def _unread_media_notes(doc: dict) -> list[str]:
+def _unread_media_notes(doc: JSONObject) -> list[str]:
     """Notes for the images of ``task`` and of every trajectory entry (and turn) that are
     left out because they cannot be read (:func:`unread_media`), so none vanish silently."""
     notes = unread_media(doc.get("task"), "$.task")
@@ -260,7 +262,7 @@ def _unread_media_notes(doc: dict) -> list[str]:
     return notes
 
 
-def _video_refs(doc: dict, ctx: LoadContext, prefix: str | None) -> list:
+def _video_refs(doc: JSONObject, ctx: LoadContext, prefix: str | None) -> list[MediaRef]:
     """Whole-video MediaRefs for ``video_context.videos`` that exist under the root (the
     release ships sampled frames, often not the video itself)."""
     vc = doc.get("video_context")
@@ -301,7 +303,7 @@ class WhoWhenProImporter(DocumentImporter):
             doc = doc[0]
         return looks_like_whowhen_pro(doc)
 
-    def _each(self, doc: Any, ctx: LoadContext):
+    def _each(self, doc: Any, ctx: LoadContext) -> Iterator[tuple[Prepared, LoadContext]]:
         if isinstance(doc, list):
             for i, d in enumerate(doc):
                 sub = LoadContext(path=ctx.path, root=ctx.root, key=str(i + 1))

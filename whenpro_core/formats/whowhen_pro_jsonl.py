@@ -38,6 +38,7 @@ from whenpro_core.formats.base import FileImporter, LoadContext
 from whenpro_core.formats.registry import find_root
 from whenpro_core.formats.whowhen_pro import SPLITS, build_trace, modality_of_name, prepare
 from whenpro_core.storage import jsonio
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.gt_map import gt_coord
 from whenpro_core.trace.model import Modality, Trace, TraceSummary
 
@@ -125,7 +126,8 @@ def _json_str(raw: bytes) -> str:
     """Decode the inside of a JSON string (fast path: no escapes)."""
     if b"\\" not in raw:
         return raw.decode("utf-8")
-    return jsonio.loads(b'"' + raw + b'"')
+    text: str = jsonio.loads(b'"' + raw + b'"')
+    return text
 
 
 @lru_cache(maxsize=4096)
@@ -252,7 +254,7 @@ def _fallback(mm: mmap.mmap, meta: RowMeta, path: Path) -> RowMeta:
         )
     try:
         row = _parse_line(mm[meta.start : meta.end], path, meta.row)
-        fields = [_plain(row, k, path, meta.row) for k in ("id", "framework", "benchmark")]
+        trace_id, fw, bench = (_plain(row, k, path, meta.row) for k in ("id", "framework", "benchmark"))
         if "trajectory" not in row:
             raise _error(
                 path,
@@ -272,7 +274,7 @@ def _fallback(mm: mmap.mmap, meta: RowMeta, path: Path) -> RowMeta:
         gt = _decode(row, "ground_truth", dict, path, meta.row)
     except TraceFormatError as exc:
         return _bad(meta, exc)
-    return _with_gt(RowMeta(meta.row, meta.start, meta.end, *fields), gt, path)
+    return _with_gt(RowMeta(meta.row, meta.start, meta.end, trace_id, fw, bench), gt, path)
 
 
 def _bad(meta: RowMeta, exc: TraceFormatError) -> RowMeta:
@@ -327,7 +329,7 @@ def _scan_file(path: Path, size: int) -> list[RowMeta]:
 # --------------------------------------------------------------------------- decoding a row
 
 
-def _parse_line(data: bytes, path: Path, row: int) -> dict:
+def _parse_line(data: bytes, path: Path, row: int) -> JSONObject:
     try:
         value = jsonio.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -349,7 +351,7 @@ def _parse_line(data: bytes, path: Path, row: int) -> dict:
     return value
 
 
-def _plain(row: dict, key: str, path: Path, n: int) -> str:
+def _plain(row: JSONObject, key: str, path: Path, n: int) -> str:
     value = row.get(key)
     if not isinstance(value, str) or not value:
         found = "missing" if key not in row else f"got {type(value).__name__}"
@@ -357,7 +359,7 @@ def _plain(row: dict, key: str, path: Path, n: int) -> str:
     return value
 
 
-def _decode(row: dict, key: str, want: type, path: Path, n: int) -> Any:
+def _decode(row: JSONObject, key: str, want: type, path: Path, n: int) -> Any:
     """Decode the JSON string ``row[key]`` into a ``want`` (``dict``/``list``); a missing
     or null ``ground_truth``/``extras`` is None."""
     value = row.get(key)
@@ -392,7 +394,7 @@ def _decode(row: dict, key: str, want: type, path: Path, n: int) -> Any:
     return decoded
 
 
-def decode_row(data: bytes, path: Path, row: int, modality: Modality) -> dict:
+def decode_row(data: bytes, path: Path, row: int, modality: Modality) -> JSONObject:
     """One line -> the per-file Who&When Pro document (fields decoded, extras merged,
     ``modality`` from the file name). Raises TraceFormatError naming the row."""
     outer = _parse_line(data, path, row)
@@ -421,7 +423,7 @@ def decode_row(data: bytes, path: Path, row: int, modality: Modality) -> dict:
     return doc
 
 
-def _load_row(path: Path, key: str | None) -> tuple[RowIndex, RowMeta, dict]:
+def _load_row(path: Path, key: str | None) -> tuple[RowIndex, RowMeta, JSONObject]:
     """The row index, the selected row and its decoded document. TraceFormatError for a
     missing or bad row."""
     index = row_index(path)
@@ -439,7 +441,7 @@ def _load_row(path: Path, key: str | None) -> tuple[RowIndex, RowMeta, dict]:
     return index, meta, decode_row(data, path, meta.row, index.modality)
 
 
-def load_document(path: Path, key: str | None) -> dict:
+def load_document(path: Path, key: str | None) -> JSONObject:
     """One row as the per-file Who&When Pro document (fields decoded, extras merged,
     ``modality`` from the file name): what the official renderers read."""
     return _load_row(path, key)[2]

@@ -32,9 +32,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from whenpro_core.formats.base import as_text, maybe_json
+from whenpro_core.formats.base import as_text, dict_or_empty, list_or_empty, maybe_json
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.coords import Slot
-from whenpro_core.trace.model import LABEL_LEAKING_FIELDS, MediaRef, Step, ToolCall
+from whenpro_core.trace.model import LABEL_LEAKING_FIELDS, MediaKind, MediaRef, Step, ToolCall
 
 #: Entry fields moved to ``Step.hidden``: the injection markers of the release
 #: (``is_injected``, ``is_replayed``, ``injected``, ``phase``, ``step_legacy``), other
@@ -69,7 +70,7 @@ _DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,", re.IGNORECASE)
 _LAST_OUTPUT = "Last output from code snippet:"
 
 
-def split_hidden(src: dict) -> tuple[dict, dict]:
+def split_hidden(src: JSONObject) -> tuple[JSONObject, JSONObject]:
     """``(clean, hidden)``: the entry without label-leaking fields, and those fields."""
     hidden = {k: src[k] for k in HIDDEN_FIELDS if k in src}
     clean = {k: v for k, v in src.items() if k not in HIDDEN_FIELDS} if hidden else dict(src)
@@ -108,7 +109,9 @@ def _mime_of(data: str) -> str:
     return "image/png"
 
 
-def media_ref(obj: Any, *, kind: str = "image", label: str | None = None, prefix: str | None = None) -> MediaRef | None:
+def media_ref(
+    obj: Any, *, kind: MediaKind = "image", label: str | None = None, prefix: str | None = None
+) -> MediaRef | None:
     """A MediaRef for one stored image: ``{"__type__": "PIL.Image", "data": <base64>,
     "mime"?, "source"?}`` (inline), ``{"path": ...}`` or a bare path string, or a
     frame ``{index, time_s, path}``. ``prefix`` is prepended to relative paths (JSONL
@@ -144,7 +147,9 @@ def media_ref(obj: Any, *, kind: str = "image", label: str | None = None, prefix
     return None
 
 
-def media_list(items: Any, *, kind: str = "image", label: str = "image", prefix: str | None = None) -> list[MediaRef]:
+def media_list(
+    items: Any, *, kind: MediaKind = "image", label: str = "image", prefix: str | None = None
+) -> list[MediaRef]:
     """MediaRefs for a list of stored images (others are skipped)."""
     if not isinstance(items, list):
         items = [items] if items else []
@@ -213,25 +218,28 @@ def error_text(value: Any) -> str | None:
 def _tool_call(tc: Any) -> ToolCall | None:
     if not isinstance(tc, dict):
         return None
-    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+    fn = dict_or_empty(tc.get("function"))
     name = tc.get("name") or fn.get("name") or "tool"
     args = tc.get("arguments", fn.get("arguments"))
     tid = tc.get("id")
     return ToolCall(id=str(tid) if tid is not None else None, name=str(name), arguments=maybe_json(args))
 
 
-def _kind_of(src: dict, fw: str) -> str:
+def _kind_of(src: JSONObject, fw: str) -> str:
     kind = src.get("kind")
     if kind == "planning":
         return "plan"
     if isinstance(kind, str) and kind in ("user", "system", "assistant", "tool", "final_answer", "action", "round"):
         return kind
-    if fw == "macnet" and isinstance(src.get("role"), str) and src["role"]:
-        return src["role"]
+    role = src.get("role")
+    if fw == "macnet" and isinstance(role, str) and role:
+        return role
     return kind if isinstance(kind, str) and kind and kind != "agent" else "assistant"
 
 
-def build_step(index: int, slot: Slot, entry: dict, fw: str, *, agent: str, media_prefix: str | None = None) -> Step:
+def build_step(
+    index: int, slot: Slot, entry: JSONObject, fw: str, *, agent: str, media_prefix: str | None = None
+) -> Step:
     """The :class:`Step` for one slot of a Who&When Pro trajectory.
 
     ``entry`` is the trajectory entry the slot comes from (its ``turns[slot.turn]`` is
@@ -266,7 +274,7 @@ def build_step(index: int, slot: Slot, entry: dict, fw: str, *, agent: str, medi
             tool_calls.append(ToolCall(name="python", arguments=src["code"]))
         if src.get("action") not in (None, ""):
             tool_calls.append(ToolCall(name="action", arguments=maybe_json(src["action"])))
-        for tc in src.get("tool_calls") if isinstance(src.get("tool_calls"), list) else []:
+        for tc in list_or_empty(src.get("tool_calls")):
             call = _tool_call(tc)
             if call:
                 tool_calls.append(call)
@@ -319,7 +327,7 @@ def build_step(index: int, slot: Slot, entry: dict, fw: str, *, agent: str, medi
     )
 
 
-def final_answer_of(doc: dict, entries: list[dict], fw: str) -> str | None:
+def final_answer_of(doc: JSONObject, entries: list[JSONObject], fw: str) -> str | None:
     """The system's final answer: top-level ``final_answer``; else a ``final_answer``
     entry; else the magentic-one turn whose ``phase`` includes ``final_answer``; else
     the smolagents/GUI final action's last output; else dvd's ``finish`` tool result;

@@ -97,11 +97,12 @@ class _Session:
     def __init__(self, owner: CommandExecutor, ctx: ReplayContext) -> None:
         self.owner = owner
         self.ctx = ctx
-        self.inbox: queue.Queue = queue.Queue()
-        self.outbox: queue.Queue = queue.Queue()
+        #: stdout lines (bytes), then _EOF; messages to send, then None (close stdin)
+        self.inbox: queue.Queue[object] = queue.Queue()
+        self.outbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=12)
         self.served: set[str] = set()
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.stderr_reader: threading.Thread | None = None
 
     # --- process plumbing ---------------------------------------------------------------
@@ -143,8 +144,9 @@ class _Session:
 
     def _read_stderr(self) -> None:
         assert self.proc and self.proc.stderr
+        stderr = self.proc.stderr
         try:
-            for raw in iter(lambda: self.proc.stderr.readline(64 * 1024), b""):
+            for raw in iter(lambda: stderr.readline(64 * 1024), b""):
                 text = raw.decode("utf-8", errors="replace").rstrip()
                 if text:
                     self.stderr_tail.append(text[:300])
@@ -216,6 +218,7 @@ class _Session:
         if item is _EOF:
             code = self.proc.wait(timeout=5) if self.proc else None
             raise self.fail(f"exited with status {code} before sending 'done'", expected="a 'done' or 'error' message")
+        assert isinstance(item, bytes)  # the stdout reader puts lines and then _EOF
         if len(item) > MAX_LINE:
             raise self.fail(f"message #{number} is longer than {MAX_LINE} bytes")
         try:
@@ -265,6 +268,7 @@ class _Session:
                         f"unexpected 'observation' (message #{number})",
                         expected="'observation' only for a pending replaced step, before any 'step'",
                     )
+                assert replaced is not None  # pending: the replaced step waits for its observation
                 replaced.observation = _opt_str(msg.get("observation"))
                 replaced.error = _opt_str(msg.get("error"))
                 replaced.meta["tool_source"] = "executor"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.storage import jsonio
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Step, Trace
 
 COMPARED = ("agent", "kind", "content", "tool_calls", "observation", "error", "media")
@@ -78,7 +79,7 @@ class TraceDiff:
         return (self.final_answer_a or "").strip() != (self.final_answer_b or "").strip()
 
 
-def _view(step: Step) -> dict:
+def _view(step: Step) -> JSONObject:
     return step.model_dump(mode="json", include=set(COMPARED))
 
 
@@ -96,7 +97,10 @@ def diff_traces(a: Trace, b: Trace) -> TraceDiff:
         prefix += 1
     rows = [DiffRow("same", i, i, sa[i].coord, sb[i].coord) for i in range(prefix)]
     rest_a, rest_b = sa[prefix:], sb[prefix:]
-    key = lambda s: jsonio.dumps([s.agent, s.kind, s.content])  # noqa: E731
+
+    def key(s: Step) -> bytes:
+        return jsonio.dumps([s.agent, s.kind, s.content])
+
     matcher = difflib.SequenceMatcher(None, [key(s) for s in rest_a], [key(s) for s in rest_b], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

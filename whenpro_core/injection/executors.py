@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from whenpro_core.envs import env_for_trace
-from whenpro_core.envs.base import ToolRunner, run_loop
+from whenpro_core.envs.base import Env, ToolRunner, run_loop
 from whenpro_core.envs.run import env_policy
 from whenpro_core.errors import ReplayError
 from whenpro_core.injection.toolcache import ToolCache
@@ -138,7 +138,7 @@ class BuiltinExecutor:
     def __init__(self, model: str | None = None) -> None:
         self.model = model
 
-    def _env(self, trace: Trace):
+    def _env(self, trace: Trace) -> Env:
         env = env_for_trace(trace)
         if env is None:
             raise ReplayError(

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from whenpro_core.errors import ConfigError
-from whenpro_core.injection.mutators import check_injectable, fresh_step, mutate
+from whenpro_core.injection.mutators import check_injectable, mutate
+from whenpro_core.injection.textedit import fresh_step
 from whenpro_core.trace.model import Step, ToolCall, Trace
 
 

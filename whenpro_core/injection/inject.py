@@ -32,6 +32,7 @@ from whenpro_core.injection.replay import ReplayResult, warm_start
 from whenpro_core.injection.verify import Verdict, check_trace, verify
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.storage.fsutil import safe_name
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Annotation, GroundTruth, Outcome, Source, Step, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
 
@@ -116,7 +117,7 @@ def inject(
         # the run was cut by a budget or the user, not ended by its agents: no outcome
         verdict.counterfactual_success, verdict.decisive, verdict.kept = None, False, False
         verdict.detail = f"the continuation was cut ({result.termination}) before a final answer"
-    cf.outcome = {True: Outcome.success, False: Outcome.failure}.get(verdict.counterfactual_success, Outcome.unknown)
+    cf.outcome = {True: Outcome.success, False: Outcome.failure, None: Outcome.unknown}[verdict.counterfactual_success]
     cf.extras["injection"]["verdict"] = verdict.as_dict()
     step = cf.steps[index]
     if verdict.decisive:
@@ -219,7 +220,7 @@ def describe(result: InjectionResult) -> list[str]:
     return lines
 
 
-def _llm_lines(inj: dict) -> list[str]:
+def _llm_lines(inj: JSONObject) -> list[str]:
     """The model cost lines of :func:`describe` (generator and simulated continuation)."""
     lines = []
     usage = inj.get("usage")

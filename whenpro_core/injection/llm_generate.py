@@ -33,7 +33,7 @@ calls, tokens and cost.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -60,6 +60,11 @@ from whenpro_core.llm.generation import (
 )
 from whenpro_core.trace.model import Step, ToolCall, Trace, Usage
 from whenpro_core.trace.taxonomy import Taxonomy
+
+if TYPE_CHECKING:  # the LLM stack is imported when a generator runs
+    from whenpro_core.llm import Message
+    from whenpro_core.llm.backend import Backend
+    from whenpro_core.llm.types import LLMResponse
 
 #: Words of the stage prompts that the test server (and a reader) can key on.
 STAGE1_ASK = "Describe one specific flaw"
@@ -345,7 +350,9 @@ class LLMGenerator:
         check_injectable(request.trace, request.index)
         return await self._generate(request)
 
-    async def _ask(self, backend: Any, messages: list[Any], system: str, output: type[BaseModel]):
+    async def _ask(
+        self, backend: Backend, messages: list[Message], system: str, output: type[BaseModel]
+    ) -> LLMResponse:
         request = LLMRequest(messages=messages, system=system, output_model=output)
         return await backend.complete(request, cache=None if self.use_cache else False)
 

@@ -125,10 +125,10 @@ def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
     if num_args:
         ci, key, value = rng.choice(num_args)
         wrong_text = perturb(str(value), rng)
-        wrong: Any = float(wrong_text) if isinstance(value, float) else int(Decimal(wrong_text))
-        set_arg(new, ci, key, wrong)
-        new.content = re.sub(rf"(?<![\w.]){re.escape(str(value))}(?!\w|\.\d)", str(wrong), new.content, count=1)
-        return Mutation(new, f"Uses {wrong} instead of {value} for {key}; everything computed from it is off.")
+        wrong_number = float(wrong_text) if isinstance(value, float) else int(Decimal(wrong_text))
+        set_arg(new, ci, key, wrong_number)
+        new.content = re.sub(rf"(?<![\w.]){re.escape(str(value))}(?!\w|\.\d)", str(wrong_number), new.content, count=1)
+        return Mutation(new, f"Uses {wrong_number} instead of {value} for {key}; everything computed from it is off.")
     m = rng.choice(find_numbers(s.content))
     wrong = perturb(m.group(), rng)
     new.content = s.content[: m.start()] + wrong + s.content[m.end() :]
@@ -276,9 +276,10 @@ def _pl1_fits(trace: Trace, i: int) -> bool:
 def _pl1(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     lines = s.content.split("\n")
-    numbered = [n for n, ln in enumerate(lines) if PLAN_ITEM.match(ln)]
+    items = {n: m for n, ln in enumerate(lines) if (m := PLAN_ITEM.match(ln))}
+    numbered = list(items)
     drop = rng.choice(numbered[:-1] if len(numbered) > 2 else numbered)
-    dropped = PLAN_ITEM.match(lines[drop]).group(4)
+    dropped = items[drop].group(4)
     kept, k = [], 0
     for n, ln in enumerate(lines):
         if n == drop:
@@ -318,8 +319,8 @@ def _a1(trace: Trace, i: int, rng: random.Random) -> Mutation:
         last = find_operators(value)[-1]
         wrong = value[: last.start()].rstrip()
     else:
-        seen = [
-            a.get(key)
+        seen: list[str] = [
+            a[key]
             for st in trace.steps
             for c in st.tool_calls
             if c.name == name and isinstance(a := c.arguments, dict) and isinstance(a.get(key), str)
@@ -465,6 +466,7 @@ def _a4_fits(trace: Trace, i: int) -> bool:
 def _a4(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     prev = _previous_own(trace, i)
+    assert prev is not None, "mutate() applies A.4 only where _a4_fits"
     new = fresh_step(
         s, content=prev.content, tool_calls=[c.model_copy(deep=True) for c in prev.tool_calls], kind=prev.kind
     )
@@ -510,7 +512,9 @@ def _c2_fits(trace: Trace, i: int) -> bool:
 
 def _c2(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
-    how, data = _c2_plan(trace, i)
+    plan = _c2_plan(trace, i)
+    assert plan is not None, "mutate() applies C.2 only where _c2_fits"
+    how, data = plan
     if how == "resubmit":
         peer, own = data
         new = fresh_step(

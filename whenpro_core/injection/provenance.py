@@ -106,7 +106,7 @@ def load_seed(cf: Trace) -> Trace:
             json_path="$.extras.injection",
             expected="a counterfactual written by whenpro inject",
         )
-    ref = inj.get("seed_ref") if isinstance(inj.get("seed_ref"), str) else ""
+    ref = seed_ref if isinstance(seed_ref := inj.get("seed_ref"), str) else ""
     key = ref.split("#", 1)[1] if "#" in ref else None
     tried = seed_candidates(cf)
     for path in tried:

@@ -60,7 +60,7 @@ def _load_plugin(name: str, arg: str | None) -> Executor | None:
             continue
         try:
             factory: Any = ep.load()
-            executor = factory(arg)
+            executor: Executor = factory(arg)
         except WhenproError:
             raise
         except Exception as exc:  # a broken plugin must not crash whenpro

@@ -27,6 +27,7 @@ from whenpro_core.injection.executors import Continuation, Executor, ReplayConte
 from whenpro_core.injection.toolcache import ToolCache
 from whenpro_core.injection.verify import check_trace
 from whenpro_core.storage import jsonio
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Outcome, Source, Step, Trace
 
 
@@ -54,7 +55,7 @@ class ReplayResult:
     cache_hits: int
     cache_misses: int
     seconds: float
-    details: dict = field(default_factory=dict)
+    details: JSONObject = field(default_factory=dict)
 
     @property
     def new_steps(self) -> list[Step]:
@@ -180,7 +181,7 @@ def continued_trace(trace: Trace, result: ReplayResult, *, trace_id: str | None 
         },
     )
     verdict = check_trace(new, result.final_answer)
-    new.outcome = {True: Outcome.success, False: Outcome.failure}.get(verdict.success, Outcome.unknown)
+    new.outcome = {True: Outcome.success, False: Outcome.failure, None: Outcome.unknown}[verdict.success]
     return new
 
 
@@ -206,7 +207,7 @@ async def replay_stream(
     as it is produced, then the result). Exceptions of the replay are raised from the
     iterator. Breaking out of the loop sets ``cancel`` (created if not given)."""
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue = asyncio.Queue()
+    queue: asyncio.Queue[ReplayEvent | None] = asyncio.Queue()  # None: the replay ended
     cancel = cancel or threading.Event()
 
     def on_step(step: Step) -> None:

@@ -42,7 +42,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -55,6 +56,7 @@ from whenpro_core.injection.turns import Roster, code_of, exec_call, next_coord,
 from whenpro_core.llm import LLMRequest, open_backend
 from whenpro_core.llm.generation import (
     DATA_NOTE,
+    Answer,
     SimStep,
     agents_text,
     clean_generated,
@@ -69,6 +71,9 @@ from whenpro_core.llm.generation import (
 )
 from whenpro_core.safety.textsafe import strip_controls
 from whenpro_core.trace.model import Step, ToolCall, Trace, Usage
+
+if TYPE_CHECKING:  # the LLM stack is imported when a simulation runs
+    from whenpro_core.llm import Backend
 
 #: Words of the prompts that the test server (and a reader) can key on.
 STEP_ASK = "Write the next step: Step"
@@ -165,7 +170,7 @@ class _Run:
         self.from_record = 0
         self.final: str | None = None
         self.warnings: list[str] = []
-        self.backend: Any = None
+        self.backend: Backend | None = None
         self.budget = 0
 
     # ------------------------------------------------------------ the loop
@@ -346,8 +351,17 @@ class _Run:
 
     # ------------------------------------------------------------ calls
 
-    async def _ask(self, prompt: str, output: type[BaseModel], labels: list[str], sections, *, stage: str):
+    async def _ask(
+        self,
+        prompt: str,
+        output: type[BaseModel],
+        labels: list[str],
+        sections: Callable[[dict[str, str]], dict[str, Any]],
+        *,
+        stage: str,
+    ) -> Answer:
         request = LLMRequest.simple(prompt, system=SYSTEM, output_model=output)
+        assert self.backend is not None  # open while run() runs
         self.calls += 1
         left = self.ctx.time_left()
         try:
@@ -434,6 +448,7 @@ class _Run:
             )
             context = self._so_far()
         else:
+            assert pending is not None  # a tool step waiting for its output
             step, calls = pending
             listed = json.dumps(
                 [{"name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False, default=str

@@ -37,7 +37,7 @@ def is_agent_step(step: Step) -> bool:
     return step.kind not in FRAMING and step.agent not in ("user", "system")
 
 
-def find_numbers(text: str) -> list[re.Match]:
+def find_numbers(text: str) -> list[re.Match[str]]:
     """Number tokens of ``text`` that are not list markers (``1.`` at a line start)."""
     out = []
     for m in NUMBER.finditer(text or ""):
@@ -84,7 +84,9 @@ def set_arg(step: Step, ci: int, key: Any, value: Any) -> None:
         call.arguments = {**call.arguments, key: value}
 
 
-def arg_text_edits(step: Step, pattern: Callable[[str], list[re.Match]]) -> list[tuple[int, Any, str, re.Match]]:
+def arg_text_edits(
+    step: Step, pattern: Callable[[str], list[re.Match[str]]]
+) -> list[tuple[int, Any, str, re.Match[str]]]:
     edits = []
     for ci, call in enumerate(step.tool_calls):
         for key, value in string_args(call):
@@ -93,7 +95,7 @@ def arg_text_edits(step: Step, pattern: Callable[[str], list[re.Match]]) -> list
     return edits
 
 
-def apply_arg_edit(new: Step, ci: int, key: Any, old_text: str, m: re.Match, replacement: str) -> str:
+def apply_arg_edit(new: Step, ci: int, key: Any, old_text: str, m: re.Match[str], replacement: str) -> str:
     """Replace match ``m`` in a string argument, and the same argument text in the content."""
     new_text = old_text[: m.start()] + replacement + old_text[m.end() :]
     set_arg(new, ci, key, new_text)
@@ -117,11 +119,11 @@ def numeric_args(step: Step) -> list[tuple[int, Any, Any]]:
     return out
 
 
-def find_operators(text: str) -> list[re.Match]:
+def find_operators(text: str) -> list[re.Match[str]]:
     return list(OPERATOR.finditer(text or ""))
 
 
-def flip(m: re.Match) -> str:
+def flip(m: re.Match[str]) -> str:
     if m.group(1):
         return f" {FLIP[m.group(1)]} "
     return f"{FLIP[m.group(2)]}("

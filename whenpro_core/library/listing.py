@@ -135,7 +135,7 @@ _OUTCOME_ORDER = {"failure": 0, "unknown": 1, "success": 2}
 _DIGITS = re.compile(r"(\d+)")
 
 
-def natural_key(text: str) -> tuple:
+def natural_key(text: str) -> tuple[tuple[int, int, str], ...]:
     """A sort key that orders the digit runs of ``text`` by value: ``ag-2`` before
     ``ag-10``, ``1.2`` before ``1.10``; case-insensitive."""
     return tuple(
@@ -151,7 +151,7 @@ def answer_mark(row: TraceSummary) -> bool | None:
     return check_answer(row.final_answer, row.gold).success
 
 
-def sort_key(row: TraceSummary, column: str) -> tuple:
+def sort_key(row: TraceSummary, column: str) -> tuple[object, ...]:
     """The key of ``row`` for a sort by ``column`` (one of :data:`SORT_COLUMNS`); rows
     without a value sort last, error rows after them."""
     if row.error is not None:
@@ -193,7 +193,7 @@ def sort_rows(
 def facet_counts(rows: Iterable[TraceSummary], *, with_labels: bool = False) -> dict[str, list[tuple[str, int]]]:
     """For each facet, its values with row counts, most frequent first. Error rows are
     left out; the ``mode`` facet (a GT label) only ``with_labels``."""
-    counters: dict[str, Counter] = {f: Counter() for f, _ in FACETS if with_labels or f != "mode"}
+    counters: dict[str, Counter[str]] = {f: Counter() for f, _ in FACETS if with_labels or f != "mode"}
     for row in rows:
         if row.error is not None:
             continue

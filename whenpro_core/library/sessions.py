@@ -34,6 +34,7 @@ from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats.base import summarize
 from whenpro_core.formats.registry import error_summary, load_trace
 from whenpro_core.safety.textsafe import one_line
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Trace, TraceSummary
 
 TOOLS = ("claude", "codex", "gemini")
@@ -199,7 +200,7 @@ def folders_line(tools: Iterable[str]) -> str:
     return ", ".join(f"{t}: {session_folder(t)}" for t in tools)
 
 
-def row_record(row: SessionRow) -> dict:
+def row_record(row: SessionRow) -> JSONObject:
     """A session row as plain data (``whenpro sessions --json``)."""
     return {
         "tool": row.tool,

@@ -51,9 +51,9 @@ def _not_empty(rows: Iterable[TraceSummary], folder: str) -> Iterator[TraceSumma
         )
 
 
-def dataset_counts(rows: Iterable[TraceSummary]) -> dict[str, Counter]:
+def dataset_counts(rows: Iterable[TraceSummary]) -> dict[str, Counter[str]]:
     """Counts of listing rows by modality, framework, benchmark and GT mode, plus errors."""
-    counts: dict[str, Counter] = {k: Counter() for k in ("modality", "framework", "benchmark", "mode", "errors")}
+    counts: dict[str, Counter[str]] = {k: Counter() for k in ("modality", "framework", "benchmark", "mode", "errors")}
     for row in rows:
         if row.error:
             counts["errors"][row.path] += 1

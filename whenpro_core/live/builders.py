@@ -24,12 +24,12 @@ import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import LoadContext
+from whenpro_core.formats.base import LoadContext, dict_or_empty
 from whenpro_core.formats.chat import chat_step, chat_steps, is_chat_role, is_group_chat, opening_index
 from whenpro_core.formats.claude_code import ClaudeCodeImporter
 from whenpro_core.formats.codex_cli import CodexRolloutImporter
@@ -37,6 +37,7 @@ from whenpro_core.formats.gemini_cli import GeminiJsonlImporter
 from whenpro_core.formats.native_lines import NativeLinesBuilder, is_header, is_step_line
 from whenpro_core.formats.otel import build_traces
 from whenpro_core.formats.otlp import Span, spans_of
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, Trace
 
 #: Session line formats, by name: the importer whose builder reads them.
@@ -94,7 +95,7 @@ class ChatLinesBuilder:
         self.ctx = ctx
         self.id = default_id
         self.steps: list[Step] = []
-        self._messages: list[dict] = []
+        self._messages: list[JSONObject] = []
         self._group = False
 
     def feed(self, obj: Any) -> tuple[str, ...]:
@@ -171,7 +172,7 @@ class SpanSet:
     def from_trace(cls, trace: Trace) -> SpanSet:
         """The spans back from a trace built by :meth:`build` (each step's ``raw`` is
         its span; the agent spans framing steps and the resource are in ``extras``)."""
-        resource = trace.extras.get("resource") if isinstance(trace.extras.get("resource"), dict) else {}
+        resource = dict_or_empty(trace.extras.get("resource"))
         out = cls(trace.id)
         frames = trace.extras.get("agent_spans")
         for raw in [*(step.raw for step in trace.steps), *(frames if isinstance(frames, list) else [])]:
@@ -226,7 +227,16 @@ class OtlpLinesBuilder:
         return self._trace
 
 
-def make_builder(fmt: str, path: Path, *, trace_id: str | None = None):
+class LiveBuilder(Protocol):
+    """What the file follower needs of a line builder: ``feed`` one parsed line (returns
+    the names of the header fields it changed) and the ``trace`` so far."""
+
+    def feed(self, obj: Any) -> tuple[str, ...]: ...
+
+    def trace(self) -> Trace: ...
+
+
+def make_builder(fmt: str, path: Path, *, trace_id: str | None = None) -> LiveBuilder:
     """A builder for line format ``fmt`` (``native``, ``chat`` or ``otlp``) of the file
     ``path``; ConfigError-free: TraceFormatError for an unknown format."""
     ctx = LoadContext(path=path, root=path.parent)
@@ -255,6 +265,7 @@ __all__ = [
     "APPEND_ONLY",
     "ChatLinesBuilder",
     "LINE_FORMATS",
+    "LiveBuilder",
     "OtlpLinesBuilder",
     "SESSION_FORMATS",
     "SpanSet",

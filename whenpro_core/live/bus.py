@@ -27,7 +27,7 @@ class Subscription:
         self._items: deque[Any] = deque()
         self._maxlen = maxlen
         self._cond = threading.Condition()
-        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self.closed = False
         #: Events dropped because this subscriber fell more than ``maxlen`` behind.
         self.dropped = 0
@@ -92,7 +92,7 @@ class Subscription:
             _wake(loop, fut)
 
 
-def _wake(loop: asyncio.AbstractEventLoop, fut: asyncio.Future) -> None:
+def _wake(loop: asyncio.AbstractEventLoop, fut: asyncio.Future[None]) -> None:
     def done() -> None:
         if not fut.done():
             fut.set_result(None)

@@ -36,7 +36,7 @@ import codecs
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +126,8 @@ class FileFollower:
         """The trace so far (a snapshot; an empty trace before the first step)."""
         if self._builder is None:
             return Trace(id=self.path.stem, source=Source(format="live", path=str(self.path)))
-        return self._builder.trace()
+        trace: Trace = self._builder.trace()
+        return trace
 
     @property
     def trace_key(self) -> str:
@@ -137,7 +138,8 @@ class FileFollower:
         if self.format == "native":
             return str(b.fields.get("id"))
         if self.format == "chat":
-            return b.id
+            chat_id: str = b.id
+            return chat_id
         if self.format != "otlp":  # a session: its builder knows the id
             return str(b.trace_id)
         return b.set.trace_id if b.set is not None else self.path.stem
@@ -290,7 +292,7 @@ class FileFollower:
             exc.path = None
             return [LineError(self.trace_key, self._line_no, exc.one_line(), _preview(line))]
         out: list[Any] = []
-        if self.format == "otlp" and getattr(self._builder, "other_spans", 0) and not self._reported_other:
+        if self.format == "otlp" and getattr(self._builder, "other_spans", False) and not self._reported_other:
             self._reported_other = True
             out.append(
                 LineError(
@@ -310,7 +312,8 @@ class FileFollower:
     def _current_steps(self) -> list[Step]:
         if self._builder is None:
             return []
-        return self._builder.steps if self.format in APPEND_ONLY else self._builder.trace().steps
+        steps: list[Step] = self._builder.steps if self.format in APPEND_ONLY else self._builder.trace().steps
+        return steps
 
     def _announce(self) -> list[Any]:
         steps = self._current_steps()
@@ -338,7 +341,7 @@ class FileFollower:
 
     # ------------------------------------------------------------------ waiting
 
-    def _watch(self) -> AsyncIterator[Any] | None:
+    def _watch(self) -> AsyncGenerator[Any, None] | None:
         try:
             from watchfiles import awatch  # lazy: only the file follower needs it
         except ImportError:

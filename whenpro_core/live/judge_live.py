@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from whenpro_core.attribution.asking import ask
 from whenpro_core.attribution.heuristic import attribute_heuristic
@@ -43,6 +43,7 @@ from whenpro_core.attribution.judge_images import image_loader_for
 from whenpro_core.attribution.prompts import Message, StepJudgement, step_by_step_opening, step_turn
 from whenpro_core.attribution.protocols import protocol_name
 from whenpro_core.attribution.run import attribute
+from whenpro_core.attribution.signals import Signal
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.live.builders import common_prefix
 from whenpro_core.live.events import (
@@ -58,6 +59,12 @@ from whenpro_core.trace.evidence import is_candidate
 from whenpro_core.trace.model import Attribution, Outcome, Step, Trace, Usage
 from whenpro_core.trace.taxonomy import taxonomy_for
 from whenpro_core.views.transcript import Transcript, context_text, render_transcript
+
+if TYPE_CHECKING:  # the attribution modules are imported where used (they load the LLM stack)
+    from whenpro_core.attribution.judge import Tally
+    from whenpro_core.attribution.prompts import Message
+    from whenpro_core.attribution.signals import Signal
+    from whenpro_core.views.transcript import StepBlock
 
 #: A heuristic verdict is decisive when its step has a signal at least this strong
 #: (signal strengths: :mod:`whenpro_core.attribution.signals`; a wrong calculation is
@@ -122,9 +129,9 @@ def _ident(step: Step) -> str:
     return f"span:{span}" if span else f"#{step.index}"
 
 
-def _heuristic_eval(trace: Trace, with_gold: bool) -> tuple[Attribution, list]:
+def _heuristic_eval(trace: Trace, with_gold: bool) -> tuple[Attribution, list[Signal]]:
     """The heuristic's verdict and every signal it saw (for the decisive test)."""
-    signals: list = []
+    signals: list[Signal] = []
     verdict = attribute_heuristic(trace, with_gold=with_gold, signals_out=signals)
     return verdict, signals
 
@@ -186,9 +193,9 @@ class LiveJudge:
         self.suspect: Suspect | None = None
         self.ended = False
         # step-by-step state
-        self._tally: Any = None
-        self._messages: list | None = None
-        self._pending: list = []
+        self._tally: Tally | None = None
+        self._messages: list[Message] | None = None
+        self._pending: list[StepBlock] = []
         self._context: list[tuple[str, str]] = []
         self._late_context: list[tuple[str, str]] = []
         self._seen: list[Step] = []
@@ -291,7 +298,7 @@ class LiveJudge:
             sub, image_loader=image_loader_for(self.judge), budget_tokens=STEP_TOKENS * max(1, len(steps))
         )
 
-    def _opening(self, trace: Trace, context: list[tuple[str, str]]) -> list:
+    def _opening(self, trace: Trace, context: list[tuple[str, str]]) -> list[Message]:
         images = render_transcript(
             trace.model_copy(update={"steps": []}), image_loader=image_loader_for(self.judge)
         ).task_images
@@ -304,7 +311,7 @@ class LiveJudge:
         self._messages, self._pending, self._seen = None, [], []
         self._context, self._late_context = [], []
 
-    def _context_chars(self, messages: list) -> int:
+    def _context_chars(self, messages: list[Message]) -> int:
         return sum(len(m.plain()) for m in messages)
 
     async def _step_by_step(self, trace: Trace) -> AsyncIterator[Any]:

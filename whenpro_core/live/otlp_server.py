@@ -53,6 +53,7 @@ from whenpro_core.formats.otlp_proto import spans_from_protobuf
 from whenpro_core.live.admission import Admission, Deadlines
 from whenpro_core.live.events import ExportRejected, ExportWarning
 from whenpro_core.live.store import LiveStore
+from whenpro_core.storage.jsonio import JSONObject
 
 DEFAULT_HOST = "127.0.0.1"
 #: The OTLP/HTTP default port.
@@ -257,7 +258,7 @@ class OtlpReceiver:
 
     # ------------------------------------------------------------------ one export
 
-    def handle(self, content_type: str, encoding: str, body: bytes) -> tuple[bytes, dict]:
+    def handle(self, content_type: str, encoding: str, body: bytes) -> tuple[bytes, JSONObject]:
         """Decode, validate and store one export body; returns the response body and a
         summary. Raises ``_Rejected`` (status, reason) on bad input."""
         if encoding == "gzip":
@@ -351,7 +352,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # events and counters report what happened; no stderr noise
 
-    def _reply(self, status: int, body: bytes, content_type: str, extra: dict | None = None) -> None:
+    def _reply(self, status: int, body: bytes, content_type: str, extra: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -362,7 +363,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def _error(self, status: int, reason: str, content_type: str, extra: dict | None = None) -> None:
+    def _error(self, status: int, reason: str, content_type: str, extra: dict[str, str] | None = None) -> None:
         self.receiver.reject(status, reason)
         code = _GRPC.get(status, 2)
         if content_type == PROTOBUF:

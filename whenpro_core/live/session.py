@@ -29,6 +29,7 @@ from whenpro_core.live.events import (
     TraceUpdated,
 )
 from whenpro_core.live.judge_live import LiveJudge, run_end_reason
+from whenpro_core.storage.jsonio import JSONObject
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ async def attribute_live(follower: Any, judge: LiveJudge, *, idle_timeout: float
     seconds without new data (``None``: never), once the remaining steps are judged and
     :meth:`LiveJudge.finish` has run. Errors of the follower (a folder, an unreadable
     file) propagate as TraceFormatError."""
-    out: asyncio.Queue = asyncio.Queue()
+    out: asyncio.Queue[Any] = asyncio.Queue()  # follower and judge events, and _End
     changed = asyncio.Event()
     state = {"last": time.monotonic(), "finishing": False}
 
@@ -72,10 +73,10 @@ async def attribute_live(follower: Any, judge: LiveJudge, *, idle_timeout: float
     reason: str | None = None
     try:
         while reason is None:
-            if rtask.done() and rtask.exception() is not None:
-                raise rtask.exception()
-            if jtask.done() and jtask.exception() is not None:
-                raise jtask.exception()
+            if rtask.done() and (failed := rtask.exception()) is not None:
+                raise failed
+            if jtask.done() and (failed := jtask.exception()) is not None:
+                raise failed
             wait = 0.25
             if idle_timeout is not None:
                 wait = min(wait, max(0.0, state["last"] + idle_timeout - time.monotonic()))
@@ -100,8 +101,8 @@ async def attribute_live(follower: Any, judge: LiveJudge, *, idle_timeout: float
                 continue
             if not isinstance(ev, _End):
                 yield ev
-        if jtask.exception() is not None:
-            raise jtask.exception()
+        if (failed := jtask.exception()) is not None:
+            raise failed
         async for ev in judge.finish(follower.trace(), reason):
             yield ev
     finally:
@@ -121,11 +122,11 @@ async def attribute_store(
     without spans; the iteration ends after ``idle_timeout`` seconds without any export
     once every trace has ended (``None``: never; cancel the task to stop)."""
     sub = store.subscribe()
-    out: asyncio.Queue = asyncio.Queue()
-    judges: dict[str, dict] = {}
+    out: asyncio.Queue[Any] = asyncio.Queue()  # store and judge events
+    judges: dict[str, JSONObject] = {}
     last_any = time.monotonic()
 
-    async def run(tid: str, entry: dict) -> None:
+    async def run(tid: str, entry: JSONObject) -> None:
         lj: LiveJudge = entry["judge"]
         while not lj.ended:
             await entry["changed"].wait()

@@ -37,6 +37,7 @@ from typing import IO, Any
 import orjson
 
 from whenpro_core.errors import ConfigError
+from whenpro_core.formats.base import dict_or_empty
 from whenpro_core.formats.otlp import Span
 from whenpro_core.storage import jsonio
 
@@ -58,7 +59,7 @@ def span_from_record(record: Any) -> Span | None:
     """The span of a spool record, or ``None`` when the record is not one."""
     if not isinstance(record, dict):
         return None
-    resource = record.get("resource") if isinstance(record.get("resource"), dict) else {}
+    resource = dict_or_empty(record.get("resource"))
     return Span.from_raw(record, resource)
 
 

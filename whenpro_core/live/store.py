@@ -53,7 +53,7 @@ from whenpro_core.live.bus import EventBus, Subscription
 from whenpro_core.live.events import TraceEvicted, TraceSetAside, TraceStarted, TraceUpdated
 from whenpro_core.live.spool import Spool
 from whenpro_core.storage.fsutil import atomic_write_bytes
-from whenpro_core.storage.jsonio import cap_depth
+from whenpro_core.storage.jsonio import JSONObject, cap_depth
 from whenpro_core.trace.model import Trace
 
 #: Trace ids accepted (hex; OTLP ids are 16 bytes = 32 hex digits). Anything else is
@@ -493,7 +493,8 @@ def _cap_span(span: Span) -> list[str]:
     warnings: list[str] = []
     where = span.where or f"span {span.span_id}"
 
-    def capped(value: dict, label: str) -> dict:
+    def capped(value: JSONObject, label: str) -> JSONObject:
+        out: JSONObject
         out, paths = cap_depth(value, MAX_VALUE_DEPTH + 1)  # +1: the attribute map itself
         if paths:
             more = f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""

@@ -62,7 +62,7 @@ async def follow_live(
     """Yield ``follower``'s events and, with ``make_judge``, the live judge's events, in
     order (see the module doc). ``tick`` is how often (seconds) the idle timeout is
     checked."""
-    out: asyncio.Queue = asyncio.Queue()
+    out: asyncio.Queue[Any] = asyncio.Queue()  # follower and judge events
     changed = asyncio.Event()
     state: dict[str, Any] = {"last": time.monotonic(), "new_run": False}
 

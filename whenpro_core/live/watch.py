@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from whenpro_core.attribution.llm_judge import make_judge
 from whenpro_core.attribution.protocols import preset_protocol, protocol_name
@@ -50,6 +50,10 @@ from whenpro_core.safety.textsafe import plural, strip_controls
 from whenpro_core.storage import jsonio
 from whenpro_core.storage.paths import live_dir
 from whenpro_core.trace.model import Step
+
+if TYPE_CHECKING:  # the judges are imported when a watch starts (they load the LLM stack)
+    from whenpro_core.attribution.llm_judge import LLMJudge
+    from whenpro_core.live.judge_live import Budget, LiveJudge
 
 #: Characters of untrusted text (content, reasons) on one printed line.
 LINE_CHARS = 160
@@ -224,12 +228,12 @@ def _judge_factory(
     protocol: str | None,
     model: str | None,
     *,
-    budget: Any,
+    budget: Budget,
     final_pass: bool,
     with_gold: bool,
     no_cache: bool,
     preset: str | None = None,
-):
+) -> tuple[Callable[[str], LiveJudge], LLMJudge | None]:
     if model and model.strip().lower() == "heuristic":
         model = None
     name = protocol_name(protocol or ("step-by-step" if model else "heuristic"))
@@ -300,8 +304,9 @@ def watch_command(
     async def main() -> None:
         try:
             if file is not None:
-                await _watch_file(file, make(), printer, idle_timeout, line_format)
+                await _watch_file(file, make(""), printer, idle_timeout, line_format)
             else:
+                assert otlp is not None  # checked above: a FILE or --otlp
                 await _watch_otlp(otlp, make, printer, idle_timeout, store, allow_remote)
         finally:
             if judge is not None:
@@ -326,7 +331,7 @@ async def _watch_file(
 
 async def _watch_otlp(
     address: str,
-    make: Callable,
+    make: Callable[[str], LiveJudge],
     printer: Printer,
     idle_timeout: float | None,
     store_dir: Path | None,
@@ -401,7 +406,7 @@ def _raise_interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _run(main: Callable) -> None:
+def _run(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
     """Run an async main; SIGTERM ends it like Ctrl-C (the CLI reports an interruption)."""
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:

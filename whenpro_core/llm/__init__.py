@@ -18,7 +18,14 @@ Public API (importing this package does not import the ``openai``/``anthropic`` 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy exports below resolve to, for type checkers
+    from whenpro_core.llm.backend import Backend, BackendStats, open_backend
+    from whenpro_core.llm.cache import ResponseCache
+    from whenpro_core.llm.models import ACCEPTED_FORMS, HEURISTIC, PROVIDERS, ModelSpec, is_llm, parse_model
+    from whenpro_core.llm.pricing import DEFAULT_PRICES, Price, cost_usd, find_price
+    from whenpro_core.llm.types import ImagePart, LLMRequest, LLMResponse, Message, TextPart
 
 _EXPORTS = {
     "Backend": "backend",

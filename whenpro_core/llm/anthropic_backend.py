@@ -114,7 +114,9 @@ async def call_messages(
             tool_input = block.input
     stop = getattr(message, "stop_reason", None)
     result = RawResult(
-        text="".join(texts), finish_reason=_STOP.get(stop, stop), served_model=getattr(message, "model", None)
+        text="".join(texts),
+        finish_reason=_STOP.get(stop, stop) if stop is not None else None,
+        served_model=getattr(message, "model", None),
     )
     if params.temperature is not None:
         result.warnings.append(f"temperature {params.temperature:g} not sent: the Anthropic messages API takes none")

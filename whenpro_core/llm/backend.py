@@ -298,7 +298,9 @@ class Backend:
         adapter = self._adapter()
         attempts = 0
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(s.max_retries + 1) | stop_when_refused_twice,
+            # tenacity annotates `|` for stop_base only, though stop_any calls any
+            # Callable[[RetryCallState], bool] (its own StopBaseT)
+            stop=stop_after_attempt(s.max_retries + 1) | stop_when_refused_twice,  # type: ignore[operator]
             wait=make_wait(s.backoff_base_s, s.backoff_max_s, s.retry_after_max_s),
             retry=retry_if_exception(is_retryable),
             before_sleep=self._log_retry,

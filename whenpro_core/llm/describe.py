@@ -6,6 +6,7 @@ and whether a key is set (never the key), the call defaults and the price table.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from whenpro_core.config import Settings
@@ -114,6 +115,6 @@ def format_models(info: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
+def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=False)).rstrip() for r in rows]

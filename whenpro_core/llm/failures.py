@@ -77,6 +77,6 @@ def backend_error(
     if attempts > 1:
         what += f" (after {attempts} attempts)"
     err = BackendError(redact(f"{model} at {base_url}: {what}", secrets), expected=expected)
-    err.status = status_of(exc)  # type: ignore[attr-defined]
-    err.attempts = attempts  # type: ignore[attr-defined]
+    err.status = status_of(exc)
+    err.attempts = attempts
     return err

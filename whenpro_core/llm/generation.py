@@ -17,7 +17,7 @@ import asyncio
 import importlib
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -71,7 +71,7 @@ def resolve_model(
     return name, settings
 
 
-def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
+def run_sync(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run the coroutine made by ``factory`` to completion from synchronous code: with
     :func:`asyncio.run`, or in a worker thread with its own loop when this thread already
     runs an event loop (a TUI handler)."""

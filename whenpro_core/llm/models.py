@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from whenpro_core.errors import ConfigError
 
@@ -97,7 +97,7 @@ def parse_model(name: str, *, api: Literal["chat", "responses"] = "chat") -> Mod
         wire = "responses"
     else:
         wire = api
-    return ModelSpec(provider=provider, model=model, api=wire)  # type: ignore[arg-type]
+    return ModelSpec(provider=cast(Provider, provider), model=model, api=wire)  # checked against PROVIDERS above
 
 
 def _show(text: str, limit: int = 60) -> str:

@@ -61,9 +61,9 @@ def validation_summary(exc: Exception) -> str:
     """A one-line reason why an answer did not validate (without echoing the whole answer)."""
     if isinstance(exc, ValidationError):
         errs = exc.errors(include_input=False, include_url=False)
-        first = errs[0] if errs else {}
-        loc = ".".join(str(p) for p in first.get("loc", ())) or "answer"
-        return one_line(f"answer does not match the schema ({len(errs)} error(s); {loc}: {first.get('msg', '')})", 240)
+        loc = ".".join(str(p) for p in errs[0]["loc"]) if errs else ""
+        msg = errs[0]["msg"] if errs else ""
+        return one_line(f"answer does not match the schema ({len(errs)} error(s); {loc or 'answer'}: {msg})", 240)
     return one_line(f"answer does not match the schema ({type(exc).__name__}: {exc})", 240)
 
 

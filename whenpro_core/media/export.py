@@ -10,7 +10,7 @@ previous ``kf_*.jpg`` files and ``index.json`` there are replaced.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -19,6 +19,9 @@ from whenpro_core.media.keyframes import (
     KeyframeResult,
 )
 from whenpro_core.storage.fsutil import atomic_write_bytes
+
+if TYPE_CHECKING:
+    pass
 
 INDEX_NAME = "index.json"
 

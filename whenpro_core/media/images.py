@@ -79,6 +79,7 @@ def _imdecode(data: bytes, *, source: str | Path | None, flags: int | None) -> n
     cv = cv2()
     if not data:
         raise MediaError("empty image data", path=_where(source), expected="JPEG, PNG, WebP, BMP or TIFF bytes")
+    img: np.ndarray | None
     try:
         img = cv.imdecode(np.frombuffer(data, dtype=np.uint8), cv.IMREAD_COLOR if flags is None else flags)
     except cv.error:
@@ -147,7 +148,8 @@ def fit_max_side(img: np.ndarray, max_side: int) -> np.ndarray:
     scale = max_side / max(h, w)
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
     cv = cv2()
-    return cv.resize(img, size, interpolation=cv.INTER_AREA)
+    resized: np.ndarray = cv.resize(img, size, interpolation=cv.INTER_AREA)
+    return resized
 
 
 def encode_jpeg(img: np.ndarray, quality: int = JPEG_QUALITY) -> bytes:
@@ -162,7 +164,8 @@ def encode_jpeg(img: np.ndarray, quality: int = JPEG_QUALITY) -> bytes:
         ok = False
     if not ok:
         raise MediaError("could not encode JPEG", expected="a non-empty 8-bit image")
-    return buf.tobytes()
+    jpeg: bytes = buf.tobytes()
+    return jpeg
 
 
 def jpeg_capped(img: np.ndarray, *, max_side: int, quality: int = JPEG_QUALITY, max_bytes: int | None = None) -> bytes:

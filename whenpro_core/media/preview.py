@@ -151,7 +151,7 @@ def step_media(trace: Trace, index: int) -> StepMedia:
     images = tuple(i for i in items if i.ref.kind == "image")
     frames = [i for i in items if i.ref.kind == "frame"]
     if all(i.ref.time_s is not None for i in frames):
-        frames.sort(key=lambda i: i.ref.time_s)  # type: ignore[arg-type, return-value]
+        frames.sort(key=lambda i: i.ref.time_s or 0.0)  # every time_s is known here
     videos = tuple(i for i in items if i.ref.kind == "video")
     return StepMedia(images=images, frames=tuple(frames), videos=videos)
 

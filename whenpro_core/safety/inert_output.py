@@ -109,9 +109,9 @@ def inert_streams() -> Iterator[None]:
     if not getattr(saved_factory, "inert", False):
         logging.setLogRecordFactory(_inert_records(saved_factory))
     if not isinstance(sys.stdout, InertStream) and sys.stdout is not None:
-        sys.stdout = InertStream(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = InertStream(sys.stdout)
     if not isinstance(sys.stderr, InertStream) and sys.stderr is not None:
-        sys.stderr = InertStream(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = InertStream(sys.stderr)
     try:
         yield
     finally:

@@ -19,8 +19,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
+
+#: Any JSON value given to :func:`redact_secrets` (its result has the same type).
+_J = TypeVar("_J")
 
 #: What a redacted value is replaced by, everywhere.
 REDACTED = "[redacted]"
@@ -70,27 +73,31 @@ def environment_secrets(environ: dict[str, str] | None = None) -> list[str]:
     return [value for name, value in env.items() if len(value) >= 8 and SECRET_ENV_NAMES.search(name)]
 
 
-def redact_secrets(value: Any, _depth: int = 0) -> Any:
+def redact_secrets(value: _J, _depth: int = 0) -> _J:
     """A copy of a JSON value in which every object member whose key names a secret
     (:data:`SECRET_KEYS`: ``api_key``, ``aws_secret_access_key``, ``password``, ...)
     and holds a non-empty, non-number value is replaced by :data:`REDACTED`. Values
-    nested deeper than 64 levels are returned as they are."""
+    nested deeper than 64 levels are returned as they are. The copy has the type of
+    ``value`` (a dict or list subclass comes back as a plain dict or list)."""
     if _depth > 64:
         return value
     if isinstance(value, dict):
-        return {
-            k: (
-                REDACTED
-                if isinstance(k, str)
-                and SECRET_KEYS.search(k)
-                and value[k] not in (None, "", [], {})
-                and not isinstance(value[k], (int, float))
-                else redact_secrets(value[k], _depth + 1)
-            )
-            for k in value
-        }
+        return cast(
+            _J,
+            {
+                k: (
+                    REDACTED
+                    if isinstance(k, str)
+                    and SECRET_KEYS.search(k)
+                    and value[k] not in (None, "", [], {})
+                    and not isinstance(value[k], (int, float))
+                    else redact_secrets(value[k], _depth + 1)
+                )
+                for k in value
+            },
+        )
     if isinstance(value, list):
-        return [redact_secrets(v, _depth + 1) for v in value]
+        return cast(_J, [redact_secrets(v, _depth + 1) for v in value])
     return value
 
 

@@ -8,7 +8,9 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from whenpro_core.errors import WhenproError
 
@@ -33,7 +35,7 @@ def atomic_copy(src: str | Path, path: str | Path) -> Path:
         return _atomic_write(Path(path), lambda fh: shutil.copyfileobj(source, fh, 1 << 20))
 
 
-def _atomic_write(path: Path, fill) -> Path:
+def _atomic_write(path: Path, fill: Callable[[BinaryIO], object]) -> Path:
     if path.exists() and not path.is_file():  # a folder, device, FIFO or socket: never replaced
         raise WhenproError("cannot write file: not a regular file", path=path, expected="a file path")
     try:

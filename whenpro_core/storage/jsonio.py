@@ -24,6 +24,10 @@ import orjson
 
 from whenpro_core.errors import TraceFormatError
 
+#: A decoded JSON object whose keys and values have no fixed shape (a trace's free-form fields,
+#: a source file's raw record). Where a dict has a known shape, use a TypedDict or a dataclass.
+JSONObject = dict[str, Any]
+
 #: The deepest nesting :func:`loads` reads (orjson's limit); :func:`dumps` refuses deeper.
 MAX_DEPTH = 1024
 #: Above this depth :func:`dumps` uses its iterative encoder (orjson stops at 255).

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.frameworks import (
     FIXED_AGENT_LABELS,
     GUI_FRAMEWORKS,
@@ -142,7 +143,7 @@ def int_field(value: Any, json_path: str, what: str = "an integer") -> int:
     raise TraceFormatError(f"wrong type ({found})", json_path=json_path, expected=what)
 
 
-def _kind(entry: dict) -> str | None:
+def _kind(entry: JSONObject) -> str | None:
     kind = entry.get("kind")
     return kind if isinstance(kind, str) else None
 
@@ -151,12 +152,12 @@ def _text_id(value: Any, default: str) -> str:
     return str(value).strip() if isinstance(value, (str, int)) and str(value).strip() else default
 
 
-def _framing_agent(entry: dict) -> str:
+def _framing_agent(entry: JSONObject) -> str:
     kind = _kind(entry)
     return "user" if kind == "user" else "system"
 
 
-def _check_entries(trajectory: Any) -> list[dict]:
+def _check_entries(trajectory: Any) -> list[JSONObject]:
     if not isinstance(trajectory, list):
         found = "missing" if trajectory is None else f"got {type(trajectory).__name__}"
         raise TraceFormatError(
@@ -173,7 +174,7 @@ def _check_entries(trajectory: Any) -> list[dict]:
 # --------------------------------------------------------------------------- per framework
 
 
-def _smolagents(entries: list[dict], warn: list[str]) -> list[Slot]:
+def _smolagents(entries: list[JSONObject], warn: list[str]) -> list[Slot]:
     """Counter over non-framing entries (framing: ``user``, ``final_answer`` or no
     kind); starts at 0 when the first counted entry is a ``planning`` entry, else 1.
     Re-plans mid-trajectory take a number too (``render/smolagents.py``)."""
@@ -190,7 +191,7 @@ def _smolagents(entries: list[dict], warn: list[str]) -> list[Slot]:
     return slots
 
 
-def _gui(fw: str, entries: list[dict], warn: list[str]) -> list[Slot]:
+def _gui(fw: str, entries: list[JSONObject], warn: list[str]) -> list[Slot]:
     """GUI / ALFWorld actions: the 1-based ``step_number`` is the coordinate; ``user``
     and other entries without a step number are framing (``render/gui.py``,
     ``render/alfagent.py``). The agent is the entry's ``agent`` (coact) or the
@@ -213,7 +214,7 @@ def _gui(fw: str, entries: list[dict], warn: list[str]) -> list[Slot]:
     return slots
 
 
-def _rounds(fw: str, entries: list[dict], warn: list[str]) -> list[Slot]:
+def _rounds(fw: str, entries: list[JSONObject], warn: list[str]) -> list[Slot]:
     """Round-grouped frameworks: ``{kind: "round", round, turns: [...]}``; one slot
     per turn with coordinate ``R.P`` (0-based). debate: P is the turn's place in the
     round; dylan and pixelcraft: P is the turn's ``position`` (dylan's may skip
@@ -249,7 +250,7 @@ def _rounds(fw: str, entries: list[dict], warn: list[str]) -> list[Slot]:
     return slots
 
 
-def _macnet(entries: list[dict], warn: list[str]) -> list[Slot]:
+def _macnet(entries: list[JSONObject], warn: list[str]) -> list[Slot]:
     """MacNet: coordinate from the role (author 0.0, critic 1.0, rewriter 1.1,
     sink 2.0); an unknown role goes to layer 1 after the turns already there
     (``render/macnet.py``). Entries without a role are framing."""
@@ -268,7 +269,7 @@ def _macnet(entries: list[dict], warn: list[str]) -> list[Slot]:
     return slots
 
 
-def _magentic(entries: list[dict], warn: list[str]) -> list[Slot]:
+def _magentic(entries: list[JSONObject], warn: list[str]) -> list[Slot]:
     """Magentic-One: ``kind: "agent"`` entries with ``round`` and ``position``
     (0 orchestrator, 1 specialist) give ``R.P``; the rest are framing. The agent is
     the lower-case ``agent`` id (the display ``role`` is mapped when it is missing)."""
@@ -288,7 +289,7 @@ def _magentic(entries: list[dict], warn: list[str]) -> list[Slot]:
     return slots
 
 
-def _mathchat(entries: list[dict], warn: list[str]) -> list[Slot]:
+def _mathchat(entries: list[JSONObject], warn: list[str]) -> list[Slot]:
     """MathChat: ``2*round + position``; the round 0 position 0 ``user_proxy`` turn is
     the unnumbered user input (``render/mathchat.py``)."""
     slots = []
@@ -306,7 +307,7 @@ def _mathchat(entries: list[dict], warn: list[str]) -> list[Slot]:
     return slots
 
 
-def _metagpt(entries: list[dict], warn: list[str]) -> list[Slot]:
+def _metagpt(entries: list[JSONObject], warn: list[str]) -> list[Slot]:
     """MetaGPT: the SOP ``stage`` (0 architect, 1 engineer, 2 reviewer)."""
     slots = []
     for i, e in enumerate(entries):
@@ -318,7 +319,7 @@ def _metagpt(entries: list[dict], warn: list[str]) -> list[Slot]:
     return slots
 
 
-def _lead(entries: list[dict]) -> int:
+def _lead(entries: list[JSONObject]) -> int:
     """Number of leading ``system``/``user`` entries (the video frameworks' framing)."""
     n = 0
     while n < len(entries) and n < 2 and _kind(entries[n]) in ("system", "user"):
@@ -326,7 +327,7 @@ def _lead(entries: list[dict]) -> int:
     return n
 
 
-def _dvd(entries: list[dict], warn: list[str]) -> list[Slot]:
+def _dvd(entries: list[JSONObject], warn: list[str]) -> list[Slot]:
     """DVD: native index minus the leading system+user entries (``index - 2``). Agents:
     ``orchestrator`` for assistant turns, ``frame_inspect_agent`` for the
     ``frame_inspect_tool`` sub-agent's replies, the tool name for plain tools."""
@@ -348,7 +349,7 @@ def _dvd(entries: list[dict], warn: list[str]) -> list[Slot]:
     return slots
 
 
-def _eva(entries: list[dict], warn: list[str]) -> list[Slot]:
+def _eva(entries: list[JSONObject], warn: list[str]) -> list[Slot]:
     """EVA: a dense 0-based counter over assistant turns; the tool results answering
     a turn's calls (one per call, at least one) share its coordinate. For the released
     strictly alternating traces this equals ``(native index - 2) // 2``."""
@@ -373,7 +374,7 @@ def _eva(entries: list[dict], warn: list[str]) -> list[Slot]:
 _FRAMING_KINDS = ("user", "system", "final_answer")
 
 
-def _generic(entries: list[dict], warn: list[str]) -> list[Slot]:
+def _generic(entries: list[JSONObject], warn: list[str]) -> list[Slot]:
     """Unknown framework: entries' own ``step``/``step_number`` when non-framing
     entries carry one; else ``round.position`` when they all carry both; else a 0-based
     counter over non-framing entries (framing: ``user``, ``system``, ``final_answer``).
@@ -388,7 +389,7 @@ def _generic(entries: list[dict], warn: list[str]) -> list[Slot]:
     ]
     slots = [Slot(i, agent=_framing_agent(e)) for i, e in enumerate(entries)]
 
-    def agent_of(e: dict) -> str:
+    def agent_of(e: JSONObject) -> str:
         return _text_id(e.get("agent_id", e.get("agent", e.get("name"))), "agent")
 
     numbered = [(i, e) for i, e in body if e.get("step_number", e.get("step")) is not None]

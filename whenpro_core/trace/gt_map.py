@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.coords import Layout, int_field, normalize_coord, round_of
 from whenpro_core.trace.frameworks import (
     FIXED_AGENT_LABELS,
@@ -23,7 +24,7 @@ from whenpro_core.trace.frameworks import (
 from whenpro_core.trace.model import Accepted, GroundTruth
 
 
-def _gt_fields(fw: str, gt: dict) -> tuple[Any, str, str] | None:
+def _gt_fields(fw: str, gt: JSONObject) -> tuple[Any, str, str] | None:
     """(value, json path, how) of the field that names the labelled step, or None.
     ``how``: ``coord`` (already a coordinate), ``native`` (a trajectory index),
     ``round`` (round only), ``rp`` (round/position), ``twice`` (mathchat), ``stage``."""
@@ -113,7 +114,7 @@ def _agent_list(value: Any, lay: Layout) -> list[str]:
     return [a for a in out if a]
 
 
-def _accepted(gt: dict, lay: Layout) -> Accepted:
+def _accepted(gt: JSONObject, lay: Layout) -> Accepted:
     items = gt.get("accepted_predictions") or []
     if not isinstance(items, list):
         raise TraceFormatError(

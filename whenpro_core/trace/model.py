@@ -13,7 +13,7 @@ round-trips, but they are never part of :attr:`Step.content` and never rendered 
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,7 +21,7 @@ from whenpro_core.trace.coords import normalize_coord
 from whenpro_core.trace.frameworks import SINGLE_AGENT_FRAMEWORKS
 
 #: Version of the native JSON format written by :mod:`whenpro_core.formats.native`.
-NATIVE_FORMAT = "whenpro.trace/1"
+NATIVE_FORMAT: Final = "whenpro.trace/1"
 
 #: Trajectory entry fields that reveal how a benchmark trace was built (the injection
 #: markers of Who&When Pro, SOURCE.md of who-when-pro-samples). Importers move them to
@@ -40,6 +40,10 @@ NON_AGENT_SPEAKERS = frozenset({"user", "human", "system", "environment"})
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+#: What a :class:`MediaRef` points at.
+MediaKind = Literal["image", "video", "frame"]
 
 
 class Modality(str, Enum):
@@ -73,7 +77,7 @@ class MediaRef(_Model):
         label: a short caption (``query_0``, ``observation #2``).
     """
 
-    kind: Literal["image", "video", "frame"] = "image"
+    kind: MediaKind = "image"
     path: str | None = None
     data: str | None = None
     mime: str | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.coords import normalize_coord, round_of
 from whenpro_core.trace.frameworks import SINGLE_AGENT_FRAMEWORKS
 from whenpro_core.trace.model import Attribution, GroundTruth, Trace
@@ -32,7 +33,7 @@ class AxisScore:
         """All axes correct (the mode axis counts only when the GT has a mode)."""
         return self.agent and self.step and self.mode is not False
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> JSONObject:
         """``{"agent": .., "step": .., "mode": .., "joint": ..}``."""
         return {**asdict(self), "joint": self.joint}
 

@@ -6,6 +6,7 @@ built-in table when present.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -103,7 +104,7 @@ class Taxonomy:
     def __contains__(self, code: object) -> bool:
         return code in self.modes
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[FailureMode]:
         return iter(self.modes.values())
 
     def __len__(self) -> int:

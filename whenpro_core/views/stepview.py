@@ -347,9 +347,10 @@ def _shell_text(command: Any) -> str | None:
     if isinstance(command, str):
         return command
     if isinstance(command, list) and command and all(isinstance(c, str) for c in command):
-        if len(command) == 3 and command[0] in _SHELLS and command[1] in ("-c", "-lc"):
-            return command[2]
-        return shlex.join(command)
+        argv: list[str] = command
+        if len(argv) == 3 and argv[0] in _SHELLS and argv[1] in ("-c", "-lc"):
+            return argv[2]
+        return shlex.join(argv)
     return None
 
 
