@@ -3,6 +3,12 @@ or a JSONL release, and shows the trace screen or the library screen.
 
 Opening runs in a thread worker (``whenpro_core.opening.open_target``) that posts a
 :class:`~whenpro_tui.messages.TargetOpened`; nothing blocking runs on the UI thread.
+
+Screens never import each other to navigate: they post a navigation message
+(:class:`~whenpro_tui.messages.OpenTrace`, ``OpenDiff``, ``OpenReplay``,
+``OpenReviewTrace``) to the app, which opens the screen. The app imports a screen's
+module when it first opens one: the screen modules cost 0.1–0.8 s to import together,
+and the app paints its "Opening…" line before that.
 """
 
 from __future__ import annotations
@@ -33,7 +39,16 @@ from whenpro_core.opening import Opened, open_target
 from whenpro_core.textsafe import clean
 from whenpro_tui import _start_time, imaging
 from whenpro_tui.commands import BindingsProvider
-from whenpro_tui.messages import SiblingsFound, TargetFailed, TargetOpened
+from whenpro_tui.messages import (
+    OpenDiff,
+    OpenReplay,
+    OpenReviewTrace,
+    OpenTrace,
+    OpenValidation,
+    SiblingsFound,
+    TargetFailed,
+    TargetOpened,
+)
 
 ImagesMode = Literal["auto", "kitty", "sixel", "halfcell", "off"]
 IMAGE_MODES: tuple[str, ...] = ("auto", "kitty", "sixel", "halfcell", "off")
@@ -128,6 +143,7 @@ class WhenproApp(App[None]):
         self.post_message(TargetOpened(self.target, opened))
 
     def on_target_opened(self, message: TargetOpened) -> None:
+        # lazy (start-up cost, see module docstring): the screen modules
         from whenpro_tui.screens.library import LibraryScreen
         from whenpro_tui.screens.trace import TraceScreen
 
@@ -135,7 +151,7 @@ class WhenproApp(App[None]):
         # the spinner under the new screen would keep repainting the whole screen
         self.query_one("#opening-spinner").remove()
         if opened.results is not None:  # tuiresults: a benchmark results file
-            from whenpro_tui.screens.results import ResultsScreen
+            from whenpro_tui.screens.results import ResultsScreen  # lazy: start-up cost
 
             self.push_screen(ResultsScreen([opened.results], is_root=True))
         elif opened.trace is not None:
@@ -157,6 +173,41 @@ class WhenproApp(App[None]):
     def action_exit_failed(self) -> None:
         """Quit after the target failed to open: exit status 2, as for any bad input."""
         self.exit(return_code=2)
+
+    # ------------------------------------------------------------------ navigation
+    # lazy imports: start-up cost (see module docstring)
+
+    def on_open_trace(self, message: OpenTrace) -> None:
+        from whenpro_tui.screens.trace import TraceScreen
+
+        screen = TraceScreen(message.trace, siblings=message.siblings, position=message.position)
+        self.push_screen(screen, message.on_close)
+
+    def on_open_diff(self, message: OpenDiff) -> None:
+        from whenpro_tui.screens.diff import DiffScreen
+
+        screen = DiffScreen(message.original, message.counterfactual, message.verdict, slots=message.slots)
+        if message.replace:
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    def on_open_replay(self, message: OpenReplay) -> None:
+        from whenpro_tui.screens.replay import ReplayScreen
+
+        self.push_screen(ReplayScreen(message.plan))
+
+    def on_open_validation(self, message: OpenValidation) -> None:
+        from whenpro_tui.screens.validation import ValidationScreen
+
+        self.push_screen(ValidationScreen(message.root))
+
+    def on_open_review_trace(self, message: OpenReviewTrace) -> None:
+        from whenpro_tui.screens.review_trace import ReviewTraceScreen
+
+        screen = ReviewTraceScreen(message.trace, message.review, siblings=message.siblings, position=message.position)
+        message.on_open(screen)
+        self.push_screen(screen, message.on_close)
 
     @work(thread=True, exclusive=True, group="siblings", exit_on_error=False, description="list the trace's siblings")
     def find_siblings(self, path: str, ref: str) -> None:

@@ -48,7 +48,7 @@ def fix_cell_size(width: int = 10, height: int = 20) -> None:
     instead of asking the terminal. Call before any image widget renders."""
     from textual_image._terminal import CellSize, get_cell_size
 
-    get_cell_size._result = CellSize(width, height)
+    vars(get_cell_size)["_result"] = CellSize(width, height)  # the function's own cache attribute
 
 
 def cell_size() -> tuple[int, int]:
@@ -122,11 +122,12 @@ def _no_terminal_queries() -> Iterator[None]:
         def __getattr__(self, name: str) -> Any:
             return getattr(real, name)
 
-    sys.__stdout__ = _NotATerminal()  # type: ignore[assignment]
+    # typeshed declares sys.__stdout__ Final, but it is assignable and textual-image reads it
+    sys.__stdout__ = _NotATerminal()  # type: ignore[misc,assignment]
     try:
         yield
     finally:
-        sys.__stdout__ = real  # type: ignore[misc]
+        sys.__stdout__ = real  # type: ignore[misc]  # Final in typeshed (see above)
 
 
 def import_widgets() -> None:

@@ -35,7 +35,7 @@ from whenpro_core.stepview import step_as_text
 from whenpro_core.textsafe import clean, one_line, plural
 from whenpro_core.traceview import agent_slots
 from whenpro_tui.commands import collect_bindings
-from whenpro_tui.messages import CounterfactualAttributed, CounterfactualSaved, DiffComputed
+from whenpro_tui.messages import CounterfactualAttributed, CounterfactualSaved, DiffComputed, OpenTrace
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.widgets.diff_list import Collapsed, DiffList
@@ -127,8 +127,7 @@ class DiffScreen(Leaving, Screen[None]):
 
     def on_diff_computed(self, message: DiffComputed) -> None:
         message.stop()
-        self.diff = message.diff  # type: ignore[assignment]
-        assert self.diff is not None
+        self.diff = message.diff
         self.query_one(DiffList).show(self.original, self.cf, self.diff, self.injected, self.slots)
         self._heads()
         if self.plain:
@@ -189,20 +188,20 @@ class DiffScreen(Leaving, Screen[None]):
         banner.set_classes(BANNER_CLASSES.get(kind, "warn"))
         banner.update(text)
         inj = self.inj
-        line = Text()
+        inject_line = Text()
         if inj:
-            line.append(
+            inject_line.append(
                 f"{clean(str(inj.get('mode')))} at step {clean(str(inj.get('step')))} ({clean(str(inj.get('agent')))})",
                 style="bold #ffaf5f",
             )
-            line.append(
+            inject_line.append(
                 f" · {clean(str(inj.get('generator')))} · {clean(one_line(str(inj.get('executor')), 50))}: ",
                 style="dim",
             )
-            line.append(clean(one_line(str(inj.get("description") or ""), 300)))
+            inject_line.append(clean(one_line(str(inj.get("description") or ""), 300)))
         else:
-            line.append("No injection provenance: a plain step-aligned diff.", style="italic")
-        self.query_one("#df-inject", Static).update(line)
+            inject_line.append("No injection provenance: a plain step-aligned diff.", style="italic")
+        self.query_one("#df-inject", Static).update(inject_line)
 
     def _heads(self) -> None:
         def head(title: str, trace: Trace) -> Text:
@@ -279,9 +278,7 @@ class DiffScreen(Leaving, Screen[None]):
             body.scroll_relative(y=direction * max(1, body.size.height // 2), animate=False)
 
     def action_open_counterfactual(self) -> None:
-        from whenpro_tui.screens.trace import TraceScreen
-
-        self.app.push_screen(TraceScreen(self.cf))
+        self.app.post_message(OpenTrace(self.cf))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen("Diff screen keys", collect_bindings(self), markers=False))

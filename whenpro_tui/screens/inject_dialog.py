@@ -13,7 +13,6 @@ Dismisses with an :class:`InjectionPlan`, or ``None`` when cancelled.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 from rich.console import Group
 from rich.padding import Padding
@@ -35,7 +34,6 @@ from whenpro_core.injection.choices import (
     executor_choices,
     mode_choices,
 )
-from whenpro_core.injection.executors import Executor
 from whenpro_core.injection.generate import (
     GeneratedStep,
     InjectionRequest,
@@ -45,25 +43,13 @@ from whenpro_core.injection.generate import (
     parse_tool_calls,
     tool_calls_text,
 )
+from whenpro_core.injection.llm_generate import LLMGenerator
+from whenpro_core.injection.llm_io import preload_sdk
 from whenpro_core.injection.mutators import applicable_modes
 from whenpro_core.model import Trace
 from whenpro_core.textsafe import clean, one_line
-from whenpro_tui.messages import ModesChecked, PreviewFailed, PreviewReady
+from whenpro_tui.messages import InjectionPlan, ModesChecked, PreviewFailed, PreviewReady
 from whenpro_tui.widgets.footer import FittedFooter
-
-
-@dataclass
-class InjectionPlan:
-    """What the dialog decided: inject ``generated`` (the previewed, maybe edited step)
-    as failure ``mode`` at step ``index`` of ``trace`` and continue with ``executor``;
-    ``seed`` is the generator's seed (provenance)."""
-
-    trace: Trace
-    index: int
-    mode: str
-    generated: GeneratedStep
-    executor: Executor
-    seed: int = 0
 
 
 def configured_model() -> str:
@@ -334,11 +320,8 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
         description="generate an injected step with a model",
     )
     async def generate_llm(self, token: int, request: InjectionRequest, model: str) -> None:
-        from whenpro_core.injection.generate import get_generator
-        from whenpro_core.injection.llm_io import preload_sdk
-
         try:
-            gen = await asyncio.to_thread(get_generator, "llm:" + model if model else "llm")
+            gen = await asyncio.to_thread(LLMGenerator, model or "")
             await asyncio.to_thread(preload_sdk, gen.model)
             generated = await gen.agenerate(request)
         except WhenproError as exc:
@@ -355,7 +338,7 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
         message.stop()
         if message.token != self._token:
             return
-        gen: GeneratedStep = message.generated  # type: ignore[assignment]
+        gen = message.generated
         self.generated = gen
         self.generated_for = (self.mode or "", self.generator)
         self._fill_preview(gen.step.content, tool_calls_text(gen.step.tool_calls))

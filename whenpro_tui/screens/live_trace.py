@@ -336,7 +336,7 @@ class LiveTraceScreen(TraceScreen):
 
     def _apply(self, trace: Trace, kept: int) -> None:
         """Show ``trace``, whose steps ``[0, kept)`` are those already shown."""
-        steps = self.steps
+        steps = self.query_one(LiveStepList)
         old_count = steps.row_count
         at_end = steps.cursor >= old_count - 1
         current = steps.step_index
@@ -370,7 +370,7 @@ class LiveTraceScreen(TraceScreen):
         for ev in (self.suspect, self.decisive):
             if ev is not None and 0 <= ev.index < len(self.trace.steps):
                 marked.add(ev.index)
-        self.steps.set_marked(frozenset(marked))
+        self.query_one(LiveStepList).set_marked(frozenset(marked))
 
     def _bar(self) -> None:
         text = Text()

@@ -16,6 +16,7 @@ from textual.widgets import Static
 
 from whenpro_core.bench.explore import Column, Outcome, Results, TableRow, cell_outcomes, cell_summary, resolve_ref
 from whenpro_core.textsafe import clean, plural
+from whenpro_tui.app_settings import set_labels
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import TraceLoaded, TraceLoadFailed, load_trace_message
 from whenpro_tui.screens.help import HelpScreen
@@ -129,7 +130,7 @@ class CellScreen(Leaving, Screen[None]):
         self._count()
         refs = self.refs()
         records = {resolve_ref(self.outcomes[i].record, self.by_id): self.outcomes[i].record for i in self.olist.shown}
-        self.app.show_labels = True  # type: ignore[attr-defined]  # the GT is compared anyway
+        set_labels(self.app, True)  # the GT is compared anyway
         self.app.push_screen(
             ResultTraceScreen(message.trace, records, siblings=refs, position=message.position), self._trace_closed
         )

@@ -27,6 +27,7 @@ from whenpro_core.search import SearchResult, StepFilter, filter_steps, gt_step_
 from whenpro_core.stepview import TextOptions, step_as_text
 from whenpro_core.textsafe import clean, human_size, plural
 from whenpro_core.traceview import agent_slots, trace_header, unlabelled_id
+from whenpro_tui.app_settings import labels_shown, set_labels
 from whenpro_tui.clipboard import copy_text
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.editor import open_in_editor
@@ -137,7 +138,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
 
     # Textual runs the handler of every class up the chain: the mixins and subclasses
     # define none of these handlers; they are called through explicit hooks.
-    def on_resize(self, event) -> None:
+    def on_resize(self, event: events.Resize) -> None:
         self._fit_classes(event.size.width, event.size.height)
         self.media_resized()
 
@@ -175,7 +176,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
 
     @property
     def show_labels(self) -> bool:
-        return bool(getattr(self.app, "show_labels", False))
+        return labels_shown(self.app)
 
     @property
     def steps(self) -> StepList:
@@ -331,7 +332,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
     # ------------------------------------------------------------------ labels
 
     def action_toggle_labels(self) -> None:
-        self.app.show_labels = not self.show_labels  # type: ignore[attr-defined]
+        set_labels(self.app, not self.show_labels)
 
     def _labels_changed(self, show: bool) -> None:
         self.steps.set_labels(show)
@@ -472,10 +473,11 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
             self.notify(problem, severity="error", timeout=8)
 
     def action_copy(self) -> None:
+        idx = self.steps.step_index
         text = self._step_text(max_chars=COPY_LIMIT)
-        if text is None:
+        if idx is None or text is None:
             return
-        coord = self.steps.row_model(self.steps.step_index).coord or ""
+        coord = self.steps.row_model(idx).coord or ""
         report = copy_text(self.app, text, name=f"{self.trace.id}-step-{coord}")
         full = self._step_text() if len(text) >= COPY_LIMIT else None  # cut only at the limit
         if full is not None and len(full) > len(text):

@@ -14,6 +14,7 @@ line of ``validation.jsonl``); the manifest's counts are rewritten after each on
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -30,14 +31,18 @@ from whenpro_core.formats import load_trace
 from whenpro_core.model import Trace
 from whenpro_core.taxonomy import taxonomy_for
 from whenpro_core.textsafe import clean
+from whenpro_tui.app_settings import set_labels
 from whenpro_tui.commands import collect_bindings
-from whenpro_tui.messages import ReviewLoaded, TraceLoaded, TraceLoadFailed, load_trace_message
+from whenpro_tui.messages import OpenReviewTrace, ReviewLoaded, TraceLoaded, TraceLoadFailed, load_trace_message
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.review_dialogs import DecisionDialog, VerdictMenu
 from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.review_list import ReviewList
 from whenpro_tui.widgets.virtual_list import VirtualList
+
+if TYPE_CHECKING:
+    from whenpro_tui.screens.review_trace import ReviewTraceScreen
 
 
 def _error_text(exc: BaseException) -> str:
@@ -64,7 +69,7 @@ class ValidationScreen(Leaving, Screen[None]):
         self.items: list[ReviewItem] = []
         self.counts: dict = {}
         self.taxonomy = taxonomy_for(self.root)
-        self.review_screen = None  # the ReviewTraceScreen on top, if any
+        self.review_screen: ReviewTraceScreen | None = None  # the screen of the trace under review, if open
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -230,13 +235,21 @@ class ValidationScreen(Leaving, Screen[None]):
         self.post_message(load_trace_message(ref, position))
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
-        from whenpro_tui.screens.review_trace import ReviewTraceScreen
-
         message.stop()
-        self.app.show_labels = True  # type: ignore[attr-defined]  # the built label is the point
-        screen = ReviewTraceScreen(message.trace, self, siblings=self.refs(), position=message.position)
+        set_labels(self.app, True)  # the built label is the point
+        self.app.post_message(
+            OpenReviewTrace(
+                message.trace,
+                self,
+                siblings=self.refs(),
+                position=message.position,
+                on_open=self._review_opened,
+                on_close=self._review_closed,
+            )
+        )
+
+    def _review_opened(self, screen: ReviewTraceScreen) -> None:
         self.review_screen = screen
-        self.app.push_screen(screen, self._review_closed)
 
     def _review_closed(self, position: int | None) -> None:
         self.review_screen = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Static
 
 from whenpro_tui.widgets.media_strip import Entry, ThumbStrip, fit_rows
@@ -109,6 +110,6 @@ class MediaPanel(Vertical):
             strip.set_rows(self._fit(rows, strip.entries, name))
 
     def _fit(self, rows: int, entries: list[Entry], name: str) -> int:
-        width = (self.parent.size.width if self.parent is not None else 0) - 2
+        width = (self.parent.size.width if isinstance(self.parent, Widget) else 0) - 2
         # before images load: photos are about 4:3, video frames 16:9
         return fit_rows(rows, entries, width, self.mode, aspect=4 / 3 if name == "images" else 16 / 9)

@@ -42,6 +42,7 @@ from whenpro_core.stepview import StepRow, call_blocks, content_blocks, fold, me
 from whenpro_core.textsafe import clean, human_size
 from whenpro_core.usage import step_usage
 from whenpro_tui import imaging
+from whenpro_tui.app_settings import images_setting
 from whenpro_tui.widgets.blocks import plain, render_block, render_blocks
 from whenpro_tui.widgets.media_panel import MediaPanel, panel_enabled
 from whenpro_tui.widgets.palette import MARKER_STYLES, agent_style
@@ -84,7 +85,7 @@ class StepBody(ScrollView, can_focus=True):
         super().notify_style_update()
         self._base = None
         if self._width:
-            self._render(self._width)
+            self._render_body(self._width)
             self.refresh()
 
     @property
@@ -95,11 +96,11 @@ class StepBody(ScrollView, can_focus=True):
     def show(self, renderable: RenderableType) -> None:
         """Replace what the view shows and scroll to its top."""
         self._renderable = renderable
-        self._render(self.scrollable_content_region.width)
+        self._render_body(self.scrollable_content_region.width)
         self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
 
-    def _render(self, width: int) -> None:
+    def _render_body(self, width: int) -> None:
         self._width = width
         if width <= 0:
             self._lines = []
@@ -121,7 +122,7 @@ class StepBody(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         width = self.scrollable_content_region.width
         if width != self._width:
-            self._render(width)
+            self._render_body(width)
             # the compositor already painted this size from the old lines (and caches
             # those strips): repaint with the new wrap now
             self.refresh()
@@ -192,7 +193,7 @@ class StepDetail(Vertical):
         except Exception as exc:  # a broken install: say so, keep the text placeholders
             self.notify(f"Images cannot be shown: {type(exc).__name__}: {exc}", severity="error", markup=False)
             return
-        mode = imaging.resolve(self.app.images)  # type: ignore[attr-defined]
+        mode = imaging.resolve(images_setting(self.app))
         panel = MediaPanel(mode, id="d-media-panel")
         await self.mount(panel, after="#d-media")  # returns once every descendant is mounted
         self.media_panel = panel
