@@ -74,6 +74,27 @@ def render_verdict(
     cut after the last whole sentence within ``reason_cap`` characters; ``compact`` (short
     screens) puts the confidence and cost on the title line."""
     verdict = verdicts[current]
+    out = _title(verdicts, current, compact=compact)
+    out.append("\n")
+    out.append(_answer_line(trace, verdict, taxonomy, show_labels=show_labels))
+    if not compact:
+        out.append("\n")
+        out.append(_cost_line(verdict))
+    out.append(_warnings(verdict))
+    # the reason (and where the verdict is kept) last: on a short pane it is what gets
+    # clipped (z zooms the pane)
+    out.append("\n")
+    out.append("reason ", style=LABEL)
+    out.append(whole_sentences(verdict.reason or "—", reason_cap, more="… (z: the whole reason)"))
+    if note:  # after the reason: on a short pane the reason matters more
+        out.append("\n" + clean(note), style=DIM)
+    return out
+
+
+def _title(verdicts: list[Attribution], current: int, *, compact: bool) -> Text:
+    """``◆ Verdict 2/3 · protocol · model · with gold   A: next`` and, with several
+    verdicts, a second line listing them (the current one reversed)."""
+    verdict = verdicts[current]
     style = verdict_style(current)
     out = Text()
     out.append("◆ ", style=style)
@@ -94,46 +115,54 @@ def render_verdict(
                 item.stylize("reverse")
             out.append("  ")
             out.append(item)
+    return out
 
+
+def _answer_line(trace: Trace, verdict: Attribution, taxonomy: Taxonomy, *, show_labels: bool) -> Text:
+    """``agent X ✓   step 3 ✗ (GT 4)   mode M ✓``: the answer, and with labels shown
+    each axis compared with the ground truth."""
     score = verdict_score(trace, verdict) if show_labels else None
     gt = trace.ground_truth if show_labels else None
-    out.append("\n")
+    gt_agent = (gt.agent or ", ".join(gt.agents) or "—") if gt is not None else None
+    mode = clean(taxonomy.name(verdict.mode)) if verdict.mode else "—"
+    out = Text()
     out.append("agent ", style=LABEL)
-    out.append(clean(verdict.agent or "—"), style="bold")
-    if score is not None:
-        out.append(_mark(score.agent))
-        if not score.agent and gt is not None:
-            out.append(f" (GT {clean(gt.agent or ', '.join(gt.agents) or '—')})", style=DIM)
+    out.append(_axis(clean(verdict.agent or "—"), score.agent if score else None, gt_agent, score is not None))
     out.append("   step ", style=LABEL)
-    out.append(clean(verdict.step or "—"), style="bold")
-    if score is not None:
-        out.append(_mark(score.step))
-        if not score.step and gt is not None:
-            out.append(f" (GT {clean(gt.step or '—')})", style=DIM)
+    gt_step = (gt.step or "—") if gt is not None else None
+    out.append(_axis(clean(verdict.step or "—"), score.step if score else None, gt_step, score is not None))
     out.append("   mode ", style=LABEL)
-    out.append(clean(taxonomy.name(verdict.mode)) if verdict.mode else "—", style="bold")
-    if score is not None:
-        out.append(_mark(score.mode))
-        if score.mode is False and gt is not None:
-            out.append(f" (GT {clean(gt.mode or '—')})", style=DIM)
+    gt_mode = (gt.mode or "—") if gt is not None else None
+    # an unknown mode (None) is not contradicted: only a wrong one shows the GT
+    out.append(_axis(mode, score.mode if score else None, gt_mode, score is not None, gt_on_wrong_only=True))
     if show_labels and trace.ground_truth is None:
         out.append("   (no ground truth to compare)", style=DIM)
+    return out
 
-    if not compact:
-        out.append("\n")
-        out.append(_cost_line(verdict))
+
+def _axis(value: str, ok: bool | None, gt: str | None, scored: bool, *, gt_on_wrong_only: bool = False) -> Text:
+    """One axis of the answer: the ``value`` in bold and, when ``scored``, its mark and
+    the ground truth ``gt`` after a miss (``gt_on_wrong_only``: only after a wrong answer,
+    not an unknown one)."""
+    out = Text()
+    out.append(value, style="bold")
+    if not scored:
+        return out
+    out.append(_mark(ok))
+    missed = ok is False if gt_on_wrong_only else not ok
+    if missed and gt is not None:
+        out.append(f" (GT {clean(gt)})", style=DIM)
+    return out
+
+
+def _warnings(verdict: Attribution) -> Text:
+    """The first warnings, one line each, and how many more there are."""
+    out = Text()
     for w in verdict.warnings[:WARNINGS_SHOWN]:
         out.append("\n")
         out.append("⚠ " + one_line(w, 200), style="#e5c07b")
     if len(verdict.warnings) > WARNINGS_SHOWN:
         out.append(f"\n⚠ +{len(verdict.warnings) - WARNINGS_SHOWN} more warnings", style="#e5c07b")
-    # the reason (and where the verdict is kept) last: on a short pane it is what gets
-    # clipped (z zooms the pane)
-    out.append("\n")
-    out.append("reason ", style=LABEL)
-    out.append(whole_sentences(verdict.reason or "—", reason_cap, more="… (z: the whole reason)"))
-    if note:  # after the reason: on a short pane the reason matters more
-        out.append("\n" + clean(note), style=DIM)
     return out
 
 
