@@ -177,6 +177,21 @@ class LiveTraceScreen(TraceScreen):
         self._on_close = on_close
         super().__init__(trace if trace is not None else source.trace(), is_root=is_root)
 
+    @property
+    def suspect(self) -> Suspect | None:
+        """The judge's current suspect step."""
+        return self.marks.suspect
+
+    @property
+    def decisive(self) -> DecisiveError | None:
+        """The decisive error the judge flagged (``None``: none, or cut away)."""
+        return self.marks.decisive
+
+    @property
+    def ended(self) -> str | None:
+        """Why the run ended (``None``: still running)."""
+        return self.marks.ended.reason if self.marks.ended is not None else None
+
     def compose(self) -> ComposeResult:
         # the trace screen's layout with the live step list, and the live bar under the header
         def live_list(widgets: ComposeResult) -> ComposeResult:
@@ -278,7 +293,7 @@ class LiveTraceScreen(TraceScreen):
             self.marks.apply(ev)
             self._mark()
         elif isinstance(ev, DecisiveError):
-            first = self.marks.decisive is None
+            first = self.decisive is None
             self.marks.apply(ev)
             self._mark()
             if first:
@@ -349,25 +364,25 @@ class LiveTraceScreen(TraceScreen):
 
     def _mark(self) -> None:
         marked = set()
-        for ev in (self.marks.suspect, self.marks.decisive):
+        for ev in (self.suspect, self.decisive):
             if ev is not None and 0 <= ev.index < len(self.trace.steps):
                 marked.add(ev.index)
         self.query_one(LiveStepList).set_marked(frozenset(marked))
 
     def _bar(self) -> None:
         text = Text()
-        running = self.marks.ended is None
+        running = self.ended is None
         text.append("● " if running else "■ ", style="bold green" if running else "bold")
         text.append(clean(self.source.title), style="bold")
         text.append(f" · {plural(len(self.trace.steps), 'step')} · {self.judging}", style="dim")
         if self.line_errors:
             text.append(f" · {plural(self.line_errors, 'bad line')} skipped", style="yellow")
-        if self.marks.decisive is not None:
-            d = self.marks.decisive
+        if self.decisive is not None:
+            d = self.decisive
             text.append("   DECISIVE ", style="bold red")
             text.append(f"step {clean(d.step)} [{clean(d.agent)}] {clean(d.mode or '?')}")
-        elif self.marks.suspect is not None:
-            s = self.marks.suspect
+        elif self.suspect is not None:
+            s = self.suspect
             conf = f" ({s.confidence:.2f})" if s.confidence is not None else ""
             text.append("   suspect ", style="bold yellow")
             text.append(f"step {clean(s.step)} [{clean(s.agent)}] {clean(s.mode or '?')}{conf}")
@@ -379,7 +394,7 @@ class LiveTraceScreen(TraceScreen):
     # ------------------------------------------------------------------ keys
 
     def action_jump_suspect(self) -> None:
-        ev = self.marks.decisive or self.marks.suspect
+        ev = self.decisive or self.suspect
         if ev is None:
             self.notify("No suspect step yet." if self.judged else "Live judging is off (--no-judge).", markup=False)
             return
