@@ -63,7 +63,8 @@ class WhenproApp(App[None]):
         target: what to open (file, ``path#key``, folder, glob, JSONL release).
         show_labels: start with ground-truth labels shown (default hidden, so a user
             judges the trace unbiased).
-        images: image protocol for the image panes (phase 2; stored now).
+        images: the image renderer: an ``--images`` value (:data:`ImagesMode`), or what
+            :func:`whenpro_tui.imaging.prepare` resolved it to before the app runs.
         started_ns: ``time.perf_counter_ns()`` at process start, for the startup log.
         cursor_blink: blink text cursors (tests turn it off for stable snapshots).
         start: a screen to open instead of ``target`` (results, validation, live views:
@@ -84,7 +85,7 @@ class WhenproApp(App[None]):
         target: str,
         *,
         show_labels: bool = False,
-        images: ImagesMode = "auto",
+        images: str = "auto",
         started_ns: int | None = None,
         cursor_blink: bool = True,
         start: Callable[[], Screen] | None = None,
@@ -290,11 +291,10 @@ def run(
     _setup_debug_log()
     from whenpro_tui.imaging import prepare  # tuimedia: ask the terminal before Textual runs
 
-    images = prepare(images)  # type: ignore[assignment]
     app = WhenproApp(
         target,
         show_labels=show_labels,
-        images=images,
+        images=prepare(images),
         started_ns=started_ns,
         start=start,
         opened=opened,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
+from textual.actions import parse
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.dom import DOMNode
 from textual.screen import Screen
@@ -56,7 +57,6 @@ def _binding_chain(screen: Screen):
 
 def _enabled(node: DOMNode, binding) -> bool:
     """Does ``check_action`` let ``binding`` run now (it shows in the footer)?"""
-    from textual.actions import parse
 
     _, name, params = parse(binding.action)
     check = getattr(node, "check_action", None)

@@ -4,6 +4,7 @@ app suspended, as mini-swe-agent's inspector does. The text goes to a private te
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -41,8 +42,6 @@ def open_in_editor(app: App, text: str, *, prefix: str = "whenpro-step-") -> str
         except OSError as exc:
             return f"Could not run the editor {argv[0]!r}: {exc.strerror or exc}"
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
     return None

@@ -23,7 +23,7 @@ import sys
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -147,6 +147,22 @@ def image_widget(mode: str, *, classes: str | None = None, id: str | None = None
 
     cls: Any = {"kitty": TGPImage, "sixel": SixelImage}.get(mode, HalfcellImage)
     return cls(None, classes=classes, id=id)
+
+
+class _ImageHolder(Protocol):
+    """A textual-image widget (its classes are imported lazily: see :func:`import_widgets`)."""
+
+    image: PILImage | None
+
+
+def shown_image(widget: Widget) -> PILImage | None:
+    """The image a widget of :func:`image_widget` shows (``None``: none yet)."""
+    return cast(_ImageHolder, widget).image
+
+
+def show_image(widget: Widget, image: PILImage | None) -> None:
+    """Show ``image`` in a widget of :func:`image_widget` (``None``: clear it)."""
+    cast(_ImageHolder, widget).image = image
 
 
 def pil_from_jpeg(jpeg: bytes, max_side: int | None = None) -> PILImage:

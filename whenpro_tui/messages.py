@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
+from whenpro_core.errors import WhenproError
+from whenpro_core.formats import load_trace
+from whenpro_core.gcpause import paused_gc
 from whenpro_core.model import Trace, TraceSummary
 from whenpro_core.opening import Opened
 from whenpro_core.search import SearchResult
@@ -92,10 +95,6 @@ def load_trace_message(ref: str, position: int | None = None) -> TraceLoaded | T
     """Load ``ref`` (call it in a thread worker) and return the message to post:
     :class:`TraceLoaded`, or :class:`TraceLoadFailed` with the one-line error — also for
     an importer bug, which must not crash the viewer. ``position`` goes into both."""
-    from whenpro_core.errors import WhenproError
-    from whenpro_core.formats import load_trace
-    from whenpro_core.gcpause import paused_gc
-
     try:
         with paused_gc(keep=True):  # the trace stays open: no GC pass scans it again
             trace = load_trace(ref)

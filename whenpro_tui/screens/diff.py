@@ -26,8 +26,13 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
+from whenpro_core.attribution.llm_judge import make_judge
+from whenpro_core.attribution.run import attribute
 from whenpro_core.errors import WhenproError
+from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.diff import TraceDiff, changed_lines, diff_traces
+from whenpro_core.injection.inject import default_output
+from whenpro_core.injection.llm_io import preload_sdk
 from whenpro_core.injection.provenance import check_attribution, headline, injection_of
 from whenpro_core.injection.verify import Verdict, check_answer
 from whenpro_core.model import Trace
@@ -36,8 +41,12 @@ from whenpro_core.textsafe import clean, one_line, plural
 from whenpro_core.traceview import agent_slots
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import CounterfactualAttributed, CounterfactualSaved, DiffComputed, OpenTrace
+from whenpro_tui.screens.attribute_choice import AttributeChoice
+from whenpro_tui.screens.confirm import ConfirmScreen
 from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.inject_dialog import configured_model
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
+from whenpro_tui.screens.prompt import PromptScreen
 from whenpro_tui.widgets.diff_list import Collapsed, DiffList
 from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.palette import AGENT_COLOURS
@@ -297,9 +306,6 @@ class DiffScreen(Leaving, Screen[None]):
     # ------------------------------------------------------------------ attribution
 
     def action_attribute(self) -> None:
-        from whenpro_tui.screens.attribute_choice import AttributeChoice
-        from whenpro_tui.screens.inject_dialog import configured_model
-
         def chosen(choice: tuple[str, str] | None) -> None:
             if choice is not None:
                 self.attribute_counterfactual(*choice)
@@ -310,8 +316,6 @@ class DiffScreen(Leaving, Screen[None]):
     async def attribute_counterfactual(self, protocol: str, model: str) -> None:
         """Attribute the counterfactual with ``protocol`` (``model`` for LLM protocols) and
         check whether it names the injected step."""
-        from whenpro_core.attribution.run import attribute
-
         self.attribution_text = Text(
             f"attributing with {protocol}{' (' + model + ')' if model else ''}…", style="italic"
         )
@@ -319,9 +323,6 @@ class DiffScreen(Leaving, Screen[None]):
         judge = None
         try:
             if protocol != "heuristic":
-                from whenpro_core.attribution.llm_judge import make_judge
-                from whenpro_core.injection.llm_io import preload_sdk
-
                 await asyncio.to_thread(preload_sdk, model)
                 judge = await asyncio.to_thread(make_judge, model)
             result = await attribute(self.cf, protocol, judge=judge)
@@ -362,14 +363,9 @@ class DiffScreen(Leaving, Screen[None]):
 
     def default_path(self) -> Path:
         """Next to the seed, named after the counterfactual (as ``whenpro inject``)."""
-        from whenpro_core.injection.inject import default_output
-
         return default_output(self.original, self.cf.id)
 
     def action_save(self) -> None:
-        from whenpro_tui.screens.confirm import ConfirmScreen
-        from whenpro_tui.screens.prompt import PromptScreen
-
         def confirmed(path: Path, yes: bool | None) -> None:
             if yes:
                 self.save_counterfactual(str(path))
@@ -395,8 +391,6 @@ class DiffScreen(Leaving, Screen[None]):
 
     @work(thread=True, exclusive=True, group="diff-save", exit_on_error=False, description="save the counterfactual")
     def save_counterfactual(self, path: str) -> None:
-        from whenpro_core.formats.native import write_trace
-
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             write_trace(self.cf, path)

@@ -25,6 +25,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Select, Static, TextArea
 from textual.widgets.option_list import Option
 
+from whenpro_core.config import load_settings
 from whenpro_core.errors import WhenproError
 from whenpro_core.injection.choices import (
     GENERATORS,
@@ -34,6 +35,7 @@ from whenpro_core.injection.choices import (
     executor_choices,
     mode_choices,
 )
+from whenpro_core.injection.executors import get_executor
 from whenpro_core.injection.generate import (
     GeneratedStep,
     InjectionRequest,
@@ -55,7 +57,6 @@ from whenpro_tui.widgets.footer import FittedFooter
 def configured_model() -> str:
     """The configured default model when it is an LLM (``""`` for ``heuristic`` or a
     broken config: the dialog then asks for one)."""
-    from whenpro_core.config import load_settings
 
     try:
         model = load_settings().model or ""
@@ -412,7 +413,6 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
     def _plan(self) -> InjectionPlan | None:
         """The plan from what the dialog shows, or ``None`` after telling the user what
         is missing."""
-        from whenpro_core.injection.executors import get_executor
 
         if self.mode is None:
             self.notify("No failure mode is available at this step.", severity="warning")

@@ -45,7 +45,9 @@ from whenpro_core.live.events import (
     TraceUpdated,
     fold_steps,
 )
-from whenpro_core.model import Trace
+from whenpro_core.live.follow import FileFollower
+from whenpro_core.live.viewer import follow_live
+from whenpro_core.model import Source, Trace
 from whenpro_core.textsafe import clean, one_line, plural
 from whenpro_core.traceview import agent_slots, trace_header
 from whenpro_tui.messages import LiveEvents
@@ -71,8 +73,6 @@ class FollowSource:
         protocol: str | None = None,
         llm_judge: Any = None,
     ) -> None:
-        from whenpro_core.live.follow import FileFollower
-
         self.path = Path(path)
         self.llm_judge = llm_judge
         self.make_judge = make_judge
@@ -88,8 +88,6 @@ class FollowSource:
         return self.follower.trace()
 
     async def events(self) -> AsyncIterator[Any]:
-        from whenpro_core.live.viewer import follow_live
-
         try:
             async for ev in follow_live(self.follower, self.make_judge, idle_timeout=self.idle_timeout):
                 yield ev
@@ -118,8 +116,6 @@ class StoreSource:
         return f"receiving trace {self.trace_id[:16]}"
 
     def trace(self) -> Trace:
-        from whenpro_core.model import Source
-
         found = self.store.trace(self.trace_id)
         return found if found is not None else Trace(id=self.trace_id, source=Source(format="live"))
 

@@ -306,7 +306,7 @@ class MediaViewing(TracePart):
                 name=f"{message.label} · {format_time(kf.time_s)} · "
                 f"frame {kf.frame:,}" + (" · scene cut" if kf.cut else ""),
             )
-            for kf, jpeg, thumb in zip(result.keyframes, result.images, message.thumbs)
+            for kf, jpeg, thumb in zip(result.keyframes, result.images, message.thumbs, strict=False)
         ]
         cuts = sum(1 for kf in result.keyframes if kf.cut)
         status = (

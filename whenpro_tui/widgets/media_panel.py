@@ -33,7 +33,8 @@ class MediaPanel(Vertical):
 
     DEFAULT_CSS = """
     MediaPanel {
-        height: auto; max-height: 75%; /* trace_media._thumb_rows assumes this cap */ overflow-y: auto; scrollbar-size-vertical: 1;
+        height: auto; max-height: 75%; /* trace_media._thumb_rows assumes this cap */
+        overflow-y: auto; scrollbar-size-vertical: 1;
         border-top: hkey $primary 40%;
         & > .mp-head { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
         & > #mp-errors { height: auto; max-height: 6; color: $error; }

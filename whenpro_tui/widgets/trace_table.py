@@ -9,6 +9,8 @@ current filter.
 
 from __future__ import annotations
 
+import contextlib
+
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
@@ -195,10 +197,8 @@ class TraceTable(VirtualList):
         """Replace the row at ``position`` in :attr:`rows` (e.g. filled in once its trace
         was opened) and repaint it."""
         self.rows[position] = row
-        try:
+        with contextlib.suppress(ValueError):
             self.invalidate_row(self.shown.index(position))
-        except ValueError:
-            pass
 
 
 def fit(text: str, width: int) -> str:
