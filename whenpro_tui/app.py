@@ -6,9 +6,10 @@ Opening runs in a thread worker (``whenpro_core.opening.open_target``) that post
 
 Screens never import each other to navigate: they post a navigation message
 (:class:`~whenpro_tui.messages.OpenTrace`, ``OpenDiff``, ``OpenReplay``,
-``OpenReviewTrace``) to the app, which opens the screen. The app imports a screen's
-module when it first opens one: the screen modules cost 0.1–0.8 s to import together,
-and the app paints its "Opening…" line before that.
+``OpenValidation``, ``OpenReviewTrace``, ``OpenResultsCell``, ``OpenResultTrace``) to
+the app, which opens the screen. The app imports a screen's module when it first opens
+one: the screen modules cost 0.1–0.8 s to import together, and the app paints its
+"Opening…" line before that.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from whenpro_tui.commands import BindingsProvider
 from whenpro_tui.messages import (
     OpenDiff,
     OpenReplay,
+    OpenResultsCell,
+    OpenResultTrace,
     OpenReviewTrace,
     OpenTrace,
     OpenValidation,
@@ -202,6 +205,17 @@ class WhenproApp(App[None]):
         from whenpro_tui.screens.validation import ValidationScreen
 
         self.push_screen(ValidationScreen(message.root))
+
+    def on_open_results_cell(self, message: OpenResultsCell) -> None:
+        from whenpro_tui.screens.results_cell import CellScreen
+
+        self.push_screen(CellScreen(message.results, message.row, message.column, by_id=message.by_id))
+
+    def on_open_result_trace(self, message: OpenResultTrace) -> None:
+        from whenpro_tui.screens.result_trace import ResultTraceScreen
+
+        screen = ResultTraceScreen(message.trace, message.records, siblings=message.siblings, position=message.position)
+        self.push_screen(screen, message.on_close)
 
     def on_open_review_trace(self, message: OpenReviewTrace) -> None:
         from whenpro_tui.screens.review_trace import ReviewTraceScreen

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
 
     from whenpro_core.attribution.interactive import ProgressView
+    from whenpro_core.bench.explore import Column, Results, TableRow
+    from whenpro_core.bench.records import Record
     from whenpro_core.injection.diff import TraceDiff
     from whenpro_core.injection.executors import Executor
     from whenpro_core.injection.generate import GeneratedStep
@@ -480,6 +482,41 @@ class OpenValidation(Message):
     def __init__(self, root: Path) -> None:
         super().__init__()
         self.root = root
+
+
+class OpenResultsCell(Message):
+    """Open the outcomes of one cell (``row`` × ``column``) of a results table
+    (``by_id``: trace id -> reference in the dataset given with ``--results``)."""
+
+    def __init__(
+        self, results: Results, row: TableRow, column: Column | None, *, by_id: dict[str, str] | None = None
+    ) -> None:
+        super().__init__()
+        self.results = results
+        self.row = row
+        self.column = column
+        self.by_id = by_id
+
+
+class OpenResultTrace(Message):
+    """Open ``trace`` with its benchmark ``records`` (by trace reference);
+    ``siblings``/``position``/``on_close`` as for :class:`OpenTrace`."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        records: dict[str, Record],
+        *,
+        siblings: list[str],
+        position: int | None,
+        on_close: Callable[[int | None], None],
+    ) -> None:
+        super().__init__()
+        self.trace = trace
+        self.records = records
+        self.siblings = siblings
+        self.position = position
+        self.on_close = on_close
 
 
 class OpenReviewTrace(Message):

@@ -135,7 +135,7 @@ class IncomingScreen(Leaving, Screen[None]):
         self._status()
         try:
             if self.make_judge is not None:
-                from whenpro_core.live.session import attribute_store
+                from whenpro_core.live.session import attribute_store  # lazy: only with live judging
 
                 async for ev in attribute_store(rx.store, self.make_judge, idle_timeout=self.idle_timeout):
                     self._queue(ev)

@@ -428,6 +428,7 @@ class AttributionMixin(TracePart):
 
 def _preview(trace: Trace, protocol: str, model: str | None, with_gold: bool, settings: Settings | None) -> str:
     """The dry-run text of the dialog's choice (``f2``)."""
-    from whenpro_core.attribution.dry_run import preview_choice  # lazy: loads the LLM SDKs (~0.4 s)
+    # lazy: the dry-run modules (~30 ms) are needed only for f2 in the picker
+    from whenpro_core.attribution.dry_run import preview_choice
 
     return preview_choice(trace, protocol, model, with_gold, settings)
