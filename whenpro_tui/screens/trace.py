@@ -53,7 +53,8 @@ COPY_LIMIT = 1_000_000
 
 class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountPrefix, Leaving, Screen[int | None]):
     """One trace (see module docstring). Dismisses with its position among its
-    siblings, so the library can follow."""
+    siblings, so the library can follow. Its parts (finding, media, injection,
+    attribution) share the state declared in :class:`~.trace_host.TraceHost`."""
 
     BINDINGS = [
         Binding("j,down", "step(1)", "Next step", show=False),
@@ -136,7 +137,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
     #: Below this terminal height the header and the list are compact (80x24 is designed).
     SHORT_HEIGHT = 32
 
-    # Textual runs the handler of every class up the chain: the mixins and subclasses
+    # Textual runs the handler of every class up the chain: the parts and subclasses
     # define none of these handlers; they are called through explicit hooks.
     def on_resize(self, event: events.Resize) -> None:
         self._fit_classes(event.size.width, event.size.height)

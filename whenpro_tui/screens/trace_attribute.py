@@ -102,7 +102,7 @@ class AttributionMixin(TracePart):
 
     def attribution_mounted(self) -> None:
         """Called by TraceScreen.on_mount once the trace is shown (Textual runs every
-        class's ``on_mount``, so mixins define no handler of their own)."""
+        class's ``on_mount``, so the parts define no handler of their own)."""
         self.verdicts = []
         self.verdict_notes = {}
         self.watch(self.app, "show_labels", lambda _show: self._show_verdict_panel(), init=False)

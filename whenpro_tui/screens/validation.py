@@ -14,7 +14,7 @@ line of ``validation.jsonl``); the manifest's counts are rewritten after each on
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rich.text import Text
 from textual import on, work
@@ -41,8 +41,14 @@ from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.review_list import ReviewList
 from whenpro_tui.widgets.virtual_list import VirtualList
 
-if TYPE_CHECKING:
-    from whenpro_tui.screens.review_trace import ReviewTraceScreen
+
+class ReviewView(Protocol):
+    """The screen of a trace under review, as this screen sees it (it opens through the
+    app: :class:`~whenpro_tui.messages.OpenReviewTrace`)."""
+
+    def after_decision(self, trace_id: str) -> None:
+        """A decision on ``trace_id`` was saved."""
+        ...
 
 
 def _error_text(exc: BaseException) -> str:
@@ -69,7 +75,7 @@ class ValidationScreen(Leaving, Screen[None]):
         self.items: list[ReviewItem] = []
         self.counts: dict = {}
         self.taxonomy = taxonomy_for(self.root)
-        self.review_screen: ReviewTraceScreen | None = None  # the screen of the trace under review, if open
+        self.review_screen: ReviewView | None = None  # the screen of the trace under review, if open
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -248,7 +254,7 @@ class ValidationScreen(Leaving, Screen[None]):
             )
         )
 
-    def _review_opened(self, screen: ReviewTraceScreen) -> None:
+    def _review_opened(self, screen: ReviewView) -> None:
         self.review_screen = screen
 
     def _review_closed(self, position: int | None) -> None:
