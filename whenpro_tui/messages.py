@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.message import Message
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from whenpro_core.attribution.interactive import ProgressView
     from whenpro_core.bench.explore import Column, Results, TableRow
     from whenpro_core.bench.records import Record
+    from whenpro_core.bench.validate import ReviewItem
     from whenpro_core.injection.diff import TraceDiff
     from whenpro_core.injection.executors import Executor
     from whenpro_core.injection.generate import GeneratedStep
@@ -519,6 +520,39 @@ class OpenResultTrace(Message):
         self.on_close = on_close
 
 
+class Review(Protocol):
+    """What a trace under review reads and asks of the review it belongs to (the
+    validation screen: :class:`~whenpro_tui.screens.validation.ValidationScreen`)."""
+
+    @property
+    def items(self) -> list[ReviewItem]:
+        """The dataset's review items, in list order."""
+        ...
+
+    @property
+    def counts(self) -> dict[str, Any]:
+        """The review counts (:func:`whenpro_core.bench.review.progress_line` reads them)."""
+        ...
+
+    @property
+    def taxonomy(self) -> Taxonomy:
+        """The dataset's taxonomy (mode names)."""
+        ...
+
+    def decide(self, verdict: str, item: ReviewItem, *, trace: Trace | None = None, step: str | None = None) -> None:
+        """Record ``verdict`` (accept, reject, relabel) on ``item``."""
+        ...
+
+
+class ReviewView(Protocol):
+    """The screen of a trace under review, as the validation screen sees it (the app
+    opens it: :class:`OpenReviewTrace`)."""
+
+    def after_decision(self, trace_id: str) -> None:
+        """A decision on ``trace_id`` was saved."""
+        ...
+
+
 class OpenReviewTrace(Message):
     """Open ``trace`` under review: ``review`` is the validation screen's state (items,
     counts, taxonomy, decisions), ``siblings``/``position`` as for :class:`OpenTrace`;
@@ -528,11 +562,11 @@ class OpenReviewTrace(Message):
     def __init__(
         self,
         trace: Trace,
-        review: Any,
+        review: Review,
         *,
         siblings: list[str],
         position: int | None,
-        on_open: Callable[[Any], None],
+        on_open: Callable[[ReviewView], None],
         on_close: Callable[[int | None], None],
     ) -> None:
         super().__init__()

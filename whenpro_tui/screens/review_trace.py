@@ -7,8 +7,6 @@ pending trace opens. ``[``/``]`` move through the dataset's traces.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -18,36 +16,12 @@ from whenpro_core.bench.review import STATUS_MARKS, label_line, next_pending, pr
 from whenpro_core.bench.validate import ReviewItem
 from whenpro_core.model import Trace
 from whenpro_core.search import gt_step_index
-from whenpro_core.taxonomy import Taxonomy
 from whenpro_core.textsafe import clean, one_line
+from whenpro_tui.messages import Review
 from whenpro_tui.screens.review_dialogs import VerdictMenu
 from whenpro_tui.screens.trace import TraceScreen
 from whenpro_tui.widgets.prediction_bar import with_bar
 from whenpro_tui.widgets.review_list import STATUS_STYLES
-
-
-class Review(Protocol):
-    """What a trace under review reads and asks of the review it belongs to (the
-    validation screen: :class:`~whenpro_tui.screens.validation.ValidationScreen`)."""
-
-    @property
-    def items(self) -> list[ReviewItem]:
-        """The dataset's review items, in list order."""
-        ...
-
-    @property
-    def counts(self) -> dict[str, Any]:
-        """The review counts (:func:`whenpro_core.bench.review.progress_line` reads them)."""
-        ...
-
-    @property
-    def taxonomy(self) -> Taxonomy:
-        """The dataset's taxonomy (mode names)."""
-        ...
-
-    def decide(self, verdict: str, item: ReviewItem, *, trace: Trace | None = None, step: str | None = None) -> None:
-        """Record ``verdict`` (accept, reject, relabel) on ``item``."""
-        ...
 
 
 class ReviewBar(Static):

@@ -14,7 +14,6 @@ line of ``validation.jsonl``); the manifest's counts are rewritten after each on
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
 
 from rich.text import Text
 from textual import on, work
@@ -33,22 +32,20 @@ from whenpro_core.taxonomy import taxonomy_for
 from whenpro_core.textsafe import clean
 from whenpro_tui.app_settings import set_labels
 from whenpro_tui.commands import collect_bindings
-from whenpro_tui.messages import OpenReviewTrace, ReviewLoaded, TraceLoaded, TraceLoadFailed, load_trace_message
+from whenpro_tui.messages import (
+    OpenReviewTrace,
+    ReviewLoaded,
+    ReviewView,
+    TraceLoaded,
+    TraceLoadFailed,
+    load_trace_message,
+)
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.review_dialogs import DecisionDialog, VerdictMenu
 from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.review_list import ReviewList
 from whenpro_tui.widgets.virtual_list import VirtualList
-
-
-class ReviewView(Protocol):
-    """The screen of a trace under review, as this screen sees it (it opens through the
-    app: :class:`~whenpro_tui.messages.OpenReviewTrace`)."""
-
-    def after_decision(self, trace_id: str) -> None:
-        """A decision on ``trace_id`` was saved."""
-        ...
 
 
 def _error_text(exc: BaseException) -> str:
