@@ -11,7 +11,7 @@ from rich.style import Style
 from rich.text import Text
 
 from whenpro_core.attribution.interactive import AttributionRequest, ProgressView, verdict_score
-from whenpro_core.model import Attribution, Trace, Usage
+from whenpro_core.model import Attribution, GroundTruth, Trace, Usage
 from whenpro_core.taxonomy import Taxonomy
 from whenpro_core.textsafe import clean, one_line, whole_sentences
 
@@ -120,39 +120,33 @@ def _title(verdicts: list[Attribution], current: int, *, compact: bool) -> Text:
 
 def _answer_line(trace: Trace, verdict: Attribution, taxonomy: Taxonomy, *, show_labels: bool) -> Text:
     """``agent X ✓   step 3 ✗ (GT 4)   mode M ✓``: the answer, and with labels shown
-    each axis compared with the ground truth."""
+    each axis compared with the ground truth (the GT after a miss; for the mode only
+    after a wrong one, not an unknown one)."""
     score = verdict_score(trace, verdict) if show_labels else None
-    gt = trace.ground_truth if show_labels else None
-    gt_agent = (gt.agent or ", ".join(gt.agents) or "—") if gt is not None else None
+    marks = (score.agent, score.step, score.mode) if score is not None else None
+    gt = _gt_answer(trace.ground_truth) if show_labels else None
     mode = clean(taxonomy.name(verdict.mode)) if verdict.mode else "—"
+    answer = (clean(verdict.agent or "—"), clean(verdict.step or "—"), mode)
     out = Text()
-    out.append("agent ", style=LABEL)
-    out.append(_axis(clean(verdict.agent or "—"), score.agent if score else None, gt_agent, score is not None))
-    out.append("   step ", style=LABEL)
-    gt_step = (gt.step or "—") if gt is not None else None
-    out.append(_axis(clean(verdict.step or "—"), score.step if score else None, gt_step, score is not None))
-    out.append("   mode ", style=LABEL)
-    gt_mode = (gt.mode or "—") if gt is not None else None
-    # an unknown mode (None) is not contradicted: only a wrong one shows the GT
-    out.append(_axis(mode, score.mode if score else None, gt_mode, score is not None, gt_on_wrong_only=True))
+    for axis, (label, value) in enumerate(zip(("agent ", "   step ", "   mode "), answer, strict=True)):
+        out.append(label, style=LABEL)
+        out.append(value, style="bold")
+        if marks is None:
+            continue
+        out.append(_mark(marks[axis]))
+        missed = marks[axis] is False if axis == 2 else not marks[axis]
+        if missed and gt is not None:
+            out.append(f" (GT {clean(gt[axis])})", style=DIM)
     if show_labels and trace.ground_truth is None:
         out.append("   (no ground truth to compare)", style=DIM)
     return out
 
 
-def _axis(value: str, ok: bool | None, gt: str | None, scored: bool, *, gt_on_wrong_only: bool = False) -> Text:
-    """One axis of the answer: the ``value`` in bold and, when ``scored``, its mark and
-    the ground truth ``gt`` after a miss (``gt_on_wrong_only``: only after a wrong answer,
-    not an unknown one)."""
-    out = Text()
-    out.append(value, style="bold")
-    if not scored:
-        return out
-    out.append(_mark(ok))
-    missed = ok is False if gt_on_wrong_only else not ok
-    if missed and gt is not None:
-        out.append(f" (GT {clean(gt)})", style=DIM)
-    return out
+def _gt_answer(gt: GroundTruth | None) -> tuple[str, str, str] | None:
+    """The ground truth's agent(s), step and mode as shown after a miss."""
+    if gt is None:
+        return None
+    return (gt.agent or ", ".join(gt.agents) or "—", gt.step or "—", gt.mode or "—")
 
 
 def _warnings(verdict: Attribution) -> Text:
