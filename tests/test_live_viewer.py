@@ -17,13 +17,16 @@ from whenpro_core.live.events import (
     DecisiveError,
     HeaderUpdated,
     JudgeFailed,
+    LiveMarks,
     RunEnded,
     StepAdded,
+    StepsChange,
     Suspect,
     TraceEvicted,
     TraceReset,
     TraceStarted,
     TraceUpdated,
+    fold_steps,
 )
 from whenpro_core.live.follow import FileFollower
 from whenpro_core.live.judge_live import LiveJudge
@@ -169,3 +172,34 @@ def test_the_listing_follows_store_and_judge_events():
     assert a.suspect.step == "3" and a.decisive is None and step.coord == "3"
     assert [type(e).__name__ for e in listing.judge_state("a" * 32)] == ["Suspect", "RunEnded"]
     assert (age(4), age(75), age(7300), age(200000)) == ("4s", "1m", "2h", "2d")
+
+
+def test_a_burst_of_events_folds_into_one_change_of_the_steps():
+    """One rule for the live view and ``whenpro watch``: the steps still as shown are
+    the fewest any reset or reorder kept; steps added or replaced mean re-reading."""
+    step = load_trace(TEAM).steps[0]
+    tid = "a" * 32
+    assert fold_steps([], 5) == StepsChange(5)
+    assert fold_steps([HeaderUpdated(tid, ("outcome",))], 5) == StepsChange(5, header=True)
+    burst = [
+        StepAdded(tid, step),
+        TraceReset(tid, "truncated", 2, 2),
+        StepAdded(tid, step),
+        TraceUpdated(tid, "/s/a.json", 4, 3, ()),
+    ]
+    assert fold_steps(burst, 5) == StepsChange(2, grew=True)
+    assert fold_steps([TraceUpdated(tid, "/s/a.json", 6, 6, (step,))], 5) == StepsChange(5, grew=True)
+
+
+def test_judge_marks_keep_the_latest_and_forget_steps_cut_away():
+    tid = "a" * 32
+    marks = LiveMarks()
+    assert not marks.apply(StepAdded(tid, load_trace(TEAM).steps[0]))
+    assert marks.apply(Suspect(tid, 1, "1", "solver", "R.3", "why", "heuristic"))
+    assert marks.apply(Suspect(tid, 4, "4", "solver", "R.3", "why", "heuristic"))
+    assert marks.apply(RunEnded(tid, "final_answer", 5))
+    assert marks.suspect is not None and marks.suspect.index == 4
+    assert marks.apply(TraceReset(tid, "truncated", 3, 3))  # step 4 is gone
+    assert marks.suspect is None and marks.ended is not None
+    assert not marks.apply(TraceReset(tid, "rotated", 3, 3))  # nothing left to forget
+    assert [type(e).__name__ for e in marks.events()] == ["RunEnded"]

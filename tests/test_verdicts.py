@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from conftest import REPO, SAMPLES
-from whenpro_core.attribution.verdicts import load_verdicts, save_verdict
+from whenpro_core.attribution.export import options_for
+from whenpro_core.attribution.verdicts import distinct_verdicts, load_verdicts, same_verdict, save_verdict
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
@@ -91,3 +92,31 @@ def test_cli_leaves_a_foreign_file_alone(trace_file):
     assert "Who" in out.stdout or "agent" in out.stdout.lower()
     assert "not a whenpro verdicts file" in out.stderr
     assert foreign.read_text() == "my own notes\n"
+
+
+def test_a_rerun_with_the_same_answer_is_one_verdict():
+    """One rule for the TUI and the CLI: the same protocol, model, gold setting and
+    answer make one verdict, whatever the usage, confidence or timing."""
+    rerun = VERDICT.model_copy(update={"confidence": 0.4, "usage": VERDICT.usage.model_copy(update={"calls": 3})})
+    other_step = VERDICT.model_copy(update={"step": "4"})
+    other_model = VERDICT.model_copy(update={"model": "openai:gpt-4.1"})
+    assert same_verdict(VERDICT, rerun)
+    assert not same_verdict(VERDICT, other_step) and not same_verdict(VERDICT, other_model)
+    kept = distinct_verdicts([VERDICT, other_step, rerun, other_model, other_step])
+    assert kept == [VERDICT, other_step, other_model] and kept[0] is VERDICT  # each where it first appears
+
+
+def test_cli_attribute_run_twice_saves_the_verdict_once(trace_file):
+    for _ in range(2):
+        out = _attribute(str(trace_file), "--json")
+        assert out.returncode == 0, out.stderr
+    assert len(_sidecar(trace_file).read_text().splitlines()) == 1
+    assert len(load_verdicts(load_trace(trace_file))) == 1
+
+
+def test_an_export_shows_each_saved_verdict_once(trace_file):
+    trace = load_trace(trace_file)
+    save_verdict(trace, VERDICT)
+    save_verdict(trace, VERDICT.model_copy(update={"confidence": 0.9}))  # the same answer, saved twice
+    save_verdict(trace, VERDICT.model_copy(update={"step": "4"}))
+    assert [v.step for v in options_for(trace, labels=False).verdicts] == ["3", "4"]

@@ -3,6 +3,13 @@ or a JSONL release, and shows the trace screen or the library screen.
 
 Opening runs in a thread worker (``whenpro_core.library.opening.open_target``) that posts a
 :class:`~whenpro_tui.messages.TargetOpened`; nothing blocking runs on the UI thread.
+
+Screens never import each other to navigate: they post a navigation message
+(:class:`~whenpro_tui.messages.OpenTrace`, ``OpenDiff``, ``OpenReplay``,
+``OpenValidation``, ``OpenReviewTrace``, ``OpenResultsCell``, ``OpenResultTrace``) to
+the app, which opens the screen. The app imports a screen's module when it first opens
+one: the screen modules cost 0.1–0.8 s to import together, and the app paints its
+"Opening…" line before that.
 """
 
 from __future__ import annotations
@@ -33,7 +40,18 @@ from whenpro_core.safety.textsafe import clean
 from whenpro_core.storage.gcpause import paused_gc
 from whenpro_tui import _start_time, imaging
 from whenpro_tui.commands import BindingsProvider
-from whenpro_tui.messages import SiblingsFound, TargetFailed, TargetOpened
+from whenpro_tui.messages import (
+    OpenDiff,
+    OpenReplay,
+    OpenResultsCell,
+    OpenResultTrace,
+    OpenReviewTrace,
+    OpenTrace,
+    OpenValidation,
+    SiblingsFound,
+    TargetFailed,
+    TargetOpened,
+)
 
 ImagesMode = Literal["auto", "kitty", "sixel", "halfcell", "off"]
 IMAGE_MODES: tuple[str, ...] = ("auto", "kitty", "sixel", "halfcell", "off")
@@ -48,7 +66,8 @@ class WhenproApp(App[None]):
         target: what to open (file, ``path#key``, folder, glob, JSONL release).
         show_labels: start with ground-truth labels shown (default hidden, so a user
             judges the trace unbiased).
-        images: image protocol for the image panes (phase 2; stored now).
+        images: the image renderer: an ``--images`` value (:data:`ImagesMode`), or what
+            :func:`whenpro_tui.imaging.prepare` resolved it to before the app runs.
         started_ns: ``time.perf_counter_ns()`` at process start, for the startup log.
         cursor_blink: blink text cursors (tests turn it off for stable snapshots).
         start: a screen to open instead of ``target`` (results, validation, live views:
@@ -69,7 +88,7 @@ class WhenproApp(App[None]):
         target: str,
         *,
         show_labels: bool = False,
-        images: ImagesMode = "auto",
+        images: str = "auto",
         started_ns: int | None = None,
         cursor_blink: bool = True,
         start: Callable[[], Screen] | None = None,
@@ -128,6 +147,7 @@ class WhenproApp(App[None]):
         self.post_message(TargetOpened(self.target, opened))
 
     def on_target_opened(self, message: TargetOpened) -> None:
+        # lazy (start-up cost, see module docstring): the screen modules
         from whenpro_tui.screens.library import LibraryScreen
         from whenpro_tui.screens.trace import TraceScreen
 
@@ -135,7 +155,7 @@ class WhenproApp(App[None]):
         # the spinner under the new screen would keep repainting the whole screen
         self.query_one("#opening-spinner").remove()
         if opened.results is not None:  # tuiresults: a benchmark results file
-            from whenpro_tui.screens.results import ResultsScreen
+            from whenpro_tui.screens.results import ResultsScreen  # lazy: start-up cost
 
             self.push_screen(ResultsScreen([opened.results], is_root=True))
         elif opened.trace is not None:
@@ -157,6 +177,52 @@ class WhenproApp(App[None]):
     def action_exit_failed(self) -> None:
         """Quit after the target failed to open: exit status 2, as for any bad input."""
         self.exit(return_code=2)
+
+    # ------------------------------------------------------------------ navigation
+    # lazy imports: start-up cost (see module docstring)
+
+    def on_open_trace(self, message: OpenTrace) -> None:
+        from whenpro_tui.screens.trace import TraceScreen
+
+        screen = TraceScreen(message.trace, siblings=message.siblings, position=message.position)
+        self.push_screen(screen, message.on_close)
+
+    def on_open_diff(self, message: OpenDiff) -> None:
+        from whenpro_tui.screens.diff import DiffScreen
+
+        screen = DiffScreen(message.original, message.counterfactual, message.verdict, slots=message.slots)
+        if message.replace:
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    def on_open_replay(self, message: OpenReplay) -> None:
+        from whenpro_tui.screens.replay import ReplayScreen
+
+        self.push_screen(ReplayScreen(message.plan))
+
+    def on_open_validation(self, message: OpenValidation) -> None:
+        from whenpro_tui.screens.validation import ValidationScreen
+
+        self.push_screen(ValidationScreen(message.root))
+
+    def on_open_results_cell(self, message: OpenResultsCell) -> None:
+        from whenpro_tui.screens.results_cell import CellScreen
+
+        self.push_screen(CellScreen(message.results, message.row, message.column, by_id=message.by_id))
+
+    def on_open_result_trace(self, message: OpenResultTrace) -> None:
+        from whenpro_tui.screens.result_trace import ResultTraceScreen
+
+        screen = ResultTraceScreen(message.trace, message.records, siblings=message.siblings, position=message.position)
+        self.push_screen(screen, message.on_close)
+
+    def on_open_review_trace(self, message: OpenReviewTrace) -> None:
+        from whenpro_tui.screens.review_trace import ReviewTraceScreen
+
+        screen = ReviewTraceScreen(message.trace, message.review, siblings=message.siblings, position=message.position)
+        message.on_open(screen)
+        self.push_screen(screen, message.on_close)
 
     @work(thread=True, exclusive=True, group="siblings", exit_on_error=False, description="list the trace's siblings")
     def find_siblings(self, path: str, ref: str) -> None:
@@ -239,11 +305,10 @@ def run(
     _setup_debug_log()
     from whenpro_tui.imaging import prepare  # tuimedia: ask the terminal before Textual runs
 
-    images = prepare(images)  # type: ignore[assignment]
     app = WhenproApp(
         target,
         show_labels=show_labels,
-        images=images,
+        images=prepare(images),
         started_ns=started_ns,
         start=start,
         opened=opened,

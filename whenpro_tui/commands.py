@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
+from textual.actions import parse
 from textual.app import App
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -70,7 +71,6 @@ def _hidden_twin(node: DOMNode, bindings, key: str, binding) -> bool:
 
 def _enabled(node: DOMNode, binding) -> bool:
     """Does ``check_action`` let ``binding`` run now (it shows in the footer)?"""
-    from textual.actions import parse
 
     _, name, params = parse(binding.action)
     check = getattr(node, "check_action", None)

@@ -23,7 +23,7 @@ import sys
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -48,7 +48,7 @@ def fix_cell_size(width: int = 10, height: int = 20) -> None:
     instead of asking the terminal. Call before any image widget renders."""
     from textual_image._terminal import CellSize, get_cell_size
 
-    get_cell_size._result = CellSize(width, height)
+    vars(get_cell_size)["_result"] = CellSize(width, height)  # the function's own cache attribute
 
 
 def cell_size() -> tuple[int, int]:
@@ -122,11 +122,12 @@ def _no_terminal_queries() -> Iterator[None]:
         def __getattr__(self, name: str) -> Any:
             return getattr(real, name)
 
-    sys.__stdout__ = _NotATerminal()  # type: ignore[assignment]
+    # typeshed declares sys.__stdout__ Final, but it is assignable and textual-image reads it
+    sys.__stdout__ = _NotATerminal()  # type: ignore[misc,assignment]
     try:
         yield
     finally:
-        sys.__stdout__ = real  # type: ignore[misc]
+        sys.__stdout__ = real  # type: ignore[misc]  # Final in typeshed (see above)
 
 
 def import_widgets() -> None:
@@ -146,6 +147,22 @@ def image_widget(mode: str, *, classes: str | None = None, id: str | None = None
 
     cls: Any = {"kitty": TGPImage, "sixel": SixelImage}.get(mode, HalfcellImage)
     return cls(None, classes=classes, id=id)
+
+
+class _ImageHolder(Protocol):
+    """A textual-image widget (its classes are imported lazily: see :func:`import_widgets`)."""
+
+    image: PILImage | None
+
+
+def shown_image(widget: Widget) -> PILImage | None:
+    """The image a widget of :func:`image_widget` shows (``None``: none yet)."""
+    return cast(_ImageHolder, widget).image
+
+
+def show_image(widget: Widget, image: PILImage | None) -> None:
+    """Show ``image`` in a widget of :func:`image_widget` (``None``: clear it)."""
+    cast(_ImageHolder, widget).image = image
 
 
 def pil_from_jpeg(jpeg: bytes, max_side: int | None = None) -> PILImage:

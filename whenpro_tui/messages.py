@@ -1,14 +1,41 @@
 """Typed messages that thread workers post back to the UI (harlequin's pattern: a
 worker does the blocking ``whenpro_core`` call and posts one of these; a handler updates
-widgets). ``post_message`` is thread-safe."""
+widgets), and the navigation messages screens post to the App, which opens the screen
+asked for (screens never import each other to navigate). ``post_message`` is
+thread-safe."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
 from textual.message import Message
 
+from whenpro_core.errors import WhenproError
+from whenpro_core.formats import load_trace
 from whenpro_core.library.opening import Opened
+from whenpro_core.storage.gcpause import paused_gc
 from whenpro_core.trace.model import Trace, TraceSummary
 from whenpro_core.views.search import SearchResult
+
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
+
+    from whenpro_core.attribution.interactive import ProgressView
+    from whenpro_core.bench.explore import Column, Results, TableRow
+    from whenpro_core.bench.records import Record
+    from whenpro_core.bench.validate import ReviewItem
+    from whenpro_core.injection.diff import TraceDiff
+    from whenpro_core.injection.executors import Executor
+    from whenpro_core.injection.generate import GeneratedStep
+    from whenpro_core.injection.inject import InjectionResult
+    from whenpro_core.injection.provenance import AttributionCheck
+    from whenpro_core.injection.verify import Verdict
+    from whenpro_core.media.keyframes import KeyframeResult
+    from whenpro_core.trace.model import Attribution, MediaRef, Step
+    from whenpro_core.trace.taxonomy import Taxonomy
 
 
 class TargetOpened(Message):
@@ -71,10 +98,6 @@ def load_trace_message(ref: str, position: int | None = None) -> TraceLoaded | T
     """Load ``ref`` (call it in a thread worker) and return the message to post:
     :class:`TraceLoaded`, or :class:`TraceLoadFailed` with the one-line error — also for
     an importer bug, which must not crash the viewer. ``position`` goes into both."""
-    from whenpro_core.errors import WhenproError
-    from whenpro_core.formats import load_trace
-    from whenpro_core.storage.gcpause import paused_gc
-
     try:
         with paused_gc(keep=True):  # the trace stays open: no GC pass scans it again
             trace = load_trace(ref)
@@ -107,13 +130,6 @@ class SearchDone(Message):
 
 
 # ---------------------------------------------------------------- attribution (tuiattr)
-
-from typing import TYPE_CHECKING  # noqa: E402
-
-if TYPE_CHECKING:
-    from whenpro_core.attribution.interactive import ProgressView
-    from whenpro_core.trace.model import Attribution
-    from whenpro_core.trace.taxonomy import Taxonomy
 
 
 class AttributionProgress(Message, bubble=False):
@@ -192,7 +208,7 @@ class PreviewReady(Message):
     """The injection dialog's generator produced the new step (``token`` names the
     request, so a superseded preview is ignored)."""
 
-    def __init__(self, token: int, generated: object) -> None:
+    def __init__(self, token: int, generated: GeneratedStep) -> None:
         super().__init__()
         self.token = token
         self.generated = generated
@@ -211,7 +227,7 @@ class ReplayStep(Message):
     """A step of a running replay, as the executor produced it (the replaced step
     first, then each new step)."""
 
-    def __init__(self, step: object) -> None:
+    def __init__(self, step: Step) -> None:
         super().__init__()
         self.step = step
 
@@ -220,7 +236,7 @@ class ReplayFinished(Message):
     """A replay ended: ``result`` (an InjectionResult) or ``error`` (one line);
     ``cancelled`` when the user stopped it."""
 
-    def __init__(self, result: object | None, error: str | None, cancelled: bool) -> None:
+    def __init__(self, result: InjectionResult | None, error: str | None, cancelled: bool) -> None:
         super().__init__()
         self.result = result
         self.error = error
@@ -240,7 +256,7 @@ class DiffSources(Message):
 class DiffComputed(Message):
     """The step-aligned diff of the diff screen (a TraceDiff)."""
 
-    def __init__(self, diff: object) -> None:
+    def __init__(self, diff: TraceDiff) -> None:
         super().__init__()
         self.diff = diff
 
@@ -250,7 +266,11 @@ class CounterfactualAttributed(Message):
     ``None``), the ``attribution``, or ``error`` (one line)."""
 
     def __init__(
-        self, protocol: str, check: object | None = None, attribution: object | None = None, error: str | None = None
+        self,
+        protocol: str,
+        check: AttributionCheck | None = None,
+        attribution: Attribution | None = None,
+        error: str | None = None,
     ) -> None:
         super().__init__()
         self.protocol = protocol
@@ -281,9 +301,9 @@ class ThumbLoaded(Message):
         gen: int,
         strip: str,
         slot: int,
-        ref: object,
+        ref: MediaRef,
         *,
-        image: object = None,
+        image: PILImage | None = None,
         detail: str = "",
         error: str | None = None,
     ) -> None:
@@ -317,7 +337,13 @@ class KeyframesLoaded(Message):
     small (Pillow), or ``error`` one safe line."""
 
     def __init__(
-        self, gen: int, label: str, *, result: object = None, thumbs: list | None = None, error: str | None = None
+        self,
+        gen: int,
+        label: str,
+        *,
+        result: KeyframeResult | None = None,
+        thumbs: list[PILImage] | None = None,
+        error: str | None = None,
     ) -> None:
         super().__init__()
         self.gen = gen
@@ -331,7 +357,9 @@ class FullImageLoaded(Message):
     """The media modal's image ``index`` decoded at screen size (``image``, Pillow),
     with its size line, or ``error``."""
 
-    def __init__(self, index: int, *, image: object = None, detail: str = "", error: str | None = None) -> None:
+    def __init__(
+        self, index: int, *, image: PILImage | None = None, detail: str = "", error: str | None = None
+    ) -> None:
         super().__init__()
         self.index = index
         self.image = image
@@ -380,3 +408,171 @@ class LiveEvents(Message):
     def __init__(self, events: list) -> None:
         super().__init__()
         self.events = events
+
+
+# ---------------------------------------------------------------- navigation: the App opens screens
+
+
+@dataclass
+class InjectionPlan:
+    """What the injection dialog decided: inject ``generated`` (the previewed, maybe
+    edited step) as failure ``mode`` at step ``index`` of ``trace`` and continue with
+    ``executor``; ``seed`` is the generator's seed (provenance)."""
+
+    trace: Trace
+    index: int
+    mode: str
+    generated: GeneratedStep
+    executor: Executor
+    seed: int = 0
+
+
+class OpenTrace(Message):
+    """Open ``trace`` on a trace screen of its own; ``siblings`` and ``position`` are the
+    traces ``[``/``]`` move through and its place among them; ``on_close`` gets the
+    position the screen closed at (the library follows it)."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        *,
+        siblings: list[str] | None = None,
+        position: int | None = None,
+        on_close: Callable[[int | None], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self.trace = trace
+        self.siblings = siblings
+        self.position = position
+        self.on_close = on_close
+
+
+class OpenDiff(Message):
+    """Open the step-aligned diff of ``original`` and ``counterfactual`` (``verdict``:
+    the injection's verification; ``slots``: agent colours to keep). ``replace``: the
+    diff takes the place of the screen that asked (the finished replay)."""
+
+    def __init__(
+        self,
+        original: Trace,
+        counterfactual: Trace,
+        verdict: Verdict | None = None,
+        *,
+        slots: dict[str, int] | None = None,
+        replace: bool = False,
+    ) -> None:
+        super().__init__()
+        self.original = original
+        self.counterfactual = counterfactual
+        self.verdict = verdict
+        self.slots = slots
+        self.replace = replace
+
+
+class OpenReplay(Message):
+    """Run ``plan`` on the live replay screen."""
+
+    def __init__(self, plan: InjectionPlan) -> None:
+        super().__init__()
+        self.plan = plan
+
+
+class OpenValidation(Message):
+    """Open validation mode for the dataset built at ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+
+
+class OpenResultsCell(Message):
+    """Open the outcomes of one cell (``row`` × ``column``) of a results table
+    (``by_id``: trace id -> reference in the dataset given with ``--results``)."""
+
+    def __init__(
+        self, results: Results, row: TableRow, column: Column | None, *, by_id: dict[str, str] | None = None
+    ) -> None:
+        super().__init__()
+        self.results = results
+        self.row = row
+        self.column = column
+        self.by_id = by_id
+
+
+class OpenResultTrace(Message):
+    """Open ``trace`` with its benchmark ``records`` (by trace reference);
+    ``siblings``/``position``/``on_close`` as for :class:`OpenTrace`."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        records: dict[str, Record],
+        *,
+        siblings: list[str],
+        position: int | None,
+        on_close: Callable[[int | None], None],
+    ) -> None:
+        super().__init__()
+        self.trace = trace
+        self.records = records
+        self.siblings = siblings
+        self.position = position
+        self.on_close = on_close
+
+
+class Review(Protocol):
+    """What a trace under review reads and asks of the review it belongs to (the
+    validation screen: :class:`~whenpro_tui.screens.validation.ValidationScreen`)."""
+
+    @property
+    def items(self) -> list[ReviewItem]:
+        """The dataset's review items, in list order."""
+        ...
+
+    @property
+    def counts(self) -> dict[str, Any]:
+        """The review counts (:func:`whenpro_core.bench.review.progress_line` reads them)."""
+        ...
+
+    @property
+    def taxonomy(self) -> Taxonomy:
+        """The dataset's taxonomy (mode names)."""
+        ...
+
+    def decide(self, verdict: str, item: ReviewItem, *, trace: Trace | None = None, step: str | None = None) -> None:
+        """Record ``verdict`` (accept, reject, relabel) on ``item``."""
+        ...
+
+
+class ReviewView(Protocol):
+    """The screen of a trace under review, as the validation screen sees it (the app
+    opens it: :class:`OpenReviewTrace`)."""
+
+    def after_decision(self, trace_id: str) -> None:
+        """A decision on ``trace_id`` was saved."""
+        ...
+
+
+class OpenReviewTrace(Message):
+    """Open ``trace`` under review: ``review`` is the validation screen's state (items,
+    counts, taxonomy, decisions), ``siblings``/``position`` as for :class:`OpenTrace`;
+    ``on_open`` gets the new screen (decisions are reported to it), ``on_close`` the
+    position it closed at."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        review: Review,
+        *,
+        siblings: list[str],
+        position: int | None,
+        on_open: Callable[[ReviewView], None],
+        on_close: Callable[[int | None], None],
+    ) -> None:
+        super().__init__()
+        self.trace = trace
+        self.review = review
+        self.siblings = siblings
+        self.position = position
+        self.on_open = on_open
+        self.on_close = on_close

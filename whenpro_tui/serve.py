@@ -25,6 +25,7 @@ import socket
 import sys
 from asyncio.subprocess import Process
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 from textual_serve.app_service import AppService
@@ -97,8 +98,8 @@ async def exited(process: Process, timeout: float) -> bool:
 class Session(AppService):
     """One browser session's app process (see the module docstring)."""
 
-    def __init__(self, argv: list[str], **kwargs: object) -> None:
-        super().__init__(shlex.join(argv), **kwargs)  # type: ignore[arg-type]
+    def __init__(self, argv: list[str], **kwargs: Any) -> None:
+        super().__init__(shlex.join(argv), **kwargs)
         self.argv = argv
         self._stopped: asyncio.Future[None] | None = None
 
@@ -168,8 +169,8 @@ class Session(AppService):
 class SessionServer(Server):
     """textual-serve's server with sessions that end (see the module docstring)."""
 
-    def __init__(self, argv: list[str], **kwargs: object) -> None:
-        super().__init__(shlex.join(argv), **kwargs)  # type: ignore[arg-type]
+    def __init__(self, argv: list[str], **kwargs: Any) -> None:
+        super().__init__(shlex.join(argv), **kwargs)
         self.argv = argv
         self.sessions: set[Session] = set()
 

@@ -8,6 +8,11 @@ is not one, a dataset without a manifest, judge settings, the OTLP port) before 
 starts, raising :class:`~whenpro_core.errors.WhenproError` so the CLI prints one line and
 exits 2. It returns a factory of the first screen for :class:`whenpro_tui.app.WhenproApp`
 (``start=``), or ``None`` for a plain ``whenpro view PATH``.
+
+Imports inside the functions are lazy on purpose (start-up cost): each start needs one
+screen and a few core modules (0.1–0.7 s each to import: the benchmark, sessions,
+live and attribution packages), and ``whenpro view`` imports this module for every
+start.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 
 from textual.screen import Screen
 
-from whenpro_core.errors import ConfigError, TraceFormatError
+from whenpro_core.errors import ConfigError, TraceFormatError, WhenproError
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,6 @@ def validate_start(root: str) -> Callable[[], Screen]:
     """Validation mode on the built dataset at ``root`` (WhenproError when it has no
     build manifest)."""
     from whenpro_core.bench.build_store import read_manifest
-    from whenpro_core.errors import WhenproError
 
     path = Path(root)
     if not path.is_dir() or read_manifest(path, fresh_validation=False) is None:

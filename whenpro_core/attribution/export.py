@@ -26,7 +26,7 @@ from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from whenpro_core.attribution.interactive import verdict_step_index
-from whenpro_core.attribution.verdicts import load_verdicts
+from whenpro_core.attribution.verdicts import distinct_verdicts, load_verdicts
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.injection.verify import check_answer
@@ -342,10 +342,11 @@ def trace_markdown(trace: Trace, options: ExportOptions | None = None, max_chars
 
 
 def options_for(trace: Trace, *, labels: bool) -> ExportOptions:
-    """Export options with the trace's saved verdicts and its images read from its own
-    data or its confined media folder (bounded JPEG)."""
+    """Export options with the trace's saved verdicts (each once:
+    :func:`~whenpro_core.attribution.verdicts.distinct_verdicts`) and its images read
+    from its own data or its confined media folder (bounded JPEG)."""
     try:
-        verdicts = load_verdicts(trace)
+        verdicts = distinct_verdicts(load_verdicts(trace))
     except OSError:
         verdicts = []
 

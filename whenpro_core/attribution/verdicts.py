@@ -116,3 +116,28 @@ def load_verdicts(trace: Trace, problems: list[str] | None = None) -> list[Attri
                 problems.append(f"{path}:{number}: not a verdict record")
             continue
     return out
+
+
+#: What makes two verdicts one: protocol, model, gold setting, agent, step, mode, reason.
+VerdictKey = tuple[str, str, bool, str | None, str | None, str | None, str | None]
+
+
+def _verdict_key(v: Attribution) -> VerdictKey:
+    """Protocol, model and gold setting, and the answer (who, when, what, why)."""
+    return (v.protocol, v.model, v.with_gold, v.agent, v.step, v.mode, v.reason)
+
+
+def same_verdict(a: Attribution, b: Attribution) -> bool:
+    """Two verdicts are one when they come from the same protocol, model and gold
+    setting and give the same answer (agent, step, mode, reason); usage, confidence
+    and timing may differ (a rerun that changes nothing)."""
+    return _verdict_key(a) == _verdict_key(b)
+
+
+def distinct_verdicts(verdicts: list[Attribution]) -> list[Attribution]:
+    """``verdicts`` without repeats (:func:`same_verdict`), each kept where it first
+    appears: a file from repeated runs may hold one verdict many times."""
+    first: dict[VerdictKey, Attribution] = {}
+    for v in verdicts:
+        first.setdefault(_verdict_key(v), v)
+    return list(first.values())

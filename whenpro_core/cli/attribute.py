@@ -15,7 +15,7 @@ from whenpro_core.attribution.protocols import preset_protocol, protocol_name
 from whenpro_core.attribution.report import verdict_record
 from whenpro_core.attribution.run import attribute, nothing_to_attribute
 from whenpro_core.attribution.template import PromptTemplate, load_template
-from whenpro_core.attribution.verdicts import save_verdict
+from whenpro_core.attribution.verdicts import load_verdicts, same_verdict, save_verdict
 from whenpro_core.cli import output
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.library.opening import load_one
@@ -219,8 +219,12 @@ def _dry_run(
 
 
 def _save(trace: Trace, verdict: Attribution, err: Console) -> None:
-    """Save the verdict beside the trace; a verdict that cannot be saved was shown
+    """Save the verdict beside the trace, unless the same verdict is saved already
+    (:func:`~whenpro_core.attribution.verdicts.same_verdict`: a rerun that changes
+    nothing adds nothing, as in the TUI); a verdict that cannot be saved was shown
     already, so only warn (one line on stderr, exit status unchanged)."""
+    if _saved_already(trace, verdict):
+        return
     try:
         path = save_verdict(trace, verdict)
     except WhenproError as exc:
@@ -233,8 +237,14 @@ def _save(trace: Trace, verdict: Attribution, err: Console) -> None:
         return
     if path is not None and trace.source.path and Path(trace.source.path).resolve().parent != path.parent:
         err.print(f"verdict saved to {path} (the trace's folder is not writable)", highlight=False)
-    if path is not None and trace.source.path and Path(trace.source.path).resolve().parent != path.parent:
-        err.print(f"verdict saved to {path} (the trace's folder is not writable)", highlight=False)
+
+
+def _saved_already(trace: Trace, verdict: Attribution) -> bool:
+    """Is the same verdict saved for ``trace`` (an unreadable file: no, save tells why)?"""
+    try:
+        return any(same_verdict(saved, verdict) for saved in load_verdicts(trace))
+    except OSError:
+        return False
 
 
 def counterfactual_command(

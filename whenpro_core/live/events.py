@@ -23,6 +23,7 @@ text: render it as plain text.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
@@ -264,6 +265,76 @@ JudgeEvent = StepJudged | Suspect | DecisiveError | BudgetExhausted | JudgeFaile
 Event = FollowEvent | StoreEvent | JudgeEvent
 
 
+# ------------------------------------------------------------------ folding events
+
+
+@dataclass(frozen=True)
+class StepsChange:
+    """What a run of events did to the steps of a trace that showed ``shown`` steps:
+    ``kept`` of them are unchanged (the rest were dropped or replaced: a truncated or
+    rotated file, late spans reordering a received trace), ``grew``: steps were added
+    or replaced (read the trace again), ``header``: trace fields changed."""
+
+    kept: int
+    grew: bool = False
+    header: bool = False
+
+
+def fold_steps(events: Iterable[Any], shown: int) -> StepsChange:
+    """Fold ``events`` (in order) into one :class:`StepsChange` for a view showing
+    ``shown`` steps: ``kept`` is the smallest ``kept`` of any :class:`TraceReset` or
+    :class:`TraceUpdated` (else ``shown``); other events change no step."""
+    kept, grew, header = shown, False, False
+    for ev in events:
+        if isinstance(ev, (TraceReset, TraceUpdated)):
+            kept, grew = min(kept, ev.kept), True
+        elif isinstance(ev, StepAdded):
+            grew = True
+        elif isinstance(ev, HeaderUpdated):
+            header = True
+    return StepsChange(kept, grew, header)
+
+
+@dataclass
+class LiveMarks:
+    """What the live judge said so far about one trace, folded event by event
+    (:meth:`apply`): the latest :class:`Suspect`, the latest :class:`DecisiveError`
+    and the :class:`RunEnded`. A :class:`TraceReset` keeping the first ``kept`` steps
+    drops a suspect or decisive step beyond them: that step is gone (the judge reads
+    the new steps again)."""
+
+    suspect: Suspect | None = None
+    decisive: DecisiveError | None = None
+    ended: RunEnded | None = None
+
+    def apply(self, ev: Any) -> bool:
+        """Fold ``ev`` in; True when the marks changed (other events change nothing)."""
+        if isinstance(ev, Suspect):
+            self.suspect = ev
+        elif isinstance(ev, DecisiveError):
+            self.decisive = ev
+        elif isinstance(ev, RunEnded):
+            self.ended = ev
+        elif isinstance(ev, TraceReset):
+            return self._forget_from(ev.kept)
+        else:
+            return False
+        return True
+
+    def _forget_from(self, kept: int) -> bool:
+        before = (self.suspect, self.decisive)
+        if self.suspect is not None and self.suspect.index >= kept:
+            self.suspect = None
+        if self.decisive is not None and self.decisive.index >= kept:
+            self.decisive = None
+        return before != (self.suspect, self.decisive)
+
+    def events(self) -> list[Any]:
+        """The marks as events (suspect, decisive, end), to hand to a view that opens
+        the trace later (it folds them into its own :class:`LiveMarks`)."""
+        return [e for e in (self.suspect, self.decisive, self.ended) if e is not None]
+
+
 def _step_record(step: Step) -> dict[str, Any]:
     content = step.content or ""
     return {
@@ -309,9 +380,11 @@ __all__ = [
     "JudgeEvent",
     "JudgeFailed",
     "LineError",
+    "LiveMarks",
     "RunEnded",
     "StepAdded",
     "StepJudged",
+    "StepsChange",
     "StoreEvent",
     "Suspect",
     "TraceEvicted",
@@ -320,4 +393,5 @@ __all__ = [
     "TraceStarted",
     "TraceUpdated",
     "event_record",
+    "fold_steps",
 ]

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from whenpro_core.live.events import DecisiveError, RunEnded, Suspect, TraceEvicted, TraceStarted, TraceUpdated
+from whenpro_core.live.events import DecisiveError, LiveMarks, Suspect, TraceEvicted, TraceStarted, TraceUpdated
 
 
 @dataclass
@@ -27,9 +27,21 @@ class LiveRow:
     steps: int | None = None
     updated: float = 0.0
     in_memory: bool = True
-    suspect: Suspect | None = None
-    decisive: DecisiveError | None = None
-    ended: str | None = None
+    #: the live judge's suspect, decisive error and run end (:class:`LiveMarks`)
+    marks: LiveMarks = field(default_factory=LiveMarks)
+
+    @property
+    def suspect(self) -> Suspect | None:
+        return self.marks.suspect
+
+    @property
+    def decisive(self) -> DecisiveError | None:
+        return self.marks.decisive
+
+    @property
+    def ended(self) -> str | None:
+        """Why the run ended (``None``: not yet)."""
+        return self.marks.ended.reason if self.marks.ended is not None else None
 
 
 class LiveListing:
@@ -69,13 +81,7 @@ class LiveListing:
             row.updated = time.time() if now is None else now
         elif isinstance(ev, TraceEvicted):
             row.in_memory = False
-        elif isinstance(ev, Suspect):
-            row.suspect = ev
-        elif isinstance(ev, DecisiveError):
-            row.decisive = ev
-        elif isinstance(ev, RunEnded):
-            row.ended = ev.reason
-        else:
+        elif not row.marks.apply(ev):
             return None
         return tid
 
@@ -87,12 +93,7 @@ class LiveListing:
         """The latest suspect and decisive events of a trace and its end (to hand to a
         view that opens it later)."""
         row = self.rows.get(trace_id)
-        if row is None:
-            return []
-        events: list[Any] = [e for e in (row.suspect, row.decisive) if e is not None]
-        if row.ended:
-            events.append(RunEnded(trace_id, row.ended, row.steps or 0))
-        return events
+        return row.marks.events() if row is not None else []
 
 
 def age(seconds: float) -> str:

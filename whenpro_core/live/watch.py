@@ -40,6 +40,7 @@ from whenpro_core.live.events import (
     TraceStarted,
     TraceUpdated,
     event_record,
+    fold_steps,
 )
 from whenpro_core.live.follow import FileFollower
 from whenpro_core.live.judge_live import Budget, LiveJudge
@@ -89,7 +90,7 @@ def format_lines(
         if not show_steps:
             return []
         lines = []
-        if shown is not None and ev.kept < shown:
+        if shown is not None and fold_steps([ev], shown).kept < shown:
             lines.append(f"trace reordered: kept {plural(ev.kept, 'step')}, now {ev.step_count}")
         lines += [_step_line(s) for s in ev.added]
     else:

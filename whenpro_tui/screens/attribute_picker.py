@@ -27,6 +27,7 @@ from textual.widgets.option_list import Option
 from whenpro_core.attribution.interactive import AttributionRequest, ModelChoice
 from whenpro_core.errors import WhenproError
 from whenpro_core.safety.textsafe import clean
+from whenpro_tui.screens.request_preview import RequestPreview
 
 Validate = Callable[[str, str | None, bool], AttributionRequest]
 #: (protocol, model or None, with_gold) -> the dry-run preview text; raises WhenproError.
@@ -198,7 +199,6 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
         """Build the preview off the event loop (it renders the trace), then show it."""
         if self.preview is None:
             return
-        from whenpro_tui.screens.request_preview import RequestPreview
 
         protocol, model = self.protocol, self.model
         gold = self.query_one("#ap-gold", Checkbox).value

@@ -9,13 +9,22 @@ Any other key drops a count it does not use.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from textual import events
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+    _ScreenPart = Screen[Any]  # the type checker sees the host screen
+else:
+    _ScreenPart = object  # at run time a plain mixin
 
 #: Counts above this are clamped (a held digit key must not build a huge number).
 MAX_COUNT = 100_000
 
 
-class CountPrefix:
+class CountPrefix(_ScreenPart):
     """Digit prefixes for the movement actions of a screen (see module docstring)."""
 
     _typing_count: int = 0
@@ -25,7 +34,7 @@ class CountPrefix:
     def count_key(self, event: events.Key) -> None:
         """Take a digit of a count, or hand the count typed so far to the key now handled
         (the host screen's ``on_key`` calls this)."""
-        if not self.is_current:  # type: ignore[attr-defined]
+        if not self.is_current:
             return  # keys typed ahead into a prompt that is opening
         char = event.character or ""
         if len(char) == 1 and char.isdigit() and (char != "0" or self._typing_count):

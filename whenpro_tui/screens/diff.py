@@ -26,18 +26,27 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
+from whenpro_core.attribution.llm_judge import make_judge
+from whenpro_core.attribution.run import attribute
 from whenpro_core.errors import WhenproError
+from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.diff import TraceDiff, changed_lines, diff_traces
+from whenpro_core.injection.inject import default_output
 from whenpro_core.injection.provenance import check_attribution, headline, injection_of
 from whenpro_core.injection.verify import Verdict, check_answer
+from whenpro_core.llm.generation import preload_sdk
 from whenpro_core.safety.textsafe import clean, one_line, plural
 from whenpro_core.trace.model import Trace
 from whenpro_core.views.stepview import step_as_text
 from whenpro_core.views.traceview import agent_slots
 from whenpro_tui.commands import collect_bindings
-from whenpro_tui.messages import CounterfactualAttributed, CounterfactualSaved, DiffComputed
+from whenpro_tui.messages import CounterfactualAttributed, CounterfactualSaved, DiffComputed, OpenTrace
+from whenpro_tui.screens.attribute_choice import AttributeChoice
+from whenpro_tui.screens.confirm import ConfirmScreen
 from whenpro_tui.screens.help import HelpScreen
+from whenpro_tui.screens.inject_dialog import configured_model
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
+from whenpro_tui.screens.prompt import PromptScreen
 from whenpro_tui.widgets.diff_list import Collapsed, DiffList
 from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.palette import AGENT_COLOURS
@@ -127,8 +136,7 @@ class DiffScreen(Leaving, Screen[None]):
 
     def on_diff_computed(self, message: DiffComputed) -> None:
         message.stop()
-        self.diff = message.diff  # type: ignore[assignment]
-        assert self.diff is not None
+        self.diff = message.diff
         self.query_one(DiffList).show(self.original, self.cf, self.diff, self.injected, self.slots)
         self._heads()
         if self.plain:
@@ -189,20 +197,20 @@ class DiffScreen(Leaving, Screen[None]):
         banner.set_classes(BANNER_CLASSES.get(kind, "warn"))
         banner.update(text)
         inj = self.inj
-        line = Text()
+        inject_line = Text()
         if inj:
-            line.append(
+            inject_line.append(
                 f"{clean(str(inj.get('mode')))} at step {clean(str(inj.get('step')))} ({clean(str(inj.get('agent')))})",
                 style="bold #ffaf5f",
             )
-            line.append(
+            inject_line.append(
                 f" · {clean(str(inj.get('generator')))} · {clean(one_line(str(inj.get('executor')), 50))}: ",
                 style="dim",
             )
-            line.append(clean(one_line(str(inj.get("description") or ""), 300)))
+            inject_line.append(clean(one_line(str(inj.get("description") or ""), 300)))
         else:
-            line.append("No injection provenance: a plain step-aligned diff.", style="italic")
-        self.query_one("#df-inject", Static).update(line)
+            inject_line.append("No injection provenance: a plain step-aligned diff.", style="italic")
+        self.query_one("#df-inject", Static).update(inject_line)
 
     def _heads(self) -> None:
         def head(title: str, trace: Trace) -> Text:
@@ -279,9 +287,7 @@ class DiffScreen(Leaving, Screen[None]):
             body.scroll_relative(y=direction * max(1, body.size.height // 2), animate=False)
 
     def action_open_counterfactual(self) -> None:
-        from whenpro_tui.screens.trace import TraceScreen
-
-        self.app.push_screen(TraceScreen(self.cf))
+        self.app.post_message(OpenTrace(self.cf))
 
     def action_help(self) -> None:
         from whenpro_tui.screens.attribute_choice import AttributeChoice
@@ -303,9 +309,6 @@ class DiffScreen(Leaving, Screen[None]):
     # ------------------------------------------------------------------ attribution
 
     def action_attribute(self) -> None:
-        from whenpro_tui.screens.attribute_choice import AttributeChoice
-        from whenpro_tui.screens.inject_dialog import configured_model
-
         def chosen(choice: tuple[str, str] | None) -> None:
             if choice is not None:
                 self.attribute_counterfactual(*choice)
@@ -316,8 +319,6 @@ class DiffScreen(Leaving, Screen[None]):
     async def attribute_counterfactual(self, protocol: str, model: str) -> None:
         """Attribute the counterfactual with ``protocol`` (``model`` for LLM protocols) and
         check whether it names the injected step."""
-        from whenpro_core.attribution.run import attribute
-
         self.attribution_text = Text(
             f"attributing with {protocol}{' (' + model + ')' if model else ''}…", style="italic"
         )
@@ -325,9 +326,6 @@ class DiffScreen(Leaving, Screen[None]):
         judge = None
         try:
             if protocol != "heuristic":
-                from whenpro_core.attribution.llm_judge import make_judge
-                from whenpro_core.llm.generation import preload_sdk
-
                 await asyncio.to_thread(preload_sdk, model)
                 judge = await asyncio.to_thread(make_judge, model)
             result = await attribute(self.cf, protocol, judge=judge)
@@ -368,14 +366,9 @@ class DiffScreen(Leaving, Screen[None]):
 
     def default_path(self) -> Path:
         """Next to the seed, named after the counterfactual (as ``whenpro inject``)."""
-        from whenpro_core.injection.inject import default_output
-
         return default_output(self.original, self.cf.id)
 
     def action_save(self) -> None:
-        from whenpro_tui.screens.confirm import ConfirmScreen
-        from whenpro_tui.screens.prompt import PromptScreen
-
         def confirmed(path: Path, yes: bool | None) -> None:
             if yes:
                 self.save_counterfactual(str(path))
@@ -401,8 +394,6 @@ class DiffScreen(Leaving, Screen[None]):
 
     @work(thread=True, exclusive=True, group="diff-save", exit_on_error=False, description="save the counterfactual")
     def save_counterfactual(self, path: str) -> None:
-        from whenpro_core.formats.native import write_trace
-
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             write_trace(self.cf, path)

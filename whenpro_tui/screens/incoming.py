@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -33,6 +33,9 @@ from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.live_table import LiveTable
 from whenpro_tui.widgets.virtual_list import VirtualList
+
+if TYPE_CHECKING:
+    from whenpro_tui.screens.live_trace import LiveTraceScreen
 
 
 class IncomingScreen(Leaving, Screen[None]):
@@ -66,7 +69,7 @@ class IncomingScreen(Leaving, Screen[None]):
         self.listing = LiveListing()
         self.started = False
         self.rejected = 0
-        self.live_screen = None  # the LiveTraceScreen opened from here, if any
+        self.live_screen: LiveTraceScreen | None = None  # the live trace screen opened from here, if any
         self._pending: list[Any] = []
         self._flush_scheduled = False
 
@@ -132,7 +135,7 @@ class IncomingScreen(Leaving, Screen[None]):
         self._status()
         try:
             if self.make_judge is not None:
-                from whenpro_core.live.session import attribute_store
+                from whenpro_core.live.session import attribute_store  # lazy: only with live judging
 
                 async for ev in attribute_store(rx.store, self.make_judge, idle_timeout=self.idle_timeout):
                     self._queue(ev)
@@ -159,7 +162,7 @@ class IncomingScreen(Leaving, Screen[None]):
     def _flush(self) -> None:
         self._flush_scheduled = False
         events, self._pending = self._pending, []
-        forward = []
+        forward: list[Any] = []
         for ev in events:
             if isinstance(ev, ExportRejected):
                 self.rejected += 1
@@ -180,7 +183,7 @@ class IncomingScreen(Leaving, Screen[None]):
                     markup=False,
                 )
             live = self.live_screen
-            if live is not None and getattr(ev, "trace_id", None) == live.source.trace_id:
+            if live is not None and getattr(ev, "trace_id", None) == getattr(live.source, "trace_id", None):
                 forward.append(ev)
         if forward and self.live_screen is not None:
             # store events reach the open view through its own subscription; judge events from here
@@ -205,6 +208,8 @@ class IncomingScreen(Leaving, Screen[None]):
 
     @work(exclusive=True, group="open-live", exit_on_error=False, description="open a live trace")
     async def open_live(self, trace_id: str) -> None:
+        # lazy: start-up cost (the live trace screen imports the trace screen, ~0.3 s),
+        # paid when a trace is first opened, not when the list opens
         from whenpro_tui.screens.live_trace import LiveTraceScreen, StoreSource
 
         source = StoreSource(self.receiver.store, trace_id, protocol=self.protocol)

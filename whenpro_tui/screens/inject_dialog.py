@@ -13,7 +13,6 @@ Dismisses with an :class:`InjectionPlan`, or ``None`` when cancelled.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 from rich.console import Group
 from rich.padding import Padding
@@ -26,6 +25,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Select, Static, TextArea
 from textual.widgets.option_list import Option
 
+from whenpro_core.config import load_settings
 from whenpro_core.errors import WhenproError
 from whenpro_core.injection.choices import (
     GENERATORS,
@@ -35,7 +35,6 @@ from whenpro_core.injection.choices import (
     executor_choices,
     mode_choices,
 )
-from whenpro_core.injection.executors import Executor
 from whenpro_core.injection.generate import (
     GeneratedStep,
     InjectionRequest,
@@ -45,31 +44,19 @@ from whenpro_core.injection.generate import (
     parse_tool_calls,
     tool_calls_text,
 )
+from whenpro_core.injection.llm_generate import LLMGenerator
 from whenpro_core.injection.mutators import applicable_modes
+from whenpro_core.injection.registry import get_executor
+from whenpro_core.llm.generation import preload_sdk
 from whenpro_core.safety.textsafe import clean, one_line
 from whenpro_core.trace.model import Trace
-from whenpro_tui.messages import ModesChecked, PreviewFailed, PreviewReady
+from whenpro_tui.messages import InjectionPlan, ModesChecked, PreviewFailed, PreviewReady
 from whenpro_tui.widgets.footer import FittedFooter
-
-
-@dataclass
-class InjectionPlan:
-    """What the dialog decided: inject ``generated`` (the previewed, maybe edited step)
-    as failure ``mode`` at step ``index`` of ``trace`` and continue with ``executor``;
-    ``seed`` is the generator's seed (provenance)."""
-
-    trace: Trace
-    index: int
-    mode: str
-    generated: GeneratedStep
-    executor: Executor
-    seed: int = 0
 
 
 def configured_model() -> str:
     """The configured default model when it is an LLM (``""`` for ``heuristic`` or a
     broken config: the dialog then asks for one)."""
-    from whenpro_core.config import load_settings
 
     try:
         model = load_settings().model or ""
@@ -334,11 +321,8 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
         description="generate an injected step with a model",
     )
     async def generate_llm(self, token: int, request: InjectionRequest, model: str) -> None:
-        from whenpro_core.injection.registry import get_generator
-        from whenpro_core.llm.generation import preload_sdk
-
         try:
-            gen = await asyncio.to_thread(get_generator, "llm:" + model if model else "llm")
+            gen = await asyncio.to_thread(LLMGenerator, model or "")
             await asyncio.to_thread(preload_sdk, gen.model)
             generated = await gen.agenerate(request)
         except WhenproError as exc:
@@ -355,7 +339,7 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
         message.stop()
         if message.token != self._token:
             return
-        gen: GeneratedStep = message.generated  # type: ignore[assignment]
+        gen = message.generated
         self.generated = gen
         self.generated_for = (self.mode or "", self.generator)
         self._fill_preview(gen.step.content, tool_calls_text(gen.step.tool_calls))
@@ -429,7 +413,6 @@ class InjectDialog(ModalScreen[InjectionPlan | None]):
     def _plan(self) -> InjectionPlan | None:
         """The plan from what the dialog shows, or ``None`` after telling the user what
         is missing."""
-        from whenpro_core.injection.registry import get_executor
 
         if self.mode is None:
             self.notify("No failure mode is available at this step.", severity="warning")

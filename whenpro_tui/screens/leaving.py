@@ -14,7 +14,16 @@ to close first, :meth:`Leaving.close_local`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from textual.binding import Binding
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+    _ScreenPart = Screen[Any]  # the type checker sees the host screen
+else:
+    _ScreenPart = object  # at run time a plain mixin
 
 #: ``q`` (one of the two shows, by ``is_root``) and ``escape``.
 LEAVE_BINDINGS = [
@@ -24,10 +33,15 @@ LEAVE_BINDINGS = [
 ]
 
 
-class Leaving:
+class Leaving(_ScreenPart):
     """The ``q``/``escape`` behaviour (see module docstring)."""
 
     is_root: bool = False
+
+    if TYPE_CHECKING:
+
+        def action_back(self) -> None:
+            """What ``q`` does (every screen defines it)."""
 
     def close_local(self) -> bool:
         """Close something open on this screen; True when something was closed (then
@@ -38,13 +52,13 @@ class Leaving:
         if self.close_local():
             return
         if self.is_root:
-            self.notify("Esc never quits: press q to quit.", timeout=3)  # type: ignore[attr-defined]
+            self.notify("Esc never quits: press q to quit.", timeout=3)
             return
-        self.action_back()  # type: ignore[attr-defined]
+        self.action_back()
 
     def action_quit_here(self) -> None:
         """``q`` on the first screen: ``action_back`` quits there."""
-        self.action_back()  # type: ignore[attr-defined]
+        self.action_back()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # one q binding shows: "Quit" on the first screen, "Back" elsewhere
@@ -52,4 +66,4 @@ class Leaving:
             return not self.is_root
         if action == "quit_here":
             return bool(self.is_root)
-        return super().check_action(action, parameters)  # type: ignore[misc]
+        return super().check_action(action, parameters)

@@ -30,8 +30,9 @@ from whenpro_core.library.listing import (
 )
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.trace.model import Trace, TraceSummary
+from whenpro_tui.app_settings import labels_shown, set_labels
 from whenpro_tui.commands import collect_bindings
-from whenpro_tui.messages import RowsFound, TraceLoaded, TraceLoadFailed, WalkDone, load_trace_message
+from whenpro_tui.messages import OpenTrace, RowsFound, TraceLoaded, TraceLoadFailed, WalkDone, load_trace_message
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.library_validate import LibraryValidation
@@ -106,7 +107,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
 
     @property
     def show_labels(self) -> bool:
-        return bool(getattr(self.app, "show_labels", False))
+        return labels_shown(self.app)
 
     # ------------------------------------------------------------------ rows
 
@@ -272,7 +273,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         self._refilter()
 
     def action_toggle_labels(self) -> None:
-        self.app.show_labels = not self.show_labels  # type: ignore[attr-defined]
+        set_labels(self.app, not self.show_labels)
 
     def _labels_changed(self, show: bool) -> None:
         self.table.set_labels(show)
@@ -303,8 +304,6 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         self.post_message(load_trace_message(ref))
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
-        from whenpro_tui.screens.trace import TraceScreen
-
         self._fill_row(message.trace, message.ref)
         self._update_texts()
         refs = self.sibling_refs()
@@ -312,7 +311,7 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
             position = refs.index(message.ref)
         except ValueError:
             position = None
-        self.app.push_screen(TraceScreen(message.trace, siblings=refs, position=position), self._trace_closed)
+        self.app.post_message(OpenTrace(message.trace, siblings=refs, position=position, on_close=self._trace_closed))
 
     def _fill_row(self, trace: Trace, ref: str) -> None:
         """The row of an opened trace gets what the listing could not tell cheaply

@@ -35,6 +35,7 @@ from whenpro_core.live.events import (
     Idle,
     JudgeFailed,
     LineError,
+    LiveMarks,
     RunEnded,
     StepAdded,
     StepJudged,
@@ -42,9 +43,12 @@ from whenpro_core.live.events import (
     TraceEvicted,
     TraceReset,
     TraceUpdated,
+    fold_steps,
 )
+from whenpro_core.live.follow import FileFollower
+from whenpro_core.live.viewer import follow_live
 from whenpro_core.safety.textsafe import clean, one_line, plural
-from whenpro_core.trace.model import Trace
+from whenpro_core.trace.model import Source, Trace
 from whenpro_core.views.traceview import agent_slots, trace_header
 from whenpro_tui.messages import LiveEvents
 from whenpro_tui.screens.trace import TraceScreen
@@ -69,8 +73,6 @@ class FollowSource:
         protocol: str | None = None,
         llm_judge: Any = None,
     ) -> None:
-        from whenpro_core.live.follow import FileFollower
-
         self.path = Path(path)
         self.llm_judge = llm_judge
         self.make_judge = make_judge
@@ -86,8 +88,6 @@ class FollowSource:
         return self.follower.trace()
 
     async def events(self) -> AsyncIterator[Any]:
-        from whenpro_core.live.viewer import follow_live
-
         try:
             async for ev in follow_live(self.follower, self.make_judge, idle_timeout=self.idle_timeout):
                 yield ev
@@ -116,8 +116,6 @@ class StoreSource:
         return f"receiving trace {self.trace_id[:16]}"
 
     def trace(self) -> Trace:
-        from whenpro_core.trace.model import Source
-
         found = self.store.trace(self.trace_id)
         return found if found is not None else Trace(id=self.trace_id, source=Source(format="live"))
 
@@ -160,25 +158,35 @@ class LiveTraceScreen(TraceScreen):
         on_close: Callable[[], None] | None = None,
     ) -> None:
         self.source = source
-        self.suspect: Suspect | None = None
-        self.decisive: DecisiveError | None = None
+        #: the judge's suspect, decisive error and run end (whenpro_core.live.events.LiveMarks)
+        self.marks = LiveMarks()
         self.news = ""
         self.judged = bool(source.protocol)
         self.judging = f"{source.protocol} judging" if self.judged else "judging off"
         self.line_errors = 0
-        self.ended: str | None = None
         self._pending: list[Any] = []
         for ev in events or []:  # what the judge said before this view opened: no notifications
-            if isinstance(ev, DecisiveError):
-                self.decisive = ev
-            elif isinstance(ev, Suspect):
-                self.suspect = ev
-            elif isinstance(ev, RunEnded):
-                self.ended = ev.reason
-                self.news = f"run ended ({ev.reason}) after {plural(ev.step_count, 'step')}"
+            self.marks.apply(ev)
+        if self.marks.ended is not None:
+            self.news = _ended_news(self.marks.ended)
         self._flush_scheduled = False
         self._on_close = on_close
         super().__init__(trace if trace is not None else source.trace(), is_root=is_root)
+
+    @property
+    def suspect(self) -> Suspect | None:
+        """The judge's current suspect step."""
+        return self.marks.suspect
+
+    @property
+    def decisive(self) -> DecisiveError | None:
+        """The decisive error the judge flagged (``None``: none, or cut away)."""
+        return self.marks.decisive
+
+    @property
+    def ended(self) -> str | None:
+        """Why the run ended (``None``: still running)."""
+        return self.marks.ended.reason if self.marks.ended is not None else None
 
     def compose(self) -> ComposeResult:
         # the trace screen's layout with the live step list, and the live bar under the header
@@ -233,36 +241,29 @@ class LiveTraceScreen(TraceScreen):
     def _flush(self) -> None:
         self._flush_scheduled = False
         events, self._pending = self._pending, []
-        kept = len(self.trace.steps)
-        grew = False
-        header = False
+        change = fold_steps(events, len(self.trace.steps))
         self._line_errors([ev for ev in events if isinstance(ev, LineError)])
         for ev in events:
-            if isinstance(ev, LineError):
-                continue
-            if isinstance(ev, StepAdded):
-                grew = True
-            elif isinstance(ev, TraceReset):
-                kept = min(kept, ev.kept)
-                grew = True
-                if ev.reason in ("truncated", "rotated"):
-                    self.notify(
-                        f"The file was {ev.reason}: read again, {plural(ev.kept, 'step')} kept.",
-                        severity="warning",
-                        markup=False,
-                    )
-                self.news = f"trace {ev.reason}: kept {plural(ev.kept, 'step')}"
-                self._forget_verdicts_from(ev.kept)
-            elif isinstance(ev, TraceUpdated):
-                kept = min(kept, ev.kept)
-                grew = True
-            elif isinstance(ev, HeaderUpdated):
-                header = True
-            else:
+            if isinstance(ev, TraceReset):
+                self._reset(ev)
+            elif not isinstance(ev, (LineError, StepAdded, TraceUpdated, HeaderUpdated)):
                 self._judge_event(ev)
-        if grew or header:
-            self._apply(self.source.trace(), kept)
+        if change.grew or change.header:
+            self._apply(self.source.trace(), change.kept)
         self._bar()
+
+    def _reset(self, ev: TraceReset) -> None:
+        """The file was truncated, rotated or reordered: say so; a suspect or decisive
+        step that is no longer in the trace is no longer news (the judge re-reads the
+        new steps)."""
+        if ev.reason in ("truncated", "rotated"):
+            self.notify(
+                f"The file was {ev.reason}: read again, {plural(ev.kept, 'step')} kept.",
+                severity="warning",
+                markup=False,
+            )
+        self.news = f"trace {ev.reason}: kept {plural(ev.kept, 'step')}"
+        self.marks.apply(ev)
 
     def _line_errors(self, bad: list[LineError]) -> None:
         """One notification per burst of bad lines (those read together); the running
@@ -281,23 +282,15 @@ class LiveTraceScreen(TraceScreen):
                 markup=False,
             )
 
-    def _forget_verdicts_from(self, kept: int) -> None:
-        """The file was truncated or rotated: a suspect or decisive step that is no longer
-        in the trace is no longer news (the judge re-reads the new steps)."""
-        if self.suspect is not None and self.suspect.index >= kept:
-            self.suspect = None
-        if self.decisive is not None and self.decisive.index >= kept:
-            self.decisive = None
-
     def _judge_event(self, ev: Any) -> None:
         if isinstance(ev, Idle):
             self.news = f"no new data for {ev.seconds:.0f}s"
         elif isinstance(ev, Suspect):
-            self.suspect = ev
+            self.marks.apply(ev)
             self._mark()
         elif isinstance(ev, DecisiveError):
             first = self.decisive is None
-            self.decisive = ev
+            self.marks.apply(ev)
             self._mark()
             if first:
                 self.notify(
@@ -325,8 +318,8 @@ class LiveTraceScreen(TraceScreen):
                 clean(one_line(ev.message, 300)), title="Judge failed", severity="error", timeout=12, markup=False
             )
         elif isinstance(ev, RunEnded):
-            self.ended = ev.reason
-            self.news = f"run ended ({ev.reason}) after {plural(ev.step_count, 'step')}"
+            self.marks.apply(ev)
+            self.news = _ended_news(ev)
         elif isinstance(ev, FinalVerdict):
             a = ev.attribution
             self.news = f"final verdict ({a.protocol}): step {a.step or '?'} [{a.agent or '?'}] {a.mode or '?'}"
@@ -336,7 +329,7 @@ class LiveTraceScreen(TraceScreen):
 
     def _apply(self, trace: Trace, kept: int) -> None:
         """Show ``trace``, whose steps ``[0, kept)`` are those already shown."""
-        steps = self.steps
+        steps = self.query_one(LiveStepList)
         old_count = steps.row_count
         at_end = steps.cursor >= old_count - 1
         current = steps.step_index
@@ -370,12 +363,12 @@ class LiveTraceScreen(TraceScreen):
         for ev in (self.suspect, self.decisive):
             if ev is not None and 0 <= ev.index < len(self.trace.steps):
                 marked.add(ev.index)
-        self.steps.set_marked(frozenset(marked))
+        self.query_one(LiveStepList).set_marked(frozenset(marked))
 
     def _bar(self) -> None:
         text = Text()
-        live = "●" if self.ended is None else "■"
-        text.append(f"{live} ", style="bold green" if self.ended is None else "bold")
+        running = self.ended is None
+        text.append("● " if running else "■ ", style="bold green" if running else "bold")
         text.append(clean(self.source.title), style="bold")
         text.append(f" · {plural(len(self.trace.steps), 'step')} · {self.judging}", style="dim")
         if self.line_errors:
@@ -403,3 +396,7 @@ class LiveTraceScreen(TraceScreen):
             return
         if 0 <= ev.index < len(self.trace.steps):
             self._go_to_step(ev.index)
+
+
+def _ended_news(ev: RunEnded) -> str:
+    return f"run ended ({ev.reason}) after {plural(ev.step_count, 'step')}"

@@ -25,9 +25,8 @@ from whenpro_core.safety.textsafe import clean, one_line
 from whenpro_core.trace.model import Step
 from whenpro_core.views.traceview import agent_slots
 from whenpro_tui.commands import collect_bindings
-from whenpro_tui.messages import ReplayFinished, ReplayStep
+from whenpro_tui.messages import InjectionPlan, OpenDiff, ReplayFinished, ReplayStep
 from whenpro_tui.screens.help import HelpScreen
-from whenpro_tui.screens.inject_dialog import InjectionPlan
 from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.palette import AGENT_COLOURS
 from whenpro_tui.widgets.replay_list import ReplayList
@@ -127,7 +126,7 @@ class ReplayScreen(Screen[None]):
 
     def on_replay_step(self, message: ReplayStep) -> None:
         message.stop()
-        self.query_one(ReplayList).add(message.step)  # type: ignore[arg-type]
+        self.query_one(ReplayList).add(message.step)
         self._status()
 
     def on_replay_finished(self, message: ReplayFinished) -> None:
@@ -148,17 +147,10 @@ class ReplayScreen(Screen[None]):
             self._status(error=message.error or "the replay failed")
             self.notify(clean(message.error or ""), title="Replay failed", severity="error", timeout=15)
             return
-        from whenpro_tui.screens.diff import DiffScreen
-
         result = message.result
-        self.app.switch_screen(
-            DiffScreen(
-                self.plan.trace,
-                result.counterfactual,  # type: ignore[attr-defined]
-                result.verdict,
-                slots=self.slots,
-            )
-        )  # type: ignore[attr-defined]
+        self.app.post_message(
+            OpenDiff(self.plan.trace, result.counterfactual, result.verdict, slots=self.slots, replace=True)
+        )
 
     # ------------------------------------------------------------------ view
 

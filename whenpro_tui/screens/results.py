@@ -34,7 +34,7 @@ from whenpro_core.bench.explore import (
 from whenpro_core.errors import WhenproError
 from whenpro_core.safety.textsafe import clean, plural
 from whenpro_tui.commands import collect_bindings
-from whenpro_tui.messages import DatasetIndexed, ResultsLoaded
+from whenpro_tui.messages import DatasetIndexed, OpenResultsCell, ResultsLoaded
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.widgets.footer import FittedFooter
@@ -256,13 +256,11 @@ class ResultsScreen(Leaving, Screen[None]):
         self.load()
 
     def action_drill(self) -> None:
-        from whenpro_tui.screens.results_cell import CellScreen
-
         cur = self.current()
         if cur is None or self.results is None:
             return
         row, col = cur
-        self.app.push_screen(CellScreen(self.results, row, col, by_id=self.by_id))
+        self.app.post_message(OpenResultsCell(self.results, row, col, by_id=self.by_id))
 
     @on(DataTable.CellSelected, "#res-table")
     def _selected(self, event: DataTable.CellSelected) -> None:

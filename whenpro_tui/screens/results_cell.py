@@ -16,8 +16,9 @@ from textual.widgets import Static
 
 from whenpro_core.bench.explore import Column, Outcome, Results, TableRow, cell_outcomes, cell_summary, resolve_ref
 from whenpro_core.safety.textsafe import clean, plural
+from whenpro_tui.app_settings import set_labels
 from whenpro_tui.commands import collect_bindings
-from whenpro_tui.messages import TraceLoaded, TraceLoadFailed, load_trace_message
+from whenpro_tui.messages import OpenResultTrace, TraceLoaded, TraceLoadFailed, load_trace_message
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.widgets.footer import FittedFooter
@@ -123,15 +124,15 @@ class CellScreen(Leaving, Screen[None]):
         self.post_message(load_trace_message(ref, position))
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
-        from whenpro_tui.screens.result_trace import ResultTraceScreen
-
         message.stop()
         self._count()
         refs = self.refs()
         records = {resolve_ref(self.outcomes[i].record, self.by_id): self.outcomes[i].record for i in self.olist.shown}
-        self.app.show_labels = True  # type: ignore[attr-defined]  # the GT is compared anyway
-        self.app.push_screen(
-            ResultTraceScreen(message.trace, records, siblings=refs, position=message.position), self._trace_closed
+        set_labels(self.app, True)  # the GT is compared anyway
+        self.app.post_message(
+            OpenResultTrace(
+                message.trace, records, siblings=refs, position=message.position, on_close=self._trace_closed
+            )
         )
 
     def _trace_closed(self, position: int | None) -> None:

@@ -7,8 +7,6 @@ pending trace opens. ``[``/``]`` move through the dataset's traces.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,13 +18,11 @@ from whenpro_core.bench.validate import ReviewItem
 from whenpro_core.safety.textsafe import clean, one_line
 from whenpro_core.trace.model import Trace
 from whenpro_core.views.search import gt_step_index
+from whenpro_tui.messages import Review
 from whenpro_tui.screens.review_dialogs import VerdictMenu
 from whenpro_tui.screens.trace import TraceScreen
 from whenpro_tui.widgets.prediction_bar import with_bar
 from whenpro_tui.widgets.review_list import STATUS_STYLES
-
-if TYPE_CHECKING:
-    from whenpro_tui.screens.validation import ValidationScreen
 
 
 class ReviewBar(Static):
@@ -69,7 +65,7 @@ class ReviewTraceScreen(TraceScreen):
         Binding("v", "review", "Accept/reject/relabel"),
     ]
 
-    def __init__(self, trace: Trace, review: ValidationScreen, *, siblings: list[str], position: int | None) -> None:
+    def __init__(self, trace: Trace, review: Review, *, siblings: list[str], position: int | None) -> None:
         self.review = review
         super().__init__(trace, siblings=siblings, position=position)
 

@@ -27,6 +27,7 @@ from whenpro_core.trace.model import Trace
 from whenpro_core.views.search import SearchResult, StepFilter, filter_steps, gt_step_index, same_agent_step
 from whenpro_core.views.stepview import TextOptions, step_as_text
 from whenpro_core.views.traceview import agent_slots, trace_header, unlabelled_id
+from whenpro_tui.app_settings import labels_shown, set_labels
 from whenpro_tui.clipboard import copy_text
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.editor import open_in_editor
@@ -52,7 +53,8 @@ COPY_LIMIT = 1_000_000
 
 class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountPrefix, Leaving, Screen[int | None]):
     """One trace (see module docstring). Dismisses with its position among its
-    siblings, so the library can follow."""
+    siblings, so the library can follow. Its parts (finding, media, injection,
+    attribution) share the state declared in :class:`~.trace_host.TraceHost`."""
 
     BINDINGS = [
         Binding("j,down", "step(1)", "Next step", show=False),
@@ -135,9 +137,9 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
     #: Below this terminal height the header and the list are compact (80x24 is designed).
     SHORT_HEIGHT = 32
 
-    # Textual runs the handler of every class up the chain: the mixins and subclasses
+    # Textual runs the handler of every class up the chain: the parts and subclasses
     # define none of these handlers; they are called through explicit hooks.
-    def on_resize(self, event) -> None:
+    def on_resize(self, event: events.Resize) -> None:
         self._fit_classes(event.size.width, event.size.height)
         self.media_resized()
 
@@ -175,7 +177,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
 
     @property
     def show_labels(self) -> bool:
-        return bool(getattr(self.app, "show_labels", False))
+        return labels_shown(self.app)
 
     @property
     def steps(self) -> StepList:
@@ -331,7 +333,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
     # ------------------------------------------------------------------ labels
 
     def action_toggle_labels(self) -> None:
-        self.app.show_labels = not self.show_labels  # type: ignore[attr-defined]
+        set_labels(self.app, not self.show_labels)
 
     def _labels_changed(self, show: bool) -> None:
         self.steps.set_labels(show)
@@ -472,10 +474,11 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
             self.notify(problem, severity="error", timeout=8)
 
     def action_copy(self) -> None:
+        idx = self.steps.step_index
         text = self._step_text(max_chars=COPY_LIMIT)
-        if text is None:
+        if idx is None or text is None:
             return
-        coord = self.steps.row_model(self.steps.step_index).coord or ""
+        coord = self.steps.row_model(idx).coord or ""
         report = copy_text(self.app, text, name=f"{self.trace.id}-step-{coord}")
         full = self._step_text() if len(text) >= COPY_LIMIT else None  # cut only at the limit
         if full is not None and len(full) > len(text):

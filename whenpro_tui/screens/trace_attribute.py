@@ -3,7 +3,7 @@ in an async worker with live progress in the step list and the verdict slot, Esc
 cancels it, ``A`` cycles through the trace's verdicts; verdicts are saved next to the
 trace and reopen with it.
 
-A mixin of :class:`whenpro_tui.screens.trace.TraceScreen`. Every decision is a
+A part of :class:`whenpro_tui.screens.trace.TraceScreen` (:mod:`.trace_host`). Every decision is a
 :mod:`whenpro_core.attribution` call (:mod:`~whenpro_core.attribution.interactive`,
 :mod:`~whenpro_core.attribution.verdicts`); this module wires them to widgets.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.actions import SkipAction
@@ -20,6 +20,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
+from whenpro_core.attribution.counterfactual import fixing_replay
 from whenpro_core.attribution.interactive import (
     AttributionRequest,
     MeteredJudge,
@@ -34,12 +35,29 @@ from whenpro_core.attribution.interactive import (
 )
 from whenpro_core.attribution.protocols import PROTOCOLS
 from whenpro_core.attribution.run import trace_has_gold
+from whenpro_core.attribution.verdicts import (
+    distinct_verdicts,
+    load_verdicts,
+    same_verdict,
+    save_verdict,
+    verdicts_path,
+)
+from whenpro_core.config import load_settings
 from whenpro_core.errors import WhenproError
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.trace.model import Attribution, Trace
-from whenpro_core.trace.taxonomy import Taxonomy
-from whenpro_tui.messages import AttributionDone, AttributionFailed, AttributionProgress, VerdictSaved, VerdictsLoaded
+from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
+from whenpro_tui.app_settings import saves_verdicts
+from whenpro_tui.messages import (
+    AttributionDone,
+    AttributionFailed,
+    AttributionProgress,
+    OpenDiff,
+    VerdictSaved,
+    VerdictsLoaded,
+)
 from whenpro_tui.screens.attribute_picker import AttributePicker
+from whenpro_tui.screens.trace_host import TracePart
 from whenpro_tui.widgets.verdict_panel import (
     REASON_CAP,
     SHORT_REASON_CAP,
@@ -50,7 +68,6 @@ from whenpro_tui.widgets.verdict_panel import (
 
 if TYPE_CHECKING:
     from whenpro_core.config import Settings
-    from whenpro_tui.widgets.step_list import StepList
 
 #: Seconds between repaints of the live status (spinner, seconds, tokens).
 TICK_S = 0.125
@@ -60,35 +77,33 @@ def _trace_key(trace: Trace) -> str:
     return f"{trace.source.ref() or ''}|{trace.id}"
 
 
-class AttributionMixin:
-    """Attribute, cancel and browse verdicts (mixed into the trace screen)."""
+class AttributionMixin(TracePart):
+    """Attribute, cancel and browse verdicts (a part of the trace screen)."""
 
-    trace: Trace
-    steps: StepList
-    show_labels: bool
-
-    #: The trace's verdicts, oldest first, and the one shown (``None``: panel hidden).
-    verdicts: list[Attribution] = []
-    verdict_pos: int | None = None
-    #: Where each verdict is kept, by ``id()``: "saved in trace.json.verdicts.jsonl", …
-    verdict_notes: dict[int, str] = {}
-    taxonomy: Taxonomy | None = None
-    _attr_worker: Worker | None = None
-    _attr_run = 0
-    _attr_request: AttributionRequest | None = None
-    _attr_view: ProgressView | None = None
-    _attr_judge: MeteredJudge | None = None
-    _attr_started = 0.0
-    _attr_frame = 0
-    _attr_timer: Timer | None = None
-    _attr_last: AttributionRequest | None = None
-    _attr_index: dict[str, list[int]] | None = None
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The trace's verdicts, oldest first, and the one shown (``None``: panel hidden).
+        self.verdicts: list[Attribution] = []
+        self.verdict_pos: int | None = None
+        #: Where each verdict is kept, by ``id()``: "saved in trace.json.verdicts.jsonl", …
+        self.verdict_notes: dict[int, str] = {}
+        self.taxonomy: Taxonomy | None = None
+        self._attr_worker: Worker[None] | None = None
+        #: bumped per run started or cancelled: messages of an older run are dropped
+        self._attr_run = 0
+        self._attr_request: AttributionRequest | None = None
+        self._attr_view: ProgressView | None = None
+        self._attr_judge: MeteredJudge | None = None
+        self._attr_started = 0.0
+        self._attr_frame = 0
+        self._attr_timer: Timer | None = None
+        self._attr_last: AttributionRequest | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
     def attribution_mounted(self) -> None:
         """Called by TraceScreen.on_mount once the trace is shown (Textual runs every
-        class's ``on_mount``, so mixins define no handler of their own)."""
+        class's ``on_mount``, so the parts define no handler of their own)."""
         self.verdicts = []
         self.verdict_notes = {}
         self.watch(self.app, "show_labels", lambda _show: self._show_verdict_panel(), init=False)
@@ -106,9 +121,6 @@ class AttributionMixin:
     @work(thread=True, group="verdicts", exit_on_error=False, description="load saved verdicts")
     def _load_verdicts(self, trace: Trace) -> None:
         """Read the trace's saved verdicts and its taxonomy (file I/O) in a thread."""
-        from whenpro_core.attribution.verdicts import load_verdicts, verdicts_path
-        from whenpro_core.trace.taxonomy import taxonomy_for
-
         problems: list[str] = []
         error = None
         verdicts: list[Attribution] = []
@@ -142,7 +154,7 @@ class AttributionMixin:
         if message.verdicts:  # a file from repeated CLI runs may hold one verdict many times
             saved = f"saved in {Path(message.path).name}" if message.path else "saved"
             self.verdict_notes.update({id(v): saved for v in message.verdicts})
-            self.verdicts = _distinct([*message.verdicts, *self.verdicts])
+            self.verdicts = distinct_verdicts([*message.verdicts, *self.verdicts])
             self.verdict_pos = len(self.verdicts) - 1
             self._apply_verdicts()
 
@@ -158,8 +170,6 @@ class AttributionMixin:
         if self.attribution_running:
             self.notify("An attribution is running: esc cancels it.", severity="warning")
             return
-        from whenpro_core.config import load_settings
-
         settings: Settings | None = None
         settings_error = None
         try:
@@ -198,7 +208,6 @@ class AttributionMixin:
         self._attr_request = request
         self._attr_view = None
         self._attr_judge = None
-        self._attr_index = None
         self._attr_started = time.perf_counter()
         self._attr_frame = 0
         self._attr_timer = self.set_interval(TICK_S, self._attr_tick)
@@ -280,7 +289,7 @@ class AttributionMixin:
         verdict = message.verdict
         where = f"step {clean(verdict.step)}" if verdict.step else "no step"
         summary = f"{clean(verdict.agent or '—')} · {where} · {clean(verdict.mode or '—')}"
-        same = next((i for i, v in enumerate(self.verdicts) if _same_verdict(v, verdict)), None)
+        same = next((i for i, v in enumerate(self.verdicts) if same_verdict(v, verdict)), None)
         if same is not None:  # a rerun that changes nothing adds nothing (the panel, the file)
             self.verdict_pos = same
             self._apply_verdicts(jump=True)
@@ -290,7 +299,7 @@ class AttributionMixin:
             return
         self.verdicts = [*self.verdicts, verdict]
         self.verdict_pos = len(self.verdicts) - 1
-        if getattr(self.app, "save_verdicts", True):
+        if saves_verdicts(self.app):
             self.verdict_notes[id(verdict)] = "saving…"
             self._save_verdict(self.trace, verdict)
         else:
@@ -302,9 +311,6 @@ class AttributionMixin:
     @work(thread=True, group="fixing-replay", exit_on_error=False, description="redo the fixing replay")
     def _show_fixing_replay(self, trace: Trace, verdict: Attribution) -> None:
         """The diff screen of the replay in which the verdict's correction fixed the run."""
-        from whenpro_core.attribution.counterfactual import fixing_replay
-        from whenpro_tui.screens.diff import DiffScreen
-
         model = verdict.model[len("llm-fix:") :] if verdict.model.startswith("llm-fix:") else None
         try:
             fixed = fixing_replay(trace, verdict, model)
@@ -312,12 +318,10 @@ class AttributionMixin:
             self.app.call_from_thread(self.notify, clean(exc.one_line()), title="Fixing replay", severity="warning")
             return
         if fixed is not None and trace is self.trace:
-            self.app.call_from_thread(self.app.push_screen, DiffScreen(trace, fixed))
+            self.app.post_message(OpenDiff(trace, fixed))
 
     @work(thread=True, group="verdict-save", exit_on_error=False, description="save a verdict")
     def _save_verdict(self, trace: Trace, verdict: Attribution) -> None:
-        from whenpro_core.attribution.verdicts import save_verdict
-
         try:
             path = save_verdict(trace, verdict)
         except WhenproError as exc:
@@ -386,16 +390,16 @@ class AttributionMixin:
         self.steps.set_attributed(marks)
         self._show_verdict_panel()
         if jump and target is not None:
-            self._go_to_step(target)  # type: ignore[attr-defined]
+            self._go_to_step(target)
         elif jump and self.verdict_pos is not None and self.verdicts[self.verdict_pos].step:
             self.notify(f"Step {clean(self.verdicts[self.verdict_pos].step)} is not in this trace.", severity="warning")
 
     def _verdict_slot(self) -> Static:
-        return self.query_one("#d-verdict", Static)  # type: ignore[attr-defined]
+        return self.query_one("#d-verdict", Static)
 
     def _reason_cap(self) -> int:
         """The reason's length: short on a short screen (80x24) unless the pane is zoomed."""
-        short = self.has_class("short") and self.maximized is None  # type: ignore[attr-defined]
+        short = self.has_class("short") and self.maximized is None
         return SHORT_REASON_CAP if short else REASON_CAP
 
     def _show_verdict_panel(self) -> None:
@@ -425,24 +429,7 @@ class AttributionMixin:
 
 def _preview(trace: Trace, protocol: str, model: str | None, with_gold: bool, settings: Settings | None) -> str:
     """The dry-run text of the dialog's choice (``f2``)."""
-    from whenpro_core.attribution.dry_run import preview_choice  # lazy: loads the LLM SDKs (~0.4 s)
+    # lazy: the dry-run modules (~30 ms) are needed only for f2 in the picker
+    from whenpro_core.attribution.dry_run import preview_choice
 
     return preview_choice(trace, protocol, model, with_gold, settings)
-
-
-def _verdict_key(v: Attribution) -> tuple:
-    """Protocol, model and gold setting, and the answer (who, when, what, why)."""
-    return (v.protocol, v.model, v.with_gold, v.agent, v.step, v.mode, v.reason)
-
-
-def _same_verdict(a: Attribution, b: Attribution) -> bool:
-    """Same protocol, model and gold setting, and the same answer."""
-    return _verdict_key(a) == _verdict_key(b)
-
-
-def _distinct(verdicts: list[Attribution]) -> list[Attribution]:
-    """``verdicts`` without repeats: each kept where it first appears."""
-    first: dict[tuple, Attribution] = {}
-    for v in verdicts:
-        first.setdefault(_verdict_key(v), v)
-    return list(first.values())

@@ -1,64 +1,54 @@
 """Finding steps on the trace screen: go to a coordinate (``:``), search with ``n``/``N``
 (``/``, run in a thread worker), filter by agent or kind (``f``/``F``).
 
-A mixin of :class:`whenpro_tui.screens.trace.TraceScreen`; every decision is a
+A part of :class:`whenpro_tui.screens.trace.TraceScreen` (:mod:`.trace_host`); every decision is a
 :mod:`whenpro_core.views.search` call.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import TYPE_CHECKING
 
 from textual import events, work
+from textual.widgets import Input
 from textual.worker import get_current_worker
 
 from whenpro_core.safety.textsafe import clean, plural
-from whenpro_core.views.search import SearchResult, StepFilter, filter_steps, find_coord, search_steps, step_facets
+from whenpro_core.views.search import StepFilter, filter_steps, find_coord, search_steps, step_facets
 from whenpro_tui.messages import SearchDone
 from whenpro_tui.screens.picker import FacetPicker
 from whenpro_tui.screens.prompt import PromptScreen
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from whenpro_core.trace.model import Trace
-    from whenpro_tui.widgets.step_list import StepList
+from whenpro_tui.screens.trace_host import TracePart
 
 
-class StepFinding:
-    """Go to, search and filter actions (mixed into the trace screen)."""
-
-    trace: Trace
-    search: SearchResult | None
-    step_filter: StepFilter
-    steps: StepList
-    take_count: Callable[..., int]  # CountPrefix
-
-    # ------------------------------------------------------------------ go to
+class StepFinding(TracePart):
+    """Go to, search and filter actions (a part of the trace screen)."""
 
     #: The ``:`` or ``/`` prompt opened last (keys typed fast behind the key go to it).
     _prompt: PromptScreen | None = None
+
+    # ------------------------------------------------------------------ go to
 
     def find_key(self, event: events.Key) -> None:
         """Keys typed ahead of the search/go-to prompt (the host screen's ``on_key`` calls this)."""
         # "/query" typed fast or pasted: the keys behind "/" are forwarded to this screen
         # before the prompt is up (and "q" would quit). Open the prompt at once and type
         # what follows into it.
-        if event.key in ("slash", "colon") and not self._prompt_open():
+        prompt = self._open_prompt()
+        if event.key in ("slash", "colon") and prompt is None:
             event.stop()
             self.action_search() if event.key == "slash" else self.action_goto()
-        elif self._prompt_open() and event.is_printable and event.character:
+        elif prompt is not None and event.is_printable and event.character:
             event.stop()
-            prompt = self._prompt
             if prompt.is_mounted:
-                prompt.query_one("Input").insert_text_at_cursor(event.character)
+                prompt.query_one(Input).insert_text_at_cursor(event.character)
             else:
                 prompt.value += event.character
 
-    def _prompt_open(self) -> bool:
+    def _open_prompt(self) -> PromptScreen | None:
+        """The ``:`` or ``/`` prompt while it is open, else ``None``."""
         prompt = self._prompt
-        return prompt is not None and prompt in self.app.screen_stack  # type: ignore[attr-defined]
+        return prompt if prompt is not None and prompt in self.app.screen_stack else None
 
     def action_goto(self) -> None:
         def done(text: str | None) -> None:

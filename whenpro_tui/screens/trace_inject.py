@@ -2,13 +2,12 @@
 cursor, then the live replay and the diff screen; ``d`` opens the diff of a counterfactual
 (a trace with injection provenance) against its seed run, loaded in a thread worker.
 
-A mixin of :class:`whenpro_tui.screens.trace.TraceScreen`; every rule is a
-``whenpro_core.injection`` call.
+A part of :class:`whenpro_tui.screens.trace.TraceScreen` (:mod:`.trace_host`); every
+rule is a ``whenpro_core.injection`` call. The replay and diff screens are opened by the
+App (:class:`~whenpro_tui.messages.OpenReplay`, :class:`~whenpro_tui.messages.OpenDiff`).
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from textual import work
 
@@ -16,23 +15,16 @@ from whenpro_core.errors import WhenproError
 from whenpro_core.injection.choices import injectable_reason
 from whenpro_core.injection.provenance import injection_of, load_seed, verdict_of
 from whenpro_core.safety.textsafe import clean
-from whenpro_tui.messages import DiffSources
+from whenpro_core.trace.model import Trace
+from whenpro_tui.messages import DiffSources, InjectionPlan, OpenDiff, OpenReplay
+from whenpro_tui.screens.inject_dialog import InjectDialog
+from whenpro_tui.screens.trace_host import TracePart
 
-if TYPE_CHECKING:
-    from whenpro_core.trace.model import Trace
-    from whenpro_tui.widgets.step_list import StepList
 
-
-class Injecting:
+class Injecting(TracePart):
     """``i`` (inject at this step) and ``d`` (diff of a counterfactual)."""
 
-    trace: Trace
-    steps: StepList
-
     def action_inject(self) -> None:
-        from whenpro_tui.screens.inject_dialog import InjectDialog, InjectionPlan
-        from whenpro_tui.screens.replay import ReplayScreen
-
         idx = self.steps.step_index
         if idx is None:
             self.notify("No step here to inject into.", severity="warning")
@@ -44,7 +36,7 @@ class Injecting:
 
         def planned(plan: InjectionPlan | None) -> None:
             if plan is not None:
-                self.app.push_screen(ReplayScreen(plan))
+                self.app.post_message(OpenReplay(plan))
 
         self.app.push_screen(InjectDialog(self.trace, idx), planned)
 
@@ -78,10 +70,8 @@ class Injecting:
         self.post_message(DiffSources(seed, cf))
 
     def on_diff_sources(self, message: DiffSources) -> None:
-        from whenpro_tui.screens.diff import DiffScreen
-
         message.stop()
         if message.seed is None:
             self.notify(clean(message.error or ""), title="Seed run not found", severity="error", timeout=12)
             return
-        self.app.push_screen(DiffScreen(message.seed, message.counterfactual, verdict_of(message.counterfactual)))
+        self.app.post_message(OpenDiff(message.seed, message.counterfactual, verdict_of(message.counterfactual)))

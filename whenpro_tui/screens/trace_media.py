@@ -1,7 +1,7 @@
 """Images and video keyframes on the trace screen (tuimedia; issue "The trace debugger
 TUI", items 4–5).
 
-A mixin of :class:`whenpro_tui.screens.trace.TraceScreen`. Showing a step fills the
+A part of :class:`whenpro_tui.screens.trace.TraceScreen` (:mod:`.trace_host`). Showing a step fills the
 detail pane's :class:`~whenpro_tui.widgets.media_panel.MediaPanel`:
 
 * **images** (the step's, and the task's on the task step): thumbnails with labels
@@ -21,7 +21,7 @@ the frame strip (``←``/``→`` move, ``enter`` opens, ``escape`` returns). Bad
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -41,45 +41,46 @@ from whenpro_core.media.preview import (
 )
 from whenpro_core.media.video import KeyframesCancelled
 from whenpro_core.safety.textsafe import plural
+from whenpro_core.trace.model import Trace
 from whenpro_tui import imaging
+from whenpro_tui.app_settings import images_setting
 from whenpro_tui.messages import KeyframesLoaded, KeyframesProgress, ThumbLoaded
 from whenpro_tui.screens.media_modal import MediaModal
+from whenpro_tui.screens.trace_host import TracePart
 from whenpro_tui.widgets.media_panel import POOL, MediaPanel
 from whenpro_tui.widgets.media_strip import Entry, ThumbStrip
 from whenpro_tui.widgets.step_detail import StepDetail
-
-if TYPE_CHECKING:
-    from whenpro_core.trace.model import Trace
-    from whenpro_tui.widgets.step_list import StepList
 
 #: Keyframes taken from a video file.
 KEYFRAMES = 8
 HINT_STYLE = "dim"
 
 
-class MediaViewing:
-    """Media panel, keyframe strip and full-size modal (mixed into the trace screen)."""
+class MediaViewing(TracePart):
+    """Media panel, keyframe strip and full-size modal (a part of the trace screen)."""
 
-    trace: Trace
-    steps: StepList
-    _media_key: tuple[Trace, int | None] | None = None
-    _media_gen = 0
-    _media_now: StepMedia = StepMedia()
-    _media_video: MediaItem | None = None
-    _video_errors: list[str] = []
-    _thumbs: imaging.ThumbCache | None = None
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: the trace and step the panel shows (``None``: nothing shown yet)
+        self._media_key: tuple[Trace, int | None] | None = None
+        #: bumped per step shown: worker results of an older step are dropped
+        self._media_gen = 0
+        self._media_now = StepMedia()
+        self._media_video: MediaItem | None = None
+        self._video_errors: list[str] = []
+        self._thumbs: imaging.ThumbCache | None = None
 
     # ------------------------------------------------------------------ plumbing
 
     @property
     def media_mode(self) -> str:
         """The image renderer in use (``off``, ``halfcell``, ``sixel``, ``kitty``)."""
-        return imaging.resolve(getattr(self.app, "images", "off"))  # type: ignore[attr-defined]
+        return imaging.resolve(images_setting(self.app))
 
     def media_panel(self) -> MediaPanel | None:
         """The detail pane's media panel once mounted (``None`` with ``--images off``,
         before the first step with media, and while the panel is still mounting)."""
-        return self.query_one(StepDetail).media_panel  # type: ignore[attr-defined]
+        return self.query_one(StepDetail).media_panel
 
     def _thumb_cache(self) -> imaging.ThumbCache:
         if self._thumbs is None:
@@ -91,8 +92,8 @@ class MediaViewing:
         the step's text (which keeps at least a third of the pane when long), within
         the panel's cap (3/4 of the pane), shared by the ``sections`` strips; 3 to 10
         rows."""
-        detail = self.query_one(StepDetail)  # type: ignore[attr-defined]
-        height = detail.size.height or self.app.size.height // 2  # type: ignore[attr-defined]
+        detail = self.query_one(StepDetail)
+        height = detail.size.height or self.app.size.height // 2
         body = min(detail.body.line_count, max(4, height // 3))
         free = min(height - body - 1, height * 3 // 4) - 1  # title; panel cap, top border
         return max(3, min(10, free // max(1, sections) - 4))  # heading, caption, scrollbar
@@ -100,10 +101,10 @@ class MediaViewing:
     def on_step_detail_media_panel_mounted(self, _message: StepDetail.MediaPanelMounted) -> None:
         """The panel requested by :meth:`show_media` is there: show the step on display."""
         self._media_key = None
-        self.show_media(self.query_one(StepDetail).shown_index)  # type: ignore[attr-defined]
+        self.show_media(self.query_one(StepDetail).shown_index)
 
     def _cancel_media(self, group: str) -> None:
-        self.app.workers.cancel_group(self, group)  # type: ignore[attr-defined]
+        self.app.workers.cancel_group(self, group)
 
     # ------------------------------------------------------------------ showing a step
 
@@ -113,7 +114,7 @@ class MediaViewing:
         panel = self.media_panel()
         if panel is None:
             if idx is not None and not step_media(self.trace, idx).empty:
-                self.query_one(StepDetail).request_media_panel()  # type: ignore[attr-defined]
+                self.query_one(StepDetail).request_media_panel()
             return
         key = (self.trace, idx)
         if self._media_key is not None and self._media_key[0] is key[0] and self._media_key[1] == idx:
@@ -213,7 +214,7 @@ class MediaViewing:
                 return
             except Exception as exc:  # a bad image is an error line, never a crash
                 message = ThumbLoaded(gen, strip, slot, item.ref, error=error_line(item.label, exc))
-            self.post_message(message)  # type: ignore[attr-defined]
+            self.post_message(message)
 
     def on_thumb_loaded(self, message: ThumbLoaded) -> None:
         message.stop()
@@ -242,7 +243,7 @@ class MediaViewing:
         worker = get_current_worker()
 
         def progress(done: int, total: int | None) -> None:
-            self.post_message(KeyframesProgress(gen, done, total))  # type: ignore[attr-defined]
+            self.post_message(KeyframesProgress(gen, done, total))
 
         try:
             result = video_keyframes(
@@ -255,7 +256,7 @@ class MediaViewing:
             self.post_message(
                 KeyframesLoaded(
                     gen,
-                    item.label,  # type: ignore[attr-defined]
+                    item.label,
                     error=error_line(item.label, exc),
                 )
             )
@@ -265,7 +266,7 @@ class MediaViewing:
                 KeyframesLoaded(
                     gen,
                     item.label,
-                    result=result,  # type: ignore[attr-defined]
+                    result=result,
                     thumbs=thumbs,
                 )
             )
@@ -325,25 +326,25 @@ class MediaViewing:
     # ------------------------------------------------------------------ keys
 
     def focused_strip(self) -> ThumbStrip | None:
-        focused = self.app.focused  # type: ignore[attr-defined]
+        focused = self.app.focused
         return focused if isinstance(focused, ThumbStrip) else None
 
     def _catch_up(self) -> None:
         """Show the step under the cursor now if a burst of keys left it pending (``m``
         or ``M`` typed right after ``j``)."""
-        if self.query_one(StepDetail).shown_index != self.steps.step_index:  # type: ignore[attr-defined]
-            self._show_current()  # type: ignore[attr-defined]
+        if self.query_one(StepDetail).shown_index != self.steps.step_index:
+            self._show_current()
 
     def action_open_media(self) -> None:
         """``m``: the step's images and frames full size."""
         self._catch_up()
         panel = self.media_panel()
         if panel is None:
-            self.notify("Images are off (--images off).", severity="warning")  # type: ignore[attr-defined]
+            self.notify("Images are off (--images off).", severity="warning")
             return
         entries = panel.entries()
         if not entries or not panel.display:
-            self.notify("This step has no images or frames.")  # type: ignore[attr-defined]
+            self.notify("This step has no images or frames.")
             return
         index = 0
         strip = self.focused_strip()
@@ -357,19 +358,15 @@ class MediaViewing:
         panel = self.media_panel()
         for name in ("frames", "images"):
             if panel is not None and panel.display and panel.strip(name).shown:
-                self.set_focus(panel.strip(name))  # type: ignore[attr-defined]  # now: keys may follow at once
+                self.set_focus(panel.strip(name))  # now: keys may follow at once
                 return
-        self.notify(
-            "This step has no frames or images."
-            if panel is not None  # type: ignore[attr-defined]
-            else "Images are off (--images off)."
-        )
+        self.notify("This step has no frames or images." if panel is not None else "Images are off (--images off).")
 
     def _offset(self, panel: MediaPanel, strip: ThumbStrip) -> int:
         return len(panel.strip("images").entries) if strip.id == "mp-frames" else 0
 
     def _open_modal(self, entries: list[Entry], index: int) -> None:
-        self.app.push_screen(MediaModal(entries, index, self.trace, self.media_mode))  # type: ignore[attr-defined]
+        self.app.push_screen(MediaModal(entries, index, self.trace, self.media_mode))
 
     def on_thumb_strip_chosen(self, event: ThumbStrip.Chosen) -> None:
         event.stop()
@@ -383,7 +380,7 @@ class MediaViewing:
 
     def media_resized(self) -> None:
         """The screen was resized (called by TraceScreen.on_resize): refit thumbnails."""
-        self.call_after_refresh(self._refit_media)  # type: ignore[attr-defined]
+        self.call_after_refresh(self._refit_media)
 
     def _refit_media(self) -> None:
         panel = self.media_panel()

@@ -30,8 +30,16 @@ from whenpro_core.formats import load_trace
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.trace.model import Trace
 from whenpro_core.trace.taxonomy import taxonomy_for
+from whenpro_tui.app_settings import set_labels
 from whenpro_tui.commands import collect_bindings
-from whenpro_tui.messages import ReviewLoaded, TraceLoaded, TraceLoadFailed, load_trace_message
+from whenpro_tui.messages import (
+    OpenReviewTrace,
+    ReviewLoaded,
+    ReviewView,
+    TraceLoaded,
+    TraceLoadFailed,
+    load_trace_message,
+)
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.review_dialogs import DecisionDialog, VerdictMenu
@@ -64,7 +72,7 @@ class ValidationScreen(Leaving, Screen[None]):
         self.items: list[ReviewItem] = []
         self.counts: dict = {}
         self.taxonomy = taxonomy_for(self.root)
-        self.review_screen = None  # the ReviewTraceScreen on top, if any
+        self.review_screen: ReviewView | None = None  # the screen of the trace under review, if open
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -230,13 +238,21 @@ class ValidationScreen(Leaving, Screen[None]):
         self.post_message(load_trace_message(ref, position))
 
     def on_trace_loaded(self, message: TraceLoaded) -> None:
-        from whenpro_tui.screens.review_trace import ReviewTraceScreen
-
         message.stop()
-        self.app.show_labels = True  # type: ignore[attr-defined]  # the built label is the point
-        screen = ReviewTraceScreen(message.trace, self, siblings=self.refs(), position=message.position)
+        set_labels(self.app, True)  # the built label is the point
+        self.app.post_message(
+            OpenReviewTrace(
+                message.trace,
+                self,
+                siblings=self.refs(),
+                position=message.position,
+                on_open=self._review_opened,
+                on_close=self._review_closed,
+            )
+        )
+
+    def _review_opened(self, screen: ReviewView) -> None:
         self.review_screen = screen
-        self.app.push_screen(screen, self._review_closed)
 
     def _review_closed(self, position: int | None) -> None:
         self.review_screen = None

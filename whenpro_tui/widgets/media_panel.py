@@ -14,6 +14,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Static
 
 from whenpro_tui.widgets.media_strip import Entry, ThumbStrip, fit_rows
@@ -32,8 +33,8 @@ class MediaPanel(Vertical):
 
     DEFAULT_CSS = """
     MediaPanel {
-        /* trace_media._thumb_rows assumes the max-height cap */
-        height: auto; max-height: 75%; overflow-y: auto; scrollbar-size-vertical: 1;
+        height: auto; max-height: 75%; /* trace_media._thumb_rows assumes this cap */
+        overflow-y: auto; scrollbar-size-vertical: 1;
         border-top: hkey $primary 40%;
         & > .mp-head { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
         & > #mp-errors { height: auto; max-height: 6; color: $error; }
@@ -110,6 +111,6 @@ class MediaPanel(Vertical):
             strip.set_rows(self._fit(rows, strip.entries, name))
 
     def _fit(self, rows: int, entries: list[Entry], name: str) -> int:
-        width = (self.parent.size.width if self.parent is not None else 0) - 2
+        width = (self.parent.size.width if isinstance(self.parent, Widget) else 0) - 2
         # before images load: photos are about 4:3, video frames 16:9
         return fit_rows(rows, entries, width, self.mode, aspect=4 / 3 if name == "images" else 16 / 9)

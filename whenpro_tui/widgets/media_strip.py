@@ -118,12 +118,12 @@ class Tile(Vertical):
             img.styles.height = rows
             msg.styles.height = rows
         if entry.image is not None:
-            if getattr(img, "image", None) is not entry.image:
-                img.image = entry.image  # type: ignore[attr-defined]
+            if imaging.shown_image(img) is not entry.image:
+                imaging.show_image(img, entry.image)
             self.set_class(False, "-msg", "-error")
         else:
-            if getattr(img, "image", None) is not None:
-                img.image = None  # type: ignore[attr-defined]
+            if imaging.shown_image(img) is not None:
+                imaging.show_image(img, None)
             msg.update(Text(entry.error or "loading…"))
             self.set_class(True, "-msg")
             self.set_class(entry.error is not None, "-error")

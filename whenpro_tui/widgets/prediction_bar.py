@@ -14,6 +14,7 @@ from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Static
 
+from whenpro_core.bench.aggregate import group_label
 from whenpro_core.bench.explore import compare
 from whenpro_core.bench.records import Record
 from whenpro_core.safety.textsafe import one_line
@@ -54,7 +55,6 @@ class PredictionBar(Vertical):
 
     def show_record(self, record: Record | None, *, taxonomy=None) -> None:
         """Show ``record`` (``None``: say the trace has no record here)."""
-        from whenpro_core.bench.aggregate import group_label
 
         self.record = record
         axes = self.query_one("#pred-axes", Static)

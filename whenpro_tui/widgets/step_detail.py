@@ -40,8 +40,9 @@ from textual.widgets import Static
 from whenpro_core.safety.textsafe import clean, human_size
 from whenpro_core.trace.model import Step
 from whenpro_core.trace.usage import step_usage
-from whenpro_core.views.stepview import StepRow, call_blocks, content_blocks, fold, media_label
+from whenpro_core.views.stepview import Block, StepRow, call_blocks, content_blocks, fold, media_label
 from whenpro_tui import imaging
+from whenpro_tui.app_settings import images_setting
 from whenpro_tui.widgets.blocks import plain, render_block, render_blocks
 from whenpro_tui.widgets.media_panel import MediaPanel, panel_enabled
 from whenpro_tui.widgets.palette import MARKER_STYLES, agent_style
@@ -84,7 +85,7 @@ class StepBody(ScrollView, can_focus=True):
         super().notify_style_update()
         self._base = None
         if self._width:
-            self._render(self._width)
+            self._render_body(self._width)
             self.refresh()
 
     @property
@@ -95,11 +96,11 @@ class StepBody(ScrollView, can_focus=True):
     def show(self, renderable: RenderableType) -> None:
         """Replace what the view shows and scroll to its top."""
         self._renderable = renderable
-        self._render(self.scrollable_content_region.width)
+        self._render_body(self.scrollable_content_region.width)
         self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
 
-    def _render(self, width: int) -> None:
+    def _render_body(self, width: int) -> None:
         self._width = width
         if width <= 0:
             self._lines = []
@@ -121,7 +122,7 @@ class StepBody(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         width = self.scrollable_content_region.width
         if width != self._width:
-            self._render(width)
+            self._render_body(width)
             # the compositor already painted this size from the old lines (and caches
             # those strips): repaint with the new wrap now
             self.refresh()
@@ -192,7 +193,7 @@ class StepDetail(Vertical):
         except Exception as exc:  # a broken install: say so, keep the text placeholders
             self.notify(f"Images cannot be shown: {type(exc).__name__}: {exc}", severity="error", markup=False)
             return
-        mode = imaging.resolve(self.app.images)  # type: ignore[attr-defined]
+        mode = imaging.resolve(images_setting(self.app))
         panel = MediaPanel(mode, id="d-media-panel")
         await self.mount(panel, after="#d-media")  # returns once every descendant is mounted
         self.media_panel = panel
@@ -223,86 +224,123 @@ class StepDetail(Vertical):
     def show_step(self, step: Step, row: StepRow, opts: DetailOptions) -> None:
         """Show ``step`` (its list row ``row`` gives coordinate and markers)."""
         self.shown_index = step.index
-        max_lines, max_chars = LEVELS[min(opts.level, len(LEVELS) - 1)]
-        cut: list[str] = []
-        parts: list[RenderableType] = []
-
-        title = Text()
-        title.append(f"Step {row.coord or '#' + str(step.index)}", style="bold")
-        title.append(" · ")
-        title.append(row.agent, style=agent_style(opts.agent_slot))
-        title.append(f" · {row.kind}", style="italic")
-        if row.coord != str(step.index):
-            title.append(f"  (#{step.index})", style="dim")
-        marks = row.markers(opts.show_labels)
-        if marks:
-            title.append("  ")
-            for ch in marks:
-                title.append(ch, style=MARKER_STYLES.get(ch))
-        if opts.show_labels and row.gt:
-            title.append(" ground-truth decisive step", style=MARKER_STYLES["★"])
-        usage = step_usage(step)
-        if not usage.empty:  # tokens, cost, latency where the format records them
-            title.append("  " + usage.text(), style="dim")
-        self.query_one("#d-title", Static).update(title, layout=False)
-
-        reasoning = step.meta.get("reasoning")
-        if isinstance(reasoning, str) and reasoning.strip():  # thinking: folded tighter than the content
-            folded = fold(clean(reasoning), max_lines=max_lines // 10, max_chars=max_chars // 10)
-            parts.append(Text("Reasoning", style="bold dim"))
-            parts.append(plain(folded.text, style=Style(dim=True, italic=True), query=opts.query))
-            if not folded.complete:
-                parts.append(Text(folded.note(), style=FOLD_STYLE))
-                cut.append("reasoning " + folded.note())
-            parts.append(Text(""))
-
-        if step.content:
-            folded = fold(step.content, max_lines=max_lines, max_chars=max_chars)
-            parts.append(render_blocks(content_blocks(folded.text), raw=opts.raw, query=opts.query))
-            if not folded.complete:
-                cut.append(folded.note())
-        elif not (step.tool_calls or step.observation or step.error):
-            parts.append(Text("(no content)", style="dim italic"))
-
-        if step.tool_calls:
-            parts.append(Text(f"\nTool calls ({len(step.tool_calls)})", style="bold"))
-            for call in step.tool_calls:
-                head = Text("→ ", style="bold cyan")
-                head.append(clean(call.name), style="bold")
-                if call.id:
-                    head.append(f"  id {clean(call.id)}", style="dim")
-                parts.append(head)
-                for block in call_blocks(call.arguments):  # code arguments shown as code
-                    if not block.text:
-                        continue
-                    if len(block.text) > max_chars:
-                        cut.append(f"tool arguments: {human_size(max_chars)} of {human_size(len(block.text))} shown")
-                        block = type(block)("text", block.text[:max_chars])
-                    parts.append(render_block(block, raw=opts.raw, query=opts.query))
-
-        if step.observation:
-            folded = fold(step.observation, max_lines=max_lines, max_chars=max_chars)
-            parts.append(Text("\nObservation", style="bold"))
-            parts.append(render_blocks(content_blocks(folded.text), raw=opts.raw, query=opts.query))
-            if not folded.complete:
-                parts.append(Text(folded.note(), style=FOLD_STYLE))
-                cut.append("observation " + folded.note())
-
-        if step.error:
-            folded = fold(step.error, max_lines=max_lines, max_chars=max_chars)
-            parts.append(Text("\nError", style="bold red"))
-            parts.append(plain(folded.text, style=Style(color="#ff5f5f"), query=opts.query))
-
-        if opts.show_labels and step.hidden:
-            hidden = Text("\nHidden fields (labels)\n", style="bold #ffaf5f")
-            for key, value in step.hidden.items():
-                hidden.append(f"{clean(str(key))}: ", style="bold")
-                hidden.append(clean(str(value))[:2000] + "\n")
-            parts.append(hidden)
-
-        self.complete = not cut
-        if cut:
-            note = Text(cut[0] + "   o: show more · O: fold · e: $EDITOR", style=FOLD_STYLE)
-            parts.insert(0, note)
-        self.body.show(Group(*parts))
+        self.query_one("#d-title", Static).update(_step_title(step, row, opts), layout=False)
+        body = _StepBody(opts)
+        body.reasoning(step)
+        body.content(step)
+        body.tool_calls(step)
+        body.observation(step)
+        body.error(step)
+        body.hidden(step)
+        self.complete = not body.cut
+        self.body.show(body.group())
         self._set_media([media_label(m) for m in step.media])
+
+
+def _step_title(step: Step, row: StepRow, opts: DetailOptions) -> Text:
+    """``Step 3 · agent · kind  (#4)  ⚑★ ground-truth decisive step  usage``."""
+    title = Text()
+    title.append(f"Step {row.coord or '#' + str(step.index)}", style="bold")
+    title.append(" · ")
+    title.append(row.agent, style=agent_style(opts.agent_slot))
+    title.append(f" · {row.kind}", style="italic")
+    if row.coord != str(step.index):
+        title.append(f"  (#{step.index})", style="dim")
+    marks = row.markers(opts.show_labels)
+    if marks:
+        title.append("  ")
+        for ch in marks:
+            title.append(ch, style=MARKER_STYLES.get(ch))
+    if opts.show_labels and row.gt:
+        title.append(" ground-truth decisive step", style=MARKER_STYLES["★"])
+    usage = step_usage(step)
+    if not usage.empty:  # tokens, cost, latency where the format records them
+        title.append("  " + usage.text(), style="dim")
+    return title
+
+
+class _StepBody:
+    """The renderables of a step's body, section by section, folded to the display
+    level of ``opts`` (:data:`LEVELS`); ``cut`` says what was folded."""
+
+    def __init__(self, opts: DetailOptions) -> None:
+        self.opts = opts
+        self.max_lines, self.max_chars = LEVELS[min(opts.level, len(LEVELS) - 1)]
+        self.parts: list[RenderableType] = []
+        self.cut: list[str] = []
+
+    def reasoning(self, step: Step) -> None:
+        reasoning = step.meta.get("reasoning")
+        if not (isinstance(reasoning, str) and reasoning.strip()):
+            return
+        # thinking: folded tighter than the content
+        folded = fold(clean(reasoning), max_lines=self.max_lines // 10, max_chars=self.max_chars // 10)
+        self.parts.append(Text("Reasoning", style="bold dim"))
+        self.parts.append(plain(folded.text, style=Style(dim=True, italic=True), query=self.opts.query))
+        if not folded.complete:
+            self.parts.append(Text(folded.note(), style=FOLD_STYLE))
+            self.cut.append("reasoning " + folded.note())
+        self.parts.append(Text(""))
+
+    def content(self, step: Step) -> None:
+        if step.content:
+            folded = fold(step.content, max_lines=self.max_lines, max_chars=self.max_chars)
+            self.parts.append(render_blocks(content_blocks(folded.text), raw=self.opts.raw, query=self.opts.query))
+            if not folded.complete:
+                self.cut.append(folded.note())
+        elif not (step.tool_calls or step.observation or step.error):
+            self.parts.append(Text("(no content)", style="dim italic"))
+
+    def tool_calls(self, step: Step) -> None:
+        if not step.tool_calls:
+            return
+        self.parts.append(Text(f"\nTool calls ({len(step.tool_calls)})", style="bold"))
+        for call in step.tool_calls:
+            head = Text("→ ", style="bold cyan")
+            head.append(clean(call.name), style="bold")
+            if call.id:
+                head.append(f"  id {clean(call.id)}", style="dim")
+            self.parts.append(head)
+            for block in call_blocks(call.arguments):  # code arguments shown as code
+                if block.text:
+                    self.parts.append(render_block(self._capped(block), raw=self.opts.raw, query=self.opts.query))
+
+    def _capped(self, block: Block) -> Block:
+        """``block`` cut to the level's characters (noted in ``cut``)."""
+        if len(block.text) <= self.max_chars:
+            return block
+        self.cut.append(f"tool arguments: {human_size(self.max_chars)} of {human_size(len(block.text))} shown")
+        return type(block)("text", block.text[: self.max_chars])
+
+    def observation(self, step: Step) -> None:
+        if not step.observation:
+            return
+        folded = fold(step.observation, max_lines=self.max_lines, max_chars=self.max_chars)
+        self.parts.append(Text("\nObservation", style="bold"))
+        self.parts.append(render_blocks(content_blocks(folded.text), raw=self.opts.raw, query=self.opts.query))
+        if not folded.complete:
+            self.parts.append(Text(folded.note(), style=FOLD_STYLE))
+            self.cut.append("observation " + folded.note())
+
+    def error(self, step: Step) -> None:
+        if not step.error:
+            return
+        folded = fold(step.error, max_lines=self.max_lines, max_chars=self.max_chars)
+        self.parts.append(Text("\nError", style="bold red"))
+        self.parts.append(plain(folded.text, style=Style(color="#ff5f5f"), query=self.opts.query))
+
+    def hidden(self, step: Step) -> None:
+        if not (self.opts.show_labels and step.hidden):
+            return
+        hidden = Text("\nHidden fields (labels)\n", style="bold #ffaf5f")
+        for key, value in step.hidden.items():
+            hidden.append(f"{clean(str(key))}: ", style="bold")
+            hidden.append(clean(str(value))[:2000] + "\n")
+        self.parts.append(hidden)
+
+    def group(self) -> Group:
+        """The body: the first fold note on top (with the keys), then the sections."""
+        if not self.cut:
+            return Group(*self.parts)
+        note = Text(self.cut[0] + "   o: show more · O: fold · e: $EDITOR", style=FOLD_STYLE)
+        return Group(note, *self.parts)

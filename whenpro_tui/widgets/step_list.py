@@ -9,6 +9,8 @@ pane has focus.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
@@ -123,7 +125,6 @@ class StepList(VirtualList, inherit_bindings=False):
 
     def position_of(self, step_index: int) -> int | None:
         """Position in the list of step ``step_index``, or ``None`` if filtered out."""
-        from bisect import bisect_left
 
         pos = bisect_left(self.shown, step_index)
         if pos < len(self.shown) and self.shown[pos] == step_index:

@@ -178,8 +178,8 @@ class TraceTable(VirtualList):
         if name == "gt":
             gt = f"{clean(item.gt_step or '—')}/{clean(item.gt_mode or '—')}"
             return Segment(fit(gt, width), Style(color="#ffd700"))
-        value = getattr(item, name) or ("—" if name != "task" else "")
-        return Segment(fit(clean(value), width), None if name == "framework" else self._dim)
+        text = str(getattr(item, name) or ("—" if name != "task" else ""))
+        return Segment(fit(clean(text), width), None if name == "framework" else self._dim)
 
     def render_row(self, row: int, width: int) -> Strip:
         item = self.rows[self.shown[row]]

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from whenpro_core.attribution.interactive import AttributionRequest, ProgressView, verdict_score
 from whenpro_core.safety.textsafe import clean, one_line, whole_sentences
-from whenpro_core.trace.model import Attribution, Trace, Usage
+from whenpro_core.trace.model import Attribution, GroundTruth, Trace, Usage
 from whenpro_core.trace.taxonomy import Taxonomy
 
 #: One colour per verdict (its ◆ in the step list and in the panel), by creation order.
@@ -74,6 +74,27 @@ def render_verdict(
     cut after the last whole sentence within ``reason_cap`` characters; ``compact`` (short
     screens) puts the confidence and cost on the title line."""
     verdict = verdicts[current]
+    out = _title(verdicts, current, compact=compact)
+    out.append("\n")
+    out.append(_answer_line(trace, verdict, taxonomy, show_labels=show_labels))
+    if not compact:
+        out.append("\n")
+        out.append(_cost_line(verdict))
+    out.append(_warnings(verdict))
+    # the reason (and where the verdict is kept) last: on a short pane it is what gets
+    # clipped (z zooms the pane)
+    out.append("\n")
+    out.append("reason ", style=LABEL)
+    out.append(whole_sentences(verdict.reason or "—", reason_cap, more="… (z: the whole reason)"))
+    if note:  # after the reason: on a short pane the reason matters more
+        out.append("\n" + clean(note), style=DIM)
+    return out
+
+
+def _title(verdicts: list[Attribution], current: int, *, compact: bool) -> Text:
+    """``◆ Verdict 2/3 · protocol · model · with gold   A: next`` and, with several
+    verdicts, a second line listing them (the current one reversed)."""
+    verdict = verdicts[current]
     style = verdict_style(current)
     out = Text()
     out.append("◆ ", style=style)
@@ -94,46 +115,48 @@ def render_verdict(
                 item.stylize("reverse")
             out.append("  ")
             out.append(item)
+    return out
 
+
+def _answer_line(trace: Trace, verdict: Attribution, taxonomy: Taxonomy, *, show_labels: bool) -> Text:
+    """``agent X ✓   step 3 ✗ (GT 4)   mode M ✓``: the answer, and with labels shown
+    each axis compared with the ground truth (the GT after a miss; for the mode only
+    after a wrong one, not an unknown one)."""
     score = verdict_score(trace, verdict) if show_labels else None
-    gt = trace.ground_truth if show_labels else None
-    out.append("\n")
-    out.append("agent ", style=LABEL)
-    out.append(clean(verdict.agent or "—"), style="bold")
-    if score is not None:
-        out.append(_mark(score.agent))
-        if not score.agent and gt is not None:
-            out.append(f" (GT {clean(gt.agent or ', '.join(gt.agents) or '—')})", style=DIM)
-    out.append("   step ", style=LABEL)
-    out.append(clean(verdict.step or "—"), style="bold")
-    if score is not None:
-        out.append(_mark(score.step))
-        if not score.step and gt is not None:
-            out.append(f" (GT {clean(gt.step or '—')})", style=DIM)
-    out.append("   mode ", style=LABEL)
-    out.append(clean(taxonomy.name(verdict.mode)) if verdict.mode else "—", style="bold")
-    if score is not None:
-        out.append(_mark(score.mode))
-        if score.mode is False and gt is not None:
-            out.append(f" (GT {clean(gt.mode or '—')})", style=DIM)
+    marks = (score.agent, score.step, score.mode) if score is not None else None
+    gt = _gt_answer(trace.ground_truth) if show_labels else None
+    mode = clean(taxonomy.name(verdict.mode)) if verdict.mode else "—"
+    answer = (clean(verdict.agent or "—"), clean(verdict.step or "—"), mode)
+    out = Text()
+    for axis, (label, value) in enumerate(zip(("agent ", "   step ", "   mode "), answer, strict=True)):
+        out.append(label, style=LABEL)
+        out.append(value, style="bold")
+        if marks is None:
+            continue
+        out.append(_mark(marks[axis]))
+        missed = marks[axis] is False if axis == 2 else not marks[axis]
+        if missed and gt is not None:
+            out.append(f" (GT {clean(gt[axis])})", style=DIM)
     if show_labels and trace.ground_truth is None:
         out.append("   (no ground truth to compare)", style=DIM)
+    return out
 
-    if not compact:
-        out.append("\n")
-        out.append(_cost_line(verdict))
+
+def _gt_answer(gt: GroundTruth | None) -> tuple[str, str, str] | None:
+    """The ground truth's agent(s), step and mode as shown after a miss."""
+    if gt is None:
+        return None
+    return (gt.agent or ", ".join(gt.agents) or "—", gt.step or "—", gt.mode or "—")
+
+
+def _warnings(verdict: Attribution) -> Text:
+    """The first warnings, one line each, and how many more there are."""
+    out = Text()
     for w in verdict.warnings[:WARNINGS_SHOWN]:
         out.append("\n")
         out.append("⚠ " + one_line(w, 200), style="#e5c07b")
     if len(verdict.warnings) > WARNINGS_SHOWN:
         out.append(f"\n⚠ +{len(verdict.warnings) - WARNINGS_SHOWN} more warnings", style="#e5c07b")
-    # the reason (and where the verdict is kept) last: on a short pane it is what gets
-    # clipped (z zooms the pane)
-    out.append("\n")
-    out.append("reason ", style=LABEL)
-    out.append(whole_sentences(verdict.reason or "—", reason_cap, more="… (z: the whole reason)"))
-    if note:  # after the reason: on a short pane the reason matters more
-        out.append("\n" + clean(note), style=DIM)
     return out
 
 

@@ -136,7 +136,7 @@ class VirtualList(ScrollView, can_focus=True):
 
     def invalidate_row(self, row: int) -> None:
         """Drop the cached strip of one row and repaint it."""
-        # textual's LRUCache has keys() but no __iter__: iterating it indexes it by position.
+        # LRUCache has no __iter__ (iterating it would index it by 0, 1, ...): .keys() is needed
         for key in [k for k in self._cache.keys() if k[0] == row]:  # noqa: SIM118
             self._cache.discard(key)
         self.refresh_line(row)
