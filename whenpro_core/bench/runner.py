@@ -40,9 +40,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import AsyncContextManager
 
 from whenpro_core.attribution.interactive import MeteredJudge
 from whenpro_core.attribution.judge import Judge
@@ -150,8 +150,13 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
+async def run_item(
+    item: WorkItem, *, judge: Judge | None = None, loaded: Awaitable[tuple[Trace, int | None]] | None = None
+) -> Record:
     """Run one work item: load the trace, attribute it, score it.
+
+    ``loaded`` gives the trace already being loaded (by :class:`TraceLoads`; it raises as
+    the load would); without it the trace is loaded here, in a worker thread.
 
     Returns a Record; a trace that cannot be loaded or attributed gives a record with
     ``error`` (kind ``trace``, ``backend`` or ``internal``). Raises ConfigError (a
@@ -167,7 +172,7 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
         summary=item.summary,
     )
     try:
-        trace, tokens = await asyncio.to_thread(_load, item.ref)
+        trace, tokens = await (loaded if loaded is not None else asyncio.to_thread(_load, item.ref))
     except WhenproError as exc:
         return build_record(
             **common,
@@ -219,6 +224,46 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
 # --------------------------------------------------------------------------- scheduler
 
 
+class TraceLoads:
+    """Each trace of a run loaded once, in a worker thread, ahead of need.
+
+    ``items`` is the run's order (trace-major, :func:`plan`): all the items of one trace
+    share one load, and the loads of the next ``ahead`` items start while earlier items
+    wait on their LLM calls, so an item admitted by the scheduler finds its trace ready.
+    A load is dropped when the last item of its trace has taken it, so at most the
+    traces of the items in flight and ``ahead`` more are held in memory.
+    """
+
+    def __init__(self, items: Sequence[WorkItem], ahead: int) -> None:
+        self._items = items
+        self._ahead = ahead
+        self._users = Counter(item.ref for item in items)
+        self._loads: dict[str, asyncio.Task[tuple[Trace, int | None]]] = {}
+        self._started = 0  # items[:_started] have their load started or taken
+
+    def take(self, index: int) -> Awaitable[tuple[Trace, int | None]]:
+        """The load of ``items[index]``'s trace (awaiting it gives ``(trace, tokens)`` or
+        raises as :func:`_load` does), starting the loads up to ``ahead`` items on."""
+        stop = min(len(self._items), index + 1 + self._ahead)
+        while self._started < stop:
+            ref = self._items[self._started].ref
+            if ref not in self._loads:
+                self._loads[ref] = asyncio.create_task(asyncio.to_thread(_load, ref))
+            self._started += 1
+        ref = self._items[index].ref
+        task = self._loads[ref]
+        self._users[ref] -= 1
+        if self._users[ref] == 0:
+            del self._loads[ref]
+        return asyncio.shield(task)  # one item's cancellation does not cancel its neighbours' load
+
+    def cancel(self) -> None:
+        """Stop the loads no item has taken yet (a run that stops early)."""
+        for task in self._loads.values():
+            task.cancel()
+        self._loads.clear()
+
+
 @dataclass
 class RunStats:
     """What a run did: records ``written``, of which ``errors`` failed (by ``kinds``),
@@ -235,7 +280,7 @@ class RunStats:
 
 #: Test and tracing hook: an async context manager entered around each item's run,
 #: inside the concurrency bound.
-AroundHook = Callable[[WorkItem], AsyncContextManager[object]]
+AroundHook = Callable[[WorkItem], contextlib.AbstractAsyncContextManager[object]]
 
 
 async def run_items(
@@ -262,12 +307,13 @@ async def run_items(
     streak: dict[str, int] = {}
     started = time.perf_counter()
     gate = asyncio.Semaphore(concurrency)
+    loads = TraceLoads(items, ahead=concurrency)
 
-    async def one(item: WorkItem) -> None:
+    async def one(item: WorkItem, loaded: Awaitable[tuple[Trace, int | None]]) -> None:
         try:
             ctx = around(item) if around else contextlib.nullcontext()
             async with ctx:
-                rec = await run_item(item, judge=judges.get(item.model))
+                rec = await run_item(item, judge=judges.get(item.model), loaded=loaded)
             results.append(rec)
             stats.written += 1
             stats.usage, stats.spent = stats.usage.add(rec.usage), stats.spent.add(rec.spent)
@@ -287,15 +333,16 @@ async def run_items(
 
     try:
         async with asyncio.TaskGroup() as group:
-            for item in items:
+            for index, item in enumerate(items):
                 await gate.acquire()
-                group.create_task(one(item))
+                group.create_task(one(item, loads.take(index)))
     except BaseExceptionGroup as eg:
         fatal = _first_whenpro_error(eg)
         if fatal is not None:
             raise fatal from None
         raise
     finally:
+        loads.cancel()
         stats.seconds = time.perf_counter() - started
     return stats
 
