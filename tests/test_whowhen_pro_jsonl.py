@@ -243,7 +243,10 @@ def test_a_damaged_saved_index_is_ignored_and_a_file_with_bad_rows_is_not_saved(
     first = row_index(path).rows
     st = path.stat()
     saved = wj.saved_index_path((str(path.resolve()), st.st_size, st.st_mtime_ns))
-    for damage in (b"{not json", b'{"format":"whenpro.row-index/1","rows":[[1,2]]}', b"[]"):
+    good = saved.read_bytes()
+    head, body = good.split(b"\n", 1)
+    flipped = body.replace(b'"start":[', b'"start":["x",', 1)  # a damaged body, header intact
+    for damage in (b"{not json", b"[]", head + b"\n" + flipped, good[: len(good) // 2], head):
         saved.write_bytes(damage)
         wj._CACHE.clear()
         assert row_index(path).rows == first

@@ -27,6 +27,9 @@ trajectory is reported when the row is opened.
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
+import itertools
 import mmap
 import re
 from collections import OrderedDict
@@ -382,8 +385,6 @@ def saved_index_path(key: tuple[str, int, int]) -> Path:
     """Where the index of the file ``key`` = (absolute path, size, mtime ns) is saved:
     ``<cache dir>/row-index/<sha1 of the path>.json`` (one per file, replaced when the
     file changes)."""
-    import hashlib
-
     from whenpro_core.paths import cache_dir
 
     return cache_dir() / "row-index" / f"{hashlib.sha1(key[0].encode()).hexdigest()}.json"
@@ -391,34 +392,53 @@ def saved_index_path(key: tuple[str, int, int]) -> Path:
 
 def load_saved_index(key: tuple[str, int, int]) -> list[RowMeta] | None:
     """The rows saved for the file ``key`` by an earlier listing, or ``None`` (none saved,
-    saved for another size or mtime, unreadable, or from another index version)."""
+    saved for another size or mtime, another index version, or damaged: the body's
+    checksum is checked before it is used)."""
     try:
-        doc = jsonio.loads(saved_index_path(key).read_bytes())
-        if doc["format"] != INDEX_FORMAT or [doc["path"], doc["size"], doc["mtime_ns"]] != list(key):
+        head, _, body = saved_index_path(key).read_bytes().partition(b"\n")
+        meta = orjson.loads(head)
+        if meta["format"] != INDEX_FORMAT or [meta["path"], meta["size"], meta["mtime_ns"]] != list(key):
             return None
-        return list(map(_ROW_FROM_LIST, doc["rows"]))
-    except (OSError, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        if hashlib.blake2b(body, digest_size=16).hexdigest() != meta["blake2b"]:
+            return None
+        doc = orjson.loads(body)
+        words = doc["words"]
+        columns = [doc[name] for name in _SAVED_COLUMNS]
+        if len({len(c) for c in columns}) != 1:
+            return None
+        columns[4:] = [list(map(words.__getitem__, c)) for c in columns[4:]]  # small ints -> strings
+        return list(map(_as_row, zip(*columns, itertools.repeat(None, len(columns[0])), strict=True)))
+    except (OSError, ValueError, KeyError, TypeError, IndexError, orjson.JSONDecodeError):
         return None
-
-
-def _ROW_FROM_LIST(values: list) -> RowMeta:  # noqa: N802 - a constructor
-    if len(values) != len(RowMeta._fields) or values[-1] is not None:
-        raise ValueError("not a saved row")
-    return tuple.__new__(RowMeta, values)
 
 
 def save_index(key: tuple[str, int, int], rows: list[RowMeta]) -> None:
     """Save the rows of the file ``key`` for later listings (atomically; best effort: a
-    cache folder that cannot be written is skipped). A file with bad rows is not saved:
-    its errors are worded afresh by the next scan."""
+    cache folder that cannot be written is skipped). A header line (format, file, size,
+    mtime, checksum of the body), then the body: columns, with framework, benchmark and
+    ground truth as indices into a word list. A file with bad rows is not saved: its
+    errors are worded afresh by the next scan."""
     if len(rows) < _SAVE_MIN_ROWS or any(r.problem is not None for r in rows):
         return
     from whenpro_core.fsutil import atomic_write_bytes
 
-    doc = {"format": INDEX_FORMAT, "path": key[0], "size": key[1], "mtime_ns": key[2], "rows": list(map(list, rows))}
+    words: dict[str | None, int] = {}
+    doc: dict[str, Any] = {}
+    for n, name in enumerate(_SAVED_COLUMNS):
+        column = [r[n] for r in rows]
+        doc[name] = column if n < 4 else [words.setdefault(v, len(words)) for v in column]
+    doc["words"] = list(words)
+    body = orjson.dumps(doc)
+    head = {"format": INDEX_FORMAT, "path": key[0], "size": key[1], "mtime_ns": key[2]}
+    head["blake2b"] = hashlib.blake2b(body, digest_size=16).hexdigest()
     with contextlib.suppress(WhenproError, OSError):
-        atomic_write_bytes(saved_index_path(key), orjson.dumps(doc))
+        atomic_write_bytes(saved_index_path(key), orjson.dumps(head) + b"\n" + body)
 
+
+#: The RowMeta fields a saved index keeps (``problem`` is always None there), in order;
+#: from the fifth on, as indices into the index's ``words``.
+_SAVED_COLUMNS = ("row", "start", "end", "id", "framework", "benchmark", "gt_mode", "gt_step")
+_as_row = functools.partial(tuple.__new__, RowMeta)
 
 #: Files with fewer rows are not worth a saved index (scanning them is instant).
 _SAVE_MIN_ROWS = 64
