@@ -43,6 +43,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from whenpro_core.attribution.interactive import MeteredJudge
 from whenpro_core.attribution.judge import Judge
@@ -65,6 +66,7 @@ from whenpro_core.bench.plan import (
 from whenpro_core.bench.records import Record, ResultsFile, build_record
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
 from whenpro_core.model import Trace, Usage
+from whenpro_core.taxonomy import Taxonomy, taxonomy_for
 
 __all__ = [
     "GOLD_SETTINGS",
@@ -133,7 +135,19 @@ def transcript_tokens(trace: Trace) -> int:
     return chars // CHARS_PER_TOKEN
 
 
-def _load(ref: str) -> tuple[Trace, int | None]:
+class Loaded(NamedTuple):
+    """A loaded trace with what its items need besides it: the transcript length in
+    tokens (``None`` when it could not be estimated) and the dataset's taxonomy (``None``
+    when it could not be read: the attribution then reads it and reports why)."""
+
+    trace: Trace
+    tokens: int | None
+    taxonomy: Taxonomy | None
+
+
+def _load(ref: str) -> Loaded:
+    """Load the trace ``ref`` (blocking: run it in a worker thread). Raises as
+    ``load_trace`` does."""
     from whenpro_core.formats import load_trace
 
     trace = load_trace(ref)
@@ -141,7 +155,11 @@ def _load(ref: str) -> tuple[Trace, int | None]:
         tokens = transcript_tokens(trace)
     except Exception:  # noqa: BLE001 - a length estimate never fails an item
         tokens = None
-    return trace, tokens
+    try:
+        taxonomy = taxonomy_for(trace.source.root)  # a file look-up: here, not in the event loop
+    except WhenproError:
+        taxonomy = None
+    return Loaded(trace, tokens, taxonomy)
 
 
 def _describe(exc: BaseException) -> str:
@@ -150,9 +168,7 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-async def run_item(
-    item: WorkItem, *, judge: Judge | None = None, loaded: Awaitable[tuple[Trace, int | None]] | None = None
-) -> Record:
+async def run_item(item: WorkItem, *, judge: Judge | None = None, loaded: Awaitable[Loaded] | None = None) -> Record:
     """Run one work item: load the trace, attribute it, score it.
 
     ``loaded`` gives the trace already being loaded (by :class:`TraceLoads`; it raises as
@@ -172,7 +188,7 @@ async def run_item(
         summary=item.summary,
     )
     try:
-        trace, tokens = await (loaded if loaded is not None else asyncio.to_thread(_load, item.ref))
+        trace, tokens, taxonomy = await (loaded if loaded is not None else asyncio.to_thread(_load, item.ref))
     except WhenproError as exc:
         return build_record(
             **common,
@@ -196,7 +212,12 @@ async def run_item(
     try:
         template = load_template(item.template) if item.template else None
         prediction = await attribute(
-            trace, base_protocol(item.protocol), judge=meter, with_gold=item.with_gold, template=template
+            trace,
+            base_protocol(item.protocol),
+            judge=meter,
+            with_gold=item.with_gold,
+            template=template,
+            taxonomy=taxonomy,
         )
         if item.protocol != "heuristic":
             prediction.model = item.model
@@ -238,11 +259,11 @@ class TraceLoads:
         self._items = items
         self._ahead = ahead
         self._users = Counter(item.ref for item in items)
-        self._loads: dict[str, asyncio.Task[tuple[Trace, int | None]]] = {}
+        self._loads: dict[str, asyncio.Task[Loaded]] = {}
         self._started = 0  # items[:_started] have their load started or taken
 
-    def take(self, index: int) -> Awaitable[tuple[Trace, int | None]]:
-        """The load of ``items[index]``'s trace (awaiting it gives ``(trace, tokens)`` or
+    def take(self, index: int) -> Awaitable[Loaded]:
+        """The load of ``items[index]``'s trace (awaiting it gives a :class:`Loaded` or
         raises as :func:`_load` does), starting the loads up to ``ahead`` items on."""
         stop = min(len(self._items), index + 1 + self._ahead)
         while self._started < stop:
@@ -309,7 +330,7 @@ async def run_items(
     gate = asyncio.Semaphore(concurrency)
     loads = TraceLoads(items, ahead=concurrency)
 
-    async def one(item: WorkItem, loaded: Awaitable[tuple[Trace, int | None]]) -> None:
+    async def one(item: WorkItem, loaded: Awaitable[Loaded]) -> None:
         try:
             ctx = around(item) if around else contextlib.nullcontext()
             async with ctx:
