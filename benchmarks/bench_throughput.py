@@ -148,7 +148,7 @@ async def run_whenpro(files: list[Path], server: RemoteServer, concurrency: int)
     )
     rows = [r for f in files for r in walk(f)]
     items = runner.plan(rows, ["all-at-once"], [model])
-    judge = make_judge(model, settings=settings, use_cache=False)
+    judge = make_judge(model, settings=settings, use_cache=False, threaded=True)  # as bench's make_judges
     results = ResultsFile(Path(tempfile.mkdtemp(prefix="whenpro-tp-")) / "results.jsonl")
     await judge.ask([Message.text("user", "warm-up")])  # SDK import and client set-up, not timed
     before = server.requests

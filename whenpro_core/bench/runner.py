@@ -42,6 +42,7 @@ import contextlib
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -100,8 +101,10 @@ def make_judges(
     ``whenpro_core.attribution.llm_judge.make_judge``; the heuristic needs none.
     ``concurrency`` raises each backend's limit of calls in flight (``concurrency`` in
     config.toml) to at least that many, so ``bench --concurrency N`` really has N calls in
-    flight. ``images`` (``"on"``/``"off"``) overrides the ``images`` setting. ConfigError when
-    a model is unusable or the LLM layer is not available."""
+    flight. ``images`` (``"on"``/``"off"``) overrides the ``images`` setting. Chat-completions
+    calls run in threads (``threaded``, :func:`whenpro_core.llm.open_backend`): with many calls
+    in flight that keeps up where one event loop does not. ConfigError when a model is
+    unusable or the LLM layer is not available."""
     names = [m for m in dict.fromkeys(models) if m != HEURISTIC_MODEL]
     if not names:
         return {}
@@ -119,7 +122,7 @@ def make_judges(
     settings = load_settings(**({"images": images} if images else {}))
     if concurrency is not None and concurrency > settings.concurrency:
         settings = settings.model_copy(update={"concurrency": concurrency})
-    return {name: make_judge(name, settings=settings, use_cache=use_cache) for name in names}
+    return {name: make_judge(name, settings=settings, use_cache=use_cache, threaded=True) for name in names}
 
 
 # --------------------------------------------------------------------------- one item
@@ -261,6 +264,9 @@ class TraceLoads:
         self._users = Counter(item.ref for item in items)
         self._loads: dict[str, asyncio.Task[Loaded]] = {}
         self._started = 0  # items[:_started] have their load started or taken
+        # One loader thread: loads run ahead, so one keeps up, and the event loop (which
+        # needs the GIL back after every socket call) competes with one thread, not a pool.
+        self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whenpro-load")
 
     def take(self, index: int) -> Awaitable[Loaded]:
         """The load of ``items[index]``'s trace (awaiting it gives a :class:`Loaded` or
@@ -269,7 +275,8 @@ class TraceLoads:
         while self._started < stop:
             ref = self._items[self._started].ref
             if ref not in self._loads:
-                self._loads[ref] = asyncio.create_task(asyncio.to_thread(_load, ref))
+                future = asyncio.get_running_loop().run_in_executor(self._loader, _load, ref)
+                self._loads[ref] = asyncio.ensure_future(future)
             self._started += 1
         ref = self._items[index].ref
         task = self._loads[ref]
@@ -283,6 +290,7 @@ class TraceLoads:
         for task in self._loads.values():
             task.cancel()
         self._loads.clear()
+        self._loader.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass

@@ -10,7 +10,9 @@ an answer that fails to validate is still counted. OpenAI caches prompt prefixes
 
 from __future__ import annotations
 
+import asyncio
 import functools
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -28,6 +30,31 @@ def make_client(api_key: str, base_url: str, timeout_s: float) -> Any:
     import openai
 
     return openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+
+
+class ThreadedClient:
+    """The blocking ``openai.OpenAI`` client run in a pool of ``workers`` threads, for
+    chat completions at high concurrency (``whenpro bench``): each call blocks its own
+    thread, which the OS wakes when its answer arrives, instead of one event loop thread
+    serving every socket (on a busy machine that loop is scheduled too rarely to keep
+    up; see ``benchmarks/bench_throughput.py``). Same requests, answers and errors as
+    :func:`make_client`'s client; the SDK's timeout bounds each call."""
+
+    def __init__(self, api_key: str, base_url: str, timeout_s: float, workers: int) -> None:
+        import openai
+
+        self.client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="whenpro-llm")
+
+    async def create_chat(self, **kwargs: Any) -> Any:
+        """``chat.completions.with_raw_response.create(**kwargs)`` in a worker thread."""
+        create = functools.partial(self.client.chat.completions.with_raw_response.create, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self.pool, create)
+
+    async def close(self) -> None:
+        """Close the HTTP client and let the worker threads end."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.client.close()
 
 
 def _parse_failure(exc: Exception) -> str | None:
@@ -87,7 +114,10 @@ async def call_chat(
         body["reasoning_effort"] = params.reasoning_effort
     if mode == "schema":
         body["response_format"] = response_format(request.output_model)
-    raw = await client.chat.completions.with_raw_response.create(model=spec.model, messages=[], extra_body=body)
+    if isinstance(client, ThreadedClient):
+        raw = await client.create_chat(model=spec.model, messages=[], extra_body=body)
+    else:
+        raw = await client.chat.completions.with_raw_response.create(model=spec.model, messages=[], extra_body=body)
     return chat_result(json_body(raw), request, mode)
 
 
