@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -50,6 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 _tmp = tempfile.mkdtemp(prefix="whenpro-bench-")
+atexit.register(shutil.rmtree, _tmp, ignore_errors=True)  # config, cache, trace copies
 os.environ["WHENPRO_CONFIG_DIR"] = os.path.join(_tmp, "config")  # never the user's config or cache
 os.environ["WHENPRO_CACHE_DIR"] = os.path.join(_tmp, "cache")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no model-price download at import
