@@ -247,6 +247,34 @@ def test_concurrency_bound_is_respected_and_used(dataset, tmp_path, bound):
     assert state["peak"] == bound
 
 
+def test_each_trace_is_loaded_once_for_all_its_settings(dataset):
+    """Items of one trace (trace-major plan) share one loaded Trace; other traces get their
+    own; a broken file fails every item of it the same way; loads run ahead of the taker."""
+    items = runner.plan(dataset, ["heuristic"], [], "both")  # every trace twice: gold, no-gold
+
+    async def take_all():
+        loads = runner.TraceLoads(items, ahead=3)
+        outcomes = []
+        for index in range(len(items)):
+            try:
+                outcomes.append((await loads.take(index))[0])
+            except TraceFormatError as exc:
+                outcomes.append(exc)
+        loads.cancel()
+        return outcomes
+
+    outcomes = asyncio.run(take_all())
+    by_ref: dict[str, list] = {}
+    for item, got in zip(items, outcomes, strict=True):
+        by_ref.setdefault(item.ref, []).append(got)
+    assert all(len(got) == 2 for got in by_ref.values())
+    traces = [got for got in by_ref.values() if not isinstance(got[0], Exception)]
+    broken = [got for got in by_ref.values() if isinstance(got[0], Exception)]
+    assert len(broken) == 1 and broken[0][0] is broken[0][1]
+    assert all(a is b for a, b in traces)
+    assert len({id(a) for a, _ in traces}) == len(traces)
+
+
 def test_concurrency_must_be_positive(dataset, tmp_path):
     with pytest.raises(ConfigError):
         run(runner.plan(dataset, ["heuristic"], []), tmp_path / "r.jsonl", concurrency=0)

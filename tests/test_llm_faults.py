@@ -18,11 +18,15 @@ from whenpro_core.llm.retry import is_retryable, retry_after_seconds
 MODELS = ["openai:gpt-4.1", "openai-responses:gpt-4.1", "anthropic:claude-sonnet-4-6"]
 
 
-@pytest.fixture
-def make_backend(llm_settings):
+@pytest.fixture(params=[False, True], ids=["async", "threaded"])
+def make_backend(llm_settings, request):
+    """Backends as every command opens them, and (``threaded``) as ``whenpro bench`` does:
+    chat completions on the blocking SDK client in worker threads; the same faults must
+    give the same outcomes."""
+
     def make(model: str = "openai:gpt-4.1", **overrides):
         overrides.setdefault("cache", False)
-        return open_backend(model, llm_settings(model, **overrides))
+        return open_backend(model, llm_settings(model, **overrides), threaded=request.param)
 
     return make
 

@@ -123,14 +123,17 @@ def make_judge(
     settings: Settings | None = None,
     use_cache: bool = True,
     multimodal: bool | None = None,
+    threaded: bool = False,
 ) -> LLMJudge:
     """Open a judge for ``model`` (default: the configured model).
 
-    Raises ConfigError for a bad model name, ``heuristic``, or a missing key or base URL
-    (the message names the setting to fix, never a key).
+    ``threaded``: chat-completions calls on the blocking SDK client in worker threads
+    (see :func:`whenpro_core.llm.open_backend`). Raises ConfigError for a bad model name,
+    ``heuristic``, or a missing key or base URL (the message names the setting to fix,
+    never a key).
     """
     settings = settings or load_settings()
-    backend = open_backend(model, settings)
+    backend = open_backend(model, settings, threaded=threaded)
     if multimodal is None:
         multimodal = reads_images(backend.spec, settings.images, settings.vision_models)
     return LLMJudge(

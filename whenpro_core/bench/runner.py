@@ -41,10 +41,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from whenpro_core.attribution.interactive import MeteredJudge
 from whenpro_core.attribution.judge import Judge
@@ -67,6 +69,7 @@ from whenpro_core.errors import BackendError, ConfigError, WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.library.listing import parse_where
 from whenpro_core.trace.model import Attribution, Trace, Usage
+from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
 from whenpro_core.views.transcript import CHARS_PER_TOKEN, block_text, context_text, render_transcript
 
 __all__ = [
@@ -99,8 +102,10 @@ def make_judges(
     ``whenpro_core.attribution.llm_judge.make_judge``; the heuristic needs none.
     ``concurrency`` raises each backend's limit of calls in flight (``concurrency`` in
     config.toml) to at least that many, so ``bench --concurrency N`` really has N calls in
-    flight. ``images`` (``"on"``/``"off"``) overrides the ``images`` setting. ConfigError when
-    a model is unusable or the LLM layer is not available."""
+    flight. ``images`` (``"on"``/``"off"``) overrides the ``images`` setting. Chat-completions
+    calls run in threads (``threaded``, :func:`whenpro_core.llm.open_backend`): with many calls
+    in flight that keeps up where one event loop does not. ConfigError when a model is
+    unusable or the LLM layer is not available."""
     names = [m for m in dict.fromkeys(models) if m != HEURISTIC_MODEL]
     if not names:
         return {}
@@ -118,7 +123,7 @@ def make_judges(
     settings = load_settings(**({"images": images} if images else {}))
     if concurrency is not None and concurrency > settings.concurrency:
         settings = settings.model_copy(update={"concurrency": concurrency})
-    return {name: make_judge(name, settings=settings, use_cache=use_cache) for name in names}
+    return {name: make_judge(name, settings=settings, use_cache=use_cache, threaded=True) for name in names}
 
 
 # --------------------------------------------------------------------------- one item
@@ -132,13 +137,29 @@ def transcript_tokens(trace: Trace) -> int:
     return chars // CHARS_PER_TOKEN
 
 
-def _load(ref: str) -> tuple[Trace, int | None]:
+class Loaded(NamedTuple):
+    """A loaded trace with what its items need besides it: the transcript length in
+    tokens (``None`` when it could not be estimated) and the dataset's taxonomy (``None``
+    when it could not be read: the attribution then reads it and reports why)."""
+
+    trace: Trace
+    tokens: int | None
+    taxonomy: Taxonomy | None
+
+
+def _load(ref: str) -> Loaded:
+    """Load the trace ``ref`` (blocking: run it in a worker thread). Raises as
+    ``load_trace`` does."""
     trace = load_trace(ref)
     try:
         tokens = transcript_tokens(trace)
     except Exception:  # noqa: BLE001 - a length estimate never fails an item
         tokens = None
-    return trace, tokens
+    try:
+        taxonomy = taxonomy_for(trace.source.root)  # a file look-up: here, not in the event loop
+    except WhenproError:
+        taxonomy = None
+    return Loaded(trace, tokens, taxonomy)
 
 
 def _describe(exc: BaseException) -> str:
@@ -147,8 +168,11 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
+async def run_item(item: WorkItem, *, judge: Judge | None = None, loaded: Awaitable[Loaded] | None = None) -> Record:
     """Run one work item: load the trace, attribute it, score it.
+
+    ``loaded`` gives the trace already being loaded (by :class:`TraceLoads`; it raises as
+    the load would); without it the trace is loaded here, in a worker thread.
 
     Returns a Record; a trace that cannot be loaded or attributed gives a record with
     ``error`` (kind ``trace``, ``backend`` or ``internal``). Raises ConfigError (a
@@ -164,7 +188,7 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
         summary=item.summary,
     )
     try:
-        trace, tokens = await asyncio.to_thread(_load, item.ref)
+        trace, tokens, taxonomy = await (loaded if loaded is not None else asyncio.to_thread(_load, item.ref))
     except WhenproError as exc:
         return build_record(
             **common,
@@ -190,7 +214,12 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
     try:
         template = load_template(item.template) if item.template else None
         prediction = await attribute(
-            trace, base_protocol(item.protocol), judge=meter, with_gold=item.with_gold, template=template
+            trace,
+            base_protocol(item.protocol),
+            judge=meter,
+            with_gold=item.with_gold,
+            template=template,
+            taxonomy=taxonomy,
         )
         if item.protocol != "heuristic":
             prediction.model = item.model
@@ -216,6 +245,51 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None) -> Record:
 
 
 # --------------------------------------------------------------------------- scheduler
+
+
+class TraceLoads:
+    """Each trace of a run loaded once, in a worker thread, ahead of need.
+
+    ``items`` is the run's order (trace-major, :func:`plan`): all the items of one trace
+    share one load, and the loads of the next ``ahead`` items start while earlier items
+    wait on their LLM calls, so an item admitted by the scheduler finds its trace ready.
+    A load is dropped when the last item of its trace has taken it, so at most the
+    traces of the items in flight and ``ahead`` more are held in memory.
+    """
+
+    def __init__(self, items: Sequence[WorkItem], ahead: int) -> None:
+        self._items = items
+        self._ahead = ahead
+        self._users = Counter(item.ref for item in items)
+        self._loads: dict[str, asyncio.Task[Loaded]] = {}
+        self._started = 0  # items[:_started] have their load started or taken
+        # One loader thread: loads run ahead, so one keeps up, and the event loop (which
+        # needs the GIL back after every socket call) competes with one thread, not a pool.
+        self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whenpro-load")
+
+    def take(self, index: int) -> Awaitable[Loaded]:
+        """The load of ``items[index]``'s trace (awaiting it gives a :class:`Loaded` or
+        raises as :func:`_load` does), starting the loads up to ``ahead`` items on."""
+        stop = min(len(self._items), index + 1 + self._ahead)
+        while self._started < stop:
+            ref = self._items[self._started].ref
+            if ref not in self._loads:
+                future = asyncio.get_running_loop().run_in_executor(self._loader, _load, ref)
+                self._loads[ref] = asyncio.ensure_future(future)
+            self._started += 1
+        ref = self._items[index].ref
+        task = self._loads[ref]
+        self._users[ref] -= 1
+        if self._users[ref] == 0:
+            del self._loads[ref]
+        return asyncio.shield(task)  # one item's cancellation does not cancel its neighbours' load
+
+    def cancel(self) -> None:
+        """Stop the loads no item has taken yet (a run that stops early)."""
+        for task in self._loads.values():
+            task.cancel()
+        self._loads.clear()
+        self._loader.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass
@@ -261,12 +335,13 @@ async def run_items(
     streak: dict[str, int] = {}
     started = time.perf_counter()
     gate = asyncio.Semaphore(concurrency)
+    loads = TraceLoads(items, ahead=concurrency)
 
-    async def one(item: WorkItem) -> None:
+    async def one(item: WorkItem, loaded: Awaitable[Loaded]) -> None:
         try:
             ctx = around(item) if around else contextlib.nullcontext()
             async with ctx:
-                rec = await run_item(item, judge=judges.get(item.model))
+                rec = await run_item(item, judge=judges.get(item.model), loaded=loaded)
             results.append(rec)
             stats.written += 1
             stats.usage, stats.spent = stats.usage.add(rec.usage), stats.spent.add(rec.spent)
@@ -286,15 +361,16 @@ async def run_items(
 
     try:
         async with asyncio.TaskGroup() as group:
-            for item in items:
+            for index, item in enumerate(items):
                 await gate.acquire()
-                group.create_task(one(item))
+                group.create_task(one(item, loads.take(index)))
     except BaseExceptionGroup as eg:
         fatal = _first_whenpro_error(eg)
         if fatal is not None:
             raise fatal from None
         raise
     finally:
+        loads.cancel()
         stats.seconds = time.perf_counter() - started
     return stats
 

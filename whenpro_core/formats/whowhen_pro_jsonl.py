@@ -11,8 +11,12 @@ Frame paths of video rows resolve against ``video_assets/<framework>/``.
 (:func:`row_index`): the file is memory-mapped, line boundaries found with
 ``mmap.find``, ``id/framework/benchmark`` read from the first bytes of each line and the
 ground truth from the small ``ground_truth`` string near its end, without decoding the
-trajectory. The index is cached per (path, size, mtime); opening row *k* is then one
-seek and one decode. ``step_count`` in listings is None (counting needs a decode).
+trajectory (a release-shaped line is read with a few byte searches, :func:`_fast_row`).
+The scan releases the pages it has passed, so a multi-GB file is listed in bounded
+memory. The index is cached per (path, size, mtime) in memory and saved in the user
+cache folder (``row-index/``), so a later listing of an unchanged file reads the saved
+index instead of scanning; opening row *k* is then one seek and one decode.
+``step_count`` in listings is None (counting needs a decode).
 
 A row's key is its 1-based line number. A bad line (truncated, not JSON, not UTF-8,
 fields of the wrong type) becomes an error summary row naming the file and row; the
@@ -22,6 +26,10 @@ trajectory is reported when the row is opened.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
+import itertools
 import mmap
 import re
 from collections import OrderedDict
@@ -29,7 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -45,8 +53,9 @@ from whenpro_core.trace.model import Modality, Trace, TraceSummary
 FORMAT = "whowhen-pro-jsonl"
 
 #: Decode counters, for tests and benchmarks that prove the listing never decodes a
-#: trajectory (``trajectory_decodes``) and how many rows were opened (``rows_loaded``).
-STATS = {"trajectory_decodes": 0, "rows_loaded": 0}
+#: trajectory (``trajectory_decodes``), how many rows were opened (``rows_loaded``) and
+#: how many times a file was scanned rather than its saved index read (``index_scans``).
+STATS = {"trajectory_decodes": 0, "rows_loaded": 0, "index_scans": 0}
 
 # Possessive runs: fast, and no catastrophic backtracking on an unterminated string.
 _STR = rb'"((?:[^"\\\n]++|\\.)*+)"'
@@ -64,10 +73,10 @@ _CACHE: OrderedDict[tuple[str, int, int], RowIndex] = OrderedDict()
 _CACHE_SIZE = 8
 
 
-@dataclass(frozen=True, slots=True)
-class RowMeta:
+class RowMeta(NamedTuple):
     """One line of the file: its 1-based ``row`` number, byte range ``[start, end)``
-    (without the newline), the fields read cheaply, and ``error`` when the line is bad."""
+    (without the newline), the fields read cheaply, and ``error`` when the line is bad.
+    A tuple: the index of a release holds tens of thousands, made in a tight loop."""
 
     row: int
     start: int
@@ -158,8 +167,69 @@ def _gt_listing(framework: str, raw: bytes) -> tuple[str | None, str | None, Tra
     return (gt.get("mode") if isinstance(gt.get("mode"), str) else None), step, None
 
 
+_FAST_HEAD = 1024  # bytes of a line the fast path reads: id, framework, benchmark and the task key
+_GT_KEY = b'"ground_truth"'
+#: A compact release head split at its quotes, the three values and the rest blanked.
+_FAST_SHAPE = [b"{", b"id", b":", b"", b",", b"framework", b":", b"", b",", b"benchmark", b":", b"", b""]
+_FAST_NEXT = (b',"task":"', b',"traject')  # after the benchmark: a task string or the trajectory
+
+
+def _fast_row(mm: mmap.mmap, row: int, start: int, end: int) -> RowMeta | None:
+    """The listing fields of a release-shaped line read with a few byte searches, or
+    ``None`` when the line is not in the release's exact compact form (then the careful
+    :func:`_scan_row` decides, and words any error).
+
+    Accepted: ``{"id":"…","framework":"…","benchmark":"…",`` with no escapes in those
+    three, then ``"task":"…`` (a string) or the trajectory, a ``"trajectory":"`` key within
+    the first :data:`_FAST_HEAD` bytes, a last byte ``}``, and a ground truth that reads
+    cleanly. Gives exactly what :func:`_scan_row` gives for such a line.
+    """
+    if mm[end - 1] != 0x7D:
+        return None
+    head = mm[start : min(end, start + _FAST_HEAD)]
+    parts = head.split(b'"', 12)
+    if len(parts) < 13 or parts[12][:9] not in _FAST_NEXT:
+        return None
+    _, _, _, raw_id, _, _, _, raw_fw, _, _, _, raw_bench, _ = parts
+    parts[3] = parts[7] = parts[11] = parts[12] = b""
+    if parts != _FAST_SHAPE or b"\\" in raw_id or b"\\" in raw_fw or b"\\" in raw_bench:
+        return None
+    traj = head.find(b',"trajectory":"')
+    if traj < 0 or head.find(b'"trajectory"') != traj + 1:
+        return None
+    try:
+        trace_id, fw, bench = raw_id.decode(), raw_fw.decode(), raw_bench.decode()
+    except UnicodeDecodeError:
+        return None
+    gpos = mm.rfind(_GT_KEY, start + traj + 15, end)
+    if gpos < 0:
+        return RowMeta(row, start, end, trace_id, fw, bench)
+    mode, step, problem = _gt_tail(fw, mm[gpos:end]) if end - gpos <= 512 else _gt_tail.__wrapped__(fw, mm[gpos:end])
+    if problem is not None:
+        return None
+    return RowMeta(row, start, end, trace_id, fw, bench, mode, step)
+
+
+@lru_cache(maxsize=4096)
+def _gt_tail(framework: str, tail: bytes) -> tuple[str | None, str | None, TraceFormatError | None]:
+    """``(mode, coordinate, problem)`` of the ground truth at the start of ``tail`` (a
+    line's bytes from its ``"ground_truth"`` key to its end). Cached: release rows repeat
+    the same small labels and end the same way."""
+    g = _GT_RE.match(tail)
+    if g is None:
+        return None, None, TraceFormatError("ground_truth is not a JSON string holding an object")
+    return _gt_listing(framework, g.group(1))
+
+
 def _scan_row(mm: mmap.mmap, path: Path, row: int, start: int, end: int, last: bool) -> RowMeta:
     """Read one line's listing fields without decoding its trajectory."""
+    fast = _fast_row(mm, row, start, end)
+    return fast if fast is not None else _careful_row(mm, path, row, start, end, last)
+
+
+def _careful_row(mm: mmap.mmap, path: Path, row: int, start: int, end: int, last: bool) -> RowMeta:
+    """:func:`_scan_row` for any line: whitespace, escapes and other key orders allowed,
+    every fault worded."""
     if mm[end - 1] != 0x7D and not mm[max(start, end - 16) : end].rstrip().endswith(b"}"):
         what = (
             "truncated line (the file ends in the middle of a row)"
@@ -297,14 +367,91 @@ def row_index(path: str | Path) -> RowIndex:
     if cached is not None:
         _CACHE.move_to_end(key)
         return cached
-    index = RowIndex(path, modality_of_name(path.stem), _scan_file(path, st.st_size))
+    rows = load_saved_index(key)
+    if rows is None:
+        rows = _scan_file(path, st.st_size)
+        save_index(key, rows)
+    index = RowIndex(path, modality_of_name(path.stem), rows)
     _CACHE[key] = index
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return index
 
 
+# --------------------------------------------------------------------------- the saved index
+
+#: Version of the saved index (bump when what :func:`_scan_row` reads changes).
+INDEX_FORMAT = "whenpro.row-index/1"
+
+
+def saved_index_path(key: tuple[str, int, int]) -> Path:
+    """Where the index of the file ``key`` = (absolute path, size, mtime ns) is saved:
+    ``<cache dir>/row-index/<sha1 of the path>.json`` (one per file, replaced when the
+    file changes)."""
+    from whenpro_core.storage.paths import cache_dir
+
+    return cache_dir() / "row-index" / f"{hashlib.sha1(key[0].encode()).hexdigest()}.json"
+
+
+def load_saved_index(key: tuple[str, int, int]) -> list[RowMeta] | None:
+    """The rows saved for the file ``key`` by an earlier listing, or ``None`` (none saved,
+    saved for another size or mtime, another index version, or damaged: the body's
+    checksum is checked before it is used)."""
+    try:
+        head, _, body = saved_index_path(key).read_bytes().partition(b"\n")
+        meta = orjson.loads(head)
+        if meta["format"] != INDEX_FORMAT or [meta["path"], meta["size"], meta["mtime_ns"]] != list(key):
+            return None
+        if hashlib.blake2b(body, digest_size=16).hexdigest() != meta["blake2b"]:
+            return None
+        doc = orjson.loads(body)
+        words = doc["words"]
+        columns = [doc[name] for name in _SAVED_COLUMNS]
+        if len({len(c) for c in columns}) != 1:
+            return None
+        columns[4:] = [list(map(words.__getitem__, c)) for c in columns[4:]]  # small ints -> strings
+        return list(map(_as_row, zip(*columns, itertools.repeat(None, len(columns[0])), strict=True)))
+    except (OSError, ValueError, KeyError, TypeError, IndexError, orjson.JSONDecodeError):
+        return None
+
+
+def save_index(key: tuple[str, int, int], rows: list[RowMeta]) -> None:
+    """Save the rows of the file ``key`` for later listings (atomically; best effort: a
+    cache folder that cannot be written is skipped). A header line (format, file, size,
+    mtime, checksum of the body), then the body: columns, with framework, benchmark and
+    ground truth as indices into a word list. A file with bad rows is not saved: its
+    errors are worded afresh by the next scan."""
+    if len(rows) < _SAVE_MIN_ROWS or any(r.problem is not None for r in rows):
+        return
+    from whenpro_core.storage.fsutil import atomic_write_bytes
+
+    words: dict[Any, int] = {}  # the word columns hold str | None
+    doc: dict[str, Any] = {}
+    for n, name in enumerate(_SAVED_COLUMNS):
+        column = [r[n] for r in rows]
+        doc[name] = column if n < 4 else [words.setdefault(v, len(words)) for v in column]
+    doc["words"] = list(words)
+    body = orjson.dumps(doc)
+    head = {"format": INDEX_FORMAT, "path": key[0], "size": key[1], "mtime_ns": key[2]}
+    head["blake2b"] = hashlib.blake2b(body, digest_size=16).hexdigest()
+    with contextlib.suppress(WhenproError, OSError):
+        atomic_write_bytes(saved_index_path(key), orjson.dumps(head) + b"\n" + body)
+
+
+#: The RowMeta fields a saved index keeps (``problem`` is always None there), in order;
+#: from the fifth on, as indices into the index's ``words``.
+_SAVED_COLUMNS = ("row", "start", "end", "id", "framework", "benchmark", "gt_mode", "gt_step")
+_as_row = functools.partial(tuple.__new__, RowMeta)
+
+#: Files with fewer rows are not worth a saved index (scanning them is instant).
+_SAVE_MIN_ROWS = 64
+#: The scan drops the pages it has passed from the process every this many bytes, so
+#: listing a multi-GB file keeps a bounded resident size (the OS page cache keeps them).
+_RELEASE_EVERY = 64 << 20
+
+
 def _scan_file(path: Path, size: int) -> list[RowMeta]:
+    STATS["index_scans"] += 1
     if size == 0:
         return []
     rows: list[RowMeta] = []
@@ -313,7 +460,10 @@ def _scan_file(path: Path, size: int) -> list[RowMeta]:
             pos, line = 0, 0
             bom = 3 if mm[:3] == b"\xef\xbb\xbf" else 0
             pos = bom
+            released = 0
             while pos < size:
+                if pos - released >= _RELEASE_EVERY:
+                    released = _release(mm, released, pos)
                 nl = mm.find(b"\n", pos)
                 end = size if nl < 0 else nl
                 line += 1
@@ -324,6 +474,15 @@ def _scan_file(path: Path, size: int) -> list[RowMeta]:
     except (OSError, ValueError) as exc:
         raise TraceFormatError(f"cannot read file: {exc}", path=path) from None
     return rows
+
+
+def _release(mm: mmap.mmap, begin: int, upto: int) -> int:
+    """Drop the mapped pages in ``[begin, upto)`` from the process (Linux: MADV_DONTNEED
+    on a read-only file mapping); returns the page-aligned offset released up to."""
+    stop = upto - upto % mmap.PAGESIZE
+    if stop > begin and hasattr(mmap, "MADV_DONTNEED"):
+        mm.madvise(mmap.MADV_DONTNEED, begin, stop - begin)
+    return max(begin, stop)
 
 
 # --------------------------------------------------------------------------- decoding a row

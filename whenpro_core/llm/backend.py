@@ -94,8 +94,12 @@ class Backend:
         base_url: str,
         api_key: str,
         cache: ResponseCache | None,
+        threaded: bool = False,
     ) -> None:
         self.spec = spec
+        #: Chat-completions calls run the blocking SDK client in threads (one per call in
+        #: flight, up to ``settings.concurrency``): :class:`~whenpro_core.llm.openai_backend.ThreadedClient`.
+        self.threaded = threaded and spec.api == "chat"
         self.settings = settings
         self.base_url = base_url
         self._api_key = api_key
@@ -244,8 +248,13 @@ class Backend:
         loop = asyncio.get_running_loop()
         state = self._loops.get(loop)
         if state is None:
-            factory = anthropic_backend.make_client if self.spec.api == "messages" else openai_backend.make_client
-            client = factory(self._api_key, self.base_url, self.settings.timeout_s)
+            if self.threaded:
+                client = openai_backend.ThreadedClient(
+                    self._api_key, self.base_url, self.settings.timeout_s, self.settings.concurrency
+                )
+            else:
+                factory = anthropic_backend.make_client if self.spec.api == "messages" else openai_backend.make_client
+                client = factory(self._api_key, self.base_url, self.settings.timeout_s)
             state = _LoopState(client, asyncio.Semaphore(self.settings.concurrency))
             self._loops[loop] = state
         return state
@@ -312,7 +321,7 @@ class Backend:
                     attempts += 1
                     if self.before_request is not None:
                         await self.before_request()
-                    async with asyncio.timeout(s.timeout_s):
+                    async with asyncio.timeout(self._call_timeout()):
                         raw = await adapter(client, self.spec, request, params, mode)
                     self.retry_note = None
                     return raw, attempts
@@ -320,6 +329,13 @@ class Backend:
             self.retry_note = None
             raise _Failed(exc, attempts) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _call_timeout(self) -> float:
+        """Seconds an attempt may take. A threaded call is bounded by the SDK's own timeout
+        inside its thread (an outer timeout would leave the request running at the
+        server, answered and uncounted); the outer bound then only catches a server that
+        trickles bytes forever."""
+        return self.settings.timeout_s * 2 + 1 if self.threaded else self.settings.timeout_s
 
     def _backend_error(self, exc: BaseException, attempts: int) -> BackendError:
         return backend_error(
@@ -351,6 +367,7 @@ def open_backend(
     settings: Settings | None = None,
     *,
     cache: ResponseCache | None = None,
+    threaded: bool = False,
 ) -> Backend:
     """Open a backend for ``model`` (default: ``settings.model``).
 
@@ -359,6 +376,8 @@ def open_backend(
         settings: defaults to :func:`~whenpro_core.config.load_settings` ``()``.
         cache: a response cache to share; default: a :class:`ResponseCache` in the user
             cache dir when ``settings.cache`` is on, none when off.
+        threaded: run chat-completions calls on the blocking SDK client in worker threads
+            (``whenpro bench``: many calls in flight on a busy machine); other APIs ignore it.
 
     Raises:
         ConfigError: bad model name, ``heuristic`` (not an LLM backend), no API key, no
@@ -375,4 +394,6 @@ def open_backend(
     base_url, api_key = require_endpoint(spec, settings)
     if cache is None and settings.cache:
         cache = ResponseCache()
-    return Backend(spec, settings, base_url=base_url, api_key=api_key, cache=cache if settings.cache else None)
+    return Backend(
+        spec, settings, base_url=base_url, api_key=api_key, cache=cache if settings.cache else None, threaded=threaded
+    )

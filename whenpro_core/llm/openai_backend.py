@@ -10,9 +10,13 @@ an answer that fails to validate is still counted. OpenAI caches prompt prefixes
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import functools
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, cast
 
 import pydantic
+from pydantic import BaseModel, ValidationError
 
 from whenpro_core.llm.models import ModelSpec
 from whenpro_core.llm.retry import MalformedResponse
@@ -27,6 +31,31 @@ def make_client(api_key: str, base_url: str, timeout_s: float) -> Any:
     import openai  # lazy: provider SDK, loaded on the first call
 
     return openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+
+
+class ThreadedClient:
+    """The blocking ``openai.OpenAI`` client run in a pool of ``workers`` threads, for
+    chat completions at high concurrency (``whenpro bench``): each call blocks its own
+    thread, which the OS wakes when its answer arrives, instead of one event loop thread
+    serving every socket (on a busy machine that loop is scheduled too rarely to keep
+    up; see ``benchmarks/bench_throughput.py``). Same requests, answers and errors as
+    :func:`make_client`'s client; the SDK's timeout bounds each call."""
+
+    def __init__(self, api_key: str, base_url: str, timeout_s: float, workers: int) -> None:
+        import openai
+
+        self.client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
+        self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="whenpro-llm")
+
+    async def create_chat(self, **kwargs: Any) -> Any:
+        """``chat.completions.with_raw_response.create(**kwargs)`` in a worker thread."""
+        create = functools.partial(self.client.chat.completions.with_raw_response.create, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self.pool, create)
+
+    async def close(self) -> None:
+        """Close the HTTP client and let the worker threads end."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.client.close()
 
 
 def _parse_failure(exc: Exception) -> str | None:
@@ -67,54 +96,105 @@ def chat_messages(request: LLMRequest) -> list[dict[str, Any]]:
 async def call_chat(
     client: Any, spec: ModelSpec, request: LLMRequest, params: Params, mode: StructuredMode
 ) -> RawResult:
-    """One chat-completions call. ``mode`` is ``schema`` (response_format), ``text`` or ``none``."""
-    from openai.types.chat import ChatCompletion  # lazy: provider SDK, loaded on the first call
+    """One chat-completions call. ``mode`` is ``schema`` (response_format), ``text`` or ``none``.
 
-    kwargs: dict[str, Any] = {"model": spec.model, "messages": chat_messages(request)}
+    The body is plain JSON built here and sent through the SDK's public ``extra_body``, and
+    the answer is read from the response's JSON: the SDK's per-call walk of the request
+    through its typed-dict annotations, its JSON-schema generation and its typed response
+    construction cost more CPU than the rest of a benchmark item together (see
+    ``benchmarks/bench_throughput.py``). HTTP, auth, errors and timeouts stay the SDK's.
+    """
+    body: dict[str, Any] = {"messages": chat_messages(request)}
     if params.temperature is not None:
-        kwargs["temperature"] = params.temperature
+        body["temperature"] = params.temperature
     # Official OpenAI wants max_completion_tokens (max_tokens is rejected by reasoning models);
     # OpenAI-compatible servers universally understand max_tokens.
-    kwargs["max_completion_tokens" if spec.provider == "openai" else "max_tokens"] = params.max_tokens
+    body["max_completion_tokens" if spec.provider == "openai" else "max_tokens"] = params.max_tokens
     if params.reasoning_effort:
-        kwargs["reasoning_effort"] = params.reasoning_effort
-    completions = client.chat.completions.with_raw_response
+        body["reasoning_effort"] = params.reasoning_effort
     if mode == "schema":
-        raw = await completions.parse(response_format=request.output_model, **kwargs)
+        body["response_format"] = response_format(request.output_model)
+    if isinstance(client, ThreadedClient):
+        raw = await client.create_chat(model=spec.model, messages=[], extra_body=body)
     else:
-        raw = await completions.create(**kwargs)
-    data = json_body(raw)
-    parse_error = None
+        raw = await client.chat.completions.with_raw_response.create(model=spec.model, messages=[], extra_body=body)
+    return chat_result(json_body(raw), request, mode)
+
+
+@functools.cache
+def response_format(model: type[BaseModel]) -> dict[str, Any]:
+    """The ``response_format`` of a structured chat request for ``model`` (the SDK's strict
+    JSON schema, as ``chat.completions.parse`` sends it), made once per model class."""
+    from openai.lib._parsing._completions import type_to_response_format_param
+
+    return dict(cast("dict[str, Any]", type_to_response_format_param(model)))
+
+
+def chat_result(data: dict[str, Any], request: LLMRequest, mode: StructuredMode) -> RawResult:
+    """The :class:`RawResult` of a chat-completions JSON body. A structured answer is
+    validated as ``request.output_model``; an answer cut at max tokens, stopped by the
+    content filter, refused or not matching the schema is a ``parse_error`` (its text is
+    kept). MalformedResponse when the body has no ``choices[0].message``."""
     try:
-        completion = raw.parse()
-    except Exception as exc:  # noqa: BLE001 - sorted below
-        parse_error = _parse_failure(exc) if mode == "schema" else None
-        if parse_error is None:
-            raise MalformedResponse(f"unexpected chat completion body ({type(exc).__name__})") from None
-        completion = ChatCompletion.construct(**data)
-    try:
-        choice = completion.choices[0]
-        message = choice.message
-        text = message.content or ""
-        refusal = getattr(message, "refusal", None)
-        usage = completion.usage
+        choice = data["choices"][0]
+        message = choice["message"]
+        text = message.get("content") or ""
+        refusal = message.get("refusal")
+        finish = choice.get("finish_reason")
     except (AttributeError, IndexError, TypeError, KeyError):
         raise MalformedResponse("chat completion without choices[0].message") from None
-    result = RawResult(
-        text=text, finish_reason=getattr(choice, "finish_reason", None), served_model=getattr(completion, "model", None)
-    )
-    if refusal:
-        result.text = text or refusal
-        parse_error = parse_error or f"model refused: {refusal[:200]}"
+    if not isinstance(text, str) or not isinstance(finish, str | None):
+        raise MalformedResponse("chat completion with a non-text message or finish reason") from None
+    result = RawResult(text=text, finish_reason=finish, served_model=_text_or_none(data.get("model")))
+    parse_error = None
     if mode == "schema":
-        result.parsed = getattr(message, "parsed", None)
-        if result.parsed is None and parse_error is None:
-            parse_error = "no structured answer"
+        result.parsed, parse_error = _structured(text, refusal, finish, request.output_model)
     elif mode == "text" and request.output_model is not None:
         result.parsed, parse_error = lenient_parse(text, request.output_model)
+    if refusal:
+        result.text = text or str(refusal)
+        parse_error = parse_error or f"model refused: {str(refusal)[:200]}"
     result.parse_error = parse_error
-    _chat_usage(result, usage)
+    _chat_usage(result, _Fields.of(data.get("usage")))
     return result
+
+
+def _structured(
+    text: str, refusal: Any, finish: str | None, model: type[BaseModel] | None
+) -> tuple[BaseModel | None, str | None]:
+    """``(parsed, parse_error)`` of a schema-mode answer, in the order the SDK's
+    ``parse()`` checks: cut off, content filter, then the JSON validated when there is
+    text and no refusal."""
+    if finish == "length":
+        return None, "answer cut off at max_tokens before the structure was complete"
+    if finish == "content_filter":
+        return None, "answer stopped by the provider's content filter"
+    if model is None or not text or refusal:
+        return None, None if refusal else "no structured answer"
+    try:
+        return model.model_validate_json(text), None
+    except ValidationError as exc:
+        return None, validation_summary(exc)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class _Fields:
+    """Attribute access over a JSON object (``usage``), so :func:`_chat_usage` reads a
+    body's dict as it reads an SDK object; missing fields are ``None``."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    @classmethod
+    def of(cls, value: Any) -> _Fields | None:
+        return cls(value) if isinstance(value, dict) else None
+
+    def __getattr__(self, name: str) -> Any:
+        value = self._data.get(name)
+        return _Fields(value) if isinstance(value, dict) else value
 
 
 def _chat_usage(result: RawResult, usage: Any) -> None:
