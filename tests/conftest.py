@@ -166,6 +166,29 @@ def dataset_dir(tmp_path: Path) -> Path:
 # --------------------------------------------------------------------------- TUI helpers
 
 
+@pytest.fixture(autouse=True)
+def keys_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pilot.press(*keys)`` sends each key only once the screen has handled what the
+    previous one started. Textual's own press moves on to the next key when the process
+    *looks* idle (CPU time barely advancing for 20 ms): on a loaded machine a starved
+    process looks idle too, and ``press(":", "4", "enter", "i")`` then types the ``4``
+    before the go-to prompt is mounted and focused (the key is lost, the dialog opens
+    on the wrong step). Here each key is followed by two ``pilot.pause()`` rounds: the
+    messages queued when it was handled (a pushed screen's mount), then those that
+    posted (its ``on_mount`` focusing the input), are processed first."""
+    from textual.pilot import Pilot
+
+    press_all = Pilot.press
+
+    async def press(self: Pilot, *keys: str) -> None:
+        for key in keys:
+            await press_all(self, key)
+            await self.pause()
+            await self.pause()
+
+    monkeypatch.setattr(Pilot, "press", press)
+
+
 async def settle(pilot, rounds: int = 2) -> None:
     """Wait until the app is quiet: no worker pending or running at ``rounds`` checks in a
     row, each after the screen has handled every message queued before it (so what the

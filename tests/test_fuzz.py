@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from hypothesis import HealthCheck, given, settings
@@ -52,16 +53,20 @@ shaped = st.recursive(
     max_leaves=40,
 )
 
-FUZZ = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# no per-example deadline (wall-clock, and a loaded machine exceeds it): a hang is caught by
+# the suite's per-test timeout (pytest-timeout)
+FUZZ = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 def _check(tmp_path, data: bytes) -> None:
     p = tmp_path / "fuzz.json"
     p.write_bytes(data)
-    try:
+    with contextlib.suppress(TraceFormatError):
         load_trace(p)
-    except TraceFormatError:
-        pass
     rows = list(walk(p))
     assert rows  # a bad file becomes an error row, never an exception
 

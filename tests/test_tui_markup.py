@@ -22,6 +22,7 @@ from rich.console import Console
 
 from bench_data import write_dataset
 from tests.conftest import WHOWHEN, screen_text, settle
+from tests.support.waiting import until as wait_for
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.bench.cli_bench import bench_command
 from whenpro_core.formats import load_trace
@@ -47,12 +48,11 @@ def notes(app) -> list[str]:
     return [str(n.message) for n in app._notifications]
 
 
-async def until(pilot, cond, what: str, rounds: int = 60) -> None:
-    for _ in range(rounds):
-        if cond():
-            return
-        await settle(pilot, rounds=1)
-    assert cond(), f"timed out waiting for {what}; screen:\n{screen_text(pilot.app)}"
+async def until(pilot, cond, what: str) -> None:
+    """:func:`tests.support.waiting.until`, every worker done between checks."""
+    await wait_for(
+        pilot, cond, what, between=lambda: settle(pilot, rounds=1), detail=lambda: f"screen:\n{screen_text(pilot.app)}"
+    )
 
 
 def marked_trace(m: str) -> Trace:

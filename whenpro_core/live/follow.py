@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import os
 import time
 from collections.abc import AsyncIterator
@@ -119,6 +120,12 @@ class FileFollower:
     def line_format(self) -> str | None:
         """The line format in use (``None`` until the first line is read)."""
         return self.format
+
+    @property
+    def offset(self) -> int:
+        """Bytes of the current file read so far, a torn last line included (held until
+        its newline comes); the file's size once the follower has caught up with it."""
+        return self._pos
 
     def trace(self) -> Trace:
         """The trace so far (a snapshot; an empty trace before the first step)."""
@@ -267,11 +274,11 @@ class FileFollower:
                     f"a JSON document, not JSON lines: open it with `whenpro {self.path}` "
                     "(watch and view --follow read JSON lines, one object a line)",
                     path=self.path,
-                )
+                ) from None
             if first and (b"\x00" in line[:4096] or not _is_utf8(line[:4096])):
                 raise TraceFormatError(
                     "file is binary, not JSON lines", path=self.path, expected="JSON lines (one object a line)"
-                )
+                ) from None
             return [
                 LineError(self.trace_key, self._line_no, f"not valid JSON: {str(exc).split(':')[0]}", _preview(line))
             ]
@@ -358,10 +365,8 @@ class FileFollower:
 
     async def _wait(self, watcher: AsyncIterator[Any] | None) -> None:
         if watcher is None:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), self.poll_interval)
-            except TimeoutError:
-                pass
             return
         try:
             await watcher.__anext__()
