@@ -173,9 +173,11 @@ def keys_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     *looks* idle (CPU time barely advancing for 20 ms): on a loaded machine a starved
     process looks idle too, and ``press(":", "4", "enter", "i")`` then types the ``4``
     before the go-to prompt is mounted and focused (the key is lost, the dialog opens
-    on the wrong step). Here each key is followed by two ``pilot.pause()`` rounds: the
+    on the wrong step). Here each key is followed by two more rounds of what Textual's
+    press ends with (the screen and its widgets handle every message queued so far): the
     messages queued when it was handled (a pushed screen's mount), then those that
-    posted (its ``on_mount`` focusing the input), are processed first."""
+    posted (its ``on_mount`` focusing the input), are processed first. (Not
+    ``pilot.pause()``: after a key that ends the app there is no screen to pause on.)"""
     from textual.pilot import Pilot
 
     press_all = Pilot.press
@@ -183,8 +185,8 @@ def keys_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     async def press(self: Pilot, *keys: str) -> None:
         for key in keys:
             await press_all(self, key)
-            await self.pause()
-            await self.pause()
+            await self._wait_for_screen()
+            await self._wait_for_screen()
 
     monkeypatch.setattr(Pilot, "press", press)
 

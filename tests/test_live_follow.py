@@ -78,10 +78,12 @@ def shown_steps(events: list) -> list:
 
 def read_all(follower: FileFollower, lines: list[bytes]):
     """A stop condition: the follower has read every byte of ``lines`` (the whole file
-    the writer makes), so its trace is final. Checked at each event; a last read that
-    makes no event is followed by an Idle one."""
+    the writer makes), so its trace is final, and the events so far announce exactly
+    that trace (the events of the last read are all in: a read's events are yielded one
+    by one after it). Checked at each event; a last read that makes no event is
+    followed by an Idle one."""
     size = sum(map(len, lines))
-    return lambda _events: follower.offset == size
+    return lambda events: follower.offset == size and shown_steps(events) == follower.trace().steps
 
 
 def same_trace(a, b) -> bool:

@@ -210,6 +210,45 @@ async def test_late_spans_restart_the_conversation_without_asking_again(llm_serv
     assert "planner" in llm_server.answered[-1].prompt  # and the agent its frame gave the steps
 
 
+async def test_a_decisive_verdict_waits_for_the_agent_span_that_frames_its_step(tmp_path):
+    """OpenTelemetry parents end, and are exported, after their children: until the
+    planner's invoke_agent span arrives its steps are the service's. A decisive verdict
+    then would name the service (it did when a loaded machine split the exports); it
+    waits for the frame and names the planner."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tests.support.otel_agent import run_workshop_agent
+    from whenpro_core.live.otlp_server import OtlpReceiver
+    from whenpro_core.live.store import LiveStore
+
+    mem = InMemorySpanExporter()
+    tp = TracerProvider(resource=Resource.create({"service.name": "workshop-agent"}))
+    tp.add_span_processor(SimpleSpanProcessor(mem))
+    trace_id = run_workshop_agent(tp)
+    spans = mem.get_finished_spans()
+    root = [s for s in spans if s.parent is None]
+    live = LiveJudge("heuristic")
+    with OtlpReceiver(LiveStore(tmp_path), "127.0.0.1", 0) as rx:
+        exporter = OTLPSpanExporter(endpoint=rx.endpoint, timeout=TIMEOUT_S)
+        assert exporter.export([s for s in spans if s.parent is not None]).name == "SUCCESS"
+        rx.store.flush()  # the written version, as the live judge reads it
+        before = rx.store.trace(trace_id)
+        first = [e async for e in live.update(before)]
+        assert exporter.export(root).name == "SUCCESS"
+        rx.store.flush()
+        after = rx.store.trace(trace_id)
+        second = [e async for e in live.update(after)]
+        exporter.shutdown()
+    assert {s.agent for s in before.steps} == {"workshop-agent"}  # no frame yet: the service's
+    assert of(first, Suspect) and not of(first, DecisiveError)
+    (decisive,) = of(second, DecisiveError)
+    assert (decisive.step, decisive.agent, decisive.mode) == ("2", "planner", "R.3")
+
+
 def test_live_judging_needs_a_live_protocol_and_a_model():
     with pytest.raises(ConfigError):
         LiveJudge("all-at-once")

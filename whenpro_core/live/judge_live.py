@@ -7,7 +7,10 @@
   mode) changes. The first verdict whose step carries a signal of strength
   ``decisive_strength`` or more is the :class:`~whenpro_core.live.events.DecisiveError`;
   while the run goes on, signals that depend on its end (:data:`END_SIGNALS`) do not
-  count, and a run that ended with outcome ``success`` gets none.
+  count, nor does a step whose agent may still change (an OpenTelemetry span whose agent
+  span has not arrived yet, :func:`agent_settled`: else the verdict would name the
+  service, however fast the spans came), and a run that ended with outcome ``success``
+  gets none.
 * ``step-by-step`` asks the judge about each new agent step, one call each, with the
   same prompts as the offline protocol (:func:`~whenpro_core.attribution.prompts.step_by_step_opening`,
   :func:`~whenpro_core.attribution.prompts.step_turn`): the conversation only grows, so
@@ -104,6 +107,29 @@ def run_end_reason(trace: Trace) -> str | None:
     ):
         return "root_span_ended"  # a root agent span framing steps (formats.otel)
     return None
+
+
+def agent_settled(trace: Trace, step: Step) -> bool:
+    """Whether ``step``'s agent can no longer change: True unless it is an OpenTelemetry
+    span whose chain of parents breaks (a parent span not arrived yet) before it meets
+    an agent span framing it or a root. Parents end, and are exported, after their
+    children, so until the agent span comes the step is the service's and may become
+    an agent's."""
+    parent = step.meta.get("parent_span_id") if isinstance(step.meta, dict) else None
+    if not parent:
+        return True
+    frames = trace.extras.get("agent_spans")
+    framing = {f.get("span_id") for f in (frames if isinstance(frames, list) else []) if isinstance(f, dict)}
+    parents = {s.meta["span_id"]: s.meta.get("parent_span_id") for s in trace.steps if s.meta.get("span_id")}
+    seen: set[str] = set()
+    while parent and parent not in seen:
+        if parent in framing:
+            return True
+        if parent not in parents:
+            return False
+        seen.add(parent)
+        parent = parents[parent]
+    return True
 
 
 def _ident(step: Step) -> str:
@@ -260,7 +286,9 @@ class LiveJudge:
             return
         # While the run goes on only evidence at the step itself counts; signals that
         # depend on how the run ends (its final answer, a gold answer it lost, giving up)
-        # count once it has ended.
+        # count once it has ended. Nor is a step decisive while its agent may change.
+        if not ended and step is not None and not agent_settled(trace, step):
+            return
         strong = [
             sig
             for sig in signals

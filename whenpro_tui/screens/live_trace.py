@@ -291,7 +291,8 @@ class LiveTraceScreen(TraceScreen):
 
     def _judge_event(self, ev: Any) -> None:
         if isinstance(ev, Idle):
-            self.news = f"no new data for {ev.seconds:.0f}s"
+            if self.ended is None:  # once the run has ended, quiet is expected: its end stays the news
+                self.news = f"no new data for {ev.seconds:.0f}s"
         elif isinstance(ev, Suspect):
             self.suspect = ev
             self._mark()
