@@ -53,6 +53,16 @@ def notes(app) -> list[str]:
     return [f"{n.title}: {n.message}" for n in app._notifications]
 
 
+async def noted(pilot, part: str) -> list[str]:
+    """The notifications once one of them contains ``part`` (``notify`` posts a message:
+    the app lists it a round after the state that caused it has changed)."""
+    app = pilot.app
+    await until(
+        pilot, lambda: any(part in n for n in notes(app)), f"a notification {part!r}", detail=lambda: notes(app)
+    )
+    return notes(app)
+
+
 async def shows(pilot, *texts: str) -> str:
     """The screen's text once it shows every one of ``texts``: a state change is drawn
     at the next refresh, which a loaded machine makes later than the messages after it."""
@@ -80,7 +90,7 @@ async def test_follow_shows_steps_as_they_are_written_and_keeps_the_cursor(tmp_p
         steps = screen.steps
         assert [screen.trace.steps[i].coord for i in steps.shown] == [s.coord for s in sample.steps[:3]]
         assert steps.step_index == 2  # the cursor was on the last step: it followed
-        assert any("Line skipped: line 5: not valid JSON" in n for n in notes(app))
+        await noted(pilot, "Line skipped: line 5: not valid JSON")
         # the user moves up; the rest of the run arrives; the cursor stays put
         await pilot.press("k")
         assert steps.step_index == 1
@@ -95,7 +105,7 @@ async def test_follow_shows_steps_as_they_are_written_and_keeps_the_cursor(tmp_p
         await pilot.pause()
         assert steps.step_index == 1
         assert [screen.trace.steps[i].coord for i in steps.shown] == [s.coord for s in sample.steps]
-        decisive = [n for n in notes(app) if n.startswith("Decisive error")]
+        decisive = [n for n in await noted(pilot, "Decisive error") if n.startswith("Decisive error")]
         assert len(decisive) == 1 and "step 3 [solver] R.3" in decisive[0]
         # trace text is shown as it is, never read as Rich markup ("[solver]" would vanish)
         assert all(n.markup is False for n in app._notifications)
@@ -126,13 +136,13 @@ async def test_a_truncated_file_keeps_the_shared_steps_and_the_cursor(tmp_path):
         path.write_bytes(b"".join(lines[:4]))  # shorter: steps 0-2 are kept
         await until(pilot, lambda: len(screen.trace.steps) == 3, "the truncation")
         assert screen.steps.step_index == 1
-        assert any("truncated" in n for n in notes(app))
+        await noted(pilot, "truncated")
         with path.open("ab") as fh:
             fh.write(b"".join(lines[4:]))
         await until(pilot, lambda: len(screen.trace.steps) == len(sample.steps), "the rest")
         assert screen.steps.step_index == 1
         await pilot.press("s")
-        assert any("Live judging is off" in n for n in notes(app))
+        await noted(pilot, "Live judging is off")
         await shows(pilot, "judging off")
         assert not screen.steps.attributed
 
@@ -197,7 +207,7 @@ async def test_otlp_traces_appear_live_and_open(tmp_path):
         await shows(pilot, trace_id[:16], "workshop-agent", "DECISIVE step 2 [planner] R.3")
         row = screen.listing.rows[trace_id]
         assert row.steps == 5 and row.service == "workshop-agent"  # the invoke_agent span frames the steps
-        flagged = [n for n in notes(app) if n.startswith("Decisive error")]
+        flagged = [n for n in await noted(pilot, "Decisive error") if n.startswith("Decisive error")]
         assert len(flagged) == 1 and trace_id[:16] in flagged[0] and "[planner] R.3" in flagged[0]
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, LiveTraceScreen), "the live trace view")
@@ -289,7 +299,7 @@ async def test_follow_judges_step_by_step_through_the_openai_sdk(tmp_path, llm_s
             await until(pilot, lambda: "budget" in screen.judging, "the budget to run out")
             writer.join()
             assert screen.decisive is None and len(llm_server.answered) == 1
-            assert any("Budget exhausted (calls): 1 calls" in n for n in notes(app))
+            await noted(pilot, "Budget exhausted (calls): 1 calls")
             await shows(pilot, "judging stopped: calls budget spent")
         assert TEST_KEY not in screen_text(app)
 
@@ -302,7 +312,7 @@ async def test_a_burst_of_bad_lines_is_one_notification_and_a_lasting_count(tmp_
     async with app.run_test(size=(120, 34)) as pilot:
         screen = await first_screen(pilot, LiveTraceScreen)
         await until(pilot, lambda: len(screen.trace.steps) == 3 and screen.line_errors == 40, "40 bad lines")
-        skipped = [n for n in notes(app) if "skipped" in n.lower()]
+        skipped = [n for n in await noted(pilot, "skipped") if "skipped" in n.lower()]
         assert len(skipped) == 1 and "40 lines skipped" in skipped[0], notes(app)
         await until(pilot, lambda: "no new data" in screen.news, "an idle spell")  # newer news...
         await shows(pilot, "40 bad lines skipped")  # ...keeps the count on the bar
