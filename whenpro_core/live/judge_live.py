@@ -116,11 +116,7 @@ def agent_settled(trace: Trace, step: Step) -> bool:
     children, so until the agent span comes the step is the service's and may become
     an agent's."""
     parent = step.meta.get("parent_span_id") if isinstance(step.meta, dict) else None
-    if not parent:
-        return True
-    frames = trace.extras.get("agent_spans")
-    framing = {f.get("span_id") for f in (frames if isinstance(frames, list) else []) if isinstance(f, dict)}
-    parents = {s.meta["span_id"]: s.meta.get("parent_span_id") for s in trace.steps if s.meta.get("span_id")}
+    framing, parents = _span_links(trace) if parent else (set(), {})
     seen: set[str] = set()
     while parent and parent not in seen:
         if parent in framing:
@@ -130,6 +126,14 @@ def agent_settled(trace: Trace, step: Step) -> bool:
         seen.add(parent)
         parent = parents[parent]
     return True
+
+
+def _span_links(trace: Trace) -> tuple[set[str], dict[str, str | None]]:
+    """The span ids of the agent spans framing steps, and each step span's parent id."""
+    frames = trace.extras.get("agent_spans")
+    framing = {f.get("span_id") for f in (frames if isinstance(frames, list) else []) if isinstance(f, dict)}
+    parents = {s.meta["span_id"]: s.meta.get("parent_span_id") for s in trace.steps if s.meta.get("span_id")}
+    return framing, parents
 
 
 def _ident(step: Step) -> str:
@@ -284,21 +288,26 @@ class LiveJudge:
             yield self.suspect
         if self.decisive is not None or (ended and trace.outcome == Outcome.success):
             return
-        # While the run goes on only evidence at the step itself counts; signals that
-        # depend on how the run ends (its final answer, a gold answer it lost, giving up)
-        # count once it has ended. Nor is a step decisive while its agent may change.
-        if not ended and step is not None and not agent_settled(trace, step):
-            return
-        strong = [
-            sig
-            for sig in signals
-            if sig.index == index and sig.strength >= self.decisive_strength and (ended or sig.name not in END_SIGNALS)
-        ]
-        if strong:
+        if self._decisive_evidence(trace, step, signals, ended):
             self.decisive = DecisiveError(
                 trace.id, index, verdict.step, agent, verdict.mode, verdict.reason, "heuristic", verdict
             )
             yield self.decisive
+
+    def _decisive_evidence(self, trace: Trace, step: Step | None, signals: list, ended: bool) -> list:
+        """The heuristic's signals that make ``step`` decisive. While the run goes on only
+        evidence at the step itself counts; signals that depend on how the run ends (its
+        final answer, a gold answer it lost, giving up) count once it has ended. Nor is
+        a step decisive while its agent may still change (:func:`agent_settled`)."""
+        if step is None or (not ended and not agent_settled(trace, step)):
+            return []
+        return [
+            sig
+            for sig in signals
+            if sig.index == step.index
+            and sig.strength >= self.decisive_strength
+            and (ended or sig.name not in END_SIGNALS)
+        ]
 
     # ------------------------------------------------------------------ step-by-step
 
