@@ -59,9 +59,10 @@ def native_lines(trace, *, header_extra: dict | None = None) -> list[bytes]:
     return dump_lines([header, *(s.model_dump(mode="json", exclude={"index", "raw"}) for s in trace.steps)])
 
 
-#: Seconds without a new line that end a followed run here: longer than any stall of the
-#: writer thread on a loaded machine, so a run never ends before its last line is written.
-IDLE_S = 5.0
+#: Seconds without a new step that end a followed run here: longer than any stall of the
+#: writer thread on a loaded machine (5 s was not, at load 15 on 2 cores), so a run never
+#: ends before its last line is written. Only runs without an end marker wait it out.
+IDLE_S = 15.0
 
 
 async def live_events(path, judge: LiveJudge, lines: list[bytes], *, split=(2, 4)) -> list:
