@@ -4,6 +4,7 @@ without sleeps (harlequin's functional-test style)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import struct
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from textual.worker import WorkerState
 
-from tests.support.waiting import TIMEOUT_S, Deadline, until, wait_until  # noqa: F401  (the one way tests wait)
+from tests.support.waiting import POLL_S, TIMEOUT_S, Deadline, until, wait_until  # noqa: F401  (the one way tests wait)
 from whenpro_core.formats.native import write_trace
 from whenpro_core.trace.model import Agent, GroundTruth, MediaRef, Outcome, Step, Task, ToolCall, Trace
 
@@ -164,6 +165,46 @@ def dataset_dir(tmp_path: Path) -> Path:
 
 
 # --------------------------------------------------------------------------- TUI helpers
+
+
+@pytest.fixture(autouse=True)
+def keys_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pilot.press(*keys)`` sends each key only once the screen has handled what the
+    previous one started. Textual's own press moves on to the next key when the process
+    *looks* idle (CPU time barely advancing for 20 ms): on a loaded machine a starved
+    process looks idle too, and ``press(":", "4", "enter", "i")`` then types the ``4``
+    before the go-to prompt is mounted and focused (the key is lost, the dialog opens
+    on the wrong step). Here, after each key, the current screen is waited for until it
+    is mounted (a screen the key pushed), then it handles once more every message queued
+    so far (what its ``on_mount`` started: the focus on its input). Not
+    ``pilot.pause()``: after a key that ends the app there is no screen to pause on."""
+    from textual.pilot import Pilot
+
+    press_all = Pilot.press
+
+    async def press(self: Pilot, *keys: str) -> None:
+        for key in keys:
+            await press_all(self, key)
+            await screen_ready(self)
+
+    monkeypatch.setattr(Pilot, "press", press)
+
+
+async def screen_ready(pilot) -> None:
+    """Wait until the app's current screen is mounted and has handled the messages queued
+    so far (returns at once when the app has ended)."""
+    deadline = Deadline(TIMEOUT_S)
+    while True:
+        await pilot._wait_for_screen()
+        try:
+            screen = pilot.app.screen
+        except Exception:  # noqa: BLE001 - no screen: the app has ended
+            return
+        if screen.is_mounted:
+            break
+        deadline.check("the screen to be mounted", lambda shown=screen: repr(shown))
+        await asyncio.sleep(POLL_S)
+    await pilot._wait_for_screen()
 
 
 async def settle(pilot, rounds: int = 2) -> None:

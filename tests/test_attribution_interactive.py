@@ -13,6 +13,7 @@ import pytest
 from conftest import SAMPLES, team_trace
 from tests.support.fixtures import TEST_KEY
 from tests.support.judge_oracle import oracle_for
+from tests.support.waiting import TIMEOUT_S
 from whenpro_core.attribution.interactive import (
     AttributionRequest,
     make_request,
@@ -150,7 +151,7 @@ def test_cancelling_a_run_closes_the_judge(llm_server, llm_settings, sample):
                 on_judge=judges.append,
             )
         )
-        await asyncio.wait_for(asked.wait(), 20)
+        await asyncio.wait_for(asked.wait(), TIMEOUT_S)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

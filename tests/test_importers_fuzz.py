@@ -1,7 +1,8 @@
 """Shape-aware fuzzing of the importers of other tools' traces: start from a small valid
 document of each format and replace or delete random parts of it. Whatever comes out,
 loading raises only TraceFormatError, a walk lists the file without raising, and nothing
-hangs (hypothesis deadline)."""
+hangs (the suite's per-test timeout; no per-example deadline: that is wall-clock time,
+which a loaded machine exceeds)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from whenpro_core.formats import load_trace, walk
 #: More examples for a longer local run: WHENPRO_FUZZ_EXAMPLES=500.
 FUZZ = settings(
     max_examples=int(os.environ.get("WHENPRO_FUZZ_EXAMPLES", "40")),
-    deadline=3000,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
 leaf = (

@@ -17,6 +17,7 @@ import pytest
 
 from conftest import REPO
 from tests.support.protobuf_bytes import field
+from tests.support.waiting import TIMEOUT_S
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import load_native
@@ -33,7 +34,7 @@ TID = "5b8efff798038103d269b633813fc60c"
 def post(url: str, body: bytes, ctype: str = "application/json") -> tuple[int, bytes]:
     req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": ctype})
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
             return resp.status, resp.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()

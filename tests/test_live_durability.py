@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -19,6 +20,7 @@ import pytest
 
 from conftest import REPO
 from tests.support.otel_agent import run_workshop_agent
+from tests.support.waiting import TIMEOUT_S, Deadline
 from whenpro_core.formats.native import load_native
 from whenpro_core.formats.otlp import Span
 from whenpro_core.live.events import TraceUpdated
@@ -48,14 +50,16 @@ def sdk_batches(n: int) -> list:
 
 def start(cmd: list[str]) -> tuple[subprocess.Popen, str]:
     """Start a receiver process; returns it and its traces URL, read from the line it
-    prints on stderr when listening (at most 60 s of waiting for that line)."""
+    prints on stderr when listening (AssertionError if it exits first, or never says it
+    within the tests' hang guard)."""
     proc = subprocess.Popen(
         cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)}
     )
     assert proc.stderr is not None
     sel = selectors.DefaultSelector()
     sel.register(proc.stderr, selectors.EVENT_READ)
-    for _ in range(60):
+    deadline = Deadline(TIMEOUT_S)
+    while not deadline.expired:
         if sel.select(timeout=1.0):
             line = proc.stderr.readline().decode()
             if "http://" in line:
@@ -65,19 +69,19 @@ def start(cmd: list[str]) -> tuple[subprocess.Popen, str]:
     raise AssertionError("the receiver never said where it listens")
 
 
-def export_until_killed(
-    endpoint: str, batches: list, enough: int
-) -> tuple[list[str], threading.Event, threading.Thread]:
+def export_until_killed(endpoint: str, batches: list, enough: int) -> tuple[list[str], threading.Event, Callable]:
     """Export ``batches`` one by one from a thread with the real OTLP exporter; returns the
     span ids answered 200 (growing), an event set once ``enough`` spans were (or the
-    exporter stopped), and the thread."""
+    exporter stopped), and ``stop()``: shut the exporter down (its retries against the
+    killed receiver end at once) and wait for the thread. The exporter's own timeout is
+    only a hang guard, so a slow answer on a loaded machine is never taken for a failure."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     acked: list[str] = []
     reached = threading.Event()
+    exporter = OTLPSpanExporter(endpoint=endpoint, timeout=TIMEOUT_S)
 
     def run() -> None:
-        exporter = OTLPSpanExporter(endpoint=endpoint, timeout=2)
         for batch in batches:
             if exporter.export(batch).name != "SUCCESS":
                 break
@@ -85,11 +89,15 @@ def export_until_killed(
             if len(acked) >= enough:
                 reached.set()
         reached.set()
+
+    def stop() -> None:
         exporter.shutdown()
+        thread.join(TIMEOUT_S)
+        assert not thread.is_alive(), "the exporter thread did not stop"
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    return acked, reached, thread
+    return acked, reached, stop
 
 
 def stored_span_ids(folder: Path) -> set[str]:
@@ -112,18 +120,18 @@ def test_kill_9_during_ingest_loses_no_acknowledged_span(tmp_path, fsync):
     batches = sdk_batches(150)
     proc, endpoint = start([*SERVE, str(store), *(["--fsync"] if fsync else [])])
     try:
-        acked, reached, exporting = export_until_killed(endpoint, batches, enough=300)
-        assert reached.wait(120)
+        acked, reached, stop_exporting = export_until_killed(endpoint, batches, enough=300)
+        assert reached.wait(TIMEOUT_S)
         proc.send_signal(signal.SIGKILL)  # while the exporter goes on posting
-        assert proc.wait(30) == -signal.SIGKILL
+        assert proc.wait(TIMEOUT_S) == -signal.SIGKILL
     finally:
         proc.kill()
-    exporting.join(60)
+    stop_exporting()
     assert len(acked) >= 300
     # start it again on the same store, then stop it cleanly
     proc, _endpoint = start([*SERVE, str(store)])
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(60) in (0, 130)  # stopped like Ctrl-C, after writing what is pending
+    assert proc.wait(TIMEOUT_S) in (0, 130)  # stopped like Ctrl-C, after writing what is pending
     missing = set(acked) - stored_span_ids(store)
     assert not missing, f"{len(missing)} of {len(acked)} acknowledged spans lost"
     assert list((store / SPOOL_DIR).glob("*.jsonl")) == []  # compacted once written
@@ -143,13 +151,13 @@ def test_acknowledged_spans_are_in_the_spool_before_any_trace_file_is_written(tm
     )
     proc, endpoint = start([sys.executable, "-c", script])
     try:
-        acked, reached, exporting = export_until_killed(endpoint, sdk_batches(20), enough=60)
-        assert reached.wait(120)
+        acked, reached, stop_exporting = export_until_killed(endpoint, sdk_batches(20), enough=60)
+        assert reached.wait(TIMEOUT_S)
         proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
+        proc.wait(TIMEOUT_S)
     finally:
         proc.kill()
-    exporting.join(60)
+    stop_exporting()
     assert len(acked) >= 60
     assert list(store.glob("*.json")) == []  # nothing was written but the spool
     reopened = LiveStore(store)

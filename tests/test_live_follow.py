@@ -63,6 +63,29 @@ def steps_of(events: list) -> list:
     return [e.step for e in events if isinstance(e, StepAdded)]
 
 
+def shown_steps(events: list) -> list:
+    """The steps a viewer shows after ``events``: each reset drops the steps after its
+    ``kept``, each StepAdded appends (and must land at the next index)."""
+    shown: list = []
+    for e in events:
+        if isinstance(e, TraceReset):
+            del shown[e.kept :]
+        elif isinstance(e, StepAdded):
+            assert e.step.index == len(shown)
+            shown.append(e.step)
+    return shown
+
+
+def read_all(follower: FileFollower, lines: list[bytes]):
+    """A stop condition: the follower has read every byte of ``lines`` (the whole file
+    the writer makes), so its trace is final, and the events so far announce exactly
+    that trace (the events of the last read are all in: a read's events are yielded one
+    by one after it). Checked at each event; a last read that makes no event is
+    followed by an Idle one."""
+    size = sum(map(len, lines))
+    return lambda events: follower.offset == size and shown_steps(events) == follower.trace().steps
+
+
 def same_trace(a, b) -> bool:
     return a.model_dump(exclude={"source"}) == b.model_dump(exclude={"source"})
 
@@ -89,6 +112,7 @@ async def test_a_torn_last_line_waits_for_its_rest(tmp_path):
     path.write_bytes(orjson.dumps(CHAT[0]) + b"\n" + line[:12])
     follower = FileFollower(path, use_watchfiles=False)
     first = follower.poll()
+    assert follower.offset == path.stat().st_size  # the torn half is read, and held
     assert [e.step.index for e in first if isinstance(e, StepAdded)] == [0]
     assert not [e for e in first if isinstance(e, LineError)]
     with path.open("ab") as fh:
@@ -135,19 +159,12 @@ async def test_otlp_lines_follow_one_trace_and_match_the_importer(tmp_path):
     writer.start()
     follower = FileFollower(path, poll_interval=0.02, use_watchfiles=False)
     expected = load_trace(OTEL / "genai_events.jsonl")
-    events = await run_until(
-        follower, lambda ev: writer.done.is_set() and len(follower.trace().steps) == len(expected.steps)
-    )
+    # not "as many steps as expected": the root span, last, changes no count but every agent
+    events = await run_until(follower, read_all(follower, lines))
     assert follower.line_format == "otlp"
     assert same_trace(follower.trace(), expected)
     # whatever order spans came in, the announced steps replay to the final trace
-    shown: list = []
-    for e in events:
-        if isinstance(e, TraceReset):
-            del shown[e.kept :]
-        elif isinstance(e, StepAdded):
-            assert e.step.index == len(shown)
-            shown.append(e.step)
+    shown = shown_steps(events)
     assert [s.meta["span_id"] for s in shown] == [s.meta["span_id"] for s in expected.steps]
 
 
@@ -297,11 +314,15 @@ async def test_a_real_group_chat_streamed_as_chat_lines(tmp_path, real_traces):
     src = json.loads((real_traces / "who-and-when/Who&When/Algorithm-Generated/1.json").read_text())
     messages = [{k: v for k, v in m.items() if k in ("role", "content", "name")} for m in src["history"]]
     path = tmp_path / "ag2.jsonl"
-    writer = LineWriter(path, dump_lines(messages), delay=0.01, split=[0, 2])
+    lines = dump_lines(messages)
+    writer = LineWriter(path, lines, delay=0.01, split=[0, 2])
     writer.start()
     follower = FileFollower(path, poll_interval=0.02)
-    events = await run_until(follower, lambda ev: len(steps_of(ev)) == len(messages))
+    # not "as many StepAdded as messages": once the lines read so far turn out to be a group
+    # chat every step is announced again (a reset), so that count is reached early
+    events = await run_until(follower, read_all(follower, lines))
     got = follower.trace()
+    assert [s.content for s in shown_steps(events)] == [s.content for s in got.steps]
     assert [s.agent for s in got.steps] == [m["name"] for m in messages]
     assert got.framework == "ag2" and same_trace(got, load_trace(path))
     assert not [e for e in events if isinstance(e, LineError)]

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.support.protobuf_bytes import field
+from tests.support.waiting import TIMEOUT_S
 from whenpro_core.formats.native import load_native
 from whenpro_core.formats.otlp import hex_id
 from whenpro_core.live.otlp_server import OtlpReceiver
@@ -170,7 +171,7 @@ def rx(tmp_path_factory):
 def post(url: str, body: bytes, ctype: str) -> tuple[int, bytes]:
     req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": ctype})
     try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
+        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
             return resp.status, resp.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()

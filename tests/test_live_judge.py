@@ -20,7 +20,7 @@ from tests.support.fixtures import TEST_KEY
 from tests.support.judge_oracle import oracle_for
 from tests.support.live_writer import LineWriter, dump_lines
 from tests.support.llm_server import Fault
-from tests.support.waiting import wait_until
+from tests.support.waiting import TIMEOUT_S, wait_until
 from whenpro_core.attribution.llm_judge import make_judge
 from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.step_by_step import judged_blocks
@@ -59,17 +59,23 @@ def native_lines(trace, *, header_extra: dict | None = None) -> list[bytes]:
     return dump_lines([header, *(s.model_dump(mode="json", exclude={"index", "raw"}) for s in trace.steps)])
 
 
-async def live_events(path, judge: LiveJudge, lines: list[bytes], *, idle_timeout: float = 5.0, split=(2, 4)) -> list:
+#: Seconds without a new step that end a followed run here: longer than any stall of the
+#: writer thread on a loaded machine (5 s was not, at load 15 on 2 cores), so a run never
+#: ends before its last line is written. Only runs without an end marker wait it out.
+IDLE_S = 15.0
+
+
+async def live_events(path, judge: LiveJudge, lines: list[bytes], *, split=(2, 4)) -> list:
     writer = LineWriter(path, lines, delay=0.03, split=split)
     writer.start()
     follower = FileFollower(path, poll_interval=0.02, use_watchfiles=False)
     events = []
 
     async def go():
-        async for ev in attribute_live(follower, judge, idle_timeout=idle_timeout):
+        async for ev in attribute_live(follower, judge, idle_timeout=IDLE_S):
             events.append(ev)
 
-    await asyncio.wait_for(go(), 60)
+    await asyncio.wait_for(go(), TIMEOUT_S)
     writer.join()
     return events
 
@@ -205,6 +211,45 @@ async def test_late_spans_restart_the_conversation_without_asking_again(llm_serv
     assert "planner" in llm_server.answered[-1].prompt  # and the agent its frame gave the steps
 
 
+async def test_a_decisive_verdict_waits_for_the_agent_span_that_frames_its_step(tmp_path):
+    """OpenTelemetry parents end, and are exported, after their children: until the
+    planner's invoke_agent span arrives its steps are the service's. A decisive verdict
+    then would name the service (it did when a loaded machine split the exports); it
+    waits for the frame and names the planner."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tests.support.otel_agent import run_workshop_agent
+    from whenpro_core.live.otlp_server import OtlpReceiver
+    from whenpro_core.live.store import LiveStore
+
+    mem = InMemorySpanExporter()
+    tp = TracerProvider(resource=Resource.create({"service.name": "workshop-agent"}))
+    tp.add_span_processor(SimpleSpanProcessor(mem))
+    trace_id = run_workshop_agent(tp)
+    spans = mem.get_finished_spans()
+    root = [s for s in spans if s.parent is None]
+    live = LiveJudge("heuristic")
+    with OtlpReceiver(LiveStore(tmp_path), "127.0.0.1", 0) as rx:
+        exporter = OTLPSpanExporter(endpoint=rx.endpoint, timeout=TIMEOUT_S)
+        assert exporter.export([s for s in spans if s.parent is not None]).name == "SUCCESS"
+        rx.store.flush()  # the written version, as the live judge reads it
+        before = rx.store.trace(trace_id)
+        first = [e async for e in live.update(before)]
+        assert exporter.export(root).name == "SUCCESS"
+        rx.store.flush()
+        after = rx.store.trace(trace_id)
+        second = [e async for e in live.update(after)]
+        exporter.shutdown()
+    assert {s.agent for s in before.steps} == {"workshop-agent"}  # no frame yet: the service's
+    assert of(first, Suspect) and not of(first, DecisiveError)
+    (decisive,) = of(second, DecisiveError)
+    assert (decisive.step, decisive.agent, decisive.mode) == ("2", "planner", "R.3")
+
+
 def test_live_judging_needs_a_live_protocol_and_a_model():
     with pytest.raises(ConfigError):
         LiveJudge("all-at-once")
@@ -215,7 +260,7 @@ def test_live_judging_needs_a_live_protocol_and_a_model():
 # ---------------------------------------------------------------------- the commands
 
 
-def whenpro(*args, env=None, timeout=60):
+def whenpro(*args, env=None, timeout=TIMEOUT_S):
     return subprocess.run(
         [sys.executable, "-m", "whenpro_core.cli", *args],
         cwd=REPO,
@@ -242,7 +287,7 @@ def test_watch_a_file_being_written_exits_1_on_a_decisive_error(tmp_path):
     proc = spawn("watch", str(path), "--idle-timeout", "5")
     writer = LineWriter(path, native_lines(load_trace(TEAM)), delay=0.05, split=[3], start_delay=0.5)
     writer.start()
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=TIMEOUT_S)
     assert proc.returncode == 1, err
     lines = out.splitlines()
     assert any(line.startswith("DECISIVE ERROR step 3 [solver] R.3") for line in lines)
@@ -316,13 +361,15 @@ def _endpoint(proc) -> str:
 def test_watch_otlp_judges_an_instrumented_agent_and_exits_by_itself(tmp_path):
     from tests.support.otel_agent import provider, run_workshop_agent
 
-    proc = spawn("watch", "--otlp", "127.0.0.1:0", "--idle-timeout", "2", "--json", "--store", str(tmp_path))
+    # exits 10 s after the last export: long enough that a loaded machine's first export
+    # (after the endpoint is printed) is never taken for the end of all exports
+    proc = spawn("watch", "--otlp", "127.0.0.1:0", "--idle-timeout", "10", "--json", "--store", str(tmp_path))
     try:
         endpoint = _endpoint(proc)
         tp = provider(endpoint, batch=True)
         trace_id = run_workshop_agent(tp)
         tp.shutdown()
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=TIMEOUT_S)
     finally:
         proc.kill()
     assert proc.returncode == 1, err
@@ -346,7 +393,7 @@ def test_serve_otlp_stores_traces_until_stopped(tmp_path):
         tp.shutdown()
         wait_until((tmp_path / "store" / f"{trace_id}.json").exists, "the stored trace")
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=TIMEOUT_S)
     finally:
         proc.kill()
     assert proc.returncode == 0, err
@@ -371,7 +418,7 @@ async def test_on_a_real_group_chat_the_last_suspect_is_the_offline_verdict(tmp_
     src = json.loads((real_traces / "who-and-when/Who&When/Algorithm-Generated" / name).read_text())
     messages = [{k: v for k, v in m.items() if k in ("role", "content", "name")} for m in src["history"]]
     path = tmp_path / "ag2.jsonl"
-    events = await live_events(path, LiveJudge("heuristic"), dump_lines(messages), idle_timeout=1.0, split=[1])
+    events = await live_events(path, LiveJudge("heuristic"), dump_lines(messages), split=[1])
     offline = attribute_heuristic(load_trace(path))
     last = of(events, Suspect)[-1]
     assert (last.step, last.agent, last.mode) == (offline.step, offline.agent, offline.mode)

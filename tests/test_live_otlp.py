@@ -38,7 +38,7 @@ def receiver(tmp_path):
 def post(url: str, body: bytes, ctype: str = "application/json", headers: dict | None = None):
     req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": ctype, **(headers or {})})
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
             return resp.status, resp.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
@@ -162,7 +162,8 @@ def test_protobuf_and_json_of_the_same_spans_give_the_same_trace(tmp_path):
         (b"\x0a\xff\xff\xff", "application/x-protobuf", {}, 400),  # truncated protobuf
         (b'{"resourceSpans": [', "application/json", {}, 400),  # torn JSON
         (
-            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "../../etc", "spanId": "00f067aa0ba902b7"}]}]}]}',  # noqa: E501
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": '
+            b'[{"traceId": "../../etc", "spanId": "00f067aa0ba902b7"}]}]}]}',
             "application/json",
             {},
             400,
@@ -207,7 +208,7 @@ def test_other_paths_methods_and_hosts_are_refused(receiver):
     body = (OTEL / "genai_current.json").read_bytes()
     assert post(receiver.endpoint.replace("/v1/traces", "/v1/metrics"), body)[0] == 404
     with pytest.raises(urllib.error.HTTPError) as exc:
-        urllib.request.urlopen(receiver.endpoint, timeout=10)
+        urllib.request.urlopen(receiver.endpoint, timeout=TIMEOUT_S)
     assert exc.value.code == 405
     assert post(receiver.endpoint, body, headers={"Host": "attacker.example:4318"})[0] == 400  # DNS rebinding
     assert stored(receiver) == []
@@ -303,7 +304,7 @@ def test_bounded_load_on_loopback_stores_every_export_with_bounded_memory(tmp_pa
     with OtlpReceiver(store, "127.0.0.1", 0, max_in_flight=64) as rx:
 
         def exporter_thread(k: int) -> None:
-            exp = OTLPSpanExporter(endpoint=rx.endpoint, timeout=20)
+            exp = OTLPSpanExporter(endpoint=rx.endpoint, timeout=TIMEOUT_S)  # a hang guard: retries included
             for spans in batches:  # the same runs, exported by 20 processes = 20 x 20 traces
                 results.append(exp.export(_retag(spans, k)).name)
                 peak["traces"] = max(peak["traces"], store.in_memory_count)
@@ -368,7 +369,7 @@ def test_the_real_exporter_gets_a_clean_refusal_for_an_oversized_batch(tmp_path)
         pass
     with OtlpReceiver(LiveStore(tmp_path), "127.0.0.1", 0, max_body=16 * 1024) as rx:
         sub = rx.store.subscribe()
-        result = OTLPSpanExporter(endpoint=rx.endpoint, timeout=5).export(mem.get_finished_spans())
+        result = OTLPSpanExporter(endpoint=rx.endpoint, timeout=TIMEOUT_S).export(mem.get_finished_spans())
         assert result.name == "FAILURE"
         assert drain(sub, lambda ev: any(isinstance(e, ExportRejected) for e in ev))[0].status == 413
         assert stored(rx) == []

@@ -81,7 +81,7 @@ async def test_failures_are_not_cached(llm_settings, llm_server):
     llm_server.fail(Fault.http(400, message="nope"))
     llm_server.script("good")
     async with open_backend("openai:gpt-4.1", llm_settings()) as backend:
-        with pytest.raises(BackendError):
+        with pytest.raises(BackendError, match="nope"):
             await backend.complete(LLMRequest.simple("q"))
         reply = await backend.complete(LLMRequest.simple("q"))
         assert reply.text == "good" and not reply.from_cache
@@ -102,7 +102,7 @@ def test_cache_survives_a_corrupt_entry(tmp_path):
 
 
 async def test_concurrency_limit(llm_settings, llm_server):
-    llm_server.latency_s = 0.2
+    llm_server.latency_s = 1.0  # every answer is held long enough for the next two to arrive, loaded or not
     llm_server.respond_with(lambda body: "ok")
     async with open_backend("openai:gpt-4.1", llm_settings(concurrency=3, cache=False)) as backend:
         replies = await asyncio.gather(*[backend.complete(LLMRequest.simple(f"question {i}")) for i in range(9)])

@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import Fault
+from tests.support.waiting import ANSWER_S
 from whenpro_core.errors import BackendError
 from whenpro_core.llm import LLMRequest, open_backend
 from whenpro_core.llm.retry import is_retryable, retry_after_seconds
@@ -93,7 +94,7 @@ async def test_500_then_success(model, make_backend, llm_server):
 async def test_hang_past_timeout_then_success(model, make_backend, llm_server):
     llm_server.fail(Fault.hang(3600.0))  # answers only when the server stops (teardown)
     llm_server.script("fast answer")
-    backend = make_backend(model, timeout_s=1.0)
+    backend = make_backend(model, timeout_s=ANSWER_S)
     reply = await backend.complete(LLMRequest.simple("hi"))
     assert reply.text == "fast answer" and reply.retries == 1
     assert len(llm_server.requests) == 2

@@ -18,6 +18,7 @@ from google.protobuf.json_format import Parse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tests.conftest import REPO, team_trace
+from tests.support.waiting import TIMEOUT_S
 from tests.test_atif_export import REFS
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.otlp_write import PEOPLE, STEP_KEY, TRACE_KEY, trace_to_otlp, write_otlp
@@ -118,7 +119,7 @@ def test_the_export_posted_to_the_otlp_receiver_is_the_same_trace(tmp_path: Path
         req = urllib.request.Request(
             rx.endpoint, data=body, method="POST", headers={"Content-Type": "application/json"}
         )
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
             assert resp.status == 200
         rx.store.flush()
         stored = [load_trace(p) for p in (tmp_path / "store").glob("*.json")]

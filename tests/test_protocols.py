@@ -11,6 +11,7 @@ import pytest
 from conftest import SAMPLES
 from tests.support.judge_oracle import oracle_for
 from tests.support.llm_server import Fault
+from tests.support.waiting import ANSWER_S
 from whenpro_core.attribution.binary_search import max_calls
 from whenpro_core.attribution.llm_judge import make_judge
 from whenpro_core.attribution.run import attribute
@@ -127,9 +128,9 @@ def test_faults_are_retried_and_a_wrong_format_is_a_warning(llm_server, llm_sett
 
 
 def test_a_hang_past_the_timeout_is_retried(llm_server, llm_settings, sample):
-    llm_server.fail(Fault.hang(3.0))
+    llm_server.fail(Fault.hang(3600.0))  # answers only when the server stops (teardown)
     llm_server.respond_with(oracle_for(sample))
-    judge = make_judge("openai:gpt-4.1", settings=llm_settings(timeout_s=0.5))
+    judge = make_judge("openai:gpt-4.1", settings=llm_settings(timeout_s=ANSWER_S))
     verdict = _run(sample, "all-at-once", judge)
     assert verdict.step == "3"
 

@@ -19,6 +19,7 @@ from test_replay import NOW, seed_run
 from tests.support.fixtures import TEST_KEY
 from tests.support.inject_model import InjectModel, step_answer
 from tests.support.llm_server import Fault
+from tests.support.waiting import ANSWER_S
 from whenpro_core.errors import BackendError, ReplayError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
@@ -30,7 +31,8 @@ from whenpro_core.injection.replay import prefix_matches, replay_stream, warm_st
 from whenpro_core.injection.simulate import SimulateExecutor
 from whenpro_core.trace.model import Step, ToolCall
 
-WW_1 = "who-and-when/Who&When/Algorithm-Generated/1.json"  # Excel_Expert, terminal, BusinessLogic, terminal, DataVerification x2  # noqa: E501
+# Excel_Expert, terminal, BusinessLogic, terminal, DataVerification x2
+WW_1 = "who-and-when/Who&When/Algorithm-Generated/1.json"
 
 
 def _arith_model(minutes: int = 150, final: str = "12:00") -> InjectModel:
@@ -336,8 +338,8 @@ def test_backend_faults_are_retried_without_duplicating_steps(llm_server, llm_se
         llm_server.fail(Fault.http(429, retry_after="0"), Fault.http(429, retry_after="0"))
         settings = llm_settings()
     else:
-        llm_server.fail(Fault.hang(5))
-        settings = llm_settings(timeout_s=0.5)
+        llm_server.fail(Fault.hang(3600.0))  # answers only when the server stops (teardown)
+        settings = llm_settings(timeout_s=ANSWER_S)
     result = warm_start(seed, 4, _flawed_total(), SimulateExecutor("openai:gpt-4.1", settings=settings))
     assert [s.index for s in result.steps] == list(range(8))
     assert [s.agent for s in result.steps] == [s.agent for s in seed.steps] and result.final_answer == "12:00"

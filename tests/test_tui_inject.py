@@ -24,6 +24,7 @@ from tests.conftest import REPO, SAMPLES, screen_text, settle
 from tests.support.fixtures import TEST_KEY
 from tests.support.inject_model import InjectModel, step_answer
 from tests.support.judge_oracle import Oracle
+from tests.support.waiting import TIMEOUT_S
 from tests.support.waiting import until as wait_for
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.formats import load_trace
@@ -322,7 +323,7 @@ async def test_esc_cancels_a_slow_replay(tmp_path: Path, tally_seed: Path) -> No
         await choose(pilot, "#inj-exec", "c")
         await paste(pilot, "#inj-exec-arg", command)
         await pilot.press("ctrl+r")
-        await asyncio.wait_for(new_step.wait(), timeout=20)
+        await asyncio.wait_for(new_step.wait(), timeout=TIMEOUT_S)
         await pilot.pause()
         assert isinstance(app.screen, ReplayScreen)
         assert "Let me think about this" in screen_text(app) and "1 new step(s)" in screen_text(app)
@@ -456,8 +457,9 @@ async def test_palette_and_help_list_the_injection_actions(tmp_path: Path) -> No
         text = screen_text(app)
         assert "Inject" in text and "Diff with seed" in text and "Task in full" in text
         await pilot.press("escape")
-        await pilot.press(":", "4", "enter", "i")
-        await until(pilot, lambda: isinstance(app.screen, InjectDialog), "the dialog")
+        dialog = await open_dialog(pilot, "4")
+        # ^r runs the previewed step: the offline preview is made in a thread, so wait for it
+        await until(pilot, lambda: dialog.generated is not None, "the preview")
         await pilot.press("ctrl+r")
         await until(pilot, lambda: isinstance(app.screen, DiffScreen), "the diff screen")
         screen = app.screen

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES, settle
+from tests.support.waiting import until
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.screens.diff import DiffScreen
 
@@ -41,15 +42,16 @@ def test_diff_screen(snap_compare, seed: str) -> None:
     async def run_before(pilot) -> None:
         await _dialog_on_r3(pilot)
         await pilot.press("ctrl+r")
-        for _ in range(40):
-            screen = pilot.app.screen
-            if (
-                isinstance(screen, DiffScreen)
+        await until(
+            pilot,
+            lambda: (
+                isinstance(screen := pilot.app.screen, DiffScreen)
                 and screen.diff is not None
                 and "attributing" not in str(screen.attribution_text)
-            ):
-                break
-            await settle(pilot, rounds=1)
+            ),
+            "the diff and the attribution",
+            between=lambda: settle(pilot, rounds=1),
+        )
         await pilot.press("j")  # the clock step, changed by the injection
         await settle(pilot)
 

@@ -17,7 +17,7 @@ from rich.console import Console
 
 import whenpro_tui
 from bench_data import write_dataset
-from tests.conftest import SAMPLES, settle
+from tests.conftest import SAMPLES, busy_workers, settle
 from whenpro_core.cli.bench import bench_command
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.messages import VerdictsLoaded
@@ -126,7 +126,8 @@ async def test_a_results_trace_screen_loads_its_trace_once(tmp_path: Path) -> No
 
 
 async def test_a_live_trace_screen_starts_once(tmp_path: Path) -> None:
-    from tests.test_tui_live import native_lines, until
+    from tests.support.waiting import until
+    from tests.test_tui_live import native_lines
     from whenpro_core.formats import load_trace
 
     sample = load_trace(SAMPLES / "team_text" / "trace.json")
@@ -153,7 +154,15 @@ async def test_a_live_trace_screen_starts_once(tmp_path: Path) -> None:
             "the live trace",
         )
         screen = app.screen
-        await pilot.pause(0.2)
+        # a second start would come from a message or a one-shot worker: let all of them end
+        # (the live worker follows the file for ever) and every message they posted be handled
+        await until(
+            pilot,
+            lambda: not [w for w in app.workers if w.group != "live" and not w.is_finished],
+            "the one-shot workers",
+            detail=lambda: f"busy: {busy_workers(app)}",
+        )
+        await pilot.pause()
         assert [c.calls for c in made] == [1] and len(loaded) == 1
         # the live source runs once: one worker in its group
         assert len([w for w in app.workers if w.group == "live"]) == 1

@@ -19,7 +19,9 @@ from tests.support.live_writer import LineWriter, dump_lines
 from tests.support.waiting import until
 from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.formats import load_trace
+from whenpro_core.live.events import Idle, LineError
 from whenpro_tui.app import WhenproApp
+from whenpro_tui.messages import LiveEvents
 from whenpro_tui.screens.incoming import IncomingScreen
 from whenpro_tui.screens.live_trace import LiveTraceScreen
 from whenpro_tui.starts import LiveOptions, follow_start, otlp_start, view_start
@@ -51,6 +53,28 @@ def notes(app) -> list[str]:
     return [f"{n.title}: {n.message}" for n in app._notifications]
 
 
+async def noted(pilot, part: str) -> list[str]:
+    """The notifications once one of them contains ``part`` (``notify`` posts a message:
+    the app lists it a round after the state that caused it has changed)."""
+    app = pilot.app
+    await until(
+        pilot, lambda: any(part in n for n in notes(app)), f"a notification {part!r}", detail=lambda: notes(app)
+    )
+    return notes(app)
+
+
+async def shows(pilot, *texts: str) -> str:
+    """The screen's text once it shows every one of ``texts``: a state change is drawn
+    at the next refresh, which a loaded machine makes later than the messages after it."""
+    app = pilot.app
+
+    def shown() -> str:
+        text = screen_text(app)
+        return text if all(t in text for t in texts) else ""
+
+    return await until(pilot, shown, f"the screen to show {texts}", detail=lambda: screen_text(app))
+
+
 async def test_follow_shows_steps_as_they_are_written_and_keeps_the_cursor(tmp_path):
     sample = load_trace(TEAM)
     lines = native_lines(sample)
@@ -66,7 +90,7 @@ async def test_follow_shows_steps_as_they_are_written_and_keeps_the_cursor(tmp_p
         steps = screen.steps
         assert [screen.trace.steps[i].coord for i in steps.shown] == [s.coord for s in sample.steps[:3]]
         assert steps.step_index == 2  # the cursor was on the last step: it followed
-        assert any("Line skipped: line 5: not valid JSON" in n for n in notes(app))
+        await noted(pilot, "Line skipped: line 5: not valid JSON")
         # the user moves up; the rest of the run arrives; the cursor stays put
         await pilot.press("k")
         assert steps.step_index == 1
@@ -81,13 +105,12 @@ async def test_follow_shows_steps_as_they_are_written_and_keeps_the_cursor(tmp_p
         await pilot.pause()
         assert steps.step_index == 1
         assert [screen.trace.steps[i].coord for i in steps.shown] == [s.coord for s in sample.steps]
-        decisive = [n for n in notes(app) if n.startswith("Decisive error")]
+        decisive = [n for n in await noted(pilot, "Decisive error") if n.startswith("Decisive error")]
         assert len(decisive) == 1 and "step 3 [solver] R.3" in decisive[0]
         # trace text is shown as it is, never read as Rich markup ("[solver]" would vanish)
         assert all(n.markup is False for n in app._notifications)
         assert steps.attributed == frozenset({3})  # the decisive step is marked
-        text = screen_text(app)
-        assert "DECISIVE step 3 [solver] R.3" in text and "◆" in text
+        await shows(pilot, "DECISIVE step 3 [solver] R.3", "◆")
         await pilot.press("s")
         assert steps.step_index == 3
         # at the last step the list follows again; a closing header updates the header
@@ -96,7 +119,7 @@ async def test_follow_shows_steps_as_they_are_written_and_keeps_the_cursor(tmp_p
         with path.open("ab") as fh:
             fh.write(dump_lines([{"id": sample.id, "outcome": "failure", "final_answer": "11:45"}])[0])
         await until(pilot, lambda: screen.trace.outcome.value == "failure", "the closing header")
-        assert "failure" in screen_text(app) and "run ended (final_answer)" in screen_text(app)
+        await shows(pilot, "failure", "run ended (final_answer)")
 
 
 async def test_a_truncated_file_keeps_the_shared_steps_and_the_cursor(tmp_path):
@@ -113,14 +136,14 @@ async def test_a_truncated_file_keeps_the_shared_steps_and_the_cursor(tmp_path):
         path.write_bytes(b"".join(lines[:4]))  # shorter: steps 0-2 are kept
         await until(pilot, lambda: len(screen.trace.steps) == 3, "the truncation")
         assert screen.steps.step_index == 1
-        assert any("truncated" in n for n in notes(app))
+        await noted(pilot, "truncated")
         with path.open("ab") as fh:
             fh.write(b"".join(lines[4:]))
         await until(pilot, lambda: len(screen.trace.steps) == len(sample.steps), "the rest")
         assert screen.steps.step_index == 1
         await pilot.press("s")
-        assert any("Live judging is off" in n for n in notes(app))
-        assert "judging off" in screen_text(app)
+        await noted(pilot, "Live judging is off")
+        await shows(pilot, "judging off")
         assert not screen.steps.attributed
 
 
@@ -133,11 +156,31 @@ async def test_a_decisive_step_cut_away_by_truncation_is_forgotten(tmp_path):
     async with app.run_test(size=(120, 34)) as pilot:
         screen = await first_screen(pilot, LiveTraceScreen)
         await until(pilot, lambda: screen.decisive is not None, "a decisive error")
-        assert "DECISIVE" in screen_text(app)
+        await shows(pilot, "DECISIVE")
         path.write_bytes(b"".join(lines[:2]))  # the run was restarted: one step so far
         await until(pilot, lambda: len(screen.trace.steps) == 1, "the truncation")
         await pilot.pause()
-        assert screen.decisive is None and "DECISIVE" not in screen_text(app)
+        await until(
+            pilot, lambda: "DECISIVE" not in screen_text(app), "the mark to go", detail=lambda: screen_text(app)
+        )
+        assert screen.decisive is None
+
+
+async def test_an_idle_spell_after_the_run_ended_leaves_the_end_as_the_news(tmp_path):
+    """Once the run has ended, "no new data" is no news: the bar keeps saying how it
+    ended (a loaded machine made the idle notice replace it, 2 s after the last line)."""
+    sample = load_trace(TEAM)
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join(native_lines(sample)))
+    app = WhenproApp("", cursor_blink=False, start=follow_start(str(path), LiveOptions()))
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen = await first_screen(pilot, LiveTraceScreen)
+        await until(pilot, lambda: screen.ended == "final_answer", "the run's end")
+        # a quiet spell, then a bad line: once the line is counted, the spell was handled too
+        screen.post_message(LiveEvents([Idle(sample.id, 2.0), LineError(sample.id, 9, "not valid JSON")]))
+        await until(pilot, lambda: screen.line_errors == 1, "the events")
+        assert screen.news == "run ended (final_answer) after 7 steps"
+        await shows(pilot, "run ended (final_answer)", "1 bad line skipped")
 
 
 async def test_otlp_traces_appear_live_and_open(tmp_path):
@@ -154,31 +197,31 @@ async def test_otlp_traces_appear_live_and_open(tmp_path):
     app = WhenproApp("", cursor_blink=False, start=otlp_start("127.0.0.1:0", LiveOptions(), store=store))
     async with app.run_test(size=(130, 34)) as pilot:
         screen = await first_screen(pilot, IncomingScreen, lambda s: s.started)
-        assert "waiting for traces" in screen_text(app)
+        await shows(pilot, "waiting for traces")
         trace_id = await asyncio.to_thread(export, screen.receiver.endpoint)
         await until(
             pilot,
             lambda: trace_id in screen.listing.rows and screen.listing.rows[trace_id].decisive is not None,
             "the trace and its verdict",
         )
-        await pilot.pause()
-        text = screen_text(app)
-        assert trace_id[:16] in text and "workshop-agent" in text
-        assert "DECISIVE step 2 [planner] R.3" in text
+        await shows(pilot, trace_id[:16], "workshop-agent", "DECISIVE step 2 [planner] R.3")
         row = screen.listing.rows[trace_id]
         assert row.steps == 5 and row.service == "workshop-agent"  # the invoke_agent span frames the steps
-        flagged = [n for n in notes(app) if n.startswith("Decisive error")]
+        flagged = [n for n in await noted(pilot, "Decisive error") if n.startswith("Decisive error")]
         assert len(flagged) == 1 and trace_id[:16] in flagged[0] and "[planner] R.3" in flagged[0]
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, LiveTraceScreen), "the live trace view")
         live = app.screen
-        await until(pilot, lambda: len(live.trace.steps) == 5, "the steps")
-        await pilot.pause()
+        # the steps, the verdict and the run's end each arrive as their own message
+        await until(
+            pilot,
+            lambda: len(live.trace.steps) == 5 and live.steps.attributed and live.ended is not None,
+            "the steps, the verdict and the run's end",
+        )
+        await shows(pilot, "DECISIVE step 2 [planner] R.3", "run ended (root_span_ended)")
         assert live.trace.id == trace_id and len(live.trace.steps) == 5
         assert live.steps.step_index == 4  # opened on the newest step, following
         assert live.steps.attributed == frozenset({2})
-        assert "DECISIVE step 2 [planner] R.3" in screen_text(app)
-        assert "run ended (root_span_ended)" in screen_text(app)
         assert len([n for n in notes(app) if n.startswith("Decisive error")]) == 1  # not again
         await pilot.press("q")
         assert app.screen is screen and screen.live_screen is None
@@ -241,19 +284,23 @@ async def test_follow_judges_step_by_step_through_the_openai_sdk(tmp_path, llm_s
         writer = LineWriter(path, native_lines(sample))
         writer.start()
         if budget is None:
-            await until(pilot, lambda: screen.decisive is not None, "the step-by-step verdict")
+            # the verdict, then its notification
+            await until(
+                pilot,
+                lambda: any(n.startswith("Decisive error (step-by-step)") for n in notes(app)),
+                "the step-by-step verdict",
+            )
             writer.join()
             d = screen.decisive
             assert (d.step, d.agent, d.mode) == ("3", "solver", "R.3")
             assert screen.decisive.protocol == "step-by-step"
-            assert any(n.startswith("Decisive error (step-by-step)") for n in notes(app))
             assert screen.steps.attributed == frozenset({3})
         else:
             await until(pilot, lambda: "budget" in screen.judging, "the budget to run out")
             writer.join()
             assert screen.decisive is None and len(llm_server.answered) == 1
-            assert any("Budget exhausted (calls): 1 calls" in n for n in notes(app))
-            assert "judging stopped: calls budget spent" in screen_text(app)
+            await noted(pilot, "Budget exhausted (calls): 1 calls")
+            await shows(pilot, "judging stopped: calls budget spent")
         assert TEST_KEY not in screen_text(app)
 
 
@@ -265,8 +312,7 @@ async def test_a_burst_of_bad_lines_is_one_notification_and_a_lasting_count(tmp_
     async with app.run_test(size=(120, 34)) as pilot:
         screen = await first_screen(pilot, LiveTraceScreen)
         await until(pilot, lambda: len(screen.trace.steps) == 3 and screen.line_errors == 40, "40 bad lines")
-        skipped = [n for n in notes(app) if "skipped" in n.lower()]
+        skipped = [n for n in await noted(pilot, "skipped") if "skipped" in n.lower()]
         assert len(skipped) == 1 and "40 lines skipped" in skipped[0], notes(app)
         await until(pilot, lambda: "no new data" in screen.news, "an idle spell")  # newer news...
-        await pilot.pause()
-        assert "40 bad lines skipped" in screen_text(app)  # ...keeps the count on the bar
+        await shows(pilot, "40 bad lines skipped")  # ...keeps the count on the bar

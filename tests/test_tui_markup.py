@@ -22,6 +22,7 @@ from rich.console import Console
 
 from bench_data import write_dataset
 from tests.conftest import WHOWHEN, screen_text, settle
+from tests.support.waiting import until as wait_for
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.cli.bench import bench_command
 from whenpro_core.formats import load_trace
@@ -47,12 +48,11 @@ def notes(app) -> list[str]:
     return [str(n.message) for n in app._notifications]
 
 
-async def until(pilot, cond, what: str, rounds: int = 60) -> None:
-    for _ in range(rounds):
-        if cond():
-            return
-        await settle(pilot, rounds=1)
-    assert cond(), f"timed out waiting for {what}; screen:\n{screen_text(pilot.app)}"
+async def until(pilot, cond, what: str) -> None:
+    """:func:`tests.support.waiting.until`, every worker done between checks."""
+    await wait_for(
+        pilot, cond, what, between=lambda: settle(pilot, rounds=1), detail=lambda: f"screen:\n{screen_text(pilot.app)}"
+    )
 
 
 def marked_trace(m: str) -> Trace:
@@ -102,14 +102,12 @@ async def test_trace_screen_shows_markup_like_text_as_typed(tmp_path: Path, m: s
         assert f"2 + 2 = 5 {m}" in screen_text(app)
 
         await pilot.press(":", *m, "enter")  # go to an unknown coordinate
-        await settle(pilot)
-        assert any(m in n for n in notes(app)), notes(app)
+        await until(pilot, lambda: any(m in n for n in notes(app)), "the go-to notice")
         assert m in screen_text(app)  # the toast shows it as typed
         assert_running(app)
 
         await pilot.press("/", *f"zz{m}", "enter")  # a search that finds nothing
-        await settle(pilot)
-        assert any(f"zz{m}" in n for n in notes(app))
+        await until(pilot, lambda: any(f"zz{m}" in n for n in notes(app)), "the search notice")
         assert f"zz{m}" in screen_text(app)
         await pilot.press("/", *m, "enter")  # a search that finds the steps
         await settle(pilot)
@@ -117,8 +115,7 @@ async def test_trace_screen_shows_markup_like_text_as_typed(tmp_path: Path, m: s
         assert_running(app)
 
         await pilot.press("l")  # no later step by this agent: names it in a toast
-        await settle(pilot)
-        assert any(f"coder{m}" in n for n in notes(app))
+        await until(pilot, lambda: any(f"coder{m}" in n for n in notes(app)), "the agent notice")
 
         await pilot.press("w")  # task in full
         await pilot.pause()
@@ -228,11 +225,9 @@ async def test_results_cells_and_drill_down(tmp_path: Path, m: str) -> None:
     async with app.run_test(size=(150, 40), notifications=True) as pilot:
         await until(pilot, lambda: isinstance(app.screen, ResultsScreen) and app.screen.results, "the results")
         await pilot.press("2")  # by framework: a row named by the trace's framework
-        await settle(pilot)
-        assert f"fw{m}" in screen_text(app)
+        await until(pilot, lambda: f"fw{m}" in screen_text(app), "the framework rows")
         await pilot.press("3")  # by benchmark
-        await settle(pilot)
-        assert f"bench{m}" in screen_text(app)
+        await until(pilot, lambda: f"bench{m}" in screen_text(app), "the benchmark rows")
         await pilot.press("2")
         await settle(pilot)
         rows = app.screen.rows

@@ -19,6 +19,7 @@ from PIL import Image as PILImage
 from textual.worker import WorkerState
 
 from tests.conftest import REAL_TRACES, SAMPLES, screen_text, settle, tiny_png
+from tests.support.waiting import TIMEOUT_S, until
 from tests.test_media_preview import png_header
 from tests.videoclips import write_clip
 from whenpro_core.formats.native import write_trace
@@ -341,12 +342,9 @@ async def test_moving_on_cancels_keyframes_and_the_cache_makes_revisits_instant(
 
     app = make_app(long_video_trace)
     async with app.run_test(size=(160, 40), message_hook=hook) as pilot:
-        await asyncio.wait_for(started.wait(), timeout=30)
-        for _ in range(100):  # the hook sees the progress message before the screen shows it
-            if "decoding" in screen_text(app):
-                break
-            await pilot.pause(0.02)
-        assert "decoding" in screen_text(app)
+        await asyncio.wait_for(started.wait(), timeout=TIMEOUT_S)
+        # the hook sees the progress message before the screen shows it
+        await until(pilot, lambda: "decoding" in screen_text(app), "the decoding progress on screen")
         workers = [w for w in app.workers if w.group == "media-keyframes"]
         await pilot.press("j")  # move on while the video is decoding
         await settle(pilot)

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.support.llm_server import LLMServer
+from tests.support.waiting import TIMEOUT_S
 
 PROVIDER_ENV = (
     "OPENAI_API_KEY",
@@ -67,7 +68,7 @@ def llm_settings(llm_server: LLMServer) -> Callable[..., Any]:
             "openai_base_url": llm_server.openai_base_url,
             "anthropic_base_url": llm_server.anthropic_base_url,
             "compatible_base_url": llm_server.openai_base_url,
-            "timeout_s": 10.0,
+            "timeout_s": TIMEOUT_S,  # a hang guard: a loaded machine never trips it
             "max_retries": 3,
             "backoff_base_s": 0.01,
             "backoff_max_s": 0.05,

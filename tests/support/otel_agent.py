@@ -13,13 +13,16 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
+from tests.support.waiting import TIMEOUT_S
+
 
 def provider(
     endpoint: str, *, service: str = "workshop-agent", gzip: bool = False, batch: bool = False
 ) -> TracerProvider:
-    """A TracerProvider exporting to ``endpoint`` (the full /v1/traces URL)."""
+    """A TracerProvider exporting to ``endpoint`` (the full /v1/traces URL). The exporter's
+    timeout (retries included) is the tests' hang guard: a loaded machine never trips it."""
     exporter = OTLPSpanExporter(
-        endpoint=endpoint, timeout=10, compression=Compression.Gzip if gzip else Compression.NoCompression
+        endpoint=endpoint, timeout=TIMEOUT_S, compression=Compression.Gzip if gzip else Compression.NoCompression
     )
     tp = TracerProvider(resource=Resource.create({"service.name": service}))
     tp.add_span_processor(

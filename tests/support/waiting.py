@@ -23,6 +23,9 @@ T = TypeVar("T")
 TIMEOUT_S = 120.0
 #: Seconds between two checks of the condition in :func:`wait_until`.
 POLL_S = 0.02
+#: A client timeout that a hung server must outlast (so the test waits this long) while
+#: every ordinary answer of a local test server meets it, on a loaded machine too.
+ANSWER_S = 5.0
 
 
 class Deadline:

@@ -122,6 +122,12 @@ class FileFollower:
         """The line format in use (``None`` until the first line is read)."""
         return self.format
 
+    @property
+    def offset(self) -> int:
+        """Bytes of the current file read so far, a torn last line included (held until
+        its newline comes); the file's size once the follower has caught up with it."""
+        return self._pos
+
     def trace(self) -> Trace:
         """The trace so far (a snapshot; an empty trace before the first step)."""
         if self._builder is None:

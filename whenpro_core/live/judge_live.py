@@ -7,7 +7,10 @@
   mode) changes. The first verdict whose step carries a signal of strength
   ``decisive_strength`` or more is the :class:`~whenpro_core.live.events.DecisiveError`;
   while the run goes on, signals that depend on its end (:data:`END_SIGNALS`) do not
-  count, and a run that ended with outcome ``success`` gets none.
+  count, nor does a step whose agent may still change (an OpenTelemetry span whose agent
+  span has not arrived yet, :func:`agent_settled`: else the verdict would name the
+  service, however fast the spans came), and a run that ended with outcome ``success``
+  gets none.
 * ``step-by-step`` asks the judge about each new agent step, one call each, with the
   same prompts as the offline protocol (:func:`~whenpro_core.attribution.prompts.step_by_step_opening`,
   :func:`~whenpro_core.attribution.prompts.step_turn`): the conversation only grows, so
@@ -122,6 +125,41 @@ def run_end_reason(trace: Trace) -> str | None:
     ):
         return "root_span_ended"  # a root agent span framing steps (formats.otel)
     return None
+
+
+def agent_settled(trace: Trace, step: Step) -> bool:
+    """Whether ``step``'s agent can no longer change: True unless it is an OpenTelemetry
+    span whose chain of parents breaks (a parent span not arrived yet) before it meets
+    an agent span framing it or a root. Parents end, and are exported, after their
+    children, so until the agent span comes the step is the service's and may become
+    an agent's."""
+    parent = step.meta.get("parent_span_id") if isinstance(step.meta, dict) else None
+    framing, parents = _span_links(trace) if parent else (set(), {})
+    seen: set[str] = set()
+    while parent and parent not in seen:
+        if parent in framing:
+            return True
+        if parent not in parents:
+            return False
+        seen.add(parent)
+        parent = parents[parent]
+    return True
+
+
+def _span_links(trace: Trace) -> tuple[set[str], dict[str, str | None]]:
+    """The span ids of the agent spans framing steps, and each step span's parent id."""
+    frames = trace.extras.get("agent_spans")
+    framing = {
+        str(f["span_id"])
+        for f in (frames if isinstance(frames, list) else [])
+        if isinstance(f, dict) and f.get("span_id")
+    }
+    parents: dict[str, str | None] = {}
+    for s in trace.steps:
+        if s.meta.get("span_id"):
+            parent = s.meta.get("parent_span_id")
+            parents[str(s.meta["span_id"])] = str(parent) if parent else None
+    return framing, parents
 
 
 def _ident(step: Step) -> str:
@@ -271,19 +309,26 @@ class LiveJudge:
             yield self.suspect
         if self.decisive is not None or (ended and trace.outcome == Outcome.success):
             return
-        # While the run goes on only evidence at the step itself counts; signals that
-        # depend on how the run ends (its final answer, a gold answer it lost, giving up)
-        # count once it has ended.
-        strong = [
-            sig
-            for sig in signals
-            if sig.index == index and sig.strength >= self.decisive_strength and (ended or sig.name not in END_SIGNALS)
-        ]
-        if strong:
+        if self._decisive_evidence(trace, step, signals, ended):
             self.decisive = DecisiveError(
                 trace.id, index, verdict.step, agent, verdict.mode, verdict.reason, "heuristic", verdict
             )
             yield self.decisive
+
+    def _decisive_evidence(self, trace: Trace, step: Step | None, signals: list[Signal], ended: bool) -> list[Signal]:
+        """The heuristic's signals that make ``step`` decisive. While the run goes on only
+        evidence at the step itself counts; signals that depend on how the run ends (its
+        final answer, a gold answer it lost, giving up) count once it has ended. Nor is
+        a step decisive while its agent may still change (:func:`agent_settled`)."""
+        if step is None or (not ended and not agent_settled(trace, step)):
+            return []
+        return [
+            sig
+            for sig in signals
+            if sig.index == step.index
+            and sig.strength >= self.decisive_strength
+            and (ended or sig.name not in END_SIGNALS)
+        ]
 
     # ------------------------------------------------------------------ step-by-step
 

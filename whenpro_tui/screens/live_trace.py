@@ -284,7 +284,8 @@ class LiveTraceScreen(TraceScreen):
 
     def _judge_event(self, ev: Any) -> None:
         if isinstance(ev, Idle):
-            self.news = f"no new data for {ev.seconds:.0f}s"
+            if self.ended is None:  # once the run has ended, quiet is expected: its end stays the news
+                self.news = f"no new data for {ev.seconds:.0f}s"
         elif isinstance(ev, Suspect):
             self.marks.apply(ev)
             self._mark()
