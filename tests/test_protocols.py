@@ -294,3 +294,27 @@ def test_every_call_after_the_first_is_served_from_the_prompt_cache(llm_server, 
     first = llm_server.answered[0].prompt
     shared = approx_tokens(first[: first.index("</transcript>")])
     assert verdict.usage.cached_tokens >= (len(bodies) - 1) * (shared - 2), (verdict.usage, shared)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_traces_first_call_reads_the_instructions_cached_by_an_earlier_trace(llm_server, llm_settings, sample, model):
+    """The system message (instructions and the whole taxonomy) is the same for every
+    trace: long enough (past the providers' 1,024-token minimum cacheable prefix, which the
+    server emulates) for a trace's first call to read it from the prompt cache an earlier
+    trace's call wrote. With the taxonomy cut to one line per mode it was ~600 tokens and
+    each trace's first call was served nothing."""
+    from tests.support.llm_wire import approx_tokens
+
+    llm_server.cache_min_tokens = 1024
+    other = load_trace(SAMPLES / "arith_team" / "arith_team-s1__R.3__4.json")
+    name, extra = _api(model)
+    cached = []
+    for trace in (sample, other):
+        llm_server.respond_with(oracle_for(trace))
+        judge = make_judge(name, settings=llm_settings(name, **extra), use_cache=False)
+        cached.append(_run(trace, "all-at-once", judge).usage.cached_tokens)
+    first, second = (r.prompt for r in llm_server.answered)
+    assert first[: first.index("## Task given")] == second[: second.index("## Task given")]
+    instructions = approx_tokens(first[: first.index("## Task given")])
+    assert instructions >= 1024 + 256, instructions  # clear of the minimum, not by a hair
+    assert cached[0] == 0 and cached[1] >= instructions - 8, (cached, instructions)

@@ -5,7 +5,9 @@ Messages are built so that consecutive calls of one protocol share a long, ident
 prefix (instructions and taxonomy in the system message; for step-by-step each call
 extends the previous conversation; for all-at-once, binary search, the mode question and
 hybrid's step questions the task and the full transcript come first and end with a cache
-breakpoint, the question after it), which lets providers' prompt caches serve it.
+breakpoint, the question after it), which lets providers' prompt caches serve it. The
+system message (the whole taxonomy) is the same for every trace and long enough to be
+cached on its own, so a trace's first call reads it from the cache too.
 """
 
 from __future__ import annotations
@@ -122,9 +124,17 @@ _DATA_NOTE = (
 )
 
 
+def taxonomy_block(taxonomy: Taxonomy) -> str:
+    """One ``- CODE: Name — description`` line per failure mode, each description whole
+    (with its "distinguished from" notes; the one-line meaning when a mode has none)."""
+    return "\n".join(f"- {m.code}: {m.name} — {m.description or m.meaning}" for m in taxonomy)
+
+
 def system_prompt(taxonomy: Taxonomy) -> str:
-    """Instructions and the failure-mode taxonomy (stable across calls and traces)."""
-    modes = "\n".join(f"- {m.code}: {m.name} — {m.meaning}" for m in taxonomy)
+    """Instructions and the whole failure-mode taxonomy (stable across calls and traces;
+    with the built-in taxonomy about 2,900 tokens, past the providers' 1,024-token minimum
+    cacheable prefix, so even a trace's first call reads it from the prompt cache)."""
+    modes = taxonomy_block(taxonomy)
     return (
         "You are an expert at diagnosing failures of LLM agent systems.\n\n"
         "You will see the transcript of an agent system attempting a task. The run failed "
@@ -310,6 +320,7 @@ __all__ = [
     "ModeJudgement",
     "ImagePart",
     "system_prompt",
+    "taxonomy_block",
     "all_at_once",
     "step_by_step_opening",
     "step_turn",

@@ -7,7 +7,7 @@ message; the answer is read as the four labelled lines, or JSON). Variables:
 ``question``       the task given to the system (its query)
 ``options``        the task's answer options as text, ``""`` when there are none
 ``gold_answer``    the correct answer when the judge may see it (not with ``--no-gold``), else ``""``
-``taxonomy``       the failure-mode list, one ``- CODE: Name — meaning`` line per mode
+``taxonomy``       the failure-mode list, one ``- CODE: Name — description`` line per mode (whole)
 ``coordinate_hint`` how steps are headed and how to write a coordinate
 ``transcript``     the task's images, then the rendered transcript (``Step <coord> | Agent:
                    <name>`` blocks); each image stays where the transcript places it
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from whenpro_core.attribution.prompts import ALL_AT_ONCE_FORMAT, Message, transcript_parts
+from whenpro_core.attribution.prompts import ALL_AT_ONCE_FORMAT, Message, taxonomy_block, transcript_parts
 from whenpro_core.errors import ConfigError
 from whenpro_core.trace.model import Trace
 from whenpro_core.trace.taxonomy import Taxonomy
@@ -113,7 +113,7 @@ def template_messages(
         "question": trace.task.query.strip(),
         "options": str(trace.task.options or ""),
         "gold_answer": (trace.task.answer or "") if with_gold else "",
-        "taxonomy": "\n".join(f"- {m.code}: {m.name} — {m.meaning}" for m in taxonomy),
+        "taxonomy": taxonomy_block(taxonomy),
         "coordinate_hint": COORDINATE_HINT,
         "transcript": text,
         "framework": trace.framework,
