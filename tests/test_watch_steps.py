@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from test_live_judge import _endpoint, spawn
+from whenpro_core.cli.watch import Printer
 from whenpro_core.live.events import TraceStarted, TraceUpdated
-from whenpro_core.live.watch import Printer
 from whenpro_core.trace.model import Step, ToolCall
 
 TID = "4bf92f3577b34da6a3ce929d0e0e4736"

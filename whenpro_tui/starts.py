@@ -154,7 +154,7 @@ def otlp_start(
 ) -> Callable[[], Screen]:
     """The incoming-traces view; the receiver's port is bound now (ConfigError when it
     cannot be)."""
-    from whenpro_core.live.watch import open_receiver
+    from whenpro_core.live.setup import open_receiver
 
     make_judge, llm, protocol = _judges(opts)
     receiver = open_receiver(address, store, allow_remote=allow_remote, max_traces=max_traces)

@@ -11,9 +11,9 @@ from whenpro_core.errors import ConfigError
 
 
 def watch(file: str | None, **options: Any) -> None:
-    """``whenpro watch`` (:func:`whenpro_core.live.watch.watch_command`); exits with its
+    """``whenpro watch`` (:func:`whenpro_core.cli.watch.watch_command`); exits with its
     status (0 nothing flagged, 1 a decisive error flagged)."""
-    from whenpro_core.live.watch import watch_command
+    from whenpro_core.cli.watch import watch_command
 
     raise typer.Exit(watch_command(file, **options))
 
@@ -30,6 +30,6 @@ def serve(
 
         view.otlp_view(otlp, store=store, allow_remote=allow_remote, max_traces=max_traces)
         return
-    from whenpro_core.live.watch import serve_command
+    from whenpro_core.cli.watch import serve_command
 
     serve_command(otlp, store=store, allow_remote=allow_remote, max_traces=max_traces, **options)

@@ -26,7 +26,7 @@ from typing import Any
 
 from whenpro_core.live.events import HeaderUpdated, JudgeFailed, StepAdded, TraceReset
 from whenpro_core.live.judge_live import Budget, LiveJudge, run_end_reason
-from whenpro_core.live.watch import _judge_factory
+from whenpro_core.live.setup import judge_factory
 
 _DONE = object()
 
@@ -49,7 +49,7 @@ def live_judges(
     ConfigError for settings that cannot judge live (checked now, before anything
     runs)."""
     budget = Budget(max_calls=budget_calls, max_tokens=budget_tokens, max_usd=budget_usd)
-    return _judge_factory(protocol, model, budget=budget, final_pass=final_pass, with_gold=with_gold, no_cache=no_cache)
+    return judge_factory(protocol, model, budget=budget, final_pass=final_pass, with_gold=with_gold, no_cache=no_cache)
 
 
 async def follow_live(

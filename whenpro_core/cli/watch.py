@@ -1,4 +1,4 @@
-"""What ``whenpro watch`` and ``whenpro serve`` do, apart from argument parsing.
+"""What ``whenpro watch`` and ``whenpro serve`` do and print, apart from argument parsing.
 
 ``watch`` prints one line per event as verdicts come (``--json``: one JSON object per
 line, :func:`~whenpro_core.live.events.event_record`), for scripts and CI of agent
@@ -15,11 +15,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from whenpro_core.attribution.llm_judge import make_judge
-from whenpro_core.attribution.protocols import preset_protocol, protocol_name
-from whenpro_core.config import warn_offline
 from whenpro_core.errors import ConfigError
-from whenpro_core.live.builders import LINE_FORMATS
 from whenpro_core.live.events import (
     BudgetExhausted,
     DecisiveError,
@@ -44,16 +40,13 @@ from whenpro_core.live.events import (
 )
 from whenpro_core.live.follow import FileFollower
 from whenpro_core.live.judge_live import Budget, LiveJudge
-from whenpro_core.live.otlp_server import DEFAULT_MAX_BODY, OtlpReceiver, parse_address
 from whenpro_core.live.session import attribute_live, attribute_store
-from whenpro_core.live.store import LiveStore
+from whenpro_core.live.setup import judge_factory, open_receiver
 from whenpro_core.safety.textsafe import plural, strip_controls
 from whenpro_core.storage import jsonio
-from whenpro_core.storage.paths import live_dir
 from whenpro_core.trace.model import Step
 
 if TYPE_CHECKING:  # the judges are imported when a watch starts (they load the LLM stack)
-    from whenpro_core.attribution.llm_judge import LLMJudge
     from whenpro_core.live.judge_live import Budget, LiveJudge
 
 #: Characters of untrusted text (content, reasons) on one printed line.
@@ -206,65 +199,6 @@ class Printer:
         return 1 if self.decisive else 2 if self.failed else 0
 
 
-def _final_protocol(preset: str | None) -> str:
-    """The final pass's protocol: all-at-once. ConfigError for any ``--preset`` (an
-    unknown one is named as such): a preset rebuilds its published harness's request from
-    the dataset's own documents (Who&When ``history`` entries, Who&When Pro release rows),
-    and a followed run arrives as :data:`~whenpro_core.live.builders.LINE_FORMATS` lines,
-    never as such a document, so no preset can apply to ``watch``; said before anything
-    is followed."""
-    if preset is None:
-        return "all-at-once"
-    preset_protocol(preset, "all-at-once")  # an unknown preset: its own one-line error
-    key = preset.strip().lower()
-    dataset = "Who&When Pro" if key == "whowhen-pro" else "Who&When"
-    raise ConfigError(
-        f"--preset {key} cannot apply to watch: it rebuilds the published request from a {dataset} dataset "
-        f"file, and a followed run arrives as {'/'.join(LINE_FORMATS)} lines",
-        expected=f"watch without --preset, or whenpro attribute/bench --preset {key} on the dataset's files",
-    )
-
-
-def _judge_factory(
-    protocol: str | None,
-    model: str | None,
-    *,
-    budget: Budget,
-    final_pass: bool,
-    with_gold: bool,
-    no_cache: bool,
-    preset: str | None = None,
-) -> tuple[Callable[[str], LiveJudge], LLMJudge | None]:
-    if model and model.strip().lower() == "heuristic":
-        model = None
-    name = protocol_name(protocol or ("step-by-step" if model else "heuristic"))
-    if name not in ("heuristic", "step-by-step"):
-        raise ConfigError(
-            f"protocol {name} cannot judge live",
-            expected="--protocol heuristic or step-by-step (--final-pass adds all-at-once)",
-        )
-    if name == "heuristic" and model and not final_pass:
-        raise ConfigError(
-            "--protocol heuristic and --model do not go together",
-            expected="no --model (heuristic uses none), or --final-pass to use "
-            "the model for the final all-at-once pass",
-        )
-    final_protocol = _final_protocol(preset)
-    judge = None
-    if model or name == "step-by-step":
-        judge = make_judge(model, use_cache=not no_cache)
-    else:  # the offline heuristic: no settings needed, but a broken config is said
-        warn_offline(lambda line: print(line, file=sys.stderr))
-
-    def make(_trace_id: str = "") -> LiveJudge:
-        return LiveJudge(
-            name, judge=judge, budget=budget, with_gold=with_gold, final_pass=final_pass, final_protocol=final_protocol
-        )
-
-    make("")  # validate the settings now (ConfigError -> exit 2 before anything runs)
-    return make, judge
-
-
 def watch_command(
     file: str | None,
     *,
@@ -286,7 +220,7 @@ def watch_command(
     preset: str | None = None,
 ) -> int:
     """Run ``whenpro watch``; returns the exit status (see the module doc). ``preset``
-    (``--preset``) is refused in one line before anything runs (:func:`_final_protocol`)."""
+    (``--preset``) is refused in one line before anything runs (:func:`~whenpro_core.live.setup.final_protocol`)."""
     if file is None and otlp is None:
         raise ConfigError(
             "nothing to watch: give a FILE to follow or --otlp [HOST:PORT]",
@@ -297,7 +231,7 @@ def watch_command(
     if idle_timeout is not None and idle_timeout <= 0:
         idle_timeout = None
     budget = Budget(max_calls=budget_calls, max_tokens=budget_tokens, max_usd=budget_usd)
-    make, judge = _judge_factory(
+    make, judge = judge_factory(
         protocol, model, budget=budget, final_pass=final_pass, with_gold=with_gold, no_cache=no_cache, preset=preset
     )
     printer = Printer(as_json=as_json, show_steps=show_steps, prefix=otlp is not None, source=file)
@@ -344,26 +278,6 @@ async def _watch_otlp(
         sys.stderr.flush()
         async for ev in attribute_store(receiver.store, make, idle_timeout=idle_timeout):
             printer(ev)
-
-
-def open_receiver(
-    address: str | None,
-    store_dir: Path | None,
-    *,
-    allow_remote: bool,
-    max_traces: int = 64,
-    max_body: int | None = None,
-    fsync: bool = False,
-) -> Any:
-    """An :class:`~whenpro_core.live.otlp_server.OtlpReceiver` (not yet started) over a
-    :class:`~whenpro_core.live.store.LiveStore` in ``store_dir`` (default: the user data
-    folder's ``live/``); ``fsync``: fsync each export before acknowledging it."""
-    host, port = parse_address(address)
-    folder = Path(store_dir) if store_dir is not None else live_dir()
-    if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"{folder} is not a folder", expected="--store DIR, a folder for the traces")
-    store = LiveStore(folder, max_traces=max_traces, fsync=fsync)
-    return OtlpReceiver(store, host, port, allow_remote=allow_remote, max_body=max_body or DEFAULT_MAX_BODY)
 
 
 def serve_command(
