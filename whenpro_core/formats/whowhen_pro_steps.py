@@ -29,6 +29,7 @@ Label-leaking fields (:data:`HIDDEN_FIELDS`) go to ``Step.hidden`` and are remov
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from whenpro_core.formats.base import as_text, maybe_json
@@ -230,76 +231,118 @@ def _kind_of(src: dict, fw: str) -> str:
     return kind if isinstance(kind, str) and kind and kind != "agent" else "assistant"
 
 
+_ENTRY_META_KEYS = ("round", "position", "stage", "step_number", "tool_call_id", "tool_name", "timestamp")
+
+
+def _step_source(slot: Slot, entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``(source, hidden, meta)`` of one slot: the turn (round-grouped frameworks) or the
+    entry without its hidden fields, the hidden fields (the round's and the turn's), and
+    the step's starting ``meta`` (round/position, the round's other fields on its first
+    turn; or the entry's round, position, stage, step number, tool ids and timestamp)."""
+    if slot.turn is None:
+        src, hidden = split_hidden(entry)
+        return src, hidden, {key: src[key] for key in _ENTRY_META_KEYS if src.get(key) is not None}
+    round_clean, round_hidden = split_hidden({k: v for k, v in entry.items() if k != "turns"})
+    src, hidden = split_hidden(entry["turns"][slot.turn])
+    meta: dict[str, Any] = {"round": slot.round, "position": slot.position}
+    extra_round = {k: v for k, v in round_clean.items() if k not in ("kind", "round")}
+    if extra_round and slot.turn == 0:
+        meta["round_fields"] = strip_inline_media(extra_round)
+    return src, {**round_hidden, **hidden}, meta
+
+
+@dataclass
+class _StepBody:
+    """What a step says and does: text, tool calls, observation text and media."""
+
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    observation: str | None = None
+    media: list[MediaRef] = field(default_factory=list)
+
+
+def _observation(src: dict[str, Any]) -> str | None:
+    """The entry's ``observation`` as text, None when absent."""
+    return as_text(src["observation"]) if src.get("observation") is not None else None
+
+
+def _action_tool_calls(src: dict[str, Any]) -> list[ToolCall]:
+    """An action entry's calls: its ``code`` (as ``python``), its ``action`` and its ``tool_calls``."""
+    calls: list[ToolCall] = []
+    if isinstance(src.get("code"), str) and src["code"]:
+        calls.append(ToolCall(name="python", arguments=src["code"]))
+    if src.get("action") not in (None, ""):
+        calls.append(ToolCall(name="action", arguments=maybe_json(src["action"])))
+    for tc in src.get("tool_calls") if isinstance(src.get("tool_calls"), list) else []:
+        call = _tool_call(tc)
+        if call:
+            calls.append(call)
+    return calls
+
+
+def _action_body(src: dict[str, Any], meta: dict[str, Any], media_prefix: str | None) -> _StepBody:
+    """The body of an ``action`` entry (smolagents, GUI agents); records ``is_final_answer``
+    and ``action_raw`` in ``meta``."""
+    reasoning = as_text(src.get("reasoning"))
+    content = strip_dangling_code(reasoning) if "code" in src else reasoning
+    tool_calls = _action_tool_calls(src)
+    if not content and src.get("content") is not None:
+        content = as_text(src.get("content"))
+    observation = _observation(src)
+    media = media_list(src.get("observation_images"), label="observation", prefix=media_prefix)
+    if src.get("is_final_answer"):
+        meta["is_final_answer"] = True
+    if src.get("action_raw") is not None:
+        meta["action_raw"] = strip_inline_media(src["action_raw"])
+    return _StepBody(content, tool_calls, observation, media)
+
+
+def _message_tool_calls(src: dict[str, Any]) -> list[ToolCall]:
+    """A message entry's ``tool_calls`` and ``tool_actions`` (``{name|type, args|arguments}``)."""
+    calls: list[ToolCall] = []
+    for tc in src.get("tool_calls") or []:
+        call = _tool_call(tc)
+        if call:
+            calls.append(call)
+    for ta in src.get("tool_actions") or []:
+        if isinstance(ta, dict):
+            calls.append(
+                ToolCall(
+                    name=str(ta.get("name") or ta.get("type") or "tool"),
+                    arguments=maybe_json(ta.get("args", ta.get("arguments"))),
+                )
+            )
+    return calls
+
+
+def _message_body(src: dict[str, Any], meta: dict[str, Any], media_prefix: str | None) -> _StepBody:
+    """The body of any other entry (a message: ``output`` or ``content``, tool calls,
+    images, observation images and video frames); records ``ledger`` in ``meta``."""
+    content = as_text(src.get("output", src.get("content")))
+    tool_calls = _message_tool_calls(src)
+    if src.get("ledger") is not None:
+        meta["ledger"] = src["ledger"]
+    observation = _observation(src)
+    media = media_list(src.get("images"), label="image", prefix=media_prefix)
+    media += media_list(src.get("observation_images"), label="observation", prefix=media_prefix)
+    media += media_list(src.get("frames"), kind="frame", prefix=media_prefix)
+    return _StepBody(content, tool_calls, observation, media)
+
+
 def build_step(index: int, slot: Slot, entry: dict, fw: str, *, agent: str, media_prefix: str | None = None) -> Step:
     """The :class:`Step` for one slot of a Who&When Pro trajectory.
 
     ``entry`` is the trajectory entry the slot comes from (its ``turns[slot.turn]`` is
     used for round-grouped frameworks). ``agent`` is the step's final agent id.
     """
-    if slot.turn is not None:
-        round_clean, round_hidden = split_hidden({k: v for k, v in entry.items() if k != "turns"})
-        src, hidden = split_hidden(entry["turns"][slot.turn])
-        hidden = {**round_hidden, **hidden}
-        meta: dict[str, Any] = {"round": slot.round, "position": slot.position}
-        extra_round = {k: v for k, v in round_clean.items() if k not in ("kind", "round")}
-        if extra_round and slot.turn == 0:
-            meta["round_fields"] = strip_inline_media(extra_round)
-    else:
-        src, hidden = split_hidden(entry)
-        meta = {}
-        for key in ("round", "position", "stage", "step_number", "tool_call_id", "tool_name", "timestamp"):
-            if src.get(key) is not None:
-                meta[key] = src[key]
+    src, hidden, meta = _step_source(slot, entry)
     kind = _kind_of(src, fw)
-    content = ""
-    tool_calls: list[ToolCall] = []
-    observation: str | None = None
-    media: list[MediaRef] = []
-
     if kind == "plan":
-        content = as_text(src.get("plan", src.get("content")))
+        body = _StepBody(content=as_text(src.get("plan", src.get("content"))))
     elif kind == "action":
-        reasoning = as_text(src.get("reasoning"))
-        content = strip_dangling_code(reasoning) if "code" in src else reasoning
-        if isinstance(src.get("code"), str) and src["code"]:
-            tool_calls.append(ToolCall(name="python", arguments=src["code"]))
-        if src.get("action") not in (None, ""):
-            tool_calls.append(ToolCall(name="action", arguments=maybe_json(src["action"])))
-        for tc in src.get("tool_calls") if isinstance(src.get("tool_calls"), list) else []:
-            call = _tool_call(tc)
-            if call:
-                tool_calls.append(call)
-        if not content and src.get("content") is not None:
-            content = as_text(src.get("content"))
-        if src.get("observation") is not None:
-            observation = as_text(src["observation"])
-        media = media_list(src.get("observation_images"), label="observation", prefix=media_prefix)
-        if src.get("is_final_answer"):
-            meta["is_final_answer"] = True
-        if src.get("action_raw") is not None:
-            meta["action_raw"] = strip_inline_media(src["action_raw"])
+        body = _action_body(src, meta, media_prefix)
     else:
-        body = src.get("output", src.get("content"))
-        content = as_text(body)
-        for tc in src.get("tool_calls") or []:
-            call = _tool_call(tc)
-            if call:
-                tool_calls.append(call)
-        for ta in src.get("tool_actions") or []:
-            if isinstance(ta, dict):
-                tool_calls.append(
-                    ToolCall(
-                        name=str(ta.get("name") or ta.get("type") or "tool"),
-                        arguments=maybe_json(ta.get("args", ta.get("arguments"))),
-                    )
-                )
-        if src.get("ledger") is not None:
-            meta["ledger"] = src["ledger"]
-        if src.get("observation") is not None:
-            observation = as_text(src["observation"])
-        media = media_list(src.get("images"), label="image", prefix=media_prefix)
-        media += media_list(src.get("observation_images"), label="observation", prefix=media_prefix)
-        media += media_list(src.get("frames"), kind="frame", prefix=media_prefix)
+        body = _message_body(src, meta, media_prefix)
     if src.get("agent") is not None and src.get("role") is not None and fw == "magentic-one":
         meta["role"] = src["role"]
     return Step(
@@ -307,10 +350,10 @@ def build_step(index: int, slot: Slot, entry: dict, fw: str, *, agent: str, medi
         coord=slot.coord,
         agent=agent,
         kind=kind,
-        content=content,
-        tool_calls=tool_calls,
-        observation=observation,
-        media=media,
+        content=body.content,
+        tool_calls=body.tool_calls,
+        observation=body.observation,
+        media=body.media,
         error=error_text(src.get("error")),
         hidden=hidden,
         meta=meta,
