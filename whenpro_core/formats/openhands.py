@@ -136,6 +136,90 @@ def _event_id(event: dict, ctx: LoadContext, where: str) -> str | None:
     return str(eid)
 
 
+def _event_head(event: Any, ctx: LoadContext, where: str) -> tuple[str | None, str | None]:
+    """``(event id, source)`` of an event; raises when it is not an object or they are malformed."""
+    expect(event, dict, ctx, where, "an event object with action or observation")
+    eid = _event_id(event, ctx, where)
+    source = event.get("source")
+    if source is not None and not isinstance(source, str):
+        raise ctx.error("wrong type", f"{where}.source", "user, agent or environment")
+    return eid, source
+
+
+def _observation_type(event: dict[str, Any], ctx: LoadContext, where: str) -> str:
+    """The ``observation`` type of a non-action event; raises when it has none or it is not a string."""
+    if "observation" not in event:
+        raise ctx.error("neither action nor observation", where, "an OpenHands event")
+    obs = event.get("observation")
+    if not isinstance(obs, str):
+        raise ctx.error("wrong type", f"{where}.observation", "the observation type as a string")
+    return obs
+
+
+def _observation_target(
+    event: dict[str, Any], eid: str | None, steps: list[Step], by_id: dict[str, Step]
+) -> Step | None:
+    """The action step an observation answers: its ``cause``; for an observation with
+    neither cause nor id, the previous step if that has no observation yet and is not a
+    state change; else None."""
+    cause = event.get("cause")
+    if cause is not None:
+        return by_id.get(str(cause))
+    if eid is None and steps and steps[-1].observation is None and steps[-1].kind != "state":
+        return steps[-1]
+    return None
+
+
+def _attach_observation(target: Step, obs: str, text: str, extras: Any) -> None:
+    """Append an observation's text to its action step, with its type, exit code and error."""
+    target.observation = text if target.observation is None else f"{target.observation}\n{text}"
+    target.meta["observation"] = obs
+    if isinstance(extras, dict) and isinstance(extras.get("metadata"), dict):
+        code = extras["metadata"].get("exit_code")
+        if code is not None:
+            target.meta["exit_code"] = code
+    if obs == "error":
+        target.error = text
+
+
+def _observation_step(
+    index: int, n: int, event: dict[str, Any], eid: str | None, source: str | None, obs: str, text: str, extras: Any
+) -> Step:
+    """A step of its own for an observation that answers no action: an ``error``, a
+    ``state`` change or an ``observation`` (event ``n`` of the list)."""
+    kind = "error" if obs == "error" else ("state" if obs == "agent_state_changed" else "observation")
+    agent = source or ("environment" if kind != "error" else "agent")
+    if kind == "state" and isinstance(extras, dict):
+        text = text or f"agent state: {extras.get('agent_state')}"
+    return Step(
+        index=index,
+        coord=eid if eid is not None else str(n),
+        agent=agent,
+        kind=kind,
+        content=text,
+        error=text if kind == "error" else None,
+        meta={"event_id": eid, "observation": obs, "timestamp": event.get("timestamp")},
+        raw=_raw(event),
+    )
+
+
+def _observation(
+    event: dict[str, Any], n: int, eid: str | None, source: str | None, obs: str, target: Step | None, index: int
+) -> Step | None:
+    """The step of observation event ``n``, or None when it lands on its ``target`` action
+    (a NullObservation only marks the target ``null_observation``)."""
+    if obs == "null":  # NullObservation: "No observation"
+        if target is not None:
+            target.meta["null_observation"] = True
+        return None
+    text = as_text(event.get("content")) or as_text(event.get("message"))
+    extras = maybe_json(event.get("extras"))
+    if target is not None:
+        _attach_observation(target, obs, text, extras)
+        return None
+    return _observation_step(index, n, event, eid, source, obs, text, extras)
+
+
 def events_to_steps(events: list, ctx: LoadContext, where: str) -> list[Step]:
     """Steps of an event list (rules in the module docstring). TraceFormatError names
     the event's JSON path when an event is not an object or has a malformed field."""
@@ -143,64 +227,17 @@ def events_to_steps(events: list, ctx: LoadContext, where: str) -> list[Step]:
     by_id: dict[str, Step] = {}
     for n, event in enumerate(events):
         ew = f"{where}[{n}]"
-        expect(event, dict, ctx, ew, "an event object with action or observation")
-        eid = _event_id(event, ctx, ew)
-        source = event.get("source")
-        if source is not None and not isinstance(source, str):
-            raise ctx.error("wrong type", f"{ew}.source", "user, agent or environment")
+        eid, source = _event_head(event, ctx, ew)
         if "action" in event:
             steps.append(_action_step(len(steps), n, event, eid, source, ctx, ew))
             if eid is not None:
                 by_id[eid] = steps[-1]
             continue
-        if "observation" not in event:
-            raise ctx.error("neither action nor observation", ew, "an OpenHands event")
-        obs = event.get("observation")
-        if not isinstance(obs, str):
-            raise ctx.error("wrong type", f"{ew}.observation", "the observation type as a string")
-        cause = event.get("cause")
-        target = by_id.get(str(cause)) if cause is not None else None
-        if (
-            target is None
-            and cause is None
-            and eid is None
-            and steps
-            and steps[-1].observation is None
-            and steps[-1].kind != "state"
-        ):
-            target = steps[-1]
-        if obs == "null":  # NullObservation: "No observation"
-            if target is not None:
-                target.meta["null_observation"] = True
-            continue
-        text = as_text(event.get("content")) or as_text(event.get("message"))
-        extras = maybe_json(event.get("extras"))
-        if target is not None:
-            target.observation = text if target.observation is None else f"{target.observation}\n{text}"
-            target.meta["observation"] = obs
-            if isinstance(extras, dict) and isinstance(extras.get("metadata"), dict):
-                code = extras["metadata"].get("exit_code")
-                if code is not None:
-                    target.meta["exit_code"] = code
-            if obs == "error":
-                target.error = text
-            continue
-        kind = "error" if obs == "error" else ("state" if obs == "agent_state_changed" else "observation")
-        agent = source or ("environment" if kind != "error" else "agent")
-        if kind == "state" and isinstance(extras, dict):
-            text = text or f"agent state: {extras.get('agent_state')}"
-        steps.append(
-            Step(
-                index=len(steps),
-                coord=eid if eid is not None else str(n),
-                agent=agent,
-                kind=kind,
-                content=text,
-                error=text if kind == "error" else None,
-                meta={"event_id": eid, "observation": obs, "timestamp": event.get("timestamp")},
-                raw=_raw(event),
-            )
-        )
+        obs = _observation_type(event, ctx, ew)
+        target = _observation_target(event, eid, steps, by_id)
+        step = _observation(event, n, eid, source, obs, target, len(steps))
+        if step is not None:
+            steps.append(step)
     return steps
 
 
