@@ -108,6 +108,35 @@ def _mime_of(data: str) -> str:
     return "image/png"
 
 
+def _media_common(obj: dict[str, Any], kind: str, label: str | None) -> dict[str, Any]:
+    """The MediaRef fields every stored image has: ``kind``, frame ``index`` and
+    ``time_s`` (when well typed) and the label (the image's ``source``, else ``label``)."""
+    t = obj.get("time_s")
+    source = obj.get("source") if isinstance(obj.get("source"), str) else None
+    return {
+        "kind": kind,
+        "index": obj.get("index") if isinstance(obj.get("index"), int) else None,
+        "time_s": float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None,
+        "label": source or label,
+    }
+
+
+def _inline_media(data: str, mime: str | None, common: dict[str, Any]) -> MediaRef:
+    """An inline image from base64 ``data`` (a data URL gives its own mime when none is
+    stored; else the mime is sniffed from the data)."""
+    m = _DATA_URL.match(data)
+    if m:
+        mime, data = mime or m.group(1), data[m.end() :]
+    return MediaRef(data=data, mime=mime or _mime_of(data), **common)
+
+
+def _path_media(path: str, prefix: str | None, mime: str | None, common: dict[str, Any]) -> MediaRef:
+    """An image stored at ``path`` (``prefix`` prepended to a relative path that lacks it)."""
+    if prefix and not path.startswith(("/", "\\")) and not path.startswith(prefix):
+        path = prefix + path
+    return MediaRef(path=path, mime=mime, **common)
+
+
 def media_ref(obj: Any, *, kind: str = "image", label: str | None = None, prefix: str | None = None) -> MediaRef | None:
     """A MediaRef for one stored image: ``{"__type__": "PIL.Image", "data": <base64>,
     "mime"?, "source"?}`` (inline), ``{"path": ...}`` or a bare path string, or a
@@ -118,29 +147,11 @@ def media_ref(obj: Any, *, kind: str = "image", label: str | None = None, prefix
     if not isinstance(obj, dict):
         return None
     data, path = obj.get("data"), obj.get("path")
-    index = obj.get("index") if isinstance(obj.get("index"), int) else None
-    t = obj.get("time_s")
-    time_s = float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
-    source = obj.get("source") if isinstance(obj.get("source"), str) else None
+    mime = obj.get("mime") if isinstance(obj.get("mime"), str) else None
     if isinstance(data, str) and data:
-        mime = obj.get("mime") if isinstance(obj.get("mime"), str) else None
-        m = _DATA_URL.match(data)
-        if m:
-            mime, data = mime or m.group(1), data[m.end() :]
-        return MediaRef(
-            kind=kind, data=data, mime=mime or _mime_of(data), index=index, time_s=time_s, label=source or label
-        )
+        return _inline_media(data, mime, _media_common(obj, kind, label))
     if isinstance(path, str) and path:
-        if prefix and not path.startswith(("/", "\\")) and not path.startswith(prefix):
-            path = prefix + path
-        return MediaRef(
-            kind=kind,
-            path=path,
-            index=index,
-            time_s=time_s,
-            mime=obj.get("mime") if isinstance(obj.get("mime"), str) else None,
-            label=source or label,
-        )
+        return _path_media(path, prefix, mime, _media_common(obj, kind, label))
     return None
 
 
@@ -361,13 +372,9 @@ def build_step(index: int, slot: Slot, entry: dict, fw: str, *, agent: str, medi
     )
 
 
-def final_answer_of(doc: dict, entries: list[dict], fw: str) -> str | None:
-    """The system's final answer: top-level ``final_answer``; else a ``final_answer``
-    entry; else the magentic-one turn whose ``phase`` includes ``final_answer``; else
-    the smolagents/GUI final action's last output; else dvd's ``finish`` tool result;
-    else eva's last ``<answer>...</answer>``."""
-    if doc.get("final_answer") is not None:
-        return as_text(doc["final_answer"])
+def _final_answer_entry(entries: list[dict[str, Any]]) -> str | None:
+    """The content of the first ``final_answer`` entry, else the output of the last
+    magentic-one turn whose ``phase`` lists ``final_answer``; None when there is neither."""
     for e in entries:
         if e.get("kind") == "final_answer":
             return as_text(e.get("content", e.get("output")))
@@ -375,21 +382,56 @@ def final_answer_of(doc: dict, entries: list[dict], fw: str) -> str | None:
         phase = e.get("phase")
         if isinstance(phase, list) and "final_answer" in phase:
             return as_text(e.get("output", e.get("content")))
+    return None
+
+
+def _final_action_answer(entries: list[dict[str, Any]]) -> tuple[str | None] | None:
+    """``(answer,)`` from the last smolagents/GUI action marked ``is_final_answer``: its
+    observation's last output, else the argument of its ``final_answer(...)`` code, else
+    its observation (None when empty); None when no action is marked."""
     for e in reversed(entries):
         if e.get("kind") == "action" and e.get("is_final_answer"):
             obs = as_text(e.get("observation"))
             if _LAST_OUTPUT in obs:
-                return obs.split(_LAST_OUTPUT, 1)[1].strip()
+                return (obs.split(_LAST_OUTPUT, 1)[1].strip(),)
             m = re.search(r"final_answer\((.*)\)\s*$", as_text(e.get("code")), re.DOTALL)
-            return m.group(1).strip().strip("\"'") if m else (obs.strip() or None)
+            return (m.group(1).strip().strip("\"'") if m else (obs.strip() or None),)
+    return None
+
+
+def _dvd_finish(entries: list[dict[str, Any]]) -> str | None:
+    """dvd: the result of the last ``finish`` tool call (None when there is none or it is empty)."""
+    for e in reversed(entries):
+        if e.get("kind") == "tool" and e.get("tool_name") == "finish":
+            return as_text(e.get("content")).strip() or None
+    return None
+
+
+def _eva_answer(entries: list[dict[str, Any]]) -> str | None:
+    """eva: the ``<answer>...</answer>`` of the last non-empty assistant entry, else its whole text."""
+    for e in reversed(entries):
+        if e.get("kind") == "assistant" and as_text(e.get("content")).strip():
+            text = as_text(e.get("content"))
+            m = re.search(r"<answer>\s*(.+?)\s*</answer>", text, re.IGNORECASE | re.DOTALL)
+            return m.group(1) if m else text.strip()
+    return None
+
+
+def final_answer_of(doc: dict, entries: list[dict], fw: str) -> str | None:
+    """The system's final answer: top-level ``final_answer``; else a ``final_answer``
+    entry; else the magentic-one turn whose ``phase`` includes ``final_answer``; else
+    the smolagents/GUI final action's last output; else dvd's ``finish`` tool result;
+    else eva's last ``<answer>...</answer>``."""
+    if doc.get("final_answer") is not None:
+        return as_text(doc["final_answer"])
+    answer = _final_answer_entry(entries)
+    if answer is not None:
+        return answer
+    action = _final_action_answer(entries)
+    if action is not None:
+        return action[0]
     if fw == "dvd":
-        for e in reversed(entries):
-            if e.get("kind") == "tool" and e.get("tool_name") == "finish":
-                return as_text(e.get("content")).strip() or None
+        return _dvd_finish(entries)
     if fw == "eva":
-        for e in reversed(entries):
-            if e.get("kind") == "assistant" and as_text(e.get("content")).strip():
-                text = as_text(e.get("content"))
-                m = re.search(r"<answer>\s*(.+?)\s*</answer>", text, re.IGNORECASE | re.DOTALL)
-                return m.group(1) if m else text.strip()
+        return _eva_answer(entries)
     return None
