@@ -283,43 +283,55 @@ def _action_step(
     )
 
 
+def _run_outcome(line: dict[str, Any]) -> Outcome:
+    """Failure when the run has an ``error``; else its boolean ``success``; else unknown."""
+    success = line.get("success")
+    if text_or_none(line.get("error")):
+        return Outcome.failure
+    if isinstance(success, bool):
+        return Outcome.success if success else Outcome.failure
+    return Outcome.unknown
+
+
+def _run_agents(steps: list[Step], line: dict[str, Any]) -> list[Agent]:
+    """The agents of the non-system, non-state steps in order; ``agent`` carries the run's ``metadata.agent_class``."""
+    agents: dict[str, None] = {}
+    for s in steps:
+        if s.kind not in ("system", "state"):
+            agents.setdefault(s.agent, None)
+    metadata = line.get("metadata") if isinstance(line.get("metadata"), dict) else {}
+    return [Agent(id=a, role=metadata.get("agent_class") if a == "agent" else None) for a in agents]
+
+
+def _run_patch(line: dict[str, Any]) -> Any:
+    """The run's git patch: ``test_result.git_patch`` when there is a ``test_result`` object, else ``git_patch``."""
+    if isinstance(line.get("test_result"), dict):
+        return line.get("test_result", {}).get("git_patch")
+    return line.get("git_patch")
+
+
 def _trace(events: list, ctx: LoadContext, where: str, *, tid: str, line: dict | None) -> Trace:
     steps = events_to_steps(events, ctx, where)
     line = line or {}
     error = text_or_none(line.get("error"))
-    success = line.get("success")
-    if error:
-        outcome = Outcome.failure
-    elif isinstance(success, bool):
-        outcome = Outcome.success if success else Outcome.failure
-    else:
-        outcome = Outcome.unknown
+    outcome = _run_outcome(line)
     if error:  # the run's own error (iteration limit, crash): the last thing that happened
         steps.append(
             Step(
                 index=len(steps), agent="environment", kind="error", content=error, error=error, meta={"from": "error"}
             )
         )
-    agents: dict[str, None] = {}
-    for s in steps:
-        if s.kind not in ("system", "state"):
-            agents.setdefault(s.agent, None)
     query = as_text(line.get("instruction")) or next((s.content for s in steps if s.kind == "user"), "")
     final = final_answer_from_steps(steps)
-    patch = (
-        line.get("test_result", {}).get("git_patch")
-        if isinstance(line.get("test_result"), dict)
-        else line.get("git_patch")
-    )
+    patch = _run_patch(line)
     extras = redact_secrets({k: v for k, v in line.items() if k not in ("history", "instruction")})
     if isinstance(patch, str) and patch:
         extras["git_patch"] = patch
-    metadata = line.get("metadata") if isinstance(line.get("metadata"), dict) else {}
     return Trace(
         id=tid,
         framework="openhands",
         benchmark="multi-swe-bench" if "instance" in line else "",
-        agents=[Agent(id=a, role=metadata.get("agent_class") if a == "agent" else None) for a in agents],
+        agents=_run_agents(steps, line),
         task=Task(query=query),
         steps=steps,
         final_answer=final or text_or_none(patch),
