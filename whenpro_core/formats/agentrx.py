@@ -33,6 +33,7 @@ from whenpro_core.formats.base import (
     DocumentImporter,
     LoadContext,
     as_text,
+    dict_or_empty,
     expect,
     is_message_list,
     redact_secrets,
@@ -223,8 +224,7 @@ def _tau_reward(doc: dict[str, Any], ctx: LoadContext) -> float | None:
 
 def _tau_task(doc: dict[str, Any]) -> Task:
     """The task: ``info.task.instruction`` as the query, its ``outputs`` joined as the answer."""
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-    task = info.get("task") if isinstance(info.get("task"), dict) else {}
+    task = dict_or_empty(dict_or_empty(doc.get("info")).get("task"))
     outputs = task.get("outputs")
     return Task(
         query=as_text(task.get("instruction")),

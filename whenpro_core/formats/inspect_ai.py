@@ -51,6 +51,7 @@ from whenpro_core.formats.base import (
     FileImporter,
     LoadContext,
     as_text,
+    dict_or_empty,
     expect,
     parse_json,
     redact_secrets,
@@ -253,11 +254,14 @@ _NOT_EXTRAS = ("messages", "events", "attachments", "transcript", "input", "targ
 
 
 def _sample_extras(
-    sample: dict[str, Any], header: dict[str, Any], ev: dict[str, Any], events: list[dict[str, Any]]
+    sample: dict[str, Any],
+    header: dict[str, Any],
+    ev: dict[str, Any],
+    output: dict[str, Any],
+    events: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """The sample's other fields plus the event summary, the log status, the eval header
     and the output without its choices (secrets not yet redacted)."""
-    output = sample.get("output") if isinstance(sample.get("output"), dict) else {}
     extras = {k: v for k, v in sample.items() if k not in _NOT_EXTRAS}
     extras.update(
         {
@@ -277,9 +281,9 @@ def sample_trace(sample: Any, header: dict, ctx: LoadContext, where: str) -> Tra
     resolve = _resolver(sample)
     events, tool_errors = _events_summary(sample.get("events"))
     steps = _sample_steps(sample, ctx, where, resolve, tool_errors)
-    ev = header.get("eval") if isinstance(header.get("eval"), dict) else {}
+    ev = dict_or_empty(header.get("eval"))
     task = as_text(ev.get("task")) or "inspect"
-    output = sample.get("output") if isinstance(sample.get("output"), dict) else {}
+    output = dict_or_empty(sample.get("output"))
     outcome = Outcome.failure if sample.get("error") else outcome_of(sample.get("scores"))
     return Trace(
         id=f"inspect-{task}-{sid}-e{epoch}@{ctx.path.name}",
@@ -297,7 +301,7 @@ def sample_trace(sample: Any, header: dict, ctx: LoadContext, where: str) -> Tra
             key=f"{sid}_epoch_{epoch}",
             root=str(ctx.root) if ctx.root else None,
         ),
-        extras=redact_secrets(_sample_extras(sample, header, ev, events)),
+        extras=redact_secrets(_sample_extras(sample, header, ev, output, events)),
     )
 
 

@@ -365,9 +365,10 @@ def _root_extras(root: dict[str, Any], runs: int) -> dict[str, Any]:
     serialized form, its ``extra.metadata`` and ``extra.runtime``, and the run count."""
     extra = dict_or_empty(root.get("extra"))
     run_fields = {k: v for k, v in root.items() if k not in ("inputs", "outputs", "serialized")}
-    return redact_secrets(
+    extras: dict[str, Any] = redact_secrets(
         {"root_run": run_fields, "metadata": extra.get("metadata"), "runtime": extra.get("runtime"), "runs": runs}
     )
+    return extras
 
 
 def _trace(runs: list[tuple[dict, str]], steps: list[Step], ctx: LoadContext) -> Trace:
