@@ -33,7 +33,7 @@ from whenpro_core.injection.verify import check_answer
 from whenpro_core.media.images import jpeg_for_ref
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.storage.fsutil import atomic_write_text
-from whenpro_core.trace.model import Attribution, MediaRef, Step, Trace
+from whenpro_core.trace.model import Attribution, GroundTruth, MediaRef, Step, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
 from whenpro_core.trace.usage import step_usage, total_usage
 from whenpro_core.views.stepview import Block, content_blocks, media_label, pretty_arguments
@@ -206,20 +206,16 @@ def _answer_line(trace: Trace) -> str:
     )
 
 
-def trace_html(trace: Trace, options: ExportOptions | None = None) -> str:
-    """The whole self-contained page for ``trace`` (see module docstring)."""
-    opts = options or ExportOptions()
-    tax = opts.taxonomy or taxonomy_for(trace.source.root)
-    ident = trace.id if opts.labels else unlabelled_id(trace.id)
+def _html_head(trace: Trace, ident: str) -> list[str]:
+    """The page's head and title lines: the id, outcome, framework, benchmark, modality,
+    step count and total usage."""
     total = total_usage(trace.steps)
-    named = {i for v in opts.verdicts if (i := verdict_step_index(trace, v)) is not None}
-    images = _Images(opts.image_bytes)
     meta = " · ".join(
         _e(x)
         for x in (trace.framework, trace.benchmark or "—", trace.modality.value, f"{len(trace.steps):,} steps")
         if x
     )
-    parts = [
+    return [
         "<!doctype html><html lang=en><head><meta charset=utf-8>",
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -228,22 +224,43 @@ def trace_html(trace: Trace, options: ExportOptions | None = None) -> str:
         f"<h1>{_e(ident)}</h1><p class=meta>{_e(trace.outcome.value)} · {meta}"
         + (f" · {_e(total.text())}" if not total.empty else "")
         + "</p>",
+    ]
+
+
+def _gt_html(gt: GroundTruth, tax: Taxonomy) -> str:
+    """The ground-truth box: agent (or the acceptable agents), step, mode name and reason."""
+    return (
+        f'<div class="gt"><b>Ground truth</b> (labels) agent {_e(gt.agent or ", ".join(gt.agents) or "—")}'
+        f" · step {_e(gt.step or '—')} · mode {_e(tax.name(gt.mode)) if gt.mode else '—'}"
+        f"<br>{_e(gt.reason or '')}</div>"
+    )
+
+
+def _verdicts_html(trace: Trace, verdicts: list[Attribution], tax: Taxonomy) -> list[str]:
+    """The Verdicts section: its heading, then one box per verdict (or a note that there is none)."""
+    parts = [f"<h2>Verdicts ({len(verdicts)})</h2>"]
+    if not verdicts:
+        parts.append("<p class=meta>No verdict saved for this trace (whenpro attribute, or a in the TUI).</p>")
+    return parts + [_verdict_html(trace, v, n, tax) for n, v in enumerate(verdicts, start=1)]
+
+
+def trace_html(trace: Trace, options: ExportOptions | None = None) -> str:
+    """The whole self-contained page for ``trace`` (see module docstring)."""
+    opts = options or ExportOptions()
+    tax = opts.taxonomy or taxonomy_for(trace.source.root)
+    ident = trace.id if opts.labels else unlabelled_id(trace.id)
+    named = {i for v in opts.verdicts if (i := verdict_step_index(trace, v)) is not None}
+    images = _Images(opts.image_bytes)
+    parts = [
+        *_html_head(trace, ident),
         "<h2>Task</h2>",
         _text_html(trace.task.query or "—", "task"),
         *[images.html(ref) for ref in trace.task.images],
         _answer_line(trace),
     ]
     if opts.labels and trace.ground_truth is not None:
-        gt = trace.ground_truth
-        parts.append(
-            f'<div class="gt"><b>Ground truth</b> (labels) agent {_e(gt.agent or ", ".join(gt.agents) or "—")}'
-            f" · step {_e(gt.step or '—')} · mode {_e(tax.name(gt.mode)) if gt.mode else '—'}"
-            f"<br>{_e(gt.reason or '')}</div>"
-        )
-    parts.append(f"<h2>Verdicts ({len(opts.verdicts)})</h2>")
-    if not opts.verdicts:
-        parts.append("<p class=meta>No verdict saved for this trace (whenpro attribute, or a in the TUI).</p>")
-    parts += [_verdict_html(trace, v, n, tax) for n, v in enumerate(opts.verdicts, start=1)]
+        parts.append(_gt_html(trace.ground_truth, tax))
+    parts += _verdicts_html(trace, opts.verdicts, tax)
     parts.append(f"<h2>Steps ({len(trace.steps):,})</h2>")
     parts += [_step_html(s, labels=opts.labels, named=s.index in named, images=images) for s in trace.steps]
     parts.append("<p class=meta>Exported by whenpro.</p></body></html>")
@@ -286,12 +303,26 @@ def _md_step(step: Step, labels: bool, cuts: list[str]) -> str:
     return "\n\n".join(lines)
 
 
-def trace_markdown(trace: Trace, options: ExportOptions | None = None, max_chars: int = MARKDOWN_MAX_CHARS) -> str:
-    """``trace`` as Markdown of at most about ``max_chars`` characters, ending with a note
-    of what was cut (fields shortened, steps left out)."""
-    opts = options or ExportOptions()
-    tax = opts.taxonomy or taxonomy_for(trace.source.root)
-    cuts: list[str] = []
+def _md_gt(gt: GroundTruth, tax: Taxonomy) -> str:
+    """The ground-truth line: agent, step, mode name and reason."""
+    return (
+        f"**Ground truth (labels):** agent {clean(gt.agent or '—')} · step {clean(gt.step or '—')} · "
+        f"mode {clean(tax.name(gt.mode)) if gt.mode else '—'} — {clean(gt.reason or '')}"
+    )
+
+
+def _md_verdict(number: int, verdict: Attribution, tax: Taxonomy) -> str:
+    """Verdict ``number`` as a numbered list item: agent, step, mode name, protocol and reason."""
+    v = verdict
+    return (
+        f"{number}. **{clean(v.agent or '—')}**, step **{clean(v.step or '—')}**, "
+        f"{clean(tax.name(v.mode)) if v.mode else '—'} ({clean(v.protocol)}): {clean(v.reason or '—')}"
+    )
+
+
+def _md_head(trace: Trace, opts: ExportOptions, tax: Taxonomy, cuts: list[str]) -> list[str]:
+    """The Markdown before the steps: title line, task, answers, ground truth (with
+    labels), verdicts and the Steps heading; a shortened task is noted in ``cuts``."""
     ident = clean(trace.id if opts.labels else unlabelled_id(trace.id))
     total = total_usage(trace.steps)
     head = [
@@ -303,26 +334,26 @@ def trace_markdown(trace: Trace, options: ExportOptions | None = None, max_chars
         f"**Gold:** {clean(trace.task.answer or '—')} · **Final:** {clean(trace.final_answer or '—')}",
     ]
     if opts.labels and trace.ground_truth is not None:
-        gt = trace.ground_truth
-        head.append(
-            f"**Ground truth (labels):** agent {clean(gt.agent or '—')} · step {clean(gt.step or '—')} · "
-            f"mode {clean(tax.name(gt.mode)) if gt.mode else '—'} — {clean(gt.reason or '')}"
-        )
+        head.append(_md_gt(trace.ground_truth, tax))
     head.append(f"## Verdicts ({len(opts.verdicts)})")
-    for n, v in enumerate(opts.verdicts, start=1):
-        head.append(
-            f"{n}. **{clean(v.agent or '—')}**, step **{clean(v.step or '—')}**, "
-            f"{clean(tax.name(v.mode)) if v.mode else '—'} ({clean(v.protocol)}): {clean(v.reason or '—')}"
-        )
+    head += [_md_verdict(n, v, tax) for n, v in enumerate(opts.verdicts, start=1)]
     head.append(f"## Steps ({len(trace.steps):,})")
-    out = "\n\n".join(head)
-    left_out = 0
-    for i, step in enumerate(trace.steps):
-        block = "\n\n" + _md_step(step, opts.labels, cuts)
+    return head
+
+
+def _md_add_steps(out: str, steps: list[Step], labels: bool, cuts: list[str], max_chars: int) -> tuple[str, int]:
+    """``(out with the steps that fit, steps left out)``: steps are added while the text
+    stays 500 chars (room for the closing note) under ``max_chars``."""
+    for i, step in enumerate(steps):
+        block = "\n\n" + _md_step(step, labels, cuts)
         if len(out) + len(block) > max_chars - 500:  # room for the closing note
-            left_out = len(trace.steps) - i
-            break
+            return out, len(steps) - i
         out += block
+    return out, 0
+
+
+def _md_cut_note(cuts: list[str], left_out: int, max_chars: int) -> str:
+    """The closing note on shortened fields and left-out steps (``""`` when nothing was cut)."""
     note = []
     if cuts:
         note.append(
@@ -333,9 +364,19 @@ def trace_markdown(trace: Trace, options: ExportOptions | None = None, max_chars
         )
     if left_out:
         note.append(f"the last {left_out:,} step(s) left out to stay under {max_chars:,} chars")
-    if note:
-        out += "\n\n---\n_Cut: " + "; ".join(note) + ". The full trace is in the source file._"
-    return out + "\n"
+    return "\n\n---\n_Cut: " + "; ".join(note) + ". The full trace is in the source file._" if note else ""
+
+
+def trace_markdown(trace: Trace, options: ExportOptions | None = None, max_chars: int = MARKDOWN_MAX_CHARS) -> str:
+    """``trace`` as Markdown of at most about ``max_chars`` characters, ending with a note
+    of what was cut (fields shortened, steps left out)."""
+    opts = options or ExportOptions()
+    tax = opts.taxonomy or taxonomy_for(trace.source.root)
+    cuts: list[str] = []
+    out, left_out = _md_add_steps(
+        "\n\n".join(_md_head(trace, opts, tax, cuts)), trace.steps, opts.labels, cuts, max_chars
+    )
+    return out + _md_cut_note(cuts, left_out, max_chars) + "\n"
 
 
 # --------------------------------------------------------------------------- files

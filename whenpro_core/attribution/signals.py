@@ -139,6 +139,49 @@ def wrong_arithmetic(ctx: Context) -> list[Signal]:
 # ------------------------------------------------------- where a wrong final value appears
 
 
+def _suspect_values(ctx: Context, query: str) -> set[str]:
+    """The salient values of the final answer that may be wrong: not in the task query,
+    and (with the gold answer) not in the gold either."""
+    values = answer_values(ctx.final)
+    if ctx.gold:
+        values = {v for v in values if not contains_value(ctx.gold, v)}
+    return {v for v in values if not contains_value(query, v)}
+
+
+def _first_seen(trace: Trace, ordered: list[str]) -> dict[str, int]:
+    """For each value, the index of the first step whose full text holds it (or a rounding of it)."""
+    first: dict[str, int] = {}
+    for step in trace.steps:
+        text = full_text(step)
+        for v in ordered:
+            if v not in first and (contains_value(text, v) or contains_rounding_of(text, v)):
+                first[v] = step.index
+    return first
+
+
+def _origin_signal(trace: Trace, author: Step, value: str, query: str, strength: float) -> Signal:
+    """The signal on the step that brought ``value`` in, following its derivation from
+    ``author``: R.2 when the source value was in the step's own observation (charged to
+    the earlier code step that computed the printed variable, if any), else R.1."""
+    origin, source_value = _follow_derivation(trace, author, value, query)
+    observed = origin.observation or ""
+    seen = contains_value(observed, source_value) or contains_rounding_of(observed, source_value)
+    mode = "R.2" if seen else "R.1"
+    via = f" (via '{_clip(value, 20)}')" if origin.index != author.index else ""
+    where = _clip(quote_value(full_text(origin), source_value), 70)
+    maker = _computed_earlier(trace, origin) if seen else None
+    if maker is not None:  # this step only prints a variable an earlier code step computed
+        via += f" (printed at step {origin.coord} from a variable computed here)"
+        origin = maker
+    return Signal(
+        origin.index,
+        strength,
+        mode,
+        "final-value-origin",
+        f"first brings in '{_clip(source_value, 30)}' (“{where}”){via}, which ends up in the final answer",
+    )
+
+
 def final_value_origin(ctx: Context) -> list[Signal]:
     """The earliest agent step that introduces a value of the (wrong) final answer.
 
@@ -148,47 +191,17 @@ def final_value_origin(ctx: Context) -> list[Signal]:
     """
     if not ctx.final or not ctx.failed:
         return []
-    values = answer_values(ctx.final)
-    if ctx.gold:
-        values = {v for v in values if not contains_value(ctx.gold, v)}
     query = ctx.trace.task.query or ""
-    values = {v for v in values if not contains_value(query, v)}
+    values = _suspect_values(ctx, query)
     if not values:
         return []
     strength = 0.75 if ctx.gold else 0.5
-    ordered = _in_text_order(values, ctx.final)
-    first: dict[str, int] = {}
-    for step in ctx.trace.steps:
-        text = full_text(step)
-        for v in ordered:
-            if v not in first and (contains_value(text, v) or contains_rounding_of(text, v)):
-                first[v] = step.index
-    out = []
+    first = _first_seen(ctx.trace, _in_text_order(values, ctx.final))
     for value, index in sorted(first.items(), key=lambda kv: kv[1]):
         author = _responsible_step(ctx.trace, index)
-        if author is None:
-            continue
-        origin, source_value = _follow_derivation(ctx.trace, author, value, query)
-        observed = origin.observation or ""
-        seen = contains_value(observed, source_value) or contains_rounding_of(observed, source_value)
-        mode = "R.2" if seen else "R.1"
-        via = f" (via '{_clip(value, 20)}')" if origin.index != author.index else ""
-        where = _clip(quote_value(full_text(origin), source_value), 70)
-        maker = _computed_earlier(ctx.trace, origin) if seen else None
-        if maker is not None:  # this step only prints a variable an earlier code step computed
-            via += f" (printed at step {origin.coord} from a variable computed here)"
-            origin = maker
-        out.append(
-            Signal(
-                origin.index,
-                strength,
-                mode,
-                "final-value-origin",
-                f"first brings in '{_clip(source_value, 30)}' (“{where}”){via}, which ends up in the final answer",
-            )
-        )
-        break
-    return out
+        if author is not None:
+            return [_origin_signal(ctx.trace, author, value, query, strength)]
+    return []
 
 
 # ------------------------------------------------------- data flow through code variables

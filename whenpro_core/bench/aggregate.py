@@ -161,22 +161,34 @@ def macro_f1(pairs: Sequence[tuple[str, str]]) -> float | None:
     return mean(f1s)
 
 
-def metrics(rows: Sequence[Scored]) -> Metrics:
-    """Official and plain metrics of a set of scored traces."""
-    if not rows:
-        return Metrics()
+def _framework_means(rows: Sequence[Scored]) -> tuple[int, dict[str, float | None]]:
+    """``(frameworks, axes)``: how many frameworks the rows span, and the official
+    ``agent``, ``step`` and ``joint`` numbers, each the mean over frameworks of the
+    framework's share (``agent`` over multi-agent frameworks only, None without one)."""
     by_fw: dict[str, list[Scored]] = defaultdict(list)
     for r in rows:
         by_fw[r.framework].append(r)
     multi = [v for v in by_fw.values() if not v[0].single_agent]
+    return len(by_fw), {
+        "agent": _mean_share([r.agent for r in v] for v in multi) if multi else None,
+        "step": _mean_share([r.step for r in v] for v in by_fw.values()),
+        "joint": _mean_share([r.joint for r in v] for v in by_fw.values()),
+    }
+
+
+def metrics(rows: Sequence[Scored]) -> Metrics:
+    """Official and plain metrics of a set of scored traces."""
+    if not rows:
+        return Metrics()
+    frameworks, axes = _framework_means(rows)
     with_mode = [(r.gt_mode, r.pred_class) for r in rows if r.gt_mode]
     return Metrics(
         n=len(rows),
-        frameworks=len(by_fw),
-        agent=_mean_share([r.agent for r in v] for v in multi) if multi else None,
-        step=_mean_share([r.step for r in v] for v in by_fw.values()),
+        frameworks=frameworks,
+        agent=axes["agent"],
+        step=axes["step"],
         error=macro_f1(with_mode),
-        joint=_mean_share([r.joint for r in v] for v in by_fw.values()),
+        joint=axes["joint"],
         agent_acc=_share([r.agent for r in rows]),
         step_acc=_share([r.step for r in rows]),
         step_acc_tol=_share([r.step_tol for r in rows]),
@@ -295,22 +307,26 @@ def _dimension(row: Scored, dimension: str) -> str:
     return value
 
 
+def _class_score(code: str, pairs: Sequence[tuple[str, str]]) -> ClassScore:
+    """Support, predictions, precision, recall and F1 of gold class ``code`` over ``(gold, predicted)`` pairs."""
+    tp = sum(1 for g, p in pairs if g == code and p == code)
+    support = sum(1 for g, _ in pairs if g == code)
+    predicted = sum(1 for _, p in pairs if p == code)
+    prec = tp / predicted if predicted else None
+    rec = tp / support if support else None
+    f1 = 2 * tp / (support + predicted) if support + predicted else None
+    return ClassScore(code=code, support=support, predicted=predicted, precision=prec, recall=rec, f1=f1)
+
+
 def _classes(rows: Sequence[Scored]) -> tuple[Confusion, list[ClassScore]]:
+    """The confusion matrix (no-prediction column last) and per-class scores of the rows with a gold mode."""
     pairs = [(r.gt_mode, r.pred_class) for r in rows if r.gt_mode]
     gold = sorted({g for g, _ in pairs})
     pred = sorted({p for _, p in pairs} - {NO_PREDICTION}) + (
         [NO_PREDICTION] if any(p == NO_PREDICTION for _, p in pairs) else []
     )
     counts = [[sum(1 for g2, p2 in pairs if g2 == g and p2 == p) for p in pred] for g in gold]
-    classes = []
-    for c in gold:
-        tp = sum(1 for g, p in pairs if g == c and p == c)
-        support = sum(1 for g, _ in pairs if g == c)
-        predicted = sum(1 for _, p in pairs if p == c)
-        prec = tp / predicted if predicted else None
-        rec = tp / support if support else None
-        f1 = 2 * tp / (support + predicted) if support + predicted else None
-        classes.append(ClassScore(code=c, support=support, predicted=predicted, precision=prec, recall=rec, f1=f1))
+    classes = [_class_score(c, pairs) for c in gold]
     return Confusion(gold=gold, predicted=pred, counts=counts), classes
 
 
@@ -318,6 +334,49 @@ def group_label(model: str, protocol: str, with_gold: bool) -> str:
     """``model · protocol · gold|no-gold`` (``heuristic · gold`` for the heuristic)."""
     gold = "gold" if with_gold else "no-gold"
     return f"{protocol} · {gold}" if model == protocol else f"{model} · {protocol} · {gold}"
+
+
+def _count_records(report: GroupReport, records: Sequence[Record], scored: int) -> None:
+    """Set the record counts of ``report``: all, scored, unlabelled and failed (by kind,
+    with the first five as examples)."""
+    report.records = len(records)
+    report.scored = scored
+    report.unlabelled = sum(1 for r in records if r.score is None and not r.error)
+    failed = [r for r in records if r.error]
+    report.errors = len(failed)
+    for r in failed:
+        report.error_kinds[r.error_kind or "?"] = report.error_kinds.get(r.error_kind or "?", 0) + 1
+    report.error_examples = [f"{r.trace.id or r.ref}: {r.error}" for r in failed[:5]]
+
+
+def _add_spending(report: GroupReport, records: Sequence[Record]) -> None:
+    """Set the summed ``usage``, ``spent`` and wall-clock ``seconds`` of ``records`` on ``report``."""
+    usage = spent = Usage()
+    for r in records:
+        usage = usage.add(r.usage)
+        spent = spent.add(r.spent)
+    report.usage, report.spent = usage, spent
+    report.seconds = round(sum(r.seconds for r in records), 3)
+
+
+def _composite(cells: dict[str, Metrics]) -> Composite:
+    """Each axis' mean over the modality cells that have a value (None when none has)."""
+    comp = Composite(modalities=list(cells))
+    for axis in ("agent", "step", "error", "joint"):
+        vals = [getattr(c, axis) for c in cells.values() if getattr(c, axis) is not None]
+        setattr(comp, axis, mean(vals) if vals else None)
+    return comp
+
+
+def _breakdowns(rows: Sequence[Scored]) -> dict[str, list[BreakdownRow]]:
+    """Per dimension (:data:`DIMENSIONS`), the metrics of each of its values, in display order."""
+    out: dict[str, list[BreakdownRow]] = {}
+    for dim in DIMENSIONS:
+        values = _ordered({_dimension(r, dim) for r in rows}, dim)
+        out[dim] = [
+            BreakdownRow(value=v, metrics=metrics([r for r in rows if _dimension(r, dim) == v])) for v in values
+        ]
+    return out
 
 
 def group_report(records: Sequence[Record], tolerance: int) -> GroupReport:
@@ -330,33 +389,13 @@ def group_report(records: Sequence[Record], tolerance: int) -> GroupReport:
         with_gold=first.with_gold,
         label=group_label(first.model, first.protocol, first.with_gold),
     )
-    report.records = len(records)
-    report.scored = len(rows)
-    report.unlabelled = sum(1 for r in records if r.score is None and not r.error)
-    failed = [r for r in records if r.error]
-    report.errors = len(failed)
-    for r in failed:
-        report.error_kinds[r.error_kind or "?"] = report.error_kinds.get(r.error_kind or "?", 0) + 1
-    report.error_examples = [f"{r.trace.id or r.ref}: {r.error}" for r in failed[:5]]
-    usage = spent = Usage()
-    for r in records:
-        usage = usage.add(r.usage)
-        spent = spent.add(r.spent)
-    report.usage, report.spent = usage, spent
-    report.seconds = round(sum(r.seconds for r in records), 3)
+    _count_records(report, records, len(rows))
+    _add_spending(report, records)
     for mod in _ordered({r.modality for r in rows}, "modality"):
         report.cells[mod] = metrics([r for r in rows if r.modality == mod])
     report.overall = metrics(rows)
-    comp = Composite(modalities=list(report.cells))
-    for axis in ("agent", "step", "error", "joint"):
-        vals = [getattr(c, axis) for c in report.cells.values() if getattr(c, axis) is not None]
-        setattr(comp, axis, mean(vals) if vals else None)
-    report.composite = comp
-    for dim in DIMENSIONS:
-        values = _ordered({_dimension(r, dim) for r in rows}, dim)
-        report.breakdowns[dim] = [
-            BreakdownRow(value=v, metrics=metrics([r for r in rows if _dimension(r, dim) == v])) for v in values
-        ]
+    report.composite = _composite(report.cells)
+    report.breakdowns = _breakdowns(rows)
     report.confusion, report.classes = _classes(rows)
     return report
 

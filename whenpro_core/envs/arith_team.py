@@ -474,6 +474,29 @@ class ArithReferencePolicy:
 # --- the environment ---------------------------------------------------------------------
 
 
+def _planner_owes_plan(turns: list[Step]) -> bool:
+    """True until the planner has written the plan: after no planner turn, or after only
+    an intro (one turn without a plan line)."""
+    planner = [s for s in turns if s.agent == "planner"]
+    return not planner or (len(planner) < 2 and not PLAN_LINE.search(planner[-1].content or ""))
+
+
+def _solver_due(steps: list[Step], turns: list[Step], plan: Plan, since: int) -> bool:
+    """True while plan items are pending, the solver has not said it is done since the
+    latest flag, and it has had fewer than ``2 * items + 2`` turns since then."""
+    solver_turns = sum(1 for s in turns if s.agent == "solver" and s.index > since)
+    said_done = any(DONE.search(s.content or "") for s in turns if s.agent == "solver" and s.index > since)
+    return bool(pending_items(steps, plan)) and not said_done and solver_turns < 2 * len(plan.items) + 2
+
+
+def _verifier_due(turns: list[Step], plan: Plan, last_solver: int) -> bool:
+    """True when the plan has checks, the verifier has not spoken since the solver's
+    last turn, and it has had fewer than three turns."""
+    verifier_turns = sum(1 for s in turns if s.agent == "verifier")
+    checked_since = any(s.agent == "verifier" and s.index > last_solver for s in turns)
+    return bool(plan.checks) and not checked_since and verifier_turns < 3
+
+
 class ArithTeam(Env):
     """Planner / solver / verifier / reporter on checkable arithmetic questions."""
 
@@ -543,21 +566,16 @@ class ArithTeam(Env):
 
     def next_agent(self, query: str, steps: list[Step]) -> str | None:
         turns = [s for s in steps if s.kind not in FRAMING_KINDS and s.agent != "user"]
-        planner = [s for s in turns if s.agent == "planner"]
-        if not planner or (len(planner) < 2 and not PLAN_LINE.search(planner[-1].content or "")):
+        if _planner_owes_plan(turns):
             return "planner"  # an intro is followed by the plan
         plan = read_plan(steps)
         if plan.review and plan.review in read_values(steps):
             return "planner"  # the review line asks for a progress check once that var has a value
         since, _, _ = latest_flag(steps)
         last_solver = max((s.index for s in turns if s.agent == "solver"), default=-1)
-        solver_turns = sum(1 for s in turns if s.agent == "solver" and s.index > since)
-        said_done = any(DONE.search(s.content or "") for s in turns if s.agent == "solver" and s.index > since)
-        if pending_items(steps, plan) and not said_done and solver_turns < 2 * len(plan.items) + 2:
+        if _solver_due(steps, turns, plan, since):
             return "solver"
-        verifier_turns = sum(1 for s in turns if s.agent == "verifier")
-        checked_since = any(s.agent == "verifier" and s.index > last_solver for s in turns)
-        if plan.checks and not checked_since and verifier_turns < 3:
+        if _verifier_due(turns, plan, last_solver):
             return "verifier"
         if any(s.agent == "reporter" for s in turns if s.index > max(last_solver, since)):
             return None

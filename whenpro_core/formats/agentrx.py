@@ -196,6 +196,43 @@ class MagenticListImporter(DocumentImporter):
         return [trace]
 
 
+def _tau_steps(traj: list[Any], ctx: LoadContext) -> list[Step]:
+    """One step per τ-bench message, its coordinate the message's 1-based ``index`` and
+    its agent ``User``/``Assistant`` for the chat roles. Raises for a non-object message
+    or a non-integer index."""
+    steps = []
+    for i, msg in enumerate(traj):
+        where = f"$.traj[{i}]"
+        expect(msg, dict, ctx, where, "a message object {role, content, index}")
+        index = msg.get("index", i + 1)
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise ctx.error("wrong type", f"{where}.index", "the 1-based message index")
+        role = msg.get("role")
+        agent = _TAU_AGENTS.get(role, role) if isinstance(role, str) else None
+        steps.append(chat_step(i, msg, ctx, where, coord=str(index), agent=agent))
+    return steps
+
+
+def _tau_reward(doc: dict[str, Any], ctx: LoadContext) -> float | None:
+    """The run's ``reward`` (None when absent); raises unless it is a number in 0..1."""
+    reward = doc.get("reward")
+    if reward is not None and (not isinstance(reward, (int, float)) or isinstance(reward, bool)):
+        raise ctx.error("wrong type", "$.reward", "a number from 0 to 1 (1.0 = success)")
+    if reward is not None and not 0 <= reward <= 1:
+        raise ctx.error(f"reward {reward} out of range", "$.reward", "a number from 0 to 1 (1.0 = success)")
+    return reward
+
+
+def _tau_task(doc: dict[str, Any]) -> Task:
+    """The task: ``info.task.instruction`` as the query, its ``outputs`` joined as the answer."""
+    task = dict_or_empty(dict_or_empty(doc.get("info")).get("task"))
+    outputs = task.get("outputs")
+    return Task(
+        query=as_text(task.get("instruction")),
+        answer=", ".join(map(str, outputs)) if isinstance(outputs, list) and outputs else None,
+    )
+
+
 class TauBenchImporter(DocumentImporter):
     """A τ-bench run ``{task_id, reward, info, traj, trial, records}``."""
 
@@ -207,41 +244,15 @@ class TauBenchImporter(DocumentImporter):
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
         traj = expect(doc.get("traj"), list, ctx, "$.traj", "a list of chat messages")
-        steps = []
-        for i, msg in enumerate(traj):
-            where = f"$.traj[{i}]"
-            expect(msg, dict, ctx, where, "a message object {role, content, index}")
-            index = msg.get("index", i + 1)
-            if not isinstance(index, int) or isinstance(index, bool):
-                raise ctx.error("wrong type", f"{where}.index", "the 1-based message index")
-            role = msg.get("role")
-            steps.append(
-                chat_step(
-                    i,
-                    msg,
-                    ctx,
-                    where,
-                    coord=str(index),
-                    agent=_TAU_AGENTS.get(role, role) if isinstance(role, str) else None,
-                )
-            )
-        info = dict_or_empty(doc.get("info"))
-        task = dict_or_empty(info.get("task"))
-        reward = doc.get("reward")
-        if reward is not None and (not isinstance(reward, (int, float)) or isinstance(reward, bool)):
-            raise ctx.error("wrong type", "$.reward", "a number from 0 to 1 (1.0 = success)")
-        if reward is not None and not 0 <= reward <= 1:
-            raise ctx.error(f"reward {reward} out of range", "$.reward", "a number from 0 to 1 (1.0 = success)")
-        outputs = task.get("outputs")
+        steps = _tau_steps(traj, ctx)
+        task = _tau_task(doc)
+        reward = _tau_reward(doc, ctx)
         trace = Trace(
             id=f"tau-{doc.get('task_id')}" + (f"-t{doc['trial']}" if doc.get("trial") is not None else ""),
             framework="tau-bench",
             benchmark="tau-bench",
             agents=[Agent(id="User"), Agent(id="Assistant")],
-            task=Task(
-                query=as_text(task.get("instruction")),
-                answer=", ".join(map(str, outputs)) if isinstance(outputs, list) and outputs else None,
-            ),
+            task=task,
             steps=steps,
             final_answer=next((s.content for s in reversed(steps) if s.agent == "Assistant" and s.content), None),
             outcome=Outcome.unknown if reward is None else (Outcome.success if reward >= 1.0 else Outcome.failure),

@@ -71,14 +71,10 @@ def _arguments(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else ({} if value is None else {"input": value})
 
 
-def atif_step(step: Step, people: set[str]) -> dict[str, Any]:
-    """One whenpro step as an ATIF step (rules in the module doc)."""
-    source = _source(step, people)
-    out: dict[str, Any] = {"step_id": step.index + 1, "source": source, "message": step.content}
-    timestamp = step.meta.get("timestamp")
-    if isinstance(timestamp, str) and timestamp:
-        out["timestamp"] = timestamp
-    calls = [
+def _atif_calls(step: Step) -> list[dict[str, Any]]:
+    """The step's tool calls as ATIF ``{tool_call_id, function_name, arguments}`` (ids
+    made up as ``call_<step>_<j>`` where missing)."""
+    return [
         {
             "tool_call_id": call.id or f"call_{step.index}_{j}",
             "function_name": call.name,
@@ -86,21 +82,27 @@ def atif_step(step: Step, people: set[str]) -> dict[str, Any]:
         }
         for j, call in enumerate(step.tool_calls)
     ]
-    if source == "agent":
-        if isinstance(step.meta.get("model"), str):
-            out["model_name"] = step.meta["model"]
-        if isinstance(step.meta.get("reasoning"), str) and step.meta["reasoning"]:
-            out["reasoning_content"] = step.meta["reasoning"]
-        if calls:
-            out["tool_calls"] = calls
-        metrics = _metrics(step.meta.get("usage"))
-        if metrics:
-            out["metrics"] = metrics
-    if step.observation is not None:
-        result: dict[str, Any] = {"content": step.observation}
-        if len(calls) == 1 and source == "agent":
-            result["source_call_id"] = calls[0]["tool_call_id"]
-        out["observation"] = {"results": [result]}
+
+
+def _agent_fields(step: Step, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fields only an agent step has: ``model_name``, ``reasoning_content``,
+    ``tool_calls`` and ``metrics``, each when present."""
+    out: dict[str, Any] = {}
+    if isinstance(step.meta.get("model"), str):
+        out["model_name"] = step.meta["model"]
+    if isinstance(step.meta.get("reasoning"), str) and step.meta["reasoning"]:
+        out["reasoning_content"] = step.meta["reasoning"]
+    if calls:
+        out["tool_calls"] = calls
+    metrics = _metrics(step.meta.get("usage"))
+    if metrics:
+        out["metrics"] = metrics
+    return out
+
+
+def _whenpro_extra(step: Step, source: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ATIF has no field for: agent, kind, coordinate, the calls whose arguments
+    were wrapped or whose ids were made up, the error, and the calls of a non-agent step."""
     mine: dict[str, Any] = {"agent": step.agent, "kind": step.kind, "coord": step.coord}
     wrapped = [
         j
@@ -116,7 +118,25 @@ def atif_step(step: Step, people: set[str]) -> dict[str, Any]:
         mine["error"] = step.error
     if calls and source != "agent":  # ATIF allows calls on agent steps only: kept here
         mine["tool_calls"] = calls
-    out["extra"] = {EXTRA_KEY: mine}
+    return mine
+
+
+def atif_step(step: Step, people: set[str]) -> dict[str, Any]:
+    """One whenpro step as an ATIF step (rules in the module doc)."""
+    source = _source(step, people)
+    out: dict[str, Any] = {"step_id": step.index + 1, "source": source, "message": step.content}
+    timestamp = step.meta.get("timestamp")
+    if isinstance(timestamp, str) and timestamp:
+        out["timestamp"] = timestamp
+    calls = _atif_calls(step)
+    if source == "agent":
+        out.update(_agent_fields(step, calls))
+    if step.observation is not None:
+        result: dict[str, Any] = {"content": step.observation}
+        if len(calls) == 1 and source == "agent":
+            result["source_call_id"] = calls[0]["tool_call_id"]
+        out["observation"] = {"results": [result]}
+    out["extra"] = {EXTRA_KEY: _whenpro_extra(step, source, calls)}
     return out
 
 

@@ -123,6 +123,61 @@ def data_url_media(url: str, label: str | None = None) -> MediaRef:
     return MediaRef(kind="image", label=url if label is None else f"{label}: {url}")
 
 
+def _image_part(
+    part: dict[str, Any], ctx: LoadContext, where: str, resolve: Callable[[str], str] | None, number: int
+) -> MediaRef:
+    """Image part ``number`` of a content: an Anthropic base64 ``source``, else an
+    ``image_url`` (``{url}`` or a string) or ``image`` URL. Raises when it has no URL."""
+    source = part.get("source")
+    if isinstance(source, dict) and source.get("type") == "base64":
+        return MediaRef(
+            kind="image",
+            data=str(source.get("data") or ""),
+            mime=source.get("media_type"),
+            label=f"image #{number}",
+        )
+    url = part.get("image_url", part.get("image"))
+    if isinstance(url, dict):
+        url = url.get("url")
+    if not isinstance(url, str):
+        raise ctx.error("image part without a URL", where, "image_url.url or image as a string")
+    return data_url_media(resolve(url) if resolve else url, f"image #{number}")
+
+
+def _part_text(part: dict[str, Any], resolve: Callable[[str], str] | None) -> str:
+    """The text of a non-image part: a ``text`` part's text (resolved), ``[reasoning] ...``,
+    or any other part as text."""
+    ptype = part.get("type")
+    if ptype in ("text", "input_text", "output_text"):
+        text = part.get("text")
+        return resolve(text) if resolve and isinstance(text, str) else as_text(text)
+    if ptype == "reasoning":
+        return f"[reasoning] {as_text(part.get('reasoning'))}"
+    return as_text(part)
+
+
+def _typed_parts(
+    content: list[Any], ctx: LoadContext, where: str, resolve: Callable[[str], str] | None
+) -> tuple[str, list[MediaRef]]:
+    """Text (non-empty pieces joined by newlines) and images of a list of strings and
+    typed parts. Raises for a part that is neither."""
+    texts: list[str] = []
+    media: list[MediaRef] = []
+    for j, part in enumerate(content):
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if not isinstance(part, dict):
+            raise ctx.error(
+                f"wrong type (got {type(part).__name__})", f"{where}[{j}]", "a content part object with a type"
+            )
+        if part.get("type") in ("image_url", "input_image", "image"):
+            media.append(_image_part(part, ctx, f"{where}[{j}]", resolve, len(media)))
+        else:
+            texts.append(_part_text(part, resolve))
+    return "\n".join(t for t in texts if t), media
+
+
 def content_parts(
     content: Any, ctx: LoadContext, where: str, resolve: Callable[[str], str] | None = None
 ) -> tuple[str, list[MediaRef]]:
@@ -139,43 +194,7 @@ def content_parts(
         )
     if all(isinstance(part, str) for part in content):
         return "\n".join(content), []  # a list of lines (MAD), blank lines kept
-    texts: list[str] = []
-    media: list[MediaRef] = []
-    for j, part in enumerate(content):
-        if isinstance(part, str):
-            texts.append(part)
-            continue
-        if not isinstance(part, dict):
-            raise ctx.error(
-                f"wrong type (got {type(part).__name__})", f"{where}[{j}]", "a content part object with a type"
-            )
-        ptype = part.get("type")
-        if ptype in ("text", "input_text", "output_text"):
-            text = part.get("text")
-            texts.append(resolve(text) if resolve and isinstance(text, str) else as_text(text))
-        elif ptype == "reasoning":
-            texts.append(f"[reasoning] {as_text(part.get('reasoning'))}")
-        elif ptype in ("image_url", "input_image", "image"):
-            url = part.get("image_url", part.get("image"))
-            if isinstance(url, dict):
-                url = url.get("url")
-            source = part.get("source")
-            if isinstance(source, dict) and source.get("type") == "base64":
-                media.append(
-                    MediaRef(
-                        kind="image",
-                        data=str(source.get("data") or ""),
-                        mime=source.get("media_type"),
-                        label=f"image #{len(media)}",
-                    )
-                )
-                continue
-            if not isinstance(url, str):
-                raise ctx.error("image part without a URL", f"{where}[{j}]", "image_url.url or image as a string")
-            media.append(data_url_media(resolve(url) if resolve else url, f"image #{len(media)}"))
-        else:
-            texts.append(as_text(part))
-    return "\n".join(t for t in texts if t), media
+    return _typed_parts(content, ctx, where, resolve)
 
 
 def tool_calls_of(msg: JSONObject, ctx: LoadContext, where: str) -> list[ToolCall]:
@@ -206,6 +225,37 @@ def tool_calls_of(msg: JSONObject, ctx: LoadContext, where: str) -> list[ToolCal
     return out
 
 
+def _message_role(msg: dict[str, Any], ctx: LoadContext, where: str) -> str:
+    """The message's ``role``; raises when it is missing or not a string."""
+    role = msg.get("role")
+    if not isinstance(role, str):
+        raise ctx.error(
+            "missing role" if role is None else "wrong type", f"{where}.role", "the message role as a string"
+        )
+    return role
+
+
+def _message_meta(msg: dict[str, Any], role: str) -> dict[str, Any]:
+    """The step meta of a message: its role and its scalar ``tool_call_id``, ``function``,
+    ``source``, ``model`` and ``index``."""
+    meta: dict[str, Any] = {"role": role}
+    for key in ("tool_call_id", "function", "source", "model", "index"):
+        if key in msg and msg[key] is not None and not isinstance(msg[key], (dict, list)):
+            meta[key] = msg[key]
+    return meta
+
+
+def _group_kind(kind: str, speaker: str, has_calls: bool, opening: bool) -> str:
+    """The kind of a conversational message in an AG2 group chat: ``user`` for the
+    opening message and a human or user proxy, else ``action``/``assistant``; system and
+    tool messages keep ``kind``."""
+    if kind in ("system", "tool"):
+        return kind
+    if opening or is_human_name(speaker):
+        return "user"
+    return "action" if has_calls else "assistant"
+
+
 def chat_step(
     i: int,
     msg: Any,
@@ -227,27 +277,17 @@ def chat_step(
     ``opening`` message (the task) and for a human or user proxy, else ``assistant`` /
     ``action`` (see the module doc)."""
     expect(msg, dict, ctx, where, "a message object {role, content}")
-    role = msg.get("role")
-    if not isinstance(role, str):
-        raise ctx.error(
-            "missing role" if role is None else "wrong type", f"{where}.role", "the message role as a string"
-        )
+    role = _message_role(msg, ctx, where)
     text, media = content_parts(msg.get("content"), ctx, f"{where}.content", resolve)
     calls = tool_calls_of(msg, ctx, where)
     name = msg.get("name") if isinstance(msg.get("name"), str) and msg.get("name").strip() else None
     kind = _KIND.get(role, "message")
     if kind == "assistant" and calls:
         kind = "action"
-    meta: dict[str, Any] = {"role": role}
-    for key in ("tool_call_id", "function", "source", "model", "index"):
-        if key in msg and msg[key] is not None and not isinstance(msg[key], (dict, list)):
-            meta[key] = msg[key]
+    meta = _message_meta(msg, role)
     speaker = agent or (name.strip() if name and kind != "tool" else role)
-    if group and kind not in ("system", "tool"):
-        if opening or is_human_name(speaker):
-            kind = "user"
-        else:
-            kind = "action" if calls else "assistant"
+    if group:
+        kind = _group_kind(kind, speaker, bool(calls), opening)
     if kind == "tool" and name:
         meta["tool"] = name
     return Step(

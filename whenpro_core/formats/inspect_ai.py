@@ -53,7 +53,6 @@ from whenpro_core.formats.base import (
     as_text,
     dict_or_empty,
     expect,
-    list_or_empty,
     parse_json,
     redact_secrets,
     summarize,
@@ -61,7 +60,7 @@ from whenpro_core.formats.base import (
 from whenpro_core.formats.chat import chat_step
 from whenpro_core.formats.registry import natural_key
 from whenpro_core.storage.jsonio import JSONObject
-from whenpro_core.trace.model import Agent, Modality, Outcome, Source, Task, Trace, TraceSummary
+from whenpro_core.trace.model import Agent, Modality, Outcome, Source, Step, Task, Trace, TraceSummary
 
 #: Expanded bytes read from one archive member at most (a sample's JSON), and from one
 #: archive in all: a sane size for an evaluation log, far below what a zip bomb expands to.
@@ -187,18 +186,27 @@ def _text_of_input(value: Any, resolve: Callable[[str], str]) -> str:
     return as_text(value)
 
 
-def sample_trace(sample: Any, header: JSONObject, ctx: LoadContext, where: str) -> Trace:
-    """The trace of one sample (``where`` is its JSON path, for errors)."""
-    expect(sample, dict, ctx, where, "a sample object {id, epoch, messages, ...}")
+def _sample_key(sample: dict[str, Any], ctx: LoadContext, where: str) -> tuple[Any, Any]:
+    """``(id, epoch)`` of a sample (epoch 1 when absent); raises when the id is missing or not a scalar."""
     sid, epoch = sample.get("id"), sample.get("epoch", 1)
     if sid is None or isinstance(sid, (dict, list)):
         raise ctx.error(
             "missing sample id" if sid is None else "wrong type", f"{where}.id", "the sample id (a string or integer)"
         )
+    return sid, epoch
+
+
+def _sample_steps(
+    sample: dict[str, Any],
+    ctx: LoadContext,
+    where: str,
+    resolve: Callable[[str], str],
+    tool_errors: dict[str, str],
+) -> list[Step]:
+    """One step per message; each assistant step gets the ``usage`` of the model call that
+    wrote it, and a step gets the error of its message or of its failed tool call."""
     messages = sample.get("messages") or []
     expect(messages, list, ctx, f"{where}.messages", "a list of chat messages")
-    resolve = _resolver(sample)
-    events, tool_errors = _events_summary(sample.get("events"))
     usages = iter(_model_usages(sample.get("events")))
     steps = []
     for i, msg in enumerate(messages):
@@ -211,25 +219,52 @@ def sample_trace(sample: Any, header: JSONObject, ctx: LoadContext, where: str) 
         if err or step.meta.get("tool_call_id") in tool_errors:
             step.error = _error_text(err) if err else tool_errors[step.meta["tool_call_id"]]
         steps.append(step)
-    ev = dict_or_empty(header.get("eval"))
-    task = as_text(ev.get("task")) or "inspect"
-    target = sample.get("target")
-    output = dict_or_empty(sample.get("output"))
-    choices = list_or_empty(output.get("choices"))
+    return steps
+
+
+def _sample_final(output: dict[str, Any]) -> Any:
+    """The sample's final answer: ``output.completion``, else the first choice's message content."""
     final = output.get("completion")
+    choices = output.get("choices") if isinstance(output.get("choices"), list) else []
     if not final and choices and isinstance(choices[0], dict) and isinstance(choices[0].get("message"), dict):
         final = as_text(choices[0]["message"].get("content"))
-    outcome = Outcome.failure if sample.get("error") else outcome_of(sample.get("scores"))
+    return final
+
+
+def _sample_agents(steps: list[Step]) -> list[Agent]:
+    """The agents of the non-system, non-tool steps, in order of first appearance."""
     agents: dict[str, None] = {}
     for s in steps:
         if s.kind not in ("system", "tool"):
             agents.setdefault(s.agent, None)
-    key = f"{sid}_epoch_{epoch}"
-    extras = {
-        k: v
-        for k, v in sample.items()
-        if k not in ("messages", "events", "attachments", "transcript", "input", "target", "output", "choices")
-    }
+    return [Agent(id=a) for a in agents]
+
+
+def _sample_task(sample: dict[str, Any], resolve: Callable[[str], str]) -> Task:
+    """The task: the user input as the query, the target (list targets joined by `` | ``) as the answer."""
+    target = sample.get("target")
+    return Task(
+        query=_text_of_input(sample.get("input"), resolve),
+        answer=" | ".join(map(str, target))
+        if isinstance(target, list)
+        else (None if target is None else as_text(target)),
+        options=sample.get("choices"),
+    )
+
+
+_NOT_EXTRAS = ("messages", "events", "attachments", "transcript", "input", "target", "output", "choices")
+
+
+def _sample_extras(
+    sample: dict[str, Any],
+    header: dict[str, Any],
+    ev: dict[str, Any],
+    output: dict[str, Any],
+    events: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The sample's other fields plus the event summary, the log status, the eval header
+    and the output without its choices (secrets not yet redacted)."""
+    extras = {k: v for k, v in sample.items() if k not in _NOT_EXTRAS}
     extras.update(
         {
             "events": events,
@@ -238,24 +273,37 @@ def sample_trace(sample: Any, header: JSONObject, ctx: LoadContext, where: str) 
             "output": {k: v for k, v in output.items() if k != "choices"},
         }
     )
+    return extras
+
+
+def sample_trace(sample: Any, header: JSONObject, ctx: LoadContext, where: str) -> Trace:
+    """The trace of one sample (``where`` is its JSON path, for errors)."""
+    expect(sample, dict, ctx, where, "a sample object {id, epoch, messages, ...}")
+    sid, epoch = _sample_key(sample, ctx, where)
+    resolve = _resolver(sample)
+    events, tool_errors = _events_summary(sample.get("events"))
+    steps = _sample_steps(sample, ctx, where, resolve, tool_errors)
+    ev = dict_or_empty(header.get("eval"))
+    task = as_text(ev.get("task")) or "inspect"
+    output = dict_or_empty(sample.get("output"))
+    outcome = Outcome.failure if sample.get("error") else outcome_of(sample.get("scores"))
     return Trace(
         id=f"inspect-{task}-{sid}-e{epoch}@{ctx.path.name}",
         framework="inspect_ai",
         benchmark=task,
         modality=Modality.image if any(s.media for s in steps) else Modality.text,
-        agents=[Agent(id=a) for a in agents],
-        task=Task(
-            query=_text_of_input(sample.get("input"), resolve),
-            answer=" | ".join(map(str, target))
-            if isinstance(target, list)
-            else (None if target is None else as_text(target)),
-            options=sample.get("choices"),
-        ),
+        agents=_sample_agents(steps),
+        task=_sample_task(sample, resolve),
         steps=steps,
-        final_answer=as_text(final) or None,
+        final_answer=as_text(_sample_final(output)) or None,
         outcome=outcome,
-        source=Source(format="inspect_ai", path=str(ctx.path), key=key, root=str(ctx.root) if ctx.root else None),
-        extras=redact_secrets(extras),
+        source=Source(
+            format="inspect_ai",
+            path=str(ctx.path),
+            key=f"{sid}_epoch_{epoch}",
+            root=str(ctx.root) if ctx.root else None,
+        ),
+        extras=redact_secrets(_sample_extras(sample, header, ev, output, events)),
     )
 
 

@@ -351,23 +351,33 @@ def _ancestors(run: JSONObject, by_id: dict[str, JSONObject]) -> list[JSONObject
     return chain
 
 
-def _trace(runs: list[tuple[JSONObject, str]], steps: list[Step], ctx: LoadContext) -> Trace:
-    root = next((r for r, _ in runs if r.get("parent_run_id") is None), runs[0][0])
-    agents: dict[str, None] = {}
-    for s in steps:
-        if s.kind not in ("system", "user", "tool"):
-            agents.setdefault(s.agent, None)
+def _root_final(root: dict[str, Any], steps: list[Step]) -> str | None:
+    """The final answer: the root run's reply content, else its outputs as text, else
+    the last non-empty assistant step."""
     reply = _reply(root.get("outputs"))
     final = (as_text(reply.get("content")) if reply else None) or (
         _run_text(root["outputs"]) if root.get("outputs") is not None else None
     )
-    final = final or next((s.content for s in reversed(steps) if s.kind == "assistant" and s.content), None)
-    query = next((s.content for s in steps if s.kind == "user" and s.content), "") or _run_text(root.get("inputs"))
+    return final or next((s.content for s in reversed(steps) if s.kind == "assistant" and s.content), None)
+
+
+def _root_extras(root: dict[str, Any], runs: int) -> dict[str, Any]:
+    """The trace extras (secrets redacted): the root run without its inputs, outputs and
+    serialized form, its ``extra.metadata`` and ``extra.runtime``, and the run count."""
     extra = dict_or_empty(root.get("extra"))
     run_fields = {k: v for k, v in root.items() if k not in ("inputs", "outputs", "serialized")}
-    extras = redact_secrets(
-        {"root_run": run_fields, "metadata": extra.get("metadata"), "runtime": extra.get("runtime"), "runs": len(runs)}
+    extras: dict[str, Any] = redact_secrets(
+        {"root_run": run_fields, "metadata": extra.get("metadata"), "runtime": extra.get("runtime"), "runs": runs}
     )
+    return extras
+
+
+def _trace(runs: list[tuple[JSONObject, str]], steps: list[Step], ctx: LoadContext) -> Trace:
+    root = next((r for r, _ in runs if r.get("parent_run_id") is None), runs[0][0])
+    agents = dict.fromkeys(s.agent for s in steps if s.kind not in ("system", "user", "tool"))
+    final = _root_final(root, steps)
+    query = next((s.content for s in steps if s.kind == "user" and s.content), "") or _run_text(root.get("inputs"))
+    extras = _root_extras(root, len(runs))
     tid = text_or_none(root.get("trace_id")) or text_or_none(root.get("id")) or ctx.path.stem
     return Trace(
         id=f"langsmith-{tid}",

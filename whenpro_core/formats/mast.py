@@ -178,6 +178,14 @@ def _log_steps(text: str) -> list[Step]:
     ]
 
 
+def _agents_of(steps: list[Step]) -> list[Agent]:
+    """The steps' agents in order of first appearance, with the role of their first step (when a string)."""
+    agents: dict[str, str | None] = {}
+    for s in steps:
+        agents.setdefault(s.agent, s.meta.get("role") if isinstance(s.meta.get("role"), str) else None)
+    return [Agent(id=a, role=r) for a, r in agents.items()]
+
+
 class MastImporter(DocumentImporter):
     """MAD records and mast-lint AG2 records: one record, or a list of records."""
 
@@ -196,41 +204,14 @@ class MastImporter(DocumentImporter):
 
     def _record(self, rec: Any, ctx: LoadContext, where: str, key: str | None) -> Trace:
         expect(rec, dict, ctx, where, "a record {mas_name, trace_id, trace, annotations}")
-        raw_trace = rec.get("trace")
-        expect(raw_trace, (str, dict), ctx, f"{where}.trace", "the run as a JSON string or log text")
-        inner = maybe_json(raw_trace) if isinstance(raw_trace, str) else raw_trace
         hidden: dict[str, Any] = {}
         extras: dict[str, Any] = {k: v for k, v in rec.items() if k not in ("trace", "annotations")}
-        query = ""
-        if isinstance(inner, dict) and isinstance(inner.get("content"), str) and "trajectory" not in inner:
-            extras["trace_meta"] = {k: v for k, v in inner.items() if k != "content"}
-            query = as_text(inner.get("prompt"))
-            inner = inner["content"]
-        if isinstance(inner, dict):
-            steps, query = self._json_steps(inner, ctx, f"{where}.trace")
-            hidden.update({k: inner[k] for k in _LEAKING if k in inner})
-            extras["trace_meta"] = {
-                k: v for k, v in inner.items() if k not in ("trajectory", "problem_statement", *_LEAKING)
-            }
-        elif isinstance(inner, str):
-            steps = _log_steps(inner)
-            if not steps:
-                raise ctx.error(
-                    "no speaker markers in the log text",
-                    f"{where}.trace",
-                    "a MetaGPT log with FROM:/NEW MESSAGES: blocks or 'Name(Role): to do Action' "
-                    "log lines, or an AG2 JSON trace",
-                )
-            query = query or next((s.content for s in steps if s.kind == "user"), "")
-        else:
-            raise ctx.error("wrong type", f"{where}.trace", "a JSON object or log text")
+        inner, query = self._unwrap(rec, ctx, where, extras)
+        steps, query = self._trace_steps(inner, query, ctx, where, hidden, extras)
         annotations = self._mad_annotations(rec, ctx, where, hidden)
         tid = rec.get("trace_id")
         mas = as_text(rec.get("mas_name")) or "unknown"
         annotations += self._gold(ctx, tid)
-        agents: dict[str, str | None] = {}
-        for s in steps:
-            agents.setdefault(s.agent, s.meta.get("role") if isinstance(s.meta.get("role"), str) else None)
         if hidden:
             extras[TRACE_HIDDEN_KEY] = hidden
         bench = as_text(rec.get("benchmark_name")).lower()
@@ -238,13 +219,60 @@ class MastImporter(DocumentImporter):
             id=f"mast-{mas.lower()}-{bench or 'x'}-{tid}",
             framework=mas.lower(),
             benchmark=bench,
-            agents=[Agent(id=a, role=r) for a, r in agents.items()],
+            agents=_agents_of(steps),
             task=Task(query=query),
             steps=steps,
             annotations=annotations,
             source=Source(format=self.name, path=str(ctx.path), key=key, root=str(ctx.root) if ctx.root else None),
             extras=redact_secrets(extras),
         )
+
+    @staticmethod
+    def _unwrap(rec: dict[str, Any], ctx: LoadContext, where: str, extras: dict[str, Any]) -> tuple[Any, str]:
+        """``(run, query)``: the record's ``trace`` parsed when it is a JSON string; a
+        ``{content, prompt, ...}`` wrapper gives its content as the run, its prompt as the
+        query and its other fields as ``extras["trace_meta"]``. Raises when ``trace`` is
+        neither a string nor an object."""
+        raw_trace = rec.get("trace")
+        expect(raw_trace, (str, dict), ctx, f"{where}.trace", "the run as a JSON string or log text")
+        inner = maybe_json(raw_trace) if isinstance(raw_trace, str) else raw_trace
+        if isinstance(inner, dict) and isinstance(inner.get("content"), str) and "trajectory" not in inner:
+            extras["trace_meta"] = {k: v for k, v in inner.items() if k != "content"}
+            return inner["content"], as_text(inner.get("prompt"))
+        return inner, ""
+
+    @classmethod
+    def _trace_steps(
+        cls,
+        inner: Any,
+        query: str,
+        ctx: LoadContext,
+        where: str,
+        hidden: dict[str, Any],
+        extras: dict[str, Any],
+    ) -> tuple[list[Step], str]:
+        """``(steps, query)`` of the run: an AG2 JSON trace (its label-leaking fields go to
+        ``hidden``, the rest to ``extras["trace_meta"]``) or MetaGPT log text (the query,
+        when not known yet, is the first user step). Raises for log text with no speaker
+        markers or a run of another type."""
+        if isinstance(inner, dict):
+            steps, query = cls._json_steps(inner, ctx, f"{where}.trace")
+            hidden.update({k: inner[k] for k in _LEAKING if k in inner})
+            extras["trace_meta"] = {
+                k: v for k, v in inner.items() if k not in ("trajectory", "problem_statement", *_LEAKING)
+            }
+            return steps, query
+        if not isinstance(inner, str):
+            raise ctx.error("wrong type", f"{where}.trace", "a JSON object or log text")
+        steps = _log_steps(inner)
+        if not steps:
+            raise ctx.error(
+                "no speaker markers in the log text",
+                f"{where}.trace",
+                "a MetaGPT log with FROM:/NEW MESSAGES: blocks or 'Name(Role): to do Action' "
+                "log lines, or an AG2 JSON trace",
+            )
+        return steps, query or next((s.content for s in steps if s.kind == "user"), "")
 
     @staticmethod
     def _json_steps(inner: JSONObject, ctx: LoadContext, where: str) -> tuple[list[Step], str]:

@@ -138,6 +138,90 @@ def _event_id(event: JSONObject, ctx: LoadContext, where: str) -> str | None:
     return str(eid)
 
 
+def _event_head(event: Any, ctx: LoadContext, where: str) -> tuple[str | None, str | None]:
+    """``(event id, source)`` of an event; raises when it is not an object or they are malformed."""
+    expect(event, dict, ctx, where, "an event object with action or observation")
+    eid = _event_id(event, ctx, where)
+    source = event.get("source")
+    if source is not None and not isinstance(source, str):
+        raise ctx.error("wrong type", f"{where}.source", "user, agent or environment")
+    return eid, source
+
+
+def _observation_type(event: dict[str, Any], ctx: LoadContext, where: str) -> str:
+    """The ``observation`` type of a non-action event; raises when it has none or it is not a string."""
+    if "observation" not in event:
+        raise ctx.error("neither action nor observation", where, "an OpenHands event")
+    obs = event.get("observation")
+    if not isinstance(obs, str):
+        raise ctx.error("wrong type", f"{where}.observation", "the observation type as a string")
+    return obs
+
+
+def _observation_target(
+    event: dict[str, Any], eid: str | None, steps: list[Step], by_id: dict[str, Step]
+) -> Step | None:
+    """The action step an observation answers: its ``cause``; for an observation with
+    neither cause nor id, the previous step if that has no observation yet and is not a
+    state change; else None."""
+    cause = event.get("cause")
+    if cause is not None:
+        return by_id.get(str(cause))
+    if eid is None and steps and steps[-1].observation is None and steps[-1].kind != "state":
+        return steps[-1]
+    return None
+
+
+def _attach_observation(target: Step, obs: str, text: str, extras: Any) -> None:
+    """Append an observation's text to its action step, with its type, exit code and error."""
+    target.observation = text if target.observation is None else f"{target.observation}\n{text}"
+    target.meta["observation"] = obs
+    if isinstance(extras, dict) and isinstance(extras.get("metadata"), dict):
+        code = extras["metadata"].get("exit_code")
+        if code is not None:
+            target.meta["exit_code"] = code
+    if obs == "error":
+        target.error = text
+
+
+def _observation_step(
+    index: int, n: int, event: dict[str, Any], eid: str | None, source: str | None, obs: str, text: str, extras: Any
+) -> Step:
+    """A step of its own for an observation that answers no action: an ``error``, a
+    ``state`` change or an ``observation`` (event ``n`` of the list)."""
+    kind = "error" if obs == "error" else ("state" if obs == "agent_state_changed" else "observation")
+    agent = source or ("environment" if kind != "error" else "agent")
+    if kind == "state" and isinstance(extras, dict):
+        text = text or f"agent state: {extras.get('agent_state')}"
+    return Step(
+        index=index,
+        coord=eid if eid is not None else str(n),
+        agent=agent,
+        kind=kind,
+        content=text,
+        error=text if kind == "error" else None,
+        meta={"event_id": eid, "observation": obs, "timestamp": event.get("timestamp")},
+        raw=_raw(event),
+    )
+
+
+def _observation(
+    event: dict[str, Any], n: int, eid: str | None, source: str | None, obs: str, target: Step | None, index: int
+) -> Step | None:
+    """The step of observation event ``n``, or None when it lands on its ``target`` action
+    (a NullObservation only marks the target ``null_observation``)."""
+    if obs == "null":  # NullObservation: "No observation"
+        if target is not None:
+            target.meta["null_observation"] = True
+        return None
+    text = as_text(event.get("content")) or as_text(event.get("message"))
+    extras = maybe_json(event.get("extras"))
+    if target is not None:
+        _attach_observation(target, obs, text, extras)
+        return None
+    return _observation_step(index, n, event, eid, source, obs, text, extras)
+
+
 def events_to_steps(events: list[Any], ctx: LoadContext, where: str) -> list[Step]:
     """Steps of an event list (rules in the module docstring). TraceFormatError names
     the event's JSON path when an event is not an object or has a malformed field."""
@@ -145,64 +229,17 @@ def events_to_steps(events: list[Any], ctx: LoadContext, where: str) -> list[Ste
     by_id: dict[str, Step] = {}
     for n, event in enumerate(events):
         ew = f"{where}[{n}]"
-        expect(event, dict, ctx, ew, "an event object with action or observation")
-        eid = _event_id(event, ctx, ew)
-        source = event.get("source")
-        if source is not None and not isinstance(source, str):
-            raise ctx.error("wrong type", f"{ew}.source", "user, agent or environment")
+        eid, source = _event_head(event, ctx, ew)
         if "action" in event:
             steps.append(_action_step(len(steps), n, event, eid, source, ctx, ew))
             if eid is not None:
                 by_id[eid] = steps[-1]
             continue
-        if "observation" not in event:
-            raise ctx.error("neither action nor observation", ew, "an OpenHands event")
-        obs = event.get("observation")
-        if not isinstance(obs, str):
-            raise ctx.error("wrong type", f"{ew}.observation", "the observation type as a string")
-        cause = event.get("cause")
-        target = by_id.get(str(cause)) if cause is not None else None
-        if (
-            target is None
-            and cause is None
-            and eid is None
-            and steps
-            and steps[-1].observation is None
-            and steps[-1].kind != "state"
-        ):
-            target = steps[-1]
-        if obs == "null":  # NullObservation: "No observation"
-            if target is not None:
-                target.meta["null_observation"] = True
-            continue
-        text = as_text(event.get("content")) or as_text(event.get("message"))
-        extras = maybe_json(event.get("extras"))
-        if target is not None:
-            target.observation = text if target.observation is None else f"{target.observation}\n{text}"
-            target.meta["observation"] = obs
-            if isinstance(extras, dict) and isinstance(extras.get("metadata"), dict):
-                code = extras["metadata"].get("exit_code")
-                if code is not None:
-                    target.meta["exit_code"] = code
-            if obs == "error":
-                target.error = text
-            continue
-        kind = "error" if obs == "error" else ("state" if obs == "agent_state_changed" else "observation")
-        agent = source or ("environment" if kind != "error" else "agent")
-        if kind == "state" and isinstance(extras, dict):
-            text = text or f"agent state: {extras.get('agent_state')}"
-        steps.append(
-            Step(
-                index=len(steps),
-                coord=eid if eid is not None else str(n),
-                agent=agent,
-                kind=kind,
-                content=text,
-                error=text if kind == "error" else None,
-                meta={"event_id": eid, "observation": obs, "timestamp": event.get("timestamp")},
-                raw=_raw(event),
-            )
-        )
+        obs = _observation_type(event, ctx, ew)
+        target = _observation_target(event, eid, steps, by_id)
+        step = _observation(event, n, eid, source, obs, target, len(steps))
+        if step is not None:
+            steps.append(step)
     return steps
 
 
@@ -248,43 +285,55 @@ def _action_step(
     )
 
 
+def _run_outcome(line: dict[str, Any]) -> Outcome:
+    """Failure when the run has an ``error``; else its boolean ``success``; else unknown."""
+    success = line.get("success")
+    if text_or_none(line.get("error")):
+        return Outcome.failure
+    if isinstance(success, bool):
+        return Outcome.success if success else Outcome.failure
+    return Outcome.unknown
+
+
+def _run_agents(steps: list[Step], line: dict[str, Any]) -> list[Agent]:
+    """The agents of the non-system, non-state steps in order; ``agent`` carries the run's ``metadata.agent_class``."""
+    agents: dict[str, None] = {}
+    for s in steps:
+        if s.kind not in ("system", "state"):
+            agents.setdefault(s.agent, None)
+    metadata = dict_or_empty(line.get("metadata"))
+    return [Agent(id=a, role=metadata.get("agent_class") if a == "agent" else None) for a in agents]
+
+
+def _run_patch(line: dict[str, Any]) -> Any:
+    """The run's git patch: ``test_result.git_patch`` when there is a ``test_result`` object, else ``git_patch``."""
+    if isinstance(line.get("test_result"), dict):
+        return line.get("test_result", {}).get("git_patch")
+    return line.get("git_patch")
+
+
 def _trace(events: list[Any], ctx: LoadContext, where: str, *, tid: str, line: JSONObject | None) -> Trace:
     steps = events_to_steps(events, ctx, where)
     line = line or {}
     error = text_or_none(line.get("error"))
-    success = line.get("success")
-    if error:
-        outcome = Outcome.failure
-    elif isinstance(success, bool):
-        outcome = Outcome.success if success else Outcome.failure
-    else:
-        outcome = Outcome.unknown
+    outcome = _run_outcome(line)
     if error:  # the run's own error (iteration limit, crash): the last thing that happened
         steps.append(
             Step(
                 index=len(steps), agent="environment", kind="error", content=error, error=error, meta={"from": "error"}
             )
         )
-    agents: dict[str, None] = {}
-    for s in steps:
-        if s.kind not in ("system", "state"):
-            agents.setdefault(s.agent, None)
     query = as_text(line.get("instruction")) or next((s.content for s in steps if s.kind == "user"), "")
     final = final_answer_from_steps(steps)
-    patch = (
-        line.get("test_result", {}).get("git_patch")
-        if isinstance(line.get("test_result"), dict)
-        else line.get("git_patch")
-    )
+    patch = _run_patch(line)
     extras = redact_secrets({k: v for k, v in line.items() if k not in ("history", "instruction")})
     if isinstance(patch, str) and patch:
         extras["git_patch"] = patch
-    metadata = dict_or_empty(line.get("metadata"))
     return Trace(
         id=tid,
         framework="openhands",
         benchmark="multi-swe-bench" if "instance" in line else "",
-        agents=[Agent(id=a, role=metadata.get("agent_class") if a == "agent" else None) for a in agents],
+        agents=_run_agents(steps, line),
         task=Task(query=query),
         steps=steps,
         final_answer=final or text_or_none(patch),

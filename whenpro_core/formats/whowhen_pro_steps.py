@@ -30,6 +30,7 @@ Label-leaking fields (:data:`HIDDEN_FIELDS`) go to ``Step.hidden`` and are remov
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from whenpro_core.formats.base import as_text, dict_or_empty, list_or_empty, maybe_json
@@ -109,9 +110,36 @@ def _mime_of(data: str) -> str:
     return "image/png"
 
 
-def media_ref(
-    obj: Any, *, kind: MediaKind = "image", label: str | None = None, prefix: str | None = None
-) -> MediaRef | None:
+def _media_common(obj: dict[str, Any], kind: str, label: str | None) -> dict[str, Any]:
+    """The MediaRef fields every stored image has: ``kind``, frame ``index`` and
+    ``time_s`` (when well typed) and the label (the image's ``source``, else ``label``)."""
+    t = obj.get("time_s")
+    source = obj.get("source") if isinstance(obj.get("source"), str) else None
+    return {
+        "kind": kind,
+        "index": obj.get("index") if isinstance(obj.get("index"), int) else None,
+        "time_s": float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None,
+        "label": source or label,
+    }
+
+
+def _inline_media(data: str, mime: str | None, common: dict[str, Any]) -> MediaRef:
+    """An inline image from base64 ``data`` (a data URL gives its own mime when none is
+    stored; else the mime is sniffed from the data)."""
+    m = _DATA_URL.match(data)
+    if m:
+        mime, data = mime or m.group(1), data[m.end() :]
+    return MediaRef(data=data, mime=mime or _mime_of(data), **common)
+
+
+def _path_media(path: str, prefix: str | None, mime: str | None, common: dict[str, Any]) -> MediaRef:
+    """An image stored at ``path`` (``prefix`` prepended to a relative path that lacks it)."""
+    if prefix and not path.startswith(("/", "\\")) and not path.startswith(prefix):
+        path = prefix + path
+    return MediaRef(path=path, mime=mime, **common)
+
+
+def media_ref(obj: Any, *, kind: str = "image", label: str | None = None, prefix: str | None = None) -> MediaRef | None:
     """A MediaRef for one stored image: ``{"__type__": "PIL.Image", "data": <base64>,
     "mime"?, "source"?}`` (inline), ``{"path": ...}`` or a bare path string, or a
     frame ``{index, time_s, path}``. ``prefix`` is prepended to relative paths (JSONL
@@ -121,29 +149,11 @@ def media_ref(
     if not isinstance(obj, dict):
         return None
     data, path = obj.get("data"), obj.get("path")
-    index = obj.get("index") if isinstance(obj.get("index"), int) else None
-    t = obj.get("time_s")
-    time_s = float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
-    source = obj.get("source") if isinstance(obj.get("source"), str) else None
+    mime = obj.get("mime") if isinstance(obj.get("mime"), str) else None
     if isinstance(data, str) and data:
-        mime = obj.get("mime") if isinstance(obj.get("mime"), str) else None
-        m = _DATA_URL.match(data)
-        if m:
-            mime, data = mime or m.group(1), data[m.end() :]
-        return MediaRef(
-            kind=kind, data=data, mime=mime or _mime_of(data), index=index, time_s=time_s, label=source or label
-        )
+        return _inline_media(data, mime, _media_common(obj, kind, label))
     if isinstance(path, str) and path:
-        if prefix and not path.startswith(("/", "\\")) and not path.startswith(prefix):
-            path = prefix + path
-        return MediaRef(
-            kind=kind,
-            path=path,
-            index=index,
-            time_s=time_s,
-            mime=obj.get("mime") if isinstance(obj.get("mime"), str) else None,
-            label=source or label,
-        )
+        return _path_media(path, prefix, mime, _media_common(obj, kind, label))
     return None
 
 
@@ -237,6 +247,104 @@ def _kind_of(src: JSONObject, fw: str) -> str:
     return kind if isinstance(kind, str) and kind and kind != "agent" else "assistant"
 
 
+_ENTRY_META_KEYS = ("round", "position", "stage", "step_number", "tool_call_id", "tool_name", "timestamp")
+
+
+def _step_source(slot: Slot, entry: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``(source, hidden, meta)`` of one slot: the turn (round-grouped frameworks) or the
+    entry without its hidden fields, the hidden fields (the round's and the turn's), and
+    the step's starting ``meta`` (round/position, the round's other fields on its first
+    turn; or the entry's round, position, stage, step number, tool ids and timestamp)."""
+    if slot.turn is None:
+        src, hidden = split_hidden(entry)
+        return src, hidden, {key: src[key] for key in _ENTRY_META_KEYS if src.get(key) is not None}
+    round_clean, round_hidden = split_hidden({k: v for k, v in entry.items() if k != "turns"})
+    src, hidden = split_hidden(entry["turns"][slot.turn])
+    meta: dict[str, Any] = {"round": slot.round, "position": slot.position}
+    extra_round = {k: v for k, v in round_clean.items() if k not in ("kind", "round")}
+    if extra_round and slot.turn == 0:
+        meta["round_fields"] = strip_inline_media(extra_round)
+    return src, {**round_hidden, **hidden}, meta
+
+
+@dataclass
+class _StepBody:
+    """What a step says and does: text, tool calls, observation text and media."""
+
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    observation: str | None = None
+    media: list[MediaRef] = field(default_factory=list)
+
+
+def _observation(src: dict[str, Any]) -> str | None:
+    """The entry's ``observation`` as text, None when absent."""
+    return as_text(src["observation"]) if src.get("observation") is not None else None
+
+
+def _action_tool_calls(src: dict[str, Any]) -> list[ToolCall]:
+    """An action entry's calls: its ``code`` (as ``python``), its ``action`` and its ``tool_calls``."""
+    calls: list[ToolCall] = []
+    if isinstance(src.get("code"), str) and src["code"]:
+        calls.append(ToolCall(name="python", arguments=src["code"]))
+    if src.get("action") not in (None, ""):
+        calls.append(ToolCall(name="action", arguments=maybe_json(src["action"])))
+    for tc in list_or_empty(src.get("tool_calls")):
+        call = _tool_call(tc)
+        if call:
+            calls.append(call)
+    return calls
+
+
+def _action_body(src: dict[str, Any], meta: dict[str, Any], media_prefix: str | None) -> _StepBody:
+    """The body of an ``action`` entry (smolagents, GUI agents); records ``is_final_answer``
+    and ``action_raw`` in ``meta``."""
+    reasoning = as_text(src.get("reasoning"))
+    content = strip_dangling_code(reasoning) if "code" in src else reasoning
+    tool_calls = _action_tool_calls(src)
+    if not content and src.get("content") is not None:
+        content = as_text(src.get("content"))
+    observation = _observation(src)
+    media = media_list(src.get("observation_images"), label="observation", prefix=media_prefix)
+    if src.get("is_final_answer"):
+        meta["is_final_answer"] = True
+    if src.get("action_raw") is not None:
+        meta["action_raw"] = strip_inline_media(src["action_raw"])
+    return _StepBody(content, tool_calls, observation, media)
+
+
+def _message_tool_calls(src: dict[str, Any]) -> list[ToolCall]:
+    """A message entry's ``tool_calls`` and ``tool_actions`` (``{name|type, args|arguments}``)."""
+    calls: list[ToolCall] = []
+    for tc in src.get("tool_calls") or []:
+        call = _tool_call(tc)
+        if call:
+            calls.append(call)
+    for ta in src.get("tool_actions") or []:
+        if isinstance(ta, dict):
+            calls.append(
+                ToolCall(
+                    name=str(ta.get("name") or ta.get("type") or "tool"),
+                    arguments=maybe_json(ta.get("args", ta.get("arguments"))),
+                )
+            )
+    return calls
+
+
+def _message_body(src: dict[str, Any], meta: dict[str, Any], media_prefix: str | None) -> _StepBody:
+    """The body of any other entry (a message: ``output`` or ``content``, tool calls,
+    images, observation images and video frames); records ``ledger`` in ``meta``."""
+    content = as_text(src.get("output", src.get("content")))
+    tool_calls = _message_tool_calls(src)
+    if src.get("ledger") is not None:
+        meta["ledger"] = src["ledger"]
+    observation = _observation(src)
+    media = media_list(src.get("images"), label="image", prefix=media_prefix)
+    media += media_list(src.get("observation_images"), label="observation", prefix=media_prefix)
+    media += media_list(src.get("frames"), kind="frame", prefix=media_prefix)
+    return _StepBody(content, tool_calls, observation, media)
+
+
 def build_step(
     index: int, slot: Slot, entry: JSONObject, fw: str, *, agent: str, media_prefix: str | None = None
 ) -> Step:
@@ -245,70 +353,14 @@ def build_step(
     ``entry`` is the trajectory entry the slot comes from (its ``turns[slot.turn]`` is
     used for round-grouped frameworks). ``agent`` is the step's final agent id.
     """
-    if slot.turn is not None:
-        round_clean, round_hidden = split_hidden({k: v for k, v in entry.items() if k != "turns"})
-        src, hidden = split_hidden(entry["turns"][slot.turn])
-        hidden = {**round_hidden, **hidden}
-        meta: dict[str, Any] = {"round": slot.round, "position": slot.position}
-        extra_round = {k: v for k, v in round_clean.items() if k not in ("kind", "round")}
-        if extra_round and slot.turn == 0:
-            meta["round_fields"] = strip_inline_media(extra_round)
-    else:
-        src, hidden = split_hidden(entry)
-        meta = {}
-        for key in ("round", "position", "stage", "step_number", "tool_call_id", "tool_name", "timestamp"):
-            if src.get(key) is not None:
-                meta[key] = src[key]
+    src, hidden, meta = _step_source(slot, entry)
     kind = _kind_of(src, fw)
-    content = ""
-    tool_calls: list[ToolCall] = []
-    observation: str | None = None
-    media: list[MediaRef] = []
-
     if kind == "plan":
-        content = as_text(src.get("plan", src.get("content")))
+        body = _StepBody(content=as_text(src.get("plan", src.get("content"))))
     elif kind == "action":
-        reasoning = as_text(src.get("reasoning"))
-        content = strip_dangling_code(reasoning) if "code" in src else reasoning
-        if isinstance(src.get("code"), str) and src["code"]:
-            tool_calls.append(ToolCall(name="python", arguments=src["code"]))
-        if src.get("action") not in (None, ""):
-            tool_calls.append(ToolCall(name="action", arguments=maybe_json(src["action"])))
-        for tc in list_or_empty(src.get("tool_calls")):
-            call = _tool_call(tc)
-            if call:
-                tool_calls.append(call)
-        if not content and src.get("content") is not None:
-            content = as_text(src.get("content"))
-        if src.get("observation") is not None:
-            observation = as_text(src["observation"])
-        media = media_list(src.get("observation_images"), label="observation", prefix=media_prefix)
-        if src.get("is_final_answer"):
-            meta["is_final_answer"] = True
-        if src.get("action_raw") is not None:
-            meta["action_raw"] = strip_inline_media(src["action_raw"])
+        body = _action_body(src, meta, media_prefix)
     else:
-        body = src.get("output", src.get("content"))
-        content = as_text(body)
-        for tc in src.get("tool_calls") or []:
-            call = _tool_call(tc)
-            if call:
-                tool_calls.append(call)
-        for ta in src.get("tool_actions") or []:
-            if isinstance(ta, dict):
-                tool_calls.append(
-                    ToolCall(
-                        name=str(ta.get("name") or ta.get("type") or "tool"),
-                        arguments=maybe_json(ta.get("args", ta.get("arguments"))),
-                    )
-                )
-        if src.get("ledger") is not None:
-            meta["ledger"] = src["ledger"]
-        if src.get("observation") is not None:
-            observation = as_text(src["observation"])
-        media = media_list(src.get("images"), label="image", prefix=media_prefix)
-        media += media_list(src.get("observation_images"), label="observation", prefix=media_prefix)
-        media += media_list(src.get("frames"), kind="frame", prefix=media_prefix)
+        body = _message_body(src, meta, media_prefix)
     if src.get("agent") is not None and src.get("role") is not None and fw == "magentic-one":
         meta["role"] = src["role"]
     return Step(
@@ -316,15 +368,60 @@ def build_step(
         coord=slot.coord,
         agent=agent,
         kind=kind,
-        content=content,
-        tool_calls=tool_calls,
-        observation=observation,
-        media=media,
+        content=body.content,
+        tool_calls=body.tool_calls,
+        observation=body.observation,
+        media=body.media,
         error=error_text(src.get("error")),
         hidden=hidden,
         meta=meta,
         raw=strip_inline_media(src),
     )
+
+
+def _final_answer_entry(entries: list[dict[str, Any]]) -> str | None:
+    """The content of the first ``final_answer`` entry, else the output of the last
+    magentic-one turn whose ``phase`` lists ``final_answer``; None when there is neither."""
+    for e in entries:
+        if e.get("kind") == "final_answer":
+            return as_text(e.get("content", e.get("output")))
+    for e in reversed(entries):
+        phase = e.get("phase")
+        if isinstance(phase, list) and "final_answer" in phase:
+            return as_text(e.get("output", e.get("content")))
+    return None
+
+
+def _final_action_answer(entries: list[dict[str, Any]]) -> tuple[str | None] | None:
+    """``(answer,)`` from the last smolagents/GUI action marked ``is_final_answer``: its
+    observation's last output, else the argument of its ``final_answer(...)`` code, else
+    its observation (None when empty); None when no action is marked."""
+    for e in reversed(entries):
+        if e.get("kind") == "action" and e.get("is_final_answer"):
+            obs = as_text(e.get("observation"))
+            if _LAST_OUTPUT in obs:
+                return (obs.split(_LAST_OUTPUT, 1)[1].strip(),)
+            m = re.search(r"final_answer\((.*)\)\s*$", as_text(e.get("code")), re.DOTALL)
+            return (m.group(1).strip().strip("\"'") if m else (obs.strip() or None),)
+    return None
+
+
+def _dvd_finish(entries: list[dict[str, Any]]) -> str | None:
+    """dvd: the result of the last ``finish`` tool call (None when there is none or it is empty)."""
+    for e in reversed(entries):
+        if e.get("kind") == "tool" and e.get("tool_name") == "finish":
+            return as_text(e.get("content")).strip() or None
+    return None
+
+
+def _eva_answer(entries: list[dict[str, Any]]) -> str | None:
+    """eva: the ``<answer>...</answer>`` of the last non-empty assistant entry, else its whole text."""
+    for e in reversed(entries):
+        if e.get("kind") == "assistant" and as_text(e.get("content")).strip():
+            text = as_text(e.get("content"))
+            m = re.search(r"<answer>\s*(.+?)\s*</answer>", text, re.IGNORECASE | re.DOTALL)
+            return m.group(1) if m else text.strip()
+    return None
 
 
 def final_answer_of(doc: JSONObject, entries: list[JSONObject], fw: str) -> str | None:
@@ -334,28 +431,14 @@ def final_answer_of(doc: JSONObject, entries: list[JSONObject], fw: str) -> str 
     else eva's last ``<answer>...</answer>``."""
     if doc.get("final_answer") is not None:
         return as_text(doc["final_answer"])
-    for e in entries:
-        if e.get("kind") == "final_answer":
-            return as_text(e.get("content", e.get("output")))
-    for e in reversed(entries):
-        phase = e.get("phase")
-        if isinstance(phase, list) and "final_answer" in phase:
-            return as_text(e.get("output", e.get("content")))
-    for e in reversed(entries):
-        if e.get("kind") == "action" and e.get("is_final_answer"):
-            obs = as_text(e.get("observation"))
-            if _LAST_OUTPUT in obs:
-                return obs.split(_LAST_OUTPUT, 1)[1].strip()
-            m = re.search(r"final_answer\((.*)\)\s*$", as_text(e.get("code")), re.DOTALL)
-            return m.group(1).strip().strip("\"'") if m else (obs.strip() or None)
+    answer = _final_answer_entry(entries)
+    if answer is not None:
+        return answer
+    action = _final_action_answer(entries)
+    if action is not None:
+        return action[0]
     if fw == "dvd":
-        for e in reversed(entries):
-            if e.get("kind") == "tool" and e.get("tool_name") == "finish":
-                return as_text(e.get("content")).strip() or None
+        return _dvd_finish(entries)
     if fw == "eva":
-        for e in reversed(entries):
-            if e.get("kind") == "assistant" and as_text(e.get("content")).strip():
-                text = as_text(e.get("content"))
-                m = re.search(r"<answer>\s*(.+?)\s*</answer>", text, re.IGNORECASE | re.DOTALL)
-                return m.group(1) if m else text.strip()
+        return _eva_answer(entries)
     return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pydantic
@@ -227,12 +228,8 @@ def responses_input(request: LLMRequest) -> list[dict[str, Any]]:
     return out
 
 
-async def call_responses(
-    client: Any, spec: ModelSpec, request: LLMRequest, params: Params, mode: StructuredMode
-) -> RawResult:
-    """One Responses-API call (``store=False``: traces are not kept by the provider)."""
-    from openai.types.responses import Response  # lazy: provider SDK, loaded on the first call
-
+def _responses_kwargs(spec: ModelSpec, request: LLMRequest, params: Params) -> dict[str, Any]:
+    """The keyword arguments of ``responses.create``/``parse`` (``store=False``)."""
     kwargs: dict[str, Any] = {
         "model": spec.model,
         "input": responses_input(request),
@@ -245,63 +242,112 @@ async def call_responses(
         kwargs["temperature"] = params.temperature
     if params.reasoning_effort:
         kwargs["reasoning"] = {"effort": params.reasoning_effort}
+    return kwargs
+
+
+async def _responses_send(
+    client: Any, request: LLMRequest, kwargs: dict[str, Any], mode: StructuredMode
+) -> tuple[Any, str | None]:
+    """``(response, parse error)`` of one call. When the SDK cannot parse a structured
+    answer, the response is rebuilt from the JSON body and the error says why; any other
+    body the SDK rejects raises :class:`MalformedResponse`."""
+    from openai.types.responses import Response  # lazy: provider SDK, loaded on the first call
+
     api = client.responses.with_raw_response
     if mode == "schema":
         raw = await api.parse(text_format=request.output_model, **kwargs)
     else:
         raw = await api.create(**kwargs)
     data = json_body(raw)
-    parse_error = None
     try:
-        response = raw.parse()
+        return raw.parse(), None
     except Exception as exc:  # noqa: BLE001 - sorted below
         parse_error = _parse_failure(exc) if mode == "schema" else None
         if parse_error is None:
             raise MalformedResponse(f"unexpected Responses body ({type(exc).__name__})") from None
-        response = Response.construct(**data)
-    texts: list[str] = []
-    parsed = None
-    refusal = None
+        return Response.construct(**data), parse_error
+
+
+@dataclass
+class _ResponsesOutput:
+    """What the ``message`` items of a Responses body hold: the ``output_text`` pieces,
+    the first structured answer, the last refusal, and the response's status and
+    ``incomplete_details``."""
+
+    texts: list[str] = field(default_factory=list)
+    parsed: Any = None
+    refusal: str | None = None
+    status: str | None = None
+    incomplete: Any = None
+
+
+def _responses_output(response: Any) -> _ResponsesOutput:
+    """The output of ``response``. Raises :class:`MalformedResponse` when the body has no
+    well-formed output messages, or no text, refusal or ``incomplete`` status."""
+    out = _ResponsesOutput()
     try:
         for item in response.output or []:
-            if getattr(item, "type", None) != "message":
-                continue
-            for content in item.content or []:
-                ctype = getattr(content, "type", None)
-                if ctype == "output_text":
-                    texts.append(content.text)
-                    if parsed is None:
-                        parsed = getattr(content, "parsed", None)
-                elif ctype == "refusal":
-                    refusal = content.refusal
-        status = getattr(response, "status", None)
-        incomplete = getattr(response, "incomplete_details", None)
+            if getattr(item, "type", None) == "message":
+                _read_message(item, out)
+        out.status = getattr(response, "status", None)
+        out.incomplete = getattr(response, "incomplete_details", None)
     except (AttributeError, TypeError):
         raise MalformedResponse("Responses body without output messages") from None
-    if not texts and refusal is None and status not in ("incomplete",):
+    if not out.texts and out.refusal is None and out.status not in ("incomplete",):
         raise MalformedResponse("Responses body without output text")
-    finish = "stop"
-    if status == "incomplete":
-        reason = getattr(incomplete, "reason", None)
-        finish = "length" if reason == "max_output_tokens" else (reason or "incomplete")
+    return out
+
+
+def _read_message(item: Any, out: _ResponsesOutput) -> None:
+    """Add one ``message`` item's text, structured answer and refusal to ``out``."""
+    for content in item.content or []:
+        ctype = getattr(content, "type", None)
+        if ctype == "output_text":
+            out.texts.append(content.text)
+            if out.parsed is None:
+                out.parsed = getattr(content, "parsed", None)
+        elif ctype == "refusal":
+            out.refusal = content.refusal
+
+
+def _responses_finish(out: _ResponsesOutput) -> str:
+    """The finish reason: ``stop``, ``length`` (max_output_tokens) or the incomplete reason."""
+    if out.status != "incomplete":
+        return "stop"
+    reason = getattr(out.incomplete, "reason", None)
+    return "length" if reason == "max_output_tokens" else (reason or "incomplete")
+
+
+def _responses_usage(result: RawResult, usage: Any) -> None:
+    """Copy the Responses ``usage`` token counts into ``result`` (a warning when absent)."""
+    if usage is None:
+        result.warnings.append("server reported no token usage")
+        return
+    result.input_tokens = int(getattr(usage, "input_tokens", 0) or 0)
+    result.output_tokens = int(getattr(usage, "output_tokens", 0) or 0)
+    details = getattr(usage, "input_tokens_details", None)
+    result.cached_tokens = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+
+
+async def call_responses(
+    client: Any, spec: ModelSpec, request: LLMRequest, params: Params, mode: StructuredMode
+) -> RawResult:
+    """One Responses-API call (``store=False``: traces are not kept by the provider)."""
+    response, parse_error = await _responses_send(client, request, _responses_kwargs(spec, request, params), mode)
+    out = _responses_output(response)
     result = RawResult(
-        text="".join(texts) or (refusal or ""), finish_reason=finish, served_model=getattr(response, "model", None)
+        text="".join(out.texts) or (out.refusal or ""),
+        finish_reason=_responses_finish(out),
+        served_model=getattr(response, "model", None),
     )
-    if refusal:
-        parse_error = parse_error or f"model refused: {refusal[:200]}"
+    if out.refusal:
+        parse_error = parse_error or f"model refused: {out.refusal[:200]}"
     if mode == "schema":
-        result.parsed = parsed
-        if parsed is None and parse_error is None:
+        result.parsed = out.parsed
+        if out.parsed is None and parse_error is None:
             parse_error = "no structured answer"
     elif mode == "text" and request.output_model is not None:
         result.parsed, parse_error = lenient_parse(result.text, request.output_model)
     result.parse_error = parse_error
-    usage = getattr(response, "usage", None)
-    if usage is None:
-        result.warnings.append("server reported no token usage")
-    else:
-        result.input_tokens = int(getattr(usage, "input_tokens", 0) or 0)
-        result.output_tokens = int(getattr(usage, "output_tokens", 0) or 0)
-        details = getattr(usage, "input_tokens_details", None)
-        result.cached_tokens = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+    _responses_usage(result, getattr(response, "usage", None))
     return result

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -167,6 +168,159 @@ def _own(frame: np.ndarray, max_side: int) -> np.ndarray:
     return small.copy() if small is frame else small
 
 
+class _Clock:
+    """Presentation times in seconds, one per grabbed frame, always increasing.
+
+    A missing or non-increasing ``CAP_PROP_POS_MSEC`` (NaN too) is replaced by the
+    previous time plus one nominal frame duration (0.0 for the first frame) and counted
+    in ``bad``. ``last`` is the latest time handed out (-1.0 before the first frame).
+    """
+
+    def __init__(self, frame_dt: float) -> None:
+        self.frame_dt = frame_dt
+        self.last = -1.0
+        self.bad = 0
+
+    def tick(self, pos_msec: float) -> float:
+        """The presentation time (s) of the frame just grabbed, given its ``pos_msec``."""
+        t = pos_msec / 1000.0
+        if not t > self.last:  # missing or non-increasing timestamp (NaN fails too)
+            self.bad += 1
+            t = self.last + self.frame_dt if self.last >= 0 else 0.0
+        self.last = t
+        return t
+
+
+class _CutDetector:
+    """Hard-cut decision over the analysed frames (HSV histogram, Bhattacharyya distance).
+
+    ``frame_size`` is ``(width, height)`` of the first analysed frame in pixels, ``None``
+    until a frame has been analysed.
+    """
+
+    def __init__(self, cv: Any, threshold: float, min_scene_len: int) -> None:
+        self.cv = cv
+        self.threshold = threshold
+        self.min_scene_len = min_scene_len
+        self.frame_size: tuple[int, int] | None = None
+        self.small_size: tuple[int, int] | None = None
+        self.prev_hist: Any = None
+        self.last_cut = 0
+
+    def _histogram(self, frame: np.ndarray) -> Any:
+        """The H×S×V histogram (:data:`HIST_BINS`) of ``frame`` downscaled to :data:`ANALYSIS_WIDTH`."""
+        cv = self.cv
+        if self.small_size is None:
+            h, w = frame.shape[:2]
+            self.frame_size = (w, h)
+            sw = min(ANALYSIS_WIDTH, w)
+            self.small_size = (sw, max(1, round(h * sw / w)))
+        small = frame
+        if self.small_size[0] != frame.shape[1]:
+            small = cv.resize(frame, self.small_size, interpolation=cv.INTER_NEAREST)
+        hsv = cv.cvtColor(small, cv.COLOR_BGR2HSV)
+        return cv.calcHist([hsv], [0, 1, 2], None, list(HIST_BINS), [0, 180, 0, 256, 0, 256])
+
+    def analyse(self, frame: np.ndarray, idx: int) -> tuple[float, bool]:
+        """``(score, is_cut)`` of frame ``idx``: its distance to the previous analysed
+        frame (0.0 for the first) and whether it starts a new scene."""
+        hist = self._histogram(frame)
+        prev, self.prev_hist = self.prev_hist, hist
+        if prev is None:
+            return 0.0, False
+        score = float(self.cv.compareHist(prev, hist, self.cv.HISTCMP_BHATTACHARYYA))
+        if score >= self.threshold and idx - self.last_cut >= self.min_scene_len:
+            self.last_cut = idx
+            return score, True
+        return score, False
+
+
+class _BestCuts:
+    """The ``keep`` highest-scoring cuts with their images (ties: the earlier frame wins)."""
+
+    def __init__(self, keep: int, max_side: int) -> None:
+        self.keep = keep
+        self.max_side = max_side
+        self.heap: list[tuple[float, int, _Held]] = []
+
+    def offer(self, kf: Keyframe, score: float, frame: np.ndarray) -> None:
+        """Hold ``frame`` (fitted to ``max_side``) if cut ``kf`` with its unrounded ``score``
+        is among the best cuts so far."""
+        if self.keep <= 0:
+            return
+        item = (score, -kf.frame, _Held(kf, _own(frame, self.max_side)))
+        if len(self.heap) < self.keep:
+            heapq.heappush(self.heap, item)
+        elif item[:2] > self.heap[0][:2]:
+            heapq.heapreplace(self.heap, item)
+
+    def held(self) -> list[_Held]:
+        """The held cuts (in heap order, not sorted)."""
+        return [h for _, _, h in self.heap]
+
+
+class _Sample:
+    """An evenly spaced sample of ``size``–``2*size`` frames in bounded memory.
+
+    Every ``step``-th frame is kept; the step doubles (dropping the odd picks) whenever
+    more than ``2 * size`` frames are held. The first step comes from the frame-count hint
+    (a power of two, so doubling keeps earlier picks); a wrong hint only makes the sample
+    sparser. ``size`` 0 samples nothing.
+    """
+
+    def __init__(self, size: int, count_hint: int | None, max_side: int) -> None:
+        self.size = size
+        self.max_side = max_side
+        self.step = 1
+        while count_hint and size and self.step * 2 <= count_hint // (4 * size):
+            self.step *= 2
+        self.pool: list[_Held] = []
+
+    def wants(self, idx: int) -> bool:
+        """Whether frame ``idx`` belongs to the sample at the current step."""
+        return self.size > 0 and idx % self.step == 0
+
+    def add(self, kf: Keyframe, frame: np.ndarray) -> None:
+        """Hold ``frame`` (fitted to ``max_side``), thinning the sample when it is full."""
+        self.pool.append(_Held(kf, _own(frame, self.max_side)))
+        if len(self.pool) > 2 * self.size:
+            self.step *= 2
+            self.pool = [p for p in self.pool if p.kf.frame % self.step == 0]
+
+
+def _check_in(
+    path: Path, idx: int, count_hint: int | None, is_cancelled: Callable[[], bool] | None, progress: Progress
+) -> None:
+    """Every call: raise :class:`KeyframesCancelled` if cancelled, else report progress."""
+    if is_cancelled is not None and is_cancelled():
+        raise KeyframesCancelled("keyframe extraction cancelled", path=path)
+    if progress is not None:
+        progress(idx, count_hint)
+
+
+def _container_hints(cap: Any, cv: Any) -> tuple[float, int | None, float]:
+    """``(fps, frame_count_hint, frame_dt)`` the container claims: fps 0.0 and count
+    ``None`` when unknown, ``frame_dt`` the nominal frame duration in s (0.0 if unknown)."""
+    fps = cap.get(cv.CAP_PROP_FPS) or 0.0
+    count = int(cap.get(cv.CAP_PROP_FRAME_COUNT) or 0)
+    frame_dt = 1.0 / fps if 0 < fps < 10_000 else 0.0
+    return fps, (count if count > 0 else None), frame_dt
+
+
+def _scan_warnings(frames: int, count_hint: int | None, bad_frames: int, bad_times: int) -> list[str]:
+    """The notices of one pass: truncation, unconvertible frames, estimated timestamps."""
+    warnings: list[str] = []
+    if count_hint and frames < 0.9 * count_hint:
+        warnings.append(
+            f"decoded {frames} of the {count_hint} frames the container announces (truncated or damaged file?)"
+        )
+    if bad_frames:
+        warnings.append(f"{bad_frames} frames could not be converted and were skipped")
+    if bad_times:
+        warnings.append(f"{bad_times} frames had no increasing timestamp; estimated from the frame rate")
+    return warnings
+
+
 def _scan(
     path: Path,
     *,
@@ -187,46 +341,23 @@ def _scan(
     start = time.perf_counter()
     cap = open_video(path)
     try:
-        fps = cap.get(cv.CAP_PROP_FPS) or 0.0
-        count = int(cap.get(cv.CAP_PROP_FRAME_COUNT) or 0)
-        width = int(cap.get(cv.CAP_PROP_FRAME_WIDTH) or 0)
-        height = int(cap.get(cv.CAP_PROP_FRAME_HEIGHT) or 0)
-        count_hint = count if count > 0 else None
-        frame_dt = 1.0 / fps if 0 < fps < 10_000 else 0.0
-        grab, retrieve, get = cap.grab, cap.retrieve, cap.get
-        resize, cvt, calc, compare = cv.resize, cv.cvtColor, cv.calcHist, cv.compareHist
-        pos_msec, nearest = cv.CAP_PROP_POS_MSEC, cv.INTER_NEAREST
-        to_hsv, bhatt = cv.COLOR_BGR2HSV, cv.HISTCMP_BHATTACHARYYA
-        bins, ranges, channels = list(HIST_BINS), [0, 180, 0, 256, 0, 256], [0, 1, 2]
-        small_size: tuple[int, int] | None = None
-        warnings: list[str] = []
+        fps, count_hint, frame_dt = _container_hints(cap, cv)
+        clock = _Clock(frame_dt)
+        detector = _CutDetector(cv, threshold, min_scene_len)
+        best_cuts = _BestCuts(keep_cuts, max_side)
+        sample = _Sample(pool_size, count_hint, max_side)
         cuts: list[Keyframe] = []
-        held_cuts: list[tuple[float, int, _Held]] = []
-        pool: list[_Held] = []
-        # start the sample's step from the frame-count hint (a power of two, so that
-        # doubling keeps earlier picks); a wrong hint only makes the sample sparser
-        pool_step = 1
-        while count_hint and pool_size and pool_step * 2 <= count_hint // (4 * pool_size):
-            pool_step *= 2
-        prev_hist = buf = None
-        last_cut = 0
+        grab, retrieve, get, pos_msec = cap.grab, cap.retrieve, cap.get, cv.CAP_PROP_POS_MSEC
+        buf = None
         idx = -1
-        t = prev_t = -1.0
-        bad_times = bad_frames = 0
+        bad_frames = 0
         while grab():
             idx += 1
-            t = get(pos_msec) / 1000.0
-            if not t > prev_t:  # missing or non-increasing timestamp (NaN fails too)
-                bad_times += 1
-                t = prev_t + frame_dt if prev_t >= 0 else 0.0
-            prev_t = t
+            t = clock.tick(get(pos_msec))
             if idx % check_every == 0 and idx:
-                if is_cancelled is not None and is_cancelled():
-                    raise KeyframesCancelled("keyframe extraction cancelled", path=path)
-                if progress is not None:
-                    progress(idx, count_hint)
+                _check_in(path, idx, count_hint, is_cancelled, progress)
             analyse = idx % stride == 0
-            pooled = pool_size > 0 and idx % pool_step == 0
+            pooled = sample.wants(idx)
             if not (analyse or pooled):
                 continue
             ok, frame = retrieve(buf)  # into the previous frame's array: no new allocation
@@ -234,65 +365,35 @@ def _scan(
                 bad_frames += 1
                 continue
             buf = frame
-            score = 0.0
-            is_cut = False
-            if analyse:
-                if small_size is None:
-                    h, w = frame.shape[:2]
-                    width, height = w, h
-                    sw = min(ANALYSIS_WIDTH, w)
-                    small_size = (sw, max(1, round(h * sw / w)))
-                small = resize(frame, small_size, interpolation=nearest) if small_size[0] != frame.shape[1] else frame
-                hist = calc([cvt(small, to_hsv)], channels, None, bins, ranges)
-                if prev_hist is not None:
-                    score = float(compare(prev_hist, hist, bhatt))
-                    if score >= threshold and idx - last_cut >= min_scene_len:
-                        is_cut = True
-                        last_cut = idx
-                prev_hist = hist
+            score, is_cut = detector.analyse(frame, idx) if analyse else (0.0, False)
             if is_cut:
                 kf = Keyframe(idx, round(t, 6), True, round(score, 6))
                 cuts.append(kf)
-                if keep_cuts > 0:
-                    item = (score, -idx, _Held(kf, _own(frame, max_side)))
-                    if len(held_cuts) < keep_cuts:
-                        heapq.heappush(held_cuts, item)
-                    elif item[:2] > held_cuts[0][:2]:
-                        heapq.heapreplace(held_cuts, item)
+                best_cuts.offer(kf, score, frame)
             if pooled:
-                pool.append(_Held(Keyframe(idx, round(t, 6), False, round(score, 6)), _own(frame, max_side)))
-                if len(pool) > 2 * pool_size:
-                    pool_step *= 2
-                    pool = [p for p in pool if p.kf.frame % pool_step == 0]
+                sample.add(Keyframe(idx, round(t, 6), False, round(score, 6)), frame)
         frames = idx + 1
         if progress is not None:
             progress(frames, count_hint)
     finally:
         cap.release()
-    if frames == 0 or small_size is None:
+    if frames == 0 or detector.frame_size is None:
         raise MediaError(
             "no decodable video frames", path=path, expected="a video FFmpeg can decode (mp4, mkv, webm, avi, mov)"
         )
-    if count_hint and frames < 0.9 * count_hint:
-        warnings.append(
-            f"decoded {frames} of the {count_hint} frames the container announces (truncated or damaged file?)"
-        )
-    if bad_frames:
-        warnings.append(f"{bad_frames} frames could not be converted and were skipped")
-    if bad_times:
-        warnings.append(f"{bad_times} frames had no increasing timestamp; estimated from the frame rate")
+    width, height = detector.frame_size
     scan = CutScan(
         cuts=cuts,
         frames=frames,
-        duration_s=round(max(t, 0.0) + frame_dt, 6),
+        duration_s=round(max(clock.last, 0.0) + frame_dt, 6),
         width=width,
         height=height,
         fps_hint=fps or None,
         frame_count_hint=count_hint,
         seconds=time.perf_counter() - start,
-        warnings=warnings,
+        warnings=_scan_warnings(frames, count_hint, bad_frames, clock.bad),
     )
-    return scan, [h for _, _, h in held_cuts], pool
+    return scan, best_cuts.held(), sample.pool
 
 
 def _check_params(max_frames: int, threshold: float, min_scene_len: int, stride: int, max_side: int) -> None:

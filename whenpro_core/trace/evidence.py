@@ -381,6 +381,31 @@ def is_verifier(name: str) -> bool:
     return any(h in low for h in ("verif", "valid", "check", "critic", "review", "test"))
 
 
+def _stated_answer(trace: Trace) -> tuple[str, int | None] | None:
+    """The last ``FINAL ANSWER:`` line (first 500 chars), else the last non-empty
+    final-answer step (first 2000 chars), with its step index; None when there is neither."""
+    for step in reversed(trace.steps):
+        m = _FINAL.search(step.content or "")
+        if m:
+            return m.group(1).strip()[:500], step.index
+    for step in reversed(trace.steps):
+        if step.kind == "final_answer" and (step.content or "").strip():
+            return step.content.strip()[:2000], step.index
+    return None
+
+
+def _terminated_answer(trace: Trace) -> tuple[str, int | None]:
+    """When one of the last three steps ends with ``TERMINATE`` (a group chat's end), the
+    last substantive agent message (over 20 chars, first 2000) and its index; else ``("", None)``."""
+    tail = trace.steps[-3:]
+    if any((s.content or "").strip().upper().endswith("TERMINATE") for s in tail):
+        for step in reversed(trace.steps):
+            text = (step.content or "").strip()
+            if is_candidate(step) and text and text.upper() != "TERMINATE" and len(text) > 20:
+                return text[:2000], step.index
+    return "", None
+
+
 def final_answer(trace: Trace) -> tuple[str, int | None]:
     """The run's final answer and the index of the step that gave it (``None`` when it
     comes from the trace header only). Looks at ``Trace.final_answer``, then a
@@ -392,21 +417,7 @@ def final_answer(trace: Trace) -> tuple[str, int | None]:
             if step.kind == "final_answer" or trace.final_answer.strip() in (step.content or ""):
                 return trace.final_answer, step.index
         return trace.final_answer, None
-    for step in reversed(trace.steps):
-        m = _FINAL.search(step.content or "")
-        if m:
-            return m.group(1).strip()[:500], step.index
-    for step in reversed(trace.steps):
-        if step.kind == "final_answer" and (step.content or "").strip():
-            return step.content.strip()[:2000], step.index
-    # A group chat that ends with TERMINATE gave its answer in the last real message.
-    tail = trace.steps[-3:]
-    if any((s.content or "").strip().upper().endswith("TERMINATE") for s in tail):
-        for step in reversed(trace.steps):
-            text = (step.content or "").strip()
-            if is_candidate(step) and text and text.upper() != "TERMINATE" and len(text) > 20:
-                return text[:2000], step.index
-    return "", None
+    return _stated_answer(trace) or _terminated_answer(trace)
 
 
 def answer_matches(answer: str, gold: str) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.storage.jsonio import JSONObject
-from whenpro_core.trace.coords import Layout, int_field, normalize_coord, round_of
+from whenpro_core.trace.coords import Layout, Slot, int_field, normalize_coord, round_of
 from whenpro_core.trace.frameworks import (
     FIXED_AGENT_LABELS,
     ROUND_ONLY_FRAMEWORKS,
@@ -144,6 +144,98 @@ def _accepted(gt: JSONObject, lay: Layout) -> Accepted:
     return acc
 
 
+def _native_step(lay: Layout, value: Any, path: str) -> tuple[int, str]:
+    """``(slot index, coordinate)`` of the first numbered slot of trajectory entry ``value``
+    (dvd, eva). Raises "step index out of range" naming the valid entries."""
+    slots = lay.slots
+    n = int_field(value, path)
+    idx = lay.first_slot_of_entry(n) if n >= 0 else None
+    coord = slots[idx].coord if idx is not None else None
+    if idx is None or coord is None:
+        body = [s.entry for s in slots if s.coord is not None]
+        valid = f"trajectory indices {describe_coords([str(e) for e in dict.fromkeys(body)])} (non-framing entries)"
+        raise _out_of_range(path, value, valid)
+    return idx, coord
+
+
+def _matching_slots(slots: list[Slot], coord: str, round_only: bool) -> list[int]:
+    """Indices of the numbered slots at ``coord`` (in its round, when ``round_only``)."""
+    return [
+        i
+        for i, s in enumerate(slots)
+        if s.coord is not None and (round_of(s.coord) == coord if round_only else s.coord == coord)
+    ]
+
+
+def _valid_coords(slots: list[Slot], round_only: bool) -> str:
+    """The numbered slots' coordinates (``"rounds ..."`` when ``round_only``) for an error message."""
+    numbered = [s.coord for s in slots if s.coord is not None]
+    valid = describe_coords([round_of(c) for c in numbered] if round_only else numbered)
+    return ("rounds " if round_only else "") + valid
+
+
+def _coord_step(lay: Layout, gt: dict[str, Any], value: Any, path: str) -> tuple[int, str]:
+    """``(slot index, coordinate)`` of the labelled coordinate (a round for round-only
+    frameworks): the first matching slot of the labelled agent, else the first matching
+    slot. Raises "step index out of range" naming the valid coordinates or rounds."""
+    slots = lay.slots
+    round_only = lay.framework in ROUND_ONLY_FRAMEWORKS
+    coord, _ = gt_coord(lay.framework, gt)
+    assert coord is not None
+    want_agent = lay.resolve_agent(gt.get("agent")) if isinstance(gt.get("agent"), str) else None
+    matches = _matching_slots(slots, coord, round_only)
+    if not matches:
+        raise _out_of_range(path, value, _valid_coords(slots, round_only))
+    preferred = [i for i in matches if want_agent and slots[i].agent == want_agent]
+    return (preferred or matches)[0], coord
+
+
+def _labelled_step(lay: Layout, gt: dict[str, Any]) -> tuple[str | None, int | None]:
+    """``(coordinate, slot index)`` of the labelled step, ``(None, None)`` when the ground
+    truth names no step. Raises TraceFormatError when it names one the trajectory lacks."""
+    found = _gt_fields(lay.framework, gt)
+    if found is None:
+        return None, None
+    value, path, how = found
+    if not lay.slots:
+        raise TraceFormatError(
+            f"step {value!r} is out of range: the trajectory is empty",
+            json_path=path,
+            expected="trajectory entries for the labelled step",
+        )
+    index, coord = _native_step(lay, value, path) if how == "native" else _coord_step(lay, gt, value, path)
+    return coord, index
+
+
+def _labelled_agents(gt: dict[str, Any], lay: Layout) -> tuple[Any, list[str]]:
+    """``(raw agent, acceptable agents)``: a list in ``agent`` moves to the front of
+    ``agents`` and leaves no single raw agent. Raises TraceFormatError for an ``agent``
+    that is neither a list, an id nor null."""
+    raw_agent = gt.get("agent")
+    agents = _agent_list(gt.get("agents"), lay)
+    if isinstance(raw_agent, list):
+        return None, _agent_list(raw_agent, lay) + [a for a in agents if a not in raw_agent]
+    if raw_agent is not None and not isinstance(raw_agent, (str, int)):
+        raise TraceFormatError(
+            f"wrong type (got {type(raw_agent).__name__})",
+            json_path="$.ground_truth.agent",
+            expected="an agent id or null",
+        )
+    return raw_agent, agents
+
+
+def _labelled_mode(gt: dict[str, Any]) -> str | None:
+    """The stripped ``mode`` (None when absent or empty). Raises TraceFormatError for a non-string."""
+    mode = gt.get("mode")
+    if mode is not None and not isinstance(mode, str):
+        raise TraceFormatError(
+            f"wrong type (got {type(mode).__name__})",
+            json_path="$.ground_truth.mode",
+            expected='a failure-mode code such as "R.3"',
+        )
+    return mode.strip() if mode else None
+
+
 def resolve_ground_truth(gt: Any, lay: Layout, agent_of: Callable[[int], str] | None = None) -> GroundTruth | None:
     """Map a native Who&When Pro ``ground_truth`` dict onto a :class:`Layout`.
 
@@ -172,78 +264,21 @@ def resolve_ground_truth(gt: Any, lay: Layout, agent_of: Callable[[int], str] | 
             expected="an object {agent, step, mode} or null",
         )
     fw = lay.framework
-    slots = lay.slots
     round_only = fw in ROUND_ONLY_FRAMEWORKS
-    coord: str | None = None
-    index: int | None = None
-    found = _gt_fields(fw, gt)
-    numbered = [s.coord for s in slots if s.coord is not None]
-    if found is not None:
-        value, path, how = found
-        if not slots:
-            raise TraceFormatError(
-                f"step {value!r} is out of range: the trajectory is empty",
-                json_path=path,
-                expected="trajectory entries for the labelled step",
-            )
-        if how == "native":
-            n = int_field(value, path)
-            body = [s.entry for s in slots if s.coord is not None]
-            idx = lay.first_slot_of_entry(n) if n >= 0 else None
-            if idx is None or slots[idx].coord is None:
-                valid = (
-                    f"trajectory indices {describe_coords([str(e) for e in dict.fromkeys(body)])} (non-framing entries)"
-                )
-                raise _out_of_range(path, value, valid)
-            index, coord = idx, slots[idx].coord
-        else:
-            coord, _ = gt_coord(fw, gt)
-            assert coord is not None
-            want_agent = lay.resolve_agent(gt.get("agent")) if isinstance(gt.get("agent"), str) else None
-            matches = [
-                i
-                for i, s in enumerate(slots)
-                if s.coord is not None and (round_of(s.coord) == coord if round_only else s.coord == coord)
-            ]
-            if not matches:
-                valid = describe_coords([round_of(c) for c in numbered] if round_only else numbered)
-                raise _out_of_range(path, value, ("rounds " if round_only else "") + valid)
-            preferred = [i for i in matches if want_agent and slots[i].agent == want_agent]
-            index = (preferred or matches)[0]
-    agent_of = agent_of or (lambda i: slots[i].agent)
-    raw_agent = gt.get("agent")
-    agents = _agent_list(gt.get("agents"), lay)
-    if isinstance(raw_agent, list):
-        agents = _agent_list(raw_agent, lay) + [a for a in agents if a not in raw_agent]
-        raw_agent = None
-    elif raw_agent is not None and not isinstance(raw_agent, (str, int)):
-        raise TraceFormatError(
-            f"wrong type (got {type(raw_agent).__name__})",
-            json_path="$.ground_truth.agent",
-            expected="an agent id or null",
-        )
+    coord, index = _labelled_step(lay, gt)
+    raw_agent, agents = _labelled_agents(gt, lay)
     agent = lay.resolve_agent(raw_agent)
-    if (
-        agent is None
-        and index is not None
-        and not round_only
-        and (fw in SINGLE_AGENT_FRAMEWORKS or fw in FIXED_AGENT_LABELS)
-    ):
-        agent = agent_of(index)
-    mode = gt.get("mode")
-    if mode is not None and not isinstance(mode, str):
-        raise TraceFormatError(
-            f"wrong type (got {type(mode).__name__})",
-            json_path="$.ground_truth.mode",
-            expected='a failure-mode code such as "R.3"',
-        )
+    agent_from_step = fw in SINGLE_AGENT_FRAMEWORKS or fw in FIXED_AGENT_LABELS
+    if agent is None and index is not None and not round_only and agent_from_step:
+        agent = agent_of(index) if agent_of else lay.slots[index].agent
+    mode = _labelled_mode(gt)
     reason = next((gt[k] for k in ("reason", "explanation", "rationale") if isinstance(gt.get(k), str)), None)
     return GroundTruth(
         agent=agent,
         agents=agents,
         step=coord,
         step_index=index,
-        mode=mode.strip() if mode else None,
+        mode=mode,
         reason=reason,
         accepted=_accepted(gt, lay),
         round_only=round_only,

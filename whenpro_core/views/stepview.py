@@ -14,6 +14,7 @@ import binascii
 import difflib
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -375,16 +376,26 @@ def _editor_call(code: Any) -> dict[str, Any] | None:
     return value if isinstance(value, dict) and all(isinstance(k, str) for k in value) else None
 
 
-def _code_fields(args: dict[str, Any]) -> tuple[list[Block], set[str]]:
-    """Blocks for the arguments that hold code, and the keys they used."""
+#: Blocks for the arguments that hold code, and the keys they used.
+_CodeFields = tuple[list[Block], set[str]]
+
+
+def _editor_fields(args: dict[str, Any]) -> _CodeFields | None:
+    """The code fields of the editor call an OpenHands ``translated_ipython_code`` stands
+    for (it holds the real file text and edits), using every key but ``path``; ``None``
+    when there is no such call or it holds no code."""
     editor = _editor_call(args.get("translated_ipython_code"))
-    if editor is not None:  # the editor call it stands for holds the real file text and edits
-        inner, _ = _code_fields(
-            {k: v for k, v in args.items() if k != "translated_ipython_code" and v not in (None, "")} | editor
-        )
-        if inner:
-            return inner, set(args) - {"path"}
-    path = next((args[k] for k in ("path", "file_path", "filename") if isinstance(args.get(k), str)), "")
+    if editor is None:
+        return None
+    inner, _ = _code_fields(
+        {k: v for k, v in args.items() if k != "translated_ipython_code" and v not in (None, "")} | editor
+    )
+    return (inner, set(args) - {"path"}) if inner else None
+
+
+def _edit_fields(args: dict[str, Any], path: str) -> _CodeFields:
+    """Edits as a unified diff (``old_str``/``new_str``, ``old_string``/``new_string``),
+    and the inserted text of an ``insert`` command."""
     blocks: list[Block] = []
     used: set[str] = set()
     for old_key, new_key in (("old_str", "new_str"), ("old_string", "new_string")):
@@ -395,6 +406,13 @@ def _code_fields(args: dict[str, Any]) -> tuple[list[Block], set[str]]:
         elif isinstance(new, str) and new and old is None and args.get("command") == "insert":
             blocks += [Block("label", f"{new_key}:"), Block("code", new, _language_of(path))]
             used.add(new_key)
+    return blocks, used
+
+
+def _file_fields(args: dict[str, Any], path: str) -> _CodeFields:
+    """File contents (``file_text``; ``content`` only beside a path), highlighted by the path's extension."""
+    blocks: list[Block] = []
+    used: set[str] = set()
     for key in ("file_text", "content"):
         if isinstance(args.get(key), str) and args[key].strip() and (path or key == "file_text"):
             blocks += [
@@ -402,19 +420,66 @@ def _code_fields(args: dict[str, Any]) -> tuple[list[Block], set[str]]:
                 Block("code", args[key], _language_of(path)),
             ]
             used.add(key)
-    for key in ("code", "translated_ipython_code"):  # OpenHands run_ipython; editor calls as Python
+    return blocks, used
+
+
+def _python_fields(args: dict[str, Any], path: str) -> _CodeFields:
+    """``code`` and ``translated_ipython_code`` as Python (OpenHands run_ipython; editor calls as Python)."""
+    blocks: list[Block] = []
+    used: set[str] = set()
+    for key in ("code", "translated_ipython_code"):
         if isinstance(args.get(key), str) and args[key].strip():
             blocks += [Block("label", f"{key}:"), Block("code", args[key], "python")]
             used.add(key)
+    return blocks, used
+
+
+def _shell_fields(args: dict[str, Any], path: str) -> _CodeFields:
+    """Shell commands (``command``/``cmd``; argv lists joined) as Bash; a ``command`` that
+    is one word (an editor sub-command such as ``view``) stays an argument."""
+    blocks: list[Block] = []
+    used: set[str] = set()
     for key in ("command", "cmd"):
         text = _shell_text(args.get(key))
         if text and (isinstance(args.get(key), list) or "\n" in text or " " in text or key == "cmd"):
             blocks += [Block("label", f"{key}:"), Block("code", text, "bash")]
             used.add(key)
+    return blocks, used
+
+
+def _patch_fields(args: dict[str, Any], path: str) -> _CodeFields:
+    """Codex patches (``input``/``patch`` starting ``*** Begin Patch``) as a diff."""
+    blocks: list[Block] = []
+    used: set[str] = set()
     for key in ("input", "patch"):
         if isinstance(args.get(key), str) and args[key].lstrip().startswith(_PATCH_START):
             blocks += [Block("label", f"{key}:"), Block("code", args[key], "diff")]
             used.add(key)
+    return blocks, used
+
+
+#: The readers of code-holding arguments, in the order their blocks are shown.
+_FIELD_READERS: tuple[Callable[[dict[str, Any], str], _CodeFields], ...] = (
+    _edit_fields,
+    _file_fields,
+    _python_fields,
+    _shell_fields,
+    _patch_fields,
+)
+
+
+def _code_fields(args: dict[str, Any]) -> _CodeFields:
+    """Blocks for the arguments that hold code, and the keys they used."""
+    editor = _editor_fields(args)
+    if editor is not None:
+        return editor
+    path = next((args[k] for k in ("path", "file_path", "filename") if isinstance(args.get(k), str)), "")
+    blocks: list[Block] = []
+    used: set[str] = set()
+    for reader in _FIELD_READERS:
+        more, keys = reader(args, path)
+        blocks += more
+        used |= keys
     return blocks, used
 
 
