@@ -66,11 +66,10 @@ def build_messages(request: LLMRequest) -> tuple[list[dict[str, Any]] | None, li
     return system, messages
 
 
-async def call_messages(
-    client: Any, spec: ModelSpec, request: LLMRequest, params: Params, mode: StructuredMode
-) -> RawResult:
-    """One messages call. ``mode``: ``schema`` (output_config.format), ``tool`` (forced
-    tool call), ``text`` or ``none``."""
+def _messages_kwargs(request: LLMRequest, spec: ModelSpec, params: Params, mode: StructuredMode) -> dict[str, Any]:
+    """The keyword arguments of ``messages.create``: model, max tokens, system and messages
+    (:func:`build_messages`), and for a structured answer ``output_config.format``
+    (``schema``) or a forced tool call (``tool``)."""
     import anthropic  # lazy: provider SDK, loaded on the first call
 
     system, messages = build_messages(request)
@@ -96,14 +95,12 @@ async def call_messages(
         kwargs["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
     if output_config:
         kwargs["output_config"] = output_config
-    raw = await client.messages.with_raw_response.create(**kwargs)
-    json_body(raw)
-    try:
-        message = await raw.parse()  # anthropic's raw response parses asynchronously
-        blocks = list(message.content)
-        usage = message.usage
-    except Exception as exc:  # noqa: BLE001 - any failure here means an unexpected body
-        raise MalformedResponse(f"unexpected messages body ({type(exc).__name__})") from None
+    return kwargs
+
+
+def _answer_blocks(blocks: list[Any]) -> tuple[list[str], Any]:
+    """``(texts, tool input)`` of a message's content blocks: every text block's text, and
+    the input of the forced answer tool's call (None without one)."""
     texts: list[str] = []
     tool_input: Any = None
     for block in blocks:
@@ -112,6 +109,63 @@ async def call_messages(
             texts.append(block.text)
         elif btype == "tool_use" and getattr(block, "name", None) == TOOL_NAME:
             tool_input = block.input
+    return texts, tool_input
+
+
+def _parse_structured(
+    result: RawResult, model: type[pydantic.BaseModel] | None, mode: StructuredMode, tool_input: Any
+) -> None:
+    """Validate the answer as ``model`` into ``result.parsed`` (or say why not in
+    ``result.parse_error``): the forced tool's input (``tool``), the text as JSON
+    (``schema``) or leniently (``text``)."""
+    if model is None:
+        return
+    if mode == "tool":
+        if tool_input is None:
+            result.parse_error = "no forced tool call in the answer"
+            return
+        result.text = json.dumps(tool_input, ensure_ascii=False)
+        try:
+            result.parsed = model.model_validate(tool_input)
+        except pydantic.ValidationError as exc:
+            result.parse_error = validation_summary(exc)
+    elif mode == "schema":
+        try:
+            result.parsed = model.model_validate_json(result.text)
+        except pydantic.ValidationError as exc:
+            result.parse_error = validation_summary(exc)
+    elif mode == "text":
+        result.parsed, result.parse_error = lenient_parse(result.text, model)
+
+
+def _read_usage(result: RawResult, usage: Any) -> None:
+    """Token counts of ``usage`` into ``result``: input includes cache reads and writes;
+    a warning when the server reported none."""
+    if usage is None:
+        result.warnings.append("server reported no token usage")
+        return
+    read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
+    write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
+    result.input_tokens = int(getattr(usage, "input_tokens", 0) or 0) + read + write
+    result.output_tokens = int(getattr(usage, "output_tokens", 0) or 0)
+    result.cached_tokens = read
+    result.cache_write_tokens = write
+
+
+async def call_messages(
+    client: Any, spec: ModelSpec, request: LLMRequest, params: Params, mode: StructuredMode
+) -> RawResult:
+    """One messages call. ``mode``: ``schema`` (output_config.format), ``tool`` (forced
+    tool call), ``text`` or ``none``."""
+    raw = await client.messages.with_raw_response.create(**_messages_kwargs(request, spec, params, mode))
+    json_body(raw)
+    try:
+        message = await raw.parse()  # anthropic's raw response parses asynchronously
+        blocks = list(message.content)
+        usage = message.usage
+    except Exception as exc:  # noqa: BLE001 - any failure here means an unexpected body
+        raise MalformedResponse(f"unexpected messages body ({type(exc).__name__})") from None
+    texts, tool_input = _answer_blocks(blocks)
     stop = getattr(message, "stop_reason", None)
     result = RawResult(
         text="".join(texts),
@@ -120,31 +174,8 @@ async def call_messages(
     )
     if params.temperature is not None:
         result.warnings.append(f"temperature {params.temperature:g} not sent: the Anthropic messages API takes none")
-    if model is not None and mode == "tool":
-        if tool_input is None:
-            result.parse_error = "no forced tool call in the answer"
-        else:
-            result.text = json.dumps(tool_input, ensure_ascii=False)
-            try:
-                result.parsed = model.model_validate(tool_input)
-            except pydantic.ValidationError as exc:
-                result.parse_error = validation_summary(exc)
-    elif model is not None and mode == "schema":
-        try:
-            result.parsed = model.model_validate_json(result.text)
-        except pydantic.ValidationError as exc:
-            result.parse_error = validation_summary(exc)
-    elif model is not None and mode == "text":
-        result.parsed, result.parse_error = lenient_parse(result.text, model)
+    _parse_structured(result, request.output_model, mode, tool_input)
     if result.parse_error and result.finish_reason == "length":
         result.parse_error = "answer cut off at max_tokens before the structure was complete"
-    if usage is None:
-        result.warnings.append("server reported no token usage")
-    else:
-        read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
-        write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
-        result.input_tokens = int(getattr(usage, "input_tokens", 0) or 0) + read + write
-        result.output_tokens = int(getattr(usage, "output_tokens", 0) or 0)
-        result.cached_tokens = read
-        result.cache_write_tokens = write
+    _read_usage(result, usage)
     return result
