@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from whenpro_core.envs import get_env
-from whenpro_core.envs.base import run_env
+from whenpro_core.envs.run import run_env
 from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.executors import BuiltinExecutor
 from whenpro_core.injection.generate import OfflineGenerator
