@@ -9,7 +9,9 @@ called by :func:`whenpro_tui.app.run` before ``App.run()``. Under ``textual serv
 (``$TEXTUAL_DRIVER`` names the web driver) the browser understands neither Kitty
 graphics nor Sixel: half-cell blocks are forced. Only ``auto`` pays for the renderer
 queries (about 0.2 s when the terminal answers neither); a named renderer reads just
-the cell size. An app built without :func:`prepare` (tests) resolves ``auto`` to
+the cell size. whenpro imports textual-image with its queries switched off and asks
+itself, so that inside tmux or GNU screen the Kitty graphics probe (an APC sequence,
+which they take as the pane title) is never sent. An app built without :func:`prepare` (tests) resolves ``auto`` to
 half-cell and never queries the terminal; tests fix the cell size with
 :func:`fix_cell_size`.
 """
@@ -21,7 +23,7 @@ import logging
 import os
 import sys
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -67,7 +69,8 @@ def prepare(requested: str) -> str:
 
     Must run before ``App.run()`` (see module docstring). Returns ``"off"``,
     ``"kitty"``, ``"sixel"`` or ``"halfcell"``; ``auto`` becomes Sixel or Kitty
-    graphics when the terminal answers that it has them, else half-cell blocks.
+    graphics when the terminal answers that it has them, else half-cell blocks. Inside
+    tmux or GNU screen Kitty graphics are never asked for (:func:`kitty_probe_safe`).
     """
     if requested == "off":
         return "off"
@@ -80,19 +83,38 @@ def prepare(requested: str) -> str:
         import_widgets()  # no renderer queries: the renderer is named
         mode = requested
     else:
-        import textual_image.widget  # noqa: F401  (queries the terminal: renderer, cell size)
-        from textual_image.renderable import Image as Auto
-        from textual_image.renderable import SixelImage, TGPImage
-
-        if Auto is SixelImage:
-            mode = "sixel"
-        elif Auto is TGPImage:
-            mode = "kitty"
-        else:
-            mode = "halfcell"
+        cell_size()
+        import_widgets()
+        mode = _probe_renderer(kitty_probe_safe(os.environ))
     _prepared[requested] = mode
     log.info("images: --images %s -> %s renderer", requested, mode)
     return mode
+
+
+def kitty_probe_safe(environ: Mapping[str, str]) -> bool:
+    """False inside tmux or GNU screen (``$TMUX``, ``$STY`` set, or a ``screen*``/``tmux*``
+    ``$TERM``): the Kitty graphics probe is an APC sequence (``ESC _ G ... ESC \\``), which
+    they take as "set the pane title" instead of passing it on, so the title would show
+    the probe (and keep it after whenpro quits)."""
+    term = environ.get("TERM", "")
+    in_multiplexer = bool(environ.get("TMUX") or environ.get("STY"))
+    return not in_multiplexer and not term.startswith(("screen", "tmux"))
+
+
+def _probe_renderer(kitty_probe: bool) -> str:
+    """Ask the terminal (before Textual runs) for Sixel, then, if ``kitty_probe``, for Kitty
+    graphics; ``"sixel"``, ``"kitty"`` or ``"halfcell"`` (no terminal, or no answer: each
+    probe waits 0.1 s). textual-image's order: Kitty-capable terminals have no Sixel."""
+    stdout = sys.__stdout__
+    if stdout is None or not stdout.isatty():
+        return "halfcell"
+    from textual_image.renderable import sixel, tgp  # already imported without queries
+
+    if sixel.query_terminal_support():  # Primary Device Attributes: safe everywhere
+        return "sixel"
+    if kitty_probe and tgp.query_terminal_support():
+        return "kitty"
+    return "halfcell"
 
 
 def resolve(requested: str) -> str:

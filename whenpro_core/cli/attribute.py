@@ -19,6 +19,7 @@ from whenpro_core.attribution.verdicts import load_verdicts, same_verdict, save_
 from whenpro_core.cli import output
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.library.opening import load_one
+from whenpro_core.safety.inert_output import inert
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Attribution, Outcome, Trace
@@ -64,7 +65,8 @@ def attribute_command(
         judge = _judge(name, model, settings_flags, no_cache)
         run = _attribution(trace, name, judge, with_gold, prompt)
         if not as_json and sys.stderr.isatty():
-            with err.status(f"{name} attribution of {trace.id} …"):
+            shown = Text(inert(f"{name} attribution of {trace.id} …"))  # the id is untrusted; no markup
+            with output.live(output.live_console().status(shown)):
                 verdict = asyncio.run(run)
         else:
             verdict = asyncio.run(run)

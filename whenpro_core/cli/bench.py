@@ -429,8 +429,8 @@ def _run_with_progress(
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
-        console=err,
-        disable=not err.is_terminal,
+        console=(live := output.live_console()),  # renders only the constant label and counts
+        disable=not live.is_terminal,
         transient=False,
     )
     task = progress.add_task("bench", total=len(todo), errors=0)
@@ -454,5 +454,5 @@ def _run_with_progress(
             )
             raise
 
-    with progress:
+    with output.live(progress):
         return asyncio.run(run())

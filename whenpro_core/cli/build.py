@@ -5,6 +5,7 @@ of a built-in system. Progress lines go to stdout, the build's progress bar to s
 from __future__ import annotations
 
 import asyncio
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -128,8 +129,9 @@ def _progress(err: Console) -> Progress:
 
 def _run_with_progress(seeds: str, out: Path, opts: BuildOptions, *, force: bool) -> dict[str, Any]:
     """Run the build, saying its plan first and showing its progress; returns the manifest."""
-    progress = _progress(output.stderr_console())  # long lines stay whole in logs
+    progress = _progress(output.live_console())  # renders only the constant label and counts
     task = progress.add_task("build", total=0, kept=0, dropped=0)
+    shown = ExitStack()
     tally = {"kept": 0, "dropped": 0}
 
     def on_plan(res: BuildResult, todo: int) -> None:
@@ -139,7 +141,7 @@ def _run_with_progress(seeds: str, out: Path, opts: BuildOptions, *, force: bool
             f"{res.skipped} already done, {todo} to run"
         )
         progress.update(task, total=todo)
-        progress.start()  # after the plan line, so the live display does not interleave with it
+        shown.enter_context(output.live(progress))  # after the plan line, so the two do not interleave
 
     def on_entry(n: int, total: int, entry: Entry) -> None:
         tally["kept" if entry.status == "kept" else "dropped"] += 1
@@ -148,7 +150,7 @@ def _run_with_progress(seeds: str, out: Path, opts: BuildOptions, *, force: bool
     try:
         result = asyncio.run(run_build(seeds, out, opts, force=force, on_plan=on_plan, on_entry=on_entry))
     finally:
-        progress.stop()
+        shown.close()
     return result.manifest
 
 

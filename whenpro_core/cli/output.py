@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import typer
 
+from whenpro_core.safety.inert_output import inert_streams, terminal_stream
 from whenpro_core.safety.textsafe import clean, one_line
 
 if TYPE_CHECKING:
@@ -54,6 +57,31 @@ def stderr_console(**options: Any) -> Console:
     from rich.console import Console
 
     return Console(stderr=True, soft_wrap=True, **options)
+
+
+def live_console() -> Console:
+    """A rich Console for a live display (a Progress bar, a status spinner) on the terminal
+    behind the inert stderr: the display's own cursor and line-erase codes must reach the
+    terminal (the inert filter would print them as ``␛[2K`` text). Only constant labels,
+    numbers and text already made inert (``inert_output.inert``, in a ``rich.text.Text`` so
+    no markup is read) may be rendered on it; show the display with :func:`live`."""
+    from rich.console import Console
+
+    return Console(file=terminal_stream(sys.stderr))
+
+
+@contextmanager
+def live(display: Any) -> Iterator[None]:
+    """Run the body while ``display`` (a rich Progress, Live or Status on :func:`live_console`)
+    is shown. The display redirects stdout and stderr into its console, which writes to the
+    terminal unfiltered, so they are put behind the inert filter again for the body. The
+    streams are put back as they were afterwards, also when the body stops the display."""
+    saved = sys.stdout, sys.stderr
+    try:
+        with display, inert_streams():
+            yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def red_error_lines(console: Console, errors: list[str], *, most: int = 20) -> None:

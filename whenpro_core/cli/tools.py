@@ -55,7 +55,7 @@ def keyframes(
             path=out_dir,
             expected="an empty or new folder, or --force to replace its keyframes",
         )
-    err = output.stderr_console()  # long lines stay whole in logs
+    err = output.live_console()  # the bar renders only its constant label and counts
     extract = functools.partial(
         extract_keyframes,
         video,
@@ -67,7 +67,8 @@ def keyframes(
         use_cache=use_cache,
     )
     if err.is_terminal:
-        with Progress(transient=True, console=err) as bar:
+        bar = Progress(transient=True, console=err)
+        with output.live(bar):
             task = bar.add_task("decoding", total=None)
             result = extract(progress=lambda done, hint: bar.update(task, completed=done, total=hint))
     else:

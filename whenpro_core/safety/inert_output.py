@@ -10,6 +10,11 @@ Rich and Click emit for styling and which cannot move the cursor, clear the scre
 title or write the clipboard. Log records and warnings go through the same streams
 (logging's fallback handler and ``warnings.showwarning`` write to ``sys.stderr``).
 
+Rich's live displays (progress bars, status spinners) are the one exception: their console
+writes to the terminal itself (:func:`terminal_stream`), renders only constant labels,
+numbers and already-inert names, and while one runs the streams it redirects into it are
+put behind :class:`InertStream` again (:func:`whenpro_core.cli.output.live`).
+
 Binary writes (``sys.stdout.buffer``: ``convert … -`` writing JSON, whose control
 characters are escaped) and the TUI (Textual writes to ``sys.__stderr__``) are not wrapped.
 """
@@ -80,6 +85,14 @@ class InertStream:
 
     def __getattr__(self, name: str) -> Any:  # encoding, errors, buffer, closed, ...
         return getattr(self.inner, name)
+
+
+def terminal_stream(stream: TextIO) -> TextIO:
+    """The stream behind ``stream`` if it is an :class:`InertStream`, else ``stream``: for a
+    live display (progress bar, spinner) whose cursor and line-erase codes must reach the
+    terminal, and which renders only text already made inert (see
+    :func:`whenpro_core.cli.output.live_console`)."""
+    return stream.inner if isinstance(stream, InertStream) else stream
 
 
 def _inert_records(make: Callable[..., logging.LogRecord]) -> Callable[..., logging.LogRecord]:
