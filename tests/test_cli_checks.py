@@ -379,3 +379,35 @@ def test_dataset_errors_go_to_stderr_one_line_each(tmp_path):
         lines = out.stderr.splitlines()
         assert len(lines) == 2 and all(line.startswith("whenpro: error: ") for line in lines), lines
         assert "not a regular file (a named pipe)" in out.stderr and "whenpro: error" not in out.stdout
+
+
+# 11. --where typos: a value outside a fixed set, ``==`` and empty terms are errors
+
+
+@pytest.mark.parametrize(
+    ("where", "words"),
+    [
+        ("modality=imag", ("unknown --where value", "'imag'", "text, image, video")),
+        ("outcome=failed", ("unknown --where value", "'failed'", "success, failure, unknown")),
+        ("mode=Z.9", ("unknown --where value", "'Z.9'", "R.3")),
+        ("modality==image", ("bad --where term",)),
+        ("modality=image,,", ("empty --where term",)),
+        ("modality=image|", ("bad --where term",)),
+    ],
+)
+def test_ls_where_typo_is_one_line_error(where, words):
+    one_line_error(whenpro("ls", str(SAMPLES), "--where", where, "--labels"), *words)
+
+
+def test_bench_where_typo_is_refused_before_the_run(tmp_path):
+    out = whenpro(
+        "bench", str(SAMPLES), "--protocol", "heuristic", "--out", str(tmp_path / "r.jsonl"), "--where", "mode=Z.9"
+    )
+    one_line_error(out, "unknown --where value")
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_where_known_values_still_match_case_insensitively():
+    out = whenpro("ls", str(SAMPLES), "--where", "mode=r.3,outcome=FAILURE", "--labels")
+    assert out.returncode == 0 and out.stdout.strip(), out.stderr
+    assert all("/R.3" in line for line in out.stdout.splitlines())
