@@ -411,3 +411,12 @@ def test_where_known_values_still_match_case_insensitively():
     out = whenpro("ls", str(SAMPLES), "--where", "mode=r.3,outcome=FAILURE", "--labels")
     assert out.returncode == 0 and out.stdout.strip(), out.stderr
     assert all("/R.3" in line for line in out.stdout.splitlines())
+
+
+# 12. inject: an error located inside the trace names the trace file
+
+
+def test_inject_into_a_trace_of_no_builtin_env_names_the_file(tmp_path):
+    out = whenpro("inject", TRACE, "--step", "3", "--mode", "r.3", "--out", str(tmp_path / "cf.json"))
+    one_line_error(out, f"{TRACE} at $.extras.env.name:", "built-in environments")
+    assert not (tmp_path / "cf.json").exists()

@@ -16,7 +16,8 @@ the verification verdict.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -282,8 +283,62 @@ def run_inject_command(
     URL; ``max_steps``/``max_calls`` bound the simulate executor; ``use_cache=False``
     skips cached model answers.
 
-    Refuses to overwrite the output file unless ``force`` (WhenproError)."""
+    Refuses to overwrite the output file unless ``force`` (WhenproError). An error located
+    by a JSON path inside the trace (``$.extras.env.name``) names ``trace_ref`` as its file."""
     trace = load_trace(trace_ref)
+    with _located_in(trace_ref):
+        return _run_loaded(
+            trace,
+            step,
+            mode,
+            generator=generator,
+            executor=executor,
+            out=out,
+            seed=seed,
+            force=force,
+            timeout=timeout,
+            message_timeout=message_timeout,
+            model=model,
+            max_steps=max_steps,
+            max_calls=max_calls,
+            use_cache=use_cache,
+            base_url=base_url,
+            echo=echo,
+        )
+
+
+@contextmanager
+def _located_in(trace_ref: str) -> Iterator[None]:
+    """Fill in ``trace_ref`` as the file of a WhenproError that carries a JSON path but no
+    file (the path points inside that trace)."""
+    try:
+        yield
+    except WhenproError as exc:
+        if exc.json_path and exc.path is None:
+            exc.located(path=trace_ref)
+        raise
+
+
+def _run_loaded(
+    trace: Trace,
+    step: str,
+    mode: str,
+    *,
+    generator: str,
+    executor: str,
+    out: Path | None,
+    seed: int,
+    force: bool,
+    timeout: float,
+    message_timeout: float,
+    model: str | None,
+    max_steps: int | None,
+    max_calls: int | None,
+    use_cache: bool,
+    base_url: str | None,
+    echo: Callable[[str], None],
+) -> InjectionResult:
+    """:func:`run_inject_command` after the trace is loaded."""
     index = resolve_step(trace, step)
     settings = load_settings(base_url=base_url) if base_url else None
     gen = get_generator(generator, model=model, settings=settings, use_cache=use_cache)
