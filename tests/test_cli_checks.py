@@ -420,3 +420,26 @@ def test_inject_into_a_trace_of_no_builtin_env_names_the_file(tmp_path):
     out = whenpro("inject", TRACE, "--step", "3", "--mode", "r.3", "--out", str(tmp_path / "cf.json"))
     one_line_error(out, f"{TRACE} at $.extras.env.name:", "built-in environments")
     assert not (tmp_path / "cf.json").exists()
+
+
+# 13. an output FILE in a missing folder, or an output file that is a folder
+
+
+def test_convert_to_a_file_in_a_missing_folder_makes_nothing(tmp_path):
+    out = whenpro("convert", TRACE, str(tmp_path / "nodir" / "out.json"))
+    one_line_error(out, str(tmp_path / "nodir"), "no such folder")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_html_in_a_missing_folder_makes_nothing(tmp_path):
+    out = whenpro("export", TRACE, "--html", str(tmp_path / "nodir" / "x.html"))
+    one_line_error(out, str(tmp_path / "nodir"), "no such folder")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_html_to_a_folder_says_it_is_a_folder(tmp_path):
+    (tmp_path / "adir").mkdir()
+    out = whenpro("export", TRACE, "--html", str(tmp_path / "adir"))
+    one_line_error(out, "adir", "is a folder (expected a file path)")
+    assert "exists" not in out.stderr
+    assert list((tmp_path / "adir").iterdir()) == []
