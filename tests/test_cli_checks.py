@@ -443,3 +443,21 @@ def test_export_html_to_a_folder_says_it_is_a_folder(tmp_path):
     one_line_error(out, "adir", "is a folder (expected a file path)")
     assert "exists" not in out.stderr
     assert list((tmp_path / "adir").iterdir()) == []
+
+
+# 14. the README's injection example runs as written
+
+
+def test_readme_injection_example_runs_as_written(tmp_path):
+    import shlex
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Error injection and warm-start replay", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    commands = [line.split("  #", 1)[0] for line in block.splitlines() if line.startswith("whenpro ")]
+    shown = [line.lstrip("# ").split("; ...", 1)[0] for line in block.splitlines() if line.startswith("#  ")]
+    assert len(commands) == 2 and shown, block
+    for command in commands:
+        out = whenpro(*shlex.split(command)[1:], cwd=tmp_path)
+        assert out.returncode == 0, (command, out.stderr)
+    for line in shown:  # what the README says the inject command prints
+        assert line.split(" (final answer", 1)[0] in out.stdout, (line, out.stdout)
