@@ -377,8 +377,8 @@ def test_dataset_errors_go_to_stderr_one_line_each(tmp_path):
         out = whenpro(*command)
         assert out.returncode == 0, out.stderr
         lines = out.stderr.splitlines()
-        assert len(lines) == 2 and all(line.startswith("whenpro: error: ") for line in lines), lines
-        assert "not a regular file (a named pipe)" in out.stderr and "whenpro: error" not in out.stdout
+        assert len(lines) == 2 and all(line.startswith("whenpro: warning: ") for line in lines), lines
+        assert "not a regular file (a named pipe)" in out.stderr and "whenpro: warning" not in out.stdout
 
 
 # 11. --where typos: a value outside a fixed set, ``==`` and empty terms are errors

@@ -229,7 +229,7 @@ def _save(trace: Trace, verdict: Attribution, err: Console) -> None:
         path = save_verdict(trace, verdict)
     except WhenproError as exc:
         err.print(
-            f"warning: verdict not saved: {exc.one_line()} (use --no-save to skip saving)",
+            f"whenpro: warning: verdict not saved: {exc.one_line()} (use --no-save to skip saving)",
             highlight=False,
             markup=False,
             soft_wrap=True,
