@@ -461,3 +461,18 @@ def test_readme_injection_example_runs_as_written(tmp_path):
         assert out.returncode == 0, (command, out.stderr)
     for line in shown:  # what the README says the inject command prints
         assert line.split(" (final answer", 1)[0] in out.stdout, (line, out.stdout)
+
+
+# 15. bench --protocol counterfactual runs offline on built-in systems, as attribute does
+
+
+def test_bench_counterfactual_runs_offline_on_builtin_systems(tmp_path):
+    import json
+
+    res = tmp_path / "r.jsonl"
+    out = whenpro("bench", str(SAMPLES / "arith_team"), "--protocol", "counterfactual", "--out", str(res))
+    assert out.returncode == 0, out.stderr
+    records = [json.loads(line) for line in res.read_text().splitlines() if line.strip()]
+    assert records and all(r["protocol"] == "counterfactual" and r["model"] == "offline" for r in records)
+    assert all(r.get("error") is None for r in records), records
+    assert any(r["prediction"]["step"] for r in records)  # a verdict came from replays, not nothing
