@@ -476,3 +476,17 @@ def test_bench_counterfactual_runs_offline_on_builtin_systems(tmp_path):
     assert records and all(r["protocol"] == "counterfactual" and r["model"] == "offline" for r in records)
     assert all(r.get("error") is None for r in records), records
     assert any(r["prediction"]["step"] for r in records)  # a verdict came from replays, not nothing
+
+
+def test_errors_located_in_fills_the_file_only_of_errors_inside_the_trace():
+    from whenpro_core.errors import ReplayError, WhenproError, errors_located_in
+
+    with pytest.raises(ReplayError) as inside, errors_located_in("t.json"):
+        raise ReplayError("not a built-in run", json_path="$.extras.env.name")
+    assert str(inside.value) == "t.json at $.extras.env.name: not a built-in run"
+    with pytest.raises(WhenproError) as other, errors_located_in("t.json"):
+        raise WhenproError("executor crashed")  # not located in the trace: no file added
+    assert str(other.value) == "executor crashed"
+    with pytest.raises(WhenproError) as own, errors_located_in("t.json"):
+        raise WhenproError("bad", path="cmd.py", json_path="$.x")  # its own file stays
+    assert str(own.value).startswith("cmd.py at $.x")

@@ -16,14 +16,13 @@ the verification verdict.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from whenpro_core.config import load_settings
-from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.errors import ConfigError, WhenproError, errors_located_in
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.executors import Executor
@@ -286,7 +285,7 @@ def run_inject_command(
     Refuses to overwrite the output file unless ``force`` (WhenproError). An error located
     by a JSON path inside the trace (``$.extras.env.name``) names ``trace_ref`` as its file."""
     trace = load_trace(trace_ref)
-    with _located_in(trace_ref):
+    with errors_located_in(trace_ref):
         return _run_loaded(
             trace,
             step,
@@ -305,18 +304,6 @@ def run_inject_command(
             base_url=base_url,
             echo=echo,
         )
-
-
-@contextmanager
-def _located_in(trace_ref: str) -> Iterator[None]:
-    """Fill in ``trace_ref`` as the file of a WhenproError that carries a JSON path but no
-    file (the path points inside that trace)."""
-    try:
-        yield
-    except WhenproError as exc:
-        if exc.json_path and exc.path is None:
-            exc.located(path=trace_ref)
-        raise
 
 
 def _run_loaded(
