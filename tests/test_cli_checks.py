@@ -377,5 +377,116 @@ def test_dataset_errors_go_to_stderr_one_line_each(tmp_path):
         out = whenpro(*command)
         assert out.returncode == 0, out.stderr
         lines = out.stderr.splitlines()
-        assert len(lines) == 2 and all(line.startswith("whenpro: error: ") for line in lines), lines
-        assert "not a regular file (a named pipe)" in out.stderr and "whenpro: error" not in out.stdout
+        assert len(lines) == 2 and all(line.startswith("whenpro: warning: ") for line in lines), lines
+        assert "not a regular file (a named pipe)" in out.stderr and "whenpro: warning" not in out.stdout
+
+
+# 11. --where typos: a value outside a fixed set, ``==`` and empty terms are errors
+
+
+@pytest.mark.parametrize(
+    ("where", "words"),
+    [
+        ("modality=imag", ("unknown --where value", "'imag'", "text, image, video")),
+        ("outcome=failed", ("unknown --where value", "'failed'", "success, failure, unknown")),
+        ("mode=Z.9", ("unknown --where value", "'Z.9'", "R.3")),
+        ("modality==image", ("bad --where term",)),
+        ("modality=image,,", ("empty --where term",)),
+        ("modality=image|", ("bad --where term",)),
+    ],
+)
+def test_ls_where_typo_is_one_line_error(where, words):
+    one_line_error(whenpro("ls", str(SAMPLES), "--where", where, "--labels"), *words)
+
+
+def test_bench_where_typo_is_refused_before_the_run(tmp_path):
+    out = whenpro(
+        "bench", str(SAMPLES), "--protocol", "heuristic", "--out", str(tmp_path / "r.jsonl"), "--where", "mode=Z.9"
+    )
+    one_line_error(out, "unknown --where value")
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_where_known_values_still_match_case_insensitively():
+    out = whenpro("ls", str(SAMPLES), "--where", "mode=r.3,outcome=FAILURE", "--labels")
+    assert out.returncode == 0 and out.stdout.strip(), out.stderr
+    assert all("/R.3" in line for line in out.stdout.splitlines())
+
+
+# 12. inject: an error located inside the trace names the trace file
+
+
+def test_inject_into_a_trace_of_no_builtin_env_names_the_file(tmp_path):
+    out = whenpro("inject", TRACE, "--step", "3", "--mode", "r.3", "--out", str(tmp_path / "cf.json"))
+    one_line_error(out, f"{TRACE} at $.extras.env.name:", "built-in environments")
+    assert not (tmp_path / "cf.json").exists()
+
+
+# 13. an output FILE in a missing folder, or an output file that is a folder
+
+
+def test_convert_to_a_file_in_a_missing_folder_makes_nothing(tmp_path):
+    out = whenpro("convert", TRACE, str(tmp_path / "nodir" / "out.json"))
+    one_line_error(out, str(tmp_path / "nodir"), "no such folder")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_html_in_a_missing_folder_makes_nothing(tmp_path):
+    out = whenpro("export", TRACE, "--html", str(tmp_path / "nodir" / "x.html"))
+    one_line_error(out, str(tmp_path / "nodir"), "no such folder")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_export_html_to_a_folder_says_it_is_a_folder(tmp_path):
+    (tmp_path / "adir").mkdir()
+    out = whenpro("export", TRACE, "--html", str(tmp_path / "adir"))
+    one_line_error(out, "adir", "is a folder (expected a file path)")
+    assert "exists" not in out.stderr
+    assert list((tmp_path / "adir").iterdir()) == []
+
+
+# 14. the README's injection example runs as written
+
+
+def test_readme_injection_example_runs_as_written(tmp_path):
+    import shlex
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Error injection and warm-start replay", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    commands = [line.split("  #", 1)[0] for line in block.splitlines() if line.startswith("whenpro ")]
+    shown = [line.lstrip("# ").split("; ...", 1)[0] for line in block.splitlines() if line.startswith("#  ")]
+    assert len(commands) == 2 and shown, block
+    for command in commands:
+        out = whenpro(*shlex.split(command)[1:], cwd=tmp_path)
+        assert out.returncode == 0, (command, out.stderr)
+    for line in shown:  # what the README says the inject command prints
+        assert line.split(" (final answer", 1)[0] in out.stdout, (line, out.stdout)
+
+
+# 15. bench --protocol counterfactual runs offline on built-in systems, as attribute does
+
+
+def test_bench_counterfactual_runs_offline_on_builtin_systems(tmp_path):
+    import json
+
+    res = tmp_path / "r.jsonl"
+    out = whenpro("bench", str(SAMPLES / "arith_team"), "--protocol", "counterfactual", "--out", str(res))
+    assert out.returncode == 0, out.stderr
+    records = [json.loads(line) for line in res.read_text().splitlines() if line.strip()]
+    assert records and all(r["protocol"] == "counterfactual" and r["model"] == "offline" for r in records)
+    assert all(r.get("error") is None for r in records), records
+    assert any(r["prediction"]["step"] for r in records)  # a verdict came from replays, not nothing
+
+
+def test_errors_located_in_fills_the_file_only_of_errors_inside_the_trace():
+    from whenpro_core.errors import ReplayError, WhenproError, errors_located_in
+
+    with pytest.raises(ReplayError) as inside, errors_located_in("t.json"):
+        raise ReplayError("not a built-in run", json_path="$.extras.env.name")
+    assert str(inside.value) == "t.json at $.extras.env.name: not a built-in run"
+    with pytest.raises(WhenproError) as other, errors_located_in("t.json"):
+        raise WhenproError("executor crashed")  # not located in the trace: no file added
+    assert str(other.value) == "executor crashed"
+    with pytest.raises(WhenproError) as own, errors_located_in("t.json"):
+        raise WhenproError("bad", path="cmd.py", json_path="$.x")  # its own file stays
+    assert str(own.value).startswith("cmd.py at $.x")

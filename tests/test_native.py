@@ -168,6 +168,7 @@ def test_a_converted_image_trace_keeps_its_images(tmp_path, real_traces):
     from whenpro_core.media.paths import resolve_media
 
     src = real_traces / "who-when-pro-samples" / "data" / "traces" / "mmsearch_car.json"
+    (tmp_path / "conv").mkdir()  # an output file's folder must exist (a typo makes no folder)
     [out] = convert(str(src), tmp_path / "conv" / "car.json").written
     trace = load_trace(out)
     refs = [*trace.task.images, *(m for s in trace.steps for m in s.media)]

@@ -80,7 +80,7 @@ def test_cli_prints_the_verdict_and_warns_when_it_cannot_be_saved(trace_file):
     out = _attribute(str(trace_file), "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["attribution"]["step"]
-    assert "verdict not saved" in out.stderr and "--no-save" in out.stderr
+    assert out.stderr.startswith("whenpro: warning: verdict not saved") and "--no-save" in out.stderr
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 

@@ -8,6 +8,8 @@ the CLI prints before exiting with status 2 and the TUI shows as a notification.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Self
 
@@ -104,3 +106,15 @@ class MediaError(WhenproError):
 
 class ReplayError(WhenproError):
     """Warm-start replay or an executor failed (crash, timeout, protocol violation)."""
+
+
+@contextmanager
+def errors_located_in(path: str | Path) -> Iterator[None]:
+    """Re-raise a WhenproError that carries a JSON path but no file with ``path`` (the
+    trace the JSON path points into, e.g. ``$.extras.env.name``) filled in as its file."""
+    try:
+        yield
+    except WhenproError as exc:
+        if exc.json_path and exc.path is None:
+            exc.located(path=path)
+        raise

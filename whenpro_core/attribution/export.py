@@ -32,7 +32,7 @@ from whenpro_core.formats import load_trace
 from whenpro_core.injection.verify import check_answer
 from whenpro_core.media.images import jpeg_for_ref
 from whenpro_core.safety.textsafe import clean
-from whenpro_core.storage.fsutil import atomic_write_text
+from whenpro_core.storage.fsutil import atomic_write_text, check_output_file
 from whenpro_core.trace.model import Attribution, GroundTruth, MediaRef, Step, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
 from whenpro_core.trace.usage import step_usage, total_usage
@@ -412,8 +412,11 @@ def write_export(
 
     Raises:
         ExportError: ``out`` exists and ``force`` is False, or it cannot be written.
+        WhenproError: ``out`` is a folder or its folder does not exist
+            (:func:`~whenpro_core.storage.fsutil.check_output_file`).
     """
     path = Path(out)
+    check_output_file(path)
     if path.exists() and not force:
         raise ExportError("file exists (use --force to replace it)", path=path, expected="a new file")
     opts = options_for(trace, labels=labels)

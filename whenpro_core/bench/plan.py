@@ -30,6 +30,9 @@ GOLD_SETTINGS = {"gold": (True,), "no-gold": (False,), "both": (True, False)}
 
 #: The model name recorded for the offline heuristic protocol.
 HEURISTIC_MODEL = "heuristic"
+#: The model name of an offline counterfactual setting (no ``--model``: the built-in
+#: systems' reference policies correct the steps, as ``whenpro attribute`` does).
+OFFLINE_MODEL = "offline"
 
 
 class WorkItem(BaseModel):
@@ -128,7 +131,9 @@ def select(
 
 def settings(protocols: Sequence[str], models: Sequence[str]) -> list[tuple[str, str]]:
     """The (protocol, model) pairs to run. ``heuristic`` runs once, with model
-    ``heuristic``; every other protocol runs with every non-heuristic model.
+    ``heuristic``; ``counterfactual`` without a model runs once, offline (model
+    :data:`OFFLINE_MODEL`: the reference policies of the built-in systems correct the
+    steps); every other protocol runs with every non-heuristic model.
 
     ConfigError when an LLM protocol has no model, or a model is used by no protocol.
     """
@@ -138,6 +143,9 @@ def settings(protocols: Sequence[str], models: Sequence[str]) -> list[tuple[str,
     for proto in dict.fromkeys(protos):
         if proto == "heuristic":
             pairs.append((proto, HEURISTIC_MODEL))
+            continue
+        if proto == "counterfactual" and not llm_models:  # offline on built-in systems, as `attribute` runs it
+            pairs.append((proto, OFFLINE_MODEL))
             continue
         if not llm_models:
             raise ConfigError(

@@ -55,6 +55,7 @@ from whenpro_core.attribution.template import base_protocol, load_template
 from whenpro_core.bench.plan import (
     GOLD_SETTINGS,
     HEURISTIC_MODEL,
+    OFFLINE_MODEL,
     Selection,
     WorkItem,
     pending,
@@ -75,6 +76,7 @@ from whenpro_core.views.transcript import CHARS_PER_TOKEN, block_text, context_t
 __all__ = [
     "GOLD_SETTINGS",
     "HEURISTIC_MODEL",
+    "OFFLINE_MODEL",
     "MAX_BACKEND_STREAK",
     "RunStats",
     "Selection",
@@ -106,7 +108,7 @@ def make_judges(
     calls run in threads (``threaded``, :func:`whenpro_core.llm.open_backend`): with many calls
     in flight that keeps up where one event loop does not. ConfigError when a model is
     unusable or the LLM layer is not available."""
-    names = [m for m in dict.fromkeys(models) if m != HEURISTIC_MODEL]
+    names = [m for m in dict.fromkeys(models) if m not in (HEURISTIC_MODEL, OFFLINE_MODEL)]
     if not names:
         return {}
     try:

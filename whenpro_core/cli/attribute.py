@@ -17,7 +17,7 @@ from whenpro_core.attribution.run import attribute, nothing_to_attribute
 from whenpro_core.attribution.template import PromptTemplate, load_template
 from whenpro_core.attribution.verdicts import load_verdicts, same_verdict, save_verdict
 from whenpro_core.cli import output
-from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.errors import ConfigError, WhenproError, errors_located_in
 from whenpro_core.library.opening import load_one
 from whenpro_core.safety.inert_output import inert
 from whenpro_core.safety.textsafe import clean
@@ -231,7 +231,7 @@ def _save(trace: Trace, verdict: Attribution, err: Console) -> None:
         path = save_verdict(trace, verdict)
     except WhenproError as exc:
         err.print(
-            f"warning: verdict not saved: {exc.one_line()} (use --no-save to skip saving)",
+            f"whenpro: warning: verdict not saved: {exc.one_line()} (use --no-save to skip saving)",
             highlight=False,
             markup=False,
             soft_wrap=True,
@@ -310,9 +310,10 @@ def counterfactual_command(
             highlight=False,
         )
 
-    verdict, _run = attribute_counterfactual(
-        trace, runner, corrector, ranking=ranking, max_replays=max_replays, budget_usd=budget_usd, on_try=show
-    )
+    with errors_located_in(ref):  # a JSON path inside the trace names its file
+        verdict, _run = attribute_counterfactual(
+            trace, runner, corrector, ranking=ranking, max_replays=max_replays, budget_usd=budget_usd, on_try=show
+        )
     if ranked_by is not None:  # the ranking's calls count too
         verdict.usage = verdict.usage.add(ranked_by.usage)
         verdict.reason = f"{verdict.reason} Ranked by {ranked_by.protocol} first (step {ranked_by.step})."

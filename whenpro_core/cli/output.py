@@ -84,15 +84,16 @@ def live(display: Any) -> Iterator[None]:
         sys.stdout, sys.stderr = saved
 
 
-def red_error_lines(console: Console, errors: list[str], *, most: int = 20) -> None:
-    """Print up to ``most`` of ``errors`` as red ``whenpro: error: ...`` lines on ``console``,
-    then how many more there were."""
+def skipped_file_lines(console: Console, errors: list[str], *, most: int = 20) -> None:
+    """Print up to ``most`` of ``errors`` (files a folder walk skipped: they do not stop the
+    command) as yellow ``whenpro: warning: ...`` lines on ``console``, then how many more
+    there were."""
     from rich.text import Text
 
     for line in errors[:most]:
-        console.print(Text(f"whenpro: error: {clean(line)}", style="red"))
+        console.print(Text(f"whenpro: warning: {clean(line)}", style="yellow"))
     if len(errors) > most:
-        console.print(Text(f"whenpro: ... and {len(errors) - most} more errors", style="red"))
+        console.print(Text(f"whenpro: warning: ... and {len(errors) - most} more files skipped", style="yellow"))
 
 
 def quiet_stdout() -> None:

@@ -97,7 +97,7 @@ def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console,
             table.add_row(Text(clean(name)), str(n))
         console.print(table)
     errors = output.stderr_console(highlight=False)  # as ls reports them
-    output.red_error_lines(errors, [r.error for r in rows if r.error])
+    output.skipped_file_lines(errors, [r.error for r in rows if r.error])
 
 
 def ls(
@@ -123,7 +123,7 @@ def ls(
             doc = row.model_dump(mode="json", exclude=None if labels else {"gt_step", "gt_mode"})
             console.out(jsonio.dumps(doc).decode(), highlight=False)
         elif row.error:
-            errors.print(Text(f"whenpro: error: {clean(row.error)}", style="red"))
+            errors.print(Text(f"whenpro: warning: {clean(row.error)}", style="yellow"))
         else:
             console.print(Text(clean(_listing_line(row, labels))))
 
@@ -153,7 +153,7 @@ def sessions(tool: str | None, *, as_json: bool = False, console: Console | None
         if as_json:
             console.out(jsonio.dumps(row_record(row)).decode(), highlight=False)
         elif row.summary.error:
-            errors.print(Text(f"whenpro: error: {clean(row.summary.error)}", style="red"))
+            errors.print(Text(f"whenpro: warning: {clean(row.summary.error)}", style="yellow"))
         else:
             when = row.modified.astimezone().strftime("%Y-%m-%d %H:%M")
             line = (

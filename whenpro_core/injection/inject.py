@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from whenpro_core.config import load_settings
-from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.errors import ConfigError, WhenproError, errors_located_in
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.executors import Executor
@@ -282,8 +282,50 @@ def run_inject_command(
     URL; ``max_steps``/``max_calls`` bound the simulate executor; ``use_cache=False``
     skips cached model answers.
 
-    Refuses to overwrite the output file unless ``force`` (WhenproError)."""
+    Refuses to overwrite the output file unless ``force`` (WhenproError). An error located
+    by a JSON path inside the trace (``$.extras.env.name``) names ``trace_ref`` as its file."""
     trace = load_trace(trace_ref)
+    with errors_located_in(trace_ref):
+        return _run_loaded(
+            trace,
+            step,
+            mode,
+            generator=generator,
+            executor=executor,
+            out=out,
+            seed=seed,
+            force=force,
+            timeout=timeout,
+            message_timeout=message_timeout,
+            model=model,
+            max_steps=max_steps,
+            max_calls=max_calls,
+            use_cache=use_cache,
+            base_url=base_url,
+            echo=echo,
+        )
+
+
+def _run_loaded(
+    trace: Trace,
+    step: str,
+    mode: str,
+    *,
+    generator: str,
+    executor: str,
+    out: Path | None,
+    seed: int,
+    force: bool,
+    timeout: float,
+    message_timeout: float,
+    model: str | None,
+    max_steps: int | None,
+    max_calls: int | None,
+    use_cache: bool,
+    base_url: str | None,
+    echo: Callable[[str], None],
+) -> InjectionResult:
+    """:func:`run_inject_command` after the trace is loaded."""
     index = resolve_step(trace, step)
     settings = load_settings(base_url=base_url) if base_url else None
     gen = get_generator(generator, model=model, settings=settings, use_cache=use_cache)

@@ -18,7 +18,8 @@ from pathlib import Path
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats.registry import error_summary, find_root, iter_files, names_a_file, summarize_file
 from whenpro_core.injection.verify import check_answer
-from whenpro_core.trace.model import TraceSummary
+from whenpro_core.trace.model import Modality, Outcome, TraceSummary
+from whenpro_core.trace.taxonomy import Taxonomy
 from whenpro_core.views.traceview import unlabelled_id
 
 #: Every key a row filter understands (``--where KEY=VALUE``), and the TraceSummary
@@ -103,22 +104,52 @@ def parse_where(specs: str | Sequence[str] | None) -> RowFilter:
     """The filter of ``--where`` options: ``"modality=image,framework=smolagents|debate"``
     (or several options) -> facets ``{"modality": {"image"}, "framework": {"smolagents",
     "debate"}}``; ``|`` separates alternatives; no options -> the empty filter.
-    ConfigError for an empty option, an unknown key or a term without ``=``."""
+    ConfigError for an empty option or term, an unknown key, a term without ``=`` (or with
+    ``==``), or a value outside the fixed set of its key (:func:`fixed_values`: outcome,
+    modality and the built-in failure-mode codes; :data:`NONE_VALUE` is always allowed)."""
     given = [specs] if isinstance(specs, str) else list(specs or [])
     if any(not spec.strip(" ,") for spec in given):
         raise ConfigError("empty --where", expected="KEY=VALUE[,KEY=VALUE]")
     facets: dict[str, set[str]] = {}
     for term in (t.strip() for spec in given for t in spec.split(",")):
-        if not term:
-            continue
-        key, eq, value = term.partition("=")
-        key = key.strip().lower()
-        if not eq or not value.strip():
-            raise ConfigError(f"bad --where term {term!r}", expected="KEY=VALUE[|VALUE...]")
-        if key not in FILTER_KEYS:
-            raise ConfigError(f"unknown --where key {key!r}", expected=", ".join(FILTER_KEYS))
-        facets.setdefault(key, set()).update(v.strip() for v in value.split("|") if v.strip())
+        key, values = _where_term(term)
+        facets.setdefault(key, set()).update(values)
     return RowFilter({k: frozenset(v) for k, v in facets.items()})
+
+
+def fixed_values(key: str) -> tuple[str, ...] | None:
+    """The values ``--where KEY=`` may take when the set is fixed (``outcome``: the
+    :class:`~whenpro_core.trace.model.Outcome` values, ``modality``: the
+    :class:`~whenpro_core.trace.model.Modality` values, ``mode``: the built-in taxonomy
+    codes), each with :data:`NONE_VALUE`; ``None`` for an open key (framework, id, ...)."""
+    if key == "outcome":
+        return (*(o.value for o in Outcome), NONE_VALUE)
+    if key == "modality":
+        return (*(m.value for m in Modality), NONE_VALUE)
+    if key == "mode":
+        return (*(m.code for m in Taxonomy.builtin()), NONE_VALUE)
+    return None
+
+
+def _where_term(term: str) -> tuple[str, list[str]]:
+    """``"mode=R.3|R.4"`` -> ``("mode", ["R.3", "R.4"])``; ConfigError for an empty or
+    malformed term, an unknown key or a value outside :func:`fixed_values`."""
+    if not term:
+        raise ConfigError("empty --where term (a stray comma)", expected="KEY=VALUE[,KEY=VALUE]")
+    key, eq, value = term.partition("=")
+    key = key.strip().lower()
+    values = [v.strip() for v in value.split("|")]
+    if not eq or value.lstrip().startswith("=") or not all(values):
+        raise ConfigError(f"bad --where term {term!r}", expected="KEY=VALUE[|VALUE...]")
+    if key not in FILTER_KEYS:
+        raise ConfigError(f"unknown --where key {key!r}", expected=", ".join(FILTER_KEYS))
+    allowed = fixed_values(key)
+    if allowed is not None:
+        known = {a.casefold() for a in allowed}
+        for v in values:
+            if v.casefold() not in known:
+                raise ConfigError(f"unknown --where value {key}={v!r}", expected="one of " + ", ".join(allowed))
+    return key, values
 
 
 def filter_rows(rows: Sequence[TraceSummary], flt: RowFilter) -> list[int]:

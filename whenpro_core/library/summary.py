@@ -15,7 +15,7 @@ from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import dumps_trace, write_trace
 from whenpro_core.formats.registry import names_a_file, split_ref
-from whenpro_core.storage.fsutil import atomic_write_bytes, safe_name
+from whenpro_core.storage.fsutil import atomic_write_bytes, check_output_file, safe_name
 from whenpro_core.trace.model import Trace, TraceSummary
 
 
@@ -118,7 +118,8 @@ def convert(src: str, out: Path | str, *, force: bool = False, to: str = "native
     as OTLP/JSON, :mod:`whenpro_core.formats.otlp_write`). One trace -> ``out`` is a file; several
     (a JSONL release, a folder, a glob) -> ``out`` is a folder of ``<id>.json`` files;
     ``out`` ``-`` writes one trace to stdout, and an ``out`` ending in ``/`` is a folder
-    (made if missing). Refuses to overwrite existing files unless ``force`` (WhenproError).
+    (made if missing); an output file in a missing folder is refused ("no such folder").
+    Refuses to overwrite existing files unless ``force`` (WhenproError).
     Folders it made are removed again when it fails or writes nothing into them."""
     made = [] if str(out) == "-" else _missing_folders(Path(out))
     try:
@@ -166,6 +167,7 @@ def _convert(src: str, out: Path | str, *, force: bool, to: str) -> Converted:
     if single:
         trace = load_trace(src)
         target = out / f"{safe_name(trace.id)}.json" if out.is_dir() else out
+        check_output_file(target)
         _refuse_overwrite(target, force)
         done = Converted(written=[target])
         done.notes += [("warning", line) for line in _write_converted(trace, target, to=to)]

@@ -102,6 +102,20 @@ def check_can_write_in(folder: str | Path, *, path: str | Path | None = None, wh
         raise WhenproError(f"cannot write {what}: {exc.strerror or exc}", path=named) from None
 
 
+def check_output_file(path: str | Path) -> None:
+    """Check that ``path`` can name an output FILE: not an existing folder ("is a folder")
+    and inside an existing folder ("no such folder", naming the missing parent). A missing
+    parent is not made: a typo in a folder name must not leave a new folder behind.
+
+    Raises WhenproError naming the path concerned."""
+    path = Path(path)
+    if path.is_dir():
+        raise WhenproError("is a folder", path=path, expected="a file path")
+    parent = path.parent
+    if not parent.exists():
+        raise WhenproError("no such folder", path=parent, expected=f"an existing folder to write {path.name} in")
+
+
 def safe_name(text: str) -> str:
     """A file-name-safe version of a trace id: runs of characters other than letters,
     digits, ``.``, ``_`` and ``-`` become ``_``; leading/trailing dots and underscores are
