@@ -244,10 +244,27 @@ def run_attempt(
         return Outcome(done("dropped", "not_representable", "; ".join(diffs[:3]), id=cf.id))
     return Outcome(
         done(
-            "kept", detail=result.generated.description[:500], id=cf.id, control=control["success"] if control else None
+            "kept",
+            detail=result.generated.description[:500],
+            id=cf.id,
+            control=control["success"] if control else None,
+            position=judge_position(cf, attempt.coord),
         ),
         doc,
     )
+
+
+def judge_position(trace: Trace, coord: str) -> int | None:
+    """The position bin (0..9) of the step at ``coord`` among the candidate steps a judge
+    sees in ``trace`` (the built trace, after its replay), as the audit's "common
+    position" prior reads it (:func:`~whenpro_core.audit.corpus.position_bin`); ``None``
+    when no candidate step has that coordinate."""
+    from whenpro_core.audit.corpus import position_bin
+    from whenpro_core.audit.view import audit_view
+
+    view = audit_view(trace)
+    rank = next((s.rank for s in view.steps if s.coord == coord), None)
+    return None if rank is None else position_bin(rank, len(view.steps))
 
 
 def _spent(inj: dict[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ mode) injections to attempt on each (DESIGN §8).
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,9 +173,19 @@ def candidate_steps(trace: Trace) -> list[int]:
     ]
 
 
+#: A list line: a numbered or bulleted item (as the audit's shape features read it).
+_LIST_LINE = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+\S", re.MULTILINE)
+
+
 def step_class(step: Step) -> str:
-    """``agent/kind`` of a step: the classes the released labels are balanced over."""
-    return f"{step.agent}/{step.kind}"
+    """``agent/kind`` of a step, with ``/list`` for a step written as a list (two or more
+    numbered or bulleted lines): the classes the released labels are balanced over. The
+    form matters, not only the kind: issue 14 measured a third of arith_team's labels on
+    the planner's full plan (its only list-shaped step) while its short intro and
+    reviews, of the same kind, held none, and the audit's form classifier found the
+    labelled step from the list shape alone."""
+    listed = len(_LIST_LINE.findall(step.content or "")) >= 2
+    return f"{step.agent}/{step.kind}" + ("/list" if listed else "")
 
 
 def fitting_modes(trace: Trace, modes: tuple[str, ...], *, offline: bool = True) -> dict[int, list[str]]:

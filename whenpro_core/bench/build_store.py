@@ -74,6 +74,7 @@ import secrets
 import shutil
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,9 @@ class Entry(BaseModel):
     cost_usd: float = 0.0
     #: Steps of the seed run (for the relative position of the labelled step).
     steps: int | None = None
+    #: Position bin (0..9) of the labelled step among the built trace's candidate steps,
+    #: as the audit reads it (kept entries; ``None`` in journals from before it was kept).
+    position: int | None = None
 
 
 def _safe(text: str) -> str:
@@ -449,47 +453,72 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
       a decisive error): a class holds at most ``ceil(share_c * released) + 1`` labels,
       so no kind of step (the plans, say) holds more of the labels than of the steps a
       label could be on.
-    * ``mode_share``: no failure mode above ``share`` of the released traces; with fewer
-      modes than ``1/share`` each mode keeps at most as many as the rarest present one.
     * ``position``: no tenth of the runs (relative position of the labelled step, as the
       audit's "common position" prior reads it) holds more than :data:`POSITION_SHARE`
-      of the traces left by the step-class cap (at least 2 each), before the mode cap
-      (so the mode share holds exactly); on with the mode cap.
+      of the released traces (at least 2 each); on with the mode cap.
+    * ``mode_share``: no failure mode above ``share`` of the released traces; with fewer
+      modes than ``1/share`` each mode keeps at most as many as the rarest present one.
 
-    Entries are cut in reverse id order (ids are salted hashes: a random, reproducible
-    choice). ``share`` >= 1 and an empty ``classes`` turn the two caps off."""
-    order = sorted(kept, key=lambda e: e.id or e.key)
+    The caps are applied in that order, again and again until none cuts, so each holds
+    on the release itself (a cut made for one cap shrinks the release the others are
+    measured against: issue 14 measured a class kept at 30% of a release when it was
+    cut to its share before the position and mode caps). Entries are cut in reverse id
+    order (ids are salted hashes: a random, reproducible choice). ``share`` >= 1 and an
+    empty ``classes`` turn the caps off."""
+    chosen = sorted(kept, key=lambda e: e.id or e.key)
     out: dict[str, str] = {}
-    by_class: dict[str, list[Entry]] = {}
-    for e in order:
-        by_class.setdefault(e.step_class or "?", []).append(e)
-    present = sum(classes.get(k, 0.0) for k in by_class)
-    if classes and present > 0:  # shares among the classes that hold labels at all
-        by_class, cut = _cap(by_class, lambda k, n: math.ceil(classes.get(k, 0.0) / present * n) + 1)
-        out.update({e.key: "step_class" for e in cut})
-    chosen = sorted((e for g in by_class.values() for e in g), key=lambda e: e.id or e.key)
-    if share < 1 and chosen:
-        by_tenth: dict[str, list[Entry]] = {}
-        for e in chosen:
-            by_tenth.setdefault(position_tenth(e), []).append(e)
-        by_tenth, cut = _cap(by_tenth, lambda k, n: n if k == "?" else max(2, math.ceil(POSITION_SHARE * n)))
-        out.update({e.key: "position" for e in cut})
-        chosen = sorted((e for g in by_tenth.values() for e in g), key=lambda e: e.id or e.key)
-    if share < 1 and chosen:
-        by_mode: dict[str, list[Entry]] = {}
-        for e in chosen:
-            by_mode.setdefault(e.mode, []).append(e)
-        floor = min(len(g) for g in by_mode.values()) if len(by_mode) * share < 1 else 0
-        by_mode, cut = _cap(by_mode, lambda k, n: floor or max(1, math.floor(share * n)))
-        out.update({e.key: "mode_share" for e in cut})
-        chosen = sorted((e for g in by_mode.values() for e in g), key=lambda e: e.id or e.key)
+    caps = _caps(share, classes)
+    while caps:
+        before = len(out)
+        for reason, group_of, limit in caps:
+            chosen, cut = _apply_cap(chosen, group_of, limit)
+            out.update({e.key: reason for e in cut})
+        if len(out) == before:
+            break
     return chosen, out
 
 
+def _caps(share: float, classes: dict[str, float]) -> list[tuple[str, Callable[[Entry], str], Callable]]:
+    """``(reason, group of an entry, limit(group, groups, total))`` of each cap :func:`balance`
+    applies (module docstring of :func:`balance`)."""
+    caps: list[tuple[str, Callable[[Entry], str], Callable]] = []
+
+    def class_limit(k: str, groups: dict[str, list[Entry]], n: int) -> int:
+        present = sum(classes.get(c, 0.0) for c in groups)  # shares among the classes that hold labels
+        return n if present <= 0 else math.ceil(classes.get(k, 0.0) / present * n) + 1
+
+    if classes:
+        caps.append(("step_class", lambda e: e.step_class or "?", class_limit))
+    if share < 1:
+        caps.append(
+            ("position", position_tenth, lambda k, g, n: n if k == "?" else max(2, math.ceil(POSITION_SHARE * n)))
+        )
+
+        def mode_limit(k: str, groups: dict[str, list[Entry]], n: int) -> int:
+            floor = min(len(v) for v in groups.values()) if len(groups) * share < 1 else 0
+            return floor or max(1, math.floor(share * n))
+
+        caps.append(("mode_share", lambda e: e.mode, mode_limit))
+    return caps
+
+
+def _apply_cap(chosen: list[Entry], group_of: Callable[[Entry], str], limit) -> tuple[list[Entry], list[Entry]]:
+    """``chosen`` (in id order) grouped by ``group_of`` and cut with :func:`_cap`; returns
+    the entries left, in id order, and those cut."""
+    groups: dict[str, list[Entry]] = {}
+    for e in chosen:
+        groups.setdefault(group_of(e), []).append(e)
+    groups, cut = _cap(groups, lambda k, n: limit(k, groups, n))
+    return sorted((e for g in groups.values() for e in g), key=lambda e: e.id or e.key), cut
+
+
 def position_tenth(entry: Entry) -> str:
-    """The tenth of its seed run (``"0"``..``"9"``) where the entry's labelled step sits,
-    by step index over the run's step count; ``"?"`` when the count is unknown (a
-    journal line from before it was recorded)."""
+    """The tenth (``"0"``..``"9"``) where the entry's labelled step sits: its position bin
+    among the built trace's candidate steps (what the audit's "common position" prior
+    reads), else, for a journal line from before it was recorded, its step index over the
+    seed run's step count; ``"?"`` when neither is known."""
+    if entry.position is not None:
+        return str(entry.position)
     if not entry.steps:
         return "?"
     return str(min(9, 10 * entry.step_index // entry.steps))

@@ -145,7 +145,11 @@ FIGURES = (
     "{c}, as with {n} earlier.",
     "{c}, same as the {n} noted above.",
 )
-_ENDS_WITH_VALUE = re.compile(r"=\s*-?\d[\d.:]*\.?\s*$")
+#: A result stated without a tool: ``= N`` closing a sentence (``... = 16.``, also when a
+#: remark follows: ``... = 16. That completes the plan.``). Group 1 is the value.
+_STATED = re.compile(r"=\s*(-?\d[\d:]*(?:\.\d+)?)(?=\.?\s*$|\.\s+[A-Z])")
+#: The end of a sentence: a full stop not inside a number.
+_SENTENCE_END = re.compile(r"\.(?=\s|$)")
 
 
 def _own_toolless(trace: Trace, i: int) -> list[Step]:
@@ -163,18 +167,22 @@ def _own_toolless(trace: Trace, i: int) -> list[Step]:
 
 def _claim_text(trace: Trace, i: int, claim: str, rng: random.Random, pool: tuple[str, ...]) -> str:
     """The step's text with ``claim`` stated the way the agent states results without a
-    tool when it does so elsewhere (``... = N.``), else a seeded phrasing of ``pool``."""
+    tool when it does so elsewhere (``... = N.``, closing the sentence that holds the
+    step's last ``=``, before any remark that follows it), else a seeded phrasing of
+    ``pool``."""
     text = (trace.steps[i].content or "").rstrip()
+    if "=" in text and _states_without_tool(trace, i):
+        end = _SENTENCE_END.search(text, text.rfind("="))
+        cut = end.start() if end else len(text)
+        return f"{text[:cut]} = {claim}.{text[cut + 1 :] if end else ''}"
     core = text[:-1] if text.endswith(".") else text
-    if "=" in core and _states_without_tool(trace, i):
-        return f"{core} = {claim}."
     return rng.choice(pool).format(c=core, n=claim)
 
 
 def _states_without_tool(trace: Trace, i: int) -> bool:
     """Whether the agent of step ``i`` states results without a tool elsewhere
     (``... = N.``): only then does a tool-less claim read like its own steps."""
-    return any(_ENDS_WITH_VALUE.search(st.content or "") for st in _own_toolless(trace, i))
+    return any(_STATED.search(st.content or "") for st in _own_toolless(trace, i))
 
 
 def _r1_fits(trace: Trace, i: int) -> bool:
@@ -199,6 +207,15 @@ def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
         return Mutation(
             fresh_step(s, content=text, tool_calls=[], kind=kind),
             f"States the result {claim} without calling {s.tool_calls[0].name} (the tool would give {real}).",
+        )
+    stated = list(_STATED.finditer(s.content or ""))
+    if stated:  # the step states its own result: that result is made up instead
+        m = stated[-1]
+        claim = perturb(m.group(1), rng)
+        text = s.content[: m.start(1)] + claim + s.content[m.end(1) :]
+        return Mutation(
+            fresh_step(s, content=text),
+            f"States {claim} as the result, a figure its work does not give ({m.group(1)}).",
         )
     m = find_numbers(s.content)[-1]
     claim = perturb(m.group(), rng)
