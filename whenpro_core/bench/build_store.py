@@ -459,15 +459,25 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
     * ``mode_share``: no failure mode above ``share`` of the released traces; with fewer
       modes than ``1/share`` each mode keeps at most as many as the rarest present one.
 
-    The caps are applied in that order, again and again until none cuts, so each holds
-    on the release itself (a cut made for one cap shrinks the release the others are
-    measured against: issue 14 measured a class kept at 30% of a release when it was
-    cut to its share before the position and mode caps). Entries are cut in reverse id
-    order (ids are salted hashes: a random, reproducible choice). ``share`` >= 1 and an
-    empty ``classes`` turn the caps off."""
-    chosen = sorted(kept, key=lambda e: e.id or e.key)
-    out: dict[str, str] = {}
-    caps = _caps(share, classes)
+    The release is grown greedily: entries in id order (ids are salted hashes: a random,
+    reproducible order), in passes until none is added, each taken when every cap still
+    holds with it (the caps only grow with the release, so they hold on the final one).
+    Cutting a crowded pool down instead shrinks the release the other caps are measured
+    against, cap after cap (issue 14 measured a class kept at 30% of a release cut to its
+    share before the position and mode caps, and code_pair releases of 3 out of 20
+    decisive items). The caps are then applied in the order above until none cuts (only
+    the fewer-modes rule can still cut); each entry left out carries the first cap it
+    breaks. ``share`` >= 1 and an empty ``classes`` turn the caps off."""
+    order = sorted(kept, key=lambda e: e.id or e.key)
+    caps = _caps(
+        share,
+        classes,
+        present=sum(classes.get(c, 0.0) for c in {e.step_class or "?" for e in kept}),
+        modes=len({e.mode for e in kept}),
+    )
+    chosen = _grow(order, caps)
+    taken = {e.key for e in chosen}
+    out = {e.key: _broken(e, chosen, caps) for e in order if e.key not in taken}
     while caps:
         before = len(out)
         for reason, group_of, limit in caps:
@@ -478,14 +488,50 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
     return chosen, out
 
 
-def _caps(share: float, classes: dict[str, float]) -> list[tuple[str, Callable[[Entry], str], Callable]]:
-    """``(reason, group of an entry, limit(group, groups, total))`` of each cap :func:`balance`
-    applies (module docstring of :func:`balance`)."""
+def _grow(order: list[Entry], caps: list) -> list[Entry]:
+    """The greedy release of :func:`balance`: ``order``'s entries taken in passes while
+    every cap (at its limit for the release with the entry) still holds."""
+    chosen: list[Entry] = []
+    counts = [Counter() for _ in caps]
+    left = list(order)
+    grew = True
+    while grew:
+        grew = False
+        for e in list(left):
+            n = len(chosen) + 1
+            keys = [group_of(e) for _, group_of, _ in caps]
+            if all(c[k] + 1 <= limit(k, None, n) for c, k, (_, _, limit) in zip(counts, keys, caps, strict=True)):
+                chosen.append(e)
+                left.remove(e)
+                for c, k in zip(counts, keys, strict=True):
+                    c[k] += 1
+                grew = True
+    return sorted(chosen, key=lambda e: e.id or e.key)
+
+
+def _broken(entry: Entry, chosen: list[Entry], caps: list) -> str:
+    """The first cap ``entry`` breaks when added to the release ``chosen``."""
+    n = len(chosen) + 1
+    for reason, group_of, limit in caps:
+        k = group_of(entry)
+        if sum(1 for e in chosen if group_of(e) == k) + 1 > limit(k, None, n):
+            return reason
+    return caps[-1][0] if caps else "mode_share"
+
+
+def _caps(
+    share: float, classes: dict[str, float], present: float | None = None, modes: int = 0
+) -> list[tuple[str, Callable[[Entry], str], Callable]]:
+    """``(reason, group of an entry, limit(group, groups or None, total))`` of each cap
+    :func:`balance` applies (its docstring). ``present`` is the share of the classes that
+    hold any label (else taken from ``groups``); with ``groups`` None (the greedy growth)
+    the mode limit is the plain share, or none when the pool holds fewer than ``1/share``
+    ``modes`` (the fewer-modes rule cuts afterwards, on the groups)."""
     caps: list[tuple[str, Callable[[Entry], str], Callable]] = []
 
-    def class_limit(k: str, groups: dict[str, list[Entry]], n: int) -> int:
-        present = sum(classes.get(c, 0.0) for c in groups)  # shares among the classes that hold labels
-        return n if present <= 0 else math.ceil(classes.get(k, 0.0) / present * n) + 1
+    def class_limit(k: str, groups: dict[str, list[Entry]] | None, n: int) -> int:
+        held = present if present is not None else sum(classes.get(c, 0.0) for c in groups or {})
+        return n if held <= 0 else math.ceil(classes.get(k, 0.0) / held * n) + 1
 
     if classes:
         caps.append(("step_class", lambda e: e.step_class or "?", class_limit))
@@ -494,8 +540,10 @@ def _caps(share: float, classes: dict[str, float]) -> list[tuple[str, Callable[[
             ("position", position_tenth, lambda k, g, n: n if k == "?" else max(2, math.ceil(POSITION_SHARE * n)))
         )
 
-        def mode_limit(k: str, groups: dict[str, list[Entry]], n: int) -> int:
-            floor = min(len(v) for v in groups.values()) if len(groups) * share < 1 else 0
+        def mode_limit(k: str, groups: dict[str, list[Entry]] | None, n: int) -> int:
+            if groups is None and modes * share < 1:
+                return n
+            floor = min(len(v) for v in groups.values()) if groups and len(groups) * share < 1 else 0
             return floor or max(1, math.floor(share * n))
 
         caps.append(("mode_share", lambda e: e.mode, mode_limit))

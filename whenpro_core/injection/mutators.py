@@ -29,12 +29,13 @@ PL.1 drop one line of a numbered plan and renumber                        a plan
 A.1  corrupt one tool argument only (content untouched): a number is      a tool call with arguments
      perturbed, an expression loses its last operand, a name becomes
      another value used for that argument elsewhere in the trace (else
-     loses its last letter), code loses its last line
+     loses its last letter), code loses one line (one whose removal
+     leaves Python compiling, e.g. a test case; else its last line)
 A.2  break the syntax of the step's last code block                       a fenced code block with a ``:`` line
 A.3  declare the agent's part done too early: append the sentence by    a step before the agent's last one,
      which the agent says so elsewhere in the trace; else turn the step   not final, when the agent says it is
      into the agent's own final-answer step (its format, with the latest  done elsewhere or gives the final
-     code block or number seen so far)                                    answer later
+     code block before the step, else its own, or number seen so far)     answer later
 A.4  repeat the agent's previous step (content and tool calls)            an earlier, different step by the
                                                                           same agent
 C.2  ignore a peer: after a peer's critique (fail, mismatch, fix...),      a peer critique answered by a revision,
@@ -42,7 +43,8 @@ C.2  ignore a peer: after a peer's critique (fail, mismatch, fix...),      a pee
      taken from a peer's latest message by that peer's earlier figure      that had an earlier, different figure
 V.2  approve without checking: the report of a problem becomes the       a verifier-like agent's (id/role)
      agent's own approval from elsewhere in the trace (else a seeded      report of a problem (critique words,
-     approval, :data:`APPROVALS`)                                         no tool call, no approval)
+     approval, :data:`APPROVALS`); a check whose result shows a problem   no tool call, no approval), or its
+     becomes that approval, without the tool call                         check whose result shows one
 ==== ==================================================================== =====================================
 
 Modes without an offline mutator (P.1, P.2, PL.2, V.1, C.1, C.3) need the ``text:``
@@ -101,6 +103,21 @@ def _rng(trace: Trace, index: int, mode: str, seed: int) -> random.Random:
     return random.Random(f"{trace.id}:{index}:{mode}:{seed}")
 
 
+def _copied(trace: Trace, i: int, text: str) -> bool:
+    """Whether a tool argument of step ``i`` is a verbatim copy of text an earlier step
+    wrote (at least 20 characters: a peer's code passed on to a test run, say)."""
+    body = text.strip()
+    return len(body) >= 20 and any(body in (st.content or "") for st in trace.steps[:i])
+
+
+def _composed(trace: Trace, i: int, edits: list) -> list:
+    """``edits`` (tuples whose third item is an argument's text) on arguments the agent
+    composed itself, when there are any: an agent errs in what it writes, not in text it
+    passes on verbatim (which stays right in its source step); else all ``edits``."""
+    own = [e for e in edits if not _copied(trace, i, e[2])]
+    return own or edits
+
+
 # --- R.3 numerical error ---------------------------------------------------------------
 
 
@@ -112,7 +129,7 @@ def _r3_fits(trace: Trace, i: int) -> bool:
 def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     new = fresh_step(s)
-    text_edits = arg_text_edits(s, find_numbers)
+    text_edits = _composed(trace, i, arg_text_edits(s, find_numbers))
     num_args = numeric_args(s)
     if text_edits:
         ci, key, text, m = rng.choice(text_edits)
@@ -236,7 +253,7 @@ def _r2_fits(trace: Trace, i: int) -> bool:
 def _r2(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     new = fresh_step(s)
-    edits = arg_text_edits(s, find_operators)
+    edits = _composed(trace, i, arg_text_edits(s, find_operators))
     if edits:
         ci, key, text, m = rng.choice(edits)
         after = apply_arg_edit(new, ci, key, text, m, flip(m))
@@ -258,7 +275,8 @@ def _r4_candidates(trace: Trace, i: int) -> list[tuple[str, Any]]:
     task = _task_numbers(trace)
     if len(task) < 2:
         return []
-    cands: list[tuple[str, Any]] = [("arg", e) for e in arg_text_edits(s, find_numbers) if e[3].group() in task]
+    edits = _composed(trace, i, [e for e in arg_text_edits(s, find_numbers) if e[3].group() in task])
+    cands: list[tuple[str, Any]] = [("arg", e) for e in edits]
     if not cands:
         cands = [("content", m) for m in find_numbers(s.content) if m.group() in task]
     return cands
@@ -322,14 +340,15 @@ def _a1(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     new = fresh_step(s)
     options = [(ci, k, v) for ci, c in enumerate(s.tool_calls) for k, v in string_args(c)]
+    options = [o for o in options if not _copied(trace, i, o[2])] or options
     options += numeric_args(s)
     ci, key, value = rng.choice(options)
     name = s.tool_calls[ci].name
     if not isinstance(value, str):
         wrong: Any = type(value)(Decimal(perturb(str(value), rng)))
     elif "\n" in value.strip():
-        body = value.rstrip("\n").split("\n")
-        wrong = "\n".join(body[:-1]) + "\n"
+        failing = [ln for ln in (s.observation or "").splitlines() if CRITIQUE.search(ln)]
+        wrong = _drop_line(value, rng, failing)
     elif EXPR.match(value) and len(find_operators(value)) >= 1:
         last = find_operators(value)[-1]
         wrong = value[: last.start()].rstrip()
@@ -345,6 +364,38 @@ def _a1(trace: Trace, i: int, rng: random.Random) -> Mutation:
     set_arg(new, ci, key, wrong)
     label = f"{name}({key}=...)" if key is not None else name
     return Mutation(new, f"Calls {label} with {clip(repr(wrong))} instead of {clip(repr(value))}.")
+
+
+_QUOTED_TEXT = re.compile(r"'([^'\n]{4,})'|\"([^\"\n]{4,})\"")
+
+
+def _drop_line(value: str, rng: random.Random, failing: list[str] | None = None) -> str:
+    """``value`` (a multi-line argument) without one of its lines: when it is Python
+    that compiles, a seeded choice among the lines whose removal leaves it compiling (a
+    test case or a statement left out, not a syntax error the tool reports at once),
+    preferring a line whose quoted text the tool's ``failing`` output lines name (the
+    case that fails is the one left out); else its last line."""
+    lines = value.rstrip("\n").split("\n")
+    options = [len(lines) - 1]
+    if _compiles(value):
+        kept = [n for n, ln in enumerate(lines) if ln.strip() and _compiles("\n".join(lines[:n] + lines[n + 1 :]))]
+        named = [
+            n
+            for n in kept
+            if any(q in f for m in _QUOTED_TEXT.finditer(lines[n]) for q in m.groups() if q for f in failing or [])
+        ]
+        options = named or kept or options
+    n = rng.choice(options)
+    return "\n".join(lines[:n] + lines[n + 1 :]) + "\n"
+
+
+def _compiles(code: str) -> bool:
+    """Whether ``code`` compiles as Python (never runs it)."""
+    try:
+        compile(code, "<argument>", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 # --- A.2 output format / syntax error --------------------------------------------------
@@ -406,9 +457,11 @@ def _a3_fits(trace: Trace, i: int) -> bool:
 
 
 def _partial_result(trace: Trace, i: int) -> tuple[str, bool]:
-    """The latest artefact available at step ``i``: a code block (own content first), else
-    the latest number of an agent step before ``i`` (observation, then content)."""
-    for st in [trace.steps[i], *reversed(trace.steps[:i])]:
+    """The latest artefact available at step ``i``: a code block (the latest before ``i``,
+    which is what exists when the agent stops instead of doing step ``i``'s work; step
+    ``i``'s own when none came before), else the latest number of an agent step before
+    ``i`` (observation, then content)."""
+    for st in [*reversed(trace.steps[:i]), trace.steps[i]]:
         if is_agent_step(st):
             blocks = CODE_BLOCK.findall(st.content or "")
             if blocks:
@@ -561,17 +614,22 @@ def _is_verifier(trace: Trace, s: Step) -> bool:
 
 
 def _v2_fits(trace: Trace, i: int) -> bool:
-    """A verifier's report of a problem (no tool call): approving instead is the error."""
+    """A verifier's report of a problem (no tool call), or its check (a tool call) whose
+    result shows one and that it approves in a step of its own elsewhere: approving
+    instead is the error."""
     s = trace.steps[i]
-    if s.kind == "final_answer" or not is_agent_step(s) or s.tool_calls:
+    if s.kind == "final_answer" or not is_agent_step(s) or not _is_verifier(trace, s):
         return False
-    return _is_verifier(trace, s) and bool(CRITIQUE.search(s.content or "")) and not CHECK_WORDS.search(s.content or "")
+    if s.tool_calls:
+        return bool(CRITIQUE.search(s.observation or "")) and bool(_own_approvals(trace, i))
+    return bool(CRITIQUE.search(s.content or "")) and not CHECK_WORDS.search(s.content or "")
 
 
-def _v2(trace: Trace, i: int, rng: random.Random) -> Mutation:
+def _own_approvals(trace: Trace, i: int) -> list[Step]:
+    """The tool-less approvals of step ``i``'s agent elsewhere in the trace."""
     s = trace.steps[i]
-    own = [
-        st.content
+    return [
+        st
         for st in trace.steps
         if st.agent == s.agent
         and st.index != i
@@ -579,7 +637,18 @@ def _v2(trace: Trace, i: int, rng: random.Random) -> Mutation:
         and CHECK_WORDS.search(st.content or "")
         and not CRITIQUE.search(st.content or "")
     ]
-    text = rng.choice(own) if own else rng.choice(APPROVALS)
+
+
+def _v2(trace: Trace, i: int, rng: random.Random) -> Mutation:
+    s = trace.steps[i]
+    own = _own_approvals(trace, i)
+    if s.tool_calls:  # approves in its own words instead of running the check
+        approval = rng.choice(own)
+        return Mutation(
+            fresh_step(s, content=approval.content, tool_calls=[], kind=approval.kind),
+            f"{s.agent} approves at step {s.coord} without running {s.tool_calls[0].name}, which would show a problem.",
+        )
+    text = rng.choice(own).content if own else rng.choice(APPROVALS)
     return Mutation(fresh_step(s, content=text), f"{s.agent} approves at step {s.coord} without checking the work.")
 
 
