@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.bench.build_plan import (
+    MIN_AGENT_STEPS,
     Attempt,
     Plan,
     Seed,
@@ -51,6 +52,7 @@ from whenpro_core.bench.build_plan import (
 )
 from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry
 from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.injection.textedit import is_agent_step
 from whenpro_core.model import Trace
 from whenpro_core.redact import redact
 
@@ -216,6 +218,16 @@ def run_attempt(
                 "dropped",
                 "gold_visible_before_t",
                 "the gold answer appears in an agent step before the injected one",
+                id=cf.id,
+            )
+        )
+    agent_steps = sum(1 for st in cf.steps if is_agent_step(st))
+    if agent_steps < MIN_AGENT_STEPS:  # e.g. a first step that hands in the answer: attributing it is no test
+        return Outcome(
+            done(
+                "dropped",
+                "trivial",
+                f"the counterfactual has {agent_steps} agent steps (at least {MIN_AGENT_STEPS} needed)",
                 id=cf.id,
             )
         )

@@ -56,7 +56,7 @@ sharing a prefix when ``--per-seed`` is above 1) and ``validation``
     generated = replayed  + dropped.replay_failed
     replayed  = decisive  + dropped.not_decisive
     decisive  = kept + dropped.construction_leak + dropped.gold_visible_before_t
-                     + dropped.not_representable + dropped.control_failed
+                     + dropped.trivial + dropped.not_representable + dropped.control_failed
                      + dropped.detectable + dropped.step_class + dropped.mode_share
                      + dropped.position
 
@@ -102,6 +102,7 @@ DROP_REASONS = (
     "not_decisive",
     "construction_leak",
     "gold_visible_before_t",
+    "trivial",
     "not_representable",
     "control_failed",
     "detectable",
@@ -450,7 +451,7 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
     * ``step_class``: the labels are spread over kinds of step (``agent/kind``) as the
       candidate steps are (``classes``: class -> share among the candidate steps, taken
       among the classes that hold any kept label, since some kinds of step never give
-      a decisive error): a class holds at most ``ceil(share_c * released) + 1`` labels,
+      a decisive error): a class holds at most ``ceil(share_c * released)`` labels,
       so no kind of step (the plans, say) holds more of the labels than of the steps a
       label could be on.
     * ``position``: no tenth of the runs (relative position of the labelled step, as the
@@ -459,9 +460,9 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
     * ``mode_share``: no failure mode above ``share`` of the released traces; with fewer
       modes than ``1/share`` each mode keeps at most as many as the rarest present one.
 
-    The release is grown greedily: entries in id order (ids are salted hashes: a random,
-    reproducible order), in passes until none is added, each taken when every cap still
-    holds with it (the caps only grow with the release, so they hold on the final one).
+    The release is the largest size ``n`` at which taking entries in id order (ids are
+    salted hashes: a random, reproducible order), each while every cap at its limit for
+    ``n`` still holds, reaches ``n`` entries (:func:`_grow`).
     Cutting a crowded pool down instead shrinks the release the other caps are measured
     against, cap after cap (issue 14 measured a class kept at 30% of a release cut to its
     share before the position and mode caps, and code_pair releases of 3 out of 20
@@ -489,24 +490,21 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
 
 
 def _grow(order: list[Entry], caps: list) -> list[Entry]:
-    """The greedy release of :func:`balance`: ``order``'s entries taken in passes while
-    every cap (at its limit for the release with the entry) still holds."""
-    chosen: list[Entry] = []
-    counts = [Counter() for _ in caps]
-    left = list(order)
-    grew = True
-    while grew:
-        grew = False
-        for e in list(left):
-            n = len(chosen) + 1
+    """The largest release :func:`balance` finds: for each size ``n`` from the whole pool
+    down, ``order``'s entries taken in turn while every cap at its limit for ``n`` still
+    holds; the first size reached is the release (its caps hold at its own size)."""
+    for target in range(len(order), 0, -1):
+        chosen: list[Entry] = []
+        counts = [Counter() for _ in caps]
+        for e in order:
             keys = [group_of(e) for _, group_of, _ in caps]
-            if all(c[k] + 1 <= limit(k, None, n) for c, k, (_, _, limit) in zip(counts, keys, caps, strict=True)):
+            if all(c[k] + 1 <= limit(k, None, target) for c, k, (_, _, limit) in zip(counts, keys, caps, strict=True)):
                 chosen.append(e)
-                left.remove(e)
                 for c, k in zip(counts, keys, strict=True):
                     c[k] += 1
-                grew = True
-    return sorted(chosen, key=lambda e: e.id or e.key)
+                if len(chosen) == target:
+                    return sorted(chosen, key=lambda e: e.id or e.key)
+    return []
 
 
 def _broken(entry: Entry, chosen: list[Entry], caps: list) -> str:
@@ -531,7 +529,7 @@ def _caps(
 
     def class_limit(k: str, groups: dict[str, list[Entry]] | None, n: int) -> int:
         held = present if present is not None else sum(classes.get(c, 0.0) for c in groups or {})
-        return n if held <= 0 else math.ceil(classes.get(k, 0.0) / held * n) + 1
+        return n if held <= 0 else math.ceil(classes.get(k, 0.0) / held * n)
 
     if classes:
         caps.append(("step_class", lambda e: e.step_class or "?", class_limit))
