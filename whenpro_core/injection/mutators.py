@@ -339,42 +339,53 @@ def _a1_fits(trace: Trace, i: int) -> bool:
 def _a1(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     new = fresh_step(s)
-    options = [(ci, k, v) for ci, c in enumerate(s.tool_calls) for k, v in string_args(c)]
-    options = [o for o in options if not _copied(trace, i, o[2])] or options
-    options += numeric_args(s)
-    ci, key, value = rng.choice(options)
+    ci, key, value = rng.choice(_a1_options(trace, i))
     name = s.tool_calls[ci].name
     if not isinstance(value, str):
         wrong: Any = type(value)(Decimal(perturb(str(value), rng)))
     elif "\n" in value.strip():
-        failing = [ln for ln in (s.observation or "").splitlines() if CRITIQUE.search(ln)]
-        wrong = _drop_line(value, rng, failing)
+        wrong = _drop_line(value, rng, s.observation)
     elif EXPR.match(value) and len(find_operators(value)) >= 1:
         last = find_operators(value)[-1]
         wrong = value[: last.start()].rstrip()
     else:
-        seen = [
-            a.get(key)
-            for st in trace.steps
-            for c in st.tool_calls
-            if c.name == name and isinstance(a := c.arguments, dict) and isinstance(a.get(key), str)
-        ]
-        others = sorted({v for v in seen if v != value})
-        wrong = rng.choice(others) if others else (value[:-1] if len(value) > 1 else value + "x")
+        wrong = _other_value(trace, name, key, value, rng)
     set_arg(new, ci, key, wrong)
     label = f"{name}({key}=...)" if key is not None else name
     return Mutation(new, f"Calls {label} with {clip(repr(wrong))} instead of {clip(repr(value))}.")
 
 
+def _a1_options(trace: Trace, i: int) -> list[tuple[int, Any, Any]]:
+    """``(call index, key, value)`` of step ``i``'s arguments A.1 may corrupt: string
+    arguments the agent composed (else all of them), and numeric ones."""
+    s = trace.steps[i]
+    options = [(ci, k, v) for ci, c in enumerate(s.tool_calls) for k, v in string_args(c)]
+    return ([o for o in options if not _copied(trace, i, o[2])] or options) + numeric_args(s)
+
+
+def _other_value(trace: Trace, name: str, key: Any, value: str, rng: random.Random) -> str:
+    """Another value the trace passes to ``name``'s argument ``key`` (else ``value`` less
+    its last letter)."""
+    seen = [
+        a.get(key)
+        for st in trace.steps
+        for c in st.tool_calls
+        if c.name == name and isinstance(a := c.arguments, dict) and isinstance(a.get(key), str)
+    ]
+    others = sorted({v for v in seen if v != value})
+    return rng.choice(others) if others else (value[:-1] if len(value) > 1 else value + "x")
+
+
 _QUOTED_TEXT = re.compile(r"'([^'\n]{4,})'|\"([^\"\n]{4,})\"")
 
 
-def _drop_line(value: str, rng: random.Random, failing: list[str] | None = None) -> str:
+def _drop_line(value: str, rng: random.Random, observation: str | None = None) -> str:
     """``value`` (a multi-line argument) without one of its lines: when it is Python
     that compiles, a seeded choice among the lines whose removal leaves it compiling (a
     test case or a statement left out, not a syntax error the tool reports at once),
-    preferring a line whose quoted text the tool's ``failing`` output lines name (the
-    case that fails is the one left out); else its last line."""
+    preferring a line whose quoted text a failing line of the tool's ``observation``
+    names (the case that fails is the one left out); else its last line."""
+    failing = [ln for ln in (observation or "").splitlines() if CRITIQUE.search(ln)]
     lines = value.rstrip("\n").split("\n")
     options = [len(lines) - 1]
     if _compiles(value):
@@ -382,7 +393,7 @@ def _drop_line(value: str, rng: random.Random, failing: list[str] | None = None)
         named = [
             n
             for n in kept
-            if any(q in f for m in _QUOTED_TEXT.finditer(lines[n]) for q in m.groups() if q for f in failing or [])
+            if any(q in f for m in _QUOTED_TEXT.finditer(lines[n]) for q in m.groups() if q for f in failing)
         ]
         options = named or kept or options
     n = rng.choice(options)
