@@ -58,7 +58,7 @@ sharing a prefix when ``--per-seed`` is above 1) and ``validation``
     decisive  = kept + dropped.construction_leak + dropped.gold_visible_before_t
                      + dropped.trivial + dropped.not_representable + dropped.control_failed
                      + dropped.detectable + dropped.step_class + dropped.mode_share
-                     + dropped.position
+                     + dropped.position + dropped.per_seed
 
 (``detectable``: the detectability filter, :mod:`whenpro_core.audit.detect`, journals a
 kept item again as dropped when a form-only baseline pins it to its step.)
@@ -69,6 +69,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import random
 import re
 import secrets
 import shutil
@@ -109,6 +110,7 @@ DROP_REASONS = (
     "step_class",
     "mode_share",
     "position",
+    "per_seed",
 )
 #: Largest share of the released labels in one tenth of the runs (relative position of
 #: the labelled step); a tenth always keeps 2, so a small build is not emptied.
@@ -128,6 +130,9 @@ PUBLIC_FIELDS = (
 )
 #: A trace id made by :meth:`BuildStore.trace_id` (16 hex digits).
 BUILD_ID = re.compile(r"^[0-9a-f]{16}$")
+#: Other orders :func:`_grow` tries (seeded shuffles) when the salted-hash order does not
+#: reach a size.
+FILL_TRIES = 12
 #: Default largest share of one failure mode among the released traces.
 MAX_MODE_SHARE = 0.25
 
@@ -336,7 +341,7 @@ class BuildStore:
         old = read_manifest(self.root, fresh_validation=False) or {}
         run = run if run is not None else old.get("run", {})
         share = float(run.get("max_mode_share", MAX_MODE_SHARE))
-        selected, over = balance(self.kept(), share, run.get("step_classes") or {})
+        selected, over = balance(self.kept(), share, run.get("step_classes") or {}, int(run.get("per_seed", 1)))
         self._release(selected)
         self._sweep({e.ref or "" for e in selected})
         write_taxonomy(self.root)
@@ -445,7 +450,9 @@ def _cap(groups: dict[str, list[Entry]], limit) -> tuple[dict[str, list[Entry]],
         cut.append(groups[key].pop())
 
 
-def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple[list[Entry], dict[str, str]]:
+def balance(
+    kept: list[Entry], share: float, classes: dict[str, float], per_seed: int | None = None
+) -> tuple[list[Entry], dict[str, str]]:
     """The kept entries to release, and the keys left out with their reason.
 
     * ``step_class``: the labels are spread over kinds of step (``agent/kind``) as the
@@ -462,7 +469,9 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
 
     The release is the largest size ``n`` at which taking entries in id order (ids are
     salted hashes: a random, reproducible order), each while every cap at its limit for
-    ``n`` still holds, reaches ``n`` entries (:func:`_grow`).
+    ``n`` still holds, reaches ``n`` entries, then grown by exchanges (:func:`_fill`).
+    * ``per_seed``: at most ``per_seed`` released traces per seed run (an adaptive build
+      may hold more decisive items of a seed run than that; ``None``: no such cap).
     Cutting a crowded pool down instead shrinks the release the other caps are measured
     against, cap after cap (issue 14 measured a class kept at 30% of a release cut to its
     share before the position and mode caps, and code_pair releases of 3 out of 20
@@ -475,6 +484,7 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
         classes,
         present=sum(classes.get(c, 0.0) for c in {e.step_class or "?" for e in kept}),
         modes=len({e.mode for e in kept}),
+        per_seed=per_seed,
     )
     chosen = _grow(order, caps)
     taken = {e.key for e in chosen}
@@ -490,21 +500,116 @@ def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple
 
 
 def _grow(order: list[Entry], caps: list) -> list[Entry]:
-    """The largest release :func:`balance` finds: for each size ``n`` from the whole pool
-    down, ``order``'s entries taken in turn while every cap at its limit for ``n`` still
-    holds; the first size reached is the release (its caps hold at its own size)."""
-    for target in range(len(order), 0, -1):
-        chosen: list[Entry] = []
-        counts = [Counter() for _ in caps]
-        for e in order:
-            keys = [group_of(e) for _, group_of, _ in caps]
-            if all(c[k] + 1 <= limit(k, None, target) for c, k, (_, _, limit) in zip(counts, keys, caps, strict=True)):
-                chosen.append(e)
-                for c, k in zip(counts, keys, strict=True):
-                    c[k] += 1
-                if len(chosen) == target:
-                    return sorted(chosen, key=lambda e: e.id or e.key)
-    return []
+    """The largest release :func:`balance` finds: for each size ``n`` from 1 up, a
+    selection of ``n`` entries under every cap at its limit for ``n`` (:func:`_fill`, in
+    the orders of :func:`_orders`; skipped when a cap alone leaves no room,
+    :func:`_may_reach`); the largest size reached is the release (its caps hold at its
+    own size). The mode cap is not monotone in ``n`` (at a 25% share a release of 12 may
+    hold 4 modes, one of 10 needs 5), so the search goes on past a size it cannot reach
+    and stops after :func:`_gap` sizes in a row that it cannot."""
+    keys = [tuple(group_of(e) for _, group_of, _ in caps) for e in order]
+    best: list[int] = []
+    misses = 0
+    for target in range(1, len(order) + 1):
+        limits = [{k: limit(k, None, target) for k in {row[j] for row in keys}} for j, (_, _, limit) in enumerate(caps)]
+        picked = next(
+            (p for p in _selections(keys, limits, target) if len(p) == target),
+            None,
+        )
+        if picked is None:
+            misses += 1
+            if misses >= _gap(caps, target):
+                break
+            continue
+        best, misses = picked, 0
+    return sorted((order[i] for i in best), key=lambda e: e.id or e.key)
+
+
+def _gap(caps: list, target: int) -> int:
+    """Sizes in a row :func:`_grow` tries past the last one it reached: two steps of the
+    mode cap (the size at which each mode may hold one more label, twice)."""
+    step = next((target / max(1, limit("", None, target)) for r, _, limit in caps if r == "mode_share"), 1)
+    return max(4, math.ceil(2 * step))
+
+
+def _selections(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int):
+    """Selections of up to ``target`` entries (indices) under ``limits``, one per order of
+    :func:`_orders`; none when a cap alone leaves no room for ``target``."""
+    if not _may_reach(keys, limits, target):
+        return
+    for mix in _orders(keys, target):
+        yield [mix[i] for i in _fill([keys[i] for i in mix], limits, target)]
+
+
+def _orders(keys: list[tuple[str, ...]], target: int):
+    """The orders :func:`_grow` fills in: the given (salted-hash) one, the entries in the
+    rarest groups first (an entry of a kind few others share is the one a release can
+    least do without), then :data:`FILL_TRIES` seeded shuffles; each a list of indices."""
+    yield list(range(len(keys)))
+    held = [Counter(row[j] for row in keys) for j in range(len(keys[0]) if keys else 0)]
+    yield sorted(range(len(keys)), key=lambda i: -sum(1 / held[j][k] for j, k in enumerate(keys[i])))
+    for shuffle in range(FILL_TRIES):
+        mix = list(range(len(keys)))
+        random.Random(f"{target}:{shuffle}").shuffle(mix)
+        yield mix
+
+
+def _may_reach(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int) -> bool:
+    """Whether every cap alone leaves room for ``target`` entries (the sum over its groups
+    of min(entries in the group, its limit)): a quick bound before :func:`_fill`."""
+    for j, lim in enumerate(limits):
+        held = Counter(row[j] for row in keys)
+        if sum(min(n, lim[k]) for k, n in held.items()) < target:
+            return False
+    return True
+
+
+def _fill(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int) -> list[int]:
+    """Indices (into ``keys``, the entries' groups per cap, in order) of up to ``target``
+    entries under ``limits``: taken in order while they fit, then grown by exchanges
+    (an entry left out comes in for one taken whose groups it shares where it did not
+    fit, when that lets a further entry in), until ``target`` or no exchange helps."""
+    counts = [Counter() for _ in limits]
+    inside: list[int] = []
+
+    def fits(i: int, without: int | None = None) -> bool:
+        return all(
+            counts[j][k] + 1 - (without is not None and keys[without][j] == k) <= limits[j][k]
+            for j, k in enumerate(keys[i])
+        )
+
+    def move(i: int, sign: int) -> None:
+        for j, k in enumerate(keys[i]):
+            counts[j][k] += sign
+        if sign > 0:
+            inside.append(i)
+        else:
+            inside.remove(i)
+
+    for i in range(len(keys)):
+        if len(inside) < target and fits(i):
+            move(i, 1)
+    while len(inside) < target and _exchange(keys, inside, fits, move):
+        pass
+    return inside
+
+
+def _exchange(keys: list[tuple[str, ...]], inside: list[int], fits, move) -> bool:
+    """One exchange of :func:`_fill` that grows ``inside`` by one; ``False`` when none does."""
+    outside = [i for i in range(len(keys)) if i not in inside]
+    for x in outside:
+        for y in list(inside):
+            if not fits(x, without=y):
+                continue
+            move(y, -1)
+            move(x, 1)
+            z = next((z for z in outside if z not in (x, y) and fits(z)), None)
+            if z is not None:
+                move(z, 1)
+                return True
+            move(x, -1)
+            move(y, 1)
+    return False
 
 
 def _broken(entry: Entry, chosen: list[Entry], caps: list) -> str:
@@ -514,11 +619,11 @@ def _broken(entry: Entry, chosen: list[Entry], caps: list) -> str:
         k = group_of(entry)
         if sum(1 for e in chosen if group_of(e) == k) + 1 > limit(k, None, n):
             return reason
-    return caps[-1][0] if caps else "mode_share"
+    return "mode_share"  # fits alone, but no release of a larger size holds it
 
 
 def _caps(
-    share: float, classes: dict[str, float], present: float | None = None, modes: int = 0
+    share: float, classes: dict[str, float], present: float | None = None, modes: int = 0, per_seed: int | None = None
 ) -> list[tuple[str, Callable[[Entry], str], Callable]]:
     """``(reason, group of an entry, limit(group, groups or None, total))`` of each cap
     :func:`balance` applies (its docstring). ``present`` is the share of the classes that
@@ -545,6 +650,8 @@ def _caps(
             return floor or max(1, math.floor(share * n))
 
         caps.append(("mode_share", lambda e: e.mode, mode_limit))
+    if per_seed is not None:
+        caps.append(("per_seed", lambda e: e.seed, lambda k, g, n: per_seed))
     return caps
 
 
