@@ -205,3 +205,52 @@ def test_counterfactual_on_a_built_trace_finds_its_environment_in_the_provenance
     out = whenpro("attribute", "--protocol", "counterfactual", str(lonely))
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "provenance.json" in out.stderr and "--model" in out.stderr
+
+
+_OTHERS = [("coder/assistant", "R.2"), ("coder/assistant", "A.3"), ("coder/assistant", "R.3"), ("tester/action", "A.1")]
+
+
+def test_adaptive_rounds_aim_at_what_the_release_lacks_and_resume_to_the_same_build(tmp_path):
+    """Seed runs whose decisive item the caps leave out get more attempts, only of kinds
+    (step class, mode, position) that would grow the release; a rerun walks the same
+    rounds from the journal and runs nothing."""
+    import asyncio
+
+    from whenpro_core.bench.build import BuildOptions, judge_position, run_build
+    from whenpro_core.bench.build_adapt import grows, next_round
+    from whenpro_core.bench.build_plan import parse_modes, plan_build, scan_seeds
+
+    runs = tmp_path / "runs"
+    assert whenpro("run", "code_pair", "--n", "8", "--seed", "4000", "--out", str(runs)).returncode == 0
+    seeds = [s for s in scan_seeds(runs) if s.skip is None]
+    classes = {"coder/assistant": 0.4, "tester/action": 0.3, "tester/assistant": 0.3}
+    # four seed runs have a decisive V.2 item; the 25% mode cap releases 1 of them
+    pool = [entry(i, "tester/assistant", "V.2", i).model_copy(update={"seed": s.id}) for i, s in enumerate(seeds[:4])]
+    pool += [entry(4 + i, c, m, 4 + i) for i, (c, m) in enumerate(_OTHERS)]
+    assert not grows(pool, 0.25, classes, 1, ("tester/assistant", "V.2", 9))
+    assert grows(pool, 0.25, classes, 1, ("tester/action", "R.4", 9))
+    tried: dict[str, int] = {}
+    rounds = next_round(
+        seeds, pool, set(), tried, modes=("V.2", "R.2", "A.3"), share=0.25, classes=classes, per_seed=1, seed=0
+    )
+    released = {e.seed for e in balance(pool, 0.25, classes, 1)[0]}
+    aimed = [a for chain in rounds for a in chain]
+    assert aimed and {a.seed_id for a in aimed} <= {s.id for s in seeds[:4]} - released
+    assert all(a.mode != "V.2" for a in aimed)  # the release is full of V.2
+    by_id = {s.id: s.trace for s in seeds}
+    for a in aimed:
+        step = by_id[a.seed_id].steps[a.index]
+        assert grows(pool, 0.25, classes, 1, (step_class(step), a.mode, judge_position(by_id[a.seed_id], a.coord)))
+
+    out = tmp_path / "ds"
+    first = asyncio.run(
+        run_build(runs, out, BuildOptions(concurrency=2, detect=False), now="2026-01-01T00:00:00+00:00")
+    )
+    again = asyncio.run(run_build(runs, out, BuildOptions(concurrency=2, detect=False)))
+    assert again.ran == 0 and again.manifest["counts"] == first.manifest["counts"]
+    assert again.manifest["traces"] == first.manifest["traces"]
+    assert max(Counter(t["seed"] for t in first.manifest["traces"]).values()) == 1
+    other = asyncio.run(run_build(runs, tmp_path / "ds2", BuildOptions(concurrency=1, detect=False)))
+    assert sorted(a.key for a in other.plan.attempts) == sorted(a.key for a in first.plan.attempts)  # another salt
+    first_round = plan_build(scan_seeds(runs), parse_modes(None, "offline"), 1).attempts
+    assert len(first.plan.attempts) > len(first_round)  # the rounds after the first aimed more attempts

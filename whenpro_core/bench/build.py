@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from whenpro_core.bench.build_adapt import in_pool, next_round
 from whenpro_core.bench.build_plan import (
     MIN_AGENT_STEPS,
     Attempt,
@@ -459,32 +460,38 @@ async def run_build(
                 after_record(result.ran)
             return entry
 
-        async def chain(attempts: list[Attempt]) -> None:
-            """A seed's attempts in order until it has ``per_seed`` kept traces."""
+        done: set[str] = set()
+        tried: dict[str, int] = {}
+
+        async def chain(attempts: list[Attempt], wanted: int) -> None:
+            """A seed's attempts in order until it has ``wanted`` more decisive items (a
+            kept item the detectability filter dropped later counts: the plan of the next
+            round does not depend on that filter); journalled ones are not run again."""
             try:
-                # a kept item the detectability filter dropped later still used the seed's slot,
-                # so a rerun does not try more attempts of that seed
-                kept = sum(
-                    1
-                    for a in attempts
-                    if (e := store.entries.get(a.key)) and (e.status == "kept" or e.reason == "detectable")
-                )
+                found = 0
                 for attempt in attempts:
-                    if kept >= opts.per_seed or cancel.is_set():
+                    if found >= wanted or cancel.is_set():
                         return
-                    if attempt.key in store.entries:
-                        continue
-                    entry = await one(attempt)
-                    kept += bool(entry and entry.status == "kept")
+                    done.add(attempt.key)
+                    entry = store.entries.get(attempt.key) or await one(attempt)
+                    found += in_pool(entry)
             finally:
                 gate.release()
 
+        async def run_round(round_chains: list[list[Attempt]], wanted: int) -> None:
+            async with asyncio.TaskGroup() as group:
+                for attempts in round_chains:
+                    await gate.acquire()
+                    group.create_task(chain(attempts, wanted))
+
         detectable: dict[str, Any] = {"filter": opts.detect}
         try:
-            async with asyncio.TaskGroup() as group:
-                for attempts in chains.values():
-                    await gate.acquire()
-                    group.create_task(chain(attempts))
+            await run_round(list(chains.values()), opts.per_seed)
+            rounds = await asyncio.to_thread(adapt, store, plan, done, tried, opts)
+            while rounds and not cancel.is_set():
+                plan.attempts.extend(a for c in rounds for a in c)
+                await run_round(rounds, 1)
+                rounds = await asyncio.to_thread(adapt, store, plan, done, tried, opts)
             if opts.detect:
                 detectable.update(await asyncio.to_thread(drop_detectable, store, seeds))
         except BaseException:
@@ -511,6 +518,37 @@ async def run_build(
     finally:
         store.close()
     return result
+
+
+def adapt(store: BuildStore, plan: Plan, done: set[str], tried: dict[str, int], opts: BuildOptions) -> list:
+    """The attempts of the next adaptive round (:mod:`.build_adapt`), one list per open
+    seed run, planned from the decisive items among the attempts ``done`` so far; none
+    when the caps are off (``--max-mode-share 1``: nothing is left out to make up for)."""
+    if opts.max_mode_share >= 1:
+        return []
+    pool = [e for k in done if in_pool(e := store.entries.get(k))]
+    # ordered by --seed, not by the build's random id salt: the rounds depend only on the seed runs and --seed
+    pool = [e.model_copy(update={"id": _seeded_id(opts.seed, e.key)}) for e in sorted(pool, key=lambda e: e.key)]
+    return next_round(
+        plan.used,
+        pool,
+        done,
+        tried,
+        modes=opts.modes,
+        share=opts.max_mode_share,
+        classes=class_shares(plan),
+        per_seed=opts.per_seed,
+        seed=opts.seed,
+        offline=opts.generator == "offline",
+    )
+
+
+def _seeded_id(seed: int, key: str) -> str:
+    """A stand-in id for ordering an attempt ``key`` in :func:`adapt`'s plans (a hash of
+    ``--seed`` and the key)."""
+    import hashlib
+
+    return hashlib.sha256(f"{seed}|{key}".encode()).hexdigest()[:16]
 
 
 def drop_detectable(store: BuildStore, seeds: list[Seed]) -> dict[str, int]:
