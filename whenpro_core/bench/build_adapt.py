@@ -52,14 +52,15 @@ def grows(
 ) -> bool:
     """Whether one more decisive item of ``kind`` (step class, mode, position tenth), from
     a seed run of its own, makes the release under the caps larger than ``pool``'s
-    (``before``: its size, when known)."""
+    (``before``: its size, when known); both sizes from the quick search of
+    :func:`.build_store.balance`."""
     cls, mode, tenth = kind
     extra = Entry(
         key="?", seed="?", seed_ref="", step="", step_index=0, mode=mode, status="kept", id="", step_class=cls
     ).model_copy(update={"position": tenth})
     if before is None:
-        before = len(balance(pool, share, classes, per_seed)[0])
-    return len(balance([*pool, extra], share, classes, per_seed)[0]) > before
+        before = len(balance(pool, share, classes, per_seed, quick=True)[0])
+    return len(balance([*pool, extra], share, classes, per_seed, quick=True)[0]) > before
 
 
 def next_round(
@@ -80,8 +81,9 @@ def next_round(
     seed run was given after the first round (updated with the attempts returned)."""
     chosen, _ = balance(pool, share, classes, per_seed)
     opened = open_seeds(chosen, pool, per_seed)
+    before = len(balance(pool, share, classes, per_seed, quick=True)[0])
     cache: dict[tuple, bool] = {}
-    caps = (share, classes, per_seed, len(chosen))
+    caps = (share, classes, per_seed, before)
     rounds: list[list[Attempt]] = []
     for s in seeds:
         if s.id not in opened or s.trace is None:

@@ -451,7 +451,7 @@ def _cap(groups: dict[str, list[Entry]], limit) -> tuple[dict[str, list[Entry]],
 
 
 def balance(
-    kept: list[Entry], share: float, classes: dict[str, float], per_seed: int | None = None
+    kept: list[Entry], share: float, classes: dict[str, float], per_seed: int | None = None, *, quick: bool = False
 ) -> tuple[list[Entry], dict[str, str]]:
     """The kept entries to release, and the keys left out with their reason.
 
@@ -472,6 +472,9 @@ def balance(
     ``n`` still holds, reaches ``n`` entries, then grown by exchanges (:func:`_fill`).
     * ``per_seed``: at most ``per_seed`` released traces per seed run (an adaptive build
       may hold more decisive items of a seed run than that; ``None``: no such cap).
+
+    ``quick`` tries two orders per size instead of :data:`FILL_TRIES` more (planning
+    estimates, :mod:`.build_adapt`; never the release itself).
     Cutting a crowded pool down instead shrinks the release the other caps are measured
     against, cap after cap (issue 14 measured a class kept at 30% of a release cut to its
     share before the position and mode caps, and code_pair releases of 3 out of 20
@@ -486,7 +489,7 @@ def balance(
         modes=len({e.mode for e in kept}),
         per_seed=per_seed,
     )
-    chosen = _grow(order, caps)
+    chosen = _grow(order, caps, quick=quick)
     taken = {e.key for e in chosen}
     out = {e.key: _broken(e, chosen, caps) for e in order if e.key not in taken}
     while caps:
@@ -499,7 +502,7 @@ def balance(
     return chosen, out
 
 
-def _grow(order: list[Entry], caps: list) -> list[Entry]:
+def _grow(order: list[Entry], caps: list, *, quick: bool = False) -> list[Entry]:
     """The largest release :func:`balance` finds: for each size ``n`` from 1 up, a
     selection of ``n`` entries under every cap at its limit for ``n`` (:func:`_fill`, in
     the orders of :func:`_orders`; skipped when a cap alone leaves no room,
@@ -513,7 +516,7 @@ def _grow(order: list[Entry], caps: list) -> list[Entry]:
     for target in range(1, len(order) + 1):
         limits = [{k: limit(k, None, target) for k in {row[j] for row in keys}} for j, (_, _, limit) in enumerate(caps)]
         picked = next(
-            (p for p in _selections(keys, limits, target) if len(p) == target),
+            (p for p in _selections(keys, limits, target, quick) if len(p) == target),
             None,
         )
         if picked is None:
@@ -532,23 +535,23 @@ def _gap(caps: list, target: int) -> int:
     return max(4, math.ceil(2 * step))
 
 
-def _selections(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int):
+def _selections(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int, quick: bool = False):
     """Selections of up to ``target`` entries (indices) under ``limits``, one per order of
     :func:`_orders`; none when a cap alone leaves no room for ``target``."""
     if not _may_reach(keys, limits, target):
         return
-    for mix in _orders(keys, target):
+    for mix in _orders(keys, target, 0 if quick else FILL_TRIES):
         yield [mix[i] for i in _fill([keys[i] for i in mix], limits, target)]
 
 
-def _orders(keys: list[tuple[str, ...]], target: int):
+def _orders(keys: list[tuple[str, ...]], target: int, shuffles: int = FILL_TRIES):
     """The orders :func:`_grow` fills in: the given (salted-hash) one, the entries in the
     rarest groups first (an entry of a kind few others share is the one a release can
-    least do without), then :data:`FILL_TRIES` seeded shuffles; each a list of indices."""
+    least do without), then ``shuffles`` seeded shuffles; each a list of indices."""
     yield list(range(len(keys)))
     held = [Counter(row[j] for row in keys) for j in range(len(keys[0]) if keys else 0)]
     yield sorted(range(len(keys)), key=lambda i: -sum(1 / held[j][k] for j, k in enumerate(keys[i])))
-    for shuffle in range(FILL_TRIES):
+    for shuffle in range(shuffles):
         mix = list(range(len(keys)))
         random.Random(f"{target}:{shuffle}").shuffle(mix)
         yield mix
