@@ -245,6 +245,7 @@ def test_manifest_counts_add_up_and_name_every_drop(tmp_path, seeds):
             "step_class",
             "mode_share",
             "position",
+            "per_seed",
         )
     )
     assert d["not_decisive"] > 0 and c["kept"] > 0
