@@ -97,8 +97,8 @@ def test_build_drops_detectable_items_and_counts_them(tmp_path):
     ).manifest
     dropped = filtered["dropped"]["detectable"]
 
-    def before_balance(m: dict) -> int:  # kept before the release's mode and step-class balance
-        return m["counts"]["kept"] + m["dropped"]["step_class"] + m["dropped"]["mode_share"] + m["dropped"]["position"]
+    def before_balance(m: dict) -> int:  # kept before the release's caps
+        return m["counts"]["kept"] + sum(m["dropped"][r] for r in ("step_class", "mode_share", "position", "per_seed"))
 
     assert dropped > 0 and filtered["run"]["detectable"] == {
         "filter": True,
@@ -119,6 +119,7 @@ def test_build_drops_detectable_items_and_counts_them(tmp_path):
             "step_class",
             "mode_share",
             "position",
+            "per_seed",
         )
     )
     reasons = [d for d in filtered["dropped_traces"] if d["reason"] == "detectable"]

@@ -119,11 +119,11 @@ def test_code_pair_tester_approving_a_failing_version_is_decisive():
 
 
 def test_code_pair_slip_caught_by_the_tester_and_one_that_escapes():
-    seed = seed_run("code_pair", 4)  # grade: examples 88, 52, 40; hidden tests at the boundaries
-    caught = run_inject(seed, 1, "R.3", seed=1)  # 85 -> 95: grade(88) fails, the coder rewrites
+    seed = seed_run("code_pair", 112)  # grade, all three examples shown; hidden tests at the boundaries
+    caught = run_inject(seed, 1, "R.3", seed=3)  # 90 -> 180: grade(93) fails, the coder rewrites
     assert not caught.verdict.decisive and caught.verdict.counterfactual_success
-    assert any("tests failed" in s.content for s in caught.counterfactual.steps)
-    escaped = run_inject(seed, 1, "R.3", seed=0)  # 85 -> 87: every example still passes
+    assert any("fail" in s.content for s in caught.counterfactual.steps if s.agent == "tester")
+    escaped = run_inject(seed, 1, "R.3", seed=0)  # 65 -> 66: every example still passes
     assert escaped.verdict.decisive and escaped.counterfactual.outcome.value == "failure"
 
 

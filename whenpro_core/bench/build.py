@@ -41,11 +41,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from whenpro_core.audit.detect import DetectabilityCheck, filter_items
+from whenpro_core.bench.build_adapt import in_pool, next_round
 from whenpro_core.bench.build_plan import (
+    MIN_AGENT_STEPS,
     Attempt,
     Plan,
     Seed,
     candidate_steps,
+    judge_position,
     parse_modes,
     plan_build,
     scan_seeds,
@@ -65,6 +68,7 @@ from whenpro_core.trace.model import Trace
 if TYPE_CHECKING:  # the injection stack is imported when a build runs
     from whenpro_core.injection.executors import Executor
     from whenpro_core.injection.generate import GeneratedStep, Generator, InjectionRequest
+from whenpro_core.injection.textedit import is_agent_step
 
 
 @dataclass(frozen=True)
@@ -228,6 +232,16 @@ def run_attempt(
                 id=cf.id,
             )
         )
+    agent_steps = sum(1 for st in cf.steps if is_agent_step(st))
+    if agent_steps < MIN_AGENT_STEPS:  # e.g. a first step that hands in the answer: attributing it is no test
+        return Outcome(
+            done(
+                "dropped",
+                "trivial",
+                f"the counterfactual has {agent_steps} agent steps (at least {MIN_AGENT_STEPS} needed)",
+                id=cf.id,
+            )
+        )
     control = control_run(trace, attempt.index, executor, opts, cancel) if opts.needs_control else None
     if control is not None:
         cf.extras["injection"]["control"] = control
@@ -253,7 +267,11 @@ def run_attempt(
         return Outcome(done("dropped", "not_representable", "; ".join(diffs[:3]), id=cf.id))
     return Outcome(
         done(
-            "kept", detail=result.generated.description[:500], id=cf.id, control=control["success"] if control else None
+            "kept",
+            detail=result.generated.description[:500],
+            id=cf.id,
+            control=control["success"] if control else None,
+            position=judge_position(cf, attempt.coord),
         ),
         doc,
     )
@@ -433,32 +451,38 @@ async def run_build(
                 after_record(result.ran)
             return entry
 
-        async def chain(attempts: list[Attempt]) -> None:
-            """A seed's attempts in order until it has ``per_seed`` kept traces."""
+        done: set[str] = set()
+        tried: dict[str, int] = {}
+
+        async def chain(attempts: list[Attempt], wanted: int) -> None:
+            """A seed's attempts in order until it has ``wanted`` more decisive items (a
+            kept item the detectability filter dropped later counts: the plan of the next
+            round does not depend on that filter); journalled ones are not run again."""
             try:
-                # a kept item the detectability filter dropped later still used the seed's slot,
-                # so a rerun does not try more attempts of that seed
-                kept = sum(
-                    1
-                    for a in attempts
-                    if (e := store.entries.get(a.key)) and (e.status == "kept" or e.reason == "detectable")
-                )
+                found = 0
                 for attempt in attempts:
-                    if kept >= opts.per_seed or cancel.is_set():
+                    if found >= wanted or cancel.is_set():
                         return
-                    if attempt.key in store.entries:
-                        continue
-                    entry = await one(attempt)
-                    kept += bool(entry and entry.status == "kept")
+                    done.add(attempt.key)
+                    entry = store.entries.get(attempt.key) or await one(attempt)
+                    found += in_pool(entry)
             finally:
                 gate.release()
 
+        async def run_round(round_chains: list[list[Attempt]], wanted: int) -> None:
+            async with asyncio.TaskGroup() as group:
+                for attempts in round_chains:
+                    await gate.acquire()
+                    group.create_task(chain(attempts, wanted))
+
         detectable: dict[str, Any] = {"filter": opts.detect}
         try:
-            async with asyncio.TaskGroup() as group:
-                for attempts in chains.values():
-                    await gate.acquire()
-                    group.create_task(chain(attempts))
+            await run_round(list(chains.values()), opts.per_seed)
+            rounds = await asyncio.to_thread(adapt, store, plan, done, tried, opts)
+            while rounds and not cancel.is_set():
+                plan.attempts.extend(a for c in rounds for a in c)
+                await run_round(rounds, 1)
+                rounds = await asyncio.to_thread(adapt, store, plan, done, tried, opts)
             if opts.detect:
                 detectable.update(await asyncio.to_thread(drop_detectable, store, seeds))
         except BaseException:
@@ -485,6 +509,39 @@ async def run_build(
     finally:
         store.close()
     return result
+
+
+def adapt(
+    store: BuildStore, plan: Plan, done: set[str], tried: dict[str, int], opts: BuildOptions
+) -> list[list[Attempt]]:
+    """The attempts of the next adaptive round (:mod:`.build_adapt`), one list per open
+    seed run, planned from the decisive items among the attempts ``done`` so far; none
+    when the caps are off (``--max-mode-share 1``: nothing is left out to make up for)."""
+    if opts.max_mode_share >= 1:
+        return []
+    pool = [e for k in done if (e := store.entries.get(k)) is not None and in_pool(e)]
+    # ordered by --seed, not by the build's random id salt: the rounds depend only on the seed runs and --seed
+    pool = [e.model_copy(update={"id": _seeded_id(opts.seed, e.key)}) for e in sorted(pool, key=lambda e: e.key)]
+    return next_round(
+        plan.used,
+        pool,
+        done,
+        tried,
+        modes=opts.modes,
+        share=opts.max_mode_share,
+        classes=class_shares(plan),
+        per_seed=opts.per_seed,
+        seed=opts.seed,
+        offline=opts.generator == "offline",
+    )
+
+
+def _seeded_id(seed: int, key: str) -> str:
+    """A stand-in id for ordering an attempt ``key`` in :func:`adapt`'s plans (a hash of
+    ``--seed`` and the key)."""
+    import hashlib
+
+    return hashlib.sha256(f"{seed}|{key}".encode()).hexdigest()[:16]
 
 
 def drop_detectable(store: BuildStore, seeds: list[Seed]) -> dict[str, int]:

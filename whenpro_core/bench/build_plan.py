@@ -33,9 +33,12 @@ mode) injections to attempt on each (docs/architecture.md, 'Injection and warm-s
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from whenpro_core.audit.corpus import position_bin
+from whenpro_core.audit.view import audit_view
 from whenpro_core.bench.plan import split_list
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace, walk
@@ -170,9 +173,19 @@ def candidate_steps(trace: Trace) -> list[int]:
     ]
 
 
+#: A list line: a numbered or bulleted item (as the audit's shape features read it).
+_LIST_LINE = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+\S", re.MULTILINE)
+
+
 def step_class(step: Step) -> str:
-    """``agent/kind`` of a step: the classes the released labels are balanced over."""
-    return f"{step.agent}/{step.kind}"
+    """``agent/kind`` of a step, with ``/list`` for a step written as a list (two or more
+    numbered or bulleted lines): the classes the released labels are balanced over. The
+    form matters, not only the kind: issue 14 measured a third of arith_team's labels on
+    the planner's full plan (its only list-shaped step) while its short intro and
+    reviews, of the same kind, held none, and the audit's form classifier found the
+    labelled step from the list shape alone."""
+    listed = len(_LIST_LINE.findall(step.content or "")) >= 2
+    return f"{step.agent}/{step.kind}" + ("/list" if listed else "")
 
 
 def fitting_modes(trace: Trace, modes: tuple[str, ...], *, offline: bool = True) -> dict[int, list[str]]:
@@ -243,7 +256,18 @@ def plan_build(
     return plan
 
 
+def judge_position(trace: Trace, coord: str) -> int | None:
+    """The position bin (0..9) of the step at ``coord`` among the candidate steps a judge
+    sees in ``trace`` (the built trace, after its replay), as the audit's "common
+    position" prior reads it (:func:`~whenpro_core.audit.corpus.position_bin`); ``None``
+    when no candidate step has that coordinate."""
+    view = audit_view(trace)
+    rank = next((s.rank for s in view.steps if s.coord == coord), None)
+    return None if rank is None else position_bin(rank, len(view.steps))
+
+
 __all__ = [
+    "judge_position",
     "Attempt",
     "MIN_AGENT_STEPS",
     "Plan",

@@ -56,9 +56,9 @@ sharing a prefix when ``--per-seed`` is above 1) and ``validation``
     generated = replayed  + dropped.replay_failed
     replayed  = decisive  + dropped.not_decisive
     decisive  = kept + dropped.construction_leak + dropped.gold_visible_before_t
-                     + dropped.not_representable + dropped.control_failed
+                     + dropped.trivial + dropped.not_representable + dropped.control_failed
                      + dropped.detectable + dropped.step_class + dropped.mode_share
-                     + dropped.position
+                     + dropped.position + dropped.per_seed
 
 (``detectable``: the detectability filter, :mod:`whenpro_core.audit.detect`, journals a
 kept item again as dropped when a form-only baseline pins it to its step.)
@@ -69,13 +69,14 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import random
 import re
 import secrets
 import shutil
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -109,16 +110,20 @@ DROP_REASONS = (
     "not_decisive",
     "construction_leak",
     "gold_visible_before_t",
+    "trivial",
     "not_representable",
     "control_failed",
     "detectable",
     "step_class",
     "mode_share",
     "position",
+    "per_seed",
 )
 #: Largest share of the released labels in one tenth of the runs (relative position of
-#: the labelled step); a tenth always keeps 2, so a small build is not emptied.
-POSITION_SHARE = 0.2
+#: the labelled step); a tenth always keeps 2, so a small build is not emptied. At 20% an
+#: arith_team release of 41 traces was leaky by the audit's common position (22% against
+#: 11% random, interval 12-37%); at 15% the same pool gave 36 traces and no leak.
+POSITION_SHARE = 0.15
 #: The fields of a released document (everything else goes to the provenance sidecar).
 PUBLIC_FIELDS = (
     "id",
@@ -134,6 +139,14 @@ PUBLIC_FIELDS = (
 )
 #: A trace id made by :meth:`BuildStore.trace_id` (16 hex digits).
 BUILD_ID = re.compile(r"^[0-9a-f]{16}$")
+#: Other orders :func:`_grow` tries (seeded shuffles) when the salted-hash order does not
+#: reach a size.
+FILL_TRIES = 12
+
+#: A cap's limit: ``limit(group, groups or None, release size) -> most entries of the group``.
+CapLimit = Callable[[str, "dict[str, list[Entry]] | None", int], int]
+#: One cap of :func:`balance`: ``(drop reason, group of an entry, limit)``.
+Cap = tuple[str, Callable[["Entry"], str], CapLimit]
 #: Default largest share of one failure mode among the released traces.
 MAX_MODE_SHARE = 0.25
 
@@ -174,6 +187,9 @@ class Entry(BaseModel):
     cost_usd: float = 0.0
     #: Steps of the seed run (for the relative position of the labelled step).
     steps: int | None = None
+    #: Position bin (0..9) of the labelled step among the built trace's candidate steps,
+    #: as the audit reads it (kept entries; ``None`` in journals from before it was kept).
+    position: int | None = None
 
 
 def _safe(text: str) -> str:
@@ -337,7 +353,7 @@ class BuildStore:
         old = read_manifest(self.root, fresh_validation=False) or {}
         run = run if run is not None else old.get("run", {})
         share = float(run.get("max_mode_share", MAX_MODE_SHARE))
-        selected, over = balance(self.kept(), share, run.get("step_classes") or {})
+        selected, over = balance(self.kept(), share, run.get("step_classes") or {}, int(run.get("per_seed", 1)))
         self._release(selected)
         self._sweep({e.ref or "" for e in selected})
         write_taxonomy(self.root)
@@ -445,56 +461,240 @@ def _cap(
         cut.append(groups[key].pop())
 
 
-def balance(kept: list[Entry], share: float, classes: dict[str, float]) -> tuple[list[Entry], dict[str, str]]:
+def balance(
+    kept: list[Entry], share: float, classes: dict[str, float], per_seed: int | None = None, *, quick: bool = False
+) -> tuple[list[Entry], dict[str, str]]:
     """The kept entries to release, and the keys left out with their reason.
 
     * ``step_class``: the labels are spread over kinds of step (``agent/kind``) as the
       candidate steps are (``classes``: class -> share among the candidate steps, taken
       among the classes that hold any kept label, since some kinds of step never give
-      a decisive error): a class holds at most ``ceil(share_c * released) + 1`` labels,
+      a decisive error): a class holds at most ``ceil(share_c * released)`` labels,
       so no kind of step (the plans, say) holds more of the labels than of the steps a
       label could be on.
-    * ``mode_share``: no failure mode above ``share`` of the released traces; with fewer
-      modes than ``1/share`` each mode keeps at most as many as the rarest present one.
     * ``position``: no tenth of the runs (relative position of the labelled step, as the
       audit's "common position" prior reads it) holds more than :data:`POSITION_SHARE`
-      of the traces left by the step-class cap (at least 2 each), before the mode cap
-      (so the mode share holds exactly); on with the mode cap.
+      of the released traces (at least 2 each); on with the mode cap.
+    * ``mode_share``: no failure mode above ``share`` of the released traces; with fewer
+      modes than ``1/share`` each mode keeps at most as many as the rarest present one.
 
-    Entries are cut in reverse id order (ids are salted hashes: a random, reproducible
-    choice). ``share`` >= 1 and an empty ``classes`` turn the two caps off."""
+    The release is the largest size ``n`` at which taking entries in id order (ids are
+    salted hashes: a random, reproducible order), each while every cap at its limit for
+    ``n`` still holds, reaches ``n`` entries, then grown by exchanges (:func:`_fill`).
+    * ``per_seed``: at most ``per_seed`` released traces per seed run (an adaptive build
+      may hold more decisive items of a seed run than that; ``None``: no such cap).
+
+    ``quick`` tries two orders per size instead of :data:`FILL_TRIES` more (planning
+    estimates, :mod:`.build_adapt`; never the release itself).
+    Cutting a crowded pool down instead shrinks the release the other caps are measured
+    against, cap after cap (issue 14 measured a class kept at 30% of a release cut to its
+    share before the position and mode caps, and code_pair releases of 3 out of 20
+    decisive items). The caps are then applied in the order above until none cuts (only
+    the fewer-modes rule can still cut); each entry left out carries the first cap it
+    breaks. ``share`` >= 1 and an empty ``classes`` turn the caps off."""
     order = sorted(kept, key=lambda e: e.id or e.key)
-    out: dict[str, str] = {}
-    by_class: dict[str, list[Entry]] = {}
-    for e in order:
-        by_class.setdefault(e.step_class or "?", []).append(e)
-    present = sum(classes.get(k, 0.0) for k in by_class)
-    if classes and present > 0:  # shares among the classes that hold labels at all
-        by_class, cut = _cap(by_class, lambda k, n: math.ceil(classes.get(k, 0.0) / present * n) + 1)
-        out.update({e.key: "step_class" for e in cut})
-    chosen = sorted((e for g in by_class.values() for e in g), key=lambda e: e.id or e.key)
-    if share < 1 and chosen:
-        by_tenth: dict[str, list[Entry]] = {}
-        for e in chosen:
-            by_tenth.setdefault(position_tenth(e), []).append(e)
-        by_tenth, cut = _cap(by_tenth, lambda k, n: n if k == "?" else max(2, math.ceil(POSITION_SHARE * n)))
-        out.update({e.key: "position" for e in cut})
-        chosen = sorted((e for g in by_tenth.values() for e in g), key=lambda e: e.id or e.key)
-    if share < 1 and chosen:
-        by_mode: dict[str, list[Entry]] = {}
-        for e in chosen:
-            by_mode.setdefault(e.mode, []).append(e)
-        floor = min(len(g) for g in by_mode.values()) if len(by_mode) * share < 1 else 0
-        by_mode, cut = _cap(by_mode, lambda k, n: floor or max(1, math.floor(share * n)))
-        out.update({e.key: "mode_share" for e in cut})
-        chosen = sorted((e for g in by_mode.values() for e in g), key=lambda e: e.id or e.key)
+    caps = _caps(
+        share,
+        classes,
+        present=sum(classes.get(c, 0.0) for c in {e.step_class or "?" for e in kept}),
+        modes=len({e.mode for e in kept}),
+        per_seed=per_seed,
+    )
+    chosen = _grow(order, caps, quick=quick)
+    taken = {e.key for e in chosen}
+    out = {e.key: _broken(e, chosen, caps) for e in order if e.key not in taken}
+    while caps:
+        before = len(out)
+        for reason, group_of, limit in caps:
+            chosen, cut = _apply_cap(chosen, group_of, limit)
+            out.update({e.key: reason for e in cut})
+        if len(out) == before:
+            break
     return chosen, out
 
 
+def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False) -> list[Entry]:
+    """The largest release :func:`balance` finds: for each size ``n`` from 1 up, a
+    selection of ``n`` entries under every cap at its limit for ``n`` (:func:`_fill`, in
+    the orders of :func:`_orders`; skipped when a cap alone leaves no room,
+    :func:`_may_reach`); the largest size reached is the release (its caps hold at its
+    own size). The mode cap is not monotone in ``n`` (at a 25% share a release of 12 may
+    hold 4 modes, one of 10 needs 5), so the search goes on past a size it cannot reach
+    and stops after :func:`_gap` sizes in a row that it cannot."""
+    keys = [tuple(group_of(e) for _, group_of, _ in caps) for e in order]
+    best: list[int] = []
+    misses = 0
+    for target in range(1, len(order) + 1):
+        limits = [{k: limit(k, None, target) for k in {row[j] for row in keys}} for j, (_, _, limit) in enumerate(caps)]
+        picked = next(
+            (p for p in _selections(keys, limits, target, quick) if len(p) == target),
+            None,
+        )
+        if picked is None:
+            misses += 1
+            if misses >= _gap(caps, target):
+                break
+            continue
+        best, misses = picked, 0
+    return sorted((order[i] for i in best), key=lambda e: e.id or e.key)
+
+
+def _gap(caps: list[Cap], target: int) -> int:
+    """Sizes in a row :func:`_grow` tries past the last one it reached: two steps of the
+    mode cap (the size at which each mode may hold one more label, twice)."""
+    step = next((target / max(1, limit("", None, target)) for r, _, limit in caps if r == "mode_share"), 1)
+    return max(4, math.ceil(2 * step))
+
+
+def _selections(
+    keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int, quick: bool = False
+) -> Iterator[list[int]]:
+    """Selections of up to ``target`` entries (indices) under ``limits``, one per order of
+    :func:`_orders`; none when a cap alone leaves no room for ``target``."""
+    if not _may_reach(keys, limits, target):
+        return
+    for mix in _orders(keys, target, 0 if quick else FILL_TRIES):
+        yield [mix[i] for i in _fill([keys[i] for i in mix], limits, target)]
+
+
+def _orders(keys: list[tuple[str, ...]], target: int, shuffles: int = FILL_TRIES) -> Iterator[list[int]]:
+    """The orders :func:`_grow` fills in: the given (salted-hash) one, the entries in the
+    rarest groups first (an entry of a kind few others share is the one a release can
+    least do without), then ``shuffles`` seeded shuffles; each a list of indices."""
+    yield list(range(len(keys)))
+    held = [Counter(row[j] for row in keys) for j in range(len(keys[0]) if keys else 0)]
+    yield sorted(range(len(keys)), key=lambda i: -sum(1 / held[j][k] for j, k in enumerate(keys[i])))
+    for shuffle in range(shuffles):
+        mix = list(range(len(keys)))
+        random.Random(f"{target}:{shuffle}").shuffle(mix)
+        yield mix
+
+
+def _may_reach(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int) -> bool:
+    """Whether every cap alone leaves room for ``target`` entries (the sum over its groups
+    of min(entries in the group, its limit)): a quick bound before :func:`_fill`."""
+    for j, lim in enumerate(limits):
+        held = Counter(row[j] for row in keys)
+        if sum(min(n, lim[k]) for k, n in held.items()) < target:
+            return False
+    return True
+
+
+def _fill(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int) -> list[int]:
+    """Indices (into ``keys``, the entries' groups per cap, in order) of up to ``target``
+    entries under ``limits``: taken in order while they fit, then grown by exchanges
+    (an entry left out comes in for one taken whose groups it shares where it did not
+    fit, when that lets a further entry in), until ``target`` or no exchange helps."""
+    counts: list[Counter[str]] = [Counter() for _ in limits]
+    inside: list[int] = []
+
+    def fits(i: int, without: int | None = None) -> bool:
+        return all(
+            counts[j][k] + 1 - (without is not None and keys[without][j] == k) <= limits[j][k]
+            for j, k in enumerate(keys[i])
+        )
+
+    def move(i: int, sign: int) -> None:
+        for j, k in enumerate(keys[i]):
+            counts[j][k] += sign
+        if sign > 0:
+            inside.append(i)
+        else:
+            inside.remove(i)
+
+    for i in range(len(keys)):
+        if len(inside) < target and fits(i):
+            move(i, 1)
+    while len(inside) < target and _exchange(keys, inside, fits, move):
+        pass
+    return inside
+
+
+def _exchange(
+    keys: list[tuple[str, ...]],
+    inside: list[int],
+    fits: Callable[..., bool],
+    move: Callable[[int, int], None],
+) -> bool:
+    """One exchange of :func:`_fill` that grows ``inside`` by one; ``False`` when none does."""
+    outside = [i for i in range(len(keys)) if i not in inside]
+    for x in outside:
+        for y in list(inside):
+            if not fits(x, without=y):
+                continue
+            move(y, -1)
+            move(x, 1)
+            z = next((z for z in outside if z not in (x, y) and fits(z)), None)
+            if z is not None:
+                move(z, 1)
+                return True
+            move(x, -1)
+            move(y, 1)
+    return False
+
+
+def _broken(entry: Entry, chosen: list[Entry], caps: list[Cap]) -> str:
+    """The first cap ``entry`` breaks when added to the release ``chosen``."""
+    n = len(chosen) + 1
+    for reason, group_of, limit in caps:
+        k = group_of(entry)
+        if sum(1 for e in chosen if group_of(e) == k) + 1 > limit(k, None, n):
+            return reason
+    return "mode_share"  # fits alone, but no release of a larger size holds it
+
+
+def _caps(
+    share: float, classes: dict[str, float], present: float | None = None, modes: int = 0, per_seed: int | None = None
+) -> list[Cap]:
+    """``(reason, group of an entry, limit(group, groups or None, total))`` of each cap
+    :func:`balance` applies (its docstring). ``present`` is the share of the classes that
+    hold any label (else taken from ``groups``); with ``groups`` None (the greedy growth)
+    the mode limit is the plain share, or none when the pool holds fewer than ``1/share``
+    ``modes`` (the fewer-modes rule cuts afterwards, on the groups)."""
+    caps: list[Cap] = []
+
+    def class_limit(k: str, groups: dict[str, list[Entry]] | None, n: int) -> int:
+        held = present if present is not None else sum(classes.get(c, 0.0) for c in groups or {})
+        return n if held <= 0 else math.ceil(classes.get(k, 0.0) / held * n)
+
+    if classes:
+        caps.append(("step_class", lambda e: e.step_class or "?", class_limit))
+    if share < 1:
+        caps.append(
+            ("position", position_tenth, lambda k, g, n: n if k == "?" else max(2, math.ceil(POSITION_SHARE * n)))
+        )
+
+        def mode_limit(k: str, groups: dict[str, list[Entry]] | None, n: int) -> int:
+            if groups is None and modes * share < 1:
+                return n
+            floor = min(len(v) for v in groups.values()) if groups and len(groups) * share < 1 else 0
+            return floor or max(1, math.floor(share * n))
+
+        caps.append(("mode_share", lambda e: e.mode, mode_limit))
+    if per_seed is not None:
+        caps.append(("per_seed", lambda e: e.seed, lambda k, g, n: per_seed))
+    return caps
+
+
+def _apply_cap(
+    chosen: list[Entry], group_of: Callable[[Entry], str], limit: CapLimit
+) -> tuple[list[Entry], list[Entry]]:
+    """``chosen`` (in id order) grouped by ``group_of`` and cut with :func:`_cap`; returns
+    the entries left, in id order, and those cut."""
+    groups: dict[str, list[Entry]] = {}
+    for e in chosen:
+        groups.setdefault(group_of(e), []).append(e)
+    groups, cut = _cap(groups, lambda k, n: limit(k, groups, n))
+    return sorted((e for g in groups.values() for e in g), key=lambda e: e.id or e.key), cut
+
+
 def position_tenth(entry: Entry) -> str:
-    """The tenth of its seed run (``"0"``..``"9"``) where the entry's labelled step sits,
-    by step index over the run's step count; ``"?"`` when the count is unknown (a
-    journal line from before it was recorded)."""
+    """The tenth (``"0"``..``"9"``) where the entry's labelled step sits: its position bin
+    among the built trace's candidate steps (what the audit's "common position" prior
+    reads), else, for a journal line from before it was recorded, its step index over the
+    seed run's step count; ``"?"`` when neither is known."""
+    if entry.position is not None:
+        return str(entry.position)
     if not entry.steps:
         return "?"
     return str(min(9, 10 * entry.step_index // entry.steps))

@@ -249,6 +249,23 @@ def _saved_already(trace: Trace, verdict: Attribution) -> bool:
         return False
 
 
+def with_build_env(trace: Trace) -> bool:
+    """Whether ``trace`` is a built-in system's run the counterfactual can replay: it
+    carries its ``env`` block, or its built dataset's ``provenance.json`` holds it (then
+    the block is set on the trace in memory; the file is not changed). Only the env block
+    is taken from the provenance, never the injection record or markers (the label)."""
+    from whenpro_core.envs import env_for_trace
+    from whenpro_core.formats.build_meta import provenance_env
+
+    if env_for_trace(trace) is not None:
+        return True
+    env = provenance_env(trace)
+    if env is None:
+        return False
+    trace.extras["env"] = env
+    return env_for_trace(trace) is not None
+
+
 def counterfactual_command(
     ref: str,
     *,
@@ -274,7 +291,6 @@ def counterfactual_command(
         heuristic_ranking,
     )
     from whenpro_core.config import load_settings
-    from whenpro_core.envs import env_for_trace
     from whenpro_core.injection.registry import get_executor
 
     trace = load_one(ref)
@@ -283,7 +299,14 @@ def counterfactual_command(
         _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=False, err=output.stderr_console())
         return
     settings = load_settings(**(settings_flags or {}))
-    builtin = env_for_trace(trace) is not None
+    builtin = with_build_env(trace)
+    if not builtin and (model or settings.model or "heuristic").strip().lower() == "heuristic":
+        raise ConfigError(
+            f"{trace.id}: no environment to replay and no model to fix steps with (a trace of whenpro run "
+            "carries its environment; a built dataset keeps it in provenance.json at the dataset's root, "
+            "not found above this file)",
+            expected="the trace inside its built dataset folder (with provenance.json), or --model provider:model",
+        )
     corrector = (
         ReferenceCorrector()
         if builtin and not model

@@ -12,10 +12,11 @@ Reference policies (each reads only the spec and the conversation):
   approval (or three failed rounds) it gives its latest code block as the final answer.
   The wording of every message is drawn from the run's style
   (:mod:`whenpro_core.envs.style`).
-* **tester** — turns the spec's ``Examples:`` lines into test code and runs it with the
-  ``run_tests`` tool against the coder's *latest code block in the conversation*
-  (sandboxed: :mod:`whenpro_core.envs.sandbox`), then reads the tool output and approves or
-  lists the failures.
+* **tester** — turns the spec's ``Examples:`` lines into test code once and runs it with
+  the ``run_tests`` tool against the coder's *latest code block in the conversation*
+  (sandboxed: :mod:`whenpro_core.envs.sandbox`); later rounds re-run the same test code
+  (:func:`own_tests`), as a tester keeps its test file. It reads the tool output and
+  approves or lists the failures.
 
 The final answer is the code; the run succeeds when the task's hidden tests (more cases than
 the examples) pass in the sandbox. So an injected slip in the code is caught only when an
@@ -101,6 +102,21 @@ def extract_code(text: str) -> str:
     if blocks:
         return blocks[-1]
     return re.sub(r"^\s*final (?:code|answer)\s*:\s*", "", text or "", flags=re.IGNORECASE)
+
+
+def own_tests(steps: list[Step]) -> str | None:
+    """The test code of the tester's latest ``run_tests`` call, or ``None`` before its
+    first: the tester keeps its test file and re-runs it in later rounds (so a test it got
+    wrong, or left out, stays wrong or left out)."""
+    for step in reversed(steps):
+        if step.agent != "tester":
+            continue
+        for call in step.tool_calls:
+            args = call.arguments if isinstance(call.arguments, dict) else {}
+            tests = args.get("tests")
+            if call.name == "run_tests" and isinstance(tests, str):
+                return tests
+    return None
 
 
 def _verdicts(steps: list[Step]) -> list[Step]:
@@ -346,14 +362,13 @@ class CodeReferencePolicy:
                 kind="assistant",
                 content="There is no code or no example to test. Coder, please fix.",
             )
+        tests = own_tests(steps) or harness(cases)
         return Step(
             index=0,
             agent="tester",
             kind="action",
             content=pick(style, RUNS, len(steps), "run").format(n=len(cases)),
-            tool_calls=[
-                ToolCall(id=f"call_{len(steps)}", name="run_tests", arguments={"code": code, "tests": harness(cases)})
-            ],
+            tool_calls=[ToolCall(id=f"call_{len(steps)}", name="run_tests", arguments={"code": code, "tests": tests})],
         )
 
     def _verdict(self, action: Step, style: int | None, key: int) -> Step:

@@ -45,8 +45,24 @@ def _call(name: str, args: tuple[Any, ...]) -> str:
 def render_spec(t: Template, p: dict[str, Any], body: str, edge: str | None) -> str:
     """The spec text: signature and behaviour, the optional edge case, the examples."""
     lines = [body] + ([f"Edge case: {edge}"] if edge else []) + ["Examples:"]
-    lines += [f"- {_call(t.name, args)} == {t.ref(p, *args)!r}" for args in t.examples(p)]
+    lines += [f"- {_call(t.name, args)} == {t.ref(p, *args)!r}" for args in shown_examples(t, p)]
     return "\n".join(lines)
+
+
+def shown_examples(t: Template, p: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The examples the spec shows: those at the indices ``p["shown"]`` (drawn per task by
+    :func:`make_task`), all of them when it is absent (a task from before it was drawn)."""
+    examples = t.examples(p)
+    shown = p.get("shown")
+    return examples if shown is None else [e for k, e in enumerate(examples) if k in shown]
+
+
+def draw_shown(count: int, rng: random.Random) -> list[int]:
+    """Indices of the examples a spec shows, out of ``count``: the last one (the edge case
+    when the template has one, so a draft that ignores it is caught) and each other one
+    with chance 1/2. A spec shows a few examples, not every case the hidden tests check,
+    so a slip the examples do not exercise reaches the final code."""
+    return [k for k in range(count) if k == count - 1 or rng.random() < 0.5]
 
 
 # --- clamp_scale -----------------------------------------------------------------------
@@ -169,7 +185,7 @@ def _fizz_ref(p: dict[str, Any], n: int) -> str:
 
 FIZZ: Template = Template(
     name="fizz_word",
-    make=lambda r: dict(zip(("a", "b"), r.sample([2, 3, 5, 7], 2), strict=False)),
+    make=lambda r: dict(zip(("a", "b"), r.sample([2, 3, 5, 7], 2), strict=True)),
     spec=lambda p: render_spec(
         FIZZ,
         p,
@@ -192,7 +208,7 @@ FIZZ: Template = Template(
         f"    if n % {p['b']} == 0:\n        return 'Buzz'\n    return str(n)\n"
     ),
     ref=_fizz_ref,
-    examples=lambda p: [(p["a"],), (p["b"],), (p["a"] * p["b"],), (1,)],
+    examples=lambda p: [(p["a"],), (p["b"],), (1,), (p["a"] * p["b"],)],
     hidden_args=lambda p: [(n,) for n in (1, 2, 3, 4, 5, 6, 7, 10, 14, 15, 21, 35, 70, 0, 11)],
 )
 
@@ -459,11 +475,15 @@ BY_NAME = {t.name: t for t in TEMPLATES}
 
 def make_task(seed: int) -> tuple[str, dict[str, Any]]:
     """Spec text and parameters for ``seed``: template ``seed % 12``, parameters and the
-    run's wording ``style`` (:mod:`whenpro_core.envs.style`) from ``random.Random(seed)``."""
+    run's wording ``style`` (:mod:`whenpro_core.envs.style`) and the examples the spec shows
+    (:func:`draw_shown`) from ``random.Random(seed)``."""
+
     t = TEMPLATES[seed % len(TEMPLATES)]
     rng = random.Random(f"code_pair:{seed}")
     p = t.make(rng)
-    return t.spec(p), {"template": t.name, **p, "style": draw_style(rng)}
+    style = draw_style(rng)
+    p["shown"] = draw_shown(len(t.examples(p)), rng)
+    return t.spec(p), {"template": t.name, **p, "style": style}
 
 
 def read_spec(spec: str) -> tuple[Template, dict[str, Any]] | None:
@@ -484,16 +504,19 @@ def spec_examples(spec: str) -> list[tuple[str, str]]:
 
 def harness(cases: list[tuple[str, str]]) -> str:
     """Test code that runs each ``(call, expected)`` pair and prints ``PASS``/``FAIL``
-    lines (an exception in one case is a failure of that case only)."""
-    rows = "\n".join(f"    ({f'{c} == {e}'!r}, lambda: {c}, {e})," for c, e in cases)
+    lines (an exception in one case is a failure of that case only). Each case is one
+    row holding the call and the expected value once (source text, evaluated by the
+    test code), as a tester writes a table of cases."""
+    rows = "\n".join(f"    ({c!r}, {e!r})," for c, e in cases)
     return (
         "_cases = [\n" + rows + "\n]\n"
-        "for _label, _call, _want in _cases:\n"
-        "    try:\n        _got = _call()\n"
+        "for _call, _want in _cases:\n"
+        "    try:\n        _got = eval(_call)\n"
         "    except Exception as _exc:\n"
-        "        print(f'FAIL {_label}: raised {type(_exc).__name__}: {_exc}')\n"
+        "        print(f'FAIL {_call} == {_want}: raised {type(_exc).__name__}: {_exc}')\n"
         "    else:\n"
-        "        print(f'PASS {_label}' if _got == _want else f'FAIL {_label}: got {_got!r}')\n"
+        "        print(f'PASS {_call} == {_want}' if _got == eval(_want) else "
+        "f'FAIL {_call} == {_want}: got {_got!r}')\n"
     )
 
 

@@ -86,6 +86,43 @@ class BuildProvenanceImporter(DocumentImporter):
         return []
 
 
+#: Folder levels searched above a built trace's file for its dataset's ``provenance.json``
+#: (``<root>/data_release/<modality>/<benchmark>/<framework>/<id>.json`` is five deep).
+PROVENANCE_DEPTH = 6
+
+
+def provenance_env(trace: Trace) -> dict[str, Any] | None:
+    """The ``env`` block (built-in system, task parameters, the run's seed and style) that
+    ``whenpro build`` kept for ``trace`` in its dataset's ``provenance.json``, found next
+    to the trace's file or in a folder above it (its dataset root first), or ``None``.
+
+    Only that block is read: never the injection record nor the step markers, which are
+    the label. The block is not a label but it can re-create the seed run, so a build
+    keeps it out of the trace file (issue 14); counterfactual attribution reads it here to
+    replay the run. A damaged or foreign ``provenance.json`` gives ``None``."""
+    src = trace.source
+    if src is None or not src.path:
+        return None
+    start = Path(src.path).resolve().parent
+    folders = ([Path(src.root).resolve()] if src.root else []) + [start, *start.parents][:PROVENANCE_DEPTH]
+    for folder in folders:
+        path = folder / "provenance.json"
+        if not path.is_file():
+            continue
+        try:
+            doc = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        if not (
+            isinstance(doc, dict) and doc.get("format") == PROVENANCE_FORMAT and isinstance(doc.get("traces"), dict)
+        ):
+            return None
+        record = doc["traces"].get(trace.id)
+        env = record.get("env") if isinstance(record, dict) else None
+        return env if isinstance(env, dict) and isinstance(env.get("name"), str) else None
+    return None
+
+
 class ValidationLogImporter(FileImporter):
     """A dataset's ``validation.jsonl`` review log: no traces. Recognised when its first
     line is a complete review decision."""

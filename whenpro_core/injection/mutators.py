@@ -30,12 +30,13 @@ PL.1 drop one line of a numbered plan and renumber                        a plan
 A.1  corrupt one tool argument only (content untouched): a number is      a tool call with arguments
      perturbed, an expression loses its last operand, a name becomes
      another value used for that argument elsewhere in the trace (else
-     loses its last letter), code loses its last line
+     loses its last letter), code loses one line (one whose removal
+     leaves Python compiling, e.g. a test case; else its last line)
 A.2  break the syntax of the step's last code block                       a fenced code block with a ``:`` line
 A.3  declare the agent's part done too early: append the sentence by    a step before the agent's last one,
      which the agent says so elsewhere in the trace; else turn the step   not final, when the agent says it is
      into the agent's own final-answer step (its format, with the latest  done elsewhere or gives the final
-     code block or number seen so far)                                    answer later
+     code block before the step, else its own, or number seen so far)     answer later
 A.4  repeat the agent's previous step (content and tool calls)            an earlier, different step by the
                                                                           same agent
 C.2  ignore a peer: after a peer's critique (fail, mismatch, fix...),      a peer critique answered by a revision,
@@ -43,7 +44,8 @@ C.2  ignore a peer: after a peer's critique (fail, mismatch, fix...),      a pee
      taken from a peer's latest message by that peer's earlier figure      that had an earlier, different figure
 V.2  approve without checking: the report of a problem becomes the       a verifier-like agent's (id/role)
      agent's own approval from elsewhere in the trace (else a seeded      report of a problem (critique words,
-     approval, :data:`APPROVALS`)                                         no tool call, no approval)
+     approval, :data:`APPROVALS`); a check whose result shows a problem   no tool call, no approval), or its
+     becomes that approval, without the tool call                         check whose result shows one
 ==== ==================================================================== =====================================
 
 Modes without an offline mutator (P.1, P.2, PL.2, V.1, C.1, C.3) need the ``text:``
@@ -102,6 +104,21 @@ def _rng(trace: Trace, index: int, mode: str, seed: int) -> random.Random:
     return random.Random(f"{trace.id}:{index}:{mode}:{seed}")
 
 
+def _copied(trace: Trace, i: int, text: str) -> bool:
+    """Whether a tool argument of step ``i`` is a verbatim copy of text an earlier step
+    wrote (at least 20 characters: a peer's code passed on to a test run, say)."""
+    body = text.strip()
+    return len(body) >= 20 and any(body in (st.content or "") for st in trace.steps[:i])
+
+
+def _composed(trace: Trace, i: int, edits: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """``edits`` (tuples whose third item is an argument's text) on arguments the agent
+    composed itself, when there are any: an agent errs in what it writes, not in text it
+    passes on verbatim (which stays right in its source step); else all ``edits``."""
+    own = [e for e in edits if not _copied(trace, i, e[2])]
+    return own or edits
+
+
 # --- R.3 numerical error ---------------------------------------------------------------
 
 
@@ -113,7 +130,7 @@ def _r3_fits(trace: Trace, i: int) -> bool:
 def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     new = fresh_step(s)
-    text_edits = arg_text_edits(s, find_numbers)
+    text_edits = _composed(trace, i, arg_text_edits(s, find_numbers))
     num_args = numeric_args(s)
     if text_edits:
         ci, key, text, m = rng.choice(text_edits)
@@ -146,7 +163,11 @@ FIGURES = (
     "{c}, as with {n} earlier.",
     "{c}, same as the {n} noted above.",
 )
-_ENDS_WITH_VALUE = re.compile(r"=\s*-?\d[\d.:]*\.?\s*$")
+#: A result stated without a tool: ``= N`` closing a sentence (``... = 16.``, also when a
+#: remark follows: ``... = 16. That completes the plan.``). Group 1 is the value.
+_STATED = re.compile(r"=\s*(-?\d[\d:]*(?:\.\d+)?)(?=\.?\s*$|\.\s+[A-Z])")
+#: The end of a sentence: a full stop not inside a number.
+_SENTENCE_END = re.compile(r"\.(?=\s|$)")
 
 
 def _own_toolless(trace: Trace, i: int) -> list[Step]:
@@ -164,18 +185,22 @@ def _own_toolless(trace: Trace, i: int) -> list[Step]:
 
 def _claim_text(trace: Trace, i: int, claim: str, rng: random.Random, pool: tuple[str, ...]) -> str:
     """The step's text with ``claim`` stated the way the agent states results without a
-    tool when it does so elsewhere (``... = N.``), else a seeded phrasing of ``pool``."""
+    tool when it does so elsewhere (``... = N.``, closing the sentence that holds the
+    step's last ``=``, before any remark that follows it), else a seeded phrasing of
+    ``pool``."""
     text = (trace.steps[i].content or "").rstrip()
+    if "=" in text and _states_without_tool(trace, i):
+        end = _SENTENCE_END.search(text, text.rfind("="))
+        cut = end.start() if end else len(text)
+        return f"{text[:cut]} = {claim}.{text[cut + 1 :] if end else ''}"
     core = text[:-1] if text.endswith(".") else text
-    if "=" in core and _states_without_tool(trace, i):
-        return f"{core} = {claim}."
     return rng.choice(pool).format(c=core, n=claim)
 
 
 def _states_without_tool(trace: Trace, i: int) -> bool:
     """Whether the agent of step ``i`` states results without a tool elsewhere
     (``... = N.``): only then does a tool-less claim read like its own steps."""
-    return any(_ENDS_WITH_VALUE.search(st.content or "") for st in _own_toolless(trace, i))
+    return any(_STATED.search(st.content or "") for st in _own_toolless(trace, i))
 
 
 def _r1_fits(trace: Trace, i: int) -> bool:
@@ -201,6 +226,15 @@ def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
             fresh_step(s, content=text, tool_calls=[], kind=kind),
             f"States the result {claim} without calling {s.tool_calls[0].name} (the tool would give {real}).",
         )
+    stated = list(_STATED.finditer(s.content or ""))
+    if stated:  # the step states its own result: that result is made up instead
+        m = stated[-1]
+        claim = perturb(m.group(1), rng)
+        text = s.content[: m.start(1)] + claim + s.content[m.end(1) :]
+        return Mutation(
+            fresh_step(s, content=text),
+            f"States {claim} as the result, a figure its work does not give ({m.group(1)}).",
+        )
     m = find_numbers(s.content)[-1]
     claim = perturb(m.group(), rng)
     return Mutation(
@@ -220,7 +254,7 @@ def _r2_fits(trace: Trace, i: int) -> bool:
 def _r2(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     new = fresh_step(s)
-    edits = arg_text_edits(s, find_operators)
+    edits = _composed(trace, i, arg_text_edits(s, find_operators))
     if edits:
         ci, key, text, m = rng.choice(edits)
         after = apply_arg_edit(new, ci, key, text, m, flip(m))
@@ -242,7 +276,8 @@ def _r4_candidates(trace: Trace, i: int) -> list[tuple[str, Any]]:
     task = _task_numbers(trace)
     if len(task) < 2:
         return []
-    cands: list[tuple[str, Any]] = [("arg", e) for e in arg_text_edits(s, find_numbers) if e[3].group() in task]
+    edits = _composed(trace, i, [e for e in arg_text_edits(s, find_numbers) if e[3].group() in task])
+    cands: list[tuple[str, Any]] = [("arg", e) for e in edits]
     if not cands:
         cands = [("content", m) for m in find_numbers(s.content) if m.group() in task]
     return cands
@@ -306,30 +341,74 @@ def _a1_fits(trace: Trace, i: int) -> bool:
 def _a1(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     new = fresh_step(s)
-    options = [(ci, k, v) for ci, c in enumerate(s.tool_calls) for k, v in string_args(c)]
-    options += numeric_args(s)
-    ci, key, value = rng.choice(options)
+    ci, key, value = rng.choice(_a1_options(trace, i))
     name = s.tool_calls[ci].name
     if not isinstance(value, str):
         wrong: Any = type(value)(Decimal(perturb(str(value), rng)))
     elif "\n" in value.strip():
-        body = value.rstrip("\n").split("\n")
-        wrong = "\n".join(body[:-1]) + "\n"
+        wrong = _drop_line(value, rng, s.observation)
     elif EXPR.match(value) and len(find_operators(value)) >= 1:
         last = find_operators(value)[-1]
         wrong = value[: last.start()].rstrip()
     else:
-        seen: list[str] = [
-            a[key]
-            for st in trace.steps
-            for c in st.tool_calls
-            if c.name == name and isinstance(a := c.arguments, dict) and isinstance(a.get(key), str)
-        ]
-        others = sorted({v for v in seen if v != value})
-        wrong = rng.choice(others) if others else (value[:-1] if len(value) > 1 else value + "x")
+        wrong = _other_value(trace, name, key, value, rng)
     set_arg(new, ci, key, wrong)
     label = f"{name}({key}=...)" if key is not None else name
     return Mutation(new, f"Calls {label} with {clip(repr(wrong))} instead of {clip(repr(value))}.")
+
+
+def _a1_options(trace: Trace, i: int) -> list[tuple[int, Any, Any]]:
+    """``(call index, key, value)`` of step ``i``'s arguments A.1 may corrupt: string
+    arguments the agent composed (else all of them), and numeric ones."""
+    s = trace.steps[i]
+    options = [(ci, k, v) for ci, c in enumerate(s.tool_calls) for k, v in string_args(c)]
+    return ([o for o in options if not _copied(trace, i, o[2])] or options) + numeric_args(s)
+
+
+def _other_value(trace: Trace, name: str, key: Any, value: str, rng: random.Random) -> str:
+    """Another value the trace passes to ``name``'s argument ``key`` (else ``value`` less
+    its last letter)."""
+    seen: list[str] = [
+        a[key]
+        for st in trace.steps
+        for c in st.tool_calls
+        if c.name == name and isinstance(a := c.arguments, dict) and isinstance(a.get(key), str)
+    ]
+    others = sorted({v for v in seen if v != value})
+    return rng.choice(others) if others else (value[:-1] if len(value) > 1 else value + "x")
+
+
+_QUOTED_TEXT = re.compile(r"'([^'\n]{4,})'|\"([^\"\n]{4,})\"")
+
+
+def _drop_line(value: str, rng: random.Random, observation: str | None = None) -> str:
+    """``value`` (a multi-line argument) without one of its lines: when it is Python
+    that compiles, a seeded choice among the lines whose removal leaves it compiling (a
+    test case or a statement left out, not a syntax error the tool reports at once),
+    preferring a line whose quoted text a failing line of the tool's ``observation``
+    names (the case that fails is the one left out); else its last line."""
+    failing = [ln for ln in (observation or "").splitlines() if CRITIQUE.search(ln)]
+    lines = value.rstrip("\n").split("\n")
+    options = [len(lines) - 1]
+    if _compiles(value):
+        kept = [n for n, ln in enumerate(lines) if ln.strip() and _compiles("\n".join(lines[:n] + lines[n + 1 :]))]
+        named = [
+            n
+            for n in kept
+            if any(q in f for m in _QUOTED_TEXT.finditer(lines[n]) for q in m.groups() if q for f in failing)
+        ]
+        options = named or kept or options
+    n = rng.choice(options)
+    return "\n".join(lines[:n] + lines[n + 1 :]) + "\n"
+
+
+def _compiles(code: str) -> bool:
+    """Whether ``code`` compiles as Python (never runs it)."""
+    try:
+        compile(code, "<argument>", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 # --- A.2 output format / syntax error --------------------------------------------------
@@ -391,9 +470,11 @@ def _a3_fits(trace: Trace, i: int) -> bool:
 
 
 def _partial_result(trace: Trace, i: int) -> tuple[str, bool]:
-    """The latest artefact available at step ``i``: a code block (own content first), else
-    the latest number of an agent step before ``i`` (observation, then content)."""
-    for st in [trace.steps[i], *reversed(trace.steps[:i])]:
+    """The latest artefact available at step ``i``: a code block (the latest before ``i``,
+    which is what exists when the agent stops instead of doing step ``i``'s work; step
+    ``i``'s own when none came before), else the latest number of an agent step before
+    ``i`` (observation, then content)."""
+    for st in [*reversed(trace.steps[:i]), trace.steps[i]]:
         if is_agent_step(st):
             blocks = CODE_BLOCK.findall(st.content or "")
             if blocks:
@@ -549,17 +630,22 @@ def _is_verifier(trace: Trace, s: Step) -> bool:
 
 
 def _v2_fits(trace: Trace, i: int) -> bool:
-    """A verifier's report of a problem (no tool call): approving instead is the error."""
+    """A verifier's report of a problem (no tool call), or its check (a tool call) whose
+    result shows one and that it approves in a step of its own elsewhere: approving
+    instead is the error."""
     s = trace.steps[i]
-    if s.kind == "final_answer" or not is_agent_step(s) or s.tool_calls:
+    if s.kind == "final_answer" or not is_agent_step(s) or not _is_verifier(trace, s):
         return False
-    return _is_verifier(trace, s) and bool(CRITIQUE.search(s.content or "")) and not CHECK_WORDS.search(s.content or "")
+    if s.tool_calls:
+        return bool(CRITIQUE.search(s.observation or "")) and bool(_own_approvals(trace, i))
+    return bool(CRITIQUE.search(s.content or "")) and not CHECK_WORDS.search(s.content or "")
 
 
-def _v2(trace: Trace, i: int, rng: random.Random) -> Mutation:
+def _own_approvals(trace: Trace, i: int) -> list[Step]:
+    """The tool-less approvals of step ``i``'s agent elsewhere in the trace."""
     s = trace.steps[i]
-    own = [
-        st.content
+    return [
+        st
         for st in trace.steps
         if st.agent == s.agent
         and st.index != i
@@ -567,7 +653,18 @@ def _v2(trace: Trace, i: int, rng: random.Random) -> Mutation:
         and CHECK_WORDS.search(st.content or "")
         and not CRITIQUE.search(st.content or "")
     ]
-    text = rng.choice(own) if own else rng.choice(APPROVALS)
+
+
+def _v2(trace: Trace, i: int, rng: random.Random) -> Mutation:
+    s = trace.steps[i]
+    own = _own_approvals(trace, i)
+    if s.tool_calls:  # approves in its own words instead of running the check
+        approval = rng.choice(own)
+        return Mutation(
+            fresh_step(s, content=approval.content, tool_calls=[], kind=approval.kind),
+            f"{s.agent} approves at step {s.coord} without running {s.tool_calls[0].name}, which would show a problem.",
+        )
+    text = rng.choice(own).content if own else rng.choice(APPROVALS)
     return Mutation(fresh_step(s, content=text), f"{s.agent} approves at step {s.coord} without checking the work.")
 
 

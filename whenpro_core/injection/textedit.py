@@ -49,8 +49,9 @@ def find_numbers(text: str) -> list[re.Match[str]]:
 
 
 def perturb(token: str, rng: random.Random) -> str:
-    """A nearby wrong value with the same number of decimals (never equal, never negative
-    for a non-negative input); an ``HH:MM`` time moves by 5 to 60 minutes."""
+    """A nearby wrong value with the same number of decimals, written without trailing
+    zeros when ``token`` has none (never equal, never negative for a non-negative input);
+    an ``HH:MM`` time moves by 5 to 60 minutes."""
     if ":" in token:
         hours, minutes = token.split(":", 1)
         total = (int(hours) * 60 + int(minutes) + rng.choice([5, 10, 15, -5, -10, 60])) % (24 * 60)
@@ -63,8 +64,10 @@ def perturb(token: str, rng: random.Random) -> str:
     unit = Decimal(1).scaleb(-decimals)
     options = [value + unit, value + 2 * unit, value - unit, value * 2, value + 10 * unit]
     options = [o for o in options if o != value and (o >= 0 or value < 0)]
-    choice = rng.choice(options)
-    return f"{choice:.{decimals}f}"
+    out = f"{rng.choice(options):.{decimals}f}"
+    if decimals and not token.endswith("0"):  # a number written without trailing zeros stays so (9.5 -> 19)
+        out = out.rstrip("0").rstrip(".")
+    return out
 
 
 def string_args(call: ToolCall) -> list[tuple[Any, str]]:

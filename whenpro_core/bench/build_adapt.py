@@ -1,0 +1,139 @@
+"""Adaptive rounds of ``whenpro build``: more attempts for the seed runs whose decisive
+item the release caps leave out (issue 14).
+
+The first round runs each seed run's planned attempts (:func:`.build_plan.plan_build`)
+until it has ``--per-seed`` decisive items. The release caps (:func:`.build_store.balance`)
+then often leave items out: on code_pair, V.2 gives a third of the decisive items and the
+tester's steps give almost only A.1 and V.2, so a 25% mode cap and the step-class cap
+throw the surplus away. Each later round gives every seed run that has a decisive item but
+fewer than ``--per-seed`` released ones (an *open* seed run) up to :data:`ROUND_TRIES` more
+attempts, aimed at what the release still lacks: only (step, mode) pairs of its full
+:func:`.build_plan.attempt_order` whose kind (step class, failure mode, position tenth of
+the step in the seed run) would make the release larger if such an item were decisive
+(:func:`grows`), in that order, until one is decisive. Rounds go on until no open seed run
+has such a pair left or its budget (:data:`EXTRA_TRIES` per wanted trace) is spent.
+
+Reproducible and resumable: a round's attempts are a function of the journal entries of
+the rounds before it (the decisive items found so far, counted before the detectability
+filter, which runs once at the end), so a rerun walks the same rounds and skips the
+attempts the journal holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from whenpro_core.bench.build_plan import Attempt, Seed, attempt_order, fitting_modes, judge_position, step_class
+from whenpro_core.bench.build_store import Entry, balance
+
+#: Attempts an open seed run gets per round (it stops at its first decisive one).
+ROUND_TRIES = 4
+#: Attempts beyond the first round per wanted trace of a seed run.
+EXTRA_TRIES = 16
+
+
+def in_pool(entry: Entry | None) -> bool:
+    """Whether a journal entry is a decisive item the release may use (kept, or dropped
+    later by the detectability filter: rounds are planned before it runs)."""
+    return entry is not None and (entry.status == "kept" or entry.reason == "detectable")
+
+
+def open_seeds(chosen: list[Entry], pool: list[Entry], per_seed: int) -> set[str]:
+    """Ids of the seed runs with a decisive item in ``pool`` but fewer than ``per_seed``
+    in the release ``chosen``."""
+    released: dict[str, int] = {}
+    for e in chosen:
+        released[e.seed] = released.get(e.seed, 0) + 1
+    return {e.seed for e in pool if released.get(e.seed, 0) < per_seed}
+
+
+def grows(
+    pool: list[Entry],
+    share: float,
+    classes: dict[str, float],
+    per_seed: int,
+    kind: tuple[Any, ...],
+    before: int | None = None,
+) -> bool:
+    """Whether one more decisive item of ``kind`` (step class, mode, position tenth), from
+    a seed run of its own, makes the release under the caps larger than ``pool``'s
+    (``before``: its size, when known); both sizes from the quick search of
+    :func:`.build_store.balance`."""
+    cls, mode, tenth = kind
+    extra = Entry(
+        key="?", seed="?", seed_ref="", step="", step_index=0, mode=mode, status="kept", id="", step_class=cls
+    ).model_copy(update={"position": tenth})
+    if before is None:
+        before = len(balance(pool, share, classes, per_seed, quick=True)[0])
+    return len(balance([*pool, extra], share, classes, per_seed, quick=True)[0]) > before
+
+
+def next_round(
+    seeds: Iterable[Seed],
+    pool: list[Entry],
+    done: set[str],
+    tried: dict[str, int],
+    *,
+    modes: tuple[str, ...],
+    share: float,
+    classes: dict[str, float],
+    per_seed: int,
+    seed: int,
+    offline: bool = True,
+) -> list[list[Attempt]]:
+    """The next round's attempts, one list per open seed run (module docstring). ``done``
+    holds the keys of the attempts the earlier rounds ran, ``tried`` the attempts each
+    seed run was given after the first round (updated with the attempts returned)."""
+    chosen, _ = balance(pool, share, classes, per_seed)
+    opened = open_seeds(chosen, pool, per_seed)
+    before = len(balance(pool, share, classes, per_seed, quick=True)[0])
+    cache: dict[tuple[Any, ...], bool] = {}
+    caps = (share, classes, per_seed, before)
+    rounds: list[list[Attempt]] = []
+    for s in seeds:
+        if s.id not in opened or s.trace is None:
+            continue
+        budget = per_seed * EXTRA_TRIES - tried.get(s.id, 0)
+        chain = _aimed(s, pool, done, cache, min(ROUND_TRIES, budget), modes, caps, seed, offline)
+        if chain:
+            rounds.append(chain)
+            tried[s.id] = tried.get(s.id, 0) + len(chain)
+    return rounds
+
+
+def _aimed(
+    s: Seed,
+    pool: list[Entry],
+    done: set[str],
+    cache: dict[tuple[Any, ...], bool],
+    limit: int,
+    modes: tuple[str, ...],
+    caps: tuple[float, dict[str, float], int, int],
+    seed: int,
+    offline: bool,
+) -> list[Attempt]:
+    """Up to ``limit`` untried pairs of seed run ``s`` whose kind would grow the release
+    (``caps``: share, classes, per-seed count and the release's size, for :func:`grows`)."""
+
+    trace = s.trace
+    assert trace is not None  # next_round skips seed runs without a trace
+    out: list[Attempt] = []
+    coords: set[tuple[str, str]] = set()
+    for index, mode in attempt_order(trace, fitting_modes(trace, modes, offline=offline), seed):
+        if len(out) >= limit:
+            break
+        coord = trace.steps[index].coord or str(index)
+        attempt = Attempt(s.ref, s.id, index, coord, mode, s.rel)
+        if attempt.key in done or (coord, mode) in coords:
+            continue
+        coords.add((coord, mode))
+        kind = (step_class(trace.steps[index]), mode, judge_position(trace, coord))
+        if kind not in cache:
+            cache[kind] = grows(pool, caps[0], caps[1], caps[2], kind, before=caps[3])
+        if cache[kind]:
+            out.append(attempt)
+    return out
+
+
+__all__ = ["EXTRA_TRIES", "ROUND_TRIES", "grows", "in_pool", "next_round", "open_seeds"]
