@@ -23,8 +23,8 @@ from whenpro_core.audit.run import audit_dataset
 from whenpro_core.bench.build_plan import step_class
 from whenpro_core.bench.build_store import POSITION_SHARE, Entry, balance, read_manifest
 from whenpro_core.envs import get_env
-from whenpro_core.envs.run import run_env
 from whenpro_core.envs.code_pair import own_tests
+from whenpro_core.envs.run import run_env
 from whenpro_core.injection.executors import BuiltinExecutor
 from whenpro_core.injection.generate import OfflineGenerator
 from whenpro_core.injection.inject import inject
