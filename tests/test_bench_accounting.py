@@ -77,6 +77,17 @@ def test_a_second_bench_served_by_the_cache_shows_the_same_usage_and_spends_noth
     assert sum(g.usage.calls for g in one.groups) == http
 
 
+def test_usage_totals_do_not_depend_on_the_order_records_finished(served: LLMServer, tmp_path: Path) -> None:
+    """Found by a run where the cached second bench finished its items in another order:
+    costs summed in finishing order differed in the last bits of a float."""
+    data = write_dataset(tmp_path)
+    served.respond_with(generic_judge)
+    records = _bench(data, tmp_path / "r.jsonl", protocols="all-at-once,binary-search")
+    forward, backward = aggregate(records), aggregate(list(reversed(records)))
+    for g1, g2 in zip(forward.groups, backward.groups, strict=True):
+        assert g1.usage == g2.usage and g1.spent == g2.spent
+
+
 def test_a_failed_item_keeps_what_it_spent(served: LLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Binary search whose first call is answered and whose second fails (HTTP 500, no
     retries): the failed record still counts the answered call."""

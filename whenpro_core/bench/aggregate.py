@@ -350,9 +350,11 @@ def _count_records(report: GroupReport, records: Sequence[Record], scored: int) 
 
 
 def _add_spending(report: GroupReport, records: Sequence[Record]) -> None:
-    """Set the summed ``usage``, ``spent`` and wall-clock ``seconds`` of ``records`` on ``report``."""
+    """Set the summed ``usage``, ``spent`` and wall-clock ``seconds`` of ``records`` on
+    ``report``, summed in the records' key order: float costs summed in the order items
+    happened to finish would differ in their last bits between equal runs."""
     usage = spent = Usage()
-    for r in records:
+    for r in sorted(records, key=lambda r: r.key):
         usage = usage.add(r.usage)
         spent = spent.add(r.spent)
     report.usage, report.spent = usage, spent

@@ -94,7 +94,8 @@ class SandboxResult:
         stdout, stderr: captured output, each cut to ``max_output`` characters.
         returncode: the exit status (negative: killed by that signal), ``None`` when it
             timed out.
-        timed_out: the wall-clock limit was hit and the process group was killed.
+        timed_out: the time limit was hit (wall clock, or the CPU-time limit of the same
+            budget: SIGXCPU) and the process group was killed.
         seconds: wall-clock duration.
     """
 
@@ -218,6 +219,9 @@ def run_python(
                 timed_out = True
             finally:
                 _kill_group(proc)
+            # the CPU-time limit is the same budget (whole seconds): a busy loop on an idle
+            # machine can reach it just before the wall clock does
+            timed_out = timed_out or proc.returncode == -signal.SIGXCPU
         seconds = time.monotonic() - start
         return SandboxResult(
             stdout=_read(out_path, max_output),
