@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from tests.support.cli import run_whenpro
 from whenpro_core.audit.run import audit_dataset
 from whenpro_core.bench.build_plan import step_class
 from whenpro_core.bench.build_store import POSITION_SHARE, Entry, balance, read_manifest
@@ -32,16 +30,8 @@ from whenpro_core.injection.mutators import applicable_modes, mutate
 from whenpro_core.trace.model import Agent, Step, Task, ToolCall, Trace
 
 
-def whenpro(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "whenpro_core.cli", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+def whenpro(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_whenpro(*args, timeout=300)
 
 
 def entry(i: int, cls: str, mode: str, position: int) -> Entry:

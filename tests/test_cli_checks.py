@@ -12,23 +12,13 @@ import sys
 import pytest
 
 from conftest import REAL_TRACES, REPO, SAMPLES
+from tests.support.cli import run_whenpro
 
 TRACE = str(SAMPLES / "team_text" / "trace.json")
 JSONL = REAL_TRACES / "who-when-pro-jsonl" / "data" / "text.jsonl"
 
 
-def whenpro(*args: str, cwd=REPO, **kw) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}  # the worktree's packages from any cwd
-    return subprocess.run(
-        [sys.executable, "-m", "whenpro_core.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        **kw,
-    )
+whenpro = run_whenpro
 
 
 def one_line_error(out: subprocess.CompletedProcess, *words: str) -> None:

@@ -7,23 +7,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import Any
 
 from conftest import REPO, SAMPLES
+from tests.support.cli import run_whenpro
 
 
-def whenpro(*args: str, cwd=REPO, env=None, **kw) -> subprocess.CompletedProcess:
+def whenpro(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
     # wide: Rich wraps at 80 columns without a terminal, and pytest's tmp paths are long
-    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "400", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "whenpro_core.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        **kw,
-    )
+    return run_whenpro(*args, columns=400, **kw)
 
 
 def one_line_error(out: subprocess.CompletedProcess, *words: str) -> None:
