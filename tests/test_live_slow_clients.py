@@ -148,6 +148,7 @@ def test_one_client_over_its_connection_limit_gets_503_with_retry_after(tmp_path
     with OtlpReceiver(LiveStore(tmp_path), "127.0.0.1", 0, max_per_client=3, request_timeout=30) as rx:
         held = [slow_request(rx.port) for _ in range(3)]
         try:
+            wait_until(lambda: rx.admission.open_from("127.0.0.1") == 3, "the three held connections to be admitted")
             fourth = slow_request(rx.port, declared=1)  # a complete one-byte body
             answer = answer_of(fourth)
             fourth.close()

@@ -106,6 +106,11 @@ class Admission:
             self._total += 1
             return None
 
+    def open_from(self, client: str) -> int:
+        """How many admitted connections from ``client`` are open now."""
+        with self._lock:
+            return self._open[client]
+
     def leave(self, client: str) -> None:
         """An admitted connection closed."""
         with self._lock:
