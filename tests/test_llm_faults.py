@@ -255,3 +255,19 @@ async def test_a_refused_connection_is_tried_twice_not_max_retries_times(llm_set
     with pytest.raises(BackendError, match="cannot connect .after 2 attempts"):
         await backend.complete(LLMRequest.simple("hi"))
     await backend.aclose()
+
+
+async def test_threaded_backend_starts_its_workers_before_the_first_call(llm_settings, llm_server):
+    """bench's threaded client starts all ``concurrency`` worker threads when it is made, so
+    no call in flight waits on the event loop for a thread to start (on a loaded machine
+    that wait held every other call)."""
+    import threading
+
+    llm_server.script("first", "second")
+    backend = open_backend("openai:gpt-4.1", llm_settings("openai:gpt-4.1", cache=False, concurrency=6), threaded=True)
+    before = {t.ident for t in threading.enumerate()}
+    reply = await backend.complete(LLMRequest.simple("hi"))
+    workers = [t for t in threading.enumerate() if t.name.startswith("whenpro-llm") and t.ident not in before]
+    assert reply.text == "first" and len(workers) == 6
+    assert (await backend.complete(LLMRequest.simple("again"))).text == "second"
+    await backend.aclose()

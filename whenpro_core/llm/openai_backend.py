@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -47,6 +48,7 @@ class ThreadedClient:
 
         self.client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout_s)
         self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="whenpro-llm")
+        start_all_workers(self.pool, max(1, workers))
 
     async def create_chat(self, **kwargs: Any) -> Any:
         """``chat.completions.with_raw_response.create(**kwargs)`` in a worker thread."""
@@ -57,6 +59,18 @@ class ThreadedClient:
         """Close the HTTP client and let the worker threads end."""
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.client.close()
+
+
+def start_all_workers(pool: ThreadPoolExecutor, workers: int) -> None:
+    """Start ``pool``'s ``workers`` threads now. A ``ThreadPoolExecutor`` starts a thread on
+    a submit that finds none idle, and ``Thread.start`` waits until the new thread runs: on
+    the event loop, mid-run, on a loaded machine that wait held every call in flight (a
+    profile of ``benchmarks/bench_throughput.py`` at concurrency 16: most of the loop's time
+    in thread start). Each of ``workers`` held tasks takes a fresh thread; then all are released."""
+    release = threading.Event()
+    held = [pool.submit(release.wait) for _ in range(workers)]
+    release.set()
+    wait(held)
 
 
 def _parse_failure(exc: Exception) -> str | None:
