@@ -77,6 +77,11 @@ def test_ls_info_and_ls_json_into_a_closed_pipe_exit_141_quietly():
         assert _into_closed_pipe(*args) == (141, ""), args
 
 
+def test_help_into_a_closed_pipe_exits_141_quietly():
+    for args in (("--help",), ("ls", "--help")):
+        assert _into_closed_pipe(*args) == (141, ""), args
+
+
 # a broken config.toml is never silently ignored
 
 

@@ -201,5 +201,12 @@ def main(argv: list[str] | None = None) -> None:
         except typer.Abort:
             typer.echo("whenpro: aborted", err=True)
             status = 1
+        except BrokenPipeError:  # help or usage text to a closed pipe (whenpro --help | head -1)
+            output.quiet_stdout()
+            status = PIPE_STATUS
+        except SystemExit as exc:
+            if not output.rich_broken_pipe(exc):
+                raise
+            status = PIPE_STATUS
     if isinstance(status, int) and status:
         raise SystemExit(status)
