@@ -110,3 +110,19 @@ def test_keyframes_of_bikes_from_the_command_line(tmp_path, real_traces):
     index = json.loads((out / "index.json").read_text())
     assert [k["frame"] for k in index["keyframes"] if k["cut"]] == [30, 76, 137, 187, 242]
     assert len(index["keyframes"]) == 8
+
+
+def test_a_keyframes_folder_beside_traces_is_not_a_bad_file(tmp_path, clip):
+    """A folder walk (``whenpro ls``) passes over the keyframes' ``index.json`` (it is not a
+    trace, nor a broken one); named by itself it says what it is."""
+    data = tmp_path / "data"
+    sample = REPO / "sample_traces" / "team_text" / "trace.json"
+    (data / "run").mkdir(parents=True)
+    (data / "run" / "trace.json").write_bytes(sample.read_bytes())
+    runner = CliRunner()
+    assert runner.invoke(app, ["keyframes", str(clip), "--max", "3", "--out", str(data / "kf")]).exit_code == 0
+    listing = runner.invoke(app, ["ls", str(data)])
+    assert listing.exit_code == 0, listing.output
+    assert "index.json" not in listing.output and "trace.json" in listing.output
+    named = runner.invoke(app, ["info", str(data / "kf" / "index.json")])
+    assert named.exit_code == 2 and "the index of a whenpro keyframes folder, not a trace" in named.stderr

@@ -58,6 +58,7 @@ IMPORTERS: list[str] = [
     "whenpro_core.formats.whenpro_files:VerdictsImporter",
     "whenpro_core.formats.whenpro_files:BenchResultsImporter",
     "whenpro_core.formats.whenpro_files:BenchReportImporter",
+    "whenpro_core.formats.whenpro_files:KeyframesIndexImporter",
     "whenpro_core.formats.whowhen:WhoWhenImporter",
     "whenpro_core.formats.whowhen_pro:WhoWhenProImporter",
     "whenpro_core.formats.whowhen_pro_jsonl:WhoWhenProJsonlImporter",

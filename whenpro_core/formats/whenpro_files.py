@@ -159,28 +159,51 @@ class BenchResultsImporter(_NotTraces):
         return "a trace; see the results with whenpro report FILE or whenpro view FILE"
 
 
-class BenchReportImporter(DocumentImporter):
-    """A ``report.json`` written by ``whenpro bench`` / ``whenpro report``."""
+class _NotTraceDocument(DocumentImporter):
+    """A JSON document whenpro writes that holds no trace: no listing rows in a dataset
+    walk; loading it raises a TraceFormatError saying what it is and what to open instead."""
 
-    name = "whenpro-bench-report"
     priority = 200
-
-    def matches(self, doc: Any) -> bool:
-        return is_report_doc(doc)
+    what: ClassVar[str] = ""
+    instead: ClassVar[str] = ""
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
-        raise ctx.error(
-            "this is a whenpro bench report, not a trace",
-            "$",
-            "a trace; whenpro report RESULTS.jsonl re-renders the report",
-        )
+        raise ctx.error(f"this is {self.what}, not a trace", "$", self.instead)
 
     def summaries(self, doc: Any, ctx: LoadContext) -> list[TraceSummary]:
         return []
 
 
+class BenchReportImporter(_NotTraceDocument):
+    """A ``report.json`` written by ``whenpro bench`` / ``whenpro report``."""
+
+    name = "whenpro-bench-report"
+    what = "a whenpro bench report"
+    instead = "a trace; whenpro report RESULTS.jsonl re-renders the report"
+
+    def matches(self, doc: Any) -> bool:
+        return is_report_doc(doc)
+
+
+#: The keys of the ``index.json`` that ``whenpro keyframes`` writes beside its JPEGs
+#: (:func:`whenpro_core.media.export.write_keyframes`).
+KEYFRAMES_INDEX_KEYS = frozenset({"video", "sha256", "params", "cuts", "keyframes"})
+
+
+class KeyframesIndexImporter(_NotTraceDocument):
+    """The ``index.json`` of a ``whenpro keyframes`` folder."""
+
+    name = "whenpro-keyframes-index"
+    what = "the index of a whenpro keyframes folder"
+    instead = "a trace; the keyframes belong to the video named in its 'video' field"
+
+    def matches(self, doc: Any) -> bool:
+        return isinstance(doc, dict) and doc.keys() >= KEYFRAMES_INDEX_KEYS and isinstance(doc["keyframes"], list)
+
+
 __all__ = [
     "BenchReportImporter",
+    "KeyframesIndexImporter",
     "BenchResultsImporter",
     "VerdictsImporter",
     "is_report_doc",
