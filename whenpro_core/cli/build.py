@@ -117,7 +117,7 @@ def _progress(err: Console) -> Progress:
         TextColumn("[bold]build"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("kept {task.fields[kept]} · dropped {task.fields[dropped]}"),
+        TextColumn("candidates {task.fields[kept]} · dropped {task.fields[dropped]}"),
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
