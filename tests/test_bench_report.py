@@ -178,3 +178,20 @@ def test_untrusted_names_are_shown_as_plain_text(tmp_path):
     assert "[bold]loud[/bold]" in shown and "[2J[31mred" not in shown
     md = report_markdown(report)
     assert "\x1b" not in md and "[bold]loud[/bold]" in md
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_usage_table_keeps_every_header_and_the_setting_at_any_width(tmp_path, width):
+    """At 80 columns the eleven usage columns do not fit side by side: the table turns to one
+    row per figure instead of cutting headers and squeezing out the setting column."""
+    from io import StringIO
+
+    from whenpro_core.bench.report import USAGE_HEADERS
+    from whenpro_core.cli.report import print_report
+
+    report = aggregate(case())
+    buf = StringIO()
+    print_report(report, Console(file=buf, width=width, color_system=None))
+    usage = buf.getvalue().split("Usage", 1)[1].split("Agent:", 1)[0]
+    assert all(h in usage for h in USAGE_HEADERS[1:]) and "m · all-at-once · gold" in usage
+    assert max(len(line.rstrip()) for line in usage.splitlines()) <= width

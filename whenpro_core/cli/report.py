@@ -117,6 +117,18 @@ def _table(title: str, headers: list[str], rows: list[list[str]], left: int = 1)
     return table
 
 
+def _usage_table(report: Report, console: Console) -> Table:
+    """The usage table, one row per setting; turned to one row per figure when that is
+    wider than ``console`` (eleven columns do not fit in 80: headers were cut and the
+    setting column squeezed out)."""
+    rows = usage_rows(report)
+    table = _table("Usage", USAGE_HEADERS, rows)
+    if console.measure(table, options=console.options.update_width(10_000)).maximum <= console.width:
+        return table
+    turned = [[h, *(r[i] for r in rows)] for i, h in enumerate(USAGE_HEADERS) if i]
+    return _table("Usage", ["", *(r[0] for r in rows)], turned)
+
+
 def print_report(report: Report, console: Console | None = None) -> None:
     """Print the leaderboard, breakdowns, confusion matrices, usage and the text plot."""
     console = console or output.stdout_console()
@@ -132,7 +144,7 @@ def print_report(report: Report, console: Console | None = None) -> None:
         if g.confusion.gold:
             headers, rows = confusion_rows(g)
             console.print(_table(f"Failure modes: {g.label}", headers, rows))
-    console.print(_table("Usage", USAGE_HEADERS, usage_rows(report)))
+    console.print(_usage_table(report, console))
     console.print(LEGEND, style="dim", markup=False, highlight=False)
     console.print("Step accuracy by transcript length", style="bold")
     console.print(safe(text_plot(report)), markup=False, highlight=False)
