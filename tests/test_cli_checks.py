@@ -480,3 +480,26 @@ def test_errors_located_in_fills_the_file_only_of_errors_inside_the_trace():
     with pytest.raises(WhenproError) as own, errors_located_in("t.json"):
         raise WhenproError("bad", path="cmd.py", json_path="$.x")  # its own file stays
     assert str(own.value).startswith("cmd.py at $.x")
+
+
+# offline counterfactual over a folder: a trace it cannot replay is that trace's error
+
+
+def test_offline_counterfactual_bench_goes_on_past_a_trace_it_cannot_replay(tmp_path):
+    """A folder holding a built-in system's run and a foreign trace: the run is attributed
+    by offline replay, the foreign trace gets an error record naming what it needs, and the
+    bench is not stopped by it."""
+    import json
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLES / "arith_team", data / "arith_team")
+    shutil.copytree(SAMPLES / "team_text", data / "team_text")
+    out = whenpro("bench", str(data), "--protocol", "counterfactual", "--out", str(tmp_path / "r.jsonl"), "--no-report")
+    assert out.returncode == 0, out.stderr
+    records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    failed = [r for r in records if r.get("error")]
+    done = [r for r in records if not r.get("error")]
+    assert done and all(r["prediction"] for r in done)
+    assert len(failed) == 1 and "not a run of a built-in system" in failed[0]["error"]
+    assert "--model" in failed[0]["error"]

@@ -36,7 +36,7 @@ from whenpro_core.attribution.judge import Progress
 from whenpro_core.attribution.signals import collect
 from whenpro_core.envs import env_for_trace
 from whenpro_core.envs.base import EnvState
-from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.errors import ConfigError, ReplayError, WhenproError
 from whenpro_core.injection.executors import BuiltinExecutor, Executor
 from whenpro_core.injection.llm_generate import RewrittenStep, _rewrite_sections
 from whenpro_core.injection.replay import ReplayResult, continued_trace, warm_start
@@ -431,14 +431,15 @@ def attribute_counterfactual(
 def default_parts(trace: Trace, model: str | None, settings: Any = None) -> tuple[Executor, Corrector]:
     """The executor and corrector the TUI and ``attribute()`` use: a built-in system's run
     without a model is corrected by its reference policy and replayed by ``builtin``;
-    otherwise ``model`` fixes the step and plays the rest (``simulate``). ConfigError when
-    a foreign trace comes with no model."""
+    otherwise ``model`` fixes the step and plays the rest (``simulate``). ReplayError when
+    a foreign trace comes with no model: a fact about this trace, not the run (a bench over
+    a folder goes on with its other traces)."""
     if env_for_trace(trace) is not None and not model:
         return BuiltinExecutor(), ReferenceCorrector()
     if not model:
-        raise ConfigError(
-            "the counterfactual protocol needs a model to fix steps of this trace",
-            expected="a model (or a run of a built-in system, replayed offline)",
+        raise ReplayError(
+            "the counterfactual protocol cannot replay this trace offline: it is not a run of a built-in system",
+            expected="a model (--model) to fix its steps and play the rest",
         )
     return SimulateExecutor(model, settings=settings), LLMFixCorrector(model, settings=settings)
 
