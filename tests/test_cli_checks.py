@@ -503,3 +503,7 @@ def test_offline_counterfactual_bench_goes_on_past_a_trace_it_cannot_replay(tmp_
     assert done and all(r["prediction"] for r in done)
     assert len(failed) == 1 and "not a run of a built-in system" in failed[0]["error"]
     assert "--model" in failed[0]["error"]
+
+
+def test_report_on_a_trace_is_one_error_line():
+    one_line_error(whenpro("report", TRACE), "no benchmark records found", "whenpro bench it first")

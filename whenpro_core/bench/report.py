@@ -415,13 +415,15 @@ def prepare_report(
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
     paths = results_paths(paths)  # a folder or a glob of part files: its results files
     records, problems = load_report_records(paths)
+    if not records:  # one line: the skipped lines are the whole file, a warning would repeat it
+        raise TraceFormatError(
+            "no benchmark records found",
+            path=paths[0],
+            expected="a results .jsonl written by whenpro bench; for a trace or dataset, whenpro bench it first",
+        )
     if warn is not None:
         for line in skipped_warnings(problems):
             warn(line)
-    if not records:
-        raise TraceFormatError(
-            "no benchmark records found", path=paths[0], expected="a results .jsonl written by whenpro bench"
-        )
     target = Path(out_dir if out_dir is not None else Path(paths[0]).parent)
     check_report_dir(target, hint)
     note = "labels: as built (--labels built)"
