@@ -61,7 +61,7 @@ def test_a_nan_mistake_step_is_an_error_not_a_dropped_label(tmp_path, whowhen):
 
 def test_an_empty_folder_named_like_a_file_is_an_error(tmp_path):
     (tmp_path / "trace.json").mkdir()
-    for command in ("info", "ls"):
+    for command in ("info", "ls", "view"):
         line = one_error_line(whenpro(command, str(tmp_path / "trace.json")))
         assert "folder holds no trace files" in line
 

@@ -13,7 +13,15 @@ from pathlib import Path
 
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats.base import FileImporter, LoadContext, summarize
-from whenpro_core.formats.registry import error_summary, find_root, load_trace, sniff, split_ref, summarize_file
+from whenpro_core.formats.registry import (
+    error_summary,
+    find_root,
+    iter_files,
+    load_trace,
+    sniff,
+    split_ref,
+    summarize_file,
+)
 from whenpro_core.formats.whenpro_files import is_results_file
 from whenpro_core.storage.gcpause import paused_gc
 from whenpro_core.trace.model import Trace, TraceSummary
@@ -26,7 +34,7 @@ def is_glob(target: str) -> bool:
 
 def check_target(target: str) -> None:
     """Raise TraceFormatError (one line for the CLI) when ``target`` names nothing:
-    no such file or folder, or a glob that matches no file."""
+    no such file or folder, a folder without a trace file, or a glob that matches no file."""
     if is_glob(target):
         if not any(Path(p).is_file() for p in globlib.iglob(target, recursive=True)):
             raise TraceFormatError("glob matches no file", path=target, expected="a pattern matching trace files")
@@ -34,6 +42,10 @@ def check_target(target: str) -> None:
     path, _key = split_ref(target)
     if not path.exists():
         raise TraceFormatError("no such file or folder", path=path)
+    if path.is_dir() and next(iter_files(path), None) is None:  # as info and ls say it
+        raise TraceFormatError(
+            "folder holds no trace files", path=path, expected="a trace file, or a folder of trace files"
+        )
 
 
 @dataclass
