@@ -15,9 +15,10 @@ the detail pane shows the new step ("key->detail"; whenpro updates the detail ri
 the list's paint). Each measurement runs in its own process; whenpro's is repeated
 (``--repeat``) and its fastest first paint kept. Targets: first paint < 1 s at each
 size, median keypress latency < 50 ms (judged on key->detail, the stricter one) on a
-2-core machine. The naive baseline defaults to 1,000 steps: a 10,000-item ListView takes minutes to mount. Where whenpro's
-sources have no bytecode cache (``PYTHONDONTWRITEBYTECODE``, as on this sandbox), the run
-says so: compiling them adds ~0.2 s to the first paint.
+2-core machine. The naive baseline defaults to 1,000 steps: a 10,000-item ListView takes
+minutes to mount. Where whenpro's sources have no bytecode cache
+(``PYTHONDONTWRITEBYTECODE``, as on this sandbox), the run says so: compiling them adds
+~0.2 s to the first paint.
 """
 
 from __future__ import annotations
