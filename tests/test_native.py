@@ -69,7 +69,7 @@ def test_invalid_native_document_names_the_field(tmp_path):
     doc = json.loads(dumps_trace(load_trace(SAMPLES / "team_text" / "trace.json")))
     doc["steps"][1]["index"] = 5
     p.write_text(json.dumps(doc))
-    with pytest.raises(TraceFormatError, match="out of order"):
+    with pytest.raises(TraceFormatError, match=r"\$\.steps\[1\]\.index: step index 5 out of order \(expected 1\)"):
         load_trace(p)
 
 

@@ -54,3 +54,44 @@ def test_unlabelled_id_masks_the_mode_and_step_an_id_carries() -> None:
     assert unlabelled_id("sample-workshop__R.3__1.2__s7") == "sample-workshop__‹mode›__‹step›__s7"
     for plain in ("dabench_smolagents_0004", "sample-workshop-schedule", "v1.2__final", ""):
         assert unlabelled_id(plain) == plain
+
+
+def test_tally_gathers_what_the_header_and_list_need_in_one_pass() -> None:
+    from whenpro_core.trace.model import MediaRef
+    from whenpro_core.trace.usage import total_usage
+    from whenpro_core.views.traceview import tally_steps
+
+    trace = team_trace()
+    trace.steps[1].media = [MediaRef(kind="video", path="clip.mp4")]
+    trace.steps[2].meta = {"usage": {"input_tokens": 12, "output_tokens": 3}, "duration_ms": 40}
+    trace.steps[4].coord = "4.10"
+    tally = tally_steps(trace.steps)
+    counts: dict[str, int] = {}
+    for step in trace.steps:
+        counts[step.agent] = counts.get(step.agent, 0) + 1
+    assert tally.agents == counts and list(tally.agents) == [a for a in trace.agent_ids() if a in counts]
+    assert tally.coord_width == 4
+    assert tally.errors is any(s.error for s in trace.steps) is True
+    assert tally.media_kinds == {m.kind for s in trace.steps for m in s.media} == {"image", "video"}
+    assert tally.hidden is True  # the GT step's injection marker
+    assert tally.usage == total_usage(trace.steps) and tally.usage.input_tokens == 12
+    assert trace_header(trace, tally=tally) == trace_header(trace)
+    empty = tally_steps([])
+    assert (empty.agents, empty.coord_width, empty.errors, empty.media_kinds, empty.hidden) == (
+        {},
+        0,
+        False,
+        set(),
+        False,
+    )
+    assert empty.usage.empty
+
+
+def test_header_lists_declared_agents_first_as_agent_ids_does() -> None:
+    from whenpro_core.trace.model import Agent
+
+    trace = team_trace()
+    trace.agents = [Agent(id="checker"), Agent(id="nobody"), Agent(id="coder")]
+    header = trace_header(trace)
+    assert [a for a, _ in header.agents] == [a for a in trace.agent_ids() if a != "nobody"]
+    assert [a for a, _ in header.agents][:2] == ["checker", "coder"]

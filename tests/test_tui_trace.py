@@ -477,3 +477,42 @@ async def test_a_step_lines_file_with_a_bad_line_says_so_when_opened(tmp_path: P
         screen = await open_trace(pilot)
         assert len(screen.trace.steps) == 2
         assert any("skipped 1 bad line (line 2: not valid JSON" in n for n in notes(app))
+
+
+async def test_a_100k_step_trace_opens_and_the_list_reaches_its_last_step(tmp_path: Path) -> None:
+    """The size ``benchmarks/tui_open.py`` times: the list is virtual and nothing before
+    the first paint is per-step widget work, so it opens, and G, k and : reach the far
+    end (no time asserted here: the benchmark measures it)."""
+    from whenpro_core.trace.model import Agent, Step, Trace
+
+    agents = ["Orchestrator", "WebSurfer", "Coder"]
+    n = 100_000
+    steps = [
+        Step(index=i, coord=str(i), agent=agents[i % 3], kind="action" if i % 2 else "plan", content=f"step {i} says")
+        for i in range(n)
+    ]
+    steps[-1].error = "Boom: the last step failed"
+    trace = Trace(id="huge", framework="bench", agents=[Agent(id=a) for a in agents], steps=steps)
+    path = write_trace(trace, tmp_path / "huge.json", indent=False)
+    app = make_app(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_trace(pilot)
+        steps_list = screen.query_one(StepList)
+        assert steps_list.row_count == n and current(app) == 0
+        await pilot.press("G")
+        await settle(pilot)
+        assert current(app) == n - 1
+        assert screen.query_one(StepDetail).shown_index == n - 1
+        text = screen_text(app)
+        assert f"step {n - 1} ({n:,}/{n:,})" in text and "Boom: the last step failed" in text
+        await pilot.press("k")
+        await settle(pilot)
+        assert current(app) == n - 2 and f"step {n - 2} says" in screen_text(app)
+        await pilot.press(":", *"50000", "enter")
+        await settle(pilot)
+        assert current(app) == 50_000
+        # the header's legend counts every step of every agent
+        assert all(
+            f"{agent} {count}" in screen_text(app)
+            for agent, count in zip(agents, (33_334, 33_333, 33_333), strict=True)
+        )

@@ -139,7 +139,7 @@ def step_media(trace: Trace, index: int) -> StepMedia:
     step = trace.steps[index]
     refs = list(step.media)
     task: list[MediaItem] = []
-    if task_step_index(trace) == step.index and trace.task.images:
+    if trace.task.images and task_step_index(trace) == step.index:  # the scan only with task images
         seen = {_source_key(r) for r in refs} - {None}
         task = [
             MediaItem(ref, "task", item_label(ref, "task"))

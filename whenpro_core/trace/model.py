@@ -13,6 +13,7 @@ round-trips, but they are never part of :attr:`Step.content` and never rendered 
 from __future__ import annotations
 
 from enum import Enum
+from operator import attrgetter
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,6 +37,9 @@ TRACE_HIDDEN_KEY = "hidden"
 
 #: Speakers of a trace that are not agents of the system: people and the environment.
 NON_AGENT_SPEAKERS = frozenset({"user", "human", "system", "environment"})
+
+
+_agent_of = attrgetter("agent")
 
 
 class _Model(BaseModel):
@@ -332,8 +336,7 @@ class Trace(_Model):
     def agent_ids(self) -> list[str]:
         """Agent ids in first-appearance order: declared agents, then step speakers."""
         seen: dict[str, None] = {a.id: None for a in self.agents}
-        for step in self.steps:
-            seen.setdefault(step.agent, None)
+        seen.update(dict.fromkeys(map(_agent_of, self.steps)))  # known ids keep their place
         return list(seen)
 
     def acting_agents(self) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from whenpro_core.trace.model import Step
@@ -21,6 +22,10 @@ _INPUT_KEYS = ("usage.input_tokens", "token_count.prompt", "input_tokens", "prom
 _OUTPUT_KEYS = ("usage.output_tokens", "token_count.completion", "output_tokens", "completion_tokens")
 _COST_KEYS = ("cost_usd", "cost", "usage.cost")
 _MS_KEYS = ("duration_ms", "latency_ms")
+#: Every key :func:`step_usage` reads at the top of ``Step.meta``: a meta holding none of
+#: them records nothing (most steps of most formats), told without reading further.
+_USAGE_KEYS = frozenset((*_INPUT_KEYS, *_OUTPUT_KEYS, *_COST_KEYS, *_MS_KEYS, "usage"))
+_step_meta = attrgetter("meta")
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,12 @@ def _first(sources: Iterable[Mapping[str, Any]], keys: tuple[str, ...]) -> float
 
 def step_usage(step: Step) -> StepUsage:
     """What ``step.meta`` records of tokens, cost and latency (see module docstring)."""
-    meta = step.meta or {}
+    return _meta_usage(step.meta or {})
+
+
+def _meta_usage(meta: Mapping[str, Any]) -> StepUsage:
+    if meta.keys().isdisjoint(_USAGE_KEYS):
+        return StepUsage()
     nested = meta.get("usage")
     sources = [meta] + ([nested] if isinstance(nested, Mapping) else [])
     tin, tout = _first(sources, _INPUT_KEYS), _first(sources, _OUTPUT_KEYS)
@@ -82,9 +92,16 @@ def step_usage(step: Step) -> StepUsage:
 def total_usage(steps: Iterable[Step]) -> StepUsage:
     """The sum over ``steps`` of each recorded part (``None`` where no step records it).
     Latency is the sum of step latencies (spans may overlap: an upper bound)."""
+    return sum_usage(map(_step_meta, steps))
+
+
+def sum_usage(metas: Iterable[Mapping[str, Any]]) -> StepUsage:
+    """:func:`total_usage` of the steps whose ``meta`` are ``metas``. Empty metas are
+    skipped without a Python call each (``filter``): a 100,000-step trace's header sums
+    them before the trace screen's first paint."""
     sums: dict[str, float | None] = {"input_tokens": None, "output_tokens": None, "cost_usd": None, "latency_ms": None}
-    for step in steps:
-        usage = step_usage(step)
+    for meta in filter(None, metas):
+        usage = _meta_usage(meta)
         for key in sums:
             value = getattr(usage, key)
             if value is not None:

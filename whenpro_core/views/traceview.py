@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from whenpro_core.safety.textsafe import clean, one_line
-from whenpro_core.trace.model import Trace
+from whenpro_core.trace.model import Step, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
-from whenpro_core.trace.usage import total_usage
+from whenpro_core.trace.usage import StepUsage, sum_usage
 from whenpro_core.views.search import gt_step_index
 
 #: Characters of the task kept for the header (the TUI folds it further).
@@ -134,11 +135,58 @@ def score_lines(trace: Trace, limit: int = 300) -> list[str]:
     return out
 
 
-def trace_header(trace: Trace, taxonomy: Taxonomy | None = None) -> TraceHeader:
+@dataclass(frozen=True)
+class StepTally:
+    """What the trace screen's header and step list need from every step, gathered in
+    one pass over the steps (:func:`tally_steps`): a 100,000-step trace is walked once
+    before its first paint, not once per figure (each walk costs tens of ms there).
+
+    Attributes:
+        agents: steps per speaking agent, in first-appearance order.
+        coord_width: characters of the longest step coordinate (0 without any).
+        errors: some step records an error.
+        media_kinds: the kinds of the steps' media (``image``, ``frame``, ``video``).
+        hidden: some step holds label-leaking fields (``Step.hidden``).
+        usage: :func:`whenpro_core.trace.usage.total_usage` of the steps.
+    """
+
+    agents: dict[str, int]
+    coord_width: int
+    errors: bool
+    media_kinds: frozenset[str]
+    hidden: bool
+    usage: StepUsage
+
+
+def tally_steps(steps: Iterable[Step]) -> StepTally:
+    """The :class:`StepTally` of ``steps``, in one pass."""
+    agents: dict[str, int] = {}
+    coord_width = 0
+    errors = hidden = False
+    kinds: set[str] = set()
+    metas: list[Mapping[str, Any]] = []
+    for step in steps:
+        agents[step.agent] = agents.get(step.agent, 0) + 1
+        if step.coord and len(step.coord) > coord_width:
+            coord_width = len(step.coord)
+        if step.error:
+            errors = True
+        if step.media:
+            kinds.update(m.kind for m in step.media)
+        if step.hidden:
+            hidden = True
+        if step.meta:
+            metas.append(step.meta)
+    return StepTally(agents, coord_width, errors, frozenset(kinds), hidden, sum_usage(metas))
+
+
+def trace_header(trace: Trace, taxonomy: Taxonomy | None = None, tally: StepTally | None = None) -> TraceHeader:
     """Build the header of ``trace``; ``taxonomy`` names GT modes (default: the one at
-    the trace's dataset root, else the built-in table, docs/architecture.md, 'Failure-mode taxonomy')."""
+    the trace's dataset root, else the built-in table, docs/architecture.md, 'Failure-mode taxonomy');
+    ``tally``: the steps' :func:`tally_steps`, when the caller has it already."""
     tax = taxonomy or taxonomy_for(trace.source.root)
-    counts = Counter(s.agent for s in trace.steps)
+    tally = tally or tally_steps(trace.steps)
+    counts = tally.agents
     gt = trace.ground_truth
     gt_view = None
     if gt is not None:
@@ -159,10 +207,13 @@ def trace_header(trace: Trace, taxonomy: Taxonomy | None = None) -> TraceHeader:
         gold=clean(trace.task.answer) if trace.task.answer is not None else None,
         final=clean(trace.final_answer) if trace.final_answer is not None else None,
         outcome=trace.outcome.value,
-        agents=[(clean(a), counts[a]) for a in trace.agent_ids() if counts.get(a)],  # agents that took steps
+        # agents that took steps, declared ones first (Trace.agent_ids's order)
+        agents=[
+            (clean(a), counts[a]) for a in {**dict.fromkeys(a.id for a in trace.agents), **counts} if counts.get(a)
+        ],
         steps=len(trace.steps),
         gt=gt_view,
         media=len(trace.task.images),
         scores=score_lines(trace),
-        usage=total_usage(trace.steps).text(),
+        usage=tally.usage.text(),
     )

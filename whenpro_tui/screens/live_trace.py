@@ -49,7 +49,7 @@ from whenpro_core.live.follow import FileFollower
 from whenpro_core.live.viewer import follow_live
 from whenpro_core.safety.textsafe import clean, one_line, plural
 from whenpro_core.trace.model import Source, Trace
-from whenpro_core.views.traceview import agent_slots, trace_header
+from whenpro_core.views.traceview import agent_slots, tally_steps, trace_header
 from whenpro_tui.messages import LiveEvents
 from whenpro_tui.screens.trace import TraceScreen
 from whenpro_tui.widgets.live_step_list import LiveStepList
@@ -335,7 +335,8 @@ class LiveTraceScreen(TraceScreen):
         at_end = steps.cursor >= old_count - 1
         current = steps.step_index
         self.trace = trace
-        self.header_model = trace_header(trace)
+        tally = tally_steps(trace.steps)
+        self.header_model = trace_header(trace, tally=tally)
         self.slots = agent_slots([a for a, _ in self.header_model.agents], len(AGENT_COLOURS))
         kept = min(kept, len(trace.steps))
         base = [i for i in steps.shown if i < kept]
@@ -347,7 +348,7 @@ class LiveTraceScreen(TraceScreen):
             cursor = base.index(current) if current in base else len(base) - 1
         else:  # the cursor's step was replaced: stay at the same position
             cursor = min(steps.cursor, len(shown) - 1)
-        steps.update_trace(trace, shown, self.slots, kept=kept, cursor=max(cursor, 0))
+        steps.update_trace(trace, shown, self.slots, kept=kept, cursor=max(cursor, 0), tally=tally)
         self._mark()
         if at_end and shown:
             steps.move_cursor(len(shown) - 1)

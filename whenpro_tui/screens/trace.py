@@ -26,7 +26,7 @@ from whenpro_core.storage.gcpause import release_long_lived
 from whenpro_core.trace.model import Trace
 from whenpro_core.views.search import SearchResult, StepFilter, filter_steps, gt_step_index, same_agent_step
 from whenpro_core.views.stepview import TextOptions, step_as_text
-from whenpro_core.views.traceview import agent_slots, trace_header, unlabelled_id
+from whenpro_core.views.traceview import agent_slots, tally_steps, trace_header, unlabelled_id
 from whenpro_tui.app_settings import labels_shown, set_labels
 from whenpro_tui.clipboard import copy_text
 from whenpro_tui.commands import collect_bindings
@@ -187,14 +187,15 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         """Show ``trace`` in the existing widgets (also used by ``[``/``]``)."""
         self.trace = trace
         self.position = position
-        self.header_model = trace_header(trace)
+        tally = tally_steps(trace.steps)  # one pass over the steps for the header and the list
+        self.header_model = trace_header(trace, tally=tally)
         self.slots = agent_slots([a for a, _ in self.header_model.agents], len(AGENT_COLOURS))
         self.step_filter = StepFilter()
         self.search = None
         self.levels = {}
         steps = self.steps
         steps.show_labels = self.show_labels
-        steps.set_trace(trace, list(range(len(trace.steps))), self.slots)
+        steps.set_trace(trace, list(range(len(trace.steps))), self.slots, tally=tally)
         self._render_header()
         if not trace.steps:
             self.query_one(StepDetail).show_empty("This trace has no steps.")

@@ -19,6 +19,7 @@ from textual.strip import Strip
 from whenpro_core.trace.model import Trace
 from whenpro_core.views.search import gt_step_index
 from whenpro_core.views.stepview import StepRow, short_kind, step_row
+from whenpro_core.views.traceview import StepTally, tally_steps
 from whenpro_tui.widgets.palette import MARKER_STYLES, agent_style
 from whenpro_tui.widgets.virtual_list import VirtualList
 
@@ -65,16 +66,20 @@ class StepList(VirtualList, inherit_bindings=False):
         self.probe_focus: int | None = None
         self._rows: dict[int, StepRow] = {}
         self._gt: int | None = None
+        self._tally: StepTally | None = None
         self._widths = (1, 1, 1, 0)
         self._row_styles: dict[str, Style] | None = None
 
     # ------------------------------------------------------------------ data
 
-    def set_trace(self, trace: Trace, shown: list[int], slots: dict[str, int], *, cursor: int = 0) -> None:
+    def set_trace(
+        self, trace: Trace, shown: list[int], slots: dict[str, int], *, cursor: int = 0, tally: StepTally | None = None
+    ) -> None:
         """Show ``trace`` with the steps ``shown`` (indices); cursor on position
-        ``cursor``."""
+        ``cursor``; ``tally``: the steps' :func:`tally_steps`, when the caller has it."""
         self.trace = trace
         self.slots = slots
+        self._tally = tally or tally_steps(trace.steps)
         self._rows = {}
         self._gt = gt_step_index(trace)
         self.matches = frozenset()
@@ -141,26 +146,25 @@ class StepList(VirtualList, inherit_bindings=False):
         return row
 
     def _measure(self) -> None:
-        """Column widths from the whole trace (attribute scans only: cheap at 10k)."""
-        trace = self.trace
-        if trace is None:
+        """Column widths from the whole trace: its :class:`StepTally` (one pass over the
+        steps, when the trace is set) and the kinds of its first 5,000 steps."""
+        trace, tally = self.trace, self._tally
+        if trace is None or tally is None:
             return
-        steps = trace.steps
-        coord_w = max((len(s.coord or "") for s in steps), default=1)
         agent_w = min(AGENT_CAP, max((cell_len(a) for a in self.slots), default=5))
-        kind_w = min(KIND_CAP, max((len(s.kind) for s in steps[:5000]), default=4))
+        kind_w = min(KIND_CAP, max((len(s.kind) for s in trace.steps[:5000]), default=4))
         marks = 0
-        if any(s.error for s in steps):
+        if tally.errors:
             marks += 1
-        if any(m.kind in ("image", "frame") for s in steps for m in s.media):
+        if tally.media_kinds & {"image", "frame"}:
             marks += 1
-        if any(m.kind == "video" for s in steps for m in s.media):
+        if "video" in tally.media_kinds:
             marks += 1
         if self.attributed:
             marks += 1
         if self.show_labels:
-            marks += 2 if any(s.hidden for s in steps) else 1
-        self._widths = (max(1, coord_w), agent_w, kind_w, marks)
+            marks += 2 if tally.hidden else 1
+        self._widths = (max(1, tally.coord_width), agent_w, kind_w, marks)
 
     # ------------------------------------------------------------------ rendering
 
