@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import subprocess
 from collections import Counter
@@ -18,7 +19,8 @@ import pytest
 
 from tests.support.cli import run_whenpro
 from whenpro_core.audit.run import audit_dataset
-from whenpro_core.bench.build_plan import step_class
+from whenpro_core.bench.build import BuildOptions, run_attempt
+from whenpro_core.bench.build_plan import Attempt, step_class
 from whenpro_core.bench.build_store import POSITION_SHARE, Entry, balance, read_manifest
 from whenpro_core.envs import get_env
 from whenpro_core.envs.code_pair import own_tests
@@ -26,7 +28,7 @@ from whenpro_core.envs.run import run_env
 from whenpro_core.injection.executors import BuiltinExecutor
 from whenpro_core.injection.generate import OfflineGenerator
 from whenpro_core.injection.inject import inject
-from whenpro_core.injection.mutators import applicable_modes, mutate
+from whenpro_core.injection.mutators import applicable_modes, build_modes, mutate
 from whenpro_core.trace.model import Agent, Step, Task, ToolCall, Trace
 
 
@@ -128,22 +130,99 @@ def test_the_tester_reruns_its_own_tests(code_runs):
 
 
 def test_errors_past_the_first_draft_are_decisive_and_labels_stay_honest(code_runs):
-    """At the tester's failing check, approving without running it (V.2) and leaving the
-    failing case out of its test table (A.1) are decisive (A.1 not when another case
-    still fails); at the coder's fix step,
-    stopping (A.3) hands in the code that existed before it, which fails; a syntax error
-    (A.2) is still caught by the test run and never kept as decisive."""
+    """At the tester's failing check, reporting that the tests passed without running
+    them (R.1: a result it never obtained) and leaving the failing case out of its test
+    table (A.1) are decisive (A.1 not when another case still fails); approving the
+    report of that failed run (V.2) is too; at the coder's fix step, stopping (A.3) hands
+    in the code that existed before it, which fails; a syntax error (A.2) is still
+    caught by the test run and never kept as decisive."""
     seen = Counter()
     for trace in code_runs:
         check = next(s.index for s in trace.steps if s.tool_calls)
         fix = next(s.index for s in trace.steps[check + 1 :] if s.agent == "coder")
-        assert {"V.2", "A.1"} <= set(applicable_modes(trace, check))
-        for index, mode in ((check, "V.2"), (check, "A.1"), (fix, "A.3"), (fix, "A.2")):
+        assert {"R.1", "A.1"} <= set(applicable_modes(trace, check)) and "V.2" not in applicable_modes(trace, check)
+        assert "V.2" in applicable_modes(trace, check + 1)
+        for index, mode in ((check, "R.1"), (check, "A.1"), (check + 1, "V.2"), (fix, "A.3"), (fix, "A.2")):
             result = _replay(trace, index, mode)
             seen[mode, result.verdict.decisive] += 1
-    assert seen["V.2", True] == len(code_runs)
+    assert seen["R.1", True] == len(code_runs) and seen["V.2", True] == len(code_runs)
     assert seen["A.1", True] >= len(code_runs) - 2  # a draft failing two cases still fails the one left in
     assert seen["A.3", True] == len(code_runs) and seen["A.2", True] == 0
+
+
+def test_r1_at_the_testers_check_states_a_result_it_never_obtained(code_runs):
+    """R.1 at a failing check: the tester's own report of a passing run (its wording,
+    its kind, the count of its tests), no tool call; the reason says the check was not
+    run. Its wording varies with the run (the tester's own approvals are drawn per run)."""
+    texts = set()
+    for trace in code_runs:
+        check = next(s for s in trace.steps if s.tool_calls)
+        approvals = {s.content for s in trace.steps if s.agent == "tester" and "Approved" in (s.content or "")}
+        m = mutate(trace, check.index, "R.1", seed=1)
+        assert m.step.tool_calls == [] and m.step.agent == "tester" and m.step.content in approvals
+        assert m.step.kind == next(s.kind for s in trace.steps if s.content in approvals)
+        assert "without running run_tests" in m.description
+        texts.add(re.sub(r"\d+", "N", m.step.content))
+    assert len(texts) >= 3
+
+
+def test_r2_at_the_testers_check_counts_a_crash_as_a_pass():
+    """R.2 at a check where a case raised: the tester's own test code reports a case
+    that raises as a pass (one case of its logic wrong); the step keeps its text, kind
+    and tool call, and the test code changes only inside the handler's message, so its
+    line shapes stay the tester's own. The draft that crashes is approved and handed in."""
+    env = get_env("code_pair")
+    runs = [run_env(env, seed) for seed in range(300, 340)]
+    raised = [
+        (t, s)
+        for t in runs
+        if t.outcome.value == "success"
+        for s in t.steps[:3]
+        if s.tool_calls and "raised" in (s.observation or "") and "got" not in (s.observation or "")
+    ]
+    assert len(raised) >= 2
+    for trace, check in raised[:2]:
+        assert "R.2" in build_modes(trace, check.index)
+        m = mutate(trace, check.index, "R.2", seed=0)
+        before, after = check.tool_calls[0].arguments["tests"], m.step.tool_calls[0].arguments["tests"]
+        assert (m.step.content, m.step.kind, m.step.tool_calls[0].name) == (check.content, check.kind, "run_tests")
+        assert after != before and after.replace("PASS", "FAIL") == before.replace("PASS", "FAIL")
+        assert m.step.tool_calls[0].arguments["code"] == check.tool_calls[0].arguments["code"]
+        assert _replay(trace, check.index, "R.2").verdict.decisive
+
+
+def test_build_leaves_out_modes_that_cannot_be_decisive_at_a_step(code_runs):
+    """A build does not try A.2 at code the tester then runs (the run reports the syntax
+    error), nor A.4/C.2 where they resend code whose test run failed (the re-run fails
+    again), nor A.4 where the tester repeats the check it has just run or its report of
+    failures the coder has answered since; ``whenpro inject`` still offers them there."""
+    for trace in code_runs:
+        check = next(s.index for s in trace.steps if s.tool_calls)
+        draft = max(s.index for s in trace.steps[:check] if s.agent == "coder")
+        fix = next(s.index for s in trace.steps[check + 1 :] if s.agent == "coder")
+        assert "A.2" in applicable_modes(trace, draft) and "A.2" not in build_modes(trace, draft)
+        assert {"A.4", "C.2"} <= set(applicable_modes(trace, fix))
+        assert not {"A.2", "A.4", "C.2"} & set(build_modes(trace, fix))
+        recheck = fix + 1  # the tester's run of the fix: a repeat would resend its report
+        for index in (check + 1, recheck):
+            assert "A.4" in applicable_modes(trace, index) and "A.4" not in build_modes(trace, index)
+        for index, mode in ((fix, "A.4"), (fix, "C.2"), (check + 1, "A.4"), (recheck, "A.4")):
+            assert not _replay(trace, index, mode).verdict.decisive
+
+
+def test_a_kept_item_is_balanced_by_the_class_of_the_step_as_released(code_runs):
+    """R.1 at the tester's check releases a report without a tool call: the release's
+    class cap counts it with the tester's other reports (where V.2 also lands), not with
+    the checks it no longer looks like; A.1 keeps the check's class."""
+    trace = code_runs[0]
+    check = next(s for s in trace.steps if s.tool_calls)
+    classes = {}
+    for mode in ("R.1", "A.1"):
+        attempt = Attempt("r.json", trace.id, check.index, check.coord or "", mode)
+        out = run_attempt(trace, attempt, OfflineGenerator(), BuiltinExecutor(), BuildOptions(), now="t")
+        assert out.entry.status == "kept", out.entry.detail
+        classes[mode] = out.entry.step_class
+    assert classes == {"R.1": "tester/assistant", "A.1": "tester/action"}
 
 
 @pytest.fixture(scope="module")

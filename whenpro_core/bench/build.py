@@ -265,6 +265,9 @@ def run_attempt(
     diffs = check_round_trip(cf, doc)
     if diffs:
         return Outcome(done("dropped", "not_representable", "; ".join(diffs[:3]), id=cf.id))
+    released = cf.steps[attempt.index]
+    if released.kind != "final_answer":  # a final answer is never a candidate step: the position cap balances it
+        base["step_class"] = step_class(released)  # the class a reader sees (R.1 turns a check into a report)
     return Outcome(
         done(
             "kept",

@@ -15,7 +15,8 @@ mode) injections to attempt on each (docs/architecture.md, 'Injection and warm-s
   there has nothing left to propagate through: it is decisive by construction, and
   every such label would sit on the last step). With the offline generator, a mode is tried
   only at steps where its mutator fits
-  (:func:`~whenpro_core.injection.mutators.applicable_modes`); other generators may try
+  (:func:`~whenpro_core.injection.mutators.build_modes`: where its mutator fits and its error
+  can be decisive); other generators may try
   every requested mode at every candidate step.
 * **Attempts**: a seed gives up to ``per_seed * TRIES_PER_KEPT`` attempts, tried in
   order until ``per_seed`` are kept (so at most ``per_seed`` traces per seed run:
@@ -43,7 +44,7 @@ from whenpro_core.bench.plan import split_list
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.injection.inject import check_mode
-from whenpro_core.injection.mutators import MUTATORS, applicable_modes
+from whenpro_core.injection.mutators import MUTATORS, build_modes
 from whenpro_core.injection.textedit import is_agent_step
 from whenpro_core.injection.verify import original_success
 from whenpro_core.storage.fsutil import safe_name
@@ -192,7 +193,7 @@ def fitting_modes(trace: Trace, modes: tuple[str, ...], *, offline: bool = True)
     """Candidate step index -> the requested modes that may be injected there."""
     out: dict[int, list[str]] = {}
     for i in candidate_steps(trace):
-        fits = set(applicable_modes(trace, i)) if offline else set(modes)
+        fits = set(build_modes(trace, i)) if offline else set(modes)
         chosen = [m for m in modes if m in fits]
         if chosen:
             out[i] = chosen

@@ -20,7 +20,9 @@ R.3  perturb one number (±1, ±2, ×2, +10 units of its last digit), in     a n
 R.1  drop the tool call and state a made-up result as if found, the way  a tool step with ``=`` and a number
      the agent states results without a tool elsewhere (``... = N.``);    in its result, by an agent that
      the kind becomes the one the agent uses for tool-less steps. Or add  states results without tools too;
-     an unsupported figure (a seeded phrasing of :data:`FIGURES`)         or a number in a tool-less step
+     an unsupported figure (a seeded phrasing of :data:`FIGURES`). At a   or a number in a tool-less step; or
+     verifier's failing check: no call, its own report of a passing run   a verifier's check whose result shows
+     from elsewhere in the trace (a test result it never obtained)        a problem, when it reports passes
 R.2  flip one operator (``+``/``-``, ``*``/``/``, ``>=``/``>``,             an operator between operands or
      ``<=``/``<``, ``min``/``max``), in arguments and content             ``min(``/``max(``
 R.4  replace a number taken from the task with another number of the      a number that also occurs in the
@@ -45,8 +47,14 @@ C.2  ignore a peer: after a peer's critique (fail, mismatch, fix...),      a pee
 V.2  approve without checking: the report of a problem becomes the       a verifier-like agent's (id/role)
      agent's own approval from elsewhere in the trace (else a seeded      report of a problem (critique words,
      approval, :data:`APPROVALS`); a check whose result shows a problem   no tool call, no approval), or its
-     becomes that approval, without the tool call                         check whose result shows one
+     becomes that approval, without the tool call (only when the          check whose result shows one
+     approval states no result: else that is R.1)
 ==== ==================================================================== =====================================
+
+``whenpro build`` tries a mode only where its error can reach the final answer
+(:func:`build_modes`, :data:`NEVER_DECISIVE`): not A.2 in code a peer then runs (the run
+reports the syntax error at once), not A.4/C.2 resending code whose test run failed, not
+A.4 repeating a tool call just made or a report of a problem a peer has answered since.
 
 Modes without an offline mutator (P.1, P.2, PL.2, V.1, C.1, C.3) need the ``text:``
 generator or the LLM generator. Nothing a mutator writes names the injection, and no
@@ -206,7 +214,7 @@ def _states_without_tool(trace: Trace, i: int) -> bool:
 def _r1_fits(trace: Trace, i: int) -> bool:
     s = trace.steps[i]
     if s.tool_calls:
-        return (
+        return bool(_unrun_reports(trace, i)) or (
             bool(s.observation and find_numbers(s.observation))
             and "=" in (s.content or "")
             and _states_without_tool(trace, i)
@@ -214,8 +222,30 @@ def _r1_fits(trace: Trace, i: int) -> bool:
     return s.kind != "final_answer" and bool(find_numbers(s.content))
 
 
+def _unrun_reports(trace: Trace, i: int) -> list[Step]:
+    """At a verifier's check (a tool call) whose result shows a problem: the agent's own
+    approvals elsewhere in the trace that state a check result (a count of passing
+    tests: ``All 3 tests passed. Approved.``). Writing one instead of running the check
+    states a result the agent never obtained (R.1), not only an unchecked approval
+    (V.2, which approves a check it ran, or approves without claiming a result)."""
+    s = trace.steps[i]
+    if not s.tool_calls or s.kind == "final_answer" or not _is_verifier(trace, s):
+        return []
+    if not CRITIQUE.search(s.observation or ""):
+        return []
+    return [st for st in _own_approvals(trace, i) if find_numbers(st.content or "")]
+
+
 def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
+    reports = _unrun_reports(trace, i)
+    if reports:  # reports the check's result without running it
+        report = rng.choice(reports)
+        return Mutation(
+            fresh_step(s, content=report.content, tool_calls=[], kind=report.kind),
+            f"{s.agent} reports a result at step {s.coord} ('{clip(report.content)}') without running "
+            f"{s.tool_calls[0].name}, which would show a failure.",
+        )
     if s.tool_calls:
         real = find_numbers(s.observation or "")[-1].group()
         claim = perturb(real, rng)
@@ -246,14 +276,44 @@ def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
 # --- R.2 reasoning error ---------------------------------------------------------------
 
 
+#: In test code: an exception handler whose first line reports a failure (``FAIL ...``).
+_FAIL_HANDLER = re.compile(r"(except\b[^\n]*:[ \t]*\n[ \t]+print\(\s*f?['\"])FAIL\b")
+
+
+def _handler_slips(trace: Trace, i: int) -> list[tuple[int, Any, str, re.Match[str]]]:
+    """Test code step ``i`` composed (a tool argument) whose exception handler reports a
+    failure, where a case that raised failed (the step's result says so)."""
+    s = trace.steps[i]
+    if not re.search(r"^FAIL\b.*\braised\b", s.observation or "", re.MULTILINE):
+        return []
+    edits = [
+        (ci, key, value, m)
+        for ci, c in enumerate(s.tool_calls)
+        for key, value in string_args(c)
+        if not _copied(trace, i, value)
+        for m in [_FAIL_HANDLER.search(value)]
+        if m
+    ]
+    return edits
+
+
 def _r2_fits(trace: Trace, i: int) -> bool:
     s = trace.steps[i]
-    return bool(arg_text_edits(s, find_operators) or find_operators(s.content))
+    return bool(arg_text_edits(s, find_operators) or find_operators(s.content) or _handler_slips(trace, i))
 
 
 def _r2(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     new = fresh_step(s)
+    slips = _handler_slips(trace, i)
+    if slips:  # the handler counts a case that raises as a pass: one case of the test logic wrong
+        ci, key, value, m = rng.choice(slips)
+        set_arg(new, ci, key, value[: m.end(1)] + "PASS" + value[m.end() :])
+        return Mutation(
+            new,
+            f"Its test code reports a case that raises an exception as a pass (in {s.tool_calls[ci].name}), "
+            "so a crash in the code under test goes unreported.",
+        )
     edits = _composed(trace, i, arg_text_edits(s, find_operators))
     if edits:
         ci, key, text, m = rng.choice(edits)
@@ -429,6 +489,24 @@ def _a2(trace: Trace, i: int, rng: random.Random) -> Mutation:
     content = s.content[: m.start(1)] + broken + s.content[m.end(1) :]
     line = code[: c.start()].rsplit("\n", 1)[-1].strip()
     return Mutation(fresh_step(s, content=content), f"The code is not valid Python: `{clip(line)}` lacks its colon.")
+
+
+def run_verbatim(trace: Trace, i: int) -> bool:
+    """Whether a later step passes step ``i``'s last code block verbatim to a tool (a
+    peer's test run of it). A syntax error there is reported by that run at once, so
+    A.2 at such a step can never reach the final answer: :func:`build_modes` leaves it
+    out (``whenpro inject`` still offers it, to watch the team catch it)."""
+    blocks = CODE_BLOCK.findall(trace.steps[i].content or "")
+    if not blocks:
+        return False
+    code = blocks[-1].strip()
+    return any(
+        isinstance(value, str) and value.strip() == code
+        for st in trace.steps[i + 1 :]
+        for c in st.tool_calls
+        if isinstance(c.arguments, dict)
+        for value in c.arguments.values()
+    )
 
 
 # --- A.3 premature termination ---------------------------------------------------------
@@ -636,8 +714,12 @@ def _v2_fits(trace: Trace, i: int) -> bool:
     s = trace.steps[i]
     if s.kind == "final_answer" or not is_agent_step(s) or not _is_verifier(trace, s):
         return False
-    if s.tool_calls:
-        return bool(CRITIQUE.search(s.observation or "")) and bool(_own_approvals(trace, i))
+    if s.tool_calls:  # an approval that states a result it never obtained is R.1
+        return (
+            bool(CRITIQUE.search(s.observation or ""))
+            and bool(_own_approvals(trace, i))
+            and not _unrun_reports(trace, i)
+        )
     return bool(CRITIQUE.search(s.content or "")) and not CHECK_WORDS.search(s.content or "")
 
 
@@ -701,6 +783,64 @@ def applicable_modes(trace: Trace, index: int) -> list[str]:
     if not 0 <= index < len(trace.steps) or not is_agent_step(trace.steps[index]):
         return []
     return [code for code, (fits, _) in MUTATORS.items() if fits(trace, index)]
+
+
+def _failed_run(trace: Trace, step: Step | None) -> bool:
+    """Whether ``step``'s last code block was passed verbatim to a tool by a later step
+    whose result shows a problem (a peer's test run that failed)."""
+    blocks = CODE_BLOCK.findall(step.content or "") if step is not None else []
+    if step is None or not blocks:
+        return False
+    code = blocks[-1].strip()
+    return any(
+        CRITIQUE.search(st.observation or "")
+        for st in trace.steps[step.index + 1 :]
+        for c in st.tool_calls
+        if isinstance(c.arguments, dict) and any(isinstance(v, str) and v.strip() == code for v in c.arguments.values())
+    )
+
+
+def _repeat_caught(trace: Trace, i: int) -> bool:
+    """Whether A.4 at step ``i`` repeats a step whose repetition the team absorbs: code
+    whose test run failed (the re-run fails again); a tool call the agent made in its
+    step just before (the same call gives the same result, read in the agent's next
+    turn); or its own report of a problem that a peer has answered since (the peer gets
+    the same report and answers it again). Measured on the built-in systems, none of
+    these was ever decisive (code_pair: about 100 attempts a build, arith_team: 63)."""
+    prev = _previous_own(trace, i)
+    if prev is None:
+        return False
+    if _failed_run(trace, prev):
+        return True
+    if prev.tool_calls and prev.index == i - 1:
+        return True
+    answered = any(st.agent != prev.agent and is_agent_step(st) for st in trace.steps[prev.index + 1 : i])
+    return answered and not prev.tool_calls and bool(CRITIQUE.search(prev.content or ""))
+
+
+def _resubmits_failed(trace: Trace, i: int) -> bool:
+    """Whether C.2 at step ``i`` resubmits, after a critique, code whose test run
+    already failed: the peer re-runs the same test, which fails again, so the error
+    never reaches the final answer."""
+    plan = _c2_plan(trace, i)
+    return plan is not None and plan[0] == "resubmit" and _failed_run(trace, plan[1][1])
+
+
+#: mode -> a step where its error is made but can never be decisive: a build does not
+#: try it there (:func:`build_modes`). A syntax error in code a peer then runs is
+#: reported by that run at once; code resubmitted after its test run failed fails the
+#: re-run; the repetitions of :func:`_repeat_caught` are absorbed.
+NEVER_DECISIVE: dict[str, Callable[[Trace, int], bool]] = {
+    "A.2": run_verbatim,
+    "A.4": _repeat_caught,
+    "C.2": _resubmits_failed,
+}
+
+
+def build_modes(trace: Trace, index: int) -> list[str]:
+    """:func:`applicable_modes` less those that can never be decisive at step ``index``
+    (:data:`NEVER_DECISIVE`): what ``whenpro build`` tries there."""
+    return [m for m in applicable_modes(trace, index) if not (m in NEVER_DECISIVE and NEVER_DECISIVE[m](trace, index))]
 
 
 def mutate(trace: Trace, index: int, mode: str, seed: int = 0) -> Mutation:
