@@ -130,8 +130,9 @@ def _serve(conn, latency: float) -> None:
 # ---------------------------------------------------------------------- whenpro
 
 
-async def run_whenpro(files: list[Path], server: RemoteServer, concurrency: int) -> tuple[float, int, int]:
-    """(seconds, HTTP requests, failed items) for ``whenpro bench`` over ``files``."""
+async def run_whenpro(files: list[Path], server: RemoteServer, concurrency: int) -> tuple[float, float, int, int]:
+    """(seconds, CPU seconds of this process, HTTP requests, failed items) for ``whenpro bench``
+    over ``files``."""
     from whenpro_core.attribution.llm_judge import make_judge
     from whenpro_core.attribution.prompts import Message
     from whenpro_core.bench import runner
@@ -155,14 +156,14 @@ async def run_whenpro(files: list[Path], server: RemoteServer, concurrency: int)
     results = ResultsFile(Path(tempfile.mkdtemp(prefix="whenpro-tp-")) / "results.jsonl")
     await judge.ask([Message.text("user", "warm-up")])  # SDK import and client set-up, not timed
     before = server.requests
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     try:
         stats = await runner.run_items(items, results, concurrency=concurrency, judges={model: judge})
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     finally:
         results.close()
         await judge.aclose()
-    return seconds, server.requests - before, stats.errors
+    return seconds, cpu, server.requests - before, stats.errors
 
 
 # ---------------------------------------------------------------------- ag2tracer
@@ -181,8 +182,9 @@ def ag2tracer_or_reason():
     return ag2tracer, None
 
 
-def run_ag2tracer(module, files: list[Path], server: RemoteServer, concurrency: int) -> tuple[float, int, int]:
-    """(seconds, HTTP requests, failed traces) for ag2tracer's all-at-once over ``files``."""
+def run_ag2tracer(module, files: list[Path], server: RemoteServer, concurrency: int) -> tuple[float, float, int, int]:
+    """(seconds, CPU seconds of this process, HTTP requests, failed traces) for ag2tracer's
+    all-at-once over ``files``."""
     import litellm
 
     os.environ["OPENAI_API_KEY"] = "sk-bench"
@@ -192,7 +194,7 @@ def run_ag2tracer(module, files: list[Path], server: RemoteServer, concurrency: 
     module.all_at_once(docs[0], model="openai/gpt-4o")  # warm-up: imports and client, not timed
     before = server.requests
     failed = 0
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         futures = [pool.submit(module.all_at_once, d, model="openai/gpt-4o") for d in docs]
         for fut in futures:
@@ -200,8 +202,8 @@ def run_ag2tracer(module, files: list[Path], server: RemoteServer, concurrency: 
                 fut.result()
             except Exception:  # noqa: BLE001 - counted and reported
                 failed += 1
-    seconds = time.perf_counter() - t0
-    return seconds, server.requests - before, failed
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    return seconds, cpu, server.requests - before, failed
 
 
 # ---------------------------------------------------------------------- main
@@ -230,12 +232,12 @@ def main() -> None:
     server = RemoteServer(args.latency)
     try:
         for c in levels:
-            seconds, calls, failed = asyncio.run(run_whenpro(files, server, c))
-            rows.append(("whenpro bench", c, seconds, calls, failed))
+            seconds, cpu, calls, failed = asyncio.run(run_whenpro(files, server, c))
+            rows.append(("whenpro bench", c, seconds, cpu, calls, failed))
             if module is not None:
                 try:
-                    seconds, calls, failed = run_ag2tracer(module, files, server, c)
-                    rows.append(("ag2tracer 0.1.1", c, seconds, calls, failed))
+                    seconds, cpu, calls, failed = run_ag2tracer(module, files, server, c)
+                    rows.append(("ag2tracer 0.1.1", c, seconds, cpu, calls, failed))
                 except Exception as exc:  # noqa: BLE001 - say why the baseline could not run
                     why = f"ag2tracer could not run against {server.openai_base_url}: {type(exc).__name__}: {exc}"
                     module = None
@@ -248,17 +250,18 @@ def main() -> None:
     )
     head = (
         f"{'tool':<16} {'concurrency':>11} {'seconds':>8} {'requests':>8} {'req/s':>8} {'ideal':>8} "
-        f"{'of ideal':>8} {'failed':>6}"
+        f"{'of ideal':>8} {'failed':>6} {'CPU ms/item':>11}"
     )
     print(head)
     print("-" * len(head))
     base: dict[int, float] = {}
     versus: dict[int, float] = {}
-    for tool, c, seconds, calls, failed in rows:
+    for tool, c, seconds, cpu, calls, failed in rows:
         rate = calls / seconds if seconds else 0.0
         ideal = c / args.latency
         line = (
             f"{tool:<16} {c:>11} {seconds:>8.2f} {calls:>8} {rate:>8.1f} {ideal:>8.1f} {rate / ideal:>8.0%} {failed:>6}"
+            f" {cpu * 1000 / max(calls, 1):>11.1f}"
         )
         if tool.startswith("ag2tracer") and base.get(c):
             line += f"   whenpro x{base[c] / rate:.2f} vs ag2tracer" if rate else ""
@@ -274,7 +277,8 @@ def main() -> None:
         print(f"baseline not run: {why}")
     print(
         "each item: whenpro loads, renders, asks (structured output), scores and appends a record; "
-        "ag2tracer formats a prompt and asks for text"
+        "ag2tracer formats a prompt and asks for text; CPU ms/item: this process's CPU time (all its "
+        "threads; the server runs in another process) per request"
     )
 
 
