@@ -36,6 +36,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,8 @@ from whenpro_core.bench.build_plan import (
     step_class,
 )
 from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry
+from whenpro_core.bench.ratelimit import RateLimiter, gate_tools, local_wait
+from whenpro_core.bench.shards import deal, shard_of
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.whowhen_pro_write import check_round_trip, to_document
@@ -331,13 +334,16 @@ def control_run(
 
 @dataclass
 class BuildResult:
-    """A finished run: the ``manifest``, the attempts ``ran`` now, ``skipped`` (already
-    in the journal) and the plan."""
+    """A finished run: the ``manifest`` (empty for a ``--shard`` job), the attempts
+    ``ran`` now, ``skipped`` (already in the journal or, for a ``--shard`` job, not its
+    share) and the plan."""
 
     manifest: dict[str, Any]
     ran: int = 0
     skipped: int = 0
     plan: Plan = field(default_factory=Plan)
+    #: A ``--shard`` job stopped at a round that waits for other jobs' parts.
+    waiting: bool = False
 
 
 def _seeds_section(seeds: list[Seed]) -> dict[str, Any]:
@@ -382,12 +388,129 @@ def check_options(opts: BuildOptions) -> None:
 ProgressFn = Callable[[int, int, Entry], None]
 
 
+@dataclass(frozen=True)
+class Spread:
+    """Where a build's attempts run (issue 18; default: all in this process).
+
+    Attributes:
+        ray: run each round's attempts as Ray tasks (:mod:`.ray_backend`), one journal
+            part per task; ``address`` an existing cluster, ``None`` a local Ray started for
+            the run.
+        shards: Ray tasks per round (default: one per cluster CPU).
+        shard: ``(K, N)``: a ``--shard K/N`` job (no Ray): only the seed runs whose id
+            hashes to K, into journal part K; the release is left to a build without it.
+        max_calls_per_s: cap on the model requests of an LLM generator or executor
+            (cluster-wide on Ray, per process otherwise).
+    """
+
+    ray: bool = False
+    address: str | None = None
+    shards: int | None = None
+    shard: tuple[int, int] | None = None
+    max_calls_per_s: float | None = None
+
+    def mine(self, chain: list[Attempt]) -> bool:
+        """Whether a seed run's chain of attempts is this job's to run."""
+        return self.shard is None or shard_of(chain[0].seed_id, self.shard[1]) == self.shard[0]
+
+
+@dataclass
+class _Runner:
+    """Runs chains of attempts (a seed run's attempts in order until it has enough decisive
+    items) into ``store``, ``opts.concurrency`` attempts in flight: the driver's own
+    attempts, or one Ray shard's in its worker."""
+
+    traces: dict[str, Trace]
+    generator: Generator
+    executor: Executor
+    opts: BuildOptions
+    store: BuildStore
+    cancel: threading.Event = field(default_factory=threading.Event)
+    on_entry: ProgressFn | None = None
+    after_record: Callable[[int], None] | None = None
+    ran: int = 0
+    todo: int = 0
+
+    def noted(self, entry: Entry) -> None:
+        """Count a journalled attempt and say so (progress, the test hook)."""
+        self.ran += 1
+        if self.on_entry:
+            self.on_entry(self.ran, self.todo, entry)
+        if self.after_record:
+            self.after_record(self.ran)
+
+    async def one(self, attempt: Attempt) -> Entry | None:
+        """Run and journal one attempt; ``None`` when the build was cancelled meanwhile."""
+        store = self.store
+        outcome = await asyncio.to_thread(
+            run_attempt,
+            self.traces[attempt.seed_id],
+            attempt,
+            self.generator,
+            self.executor,
+            self.opts,
+            now=store.created,
+            cancel=self.cancel,
+            trace_id=store.trace_id(attempt.key),
+        )
+        if self.cancel.is_set():
+            return None  # a cut-short replay proves nothing: not journalled, runs again
+        entry = outcome.entry
+        if outcome.doc is not None:
+            entry = await asyncio.to_thread(store.write_kept, outcome.doc, entry)
+        store.record(entry)
+        self.noted(entry)
+        return entry
+
+    async def chains(self, chains: list[list[Attempt]], wanted: int) -> None:
+        """Run ``chains``, each until it has ``wanted`` more decisive items (a kept item the
+        detectability filter drops later counts: the next round's plan does not depend on
+        that filter); journalled attempts are not run again."""
+        gate = asyncio.Semaphore(self.opts.concurrency)
+
+        async def chain(attempts: list[Attempt]) -> None:
+            try:
+                found = 0
+                for attempt in attempts:
+                    if found >= wanted or self.cancel.is_set():
+                        return
+                    found += in_pool(self.store.entries.get(attempt.key) or await self.one(attempt))
+            finally:
+                gate.release()
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for attempts in chains:
+                    await gate.acquire()
+                    group.create_task(chain(attempts))
+        except BaseException:
+            self.cancel.set()
+            raise
+
+
+def walk(chain: list[Attempt], wanted: int, entries: dict[str, Entry]) -> tuple[list[str], bool]:
+    """The keys of ``chain`` its run reaches given the journalled ``entries`` (in order,
+    until ``wanted`` decisive items), and whether the chain is complete (no attempt it
+    reaches is missing from the journal)."""
+    found, walked = 0, list[str]()
+    for attempt in chain:
+        if found >= wanted:
+            break
+        entry = entries.get(attempt.key)
+        if entry is None:
+            return walked, False
+        walked.append(attempt.key)
+        found += in_pool(entry)
+    return walked, True
+
+
 async def run_build(
     seeds_path: str | Path,
     out: str | Path,
     opts: BuildOptions,
     *,
     force: bool = False,
+    spread: Spread | None = None,
     on_plan: Callable[[BuildResult, int], None] | None = None,
     on_entry: ProgressFn | None = None,
     after_record: Callable[[int], None] | None = None,
@@ -397,103 +520,165 @@ async def run_build(
     """Build (or resume building) the dataset ``out`` from the seeds at ``seeds_path``.
 
     ``on_plan(result, todo)`` is called once the plan is known; ``on_entry`` after each
-    attempt is journalled; ``after_record(n)`` with the number journalled so far in this
-    run (a test hook: raising there, or killing the process, interrupts the build between
-    two attempts). ``now`` and ``salt`` fix a new journal's creation time and id salt
+    attempt is journalled (on Ray: for each attempt of a shard when the shard ends);
+    ``after_record(n)`` with the number journalled so far in this run by this process (a
+    test hook: raising there, or killing the process, interrupts the build between two
+    attempts). ``now`` and ``salt`` fix a new journal's creation time and id salt
     (tests; the salt is otherwise random, so ids reveal nothing).
 
-    Raises ConfigError for bad options (before anything is written), TraceFormatError
-    when the seeds path does not exist, WhenproError for an output folder that is not
-    a build (without ``force``)."""
+    ``spread`` (:class:`Spread`) runs the attempts on Ray or as one ``--shard K/N`` job.
+    The unit of a shard is a seed run's chain of attempts, whose outcome does not depend
+    on where it runs, so a sharded build journals the same attempts as a local one; the
+    adaptive rounds are planned in the driver between rounds from the merged journal, and
+    the detectability filter and the release run once, in a build without ``--shard``,
+    over every part. A ``--shard`` job runs its share of each round whose earlier rounds
+    are complete in every part, and stops at the first that is not (rerun the jobs, or a
+    build without ``--shard``, to go on); its result has no manifest.
+
+    Raises ConfigError for bad options (before anything is written; ``--ray`` without
+    Ray installed among them), TraceFormatError when the seeds path does not exist,
+    WhenproError for an output folder that is not a build (without ``force``)."""
+    spread = spread or Spread()
     check_options(opts)
     modes = parse_modes(list(opts.modes) or None, opts.generator)
     opts = dataclasses.replace(opts, modes=modes)
     generator, executor = _tools(opts)
+    if spread.ray:
+        from whenpro_core.bench.ray_backend import import_ray  # deliberate lazy import: Ray is optional
+
+        import_ray()
+    elif spread.max_calls_per_s is not None:
+        gate_tools((generator, executor), local_wait(RateLimiter(spread.max_calls_per_s)))
     seeds = await asyncio.to_thread(scan_seeds, seeds_path)
     if not seeds:
         raise ConfigError(
             f"no traces found in {seeds_path}", expected="successful runs, e.g. the output of whenpro run"
         )
     plan = plan_build(seeds, modes, opts.per_seed, seed=opts.seed, offline=opts.generator == "offline")
-    store = BuildStore.open(out, opts.fingerprint(), force=force, now=now, salt=salt)
+    shard = spread.shard[0] if spread.shard else None
+    store = BuildStore.open(out, opts.fingerprint(), force=force, now=now, salt=salt, shard=shard)
     traces = {s.id: s.trace for s in seeds if s.trace is not None}
     result = BuildResult(manifest={}, plan=plan)
-    cancel = threading.Event()
+    runner = _Runner(traces, generator, executor, opts, store, on_entry=on_entry, after_record=after_record)
     try:
-        todo = [a for a in plan.attempts if a.key not in store.entries]
-        result.skipped = len(plan.attempts) - len(todo)
+        mine = [a for a in plan.attempts if spread.shard is None or spread.mine([a])]
+        todo = [a for a in mine if a.key not in store.entries]
+        result.skipped, runner.todo = len(plan.attempts) - len(todo), len(todo)
         if on_plan:
             on_plan(result, len(todo))
-        gate = asyncio.Semaphore(opts.concurrency)
-        chains: dict[str, list[Attempt]] = {}
-        for a in plan.attempts:
-            chains.setdefault(a.seed_id, []).append(a)
+        with ExitStack() as stack:
+            rounds = _Rounds(runner, spread, stack)
+            await _walk_rounds(rounds, result, seeds)
+    except BaseExceptionGroup as eg:
+        raise _first_error(eg) from None
+    finally:
+        store.close()
+    return result
 
-        async def one(attempt: Attempt) -> Entry | None:
-            outcome = await asyncio.to_thread(
-                run_attempt,
-                traces[attempt.seed_id],
-                attempt,
-                generator,
-                executor,
-                opts,
-                now=store.created,
-                cancel=cancel,
-                trace_id=store.trace_id(attempt.key),
+
+class _Rounds:
+    """How a build's rounds run: in this process, as Ray tasks, or this job's share."""
+
+    def __init__(self, runner: _Runner, spread: Spread, stack: ExitStack) -> None:
+        self.runner, self.spread = runner, spread
+        self.done: set[str] = set()
+        self.tried: dict[str, int] = {}
+        self.ray: Any = None
+        self.limiter: Any = None
+        if spread.ray:
+            from whenpro_core.bench import ray_backend  # deliberate lazy import: Ray is heavy
+
+            self.ray = stack.enter_context(ray_backend.ray_session(spread.address))
+            self.limiter = ray_backend.rate_limiter(self.ray, spread.max_calls_per_s)
+
+    async def run(self, chains: list[list[Attempt]], wanted: int) -> bool:
+        """Run a round's ``chains`` (this job's share of those not complete) and say
+        whether every chain of the round is complete now; the keys reached go to ``done``."""
+        store = self.runner.store
+        todo = [c for c in chains if self.spread.mine(c) and not walk(c, wanted, store.entries)[1]]
+        if self.ray is not None and todo:
+            await asyncio.to_thread(self._on_ray, todo, wanted)
+        elif todo:
+            await self.runner.chains(todo, wanted)
+        if self.spread.shard is not None:
+            store.reload()  # the other jobs' parts
+        complete = True
+        for chain in chains:
+            walked, whole = walk(chain, wanted, store.entries)
+            self.done.update(walked)
+            complete = complete and whole
+        return complete
+
+    def _on_ray(self, chains: list[list[Attempt]], wanted: int) -> None:
+        """``chains`` as Ray tasks (:func:`run_build_shard`), each into its own journal
+        part, merged into the journal when every task has ended (also after a failure)."""
+        from whenpro_core.bench import ray_backend  # deliberate lazy import: Ray is heavy
+
+        runner, store = self.runner, self.runner.store
+        count = self.spread.shards or ray_backend.cluster_cpus(self.ray)
+        task = self.ray.remote(num_cpus=1, max_retries=0)(run_build_shard)
+        payloads = []
+        for i, share in enumerate(deal(chains, count)):
+            keys = {a.key for c in share for a in c}
+            payloads.append(
+                (
+                    share,
+                    wanted,
+                    {c[0].seed_id: runner.traces[c[0].seed_id] for c in share},
+                    runner.opts,
+                    str(store.root),
+                    store.header,
+                    {k: e for k in keys if (e := store.entries.get(k)) is not None},
+                    i,
+                    self.limiter,
+                )
             )
-            if cancel.is_set():
-                return None  # a cut-short replay proves nothing: not journalled, runs again
-            entry = outcome.entry
-            if outcome.doc is not None:
-                entry = await asyncio.to_thread(store.write_kept, outcome.doc, entry)
-            store.record(entry)
-            result.ran += 1
-            if on_entry:
-                on_entry(result.ran, len(todo), entry)
-            if after_record:
-                after_record(result.ran)
-            return entry
 
-        done: set[str] = set()
-        tried: dict[str, int] = {}
+        def on_done(index: int, ran: int) -> None:
+            part = store.parts.part(index)
+            for entry in _part_entries(part):
+                runner.noted(entry)
 
-        async def chain(attempts: list[Attempt], wanted: int) -> None:
-            """A seed's attempts in order until it has ``wanted`` more decisive items (a
-            kept item the detectability filter dropped later counts: the plan of the next
-            round does not depend on that filter); journalled ones are not run again."""
-            try:
-                found = 0
-                for attempt in attempts:
-                    if found >= wanted or cancel.is_set():
-                        return
-                    done.add(attempt.key)
-                    entry = store.entries.get(attempt.key) or await one(attempt)
-                    found += in_pool(entry)
-            finally:
-                gate.release()
-
-        async def run_round(round_chains: list[list[Attempt]], wanted: int) -> None:
-            async with asyncio.TaskGroup() as group:
-                for attempts in round_chains:
-                    await gate.acquire()
-                    group.create_task(chain(attempts, wanted))
-
-        detectable: dict[str, Any] = {"filter": opts.detect}
         try:
-            await run_round(list(chains.values()), opts.per_seed)
-            rounds = await asyncio.to_thread(adapt, store, plan, done, tried, opts)
-            while rounds and not cancel.is_set():
-                plan.attempts.extend(a for c in rounds for a in c)
-                await run_round(rounds, 1)
-                rounds = await asyncio.to_thread(adapt, store, plan, done, tried, opts)
-            if opts.detect:
-                detectable.update(await asyncio.to_thread(drop_detectable, store, seeds))
-        except BaseException:
-            cancel.set()
-            raise
+            ray_backend.run_tasks(self.ray, task, payloads, store.parts.part, on_done)
         finally:
+            store.merge_parts()
+
+
+def _part_entries(part: Path) -> list[Entry]:
+    from whenpro_core.storage import jsonl_log
+
+    return [Entry.model_validate(r) for r in jsonl_log.read(part, "whenpro.build.attempt")[0]]
+
+
+async def _walk_rounds(rounds: _Rounds, result: BuildResult, seeds: list[Seed]) -> None:
+    """The build's rounds (the plan's first, then the adaptive ones while the earlier are
+    complete), the detectability filter and the release (not in a ``--shard`` job)."""
+    runner, store, plan, opts = rounds.runner, rounds.runner.store, result.plan, rounds.runner.opts
+    sharded = rounds.spread.shard is not None
+    chains: dict[str, list[Attempt]] = {}
+    for a in plan.attempts:
+        chains.setdefault(a.seed_id, []).append(a)
+    detectable: dict[str, Any] = {"filter": opts.detect}
+    try:
+        complete = await rounds.run(list(chains.values()), opts.per_seed)
+        while complete and not runner.cancel.is_set():
+            more = await asyncio.to_thread(adapt, store, plan, rounds.done, rounds.tried, opts)
+            if not more:
+                break
+            plan.attempts.extend(a for c in more for a in c)
+            complete = await rounds.run(more, 1)
+        result.ran, result.waiting = runner.ran, not complete
+        if opts.detect and not sharded:
+            detectable.update(await asyncio.to_thread(drop_detectable, store, seeds))
+    except BaseException:
+        runner.cancel.set()
+        raise
+    finally:
+        result.ran = runner.ran
+        if not sharded:
             run = {
-                "modes": list(modes),
+                "modes": list(opts.modes),
                 "per_seed": opts.per_seed,
                 "concurrency": opts.concurrency,
                 "max_mode_share": opts.max_mode_share,
@@ -503,15 +688,40 @@ async def run_build(
             result.manifest = await asyncio.to_thread(
                 store.finish, _seeds_section(seeds), planned=len(plan.attempts), run=run
             )
+
+
+def run_build_shard(
+    chains: list[list[Attempt]],
+    wanted: int,
+    traces: dict[str, Trace],
+    opts: BuildOptions,
+    root: str,
+    header: dict[str, Any],
+    entries: dict[str, Entry],
+    part: int,
+    limiter: Any = None,
+) -> int:
+    """One Ray shard of a build round, in a worker: ``chains`` run as the driver runs them
+    (:class:`_Runner`), journalled to part ``part`` of the dataset at ``root``; the
+    model requests wait for ``limiter`` (a rate limiter actor) when given. Returns the
+    attempts journalled. Raises the first WhenproError of a failed attempt."""
+    generator, executor = _tools(opts)
+    if limiter is not None:
+        from whenpro_core.bench.ray_backend import actor_wait  # deliberate lazy import: Ray is heavy
+
+        gate_tools((generator, executor), actor_wait(limiter))
+    runner = _Runner(traces, generator, executor, opts, BuildStore.for_part(root, header, part, entries))
+    try:
+        asyncio.run(runner.chains(chains, wanted))
     except BaseExceptionGroup as eg:
-        leaves = list(_leaves(eg))
-        first = next((e for e in leaves if isinstance(e, WhenproError)), leaves[0] if leaves else None)
-        if first is not None:
-            raise first from None
-        raise
-    finally:
-        store.close()
-    return result
+        raise _first_error(eg) from None
+    return runner.ran
+
+
+def _first_error(eg: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The exception to raise for a task group's failure: its first WhenproError, else its first."""
+    leaves = list(_leaves(eg))
+    return next((e for e in leaves if isinstance(e, WhenproError)), leaves[0] if leaves else eg)
 
 
 def adapt(
@@ -586,8 +796,11 @@ __all__ = [
     "BuildOptions",
     "BuildResult",
     "Outcome",
+    "Spread",
     "check_options",
     "drop_detectable",
     "run_attempt",
     "run_build",
+    "run_build_shard",
+    "walk",
 ]

@@ -44,6 +44,16 @@ journal line names (and temp files of interrupted atomic writes) are removed whe
 finishes.
 One build at a time may write a dataset (an exclusive lock on ``.whenpro-build/lock``).
 
+Sharded builds (``build --ray`` / ``--shard K/N``, issue 18): each shard appends its
+finished attempts to its own journal part, ``.whenpro-build/journal.d/part-NNNN.jsonl``
+(the layout of bench's ``results.d`` parts, :mod:`whenpro_core.bench.shards`), staging its
+kept documents in the same ``rows`` folder (names are trace ids, unique per attempt). An
+open store reads the journal and every part (the latest line of a key wins), so attempts
+finished in any part are skipped. ``--shard`` jobs share the lock (``LOCK_SH``: many jobs
+at once, never with a build that merges); a build that holds it exclusively merges the
+parts into ``journal.jsonl`` (:meth:`BuildStore.merge_parts`, atomically) before it
+selects the release.
+
 Manifest (``whenpro.build.manifest/1``): options, ``seeds`` (found, used, skipped by
 reason with the list), ``counts`` per stage (``planned``, ``attempted``, ``generated``,
 ``replayed``, ``decisive``, ``kept``), ``dropped`` by reason, ``kept_by_mode``,
@@ -66,6 +76,7 @@ kept item again as dropped when a form-only baseline pins it to its step.)
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -84,6 +95,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from whenpro_core.bench.shards import Layout
+from whenpro_core.bench.shards import layout as parts_layout
 from whenpro_core.bench.validate import validation_counts
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats.build_meta import MANIFEST, MANIFEST_FORMAT, PROVENANCE_FORMAT, load_manifest
@@ -214,19 +227,40 @@ class BuildStore:
     :meth:`write_kept` (any thread) and :meth:`record` (one thread), then
     :meth:`finish`, then :meth:`close`."""
 
-    def __init__(self, root: Path, header: dict[str, Any], entries: dict[str, Entry], lock_fd: int) -> None:
+    def __init__(
+        self,
+        root: Path,
+        header: dict[str, Any],
+        entries: dict[str, Entry],
+        lock_fd: int,
+        part: int | None = None,
+    ) -> None:
         self.root = root
         self.header = header
         self.entries = entries
         self._lock_fd = lock_fd
         self.layout: str = header["options"]["layout"]
         self.created: str = header["created"]
+        #: The journal part this store appends to (a shard's), ``None``: ``journal.jsonl``.
+        self.part = part
 
     # ------------------------------------------------------------------ opening
 
     @property
     def journal(self) -> Path:
-        return self.root / BUILD_DIR / "journal.jsonl"
+        """Where :meth:`record` appends: ``journal.jsonl``, or this shard's part."""
+        return self.parts.part(self.part) if self.part is not None else self.parts.merged
+
+    @property
+    def parts(self) -> Layout:
+        """The journal and its parts folder (``.whenpro-build/journal.d/part-NNNN.jsonl``)."""
+        return journal_layout(self.root)
+
+    @classmethod
+    def for_part(cls, root: str | Path, header: dict[str, Any], part: int, entries: dict[str, Entry]) -> BuildStore:
+        """A store for one Ray shard's worker: appends to journal part ``part`` and stages
+        kept documents; takes no lock (the driver holds it) and never finishes."""
+        return cls(Path(root), header, dict(entries), -1, part=part)
 
     @classmethod
     def open(
@@ -237,6 +271,7 @@ class BuildStore:
         force: bool = False,
         now: str | None = None,
         salt: str | None = None,
+        shard: int | None = None,
     ) -> BuildStore:
         """Open (or start) the build in ``root``.
 
@@ -245,8 +280,17 @@ class BuildStore:
         which starts the build over (removing the files the old journal names; a
         ``validation.jsonl`` is kept). A non-empty folder that is not a build raises
         WhenproError unless ``force``. ConfigError when another build holds the lock.
-        ``now`` and ``salt`` fix a new build's creation time and id salt (tests)."""
+        ``now`` and ``salt`` fix a new build's creation time and id salt (tests).
+
+        ``shard`` K: a ``--shard K/N`` job, which shares the lock with the other jobs,
+        appends to journal part K and merges nothing (ConfigError with ``force``); without
+        it the store holds the lock alone and merges the parts left by shards into
+        ``journal.jsonl`` (ConfigError while ``--shard`` jobs run)."""
         root = Path(root)
+        if shard is not None and force:
+            raise ConfigError(
+                "--force would remove the other shards' work", expected="--force without --shard, before the jobs"
+            )
         if root.exists() and not root.is_dir():
             raise WhenproError("output exists and is a file", path=root, expected="a dataset folder (--out)")
         journal = root / BUILD_DIR / "journal.jsonl"
@@ -257,7 +301,7 @@ class BuildStore:
                 expected="a new folder, an earlier build to resume, or --force",
             )
         (root / BUILD_DIR).mkdir(parents=True, exist_ok=True)
-        lock_fd = _take_lock(root / BUILD_DIR / "lock")
+        lock_fd = _take_lock(root / BUILD_DIR / "lock", shared=shard is not None)
         try:
             records, _ = jsonl_log.read(journal, "whenpro.build.")
             header = next((r for r in records if r.get("format") == JOURNAL_FORMAT), None)
@@ -277,22 +321,44 @@ class BuildStore:
                 _remove_build(root, [Entry.model_validate(r) for r in records if r.get("format") == ATTEMPT_FORMAT])
                 records, header = [], None
             if header is None:
-                header = {
-                    "format": JOURNAL_FORMAT,
-                    "options": options,
-                    "salt": salt or secrets.token_hex(16),
-                    "created": now or datetime.now(UTC).isoformat(timespec="seconds"),
-                }
-                jsonl_log.append(journal, header)
-            entries: dict[str, Entry] = {}
-            for r in records:
-                if r.get("format") == ATTEMPT_FORMAT:
-                    e = Entry.model_validate(r)
-                    entries[e.key] = e
+                header = _start_journal(journal, options, salt, now)
+                if header.get("options") != options:  # a --shard job started it first, with others
+                    raise ConfigError(
+                        "another job started this dataset with other options",
+                        path=root,
+                        expected="the same options in every --shard job",
+                    )
+                records = []
+            store = cls(root, header, _entries(records), lock_fd, part=shard)
+            store.reload()
+            if shard is None:
+                store.merge_parts()
         except BaseException:
             os.close(lock_fd)
             raise
-        return cls(root, header, entries, lock_fd)
+        return store
+
+    def reload(self) -> None:
+        """Read the attempts the journal parts hold (shards' work) into :attr:`entries`,
+        parts in name order, the latest line of a key winning."""
+        for part in self.parts.part_files():
+            self.entries.update(_entries(jsonl_log.read(part, "whenpro.build.")[0]))
+
+    def merge_parts(self) -> int:
+        """Fold the journal parts into ``journal.jsonl`` (rewritten atomically: the header,
+        then one line per attempt, the latest of each key) and delete them; only with the
+        lock held alone. Returns the number of parts merged."""
+        parts = self.parts.part_files()
+        if not parts:
+            return 0
+        self.reload()
+        lines = [self.header, *(e.model_dump(mode="json") for e in self.entries.values())]
+        atomic_write_bytes(self.parts.merged, b"".join(jsonio.dumps(r) + b"\n" for r in lines))
+        for part in parts:
+            part.unlink()
+        with contextlib.suppress(OSError):
+            self.parts.parts.rmdir()
+        return len(parts)
 
     def close(self) -> None:
         """Release the build lock."""
@@ -713,15 +779,43 @@ def build_warnings(run: dict[str, Any], selected: list[Entry]) -> list[str]:
     return []
 
 
-def _take_lock(path: Path) -> int:
+def journal_layout(root: str | Path) -> Layout:
+    """A dataset's journal and the folder of its shards' parts (``journal.d``)."""
+    return parts_layout(Path(root) / BUILD_DIR / "journal.jsonl")
+
+
+def _entries(records: list[dict[str, Any]]) -> dict[str, Entry]:
+    """Journal records -> attempt entries by key (the latest line of a key wins)."""
+    entries: dict[str, Entry] = {}
+    for r in records:
+        if r.get("format") == ATTEMPT_FORMAT:
+            e = Entry.model_validate(r)
+            entries[e.key] = e
+    return entries
+
+
+def _start_journal(journal: Path, options: dict[str, Any], salt: str | None, now: str | None) -> dict[str, Any]:
+    """The header of a new journal, written unless another job (``--shard``) wrote one
+    first: the header the journal holds."""
+    header = {
+        "format": JOURNAL_FORMAT,
+        "options": options,
+        "salt": salt or secrets.token_hex(16),
+        "created": now or datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    return jsonl_log.append_first(journal, header)
+
+
+def _take_lock(path: Path, *, shared: bool = False) -> int:
+    """The build lock on ``path``: exclusive, or ``shared`` by ``--shard`` jobs."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     if fcntl is not None:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise ConfigError(
-                "another whenpro build is writing this dataset",
+                "another whenpro build is writing this dataset" + ("" if shared else " (or --shard jobs still run)"),
                 path=path.parent.parent,
                 expected="wait for it to finish, or a different --out",
             ) from None
@@ -736,6 +830,7 @@ def _remove_build(root: Path, entries: list[Entry]) -> None:
             if rel and ".." not in Path(rel).parts:
                 (root / rel).unlink(missing_ok=True)
     shutil.rmtree(root / BUILD_DIR / "rows", ignore_errors=True)
+    shutil.rmtree(journal_layout(root).parts, ignore_errors=True)
     (root / BUILD_DIR / "journal.jsonl").unlink(missing_ok=True)
     (root / MANIFEST).unlink(missing_ok=True)
     (root / PROVENANCE).unlink(missing_ok=True)
@@ -869,6 +964,7 @@ __all__ = [
     "balance",
     "build_warnings",
     "compute_manifest",
+    "journal_layout",
     "read_manifest",
     "revalidate",
     "split_document",

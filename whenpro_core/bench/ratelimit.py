@@ -1,4 +1,5 @@
-"""The request-rate cap of ``whenpro bench --max-calls-per-s`` (issue 18).
+"""The request-rate cap of ``whenpro bench --max-calls-per-s`` and ``whenpro build
+--max-calls-per-s`` (issue 18).
 
 :class:`RateLimiter` hands out request slots ``1 / rate`` seconds apart on one clock: a
 caller asks for a slot (:meth:`RateLimiter.reserve`, the slot's time on that clock) and
@@ -9,14 +10,16 @@ used directly; on Ray one instance lives in an actor that every shard's workers 
 
 :func:`gate_judges` hooks a wait into the model backends of LLM judges
 (:attr:`whenpro_core.llm.backend.Backend.before_request`), so the cap counts HTTP requests
-(retries included, cached answers not), not work items.
+(retries included, cached answers not), not work items; :func:`gate_tools` does the
+same for a build's LLM generator and simulating executor.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 from whenpro_core.attribution.judge import Judge
 from whenpro_core.errors import ConfigError
@@ -26,8 +29,8 @@ class RateLimiter:
     """Slots at most ``rate`` per second (``rate`` > 0, requests per second).
 
     ``clock`` returns seconds (default ``time.monotonic``, which :func:`local_wait` assumes).
-    Not thread-safe: one owner (an event loop, or a Ray actor, which runs one call at a
-    time). Slots are times on ``clock``, so a caller in another process waits until the slot on the same clock (the
+    Thread-safe (a build's attempts ask from worker threads, each with its own event
+    loop). Slots are times on ``clock``, so a caller in another process waits until the slot on the same clock (the
     wall clock ``time.time`` across machines): the wait does not depend on how long the
     answer took to reach it.
     """
@@ -38,12 +41,14 @@ class RateLimiter:
         self.interval = 1.0 / rate
         self._clock = clock
         self._next = float("-inf")
+        self._lock = threading.Lock()
 
     def reserve(self) -> float:
         """Take the next free slot; returns its time on ``clock`` (now or later)."""
-        slot = max(self._clock(), self._next)
-        self._next = slot + self.interval
-        return slot
+        with self._lock:
+            slot = max(self._clock(), self._next)
+            self._next = slot + self.interval
+            return slot
 
 
 def local_wait(limiter: RateLimiter) -> Callable[[], Awaitable[None]]:
@@ -67,6 +72,18 @@ def gate_judges(judges: Mapping[str, Judge], wait: Callable[[], Awaitable[None]]
     return gated
 
 
+def gate_tools(tools: Iterable[object], wait: Callable[[], Awaitable[None]]) -> int:
+    """Make the model backends of a build's LLM generator and executor (objects with a
+    ``before_request`` hook they pass to each backend they open) await ``wait`` before each
+    request. Returns the number gated (offline ones have no hook and are left)."""
+    gated = 0
+    for tool in tools:
+        if hasattr(tool, "before_request"):
+            tool.before_request = wait
+            gated += 1
+    return gated
+
+
 def local_gate(judges: Mapping[str, Judge], max_calls_per_s: float | None) -> None:
     """``--max-calls-per-s`` in one process: one in-process limiter for every judge
     (``None``: no cap)."""
@@ -74,4 +91,4 @@ def local_gate(judges: Mapping[str, Judge], max_calls_per_s: float | None) -> No
         gate_judges(judges, local_wait(RateLimiter(max_calls_per_s)))
 
 
-__all__ = ["RateLimiter", "gate_judges", "local_gate", "local_wait"]
+__all__ = ["RateLimiter", "gate_judges", "gate_tools", "local_gate", "local_wait"]

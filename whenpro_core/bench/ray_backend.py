@@ -1,4 +1,5 @@
-"""The Ray backend of ``whenpro bench --ray`` / ``--ray-address ADDR`` (issue 18).
+"""The Ray backend of ``whenpro bench --ray`` / ``--ray-address ADDR`` and of ``whenpro
+build --ray`` (issue 18).
 
 Only the scheduler changes: the driver plans as usual, deals the items still to run into
 shards (:func:`whenpro_core.bench.shards.deal`) and starts one Ray task per shard. A task
@@ -11,6 +12,11 @@ Workers need what the driver has: whenpro importable, the dataset at the same pa
 shared file system), the part folder writable, and the provider settings (API keys in
 their environment or config file). A local ``--ray`` cluster is started from the driver's
 process, so its workers inherit the driver's environment.
+
+A build (:mod:`whenpro_core.bench.build`) uses the same session, limiter and task runner
+(:func:`run_tasks`) for each round of its attempts: a task
+(:func:`whenpro_core.bench.build.run_build_shard`) runs its seed runs' chains of attempts
+into its own journal part.
 
 ``max_calls_per_s`` starts one :class:`RateLimiterActor` that every worker asks for a
 request slot (:mod:`whenpro_core.bench.ratelimit`): the cap is cluster-wide.
@@ -132,6 +138,18 @@ def run_shard(
         return asyncio.run(runner.run_items(items, results, concurrency=concurrency, judges=judges))
 
 
+def cluster_cpus(ray: ModuleType) -> int:
+    """The CPUs of the connected cluster (at least 1): the default number of shards."""
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+def rate_limiter(ray: ModuleType, max_calls_per_s: float | None) -> Any:
+    """A :class:`RateLimiterActor` handle for ``max_calls_per_s`` (``None``: no cap, no actor)."""
+    if max_calls_per_s is None:
+        return None
+    return ray.remote(num_cpus=0)(RateLimiterActor).remote(max_calls_per_s)
+
+
 def run_on_ray(
     todo: Sequence[runner.WorkItem],
     where: Layout,
@@ -148,44 +166,55 @@ def run_on_ray(
     each writing ``where.part(i)``; returns the summed stats. Raises the first shard's
     WhenproError after every shard has ended."""
     with ray_session(address) as ray:
-        count = shards or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        limiter = None
-        if max_calls_per_s is not None:
-            limiter = ray.remote(num_cpus=0)(RateLimiterActor).remote(max_calls_per_s)
+        count = shards or cluster_cpus(ray)
+        limiter = rate_limiter(ray, max_calls_per_s)
         task = ray.remote(num_cpus=1, max_retries=0)(run_shard)
         where.parts.mkdir(parents=True, exist_ok=True)
-        refs = {
-            task.remote(list(chunk), str(where.part(i)), concurrency, use_cache, limiter, images): i
+        payloads = [
+            (list(chunk), str(where.part(i)), concurrency, use_cache, limiter, images)
             for i, chunk in enumerate(deal(todo, count))
-        }
-        return _collect(ray, refs, where, on_shard)
+        ]
+        total = runner.RunStats()
+
+        def add(index: int, stats: runner.RunStats) -> None:
+            total.written += stats.written
+            total.errors += stats.errors
+            total.seconds = max(total.seconds, stats.seconds)
+            total.usage, total.spent = total.usage.add(stats.usage), total.spent.add(stats.spent)
+            for kind, n in stats.kinds.items():
+                total.kinds[kind] = total.kinds.get(kind, 0) + n
+            if on_shard:
+                on_shard(index, stats)
+
+        run_tasks(ray, task, payloads, where.part, add)
+        return total
 
 
-def _collect(
-    ray: ModuleType, refs: dict[Any, int], where: Layout, on_shard: Callable[[int, runner.RunStats], None] | None
-) -> runner.RunStats:
-    total = runner.RunStats()
+def run_tasks(
+    ray: ModuleType,
+    task: Any,
+    payloads: Sequence[tuple[Any, ...]],
+    part_of: Callable[[int], Path],
+    on_done: Callable[[int, Any], None],
+) -> None:
+    """Start the remote function ``task`` once per payload (shard ``i`` gets
+    ``payloads[i]`` as its arguments and writes ``part_of(i)``) and call
+    ``on_done(i, result)`` as each ends. Every shard ends before the first shard's error
+    is raised: its WhenproError as is, a dead worker's as a BackendError saying to rerun."""
+    refs = {task.remote(*args): i for i, args in enumerate(payloads)}
     first_error: WhenproError | None = None
     pending = list(refs)
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)
         index = refs[ready[0]]
         try:
-            stats = ray.get(ready[0])
+            value = ray.get(ready[0])
         except Exception as exc:  # noqa: BLE001 - every shard ends before the first error is raised
-            first_error = first_error or _shard_error(ray, exc, where.part(index))
+            first_error = first_error or _shard_error(ray, exc, part_of(index))
             continue
-        total.written += stats.written
-        total.errors += stats.errors
-        total.seconds = max(total.seconds, stats.seconds)
-        total.usage, total.spent = total.usage.add(stats.usage), total.spent.add(stats.spent)
-        for kind, n in stats.kinds.items():
-            total.kinds[kind] = total.kinds.get(kind, 0) + n
-        if on_shard:
-            on_shard(index, stats)
+        on_done(index, value)
     if first_error is not None:
         raise first_error
-    return total
 
 
 def _shard_error(ray: ModuleType, exc: BaseException, part: Path) -> WhenproError:
@@ -201,4 +230,15 @@ def _shard_error(ray: ModuleType, exc: BaseException, part: Path) -> WhenproErro
     )
 
 
-__all__ = ["RAY_EXTRA", "RateLimiterActor", "import_ray", "ray_session", "run_on_ray", "run_shard"]
+__all__ = [
+    "RAY_EXTRA",
+    "RateLimiterActor",
+    "actor_wait",
+    "cluster_cpus",
+    "import_ray",
+    "rate_limiter",
+    "ray_session",
+    "run_on_ray",
+    "run_shard",
+    "run_tasks",
+]

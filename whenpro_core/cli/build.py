@@ -21,9 +21,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from whenpro_core.bench.build import BuildOptions, BuildResult, run_build
-from whenpro_core.bench.build_store import MAX_MODE_SHARE, Entry
+from whenpro_core.bench.build import BuildOptions, BuildResult, Spread, run_build
+from whenpro_core.bench.build_store import MAX_MODE_SHARE, Entry, journal_layout
+from whenpro_core.bench.shards import parse_shard
 from whenpro_core.cli import output
+from whenpro_core.cli.options import not_together
 from whenpro_core.errors import ConfigError
 
 #: Exit status of a build that kept no trace (the reasons on stderr).
@@ -49,13 +51,23 @@ def build(
     max_mode_share: float = MAX_MODE_SHARE,
     keep_detectable: bool = False,
     export_validated: Path | None = None,
+    ray: bool = False,
+    ray_address: str | None = None,
+    ray_shards: int | None = None,
+    shard: str | None = None,
+    max_calls_per_s: float | None = None,
 ) -> dict[str, Any]:
     """What ``whenpro build`` does: build (with a Rich progress bar on stderr when it is
     a terminal) and print a summary; with ``revalidate`` and no ``seeds``, only refresh
     the manifest's validation counts; with ``export_validated`` and no ``seeds``, write
     the release of the accepted traces there (:mod:`whenpro_core.bench.export`). Returns the
     manifest (of the release, for an export); exit status 1 with the reasons on stderr
-    when a build from ``seeds`` kept no trace."""
+    when a build from ``seeds`` kept no trace.
+
+    ``ray``/``ray_address`` run the attempts as Ray tasks (``ray_shards`` per round),
+    ``shard="K/N"`` only this job's share into its own journal part (no release: a build
+    without it merges the parts and writes the release; returns an empty manifest);
+    ``max_calls_per_s`` caps the model requests (:class:`~whenpro_core.bench.build.Spread`)."""
     if seeds is not None and export_validated is not None:
         raise ConfigError(
             "--export-validated exports a built dataset; it takes no SEEDS",
@@ -82,7 +94,20 @@ def build(
         max_mode_share=max_mode_share,
         detect=not keep_detectable,
     )
-    manifest = _run_with_progress(seeds, out, opts, force=force)
+    if shard is not None and (ray or ray_address):
+        not_together("--shard", "--ray", expected="--shard K/N (job arrays) or --ray (Ray shards itself)")
+    spread = Spread(
+        ray=ray or bool(ray_address),
+        address=ray_address,
+        shards=ray_shards,
+        shard=parse_shard(shard) if shard is not None else None,
+        max_calls_per_s=max_calls_per_s,
+    )
+    result = _run_with_progress(seeds, out, opts, force=force, spread=spread)
+    if spread.shard is not None:
+        _say_shard(result, out, spread.shard)
+        return result.manifest
+    manifest = result.manifest
     _say_built(manifest, out, opts.layout)
     empty = nothing_kept(manifest, out)
     if empty:
@@ -127,8 +152,8 @@ def _progress(err: Console) -> Progress:
     )
 
 
-def _run_with_progress(seeds: str, out: Path, opts: BuildOptions, *, force: bool) -> dict[str, Any]:
-    """Run the build, saying its plan first and showing its progress; returns the manifest."""
+def _run_with_progress(seeds: str, out: Path, opts: BuildOptions, *, force: bool, spread: Spread) -> BuildResult:
+    """Run the build, saying its plan first and showing its progress; returns its result."""
     progress = _progress(output.live_console())  # renders only the constant label and counts
     task = progress.add_task("build", total=0, kept=0, dropped=0)
     shown = ExitStack()
@@ -138,7 +163,7 @@ def _run_with_progress(seeds: str, out: Path, opts: BuildOptions, *, force: bool
         used = len(res.plan.used)
         output.echo(
             f"{len(res.plan.seeds)} seed traces, {used} used; {len(res.plan.attempts)} attempts planned, "
-            f"{res.skipped} already done, {todo} to run"
+            f"{res.skipped} already done{' or not this shard' if spread.shard else ''}, {todo} to run"
         )
         progress.update(task, total=todo)
         shown.enter_context(output.live(progress))  # after the plan line, so the two do not interleave
@@ -148,10 +173,27 @@ def _run_with_progress(seeds: str, out: Path, opts: BuildOptions, *, force: bool
         progress.update(task, advance=1, kept=tally["kept"], dropped=tally["dropped"])
 
     try:
-        result = asyncio.run(run_build(seeds, out, opts, force=force, on_plan=on_plan, on_entry=on_entry))
+        result = asyncio.run(
+            run_build(seeds, out, opts, force=force, spread=spread, on_plan=on_plan, on_entry=on_entry)
+        )
     finally:
         shown.close()
-    return result.manifest
+    return result
+
+
+def _say_shard(result: BuildResult, out: Path, shard: tuple[int, int]) -> None:
+    """What a ``--shard K/N`` job did, and what comes next."""
+    k, n = shard
+    part = journal_layout(out).part(k)
+    state = (
+        "a later round waits for the other jobs (run the jobs again when they are done)"
+        if result.waiting
+        else "every round is done"
+    )
+    output.echo(
+        f"shard {k}/{n}: ran {result.ran} attempts into {part}; {state}; when every job is done: "
+        f"whenpro build SEEDS --out {out} (the same options, no --shard) merges the parts and writes the release"
+    )
 
 
 def _say_built(m: dict[str, Any], out: Path, layout: str) -> None:

@@ -560,6 +560,30 @@ def build(
     export_validated: Path | None = typer.Option(
         None, "--export-validated", help="Write a release of the traces accepted in review to this folder (no SEEDS)."
     ),
+    ray: bool = typer.Option(
+        False,
+        "--ray",
+        help="Run the attempts as tasks on a local Ray started for the run (pip install 'whenpro[ray]').",
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray-address",
+        metavar="ADDR",
+        help="Run the attempts on an existing Ray cluster (ray://HOST:10001, auto).",
+    ),
+    ray_shards: int | None = typer.Option(
+        None, "--shards", min=1, help="Ray tasks per round (default: one per cluster CPU)."
+    ),
+    shard: str | None = typer.Option(
+        None,
+        "--shard",
+        metavar="K/N",
+        help="Run only job K (0-based) of N into its own journal part (job arrays); "
+        "a build without --shard then merges the parts and writes the release.",
+    ),
+    max_calls_per_s: float | None = typer.Option(
+        None, "--max-calls-per-s", min=0.001, help="Cap on model requests per second (cluster-wide with Ray)."
+    ),
 ) -> None:
     """Build a benchmark dataset: inject errors into successful runs, replay, verify, keep the decisive ones.
 
@@ -584,6 +608,11 @@ def build(
         max_mode_share=max_mode_share,
         keep_detectable=keep_detectable,
         export_validated=export_validated,
+        ray=ray,
+        ray_address=ray_address,
+        ray_shards=ray_shards,
+        shard=shard,
+        max_calls_per_s=max_calls_per_s,
     )
 
 

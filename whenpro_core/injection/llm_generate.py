@@ -33,6 +33,7 @@ calls, tokens and cost.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, field_validator
@@ -336,6 +337,8 @@ class LLMGenerator:
         self.name = f"llm:{self.model}"
         self.use_cache = use_cache
         self.taxonomy = taxonomy or Taxonomy.builtin()
+        #: Awaited before each model request (``build --max-calls-per-s``); ``None``: no wait.
+        self.before_request: Callable[[], Awaitable[None]] | None = None
 
     def generate(self, request: InjectionRequest) -> GeneratedStep:
         """Run both stages for ``request`` (see the module docstring)."""
@@ -360,6 +363,7 @@ class LLMGenerator:
         trace, index, mode = request.trace, request.index, request.mode
         original = trace.steps[index]
         async with open_backend(self.model, self.settings) as backend:
+            backend.before_request = self.before_request
             budget = prompt_budget(backend)
             p1 = stage1_prompt(trace, index, mode, self.taxonomy, budget, request.seed)
             r1 = await self._ask(backend, [Message(role="user", content=p1)], STAGE1_SYSTEM, FlawPlan)

@@ -42,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
@@ -142,6 +142,8 @@ class SimulateExecutor:
         self.max_steps = max_steps
         self.max_calls = max_calls
         self.use_cache = use_cache
+        #: Awaited before each model request (``build --max-calls-per-s``); ``None``: no wait.
+        self.before_request: Callable[[], Awaitable[None]] | None = None
 
     def live_tools(self, trace: Trace) -> ToolRunner | None:
         """``None``: tools are never run here; unmatched calls are simulated in
@@ -178,6 +180,7 @@ class _Run:
     async def run(self) -> Continuation:
         ctx = self.ctx
         async with open_backend(self.ex.model, self.ex.settings) as backend:
+            backend.before_request = self.ex.before_request
             self.backend, self.budget = backend, prompt_budget(backend)
             termination = await self._loop(ctx)
         details = {

@@ -117,6 +117,46 @@ def append(path: str | Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
+def append_first(path: str | Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Append ``record`` only when the log holds no whole line yet (locked, a torn tail
+    cut first, ``fsync``-ed), and return the log's first record: ``record``, or the one
+    another process wrote first (the header of a log that several jobs may start at
+    once). Raises OSError when the folder or file is not writable, TraceFormatError when
+    the first line is not a JSON object."""
+    fd = _open_for_append(Path(path))
+    try:
+        with locked(fd):
+            repair_tail(fd)
+            size = os.lseek(fd, 0, os.SEEK_END)
+            if size == 0:
+                os.write(fd, jsonio.dumps(record) + b"\n")
+                os.fsync(fd)
+                return record
+            os.lseek(fd, 0, os.SEEK_SET)
+            first = _first_line(fd)
+    finally:
+        os.close(fd)
+    try:
+        value = jsonio.loads(first)
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise TraceFormatError("the log's first line is not a JSON object", path=Path(path))
+    return value
+
+
+def _first_line(fd: int) -> bytes:
+    """The first line of the file at ``fd`` (read from its current offset), without the newline."""
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        cut = chunk.find(b"\n")
+        if cut >= 0:
+            chunks.append(chunk[:cut])
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 class Appender:
     """A log kept open for many appends by one writer (bench results): each
     :meth:`append` writes one line and flushes it; :meth:`close` ``fsync``-s. Opening
@@ -183,4 +223,4 @@ def read(path: str | Path, fmt_prefix: str) -> tuple[list[dict[str, Any]], int]:
     return out, skipped
 
 
-__all__ = ["Appender", "append", "locked", "read", "repair", "repair_tail"]
+__all__ = ["Appender", "append", "append_first", "locked", "read", "repair", "repair_tail"]
