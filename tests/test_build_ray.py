@@ -30,6 +30,9 @@ from whenpro_core.errors import BackendError
 from whenpro_core.formats.native import write_trace
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'whenpro[ray]')")
+#: One xdist worker runs every test that starts a local Ray (--dist loadgroup, pyproject):
+#: two local clusters started at once on the two cores starved each other.
+pytestmark = pytest.mark.xdist_group("ray")
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "openai:gpt-4.1"
