@@ -426,15 +426,22 @@ def save_index(key: tuple[str, int, int], rows: list[RowMeta]) -> None:
     mtime, checksum of the body), then the body: columns, with framework, benchmark and
     ground truth as indices into a word list. A file with bad rows is not saved: its
     errors are worded afresh by the next scan."""
-    if len(rows) < _SAVE_MIN_ROWS or any(r.problem is not None for r in rows):
+    if len(rows) < _SAVE_MIN_ROWS:
+        return
+    columns = list(zip(*rows, strict=True))  # one tuple per field, made in C (the first listing waits for this)
+    if columns[-1].count(None) != len(rows):  # a row with a problem
         return
     from whenpro_core.storage.fsutil import atomic_write_bytes
 
-    words: dict[Any, int] = {}  # the word columns hold str | None
+    words: dict[Any, int] = {}  # the word columns hold str | None; numbered in order of first use
     doc: dict[str, Any] = {}
     for n, name in enumerate(_SAVED_COLUMNS):
-        column = [r[n] for r in rows]
-        doc[name] = column if n < 4 else [words.setdefault(v, len(words)) for v in column]
+        if n >= 4:
+            for value in dict.fromkeys(columns[n]):
+                words.setdefault(value, len(words))
+            doc[name] = list(map(words.__getitem__, columns[n]))
+        else:
+            doc[name] = columns[n]
     doc["words"] = list(words)
     body = orjson.dumps(doc)
     head = {"format": INDEX_FORMAT, "path": key[0], "size": key[1], "mtime_ns": key[2]}
