@@ -46,6 +46,7 @@ from whenpro_core.formats.base import FileImporter, LoadContext
 from whenpro_core.formats.registry import find_root
 from whenpro_core.formats.whowhen_pro import SPLITS, build_trace, modality_of_name, prepare
 from whenpro_core.storage import jsonio
+from whenpro_core.storage.gcpause import paused_gc
 from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.gt_map import gt_coord
 from whenpro_core.trace.model import Modality, Trace, TraceSummary
@@ -372,10 +373,11 @@ def row_index(path: str | Path) -> RowIndex:
     if cached is not None:
         _CACHE.move_to_end(key)
         return cached
-    rows = load_saved_index(key)
-    if rows is None:
-        rows = _scan_file(path, st.st_size)
-        save_index(key, rows)
+    with paused_gc():  # tens of thousands of row tuples, none of them garbage: no collector passes
+        rows = load_saved_index(key)
+        if rows is None:
+            rows = _scan_file(path, st.st_size)
+            save_index(key, rows)
     index = RowIndex(path, modality_of_name(path.stem), rows)
     _CACHE[key] = index
     while len(_CACHE) > _CACHE_SIZE:
