@@ -9,6 +9,9 @@ Prints the median wall time (and the spread) of
 * ``whenpro info SAMPLE``
 * ``whenpro attribute SAMPLE --protocol heuristic --no-save`` (the offline heuristic:
   the attribution itself takes ~10 ms, so this is almost all start-up)
+* two references: the baseline plus one pydantic model defined (what validating a trace
+  needs at least), and that plus ``import typer, rich.console, rich.table`` (the command
+  line's own libraries): the floor of a command that loads a trace and prints with Rich
 * the baseline ``python -c "import pydantic, orjson"``
 
 and each command's ratio to the baseline; the target is attribute within 2x of it. The CPU
@@ -39,6 +42,9 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "sample_traces" / "team_text" / "trace.json"
 #: The attribute command's target: at most this many times the baseline import.
 TARGET_RATIO = 2.0
+#: The baseline import plus defining one pydantic model (``import pydantic`` is lazy: the
+#: first ``BaseModel`` subclass loads pydantic's schema machinery and builds a validator).
+ONE_MODEL = "import pydantic, orjson\nclass M(pydantic.BaseModel):\n    x: int"
 
 
 def commands(sample: Path) -> dict[str, list[str]]:
@@ -54,6 +60,13 @@ def commands(sample: Path) -> dict[str, list[str]]:
             "--protocol",
             "heuristic",
             "--no-save",
+        ],
+        # references: what any command that validates a trace pays before whenpro's own code
+        "reference: + one pydantic model": [sys.executable, "-c", ONE_MODEL],
+        "reference: + one model, typer, rich": [
+            sys.executable,
+            "-c",
+            ONE_MODEL + "\nimport typer, rich.console, rich.table",
         ],
         'python -c "import pydantic, orjson"': [sys.executable, "-c", "import pydantic, orjson"],
     }

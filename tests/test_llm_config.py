@@ -224,3 +224,71 @@ def test_bad_model_in_config_file_names_file_and_key(whenpro_env):
         load_settings()
     assert info.value.path == str(whenpro_env.config_file) and info.value.json_path == "$.model"
     assert "has no provider" in str(info.value) and "openai:<model>" in str(info.value)
+
+
+# ---------------------------------------------------------------- offline check without pydantic-settings
+
+
+def test_settings_inputs_names_every_setting_and_standard_variable():
+    from whenpro_core.config import Settings
+    from whenpro_core.settings_inputs import FIELDS, STANDARD
+
+    assert set(Settings.model_fields) == FIELDS
+    aliases = {
+        choice.upper()
+        for field in Settings.model_fields.values()
+        if field.validation_alias is not None
+        for choice in field.validation_alias.choices  # type: ignore[union-attr]
+    }
+    assert {a for a in aliases if not a.startswith("WHENPRO_")} == STANDARD
+
+
+#: ``whenpro attribute SAMPLE --protocol heuristic`` in-process, then whether config was imported.
+_PROBE = """
+import sys
+sys.argv = ["whenpro", "attribute", sys.argv[1], "--protocol", "heuristic", "--no-save"]
+from whenpro_core.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+print("config imported:", "whenpro_core.config" in sys.modules, file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    "env, config, checked, warned",
+    [
+        ({}, None, False, False),
+        ({"WHENPRO_FOO": "1"}, None, False, False),  # not a setting (pydantic-settings ignores it too)
+        ({"whenpro_model": "bad"}, None, True, True),  # any case, as pydantic-settings reads it
+        ({"WHENPRO_CONCURRENCY": "0"}, None, True, True),
+        ({"openai_base_url": "http://x"}, None, True, False),
+        ({}, "model = \n", True, True),
+        ({}, 'model = "openai:gpt-4.1"\n', True, False),  # a good file: checked, nothing to say
+    ],
+)
+def test_offline_heuristic_checks_the_settings_only_when_there_are_some(whenpro_env, env, config, checked, warned):
+    """The heuristic skips the settings check (and pydantic-settings' import) when there is
+    no config.toml and no settings variable, and warns as before when one is bad."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.support.cli import REPO
+    from whenpro_core.settings_inputs import settings_given
+
+    if config is not None:
+        write_config(whenpro_env, config)
+    sample = str(REPO / "sample_traces" / "team_text" / "trace.json")
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, sample],
+        env={**os.environ, "PYTHONPATH": str(REPO), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "mode" in proc.stdout, proc.stderr
+    assert ("offline heuristic runs without settings" in proc.stderr) is warned, proc.stderr
+    assert f"config imported: {checked}" in proc.stderr
+    assert settings_given() is (config is not None)  # this process has no settings variable

@@ -4,21 +4,17 @@ the TUI and the benchmark runner call."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-from whenpro_core.attribution.all_at_once import run_all_at_once
-from whenpro_core.attribution.binary_search import run_binary_search
-from whenpro_core.attribution.counterfactual import run_protocol
 from whenpro_core.attribution.heuristic import attribute_heuristic, outcome_warnings
-from whenpro_core.attribution.hybrid import run_hybrid
-from whenpro_core.attribution.judge import Judge, ProgressCallback
 from whenpro_core.attribution.protocols import PRESET_NAMES, PRESET_PROTOCOLS, protocol_name
-from whenpro_core.attribution.step_by_step import run_step_by_step
-from whenpro_core.attribution.template import PromptTemplate
-from whenpro_core.attribution.whowhen_preset import RUNNERS
-from whenpro_core.attribution.whowhen_pro_preset import run_whowhen_pro
 from whenpro_core.errors import ConfigError
 from whenpro_core.trace.model import Attribution, Outcome, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
+
+if TYPE_CHECKING:  # start-up: each protocol's module is imported when that protocol runs
+    from whenpro_core.attribution.judge import Judge, ProgressCallback
+    from whenpro_core.attribution.template import PromptTemplate
 
 
 async def attribute(
@@ -53,6 +49,8 @@ async def attribute(
     if protocol == "heuristic":
         return await asyncio.to_thread(attribute_heuristic, trace, with_gold=with_gold)
     if protocol == "counterfactual":  # replay-verified: the judge's model fixes steps (none: built-in, offline)
+        from whenpro_core.attribution.counterfactual import run_protocol
+
         model = judge.model if judge is not None else None
         return await asyncio.to_thread(run_protocol, trace, model, progress=progress)
     if judge is None:
@@ -61,6 +59,8 @@ async def attribute(
             expected="--model provider:model (or use --protocol heuristic offline)",
         )
     if protocol == "all-at-once":
+        from whenpro_core.attribution.all_at_once import run_all_at_once
+
         return await run_all_at_once(trace, judge, taxonomy, with_gold=with_gold, progress=progress, template=template)
     run = _runner(protocol)
     verdict = await run(trace, judge, taxonomy, with_gold=with_gold, progress=progress)
@@ -72,13 +72,22 @@ def _runner(protocol: str) -> Callable[..., Awaitable[Attribution]]:
     """The run function of a judged protocol other than all-at-once (lazy imports: each
     protocol's module is loaded only when it runs)."""
     if protocol == "step-by-step":
+        from whenpro_core.attribution.step_by_step import run_step_by_step
+
         return run_step_by_step
     if protocol == "binary-search":
+        from whenpro_core.attribution.binary_search import run_binary_search
+
         return run_binary_search
     if protocol == PRESET_PROTOCOLS["whowhen-pro"]:
+        from whenpro_core.attribution.whowhen_pro_preset import run_whowhen_pro
+
         return run_whowhen_pro
     if protocol in PRESET_NAMES:  # --preset whowhen
+        from whenpro_core.attribution.whowhen_preset import RUNNERS
+
         return RUNNERS[protocol]
+    from whenpro_core.attribution.hybrid import run_hybrid
 
     return run_hybrid
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -14,7 +14,6 @@ from rich.text import Text
 from whenpro_core.attribution.protocols import preset_protocol, protocol_name
 from whenpro_core.attribution.report import verdict_record
 from whenpro_core.attribution.run import attribute, nothing_to_attribute
-from whenpro_core.attribution.template import PromptTemplate, load_template
 from whenpro_core.attribution.verdicts import load_verdicts, same_verdict, save_verdict
 from whenpro_core.cli import output
 from whenpro_core.errors import ConfigError, WhenproError, errors_located_in
@@ -25,6 +24,9 @@ from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Attribution, Outcome, Trace
 from whenpro_core.trace.score import score_prediction
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
+
+if TYPE_CHECKING:  # start-up: a --template is read only when given
+    from whenpro_core.attribution.template import PromptTemplate
 
 
 def attribute_command(
@@ -51,7 +53,11 @@ def attribute_command(
     if model and model.strip().lower() == "heuristic":
         model = None
     name = _protocol(protocol, model, preset)
-    prompt = load_template(template) if template else None
+    prompt = None
+    if template:
+        from whenpro_core.attribution.template import load_template
+
+        prompt = load_template(template)
     trace = load_one(ref)
     if dry_run:
         _dry_run(trace, name, model, with_gold, as_json, settings_flags, prompt)
@@ -115,9 +121,12 @@ async def _attribution(
 def _offline_verdict(trace: Trace, name: str, with_gold: bool, err: Console) -> Attribution:
     """The heuristic verdict (none for a successful run), after warning of a broken config."""
     from whenpro_core.attribution.heuristic import attribute_heuristic
-    from whenpro_core.config import warn_offline
+    from whenpro_core.settings_inputs import settings_given
 
-    warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
+    if settings_given():  # start-up: with no config.toml nor settings variable, nothing to check
+        from whenpro_core.config import warn_offline
+
+        warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
     if trace.outcome == Outcome.success:
         return nothing_to_attribute(trace, name, None, with_gold)
     return attribute_heuristic(trace, with_gold=with_gold)

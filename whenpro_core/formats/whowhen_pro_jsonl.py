@@ -46,6 +46,7 @@ from whenpro_core.formats.base import FileImporter, LoadContext
 from whenpro_core.formats.registry import find_root
 from whenpro_core.formats.whowhen_pro import SPLITS, build_trace, modality_of_name, prepare
 from whenpro_core.storage import jsonio
+from whenpro_core.storage.gcpause import paused_gc
 from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.gt_map import gt_coord
 from whenpro_core.trace.model import Modality, Trace, TraceSummary
@@ -169,9 +170,13 @@ def _gt_listing(framework: str, raw: bytes) -> tuple[str | None, str | None, Tra
 
 _FAST_HEAD = 1024  # bytes of a line the fast path reads: id, framework, benchmark and the task key
 _GT_KEY = b'"ground_truth"'
-#: A compact release head split at its quotes, the three values and the rest blanked.
-_FAST_SHAPE = [b"{", b"id", b":", b"", b",", b"framework", b":", b"", b",", b"benchmark", b":", b"", b""]
-_FAST_NEXT = (b',"task":"', b',"traject')  # after the benchmark: a task string or the trajectory
+#: A compact release head: the three values with no quote or backslash, then a task string
+#: or the trajectory.
+_FAST_HEAD_RE = re.compile(
+    rb'\{"id":"([^"\\]*+)","framework":"([^"\\]*+)","benchmark":"([^"\\]*+)",(?:"task":"|"traject)'
+)
+_TRAJ_KEY = b'"trajectory"'
+_TRAJ_AT = b',"trajectory":"'
 
 
 def _fast_row(mm: mmap.mmap, row: int, start: int, end: int) -> RowMeta | None:
@@ -180,34 +185,35 @@ def _fast_row(mm: mmap.mmap, row: int, start: int, end: int) -> RowMeta | None:
     :func:`_scan_row` decides, and words any error).
 
     Accepted: ``{"id":"…","framework":"…","benchmark":"…",`` with no escapes in those
-    three, then ``"task":"…`` (a string) or the trajectory, a ``"trajectory":"`` key within
-    the first :data:`_FAST_HEAD` bytes, a last byte ``}``, and a ground truth that reads
-    cleanly. Gives exactly what :func:`_scan_row` gives for such a line.
+    three, then ``"task":"…`` (a string) or the trajectory, the first ``"trajectory"`` of
+    the line within its first :data:`_FAST_HEAD` bytes and written ``,"trajectory":"``, a
+    last byte ``}``, and a ground truth that reads cleanly. Gives exactly what
+    :func:`_scan_row` gives for such a line. Called once per line of a release (tens of
+    thousands), so it does as little as it can in Python.
     """
     if mm[end - 1] != 0x7D:
         return None
-    head = mm[start : min(end, start + _FAST_HEAD)]
-    parts = head.split(b'"', 12)
-    if len(parts) < 13 or parts[12][:9] not in _FAST_NEXT:
+    hend = start + _FAST_HEAD
+    if hend > end:
+        hend = end
+    m = _FAST_HEAD_RE.match(mm, start, hend)
+    if m is None:
         return None
-    _, _, _, raw_id, _, _, _, raw_fw, _, _, _, raw_bench, _ = parts
-    parts[3] = parts[7] = parts[11] = parts[12] = b""
-    if parts != _FAST_SHAPE or b"\\" in raw_id or b"\\" in raw_fw or b"\\" in raw_bench:
+    at = mm.find(_TRAJ_KEY, start, hend)  # the first "trajectory" must be the key
+    if at < 0 or at + 14 > hend or mm[at - 1 : at + 14] != _TRAJ_AT:
         return None
-    traj = head.find(b',"trajectory":"')
-    if traj < 0 or head.find(b'"trajectory"') != traj + 1:
-        return None
+    raw_id, raw_fw, raw_bench = m.groups()
     try:
         trace_id, fw, bench = raw_id.decode(), raw_fw.decode(), raw_bench.decode()
     except UnicodeDecodeError:
         return None
-    gpos = mm.rfind(_GT_KEY, start + traj + 15, end)
+    gpos = mm.rfind(_GT_KEY, at + 14, end)
     if gpos < 0:
-        return RowMeta(row, start, end, trace_id, fw, bench)
+        return _as_row((row, start, end, trace_id, fw, bench, None, None, None))
     mode, step, problem = _gt_tail(fw, mm[gpos:end]) if end - gpos <= 512 else _gt_tail.__wrapped__(fw, mm[gpos:end])
     if problem is not None:
         return None
-    return RowMeta(row, start, end, trace_id, fw, bench, mode, step)
+    return _as_row((row, start, end, trace_id, fw, bench, mode, step, None))
 
 
 @lru_cache(maxsize=4096)
@@ -367,10 +373,11 @@ def row_index(path: str | Path) -> RowIndex:
     if cached is not None:
         _CACHE.move_to_end(key)
         return cached
-    rows = load_saved_index(key)
-    if rows is None:
-        rows = _scan_file(path, st.st_size)
-        save_index(key, rows)
+    with paused_gc():  # tens of thousands of row tuples, none of them garbage: no collector passes
+        rows = load_saved_index(key)
+        if rows is None:
+            rows = _scan_file(path, st.st_size)
+            save_index(key, rows)
     index = RowIndex(path, modality_of_name(path.stem), rows)
     _CACHE[key] = index
     while len(_CACHE) > _CACHE_SIZE:
@@ -421,15 +428,22 @@ def save_index(key: tuple[str, int, int], rows: list[RowMeta]) -> None:
     mtime, checksum of the body), then the body: columns, with framework, benchmark and
     ground truth as indices into a word list. A file with bad rows is not saved: its
     errors are worded afresh by the next scan."""
-    if len(rows) < _SAVE_MIN_ROWS or any(r.problem is not None for r in rows):
+    if len(rows) < _SAVE_MIN_ROWS:
+        return
+    columns = list(zip(*rows, strict=True))  # one tuple per field, made in C (the first listing waits for this)
+    if columns[-1].count(None) != len(rows):  # a row with a problem
         return
     from whenpro_core.storage.fsutil import atomic_write_bytes
 
-    words: dict[Any, int] = {}  # the word columns hold str | None
+    words: dict[Any, int] = {}  # the word columns hold str | None; numbered in order of first use
     doc: dict[str, Any] = {}
     for n, name in enumerate(_SAVED_COLUMNS):
-        column = [r[n] for r in rows]
-        doc[name] = column if n < 4 else [words.setdefault(v, len(words)) for v in column]
+        if n >= 4:
+            for value in dict.fromkeys(columns[n]):
+                words.setdefault(value, len(words))
+            doc[name] = list(map(words.__getitem__, columns[n]))
+        else:
+            doc[name] = columns[n]
     doc["words"] = list(words)
     body = orjson.dumps(doc)
     head = {"format": INDEX_FORMAT, "path": key[0], "size": key[1], "mtime_ns": key[2]}
@@ -457,19 +471,19 @@ def _scan_file(path: Path, size: int) -> list[RowMeta]:
     rows: list[RowMeta] = []
     try:
         with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            pos, line = 0, 0
-            bom = 3 if mm[:3] == b"\xef\xbb\xbf" else 0
-            pos = bom
-            released = 0
+            line = released = 0
+            pos = 3 if mm[:3] == b"\xef\xbb\xbf" else 0
+            find, append, fast = mm.find, rows.append, _fast_row  # the loop runs once per row
             while pos < size:
                 if pos - released >= _RELEASE_EVERY:
                     released = _release(mm, released, pos)
-                nl = mm.find(b"\n", pos)
+                nl = find(b"\n", pos)
                 end = size if nl < 0 else nl
                 line += 1
                 stop = end - 1 if end > pos and mm[end - 1] == 0x0D else end
                 if stop > pos and (mm[pos] == 0x7B or mm[pos:stop].strip()):
-                    rows.append(_scan_row(mm, path, line, pos, stop, nl < 0))
+                    # _scan_row, inlined: a release line takes the fast path
+                    append(fast(mm, line, pos, stop) or _careful_row(mm, path, line, pos, stop, nl < 0))
                 pos = end + 1
     except (OSError, ValueError) as exc:
         raise TraceFormatError(f"cannot read file: {exc}", path=path) from None
