@@ -274,3 +274,31 @@ def test_mutators_on_real_who_and_when_traces(real_traces):
                 ), (f, i, mode)
     assert {"R.3", "A.4", "C.2"} <= seen
     assert seen <= set(MUTATORS)
+
+
+def test_c2_stale_figure_reaches_the_tool_call():
+    """C.2 by a stale figure: the agent computes with the peer's earlier figure, in its tool
+    call as in its words (an edit of the wording alone left the result right: never decisive)."""
+    rows = [
+        dict(agent="user", kind="user", content="Three tickets at the current rate. Cost?"),
+        dict(agent="planner", kind="assistant", content="The rate is 5 per ticket."),
+        dict(agent="planner", kind="assistant", content="Correction: the rate is 6 per ticket."),
+        dict(
+            agent="solver",
+            kind="action",
+            content="Computing cost = 3 * 6.",
+            tool_calls=[ToolCall(id="c1", name="calculator", arguments={"expression": "3 * 6"})],
+            observation="18",
+        ),
+        dict(agent="reporter", kind="final_answer", content="Final answer: 18"),
+    ]
+    t = Trace(
+        id="stale",
+        framework="hand",
+        task=Task(query=rows[0]["content"], answer="18"),
+        steps=[Step(index=i, coord=str(i), **r) for i, r in enumerate(rows)],
+    )
+    c2 = mutate(t, 3, "C.2")
+    assert c2.step.content == "Computing cost = 3 * 5."
+    assert c2.step.tool_calls[0].arguments == {"expression": "3 * 5"} and c2.step.kind == "action"
+    assert "earlier 5 in its tool call" in c2.description

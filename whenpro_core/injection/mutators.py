@@ -44,6 +44,7 @@ A.4  repeat the agent's previous step (content and tool calls)            an ear
 C.2  ignore a peer: after a peer's critique (fail, mismatch, fix...),      a peer critique answered by a revision,
      resubmit the agent's own earlier step; otherwise replace a number     or a number taken from a peer's step
      taken from a peer's latest message by that peer's earlier figure      that had an earlier, different figure
+     (in the wording and in the tool call that computes with it)
 V.2  approve without checking: the report of a problem becomes the       a verifier-like agent's (id/role)
      agent's own approval from elsewhere in the trace (else a seeded      report of a problem (critique words,
      approval, :data:`APPROVALS`); a check whose result shows a problem   no tool call, no approval), or its
@@ -684,9 +685,29 @@ def _c2(trace: Trace, i: int, rng: random.Random) -> Mutation:
         )
     m, peer, stale = data
     new = fresh_step(s, content=s.content[: m.start()] + stale + s.content[m.end() :])
+    where = " in its tool call" if _stale_in_call(trace, i, new, m.group(), stale) else ""
     return Mutation(
-        new, f"Ignores {peer.agent}'s latest figure {m.group()} (step {peer.coord}) and uses its earlier {stale}."
+        new,
+        f"Ignores {peer.agent}'s latest figure {m.group()} (step {peer.coord}) and uses its earlier {stale}{where}.",
     )
+
+
+def _stale_in_call(trace: Trace, i: int, new: Step, figure: str, stale: str) -> bool:
+    """Carry the stale figure into the tool call where step ``i`` computes with ``figure``
+    (an argument the agent composed, else any; else a numeric argument of that value), so
+    the agent works with the outdated figure instead of only mentioning it: in the built-in
+    systems the edit of the wording alone was never decisive (224 attempts, none). Returns
+    whether a call changed."""
+    edits = _composed(trace, i, [e for e in arg_text_edits(trace.steps[i], find_numbers) if e[3].group() == figure])
+    if edits:
+        ci, key, text, m = edits[0]
+        apply_arg_edit(new, ci, key, text, m, stale)
+        return True
+    for ci, key, value in numeric_args(trace.steps[i]):
+        if ":" not in figure + stale and Decimal(str(value)) == Decimal(figure):
+            set_arg(new, ci, key, float(stale) if "." in stale else int(stale))
+            return True
+    return False
 
 
 # --- V.2 inadequate verification ------------------------------------------------------
