@@ -20,8 +20,8 @@ import pytest
 from tests.support.cli import run_whenpro
 from whenpro_core.audit.run import audit_dataset
 from whenpro_core.bench.build import BuildOptions, run_attempt
-from whenpro_core.bench.build_plan import Attempt, step_class
-from whenpro_core.bench.build_store import POSITION_SHARE, Entry, balance, read_manifest
+from whenpro_core.bench.build_plan import LOCAL_FORM_BASELINES, Attempt, step_class
+from whenpro_core.bench.build_store import FORM_PICK_SLACK, POSITION_SHARE, Entry, balance, read_manifest
 from whenpro_core.envs import get_env
 from whenpro_core.envs.code_pair import own_tests
 from whenpro_core.envs.run import run_env
@@ -69,6 +69,24 @@ def test_every_cap_holds_on_the_release_itself():
     assert by_class["planner/plan/list"] <= math.ceil(0.15 * n)
     assert max(Counter(e.position for e in chosen).values()) <= max(2, math.ceil(POSITION_SHARE * n))
     assert max(Counter(e.mode for e in chosen).values()) <= max(1, math.floor(0.25 * n))
+
+
+def test_a_release_holds_no_more_of_a_form_baselines_picks_than_chance_gives():
+    """Half the pool's labels sit on the step the length outlier picks (a tester's one-line
+    approval): the release keeps at most (mean chance + FORM_PICK_SLACK) of its size there,
+    the rest are left out as form_pick; entries no one-trace baseline picks are not cut."""
+    modes = ["A.1", "R.3", "R.4", "A.3", "R.1", "V.2", "R.2", "A.4"]
+    pool = []
+    for i in range(40):
+        e = entry(i, "solver/action", modes[i % 8], i % 10)
+        e.form_picks = ["length outlier"] if i % 2 else []
+        e.chance = 0.2
+        pool.append(e)
+    chosen, out = balance(pool, 0.25, {"solver/action": 1.0})
+    n = len(chosen)
+    picked = sum(1 for e in chosen if e.form_picks)
+    assert n >= 20 and picked <= max(2, math.ceil(round((0.2 + FORM_PICK_SLACK) * n, 9)))
+    assert "form_pick" in out.values() and all(pool[int(k[1:])].form_picks for k, r in out.items() if r == "form_pick")
 
 
 def test_list_shaped_steps_are_their_own_class():
@@ -245,6 +263,12 @@ def test_a_default_arith_build_holds_its_caps_and_its_position_reads_as_the_audi
     for cls, count in Counter(e["step_class"] for e in released).items():
         assert count <= math.ceil(shares[cls] / present * n), cls
     assert all(isinstance(e["position"], int) for e in released)
+    chance = sum(e["chance"] for e in journal if e["status"] == "kept") / sum(
+        1 for e in journal if e["status"] == "kept"
+    )
+    for name in LOCAL_FORM_BASELINES:
+        picked = sum(1 for e in released if name in e["form_picks"])
+        assert picked <= max(2, math.ceil(round((chance + FORM_PICK_SLACK) * n, 9))), name
     result = audit_dataset(arith_build)
     assert result.overall.traces == n >= 6
 

@@ -49,6 +49,7 @@ from whenpro_core.bench.build_plan import (
     Plan,
     Seed,
     candidate_steps,
+    form_picks,
     judge_position,
     parse_modes,
     plan_build,
@@ -271,6 +272,7 @@ def run_attempt(
     released = cf.steps[attempt.index]
     if released.kind != "final_answer":  # a final answer is never a candidate step: the position cap balances it
         base["step_class"] = step_class(released)  # the class a reader sees (R.1 turns a check into a report)
+    picked_by, chance = form_picks(cf, attempt.coord)
     return Outcome(
         done(
             "kept",
@@ -278,6 +280,8 @@ def run_attempt(
             id=cf.id,
             control=control["success"] if control else None,
             position=judge_position(cf, attempt.coord),
+            form_picks=picked_by,
+            chance=chance,
         ),
         doc,
     )

@@ -38,7 +38,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from whenpro_core.audit.corpus import position_bin
+from whenpro_core.audit.baselines import baseline
+from whenpro_core.audit.corpus import Corpus, position_bin
+from whenpro_core.audit.run import top_steps
 from whenpro_core.audit.view import audit_view
 from whenpro_core.bench.plan import split_list
 from whenpro_core.errors import ConfigError, WhenproError
@@ -267,7 +269,35 @@ def judge_position(trace: Trace, coord: str) -> int | None:
     return None if rank is None else position_bin(rank, len(view.steps))
 
 
+#: The audit's form baselines that read one trace alone (no corpus, no labels), whose
+#: picks a release holds no more of than chance would (the ``form_pick`` cap of
+#: :func:`~whenpro_core.bench.build_store.balance`).
+LOCAL_FORM_BASELINES = ("format outlier", "length outlier", "digit outlier", "kind change")
+
+
+def form_picks(trace: Trace, coord: str) -> tuple[list[str], float | None]:
+    """Which of :data:`LOCAL_FORM_BASELINES` pick the step at ``coord`` of ``trace`` (the
+    built trace) as the audit does (its only top step, or one of two tied), and the
+    random chance of picking it (1 / the judge's candidate steps; ``None`` when no
+    candidate step has that coordinate). A tester's one-line approval is the shortest
+    step of a code_pair run: R.1 and V.2 land there, and releases where they held a third
+    of the labels were leaky by the length outlier (45% against 22% random)."""
+    view = audit_view(trace)
+    rank = next((s.rank for s in view.steps if s.coord == coord), None)
+    if rank is None or not view.steps:
+        return [], None
+    corpus = Corpus([], {})
+    picked = []
+    for name in LOCAL_FORM_BASELINES:
+        top = top_steps(baseline(name).score(view, corpus))
+        if rank in top and len(top) <= 2:
+            picked.append(name)
+    return picked, 1.0 / len(view.steps)
+
+
 __all__ = [
+    "LOCAL_FORM_BASELINES",
+    "form_picks",
     "judge_position",
     "Attempt",
     "MIN_AGENT_STEPS",

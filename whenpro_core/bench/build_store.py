@@ -68,7 +68,7 @@ sharing a prefix when ``--per-seed`` is above 1) and ``validation``
     decisive  = kept + dropped.construction_leak + dropped.gold_visible_before_t
                      + dropped.trivial + dropped.not_representable + dropped.control_failed
                      + dropped.detectable + dropped.step_class + dropped.mode_share
-                     + dropped.position + dropped.per_seed
+                     + dropped.position + dropped.form_pick + dropped.per_seed
 
 (``detectable``: the detectability filter, :mod:`whenpro_core.audit.detect`, journals a
 kept item again as dropped when a form-only baseline pins it to its step.)
@@ -95,6 +95,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from whenpro_core.bench.build_plan import LOCAL_FORM_BASELINES
 from whenpro_core.bench.shards import Layout
 from whenpro_core.bench.shards import layout as parts_layout
 from whenpro_core.bench.validate import validation_counts
@@ -130,6 +131,7 @@ DROP_REASONS = (
     "step_class",
     "mode_share",
     "position",
+    "form_pick",
     "per_seed",
 )
 #: Largest share of the released labels in one tenth of the runs (relative position of
@@ -137,6 +139,10 @@ DROP_REASONS = (
 #: arith_team release of 41 traces was leaky by the audit's common position (22% against
 #: 11% random, interval 12-37%); at 15% the same pool gave 36 traces and no leak.
 POSITION_SHARE = 0.15
+#: Points above chance a one-trace form baseline may score on a release: the labels it
+#: picks are at most ``(mean chance + FORM_PICK_SLACK) * released`` (at least 2), half the
+#: audit's leak line of 10 points.
+FORM_PICK_SLACK = 0.05
 #: The fields of a released document (everything else goes to the provenance sidecar).
 PUBLIC_FIELDS = (
     "id",
@@ -203,6 +209,11 @@ class Entry(BaseModel):
     #: Position bin (0..9) of the labelled step among the built trace's candidate steps,
     #: as the audit reads it (kept entries; ``None`` in journals from before it was kept).
     position: int | None = None
+    #: The audit's one-trace form baselines that pick the labelled step, and the random
+    #: chance of picking it (:func:`~whenpro_core.bench.build_plan.form_picks`; kept
+    #: entries; ``None`` in journals from before they were kept).
+    form_picks: list[str] | None = None
+    chance: float | None = None
 
 
 def _safe(text: str) -> str:
@@ -565,6 +576,7 @@ def balance(
         present=sum(classes.get(c, 0.0) for c in {e.step_class or "?" for e in kept}),
         modes=len({e.mode for e in kept}),
         per_seed=per_seed,
+        chance=_mean_chance(kept),
     )
     chosen = _grow(order, caps, quick=quick)
     taken = {e.key for e in chosen}
@@ -577,6 +589,12 @@ def balance(
         if len(out) == before:
             break
     return chosen, out
+
+
+def _mean_chance(kept: list[Entry]) -> float | None:
+    """The mean random chance of the labelled step over the entries that know it."""
+    known = [e.chance for e in kept if e.chance is not None]
+    return sum(known) / len(known) if known else None
 
 
 def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False) -> list[Entry]:
@@ -709,14 +727,31 @@ def _broken(entry: Entry, chosen: list[Entry], caps: list[Cap]) -> str:
     return "mode_share"  # fits alone, but no release of a larger size holds it
 
 
+def _picked_by(name: str) -> Callable[[Entry], str]:
+    """The ``form_pick`` group of an entry for baseline ``name``: ``pick`` when it picks
+    the labelled step, ``-`` otherwise (or unknown)."""
+    return lambda e: "pick" if name in (e.form_picks or ()) else "-"
+
+
+def _form_pick_limit(chance: float) -> CapLimit:
+    """At most ``(chance + FORM_PICK_SLACK) * n`` picks of one baseline (at least 2)."""
+    return lambda k, g, n: n if k != "pick" else max(2, math.ceil(round((chance + FORM_PICK_SLACK) * n, 9)))
+
+
 def _caps(
-    share: float, classes: dict[str, float], present: float | None = None, modes: int = 0, per_seed: int | None = None
+    share: float,
+    classes: dict[str, float],
+    present: float | None = None,
+    modes: int = 0,
+    per_seed: int | None = None,
+    chance: float | None = None,
 ) -> list[Cap]:
     """``(reason, group of an entry, limit(group, groups or None, total))`` of each cap
     :func:`balance` applies (its docstring). ``present`` is the share of the classes that
     hold any label (else taken from ``groups``); with ``groups`` None (the greedy growth)
     the mode limit is the plain share, or none when the pool holds fewer than ``1/share``
-    ``modes`` (the fewer-modes rule cuts afterwards, on the groups)."""
+    ``modes`` (the fewer-modes rule cuts afterwards, on the groups). ``chance`` is the
+    pool's mean random chance of the labelled step (``None``: no ``form_pick`` caps)."""
     caps: list[Cap] = []
 
     def class_limit(k: str, groups: dict[str, list[Entry]] | None, n: int) -> int:
@@ -737,6 +772,8 @@ def _caps(
             return floor or max(1, math.floor(share * n))
 
         caps.append(("mode_share", lambda e: e.mode, mode_limit))
+        if chance is not None:
+            caps += [("form_pick", _picked_by(name), _form_pick_limit(chance)) for name in LOCAL_FORM_BASELINES]
     if per_seed is not None:
         caps.append(("per_seed", lambda e: e.seed, lambda k, g, n: per_seed))
     return caps
