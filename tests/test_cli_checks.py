@@ -133,6 +133,7 @@ def test_view_serve_on_a_busy_port_is_one_line():
         (["bench", TRACE, "--limit", "0"], "--limit"),
         (["bench", TRACE, "--sample", "0"], "--sample"),
         (["report", "r.jsonl", "--tolerance", "-2"], "--tolerance"),
+        (["bench", TRACE, "--tolerance", "99999999999999999999"], "--tolerance"),
         (["build", TRACE, "--out", "ds", "--per-seed", "0"], "--per-seed"),
         (["build", TRACE, "--out", "ds", "--concurrency", "0"], "--concurrency"),
         (["build", TRACE, "--out", "ds", "--timeout", "inf"], "--timeout"),
@@ -507,3 +508,10 @@ def test_offline_counterfactual_bench_goes_on_past_a_trace_it_cannot_replay(tmp_
 
 def test_report_on_a_trace_is_one_error_line():
     one_line_error(whenpro("report", TRACE), "no benchmark records found", "whenpro bench it first")
+
+
+def test_run_with_a_huge_n_is_one_line_and_writes_nothing(tmp_path):
+    """A mistyped count was planned file by file before the first run (17 GB, no output)."""
+    out = whenpro("run", "arith_team", "--n", "99999999999999999999", "--out", str(tmp_path / "runs"), cwd=tmp_path)
+    one_line_error(out, "--n must be 1 to 100000")
+    assert not (tmp_path / "runs").exists()

@@ -15,6 +15,7 @@ import typer
 from whenpro_core.cli.options import (
     AMOUNT,
     JUDGE_IMAGES_HELP,
+    MAX_TOLERANCE,
     PRESET_HELP,
     SECONDS,
     SECONDS_OR_0,
@@ -378,7 +379,7 @@ def bench(
     out: Path = typer.Option(
         Path("bench-results.jsonl"), "--out", "-o", help="Results JSONL (appended to; rerun to resume)."
     ),
-    tolerance: int = typer.Option(1, "--tolerance", "-k", min=0, help="k of the ±k step accuracy."),
+    tolerance: int = typer.Option(1, "--tolerance", "-k", min=0, max=MAX_TOLERANCE, help="k of the ±k step accuracy."),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="Run again the items that failed."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
     no_report: bool = typer.Option(False, "--no-report", help="Run only; no report."),
@@ -624,7 +625,7 @@ def report(
     ),
     out: Path | None = typer.Option(None, "--out", "-o", help="Folder for report.json/md (default: next to results)."),
     tolerance: int | None = typer.Option(
-        None, "--tolerance", "-k", min=0, help="k of the ±k step accuracy (default: as run)."
+        None, "--tolerance", "-k", min=0, max=MAX_TOLERANCE, help="k of the ±k step accuracy (default: as run)."
     ),
     labels: str = typer.Option(
         "reviewed",

@@ -64,6 +64,10 @@ class JudgeImages(StrEnum):
     off = "off"
 
 
+#: Largest ``--tolerance`` (k of the ±k step accuracy): no trace has a million steps, and
+#: a larger integer does not fit the results file's JSON (it was written, then not read back).
+MAX_TOLERANCE = 1_000_000
+
 PRESET_HELP = (
     "Reproduce a published protocol: whowhen-pro (the official Who&When Pro all-at-once request, "
     "parsing and settings) or whowhen (the original Who&When all-at-once, step-by-step and "

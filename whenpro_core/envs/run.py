@@ -48,6 +48,11 @@ def run_env(
     return build_trace(env, task, steps, reason, policy_name=policy.name)
 
 
+#: Most runs one ``whenpro run`` makes (a bound on ``--n``: a mistyped count would
+#: otherwise plan a file name for every run before the first one).
+MAX_RUNS = 100_000
+
+
 def run_many(
     env_name: str,
     n: int,
@@ -57,14 +62,15 @@ def run_many(
     model: str | None = "reference",
     force: bool = False,
     echo: Callable[[str], None] = print,
-) -> list[Trace]:
+) -> int:
     """Run ``env_name`` for seeds ``seed .. seed+n-1`` and write ``out/<trace id>.json``
-    for each run (atomically). ``seed=None`` draws the first seed at random (from the
+    for each run (atomically), one at a time (nothing but the counts is held); returns the
+    number of runs that succeeded. ``seed=None`` draws the first seed at random (from the
     system's entropy), so the same command run twice gives different runs; the seed
     decides the task and the agents' wording, and is printed so the maker can reproduce
     the runs with ``--seed``.
 
-    Raises ConfigError for an unknown env, a bad ``n`` or an unusable ``model`` (no key
+    Raises ConfigError for an unknown env, a bad ``n`` (1 .. :data:`MAX_RUNS`) or an unusable ``model`` (no key
     or base URL), BackendError when the model fails during a run, and WhenproError before running
     anything when an output file exists and ``force`` is not set."""
     env = get_env(env_name)
@@ -72,24 +78,23 @@ def run_many(
     if seed is None:
         seed = random.SystemRandom().getrandbits(SEED_BITS)
         echo(f"first seed {seed} (drawn at random; pass --seed {seed} to reproduce these runs)")
-    if n < 1:
-        raise WhenproError(f"--n must be at least 1, got {n}", expected="a positive number of runs")
+    if not 1 <= n <= MAX_RUNS:
+        raise WhenproError(f"--n must be 1 to {MAX_RUNS}, got {n}", expected="a number of runs in that range")
     if out.exists() and not out.is_dir():
         raise WhenproError("output exists and is a file", path=out, expected="a folder")
     targets = [out / f"{env.name}-s{s}.json" for s in range(seed, seed + n)]
-    existing = [t for t in targets if t.exists()]
-    if existing and not force:
-        raise WhenproError("output file exists", path=existing[0], expected="a new folder, or --force to overwrite")
-    traces = []
+    existing = next((t for t in targets if t.exists()), None)
+    if existing is not None and not force:
+        raise WhenproError("output file exists", path=existing, expected="a new folder, or --force to overwrite")
+    ok = 0
     for s, target in zip(range(seed, seed + n), targets, strict=False):
         trace = run_env(env, s, model=model)
         write_trace(trace, target)
-        traces.append(trace)
+        ok += trace.outcome.value == "success"
         steps = plural(len(trace.steps), "step")
         echo(f"{trace.id}: {trace.outcome.value} ({steps}, answer {_short(trace.final_answer)})")
-    ok = sum(1 for t in traces if t.outcome.value == "success")
-    echo(f"{len(traces)} runs: {ok} succeeded, {len(traces) - ok} failed; wrote {out}")
-    return traces
+    echo(f"{n} runs: {ok} succeeded, {n - ok} failed; wrote {out}")
+    return ok
 
 
 def _short(text: str | None, n: int = 40) -> str:
