@@ -15,7 +15,9 @@ answers a multiple-choice question about the video:
 Ground truth: agent ``agent``, step ``"2"``, mode ``P.1`` (visual misidentification).
 
 Everything is deterministic (fixed seed, no timestamps), so running the script again
-rewrites byte-identical files: ``python sample_traces/make_video_sample.py [--out DIR]``.
+rewrites byte-identical files: ``python sample_traces/make_video_sample.py [--out DIR]``
+(the MP4 container names the FFmpeg build of the installed OpenCV wheel; the coded frames
+matched between Lavc62 and Lavc63: the test compares those).
 """
 
 from __future__ import annotations

@@ -403,6 +403,44 @@ def test_serve_otlp_stores_traces_until_stopped(tmp_path):
     assert {s.agent for s in stored.steps} == {"planner"}  # framed by its invoke_agent span
 
 
+def test_serve_prints_the_event_in_hand_when_sigterm_comes(tmp_path, monkeypatch, capsys):
+    """SIGTERM while ``serve`` holds an event (taken from its queue, not yet printed) must not
+    lose it: the test above sends SIGTERM as soon as the trace file exists, which is when
+    the store announces the trace, so the signal often lands just as ``trace started`` is
+    being printed. Here the signal comes at exactly that moment, every time."""
+    from whenpro_core.cli import watch
+    from whenpro_core.live.events import TraceStarted
+
+    real_open = watch.open_receiver
+
+    def open_receiver(*args, **kwargs):
+        receiver = real_open(*args, **kwargs)
+        real_subscribe = receiver.store.subscribe
+
+        def subscribe():
+            sub = real_subscribe()
+            receiver.store.bus.publish(TraceStarted("ab" * 16, str(tmp_path / "t.json"), "svc", 1))
+            return sub
+
+        monkeypatch.setattr(receiver.store, "subscribe", subscribe)
+        return receiver
+
+    class SignalledPrinter(watch.Printer):
+        def __call__(self, ev):
+            if isinstance(ev, TraceStarted):
+                signal.raise_signal(signal.SIGTERM)  # Ctrl-C / SIGTERM with the event in hand
+            super().__call__(ev)
+
+    monkeypatch.setattr(watch, "open_receiver", open_receiver)
+    monkeypatch.setattr(watch, "Printer", SignalledPrinter)
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    watch.serve_command(
+        "127.0.0.1:0", store=tmp_path / "store", allow_remote=False, max_traces=8, as_json=False, quiet=False
+    )
+    assert "trace started (service svc)" in capsys.readouterr().out
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before  # handlers put back
+
+
 def test_event_records_are_json():
     sample = load_trace(TEAM)
     rec = event_record(StepAdded(sample.id, sample.steps[3]))

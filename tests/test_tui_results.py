@@ -222,6 +222,32 @@ async def test_a_file_that_is_not_results_is_refused_before_the_tui(tmp_path):
         results_start([str(tmp_path / "t.jsonl")])
 
 
+@pytest.fixture
+def small_results(tmp_path) -> Path:
+    """``whenpro bench --protocol heuristic`` over the made-up bench dataset."""
+    out = tmp_path / "r.jsonl"
+    bench_command(str(write_dataset(tmp_path)), out=out, report=False, console=quiet())
+    return out
+
+
+async def test_a_repaint_before_the_table_settles_leaves_no_cut_cells(small_results):
+    """A breakdown key refills the table. DataTable widens auto-width columns to their
+    cells only when it is next idle, and caches what it draws without the widths in the
+    key: a repaint that came first (a loaded machine) kept every cell cut at its header's
+    width for good. Here the repaint comes first every time."""
+    app = WhenproApp(str(small_results), cursor_blink=False)
+    async with app.run_test(size=(150, 40)) as pilot:
+        screen = await open_results(pilot)
+        table = screen.query_one(DataTable)
+        screen.action_dimension(1)  # by framework
+        for y in range(table.size.height):  # what a repaint before the table's idle draws
+            table.render_line(y)
+        await settle(pilot)
+        text = screen_text(app)
+        lead = {cell for row in table_text(app) for cell in row[:LEAD] if cell}
+        assert lead and all(cell in text for cell in lead), (sorted(lead), text)
+
+
 # --------------------------------------------------------------------------- snapshot
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,8 @@ from whenpro_core.trace.model import Step
 if TYPE_CHECKING:  # the judges are imported when a watch starts (they load the LLM stack)
     from whenpro_core.live.judge_live import Budget, LiveJudge
 
+#: Seconds ``serve`` may take to notice Ctrl-C or SIGTERM while no event comes.
+STOP_POLL_S = 0.2
 #: Characters of untrusted text (content, reasons) on one printed line.
 LINE_CHARS = 160
 
@@ -291,11 +294,20 @@ def serve_command(
     fsync: bool = False,
 ) -> None:
     """Run ``whenpro serve --otlp``: the receiver and store until interrupted (Ctrl-C or
-    SIGTERM end it cleanly, after writing what is pending)."""
+    SIGTERM end it cleanly, after writing what is pending).
+
+    The signals only set a flag the loop checks between events (never an exception
+    raised wherever the main thread is): an event taken from the queue is always
+    printed, and every event announced before the store stopped is printed after."""
     receiver = open_receiver(address, store, allow_remote=allow_remote, max_traces=max_traces, fsync=fsync)
     printer = Printer(as_json=as_json, show_steps=True)
     sub = receiver.store.subscribe()
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    stopping = threading.Event()
+
+    def stop(_signum: int, _frame: Any) -> None:
+        stopping.set()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         with receiver:
             sys.stderr.write(
@@ -303,15 +315,13 @@ def serve_command(
                 f"(store: {receiver.store.folder}); Ctrl-C stops\n"
             )
             sys.stderr.flush()
-            try:
-                while True:
-                    ev = sub.get(0.5)
-                    if ev is not None and not quiet:
-                        printer(ev)
-            except KeyboardInterrupt:
-                pass
+            while not stopping.is_set():
+                ev = sub.get(STOP_POLL_S)
+                if ev is not None and not quiet:
+                    printer(ev)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         sub.close()
     while (ev := sub.get_nowait()) is not None and not quiet:
         printer(ev)

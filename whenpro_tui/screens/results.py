@@ -186,21 +186,7 @@ class ResultsScreen(Leaving, Screen[None]):
         where = table.cursor_coordinate if keep_cursor else None
         self.cols = columns(results.tolerance)
         self.rows = table_rows(results, self.dimension)
-        table.clear(columns=True)
-        table.add_column("setting", key="setting")
-        table.add_column(DIMENSION_TITLES[self.dimension] if self.dimension != "modality" else "modality", key="value")
-        for col in self.cols:
-            table.add_column(Text(col.title, justify="right"), key=col.key)
-        previous = None
-        for i, row in enumerate(self.rows):
-            label = clean(row.label) if row.label != previous else ""
-            previous = row.label
-            value = Text("composite" if row.composite else clean(row.value), style="bold" if row.composite else "")
-            cells = [
-                Text(c, justify="right", style="bold" if row.composite else "")
-                for c in (row.cell(col) for col in self.cols)
-            ]
-            table.add_row(Text(label, style="bold"), value, *cells, key=str(i))
+        self._fill(table)
         if not self.rows:
             self.query_one("#res-hint", Static).update(
                 Text("No scored traces in these results (every record failed or had no ground truth).", style="yellow")
@@ -211,6 +197,32 @@ class ResultsScreen(Leaving, Screen[None]):
         else:
             table.move_cursor(row=0, column=LEAD + 1)
         self._hint()
+
+    def _fill(self, table: DataTable) -> None:
+        """Refill ``table`` with :attr:`cols` and :attr:`rows`. Every column gets the width
+        of its widest cell up front: DataTable sizes auto-width columns only when it is next
+        idle, and what it draws before that (a repaint on a busy machine) stays in its
+        caches, cut at the header's width."""
+        header = [
+            ("setting", Text("setting")),
+            ("value", Text(DIMENSION_TITLES[self.dimension] if self.dimension != "modality" else "modality")),
+            *((col.key, Text(col.title, justify="right")) for col in self.cols),
+        ]
+        body: list[list[Text]] = []
+        previous = None
+        for row in self.rows:
+            label = clean(row.label) if row.label != previous else ""
+            previous = row.label
+            style = "bold" if row.composite else ""
+            value = Text("composite" if row.composite else clean(row.value), style=style)
+            cells = [Text(row.cell(col), justify="right", style=style) for col in self.cols]
+            body.append([Text(label, style="bold"), value, *cells])
+        table.clear(columns=True)
+        for i, (key, title) in enumerate(header):
+            width = max([title.cell_len, *(cells[i].cell_len for cells in body)])
+            table.add_column(title, key=key, width=width)
+        for i, cells in enumerate(body):
+            table.add_row(*cells, key=str(i))
 
     @on(DataTable.CellHighlighted, "#res-table")
     def _highlighted(self, event: DataTable.CellHighlighted) -> None:
