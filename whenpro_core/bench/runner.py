@@ -314,7 +314,9 @@ class RecordBatches:
     flush gives up the GIL and waits to get it back, with the loop holding every item in
     flight). :meth:`write` returns once its record is flushed, so nothing is reported
     done before it is in the file: a killed run loses at most the records of the current
-    iteration, which rerun. A failed write raises in every item of its batch."""
+    iteration, which rerun. A failed write raises in every item of its batch. An item
+    cancelled while its batch waits (the run is stopping) still has its record written
+    (the write does not depend on the item), but the run does not report it."""
 
     def __init__(self, results: ResultsFile) -> None:
         self._results = results
