@@ -297,3 +297,65 @@ def test_a_config_error_stops_the_run_and_keeps_finished_records(dataset, tmp_pa
     with pytest.raises(ConfigError, match="needs a model"):
         run(done + llm, out, concurrency=1)
     assert sorted(keys_of(out)) == sorted(i.key for i in done)
+
+
+# --------------------------------------------------------------------------- batched appends
+
+
+def test_a_record_is_in_the_file_before_the_run_reports_it(dataset, tmp_path):
+    """Records are appended in batches, but each is flushed before ``on_record`` sees it:
+    a run killed after reporting an item never loses that item."""
+    out = tmp_path / "r.jsonl"
+    items = runner.plan(dataset, ["heuristic"], [], "both")
+    seen: list[str] = []
+
+    def on_record(rec):
+        assert rec.key in keys_of(out)  # read back from disk, not from memory
+        seen.append(rec.key)
+
+    stats = run(items, out, concurrency=4, on_record=on_record)
+    assert stats.written == len(seen) == len(items)
+    assert sorted(keys_of(out)) == sorted(i.key for i in items)
+
+
+def finished_records(dataset) -> list:
+    items = runner.plan(dataset, ["heuristic"], [], where=runner.parse_where("framework=debate"))
+    common = dict(protocol="heuristic", model="heuristic", with_gold=True, trace=None, prediction=None)
+    return [build_record(ref=item.ref, **common) for item in items]
+
+
+def test_records_finished_together_are_written_in_one_write(dataset, tmp_path):
+    records = finished_records(dataset)
+    assert len(records) >= 2
+    out = tmp_path / "r.jsonl"
+    writes: list[int] = []
+
+    async def finish_together(results):
+        append_many = results.append_many
+        results.append_many = lambda batch: (writes.append(len(batch)), append_many(batch))
+        batches = runner.RecordBatches(results)
+        await asyncio.gather(*(batches.write(r) for r in records))  # all in one loop iteration
+        assert writes == [len(records)]
+        await batches.write(records[0])  # a later iteration: a batch of its own
+        assert writes == [len(records), 1]
+
+    with ResultsFile(out) as results:
+        asyncio.run(finish_together(results))
+    assert keys_of(out) == [r.key for r in records] + [records[0].key]
+    assert ResultsFile(out).repaired is None  # whole lines, resumable
+
+
+def test_a_failed_batch_write_raises_in_each_of_its_items(dataset, tmp_path):
+    records = finished_records(dataset)
+
+    async def write_all(results):
+        def refuse(batch):
+            raise OSError("disk full")
+
+        results.append_many = refuse
+        batches = runner.RecordBatches(results)
+        return await asyncio.gather(*(batches.write(r) for r in records), return_exceptions=True)
+
+    with ResultsFile(tmp_path / "r.jsonl") as results:
+        outcomes = asyncio.run(write_all(results))
+    assert [type(o) for o in outcomes] == [OSError] * len(records)

@@ -22,7 +22,7 @@ retried), the last one wins.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -349,7 +349,8 @@ class ResultsFile:
     Opening it checks that an existing file is a whenpro results file (ConfigError
     otherwise: whenpro never writes into a file it does not own) and repairs a torn last
     line. ``done`` maps each key to its latest record. ``append`` writes one record as
-    one line and flushes it, so a killed run loses at most the records in flight.
+    one line and flushes it (``append_many`` a batch in one write), so a killed run loses at
+    most the records in flight.
 
     One process writes one file. To shard a run over several workers (e.g. Ray), give
     each its own file; :func:`whenpro_core.bench.report.report_command` reads several.
@@ -397,6 +398,15 @@ class ResultsFile:
             self._log = jsonl_log.Appender(self.path, keep=_keep_tail)
         self._log.append(record.model_dump(mode="json"))
         self.done[record.key] = record
+
+    def append_many(self, records: Sequence[Record]) -> None:
+        """Write ``records`` as lines in one write and flush them (the runner's batch of
+        the records finished together)."""
+        if self._log is None:
+            self._log = jsonl_log.Appender(self.path, keep=_keep_tail)
+        self._log.append_many([r.model_dump(mode="json") for r in records])
+        for record in records:
+            self.done[record.key] = record
 
     def close(self) -> None:
         """Flush to disk (fsync) and close."""

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import pydantic
 from pydantic import BaseModel, ValidationError
@@ -26,6 +27,8 @@ from whenpro_core.llm.types import ImagePart, LLMRequest, StructuredMode
 from whenpro_core.llm.wire import Params, RawResult, json_body, lenient_parse, validation_summary
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+T = TypeVar("T")
 
 
 def make_client(api_key: str, base_url: str, timeout_s: float) -> Any:
@@ -50,10 +53,12 @@ class ThreadedClient:
         self.pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="whenpro-llm")
         start_all_workers(self.pool, max(1, workers))
 
-    async def create_chat(self, **kwargs: Any) -> Any:
-        """``chat.completions.with_raw_response.create(**kwargs)`` in a worker thread."""
-        create = functools.partial(self.client.chat.completions.with_raw_response.create, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self.pool, create)
+    async def create_chat(self, then: Callable[[Any], T], **kwargs: Any) -> T:
+        """``then(chat.completions.with_raw_response.create(**kwargs))`` in a worker thread:
+        reading the answer (``then``) in the thread too keeps it off the event loop, which
+        serves every call in flight."""
+        create = self.client.chat.completions.with_raw_response.create
+        return await asyncio.get_running_loop().run_in_executor(self.pool, lambda: then(create(**kwargs)))
 
     async def close(self) -> None:
         """Close the HTTP client and let the worker threads end."""
@@ -130,9 +135,13 @@ async def call_chat(
     if mode == "schema":
         body["response_format"] = response_format(request.output_model)
     if isinstance(client, ThreadedClient):
-        raw = await client.create_chat(model=spec.model, messages=[], extra_body=body)
-    else:
-        raw = await client.chat.completions.with_raw_response.create(model=spec.model, messages=[], extra_body=body)
+        read = functools.partial(_read_chat, request=request, mode=mode)
+        return await client.create_chat(read, model=spec.model, messages=[], extra_body=body)
+    raw = await client.chat.completions.with_raw_response.create(model=spec.model, messages=[], extra_body=body)
+    return chat_result(json_body(raw), request, mode)
+
+
+def _read_chat(raw: Any, *, request: LLMRequest, mode: StructuredMode) -> RawResult:
     return chat_result(json_body(raw), request, mode)
 
 

@@ -20,7 +20,7 @@ each cheap to redo; a killed run loses at most the records in flight).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -180,6 +180,14 @@ class Appender:
         if self._fh is None:
             raise ValueError(f"append to a closed log: {self.path}")
         self._fh.write(jsonio.dumps(record) + b"\n")
+        self._fh.flush()
+
+    def append_many(self, records: Iterable[dict[str, Any]]) -> None:
+        """Write ``records`` as JSON lines in one write and flush them (one system call
+        for a batch; each line whole, as :meth:`append` writes it)."""
+        if self._fh is None:
+            raise ValueError(f"append to a closed log: {self.path}")
+        self._fh.write(b"".join(jsonio.dumps(r) + b"\n" for r in records))
         self._fh.flush()
 
     def close(self) -> None:
