@@ -152,6 +152,30 @@ async def test_native_lines_with_a_header_and_a_closing_header(tmp_path):
     assert same_trace(load_trace(path), got)
 
 
+async def test_a_labelled_header_does_not_end_a_followed_run(tmp_path):
+    """A header with a ground truth but no outcome or final answer: the followed run is not
+    over (a label never decides that a run failed: watch stopped at the header); the finished
+    file still opens as the labelled failure it is."""
+    from whenpro_core.live.judge_live import run_end_reason
+
+    sample = load_trace(SAMPLES / "team_text" / "trace.json")
+    header = {
+        "format": "whenpro.trace/1",
+        "id": "labelled-run",
+        "framework": sample.framework,
+        "task": sample.task.model_dump(),
+        "agents": [a.model_dump() for a in sample.agents],
+        "ground_truth": sample.ground_truth.model_dump(),
+    }
+    steps = [s.model_dump(mode="json", exclude={"index"}) for s in sample.steps if s.kind != "final_answer"][:3]
+    path = tmp_path / "live.jsonl"
+    path.write_bytes(b"".join(dump_lines([header, *steps])))
+    follower = FileFollower(path, poll_interval=0.02, use_watchfiles=False)
+    await run_until(follower, lambda ev: len(steps_of(ev)) == 3)
+    assert follower.trace().outcome.value == "unknown" and run_end_reason(follower.trace()) is None
+    assert load_trace(path).outcome.value == "failure"
+
+
 async def test_otlp_lines_follow_one_trace_and_match_the_importer(tmp_path):
     lines = [line + b"\n" for line in (OTEL / "genai_events.jsonl").read_bytes().splitlines() if line.strip()]
     path = tmp_path / "spans.jsonl"

@@ -72,8 +72,11 @@ class NativeLinesBuilder:
 
     format = "native-lines"
 
-    def __init__(self, ctx: LoadContext, default_id: str) -> None:
+    def __init__(self, ctx: LoadContext, default_id: str, *, growing: bool = False) -> None:
         self.ctx = ctx
+        #: A file still being written (``whenpro watch``/``--follow``): its ground truth
+        #: does not make the run a failure, which would end the run at its header.
+        self.growing = growing
         self.fields: dict[str, Any] = {"id": default_id}
         self.steps: list[Step] = []
         self._base = self._validate_header(self.fields)
@@ -141,12 +144,14 @@ class NativeLinesBuilder:
     def trace(self) -> Trace:
         """The trace so far (a snapshot). Without a header ``final_answer`` the last
         final_answer step gives it; with an unknown ``outcome`` it is judged against
-        the header's gold answer (:func:`~whenpro_core.formats.base.outcome_from_gold`)."""
+        the header's gold answer (:func:`~whenpro_core.formats.base.outcome_from_gold`);
+        a ground truth makes it a failure only in a finished file (not ``growing``)."""
         base = self._base
         final = base.final_answer if base.final_answer is not None else final_answer_from_steps(self.steps)
         outcome = base.outcome
         if outcome == Outcome.unknown:
-            outcome = outcome_from_gold(final, base.task.answer, base.ground_truth is not None)
+            labelled = base.ground_truth is not None and not self.growing
+            outcome = outcome_from_gold(final, base.task.answer, labelled)
         return base.model_copy(
             update={
                 "steps": list(self.steps),

@@ -241,7 +241,7 @@ def make_builder(fmt: str, path: Path, *, trace_id: str | None = None) -> LiveBu
     ``path``; ConfigError-free: TraceFormatError for an unknown format."""
     ctx = LoadContext(path=path, root=path.parent)
     if fmt == "native":
-        return NativeLinesBuilder(ctx, path.stem)
+        return NativeLinesBuilder(ctx, path.stem, growing=True)
     if fmt == "chat":
         return ChatLinesBuilder(ctx, path.stem)
     if fmt == "otlp":
