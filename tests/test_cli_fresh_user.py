@@ -139,3 +139,12 @@ def test_watch_heuristic_with_a_model_needs_the_final_pass(tmp_path):
     run.write_text('{"agent": "a", "kind": "plan", "content": "x"}\n')
     out = whenpro("watch", str(run), "--protocol", "heuristic", "--model", "openai:gpt-4.1", "--idle-timeout", "0.5")
     one_line_error(out, "--protocol heuristic and --model do not go together", "--final-pass")
+
+
+def test_report_into_a_closed_pipe_still_writes_its_files(tmp_path):
+    """report | head: the report files are written whether or not stdout is read."""
+    results = tmp_path / "r.jsonl"
+    run = whenpro("bench", str(SAMPLES), "--protocol", "heuristic", "--out", str(results), "--no-report")
+    assert run.returncode == 0, run.stderr
+    assert _into_closed_pipe("report", str(results), "--out", str(tmp_path / "rep")) == (141, "")
+    assert (tmp_path / "rep" / "report.json").is_file() and (tmp_path / "rep" / "report.md").is_file()
