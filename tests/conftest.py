@@ -190,6 +190,23 @@ def keys_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Pilot, "press", press)
 
 
+@pytest.fixture(autouse=True)
+def notifications_stay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Toasts stay until the test ends: a test that waits for a notification reads
+    ``app._notifications``, and on a loaded machine the few seconds a toast is shown could
+    pass before the test looked (a truncation notice had come and gone: "timed out waiting
+    for a notification 'truncated'", with no notification left)."""
+    from whenpro_tui.app import WhenproApp
+
+    notify = WhenproApp.notify
+
+    def lasting(self: WhenproApp, message: str, **kwargs) -> None:
+        kwargs["timeout"] = 3600
+        notify(self, message, **kwargs)
+
+    monkeypatch.setattr(WhenproApp, "notify", lasting)
+
+
 async def screen_ready(pilot) -> None:
     """Wait until the app's current screen is mounted and has handled the messages queued
     so far (returns at once when the app has ended)."""

@@ -124,6 +124,7 @@ def _shard_worker_pids() -> list[int]:
     return pids
 
 
+@pytest.mark.timeout(900)  # three builds (killed, resumed, local): on a loaded machine past the 300 s default
 def test_a_shard_killed_mid_way_loses_nothing_on_resume(tmp_path, seeds, server, model):
     """Kill one shard's worker once the model has answered a few questions: the build fails
     saying to rerun, the attempts journalled before are kept (merged from the parts), and
