@@ -190,6 +190,21 @@ def keys_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Pilot, "press", press)
 
 
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Five successful arith_team runs (seeds 0-4), once per module: the seed runs of the
+    sharded and Ray build tests (a module may define its own ``seeds``)."""
+    from whenpro_core.envs import get_env
+    from whenpro_core.envs.run import run_env
+    from whenpro_core.formats.native import write_trace
+
+    folder = tmp_path_factory.mktemp("seeds")
+    env = get_env("arith_team")
+    for s in range(5):
+        write_trace(run_env(env, s), folder / f"arith_team-s{s}.json")
+    return folder
+
+
 @pytest.fixture(autouse=True)
 def notifications_stay(monkeypatch: pytest.MonkeyPatch) -> None:
     """Toasts stay until the test ends: a test that waits for a notification reads

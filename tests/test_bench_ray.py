@@ -20,6 +20,7 @@ import pytest
 from bench_data import differences, strip_timing, write_dataset
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import LLMServer
+from tests.support.local_ray import local_ray
 from whenpro_core.bench.records import read_records
 from whenpro_core.cli.bench import bench_command
 from whenpro_core.errors import BackendError
@@ -44,19 +45,8 @@ def server() -> Iterator[LLMServer]:
 @pytest.fixture(scope="module")
 def ray_session(server: LLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One local Ray for the module; its workers reach the test server with a test key."""
-    home = tmp_path_factory.mktemp("ray-home")
-    env = {
-        "OPENAI_API_KEY": TEST_KEY,
-        "OPENAI_BASE_URL": server.openai_base_url,
-        "WHENPRO_CONFIG_DIR": str(home / "config"),
-        "WHENPRO_CACHE_DIR": str(home / "cache"),
-        "WHENPRO_DATA_DIR": str(home / "data"),
-        "WHENPRO_BACKOFF_BASE_S": "0.01",
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-    }
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env})
-    yield ray
-    ray.shutdown()
+    with local_ray(server, tmp_path_factory.mktemp("ray-home")) as started:
+        yield started
 
 
 @pytest.fixture

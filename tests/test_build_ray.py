@@ -22,12 +22,10 @@ from test_build_shards import journal
 from tests.support.fixtures import TEST_KEY
 from tests.support.inject_model import InjectModel
 from tests.support.llm_server import LLMServer
+from tests.support.local_ray import local_ray
 from whenpro_core.bench.build import BuildOptions, BuildResult, Spread, run_build
 from whenpro_core.bench.build_store import journal_layout
-from whenpro_core.envs import get_env
-from whenpro_core.envs.run import run_env
 from whenpro_core.errors import BackendError
-from whenpro_core.formats.native import write_trace
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'whenpro[ray]')")
 #: One xdist worker runs every test that starts a local Ray (--dist loadgroup, pyproject):
@@ -55,29 +53,8 @@ def server() -> Iterator[LLMServer]:
 @pytest.fixture(scope="module")
 def ray_session(server: LLMServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One local Ray for the module; its workers reach the test server with a test key."""
-    home = tmp_path_factory.mktemp("ray-home")
-    env = {
-        "OPENAI_API_KEY": TEST_KEY,
-        "OPENAI_BASE_URL": server.openai_base_url,
-        "WHENPRO_CONFIG_DIR": str(home / "config"),
-        "WHENPRO_CACHE_DIR": str(home / "cache"),
-        "WHENPRO_DATA_DIR": str(home / "data"),
-        "WHENPRO_BACKOFF_BASE_S": "0.01",
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-    }
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env})
-    yield ray
-    ray.shutdown()
-
-
-@pytest.fixture(scope="module")
-def seeds(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Five successful arith_team runs."""
-    folder = tmp_path_factory.mktemp("seeds")
-    env = get_env("arith_team")
-    for s in range(5):
-        write_trace(run_env(env, s), folder / f"arith_team-s{s}.json")
-    return folder
+    with local_ray(server, tmp_path_factory.mktemp("ray-home")) as started:
+        yield started
 
 
 @pytest.fixture

@@ -19,22 +19,9 @@ from conftest import REPO
 from test_build import NOW, SALT, tree
 from whenpro_core.bench.build import BuildOptions, BuildResult, Spread, run_build
 from whenpro_core.bench.build_store import BUILD_DIR, _take_lock, journal_layout
-from whenpro_core.envs import get_env
-from whenpro_core.envs.run import run_env
 from whenpro_core.errors import ConfigError
-from whenpro_core.formats.native import write_trace
 
 OPTS = BuildOptions(per_seed=2, concurrency=2)  # the detectability filter on: it runs once, when merging
-
-
-@pytest.fixture(scope="module")
-def seeds(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Five successful arith_team runs."""
-    folder = tmp_path_factory.mktemp("seeds")
-    env = get_env("arith_team")
-    for s in range(5):
-        write_trace(run_env(env, s), folder / f"arith_team-s{s}.json")
-    return folder
 
 
 def build(seeds: Path, out: Path, spread: Spread | None = None, **kw: Any) -> BuildResult:
