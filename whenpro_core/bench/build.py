@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from whenpro_core.audit.detect import DetectabilityCheck, filter_items
+from whenpro_core.audit.view import audit_view
 from whenpro_core.bench.build_adapt import in_pool, next_round
 from whenpro_core.bench.build_plan import (
     MIN_AGENT_STEPS,
@@ -272,14 +273,15 @@ def run_attempt(
     released = cf.steps[attempt.index]
     if released.kind != "final_answer":  # a final answer is never a candidate step: the position cap balances it
         base["step_class"] = step_class(released)  # the class a reader sees (R.1 turns a check into a report)
-    picked_by, chance = form_picks(cf, attempt.coord)
+    view = audit_view(cf)  # what a judge sees of the built trace: read once for the caps
+    picked_by, chance = form_picks(cf, attempt.coord, view)
     return Outcome(
         done(
             "kept",
             detail=result.generated.description[:500],
             id=cf.id,
             control=control["success"] if control else None,
-            position=judge_position(cf, attempt.coord),
+            position=judge_position(cf, attempt.coord, view),
             form_picks=picked_by,
             chance=chance,
         ),

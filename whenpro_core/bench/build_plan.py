@@ -41,7 +41,7 @@ from pathlib import Path
 from whenpro_core.audit.baselines import baseline
 from whenpro_core.audit.corpus import Corpus, position_bin
 from whenpro_core.audit.run import top_steps
-from whenpro_core.audit.view import audit_view
+from whenpro_core.audit.view import AuditTrace, audit_view
 from whenpro_core.bench.plan import split_list
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace, walk
@@ -259,12 +259,13 @@ def plan_build(
     return plan
 
 
-def judge_position(trace: Trace, coord: str) -> int | None:
+def judge_position(trace: Trace, coord: str, view: AuditTrace | None = None) -> int | None:
     """The position bin (0..9) of the step at ``coord`` among the candidate steps a judge
     sees in ``trace`` (the built trace, after its replay), as the audit's "common
     position" prior reads it (:func:`~whenpro_core.audit.corpus.position_bin`); ``None``
-    when no candidate step has that coordinate."""
-    view = audit_view(trace)
+    when no candidate step has that coordinate. ``view``: ``trace``'s judge view, when the
+    caller has it already."""
+    view = view or audit_view(trace)
     rank = next((s.rank for s in view.steps if s.coord == coord), None)
     return None if rank is None else position_bin(rank, len(view.steps))
 
@@ -275,14 +276,15 @@ def judge_position(trace: Trace, coord: str) -> int | None:
 LOCAL_FORM_BASELINES = ("format outlier", "length outlier", "digit outlier", "kind change")
 
 
-def form_picks(trace: Trace, coord: str) -> tuple[list[str], float | None]:
+def form_picks(trace: Trace, coord: str, view: AuditTrace | None = None) -> tuple[list[str], float | None]:
     """Which of :data:`LOCAL_FORM_BASELINES` pick the step at ``coord`` of ``trace`` (the
     built trace) as the audit does (its only top step, or one of two tied), and the
     random chance of picking it (1 / the judge's candidate steps; ``None`` when no
     candidate step has that coordinate). A tester's one-line approval is the shortest
     step of a code_pair run: R.1 and V.2 land there, and releases where they held a third
-    of the labels were leaky by the length outlier (45% against 22% random)."""
-    view = audit_view(trace)
+    of the labels were leaky by the length outlier (45% against 22% random). ``view``:
+    ``trace``'s judge view, when the caller has it already."""
+    view = view or audit_view(trace)
     rank = next((s.rank for s in view.steps if s.coord == coord), None)
     if rank is None or not view.steps:
         return [], None
