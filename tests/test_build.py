@@ -245,6 +245,7 @@ def test_manifest_counts_add_up_and_name_every_drop(tmp_path, seeds):
             "step_class",
             "mode_share",
             "position",
+            "form_pick",
             "per_seed",
         )
     )

@@ -20,11 +20,12 @@ import pytest
 from tests.support.cli import run_whenpro
 from whenpro_core.audit.run import audit_dataset
 from whenpro_core.bench.build import BuildOptions, run_attempt
-from whenpro_core.bench.build_plan import LOCAL_FORM_BASELINES, Attempt, step_class
+from whenpro_core.bench.build_plan import LOCAL_FORM_BASELINES, Attempt, pool_form_picks, step_class
 from whenpro_core.bench.build_store import FORM_PICK_SLACK, POSITION_SHARE, Entry, balance, read_manifest
 from whenpro_core.envs import get_env
 from whenpro_core.envs.code_pair import own_tests
 from whenpro_core.envs.run import run_env
+from whenpro_core.formats import load_trace
 from whenpro_core.injection.executors import BuiltinExecutor
 from whenpro_core.injection.generate import OfflineGenerator
 from whenpro_core.injection.inject import inject
@@ -276,9 +277,26 @@ def test_a_default_arith_build_holds_its_caps_and_its_position_reads_as_the_audi
 @pytest.fixture(scope="module")
 def code_build(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("code")
-    assert whenpro("run", "code_pair", "--n", "12", "--seed", "4000", "--out", str(root / "runs")).returncode == 0
+    # 30 runs from seed 2000: a release whose rarest-template picks against itself went past
+    # the form_pick cap when only the kept pool's picks were capped (8 picks against 7)
+    assert whenpro("run", "code_pair", "--n", "30", "--seed", "2000", "--out", str(root / "runs")).returncode == 0
     assert whenpro("build", str(root / "runs"), "--out", str(root / "ds")).returncode == 0
     return root / "ds"
+
+
+def test_a_release_holds_no_more_rarest_template_picks_than_chance_gives(code_build):
+    """The rarest template reads the other traces of the dataset, and a smaller corpus makes
+    more steps rare: against the release itself, as ``whenpro audit`` reads it, it picks at
+    most (mean chance + FORM_PICK_SLACK) of the released labels (two code_pair releases
+    balanced on the one-trace picks scored 13 and 11 points above random by it)."""
+    journal = [json.loads(line) for line in (code_build / ".whenpro-build" / "journal.jsonl").open()][1:]
+    by_id = {e["id"]: e for e in journal if e.get("id")}
+    released = read_manifest(code_build)["traces"]
+    picks = pool_form_picks([(load_trace(code_build / t["ref"]), by_id[t["id"]]["step"]) for t in released])
+    n = len(released)
+    chance = sum(by_id[t["id"]]["chance"] for t in released) / n
+    assert n >= 8
+    assert sum(1 for p in picks if p) <= max(2, math.ceil(round((chance + FORM_PICK_SLACK) * n, 9)))
 
 
 def test_counterfactual_on_a_built_trace_finds_its_environment_in_the_provenance(code_build, tmp_path):

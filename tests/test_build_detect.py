@@ -98,7 +98,9 @@ def test_build_drops_detectable_items_and_counts_them(tmp_path):
     dropped = filtered["dropped"]["detectable"]
 
     def before_balance(m: dict) -> int:  # kept before the release's caps
-        return m["counts"]["kept"] + sum(m["dropped"][r] for r in ("step_class", "mode_share", "position", "per_seed"))
+        return m["counts"]["kept"] + sum(
+            m["dropped"][r] for r in ("step_class", "mode_share", "position", "form_pick", "per_seed")
+        )
 
     assert dropped > 0 and filtered["run"]["detectable"] == {
         "filter": True,
@@ -119,6 +121,7 @@ def test_build_drops_detectable_items_and_counts_them(tmp_path):
             "step_class",
             "mode_share",
             "position",
+            "form_pick",
             "per_seed",
         )
     )

@@ -266,7 +266,7 @@ def judge_position(trace: Trace, coord: str, view: AuditTrace | None = None) -> 
     when no candidate step has that coordinate. ``view``: ``trace``'s judge view, when the
     caller has it already."""
     view = view or audit_view(trace)
-    rank = next((s.rank for s in view.steps if s.coord == coord), None)
+    rank = _rank(view, coord)
     return None if rank is None else position_bin(rank, len(view.steps))
 
 
@@ -285,21 +285,53 @@ def form_picks(trace: Trace, coord: str, view: AuditTrace | None = None) -> tupl
     of the labels were leaky by the length outlier (45% against 22% random). ``view``:
     ``trace``'s judge view, when the caller has it already."""
     view = view or audit_view(trace)
-    rank = next((s.rank for s in view.steps if s.coord == coord), None)
+    rank = _rank(view, coord)
     if rank is None or not view.steps:
         return [], None
-    corpus = Corpus([], {})
+    return _picking(LOCAL_FORM_BASELINES, view, Corpus([], {}), rank), 1.0 / len(view.steps)
+
+
+#: The audit's form baselines that read the other traces of the dataset (their line
+#: templates): their picks are taken against the kept pool when the release is selected
+#: (:func:`pool_form_picks`), since a built trace alone cannot tell them.
+POOL_FORM_BASELINES = ("rarest template",)
+
+
+def pool_form_picks(pool: list[tuple[Trace, str]]) -> list[list[str]]:
+    """For each ``(built trace, coordinate of its labelled step)`` of ``pool``, which of
+    :data:`POOL_FORM_BASELINES` pick that step when the corpus is the pool itself (each
+    trace read without itself), as ``whenpro audit`` reads a dataset without
+    ``--against``. Two code_pair releases were 13 and 11 points above random by the rarest
+    template, which the one-trace caps do not see."""
+    views = [audit_view(trace) for trace, _ in pool]
+    corpus = Corpus(views, {})
+    out = []
+    for view, (_, coord) in zip(views, pool, strict=True):
+        rank = _rank(view, coord)
+        out.append([] if rank is None else _picking(POOL_FORM_BASELINES, view, corpus, rank))
+    return out
+
+
+def _rank(view: AuditTrace, coord: str) -> int | None:
+    """The rank of the candidate step at ``coord`` in ``view`` (``None``: not a candidate)."""
+    return next((s.rank for s in view.steps if s.coord == coord), None)
+
+
+def _picking(names: tuple[str, ...], view: AuditTrace, corpus: Corpus, rank: int) -> list[str]:
+    """The baselines of ``names`` whose top steps in ``view`` hold ``rank`` (one of at most two)."""
     picked = []
-    for name in LOCAL_FORM_BASELINES:
+    for name in names:
         top = top_steps(baseline(name).score(view, corpus))
         if rank in top and len(top) <= 2:
             picked.append(name)
-    return picked, 1.0 / len(view.steps)
+    return picked
 
 
 __all__ = [
     "LOCAL_FORM_BASELINES",
+    "POOL_FORM_BASELINES",
     "form_picks",
+    "pool_form_picks",
     "judge_position",
     "Attempt",
     "MIN_AGENT_STEPS",

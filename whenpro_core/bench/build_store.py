@@ -95,11 +95,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from whenpro_core.bench.build_plan import LOCAL_FORM_BASELINES
+from whenpro_core.bench.build_plan import LOCAL_FORM_BASELINES, POOL_FORM_BASELINES, pool_form_picks
 from whenpro_core.bench.shards import Layout
 from whenpro_core.bench.shards import layout as parts_layout
 from whenpro_core.bench.validate import validation_counts
 from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.formats import load_trace
 from whenpro_core.formats.build_meta import MANIFEST, MANIFEST_FORMAT, PROVENANCE_FORMAT, load_manifest
 from whenpro_core.formats.whowhen_pro_write import to_jsonl_row
 from whenpro_core.storage import jsonio, jsonl_log
@@ -143,6 +144,9 @@ POSITION_SHARE = 0.15
 #: picks are at most ``(mean chance + FORM_PICK_SLACK) * released`` (at least 2), half the
 #: audit's leak line of 10 points.
 FORM_PICK_SLACK = 0.05
+
+#: Selections :meth:`BuildStore._select` makes at most while the pool form picks grow.
+POOL_ROUNDS = 4
 #: The fields of a released document (everything else goes to the provenance sidecar).
 PUBLIC_FIELDS = (
     "id",
@@ -429,8 +433,7 @@ class BuildStore:
         from the old manifest when ``None``)."""
         old = read_manifest(self.root, fresh_validation=False) or {}
         run = run if run is not None else old.get("run", {})
-        share = float(run.get("max_mode_share", MAX_MODE_SHARE))
-        selected, over = balance(self.kept(), share, run.get("step_classes") or {}, int(run.get("per_seed", 1)))
+        selected, over = self._select(run)
         self._release(selected)
         self._sweep({e.ref or "" for e in selected})
         write_taxonomy(self.root)
@@ -449,6 +452,25 @@ class BuildStore:
         manifest["validation"] = validation_counts(self.root, manifest)
         atomic_write_bytes(self.root / MANIFEST, jsonio.dumps(manifest, indent=True) + b"\n")
         return manifest
+
+    def _select(self, run: dict[str, Any]) -> tuple[list[Entry], dict[str, str]]:
+        """The released entries and the keys left out with their reason (:func:`balance`
+        under ``run``'s caps). The picks of
+        :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` read the other traces,
+        so they are taken against the kept pool, then against each selection, whose
+        smaller corpus makes more steps rare, until a selection adds no pick of its own
+        (at most :data:`POOL_ROUNDS` selections): a code_pair release balanced on its
+        pool's picks alone was 19 points above random by the rarest template."""
+        share = float(run.get("max_mode_share", MAX_MODE_SHARE))
+        pool = self.kept()
+        traces = {e.key: load_trace(self.root / (e.file or "")) for e in pool if _has_file(self.root, e)}
+        pool, _ = _with_pool_picks(pool, pool, traces)
+        for _ in range(POOL_ROUNDS):
+            selected, over = balance(pool, share, run.get("step_classes") or {}, int(run.get("per_seed", 1)))
+            pool, grew = _with_pool_picks(pool, selected, traces)
+            if not grew:
+                break
+        return selected, over
 
     def _staged(self, entry: Entry) -> dict[str, Any]:
         doc: dict[str, Any] = jsonio.loads((self.root / (entry.file or "")).read_bytes())
@@ -497,6 +519,30 @@ class BuildStore:
                 torn = path.name.startswith(".") and path.name.endswith(".tmp")
                 if mine or torn:
                     path.unlink()
+
+
+def _has_file(root: Path, entry: Entry) -> bool:
+    """Whether ``entry`` knows its form picks and has its staged document (journals from
+    before ``form_picks`` was recorded get no pool picks)."""
+    return entry.form_picks is not None and bool(entry.file) and (root / (entry.file or "")).is_file()
+
+
+def _with_pool_picks(entries: list[Entry], corpus: list[Entry], traces: dict[str, Any]) -> tuple[list[Entry], bool]:
+    """``entries`` with the picks of :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES`
+    against the traces of ``corpus`` added to the ``form_picks`` of the entries of
+    ``corpus`` (``traces``: key -> loaded trace), and whether any entry gained a pick."""
+    among = [e for e in corpus if e.key in traces]
+    picks = pool_form_picks([(traces[e.key], e.step) for e in among])
+    extra = {
+        e.key: new
+        for e, p in zip(among, picks, strict=True)
+        if (new := [n for n in p if n not in (e.form_picks or [])])
+    }
+    out = [
+        e.model_copy(update={"form_picks": [*(e.form_picks or []), *extra[e.key]]}) if e.key in extra else e
+        for e in entries
+    ]
+    return out, bool(extra)
 
 
 def split_document(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -773,7 +819,8 @@ def _caps(
 
         caps.append(("mode_share", lambda e: e.mode, mode_limit))
         if chance is not None:
-            caps += [("form_pick", _picked_by(name), _form_pick_limit(chance)) for name in LOCAL_FORM_BASELINES]
+            names = LOCAL_FORM_BASELINES + POOL_FORM_BASELINES
+            caps += [("form_pick", _picked_by(name), _form_pick_limit(chance)) for name in names]
     if per_seed is not None:
         caps.append(("per_seed", lambda e: e.seed, lambda k, g, n: per_seed))
     return caps
