@@ -229,6 +229,32 @@ def test_build_leaves_out_modes_that_cannot_be_decisive_at_a_step(code_runs):
             assert not _replay(trace, index, mode).verdict.decisive
 
 
+def test_build_leaves_out_a4_and_c2_where_they_were_never_kept(code_runs):
+    """A.4 at the coder's first draft repeats its opening remark in place of the code the
+    tester runs next: the run stops there, a trivial item every time. C.2 by a stale
+    figure in the tester's message changes no work (the coder acts on the verdict). A
+    report worded "1 failing of 1" is a report of failures like "2 of 2 tests fail".
+    Builds do not try them; ``whenpro inject`` still offers them."""
+    stale, drafts = [], 0
+    for trace in code_runs:
+        check = next(s.index for s in trace.steps if s.tool_calls)
+        draft = max(s.index for s in trace.steps[:check] if s.agent == "coder")
+        if "A.4" in applicable_modes(trace, draft):  # an opening remark before the draft
+            drafts += 1
+            assert "A.4" not in build_modes(trace, draft)
+            agents = sum(1 for s in _replay(trace, draft, "A.4").counterfactual.steps if s.agent != "user")
+            assert agents < 3
+        tester = [s.index for s in trace.steps if s.agent == "tester" and "C.2" in applicable_modes(trace, s.index)]
+        assert not any("C.2" in build_modes(trace, index) for index in tester)
+        stale += [(trace, index) for index in tester]
+    assert drafts >= 2 and len(stale) >= 2 and not any(_replay(t, index, "C.2").verdict.decisive for t, index in stale)
+    worded = run_env(get_env("code_pair"), 201)  # its tester writes "1 failing of 1:"
+    report = next(s.index for s in worded.steps if "failing of" in (s.content or ""))
+    recheck = next(s.index for s in worded.steps[report + 1 :] if s.agent == "tester")
+    assert "A.4" in applicable_modes(worded, recheck) and "A.4" not in build_modes(worded, recheck)
+    assert "V.2" in applicable_modes(worded, report)
+
+
 def test_a_kept_item_is_balanced_by_the_class_of_the_step_as_released(code_runs):
     """R.1 at the tester's check releases a report without a tool call: the release's
     class cap counts it with the tester's other reports (where V.2 also lands), not with
@@ -257,7 +283,8 @@ def test_a_default_arith_build_holds_its_caps_and_its_position_reads_as_the_audi
     shares = manifest["run"]["step_classes"]
     kept = manifest["traces"]
     n = len(kept)
-    journal = [json.loads(line) for line in (arith_build / ".whenpro-build" / "journal.jsonl").open()][1:]
+    lines = [json.loads(line) for line in (arith_build / ".whenpro-build" / "journal.jsonl").open()][1:]
+    journal = list({e["key"]: e for e in lines}.values())  # the last line of a key wins (detectable re-journals)
     by_id = {e["id"]: e for e in journal if e.get("id")}
     released = [by_id[t["id"]] for t in kept]
     present = sum(shares[c] for c in {e["step_class"] for e in journal if e["status"] == "kept"})
