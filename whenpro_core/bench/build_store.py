@@ -780,8 +780,19 @@ def _picked_by(name: str) -> Callable[[Entry], str]:
 
 
 def _form_pick_limit(chance: float) -> CapLimit:
-    """At most ``(chance + FORM_PICK_SLACK) * n`` picks of one baseline (at least 2)."""
-    return lambda k, g, n: n if k != "pick" else max(2, math.ceil(round((chance + FORM_PICK_SLACK) * n, 9)))
+    """At most ``(chance + FORM_PICK_SLACK) * n`` picks of one baseline, rounded down (at
+    least 2). ``chance`` is the selection's own mean chance when its groups are known
+    (the audit's random baseline on the release; the pool's was 2 points above one
+    release's, and rounding up let a length outlier reach 10.4 points above random),
+    else the pool's."""
+
+    def limit(k: str, groups: dict[str, list[Entry]] | None, n: int) -> int:
+        if k != "pick":
+            return n
+        own = _mean_chance([e for g in (groups or {}).values() for e in g])
+        return max(2, math.floor(round(((own if own is not None else chance) + FORM_PICK_SLACK) * n, 9)))
+
+    return limit
 
 
 def _caps(
