@@ -94,7 +94,7 @@ from whenpro_core.injection.textedit import (
 )
 from whenpro_core.trace.model import Step, Trace
 
-CRITIQUE = re.compile(r"\b(fail(?:ed|s|ure|ing)?|mismatch|wrong|incorrect|please fix|redo|error)\b", re.IGNORECASE)
+CRITIQUE = re.compile(r"\b(fail(?:ed|s|ure)?|mismatch|wrong|incorrect|please fix|redo|error)\b", re.IGNORECASE)
 VERIFIER_ROLE = re.compile(r"verif|test|check|critic|review|judge|audit|valid", re.IGNORECASE)
 CHECK_WORDS = re.compile(r"\b(approved?|verified|checked|all tests|looks (?:right|correct|good))\b", re.IGNORECASE)
 
