@@ -20,14 +20,7 @@ import pytest
 from tests.support.cli import run_whenpro
 from whenpro_core.audit.run import audit_dataset
 from whenpro_core.bench.build import BuildOptions, run_attempt
-from whenpro_core.bench.build_plan import (
-    LOCAL_FORM_BASELINES,
-    MIN_AGENT_STEPS,
-    Attempt,
-    fitting_modes,
-    pool_form_picks,
-    step_class,
-)
+from whenpro_core.bench.build_plan import LOCAL_FORM_BASELINES, Attempt, pool_form_picks, step_class
 from whenpro_core.bench.build_store import FORM_PICK_SLACK, POSITION_SHARE, Entry, balance, read_manifest
 from whenpro_core.envs import get_env
 from whenpro_core.envs.code_pair import own_tests
@@ -254,25 +247,6 @@ def test_build_leaves_out_a4_and_c2_where_they_were_never_kept(code_runs):
         assert not any("C.2" in build_modes(trace, index) for index in tester)
         stale += [(trace, index) for index in tester]
     assert drafts >= 2 and len(stale) >= 2 and not any(_replay(t, index, "C.2").verdict.decisive for t, index in stale)
-
-
-def test_build_does_not_end_a_run_where_too_few_agent_steps_would_be_left(code_runs):
-    """A.3 at the coder's first draft hands it in: the run ends with fewer than
-    MIN_AGENT_STEPS agent steps, a trivial item every time, so a build does not try it
-    there; it still tries A.3 later in the run."""
-    early = later = 0
-    for trace in code_runs:
-        fits = fitting_modes(trace, ("A.3",))
-        for i in (s.index for s in trace.steps if s.agent != "user" and "A.3" in applicable_modes(trace, s.index)):
-            agents = sum(1 for s in trace.steps[: i + 1] if s.agent != "user")
-            if agents < MIN_AGENT_STEPS:
-                early += 1
-                assert i not in fits
-                out = _replay(trace, i, "A.3").counterfactual
-                assert sum(1 for s in out.steps if s.agent != "user") < MIN_AGENT_STEPS
-            else:
-                later += i in fits
-    assert early >= 2 and later >= 1
 
 
 def test_a_kept_item_is_balanced_by_the_class_of_the_step_as_released(code_runs):

@@ -17,9 +17,7 @@ mode) injections to attempt on each (docs/architecture.md, 'Injection and warm-s
   only at steps where its mutator fits
   (:func:`~whenpro_core.injection.mutators.build_modes`: where its mutator fits and its error
   can be decisive); other generators may try
-  every requested mode at every candidate step. A mode that ends the run at its step
-  (:data:`ENDS_RUN`: premature termination) is not tried where fewer than
-  :data:`MIN_AGENT_STEPS` agent steps would be left: every such item is ``trivial``.
+  every requested mode at every candidate step.
 * **Attempts**: a seed gives up to ``per_seed * TRIES_PER_KEPT`` attempts, tried in
   order until ``per_seed`` are kept (so at most ``per_seed`` traces per seed run:
   twins, which share the prefix before the injected step, only when asked for).
@@ -193,20 +191,11 @@ def step_class(step: Step) -> str:
     return f"{step.agent}/{step.kind}" + ("/list" if listed else "")
 
 
-#: Failure modes whose error ends the run at the injected step (A.3, premature termination).
-ENDS_RUN = ("A.3",)
-
-
 def fitting_modes(trace: Trace, modes: tuple[str, ...], *, offline: bool = True) -> dict[int, list[str]]:
-    """Candidate step index -> the requested modes that may be injected there. A mode of
-    :data:`ENDS_RUN` is left out where the run would end with fewer than
-    :data:`MIN_AGENT_STEPS` agent steps (a coder handing in its first draft: 50 such
-    attempts over ten code_pair builds, each dropped as ``trivial``)."""
+    """Candidate step index -> the requested modes that may be injected there."""
     out: dict[int, list[str]] = {}
     for i in candidate_steps(trace):
         fits = set(build_modes(trace, i)) if offline else set(modes)
-        if sum(1 for st in trace.steps[: i + 1] if is_agent_step(st)) < MIN_AGENT_STEPS:
-            fits -= set(ENDS_RUN)
         chosen = [m for m in modes if m in fits]
         if chosen:
             out[i] = chosen
@@ -345,7 +334,6 @@ __all__ = [
     "pool_form_picks",
     "judge_position",
     "Attempt",
-    "ENDS_RUN",
     "MIN_AGENT_STEPS",
     "Plan",
     "SEED_SKIP_REASONS",
