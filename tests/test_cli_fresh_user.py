@@ -121,6 +121,26 @@ def test_watch_on_a_binary_file_is_one_error_line(tmp_path):
     assert out.stdout == ""
 
 
+def test_watch_in_a_folder_that_does_not_exist_is_one_error_line(tmp_path):
+    """A file to follow may not exist yet, but its folder must: nothing would ever write there."""
+    missing = tmp_path / "no-such-folder" / "run.jsonl"
+    out = whenpro("watch", str(missing), "--idle-timeout", "0.5")
+    one_line_error(out, str(missing.parent), "no such folder", "an existing folder")
+    assert out.stdout == ""
+
+
+def test_watch_on_a_file_that_never_appears_waits_then_fails(tmp_path):
+    """A missing file is waited for (one stderr line says so); if it never appears before
+    the idle timeout, the run is an error, not a clean exit."""
+    missing = tmp_path / "run.jsonl"
+    out = whenpro("watch", str(missing), "--idle-timeout", "0.5")
+    assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert lines[0] == f"whenpro: waiting for {missing} to appear", out.stderr
+    assert len(lines) == 2 and lines[1].startswith("whenpro: error:"), out.stderr
+    assert str(missing) in lines[1] and "never appeared" in lines[1], out.stderr
+
+
 def test_watch_names_the_file_on_each_bad_line(tmp_path):
     run = tmp_path / "run.jsonl"
     run.write_text('{"agent": "a", "kind": "plan", "content": "x"}\nnot json\n')
