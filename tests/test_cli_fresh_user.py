@@ -9,8 +9,11 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from conftest import REPO, SAMPLES
 from tests.support.cli import run_whenpro
+from whenpro_core.cli.app import COMMANDS
 
 
 def whenpro(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -168,3 +171,14 @@ def test_report_into_a_closed_pipe_still_writes_its_files(tmp_path):
     assert run.returncode == 0, run.stderr
     assert _into_closed_pipe("report", str(results), "--out", str(tmp_path / "rep")) == (141, "")
     assert (tmp_path / "rep" / "report.json").is_file() and (tmp_path / "rep" / "report.md").is_file()
+
+
+# --help: boolean flags are plain flags, as typer shows them
+
+
+@pytest.mark.parametrize("command", [(), *((name,) for name, _ in COMMANDS)], ids=lambda c: " ".join(c) or "whenpro")
+def test_help_shows_boolean_flags_without_a_type(command):
+    out = whenpro(*command, "--help")
+    assert out.returncode == 0, out.stderr
+    assert "--help" in out.stdout and "Show this message and exit." in out.stdout
+    assert "<bool>" not in out.stdout, out.stdout
