@@ -170,7 +170,7 @@ def test_report_into_a_closed_pipe_still_writes_its_files(tmp_path):
     run = whenpro("bench", str(SAMPLES), "--protocol", "heuristic", "--out", str(results), "--no-report")
     assert run.returncode == 0, run.stderr
     assert _into_closed_pipe("report", str(results), "--out", str(tmp_path / "rep")) == (141, "")
-    assert (tmp_path / "rep" / "report.json").is_file() and (tmp_path / "rep" / "report.md").is_file()
+    assert (tmp_path / "rep" / "r.report.json").is_file() and (tmp_path / "rep" / "r.report.md").is_file()
 
 
 # --help: boolean flags are plain flags, as typer shows them
