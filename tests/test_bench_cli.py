@@ -40,7 +40,7 @@ def test_bench_then_rerun_then_report(tmp_path):
     assert first.returncode == 0, first.stderr
     assert "4 traces × 1 setting = 4 items; 0 already in" in first.stderr
     assert "Leaderboard" in first.stdout and "heuristic · gold" in first.stdout
-    assert {"report.json", "report.md"} <= {p.name for p in out.parent.iterdir()}
+    assert {"r.report.json", "r.report.md"} <= {p.name for p in out.parent.iterdir()}
     again = whenpro("bench", str(data), "--out", str(out))
     assert again.returncode == 0, again.stderr
     assert f"{LABELLED + 1} items; 4 already in" in again.stderr
@@ -48,7 +48,7 @@ def test_bench_then_rerun_then_report(tmp_path):
     assert len(keys) == len(set(keys)) == LABELLED + 1
     rep = whenpro("report", str(out), "--out", str(tmp_path / "rep"), "-k", "0")
     assert rep.returncode == 0, rep.stderr
-    assert "stp±0" in rep.stdout and (tmp_path / "rep" / "report.md").exists()
+    assert "stp±0" in rep.stdout and (tmp_path / "rep" / "r.report.md").exists()
 
 
 def test_bad_dataset_path_is_one_line_exit_2(tmp_path):

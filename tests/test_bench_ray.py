@@ -82,8 +82,8 @@ def test_sharded_run_gives_the_records_and_report_of_a_local_run(tmp_path, bench
     a, b = records_by_key(tmp_path / "local" / "r.jsonl"), records_by_key(tmp_path / "ray" / "r.jsonl")
     assert len(a) == 14 and differences(a, b) == []  # 6 labelled traces + 1 broken file, gold and no gold
     assert differences(strip_timing(local.model_dump(mode="json")), strip_timing(sharded.model_dump(mode="json"))) == []
-    local_md = (tmp_path / "local" / "report" / "report.md").read_text()
-    ray_md = (tmp_path / "ray" / "report" / "report.md").read_text()
+    local_md = (tmp_path / "local" / "report" / "r.report.md").read_text()
+    ray_md = (tmp_path / "ray" / "report" / "r.report.md").read_text()
     assert "Leaderboard" in local_md and differences(md_without_timing(local_md), md_without_timing(ray_md)) == []
 
 

@@ -109,7 +109,7 @@ def test_bench_on_a_small_dataset_reports_on_it(tmp_path):
         assert list(g.cells) == ["text", "image"] and g.cells["image"].agent is None
         assert {r.value for r in g.breakdowns["framework"]} == {"whenpro-team", "smolagents", "debate"}
         assert [r.value for r in g.breakdowns["length"]] == ["<4K"]
-    assert (out.parent / "report.json").exists() and (out.parent / "report.md").exists()
+    assert (out.parent / "r.report.json").exists() and (out.parent / "r.report.md").exists()
 
 
 # --------------------------------------------------------------------------- real traces

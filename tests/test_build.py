@@ -183,7 +183,7 @@ def test_run_build_ls_bench_report_end_to_end(tmp_path):
     assert f"{len(kept)} traces × 1 setting = {len(kept)} items" in bench.stderr
     assert "unknown framework" not in bench.stderr
     records, _ = read_records(res)
-    report = json.loads((tmp_path / "report.json").read_text())["groups"][0]["overall"]
+    report = json.loads((tmp_path / "res.report.json").read_text())["groups"][0]["overall"]
     # by hand: per-framework means for Agent/Step/Joint, macro-F1 over gold modes
     by_fw: dict[str, list] = {}
     pairs = []

@@ -9,8 +9,11 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 from conftest import REPO, SAMPLES
 from tests.support.cli import run_whenpro
+from whenpro_core.cli.app import COMMANDS
 
 
 def whenpro(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -121,6 +124,26 @@ def test_watch_on_a_binary_file_is_one_error_line(tmp_path):
     assert out.stdout == ""
 
 
+def test_watch_in_a_folder_that_does_not_exist_is_one_error_line(tmp_path):
+    """A file to follow may not exist yet, but its folder must: nothing would ever write there."""
+    missing = tmp_path / "no-such-folder" / "run.jsonl"
+    out = whenpro("watch", str(missing), "--idle-timeout", "0.5")
+    one_line_error(out, str(missing.parent), "no such folder", "an existing folder")
+    assert out.stdout == ""
+
+
+def test_watch_on_a_file_that_never_appears_waits_then_fails(tmp_path):
+    """A missing file is waited for (one stderr line says so); if it never appears before
+    the idle timeout, the run is an error, not a clean exit."""
+    missing = tmp_path / "run.jsonl"
+    out = whenpro("watch", str(missing), "--idle-timeout", "0.5")
+    assert out.returncode == 2, (out.returncode, out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert lines[0] == f"whenpro: waiting for {missing} to appear", out.stderr
+    assert len(lines) == 2 and lines[1].startswith("whenpro: error:"), out.stderr
+    assert str(missing) in lines[1] and "never appeared" in lines[1], out.stderr
+
+
 def test_watch_names_the_file_on_each_bad_line(tmp_path):
     run = tmp_path / "run.jsonl"
     run.write_text('{"agent": "a", "kind": "plan", "content": "x"}\nnot json\n')
@@ -147,4 +170,15 @@ def test_report_into_a_closed_pipe_still_writes_its_files(tmp_path):
     run = whenpro("bench", str(SAMPLES), "--protocol", "heuristic", "--out", str(results), "--no-report")
     assert run.returncode == 0, run.stderr
     assert _into_closed_pipe("report", str(results), "--out", str(tmp_path / "rep")) == (141, "")
-    assert (tmp_path / "rep" / "report.json").is_file() and (tmp_path / "rep" / "report.md").is_file()
+    assert (tmp_path / "rep" / "r.report.json").is_file() and (tmp_path / "rep" / "r.report.md").is_file()
+
+
+# --help: boolean flags are plain flags, as typer shows them
+
+
+@pytest.mark.parametrize("command", [(), *((name,) for name, _ in COMMANDS)], ids=lambda c: " ".join(c) or "whenpro")
+def test_help_shows_boolean_flags_without_a_type(command):
+    out = whenpro(*command, "--help")
+    assert out.returncode == 0, out.stderr
+    assert "--help" in out.stdout and "Show this message and exit." in out.stdout
+    assert "<bool>" not in out.stdout, out.stdout

@@ -1,5 +1,6 @@
 """``whenpro bench`` and ``whenpro report`` write report.json / report.md /
-step_by_length.png next to the results: they overwrite only report files whenpro wrote
+step_by_length.png next to the results (``NAME.report.json`` … for ``NAME.jsonl`` other than
+``bench-results.jsonl`` and ``results.jsonl``): they overwrite only report files whenpro wrote
 itself (each carries a marker) and refuse, in one line, to replace a user's file."""
 
 from __future__ import annotations
@@ -89,23 +90,23 @@ def test_bench_refuses_before_running_anything(tmp_path):
     data = write_dataset(tmp_path)
     folder = tmp_path / "out"
     folder.mkdir()
-    (folder / "report.md").write_text(USER_MD)
-    with pytest.raises(ConfigError, match="report.md exists and was not written by whenpro"):
+    (folder / "r.report.md").write_text(USER_MD)  # the report of r.jsonl is r.report.md
+    with pytest.raises(ConfigError, match="r.report.md exists and was not written by whenpro"):
         bench_command(str(data), out=folder / "r.jsonl", console=quiet())
-    assert not (folder / "r.jsonl").exists() and (folder / "report.md").read_text() == USER_MD
+    assert not (folder / "r.jsonl").exists() and (folder / "r.report.md").read_text() == USER_MD
     bench_command(str(data), out=folder / "r.jsonl", report=False, console=quiet())  # --no-report runs
-    assert (folder / "r.jsonl").exists() and (folder / "report.md").read_text() == USER_MD
+    assert (folder / "r.jsonl").exists() and (folder / "r.report.md").read_text() == USER_MD
     bench_command(str(data), out=folder / "r.jsonl", report_dir=tmp_path / "rep", console=quiet())
-    assert (tmp_path / "rep" / "report.json").exists()
+    assert (tmp_path / "rep" / "r.report.json").exists()
 
 
 def test_cli_refusals_are_one_line_exit_2(tmp_path):
     data = write_dataset(tmp_path)
     folder = tmp_path / "out"
     folder.mkdir()
-    (folder / "report.json").write_text("{}")
+    (folder / "r.report.json").write_text("{}")
     bench = whenpro("bench", str(data), "--out", str(folder / "r.jsonl"))
-    assert one_line_error(bench) and "report.json" in bench.stderr and "--no-report" in bench.stderr
+    assert one_line_error(bench) and "r.report.json" in bench.stderr and "--no-report" in bench.stderr
     results = results_in(tmp_path / "run")
     (results.parent / "report.md").write_text(USER_MD)
     rep = whenpro("report", str(results))
@@ -126,7 +127,7 @@ def test_report_dir_puts_the_report_elsewhere(tmp_path):
 
     from conftest import REPO, SAMPLES
 
-    (tmp_path / "report.md").write_text("# my own notes\n")
+    (tmp_path / "r.report.md").write_text("# my own notes\n")
     out = subprocess.run(
         [
             sys.executable,
@@ -145,5 +146,31 @@ def test_report_dir_puts_the_report_elsewhere(tmp_path):
         timeout=300,
     )
     assert out.returncode == 0, out.stderr
-    assert (tmp_path / "report.md").read_text() == "# my own notes\n"
-    assert (tmp_path / "rep" / "report.md").is_file()
+    assert (tmp_path / "r.report.md").read_text() == "# my own notes\n"
+    assert (tmp_path / "rep" / "r.report.md").is_file()
+
+
+def test_two_results_files_in_one_folder_keep_their_own_reports(tmp_path):
+    """report's files are named after the results file: two results side by side do not
+    overwrite each other's report; bench's default results name keeps report.md."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    records = case()
+    for name, part in (("results-a.jsonl", records[:4]), ("results-b.jsonl", records[4:])):
+        with ResultsFile(folder / name) as results:
+            for r in part:
+                results.append(r)
+    for name in ("results-a.jsonl", "results-b.jsonl"):
+        out = whenpro("report", str(folder / name))
+        assert out.returncode == 0, out.stderr
+    a, b = (folder / "results-a.report.md", folder / "results-b.report.md")
+    assert a.is_file() and b.is_file()
+    assert "results-a.jsonl" in a.read_text() and "results-b.jsonl" in b.read_text()
+    assert a.read_text() != b.read_text()
+    for stem in ("results-a", "results-b"):
+        doc = json.loads((folder / f"{stem}.report.json").read_text())
+        assert doc["sources"] == [str(folder / f"{stem}.jsonl")]
+    assert not (folder / "report.md").exists() and not (folder / "report.json").exists()
+    (folder / "results-a.jsonl").rename(folder / "bench-results.jsonl")
+    assert whenpro("report", str(folder / "bench-results.jsonl")).returncode == 0
+    assert json.loads((folder / "report.json").read_text())["sources"] == [str(folder / "bench-results.jsonl")]

@@ -81,26 +81,26 @@ def test_bench_leaves_a_rejected_trace_out_and_scores_a_relabel(reviewed, tmp_pa
     assert "labels: the latest review decision of each trace (1 rejected, left out; 1 relabelled" in run.stdout
     ids = {r.trace.id for r in read_records(results)[0]}
     assert rejected not in ids and relabelled in ids  # the rejected trace was not run
-    report = json.loads((tmp_path / "report.json").read_text())
+    report = json.loads((tmp_path / "r.report.json").read_text())
     assert report["labels"].startswith("labels: the latest review decision")
     n = report["groups"][0]["overall"]["n"]
     assert n == len(before) - 1
     step_hits = report["groups"][0]["overall"]["step_acc"] * n
     expected = sum(r.score.step for i, r in before.items() if i not in (rejected, relabelled)) + 1
     assert round(step_hits) == expected  # the relabelled trace now scores on step
-    assert "labels: the latest review decision" in (tmp_path / "report.md").read_text()
+    assert "labels: the latest review decision" in (tmp_path / "r.report.md").read_text()
 
 
 def test_report_applies_reviews_to_saved_results_and_built_restores(reviewed, tmp_path):
     ds, results, rejected, relabelled, before = reviewed
     rep = whenpro("report", str(results), "--out", str(tmp_path / "a"))
     assert rep.returncode == 0, rep.stderr
-    doc = json.loads((tmp_path / "a" / "report.json").read_text())
+    doc = json.loads((tmp_path / "a" / "r.report.json").read_text())
     assert doc["groups"][0]["overall"]["n"] == len(before) - 1
     built_rep = whenpro("report", str(results), "--out", str(tmp_path / "b"), "--labels", "built")
     assert built_rep.returncode == 0, built_rep.stderr
     assert "labels: as built" in built_rep.stdout
-    doc = json.loads((tmp_path / "b" / "report.json").read_text())
+    doc = json.loads((tmp_path / "b" / "r.report.json").read_text())
     assert doc["groups"][0]["overall"]["n"] == len(before)
     assert doc["groups"][0]["overall"]["step_acc"] * len(before) == pytest.approx(
         sum(r.score.step for r in before.values())

@@ -14,12 +14,13 @@ from rich.console import Console
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
-from bench_data import write_dataset
+from bench_data import team_trace, write_dataset
 from tests.conftest import WHOWHEN, screen_text, settle
 from whenpro_core.bench.aggregate import aggregate
 from whenpro_core.bench.records import read_records
 from whenpro_core.bench.report import breakdown_rows, leaderboard_rows
 from whenpro_core.cli.bench import bench_command
+from whenpro_core.formats.native import write_trace
 from whenpro_core.views.search import find_coord
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.screens.result_trace import ResultTraceScreen
@@ -246,6 +247,32 @@ async def test_a_repaint_before_the_table_settles_leaves_no_cut_cells(small_resu
         text = screen_text(app)
         lead = {cell for row in table_text(app) for cell in row[:LEAD] if cell}
         assert lead and all(cell in text for cell in lead), (sorted(lead), text)
+
+
+@pytest.fixture
+def numbered_results(tmp_path) -> Path:
+    """Heuristic results for four runs whose ids differ by a number: run-1, -2, -10, -21."""
+    data = tmp_path / "data"
+    for n in (10, 2, 1, 21):
+        trace = team_trace(n, wrong=str(n * 12 + 2), gt_step="2", gt_agent="solver", mode="R.3")
+        trace.id = f"run-{n}"
+        write_trace(trace, data / trace.framework / f"{trace.id}.json")
+    out = tmp_path / "r.jsonl"
+    bench_command(str(data), out=out, report=False, console=quiet())
+    return out
+
+
+async def test_a_cell_lists_its_traces_in_natural_order(numbered_results):
+    """Trace ids with numbers list as a person counts: run-2 before run-10."""
+    app = WhenproApp(str(numbered_results), cursor_blink=False)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await open_results(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, CellScreen)
+        text = screen_text(app)
+        where = [text.find(f"run-{n} ") for n in (1, 2, 10, 21)]
+        assert all(w >= 0 for w in where) and where == sorted(where), text
 
 
 # --------------------------------------------------------------------------- snapshot

@@ -28,7 +28,7 @@ from whenpro_core.bench.aggregate import DIMENSIONS, Metrics, Report, Scored, _d
 from whenpro_core.bench.records import Record, latest, read_records
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.registry import split_ref
-from whenpro_core.library.listing import walk_rows
+from whenpro_core.library.listing import natural_key, walk_rows
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.trace.model import Usage
 from whenpro_core.trace.taxonomy import Taxonomy
@@ -252,9 +252,9 @@ def _counts(column: Column | None, rec: Record) -> bool:
 def cell_outcomes(results: Results, row: TableRow, column: Column | None = None) -> list[Outcome]:
     """The traces behind ``row`` × ``column``: the scored records of the row's group
     whose ``dimension`` value is the row's (every one for the composite row) and which
-    the column counts (:class:`Column.counts`), by trace id (a concurrent bench writes
-    records in completion order, which differs run to run), with their verdicts.
-    ``column`` ``None`` lists the whole row."""
+    the column counts (:class:`Column.counts`), by trace id in natural order (``t2``
+    before ``t10``; a concurrent bench writes records in completion order, which differs
+    run to run), with their verdicts. ``column`` ``None`` lists the whole row."""
     k = results.tolerance
     out = []
     for r in results.group_records(row.group):
@@ -272,7 +272,7 @@ def cell_outcomes(results: Results, row: TableRow, column: Column | None = None)
         out.append(
             Outcome(r, agent=s.agent, step=s.step, step_tol=s.step_tol, mode=s.mode, joint=s.joint, correct=correct)
         )
-    return sorted(out, key=lambda o: o.trace_id)
+    return sorted(out, key=lambda o: natural_key(o.trace_id))
 
 
 def cell_summary(outcomes: Sequence[Outcome], row: TableRow, column: Column | None) -> str:

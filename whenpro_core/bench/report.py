@@ -27,8 +27,10 @@ from whenpro_core.bench.report_files import (
     PLOT_NAME,
     PNG_SOFTWARE,
     REPORT_HINT,
+    ReportNames,
     check_report_dir,
     is_whenpro_report_file,
+    report_names,
 )
 from whenpro_core.bench.reviewed import apply_reviews, check_labels
 from whenpro_core.bench.shards import results_paths
@@ -336,19 +338,23 @@ def report_markdown(report: Report, plot: str | None = None) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_report(report: Report, out_dir: str | Path, *, hint: str = REPORT_HINT) -> dict[str, Path | None]:
+def write_report(
+    report: Report, out_dir: str | Path, *, hint: str = REPORT_HINT, names: ReportNames | None = None
+) -> dict[str, Path | None]:
     """Write ``report.json``, ``report.md`` and (with matplotlib) ``step_by_length.png``
-    into ``out_dir`` atomically. Returns ``{"json", "md", "plot"}`` paths (plot ``None``
-    when matplotlib is missing). Raises ConfigError, before writing anything, when one
-    of them exists and was not written by whenpro (:func:`check_report_dir`)."""
+    (or the ``names`` of :func:`report_names`) into ``out_dir`` atomically. Returns
+    ``{"json", "md", "plot"}`` paths (plot ``None`` when matplotlib is missing). Raises
+    ConfigError, before writing anything, when one of them exists and was not written by
+    whenpro (:func:`check_report_dir`)."""
     out = Path(out_dir)
-    check_report_dir(out, hint)
-    plot = plot_step_by_length(report, out / PLOT_NAME)
-    md = MD_MARKER + "\n" + report_markdown(report, PLOT_NAME if plot else None)
+    names = names or ReportNames()
+    check_report_dir(out, hint, names)
+    plot = plot_step_by_length(report, out / names.plot)
+    md = MD_MARKER + "\n" + report_markdown(report, names.plot if plot else None)
     if plot is None:
-        md += f"\n(matplotlib is not installed: `pip install 'whenpro[plot]'` for {PLOT_NAME}.)\n"
-    json_path = atomic_write_bytes(out / JSON_NAME, jsonio.dumps(report.model_dump(mode="json"), indent=True) + b"\n")
-    md_path = atomic_write_text(out / MD_NAME, md)
+        md += f"\n(matplotlib is not installed: `pip install 'whenpro[plot]'` for {names.plot}.)\n"
+    json_path = atomic_write_bytes(out / names.json, jsonio.dumps(report.model_dump(mode="json"), indent=True) + b"\n")
+    md_path = atomic_write_text(out / names.md, md)
     return {"json": json_path, "md": md_path, "plot": plot}
 
 
@@ -392,6 +398,7 @@ class PreparedReport:
     report: Report
     records: list[Record]
     target: Path
+    names: ReportNames
 
 
 def prepare_report(
@@ -407,13 +414,14 @@ def prepare_report(
     (first) results file or into ``out_dir``. Skipped lines of the results are said through
     ``warn``, one line each, before anything can fail. With ``labels="reviewed"`` (the
     default) traces of built datasets are scored with their latest review decision
-    (:mod:`.reviewed`); ``"built"`` keeps the built labels. TraceFormatError when a file is
+    (:mod:`.reviewed`); ``"built"`` keeps the built labels. One results file names its
+    report's files (:func:`report_names`). TraceFormatError when a file is
     missing or holds no records; ConfigError (suggesting ``hint``) when a report file there
     was not written by whenpro, or for an unknown ``labels``."""
     check_labels(labels)
     if not paths:
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
-    paths = results_paths(paths)  # a folder or a glob of part files: its results files
+    given, paths = paths, results_paths(paths)  # a folder or a glob of part files: its results files
     records, problems = load_report_records(paths)
     if not records:  # one line: the skipped lines are the whole file, a warning would repeat it
         raise TraceFormatError(
@@ -425,7 +433,9 @@ def prepare_report(
         for line in skipped_warnings(problems):
             warn(line)
     target = Path(out_dir if out_dir is not None else Path(paths[0]).parent)
-    check_report_dir(target, hint)
+    one_file = len(given) == 1 and Path(given[0]).is_file()  # several, a folder or a glob: plain names
+    names = report_names(given[0] if one_file else None)
+    check_report_dir(target, hint, names)
     note = "labels: as built (--labels built)"
     if labels == "reviewed":
         records, reviews = apply_reviews(latest(records))
@@ -433,7 +443,7 @@ def prepare_report(
         note = reviews.note()
     report = aggregate(records, tolerance=tolerance, sources=[str(p) for p in paths], problems=problems)
     report.labels = note
-    return PreparedReport(report, list(records), target)
+    return PreparedReport(report, list(records), target, names)
 
 
 __all__ = [

@@ -12,16 +12,21 @@ beside it is whenpro's).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
+from whenpro_core.bench.shards import MERGED_NAME
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats.whenpro_files import is_report_doc
 
 PLOT_NAME = "step_by_length.png"
 JSON_NAME = "report.json"
 MD_NAME = "report.md"
+#: ``whenpro bench``'s default results file; its report keeps the plain names above, as
+#: does the merged ``results.jsonl`` of a folder of parts (:data:`.shards.MERGED_NAME`).
+DEFAULT_RESULTS_NAME = "bench-results.jsonl"
 #: First line of every ``report.md`` whenpro writes.
 MD_MARKER = "<!-- written by whenpro report (whenpro.bench.report/1); whenpro rewrites this file -->"
 #: ``report.md`` files written before the marker start with this heading.
@@ -79,20 +84,44 @@ def is_whenpro_report_file(path: str | Path) -> bool:
     return False
 
 
-def check_report_dir(out_dir: str | Path, hint: str = REPORT_HINT) -> None:
+@dataclass(frozen=True)
+class ReportNames:
+    """The file names of one report: ``json``, ``md`` and the ``plot`` PNG."""
+
+    json: str = JSON_NAME
+    md: str = MD_NAME
+    plot: str = PLOT_NAME
+
+    def all(self) -> tuple[str, str, str]:
+        return (self.json, self.md, self.plot)
+
+
+def report_names(results: str | Path | None = None) -> ReportNames:
+    """The report's file names for the results file ``results``, so that two results files
+    in one folder keep their own reports: ``NAME.jsonl`` gives ``NAME.report.json``,
+    ``NAME.report.md`` and ``NAME.step_by_length.png``. ``None`` (a folder or glob of
+    results), :data:`DEFAULT_RESULTS_NAME` and ``results.jsonl`` keep the plain names."""
+    if results is None or Path(results).name in (DEFAULT_RESULTS_NAME, MERGED_NAME):
+        return ReportNames()
+    stem = Path(results).stem
+    return ReportNames(json=f"{stem}.{JSON_NAME}", md=f"{stem}.{MD_NAME}", plot=f"{stem}.{PLOT_NAME}")
+
+
+def check_report_dir(out_dir: str | Path, hint: str = REPORT_HINT, names: ReportNames | None = None) -> None:
     """Raise ConfigError (one line: the file, that whenpro did not write it, ``hint``)
-    when writing the report into ``out_dir`` would replace a file whenpro did not
-    write. A plot from before the PNG marker counts as whenpro's when the
-    ``report.json`` beside it is."""
+    when writing the report (``names``, default the plain ones) into ``out_dir`` would
+    replace a file whenpro did not write. A plot from before the PNG marker counts as
+    whenpro's when the report JSON beside it is."""
     out = Path(out_dir)
+    names = names or ReportNames()
     if out.exists() and not out.is_dir():
         raise ConfigError("report folder is a file", path=out, expected="a folder for report.json/md")
-    json_ours = is_whenpro_report_file(out / JSON_NAME)
-    for name in (JSON_NAME, MD_NAME, PLOT_NAME):
+    json_ours = is_whenpro_report_file(out / names.json)
+    for name in names.all():
         target = out / name
         if not target.exists() or is_whenpro_report_file(target):
             continue
-        if name == PLOT_NAME and json_ours and (_png_software(target) or "").startswith("Matplotlib"):
+        if name == names.plot and json_ours and (_png_software(target) or "").startswith("Matplotlib"):
             continue  # written by an earlier whenpro, before the PNG marker
         raise ConfigError(
             f"{name} exists and was not written by whenpro; refusing to overwrite it", path=target, expected=hint
@@ -100,6 +129,7 @@ def check_report_dir(out_dir: str | Path, hint: str = REPORT_HINT) -> None:
 
 
 __all__ = [
+    "DEFAULT_RESULTS_NAME",
     "JSON_NAME",
     "MD_LEGACY_HEADING",
     "MD_MARKER",
@@ -107,6 +137,8 @@ __all__ = [
     "PLOT_NAME",
     "PNG_SOFTWARE",
     "REPORT_HINT",
+    "ReportNames",
     "check_report_dir",
     "is_whenpro_report_file",
+    "report_names",
 ]

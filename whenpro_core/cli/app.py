@@ -15,13 +15,36 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from whenpro_core.cli import commands, output
 from whenpro_core.errors import WhenproError
 from whenpro_core.safety.inert_output import inert_streams
 from whenpro_core.safety.textsafe import clean, one_line
 
+
+class _PlainFlags:
+    """Help lists a boolean flag as a plain flag (``--force``), without the ``<bool>`` type
+    typer 0.29 shows for it: a flag takes no value. Mixed into the app's group and commands."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
+        for param in params:
+            if getattr(param, "is_bool_flag", False) and param.metavar is None:
+                param.metavar = ""  # typer shows an option's metavar in place of its type
+        return params
+
+
+class _Group(_PlainFlags, TyperGroup):
+    pass
+
+
+class _Command(_PlainFlags, TyperCommand):
+    pass
+
+
 app = typer.Typer(
+    cls=_Group,
     name="whenpro",
     help="Debug failed LLM agent runs: who failed, when, and how.",
     no_args_is_help=True,
@@ -128,7 +151,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("schema", commands.schema),
 )
 for _name, _declaration in COMMANDS:
-    app.command(_name)(handles_errors(_declaration))
+    app.command(_name, cls=_Command)(handles_errors(_declaration))
 
 
 def _optional_value(args: list[str], option: str, default: str) -> list[str]:

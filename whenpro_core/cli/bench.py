@@ -29,7 +29,7 @@ from whenpro_core.bench.aggregate import Report
 from whenpro_core.bench.ratelimit import local_gate
 from whenpro_core.bench.records import Record, ResultsFile
 from whenpro_core.bench.report import spending_line
-from whenpro_core.bench.report_files import check_report_dir
+from whenpro_core.bench.report_files import DEFAULT_RESULTS_NAME, check_report_dir, report_names
 from whenpro_core.bench.reviewed import Reviews, check_labels
 from whenpro_core.cli import output
 from whenpro_core.cli.options import not_together
@@ -38,7 +38,7 @@ from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.storage.fsutil import check_can_write_in
 
-DEFAULT_OUT = "bench-results.jsonl"
+DEFAULT_OUT = DEFAULT_RESULTS_NAME
 #: What ``whenpro bench`` suggests when a report file next to ``--out`` is not whenpro's.
 BENCH_REPORT_HINT = "--report-dir ANOTHER_FOLDER, or --no-report; or move the file away"
 
@@ -247,7 +247,7 @@ def _outputs(
     if not report or shard_k_n is not None:
         return _Outputs(layout, shard_k_n, None)
     report_dir = report_dir if report_dir is not None else layout.merged.parent
-    check_report_dir(report_dir, hint)
+    check_report_dir(report_dir, hint, report_names(layout.merged))
     check_can_write_in(report_dir, what="report folder")
     return _Outputs(layout, shard_k_n, report_dir)
 

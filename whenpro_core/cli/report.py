@@ -62,7 +62,9 @@ def report_command(
     warn = None if quiet else lambda line: err.print(f"whenpro: warning: {safe(line)}", markup=False, style="yellow")
     prepared = prepare_report(paths, out_dir, tolerance=tolerance, hint=hint, labels=labels, warn=warn)
     console = console or output.stdout_console()
-    written = write_report(prepared.report, prepared.target, hint=hint)  # before printing: | head keeps them
+    written = write_report(
+        prepared.report, prepared.target, hint=hint, names=prepared.names
+    )  # before printing: | head keeps them
     if not quiet:
         _print_extra_rules(prepared.records, console, rules=rules, metric=metric)
         console.print(whenpro_rules_header(prepared.records), markup=False, highlight=False)

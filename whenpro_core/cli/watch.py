@@ -260,11 +260,17 @@ async def _watch_file(
     path = Path(file)
     if path.is_dir():
         raise ConfigError(f"{file} is a folder", expected="a trace file (JSON lines) to follow")
+    if not path.parent.is_dir():  # a file may appear later, but never in a folder that does not exist
+        raise ConfigError(f"{path.parent}: no such folder", expected=f"an existing folder to follow {path.name} in")
     if not path.exists():
         sys.stderr.write(f"whenpro: waiting for {file} to appear\n")
+        sys.stderr.flush()
     follower = FileFollower(path, format=line_format, idle_after=min(2.0, idle_timeout or 2.0))
     async for ev in attribute_live(follower, judge, idle_timeout=idle_timeout):
         printer(ev)
+    if not follower.appeared:
+        waited = f" (waited {idle_timeout:g} s, --idle-timeout)" if idle_timeout else ""
+        raise ConfigError(f"{file} never appeared{waited}", expected="a trace file an agent writes")
 
 
 async def _watch_otlp(

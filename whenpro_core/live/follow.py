@@ -123,6 +123,11 @@ class FileFollower:
         return self.format
 
     @property
+    def appeared(self) -> bool:
+        """Whether the file has existed (and been opened) since following began."""
+        return self._ident is not None
+
+    @property
     def offset(self) -> int:
         """Bytes of the current file read so far, a torn last line included (held until
         its newline comes); the file's size once the follower has caught up with it."""
