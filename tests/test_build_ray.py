@@ -112,11 +112,12 @@ def test_a_shard_killed_mid_way_loses_nothing_on_resume(tmp_path, seeds, server,
     killed: list[int] = []
 
     def killer() -> None:
-        pids = wait_until(
-            lambda: len(server.answered) >= 6 and _shard_worker_pids(), "a shard worker after 6 answers", timeout=120
-        )
-        os.kill(pids[0], signal.SIGKILL)
-        killed.append(pids[0])
+        wait_until(lambda: len(server.answered) >= 6, "6 answers", timeout=120)
+        server.latency_s = 60.0  # hold every shard in its next call: none can finish before the kill
+        pids = wait_until(_shard_worker_pids, "a shard worker", timeout=120)
+        for pid in pids:  # every shard still running (a loaded run killed a finished one, and nothing failed)
+            os.kill(pid, signal.SIGKILL)
+        killed.extend(pids)
 
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
