@@ -257,3 +257,27 @@ def test_a_long_loop_is_named_three_times_and_counted():
     assert verdict.step == "1" and verdict.mode == "A.4"
     assert verdict.reason.count("repeated unchanged") == 3
     assert "… and 195 more [repeated-action]" in verdict.reason and len(verdict.reason) < 400
+
+
+def test_tool_calls_that_differ_past_their_first_characters_are_not_a_loop():
+    """Claude Code's TodoWrite resends the whole list with one status moved: the calls
+    share their first 500 characters and differ after. That is progress, not an action
+    repeated unchanged (a new user saw A.4 blamed on such updates in a real session)."""
+    from whenpro_core.trace.model import Agent
+
+    todos = [{"content": f"task number {n} " + "with a long description " * 3, "status": "pending"} for n in range(8)]
+
+    def update(done: int) -> list[ToolCall]:
+        items = [dict(t, status="completed" if n < done else "pending") for n, t in enumerate(todos)]
+        return [ToolCall(name="TodoWrite", arguments={"todos": items[::-1]})]  # the moved status sits at the end
+
+    steps = [Step(index=0, coord="0", agent="user", kind="user", content="Do the tasks.")]
+    steps += [
+        Step(index=i, coord=str(i), agent="assistant", kind="action", content="", tool_calls=update(i))
+        for i in range(1, 5)
+    ]
+    trace = Trace(id="todos", agents=[Agent(id="user"), Agent(id="assistant")], steps=steps)
+    assert "repeated unchanged" not in attribute_heuristic(trace).reason
+    steps.append(Step(index=5, coord="5", agent="assistant", kind="action", content="", tool_calls=update(4)))
+    trace = Trace(id="todos", agents=[Agent(id="user"), Agent(id="assistant")], steps=steps)
+    assert "repeated unchanged at step 5" in attribute_heuristic(trace).reason

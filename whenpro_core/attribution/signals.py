@@ -10,6 +10,7 @@ calculation is stronger than hedging language), not fitted to any dataset.
 from __future__ import annotations
 
 import ast
+import hashlib
 import operator
 import re
 from collections.abc import Callable
@@ -497,6 +498,20 @@ def _ledger_flags(step: Step) -> tuple[bool, bool]:
     return not answer("is_progress_being_made"), answer("is_in_loop")
 
 
+def _action_digest(step: Step) -> str:
+    """A digest of a step's whole action: its content (whitespace folded, case ignored)
+    and its tool calls' names and arguments. Two actions that differ anywhere differ
+    here (keyed on their first 500 characters, Claude Code's TodoWrite updates, which
+    resend the list with one status moved, were called repeated unchanged)."""
+    text = " ".join((step.content or "").split()).lower().encode()
+    calls = orjson.dumps(
+        [[c.name, c.arguments] for c in step.tool_calls],
+        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
+        default=str,
+    )
+    return hashlib.blake2b(text + b"\0" + calls, digest_size=16).hexdigest()
+
+
 def loops_and_stalls(ctx: Context) -> list[Signal]:
     """Repeated identical actions by the same agent, and the first step after which the
     system's own ledger reports no progress or a loop."""
@@ -507,7 +522,7 @@ def loops_and_stalls(ctx: Context) -> list[Signal]:
         key_text = " ".join(step_text(step).split()).lower()
         if not step.tool_calls and len(key_text) < 200:
             continue  # short routing messages ("Next speaker WebSurfer") repeat by design
-        key = (step.agent, key_text[:500])
+        key = (step.agent, _action_digest(step))
         if key in seen:
             what = "it" if seen[key] in quoted else f"its action (“{_clip(key_text, 50)}”)"
             quoted.add(seen[key])
