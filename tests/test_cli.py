@@ -72,6 +72,16 @@ def test_ls_where_uses_the_row_filter_of_bench_and_the_library():
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "colour" in bad.stderr
 
 
+def test_ls_where_mode_needs_labels():
+    """Filtering by failure mode reads the ground truth: without ``--labels`` it is one
+    error line, not a list of the traces that carry the mode (labels stay hidden)."""
+    hidden = whenpro("ls", "--where", "mode=R.3", str(SAMPLES / "arith_team"))
+    assert hidden.returncode == 2 and hidden.stdout == "" and hidden.stderr.count("\n") == 1
+    assert "--labels" in hidden.stderr
+    shown = whenpro("ls", "--labels", "--json", "--where", "mode=R.3", str(SAMPLES / "arith_team"))
+    assert shown.returncode == 0 and {json.loads(line)["gt_mode"] for line in shown.stdout.splitlines()} == {"R.3"}
+
+
 def test_bad_input_prints_one_line_and_exits_2(tmp_path):
     bad = tmp_path / "broken.json"
     bad.write_text('{"history": [')

@@ -112,10 +112,13 @@ def ls(
     count, and with ``labels`` the GT step and mode (or the error of a file that failed
     to import). Without ``labels`` the JSON rows carry no ``gt_step``/``gt_mode``.
     ``where``: ``--where`` filters (:func:`whenpro_core.library.listing.parse_where`;
-    ConfigError when malformed); error rows are listed only without a filter."""
+    ConfigError when malformed, or filtering by ``mode`` without ``labels``); error rows
+    are listed only without a filter."""
     console = console or output.stdout_console(highlight=False, soft_wrap=True)
     errors = output.stderr_console(highlight=False)
     row_filter = parse_where(where)
+    if not labels and row_filter.facets.get("mode"):
+        raise ConfigError("--where mode= reads the ground-truth labels, which ls hides", expected="--labels with it")
     for row in summary.rows(target):
         if not row_filter.keeps(row):
             continue
