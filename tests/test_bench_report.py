@@ -195,3 +195,14 @@ def test_usage_table_keeps_every_header_and_the_setting_at_any_width(tmp_path, w
     usage = buf.getvalue().split("Usage", 1)[1].split("Agent:", 1)[0]
     assert all(h in usage for h in USAGE_HEADERS[1:]) and "m · all-at-once · gold" in usage
     assert max(len(line.rstrip()) for line in usage.splitlines()) <= width
+
+
+def test_rules_line_counts_a_failed_row_where_it_is_scored():
+    """A labelled trace whose attribution failed is scored wrong on every axis; a file that
+    could not be read has no ground truth and is left out, and the line says so (it
+    counted both as scored wrong while the leaderboard held neither unreadable row)."""
+    from whenpro_core.bench.report import whenpro_rules_header
+
+    line = whenpro_rules_header(case())  # t4 failed (labelled), bad.json unreadable
+    assert "failed rows scored wrong on every axis: 1;" in line
+    assert "unlabelled or unreadable rows left out: 1;" in line

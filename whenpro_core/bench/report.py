@@ -154,14 +154,16 @@ def usage_rows(report: Report) -> list[list[str]]:
 
 
 def whenpro_rules_header(records: Sequence[Record]) -> str:
-    """The line naming whenpro's default rules and what they dropped."""
+    """The line naming whenpro's default rules and what they dropped: a failed row is
+    scored wrong where it has a ground truth; a row without one (unlabelled, or a file
+    that could not be read) is left out."""
     recs = latest(records)
-    failed = sum(1 for r in recs if r.error)
-    unlabelled = sum(1 for r in recs if r.score is None and not r.error)
+    failed = sum(1 for r in recs if r.error and r.score is not None)
+    unscored = sum(1 for r in recs if r.score is None)
     return (
-        f"rules: whenpro (default): failed rows scored wrong on every axis: {failed}; unlabelled rows "
-        f"left out: {unlabelled}; image_gui counted as image; an accepted alternative mode counts as "
-        "the gold class in Error-F1"
+        f"rules: whenpro (default): failed rows scored wrong on every axis: {failed}; unlabelled or "
+        f"unreadable rows left out: {unscored}; image_gui counted as image; an accepted alternative "
+        "mode counts as the gold class in Error-F1"
     )
 
 
