@@ -244,3 +244,26 @@ def test_unlabelled_datasets_and_bad_files_are_said_in_one_line(tmp_path):
     (data / "broken.json").write_text('{"format": "whenpro.trace/1", "id": "x", "steps": [')
     result = audit_dataset(data)
     assert result.overall.traces == 12 and result.skipped == 1
+
+
+def test_audit_names_each_file_it_could_not_read(tmp_path):
+    """Files that fail to import are named on stderr, one line each, and told apart from
+    unlabelled traces in the count (it said only "N traces left out")."""
+    import shutil
+
+    from conftest import SAMPLES
+
+    for name in ("arith_team-s0__R.3__2.json", "arith_team-s1__R.3__4.json", "arith_team-s0.json"):
+        shutil.copy(SAMPLES / "arith_team" / name, tmp_path / name)
+    (tmp_path / "cut.json").write_text('{"history": [')
+    (tmp_path / "empty.json").write_text("")
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "audit", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "cut.json" in out.stderr and "empty.json" in out.stderr and "Traceback" not in out.stderr
+    assert "without ground truth, 2 could not be read" in out.stderr

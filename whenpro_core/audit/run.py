@@ -92,14 +92,16 @@ class GroupResult:
 @dataclass
 class AuditResult:
     """The whole audit: ``overall``, ``by_mode`` and ``by_framework`` slices, traces
-    ``skipped`` (unlabelled, or files that failed to import), corpus ``runs`` and the
-    ``leaky`` verdict with the ``leaking`` baselines."""
+    ``skipped`` (unlabelled, or files that failed to import), the one-line errors of
+    those that failed to import (``unreadable``), corpus ``runs`` and the ``leaky``
+    verdict with the ``leaking`` baselines."""
 
     overall: GroupResult
     by_mode: dict[str, GroupResult]
     by_framework: dict[str, GroupResult]
     skipped: int = 0
     against: int = 0
+    unreadable: list[str] = field(default_factory=list)
 
     @property
     def leaking(self) -> list[str]:
@@ -224,27 +226,28 @@ def audit_dataset(dataset: str | Path, against: str | Path | None = None) -> Aud
     corpus. Traces are read one at a time and only their judge views are kept. Files
     that fail to import are skipped and counted. Raises TraceFormatError when a path does
     not exist, ConfigError when the dataset holds no labelled trace."""
-    bad = [0]
+    bad: list[str] = []
     root = Path(dataset) if Path(dataset).is_dir() else None
-    corpus_runs = list(load_all(against, bad=[0])) if against is not None else []
+    corpus_runs = list(load_all(against, bad=[])) if against is not None else []
     result = audit_traces(load_all(dataset, bad), corpus_runs, modes=len(taxonomy_for(root)) or 17)
-    result.skipped += bad[0]
+    result.skipped += len(bad)
+    result.unreadable = bad
     if result.overall.traces == 0:
         raise ConfigError(f"no labelled trace in {dataset}", expected="a dataset with ground-truth labels")
     return result
 
 
-def load_all(path: str | Path, bad: list[int]) -> Iterator[Trace]:
-    """Every trace under ``path``, one at a time; ``bad[0]`` counts the files or rows that
-    failed to import."""
+def load_all(path: str | Path, bad: list[str]) -> Iterator[Trace]:
+    """Every trace under ``path``, one at a time; ``bad`` gets the one-line error of each
+    file or row that failed to import."""
     for row in walk(path):
         if row.error:
-            bad[0] += 1
+            bad.append(row.error)
             continue
         try:
             yield load_trace(row.ref())
-        except WhenproError:
-            bad[0] += 1
+        except WhenproError as exc:
+            bad.append(str(exc))
 
 
 __all__ = [

@@ -97,7 +97,13 @@ def audit(
     console.print(groups_table(result))
     console.print(verdict_line(result), markup=False, highlight=False, soft_wrap=True)
     if result.skipped:
-        output.stderr_console().print(
-            f"{result.skipped} traces left out (no ground truth, or could not be read)", markup=False, highlight=False
+        errors = output.stderr_console()
+        output.skipped_file_lines(errors, result.unreadable)
+        unlabelled = result.skipped - len(result.unreadable)
+        errors.print(
+            f"{result.skipped} traces left out: {unlabelled} without ground truth, "
+            f"{len(result.unreadable)} could not be read",
+            markup=False,
+            highlight=False,
         )
     return result
