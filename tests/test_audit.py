@@ -14,6 +14,7 @@ import pytest
 
 from audit_data import dataset, make_seed, make_trace, write
 from conftest import REPO
+from tests.support.cli import run_whenpro
 from whenpro_core.audit import audit_traces
 from whenpro_core.audit.baselines import BASELINES, format_outlier, kind_change
 from whenpro_core.audit.corpus import Corpus
@@ -257,13 +258,7 @@ def test_audit_names_each_file_it_could_not_read(tmp_path):
         shutil.copy(SAMPLES / "arith_team" / name, tmp_path / name)
     (tmp_path / "cut.json").write_text('{"history": [')
     (tmp_path / "empty.json").write_text("")
-    out = subprocess.run(
-        [sys.executable, "-m", "whenpro_core.cli", "audit", str(tmp_path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_whenpro("audit", str(tmp_path))
     assert out.returncode == 0, out.stderr
     assert "cut.json" in out.stderr and "empty.json" in out.stderr and "Traceback" not in out.stderr
     assert "without ground truth, 2 could not be read" in out.stderr
