@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 import shutil
 import subprocess
@@ -19,8 +20,17 @@ import pytest
 
 from tests.support.cli import run_whenpro
 from whenpro_core.audit.run import audit_dataset
+from whenpro_core.audit.view import audit_view
 from whenpro_core.bench.build import BuildOptions, run_attempt
-from whenpro_core.bench.build_plan import LOCAL_FORM_BASELINES, Attempt, pool_form_picks, step_class
+from whenpro_core.bench.build_plan import (
+    LOCAL_FORM_BASELINES,
+    MIN_AGENT_STEPS,
+    Attempt,
+    candidate_steps,
+    fitting_modes,
+    pool_form_picks,
+    step_class,
+)
 from whenpro_core.bench.build_store import FORM_PICK_SLACK, POSITION_SHARE, Entry, balance, read_manifest
 from whenpro_core.envs import get_env
 from whenpro_core.envs.code_pair import own_tests
@@ -29,7 +39,8 @@ from whenpro_core.formats import load_trace
 from whenpro_core.injection.executors import BuiltinExecutor
 from whenpro_core.injection.generate import OfflineGenerator
 from whenpro_core.injection.inject import inject
-from whenpro_core.injection.mutators import applicable_modes, build_modes, mutate
+from whenpro_core.injection.mutators import MUTATORS, applicable_modes, build_modes, ends_run, mutate
+from whenpro_core.injection.textedit import is_agent_step
 from whenpro_core.trace.model import Agent, Step, Task, ToolCall, Trace
 
 
@@ -88,6 +99,31 @@ def test_a_release_holds_no_more_of_a_form_baselines_picks_than_chance_gives():
     picked = sum(1 for e in chosen if e.form_picks)
     assert n >= 20 and picked <= max(2, math.floor(round((0.2 + FORM_PICK_SLACK) * n, 9)))
     assert "form_pick" in out.values() and all(pool[int(k[1:])].form_picks for k, r in out.items() if r == "form_pick")
+
+
+def test_a_release_is_not_cut_below_a_selection_that_holds_every_cap():
+    """Labels whose random chance varies from run to run (2 to 10 candidate steps), a
+    third of them on a step a one-trace baseline picks: the release holds every cap on
+    itself (the form_pick cap at its own mean chance) and is not a remnant of one cut cap
+    after cap. Grown under the pool's chance and then cut at its own, such a release fell
+    to 14 traces where 27 hold every cap (a code_pair release fell from 17 to 4 when one
+    item left the pool)."""
+    rng = random.Random(248)
+    modes = ["A.1", "A.3", "R.1", "R.2", "R.3", "R.4", "V.2"]
+    classes = {"coder/assistant": 0.4, "tester/action": 0.3, "tester/assistant": 0.3}
+    pool = []
+    for i in range(37):
+        e = entry(i, rng.choice(list(classes)), rng.choice(modes), rng.randint(0, 9))
+        e.form_picks = ["length outlier"] if rng.random() < 0.3 else []
+        e.chance = rng.choice([0.1, 0.2, 0.25, 0.33, 0.5])
+        pool.append(e)
+    chosen, _ = balance(pool, 0.25, classes, 1)
+    n = len(chosen)
+    chance = sum(e.chance or 0 for e in chosen) / n
+    assert n >= 24
+    assert sum(1 for e in chosen if e.form_picks) <= max(2, math.floor(round((chance + FORM_PICK_SLACK) * n, 9)))
+    assert max(Counter(e.mode for e in chosen).values()) <= max(1, math.floor(0.25 * n))
+    assert max(Counter(e.position for e in chosen).values()) <= max(2, math.ceil(POSITION_SHARE * n))
 
 
 def test_list_shaped_steps_are_their_own_class():
@@ -249,6 +285,28 @@ def test_build_leaves_out_a4_and_c2_where_they_were_never_kept(code_runs):
     assert drafts >= 2 and len(stale) >= 2 and not any(_replay(t, index, "C.2").verdict.decisive for t, index in stale)
 
 
+def test_build_does_not_end_a_run_before_its_third_agent_step(code_runs):
+    """A.3 at the coder's first draft or the tester's first report hands in what exists
+    there as the final answer: the run ends with fewer than MIN_AGENT_STEPS agent steps,
+    a trivial item every time. Builds do not plan it there (it wasted about 14 attempts a
+    code_pair build); ``whenpro inject`` still offers it, and later steps still get it."""
+    early, later = 0, 0
+    for trace in code_runs:
+        fits = fitting_modes(trace, tuple(MUTATORS))
+        agent_steps = [s.index for s in trace.steps if is_agent_step(s)]
+        for n, index in enumerate(agent_steps, start=1):
+            if "A.3" not in applicable_modes(trace, index) or not ends_run(trace, index, "A.3"):
+                continue
+            if n < MIN_AGENT_STEPS:
+                early += 1
+                assert "A.3" not in fits.get(index, [])
+                agents = sum(1 for s in _replay(trace, index, "A.3").counterfactual.steps if is_agent_step(s))
+                assert agents < MIN_AGENT_STEPS
+            elif index in candidate_steps(trace):
+                later += "A.3" in fits.get(index, [])
+    assert early >= 2 and later >= 1
+
+
 def test_a_kept_item_is_balanced_by_the_class_of_the_step_as_released(code_runs):
     """R.1 at the tester's check releases a report without a tool call: the release's
     class cap counts it with the tester's other reports (where V.2 also lands), not with
@@ -311,7 +369,7 @@ def test_a_release_holds_no_more_rarest_template_picks_than_chance_gives(code_bu
     journal = [json.loads(line) for line in (code_build / ".whenpro-build" / "journal.jsonl").open()][1:]
     by_id = {e["id"]: e for e in journal if e.get("id")}
     released = read_manifest(code_build)["traces"]
-    picks = pool_form_picks([(load_trace(code_build / t["ref"]), by_id[t["id"]]["step"]) for t in released])
+    picks = pool_form_picks([(audit_view(load_trace(code_build / t["ref"])), by_id[t["id"]]["step"]) for t in released])
     n = len(released)
     chance = sum(by_id[t["id"]]["chance"] for t in released) / n
     # the release's size varies with the order attempts finish in (a loaded run released 6
@@ -386,3 +444,32 @@ def test_adaptive_rounds_aim_at_what_the_release_lacks_and_resume_to_the_same_bu
     assert sorted(a.key for a in other.plan.attempts) == sorted(a.key for a in first.plan.attempts)  # another salt
     first_round = plan_build(scan_seeds(runs), parse_modes(None, "offline"), 1).attempts
     assert len(first.plan.attempts) > len(first_round)  # the rounds after the first aimed more attempts
+
+
+def test_adaptive_rounds_try_a_mode_the_pool_lacks_at_seed_runs_of_their_own(code_runs):
+    """A mode that fits the seed runs but has no decisive item yet (arith_team's C.2 is
+    decisive about one time in ten) gets ABSENT_TRIES attempts a round, each at a seed run
+    of its own, released or not, up to ABSENT_BUDGET in all; a mode the pool holds gets
+    none of these."""
+    from whenpro_core.bench.build_adapt import ABSENT_BUDGET, ABSENT_TRIES, next_round
+    from whenpro_core.bench.build_plan import Seed
+
+    seeds = [Seed(f"ref{n}", t.id, trace=t) for n, t in enumerate(code_runs)]
+    classes = {"coder/assistant": 0.4, "tester/action": 0.3, "tester/assistant": 0.3}
+    pool = [entry(0, "tester/assistant", "V.2", 3).model_copy(update={"seed": seeds[0].id})]
+    tried: dict[str, int] = {}
+    done: set[str] = set()
+    aimed: list[Attempt] = []
+    for _ in range(ABSENT_BUDGET):
+        rounds = next_round(
+            seeds, pool, done, tried, modes=("V.2", "R.3"), share=0.25, classes=classes, per_seed=1, seed=0
+        )
+        if not rounds:
+            break
+        this_round = [a for chain in rounds for a in chain]
+        assert len(this_round) <= ABSENT_TRIES and len({a.seed_id for a in this_round}) == len(this_round)
+        aimed += this_round
+        done |= {a.key for a in this_round}
+    assert {a.mode for a in aimed} == {"R.3"} and seeds[0].id in {a.seed_id for a in aimed}
+    assert len(aimed) == ABSENT_BUDGET and len(set(a.key for a in aimed)) == len(aimed)
+    assert all("R.3" in build_modes(t.trace, a.index) for a in aimed for t in seeds if t.id == a.seed_id)

@@ -10,8 +10,13 @@ fewer than ``--per-seed`` released ones (an *open* seed run) up to :data:`ROUND_
 attempts, aimed at what the release still lacks: only (step, mode) pairs of its full
 :func:`.build_plan.attempt_order` whose kind (step class, failure mode, position tenth of
 the step in the seed run) would make the release larger if such an item were decisive
-(:func:`grows`), in that order, until one is decisive. Rounds go on until no open seed run
-has such a pair left or its budget (:data:`EXTRA_TRIES` per wanted trace) is spent.
+(:func:`grows`), in that order, until one is decisive. A failure mode that fits the seed runs
+but has no decisive item yet (an *absent* mode: arith_team's C.2 is decisive about one time in
+ten, and one draw of five had none) gets :data:`ABSENT_TRIES` attempts a round, each at a seed
+run of its own, any seed run (its one released item may then give way to the mode: the release
+prefers the selection that holds the most modes), up to :data:`ABSENT_BUDGET` in all
+(:func:`_absent`). Rounds go on until no open seed run has such a pair left or its budget
+(:data:`EXTRA_TRIES` per wanted trace) is spent, and no absent mode has a pair or budget left.
 
 Reproducible and resumable: a round's attempts are a function of the journal entries of
 the rounds before it (the decisive items found so far, counted before the detectability
@@ -31,6 +36,10 @@ from whenpro_core.bench.build_store import Entry, balance
 ROUND_TRIES = 4
 #: Attempts beyond the first round per wanted trace of a seed run.
 EXTRA_TRIES = 16
+#: Attempts an absent mode (module docstring) gets per round, at most one per seed run.
+ABSENT_TRIES = 4
+#: Attempts an absent mode gets beyond the first round in all.
+ABSENT_BUDGET = 16
 
 
 def in_pool(entry: Entry | None) -> bool:
@@ -82,24 +91,58 @@ def next_round(
     seed: int,
     offline: bool = True,
 ) -> list[list[Attempt]]:
-    """The next round's attempts, one list per open seed run (module docstring). ``done``
+    """The next round's attempts, one list per seed run (module docstring). ``done``
     holds the keys of the attempts the earlier rounds ran, ``tried`` the attempts each
-    seed run was given after the first round (updated with the attempts returned)."""
+    seed run (by id) and each absent mode (by :func:`_mode_key`) was given after the
+    first round (updated with the attempts returned)."""
+    seeds = list(seeds)
     chosen, _ = balance(pool, share, classes, per_seed)
     opened = open_seeds(chosen, pool, per_seed)
     before = len(balance(pool, share, classes, per_seed, quick=True)[0])
     cache: dict[tuple[Any, ...], bool] = {}
     caps = (share, classes, per_seed, before)
-    rounds: list[list[Attempt]] = []
+    chains: dict[str, list[Attempt]] = {}
     for s in seeds:
         if s.id not in opened or s.trace is None:
             continue
         budget = per_seed * EXTRA_TRIES - tried.get(s.id, 0)
         chain = _aimed(s, pool, done, cache, min(ROUND_TRIES, budget), modes, caps, seed, offline)
         if chain:
-            rounds.append(chain)
+            chains[s.id] = chain
             tried[s.id] = tried.get(s.id, 0) + len(chain)
-    return rounds
+    present = {e.mode for e in pool}
+    for mode in (m for m in modes if m not in present):
+        budget = min(ABSENT_TRIES, ABSENT_BUDGET - tried.get(_mode_key(mode), 0))
+        for s, attempt in _absent(seeds, mode, done, budget, seed, offline):
+            chains.setdefault(s.id, []).append(attempt)
+            tried[_mode_key(mode)] = tried.get(_mode_key(mode), 0) + 1
+    return list(chains.values())
+
+
+def _mode_key(mode: str) -> str:
+    """The key of ``tried`` that counts the attempts aimed at absent mode ``mode``."""
+    return f"absent mode {mode}"
+
+
+def _absent(
+    seeds: list[Seed], mode: str, done: set[str], limit: int, seed: int, offline: bool
+) -> list[tuple[Seed, Attempt]]:
+    """Up to ``limit`` untried attempts of ``mode``, one per seed run (its first such pair
+    in :func:`.build_plan.attempt_order`), the seed runs that have tried ``mode`` least
+    first (then in their order)."""
+    out: list[tuple[Seed, Attempt]] = []
+    tried = {s.id: sum(1 for k in done if k.startswith(f"{s.id}|") and k.endswith(f"|{mode}")) for s in seeds}
+    for s in sorted(seeds, key=lambda s: tried[s.id]):
+        if len(out) >= limit:
+            break
+        if s.trace is None:
+            continue
+        for index, m in attempt_order(s.trace, fitting_modes(s.trace, (mode,), offline=offline), seed):
+            attempt = Attempt(s.ref, s.id, index, s.trace.steps[index].coord or str(index), m, s.rel)
+            if attempt.key not in done:
+                out.append((s, attempt))
+                break
+    return out
 
 
 def _aimed(
@@ -136,4 +179,13 @@ def _aimed(
     return out
 
 
-__all__ = ["EXTRA_TRIES", "ROUND_TRIES", "grows", "in_pool", "next_round", "open_seeds"]
+__all__ = [
+    "ABSENT_BUDGET",
+    "ABSENT_TRIES",
+    "EXTRA_TRIES",
+    "ROUND_TRIES",
+    "grows",
+    "in_pool",
+    "next_round",
+    "open_seeds",
+]

@@ -46,7 +46,7 @@ from whenpro_core.bench.plan import split_list
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.injection.inject import check_mode
-from whenpro_core.injection.mutators import MUTATORS, build_modes
+from whenpro_core.injection.mutators import MUTATORS, build_modes, ends_run
 from whenpro_core.injection.textedit import is_agent_step
 from whenpro_core.injection.verify import original_success
 from whenpro_core.storage.fsutil import safe_name
@@ -192,10 +192,16 @@ def step_class(step: Step) -> str:
 
 
 def fitting_modes(trace: Trace, modes: tuple[str, ...], *, offline: bool = True) -> dict[int, list[str]]:
-    """Candidate step index -> the requested modes that may be injected there."""
+    """Candidate step index -> the requested modes that may be injected there. With the
+    offline generator, not a mode whose mutation ends the run at a step before the
+    :data:`MIN_AGENT_STEPS`-th agent step (:func:`~whenpro_core.injection.mutators.ends_run`):
+    its item is ``trivial`` every time (code_pair's A.3 at the coder's first draft or the
+    tester's first report: 71 attempts over five builds, none kept)."""
     out: dict[int, list[str]] = {}
     for i in candidate_steps(trace):
         fits = set(build_modes(trace, i)) if offline else set(modes)
+        if offline and sum(1 for st in trace.steps[: i + 1] if is_agent_step(st)) < MIN_AGENT_STEPS:
+            fits = {m for m in fits if not ends_run(trace, i, m)}
         chosen = [m for m in modes if m in fits]
         if chosen:
             out[i] = chosen
@@ -297,16 +303,15 @@ def form_picks(trace: Trace, coord: str, view: AuditTrace | None = None) -> tupl
 POOL_FORM_BASELINES = ("rarest template",)
 
 
-def pool_form_picks(pool: list[tuple[Trace, str]]) -> list[list[str]]:
-    """For each ``(built trace, coordinate of its labelled step)`` of ``pool``, which of
-    :data:`POOL_FORM_BASELINES` pick that step when the corpus is the pool itself (each
-    trace read without itself), as ``whenpro audit`` reads a dataset without
-    ``--against``. Two code_pair releases were 13 and 11 points above random by the rarest
-    template, which the one-trace caps do not see."""
-    views = [audit_view(trace) for trace, _ in pool]
-    corpus = Corpus(views, {})
+def pool_form_picks(pool: list[tuple[AuditTrace, str]]) -> list[list[str]]:
+    """For each ``(audit view of a built trace, coordinate of its labelled step)`` of
+    ``pool``, which of :data:`POOL_FORM_BASELINES` pick that step when the corpus is the
+    pool itself (each trace read without itself), as ``whenpro audit`` reads a dataset
+    without ``--against``. Two code_pair releases were 13 and 11 points above random by
+    the rarest template, which the one-trace caps do not see."""
+    corpus = Corpus([view for view, _ in pool], {})
     out = []
-    for view, (_, coord) in zip(views, pool, strict=True):
+    for view, coord in pool:
         rank = _rank(view, coord)
         out.append([] if rank is None else _picking(POOL_FORM_BASELINES, view, corpus, rank))
     return out

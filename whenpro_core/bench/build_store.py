@@ -95,6 +95,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from whenpro_core.audit.view import AuditTrace, audit_view
 from whenpro_core.bench.build_plan import LOCAL_FORM_BASELINES, POOL_FORM_BASELINES, pool_form_picks
 from whenpro_core.bench.shards import Layout
 from whenpro_core.bench.shards import layout as parts_layout
@@ -145,8 +146,6 @@ POSITION_SHARE = 0.15
 #: audit's leak line of 10 points.
 FORM_PICK_SLACK = 0.05
 
-#: Selections :meth:`BuildStore._select` makes at most while the pool form picks grow.
-POOL_ROUNDS = 4
 #: The fields of a released document (everything else goes to the provenance sidecar).
 PUBLIC_FIELDS = (
     "id",
@@ -457,20 +456,29 @@ class BuildStore:
         """The released entries and the keys left out with their reason (:func:`balance`
         under ``run``'s caps). The picks of
         :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` read the other traces,
-        so they are taken against the kept pool, then against each selection, whose
-        smaller corpus makes more steps rare, until a selection adds no pick of its own
-        (at most :data:`POOL_ROUNDS` selections): a code_pair release balanced on its
-        pool's picks alone was 19 points above random by the rarest template."""
+        so they are taken against the kept pool (capped with the other form picks) and
+        then checked against the selection itself, whose smaller corpus makes more steps
+        rare: while it holds more of them than the ``form_pick`` cap, one of its picks is
+        left out of the pool (reason ``form_pick``) and the release is selected again. A
+        code_pair release balanced on its pool's picks alone was 19 points above random
+        by the rarest template; taking each selection's picks into the next one's caps
+        instead shrank one release round after round, 15 -> 5 -> 4 traces."""
         share = float(run.get("max_mode_share", MAX_MODE_SHARE))
         pool = self.kept()
-        traces = {e.key: load_trace(self.root / (e.file or "")) for e in pool if _has_file(self.root, e)}
-        pool, _ = _with_pool_picks(pool, pool, traces)
-        for _ in range(POOL_ROUNDS):
-            selected, over = balance(pool, share, run.get("step_classes") or {}, int(run.get("per_seed", 1)))
-            pool, grew = _with_pool_picks(pool, selected, traces)
-            if not grew:
-                break
-        return selected, over
+        views = {e.key: audit_view(load_trace(self.root / (e.file or ""))) for e in pool if _has_file(self.root, e)}
+        pool = _with_pool_picks(pool, views)
+        left_out: dict[str, str] = {}
+        while True:
+            selected, over = balance(
+                [e for e in pool if e.key not in left_out],
+                share,
+                run.get("step_classes") or {},
+                int(run.get("per_seed", 1)),
+            )
+            own = _own_pool_picks(selected, views)
+            if len(own) <= _form_pick_limit(_mean_chance(pool) or 0.0)("pick", {"": selected}, len(selected)):
+                return selected, {**over, **left_out}
+            left_out[_first_to_leave(selected, own)] = "form_pick"
 
     def _staged(self, entry: Entry) -> dict[str, Any]:
         doc: dict[str, Any] = jsonio.loads((self.root / (entry.file or "")).read_bytes())
@@ -527,22 +535,37 @@ def _has_file(root: Path, entry: Entry) -> bool:
     return entry.form_picks is not None and bool(entry.file) and (root / (entry.file or "")).is_file()
 
 
-def _with_pool_picks(entries: list[Entry], corpus: list[Entry], traces: dict[str, Any]) -> tuple[list[Entry], bool]:
+def _with_pool_picks(entries: list[Entry], views: dict[str, AuditTrace]) -> list[Entry]:
     """``entries`` with the picks of :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES`
-    against the traces of ``corpus`` added to the ``form_picks`` of the entries of
-    ``corpus`` (``traces``: key -> loaded trace), and whether any entry gained a pick."""
-    among = [e for e in corpus if e.key in traces]
-    picks = pool_form_picks([(traces[e.key], e.step) for e in among])
-    extra = {
-        e.key: new
-        for e, p in zip(among, picks, strict=True)
-        if (new := [n for n in p if n not in (e.form_picks or [])])
-    }
-    out = [
-        e.model_copy(update={"form_picks": [*(e.form_picks or []), *extra[e.key]]}) if e.key in extra else e
-        for e in entries
-    ]
-    return out, bool(extra)
+    against the entries' own traces (``views``: key -> audit view; entries without one
+    are the corpus of none) added to their ``form_picks``."""
+    among = [e for e in entries if e.key in views]
+    picks = dict(zip((e.key for e in among), pool_form_picks([(views[e.key], e.step) for e in among]), strict=True))
+    out = []
+    for e in entries:
+        had = e.form_picks or []
+        new = [n for n in picks.get(e.key, []) if n not in had]
+        out.append(e.model_copy(update={"form_picks": [*had, *new]}) if new else e)
+    return out
+
+
+def _own_pool_picks(selected: list[Entry], views: dict[str, AuditTrace]) -> set[str]:
+    """Keys of the entries of ``selected`` whose labelled step a baseline of
+    :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` picks against the traces
+    of ``selected`` alone (what ``whenpro audit`` reads in the release)."""
+    among = [e for e in selected if e.key in views]
+    picks = pool_form_picks([(views[e.key], e.step) for e in among])
+    return {e.key for e, p in zip(among, picks, strict=True) if p}
+
+
+def _first_to_leave(selected: list[Entry], own: set[str]) -> str:
+    """Which of the picks ``own`` of ``selected`` to leave out first: one the pool's
+    corpus picks as well, then one of the mode most held in ``selected`` (a rare mode
+    stays in the release), then by id."""
+    held = Counter(e.mode for e in selected)
+    picked = [e for e in selected if e.key in own]
+    pooled = set(POOL_FORM_BASELINES)
+    return min(picked, key=lambda e: (not pooled & set(e.form_picks or ()), -held[e.mode], e.id or e.key)).key
 
 
 def split_document(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -648,16 +671,21 @@ def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False) -> list[E
     selection of ``n`` entries under every cap at its limit for ``n`` (:func:`_fill`, in
     the orders of :func:`_orders`; skipped when a cap alone leaves no room,
     :func:`_may_reach`); the largest size reached is the release (its caps hold at its
-    own size). The mode cap is not monotone in ``n`` (at a 25% share a release of 12 may
-    hold 4 modes, one of 10 needs 5), so the search goes on past a size it cannot reach
-    and stops after :func:`_gap` sizes in a row that it cannot."""
+    own size), in the order whose selection of that size holds the most failure modes
+    (a mode with few decisive items is not left out where another order keeps it).
+    The mode cap is not monotone in ``n`` (at a 25% share a release of 12 may hold 4
+    modes, one of 10 needs 5), so the search goes on past a size it cannot reach and
+    stops after :func:`_gap` sizes in a row that it cannot."""
     keys = [tuple(group_of(e) for _, group_of, _ in caps) for e in order]
     best: list[int] = []
     misses = 0
     for target in range(1, len(order) + 1):
-        limits = [{k: limit(k, None, target) for k in {row[j] for row in keys}} for j, (_, _, limit) in enumerate(caps)]
         picked = next(
-            (p for p in _selections(keys, limits, target, quick) if len(p) == target),
+            (
+                p
+                for p in _selections(keys, _limits(keys, caps, target), target, quick)
+                if len(p) == target and _holds([order[i] for i in p], caps)
+            ),
             None,
         )
         if picked is None:
@@ -666,7 +694,34 @@ def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False) -> list[E
                 break
             continue
         best, misses = picked, 0
+    if best and not quick:
+        fits = [
+            p
+            for p in _selections(keys, _limits(keys, caps, len(best)), len(best))
+            if len(p) == len(best) and _holds([order[i] for i in p], caps)
+        ]
+        best = max(fits or [best], key=lambda p: len({order[i].mode for i in p}))
     return sorted((order[i] for i in best), key=lambda e: e.id or e.key)
+
+
+def _holds(chosen: list[Entry], caps: list[Cap]) -> bool:
+    """Whether every cap holds on ``chosen`` with its groups known, as :func:`balance`
+    checks the release after growing it (the selection's own mean chance for the
+    ``form_pick`` caps, the modes it holds for the mode cap). A selection grown under the
+    limits without groups that breaks these was cut cap after cap: one code_pair release
+    of 17 fell to 4 when one item left the pool."""
+    for _, group_of, limit in caps:
+        groups: dict[str, list[Entry]] = {}
+        for e in chosen:
+            groups.setdefault(group_of(e), []).append(e)
+        if any(len(g) > limit(k, groups, len(chosen)) for k, g in groups.items()):
+            return False
+    return True
+
+
+def _limits(keys: list[tuple[str, ...]], caps: list[Cap], target: int) -> list[dict[str, int]]:
+    """Each cap's limit per group present in ``keys`` for a release of ``target`` entries."""
+    return [{k: limit(k, None, target) for k in {row[j] for row in keys}} for j, (_, _, limit) in enumerate(caps)]
 
 
 def _gap(caps: list[Cap], target: int) -> int:

@@ -607,6 +607,13 @@ def _a3(trace: Trace, i: int, rng: random.Random) -> Mutation:
     return Mutation(new, f"Stops early and returns {shown} as the final answer before the remaining work is done.")
 
 
+def ends_run(trace: Trace, i: int, mode: str) -> bool:
+    """Whether ``mode``'s mutation of step ``i`` makes it the run's final answer, so the
+    counterfactual ends there (A.3 when the agent never says elsewhere that its work is
+    done: it hands in what exists at step ``i``)."""
+    return mode == "A.3" and _done_remark(trace, i) is None
+
+
 # --- A.4 repetition --------------------------------------------------------------------
 
 
