@@ -421,6 +421,8 @@ def test_adaptive_rounds_aim_at_what_the_release_lacks_and_resume_to_the_same_bu
     # four seed runs have a decisive V.2 item; the 25% mode cap releases 1 of them
     pool = [entry(i, "tester/assistant", "V.2", i).model_copy(update={"seed": s.id}) for i, s in enumerate(seeds[:4])]
     pool += [entry(4 + i, c, m, 4 + i) for i, (c, m) in enumerate(_OTHERS)]
+    # no mode is scarce (SCARCE_ITEMS decisive items each), so every attempt is aimed at growth
+    pool += [entry(10 + i, "coder/assistant", m, i) for i in range(2) for m in ("R.2", "A.3")]
     assert not grows(pool, 0.25, classes, 1, ("tester/assistant", "V.2", 9))
     assert grows(pool, 0.25, classes, 1, ("tester/action", "R.4", 9))
     tried: dict[str, int] = {}
@@ -451,29 +453,30 @@ def test_adaptive_rounds_aim_at_what_the_release_lacks_and_resume_to_the_same_bu
 
 
 def test_adaptive_rounds_try_a_mode_the_pool_lacks_at_seed_runs_of_their_own(code_runs):
-    """A mode that fits the seed runs but has no decisive item yet (arith_team's C.2 is
-    decisive about one time in ten) gets ABSENT_TRIES attempts a round, each at a seed run
-    of its own, released or not, up to ABSENT_BUDGET in all; a mode the pool holds gets
-    none of these."""
-    from whenpro_core.bench.build_adapt import ABSENT_BUDGET, ABSENT_TRIES, next_round
+    """A mode that fits the seed runs but has fewer than SCARCE_ITEMS decisive items
+    (arith_team's C.2 is decisive about one time in ten) gets SCARCE_TRIES attempts a
+    round, each at a seed run of its own, released or not, up to SCARCE_BUDGET in all; a
+    mode the pool holds often enough gets none of these."""
+    from whenpro_core.bench.build_adapt import SCARCE_BUDGET, SCARCE_ITEMS, SCARCE_TRIES, next_round
     from whenpro_core.bench.build_plan import Seed
 
     seeds = [Seed(f"ref{n}", t.id, trace=t) for n, t in enumerate(code_runs)]
     classes = {"coder/assistant": 0.4, "tester/action": 0.3, "tester/assistant": 0.3}
     pool = [entry(0, "tester/assistant", "V.2", 3).model_copy(update={"seed": seeds[0].id})]
+    pool += [entry(n, "tester/assistant", "V.2", n) for n in range(1, SCARCE_ITEMS)]
     tried: dict[str, int] = {}
     done: set[str] = set()
     aimed: list[Attempt] = []
-    for _ in range(ABSENT_BUDGET):
+    for _ in range(SCARCE_BUDGET):
         rounds = next_round(
             seeds, pool, done, tried, modes=("V.2", "R.3"), share=0.25, classes=classes, per_seed=1, seed=0
         )
         if not rounds:
             break
         this_round = [a for chain in rounds for a in chain]
-        assert len(this_round) <= ABSENT_TRIES and len({a.seed_id for a in this_round}) == len(this_round)
+        assert len(this_round) <= SCARCE_TRIES and len({a.seed_id for a in this_round}) == len(this_round)
         aimed += this_round
         done |= {a.key for a in this_round}
     assert {a.mode for a in aimed} == {"R.3"} and seeds[0].id in {a.seed_id for a in aimed}
-    assert len(aimed) == ABSENT_BUDGET and len(set(a.key for a in aimed)) == len(aimed)
+    assert len(aimed) == SCARCE_BUDGET and len(set(a.key for a in aimed)) == len(aimed)
     assert all("R.3" in build_modes(t.trace, a.index) for a in aimed for t in seeds if t.id == a.seed_id)

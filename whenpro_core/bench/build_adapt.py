@@ -11,12 +11,14 @@ attempts, aimed at what the release still lacks: only (step, mode) pairs of its 
 :func:`.build_plan.attempt_order` whose kind (step class, failure mode, position tenth of
 the step in the seed run) would make the release larger if such an item were decisive
 (:func:`grows`), in that order, until one is decisive. A failure mode that fits the seed runs
-but has no decisive item yet (an *absent* mode: arith_team's C.2 is decisive about one time in
-ten, and one draw of five had none) gets :data:`ABSENT_TRIES` attempts a round, each at a seed
-run of its own, any seed run (its one released item may then give way to the mode: the release
-prefers the selection that holds the most modes), up to :data:`ABSENT_BUDGET` in all
-(:func:`_absent`). Rounds go on until no open seed run has such a pair left or its budget
-(:data:`EXTRA_TRIES` per wanted trace) is spent, and no absent mode has a pair or budget left.
+but has fewer than :data:`SCARCE_ITEMS` decisive items (a *scarce* mode: arith_team's C.2 is
+decisive about one time in ten, and one draw of five had none; code_pair's only R.4 item of one
+draw was one a form baseline picks, so the release left it out) gets :data:`SCARCE_TRIES`
+attempts a round, each at a seed run of its own, any seed run (its one released item may then
+give way to the mode: the release prefers the selection that holds the most modes), up to
+:data:`SCARCE_BUDGET` in all (:func:`_scarce`). Rounds go on until no open seed run has such a
+pair left or its budget (:data:`EXTRA_TRIES` per wanted trace) is spent, and no scarce mode has
+a pair or budget left.
 
 Reproducible and resumable: a round's attempts are a function of the journal entries of
 the rounds before it (the decisive items found so far, counted before the detectability
@@ -26,6 +28,7 @@ attempts the journal holds.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,10 +39,12 @@ from whenpro_core.bench.build_store import Entry, balance
 ROUND_TRIES = 4
 #: Attempts beyond the first round per wanted trace of a seed run.
 EXTRA_TRIES = 16
-#: Attempts an absent mode (module docstring) gets per round, at most one per seed run.
-ABSENT_TRIES = 4
-#: Attempts an absent mode gets beyond the first round in all.
-ABSENT_BUDGET = 16
+#: Decisive items below which a failure mode is scarce (module docstring).
+SCARCE_ITEMS = 3
+#: Attempts a scarce mode gets per round, at most one per seed run.
+SCARCE_TRIES = 4
+#: Attempts a scarce mode gets beyond the first round in all.
+SCARCE_BUDGET = 16
 
 
 def in_pool(entry: Entry | None) -> bool:
@@ -93,7 +98,7 @@ def next_round(
 ) -> list[list[Attempt]]:
     """The next round's attempts, one list per seed run (module docstring). ``done``
     holds the keys of the attempts the earlier rounds ran, ``tried`` the attempts each
-    seed run (by id) and each absent mode (by :func:`_mode_key`) was given after the
+    seed run (by id) and each scarce mode (by :func:`_mode_key`) was given after the
     first round (updated with the attempts returned)."""
     seeds = list(seeds)
     chosen, _ = balance(pool, share, classes, per_seed)
@@ -110,21 +115,21 @@ def next_round(
         if chain:
             chains[s.id] = chain
             tried[s.id] = tried.get(s.id, 0) + len(chain)
-    present = {e.mode for e in pool}
-    for mode in (m for m in modes if m not in present):
-        budget = min(ABSENT_TRIES, ABSENT_BUDGET - tried.get(_mode_key(mode), 0))
-        for s, attempt in _absent(seeds, mode, done, budget, seed, offline):
+    held = Counter(e.mode for e in pool)
+    for mode in (m for m in modes if held[m] < SCARCE_ITEMS):
+        budget = min(SCARCE_TRIES, SCARCE_BUDGET - tried.get(_mode_key(mode), 0))
+        for s, attempt in _scarce(seeds, mode, done, budget, seed, offline):
             chains.setdefault(s.id, []).append(attempt)
             tried[_mode_key(mode)] = tried.get(_mode_key(mode), 0) + 1
     return list(chains.values())
 
 
 def _mode_key(mode: str) -> str:
-    """The key of ``tried`` that counts the attempts aimed at absent mode ``mode``."""
-    return f"absent mode {mode}"
+    """The key of ``tried`` that counts the attempts aimed at scarce mode ``mode``."""
+    return f"scarce mode {mode}"
 
 
-def _absent(
+def _scarce(
     seeds: list[Seed], mode: str, done: set[str], limit: int, seed: int, offline: bool
 ) -> list[tuple[Seed, Attempt]]:
     """Up to ``limit`` untried attempts of ``mode``, one per seed run (its first such pair
@@ -180,8 +185,9 @@ def _aimed(
 
 
 __all__ = [
-    "ABSENT_BUDGET",
-    "ABSENT_TRIES",
+    "SCARCE_BUDGET",
+    "SCARCE_ITEMS",
+    "SCARCE_TRIES",
     "EXTRA_TRIES",
     "ROUND_TRIES",
     "grows",
