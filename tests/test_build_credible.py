@@ -21,6 +21,7 @@ import pytest
 from tests.support.cli import run_whenpro
 from whenpro_core.audit.run import audit_dataset
 from whenpro_core.audit.view import audit_view, label_of
+from whenpro_core.bench import build_store
 from whenpro_core.bench.build import BuildOptions, run_attempt
 from whenpro_core.bench.build_plan import (
     LOCAL_FORM_BASELINES,
@@ -32,7 +33,14 @@ from whenpro_core.bench.build_plan import (
     pool_form_picks,
     step_class,
 )
-from whenpro_core.bench.build_store import FORM_PICK_SLACK, POSITION_SHARE, Entry, balance, read_manifest
+from whenpro_core.bench.build_store import (
+    FORM_PICK_SLACK,
+    POSITION_SHARE,
+    Entry,
+    balance,
+    read_manifest,
+    select_release,
+)
 from whenpro_core.envs import get_env
 from whenpro_core.envs.code_pair import own_tests
 from whenpro_core.envs.run import run_env
@@ -40,7 +48,7 @@ from whenpro_core.formats import load_trace
 from whenpro_core.injection.executors import BuiltinExecutor
 from whenpro_core.injection.generate import OfflineGenerator
 from whenpro_core.injection.inject import inject
-from whenpro_core.injection.mutators import MUTATORS, applicable_modes, build_modes, ends_run, mutate
+from whenpro_core.injection.mutators import CRITIQUE, MUTATORS, applicable_modes, build_modes, ends_run, mutate
 from whenpro_core.injection.textedit import is_agent_step
 from whenpro_core.trace.model import Agent, Step, Task, ToolCall, Trace
 
@@ -125,6 +133,44 @@ def test_a_release_is_not_cut_below_a_selection_that_holds_every_cap():
     assert sum(1 for e in chosen if e.form_picks) <= max(2, math.floor(round((chance + FORM_PICK_SLACK) * n, 9)))
     assert max(Counter(e.mode for e in chosen).values()) <= max(1, math.floor(0.25 * n))
     assert max(Counter(e.position for e in chosen).values()) <= max(2, math.ceil(POSITION_SHARE * n))
+
+
+def _rare_template_picks(selected: list[Entry], views: object) -> dict[str, set[str]]:
+    """A stand-in for the rarest template read against the selection itself: it picks
+    each entry whose template (here ``seed_ref``) no other entry of the selection shares,
+    so that, as with the real baseline, a smaller selection has more rare steps."""
+    held = Counter(e.seed_ref for e in selected)
+    return {"rarest template": {e.key for e in selected if held[e.seed_ref] == 1}, "form classifier": set()}
+
+
+def test_a_release_checked_against_itself_does_not_collapse(monkeypatch):
+    """A code_pair-like pool (seven modes, the tester's reports crowded with R.1 and V.2)
+    whose first selection of 20 has more rare-template picks than chance gives. Leaving
+    out one pick and selecting again, round after round, ended at 6 traces in 6 modes
+    (each new selection had rare steps of its own; a real code_pair release went 22 ->
+    12); the release now keeps at least 12 traces, every mode, and every cap."""
+    monkeypatch.setattr(build_store, "_own_picks", _rare_template_picks)
+    rng = random.Random(4)
+    modes = ["A.1"] * 8 + ["A.3"] * 7 + ["R.1"] * 9 + ["R.2"] * 7 + ["R.3"] * 4 + ["R.4"] * 3 + ["V.2"] * 9
+    classes = {"coder/assistant": 0.37, "tester/action": 0.31, "tester/assistant": 0.31}
+    pool = []
+    for i, mode in enumerate(modes):
+        cls = "tester/assistant" if mode in ("V.2", "R.1") else "tester/action" if mode == "A.1" else "coder/assistant"
+        template, salted, position = f"t{rng.randrange(25)}", f"{rng.getrandbits(32):08x}", rng.choice(_POSITIONS)
+        e = entry(i, cls, mode, position).model_copy(update={"seed_ref": template, "id": salted, "chance": 0.22})
+        pool.append(e.model_copy(update={"form_picks": []}))
+    chosen, out = select_release(pool, {}, 0.25, classes, 1)
+    n = len(chosen)
+    assert n >= 12 and {e.mode for e in chosen} == set(modes)
+    assert len(out) == len(pool) - n and set(out.values()) <= {"step_class", "position", "mode_share", "form_pick"}
+    assert max(Counter(e.mode for e in chosen).values()) <= math.floor(0.25 * n)
+    assert len(_rare_template_picks(chosen, None)["rarest template"]) <= math.floor((0.22 + FORM_PICK_SLACK) * n)
+    assert max(Counter(e.position for e in chosen).values()) <= max(2, math.ceil(POSITION_SHARE * n))
+    by_class = Counter(e.step_class for e in chosen)
+    assert all(by_class[c] <= math.ceil(share / sum(classes.values()) * n) for c, share in classes.items())
+
+
+_POSITIONS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 8, 7]
 
 
 def test_list_shaped_steps_are_their_own_class():
@@ -264,6 +310,25 @@ def test_build_leaves_out_modes_that_cannot_be_decisive_at_a_step(code_runs):
             assert "A.4" in applicable_modes(trace, index) and "A.4" not in build_modes(trace, index)
         for index, mode in ((fix, "A.4"), (fix, "C.2"), (check + 1, "A.4"), (recheck, "A.4")):
             assert not _replay(trace, index, mode).verdict.decisive
+
+
+def test_a_testers_report_of_failures_reads_as_a_critique_in_every_wording():
+    """The tester words a failing check in several ways (``Failures (1 of 2):``,
+    ``2 failing of 2:``), some with an ask that names no fix word (``Coder, can you fix
+    this?``). Each is a report of a problem: A.4 repeating it after the coder answered is
+    not tried (it was, about once in five builds, and never kept), and V.2 (approving
+    instead) fits there. A passing report (``No failures in 3 tests.``) is no critique."""
+    env = get_env("code_pair")
+    for seed in (27, 31, 46, 74):
+        trace = run_env(env, seed)
+        report = next(
+            s for s in trace.steps if s.agent == "tester" and not s.tool_calls and re.search(r"fail", s.content, re.I)
+        )
+        assert CRITIQUE.search(report.content) and "V.2" in build_modes(trace, report.index)
+        later = [s.index for s in trace.steps[report.index + 1 :] if s.agent == "tester"]
+        assert later and not any("A.4" in build_modes(trace, i) for i in later)
+    for passing in ("No failures in 3 tests. Approved.", "Every example passes (2 of 2). Approved."):
+        assert not CRITIQUE.search(passing)
 
 
 def test_build_leaves_out_a4_and_c2_where_they_were_never_kept(code_runs):

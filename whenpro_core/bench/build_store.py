@@ -470,26 +470,20 @@ class BuildStore:
         whose smaller corpus makes more steps rare: while one picks more of its labels than
         the ``form_pick`` cap, one of those picks is left out of the pool (reason
         ``form_pick``) and the release is selected again. A code_pair release balanced on
-        its pool's picks alone was 19 points above random by the rarest template;
-        taking each selection's picks into the next one's caps instead shrank one
-        release round after round, 15 -> 5 -> 4 traces."""
-        share = float(run.get("max_mode_share", MAX_MODE_SHARE))
+        its pool's picks alone was 19 points above random by the rarest template.
+        Those rounds can shrink a release round after round (15 -> 5 -> 4 traces: each
+        new selection has rare steps of its own), so the first selection is also
+        repaired by local moves (:func:`_repair`), and the release is whichever of the
+        two holds more failure modes, then more traces."""
         pool = self.kept()
         views = {e.key: _labelled_view(self.root / (e.file or "")) for e in pool if _has_file(self.root, e)}
-        pool = _with_pool_picks(pool, views)
-        left_out: dict[str, str] = {}
-        while True:
-            selected, over = balance(
-                [e for e in pool if e.key not in left_out],
-                share,
-                run.get("step_classes") or {},
-                int(run.get("per_seed", 1)),
-            )
-            limit = _form_pick_limit(_mean_chance(pool) or 0.0)("pick", {"": selected}, len(selected))
-            own = _over_cap(selected, views, limit)
-            if not own:
-                return selected, {**over, **left_out}
-            left_out[_first_to_leave(selected, own)] = "form_pick"
+        return select_release(
+            _with_pool_picks(pool, views),
+            views,
+            float(run.get("max_mode_share", MAX_MODE_SHARE)),
+            run.get("step_classes") or {},
+            int(run.get("per_seed", 1)),
+        )
 
     def _staged(self, entry: Entry) -> dict[str, Any]:
         doc: dict[str, Any] = jsonio.loads((self.root / (entry.file or "")).read_bytes())
@@ -540,6 +534,32 @@ class BuildStore:
                     path.unlink()
 
 
+def select_release(
+    pool: list[Entry],
+    views: dict[str, tuple[AuditTrace, Label | None]],
+    share: float,
+    classes: dict[str, float],
+    per_seed: int,
+) -> tuple[list[Entry], dict[str, str]]:
+    """The release of ``pool`` (kept entries with their pool picks; ``views``: key -> audit
+    view and label of each staged trace) and the keys left out with their reason, under
+    the caps of :func:`balance` and the ``form_pick`` cap of each baseline that reads the
+    release itself (:meth:`BuildStore._select`)."""
+    first, first_out = balance(pool, share, classes, per_seed)
+    left_out: dict[str, str] = {}
+    selected, over = first, first_out
+    while own := _over_cap(selected, views, _own_pick_limit(selected)):
+        left_out[_first_to_leave(selected, own)] = "form_pick"
+        selected, over = balance([e for e in pool if e.key not in left_out], share, classes, per_seed)
+    if not left_out:  # the largest selection under the caps holds on itself
+        return selected, over
+    repaired, trimmed = _repair(first, pool, views, _release_caps(pool, share, classes, per_seed))
+    if _richer(repaired, selected):
+        taken = {e.key for e in repaired}
+        return repaired, {e.key: trimmed.get(e.key) or first_out[e.key] for e in pool if e.key not in taken}
+    return selected, {**over, **left_out}
+
+
 def _has_file(root: Path, entry: Entry) -> bool:
     """Whether ``entry`` knows its form picks and has its staged document (journals from
     before ``form_picks`` was recorded get no pool picks)."""
@@ -568,17 +588,11 @@ def _with_pool_picks(entries: list[Entry], views: dict[str, tuple[AuditTrace, La
 
 
 def _over_cap(selected: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], limit: int) -> set[str]:
-    """Keys of the entries of ``selected`` that a baseline of
-    :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` picks against the traces
-    of ``selected`` alone (what ``whenpro audit`` reads in the release), for the first
-    such baseline that picks more than ``limit`` of them; empty when none does."""
-    among = [e for e in selected if e.key in views]
-    picks = pool_form_picks([(views[e.key][0], e.step, views[e.key][1]) for e in among])
-    for name in POOL_FORM_BASELINES:
-        keys = {e.key for e, p in zip(among, picks, strict=True) if name in p}
-        if len(keys) > limit:
-            return keys
-    return set()
+    """Keys of the entries of ``selected`` that the first baseline of
+    :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` picking more than ``limit``
+    of them picks against the traces of ``selected`` alone (what ``whenpro audit`` reads
+    in the release); empty when none does."""
+    return next((keys for keys in _own_picks(selected, views).values() if len(keys) > limit), set())
 
 
 def _first_to_leave(selected: list[Entry], own: set[str]) -> str:
@@ -589,6 +603,98 @@ def _first_to_leave(selected: list[Entry], own: set[str]) -> str:
     picked = [e for e in selected if e.key in own]
     pooled = set(POOL_FORM_BASELINES)
     return min(picked, key=lambda e: (not pooled & set(e.form_picks or ()), -held[e.mode], e.id or e.key)).key
+
+
+def _own_pick_limit(selected: list[Entry]) -> int:
+    """The ``form_pick`` cap of ``selected`` for a baseline that reads the release itself:
+    its own mean chance plus :data:`FORM_PICK_SLACK`, of its size."""
+    return _form_pick_limit(_mean_chance(selected) or 0.0)("pick", {"": selected}, len(selected))
+
+
+def _own_picks(selected: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]]) -> dict[str, set[str]]:
+    """Baseline of :data:`POOL_FORM_BASELINES` -> keys of the entries of ``selected`` whose
+    labelled step it picks with the traces of ``selected`` alone as the corpus."""
+    among = [e for e in selected if e.key in views]
+    found = pool_form_picks([(views[e.key][0], e.step, views[e.key][1]) for e in among])
+    return {name: {e.key for e, p in zip(among, found, strict=True) if name in p} for name in POOL_FORM_BASELINES}
+
+
+def _excess(chosen: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], caps: list[Cap]) -> int:
+    """How far ``chosen`` is from a release: the entries over each cap's limit (measured
+    on ``chosen``, as :func:`_holds` does) plus the picks over the ``form_pick`` cap of
+    each baseline that reads the release itself (:func:`_own_picks`); 0 for a release."""
+    over = sum(len(g) - limit for _, g, limit in _groups(chosen, caps) if len(g) > limit)
+    limit = _own_pick_limit(chosen)
+    return over + sum(max(0, len(keys) - limit) for keys in _own_picks(chosen, views).values())
+
+
+def _groups(chosen: list[Entry], caps: list[Cap]) -> Iterator[tuple[str, list[Entry], int]]:
+    """``(drop reason, group, its limit)`` of every group of every cap on ``chosen``."""
+    for reason, group_of, limit in caps:
+        groups: dict[str, list[Entry]] = {}
+        for e in chosen:
+            groups.setdefault(group_of(e), []).append(e)
+        for k, g in groups.items():
+            yield reason, g, limit(k, groups, len(chosen))
+
+
+def _repair(
+    start: list[Entry], pool: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], caps: list[Cap]
+) -> tuple[list[Entry], dict[str, str]]:
+    """A release made from ``start`` (a selection under the caps read on the pool) by local
+    moves: while it is not a release (:func:`_excess`), the entry whose leaving brings it
+    closest is left out (of the suspects: the picks of a baseline reading the release and
+    the entries of groups over their caps; a mode's last entry last); then each entry of
+    ``pool`` that keeps it a release comes in, the modes it holds least first. Returns
+    the release and the keys left out with their reason. Taking each selection's own
+    picks into a new selection instead shrank one code_pair release 22 -> 12 (each new
+    selection had its own rare steps): a move changes one entry, not the whole set."""
+    chosen, reasons = list(start), {}
+    while chosen and _excess(chosen, views, caps):
+        leave, reason = _least_missed(chosen, views, caps)
+        chosen.remove(leave)
+        reasons[leave.key] = reason
+    grown = True
+    while grown:
+        grown = False
+        held = Counter(e.mode for e in chosen)
+        inside = {e.key for e in chosen}
+        for e in sorted((e for e in pool if e.key not in inside), key=lambda e: (held[e.mode], e.id or e.key)):
+            if not _excess([*chosen, e], views, caps):
+                chosen.append(e)
+                reasons.pop(e.key, None)
+                held[e.mode] += 1
+                grown = True
+    return sorted(chosen, key=lambda e: e.id or e.key), reasons
+
+
+def _least_missed(
+    chosen: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], caps: list[Cap]
+) -> tuple[Entry, str]:
+    """The entry of ``chosen`` that :func:`_repair` leaves out next, and why."""
+    suspects: dict[str, str] = {}
+    for keys in _own_picks(chosen, views).values():
+        suspects.update(dict.fromkeys(keys, "form_pick"))
+    for reason, group, limit in _groups(chosen, caps):
+        if len(group) > limit:
+            for e in group:
+                suspects.setdefault(e.key, reason)
+    held = Counter(e.mode for e in chosen)
+    pick = min(
+        (e for e in chosen if e.key in suspects) if suspects else chosen,
+        key=lambda e: (
+            _excess([x for x in chosen if x is not e], views, caps),
+            held[e.mode] == 1,
+            -held[e.mode],
+            e.id or e.key,
+        ),
+    )
+    return pick, suspects.get(pick.key, "form_pick")
+
+
+def _richer(a: list[Entry], b: list[Entry]) -> bool:
+    """Whether release ``a`` holds more failure modes than ``b``, or as many and more traces."""
+    return (len({e.mode for e in a}), len(a)) > (len({e.mode for e in b}), len(b))
 
 
 def split_document(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -662,14 +768,7 @@ def balance(
     the fewer-modes rule can still cut); each entry left out carries the first cap it
     breaks. ``share`` >= 1 and an empty ``classes`` turn the caps off."""
     order = sorted(kept, key=lambda e: e.id or e.key)
-    caps = _caps(
-        share,
-        classes,
-        present=sum(classes.get(c, 0.0) for c in {e.step_class or "?" for e in kept}),
-        modes=len({e.mode for e in kept}),
-        per_seed=per_seed,
-        chance=_mean_chance(kept),
-    )
+    caps = _release_caps(kept, share, classes, per_seed)
     chosen = _grow(order, caps, quick=quick)
     taken = {e.key for e in chosen}
     out = {e.key: _broken(e, chosen, caps) for e in order if e.key not in taken}
@@ -681,6 +780,19 @@ def balance(
         if len(out) == before:
             break
     return chosen, out
+
+
+def _release_caps(kept: list[Entry], share: float, classes: dict[str, float], per_seed: int | None) -> list[Cap]:
+    """The caps :func:`balance` holds a release of ``kept`` to (:func:`_caps`, with the
+    pool's classes, modes and mean chance)."""
+    return _caps(
+        share,
+        classes,
+        present=sum(classes.get(c, 0.0) for c in {e.step_class or "?" for e in kept}),
+        modes=len({e.mode for e in kept}),
+        per_seed=per_seed,
+        chance=_mean_chance(kept),
+    )
 
 
 def _mean_chance(kept: list[Entry]) -> float | None:
@@ -704,14 +816,7 @@ def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False) -> list[E
     best: list[int] = []
     misses = 0
     for target in range(1, len(order) + 1):
-        picked = next(
-            (
-                p
-                for p in _selections(keys, _limits(keys, caps, target), target, quick)
-                if len(p) == target and _holds([order[i] for i in p], caps)
-            ),
-            None,
-        )
+        picked = next(_fitting(order, keys, caps, target, quick), None)
         if picked is None:
             misses += 1
             if misses >= _gap(caps, target):
@@ -719,14 +824,19 @@ def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False) -> list[E
             continue
         best, misses = picked, 0
     if best and not quick:
-        fits = [
-            p
-            for n in (len(best), len(best) - MODE_FOR_SIZE)
-            for p in _selections(keys, _limits(keys, caps, n), n)
-            if len(p) == n and _holds([order[i] for i in p], caps)
-        ]
+        fits = [p for n in (len(best), len(best) - MODE_FOR_SIZE) for p in _fitting(order, keys, caps, n)]
         best = max(fits or [best], key=lambda p: (len({order[i].mode for i in p}), len(p)))
     return sorted((order[i] for i in best), key=lambda e: e.id or e.key)
+
+
+def _fitting(
+    order: list[Entry], keys: list[tuple[str, ...]], caps: list[Cap], target: int, quick: bool = False
+) -> Iterator[list[int]]:
+    """The selections of :func:`_selections` of exactly ``target`` entries of ``order``
+    under which every cap holds with its groups known (:func:`_holds`)."""
+    for p in _selections(keys, _limits(keys, caps, target), target, quick):
+        if len(p) == target and _holds([order[i] for i in p], caps):
+            yield p
 
 
 def _holds(chosen: list[Entry], caps: list[Cap]) -> bool:

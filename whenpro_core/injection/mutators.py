@@ -94,7 +94,13 @@ from whenpro_core.injection.textedit import (
 )
 from whenpro_core.trace.model import Step, Trace
 
-CRITIQUE = re.compile(r"\b(fail(?:ed|s|ure)?|mismatch|wrong|incorrect|please fix|redo|error)\b", re.IGNORECASE)
+#: Words of a report of a problem; a count of failing cases too (``Failures (1 of 2):``,
+#: ``2 failing of 2:``), but not ``No failures in 3 tests`` nor ``Patched the failing case``.
+CRITIQUE = re.compile(
+    r"\b(fail(?:ed|s|ure)?|mismatch|wrong|incorrect|please fix|redo|error)\b"
+    r"|\bfailures \([1-9]|\b[1-9]\d* failing\b",
+    re.IGNORECASE,
+)
 VERIFIER_ROLE = re.compile(r"verif|test|check|critic|review|judge|audit|valid", re.IGNORECASE)
 CHECK_WORDS = re.compile(r"\b(approved?|verified|checked|all tests|looks (?:right|correct|good))\b", re.IGNORECASE)
 
