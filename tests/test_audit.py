@@ -19,7 +19,7 @@ from whenpro_core.audit import audit_traces
 from whenpro_core.audit.baselines import BASELINES, format_outlier, kind_change
 from whenpro_core.audit.corpus import Corpus
 from whenpro_core.audit.run import audit_dataset, top_steps
-from whenpro_core.audit.stats import random_chance, wilson
+from whenpro_core.audit.stats import beats_chance, random_chance, wilson
 from whenpro_core.audit.view import audit_view, label_of
 from whenpro_core.trace.model import GroundTruth
 
@@ -60,6 +60,19 @@ def test_the_audit_reads_no_injection_marker():
     injection record in extras, and is otherwise written like every step."""
     result = audit_traces(dataset("hidden", n=60, seed=3))
     assert not result.leaky, result.leaking
+
+
+def test_a_few_traces_right_by_luck_are_not_called_leaky():
+    """One trace that a baseline gets right is 100% step accuracy with a 95% Wilson
+    interval from 21%: a dataset (or a per-mode slice) of one trace was called leaky. The
+    verdict tests against chance exactly: one hit at a 10% chance is no leak, while a few
+    traces all pinned are, and so is a slice where chance is far from explaining it."""
+    one = audit_traces(dataset("format", n=1))
+    assert step_rates(one)["format outlier"] == 1.0 and one.overall.random.rates()["step"] > 0.025
+    assert not one.leaky and not any(g.leaks() for g in (*one.by_mode.values(), *one.by_framework.values()))
+    assert not beats_chance(1, 1, 0.1) and beats_chance(2, 2, 0.1) and not beats_chance(2.5, 10, 0.1)
+    assert beats_chance(9, 9, 0.1) and beats_chance(30, 100, 0.2) and not beats_chance(25, 100, 0.2)
+    assert audit_traces(dataset("format", n=6)).leaky
 
 
 @pytest.mark.parametrize(

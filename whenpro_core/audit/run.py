@@ -15,7 +15,8 @@ label has a mode (``None`` when none has one: Who&When); **joint** agent, step a
 chance there (its mode guess is still made: the majority mode).
 
 Verdict: *leaky* when some baseline's step accuracy beats random by more than
-:data:`LEAK_MARGIN` and the lower end of its interval is above random.
+:data:`LEAK_MARGIN` and an exact binomial test says chance does not explain it (the lower
+end of the exact 95% interval above random, :func:`~.stats.beats_chance`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from whenpro_core.audit.baselines import BASELINES, Baseline
 from whenpro_core.audit.corpus import Corpus
-from whenpro_core.audit.stats import random_chance, wilson
+from whenpro_core.audit.stats import beats_chance, random_chance, wilson
 from whenpro_core.audit.view import AuditTrace, Label, audit_view, label_of
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace, walk
@@ -84,7 +85,7 @@ class GroupResult:
         out = []
         for name, tally in self.baselines.items():
             step = tally.rates()["step"] or 0.0
-            if step - base > LEAK_MARGIN and tally.interval()[0] > base:
+            if step - base > LEAK_MARGIN and beats_chance(tally.sums["step"], tally.n, base):
                 out.append(name)
         return out
 

@@ -4,7 +4,8 @@ The random baseline is exact, not sampled: for a trace, the chance that a unifor
 random candidate step is the labelled step (step), has an accepted agent (agent), and
 ``1 / len(taxonomy)`` for the mode. Intervals are Wilson score intervals (95%) on a
 mean of per-trace scores in 0..1 (a tie among k steps scores 1/k, so successes may be
-fractional; the formula takes them as they are).
+fractional; the formula takes them as they are). The verdict tests a baseline against
+chance exactly (:func:`beats_chance`), which a few traces need.
 """
 
 from __future__ import annotations
@@ -29,6 +30,34 @@ def wilson(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def beats_chance(successes: float, n: int, chance: float, alpha: float = 0.025) -> bool:
+    """Whether ``successes`` (a sum of per-trace scores; ties count their fraction, rounded
+    down here) of ``n`` traces are more than a random pick with the mean ``chance`` gives:
+    the exact one-sided binomial test, ``P(X >= successes | n, chance) < alpha``, which is
+    the lower end of the exact (Clopper-Pearson) 95% interval lying above ``chance``. Per-trace
+    chances vary, and the binomial of their mean is the wider law, so the test errs
+    towards no leak. Wilson's interval is near-exact for many traces but not for a few:
+    one trace a baseline gets right has a Wilson interval from 21%, which called a dataset
+    of one trace leaky at a 10% chance; its exact tail there is 10%."""
+    k = math.floor(successes + 1e-9)
+    if n <= 0 or k <= 0:
+        return False
+    if chance <= 0.0:
+        return True
+    if chance >= 1.0:
+        return False
+    return _binomial_tail(k, n, chance) < alpha
+
+
+def _binomial_tail(k: int, n: int, p: float) -> float:
+    """``P(X >= k)`` for ``X ~ Binomial(n, p)``, summed in log space (any ``n``)."""
+    log_p, log_q = math.log(p), math.log1p(-p)
+    base = math.lgamma(n + 1)
+    terms = [base - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q for i in range(k, n + 1)]
+    top = max(terms)
+    return min(1.0, math.exp(top) * math.fsum(math.exp(t - top) for t in terms))
+
+
 def random_chance(view: AuditTrace, label: Label, modes: int) -> dict[str, float]:
     """Exact chance that a uniformly random candidate step of ``view`` is right:
     ``{"step", "agent", "mode", "joint"}``; ``mode`` is ``1/modes`` (1.0 when the label
@@ -43,4 +72,4 @@ def random_chance(view: AuditTrace, label: Label, modes: int) -> dict[str, float
     return {"step": step, "agent": agent, "mode": p_mode, "joint": joint}
 
 
-__all__ = ["Z95", "random_chance", "wilson"]
+__all__ = ["Z95", "beats_chance", "random_chance", "wilson"]

@@ -845,13 +845,7 @@ def _holds(chosen: list[Entry], caps: list[Cap]) -> bool:
     ``form_pick`` caps, the modes it holds for the mode cap). A selection grown under the
     limits without groups that breaks these was cut cap after cap: one code_pair release
     of 17 fell to 4 when one item left the pool."""
-    for _, group_of, limit in caps:
-        groups: dict[str, list[Entry]] = {}
-        for e in chosen:
-            groups.setdefault(group_of(e), []).append(e)
-        if any(len(g) > limit(k, groups, len(chosen)) for k, g in groups.items()):
-            return False
-    return True
+    return all(len(g) <= limit for _, g, limit in _groups(chosen, caps))
 
 
 def _limits(keys: list[tuple[str, ...]], caps: list[Cap], target: int) -> list[dict[str, int]]:

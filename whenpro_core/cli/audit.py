@@ -74,11 +74,11 @@ def verdict_line(result: AuditResult) -> str:
     if result.leaky:
         return (
             f"leaky: {', '.join(result.leaking)} beat random ({base} step accuracy) by more than 10 points, "
-            "the lower end of the 95% Wilson interval above random"
+            "the lower end of the exact 95% interval above random"
         )
     return (
         f"no leak found: no form-only baseline beats random ({base} step accuracy) by more than 10 points "
-        "with its 95% Wilson interval above random"
+        "with the lower end of its exact 95% interval above random"
     )
 
 
