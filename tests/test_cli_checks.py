@@ -4,6 +4,7 @@ never a half-done run."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -358,6 +359,16 @@ def test_convert_to_a_path_ending_in_slash_makes_a_folder(tmp_path):
     out = whenpro("convert", TRACE, str(tmp_path / "newdir") + "/")
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "newdir" / "sample-workshop-schedule.json").is_file()
+
+
+def test_convert_names_a_trace_whose_id_ends_in_json_once(tmp_path):
+    """A trace id taken from a file name keeps its ``.json``: the output was ``run.json.json``."""
+    doc = json.loads((SAMPLES / "team_text" / "trace.json").read_text())
+    doc["id"] = "run.json"
+    (tmp_path / "in.json").write_text(json.dumps(doc))
+    out = whenpro("convert", str(tmp_path / "in.json"), str(tmp_path / "out") + "/")
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["run.json"]
 
 
 def test_dataset_errors_go_to_stderr_one_line_each(tmp_path):

@@ -56,6 +56,8 @@ def test_missing_targets_raise_one_line_errors(tmp_path: Path) -> None:
         check_target(str(tmp_path / "nope.json"))
     with pytest.raises(TraceFormatError, match="glob matches no file"):
         check_target(str(tmp_path / "*.json"))
+    with pytest.raises(TraceFormatError, match=r"no such file or folder \(nor any file matching it as a glob"):
+        check_target(str(tmp_path / "run[2].json"))
 
 
 @pytest.mark.real_traces

@@ -279,6 +279,14 @@ def names_a_file(path: Path) -> bool:
     return path.exists() and not path.is_dir()
 
 
+def glob_miss(text: str) -> TraceFormatError:
+    """The error for a path that does not exist and, read as a glob, matches no file. A
+    name whose only glob character is ``[`` (``run[2].json``) is most likely a file name."""
+    if any(ch in text for ch in "*?"):
+        return TraceFormatError("glob matches no file", path=text, expected="a pattern matching trace files")
+    return TraceFormatError("no such file or folder (nor any file matching it as a glob pattern)", path=text)
+
+
 def iter_files(target: str | Path) -> Iterator[Path]:
     """The candidate trace files of a file, folder (walked recursively, sorted with
     numbers in natural order) or glob pattern."""
@@ -289,7 +297,7 @@ def iter_files(target: str | Path) -> Iterator[Path]:
         matches = [Path(m) for m in sorted(globlib.glob(text, recursive=True), key=natural_key)]
         files = [m for m in matches if not m.is_dir()]  # a pipe or device: an error row
         if not files:
-            raise TraceFormatError("glob matches no file", path=text, expected="a pattern matching trace files")
+            raise glob_miss(text)
         yield from files
         return
     p = Path(text)

@@ -16,6 +16,7 @@ from whenpro_core.formats.base import FileImporter, LoadContext, summarize
 from whenpro_core.formats.registry import (
     error_summary,
     find_root,
+    glob_miss,
     iter_files,
     load_trace,
     sniff,
@@ -37,7 +38,7 @@ def check_target(target: str) -> None:
     no such file or folder, a folder without a trace file, or a glob that matches no file."""
     if is_glob(target):
         if not any(Path(p).is_file() for p in globlib.iglob(target, recursive=True)):
-            raise TraceFormatError("glob matches no file", path=target, expected="a pattern matching trace files")
+            raise glob_miss(target)
         return
     path, _key = split_ref(target)
     if not path.exists():

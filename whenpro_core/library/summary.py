@@ -166,7 +166,7 @@ def _convert(src: str, out: Path | str, *, force: bool, to: str) -> Converted:
         return Converted()
     if single:
         trace = load_trace(src)
-        target = out / f"{safe_name(trace.id)}.json" if out.is_dir() else out
+        target = out / f"{file_stem(trace.id)}.json" if out.is_dir() else out
         check_output_file(target)
         _refuse_overwrite(target, force)
         done = Converted(written=[target])
@@ -213,13 +213,22 @@ def _convert_many(src: str, out: Path, *, force: bool, to: str) -> Converted:
     return done
 
 
+def file_stem(trace_id: str) -> str:
+    """The output file name of a trace, less ``.json``: :func:`safe_name` of its id, without
+    the ``.json`` an id taken from a file name keeps (``run.json`` -> ``run``, not
+    ``run.json.json``)."""
+    name = safe_name(trace_id)
+    stem = name[:-5] if name.lower().endswith(".json") else name
+    return safe_name(stem)
+
+
 def plan_targets(rows: list[TraceSummary], out: Path) -> dict[str, Path]:
     """One output file per trace reference: ``<id>.json``, with ``-2``, ``-3`` ... added
     when two traces share an id, so no trace overwrites another."""
     plan: dict[str, Path] = {}
     taken: set[str] = set()
     for row in rows:
-        base = safe_name(row.id)
+        base = file_stem(row.id)
         name, n = base, 1
         while name in taken:
             n += 1
