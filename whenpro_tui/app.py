@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rich.text import Text
 from textual import work
@@ -51,7 +51,11 @@ from whenpro_tui.messages import (
     SiblingsFound,
     TargetFailed,
     TargetOpened,
+    TracePreviewed,
 )
+
+if TYPE_CHECKING:
+    from whenpro_tui.screens.trace import TraceScreen
 
 ImagesMode = Literal["auto", "kitty", "sixel", "halfcell", "off"]
 IMAGE_MODES: tuple[str, ...] = ("auto", "kitty", "sixel", "halfcell", "off")
@@ -106,6 +110,10 @@ class WhenproApp(App[None]):
         self.images = images
         self.started_ns = started_ns if started_ns is not None else _start_time.START_TIME_NS
         self.startup_ms: float | None = None
+        #: the one-line error of a target that failed to open
+        self.failure: str | None = None
+        #: the trace screen showing the first steps of a large file while it loads
+        self._preview: TraceScreen | None = None
 
     def get_driver_class(self) -> type[Driver]:
         """Under textual-serve (a browser session), the web driver that ends the session
@@ -135,9 +143,10 @@ class WhenproApp(App[None]):
 
     @work(thread=True, exclusive=True, group="open", exit_on_error=False)
     def open_target_worker(self) -> None:
+        previewed = self._post_preview()
         try:
             with paused_gc(keep=True):  # the trace stays open: no GC pass scans it again
-                opened = open_target(self.target)
+                opened = open_target(self.target, strict=previewed)
         except WhenproError as exc:
             self.post_message(TargetFailed(self.target, exc.one_line()))
             return
@@ -146,14 +155,42 @@ class WhenproApp(App[None]):
             return
         self.post_message(TargetOpened(self.target, opened))
 
+    def _post_preview(self) -> bool:
+        """Post the first steps of a large native trace file (a plain path) for the trace
+        screen to show while the whole file loads; whether it did. A file that then fails
+        to load is reported as any target that fails to open (``strict``)."""
+        from whenpro_core.formats.native import read_native_prefix
+
+        path, key = split_ref(self.target)
+        preview = read_native_prefix(path) if key is None else None
+        if preview is not None:
+            self.post_message(TracePreviewed(self.target, preview))
+        return preview is not None
+
+    def on_trace_previewed(self, message: TracePreviewed) -> None:
+        from whenpro_tui.screens.trace import TraceScreen  # lazy: start-up cost
+
+        self._drop_spinner()
+        self._preview = TraceScreen(message.trace, is_root=True, loading=True)
+        self.push_screen(self._preview)
+
+    def _drop_spinner(self) -> None:
+        """Remove the opening spinner (once): under a new screen it would keep repainting
+        the whole screen."""
+        for spinner in self.query("#opening-spinner"):
+            spinner.remove()
+
     def on_target_opened(self, message: TargetOpened) -> None:
         # lazy (start-up cost, see module docstring): the screen modules
         from whenpro_tui.screens.library import LibraryScreen
         from whenpro_tui.screens.trace import TraceScreen
 
         opened = message.opened
-        # the spinner under the new screen would keep repainting the whole screen
-        self.query_one("#opening-spinner").remove()
+        if self._preview is not None and opened.trace is not None:
+            self._preview.finish_loading(opened.trace)
+            self._preview = None
+            return
+        self._drop_spinner()
         if opened.results is not None:  # tuiresults: a benchmark results file
             from whenpro_tui.screens.results import ResultsScreen  # lazy: start-up cost
 
@@ -167,7 +204,11 @@ class WhenproApp(App[None]):
             self.push_screen(LibraryScreen(message.target, rows=opened.rows))
 
     def on_target_failed(self, message: TargetFailed) -> None:
-        self.query_one("#opening-spinner").remove()
+        self.failure = message.error
+        while self._preview is not None and self._preview in self.screen_stack:
+            self.pop_screen()  # the preview, and any dialog over it
+        self._preview = None
+        self._drop_spinner()
         self.query_one("#opening-text", Static).update(
             Text(f"Could not open {clean(message.target)}:\n{clean(message.error)}\n\nPress q to quit.", style="red")
         )
@@ -300,7 +341,7 @@ def run(
     ``save_verdicts``: see :class:`WhenproApp`). ConfigError without a terminal (:func:`require_terminal`).
     Raises SystemExit with the app's return code when it is not 0: 1 after an
     uncaught exception (Textual prints the traceback), 2 after a target that failed to
-    open."""
+    open (its one-line error is printed on stderr too)."""
     require_terminal()
     _setup_debug_log()
     from whenpro_tui.imaging import prepare  # tuimedia: ask the terminal before Textual runs
@@ -315,5 +356,7 @@ def run(
         save_verdicts=save_verdicts,
     )
     app.run()
+    if app.failure is not None:  # also said in the TUI; the shell gets the one line too
+        print(f"whenpro: error: {app.failure}", file=sys.stderr)
     if app.return_code:
         raise SystemExit(app.return_code)

@@ -47,6 +47,16 @@ class TargetOpened(Message):
         self.opened = opened
 
 
+class TracePreviewed(Message):
+    """The first steps of the large trace file given on the command line, to show while
+    the whole file loads (:func:`whenpro_core.formats.native.read_native_prefix`)."""
+
+    def __init__(self, target: str, trace: Trace) -> None:
+        super().__init__()
+        self.target = target
+        self.trace = trace
+
+
 class TargetFailed(Message):
     """The path given on the command line could not be opened at all."""
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from whenpro_core.cli import START_NS, output
 from whenpro_core.cli.options import not_together
 from whenpro_core.errors import ConfigError
+from whenpro_core.formats.native import is_previewable
 from whenpro_core.library.opening import open_target
 
 
@@ -97,8 +98,11 @@ def view(
     from whenpro_tui.starts import view_start
 
     start = view_start(path, live=_live_options(live), **starts)
-    # one file (or path#key) that fails to import: one line and exit 2, like `info`
-    opened = open_target(path, strict=True) if start is None and path is not None else None
+    # one file (or path#key) that fails to import: one line and exit 2, like `info`; a
+    # large native trace opens on its first steps and loads in the TUI (which then says so)
+    opened = None
+    if start is None and path is not None and not is_previewable(Path(path)):
+        opened = open_target(path, strict=True)
     if serve_port is not None:
         if start is not None:
             raise ConfigError("--serve opens a PATH only", expected="whenpro view PATH --serve")

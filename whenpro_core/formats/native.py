@@ -8,11 +8,13 @@ was actually found.
 
 from __future__ import annotations
 
+import re
 import uuid
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from whenpro_core.errors import TraceFormatError
@@ -97,6 +99,12 @@ def trace_from_dict(doc: Any, ctx: LoadContext) -> Trace:
         err = exc.errors()[0]
         loc = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
         raise ctx.error(err["msg"], loc, expected="a whenpro.trace/1 document") from None
+    return _checked(trace, ctx)
+
+
+def _checked(trace: Trace, ctx: LoadContext) -> Trace:
+    """``trace`` after the checks no field validator makes (step indices in order, the
+    ground truth's step a step of the trace), with ``source`` set to where it was read."""
     indices = list(map(attrgetter("index"), trace.steps))
     if indices != list(range(len(indices))):  # compared in C: 100,000-step traces open in the TUI
         i = next(i for i, index in enumerate(indices) if index != i)
@@ -104,6 +112,55 @@ def trace_from_dict(doc: Any, ctx: LoadContext) -> Trace:
     _check_gt_step(trace, ctx)
     trace.source = Source(format="native", path=str(ctx.path), root=str(ctx.root) if ctx.root else None)
     return trace
+
+
+#: Native files at least this large open with a preview of their first steps (the TUI
+#: shows it while the whole file loads: a 100,000-step trace is ~100 MB, about a second).
+PREVIEW_MIN_BYTES = 8 << 20
+#: How much of such a file the preview reads (about a thousand steps).
+PREVIEW_BYTES = 1 << 20
+#: The start of a native file as whenpro writes it (``format`` is the model's first field).
+_NATIVE_HEAD = re.compile(rb'\s*\{\s*"format"\s*:\s*"whenpro\.trace/1"')
+
+
+def is_previewable(path: Path, *, min_bytes: int | None = None) -> bool:
+    """Whether ``path`` is a native trace file large enough (``min_bytes``, default
+    :data:`PREVIEW_MIN_BYTES`) to open with a preview of its first steps
+    (:func:`read_native_prefix`): its size and first bytes only."""
+    try:
+        if not path.is_file() or path.stat().st_size < (PREVIEW_MIN_BYTES if min_bytes is None else min_bytes):
+            return False
+        with path.open("rb") as fh:
+            return _NATIVE_HEAD.match(fh.read(256)) is not None
+    except OSError:
+        return False
+
+
+def read_native_prefix(path: Path, *, min_bytes: int | None = None, head_bytes: int | None = None) -> Trace | None:
+    """The first steps of a large native trace file, read from its first ``head_bytes``
+    (default :data:`PREVIEW_BYTES`; a partial JSON parse; a step cut at the end is left
+    out), for a viewer to show while the whole file loads. Only the fields written
+    before ``steps`` are there (no ground truth, outcome or final answer). ``None`` for a file under ``min_bytes``, another
+    format, or a head that does not read or validate: the whole load then says what is
+    wrong, as ever. Never raises."""
+    if not is_previewable(path, min_bytes=min_bytes):
+        return None
+    try:
+        with path.open("rb") as fh:
+            doc = pydantic_core.from_json(fh.read(head_bytes or PREVIEW_BYTES), allow_partial=True)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
+        return None
+    keys = list(doc)
+    doc = {k: doc[k] for k in keys[: keys.index("steps") + 1]}
+    if keys[-1] == "steps":  # the list was cut: its last step may be too
+        doc["steps"] = doc["steps"][:-1]
+    try:
+        trace = _checked(Trace.model_validate(doc), LoadContext(path=path))
+    except (ValidationError, TraceFormatError):
+        return None
+    return trace if trace.steps else None
 
 
 def _check_gt_step(trace: Trace, ctx: LoadContext) -> None:

@@ -103,10 +103,29 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         *LEAVE_BINDINGS,  # q back (quit on the first screen); escape closes, never quits
     ]
 
+    #: What works on the first steps of a large file while the rest loads (``loading``):
+    #: moving, reading and copying a step; the rest needs the whole trace.
+    WHILE_LOADING = frozenset(
+        {
+            "step", "first", "last", "page", "half_page", "same_agent", "expand", "collapse", "toggle_raw",
+            "toggle_task", "scroll_detail", "resize", "zoom", "help", "edit", "copy", "open_media", "focus_media",
+            "back", "quit_here", "escape", "cancel_attribution", "quit",
+        }
+    )  # fmt: skip
+
     def __init__(
-        self, trace: Trace, *, siblings: list[str] | None = None, position: int | None = None, is_root: bool = False
+        self,
+        trace: Trace,
+        *,
+        siblings: list[str] | None = None,
+        position: int | None = None,
+        is_root: bool = False,
+        loading: bool = False,
     ) -> None:
         super().__init__()
+        #: True while ``trace`` holds only the first steps of a file still loading
+        #: (:meth:`finish_loading` shows the whole trace)
+        self.loading = loading
         self.trace = trace
         self.trace_refs = siblings or []
         self.position = position
@@ -216,7 +235,19 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "trace" and not self.trace_refs:
             return False  # one trace only: hide [ and ] from the footer
+        if self.loading and action not in self.WHILE_LOADING:
+            return None  # shown, greyed, until the whole trace is there
         return super().check_action(action, parameters)
+
+    def finish_loading(self, trace: Trace) -> None:
+        """Show the whole ``trace`` in place of its first steps, the cursor where it was."""
+        at = self.steps.step_index
+        self.loading = False
+        self.show_trace(trace, self.position)
+        self.attribution_trace_changed(trace)
+        if at is not None and trace.steps:
+            self._go_to_step(min(at, len(trace.steps) - 1), center=False)
+        self.refresh_bindings()
 
     # ------------------------------------------------------------------ showing a step
 
@@ -271,6 +302,8 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
             parts.append(f"count {self._typing_count}…")
         if self.step_filter.active:
             parts.append(f"filter {self.step_filter.describe()}")
+        if self.loading:
+            parts.append(f"loading the rest of the file… (first {self.steps.row_count:,} steps shown)")
         if self.search is not None:
             rank = self.search.position(idx) if idx is not None else None
             where = f"{rank} of " if rank else ""
