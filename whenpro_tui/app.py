@@ -171,7 +171,7 @@ class WhenproApp(App[None]):
         from whenpro_tui.screens.trace import TraceScreen  # lazy: start-up cost
 
         self._drop_spinner()
-        self._preview = TraceScreen(message.trace, is_root=True, loading=True)
+        self._preview = TraceScreen(message.trace, is_root=True, partial=True)
         self.push_screen(self._preview)
 
     def _drop_spinner(self) -> None:

@@ -140,9 +140,10 @@ def read_native_prefix(path: Path, *, min_bytes: int | None = None, head_bytes: 
     """The first steps of a large native trace file, read from its first ``head_bytes``
     (default :data:`PREVIEW_BYTES`; a partial JSON parse; a step cut at the end is left
     out), for a viewer to show while the whole file loads. Only the fields written
-    before ``steps`` are there (no ground truth, outcome or final answer). ``None`` for a file under ``min_bytes``, another
-    format, or a head that does not read or validate: the whole load then says what is
-    wrong, as ever. Never raises."""
+    before ``steps`` are there (no ground truth, outcome or final answer). ``None`` for a
+    file under ``min_bytes`` (default :data:`PREVIEW_MIN_BYTES`), another format, or a
+    head that does not read or validate: the whole load then says what is wrong, as
+    ever. Never raises."""
     if not is_previewable(path, min_bytes=min_bytes):
         return None
     try:

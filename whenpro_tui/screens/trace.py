@@ -103,7 +103,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         *LEAVE_BINDINGS,  # q back (quit on the first screen); escape closes, never quits
     ]
 
-    #: What works on the first steps of a large file while the rest loads (``loading``):
+    #: What works on the first steps of a large file while the rest loads (``partial``):
     #: moving, reading and copying a step; the rest needs the whole trace.
     WHILE_LOADING = frozenset(
         {
@@ -120,12 +120,13 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         siblings: list[str] | None = None,
         position: int | None = None,
         is_root: bool = False,
-        loading: bool = False,
+        partial: bool = False,
     ) -> None:
         super().__init__()
-        #: True while ``trace`` holds only the first steps of a file still loading
+        #: True while ``trace`` holds only the first steps of a file still loading (not
+        #: ``loading``: Textual's own reactive, which covers the screen with a spinner)
         #: (:meth:`finish_loading` shows the whole trace)
-        self.loading = loading
+        self.partial = partial
         self.trace = trace
         self.trace_refs = siblings or []
         self.position = position
@@ -168,7 +169,12 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
 
     def on_key(self, event: events.Key) -> None:
         """Keys typed ahead of a prompt first (:class:`StepFinding`), then count prefixes
-        (:class:`CountPrefix`): one handler, so the order is written down."""
+        (:class:`CountPrefix`): one handler, so the order is written down. While only the
+        first steps of a large file are there, ``/`` and ``:`` wait for the rest."""
+        if self.partial and event.key in ("slash", "colon"):
+            event.stop()
+            self.notify("Still loading the trace: search and go-to work once every step is there.")
+            return
         self.find_key(event)
         self.count_key(event)
 
@@ -235,14 +241,14 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "trace" and not self.trace_refs:
             return False  # one trace only: hide [ and ] from the footer
-        if self.loading and action not in self.WHILE_LOADING:
+        if self.partial and action not in self.WHILE_LOADING:
             return None  # shown, greyed, until the whole trace is there
         return super().check_action(action, parameters)
 
     def finish_loading(self, trace: Trace) -> None:
         """Show the whole ``trace`` in place of its first steps, the cursor where it was."""
         at = self.steps.step_index
-        self.loading = False
+        self.partial = False
         self.show_trace(trace, self.position)
         self.attribution_trace_changed(trace)
         if at is not None and trace.steps:
@@ -302,7 +308,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
             parts.append(f"count {self._typing_count}…")
         if self.step_filter.active:
             parts.append(f"filter {self.step_filter.describe()}")
-        if self.loading:
+        if self.partial:
             parts.append(f"loading the rest of the file… (first {self.steps.row_count:,} steps shown)")
         if self.search is not None:
             rank = self.search.position(idx) if idx is not None else None
