@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -81,13 +81,16 @@ def split_list(text: str | Sequence[str] | None) -> list[str]:
 @dataclass
 class Selection:
     """The traces chosen from a dataset: listing ``rows`` in dataset order, plus how many
-    ``unlabelled`` traces were left out (nothing to score) and how many ``bad`` files
-    are included (they become error records)."""
+    ``unlabelled`` traces were left out (nothing to score), how many ``bad`` files
+    are included (they become error records), the ``total`` of rows walked and the
+    ``refs`` of all of them (absolute, :func:`~whenpro_core.bench.records.absolute_ref`:
+    the traces the dataset holds, chosen or not)."""
 
     rows: list[TraceSummary]
     unlabelled: int = 0
     bad: int = 0
     total: int = 0
+    refs: set[str] = field(default_factory=set)
 
 
 def select(
@@ -111,6 +114,7 @@ def select(
     sel = Selection(rows=[])
     for row in walk(dataset):
         sel.total += 1
+        sel.refs.add(absolute_ref(row.ref()))
         if row.error is None and row.gt_step is None and row.gt_mode is None:
             sel.unlabelled += 1
             continue
