@@ -1,18 +1,22 @@
 """What ``whenpro bench``'s report covers: the items of this run's plan only (the traces the
 dataset holds now, with the settings asked for), the other records of the results file left
-in the file and out of the report with one line saying why."""
+in the file and out of the report with one line saying why; and a dataset with no trace to
+score is one error, with no report written."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from bench_data import LABELLED, write_dataset
+from whenpro_core.bench import runner
 from whenpro_core.bench.records import read_records
 from whenpro_core.cli.bench import bench_command
 from whenpro_core.cli.report import report_command
+from whenpro_core.errors import ConfigError, TraceFormatError
 
 ITEMS = LABELLED + 1  # the labelled traces and the broken file, heuristic, gold
 
@@ -78,3 +82,28 @@ def test_a_stale_shard_part_of_another_setting_is_merged_but_not_reported(tmp_pa
     assert records_in(tmp_path / "r.report.json") == {"heuristic · no-gold": ITEMS}
     merged = keys(out)
     assert stale <= merged and len(merged) == ITEMS + len(stale)  # no record lost in the merge
+
+
+def test_a_folder_where_no_file_imports_is_one_error_and_no_report(tmp_path):
+    data = tmp_path / "bad"
+    data.mkdir()
+    (data / "a.json").write_text("{not json")
+    (data / "b.json").write_text('{"x": 1}')
+    out = tmp_path / "r.jsonl"
+    with pytest.raises(ConfigError, match=r"no labelled trace to score in .*bad: 2 files failed to import"):
+        bench_command(str(data), out=out, console=quiet())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad"]  # no results, no report
+
+
+def test_traces_that_all_fail_to_load_at_run_time_are_one_error_and_no_report(tmp_path, monkeypatch):
+    data = write_dataset(tmp_path)
+
+    def broken(ref: str) -> runner.Loaded:
+        raise TraceFormatError("cannot be read any more", path=ref)
+
+    monkeypatch.setattr(runner, "_load", broken)
+    out = tmp_path / "r.jsonl"
+    with pytest.raises(ConfigError, match=f"no labelled trace to score in .*data: {ITEMS} items failed"):
+        bench_command(str(data), out=out, console=quiet())
+    assert len(keys(out)) == ITEMS  # the failures are recorded
+    assert not list(tmp_path.glob("r.report*")) and not list(tmp_path.glob("*.png"))

@@ -426,7 +426,8 @@ def prepare_report(
     report's files (:func:`report_names`). ``scope`` (a bench run's plan, :mod:`.scope`)
     keeps only the records of its items. TraceFormatError when a file is missing or holds
     no records; ConfigError (suggesting ``hint``) when a report file there was not written
-    by whenpro, or for an unknown ``labels``."""
+    by whenpro, for an unknown ``labels``, or when ``scope`` is given and none of its
+    records is scored."""
     check_labels(labels)
     if not paths:
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
@@ -451,6 +452,8 @@ def prepare_report(
         records, reviews = apply_reviews(latest(records))
         problems = [*problems, *reviews.problems]
         note = reviews.note()
+    if scope is not None:
+        scope.require_scored(latest(records))
     report = aggregate(records, tolerance=tolerance, sources=[str(p) for p in paths], problems=problems)
     report.labels, report.scope = note, left_out or ""
     return PreparedReport(report, list(records), target, names, left_out)

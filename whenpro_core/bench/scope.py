@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from whenpro_core.bench.aggregate import group_label
 from whenpro_core.bench.records import Record
+from whenpro_core.errors import ConfigError
 from whenpro_core.safety.textsafe import plural
 
 #: Why a record is left out, by :meth:`Scope.reason`.
@@ -74,6 +75,22 @@ class Scope:
             return f"{plural(n, 'result')} of {named[why]} left out of the report {kept}"
         parts = ", ".join(f"{n} of {named[why]}" for why, n in counts.most_common())
         return f"{plural(len(left), 'result')} left out of the report {kept}: {parts}"
+
+    def require_scored(self, records: Sequence[Record]) -> None:
+        """ConfigError when no record of the plan is scored (every trace failed to load, or
+        none has a ground truth): a report of n 0 everywhere would say nothing."""
+        if any(r.score is not None for r in records):
+            return
+        failed = [r for r in records if r.error]
+        detail = (
+            f"{plural(len(failed), 'item')} failed (first: {failed[0].error})"
+            if failed
+            else "no record of this run has a ground truth"
+        )
+        raise ConfigError(
+            f"no labelled trace to score in {self.dataset}: {detail}; no report written",
+            expected=f"labelled traces whenpro can read; whenpro ls {self.dataset} says why a file fails",
+        )
 
 
 __all__ = ["GONE", "NOT_CHOSEN", "OTHER_SETTINGS", "Scope"]

@@ -123,8 +123,9 @@ def bench_command(
     (:mod:`whenpro_core.bench.scope`). Returns the report (``None`` with ``report=False``).
     Raises WhenproError subclasses for bad input (the CLI prints one line and exits 2),
     among them a ConfigError, before any item runs, when a report file there was not
-    written by whenpro (``report_hint`` says what to do instead), and a BackendError
-    after the run (and its report) when items failed on the model backend.
+    written by whenpro (``report_hint`` says what to do instead) or no trace chosen could
+    be read, after the run (no report written) when no item of the plan was scored, and
+    a BackendError after the run (and its report) when items failed on the model backend.
     With ``labels="reviewed"`` (the default) traces rejected in review are not run and
     the report scores relabelled ones with their new label (:mod:`whenpro_core.bench.reviewed`).
 
