@@ -84,6 +84,25 @@ def test_a_stale_shard_part_of_another_setting_is_merged_but_not_reported(tmp_pa
     assert stale <= merged and len(merged) == ITEMS + len(stale)  # no record lost in the merge
 
 
+def test_a_rerun_of_a_failed_part_record_wins_the_merge(tmp_path):
+    """A record a part holds, run again by a run without --shard (it failed on the
+    backend), is replaced in the merged file by the new record, not the other way round."""
+    data = write_dataset(tmp_path)
+    out = tmp_path / "r.jsonl"
+    bench_command(str(data), out=out, shard="0/1")  # every item, into r.d/part-0000.jsonl
+    part = tmp_path / "r.d" / "part-0000.jsonl"
+    lines = part.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if json.loads(line)["error"] is None)
+    failed = json.loads(lines[at])
+    failed.update(error="backend down", error_kind="backend", finished_at="2000-01-01T00:00:00+00:00")
+    lines[at] = json.dumps(failed, separators=(",", ":"))
+    part.write_text("\n".join(lines) + "\n")
+    rep = bench_command(str(data), out=out, console=quiet())
+    assert rep is not None and rep.groups[0].errors == 1  # the broken file only
+    merged = {r.key: r for r in read_records(out)[0]}
+    assert len(merged) == ITEMS and merged[failed["key"]].error is None
+
+
 def test_a_folder_where_no_file_imports_is_one_error_and_no_report(tmp_path):
     data = tmp_path / "bad"
     data.mkdir()
