@@ -90,6 +90,8 @@ def test_bench_runs_the_one_trace_of_a_path_key(real_traces, tmp_path):
     "args, words",
     [
         (["bench", TRACE, "--both", "--no-gold"], ["--both and --no-gold do not go together"]),
+        (["bench", TRACE, "--gold", "--no-gold"], ["--gold and --no-gold do not go together"]),
+        (["bench", TRACE, "--no-gold", "--gold"], ["--gold and --no-gold do not go together"]),
         (["bench", TRACE, "--limit", "3", "--sample", "2"], ["--limit and --sample do not go together"]),
         (
             ["attribute", TRACE, "--protocol", "heuristic", "--model", "openai:gpt-4.1"],

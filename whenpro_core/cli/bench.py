@@ -44,10 +44,17 @@ DEFAULT_OUT = DEFAULT_RESULTS_NAME
 BENCH_REPORT_HINT = "--report-dir ANOTHER_FOLDER, or --no-report; or move the file away"
 
 
-def bench(dataset: str, *, preset: str | None, **options: Any) -> Report | None:
-    """``whenpro bench`` as typed: ``preset`` turns the protocols into the published
-    harness's (whowhen-pro never shows the gold answer); options that contradict each
-    other are one ConfigError; then :func:`bench_command` with ``options``."""
+def bench(
+    dataset: str, *, preset: str | None, gold_flags: tuple[bool, bool] = (False, False), **options: Any
+) -> Report | None:
+    """``whenpro bench`` as typed: ``gold_flags`` says whether ``--gold`` and ``--no-gold``
+    were given (the gold answer is shown unless ``--no-gold``); ``preset`` turns the
+    protocols into the published harness's (whowhen-pro never shows the gold answer);
+    options that contradict each other are one ConfigError; then :func:`bench_command`
+    with ``options``."""
+    if all(gold_flags):  # two flags: typer's --gold/--no-gold pair let the last one win
+        not_together("--gold", "--no-gold", expected="--gold, --no-gold or --both")
+    options["gold"] = not gold_flags[1]
     if preset:
         protocols = options.get("protocols") or "all-at-once"
         options["protocols"] = ",".join(preset_protocol(preset, p) for p in protocols.split(","))
