@@ -1,11 +1,13 @@
 """``whenpro bench --template FILE`` (issue 15, item 1): the all-at-once items of a bench
 run worded by the user's Jinja2 template, through the real openai SDK against the local LLM
 test server. The template's hash is part of the setting: its resume key, its record and
-the report's label, so a run with another template runs again instead of resuming."""
+the report's label, so a run with another template runs again instead of resuming (its
+report shows that run's template; ``whenpro report`` on the results compares both)."""
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -19,8 +21,10 @@ from conftest import REPO
 from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import LLMServer
 from tests.support.llm_wire import prompt_text
+from whenpro_core.attribution.template import template_sha
 from whenpro_core.bench.records import read_records
 from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.report import report_command
 
 MODEL = "openai:gpt-4.1"
 ANSWER = '```json\n{"agent_name": "solver", "step_number": "2", "error_mode": "R.3", "reason": "sum"}\n```'
@@ -76,10 +80,16 @@ def test_bench_words_all_at_once_with_the_template_and_keeps_templates_apart(ser
     assert len(later) == first_calls  # every item ran again, not resumed from the first template
     assert all("MANGO-WORDING" in prompt_text(a.body) and "PINEAPPLE" not in prompt_text(a.body) for a in later)
     labels = sorted({r.protocol for r in read_records(out)[0]})
-    assert len(labels) == 2
-    for label in labels:
-        assert label in shown  # the report shows both settings
-        assert label in (tmp_path / "report" / "report.md").read_text()
+    assert len(labels) == 2  # both settings' records are in the results file
+    second = f"all-at-once@template:{template_sha(second_tpl)}"
+    written = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert [g["protocol"] for g in written["groups"]] == [second]  # bench's report: this run's setting
+    assert second in (tmp_path / "report" / "report.md").read_text()
+    first = next(label for label in labels if label != second)
+    assert "Leaderboard" in shown and f"{first} · gold) left out of the report" in written["scope"]
+    compared = io.StringIO()
+    report_command([out], tmp_path / "both", console=Console(file=compared, width=240))
+    assert all(label in compared.getvalue() for label in labels)
 
 
 def test_template_with_another_protocol_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -90,6 +90,8 @@ def test_bench_runs_the_one_trace_of_a_path_key(real_traces, tmp_path):
     "args, words",
     [
         (["bench", TRACE, "--both", "--no-gold"], ["--both and --no-gold do not go together"]),
+        (["bench", TRACE, "--gold", "--no-gold"], ["--gold and --no-gold do not go together"]),
+        (["bench", TRACE, "--no-gold", "--gold"], ["--gold and --no-gold do not go together"]),
         (["bench", TRACE, "--limit", "3", "--sample", "2"], ["--limit and --sample do not go together"]),
         (
             ["attribute", TRACE, "--protocol", "heuristic", "--model", "openai:gpt-4.1"],
@@ -103,6 +105,15 @@ def test_conflicting_options_are_one_line(tmp_path, args, words):
     out = whenpro(*args, cwd=tmp_path)
     one_line_error(out, *words)
     assert list(tmp_path.iterdir()) == []  # nothing was run or written
+
+
+def test_bench_on_a_folder_where_no_file_imports_is_one_line_and_writes_nothing(tmp_path):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "a.json").write_text("{not json")
+    (tmp_path / "bad" / "b.json").write_text('{"x": 1}')
+    out = whenpro("bench", "bad", cwd=tmp_path)
+    one_line_error(out, "no labelled trace to score in bad: 2 files failed to import", "bad/a.json")
+    assert [p.name for p in tmp_path.iterdir()] == ["bad"]
 
 
 # 4. view --serve on a busy port: one line before "serving on ..."

@@ -275,12 +275,15 @@ class Report(BaseModel):
     """A benchmark report: one :class:`GroupReport` per leaderboard row, best composite
     Joint first. ``tolerance`` is the k of the ±k step metric; ``sources`` the results
     files; ``problems`` unreadable lines; ``labels`` which labels were scored (the
-    latest review decisions or the built labels, :mod:`.reviewed`), as the header says."""
+    latest review decisions or the built labels, :mod:`.reviewed`), as the header says;
+    ``scope`` which records of the sources were left out of a bench run's report and why
+    (:mod:`.scope`; empty when none was)."""
 
     format: str = REPORT_FORMAT
     created: str = ""
     sources: list[str] = Field(default_factory=list)
     labels: str = ""
+    scope: str = ""
     tolerance: int = 0
     length_buckets: list[str] = Field(default_factory=lambda: [b for b, _ in LENGTH_BUCKETS])
     groups: list[GroupReport] = Field(default_factory=list)

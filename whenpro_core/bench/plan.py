@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -22,6 +22,7 @@ from whenpro_core.bench.records import Record, absolute_ref, record_key
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats import walk
 from whenpro_core.library.listing import RowFilter
+from whenpro_core.safety.textsafe import plural
 from whenpro_core.trace.model import TraceSummary
 
 #: ``--gold`` / ``--no-gold`` / ``--both``: which settings of "the judge sees the gold
@@ -81,13 +82,16 @@ def split_list(text: str | Sequence[str] | None) -> list[str]:
 @dataclass
 class Selection:
     """The traces chosen from a dataset: listing ``rows`` in dataset order, plus how many
-    ``unlabelled`` traces were left out (nothing to score) and how many ``bad`` files
-    are included (they become error records)."""
+    ``unlabelled`` traces were left out (nothing to score), how many ``bad`` files
+    are included (they become error records), the ``total`` of rows walked and the
+    ``refs`` of all of them (absolute, :func:`~whenpro_core.bench.records.absolute_ref`:
+    the traces the dataset holds, chosen or not)."""
 
     rows: list[TraceSummary]
     unlabelled: int = 0
     bad: int = 0
     total: int = 0
+    refs: set[str] = field(default_factory=set)
 
 
 def select(
@@ -105,12 +109,13 @@ def select(
     Files that fail to import are kept as rows (they become error records) unless a
     ``where`` filter is given (:meth:`~whenpro_core.library.listing.RowFilter.keeps`).
     Raises TraceFormatError when the dataset path does not
-    exist, ConfigError when nothing is left to run.
+    exist, ConfigError when nothing is left to run or every row left failed to import.
     """
     where = where or RowFilter()
     sel = Selection(rows=[])
     for row in walk(dataset):
         sel.total += 1
+        sel.refs.add(absolute_ref(row.ref()))
         if row.error is None and row.gt_step is None and row.gt_mode is None:
             sel.unlabelled += 1
             continue
@@ -126,7 +131,21 @@ def select(
     if not sel.rows:
         detail = f"{sel.total} traces found, {sel.unlabelled} without a ground truth"
         raise ConfigError(f"nothing to run in {dataset} ({detail})", expected="labelled traces matching --where")
+    if all(row.error is not None for row in sel.rows):
+        raise _none_readable(dataset, sel)
     return sel
+
+
+def _none_readable(dataset: str | Path, sel: Selection) -> ConfigError:
+    """The error for a selection whose every row failed to import: how many, the first
+    reason, how many readable traces had no ground truth."""
+    bad = sel.rows
+    what = plural(len(bad), "file") if all(r.key is None for r in bad) else f"{len(bad):,} files or rows"
+    unlabelled = f", {plural(sel.unlabelled, 'trace')} without a ground truth" if sel.unlabelled else ""
+    return ConfigError(
+        f"no labelled trace to score in {dataset}: {what} failed to import{unlabelled} (first: {bad[0].error})",
+        expected=f"labelled traces whenpro can read; whenpro ls {dataset} says why each file fails",
+    )
 
 
 def settings(protocols: Sequence[str], models: Sequence[str]) -> list[tuple[str, str]]:

@@ -16,7 +16,7 @@ per record (a single ``write`` of the encoded line, flushed) and, when opened, r
 torn last line left by a killed run: a tail that is not a complete record is cut off
 (it is re-run), a complete record that only lacks its newline gets one. Readers skip
 lines that do not parse and say which. When one key has several records (a failed item
-retried), the last one wins.
+retried), the last one written wins (:func:`latest`).
 """
 
 from __future__ import annotations
@@ -329,10 +329,15 @@ def read_records(path: str | Path) -> tuple[list[Record], list[str]]:
 
 def latest(records: Iterable[Record]) -> list[Record]:
     """One record per key, the last one written (a retried item supersedes its failure),
-    in first-appearance order of the keys."""
+    in first-appearance order of the keys. Written last is finished last
+    (``finished_at``), a tie going to the later in ``records``: within one file that is
+    the file order, and across a merged file and its parts the newer record wins whichever
+    file holds it (a part's failure rerun by a run without ``--shard`` is superseded)."""
     by_key: dict[str, Record] = {}
     for rec in records:
-        by_key[rec.key] = rec  # a dict keeps the key's first position, takes the new value
+        old = by_key.get(rec.key)
+        if old is None or rec.finished_at >= old.finished_at:  # ISO 8601 UTC: text order is time order
+            by_key[rec.key] = rec  # a dict keeps the key's first position, takes the new value
     return list(by_key.values())
 
 

@@ -13,6 +13,7 @@ writing anything.
 from __future__ import annotations
 
 import io
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ from whenpro_core.bench.report_files import (
     report_names,
 )
 from whenpro_core.bench.reviewed import apply_reviews, check_labels
+from whenpro_core.bench.scope import Scope
 from whenpro_core.bench.shards import results_paths
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.safety.textsafe import plural, strip_controls
@@ -303,6 +305,7 @@ def report_markdown(report: Report, plot: str | None = None) -> str:
         "",
         f"Results: {safe(', '.join(report.sources)) or '(in memory)'}  ",
         f"Created: {report.created}; step tolerance ±{k}.  ",
+        *([f"Scope: the items of the bench run's plan; {safe(report.scope)}.  "] if report.scope else []),
         *([f"{safe(report.labels)}."] if report.labels else []),
         "",
         LEGEND,
@@ -394,13 +397,15 @@ def skipped_warnings(problems: Sequence[str], shown: int = 5) -> list[str]:
 @dataclass
 class PreparedReport:
     """A report ready to show and write: the ``report`` (whenpro's rules), the ``records``
-    it aggregates (latest per item, review decisions applied) and the ``target`` folder of
-    its files."""
+    it aggregates (latest per item, review decisions applied), the ``target`` folder of
+    its files and, for a bench run's report, the line saying which records of the results
+    were ``left_out`` of it (``None`` when none was: :meth:`.scope.Scope.left_out_line`)."""
 
     report: Report
     records: list[Record]
     target: Path
     names: ReportNames
+    left_out: str | None = None
 
 
 def prepare_report(
@@ -411,15 +416,18 @@ def prepare_report(
     hint: str = REPORT_HINT,
     labels: str = "reviewed",
     warn: Callable[[str], None] | None = None,
+    scope: Scope | None = None,
 ) -> PreparedReport:
     """Read results and aggregate them for ``whenpro report``; the files go next to the
     (first) results file or into ``out_dir``. Skipped lines of the results are said through
     ``warn``, one line each, before anything can fail. With ``labels="reviewed"`` (the
     default) traces of built datasets are scored with their latest review decision
     (:mod:`.reviewed`); ``"built"`` keeps the built labels. One results file names its
-    report's files (:func:`report_names`). TraceFormatError when a file is
-    missing or holds no records; ConfigError (suggesting ``hint``) when a report file there
-    was not written by whenpro, or for an unknown ``labels``."""
+    report's files (:func:`report_names`). ``scope`` (a bench run's plan, :mod:`.scope`)
+    keeps only the records of its items. TraceFormatError when a file is missing or holds
+    no records; ConfigError (suggesting ``hint``) when a report file there was not written
+    by whenpro, for an unknown ``labels``, or when ``scope`` is given and none of its
+    records is scored."""
     check_labels(labels)
     if not paths:
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
@@ -438,14 +446,27 @@ def prepare_report(
     one_file = len(given) == 1 and Path(given[0]).is_file()  # several, a folder or a glob: plain names
     names = report_names(given[0] if one_file else None)
     check_report_dir(target, hint, names)
+    records, left_out = _in_scope(records, scope, paths)
     note = "labels: as built (--labels built)"
     if labels == "reviewed":
         records, reviews = apply_reviews(latest(records))
         problems = [*problems, *reviews.problems]
         note = reviews.note()
+    if scope is not None:
+        scope.require_scored(latest(records))
     report = aggregate(records, tolerance=tolerance, sources=[str(p) for p in paths], problems=problems)
-    report.labels = note
-    return PreparedReport(report, list(records), target, names)
+    report.labels, report.scope = note, left_out or ""
+    return PreparedReport(report, list(records), target, names, left_out)
+
+
+def _in_scope(records: list[Record], scope: Scope | None, paths: Sequence[Path]) -> tuple[list[Record], str | None]:
+    """The records of ``scope``'s plan (latest per item; all of them without a scope) and
+    the line saying which others were left out (``None`` when none was)."""
+    if scope is None:
+        return records, None
+    kept, left = scope.split(latest(records))
+    where = " ".join(shlex.quote(str(p)) for p in paths)  # as the hint's command line takes them
+    return kept, scope.left_out_line(left, where)
 
 
 __all__ = [

@@ -10,7 +10,8 @@ ordinary append-only results file (:class:`~whenpro_core.bench.records.ResultsFi
 by one process, so a killed worker loses at most its records in flight.
 
 Resume: :func:`done_everywhere` reads the merged file and every part (repairing torn last
-lines), the latest record of a key winning; finished items in any part are skipped.
+lines), the latest record of a key (finished last) winning; finished items in any part are
+skipped.
 
 Sharding: ``--shard K/N`` (job arrays, no Ray) keeps the items whose key hashes to ``K``
 (:func:`shard_of`: stable across runs and machines, independent of what is done);
@@ -91,22 +92,22 @@ def deal(items: Sequence[T], shards: int) -> list[list[T]]:
 
 
 def done_everywhere(results: ResultsFile, where: Layout) -> tuple[dict[str, Record], list[str]]:
-    """Every finished record of a run: the merged file's (``results.done``) updated by
-    each part's in name order (parts are newer than the merged file: a finished run
-    removes them). Also the notes of torn last lines repaired in parts."""
-    done = dict(results.done)
+    """Every finished record of a run: the latest of each key (:func:`~.records.latest`)
+    among the merged file's (``results.done``) and each part's, in name order. Also the
+    notes of torn last lines repaired in parts."""
+    records = list(results.done.values())
     notes = []
     for part in where.part_files():
         opened = ResultsFile(part)  # checks the file is ours and repairs a torn tail
         if opened.repaired:
             notes.append(f"{part}: {opened.repaired}")
-        done.update(opened.done)
-    return done, notes
+        records += opened.done.values()
+    return {r.key: r for r in latest(records)}, notes
 
 
 def merge_parts(where: Layout) -> int:
     """Merge the merged file and every part into the merged file (atomically; the latest
-    record of a key wins, first-appearance order), then delete the parts (and the parts
+    record of a key wins, :func:`~.records.latest`, first-appearance order), then delete the parts (and the parts
     folder when it is the ``NAME.d`` one and empty). Returns the number of parts merged."""
     parts = where.part_files()
     if not parts:

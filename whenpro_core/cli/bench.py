@@ -27,10 +27,11 @@ from whenpro_core.attribution.template import load_template, template_sha, templ
 from whenpro_core.bench import runner, shards
 from whenpro_core.bench.aggregate import Report
 from whenpro_core.bench.ratelimit import local_gate
-from whenpro_core.bench.records import Record, ResultsFile
+from whenpro_core.bench.records import Record, ResultsFile, absolute_ref
 from whenpro_core.bench.report import spending_line
 from whenpro_core.bench.report_files import DEFAULT_RESULTS_NAME, check_report_dir, report_names
 from whenpro_core.bench.reviewed import Reviews, check_labels
+from whenpro_core.bench.scope import Scope
 from whenpro_core.cli import output
 from whenpro_core.cli.options import not_together
 from whenpro_core.cli.report import report_command
@@ -43,10 +44,17 @@ DEFAULT_OUT = DEFAULT_RESULTS_NAME
 BENCH_REPORT_HINT = "--report-dir ANOTHER_FOLDER, or --no-report; or move the file away"
 
 
-def bench(dataset: str, *, preset: str | None, **options: Any) -> Report | None:
-    """``whenpro bench`` as typed: ``preset`` turns the protocols into the published
-    harness's (whowhen-pro never shows the gold answer); options that contradict each
-    other are one ConfigError; then :func:`bench_command` with ``options``."""
+def bench(
+    dataset: str, *, preset: str | None, gold_flags: tuple[bool, bool] = (False, False), **options: Any
+) -> Report | None:
+    """``whenpro bench`` as typed: ``gold_flags`` says whether ``--gold`` and ``--no-gold``
+    were given (the gold answer is shown unless ``--no-gold``); ``preset`` turns the
+    protocols into the published harness's (whowhen-pro never shows the gold answer);
+    options that contradict each other are one ConfigError; then :func:`bench_command`
+    with ``options``."""
+    if all(gold_flags):  # two flags: typer's --gold/--no-gold pair let the last one win
+        not_together("--gold", "--no-gold", expected="--gold, --no-gold or --both")
+    options["gold"] = not gold_flags[1]
     if preset:
         protocols = options.get("protocols") or "all-at-once"
         options["protocols"] = ",".join(preset_protocol(preset, p) for p in protocols.split(","))
@@ -79,7 +87,7 @@ class _Work:
     items: list[runner.WorkItem]
     todo: list[runner.WorkItem]
     already: int
-    sel: Any
+    sel: runner.Selection
     rejected: int
 
 
@@ -112,14 +120,18 @@ def bench_command(
     max_calls_per_s: float | None = None,
     template: str | Path | None = None,
 ) -> Report | None:
-    """Run a benchmark and report on the whole results file.
+    """Run a benchmark and report on the items of its plan.
 
     Protocols default to ``all-at-once`` when models are given, else ``heuristic``.
     Notes and progress go to stderr; the report to ``console`` (stdout), its files to
-    ``report_dir`` (default: the results file's folder). Returns the report (``None``
-    with ``report=False``). Raises WhenproError subclasses for bad input (the CLI prints
-    one line and exits 2), among them a ConfigError, before any item runs, when a report
-    file there was not written by whenpro (``report_hint`` says what to do instead), and
+    ``report_dir`` (default: the results file's folder). The report counts only this run's
+    items (the traces the dataset holds now, with these settings): other records of the
+    results file stay there, left out of the report with one line saying why
+    (:mod:`whenpro_core.bench.scope`). Returns the report (``None`` with ``report=False``).
+    Raises WhenproError subclasses for bad input (the CLI prints one line and exits 2),
+    among them a ConfigError, before any item runs, when a report file there was not
+    written by whenpro (``report_hint`` says what to do instead) or no trace chosen could
+    be read, after the run (no report written) when no item of the plan was scored, and
     a BackendError after the run (and its report) when items failed on the model backend.
     With ``labels="reviewed"`` (the default) traces rejected in review are not run and
     the report scores relabelled ones with their new label (:mod:`whenpro_core.bench.reviewed`).
@@ -145,7 +157,8 @@ def bench_command(
     items = runner.plan(sel.rows, proto_list, model_list, _gold_setting(gold, both), tolerance=tolerance)
     if template is not None:
         items = _with_template(items, Path(template))
-    work = _pending(_Work(items, [], 0, sel, rejected), results, outputs, retry_errors, err)
+    scope = _scope(dataset, items, sel, rejected)
+    work = _pending(_Work(items, [], 0, sel, len(rejected)), results, outputs, retry_errors, err)
     notes = _notes(work, results.path, shard)
     judges = _judges(work.todo, use_cache, concurrency, images, err)
     if judges:
@@ -181,6 +194,7 @@ def bench_command(
             console=console or output.stdout_console(),
             hint=report_hint,
             labels=labels,
+            scope=scope,
         )
     _raise_backend_failures(stats, results.path)
     return written
@@ -254,21 +268,31 @@ def _outputs(
 
 def _selection(
     dataset: str, where: Any, limit: int | None, sample: int | None, seed: int, labels: str
-) -> tuple[Any, int]:
-    """The traces to run and how many were left out as rejected in review (``labels``
-    ``reviewed``); ConfigError when review rejected every one."""
+) -> tuple[runner.Selection, frozenset[str]]:
+    """The traces to run and the refs (absolute) of those left out as rejected in review
+    (``labels`` ``reviewed``); ConfigError when review rejected every one."""
     sel = runner.select(dataset, where=where, limit=limit, sample=sample, seed=seed)
     if labels != "reviewed":
-        return sel, 0
+        return sel, frozenset()
     reviews = Reviews()
     kept_rows = [r for r in sel.rows if r.error or reviews.decision(r.ref(), r.id) is not False]
-    rejected, sel.rows = len(sel.rows) - len(kept_rows), kept_rows
+    kept = {id(r) for r in kept_rows}
+    rejected = frozenset(absolute_ref(r.ref()) for r in sel.rows if id(r) not in kept)
+    sel.rows = kept_rows
     if not sel.rows:
         raise ConfigError(
             f"nothing to run in {dataset}: every trace chosen was rejected in review",
             expected="accepted or pending traces, or --labels built",
         )
     return sel, rejected
+
+
+def _scope(dataset: str, items: list[runner.WorkItem], sel: runner.Selection, rejected: frozenset[str]) -> Scope:
+    """What this run's report covers: its ``items``, the traces the dataset holds now
+    (``sel.refs``) to say why other records are left out, and the traces ``rejected`` in
+    review (left out and counted by the review step)."""
+    chosen = frozenset(i.ref for i in items) | rejected
+    return Scope(dataset, frozenset(i.key for i in items), chosen, frozenset(sel.refs), rejected)
 
 
 def _pending(work: _Work, results: ResultsFile, outputs: _Outputs, retry_errors: bool, err: Console) -> _Work:

@@ -363,7 +363,8 @@ def bench(
         "hybrid. Default: all-at-once with --model, else heuristic.",
     ),
     model: str | None = typer.Option(None, "--model", "-m", help="Comma-separated provider:model names."),
-    gold: bool = typer.Option(True, "--gold/--no-gold", help="Show the judge the gold answer."),
+    gold: bool = typer.Option(False, "--gold", help="Show the judge the gold answer (the default)."),
+    no_gold: bool = typer.Option(False, "--no-gold", help="Do not show the judge the gold answer."),
     both: bool = typer.Option(False, "--both", help="Run with and without the gold answer."),
     where: list[str] | None = typer.Option(
         None,
@@ -422,9 +423,9 @@ def bench(
     bench_.bench(
         dataset,
         preset=preset,
+        gold_flags=(gold, no_gold),
         protocols=protocol,
         models=model,
-        gold=gold,
         both=both,
         where=where,
         limit=limit,

@@ -34,6 +34,7 @@ from whenpro_core.bench.report import (
     whenpro_rules_header,
     write_report,
 )
+from whenpro_core.bench.scope import Scope
 from whenpro_core.bench.substring_metric import NOTE as SUBSTRING_NOTE
 from whenpro_core.bench.substring_metric import substring_rows
 from whenpro_core.cli import output
@@ -50,6 +51,7 @@ def report_command(
     labels: str = "reviewed",
     rules: str = "whenpro",
     metric: str | None = None,
+    scope: Scope | None = None,
 ) -> Report:
     """``whenpro report``: read results, aggregate (:func:`whenpro_core.bench.report.prepare_report`),
     print the tables to ``console`` (stdout; nothing with ``quiet``), write the report files
@@ -57,10 +59,14 @@ def report_command(
     the official Who&When Pro leaderboard (:mod:`whenpro_core.bench.official`);
     ``metric="whowhen-substring"`` also prints the original Who&When accuracy
     (:mod:`whenpro_core.bench.substring_metric`, a known bug kept for comparison); the files
-    always hold whenpro's rules. Errors as :func:`~whenpro_core.bench.report.prepare_report`."""
+    always hold whenpro's rules. ``scope`` (``whenpro bench``: the run's plan) keeps only its
+    items' records and says on stderr which others were left out. Errors as
+    :func:`~whenpro_core.bench.report.prepare_report`."""
     err = output.stderr_console(highlight=False)
     warn = None if quiet else lambda line: err.print(f"whenpro: warning: {safe(line)}", markup=False, style="yellow")
-    prepared = prepare_report(paths, out_dir, tolerance=tolerance, hint=hint, labels=labels, warn=warn)
+    prepared = prepare_report(paths, out_dir, tolerance=tolerance, hint=hint, labels=labels, warn=warn, scope=scope)
+    if prepared.left_out and not quiet:
+        err.print(safe(prepared.left_out), markup=False, soft_wrap=True)
     console = console or output.stdout_console()
     written = write_report(
         prepared.report, prepared.target, hint=hint, names=prepared.names
