@@ -9,6 +9,7 @@ a dataset walk (``whenpro ls``, ``whenpro bench``) lists nothing for them instea
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,7 @@ from typing import Any
 import orjson
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext
-from whenpro_core.storage import jsonio
+from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext, parse_json
 from whenpro_core.trace.model import Trace, TraceSummary
 
 MANIFEST_FORMAT = "whenpro.build.manifest/1"
@@ -27,25 +27,126 @@ PROVENANCE_FORMAT = "whenpro.build.provenance/1"
 VALIDATION_FORMAT = "whenpro.validation/1"
 
 
+#: What a manifest's ``traces[i]`` holds, past its ``id`` (strings or ``null``).
+TRACE_TEXT_FIELDS = ("ref", "seed", "step", "agent", "mode", "framework", "modality")
+#: A manifest's shape problem: (JSON path, what is wrong, what was expected).
+Problem = tuple[str, str, str]
+_MISSING = object()
+#: What a readable manifest is.
+WRITTEN = "manifest.json as whenpro build writes it"
+#: JSON type names for "wrong type (got ...)" (``bool`` before ``int``, its base class).
+_JSON_TYPES = (
+    (bool, "true/false"),
+    (int, "a number"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "an object"),
+)
+
+
+class ForeignManifestError(TraceFormatError):
+    """A ``manifest.json`` that is no build manifest at all (unreadable, not JSON, or
+    without the ``whenpro.build.manifest/1`` tag): another tool's file, not a damaged
+    dataset. A manifest with the tag but the wrong shape raises a plain TraceFormatError."""
+
+
 def load_manifest(root: str | Path) -> dict[str, Any] | None:
     """The manifest of the dataset at ``root`` as written (``None`` when there is none;
     :func:`whenpro_core.bench.build_store.read_manifest` adds fresh validation counts).
-    Raises TraceFormatError for an unreadable manifest or one without the
-    ``whenpro.build.manifest/1`` tag."""
+    Every reader of a manifest comes here, so its shape is checked here once
+    (:func:`manifest_problem`). Raises :class:`ForeignManifestError` for an unreadable
+    file, one that is not JSON or one without the ``whenpro.build.manifest/1`` tag, and
+    TraceFormatError naming the JSON path for a tagged one of the wrong shape."""
     path = Path(root) / MANIFEST
     try:
-        data = jsonio.loads(path.read_bytes())
+        data = path.read_bytes()
     except FileNotFoundError:
         return None
-    except (OSError, orjson.JSONDecodeError) as exc:
-        raise TraceFormatError(
-            f"cannot read the build manifest: {exc}", path=path, expected="manifest.json written by whenpro build"
+    except OSError as exc:
+        raise ForeignManifestError(
+            f"cannot read the build manifest: {exc.strerror}", path=path, expected=WRITTEN
         ) from None
-    if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
-        raise TraceFormatError(
-            "not a whenpro build manifest", path=path, json_path="$.format", expected=f'"{MANIFEST_FORMAT}"'
-        )
-    return data
+    try:
+        doc = parse_json(data, path)
+    except TraceFormatError as exc:
+        raise ForeignManifestError(exc.what, path=path, expected=WRITTEN) from None
+    problem = manifest_problem(doc)
+    if problem is None:
+        return dict(doc)
+    json_path, what, expected = problem
+    cls = ForeignManifestError if json_path == "$.format" else TraceFormatError
+    raise cls(what, path=path, json_path=json_path, expected=expected)
+
+
+def manifest_problem(doc: Any) -> Problem | None:
+    """Why the parsed ``doc`` is not a build manifest whenpro can read back, or ``None``:
+    the ``format`` tag; ``traces``, a list of objects with a string ``id`` and the
+    :data:`TRACE_TEXT_FIELDS` strings or ``null`` (``ref`` a path inside the dataset);
+    ``counts``, an object of whole numbers; ``options``, and ``seeds`` and ``run`` when
+    present, objects. Never raises."""
+    if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
+        return "$.format", "not a whenpro build manifest", f'"{MANIFEST_FORMAT}"'
+    return _traces_problem(doc.get("traces", _MISSING)) or _sections_problem(doc)
+
+
+def _traces_problem(traces: Any) -> Problem | None:
+    if not isinstance(traces, list):
+        return "$.traces", _wrong(traces), 'a list of the kept traces, each {"id": ..., "ref": ..., ...}'
+    for i, trace in enumerate(traces):
+        problem = _trace_problem(trace, f"$.traces[{i}]")
+        if problem is not None:
+            return problem
+    return None
+
+
+def _trace_problem(trace: Any, where: str) -> Problem | None:
+    if not isinstance(trace, dict):
+        return where, _wrong(trace), 'a kept trace, {"id": ..., "ref": ..., "mode": ..., ...}'
+    if not isinstance(trace.get("id"), str) or not trace["id"]:
+        return f"{where}.id", _wrong(trace.get("id", _MISSING)), "the trace id, a string"
+    for key in TRACE_TEXT_FIELDS:
+        value = trace.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"{where}.{key}", _wrong(value), "a string or null"
+    if not _inside(trace.get("ref") or ""):
+        return f"{where}.ref", "a path outside the dataset", "a path relative to the dataset root"
+    return None
+
+
+def _inside(ref: str) -> bool:
+    """True when the file part of ``ref`` (before ``#``) is a relative path that stays
+    in its folder (no ``..``, no drive)."""
+    parts = re.split(r"[\\/]", ref.partition("#")[0])
+    return not ref.startswith(("/", "\\")) and ".." not in parts and ":" not in parts[0]
+
+
+#: A manifest's sections that are objects: name -> (required, what it holds).
+_SECTIONS = {
+    "counts": (True, 'an object of counts per stage, {"kept": 12, ...}'),
+    "options": (True, "an object of the build's options"),
+    "seeds": (False, "an object of seed counts"),
+    "run": (False, "an object of this run's settings"),
+}
+
+
+def _sections_problem(doc: dict[str, Any]) -> Problem | None:
+    for key, (required, expected) in _SECTIONS.items():
+        value = doc.get(key, _MISSING if required else {})
+        if not isinstance(value, dict):
+            return f"$.{key}", _wrong(value), expected
+    for key, value in doc["counts"].items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"$.counts.{key}", _wrong(value), "a whole number"
+    return None
+
+
+def _wrong(value: Any) -> str:
+    """``missing`` or ``wrong type (got a number)``: the JSON type found."""
+    if value is _MISSING:
+        return "missing"
+    found = next((name for t, name in _JSON_TYPES if isinstance(value, t)), "null")
+    return f"wrong type (got {found})"
 
 
 class BuildManifestImporter(DocumentImporter):
@@ -55,13 +156,7 @@ class BuildManifestImporter(DocumentImporter):
     priority = 200
 
     def matches(self, doc: Any) -> bool:
-        return (
-            isinstance(doc, dict)
-            and doc.get("format") == MANIFEST_FORMAT
-            and isinstance(doc.get("counts"), dict)
-            and isinstance(doc.get("traces"), list)
-            and isinstance(doc.get("options"), dict)
-        )
+        return manifest_problem(doc) is None
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
         return []

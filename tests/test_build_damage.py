@@ -1,0 +1,98 @@
+"""A built dataset's own files damaged by hand or by a crash: ``manifest.json`` with the
+right tag but the wrong shape, or not JSON at all, and journal lines that are JSON but
+not attempts. Each gives one clear line (an error naming the file, the JSON path and what
+was expected, or a warning for a line the build skips and runs again), never a
+traceback."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from support.cli import run_whenpro
+from whenpro_core.bench import validate
+from whenpro_core.bench.build import BuildOptions, run_build
+from whenpro_core.bench.build_store import read_manifest
+from whenpro_core.bench.report import prepare_report
+from whenpro_core.bench.reviewed import Reviews
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats import walk
+
+NOW = "2026-01-02T03:04:05+00:00"
+#: Wrongly typed ``traces`` of a manifest whose ``format`` is right, and the JSON path
+#: the error names.
+BAD_TRACES = [
+    ("5", "$.traces"),
+    ("null", "$.traces"),
+    ('"abc"', "$.traces"),
+    ('{"a": 1}', "$.traces"),
+    ("[1, 2]", "$.traces[0]"),
+    ('[{"id": 5, "ref": 7}]', "$.traces[0].id"),
+    ('[{"id": "a", "ref": 7}]', "$.traces[0].ref"),
+    ('[{"id": "a", "ref": "../../outside.json"}]', "$.traces[0].ref"),
+]
+
+
+def one_line_error(out) -> bool:
+    return (
+        out.returncode == 2
+        and out.stderr.startswith("whenpro: error: ")
+        and out.stderr.count("\n") == 1
+        and "Traceback" not in out.stderr
+    )
+
+
+@pytest.fixture(scope="module")
+def built(seeds, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("damage") / "ds"
+    opts = BuildOptions(concurrency=2, detect=False)
+    manifest = asyncio.run(run_build(seeds, root, opts, now=NOW, salt="damage")).manifest
+    assert manifest["counts"]["kept"] >= 2
+    return root
+
+
+@pytest.fixture
+def ds(built, tmp_path) -> Path:
+    """A private copy of the built dataset."""
+    return Path(shutil.copytree(built, tmp_path / "ds"))
+
+
+def wrong_traces(ds: Path, traces: str) -> None:
+    (ds / "manifest.json").write_text('{"format": "whenpro.build.manifest/1", "traces": ' + traces + "}\n")
+
+
+# ---------------------------------------------------------------------- manifest shape
+
+
+@pytest.mark.parametrize(("traces", "where"), BAD_TRACES)
+def test_a_manifest_with_wrongly_typed_traces_is_one_error_naming_the_json_path(ds, traces, where):
+    ref = next(r for r in walk(ds) if r.error is None).path
+    wrong_traces(ds, traces)
+    for read in (read_manifest, validate.review_items, validate.validation_counts):
+        with pytest.raises(TraceFormatError) as caught:
+            read(ds)
+        assert caught.value.path == str(ds / "manifest.json") and caught.value.json_path == where
+        assert caught.value.expected
+    with pytest.raises(TraceFormatError, match=r"manifest\.json at \$\.traces"):
+        Reviews().decision(ref, "x")
+
+
+@pytest.mark.parametrize("traces", ["5", '[{"id": 5, "ref": 7}]'])
+def test_bench_and_report_stop_with_one_line_on_a_wrongly_typed_manifest(ds, tmp_path, traces):
+    results = tmp_path / "r.jsonl"
+    assert run_whenpro("bench", str(ds), "--out", str(results), "--no-report").returncode == 0
+    wrong_traces(ds, traces)
+    for args in (("bench", str(ds), "--out", str(tmp_path / "x.jsonl"), "--no-report"), ("report", str(results))):
+        out = run_whenpro(*args)
+        assert one_line_error(out), out.stderr
+        assert f"{ds / 'manifest.json'} at $.traces" in out.stderr and "(expected " in out.stderr
+    with pytest.raises(TraceFormatError, match="manifest.json at"):
+        prepare_report([results], tmp_path / "rep")
+
+
+def test_a_written_manifest_still_reads(ds):
+    manifest = read_manifest(ds)
+    assert [i.id for i in validate.review_items(ds)] == [t["id"] for t in manifest["traces"]]
