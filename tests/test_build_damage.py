@@ -2,7 +2,7 @@
 right tag but the wrong shape, or not JSON at all, and journal lines that are JSON but
 not attempts. Each gives one clear line (an error naming the file, the JSON path and what
 was expected, or a warning for a line the build skips and runs again), never a
-traceback."""
+traceback, and a damaged manifest is never listed as a trace that failed to import."""
 
 from __future__ import annotations
 
@@ -60,8 +60,17 @@ def ds(built, tmp_path) -> Path:
     return Path(shutil.copytree(built, tmp_path / "ds"))
 
 
+def rebuild(seeds: Path, ds: Path, *more: str):
+    return run_whenpro("build", str(seeds), "--out", str(ds), "-j", "2", "--keep-detectable", *more)
+
+
 def wrong_traces(ds: Path, traces: str) -> None:
     (ds / "manifest.json").write_text('{"format": "whenpro.build.manifest/1", "traces": ' + traces + "}\n")
+
+
+def truncated(ds: Path) -> None:
+    data = (ds / "manifest.json").read_bytes()
+    (ds / "manifest.json").write_bytes(data[: len(data) // 2])
 
 
 # ---------------------------------------------------------------------- manifest shape
@@ -96,3 +105,38 @@ def test_bench_and_report_stop_with_one_line_on_a_wrongly_typed_manifest(ds, tmp
 def test_a_written_manifest_still_reads(ds):
     manifest = read_manifest(ds)
     assert [i.id for i in validate.review_items(ds)] == [t["id"] for t in manifest["traces"]]
+
+
+# ---------------------------------------------------------------------- damaged manifest
+
+
+def test_a_damaged_manifest_is_not_a_trace_but_stops_bench_and_report(seeds, ds, tmp_path):
+    ids = {r.id for r in walk(ds)}
+    results = tmp_path / "r.jsonl"
+    assert run_whenpro("bench", str(ds), "--out", str(results), "--no-report").returncode == 0
+    truncated(ds)
+    rows = list(walk(ds))
+    assert not [r for r in rows if r.error] and {r.id for r in rows} == ids
+    listed = run_whenpro("ls", str(ds))
+    assert listed.returncode == 0 and "manifest.json" not in listed.stdout + listed.stderr
+    info = run_whenpro("info", str(ds))
+    assert info.returncode == 0 and "failed" not in info.stdout and "manifest.json" not in info.stderr
+    audit = run_whenpro("audit", str(ds))
+    assert audit.returncode == 0 and "could not be read" not in audit.stdout + audit.stderr
+    alone = run_whenpro("ls", str(ds / "manifest.json"))  # named by itself: what is wrong with it
+    assert one_line_error(alone) and "JSON ends too early" in alone.stderr
+    for args in (("bench", str(ds), "--out", str(tmp_path / "x.jsonl"), "--no-report"), ("report", str(results))):
+        out = run_whenpro(*args)
+        assert one_line_error(out), out.stderr
+        assert f"{ds / 'manifest.json'}: " in out.stderr and "(expected " in out.stderr
+    assert not (tmp_path / "x.jsonl").exists()
+    assert rebuild(seeds, ds).returncode == 0  # the same build command writes it again
+    assert read_manifest(ds)["traces"] and run_whenpro("report", str(results)).returncode == 0
+
+
+def test_a_manifest_json_outside_a_build_is_still_reported(tmp_path, ds):
+    other = tmp_path / "other"
+    shutil.copytree(ds / "data_release", other / "data_release")
+    (other / "manifest.json").write_text('{"format": "whenpro.build.manifest/1", "tra')
+    errors = [r for r in walk(other) if r.error]
+    assert len(errors) == 1 and errors[0].path.endswith("manifest.json")

@@ -102,7 +102,7 @@ from whenpro_core.bench.shards import layout as parts_layout
 from whenpro_core.bench.validate import validation_counts
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace
-from whenpro_core.formats.build_meta import MANIFEST, MANIFEST_FORMAT, PROVENANCE_FORMAT, load_manifest
+from whenpro_core.formats.build_meta import BUILD_DIR, MANIFEST, MANIFEST_FORMAT, PROVENANCE_FORMAT, load_manifest
 from whenpro_core.formats.whowhen_pro_write import to_jsonl_row
 from whenpro_core.storage import jsonio, jsonl_log
 from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text, safe_name
@@ -114,7 +114,6 @@ if sys.platform == "win32":  # no flock: a second build in the same folder is no
 else:
     import fcntl
 
-BUILD_DIR = ".whenpro-build"
 JOURNAL_FORMAT = "whenpro.build.journal/1"
 ATTEMPT_FORMAT = "whenpro.build.attempt/1"
 PROVENANCE = "provenance.json"
@@ -438,8 +437,10 @@ class BuildStore:
         sidecar, remove orphan files, write ``taxonomy.yaml`` if missing and
         ``manifest.json``; returns the manifest. ``seeds``/``planned``/``run`` (this
         run's modes, per-seed count, concurrency, max mode share) describe this run (kept
-        from the old manifest when ``None``)."""
-        old = read_manifest(self.root, fresh_validation=False) or {}
+        from the old manifest when ``None``; only then is it read, so a build rewrites a
+        damaged one)."""
+        given = seeds is not None and planned is not None and run is not None
+        old = {} if given else (read_manifest(self.root, fresh_validation=False) or {})
         run = run if run is not None else old.get("run", {})
         selected, over = self._select(run)
         self._release(selected)

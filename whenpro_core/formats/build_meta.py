@@ -23,6 +23,9 @@ from whenpro_core.trace.model import Trace, TraceSummary
 MANIFEST_FORMAT = "whenpro.build.manifest/1"
 #: The manifest's file name in a built dataset's folder.
 MANIFEST = "manifest.json"
+#: The hidden folder of a dataset ``whenpro build`` writes (journal, staged rows, lock):
+#: what makes a folder a build's ``--out``.
+BUILD_DIR = ".whenpro-build"
 PROVENANCE_FORMAT = "whenpro.build.provenance/1"
 VALIDATION_FORMAT = "whenpro.validation/1"
 
@@ -32,8 +35,9 @@ TRACE_TEXT_FIELDS = ("ref", "seed", "step", "agent", "mode", "framework", "modal
 #: A manifest's shape problem: (JSON path, what is wrong, what was expected).
 Problem = tuple[str, str, str]
 _MISSING = object()
-#: What a readable manifest is.
+#: What a readable manifest is, and how a build's own is written again.
 WRITTEN = "manifest.json as whenpro build writes it"
+REWRITE = WRITTEN + "; the same whenpro build SEEDS --out command writes it again from the journal"
 #: JSON type names for "wrong type (got ...)" (``bool`` before ``int``, its base class).
 _JSON_TYPES = (
     (bool, "true/false"),
@@ -47,36 +51,47 @@ _JSON_TYPES = (
 
 class ForeignManifestError(TraceFormatError):
     """A ``manifest.json`` that is no build manifest at all (unreadable, not JSON, or
-    without the ``whenpro.build.manifest/1`` tag): another tool's file, not a damaged
-    dataset. A manifest with the tag but the wrong shape raises a plain TraceFormatError."""
+    without the ``whenpro.build.manifest/1`` tag) in a folder that is not a build's
+    ``--out`` (:func:`is_build_root`): another tool's file, not a damaged dataset. A
+    manifest with the tag but the wrong shape, or any damaged manifest of a build's
+    ``--out``, raises a plain TraceFormatError."""
+
+
+def is_build_root(folder: str | Path) -> bool:
+    """True when ``folder`` holds a :data:`BUILD_DIR` folder: a dataset ``whenpro build``
+    writes, whose ``manifest.json`` is its own, however damaged."""
+    return (Path(folder) / BUILD_DIR).is_dir()
 
 
 def load_manifest(root: str | Path) -> dict[str, Any] | None:
     """The manifest of the dataset at ``root`` as written (``None`` when there is none;
     :func:`whenpro_core.bench.build_store.read_manifest` adds fresh validation counts).
     Every reader of a manifest comes here, so its shape is checked here once
-    (:func:`manifest_problem`). Raises :class:`ForeignManifestError` for an unreadable
-    file, one that is not JSON or one without the ``whenpro.build.manifest/1`` tag, and
-    TraceFormatError naming the JSON path for a tagged one of the wrong shape."""
+    (:func:`manifest_problem`). Raises TraceFormatError naming the file (and the JSON
+    path) for a manifest that cannot be read back: :class:`ForeignManifestError` when it
+    is unreadable, not JSON or untagged outside a build's ``--out``."""
     path = Path(root) / MANIFEST
     try:
-        data = path.read_bytes()
+        doc = parse_json(path.read_bytes(), path)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise ForeignManifestError(
-            f"cannot read the build manifest: {exc.strerror}", path=path, expected=WRITTEN
-        ) from None
-    try:
-        doc = parse_json(data, path)
+        raise _manifest_error(root, f"cannot read the build manifest: {exc.strerror}", None, REWRITE) from None
     except TraceFormatError as exc:
-        raise ForeignManifestError(exc.what, path=path, expected=WRITTEN) from None
+        raise _manifest_error(root, exc.what, None, REWRITE) from None
     problem = manifest_problem(doc)
     if problem is None:
         return dict(doc)
     json_path, what, expected = problem
-    cls = ForeignManifestError if json_path == "$.format" else TraceFormatError
-    raise cls(what, path=path, json_path=json_path, expected=expected)
+    raise _manifest_error(root, what, json_path, expected)
+
+
+def _manifest_error(root: str | Path, what: str, json_path: str | None, expected: str) -> TraceFormatError:
+    """The error for ``root``'s unreadable manifest: foreign (:class:`ForeignManifestError`)
+    when it has no tag (``json_path`` ``None`` or ``$.format``) outside a build's ``--out``."""
+    foreign = json_path in (None, "$.format") and not is_build_root(root)
+    cls = ForeignManifestError if foreign else TraceFormatError
+    return cls(what, path=Path(root) / MANIFEST, json_path=json_path, expected=WRITTEN if foreign else expected)
 
 
 def manifest_problem(doc: Any) -> Problem | None:
@@ -163,6 +178,27 @@ class BuildManifestImporter(DocumentImporter):
 
     def summaries(self, doc: Any, ctx: LoadContext) -> list[TraceSummary]:
         return []
+
+
+class BuildRootManifestImporter(FileImporter):
+    """The ``manifest.json`` of a build's ``--out`` (a folder with :data:`BUILD_DIR`),
+    whatever it holds: the dataset's own metadata, never a trace. A damaged one gives no
+    listing row (the readers of the manifest say what is wrong with it); opened by
+    itself it gives :func:`load_manifest`'s error, or says it holds no traces."""
+
+    name = "whenpro-build-root-manifest"
+    priority = 200
+    not_a_trace = True
+
+    def match_head(self, head: bytes, path: Path) -> bool:
+        return path.name == MANIFEST and is_build_root(path.parent)
+
+    def summaries(self, path: Path, root: Path | None) -> Iterator[TraceSummary]:
+        return iter(())
+
+    def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
+        load_manifest(path.parent)
+        raise TraceFormatError("a build manifest holds no traces", path=path, expected="a trace file of the dataset")
 
 
 class BuildProvenanceImporter(DocumentImporter):
