@@ -7,6 +7,7 @@ traceback, and a damaged manifest is never listed as a trace that failed to impo
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 from support.cli import run_whenpro
 from whenpro_core.bench import validate
 from whenpro_core.bench.build import BuildOptions, run_build
-from whenpro_core.bench.build_store import read_manifest
+from whenpro_core.bench.build_store import BUILD_DIR, read_manifest
 from whenpro_core.bench.report import prepare_report
 from whenpro_core.bench.reviewed import Reviews
 from whenpro_core.errors import TraceFormatError
@@ -140,3 +141,53 @@ def test_a_manifest_json_outside_a_build_is_still_reported(tmp_path, ds):
     (other / "manifest.json").write_text('{"format": "whenpro.build.manifest/1", "tra')
     errors = [r for r in walk(other) if r.error]
     assert len(errors) == 1 and errors[0].path.endswith("manifest.json")
+
+
+# ---------------------------------------------------------------------- the journal
+
+
+def journal_lines(ds: Path) -> list[str]:
+    return (ds / BUILD_DIR / "journal.jsonl").read_text().splitlines()
+
+
+def test_a_journal_line_that_is_not_an_attempt_is_skipped_with_a_warning_and_runs_again(seeds, ds):
+    before = read_manifest(ds)
+    lines = journal_lines(ds)
+    attempt = json.loads(lines[1])
+    lines[1] = json.dumps({k: v for k, v in attempt.items() if k != "status"})
+    lines.append('{"format":"whenpro.build.attempt/1","key":5}')
+    (ds / BUILD_DIR / "journal.jsonl").write_text("\n".join(lines) + "\n")
+    out = rebuild(seeds, ds)
+    assert out.returncode == 0, out.stderr
+    warnings = [line for line in out.stderr.splitlines() if line.startswith("whenpro: warning: ")]
+    journal = ds / BUILD_DIR / "journal.jsonl"
+    assert len(warnings) == 2 and "Traceback" not in out.stderr, out.stderr
+    assert f"{journal}:2 at $.status" in warnings[0] and "runs again" in warnings[0]
+    assert f"{journal}:{len(lines)} at $.key" in warnings[1]
+    again = [json.loads(line) for line in journal_lines(ds)[len(lines) :]]
+    assert [(a["key"], a["status"]) for a in again] == [(attempt["key"], attempt["status"])]
+    after = read_manifest(ds)
+    assert after["traces"] == before["traces"] and after["counts"] == before["counts"]
+
+
+def test_force_starts_over_from_a_journal_with_a_line_that_is_not_an_attempt(seeds, ds):
+    with (ds / BUILD_DIR / "journal.jsonl").open("a") as fh:
+        fh.write('{"format":"whenpro.build.attempt/1","key":5}\n')
+    out = rebuild(seeds, ds, "--force")
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr and read_manifest(ds)["counts"]["kept"] >= 2
+
+
+@pytest.mark.parametrize("header", ['{"format":"whenpro.build.jour', None])
+def test_a_broken_journal_header_says_how_to_start_over(seeds, ds, header):
+    before = read_manifest(ds)
+    lines = journal_lines(ds)
+    lines = [header, *lines[1:]] if header is not None else lines[1:]  # torn, or lost
+    (ds / BUILD_DIR / "journal.jsonl").write_text("\n".join(lines) + "\n")
+    out = rebuild(seeds, ds)
+    assert one_line_error(out), out.stderr
+    assert "journal.jsonl:1" in out.stderr and "--force" in out.stderr
+    assert journal_lines(ds) == lines  # nothing written
+    over = rebuild(seeds, ds, "--force")
+    assert over.returncode == 0, over.stderr
+    assert read_manifest(ds)["traces"] != [] and len(read_manifest(ds)["traces"]) == len(before["traces"])
