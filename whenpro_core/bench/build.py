@@ -57,7 +57,7 @@ from whenpro_core.bench.build_plan import (
     scan_seeds,
     step_class,
 )
-from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry
+from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry, read_entries
 from whenpro_core.bench.ratelimit import RateLimiter, gate_tools, local_wait
 from whenpro_core.bench.shards import deal, shard_of
 from whenpro_core.errors import ConfigError, WhenproError
@@ -522,6 +522,7 @@ async def run_build(
     after_record: Callable[[int], None] | None = None,
     now: str | None = None,
     salt: str | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> BuildResult:
     """Build (or resume building) the dataset ``out`` from the seeds at ``seeds_path``.
 
@@ -530,7 +531,8 @@ async def run_build(
     ``after_record(n)`` with the number journalled so far in this run by this process (a
     test hook: raising there, or killing the process, interrupts the build between two
     attempts). ``now`` and ``salt`` fix a new journal's creation time and id salt
-    (tests; the salt is otherwise random, so ids reveal nothing).
+    (tests; the salt is otherwise random, so ids reveal nothing). ``warn`` hears, one
+    line each, the journal lines skipped because they are not attempts (they run again).
 
     ``spread`` (:class:`Spread`) runs the attempts on Ray or as one ``--shard K/N`` job.
     The unit of a shard is a seed run's chain of attempts, whose outcome does not depend
@@ -562,7 +564,7 @@ async def run_build(
         )
     plan = plan_build(seeds, modes, opts.per_seed, seed=opts.seed, offline=opts.generator == "offline")
     shard = spread.shard[0] if spread.shard else None
-    store = BuildStore.open(out, opts.fingerprint(), force=force, now=now, salt=salt, shard=shard)
+    store = BuildStore.open(out, opts.fingerprint(), force=force, now=now, salt=salt, shard=shard, warn=warn)
     traces = {s.id: s.trace for s in seeds if s.trace is not None}
     result = BuildResult(manifest={}, plan=plan)
     runner = _Runner(traces, generator, executor, opts, store, on_entry=on_entry, after_record=after_record)
@@ -652,9 +654,7 @@ class _Rounds:
 
 
 def _part_entries(part: Path) -> list[Entry]:
-    from whenpro_core.storage import jsonl_log
-
-    return [Entry.model_validate(r) for r in jsonl_log.read(part, "whenpro.build.attempt")[0]]
+    return list(read_entries(part).values())
 
 
 async def _walk_rounds(rounds: _Rounds, result: BuildResult, seeds: list[Seed]) -> None:

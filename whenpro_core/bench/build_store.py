@@ -38,7 +38,11 @@ one already) and ``manifest.json``.
 The journal (``.whenpro-build/journal.jsonl``, :mod:`whenpro_core.storage.jsonl_log`) starts with a header
 (creation time, the options a resumed build must share) and holds one line per finished
 attempt, written only after the attempt's dataset file is in place. A rerun skips the
-keys it holds. A kill between the file write and the journal line leaves a staged file that the
+keys it holds. A line that is not a finished attempt is skipped and its attempt runs again:
+a torn or broken line silently, one tagged as an attempt that does not validate with a
+warning naming the file, the line and the field (:func:`read_entries`). A journal whose
+first line is not its header is refused (TraceFormatError; ``--force`` starts over).
+A kill between the file write and the journal line leaves a staged file that the
 rerun writes again under the same name; released files with a build id that no selected
 journal line names (and temp files of interrupted atomic writes) are removed when a run
 finishes.
@@ -93,16 +97,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from whenpro_core.audit.view import AuditTrace, Label, audit_view, label_of
 from whenpro_core.bench.build_plan import LOCAL_FORM_BASELINES, POOL_FORM_BASELINES, pool_form_picks
 from whenpro_core.bench.shards import Layout
 from whenpro_core.bench.shards import layout as parts_layout
 from whenpro_core.bench.validate import validation_counts
-from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.errors import ConfigError, TraceFormatError, WhenproError
 from whenpro_core.formats import load_trace
-from whenpro_core.formats.build_meta import MANIFEST, MANIFEST_FORMAT, PROVENANCE_FORMAT, load_manifest
+from whenpro_core.formats.build_meta import BUILD_DIR, MANIFEST, MANIFEST_FORMAT, PROVENANCE_FORMAT, load_manifest
 from whenpro_core.formats.whowhen_pro_write import to_jsonl_row
 from whenpro_core.storage import jsonio, jsonl_log
 from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text, safe_name
@@ -114,7 +118,6 @@ if sys.platform == "win32":  # no flock: a second build in the same folder is no
 else:
     import fcntl
 
-BUILD_DIR = ".whenpro-build"
 JOURNAL_FORMAT = "whenpro.build.journal/1"
 ATTEMPT_FORMAT = "whenpro.build.attempt/1"
 PROVENANCE = "provenance.json"
@@ -174,6 +177,8 @@ MODE_FOR_SIZE = 1
 #: reach a size.
 FILL_TRIES = 12
 
+#: Where a recoverable problem goes: one line (the CLI's ``whenpro: warning: ...``).
+Warn = Callable[[str], None]
 #: A cap's limit: ``limit(group, groups or None, release size) -> most entries of the group``.
 CapLimit = Callable[[str, "dict[str, list[Entry]] | None", int], int]
 #: One cap of :func:`balance`: ``(drop reason, group of an entry, limit)``.
@@ -257,11 +262,14 @@ class BuildStore:
         entries: dict[str, Entry],
         lock_fd: int,
         part: int | None = None,
+        warn: Warn | None = None,
     ) -> None:
         self.root = root
         self.header = header
         self.entries = entries
         self._lock_fd = lock_fd
+        #: Where a journal line skipped on reading is said (once per line), if anywhere.
+        self.warn = _once(warn) if warn is not None else None
         self.layout: str = header["options"]["layout"]
         self.created: str = header["created"]
         #: The journal part this store appends to (a shard's), ``None``: ``journal.jsonl``.
@@ -295,6 +303,7 @@ class BuildStore:
         now: str | None = None,
         salt: str | None = None,
         shard: int | None = None,
+        warn: Warn | None = None,
     ) -> BuildStore:
         """Open (or start) the build in ``root``.
 
@@ -303,56 +312,31 @@ class BuildStore:
         which starts the build over (removing the files the old journal names; a
         ``validation.jsonl`` is kept). A non-empty folder that is not a build raises
         WhenproError unless ``force``. ConfigError when another build holds the lock.
-        ``now`` and ``salt`` fix a new build's creation time and id salt (tests).
+        TraceFormatError when the journal's first line is not its header (``force``
+        starts over). ``now`` and ``salt`` fix a new build's creation time and id salt
+        (tests). A journal line that does not validate as an attempt is skipped (its
+        attempt runs again) and said through ``warn`` (:func:`read_entries`).
 
         ``shard`` K: a ``--shard K/N`` job, which shares the lock with the other jobs,
         appends to journal part K and merges nothing (ConfigError with ``force``); without
         it the store holds the lock alone and merges the parts left by shards into
         ``journal.jsonl`` (ConfigError while ``--shard`` jobs run)."""
         root = Path(root)
-        if shard is not None and force:
-            raise ConfigError(
-                "--force would remove the other shards' work", expected="--force without --shard, before the jobs"
-            )
-        if root.exists() and not root.is_dir():
-            raise WhenproError("output exists and is a file", path=root, expected="a dataset folder (--out)")
+        _check_out(root, force=force, shard=shard)
         journal = root / BUILD_DIR / "journal.jsonl"
-        if not journal.exists() and root.is_dir() and any(p.name != BUILD_DIR for p in root.iterdir()) and not force:
-            raise WhenproError(
-                "output folder exists and is not a whenpro build",
-                path=root,
-                expected="a new folder, an earlier build to resume, or --force",
-            )
         (root / BUILD_DIR).mkdir(parents=True, exist_ok=True)
         lock_fd = _take_lock(root / BUILD_DIR / "lock", shared=shard is not None)
         try:
-            records, _ = jsonl_log.read(journal, "whenpro.build.")
-            header = next((r for r in records if r.get("format") == JOURNAL_FORMAT), None)
-            if header is not None and header.get("options") != options:
-                if not force:
-                    old = header.get("options") or {}
-                    diff = ", ".join(f"{k} {old.get(k)!r} -> {v!r}" for k, v in options.items() if old.get(k) != v)
-                    raise ConfigError(
-                        f"this dataset was built with other options ({diff})",
-                        path=root,
-                        expected="the same --generator/--executor/--layout/--seed to resume, "
-                        "a new --out, or --force to start over",
-                    )
-                _remove_build(root, [Entry.model_validate(r) for r in records if r.get("format") == ATTEMPT_FORMAT])
-                records, header = [], None
-            elif header is not None and force:
-                _remove_build(root, [Entry.model_validate(r) for r in records if r.get("format") == ATTEMPT_FORMAT])
+            records, _ = jsonl_log.read_numbered(journal, "whenpro.build.")
+            header = next((r for _, r in records if r.get("format") == JOURNAL_FORMAT), None)
+            if _starts_over(root, header, options, force=force):
+                _remove_build(root, list(_entries(records, journal).values()))
                 records, header = [], None
             if header is None:
                 header = _start_journal(journal, options, salt, now)
-                if header.get("options") != options:  # a --shard job started it first, with others
-                    raise ConfigError(
-                        "another job started this dataset with other options",
-                        path=root,
-                        expected="the same options in every --shard job",
-                    )
                 records = []
-            store = cls(root, header, _entries(records), lock_fd, part=shard)
+            store = cls(root, header, {}, lock_fd, part=shard, warn=warn)
+            store.entries = _entries(records, journal, store.warn)
             store.reload()
             if shard is None:
                 store.merge_parts()
@@ -365,7 +349,7 @@ class BuildStore:
         """Read the attempts the journal parts hold (shards' work) into :attr:`entries`,
         parts in name order, the latest line of a key winning."""
         for part in self.parts.part_files():
-            self.entries.update(_entries(jsonl_log.read(part, "whenpro.build.")[0]))
+            self.entries.update(read_entries(part, self.warn))
 
     def merge_parts(self) -> int:
         """Fold the journal parts into ``journal.jsonl`` (rewritten atomically: the header,
@@ -438,8 +422,10 @@ class BuildStore:
         sidecar, remove orphan files, write ``taxonomy.yaml`` if missing and
         ``manifest.json``; returns the manifest. ``seeds``/``planned``/``run`` (this
         run's modes, per-seed count, concurrency, max mode share) describe this run (kept
-        from the old manifest when ``None``)."""
-        old = read_manifest(self.root, fresh_validation=False) or {}
+        from the old manifest when ``None``; only then is it read, so a build rewrites a
+        damaged one)."""
+        given = seeds is not None and planned is not None and run is not None
+        old = {} if given else (read_manifest(self.root, fresh_validation=False) or {})
         run = run if run is not None else old.get("run", {})
         selected, over = self._select(run)
         self._release(selected)
@@ -1063,26 +1049,120 @@ def journal_layout(root: str | Path) -> Layout:
     return parts_layout(Path(root) / BUILD_DIR / "journal.jsonl")
 
 
-def _entries(records: list[dict[str, Any]]) -> dict[str, Entry]:
-    """Journal records -> attempt entries by key (the latest line of a key wins)."""
+def read_entries(path: str | Path, warn: Warn | None = None) -> dict[str, Entry]:
+    """The attempts of a journal or journal part by key, the latest line of a key winning.
+    Torn and broken lines are skipped; so is a line tagged as an attempt that does not
+    validate as one, and ``warn`` is told in one line naming the file, the line number
+    and the first field wrong (its attempt runs again, unless another line records it).
+    Raises TraceFormatError when the file cannot be read."""
+    path = Path(path)
+    return _entries(jsonl_log.read_numbered(path, "whenpro.build.")[0], path, warn)
+
+
+def _entries(records: list[tuple[int, dict[str, Any]]], path: Path, warn: Warn | None = None) -> dict[str, Entry]:
+    """Numbered journal records of ``path`` -> attempt entries by key (:func:`read_entries`)."""
     entries: dict[str, Entry] = {}
-    for r in records:
-        if r.get("format") == ATTEMPT_FORMAT:
+    skipped: list[tuple[int, Any, ValidationError]] = []
+    for number, r in records:
+        if r.get("format") != ATTEMPT_FORMAT:
+            continue
+        try:
             e = Entry.model_validate(r)
-            entries[e.key] = e
+        except ValidationError as exc:
+            skipped.append((number, r.get("key"), exc))
+            continue
+        entries[e.key] = e
+    if warn is not None:
+        for number, key, problem in skipped:
+            warn(_skipped_line(path, number, problem, recorded=isinstance(key, str) and key in entries))
     return entries
+
+
+def _skipped_line(path: Path, number: int, exc: ValidationError, *, recorded: bool) -> str:
+    """The warning for journal line ``number`` of ``path`` that is not an attempt: where,
+    the first field wrong (and how many more), and what happens to its attempt."""
+    errors = exc.errors()
+    field = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in errors[0]["loc"])
+    more = f"; {len(errors) - 1} more field{'s' if len(errors) > 2 else ''} wrong" if len(errors) > 1 else ""
+    then = "another line of its attempt stands" if recorded else "its attempt runs again"
+    what = f"not a finished attempt ({errors[0]['msg']}{more}): line skipped, {then}"
+    return WhenproError(what, path=path, row=number, json_path=field).one_line()
+
+
+def _once(warn: Warn) -> Warn:
+    """``warn``, saying each line only once (a shard's driver reads the parts every round)."""
+    said: set[str] = set()
+
+    def say(line: str) -> None:
+        if line not in said:
+            said.add(line)
+            warn(line)
+
+    return say
+
+
+def _check_out(root: Path, *, force: bool, shard: int | None) -> None:
+    """Refuse an ``--out`` a build may not write (:meth:`BuildStore.open`)."""
+    if shard is not None and force:
+        raise ConfigError(
+            "--force would remove the other shards' work", expected="--force without --shard, before the jobs"
+        )
+    if root.exists() and not root.is_dir():
+        raise WhenproError("output exists and is a file", path=root, expected="a dataset folder (--out)")
+    journal = root / BUILD_DIR / "journal.jsonl"
+    if not journal.exists() and root.is_dir() and any(p.name != BUILD_DIR for p in root.iterdir()) and not force:
+        raise WhenproError(
+            "output folder exists and is not a whenpro build",
+            path=root,
+            expected="a new folder, an earlier build to resume, or --force",
+        )
+
+
+def _starts_over(root: Path, header: dict[str, Any] | None, options: dict[str, Any], *, force: bool) -> bool:
+    """True when the build in ``root`` is removed and started again: ``force`` on a
+    journal that holds anything (even one whose header is lost). ConfigError when its
+    header names other options and not ``force``."""
+    if header is not None and header.get("options") != options and not force:
+        old = header.get("options") or {}
+        diff = ", ".join(f"{k} {old.get(k)!r} -> {v!r}" for k, v in options.items() if old.get(k) != v)
+        raise ConfigError(
+            f"this dataset was built with other options ({diff})",
+            path=root,
+            expected="the same --generator/--executor/--layout/--seed to resume, a new --out, or --force to start over",
+        )
+    journal = root / BUILD_DIR / "journal.jsonl"
+    return force and (header is not None or (journal.is_file() and journal.stat().st_size > 0))
 
 
 def _start_journal(journal: Path, options: dict[str, Any], salt: str | None, now: str | None) -> dict[str, Any]:
     """The header of a new journal, written unless another job (``--shard``) wrote one
-    first: the header the journal holds."""
+    first: the header the journal holds. TraceFormatError when its first line is not a
+    header (``--force`` starts over), ConfigError when another job's has other options."""
     header = {
         "format": JOURNAL_FORMAT,
         "options": options,
         "salt": salt or secrets.token_hex(16),
         "created": now or datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    return jsonl_log.append_first(journal, header)
+    try:
+        first: dict[str, Any] | None = jsonl_log.append_first(journal, header)
+    except TraceFormatError:  # not a JSON object
+        first = None
+    if first is None or first.get("format") != JOURNAL_FORMAT:
+        raise TraceFormatError(
+            "the build journal's first line is not its header",
+            path=journal,
+            row=1,
+            expected=f'a "{JOURNAL_FORMAT}" header; rerun with --force to start the build over, '
+            "which removes the build's files and keeps validation.jsonl",
+        )
+    if first.get("options") != options:  # a --shard job started it first, with others
+        raise ConfigError(
+            "another job started this dataset with other options",
+            path=journal.parent.parent,
+            expected="the same options in every --shard job",
+        )
+    return first
 
 
 def _take_lock(path: Path, *, shared: bool = False) -> int:
@@ -1244,6 +1324,7 @@ __all__ = [
     "build_warnings",
     "compute_manifest",
     "journal_layout",
+    "read_entries",
     "read_manifest",
     "revalidate",
     "split_document",

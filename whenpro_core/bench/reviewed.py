@@ -25,7 +25,7 @@ from whenpro_core.bench.records import Record, build_record
 from whenpro_core.bench.validate import Label, effective_label, review_items
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace
-from whenpro_core.formats.build_meta import MANIFEST
+from whenpro_core.formats.build_meta import MANIFEST, ForeignManifestError
 from whenpro_core.formats.registry import split_ref
 from whenpro_core.trace.coords import normalize_coord
 from whenpro_core.trace.model import Accepted, GroundTruth, Trace
@@ -98,14 +98,18 @@ class Reviews:
 
 
 def _find_manifest(folder: Path) -> Path | None:
+    """The nearest folder at or above ``folder`` (at most :data:`MAX_LEVELS` up) whose
+    ``manifest.json`` is a build manifest, or ``None``: the first ``manifest.json`` found
+    decides, and one that is not a build manifest at all (another tool's) means none.
+    Raises TraceFormatError for a build manifest that cannot be read back (its shape
+    is wrong), which stops a reviewed bench or report rather than skipping the reviews."""
     for level, place in enumerate([folder, *folder.parents]):
         if level > MAX_LEVELS:
             break
         if (place / MANIFEST).is_file():
             try:
-                if read_manifest(place, fresh_validation=False) is not None:
-                    return place
-            except WhenproError:
+                return place if read_manifest(place, fresh_validation=False) is not None else None
+            except ForeignManifestError:
                 return None
     return None
 

@@ -174,7 +174,9 @@ def _run_with_progress(seeds: str, out: Path, opts: BuildOptions, *, force: bool
 
     try:
         result = asyncio.run(
-            run_build(seeds, out, opts, force=force, spread=spread, on_plan=on_plan, on_entry=on_entry)
+            run_build(
+                seeds, out, opts, force=force, spread=spread, on_plan=on_plan, on_entry=on_entry, warn=output.warning
+            )
         )
     finally:
         shown.close()

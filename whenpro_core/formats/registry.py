@@ -53,6 +53,7 @@ def _report(where: str, notes: Iterable[str]) -> None:
 IMPORTERS: list[str] = [
     "whenpro_core.formats.native:NativeImporter",
     "whenpro_core.formats.build_meta:BuildManifestImporter",
+    "whenpro_core.formats.build_meta:BuildRootManifestImporter",
     "whenpro_core.formats.build_meta:BuildProvenanceImporter",
     "whenpro_core.formats.build_meta:ValidationLogImporter",
     "whenpro_core.formats.whenpro_files:VerdictsImporter",

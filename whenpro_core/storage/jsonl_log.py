@@ -204,6 +204,13 @@ def read(path: str | Path, fmt_prefix: str) -> tuple[list[dict[str, Any]], int]:
     """The records of a log (dicts whose ``format`` starts with ``fmt_prefix``) in file
     order, and how many lines were skipped (torn tail, foreign or broken lines). A missing
     file has no records. Raises TraceFormatError when the file cannot be read."""
+    numbered, skipped = read_numbered(path, fmt_prefix)
+    return [record for _, record in numbered], skipped
+
+
+def read_numbered(path: str | Path, fmt_prefix: str) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """As :func:`read`, each record with its 1-based line number in the file (for a
+    message that points at the line)."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -216,7 +223,7 @@ def read(path: str | Path, fmt_prefix: str) -> tuple[list[dict[str, Any]], int]:
     complete = lines[:-1]  # the part after the last newline is empty or a torn record
     if lines[-1].strip():
         skipped += 1
-    for line in complete:
+    for number, line in enumerate(complete, 1):
         if not line.strip():
             continue
         try:
@@ -225,10 +232,10 @@ def read(path: str | Path, fmt_prefix: str) -> tuple[list[dict[str, Any]], int]:
             skipped += 1
             continue
         if isinstance(value, dict) and str(value.get("format", "")).startswith(fmt_prefix):
-            out.append(value)
+            out.append((number, value))
         else:
             skipped += 1
     return out, skipped
 
 
-__all__ = ["Appender", "append", "append_first", "locked", "read", "repair", "repair_tail"]
+__all__ = ["Appender", "append", "append_first", "locked", "read", "read_numbered", "repair", "repair_tail"]
