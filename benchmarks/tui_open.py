@@ -9,7 +9,7 @@ hands a rendered screen update to the driver (``App._display``); the hook also e
 the update to terminal bytes, as a real terminal session would. First paint is measured
 from creating the app (the trace file is parsed inside the timing, for both) to the first
 paint showing the step list, in wall time and in CPU time of the process (all threads;
-the steadier figure on a shared machine). A native file of 8 MB or more first shows its
+the steadier figure on a shared machine). A native file of 32 MB or more first shows its
 first steps (read from its first MiB) while the whole file loads in a thread, so
 "whole trace" is also printed: from creating the app until the screen shows every step
 (the UI is busy while the load holds the interpreter, about a second for 100,000 steps);

@@ -70,7 +70,7 @@ def test_the_first_steps_of_a_large_file_read_from_its_head(long_file: Path) -> 
 
 
 def test_no_preview_for_small_files_other_formats_or_a_bad_head(long_file: Path, tmp_path: Path) -> None:
-    assert not is_previewable(long_file) and read_native_prefix(long_file) is None  # under 8 MB
+    assert not is_previewable(long_file) and read_native_prefix(long_file) is None  # under 32 MB
     other = tmp_path / "ww.json"
     other.write_text(json.dumps({"history": [{"role": "a", "content": "x" * 100_000}], "question": "q"}))
     assert read_native_prefix(other, min_bytes=0) is None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
@@ -61,6 +62,9 @@ ImagesMode = Literal["auto", "kitty", "sixel", "halfcell", "off"]
 IMAGE_MODES: tuple[str, ...] = ("auto", "kitty", "sixel", "halfcell", "off")
 
 log = logging.getLogger("whenpro.tui")
+#: How long the load of a previewed trace waits for the preview's first paint (the load
+#: holds the interpreter, so the paint would wait for the load instead), seconds.
+PREVIEW_PAINT_WAIT_S = 5.0
 
 
 class WhenproApp(App[None]):
@@ -112,6 +116,8 @@ class WhenproApp(App[None]):
         self.startup_ms: float | None = None
         #: the one-line error of a target that failed to open
         self.failure: str | None = None
+        #: set at the first paint of the first screen (the preview waits for it)
+        self._painted = threading.Event()
         #: the trace screen showing the first steps of a large file while it loads
         self._preview: TraceScreen | None = None
 
@@ -144,6 +150,8 @@ class WhenproApp(App[None]):
     @work(thread=True, exclusive=True, group="open", exit_on_error=False)
     def open_target_worker(self) -> None:
         previewed = self._post_preview()
+        if previewed:  # the load below holds the interpreter for a second: paint first
+            self._painted.wait(PREVIEW_PAINT_WAIT_S)
         try:
             with paused_gc(keep=True):  # the trace stays open: no GC pass scans it again
                 opened = open_target(self.target, strict=previewed)
@@ -298,6 +306,7 @@ class WhenproApp(App[None]):
     def first_paint(self) -> None:
         """Called by the first screen after its first paint: logs the startup time once
         (``whenpro started in N ms``) to the Textual log and the debug log."""
+        self._painted.set()
         if self.startup_ms is not None:
             return
         self.startup_ms = (time.perf_counter_ns() - self.started_ns) / 1e6

@@ -115,8 +115,10 @@ def _checked(trace: Trace, ctx: LoadContext) -> Trace:
 
 
 #: Native files at least this large open with a preview of their first steps (the TUI
-#: shows it while the whole file loads: a 100,000-step trace is ~100 MB, about a second).
-PREVIEW_MIN_BYTES = 8 << 20
+#: shows it while the whole file loads: a 100,000-step trace is ~100 MB, over a second;
+#: below 32 MB the whole load takes under half a second, and a preview would only add
+#: its own paint to it).
+PREVIEW_MIN_BYTES = 32 << 20
 #: How much of such a file the preview reads (about a thousand steps).
 PREVIEW_BYTES = 1 << 20
 #: The start of a native file as whenpro writes it (``format`` is the model's first field).
