@@ -226,6 +226,24 @@ def test_audit_json_has_the_documented_shape(tmp_path):
     assert "Traceback" not in missing.stderr
 
 
+def test_against_runs_that_cannot_be_read_are_said(tmp_path):
+    """``--against`` a folder of files that fail to import ran as if no corpus had been
+    given (``"against": 0``, no word said): now one error line when no run could be read,
+    and the unreadable files named on stderr when some could."""
+    data = write(dataset("template", n=12), tmp_path / "ds")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for i in range(3):
+        (bad / f"b{i}.json").write_text("{ not json")
+    out = run_whenpro("audit", str(data), "--against", str(bad))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "--against" in out.stderr and "3 files failed to import" in out.stderr
+    write([make_seed(100, random.Random(1))], bad)
+    out = run_whenpro("audit", str(data), "--against", str(bad), "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["against"] == 1
+    assert "--against: 3 files could not be read" in out.stderr and "b0.json" in out.stderr
+
+
 def test_against_runs_join_the_corpus_from_the_command(tmp_path):
     rng = random.Random(5)
     data = write(dataset("template", n=20), tmp_path / "ds")

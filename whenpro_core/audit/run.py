@@ -30,6 +30,7 @@ from whenpro_core.audit.corpus import Corpus
 from whenpro_core.audit.stats import beats_chance, random_chance, wilson
 from whenpro_core.audit.view import AuditTrace, Label, audit_view, label_of
 from whenpro_core.errors import ConfigError, WhenproError
+from whenpro_core.safety.textsafe import plural
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.trace.model import Trace
 from whenpro_core.trace.taxonomy import taxonomy_for
@@ -94,7 +95,8 @@ class GroupResult:
 class AuditResult:
     """The whole audit: ``overall``, ``by_mode`` and ``by_framework`` slices, traces
     ``skipped`` (unlabelled, or files that failed to import), the one-line errors of
-    those that failed to import (``unreadable``), corpus ``runs`` and the ``leaky``
+    those that failed to import (``unreadable``; ``against_unreadable`` for the corpus),
+    corpus ``runs`` and the ``leaky``
     verdict with the ``leaking`` baselines."""
 
     overall: GroupResult
@@ -103,6 +105,7 @@ class AuditResult:
     skipped: int = 0
     against: int = 0
     unreadable: list[str] = field(default_factory=list)
+    against_unreadable: list[str] = field(default_factory=list)
 
     @property
     def leaking(self) -> list[str]:
@@ -229,10 +232,17 @@ def audit_dataset(dataset: str | Path, against: str | Path | None = None) -> Aud
     not exist, ConfigError when the dataset holds no labelled trace."""
     bad: list[str] = []
     root = Path(dataset) if Path(dataset).is_dir() else None
-    corpus_runs = list(load_all(against, bad=[])) if against is not None else []
+    corpus_bad: list[str] = []
+    corpus_runs = list(load_all(against, bad=corpus_bad)) if against is not None else []
+    if against is not None and not corpus_runs:
+        raise ConfigError(
+            f"--against: no run could be read in {against} ({plural(len(corpus_bad), 'file')} failed to import)",
+            expected="successful runs of the same system, e.g. the seed runs of a build",
+        )
     result = audit_traces(load_all(dataset, bad), corpus_runs, modes=len(taxonomy_for(root)) or 17)
     result.skipped += len(bad)
     result.unreadable = bad
+    result.against_unreadable = corpus_bad
     if result.overall.traces == 0:
         raise ConfigError(f"no labelled trace in {dataset}", expected="a dataset with ground-truth labels")
     return result

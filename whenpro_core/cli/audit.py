@@ -9,7 +9,7 @@ from rich.table import Table
 from whenpro_core.audit.report import audit_json
 from whenpro_core.audit.run import AuditResult, audit_dataset
 from whenpro_core.cli import output
-from whenpro_core.safety.textsafe import clean
+from whenpro_core.safety.textsafe import clean, plural
 from whenpro_core.storage import jsonio
 
 
@@ -20,7 +20,7 @@ def pct(value: float | None) -> str:
 
 def overall_table(result: AuditResult) -> Table:
     """Random and every baseline: step (with its 95% interval), agent, mode, joint."""
-    table = Table(title=f"label-leak audit: {result.overall.traces} labelled traces", title_justify="left")
+    table = Table(title=f"label-leak audit: {plural(result.overall.traces, 'labelled trace')}", title_justify="left")
     for col in ("baseline", "step", "95% CI", "agent", "mode", "joint", "leak"):
         table.add_column(col, justify="left" if col in ("baseline", "leak") else "right", no_wrap=col != "baseline")
     rnd = result.overall.random.rates()
@@ -89,6 +89,14 @@ def audit(
     corpus) and print the JSON document or the tables and the verdict to ``console``
     (stdout); skipped traces are said on stderr. Raises WhenproError for bad input."""
     result = audit_dataset(dataset, against)
+    if result.against_unreadable:
+        errors = output.stderr_console()
+        output.skipped_file_lines(errors, result.against_unreadable)
+        errors.print(
+            f"--against: {plural(len(result.against_unreadable), 'file')} could not be read (left out of the corpus)",
+            markup=False,
+            highlight=False,
+        )
     if as_json:
         output.echo(jsonio.dumps(audit_json(result)).decode())
         return result
@@ -101,7 +109,7 @@ def audit(
         output.skipped_file_lines(errors, result.unreadable)
         unlabelled = result.skipped - len(result.unreadable)
         errors.print(
-            f"{result.skipped} traces left out: {unlabelled} without ground truth, "
+            f"{plural(result.skipped, 'trace')} left out: {unlabelled} without ground truth, "
             f"{len(result.unreadable)} could not be read",
             markup=False,
             highlight=False,
