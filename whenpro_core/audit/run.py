@@ -30,8 +30,8 @@ from whenpro_core.audit.corpus import Corpus
 from whenpro_core.audit.stats import beats_chance, random_chance, wilson
 from whenpro_core.audit.view import AuditTrace, Label, audit_view, label_of
 from whenpro_core.errors import ConfigError, WhenproError
-from whenpro_core.safety.textsafe import plural
 from whenpro_core.formats import load_trace, walk
+from whenpro_core.safety.textsafe import plural
 from whenpro_core.trace.model import Trace
 from whenpro_core.trace.taxonomy import taxonomy_for
 
