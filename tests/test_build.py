@@ -18,6 +18,7 @@ from statistics import mean
 import pytest
 
 from conftest import REPO
+from tests.support.cli import run_whenpro
 from whenpro_core.bench.build import BuildOptions, run_attempt, run_build
 from whenpro_core.bench.build_plan import Attempt, attempt_order, candidate_steps, fitting_modes, scan_seeds
 from whenpro_core.bench.build_store import BUILD_DIR, PUBLIC_FIELDS, read_manifest
@@ -388,7 +389,7 @@ def test_killed_build_resumes_without_duplicates_or_losses(tmp_path, seeds, layo
 
 def test_interrupted_in_process_run_keeps_its_manifest_consistent(tmp_path, seeds):
     def stop(n):
-        if n == 2:
+        if n == 30:
             raise RuntimeError("stop here")
 
     with pytest.raises(RuntimeError, match="stop here"):
@@ -398,10 +399,17 @@ def test_interrupted_in_process_run_keeps_its_manifest_consistent(tmp_path, seed
             )
         )
     partial = read_manifest(tmp_path / "ds")
-    assert partial["counts"]["attempted"] == 2 and partial["counts"]["planned"] > 2
+    assert partial["counts"]["attempted"] == 30 and partial["counts"]["planned"] > 30 and partial["traces"]
+    # the stopped build's release looked finished (a user benched and audited it unawares)
+    assert partial["run"]["complete"] is False and "stopped before it finished" in partial["warnings"][0]
+    for command in (("info", str(tmp_path / "ds")), ("audit", str(tmp_path / "ds"))):
+        said = run_whenpro(*command).stderr
+        assert "this build stopped before it finished" in said, (command, said)
     whole = build(seeds, tmp_path / "ds")
     fresh = build(seeds, tmp_path / "fresh")
     assert whole["counts"]["attempted"] == fresh["counts"]["attempted"] and whole["traces"] == fresh["traces"]
+    assert whole["run"]["complete"] is True and not any("stopped" in w for w in whole["warnings"])
+    assert "stopped before" not in run_whenpro("info", str(tmp_path / "ds")).stderr
 
 
 def test_larger_per_seed_only_adds_attempts(tmp_path, seeds):

@@ -666,6 +666,7 @@ async def _walk_rounds(rounds: _Rounds, result: BuildResult, seeds: list[Seed]) 
     for a in plan.attempts:
         chains.setdefault(a.seed_id, []).append(a)
     detectable: dict[str, Any] = {"filter": opts.detect}
+    complete = False
     try:
         complete = await rounds.run(list(chains.values()), opts.per_seed)
         while complete and not runner.cancel.is_set():
@@ -677,7 +678,9 @@ async def _walk_rounds(rounds: _Rounds, result: BuildResult, seeds: list[Seed]) 
         result.ran, result.waiting = runner.ran, not complete
         if opts.detect and not sharded:
             detectable.update(await asyncio.to_thread(drop_detectable, store, seeds))
+        complete = complete and not runner.cancel.is_set()
     except BaseException:
+        complete = False
         runner.cancel.set()
         raise
     finally:
@@ -690,6 +693,7 @@ async def _walk_rounds(rounds: _Rounds, result: BuildResult, seeds: list[Seed]) 
                 "max_mode_share": opts.max_mode_share,
                 "step_classes": class_shares(plan),
                 "detectable": detectable,
+                "complete": complete,
             }
             result.manifest = await asyncio.to_thread(
                 store.finish, _seeds_section(seeds), planned=len(plan.attempts), run=run

@@ -1032,16 +1032,23 @@ def position_tenth(entry: Entry) -> str:
 
 
 def build_warnings(run: dict[str, Any], selected: list[Entry]) -> list[str]:
-    """What a user of the dataset must know: twins (traces from one seed run) share a
-    prefix, so a diff between them finds the injected step."""
+    """What a user of the dataset must know: the build stopped before it finished (its
+    release is partial, unfiltered for detectability); twins (traces from one seed run)
+    share a prefix, so a diff between them finds the injected step."""
+    out = []
+    if run.get("complete") is False:
+        out.append(
+            "the build stopped before it finished (interrupted, or attempts left to run): the release is "
+            "partial and the detectability filter has not run on it; the same whenpro build command finishes it"
+        )
     seeds = Counter(e.seed for e in selected)
     twins = sum(n for n in seeds.values() if n > 1)
     if twins or int(run.get("per_seed", 1)) > 1:
-        return [
+        out.append(
             f"--per-seed {run.get('per_seed')}: {twins} released traces share a seed run with another "
             "(twins share the prefix before the injected step; a diff between twins finds it)"
-        ]
-    return []
+        )
+    return out
 
 
 def journal_layout(root: str | Path) -> Layout:

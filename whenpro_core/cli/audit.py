@@ -9,6 +9,7 @@ from rich.table import Table
 from whenpro_core.audit.report import audit_json
 from whenpro_core.audit.run import AuditResult, audit_dataset
 from whenpro_core.cli import output
+from whenpro_core.formats.build_meta import unfinished_build_note
 from whenpro_core.safety.textsafe import clean, plural
 from whenpro_core.storage import jsonio
 
@@ -89,6 +90,8 @@ def audit(
     corpus) and print the JSON document or the tables and the verdict to ``console``
     (stdout); skipped traces are said on stderr. Raises WhenproError for bad input."""
     result = audit_dataset(dataset, against)
+    if note := unfinished_build_note(dataset):
+        output.warning(note)
     if result.against_unreadable:
         errors = output.stderr_console()
         output.skipped_file_lines(errors, result.against_unreadable)

@@ -36,6 +36,7 @@ from whenpro_core.cli import output
 from whenpro_core.cli.options import not_together
 from whenpro_core.cli.report import report_command
 from whenpro_core.errors import BackendError, ConfigError
+from whenpro_core.formats.build_meta import unfinished_build_note
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.storage.fsutil import check_can_write_in
 
@@ -159,7 +160,7 @@ def bench_command(
         items = _with_template(items, Path(template))
     scope = _scope(dataset, items, sel, rejected)
     work = _pending(_Work(items, [], 0, sel, len(rejected)), results, outputs, retry_errors, err)
-    notes = _notes(work, results.path, shard)
+    notes = [n for n in [unfinished_build_note(dataset)] if n] + _notes(work, results.path, shard)
     judges = _judges(work.todo, use_cache, concurrency, images, err)
     if judges:
         notes.append(f"up to {concurrency} LLM calls in flight per model (--concurrency)")

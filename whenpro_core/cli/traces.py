@@ -14,6 +14,7 @@ from rich.text import Text
 
 from whenpro_core.cli import output
 from whenpro_core.errors import ConfigError
+from whenpro_core.formats.build_meta import unfinished_build_note
 from whenpro_core.library import summary
 from whenpro_core.library.listing import parse_where
 from whenpro_core.safety.textsafe import clean, one_line, plural
@@ -33,6 +34,8 @@ def info(target: str, console: Console | None = None, *, labels: bool = False) -
     if isinstance(found, Trace):
         console.print(trace_grid(found, labels))
     else:
+        if note := unfinished_build_note(target):
+            output.warning(note)
         _print_dataset_info(target, found, console, labels)
 
 

@@ -86,6 +86,25 @@ def load_manifest(root: str | Path) -> dict[str, Any] | None:
     raise _manifest_error(root, what, json_path, expected)
 
 
+def unfinished_build_note(target: str | Path) -> str | None:
+    """One line for a dataset folder whose build stopped before it finished (its
+    manifest's ``run.complete`` is false: interrupted, or attempts left to run), else
+    ``None``: its release is partial and the detectability filter has not run on it.
+    Never raises (a damaged manifest is reported where it is read)."""
+    root = Path(target)
+    try:
+        doc = load_manifest(root) if root.is_dir() else None
+    except TraceFormatError:
+        return None
+    run = (doc or {}).get("run")
+    if not isinstance(run, dict) or run.get("complete") is not False:
+        return None
+    return (
+        f"{root}: this build stopped before it finished; its release is partial and the detectability "
+        "filter has not run on it (run the same whenpro build command again to finish it)"
+    )
+
+
 def _manifest_error(root: str | Path, what: str, json_path: str | None, expected: str) -> TraceFormatError:
     """The error for ``root``'s unreadable manifest: foreign (:class:`ForeignManifestError`)
     when it has no tag (``json_path`` ``None`` or ``$.format``) outside a build's ``--out``."""
