@@ -494,6 +494,17 @@ class _Runner:
             raise
 
 
+def _reachable(attempts: list[Attempt], wanted: int, entries: dict[str, Entry]) -> int:
+    """The most of ``attempts`` the first round can still run: the unjournalled attempts
+    of each seed run whose chain is not complete (:func:`walk`); a seed run with its
+    ``wanted`` decisive items runs nothing more (a finished build said "85 to run")."""
+    chains: dict[str, list[Attempt]] = {}
+    for a in attempts:
+        chains.setdefault(a.seed_id, []).append(a)
+    open_chains = [c for c in chains.values() if not walk(c, wanted, entries)[1]]
+    return sum(1 for c in open_chains for a in c if a.key not in entries)
+
+
 def walk(chain: list[Attempt], wanted: int, entries: dict[str, Entry]) -> tuple[list[str], bool]:
     """The keys of ``chain`` its run reaches given the journalled ``entries`` (in order,
     until ``wanted`` decisive items), and whether the chain is complete (no attempt it
@@ -571,9 +582,9 @@ async def run_build(
     try:
         mine = [a for a in plan.attempts if spread.shard is None or spread.mine([a])]
         todo = [a for a in mine if a.key not in store.entries]
-        result.skipped, runner.todo = len(plan.attempts) - len(todo), len(todo)
+        result.skipped, runner.todo = len(plan.attempts) - len(todo), _reachable(mine, opts.per_seed, store.entries)
         if on_plan:
-            on_plan(result, len(todo))
+            on_plan(result, runner.todo)
         with ExitStack() as stack:
             rounds = _Rounds(runner, spread, stack)
             await _walk_rounds(rounds, result, seeds)

@@ -163,7 +163,7 @@ def _run_with_progress(seeds: str, out: Path, opts: BuildOptions, *, force: bool
         used = len(res.plan.used)
         output.echo(
             f"{len(res.plan.seeds)} seed traces, {used} used; {len(res.plan.attempts)} attempts planned, "
-            f"{res.skipped} already done{' or not this shard' if spread.shard else ''}, {todo} to run"
+            f"{res.skipped} already done{' or not this shard' if spread.shard else ''}, up to {todo} to run"
         )
         progress.update(task, total=todo)
         shown.enter_context(output.live(progress))  # after the plan line, so the two do not interleave
