@@ -441,6 +441,10 @@ def test_command_line_errors_are_one_line(tmp_path, seeds):
     empty = whenpro("build", str(tmp_path / "empty"), "--out", str(ds))
     assert one_line_error(empty) and "no traces found" in empty.stderr
     assert not ds.exists()  # nothing written by a refused build
+    for inside in (seeds / "sub", seeds, seeds.parent):  # the next build read the release as seed runs
+        refused = whenpro("build", str(seeds), "--out", str(inside), "--force")
+        assert one_line_error(refused) and "the seed runs' folder" in refused.stderr, refused.stderr
+    assert not (seeds / "sub").exists()
     other = tmp_path / "mine"
     other.mkdir()
     (other / "notes.txt").write_text("keep me")

@@ -494,6 +494,19 @@ class _Runner:
             raise
 
 
+def check_apart(seeds: str | Path, out: str | Path) -> None:
+    """ConfigError when the dataset folder ``out`` is the seed runs' folder, inside it
+    or holds it: the release would be read as seed runs by the next build (and the seed
+    runs listed as traces of the dataset)."""
+    a, b = Path(seeds).resolve(), Path(out).resolve()
+    if a == b or a in b.parents or b in a.parents:
+        where = "is" if a == b else "is inside" if a in b.parents else "holds"
+        raise ConfigError(
+            f"--out {out} {where} the seed runs' folder {seeds}: the next build would read the release as seed runs",
+            expected="an --out folder apart from SEEDS",
+        )
+
+
 def _reachable(attempts: list[Attempt], wanted: int, entries: dict[str, Entry]) -> int:
     """The most of ``attempts`` the first round can still run: the unjournalled attempts
     of each seed run whose chain is not complete (:func:`walk`); a seed run with its
@@ -555,10 +568,11 @@ async def run_build(
     build without ``--shard``, to go on); its result has no manifest.
 
     Raises ConfigError for bad options (before anything is written; ``--ray`` without
-    Ray installed among them), TraceFormatError when the seeds path does not exist,
+    Ray installed among them, and an ``out`` that is, holds or sits in ``seeds_path``), TraceFormatError when the seeds path does not exist,
     WhenproError for an output folder that is not a build (without ``force``)."""
     spread = spread or Spread()
     check_options(opts)
+    check_apart(seeds_path, out)
     modes = parse_modes(list(opts.modes) or None, opts.generator)
     opts = dataclasses.replace(opts, modes=modes)
     generator, executor = _tools(opts)
