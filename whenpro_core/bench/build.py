@@ -568,8 +568,9 @@ async def run_build(
     build without ``--shard``, to go on); its result has no manifest.
 
     Raises ConfigError for bad options (before anything is written; ``--ray`` without
-    Ray installed among them, and an ``out`` that is, holds or sits in ``seeds_path``), TraceFormatError when the seeds path does not exist,
-    WhenproError for an output folder that is not a build (without ``force``)."""
+    Ray installed among them, and an ``out`` that is, holds or sits in ``seeds_path``),
+    TraceFormatError when the seeds path does not exist, WhenproError for an output
+    folder that is not a build (without ``force``)."""
     spread = spread or Spread()
     check_options(opts)
     check_apart(seeds_path, out)
