@@ -75,11 +75,11 @@ def run_many(
     anything when an output file exists and ``force`` is not set."""
     env = get_env(env_name)
     env_policy(env, model)  # fail fast on an unavailable model
+    if not 1 <= n <= MAX_RUNS:  # before the seed line: nothing is said about runs that never start
+        raise WhenproError(f"--n must be 1 to {MAX_RUNS}, got {n}", expected="a number of runs in that range")
     if seed is None:
         seed = random.SystemRandom().getrandbits(SEED_BITS)
         echo(f"first seed {seed} (drawn at random; pass --seed {seed} to reproduce these runs)")
-    if not 1 <= n <= MAX_RUNS:
-        raise WhenproError(f"--n must be 1 to {MAX_RUNS}, got {n}", expected="a number of runs in that range")
     if out.exists() and not out.is_dir():
         raise WhenproError("output exists and is a file", path=out, expected="a folder")
     targets = [out / f"{env.name}-s{s}.json" for s in range(seed, seed + n)]
