@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from whenpro_core.envs.code_pair import run_tests_code
 from whenpro_core.envs.sandbox import network_isolation, run_python
 
 
@@ -44,3 +45,15 @@ def test_network_and_subprocesses_are_refused():
 def test_huge_output_is_capped():
     result = run_python("print('x' * 5_000_000)", max_output=1000)
     assert len(result.stdout) < 1100
+
+
+def test_a_test_run_that_waited_for_a_busy_machine_is_run_again(monkeypatch):
+    """A code_pair test run that timed out by the wall clock without using its CPU time
+    (here: it sleeps; on a loaded machine: it waits to be scheduled) is run again with
+    more wall-clock time: a made-up timeout turned a passing counterfactual into a
+    decisive label. Code that keeps running still times out."""
+    monkeypatch.setenv("WHENPRO_SANDBOX_TIMEOUT", "1")
+    slow = run_tests_code("import time\ntime.sleep(1.5)\nprint('PASS f(1) == 1')")
+    assert not slow.timed_out and slow.ok and "PASS" in slow.stdout
+    busy = run_tests_code("while True:\n    pass")
+    assert busy.timed_out and not busy.ok

@@ -170,9 +170,10 @@ PUBLIC_FIELDS = (
 )
 #: A trace id made by :meth:`BuildStore.trace_id` (16 hex digits).
 BUILD_ID = re.compile(r"^[0-9a-f]{16}$")
-#: Traces a release gives up for one more failure mode (:func:`_grow`): code_pair's R.4
-#: is decisive once or twice a build, and the largest selection often has no room for it.
-MODE_FOR_SIZE = 1
+#: The share of its traces a release may give up for more failure modes (:func:`_most_modes`):
+#: code_pair's R.3 and R.4 are decisive a few times a build, and the largest selection
+#: often has no room for them.
+MODE_SIZE_SHARE = 0.25
 #: Other orders :func:`_grow` tries (seeded shuffles) when the salted-hash order does not
 #: reach a size.
 FILL_TRIES = 12
@@ -792,9 +793,7 @@ def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False) -> list[E
     selection of ``n`` entries under every cap at its limit for ``n`` (:func:`_fill`, in
     the orders of :func:`_orders`; skipped when a cap alone leaves no room,
     :func:`_may_reach`); the largest size reached is the release (its caps hold at its
-    own size). Among the selections of that size and of :data:`MODE_FOR_SIZE` fewer, the
-    one that holds the most failure modes is released (the larger on a tie): a mode with
-    few decisive items is not left out where another order, or one trace less, keeps it.
+    own size), or a smaller one that holds more failure modes (:func:`_most_modes`).
     The mode cap is not monotone in ``n`` (at a 25% share a release of 12 may hold 4
     modes, one of 10 needs 5), so the search goes on past a size it cannot reach and
     stops after :func:`_gap` sizes in a row that it cannot."""
@@ -810,9 +809,25 @@ def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False) -> list[E
             continue
         best, misses = picked, 0
     if best and not quick:
-        fits = [p for n in (len(best), len(best) - MODE_FOR_SIZE) for p in _fitting(order, keys, caps, n)]
-        best = max(fits or [best], key=lambda p: (len({order[i].mode for i in p}), len(p)))
+        best = _most_modes(order, keys, caps, best)
     return sorted((order[i] for i in best), key=lambda e: e.id or e.key)
+
+
+def _most_modes(order: list[Entry], keys: list[tuple[str, ...]], caps: list[Cap], best: list[int]) -> list[int]:
+    """The selection released instead of the largest, ``best``: the one that holds the most
+    failure modes among the selections of its size down to :data:`MODE_SIZE_SHARE` fewer
+    traces (not below 10), the larger on a tie; the search stops at the first size that
+    holds every mode of ``order``. A mode with few decisive items is not left out where
+    another order, or a few traces less, keeps it: code_pair's R.3 was in no selection of
+    21 traces of one pool, and in one of 16."""
+    everything = len({e.mode for e in order})
+    floor = max(math.ceil(len(best) * (1 - MODE_SIZE_SHARE)), min(len(best), 10))
+    fits = [best]
+    for n in range(len(best), floor - 1, -1):
+        fits += _fitting(order, keys, caps, n)
+        if max(len({order[i].mode for i in p}) for p in fits) == everything:
+            break
+    return max(fits, key=lambda p: (len({order[i].mode for i in p}), len(p)))
 
 
 def _fitting(

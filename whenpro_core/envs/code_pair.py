@@ -50,7 +50,7 @@ from whenpro_core.envs.code_tasks import (
     reference_solution,
     spec_examples,
 )
-from whenpro_core.envs.sandbox import run_python
+from whenpro_core.envs.sandbox import SandboxResult, run_python
 from whenpro_core.envs.style import chance, pick
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.trace.model import Agent, Step, ToolCall
@@ -83,6 +83,24 @@ def sandbox_timeout() -> float:
     except ValueError:
         return TEST_TIMEOUT
     return value if 0 < value <= 600 else TEST_TIMEOUT
+
+
+#: A run that timed out is run again with this many times the wall-clock time (and the
+#: same CPU-time budget): on a loaded machine a test run can wait past its time without
+#: running, and a made-up timeout turned a passing counterfactual into a "decisive" label.
+RETRY_WALL_FACTOR = 4
+
+
+def run_tests_code(source: str) -> SandboxResult:
+    """Run ``source`` (code and its tests) in the sandbox within :func:`sandbox_timeout`;
+    a run that times out is run once more with :data:`RETRY_WALL_FACTOR` times the wall
+    clock and the same CPU seconds, so that only code that keeps running (a hang, a busy
+    loop) times out, not code that waited for a busy machine."""
+    limit = sandbox_timeout()
+    result = run_python(source, timeout=limit)
+    if result.timed_out:
+        result = run_python(source, timeout=limit * RETRY_WALL_FACTOR, cpu_seconds=limit)
+    return result
 
 
 def latest_code(steps: list[Step]) -> str | None:
@@ -439,7 +457,7 @@ class CodePair(Env):
                     errors.append("ToolError: bad run_tests call")
                     continue
                 limit = sandbox_timeout()
-                result = run_python(args["code"] + "\n\n" + args["tests"], timeout=limit)
+                result = run_tests_code(args["code"] + "\n\n" + args["tests"])
                 outs.append(result.summary())
                 if result.timed_out:
                     errors.append(f"ToolError: timed out after {limit:g} s")
@@ -471,7 +489,7 @@ class CodePair(Env):
         if not final_answer:
             return CheckResult(False, "no final code")
         cases = hidden_cases(task.params)
-        result = run_python(final_answer + "\n\n" + harness(cases), timeout=sandbox_timeout())
+        result = run_tests_code(final_answer + "\n\n" + harness(cases))
         passed = sum(1 for ln in result.stdout.splitlines() if ln.startswith("PASS "))
         ok = result.ok and passed == len(cases)
         detail = f"{passed}/{len(cases)} hidden tests passed"

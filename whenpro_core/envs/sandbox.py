@@ -171,14 +171,20 @@ def _clean_env(folder: str) -> dict[str, str]:
 
 
 def run_python(
-    source: str, *, timeout: float = 5.0, memory_mb: int = 256, max_output: int = 64_000, max_file_mb: int = 4
+    source: str,
+    *,
+    timeout: float = 5.0,
+    memory_mb: int = 256,
+    max_output: int = 64_000,
+    max_file_mb: int = 4,
+    cpu_seconds: float | None = None,
 ) -> SandboxResult:
     """Run ``source`` as ``main.py`` in a fresh temporary folder under the limits above.
 
     Args:
         source: Python source text (untrusted).
         timeout: wall-clock seconds before the process group is killed (CPU time is
-            limited to ``ceil(timeout)`` too).
+            limited to ``ceil(timeout)`` too, or to ``ceil(cpu_seconds)`` when given).
         memory_mb: address-space limit; allocations beyond it raise MemoryError.
         max_output: characters of stdout/stderr kept.
         max_file_mb: largest file the code may write (its captured output included).
@@ -197,7 +203,7 @@ def run_python(
             "-B",
             "_bootstrap.py",
             str(memory_mb * 1024 * 1024),
-            str(max(1, int(timeout + 0.999))),
+            str(max(1, int((timeout if cpu_seconds is None else cpu_seconds) + 0.999))),
             str(max_file_mb * 1024 * 1024),
         ]
         out_path, err_path = Path(folder, ".stdout"), Path(folder, ".stderr")
