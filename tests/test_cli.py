@@ -189,3 +189,15 @@ def test_info_on_a_folder_counts_in_singular_and_plural(tmp_path):
     (tmp_path / "broken.json").write_text('{"history": [')
     out = whenpro("info", str(tmp_path))
     assert ": 1 trace (1 file failed to import)" in " ".join(out.stdout.split()), out.stdout
+
+
+def test_info_counts_bad_rows_of_a_jsonl_release_as_rows(tmp_path):
+    """Two bad lines of one JSONL release were "2 files failed to import"."""
+    data = tmp_path / "data"
+    data.mkdir()
+    row = {"id": "r1", "framework": "smolagents", "benchmark": "gaia", "task": "{}", "trajectory": "[]"}
+    lines = [json.dumps(row), '{"id": "x", "broken', "garbage"]
+    (data / "text.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "broken.json").write_text('{"history": [')
+    out = whenpro("info", str(tmp_path))
+    assert "(1 file and 2 rows failed to import)" in " ".join(out.stdout.split()), out.stdout

@@ -82,12 +82,21 @@ def _add_agents_and_labels(table: Table, trace: Trace, labels: bool) -> None:
         add("annotations", f"{len(trace.annotations)} further labels")
 
 
+def _failed(rows: list[TraceSummary]) -> str:
+    """``"2 files"``, ``"3 rows"`` or ``"1 file and 2 rows"``: the error rows of a listing,
+    a bad line of a file holding several traces (a JSONL release) counted as a row."""
+    bad_rows = sum(1 for r in rows if r.error and r.key is not None)
+    bad_files = sum(1 for r in rows if r.error) - bad_rows
+    parts = [plural(n, word) for n, word in ((bad_files, "file"), (bad_rows, "row")) if n]
+    return " and ".join(parts)
+
+
 def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console, labels: bool) -> None:
     counts = summary.dataset_counts(rows)
     ok = sum(1 for r in rows if not r.error)
     console.print(
         Text(f"{target}: {plural(ok, 'trace')}", style="bold"),
-        Text(f"  ({plural(len(rows) - ok, 'file')} failed to import)" if len(rows) > ok else ""),
+        Text(f"  ({_failed(rows)} failed to import)" if len(rows) > ok else ""),
         soft_wrap=True,
     )  # a long path stays whole on its line
     for axis in ("modality", "framework", "benchmark", *(("mode",) if labels else ())):
