@@ -8,6 +8,7 @@ import sys
 
 from bench_data import LABELLED, write_dataset
 from conftest import REPO
+from tests.support.cli import one_line_error
 from tests.support.waiting import wait_until
 from whenpro_core.bench.records import read_records
 from whenpro_core.formats.native import write_trace
@@ -21,15 +22,6 @@ def whenpro(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
         text=True,
         timeout=180,
         env={**os.environ, **(env or {})},
-    )
-
-
-def one_line_error(out: subprocess.CompletedProcess) -> bool:
-    return (
-        out.returncode == 2
-        and out.stderr.startswith("whenpro: error: ")
-        and out.stderr.count("\n") == 1
-        and "Traceback" not in out.stderr
     )
 
 

@@ -18,7 +18,7 @@ from statistics import mean
 import pytest
 
 from conftest import REPO
-from tests.support.cli import run_whenpro
+from tests.support.cli import one_line_error, run_whenpro
 from whenpro_core.bench.build import BuildOptions, run_attempt, run_build
 from whenpro_core.bench.build_plan import Attempt, attempt_order, candidate_steps, fitting_modes, scan_seeds
 from whenpro_core.bench.build_store import BUILD_DIR, PUBLIC_FIELDS, read_manifest
@@ -43,15 +43,6 @@ def whenpro(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
         [sys.executable, "-m", "whenpro_core.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=180, env=env
-    )
-
-
-def one_line_error(out: subprocess.CompletedProcess) -> bool:
-    return (
-        out.returncode == 2
-        and out.stderr.startswith("whenpro: error: ")
-        and out.stderr.count("\n") == 1
-        and "Traceback" not in out.stderr
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from support.cli import run_whenpro
+from tests.support.cli import one_line_error
 from whenpro_core.bench import validate
 from whenpro_core.bench.build import BuildOptions, run_build
 from whenpro_core.bench.build_store import BUILD_DIR, read_manifest
@@ -35,15 +36,6 @@ BAD_TRACES = [
     ('[{"id": "a", "ref": 7}]', "$.traces[0].ref"),
     ('[{"id": "a", "ref": "../../outside.json"}]', "$.traces[0].ref"),
 ]
-
-
-def one_line_error(out) -> bool:
-    return (
-        out.returncode == 2
-        and out.stderr.startswith("whenpro: error: ")
-        and out.stderr.count("\n") == 1
-        and "Traceback" not in out.stderr
-    )
 
 
 @pytest.fixture(scope="module")

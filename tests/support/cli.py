@@ -34,3 +34,14 @@ def run_whenpro(
         check=False,
         **kw,
     )
+
+
+def one_line_error(out: subprocess.CompletedProcess[str]) -> bool:
+    """Whether a finished command failed as bad input should: exit status 2 and one
+    ``whenpro: error: ...`` line on stderr, no traceback."""
+    return (
+        out.returncode == 2
+        and out.stderr.startswith("whenpro: error: ")
+        and out.stderr.count("\n") == 1
+        and "Traceback" not in out.stderr
+    )

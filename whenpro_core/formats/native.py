@@ -129,13 +129,20 @@ def is_previewable(path: Path, *, min_bytes: int | None = None) -> bool:
     """Whether ``path`` is a native trace file large enough (``min_bytes``, default
     :data:`PREVIEW_MIN_BYTES`) to open with a preview of its first steps
     (:func:`read_native_prefix`): its size and first bytes only."""
+    return _large_native_head(path, min_bytes, 256) is not None
+
+
+def _large_native_head(path: Path, min_bytes: int | None, size: int) -> bytes | None:
+    """The first ``size`` bytes of ``path`` when it is a native trace file of at least
+    ``min_bytes`` (default :data:`PREVIEW_MIN_BYTES`), else ``None``; never raises."""
     try:
         if not path.is_file() or path.stat().st_size < (PREVIEW_MIN_BYTES if min_bytes is None else min_bytes):
-            return False
+            return None
         with path.open("rb") as fh:
-            return _NATIVE_HEAD.match(fh.read(256)) is not None
+            head = fh.read(size)
     except OSError:
-        return False
+        return None
+    return head if _NATIVE_HEAD.match(head) else None
 
 
 def read_native_prefix(path: Path, *, min_bytes: int | None = None, head_bytes: int | None = None) -> Trace | None:
@@ -146,12 +153,10 @@ def read_native_prefix(path: Path, *, min_bytes: int | None = None, head_bytes: 
     file under ``min_bytes`` (default :data:`PREVIEW_MIN_BYTES`), another format, or a
     head that does not read or validate: the whole load then says what is wrong, as
     ever. Never raises."""
-    if not is_previewable(path, min_bytes=min_bytes):
-        return None
+    head = _large_native_head(path, min_bytes, head_bytes or PREVIEW_BYTES)
     try:
-        with path.open("rb") as fh:
-            doc = pydantic_core.from_json(fh.read(head_bytes or PREVIEW_BYTES), allow_partial=True)
-    except (OSError, ValueError):
+        doc = pydantic_core.from_json(head, allow_partial=True) if head is not None else None
+    except ValueError:
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
         return None
