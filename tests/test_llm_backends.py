@@ -4,6 +4,7 @@ plain text, structured output (and its fallbacks), images, usage, cost, cached t
 from __future__ import annotations
 
 import base64
+import random
 import struct
 import zlib
 
@@ -11,6 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from tests.support.llm_server import IMAGE_TOKENS, WRONG_FORMAT_TEXT, Fault, approx_tokens, prompt_text
+from tests.support.llm_wire import SeenPrompts, common_prefix_len
 from whenpro_core.llm import ImagePart, LLMRequest, Message, TextPart, open_backend
 from whenpro_core.llm.pricing import DEFAULT_PRICES
 
@@ -181,6 +183,18 @@ def test_image_part_rejects_non_images():
     with pytest.raises(ValueError):
         ImagePart(data="data:image/png;base64,AAAA")
     assert ImagePart.from_bytes(b"\xff\xd8\xff\xe0" + b"\x00" * 16).mime == "image/jpeg"
+
+
+def test_the_test_servers_prefix_cache_finds_the_longest_prefix_shared_with_its_last_prompts():
+    """The emulated OpenAI cache (two neighbours in sorted order) against every remembered
+    prompt compared, prompts forgotten after ``keep``."""
+    rng = random.Random(7)
+    seen, kept = SeenPrompts(keep=20), []
+    for _ in range(300):
+        prompt = "".join(rng.choice("ab") for _ in range(rng.randint(0, 12)))
+        expected = max((common_prefix_len(old, prompt) for old in kept), default=0)
+        assert seen.add(prompt) == expected
+        kept = (kept + [prompt])[-20:]
 
 
 @pytest.mark.parametrize("model", ["openai:gpt-4.1", "openai-responses:gpt-4.1"])

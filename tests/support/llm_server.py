@@ -48,9 +48,9 @@ from typing import Any, Literal
 
 from tests.support.llm_wire import (
     IMAGE_TOKENS,
+    SeenPrompts,
     approx_tokens,
     chat_payload,
-    common_prefix_len,
     messages_payload,
     output_constraint_key,
     prompt_text,
@@ -176,7 +176,7 @@ class LLMServer:
         self._answers: deque[Any] = deque()
         self._faults: deque[Fault] = deque()
         self._responder: Callable[[dict[str, Any]], Any] | None = None
-        self._seen_prompts: dict[str, list[str]] = {}
+        self._seen_prompts: dict[str, SeenPrompts] = {}
         self._anthropic_cache: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -302,12 +302,7 @@ class LLMServer:
 
     def _openai_cached(self, model: str, prompt: str) -> int:
         with self._lock:
-            seen = self._seen_prompts.setdefault(model, [])
-            best = 0
-            for old in seen:
-                best = max(best, common_prefix_len(old, prompt))
-            seen.append(prompt)
-            del seen[:-200]
+            best = self._seen_prompts.setdefault(model, SeenPrompts()).add(prompt)
         tokens = best // 4
         return tokens if tokens >= self.cache_min_tokens and tokens > 0 else 0
 

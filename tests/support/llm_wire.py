@@ -4,10 +4,12 @@ JSON answers of chat completions, Responses and Anthropic messages."""
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import math
 import time
+from collections import deque
 from typing import Any
 
 IMAGE_TOKENS = 85
@@ -100,6 +102,34 @@ def common_prefix_len(a: str, b: str) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+class SeenPrompts:
+    """The last ``keep`` prompts of one model, to tell how long a prefix a new prompt shares
+    with any of them (an OpenAI-style automatic prefix cache).
+
+    In sorted order the prompt sharing the longest prefix with a new one sits next to the
+    new one's place, so each prompt costs two prefix comparisons, not ``keep``. (Comparing
+    with every earlier prompt cost the server ~4 ms of CPU per 23 KB request under its lock,
+    which made larger requests slower in throughput benchmarks.)"""
+
+    def __init__(self, keep: int = 200) -> None:
+        self.keep = keep
+        self._sorted: list[str] = []
+        self._arrival: deque[str] = deque()
+
+    def add(self, prompt: str) -> int:
+        """Remember ``prompt``; the length (characters) of the longest prefix it shares with
+        a remembered prompt."""
+        at = bisect.bisect_left(self._sorted, prompt)
+        near = self._sorted[max(at - 1, 0) : at + 1]
+        best = max((common_prefix_len(old, prompt) for old in near), default=0)
+        self._sorted.insert(at, prompt)
+        self._arrival.append(prompt)
+        if len(self._arrival) > self.keep:
+            oldest = self._arrival.popleft()
+            del self._sorted[bisect.bisect_left(self._sorted, oldest)]
+        return best
 
 
 def wants_schema(api: str, body: dict[str, Any]) -> bool:
