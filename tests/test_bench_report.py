@@ -136,6 +136,7 @@ def test_bench_on_who_when_pro_jsonl(real_traces, tmp_path):
     out = tmp_path / "r.jsonl"
     report = bench_command(str(folder), out=out, sample=6, seed=1, both=True, where=["mode=R.3"], console=quiet())
     records = list(ResultsFile(out).done.values())
+    assert [r.error for r in records if r.error] == []
     assert len(records) == 12 and {r.trace.gt_mode for r in records} == {"R.3"}
     assert all(r.ref.endswith(tuple(f"#{n}" for n in range(1, 65))) for r in records)
     for g in report.groups:
