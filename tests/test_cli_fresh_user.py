@@ -52,6 +52,33 @@ def test_info_on_a_folder_still_lists_bad_files_and_carries_on(tmp_path):
     assert out.stderr.startswith("whenpro: warning: ") and "bad.json" in out.stderr  # on stderr, not an error
 
 
+@pytest.mark.parametrize("command", [("info",), ("ls",), ("ls", "--json"), ("ls", "--where", "framework=x")])
+def test_a_folder_where_no_file_can_be_read_ends_with_an_error(tmp_path, command):
+    """As a folder holding no trace file does: each bad file is a warning, then one error
+    line says nothing could be read, and the status is 2 (was 0 with nothing listed)."""
+    (tmp_path / "a.json").write_text("{")
+    (tmp_path / "b.json").write_text("nope")
+    out = whenpro(*command, str(tmp_path))
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert lines[-1].startswith("whenpro: error: ") and "no trace could be read" in lines[-1], out.stderr
+    assert "2 files failed to import" in lines[-1] and str(tmp_path) in lines[-1]
+
+
+def test_a_jsonl_release_whose_every_row_is_bad_ends_with_an_error(tmp_path):
+    """A file named by itself: its first error, how many more, status 2."""
+    data = tmp_path / "data"
+    data.mkdir()
+    row = '{"id": "r1", "framework": "smolagents", "benchmark": "gaia", "task": "{}", "trajectory": "[]"'
+    bad_label = ', "ground_truth": "not JSON"'
+    (data / "text.jsonl").write_text(f"{row}}}\n{row}{bad_label}}}\ngarbage\n")
+    out = whenpro("ls", str(data / "text.jsonl"))
+    assert out.returncode == 0 and "r1" in out.stdout  # one row read: warnings only
+    (data / "text.jsonl").write_text(f"{row}{bad_label}}}\ngarbage\n")
+    out = whenpro("ls", str(data / "text.jsonl"))
+    one_line_error(out, "text.jsonl:1 at $.ground_truth", "and 1 more bad rows")
+
+
 # a stdout pipe closed by its reader (| head) ends quietly with 141, for every command
 
 

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from whenpro_core.cli import output
-from whenpro_core.errors import ConfigError
+from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.formats.build_meta import unfinished_build_note
 from whenpro_core.library import summary
 from whenpro_core.library.listing import parse_where
@@ -91,6 +91,13 @@ def _failed(rows: list[TraceSummary]) -> str:
     return " and ".join(parts)
 
 
+def _check_some_read(target: str, rows: Sequence[TraceSummary]) -> None:
+    """Raise TraceFormatError when ``target`` held files or rows and every one failed to
+    import, as a folder with no trace file is an error (the warnings said why each failed)."""
+    if rows and all(r.error for r in rows):
+        raise TraceFormatError(f"no trace could be read ({_failed(list(rows))} failed to import)", path=target)
+
+
 def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console, labels: bool) -> None:
     counts = summary.dataset_counts(rows)
     ok = sum(1 for r in rows if not r.error)
@@ -110,6 +117,7 @@ def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console,
         console.print(table)
     errors = output.stderr_console(highlight=False)  # as ls reports them
     output.skipped_file_lines(errors, [r.error for r in rows if r.error])
+    _check_some_read(target, rows)
 
 
 def ls(
@@ -125,13 +133,19 @@ def ls(
     to import). Without ``labels`` the JSON rows carry no ``gt_step``/``gt_mode``.
     ``where``: ``--where`` filters (:func:`whenpro_core.library.listing.parse_where`;
     ConfigError when malformed, or filtering by ``mode`` without ``labels``); error rows
-    are listed only without a filter."""
+    are listed only without a filter. TraceFormatError (after the warnings) when no file or
+    row could be read."""
     console = console or output.stdout_console(highlight=False, soft_wrap=True)
     errors = output.stderr_console(highlight=False)
     row_filter = parse_where(where)
     if not labels and row_filter.facets.get("mode"):
         raise ConfigError("--where mode= reads the ground-truth labels, which ls hides", expected="--labels with it")
+    failed: list[TraceSummary] = []  # while no row has been read
+    read_one = False
     for row in summary.rows(target):
+        if row.error and not read_one:
+            failed.append(row)
+        read_one = read_one or not row.error
         if not row_filter.keeps(row):
             continue
         if as_json:
@@ -141,6 +155,8 @@ def ls(
             errors.print(Text(f"whenpro: warning: {clean(row.error)}", style="yellow"))
         else:
             console.print(Text(clean(_listing_line(row, labels))))
+    if not read_one:
+        _check_some_read(target, failed)
 
 
 def _listing_line(row: TraceSummary, labels: bool) -> str:
