@@ -79,6 +79,25 @@ def test_a_jsonl_release_whose_every_row_is_bad_ends_with_an_error(tmp_path):
     one_line_error(out, "text.jsonl:1 at $.ground_truth", "and 1 more bad rows")
 
 
+def test_info_into_a_pipe_keeps_a_long_path_on_one_line(tmp_path):
+    """Piped (``| grep``, ``> file``) with no COLUMNS, Rich folded every line at 80 columns,
+    so a trace's path came out cut in two."""
+    deep = tmp_path / ("a_folder_name_long_enough_to_pass_eighty_columns_" * 2) / "trace_with_a_long_name.json"
+    deep.parent.mkdir()
+    deep.write_text((SAMPLES / "team_text" / "trace.json").read_text())
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "info", str(deep)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**env, "PYTHONPATH": str(REPO)},
+    )
+    assert out.returncode == 0 and str(deep) in out.stdout, out.stdout
+
+
 # a stdout pipe closed by its reader (| head) ends quietly with 141, for every command
 
 

@@ -45,11 +45,21 @@ def note(line: str) -> None:
     typer.echo(line, err=True)
 
 
+#: Width of stdout when it is not a terminal and ``COLUMNS`` is unset (Rich's default, 80,
+#: would fold paths, ids and task text for ``| grep`` and ``> file``).
+PIPED_WIDTH = 1000
+
+
 def stdout_console(**options: Any) -> Console:
-    """A rich Console on stdout (``options`` as for ``rich.console.Console``)."""
+    """A rich Console on stdout (``options`` as for ``rich.console.Console``). Piped or
+    redirected, with neither ``width`` nor ``COLUMNS`` given, its lines are as long as their
+    content (up to :data:`PIPED_WIDTH` characters) instead of folded at 80."""
     from rich.console import Console
 
-    return Console(**options)
+    console = Console(**options)
+    if "width" not in options and not console.is_terminal and not os.environ.get("COLUMNS"):
+        console.width = PIPED_WIDTH
+    return console
 
 
 def stderr_console(**options: Any) -> Console:
