@@ -76,8 +76,7 @@ def build(out: Path, rows: int, image_kb: int) -> Path:
 
 
 def _saved(path: Path) -> Path:
-    st = path.stat()
-    return wj.saved_index_path((str(path.resolve()), st.st_size, st.st_mtime_ns))
+    return wj.saved_index_path(wj.file_key(path))
 
 
 def lazy_index(path: Path) -> int:

@@ -238,11 +238,23 @@ def test_a_later_listing_reads_the_saved_index_until_the_file_changes(tmp_path):
     assert wj.STATS["index_scans"] == scans + 2
 
 
+def test_a_file_replaced_with_its_size_and_mtime_kept_is_scanned_again(tmp_path):
+    """``cp -p``, ``rsync -t`` or ``touch -r`` can put back a file's mtime after new content
+    of the same size; the saved index of the old content was read for the new one."""
+    path = _dataset(tmp_path, "text.jsonl", [_smol(f"t{n}") for n in range(80)])
+    before = path.stat()
+    assert [r.id for r in row_index(path).rows][:2] == ["t0", "t1"]
+    path.write_bytes(path.read_bytes().replace(b'"t0"', b'"u0"', 1))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    wj._CACHE.clear()  # a new process
+    assert [r.id for r in row_index(path).rows][:2] == ["u0", "t1"]
+
+
 def test_a_damaged_saved_index_is_ignored_and_a_file_with_bad_rows_is_not_saved(tmp_path):
     path = _dataset(tmp_path, "text.jsonl", [_smol(f"t{n}") for n in range(70)])
     first = row_index(path).rows
-    st = path.stat()
-    saved = wj.saved_index_path((str(path.resolve()), st.st_size, st.st_mtime_ns))
+    saved = wj.saved_index_path(wj.file_key(path))
     good = saved.read_bytes()
     head, body = good.split(b"\n", 1)
     flipped = body.replace(b'"start":[', b'"start":["x",', 1)  # a damaged body, header intact
@@ -252,8 +264,7 @@ def test_a_damaged_saved_index_is_ignored_and_a_file_with_bad_rows_is_not_saved(
         assert row_index(path).rows == first
     bad = _dataset(tmp_path, "image.jsonl", [_smol(f"t{n}") for n in range(70)] + [b'{"id":"x",oops}'])
     assert row_index(bad).rows[-1].error is not None
-    st = bad.stat()
-    assert not wj.saved_index_path((str(bad.resolve()), st.st_size, st.st_mtime_ns)).exists()
+    assert not wj.saved_index_path(wj.file_key(bad)).exists()
 
 
 def test_the_fast_read_of_a_release_line_agrees_with_the_careful_one(real_traces, tmp_path):

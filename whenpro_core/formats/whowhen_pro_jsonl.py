@@ -13,7 +13,7 @@ Frame paths of video rows resolve against ``video_assets/<framework>/``.
 ground truth from the small ``ground_truth`` string near its end, without decoding the
 trajectory (a release-shaped line is read with a few byte searches, :func:`_fast_row`).
 The scan releases the pages it has passed, so a multi-GB file is listed in bounded
-memory. The index is cached per (path, size, mtime) in memory and saved in the user
+memory. The index is cached per file version (:data:`FileKey`) in memory and saved in the user
 cache folder (``row-index/``), so a later listing of an unchanged file reads the saved
 index instead of scanning; opening row *k* is then one seek and one decode.
 ``step_count`` in listings is None (counting needs a decode).
@@ -70,7 +70,12 @@ _HEAD_BYTES = 4096
 _MAX_HEAD = 1 << 16
 _FALLBACK_MAX = 1 << 20  # rows up to this size may be fully parsed when the fast path fails
 _ROW_FIELDS = ("task", "trajectory", "ground_truth", "extras")
-_CACHE: OrderedDict[tuple[str, int, int], RowIndex] = OrderedDict()
+#: What identifies one version of a file: (absolute path, size, mtime ns, ctime ns). The
+#: ctime is set by the system on every change and cannot be put back by the tools that
+#: restore an mtime (``cp -p``, ``rsync -t``, ``touch -r``), so new content of the same
+#: size under an old mtime still gets a new key.
+FileKey = tuple[str, int, int, int]
+_CACHE: OrderedDict[FileKey, RowIndex] = OrderedDict()
 _CACHE_SIZE = 8
 
 
@@ -358,15 +363,14 @@ def _bad(meta: RowMeta, exc: TraceFormatError) -> RowMeta:
 
 
 def row_index(path: str | Path) -> RowIndex:
-    """The lazy row index of a JSONL file, cached per (path, size, mtime).
+    """The lazy row index of a JSONL file, cached per file version (:data:`FileKey`).
 
     Raises TraceFormatError when the file cannot be read; bad lines become rows with
     ``error`` set.
     """
     path = Path(path)
     try:
-        st = path.stat()
-        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+        key = file_key(path)
     except OSError as exc:
         raise TraceFormatError(f"cannot read file: {exc.strerror}", path=path) from None
     cached = _CACHE.get(key)
@@ -376,7 +380,7 @@ def row_index(path: str | Path) -> RowIndex:
     with paused_gc():  # tens of thousands of row tuples, none of them garbage: no collector passes
         rows = load_saved_index(key)
         if rows is None:
-            rows = _scan_file(path, st.st_size)
+            rows = _scan_file(path, key[1])
             save_index(key, rows)
     index = RowIndex(path, modality_of_name(path.stem), rows)
     _CACHE[key] = index
@@ -385,14 +389,20 @@ def row_index(path: str | Path) -> RowIndex:
     return index
 
 
+def file_key(path: Path) -> FileKey:
+    """The :data:`FileKey` of ``path`` as it is now (OSError when it cannot be read)."""
+    st = path.stat()
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 # --------------------------------------------------------------------------- the saved index
 
-#: Version of the saved index (bump when what :func:`_scan_row` reads changes).
-INDEX_FORMAT = "whenpro.row-index/1"
+#: Version of the saved index (bump when what :func:`_scan_row` reads changes, or its key).
+INDEX_FORMAT = "whenpro.row-index/2"
 
 
-def saved_index_path(key: tuple[str, int, int]) -> Path:
-    """Where the index of the file ``key`` = (absolute path, size, mtime ns) is saved:
+def saved_index_path(key: FileKey) -> Path:
+    """Where the index of the file ``key`` (a :data:`FileKey`) is saved:
     ``<cache dir>/row-index/<sha1 of the path>.json`` (one per file, replaced when the
     file changes)."""
     from whenpro_core.storage.paths import cache_dir
@@ -400,14 +410,14 @@ def saved_index_path(key: tuple[str, int, int]) -> Path:
     return cache_dir() / "row-index" / f"{hashlib.sha1(key[0].encode()).hexdigest()}.json"
 
 
-def load_saved_index(key: tuple[str, int, int]) -> list[RowMeta] | None:
+def load_saved_index(key: FileKey) -> list[RowMeta] | None:
     """The rows saved for the file ``key`` by an earlier listing, or ``None`` (none saved,
-    saved for another size or mtime, another index version, or damaged: the body's
+    saved for another version of the file, another index version, or damaged: the body's
     checksum is checked before it is used)."""
     try:
         head, _, body = saved_index_path(key).read_bytes().partition(b"\n")
         meta = orjson.loads(head)
-        if meta["format"] != INDEX_FORMAT or [meta["path"], meta["size"], meta["mtime_ns"]] != list(key):
+        if meta["format"] != INDEX_FORMAT or meta["file"] != list(key):
             return None
         if hashlib.blake2b(body, digest_size=16).hexdigest() != meta["blake2b"]:
             return None
@@ -422,10 +432,10 @@ def load_saved_index(key: tuple[str, int, int]) -> list[RowMeta] | None:
         return None
 
 
-def save_index(key: tuple[str, int, int], rows: list[RowMeta]) -> None:
+def save_index(key: FileKey, rows: list[RowMeta]) -> None:
     """Save the rows of the file ``key`` for later listings (atomically; best effort: a
     cache folder that cannot be written is skipped). A header line (format, file, size,
-    mtime, checksum of the body), then the body: columns, with framework, benchmark and
+    mtime, ctime, checksum of the body), then the body: columns, with framework, benchmark and
     ground truth as indices into a word list. A file with bad rows is not saved: its
     errors are worded afresh by the next scan."""
     if len(rows) < _SAVE_MIN_ROWS:
@@ -446,7 +456,7 @@ def save_index(key: tuple[str, int, int], rows: list[RowMeta]) -> None:
             doc[name] = columns[n]
     doc["words"] = list(words)
     body = orjson.dumps(doc)
-    head = {"format": INDEX_FORMAT, "path": key[0], "size": key[1], "mtime_ns": key[2]}
+    head: dict[str, Any] = {"format": INDEX_FORMAT, "file": list(key)}
     head["blake2b"] = hashlib.blake2b(body, digest_size=16).hexdigest()
     with contextlib.suppress(WhenproError, OSError):
         atomic_write_bytes(saved_index_path(key), orjson.dumps(head) + b"\n" + body)
