@@ -417,6 +417,19 @@ def test_larger_per_seed_only_adds_attempts(tmp_path, seeds):
     assert len({t["seed"] for t in small["traces"]}) == len(small["traces"])  # one per seed run by default
 
 
+def test_a_build_resumed_with_other_modes_describes_every_mode_it_holds(tmp_path, seeds):
+    """The journal keeps the first run's attempts and the release selects from all of them,
+    but the manifest said ``run.modes`` were the second run's alone, and ``planned`` (the
+    second run's plan) was below ``attempted`` (both runs)."""
+    journal = tmp_path / "ds" / BUILD_DIR / "journal.jsonl"
+    build(seeds, tmp_path / "ds", modes=("R.1", "R.2"), per_seed=2)
+    again = build(seeds, tmp_path / "ds", modes=("A.1", "A.2"), per_seed=2)
+    attempted = {json.loads(line)["key"].rsplit("|", 1)[1] for line in journal.read_text().splitlines()[1:]}
+    assert {"R.1", "R.2"} <= attempted <= {"R.1", "R.2", "A.1", "A.2"}  # the first run's attempts are still there
+    assert again["run"]["modes"][:2] == ["A.1", "A.2"] and set(again["run"]["modes"]) >= attempted
+    assert again["counts"]["planned"] >= again["counts"]["attempted"]
+
+
 # ---------------------------------------------------------------------- the command
 
 

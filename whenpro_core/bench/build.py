@@ -35,7 +35,7 @@ import asyncio
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -713,7 +713,7 @@ async def _walk_rounds(rounds: _Rounds, result: BuildResult, seeds: list[Seed]) 
         result.ran = runner.ran
         if not sharded:
             run = {
-                "modes": list(opts.modes),
+                "modes": _modes_held(opts.modes, store),
                 "per_seed": opts.per_seed,
                 "concurrency": opts.concurrency,
                 "max_mode_share": opts.max_mode_share,
@@ -722,8 +722,18 @@ async def _walk_rounds(rounds: _Rounds, result: BuildResult, seeds: list[Seed]) 
                 "complete": complete,
             }
             result.manifest = await asyncio.to_thread(
-                store.finish, _seeds_section(seeds), planned=len(plan.attempts), run=run
+                store.finish,
+                _seeds_section(seeds),
+                planned=len({a.key for a in plan.attempts} | set(store.entries)),
+                run=run,
             )
+
+
+def _modes_held(modes: Sequence[str], store: BuildStore) -> list[str]:
+    """This run's ``modes``, then the other modes the journal holds attempts of: a build
+    resumed with other ``--modes`` keeps the earlier attempts, and its release selects
+    from all of them."""
+    return [*modes, *sorted({e.mode for e in store.entries.values()} - set(modes))]
 
 
 def run_build_shard(
