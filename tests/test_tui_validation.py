@@ -79,8 +79,10 @@ async def test_accept_and_reject_are_saved_at_once_with_counts(ds):
     async with app.run_test(size=(120, 32)) as pilot:
         screen = await open_validation(pilot)
         assert f"0 of {total} reviewed" in screen_text(app)
+        assert "labels as built (none reviewed yet): " in screen_text(app)  # was "validated labels"
         await pilot.press("a")
         await settle(pilot)
+        assert "labels after review (pending ones as built): " in screen_text(app)
         assert [(d["trace_id"], d["verdict"]) for d in decisions(ds)] == [(items[0].id, "accept")]
         assert f"1 of {total} reviewed · 1 accepted" in screen_text(app)
         assert read_manifest(ds, fresh_validation=False)["validation"]["accepted"] == 1  # written

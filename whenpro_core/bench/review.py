@@ -64,12 +64,16 @@ def progress_line(counts: dict[str, Any]) -> str:
     )
 
 
-def validated_modes_line(counts: dict[str, Any]) -> str:
-    """``"validated labels: A.3 4 · V.2 3"`` (rejected traces left out), or ``""``."""
+def label_counts_line(counts: dict[str, Any]) -> str:
+    """The labels by mode from the counts' ``validated_modes`` (rejected traces left out):
+    ``"labels as built (none reviewed yet): A.3 4 · V.2 3"`` before any decision, then
+    ``"labels after review (pending ones as built): ..."``; ``""`` when there are none."""
     modes = counts.get("validated_modes") or {}
     if not modes:
         return ""
-    return "validated labels: " + " · ".join(f"{clean(str(m))} {n}" for m, n in modes.items())
+    reviewed = int(counts.get("total", 0)) - int(counts.get("pending", 0))
+    head = "labels after review (pending ones as built)" if reviewed else "labels as built (none reviewed yet)"
+    return f"{head}: " + " · ".join(f"{clean(str(m))} {n}" for m, n in modes.items())
 
 
 def next_pending(items: Sequence[ReviewItem], after: int) -> int | None:
@@ -133,5 +137,5 @@ __all__ = [
     "progress_line",
     "relabel_choices",
     "save_counts",
-    "validated_modes_line",
+    "label_counts_line",
 ]

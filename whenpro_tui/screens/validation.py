@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from whenpro_core.bench import validate
-from whenpro_core.bench.review import next_pending, progress_line, relabel_choices, save_counts, validated_modes_line
+from whenpro_core.bench.review import label_counts_line, next_pending, progress_line, relabel_choices, save_counts
 from whenpro_core.bench.validate import ReviewItem, ValidationEntry
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
@@ -125,7 +125,7 @@ class ValidationScreen(Leaving, Screen[None]):
         self.counts = message.counts
         self.rlist.set_items(self.items)
         self.query_one("#val-progress", Static).update(Text(progress_line(self.counts), style="bold"))
-        self.query_one("#val-modes", Static).update(Text(validated_modes_line(self.counts), style="dim"))
+        self.query_one("#val-modes", Static).update(Text(label_counts_line(self.counts), style="dim"))
         self.query_one("#val-columns", Static).update(Text(self.rlist.header_line(), style="bold dim"))
         self._hint()
         if not self.items:
