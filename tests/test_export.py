@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES, team_trace
 from tests.support.browser import browser, chromium_path  # noqa: F401  (fixtures)
+from tests.support.cli import run_whenpro
 from whenpro_core.attribution.export import ExportOptions, trace_markdown
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.cli import app as cli_app
@@ -133,6 +134,13 @@ def test_markdown_is_bounded_and_says_what_was_cut(shared_trace: Path) -> None:
     assert "Ground truth" not in full
     printed = run_cli("export", str(shared_trace), "--markdown", "-", "--labels")
     assert "Ground truth (labels)" in printed and "8 dollars where the task says 8 percent" in printed
+
+
+def test_markdown_to_stdout_with_an_html_file_keeps_the_status_line_out_of_it(shared_trace: Path, tmp_path: Path):
+    """``--html a.html --markdown - > md.md`` put "wrote a.html" at the top of md.md."""
+    out = run_whenpro("export", str(shared_trace), "--html", str(tmp_path / "a.html"), "--markdown", "-")
+    assert out.returncode == 0 and out.stdout.startswith("# "), out.stdout[:200]
+    assert "wrote " not in out.stdout and f"wrote {tmp_path / 'a.html'}" in out.stderr
 
 
 async def test_x_on_the_trace_screen_writes_the_page(

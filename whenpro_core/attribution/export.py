@@ -428,16 +428,24 @@ def write_export(
 
 
 def export_command(
-    src: str, html_out: str | None, markdown_out: str | None, *, labels: bool, force: bool, echo: Callable[[str], None]
+    src: str,
+    html_out: str | None,
+    markdown_out: str | None,
+    *,
+    labels: bool,
+    force: bool,
+    echo: Callable[[str], None],
+    note: Callable[[str], None],
 ) -> None:
     """``whenpro export``: load ``src`` and write the HTML and/or Markdown files
-    (``-`` as the Markdown output prints it)."""
+    (``-`` as the Markdown output prints it with ``echo``; ``note`` says what was written,
+    so that status lines never mix into Markdown sent to stdout)."""
     if not html_out and not markdown_out:
         raise ExportError("nothing to write", expected="--html OUT.html and/or --markdown OUT.md")
     trace = load_trace(src)
     if html_out:
-        echo(f"wrote {write_export(trace, html_out, labels=labels, force=force)}")
+        note(f"wrote {write_export(trace, html_out, labels=labels, force=force)}")
     if markdown_out == "-":
         echo(trace_markdown(trace, options_for(trace, labels=labels)))
     elif markdown_out:
-        echo(f"wrote {write_export(trace, markdown_out, markdown=True, labels=labels, force=force)}")
+        note(f"wrote {write_export(trace, markdown_out, markdown=True, labels=labels, force=force)}")

@@ -219,7 +219,7 @@ def export(src: str, html_out: str | None, markdown_out: str | None, *, labels: 
     """``whenpro export``: the trace and its verdicts as HTML and/or Markdown."""
     from whenpro_core.attribution.export import export_command
 
-    export_command(src, html_out, markdown_out, labels=labels, force=force, echo=output.echo)
+    export_command(src, html_out, markdown_out, labels=labels, force=force, echo=output.echo, note=output.note)
 
 
 def diff(a: str, b: str) -> None:
