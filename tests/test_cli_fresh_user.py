@@ -96,6 +96,7 @@ def test_info_into_a_pipe_keeps_a_long_path_on_one_line(tmp_path):
         env={**env, "PYTHONPATH": str(REPO)},
     )
     assert out.returncode == 0 and str(deep) in out.stdout, out.stdout
+    assert all(line == line.rstrip() for line in out.stdout.splitlines()), "lines padded with blanks"
 
 
 # a stdout pipe closed by its reader (| head) ends quietly with 141, for every command

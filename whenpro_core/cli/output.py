@@ -8,6 +8,7 @@ which print plain lines (``--version``, usage errors) start without it.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,14 +53,30 @@ PIPED_WIDTH = 1000
 
 def stdout_console(**options: Any) -> Console:
     """A rich Console on stdout (``options`` as for ``rich.console.Console``). Piped or
-    redirected, with neither ``width`` nor ``COLUMNS`` given, its lines are as long as their
-    content (up to :data:`PIPED_WIDTH` characters) instead of folded at 80."""
+    redirected, its lines end with their content: not folded at 80 columns (unless
+    ``width`` or ``COLUMNS`` is given; up to :data:`PIPED_WIDTH` characters) and without
+    the blanks Rich pads table cells with."""
     from rich.console import Console
 
     console = Console(**options)
-    if "width" not in options and not console.is_terminal and not os.environ.get("COLUMNS"):
+    if console.is_terminal:
+        return console
+    if "width" not in options and not os.environ.get("COLUMNS"):
         console.width = PIPED_WIDTH
+    console.file = _TrimmedLines()
     return console
+
+
+class _TrimmedLines:
+    """stdout (as it is at each write) without blanks before a line's end."""
+
+    _BLANKS = re.compile(r"[ \t]+(?=\n)")
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(self._BLANKS.sub("", text))
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding: stdout's own
+        return getattr(sys.stdout, name)
 
 
 def stderr_console(**options: Any) -> Console:
