@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import typer
 
@@ -63,7 +63,7 @@ def stdout_console(**options: Any) -> Console:
         return console
     if "width" not in options and not os.environ.get("COLUMNS"):
         console.width = PIPED_WIDTH
-    console.file = _TrimmedLines()
+    console.file = cast("IO[str]", _TrimmedLines())  # a stream in all but its type
     return console
 
 
