@@ -238,6 +238,15 @@ def test_a_later_listing_reads_the_saved_index_until_the_file_changes(tmp_path):
     assert wj.STATS["index_scans"] == scans + 2
 
 
+def test_a_blank_row_asked_for_by_number_says_it_is_blank(tmp_path):
+    """``file#2`` of a file whose line 2 is blank said "no row '2' (expected a row number
+    1..3 ...)", a number inside the range it gave."""
+    path = _dataset(tmp_path, "text.jsonl", [_smol("t1"), b"", _smol("t3")])
+    with pytest.raises(TraceFormatError, match=r"row 2 is a blank line \(expected a row number of a non-blank line"):
+        row_index(path).find("2")
+    assert row_index(path).find("3").id == "t3"
+
+
 def test_a_file_replaced_with_its_size_and_mtime_kept_is_scanned_again(tmp_path):
     """``cp -p``, ``rsync -t`` or ``touch -r`` can put back a file's mtime after new content
     of the same size; the saved index of the old content was read for the new one."""

@@ -120,6 +120,12 @@ class RowIndex:
             for meta in self.rows:
                 if meta.row == n:
                     return meta
+            if 1 <= n < self.rows[-1].row:  # a line the index skipped
+                raise TraceFormatError(
+                    f"row {n} is a blank line",
+                    path=self.path,
+                    expected="a row number of a non-blank line or a trace id",
+                )
         else:
             for meta in self.rows:
                 if meta.id == key:
