@@ -278,6 +278,22 @@ def test_unlabelled_datasets_and_bad_files_are_said_in_one_line(tmp_path):
     assert result.overall.traces == 12 and result.skipped == 1
 
 
+def test_a_folder_where_no_file_can_be_read_says_so_in_its_one_line(tmp_path):
+    """It said only "no labelled trace in bad", as if the files were unlabelled traces."""
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "a.json").write_text("{not json")
+    (tmp_path / "bad" / "b.json").write_text('{"x": 1}')
+    out = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "audit", "bad"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "no labelled trace in bad: 2 traces could not be read (first: bad/a.json" in out.stderr, out.stderr
+
+
 def test_audit_names_each_file_it_could_not_read(tmp_path):
     """Files that fail to import are named on stderr, one line each, and told apart from
     unlabelled traces in the count (it said only "N traces left out")."""

@@ -244,7 +244,11 @@ def audit_dataset(dataset: str | Path, against: str | Path | None = None) -> Aud
     result.unreadable = bad
     result.against_unreadable = corpus_bad
     if result.overall.traces == 0:
-        raise ConfigError(f"no labelled trace in {dataset}", expected="a dataset with ground-truth labels")
+        unread = f": {plural(len(bad), 'trace')} could not be read (first: {bad[0]})" if bad else ""
+        raise ConfigError(
+            f"no labelled trace in {dataset}{unread}",
+            expected=f"a dataset with ground-truth labels{'; whenpro ls says why each file fails' if bad else ''}",
+        )
     return result
 
 
