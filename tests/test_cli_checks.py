@@ -170,6 +170,7 @@ def test_numbers_out_of_range_fail_at_parse_time(tmp_path, args, option):
     "args, words",
     [
         (["attribute"], ["Missing argument", "whenpro attribute --help"]),
+        (["attribute", TRACE, "--protocol"], ["'--protocol' requires an argument", "whenpro attribute --help"]),
         (["info", TRACE, "--no-such-flag"], ["No such option: --no-such-flag", "whenpro info --help"]),
         (["bench", TRACE, "--tolerance", "-1"], ["Invalid value", "--tolerance", "whenpro bench --help"]),
         (["view", TRACE, "--images", "ascii"], ["Invalid value", "--images"]),

@@ -197,16 +197,21 @@ def _click_exception() -> type[Exception]:
     return next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
-def _usage_error(exc: Any) -> int:
-    """Print click's usage error (or other ClickException) ``exc`` as one ``whenpro: error:`` line naming the command's
-    ``--help``; returns its exit status (2). ``whenpro`` alone prints the help (already shown
-    by typer on a terminal)."""
+def _usage_error(exc: Any, args: list[str]) -> int:
+    """Print click's usage error (or other ClickException) ``exc`` of the command line
+    ``args`` as one ``whenpro: error:`` line naming the command's ``--help``; returns its
+    exit status (2). ``whenpro`` alone prints the help (already shown by typer on a
+    terminal)."""
     if type(exc).__name__ == "NoArgsIsHelpError":
         if exc.format_message().strip():
             exc.show()
         return int(exc.exit_code)
     ctx = getattr(exc, "ctx", None)
-    hint = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+    if ctx is not None:
+        hint = f" (see {ctx.command_path} --help)"
+    else:  # raised by the option parser before a context exists (an option missing its value)
+        named = args[0] if args and args[0] in dict(COMMANDS) else None
+        hint = f" (see whenpro {named} --help)" if named else ""
     output.error(one_line(exc.format_message(), 1000) + hint)
     return int(exc.exit_code)
 
@@ -220,7 +225,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             status = app(args=args, prog_name="whenpro", standalone_mode=False)
         except _click_exception() as exc:
-            status = _usage_error(exc)
+            status = _usage_error(exc, args)
         except typer.Abort:
             typer.echo("whenpro: aborted", err=True)
             status = 1
