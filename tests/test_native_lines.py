@@ -75,6 +75,16 @@ def test_a_cut_off_last_line_is_skipped_and_reported(tmp_path):
     assert "skipped 1 bad line (line 5" in warning and "JSON ends too early" in warning
 
 
+def test_a_chat_line_cut_off_mid_file_names_its_column_not_line_2(tmp_path):
+    """``line 3: JSON ends too early at line 2 column 1``: the line was parsed with its newline."""
+    path = tmp_path / "chat.jsonl"
+    path.write_text(
+        '{"role":"user","content":"hi"}\n{"role":"assistant","content":\n{"role":"assistant","content":"yo"}\n'
+    )
+    [warning] = load_trace(path).extras["whenpro_warnings"]
+    assert warning.startswith("skipped 1 bad line (line 2: JSON ends too early at column 31"), warning
+
+
 def test_bad_lines_in_the_middle_are_skipped_and_counted(tmp_path):
     path = _with_bad_lines(tmp_path, (2, "not json"), (3, '{"agent": "x", "kind": 7}'))
     trace = load_trace(path)

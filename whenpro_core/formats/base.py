@@ -366,8 +366,9 @@ class JsonLinesImporter(FileImporter):
         return self.keys_match(top_level_keys(line))
 
     def rows(self, path: Path) -> Iterator[tuple[int, bytes]]:
-        """``(row number, line bytes)`` for each non-blank line (1-based numbers count
-        every line, blank ones too, so they match an editor's line numbers)."""
+        """``(row number, line bytes without its line end)`` for each non-blank line
+        (1-based numbers count every line, blank ones too, so they match an editor's line
+        numbers; without the newline a parse error's place is the line's own column)."""
         try:
             fh = path.open("rb")
         except OSError as exc:
@@ -379,7 +380,7 @@ class JsonLinesImporter(FileImporter):
                         "line too long", path=path, row=row, expected=f"at most {self.max_line_bytes} bytes a line"
                     )
                 if line.strip():
-                    yield row, line
+                    yield row, line.rstrip(b"\r\n")
 
     def _row_trace(self, path: Path, row: int, line: bytes, root: Path | None) -> Trace:
         obj = parse_json(line, path, row)
