@@ -1,10 +1,11 @@
 """Exploring bench results (whenpro_core.bench.explore): results files are recognised
-by their first bytes; every cell of every table can be recomputed from the traces
+by their first record; every cell of every table can be recomputed from the traces
 listed behind it with the docs/architecture.md, 'Scoring' rules; a prediction is set against its ground
 truth axis by axis; a moved dataset is found again by trace id."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import defaultdict
 from statistics import mean
@@ -59,6 +60,24 @@ def test_results_files_are_recognised_by_their_first_record(run, tmp_path):
     assert not is_results_file(tmp_path / "missing.jsonl")
     (tmp_path / "empty.jsonl").write_bytes(b"")
     assert not is_results_file(tmp_path / "empty.jsonl")
+
+
+def test_results_files_are_recognised_whatever_their_json_layout(run, tmp_path):
+    """Any JSON writer's spacing and key order; a first record longer than the bytes
+    read is judged by its top-level keys; the tag nested in another object is no record."""
+    _, out = run
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    spaced = tmp_path / "spaced.jsonl"
+    spaced.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert is_results_file(spaced)
+    long_first = tmp_path / "long.jsonl"
+    records[0]["error"] = "cut short"  # sorted before "format"
+    records[0]["ref"] += "#" + "x" * 10_000  # and a line longer than the 4 KiB read
+    long_first.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+    assert is_results_file(long_first)
+    nested = tmp_path / "nested.jsonl"
+    nested.write_text(json.dumps({"note": {"format": records[0]["format"]}, "x": "y" * 10_000}) + "\n")
+    assert not is_results_file(nested)
 
 
 def _recompute(outcomes, column, composite=False):

@@ -44,6 +44,26 @@ def test_ls_on_one_bad_file_is_one_error_line(tmp_path):
     one_line_error(whenpro("ls", str(bad)), "l4.jsonl")
 
 
+@pytest.mark.parametrize(
+    "rel, lines",
+    [
+        ("unk.jsonl", ['{"a": 1}', '{"b": 2}']),
+        (".whenpro-build/journal.jsonl", ['{"format": "whenpro.build.journal/1", "seed": 1}', '{"key": "k"}']),
+    ],
+    ids=["unknown", "build-journal"],
+)
+@pytest.mark.parametrize("command", ["info", "ls"])
+def test_json_lines_no_importer_recognises_say_so(tmp_path, rel, lines, command):
+    """Valid JSON lines of an unknown format: "no importer recognises", naming the file
+    and the JSON lines formats whenpro reads, not "not valid JSON at line 2"."""
+    path = tmp_path / rel
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    out = whenpro(command, str(path))
+    one_line_error(out, path.name, "no importer recognises these JSON lines", "Supported formats")
+    assert "not valid JSON" not in out.stderr
+
+
 def test_info_on_a_folder_still_lists_bad_files_and_carries_on(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     (tmp_path / "good.json").write_text((SAMPLES / "team_text" / "trace.json").read_text())

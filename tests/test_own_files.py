@@ -6,6 +6,7 @@ one line what it is."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import orjson
@@ -13,6 +14,7 @@ import pytest
 
 from bench_data import LABELLED, write_dataset
 from conftest import team_trace
+from tests.support.cli import one_line_error, run_whenpro
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.bench import runner
@@ -106,6 +108,33 @@ def test_opening_results_and_report_files_directly(tmp_path):
     assert "whenpro bench report" in open_target(str(ds / "report.json")).rows[0].error
     # `whenpro view results.jsonl` still opens the results screen
     assert open_target(str(out)).results == str(out)
+
+
+@pytest.mark.parametrize(
+    "dump",
+    [json.dumps, lambda r: json.dumps(r, sort_keys=True, separators=(",", ":"))],
+    ids=["spaced", "sorted-keys"],
+)
+def test_results_re_saved_by_another_json_writer_are_still_results(tmp_path, dump):
+    """Recognised by content, not by whenpro's spacing and key order: a walk skips the
+    re-saved file, opening it says what it is, ``view`` opens the results screen and
+    ``bench --out`` resumes it (it said "not valid JSON at line 2", counted a failed item
+    and refused to append)."""
+    ds = write_dataset(tmp_path)
+    out = ds / "results.jsonl"
+    first = runner.select(ds)
+    bench_command(str(ds), out=out, report=False, console=_quiet())
+    out.write_text("".join(dump(json.loads(line)) + "\n" for line in out.read_text().splitlines()))
+    again = runner.select(ds)
+    assert (again.total, again.bad) == (first.total, first.bad)
+    assert not [r for r in walk(ds) if r.path == str(out)]
+    assert open_target(str(out)).results == str(out)
+    for command in ("info", "ls"):
+        told = run_whenpro(command, str(out), columns=400)
+        assert one_line_error(told) and "this is a whenpro bench results file, not a trace" in told.stderr
+    bench_command(str(ds), out=out, report=False, console=_quiet())  # resumes: nothing new
+    keys = [json.loads(line)["key"] for line in out.read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == LABELLED + 1
 
 
 def test_the_tui_shows_a_verdicts_file_as_one_error_row(attributed):

@@ -56,6 +56,17 @@ def test_content_not_name_decides_the_format(tmp_path):
         load_trace(q)
 
 
+def test_json_lines_of_no_known_format_are_an_unknown_format(tmp_path):
+    p = tmp_path / "unk.jsonl"
+    p.write_text('{"a": 1}\n\n{"b": 2}\n')
+    with pytest.raises(UnknownFormatError, match="no importer recognises these JSON lines"):
+        load_trace(p)
+    q = tmp_path / "one.jsonl"  # one line and blank space: a JSON document
+    q.write_text('{"a": 1}\n\n')
+    with pytest.raises(UnknownFormatError, match="no importer recognises this content"):
+        load_trace(q)
+
+
 def test_missing_file_and_folder(tmp_path):
     with pytest.raises(TraceFormatError, match="no such file"):
         load_trace(tmp_path / "nope.json")

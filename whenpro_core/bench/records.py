@@ -31,8 +31,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from whenpro_core.errors import ConfigError, TraceFormatError
-from whenpro_core.formats.registry import split_ref
-from whenpro_core.formats.whenpro_files import RECORD_FORMAT, RECORD_PREFIX
+from whenpro_core.formats.registry import HEAD_BYTES, split_ref
+from whenpro_core.formats.whenpro_files import RECORD_FORMAT, RECORD_PREFIX, is_results_head
 from whenpro_core.safety.redact import redact
 from whenpro_core.storage import jsonio, jsonl_log
 from whenpro_core.trace.model import Attribution, Trace, TraceSummary, Usage
@@ -348,6 +348,16 @@ def _keep_tail(tail: bytes) -> bool:
     return parse_record(tail) is not None or not torn
 
 
+def _owned(path: Path) -> bool:
+    """Whether whenpro may append to the existing file ``path``: its first line is a bench
+    record (:func:`~whenpro_core.formats.whenpro_files.is_results_head`, any JSON layout),
+    or the file holds only blank space or the start of a record an interrupted first write
+    left (cut off by :meth:`ResultsFile._repair`)."""
+    with path.open("rb") as fh:
+        head = fh.read(HEAD_BYTES)
+    return is_results_head(head) or RECORD_PREFIX.startswith(head.removeprefix(b"\xef\xbb\xbf").strip())
+
+
 class ResultsFile:
     """An append-only results file (docs/architecture.md, 'Files whenpro writes'), safe to resume.
 
@@ -369,9 +379,7 @@ class ResultsFile:
         if self.path.is_dir():
             raise ConfigError("results path is a folder", path=self.path, expected="a .jsonl file (--out)")
         if self.path.exists() and self.path.stat().st_size > 0:
-            with self.path.open("rb") as fh:
-                head = fh.read(len(RECORD_PREFIX))
-            if not (head.startswith(RECORD_PREFIX) or RECORD_PREFIX.startswith(head) or head.strip() == b""):
+            if not _owned(self.path):
                 raise ConfigError(
                     "file exists and is not a whenpro results file; refusing to append to it",
                     path=self.path,

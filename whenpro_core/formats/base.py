@@ -328,6 +328,21 @@ def first_line(head: bytes) -> tuple[bytes, bool]:
     return text[:end].rstrip(b"\r"), True
 
 
+def is_json_lines_head(head: bytes) -> bool:
+    """True when ``head`` starts JSON Lines, never one JSON document: its first non-blank
+    line (a UTF-8 BOM dropped) is a whole JSON object or list and more non-blank text
+    follows it. Never raises."""
+    text = head.removeprefix(codecs.BOM_UTF8).lstrip()
+    first, newline, rest = text.partition(b"\n")
+    if not newline or not rest.strip() or first[:1] not in (b"{", b"["):
+        return False
+    try:
+        jsonio.loads(first)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 class JsonLinesImporter(FileImporter):
     """Base of importers for JSON-lines files with one trace per line (OpenHands
     evaluation output, chat JSONL, OTLP JSON lines). The key of a trace is its 1-based

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError, UnknownFormatError, WhenproError
-from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext, read_json_file, require_regular_file
+from whenpro_core.formats.base import (
+    DocumentImporter,
+    FileImporter,
+    LoadContext,
+    is_json_lines_head,
+    read_json_file,
+    require_regular_file,
+)
 from whenpro_core.storage.gcpause import paused_gc
 from whenpro_core.trace.model import Trace, TraceSummary
 
@@ -85,6 +92,12 @@ IMPORTERS: list[str] = [
     "whenpro_core.formats.chat:ChatJsonlImporter",
 ]
 
+#: What JSON lines whenpro reads, for the error of JSON lines no importer recognises.
+JSON_LINES_FORMATS = (
+    "JSON lines of a supported format: whenpro step lines, a Who&When Pro JSONL release, OpenAI chat "
+    "messages, OpenHands output, OTLP exports, or a Claude Code, Codex CLI or Gemini CLI session "
+    "(see README, Supported formats)"
+)
 #: File suffixes a dataset walk looks at (content still decides the format).
 WALK_SUFFIXES = {".json", ".jsonl", ".traj", ".eval", ".ndjson"}
 #: Folder names a dataset walk never enters.
@@ -166,13 +179,16 @@ def sniff(path: Path) -> FileImporter | tuple[DocumentImporter, Any]:
 
     Returns a :class:`FileImporter`, or a :class:`DocumentImporter` together with the
     parsed document (so the file is parsed once). Raises :class:`UnknownFormatError`
-    when nothing matches, TraceFormatError when the file is unreadable or not JSON.
+    when nothing matches (JSON lines no line importer takes included: they are never read
+    whole as a document), TraceFormatError when the file is unreadable or not JSON.
     """
     head = _read_head(path)
     docs, files = _importers()
     for imp in files:
         if imp.match_head(head, path):
             return imp
+    if is_json_lines_head(head):
+        raise UnknownFormatError("no importer recognises these JSON lines", path=path, expected=JSON_LINES_FORMATS)
     doc = read_json_file(path)
     for dimp in docs:
         if dimp.matches(doc):

@@ -8,7 +8,8 @@ in one line what it is:
   ``{"key", "trace_id", "saved_at", "attribution"}``, written by ``whenpro attribute``
   and the TUI;
 * **bench results** (``whenpro bench --out``, :mod:`whenpro_core.bench.records`): JSON
-  lines starting ``{"format":"whenpro.bench.record/1"``. ``whenpro view`` still opens
+  lines whose objects have ``"format": "whenpro.bench.record/1"`` (whatever the spacing and
+  key order, so a file re-saved by another JSON writer still is one). ``whenpro view`` still opens
   them in the results screen (:func:`whenpro_core.library.opening.open_target` checks for them
   before importing);
 * **bench reports** (``report.json``, :mod:`whenpro_core.bench.report`): one object with
@@ -28,7 +29,7 @@ from typing import Any, ClassVar
 import orjson
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext
+from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext, first_line, top_level_keys
 from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Trace, TraceSummary
 
@@ -40,10 +41,13 @@ REPORT_FORMAT = "whenpro.bench.report/1"
 VERDICTS_SUFFIX = ".verdicts.jsonl"
 VERDICT_KEYS = frozenset({"key", "trace_id", "saved_at", "attribution"})
 
-#: Every bench record line starts with these bytes (``format`` is the first field written);
-#: used to recognise a results file and a torn record before touching a file.
+#: Every bench record line whenpro writes starts with these bytes (``format`` is the first
+#: field written); used to tell a torn record of an interrupted write. Whether a file is a
+#: results file is decided by content: :func:`is_results_head`.
 RECORD_PREFIX = b'{"format":"' + RECORD_FORMAT.encode() + b'"'
 _JSON_STRING = rb'"(?:[^"\\]|\\.)*"'
+#: ``"format": "whenpro.bench.record/1"`` with any blank space around the colon.
+_RECORD_TAG = re.compile(rb'"format"\s*:\s*"' + re.escape(RECORD_FORMAT.encode()) + rb'"')
 #: The start of a verdict line as orjson writes it, for a first line longer than the head.
 _VERDICT_START = re.compile(
     rb'\{"key":' + _JSON_STRING + rb',"trace_id":' + _JSON_STRING + rb',"saved_at":-?[0-9][0-9.eE+-]*,"attribution":\{'
@@ -84,14 +88,23 @@ def is_verdicts_head(head: bytes) -> bool:
 
 
 def is_results_head(head: bytes) -> bool:
-    """True when ``head`` starts (after a BOM and blank space) like a bench results file."""
-    return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(RECORD_PREFIX)
+    """True when the first non-blank line of ``head`` (a UTF-8 BOM allowed) is a bench
+    record: a JSON object whose ``format`` is :data:`RECORD_FORMAT`, whatever its spacing
+    and key order. A first line longer than ``head`` is judged by its start: ``format``
+    among its top-level keys and the tag written as that key's value. Never raises."""
+    line, complete = first_line(head)
+    if not complete:
+        return "format" in top_level_keys(line) and _RECORD_TAG.search(line) is not None
+    try:
+        obj = jsonio.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and obj.get("format") == RECORD_FORMAT
 
 
 def is_results_file(path: str | Path) -> bool:
-    """True when ``path`` is a file whose first line is a whenpro bench record (its
-    first bytes are ``{"format":"whenpro.bench.record/1"``; a UTF-8 BOM and leading
-    blank space are allowed). Reads at most 4 KiB; never raises."""
+    """True when ``path`` is a file whose first line is a whenpro bench record
+    (:func:`is_results_head`). Reads at most 4 KiB; never raises."""
     try:
         p = Path(path)
         if not p.is_file():
