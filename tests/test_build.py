@@ -139,6 +139,9 @@ def test_run_build_ls_bench_report_end_to_end(tmp_path):
     assert f"kept {len(kept)}" in done.stdout
     provenance = json.loads((ds / "provenance.json").read_text())["traces"]
     assert set(provenance) == {t["id"] for t in kept}
+    for command in ("info", "ls"):  # named by itself it said "0 traces", status 0, as if an empty dataset
+        alone = whenpro(command, str(ds / "provenance.json"))
+        assert alone.returncode == 2 and "provenance sidecar holds no traces" in alone.stderr, alone.stderr
 
     hidden = whenpro("ls", str(ds), "--json")
     assert hidden.returncode == 0 and '"gt_' not in hidden.stdout  # labels hidden by default

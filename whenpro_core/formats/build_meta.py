@@ -230,7 +230,9 @@ class BuildProvenanceImporter(DocumentImporter):
         return isinstance(doc, dict) and doc.get("format") == PROVENANCE_FORMAT and isinstance(doc.get("traces"), dict)
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
-        return []
+        raise TraceFormatError(
+            "a build's provenance sidecar holds no traces", path=ctx.path, expected="a trace file of the dataset"
+        )
 
     def summaries(self, doc: Any, ctx: LoadContext) -> list[TraceSummary]:
         return []
