@@ -31,6 +31,45 @@ def test_arithmetic_reason_quotes_the_equation_without_the_next_comma():
     assert "states 2 * 15 = 20, but it is 30" in a.reason and ",," not in a.reason
 
 
+def _arithmetic_signals(content: str) -> list[str]:
+    """The wrong-arithmetic reasons the detector gives for one solver step saying ``content``."""
+    from whenpro_core.attribution.heuristic import build_context
+    from whenpro_core.attribution.signals import wrong_arithmetic
+
+    t = _trace(
+        [
+            dict(agent="user", kind="user", content="How much is the discount?"),
+            dict(agent="solver", content=content),
+            dict(agent="solver", content="FINAL ANSWER: 2.4"),
+        ],
+        task=Task(query="How much is the discount?", answer="3"),
+    )
+    return [s.reason for s in wrong_arithmetic(build_context(t, True))]
+
+
+def test_a_correct_chained_equation_is_not_wrong_arithmetic():
+    """``15 / 100`` is only the tail of ``subtotal * 15 / 100`` and ``16`` only the first
+    operand of ``16 * 15 / 100``: no calculation here is wrong."""
+    assert _arithmetic_signals("discount = subtotal * 15 / 100 = 16 * 15 / 100 = 2.4") == []
+    assert _arithmetic_signals("discount = subtotal * 15 / 100 = 16 * 15 / 100") == []
+    assert _arithmetic_signals("Total: $2 * 8 + $5 * 9 = 61") == []
+
+
+def test_a_chained_equation_with_a_wrong_final_value_is_wrong_arithmetic():
+    reasons = _arithmetic_signals("discount = subtotal * 15 / 100 = 16 * 15 / 100 = 2.5")
+    assert reasons == ["states 16 * 15 / 100 = 2.5, but it is 2.4"]
+    assert _arithmetic_signals("2 * 15 = 30 - 5 = 24") == ["states 30 - 5 = 24, but it is 25"]
+
+
+def test_sample_chained_discount_is_not_reported_as_a_wrong_calculation():
+    """arith_team-s0__PL.1__1 step 4 says ``discount = subtotal * 15 / 100 = 16 * 15 / 100``
+    (correct; the plan's error is elsewhere): no ``15 / 100 = 16``."""
+    trace = load_trace(SAMPLES / "arith_team" / "arith_team-s0__PL.1__1.json")
+    for with_gold in (True, False):
+        a = attribute_heuristic(trace, with_gold=with_gold)
+        assert "15 / 100 = 16" not in a.reason and "[wrong-arithmetic]" not in a.reason
+
+
 def test_sample_image_run_blames_the_misreading():
     trace = load_trace(SAMPLES / "bar_chart" / "trace.json")
     a = attribute_heuristic(trace)

@@ -13,7 +13,7 @@ import ast
 import hashlib
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import orjson
@@ -73,7 +73,16 @@ def _clip(text: str, n: int = 60) -> str:
 #: A number: digits with optional thousands commas (a comma only between digits, so the
 #: comma after ``= 20, so`` is not part of it) and decimals.
 _NUM = r"-?\d+(?:,\d+)*(?:\.\d+)?"
-_EQUATION = re.compile(rf"(?<![\w.])(\(?{_NUM}(?:\s*[-+*/×x÷]\s*\(?{_NUM}\)?)+)\s*=\s*\$?({_NUM})")
+#: An equation ``expression = number``: one or more operations on numbers, then the
+#: stated result in a look-ahead, so the result of one link of a chain ``a = b = c`` can
+#: start the next link. :func:`_equations` keeps only whole sides.
+_EQUATION = re.compile(rf"(?<![\w.])(\(?{_NUM}(?:\s*[-+*/×x÷]\s*\(?{_NUM}\)?)+)(?=\s*=\s*\$?({_NUM}))")
+#: The end of the text before an expression when the expression is only the tail of a
+#: longer one (``subtotal * 15 / 100``): an operator, maybe then a ``$``.
+_CONTINUED_FROM = re.compile(r"(?:[-+*/×÷^]|(?<!\w)x)\s*\$?\s*$")
+#: The text after a stated result when the result is only the first operand of a longer
+#: expression (``= 16 * 15 / 100``): an operator, then an operand.
+_CONTINUES = re.compile(r"\s*(?:[-+*/×÷^]\s*[\w($.]|x\s*[\d(])")
 _OPS: dict[type, Callable[..., float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -110,14 +119,28 @@ def _safe_eval(expr: str) -> float | None:
         return None
 
 
+def _equations(text: str) -> Iterator[tuple[str, str, str]]:
+    """The equations ``expression = number`` stated in ``text`` whose sides are whole,
+    as (expression, stated result, the equation as written).
+
+    A side that only continues or starts a longer expression is no equation: in
+    ``subtotal * 15 / 100 = 16 * 15 / 100 = 2.4`` the only one is ``16 * 15 / 100 = 2.4``,
+    not ``15 / 100 = 16``."""
+    for m in _EQUATION.finditer(text):
+        head = text[max(0, m.start() - 40) : m.start()]
+        if _CONTINUED_FROM.search(head) or _CONTINUES.match(text, m.end(2)):
+            continue
+        yield m.group(1), m.group(2), text[m.start() : m.end(2)]
+
+
 def wrong_arithmetic(ctx: Context) -> list[Signal]:
     """A stated calculation ``a op b = c`` whose result is wrong (beyond rounding)."""
     out = []
     for step in ctx.candidates:
-        for m in _EQUATION.finditer(capped(step.content or "")):
-            value = _safe_eval(m.group(1))
+        for expr, result, written in _equations(capped(step.content or "")):
+            value = _safe_eval(expr)
             try:
-                stated = float(m.group(2).replace(",", ""))
+                stated = float(result.replace(",", ""))
             except ValueError:
                 continue
             if value is None:
@@ -130,7 +153,7 @@ def wrong_arithmetic(ctx: Context) -> list[Signal]:
                         0.95,
                         "R.3",
                         "wrong-arithmetic",
-                        f"states {_clip(m.group(0), 40)}, but it is {value:g}",
+                        f"states {_clip(written, 40)}, but it is {value:g}",
                     )
                 )
                 break
@@ -268,9 +291,9 @@ def _operands(step: Step, value: str) -> list[str] | None:
     if step.tool_calls and contains_value(step.observation or "", value):
         texts = [str(c.arguments) for c in step.tool_calls]
     else:
-        for m in _EQUATION.finditer(capped(step.content or "")):
-            if normalize_number(m.group(2)) == value and _safe_eval(m.group(1)) is not None:
-                texts.append(m.group(1))
+        for expr, result, _ in _equations(capped(step.content or "")):
+            if normalize_number(result) == value and _safe_eval(expr) is not None:
+                texts.append(expr)
     if not texts:
         return None
     nums = dict.fromkeys(normalize_number(t) for text in texts for t in _NUM_TOKEN.findall(text))
