@@ -321,7 +321,8 @@ def test_a_record_is_in_the_file_before_the_run_reports_it(dataset, tmp_path):
 def finished_records(dataset) -> list:
     items = runner.plan(dataset, ["heuristic"], [], where=runner.parse_where("framework=debate"))
     common = dict(protocol="heuristic", model="heuristic", with_gold=True, trace=None, prediction=None)
-    return [build_record(ref=item.ref, **common) for item in items]
+    # finished records: one without a prediction has an error (else a reader skips it)
+    return [build_record(ref=item.ref, error="not read", error_kind="trace", **common) for item in items]
 
 
 def test_records_finished_together_are_written_in_one_write(dataset, tmp_path):

@@ -341,7 +341,10 @@ def test_report_warns_about_skipped_lines(tmp_path):
     out = whenpro("report", str(results), "--out", str(tmp_path / "rep"))
     assert out.returncode == 0, out.stderr
     warnings = [line for line in out.stderr.splitlines() if line.startswith("whenpro: warning:")]
-    expected = f"whenpro: warning: {results}: skipped 2 lines that are not whenpro bench records (lines 1, 4)"
+    expected = (
+        f"whenpro: warning: {results}: skipped 2 lines that are not whenpro bench records "
+        "(lines 1, 4; line 1: not valid JSON)"
+    )
     assert warnings == [expected]
 
 

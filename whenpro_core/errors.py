@@ -8,10 +8,12 @@ the CLI prints before exiting with status 2 and the TUI shows as a notification.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Self
+
+from pydantic import ValidationError
 
 from whenpro_core.safety.redact import redact
 from whenpro_core.safety.textsafe import clean
@@ -118,3 +120,44 @@ def errors_located_in(path: str | Path) -> Iterator[None]:
         if exc.json_path and exc.path is None:
             exc.located(path=path)
         raise
+
+
+def json_path(loc: Iterable[str | int]) -> str:
+    """A pydantic error location as a JSON path: ``("steps", 3, "kind")`` -> ``$.steps[3].kind``."""
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+
+
+#: What a field holds, by pydantic error type (``string_type`` -> ``expected a string``).
+_EXPECTED = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "list_type": "a list",
+}
+
+
+def validation_problem(exc: ValidationError) -> TraceFormatError:
+    """The first error of ``exc`` as a TraceFormatError at its JSON path saying what was
+    expected there (its :meth:`~WhenproError.one_line` reads ``at $.trace.gt_step:
+    expected a string``; a missing field ``at $.key: missing``). The offending value is
+    not quoted."""
+    err = exc.errors(include_input=False, include_url=False)[0]
+    msg = str(err.get("msg", "invalid value"))
+    kind = err.get("type")
+    if kind == "missing":
+        what = "missing"
+    elif kind in _EXPECTED:
+        what = f"expected {_EXPECTED[kind]}"
+    elif msg.startswith("Input should be "):
+        what = "expected " + msg.removeprefix("Input should be ")
+    else:
+        what = msg
+    return TraceFormatError(what, json_path=json_path(err.get("loc", ())))

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from whenpro_core.bench.aggregate import DIMENSIONS, Metrics, Report, Scored, _dimension, aggregate
-from whenpro_core.bench.records import Record, latest, read_records
+from whenpro_core.bench.records import Record, latest
+from whenpro_core.bench.report import load_report_records
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.registry import split_ref
 from whenpro_core.library.listing import natural_key, walk_rows
@@ -159,12 +160,8 @@ def load_results(paths: Sequence[str | Path], *, tolerance: int | None = None) -
     aggregate them. Raises TraceFormatError for a missing file or one without records."""
     if not paths:
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
-    records: list[Record] = []
-    problems: list[str] = []
-    for p in paths:
-        recs, probs = read_records(p)
-        records += recs
-        problems += probs
+    loaded = load_report_records(paths)  # scored from the predictions, as whenpro report does
+    records, problems = loaded.records, loaded.problems
     if not records:
         raise TraceFormatError(
             "no benchmark records found", path=Path(paths[0]), expected="a results .jsonl written by whenpro bench"

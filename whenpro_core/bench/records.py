@@ -15,28 +15,35 @@ The file format is one JSON object per line. :class:`ResultsFile` appends one wh
 per record (a single ``write`` of the encoded line, flushed) and, when opened, repairs a
 torn last line left by a killed run: a tail that is not a complete record is cut off
 (it is re-run), a complete record that only lacks its newline gets one. Readers skip
-lines that do not parse and say which. When one key has several records (a failed item
-retried), the last one written wins (:func:`latest`).
+lines that are not finished records (not JSON, a field of the wrong type, neither a
+prediction nor an error) and say which and why (:class:`SkippedLine`). When one key has
+several records (a failed item retried), the last one written wins (:func:`latest`).
+
+A report does not believe a record's stored scores: :func:`read_scored` works them out
+again from the prediction and the labels the record holds (:func:`score_from_labels`,
+the scoring :func:`build_record` does), so a file edited by hand or by another tool is
+scored by whenpro's rules, and says which records disagreed.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from whenpro_core.errors import ConfigError, TraceFormatError
+from whenpro_core.errors import ConfigError, TraceFormatError, validation_problem
 from whenpro_core.formats.registry import HEAD_BYTES, split_ref
 from whenpro_core.formats.whenpro_files import RECORD_FORMAT, RECORD_PREFIX, is_results_head
 from whenpro_core.safety.redact import redact
 from whenpro_core.storage import jsonio, jsonl_log
-from whenpro_core.trace.model import Attribution, Trace, TraceSummary, Usage
-from whenpro_core.trace.score import accepted_steps, score_prediction, step_distance, strict_step_ok
+from whenpro_core.trace.model import Accepted, Attribution, GroundTruth, Trace, TraceSummary, Usage
+from whenpro_core.trace.score import AxisScore, accepted_steps, score_prediction, step_distance, strict_step_ok
 
 #: Kinds of failure a record can carry: ``trace`` (the trace could not be read or
 #: attributed: bad input, deterministic), ``backend`` (the LLM backend failed after its
@@ -59,6 +66,9 @@ class TraceMeta(_Tolerant):
         split: the release split when finer than the modality (``image_gui``), else ``""``.
         labelled: the trace has a ground truth (only labelled traces are scored).
         gt_agent, gt_agents, gt_step, gt_mode, round_only: the ground truth (docs/architecture.md, 'The trace model').
+        gt_accepted: its accepted alternatives, so a report can score the prediction
+            again from the record alone (:func:`score_from_labels`); ``None`` in records
+            written before whenpro kept them (and for an unlabelled trace).
         single_agent: the framework has one agent; left out of the Agent metric (§4, §7).
         steps: number of steps (``None`` when the trace could not be read).
         tokens: length of the rendered transcript a judge sees, estimated as characters
@@ -77,9 +87,23 @@ class TraceMeta(_Tolerant):
     gt_step: str | None = None
     gt_mode: str | None = None
     round_only: bool = False
+    gt_accepted: Accepted | None = None
     single_agent: bool = False
     steps: int | None = None
     tokens: int | None = None
+
+    def labels(self) -> Trace:
+        """A stand-in trace holding what scoring reads of the trace behind a record: its
+        id, framework and ground truth, and no steps (a record does not hold them)."""
+        gt = GroundTruth(
+            agent=self.gt_agent,
+            agents=self.gt_agents,
+            step=self.gt_step,
+            mode=self.gt_mode,
+            round_only=self.round_only,
+            accepted=self.gt_accepted or Accepted(),
+        )
+        return Trace(id=self.id or "?", framework=self.framework, ground_truth=gt)
 
 
 class Scores(_Tolerant):
@@ -203,6 +227,7 @@ def trace_meta(trace: Trace | None, summary: TraceSummary | None = None, tokens:
         gt_step=gt.step if gt else None,
         gt_mode=gt.mode if gt else None,
         round_only=bool(gt and gt.round_only),
+        gt_accepted=gt.accepted.model_copy(deep=True) if gt else None,
         single_agent=trace.is_single_agent,
         steps=len(trace.steps),
         tokens=tokens,
@@ -249,15 +274,9 @@ def build_record(
     ``usage``/``spent`` default to the prediction's; give them for a failed item (what its
     calls cost before it failed).
     """
-    score = score_tol = strict = None
-    distance = None
+    scoring: dict[str, Any] = {}
     if trace is not None and trace.ground_truth is not None:
-        strict = strict_step_ok(trace.ground_truth, prediction)
-        exact = score_prediction(trace, prediction)
-        tol = score_prediction(trace, prediction, tolerance=tolerance)
-        score = Scores(**exact.as_dict())
-        score_tol = Scores(**tol.as_dict())
-        distance = nearest_step_distance(trace, prediction)
+        scoring = _verdicts(trace, prediction, tolerance, nearest_step_distance(trace, prediction))
     return Record(
         key=record_key(ref, protocol, model, with_gold),
         ref=ref,
@@ -266,11 +285,8 @@ def build_record(
         with_gold=with_gold,
         trace=trace_meta(trace, summary, tokens),
         prediction=prediction,
-        score=score,
-        score_tol=score_tol,
-        step_distance=distance,
+        **scoring,
         tolerance=tolerance,
-        strict_step=strict,
         usage=prediction.usage if prediction else (usage or Usage()),
         spent=prediction.spent if prediction else (spent or Usage()),
         seconds=round(seconds, 4),
@@ -280,33 +296,112 @@ def build_record(
     )
 
 
+#: The fields of a record that :func:`score_from_labels` works out again.
+SCORING_FIELDS = ("score", "score_tol", "strict_step", "step_distance")
+
+
+def _verdicts(trace: Trace, prediction: Attribution | None, tolerance: int, distance: int | None) -> dict[str, Any]:
+    """The :data:`SCORING_FIELDS` of a record: ``prediction`` scored against the labelled
+    ``trace`` exactly (``score``), with the ±``tolerance`` step rule (``score_tol``: a step
+    whose ``distance`` to the nearest accepted one is at most ``tolerance`` scores) and by
+    the strict coordinate rule (``strict_step``). Raises ValueError for a trace without
+    a ground truth."""
+    gt = trace.ground_truth
+    if gt is None:
+        raise ValueError(f"trace {trace.id} has no ground truth to score against")
+    exact = score_prediction(trace, prediction)
+    near = exact.step or (distance is not None and distance <= tolerance)
+    tol = AxisScore(exact.agent, near, exact.mode)
+    return {
+        "score": Scores(**exact.as_dict()),
+        "score_tol": Scores(**tol.as_dict()),
+        "strict_step": strict_step_ok(gt, prediction),
+        "step_distance": distance,
+    }
+
+
+def _kept_distance(record: Record, exact_step: bool) -> int | None:
+    """The record's stored step distance made to agree with the exact step verdict: 0 for
+    an exact step, ``None`` without a predicted step, never 0 for a step that is not exact."""
+    pred = record.prediction
+    if exact_step:
+        return 0
+    if pred is None or pred.step in (None, ""):
+        return None
+    return record.step_distance or None
+
+
+def score_from_labels(record: Record) -> Record:
+    """``record`` with its :data:`SCORING_FIELDS` worked out again from its prediction and
+    the labels its trace metadata holds, as :func:`build_record` works them out, whatever
+    it stored. The same record when that cannot be done: an unlabelled trace, or a record
+    written before whenpro kept the accepted alternatives (``gt_accepted`` is ``None``)
+    whose prediction one of them might match (without a prediction every axis is wrong
+    whatever they are)."""
+    meta = record.trace
+    if not meta.labelled or (meta.gt_accepted is None and record.prediction is not None):
+        return record
+    labels = meta.labels()
+    # A record does not hold the trace's steps (their coordinate order), which the ±k
+    # rule measures: the step distance is the stored one, only made to agree with the
+    # exact step verdict.
+    distance = _kept_distance(record, score_prediction(labels, record.prediction).step)
+    return record.model_copy(update=_verdicts(labels, record.prediction, record.tolerance, distance))
+
+
 # --------------------------------------------------------------------------- the file
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line of a results file that is not a finished record: the file's ``path``, the
+    1-based ``line`` and ``why``, one line (``not valid JSON``, ``at $.trace.gt_step:
+    expected a string``)."""
+
+    path: str
+    line: int
+    why: str
+
+    def note(self) -> str:
+        """``PATH:LINE: not a whenpro bench record (WHY); skipped``."""
+        return f"{self.path}:{self.line}: not a whenpro bench record ({self.why}); skipped"
+
+
+def _parse(line: bytes) -> Record | str:
+    """The record on one non-blank JSONL line, or why it is none (one line)."""
+    try:
+        data = jsonio.loads(line)
+    except orjson.JSONDecodeError:
+        return "not valid JSON"
+    if not isinstance(data, dict):
+        return TraceFormatError("expected an object", json_path="$").one_line()
+    if data.get("format") != RECORD_FORMAT:
+        return TraceFormatError(f'expected "{RECORD_FORMAT}"', json_path="$.format").one_line()
+    try:
+        return Record.model_validate(data)
+    except ValidationError as exc:
+        return validation_problem(exc).one_line()
+
+
+def _unfinished(record: Record) -> str | None:
+    """Why ``record`` is not a finished one (it has neither a prediction nor an error), or ``None``."""
+    if record.prediction is not None or record.error:
+        return None
+    return TraceFormatError("no prediction and no error: not a finished record", json_path="$.prediction").one_line()
 
 
 def parse_record(line: bytes) -> Record | None:
     """The record on one JSONL line, or ``None`` when the line is blank or not a record."""
     if not line.strip():
         return None
-    try:
-        data = jsonio.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT:
-        return None
-    try:
-        return Record.model_validate(data)
-    except ValidationError:
-        return None
+    rec = _parse(line)
+    return rec if isinstance(rec, Record) else None
 
 
-def read_records(path: str | Path) -> tuple[list[Record], list[str]]:
-    """Every record of a results file in file order, and a note per line skipped.
-
-    Raises TraceFormatError when the file is missing or unreadable.
-    """
-    path = Path(path)
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of a results file. Raises TraceFormatError when it is missing or unreadable."""
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise TraceFormatError("no such results file", path=path) from None
     except IsADirectoryError:
@@ -315,16 +410,58 @@ def read_records(path: str | Path) -> tuple[list[Record], list[str]]:
         ) from None
     except OSError as exc:
         raise TraceFormatError(f"cannot read results file: {exc.strerror}", path=path) from None
-    records, problems = [], []
-    for n, line in enumerate(data.split(b"\n"), 1):
+
+
+def read_numbered(path: str | Path) -> tuple[list[tuple[int, Record]], list[SkippedLine]]:
+    """Every finished record of a results file with its 1-based line number, in file
+    order, and the lines skipped (blank lines aside): not JSON, not a record, or a record
+    with neither a prediction nor an error. Raises TraceFormatError when the file is
+    missing or unreadable."""
+    path = Path(path)
+    records: list[tuple[int, Record]] = []
+    skipped: list[SkippedLine] = []
+    for n, line in enumerate(_read_bytes(path).split(b"\n"), 1):
         if not line.strip():
             continue
-        rec = parse_record(line)
-        if rec is None:
-            problems.append(f"{path}:{n}: not a whenpro bench record; skipped")
-        else:
-            records.append(rec)
-    return records, problems
+        rec = _parse(line)
+        why = rec if isinstance(rec, str) else _unfinished(rec)
+        if why is not None:
+            skipped.append(SkippedLine(str(path), n, why))
+        elif isinstance(rec, Record):
+            records.append((n, rec))
+    return records, skipped
+
+
+def read_records(path: str | Path) -> tuple[list[Record], list[str]]:
+    """Every finished record of a results file in file order (as stored), and a note per
+    line skipped (:meth:`SkippedLine.note`). Errors as :func:`read_numbered`."""
+    records, skipped = read_numbered(path)
+    return [rec for _, rec in records], [s.note() for s in skipped]
+
+
+@dataclass
+class ScoredResults:
+    """One results file read for a report: its finished ``records``, each scored from its
+    prediction and labels (:func:`score_from_labels`), the ``skipped`` lines, and the line
+    numbers of the records whose stored scores ``disagreed`` with that."""
+
+    path: Path
+    records: list[Record]
+    skipped: list[SkippedLine]
+    disagreed: list[int]
+
+
+def read_scored(path: str | Path) -> ScoredResults:
+    """A results file's records scored from their predictions and labels rather than
+    believed (a file edited by hand or by another tool). Errors as :func:`read_numbered`."""
+    numbered, skipped = read_numbered(path)
+    records, disagreed = [], []
+    for n, rec in numbered:
+        again = score_from_labels(rec)
+        if any(getattr(again, f) != getattr(rec, f) for f in SCORING_FIELDS):
+            disagreed.append(n)
+        records.append(again)
+    return ScoredResults(Path(path), records, skipped, disagreed)
 
 
 def latest(records: Iterable[Record]) -> list[Record]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from whenpro_core.bench.aggregate import DIMENSIONS, LENGTH_BUCKETS, GroupReport, Metrics, Report, aggregate
-from whenpro_core.bench.records import Record, latest, read_records
+from whenpro_core.bench.records import Record, SkippedLine, latest, read_scored
 from whenpro_core.bench.report_files import (
     JSON_NAME,
     MD_LEGACY_HEADING,
@@ -155,13 +155,14 @@ def usage_rows(report: Report) -> list[list[str]]:
     ]
 
 
-def whenpro_rules_header(records: Sequence[Record]) -> str:
+def whenpro_rules_header(records: Sequence[Record], unreadable: int = 0) -> str:
     """The line naming whenpro's default rules and what they dropped: a failed row is
-    scored wrong where it has a ground truth; a row without one (unlabelled, or a file
-    that could not be read) is left out."""
+    scored wrong where it has a ground truth; a row without one (unlabelled, or a trace
+    that could not be read) is left out, and so are the ``unreadable`` lines of the
+    results files (:class:`~.records.SkippedLine`)."""
     recs = latest(records)
     failed = sum(1 for r in recs if r.error and r.score is not None)
-    unscored = sum(1 for r in recs if r.score is None)
+    unscored = sum(1 for r in recs if r.score is None) + unreadable
     return (
         f"rules: whenpro (default): failed rows scored wrong on every axis: {failed}; unlabelled or "
         f"unreadable rows left out: {unscored}; image_gui counted as image; an accepted alternative "
@@ -363,34 +364,76 @@ def write_report(
     return {"json": json_path, "md": md_path, "plot": plot}
 
 
-def load_report_records(paths: Sequence[str | Path]) -> tuple[list[Record], list[str]]:
-    """Records and unreadable-line notes from one or more results files (in order)."""
-    records: list[Record] = []
-    problems: list[str] = []
+@dataclass
+class LoadedResults:
+    """Results files read for a report: the ``records`` of all of them in order, each
+    scored from its prediction and labels (:func:`~.records.read_scored`), the lines
+    ``skipped`` as unreadable, and per file (as named) the lines whose stored scores
+    ``disagreed`` with that."""
+
+    records: list[Record]
+    skipped: list[SkippedLine]
+    disagreed: dict[str, list[int]]
+
+    @property
+    def problems(self) -> list[str]:
+        """A note per skipped line (:meth:`~.records.SkippedLine.note`), as a report keeps them."""
+        return [s.note() for s in self.skipped]
+
+
+def load_report_records(paths: Sequence[str | Path]) -> LoadedResults:
+    """The records of one or more results files (in order) scored from their predictions
+    and labels, the lines skipped and the stored scores that disagreed. TraceFormatError
+    when a file is missing or unreadable."""
+    loaded = LoadedResults([], [], {})
     for p in paths:
-        recs, probs = read_records(p)
-        records += recs
-        problems += probs
-    return records, problems
+        read = read_scored(p)
+        loaded.records += read.records
+        loaded.skipped += read.skipped
+        if read.disagreed:
+            loaded.disagreed[str(p)] = read.disagreed
+    return loaded
 
 
-def skipped_warnings(problems: Sequence[str], shown: int = 5) -> list[str]:
-    """One warning line per results file for the lines :func:`read_records` skipped
-    (its notes read ``PATH:LINE: ...``): ``PATH: skipped N lines that are not whenpro bench
-    records (lines 3, 9, …)``, listing at most ``shown`` line numbers."""
-    by_file: dict[str, list[str]] = {}
-    for note in problems:
-        path, sep, _ = note.rpartition(": not a whenpro bench record")
-        where, _, line = path.rpartition(":")
-        if sep and line.isdigit():
-            by_file.setdefault(where, []).append(line)
+def _lines(numbers: Sequence[int], shown: int) -> str:
+    """``line 4`` or ``lines 3, 9, …`` (at most ``shown`` numbers listed)."""
+    listed = ", ".join(map(str, numbers[:shown])) + (", …" if len(numbers) > shown else "")
+    return f"line {listed}" if len(numbers) == 1 else f"lines {listed}"
+
+
+def skipped_warnings(skipped: Sequence[SkippedLine], shown: int = 5) -> list[str]:
+    """One warning line per results file for its skipped lines, naming why the first was
+    skipped: ``PATH: skipped 1 line that is not a whenpro bench record (line 2 at
+    $.trace.gt_step: expected a string)``, ``PATH: skipped 2 lines that are not whenpro
+    bench records (lines 1, 4; line 1: not valid JSON)``; at most ``shown`` line numbers."""
+    by_file: dict[str, list[SkippedLine]] = {}
+    for s in skipped:
+        by_file.setdefault(s.path, []).append(s)
     out = []
     for where, lines in by_file.items():
-        listed = ", ".join(lines[:shown]) + (", …" if len(lines) > shown else "")
+        first = lines[0]
+        reason = f"line {first.line}" + ("" if first.why.startswith("at ") else ":") + f" {first.why}"
         if len(lines) == 1:
-            out.append(f"{where}: skipped 1 line that is not a whenpro bench record (line {listed})")
+            out.append(f"{where}: skipped 1 line that is not a whenpro bench record ({reason})")
         else:
-            out.append(f"{where}: skipped {len(lines)} lines that are not whenpro bench records (lines {listed})")
+            listed = _lines([s.line for s in lines], shown)
+            out.append(f"{where}: skipped {len(lines)} lines that are not whenpro bench records ({listed}; {reason})")
+    return out
+
+
+def disagreement_warnings(disagreed: dict[str, list[int]], shown: int = 5) -> list[str]:
+    """One warning line per results file whose records' stored scores disagree with their
+    predictions and labels: ``PATH: 1 record's stored score disagrees with its prediction
+    and labels (line 2); scored from the prediction``; at most ``shown`` line numbers."""
+    out = []
+    for where, lines in disagreed.items():
+        if len(lines) == 1:
+            what = "1 record's stored score disagrees with its prediction and labels"
+            how = "scored from the prediction"
+        else:
+            what = f"{len(lines)} records' stored scores disagree with their predictions and labels"
+            how = "scored from the predictions"
+        out.append(f"{where}: {what} ({_lines(lines, shown)}); {how}")
     return out
 
 
@@ -399,13 +442,15 @@ class PreparedReport:
     """A report ready to show and write: the ``report`` (whenpro's rules), the ``records``
     it aggregates (latest per item, review decisions applied), the ``target`` folder of
     its files and, for a bench run's report, the line saying which records of the results
-    were ``left_out`` of it (``None`` when none was: :meth:`.scope.Scope.left_out_line`)."""
+    were ``left_out`` of it (``None`` when none was: :meth:`.scope.Scope.left_out_line`);
+    ``unreadable``: how many lines of the results were left out as unreadable."""
 
     report: Report
     records: list[Record]
     target: Path
     names: ReportNames
     left_out: str | None = None
+    unreadable: int = 0
 
 
 def prepare_report(
@@ -419,8 +464,10 @@ def prepare_report(
     scope: Scope | None = None,
 ) -> PreparedReport:
     """Read results and aggregate them for ``whenpro report``; the files go next to the
-    (first) results file or into ``out_dir``. Skipped lines of the results are said through
-    ``warn``, one line each, before anything can fail. With ``labels="reviewed"`` (the
+    (first) results file or into ``out_dir``. Each record is scored from its prediction
+    and labels, not from the score stored with it (:func:`~.records.score_from_labels`).
+    Skipped lines of the results and stored scores that disagree are said through
+    ``warn``, one line per file each, before anything can fail. With ``labels="reviewed"`` (the
     default) traces of built datasets are scored with their latest review decision
     (:mod:`.reviewed`); ``"built"`` keeps the built labels. One results file names its
     report's files (:func:`report_names`). ``scope`` (a bench run's plan, :mod:`.scope`)
@@ -432,7 +479,8 @@ def prepare_report(
     if not paths:
         raise TraceFormatError("no results file given", expected="RESULTS.jsonl")
     given, paths = paths, results_paths(paths)  # a folder or a glob of part files: its results files
-    records, problems = load_report_records(paths)
+    loaded = load_report_records(paths)
+    records, problems = loaded.records, loaded.problems
     if not records:  # one line: the skipped lines are the whole file, a warning would repeat it
         raise TraceFormatError(
             "no benchmark records found",
@@ -440,7 +488,7 @@ def prepare_report(
             expected="a results .jsonl written by whenpro bench; for a trace or dataset, whenpro bench it first",
         )
     if warn is not None:
-        for line in skipped_warnings(problems):
+        for line in [*skipped_warnings(loaded.skipped), *disagreement_warnings(loaded.disagreed)]:
             warn(line)
     target = Path(out_dir if out_dir is not None else Path(paths[0]).parent)
     one_file = len(given) == 1 and Path(given[0]).is_file()  # several, a folder or a glob: plain names
@@ -456,7 +504,7 @@ def prepare_report(
         scope.require_scored(latest(records))
     report = aggregate(records, tolerance=tolerance, sources=[str(p) for p in paths], problems=problems)
     report.labels, report.scope = note, left_out or ""
-    return PreparedReport(report, list(records), target, names, left_out)
+    return PreparedReport(report, list(records), target, names, left_out, unreadable=len(loaded.skipped))
 
 
 def _in_scope(records: list[Record], scope: Scope | None, paths: Sequence[Path]) -> tuple[list[Record], str | None]:
@@ -482,6 +530,7 @@ __all__ = [
     "PreparedReport",
     "prepare_report",
     "report_markdown",
+    "disagreement_warnings",
     "skipped_warnings",
     "text_plot",
     "write_report",

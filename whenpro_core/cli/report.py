@@ -73,7 +73,7 @@ def report_command(
     )  # before printing: | head keeps them
     if not quiet:
         _print_extra_rules(prepared.records, console, rules=rules, metric=metric)
-        console.print(whenpro_rules_header(prepared.records), markup=False, highlight=False)
+        console.print(whenpro_rules_header(prepared.records, prepared.unreadable), markup=False, highlight=False)
         print_report(prepared.report, console)
         names = ", ".join(str(p) for p in written.values() if p is not None)
         console.print(f"wrote {names}", markup=False, highlight=False)

@@ -17,7 +17,7 @@ from typing import Any
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
-from whenpro_core.errors import TraceFormatError
+from whenpro_core.errors import TraceFormatError, json_path
 from whenpro_core.formats.base import DocumentImporter, LoadContext, read_json_file
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.storage import jsonio
@@ -97,8 +97,7 @@ def trace_from_dict(doc: Any, ctx: LoadContext) -> Trace:
         trace = Trace.model_validate(doc)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
-        raise ctx.error(err["msg"], loc, expected="a whenpro.trace/1 document") from None
+        raise ctx.error(err["msg"], json_path(err["loc"]), expected="a whenpro.trace/1 document") from None
     return _checked(trace, ctx)
 
 

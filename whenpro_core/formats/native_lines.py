@@ -23,9 +23,8 @@ from typing import Any
 
 import orjson
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
-from whenpro_core.errors import TraceFormatError
+from whenpro_core.errors import TraceFormatError, json_path
 from whenpro_core.formats.base import (
     FileImporter,
     LoadContext,
@@ -59,10 +58,6 @@ def is_step_line(obj: Any) -> bool:
     return isinstance(obj, dict) and bool(obj) and obj.keys() <= _STEP_KEYS and bool({"kind", "content"} & obj.keys())
 
 
-def _where(err: ErrorDetails) -> str:
-    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
-
-
 class NativeLinesBuilder:
     """Builds a trace from native step lines fed one parsed object at a time.
 
@@ -86,7 +81,7 @@ class NativeLinesBuilder:
             return Trace.model_validate({**fields, "steps": []})
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise self.ctx.error(err["msg"], _where(err), expected="whenpro.trace/1 trace fields") from None
+            raise self.ctx.error(err["msg"], json_path(err["loc"]), expected="whenpro.trace/1 trace fields") from None
 
     def feed(self, obj: Any) -> tuple[str, ...]:
         """Add one line. Returns the trace fields a header line changed (``()`` for a
@@ -138,7 +133,7 @@ class NativeLinesBuilder:
             return Step.model_validate(data)
         except ValidationError as exc:
             err = exc.errors()[0]
-            loc = _where(err)
+            loc = json_path(err["loc"])
             raise self.ctx.error(err["msg"], where + loc[1:], expected="a whenpro step object") from None
 
     def trace(self) -> Trace:
