@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -316,6 +317,19 @@ def test_build_that_keeps_nothing_exits_1_with_the_reasons(tmp_path):
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("whenpro: no trace kept") and "not_success 1" in last and "manifest.json" in last
     assert (tmp_path / "ds" / "manifest.json").is_file()
+
+
+def test_build_that_keeps_nothing_names_seeds_skipped_once(tmp_path):
+    """``(seeds skipped: outcome_unknown 4, seeds skipped: trivial 1)``"""
+    (tmp_path / "seeds").mkdir()
+    doc = json.loads(Path(TRACE).read_text())
+    (tmp_path / "seeds" / "failed.json").write_text(json.dumps(doc))
+    doc.update(id="unknown", outcome="unknown", ground_truth=None)
+    doc["task"]["answer"] = None
+    (tmp_path / "seeds" / "unknown.json").write_text(json.dumps(doc))
+    out = whenpro("build", str(tmp_path / "seeds"), "--out", str(tmp_path / "ds"))
+    last = out.stderr.strip().splitlines()[-1]
+    assert out.returncode == 1 and "(seeds skipped: not_success 1, outcome_unknown 1)" in last, out.stderr
 
 
 def test_build_whose_replays_all_fail_exits_1_with_the_drop_reasons(tmp_path):

@@ -217,9 +217,11 @@ def nothing_kept(manifest: dict[str, Any], out: Path) -> str | None:
     reasons and skipped seeds), else ``None``. ``whenpro build`` prints it and exits 1."""
     if manifest.get("counts", {}).get("kept", 0):
         return None
-    why = [f"{k} {v}" for k, v in manifest.get("dropped", {}).items() if v]
-    why += [f"seeds skipped: {k} {v}" for k, v in manifest.get("seeds", {}).get("skipped", {}).items() if v]
-    return f"no trace kept in {out} ({', '.join(why) or 'nothing attempted'}); see {Path(out) / 'manifest.json'}"
+    dropped = [f"{k} {v}" for k, v in manifest.get("dropped", {}).items() if v]
+    skipped = [f"{k} {v}" for k, v in manifest.get("seeds", {}).get("skipped", {}).items() if v]
+    why = [", ".join(dropped)] if dropped else []
+    why += ["seeds skipped: " + ", ".join(skipped)] if skipped else []
+    return f"no trace kept in {out} ({'; '.join(why) or 'nothing attempted'}); see {Path(out) / 'manifest.json'}"
 
 
 def _validation_line(manifest: dict[str, Any]) -> str:
