@@ -99,6 +99,14 @@ def test_a_jsonl_release_whose_every_row_is_bad_ends_with_an_error(tmp_path):
     one_line_error(out, "text.jsonl:1 at $.ground_truth", "and 1 more bad rows")
 
 
+def test_ls_where_nothing_matches_says_so_on_stderr():
+    """It printed nothing at all, as for an empty folder."""
+    out = whenpro("ls", str(SAMPLES), "--where", "id=nope")
+    assert out.returncode == 0 and out.stdout == ""
+    assert out.stderr.startswith("whenpro: none of the ") and "traces in " in out.stderr, out.stderr
+    assert out.stderr.rstrip().endswith("matches --where id=nope"), out.stderr
+
+
 def test_info_into_a_pipe_keeps_a_long_path_on_one_line(tmp_path):
     """Piped (``| grep``, ``> file``) with no COLUMNS, Rich folded every line at 80 columns,
     so a trace's path came out cut in two."""

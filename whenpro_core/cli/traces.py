@@ -142,12 +142,15 @@ def ls(
         raise ConfigError("--where mode= reads the ground-truth labels, which ls hides", expected="--labels with it")
     failed: list[TraceSummary] = []  # while no row has been read
     read_one = False
+    seen = listed = 0
     for row in summary.rows(target):
         if row.error and not read_one:
             failed.append(row)
         read_one = read_one or not row.error
+        seen += not row.error
         if not row_filter.keeps(row):
             continue
+        listed += 1
         if as_json:
             doc = row.model_dump(mode="json", exclude=None if labels else {"gt_step", "gt_mode"})
             console.out(jsonio.dumps(doc).decode(), highlight=False)
@@ -157,6 +160,9 @@ def ls(
             console.print(Text(clean(_listing_line(row, labels))))
     if not read_one:
         _check_some_read(target, failed)
+    if where and not listed:
+        wanted = " ".join([where] if isinstance(where, str) else where)
+        output.note(f"whenpro: none of the {plural(seen, 'trace')} in {target} matches --where {wanted}")
 
 
 def _listing_line(row: TraceSummary, labels: bool) -> str:
