@@ -66,6 +66,19 @@ def test_runs_of_different_lengths_align_by_content_not_index(tmp_path: Path) ->
     assert any(line.rstrip().endswith("1 checker: Nothing to check.") and " + " in line for line in lines)
 
 
+def test_a_changed_step_shows_where_its_text_differs() -> None:
+    """The changed number sits past the first 45 characters of the step; each side was
+    cut there, so both sides read the same."""
+    a = load_trace(SAMPLES / "arith_team" / "arith_team-s1.json")
+    b = load_trace(SAMPLES / "arith_team" / "arith_team-s1__R.3__4.json")
+    [row] = [line for line in diff_lines(a, b, diff_traces(a, b)) if " ▶ " in line]
+    left, right = row.split(" ▶ ")
+    assert left.startswith("4 solver: …") and right.startswith("4 solver: …"), row
+    assert "80 + 5 + 60" in left and "80 + 6 + 60" in right, row
+    wide = diff_lines(a, b, diff_traces(a, b), width=400)
+    assert any("Computing total = sessions + breaks + " in line and "80 + 6 + 60" in line for line in wide)
+
+
 def test_diff_command_prints_text_when_not_on_a_terminal() -> None:
     a = SAMPLES / "arith_team" / "arith_team-s0.json"
     b = SAMPLES / "arith_team" / "arith_team-s0__PL.1__1.json"

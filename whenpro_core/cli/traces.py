@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -229,12 +230,14 @@ def export(src: str, html_out: str | None, markdown_out: str | None, *, labels: 
 
 
 def diff(a: str, b: str) -> None:
-    """``whenpro diff --text``: the aligned rows of runs ``a`` and ``b``, one per line."""
+    """``whenpro diff --text``: the aligned rows of runs ``a`` and ``b``, one per line, as
+    wide as ``COLUMNS`` or the terminal (100 columns in a pipe)."""
     from whenpro_core.formats import load_trace
     from whenpro_core.injection.diff import diff_lines, diff_traces
 
     first, second = load_trace(a), load_trace(b)
-    for line in diff_lines(first, second, diff_traces(first, second)):
+    width = shutil.get_terminal_size((100, 24)).columns  # COLUMNS, else the terminal's, else 100
+    for line in diff_lines(first, second, diff_traces(first, second), width=width):
         output.echo(line)
 
 

@@ -180,7 +180,20 @@ def diff_lines(a: Trace, b: Trace, diff: TraceDiff, *, width: int = 100) -> list
         out.append(f"= steps 0–{diff.shared_prefix - 1} identical ({diff.shared_prefix})")
     marks = {"same": "=", "changed": "≠", "removed": "−", "added": "+"}
     for i, row in enumerate(diff.rows[diff.shared_prefix :], start=diff.shared_prefix):
-        left = summary(a.steps[row.a] if row.a is not None else None)[:half].ljust(half)
-        right = summary(b.steps[row.b] if row.b is not None else None)[:half]
-        out.append(f"{left} {'▶' if i == first else marks[row.op]} {right}".rstrip())
+        left = summary(a.steps[row.a] if row.a is not None else None)
+        right = summary(b.steps[row.b] if row.b is not None else None)
+        left, right = _side_by_side(left, right, half)
+        out.append(f"{left.ljust(half)} {'▶' if i == first else marks[row.op]} {right}".rstrip())
     return out
+
+
+def _side_by_side(left: str, right: str, half: int) -> tuple[str, str]:
+    """Two step summaries (``COORD AGENT: text``) cut to ``half`` characters each. When
+    they first differ past what fits, both show their head (coordinate and agent), then
+    ``…`` and the text from a little before that place, so the change is on screen."""
+    differ = next((k for k, (x, y) in enumerate(zip(left, right, strict=False)) if x != y), None)
+    if differ is None or differ < half - 8 or not left or not right:
+        return left[:half], right[:half]
+    head = left.find(": ") + 2 if ": " in left[:differ] else 0
+    start = max(head, differ - half // 3)
+    return (left[:head] + "…" + left[start:])[:half], (right[:head] + "…" + right[start:])[:half]
