@@ -141,6 +141,30 @@ def test_a_wrong_type_is_named_by_its_json_path_and_counted_as_left_out(bench_li
     assert "unlabelled or unreadable rows left out: 1;" in rules
 
 
+@pytest.mark.parametrize(
+    "edit, where",
+    [
+        (lambda d: d.update(with_gold="no"), "$.with_gold"),  # read as False: a new "no-gold" row appeared
+        (lambda d: d["score"].update(agent="yes"), "$.score.agent"),
+        (lambda d: d["trace"].update(labelled=0), "$.trace.labelled"),
+    ],
+)
+def test_a_true_false_field_holding_another_type_is_named_not_read_as_a_boolean(bench_lines, tmp_path, edit, where):
+    edited = _write(tmp_path / "v.jsonl", _edited(bench_lines, 2, edit))
+    warnings, rules = _report(edited, tmp_path)
+    assert warnings == [
+        f"whenpro: warning: {edited}: skipped 1 line that is not a whenpro bench record "
+        f"(line 2 at {where}: expected true or false)"
+    ], warnings
+    assert "unlabelled or unreadable rows left out: 1;" in rules
+
+
+def test_a_deleted_score_is_not_a_disagreement(bench_lines, tmp_path):
+    edited = _write(tmp_path / "v.jsonl", _edited(bench_lines, 2, lambda d: d.pop("score")))
+    warnings, _ = _report(edited, tmp_path)
+    assert warnings == []
+
+
 def test_several_bad_lines_name_the_first_ones_reason(bench_lines, tmp_path):
     results = _write(tmp_path / "r.jsonl", ["garbage", *bench_lines[:2], "{}", *bench_lines[2:]])
     warnings, rules = _report(results, tmp_path)

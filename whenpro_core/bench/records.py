@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from whenpro_core.errors import ConfigError, TraceFormatError, validation_problem
 from whenpro_core.formats.registry import HEAD_BYTES, split_ref
@@ -53,7 +53,8 @@ ErrorKind = Literal["trace", "backend", "internal"]
 
 
 class _Tolerant(BaseModel):
-    """Records are read back by later versions: unknown fields are ignored."""
+    """Records are read back by later versions: unknown fields are ignored. True/false
+    fields are ``StrictBool``: a hand-edited ``"no"`` is an error, not ``False``."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -81,14 +82,14 @@ class TraceMeta(_Tolerant):
     benchmark: str = ""
     modality: str = ""
     split: str = ""
-    labelled: bool = False
+    labelled: StrictBool = False
     gt_agent: str | None = None
     gt_agents: list[str] = Field(default_factory=list)
     gt_step: str | None = None
     gt_mode: str | None = None
-    round_only: bool = False
+    round_only: StrictBool = False
     gt_accepted: Accepted | None = None
-    single_agent: bool = False
+    single_agent: StrictBool = False
     steps: int | None = None
     tokens: int | None = None
 
@@ -110,10 +111,10 @@ class Scores(_Tolerant):
     """Per-axis verdict of one prediction (:class:`~whenpro_core.trace.score.AxisScore`
     as data). ``mode`` is ``None`` when the ground truth has no mode (Who&When)."""
 
-    agent: bool = False
-    step: bool = False
-    mode: bool | None = None
-    joint: bool = False
+    agent: StrictBool = False
+    step: StrictBool = False
+    mode: StrictBool | None = None
+    joint: StrictBool = False
 
 
 class Record(_Tolerant):
@@ -150,14 +151,14 @@ class Record(_Tolerant):
     ref: str
     protocol: str
     model: str
-    with_gold: bool = True
+    with_gold: StrictBool = True
     trace: TraceMeta = Field(default_factory=TraceMeta)
     prediction: Attribution | None = None
     score: Scores | None = None
     score_tol: Scores | None = None
     step_distance: int | None = None
     tolerance: int = 0
-    strict_step: bool | None = None
+    strict_step: StrictBool | None = None
     usage: Usage = Field(default_factory=Usage)
     spent: Usage = Field(default_factory=Usage)
     seconds: float = 0.0
@@ -458,7 +459,8 @@ def read_scored(path: str | Path) -> ScoredResults:
     records, disagreed = [], []
     for n, rec in numbered:
         again = score_from_labels(rec)
-        if any(getattr(again, f) != getattr(rec, f) for f in SCORING_FIELDS):
+        stored = [(getattr(rec, f), getattr(again, f)) for f in SCORING_FIELDS]
+        if any(old is not None and old != new for old, new in stored):  # a field left out stored nothing
             disagreed.append(n)
         records.append(again)
     return ScoredResults(Path(path), records, skipped, disagreed)
