@@ -79,6 +79,18 @@ def test_a_changed_step_shows_where_its_text_differs() -> None:
     assert any("Computing total = sessions + breaks + " in line and "80 + 6 + 60" in line for line in wide)
 
 
+def test_a_change_at_the_end_of_a_long_step_or_in_its_observation_is_shown() -> None:
+    """Both sides showed the same first characters of a 400-line step, and of two steps
+    whose content was equal but whose observation differed."""
+    a, b = team_trace("run-a"), team_trace("run-b")
+    long = "".join(f"line {n}: the quick brown fox jumps over the lazy dog\n" for n in range(400))
+    a.steps[2].content, b.steps[2].content = long + "TOTAL 135 minutes", long + "TOTAL 145 minutes"
+    a.steps[3].observation, b.steps[3].observation = "135", "136"
+    lines = diff_lines(a, b, diff_traces(a, b))
+    assert any("TOTAL 135 minutes" in line and "TOTAL 145 minutes" in line for line in lines), lines
+    assert any("observation: 135" in line and "observation: 136" in line for line in lines), lines
+
+
 def test_diff_command_prints_text_when_not_on_a_terminal() -> None:
     a = SAMPLES / "arith_team" / "arith_team-s0.json"
     b = SAMPLES / "arith_team" / "arith_team-s0__PL.1__1.json"

@@ -154,14 +154,8 @@ def diff_lines(a: Trace, b: Trace, diff: TraceDiff, *, width: int = 100) -> list
     """The diff as plain lines for a terminal or a pipe: outcomes and final answers side
     by side, the first divergence, then one line per aligned row (``=`` same, ``≠``
     changed, ``−`` only in A, ``+`` only in B, ``▶`` the first divergence; the shared
-    prefix folded to one line)."""
-
-    def summary(step: Step | None) -> str:
-        if step is None:
-            return ""
-        text = " ".join(clean(step.content or step.error or "")[:200].split())
-        return f"{clean(step.coord or '#' + str(step.index))} {clean(step.agent)}: {text}"
-
+    prefix folded to one line), each side at most ``(width - 5) // 2`` characters. A
+    changed row shows each step from a little before where the two first differ."""
     half = max(20, (width - 5) // 2)
     first = diff.first_divergence
     out = [
@@ -180,20 +174,56 @@ def diff_lines(a: Trace, b: Trace, diff: TraceDiff, *, width: int = 100) -> list
         out.append(f"= steps 0–{diff.shared_prefix - 1} identical ({diff.shared_prefix})")
     marks = {"same": "=", "changed": "≠", "removed": "−", "added": "+"}
     for i, row in enumerate(diff.rows[diff.shared_prefix :], start=diff.shared_prefix):
-        left = summary(a.steps[row.a] if row.a is not None else None)
-        right = summary(b.steps[row.b] if row.b is not None else None)
-        left, right = _side_by_side(left, right, half)
+        sa = a.steps[row.a] if row.a is not None else None
+        sb = b.steps[row.b] if row.b is not None else None
+        left, right = _side_by_side(sa, sb, half)
         out.append(f"{left.ljust(half)} {'▶' if i == first else marks[row.op]} {right}".rstrip())
     return out
 
 
-def _side_by_side(left: str, right: str, half: int) -> tuple[str, str]:
-    """Two step summaries (``COORD AGENT: text``) cut to ``half`` characters each. When
-    they first differ past what fits, both show their head (coordinate and agent), then
-    ``…`` and the text from a little before that place, so the change is on screen."""
-    differ = next((k for k, (x, y) in enumerate(zip(left, right, strict=False)) if x != y), None)
-    if differ is None or differ < half - 8 or not left or not right:
-        return left[:half], right[:half]
-    head = left.find(": ") + 2 if ": " in left[:differ] else 0
-    start = max(head, differ - half // 3)
-    return (left[:head] + "…" + left[start:])[:half], (right[:head] + "…" + right[start:])[:half]
+def _step_text(step: Step, other: Step | None) -> str:
+    """What a diff row shows of ``step``: its content (or error), or its observation when
+    the content is the same as ``other``'s (the change is in what the step got back)."""
+    text = step.content or step.error or ""
+    if other is not None and text == (other.content or other.error or "") and step.observation != other.observation:
+        return "observation: " + (step.observation or "")
+    return text
+
+
+def _side_by_side(sa: Step | None, sb: Step | None, half: int) -> tuple[str, str]:
+    """The two sides of a diff row (``COORD AGENT: text``), ``half`` characters each at
+    most. When the texts first differ past what fits, each shows ``…`` and its text from
+    a little before that place, so the change is on screen however long the steps."""
+    ta, tb = (_step_text(s, o) if s is not None else "" for s, o in ((sa, sb), (sb, sa)))
+    start = 0
+    if sa is not None and sb is not None and ta != tb:
+        shared = _shared_prefix(ta, tb)
+        start = 0 if shared < half - _HEAD_ROOM else shared - half // 3
+    return _excerpt(sa, ta, start, half), _excerpt(sb, tb, start, half)
+
+
+#: Characters of a diff row's side left for the coordinate, the agent and a little of the
+#: change: a difference further in than ``half - _HEAD_ROOM`` is shown from just before it.
+_HEAD_ROOM = 24
+
+
+def _excerpt(step: Step | None, text: str, start: int, half: int) -> str:
+    """``COORD AGENT: text`` from ``start`` (``…`` when cut), inert, one line, ``half`` long at most."""
+    if step is None:
+        return ""
+    head = f"{clean(step.coord or '#' + str(step.index))} {clean(step.agent)}: "
+    body = " ".join(clean(text[start : start + 4 * half]).split())
+    return (head + ("…" if start else "") + body)[:half]
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix of ``a`` and ``b`` (halving with slice
+    comparisons done in C: fast on megabyte steps)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
