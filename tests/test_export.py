@@ -143,6 +143,14 @@ def test_markdown_to_stdout_with_an_html_file_keeps_the_status_line_out_of_it(sh
     assert "wrote " not in out.stdout and f"wrote {tmp_path / 'a.html'}" in out.stderr
 
 
+def test_html_to_stdout_is_printed_not_written_to_a_file_named_dash(shared_trace: Path, tmp_path: Path):
+    out = run_whenpro("export", str(shared_trace), "--html", "-", cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.lstrip().lower().startswith("<!doctype html"), out.stdout[:100]
+    assert not (tmp_path / "-").exists() and "wrote" not in out.stderr
+    both = run_whenpro("export", str(shared_trace), "--html", "-", "--markdown", "-", cwd=tmp_path)
+    assert both.returncode == 2 and "would both print to stdout" in both.stderr
+
+
 async def test_x_on_the_trace_screen_writes_the_page(
     shared_trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

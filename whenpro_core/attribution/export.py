@@ -437,15 +437,17 @@ def export_command(
     echo: Callable[[str], None],
     note: Callable[[str], None],
 ) -> None:
-    """``whenpro export``: load ``src`` and write the HTML and/or Markdown files
-    (``-`` as the Markdown output prints it with ``echo``; ``note`` says what was written,
-    so that status lines never mix into Markdown sent to stdout)."""
+    """``whenpro export``: load ``src`` and write the HTML and/or Markdown files (``-``
+    as either output prints it with ``echo``, one of them at most; ``note`` says what was
+    written, so that status lines never mix into a page sent to stdout)."""
     if not html_out and not markdown_out:
         raise ExportError("nothing to write", expected="--html OUT.html and/or --markdown OUT.md")
+    if html_out == markdown_out == "-":
+        raise ExportError("--html - and --markdown - would both print to stdout", expected="a file for one of them")
     trace = load_trace(src)
-    if html_out:
-        note(f"wrote {write_export(trace, html_out, labels=labels, force=force)}")
-    if markdown_out == "-":
-        echo(trace_markdown(trace, options_for(trace, labels=labels)))
-    elif markdown_out:
-        note(f"wrote {write_export(trace, markdown_out, markdown=True, labels=labels, force=force)}")
+    for out, markdown in ((html_out, False), (markdown_out, True)):
+        if out == "-":
+            opts = options_for(trace, labels=labels)
+            echo(trace_markdown(trace, opts) if markdown else trace_html(trace, opts))
+        elif out:
+            note(f"wrote {write_export(trace, out, markdown=markdown, labels=labels, force=force)}")

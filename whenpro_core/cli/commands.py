@@ -91,7 +91,7 @@ def convert(
 
 def export(
     src: str = typer.Argument(..., help="A trace file or path#key."),
-    html_out: str | None = typer.Option(None, "--html", help="Write one self-contained HTML page here."),
+    html_out: str | None = typer.Option(None, "--html", help="Write one self-contained HTML page here (- prints it)."),
     markdown_out: str | None = typer.Option(None, "--markdown", help="Write bounded Markdown here (- prints it)."),
     labels: bool = typer.Option(False, "--labels", help="Include the ground truth and hidden fields."),
     force: bool = typer.Option(False, "--force", help="Replace existing files."),
