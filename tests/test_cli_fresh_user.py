@@ -83,6 +83,7 @@ def test_a_folder_where_no_file_can_be_read_ends_with_an_error(tmp_path, command
     lines = out.stderr.strip().splitlines()
     assert lines[-1].startswith("whenpro: error: ") and "no trace could be read" in lines[-1], out.stderr
     assert "2 files failed to import" in lines[-1] and str(tmp_path) in lines[-1]
+    assert command == ("ls", "--json") or out.stdout == ""  # no "0 traces" summary above the error
 
 
 def test_a_jsonl_release_whose_every_row_is_bad_ends_with_an_error(tmp_path):

@@ -100,6 +100,10 @@ def _check_some_read(target: str, rows: Sequence[TraceSummary]) -> None:
 
 
 def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console, labels: bool) -> None:
+    errors = output.stderr_console(highlight=False)  # as ls reports them
+    if rows and all(r.error for r in rows):  # the warnings and one error, no empty summary
+        output.skipped_file_lines(errors, [r.error for r in rows if r.error])
+        _check_some_read(target, rows)
     counts = summary.dataset_counts(rows)
     ok = sum(1 for r in rows if not r.error)
     console.print(
@@ -116,9 +120,7 @@ def _print_dataset_info(target: str, rows: list[TraceSummary], console: Console,
         for name, n in sorted(counts[axis].items(), key=lambda kv: (-kv[1], kv[0])):
             table.add_row(Text(clean(name)), str(n))
         console.print(table)
-    errors = output.stderr_console(highlight=False)  # as ls reports them
     output.skipped_file_lines(errors, [r.error for r in rows if r.error])
-    _check_some_read(target, rows)
 
 
 def ls(
