@@ -26,6 +26,7 @@ from whenpro_core.envs import env_for_trace
 from whenpro_core.errors import ConfigError
 from whenpro_core.llm.endpoints import require_endpoint
 from whenpro_core.llm.models import parse_model
+from whenpro_core.safety.textsafe import plural
 from whenpro_core.trace.coords import normalize_coord
 from whenpro_core.trace.evidence import is_candidate
 from whenpro_core.trace.model import Attribution, Trace, Usage
@@ -106,8 +107,8 @@ def protocol_notes(trace: Trace) -> dict[str, str]:
     return {
         "heuristic": "offline, no model",
         "all-at-once": "1 call, the whole transcript",
-        "step-by-step": f"up to {n} calls, one step at a time",
-        "binary-search": f"at most {max_calls(max(n, 1))} calls, halving the range",
+        "step-by-step": f"up to {plural(n, 'call')}, one step at a time",
+        "binary-search": f"at most {plural(max_calls(max(n, 1)), 'call')}, halving the range",
         "hybrid": "all-at-once for the agent, then its steps",
         "counterfactual": "replays a fix of each candidate step (offline on built-in runs)",
     }

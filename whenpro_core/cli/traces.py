@@ -80,7 +80,7 @@ def _add_agents_and_labels(table: Table, trace: Trace, labels: bool) -> None:
         if gt.reason:
             add("", Text(one_line(gt.reason, 300), style="dim"))
     if trace.annotations:
-        add("annotations", f"{len(trace.annotations)} further labels")
+        add("annotations", f"{plural(len(trace.annotations), 'further label')}")
 
 
 def _failed(rows: list[TraceSummary]) -> str:
