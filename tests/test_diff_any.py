@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import SAMPLES, screen_text, settle, team_trace
+from tests.conftest import SAMPLES, screen_text, settle, team_trace, until
 from whenpro_core.cli import app as cli_app
 from whenpro_core.formats import load_trace
+from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.diff import diff_lines, diff_traces
 from whenpro_core.trace.model import Step
 from whenpro_tui.app import WhenproApp
@@ -89,6 +90,24 @@ def test_a_change_at_the_end_of_a_long_step_or_in_its_observation_is_shown() -> 
     lines = diff_lines(a, b, diff_traces(a, b))
     assert any("TOTAL 135 minutes" in line and "TOTAL 145 minutes" in line for line in lines), lines
     assert any("observation: 135" in line and "observation: 136" in line for line in lines), lines
+
+
+async def test_attributing_run_b_of_two_plain_runs_does_not_speak_of_an_injection(tmp_path: Path) -> None:
+    a, b = team_trace("run-a"), team_trace("run-b")
+    b.steps[3].content += " (changed)"
+    b.ground_truth = None  # no label either: nothing to compare the verdict with
+    write_trace(a, tmp_path / "a.json")
+    write_trace(b, tmp_path / "b.json")
+    app = WhenproApp("diff", cursor_blink=False, start=diff_start(str(tmp_path / "a.json"), str(tmp_path / "b.json")))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        dialog = " ".join(str(w.render()) for w in app.screen.query("Static"))
+        assert "Attribute run B" in dialog and "injected" not in dialog and "counterfactual" not in dialog, dialog
+        await pilot.press("ctrl+r")  # the offline heuristic
+        await until(pilot, lambda: "blames step" in screen_text(app), "the heuristic verdict on run B")
+        assert "of run B" in screen_text(app) and "injected" not in screen_text(app)
 
 
 def test_diff_command_prints_text_when_not_on_a_terminal() -> None:

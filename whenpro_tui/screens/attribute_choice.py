@@ -1,6 +1,7 @@
-"""Choose an attribution protocol (and its model) to attribute a counterfactual from the
-diff screen. Dismisses with ``(protocol, model)`` or ``None``. (The attribution screen of
-the trace screen has its own, richer picker.)"""
+"""Choose an attribution protocol (and its model) to attribute a counterfactual (or run B
+of a diff where nothing was injected) from the diff screen. Dismisses with
+``(protocol, model)`` or ``None``. (The attribution screen of the trace screen has its
+own, richer picker.)"""
 
 from __future__ import annotations
 
@@ -28,20 +29,24 @@ class AttributeChoice(ModalScreen[tuple[str, str] | None]):
     AttributeChoice Button { margin-right: 2; }
     """
 
-    def __init__(self, protocol: str = "heuristic", model: str = "") -> None:
+    def __init__(
+        self,
+        protocol: str = "heuristic",
+        model: str = "",
+        *,
+        title: str = "Attribute the counterfactual",
+        question: str = "Does the protocol find the injected step?",
+    ) -> None:
         super().__init__()
         self.protocol = protocol
         self.model = model
+        self.title_text = title
+        self.question = question
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text("Attribute the counterfactual", style="bold"))
-            yield Static(
-                Text(
-                    "Does the protocol find the injected step? heuristic runs offline; the others ask a model.",
-                    style="dim",
-                )
-            )
+            yield Static(Text(self.title_text, style="bold"))
+            yield Static(Text(f"{self.question} heuristic runs offline; the others ask a model.", style="dim"))
             yield Select(
                 [(Text(p), p) for p in PROTOCOLS],
                 value=self.protocol,

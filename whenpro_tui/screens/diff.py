@@ -313,7 +313,13 @@ class DiffScreen(Leaving, Screen[None]):
             if choice is not None:
                 self.attribute_counterfactual(*choice)
 
-        self.app.push_screen(AttributeChoice("heuristic", configured_model()), chosen)
+        if self.injected is None:  # nothing was injected into run B: no step to find
+            dialog = AttributeChoice(
+                "heuristic", configured_model(), title="Attribute run B", question="Which step does the protocol blame?"
+            )
+        else:
+            dialog = AttributeChoice("heuristic", configured_model())
+        self.app.push_screen(dialog, chosen)
 
     @work(exclusive=True, group="diff-attribute", exit_on_error=False, description="attribute the counterfactual")
     async def attribute_counterfactual(self, protocol: str, model: str) -> None:
@@ -349,9 +355,9 @@ class DiffScreen(Leaving, Screen[None]):
             self.notify(clean(message.error), title="Attribution", severity="error", timeout=10)
         elif message.check is None:
             att = message.attribution
-            self.attribution_text = Text(
-                f"{message.protocol} named step {getattr(att, 'step', '?')} (no injected step to compare with)"
-            )
+            step, agent = getattr(att, "step", None) or "?", getattr(att, "agent", None) or "?"
+            compare = "" if self.plain else " (no injected step to compare with)"  # a counterfactual without provenance
+            self.attribution_text = Text(clean(f"{message.protocol} blames step {step} ({agent}) of run B{compare}"))
         else:
             check = message.check
             self.attribution_text = Text(clean(check.text), style="bold #5fd787" if check.found else "bold #ff8787")
