@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tests.conftest import team_trace, tiny_png
 from whenpro_core.trace.model import MediaRef, Step, ToolCall
+from whenpro_core.views.search import folded_hit
 from whenpro_core.views.stepview import (
     MARK_GT,
     MARK_INJECTED,
@@ -98,6 +99,17 @@ def test_fold_caps_lines_and_chars() -> None:
     assert f.note().startswith("… 990 more lines")
     whole = fold("short", max_lines=10, max_chars=100)
     assert whole.complete and whole.note() == ""
+
+
+def test_the_first_search_hit_a_fold_hides_is_found_with_its_line() -> None:
+    text = "".join(f"line {i}: tax\n" for i in range(1000)) + "x" * 500 + "Total TAX \x1b[2J" + "y" * 500
+    f = fold(text, max_lines=10, max_chars=10_000)
+    hit = folded_hit(text, f.shown_chars, "tax")
+    assert hit is not None and hit.line == 11 and hit.excerpt == "line 10: tax" and hit.more == 990
+    last = folded_hit(text, len(text) - 600, " TAX")
+    assert last is not None and last.line == 1001 and last.more == 0
+    assert last.excerpt.startswith("…") and last.excerpt.endswith("…") and "Total TAX ␛[2J" in last.excerpt
+    assert folded_hit(text, f.shown_chars, "   ") is None and folded_hit(text, len(text), "tax") is None
     one = fold("y" * 10_000_000, max_lines=60, max_chars=6_000)
     assert one.shown_chars == 6_000 and one.total_chars == 10_000_000
     assert one.note() == "… 6.0 K chars of 10.0 M chars shown"

@@ -34,6 +34,20 @@ def long_file(tmp_path: Path) -> Path:
     return write_trace(team_trace("long", n_extra=60), tmp_path / "long.json")
 
 
+async def test_a_search_hit_the_fold_hides_is_pointed_to(tmp_path: Path) -> None:
+    """A hit at the end of a 3,000-line step was counted, but the detail showed the first
+    lines only, with nothing saying where the hit was."""
+    trace = team_trace("long-step")
+    trace.steps[2].content = "".join(f"line {n}: nothing to see\n" for n in range(3000)) + "THE_END_MARKER found"
+    app = WhenproApp(str(write_trace(trace, tmp_path / "t.json")), cursor_blink=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("/", *"the_end_marker", "enter")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "/the_end_marker further down, line 3,001: THE_END_MARKER found" in text, text
+
+
 async def test_counts_and_paging_move_the_step_cursor(long_file: Path) -> None:
     app = WhenproApp(str(long_file), cursor_blink=False)
     async with app.run_test(size=(120, 30)) as pilot:

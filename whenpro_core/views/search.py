@@ -8,12 +8,14 @@ from scripts. UI-free and safe to run in a thread (``should_stop`` lets a caller
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import orjson
 
+from whenpro_core.safety.textsafe import clean
 from whenpro_core.trace.coords import normalize_coord
 from whenpro_core.trace.model import Step, Trace
 
@@ -109,6 +111,38 @@ def search_steps(
             result.steps.append(step.index)
             result.fields[step.index] = tuple(hit_fields)
     return result
+
+
+@dataclass(frozen=True)
+class FoldedHit:
+    """The first search hit in the part of a long text a fold leaves out: its 1-based
+    ``line``, an inert one-line ``excerpt`` around it (``…`` where cut) and how many
+    ``more`` hits follow it."""
+
+    line: int
+    excerpt: str
+    more: int
+
+
+def folded_hit(text: str, shown_chars: int, query: str, *, width: int = 160) -> FoldedHit | None:
+    """The first case-insensitive match of ``query`` in ``text`` at or past ``shown_chars``
+    (what :func:`~whenpro_core.views.stepview.fold` shows), with about ``width``
+    characters of its line around it; ``None`` when the query is blank or the folded part
+    holds no match. Linear in the text's length."""
+    needle = query.strip()
+    if not needle or shown_chars >= len(text):
+        return None
+    pattern = re.compile(re.escape(needle), re.IGNORECASE)
+    found = pattern.search(text, shown_chars)
+    if found is None:
+        return None
+    at = found.start()
+    line_start = text.rfind("\n", 0, at) + 1
+    line_end = len(text) if (nl := text.find("\n", at)) < 0 else nl
+    start, end = max(line_start, at - width // 2), min(line_end, found.end() + width // 2)
+    excerpt = ("…" if start > line_start else "") + clean(text[start:end]) + ("…" if end < line_end else "")
+    more = sum(1 for _ in pattern.finditer(text, found.end()))
+    return FoldedHit(text.count("\n", 0, at) + 1, " ".join(excerpt.split()), more)
 
 
 # ----------------------------------------------------------------------------- filters

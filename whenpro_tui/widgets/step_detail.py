@@ -40,7 +40,8 @@ from textual.widgets import Static
 from whenpro_core.safety.textsafe import clean, human_size
 from whenpro_core.trace.model import Step
 from whenpro_core.trace.usage import step_usage
-from whenpro_core.views.stepview import Block, StepRow, call_blocks, content_blocks, fold, media_label
+from whenpro_core.views.search import folded_hit
+from whenpro_core.views.stepview import Block, Folded, StepRow, call_blocks, content_blocks, fold, media_label
 from whenpro_tui import imaging
 from whenpro_tui.app_settings import images_setting
 from whenpro_tui.widgets.blocks import plain, render_block, render_blocks
@@ -268,6 +269,7 @@ class _StepBody:
         self.max_lines, self.max_chars = LEVELS[min(opts.level, len(LEVELS) - 1)]
         self.parts: list[RenderableType] = []
         self.cut: list[str] = []
+        self.hits: list[Text] = []  # search hits the folds hide (shown under the fold note)
 
     def reasoning(self, step: Step) -> None:
         reasoning = step.meta.get("reasoning")
@@ -288,6 +290,7 @@ class _StepBody:
             self.parts.append(render_blocks(content_blocks(folded.text), raw=self.opts.raw, query=self.opts.query))
             if not folded.complete:
                 self.cut.append(folded.note())
+                self._folded_hit(step.content, folded)
         elif not (step.tool_calls or step.observation or step.error):
             self.parts.append(Text("(no content)", style="dim italic"))
 
@@ -321,6 +324,7 @@ class _StepBody:
         if not folded.complete:
             self.parts.append(Text(folded.note(), style=FOLD_STYLE))
             self.cut.append("observation " + folded.note())
+            self._folded_hit(step.observation, folded)
 
     def error(self, step: Step) -> None:
         if not step.error:
@@ -328,6 +332,17 @@ class _StepBody:
         folded = fold(step.error, max_lines=self.max_lines, max_chars=self.max_chars)
         self.parts.append(Text("\nError", style="bold red"))
         self.parts.append(plain(folded.text, style=Style(color="#ff5f5f"), query=self.opts.query))
+        if not folded.complete:
+            self._folded_hit(step.error, folded)
+
+    def _folded_hit(self, text: str, folded: Folded) -> None:
+        """Where the search's first hit is when the fold hides it (a line of its own)."""
+        hit = folded_hit(text, folded.shown_chars, self.opts.query)
+        if hit is None:
+            return
+        more = f" (+{hit.more:,} more)" if hit.more else ""
+        line = f"▸ /{clean(self.opts.query.strip())} further down, line {hit.line:,}{more}: {hit.excerpt}"
+        self.hits.append(plain(line, style=FOLD_STYLE, query=self.opts.query))
 
     def hidden(self, step: Step) -> None:
         if not (self.opts.show_labels and step.hidden):
@@ -339,8 +354,9 @@ class _StepBody:
         self.parts.append(hidden)
 
     def group(self) -> Group:
-        """The body: the first fold note on top (with the keys), then the sections."""
+        """The body: the first fold note on top (with the keys) and where the search's
+        hits are that the folds hide, then the sections."""
         if not self.cut:
             return Group(*self.parts)
         note = Text(self.cut[0] + "   o: show more · O: fold · e: $EDITOR", style=FOLD_STYLE)
-        return Group(note, *self.parts)
+        return Group(note, *self.hits, *self.parts)
