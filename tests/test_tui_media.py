@@ -14,6 +14,7 @@ import asyncio
 import base64
 from pathlib import Path
 
+import orjson
 import pytest
 from PIL import Image as PILImage
 from textual.worker import WorkerState
@@ -403,6 +404,31 @@ async def test_jsonl_release_lists_lazily_and_opens_a_row() -> None:
         await pilot.press("]")
         await settle(pilot)
         assert app.screen.trace.id == "dabench_smolagents_0023"
+
+
+async def test_a_release_row_that_fails_to_open_does_not_stop_next_trace(tmp_path: Path) -> None:
+    """``]`` onto a row whose trajectory is cut said "Could not open trace" and stayed
+    put: every later ``]`` tried the same row again."""
+    release = real_path("who-when-pro-jsonl", "data", "text.jsonl")
+    rows = release.read_bytes().splitlines()[:3]
+    broken = orjson.loads(rows[1])
+    broken["trajectory"] = broken["trajectory"][:200]  # no longer JSON: the listing cannot tell
+    data = tmp_path / "ds" / "data"
+    data.mkdir(parents=True)
+    (data / "text.jsonl").write_bytes(b"\n".join([rows[0], orjson.dumps(broken), rows[2]]) + b"\n")
+    ids = [orjson.loads(r)["id"] for r in rows]
+    app = make_app(data / "text.jsonl")
+    async with app.run_test(size=(120, 36), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, TraceScreen) and app.screen.trace.id == ids[0]
+        await pilot.press("]")
+        await settle(pilot)
+        assert app.screen.trace.id == ids[0] and "trace 2; ]/[ move on from it" in screen_text(app)
+        await pilot.press("]")
+        await settle(pilot)
+        assert app.screen.trace.id == ids[2]
 
 
 async def test_sample_folder_library_opens_image_and_video_traces() -> None:

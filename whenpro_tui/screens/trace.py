@@ -132,6 +132,8 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         self.position = position
         #: the sibling position being loaded (``]``/``[`` count from it), else None
         self._wanted: int | None = None
+        #: the sibling position that last failed to open (``]``/``[`` count from it next)
+        self._failed_at: int | None = None
         self.is_root = is_root
         self.step_filter = StepFilter()
         self.search: SearchResult | None = None
@@ -403,8 +405,9 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         if not self.trace_refs or self.position is None:
             self.notify("No other traces here (this file holds one trace).")
             return
-        # a press during a load moves on from the trace being loaded, so none is lost
-        start = self._wanted if self._wanted is not None else self.position
+        # a press during a load moves on from the trace being loaded, so none is lost; one
+        # after a trace failed to open moves on from that one (it cannot be shown)
+        start = next(p for p in (self._wanted, self._failed_at, self.position) if p is not None)
         target = start + delta
         if not 0 <= target < len(self.trace_refs):
             self.notify("This is the " + ("first" if delta < 0 else "last") + " trace.")
@@ -424,7 +427,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         message.stop()
         if message.position != self._wanted:
             return  # superseded by a later press
-        self._wanted = None
+        self._wanted = self._failed_at = None
         self.show_trace(message.trace, message.position)
         self.attribution_trace_changed(message.trace)
 
@@ -432,8 +435,9 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         message.stop()
         if message.position is not None and message.position != self._wanted:
             return
-        self._wanted = None
-        self.notify(clean(message.error), title="Could not open trace", severity="error", timeout=10)
+        self._wanted, self._failed_at = None, message.position
+        where = "" if message.position is None else f" (trace {message.position + 1}; ]/[ move on from it)"
+        self.notify(clean(message.error) + where, title="Could not open trace", severity="error", timeout=10)
 
     def on_siblings_found(self, message: SiblingsFound) -> None:
         self.trace_refs = message.refs
