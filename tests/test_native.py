@@ -118,6 +118,10 @@ def test_a_ground_truth_step_that_is_no_steps_coordinate_is_an_error(tmp_path):
     assert str(p) in line and "$.ground_truth.step" in line and "999" in line
     n = len(load_trace(SAMPLES / "team_text" / "trace.json").steps)
     assert f"0..{n - 1}" in line
+    empty = tmp_path / "empty.json"  # it said "expected a step coordinate in none: the trajectory has ..."
+    empty.write_text(json.dumps({**_doc_with_gt(step="3", step_index=None), "steps": []}))
+    with pytest.raises(TraceFormatError, match=r"expected no ground-truth step: the trajectory has no steps\)"):
+        load_trace(empty)
 
 
 def test_round_only_and_step_ground_truths_keep_loading(tmp_path):

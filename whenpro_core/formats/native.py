@@ -183,7 +183,11 @@ def _check_gt_step(trace: Trace, ctx: LoadContext) -> None:
         raise ctx.error(
             f"step {gt.step!r} is not a step of the trajectory",
             "$.ground_truth.step",
-            expected=f"{'a round' if gt.round_only else 'a step coordinate'} in {describe_coords(valid)}",
+            expected=(
+                f"{'a round' if gt.round_only else 'a step coordinate'} in {describe_coords(valid)}"
+                if valid
+                else "no ground-truth step: the trajectory has no steps"
+            ),
         )
 
 
