@@ -6,6 +6,7 @@ cluster-wide, counted at the server."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import threading
@@ -122,16 +123,27 @@ def test_a_worker_killed_mid_shard_loses_nothing_on_resume(tmp_path, bench_env):
     records written before stay, and the rerun asks the model only for the others."""
     data = write_dataset(tmp_path)
     out = tmp_path / "r.jsonl"
-    bench_env.latency_s = 0.2  # slow enough that the shards are mid-way when one is killed
     killed: list[int] = []
+    asked = itertools.count()
+    held = threading.Event()  # set once a worker is killed: requests after the 4th wait for it
+
+    def respond(body: dict[str, Any]) -> Any:
+        if next(asked) >= 4:
+            held.wait(120)  # the shards stay mid-way however slow the machine is
+        return ANSWER
+
+    bench_env.respond_with(respond)
 
     def killer() -> None:
-        for _ in range(20_000):  # bounded poll for the event: 4 answers seen by the server
-            if len(bench_env.answered) >= 4 and (pids := _shard_worker_pids()):
-                os.kill(pids[0], signal.SIGKILL)
-                killed.append(pids[0])
-                return
-            threading.Event().wait(0.005)
+        try:
+            for _ in range(20_000):  # bounded poll for the event: 4 answers seen by the server
+                if len(bench_env.answered) >= 4 and (pids := _shard_worker_pids()):
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+                    return
+                threading.Event().wait(0.005)
+        finally:
+            held.set()
 
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
