@@ -404,6 +404,12 @@ async def test_jsonl_release_lists_lazily_and_opens_a_row() -> None:
         await pilot.press("]")
         await settle(pilot)
         assert app.screen.trace.id == "dabench_smolagents_0023"
+        await pilot.press("q")
+        await settle(pilot)
+        library = app.screen
+        assert isinstance(library, LibraryScreen)  # the row ] showed is filled in, as one opened with enter
+        [row] = [r for r in library.table.rows if r.id == "dabench_smolagents_0023"]
+        assert row.step_count is not None and row.step_count > 0
 
 
 async def test_a_release_row_that_fails_to_open_does_not_stop_next_trace(tmp_path: Path) -> None:

@@ -234,6 +234,7 @@ class WhenproApp(App[None]):
         from whenpro_tui.screens.trace import TraceScreen
 
         screen = TraceScreen(message.trace, siblings=message.siblings, position=message.position)
+        screen.on_shown = message.on_shown
         self.push_screen(screen, message.on_close)
 
     def on_open_diff(self, message: OpenDiff) -> None:

@@ -440,7 +440,8 @@ class InjectionPlan:
 class OpenTrace(Message):
     """Open ``trace`` on a trace screen of its own; ``siblings`` and ``position`` are the
     traces ``[``/``]`` move through and its place among them; ``on_close`` gets the
-    position the screen closed at (the library follows it)."""
+    position the screen closed at (the library follows it); ``on_shown`` gets each
+    sibling trace ``[``/``]`` shows and its reference (the library fills its row)."""
 
     def __init__(
         self,
@@ -449,12 +450,14 @@ class OpenTrace(Message):
         siblings: list[str] | None = None,
         position: int | None = None,
         on_close: Callable[[int | None], None] | None = None,
+        on_shown: Callable[[Trace, str], None] | None = None,
     ) -> None:
         super().__init__()
         self.trace = trace
         self.siblings = siblings
         self.position = position
         self.on_close = on_close
+        self.on_shown = on_shown
 
 
 class OpenDiff(Message):

@@ -311,7 +311,11 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
             position = refs.index(message.ref)
         except ValueError:
             position = None
-        self.app.post_message(OpenTrace(message.trace, siblings=refs, position=position, on_close=self._trace_closed))
+        self.app.post_message(
+            OpenTrace(
+                message.trace, siblings=refs, position=position, on_close=self._trace_closed, on_shown=self._fill_row
+            )
+        )
 
     def _fill_row(self, trace: Trace, ref: str) -> None:
         """The row of an opened trace gets what the listing could not tell cheaply

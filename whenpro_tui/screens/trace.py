@@ -9,6 +9,7 @@ a huge trace, loading another trace) runs in thread workers that post messages.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -134,6 +135,9 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         self._wanted: int | None = None
         #: the sibling position that last failed to open (``]``/``[`` count from it next)
         self._failed_at: int | None = None
+        #: told of each sibling trace ``]``/``[`` shows, with its reference (the library
+        #: fills its row); set by whoever opened the screen
+        self.on_shown: Callable[[Trace, str], None] | None = None
         self.is_root = is_root
         self.step_filter = StepFilter()
         self.search: SearchResult | None = None
@@ -430,6 +434,8 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         self._wanted = self._failed_at = None
         self.show_trace(message.trace, message.position)
         self.attribution_trace_changed(message.trace)
+        if self.on_shown is not None:
+            self.on_shown(message.trace, message.ref)
 
     def on_trace_load_failed(self, message: TraceLoadFailed) -> None:
         message.stop()
