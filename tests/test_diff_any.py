@@ -105,6 +105,17 @@ async def test_attributing_run_b_of_two_plain_runs_does_not_speak_of_an_injectio
         await settle(pilot)
         dialog = " ".join(str(w.render()) for w in app.screen.query("Static"))
         assert "Attribute run B" in dialog and "injected" not in dialog and "counterfactual" not in dialog, dialog
+        await pilot.press("escape")
+        await settle(pilot)
+        footer = screen_text(app).splitlines()[-1]
+        assert "o Open run B" in footer and "counterfactual" not in footer, footer
+        await pilot.press("o")  # opens run B
+        await settle(pilot)
+        assert app.screen.trace.id == "run-b"
+        await pilot.press("q")
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
         await pilot.press("ctrl+r")  # the offline heuristic
         await until(pilot, lambda: "blames step" in screen_text(app), "the heuristic verdict on run B")
         assert "of run B" in screen_text(app) and "injected" not in screen_text(app)

@@ -71,6 +71,7 @@ class DiffScreen(Leaving, Screen[None]):
         Binding("s", "save", "Save"),
         Binding("a", "attribute", "Attribute"),
         Binding("o", "open_counterfactual", "Open counterfactual"),
+        Binding("o", "open_run_b", "Open run B"),  # the same, named for a diff of two plain runs
         Binding("J", "scroll_detail(1)", "Scroll steps down", show=False),
         Binding("K", "scroll_detail(-1)", "Scroll steps up", show=False),
         Binding("?", "help", "Help", key_display="?"),
@@ -289,6 +290,9 @@ class DiffScreen(Leaving, Screen[None]):
     def action_open_counterfactual(self) -> None:
         self.app.post_message(OpenTrace(self.cf))
 
+    def action_open_run_b(self) -> None:
+        self.action_open_counterfactual()
+
     def action_help(self) -> None:
         from whenpro_tui.screens.attribute_choice import AttributeChoice
 
@@ -298,6 +302,8 @@ class DiffScreen(Leaving, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.plain and action == "save":
             return False  # both runs are files already
+        if action in ("open_counterfactual", "open_run_b"):  # one "o", named for what run B is
+            return (action == "open_run_b") == self.plain
         return super().check_action(action, parameters)
 
     def action_back(self) -> None:
