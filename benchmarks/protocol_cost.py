@@ -98,7 +98,8 @@ def cold_tokens(server: LLMServer, router: Router, min_tokens: int) -> int:
     first request (the instructions, when at least ``min_tokens`` long), as nothing sent
     before shares the trace's own transcript. So ``1 - cold / all prompt tokens`` is the
     highest cached share a prefix cache can reach on these prompts (the cold ceiling)."""
-    from tests.support.llm_wire import IMAGE_TOKENS, approx_tokens, common_prefix_len, segments
+    from tests.support.llm_wire import IMAGE_TOKENS, approx_tokens, segments
+    from whenpro_core.injection.diff import common_prefix_len
 
     firsts: dict[str, str] = {}
     total = 0

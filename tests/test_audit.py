@@ -283,13 +283,7 @@ def test_a_folder_where_no_file_can_be_read_says_so_in_its_one_line(tmp_path):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "a.json").write_text("{not json")
     (tmp_path / "bad" / "b.json").write_text('{"x": 1}')
-    out = subprocess.run(
-        [sys.executable, "-m", "whenpro_core.cli", "audit", "bad"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_whenpro("audit", "bad", cwd=tmp_path)
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
     assert "no labelled trace in bad: 2 traces could not be read (first: bad/a.json" in out.stderr, out.stderr
 

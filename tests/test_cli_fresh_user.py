@@ -114,16 +114,7 @@ def test_info_into_a_pipe_keeps_a_long_path_on_one_line(tmp_path):
     deep = tmp_path / ("a_folder_name_long_enough_to_pass_eighty_columns_" * 2) / "trace_with_a_long_name.json"
     deep.parent.mkdir()
     deep.write_text((SAMPLES / "team_text" / "trace.json").read_text())
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    out = subprocess.run(
-        [sys.executable, "-m", "whenpro_core.cli", "info", str(deep)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**env, "PYTHONPATH": str(REPO)},
-    )
+    out = run_whenpro("info", str(deep), env={"COLUMNS": ""})  # no width given, as in a plain pipe
     assert out.returncode == 0 and str(deep) in out.stdout, out.stdout
     assert all(line == line.rstrip() for line in out.stdout.splitlines()), "lines padded with blanks"
 

@@ -12,7 +12,8 @@ import pytest
 from pydantic import BaseModel
 
 from tests.support.llm_server import IMAGE_TOKENS, WRONG_FORMAT_TEXT, Fault, approx_tokens, prompt_text
-from tests.support.llm_wire import SeenPrompts, common_prefix_len
+from tests.support.llm_wire import SeenPrompts
+from whenpro_core.injection.diff import common_prefix_len
 from whenpro_core.llm import ImagePart, LLMRequest, Message, TextPart, open_backend
 from whenpro_core.llm.pricing import DEFAULT_PRICES
 

@@ -233,8 +233,9 @@ class WhenproApp(App[None]):
     def on_open_trace(self, message: OpenTrace) -> None:
         from whenpro_tui.screens.trace import TraceScreen
 
-        screen = TraceScreen(message.trace, siblings=message.siblings, position=message.position)
-        screen.on_shown = message.on_shown
+        screen = TraceScreen(
+            message.trace, siblings=message.siblings, position=message.position, on_shown=message.on_shown
+        )
         self.push_screen(screen, message.on_close)
 
     def on_open_diff(self, message: OpenDiff) -> None:

@@ -12,6 +12,8 @@ import time
 from collections import deque
 from typing import Any
 
+from whenpro_core.injection.diff import common_prefix_len
+
 IMAGE_TOKENS = 85
 
 
@@ -90,18 +92,6 @@ def prompt_text(body: dict[str, Any]) -> str:
     """All prompt text of a chat-completions, Responses or messages request body, in order
     (``role: text`` lines; images as ``<image sha1>`` markers). For answer callables."""
     return "".join(s for s, _, _ in segments(body))
-
-
-def common_prefix_len(a: str, b: str) -> int:
-    """Length of the common prefix (binary search over C-level slice comparisons)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 class SeenPrompts:

@@ -143,13 +143,11 @@ def ls(
     row_filter = parse_where(where)
     if not labels and row_filter.facets.get("mode"):
         raise ConfigError("--where mode= reads the ground-truth labels, which ls hides", expected="--labels with it")
-    failed: list[TraceSummary] = []  # while no row has been read
-    read_one = False
-    seen = listed = 0
+    failed: list[TraceSummary] = []  # the bad rows met while no good one has been
+    seen = listed = 0  # good rows, rows listed
     for row in summary.rows(target):
-        if row.error and not read_one:
+        if row.error and not seen:
             failed.append(row)
-        read_one = read_one or not row.error
         seen += not row.error
         if not row_filter.keeps(row):
             continue
@@ -161,7 +159,7 @@ def ls(
             errors.print(Text(f"whenpro: warning: {clean(row.error)}", style="yellow"))
         else:
             console.print(Text(clean(_listing_line(row, labels))))
-    if not read_one:
+    if not seen:
         _check_some_read(target, failed)
     if where and not listed:
         wanted = " ".join([where] if isinstance(where, str) else where)

@@ -197,7 +197,7 @@ def _side_by_side(sa: Step | None, sb: Step | None, half: int) -> tuple[str, str
     ta, tb = (_step_text(s, o) if s is not None else "" for s, o in ((sa, sb), (sb, sa)))
     start = 0
     if sa is not None and sb is not None and ta != tb:
-        shared = _shared_prefix(ta, tb)
+        shared = common_prefix_len(ta, tb)
         start = 0 if shared < half - _HEAD_ROOM else shared - half // 3
     return _excerpt(sa, ta, start, half), _excerpt(sb, tb, start, half)
 
@@ -216,7 +216,7 @@ def _excerpt(step: Step | None, text: str, start: int, half: int) -> str:
     return (head + ("…" if start else "") + body)[:half]
 
 
-def _shared_prefix(a: str, b: str) -> int:
+def common_prefix_len(a: str, b: str) -> int:
     """Length of the longest common prefix of ``a`` and ``b`` (halving with slice
     comparisons done in C: fast on megabyte steps)."""
     lo, hi = 0, min(len(a), len(b))

@@ -122,6 +122,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         position: int | None = None,
         is_root: bool = False,
         partial: bool = False,
+        on_shown: Callable[[Trace, str], None] | None = None,
     ) -> None:
         super().__init__()
         #: True while ``trace`` holds only the first steps of a file still loading (not
@@ -136,8 +137,8 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         #: the sibling position that last failed to open (``]``/``[`` count from it next)
         self._failed_at: int | None = None
         #: told of each sibling trace ``]``/``[`` shows, with its reference (the library
-        #: fills its row); set by whoever opened the screen
-        self.on_shown: Callable[[Trace, str], None] | None = None
+        #: fills its row)
+        self.on_shown = on_shown
         self.is_root = is_root
         self.step_filter = StepFilter()
         self.search: SearchResult | None = None
