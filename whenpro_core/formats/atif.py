@@ -16,9 +16,11 @@ extra?, timestamp?}``. Steps (coordinate = ``step_id``):
 * a result's ``subagent_trajectory_ref`` entries name other ATIF files: each one found
   beside this file (``trajectory_path`` by its file name, also with this file's own name
   prefix, as Harbor's golden files are named) becomes steps of the sub-agent
-  ``agent.name`` of that file, right after the step, with coordinates
-  ``<step_id>.<child step_id>``; steps the child copied from the parent
-  (``is_copied_context``) are left out. A reference whose file is absent is a warning.
+  ``agent.name`` of that file, right after the step, with coordinates ``<step_id>.1``,
+  ``<step_id>.2``, ... in the order they are placed (several references of one step
+  are numbered on; each child step's own ``step_id`` stays in ``meta["step_id"]``);
+  steps the child copied from the parent (``is_copied_context``) are left out. A
+  reference whose file is absent is a warning.
 
 A trajectory whenpro wrote (:mod:`whenpro_core.formats.atif_write`) carries whenpro's own
 fields in ``extra.whenpro`` (each step's agent, kind, coordinate and error; the trace's
@@ -26,12 +28,16 @@ task, outcome, final answer, agents and ground truth): they are read back, so a 
 trip keeps them.
 
 Final answer: the ``finish`` call's ``message`` argument (OpenHands), else the message
-of the last ``mark_task_complete`` step (terminus-2), else the last agent message.
+of the last ``mark_task_complete`` step (terminus-2), else the last agent message; a
+message that writes the call as text (``<function=finish><parameter=message>...``, the
+prompt-based tool format) gives the parameter's value (``message``, ``result``,
+``answer``, ``conclusion``), else its text before the markup.
 Outcome: ``unknown`` (a trajectory states none; a timeout only truncates it).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +129,7 @@ class _Reader:
         self.agents: dict[str, str | None] = {}
         self.warnings: list[str] = []
         self.copied = 0
+        self.numbered: dict[str, int] = {}  # coordinate prefix -> sub-agent steps numbered under it
 
     def read(self, doc: JSONObject, where_file: Path, prefix: str, depth: int, seen: set[Path]) -> None:
         agent_info = dict_or_empty(doc.get("agent"))
@@ -160,6 +167,9 @@ class _Reader:
         observation, refs = _observation(results, calls)
         sid = step.get("step_id")
         coord = f"{prefix}{sid}" if sid is not None else None
+        if prefix:
+            self.numbered[prefix] = self.numbered.get(prefix, 0) + 1
+            coord = f"{prefix}{self.numbered[prefix]}"
         kind = source if source in ("system", "user") else ("action" if calls else "assistant")
         meta: dict[str, Any] = {"step_id": sid, "timestamp": step.get("timestamp"), "model": step.get("model_name")}
         if text_or_none(step.get("reasoning_content")):
@@ -201,6 +211,7 @@ class _Reader:
             self.warnings.append(f"sub-agent trajectory {found.name} is not an ATIF trajectory")
             return
         sub = _Reader(LoadContext(path=found, root=self.ctx.root))
+        sub.numbered = self.numbered
         try:
             sub.read(child, found, f"{coord}.", depth + 1, seen | {found.resolve()})
         except TraceFormatError as exc:
@@ -273,7 +284,30 @@ def _trace_fields(doc: JSONObject) -> dict[str, Any]:
     return fields
 
 
+_FINISH_MARKUP = re.compile(r"<function=(?:finish|submit)>", re.IGNORECASE)
+_FINISH_PARAMETER = re.compile(
+    r"<parameter=(?:message|result|answer|conclusion)>(.*?)(?:</parameter>|</function>|$)", re.IGNORECASE | re.DOTALL
+)
+
+
+def without_finish_markup(text: str) -> str:
+    """``text`` without a finish call written as text (``<function=finish>``
+    ``<parameter=message>...</parameter></function>``): the parameter's value, else the
+    text before the markup, else ``text`` unchanged."""
+    markup = _FINISH_MARKUP.search(text)
+    if markup is None:
+        return text
+    value = _FINISH_PARAMETER.search(text, markup.end())
+    answer = (value.group(1) if value else text[: markup.start()]).strip()
+    return answer or text
+
+
 def _final(steps: list[Step], main: str) -> str | None:
+    answer = _final_message(steps, main)
+    return without_finish_markup(answer) if answer else answer
+
+
+def _final_message(steps: list[Step], main: str) -> str | None:
     for step in reversed(steps):
         if step.agent != main:
             continue
@@ -331,4 +365,4 @@ class AtifImporter(DocumentImporter):
         return [trajectory_trace(doc, ctx)]
 
 
-__all__ = ["AtifImporter", "is_trajectory", "referenced_file", "trajectory_trace"]
+__all__ = ["AtifImporter", "is_trajectory", "referenced_file", "trajectory_trace", "without_finish_markup"]

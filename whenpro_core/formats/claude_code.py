@@ -25,7 +25,14 @@ Sub-agents (the ``Task`` tool): the child's own transcript
 ``<session>/subagents/agent-<agentId>.jsonl`` (or ``agent-<agentId>.jsonl`` beside the
 session, older versions) when present, else the ``agent_progress`` lines that stream its
 messages inline, become steps of agent ``agent-<agentId>`` (role: the ``subagent_type``),
-placed right after the ``Task`` call. A sub-agent file opened by itself is a trace whose
+placed right after the ``Task`` call. Claude Code 1.0.x wrote sub-agents inline instead:
+``isSidechain: true`` lines of the session file itself, each sub-agent a ``parentUuid``
+chain from a prompt line with ``parentUuid`` null, and no link to its ``Task`` call but
+the prompt: a chain whose prompt is a ``Task`` call's ``input.prompt`` (else the first
+``Task`` call with no sub-agent yet) becomes steps of agent ``task-<description>`` (named
+from that call; role: its ``subagent_type``) right after the call; a chain no call
+explains is agent ``sidechain-<n>``, after the main step it followed. A sub-agent file
+opened by itself (its first line a sidechain with an ``agentId``) is a trace whose
 agent is that sub-agent. The ``acompact-*`` sidechain (the /compact summariser) is not
 spliced in: its summary is the ``summary`` step.
 
@@ -34,6 +41,7 @@ Final answer: the last assistant text. Outcome: ``unknown`` (a session states no
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -48,6 +56,9 @@ from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, ToolCal
 LINE_TYPES = frozenset(
     {"user", "assistant", "system", "progress", "file-history-snapshot", "queue-operation", "summary"}
 )
+#: Bookkeeping records of 2.x sessions (the last prompt typed, a title, the permission
+#: mode, the cost so far): no step of the run, folded away and counted.
+BOOKKEEPING_TYPES = frozenset({"last-prompt", "custom-title", "agent-name", "mode", "permission-mode", "cost-state"})
 MAIN_AGENT = "claude"
 _ENVELOPE_KEYS = ("sessionId", "cwd", "gitBranch", "version", "slug")
 
@@ -96,6 +107,9 @@ class ClaudeSessionBuilder:
     def feed(self, obj: Any, row: int | None = None) -> tuple[str, ...]:
         """Add one parsed line; TraceFormatError (nothing changed) for a bad one."""
         where = "$"
+        if isinstance(obj, dict) and obj.get("type") in BOOKKEEPING_TYPES:
+            self.folded[str(obj["type"])] += 1
+            return ()
         if not isinstance(obj, dict) or text_or_none(obj.get("type")) not in LINE_TYPES:
             raise self.ctx.error(
                 "not a Claude Code transcript line", f"{where}.type", "type user, assistant, system, progress, ..."
@@ -168,6 +182,7 @@ class ClaudeSessionBuilder:
                     self.tasks[call.id] = {
                         "subagent_type": call.arguments.get("subagent_type"),
                         "description": call.arguments.get("description"),
+                        "prompt": call.arguments.get("prompt"),
                     }
         else:
             step.content = _join(step.content, as_text(block))
@@ -265,6 +280,70 @@ def subagent_file(session: Path, agent_id: str) -> Path | None:
     return None
 
 
+def _agent_name(info: JSONObject, taken: set[str]) -> str:
+    """``task-<description>`` (lower case, words joined by ``-``, at most 40 characters;
+    the ``subagent_type`` when the call has no description), ``-2``, ``-3``, ... when taken."""
+    words = re.findall(r"[a-z0-9]+", str(info.get("description") or info.get("subagent_type") or "subagent").lower())
+    base = "task-" + ("-".join(words)[:40].rstrip("-") or "subagent")
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}-{n}"
+    taken.add(name)
+    return name
+
+
+class InlineSidechains:
+    """Claude Code 1.0.x sub-agents written inline (module doc): ``isSidechain`` lines
+    grouped into ``parentUuid`` chains, each chain built by its own
+    :class:`ClaudeSessionBuilder`."""
+
+    def __init__(self, ctx: LoadContext) -> None:
+        self.ctx = ctx
+        self.chains: dict[str, ClaudeSessionBuilder] = {}  # root uuid -> its steps, in first-line order
+        self.anchor: dict[str, int] = {}  # root uuid -> main steps written before its first line
+        self._root_of: dict[str, str] = {}  # line uuid -> root uuid
+
+    def feed(self, obj: JSONObject, main_steps: int) -> tuple[str, ...]:
+        """Add one sidechain line; TraceFormatError (nothing changed) for a bad one."""
+        uuid = text_or_none(obj.get("uuid")) or f"line-{len(self._root_of)}"
+        root = self._root_of.get(text_or_none(obj.get("parentUuid")) or "", uuid)
+        chain = self.chains.get(root) or ClaudeSessionBuilder(self.ctx, "sidechain")
+        chain.feed(obj)
+        self.chains.setdefault(root, chain)
+        self.anchor.setdefault(root, main_steps)
+        self._root_of[uuid] = root
+        return ()
+
+    def assign(
+        self, tasks: dict[str, JSONObject], done: set[str]
+    ) -> tuple[dict[str, tuple[str, list[Step]]], dict[int, list[tuple[str, list[Step]]]]]:
+        """Each chain's steps as a sub-agent: ``({Task call id: (agent, steps)},
+        {main step index: [(agent, steps) of chains no call explains, after it]})``.
+        ``done``: calls whose sub-agent was found otherwise."""
+        free = [cid for cid in tasks if cid not in done]
+        by_call: dict[str, tuple[str, list[Step]]] = {}
+        loose: dict[int, list[tuple[str, list[Step]]]] = {}
+        taken: set[str] = set()
+        for n, (root, chain) in enumerate(self.chains.items(), start=1):
+            prompt = next((s.content.strip() for s in chain.steps if s.kind == "user"), "")
+            call = next((c for c in free if as_text(tasks[c].get("prompt")).strip() == prompt), None)
+            call = call or next(iter(free), None)
+            name = _agent_name(tasks[call], taken) if call else f"sidechain-{n}"
+            steps = [s.model_copy(update={"meta": dict(s.meta)}) for s in chain.steps]
+            for step in steps:
+                step.agent = name if step.agent == "sidechain" else step.agent
+                step.meta["sidechain_root"] = root
+                if call:
+                    step.meta["parent_tool_use_id"] = call
+            if call:
+                free.remove(call)
+                by_call[call] = (name, steps)
+            else:
+                loose.setdefault(max(self.anchor[root] - 1, 0), []).append((name, steps))
+        return by_call, loose
+
+
 class ClaudeTraceBuilder:
     """The whole session: the main agent's builder, with sub-agents spliced in when the
     trace is built (their files are read then; a file that cannot be read is a warning)."""
@@ -273,6 +352,8 @@ class ClaudeTraceBuilder:
         self.ctx = ctx
         self.main = ClaudeSessionBuilder(ctx)
         self.sidechain: str | None = None
+        self.inline = InlineSidechains(ctx)
+        self._seen_main = False
         self._files: dict[Path, tuple[tuple[int, int], list[Step], list[str]]] = {}
 
     @property
@@ -283,15 +364,16 @@ class ClaudeTraceBuilder:
         return f"claude-{sid}" + (f"-agent-{self.sidechain}" if self.sidechain else "")
 
     def feed(self, obj: Any, row: int | None = None) -> tuple[str, ...]:
-        if (
-            self.sidechain is None
-            and isinstance(obj, dict)
-            and obj.get("isSidechain")
-            and text_or_none(obj.get("agentId"))
-        ):
-            self.sidechain = obj["agentId"]  # a sub-agent file opened by itself
-            self.main.agent = f"agent-{self.sidechain}"
-        return self.main.feed(obj, row)
+        turn = isinstance(obj, dict) and obj.get("type") in ("user", "assistant")
+        if turn and obj.get("isSidechain") and self.sidechain is None:
+            if self._seen_main:  # 1.0.x: a sub-agent written inline
+                return self.inline.feed(obj, len(self.main.steps))
+            if text_or_none(obj.get("agentId")):
+                self.sidechain = obj["agentId"]  # a sub-agent file opened by itself
+                self.main.agent = f"agent-{self.sidechain}"
+        done = self.main.feed(obj, row)
+        self._seen_main = self._seen_main or turn
+        return done
 
     def _read_child(self, path: Path, name: str) -> tuple[list[Step], list[str]]:
         """A sub-agent file's steps, read again only when the file changed (a followed
@@ -340,16 +422,26 @@ class ClaudeTraceBuilder:
         warnings: list[str] = []
         steps: list[Step] = []
         roles: dict[str, str | None] = {}
-        for step in self.main.steps:
+        found: dict[str, tuple[str, list[Step]]] = {}
+        for call_id, info in self.main.tasks.items():
+            name, child = self._child_steps(call_id, info, warnings)
+            if child:
+                found[call_id] = (name, child)
+        inline, loose = self.inline.assign(self.main.tasks, set(found))
+        found.update(inline)
+        for i, step in enumerate(self.main.steps):
             steps.append(step)
             for call in step.tool_calls:
-                info = self.main.tasks.get(call.id or "")
-                if info is None:
-                    continue
-                name, child = self._child_steps(call.id or "", info, warnings)
+                name, child = found.get(call.id or "", ("", []))
                 if child:
-                    roles.setdefault(name, text_or_none(info.get("subagent_type")))
+                    roles.setdefault(name, text_or_none(self.main.tasks[call.id or ""].get("subagent_type")))
                 steps.extend(child)
+            for name, child in loose.pop(i, []):
+                roles.setdefault(name, "sidechain")
+                steps.extend(child)
+        for name, child in (c for k in sorted(loose) for c in loose[k]):  # before any main step
+            roles.setdefault(name, "sidechain")
+            steps.extend(child)
         steps = renumber([s.model_copy() for s in steps])
         return self._trace(steps, roles, warnings)
 
@@ -399,4 +491,11 @@ class ClaudeCodeImporter(SessionLinesImporter):
         return ClaudeTraceBuilder(ctx)
 
 
-__all__ = ["ClaudeCodeImporter", "ClaudeSessionBuilder", "ClaudeTraceBuilder", "is_session_line", "subagent_file"]
+__all__ = [
+    "ClaudeCodeImporter",
+    "InlineSidechains",
+    "ClaudeSessionBuilder",
+    "ClaudeTraceBuilder",
+    "is_session_line",
+    "subagent_file",
+]

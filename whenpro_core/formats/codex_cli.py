@@ -19,9 +19,17 @@ id, cwd, originator, cli_version, git, instructions), ``turn_context`` (model, p
   ``meta["reasoning"]`` (encrypted reasoning is only counted);
 * ``event_msg`` ``error``/``stream_error``: an ``error`` step;
   ``token_count``: ``meta["usage"]`` of the last step (its ``last_token_usage``);
-  ``task_complete``: ``last_agent_message`` is the final answer. The other events
-  (``user_message`` and ``agent_message`` repeat response items) and ``turn_context`` lines
-  are folded: counted in ``extras["folded_lines"]``.
+  ``task_complete``: ``last_agent_message`` is the final answer; ``user_message`` repeats
+  the user's response item and is folded, but one no response item repeats (rollouts
+  that keep the prompt only there) is the ``user`` step. The other events
+  (``agent_message`` repeats a response item) and ``turn_context`` lines are folded:
+  counted in ``extras["folded_lines"]``.
+
+The older rollout format (before ``session_meta``, Codex CLI of mid 2025) is read too:
+its first line is a bare header ``{id, timestamp, instructions, cwd?, git?}`` (taken as
+``session_meta``), then bare response items (``{type: "message", role, content}``,
+``{type: "function_call", ...}``, no ``payload`` wrapper, a ``timestamp`` of their own
+at most) and ``{"record_type": "state"}`` markers (folded).
 
 Outcome: ``unknown`` (a rollout states none).
 """
@@ -60,10 +68,15 @@ _CALLS = {
     "web_search_call": "action",
 }
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+#: ``type`` of a bare response item in an older rollout.
+_ITEM_TYPES = frozenset({"message", "reasoning", *_CALLS, *_OUTPUTS})
 
 
 def is_rollout_line(obj: JSONObject) -> bool:
-    """A Codex rollout line: ``{timestamp, type, payload}`` with a rollout ``type``."""
+    """A Codex rollout line: ``{timestamp, type, payload}`` with a rollout ``type``, or
+    the bare header ``{id, timestamp, instructions | git}`` of an older rollout."""
+    if "type" not in obj and "id" in obj and "timestamp" in obj:
+        return "instructions" in obj or "git" in obj
     return text_or_none(obj.get("type")) in LINE_TYPES and "payload" in obj and "timestamp" in obj
 
 
@@ -83,9 +96,12 @@ class CodexBuilder:
         self.final: str | None = None
         self._calls: dict[str, Step] = {}
         self._reasoning: list[str] = []
+        self._prompts: list[str] = []  # user response items no user_message event repeated yet
 
     def feed(self, obj: Any, row: int | None = None) -> tuple[str, ...]:
         """Add one parsed line; TraceFormatError (nothing changed) for a bad one."""
+        if isinstance(obj, dict) and "payload" not in obj:
+            return self._feed_bare(obj)
         if not (isinstance(obj, dict) and text_or_none(obj.get("type")) in LINE_TYPES):
             raise self.ctx.error(
                 "not a Codex rollout line", "$.type", "session_meta, turn_context, response_item or event_msg"
@@ -109,6 +125,22 @@ class CodexBuilder:
             self._event(payload, obj.get("timestamp"))
         else:
             self.folded[kind] += 1
+        return ()
+
+    def _feed_bare(self, obj: JSONObject) -> tuple[str, ...]:
+        """A line of an older rollout: the header, a state marker or a bare item."""
+        if "type" not in obj and "record_type" in obj:
+            self.folded[f"record_type/{obj['record_type']}"] += 1
+        elif "type" not in obj and "id" in obj and not self.meta and not self.steps:
+            self.meta.update(redact_secrets({k: v for k, v in obj.items() if k != "instructions"}))
+        elif text_or_none(obj.get("type")) in _ITEM_TYPES:
+            self._item(obj, obj.get("timestamp"))
+        else:
+            raise self.ctx.error(
+                "not a Codex rollout line",
+                "$.type",
+                "a {timestamp, type, payload} line, or an older rollout's response item or state marker",
+            )
         return ()
 
     # ------------------------------------------------------------------ response items
@@ -162,6 +194,7 @@ class CodexBuilder:
             step = Step(index=0, agent=AGENT, kind="assistant", content=text, media=media)
         elif role == "user" and not _is_injected(text):
             step = Step(index=0, agent="user", kind="user", content=text, media=media)
+            self._prompts.append(text.strip())
         else:
             step = Step(index=0, agent="system", kind="system", content=text, media=media)
         step.meta["timestamp"] = ts
@@ -216,6 +249,8 @@ class CodexBuilder:
                 self.steps[-1].meta["usage"] = info["last_token_usage"]
         elif etype == "task_complete":
             self.final = text_or_none(ev.get("last_agent_message")) or self.final
+        elif etype == "user_message" and self._user_event(ev, ts):
+            return
         elif etype in ("error", "stream_error"):
             text = as_text(ev.get("message")) or etype
             self._add(
@@ -231,6 +266,20 @@ class CodexBuilder:
             )
             return
         self.folded[f"event_msg/{etype}"] += 1
+
+    def _user_event(self, ev: JSONObject, ts: Any) -> bool:
+        """A ``user_message`` event: True when it is the prompt's only record (it became
+        the ``user`` step); False when a response item holds it already."""
+        text = as_text(ev.get("message"))
+        if text.strip() in self._prompts:
+            self._prompts.remove(text.strip())
+            return False
+        if not text.strip() or _is_injected(text):
+            return False
+        self._add(
+            Step(index=0, agent="user", kind="user", content=text, meta={"timestamp": ts}, raw=redact_secrets(ev))
+        )
+        return True
 
     @property
     def trace_id(self) -> str:
