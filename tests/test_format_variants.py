@@ -207,3 +207,37 @@ def test_atif_final_answer_written_as_a_finish_call_in_text(tmp_path: Path) -> N
     doc["steps"][1]["message"] = "All files are in place.\n<function=finish>\n</function>"
     path.write_text(json.dumps(doc), encoding="utf-8")
     assert load_trace(path).final_answer == "All files are in place."
+
+
+# --------------------------------------------------------------------------- mini-swe-agent
+
+MINI = FIXTURES / "mini-swe-agent" / "textkit__textkit-17.traj.json"
+
+
+def test_mini_swe_agent_keeps_reasoning_and_ends_with_the_fatal_provider_error() -> None:
+    trace = load_trace(MINI)
+    doc = json.loads(MINI.read_text(encoding="utf-8"))
+    thinking = [m["reasoning_content"] for m in doc["messages"] if m["role"] == "assistant"]
+    actions = [s for s in trace.steps if s.kind == "action"]
+    assert [s.meta["reasoning"] for s in actions] == thinking
+    last = trace.steps[-1]
+    assert (last.agent, last.kind, last.coord) == ("environment", "error", "3")
+    assert last.error is not None and last.error.startswith("BadRequestError: litellm.BadRequestError")
+    assert "Traceback" in last.meta["traceback"]
+    assert trace.outcome.value == "failure" and trace.final_answer is None
+    out = run_whenpro("info", str(MINI), columns=200)
+    assert out.returncode == 0, out.stderr
+    assert "final answer  —" in out.stdout and "outcome       failure" in out.stdout
+
+
+def test_mini_swe_agent_reasoning_on_the_saved_response_only(tmp_path: Path) -> None:
+    doc = json.loads(MINI.read_text(encoding="utf-8"))
+    for m in doc["messages"]:
+        m.pop("reasoning_content", None)
+        m.pop("provider_specific_fields", None)
+    doc["info"] = {"mini_version": "2.2.7", "exit_status": "Submitted", "submission": "diff --git a/x b/x\n"}
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    trace = load_trace(path)
+    assert [bool(s.meta.get("reasoning")) for s in trace.steps if s.kind == "action"] == [True, True]
+    assert trace.steps[-1].kind == "action" and trace.final_answer == "diff --git a/x b/x\n"

@@ -26,7 +26,12 @@ submission, model_stats, mini_version, config}, messages: [{role, content, extra
 tool_calls?}]}``. The system prompt and the task are framing; every assistant message is
 an ``action`` step (coordinate ``1..N``) whose command is the ```` ```bash ```` block (v1),
 ``extra.actions`` or ``tool_calls`` (v2), and whose observation is the following
-user/tool messages. A final ``exit`` message gives the exit status and submission.
+user/tool messages. A final ``exit`` message gives the exit status and submission. A reasoning model's
+thinking (``reasoning_content``, on the message or its saved provider response) goes to
+``meta["reasoning"]``. A run that ended by an exception (a provider's fatal error:
+``info.exit_status`` the exception's class, ``info.exception_str``/``submission`` its
+message, ``info.traceback``) ends with an ``error`` step of agent ``environment`` saying
+so (traceback in ``meta``), and has no final answer.
 
 Trace id: ``swe-agent-<file stem>`` (``mini-swe-agent-<file stem>``), with
 ``@<run folder>`` appended when another run folder holds a file of the same name
@@ -129,6 +134,20 @@ def _messages(doc: JSONObject, key: str, ctx: LoadContext) -> list[tuple[JSONObj
     return out
 
 
+def reasoning_of(msg: JSONObject) -> str | None:
+    """A reasoning model's thinking kept with an assistant message: ``reasoning_content``
+    (LiteLLM, DeepSeek, vLLM) or ``reasoning`` on the message, else on the provider
+    response mini-swe-agent keeps in ``extra.response.choices[0].message``."""
+    response = dict_or_empty(dict_or_empty(msg.get("extra")).get("response"))
+    choices = response.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else {}
+    for holder in (msg, dict_or_empty(dict_or_empty(first).get("message"))):
+        for key in ("reasoning_content", "reasoning"):
+            if text := text_or_none(holder.get(key)):
+                return text
+    return None
+
+
 def _pair_history(
     msgs: list[tuple[JSONObject, str, str]],
     framing: _Framing,
@@ -147,6 +166,9 @@ def _pair_history(
         if role == "assistant":
             calls = tool_calls_of(msg, ctx, where) or command_of(msg, text)
             thought = text_or_none(msg.get("thought")) or text
+            meta: dict[str, Any] = {"role": role}
+            if reasoning := reasoning_of(msg):
+                meta["reasoning"] = reasoning
             steps.append(
                 Step(
                     index=len(steps),
@@ -155,7 +177,7 @@ def _pair_history(
                     kind="action",
                     content=thought,
                     tool_calls=calls,
-                    meta={"role": role},
+                    meta=meta,
                     raw=msg,
                 )
             )
@@ -269,6 +291,23 @@ def _mini_command(msg: JSONObject, text: str) -> list[ToolCall]:
     return [ToolCall(name="bash", arguments=m.strip()) for m in _BASH.findall(text)]
 
 
+_EXCEPTION_NAME = re.compile(r"^[A-Z]\w*(Error|Exception)$")
+
+
+def _fatal_error(info: JSONObject, status: str, submission: str | None) -> Step | None:
+    """The ``error`` step of a run that an exception ended (the mini-swe-agent doc
+    above), or ``None``. Limits (``LimitsExceeded``) are no exceptions: the last step
+    shows them."""
+    message = text_or_none(info.get("exception_str")) or submission or ""
+    if not (info.get("traceback") or info.get("exception_str") or _EXCEPTION_NAME.match(status)):
+        return None
+    text = f"{status}: {message}" if message else status or "the run ended by an exception"
+    meta: dict[str, Any] = {"exit_status": status}
+    if text_or_none(info.get("traceback")):
+        meta["traceback"] = info["traceback"]
+    return Step(index=0, agent="environment", kind="error", content=text, error=text, meta=meta)
+
+
 class MiniSweAgentImporter(DocumentImporter):
     """mini-swe-agent trajectories (``trajectory_format: mini-swe-agent-1*``)."""
 
@@ -297,6 +336,12 @@ class MiniSweAgentImporter(DocumentImporter):
         extras = redact_secrets({k: v for k, v in doc.items() if k != "messages"})
         if exit_msg is not None:
             extras["exit_message"] = exit_msg
+        fatal = _fatal_error(info, str(status or ""), submission)
+        if fatal is not None:
+            fatal.index = len(steps)
+            fatal.coord = str(sum(1 for s in steps if s.coord) + 1)
+            steps.append(fatal)
+            submission = None
         return [
             Trace(
                 id=distinct_id("mini-swe-agent", ctx.path),
