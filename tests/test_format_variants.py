@@ -11,6 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.support.cli import run_whenpro
 from whenpro_core.formats import load_trace
 
@@ -241,3 +243,24 @@ def test_mini_swe_agent_reasoning_on_the_saved_response_only(tmp_path: Path) -> 
     trace = load_trace(path)
     assert [bool(s.meta.get("reasoning")) for s in trace.steps if s.kind == "action"] == [True, True]
     assert trace.steps[-1].kind == "action" and trace.final_answer == "diff --git a/x b/x\n"
+
+
+# --------------------------------------------------------------------------- LangSmith
+
+
+@pytest.mark.parametrize("name", ["langsmith_py_wrap_openai_reasoning.json", "langsmith_js_wrap_openai_default.json"])
+def test_langsmith_batch_bodies_saved_as_a_json_list(real_traces: Path, tmp_path: Path, name: str) -> None:
+    """The SDK sends creates and updates in separate requests; a capture saves the
+    request bodies as a list: one trace, the same as the merged body."""
+    src = real_traces / "langsmith" / "langsmith-sdk" / name
+    body = json.loads(src.read_text(encoding="utf-8"))
+    bodies = [{"post": body["post"]}, {"patch": body["patch"]}]
+    path = tmp_path / "batches.json"
+    path.write_text(json.dumps(bodies), encoding="utf-8")
+    one, listed = load_trace(src), load_trace(path)
+    assert listed.source.format == "langsmith"
+    assert [(s.kind, s.agent, s.content, s.observation) for s in listed.steps] == [
+        (s.kind, s.agent, s.content, s.observation) for s in one.steps
+    ]
+    assert listed.final_answer == one.final_answer and listed.final_answer
+    assert [s.meta.get("usage") for s in listed.steps] == [s.meta.get("usage") for s in one.steps]

@@ -4,7 +4,9 @@ Accepted documents (content decides):
 
 * the SDK's batch body ``{post: [run, ...], patch: [run, ...]}``: a patch completes the
   post with the same ``id`` (the JS SDK leaves ``id`` out of a patch: the last segment of
-  its ``dotted_order`` names the run);
+  its ``dotted_order`` names the run); several bodies saved as a JSON list (one a
+  request, as a capture of the SDK's traffic keeps them) are one trace, every body's
+  posts first, then the patches;
 * a run tree: one run ``{id, name, run_type, inputs, outputs, start_time, ...,
   child_runs: [...]}`` with nested children, or a list of runs (flat, linked by
   ``parent_run_id``, or trees).
@@ -89,10 +91,10 @@ def is_batch(doc: Any) -> bool:
 
 
 def is_run_document(doc: Any) -> bool:
-    """A batch body, a run tree, or a non-empty list of runs."""
+    """A batch body, a run tree, a non-empty list of runs or of batch bodies."""
     if is_batch(doc) or is_run(doc):
         return True
-    return isinstance(doc, list) and bool(doc) and all(is_run(r) for r in doc)
+    return isinstance(doc, list) and bool(doc) and (all(is_run(r) for r in doc) or all(is_batch(b) for b in doc))
 
 
 def _time(value: Any) -> float | None:
@@ -134,22 +136,33 @@ def collect_runs(doc: Any, ctx: LoadContext) -> list[tuple[JSONObject, str]]:
     """``(run, JSON path)`` of every run in the document, patches merged into their posts."""
     out: list[tuple[JSONObject, str]] = []
     if is_batch(doc):
-        for i, run in enumerate(doc.get("post", [])):
-            _flatten(run, ctx, f"$.post[{i}]", None, out)
-        by_id = {str(r.get("id") or _dotted_id(r)): r for r, _ in out}
-        for i, patch in enumerate(doc.get("patch", [])):
-            expect(patch, dict, ctx, f"$.patch[{i}]", "a run update object")
-            rid = str(patch.get("id") or _dotted_id(patch) or "")
-            target = by_id.get(rid)
-            if target is None:
-                _flatten(patch, ctx, f"$.patch[{i}]", None, out)  # an update whose post is elsewhere
-                by_id[rid] = out[-1][0]
-            else:
-                target.update({k: v for k, v in patch.items() if v is not None and k != "child_runs"})
-        return out
+        return _batch_runs([(doc, "$")], ctx)
+    if isinstance(doc, list) and doc and all(is_batch(b) for b in doc):
+        return _batch_runs([(body, f"$[{i}]") for i, body in enumerate(doc)], ctx)
     runs = doc if isinstance(doc, list) else [doc]
     for i, run in enumerate(runs):
         _flatten(run, ctx, f"$[{i}]" if isinstance(doc, list) else "$", None, out)
+    return out
+
+
+def _batch_runs(bodies: list[tuple[JSONObject, str]], ctx: LoadContext) -> list[tuple[JSONObject, str]]:
+    """The runs of batch bodies ``(body, its JSON path)``: every post, then each patch
+    merged into its post (an update whose post is in no body is a run of its own)."""
+    out: list[tuple[JSONObject, str]] = []
+    for body, where in bodies:
+        for i, run in enumerate(body.get("post", [])):
+            _flatten(run, ctx, f"{where}.post[{i}]", None, out)
+    by_id = {str(r.get("id") or _dotted_id(r)): r for r, _ in out}
+    for body, where in bodies:
+        for i, patch in enumerate(body.get("patch", [])):
+            expect(patch, dict, ctx, f"{where}.patch[{i}]", "a run update object")
+            rid = str(patch.get("id") or _dotted_id(patch) or "")
+            target = by_id.get(rid)
+            if target is None:
+                _flatten(patch, ctx, f"{where}.patch[{i}]", None, out)
+                by_id[rid] = out[-1][0]
+            else:
+                target.update({k: v for k, v in patch.items() if v is not None and k != "child_runs"})
     return out
 
 
