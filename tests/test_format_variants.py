@@ -264,3 +264,37 @@ def test_langsmith_batch_bodies_saved_as_a_json_list(real_traces: Path, tmp_path
     ]
     assert listed.final_answer == one.final_answer and listed.final_answer
     assert [s.meta.get("usage") for s in listed.steps] == [s.meta.get("usage") for s in one.steps]
+
+
+# --------------------------------------------------------------------------- convert --to atif
+
+
+def test_convert_to_atif_keeps_cache_and_reasoning_token_counts(real_traces: Path, tmp_path: Path) -> None:
+    """Claude Code usage (input tokens leave the cache reads and writes out): ATIF's
+    prompt tokens hold all three, the cache reads are the cached tokens, the writes stay
+    in ``extra``; Codex's cached input and reasoning tokens are kept the same way."""
+    src = real_traces / "claude-code" / "VibeCodingTracker" / "claude_code.jsonl"
+    usage = {o["message"]["id"]: o["message"]["usage"] for o in _lines(src) if o.get("type") == "assistant"}
+    out = tmp_path / "claude.atif.json"
+    assert run_whenpro("convert", str(src), str(out), "--to", "atif").returncode == 0
+    final = json.loads(out.read_text(encoding="utf-8"))["final_metrics"]
+    reads = sum(u["cache_read_input_tokens"] for u in usage.values())
+    writes = sum(u["cache_creation_input_tokens"] for u in usage.values())
+    assert final["total_cached_tokens"] == reads > 1_000_000
+    assert final["extra"]["total_cache_creation_tokens"] == writes
+    assert final["total_prompt_tokens"] == sum(u["input_tokens"] for u in usage.values()) + reads + writes
+    assert final["total_completion_tokens"] == sum(u["output_tokens"] for u in usage.values())
+
+    codex = real_traces / "codex-cli" / "VibeCodingTracker" / "codex.jsonl"
+    trace = load_trace(codex)
+    kept = [s.meta["usage"] for s in trace.steps if s.meta.get("usage")]
+    out = tmp_path / "codex.atif.json"
+    assert run_whenpro("convert", str(codex), str(out), "--to", "atif").returncode == 0
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["final_metrics"]["total_cached_tokens"] == sum(u["cached_input_tokens"] for u in kept) > 0
+    assert doc["final_metrics"]["extra"]["total_reasoning_tokens"] == sum(u["reasoning_output_tokens"] for u in kept)
+    assert doc["final_metrics"]["total_prompt_tokens"] == sum(u["input_tokens"] for u in kept)  # cached included
+    back = load_trace(out)  # and a round trip reads them again
+    assert sum(s.meta["usage"]["cached_tokens"] for s in back.steps if s.meta.get("usage")) == sum(
+        u["cached_input_tokens"] for u in kept
+    )

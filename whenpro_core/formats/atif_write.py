@@ -7,7 +7,9 @@ extra}, steps, final_metrics?, extra}``. One ATIF step per whenpro step, ``step_
 
 * ``source``: ``user`` for user steps, ``agent`` for steps spoken by an agent (those carry
   ``model_name``, ``reasoning_content`` from ``meta["reasoning"]``, ``tool_calls`` and
-  ``metrics`` from ``meta["usage"]``), ``system`` for system prompts and for what the
+  ``metrics`` from ``meta["usage"]``: prompt tokens with cache reads and writes,
+  completion and cached tokens, cost; cache writes and reasoning tokens in
+  ``metrics.extra``; summed in ``final_metrics``), ``system`` for system prompts and for what the
   environment said (tool results of their own, errors, compaction notes), since ATIF
   allows those fields on agent steps only;
 * ``message``: the content; a step's observation is its ``observation.results`` (one
@@ -37,12 +39,33 @@ from whenpro_core.trace.model import Step, Trace
 SCHEMA_VERSION = "ATIF-v1.6"
 #: Key of ATIF ``extra`` objects holding whenpro's own fields.
 EXTRA_KEY = "whenpro"
-_USAGE_KEYS = {
-    "prompt_tokens": ("prompt_tokens", "input_tokens", "input"),
-    "completion_tokens": ("completion_tokens", "output_tokens", "output"),
-    "cached_tokens": ("cached_tokens", "cache_read_input_tokens", "cached"),
-    "cost_usd": ("cost_usd",),
-}
+#: Where each ATIF count is found in the usage dicts importers keep (Anthropic, OpenAI
+#: Chat and Responses, Codex, LangChain ``usage_metadata``, DeepSeek, ATIF itself); a
+#: dotted name reads a nested object.
+_PROMPT = ("prompt_tokens", "input_tokens", "input")
+_COMPLETION = ("completion_tokens", "output_tokens", "output")
+_CACHED = (
+    "cached_tokens",
+    "cache_read_input_tokens",
+    "cached_input_tokens",
+    "cached",
+    "prompt_cache_hit_tokens",
+    "prompt_tokens_details.cached_tokens",
+    "input_tokens_details.cached_tokens",
+    "input_token_details.cache_read",
+)
+_CACHE_CREATION = ("cache_creation_input_tokens", "input_token_details.cache_creation", "extra.cache_creation_tokens")
+_REASONING = (
+    "reasoning_output_tokens",
+    "reasoning_tokens",
+    "completion_tokens_details.reasoning_tokens",
+    "output_tokens_details.reasoning_tokens",
+    "output_token_details.reasoning",
+    "extra.reasoning_tokens",
+)
+#: Anthropic's ``input_tokens`` leave out the cache reads and writes (both counted
+#: apart); ATIF's ``prompt_tokens`` include them.
+_ANTHROPIC_CACHE = ("cache_read_input_tokens", "cache_creation_input_tokens")
 
 
 def _source(step: Step, people: set[str]) -> str:
@@ -53,17 +76,43 @@ def _source(step: Step, people: set[str]) -> str:
     return "agent"
 
 
+def _count(usage: dict[str, Any], names: tuple[str, ...]) -> int | float | None:
+    """The first number among ``names`` (dotted: nested) in ``usage``, else ``None``."""
+    for name in names:
+        value: Any = usage
+        for part in name.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+            return value
+    return None
+
+
 def _metrics(usage: Any) -> dict[str, Any] | None:
+    """ATIF ``metrics`` of a step's ``meta["usage"]``: prompt tokens (cache reads and
+    writes included), completion tokens, cached tokens (the cache reads), cost; cache
+    writes and reasoning tokens in ``extra`` (ATIF has no field for them)."""
     if not isinstance(usage, dict):
         return None
     out: dict[str, Any] = {}
-    for field, names in _USAGE_KEYS.items():
-        value = next(
-            (usage[n] for n in names if isinstance(usage.get(n), (int, float)) and not isinstance(usage.get(n), bool)),
-            None,
-        )
+    prompt, cached = _count(usage, _PROMPT), _count(usage, _CACHED)
+    creation = _count(usage, _CACHE_CREATION)
+    if prompt is not None and any(k in usage for k in _ANTHROPIC_CACHE):
+        prompt += (cached or 0) + (creation or 0)
+    for field, value in (("prompt_tokens", prompt), ("completion_tokens", _count(usage, _COMPLETION))):
         if value is not None:
-            out[field] = float(value) if field == "cost_usd" else int(value)
+            out[field] = int(value)
+    if cached is not None:
+        out["cached_tokens"] = int(cached)
+    cost = _count(usage, ("cost_usd", "cost"))
+    if cost is not None:
+        out["cost_usd"] = float(cost)
+    extra = {
+        name: int(value)
+        for name, value in (("cache_creation_tokens", creation), ("reasoning_tokens", _count(usage, _REASONING)))
+        if value is not None
+    }
+    if extra:
+        out["extra"] = extra
     return out or None
 
 
@@ -140,6 +189,26 @@ def atif_step(step: Step, people: set[str]) -> dict[str, Any]:
     return out
 
 
+def _final_metrics(totals: list[dict[str, Any]], steps: int) -> dict[str, Any]:
+    """ATIF ``final_metrics``: the steps' metrics summed (cost, cache writes and reasoning
+    tokens only when some step records them)."""
+    out: dict[str, Any] = {
+        f"total_{name}": sum(m.get(name, 0) for m in totals)
+        for name in ("prompt_tokens", "completion_tokens", "cached_tokens")
+    }
+    costs = [m["cost_usd"] for m in totals if "cost_usd" in m]
+    if costs:
+        out["total_cost_usd"] = sum(costs)
+    out["total_steps"] = steps
+    extra: dict[str, int] = {}
+    for m in totals:
+        for name, value in (m.get("extra") or {}).items():
+            extra[f"total_{name}"] = extra.get(f"total_{name}", 0) + value
+    if extra:
+        out["extra"] = extra
+    return out
+
+
 def trace_to_atif(trace: Trace) -> dict[str, Any]:
     """The ATIF trajectory of ``trace`` (a JSON-ready dict)."""
     people = {"system", "environment", "user"}
@@ -157,12 +226,7 @@ def trace_to_atif(trace: Trace) -> dict[str, Any]:
     totals = [m for s in steps if (m := s.get("metrics"))]
     doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "session_id": trace.id, "agent": agent, "steps": steps}
     if totals:
-        doc["final_metrics"] = {
-            "total_prompt_tokens": sum(m.get("prompt_tokens", 0) for m in totals),
-            "total_completion_tokens": sum(m.get("completion_tokens", 0) for m in totals),
-            "total_cached_tokens": sum(m.get("cached_tokens", 0) for m in totals),
-            "total_steps": len(steps),
-        }
+        doc["final_metrics"] = _final_metrics(totals, len(steps))
     doc["extra"] = {
         EXTRA_KEY: redact_secrets(
             {

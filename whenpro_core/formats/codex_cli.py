@@ -18,7 +18,8 @@ id, cwd, originator, cli_version, git, instructions), ``turn_context`` (model, p
 * ``reasoning``: its readable ``summary`` text goes to the next step's
   ``meta["reasoning"]`` (encrypted reasoning is only counted);
 * ``event_msg`` ``error``/``stream_error``: an ``error`` step;
-  ``token_count``: ``meta["usage"]`` of the last step (its ``last_token_usage``);
+  ``token_count``: ``meta["usage"]`` of the last ``codex`` step (its ``last_token_usage``:
+  the model call that wrote it);
   ``task_complete``: ``last_agent_message`` is the final answer; ``user_message`` repeats
   the user's response item and is folded, but one no response item repeats (rollouts
   that keep the prompt only there) is the ``user`` step. The other events
@@ -245,8 +246,9 @@ class CodexBuilder:
             self._set_error(cid, as_text(ev.get("stderr")) or "patch failed")
         elif etype == "token_count":
             info = dict_or_empty(ev.get("info"))
-            if self.steps and isinstance(info.get("last_token_usage"), dict):
-                self.steps[-1].meta["usage"] = info["last_token_usage"]
+            last = next((s for s in reversed(self.steps) if s.agent == AGENT), None)
+            if last is not None and isinstance(info.get("last_token_usage"), dict):
+                last.meta["usage"] = info["last_token_usage"]
         elif etype == "task_complete":
             self.final = text_or_none(ev.get("last_agent_message")) or self.final
         elif etype == "user_message" and self._user_event(ev, ts):
