@@ -298,3 +298,43 @@ def test_convert_to_atif_keeps_cache_and_reasoning_token_counts(real_traces: Pat
     assert sum(s.meta["usage"]["cached_tokens"] for s in back.steps if s.meta.get("usage")) == sum(
         u["cached_input_tokens"] for u in kept
     )
+
+
+# --------------------------------------------------------------------------- OpenHands
+
+OPENHANDS_2024 = FIXTURES / "openhands" / "output-2024-history-pairs.jsonl"
+
+
+def test_openhands_2024_output_with_history_as_action_observation_pairs(tmp_path: Path) -> None:
+    line = json.loads(OPENHANDS_2024.read_text(encoding="utf-8"))
+    trace = load_trace(OPENHANDS_2024)
+    actions = [pair[0] for pair in line["history"]]
+    assert [s.coord for s in trace.steps] == [str(a["id"]) for a in actions]
+    assert [s.agent for s in trace.steps] == [a["source"] for a in actions]
+    failing = trace.steps[3]
+    assert failing.meta["exit_code"] == 1 and "AssertionError" in (failing.observation or "")
+    assert trace.final_answer == "All done! What's next on the agenda?"
+    assert trace.task.query == line["instruction"]
+    assert trace.extras["git_patch"].startswith("diff --git")
+    assert "******" not in json.dumps(trace.extras)
+    # a bad event names its place in the pair
+    line["history"][2][1]["observation"] = 7
+    bad = tmp_path / "output.jsonl"
+    bad.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    out = run_whenpro("info", str(bad))
+    assert "$.history[2][1].observation" in out.stderr + out.stdout
+
+
+def test_openhands_events_ending_with_an_agent_message_give_it_as_final_answer(
+    real_traces: Path, tmp_path: Path
+) -> None:
+    src = real_traces / "openhands-trajectories" / "tests" / "runtime" / "trajs" / "basic_gui_mode.json"
+    events = json.loads(src.read_text(encoding="utf-8"))
+    last = [e for e in events if e.get("source") == "agent" and e.get("action") == "message"][-1]
+    trace = load_trace(src)
+    assert trace.final_answer == last["args"]["content"]
+    assert trace.final_answer.startswith("I've created a complete Vue.js todo application")
+    # an agent message followed by more agent actions is no final answer
+    cut = tmp_path / "events.json"
+    cut.write_text(json.dumps([e for e in events if e.get("id", 0) <= 13]), encoding="utf-8")
+    assert load_trace(cut).final_answer is None

@@ -10,6 +10,8 @@ real_traces/openhands-trajectories).
   test_result: {git_patch}}``; resolver ``{issue, issue_type, instruction, base_commit,
   git_patch, history, success, comment_success, result_explanation, error}``, whose older
   ``history`` events carry neither ids nor ``source`` and flatten ``args`` into the event.
+  Evaluation outputs of 2024 (OpenDevin/OpenHands 0.x, SWE-bench) keep ``history`` as
+  ``[action, observation]`` pairs: read as the events of the pairs in order.
 
 Steps: one per action, coordinate = the event ``id`` (ids are not contiguous: hidden
 events are dropped) or the position for id-less events; the system prompt has none.
@@ -18,6 +20,9 @@ Observations join the action whose id is their ``cause`` (never by position), as
 the action just before them. Observations that answer nothing (``agent_state_changed``,
 an ``error`` raised before any action) are steps of their own. ``"null"`` observations
 (OpenHands' NullObservation, ``"No observation"``, a *string*) add nothing.
+
+Final answer: the last ``finish`` action's thought or message; without one, a last
+``message`` of the agent (no action of the agent after it: the run ended by answering).
 
 Outcome: ``failure`` when ``error`` is set (``RuntimeError: Agent reached maximum
 iteration ...`` is kept in ``extras["error"]`` and shown as the final ``error`` step's
@@ -87,6 +92,21 @@ def is_event_list(value: Any) -> bool:
     )
 
 
+def is_pair(value: Any) -> bool:
+    """An ``[action, observation]`` pair of a 2024 ``history``: two events."""
+    return isinstance(value, list) and len(value) == 2 and all(is_event(e) for e in value)
+
+
+def history_events(history: list[Any]) -> tuple[list[Any], list[str]]:
+    """``(events, their JSON paths under $.history)`` of a ``history``: its events, or the
+    events of its ``[action, observation]`` pairs in order (2024 outputs)."""
+    if not history or not all(is_pair(h) for h in history):
+        return history, [f"$.history[{i}]" for i in range(len(history))]
+    events = [e for pair in history for e in pair]
+    paths = [f"$.history[{i}][{j}]" for i in range(len(history)) for j in (0, 1)]
+    return events, paths
+
+
 def is_output_line(value: Any) -> bool:
     """An evaluation output object: ``history`` events plus ``instance_id`` or ``issue``
     and ``instruction``. A ``history`` that is not a list still matches, so loading
@@ -99,7 +119,7 @@ def is_output_line(value: Any) -> bool:
     ):
         return False
     history = value["history"]
-    return not isinstance(history, list) or not history or is_event_list(history)
+    return not isinstance(history, list) or not history or is_event_list(history_events(history)[0])
 
 
 def _args(event: JSONObject) -> JSONObject:
@@ -176,8 +196,8 @@ def _attach_observation(target: Step, obs: str, text: str, extras: Any) -> None:
     """Append an observation's text to its action step, with its type, exit code and error."""
     target.observation = text if target.observation is None else f"{target.observation}\n{text}"
     target.meta["observation"] = obs
-    if isinstance(extras, dict) and isinstance(extras.get("metadata"), dict):
-        code = extras["metadata"].get("exit_code")
+    if isinstance(extras, dict):  # {metadata: {exit_code}}, or {exit_code} in 2024 outputs
+        code = dict_or_empty(extras.get("metadata")).get("exit_code", extras.get("exit_code"))
         if code is not None:
             target.meta["exit_code"] = code
     if obs == "error":
@@ -222,13 +242,14 @@ def _observation(
     return _observation_step(index, n, event, eid, source, obs, text, extras)
 
 
-def events_to_steps(events: list[Any], ctx: LoadContext, where: str) -> list[Step]:
+def events_to_steps(events: list[Any], ctx: LoadContext, where: str, paths: list[str] | None = None) -> list[Step]:
     """Steps of an event list (rules in the module docstring). TraceFormatError names
-    the event's JSON path when an event is not an object or has a malformed field."""
+    the event's JSON path (``paths[n]``, else ``where[n]``) when an event is not an
+    object or has a malformed field."""
     steps: list[Step] = []
     by_id: dict[str, Step] = {}
     for n, event in enumerate(events):
-        ew = f"{where}[{n}]"
+        ew = paths[n] if paths else f"{where}[{n}]"
         eid, source = _event_head(event, ctx, ew)
         if "action" in event:
             steps.append(_action_step(len(steps), n, event, eid, source, ctx, ew))
@@ -312,8 +333,26 @@ def _run_patch(line: dict[str, Any]) -> Any:
     return line.get("git_patch")
 
 
-def _trace(events: list[Any], ctx: LoadContext, where: str, *, tid: str, line: JSONObject | None) -> Trace:
-    steps = events_to_steps(events, ctx, where)
+def _final_answer(steps: list[Step]) -> str | None:
+    """The last ``finish``'s text; else the agent's last message when no action of the
+    agent follows it (module doc)."""
+    final = final_answer_from_steps(steps)
+    if final:
+        return final
+    last = next((s for s in reversed(steps) if s.agent == "agent" and s.kind not in ("state", "system")), None)
+    return last.content if last is not None and last.kind == "assistant" and last.content else None
+
+
+def _trace(
+    events: list[Any],
+    ctx: LoadContext,
+    where: str,
+    *,
+    tid: str,
+    line: JSONObject | None,
+    paths: list[str] | None = None,
+) -> Trace:
+    steps = events_to_steps(events, ctx, where, paths)
     line = line or {}
     error = text_or_none(line.get("error"))
     outcome = _run_outcome(line)
@@ -324,7 +363,7 @@ def _trace(events: list[Any], ctx: LoadContext, where: str, *, tid: str, line: J
             )
         )
     query = as_text(line.get("instruction")) or next((s.content for s in steps if s.kind == "user"), "")
-    final = final_answer_from_steps(steps)
+    final = _final_answer(steps)
     patch = _run_patch(line)
     extras = redact_secrets({k: v for k, v in line.items() if k not in ("history", "instruction")})
     if isinstance(patch, str) and patch:
@@ -354,7 +393,8 @@ def output_line_trace(line: Any, ctx: LoadContext) -> Trace:
         tid = f"openhands-{issue.get('owner')}-{issue.get('repo')}-issue{issue.get('number')}"
     else:
         tid = f"openhands-{ctx.path.stem}" + (f"-{ctx.key}" if ctx.key else "")
-    return _trace(history, ctx, "$.history", tid=tid, line=line)
+    events, paths = history_events(history)
+    return _trace(events, ctx, "$.history", tid=tid, line=line, paths=paths)
 
 
 class OpenHandsImporter(DocumentImporter):
