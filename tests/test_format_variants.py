@@ -338,3 +338,68 @@ def test_openhands_events_ending_with_an_agent_message_give_it_as_final_answer(
     cut = tmp_path / "events.json"
     cut.write_text(json.dumps([e for e in events if e.get("id", 0) <= 13]), encoding="utf-8")
     assert load_trace(cut).final_answer is None
+
+
+# --------------------------------------------------------------------------- Parquet rows (TracerTraj)
+
+
+def _write_parquet(path: Path, docs: list[dict], *, history_as_json: bool) -> Path:
+    """Who&When documents as a Parquet table, as the Hugging Face copies store them
+    (``history`` a list of structs) or as JSON strings (TracerTraj-style exports)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rows = []
+    for doc in docs:
+        row = {k: doc.get(k) for k in ("question", "ground_truth", "question_ID", "mistake_agent", "mistake_reason")}
+        row["mistake_step"] = str(doc["mistake_step"])
+        history = [{"content": h.get("content"), "role": h.get("role"), "name": h.get("name")} for h in doc["history"]]
+        row["history"] = json.dumps(history) if history_as_json else history
+        rows.append(row)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+@pytest.mark.parametrize("history_as_json", [False, True])
+def test_who_when_shaped_parquet_rows_read_as_the_json_files(
+    real_traces: Path, tmp_path: Path, history_as_json: bool
+) -> None:
+    folder = real_traces / "who-and-when" / "Who&When" / "Algorithm-Generated"
+    files = sorted(folder.glob("*.json"))[:3]
+    docs = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    table = _write_parquet(tmp_path / "tracertraj.parquet", docs, history_as_json=history_as_json)
+    for row, (src, doc) in enumerate(zip(files, docs, strict=True), start=1):
+        want, got = load_trace(src), load_trace(f"{table}#{row}")
+        assert got.id == f"tracertraj-{row}" and got.source.format == "whowhen-parquet"
+        assert [(s.coord, s.agent, s.content) for s in got.steps] == [(s.coord, s.agent, s.content) for s in want.steps]
+        assert got.ground_truth is not None and want.ground_truth is not None
+        assert (got.ground_truth.agent, got.ground_truth.step) == (doc["mistake_agent"], str(doc["mistake_step"]))
+        assert got.ground_truth.step == want.ground_truth.step
+    out = run_whenpro("ls", str(table), "--labels", columns=200)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("tracertraj-") == 3
+
+
+def test_bench_runs_on_a_parquet_table_offline(real_traces: Path, tmp_path: Path) -> None:
+    folder = real_traces / "who-and-when" / "Who&When" / "Hand-Crafted"
+    docs = [json.loads(f.read_text(encoding="utf-8")) for f in sorted(folder.glob("*.json"))[:4]]
+    table = _write_parquet(tmp_path / "rows.parquet", docs, history_as_json=False)
+    results = tmp_path / "results.jsonl"
+    out = run_whenpro("bench", str(table), "--out", str(results), timeout=600)
+    assert out.returncode == 0, out.stderr
+    records = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert sorted(r["trace"]["id"] for r in records) == [f"rows-{n}" for n in range(1, 5)]
+    assert [r["trace"]["gt_step"] for r in sorted(records, key=lambda r: r["ref"])] == [
+        str(d["mistake_step"]) for d in docs
+    ]
+    assert all(r["trace"]["labelled"] and r["prediction"]["step"] is not None for r in records)
+    assert "Leaderboard" in out.stdout and (tmp_path / "report.json").is_file()
+
+
+def test_a_parquet_table_of_other_rows_is_one_clear_line(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "other.parquet"
+    pq.write_table(pa.Table.from_pylist([{"prompt": "hi", "answer": "ho"}]), path)
+    out = run_whenpro("info", str(path))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "not Who&When-shaped rows (columns: prompt, answer)" in out.stderr

@@ -68,6 +68,7 @@ IMPORTERS: list[str] = [
     "whenpro_core.formats.whenpro_files:BenchReportImporter",
     "whenpro_core.formats.whenpro_files:KeyframesIndexImporter",
     "whenpro_core.formats.whowhen:WhoWhenImporter",
+    "whenpro_core.formats.parquet_rows:ParquetRowsImporter",
     "whenpro_core.formats.whowhen_pro:WhoWhenProImporter",
     "whenpro_core.formats.whowhen_pro_jsonl:WhoWhenProJsonlImporter",
     "whenpro_core.formats.auxiliary:AuxiliaryImporter",
@@ -99,7 +100,7 @@ JSON_LINES_FORMATS = (
     "(see README, Supported formats)"
 )
 #: File suffixes a dataset walk looks at (content still decides the format).
-WALK_SUFFIXES = {".json", ".jsonl", ".traj", ".eval", ".ndjson"}
+WALK_SUFFIXES = {".json", ".jsonl", ".traj", ".eval", ".ndjson", ".parquet"}
 #: Folder names a dataset walk never enters.
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", "assets", "video_assets"}
 #: Marker files/folders of a dataset root (media paths resolve from here).
