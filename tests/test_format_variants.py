@@ -403,3 +403,35 @@ def test_a_parquet_table_of_other_rows_is_one_clear_line(tmp_path: Path) -> None
     out = run_whenpro("info", str(path))
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
     assert "not Who&When-shaped rows (columns: prompt, answer)" in out.stderr
+
+
+# --------------------------------------------------------------------------- Codex sub-agents
+
+CODEX_TREE = FIXTURES / "codex-cli" / "sessions" / "2026" / "03" / "08"
+CODEX_PARENT = next(CODEX_TREE.glob("rollout-*-019cc9d2-*.jsonl"))
+
+
+def test_codex_spawned_agent_is_its_own_agent_after_the_spawn_step() -> None:
+    trace = load_trace(CODEX_PARENT)
+    assert [(a.id, a.role) for a in trace.agents] == [("codex", "main"), ("Hypatia", "explorer")]
+    spawn = next(s for s in trace.steps if s.tool_calls and s.tool_calls[0].name == "spawn_agent")
+    child = trace.steps[spawn.index + 1 : spawn.index + 4]
+    assert [(s.agent, s.kind) for s in child] == [("user", "user"), ("Hypatia", "action"), ("Hypatia", "assistant")]
+    assert all(s.meta["parent_call_id"] == spawn.tool_calls[0].id for s in child)
+    assert child[0].content.startswith("Read ledger/dates.py")  # the child's prompt, not the parent's copy
+    assert trace.steps[spawn.index + 4].tool_calls[0].name == "wait"
+    assert sum(1 for s in trace.steps if s.kind == "user") == 2  # the forked copy of the parent's prompt is folded
+    assert "multi-agent" in run_whenpro("info", str(CODEX_PARENT), columns=200).stdout
+
+
+def test_codex_sub_agent_rollout_found_in_the_sessions_tree_or_warned(tmp_path: Path) -> None:
+    tree = tmp_path / "sessions"
+    (tree / "2026" / "03" / "08").mkdir(parents=True)
+    (tree / "2026" / "03" / "09").mkdir(parents=True)
+    parent = shutil.copy(CODEX_PARENT, tree / "2026" / "03" / "08" / CODEX_PARENT.name)
+    alone = load_trace(parent)
+    assert [a.id for a in alone.agents] == ["codex"]
+    assert "no rollout of thread 019cc9d4-" in alone.extras["whenpro_warnings"][0]
+    child = next(CODEX_TREE.glob("rollout-*-019cc9d4-*.jsonl"))
+    shutil.copy(child, tree / "2026" / "03" / "09" / child.name)  # the child ran past midnight
+    assert [a.id for a in load_trace(parent).agents] == ["codex", "Hypatia"]

@@ -32,14 +32,26 @@ its first line is a bare header ``{id, timestamp, instructions, cwd?, git?}`` (t
 ``{type: "function_call", ...}``, no ``payload`` wrapper, a ``timestamp`` of their own
 at most) and ``{"record_type": "state"}`` markers (folded).
 
+Sub-agents (multi-agent Codex: the ``spawn_agent`` tool): an ``event_msg``
+``collab_agent_spawn_end`` ``{call_id, new_thread_id, new_agent_nickname?,
+new_agent_role?}`` (or the call's output ``{agent_id}``) names the child thread; the
+child's own rollout (``rollout-*-<thread id>.jsonl`` beside this one, or anywhere in the
+sessions tree ``sessions/YYYY/MM/DD/`` above it) becomes steps of agent
+``<nickname>`` (else the role, else ``subagent-<thread id>``; role: the agent role) right
+after the spawning step. A forked child starts with a copy of its parent's records (a
+second ``session_meta``, of the parent, up to the child's first ``turn_context``): they
+are folded, not the child's steps. A child rollout that is absent is a warning.
+
 Outcome: ``unknown`` (a rollout states none).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
+from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import (
     LoadContext,
     as_text,
@@ -50,7 +62,7 @@ from whenpro_core.formats.base import (
     text_or_none,
 )
 from whenpro_core.formats.chat import content_parts
-from whenpro_core.formats.session_lines import LineBuilder, SessionLinesImporter, renumber
+from whenpro_core.formats.session_lines import LineBuilder, SessionLinesImporter, feed_file, renumber
 from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, ToolCall, Trace
 
@@ -98,6 +110,9 @@ class CodexBuilder:
         self._calls: dict[str, Step] = {}
         self._reasoning: list[str] = []
         self._prompts: list[str] = []  # user response items no user_message event repeated yet
+        self.spawns: dict[str, dict[str, Any]] = {}  # spawning call id -> {thread_id, nickname, role}
+        self._inherited = False  # inside a forked child's copy of its parent's records
+        self._children: dict[Path, tuple[tuple[int, int], list[Step]]] = {}
 
     def feed(self, obj: Any, row: int | None = None) -> tuple[str, ...]:
         """Add one parsed line; TraceFormatError (nothing changed) for a bad one."""
@@ -112,10 +127,11 @@ class CodexBuilder:
             raise self.ctx.error("wrong type", "$.payload", "the line's payload object")
         kind = obj["type"]
         if kind == "session_meta":
-            self.meta.update(
-                redact_secrets({k: v for k, v in payload.items() if k not in ("base_instructions", "instructions")})
-            )
+            self._session_meta(payload)
+        elif self._inherited and kind != "turn_context":
+            self.folded["inherited from the parent"] += 1
         elif kind == "turn_context":
+            self._inherited = False
             self.folded["turn_context"] += 1
             model = text_or_none(payload.get("model"))
             if model and model not in self.models:
@@ -127,6 +143,18 @@ class CodexBuilder:
         else:
             self.folded[kind] += 1
         return ()
+
+    def _session_meta(self, payload: JSONObject) -> None:
+        """The rollout's own ``session_meta``; a later one of another thread starts a
+        forked child's copy of its parent (folded up to the next ``turn_context``)."""
+        own = text_or_none(self.meta.get("id"))
+        if own is not None and text_or_none(payload.get("id")) not in (None, own):
+            self._inherited = True
+            self.folded["inherited from the parent"] += 1
+            return
+        self.meta.update(
+            redact_secrets({k: v for k, v in payload.items() if k not in ("base_instructions", "instructions")})
+        )
 
     def _feed_bare(self, obj: JSONObject) -> tuple[str, ...]:
         """A line of an older rollout: the header, a state marker or a bare item."""
@@ -212,6 +240,8 @@ class CodexBuilder:
             output = output["output"]
         text = as_text(output)
         step = self._calls.get(cid)
+        if step is not None and isinstance(output, dict) and text_or_none(output.get("agent_id")):
+            self.spawns.setdefault(cid, {"thread_id": output["agent_id"], "nickname": None, "role": None})
         if step is None:
             self._add(
                 Step(
@@ -253,6 +283,12 @@ class CodexBuilder:
             self.final = text_or_none(ev.get("last_agent_message")) or self.final
         elif etype == "user_message" and self._user_event(ev, ts):
             return
+        elif etype == "collab_agent_spawn_end" and text_or_none(ev.get("new_thread_id")):
+            self.spawns[cid] = {
+                "thread_id": ev["new_thread_id"],
+                "nickname": text_or_none(ev.get("new_agent_nickname")),
+                "role": text_or_none(ev.get("new_agent_role")),
+            }
         elif etype in ("error", "stream_error"):
             text = as_text(ev.get("message")) or etype
             self._add(
@@ -288,16 +324,62 @@ class CodexBuilder:
         """``codex-<session id>`` (from ``session_meta``), else from the file name."""
         return f"codex-{text_or_none(self.meta.get('id')) or self.ctx.path.stem}"
 
+    def _child_steps(self, spawn: dict[str, Any], name: str, warnings: list[str]) -> list[Step]:
+        """The steps of a spawned thread's rollout as agent ``name`` (read again only
+        when the file changed: a followed session asks for its trace after every line)."""
+        found = child_rollout(self.ctx.path, str(spawn["thread_id"]))
+        if found is None:
+            warnings.append(f"sub-agent {name}: no rollout of thread {spawn['thread_id']} found near the session")
+            return []
+        st = found.stat()
+        cached = self._children.get(found)
+        if cached is None or cached[0] != (st.st_size, st.st_mtime_ns):
+            child = CodexBuilder(LoadContext(path=found, root=self.ctx.root))
+            try:
+                feed_file(child, found)
+            except TraceFormatError as exc:
+                warnings.append(f"sub-agent {name}: {exc.one_line()}")
+            cached = ((st.st_size, st.st_mtime_ns), child.steps)
+            self._children[found] = cached
+        steps = [s.model_copy(update={"meta": dict(s.meta)}) for s in cached[1]]
+        for step in steps:
+            step.agent = name if step.agent == AGENT else step.agent
+            step.meta["subagent_file"] = found.name
+        return steps
+
+    def _with_children(self, warnings: list[str]) -> tuple[list[Step], list[Agent]]:
+        """The rollout's steps with each spawned sub-agent's steps after its spawning step."""
+        steps: list[Step] = []
+        agents = [Agent(id=AGENT, role="main")]
+        for step in self.steps:
+            steps.append(step)
+            for call in step.tool_calls:
+                spawn = self.spawns.get(call.id or "")
+                if spawn is None:
+                    continue
+                name = spawn["nickname"] or spawn["role"] or f"subagent-{str(spawn['thread_id'])[:8]}"
+                child = self._child_steps(spawn, name, warnings)
+                for sub in child:
+                    sub.meta["parent_call_id"] = call.id
+                if child and all(a.id != name for a in agents):
+                    agents.append(Agent(id=name, role=spawn["role"] or "subagent"))
+                steps.extend(child)
+        return steps, agents
+
     def trace(self) -> Trace:
         """The rollout so far."""
-        steps = renumber([s.model_copy() for s in self.steps])
+        warnings: list[str] = []
+        spliced, agents = self._with_children(warnings)
+        steps = renumber([s.model_copy() for s in spliced])
         query = next((s.content for s in steps if s.kind == "user" and s.content), "")
         final = self.final or next((s.content for s in reversed(steps) if s.kind == "assistant" and s.content), None)
         extras: dict[str, Any] = {"session_meta": self.meta, "models": self.models, "folded_lines": dict(self.folded)}
+        if warnings:
+            extras["whenpro_warnings"] = warnings
         return Trace(
             id=self.trace_id,
             framework="codex-cli",
-            agents=[Agent(id=AGENT, role="main")],
+            agents=agents,
             task=Task(query=query),
             steps=steps,
             final_answer=final,
@@ -307,6 +389,21 @@ class CodexBuilder:
             ),
             extras=extras,
         )
+
+
+def child_rollout(session: Path, thread_id: str) -> Path | None:
+    """The rollout of thread ``thread_id``: ``rollout-*-<thread id>.jsonl`` beside
+    ``session``, else in the sessions tree (``sessions/YYYY/MM/DD/``) three folders up."""
+    if not thread_id or not all(c.isalnum() or c in "-_" for c in thread_id):
+        return None  # an id from the file: never a path or a glob
+    pattern = f"rollout-*-{thread_id}.jsonl"
+    near = sorted(p for p in session.parent.glob(pattern) if p.is_file())
+    if near:
+        return near[0]
+    parents = session.parent.parents
+    tree = parents[2] if len(parents) > 2 else None
+    far = sorted(p for p in tree.glob(f"*/*/*/{pattern}") if p.is_file()) if tree and tree.name == "sessions" else []
+    return far[0] if far else None
 
 
 class CodexRolloutImporter(SessionLinesImporter):
@@ -321,4 +418,4 @@ class CodexRolloutImporter(SessionLinesImporter):
         return CodexBuilder(ctx)
 
 
-__all__ = ["CodexBuilder", "CodexRolloutImporter", "is_rollout_line"]
+__all__ = ["CodexBuilder", "CodexRolloutImporter", "child_rollout", "is_rollout_line"]
