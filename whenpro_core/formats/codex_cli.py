@@ -48,6 +48,7 @@ Outcome: ``unknown`` (a rollout states none).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -263,47 +264,63 @@ class CodexBuilder:
 
     # ------------------------------------------------------------------ events
     def _event(self, ev: JSONObject, ts: Any) -> None:
+        """One ``event_msg``: what it adds to the steps; counted as folded unless it
+        became a step of its own."""
         etype = str(ev.get("type"))
-        cid = text_or_none(ev.get("call_id")) or ""
-        if etype == "exec_command_end":
-            code = ev.get("exit_code")
-            if cid in self._calls:
-                self._calls[cid].meta["exit_code"] = code
-            if code not in (None, 0):
-                stderr = as_text(ev.get("stderr")).strip()
-                self._set_error(cid, f"exit code {code}" + (f": {stderr}" if stderr else ""))
-        elif etype == "patch_apply_end" and ev.get("success") is False:
-            self._set_error(cid, as_text(ev.get("stderr")) or "patch failed")
-        elif etype == "token_count":
-            info = dict_or_empty(ev.get("info"))
-            last = next((s for s in reversed(self.steps) if s.agent == AGENT), None)
-            if last is not None and isinstance(info.get("last_token_usage"), dict):
-                last.meta["usage"] = info["last_token_usage"]
-        elif etype == "task_complete":
-            self.final = text_or_none(ev.get("last_agent_message")) or self.final
-        elif etype == "user_message" and self._user_event(ev, ts):
+        handler = _EVENT_HANDLERS.get(etype)
+        if handler is not None and handler(self, ev, ts):
             return
-        elif etype == "collab_agent_spawn_end" and text_or_none(ev.get("new_thread_id")):
-            self.spawns[cid] = {
+        self.folded[f"event_msg/{etype}"] += 1
+
+    def _exec_end(self, ev: JSONObject, ts: Any) -> bool:
+        cid = text_or_none(ev.get("call_id")) or ""
+        code = ev.get("exit_code")
+        if cid in self._calls:
+            self._calls[cid].meta["exit_code"] = code
+        if code not in (None, 0):
+            stderr = as_text(ev.get("stderr")).strip()
+            self._set_error(cid, f"exit code {code}" + (f": {stderr}" if stderr else ""))
+        return False
+
+    def _patch_end(self, ev: JSONObject, ts: Any) -> bool:
+        if ev.get("success") is False:
+            self._set_error(text_or_none(ev.get("call_id")) or "", as_text(ev.get("stderr")) or "patch failed")
+        return False
+
+    def _token_count(self, ev: JSONObject, ts: Any) -> bool:
+        info = dict_or_empty(ev.get("info"))
+        last = next((s for s in reversed(self.steps) if s.agent == AGENT), None)
+        if last is not None and isinstance(info.get("last_token_usage"), dict):
+            last.meta["usage"] = info["last_token_usage"]
+        return False
+
+    def _task_complete(self, ev: JSONObject, ts: Any) -> bool:
+        self.final = text_or_none(ev.get("last_agent_message")) or self.final
+        return False
+
+    def _spawn_end(self, ev: JSONObject, ts: Any) -> bool:
+        if text_or_none(ev.get("new_thread_id")):
+            self.spawns[text_or_none(ev.get("call_id")) or ""] = {
                 "thread_id": ev["new_thread_id"],
                 "nickname": text_or_none(ev.get("new_agent_nickname")),
                 "role": text_or_none(ev.get("new_agent_role")),
             }
-        elif etype in ("error", "stream_error"):
-            text = as_text(ev.get("message")) or etype
-            self._add(
-                Step(
-                    index=0,
-                    agent="environment",
-                    kind="error",
-                    content=text,
-                    error=text,
-                    meta={"timestamp": ts},
-                    raw=redact_secrets(ev),
-                )
+        return False
+
+    def _error_event(self, ev: JSONObject, ts: Any) -> bool:
+        text = as_text(ev.get("message")) or str(ev.get("type"))
+        self._add(
+            Step(
+                index=0,
+                agent="environment",
+                kind="error",
+                content=text,
+                error=text,
+                meta={"timestamp": ts},
+                raw=redact_secrets(ev),
             )
-            return
-        self.folded[f"event_msg/{etype}"] += 1
+        )
+        return True
 
     def _user_event(self, ev: JSONObject, ts: Any) -> bool:
         """A ``user_message`` event: True when it is the prompt's only record (it became
@@ -389,6 +406,20 @@ class CodexBuilder:
             ),
             extras=extras,
         )
+
+
+#: ``event_msg`` types and their handlers: ``handler(builder, event, timestamp)`` is True
+#: when the event became a step of its own (else it is counted as folded).
+_EVENT_HANDLERS: dict[str, Callable[[CodexBuilder, JSONObject, Any], bool]] = {
+    "exec_command_end": CodexBuilder._exec_end,
+    "patch_apply_end": CodexBuilder._patch_end,
+    "token_count": CodexBuilder._token_count,
+    "task_complete": CodexBuilder._task_complete,
+    "user_message": CodexBuilder._user_event,
+    "collab_agent_spawn_end": CodexBuilder._spawn_end,
+    "error": CodexBuilder._error_event,
+    "stream_error": CodexBuilder._error_event,
+}
 
 
 def child_rollout(session: Path, thread_id: str) -> Path | None:
