@@ -435,3 +435,84 @@ def test_codex_sub_agent_rollout_found_in_the_sessions_tree_or_warned(tmp_path: 
     child = next(CODEX_TREE.glob("rollout-*-019cc9d4-*.jsonl"))
     shutil.copy(child, tree / "2026" / "03" / "09" / child.name)  # the child ran past midnight
     assert [a.id for a in load_trace(parent).agents] == ["codex", "Hypatia"]
+
+
+# --------------------------------------------------------------------------- TRAIL
+
+TRAIL = FIXTURES / "trail"
+TRAIL_TRACE = next((TRAIL / "data" / "GAIA").glob("*.json"))
+
+
+def test_trail_trace_with_its_annotation_file() -> None:
+    trace = load_trace(TRAIL_TRACE)
+    labels = json.loads(next((TRAIL / "processed_annotations_gaia").glob("*.json")).read_text(encoding="utf-8"))
+    by_span = {s.meta["span_id"]: s for s in trace.steps}
+    assert trace.source.format == "trail" and trace.outcome.value == "failure"
+    assert [a.id for a in trace.agents] == ["CodeAgent.run", "ToolCallingAgent.run"]  # the search sub-agent
+    gt = trace.ground_truth
+    assert gt is not None
+    # two HIGH errors: the earlier (the sub-agent's step, span c4) is the ground truth
+    assert (gt.step, gt.agent, gt.mode) == (
+        by_span["c4"].coord,
+        "ToolCallingAgent.run",
+        "Tool Output Misinterpretation",
+    )
+    assert set(gt.accepted.step) == {by_span[s].coord for s in ("c7", "c6", "c9")}
+    assert len(trace.annotations) == len(labels["errors"]) and sum(a.decisive for a in trace.annotations) == 1
+
+
+def test_trail_hugging_face_row_and_annotation_file_alone(tmp_path: Path) -> None:
+    labels_file = next((TRAIL / "processed_annotations_gaia").glob("*.json"))
+    row = {"trace": TRAIL_TRACE.read_text(encoding="utf-8"), "labels": labels_file.read_text(encoding="utf-8")}
+    path = tmp_path / "row.json"
+    path.write_text(json.dumps(row), encoding="utf-8")
+    assert load_trace(path).ground_truth == load_trace(TRAIL_TRACE).ground_truth
+    out = run_whenpro("info", str(labels_file))
+    assert out.returncode == 2 and "a TRAIL annotation file" in out.stderr
+    listed = run_whenpro("ls", str(TRAIL), columns=200)
+    assert listed.returncode == 0 and listed.stdout.count("trail-") == 1 and "error" not in listed.stderr.lower()
+
+
+def test_bench_and_report_rules_trail(tmp_path: Path) -> None:
+    shutil.copytree(TRAIL, tmp_path / "trail")
+    results = tmp_path / "r.jsonl"
+    assert run_whenpro("bench", str(tmp_path / "trail"), "--out", str(results), timeout=600).returncode == 0
+    record = json.loads(results.read_text(encoding="utf-8").splitlines()[0])
+    errors = record["trace"]["gt_errors"]
+    assert len(errors) == 4
+    pred = record["prediction"]
+    location = any(e["step"] == pred["step"] for e in errors)
+    joint = any(e["step"] == pred["step"] and e["category"] == pred["mode"] for e in errors)
+    out = run_whenpro("report", str(results), "--rules", "trail", columns=200)
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if line.strip().startswith("heuristic") and "·" in line)
+    cells = row.split()
+    assert cells[-2:] == [f"{100.0 * location:.1f}", f"{100.0 * joint:.1f}"]
+
+
+def test_trail_metrics_on_known_predictions() -> None:
+    from whenpro_core.bench.records import Record, TraceMeta
+    from whenpro_core.bench.trail_rules import trail_rows
+    from whenpro_core.trace.model import Attribution
+
+    def rec(n: int, errors: list[tuple[str, str]], step: str | None, mode: str | None) -> Record:
+        meta = TraceMeta(id=f"t{n}", labelled=True, gt_errors=[{"step": s, "category": c} for s, c in errors])
+        return Record(
+            key=f"t{n}|heuristic|heuristic|gold",
+            ref=f"t{n}",
+            protocol="heuristic",
+            model="heuristic",
+            trace=meta,
+            prediction=Attribution(step=step, mode=mode),
+        )
+
+    records = [
+        rec(1, [("3", "A"), ("5", "B")], "5", "B"),  # location and joint
+        rec(2, [("2", "A")], "2", "B"),  # location only; predicts B where gold has A
+        rec(3, [("4", "B")], "1", "B"),  # category only
+        rec(4, [("7", "A")], None, None),  # nothing
+    ]
+    (row,) = trail_rows(records)
+    assert (row.records, row.location, row.joint) == (4, 0.5, 0.25)
+    # A: support 3, tp 0 -> F1 0; B: support 2, tp 2 (t1, t3), fp 1 (t2) -> P 2/3, R 1, F1 0.8
+    assert row.category_f1 == pytest.approx(2 * 0.8 / 5)

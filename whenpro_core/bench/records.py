@@ -70,6 +70,9 @@ class TraceMeta(_Tolerant):
         gt_accepted: its accepted alternatives, so a report can score the prediction
             again from the record alone (:func:`score_from_labels`); ``None`` in records
             written before whenpro kept them (and for an unlabelled trace).
+        gt_errors: every labelled error with a step, ``{"step": coordinate, "category":
+            label}`` (a trace's step annotations: TRAIL's span-level errors), for rules that
+            score against all of them (``report --rules trail``).
         single_agent: the framework has one agent; left out of the Agent metric (§4, §7).
         steps: number of steps (``None`` when the trace could not be read).
         tokens: length of the rendered transcript a judge sees, estimated as characters
@@ -89,6 +92,7 @@ class TraceMeta(_Tolerant):
     gt_mode: str | None = None
     round_only: StrictBool = False
     gt_accepted: Accepted | None = None
+    gt_errors: list[dict[str, str]] = Field(default_factory=list)
     single_agent: StrictBool = False
     steps: int | None = None
     tokens: int | None = None
@@ -229,6 +233,7 @@ def trace_meta(trace: Trace | None, summary: TraceSummary | None = None, tokens:
         gt_mode=gt.mode if gt else None,
         round_only=bool(gt and gt.round_only),
         gt_accepted=gt.accepted.model_copy(deep=True) if gt else None,
+        gt_errors=[{"step": a.step, "category": a.label} for a in trace.annotations if a.step is not None],
         single_agent=trace.is_single_agent,
         steps=len(trace.steps),
         tokens=tokens,

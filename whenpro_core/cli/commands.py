@@ -637,7 +637,8 @@ def report(
         ReportRules.whenpro,
         "--rules",
         help="official: also print the Who&When Pro leaderboard's numbers "
-        "(failed rows left out, image_gui cell, strict coordinates).",
+        "(failed rows left out, image_gui cell, strict coordinates); trail: also print TRAIL's "
+        "category F1, location and joint accuracy.",
     ),
     metric: ReportMetric | None = typer.Option(
         None,

@@ -49,6 +49,7 @@ class ReportRules(StrEnum):
 
     whenpro = "whenpro"
     official = "official"
+    trail = "trail"
 
 
 class ReportMetric(StrEnum):

@@ -37,6 +37,9 @@ from whenpro_core.bench.report import (
 from whenpro_core.bench.scope import Scope
 from whenpro_core.bench.substring_metric import NOTE as SUBSTRING_NOTE
 from whenpro_core.bench.substring_metric import substring_rows
+from whenpro_core.bench.trail_rules import HEADERS as TRAIL_HEADERS
+from whenpro_core.bench.trail_rules import NOTE as TRAIL_NOTE
+from whenpro_core.bench.trail_rules import trail_rows
 from whenpro_core.cli import output
 
 
@@ -81,12 +84,19 @@ def report_command(
 
 
 def _print_extra_rules(records: list[Record], console: Console, *, rules: str, metric: str | None) -> None:
-    """The official leaderboard (``rules="official"``) and the Who&When substring accuracy
+    """The official leaderboard (``rules="official"``), TRAIL's metrics (``rules="trail"``,
+    :mod:`whenpro_core.bench.trail_rules`) and the Who&When substring accuracy
     (``metric="whowhen-substring"``), printed before whenpro's own tables."""
     if rules == "official":
         groups = official_report(records)
         console.print(rules_header(groups), markup=False, highlight=False)
         console.print(_table("Official leaderboard", OFFICIAL_HEADERS, official_rows(groups), left=2))
+    if rules == "trail":
+        console.print(TRAIL_NOTE, markup=False, highlight=False)
+        rows = [
+            [r.label, str(r.records), pct(r.category_f1), pct(r.location), pct(r.joint)] for r in trail_rows(records)
+        ]
+        console.print(_table("TRAIL metrics", TRAIL_HEADERS, rows))
     if metric == "whowhen-substring":
         console.print(SUBSTRING_NOTE, markup=False, highlight=False)
         rows = [[r.label, str(r.records), pct(r.agent), pct(r.step)] for r in substring_rows(records)]

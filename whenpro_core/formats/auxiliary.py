@@ -13,6 +13,8 @@ Recognised (by shape, never by file name):
 * AgentRx tool-call examples (``tools_structure.json``): a list of assistant tool calls
   and tool results whose 1-based ``index`` values are not in increasing order, so they
   cannot be one run; they document each tool's call and answer shape.
+* TRAIL annotations (``processed_annotations_*/<trace_id>.json``): ``{trace_id, errors:
+  [{category, location, impact, ...}], scores?}``; read by :mod:`whenpro_core.formats.trail`.
 * Gemini CLI prompt log (``~/.gemini/tmp/<hash>/logs.json``): a list of ``{sessionId,
   messageId, type: "user", message, timestamp}`` holding only the user's prompts (SOURCE.md
   of real_traces/gemini-cli); the session itself is the chat recording under ``chats/``.
@@ -45,6 +47,8 @@ def aux_kind(doc: Any) -> str | None:
         and "trace" not in doc
     ):
         return "a MAST gold-labels file (labels for the records beside it)"
+    if isinstance(doc, dict) and "trace_id" in doc and isinstance(doc.get("errors"), list) and "spans" not in doc:
+        return "a TRAIL annotation file (labels for the trace with the same trace_id)"
     if is_message_list(doc, ("sessionId", "messageId", "type", "message")):
         return (
             "a Gemini CLI prompt log (logs.json: the user's prompts only; "
