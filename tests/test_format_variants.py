@@ -516,3 +516,59 @@ def test_trail_metrics_on_known_predictions() -> None:
     assert (row.records, row.location, row.joint) == (4, 0.5, 0.25)
     # A: support 3, tp 0 -> F1 0; B: support 2, tp 2 (t1, t3), fp 1 (t2) -> P 2/3, R 1, F1 0.8
     assert row.category_f1 == pytest.approx(2 * 0.8 / 5)
+
+
+# --------------------------------------------------------------------------- MP-Bench
+
+
+def _mp_bench(real_traces: Path, root: Path, flags: dict[str, list[int]]) -> tuple[dict, list[Path]]:
+    """A real Who&When log as MP-Bench normalises it (its documented format), one file per
+    annotator (``MP-Bench/<annotator>/manual/<file>.json``) flagging ``flags[annotator]``."""
+    src = sorted((real_traces / "who-and-when" / "Who&When" / "Hand-Crafted").glob("*.json"))[0]
+    doc = json.loads(src.read_text(encoding="utf-8"))
+    paths = []
+    for who, steps in flags.items():
+        history = [
+            {
+                **h,
+                "step": str(i),
+                "fail_annotation": "1" if i in steps else "0",
+                "fail_category": f"category-{who}" if i in steps else "",
+                "fail_reason": f"{who} flags step {i}" if i in steps else "",
+                "ideal_action": "",
+            }
+            for i, h in enumerate(doc["history"])
+        ]
+        out = {"is_correct": None, "question": doc["question"], "ground_truth": doc["ground_truth"]}
+        out |= {"history": history, "system_prompt": {}}
+        path = root / "MP-Bench" / who / "manual" / src.name
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(out), encoding="utf-8")
+        paths.append(path)
+    return doc, paths
+
+
+def test_mp_bench_annotators_flags_are_accepted_alternatives(real_traces: Path, tmp_path: Path) -> None:
+    doc, (a, b, c) = _mp_bench(real_traces, tmp_path, {"ann1": [7, 3], "ann2": [5], "ann3": []})
+    trace = load_trace(a)
+    gt = trace.ground_truth
+    assert (
+        gt is not None
+        and trace.id == f"mpbench-ann1-manual-{a.stem}"
+        and trace.benchmark in ("mp-bench", "gaia", "assistantbench")
+    )
+    assert (gt.step, gt.mode, gt.reason) == ("3", "category-ann1", "ann1 flags step 3")  # the earliest of its flags
+    assert gt.agent == trace.steps[3].agent
+    assert set(gt.accepted.step) == {"7", "5"}
+    assert [(n.step, n.source) for n in trace.annotations] == [
+        ("3", "mp-bench annotator ann1"),
+        ("7", "mp-bench annotator ann1"),
+        ("5", "mp-bench annotator ann2"),
+    ]
+    assert load_trace(b).ground_truth.step == "5"
+    assert load_trace(c).ground_truth is None  # this annotator flagged nothing
+    results = tmp_path / "r.jsonl"
+    out = run_whenpro("bench", str(tmp_path / "MP-Bench"), "--out", str(results), timeout=600)
+    assert out.returncode == 0, out.stderr
+    records = [json.loads(x) for x in results.read_text(encoding="utf-8").splitlines() if x.strip()]
+    assert sorted(r["trace"]["gt_step"] for r in records if r["trace"]["labelled"]) == ["3", "5"]

@@ -12,6 +12,10 @@ some files. Two subsets (SOURCE.md of real_traces/who-and-when):
 
 A step's coordinate is its 0-based ``history`` index as a string, so it equals
 ``mistake_step`` (docs/architecture.md, 'Formats and step coordinates'). Who&When has no failure-mode labels.
+
+MP-Bench's normalised files are Who&When documents whose messages carry an annotator's
+step verdicts (``fail_annotation``, ``fail_category``, ...): their labels are read by
+:mod:`whenpro_core.formats.mpbench` (trace id ``mpbench-<annotator>-<split>-<file stem>``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import re
 from typing import Any
 
 from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text, dict_or_empty, expect
+from whenpro_core.formats.mpbench import is_annotated_history, mp_labels
 from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, GroundTruth, Modality, Outcome, Source, Step, Task, Trace
 
@@ -123,17 +128,25 @@ class WhoWhenImporter(DocumentImporter):
         if isinstance(doc.get("system_prompt"), dict):
             extras["system_prompt"] = doc["system_prompt"]
         subset = "hc" if hand_crafted else "ag"
+        tid, benchmark = f"whowhen-{subset}-{ctx.path.stem}", benchmark_of(doc.get("question_ID"))
+        ground_truth = self._ground_truth(doc, steps, ctx)
+        annotations = []
+        if ground_truth is None and is_annotated_history(history):
+            ground_truth, annotations = mp_labels(history, steps, ctx.path)
+            tid = f"mpbench-{ctx.path.parent.parent.name}-{ctx.path.parent.name}-{ctx.path.stem}"
+            benchmark = benchmark or "mp-bench"
         return [
             Trace(
-                id=f"whowhen-{subset}-{ctx.path.stem}",
+                id=tid,
                 framework="magentic-one" if hand_crafted else "captainagent",
-                benchmark=benchmark_of(doc.get("question_ID")),
+                benchmark=benchmark,
                 modality=Modality.text,
                 agents=[Agent(id=a) for a in agents],
                 task=Task(query=question or "", answer=None if answer is None else as_text(answer)),
                 steps=steps,
                 final_answer=stated_answer(steps),
-                ground_truth=self._ground_truth(doc, steps, ctx),
+                ground_truth=ground_truth,
+                annotations=annotations,
                 outcome=Outcome.failure,
                 source=Source(format=self.name, path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
                 extras=extras,
