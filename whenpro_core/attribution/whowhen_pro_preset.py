@@ -57,15 +57,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
+from pydantic import BaseModel
 
-from whenpro_core.attribution.asking import ask
+from whenpro_core.attribution.harness_parse import PARSER_WHOWHEN_PRO, read_whowhen_pro
 from whenpro_core.attribution.judge import CallSettings, Judge, Progress, ProgressCallback, Tally
-from whenpro_core.attribution.prompts import Message, Verdict
+from whenpro_core.attribution.official_harness import TASK_ANCHOR, WHENPRO_WORDING, harness_worded, load_harness
+from whenpro_core.attribution.prompts import Message
 from whenpro_core.attribution.protocols import PRESET_PROTOCOLS
 from whenpro_core.errors import ConfigError, MediaError
 from whenpro_core.formats import whowhen_pro, whowhen_pro_jsonl
 from whenpro_core.media.paths import decode_inline, media_bases, read_file_capped, resolve_path
 from whenpro_core.storage.jsonio import JSONObject
+from whenpro_core.trace.coords import normalize_coord
 from whenpro_core.trace.frameworks import canonical_framework
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
@@ -825,9 +828,9 @@ def release_document(trace: Trace) -> JSONObject:
     )
 
 
-def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]:
-    """The content parts of the preset's single user message for ``trace``; images that
-    cannot be read are left out and described in ``problems``."""
+def _rendered(trace: Trace, problems: list[str]) -> tuple[JSONObject, Rendered, Path]:
+    """The trace's release document, its transcript under the official rules, and the
+    dataset root (ConfigError for a framework without renderer or no taxonomy.yaml)."""
     doc = release_document(trace)
     framework = canonical_framework(doc.get("framework") or trace.framework)
     render = RENDERERS.get(framework)
@@ -836,7 +839,7 @@ def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]
             f"--preset whowhen-pro does not render {framework} traces yet",
             expected="a trace of " + ", ".join(sorted(RENDERERS)),
         )
-    rendered = render(doc, image_reader(trace, problems if problems is not None else []))
+    rendered = render(doc, image_reader(trace, problems))
     root = Path(trace.source.root) if trace.source.root else None
     if root is None or not (root / "taxonomy.yaml").is_file():
         raise ConfigError(
@@ -844,8 +847,11 @@ def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]
             path=root or trace.source.path,
             expected="taxonomy.yaml at the dataset root, next to data/",
         )
-    taxonomy = taxonomy_for(root)
-    query = (doc.get("task") or {}).get("query") or ""
+    return doc, rendered, root
+
+
+def _whenpro_worded(rendered: Rendered, taxonomy: Taxonomy, query: str) -> list[Part]:
+    """The request in whenpro's words (module doc)."""
     parts: list[Part] = [
         TextPart(
             INTRO
@@ -872,31 +878,62 @@ def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]
     return coalesce(parts)
 
 
+def request_parts_worded(trace: Trace, problems: list[str] | None = None) -> tuple[list[Part], str]:
+    """The content parts of the preset's single user message for ``trace`` and the line
+    saying whose wording they carry: the official harness's when one is chosen
+    (:mod:`whenpro_core.attribution.official_harness`), else whenpro's. Images that cannot
+    be read are left out and described in ``problems``."""
+    doc, rendered, root = _rendered(trace, problems if problems is not None else [])
+    query = (doc.get("task") or {}).get("query") or ""
+    harness = load_harness()
+    if harness is None:
+        return _whenpro_worded(rendered, taxonomy_for(root), query), WHENPRO_WORDING
+    blocks = [Block(TASK_ANCHOR, "", rendered.task_images)] if rendered.task_images else []
+    return harness_worded(harness, [*blocks, *rendered.blocks], rendered.hint, query, root), harness.wording
+
+
+def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]:
+    """The content parts of the preset's request (:func:`request_parts_worded`)."""
+    return request_parts_worded(trace, problems)[0]
+
+
 async def run_whowhen_pro(
     trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = False, progress: ProgressCallback | None = None
 ) -> Attribution:
-    """One all-at-once call with the official request; the gold answer is never shown
-    (``with_gold`` is ignored: the official harness has no such setting). Images are
-    dropped, with a warning, for a judge that reads text only."""
-    tally = Tally(PRESET_PROTOCOLS["whowhen-pro"], judge, with_gold=False)
+    """One all-at-once call with the official request, its answer read by the official
+    parser's rules (:func:`~whenpro_core.attribution.harness_parse.read_whowhen_pro`); the
+    gold answer is never shown (``with_gold`` is ignored: the official harness has no
+    such setting). Images are dropped, with a warning, for a judge that reads text only."""
+    name = PRESET_PROTOCOLS["whowhen-pro"]
+    tally = Tally(name, judge, with_gold=False, parser=PARSER_WHOWHEN_PRO)
     problems: list[str] = []
-    parts = request_parts(trace, problems)
+    parts, wording = request_parts_worded(trace, problems)
+    tally.warn(wording)
     for problem in problems:
         tally.warn(problem)
     if not judge.multimodal and any(isinstance(p, ImagePart) for p in parts):
         tally.warn("the judge reads text only: the trace's images were left out (--images on to send them)")
         parts = coalesce([p for p in parts if isinstance(p, TextPart)])
     if progress:
-        progress(Progress(PRESET_PROTOCOLS["whowhen-pro"], 1, (), "reading the whole transcript"))
-    answer, _ = await ask(
-        judge,
-        [Message("user", parts)],
-        Verdict,
-        taxonomy,
-        tally,
-        structured=False,
-        call=CallSettings(temperature=TEMPERATURE, max_tokens=MAX_TOKENS),
+        progress(Progress(name, 1, (), "reading the whole transcript"))
+    codes = [m.code for m in taxonomy]
+
+    def readable(text: str, _parsed: BaseModel | None) -> bool:
+        reading = read_whowhen_pro(text, codes)
+        return reading.agent is not None or reading.step is not None
+
+    reply = await judge.ask(
+        [Message("user", parts)], None, readable, CallSettings(temperature=TEMPERATURE, max_tokens=MAX_TOKENS)
     )
+    tally.record(reply)
+    reading = read_whowhen_pro(reply.text, codes)
+    for warning in reading.warnings:
+        tally.warn(warning)
     return tally.finish(
-        trace, agent=answer.agent, step=answer.step, mode=answer.mode, reason=answer.reason, step_text=answer.step_text
+        trace,
+        agent=reading.agent,
+        step=normalize_coord(reading.step) if reading.step else None,
+        mode=reading.mode,
+        reason=reading.reason,
+        step_text=reading.step,
     )
