@@ -150,9 +150,7 @@ def test_the_whowhen_pro_preset_verdict_is_the_official_reading(
         assert said == official_reading(text, codes), style
 
 
-def test_the_whowhen_preset_verdict_is_the_original_reading(
-    whowhen: Path, llm_server: Any, llm_settings: Any
-) -> None:
+def test_the_whowhen_preset_verdict_is_the_original_reading(whowhen: Path, llm_server: Any, llm_settings: Any) -> None:
     ref = str(sorted((whowhen / "Algorithm-Generated").glob("*.json"))[0])
     for style, (text, expected) in STYLES.items():
         verdict = _run(ref, preset_protocol("whowhen", None), llm_server, llm_settings, text)

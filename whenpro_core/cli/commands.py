@@ -647,8 +647,10 @@ def report(
     rules: ReportRules = typer.Option(
         ReportRules.whenpro,
         "--rules",
-        help="official: also print the Who&When Pro leaderboard's numbers "
-        "(failed rows left out, image_gui cell, strict coordinates).",
+        help="official: also print the official numbers: the newest Who&When Pro leaderboard's "
+        "(its scorer's agent rules, GUI agents out of Who, failed rows left out, image_gui cell, strict "
+        "coordinates) and, for Who&When files, the original evaluate.py's; whowhen: the original "
+        "evaluate.py's rules for every record.",
     ),
     metric: ReportMetric | None = typer.Option(
         None,

@@ -45,10 +45,12 @@ class ImagesMode(StrEnum):
 
 
 class ReportRules(StrEnum):
-    """Which aggregation rules ``report`` prints: whenpro's own, or the official leaderboard's too."""
+    """Which aggregation rules ``report`` prints: whenpro's own, and the official
+    benchmarks' (``official``) or the original Who&When script's (``whowhen``) too."""
 
     whenpro = "whenpro"
     official = "official"
+    whowhen = "whowhen"
 
 
 class ReportMetric(StrEnum):
