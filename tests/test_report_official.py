@@ -4,15 +4,15 @@ computed by hand.
 
 The file (one setting, ``m · all-at-once · gold``)::
 
-    row  cell       framework   gold  said  agent said (gt)       step(default/strict) mode  note
-    r1   text       smolagents  R.2   R.2   agent                 T / T                T
-    r2   text       smolagents  R.3   R.2   agent                 F / F                F
-    r3   text       debate      C.3   C.1   agent_1 (agent_1)     T / T                T     C.1 is an accepted alternative
-    r4   text       debate      -     -     -                     -                    -     failed (backend error)
-    r5   image      pixelcraft  P.1   P.1   viewer (viewer)       T / F                T     wrote "Step 03" for gold "3"
-    r6   image_gui  openai_cua  A.1   A.1   coder (coder)         T / T                T     split image_gui, modality image
+    row  cell       framework   gold said agent said (gt)   step(default/strict) mode note
+    r1   text       smolagents  R.2  R.2  agent             T / T                T
+    r2   text       smolagents  R.3  R.2  agent             F / F                F
+    r3   text       debate      C.3  C.1  agent_1 (agent_1) T / T                T    C.1 an accepted alternative
+    r4   text       debate      -    -    -                 -                    -    failed (backend error)
+    r5   image      pixelcraft  P.1  P.1  viewer (viewer)   T / F                T    wrote "Step 03" for gold "3"
+    r6   image_gui  openai_cua  A.1  A.1  coder (coder)     T / T                T    split image_gui, modality image
     r7   text       smolagents  (unlabelled)
-    r8   text       mathchat    R.2   R.2   agent (assistant)     T / T                T     whenpro's default took "agent"
+    r8   text       mathchat    R.2  R.2  agent (assistant) T / T                T    whenpro's default: right
 
 Official rules by hand:
 

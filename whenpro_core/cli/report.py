@@ -61,8 +61,8 @@ def report_command(
     records of the original Who&When files, that benchmark's own script's numbers;
     ``rules="whowhen"`` (or ``metric="whowhen-substring"``) the original Who&When script's
     numbers for every labelled record (:mod:`whenpro_core.bench.substring_metric`, a known
-    bug kept for comparison); the files always hold whenpro's rules. ``scope`` (``whenpro bench``: the run's plan) keeps only its
-    items' records and says on stderr which others were left out. Errors as
+    bug kept for comparison); the files always hold whenpro's rules. ``scope``
+    (``whenpro bench``: the run's plan) keeps only its items' records and says on stderr which others were left out. Errors as
     :func:`~whenpro_core.bench.report.prepare_report`."""
     err = output.stderr_console(highlight=False)
     warn = None if quiet else lambda line: err.print(f"whenpro: warning: {safe(line)}", markup=False, style="yellow")
