@@ -62,8 +62,8 @@ def report_command(
     ``rules="whowhen"`` (or ``metric="whowhen-substring"``) the original Who&When script's
     numbers for every labelled record (:mod:`whenpro_core.bench.substring_metric`, a known
     bug kept for comparison); the files always hold whenpro's rules. ``scope``
-    (``whenpro bench``: the run's plan) keeps only its items' records and says on stderr which others were left out. Errors as
-    :func:`~whenpro_core.bench.report.prepare_report`."""
+    (``whenpro bench``: the run's plan) keeps only its items' records and says on stderr
+    which others were left out. Errors as :func:`~whenpro_core.bench.report.prepare_report`."""
     err = output.stderr_console(highlight=False)
     warn = None if quiet else lambda line: err.print(f"whenpro: warning: {safe(line)}", markup=False, style="yellow")
     prepared = prepare_report(paths, out_dir, tolerance=tolerance, hint=hint, labels=labels, warn=warn, scope=scope)
