@@ -48,13 +48,14 @@ from __future__ import annotations
 import ast
 import base64
 import contextlib
+import hashlib
 import io
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import orjson
 from pydantic import BaseModel
@@ -190,12 +191,12 @@ FRAMES = Reencode(512, 75)
 #: GUI screenshots: width at most 1,024 (height scaled to match), quality 80.
 SCREENSHOTS = Reencode(1024, 80, width_only=True)
 
-#: Reads one release image entry (``{"data": base64}`` or ``{"path": ...}``) into the
-#: part sent: re-encoded as given, or passed through unchanged for ``None``; ``None``
-#: when it cannot be read.
 _T = TypeVar("_T")
 
-ImageReader = Callable[[JSONObject, "Reencode | None"], "ImagePart | None"]
+#: Reads one release image entry (``{"data": base64}`` or ``{"path": ...}``) into the
+#: part sent: re-encoded as given, or passed through unchanged for ``None``; ``None``
+#: when it cannot be read (:class:`ImageFiles`).
+ImageReader: TypeAlias = "ImageFiles"
 
 
 def jpeg_part(raw: bytes, how: Reencode | None = None) -> ImagePart:
@@ -222,10 +223,6 @@ def _image_entries(entries: Any) -> list[JSONObject]:
         for e in (entries if isinstance(entries, list) else [])
         if isinstance(e, dict) and (e.get("data") or e.get("path"))
     ]
-
-
-def _identity(entry: JSONObject) -> str:
-    return str(entry.get("data") or entry.get("path"))
 
 
 def _jpegs(entries: list[JSONObject], read: ImageReader, how: Reencode | None = Reencode()) -> list[ImagePart]:
@@ -272,7 +269,7 @@ def _mark_images(observation: str, n: int) -> tuple[str, int]:
 def _smol_action(entry: JSONObject, task_blobs: set[str], read: ImageReader) -> tuple[str, list[ImagePart]]:
     reasoning = _drop_unpaired_close((entry.get("reasoning") or "").strip())
     observation = (entry.get("observation") or "").strip()
-    images = [e for e in _image_entries(entry.get("observation_images")) if _identity(e) not in task_blobs]
+    images = [e for e in _image_entries(entry.get("observation_images")) if read.identity(e) not in task_blobs]
     marked, matched = _mark_images(observation, len(images))
     extra = [
         f'[observation_image #{k + 1} source="{images[k].get("source") or "<inline>"}"]'
@@ -289,7 +286,7 @@ def _smol_action(entry: JSONObject, task_blobs: set[str], read: ImageReader) -> 
 def render_smolagents(doc: JSONObject, read: ImageReader) -> Rendered:
     """The smolagents transcript under the official rules (module doc)."""
     task_images = _image_entries((doc.get("task") or {}).get("images"))
-    task_blobs = {_identity(e) for e in task_images}
+    task_blobs = {read.identity(e) for e in task_images}
     blocks: list[Block] = []
     cursor: int | None = None
     for entry in doc.get("trajectory") or []:
@@ -778,35 +775,52 @@ def _mime_of(raw: bytes) -> str:
     return "image/png"
 
 
-def image_reader(trace: Trace, problems: list[str]) -> ImageReader:
-    """Reads inline ``data`` (base64) or a ``path`` confined to the dataset root and the
-    trace's folder (:func:`whenpro_core.media.paths.resolve_path`) and re-encodes it
-    (:func:`jpeg_part`); a failure is noted in ``problems`` and the image left out."""
-    bases = media_bases(trace.source.path, trace.source.root)
-    if trace.source.root:  # JSONL video rows: frames under video_assets/<framework>/
-        assets = Path(trace.source.root) / "video_assets" / trace.framework
-        if assets.is_dir():
-            bases.insert(0, assets.resolve())
+class ImageFiles:
+    """Reads the trace's release image entries: inline ``data`` (base64) or a ``path``
+    confined to the dataset root and the trace's folder
+    (:func:`whenpro_core.media.paths.resolve_path`), re-encoded (:func:`jpeg_part`) or
+    passed through (``how=None``); a failure is noted in ``problems`` and the image left
+    out. :meth:`identity` tells byte-identical images apart from others whatever their
+    file names (the release inlines them, so the official harness compares bytes)."""
 
-    def read(entry: JSONObject, how: Reencode | None) -> ImagePart | None:
+    def __init__(self, trace: Trace, problems: list[str]) -> None:
+        self.problems = problems
+        self.bases = media_bases(trace.source.path, trace.source.root)
+        if trace.source.root:  # JSONL video rows: frames under video_assets/<framework>/
+            assets = Path(trace.source.root) / "video_assets" / trace.framework
+            if assets.is_dir():
+                self.bases.insert(0, assets.resolve())
+
+    def _bytes(self, entry: JSONObject) -> bytes:
+        if entry.get("data"):
+            return decode_inline(str(entry["data"]))
+        return read_file_capped(resolve_path(str(entry.get("path")), self.bases))
+
+    def identity(self, entry: JSONObject) -> str:
+        """The SHA-256 of the image's bytes (the entry's text when they cannot be read)."""
         try:
-            if entry.get("data"):
-                if how is None:  # passed through as released
-                    return ImagePart(str(entry["data"]), str(entry.get("mime") or "image/png"))
-                raw = decode_inline(str(entry["data"]))
-            else:
-                path = resolve_path(str(entry.get("path")), bases)
-                raw = read_file_capped(path)
-                if how is None:  # the file's own bytes, as the release's inline data would be
-                    return ImagePart(base64.b64encode(raw).decode("ascii"), _mime_of(raw))
+            return hashlib.sha256(self._bytes(entry)).hexdigest()
+        except (MediaError, OSError, ValueError):
+            return str(entry.get("data") or entry.get("path"))
+
+    def __call__(self, entry: JSONObject, how: Reencode | None) -> ImagePart | None:
+        try:
+            if entry.get("data") and how is None:  # passed through as released
+                return ImagePart(str(entry["data"]), str(entry.get("mime") or "image/png"))
+            raw = self._bytes(entry)
+            if how is None:  # the file's own bytes, as the release's inline data would be
+                return ImagePart(base64.b64encode(raw).decode("ascii"), _mime_of(raw))
             return jpeg_part(raw, how)
         except MediaError as exc:
-            problems.append(f"image left out: {exc.one_line()}")
+            self.problems.append(f"image left out: {exc.one_line()}")
         except (OSError, ValueError) as exc:  # Pillow cannot decode it
-            problems.append(f"image left out: not a readable image ({type(exc).__name__})")
+            self.problems.append(f"image left out: not a readable image ({type(exc).__name__})")
         return None
 
-    return read
+
+def image_reader(trace: Trace, problems: list[str]) -> ImageReader:
+    """The trace's :class:`ImageFiles`."""
+    return ImageFiles(trace, problems)
 
 
 # ---------------------------------------------------------------- the request
