@@ -18,7 +18,6 @@ when a server rejects it with HTTP 400/422; the backend remembers that and the r
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 import weakref
@@ -284,8 +283,14 @@ class Backend:
         full: list[StructuredMode] = ["schema", "tool", "text"] if self.spec.api == "messages" else ["schema", "text"]
         return [m for m in full if m not in self._unsupported] or ["text"]
 
-    def _without(self, params: Params, fields: set[str]) -> Params:
-        return dataclasses.replace(params, **{f: None for f in fields if getattr(params, f) is not None})
+    @staticmethod
+    def _without(params: Params, fields: set[str]) -> Params:
+        """``params`` with the named fields (``temperature``, ``reasoning_effort``) left out."""
+        return Params(
+            temperature=None if "temperature" in fields else params.temperature,
+            max_tokens=params.max_tokens,
+            reasoning_effort=None if "reasoning_effort" in fields else params.reasoning_effort,
+        )
 
     async def _call_dropping(
         self, client: Any, request: LLMRequest, params: Params
