@@ -293,3 +293,46 @@ def test_whowhen_substring_metric_reproduces_the_original_bug(tmp_path: Path) ->
     assert "known bug" in shown.stdout
     row = next(line for line in shown.stdout.splitlines() if line.strip().startswith("m · all-at-once"))
     assert row.split()[-4:] == ["—", "3", "66.7", "66.7"]
+
+
+def test_whowhen_records_are_scored_by_the_original_script_under_both_rules(tmp_path: Path) -> None:
+    """A Hand-Crafted record whose verdict is the decorated speaker ``Orchestrator
+    (thought)`` (what --preset whowhen's step-by-step names) is read as the original
+    evaluate.py reads its printed log: ``Orchestrator``, found in the gold; step '03'
+    holds gold 3 (the substring rule). ``--rules official`` prints it in the Who&When table,
+    not in the Pro leaderboard; ``--rules whowhen`` prints the same table."""
+    ref = "/d/hc1.json"
+    rec = Record(
+        key=record_key(ref, "whowhen:step-by-step", "m", True),
+        ref=ref,
+        protocol="whowhen:step-by-step",
+        model="m",
+        trace=TraceMeta(
+            id="whowhen-hc-1",
+            framework="magentic-one",
+            subset="Hand-Crafted",
+            labelled=True,
+            gt_agent="Orchestrator",
+            gt_step="3",
+        ),
+        prediction=Attribution(agent="Orchestrator (thought)", step="3", step_text="03"),
+        score=Scores(agent=False, step=True, joint=False),
+    )
+    results = tmp_path / "hc.jsonl"
+    with ResultsFile(results) as out:
+        out.append(rec)
+    for rules in ("official", "whowhen"):
+        shown = subprocess.run(
+            [sys.executable, "-m", "whenpro_core.cli", "report", str(results), "--rules", rules],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "200"},
+        )
+        assert shown.returncode == 0, shown.stderr
+        row = next(line for line in shown.stdout.splitlines() if "Hand-Crafted" in line)
+        assert row.split()[-3:] == ["1", "100.0", "100.0"], rules
+        assert "rules: whowhen (the original Who&When evaluate.py)" in shown.stdout
+        assert ("Official leaderboard" in shown.stdout) == (rules == "official")
+    assert official_report([rec]) == []
