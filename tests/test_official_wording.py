@@ -160,3 +160,46 @@ def test_a_folder_without_the_harness_is_one_clear_line(tmp_path: Path) -> None:
     assert out.returncode == 2 and out.stderr.startswith("whenpro: error: ")
     assert "--official-harness" in out.stderr and "no whowhen_eval package there" in out.stderr
     assert out.stderr.count("\n") <= 2 and "Traceback" not in out.stderr
+
+
+def test_bench_with_the_harness_is_its_own_setting(
+    real_traces: Path, official_harness: Path, llm_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bench --official-harness`` names the setting ``whowhen-pro:all-at-once@official-
+    wording`` (resume key, record, report label): a later run without the harness into the
+    same results file runs its own items instead of taking these for them."""
+    from typer.testing import CliRunner
+
+    from tests.support.fixtures import TEST_KEY
+    from whenpro_core.bench.records import read_records
+    from whenpro_core.cli import app
+
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
+    llm_server.respond_with(lambda body: "Agent Name: agent\nStep Number: 2\nError Mode: R.3\nReason: x")
+    data = str(real_traces / "who-when-pro-jsonl" / "data" / "text.jsonl")
+    out = tmp_path / "r.jsonl"
+    common = ["bench", data, "--preset", "whowhen-pro", "-m", "openai:gpt-4.1", "--limit", "2", "--out", str(out)]
+    first = CliRunner().invoke(app, [*common, "--no-report", "--official-harness", str(official_harness)])
+    assert first.exit_code == 0, first.output
+    monkeypatch.delenv(HARNESS_ENV)
+    second = CliRunner().invoke(app, [*common, "--no-report"])
+    assert second.exit_code == 0, second.output
+    records = read_records(out)[0]
+    worded = PROTOCOL + "@official-wording"
+    assert sorted(r.protocol for r in records) == [PROTOCOL, PROTOCOL, worded, worded]
+    for rec in records:
+        assert rec.prediction is not None
+        line = next(w for w in rec.prediction.warnings if w.startswith("wording: "))
+        assert line.startswith("wording: the official harness's own") == (rec.protocol == worded)
+    assert len(llm_server.answered) == 4
+
+
+def test_a_worker_without_the_harness_refuses_an_official_wording_item() -> None:
+    """A bench item planned with the official wording never runs with whenpro's words."""
+    from whenpro_core.attribution.official_harness import require_for
+    from whenpro_core.errors import ConfigError
+
+    require_for(PROTOCOL)  # whenpro's wording: nothing needed
+    with pytest.raises(ConfigError, match="needs the official harness"):
+        require_for(PROTOCOL + "@official-wording")

@@ -32,6 +32,9 @@ HARNESS_ENV = "WHENPRO_OFFICIAL_HARNESS"
 PACKAGE = "whowhen_eval"
 #: The coordinate of the harness's block that holds the task images.
 TASK_ANCHOR = "task"
+#: The suffix of a bench setting worded by the official harness (its resume key, record and
+#: report label), so runs of the two wordings never mix.
+OFFICIAL_WORDING = "@official-wording"
 WHENPRO_WORDING = (
     "wording: whenpro's own words for the official request (same rules, sections and formats); "
     "--official-harness PATH sends the official harness's own wording"
@@ -52,6 +55,16 @@ class Harness:
     def wording(self) -> str:
         """The one line a run and a dry run show."""
         return f"wording: the official harness's own (whowhen_eval.prompts read at run time from {self.origin})"
+
+
+def require_for(setting: str) -> None:
+    """ConfigError when the bench ``setting`` was planned with the official wording but
+    this process has no harness (a worker that did not get ``$WHENPRO_OFFICIAL_HARNESS``)."""
+    if setting.endswith(OFFICIAL_WORDING) and load_harness() is None:
+        raise ConfigError(
+            f"{setting} needs the official harness, and this process has none",
+            expected=f"{HARNESS_ENV} set where the items run (as --official-harness sets it)",
+        )
 
 
 def choose(value: str | None) -> None:
