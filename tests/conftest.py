@@ -30,6 +30,22 @@ SAMPLES = ROOT / "sample_traces"
 # ``browser`` / ``chromium_path``: headless system Chromium through Playwright.
 pytest_plugins = ["tests.support.fixtures", "tests.support.browser"]
 WHOWHEN = REAL_TRACES / "who-and-when" / "Who&When"
+#: The official Who&When Pro harness (``whowhen_eval``): ``$WHENPRO_OFFICIAL_HARNESS_DIR``,
+#: or ``official-harness`` beside the real traces (``<repo>/../shared/official-harness`` in CI).
+OFFICIAL_HARNESS = Path(os.environ.get("WHENPRO_OFFICIAL_HARNESS_DIR") or REAL_TRACES.parent / "official-harness")
+
+
+@pytest.fixture
+def official_harness() -> Path:
+    """The official harness checkout, importable as ``whowhen_eval`` (its folder put on
+    sys.path); skips the test when it is not there."""
+    import sys
+
+    if not (OFFICIAL_HARNESS / "whowhen_eval" / "parse.py").is_file():
+        pytest.skip(f"the official harness is not present at {OFFICIAL_HARNESS} (set WHENPRO_OFFICIAL_HARNESS_DIR)")
+    if str(OFFICIAL_HARNESS) not in sys.path:
+        sys.path.insert(0, str(OFFICIAL_HARNESS))
+    return OFFICIAL_HARNESS
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ The showcase samples keep images as paths; they are read from the dataset folder
 from __future__ import annotations
 
 import ast
+import base64
 import json
 import shutil
 from pathlib import Path
@@ -90,9 +91,16 @@ def observation_text(obs: str, imgs: list[dict]) -> str:
     return "\n".join(extra + ([out] if out else []))
 
 
-def expected_blocks(doc: dict) -> list[tuple[str, int]]:
-    """(block text, number of images after it) per the smolagents rules."""
-    task = {i.get("data") or i.get("path") for i in (doc.get("task") or {}).get("images") or []}
+def _blob(entry: dict, root: Path) -> bytes:
+    """An image entry's bytes: the release inlines them (``data``); the showcase files
+    name a file under the dataset root (``path``)."""
+    return base64.b64decode(entry["data"]) if entry.get("data") else (root / entry["path"]).read_bytes()
+
+
+def expected_blocks(doc: dict, root: Path) -> list[tuple[str, int]]:
+    """(block text, number of images after it) per the smolagents rules; an observation
+    image byte-identical to a task image is dropped, whatever its file name (issue 29)."""
+    task = {_blob(i, root) for i in (doc.get("task") or {}).get("images") or []}
     steps = [e for e in doc["trajectory"] if e.get("kind") not in ("user", "final_answer", None)]
     start = 0 if steps and steps[0]["kind"] == "planning" else 1
     out = []
@@ -106,7 +114,7 @@ def expected_blocks(doc: dict) -> list[tuple[str, int]]:
         reasoning = (e.get("reasoning") or "").strip()
         if "<code>" not in reasoning and reasoning.rstrip().endswith("</code>"):
             reasoning = reasoning.rstrip()[:-7].rstrip()
-        imgs = [i for i in e.get("observation_images") or [] if (i.get("data") or i.get("path")) not in task]
+        imgs = [i for i in e.get("observation_images") or [] if _blob(i, root) not in task]
         obs = (e.get("observation") or "").strip()
         body = [f"[output]\n{reasoning}\n[/output]"] if reasoning else []
         if obs or imgs:
@@ -144,13 +152,13 @@ def check_request(trace_ref: str, doc: dict, taxonomy: Path) -> None:
         "Reason",
     ]
     cursor = 0
-    for block, n_images in expected_blocks(doc):
+    for block, n_images in expected_blocks(doc, taxonomy.parent):
         cursor = body.index(block, cursor)
         cursor += len(block)
         if n_images:
             assert "\x00" * n_images in body[cursor:].split("Step ", 1)[0]
     images = [p for p in parts if p["type"] == "image"]
-    assert len(images) == n_task + sum(n for _, n in expected_blocks(doc))
+    assert len(images) == n_task + sum(n for _, n in expected_blocks(doc, taxonomy.parent))
     assert all(max(p["width"], p["height"]) <= 1024 and p["mime"] == "image/jpeg" for p in images)
 
 

@@ -32,7 +32,12 @@ Faults (consumed one per request, before answers): HTTP errors with optional
 ``Retry-After``, a hang longer than the client's timeout, a malformed 200 body, and an
 answer in the wrong format (prose where JSON was asked). ``structured=False`` / ``tools=False``
 make the server reject JSON-schema / tool requests with HTTP 400 (like servers without
-structured output).
+structured output). ``reject_parameter("temperature")`` makes chat and Responses requests
+carrying that parameter fail with HTTP 400 as OpenAI answers reasoning models (o3,
+gpt-5): ``{"error": {"message": "Unsupported value: 'temperature' does not support 0 with
+this model. ...", "type": "invalid_request_error", "param": "temperature", "code":
+"unsupported_value"}}`` (``code="unsupported_parameter"``: "Unsupported parameter: ... is
+not supported with this model.").
 """
 
 from __future__ import annotations
@@ -170,6 +175,7 @@ class LLMServer:
         self.tools = tools
         self.cache_min_tokens = cache_min_tokens
         self.default_answer: Any = None
+        self.rejected_params: dict[str, str] = {}
         self.requests: list[RecordedRequest] = []
         self.max_in_flight = 0
         self._in_flight = 0
@@ -246,6 +252,10 @@ class LLMServer:
     def respond_with(self, responder: Callable[[dict[str, Any]], Any] | None) -> None:
         """Answer with ``responder(request_json)`` once the queue is empty."""
         self._responder = responder
+
+    def reject_parameter(self, name: str, code: str = "unsupported_value") -> None:
+        """Answer HTTP 400 to chat/Responses requests that carry ``name`` (module doc)."""
+        self.rejected_params[name] = code
 
     def fail(self, *faults: Fault) -> None:
         """Queue faults; each of the next requests gets one before any answer is used."""
@@ -434,6 +444,23 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -------------------------------------------------------------- logic
 
+    def _rejects_parameter(self, api: str, body: dict[str, Any]) -> bool:
+        """Send OpenAI's HTTP 400 for a rejected parameter the body carries; True if sent."""
+        for name, code in self.llm.rejected_params.items():
+            if api == "messages" or name not in body:
+                continue
+            if code == "unsupported_parameter":
+                message = f"Unsupported parameter: '{name}' is not supported with this model."
+            else:
+                message = (
+                    f"Unsupported value: '{name}' does not support {body[name]!r} with this model. "
+                    "Only the default (1) value is supported."
+                )
+            error = {"message": message, "type": "invalid_request_error", "param": name, "code": code}
+            self._send(400, {"error": error})
+            return True
+        return False
+
     def _handle(self, api: str | None, body: Any, presented: str, rec: RecordedRequest) -> int:
         """Answer one request; returns the HTTP status sent (also recorded by :meth:`_send`)."""
         llm = self.llm
@@ -465,6 +492,8 @@ class _Handler(BaseHTTPRequestHandler):
             if fault.kind == "malformed":
                 self._send(200, None, raw=b'{"id": "broken", "choices": [{"message": ')
                 return 200
+        if self._rejects_parameter(api, body):
+            return 400
         schema_asked = wants_schema(api, body)
         wants_tool = (
             api == "messages"

@@ -16,11 +16,12 @@ JSON shape (``--json``)::
                    "settings": {"temperature": float|null, "max_tokens": int,
                                 "reasoning_effort": str|null, "structured_output": str|null,
                                 "images": bool},
-                   "later": str|null}]}
+                   "later": str|null, "wording": str|null}]}
 
 A part that ends a reusable prefix (a prompt-cache breakpoint) also has
 ``"cache_breakpoint": true``. ``later`` says how the protocol's later calls differ from this first one (``null`` for
-one-call protocols). Image sizes come from the image bytes (Pillow reads the header only).
+one-call protocols); ``wording`` says, for a preset, whose words its request carries
+(``null`` for whenpro's protocols). Image sizes come from the image bytes (Pillow reads the header only).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from pydantic import BaseModel
 from whenpro_core.attribution.judge import CallSettings, JudgeReply
 from whenpro_core.attribution.llm_judge import judge_budget, to_request
 from whenpro_core.attribution.prompts import Message
-from whenpro_core.attribution.protocols import protocol_name
+from whenpro_core.attribution.protocols import PRESET_NAMES, PRESET_PROTOCOLS, protocol_name
 from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.template import PromptTemplate
 from whenpro_core.config import Settings, load_settings
@@ -190,9 +191,24 @@ def preview(
                     "images": images,
                 },
                 "later": LATER.get(name),
+                "wording": wording_of(name),
             }
         ]
     }
+
+
+def wording_of(protocol: str) -> str | None:
+    """Whose wording a preset's requests carry (one line), ``None`` for whenpro's own
+    protocols: whowhen-pro says whether the official harness worded it
+    (:mod:`whenpro_core.attribution.official_harness`)."""
+    if protocol == PRESET_PROTOCOLS["whowhen-pro"]:
+        from whenpro_core.attribution.official_harness import WHENPRO_WORDING, load_harness
+
+        harness = load_harness()
+        return harness.wording if harness else WHENPRO_WORDING
+    if protocol in PRESET_NAMES:
+        return "wording: whenpro's own words for the original Who&When requests (same rules and formats)"
+    return None
 
 
 def preview_text(doc: JSONObject) -> str:
@@ -214,6 +230,8 @@ def preview_text(doc: JSONObject) -> str:
                     lines.append("[cache breakpoint]")
         if req["later"]:
             lines.append(f"=== later calls: {req['later']}")
+        if req.get("wording"):
+            lines.append(f"=== {req['wording']}")
     return "\n".join(lines) if lines else "no model call: this protocol and trace need none"
 
 

@@ -89,9 +89,11 @@ ProgressCallback = Callable[[Progress], None]
 class Tally:
     """Collects usage, raw outputs and warnings across a protocol's calls."""
 
-    def __init__(self, protocol: str, judge: Judge, with_gold: bool) -> None:
+    def __init__(self, protocol: str, judge: Judge, with_gold: bool, parser: str = "whenpro") -> None:
         self.started = time.perf_counter()
-        self.result = Attribution(protocol=protocol, model=judge.model, with_gold=with_gold)
+        self.result = Attribution(protocol=protocol, model=judge.model, with_gold=with_gold, parser=parser)
+        #: Keep the agent exactly as read (a preset: its harness scores what it read).
+        self.agent_as_read = parser != "whenpro"
 
     def record(self, reply: JudgeReply) -> None:
         """Add one reply's usage and spending, text and warnings."""
@@ -118,7 +120,7 @@ class Tally:
         """The final Attribution with the wall-clock seconds."""
         r = self.result
         r.agent = agent
-        if trace.is_single_agent and agent:
+        if trace.is_single_agent and agent and not self.agent_as_read:
             # the transcript shows a single-agent run's steps as "Agent: agent"; its real id
             # is accepted too, anything else is kept as the judge said it (and scores wrong)
             names = {"agent", *(a.lower() for a in trace.agent_ids())}

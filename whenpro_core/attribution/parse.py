@@ -13,7 +13,8 @@ write ``A.3 (Premature Termination)``, or put the code only in the reason; all a
 They also answer in JSON (bare or in a ```` ```json ```` fence, with string, number or
 boolean values), and sometimes give a draft answer and then a corrected one.
 
-Rules (the last complete answer wins, as in the official Who&When Pro parser):
+Rules (the last complete answer wins; the presets read answers by their own harness's rules instead,
+:mod:`whenpro_core.attribution.harness_parse`):
 
 1. The answer text is cut into *candidate answers*: every run of labelled lines (a label
    seen twice starts a new run) and every JSON object, each at its position in the text.

@@ -83,8 +83,10 @@ def templated_protocol(protocol: str, sha: str) -> str:
 
 
 def base_protocol(protocol: str) -> str:
-    """``all-at-once@template:<sha>`` -> ``all-at-once`` (other names unchanged)."""
-    return protocol.split("@template:", 1)[0]
+    """The protocol a bench setting runs: ``all-at-once@template:<sha>`` -> ``all-at-once``,
+    ``whowhen-pro:all-at-once@official-wording`` -> ``whowhen-pro:all-at-once`` (other
+    names unchanged)."""
+    return protocol.split("@", 1)[0]
 
 
 def _transcript_text(transcript: Transcript, marker: str) -> tuple[str, list[ImagePart]]:

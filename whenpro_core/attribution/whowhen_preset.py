@@ -12,7 +12,9 @@ asked for.
 
 * **all-at-once**: the transcript is unnumbered, one ``SPEAKER: CONTENT`` line per
   entry joined by newlines; the answer is ``Agent Name:``, ``Step Number:`` and
-  ``Reason for Mistake:`` lines.
+  ``Reason for Mistake:`` lines, read as the original ``evaluate.py`` reads them: the
+  first ``Agent Name:`` word and the first ``Step Number:`` digits, both or nothing
+  (:func:`~whenpro_core.attribution.harness_parse.read_whowhen`).
 * **step-by-step**: every entry is asked about in order, whoever spoke (humans and
   terminals too), each time in a fresh request holding the history so far as
   ``Step I - SPEAKER: CONTENT`` lines; the answer is ``1. Yes/No.`` then ``2. Reason:``.
@@ -35,8 +37,8 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
+from whenpro_core.attribution.harness_parse import PARSER_WHOWHEN, read_whowhen
 from whenpro_core.attribution.judge import CallSettings, Judge, Progress, ProgressCallback, Tally
-from whenpro_core.attribution.parse import parse_answer
 from whenpro_core.attribution.prompts import Message
 from whenpro_core.attribution.protocols import PRESET_CHOICES
 from whenpro_core.errors import ConfigError
@@ -181,17 +183,16 @@ async def run_all_at_once(
 ) -> Attribution:
     """One call with the whole unnumbered conversation."""
     name = WHOWHEN_PROTOCOLS["all-at-once"]
-    tally = Tally(name, judge, with_gold)
-    need = ("Agent Name", "Step Number")
+    tally = Tally(name, judge, with_gold, parser=PARSER_WHOWHEN)
     messages = all_at_once_request(trace, with_gold)
     if progress:
         progress(Progress(name, 1, (), "reading the whole conversation"))
-    text = await _ask(judge, messages, tally, lambda t, _p: parse_answer(t, taxonomy, need=need).readable)
-    parsed = parse_answer(text, taxonomy, need=need)
-    for w in parsed.warnings:
+    text = await _ask(judge, messages, tally, lambda t, _p: read_whowhen(t).agent is not None)
+    reading = read_whowhen(text)
+    for w in reading.warnings:
         tally.warn(w)
     return tally.finish(
-        trace, agent=parsed.agent, step=parsed.step, mode=None, reason=reason_of(text), step_text=parsed.step_text
+        trace, agent=reading.agent, step=reading.step, mode=None, reason=reason_of(text), step_text=reading.step
     )
 
 
@@ -200,7 +201,7 @@ async def run_step_by_step(
 ) -> Attribution:
     """Ask about every step in order; the first yes is the verdict (module doc)."""
     name = WHOWHEN_PROTOCOLS["step-by-step"]
-    tally = Tally(name, judge, with_gold)
+    tally = Tally(name, judge, with_gold, parser=PARSER_WHOWHEN)
     entries = history(trace)
     for idx, (speaker, _) in enumerate(entries):
         if progress:
@@ -222,7 +223,7 @@ async def run_binary_search(
 ) -> Attribution:
     """Halve the range until one step is left (module doc)."""
     name = WHOWHEN_PROTOCOLS["binary-search"]
-    tally = Tally(name, judge, with_gold)
+    tally = Tally(name, judge, with_gold, parser=PARSER_WHOWHEN)
     entries = history(trace)
     if not entries:
         tally.warn("the trace has no steps")

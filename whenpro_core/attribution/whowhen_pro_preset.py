@@ -48,24 +48,28 @@ from __future__ import annotations
 import ast
 import base64
 import contextlib
+import hashlib
 import io
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import orjson
+from pydantic import BaseModel
 
-from whenpro_core.attribution.asking import ask
+from whenpro_core.attribution.harness_parse import PARSER_WHOWHEN_PRO, read_whowhen_pro
 from whenpro_core.attribution.judge import CallSettings, Judge, Progress, ProgressCallback, Tally
-from whenpro_core.attribution.prompts import Message, Verdict
+from whenpro_core.attribution.official_harness import TASK_ANCHOR, WHENPRO_WORDING, harness_worded, load_harness
+from whenpro_core.attribution.prompts import Message
 from whenpro_core.attribution.protocols import PRESET_PROTOCOLS
 from whenpro_core.errors import ConfigError, MediaError
 from whenpro_core.formats import whowhen_pro, whowhen_pro_jsonl
 from whenpro_core.media.paths import decode_inline, media_bases, read_file_capped, resolve_path
 from whenpro_core.storage.jsonio import JSONObject
+from whenpro_core.trace.coords import normalize_coord
 from whenpro_core.trace.frameworks import canonical_framework
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
@@ -187,12 +191,12 @@ FRAMES = Reencode(512, 75)
 #: GUI screenshots: width at most 1,024 (height scaled to match), quality 80.
 SCREENSHOTS = Reencode(1024, 80, width_only=True)
 
-#: Reads one release image entry (``{"data": base64}`` or ``{"path": ...}``) into the
-#: part sent: re-encoded as given, or passed through unchanged for ``None``; ``None``
-#: when it cannot be read.
 _T = TypeVar("_T")
 
-ImageReader = Callable[[JSONObject, "Reencode | None"], "ImagePart | None"]
+#: Reads one release image entry (``{"data": base64}`` or ``{"path": ...}``) into the
+#: part sent: re-encoded as given, or passed through unchanged for ``None``; ``None``
+#: when it cannot be read (:class:`ImageFiles`).
+ImageReader: TypeAlias = "ImageFiles"
 
 
 def jpeg_part(raw: bytes, how: Reencode | None = None) -> ImagePart:
@@ -219,10 +223,6 @@ def _image_entries(entries: Any) -> list[JSONObject]:
         for e in (entries if isinstance(entries, list) else [])
         if isinstance(e, dict) and (e.get("data") or e.get("path"))
     ]
-
-
-def _identity(entry: JSONObject) -> str:
-    return str(entry.get("data") or entry.get("path"))
 
 
 def _jpegs(entries: list[JSONObject], read: ImageReader, how: Reencode | None = Reencode()) -> list[ImagePart]:
@@ -269,7 +269,7 @@ def _mark_images(observation: str, n: int) -> tuple[str, int]:
 def _smol_action(entry: JSONObject, task_blobs: set[str], read: ImageReader) -> tuple[str, list[ImagePart]]:
     reasoning = _drop_unpaired_close((entry.get("reasoning") or "").strip())
     observation = (entry.get("observation") or "").strip()
-    images = [e for e in _image_entries(entry.get("observation_images")) if _identity(e) not in task_blobs]
+    images = [e for e in _image_entries(entry.get("observation_images")) if read.identity(e) not in task_blobs]
     marked, matched = _mark_images(observation, len(images))
     extra = [
         f'[observation_image #{k + 1} source="{images[k].get("source") or "<inline>"}"]'
@@ -286,7 +286,7 @@ def _smol_action(entry: JSONObject, task_blobs: set[str], read: ImageReader) -> 
 def render_smolagents(doc: JSONObject, read: ImageReader) -> Rendered:
     """The smolagents transcript under the official rules (module doc)."""
     task_images = _image_entries((doc.get("task") or {}).get("images"))
-    task_blobs = {_identity(e) for e in task_images}
+    task_blobs = {read.identity(e) for e in task_images}
     blocks: list[Block] = []
     cursor: int | None = None
     for entry in doc.get("trajectory") or []:
@@ -775,35 +775,52 @@ def _mime_of(raw: bytes) -> str:
     return "image/png"
 
 
-def image_reader(trace: Trace, problems: list[str]) -> ImageReader:
-    """Reads inline ``data`` (base64) or a ``path`` confined to the dataset root and the
-    trace's folder (:func:`whenpro_core.media.paths.resolve_path`) and re-encodes it
-    (:func:`jpeg_part`); a failure is noted in ``problems`` and the image left out."""
-    bases = media_bases(trace.source.path, trace.source.root)
-    if trace.source.root:  # JSONL video rows: frames under video_assets/<framework>/
-        assets = Path(trace.source.root) / "video_assets" / trace.framework
-        if assets.is_dir():
-            bases.insert(0, assets.resolve())
+class ImageFiles:
+    """Reads the trace's release image entries: inline ``data`` (base64) or a ``path``
+    confined to the dataset root and the trace's folder
+    (:func:`whenpro_core.media.paths.resolve_path`), re-encoded (:func:`jpeg_part`) or
+    passed through (``how=None``); a failure is noted in ``problems`` and the image left
+    out. :meth:`identity` tells byte-identical images apart from others whatever their
+    file names (the release inlines them, so the official harness compares bytes)."""
 
-    def read(entry: JSONObject, how: Reencode | None) -> ImagePart | None:
+    def __init__(self, trace: Trace, problems: list[str]) -> None:
+        self.problems = problems
+        self.bases = media_bases(trace.source.path, trace.source.root)
+        if trace.source.root:  # JSONL video rows: frames under video_assets/<framework>/
+            assets = Path(trace.source.root) / "video_assets" / trace.framework
+            if assets.is_dir():
+                self.bases.insert(0, assets.resolve())
+
+    def _bytes(self, entry: JSONObject) -> bytes:
+        if entry.get("data"):
+            return decode_inline(str(entry["data"]))
+        return read_file_capped(resolve_path(str(entry.get("path")), self.bases))
+
+    def identity(self, entry: JSONObject) -> str:
+        """The SHA-256 of the image's bytes (the entry's text when they cannot be read)."""
         try:
-            if entry.get("data"):
-                if how is None:  # passed through as released
-                    return ImagePart(str(entry["data"]), str(entry.get("mime") or "image/png"))
-                raw = decode_inline(str(entry["data"]))
-            else:
-                path = resolve_path(str(entry.get("path")), bases)
-                raw = read_file_capped(path)
-                if how is None:  # the file's own bytes, as the release's inline data would be
-                    return ImagePart(base64.b64encode(raw).decode("ascii"), _mime_of(raw))
+            return hashlib.sha256(self._bytes(entry)).hexdigest()
+        except (MediaError, OSError, ValueError):
+            return str(entry.get("data") or entry.get("path"))
+
+    def __call__(self, entry: JSONObject, how: Reencode | None) -> ImagePart | None:
+        try:
+            if entry.get("data") and how is None:  # passed through as released
+                return ImagePart(str(entry["data"]), str(entry.get("mime") or "image/png"))
+            raw = self._bytes(entry)
+            if how is None:  # the file's own bytes, as the release's inline data would be
+                return ImagePart(base64.b64encode(raw).decode("ascii"), _mime_of(raw))
             return jpeg_part(raw, how)
         except MediaError as exc:
-            problems.append(f"image left out: {exc.one_line()}")
+            self.problems.append(f"image left out: {exc.one_line()}")
         except (OSError, ValueError) as exc:  # Pillow cannot decode it
-            problems.append(f"image left out: not a readable image ({type(exc).__name__})")
+            self.problems.append(f"image left out: not a readable image ({type(exc).__name__})")
         return None
 
-    return read
+
+def image_reader(trace: Trace, problems: list[str]) -> ImageReader:
+    """The trace's :class:`ImageFiles`."""
+    return ImageFiles(trace, problems)
 
 
 # ---------------------------------------------------------------- the request
@@ -825,9 +842,9 @@ def release_document(trace: Trace) -> JSONObject:
     )
 
 
-def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]:
-    """The content parts of the preset's single user message for ``trace``; images that
-    cannot be read are left out and described in ``problems``."""
+def _rendered(trace: Trace, problems: list[str]) -> tuple[JSONObject, Rendered, Path]:
+    """The trace's release document, its transcript under the official rules, and the
+    dataset root (ConfigError for a framework without renderer or no taxonomy.yaml)."""
     doc = release_document(trace)
     framework = canonical_framework(doc.get("framework") or trace.framework)
     render = RENDERERS.get(framework)
@@ -836,7 +853,7 @@ def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]
             f"--preset whowhen-pro does not render {framework} traces yet",
             expected="a trace of " + ", ".join(sorted(RENDERERS)),
         )
-    rendered = render(doc, image_reader(trace, problems if problems is not None else []))
+    rendered = render(doc, image_reader(trace, problems))
     root = Path(trace.source.root) if trace.source.root else None
     if root is None or not (root / "taxonomy.yaml").is_file():
         raise ConfigError(
@@ -844,8 +861,11 @@ def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]
             path=root or trace.source.path,
             expected="taxonomy.yaml at the dataset root, next to data/",
         )
-    taxonomy = taxonomy_for(root)
-    query = (doc.get("task") or {}).get("query") or ""
+    return doc, rendered, root
+
+
+def _whenpro_worded(rendered: Rendered, taxonomy: Taxonomy, query: str) -> list[Part]:
+    """The request in whenpro's words (module doc)."""
     parts: list[Part] = [
         TextPart(
             INTRO
@@ -872,31 +892,62 @@ def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]
     return coalesce(parts)
 
 
+def request_parts_worded(trace: Trace, problems: list[str] | None = None) -> tuple[list[Part], str]:
+    """The content parts of the preset's single user message for ``trace`` and the line
+    saying whose wording they carry: the official harness's when one is chosen
+    (:mod:`whenpro_core.attribution.official_harness`), else whenpro's. Images that cannot
+    be read are left out and described in ``problems``."""
+    doc, rendered, root = _rendered(trace, problems if problems is not None else [])
+    query = (doc.get("task") or {}).get("query") or ""
+    harness = load_harness()
+    if harness is None:
+        return _whenpro_worded(rendered, taxonomy_for(root), query), WHENPRO_WORDING
+    blocks = [Block(TASK_ANCHOR, "", rendered.task_images)] if rendered.task_images else []
+    return harness_worded(harness, [*blocks, *rendered.blocks], rendered.hint, query, root), harness.wording
+
+
+def request_parts(trace: Trace, problems: list[str] | None = None) -> list[Part]:
+    """The content parts of the preset's request (:func:`request_parts_worded`)."""
+    return request_parts_worded(trace, problems)[0]
+
+
 async def run_whowhen_pro(
     trace: Trace, judge: Judge, taxonomy: Taxonomy, *, with_gold: bool = False, progress: ProgressCallback | None = None
 ) -> Attribution:
-    """One all-at-once call with the official request; the gold answer is never shown
-    (``with_gold`` is ignored: the official harness has no such setting). Images are
-    dropped, with a warning, for a judge that reads text only."""
-    tally = Tally(PRESET_PROTOCOLS["whowhen-pro"], judge, with_gold=False)
+    """One all-at-once call with the official request, its answer read by the official
+    parser's rules (:func:`~whenpro_core.attribution.harness_parse.read_whowhen_pro`); the
+    gold answer is never shown (``with_gold`` is ignored: the official harness has no
+    such setting). Images are dropped, with a warning, for a judge that reads text only."""
+    name = PRESET_PROTOCOLS["whowhen-pro"]
+    tally = Tally(name, judge, with_gold=False, parser=PARSER_WHOWHEN_PRO)
     problems: list[str] = []
-    parts = request_parts(trace, problems)
+    parts, wording = request_parts_worded(trace, problems)
+    tally.warn(wording)
     for problem in problems:
         tally.warn(problem)
     if not judge.multimodal and any(isinstance(p, ImagePart) for p in parts):
         tally.warn("the judge reads text only: the trace's images were left out (--images on to send them)")
         parts = coalesce([p for p in parts if isinstance(p, TextPart)])
     if progress:
-        progress(Progress(PRESET_PROTOCOLS["whowhen-pro"], 1, (), "reading the whole transcript"))
-    answer, _ = await ask(
-        judge,
-        [Message("user", parts)],
-        Verdict,
-        taxonomy,
-        tally,
-        structured=False,
-        call=CallSettings(temperature=TEMPERATURE, max_tokens=MAX_TOKENS),
+        progress(Progress(name, 1, (), "reading the whole transcript"))
+    codes = [m.code for m in taxonomy]
+
+    def readable(text: str, _parsed: BaseModel | None) -> bool:
+        reading = read_whowhen_pro(text, codes)
+        return reading.agent is not None or reading.step is not None
+
+    reply = await judge.ask(
+        [Message("user", parts)], None, readable, CallSettings(temperature=TEMPERATURE, max_tokens=MAX_TOKENS)
     )
+    tally.record(reply)
+    reading = read_whowhen_pro(reply.text, codes)
+    for warning in reading.warnings:
+        tally.warn(warning)
     return tally.finish(
-        trace, agent=answer.agent, step=answer.step, mode=answer.mode, reason=answer.reason, step_text=answer.step_text
+        trace,
+        agent=reading.agent,
+        step=normalize_coord(reading.step) if reading.step else None,
+        mode=reading.mode,
+        reason=reading.reason,
+        step_text=reading.step,
     )

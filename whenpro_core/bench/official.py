@@ -3,6 +3,16 @@ to whenpro results records: ``whenpro report --rules official``.
 
 How they differ from whenpro's default rules (:mod:`whenpro_core.bench.aggregate`):
 
+* **The agent axis is the official scorer's** (``whowhen_eval/score.py``): the agent the
+  judge named, stripped and lower-cased, must be one the framework accepts. smolagents,
+  alfagent and eva accept only ``agent``, openai_cua only ``computer_use_agent``,
+  agentoccam and gemini only ``web_agent`` (the label their renderers give every step);
+  every other framework (mathchat and pixelcraft too: no ``agent`` for them) the labelled
+  agent(s); all of them the accepted alternatives. Nothing else is normalised: a
+  decorated ``Orchestrator (thought)`` is not ``orchestrator``.
+* **Who&When records are not in the leaderboard**: a trace of the original Who&When files
+  is scored by the original script's rules (:mod:`whenpro_core.bench.substring_metric`).
+
 * **Failed rows are left out** (the default scores them wrong on every axis).
   Unlabelled rows are left out under both rules.
 * **Cells are the release's splits**: ``text``, ``image``, ``image_gui`` and ``video``;
@@ -19,7 +29,8 @@ How they differ from whenpro's default rules (:mod:`whenpro_core.bench.aggregate
   step verdict.
 
 Per cell: **Who** = mean over multi-agent frameworks of agent accuracy (frameworks in
-:data:`OFFICIAL_SINGLE_AGENT` are left out; ``None`` when none is left), **When** = mean
+:data:`OFFICIAL_SINGLE_AGENT`, the GUI agents but coact among them, are left out;
+``None`` when none is left), **When** = mean
 over frameworks of step accuracy, **What** = macro-F1 as above, **All** = mean over
 frameworks of joint accuracy (agent, step and mode all correct).
 """
@@ -34,10 +45,21 @@ from statistics import fmean
 from whenpro_core.bench.aggregate import group_label
 from whenpro_core.bench.records import Record, latest
 
-#: The official leaderboard's single-agent frameworks (left out of Who). whenpro's own
-#: list (:data:`whenpro_core.trace.frameworks.SINGLE_AGENT_FRAMEWORKS`) also names the GUI agents;
-#: the official leaderboard counts those in Who.
-OFFICIAL_SINGLE_AGENT = frozenset({"smolagents", "alfagent", "mathchat", "pixelcraft", "eva"})
+#: The newest official leaderboard's single-agent frameworks (left out of Who): the
+#: single-agent text and video frameworks and the GUI agents but coact.
+OFFICIAL_SINGLE_AGENT = frozenset(
+    {"smolagents", "alfagent", "mathchat", "pixelcraft", "eva", "openai_cua", "agentoccam", "gemini"}
+)
+#: Frameworks whose official scorer accepts only the agent label their renderer gives
+#: every step (and the accepted alternatives), not the labelled agent.
+FIXED_AGENT_LABEL = {
+    "smolagents": "agent",
+    "alfagent": "agent",
+    "eva": "agent",
+    "openai_cua": "computer_use_agent",
+    "agentoccam": "web_agent",
+    "gemini": "web_agent",
+}
 #: Cells in leaderboard order.
 OFFICIAL_CELLS = ("text", "image", "image_gui", "video")
 AXES = ("Who", "When", "What", "All")
@@ -80,6 +102,20 @@ def cell_of(rec: Record) -> str:
     return rec.trace.split or rec.trace.modality or "text"
 
 
+def _official_name(name: object) -> str:
+    return str(name).strip().lower() if name else ""
+
+
+def official_agent_ok(rec: Record) -> bool:
+    """The agent axis under the official scorer's rules (module doc)."""
+    said = _official_name(rec.prediction.agent if rec.prediction else None)
+    meta = rec.trace
+    fixed = FIXED_AGENT_LABEL.get(meta.framework)
+    names = {fixed} if fixed else {meta.gt_agent, *meta.gt_agents}
+    names.update(meta.gt_accepted.agent if meta.gt_accepted else [])
+    return bool(said) and said in {_official_name(n) for n in names if n}
+
+
 def row_of(rec: Record) -> Row | None:
     """The record as an official row, ``None`` when it is left out (failed, unscored)."""
     if rec.error or rec.score is None:
@@ -89,7 +125,7 @@ def row_of(rec: Record) -> Row | None:
     return Row(
         rec.trace.framework,
         cell_of(rec),
-        rec.score.agent,
+        official_agent_ok(rec),
         step,
         bool(rec.score.mode),
         (rec.trace.gt_mode or "").strip().upper(),
@@ -160,10 +196,11 @@ def official_group(label: str, records: Sequence[Record]) -> OfficialGroup:
 
 def official_report(records: Sequence[Record]) -> list[OfficialGroup]:
     """One :class:`OfficialGroup` per model × protocol × gold setting (latest record per
-    key), best composite All first."""
+    key; records of the original Who&When files left out), best composite All first."""
     by_group: dict[tuple[str, str, bool], list[Record]] = defaultdict(list)
     for rec in latest(records):
-        by_group[rec.group].append(rec)
+        if not rec.trace.subset:  # Who&When records: the original script's rules
+            by_group[rec.group].append(rec)
     groups = [official_group(group_label(*key), recs) for key, recs in by_group.items()]
     return sorted(groups, key=lambda g: -(g.composite.get("All") or 0.0))
 
@@ -174,11 +211,12 @@ def rules_header(groups: Sequence[OfficialGroup]) -> str:
     unlabelled = sum(g.dropped_unlabelled for g in groups)
     changed = sum(g.strict_changed for g in groups)
     return (
-        f"rules: official (Who&When Pro leaderboard): failed rows left out: {failed}; unlabelled rows "
-        f"left out: {unlabelled}; image_gui its own cell, composite over the cells present (composite†: "
+        f"rules: official (Who&When Pro leaderboard and scorer): failed rows left out: {failed}; unlabelled "
+        f"rows left out: {unlabelled}; image_gui its own cell, composite over the cells present (composite†: "
         f"fewer than the four); "
         f"alternative modes their own class in Error-F1; strict coordinates changed {changed} step "
-        f"verdict{'s' if changed != 1 else ''}"
+        f"verdict{'s' if changed != 1 else ''}; agents as the official scorer accepts them; GUI agents but "
+        "coact out of Who"
     )
 
 

@@ -65,6 +65,9 @@ class TraceMeta(_Tolerant):
     Attributes:
         id, framework, benchmark, modality: as in :class:`~whenpro_core.trace.model.Trace`.
         split: the release split when finer than the modality (``image_gui``), else ``""``.
+        subset: the Who&When subset (``Hand-Crafted``, ``Algorithm-Generated``) of a trace
+            of the original Who&When files, else ``""`` (``report --rules`` scores those by
+            the original script's rules).
         labelled: the trace has a ground truth (only labelled traces are scored).
         gt_agent, gt_agents, gt_step, gt_mode, round_only: the ground truth (docs/architecture.md, 'The trace model').
         gt_accepted: its accepted alternatives, so a report can score the prediction
@@ -85,6 +88,7 @@ class TraceMeta(_Tolerant):
     benchmark: str = ""
     modality: str = ""
     split: str = ""
+    subset: str = ""
     labelled: StrictBool = False
     gt_agent: str | None = None
     gt_agents: list[str] = Field(default_factory=list)
@@ -226,6 +230,7 @@ def trace_meta(trace: Trace | None, summary: TraceSummary | None = None, tokens:
         benchmark=trace.benchmark,
         modality=trace.modality.value,
         split=str(trace.extras.get("split") or ""),
+        subset=str(trace.extras.get("subset") or "") if trace.source.format == "whowhen" else "",
         labelled=gt is not None,
         gt_agent=gt.agent if gt else None,
         gt_agents=list(gt.agents) if gt else [],

@@ -50,6 +50,7 @@ from typing import Any, NamedTuple
 
 from whenpro_core.attribution.interactive import MeteredJudge
 from whenpro_core.attribution.judge import Judge
+from whenpro_core.attribution.official_harness import require_for
 from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.template import base_protocol, load_template
 from whenpro_core.bench.plan import (
@@ -215,6 +216,7 @@ async def run_item(item: WorkItem, *, judge: Judge | None = None, loaded: Awaita
     meter = MeteredJudge(judge) if judge is not None else None  # what this item's calls cost, even if it fails
     try:
         template = load_template(item.template) if item.template else None
+        require_for(item.protocol)
         prediction = await attribute(
             trace,
             base_protocol(item.protocol),

@@ -22,7 +22,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from whenpro_core.attribution.protocols import preset_protocol, protocol_name
+from whenpro_core.attribution.protocols import PRESET_PROTOCOLS, preset_protocol, protocol_name
 from whenpro_core.attribution.template import load_template, template_sha, templated_protocol
 from whenpro_core.bench import runner, shards
 from whenpro_core.bench.aggregate import Report
@@ -158,6 +158,7 @@ def bench_command(
     items = runner.plan(sel.rows, proto_list, model_list, _gold_setting(gold, both), tolerance=tolerance)
     if template is not None:
         items = _with_template(items, Path(template))
+    items = _with_official_wording(items)
     scope = _scope(dataset, items, sel, rejected)
     work = _pending(_Work(items, [], 0, sel, len(rejected)), results, outputs, retry_errors, err)
     notes = [n for n in [unfinished_build_note(dataset)] if n] + _notes(work, results.path, shard)
@@ -248,6 +249,20 @@ def _with_template(items: list[runner.WorkItem], path: Path) -> list[runner.Work
     return [
         i.model_copy(update={"template": str(path.resolve()), "protocol": templated_protocol(i.protocol, sha)})
         for i in items
+    ]
+
+
+def _with_official_wording(items: list[runner.WorkItem]) -> list[runner.WorkItem]:
+    """With ``--official-harness``, the whowhen-pro items renamed
+    ``whowhen-pro:all-at-once@official-wording`` (resume key, record and report label):
+    results of the two wordings never mix, and a resumed run never takes one for the other."""
+    from whenpro_core.attribution.official_harness import OFFICIAL_WORDING, load_harness
+
+    if load_harness() is None:
+        return items
+    preset = PRESET_PROTOCOLS["whowhen-pro"]
+    return [
+        i.model_copy(update={"protocol": i.protocol + OFFICIAL_WORDING}) if i.protocol == preset else i for i in items
     ]
 
 

@@ -16,6 +16,7 @@ from whenpro_core.cli.options import (
     AMOUNT,
     JUDGE_IMAGES_HELP,
     MAX_TOLERANCE,
+    OFFICIAL_HARNESS_HELP,
     PRESET_HELP,
     SECONDS,
     SECONDS_OR_0,
@@ -239,6 +240,9 @@ def attribute(
         "(with --json: as JSON, images as size and hash); no call, no key needed.",
     ),
     preset: str | None = typer.Option(None, "--preset", help=PRESET_HELP),
+    official_harness: str | None = typer.Option(
+        None, "--official-harness", metavar="PATH|installed", help=OFFICIAL_HARNESS_HELP
+    ),
     template: str | None = typer.Option(
         None,
         "--template",
@@ -252,8 +256,10 @@ def attribute(
     ),
 ) -> None:
     """Attribute the decisive error of a failed trace: who, when, what, and why."""
+    from whenpro_core.attribution.official_harness import choose
     from whenpro_core.cli import attribute as attribute_
 
+    choose(official_harness)
     flags = {"base_url": base_url, "timeout_s": timeout, "max_retries": max_retries}
     if (protocol or "").strip().lower() == "counterfactual":
         attribute_.counterfactual_command(
@@ -395,6 +401,9 @@ def bench(
     ),
     images: JudgeImages | None = typer.Option(None, "--images", help=JUDGE_IMAGES_HELP),
     preset: str | None = typer.Option(None, "--preset", help=PRESET_HELP),
+    official_harness: str | None = typer.Option(
+        None, "--official-harness", metavar="PATH|installed", help=OFFICIAL_HARNESS_HELP
+    ),
     ray: bool = typer.Option(
         False, "--ray", help="Run shards as tasks on a local Ray started for the run (pip install 'whenpro[ray]')."
     ),
@@ -418,8 +427,10 @@ def bench(
     ),
 ) -> None:
     """Evaluate attribution protocols over a dataset; resumable, then report."""
+    from whenpro_core.attribution.official_harness import choose
     from whenpro_core.cli import bench as bench_
 
+    choose(official_harness)
     bench_.bench(
         dataset,
         preset=preset,
@@ -636,8 +647,10 @@ def report(
     rules: ReportRules = typer.Option(
         ReportRules.whenpro,
         "--rules",
-        help="official: also print the Who&When Pro leaderboard's numbers "
-        "(failed rows left out, image_gui cell, strict coordinates); trail: also print TRAIL's "
+        help="official: also print the official numbers: the newest Who&When Pro leaderboard's "
+        "(its scorer's agent rules, GUI agents out of Who, failed rows left out, image_gui cell, strict "
+        "coordinates) and, for Who&When files, the original evaluate.py's; whowhen: the original "
+        "evaluate.py's rules for every record; trail: also print TRAIL's "
         "category F1, location and joint accuracy.",
     ),
     metric: ReportMetric | None = typer.Option(

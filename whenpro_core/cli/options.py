@@ -45,10 +45,12 @@ class ImagesMode(StrEnum):
 
 
 class ReportRules(StrEnum):
-    """Which aggregation rules ``report`` prints: whenpro's own, or the official leaderboard's too."""
+    """Which aggregation rules ``report`` prints: whenpro's own, and the official
+    benchmarks' (``official``) or the original Who&When script's (``whowhen``) too."""
 
     whenpro = "whenpro"
     official = "official"
+    whowhen = "whowhen"
     trail = "trail"
 
 
@@ -70,9 +72,17 @@ class JudgeImages(StrEnum):
 MAX_TOLERANCE = 1_000_000
 
 PRESET_HELP = (
-    "Reproduce a published protocol: whowhen-pro (the official Who&When Pro all-at-once request, "
-    "parsing and settings) or whowhen (the original Who&When all-at-once, step-by-step and "
-    "binary-search requests; pick one with --protocol); see the README."
+    "Reproduce a published protocol: whowhen-pro (the official Who&When Pro all-at-once request: "
+    "transcript, images, settings and call as the official harness builds them, the answer read by "
+    "a re-implementation of its parser; the wording is whenpro's unless --official-harness) or "
+    "whowhen (the original Who&When all-at-once, step-by-step and binary-search requests, pick one "
+    "with --protocol, answers read by the original script's first-match rules; whenpro's wording). "
+    "Scores as published: report --rules official / whowhen. See the README."
+)
+OFFICIAL_HARNESS_HELP = (
+    "--preset whowhen-pro: word the request with the official harness's own prompt code, read at "
+    "run time from PATH (a checkout holding whowhen_eval/) or from the installed whowhen_eval "
+    "('installed'), so the request is byte-identical to the harness's."
 )
 JUDGE_IMAGES_HELP = (
     "Send the trace's images to the judge (default: OpenAI and Anthropic models, and "

@@ -35,6 +35,7 @@ from whenpro_core.bench.report import (
     write_report,
 )
 from whenpro_core.bench.scope import Scope
+from whenpro_core.bench.substring_metric import HEADERS as SUBSTRING_HEADERS
 from whenpro_core.bench.substring_metric import NOTE as SUBSTRING_NOTE
 from whenpro_core.bench.substring_metric import substring_rows
 from whenpro_core.bench.trail_rules import HEADERS as TRAIL_HEADERS
@@ -59,12 +60,13 @@ def report_command(
     """``whenpro report``: read results, aggregate (:func:`whenpro_core.bench.report.prepare_report`),
     print the tables to ``console`` (stdout; nothing with ``quiet``), write the report files
     next to the (first) results file or into ``out_dir``. ``rules="official"`` first prints
-    the official Who&When Pro leaderboard (:mod:`whenpro_core.bench.official`);
-    ``metric="whowhen-substring"`` also prints the original Who&When accuracy
-    (:mod:`whenpro_core.bench.substring_metric`, a known bug kept for comparison); the files
-    always hold whenpro's rules. ``scope`` (``whenpro bench``: the run's plan) keeps only its
-    items' records and says on stderr which others were left out. Errors as
-    :func:`~whenpro_core.bench.report.prepare_report`."""
+    the official Who&When Pro leaderboard (:mod:`whenpro_core.bench.official`) and, for
+    records of the original Who&When files, that benchmark's own script's numbers;
+    ``rules="whowhen"`` (or ``metric="whowhen-substring"``) the original Who&When script's
+    numbers for every labelled record (:mod:`whenpro_core.bench.substring_metric`, a known
+    bug kept for comparison); the files always hold whenpro's rules. ``scope``
+    (``whenpro bench``: the run's plan) keeps only its items' records and says on stderr
+    which others were left out. Errors as :func:`~whenpro_core.bench.report.prepare_report`."""
     err = output.stderr_console(highlight=False)
     warn = None if quiet else lambda line: err.print(f"whenpro: warning: {safe(line)}", markup=False, style="yellow")
     prepared = prepare_report(paths, out_dir, tolerance=tolerance, hint=hint, labels=labels, warn=warn, scope=scope)
@@ -84,9 +86,11 @@ def report_command(
 
 
 def _print_extra_rules(records: list[Record], console: Console, *, rules: str, metric: str | None) -> None:
-    """The official leaderboard (``rules="official"``), TRAIL's metrics (``rules="trail"``,
-    :mod:`whenpro_core.bench.trail_rules`) and the Who&When substring accuracy
-    (``metric="whowhen-substring"``), printed before whenpro's own tables."""
+    """The official numbers (``rules="official"``: the Who&When Pro leaderboard, and the
+    original Who&When script's rules for records of its files), the original Who&When
+    script's rules alone (``rules="whowhen"``, ``metric="whowhen-substring"``) or TRAIL's
+    metrics (``rules="trail"``, :mod:`whenpro_core.bench.trail_rules`), printed before
+    whenpro's own tables."""
     if rules == "official":
         groups = official_report(records)
         console.print(rules_header(groups), markup=False, highlight=False)
@@ -97,10 +101,13 @@ def _print_extra_rules(records: list[Record], console: Console, *, rules: str, m
             [r.label, str(r.records), pct(r.category_f1), pct(r.location), pct(r.joint)] for r in trail_rows(records)
         ]
         console.print(_table("TRAIL metrics", TRAIL_HEADERS, rows))
-    if metric == "whowhen-substring":
-        console.print(SUBSTRING_NOTE, markup=False, highlight=False)
-        rows = [[r.label, str(r.records), pct(r.agent), pct(r.step)] for r in substring_rows(records)]
-        console.print(_table("Who&When substring accuracy", ["setting", "records", "agent", "step"], rows))
+    whowhen_only = rules == "official" and metric != "whowhen-substring"
+    if rules in ("official", "whowhen") or metric == "whowhen-substring":
+        rows = substring_rows(records, whowhen_only=whowhen_only)
+        if rows or not whowhen_only:
+            console.print(SUBSTRING_NOTE, markup=False, highlight=False)
+            shown = [[r.label, r.subset or "—", str(r.records), pct(r.agent), pct(r.step)] for r in rows]
+            console.print(_table("Who&When (original evaluate.py)", SUBSTRING_HEADERS, shown, left=2))
 
 
 def _table(title: str, headers: list[str], rows: list[list[str]], left: int = 1) -> Table:

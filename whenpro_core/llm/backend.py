@@ -30,7 +30,7 @@ from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.llm import anthropic_backend, openai_backend
 from whenpro_core.llm.cache import ResponseCache, request_key, response_from_entry, response_to_entry
 from whenpro_core.llm.endpoints import require_endpoint
-from whenpro_core.llm.failures import backend_error, describe_failure
+from whenpro_core.llm.failures import DROPPABLE, backend_error, describe_failure, rejected_parameter
 from whenpro_core.llm.models import ModelSpec, parse_model
 from whenpro_core.llm.pricing import Price, cost_usd, find_price
 from whenpro_core.llm.retry import is_retryable, make_wait, status_of, stop_when_refused_twice
@@ -67,6 +67,15 @@ class _Failed(Exception):
         super().__init__(type(exc).__name__)
         self.exc = exc
         self.attempts = attempts
+
+
+class _Rejected(Exception):
+    """The model rejected a droppable request parameter (HTTP 400 naming it)."""
+
+    def __init__(self, param: str, failed: _Failed) -> None:
+        super().__init__(param)
+        self.param = param
+        self.failed = failed
 
 
 class Backend:
@@ -114,6 +123,8 @@ class Backend:
         self.before_request: Callable[[], Awaitable[None]] | None = None
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = weakref.WeakKeyDictionary()
         self._unsupported: set[str] = set()
+        #: Params fields the model rejected (HTTP 400 naming them): left out of later calls.
+        self._dropped: set[str] = set()
         self._secrets = [api_key] + [
             s.get_secret_value()
             for s in (settings.openai_api_key, settings.anthropic_api_key, settings.compatible_api_key)
@@ -178,7 +189,7 @@ class Backend:
         state = self._state()
         try:
             async with state.semaphore:
-                raw, mode, retries, warnings = await self._call(state.client, request, params)
+                raw, mode, retries, warnings = await self._call_dropping(state.client, request, params)
         except BackendError:
             self.stats.failures += 1
             raise
@@ -272,6 +283,37 @@ class Backend:
         full: list[StructuredMode] = ["schema", "tool", "text"] if self.spec.api == "messages" else ["schema", "text"]
         return [m for m in full if m not in self._unsupported] or ["text"]
 
+    @staticmethod
+    def _without(params: Params, fields: set[str]) -> Params:
+        """``params`` with the named fields (``temperature``, ``reasoning_effort``) left out."""
+        return Params(
+            temperature=None if "temperature" in fields else params.temperature,
+            max_tokens=params.max_tokens,
+            reasoning_effort=None if "reasoning_effort" in fields else params.reasoning_effort,
+        )
+
+    async def _call_dropping(
+        self, client: Any, request: LLMRequest, params: Params
+    ) -> tuple[RawResult, StructuredMode, int, list[str]]:
+        """:meth:`_call`, leaving out the parameters the model rejected: one it rejects now
+        (an HTTP 400 naming it, :func:`~whenpro_core.llm.failures.rejected_parameter`) is
+        dropped and the call sent once more; each dropped parameter is a warning."""
+        dropped = {f for f in self._dropped if getattr(params, f) is not None}
+        notes = [f"{f} not sent: {self.spec.name} rejected it earlier in this run" for f in sorted(dropped)]
+        try:
+            raw, mode, retries, warnings = await self._call(client, request, self._without(params, dropped))
+            return raw, mode, retries, notes + warnings
+        except _Rejected as rejected:
+            field = DROPPABLE[rejected.param]
+            self._dropped.add(field)
+            notes.append(f"{self.spec.name} rejected the parameter {rejected.param} (HTTP 400): sent again without it")
+            log.warning("%s: %s", self.spec.name, notes[-1])
+        try:
+            raw, mode, retries, warnings = await self._call(client, request, self._without(params, self._dropped))
+        except _Rejected as again:
+            raise self._backend_error(again.failed.exc, again.failed.attempts) from None
+        return raw, mode, retries + 1, notes + warnings
+
     async def _call(
         self, client: Any, request: LLMRequest, params: Params
     ) -> tuple[RawResult, StructuredMode, int, list[str]]:
@@ -287,6 +329,9 @@ class Backend:
                 return raw, mode, attempts - 1, warnings
             except _Failed as failed:
                 status = status_of(failed.exc)
+                param = rejected_parameter(failed.exc)
+                if param is not None and getattr(params, DROPPABLE[param]) is not None:
+                    raise _Rejected(param, failed) from None  # not a structured-output refusal
                 if mode in ("schema", "tool") and status in (400, 422) and i + 1 < len(ladder):
                     nxt = ladder[i + 1]
                     rejected.append(mode)

@@ -3,6 +3,7 @@ with API keys redacted (brief: keys never appear in messages)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from whenpro_core.errors import BackendError
@@ -38,6 +39,31 @@ def server_message(exc: BaseException) -> str:
     elif isinstance(body, str):
         msg = body
     return one_line(str(msg), 200) if msg else ""
+
+
+#: Request parameters a model may reject that can be left out (the official Who&When Pro
+#: harness drops them too): the name a provider reports -> the :class:`~whenpro_core.llm.wire.Params` field.
+DROPPABLE = {
+    "temperature": "temperature",
+    "reasoning_effort": "reasoning_effort",
+    "reasoning.effort": "reasoning_effort",
+}
+_UNSUPPORTED = re.compile(r"Unsupported (?:parameter|value): '([\w.]+)'", re.IGNORECASE)
+
+
+def rejected_parameter(exc: BaseException) -> str | None:
+    """The droppable parameter (:data:`DROPPABLE` key) an HTTP 400 says the model rejects:
+    the error body's ``param`` (OpenAI: ``"param": "temperature"``), else one named in an
+    ``Unsupported parameter: 'X'`` / ``Unsupported value: 'X'`` message; ``None`` otherwise."""
+    if status_of(exc) != 400:
+        return None
+    body = getattr(exc, "body", None)
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    param = inner.get("param") if isinstance(inner, dict) else None
+    if isinstance(param, str) and param in DROPPABLE:
+        return param
+    named = _UNSUPPORTED.search(server_message(exc))
+    return named.group(1) if named and named.group(1) in DROPPABLE else None
 
 
 def describe_failure(exc: BaseException, *, timeout_s: float, secrets: list[str]) -> tuple[str, str | None]:

@@ -257,6 +257,10 @@ class Attribution(_Model):
         step_text: the step exactly as the judge wrote it (``"Step 03"``), when it named
             one in free text; the official rules' strict coordinate match reads it.
         confidence: 0..1 when the protocol reports one.
+        parser: which reader turned the judge's answer into the verdict: ``whenpro`` (the
+            lenient parser, or structured output), or a preset's re-implementation of its
+            harness's parser (:mod:`whenpro_core.attribution.harness_parse`); ``None``
+            for verdicts no judge answered (the heuristic, replay).
         protocol: ``all-at-once``, ``step-by-step``, ``binary-search``, ``hybrid`` or
             ``heuristic``.
         model: ``provider:model`` or ``heuristic``.
@@ -277,6 +281,7 @@ class Attribution(_Model):
     reason: str | None = None
     confidence: float | None = None
     step_text: str | None = None
+    parser: str | None = None
     protocol: str = "heuristic"
     model: str = "heuristic"
     with_gold: bool = True
