@@ -13,6 +13,8 @@ Recognised (by shape, never by file name):
 * AgentRx tool-call examples (``tools_structure.json``): a list of assistant tool calls
   and tool results whose 1-based ``index`` values are not in increasing order, so they
   cannot be one run; they document each tool's call and answer shape.
+* AgentErrorBench labels (``Label/*_labels.json``): a list of ``{trajectory_id,
+  critical_failure_step, ...}``; read by :mod:`whenpro_core.formats.agenterrorbench`.
 * TRAIL annotations (``processed_annotations_*/<trace_id>.json``): ``{trace_id, errors:
   [{category, location, impact, ...}], scores?}``; read by :mod:`whenpro_core.formats.trail`.
 * Gemini CLI prompt log (``~/.gemini/tmp/<hash>/logs.json``): a list of ``{sessionId,
@@ -40,6 +42,8 @@ def aux_kind(doc: Any) -> str | None:
         and all(isinstance(d, dict) and "trajectory_id" in d and isinstance(d.get("failures"), list) for d in doc)
     ):
         return "an AgentRx ground-truth file (labels for the trajectories beside it)"
+    if isinstance(doc, list) and doc and all(isinstance(d, dict) and "critical_failure_step" in d for d in doc):
+        return "an AgentErrorBench label file (labels for the trajectories in Original_Failure_Trajectory/)"
     if (
         isinstance(doc, dict)
         and isinstance(doc.get("labels"), dict)
