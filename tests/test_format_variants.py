@@ -604,3 +604,25 @@ def test_agenterrorbench_label_marks_the_nth_assistant_step(tmp_path: Path) -> N
     assert run_whenpro("bench", str(AEB), "--out", str(results), timeout=600).returncode == 0
     (record,) = [json.loads(x) for x in results.read_text(encoding="utf-8").splitlines() if x.strip()]
     assert record["trace"]["gt_step"] == "6" and record["prediction"]["step"] is not None
+
+
+# --------------------------------------------------------------------------- the viewer
+
+
+@pytest.mark.parametrize("path", [CLAUDE_1_0, CODEX_PARENT, TRAIL_TRACE])
+async def test_tui_shows_each_sub_agent_in_the_step_list(path: Path) -> None:
+    from tests.conftest import settle
+    from whenpro_tui.app import WhenproApp
+    from whenpro_tui.screens.trace import TraceScreen
+    from whenpro_tui.widgets.step_list import StepList
+
+    want = load_trace(path)
+    sub = [a.id for a in want.agents][1]
+    app = WhenproApp(str(path), cursor_blink=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, TraceScreen)
+        steps = app.screen.query_one(StepList)
+        assert steps.row_count == len(want.steps)
+        shown = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+        assert sub[:12] in shown
