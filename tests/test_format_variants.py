@@ -626,3 +626,11 @@ async def test_tui_shows_each_sub_agent_in_the_step_list(path: Path) -> None:
         assert steps.row_count == len(want.steps)
         shown = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
         assert sub[:12] in shown
+
+
+def test_a_parquet_row_past_the_table_is_one_clear_line(real_traces: Path, tmp_path: Path) -> None:
+    folder = real_traces / "who-and-when" / "Who&When" / "Algorithm-Generated"
+    docs = [json.loads(f.read_text(encoding="utf-8")) for f in sorted(folder.glob("*.json"))[:2]]
+    table = _write_parquet(tmp_path / "t.parquet", docs, history_as_json=True)
+    out = run_whenpro("info", f"{table}#5")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no row 5: the table has 2" in out.stderr
