@@ -572,3 +572,65 @@ def test_mp_bench_annotators_flags_are_accepted_alternatives(real_traces: Path, 
     assert out.returncode == 0, out.stderr
     records = [json.loads(x) for x in results.read_text(encoding="utf-8").splitlines() if x.strip()]
     assert sorted(r["trace"]["gt_step"] for r in records if r["trace"]["labelled"]) == ["3", "5"]
+
+
+# --------------------------------------------------------------------------- AgentErrorBench
+
+AEB = FIXTURES / "agenterrorbench"
+
+
+def test_agenterrorbench_label_marks_the_nth_assistant_step(tmp_path: Path) -> None:
+    path = next((AEB / "Original_Failure_Trajectory").rglob("*.json"))
+    label = json.loads((AEB / "Label" / "gaia_labels.json").read_text(encoding="utf-8"))[0]
+    trace = load_trace(path)
+    assistants = [s for s in trace.steps if s.kind == "assistant"]
+    gt = trace.ground_truth
+    assert gt is not None and trace.outcome.value == "failure" and trace.benchmark == "gaia"
+    assert gt.step == assistants[label["critical_failure_step"] - 1].coord == "6"
+    assert (gt.mode, gt.agent) == ("impossible_action", "assistant")
+    listed = run_whenpro("ls", str(AEB), "--labels", columns=200)
+    assert listed.returncode == 0 and listed.stdout.count("gt=6/impossible_action") == 1
+    label_info = run_whenpro("info", str(AEB / "Label" / "gaia_labels.json"))
+    assert "an AgentErrorBench label file" in label_info.stderr
+    # a label past the assistant steps is a warning, not a wrong label
+    copy = tmp_path / "aeb"
+    shutil.copytree(AEB, copy)
+    rows = json.loads((copy / "Label" / "gaia_labels.json").read_text(encoding="utf-8"))
+    rows[0]["critical_failure_step"] = 9
+    (copy / "Label" / "gaia_labels.json").write_text(json.dumps(rows), encoding="utf-8")
+    bad = load_trace(next((copy / "Original_Failure_Trajectory").rglob("*.json")))
+    assert bad.ground_truth is None and "not one of the 3 assistant steps" in bad.extras["whenpro_warnings"][0]
+    results = tmp_path / "r.jsonl"
+    assert run_whenpro("bench", str(AEB), "--out", str(results), timeout=600).returncode == 0
+    (record,) = [json.loads(x) for x in results.read_text(encoding="utf-8").splitlines() if x.strip()]
+    assert record["trace"]["gt_step"] == "6" and record["prediction"]["step"] is not None
+
+
+# --------------------------------------------------------------------------- the viewer
+
+
+@pytest.mark.parametrize("path", [CLAUDE_1_0, CODEX_PARENT, TRAIL_TRACE])
+async def test_tui_shows_each_sub_agent_in_the_step_list(path: Path) -> None:
+    from tests.conftest import settle
+    from whenpro_tui.app import WhenproApp
+    from whenpro_tui.screens.trace import TraceScreen
+    from whenpro_tui.widgets.step_list import StepList
+
+    want = load_trace(path)
+    sub = [a.id for a in want.agents][1]
+    app = WhenproApp(str(path), cursor_blink=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, TraceScreen)
+        steps = app.screen.query_one(StepList)
+        assert steps.row_count == len(want.steps)
+        shown = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+        assert sub[:12] in shown
+
+
+def test_a_parquet_row_past_the_table_is_one_clear_line(real_traces: Path, tmp_path: Path) -> None:
+    folder = real_traces / "who-and-when" / "Who&When" / "Algorithm-Generated"
+    docs = [json.loads(f.read_text(encoding="utf-8")) for f in sorted(folder.glob("*.json"))[:2]]
+    table = _write_parquet(tmp_path / "t.parquet", docs, history_as_json=True)
+    out = run_whenpro("info", f"{table}#5")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no row 5: the table has 2" in out.stderr

@@ -12,7 +12,9 @@ a failure mode), so per setting, over the labelled records with errors:
 * **joint accuracy**: the predicted step and mode are the location and category of one and
   the same error.
 
-Records of traces without TRAIL-style errors are left out (the row says how many remain).
+Records of traces without step-located error labels are left out (the row says how many
+remain); traces of other sources with such labels (AgentRx's failures, MP-Bench's flags) are
+scored the same way.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from whenpro_core.bench.records import Record, latest
 NOTE = (
     "rules trail (TRAIL, arXiv 2505.08638): category F1 weighted by gold support, location "
     "accuracy (the predicted step holds a labelled error), joint accuracy (step and category of "
-    "one error); over records of traces with span-level errors"
+    "one error); over records of traces with step-located error labels"
 )
 HEADERS = ["setting", "n", "Category F1", "Location", "Joint"]
 

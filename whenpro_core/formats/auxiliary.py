@@ -13,6 +13,8 @@ Recognised (by shape, never by file name):
 * AgentRx tool-call examples (``tools_structure.json``): a list of assistant tool calls
   and tool results whose 1-based ``index`` values are not in increasing order, so they
   cannot be one run; they document each tool's call and answer shape.
+* AgentErrorBench labels (``Label/*_labels.json``): a list of ``{trajectory_id,
+  critical_failure_step, ...}``; read by :mod:`whenpro_core.formats.agenterrorbench`.
 * TRAIL annotations (``processed_annotations_*/<trace_id>.json``): ``{trace_id, errors:
   [{category, location, impact, ...}], scores?}``; read by :mod:`whenpro_core.formats.trail`.
 * Gemini CLI prompt log (``~/.gemini/tmp/<hash>/logs.json``): a list of ``{sessionId,
@@ -25,6 +27,7 @@ raises a TraceFormatError naming what the file is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from whenpro_core.formats.base import DocumentImporter, LoadContext, is_message_list
@@ -32,31 +35,61 @@ from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Trace, TraceSummary
 
 
-def aux_kind(doc: Any) -> str | None:
-    """What kind of non-trace file ``doc`` is, or ``None`` if it is none of them."""
-    if (
-        isinstance(doc, list)
-        and doc
-        and all(isinstance(d, dict) and "trajectory_id" in d and isinstance(d.get("failures"), list) for d in doc)
-    ):
-        return "an AgentRx ground-truth file (labels for the trajectories beside it)"
-    if (
+def _rows_with(doc: Any, test: Callable[[JSONObject], bool]) -> bool:
+    """A non-empty JSON list of objects that all pass ``test``."""
+    return isinstance(doc, list) and bool(doc) and all(isinstance(d, dict) and test(d) for d in doc)
+
+
+def _agentrx_labels(doc: Any) -> bool:
+    return _rows_with(doc, lambda d: "trajectory_id" in d and isinstance(d.get("failures"), list))
+
+
+def _agenterrorbench_labels(doc: Any) -> bool:
+    return _rows_with(doc, lambda d: "critical_failure_step" in d)
+
+
+def _mast_labels(doc: Any) -> bool:
+    return (
         isinstance(doc, dict)
         and isinstance(doc.get("labels"), dict)
         and isinstance(doc.get("modes"), list)
         and "trace" not in doc
-    ):
-        return "a MAST gold-labels file (labels for the records beside it)"
-    if isinstance(doc, dict) and "trace_id" in doc and isinstance(doc.get("errors"), list) and "spans" not in doc:
-        return "a TRAIL annotation file (labels for the trace with the same trace_id)"
-    if is_message_list(doc, ("sessionId", "messageId", "type", "message")):
-        return (
-            "a Gemini CLI prompt log (logs.json: the user's prompts only; "
-            "the session is the recording in chats/session-*.json)"
-        )
-    if is_message_list(doc, ("role", "index")) and _tool_examples(doc):
-        return "a collection of tool-call examples (AgentRx tool schemas), not one run"
-    return None
+    )
+
+
+def _trail_labels(doc: Any) -> bool:
+    return isinstance(doc, dict) and "trace_id" in doc and isinstance(doc.get("errors"), list) and "spans" not in doc
+
+
+def _gemini_prompt_log(doc: Any) -> bool:
+    return is_message_list(doc, ("sessionId", "messageId", "type", "message"))
+
+
+def _tool_call_examples(doc: Any) -> bool:
+    return is_message_list(doc, ("role", "index")) and _tool_examples(doc)
+
+
+#: Each kind of non-trace file: its test and what opening one says it is.
+_KINDS: tuple[tuple[Callable[[Any], bool], str], ...] = (
+    (_agentrx_labels, "an AgentRx ground-truth file (labels for the trajectories beside it)"),
+    (
+        _agenterrorbench_labels,
+        "an AgentErrorBench label file (labels for the trajectories in Original_Failure_Trajectory/)",
+    ),
+    (_mast_labels, "a MAST gold-labels file (labels for the records beside it)"),
+    (_trail_labels, "a TRAIL annotation file (labels for the trace with the same trace_id)"),
+    (
+        _gemini_prompt_log,
+        "a Gemini CLI prompt log (logs.json: the user's prompts only; "
+        "the session is the recording in chats/session-*.json)",
+    ),
+    (_tool_call_examples, "a collection of tool-call examples (AgentRx tool schemas), not one run"),
+)
+
+
+def aux_kind(doc: Any) -> str | None:
+    """What kind of non-trace file ``doc`` is, or ``None`` if it is none of them."""
+    return next((what for test, what in _KINDS if test(doc)), None)
 
 
 def _tool_examples(messages: list[JSONObject]) -> bool:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats.agenterrorbench import apply_label, label_for
 from whenpro_core.formats.base import (
     DocumentImporter,
     JsonLinesImporter,
@@ -377,7 +378,11 @@ class ChatImporter(DocumentImporter):
             expect(doc.get("messages"), list, ctx, "$.messages", "a list of messages")
         extras = {k: v for k, v in doc.items() if k not in _LIST_KEYS} if isinstance(doc, dict) else {}
         tid = str(extras.get("id") or ctx.path.stem)
-        return [chat_trace(messages or [], ctx, where=where, trace_id=tid, extras=extras)]
+        trace = chat_trace(messages or [], ctx, where=where, trace_id=tid, extras=extras)
+        label = label_for(ctx.path) if isinstance(doc, dict) and "messages" in doc else None
+        if label is not None:  # an AgentErrorBench trajectory
+            apply_label(trace, label)
+        return [trace]
 
 
 class ChatJsonlImporter(JsonLinesImporter):

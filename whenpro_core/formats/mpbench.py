@@ -58,7 +58,7 @@ def _other_annotators(path: Path) -> list[tuple[str, list[Any]]]:
         except TraceFormatError:
             continue
         history = doc.get("history") if isinstance(doc, dict) else None
-        if is_annotated_history(history):
+        if isinstance(history, list) and is_annotated_history(history):
             out.append((folder.name, history))
     return out
 

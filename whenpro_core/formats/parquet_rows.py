@@ -124,10 +124,11 @@ class ParquetRowsImporter(FileImporter):
 
     def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
         want = 1 if key is None else _row_number(key, path)
-        for n, row in enumerate(iter_rows(path), start=1):
-            if n == want:
-                return row_trace(row, path, n, root)
-        raise TraceFormatError(f"no row {want}", path=path, expected=f"a row number from 1 to {want - 1 or 1}")
+        rows = 0
+        for rows, row in enumerate(iter_rows(path), start=1):
+            if rows == want:
+                return row_trace(row, path, rows, root)
+        raise TraceFormatError(f"no row {want}: the table has {rows}", path=path, expected="a row number after #")
 
     def load_all(self, path: Path, root: Path | None) -> list[Trace]:
         return [row_trace(row, path, n, root) for n, row in enumerate(iter_rows(path), start=1)]

@@ -118,15 +118,16 @@ def _spans(raw: list[Any], ctx: LoadContext, where: str, parent: str | None, out
 def labels_beside(path: Path, trace_id: str) -> JSONObject | None:
     """The annotation file of a trace file (module doc), or ``None``."""
     candidates = [path.with_name(f"{path.stem}.labels.json")]
-    for folder in (path.parent.parent, path.parent.parent.parent):
-        candidates += sorted(folder.glob(f"processed_annotations_*/{trace_id}.json"))
+    if trace_id and all(c.isalnum() or c in "-_" for c in trace_id):  # an id from the file: never a path or glob
+        for folder in (path.parent.parent, path.parent.parent.parent):
+            candidates += sorted(folder.glob(f"processed_annotations_*/{trace_id}.json"))
     for candidate in candidates:
         if candidate.is_file() and candidate != path:
             try:
                 doc = read_json_file(candidate)
             except TraceFormatError:
                 continue
-            if is_trail_labels(doc):
+            if isinstance(doc, dict) and is_trail_labels(doc):
                 return doc
     return None
 

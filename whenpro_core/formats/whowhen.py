@@ -89,6 +89,22 @@ def benchmark_of(question_id: Any) -> str:
     return ""
 
 
+def _agents(doc: JSONObject, steps: list[Step]) -> list[Agent]:
+    """The speakers in order, then the agents only the system prompts name."""
+    agents = dict.fromkeys(s.agent for s in steps)
+    agents.update(dict.fromkeys(str(name) for name in dict_or_empty(doc.get("system_prompt"))))
+    return [Agent(id=a) for a in agents]
+
+
+def _extras(doc: JSONObject, hand_crafted: bool) -> dict[str, Any]:
+    """Every field the trace has no place for, the subset and the system prompts."""
+    extras = {k: v for k, v in doc.items() if k not in _KNOWN_KEYS}
+    extras["subset"] = "Hand-Crafted" if hand_crafted else "Algorithm-Generated"
+    if isinstance(doc.get("system_prompt"), dict):
+        extras["system_prompt"] = doc["system_prompt"]
+    return extras
+
+
 class WhoWhenImporter(DocumentImporter):
     """Reads one Who&When (original) file, either subset."""
 
@@ -114,44 +130,29 @@ class WhoWhenImporter(DocumentImporter):
         history = expect(doc.get("history"), list, ctx, "$.history", "a list of messages")
         hand_crafted = not any(isinstance(h, dict) and "name" in h for h in history)
         steps = [self._step(i, h, hand_crafted, ctx) for i, h in enumerate(history)]
-        agents: dict[str, None] = {}
-        for s in steps:
-            agents.setdefault(s.agent, None)
-        for name in dict_or_empty(doc.get("system_prompt")):
-            agents.setdefault(str(name), None)
         question = doc.get("question")
         if question is not None and not isinstance(question, str):
             raise ctx.error("wrong type", "$.question", "a string")
         answer = doc.get("ground_truth")
-        extras = {k: v for k, v in doc.items() if k not in _KNOWN_KEYS}
-        extras["subset"] = "Hand-Crafted" if hand_crafted else "Algorithm-Generated"
-        if isinstance(doc.get("system_prompt"), dict):
-            extras["system_prompt"] = doc["system_prompt"]
-        subset = "hc" if hand_crafted else "ag"
-        tid, benchmark = f"whowhen-{subset}-{ctx.path.stem}", benchmark_of(doc.get("question_ID"))
-        ground_truth = self._ground_truth(doc, steps, ctx)
-        annotations = []
-        if ground_truth is None and is_annotated_history(history):
-            ground_truth, annotations = mp_labels(history, steps, ctx.path)
-            tid = f"mpbench-{ctx.path.parent.parent.name}-{ctx.path.parent.name}-{ctx.path.stem}"
-            benchmark = benchmark or "mp-bench"
-        return [
-            Trace(
-                id=tid,
-                framework="magentic-one" if hand_crafted else "captainagent",
-                benchmark=benchmark,
-                modality=Modality.text,
-                agents=[Agent(id=a) for a in agents],
-                task=Task(query=question or "", answer=None if answer is None else as_text(answer)),
-                steps=steps,
-                final_answer=stated_answer(steps),
-                ground_truth=ground_truth,
-                annotations=annotations,
-                outcome=Outcome.failure,
-                source=Source(format=self.name, path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
-                extras=extras,
-            )
-        ]
+        trace = Trace(
+            id=f"whowhen-{'hc' if hand_crafted else 'ag'}-{ctx.path.stem}",
+            framework="magentic-one" if hand_crafted else "captainagent",
+            benchmark=benchmark_of(doc.get("question_ID")),
+            modality=Modality.text,
+            agents=_agents(doc, steps),
+            task=Task(query=question or "", answer=None if answer is None else as_text(answer)),
+            steps=steps,
+            final_answer=stated_answer(steps),
+            ground_truth=self._ground_truth(doc, steps, ctx),
+            outcome=Outcome.failure,
+            source=Source(format=self.name, path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
+            extras=_extras(doc, hand_crafted),
+        )
+        if trace.ground_truth is None and is_annotated_history(history):  # MP-Bench
+            trace.ground_truth, trace.annotations = mp_labels(history, steps, ctx.path)
+            trace.id = f"mpbench-{ctx.path.parent.parent.name}-{ctx.path.parent.name}-{ctx.path.stem}"
+            trace.benchmark = trace.benchmark or "mp-bench"
+        return [trace]
 
     @staticmethod
     def _step(i: int, entry: Any, hand_crafted: bool, ctx: LoadContext) -> Step:
