@@ -137,15 +137,17 @@ def _live_options(live: LiveJudging) -> Any:
 
 
 def _serve(path: str | None, display: Display, port: int) -> None:
-    """Serve the app on ``path`` in a browser at 127.0.0.1:``port`` until ctrl+c."""
-    from whenpro_tui.serve import HOST, check_port
+    """Serve the app on ``path`` in a browser at 127.0.0.1:``port`` until ctrl+c, behind
+    a fresh token (printed in the URL)."""
+    from whenpro_tui.serve import Gate, check_port
     from whenpro_tui.serve import serve as serve_app
 
     if path is None:
         raise ConfigError("--serve opens a PATH", expected="whenpro view PATH --serve")
     check_port(port)
-    output.note(f"whenpro: serving on http://{HOST}:{port} (ctrl+c stops)")
-    serve_app(path, show_labels=display.labels, images=display.images, port=port, save=display.save)
+    gate = Gate(port)
+    output.note(f"whenpro: serving on {gate.url} (ctrl+c stops; the token in the URL is its key)")
+    serve_app(path, show_labels=display.labels, images=display.images, gate=gate, save=display.save)
 
 
 def otlp_view(otlp: str, *, store: Path | None, allow_remote: bool, max_traces: int) -> None:
