@@ -84,7 +84,7 @@ def view(
 ) -> None:
     """``whenpro view``: refuse contradicting options (ConfigError), then open the diff of
     ``path`` and ``other``, the screen ``starts`` asks for (``results``, ``validate``,
-    ``follow``, ``otlp``, ``store``, ``allow_remote``, ``sessions``; see
+    ``follow``, ``otlp``, ``store``, ``allow_remote``, ``token``, ``sessions``; see
     :func:`whenpro_tui.starts.view_start`), or the trace/dataset at ``path`` — in a browser
     on ``serve_port`` when given."""
     if starts.get("follow") is None and starts.get("otlp") is None and live.given():
@@ -150,10 +150,14 @@ def _serve(path: str | None, display: Display, port: int) -> None:
     serve_app(path, show_labels=display.labels, images=display.images, gate=gate, save=display.save)
 
 
-def otlp_view(otlp: str, *, store: Path | None, allow_remote: bool, max_traces: int) -> None:
+def otlp_view(
+    otlp: str, *, store: Path | None, allow_remote: bool, max_traces: int, token: str | None = None
+) -> None:
     """``whenpro serve --tui``: the incoming-traces view of ``whenpro view --otlp``."""
     from whenpro_tui.app import run
     from whenpro_tui.starts import LiveOptions, otlp_start
 
-    start = otlp_start(otlp, LiveOptions(), store=store, allow_remote=allow_remote, max_traces=max_traces)
+    start = otlp_start(
+        otlp, LiveOptions(), store=store, allow_remote=allow_remote, max_traces=max_traces, token=token
+    )
     run("", started_ns=START_NS, start=start)
