@@ -187,7 +187,8 @@ def _step_html(step: Step, *, labels: bool, named: bool, images: _Images) -> str
         parts.append(_text_html(step.content, "content"))
     for call in step.tool_calls:
         parts.append(f"<p><span class=label>→ {_e(call.name)}</span></p>")
-        parts.append(_folded(_block_html(pretty_arguments(call.arguments)), str(call.arguments), "arguments"))
+        arguments = pretty_arguments(call.arguments)
+        parts.append(_folded(_block_html(arguments), arguments.text, "arguments"))
     if step.observation:
         parts.append("<p class=label>Observation</p>" + _text_html(step.observation, "observation"))
     if step.error:

@@ -150,14 +150,10 @@ def _serve(path: str | None, display: Display, port: int) -> None:
     serve_app(path, show_labels=display.labels, images=display.images, gate=gate, save=display.save)
 
 
-def otlp_view(
-    otlp: str, *, store: Path | None, allow_remote: bool, max_traces: int, token: str | None = None
-) -> None:
+def otlp_view(otlp: str, *, store: Path | None, allow_remote: bool, max_traces: int, token: str | None = None) -> None:
     """``whenpro serve --tui``: the incoming-traces view of ``whenpro view --otlp``."""
     from whenpro_tui.app import run
     from whenpro_tui.starts import LiveOptions, otlp_start
 
-    start = otlp_start(
-        otlp, LiveOptions(), store=store, allow_remote=allow_remote, max_traces=max_traces, token=token
-    )
+    start = otlp_start(otlp, LiveOptions(), store=store, allow_remote=allow_remote, max_traces=max_traces, token=token)
     run("", started_ns=START_NS, start=start)

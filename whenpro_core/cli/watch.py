@@ -317,9 +317,7 @@ def serve_command(
     The signals only set a flag the loop checks between events (never an exception
     raised wherever the main thread is): an event taken from the queue is always
     printed, and every event announced before the store stopped is printed after."""
-    receiver = open_receiver(
-        address, store, allow_remote=allow_remote, token=token, max_traces=max_traces, fsync=fsync
-    )
+    receiver = open_receiver(address, store, allow_remote=allow_remote, token=token, max_traces=max_traces, fsync=fsync)
     printer = Printer(as_json=as_json, show_steps=True)
     sub = receiver.store.subscribe()
     stopping = threading.Event()
