@@ -8,7 +8,7 @@ specification (opentelemetry-proto ``docs/specification.md``, "OTLP/HTTP"):
 * ``POST /v1/traces`` with ``Content-Type: application/x-protobuf`` (a binary
   ``ExportTraceServiceRequest``, parsed with ``opentelemetry-proto``) or
   ``application/json`` (OTLP/JSON: hex ids, lowerCamelCase); ``Content-Encoding: gzip``
-  or none; ``Content-Length`` or chunked bodies.
+  (every member of a multi-member body; other bytes after them are a 400) or none; ``Content-Length`` or chunked bodies.
 * ``200`` with an ``ExportTraceServiceResponse`` in the request's encoding (with
   ``partialSuccess`` when spans were rejected over a trace's span cap); ``400`` for a
   malformed body (nothing of it is stored); ``404`` another path; ``405`` another method;
@@ -341,16 +341,25 @@ class OtlpReceiver:
         return out, {"spans": result.accepted, "traces": result.trace_ids}
 
     def _gunzip(self, body: bytes) -> bytes:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            out = d.decompress(body, self.max_body + 1)
-        except zlib.error as exc:
-            raise _Rejected(400, f"bad gzip body: {exc}") from None
-        if len(out) > self.max_body or d.unconsumed_tail:
-            raise _Rejected(413, f"body is over {self.max_body} bytes once decompressed")
-        if not d.eof:
-            raise _Rejected(400, "bad gzip body: truncated")
-        return out
+        """``body`` decompressed: every gzip member in turn (as ``gzip -d`` reads them),
+        at most ``max_body`` bytes in all (413 over it); 400 for a bad or truncated
+        member, or bytes after the last member that do not start another one."""
+        out = bytearray()
+        rest = body
+        while rest:
+            if not rest.startswith(b"\x1f\x8b"):
+                raise _Rejected(400, f"bad gzip body: {len(rest)} bytes after the gzip data are not a gzip member")
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            try:
+                out += d.decompress(rest, self.max_body + 1 - len(out))
+            except zlib.error as exc:
+                raise _Rejected(400, f"bad gzip body: {exc}") from None
+            if len(out) > self.max_body or d.unconsumed_tail:
+                raise _Rejected(413, f"body is over {self.max_body} bytes once decompressed")
+            if not d.eof:
+                raise _Rejected(400, "bad gzip body: truncated")
+            rest = d.unused_data
+        return bytes(out)
 
     def reject(self, status: int, reason: str) -> None:
         """Count and announce a refused request."""
