@@ -115,6 +115,44 @@ def test_a_trickling_client_is_cut_at_the_whole_request_deadline(tmp_path):
         assert list(tmp_path.glob("*.json")) == []
 
 
+def test_headers_trickled_past_the_deadline_get_408_not_415(tmp_path):
+    """Issue 33, item 8: headers sent a byte at a time past the whole-request deadline
+    were answered as a request without a Content-Type (415); the request was late (408)."""
+    with OtlpReceiver(LiveStore(tmp_path), "127.0.0.1", 0, socket_timeout=60, request_timeout=0.5) as rx:
+        sub = rx.store.subscribe()
+        sock = socket.create_connection(("127.0.0.1", rx.port), timeout=TIMEOUT_S)
+        sock.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1:{rx.port}\r\nX-Slow: ".encode())
+        stop = threading.Event()
+
+        def trickle() -> None:
+            for _ in range(5000):  # bounded: 100 s at most
+                if stop.wait(0.02):
+                    return
+                try:
+                    sock.sendall(b"a")
+                except OSError:
+                    return
+
+        feeder = threading.Thread(target=trickle, daemon=True)
+        feeder.start()
+        try:
+            answer = answer_of(sock)
+        finally:
+            stop.set()
+            feeder.join(10)
+            sock.close()
+        assert answer == b"" or answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+        events: list = []
+
+        def rejected() -> list:
+            if isinstance(ev := sub.get(0.05), ExportRejected):
+                events.append(ev)
+            return events
+
+        wait_until(rejected, "the cut request to be announced")
+        assert events[0].status == 408 and "within 0.5 s" in events[0].reason, events[0]
+
+
 async def _post_small(port: int) -> bytes:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     body = b'{"resourceSpans": []}'

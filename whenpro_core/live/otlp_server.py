@@ -516,7 +516,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _refuse_early(self, ctype: str) -> str | None:
         """Why a request is refused before its body is kept (host, path, type, too many
-        connections), or ``None``; the caller reads the body away and answers."""
+        connections), or ``None``; the caller reads the body away and answers. Headers
+        cut short by the request deadline are a late request (408), whatever they lack."""
+        if self.receiver.deadlines.passed(self.connection):
+            return f"408 request not received within {self.receiver.request_timeout:g} s"
         if not self._host_ok():
             return "400 Host is not a loopback name"
         if self.path.split("?")[0] != TRACES_PATH:
