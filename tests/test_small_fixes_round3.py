@@ -30,3 +30,38 @@ def test_convert_to_stdout_escapes_c1_and_bidi_controls(tmp_path: Path) -> None:
         for char in ("\x9b", "\u202e", "\u2066", "\u2069", "\x7f"):
             assert char.encode() not in raw, (to, char)
         assert HOSTILE in json.dumps(json.loads(out.stdout), ensure_ascii=False), to  # the value is kept
+
+
+def otlp_doc(trace_id: str) -> dict:
+    return {
+        "resourceSpans": [
+            {"scopeSpans": [{"spans": [{"traceId": trace_id, "spanId": "00f067aa0ba902b7", "name": "invoke_agent a"}]}]}
+        ]
+    }
+
+
+@pytest.mark.parametrize("digits", [16, 32, 48, 64])
+def test_a_hex_trace_id_of_16_to_64_digits_is_taken_as_itself(tmp_path: Path, digits: int) -> None:
+    from tests.test_live_otlp import post, stored
+    from whenpro_core.live.otlp_server import OtlpReceiver
+    from whenpro_core.live.store import LiveStore
+
+    trace_id = ("0123456789abcdef" * 4)[:digits]
+    with OtlpReceiver(LiveStore(tmp_path / "s"), "127.0.0.1", 0) as rx:
+        status, answer = post(rx.endpoint, json.dumps(otlp_doc(trace_id)).encode())
+        assert status == 200, answer
+        assert stored(rx) == [f"{trace_id}.json"]
+
+
+@pytest.mark.parametrize("trace_id", ["0123456789abcdef" * 4 + "ab", "ab" * 40, "not-an-id-at-all!"])
+def test_a_refused_trace_id_is_quoted_as_sent(tmp_path: Path, trace_id: str) -> None:
+    from tests.test_live_otlp import post
+    from whenpro_core.live.otlp_server import OtlpReceiver
+    from whenpro_core.live.store import LiveStore
+
+    with OtlpReceiver(LiveStore(tmp_path / "s"), "127.0.0.1", 0) as rx:
+        status, answer = post(rx.endpoint, json.dumps(otlp_doc(trace_id)).encode())
+    message = json.loads(answer)["message"]
+    assert status == 400 and repr(trace_id[:40]) in message, message
+    if all(c in "0123456789abcdef" for c in trace_id):
+        assert f"{len(trace_id)} hex digits" in message and "not hex" not in message, message
