@@ -65,3 +65,23 @@ def test_a_refused_trace_id_is_quoted_as_sent(tmp_path: Path, trace_id: str) -> 
     assert status == 400 and repr(trace_id[:40]) in message, message
     if all(c in "0123456789abcdef" for c in trace_id):
         assert f"{len(trace_id)} hex digits" in message and "not hex" not in message, message
+
+
+def test_one_member_with_a_bad_crc_leaves_out_that_sample_only(tmp_path: Path) -> None:
+    from tests.test_inspect_ai import HEADER, _sample
+    from whenpro_core.formats import load_traces
+
+    p = tmp_path / "crc.eval"
+    with zipfile.ZipFile(p, "w", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr("header.json", HEADER)
+        for sid in (1, 2, 3):
+            zf.writestr(f"samples/{sid}_epoch_1.json", _sample(sid))
+    data = p.read_bytes()
+    assert data.count(b'"task 2"') == 1
+    p.write_bytes(data.replace(b'"task 2"', b'"task X"'))  # the stored bytes no longer match their CRC
+
+    assert [t.source.key for t in load_traces(p)] == ["1_epoch_1", "3_epoch_1"]
+    out = run_whenpro("ls", str(p))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("crc.eval#") == 2, out.stdout
+    assert "samples/2_epoch_1.json" in out.stderr and "CRC" in out.stderr, out.stderr

@@ -8,7 +8,8 @@ real_traces/inspect-ai-logs; ``UKGovernmentBEIS/inspect_ai`` log format, version
   never extracted, one sample at a time (:func:`read_capped`): at most
   :data:`MAX_MEMBER_BYTES` expanded per member and :data:`MAX_TOTAL_BYTES` per archive. A
   sample past either limit, or holding more than :data:`MAX_MEMBER_CONTAINERS` JSON
-  arrays and objects (counted before it is parsed), is not read (a zip bomb of 1.4 MB
+  arrays and objects (counted before it is parsed), or whose member cannot be read (a bad
+  CRC, a broken compressed stream), is not read (a zip bomb of 1.4 MB
   that expands to 1.4 GiB costs no more than the limits): the samples read import, and a warning on stderr names what was
   left out; a header past the limit is a TraceFormatError. inspect-ai 0.3.x compresses
   members with Zstandard (ZIP method 93, which :mod:`zipfile` reads only from Python 3.14):
@@ -355,6 +356,11 @@ class MemberTooLarge(TraceFormatError):
     holds more arrays and objects than :data:`MAX_MEMBER_CONTAINERS`."""
 
 
+class MemberUnreadable(TraceFormatError):
+    """An archive member cannot be read (a bad CRC, a broken compressed stream): its
+    sample is left out, the others are read."""
+
+
 def _mib(n: int) -> str:
     return f"{n / (1024 * 1024):.0f} MiB"
 
@@ -418,7 +424,7 @@ class InspectEvalImporter(FileImporter):
             with open_member(zf, name) as fh:
                 data = read_capped(fh, limit, name=name, path=path)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, zstandard.ZstdError) as exc:
-            raise TraceFormatError(f"cannot read {name} from the archive ({exc})", path=path) from None
+            raise MemberUnreadable(f"cannot read {name} from the archive ({exc}); not read", path=path) from None
         if budget is not None:
             budget.left -= len(data)
         if jsonio.containers(data, MAX_MEMBER_CONTAINERS) > MAX_MEMBER_CONTAINERS:
@@ -470,6 +476,11 @@ class InspectEvalImporter(FileImporter):
                     continue
                 try:
                     sample = self._read(zf, name, path, budget)
+                except MemberUnreadable as exc:
+                    if key is not None:
+                        raise
+                    budget.notes.append(exc.what)
+                    continue
                 except MemberTooLarge as exc:
                     if key is not None:
                         raise
@@ -503,8 +514,11 @@ class InspectEvalImporter(FileImporter):
         yield from rows
 
     def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
-        for trace in self._traces(path, root, key):
+        budget = _Budget()
+        for trace in self._traces(path, root, key, budget):
             return trace
+        if key is None and budget.notes:  # every sample left out: say why
+            raise TraceFormatError("; ".join(budget.notes), path=path)
         if key is not None and key.isdigit():  # a 1-based position, as for other files
             traces = self.load_all(path, root)
             if 1 <= int(key) <= len(traces):
