@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import hmac
+import logging
 import os
 import secrets
 import shlex

@@ -9,9 +9,9 @@ real_traces/inspect-ai-logs; ``UKGovernmentBEIS/inspect_ai`` log format, version
   :data:`MAX_MEMBER_BYTES` expanded per member and :data:`MAX_TOTAL_BYTES` per archive. A
   sample past either limit, or holding more than :data:`MAX_MEMBER_CONTAINERS` JSON
   arrays and objects (counted before it is parsed), or whose member cannot be read (a bad
-  CRC, a broken compressed stream), is not read (a zip bomb of 1.4 MB
-  that expands to 1.4 GiB costs no more than the limits): the samples read import, and a warning on stderr names what was
-  left out; a header past the limit is a TraceFormatError. inspect-ai 0.3.x compresses
+  CRC, a broken compressed stream), is not read (a zip bomb of 1.4 MB that expands to
+  1.4 GiB costs no more than the limits): the samples read import, and a warning on
+  stderr names what was left out; a header past the limit is a TraceFormatError. inspect-ai 0.3.x compresses
   members with Zstandard (ZIP method 93, which :mod:`zipfile` reads only from Python 3.14):
   those are decompressed as a stream by the ``zstandard`` library (:func:`open_member`).
 
