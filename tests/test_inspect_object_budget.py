@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import json
 import resource
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
-from tests.support.cli import REPO
+from tests.support.cli import run_whenpro
 from tests.test_inspect_ai import HEADER, _sample
 from whenpro_core.formats import inspect_ai, load_traces
 from whenpro_core.storage import jsonio
@@ -46,14 +44,7 @@ def test_a_member_of_millions_of_empty_lists_is_left_out_before_parsing(tmp_path
     p = tmp_path / "lists.eval"
     lists_bomb(p, 120)
     assert p.stat().st_size < 1_000_000
-    out = subprocess.run(
-        [sys.executable, "-m", "whenpro_core.cli", "ls", str(p)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        preexec_fn=_limit_memory,
-    )
+    out = run_whenpro("ls", str(p), timeout=600, preexec_fn=_limit_memory)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.count("lists.eval#") == 2, out.stdout
     assert "samples/2_epoch_1.json holds more than 2,000,000 JSON arrays and objects; not read" in out.stderr
