@@ -61,7 +61,8 @@ def test_serve_allow_remote_prints_the_token_and_says_traffic_is_unencrypted(tmp
     try:
         text = wait_until(lambda: "Ctrl-C stops" in log.read_text() and log.read_text(), "the receiver's banner")
         assert "unencrypted" in text
-        token = re.search(r"Authorization=Bearer%20(\w+)", text)
+        token = re.search(r"exporters must send the token (\w+), e\.g\. ", text)
+        assert token and f"Authorization=Bearer%20{token.group(1)}" in text, text
         port = re.search(r"0\.0\.0\.0:(\d+)", text)
         assert token and port, text
         endpoint = f"http://127.0.0.1:{port.group(1)}/v1/traces"

@@ -249,8 +249,8 @@ class OtlpReceiver:
         if self.token is None:
             return ""
         return (
-            f"exporters must send Authorization: Bearer {self.token} "
-            f"(OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20{self.token}); traffic is unencrypted "
+            f"exporters must send the token {self.token}, e.g. "
+            f"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20{self.token}; traffic is unencrypted "
             "plain HTTP: spans and the token can be read on the network (use a TLS proxy or an SSH tunnel)"
         )
 
