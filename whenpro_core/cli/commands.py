@@ -168,7 +168,9 @@ def view(
     store: Path | None = typer.Option(None, "--store", help="With --otlp: folder for received traces."),
     allow_remote: bool = typer.Option(False, "--allow-remote", help="With --otlp: listen on a non-loopback address."),
     token: str | None = typer.Option(
-        None, "--token", help="With --otlp: the bearer token exporters must send (generated with --allow-remote)."
+        None,
+        "--token",
+        help="With --otlp: the token exporters must send in an Authorization header (generated with --allow-remote).",
     ),
 ) -> None:
     """Open the trace debugger (TUI) on a trace, a dataset, bench results or a live run.
@@ -717,7 +719,9 @@ def watch(
         False, "--allow-remote", help="With --otlp: allow listening on a non-loopback address."
     ),
     token: str | None = typer.Option(
-        None, "--token", help="With --otlp: the bearer token exporters must send (generated with --allow-remote)."
+        None,
+        "--token",
+        help="With --otlp: the token exporters must send in an Authorization header (generated with --allow-remote).",
     ),
 ) -> None:
     """Follow a running agent and attribute as it goes; one line per verdict.
@@ -758,7 +762,9 @@ def serve(
         False, "--allow-remote", help="Allow listening on a non-loopback address (needs a token; plain HTTP)."
     ),
     token: str | None = typer.Option(
-        None, "--token", help="The bearer token exporters must send (generated with --allow-remote)."
+        None,
+        "--token",
+        help="The token exporters must send in an Authorization header (generated with --allow-remote).",
     ),
     max_traces: int = typer.Option(64, "--max-traces", min=1, help="Traces kept in memory at most."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event line."),
