@@ -34,6 +34,7 @@ def hostile_trace() -> Trace:
     step.coord = "2" + payload("coord")
     step.agent = "coder" + payload("agent")
     step.kind = "action" + payload("kind")
+    step.content = "long " * 1_000  # over the field cap: the closing note names the step
     step.tool_calls = [ToolCall(id="c", name="py`` " + payload("tool") + " ``x", arguments={"a": 1})]
     step.hidden = {"note" + payload("hidden-key"): payload("hidden-value")}
     step.media = [MediaRef(kind="image", label="pic" + payload("image"), path="p.png")]

@@ -392,7 +392,7 @@ def _md_cut_note(cuts: list[str], left_out: int, max_chars: int) -> str:
     if cuts:
         note.append(
             f"{len(cuts)} field(s) shortened to {MARKDOWN_FIELD_CAP:,} chars ("
-            + "; ".join(cuts[:5])
+            + "; ".join(md_inline(cut) for cut in cuts[:5])
             + (" …" if len(cuts) > 5 else "")
             + ")"
         )
