@@ -31,18 +31,25 @@ def served(team_file: Path, tmp_path: Path) -> Iterator[Served]:
         server.stop()
 
 
-def status(served: Served, target: str, **headers: str) -> int:
-    """The status of ``GET target`` on the server, with ``headers`` (``Host`` among them
-    when given; names with ``_`` for ``-``)."""
+def response(served: Served, target: str, **headers: str) -> http.client.HTTPResponse:
+    """The answer to ``GET target`` on the server (read), with ``headers`` (``Host``
+    among them when given; names with ``_`` for ``-``)."""
     connection = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
     try:
         connection.putrequest("GET", target, skip_host="Host" in headers)
         for name, value in headers.items():
             connection.putheader(name.replace("_", "-"), value)
         connection.endheaders()
-        return connection.getresponse().status
+        answer = connection.getresponse()
+        answer.read()
+        return answer
     finally:
         connection.close()
+
+
+def status(served: Served, target: str, **headers: str) -> int:
+    """The status of ``GET target`` (see :func:`response`)."""
+    return response(served, target, **headers).status
 
 
 def upgrade(served: Served, target: str, **headers: str) -> int:
@@ -62,7 +69,8 @@ def test_the_printed_url_carries_a_token_the_page_requires(served: Served) -> No
     assert served.url == f"http://{own}/?token={served.token}"
     assert status(served, "/") == 403
     assert status(served, "/?token=" + "0" * len(served.token)) == 403
-    assert status(served, f"/?token={served.token}") == 200
+    page = response(served, f"/?token={served.token}")
+    assert page.status == 200 and page.getheader("Referrer-Policy") == "no-referrer"
     assert status(served, f"/?token={served.token}", Host=f"localhost:{served.port}") == 200
     # DNS rebinding: a foreign name resolving to 127.0.0.1 is refused, even with the token
     assert status(served, f"/?token={served.token}", Host=f"attacker.example:{served.port}") == 403

@@ -237,6 +237,9 @@ class SessionServer(Server):
             log.warning("refused %s %s: %s", request.method, request.path, refused)
             return web.Response(status=403, text=f"whenpro: {refused}\n")
         response: web.StreamResponse = await handler(request)
+        if request.path == "/":  # the page's URL holds the token: never sent on, never cached
+            response.headers["Referrer-Policy"] = "no-referrer"
+            response.headers["Cache-Control"] = "no-store"
         return response
 
     @aiohttp_jinja2.template("app_index.html")
