@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import re
 import select
 import socket
 import struct
@@ -96,19 +97,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_serve_answers_on_localhost(team_file: Path) -> None:
+def test_serve_answers_on_localhost(team_file: Path, tmp_path: Path) -> None:
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "whenpro_core.cli", "view", str(team_file), "--serve", "--port", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "whenpro_core.cli", "view", str(team_file), "--serve", "--port", str(port)],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
+
+        def printed() -> str:
+            found = re.search(r"serving on (http://\S+)", log.read_text())
+            return found.group(1) if found else ""
+
+        url = wait_until(printed, "the URL the server prints")
+        assert url.startswith(f"http://127.0.0.1:{port}/?token=")
 
         def page() -> str:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
+                with urllib.request.urlopen(url, timeout=10) as resp:
                     assert resp.status == 200
                     return resp.read().decode()
             except OSError:

@@ -77,42 +77,66 @@ def test_forty_slow_bodies_do_not_keep_a_real_export_out_and_are_cut_at_the_dead
     assert rx.stats["exports"] == 1
 
 
+def trickled_answer(sock: socket.socket, byte: bytes) -> bytes:
+    """Send ``byte`` on ``sock`` every 20 ms until the server answers or closes; the
+    answer (:func:`answer_of`). Closes ``sock``."""
+    stop = threading.Event()
+
+    def trickle() -> None:
+        for _ in range(5000):  # bounded: 100 s at most
+            if stop.wait(0.02):
+                return
+            try:
+                sock.sendall(byte)
+            except OSError:
+                return
+
+    feeder = threading.Thread(target=trickle, daemon=True)
+    feeder.start()
+    try:
+        return answer_of(sock)
+    finally:
+        stop.set()
+        feeder.join(10)
+        sock.close()
+
+
+def first_rejection(sub) -> ExportRejected:
+    """The first ExportRejected event ``sub`` receives (waited for, with a bound)."""
+    events: list = []
+
+    def rejected() -> list:
+        if isinstance(ev := sub.get(0.05), ExportRejected):
+            events.append(ev)
+        return events
+
+    wait_until(rejected, "the cut request to be announced")
+    return events[0]
+
+
 def test_a_trickling_client_is_cut_at_the_whole_request_deadline(tmp_path):
     """A byte every 20 ms keeps a per-read timeout happy for ever; the deadline for the
     whole request ends it (408)."""
     with OtlpReceiver(LiveStore(tmp_path), "127.0.0.1", 0, socket_timeout=60, request_timeout=0.5) as rx:
         sub = rx.store.subscribe()
-        sock = slow_request(rx.port, declared=100_000)
-        stop = threading.Event()
-
-        def trickle() -> None:
-            for _ in range(5000):  # bounded: 100 s at most
-                if stop.wait(0.02):
-                    return
-                try:
-                    sock.sendall(b" ")
-                except OSError:
-                    return
-
-        feeder = threading.Thread(target=trickle, daemon=True)
-        feeder.start()
-        try:
-            answer = answer_of(sock)
-        finally:
-            stop.set()
-            feeder.join(10)
-            sock.close()
+        answer = trickled_answer(slow_request(rx.port, declared=100_000), b" ")
         assert answer == b"" or answer.startswith(b"HTTP/1.1 408 ")
-        events: list = []
-
-        def rejected() -> list:
-            if isinstance(ev := sub.get(0.05), ExportRejected):
-                events.append(ev)
-            return events
-
-        wait_until(rejected, "the cut request to be announced")
-        assert events[0].status == 408 and "within 0.5 s" in events[0].reason
+        event = first_rejection(sub)
+        assert event.status == 408 and "within 0.5 s" in event.reason
         assert list(tmp_path.glob("*.json")) == []
+
+
+def test_headers_trickled_past_the_deadline_get_408_not_415(tmp_path):
+    """Issue 33, item 8: headers sent a byte at a time past the whole-request deadline
+    were answered as a request without a Content-Type (415); the request was late (408)."""
+    with OtlpReceiver(LiveStore(tmp_path), "127.0.0.1", 0, socket_timeout=60, request_timeout=0.5) as rx:
+        sub = rx.store.subscribe()
+        sock = socket.create_connection(("127.0.0.1", rx.port), timeout=TIMEOUT_S)
+        sock.sendall(f"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1:{rx.port}\r\nX-Slow: ".encode())
+        answer = trickled_answer(sock, b"a")
+        assert answer == b"" or answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+        event = first_rejection(sub)
+        assert event.status == 408 and "within 0.5 s" in event.reason, event
 
 
 async def _post_small(port: int) -> bytes:

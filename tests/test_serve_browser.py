@@ -12,6 +12,7 @@ removed); waits are Playwright waits on that text, or :func:`wait_until` on proc
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -19,6 +20,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import psutil
 import pytest
@@ -74,11 +76,11 @@ def gone(pid: int) -> bool:
 
 
 class Served:
-    """``whenpro view TRACE --serve --port PORT`` running as a subprocess."""
+    """``whenpro view TRACE --serve --port PORT`` running as a subprocess; :attr:`url` is
+    the URL it printed (with its token)."""
 
     def __init__(self, trace: Path, log: Path) -> None:
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/"
         self.log = log
         with log.open("wb") as out:  # --no-save: nothing is ever written beside the shared trace
             self.proc = subprocess.Popen(
@@ -99,6 +101,10 @@ class Served:
                 start_new_session=True,
             )
         wait_until(self.listening, f"the server on port {self.port}", detail=self.output)
+        printed = re.search(r"serving on (http://\S+)", self.output())
+        assert printed, self.output()
+        self.url = printed.group(1)
+        self.token = parse_qs(urlsplit(self.url).query)["token"][0]
 
     def listening(self) -> bool:
         assert self.proc.poll() is None, f"the server exited:\n{self.output()}"

@@ -2,6 +2,14 @@
 127.0.0.1 only. Each browser session runs ``python -m whenpro_core.cli view ...`` in a
 subprocess.
 
+Only the page the server printed may use it (:class:`Gate`): the printed URL carries a
+random token (as Jupyter's does) that the page (``/?token=``) and the WebSocket
+(``/ws/<token>``) require; every request's ``Host`` must name the served address
+(``127.0.0.1:PORT`` or ``localhost:PORT``: a page of another site whose name resolves to
+127.0.0.1, DNS rebinding, is refused) and a WebSocket's ``Origin``, when a browser sends
+one, must be the served page's own (a page of another origin, another local port among
+them, cannot open a session). Refusals are ``403`` with a one-line reason.
+
 Sessions never outlive their browser or the server. Each session's app runs without a
 shell, as the leader of its own process group (so a stop reaches everything it
 started, and a ctrl+c in the server's terminal reaches the server only). Ending a
@@ -17,8 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import os
+import secrets
 import shlex
 import signal
 import socket
@@ -27,6 +37,7 @@ from asyncio.subprocess import Process
 from pathlib import Path
 from typing import Any
 
+import aiohttp_jinja2
 from aiohttp import web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
@@ -166,18 +177,81 @@ class Session(AppService):
             signal_group(self._process, signal.SIGKILL)
 
 
-class SessionServer(Server):
-    """textual-serve's server with sessions that end (see the module docstring)."""
+class Gate:
+    """Who may use the server on :data:`HOST`:``port`` (see the module docstring).
 
-    def __init__(self, argv: list[str], **kwargs: Any) -> None:
+    ``token``: the secret the URL carries (default: 32 random bytes as 64 hex digits)."""
+
+    def __init__(self, port: int, token: str | None = None) -> None:
+        self.port = port
+        self.token = token or secrets.token_hex(32)
+        self.hosts = frozenset({f"{HOST}:{port}", f"localhost:{port}"})
+
+    @property
+    def url(self) -> str:
+        """The URL to open (printed by ``whenpro view --serve``)."""
+        return f"http://{HOST}:{self.port}/?token={self.token}"
+
+    def _token_ok(self, given: str) -> bool:
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    def refusal(self, path: str, headers: dict[str, str], query_token: str) -> str | None:
+        """Why a request for ``path`` (its ``headers``, lower-cased names; the page's
+        ``?token=``) is refused, or ``None`` when it may go on."""
+        host = headers.get("host", "").lower()
+        if host not in self.hosts:
+            return f"Host {host!r} is not the served address (open {self.url.split('?')[0]})"
+        if path == "/":
+            return None if self._token_ok(query_token) else "open the URL whenpro printed (with its token)"
+        if path == "/ws" or path.startswith("/ws/"):
+            if not self._token_ok(path.removeprefix("/ws").removeprefix("/")):
+                return "the session needs the token of the URL whenpro printed"
+            origin = headers.get("origin")
+            if origin is not None and origin.lower() != f"http://{host}":
+                return f"Origin {origin!r} is not the served page's"
+        return None
+
+
+class SessionServer(Server):
+    """textual-serve's server with sessions that end (see the module docstring), behind
+    ``gate``."""
+
+    def __init__(self, argv: list[str], gate: Gate, **kwargs: Any) -> None:
         super().__init__(shlex.join(argv), **kwargs)
         self.argv = argv
+        self.gate = gate
         self.sessions: set[Session] = set()
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
         app.on_shutdown.append(self._stop_sessions)
+        app.middlewares.append(self._guard)
+        app.router.add_get("/ws/{token}", self.handle_websocket)
         return app
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        refused = self.gate.refusal(request.path, headers, request.query.get("token", ""))
+        if refused is not None:
+            log.warning("refused %s %s: %s", request.method, request.path, refused)
+            return web.Response(status=403, text=f"whenpro: {refused}\n")
+        response: web.StreamResponse = await handler(request)
+        if request.path == "/":  # the page's URL holds the token: never sent on, never cached
+            response.headers["Referrer-Policy"] = "no-referrer"
+            response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @aiohttp_jinja2.template("app_index.html")
+    async def handle_index(self, request: web.Request) -> dict[str, Any]:
+        """textual-serve's page, its WebSocket URL carrying the token, on the host the
+        browser asked for (so the socket's origin is the page's)."""
+        return {
+            "font_size": to_int(request.query.get("fontsize", "16"), 16),
+            "app_websocket_url": f"ws://{request.host}/ws/{self.gate.token}",
+            "config": {"static": {"url": f"http://{request.host}/static/"}},
+            "application": {"name": self.title},
+        }
 
     async def _stop_sessions(self, _app: web.Application) -> None:
         await asyncio.gather(*(session.stop() for session in list(self.sessions)), return_exceptions=True)
@@ -219,13 +293,12 @@ class SessionServer(Server):
                 session.kill_now()
 
 
-def serve(target: str, *, show_labels: bool, images: str, port: int, save: bool = True) -> None:
-    """Serve the app on http://127.0.0.1:``port`` until interrupted (SIGINT or SIGTERM);
-    every session ends with the server."""
+def serve(target: str, *, show_labels: bool, images: str, gate: Gate, save: bool = True) -> None:
+    """Serve the app on http://127.0.0.1:``gate.port`` behind ``gate`` until interrupted
+    (SIGINT or SIGTERM); every session ends with the server."""
     root = str(Path(whenpro_core.__file__).resolve().parent.parent)
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if root not in parts:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
-    SessionServer(
-        serve_argv(target, show_labels=show_labels, images=images, save=save), host=HOST, port=port, title="whenpro"
-    ).serve()
+    argv = serve_argv(target, show_labels=show_labels, images=images, save=save)
+    SessionServer(argv, gate, host=HOST, port=gate.port, title="whenpro").serve()

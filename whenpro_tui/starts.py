@@ -151,13 +151,14 @@ def otlp_start(
     store: Path | None = None,
     allow_remote: bool = False,
     max_traces: int = 64,
+    token: str | None = None,
 ) -> Callable[[], Screen]:
     """The incoming-traces view; the receiver's port is bound now (ConfigError when it
     cannot be)."""
     from whenpro_core.live.setup import open_receiver
 
     make_judge, llm, protocol = _judges(opts)
-    receiver = open_receiver(address, store, allow_remote=allow_remote, max_traces=max_traces)
+    receiver = open_receiver(address, store, allow_remote=allow_remote, token=token, max_traces=max_traces)
 
     def make() -> Screen:
         from whenpro_tui.screens.incoming import IncomingScreen
@@ -196,6 +197,7 @@ def view_start(
     line_format: str | None = None,
     store: Path | None = None,
     allow_remote: bool = False,
+    token: str | None = None,
     sessions: bool = False,
 ) -> Callable[[], Screen] | None:
     """The first screen for ``whenpro view`` (see module docstring). ConfigError for
@@ -222,7 +224,7 @@ def view_start(
             raise ConfigError(f"{modes[0]} takes no PATH", expected=f"whenpro view {modes[0]} ...")
         if follow is not None:
             return follow_start(follow, live, line_format)
-        return otlp_start(otlp, live, store=store, allow_remote=allow_remote)
+        return otlp_start(otlp, live, store=store, allow_remote=allow_remote, token=token)
     if results:
         if path is not None:
             from whenpro_core.library.opening import check_target

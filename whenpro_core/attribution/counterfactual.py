@@ -54,6 +54,7 @@ from whenpro_core.llm.generation import (
     task_text,
     transcript_text,
 )
+from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Attribution, Step, ToolCall, Trace, Usage
 
 #: Default bound on the number of replays one verdict may run.
@@ -82,7 +83,7 @@ def same_action(a: Step, b: Step) -> bool:
     """True when two steps say and do the same (content and tool calls; ids ignored)."""
 
     def calls(s: Step) -> list[tuple[str, str]]:
-        return [(c.name, str(c.arguments)) for c in s.tool_calls]
+        return [(c.name, jsonio.as_text(c.arguments)) for c in s.tool_calls]
 
     return " ".join((a.content or "").split()) == " ".join((b.content or "").split()) and calls(a) == calls(b)
 

@@ -8,7 +8,10 @@ Long content is folded with ``<details>``. Labels (the ground truth, hidden step
 the failure mode in an id) appear only with ``labels=True``.
 
 Markdown is for pasting into an issue or an LLM chat: at most ``max_chars`` characters,
-each step's content capped, and a closing note of what was cut.
+each step's content capped, and a closing note of what was cut. Only whenpro's own markup
+is Markdown: trace text goes in fenced blocks (a fence longer than any backtick run in
+it), inline code spans (likewise) or is backslash-escaped (:func:`md_inline`), so a
+renderer that passes raw HTML through makes no element, link or emphasis of it.
 """
 
 from __future__ import annotations
@@ -184,7 +187,8 @@ def _step_html(step: Step, *, labels: bool, named: bool, images: _Images) -> str
         parts.append(_text_html(step.content, "content"))
     for call in step.tool_calls:
         parts.append(f"<p><span class=label>→ {_e(call.name)}</span></p>")
-        parts.append(_folded(_block_html(pretty_arguments(call.arguments)), str(call.arguments), "arguments"))
+        arguments = pretty_arguments(call.arguments)
+        parts.append(_folded(_block_html(arguments), arguments.text, "arguments"))
     if step.observation:
         parts.append("<p class=label>Observation</p>" + _text_html(step.observation, "observation"))
     if step.error:
@@ -270,13 +274,42 @@ def trace_html(trace: Trace, options: ExportOptions | None = None) -> str:
 # --------------------------------------------------------------------------- Markdown
 
 
+#: What could start Markdown or HTML inline (or, at a line start, a block): escaped.
+_MD_ACTIVE = re.compile(r"([\\`*_\[\]<>&#|~])")
+_LINE_BREAKS = re.compile(r"\s*\n\s*")
+
+
+def md_inline(text: object) -> str:
+    """Untrusted ``text`` as inert inline Markdown: cleaned (:func:`clean`), on one line,
+    every character that could make markup, a link or HTML backslash-escaped.
+    ``"<b>x</b>"`` -> ``"\\<b\\>x\\</b\\>"``."""
+    return _MD_ACTIVE.sub(r"\\\1", _LINE_BREAKS.sub(" ", clean(str(text))))
+
+
+def _backtick_fence(text: str, least: int) -> str:
+    """Backticks longer than any run of them in ``text`` (at least ``least``)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(least, longest + 1)
+
+
+def md_code_span(text: str) -> str:
+    """Untrusted ``text`` as one inline code span: cleaned, on one line, between fences
+    longer than any backtick run in it (padded with a space when it starts or ends with a
+    backtick or a space, which CommonMark strips); empty text is ``—``."""
+    text = _LINE_BREAKS.sub(" ", clean(text))
+    if not text:
+        return "—"
+    fence = _backtick_fence(text, 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _md_field(text: str, cap: int, cuts: list[str], where: str) -> str:
     text = clean(text)
     if len(text) > cap:
         cuts.append(f"{where}: {len(text) - cap:,} of {len(text):,} chars")
         text = text[:cap] + " …"
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
+    fence = _backtick_fence(text, 3)
     return f"{fence}\n{text}\n{fence}"
 
 
@@ -284,21 +317,21 @@ def _md_step(step: Step, labels: bool, cuts: list[str]) -> str:
     where = f"step {clean(step.coord or '#' + str(step.index))}"
     usage = step_usage(step)
     lines = [
-        f"### Step {clean(step.coord or '#' + str(step.index))} · {clean(step.agent)} · {clean(step.kind)}"
+        f"### Step {md_inline(step.coord or '#' + str(step.index))} · {md_inline(step.agent)} · {md_inline(step.kind)}"
         + (f" ({usage.text()})" if not usage.empty else "")
     ]
     if step.content:
         lines.append(_md_field(step.content, MARKDOWN_FIELD_CAP, cuts, where))
     for call in step.tool_calls:
-        lines.append(f"→ tool call `{clean(call.name)}`")
+        lines.append(f"→ tool call {md_code_span(call.name)}")
         lines.append(_md_field(pretty_arguments(call.arguments).text, MARKDOWN_FIELD_CAP, cuts, where + " arguments"))
     if step.observation:
         lines.append("Observation:\n" + _md_field(step.observation, MARKDOWN_FIELD_CAP, cuts, where + " observation"))
     if step.error:
         lines.append("Error:\n" + _md_field(step.error, MARKDOWN_FIELD_CAP, cuts, where + " error"))
-    lines += [f"_{media_label(m)}_" for m in step.media]
+    lines += [f"_{md_inline(media_label(m))}_" for m in step.media]
     if labels and step.hidden:
-        hidden = ", ".join(f"{clean(k)}: {clean(str(v))}" for k, v in step.hidden.items())
+        hidden = ", ".join(f"{md_inline(k)}: {md_inline(v)}" for k, v in step.hidden.items())
         lines.append("hidden fields (labels): " + hidden)
     return "\n\n".join(lines)
 
@@ -306,8 +339,9 @@ def _md_step(step: Step, labels: bool, cuts: list[str]) -> str:
 def _md_gt(gt: GroundTruth, tax: Taxonomy) -> str:
     """The ground-truth line: agent, step, mode name and reason."""
     return (
-        f"**Ground truth (labels):** agent {clean(gt.agent or '—')} · step {clean(gt.step or '—')} · "
-        f"mode {clean(tax.name(gt.mode)) if gt.mode else '—'} — {clean(gt.reason or '')}"
+        f"**Ground truth (labels):** agent {md_inline(gt.agent or ', '.join(gt.agents) or '—')} · "
+        f"step {md_inline(gt.step or '—')} · mode {md_inline(tax.name(gt.mode)) if gt.mode else '—'} — "
+        f"{md_inline(gt.reason or '')}"
     )
 
 
@@ -315,23 +349,23 @@ def _md_verdict(number: int, verdict: Attribution, tax: Taxonomy) -> str:
     """Verdict ``number`` as a numbered list item: agent, step, mode name, protocol and reason."""
     v = verdict
     return (
-        f"{number}. **{clean(v.agent or '—')}**, step **{clean(v.step or '—')}**, "
-        f"{clean(tax.name(v.mode)) if v.mode else '—'} ({clean(v.protocol)}): {clean(v.reason or '—')}"
+        f"{number}. **{md_inline(v.agent or '—')}**, step **{md_inline(v.step or '—')}**, "
+        f"{md_inline(tax.name(v.mode)) if v.mode else '—'} ({md_inline(v.protocol)}): {md_inline(v.reason or '—')}"
     )
 
 
 def _md_head(trace: Trace, opts: ExportOptions, tax: Taxonomy, cuts: list[str]) -> list[str]:
     """The Markdown before the steps: title line, task, answers, ground truth (with
     labels), verdicts and the Steps heading; a shortened task is noted in ``cuts``."""
-    ident = clean(trace.id if opts.labels else unlabelled_id(trace.id))
+    ident = md_inline(trace.id if opts.labels else unlabelled_id(trace.id))
     total = total_usage(trace.steps)
     head = [
         f"# {ident}",
-        f"{trace.outcome.value} · {clean(trace.framework)} · {clean(trace.benchmark or '—')} · "
+        f"{trace.outcome.value} · {md_inline(trace.framework)} · {md_inline(trace.benchmark or '—')} · "
         f"{len(trace.steps):,} steps" + (f" · {total.text()}" if not total.empty else ""),
         "## Task",
         _md_field(trace.task.query or "—", MARKDOWN_FIELD_CAP, cuts, "task"),
-        f"**Gold:** {clean(trace.task.answer or '—')} · **Final:** {clean(trace.final_answer or '—')}",
+        f"**Gold:** {md_inline(trace.task.answer or '—')} · **Final:** {md_inline(trace.final_answer or '—')}",
     ]
     if opts.labels and trace.ground_truth is not None:
         head.append(_md_gt(trace.ground_truth, tax))
@@ -358,7 +392,7 @@ def _md_cut_note(cuts: list[str], left_out: int, max_chars: int) -> str:
     if cuts:
         note.append(
             f"{len(cuts)} field(s) shortened to {MARKDOWN_FIELD_CAP:,} chars ("
-            + "; ".join(cuts[:5])
+            + "; ".join(md_inline(cut) for cut in cuts[:5])
             + (" …" if len(cuts) > 5 else "")
             + ")"
         )

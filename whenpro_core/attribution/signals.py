@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from whenpro_core.storage import jsonio
 from whenpro_core.trace.evidence import (
     answer_matches,
     answer_values,
@@ -289,7 +290,7 @@ def _operands(step: Step, value: str) -> list[str] | None:
     the value itself."""
     texts: list[str] = []
     if step.tool_calls and contains_value(step.observation or "", value):
-        texts = [str(c.arguments) for c in step.tool_calls]
+        texts = [jsonio.as_text(c.arguments) for c in step.tool_calls]
     else:
         for expr, result, _ in _equations(capped(step.content or "")):
             if normalize_number(result) == value and _safe_eval(expr) is not None:
@@ -496,7 +497,7 @@ def _only_reports(ctx: Context, step: Step) -> bool:
     if step.index != ctx.final_index:
         return False
     return not step.tool_calls or all(
-        "final" in c.name.lower() or "final_answer" in str(c.arguments) for c in step.tool_calls
+        "final" in c.name.lower() or "final_answer" in jsonio.as_text(c.arguments) for c in step.tool_calls
     )
 
 
@@ -527,11 +528,7 @@ def _action_digest(step: Step) -> str:
     here (keyed on their first 500 characters, Claude Code's TodoWrite updates, which
     resend the list with one status moved, were called repeated unchanged)."""
     text = " ".join((step.content or "").split()).lower().encode()
-    calls = orjson.dumps(
-        [[c.name, c.arguments] for c in step.tool_calls],
-        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
-        default=str,
-    )
+    calls = jsonio.dumps([[c.name, c.arguments] for c in step.tool_calls], sort_keys=True, default=str)
     return hashlib.blake2b(text + b"\0" + calls, digest_size=16).hexdigest()
 
 

@@ -168,6 +168,11 @@ def view(
     ),
     store: Path | None = typer.Option(None, "--store", help="With --otlp: folder for received traces."),
     allow_remote: bool = typer.Option(False, "--allow-remote", help="With --otlp: listen on a non-loopback address."),
+    token: str | None = typer.Option(
+        None,
+        "--token",
+        help="With --otlp: the token exporters must send in an Authorization header (generated with --allow-remote).",
+    ),
 ) -> None:
     """Open the trace debugger (TUI) on a trace, a dataset, bench results or a live run.
 
@@ -188,6 +193,7 @@ def view(
         otlp=otlp,
         store=store,
         allow_remote=allow_remote,
+        token=token,
         sessions=sessions_,
     )
 
@@ -726,6 +732,11 @@ def watch(
     allow_remote: bool = typer.Option(
         False, "--allow-remote", help="With --otlp: allow listening on a non-loopback address."
     ),
+    token: str | None = typer.Option(
+        None,
+        "--token",
+        help="With --otlp: the token exporters must send in an Authorization header (generated with --allow-remote).",
+    ),
 ) -> None:
     """Follow a running agent and attribute as it goes; one line per verdict.
 
@@ -750,6 +761,7 @@ def watch(
         store=store,
         allow_remote=allow_remote,
         preset=preset,
+        token=token,
     )
 
 
@@ -760,7 +772,14 @@ def serve(
     store: Path | None = typer.Option(
         None, "--store", help="Folder for received traces (default: the user data folder's live/)."
     ),
-    allow_remote: bool = typer.Option(False, "--allow-remote", help="Allow listening on a non-loopback address."),
+    allow_remote: bool = typer.Option(
+        False, "--allow-remote", help="Allow listening on a non-loopback address (needs a token; plain HTTP)."
+    ),
+    token: str | None = typer.Option(
+        None,
+        "--token",
+        help="The token exporters must send in an Authorization header (generated with --allow-remote).",
+    ),
     max_traces: int = typer.Option(64, "--max-traces", min=1, help="Traces kept in memory at most."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event line."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing per trace."),
@@ -776,6 +795,7 @@ def serve(
         otlp,
         store=store,
         allow_remote=allow_remote,
+        token=token,
         max_traces=max_traces,
         as_json=as_json,
         quiet=quiet,

@@ -19,7 +19,14 @@ def watch(file: str | None, **options: Any) -> None:
 
 
 def serve(
-    otlp: str | None, *, store: Path | None, allow_remote: bool, max_traces: int, tui: bool, **options: Any
+    otlp: str | None,
+    *,
+    store: Path | None,
+    allow_remote: bool,
+    max_traces: int,
+    tui: bool,
+    token: str | None = None,
+    **options: Any,
 ) -> None:
     """``whenpro serve --otlp``: the receiver storing traces as they arrive (``options``:
     as_json, quiet, fsync), or with ``tui`` its live view in the TUI."""
@@ -28,8 +35,8 @@ def serve(
     if tui:  # tuiresults: the incoming-traces view of whenpro view --otlp
         from whenpro_core.cli import view
 
-        view.otlp_view(otlp, store=store, allow_remote=allow_remote, max_traces=max_traces)
+        view.otlp_view(otlp, store=store, allow_remote=allow_remote, max_traces=max_traces, token=token)
         return
     from whenpro_core.cli.watch import serve_command
 
-    serve_command(otlp, store=store, allow_remote=allow_remote, max_traces=max_traces, **options)
+    serve_command(otlp, store=store, allow_remote=allow_remote, max_traces=max_traces, token=token, **options)

@@ -84,7 +84,7 @@ def view(
 ) -> None:
     """``whenpro view``: refuse contradicting options (ConfigError), then open the diff of
     ``path`` and ``other``, the screen ``starts`` asks for (``results``, ``validate``,
-    ``follow``, ``otlp``, ``store``, ``allow_remote``, ``sessions``; see
+    ``follow``, ``otlp``, ``store``, ``allow_remote``, ``token``, ``sessions``; see
     :func:`whenpro_tui.starts.view_start`), or the trace/dataset at ``path`` — in a browser
     on ``serve_port`` when given."""
     if starts.get("follow") is None and starts.get("otlp") is None and live.given():
@@ -137,21 +137,23 @@ def _live_options(live: LiveJudging) -> Any:
 
 
 def _serve(path: str | None, display: Display, port: int) -> None:
-    """Serve the app on ``path`` in a browser at 127.0.0.1:``port`` until ctrl+c."""
-    from whenpro_tui.serve import HOST, check_port
+    """Serve the app on ``path`` in a browser at 127.0.0.1:``port`` until ctrl+c, behind
+    a fresh token (printed in the URL)."""
+    from whenpro_tui.serve import Gate, check_port
     from whenpro_tui.serve import serve as serve_app
 
     if path is None:
         raise ConfigError("--serve opens a PATH", expected="whenpro view PATH --serve")
     check_port(port)
-    output.note(f"whenpro: serving on http://{HOST}:{port} (ctrl+c stops)")
-    serve_app(path, show_labels=display.labels, images=display.images, port=port, save=display.save)
+    gate = Gate(port)
+    output.note(f"whenpro: serving on {gate.url} (ctrl+c stops; the token in the URL is its key)")
+    serve_app(path, show_labels=display.labels, images=display.images, gate=gate, save=display.save)
 
 
-def otlp_view(otlp: str, *, store: Path | None, allow_remote: bool, max_traces: int) -> None:
+def otlp_view(otlp: str, *, store: Path | None, allow_remote: bool, max_traces: int, token: str | None = None) -> None:
     """``whenpro serve --tui``: the incoming-traces view of ``whenpro view --otlp``."""
     from whenpro_tui.app import run
     from whenpro_tui.starts import LiveOptions, otlp_start
 
-    start = otlp_start(otlp, LiveOptions(), store=store, allow_remote=allow_remote, max_traces=max_traces)
+    start = otlp_start(otlp, LiveOptions(), store=store, allow_remote=allow_remote, max_traces=max_traces, token=token)
     run("", started_ns=START_NS, start=start)

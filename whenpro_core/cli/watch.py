@@ -221,6 +221,7 @@ def watch_command(
     store: Path | None,
     allow_remote: bool,
     preset: str | None = None,
+    token: str | None = None,
 ) -> int:
     """Run ``whenpro watch``; returns the exit status (see the module doc). ``preset``
     (``--preset``) is refused in one line before anything runs (:func:`~whenpro_core.live.setup.final_protocol`)."""
@@ -245,7 +246,7 @@ def watch_command(
                 await _watch_file(file, make(""), printer, idle_timeout, line_format)
             else:
                 assert otlp is not None  # checked above: a FILE or --otlp
-                await _watch_otlp(otlp, make, printer, idle_timeout, store, allow_remote)
+                await _watch_otlp(otlp, make, printer, idle_timeout, store, (allow_remote, token))
         finally:
             if judge is not None:
                 await judge.aclose()
@@ -273,17 +274,27 @@ async def _watch_file(
         raise ConfigError(f"{file} never appeared{waited}", expected="a trace file an agent writes")
 
 
+def _say_client_note(receiver: Any) -> None:
+    """Print (stderr) the token exporters must send and that traffic is unencrypted, when
+    the receiver needs a token."""
+    if receiver.client_note:
+        sys.stderr.write(f"whenpro: {receiver.client_note}\n")
+    sys.stderr.flush()
+
+
 async def _watch_otlp(
     address: str,
     make: Callable[[str], LiveJudge],
     printer: Printer,
     idle_timeout: float | None,
     store_dir: Path | None,
-    allow_remote: bool,
+    remote: tuple[bool, str | None],
 ) -> None:
-    receiver = open_receiver(address, store_dir, allow_remote=allow_remote)
+    """Receive on ``address`` and attribute each trace; ``remote``: (allow_remote, token)."""
+    receiver = open_receiver(address, store_dir, allow_remote=remote[0], token=remote[1])
     with receiver:
         sys.stderr.write(f"whenpro: receiving OTLP traces at {receiver.endpoint} (store: {receiver.store.folder})\n")
+        _say_client_note(receiver)
         sys.stderr.flush()
         async for ev in attribute_store(receiver.store, make, idle_timeout=idle_timeout):
             printer(ev)
@@ -298,6 +309,7 @@ def serve_command(
     as_json: bool,
     quiet: bool,
     fsync: bool = False,
+    token: str | None = None,
 ) -> None:
     """Run ``whenpro serve --otlp``: the receiver and store until interrupted (Ctrl-C or
     SIGTERM end it cleanly, after writing what is pending).
@@ -305,7 +317,7 @@ def serve_command(
     The signals only set a flag the loop checks between events (never an exception
     raised wherever the main thread is): an event taken from the queue is always
     printed, and every event announced before the store stopped is printed after."""
-    receiver = open_receiver(address, store, allow_remote=allow_remote, max_traces=max_traces, fsync=fsync)
+    receiver = open_receiver(address, store, allow_remote=allow_remote, token=token, max_traces=max_traces, fsync=fsync)
     printer = Printer(as_json=as_json, show_steps=True)
     sub = receiver.store.subscribe()
     stopping = threading.Event()
@@ -320,7 +332,7 @@ def serve_command(
                 f"whenpro: receiving OTLP traces at {receiver.endpoint} "
                 f"(store: {receiver.store.folder}); Ctrl-C stops\n"
             )
-            sys.stderr.flush()
+            _say_client_note(receiver)
             while not stopping.is_set():
                 ev = sub.get(STOP_POLL_S)
                 if ev is not None and not quiet:

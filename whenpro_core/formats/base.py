@@ -249,10 +249,7 @@ def as_text(value: Any) -> str:
         return value
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return "\n".join(value)
-    try:
-        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
-    except TypeError:
-        return str(value)
+    return jsonio.pretty(value)
 
 
 def maybe_json(value: Any) -> Any:

@@ -7,9 +7,11 @@ real_traces/inspect-ai-logs; ``UKGovernmentBEIS/inspect_ai`` log format, version
   ``summaries.json``, ``reductions.json``. Members are read as streams with :mod:`zipfile`,
   never extracted, one sample at a time (:func:`read_capped`): at most
   :data:`MAX_MEMBER_BYTES` expanded per member and :data:`MAX_TOTAL_BYTES` per archive. A
-  sample past either limit is not read (a zip bomb of 1.4 MB that expands to 1.4 GiB costs
-  no more than the limits): the samples read import, and a warning on stderr names what was
-  left out; a header past the limit is a TraceFormatError. inspect-ai 0.3.x compresses
+  sample past either limit, or holding more than :data:`MAX_MEMBER_CONTAINERS` JSON
+  arrays and objects (counted before it is parsed), or whose member cannot be read (a bad
+  CRC, a broken compressed stream), is not read (a zip bomb of 1.4 MB that expands to
+  1.4 GiB costs no more than the limits): the samples read import, and a warning on
+  stderr names what was left out; a header past the limit is a TraceFormatError. inspect-ai 0.3.x compresses
   members with Zstandard (ZIP method 93, which :mod:`zipfile` reads only from Python 3.14):
   those are decompressed as a stream by the ``zstandard`` library (:func:`open_member`).
 
@@ -59,6 +61,7 @@ from whenpro_core.formats.base import (
 )
 from whenpro_core.formats.chat import chat_step
 from whenpro_core.formats.registry import natural_key
+from whenpro_core.storage import jsonio
 from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, Modality, Outcome, Source, Step, Task, Trace, TraceSummary
 
@@ -66,6 +69,11 @@ from whenpro_core.trace.model import Agent, Modality, Outcome, Source, Step, Tas
 #: archive in all: a sane size for an evaluation log, far below what a zip bomb expands to.
 MAX_MEMBER_BYTES = 128 * 1024 * 1024
 MAX_TOTAL_BYTES = 512 * 1024 * 1024
+#: JSON arrays and objects one member may hold (counted before parsing,
+#: :func:`~whenpro_core.storage.jsonio.containers`): within the byte cap, 120 MiB of
+#: ``[],`` is 40 million lists, gigabytes once parsed. Nesting is held to
+#: :data:`~whenpro_core.storage.jsonio.MAX_DEPTH` levels by the parser.
+MAX_MEMBER_CONTAINERS = 2_000_000
 _CHUNK = 1024 * 1024
 _REF = re.compile(r"(?:attachment|tc)://([0-9a-f]{8,64})")
 _SAMPLE = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json$")
@@ -344,7 +352,13 @@ class InspectJsonImporter(DocumentImporter):
 
 
 class MemberTooLarge(TraceFormatError):
-    """An archive member expands past the bytes it may take (:func:`read_capped`)."""
+    """An archive member expands past the bytes it may take (:func:`read_capped`), or
+    holds more arrays and objects than :data:`MAX_MEMBER_CONTAINERS`."""
+
+
+class MemberUnreadable(TraceFormatError):
+    """An archive member cannot be read (a bad CRC, a broken compressed stream): its
+    sample is left out, the others are read."""
 
 
 def _mib(n: int) -> str:
@@ -410,9 +424,15 @@ class InspectEvalImporter(FileImporter):
             with open_member(zf, name) as fh:
                 data = read_capped(fh, limit, name=name, path=path)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, zstandard.ZstdError) as exc:
-            raise TraceFormatError(f"cannot read {name} from the archive ({exc})", path=path) from None
+            raise MemberUnreadable(f"cannot read {name} from the archive ({exc}); not read", path=path) from None
         if budget is not None:
             budget.left -= len(data)
+        if jsonio.containers(data, MAX_MEMBER_CONTAINERS) > MAX_MEMBER_CONTAINERS:
+            raise MemberTooLarge(
+                f"{name} holds more than {MAX_MEMBER_CONTAINERS:,} JSON arrays and objects; not read",
+                path=path,
+                expected=f"archive members of at most {MAX_MEMBER_CONTAINERS:,} arrays and objects",
+            )
         try:
             return parse_json(data, path)
         except TraceFormatError as exc:
@@ -456,6 +476,11 @@ class InspectEvalImporter(FileImporter):
                     continue
                 try:
                     sample = self._read(zf, name, path, budget)
+                except MemberUnreadable as exc:
+                    if key is not None:
+                        raise
+                    budget.notes.append(exc.what)
+                    continue
                 except MemberTooLarge as exc:
                     if key is not None:
                         raise
@@ -489,8 +514,11 @@ class InspectEvalImporter(FileImporter):
         yield from rows
 
     def load(self, path: Path, key: str | None, root: Path | None) -> Trace:
-        for trace in self._traces(path, root, key):
+        budget = _Budget()
+        for trace in self._traces(path, root, key, budget):
             return trace
+        if key is None and budget.notes:  # every sample left out: say why
+            raise TraceFormatError("; ".join(budget.notes), path=path)
         if key is not None and key.isdigit():  # a 1-based position, as for other files
             traces = self.load_all(path, root)
             if 1 <= int(key) <= len(traces):

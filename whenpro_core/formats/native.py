@@ -34,13 +34,20 @@ def dumps_trace(trace: Trace, *, indent: bool = True) -> bytes:
     serialises (about 255 levels): those are set aside before ``model_dump`` and put back
     after, so any depth up to :data:`~whenpro_core.storage.jsonio.MAX_DEPTH` is written; deeper
     is a TraceFormatError naming the JSON path."""
+    return jsonio.dumps(model_json(trace), indent=indent)
+
+
+def model_json(model: BaseModel, include: set[str] | None = None) -> Any:
+    """``model.model_dump(mode="json", include=include)`` at any depth: free-form values
+    nested deeper than pydantic serialises are set aside and put back (see
+    :func:`dumps_trace`)."""
     try:
-        doc = trace.model_dump(mode="json")
+        return model.model_dump(mode="json", include=include)
     except ValueError:  # pydantic-core: "Circular reference detected (depth exceeded)"
         stash: list[Any] = []
         token = f"\x00whenpro-deep-{uuid.uuid4().hex}:"
-        doc = _put_back(_set_aside_deep(trace, stash, token).model_dump(mode="json"), stash, token)
-    return jsonio.dumps(doc, indent=indent)
+        shallow = _set_aside_deep(model, stash, token).model_dump(mode="json", include=include)
+        return _put_back(shallow, stash, token)
 
 
 #: Free-form values nested deeper than this are serialised outside pydantic.

@@ -141,12 +141,17 @@ def attributes(items: Any) -> dict[str, Any]:
     return out
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
 def hex_id(value: Any) -> str | None:
-    """A trace or span id as lower-case hex: hex as is, base64 decoded, empty -> None."""
+    """A trace or span id as lower-case hex: hex (any length: OTLP/JSON writes hex) as
+    is, else base64 (protobuf's JSON mapping) decoded, else the value as given (refused
+    later, quoted as sent); empty -> None."""
     if not isinstance(value, str) or not value:
         return None
     low = value.lower()
-    if len(low) in (16, 32) and all(c in "0123456789abcdef" for c in low):
+    if _HEX.issuperset(low):
         return low
     try:
         return base64.b64decode(value, validate=True).hex() or None

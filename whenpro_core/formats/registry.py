@@ -28,6 +28,7 @@ from whenpro_core.formats.base import (
     read_json_file,
     require_regular_file,
 )
+from whenpro_core.storage.fsutil import exists
 from whenpro_core.storage.gcpause import paused_gc
 from whenpro_core.trace.model import Trace, TraceSummary
 
@@ -135,11 +136,15 @@ def _importers() -> tuple[list[DocumentImporter], list[FileImporter]]:
 
 
 def split_ref(ref: str | Path) -> tuple[Path, str | None]:
-    """Split ``path#key`` into the path and the key (``None`` when absent). A ``#`` that
-    is part of an existing file name is kept."""
+    """Split ``path#key`` (at the last ``#``) into the path and the key (``None`` when
+    absent). The key never reaches the file system, so a key of any length is a key:
+    only when the part before the ``#`` is not an existing file is the whole text tried
+    as a file name (a ``#`` in an existing file's name is kept)."""
     text = str(ref)
-    if "#" in text and not Path(text).exists():
-        path, _, key = text.rpartition("#")
+    if "#" not in text:
+        return Path(text), None
+    path, _, key = text.rpartition("#")
+    if exists(path) or not exists(text):
         return Path(path), key or None
     return Path(text), None
 
@@ -312,7 +317,7 @@ def iter_files(target: str | Path) -> Iterator[Path]:
     text = str(target)
     if not text.strip():
         raise TraceFormatError("empty path", expected="a trace file, folder or glob")
-    if any(ch in text for ch in "*?[") and not Path(text).exists():
+    if any(ch in text for ch in "*?[") and not exists(text):
         matches = [Path(m) for m in sorted(globlib.glob(text, recursive=True), key=natural_key)]
         files = [m for m in matches if not m.is_dir()]  # a pipe or device: an error row
         if not files:

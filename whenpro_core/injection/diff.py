@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
+from whenpro_core.formats.native import model_json
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.storage import jsonio
 from whenpro_core.storage.jsonio import JSONObject
@@ -80,7 +81,8 @@ class TraceDiff:
 
 
 def _view(step: Step) -> JSONObject:
-    return step.model_dump(mode="json", include=set(COMPARED))
+    view: JSONObject = model_json(step, include=set(COMPARED))  # any depth the readers take
+    return view
 
 
 def differing_fields(a: Step, b: Step) -> list[str]:

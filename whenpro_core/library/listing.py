@@ -18,6 +18,7 @@ from pathlib import Path
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats.registry import error_summary, find_root, iter_files, names_a_file, summarize_file
 from whenpro_core.injection.verify import check_answer
+from whenpro_core.storage.fsutil import exists
 from whenpro_core.trace.model import Modality, Outcome, TraceSummary
 from whenpro_core.trace.taxonomy import Taxonomy
 from whenpro_core.views.traceview import unlabelled_id
@@ -250,7 +251,7 @@ def walk_rows(target: str | Path) -> Iterator[TraceSummary]:
     unexpected way (a bug, not a WhenproError) also becomes an error row instead of
     ending the listing. Raises TraceFormatError only when ``target`` names nothing."""
     text = str(target)
-    start = Path(text) if Path(text).exists() else None
+    start = Path(text) if exists(text) else None
     stop = start if start is not None and start.is_dir() else None
     direct = start is not None and names_a_file(start)
     for path in iter_files(target):

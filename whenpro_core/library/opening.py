@@ -24,13 +24,14 @@ from whenpro_core.formats.registry import (
     summarize_file,
 )
 from whenpro_core.formats.whenpro_files import is_results_file
+from whenpro_core.storage.fsutil import exists
 from whenpro_core.storage.gcpause import paused_gc
 from whenpro_core.trace.model import Trace, TraceSummary
 
 
 def is_glob(target: str) -> bool:
     """True when ``target`` is a glob pattern rather than an existing path."""
-    return any(ch in target for ch in "*?[") and not Path(target).exists()
+    return any(ch in target for ch in "*?[") and not exists(target)
 
 
 def check_target(target: str) -> None:

@@ -15,6 +15,7 @@ from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import dumps_trace, write_trace
 from whenpro_core.formats.registry import names_a_file, split_ref
+from whenpro_core.safety.textsafe import inert_json
 from whenpro_core.storage.fsutil import atomic_write_bytes, check_output_file, safe_name
 from whenpro_core.trace.model import Trace, TraceSummary
 
@@ -245,7 +246,7 @@ def _write_converted(trace: Trace, target: Path | None, *, to: str = "native") -
     if trace.source.format != "native":
         trace.extras.setdefault("converted_from", {"format": trace.source.format, "ref": trace.source.ref()})
     if target is None:
-        sys.stdout.buffer.write(_serialise(trace, to) + b"\n")
+        sys.stdout.buffer.write(inert_json(_serialise(trace, to)) + b"\n")  # a terminal, maybe
         sys.stdout.flush()
         return []
     problems = copy_media(trace, target.parent)

@@ -55,6 +55,11 @@ class Deadlines:
             self._expired.discard(sock)
             return expired
 
+    def passed(self, sock: socket.socket) -> bool:
+        """True when the deadline of ``sock`` has passed (its clock keeps running)."""
+        with self._cond:
+            return sock in self._expired
+
     def close(self) -> None:
         """Stop the watchdog thread."""
         with self._cond:

@@ -8,7 +8,7 @@ specification (opentelemetry-proto ``docs/specification.md``, "OTLP/HTTP"):
 * ``POST /v1/traces`` with ``Content-Type: application/x-protobuf`` (a binary
   ``ExportTraceServiceRequest``, parsed with ``opentelemetry-proto``) or
   ``application/json`` (OTLP/JSON: hex ids, lowerCamelCase); ``Content-Encoding: gzip``
-  or none; ``Content-Length`` or chunked bodies.
+  (every member of a multi-member body; other bytes after them are a 400) or none; ``Content-Length`` or chunked bodies.
 * ``200`` with an ``ExportTraceServiceResponse`` in the request's encoding (with
   ``partialSuccess`` when spans were rejected over a trace's span cap); ``400`` for a
   malformed body (nothing of it is stored); ``404`` another path; ``405`` another method;
@@ -20,7 +20,10 @@ specification (opentelemetry-proto ``docs/specification.md``, "OTLP/HTTP"):
   encoding. A refused request's body is read (and dropped) before the answer, so the
   client gets the answer, not a TCP reset.
 
-Safety: it binds to loopback unless ``allow_remote`` is set; on loopback it answers only
+Safety: it binds to loopback unless ``allow_remote`` is set, and off loopback it needs a
+token (given, or generated): every export must carry ``Authorization: Bearer <token>``
+(401 otherwise; a token given on loopback is checked too). Traffic is plain HTTP, not
+encrypted: :attr:`OtlpReceiver.client_note` says so with the header to set. On loopback it answers only
 requests whose ``Host`` is a loopback name (no DNS rebinding from a web page), and
 browsers cannot post to it without a CORS preflight it never grants. Bodies are capped
 before and after decompression; a socket silent for ``socket_timeout`` seconds is closed,
@@ -36,7 +39,9 @@ heavy work (rebuilding and writing traces) happens in the store's flusher thread
 from __future__ import annotations
 
 import contextlib
+import hmac
 import ipaddress
+import secrets
 import socket
 import threading
 import zlib
@@ -139,7 +144,7 @@ def _status_proto(code: int, message: str) -> bytes:
 
 
 #: gRPC status codes used in error bodies, by HTTP status.
-_GRPC = {400: 3, 404: 5, 405: 12, 408: 4, 411: 3, 413: 8, 415: 3, 500: 13, 503: 14}
+_GRPC = {400: 3, 401: 16, 404: 5, 405: 12, 408: 4, 411: 3, 413: 8, 415: 3, 500: 13, 503: 14}
 
 
 class _Rejected(Exception):
@@ -155,6 +160,8 @@ class OtlpReceiver:
         store: where traces go (its flusher is started and stopped with the receiver).
         host, port: where to listen (port 0 picks a free one; see :attr:`port`).
         allow_remote: permit a non-loopback address (ConfigError otherwise).
+        token: the bearer token exports must carry; off loopback one is generated when
+            none is given (see :attr:`token`, :attr:`client_note`). ConfigError when empty.
         max_body: the request size limit in bytes.
         max_in_flight: exports decoded and stored at once; more get 503 with
             ``Retry-After: 1`` (the slot is taken once the body is read).
@@ -178,6 +185,7 @@ class OtlpReceiver:
         port: int = DEFAULT_PORT,
         *,
         allow_remote: bool = False,
+        token: str | None = None,
         max_body: int = DEFAULT_MAX_BODY,
         max_in_flight: int = 32,
         socket_timeout: float = 30.0,
@@ -197,6 +205,10 @@ class OtlpReceiver:
         self.socket_timeout = socket_timeout
         self.request_timeout = request_timeout
         self.loopback_only = is_loopback(host)
+        if token is not None and not token.strip():
+            raise ConfigError("--token is empty", expected="a token exporters send as Authorization: Bearer TOKEN")
+        #: The bearer token exports must carry (``None``: none needed, loopback only).
+        self.token = token if token is not None else None if self.loopback_only else secrets.token_hex(24)
         self._slots = threading.BoundedSemaphore(max_in_flight)
         self.admission = Admission(max_connections, max_per_client, max(max_buffered, max_body))
         self.deadlines = Deadlines()
@@ -229,6 +241,24 @@ class OtlpReceiver:
     def base_url(self) -> str:
         """The base URL (``OTEL_EXPORTER_OTLP_ENDPOINT``; exporters append /v1/traces)."""
         return self.endpoint.removesuffix(TRACES_PATH)
+
+    @property
+    def client_note(self) -> str:
+        """What an exporter must send when a token is needed, and that traffic is not
+        encrypted; empty when no token is needed."""
+        if self.token is None:
+            return ""
+        return (
+            f"exporters must send the token {self.token}, e.g. "
+            f"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20{self.token}; traffic is unencrypted "
+            "plain HTTP: spans and the token can be read on the network (use a TLS proxy or an SSH tunnel)"
+        )
+
+    def authorized(self, header: str | None) -> bool:
+        """True when no token is needed or ``header`` (an ``Authorization`` value) carries it."""
+        if self.token is None:
+            return True
+        return hmac.compare_digest((header or "").strip().encode(), f"Bearer {self.token}".encode())
 
     def start(self) -> OtlpReceiver:
         """Serve in a background thread (and start the store's flusher)."""
@@ -311,16 +341,25 @@ class OtlpReceiver:
         return out, {"spans": result.accepted, "traces": result.trace_ids}
 
     def _gunzip(self, body: bytes) -> bytes:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            out = d.decompress(body, self.max_body + 1)
-        except zlib.error as exc:
-            raise _Rejected(400, f"bad gzip body: {exc}") from None
-        if len(out) > self.max_body or d.unconsumed_tail:
-            raise _Rejected(413, f"body is over {self.max_body} bytes once decompressed")
-        if not d.eof:
-            raise _Rejected(400, "bad gzip body: truncated")
-        return out
+        """``body`` decompressed: every gzip member in turn (as ``gzip -d`` reads them),
+        at most ``max_body`` bytes in all (413 over it); 400 for a bad or truncated
+        member, or bytes after the last member that do not start another one."""
+        out = bytearray()
+        rest = body
+        while rest:
+            if not rest.startswith(b"\x1f\x8b"):
+                raise _Rejected(400, f"bad gzip body: {len(rest)} bytes after the gzip data are not a gzip member")
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            try:
+                out += d.decompress(rest, self.max_body + 1 - len(out))
+            except zlib.error as exc:
+                raise _Rejected(400, f"bad gzip body: {exc}") from None
+            if len(out) > self.max_body or d.unconsumed_tail:
+                raise _Rejected(413, f"body is over {self.max_body} bytes once decompressed")
+            if not d.eof:
+                raise _Rejected(400, "bad gzip body: truncated")
+            rest = d.unused_data
+        return bytes(out)
 
     def reject(self, status: int, reason: str) -> None:
         """Count and announce a refused request."""
@@ -477,11 +516,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _refuse_early(self, ctype: str) -> str | None:
         """Why a request is refused before its body is kept (host, path, type, too many
-        connections), or ``None``; the caller reads the body away and answers."""
+        connections), or ``None``; the caller reads the body away and answers. Headers
+        cut short by the request deadline are a late request (408), whatever they lack."""
+        if self.receiver.deadlines.passed(self.connection):
+            return f"408 request not received within {self.receiver.request_timeout:g} s"
         if not self._host_ok():
             return "400 Host is not a loopback name"
         if self.path.split("?")[0] != TRACES_PATH:
             return f"404 no such endpoint (traces go to {TRACES_PATH})"
+        if not self.receiver.authorized(self.headers.get("Authorization")):
+            return "401 missing or wrong token (Authorization: Bearer TOKEN, as whenpro printed)"
         if ctype not in (PROTOBUF, JSON):
             return f"415 unsupported Content-Type {ctype!r} ({PROTOBUF} or {JSON})"
         if self.refused is not None:

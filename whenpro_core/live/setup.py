@@ -87,16 +87,20 @@ def open_receiver(
     store_dir: Path | None,
     *,
     allow_remote: bool,
+    token: str | None = None,
     max_traces: int = 64,
     max_body: int | None = None,
     fsync: bool = False,
 ) -> Any:
     """An :class:`~whenpro_core.live.otlp_server.OtlpReceiver` (not yet started) over a
     :class:`~whenpro_core.live.store.LiveStore` in ``store_dir`` (default: the user data
-    folder's ``live/``); ``fsync``: fsync each export before acknowledging it."""
+    folder's ``live/``); ``fsync``: fsync each export before acknowledging it; ``token``:
+    the bearer token exports must carry (generated off loopback when ``None``)."""
     host, port = parse_address(address)
     folder = Path(store_dir) if store_dir is not None else live_dir()
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{folder} is not a folder", expected="--store DIR, a folder for the traces")
     store = LiveStore(folder, max_traces=max_traces, fsync=fsync)
-    return OtlpReceiver(store, host, port, allow_remote=allow_remote, max_body=max_body or DEFAULT_MAX_BODY)
+    return OtlpReceiver(
+        store, host, port, allow_remote=allow_remote, token=token, max_body=max_body or DEFAULT_MAX_BODY
+    )

@@ -221,8 +221,9 @@ class LiveStore:
         """The native file of ``trace_id``; TraceFormatError for an id that is not hex
         (``where``: the span's JSON path, for the message)."""
         if not TRACE_ID.fullmatch(trace_id or ""):
+            hex_digits = bool(trace_id) and set(trace_id) <= set("0123456789abcdef")
             raise TraceFormatError(
-                f"trace id {trace_id[:40]!r} is not hex",
+                f"trace id {trace_id[:40]!r} " + (f"has {len(trace_id)} hex digits" if hex_digits else "is not hex"),
                 json_path=f"{where}.traceId",
                 expected="16 to 64 lower-case hex digits",
             )

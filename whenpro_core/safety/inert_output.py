@@ -15,8 +15,9 @@ writes to the terminal itself (:func:`terminal_stream`), renders only constant l
 numbers and already-inert names, and while one runs the streams it redirects into it are
 put behind :class:`InertStream` again (:func:`whenpro_core.cli.output.live`).
 
-Binary writes (``sys.stdout.buffer``: ``convert … -`` writing JSON, whose control
-characters are escaped) and the TUI (Textual writes to ``sys.__stderr__``) are not wrapped.
+Binary writes (``sys.stdout.buffer``: ``convert … -`` writing JSON, whose C0 controls
+JSON escapes and whose DEL, C1 and bidi controls :func:`~whenpro_core.safety.textsafe.inert_json`
+escapes) and the TUI (Textual writes to ``sys.__stderr__``) are not wrapped.
 """
 
 from __future__ import annotations

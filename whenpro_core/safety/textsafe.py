@@ -53,6 +53,20 @@ def clean(text: str | None) -> str:
     return _UNSAFE.sub(_visible, text)
 
 
+#: What JSON writes raw but a terminal may act on: DEL, C1 controls, bidi controls.
+_JSON_RAW_UNSAFE = re.compile("[\x7f-\x9f" + BIDI_CONTROLS + "]")
+
+
+def inert_json(data: bytes) -> bytes:
+    """UTF-8 JSON text with every DEL, C1 control and bidi control written as a
+    ``\\uXXXX`` escape: the same JSON value, with nothing a terminal interprets (JSON
+    escapes C0 controls itself; these can only stand inside strings)."""
+    text = data.decode("utf-8")
+    if _JSON_RAW_UNSAFE.search(text) is None:
+        return data
+    return _JSON_RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text).encode("utf-8")
+
+
 def is_clean(text: str) -> bool:
     """True if ``text`` holds no character :func:`clean` would replace (``\\r`` included)."""
     return "\r" not in text and _UNSAFE.search(text) is None

@@ -4,6 +4,7 @@ file)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -116,9 +117,28 @@ def check_output_file(path: str | Path) -> None:
         raise WhenproError("no such folder", path=parent, expected=f"an existing folder to write {path.name} in")
 
 
+def exists(path: str | Path) -> bool:
+    """``Path(path).exists()``, but False (never OSError) for a name no file can have:
+    a component over the file system's limit (ENAMETOOLONG), a NUL byte..."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
+
+
+#: The longest name :func:`safe_name` gives (file systems take 255 bytes; room is left
+#: for suffixes such as ``-2``, ``.json`` or ``.verdicts.jsonl``).
+SAFE_NAME_MAX = 150
+
+
 def safe_name(text: str) -> str:
-    """A file-name-safe version of a trace id: runs of characters other than letters,
-    digits, ``.``, ``_`` and ``-`` become ``_``; leading/trailing dots and underscores are
-    dropped; at most 150 characters; ``"trace"`` when nothing is left."""
+    """A file-name-safe version of a trace id (or key): runs of characters other than
+    letters, digits, ``.``, ``_`` and ``-`` become ``_``; leading/trailing dots and
+    underscores are dropped; ``"trace"`` when nothing is left. A name longer than
+    :data:`SAFE_NAME_MAX` characters is cut and ends with ``-`` and 16 hex digits of a
+    hash of the whole ``text``, so long ids that share a beginning stay distinct."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "trace"
-    return name[:150]
+    if len(name) <= SAFE_NAME_MAX:
+        return name
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return f"{name[: SAFE_NAME_MAX - 17]}-{digest}"

@@ -12,11 +12,18 @@ encoder (same JSON text), up to :data:`MAX_DEPTH` levels, the most :func:`loads`
 orjson) reads back; deeper is a :class:`~whenpro_core.errors.TraceFormatError` naming the
 JSON path, never a traceback. :func:`cap_depth` turns what is nested deeper than a limit
 into its JSON text, for stores that must accept any value (the OTLP receiver).
+
+Depth has one home here: what is read (:data:`MAX_DEPTH`) and what is shown. Every
+renderer (the TUI, ``export``, ``diff``) pretty-prints JSON through :func:`pretty`,
+which indents the first :data:`SHOWN_DEPTH` levels and shows deeper containers as their
+compact JSON text, so any value a reader accepts is shown whole, in bounded width and
+without recursing past that depth.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +37,8 @@ JSONObject = dict[str, Any]
 
 #: The deepest nesting :func:`loads` reads (orjson's limit); :func:`dumps` refuses deeper.
 MAX_DEPTH = 1024
+#: Levels :func:`pretty` indents; deeper containers are shown as their compact JSON text.
+SHOWN_DEPTH = 32
 #: Above this depth :func:`dumps` uses its iterative encoder (orjson stops at 255).
 _RECURSIVE_DEPTH = 200
 _SCALARS = (str, int, float, bool, type(None))
@@ -87,6 +96,40 @@ def loads(data: bytes | str) -> Any:
             return json.loads(data, parse_constant=lambda _name: None)
         except (ValueError, RecursionError):
             raise exc from None
+
+
+#: A JSON string (escapes included), for :func:`containers`.
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def containers(data: bytes, at_most: int | None = None) -> int:
+    """How many JSON arrays and objects ``data`` (JSON text) holds: its ``[`` and ``{``
+    outside strings, counted without parsing (C-speed byte counts). With ``at_most``,
+    a count of every bracket that is not over it is returned as is (strings are only
+    looked into when the quick count is over ``at_most``)."""
+    quick = data.count(b"[") + data.count(b"{")
+    if at_most is not None and quick <= at_most:
+        return quick
+    bare = _JSON_STRING.sub(b"", data)
+    return bare.count(b"[") + bare.count(b"{")
+
+
+def pretty(value: Any) -> str:
+    """``value`` as indented JSON text for people (two spaces a level, keys as given,
+    values JSON has no type for as their ``str``), its containers below
+    :data:`SHOWN_DEPTH` levels as compact JSON text (:func:`cap_depth`). Any depth."""
+    shown, _paths = cap_depth(value, SHOWN_DEPTH)
+    return dumps(shown, indent=True, default=str).decode("utf-8")
+
+
+def as_text(value: Any) -> str:
+    """``str(value)`` (Python's form of containers, which judge prompts and the heuristic's
+    signals have always used), or, for a container nested too deep for ``str``
+    (RecursionError), its compact JSON text: any depth the readers take."""
+    try:
+        return str(value)
+    except RecursionError:
+        return dumps(value, default=str).decode("utf-8")
 
 
 def too_deep(value: Any, limit: int) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Step, Trace
 
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\$?\d[\d,]*(?:\.\d+)?%?(?![\w])")
@@ -47,7 +48,7 @@ def step_text(step: Step) -> str:
     """Everything an agent wrote in a step: content plus tool-call arguments (capped)."""
     parts = [capped(step.content or "")]
     for call in step.tool_calls:
-        parts.append(capped(f"{call.name} {call.arguments}"))
+        parts.append(capped(f"{call.name} {jsonio.as_text(call.arguments)}"))
     return "\n".join(parts)
 
 

@@ -13,9 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-import orjson
-
 from whenpro_core.safety.textsafe import clean
+from whenpro_core.storage import jsonio
 from whenpro_core.trace.coords import normalize_coord
 from whenpro_core.trace.model import Step, Trace
 
@@ -70,10 +69,7 @@ def searchable_fields(step: Step, *, include_hidden: bool = False) -> Iterable[t
         for call in step.tool_calls:
             args = call.arguments
             if not isinstance(args, str):
-                try:
-                    args = orjson.dumps(args, default=str).decode()
-                except (TypeError, orjson.JSONEncodeError):
-                    args = str(args)
+                args = jsonio.dumps(args, default=str).decode()  # any depth the readers take
             parts.append(f"{call.name} {args}")
         yield "tool_calls", "\n".join(parts)
     if step.observation:
@@ -81,7 +77,7 @@ def searchable_fields(step: Step, *, include_hidden: bool = False) -> Iterable[t
     if step.error:
         yield "error", step.error
     if include_hidden and step.hidden:
-        yield "hidden", orjson.dumps(step.hidden, default=str).decode()
+        yield "hidden", jsonio.dumps(step.hidden, default=str).decode()
 
 
 def search_steps(

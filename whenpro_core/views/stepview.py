@@ -23,6 +23,7 @@ import orjson
 from whenpro_core.errors import MediaError
 from whenpro_core.media import image_size
 from whenpro_core.safety.textsafe import clean, human_size, one_line
+from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import MediaRef, Step
 
 # ----------------------------------------------------------------------------- markers
@@ -127,10 +128,7 @@ def _short(value: Any, n: int = 40) -> str:
 
 
 def _json_compact(value: Any) -> str:
-    try:
-        return orjson.dumps(value, default=str).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return str(value)
+    return jsonio.dumps(value, default=str).decode("utf-8")  # any depth the readers take
 
 
 #: Short forms of common step kinds, for a narrow kind column (:func:`short_kind`).
@@ -212,7 +210,7 @@ def _try_json(text: str) -> str | None:
         value = orjson.loads(s)
     except orjson.JSONDecodeError:
         return None
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    return jsonio.pretty(value)
 
 
 def content_blocks(text: str) -> list[Block]:
@@ -287,7 +285,8 @@ def _looks_like_code(text: str) -> bool:
 
 def pretty_arguments(arguments: Any) -> Block:
     """Tool-call arguments as a block: JSON values (and strings holding JSON)
-    pretty-printed, other strings as text."""
+    pretty-printed (:func:`~whenpro_core.storage.jsonio.pretty`: any depth), other
+    strings as text."""
     if arguments is None:
         return Block("text", "")
     if isinstance(arguments, str):
@@ -295,10 +294,7 @@ def pretty_arguments(arguments: Any) -> Block:
         if pretty is not None:
             return Block("json", clean(pretty))
         return Block("text", clean(arguments))
-    try:
-        return Block("json", clean(orjson.dumps(arguments, option=orjson.OPT_INDENT_2, default=str).decode()))
-    except (TypeError, orjson.JSONEncodeError):
-        return Block("text", clean(str(arguments)))
+    return Block("json", clean(jsonio.pretty(arguments)))
 
 
 #: Lexer names by file extension, for code written to a file (``file_text``, ``content``).

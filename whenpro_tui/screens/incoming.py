@@ -112,6 +112,8 @@ class IncomingScreen(Leaving, Screen[None]):
                 f"waiting for traces: point an OpenTelemetry exporter at {self.receiver.endpoint} "
                 "(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)"
             )
+            if self.receiver.client_note:
+                text += f"; {self.receiver.client_note}"
         if self.rejected:
             text += f" · {self.rejected} exports refused"
         if n:
