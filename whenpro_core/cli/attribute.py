@@ -4,7 +4,6 @@ print the verdict (a grid, or JSON) and keep it beside the trace."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -230,14 +229,15 @@ def _dry_run(
 
 
 def _save(trace: Trace, verdict: Attribution, err: Console) -> None:
-    """Save the verdict beside the trace, unless the same verdict is saved already
+    """Save the verdict in the verdicts folder (:mod:`whenpro_core.attribution.verdicts`),
+    unless the same verdict is saved already
     (:func:`~whenpro_core.attribution.verdicts.same_verdict`: a rerun that changes
     nothing adds nothing, as in the TUI); a verdict that cannot be saved was shown
     already, so only warn (one line on stderr, exit status unchanged)."""
     if _saved_already(trace, verdict):
         return
     try:
-        path = save_verdict(trace, verdict)
+        save_verdict(trace, verdict)
     except WhenproError as exc:
         err.print(
             f"whenpro: warning: verdict not saved: {exc.one_line()} (use --no-save to skip saving)",
@@ -246,8 +246,6 @@ def _save(trace: Trace, verdict: Attribution, err: Console) -> None:
             soft_wrap=True,
         )
         return
-    if path is not None and trace.source.path and Path(trace.source.path).resolve().parent != path.parent:
-        err.print(f"verdict saved to {path} (the trace's folder is not writable)", highlight=False)
 
 
 def _saved_already(trace: Trace, verdict: Attribution) -> bool:

@@ -19,10 +19,12 @@ from whenpro_core.cli.options import (
     PRESET_HELP,
     SECONDS,
     SECONDS_OR_0,
+    VERDICTS_DIR_HELP,
     ImagesMode,
     JudgeImages,
     ReportMetric,
     ReportRules,
+    apply_verdicts_dir,
     finite,
 )
 
@@ -95,10 +97,12 @@ def export(
     markdown_out: str | None = typer.Option(None, "--markdown", help="Write bounded Markdown here (- prints it)."),
     labels: bool = typer.Option(False, "--labels", help="Include the ground truth and hidden fields."),
     force: bool = typer.Option(False, "--force", help="Replace existing files."),
+    verdicts_dir: Path | None = typer.Option(None, "--verdicts-dir", help=VERDICTS_DIR_HELP),
 ) -> None:
     """Share a diagnosis: the trace, its verdicts (and labels if asked) as HTML or Markdown."""
     from whenpro_core.cli import traces
 
+    apply_verdicts_dir(verdicts_dir)
     traces.export(src, html_out, markdown_out, labels=labels, force=force)
 
 
@@ -138,8 +142,11 @@ def view(
         ImagesMode.auto, "--images", help="Image drawing: auto, kitty, sixel, halfcell, off."
     ),
     save: bool = typer.Option(
-        True, "--save/--no-save", help="Keep verdicts next to the trace (--no-save: in memory until the app closes)."
+        True,
+        "--save/--no-save",
+        help="Keep verdicts in whenpro's verdicts folder (--no-save: in memory until the app closes).",
     ),
+    verdicts_dir: Path | None = typer.Option(None, "--verdicts-dir", help=VERDICTS_DIR_HELP),
     serve: bool = typer.Option(False, "--serve", help="Serve the app in a browser on 127.0.0.1 instead."),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port for --serve."),
     # tuiresults: results screen, validation mode, live views
@@ -174,6 +181,7 @@ def view(
     or watch runs live."""
     from whenpro_core.cli import view as view_
 
+    apply_verdicts_dir(verdicts_dir)
     view_.view(
         path,
         other,
@@ -203,7 +211,8 @@ def attribute(
     model: str | None = typer.Option(None, "--model", "-m", help="provider:model, e.g. openai:gpt-4.1"),
     no_gold: bool = typer.Option(False, "--no-gold", help="Do not show the judge the gold answer."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
-    save: bool = typer.Option(True, "--save/--no-save", help="Keep the verdict next to the trace."),
+    save: bool = typer.Option(True, "--save/--no-save", help="Keep the verdict in the verdicts folder."),
+    verdicts_dir: Path | None = typer.Option(None, "--verdicts-dir", help=VERDICTS_DIR_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
     base_url: str | None = typer.Option(
         None, "--base-url", help="Base URL of the model's provider (e.g. an OpenAI-compatible server)."
@@ -254,6 +263,7 @@ def attribute(
     """Attribute the decisive error of a failed trace: who, when, what, and why."""
     from whenpro_core.cli import attribute as attribute_
 
+    apply_verdicts_dir(verdicts_dir)
     flags = {"base_url": base_url, "timeout_s": timeout, "max_retries": max_retries}
     if (protocol or "").strip().lower() == "counterfactual":
         attribute_.counterfactual_command(

@@ -336,7 +336,7 @@ class AttributionMixin(TracePart):
         elif message.path is None:
             note = "kept until closed (the trace has no file)"
         else:
-            note = f"saved in {Path(message.path).name}"
+            note = f"saved in {_folder_name(Path(message.path).parent)}"
         if id(message.verdict) in self.verdict_notes:  # still this trace's verdict
             self.verdict_notes[id(message.verdict)] = note
             self._show_verdict_panel()
@@ -433,3 +433,11 @@ def _preview(trace: Trace, protocol: str, model: str | None, with_gold: bool, se
     from whenpro_core.attribution.dry_run import preview_choice
 
     return preview_choice(trace, protocol, model, with_gold, settings)
+
+
+def _folder_name(folder: Path) -> str:
+    """``folder`` with the home folder written ``~`` (the verdict panel is narrow)."""
+    try:
+        return "~/" + str(folder.relative_to(Path.home()))
+    except ValueError:
+        return str(folder)
