@@ -725,7 +725,9 @@ def watch(
 ) -> None:
     """Follow a running agent and attribute as it goes; one line per verdict.
 
-    Exit status: 0 no decisive error flagged, 1 a decisive error flagged, 2 bad input or usage."""
+    Exit status: 1 a decisive error flagged (whatever the header's outcome); 2 bad input or usage,
+    or the judge failed; 3 nothing flagged but the run ended without an outcome; 0 the run ended
+    with an outcome and nothing was flagged."""
     from whenpro_core.cli import live
 
     live.watch(
