@@ -23,6 +23,7 @@ from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Attribution, Outcome, Trace
 from whenpro_core.trace.score import score_prediction
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
+from whenpro_core.views.traceview import shown_id
 
 if TYPE_CHECKING:  # start-up: a --template is read only when given
     from whenpro_core.attribution.template import PromptTemplate
@@ -70,7 +71,8 @@ def attribute_command(
         judge = _judge(name, model, settings_flags, no_cache)
         run = _attribution(trace, name, judge, with_gold, prompt)
         if not as_json and sys.stderr.isatty():
-            shown = Text(inert(f"{name} attribution of {trace.id} …"))  # the id is untrusted; no markup
+            ident = shown_id(trace.id, labels)
+            shown = Text(inert(f"{name} attribution of {ident} …"))  # the id is untrusted; no markup
             with output.live(output.live_console().status(shown)):
                 verdict = asyncio.run(run)
         else:
@@ -153,7 +155,7 @@ def verdict_grid(trace: Trace, verdict: Attribution, taxonomy: Taxonomy, *, labe
     grid.add_column(overflow="fold")
     gt = trace.ground_truth if labels else None
     scored = score_prediction(trace, verdict) if gt else None
-    grid.add_row("trace", Text(clean(trace.id)))
+    grid.add_row("trace", Text(clean(shown_id(trace.id, labels))))
     used = (
         verdict.protocol if verdict.model in (None, "", verdict.protocol) else f"{verdict.protocol} · {verdict.model}"
     )  # the heuristic is its own model
@@ -309,7 +311,8 @@ def counterfactual_command(
     builtin = with_build_env(trace)
     if not builtin and (model or settings.model or "heuristic").strip().lower() == "heuristic":
         raise ConfigError(
-            f"{trace.id}: no environment to replay and no model to fix steps with (a trace of whenpro run "
+            f"{shown_id(trace.id, labels)}: no environment to replay and no model to fix steps with "
+            "(a trace of whenpro run "
             "carries its environment; a built dataset keeps it in provenance.json at the dataset's root, "
             "not found above this file)",
             expected="the trace inside its built dataset folder (with provenance.json), or --model provider:model",

@@ -112,6 +112,9 @@ def diff_(
     text: bool = typer.Option(
         False, "--text", help="Print the aligned rows instead of opening the TUI (the default when not on a terminal)."
     ),
+    labels: bool = typer.Option(
+        False, "--labels", help="--text: show the runs' ids whole (the failure mode in an id is masked by default)."
+    ),
 ) -> None:
     """Diff any two runs step by step: aligned by content, first divergence marked, outcome
     and final answer side by side (two attempts at a task, a run before and after a change)."""
@@ -120,7 +123,7 @@ def diff_(
     if text or not sys.stdout.isatty():
         from whenpro_core.cli import traces
 
-        traces.diff(a, b)
+        traces.diff(a, b, labels=labels)
         return
     from whenpro_core.cli import view as view_
 

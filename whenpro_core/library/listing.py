@@ -20,7 +20,7 @@ from whenpro_core.formats.registry import error_summary, find_root, iter_files, 
 from whenpro_core.injection.verify import check_answer
 from whenpro_core.trace.model import Modality, Outcome, TraceSummary
 from whenpro_core.trace.taxonomy import Taxonomy
-from whenpro_core.views.traceview import unlabelled_id
+from whenpro_core.views.traceview import unlabelled_id, unlabelled_ref
 
 #: Every key a row filter understands (``--where KEY=VALUE``), and the TraceSummary
 #: attribute it reads.
@@ -82,7 +82,7 @@ class RowFilter:
             ident, ref = row.id, row.ref()
             if not self.labels:
                 ident = unlabelled_id(ident)
-                ref = "/".join(unlabelled_id(part) for part in ref.split("/"))
+                ref = unlabelled_ref(ref)
             hay = " ".join(filter(None, (ident, ref, row.framework, row.benchmark, row.error or ""))).lower()
             return needle in hay
         return True
