@@ -62,7 +62,8 @@ class Column:
         axis: the per-trace verdict a drill-down shows (``agent``, ``step``,
             ``step_tol``, ``mode``, ``joint``), ``None`` for count and usage columns.
         counts: which traces the number counts: ``all`` scored traces,
-            ``multi_agent`` (the Agent metric) or ``with_mode`` (Error and mode accuracy).
+            ``multi_agent`` (the Agent metric), ``with_mode`` (Error and mode accuracy) or
+            ``failed`` (the items whose attribution failed: ``Record.error``).
         percent: shown as a percentage.
     """
 
@@ -88,6 +89,7 @@ def columns(tolerance: int) -> list[Column]:
         Column("calls", "calls", percent=False),
         Column("tokens", "tokens", percent=False),
         Column("cost", "cost $", percent=False),
+        Column("failed", "failed", counts="failed", percent=False),
     ]
 
 
@@ -117,6 +119,8 @@ class TableRow:
         """The text of ``column`` in this row."""
         if column.key == "n":
             return f"{self.metrics.n:,}"
+        if column.key == "failed":
+            return f"{self.metrics.failed:,}"
         if column.key == "calls":
             return f"{self.usage.calls:,}"
         if column.key == "tokens":
@@ -243,6 +247,8 @@ def _counts(column: Column | None, rec: Record) -> bool:
         return True
     if column.counts == "multi_agent":
         return not rec.trace.single_agent
+    if column.counts == "failed":
+        return bool(rec.error)
     return bool((rec.trace.gt_mode or "").strip())
 
 

@@ -258,23 +258,6 @@ def _saved_already(trace: Trace, verdict: Attribution) -> bool:
         return False
 
 
-def with_build_env(trace: Trace) -> bool:
-    """Whether ``trace`` is a built-in system's run the counterfactual can replay: it
-    carries its ``env`` block, or its built dataset's ``provenance.json`` holds it (then
-    the block is set on the trace in memory; the file is not changed). Only the env block
-    is taken from the provenance, never the injection record or markers (the label)."""
-    from whenpro_core.envs import env_for_trace
-    from whenpro_core.formats.build_meta import provenance_env
-
-    if env_for_trace(trace) is not None:
-        return True
-    env = provenance_env(trace)
-    if env is None:
-        return False
-    trace.extras["env"] = env
-    return env_for_trace(trace) is not None
-
-
 def counterfactual_command(
     ref: str,
     *,
@@ -298,6 +281,7 @@ def counterfactual_command(
         ReferenceCorrector,
         attribute_counterfactual,
         heuristic_ranking,
+        replayable_offline,
     )
     from whenpro_core.config import load_settings
     from whenpro_core.injection.registry import get_executor
@@ -308,7 +292,7 @@ def counterfactual_command(
         _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=False, err=output.stderr_console())
         return
     settings = load_settings(**(settings_flags or {}))
-    builtin = with_build_env(trace)
+    builtin = replayable_offline(trace)
     if not builtin and (model or settings.model or "heuristic").strip().lower() == "heuristic":
         raise ConfigError(
             f"{shown_id(trace.id, labels)}: no environment to replay and no model to fix steps with "
