@@ -14,6 +14,18 @@ from whenpro_tui.app import WhenproApp
 TEAM = SAMPLES / "team_text" / "trace.json"
 
 
+def burst(app, *keys: str) -> None:
+    """Send ``keys`` to the app in one go, as a fast typist or a paste does (``pilot.press``
+    lets the app handle each key before the next)."""
+    from textual import events
+
+    for key in keys:
+        char = {"colon": ":", "slash": "/"}.get(key, key if len(key) == 1 else None)
+        event = events.Key(key, char)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+
 def _notes(app) -> list[str]:
     return [str(n.message) for n in app._notifications]
 
@@ -32,3 +44,44 @@ async def test_m_on_a_trace_without_images_does_not_blame_an_option_never_given(
         await pilot.press("m")
         await pilot.pause()
         assert "Images are off (--images off)." in _notes(off)
+
+
+def _long_trace(tmp_path: Path, n: int = 200) -> Path:
+    from whenpro_core.formats.native import write_trace
+    from whenpro_core.trace.model import Step, Task, Trace
+
+    steps = [Step(index=i, coord=str(i), agent="a", kind="action", content=f"step {i}") for i in range(n)]
+    return write_trace(Trace(id="long", framework="custom", task=Task(query="q"), steps=steps), tmp_path / "long.json")
+
+
+async def test_a_step_number_typed_fast_after_colon_keeps_every_digit(tmp_path: Path) -> None:
+    from whenpro_tui.widgets.step_list import StepList
+
+    app = WhenproApp(str(_long_trace(tmp_path)), cursor_blink=False)
+    async with app.run_test(size=(120, 34)) as pilot:
+        await settle(pilot)
+        burst(app, "colon", "1", "5", "1", "enter")  # no pause between the keys
+        await settle(pilot)
+        assert app.screen.query_one(StepList).step_index == 151
+
+
+async def test_a_key_typed_between_the_prompts_compose_and_mount_is_kept() -> None:
+    """The window the ``:151`` race fell in: the prompt's input is built with the text typed
+    so far, a digit arrives (the trace screen adds it to ``value``, the prompt is not mounted
+    yet), then the prompt mounts: the digit must be in the input."""
+    from textual.widgets import Input
+
+    from whenpro_tui.screens.prompt import PromptScreen
+
+    class LateKey(PromptScreen):
+        def compose(self):
+            yield from super().compose()
+            self.value += "5"  # typed while mounting
+
+    app = WhenproApp(str(TEAM), cursor_blink=False)
+    async with app.run_test(size=(120, 34)) as pilot:
+        await settle(pilot)
+        prompt = LateKey(":", value="1")
+        app.push_screen(prompt)
+        await pilot.pause()
+        assert prompt.query_one(Input).value == "15"
