@@ -85,3 +85,41 @@ async def test_a_key_typed_between_the_prompts_compose_and_mount_is_kept() -> No
         app.push_screen(prompt)
         await pilot.pause()
         assert prompt.query_one(Input).value == "15"
+
+
+async def test_a_count_moves_the_library_cursor_that_many_rows() -> None:
+    from whenpro_tui.screens.library import LibraryScreen
+
+    app = WhenproApp(str(SAMPLES / "arith_team"), cursor_blink=False)
+    async with app.run_test(size=(140, 34)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LibraryScreen) and screen.table.row_count == 7
+        await pilot.press("6", "j")
+        assert screen.table.cursor == 6
+        await pilot.press("3", "k")
+        assert screen.table.cursor == 3
+        await pilot.press("2", "G")
+        assert screen.table.cursor == 1
+        await pilot.press("j")
+        assert screen.table.cursor == 2  # no count: one row
+
+
+async def test_the_filter_dialog_moves_with_j_and_k() -> None:
+    from textual.widgets import SelectionList
+
+    from whenpro_tui.screens.picker import FacetPicker
+
+    app = WhenproApp(str(SAMPLES / "arith_team"), cursor_blink=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("f")
+        await settle(pilot)
+        assert isinstance(app.screen, FacetPicker)
+        lists = list(app.screen.query(SelectionList))
+        first = next(sl for sl in lists if sl.has_focus)
+        start = first.highlighted or 0
+        await pilot.press("j")
+        assert first.highlighted == start + 1 or app.focused is not first
+        await pilot.press("k")
+        assert app.focused is first and first.highlighted == start

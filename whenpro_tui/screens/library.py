@@ -33,6 +33,7 @@ from whenpro_core.trace.model import Trace, TraceSummary
 from whenpro_tui.app_settings import labels_shown, set_labels
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import OpenTrace, RowsFound, TraceLoaded, TraceLoadFailed, WalkDone, load_trace_message
+from whenpro_tui.screens.counts import CountPrefix
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.library_validate import LibraryValidation
@@ -51,7 +52,7 @@ def nearest_position(shown: list[int], current: int) -> int:
     return min(bisect_left(shown, current), max(len(shown) - 1, 0))
 
 
-class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
+class LibraryScreen(LibraryValidation, CountPrefix, Leaving, Screen[None]):
     """The trace library (see module docstring)."""
 
     BINDINGS = [
@@ -214,6 +215,22 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         elif self.focused is box and event.is_printable and event.character:
             box.insert_text_at_cursor(event.character)
             event.stop()
+        elif self.focused is self.table:
+            self.count_key(event)
+            self._counted_move(event)
+
+    def _counted_move(self, event: events.Key) -> None:
+        """``6j``, ``3k``, ``12G`` in the list: move by (or to) the count typed before the key
+        (:class:`~whenpro_tui.screens.counts.CountPrefix`); a key without a count is the
+        list's own."""
+        if not self.has_count():
+            return
+        count, table = self.take_count(), self.table
+        moves = {"j": table.cursor + count, "down": table.cursor + count, "k": table.cursor - count}
+        moves.update({"up": table.cursor - count, "G": count - 1})
+        if event.key in moves:
+            event.stop()
+            table.move_cursor(max(0, min(moves[event.key], table.row_count - 1)))
 
     def action_focus_text(self) -> None:
         # at once, not via Widget.focus (which runs after the keys already queued): text
