@@ -123,3 +123,40 @@ async def test_the_filter_dialog_moves_with_j_and_k() -> None:
         assert first.highlighted == start + 1 or app.focused is not first
         await pilot.press("k")
         assert app.focused is first and first.highlighted == start
+
+
+def _pair(tmp_path: Path) -> tuple[Path, Path]:
+    from whenpro_core.formats.native import write_trace
+    from whenpro_core.trace.model import Step, Task, ToolCall, Trace
+
+    def run(name: str, framing: str, text: str, args: object) -> Path:
+        steps = [
+            Step(index=0, coord=None, agent="system", kind="system", content=framing),
+            Step(
+                index=1,
+                coord="1",
+                agent="a",
+                kind="action",
+                content=text,
+                tool_calls=[ToolCall(name="calc", arguments=args)],
+            ),  # fmt: skip
+        ]
+        trace = Trace(id=name, framework="custom", task=Task(query="q"), steps=steps)
+        return write_trace(trace, tmp_path / f"{name}.json")
+
+    return (
+        run("a", "You are a helpful agent.", "add the numbers", {"x": 1}),
+        run("b", "You are a careful agent.", "add the numbers\n", {"x": "1"}),
+    )
+
+
+def test_diff_text_names_a_framing_step_and_says_what_differs_behind_the_same_text(tmp_path: Path) -> None:
+    from tests.support.cli import run_whenpro
+
+    a, b = _pair(tmp_path)
+    out = run_whenpro("diff", "--text", str(a), str(b))
+    assert out.returncode == 0, out.stderr
+    first = next(line for line in out.stdout.splitlines() if line.startswith("first divergence"))
+    assert "A step —" not in first and "A step #0 / B step #0" in first
+    row = next(line for line in out.stdout.splitlines() if "add the numbers" in line)
+    assert "≠" in row and "same text; differs in: content whitespace, tool calls" in row
