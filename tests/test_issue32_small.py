@@ -160,3 +160,21 @@ def test_diff_text_names_a_framing_step_and_says_what_differs_behind_the_same_te
     assert "A step —" not in first and "A step #0 / B step #0" in first
     row = next(line for line in out.stdout.splitlines() if "add the numbers" in line)
     assert "≠" in row and "same text; differs in: content whitespace, tool calls" in row
+
+
+def test_markdown_keeps_the_line_breaks_of_agent_text() -> None:
+    """A SWE-agent system prompt with a list is shown as Markdown; its lines must not be
+    joined into one paragraph."""
+    from rich.console import Console
+
+    from whenpro_core.views.stepview import content_blocks
+    from whenpro_tui.widgets.blocks import render_blocks
+
+    prompt = "SETTING: You are an autonomous programmer.\nYou work in a shell.\nCOMMANDS:\n- open <path>\n- goto <line>"
+    blocks = content_blocks(prompt)
+    assert [b.kind for b in blocks] == ["markdown"]
+    console = Console(width=100, record=True, color_system=None)
+    console.print(render_blocks(blocks))
+    lines = [line.strip() for line in console.export_text().splitlines() if line.strip()]
+    assert "SETTING: You are an autonomous programmer." in lines
+    assert "You work in a shell." in lines and "COMMANDS:" in lines
