@@ -178,3 +178,17 @@ def test_markdown_keeps_the_line_breaks_of_agent_text() -> None:
     lines = [line.strip() for line in console.export_text().splitlines() if line.strip()]
     assert "SETTING: You are an autonomous programmer." in lines
     assert "You work in a shell." in lines and "COMMANDS:" in lines
+
+
+def test_the_exports_include_the_thinking_the_tui_shows(tmp_path: Path) -> None:
+    from tests.support.cli import run_whenpro
+    from whenpro_core.formats.native import write_trace
+    from whenpro_core.trace.model import Step, Task, Trace
+
+    step = Step(index=0, coord="0", agent="claude", kind="assistant", content="The answer is 4.")
+    step.meta["reasoning"] = "Two plus two: count on from two, three, four."
+    path = write_trace(Trace(id="t", framework="custom", task=Task(query="2+2?"), steps=[step]), tmp_path / "t.json")
+    out = run_whenpro("export", str(path), "--html", "-", "--markdown", str(tmp_path / "t.md"))
+    assert out.returncode == 0, out.stderr
+    assert "Reasoning" in out.stdout and "count on from two, three, four." in out.stdout
+    assert "count on from two, three, four." in (tmp_path / "t.md").read_text()

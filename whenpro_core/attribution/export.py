@@ -36,7 +36,7 @@ from whenpro_core.storage.fsutil import atomic_write_text, check_output_file
 from whenpro_core.trace.model import Attribution, GroundTruth, MediaRef, Step, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
 from whenpro_core.trace.usage import step_usage, total_usage
-from whenpro_core.views.stepview import Block, content_blocks, media_label, pretty_arguments
+from whenpro_core.views.stepview import Block, content_blocks, media_label, pretty_arguments, step_reasoning
 from whenpro_core.views.traceview import unlabelled_id
 
 #: Content longer than this (characters) or taller than :data:`FOLD_LINES` is folded.
@@ -180,6 +180,8 @@ def _step_html(step: Step, *, labels: bool, named: bool, images: _Images) -> str
     if not usage.empty:
         head += f' <span class="usage">{_e(usage.text())}</span>'
     parts = [f'<section class="step{" named" if named else ""}" id="step-{step.index}"><h3>{head}</h3>']
+    if (reasoning := step_reasoning(step)) is not None:  # thinking, as the TUI shows it
+        parts.append("<p class=label>Reasoning</p>" + _text_html(reasoning, "reasoning"))
     if step.content:
         parts.append(_text_html(step.content, "content"))
     for call in step.tool_calls:
@@ -287,6 +289,8 @@ def _md_step(step: Step, labels: bool, cuts: list[str]) -> str:
         f"### Step {clean(step.coord or '#' + str(step.index))} · {clean(step.agent)} · {clean(step.kind)}"
         + (f" ({usage.text()})" if not usage.empty else "")
     ]
+    if (reasoning := step_reasoning(step)) is not None:
+        lines.append("Reasoning:\n" + _md_field(reasoning, MARKDOWN_FIELD_CAP, cuts, where + " reasoning"))
     if step.content:
         lines.append(_md_field(step.content, MARKDOWN_FIELD_CAP, cuts, where))
     for call in step.tool_calls:
