@@ -287,3 +287,49 @@ async def test_attributing_sessions_leaves_the_tools_folders_untouched(home: Pat
     saved = load_verdicts(load_trace(spotter))
     assert saved and saved[0].protocol == "heuristic"  # kept in whenpro's folder
     assert all(p.is_relative_to(tmp_path / "whenpro-data") for p in (tmp_path / "whenpro-data").rglob("*.jsonl"))
+
+
+async def test_the_sessions_library_shows_date_project_errors_and_usage(home: Path) -> None:
+    """Issue 32, item 6: ``view --sessions`` lists what ``whenpro sessions`` prints: the
+    last step's date in local time (its zone in the header), steps, errors, tokens, cost
+    and project."""
+    from whenpro_core.library.sessions import list_sessions, local_zone
+    from whenpro_tui.app import WhenproApp
+    from whenpro_tui.screens.library import LibraryScreen
+    from whenpro_tui.starts import view_start
+
+    start = view_start(None, sessions=True)
+    assert start is not None
+    app = WhenproApp("", cursor_blink=False, start=start)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LibraryScreen)
+        header = screen.table.header_line()
+        assert f"last step ({local_zone()})" in header and "project" in header and "err" in header
+        rows = list_sessions()
+        spotter = next(r for r in rows if r.path.name == f"{SPOTTER}.jsonl")
+        line = "".join(seg.text for seg in screen.table.render_row(rows.index(spotter), 200))
+        assert spotter.local_time in line and Path(spotter.project).name in line  # a long path's end
+        assert " 12 " in line  # its errors
+    out = whenpro("sessions", "claude")
+    assert local_zone() in out.stdout.splitlines()[0]
+
+
+async def test_find_searches_across_sessions_by_their_first_prompt(home: Path) -> None:
+    from whenpro_tui.app import WhenproApp
+    from whenpro_tui.screens.library import LibraryScreen
+    from whenpro_tui.starts import view_start
+
+    start = view_start(None, sessions=True)
+    assert start is not None
+    app = WhenproApp("", cursor_blink=False, start=start)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LibraryScreen)
+        await pilot.press("slash", *"bead spotter", "enter")
+        await settle(pilot)
+        assert [screen.table.rows[i].path for i in screen.table.shown] == [
+            str(home / f".claude/projects/-home-USER-spotter/{SPOTTER}.jsonl")
+        ]

@@ -30,7 +30,7 @@ from whenpro_core.bench.report import load_report_records
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.registry import split_ref
 from whenpro_core.library.listing import natural_key, walk_rows
-from whenpro_core.safety.textsafe import plural
+from whenpro_core.safety.textsafe import compact, plural
 from whenpro_core.trace.model import Usage
 from whenpro_core.trace.taxonomy import Taxonomy
 
@@ -128,15 +128,6 @@ class TableRow:
         if column.key == "cost":
             return f"{self.usage.cost_usd:.2f}"
         return pct(getattr(self.metrics, column.key))
-
-
-def compact(n: int) -> str:
-    """``1234567`` -> ``"1.2M"``, ``12345`` -> ``"12.3K"``, small numbers as they are."""
-    if n >= 1_000_000:
-        return f"{n / 1e6:.1f}M"
-    if n >= 10_000:
-        return f"{n / 1e3:.1f}K"
-    return f"{n:,}"
 
 
 @dataclass

@@ -199,7 +199,7 @@ def sessions(tool: str | None, *, as_json: bool = False, console: Console | None
     line each: time (local), tool, steps, errors, project, first prompt, path. A file that
     failed to import prints its one-line error on stderr. Returns the number of rows; none
     prints which folders were searched (stderr)."""
-    from whenpro_core.library.sessions import folders_line, list_sessions, row_record, tool_names
+    from whenpro_core.library.sessions import folders_line, list_sessions, local_zone, row_record, tool_names
 
     tools = tool_names(tool)
     console = console or output.stdout_console(highlight=False, soft_wrap=True)
@@ -211,7 +211,7 @@ def sessions(tool: str | None, *, as_json: bool = False, console: Console | None
         elif row.summary.error:
             errors.print(Text(f"whenpro: warning: {clean(row.summary.error)}", style="yellow"))
         else:
-            when = row.modified.astimezone().strftime("%Y-%m-%d %H:%M")
+            when = f"{row.local_time} {local_zone()}"  # local time, its zone said
             line = (
                 f"{when}\t{row.tool}\t{plural(row.steps, 'step')}\t{plural(row.errors, 'error')}\t"
                 f"{row.project or '-'}\t{row.prompt or '-'}\t{row.path}"

@@ -49,7 +49,7 @@ def facet_value(row: TraceSummary, facet: str) -> str:
 class RowFilter:
     """A choice of facet values (keys of :data:`FILTER_KEYS`; empty set = any; values
     compare case-insensitively) and a free-text query (case-insensitive substring of the
-    id, path, framework, benchmark or error).
+    id, path, framework, benchmark, the task's first words, a session's first prompt, or error).
 
     Error rows (files that failed to import) pass only when no facet is chosen, so a
     broken file stays visible in the unfiltered list and can be found by text. With
@@ -83,7 +83,7 @@ class RowFilter:
             if not self.labels:
                 ident = unlabelled_id(ident)
                 ref = unlabelled_ref(ref)
-            hay = " ".join(filter(None, (ident, ref, row.framework, row.benchmark, row.error or ""))).lower()
+            hay = " ".join(filter(None, (ident, ref, row.framework, row.benchmark, row.task, row.error))).lower()
             return needle in hay
         return True
 

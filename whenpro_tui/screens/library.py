@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events, on, work
@@ -42,6 +43,9 @@ from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.trace_table import TraceTable
 from whenpro_tui.widgets.virtual_list import VirtualList
 
+if TYPE_CHECKING:  # the sessions module loads the settings: imported where sessions are listed
+    from whenpro_core.library.sessions import SessionRow
+
 #: Rows per message from the walk worker (and at most this many seconds between).
 BATCH_ROWS = 500
 BATCH_SECONDS = 0.1
@@ -71,10 +75,16 @@ class LibraryScreen(LibraryValidation, CountPrefix, Leaving, Screen[None]):
         Binding("v", "validate", "Validate"),
     ]
 
-    def __init__(self, target: str, *, rows: list[TraceSummary] | None = None) -> None:
+    def __init__(
+        self, target: str, *, rows: list[TraceSummary] | None = None, sessions: list[SessionRow] | None = None
+    ) -> None:
+        """``sessions``: the rows are the user's coding-agent sessions (``view --sessions``):
+        the list shows their date (local time, zone in the header), steps, errors, tokens,
+        cost and project."""
         super().__init__()
         self.target = target
         self.initial_rows = rows
+        self.sessions = sessions
         self.row_filter = RowFilter()
         self.scanning = rows is None
         self.errors = 0
@@ -93,6 +103,8 @@ class LibraryScreen(LibraryValidation, CountPrefix, Leaving, Screen[None]):
         self.watch(self.app, "show_labels", self._labels_changed, init=False)
         table = self.table
         table.show_labels = self.show_labels
+        if self.sessions is not None:
+            table.use_sessions(self.sessions)
         self.query_one("#lib-text", Input).cursor_blink = getattr(self.app, "cursor_blink", True)
         table.focus()
         if self.initial_rows is not None:
