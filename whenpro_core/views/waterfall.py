@@ -184,7 +184,8 @@ def waterfall(trace: Trace) -> Waterfall:
         tokens = None
         if usage.input_tokens is not None or usage.output_tokens is not None:
             tokens = (usage.input_tokens or 0) + (usage.output_tokens or 0)
-        start = starts[index] - origin if starts[index] is not None and origin is not None else None
+        at = starts[index]
+        start = at - origin if at is not None and origin is not None else None
         rows.append(WaterfallRow(index, depth, start, durations[index], tokens, usage.cost_usd, bool(step.error)))
     ends = [r.start_s + (r.duration_s or 0.0) for r in rows if r.start_s is not None]
     agents: dict[str, Rollup] = {}
