@@ -129,3 +129,15 @@ def test_waterfall_snapshot(snap_compare, in_tmp: Path, which: str, size: str) -
             await settle(pilot)
 
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)
+
+
+def test_the_html_export_has_the_timeline(tmp_path: Path) -> None:
+    """The same tree with time in the shared page: a row per step (linked to it, indented by
+    depth, its bar), and the totals per agent and per tool."""
+    from whenpro_core.attribution.export import trace_html
+
+    trace = load_trace(_otel_native(tmp_path))
+    page = trace_html(trace)
+    assert "<h2>Timeline</h2>" in page and page.count('<div class=bar style="left:') == len(trace.steps)
+    assert 'href="#step-2"' in page and "padding-left:2.8em" in page  # depth 2
+    assert "<th>agent</th>" in page and "<th>tool</th>" in page and "get_weather" in page

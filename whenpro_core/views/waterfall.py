@@ -30,6 +30,19 @@ from whenpro_core.trace.usage import step_usage
 _ANSWER_KEYS = ("tool_use_id", "call_id", "tool_call_id")
 
 
+def seconds_text(value: float | None) -> str:
+    """``412 ms``, ``3.4 s``, ``12m05s``, ``2h03m``; ``—`` for ``None``."""
+    if value is None:
+        return "—"
+    if value < 1:
+        return f"{value * 1000:.0f} ms"
+    if value < 60:
+        return f"{value:.1f} s"
+    if value < 3600:
+        return f"{int(value // 60)}m{int(value % 60):02d}s"
+    return f"{int(value // 3600)}h{int(value % 3600 // 60):02d}m"
+
+
 @dataclass(frozen=True)
 class WaterfallRow:
     """One step in the tree: its ``index`` in ``Trace.steps``, ``depth`` (0 = top level),

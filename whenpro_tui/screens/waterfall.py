@@ -18,12 +18,12 @@ from textual.widgets import Static
 from whenpro_core.safety.textsafe import clean, compact, plural
 from whenpro_core.trace.model import Trace
 from whenpro_core.views.traceview import agent_slots
-from whenpro_core.views.waterfall import Rollup, Waterfall, waterfall
+from whenpro_core.views.waterfall import Rollup, Waterfall, seconds_text, waterfall
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.palette import AGENT_COLOURS
 from whenpro_tui.widgets.virtual_list import VirtualList
-from whenpro_tui.widgets.waterfall_list import NUMBERS, WaterfallList, seconds_text
+from whenpro_tui.widgets.waterfall_list import NUMBERS, WaterfallList
 
 #: Roll-up lines shown per kind (agents, tools).
 ROLLUP_LINES = 4

@@ -12,7 +12,7 @@ from textual.strip import Strip
 
 from whenpro_core.safety.textsafe import clean, compact
 from whenpro_core.trace.model import Trace
-from whenpro_core.views.waterfall import WaterfallRow
+from whenpro_core.views.waterfall import WaterfallRow, seconds_text
 from whenpro_tui.widgets.palette import agent_style
 from whenpro_tui.widgets.virtual_list import VirtualList
 
@@ -22,19 +22,6 @@ NUMBERS = 7 + 1 + 6 + 1 + 7
 LABEL_SHARE, LABEL_MIN, LABEL_MAX = 0.4, 16, 48
 ERROR_STYLE = Style(color="#ff5f5f", bold=True)
 DIM = Style(dim=True)
-
-
-def seconds_text(value: float | None) -> str:
-    """``412 ms``, ``3.4 s``, ``12m05s``, ``2h03m``; ``—`` for ``None``."""
-    if value is None:
-        return "—"
-    if value < 1:
-        return f"{value * 1000:.0f} ms"
-    if value < 60:
-        return f"{value:.1f} s"
-    if value < 3600:
-        return f"{int(value // 60)}m{int(value % 60):02d}s"
-    return f"{int(value // 3600)}h{int(value % 3600 // 60):02d}m"
 
 
 class WaterfallList(VirtualList):
