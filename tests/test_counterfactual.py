@@ -26,7 +26,9 @@ from whenpro_core.attribution.counterfactual import (
     ReferenceCorrector,
     attribute_counterfactual,
 )
+from whenpro_core.attribution.verdicts import verdicts_path
 from whenpro_core.errors import ConfigError
+from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.generate import OfflineGenerator
 from whenpro_core.injection.inject import inject
@@ -133,7 +135,8 @@ def test_cli_end_to_end_offline(tmp_path) -> None:
     assert rec["attribution"]["step"] == "1" and rec["score"]["step"] is True
     assert rec["attribution"]["evidence"][-1]["outcome"] == "fixed"
     assert "step 1 (planner): corrected and replayed: fixed" in out.stderr
-    saved = path.with_name(path.name + ".verdicts.jsonl")
+    saved = verdicts_path(load_trace(path))
+    assert saved is not None
     assert json.loads(saved.read_text().splitlines()[0])["attribution"]["protocol"] == "counterfactual"
 
 

@@ -127,7 +127,7 @@ def test_diff_command_prints_text_when_not_on_a_terminal() -> None:
     result = CliRunner().invoke(cli_app, ["diff", str(a), str(b)])
     assert result.exit_code == 0, result.output
     assert "A arith_team-s0 · success · final '51.85'" in result.output
-    assert "B arith_team-s0__PL.1__1 · failure · final '13.60'" in result.output
+    assert "B arith_team-s0__‹mode›__‹step› · failure · final '13.60'" in result.output  # labels hidden
     assert "first divergence" in result.output and "▶" in result.output
     bad = CliRunner().invoke(cli_app, ["view", "--diff", str(a)])
     assert bad.exit_code != 0 and "whenpro view --diff A B" in bad.output

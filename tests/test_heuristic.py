@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from conftest import SAMPLES
 from whenpro_core.attribution.heuristic import attribute_heuristic
+from whenpro_core.attribution.verdicts import verdicts_path
 from whenpro_core.formats import load_trace
 from whenpro_core.trace.model import Outcome, Step, Task, ToolCall, Trace
 from whenpro_core.trace.score import score_prediction
@@ -231,8 +232,9 @@ def test_cli_attribute_json(real_traces, tmp_path):
     assert out.returncode == 0, out.stderr
     rec = json.loads(out.stdout)
     assert rec["attribution"]["protocol"] == "heuristic" and set(rec["score"]) == {"agent", "step", "mode", "joint"}
-    saved = trace.with_name(trace.name + ".verdicts.jsonl")
-    assert saved.is_file() and json.loads(saved.read_text().splitlines()[0])["attribution"]["step"]
+    saved = verdicts_path(load_trace(trace))
+    assert saved is not None and json.loads(saved.read_text().splitlines()[0])["attribution"]["step"]
+    assert not trace.with_name(trace.name + ".verdicts.jsonl").exists()  # nothing written into the dataset
 
 
 _VERDICTS_SCRIPT = """

@@ -28,13 +28,16 @@ from whenpro_core.library.opening import open_target
 
 @pytest.fixture
 def attributed(tmp_path) -> tuple[Path, Path]:
-    """A folder with one trace and the verdicts sidecar ``whenpro attribute`` leaves."""
+    """A folder with one trace and the verdicts sidecar older versions of ``whenpro
+    attribute`` left beside it (verdicts now go to whenpro's verdicts folder)."""
     folder = tmp_path / "ds"
     folder.mkdir()
     path = write_trace(team_trace(), folder / "team-1.json")
     trace = load_trace(path)
-    sidecar = save_verdict(trace, attribute_heuristic(trace))
-    assert sidecar is not None and sidecar.parent == folder
+    saved = save_verdict(trace, attribute_heuristic(trace))
+    assert saved is not None and saved.parent != folder
+    sidecar = folder / "team-1.json.verdicts.jsonl"
+    sidecar.write_bytes(saved.read_bytes())
     return path, sidecar
 
 

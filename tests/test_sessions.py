@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import REAL_TRACES, REPO, settle
 from tests.support.live_writer import LineWriter
+from whenpro_core.attribution.verdicts import load_verdicts
 from whenpro_core.formats import load_trace
 from whenpro_core.library.sessions import list_sessions
 from whenpro_core.live.events import StepAdded, TraceReset
@@ -239,3 +240,96 @@ async def test_view_follow_shows_a_claude_session_as_it_is_written(real_traces: 
         await until(pilot, lambda: screen.trace.steps[1].observation is not None, "the first tool result")
         assert [s.content for s in screen.trace.steps] == [s.content for s in want.steps]
         assert [s.observation for s in screen.trace.steps] == [s.observation for s in want.steps]
+
+
+def _tree_bytes(root: Path) -> dict[str, bytes | None]:
+    """Every path below ``root`` with its bytes (``None`` for a folder)."""
+    return {p.relative_to(root).as_posix(): (None if p.is_dir() else p.read_bytes()) for p in sorted(root.rglob("*"))}
+
+
+async def test_attributing_sessions_leaves_the_tools_folders_untouched(home: Path, tmp_path: Path) -> None:
+    """Issue 32, item 1: ``view --sessions`` + attribute (the app under Pilot) and the CLI
+    write nothing into ``~/.claude`` or ``~/.codex`` (byte for byte); the verdicts go to
+    whenpro's own data folder and reopen from there."""
+    from tests.support.waiting import until
+    from whenpro_tui.app import WhenproApp
+    from whenpro_tui.screens.library import LibraryScreen
+    from whenpro_tui.screens.trace import TraceScreen
+    from whenpro_tui.starts import view_start
+
+    before = {name: _tree_bytes(home / name) for name in (".claude", ".codex", ".gemini")}
+    start = view_start(None, sessions=True)
+    assert start is not None
+    app = WhenproApp("", cursor_blink=False, start=start)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, LibraryScreen)
+        for row in range(len(SESSIONS)):  # every session: codex, claude and gemini ones
+            assert isinstance(app.screen, LibraryScreen)
+            app.screen.table.move_cursor(row=row)
+            await pilot.press("enter")
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, TraceScreen)
+            await pilot.press("a")
+            await settle(pilot)
+            await pilot.press("enter")  # the offline heuristic
+            await settle(pilot)
+            if screen.verdicts:
+                await until(pilot, lambda s=screen: "saved in" in str(s.query_one("#d-verdict").content), "saved")
+            await pilot.press("escape")
+            await settle(pilot)
+    spotter = home / f".claude/projects/-home-USER-spotter/{SPOTTER}.jsonl"
+    for args in (("attribute", str(spotter)), ("sessions",), ("view", "--sessions", "--help")):
+        out = whenpro(*args)
+        assert out.returncode == 0, out.stderr
+    assert {name: _tree_bytes(home / name) for name in (".claude", ".codex", ".gemini")} == before
+    saved = load_verdicts(load_trace(spotter))
+    assert saved and saved[0].protocol == "heuristic"  # kept in whenpro's folder
+    assert all(p.is_relative_to(tmp_path / "whenpro-data") for p in (tmp_path / "whenpro-data").rglob("*.jsonl"))
+
+
+async def test_the_sessions_library_shows_date_project_errors_and_usage(home: Path) -> None:
+    """Issue 32, item 6: ``view --sessions`` lists what ``whenpro sessions`` prints: the
+    last step's date in local time (its zone in the header), steps, errors, tokens, cost
+    and project."""
+    from whenpro_core.library.sessions import list_sessions, local_zone
+    from whenpro_tui.app import WhenproApp
+    from whenpro_tui.screens.library import LibraryScreen
+    from whenpro_tui.starts import view_start
+
+    start = view_start(None, sessions=True)
+    assert start is not None
+    app = WhenproApp("", cursor_blink=False, start=start)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LibraryScreen)
+        header = screen.table.header_line()
+        assert f"last step ({local_zone()})" in header and "project" in header and "err" in header
+        rows = list_sessions()
+        spotter = next(r for r in rows if r.path.name == f"{SPOTTER}.jsonl")
+        line = "".join(seg.text for seg in screen.table.render_row(rows.index(spotter), 200))
+        assert spotter.local_time in line and Path(spotter.project).name in line  # a long path's end
+        assert " 12 " in line  # its errors
+    out = whenpro("sessions", "claude")
+    assert local_zone() in out.stdout.splitlines()[0]
+
+
+async def test_find_searches_across_sessions_by_their_first_prompt(home: Path) -> None:
+    from whenpro_tui.app import WhenproApp
+    from whenpro_tui.screens.library import LibraryScreen
+    from whenpro_tui.starts import view_start
+
+    start = view_start(None, sessions=True)
+    assert start is not None
+    app = WhenproApp("", cursor_blink=False, start=start)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LibraryScreen)
+        await pilot.press("slash", *"bead spotter", "enter")
+        await settle(pilot)
+        assert [screen.table.rows[i].path for i in screen.table.shown] == [
+            str(home / f".claude/projects/-home-USER-spotter/{SPOTTER}.jsonl")
+        ]

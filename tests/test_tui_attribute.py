@@ -20,7 +20,7 @@ from tests.support.judge_oracle import Oracle, oracle_for
 from tests.support.llm_server import Fault
 from tests.support.waiting import until
 from whenpro_core.attribution.heuristic import attribute_heuristic
-from whenpro_core.attribution.verdicts import save_verdict
+from whenpro_core.attribution.verdicts import save_verdict, verdicts_path
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_tui.app import WhenproApp
@@ -53,7 +53,9 @@ def llm_env(llm_server, monkeypatch: pytest.MonkeyPatch):
 
 
 def sidecar(trace_file: Path) -> list[dict]:
-    path = trace_file.with_name(trace_file.name + ".verdicts.jsonl")
+    """The verdicts saved for ``trace_file`` (in whenpro's verdicts folder, never beside it)."""
+    path = verdicts_path(load_trace(trace_file))
+    assert path is not None
     if not path.is_file():
         return []
     return [orjson.loads(line)["attribution"] for line in path.read_bytes().splitlines()]
@@ -168,15 +170,16 @@ async def test_verdicts_reopen_with_the_trace_and_compare_with_labels(sample_cop
         await opened(pilot)
         await pick(pilot)
         await settle(pilot)
-        assert "saved in trace.json.verdicts.jsonl" in panel(app)  # the panel says where
+        assert "saved in " in panel(app)  # the panel says where
     assert len(sidecar(sample_copy)) == 1
+    assert sorted(p.name for p in sample_copy.parent.iterdir() if p.is_file()) == ["trace.json"]  # nothing beside it
     again = WhenproApp(str(sample_copy), cursor_blink=False)
     async with again.run_test(size=SIZE) as pilot:
         await opened(pilot)
         await settle(pilot)
         text = panel(again)
         assert "agent solver" in text and "R.3 Numerical/calculation error" in text
-        assert "saved in trace.json.verdicts.jsonl" in text  # reopened: read from that file
+        assert "saved in " in text  # reopened: read from that file
         assert steps(again).attributed == {3} and steps(again).step_index == 0
         await pilot.press("t")
         await pilot.pause()
@@ -215,7 +218,9 @@ async def test_unreadable_saved_verdicts_are_a_notification(sample_copy: Path) -
         assert "agent solver" in panel(app)  # the readable verdict still shows
 
 
-async def test_a_foreign_file_in_the_sidecars_place_is_left_alone(sample_copy: Path) -> None:
+async def test_a_foreign_file_in_the_old_sidecars_place_is_left_alone(sample_copy: Path) -> None:
+    """A file named like the sidecar of older versions that whenpro did not write is
+    neither read (no "unreadable verdicts" note) nor written."""
     foreign = sample_copy.with_name(sample_copy.name + ".verdicts.jsonl")
     foreign.write_text("my own notes\n")
     app = WhenproApp(str(sample_copy), cursor_blink=False)
@@ -224,9 +229,25 @@ async def test_a_foreign_file_in_the_sidecars_place_is_left_alone(sample_copy: P
         await pick(pilot)
         await settle(pilot)
         assert "agent solver" in panel(app)  # the verdict shows
-        await until(pilot, lambda: any("verdict not saved" in n for n in notes(app)), "the not-saved note")
-        assert any("not a whenpro verdicts file" in n for n in notes(app))
+        await until(pilot, lambda: "saved in " in panel(app), "the saved note")
+        assert notes(app) == []
     assert foreign.read_text() == "my own notes\n"
+    assert len(sidecar(sample_copy)) == 1
+
+
+async def test_an_old_sidecar_beside_the_trace_is_still_read(sample_copy: Path) -> None:
+    """Verdicts older versions saved beside the trace reopen; new ones go to the verdicts folder."""
+    trace = load_trace(sample_copy)
+    record = {"key": trace.id, "trace_id": trace.id, "saved_at": 1.0}
+    record["attribution"] = attribute_heuristic(trace).model_dump(mode="json")
+    old = sample_copy.with_name(sample_copy.name + ".verdicts.jsonl")
+    old.write_bytes(orjson.dumps(record) + b"\n")
+    app = WhenproApp(str(sample_copy), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await opened(pilot)
+        await until(pilot, lambda: "agent solver" in panel(app), "the old verdict")
+        assert len(screen.verdicts) == 1
+    assert old.read_bytes() == orjson.dumps(record) + b"\n"
 
 
 async def test_no_gold_answer_disables_the_gold_choice(tmp_path: Path) -> None:
@@ -513,7 +534,9 @@ async def test_each_trace_of_a_file_keeps_its_own_verdicts(tmp_path: Path, llm_e
         await settle(pilot)
         assert screen.trace.id == "team-2" and "heuristic" in panel(app)
         assert len(screen.verdicts) == 1
-    records = [orjson.loads(line) for line in (tmp_path / "three.json.verdicts.jsonl").read_bytes().splitlines()]
+    saved = verdicts_path(load_trace(f"{path}#2"))
+    assert saved is not None and not (tmp_path / "three.json.verdicts.jsonl").exists()
+    records = [orjson.loads(line) for line in saved.read_bytes().splitlines()]
     assert [(r["key"], r["attribution"]["protocol"]) for r in records] == [("2", "heuristic")]
 
 

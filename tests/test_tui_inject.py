@@ -449,7 +449,7 @@ async def test_palette_and_help_list_the_injection_actions(tmp_path: Path) -> No
     async with app.run_test(size=(120, 60)) as pilot:
         await until(pilot, lambda: isinstance(app.screen, TraceScreen), "the trace screen")
         actions = {a.description: a.keys for a in collect_bindings(app.screen)}
-        assert actions["Inject"] == "i" and actions["Diff with seed"] == "d" and actions["Task in full"] == "w"
+        assert actions["Inject"] == "i" and actions["Diff with seed"] == "d" and actions["Task in full"] == "W"
         names = [hit.text async for hit in BindingsProvider(app.screen).discover()]
         assert "Inject" in names and "Diff with seed" in names
         await pilot.press("?")

@@ -33,7 +33,7 @@ async def test_escape_never_quits_a_trace_opened_directly() -> None:
         screen = app.screen
         assert isinstance(screen, TraceScreen) and screen.is_root
         assert "q Quit" in footer_keys(app)
-        await pilot.press("w")  # the task in full
+        await pilot.press("W")  # the task in full
         await pilot.pause()
         assert screen.task_expanded
         await pilot.press("escape")  # closes the task view, nothing else
@@ -70,7 +70,7 @@ async def test_escape_leaves_a_trace_opened_from_the_library(dataset_dir: Path) 
         await settle(pilot)
         assert isinstance(app.screen, TraceScreen) and not app.screen.is_root
         assert "q Back" in footer_keys(app) and "q Quit" not in footer_keys(app)
-        await pilot.press("w", "escape")  # first the task view closes
+        await pilot.press("W", "escape")  # first the task view closes
         await pilot.pause()
         assert isinstance(app.screen, TraceScreen)
         await pilot.press("escape")  # then the screen

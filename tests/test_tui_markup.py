@@ -117,7 +117,7 @@ async def test_trace_screen_shows_markup_like_text_as_typed(tmp_path: Path, m: s
         await pilot.press("l")  # no later step by this agent: names it in a toast
         await until(pilot, lambda: any(f"coder{m}" in n for n in notes(app)), "the agent notice")
 
-        await pilot.press("w")  # task in full
+        await pilot.press("W")  # task in full
         await pilot.pause()
         assert f"second line {m}" in screen_text(app)
 

@@ -425,7 +425,7 @@ async def test_raw_toggle_and_task_expansion(tmp_path: Path) -> None:
         text = screen_text(app)
         assert "Task: First line of the task. more words" in text  # folded to one line
         assert "LAST-LINE-MARKER" not in text and "…" in text
-        await pilot.press("w")
+        await pilot.press("W")
         await pilot.pause()
         assert "LAST-LINE-MARKER" in screen_text(app)  # the whole task now
         await pilot.press("j")  # the Markdown plan step

@@ -1,9 +1,12 @@
-"""Verdict sidecars (``TRACE.verdicts.jsonl``): whenpro appends only to its own file, and
-a verdict that cannot be saved is still shown, with a warning saying why."""
+"""Saved verdicts: kept in whenpro's verdicts folder (never beside the trace), keyed by
+the trace's path and content, moved by ``--verdicts-dir`` / ``WHENPRO_VERDICTS_DIR`` /
+``verdicts_dir``; old sidecars still read; whenpro appends only to its own file, and a
+verdict that cannot be saved is still shown, with a warning saying why."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -11,7 +14,13 @@ import pytest
 
 from conftest import REPO, SAMPLES
 from whenpro_core.attribution.export import options_for
-from whenpro_core.attribution.verdicts import distinct_verdicts, load_verdicts, same_verdict, save_verdict
+from whenpro_core.attribution.verdicts import (
+    distinct_verdicts,
+    load_verdicts,
+    same_verdict,
+    save_verdict,
+    verdicts_path,
+)
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
@@ -26,7 +35,67 @@ def trace_file(tmp_path):
 
 
 def _sidecar(trace_file):
+    """The file a trace's verdicts are appended to (keyed by its path; its folder made, so a
+    test can put something else in its place)."""
+    path = verdicts_path(load_trace(trace_file))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _old_sidecar(trace_file):
     return trace_file.with_name(trace_file.name + ".verdicts.jsonl")
+
+
+def test_verdicts_go_to_the_data_folder_not_beside_the_trace(trace_file, tmp_path):
+    trace = load_trace(trace_file)
+    path = save_verdict(trace, VERDICT)
+    assert path is not None and path.is_relative_to(tmp_path / "whenpro-data" / "verdicts")
+    assert sorted(p.name for p in trace_file.parent.iterdir() if p.is_file()) == ["t.json"]
+    assert [v.step for v in load_verdicts(trace)] == ["3"]
+
+
+def test_a_moved_trace_keeps_its_verdicts_by_content_and_a_grown_one_by_path(trace_file, tmp_path):
+    save_verdict(load_trace(trace_file), VERDICT)
+    moved = tmp_path / "elsewhere" / "renamed.json"
+    moved.parent.mkdir()
+    shutil.copyfile(trace_file, moved)
+    assert [v.step for v in load_verdicts(load_trace(moved))] == ["3"]  # found by content
+    trace = load_trace(trace_file)
+    trace.task.query += " (edited)"
+    write_trace(trace, trace_file)  # the same path, other content (a session that grew)
+    assert [v.step for v in load_verdicts(load_trace(trace_file))] == ["3"]  # found by path
+    other = tmp_path / "other.json"
+    write_trace(trace, other)  # neither the path nor the content of a verdict
+    assert load_verdicts(load_trace(other)) == []
+
+
+def test_an_old_sidecar_is_still_read_and_never_written(trace_file):
+    trace = load_trace(trace_file)
+    save_verdict(trace, VERDICT)
+    old = _old_sidecar(trace_file)
+    old.write_bytes(_sidecar(trace_file).read_bytes())  # as older versions wrote it
+    _sidecar(trace_file).unlink()
+    save_verdict(trace, VERDICT.model_copy(update={"step": "4"}))
+    assert [v.step for v in load_verdicts(trace)] == ["3", "4"]
+    assert len(old.read_text().splitlines()) == 1  # the new verdict went to the verdicts folder
+
+
+def test_the_folder_moves_with_the_variable_the_setting_and_the_option(trace_file, tmp_path, monkeypatch):
+    config_dir = tmp_path / "conf"
+    config_dir.mkdir()
+    monkeypatch.setenv("WHENPRO_CONFIG_DIR", str(config_dir))
+    (config_dir / "config.toml").write_text(f'verdicts_dir = "{tmp_path / "from-config"}"\n')
+    out = _attribute(str(trace_file), "--json")
+    assert out.returncode == 0, out.stderr
+    assert len(list((tmp_path / "from-config").glob("*.jsonl"))) == 1
+    monkeypatch.setenv("WHENPRO_VERDICTS_DIR", str(tmp_path / "from-env"))  # the environment wins
+    out = _attribute(str(trace_file), "--json", "--no-gold")
+    assert out.returncode == 0, out.stderr
+    assert len(list((tmp_path / "from-env").glob("*.jsonl"))) == 1
+    out = _attribute(str(trace_file), "--json", "--verdicts-dir", str(tmp_path / "from-flag"))  # the option wins
+    assert out.returncode == 0, out.stderr
+    assert len(list((tmp_path / "from-flag").glob("*.jsonl"))) == 1
+    assert not (tmp_path / "whenpro-data").exists() and not _old_sidecar(trace_file).exists()
 
 
 def test_verdicts_append_to_whenpros_own_sidecar(trace_file):

@@ -111,6 +111,9 @@ class Settings(BaseSettings):
     claude_sessions: str | None = Field(None, description="Claude Code sessions folder (default ~/.claude/projects).")
     codex_sessions: str | None = Field(None, description="Codex CLI sessions folder (default ~/.codex/sessions).")
     gemini_sessions: str | None = Field(None, description="Gemini CLI sessions folder (default ~/.gemini/tmp).")
+    verdicts_dir: str | None = Field(
+        None, description="Folder of saved verdicts (default: `verdicts` in whenpro's user data folder)."
+    )
 
     prices: dict[str, Price] = Field(
         default_factory=dict, description="Extra or overriding prices, USD per 1M tokens, keyed by model."

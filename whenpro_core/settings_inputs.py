@@ -41,6 +41,7 @@ FIELDS = frozenset(
         "claude_sessions",
         "codex_sessions",
         "gemini_sessions",
+        "verdicts_dir",
         "prices",
     }
 )

@@ -176,12 +176,14 @@ def sessions_start(tool: str | None = None) -> Callable[[], Screen]:
     from whenpro_core.library.sessions import list_sessions, tool_names
 
     tools = tool_names(tool)
-    rows = [row.summary for row in list_sessions(tools)]
+    sessions = list_sessions(tools)
 
     def make() -> Screen:
         from whenpro_tui.screens.library import LibraryScreen
 
-        return LibraryScreen(f"local sessions ({', '.join(tools)})", rows=rows)
+        return LibraryScreen(
+            f"local sessions ({', '.join(tools)})", rows=[r.summary for r in sessions], sessions=sessions
+        )
 
     return make
 

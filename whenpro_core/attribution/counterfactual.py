@@ -37,6 +37,7 @@ from whenpro_core.attribution.signals import collect
 from whenpro_core.envs import env_for_trace
 from whenpro_core.envs.base import EnvState
 from whenpro_core.errors import ConfigError, ReplayError, WhenproError
+from whenpro_core.formats.build_meta import provenance_env
 from whenpro_core.injection.executors import BuiltinExecutor, Executor
 from whenpro_core.injection.llm_generate import RewrittenStep, _rewrite_sections
 from whenpro_core.injection.replay import ReplayResult, continued_trace, warm_start
@@ -429,13 +430,30 @@ def attribute_counterfactual(
     return verdict, run
 
 
+def replayable_offline(trace: Trace) -> bool:
+    """Whether the counterfactual can replay ``trace`` offline: it is a built-in system's run
+    that carries its ``env`` block, or whose built dataset's ``provenance.json`` holds it
+    (:func:`~whenpro_core.formats.build_meta.provenance_env`; the block is then set on the
+    trace in memory, the file is not changed). Only the env block is taken from the
+    provenance, never the injection record or markers (the label). The one test ``attribute``,
+    ``bench`` and the TUI's attribute dialog use (issue 32)."""
+    if env_for_trace(trace) is not None:
+        return True
+    env = provenance_env(trace)
+    if env is None:
+        return False
+    trace.extras["env"] = env
+    return env_for_trace(trace) is not None
+
+
 def default_parts(trace: Trace, model: str | None, settings: Any = None) -> tuple[Executor, Corrector]:
-    """The executor and corrector the TUI and ``attribute()`` use: a built-in system's run
-    without a model is corrected by its reference policy and replayed by ``builtin``;
+    """The executor and corrector the TUI, ``bench`` and ``attribute()`` use: a built-in
+    system's run (:func:`replayable_offline`, its env from ``provenance.json`` in a built
+    dataset) without a model is corrected by its reference policy and replayed by ``builtin``;
     otherwise ``model`` fixes the step and plays the rest (``simulate``). ReplayError when
     a foreign trace comes with no model: a fact about this trace, not the run (a bench over
     a folder goes on with its other traces)."""
-    if env_for_trace(trace) is not None and not model:
+    if not model and replayable_offline(trace):
         return BuiltinExecutor(), ReferenceCorrector()
     if not model:
         raise ReplayError(

@@ -39,8 +39,9 @@ from whenpro_core.storage.fsutil import atomic_write_text, check_output_file
 from whenpro_core.trace.model import Attribution, GroundTruth, MediaRef, Step, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
 from whenpro_core.trace.usage import step_usage, total_usage
-from whenpro_core.views.stepview import Block, content_blocks, media_label, pretty_arguments
+from whenpro_core.views.stepview import Block, content_blocks, media_label, pretty_arguments, step_reasoning
 from whenpro_core.views.traceview import unlabelled_id
+from whenpro_core.views.waterfall import Rollup, seconds_text, waterfall
 
 #: Content longer than this (characters) or taller than :data:`FOLD_LINES` is folded.
 FOLD_CHARS = 1_500
@@ -71,6 +72,9 @@ pre { white-space: pre-wrap; word-break: break-word; background: #f6f8fa; paddin
 .hl pre { background: #f6f8fa; } .label { font-weight: bold; color: #0550ae; }
 .error { color: #cf222e; } img { max-width: 100%; height: auto; border: 1px solid #d0d7de; }
 summary { cursor: pointer; color: #0550ae; }
+.wf { border-collapse: collapse; width: 100%; font-size: .9em; } .wf td { padding: 0 .4em; white-space: nowrap; }
+.wf td.axis { width: 45%; position: relative; } .wf .bar { position: absolute; top: 3px; height: .9em;
+      background: #8250df; min-width: 2px; } .wf tr.err .bar { background: #cf222e; } .wf td.num { text-align: right; }
 """
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
@@ -183,6 +187,8 @@ def _step_html(step: Step, *, labels: bool, named: bool, images: _Images) -> str
     if not usage.empty:
         head += f' <span class="usage">{_e(usage.text())}</span>'
     parts = [f'<section class="step{" named" if named else ""}" id="step-{step.index}"><h3>{head}</h3>']
+    if (reasoning := step_reasoning(step)) is not None:  # thinking, as the TUI shows it
+        parts.append("<p class=label>Reasoning</p>" + _text_html(reasoning, "reasoning"))
     if step.content:
         parts.append(_text_html(step.content, "content"))
     for call in step.tool_calls:
@@ -265,10 +271,67 @@ def trace_html(trace: Trace, options: ExportOptions | None = None) -> str:
     if opts.labels and trace.ground_truth is not None:
         parts.append(_gt_html(trace.ground_truth, tax))
     parts += _verdicts_html(trace, opts.verdicts, tax)
+    parts += _waterfall_html(trace)
     parts.append(f"<h2>Steps ({len(trace.steps):,})</h2>")
     parts += [_step_html(s, labels=opts.labels, named=s.index in named, images=images) for s in trace.steps]
     parts.append("<p class=meta>Exported by whenpro.</p></body></html>")
     return "\n".join(parts)
+
+
+def _waterfall_html(trace: Trace) -> list[str]:
+    """The Timeline section: the run as a tree with time (:mod:`whenpro_core.views.waterfall`,
+    as ``w`` shows it in the TUI): one row per step in tree order, indented by depth, a bar
+    from its start for its duration, its duration, tokens and cost, linked to the step; then
+    the totals per agent and per tool. Folded (``<details>``); nothing for a trace without steps."""
+    if not trace.steps:
+        return []
+    tree = waterfall(trace)
+    span = tree.span_s
+    rows = []
+    for r in tree.rows:
+        step = trace.steps[r.index]
+        bar = ""
+        if span and r.start_s is not None:
+            left, width = 100 * r.start_s / span, 100 * (r.duration_s or 0.0) / span
+            bar = f'<div class=bar style="left:{left:.2f}%;width:{width:.2f}%"></div>'
+        label = f"{_e(step.coord or '#' + str(step.index))} {_e(step.agent)} <i>{_e(step.kind)}</i>"
+        rows.append(
+            f'<tr{" class=err" if r.error else ""}><td style="padding-left:{0.4 + 1.2 * min(r.depth, 8):.1f}em">'
+            f'<a href="#step-{r.index}">{label}</a></td><td class=axis>{bar}</td>'
+            f"<td class=num>{_e(seconds_text(r.duration_s))}</td><td class=num>{_e(_count(r.tokens))}</td>"
+            f"<td class=num>{_e(_dollars(r.cost_usd))}</td></tr>"
+        )
+    head = "<tr><th>step</th><th>time →</th><th>dur</th><th>tokens</th><th>cost $</th></tr>"
+    when = "no times recorded" if span is None else f"run {seconds_text(span)}"
+    totals = [_rollup_html("agent", tree.agents), _rollup_html("tool", tree.tools)]
+    return [
+        f"<h2>Timeline</h2><details><summary>The run as a tree with time ({when})</summary>",
+        f"<table class=wf>{head}{''.join(rows)}</table>",
+        *totals,
+        "</details>",
+    ]
+
+
+def _count(n: int | None) -> str:
+    return "—" if n is None else f"{n:,}"
+
+
+def _dollars(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4f}"
+
+
+def _rollup_html(kind: str, rollups: list[Rollup]) -> str:
+    """A table of the totals per ``kind`` (agent or tool): steps, time, tokens, cost, errors."""
+    if not rollups:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_e(r.name)}</td><td class=num>{r.steps:,}</td><td class=num>{_e(seconds_text(r.seconds))}</td>"
+        f"<td class=num>{_count(r.tokens)}</td><td class=num>{_dollars(r.cost_usd)}</td>"
+        f"<td class=num>{r.errors:,}</td></tr>"
+        for r in rollups
+    )
+    head = f"<tr><th>{kind}</th><th>steps</th><th>time</th><th>tokens</th><th>cost $</th><th>errors</th></tr>"
+    return f"<table class=wf>{head}{rows}</table>"
 
 
 # --------------------------------------------------------------------------- Markdown
@@ -320,6 +383,8 @@ def _md_step(step: Step, labels: bool, cuts: list[str]) -> str:
         f"### Step {md_inline(step.coord or '#' + str(step.index))} · {md_inline(step.agent)} · {md_inline(step.kind)}"
         + (f" ({usage.text()})" if not usage.empty else "")
     ]
+    if (reasoning := step_reasoning(step)) is not None:
+        lines.append("Reasoning:\n" + _md_field(reasoning, MARKDOWN_FIELD_CAP, cuts, where + " reasoning"))
     if step.content:
         lines.append(_md_field(step.content, MARKDOWN_FIELD_CAP, cuts, where))
     for call in step.tool_calls:

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from whenpro_core.attribution.binary_search import max_calls
+from whenpro_core.attribution.counterfactual import replayable_offline
 from whenpro_core.attribution.judge import CallSettings, JudgeReply, Progress, ProgressCallback
 from whenpro_core.attribution.llm_judge import make_judge
 from whenpro_core.attribution.protocols import PROTOCOLS, protocol_name
 from whenpro_core.attribution.run import attribute, trace_has_gold
 from whenpro_core.config import load_settings
-from whenpro_core.envs import env_for_trace
 from whenpro_core.errors import ConfigError
 from whenpro_core.llm.endpoints import require_endpoint
 from whenpro_core.llm.models import parse_model
@@ -100,6 +100,13 @@ def model_choices(settings: Settings | None, previous: Iterable[Attribution] = (
     return [ModelChoice(name, note) for name, note in out.items()]
 
 
+def offline_protocols(trace: Trace) -> frozenset[str]:
+    """The protocols that run on ``trace`` without a model: the heuristic, and the
+    counterfactual on a run it can replay offline
+    (:func:`~whenpro_core.attribution.counterfactual.replayable_offline`)."""
+    return frozenset({"heuristic", *(("counterfactual",) if replayable_offline(trace) else ())})
+
+
 def protocol_notes(trace: Trace) -> dict[str, str]:
     """A short cost note per protocol for ``trace`` (calls counted over the agent steps
     a judge is asked about; docs/architecture.md, 'Attribution protocols')."""
@@ -110,7 +117,11 @@ def protocol_notes(trace: Trace) -> dict[str, str]:
         "step-by-step": f"up to {plural(n, 'call')}, one step at a time",
         "binary-search": f"at most {plural(max_calls(max(n, 1)), 'call')}, halving the range",
         "hybrid": "all-at-once for the agent, then its steps",
-        "counterfactual": "replays a fix of each candidate step (offline on built-in runs)",
+        "counterfactual": (
+            "offline: replays a fix of each candidate step (a built-in system's run)"
+            if "counterfactual" in offline_protocols(trace)
+            else "a model fixes each candidate step and plays the rest"
+        ),
     }
 
 
@@ -130,7 +141,7 @@ def make_request(
     protocol = protocol_name(protocol)
     with_gold = with_gold and trace_has_gold(trace)
     if protocol == "heuristic" or (
-        protocol == "counterfactual" and not (model or "").strip() and env_for_trace(trace) is not None
+        protocol == "counterfactual" and not (model or "").strip() and protocol in offline_protocols(trace)
     ):
         return AttributionRequest(protocol, None, with_gold)
     if settings is None:

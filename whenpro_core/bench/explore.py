@@ -30,7 +30,7 @@ from whenpro_core.bench.report import load_report_records
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.registry import split_ref
 from whenpro_core.library.listing import natural_key, walk_rows
-from whenpro_core.safety.textsafe import plural
+from whenpro_core.safety.textsafe import compact, plural
 from whenpro_core.trace.model import Usage
 from whenpro_core.trace.taxonomy import Taxonomy
 
@@ -62,7 +62,8 @@ class Column:
         axis: the per-trace verdict a drill-down shows (``agent``, ``step``,
             ``step_tol``, ``mode``, ``joint``), ``None`` for count and usage columns.
         counts: which traces the number counts: ``all`` scored traces,
-            ``multi_agent`` (the Agent metric) or ``with_mode`` (Error and mode accuracy).
+            ``multi_agent`` (the Agent metric), ``with_mode`` (Error and mode accuracy) or
+            ``failed`` (the items whose attribution failed: ``Record.error``).
         percent: shown as a percentage.
     """
 
@@ -88,6 +89,7 @@ def columns(tolerance: int) -> list[Column]:
         Column("calls", "calls", percent=False),
         Column("tokens", "tokens", percent=False),
         Column("cost", "cost $", percent=False),
+        Column("failed", "failed", counts="failed", percent=False),
     ]
 
 
@@ -117,6 +119,8 @@ class TableRow:
         """The text of ``column`` in this row."""
         if column.key == "n":
             return f"{self.metrics.n:,}"
+        if column.key == "failed":
+            return f"{self.metrics.failed:,}"
         if column.key == "calls":
             return f"{self.usage.calls:,}"
         if column.key == "tokens":
@@ -124,15 +128,6 @@ class TableRow:
         if column.key == "cost":
             return f"{self.usage.cost_usd:.2f}"
         return pct(getattr(self.metrics, column.key))
-
-
-def compact(n: int) -> str:
-    """``1234567`` -> ``"1.2M"``, ``12345`` -> ``"12.3K"``, small numbers as they are."""
-    if n >= 1_000_000:
-        return f"{n / 1e6:.1f}M"
-    if n >= 10_000:
-        return f"{n / 1e3:.1f}K"
-    return f"{n:,}"
 
 
 @dataclass
@@ -243,6 +238,8 @@ def _counts(column: Column | None, rec: Record) -> bool:
         return True
     if column.counts == "multi_agent":
         return not rec.trace.single_agent
+    if column.counts == "failed":
+        return bool(rec.error)
     return bool((rec.trace.gt_mode or "").strip())
 
 

@@ -4,7 +4,6 @@ print the verdict (a grid, or JSON) and keep it beside the trace."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -24,6 +23,7 @@ from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Attribution, Outcome, Trace
 from whenpro_core.trace.score import score_prediction
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
+from whenpro_core.views.traceview import shown_id
 
 if TYPE_CHECKING:  # start-up: a --template is read only when given
     from whenpro_core.attribution.template import PromptTemplate
@@ -71,7 +71,8 @@ def attribute_command(
         judge = _judge(name, model, settings_flags, no_cache)
         run = _attribution(trace, name, judge, with_gold, prompt)
         if not as_json and sys.stderr.isatty():
-            shown = Text(inert(f"{name} attribution of {trace.id} …"))  # the id is untrusted; no markup
+            ident = shown_id(trace.id, labels)
+            shown = Text(inert(f"{name} attribution of {ident} …"))  # the id is untrusted; no markup
             with output.live(output.live_console().status(shown)):
                 verdict = asyncio.run(run)
         else:
@@ -154,7 +155,7 @@ def verdict_grid(trace: Trace, verdict: Attribution, taxonomy: Taxonomy, *, labe
     grid.add_column(overflow="fold")
     gt = trace.ground_truth if labels else None
     scored = score_prediction(trace, verdict) if gt else None
-    grid.add_row("trace", Text(clean(trace.id)))
+    grid.add_row("trace", Text(clean(shown_id(trace.id, labels))))
     used = (
         verdict.protocol if verdict.model in (None, "", verdict.protocol) else f"{verdict.protocol} · {verdict.model}"
     )  # the heuristic is its own model
@@ -230,14 +231,15 @@ def _dry_run(
 
 
 def _save(trace: Trace, verdict: Attribution, err: Console) -> None:
-    """Save the verdict beside the trace, unless the same verdict is saved already
+    """Save the verdict in the verdicts folder (:mod:`whenpro_core.attribution.verdicts`),
+    unless the same verdict is saved already
     (:func:`~whenpro_core.attribution.verdicts.same_verdict`: a rerun that changes
     nothing adds nothing, as in the TUI); a verdict that cannot be saved was shown
     already, so only warn (one line on stderr, exit status unchanged)."""
     if _saved_already(trace, verdict):
         return
     try:
-        path = save_verdict(trace, verdict)
+        save_verdict(trace, verdict)
     except WhenproError as exc:
         err.print(
             f"whenpro: warning: verdict not saved: {exc.one_line()} (use --no-save to skip saving)",
@@ -246,8 +248,6 @@ def _save(trace: Trace, verdict: Attribution, err: Console) -> None:
             soft_wrap=True,
         )
         return
-    if path is not None and trace.source.path and Path(trace.source.path).resolve().parent != path.parent:
-        err.print(f"verdict saved to {path} (the trace's folder is not writable)", highlight=False)
 
 
 def _saved_already(trace: Trace, verdict: Attribution) -> bool:
@@ -256,23 +256,6 @@ def _saved_already(trace: Trace, verdict: Attribution) -> bool:
         return any(same_verdict(saved, verdict) for saved in load_verdicts(trace))
     except OSError:
         return False
-
-
-def with_build_env(trace: Trace) -> bool:
-    """Whether ``trace`` is a built-in system's run the counterfactual can replay: it
-    carries its ``env`` block, or its built dataset's ``provenance.json`` holds it (then
-    the block is set on the trace in memory; the file is not changed). Only the env block
-    is taken from the provenance, never the injection record or markers (the label)."""
-    from whenpro_core.envs import env_for_trace
-    from whenpro_core.formats.build_meta import provenance_env
-
-    if env_for_trace(trace) is not None:
-        return True
-    env = provenance_env(trace)
-    if env is None:
-        return False
-    trace.extras["env"] = env
-    return env_for_trace(trace) is not None
 
 
 def counterfactual_command(
@@ -298,6 +281,7 @@ def counterfactual_command(
         ReferenceCorrector,
         attribute_counterfactual,
         heuristic_ranking,
+        replayable_offline,
     )
     from whenpro_core.config import load_settings
     from whenpro_core.injection.registry import get_executor
@@ -308,10 +292,11 @@ def counterfactual_command(
         _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=False, err=output.stderr_console())
         return
     settings = load_settings(**(settings_flags or {}))
-    builtin = with_build_env(trace)
+    builtin = replayable_offline(trace)
     if not builtin and (model or settings.model or "heuristic").strip().lower() == "heuristic":
         raise ConfigError(
-            f"{trace.id}: no environment to replay and no model to fix steps with (a trace of whenpro run "
+            f"{shown_id(trace.id, labels)}: no environment to replay and no model to fix steps with "
+            "(a trace of whenpro run "
             "carries its environment; a built dataset keeps it in provenance.json at the dataset's root, "
             "not found above this file)",
             expected="the trace inside its built dataset folder (with provenance.json), or --model provider:model",

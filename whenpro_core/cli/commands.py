@@ -20,10 +20,12 @@ from whenpro_core.cli.options import (
     PRESET_HELP,
     SECONDS,
     SECONDS_OR_0,
+    VERDICTS_DIR_HELP,
     ImagesMode,
     JudgeImages,
     ReportMetric,
     ReportRules,
+    apply_verdicts_dir,
     finite,
 )
 
@@ -96,10 +98,12 @@ def export(
     markdown_out: str | None = typer.Option(None, "--markdown", help="Write bounded Markdown here (- prints it)."),
     labels: bool = typer.Option(False, "--labels", help="Include the ground truth and hidden fields."),
     force: bool = typer.Option(False, "--force", help="Replace existing files."),
+    verdicts_dir: Path | None = typer.Option(None, "--verdicts-dir", help=VERDICTS_DIR_HELP),
 ) -> None:
     """Share a diagnosis: the trace, its verdicts (and labels if asked) as HTML or Markdown."""
     from whenpro_core.cli import traces
 
+    apply_verdicts_dir(verdicts_dir)
     traces.export(src, html_out, markdown_out, labels=labels, force=force)
 
 
@@ -109,6 +113,9 @@ def diff_(
     text: bool = typer.Option(
         False, "--text", help="Print the aligned rows instead of opening the TUI (the default when not on a terminal)."
     ),
+    labels: bool = typer.Option(
+        False, "--labels", help="--text: show the runs' ids whole (the failure mode in an id is masked by default)."
+    ),
 ) -> None:
     """Diff any two runs step by step: aligned by content, first divergence marked, outcome
     and final answer side by side (two attempts at a task, a run before and after a change)."""
@@ -117,7 +124,7 @@ def diff_(
     if text or not sys.stdout.isatty():
         from whenpro_core.cli import traces
 
-        traces.diff(a, b)
+        traces.diff(a, b, labels=labels)
         return
     from whenpro_core.cli import view as view_
 
@@ -139,8 +146,11 @@ def view(
         ImagesMode.auto, "--images", help="Image drawing: auto, kitty, sixel, halfcell, off."
     ),
     save: bool = typer.Option(
-        True, "--save/--no-save", help="Keep verdicts next to the trace (--no-save: in memory until the app closes)."
+        True,
+        "--save/--no-save",
+        help="Keep verdicts in whenpro's verdicts folder (--no-save: in memory until the app closes).",
     ),
+    verdicts_dir: Path | None = typer.Option(None, "--verdicts-dir", help=VERDICTS_DIR_HELP),
     serve: bool = typer.Option(False, "--serve", help="Serve the app in a browser on 127.0.0.1 instead."),
     port: int = typer.Option(8000, "--port", min=1, max=65535, help="Port for --serve."),
     # tuiresults: results screen, validation mode, live views
@@ -180,6 +190,7 @@ def view(
     or watch runs live."""
     from whenpro_core.cli import view as view_
 
+    apply_verdicts_dir(verdicts_dir)
     view_.view(
         path,
         other,
@@ -210,7 +221,8 @@ def attribute(
     model: str | None = typer.Option(None, "--model", "-m", help="provider:model, e.g. openai:gpt-4.1"),
     no_gold: bool = typer.Option(False, "--no-gold", help="Do not show the judge the gold answer."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
-    save: bool = typer.Option(True, "--save/--no-save", help="Keep the verdict next to the trace."),
+    save: bool = typer.Option(True, "--save/--no-save", help="Keep the verdict in the verdicts folder."),
+    verdicts_dir: Path | None = typer.Option(None, "--verdicts-dir", help=VERDICTS_DIR_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
     base_url: str | None = typer.Option(
         None, "--base-url", help="Base URL of the model's provider (e.g. an OpenAI-compatible server)."
@@ -266,6 +278,7 @@ def attribute(
     from whenpro_core.cli import attribute as attribute_
 
     choose(official_harness)
+    apply_verdicts_dir(verdicts_dir)
     flags = {"base_url": base_url, "timeout_s": timeout, "max_retries": max_retries}
     if (protocol or "").strip().lower() == "counterfactual":
         attribute_.counterfactual_command(
@@ -740,7 +753,9 @@ def watch(
 ) -> None:
     """Follow a running agent and attribute as it goes; one line per verdict.
 
-    Exit status: 0 no decisive error flagged, 1 a decisive error flagged, 2 bad input or usage."""
+    Exit status: 1 a decisive error flagged (whatever the header's outcome); 2 bad input or usage,
+    or the judge failed; 3 nothing flagged but the run ended without an outcome; 0 the run ended
+    with an outcome and nothing was flagged."""
     from whenpro_core.cli import live
 
     live.watch(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from enum import StrEnum
+from pathlib import Path
 
 from whenpro_core.errors import ConfigError
 
@@ -88,3 +89,18 @@ JUDGE_IMAGES_HELP = (
     "Send the trace's images to the judge (default: OpenAI and Anthropic models, and "
     "openai-compatible models listed in vision_models in config.toml)."
 )
+
+
+VERDICTS_DIR_HELP = (
+    "Folder of saved verdicts (default: whenpro's user data folder, or the verdicts_dir setting / "
+    "WHENPRO_VERDICTS_DIR); nothing is written beside the trace."
+)
+
+
+def apply_verdicts_dir(directory: Path | None) -> None:
+    """``--verdicts-dir``: keep verdicts in ``directory`` (see
+    :func:`whenpro_core.attribution.verdicts.use_verdicts_dir`); ``None`` changes nothing."""
+    if directory is not None:
+        from whenpro_core.attribution.verdicts import use_verdicts_dir  # only when the option is given
+
+        use_verdicts_dir(directory)

@@ -8,6 +8,7 @@ import shutil
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -16,13 +17,14 @@ from rich.text import Text
 from whenpro_core.cli import output
 from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.formats.build_meta import unfinished_build_note
+from whenpro_core.injection.verify import check_answer
 from whenpro_core.library import summary
 from whenpro_core.library.listing import parse_where
 from whenpro_core.safety.textsafe import clean, one_line, plural
 from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Trace, TraceSummary
 from whenpro_core.trace.taxonomy import taxonomy_for
-from whenpro_core.views.traceview import score_lines
+from whenpro_core.views.traceview import score_lines, shown_id, shown_ref, unlabelled_id, unlabelled_ref
 
 
 def info(target: str, console: Console | None = None, *, labels: bool = False) -> None:
@@ -47,8 +49,8 @@ def trace_grid(trace: Trace, labels: bool) -> Table:
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column(overflow="fold")
     add = table.add_row
-    add("trace", Text(clean(trace.id)))
-    add("source", Text(clean(f"{trace.source.format}  {trace.source.ref() or ''}")))
+    add("trace", Text(clean(shown_id(trace.id, labels))))
+    add("source", Text(clean(f"{trace.source.format}  {shown_ref(trace.source.ref() or '', labels)}")))
     single = trace.is_single_agent or len(trace.acting_agents()) <= 1  # people and the environment are no agents
     add("framework", Text(clean(trace.framework) + f"  ({'single-agent' if single else 'multi-agent'})"))
     add("benchmark", Text(clean(trace.benchmark) or "—"))
@@ -56,6 +58,9 @@ def trace_grid(trace: Trace, labels: bool) -> Table:
     add("task", Text(one_line(trace.task.query, 300)))
     add("gold answer", Text(one_line(trace.task.answer or "—", 200)))
     add("final answer", Text(one_line(trace.final_answer or "—", 200)))
+    check = check_answer(trace.final_answer, trace.task.answer)
+    if check.success is not None:  # the rule that matched, or none (issue 32)
+        add("answer check", f"✓ matched: {check.rule}" if check.success else "✗ no rule matched")
     add("outcome", trace.outcome.value)
     for line in score_lines(trace):
         add("score", Text(line))
@@ -153,7 +158,7 @@ def ls(
             continue
         listed += 1
         if as_json:
-            doc = row.model_dump(mode="json", exclude=None if labels else {"gt_step", "gt_mode"})
+            doc = _listing_record(row, labels)
             console.out(jsonio.dumps(doc).decode(), highlight=False)
         elif row.error:
             errors.print(Text(f"whenpro: warning: {clean(row.error)}", style="yellow"))
@@ -166,10 +171,23 @@ def ls(
         output.note(f"whenpro: none of the {plural(seen, 'trace')} in {target} matches --where {wanted}")
 
 
+def _listing_record(row: TraceSummary, labels: bool) -> dict[str, Any]:
+    """One ``ls --json`` row: without ``labels`` no ``gt_step``/``gt_mode``, and the id, path
+    and key masked (:func:`~whenpro_core.views.traceview.unlabelled_ref`)."""
+    doc: dict[str, Any] = row.model_dump(mode="json", exclude=None if labels else {"gt_step", "gt_mode"})
+    if not labels:
+        doc.update(id=unlabelled_id(row.id), path=unlabelled_ref(row.path))
+        if row.key is not None:
+            doc["key"] = unlabelled_id(row.key)
+    return doc
+
+
 def _listing_line(row: TraceSummary, labels: bool) -> str:
-    """One tab-separated ``ls`` line of ``row`` (the GT column only with ``labels``)."""
+    """One tab-separated ``ls`` line of ``row`` (the GT column only with ``labels``; the
+    reference and id masked without them)."""
     steps = "? steps" if row.step_count is None else plural(row.step_count, "step")
-    line = f"{row.ref()}\t{row.id}\t{row.framework}\t{row.benchmark or '-'}\t{row.modality}\t{steps}"
+    ref, ident = shown_ref(row.ref(), labels), shown_id(row.id, labels)
+    line = f"{ref}\t{ident}\t{row.framework}\t{row.benchmark or '-'}\t{row.modality}\t{steps}"
     if not labels:
         return line
     gt = f"gt={row.gt_step or '-'}/{row.gt_mode or '-'}" if (row.gt_step or row.gt_mode) else "gt=-"
@@ -181,7 +199,7 @@ def sessions(tool: str | None, *, as_json: bool = False, console: Console | None
     line each: time (local), tool, steps, errors, project, first prompt, path. A file that
     failed to import prints its one-line error on stderr. Returns the number of rows; none
     prints which folders were searched (stderr)."""
-    from whenpro_core.library.sessions import folders_line, list_sessions, row_record, tool_names
+    from whenpro_core.library.sessions import folders_line, list_sessions, local_zone, row_record, tool_names
 
     tools = tool_names(tool)
     console = console or output.stdout_console(highlight=False, soft_wrap=True)
@@ -193,7 +211,7 @@ def sessions(tool: str | None, *, as_json: bool = False, console: Console | None
         elif row.summary.error:
             errors.print(Text(f"whenpro: warning: {clean(row.summary.error)}", style="yellow"))
         else:
-            when = row.modified.astimezone().strftime("%Y-%m-%d %H:%M")
+            when = f"{row.local_time} {local_zone()}"  # local time, its zone said
             line = (
                 f"{when}\t{row.tool}\t{plural(row.steps, 'step')}\t{plural(row.errors, 'error')}\t"
                 f"{row.project or '-'}\t{row.prompt or '-'}\t{row.path}"
@@ -229,16 +247,22 @@ def export(src: str, html_out: str | None, markdown_out: str | None, *, labels: 
     export_command(src, html_out, markdown_out, labels=labels, force=force, echo=output.echo, note=output.note)
 
 
-def diff(a: str, b: str) -> None:
+def diff(a: str, b: str, *, labels: bool = False) -> None:
     """``whenpro diff --text``: the aligned rows of runs ``a`` and ``b``, one per line, as
-    wide as ``COLUMNS`` or the terminal (100 columns in a pipe)."""
+    wide as ``COLUMNS`` or the terminal (100 columns in a pipe); the runs' ids masked
+    without ``labels``."""
     from whenpro_core.formats import load_trace
     from whenpro_core.injection.diff import diff_lines, diff_traces
 
-    first, second = load_trace(a), load_trace(b)
+    first, second = (_id_shown(load_trace(ref), labels) for ref in (a, b))
     width = shutil.get_terminal_size((100, 24)).columns  # COLUMNS, else the terminal's, else 100
     for line in diff_lines(first, second, diff_traces(first, second), width=width):
         output.echo(line)
+
+
+def _id_shown(trace: Trace, labels: bool) -> Trace:
+    """``trace``, or a copy whose id is masked (:func:`~whenpro_core.views.traceview.shown_id`)."""
+    return trace if labels else trace.model_copy(update={"id": shown_id(trace.id, labels)})
 
 
 def schema() -> None:

@@ -2,8 +2,14 @@
 
 ``watch`` prints one line per event as verdicts come (``--json``: one JSON object per
 line, :func:`~whenpro_core.live.events.event_record`), for scripts and CI of agent
-projects. Exit status: 0 no decisive error flagged, 1 a decisive error flagged, 2 bad
-input or usage, or the judge failed with no decisive error found.
+projects. Exit status (:meth:`Printer.exit_code`), whatever the trace's outcome says:
+
+* 1: a decisive error was flagged;
+* 2: bad input or usage, or the judge failed with no decisive error found;
+* 3 (:data:`EXIT_NO_OUTCOME`): nothing flagged, but a run ended without an outcome (no
+  outcome stated, no final answer to judge against a gold answer), or none ended: nothing
+  says the run went well;
+* 0: every run ended with an outcome and nothing was flagged.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ from whenpro_core.trace.model import Step
 if TYPE_CHECKING:  # the judges are imported when a watch starts (they load the LLM stack)
     from whenpro_core.live.judge_live import Budget, LiveJudge
 
+#: Exit status of a watch that flagged nothing while a run ended without an outcome.
+EXIT_NO_OUTCOME = 3
 #: Seconds ``serve`` may take to notice Ctrl-C or SIGTERM while no event comes.
 STOP_POLL_S = 0.2
 #: Characters of untrusted text (content, reasons) on one printed line.
@@ -176,6 +184,7 @@ class Printer:
         self.write = write or (lambda line: (sys.stdout.write(line + "\n"), sys.stdout.flush()))
         self.decisive = 0
         self.failed = 0
+        self.ended: dict[str, str] = {}  # outcome of each run that ended, by trace id
         self._shown: dict[str, int] = {}  # steps printed so far per OTLP trace
 
     def __call__(self, ev: Any) -> None:
@@ -183,6 +192,8 @@ class Printer:
             self.decisive += 1
         elif isinstance(ev, JudgeFailed):
             self.failed += 1
+        elif isinstance(ev, RunEnded):
+            self.ended[ev.trace_id] = ev.outcome
         if self.as_json:
             if self.show_steps or not isinstance(ev, (StepAdded, TraceUpdated, HeaderUpdated, Idle, TraceEvicted)):
                 self.write(jsonio.dumps(event_record(ev)).decode())
@@ -198,8 +209,16 @@ class Printer:
 
     @property
     def exit_code(self) -> int:
-        """1 when a decisive error was flagged, else 2 when the judge failed, else 0."""
-        return 1 if self.decisive else 2 if self.failed else 0
+        """1 when a decisive error was flagged, else 2 when the judge failed, else
+        :data:`EXIT_NO_OUTCOME` when no run ended or one ended with outcome ``unknown``,
+        else 0 (see the module doc)."""
+        if self.decisive:
+            return 1
+        if self.failed:
+            return 2
+        if not self.ended or "unknown" in self.ended.values():
+            return EXIT_NO_OUTCOME
+        return 0
 
 
 def watch_command(

@@ -115,10 +115,12 @@ class Policy(Protocol):
 @dataclass
 class CheckResult:
     """Whether a final answer is right: ``success`` (``None`` when it cannot be decided,
-    e.g. no gold answer) and a short human ``detail``."""
+    e.g. no gold answer), a short human ``detail`` and, for a match, the ``rule`` that
+    matched (:func:`whenpro_core.injection.verify.check_answer`; ``None`` otherwise)."""
 
     success: bool | None
     detail: str = ""
+    rule: str | None = None
 
 
 class Env(ABC):

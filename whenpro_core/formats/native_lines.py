@@ -139,14 +139,15 @@ class NativeLinesBuilder:
     def trace(self) -> Trace:
         """The trace so far (a snapshot). Without a header ``final_answer`` the last
         final_answer step gives it; with an unknown ``outcome`` it is judged against
-        the header's gold answer (:func:`~whenpro_core.formats.base.outcome_from_gold`);
-        a ground truth makes it a failure only in a finished file (not ``growing``)."""
+        the header's gold answer (:func:`~whenpro_core.formats.base.outcome_from_gold`)
+        only in a finished file (not ``growing``): a file still being written has the
+        outcome it states (a gold answer and a final answer in its first header do not
+        end the run, issue 32)."""
         base = self._base
         final = base.final_answer if base.final_answer is not None else final_answer_from_steps(self.steps)
         outcome = base.outcome
-        if outcome == Outcome.unknown:
-            labelled = base.ground_truth is not None and not self.growing
-            outcome = outcome_from_gold(final, base.task.answer, labelled)
+        if outcome == Outcome.unknown and not self.growing:
+            outcome = outcome_from_gold(final, base.task.answer, base.ground_truth is not None)
         return base.model_copy(
             update={
                 "steps": list(self.steps),

@@ -169,7 +169,8 @@ def diff_lines(a: Trace, b: Trace, diff: TraceDiff, *, width: int = 100) -> list
     else:
         row = diff.rows[first]
         out.append(
-            f"first divergence: A step {row.a_coord or '—'} / B step {row.b_coord or '—'} ({row.op}); "
+            f"first divergence: A step {row_step(row.a_coord, row.a)} / B step {row_step(row.b_coord, row.b)} "
+            f"({row.op}); "
             f"{len(diff.changed)} changed, {len(diff.removed)} only in A, {len(diff.added)} only in B"
         )
     if diff.shared_prefix:
@@ -179,8 +180,33 @@ def diff_lines(a: Trace, b: Trace, diff: TraceDiff, *, width: int = 100) -> list
         sa = a.steps[row.a] if row.a is not None else None
         sb = b.steps[row.b] if row.b is not None else None
         left, right = _side_by_side(sa, sb, half)
-        out.append(f"{left.ljust(half)} {'▶' if i == first else marks[row.op]} {right}".rstrip())
+        note = _hidden_difference(sa, sb, row) if left == right and sa is not None and sb is not None else ""
+        out.append(f"{left.ljust(half)} {'▶' if i == first else marks[row.op]} {right}{note}".rstrip())
     return out
+
+
+def row_step(coord: str | None, index: int | None) -> str:
+    """How a diff names one side's step: its coordinate, ``#index`` for a framing step
+    (no coordinate: a system prompt, a task message), ``—`` when the side has none."""
+    if coord:
+        return clean(coord)
+    return f"#{index}" if index is not None else "—"
+
+
+#: How :func:`_hidden_difference` names the compared fields.
+_FIELD_NAMES = {"tool_calls": "tool calls", "content": "content"}
+
+
+def _hidden_difference(a: Step, b: Step, row: DiffRow) -> str:
+    """For a changed row whose two sides print the same text: what differs, e.g.
+    ``  [same text; differs in: content whitespace, tool calls]`` (``""`` for a same row)."""
+    if row.op != "changed":
+        return ""
+    named = []
+    for name in row.fields:
+        whitespace = name == "content" and " ".join(a.content.split()) == " ".join(b.content.split())
+        named.append("content whitespace" if whitespace else _FIELD_NAMES.get(name, name))
+    return f"  [same text; differs in: {', '.join(named)}]"
 
 
 def _step_text(step: Step, other: Step | None) -> str:

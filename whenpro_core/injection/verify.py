@@ -3,9 +3,12 @@
 * **Answer check** — :func:`check_trace`: a built-in environment's own checker (hidden
   tests for ``code_pair``, two-decimal tolerance for ``arith_team``), a checker registered
   for the trace's framework (:func:`register_checker`), else :func:`check_answer` against
-  ``task.answer`` (numbers within a relative 1e-6 or equal after rounding to the gold's
-  decimals; strings compared case-folded with whitespace, quotes, a ``Final answer:``
-  label and trailing punctuation removed).
+  ``task.answer`` by the first rule that matches (:data:`ANSWER_RULES`): ``case and
+  whitespace`` (case-folded, whitespace collapsed, surrounding quotes, a ``Final answer:``
+  label and trailing punctuation removed), ``number`` (numbers within a relative 1e-6 or
+  equal after rounding to the gold's decimals), ``punctuation`` (every punctuation mark
+  removed too: ``CSI Cyber`` is ``CSI: Cyber``), ``numbers written alike`` (each number in
+  the text written one way too: ``$1,200`` is ``1200``, ``3.0`` is ``3``).
 * **Decisive** iff the original run succeeded and the counterfactual fails.
 * **Filters** (a kept injection must pass both): the injected step must not reveal the
   construction (``inject``, ``intentionally``, ``deliberately``, ``error introduced``,
@@ -24,6 +27,7 @@ from typing import Any
 
 from whenpro_core.envs import env_for_trace
 from whenpro_core.envs.base import CheckResult, extract_final_answer
+from whenpro_core.trace.evidence import same_without_punctuation
 from whenpro_core.trace.model import Outcome, Step, Trace
 
 #: Phrases that give the construction away (case-insensitive regular expressions).
@@ -74,6 +78,27 @@ def normalise(text: str) -> str:
     return t.strip(" \"'`*").rstrip(".!;").strip()
 
 
+def _numbers_alike(text: str) -> str:
+    """``text`` (already normalised) with each number written one way (no ``$``, thousands
+    commas or trailing zeros)."""
+
+    def one(m: re.Match[str]) -> str:
+        value = _number(m.group(0))
+        return m.group(0) if value is None else format(value.normalize(), "f")
+
+    return _NUM_TOKEN.sub(one, text)
+
+
+#: The rules :func:`check_answer` tries, in order, on two normalised answers
+#: (:func:`normalise`) that are not both numbers (two numbers match by the ``number`` rule,
+#: :func:`numbers_equal`, only): a name and the test.
+ANSWER_RULES: tuple[tuple[str, Callable[[str, str], bool]], ...] = (
+    ("case and whitespace", lambda a, g: a == g),
+    ("punctuation", same_without_punctuation),
+    ("numbers written alike", lambda a, g: same_without_punctuation(_numbers_alike(a), _numbers_alike(g))),
+)
+
+
 def numbers_equal(a: Decimal, b: Decimal) -> bool:
     """Equal within a relative 1e-6, or equal after rounding ``a`` to ``b``'s decimals."""
     if abs(a - b) <= max(Decimal("1e-9"), Decimal("1e-6") * abs(b)):
@@ -90,9 +115,15 @@ def check_answer(answer: str | None, gold: str | None) -> CheckResult:
     if answer is None or not str(answer).strip():
         return CheckResult(False, "no final answer")
     a, g = normalise(str(answer)), normalise(str(gold))
+    both = f"answer {_short(answer)!r}, gold {_short(gold)!r}"
     na, ng = _number(a), _number(g)
-    ok = numbers_equal(na, ng) if na is not None and ng is not None else a == g
-    return CheckResult(ok, f"answer {_short(answer)!r}, gold {_short(gold)!r}")
+    if na is not None and ng is not None:
+        rule = "number" if numbers_equal(na, ng) else None
+    else:
+        rule = next((name for name, matches in ANSWER_RULES if matches(a, g)), None)
+    if rule is None:
+        return CheckResult(False, f"{both} (no rule matched)")
+    return CheckResult(True, f"{both} (matched: {rule})", rule=rule)
 
 
 def _short(text: str, n: int = 60) -> str:

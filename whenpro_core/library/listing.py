@@ -21,7 +21,7 @@ from whenpro_core.injection.verify import check_answer
 from whenpro_core.storage.fsutil import exists
 from whenpro_core.trace.model import Modality, Outcome, TraceSummary
 from whenpro_core.trace.taxonomy import Taxonomy
-from whenpro_core.views.traceview import unlabelled_id
+from whenpro_core.views.traceview import unlabelled_id, unlabelled_ref
 
 #: Every key a row filter understands (``--where KEY=VALUE``), and the TraceSummary
 #: attribute it reads.
@@ -50,7 +50,7 @@ def facet_value(row: TraceSummary, facet: str) -> str:
 class RowFilter:
     """A choice of facet values (keys of :data:`FILTER_KEYS`; empty set = any; values
     compare case-insensitively) and a free-text query (case-insensitive substring of the
-    id, path, framework, benchmark or error).
+    id, path, framework, benchmark, the task's first words, a session's first prompt, or error).
 
     Error rows (files that failed to import) pass only when no facet is chosen, so a
     broken file stays visible in the unfiltered list and can be found by text. With
@@ -83,8 +83,8 @@ class RowFilter:
             ident, ref = row.id, row.ref()
             if not self.labels:
                 ident = unlabelled_id(ident)
-                ref = "/".join(unlabelled_id(part) for part in ref.split("/"))
-            hay = " ".join(filter(None, (ident, ref, row.framework, row.benchmark, row.error or ""))).lower()
+                ref = unlabelled_ref(ref)
+            hay = " ".join(filter(None, (ident, ref, row.framework, row.benchmark, row.task, row.error))).lower()
             return needle in hay
         return True
 

@@ -36,6 +36,7 @@ from whenpro_core.formats.registry import error_summary, load_trace
 from whenpro_core.safety.textsafe import one_line
 from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Trace, TraceSummary
+from whenpro_core.trace.usage import total_usage
 
 TOOLS = ("claude", "codex", "gemini")
 #: ``tool -> (setting name, the tool's own variable for its home, home below ~, folder in it)``
@@ -52,8 +53,10 @@ MAX_DEPTH = {"claude": 1, "codex": 3, "gemini": 2}
 class SessionRow:
     """One local session: ``tool``, ``path``, ``project`` (a folder), ``modified`` (UTC: the
     last step's time, else the file's last change),
-    ``prompt`` (the first user prompt, one line), ``steps``, ``errors`` and the listing
-    row ``summary`` (its ``error`` set when the file failed to import)."""
+    ``prompt`` (the first user prompt, one line), ``steps``, ``errors``, the listing
+    row ``summary`` (its ``error`` set when the file failed to import), and what the steps
+    record of ``tokens`` (in + out) and ``cost_usd`` (``None`` when none records it:
+    :func:`whenpro_core.trace.usage.total_usage`)."""
 
     tool: str
     path: Path
@@ -63,6 +66,18 @@ class SessionRow:
     steps: int
     errors: int
     summary: TraceSummary
+    tokens: int | None = None
+    cost_usd: float | None = None
+
+    @property
+    def local_time(self) -> str:
+        """``modified`` in local time, ``2026-05-11 13:26`` (the zone: :func:`local_zone`)."""
+        return self.modified.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def local_zone() -> str:
+    """The local time zone's name as the clock shows it (``CET``, ``UTC``, ``+0530``)."""
+    return datetime.now().astimezone().tzname() or datetime.now().astimezone().strftime("%z")
 
 
 def tool_names(tool: str | None) -> tuple[str, ...]:
@@ -173,6 +188,8 @@ def session_row(tool: str, path: Path, folder: Path) -> SessionRow:
         summary = error_summary(path, exc.located(path=path).one_line())
     if trace is None:
         return SessionRow(tool, path, _project(tool, path, folder, None), modified, "", 0, 0, summary)
+    usage = total_usage(trace.steps)
+    tokens = None if usage.input_tokens is None and usage.output_tokens is None else 0
     return SessionRow(
         tool,
         path,
@@ -182,6 +199,8 @@ def session_row(tool: str, path: Path, folder: Path) -> SessionRow:
         len(trace.steps),
         sum(1 for s in trace.steps if s.error),
         summarize(trace),
+        None if tokens is None else (usage.input_tokens or 0) + (usage.output_tokens or 0),
+        usage.cost_usd,
     )
 
 
@@ -210,6 +229,8 @@ def row_record(row: SessionRow) -> JSONObject:
         "prompt": row.prompt,
         "steps": row.steps,
         "errors": row.errors,
+        "tokens": row.tokens,
+        "cost_usd": row.cost_usd,
         "id": row.summary.id,
         "error": row.summary.error,
     }

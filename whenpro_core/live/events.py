@@ -242,12 +242,15 @@ class RunEnded:
     """The run is over: ``reason`` is ``final_answer`` (a final-answer step), ``outcome``
     (a header set the outcome), ``root_span_ended`` (the root agent or chain span
     arrived), ``idle`` (no data for the idle timeout) or ``closed`` (the source was
-    closed)."""
+    closed). ``outcome`` is the run's at its end (``success``, ``failure`` or ``unknown``:
+    what the trace states, else its final answer judged against its gold answer,
+    :func:`whenpro_core.live.judge_live.end_outcome`)."""
 
     kind: ClassVar[str] = "run_ended"
     trace_id: str
     reason: str
     step_count: int
+    outcome: str = "unknown"
 
 
 @dataclass(frozen=True)

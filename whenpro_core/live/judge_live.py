@@ -48,6 +48,7 @@ from whenpro_core.attribution.protocols import protocol_name
 from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.signals import Signal
 from whenpro_core.errors import BackendError, ConfigError
+from whenpro_core.formats.base import outcome_from_gold
 from whenpro_core.live.builders import common_prefix
 from whenpro_core.live.events import (
     BudgetExhausted,
@@ -125,6 +126,16 @@ def run_end_reason(trace: Trace) -> str | None:
     ):
         return "root_span_ended"  # a root agent span framing steps (formats.otel)
     return None
+
+
+def end_outcome(trace: Trace) -> Outcome:
+    """The outcome of a run that has ended: the one the trace states, else its final
+    answer judged against its gold answer (:func:`~whenpro_core.formats.base.outcome_from_gold`;
+    a followed file leaves that to the end, :class:`~whenpro_core.formats.native_lines.NativeLinesBuilder`),
+    else ``unknown``."""
+    if trace.outcome != Outcome.unknown:
+        return trace.outcome
+    return outcome_from_gold(trace.final_answer, trace.task.answer, False)
 
 
 def agent_settled(trace: Trace, step: Step) -> bool:
@@ -262,7 +273,7 @@ class LiveJudge:
             async for ev in self._heuristic(trace, ended=True):
                 yield ev
         self.ended = True
-        yield RunEnded(trace.id, reason, len(trace.steps))
+        yield RunEnded(trace.id, reason, len(trace.steps), end_outcome(trace).value)
         if not self.final_pass or not trace.steps:
             return
 
@@ -307,7 +318,7 @@ class LiveJudge:
                 trace.id, index, verdict.step, agent, verdict.mode, verdict.reason, "heuristic", verdict.confidence
             )
             yield self.suspect
-        if self.decisive is not None or (ended and trace.outcome == Outcome.success):
+        if self.decisive is not None or (ended and end_outcome(trace) == Outcome.success):
             return
         if self._decisive_evidence(trace, step, signals, ended):
             self.decisive = DecisiveError(

@@ -127,3 +127,13 @@ def strip_controls(text: str | None) -> str:
         return ""
     text = _NEWLINES.sub("\n", _ESCAPE_SEQUENCE.sub("", text))
     return _UNSAFE.sub("", text)
+
+
+def compact(n: int) -> str:
+    """``1234567`` -> ``"1.2M"``, ``12345`` -> ``"12.3K"``, small numbers as they are
+    (token counts in a narrow column)."""
+    if n >= 1_000_000:
+        return f"{n / 1e6:.1f}M"
+    if n >= 10_000:
+        return f"{n / 1e3:.1f}K"
+    return f"{n:,}"

@@ -8,6 +8,7 @@ All functions are pure and never raise on odd content.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from whenpro_core.storage import jsonio
@@ -421,13 +422,29 @@ def final_answer(trace: Trace) -> tuple[str, int | None]:
     return _stated_answer(trace) or _terminated_answer(trace)
 
 
+def _without_punctuation(text: str, sep: str = "") -> str:
+    """``text`` with each punctuation mark (Unicode category P*) replaced by ``sep``,
+    whitespace collapsed."""
+    return " ".join("".join(sep if unicodedata.category(c).startswith("P") else c for c in text).split())
+
+
+def same_without_punctuation(a: str, g: str) -> bool:
+    """``a`` and ``g`` are equal with punctuation dropped (``U.S.A.`` / ``USA``) or read as
+    a space (``rock-and-roll`` / ``rock and roll``); never for a ``g`` of punctuation only.
+    Case is compared as given (callers case-fold first)."""
+    return bool(_without_punctuation(g)) and any(
+        _without_punctuation(a, sep) == _without_punctuation(g, sep) for sep in ("", " ")
+    )
+
+
 def answer_matches(answer: str, gold: str) -> bool:
-    """Lenient check that ``answer`` states ``gold``: equal after normalisation, the gold
-    contained in the answer, or every salient gold value present in the answer."""
+    """Lenient check that ``answer`` states ``gold``: equal after normalisation (case,
+    whitespace, punctuation: :func:`same_without_punctuation`), the gold contained in the
+    answer, or every salient gold value present in the answer."""
     a, g = " ".join(answer.lower().split()), " ".join(gold.lower().split())
     if not g:
         return False
-    if a == g or (len(g) >= 4 and contains_value(a, g)):
+    if a == g or same_without_punctuation(a, g) or (len(g) >= 4 and contains_value(a, g)):
         return True
     gold_values = salient_values(gold) | {normalize_number(t) for t in _NUMBER.findall(gold)}
     return bool(gold_values) and all(contains_value(answer, v) for v in gold_values)

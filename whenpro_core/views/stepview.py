@@ -174,6 +174,14 @@ def step_row(step: Step, *, gt_index: int | None = None, attributed: bool = Fals
     )
 
 
+def step_reasoning(step: Step) -> str | None:
+    """The step's thinking (``meta["reasoning"]``: Claude's thinking blocks, a reasoning
+    model's summary, as importers keep them), or ``None`` when it has none. What the TUI
+    shows as *Reasoning* and the HTML and Markdown exports include."""
+    reasoning = step.meta.get("reasoning") if isinstance(step.meta, dict) else None
+    return reasoning if isinstance(reasoning, str) and reasoning.strip() else None
+
+
 # ----------------------------------------------------------------------------- content
 
 BlockKind = Literal["text", "markdown", "json", "code", "label"]

@@ -46,6 +46,33 @@ def unlabelled_id(trace_id: str) -> str:
     return "__".join(parts)
 
 
+#: The extensions at the end of a file name (``.json``, ``.jsonl.gz``); ``.1`` is no extension.
+_EXTENSIONS = re.compile(r"(?:\.[A-Za-z][A-Za-z0-9]*)*$")
+
+
+def unlabelled_ref(ref: str) -> str:
+    """A file name, path or ``path#key`` as shown while labels are hidden: each part of the
+    path (its extensions kept) and the key masked by :func:`unlabelled_id`, so
+    ``data/arith_team-s0__PL.1__1.json`` shows as ``data/arith_team-s0__‹mode›__‹step›.json``."""
+    path, sep, key = ref.partition("#")
+    parts = []
+    for part in path.split("/"):
+        found = _EXTENSIONS.search(part)
+        cut = found.start() if found else len(part)
+        parts.append(unlabelled_id(part[:cut]) + part[cut:])
+    return "/".join(parts) + (sep + unlabelled_id(key) if sep else "")
+
+
+def shown_id(trace_id: str, labels: bool) -> str:
+    """``trace_id`` whole with ``labels``, else masked (:func:`unlabelled_id`)."""
+    return trace_id if labels else unlabelled_id(trace_id)
+
+
+def shown_ref(ref: str, labels: bool) -> str:
+    """``ref`` (a path or ``path#key``) whole with ``labels``, else masked (:func:`unlabelled_ref`)."""
+    return ref if labels else unlabelled_ref(ref)
+
+
 def agent_slots(agent_ids: list[str], n_slots: int) -> dict[str, int]:
     """A colour slot ``0..n_slots-1`` per agent, stable across traces: each agent
     prefers the slot given by a CRC32 of its id, and takes the next free one on a

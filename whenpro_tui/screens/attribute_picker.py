@@ -75,8 +75,10 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
         initial: AttributionRequest | None = None,
         settings_error: str | None = None,
         preview: Preview | None = None,
+        offline: frozenset[str] = frozenset({"heuristic"}),
     ) -> None:
         super().__init__()
+        self.offline = offline  # protocols that run on this trace without a model
         self.preview = preview
         self.protocols = protocols
         self.models = models
@@ -175,13 +177,15 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
             self._update_model_state()
 
     def _update_model_state(self) -> None:
-        offline = self.protocol == "heuristic"
+        offline = self.protocol in self.offline
         for widget in self.query("#ap-models, #ap-model-input"):
             widget.disabled = offline
         self.query_one("#ap-model-label").set_class(offline, "-off")
         note = ""
-        if offline:
+        if self.protocol == "heuristic":
             note = "heuristic needs no model: it reads the trace's own signals, offline."
+        elif offline:
+            note = "counterfactual needs no model here: the built-in system replays each fix, offline."
         elif self.settings_error:
             note = "Settings could not be loaded: " + self.settings_error
         self.query_one("#ap-note", Static).update(Text(clean(note)))
@@ -189,7 +193,7 @@ class AttributePicker(ModalScreen[AttributionRequest | None]):
     def action_start(self) -> None:
         gold = self.query_one("#ap-gold", Checkbox).value
         try:
-            request = self.validate(self.protocol, self.model, gold)
+            request = self.validate(self.protocol, None if self.protocol in self.offline else self.model, gold)
         except WhenproError as exc:
             self.app.notify(clean(exc.one_line()), title="Cannot attribute", severity="error", timeout=10)
             return

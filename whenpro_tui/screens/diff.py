@@ -30,7 +30,7 @@ from whenpro_core.attribution.llm_judge import make_judge
 from whenpro_core.attribution.run import attribute
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats.native import write_trace
-from whenpro_core.injection.diff import TraceDiff, changed_lines, diff_traces
+from whenpro_core.injection.diff import TraceDiff, changed_lines, diff_traces, row_step
 from whenpro_core.injection.inject import default_output
 from whenpro_core.injection.provenance import check_attribution, headline, injection_of
 from whenpro_core.injection.verify import Verdict, check_answer
@@ -165,7 +165,7 @@ class DiffScreen(Leaving, Screen[None]):
         else:
             row = diff.rows[first]
             where.append("▶ first divergence: ", style="bold #afafff")
-            where.append(f"A step {clean(row.a_coord or '—')} / B step {clean(row.b_coord or '—')} ({row.op})")
+            where.append(f"A step {row_step(row.a_coord, row.a)} / B step {row_step(row.b_coord, row.b)} ({row.op})")
             where.append(
                 f" · {len(diff.changed)} changed, {len(diff.removed)} only in A, "
                 f"{len(diff.added)} only in B · aligned by content, then by agent, kind and tools",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events, on, work
@@ -33,6 +34,7 @@ from whenpro_core.trace.model import Trace, TraceSummary
 from whenpro_tui.app_settings import labels_shown, set_labels
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.messages import OpenTrace, RowsFound, TraceLoaded, TraceLoadFailed, WalkDone, load_trace_message
+from whenpro_tui.screens.counts import CountPrefix
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.library_validate import LibraryValidation
@@ -40,6 +42,9 @@ from whenpro_tui.screens.picker import FacetPicker
 from whenpro_tui.widgets.footer import FittedFooter
 from whenpro_tui.widgets.trace_table import TraceTable
 from whenpro_tui.widgets.virtual_list import VirtualList
+
+if TYPE_CHECKING:  # the sessions module loads the settings: imported where sessions are listed
+    from whenpro_core.library.sessions import SessionRow
 
 #: Rows per message from the walk worker (and at most this many seconds between).
 BATCH_ROWS = 500
@@ -51,7 +56,7 @@ def nearest_position(shown: list[int], current: int) -> int:
     return min(bisect_left(shown, current), max(len(shown) - 1, 0))
 
 
-class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
+class LibraryScreen(LibraryValidation, CountPrefix, Leaving, Screen[None]):
     """The trace library (see module docstring)."""
 
     BINDINGS = [
@@ -70,10 +75,16 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         Binding("v", "validate", "Validate"),
     ]
 
-    def __init__(self, target: str, *, rows: list[TraceSummary] | None = None) -> None:
+    def __init__(
+        self, target: str, *, rows: list[TraceSummary] | None = None, sessions: list[SessionRow] | None = None
+    ) -> None:
+        """``sessions``: the rows are the user's coding-agent sessions (``view --sessions``):
+        the list shows their date (local time, zone in the header), steps, errors, tokens,
+        cost and project."""
         super().__init__()
         self.target = target
         self.initial_rows = rows
+        self.sessions = sessions
         self.row_filter = RowFilter()
         self.scanning = rows is None
         self.errors = 0
@@ -92,6 +103,8 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         self.watch(self.app, "show_labels", self._labels_changed, init=False)
         table = self.table
         table.show_labels = self.show_labels
+        if self.sessions is not None:
+            table.use_sessions(self.sessions)
         self.query_one("#lib-text", Input).cursor_blink = getattr(self.app, "cursor_blink", True)
         table.focus()
         if self.initial_rows is not None:
@@ -214,6 +227,22 @@ class LibraryScreen(LibraryValidation, Leaving, Screen[None]):
         elif self.focused is box and event.is_printable and event.character:
             box.insert_text_at_cursor(event.character)
             event.stop()
+        elif self.focused is self.table:
+            self.count_key(event)
+            self._counted_move(event)
+
+    def _counted_move(self, event: events.Key) -> None:
+        """``6j``, ``3k``, ``12G`` in the list: move by (or to) the count typed before the key
+        (:class:`~whenpro_tui.screens.counts.CountPrefix`); a key without a count is the
+        list's own."""
+        if not self.has_count():
+            return
+        count, table = self.take_count(), self.table
+        moves = {"j": table.cursor + count, "down": table.cursor + count, "k": table.cursor - count}
+        moves.update({"up": table.cursor - count, "G": count - 1})
+        if event.key in moves:
+            event.stop()
+            table.move_cursor(max(0, min(moves[event.key], table.row_count - 1)))
 
     def action_focus_text(self) -> None:
         # at once, not via Widget.focus (which runs after the keys already queued): text

@@ -23,7 +23,13 @@ Choice = dict[str, frozenset[str]]
 
 class TickList(SelectionList[str]):
     """A SelectionList whose box shows ``✓`` when ticked and stays blank when not
-    (Textual draws ``X`` in both states, told apart by colour only)."""
+    (Textual draws ``X`` in both states, told apart by colour only); ``j``/``k`` move as
+    in every other list of the app."""
+
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+    ]
 
     def render_line(self, y: int) -> Strip:
         strip = super().render_line(y)

@@ -3,6 +3,7 @@ Dismisses with the typed text, or ``None`` on escape."""
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -38,7 +39,18 @@ class PromptScreen(ModalScreen[str | None]):
     def on_mount(self) -> None:
         box = self.query_one(Input)
         box.cursor_blink = getattr(self.app, "cursor_blink", True)
+        if box.value != self.value:  # keys typed ahead after compose, before this mount (":151" fast)
+            box.value = self.value
+            box.cursor_position = len(self.value)
         box.focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """A printable key that reaches the screen before its input has focus goes into the input."""
+        box = self.query_one(Input)
+        if not box.has_focus and event.is_printable and event.character:
+            event.stop()
+            box.insert_text_at_cursor(event.character)
+            box.focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()

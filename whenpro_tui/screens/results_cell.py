@@ -94,6 +94,7 @@ class CellScreen(Leaving, Screen[None]):
             text = {
                 "with_mode": "No trace here has a gold failure mode: this metric counts none.",
                 "multi_agent": "No trace here is of a multi-agent framework: the Agent metric counts none.",
+                "failed": "No attribution failed here.",
             }.get(counts, "No scored trace here.")
         self.query_one("#cell-count", Static).update(Text(status or text, style="dim"))
 

@@ -81,7 +81,8 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         Binding("o,enter", "expand", "Show more", show=False),
         Binding("O", "collapse", "Fold content", show=False),
         Binding("r", "toggle_raw", "Raw/rendered", show=False),
-        Binding("w", "toggle_task", "Task in full", show=False),
+        Binding("w", "waterfall", "Waterfall (tree + time)"),
+        Binding("W", "toggle_task", "Task in full", show=False),
         Binding("J", "scroll_detail(1)", "Scroll detail down", show=False),
         Binding("K", "scroll_detail(-1)", "Scroll detail up", show=False),
         Binding("e", "edit", "Open in $EDITOR", show=False),
@@ -482,6 +483,17 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
     def action_toggle_task(self) -> None:
         self.task_expanded = not self.task_expanded
         self._render_header()
+
+    def action_waterfall(self) -> None:
+        """``w``: the run as a tree with time (:mod:`whenpro_tui.screens.waterfall`); a row
+        chosen there is the step shown here."""
+        from whenpro_tui.screens.waterfall import WaterfallScreen  # loaded on first use
+
+        def chosen(index: int | None) -> None:
+            if index is not None:
+                self._go_to_step(index)
+
+        self.app.push_screen(WaterfallScreen(self.trace), chosen)
 
     def action_scroll_detail(self, direction: int) -> None:
         body = self.query_one(StepDetail).body

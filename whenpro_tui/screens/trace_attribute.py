@@ -11,7 +11,6 @@ A part of :class:`whenpro_tui.screens.trace.TraceScreen` (:mod:`.trace_host`). E
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -28,6 +27,7 @@ from whenpro_core.attribution.interactive import (
     coord_indexes,
     make_request,
     model_choices,
+    offline_protocols,
     progress_view,
     protocol_notes,
     run_request,
@@ -71,6 +71,9 @@ if TYPE_CHECKING:
 
 #: Seconds between repaints of the live status (spinner, seconds, tokens).
 TICK_S = 0.125
+#: Where a saved verdict is, as the verdict panel says it (the folder is in the README,
+#: 'Where verdicts go'; a path would not fit the panel).
+SAVED_NOTE = "saved in whenpro's verdicts folder"
 
 
 def _trace_key(trace: Trace) -> str:
@@ -152,7 +155,7 @@ class AttributionMixin(TracePart):
                 f"Skipped unreadable saved verdicts: {first}{more}", title="Verdicts", severity="warning", timeout=10
             )
         if message.verdicts:  # a file from repeated CLI runs may hold one verdict many times
-            saved = f"saved in {Path(message.path).name}" if message.path else "saved"
+            saved = SAVED_NOTE if message.path else "saved"
             self.verdict_notes.update({id(v): saved for v in message.verdicts})
             self.verdicts = distinct_verdicts([*message.verdicts, *self.verdicts])
             self.verdict_pos = len(self.verdicts) - 1
@@ -196,6 +199,7 @@ class AttributionMixin(TracePart):
                 initial=self._attr_last,
                 settings_error=settings_error,
                 preview=lambda protocol, model, gold: _preview(trace, protocol, model, gold, settings),
+                offline=offline_protocols(trace),
             ),
             chosen,
         )
@@ -336,7 +340,7 @@ class AttributionMixin(TracePart):
         elif message.path is None:
             note = "kept until closed (the trace has no file)"
         else:
-            note = f"saved in {Path(message.path).name}"
+            note = SAVED_NOTE
         if id(message.verdict) in self.verdict_notes:  # still this trace's verdict
             self.verdict_notes[id(message.verdict)] = note
             self._show_verdict_panel()

@@ -340,7 +340,7 @@ class MediaViewing(TracePart):
         self._catch_up()
         panel = self.media_panel()
         if panel is None:
-            self.notify("Images are off (--images off).", severity="warning")
+            self.notify(self._no_panel_note(), severity="warning" if self.media_mode == "off" else "information")
             return
         entries = panel.entries()
         if not entries or not panel.display:
@@ -360,7 +360,17 @@ class MediaViewing(TracePart):
             if panel is not None and panel.display and panel.strip(name).shown:
                 self.set_focus(panel.strip(name))  # now: keys may follow at once
                 return
-        self.notify("This step has no frames or images." if panel is not None else "Images are off (--images off).")
+        self.notify("This step has no frames or images." if panel is not None else self._no_panel_note())
+
+    def _no_panel_note(self) -> str:
+        """Why there is no media panel: images turned off (by ``--images off``, or a
+        renderer this terminal lacks), else no step shown so far has images or frames."""
+        setting = images_setting(self.app)
+        if setting == "off":
+            return "Images are off (--images off)."
+        if self.media_mode == "off":
+            return f"Images are off: --images {setting} draws none here (try --images halfcell)."
+        return "This step has no images or frames."
 
     def _offset(self, panel: MediaPanel, strip: ThumbStrip) -> int:
         return len(panel.strip("images").entries) if strip.id == "mp-frames" else 0

@@ -60,12 +60,19 @@ def render_blocks(blocks: list[Block], *, raw: bool = False, query: str = "") ->
 
 def trace_markdown(text: str) -> RenderableType:
     """Rich Markdown of agent text with HTML off: tags agents write (``<answer>``,
-    ``<think>``, ``<tool_call>``) are text to show, not HTML for Rich to drop."""
+    ``<think>``, ``<tool_call>``) are text to show, not HTML for Rich to drop. Every line
+    break is kept (a soft break becomes a hard one): agents write lines, not paragraphs to
+    reflow, and a prompt joined into one paragraph is hard to read (issue 32)."""
     from markdown_it import MarkdownIt  # lazy: markdown-it costs ~50 ms at startup
     from rich.markdown import Markdown
 
     rendered = Markdown("", hyperlinks=False, code_theme=SYNTAX_THEME)
     parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
     rendered.markup = text
-    rendered.parsed = parser.parse(text)
+    tokens = parser.parse(text)
+    for token in tokens:
+        for child in token.children or ():
+            if child.type == "softbreak":
+                child.type = "hardbreak"
+    rendered.parsed = tokens
     return rendered

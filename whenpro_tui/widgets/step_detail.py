@@ -41,7 +41,16 @@ from whenpro_core.safety.textsafe import clean, human_size
 from whenpro_core.trace.model import Step
 from whenpro_core.trace.usage import step_usage
 from whenpro_core.views.search import folded_hit
-from whenpro_core.views.stepview import Block, Folded, StepRow, call_blocks, content_blocks, fold, media_label
+from whenpro_core.views.stepview import (
+    Block,
+    Folded,
+    StepRow,
+    call_blocks,
+    content_blocks,
+    fold,
+    media_label,
+    step_reasoning,
+)
 from whenpro_tui import imaging
 from whenpro_tui.app_settings import images_setting
 from whenpro_tui.widgets.blocks import plain, render_block, render_blocks
@@ -272,8 +281,8 @@ class _StepBody:
         self.hits: list[Text] = []  # search hits the folds hide (shown under the fold note)
 
     def reasoning(self, step: Step) -> None:
-        reasoning = step.meta.get("reasoning")
-        if not (isinstance(reasoning, str) and reasoning.strip()):
+        reasoning = step_reasoning(step)
+        if reasoning is None:
             return
         # thinking: folded tighter than the content
         folded = fold(clean(reasoning), max_lines=self.max_lines // 10, max_chars=self.max_chars // 10)

@@ -1,5 +1,5 @@
 """The header of the trace screen: identity and outcome, the task (folded to one line
-until ``w``), gold and final answers, the ground truth (only while labels are shown) and
+until ``W``), gold and final answers, the ground truth (only while labels are shown) and
 the agent legend with per-agent step counts.
 
 Built from :class:`whenpro_core.views.traceview.TraceHeader`; updated in place.

@@ -10,6 +10,7 @@ current filter.
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
@@ -17,10 +18,13 @@ from rich.style import Style
 from textual.strip import Strip
 
 from whenpro_core.library.listing import answer_mark
-from whenpro_core.safety.textsafe import clean, one_line
+from whenpro_core.safety.textsafe import clean, compact, one_line
 from whenpro_core.trace.model import TraceSummary
 from whenpro_core.views.traceview import unlabelled_id
 from whenpro_tui.widgets.virtual_list import VirtualList
+
+if TYPE_CHECKING:  # the sessions module loads the settings: imported when sessions are shown
+    from whenpro_core.library.sessions import SessionRow
 
 #: Width caps (cells) of the columns sized by their content.
 CAPS = {"id": 120, "framework": 16, "benchmark": 18, "modality": 8}
@@ -53,8 +57,17 @@ TITLES = {
     "modality": "modality",
     "task": "task",
     "gt": "GT step/mode",
+    "date": "last step",
+    "errors": "err",
+    "tokens": "tokens",
+    "cost": "cost $",
+    "project": "project",
 }
-FIXED = {"outcome": 4, "answer": 1, "steps": 6, "agents": 3, "gt": 14}
+FIXED = {"outcome": 4, "answer": 1, "steps": 6, "agents": 3, "gt": 14, "date": 16, "errors": 4, "tokens": 7, "cost": 7}
+#: Columns of the sessions library (``view --sessions``), the first prompt after them.
+SESSION_COLUMNS = ["date", "steps", "errors", "tokens", "cost", "project"]
+#: Right-aligned columns.
+NUMERIC = {"steps", "agents", "errors", "tokens", "cost"}
 
 
 class TraceTable(VirtualList):
@@ -78,6 +91,20 @@ class TraceTable(VirtualList):
         #: the column the rows are sorted by (``None``: arrival order), and its direction
         self.sort_column: str | None = None
         self.sort_reverse = False
+        #: ``view --sessions``: each row's session by its path (``None``: a dataset)
+        self.sessions: dict[str, SessionRow] | None = None
+        self.zone = ""
+        self._project_width = 7
+
+    def use_sessions(self, sessions: list[SessionRow]) -> None:
+        """Show the sessions columns (:data:`SESSION_COLUMNS`) for these sessions' rows."""
+        from whenpro_core.library.sessions import local_zone  # loads the settings: only for sessions
+
+        self.sessions = {str(s.summary.path): s for s in sessions}
+        self.zone = local_zone()
+        width = max((cell_len(clean(s.project)) for s in sessions), default=7)
+        self._project_width = max(7, min(40, width))
+        self.invalidate()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -130,11 +157,13 @@ class TraceTable(VirtualList):
         outcome, answer ✓/✗, steps, agents, framework (benchmark and modality when wide),
         GT (labels shown), and the task in what is left."""
         names = ["outcome", "answer", "steps", "agents", "framework"]
-        if width >= WIDE or width <= 0:
+        if self.sessions is not None:
+            names = list(SESSION_COLUMNS)
+        elif width >= WIDE or width <= 0:
             names += ["benchmark", "modality"]
         if self.show_labels:
             names.append("gt")
-        cols = [(n, FIXED.get(n) or self._widths[n]) for n in names]
+        cols = [(n, FIXED.get(n) or self._widths.get(n, self._project_width)) for n in names]
         used = sum(w + 1 for _, w in cols)
         id_w = self._widths["id"]
         if 0 < width < WIDE:  # narrow: the task's first words matter more than a long id's tail
@@ -152,10 +181,10 @@ class TraceTable(VirtualList):
         sorted column marked ▲ (ascending) or ▼."""
         parts = []
         for name, width in self._columns(self.size.width):
-            title = TITLES[name]
+            title = f"{TITLES[name]} ({self.zone})" if name == "date" and self.zone else TITLES[name]
             if name == self.sort_column:
                 title += "▼" if self.sort_reverse else "▲"
-            if name in ("steps", "agents"):
+            if name in NUMERIC:
                 parts.append(title.rjust(width))
             else:
                 parts.append(fit(title, width))
@@ -175,11 +204,31 @@ class TraceTable(VirtualList):
         if name in ("steps", "agents"):
             value = item.step_count if name == "steps" else item.agent_count
             return Segment(("?" if value is None else f"{value:,}").rjust(width))
+        if name in ("date", "errors", "tokens", "cost", "project"):
+            return self._session_cell(item, name, width)
         if name == "gt":
             gt = f"{clean(item.gt_step or '—')}/{clean(item.gt_mode or '—')}"
             return Segment(fit(gt, width), Style(color="#ffd700"))
         text = str(getattr(item, name) or ("—" if name != "task" else ""))
         return Segment(fit(clean(text), width), None if name == "framework" else self._dim)
+
+    def _session_cell(self, item: TraceSummary, name: str, width: int) -> Segment:
+        """A sessions column of ``item``: last step (local time), errors, tokens, cost, project."""
+        session = (self.sessions or {}).get(item.path)
+        if session is None:
+            return Segment(" " * width)
+        if name == "date":
+            return Segment(fit(session.local_time, width), self._dim)
+        if name == "project":  # the end of a path says which project: cut at the start
+            project = clean(session.project)
+            return Segment(fit(project if cell_len(project) <= width else "…" + project[-(width - 1) :], width))
+        if name == "errors":
+            style = Style(color="#ff5f5f") if session.errors else self._dim
+            return Segment(f"{session.errors:,}".rjust(width), style)
+        if name == "tokens":
+            return Segment(("—" if session.tokens is None else compact(session.tokens)).rjust(width), self._dim)
+        cost = "—" if session.cost_usd is None else f"{session.cost_usd:.2f}"
+        return Segment(cost.rjust(width), self._dim)
 
     def render_row(self, row: int, width: int) -> Strip:
         item = self.rows[self.shown[row]]
