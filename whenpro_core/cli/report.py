@@ -96,11 +96,7 @@ def _print_extra_rules(records: list[Record], console: Console, *, rules: str, m
         console.print(rules_header(groups), markup=False, highlight=False)
         console.print(_table("Official leaderboard", OFFICIAL_HEADERS, official_rows(groups), left=2))
     if rules == "trail":
-        console.print(TRAIL_NOTE, markup=False, highlight=False)
-        rows = [
-            [r.label, str(r.records), pct(r.category_f1), pct(r.location), pct(r.joint)] for r in trail_rows(records)
-        ]
-        console.print(_table("TRAIL metrics", TRAIL_HEADERS, rows))
+        _print_trail(records, console)
     whowhen_only = rules == "official" and metric != "whowhen-substring"
     if rules in ("official", "whowhen") or metric == "whowhen-substring":
         rows = substring_rows(records, whowhen_only=whowhen_only)
@@ -108,6 +104,13 @@ def _print_extra_rules(records: list[Record], console: Console, *, rules: str, m
             console.print(SUBSTRING_NOTE, markup=False, highlight=False)
             shown = [[r.label, r.subset or "—", str(r.records), pct(r.agent), pct(r.step)] for r in rows]
             console.print(_table("Who&When (original evaluate.py)", SUBSTRING_HEADERS, shown, left=2))
+
+
+def _print_trail(records: list[Record], console: Console) -> None:
+    """TRAIL's category F1, location and joint accuracy per setting (:mod:`whenpro_core.bench.trail_rules`)."""
+    console.print(TRAIL_NOTE, markup=False, highlight=False)
+    rows = [[r.label, str(r.records), pct(r.category_f1), pct(r.location), pct(r.joint)] for r in trail_rows(records)]
+    console.print(_table("TRAIL metrics", TRAIL_HEADERS, rows))
 
 
 def _table(title: str, headers: list[str], rows: list[list[str]], left: int = 1) -> Table:
