@@ -202,7 +202,8 @@ def test_audit_json_has_the_documented_shape(tmp_path):
     names = [b["name"] for b in doc["baselines"]]
     assert names == ["learned form", "structural prior", *(b.name for b in BASELINES)]
     assert doc["learned"] == {"ran": True, "note": None}
-    assert doc["rule"] == {"baseline_over_random": 0.1, "prior_over_random": 0.1, "form_over_prior": 0.05, "alpha": 0.05}
+    rule = {"baseline_over_random": 0.1, "prior_over_random": 0.1, "form_over_prior": 0.05, "alpha": 0.05}
+    assert doc["rule"] == rule
     for b in doc["baselines"]:
         assert set(b) >= {"name", "family", "n", "step", "agent", "mode", "joint", "p_random"}
         assert all(isinstance(b[k], float) and 0 <= b[k] <= 1 for k in ("step", "agent", "mode", "joint", "p_random"))
