@@ -168,6 +168,9 @@ def test_the_who_when_pro_format_tell_is_found(real_traces):
     assert rates["format outlier"] >= 0.70 and rates["form classifier"] >= 0.70  # the format tell
     assert {"form classifier", "format outlier"} <= set(result.leaking)
     assert rates["length outlier"] < 0.3 and rates["digit outlier"] < 0.3  # no tell in size
+    if result.learned:  # the audit extra is installed: the learned attacker finds it too
+        assert rates["learned form"] >= 0.75 and "learned form" in result.leaking
+        assert rates["learned form"] - rates["structural prior"] > 0.05 and result.overall.form_over_prior()
 
 
 @pytest.mark.parametrize(
