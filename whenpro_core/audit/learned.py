@@ -40,8 +40,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from whenpro_core.audit.features import CATEGORICAL, FEATURE_SETS, Reference, Vocab, trace_features
-from whenpro_core.audit.form import template, trace_tokens
+from whenpro_core.audit.features import CATEGORICAL, FEATURE_SETS, Reference, Vocab, cached_template, trace_features
+from whenpro_core.audit.form import trace_tokens
 from whenpro_core.audit.view import AuditTrace, Label
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def _table(samples: Sequence[tuple[AuditTrace, Label]], against: Sequence[AuditT
             table.rows.append([row[n] for n in names])
             table.target.append(int(step.rank in label.ranks))
             table.trace.append(i)
-            table.tokens.append(set(template(step.text).split()) | shape[step.rank] | {f"agent={step.agent}"})
+            table.tokens.append(set(cached_template(step.text).split()) | shape[step.rank] | {f"agent={step.agent}"})
     return table
 
 
@@ -166,17 +166,27 @@ class _WordOdds:
         self.total_lab: Counter[str] = sum(self.lab, Counter())
         self.total_oth: Counter[str] = sum(self.oth, Counter())
 
+        self._tables: dict[frozenset[int], tuple[dict[str, float], float]] = {}
+
+    def _table(self, leave_out: frozenset[int]) -> tuple[dict[str, float], float]:
+        """Token -> log-odds learned without the folds ``leave_out``, and the log-odds of a
+        token never seen there (add-one smoothing); computed once per set of folds."""
+        if leave_out not in self._tables:
+            n_lab = sum(n for f, n in enumerate(self.n_lab) if f not in leave_out)
+            n_oth = sum(n for f, n in enumerate(self.n_oth) if f not in leave_out)
+            unseen = math.log(1 / (n_lab + 2)) - math.log(1 / (n_oth + 2))
+            odds = {}
+            for tok in self.total_lab.keys() | self.total_oth.keys():
+                lab = self.total_lab[tok] - sum(self.lab[f][tok] for f in leave_out)
+                oth = self.total_oth[tok] - sum(self.oth[f][tok] for f in leave_out)
+                odds[tok] = math.log((lab + 1) / (n_lab + 2)) - math.log((oth + 1) / (n_oth + 2))
+            self._tables[leave_out] = (odds, unseen) if n_lab and n_oth else ({}, 0.0)
+        return self._tables[leave_out]
+
     def score(self, tokens: set[str], leave_out: set[int]) -> float:
-        n_lab = sum(n for f, n in enumerate(self.n_lab) if f not in leave_out)
-        n_oth = sum(n for f, n in enumerate(self.n_oth) if f not in leave_out)
-        if not n_lab or not n_oth:
-            return 0.0
-        out = 0.0
-        for tok in tokens:
-            lab = self.total_lab[tok] - sum(self.lab[f][tok] for f in leave_out)
-            oth = self.total_oth[tok] - sum(self.oth[f][tok] for f in leave_out)
-            out += math.log((lab + 1) / (n_lab + 2)) - math.log((oth + 1) / (n_oth + 2))
-        return out
+        """Summed log-odds of ``tokens`` learned from every fold but ``leave_out``."""
+        odds, unseen = self._table(frozenset(leave_out))
+        return sum(odds.get(tok, unseen) for tok in tokens) if odds else 0.0
 
 
 def _model(categorical: list[bool]) -> object:
