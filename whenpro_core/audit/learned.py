@@ -259,19 +259,19 @@ def _by_trace(
 ) -> tuple[dict[str, TracePick], float]:
     per: dict[int, list[float]] = {}
     fold: dict[int, int] = {}
-    for row, s in enumerate(scores):
-        per.setdefault(table.trace[row], []).append(s)
+    for row, score in enumerate(scores):
+        per.setdefault(table.trace[row], []).append(score)
         fold[table.trace[row]] = fold_of_row[row]
     picks: dict[str, TracePick] = {}
     total = 0.0
     for i, (view, label) in enumerate(samples):
         if i not in per:
             continue
-        s = per[i]
-        best = max(s)
-        top = tuple(r for r, x in enumerate(s) if x >= best - 1e-12)
-        picks[view.id] = TracePick(tuple(s), top, fold[i])
-        total += _tie_score(s, label.ranks)
+        mine = per[i]
+        best = max(mine)
+        top = tuple(r for r, x in enumerate(mine) if x >= best - 1e-12)
+        picks[view.id] = TracePick(tuple(mine), top, fold[i])
+        total += _tie_score(mine, label.ranks)
     return picks, total / max(1, len(picks))
 
 
