@@ -3,8 +3,8 @@ dataset's own labels to pick each trace's labelled step from what a judge sees.
 
 Contract (also used by ``whenpro build``'s adversarial filter):
 
-:func:`learned_attacks` takes labelled judge views ``samples`` — ``(AuditTrace, Label)``
-pairs from :func:`~whenpro_core.audit.view.audit_view` and
+:func:`learned_attacks` (or :func:`attack_traces`, from loaded traces) takes labelled
+judge views ``samples`` — ``(AuditTrace, Label)`` pairs from :func:`~whenpro_core.audit.view.audit_view` and
 :func:`~whenpro_core.audit.view.label_of`; a view's ``group`` is its seed run when the
 caller knows it — and optional honest runs ``against`` (unlabelled views of successful
 runs of the same system). For each feature set asked for (``"form"``: everything of
@@ -36,13 +36,14 @@ from __future__ import annotations
 import importlib.util
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from whenpro_core.audit.features import CATEGORICAL, FEATURE_SETS, Reference, Vocab, cached_template, trace_features
 from whenpro_core.audit.form import trace_tokens
-from whenpro_core.audit.view import AuditTrace, Label
+from whenpro_core.audit.view import AuditTrace, Label, audit_view, label_of
+from whenpro_core.trace.model import Trace
 
 if TYPE_CHECKING:
     import numpy as np
@@ -291,6 +292,26 @@ def _attack(
     return LearnedAttack(name, picks, step, weights[:TOP_WEIGHTS], folds)
 
 
+def attack_traces(
+    traces: Iterable[Trace],
+    groups: Mapping[str, str] | None = None,
+    against: Iterable[Trace] = (),
+    feature_sets: Sequence[str] = ("form", "structural"),
+) -> dict[str, LearnedAttack]:
+    """:func:`learned_attacks` on loaded traces: their judge views and labels (traces
+    without a label are left out), ``groups`` mapping a trace id to its seed run (e.g.
+    :func:`~whenpro_core.formats.build_meta.provenance_seeds`, or a build's own attempt
+    records), ``against`` honest runs."""
+    samples = []
+    for trace in traces:
+        view = audit_view(trace, group=(groups or {}).get(trace.id))
+        label = label_of(trace, view)
+        if label is not None:
+            samples.append((view, label))
+    honest = [audit_view(t, group=f"against:{t.id}") for t in against]
+    return learned_attacks(samples, honest, feature_sets)
+
+
 def learned_attacks(
     samples: Sequence[tuple[AuditTrace, Label]],
     against: Sequence[AuditTrace] = (),
@@ -324,6 +345,7 @@ __all__ = [
     "TOP_WEIGHTS",
     "TracePick",
     "WORD_ODDS",
+    "attack_traces",
     "available",
     "learned_attacks",
 ]
