@@ -229,6 +229,7 @@ def test_audit_json_has_the_documented_shape(tmp_path):
         env={**os.environ, "COLUMNS": "120"},
     )
     assert table.returncode == 0 and "random (exact)" in table.stdout and "leaky:" in table.stdout
+    assert "learned form attacker vs structural prior: " in table.stdout and "top features" in table.stdout
     missing = subprocess.run(
         [sys.executable, "-m", "whenpro_core.cli", "audit", str(tmp_path / "nope")],
         cwd=REPO,
