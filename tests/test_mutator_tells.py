@@ -34,8 +34,11 @@ def system(request: pytest.FixtureRequest) -> tuple[str, list[Trace], list[Trace
 
 
 def _mutations(runs: list[Trace]):
+    """Every mutation a build tries (not at the final answer) on ``runs``."""
     for trace in runs:
         for i in range(1, len(trace.steps)):
+            if trace.steps[i].kind == "final_answer":
+                continue
             for mode in build_modes(trace, i):
                 for seed in (0, 1):
                     yield trace, i, mode, seed, mutate(trace, i, mode, seed).step
@@ -70,6 +73,12 @@ def test_an_injected_expression_agrees_with_its_symbolic_form(system):
     assert not bad, f"{name}: {len(bad)} mutations whose expression sides disagree, e.g. {bad[:4]}"
 
 
+#: Modes whose error is a move honest runs never make: stopping early (A.3) hands in a
+#: final answer where an honest agent goes on (code_pair's coder hands in only after an
+#: approval), so the move into it is the error itself.
+MOVE_IS_THE_ERROR = {"A.3"}
+
+
 def test_an_injected_step_follows_the_step_before_as_honest_runs_do(system):
     """Moves into the new step (the step before it is recorded): a tester's approval
     comes after a test run, as in every honest run."""
@@ -77,6 +86,8 @@ def test_an_injected_step_follows_the_step_before_as_honest_runs_do(system):
     moves = honest_transitions(honest)
     bad = []
     for trace, i, mode, _, step in _mutations(runs):
+        if mode in MOVE_IS_THE_ERROR:
+            continue
         steps = [*trace.steps[:i], step]
         why = unseen_transitions(trace.model_copy(update={"steps": steps}), i, moves)
         if why:

@@ -79,6 +79,7 @@ from whenpro_core.errors import ConfigError
 from whenpro_core.injection.textedit import (
     ASSIGNMENT,
     CODE_BLOCK,
+    COMPUTATION,
     EXPR,
     apply_arg_edit,
     arg_text_edits,
@@ -92,6 +93,7 @@ from whenpro_core.injection.textedit import (
     perturb,
     quote_edit,
     recompute,
+    refill,
     set_arg,
     string_args,
     token_spans,
@@ -181,16 +183,16 @@ def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
 
 
 def _computations(text: str | None) -> list[re.Match[str]]:
-    """``var = symbolic = filled = result`` computations stated in ``text`` (an agent's
-    arithmetic done without a tool)."""
-    return [a for a in ASSIGNMENT.finditer(text or "") if a.group("result") is not None and find_operators(a.group("filled"))]
+    """Computations stated with their result in ``text`` (an agent's arithmetic done
+    without a tool, :data:`~whenpro_core.injection.textedit.COMPUTATION`)."""
+    return list(COMPUTATION.finditer(text or ""))
 
 
 def _refill(text: str, a: re.Match[str], filled: str) -> str:
     """``text`` with computation ``a``'s filled-in side (and the symbolic side it lines up
     with) rewritten to ``filled``, its stated result worked out again from it: the slip
     is in the inputs or the operation, and the arithmetic on them stays right."""
-    return text[: a.start()] + quote_edit(a.group(), a.group("filled"), filled, recompute(filled)) + text[a.end() :]
+    return refill(text, a, filled)
 
 
 # --- R.1 hallucination -----------------------------------------------------------------
@@ -263,19 +265,22 @@ def _read_operands(expr: str, sym: str | None) -> list[int]:
 
 
 def _made_up_input(trace: Trace, i: int) -> tuple[str, str] | None:
-    """At a calculator-like step (a one-operator expression, quoted in the text as the
-    filled-in side of ``var = symbolic = filled``) by an agent that states one-operator
-    results without a tool elsewhere: ``(expression, symbolic side)``, where the
-    symbolic side reads a value from a variable. Else ``None``."""
+    """At a calculator-like step (a one-operator expression the text quotes, maybe as the
+    filled-in side of ``var = symbolic = filled``) by an agent that states results
+    without a tool elsewhere: ``(expression, symbolic side or "")``, when a number of the
+    expression is read from a variable (any number, without a symbolic side). Else
+    ``None``."""
     s = trace.steps[i]
     if len(s.tool_calls) != 1 or not _states_without_tool(trace, i):
         return None
     expr = next((v for _, v in string_args(s.tool_calls[0]) if EXPR.match(v)), None)
     if expr is None or len(find_operators(expr)) != 1:
         return None
+    if expr.strip() not in (s.content or ""):
+        return None
     a = next((a for a in ASSIGNMENT.finditer(s.content or "") if a.group("filled").strip() == expr.strip()), None)
-    sym = a.group("sym") if a is not None else None
-    return (expr, sym or "") if sym and _read_operands(expr, sym) else None
+    sym = a.group("sym") if a is not None else ""
+    return (expr, sym) if _read_operands(expr, sym) else None
 
 
 def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
@@ -300,8 +305,10 @@ def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
     stated = [a for a in _computations(s.content) if _read_operands(a.group("filled"), a.group("sym"))]
     if stated:  # a computation in the text: one input it reads is made up, the arithmetic follows
         a = rng.choice(stated)
-        content, figure, real = _with_made_up(a.group(), a.group("filled"), a.group("sym"), rng)
-        text = s.content[: a.start()] + content + s.content[a.end() :]
+        spans = token_spans(a.group("filled"))
+        at = spans[rng.choice(_read_operands(a.group("filled"), a.group("sym")))]
+        figure, real = perturb(at.group(), rng), at.group()
+        text = _refill(s.content, a, a.group("filled")[: at.start()] + figure + a.group("filled")[at.end() :])
         return Mutation(
             fresh_step(s, content=text),
             f"Computes from a figure of {figure} that nothing in the run gave (the value it reads is {real}).",
@@ -323,10 +330,7 @@ def _with_made_up(text: str, expr: str, sym: str, rng: random.Random) -> tuple[s
     figure = perturb(at.group(), rng)
     filled = expr[: at.start()] + figure + expr[at.end() :]
     result = recompute(filled) or figure
-    a = next((a for a in ASSIGNMENT.finditer(text) if a.group("filled").strip() == expr.strip()), None)
-    if a is not None and a.group("result") is None:  # ``var = sym = filled`` -> ``... = filled' = result``
-        return text[: a.end()].replace(expr, filled) + f" = {result}" + text[a.end() :], figure, at.group()
-    return quote_edit(text, expr, filled, result), figure, at.group()
+    return quote_edit(text, expr, f"{filled} = {result}"), figure, at.group()  # ``... = filled' = result``
 
 
 def _run_verdict(trace: Trace, i: int) -> bool:
@@ -448,19 +452,19 @@ def _r4_candidates(trace: Trace, i: int) -> list[tuple[str, Any]]:
 
 def _replace_number(text: str, m: re.Match[str], new: str) -> str:
     """``text`` with number ``m`` replaced by ``new``; in a stated computation
-    (:func:`_computations`) on both its sides when they line up, with the result worked
+    (:func:`_computations`) on both its sides where they line up, with the result worked
     out again (:func:`_refill`)."""
     for a in _computations(text):
         for side in ("filled", "sym"):
-            if a.start(side) <= m.start() < a.end(side):
-                at = [t.start() + a.start(side) for t in token_spans(a.group(side))].index(m.start())
-                token = token_spans(a.group("filled"))[at] if len(tokens(a.group("sym"))) == len(
-                    tokens(a.group("filled"))
-                ) or side == "filled" else None
-                if token is None or token.group() != m.group():
-                    break
-                filled = a.group("filled")
-                return _refill(text, a, filled[: token.start()] + new + filled[token.end() :])
+            if a.group(side) is None or not a.start(side) <= m.start() < a.end(side):
+                continue
+            starts = [t.start() + a.start(side) for t in token_spans(a.group(side))]
+            filled = token_spans(a.group("filled"))
+            if m.start() not in starts or len(starts) != len(filled):
+                break
+            token = filled[starts.index(m.start())]
+            if token.group() == m.group():
+                return _refill(text, a, a.group("filled")[: token.start()] + new + a.group("filled")[token.end() :])
     return text[: m.start()] + new + text[m.end() :]
 
 

@@ -118,6 +118,27 @@ ASSIGNMENT = re.compile(
 )
 
 
+#: A computation stated with its result, ``var = [symbolic = ]filled = result`` (the
+#: solver's in-head ``Working out v = a * b = 1.5 * 16 = 24.``; the symbolic side holds a
+#: name, the filled-in side digits and operators only).
+COMPUTATION = re.compile(
+    r"\b[a-z_]\w* = (?:(?P<sym>[\w .+\-*/()]*?[a-z_][\w .+\-*/()]*?) = )?"
+    r"(?P<filled>[\d .+\-*/()]+?[-+*/][\d .+\-*/()]*?) = (?P<result>-?\d+(?:\.\d+)?)(?=\s*\(|\.(?:\s|$)|,|$)"
+)
+
+
+def refill(text: str, a: re.Match[str], filled: str) -> str:
+    """``text`` with computation ``a`` (a :data:`COMPUTATION` match in it) filled in with
+    ``filled``: its symbolic side follows where they line up (:func:`sync_symbolic`) and
+    its result is worked out again (kept when ``filled`` is no arithmetic)."""
+    result = recompute(filled) or a.group("result")
+    out = text[: a.start("filled")] + filled + " = " + result + text[a.end("result") :]
+    if a.group("sym") is not None:
+        sym = sync_symbolic(a.group("sym"), a.group("filled"), filled)
+        out = out[: a.start("sym")] + sym + out[a.end("sym") :]
+    return out
+
+
 def tokens(expr: str) -> list[str]:
     """``"(a - 1) * 5"`` -> ``["(", "a", "-", "1", ")", "*", "5"]``."""
     return _TOKEN.findall(expr)
