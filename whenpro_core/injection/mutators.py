@@ -929,8 +929,38 @@ def _v2(trace: Trace, i: int, rng: random.Random) -> Mutation:
             f"{s.agent} approves at step {s.coord} on the {count} passing test(s) of its run and overlooks the failure.",
         )
     own = _own_approvals(trace, i)
-    text = rng.choice(own).content if own else rng.choice(APPROVALS)
+    text = _as_seen(trace, i, rng.choice(own).content) if own else rng.choice(APPROVALS)
     return Mutation(fresh_step(s, content=text), f"{s.agent} approves at step {s.coord} without checking the work.")
+
+
+_NAMED_VALUE = re.compile(r"\b([a-z_]\w*) = (\d\d:\d\d|-?\d+(?:\.\d+)?)\b")
+
+
+def _as_seen(trace: Trace, i: int, approval: str) -> str:
+    """``approval`` (the agent's own, from elsewhere in the trace) with each ``name = N``
+    it lists set to the value the conversation before step ``i`` shows for that name: an
+    agent that approves without checking approves what it sees (its approval elsewhere
+    lists the values of that later point, which would contradict the conversation)."""
+
+    def seen(m: re.Match[str]) -> str:
+        value = _value_seen(trace, i, m.group(1))
+        return f"{m.group(1)} = {value}" if value is not None else m.group()
+
+    return _NAMED_VALUE.sub(seen, approval)
+
+
+def _value_seen(trace: Trace, i: int, name: str) -> str | None:
+    """The latest value a peer's step before ``i`` gives ``name``: a step that opens on
+    that name (``Computing name = ...``, ``Reading name: lookup(...)``) gives its tool
+    result, else the last number of its text."""
+    opens = re.compile(rf"^\W*(?:\w+,? ){{0,3}}{re.escape(name)}\b")
+    for st in reversed(trace.steps[:i]):
+        if st.agent == trace.steps[i].agent or not is_agent_step(st) or not opens.match(st.content or ""):
+            continue
+        source = (st.observation or "") if st.tool_calls else (st.content or "")
+        nums = re.findall(r"\d\d:\d\d|-?\d+(?:\.\d+)?", source)
+        return nums[-1] if nums else None
+    return None
 
 
 #: mode -> (fits(trace, index), apply(trace, index, rng)).
@@ -989,10 +1019,13 @@ def _repeat_caught(trace: Trace, i: int) -> bool:
     call the agent made in its step just before (the same call gives the same result,
     read in the agent's next turn); its own report of a problem that a peer has answered
     since (the peer gets the same report and answers it again); or a step without code
-    in place of the code a peer runs next (nothing is left to run and the run stops
-    there: a coder's first draft, a trivial item every time). Measured on the built-in
-    systems, none of these was ever kept (code_pair: about 100 attempts a build, 71
-    first drafts over ten builds; arith_team: 63)."""
+    in place of the code a peer runs next, or of the plan its peers work from (nothing
+    is left to run and the run stops there: a coder's first draft, a trivial item every
+    time; a planner's opening remark again, after which the reporter answers at once, a
+    move no honest run makes). Measured on the built-in
+    systems, none of the others was ever kept (code_pair: about 100 attempts a build, 71
+    first drafts over ten builds; arith_team: 63); the planner's was, twice in one
+    arith_team build of 37 traces."""
     prev = _previous_own(trace, i)
     if prev is None:
         return False
@@ -1000,6 +1033,8 @@ def _repeat_caught(trace: Trace, i: int) -> bool:
         return True
     if run_verbatim(trace, i) and not CODE_BLOCK.search(prev.content or ""):
         return True
+    if _pl1_fits(trace, i) and not PLAN_ITEM.search(prev.content or ""):
+        return True  # a remark in place of the plan the others work from: the run ends at once
     if prev.tool_calls and prev.index == i - 1:
         return True
     answered = any(st.agent != prev.agent and is_agent_step(st) for st in trace.steps[prev.index + 1 : i])
