@@ -50,7 +50,7 @@ def call_mismatch(step: Step) -> str | None:
             expr = str(args.get("expression", ""))
             if expr not in text:
                 return f"text does not show the calculator's expression {expr!r}"
-        if call.name == "clock_add" and (m := re.search(r"clock\((\d\d:\d\d) \+ \w+\) with \w+ = ([\d.]+)", text)):
+        if call.name == "clock_add" and (m := re.search(r"clock\((\d\d:\d\d) \+ \w+\) with \w+ = (\d+(?:\.\d+)?)", text)):
             if m.group(1) != args.get("start") or float(m.group(2)) != float(args.get("minutes", "nan")):
                 return f"text says clock_add({m.group(1)}, {m.group(2)}), the call is {args}"
         if call.name == "run_tests" and isinstance(args.get("tests"), str):

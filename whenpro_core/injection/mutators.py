@@ -15,25 +15,33 @@ Modes, what the mutator does, and which steps it fits:
 code edit                                                                 fits
 ==== ==================================================================== =====================================
 R.3  perturb one number (±1, ±2, ×2, +10 units of its last digit), in     a number in a tool argument or the
-     the tool arguments and, when the argument text is quoted in the     content (list markers ``1.`` excluded)
-     content, there too
-R.1  drop the tool call and state a made-up result as if found, the way  a tool step with ``=`` and a number
-     the agent states results without a tool elsewhere (``... = N.``);    in its result, by an agent that
-     the kind becomes the one the agent uses for tool-less steps. Or add  states results without tools too;
-     an unsupported figure (a seeded phrasing of :data:`FIGURES`). At a   or a number in a tool-less step; or
-     verifier's failing check: no call, its own report of a passing run   a verifier's check whose result shows
-     from elsewhere in the trace (a test result it never obtained)        a problem, when it reports passes
+     the tool arguments and where the content quotes the argument (the    content (list markers ``1.`` excluded)
+     symbolic side of ``v = a + 4 = 94 + 4`` follows a literal); in a
+     computation stated without a tool, its result (bad arithmetic)
+R.1  drop the tool call and work from a made-up input: one number the     a one-operator tool expression the
+     expression reads from a variable is made up, the result worked out   text quotes, by an agent that states
+     right on it and stated the way the agent states results without a    results without tools too; a
+     tool (``... = N.``); the kind becomes the one the agent uses for     computation stated in the text; a
+     tool-less steps. In a computation stated in the text, the same. At   verifier's report of a failing run of
+     a verifier's report of its failing test run: its own approval, the   its own; or a number in a tool-less
+     count set to every case run. Else add an unsupported figure (a       step
+     seeded phrasing of :data:`FIGURES`)
 R.2  flip one operator (``+``/``-``, ``*``/``/``, ``>=``/``>``,             an operator between operands or
-     ``<=``/``<``, ``min``/``max``), in arguments and content             ``min(``/``max(``
+     ``<=``/``<``, ``min``/``max``), in arguments and content, on both    ``min(``/``max(``
+     sides of ``v = a + b = 2 + 3``, a stated result worked out again
 R.4  replace a number taken from the task with another number of the      a number that also occurs in the
-     task (confusing which quantity is which)                             task query, which has another one
+     task (confusing which quantity is which), on both sides of a         task query, which has another one
+     computation, a stated result worked out again
 PL.1 drop one line of a numbered plan and renumber                        a plan step (kind ``plan``/
                                                                           ``planning`` or >= 3 numbered lines)
-A.1  corrupt one tool argument only (content untouched): a number is      a tool call with arguments
-     perturbed, an expression loses its last operand, a name becomes
-     another value used for that argument elsewhere in the trace (else
-     loses its last letter), code loses one line (one whose removal
-     leaves Python compiling, e.g. a test case; else its last line)
+A.1  corrupt one tool argument, and the text where it quotes it (the      a tool call with arguments
+     call as the agent wrote it): a number is perturbed, an expression
+     loses its last operand (so does its symbolic side), a name becomes
+     another value used for that argument elsewhere in the trace (a
+     time or figure given as text is perturbed; else it loses its last
+     letter), code loses one line (one whose removal leaves Python
+     compiling, e.g. a test case, and a count of those cases the text
+     states goes down by one; else its last line)
 A.2  break the syntax of the step's last code block                       a fenced code block with a ``:`` line
 A.3  declare the agent's part done too early: append the sentence by    a step before the agent's last one,
      which the agent says so elsewhere in the trace; else turn the step   not final, when the agent says it is
@@ -46,11 +54,18 @@ C.2  ignore a peer: after a peer's critique (fail, mismatch, fix...),      a pee
      taken from a peer's latest message by that peer's earlier figure      that had an earlier, different figure
      (in the wording and in the tool call that computes with it)
 V.2  approve without checking: the report of a problem becomes the       a verifier-like agent's (id/role)
-     agent's own approval from elsewhere in the trace (else a seeded      report of a problem (critique words,
-     approval, :data:`APPROVALS`); a check whose result shows a problem   no tool call, no approval), or its
-     becomes that approval, without the tool call (only when the          check whose result shows one
-     approval states no result: else that is R.1)
+     agent's own approval from elsewhere in the trace, listing the        report of a problem (critique words,
+     values the conversation shows (else a seeded approval,               no tool call, no approval); after its
+     :data:`APPROVALS`); after its own failing test run, that approval    own test run, one where a case passed
+     with the count of the cases the run shows passing
 ==== ==================================================================== =====================================
+
+An edit rewrites the step coherently (issue 28): a changed tool argument is changed where
+the text quotes it, a changed filled-in number or operator of ``var = symbolic = filled``
+on the symbolic side too where it is a literal or an operator there, and a stated result is
+worked out again (except R.3's, whose wrong result is the error). No mode turns a check (a
+tool call) into a verdict: an approval with no test run before it is a move no honest run
+makes.
 
 ``whenpro build`` tries a mode only where its error can reach the final answer
 (:func:`build_modes`, :data:`NEVER_DECISIVE`): not A.2 in code a peer then runs (the run
