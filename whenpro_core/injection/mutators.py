@@ -68,7 +68,8 @@ tool call) into a verdict: an approval with no test run before it is a move no h
 makes.
 
 ``whenpro build`` tries a mode only where its error can reach the final answer
-(:func:`build_modes`, :data:`NEVER_DECISIVE`): not A.2 in code a peer then runs (the run
+(:func:`build_modes`, :data:`NEVER_DECISIVE`): not R.1 by a figure added to a step no peer
+computes from, not A.2 in code a peer then runs (the run
 reports the syntax error at once), not A.4/C.2 resending code whose test run failed, not
 A.4 repeating a tool call just made, a report of a problem a peer has answered since, or a
 step without code in place of the code a peer runs next, not C.2 by a stale figure in a
@@ -1071,12 +1072,25 @@ def _resubmits_failed(trace: Trace, i: int) -> bool:
     return _failed_run(trace, plan[1][1])
 
 
+def _figure_only(trace: Trace, i: int) -> bool:
+    """Whether R.1 at step ``i`` only adds an unsupported figure (a phrasing of
+    :data:`FIGURES`) to a step that states no computation a peer reads: in the built-in
+    systems' builds none of 144 such attempts was decisive (arith_team's verifier and
+    planner, code_pair's coder), and the phrasings are none of the agent's own."""
+    s = trace.steps[i]
+    if s.tool_calls or _misreport(trace, i, every_case=True) is not None:
+        return False
+    return not any(_read_operands(a.group("filled"), a.group("sym")) for a in _computations(s.content))
+
+
 #: mode -> a step where its error is made but can never be kept: a build does not try
-#: it there (:func:`build_modes`). A syntax error in code a peer then runs is reported
+#: it there (:func:`build_modes`). A figure added to a step no peer computes from
+#: changes no work (:func:`_figure_only`); a syntax error in code a peer then runs is reported
 #: by that run at once; code resubmitted after its test run failed fails the re-run;
 #: the repetitions of :func:`_repeat_caught` are absorbed or end the run at once; a
 #: stale figure in a check is not what its peer acts on.
 NEVER_DECISIVE: dict[str, Callable[[Trace, int], bool]] = {
+    "R.1": _figure_only,
     "A.2": run_verbatim,
     "A.4": _repeat_caught,
     "C.2": _resubmits_failed,
