@@ -270,7 +270,9 @@ def test_r1_at_the_testers_verdict_reports_a_pass_its_run_did_not_give(code_runs
         verdict = trace.steps[check.index + 1]
         results = re.findall(r"^(PASS|FAIL)\b", check.observation or "", re.MULTILINE)
         approvals = {
-            re.sub(r"\d+", "N", s.content) for s in trace.steps if s.agent == "tester" and "Approved" in (s.content or "")
+            re.sub(r"\d+", "N", s.content)
+            for s in trace.steps
+            if s.agent == "tester" and "Approved" in (s.content or "")
         }
         m = mutate(trace, verdict.index, "R.1", seed=1)
         assert m.step.tool_calls == [] and m.step.agent == "tester" and m.step.kind == verdict.kind
@@ -289,7 +291,8 @@ def test_a_testers_report_of_failures_reads_as_a_critique_in_every_wording():
     ``2 failing of 2:``), some with an ask that names no fix word (``Coder, can you fix
     this?``). Each is a report of a problem: A.4 repeating it after the coder answered is
     not tried (it was, about once in five builds, and never kept), and R.1 (reporting
-    every case passed) fits there, V.2 (approving on the cases that passed) where one did. A passing report (``No failures in 3 tests.``) is no critique."""
+    every case passed) fits there, V.2 (approving on the cases that passed) where one
+    did. A passing report (``No failures in 3 tests.``) is no critique."""
     env = get_env("code_pair")
     for seed in (27, 31, 46, 74):
         trace = run_env(env, seed)

@@ -380,7 +380,9 @@ def _misreport(trace: Trace, i: int, every_case: bool) -> tuple[str, int] | None
     if "FAIL" not in results:
         return None
     count = len(results) if every_case else results.count("PASS")
-    approvals = [st.content for st in _own_approvals(trace, i) if len(set(n.group() for n in find_numbers(st.content))) == 1]
+    approvals = [
+        st.content for st in _own_approvals(trace, i) if len(set(n.group() for n in find_numbers(st.content))) == 1
+    ]
     if not count or not approvals:
         return None
     approval = approvals[0]
@@ -942,7 +944,7 @@ def _v2(trace: Trace, i: int, rng: random.Random) -> Mutation:
         content, count = verdict
         return Mutation(
             fresh_step(s, content=content),
-            f"{s.agent} approves at step {s.coord} on the {count} passing test(s) of its run and overlooks the failure.",
+            f"{s.agent} approves at step {s.coord} on the {count} passing test(s) of its run, overlooking the failure.",
         )
     own = _own_approvals(trace, i)
     text = _as_seen(trace, i, rng.choice(own).content) if own else rng.choice(APPROVALS)
