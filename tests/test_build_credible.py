@@ -19,6 +19,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_whenpro
+from tests.support.tells import (
+    built_items,
+    call_mismatch,
+    expression_mismatch,
+    honest_transitions,
+    unseen_transitions,
+)
 from whenpro_core.audit.run import audit_dataset
 from whenpro_core.audit.view import audit_view, label_of
 from whenpro_core.bench import build_store
@@ -521,3 +528,24 @@ def test_adaptive_rounds_try_a_mode_the_pool_lacks_at_seed_runs_of_their_own(cod
     assert {a.mode for a in aimed} == {"R.3"} and seeds[0].id in {a.seed_id for a in aimed}
     assert len(aimed) == SCARCE_BUDGET and len(set(a.key for a in aimed)) == len(aimed)
     assert all("R.3" in build_modes(t.trace, a.index) for a in aimed for t in seeds if t.id == a.seed_id)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["arith", "code"])
+def test_a_default_builds_labelled_steps_show_none_of_the_tells(which, request):
+    """Issue 28 on real builds: no released trace's labelled step names one call and makes
+    another, has a filled-in expression whose sides disagree, or is reached by a move no
+    honest run makes (code_pair's A.3 aside, whose move is its error), and no other step
+    of a release shows the first two either."""
+    dataset = request.getfixturevalue(f"{which}_build")
+    env = get_env("arith_team" if which == "arith" else "code_pair")
+    moves = honest_transitions(run_env(env, seed) for seed in range(3000, 3000 + (300 if which == "arith" else 120)))
+    items = built_items(dataset)
+    assert len(items) >= 6
+    for trace, index, mode in items:
+        step = trace.steps[index]
+        assert call_mismatch(step) is None, (mode, step.content)
+        assert expression_mismatch(step, results=mode != "R.3") is None, (mode, step.content)
+        assert mode == "A.3" or unseen_transitions(trace, index, moves) is None, (mode, step.content)
+        others = [s for s in trace.steps if s.index != index]
+        assert not [s.content for s in others if call_mismatch(s) or expression_mismatch(s)], mode
