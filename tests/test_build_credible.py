@@ -536,7 +536,9 @@ def test_a_default_builds_labelled_steps_show_none_of_the_tells(which, request):
     """Issue 28 on real builds: no released trace's labelled step names one call and makes
     another, has a filled-in expression whose sides disagree, or is reached by a move no
     honest run makes (code_pair's A.3 aside, whose move is its error), and no other step
-    of a release shows the first two either."""
+    of a release names one call and makes another. (An honest solver's slip, a literal off
+    by one on the filled-in side of a value the verifier checks, is honest noise: it can
+    sit in a seed run.)"""
     dataset = request.getfixturevalue(f"{which}_build")
     env = get_env("arith_team" if which == "arith" else "code_pair")
     moves = honest_transitions(run_env(env, seed) for seed in range(3000, 3000 + (300 if which == "arith" else 120)))
@@ -548,4 +550,4 @@ def test_a_default_builds_labelled_steps_show_none_of_the_tells(which, request):
         assert expression_mismatch(step, results=mode != "R.3") is None, (mode, step.content)
         assert mode == "A.3" or unseen_transitions(trace, index, moves) is None, (mode, step.content)
         others = [s for s in trace.steps if s.index != index]
-        assert not [s.content for s in others if call_mismatch(s) or expression_mismatch(s)], mode
+        assert not [s.content for s in others if call_mismatch(s)], mode
