@@ -204,13 +204,6 @@ def _computations(text: str | None) -> list[re.Match[str]]:
     return list(COMPUTATION.finditer(text or ""))
 
 
-def _refill(text: str, a: re.Match[str], filled: str) -> str:
-    """``text`` with computation ``a``'s filled-in side (and the symbolic side it lines up
-    with) rewritten to ``filled``, its stated result worked out again from it: the slip
-    is in the inputs or the operation, and the arithmetic on them stays right."""
-    return refill(text, a, filled)
-
-
 # --- R.1 hallucination -----------------------------------------------------------------
 
 #: Ways to add an unsupported figure to a step that has no tool result.
@@ -324,7 +317,7 @@ def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
         spans = token_spans(a.group("filled"))
         at = spans[rng.choice(_read_operands(a.group("filled"), a.group("sym")))]
         figure, real = perturb(at.group(), rng), at.group()
-        text = _refill(s.content, a, a.group("filled")[: at.start()] + figure + a.group("filled")[at.end() :])
+        text = refill(s.content, a, a.group("filled")[: at.start()] + figure + a.group("filled")[at.end() :])
         return Mutation(
             fresh_step(s, content=text),
             f"Computes from a figure of {figure} that nothing in the run gave (the value it reads is {real}).",
@@ -440,7 +433,7 @@ def _r2(trace: Trace, i: int, rng: random.Random) -> Mutation:
         a = rng.choice(stated)
         m = rng.choice(find_operators(a.group("filled")))
         filled = a.group("filled")[: m.start()] + flip(m) + a.group("filled")[m.end() :]
-        new.content = _refill(s.content, a, filled)
+        new.content = refill(s.content, a, filled)
     else:
         m = rng.choice(find_operators(s.content))
         new.content = s.content[: m.start()] + flip(m) + s.content[m.end() :]
@@ -471,7 +464,7 @@ def _r4_candidates(trace: Trace, i: int) -> list[tuple[str, Any]]:
 def _replace_number(text: str, m: re.Match[str], new: str) -> str:
     """``text`` with number ``m`` replaced by ``new``; in a stated computation
     (:func:`_computations`) on both its sides where they line up, with the result worked
-    out again (:func:`_refill`)."""
+    out again (:func:`~whenpro_core.injection.textedit.refill`)."""
     for a in _computations(text):
         for side in ("filled", "sym"):
             if a.group(side) is None or not a.start(side) <= m.start() < a.end(side):
@@ -482,7 +475,7 @@ def _replace_number(text: str, m: re.Match[str], new: str) -> str:
                 break
             token = filled[starts.index(m.start())]
             if token.group() == m.group():
-                return _refill(text, a, a.group("filled")[: token.start()] + new + a.group("filled")[token.end() :])
+                return refill(text, a, a.group("filled")[: token.start()] + new + a.group("filled")[token.end() :])
     return text[: m.start()] + new + text[m.end() :]
 
 
