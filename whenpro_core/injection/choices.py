@@ -32,9 +32,7 @@ from whenpro_core.trace.taxonomy import Taxonomy
 
 #: What each offline mutator needs from a step (the table of :mod:`.mutators`).
 FIT_HINTS = {
-    "R.1": "needs a one-operator tool expression its text quotes (by an agent that states results "
-    "without tools too), a checker's report of its failing test run, or a number in the content "
-    "(not a final answer)",
+    "R.1": "needs a one-operator tool expression, a checker's failed-run report, or a number in the content",
     "R.2": "needs an operator (+ - * / >= <= min max) in the tool arguments or the content",
     "R.3": "needs a number in a tool argument or the content",
     "R.4": "needs a number taken from the task, and a task with two or more numbers",
