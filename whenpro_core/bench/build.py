@@ -57,7 +57,7 @@ from whenpro_core.bench.build_plan import (
     scan_seeds,
     step_class,
 )
-from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry, read_entries
+from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry, read_entries, seeded_order
 from whenpro_core.bench.ratelimit import RateLimiter, gate_tools, local_wait
 from whenpro_core.bench.shards import deal, shard_of
 from whenpro_core.errors import ConfigError, WhenproError
@@ -780,7 +780,7 @@ def adapt(
         return []
     pool = [e for k in done if (e := store.entries.get(k)) is not None and in_pool(e)]
     # ordered by --seed, not by the build's random id salt: the rounds depend only on the seed runs and --seed
-    pool = [e.model_copy(update={"id": _seeded_id(opts.seed, e.key)}) for e in sorted(pool, key=lambda e: e.key)]
+    pool = seeded_order(pool, opts.seed)
     return next_round(
         plan.used,
         pool,
@@ -793,14 +793,6 @@ def adapt(
         seed=opts.seed,
         offline=opts.generator == "offline",
     )
-
-
-def _seeded_id(seed: int, key: str) -> str:
-    """A stand-in id for ordering an attempt ``key`` in :func:`adapt`'s plans (a hash of
-    ``--seed`` and the key)."""
-    import hashlib
-
-    return hashlib.sha256(f"{seed}|{key}".encode()).hexdigest()[:16]
 
 
 def drop_detectable(store: BuildStore, seeds: list[Seed]) -> dict[str, int]:
