@@ -135,7 +135,7 @@ def test_a_release_is_not_cut_below_a_selection_that_holds_every_cap():
     assert max(Counter(e.position for e in chosen).values()) <= max(2, math.ceil(POSITION_SHARE * n))
 
 
-def _rare_template_picks(selected: list[Entry], views: object) -> dict[str, set[str]]:
+def _rare_template_picks(selected: list[Entry], views: object, work: object = None) -> dict[str, set[str]]:
     """A stand-in for the rarest template read against the selection itself: it picks
     each entry whose template (here ``seed_ref``) no other entry of the selection shares,
     so that, as with the real baseline, a smaller selection has more rare steps."""
