@@ -187,6 +187,11 @@ FILL_TRIES = 12
 WORK_PER_PAIR = 32
 #: Pools smaller than this get the budget of one this size (a small pool searches fully).
 WORK_FLOOR = 80
+#: Release searches' budgets the rounds of :func:`select_release` (leave one form-baseline
+#: pick out, select again) may spend in all; a code_pair-like pool of 47 took 17 rounds.
+RESELECT_BUDGETS = 12
+#: Suspects the repair tries leaving out, each, once its budget is spent (all before).
+REPAIR_LOOKAHEAD = 4
 
 
 @dataclass
@@ -569,22 +574,30 @@ def select_release(
     """The release of ``pool`` (kept entries with their pool picks; ``views``: key -> audit
     view and label of each staged trace) and the keys left out with their reason, under
     the caps of :func:`balance` and the ``form_pick`` cap of each baseline that reads the
-    release itself (:meth:`BuildStore._select`). The whole search spends one budget,
-    ``work`` (default :meth:`Work.for_pool`): the rounds of leaving a pick out and
-    selecting again stop when it is spent, and the repair then decides."""
-    work = work or Work.for_pool(len(pool))
-    first, first_out = balance(pool, share, classes, per_seed, work=work)
+    release itself (:meth:`BuildStore._select`). Each search spends its own budget
+    (:meth:`Work.for_pool`); the rounds of leaving a pick out and selecting again stop
+    after :data:`RESELECT_BUDGETS` budgets (the repair's release is then taken), so the
+    whole costs at most quadratically in the pool. ``work``, when given, is told what
+    was spent."""
+    rounds = Work(RESELECT_BUDGETS * Work.for_pool(len(pool)).limit)
+    first, first_out = _counted(rounds, balance, pool, share, classes, per_seed)
     left_out: dict[str, str] = {}
     selected, over = first, first_out
-    while own := _over_cap(selected, views, _own_pick_limit(selected), work):
-        if not work.left:
+    while own := _over_cap(selected, views, _own_pick_limit(selected), rounds):
+        if not rounds.left:
             selected = []  # not a release: the repair's is
             break
         left_out[_first_to_leave(selected, own)] = "form_pick"
-        selected, over = balance([e for e in pool if e.key not in left_out], share, classes, per_seed, work=work)
+        rest = [e for e in pool if e.key not in left_out]
+        selected, over = _counted(rounds, balance, rest, share, classes, per_seed)
+    repairs = Work.for_pool(len(pool))
+    if work is not None:
+        work.spend(rounds.spent)
     if not left_out:  # the largest selection under the caps holds on itself
         return selected, over
-    repaired, trimmed = _repair(first, pool, views, _release_caps(pool, share, classes, per_seed), work)
+    repaired, trimmed = _repair(first, pool, views, _release_caps(pool, share, classes, per_seed), repairs)
+    if work is not None:
+        work.spend(repairs.spent)
     if _richer(repaired, selected):
         taken = {e.key for e in repaired}
         return repaired, {e.key: trimmed.get(e.key) or first_out[e.key] for e in pool if e.key not in taken}
@@ -603,6 +616,18 @@ def seeded_order(entries: list[Entry], seed: int) -> list[Entry]:
     """``entries`` in key order, each with its :func:`order_id` as its ``id`` (copies: the
     search reads only ``id`` and ``key`` of them to order and break ties)."""
     return [e.model_copy(update={"id": order_id(seed, e.key)}) for e in sorted(entries, key=lambda e: e.key)]
+
+
+def _counted(
+    total: Work, search: Callable[..., tuple[list[Entry], dict[str, str]]], *args: Any
+) -> tuple[list[Entry], dict[str, str]]:
+    """``search(*args, work=...)`` with a budget of its own (:meth:`Work.for_pool` of the
+    entries ``args[0]``), its spending added to ``total``."""
+    own = Work.for_pool(len(args[0]))
+    try:
+        return search(*args, work=own)
+    finally:
+        total.spend(own.spent)
 
 
 def _has_file(root: Path, entry: Entry) -> bool:
@@ -731,8 +756,10 @@ def _repair(
 def _least_missed(
     chosen: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], caps: list[Cap], work: Work
 ) -> tuple[Entry, str]:
-    """The entry of ``chosen`` that :func:`_repair` leaves out next (the one whose leaving
-    leaves the least excess, while ``work`` lasts), and why."""
+    """The entry of ``chosen`` that :func:`_repair` leaves out next, and why: of the
+    suspects (a mode's last entry last, then the modes held most first), the one whose
+    leaving leaves the least excess; once ``work`` is spent, only the first
+    :data:`REPAIR_LOOKAHEAD` suspects are tried."""
     suspects: dict[str, str] = {}
     for keys in _own_picks(chosen, views, work).values():
         suspects.update(dict.fromkeys(keys, "form_pick"))
@@ -741,15 +768,12 @@ def _least_missed(
             for e in group:
                 suspects.setdefault(e.key, reason)
     held = Counter(e.mode for e in chosen)
-    pick = min(
+    ranked = sorted(
         (e for e in chosen if e.key in suspects) if suspects else chosen,
-        key=lambda e: (
-            _excess([x for x in chosen if x is not e], views, caps, work) if work.left else 0,
-            held[e.mode] == 1,
-            -held[e.mode],
-            e.id or e.key,
-        ),
+        key=lambda e: (held[e.mode] == 1, -held[e.mode], e.id or e.key),
     )
+    tried = ranked if work.left else ranked[:REPAIR_LOOKAHEAD]
+    pick = min(tried, key=lambda e: _excess([x for x in chosen if x is not e], views, caps, work))
     return pick, suspects.get(pick.key, "form_pick")
 
 

@@ -175,7 +175,15 @@ def _run_with_progress(seeds: str, out: Path, opts: BuildOptions, *, force: bool
     try:
         result = asyncio.run(
             run_build(
-                seeds, out, opts, force=force, spread=spread, on_plan=on_plan, on_entry=on_entry, warn=output.warning
+                seeds,
+                out,
+                opts,
+                force=force,
+                spread=spread,
+                on_plan=on_plan,
+                on_entry=on_entry,
+                on_stage=output.echo,
+                warn=output.warning,
             )
         )
     finally:
