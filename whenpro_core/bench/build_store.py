@@ -175,8 +175,8 @@ BUILD_ID = re.compile(r"^[0-9a-f]{16}$")
 #: code_pair's R.3 and R.4 are decisive a few times a build, and the largest selection
 #: often has no room for them.
 MODE_SIZE_SHARE = 0.25
-#: Other orders :func:`_grow` tries (seeded shuffles) when the salted-hash order does not
-#: reach a size.
+#: Other orders :func:`_grow` tries (seeded shuffles) when the order of the ids
+#: (:func:`order_id`: hashed from ``--seed``) does not reach a size.
 FILL_TRIES = 12
 
 #: Candidate evaluations (one entry checked against the caps' counts, or one trace read by
@@ -844,8 +844,8 @@ def balance(
     * ``mode_share``: no failure mode above ``share`` of the released traces; with fewer
       modes than ``1/share`` each mode keeps at most as many as the rarest present one.
 
-    The release is the largest size ``n`` at which taking entries in id order (ids are
-    salted hashes: a random, reproducible order), each while every cap at its limit for
+    The release is the largest size ``n`` at which taking entries in id order (the
+    release's ids are :func:`order_id`: a random order reproducible from ``--seed``), each while every cap at its limit for
     ``n`` still holds, reaches ``n`` entries, then grown by exchanges (:func:`_fill`).
     * ``per_seed``: at most ``per_seed`` released traces per seed run (an adaptive build
       may hold more decisive items of a seed run than that; ``None``: no such cap).
