@@ -96,6 +96,8 @@ class BuildOptions:
             ``cmd:`` executor.
         detect: run the detectability filter (:mod:`whenpro_core.audit.detect`) when
             the attempts are done; ``False`` is ``--keep-detectable``.
+        adversarial: run the adversarial filter (:mod:`.build_adversarial`) before the
+            release is selected; ``False`` is ``--keep-learnable``.
     """
 
     modes: tuple[str, ...] = ()
@@ -110,6 +112,7 @@ class BuildOptions:
     model: str | None = None
     max_mode_share: float = MAX_MODE_SHARE
     detect: bool = True
+    adversarial: bool = True
 
     def fingerprint(self) -> dict[str, Any]:
         """The options a resumed build must share with the run that started it."""
@@ -733,6 +736,7 @@ async def _walk_rounds(rounds: _Rounds, result: BuildResult, seeds: list[Seed]) 
                 "max_mode_share": opts.max_mode_share,
                 "step_classes": class_shares(plan),
                 "detectable": detectable,
+                "adversarial": {"filter": opts.adversarial},
                 "complete": complete,
             }
             result.manifest = await asyncio.to_thread(

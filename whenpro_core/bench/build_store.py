@@ -71,11 +71,13 @@ sharing a prefix when ``--per-seed`` is above 1) and ``validation``
     replayed  = decisive  + dropped.not_decisive
     decisive  = kept + dropped.construction_leak + dropped.gold_visible_before_t
                      + dropped.trivial + dropped.not_representable + dropped.control_failed
-                     + dropped.detectable + dropped.step_class + dropped.mode_share
+                     + dropped.detectable + dropped.adversarial + dropped.step_class + dropped.mode_share
                      + dropped.position + dropped.form_pick + dropped.per_seed
 
 (``detectable``: the detectability filter, :mod:`whenpro_core.audit.detect`, journals a
-kept item again as dropped when a form-only baseline pins it to its step.)
+kept item again as dropped when a form-only baseline pins it to its step; ``adversarial``:
+the adversarial filter, :mod:`.build_adversarial`, leaves out an item a learned attacker
+finds, each time the release is selected.)
 """
 
 from __future__ import annotations
@@ -134,6 +136,7 @@ DROP_REASONS = (
     "not_representable",
     "control_failed",
     "detectable",
+    "adversarial",
     "step_class",
     "mode_share",
     "position",
@@ -468,12 +471,14 @@ class BuildStore:
         given = seeds is not None and planned is not None and run is not None
         old = {} if given else (read_manifest(self.root, fresh_validation=False) or {})
         run = run if run is not None else old.get("run", {})
-        selected, over = self._select(run)
+        selected, over, details = self._select(run)
         self._release(selected)
         self._sweep({e.ref or "" for e in selected})
         write_taxonomy(self.root)
         entries = [
-            e if e.key not in over else e.model_copy(update={"status": "dropped", "reason": over[e.key]})
+            e
+            if e.key not in over
+            else e.model_copy(update={"status": "dropped", "reason": over[e.key], "detail": details.get(e.key, "")})
             for e in self.entries.values()
         ]
         manifest = compute_manifest(
@@ -488,9 +493,12 @@ class BuildStore:
         atomic_write_bytes(self.root / MANIFEST, jsonio.dumps(manifest, indent=True) + b"\n")
         return manifest
 
-    def _select(self, run: dict[str, Any]) -> tuple[list[Entry], dict[str, str]]:
-        """The released entries and the keys left out with their reason (:func:`balance`
-        under ``run``'s caps). The picks of
+    def _select(self, run: dict[str, Any]) -> tuple[list[Entry], dict[str, str], dict[str, str]]:
+        """The released entries, the keys left out with their reason and the details of
+        those that have one. First the adversarial filter
+        (:mod:`.build_adversarial`, when ``run["adversarial"]["filter"]``; its report replaces
+        that section of ``run``) leaves out the items a learned attacker finds; then
+        :func:`balance` under ``run``'s caps selects from the rest. The picks of
         :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` read the other traces,
         so those of :data:`FLAGGED_ON_POOL` are taken against the kept pool (capped with
         the other form picks), and each is then checked against the selection itself,
@@ -504,15 +512,23 @@ class BuildStore:
         two holds more failure modes, then more traces."""
         pool = self.kept()
         views = {e.key: _labelled_view(self.root / (e.file or "")) for e in pool if _has_file(self.root, e)}
+        seed = int(self.header["options"].get("seed", 0))
+        ordered = seeded_order(_with_pool_picks(pool, views), seed)
+        learnable: dict[str, str] = {}
+        if (run.get("adversarial") or {}).get("filter"):
+            from whenpro_core.bench.build_adversarial import learnable_items  # scikit-learn: loaded only here
+
+            learnable, run["adversarial"] = learnable_items(ordered, views, seed)
         chosen, over = select_release(
-            seeded_order(_with_pool_picks(pool, views), self.header["options"].get("seed", 0)),
+            [e for e in ordered if e.key not in learnable],
             views,
             float(run.get("max_mode_share", MAX_MODE_SHARE)),
             run.get("step_classes") or {},
             int(run.get("per_seed", 1)),
         )
         named = {e.key: e for e in pool}
-        return sorted((named[e.key] for e in chosen), key=lambda e: e.id or e.key), over
+        over |= dict.fromkeys(learnable, "adversarial")
+        return sorted((named[e.key] for e in chosen), key=lambda e: e.id or e.key), over, learnable
 
     def _staged(self, entry: Entry) -> dict[str, Any]:
         doc: dict[str, Any] = jsonio.loads((self.root / (entry.file or "")).read_bytes())
@@ -1053,9 +1069,11 @@ def _fill(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int
     for i in range(len(keys)):
         if len(inside) < target and fits(i):
             move(i, 1)
-    binding = _binding(keys, limits)
-    while len(inside) < target and work.left and _exchange(keys, binding, inside, fits, move, work):
-        pass
+    if len(inside) < target and work.left:
+        work.spend(len(keys))
+        binding = _binding(keys, limits)
+        while len(inside) < target and work.left and _exchange(keys, binding, inside, fits, move, work):
+            pass
     return inside
 
 
