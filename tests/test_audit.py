@@ -200,11 +200,20 @@ def test_audit_json_has_the_documented_shape(tmp_path):
     assert set(doc["random"]) >= {"step", "agent", "mode"}
     assert all(0 <= doc["random"][k] <= 1 for k in ("step", "agent", "mode"))
     names = [b["name"] for b in doc["baselines"]]
-    assert names == [b.name for b in BASELINES]
+    assert names == ["learned form", "structural prior", *(b.name for b in BASELINES)]
+    assert doc["learned"] == {"ran": True, "note": None}
+    assert doc["rule"] == {"baseline_over_random": 0.1, "prior_over_random": 0.1, "form_over_prior": 0.05, "alpha": 0.05}
     for b in doc["baselines"]:
-        assert set(b) >= {"name", "step", "agent", "mode", "joint"}
-        assert all(isinstance(b[k], float) and 0 <= b[k] <= 1 for k in ("step", "agent", "mode", "joint"))
-        assert b["step_low"] <= b["step"] <= b["step_high"]
+        assert set(b) >= {"name", "family", "n", "step", "agent", "mode", "joint", "p_random"}
+        assert all(isinstance(b[k], float) and 0 <= b[k] <= 1 for k in ("step", "agent", "mode", "joint", "p_random"))
+        assert b["step_low"] <= b["step"] <= b["step_high"] and b["n"] == 20
+    form, prior = doc["baselines"][:2]
+    assert form["family"] == prior["family"] == "learned"
+    assert form["feature_set"] == "form" and prior["feature_set"] == "structural" and form["folds"] == 5
+    assert form["features"] and all(set(f) == {"name", "weight"} for f in form["features"])
+    assert form["over_prior"] == pytest.approx(form["step"] - prior["step"], abs=1e-3) and 0 <= form["p_prior"] <= 1
+    for group in doc["groups"]:
+        assert all(b["n"] == group["traces"] for b in group["baselines"])
     assert "format outlier" in doc["leaking"]
     table = subprocess.run(
         [sys.executable, "-m", "whenpro_core.cli", "audit", str(folder)],

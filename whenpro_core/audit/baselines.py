@@ -8,8 +8,9 @@ score (a tie is an even chance among the tied steps; abstaining is the random
 baseline). The agent predicted is the picked step's agent, the mode
 :meth:`Corpus.mode_for` of that step.
 
-``family`` is ``form`` for baselines that find a step by how it is written or by what
-differs from other runs, ``prior`` for those that only know where labels usually are
+``family`` is ``form`` for baselines that find a step by how it is written, by what
+differs from other runs or by where it disagrees with itself (:mod:`.checks`), ``prior``
+for those that only know where labels usually are
 (position priors, the majority mode). The build's detectability filter
 (:mod:`whenpro_core.audit.detect`) uses the ``form`` family: ``pin`` is the lowest top
 score that, when it is the only top step, counts as pinning that step.
@@ -21,6 +22,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from whenpro_core.audit.checks import call_mismatch, filled_mismatch, unchecked_verdict
 from whenpro_core.audit.corpus import Corpus, position_bin
 from whenpro_core.audit.form import (
     MARKUP,
@@ -150,6 +152,26 @@ def first_difference(t: AuditTrace, corpus: Corpus) -> list[float] | None:
     return [1.0 if s.rank == best else 0.0 for s in t.steps]
 
 
+def _check(values: list[float]) -> list[float] | None:
+    return values if any(values) else None
+
+
+def call_text_mismatch(t: AuditTrace, corpus: Corpus) -> list[float] | None:
+    """The step whose tool call disagrees most with its text (:func:`.checks.call_mismatch`)."""
+    return _check(call_mismatch(t))
+
+
+def expression_mismatch(t: AuditTrace, corpus: Corpus) -> list[float] | None:
+    """The step whose filled-in expression disagrees most with the values the run computed
+    for its symbols (:func:`.checks.filled_mismatch`)."""
+    return _check(filled_mismatch(t))
+
+
+def verdict_without_check(t: AuditTrace, corpus: Corpus) -> list[float] | None:
+    """A verdict with no check by its agent before it (:func:`.checks.unchecked_verdict`)."""
+    return _check(unchecked_verdict(t))
+
+
 def first_step(t: AuditTrace, corpus: Corpus) -> list[float] | None:
     """The first candidate step."""
     return [-float(s.rank) for s in t.steps] if t.steps else None
@@ -184,6 +206,9 @@ BASELINES: tuple[Baseline, ...] = (
     Baseline("rarest template", "form", rarest_template, pin=0.75),
     Baseline("kind change", "form", kind_change, pin=1.0),
     Baseline("twin difference", "form", first_difference, pin=1.0),
+    Baseline("call vs text", "form", call_text_mismatch),
+    Baseline("filled vs symbolic", "form", expression_mismatch),
+    Baseline("verdict unchecked", "form", verdict_without_check),
     Baseline("first step", "prior", first_step),
     Baseline("last step", "prior", last_step),
     Baseline("common position", "prior", common_position),
@@ -204,8 +229,10 @@ __all__ = [
     "Baseline",
     "Scorer",
     "baseline",
+    "call_text_mismatch",
     "common_position",
     "digit_outlier",
+    "expression_mismatch",
     "first_difference",
     "first_step",
     "form_classifier",
@@ -215,4 +242,5 @@ __all__ = [
     "length_outlier",
     "majority_mode",
     "rarest_template",
+    "verdict_without_check",
 ]

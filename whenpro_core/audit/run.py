@@ -21,22 +21,34 @@ end of the exact 95% interval above random, :func:`~.stats.beats_chance`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from whenpro_core.audit.baselines import BASELINES, Baseline
 from whenpro_core.audit.corpus import Corpus
-from whenpro_core.audit.stats import beats_chance, random_chance, wilson
+from whenpro_core.audit.learned import MIN_TRACES, LearnedAttack, available, learned_attacks
+from whenpro_core.audit.stats import beats_chance, binomial_p, paired_p, random_chance, wilson
 from whenpro_core.audit.view import AuditTrace, Label, audit_view, label_of
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace, walk
+from whenpro_core.formats.build_meta import provenance_seeds
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.trace.model import Trace
 from whenpro_core.trace.taxonomy import taxonomy_for
 
 #: How far above random (step accuracy, fraction) a baseline must be to call a dataset leaky.
 LEAK_MARGIN = 0.10
+#: How far above random the structural prior must be (and at p < ALPHA) to call a dataset leaky.
+PRIOR_MARGIN = 0.10
+#: How far above the structural prior the learned form attacker must be (at p < ALPHA).
+FORM_MARGIN = 0.05
+#: Significance level of the learned attacker's one-sided tests.
+ALPHA = 0.05
+#: Names of the learned attacks in the table (:mod:`.learned`).
+LEARNED_FORM = "learned form"
+STRUCTURAL_PRIOR = "structural prior"
+LEARNED_NAMES = {"form": LEARNED_FORM, "structural": STRUCTURAL_PRIOR}
 AXES = ("step", "agent", "mode", "joint")
 
 
@@ -49,9 +61,12 @@ class Tally:
     n_agent: int = 0
     n_mode: int = 0
     sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(AXES, 0.0))
+    #: per-trace step scores by trace id (for the paired test of the learned attacker)
+    steps: dict[str, float] = field(default_factory=dict)
 
-    def add(self, scores: dict[str, float], *, agent_counts: bool, has_mode: bool) -> None:
+    def add(self, scores: dict[str, float], *, agent_counts: bool, has_mode: bool, trace: str = "") -> None:
         self.n += 1
+        self.steps[trace or str(self.n)] = scores["step"]
         self.sums["step"] += scores["step"]
         self.sums["joint"] += scores["joint"]
         if agent_counts:
@@ -70,6 +85,10 @@ class Tally:
         """95% Wilson interval of step accuracy."""
         return wilson(self.sums["step"], self.n)
 
+    def p_random(self, chance: float) -> float:
+        """One-sided exact p-value of step accuracy against the mean random ``chance``."""
+        return binomial_p(self.sums["step"], self.n, chance)
+
 
 @dataclass
 class GroupResult:
@@ -81,14 +100,41 @@ class GroupResult:
     baselines: dict[str, Tally] = field(default_factory=dict)
 
     def leaks(self) -> list[str]:
-        """Names of the baselines that beat random by the verdict rule."""
+        """Names of the baselines that make the slice leaky by the verdict rule (module
+        docstring): a panel baseline or the structural prior above random, the learned
+        form attacker above the structural prior."""
         base = self.random.rates()["step"] or 0.0
         out = []
         for name, tally in self.baselines.items():
             step = tally.rates()["step"] or 0.0
-            if step - base > LEAK_MARGIN and beats_chance(tally.sums["step"], tally.n, base):
+            if name == LEARNED_FORM:
+                if self.form_over_prior():
+                    out.append(name)
+            elif name == STRUCTURAL_PRIOR:
+                if step - base > PRIOR_MARGIN and tally.p_random(base) < ALPHA:
+                    out.append(name)
+            elif step - base > LEAK_MARGIN and beats_chance(tally.sums["step"], tally.n, base):
                 out.append(name)
         return out
+
+    def p_form_over_prior(self) -> float | None:
+        """One-sided paired p-value that the learned form attacker beats the structural
+        prior on the same traces (:func:`~.stats.paired_p`); ``None`` without both."""
+        form, prior = self.baselines.get(LEARNED_FORM), self.baselines.get(STRUCTURAL_PRIOR)
+        if form is None or prior is None:
+            return None
+        ids = sorted(form.steps)
+        return paired_p([form.steps[i] for i in ids], [prior.steps.get(i, 0.0) for i in ids])
+
+    def form_over_prior(self) -> bool:
+        """The learned form attacker beats the structural prior by more than
+        :data:`FORM_MARGIN` at p < :data:`ALPHA`."""
+        form, prior = self.baselines.get(LEARNED_FORM), self.baselines.get(STRUCTURAL_PRIOR)
+        if form is None or prior is None:
+            return False
+        gap = (form.rates()["step"] or 0.0) - (prior.rates()["step"] or 0.0)
+        p = self.p_form_over_prior()
+        return gap > FORM_MARGIN and p is not None and p < ALPHA
 
 
 @dataclass
@@ -106,6 +152,10 @@ class AuditResult:
     against: int = 0
     unreadable: list[str] = field(default_factory=list)
     against_unreadable: list[str] = field(default_factory=list)
+    #: the learned attacks by feature set (``form``, ``structural``); empty when not run
+    learned: dict[str, LearnedAttack] = field(default_factory=dict)
+    #: why the learned attacker did not run (one line), or ``None``
+    learned_note: str | None = None
 
     @property
     def leaking(self) -> list[str]:
@@ -171,14 +221,20 @@ def audit_traces(
     modes: int = 17,
     skipped: int = 0,
     panel: Sequence[Baseline] = BASELINES,
+    groups: Mapping[str, str] | None = None,
+    learn: bool = True,
 ) -> AuditResult:
     """Audit labelled ``traces`` (unlabelled ones only join the corpus) with ``against``
-    runs as further corpus; ``modes`` is the taxonomy's size (the random mode chance)."""
+    runs as further corpus; ``modes`` is the taxonomy's size (the random mode chance).
+    ``groups`` maps a trace id to its seed run (from a build's provenance; traces of one
+    seed run are one group of the learned attacker's cross-validation); ``learn``: run
+    the learned attacker and the structural prior (:mod:`.learned`) when scikit-learn is
+    installed."""
     views: list[tuple[AuditTrace, Label]] = []
     extra: list[AuditTrace] = []
     labels: dict[str, Label] = {}
     for trace in traces:
-        view = audit_view(trace)
+        view = audit_view(trace, group=(groups or {}).get(trace.id))
         label = label_of(trace, view)
         if label is None:
             extra.append(view)
@@ -188,30 +244,61 @@ def audit_traces(
         labels[view.id] = label
     runs = [audit_view(t, group=f"against:{t.id}") for t in against]
     corpus = Corpus([v for v, _ in views] + extra, labels, runs)
+    attacks, note = _learned(views, runs) if learn else ({}, None)
     overall = GroupResult()
     by_mode: dict[str, GroupResult] = {}
     by_framework: dict[str, GroupResult] = {}
     for view, label in views:
-        chance, scores = trace_scores(view, label, corpus, modes, panel)
+        chance, panel_scores = trace_scores(view, label, corpus, modes, panel)
+        scores = {}
+        for feature_set, attack in attacks.items():
+            pick = attack.picks.get(view.id)
+            scores[LEARNED_NAMES[feature_set]] = score_pick(
+                view, label, list(pick.picks) if pick else [], corpus, chance
+            )
+        scores.update(panel_scores)
         slices = [
             overall,
             by_mode.setdefault(label.mode or "—", GroupResult()),
             by_framework.setdefault(view.framework or "—", GroupResult()),
         ]
         for group in slices:
-            _add(group, chance, scores, label)
+            _add(group, chance, scores, label, view.id)
     _agent_fallback([overall, *by_mode.values(), *by_framework.values()])
     return AuditResult(
-        overall, dict(sorted(by_mode.items())), dict(sorted(by_framework.items())), skipped=skipped, against=len(runs)
+        overall,
+        dict(sorted(by_mode.items())),
+        dict(sorted(by_framework.items())),
+        skipped=skipped,
+        against=len(runs),
+        learned=attacks,
+        learned_note=note,
     )
 
 
-def _add(group: GroupResult, chance: dict[str, float], scores: dict[str, dict[str, float]], label: Label) -> None:
+def _learned(
+    views: list[tuple[AuditTrace, Label]], runs: list[AuditTrace]
+) -> tuple[dict[str, LearnedAttack], str | None]:
+    """The learned attacks, or none and the one line that says why."""
+    if not available():
+        return {}, "the learned attacker and the structural prior need scikit-learn: pip install whenpro[audit]"
+    attacks = learned_attacks(views, runs)
+    if not attacks:
+        return {}, (
+            f"the learned attacker needs at least {MIN_TRACES} labelled traces with a labelled candidate step "
+            "in 2 or more seed runs or tasks; it did not run"
+        )
+    return attacks, None
+
+
+def _add(
+    group: GroupResult, chance: dict[str, float], scores: dict[str, dict[str, float]], label: Label, trace: str
+) -> None:
     group.traces += 1
     kw = dict(agent_counts=not label.single_agent, has_mode=label.mode is not None)
-    group.random.add(chance, **kw)
+    group.random.add(chance, **kw, trace=trace)
     for name, s in scores.items():
-        group.baselines.setdefault(name, Tally()).add(s, **kw)
+        group.baselines.setdefault(name, Tally()).add(s, **kw, trace=trace)
 
 
 def _agent_fallback(groups: list[GroupResult]) -> None:
@@ -239,7 +326,8 @@ def audit_dataset(dataset: str | Path, against: str | Path | None = None) -> Aud
             f"--against: no run could be read in {against} ({plural(len(corpus_bad), 'file')} failed to import)",
             expected="successful runs of the same system, e.g. the seed runs of a build",
         )
-    result = audit_traces(load_all(dataset, bad), corpus_runs, modes=len(taxonomy_for(root)) or 17)
+    groups = provenance_seeds(root) if root is not None else {}
+    result = audit_traces(load_all(dataset, bad), corpus_runs, modes=len(taxonomy_for(root)) or 17, groups=groups)
     result.skipped += len(bad)
     result.unreadable = bad
     result.against_unreadable = corpus_bad

@@ -5,12 +5,15 @@ random candidate step is the labelled step (step), has an accepted agent (agent)
 ``1 / len(taxonomy)`` for the mode. Intervals are Wilson score intervals (95%) on a
 mean of per-trace scores in 0..1 (a tie among k steps scores 1/k, so successes may be
 fractional; the formula takes them as they are). The verdict tests a baseline against
-chance exactly (:func:`beats_chance`), which a few traces need.
+chance exactly (:func:`beats_chance`, :func:`binomial_p`), which a few traces need; the
+learned form attacker is tested against the structural prior on the same traces by a
+paired sign-flip test (:func:`paired_p`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from whenpro_core.audit.view import AuditTrace, Label
 
@@ -49,6 +52,40 @@ def beats_chance(successes: float, n: int, chance: float, alpha: float = 0.025) 
     return _binomial_tail(k, n, chance) < alpha
 
 
+def binomial_p(successes: float, n: int, chance: float) -> float:
+    """One-sided p-value of ``successes`` (rounded down) of ``n`` traces against a random
+    pick with the mean ``chance``: ``P(X >= successes | Binomial(n, chance))`` (1.0 for no
+    success or no trace)."""
+    k = math.floor(successes + 1e-9)
+    if n <= 0 or k <= 0 or chance >= 1.0:
+        return 1.0
+    if chance <= 0.0:
+        return 0.0
+    return _binomial_tail(k, n, chance)
+
+
+#: Random sign flips of the paired test when exact enumeration is too long (seeded).
+PAIRED_DRAWS = 20000
+
+
+def paired_p(a: Sequence[float], b: Sequence[float], seed: int = 0) -> float:
+    """One-sided p-value that per-trace scores ``a`` are higher than ``b`` on the same
+    traces: a sign-flip permutation test of the mean difference (exact for up to 16
+    traces that differ, else :data:`PAIRED_DRAWS` seeded draws; ``(1 + hits) / (1 + draws)``).
+    1.0 when no trace differs."""
+    import numpy as np
+
+    d = np.asarray([x - y for x, y in zip(a, b, strict=True) if x != y], dtype=np.float64)
+    if d.size == 0:
+        return 1.0
+    observed = d.sum() - 1e-12
+    if d.size <= 16:
+        signs = np.array([[1 - 2 * ((i >> j) & 1) for j in range(d.size)] for i in range(2**d.size)])
+        return float(np.mean(signs @ d >= observed))
+    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(PAIRED_DRAWS, d.size))
+    return float((1 + np.sum(signs @ d >= observed)) / (1 + PAIRED_DRAWS))
+
+
 def _binomial_tail(k: int, n: int, p: float) -> float:
     """``P(X >= k)`` for ``X ~ Binomial(n, p)``, summed in log space (any ``n``)."""
     log_p, log_q = math.log(p), math.log1p(-p)
@@ -72,4 +109,4 @@ def random_chance(view: AuditTrace, label: Label, modes: int) -> dict[str, float
     return {"step": step, "agent": agent, "mode": p_mode, "joint": joint}
 
 
-__all__ = ["Z95", "beats_chance", "random_chance", "wilson"]
+__all__ = ["PAIRED_DRAWS", "Z95", "beats_chance", "binomial_p", "paired_p", "random_chance", "wilson"]

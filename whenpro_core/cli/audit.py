@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from whenpro_core.audit.report import audit_json
-from whenpro_core.audit.run import AuditResult, audit_dataset
+from whenpro_core.audit.run import LEARNED_FORM, LEARNED_NAMES, STRUCTURAL_PRIOR, AuditResult, audit_dataset
 from whenpro_core.cli import output
 from whenpro_core.formats.build_meta import unfinished_build_note
 from whenpro_core.safety.textsafe import clean, plural
@@ -19,13 +19,21 @@ def pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
+def p_value(p: float | None) -> str:
+    """``0.0312`` -> ``"0.031"``; below 0.001 -> ``"<0.001"``; ``None`` -> ``"—"``."""
+    return "—" if p is None else ("<0.001" if p < 0.001 else f"{p:.3f}")
+
+
 def overall_table(result: AuditResult) -> Table:
-    """Random and every baseline: step (with its 95% interval), agent, mode, joint."""
+    """Random, the learned attacks and every baseline: step (with its 95% interval and the
+    one-sided p-value against random), agent, mode, joint."""
     table = Table(title=f"label-leak audit: {plural(result.overall.traces, 'labelled trace')}", title_justify="left")
-    for col in ("baseline", "step", "95% CI", "agent", "mode", "joint", "leak"):
+    for col in ("baseline", "step", "95% CI", "p", "agent", "mode", "joint", "leak"):
         table.add_column(col, justify="left" if col in ("baseline", "leak") else "right", no_wrap=col != "baseline")
     rnd = result.overall.random.rates()
-    table.add_row("random (exact)", pct(rnd["step"]), "", pct(rnd["agent"]), pct(rnd["mode"]), pct(rnd["joint"]), "")
+    table.add_row(
+        "random (exact)", pct(rnd["step"]), "", "", pct(rnd["agent"]), pct(rnd["mode"]), pct(rnd["joint"]), ""
+    )
     leaking = set(result.leaking)
     for name, tally in result.overall.baselines.items():
         r = tally.rates()
@@ -34,12 +42,30 @@ def overall_table(result: AuditResult) -> Table:
             name,
             pct(r["step"]),
             f"{pct(low)}–{pct(high)}",
+            p_value(tally.p_random(rnd["step"] or 0.0)),
             pct(r["agent"]),
             pct(r["mode"]),
             pct(r["joint"]),
             "◀" if name in leaking else "",
         )
     return table
+
+
+def learned_lines(result: AuditResult) -> list[str]:
+    """The learned form attacker against the structural prior, and each attack's top features."""
+    form = result.overall.baselines.get(LEARNED_FORM)
+    prior = result.overall.baselines.get(STRUCTURAL_PRIOR)
+    if form is None or prior is None:
+        return []
+    gap = (form.rates()["step"] or 0.0) - (prior.rates()["step"] or 0.0)
+    lines = [
+        f"learned form attacker vs structural prior: {100 * gap:+.1f} points "
+        f"(paired one-sided p = {p_value(result.overall.p_form_over_prior())}; leaky above +5 at p < 0.05)"
+    ]
+    for feature_set, attack in result.learned.items():
+        top = ", ".join(f"{n} {100 * w:+.1f}" for n, w in attack.weights[:5] if w > 0) or "none"
+        lines.append(f"{LEARNED_NAMES[feature_set]}: top features (points lost when shuffled): {top}")
+    return lines
 
 
 def groups_table(result: AuditResult) -> Table:
@@ -72,15 +98,13 @@ def groups_table(result: AuditResult) -> Table:
 def verdict_line(result: AuditResult) -> str:
     """``leaky: ...`` or ``no leak found: ...`` in one line."""
     base = pct(result.overall.random.rates()["step"])
-    if result.leaky:
-        return (
-            f"leaky: {', '.join(result.leaking)} beat random ({base} step accuracy) by more than 10 points, "
-            "the lower end of the exact 95% interval above random"
-        )
-    return (
-        f"no leak found: no form-only baseline beats random ({base} step accuracy) by more than 10 points "
-        "with the lower end of its exact 95% interval above random"
+    rule = (
+        "a baseline (or the structural prior) more than 10 points above random, or the learned form attacker "
+        "more than 5 points above the structural prior, with its one-sided test significant"
     )
+    if result.leaky:
+        return f"leaky: {', '.join(result.leaking)} (random: {base} step accuracy; rule: {rule})"
+    return f"no leak found: random {base} step accuracy; no {rule}"
 
 
 def audit(
@@ -92,6 +116,8 @@ def audit(
     result = audit_dataset(dataset, against)
     if note := unfinished_build_note(dataset):
         output.warning(note)
+    if result.learned_note:
+        output.note(result.learned_note)
     if result.against_unreadable:
         errors = output.stderr_console()
         output.skipped_file_lines(errors, result.against_unreadable)
@@ -106,6 +132,8 @@ def audit(
     console = console or output.stdout_console()
     console.print(overall_table(result))
     console.print(groups_table(result))
+    for line in learned_lines(result):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(verdict_line(result), markup=False, highlight=False, soft_wrap=True)
     if result.skipped:
         errors = output.stderr_console()

@@ -275,6 +275,26 @@ def provenance_env(trace: Trace) -> dict[str, Any] | None:
     return None
 
 
+def provenance_seeds(root: str | Path) -> dict[str, str]:
+    """Trace id -> the id of the seed run it was built from, as ``whenpro build`` recorded
+    it in ``root/provenance.json``; ``{}`` when there is no such file or it is damaged or
+    foreign. Only the ``seed`` field is read (never the injection record nor the step
+    markers, which are the label): the audit groups the traces of one seed run."""
+    path = Path(root) / "provenance.json"
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    traces = doc.get("traces") if isinstance(doc, dict) and doc.get("format") == PROVENANCE_FORMAT else None
+    if not isinstance(traces, dict):
+        return {}
+    return {
+        str(tid): rec["seed"]
+        for tid, rec in traces.items()
+        if isinstance(rec, dict) and isinstance(rec.get("seed"), str)
+    }
+
+
 class ValidationLogImporter(FileImporter):
     """A dataset's ``validation.jsonl`` review log: no traces. Recognised when its first
     line is a complete review decision."""
