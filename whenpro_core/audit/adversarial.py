@@ -26,7 +26,7 @@ from whenpro_core.audit.learned import LearnedAttack, learned_attacks
 from whenpro_core.audit.view import AuditTrace, Label
 
 #: Random grouped splits per estimate.
-ROUNDS = 6
+ROUNDS = 4
 #: The learners an estimate runs: the form attacker and the structural prior.
 LEARNERS = ("form", "structural")
 

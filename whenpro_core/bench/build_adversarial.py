@@ -6,9 +6,10 @@ random grouped splits of the kept pool (grouped by seed run and task, so twins n
 both sides), the audit's learned attacker is trained on part and scores the rest
 (:func:`whenpro_core.audit.adversarial.predictability`): the form attacker (everything a
 judge sees) and the structural prior (position, agent and kind only). A learner is *over
-its line* when its mean accuracy is above the audit's: the structural prior more than
-:data:`STRUCTURAL_MARGIN` above the pool's random chance, the form attacker more than
-:data:`FORM_MARGIN` above the prior (or chance, if higher). For each learner over its line,
+its line* when its mean accuracy is above the audit's, at p < :data:`ALPHA` (the audit's
+exact one-sided binomial test): the structural prior more than :data:`STRUCTURAL_MARGIN`
+above the pool's random chance, the form attacker more than :data:`FORM_MARGIN` above the
+prior (or chance, if higher); a learner at chance on a small pool is not over it by luck. For each learner over its line,
 an item whose labelled step it finds in at least :data:`THRESHOLD` of the splits is
 *learnable*: its form, or its place in the run, gives it away. Each pass leaves out the
 learnable items, most reliably found first, at most :data:`DROP_SHARE` of each failure
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from whenpro_core.audit.adversarial import LEARNERS, ROUNDS, Predictability, predictability
 from whenpro_core.audit.learned import available
+from whenpro_core.audit.stats import binomial_p
 from whenpro_core.audit.view import AuditTrace, Label
 
 if TYPE_CHECKING:
@@ -40,12 +42,12 @@ if TYPE_CHECKING:
 
 #: Share of the splits in which a learner must find an item's labelled step to drop it.
 THRESHOLD = 0.5
-#: Most of a failure mode's items, and of a size's, one pass leaves out.
-DROP_SHARE = 0.2
+#: Most of a failure mode's items, and of a size's, one pass leaves out (rounded to the nearest).
+DROP_SHARE = 0.25
 #: Items of a failure mode the filter never goes below.
 MIN_PER_MODE = 3
 #: Passes of scoring and dropping.
-PASSES = 4
+PASSES = 3
 #: Most of the pool the filter leaves out in all.
 MOST_DROPPED = 0.4
 #: Points above the pool's random chance the structural prior may score (the audit's line
@@ -54,6 +56,8 @@ STRUCTURAL_MARGIN = 0.05
 #: Points above the structural prior (or chance) the form attacker may score (the audit's
 #: line is 5).
 FORM_MARGIN = 0.03
+#: Significance of a learner over its line.
+ALPHA = 0.05
 #: What the manifest calls each learner.
 NAMES = {"form": "the form attacker", "structural": "the structural prior"}
 
@@ -79,7 +83,8 @@ def learnable_items(pool: list[Entry], views: Views, seed: int) -> tuple[dict[st
         for name in LEARNERS:
             accuracy[name].append(round(scored.accuracy.get(name, 0.0), 4))
         accuracy["random"].append(round(chance, 4))
-        now = _balanced_drops(left, views, scored, over_line(scored.accuracy, chance), most - len(dropped))
+        over = over_line(scored.accuracy, chance, len(samples))
+        now = _balanced_drops(left, views, scored, over, most - len(dropped))
         if not now:
             break
         for key, (learner, detail) in now.items():
@@ -96,13 +101,20 @@ def learnable_items(pool: list[Entry], views: Views, seed: int) -> tuple[dict[st
     return dropped, report
 
 
-def over_line(accuracy: dict[str, float], chance: float) -> tuple[str, ...]:
-    """The learners whose ``accuracy`` is over their line (module docstring) at the random
-    ``chance``: the structural prior above chance by :data:`STRUCTURAL_MARGIN`, the form
-    attacker above the prior (or chance) by :data:`FORM_MARGIN`."""
+def over_line(accuracy: dict[str, float], chance: float, n: int) -> tuple[str, ...]:
+    """The learners whose mean ``accuracy`` over ``n`` traces is over their line (module
+    docstring) at the random ``chance``: the structural prior above chance by
+    :data:`STRUCTURAL_MARGIN`, the form attacker above the prior (or chance) by
+    :data:`FORM_MARGIN`, each at p < :data:`ALPHA` against what it is measured from."""
     prior = accuracy.get("structural", 0.0)
-    lines = {"structural": chance + STRUCTURAL_MARGIN, "form": max(prior, chance) + FORM_MARGIN}
-    return tuple(name for name in LEARNERS if accuracy.get(name, 0.0) > lines[name])
+    base = {"structural": chance, "form": max(prior, chance)}
+    margin = {"structural": STRUCTURAL_MARGIN, "form": FORM_MARGIN}
+    return tuple(
+        name
+        for name in LEARNERS
+        if accuracy.get(name, 0.0) > base[name] + margin[name]
+        and binomial_p(accuracy.get(name, 0.0) * n, n, base[name]) < ALPHA
+    )
 
 
 def _label(views: Views, entry: Entry) -> Label:
@@ -132,8 +144,8 @@ def _balanced_drops(
             found.append((-rates[learner], order, e, learner, rates))
     modes = Counter(e.mode for e in left)
     sizes = Counter(size_of(views[e.key][0]) for e in left)
-    room_mode = {m: min(math.floor(DROP_SHARE * n), n - MIN_PER_MODE) for m, n in modes.items()}
-    room_size = {s: math.floor(DROP_SHARE * n) for s, n in sizes.items()}
+    room_mode = {m: min(_share(n), n - MIN_PER_MODE) for m, n in modes.items()}
+    room_size = {s: _share(n) for s, n in sizes.items()}
     out: dict[str, tuple[str, str]] = {}
     for _, _, e, learner, rates in sorted(found, key=lambda f: (f[0], f[1])):
         size = size_of(views[e.key][0])
@@ -144,6 +156,11 @@ def _balanced_drops(
     return out
 
 
+def _share(n: int) -> int:
+    """:data:`DROP_SHARE` of ``n`` items, rounded to the nearest."""
+    return math.floor(DROP_SHARE * n + 0.5)
+
+
 def _detail(rates: dict[str, float], rounds: int) -> str:
     """``"a learned attacker finds its labelled step: the form attacker in 83% of 6 random
     splits, the structural prior in 17%"``."""
@@ -152,6 +169,7 @@ def _detail(rates: dict[str, float], rounds: int) -> str:
 
 
 __all__ = [
+    "ALPHA",
     "DROP_SHARE",
     "FORM_MARGIN",
     "MIN_PER_MODE",
