@@ -168,6 +168,9 @@ def test_the_who_when_pro_format_tell_is_found(real_traces):
     assert rates["format outlier"] >= 0.70 and rates["form classifier"] >= 0.70  # the format tell
     assert {"form classifier", "format outlier"} <= set(result.leaking)
     assert rates["length outlier"] < 0.3 and rates["digit outlier"] < 0.3  # no tell in size
+    if result.learned:  # the audit extra is installed: the learned attacker finds it too
+        assert rates["learned form"] >= 0.75 and "learned form" in result.leaking
+        assert rates["learned form"] - rates["structural prior"] > 0.05 and result.overall.form_over_prior()
 
 
 @pytest.mark.parametrize(
@@ -202,7 +205,8 @@ def test_audit_json_has_the_documented_shape(tmp_path):
     names = [b["name"] for b in doc["baselines"]]
     assert names == ["learned form", "structural prior", *(b.name for b in BASELINES)]
     assert doc["learned"] == {"ran": True, "note": None}
-    assert doc["rule"] == {"baseline_over_random": 0.1, "prior_over_random": 0.1, "form_over_prior": 0.05, "alpha": 0.05}
+    rule = {"baseline_over_random": 0.1, "prior_over_random": 0.1, "form_over_prior": 0.05, "alpha": 0.05}
+    assert doc["rule"] == rule
     for b in doc["baselines"]:
         assert set(b) >= {"name", "family", "n", "step", "agent", "mode", "joint", "p_random"}
         assert all(isinstance(b[k], float) and 0 <= b[k] <= 1 for k in ("step", "agent", "mode", "joint", "p_random"))

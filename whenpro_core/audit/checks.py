@@ -5,8 +5,8 @@ A mutation that edits only part of a step leaves it disagreeing with itself, whi
 honest run does and any reader can see without understanding the error:
 
 * :func:`call_mismatch` — the step's text and its recorded tool call disagree: the call's
-  arguments hold numbers the text never states (the edit reached the call only, or the
-  text only);
+  arguments hold numbers or words the text never states (the edit reached the call only,
+  or the text only), or it runs code that is a changed copy of the code written before;
 * :func:`filled_mismatch` — an expression written twice, symbolically and filled in
   (``subtotal = erasers + notebooks = 14 + 45``), where a filled-in number is not the
   value the run computed for its symbol (the edit reached one side only);
@@ -49,6 +49,11 @@ def numbers(text: str) -> set[float]:
     return {round(float(m), 6) for m in _NUM.findall(text)}
 
 
+def _tokens(text: str) -> set[str]:
+    """The numbers (as :func:`numbers` reads them) and words (lower case) of ``text``."""
+    return {str(n) for n in numbers(text)} | {w.lower() for w in _IDENT.findall(text) if len(w) > 1}
+
+
 def _squash(text: str) -> str:
     return "".join(text.split())
 
@@ -84,16 +89,16 @@ def _near_copy(arg: str, blocks: list[str]) -> bool:
 
 def call_mismatch(t: AuditTrace) -> list[float]:
     """Per step: how far its tool calls disagree with what was written: the share of the
-    numbers in the calls' one-line arguments that the step's text does not state (when both hold
-    numbers), plus 1 for each multi-line argument (code, a document) that is a near copy
+    numbers and words in the calls' one-line arguments that the step's text does not state
+    (when both hold some), plus 1 for each multi-line argument (code, a document) that is a near copy
     (:data:`NEAR_COPY`), not an exact one, of a code block written up to this step; else 0."""
     out = []
     blocks: list[str] = []
     for s in t.steps:
         blocks += [_squash(b) for b in _BLOCK.findall(s.content)]
         args = _arguments(s.calls)
-        in_call = numbers("\n".join(a for a in args if not _multiline(a)))
-        in_text = numbers(s.content)
+        in_call = _tokens("\n".join(a for a in args if not _multiline(a)))
+        in_text = _tokens(s.content)
         share = len(in_call - in_text) / len(in_call) if in_call and in_text else 0.0
         out.append(share + sum(_near_copy(_squash(a), blocks) for a in args if _multiline(a)))
     return out

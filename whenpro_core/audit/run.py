@@ -14,9 +14,17 @@ label has a mode (``None`` when none has one: Who&When); **joint** agent, step a
 (when labelled) all right. A baseline that abstains on a trace scores the random
 chance there (its mode guess is still made: the majority mode).
 
-Verdict: *leaky* when some baseline's step accuracy beats random by more than
+The learned attacks (:mod:`.learned`, when scikit-learn is installed and there are
+enough traces) join the panel as ``learned form`` and ``structural prior``: their
+out-of-fold picks are scored like any baseline's.
+
+Verdict: *leaky* when (a) some panel baseline's step accuracy beats random by more than
 :data:`LEAK_MARGIN` and an exact binomial test says chance does not explain it (the lower
-end of the exact 95% interval above random, :func:`~.stats.beats_chance`).
+end of the exact 95% interval above random, :func:`~.stats.beats_chance`); or (b) the
+structural prior beats random by more than :data:`PRIOR_MARGIN` with the one-sided exact
+binomial p-value below :data:`ALPHA`; or (c) the learned form attacker beats the
+structural prior by more than :data:`FORM_MARGIN` with the one-sided paired sign-flip
+p-value (:func:`~.stats.paired_p`, same traces) below :data:`ALPHA`.
 """
 
 from __future__ import annotations
