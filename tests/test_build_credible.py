@@ -197,19 +197,22 @@ def _solver_trace(content: str, *, tool: bool) -> Trace:
 
 
 def test_r1_states_its_claim_where_the_agent_states_results():
-    """R.1 writes the made-up result as the agent writes its results: before a remark
-    that closes the step (not after it), in place of a result the step already states
-    (not a second ``= N``), and in the tool's number form (9.5 doubled is 19, not 19.0)."""
+    """R.1 works from a figure no step gave, in place of a value it reads, and writes the
+    result as the agent writes its results: before a remark that closes the step (not
+    after it), in place of a result the step already states (not a second ``= N``), in the
+    tool's number form (9.5 doubled is 19, not 19.0), with the arithmetic on the made-up
+    figure right (a wrong sum would be R.3, and a tell any recomputation finds)."""
     tool = _solver_trace("Computing b = a + 3.5 = 6 + 3.5. That completes the plan.", tool=True)
     texts = {mutate(tool, 2, "R.1", seed).step.content for seed in range(12)}
-    assert all(
-        t.startswith("Computing b = a + 3.5 = 6 + 3.5 = ") and t.endswith(". That completes the plan.") for t in texts
-    )
-    assert not any(".0." in t for t in texts)
+    for t in texts:
+        m = re.fullmatch(r"Computing b = a \+ 3\.5 = ([\d.]+) \+ 3\.5 = ([\d.]+)\. That completes the plan\.", t)
+        assert m and m[1] != "6" and float(m[1]) + 3.5 == float(m[2]), t
+    assert len(texts) > 1 and not any(".0." in t for t in texts)
     inhead = _solver_trace("Computing b = 6 + 3 = 9.", tool=False)
     for seed in range(6):
         text = mutate(inhead, 2, "R.1", seed).step.content
-        assert text.startswith("Computing b = 6 + 3 = ") and text.count("=") == 2 and text != inhead.steps[2].content
+        m = re.fullmatch(r"Computing b = (\d+) \+ (\d+) = (\d+)\.", text)
+        assert m and text != inhead.steps[2].content and int(m[1]) + int(m[2]) == int(m[3]), text
 
 
 @pytest.fixture(scope="module")
@@ -232,99 +235,70 @@ def test_the_tester_reruns_its_own_tests(code_runs):
 
 
 def test_errors_past_the_first_draft_are_decisive_and_labels_stay_honest(code_runs):
-    """At the tester's failing check, reporting that the tests passed without running
-    them (R.1: a result it never obtained) and leaving the failing case out of its test
-    table (A.1) are decisive (A.1 not when another case still fails); approving the
-    report of that failed run (V.2) is too; at the coder's fix step, stopping (A.3) hands
-    in the code that existed before it, which fails; a syntax error (A.2) is still
-    caught by the test run and never kept as decisive."""
+    """After the tester's failing check, reporting that every test passed (R.1: a result
+    its run did not give) and leaving the failing case out of its test table (A.1) are
+    decisive (A.1 not when another case still fails); approving on the cases it saw pass
+    (V.2, where one did) is too; at the coder's fix step, stopping (A.3) hands in the code
+    that existed before it, which fails; a syntax error (A.2) is still caught by the test
+    run and never kept as decisive. No mode turns the check itself into a verdict: an
+    approval with no test run before it is a move no honest run makes."""
     seen = Counter()
     for trace in code_runs:
         check = next(s.index for s in trace.steps if s.tool_calls)
         fix = next(s.index for s in trace.steps[check + 1 :] if s.agent == "coder")
-        assert {"R.1", "A.1"} <= set(applicable_modes(trace, check)) and "V.2" not in applicable_modes(trace, check)
-        assert "V.2" in applicable_modes(trace, check + 1)
-        for index, mode in ((check, "R.1"), (check, "A.1"), (check + 1, "V.2"), (fix, "A.3"), (fix, "A.2")):
+        assert "A.1" in applicable_modes(trace, check)
+        assert not {"R.1", "V.2"} & set(applicable_modes(trace, check)) and "R.1" in applicable_modes(trace, check + 1)
+        passed = "PASS" in (trace.steps[check].observation or "")
+        assert ("V.2" in applicable_modes(trace, check + 1)) == passed
+        tries = [(check + 1, "R.1"), (check, "A.1"), (fix, "A.3"), (fix, "A.2")] + [(check + 1, "V.2")] * passed
+        for index, mode in tries:
             result = _replay(trace, index, mode)
             seen[mode, result.verdict.decisive] += 1
-    assert seen["R.1", True] == len(code_runs) and seen["V.2", True] == len(code_runs)
+    assert seen["R.1", True] == len(code_runs) and seen["V.2", False] == 0 and seen["V.2", True] >= 1
     assert seen["A.1", True] >= len(code_runs) - 2  # a draft failing two cases still fails the one left in
     assert seen["A.3", True] == len(code_runs) and seen["A.2", True] == 0
 
 
-def test_r1_at_the_testers_check_states_a_result_it_never_obtained(code_runs):
-    """R.1 at a failing check: the tester's own report of a passing run (its wording,
-    its kind, the count of its tests), no tool call; the reason says the check was not
-    run. Its wording varies with the run (the tester's own approvals are drawn per run)."""
+def test_r1_at_the_testers_verdict_reports_a_pass_its_run_did_not_give(code_runs):
+    """R.1 at the tester's report of a failing run: its own approval (its wording, its
+    kind), stating that every case run passed; the test run before it stays, as in every
+    honest run. V.2 there approves on the cases it saw pass. The wording varies with the
+    run (the tester's own approvals are drawn per run)."""
     texts = set()
     for trace in code_runs:
         check = next(s for s in trace.steps if s.tool_calls)
-        approvals = {s.content for s in trace.steps if s.agent == "tester" and "Approved" in (s.content or "")}
-        m = mutate(trace, check.index, "R.1", seed=1)
-        assert m.step.tool_calls == [] and m.step.agent == "tester" and m.step.content in approvals
-        assert m.step.kind == next(s.kind for s in trace.steps if s.content in approvals)
-        assert "without running run_tests" in m.description
+        verdict = trace.steps[check.index + 1]
+        results = re.findall(r"^(PASS|FAIL)\b", check.observation or "", re.MULTILINE)
+        approvals = {
+            re.sub(r"\d+", "N", s.content) for s in trace.steps if s.agent == "tester" and "Approved" in (s.content or "")
+        }
+        m = mutate(trace, verdict.index, "R.1", seed=1)
+        assert m.step.tool_calls == [] and m.step.agent == "tester" and m.step.kind == verdict.kind
+        assert re.sub(r"\d+", "N", m.step.content) in approvals
+        assert set(re.findall(r"\d+", m.step.content)) == {str(len(results))}
+        assert f"all {len(results)} tests passed" in m.description
+        if "V.2" in applicable_modes(trace, verdict.index):
+            v2 = mutate(trace, verdict.index, "V.2", seed=1).step.content
+            assert set(re.findall(r"\d+", v2)) == {str(results.count("PASS"))}
         texts.add(re.sub(r"\d+", "N", m.step.content))
     assert len(texts) >= 3
-
-
-def test_r2_at_the_testers_check_counts_a_crash_as_a_pass():
-    """R.2 at a check where a case raised: the tester's own test code reports a case
-    that raises as a pass (one case of its logic wrong); the step keeps its text, kind
-    and tool call, and the test code changes only inside the handler's message, so its
-    line shapes stay the tester's own. The draft that crashes is approved and handed in."""
-    env = get_env("code_pair")
-    runs = [run_env(env, seed) for seed in range(300, 340)]
-    raised = [
-        (t, s)
-        for t in runs
-        if t.outcome.value == "success"
-        for s in t.steps[:3]
-        if s.tool_calls and "raised" in (s.observation or "") and "got" not in (s.observation or "")
-    ]
-    assert len(raised) >= 2
-    for trace, check in raised[:2]:
-        assert "R.2" in build_modes(trace, check.index)
-        m = mutate(trace, check.index, "R.2", seed=0)
-        before, after = check.tool_calls[0].arguments["tests"], m.step.tool_calls[0].arguments["tests"]
-        assert (m.step.content, m.step.kind, m.step.tool_calls[0].name) == (check.content, check.kind, "run_tests")
-        assert after != before and after.replace("PASS", "FAIL") == before.replace("PASS", "FAIL")
-        assert m.step.tool_calls[0].arguments["code"] == check.tool_calls[0].arguments["code"]
-        assert _replay(trace, check.index, "R.2").verdict.decisive
-
-
-def test_build_leaves_out_modes_that_cannot_be_decisive_at_a_step(code_runs):
-    """A build does not try A.2 at code the tester then runs (the run reports the syntax
-    error), nor A.4/C.2 where they resend code whose test run failed (the re-run fails
-    again), nor A.4 where the tester repeats the check it has just run or its report of
-    failures the coder has answered since; ``whenpro inject`` still offers them there."""
-    for trace in code_runs:
-        check = next(s.index for s in trace.steps if s.tool_calls)
-        draft = max(s.index for s in trace.steps[:check] if s.agent == "coder")
-        fix = next(s.index for s in trace.steps[check + 1 :] if s.agent == "coder")
-        assert "A.2" in applicable_modes(trace, draft) and "A.2" not in build_modes(trace, draft)
-        assert {"A.4", "C.2"} <= set(applicable_modes(trace, fix))
-        assert not {"A.2", "A.4", "C.2"} & set(build_modes(trace, fix))
-        recheck = fix + 1  # the tester's run of the fix: a repeat would resend its report
-        for index in (check + 1, recheck):
-            assert "A.4" in applicable_modes(trace, index) and "A.4" not in build_modes(trace, index)
-        for index, mode in ((fix, "A.4"), (fix, "C.2"), (check + 1, "A.4"), (recheck, "A.4")):
-            assert not _replay(trace, index, mode).verdict.decisive
 
 
 def test_a_testers_report_of_failures_reads_as_a_critique_in_every_wording():
     """The tester words a failing check in several ways (``Failures (1 of 2):``,
     ``2 failing of 2:``), some with an ask that names no fix word (``Coder, can you fix
     this?``). Each is a report of a problem: A.4 repeating it after the coder answered is
-    not tried (it was, about once in five builds, and never kept), and V.2 (approving
-    instead) fits there. A passing report (``No failures in 3 tests.``) is no critique."""
+    not tried (it was, about once in five builds, and never kept), and R.1 (reporting
+    every case passed) fits there, V.2 (approving on the cases that passed) where one did. A passing report (``No failures in 3 tests.``) is no critique."""
     env = get_env("code_pair")
     for seed in (27, 31, 46, 74):
         trace = run_env(env, seed)
         report = next(
             s for s in trace.steps if s.agent == "tester" and not s.tool_calls and re.search(r"fail", s.content, re.I)
         )
-        assert CRITIQUE.search(report.content) and "V.2" in build_modes(trace, report.index)
+        assert CRITIQUE.search(report.content) and "R.1" in build_modes(trace, report.index)
+        run = trace.steps[report.index - 1].observation or ""
+        assert ("V.2" in build_modes(trace, report.index)) == bool(re.search(r"^PASS", run, re.MULTILINE))
         later = [s.index for s in trace.steps[report.index + 1 :] if s.agent == "tester"]
         assert later and not any("A.4" in build_modes(trace, i) for i in later)
     for passing in ("No failures in 3 tests. Approved.", "Every example passes (2 of 2). Approved."):
@@ -374,14 +348,13 @@ def test_build_does_not_end_a_run_before_its_third_agent_step(code_runs):
 
 
 def test_a_kept_item_is_balanced_by_the_class_of_the_step_as_released(code_runs):
-    """R.1 at the tester's check releases a report without a tool call: the release's
-    class cap counts it with the tester's other reports (where V.2 also lands), not with
-    the checks it no longer looks like; A.1 keeps the check's class."""
+    """R.1 at the tester's report is counted with the tester's other reports (where V.2
+    also lands), A.1 at its check with the checks."""
     trace = code_runs[0]
     check = next(s for s in trace.steps if s.tool_calls)
     classes = {}
-    for mode in ("R.1", "A.1"):
-        attempt = Attempt("r.json", trace.id, check.index, check.coord or "", mode)
+    for mode, step in (("R.1", trace.steps[check.index + 1]), ("A.1", check)):
+        attempt = Attempt("r.json", trace.id, step.index, step.coord or "", mode)
         out = run_attempt(trace, attempt, OfflineGenerator(), BuiltinExecutor(), BuildOptions(), now="t")
         assert out.entry.status == "kept", out.entry.detail
         classes[mode] = out.entry.step_class

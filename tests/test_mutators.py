@@ -114,11 +114,11 @@ def test_r3_changes_the_argument_and_the_quoted_content_consistently():
     assert t.steps[2].tool_calls[0].arguments["expression"] == "4 * 3"  # the seed is untouched
 
 
-def test_a1_corrupts_only_the_argument():
+def test_a1_corrupts_the_argument_and_the_text_says_the_call_it_makes():
     t = _trace()
     m = mutate(t, 5, "A.1")
     assert m.step.tool_calls[0].arguments["expression"] == "12"  # lost its last operand
-    assert m.step.content == t.steps[5].content
+    assert m.step.content == "Computing total = 12. That was the last item."  # as the agent wrote the call
 
 
 def test_a1_uses_another_value_seen_for_the_same_argument():
@@ -146,10 +146,9 @@ def test_a3_a4_v2_pl1_r2_r1_c2_edits():
     assert r2.step.tool_calls[0].arguments["expression"] == "12 - 14" and "12 - 14" in r2.step.content
     r1 = mutate(f, 2, "R.1")  # the way this solver states results without a tool, and its kind for that
     assert not r1.step.tool_calls and r1.step.kind == "assistant"
-    assert (
-        re.fullmatch(r"Computing pens = 4 \* 3 = \d+\.", r1.step.content)
-        and r1.step.content != "Computing pens = 4 * 3 = 12."
-    )
+    made_up = re.fullmatch(r"Computing pens = (\d+) \* (\d+) = (\d+)\.", r1.step.content)
+    assert made_up and r1.step.content != "Computing pens = 4 * 3 = 12."  # a figure no step gave ...
+    assert int(made_up[1]) * int(made_up[2]) == int(made_up[3])  # ... and right arithmetic on it
     c2 = mutate(t, 6, "C.2")  # the reporter takes the solver's earlier figure instead of 26
     assert c2.step.content != t.steps[6].content and "26" not in c2.step.content
 

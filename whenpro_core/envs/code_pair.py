@@ -15,8 +15,8 @@ Reference policies (each reads only the spec and the conversation):
 * **tester** — turns the spec's ``Examples:`` lines into test code once and runs it with
   the ``run_tests`` tool against the coder's *latest code block in the conversation*
   (sandboxed: :mod:`whenpro_core.envs.sandbox`); later rounds re-run the same test code
-  (:func:`own_tests`), as a tester keeps its test file. It reads the tool output and
-  approves or lists the failures.
+  (:func:`own_tests`), as a tester keeps its test file, and says how many cases it runs
+  (those of its test code). It reads the tool output and approves or lists the failures.
 
 The final answer is the code; the run succeeds when the task's hidden tests (more cases than
 the examples) pass in the sandbox. So an injected slip in the code is caught only when an
@@ -43,6 +43,7 @@ from whenpro_core.envs.base import (
 from whenpro_core.envs.code_tasks import (
     BY_NAME,
     Template,
+    count_cases,
     harness,
     hidden_cases,
     make_task,
@@ -385,7 +386,7 @@ class CodeReferencePolicy:
             index=0,
             agent="tester",
             kind="action",
-            content=pick(style, RUNS, len(steps), "run").format(n=len(cases)),
+            content=pick(style, RUNS, len(steps), "run").format(n=count_cases(tests) or len(cases)),
             tool_calls=[ToolCall(id=f"call_{len(steps)}", name="run_tests", arguments={"code": code, "tests": tests})],
         )
 

@@ -502,6 +502,12 @@ def spec_examples(spec: str) -> list[tuple[str, str]]:
     return [(m[1].strip(), m[2].strip()) for m in re.finditer(r"^- (.+?) == (.+)$", spec, re.MULTILINE)]
 
 
+def count_cases(tests: str) -> int:
+    """How many ``(call, expected)`` rows the test code of :func:`harness` holds (a
+    tester's kept test code may have fewer than the spec's examples)."""
+    return len(re.findall(r"^    \(.*\),$", tests, re.MULTILINE))
+
+
 def harness(cases: list[tuple[str, str]]) -> str:
     """Test code that runs each ``(call, expected)`` pair and prints ``PASS``/``FAIL``
     lines (an exception in one case is a failure of that case only). Each case is one

@@ -15,25 +15,33 @@ Modes, what the mutator does, and which steps it fits:
 code edit                                                                 fits
 ==== ==================================================================== =====================================
 R.3  perturb one number (±1, ±2, ×2, +10 units of its last digit), in     a number in a tool argument or the
-     the tool arguments and, when the argument text is quoted in the     content (list markers ``1.`` excluded)
-     content, there too
-R.1  drop the tool call and state a made-up result as if found, the way  a tool step with ``=`` and a number
-     the agent states results without a tool elsewhere (``... = N.``);    in its result, by an agent that
-     the kind becomes the one the agent uses for tool-less steps. Or add  states results without tools too;
-     an unsupported figure (a seeded phrasing of :data:`FIGURES`). At a   or a number in a tool-less step; or
-     verifier's failing check: no call, its own report of a passing run   a verifier's check whose result shows
-     from elsewhere in the trace (a test result it never obtained)        a problem, when it reports passes
+     the tool arguments and where the content quotes the argument (the    content (list markers ``1.`` excluded)
+     symbolic side of ``v = a + 4 = 94 + 4`` follows a literal); in a
+     computation stated without a tool, its result (bad arithmetic)
+R.1  drop the tool call and work from a made-up input: one number the     a one-operator tool expression the
+     expression reads from a variable is made up, the result worked out   text quotes, by an agent that states
+     right on it and stated the way the agent states results without a    results without tools too; a
+     tool (``... = N.``); the kind becomes the one the agent uses for     computation stated in the text; a
+     tool-less steps. In a computation stated in the text, the same. At   verifier's report of a failing run of
+     a verifier's report of its failing test run: its own approval, the   its own; or a number in a tool-less
+     count set to every case run. Else add an unsupported figure (a       step
+     seeded phrasing of :data:`FIGURES`)
 R.2  flip one operator (``+``/``-``, ``*``/``/``, ``>=``/``>``,             an operator between operands or
-     ``<=``/``<``, ``min``/``max``), in arguments and content             ``min(``/``max(``
+     ``<=``/``<``, ``min``/``max``), in arguments and content, on both    ``min(``/``max(``
+     sides of ``v = a + b = 2 + 3``, a stated result worked out again
 R.4  replace a number taken from the task with another number of the      a number that also occurs in the
-     task (confusing which quantity is which)                             task query, which has another one
+     task (confusing which quantity is which), on both sides of a         task query, which has another one
+     computation, a stated result worked out again
 PL.1 drop one line of a numbered plan and renumber                        a plan step (kind ``plan``/
                                                                           ``planning`` or >= 3 numbered lines)
-A.1  corrupt one tool argument only (content untouched): a number is      a tool call with arguments
-     perturbed, an expression loses its last operand, a name becomes
-     another value used for that argument elsewhere in the trace (else
-     loses its last letter), code loses one line (one whose removal
-     leaves Python compiling, e.g. a test case; else its last line)
+A.1  corrupt one tool argument, and the text where it quotes it (the      a tool call with arguments
+     call as the agent wrote it): a number is perturbed, an expression
+     loses its last operand (so does its symbolic side), a name becomes
+     another value used for that argument elsewhere in the trace (a
+     time or figure given as text is perturbed; else it loses its last
+     letter), code loses one line (one whose removal leaves Python
+     compiling, e.g. a test case, and a count of those cases the text
+     states goes down by one; else its last line)
 A.2  break the syntax of the step's last code block                       a fenced code block with a ``:`` line
 A.3  declare the agent's part done too early: append the sentence by    a step before the agent's last one,
      which the agent says so elsewhere in the trace; else turn the step   not final, when the agent says it is
@@ -46,11 +54,18 @@ C.2  ignore a peer: after a peer's critique (fail, mismatch, fix...),      a pee
      taken from a peer's latest message by that peer's earlier figure      that had an earlier, different figure
      (in the wording and in the tool call that computes with it)
 V.2  approve without checking: the report of a problem becomes the       a verifier-like agent's (id/role)
-     agent's own approval from elsewhere in the trace (else a seeded      report of a problem (critique words,
-     approval, :data:`APPROVALS`); a check whose result shows a problem   no tool call, no approval), or its
-     becomes that approval, without the tool call (only when the          check whose result shows one
-     approval states no result: else that is R.1)
+     agent's own approval from elsewhere in the trace, listing the        report of a problem (critique words,
+     values the conversation shows (else a seeded approval,               no tool call, no approval); after its
+     :data:`APPROVALS`); after its own failing test run, that approval    own test run, one where a case passed
+     with the count of the cases the run shows passing
 ==== ==================================================================== =====================================
+
+An edit rewrites the step coherently (issue 28): a changed tool argument is changed where
+the text quotes it, a changed filled-in number or operator of ``var = symbolic = filled``
+on the symbolic side too where it is a literal or an operator there, and a stated result is
+worked out again (except R.3's, whose wrong result is the error). No mode turns a check (a
+tool call) into a verdict: an approval with no test run before it is a move no honest run
+makes.
 
 ``whenpro build`` tries a mode only where its error can reach the final answer
 (:func:`build_modes`, :data:`NEVER_DECISIVE`): not A.2 in code a peer then runs (the run
@@ -77,7 +92,9 @@ from typing import Any
 
 from whenpro_core.errors import ConfigError
 from whenpro_core.injection.textedit import (
+    ASSIGNMENT,
     CODE_BLOCK,
+    COMPUTATION,
     EXPR,
     apply_arg_edit,
     arg_text_edits,
@@ -89,8 +106,13 @@ from whenpro_core.injection.textedit import (
     is_agent_step,
     numeric_args,
     perturb,
+    quote_edit,
+    recompute,
+    refill,
     set_arg,
     string_args,
+    token_spans,
+    tokens,
 )
 from whenpro_core.trace.model import Step, Trace
 
@@ -161,12 +183,31 @@ def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
         wrong_text = perturb(str(value), rng)
         wrong_number = float(wrong_text) if isinstance(value, float) else int(Decimal(wrong_text))
         set_arg(new, ci, key, wrong_number)
-        new.content = re.sub(rf"(?<![\w.]){re.escape(str(value))}(?!\w|\.\d)", str(wrong_number), new.content, count=1)
+        new.content = quote_edit(new.content or "", str(value), str(wrong_number))
         return Mutation(new, f"Uses {wrong_number} instead of {value} for {key}; everything computed from it is off.")
+    stated = _computations(s.content)
+    if stated:  # a computation stated in the text: its result comes out wrong
+        a = rng.choice(stated)
+        wrong = perturb(a.group("result"), rng)
+        new.content = s.content[: a.start("result")] + wrong + s.content[a.end("result") :]
+        return Mutation(new, f"Works out {a.group('filled')} as {wrong}; it is {a.group('result')}.")
     m = rng.choice(find_numbers(s.content))
     wrong = perturb(m.group(), rng)
     new.content = s.content[: m.start()] + wrong + s.content[m.end() :]
     return Mutation(new, f"States {wrong} where the correct figure is {m.group()}.")
+
+
+def _computations(text: str | None) -> list[re.Match[str]]:
+    """Computations stated with their result in ``text`` (an agent's arithmetic done
+    without a tool, :data:`~whenpro_core.injection.textedit.COMPUTATION`)."""
+    return list(COMPUTATION.finditer(text or ""))
+
+
+def _refill(text: str, a: re.Match[str], filled: str) -> str:
+    """``text`` with computation ``a``'s filled-in side (and the symbolic side it lines up
+    with) rewritten to ``filled``, its stated result worked out again from it: the slip
+    is in the inputs or the operation, and the arithmetic on them stays right."""
+    return refill(text, a, filled)
 
 
 # --- R.1 hallucination -----------------------------------------------------------------
@@ -223,56 +264,69 @@ def _states_without_tool(trace: Trace, i: int) -> bool:
 def _r1_fits(trace: Trace, i: int) -> bool:
     s = trace.steps[i]
     if s.tool_calls:
-        return bool(_unrun_reports(trace, i)) or (
-            bool(s.observation and find_numbers(s.observation))
-            and "=" in (s.content or "")
-            and _states_without_tool(trace, i)
-        )
-    return s.kind != "final_answer" and bool(find_numbers(s.content))
+        return _made_up_input(trace, i) is not None
+    if _misreport(trace, i, every_case=True) is not None:
+        return True
+    return s.kind != "final_answer" and bool(find_numbers(s.content)) and not _run_verdict(trace, i)
 
 
-def _unrun_reports(trace: Trace, i: int) -> list[Step]:
-    """At a verifier's check (a tool call) whose result shows a problem: the agent's own
-    approvals elsewhere in the trace that state a check result (a count of passing
-    tests: ``All 3 tests passed. Approved.``). Writing one instead of running the check
-    states a result the agent never obtained (R.1), not only an unchecked approval
-    (V.2, which approves a check it ran, or approves without claiming a result)."""
+def _read_operands(expr: str, sym: str | None) -> list[int]:
+    """Token positions of ``expr``'s numbers that its symbolic side ``sym`` reads from a
+    variable (all of them when there is no symbolic side that lines up)."""
+    toks, names = tokens(expr), tokens(sym or "")
+    if len(names) != len(toks):
+        return [n for n, t in enumerate(toks) if t[0].isdigit()]
+    return [n for n, (t, v) in enumerate(zip(toks, names, strict=True)) if t[0].isdigit() and not v[0].isdigit()]
+
+
+def _made_up_input(trace: Trace, i: int) -> tuple[str, str] | None:
+    """At a calculator-like step (a one-operator expression the text quotes, maybe as the
+    filled-in side of ``var = symbolic = filled``) by an agent that states results
+    without a tool elsewhere: ``(expression, symbolic side or "")``, when a number of the
+    expression is read from a variable (any number, without a symbolic side). Else
+    ``None``."""
     s = trace.steps[i]
-    if not s.tool_calls or s.kind == "final_answer" or not _is_verifier(trace, s):
-        return []
-    if not CRITIQUE.search(s.observation or ""):
-        return []
-    return [st for st in _own_approvals(trace, i) if find_numbers(st.content or "")]
+    if len(s.tool_calls) != 1 or not _states_without_tool(trace, i):
+        return None
+    expr = next((v for _, v in string_args(s.tool_calls[0]) if EXPR.match(v)), None)
+    if expr is None or len(find_operators(expr)) != 1:
+        return None
+    if expr.strip() not in (s.content or ""):
+        return None
+    a = next((a for a in ASSIGNMENT.finditer(s.content or "") if a.group("filled").strip() == expr.strip()), None)
+    sym = a.group("sym") if a is not None else ""
+    return (expr, sym) if _read_operands(expr, sym) else None
 
 
 def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
-    reports = _unrun_reports(trace, i)
-    if reports:  # reports the check's result without running it
-        report = rng.choice(reports)
+    verdict = _misreport(trace, i, every_case=True)
+    if verdict is not None:  # reports a passing run its check did not give
+        content, count = verdict
         return Mutation(
-            fresh_step(s, content=report.content, tool_calls=[], kind=report.kind),
-            f"{s.agent} reports a result at step {s.coord} ('{clip(report.content)}') without running "
-            f"{s.tool_calls[0].name}, which would show a failure.",
+            fresh_step(s, content=content),
+            f"{s.agent} reports that all {count} tests passed at step {s.coord}; its run just before shows failures.",
         )
-    if s.tool_calls:
-        real = find_numbers(s.observation or "")[-1].group()
-        claim = perturb(real, rng)
+    if s.tool_calls:  # an input made up in place of the tool's work: the arithmetic on it is right
+        expr, sym = _made_up_input(trace, i) or ("", "")
+        content, figure, real = _with_made_up(s.content or "", expr, sym, rng)
         kinds = [st.kind for st in _own_toolless(trace, i)]
         kind = max(set(kinds), key=kinds.count) if kinds else s.kind
-        text = _claim_text(trace, i, claim, rng, FIGURES)
         return Mutation(
-            fresh_step(s, content=text, tool_calls=[], kind=kind),
-            f"States the result {claim} without calling {s.tool_calls[0].name} (the tool would give {real}).",
+            fresh_step(s, content=content, tool_calls=[], kind=kind),
+            f"Works without {s.tool_calls[0].name} from a figure of {figure} that nothing in the run gave "
+            f"(the value it reads is {real}).",
         )
-    stated = list(_STATED.finditer(s.content or ""))
-    if stated:  # the step states its own result: that result is made up instead
-        m = stated[-1]
-        claim = perturb(m.group(1), rng)
-        text = s.content[: m.start(1)] + claim + s.content[m.end(1) :]
+    stated = [a for a in _computations(s.content) if _read_operands(a.group("filled"), a.group("sym"))]
+    if stated:  # a computation in the text: one input it reads is made up, the arithmetic follows
+        a = rng.choice(stated)
+        spans = token_spans(a.group("filled"))
+        at = spans[rng.choice(_read_operands(a.group("filled"), a.group("sym")))]
+        figure, real = perturb(at.group(), rng), at.group()
+        text = _refill(s.content, a, a.group("filled")[: at.start()] + figure + a.group("filled")[at.end() :])
         return Mutation(
             fresh_step(s, content=text),
-            f"States {claim} as the result, a figure its work does not give ({m.group(1)}).",
+            f"Computes from a figure of {figure} that nothing in the run gave (the value it reads is {real}).",
         )
     m = find_numbers(s.content)[-1]
     claim = perturb(m.group(), rng)
@@ -280,6 +334,56 @@ def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
         fresh_step(s, content=_claim_text(trace, i, claim, rng, FIGURES)),
         f"Cites a figure of {claim} that no earlier step produced.",
     )
+
+
+def _with_made_up(text: str, expr: str, sym: str, rng: random.Random) -> tuple[str, str, str]:
+    """``text`` (quoting ``expr`` as the filled-in side of ``sym``) with one number read
+    from a variable made up, and the result stated as the agent states results without a
+    tool (``... = N.``): ``(text, the made-up figure, the real one)``."""
+    spans = token_spans(expr)
+    at = spans[rng.choice(_read_operands(expr, sym))]
+    figure = perturb(at.group(), rng)
+    filled = expr[: at.start()] + figure + expr[at.end() :]
+    result = recompute(filled) or figure
+    return quote_edit(text, expr, f"{filled} = {result}"), figure, at.group()  # ``... = filled' = result``
+
+
+def _run_verdict(trace: Trace, i: int) -> bool:
+    """Whether step ``i`` is a verifier's verdict on its own check just before it (a
+    tool step whose result is in the trace)."""
+    s = trace.steps[i]
+    prev = next((st for st in reversed(trace.steps[:i]) if is_agent_step(st)), None)
+    return (
+        prev is not None
+        and prev.agent == s.agent
+        and bool(prev.tool_calls)
+        and not s.tool_calls
+        and _is_verifier(trace, s)
+    )
+
+
+_RESULT_LINE = re.compile(r"^(PASS|FAIL)\b", re.MULTILINE)
+
+
+def _misreport(trace: Trace, i: int, every_case: bool) -> tuple[str, int] | None:
+    """At a verifier's report of a problem found by its own check just before (a test
+    run printing ``PASS``/``FAIL`` lines, at least one failing): its own approval from
+    elsewhere in the trace, in its wording, with the count of passing tests it states
+    set to every case run (``every_case``: a result the run did not give, R.1) or to
+    the cases the run shows passing (it approves on the passes it read, V.2; ``None``
+    when none passed). ``(content, count)``, else ``None``."""
+    s = trace.steps[i]
+    if not _run_verdict(trace, i) or not CRITIQUE.search(s.content or "") or CHECK_WORDS.search(s.content or ""):
+        return None
+    results = _RESULT_LINE.findall(trace.steps[i - 1].observation or "") if i else []
+    if "FAIL" not in results:
+        return None
+    count = len(results) if every_case else results.count("PASS")
+    approvals = [st.content for st in _own_approvals(trace, i) if len(set(n.group() for n in find_numbers(st.content))) == 1]
+    if not count or not approvals:
+        return None
+    approval = approvals[0]
+    return re.sub(r"(?<![\w.])\d+(?![\w.])", str(count), approval), count
 
 
 # --- R.2 reasoning error ---------------------------------------------------------------
@@ -328,8 +432,15 @@ def _r2(trace: Trace, i: int, rng: random.Random) -> Mutation:
         ci, key, text, m = rng.choice(edits)
         after = apply_arg_edit(new, ci, key, text, m, flip(m))
         return Mutation(new, f"Applies the wrong operation: `{clip(after)}` instead of `{clip(text)}`.")
-    m = rng.choice(find_operators(s.content))
-    new.content = s.content[: m.start()] + flip(m) + s.content[m.end() :]
+    stated = _computations(s.content)
+    if stated:  # a computation in the text: the operation flips on both sides, the result follows
+        a = rng.choice(stated)
+        m = rng.choice(find_operators(a.group("filled")))
+        filled = a.group("filled")[: m.start()] + flip(m) + a.group("filled")[m.end() :]
+        new.content = _refill(s.content, a, filled)
+    else:
+        m = rng.choice(find_operators(s.content))
+        new.content = s.content[: m.start()] + flip(m) + s.content[m.end() :]
     return Mutation(new, f"Uses '{flip(m).strip(' (')}' where the derivation needs '{m.group().strip(' (')}'.")
 
 
@@ -349,7 +460,33 @@ def _r4_candidates(trace: Trace, i: int) -> list[tuple[str, Any]]:
     cands: list[tuple[str, Any]] = [("arg", e) for e in edits]
     if not cands:
         cands = [("content", m) for m in find_numbers(s.content) if m.group() in task]
+        filled = [c for c in cands if _filled_at(s.content, c[1].start()) is not None]
+        cands = filled or cands
     return cands
+
+
+def _replace_number(text: str, m: re.Match[str], new: str) -> str:
+    """``text`` with number ``m`` replaced by ``new``; in a stated computation
+    (:func:`_computations`) on both its sides where they line up, with the result worked
+    out again (:func:`_refill`)."""
+    for a in _computations(text):
+        for side in ("filled", "sym"):
+            if a.group(side) is None or not a.start(side) <= m.start() < a.end(side):
+                continue
+            starts = [t.start() + a.start(side) for t in token_spans(a.group(side))]
+            filled = token_spans(a.group("filled"))
+            if m.start() not in starts or len(starts) != len(filled):
+                break
+            token = filled[starts.index(m.start())]
+            if token.group() == m.group():
+                return _refill(text, a, a.group("filled")[: token.start()] + new + a.group("filled")[token.end() :])
+    return text[: m.start()] + new + text[m.end() :]
+
+
+def _filled_at(text: str | None, pos: int) -> re.Match[str] | None:
+    """The stated computation (:func:`_computations`) whose filled-in side holds
+    position ``pos`` of ``text``, if any."""
+    return next((a for a in _computations(text) if a.start("filled") <= pos < a.end("filled")), None)
 
 
 def _r4(trace: Trace, i: int, rng: random.Random) -> Mutation:
@@ -362,7 +499,7 @@ def _r4(trace: Trace, i: int, rng: random.Random) -> Mutation:
         ci, key, text, _ = cand
         apply_arg_edit(new, ci, key, text, m, other)
     else:
-        new.content = s.content[: m.start()] + other + s.content[m.end() :]
+        new.content = _replace_number(s.content, m, other)
     return Mutation(new, f"Misreads the task: takes {other} (another quantity of the task) where {m.group()} belongs.")
 
 
@@ -422,8 +559,29 @@ def _a1(trace: Trace, i: int, rng: random.Random) -> Mutation:
     else:
         wrong = _other_value(trace, name, key, value, rng)
     set_arg(new, ci, key, wrong)
+    new.content = _quote_argument(new.content or "", value, wrong)
     label = f"{name}({key}=...)" if key is not None else name
     return Mutation(new, f"Calls {label} with {clip(repr(wrong))} instead of {clip(repr(value))}.")
+
+
+def _quote_argument(content: str, value: Any, wrong: Any) -> str:
+    """``content`` saying what the call now does: a one-line argument the text quotes is
+    quoted as changed (and the symbolic side it fills in follows,
+    :func:`~whenpro_core.injection.textedit.quote_edit`); for a multi-line one (a table
+    of test cases) that lost a line, a count of those lines the text states goes down by
+    one."""
+    if not isinstance(value, str) or "\n" not in value.strip():
+        return quote_edit(content, str(value), str(wrong))
+    rows = _table_rows(value)
+    if rows and _table_rows(str(wrong)) == rows - 1:
+        return re.sub(rf"(?<![\w.]){rows}(?![\w.])", str(rows - 1), content)
+    return content
+
+
+def _table_rows(code: str) -> int:
+    """Rows of the largest table of one-line entries in ``code`` (``    ('f(1)', '2'),``
+    lines)."""
+    return len(re.findall(r"^[ \t]+[(\[{].*[)\]}],[ \t]*$", code, re.MULTILINE))
 
 
 def _a1_options(trace: Trace, i: int) -> list[tuple[int, Any, Any]]:
@@ -444,7 +602,11 @@ def _other_value(trace: Trace, name: str, key: Any, value: str, rng: random.Rand
         if c.name == name and isinstance(a := c.arguments, dict) and isinstance(a.get(key), str)
     ]
     others = sorted({v for v in seen if v != value})
-    return rng.choice(others) if others else (value[:-1] if len(value) > 1 else value + "x")
+    if others:
+        return rng.choice(others)
+    if re.fullmatch(r"\d+(?::\d\d)?(?:\.\d+)?", value):  # a time or a figure given as text
+        return perturb(value, rng)
+    return value[:-1] if len(value) > 1 else value + "x"
 
 
 _QUOTED_TEXT = re.compile(r"'([^'\n]{4,})'|\"([^\"\n]{4,})\"")
@@ -699,8 +861,11 @@ def _c2(trace: Trace, i: int, rng: random.Random) -> Mutation:
             new, f"Ignores {peer.agent}'s report at step {peer.coord} and resubmits its step {own.coord} unchanged."
         )
     m, peer, stale = data
-    new = fresh_step(s, content=s.content[: m.start()] + stale + s.content[m.end() :])
-    where = " in its tool call" if _stale_in_call(trace, i, new, m.group(), stale) else ""
+    new = fresh_step(s)
+    in_call = _stale_in_call(trace, i, new, m.group(), stale)
+    if new.content == s.content:  # the text does not quote the call's argument: edit the figure it states
+        new.content = _replace_number(s.content, m, stale)
+    where = " in its tool call" if in_call else ""
     return Mutation(
         new,
         f"Ignores {peer.agent}'s latest figure {m.group()} (step {peer.coord}) and uses its earlier {stale}{where}.",
@@ -744,18 +909,14 @@ def _is_verifier(trace: Trace, s: Step) -> bool:
 
 
 def _v2_fits(trace: Trace, i: int) -> bool:
-    """A verifier's report of a problem (no tool call), or its check (a tool call) whose
-    result shows one and that it approves in a step of its own elsewhere: approving
-    instead is the error."""
+    """A verifier's report of a problem (no tool call): approving instead is the error.
+    After its own check (a test run) the report fits only when that run shows a passing
+    case to approve on (:func:`_misreport`)."""
     s = trace.steps[i]
-    if s.kind == "final_answer" or not is_agent_step(s) or not _is_verifier(trace, s):
+    if s.kind == "final_answer" or not is_agent_step(s) or not _is_verifier(trace, s) or s.tool_calls:
         return False
-    if s.tool_calls:  # an approval that states a result it never obtained is R.1
-        return (
-            bool(CRITIQUE.search(s.observation or ""))
-            and bool(_own_approvals(trace, i))
-            and not _unrun_reports(trace, i)
-        )
+    if _run_verdict(trace, i):
+        return _misreport(trace, i, every_case=False) is not None
     return bool(CRITIQUE.search(s.content or "")) and not CHECK_WORDS.search(s.content or "")
 
 
@@ -775,15 +936,46 @@ def _own_approvals(trace: Trace, i: int) -> list[Step]:
 
 def _v2(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
-    own = _own_approvals(trace, i)
-    if s.tool_calls:  # approves in its own words instead of running the check
-        approval = rng.choice(own)
+    verdict = _misreport(trace, i, every_case=False)
+    if verdict is not None:  # approves on the passing cases it read, past the failing one
+        content, count = verdict
         return Mutation(
-            fresh_step(s, content=approval.content, tool_calls=[], kind=approval.kind),
-            f"{s.agent} approves at step {s.coord} without running {s.tool_calls[0].name}, which would show a problem.",
+            fresh_step(s, content=content),
+            f"{s.agent} approves at step {s.coord} on the {count} passing test(s) of its run and overlooks the failure.",
         )
-    text = rng.choice(own).content if own else rng.choice(APPROVALS)
+    own = _own_approvals(trace, i)
+    text = _as_seen(trace, i, rng.choice(own).content) if own else rng.choice(APPROVALS)
     return Mutation(fresh_step(s, content=text), f"{s.agent} approves at step {s.coord} without checking the work.")
+
+
+_NAMED_VALUE = re.compile(r"\b([a-z_]\w*) = (\d\d:\d\d|-?\d+(?:\.\d+)?)\b")
+
+
+def _as_seen(trace: Trace, i: int, approval: str) -> str:
+    """``approval`` (the agent's own, from elsewhere in the trace) with each ``name = N``
+    it lists set to the value the conversation before step ``i`` shows for that name: an
+    agent that approves without checking approves what it sees (its approval elsewhere
+    lists the values of that later point, which would contradict the conversation)."""
+
+    def seen(m: re.Match[str]) -> str:
+        value = _value_seen(trace, i, m.group(1))
+        return f"{m.group(1)} = {value}" if value is not None else m.group()
+
+    return _NAMED_VALUE.sub(seen, approval)
+
+
+def _value_seen(trace: Trace, i: int, name: str) -> str | None:
+    """The latest value a peer's step before ``i`` gives ``name``: a step that opens on
+    that name (``Computing name = ...``, ``Reading name: lookup(...)``) gives its tool
+    result, else the last number of its text."""
+    opens = re.compile(rf"^\W*(?:\w+,? ){{0,3}}{re.escape(name)}\b")
+    for st in reversed(trace.steps[:i]):
+        if st.agent == trace.steps[i].agent or not is_agent_step(st) or not opens.match(st.content or ""):
+            continue
+        source = (st.observation or "") if st.tool_calls else (st.content or "")
+        nums = re.findall(r"\d\d:\d\d|-?\d+(?:\.\d+)?", source)
+        return nums[-1] if nums else None
+    return None
 
 
 #: mode -> (fits(trace, index), apply(trace, index, rng)).
@@ -842,10 +1034,13 @@ def _repeat_caught(trace: Trace, i: int) -> bool:
     call the agent made in its step just before (the same call gives the same result,
     read in the agent's next turn); its own report of a problem that a peer has answered
     since (the peer gets the same report and answers it again); or a step without code
-    in place of the code a peer runs next (nothing is left to run and the run stops
-    there: a coder's first draft, a trivial item every time). Measured on the built-in
-    systems, none of these was ever kept (code_pair: about 100 attempts a build, 71
-    first drafts over ten builds; arith_team: 63)."""
+    in place of the code a peer runs next, or of the plan its peers work from (nothing
+    is left to run and the run stops there: a coder's first draft, a trivial item every
+    time; a planner's opening remark again, after which the reporter answers at once, a
+    move no honest run makes). Measured on the built-in
+    systems, none of the others was ever kept (code_pair: about 100 attempts a build, 71
+    first drafts over ten builds; arith_team: 63); the planner's was, twice in one
+    arith_team build of 37 traces."""
     prev = _previous_own(trace, i)
     if prev is None:
         return False
@@ -853,6 +1048,8 @@ def _repeat_caught(trace: Trace, i: int) -> bool:
         return True
     if run_verbatim(trace, i) and not CODE_BLOCK.search(prev.content or ""):
         return True
+    if _pl1_fits(trace, i) and not PLAN_ITEM.search(prev.content or ""):
+        return True  # a remark in place of the plan the others work from: the run ends at once
     if prev.tool_calls and prev.index == i - 1:
         return True
     answered = any(st.agent != prev.agent and is_agent_step(st) for st in trace.steps[prev.index + 1 : i])

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from whenpro_core.envs.arith_tasks import ToolFailure, calculate
 from whenpro_core.trace.model import Step, ToolCall
 
 FRAMING = frozenset({"user", "system"})
@@ -99,12 +100,109 @@ def arg_text_edits(
 
 
 def apply_arg_edit(new: Step, ci: int, key: Any, old_text: str, m: re.Match[str], replacement: str) -> str:
-    """Replace match ``m`` in a string argument, and the same argument text in the content."""
+    """Replace match ``m`` in a string argument, and the same argument text where the
+    content quotes it (:func:`quote_edit`: with the symbolic side it fills in)."""
     new_text = old_text[: m.start()] + replacement + old_text[m.end() :]
     set_arg(new, ci, key, new_text)
-    if old_text and old_text in new.content:
-        new.content = new.content.replace(old_text, new_text, 1)
+    new.content = quote_edit(new.content or "", old_text, new_text)
     return new_text
+
+
+#: Tokens of an arithmetic expression, symbolic (``a_b * 3``) or filled in (``1.5 * 3``).
+_TOKEN = re.compile(r"\d+(?::\d\d)?(?:\.\d+)?|[A-Za-z_]\w*|[-+*/()]")
+#: ``var = symbolic = filled[ = result]`` as an agent writes a computation (the solver's
+#: ``Computing total = a + b = 24 + 9.75 = 33.75.``); ``filled`` holds digits only.
+ASSIGNMENT = re.compile(
+    r"\b(?P<var>[a-z_]\w*) = (?P<sym>[\w .+\-*/()]+?) = (?P<filled>[\d .+\-*/()]+?)"
+    r"(?: = (?P<result>-?\d+(?:\.\d+)?))?(?=\s*\(|\.(?:\s|$)|,|$)"
+)
+
+
+#: A computation stated with its result, ``var = [symbolic = ]filled = result`` (the
+#: solver's in-head ``Working out v = a * b = 1.5 * 16 = 24.``; the symbolic side holds a
+#: name, the filled-in side digits and operators only).
+COMPUTATION = re.compile(
+    r"\b[a-z_]\w* = (?:(?P<sym>[\w .+\-*/()]*?[a-z_][\w .+\-*/()]*?) = )?"
+    r"(?P<filled>[\d .+\-*/()]+?[-+*/][\d .+\-*/()]*?) = (?P<result>-?\d+(?:\.\d+)?)(?=\s*\(|\.(?:\s|$)|,|$)"
+)
+
+
+def refill(text: str, a: re.Match[str], filled: str) -> str:
+    """``text`` with computation ``a`` (a :data:`COMPUTATION` match in it) filled in with
+    ``filled``: its symbolic side follows where they line up (:func:`sync_symbolic`) and
+    its result is worked out again (kept when ``filled`` is no arithmetic)."""
+    result = recompute(filled) or a.group("result")
+    out = text[: a.start("filled")] + filled + " = " + result + text[a.end("result") :]
+    if a.group("sym") is not None:
+        sym = sync_symbolic(a.group("sym"), a.group("filled"), filled)
+        out = out[: a.start("sym")] + sym + out[a.end("sym") :]
+    return out
+
+
+def tokens(expr: str) -> list[str]:
+    """``"(a - 1) * 5"`` -> ``["(", "a", "-", "1", ")", "*", "5"]``."""
+    return _TOKEN.findall(expr)
+
+
+def token_spans(expr: str) -> list[re.Match[str]]:
+    """The matches of :func:`tokens`, with their positions."""
+    return list(_TOKEN.finditer(expr))
+
+
+def _is_operand(token: str) -> bool:
+    return token[0].isalnum() or token[0] == "_"
+
+
+def sync_symbolic(sym: str, old: str, new: str) -> str:
+    """The symbolic side ``sym`` of a filled-in expression ``old`` after ``old`` became
+    ``new``: a flipped operator flips there too, a changed number that ``sym`` writes as
+    the same literal changes there too, and a trailing operand ``new`` lost is lost there
+    too (a value read from a variable stays the variable: the agent misread it). ``sym``
+    unchanged when the two sides do not line up token by token."""
+    s, o, n = tokens(sym), tokens(old), tokens(new)
+    if len(s) != len(o) or any(
+        _is_operand(a) != _is_operand(b) or (not _is_operand(a) and a != b) for a, b in zip(s, o, strict=True)
+    ):
+        return sym
+    if len(n) < len(o) and n == o[: len(n)]:
+        return " ".join(s[: len(n)]).replace("( ", "(").replace(" )", ")")
+    if len(n) != len(o):
+        return sym
+    out = [t if a == b else (b if not _is_operand(t) or t == a else t) for t, a, b in zip(s, o, n, strict=True)]
+    spans = list(_TOKEN.finditer(sym))
+    text = sym
+    for m, after in reversed(list(zip(spans, out, strict=True))):
+        text = text[: m.start()] + after + text[m.end() :]
+    return text
+
+
+def recompute(expr: str) -> str | None:
+    """The value of an arithmetic expression as a calculator writes it (``"24 + 9.75"``
+    -> ``"33.75"``), or ``None`` when it is not one."""
+    try:
+        return calculate(expr)
+    except ToolFailure:
+        return None
+
+
+def quote_edit(content: str, old: str, new: str, result: str | None = None) -> str:
+    """``content`` with its quote of ``old`` (a tool argument, or a filled-in expression)
+    rewritten to ``new``: the last occurrence that stands alone (not inside a longer
+    word or number); when it fills in a ``var = symbolic = old`` line, the symbolic side
+    follows (:func:`sync_symbolic`) and a stated ``= result`` becomes ``result`` (when
+    given). ``content`` unchanged when it does not quote ``old``."""
+    for m in ASSIGNMENT.finditer(content):
+        if m.group("filled").strip() == old.strip():
+            sym = sync_symbolic(m.group("sym"), old, new)
+            out = f"{m.group('var')} = {sym} = {new}"
+            if m.group("result") is not None:
+                out += f" = {result if result is not None else m.group('result')}"
+            return content[: m.start()] + out + content[m.end() :]
+    spots = list(re.finditer(rf"(?<![\w.:]){re.escape(old)}(?![\w:]|\.\d)", content)) if old else []
+    if not spots:
+        return content
+    m = spots[-1]
+    return content[: m.start()] + new + content[m.end() :]
 
 
 def clip(text: str, n: int = 60) -> str:
