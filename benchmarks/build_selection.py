@@ -15,9 +15,9 @@ out decisive: no attempt is run, so the numbers are the selection's alone). It t
 and the **baseline**: the two as they ran before the budget: ``WORK_PER_PAIR`` set to
 10^9 (no budget), and each planning check a whole quick release search of the pool with
 the item added (not the one size past the current release); skipped at 200 seed runs,
-where it grows with the cube of the pool and more (``--baseline-200`` runs it anyway). Printed per size: the pool, the release
-size and modes, the seconds, the candidate evaluations per pair of candidates, and the
-ratios budgeted / baseline.
+where it grows with the cube of the pool and more (``--baseline-200`` runs it anyway).
+Printed per size: the pool, the release size and modes, the seconds, the candidate
+evaluations per pair of candidates, and the ratios budgeted / baseline.
 
 Usage::
 
@@ -35,8 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from whenpro_core.bench import build_store  # noqa: E402
-from whenpro_core.bench import build_adapt  # noqa: E402
+from whenpro_core.bench import build_adapt, build_store  # noqa: E402
 from whenpro_core.bench.build_adapt import next_round  # noqa: E402
 from whenpro_core.bench.build_plan import (  # noqa: E402
     Seed,
@@ -102,7 +101,9 @@ def measure(seeds: list[Seed], pool: list[Entry]) -> dict[str, float]:
     release = time.perf_counter() - start
     planned = Work(0)
     start = time.perf_counter()
-    rounds = next_round(seeds, pool, set(), {}, modes=MODES, share=0.25, classes=classes, per_seed=3, seed=0, work=planned)
+    rounds = next_round(
+        seeds, pool, set(), {}, modes=MODES, share=0.25, classes=classes, per_seed=3, seed=0, work=planned
+    )
     planning = time.perf_counter() - start
     return {
         "release_s": release,

@@ -16,7 +16,22 @@ from whenpro_core.bench.build_store import Entry
 pytest.importorskip("sklearn", reason="the adversarial filter needs scikit-learn (the audit extra)")
 
 MODES = ("A.1", "R.2", "R.3", "V.2")
-WORDS = "carry the sum then check each digit against the running total before moving on".split()
+WORDS = [
+    "carry",
+    "the",
+    "sum",
+    "then",
+    "check",
+    "each",
+    "digit",
+    "against",
+    "the",
+    "running",
+    "total",
+    "before",
+    "moving",
+    "on",
+]
 
 
 def _pool(n: int, planted: float, rng: random.Random) -> tuple[list[Entry], dict, set[str]]:
@@ -35,9 +50,20 @@ def _pool(n: int, planted: float, rng: random.Random) -> tuple[list[Entry], dict
             rows.append(AuditStep(r, str(r), "solver" if r % 2 else "checker", "assistant", text))
         key = f"seed{i}|{label}|{MODES[i % 4]}"
         view = AuditTrace(f"t{i:03d}", "whenpro", f"task {i}", tuple(rows), group=f"seed{i}")
-        views[key] = (view, Label(frozenset({rows[label].agent}), frozenset({str(label)}), MODES[i % 4], ranks=(label,)))
+        views[key] = (
+            view,
+            Label(frozenset({rows[label].agent}), frozenset({str(label)}), MODES[i % 4], ranks=(label,)),
+        )
         pool.append(
-            Entry(key=key, seed=f"seed{i}", seed_ref="r", step=str(label), step_index=label, mode=MODES[i % 4], status="kept")
+            Entry(
+                key=key,
+                seed=f"seed{i}",
+                seed_ref="r",
+                step=str(label),
+                step_index=label,
+                mode=MODES[i % 4],
+                status="kept",
+            )
         )
         if odd:
             marked.add(key)

@@ -136,8 +136,6 @@ def test_a_planning_round_of_60_seed_runs_is_bounded(tmp_path):
     pool = seeded_order(pool, 0)
     classes = {c: 1 / len(cs) for cs in [{e.step_class for e in pool}] for c in cs}
     work = Work(0)
-    rounds = next_round(
-        seeds, pool, set(), {}, modes=modes, share=0.25, classes=classes, per_seed=3, seed=0, work=work
-    )
+    rounds = next_round(seeds, pool, set(), {}, modes=modes, share=0.25, classes=classes, per_seed=3, seed=0, work=work)
     assert rounds
     assert work.spent <= 4 * WORK_PER_PAIR * max(len(pool), WORK_FLOOR) ** 2

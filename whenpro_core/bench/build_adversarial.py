@@ -9,7 +9,8 @@ judge sees) and the structural prior (position, agent and kind only). A learner 
 its line* when its mean accuracy is above the audit's, at p < :data:`ALPHA` (the audit's
 exact one-sided binomial test): the structural prior more than :data:`STRUCTURAL_MARGIN`
 above the pool's random chance, the form attacker more than :data:`FORM_MARGIN` above the
-prior (or chance, if higher); a learner at chance on a small pool is not over it by luck. For each learner over its line,
+prior (or chance, if higher); a learner at chance on a small pool is not over it by luck.
+For each learner over its line,
 an item whose labelled step it finds in at least :data:`THRESHOLD` of the splits is
 *learnable*: its form, or its place in the run, gives it away. Each pass leaves out the
 learnable items, most reliably found first, at most :data:`DROP_SHARE` of each failure

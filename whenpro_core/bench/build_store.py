@@ -724,9 +724,7 @@ def _own_picks(
     return {name: {e.key for e, p in zip(among, found, strict=True) if name in p} for name in POOL_FORM_BASELINES}
 
 
-def _excess(
-    chosen: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], caps: list[Cap], work: Work
-) -> int:
+def _excess(chosen: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], caps: list[Cap], work: Work) -> int:
     """How far ``chosen`` is from a release: the entries over each cap's limit (measured
     on ``chosen``, as :func:`_holds` does) plus the picks over the ``form_pick`` cap of
     each baseline that reads the release itself (:func:`_own_picks`); 0 for a release."""
@@ -874,7 +872,8 @@ def balance(
       modes than ``1/share`` each mode keeps at most as many as the rarest present one.
 
     The release is the largest size ``n`` at which taking entries in id order (the
-    release's ids are :func:`order_id`: a random order reproducible from ``--seed``), each while every cap at its limit for
+    release's ids are :func:`order_id`: a random order reproducible from ``--seed``), each
+    while every cap at its limit for
     ``n`` still holds, reaches ``n`` entries, then grown by exchanges (:func:`_fill`).
     * ``per_seed``: at most ``per_seed`` released traces per seed run (an adaptive build
       may hold more decisive items of a seed run than that; ``None``: no such cap).
