@@ -31,15 +31,27 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from whenpro_core.audit.adversarial import LEARNERS, ROUNDS, Predictability, predictability
 from whenpro_core.audit.learned import available
 from whenpro_core.audit.stats import binomial_p
 from whenpro_core.audit.view import AuditTrace, Label
 
-if TYPE_CHECKING:
-    from whenpro_core.bench.build_store import Entry  # which imports this module
+
+class Entry(Protocol):
+    """What the filter reads of a kept item (a :class:`.build_store.Entry`, which calls it)."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def seed(self) -> str: ...
+
+    @property
+    def mode(self) -> str: ...
+
 
 #: Share of the splits in which a learner must find an item's labelled step to drop it.
 THRESHOLD = 0.5
@@ -65,7 +77,7 @@ NAMES = {"form": "the form attacker", "structural": "the structural prior"}
 Views = dict[str, tuple[AuditTrace, Label | None]]
 
 
-def learnable_items(pool: list[Entry], views: Views, seed: int) -> tuple[dict[str, str], dict[str, Any]]:
+def learnable_items(pool: Sequence[Entry], views: Views, seed: int) -> tuple[dict[str, str], dict[str, Any]]:
     """The items of ``pool`` (in a fixed order; ``views``: key -> judge view and label of
     its staged trace) the filter leaves out, key -> detail, and the manifest's
     ``run.adversarial`` section (module docstring)."""
@@ -130,7 +142,7 @@ def size_of(view: AuditTrace) -> int:
 
 
 def _balanced_drops(
-    left: list[Entry], views: Views, scored: Predictability, learners: tuple[str, ...], most: int
+    left: Sequence[Entry], views: Views, scored: Predictability, learners: tuple[str, ...], most: int
 ) -> dict[str, tuple[str, str]]:
     """Key -> (learner, detail) of the items of ``left`` learnable by ``learners`` that one
     pass leaves out (module docstring; at most ``most``), the most reliably found first."""
