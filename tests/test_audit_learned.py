@@ -87,3 +87,17 @@ def test_twins_of_one_task_share_a_fold():
 
 def test_too_few_traces_learn_nothing():
     assert learned_attacks(samples(dataset("format", n=5))) == {}
+
+
+def test_attack_traces_reads_loaded_traces_with_their_seed_groups():
+    """The entry point for callers holding traces (the build's filter): unlabelled traces
+    are left out, and ``groups`` keeps a seed run's traces in one fold."""
+    from whenpro_core.audit.learned import attack_traces
+
+    traces = dataset("format", n=24, seed=8)
+    unlabelled = traces[0].model_copy(update={"id": "no-label", "ground_truth": None})
+    groups = {t.id: f"seed{i // 2}" for i, t in enumerate(traces)}
+    attacks = attack_traces([*traces, unlabelled], groups, feature_sets=("form",))
+    picks = attacks["form"].picks
+    assert set(picks) == {t.id for t in traces} and attacks["form"].step >= 0.9
+    assert all(picks[traces[i].id].fold == picks[traces[i + 1].id].fold for i in range(0, 24, 2))

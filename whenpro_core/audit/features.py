@@ -26,6 +26,7 @@ integer codes of a vocabulary built over the traces given (unsupervised).
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import statistics
 from collections import Counter
@@ -71,10 +72,29 @@ FORM_ONLY: tuple[str, ...] = (
 FEATURE_SETS: dict[str, tuple[str, ...]] = {"structural": STRUCTURAL, "form": STRUCTURAL + FORM_ONLY}
 #: How many steps of other groups (same agent and kind) the edit-distance novelty compares with.
 NEAREST_CANDIDATES = 24
+#: Similarities (edit-distance novelty, repeats) compare the first this many words of a step.
+SIMILARITY_WORDS = 80
+#: Repeats are looked for among the agent's last this many earlier steps.
+REPEAT_WINDOW = 8
+
+#: :func:`~.form.template`, remembered (a step's text is masked several times).
+cached_template = functools.lru_cache(maxsize=1 << 16)(template)
+
+
+def _words(text: str) -> list[str]:
+    return cached_template(text).split()[:SIMILARITY_WORDS]
+
+
+def _similarity(a: list[str], b: list[str], floor: float = 0.0) -> float:
+    """difflib's ratio of two word lists, or ``floor`` when its quick bounds say it is lower."""
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    if matcher.real_quick_ratio() <= floor or matcher.quick_ratio() <= floor:
+        return floor
+    return max(floor, matcher.ratio())
 
 
 def _ngrams(text: str, n: int = 3) -> set[str]:
-    words = template(text).split()
+    words = cached_template(text).split()
     return {" ".join(words[i : i + n]) for i in range(max(0, len(words) - n + 1))}
 
 
@@ -114,7 +134,7 @@ class Reference:
                 total.update(new - mine)
                 mine |= new
             for s in t.steps:
-                ref.steps.setdefault((s.agent, s.kind), []).append((t.group, template(s.text)))
+                ref.steps.setdefault((s.agent, s.kind), []).append((t.group, cached_template(s.text)))
         return ref
 
     def _others(self, key: str, table: int, group: str) -> int:
@@ -135,19 +155,17 @@ class Reference:
         return novel_lines, novel_grams, self._nearest(t.group, step), rare
 
     def _nearest(self, group: str, step: AuditStep) -> float:
-        mine = template(step.text)
+        mine = cached_template(step.text)
         others = [x for g, x in self.steps.get((step.agent, step.kind), []) if g != group]
         if not others:
             return 1.0
         if mine in others:
             return 0.0
         others = sorted(set(others), key=lambda x: (abs(len(x) - len(mine)), x))[:NEAREST_CANDIDATES]
-        words = mine.split()
+        words = mine.split()[:SIMILARITY_WORDS]
         best = 0.0
         for other in others:
-            matcher = difflib.SequenceMatcher(None, words, other.split(), autojunk=False)
-            if matcher.real_quick_ratio() > best and matcher.quick_ratio() > best:
-                best = max(best, matcher.ratio())
+            best = _similarity(words, other.split()[:SIMILARITY_WORDS], best)
         return 1.0 - best
 
 
@@ -161,12 +179,12 @@ def _relative(values: list[float], t: AuditTrace) -> list[float]:
 
 
 def _repeat_own(t: AuditTrace, step: AuditStep) -> float:
-    """Highest similarity (0..1) of the step's template to its agent's earlier steps."""
-    mine = template(step.text).split()
+    """Highest similarity (0..1) of the step's template to its agent's last
+    :data:`REPEAT_WINDOW` earlier steps."""
+    mine = _words(step.text)
     best = 0.0
-    for prev in t.steps[: step.rank]:
-        if prev.agent == step.agent:
-            best = max(best, difflib.SequenceMatcher(None, mine, template(prev.text).split(), autojunk=False).ratio())
+    for prev in [p for p in t.steps[: step.rank] if p.agent == step.agent][-REPEAT_WINDOW:]:
+        best = _similarity(mine, _words(prev.text), best)
     return best
 
 
@@ -255,8 +273,11 @@ __all__ = [
     "FEATURE_SETS",
     "FORM_ONLY",
     "NEAREST_CANDIDATES",
+    "REPEAT_WINDOW",
     "Reference",
+    "SIMILARITY_WORDS",
     "STRUCTURAL",
     "Vocab",
+    "cached_template",
     "trace_features",
 ]

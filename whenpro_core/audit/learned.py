@@ -3,8 +3,8 @@ dataset's own labels to pick each trace's labelled step from what a judge sees.
 
 Contract (also used by ``whenpro build``'s adversarial filter):
 
-:func:`learned_attacks` takes labelled judge views ``samples`` — ``(AuditTrace, Label)``
-pairs from :func:`~whenpro_core.audit.view.audit_view` and
+:func:`learned_attacks` (or :func:`attack_traces`, from loaded traces) takes labelled
+judge views ``samples`` — ``(AuditTrace, Label)`` pairs from :func:`~whenpro_core.audit.view.audit_view` and
 :func:`~whenpro_core.audit.view.label_of`; a view's ``group`` is its seed run when the
 caller knows it — and optional honest runs ``against`` (unlabelled views of successful
 runs of the same system). For each feature set asked for (``"form"``: everything of
@@ -36,13 +36,14 @@ from __future__ import annotations
 import importlib.util
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from whenpro_core.audit.features import CATEGORICAL, FEATURE_SETS, Reference, Vocab, trace_features
-from whenpro_core.audit.form import template, trace_tokens
-from whenpro_core.audit.view import AuditTrace, Label
+from whenpro_core.audit.features import CATEGORICAL, FEATURE_SETS, Reference, Vocab, cached_template, trace_features
+from whenpro_core.audit.form import trace_tokens
+from whenpro_core.audit.view import AuditTrace, Label, audit_view, label_of
+from whenpro_core.trace.model import Trace
 
 if TYPE_CHECKING:
     import numpy as np
@@ -145,7 +146,7 @@ def _table(samples: Sequence[tuple[AuditTrace, Label]], against: Sequence[AuditT
             table.rows.append([row[n] for n in names])
             table.target.append(int(step.rank in label.ranks))
             table.trace.append(i)
-            table.tokens.append(set(template(step.text).split()) | shape[step.rank] | {f"agent={step.agent}"})
+            table.tokens.append(set(cached_template(step.text).split()) | shape[step.rank] | {f"agent={step.agent}"})
     return table
 
 
@@ -166,17 +167,27 @@ class _WordOdds:
         self.total_lab: Counter[str] = sum(self.lab, Counter())
         self.total_oth: Counter[str] = sum(self.oth, Counter())
 
+        self._tables: dict[frozenset[int], tuple[dict[str, float], float]] = {}
+
+    def _table(self, leave_out: frozenset[int]) -> tuple[dict[str, float], float]:
+        """Token -> log-odds learned without the folds ``leave_out``, and the log-odds of a
+        token never seen there (add-one smoothing); computed once per set of folds."""
+        if leave_out not in self._tables:
+            n_lab = sum(n for f, n in enumerate(self.n_lab) if f not in leave_out)
+            n_oth = sum(n for f, n in enumerate(self.n_oth) if f not in leave_out)
+            unseen = math.log(1 / (n_lab + 2)) - math.log(1 / (n_oth + 2))
+            odds = {}
+            for tok in self.total_lab.keys() | self.total_oth.keys():
+                lab = self.total_lab[tok] - sum(self.lab[f][tok] for f in leave_out)
+                oth = self.total_oth[tok] - sum(self.oth[f][tok] for f in leave_out)
+                odds[tok] = math.log((lab + 1) / (n_lab + 2)) - math.log((oth + 1) / (n_oth + 2))
+            self._tables[leave_out] = (odds, unseen) if n_lab and n_oth else ({}, 0.0)
+        return self._tables[leave_out]
+
     def score(self, tokens: set[str], leave_out: set[int]) -> float:
-        n_lab = sum(n for f, n in enumerate(self.n_lab) if f not in leave_out)
-        n_oth = sum(n for f, n in enumerate(self.n_oth) if f not in leave_out)
-        if not n_lab or not n_oth:
-            return 0.0
-        out = 0.0
-        for tok in tokens:
-            lab = self.total_lab[tok] - sum(self.lab[f][tok] for f in leave_out)
-            oth = self.total_oth[tok] - sum(self.oth[f][tok] for f in leave_out)
-            out += math.log((lab + 1) / (n_lab + 2)) - math.log((oth + 1) / (n_oth + 2))
-        return out
+        """Summed log-odds of ``tokens`` learned from every fold but ``leave_out``."""
+        odds, unseen = self._table(frozenset(leave_out))
+        return sum(odds.get(tok, unseen) for tok in tokens) if odds else 0.0
 
 
 def _model(categorical: list[bool]) -> object:
@@ -249,19 +260,19 @@ def _by_trace(
 ) -> tuple[dict[str, TracePick], float]:
     per: dict[int, list[float]] = {}
     fold: dict[int, int] = {}
-    for row, s in enumerate(scores):
-        per.setdefault(table.trace[row], []).append(s)
+    for row, score in enumerate(scores):
+        per.setdefault(table.trace[row], []).append(score)
         fold[table.trace[row]] = fold_of_row[row]
     picks: dict[str, TracePick] = {}
     total = 0.0
     for i, (view, label) in enumerate(samples):
         if i not in per:
             continue
-        s = per[i]
-        best = max(s)
-        top = tuple(r for r, x in enumerate(s) if x >= best - 1e-12)
-        picks[view.id] = TracePick(tuple(s), top, fold[i])
-        total += _tie_score(s, label.ranks)
+        mine = per[i]
+        best = max(mine)
+        top = tuple(r for r, x in enumerate(mine) if x >= best - 1e-12)
+        picks[view.id] = TracePick(tuple(mine), top, fold[i])
+        total += _tie_score(mine, label.ranks)
     return picks, total / max(1, len(picks))
 
 
@@ -279,6 +290,26 @@ def _attack(
         weights.append((feature, step - shuffled))
     weights.sort(key=lambda kv: (-kv[1], kv[0]))
     return LearnedAttack(name, picks, step, weights[:TOP_WEIGHTS], folds)
+
+
+def attack_traces(
+    traces: Iterable[Trace],
+    groups: Mapping[str, str] | None = None,
+    against: Iterable[Trace] = (),
+    feature_sets: Sequence[str] = ("form", "structural"),
+) -> dict[str, LearnedAttack]:
+    """:func:`learned_attacks` on loaded traces: their judge views and labels (traces
+    without a label are left out), ``groups`` mapping a trace id to its seed run (e.g.
+    :func:`~whenpro_core.formats.build_meta.provenance_seeds`, or a build's own attempt
+    records), ``against`` honest runs."""
+    samples = []
+    for trace in traces:
+        view = audit_view(trace, group=(groups or {}).get(trace.id))
+        label = label_of(trace, view)
+        if label is not None:
+            samples.append((view, label))
+    honest = [audit_view(t, group=f"against:{t.id}") for t in against]
+    return learned_attacks(samples, honest, feature_sets)
 
 
 def learned_attacks(
@@ -314,6 +345,7 @@ __all__ = [
     "TOP_WEIGHTS",
     "TracePick",
     "WORD_ODDS",
+    "attack_traces",
     "available",
     "learned_attacks",
 ]

@@ -98,13 +98,17 @@ def groups_table(result: AuditResult) -> Table:
 def verdict_line(result: AuditResult) -> str:
     """``leaky: ...`` or ``no leak found: ...`` in one line."""
     base = pct(result.overall.random.rates()["step"])
-    rule = (
-        "a baseline (or the structural prior) more than 10 points above random, or the learned form attacker "
-        "more than 5 points above the structural prior, with its one-sided test significant"
-    )
     if result.leaky:
-        return f"leaky: {', '.join(result.leaking)} (random: {base} step accuracy; rule: {rule})"
-    return f"no leak found: random {base} step accuracy; no {rule}"
+        return (
+            f"leaky: {', '.join(result.leaking)} (random: {base} step accuracy; leaky means a baseline or the "
+            "structural prior more than 10 points above random, or the learned form attacker more than 5 points "
+            "above the structural prior, with its one-sided test significant)"
+        )
+    return (
+        f"no leak found: no baseline or structural prior is more than 10 points above random ({base} step "
+        "accuracy) and the learned form attacker is not more than 5 points above the structural prior, "
+        "with a significant one-sided test"
+    )
 
 
 def audit(
