@@ -100,7 +100,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from whenpro_core.audit.view import AuditTrace, Label, audit_view, label_of
 from whenpro_core.bench.build_plan import LOCAL_FORM_BASELINES, POOL_FORM_BASELINES, pool_form_picks
@@ -275,10 +275,6 @@ class Entry(BaseModel):
     #: entries; ``None`` in journals from before they were kept).
     form_picks: list[str] | None = None
     chance: float | None = None
-    #: Candidate steps of the built trace, and how many of them come after the labelled
-    #: one (set from the staged trace when the release is selected; never journalled).
-    candidates: int | None = Field(default=None, exclude=True)
-    from_end: int | None = Field(default=None, exclude=True)
 
 
 def _safe(text: str) -> str:
@@ -514,8 +510,8 @@ class BuildStore:
         new selection has rare steps of its own), so the first selection is also
         repaired by local moves (:func:`_repair`), and the release is whichever of the
         two holds more failure modes, then more traces."""
-        views = {e.key: _labelled_view(self.root / (e.file or "")) for e in self.kept() if _has_file(self.root, e)}
-        pool = [_with_size(e, views.get(e.key)) for e in self.kept()]
+        pool = self.kept()
+        views = {e.key: _labelled_view(self.root / (e.file or "")) for e in pool if _has_file(self.root, e)}
         seed = int(self.header["options"].get("seed", 0))
         ordered = seeded_order(_with_pool_picks(pool, views), seed)
         learnable: dict[str, str] = {}
@@ -648,15 +644,6 @@ def _counted(
         return search(*args, work=own)
     finally:
         total.spend(own.spent)
-
-
-def _with_size(entry: Entry, view: tuple[AuditTrace, Label | None] | None) -> Entry:
-    """``entry`` with its built trace's candidate steps and those after its labelled step
-    (:attr:`Entry.from_end`), when its staged trace has a labelled candidate step."""
-    if view is None or view[1] is None or not view[1].ranks:
-        return entry
-    steps = len(view[0].steps)
-    return entry.model_copy(update={"candidates": steps, "from_end": steps - 1 - max(view[1].ranks)})
 
 
 def _has_file(root: Path, entry: Entry) -> bool:
@@ -906,7 +893,7 @@ def balance(
 def _release_caps(kept: list[Entry], share: float, classes: dict[str, float], per_seed: int | None) -> list[Cap]:
     """The caps :func:`balance` holds a release of ``kept`` to (:func:`_caps`, with the
     pool's classes, modes and mean chance)."""
-    caps = _caps(
+    return _caps(
         share,
         classes,
         present=sum(classes.get(c, 0.0) for c in {e.step_class or "?" for e in kept}),
@@ -914,43 +901,6 @@ def _release_caps(kept: list[Entry], share: float, classes: dict[str, float], pe
         per_seed=per_seed,
         chance=_mean_chance(kept),
     )
-    ends = end_shares(kept)
-    if ends and share < 1:
-        caps.insert(1, ("position", end_bucket, _end_limit(ends)))
-    return caps
-
-
-def end_bucket(entry: Entry) -> str:
-    """The bucket of candidate steps after the entry's labelled step (``0``, ``1``,
-    ``2-3``, ``4-7``, ... in doublings); ``?`` when unknown."""
-    return "?" if entry.from_end is None else _doubling(entry.from_end)
-
-
-def _doubling(k: int) -> str:
-    if k < 2:
-        return str(k)
-    low = 2 ** (k.bit_length() - 1)
-    return f"{low}-{2 * low - 1}"
-
-
-def end_shares(kept: list[Entry]) -> dict[str, float]:
-    """Bucket of :func:`end_bucket` -> its share of the candidate steps of the traces of
-    ``kept`` that know their size (empty when none does): where the labels would sit, by
-    distance from the end, if they sat on a random candidate step."""
-    held: Counter[str] = Counter()
-    for e in kept:
-        for k in range(e.candidates or 0):
-            held[_doubling(k)] += 1
-    total = sum(held.values())
-    return {b: n / total for b, n in held.items()} if total else {}
-
-
-def _end_limit(ends: dict[str, float]) -> CapLimit:
-    """At most ``ceil(share * n)`` labels (at least 2) in a bucket of distance from the end
-    (:func:`end_shares`): after an injected error the run often ends within a few steps, and
-    labels two steps before the end let the audit's structural prior find them (issue 28:
-    21 points above random on an arith_team release whose tenths were capped)."""
-    return lambda k, g, n: n if k == "?" else max(2, math.ceil(ends.get(k, 0.0) * n))
 
 
 def _mean_chance(kept: list[Entry]) -> float | None:
