@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from whenpro_core.bench.build_plan import Attempt, Seed, attempt_order, fitting_modes, judge_position, step_class
-from whenpro_core.bench.build_store import Entry, Work, balance, grows_past
+from whenpro_core.bench.build_store import PLAN_WORK_PER_PAIR, Entry, Work, balance, grows_past
 
 #: Attempts an open seed run gets per round (it stops at its first decisive one).
 ROUND_TRIES = 4
@@ -80,7 +80,7 @@ def grows(
     extra = Entry(
         key="?", seed="?", seed_ref="", step="", step_index=0, mode=mode, status="kept", id="", step_class=cls
     ).model_copy(update={"position": tenth})
-    work = work or Work.for_pool(len(pool) + 1)
+    work = work or Work.for_pool(len(pool) + 1, PLAN_WORK_PER_PAIR)
     if before is None:
         before = len(balance(pool, share, classes, per_seed, quick=True, work=work)[0])
     return grows_past([*pool, extra], share, classes, per_seed, before, work)
@@ -103,17 +103,18 @@ def next_round(
     """The next round's attempts, one list per seed run (module docstring). ``done``
     holds the keys of the attempts the earlier rounds ran, ``tried`` the attempts each
     seed run (by id) and each scarce mode (by :func:`_mode_key`) was given after the
-    first round (updated with the attempts returned). The release search, its quick
-    size and the growth checks of every kind together each get a budget of
-    :meth:`.build_store.Work.for_pool` candidate evaluations, so a round costs at most
-    quadratically in the pool; ``work``, when given, is told what they spent."""
+    first round (updated with the attempts returned). The round is planned from one quick
+    release search (which seed runs are open, and the release's size) and the growth checks
+    of every kind, each with a budget of :data:`.build_store.PLAN_WORK_PER_PAIR` candidate
+    evaluations per pair of decisive items, so a round costs at most quadratically in the
+    pool; ``work``, when given, is told what they spent."""
     seeds = list(seeds)
-    budgets = [Work.for_pool(len(pool) + 1) for _ in range(3)]
-    chosen, _ = balance(pool, share, classes, per_seed, work=budgets[0])
+    budgets = [Work.for_pool(len(pool) + 1, PLAN_WORK_PER_PAIR) for _ in range(2)]
+    chosen, _ = balance(pool, share, classes, per_seed, quick=True, work=budgets[0])
     opened = open_seeds(chosen, pool, per_seed)
-    before = len(balance(pool, share, classes, per_seed, quick=True, work=budgets[1])[0])
+    before = len(chosen)
     cache: dict[tuple[Any, ...], bool] = {}
-    caps = (share, classes, per_seed, before, budgets[2])
+    caps = (share, classes, per_seed, before, budgets[1])
     chains: dict[str, list[Attempt]] = {}
     for s in seeds:
         if s.id not in opened or s.trace is None:

@@ -190,6 +190,9 @@ FILL_TRIES = 12
 WORK_PER_PAIR = 32
 #: Pools smaller than this get the budget of one this size (a small pool searches fully).
 WORK_FLOOR = 80
+#: The budget per pair of a planning estimate (:mod:`.build_adapt`: every round of a build
+#: plans; a 60-seed ``--per-seed 3`` build planned 28 rounds, each over 400 decisive items).
+PLAN_WORK_PER_PAIR = 4
 #: Release searches' budgets the rounds of :func:`select_release` (leave one form-baseline
 #: pick out, select again) may spend in all; a code_pair-like pool of 47 took 17 rounds.
 RESELECT_BUDGETS = 12
@@ -207,9 +210,10 @@ class Work:
     spent: int = 0
 
     @classmethod
-    def for_pool(cls, candidates: int) -> Work:
-        """The budget of a selection among ``candidates`` entries."""
-        return cls(WORK_PER_PAIR * max(candidates, WORK_FLOOR) ** 2)
+    def for_pool(cls, candidates: int, per_pair: int | None = None) -> Work:
+        """The budget of a selection among ``candidates`` entries (``per_pair`` evaluations
+        per pair of them; default :data:`WORK_PER_PAIR`)."""
+        return cls((per_pair or WORK_PER_PAIR) * max(candidates, WORK_FLOOR) ** 2)
 
     def spend(self, evaluations: int = 1) -> None:
         """Count ``evaluations`` more."""
@@ -1509,6 +1513,7 @@ __all__ = [
     "MANIFEST",
     "MAX_MODE_SHARE",
     "PROVENANCE",
+    "PLAN_WORK_PER_PAIR",
     "PUBLIC_FIELDS",
     "WORK_FLOOR",
     "WORK_PER_PAIR",
