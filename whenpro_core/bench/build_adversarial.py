@@ -21,6 +21,12 @@ learnable, :data:`PASSES` passes or :data:`MOST_DROPPED` of the pool. Left-out i
 with reason ``adversarial`` (and the hit rates in their detail); the manifest's
 ``run.adversarial`` counts them by learner and mode, with each pass's accuracy.
 
+The release selected from what is left is checked the same way, up to
+:data:`RELEASE_CHECKS` times (one pass each): a release is a subset, and one arith_team
+release selected from a pool whose prior the filter had brought to 2 points above chance
+was 15 points above it by the audit's structural prior. While a learner is over its line on
+the release, its learnable items leave the pool and the release is selected again.
+
 Not journalled: the filter runs on the kept pool each time a build finishes, and the same
 pool and ``--seed`` give the same result, so a resumed build ends the same. Without
 scikit-learn (the ``audit`` extra) it does not run and ``run.adversarial`` says why.
@@ -31,8 +37,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from whenpro_core.audit.adversarial import LEARNERS, ROUNDS, Predictability, predictability
 from whenpro_core.audit.learned import available
@@ -71,16 +77,46 @@ STRUCTURAL_MARGIN = 0.05
 FORM_MARGIN = 0.03
 #: Significance of a learner over its line.
 ALPHA = 0.05
+#: Checks of the release itself (module docstring).
+RELEASE_CHECKS = 2
 #: What the manifest calls each learner.
 NAMES = {"form": "the form attacker", "structural": "the structural prior"}
 
 Views = dict[str, tuple[AuditTrace, Label | None]]
+E = TypeVar("E", bound=Entry)
 
 
-def learnable_items(pool: Sequence[Entry], views: Views, seed: int) -> tuple[dict[str, str], dict[str, Any]]:
+def filtered_release(
+    pool: list[E], views: Views, seed: int, select: Callable[[list[E]], tuple[list[E], dict[str, str]]]
+) -> tuple[list[E], dict[str, str], dict[str, str], dict[str, Any]]:
+    """The release of ``pool`` (in a fixed order) through the filter (module docstring):
+    ``select`` picks a release from entries and says why the others are left out. Returns
+    the release, the keys left out with their reason (``adversarial`` for the filter's),
+    the filter's details by key, and the manifest's ``run.adversarial`` section."""
+    learnable, report = learnable_items(pool, views, seed)
+    chosen, over = select([e for e in pool if e.key not in learnable])
+    checks = []
+    for check in range(RELEASE_CHECKS if report.get("filter") else 0):
+        more, found = learnable_items(chosen, views, seed + 1 + check, passes=1)
+        checks.append({k: found[k] for k in ("checked", "dropped", "accuracy")})
+        if not more:
+            break
+        learnable |= more
+        for part in ("by_learner", "by_mode"):
+            report[part] = dict(sorted((Counter(report[part]) + Counter(found[part])).items()))
+        chosen, over = select([e for e in pool if e.key not in learnable])
+    if checks:
+        report["release_checks"] = checks
+        report["dropped"] = len(learnable)
+    return chosen, over | dict.fromkeys(learnable, "adversarial"), learnable, report
+
+
+def learnable_items(
+    pool: Sequence[Entry], views: Views, seed: int, passes: int = PASSES
+) -> tuple[dict[str, str], dict[str, Any]]:
     """The items of ``pool`` (in a fixed order; ``views``: key -> judge view and label of
-    its staged trace) the filter leaves out, key -> detail, and the manifest's
-    ``run.adversarial`` section (module docstring)."""
+    its staged trace) the filter leaves out in up to ``passes`` passes, key -> detail, and
+    the manifest's ``run.adversarial`` section (module docstring)."""
     if not available():
         return {}, {"filter": False, "why": "scikit-learn is not installed (pip install 'whenpro[audit]')"}
     left = [e for e in pool if e.key in views and views[e.key][1] is not None]
@@ -89,7 +125,7 @@ def learnable_items(pool: Sequence[Entry], views: Views, seed: int) -> tuple[dic
     accuracy: dict[str, list[float]] = {name: [] for name in (*LEARNERS, "random")}
     by_learner: Counter[str] = Counter()
     most = math.floor(MOST_DROPPED * len(left))
-    for p in range(PASSES):
+    for p in range(passes):
         samples = [(dataclasses.replace(views[e.key][0], group=e.seed), _label(views, e)) for e in left]
         scored = predictability(samples, seed=seed * PASSES + p)
         chance = sum(len(label.ranks) / len(view.steps) for view, label in samples) / max(1, len(samples))
@@ -190,6 +226,8 @@ __all__ = [
     "PASSES",
     "STRUCTURAL_MARGIN",
     "THRESHOLD",
+    "RELEASE_CHECKS",
+    "filtered_release",
     "learnable_items",
     "over_line",
     "size_of",

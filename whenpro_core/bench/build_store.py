@@ -518,20 +518,23 @@ class BuildStore:
         views = {e.key: _labelled_view(self.root / (e.file or "")) for e in pool if _has_file(self.root, e)}
         seed = int(self.header["options"].get("seed", 0))
         ordered = seeded_order(_with_pool_picks(pool, views), seed)
-        learnable: dict[str, str] = {}
-        if (run.get("adversarial") or {}).get("filter"):
-            from whenpro_core.bench.build_adversarial import learnable_items  # scikit-learn: loaded only here
-
-            learnable, run["adversarial"] = learnable_items(ordered, views, seed)
-        chosen, over = select_release(
-            [e for e in ordered if e.key not in learnable],
-            views,
+        caps = (
             float(run.get("max_mode_share", MAX_MODE_SHARE)),
             run.get("step_classes") or {},
             int(run.get("per_seed", 1)),
         )
+
+        def select(entries: list[Entry]) -> tuple[list[Entry], dict[str, str]]:
+            return select_release(entries, views, *caps)
+
+        learnable: dict[str, str] = {}
+        if (run.get("adversarial") or {}).get("filter"):
+            from whenpro_core.bench.build_adversarial import filtered_release  # scikit-learn: loaded only here
+
+            chosen, over, learnable, run["adversarial"] = filtered_release(ordered, views, seed, select)
+        else:
+            chosen, over = select(ordered)
         named = {e.key: e for e in pool}
-        over |= dict.fromkeys(learnable, "adversarial")
         return sorted((named[e.key] for e in chosen), key=lambda e: e.id or e.key), over, learnable
 
     def _staged(self, entry: Entry) -> dict[str, Any]:
