@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_whenpro
 from whenpro_core.bench.build import BuildOptions, run_build
 from whenpro_core.bench.build_adapt import next_round
 from whenpro_core.bench.build_plan import (
@@ -22,7 +23,15 @@ from whenpro_core.bench.build_plan import (
     scan_seeds,
     step_class,
 )
-from whenpro_core.bench.build_store import WORK_FLOOR, WORK_PER_PAIR, Entry, Work, balance, seeded_order
+from whenpro_core.bench.build_store import (
+    WORK_FLOOR,
+    WORK_PER_PAIR,
+    Entry,
+    Work,
+    balance,
+    read_manifest,
+    seeded_order,
+)
 from whenpro_core.envs import get_env
 from whenpro_core.envs.run import run_env
 from whenpro_core.formats.native import write_trace
@@ -46,18 +55,23 @@ def _released(manifest: dict) -> set[tuple[str, str, str]]:
 
 def test_two_fresh_builds_of_the_same_runs_release_the_same_items(arith_seeds, tmp_path):
     """Two builds with the same runs and options and different name salts (two fresh
-    ``whenpro build`` commands) release the same (seed run, step, mode) items, only
-    under other names; one runs its attempts one at a time, the other four at once."""
+    ``whenpro build`` commands) release the same (seed run, step, mode) items, only under
+    other names: one in this process, one attempt at a time; the other a ``whenpro build``
+    process with another hash seed, four at once (the learned attacker of the adversarial
+    filter once summed its word odds in set order, which follows the hash seed)."""
     one = asyncio.run(
         run_build(arith_seeds, tmp_path / "a", BuildOptions(concurrency=1), now=NOW, salt="salt-one")
     ).manifest
-    two = asyncio.run(
-        run_build(arith_seeds, tmp_path / "b", BuildOptions(concurrency=4), now=NOW, salt="salt-two")
-    ).manifest
-    assert len(one["traces"]) >= 5
+    built = run_whenpro(
+        "build", str(arith_seeds), "--out", str(tmp_path / "b"), env={"PYTHONHASHSEED": "7"}, timeout=900
+    )
+    assert built.returncode == 0, built.stderr
+    two = read_manifest(tmp_path / "b")
+    assert two is not None and len(one["traces"]) >= 5
     assert _released(one) == _released(two)
     assert {t["id"] for t in one["traces"]}.isdisjoint({t["id"] for t in two["traces"]})
     assert one["dropped"] == two["dropped"]
+    assert one["run"]["adversarial"] == two["run"]["adversarial"]
 
 
 def _skewed_pool(seeds: int, per_seed: int, rng: random.Random) -> tuple[list[Entry], dict[str, float]]:
