@@ -19,6 +19,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_whenpro
+from tests.support.tells import (
+    built_items,
+    call_mismatch,
+    expression_mismatch,
+    honest_transitions,
+    unseen_transitions,
+)
 from whenpro_core.audit.run import audit_dataset
 from whenpro_core.audit.view import audit_view, label_of
 from whenpro_core.bench import build_store
@@ -270,7 +277,9 @@ def test_r1_at_the_testers_verdict_reports_a_pass_its_run_did_not_give(code_runs
         verdict = trace.steps[check.index + 1]
         results = re.findall(r"^(PASS|FAIL)\b", check.observation or "", re.MULTILINE)
         approvals = {
-            re.sub(r"\d+", "N", s.content) for s in trace.steps if s.agent == "tester" and "Approved" in (s.content or "")
+            re.sub(r"\d+", "N", s.content)
+            for s in trace.steps
+            if s.agent == "tester" and "Approved" in (s.content or "")
         }
         m = mutate(trace, verdict.index, "R.1", seed=1)
         assert m.step.tool_calls == [] and m.step.agent == "tester" and m.step.kind == verdict.kind
@@ -289,7 +298,8 @@ def test_a_testers_report_of_failures_reads_as_a_critique_in_every_wording():
     ``2 failing of 2:``), some with an ask that names no fix word (``Coder, can you fix
     this?``). Each is a report of a problem: A.4 repeating it after the coder answered is
     not tried (it was, about once in five builds, and never kept), and R.1 (reporting
-    every case passed) fits there, V.2 (approving on the cases that passed) where one did. A passing report (``No failures in 3 tests.``) is no critique."""
+    every case passed) fits there, V.2 (approving on the cases that passed) where one
+    did. A passing report (``No failures in 3 tests.``) is no critique."""
     env = get_env("code_pair")
     for seed in (27, 31, 46, 74):
         trace = run_env(env, seed)
@@ -521,3 +531,26 @@ def test_adaptive_rounds_try_a_mode_the_pool_lacks_at_seed_runs_of_their_own(cod
     assert {a.mode for a in aimed} == {"R.3"} and seeds[0].id in {a.seed_id for a in aimed}
     assert len(aimed) == SCARCE_BUDGET and len(set(a.key for a in aimed)) == len(aimed)
     assert all("R.3" in build_modes(t.trace, a.index) for a in aimed for t in seeds if t.id == a.seed_id)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["arith", "code"])
+def test_a_default_builds_labelled_steps_show_none_of_the_tells(which, request):
+    """Issue 28 on real builds: no released trace's labelled step names one call and makes
+    another, has a filled-in expression whose sides disagree, or is reached by a move no
+    honest run makes (code_pair's A.3 aside, whose move is its error), and no other step
+    of a release names one call and makes another. (An honest solver's slip, a literal off
+    by one on the filled-in side of a value the verifier checks, is honest noise: it can
+    sit in a seed run.)"""
+    dataset = request.getfixturevalue(f"{which}_build")
+    env = get_env("arith_team" if which == "arith" else "code_pair")
+    moves = honest_transitions(run_env(env, seed) for seed in range(3000, 3000 + (300 if which == "arith" else 120)))
+    items = built_items(dataset)
+    assert len(items) >= 6
+    for trace, index, mode in items:
+        step = trace.steps[index]
+        assert call_mismatch(step) is None, (mode, step.content)
+        assert expression_mismatch(step, results=mode != "R.3") is None, (mode, step.content)
+        assert mode == "A.3" or unseen_transitions(trace, index, moves) is None, (mode, step.content)
+        others = [s for s in trace.steps if s.index != index]
+        assert not [s.content for s in others if call_mismatch(s)], mode

@@ -20,6 +20,8 @@ from whenpro_core.envs.run import run_env
 from whenpro_core.injection.mutators import build_modes, mutate
 from whenpro_core.trace.model import Trace
 
+pytestmark = pytest.mark.slow
+
 #: (system, seed runs the mutators are tried on, independent honest runs the moves are learnt from)
 SYSTEMS = {"arith_team": (range(0, 60), range(1000, 1300)), "code_pair": (range(0, 24), range(500, 620))}
 

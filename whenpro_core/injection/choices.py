@@ -32,7 +32,7 @@ from whenpro_core.trace.taxonomy import Taxonomy
 
 #: What each offline mutator needs from a step (the table of :mod:`.mutators`).
 FIT_HINTS = {
-    "R.1": "needs a recorded tool result, or a number in the content (not a final answer)",
+    "R.1": "needs a one-operator tool expression, a checker's failed-run report, or a number in the content",
     "R.2": "needs an operator (+ - * / >= <= min max) in the tool arguments or the content",
     "R.3": "needs a number in a tool argument or the content",
     "R.4": "needs a number taken from the task, and a task with two or more numbers",
@@ -42,7 +42,7 @@ FIT_HINTS = {
     "A.3": "needs a step that is neither the last one nor already a final answer",
     "A.4": "needs an earlier, different step by the same agent",
     "C.2": "needs a peer's critique answered by a revision, or a figure taken from a peer",
-    "V.2": "needs a verifier-like step (its agent or role checks, or it talks of checking)",
+    "V.2": "needs a verifier-like agent's report of a problem (after its own test run, one where a case passed)",
 }
 #: Why a mode without an offline mutator is unavailable with the offline generator.
 NO_MUTATOR = "no offline mutator: type your own text or use an llm"

@@ -68,7 +68,8 @@ tool call) into a verdict: an approval with no test run before it is a move no h
 makes.
 
 ``whenpro build`` tries a mode only where its error can reach the final answer
-(:func:`build_modes`, :data:`NEVER_DECISIVE`): not A.2 in code a peer then runs (the run
+(:func:`build_modes`, :data:`NEVER_DECISIVE`): not R.1 by a figure added to a step no peer
+computes from, not A.2 in code a peer then runs (the run
 reports the syntax error at once), not A.4/C.2 resending code whose test run failed, not
 A.4 repeating a tool call just made, a report of a problem a peer has answered since, or a
 step without code in place of the code a peer runs next, not C.2 by a stale figure in a
@@ -203,13 +204,6 @@ def _computations(text: str | None) -> list[re.Match[str]]:
     return list(COMPUTATION.finditer(text or ""))
 
 
-def _refill(text: str, a: re.Match[str], filled: str) -> str:
-    """``text`` with computation ``a``'s filled-in side (and the symbolic side it lines up
-    with) rewritten to ``filled``, its stated result worked out again from it: the slip
-    is in the inputs or the operation, and the arithmetic on them stays right."""
-    return refill(text, a, filled)
-
-
 # --- R.1 hallucination -----------------------------------------------------------------
 
 #: Ways to add an unsupported figure to a step that has no tool result.
@@ -323,7 +317,7 @@ def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
         spans = token_spans(a.group("filled"))
         at = spans[rng.choice(_read_operands(a.group("filled"), a.group("sym")))]
         figure, real = perturb(at.group(), rng), at.group()
-        text = _refill(s.content, a, a.group("filled")[: at.start()] + figure + a.group("filled")[at.end() :])
+        text = refill(s.content, a, a.group("filled")[: at.start()] + figure + a.group("filled")[at.end() :])
         return Mutation(
             fresh_step(s, content=text),
             f"Computes from a figure of {figure} that nothing in the run gave (the value it reads is {real}).",
@@ -379,7 +373,9 @@ def _misreport(trace: Trace, i: int, every_case: bool) -> tuple[str, int] | None
     if "FAIL" not in results:
         return None
     count = len(results) if every_case else results.count("PASS")
-    approvals = [st.content for st in _own_approvals(trace, i) if len(set(n.group() for n in find_numbers(st.content))) == 1]
+    approvals = [
+        st.content for st in _own_approvals(trace, i) if len(set(n.group() for n in find_numbers(st.content))) == 1
+    ]
     if not count or not approvals:
         return None
     approval = approvals[0]
@@ -437,7 +433,7 @@ def _r2(trace: Trace, i: int, rng: random.Random) -> Mutation:
         a = rng.choice(stated)
         m = rng.choice(find_operators(a.group("filled")))
         filled = a.group("filled")[: m.start()] + flip(m) + a.group("filled")[m.end() :]
-        new.content = _refill(s.content, a, filled)
+        new.content = refill(s.content, a, filled)
     else:
         m = rng.choice(find_operators(s.content))
         new.content = s.content[: m.start()] + flip(m) + s.content[m.end() :]
@@ -468,7 +464,7 @@ def _r4_candidates(trace: Trace, i: int) -> list[tuple[str, Any]]:
 def _replace_number(text: str, m: re.Match[str], new: str) -> str:
     """``text`` with number ``m`` replaced by ``new``; in a stated computation
     (:func:`_computations`) on both its sides where they line up, with the result worked
-    out again (:func:`_refill`)."""
+    out again (:func:`~whenpro_core.injection.textedit.refill`)."""
     for a in _computations(text):
         for side in ("filled", "sym"):
             if a.group(side) is None or not a.start(side) <= m.start() < a.end(side):
@@ -479,7 +475,7 @@ def _replace_number(text: str, m: re.Match[str], new: str) -> str:
                 break
             token = filled[starts.index(m.start())]
             if token.group() == m.group():
-                return _refill(text, a, a.group("filled")[: token.start()] + new + a.group("filled")[token.end() :])
+                return refill(text, a, a.group("filled")[: token.start()] + new + a.group("filled")[token.end() :])
     return text[: m.start()] + new + text[m.end() :]
 
 
@@ -941,7 +937,7 @@ def _v2(trace: Trace, i: int, rng: random.Random) -> Mutation:
         content, count = verdict
         return Mutation(
             fresh_step(s, content=content),
-            f"{s.agent} approves at step {s.coord} on the {count} passing test(s) of its run and overlooks the failure.",
+            f"{s.agent} approves at step {s.coord} on the {count} passing test(s) of its run, overlooking the failure.",
         )
     own = _own_approvals(trace, i)
     text = _as_seen(trace, i, rng.choice(own).content) if own else rng.choice(APPROVALS)
@@ -1071,12 +1067,25 @@ def _resubmits_failed(trace: Trace, i: int) -> bool:
     return _failed_run(trace, plan[1][1])
 
 
+def _figure_only(trace: Trace, i: int) -> bool:
+    """Whether R.1 at step ``i`` only adds an unsupported figure (a phrasing of
+    :data:`FIGURES`) to a step that states no computation a peer reads: in the built-in
+    systems' builds none of 144 such attempts was decisive (arith_team's verifier and
+    planner, code_pair's coder), and the phrasings are none of the agent's own."""
+    s = trace.steps[i]
+    if s.tool_calls or _misreport(trace, i, every_case=True) is not None:
+        return False
+    return not any(_read_operands(a.group("filled"), a.group("sym")) for a in _computations(s.content))
+
+
 #: mode -> a step where its error is made but can never be kept: a build does not try
-#: it there (:func:`build_modes`). A syntax error in code a peer then runs is reported
+#: it there (:func:`build_modes`). A figure added to a step no peer computes from
+#: changes no work (:func:`_figure_only`); a syntax error in code a peer then runs is reported
 #: by that run at once; code resubmitted after its test run failed fails the re-run;
 #: the repetitions of :func:`_repeat_caught` are absorbed or end the run at once; a
 #: stale figure in a check is not what its peer acts on.
 NEVER_DECISIVE: dict[str, Callable[[Trace, int], bool]] = {
+    "R.1": _figure_only,
     "A.2": run_verbatim,
     "A.4": _repeat_caught,
     "C.2": _resubmits_failed,

@@ -185,18 +185,18 @@ def recompute(expr: str) -> str | None:
         return None
 
 
-def quote_edit(content: str, old: str, new: str, result: str | None = None) -> str:
+def quote_edit(content: str, old: str, new: str) -> str:
     """``content`` with its quote of ``old`` (a tool argument, or a filled-in expression)
     rewritten to ``new``: the last occurrence that stands alone (not inside a longer
     word or number); when it fills in a ``var = symbolic = old`` line, the symbolic side
-    follows (:func:`sync_symbolic`) and a stated ``= result`` becomes ``result`` (when
-    given). ``content`` unchanged when it does not quote ``old``."""
+    follows (:func:`sync_symbolic`; a stated ``= result`` is kept: :func:`refill` works one
+    out again). ``content`` unchanged when it does not quote ``old``."""
     for m in ASSIGNMENT.finditer(content):
         if m.group("filled").strip() == old.strip():
             sym = sync_symbolic(m.group("sym"), old, new)
             out = f"{m.group('var')} = {sym} = {new}"
             if m.group("result") is not None:
-                out += f" = {result if result is not None else m.group('result')}"
+                out += f" = {m.group('result')}"
             return content[: m.start()] + out + content[m.end() :]
     spots = list(re.finditer(rf"(?<![\w.:]){re.escape(old)}(?![\w:]|\.\d)", content)) if old else []
     if not spots:
