@@ -57,7 +57,8 @@ def test_a_leak_free_dataset_is_not_called_leaky():
 
 def test_the_audit_reads_no_injection_marker():
     """The labelled step carries is_injected (hidden), a raw marker, a meta flag and an
-    injection record in extras, and is otherwise written like every step."""
+    injection record in extras, and is otherwise written like every step: neither the
+    panel nor the learned attacker (when installed) finds it."""
     result = audit_traces(dataset("hidden", n=60, seed=3))
     assert not result.leaky, result.leaking
 
@@ -88,7 +89,7 @@ def test_a_few_traces_right_by_luck_are_not_called_leaky():
     ],
 )
 def test_each_baseline_finds_its_leak(leak, name):
-    result = audit_traces(dataset(leak, n=40))
+    result = audit_traces(dataset(leak, n=40), learn=False)  # the panel (tests/test_audit_learned.py: the learner)
     assert step_rates(result)[name] >= 0.9, step_rates(result)
     assert result.leaky and name in result.leaking
 
@@ -96,7 +97,7 @@ def test_each_baseline_finds_its_leak(leak, name):
 def test_rarest_template_finds_a_fixed_sentence_against_seed_runs():
     rng = random.Random(5)
     seeds = [make_seed(100 + i, rng) for i in range(20)]
-    result = audit_traces(dataset("template", n=30), seeds)
+    result = audit_traces(dataset("template", n=30), seeds, learn=False)
     assert result.against == 20
     assert step_rates(result)["rarest template"] >= 0.9
     assert "rarest template" in result.leaking
@@ -115,13 +116,13 @@ def test_first_difference_from_a_twin_run_of_the_same_task():
         bad.ground_truth = GroundTruth(agent=step.agent, step=step.coord, mode="R.3")
         traces.append(bad)
         seeds.append(seed)
-    assert step_rates(audit_traces(traces))["twin difference"] < 0.5  # no twins in the dataset
-    result = audit_traces(traces, seeds)
+    assert step_rates(audit_traces(traces, learn=False))["twin difference"] < 0.5  # no twins in the dataset
+    result = audit_traces(traces, seeds, learn=False)
     assert step_rates(result)["twin difference"] == 1.0
 
 
 def test_majority_mode_and_the_mode_guess_from_form():
-    result = audit_traces(dataset("none", n=30, mode="R.3"))
+    result = audit_traces(dataset("none", n=30, mode="R.3"), learn=False)
     assert result.overall.baselines["majority mode"].rates()["mode"] == 1.0
     assert result.overall.baselines["majority mode"].rates()["step"] == pytest.approx(
         result.overall.random.rates()["step"]
@@ -147,7 +148,7 @@ def test_per_mode_and_framework_slices():
     traces = dataset("none", n=20, seed=1, mode="R.2") + dataset("format", n=20, seed=2, mode="R.3")
     for i, t in enumerate(traces):
         t.id = f"x{i}"
-    result = audit_traces(traces)
+    result = audit_traces(traces, learn=False)
     assert set(result.by_mode) == {"R.2", "R.3"} and set(result.by_framework) == {"toyshop"}
     assert result.by_mode["R.3"].baselines["format outlier"].rates()["step"] >= 0.9
     assert "format outlier" not in result.by_mode["R.2"].leaks()
@@ -228,6 +229,7 @@ def test_audit_json_has_the_documented_shape(tmp_path):
         env={**os.environ, "COLUMNS": "120"},
     )
     assert table.returncode == 0 and "random (exact)" in table.stdout and "leaky:" in table.stdout
+    assert "learned form attacker vs structural prior: " in table.stdout and "top features" in table.stdout
     missing = subprocess.run(
         [sys.executable, "-m", "whenpro_core.cli", "audit", str(tmp_path / "nope")],
         cwd=REPO,

@@ -38,7 +38,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from whenpro_core.audit.features import CATEGORICAL, FEATURE_SETS, Reference, Vocab, cached_template, trace_features
 from whenpro_core.audit.form import trace_tokens
@@ -192,10 +192,20 @@ class _WordOdds:
         return sum(odds.get(tok, unseen) for tok in sorted(tokens)) if odds else 0.0
 
 
-def _model(categorical: list[bool]) -> object:
+class _Classifier(Protocol):
+    """What the attacker needs of a scikit-learn classifier."""
+
+    def fit(self, x: NDArray[np.float64], y: NDArray[np.int64]) -> object: ...
+
+    def predict_proba(self, x: NDArray[np.float64]) -> NDArray[np.float64]: ...
+
+
+def _model(categorical: list[bool]) -> _Classifier:
+    """The per-step classifier: gradient-boosted trees, fixed seed, no early stopping
+    (which would split off a random validation set)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    return HistGradientBoostingClassifier(
+    model: _Classifier = HistGradientBoostingClassifier(
         max_iter=120,
         learning_rate=0.08,
         max_leaf_nodes=15,
@@ -205,13 +215,14 @@ def _model(categorical: list[bool]) -> object:
         early_stopping=False,
         random_state=SEED,
     )
+    return model
 
 
 @dataclass
 class _Fitted:
     """One fold's fitted model and the rows it scores."""
 
-    model: object
+    model: _Classifier
     rows: list[int]
     x: NDArray[np.float64]
 
@@ -235,7 +246,7 @@ def _fit_folds(
             extra = [odds.score(table.tokens[i], {k, fold_of_row[i]}) for i in range(len(y))]
             x = np.column_stack([base, np.asarray(extra)])
         model = _model(categorical)
-        model.fit(x[train], y[train])  # type: ignore[attr-defined]
+        model.fit(x[train], y[train])
         fitted.append(_Fitted(model, test, x[test]))
     return fitted
 
@@ -251,7 +262,7 @@ def _scores(fitted: list[_Fitted], n_rows: int, shuffle: int | None = None) -> l
         if shuffle is not None:
             x = x.copy()
             x[:, shuffle] = rng.permutation(x[:, shuffle])
-        proba = fit.model.predict_proba(x)[:, 1]  # type: ignore[attr-defined]
+        proba = fit.model.predict_proba(x)[:, 1]
         for row, p in zip(fit.rows, proba, strict=True):
             out[row] = float(p)
     return out
