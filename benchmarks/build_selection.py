@@ -12,9 +12,11 @@ out decisive: no attempt is run, so the numbers are the selection's alone). It t
 * **planning round** — :func:`whenpro_core.bench.build_adapt.next_round`, the adaptive
   round that hung in issue 33 (a release search for every kind of item it might try);
 
-and the **baseline**: the two as they ran before the budget: ``WORK_PER_PAIR`` set to
-10^9 (no budget), and each planning check a whole quick release search of the pool with
-the item added (not the one size past the current release); skipped at 200 seed runs,
+and the **baseline**: the two without their budgets (``WORK_PER_PAIR`` and
+``PLAN_WORK_PER_PAIR`` set to 10^9), each planning check a whole quick release search of the
+pool with the item added (not the one size past the current release), as before the budget;
+the round's one quick search of the release is this branch's (before, a full search and a
+quick one); skipped at 200 seed runs,
 where it grows with the cube of the pool and more (``--baseline-200`` runs it anyway).
 Printed per size: the pool, the release size and modes, the seconds, the candidate
 evaluations per pair of candidates, and the ratios budgeted / baseline.
@@ -125,12 +127,12 @@ def whole_search(
 
 def unbounded(seeds: list[Seed], pool: list[Entry]) -> dict[str, float]:
     """:func:`measure` with the search as it ran before (no budget, whole searches)."""
-    saved = build_store.WORK_PER_PAIR, build_adapt.grows_past
-    build_store.WORK_PER_PAIR, build_adapt.grows_past = 10**9, whole_search
+    saved = build_store.WORK_PER_PAIR, build_adapt.PLAN_WORK_PER_PAIR, build_adapt.grows_past
+    build_store.WORK_PER_PAIR, build_adapt.PLAN_WORK_PER_PAIR, build_adapt.grows_past = 10**9, 10**9, whole_search
     try:
         return measure(seeds, pool)
     finally:
-        build_store.WORK_PER_PAIR, build_adapt.grows_past = saved
+        build_store.WORK_PER_PAIR, build_adapt.PLAN_WORK_PER_PAIR, build_adapt.grows_past = saved
 
 
 def main() -> None:
