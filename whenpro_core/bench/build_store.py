@@ -192,7 +192,8 @@ WORK_PER_PAIR = 32
 WORK_FLOOR = 80
 #: The budget per pair of a planning estimate (:mod:`.build_adapt`: every round of a build
 #: plans; a 60-seed ``--per-seed 3`` build planned 28 rounds, each over 400 decisive items).
-PLAN_WORK_PER_PAIR = 4
+#: At 4, a 60-seed round aimed 4 attempts where the unbounded search aims 30 (16: 30).
+PLAN_WORK_PER_PAIR = 16
 #: Release searches' budgets the rounds of :func:`select_release` (leave one form-baseline
 #: pick out, select again) may spend in all; a code_pair-like pool of 47 took 17 rounds.
 RESELECT_BUDGETS = 12
