@@ -241,6 +241,7 @@ def test_manifest_counts_add_up_and_name_every_drop(tmp_path, seeds):
             "trivial",
             "not_representable",
             "control_failed",
+            "adversarial",
             "step_class",
             "mode_share",
             "position",

@@ -142,7 +142,7 @@ def test_a_release_is_not_cut_below_a_selection_that_holds_every_cap():
     assert max(Counter(e.position for e in chosen).values()) <= max(2, math.ceil(POSITION_SHARE * n))
 
 
-def _rare_template_picks(selected: list[Entry], views: object) -> dict[str, set[str]]:
+def _rare_template_picks(selected: list[Entry], views: object, work: object = None) -> dict[str, set[str]]:
     """A stand-in for the rarest template read against the selection itself: it picks
     each entry whose template (here ``seed_ref``) no other entry of the selection shares,
     so that, as with the real baseline, a smaller selection has more rare steps."""
@@ -375,7 +375,10 @@ def test_a_kept_item_is_balanced_by_the_class_of_the_step_as_released(code_runs)
 def arith_build(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("arith")
     assert whenpro("run", "arith_team", "--n", "24", "--seed", "7000", "--out", str(root / "runs")).returncode == 0
-    assert whenpro("build", str(root / "runs"), "--out", str(root / "ds")).returncode == 0
+    built = whenpro("build", str(root / "runs"), "--out", str(root / "ds"))
+    assert built.returncode == 0
+    # between attempts the build says what it is doing (issue 33: a long selection showed nothing)
+    assert "planning round 2 from" in built.stdout and "selecting the release from" in built.stdout
     return root / "ds"
 
 

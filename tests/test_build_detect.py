@@ -97,9 +97,9 @@ def test_build_drops_detectable_items_and_counts_them(tmp_path):
     ).manifest
     dropped = filtered["dropped"]["detectable"]
 
-    def before_balance(m: dict) -> int:  # kept before the release's caps
+    def before_balance(m: dict) -> int:  # kept before the adversarial filter and the release's caps
         return m["counts"]["kept"] + sum(
-            m["dropped"][r] for r in ("step_class", "mode_share", "position", "form_pick", "per_seed")
+            m["dropped"][r] for r in ("adversarial", "step_class", "mode_share", "position", "form_pick", "per_seed")
         )
 
     assert dropped > 0 and filtered["run"]["detectable"] == {
@@ -118,6 +118,7 @@ def test_build_drops_detectable_items_and_counts_them(tmp_path):
             "not_representable",
             "control_failed",
             "detectable",
+            "adversarial",
             "step_class",
             "mode_share",
             "position",

@@ -187,7 +187,9 @@ class _WordOdds:
     def score(self, tokens: set[str], leave_out: set[int]) -> float:
         """Summed log-odds of ``tokens`` learned from every fold but ``leave_out``."""
         odds, unseen = self._table(frozenset(leave_out))
-        return sum(odds.get(tok, unseen) for tok in tokens) if odds else 0.0
+        # sorted: a float sum in set order differs with the process's hash seed, and the
+        # picks with it (two runs of one build released different items)
+        return sum(odds.get(tok, unseen) for tok in sorted(tokens)) if odds else 0.0
 
 
 class _Classifier(Protocol):

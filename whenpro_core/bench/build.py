@@ -57,7 +57,7 @@ from whenpro_core.bench.build_plan import (
     scan_seeds,
     step_class,
 )
-from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry, read_entries
+from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry, read_entries, seeded_order
 from whenpro_core.bench.ratelimit import RateLimiter, gate_tools, local_wait
 from whenpro_core.bench.shards import deal, shard_of
 from whenpro_core.errors import ConfigError, WhenproError
@@ -96,6 +96,8 @@ class BuildOptions:
             ``cmd:`` executor.
         detect: run the detectability filter (:mod:`whenpro_core.audit.detect`) when
             the attempts are done; ``False`` is ``--keep-detectable``.
+        adversarial: run the adversarial filter (:mod:`.build_adversarial`) before the
+            release is selected; ``False`` is ``--keep-learnable``.
     """
 
     modes: tuple[str, ...] = ()
@@ -110,6 +112,7 @@ class BuildOptions:
     model: str | None = None
     max_mode_share: float = MAX_MODE_SHARE
     detect: bool = True
+    adversarial: bool = True
 
     def fingerprint(self) -> dict[str, Any]:
         """The options a resumed build must share with the run that started it."""
@@ -350,6 +353,8 @@ class BuildResult:
     plan: Plan = field(default_factory=Plan)
     #: A ``--shard`` job stopped at a round that waits for other jobs' parts.
     waiting: bool = False
+    #: The attempts each adaptive round planned, in order (0: the last, when none was left).
+    rounds: list[int] = field(default_factory=list)
 
 
 def _seeds_section(seeds: list[Seed]) -> dict[str, Any]:
@@ -433,6 +438,9 @@ class _Runner:
     store: BuildStore
     cancel: threading.Event = field(default_factory=threading.Event)
     on_entry: ProgressFn | None = None
+    #: Where the build says which stage it is in between attempts (planning a round,
+    #: selecting the release), one line each.
+    on_stage: Callable[[str], None] | None = None
     after_record: Callable[[int], None] | None = None
     ran: int = 0
     todo: int = 0
@@ -544,6 +552,7 @@ async def run_build(
     on_plan: Callable[[BuildResult, int], None] | None = None,
     on_entry: ProgressFn | None = None,
     after_record: Callable[[int], None] | None = None,
+    on_stage: Callable[[str], None] | None = None,
     now: str | None = None,
     salt: str | None = None,
     warn: Callable[[str], None] | None = None,
@@ -552,6 +561,8 @@ async def run_build(
 
     ``on_plan(result, todo)`` is called once the plan is known; ``on_entry`` after each
     attempt is journalled (on Ray: for each attempt of a shard when the shard ends);
+    ``on_stage`` hears one line as each adaptive round is planned and as the release is
+    selected (the stages between attempts, which take time of their own);
     ``after_record(n)`` with the number journalled so far in this run by this process (a
     test hook: raising there, or killing the process, interrupts the build between two
     attempts). ``now`` and ``salt`` fix a new journal's creation time and id salt
@@ -594,6 +605,7 @@ async def run_build(
     traces = {s.id: s.trace for s in seeds if s.trace is not None}
     result = BuildResult(manifest={}, plan=plan)
     runner = _Runner(traces, generator, executor, opts, store, on_entry=on_entry, after_record=after_record)
+    runner.on_stage = on_stage
     try:
         mine = [a for a in plan.attempts if spread.shard is None or spread.mine([a])]
         todo = [a for a in mine if a.key not in store.entries]
@@ -693,12 +705,16 @@ async def _walk_rounds(rounds: _Rounds, result: BuildResult, seeds: list[Seed]) 
         chains.setdefault(a.seed_id, []).append(a)
     detectable: dict[str, Any] = {"filter": opts.detect}
     complete = False
+    say = runner.on_stage or (lambda line: None)
     try:
         complete = await rounds.run(list(chains.values()), opts.per_seed)
         while complete and not runner.cancel.is_set():
+            say(f"planning round {len(result.rounds) + 2} from {_pool_size(store, rounds.done)} decisive items")
             more = await asyncio.to_thread(adapt, store, plan, rounds.done, rounds.tried, opts)
+            result.rounds.append(sum(len(c) for c in more))
             if not more:
                 break
+            say(f"round {len(result.rounds) + 1}: {result.rounds[-1]} attempts at {len(more)} seed runs")
             plan.attempts.extend(a for c in more for a in c)
             complete = await rounds.run(more, 1)
         result.ran, result.waiting = runner.ran, not complete
@@ -712,6 +728,7 @@ async def _walk_rounds(rounds: _Rounds, result: BuildResult, seeds: list[Seed]) 
     finally:
         result.ran = runner.ran
         if not sharded:
+            say(f"selecting the release from {len(store.kept())} candidates")
             run = {
                 "modes": _modes_held(opts.modes, store),
                 "per_seed": opts.per_seed,
@@ -719,6 +736,7 @@ async def _walk_rounds(rounds: _Rounds, result: BuildResult, seeds: list[Seed]) 
                 "max_mode_share": opts.max_mode_share,
                 "step_classes": class_shares(plan),
                 "detectable": detectable,
+                "adversarial": {"filter": opts.adversarial},
                 "complete": complete,
             }
             result.manifest = await asyncio.to_thread(
@@ -727,6 +745,11 @@ async def _walk_rounds(rounds: _Rounds, result: BuildResult, seeds: list[Seed]) 
                 planned=len({a.key for a in plan.attempts} | set(store.entries)),
                 run=run,
             )
+
+
+def _pool_size(store: BuildStore, done: set[str]) -> int:
+    """The decisive items among the attempts ``done`` so far (what a round plans from)."""
+    return sum(1 for k in done if in_pool(store.entries.get(k)))
 
 
 def _modes_held(modes: Sequence[str], store: BuildStore) -> list[str]:
@@ -780,7 +803,7 @@ def adapt(
         return []
     pool = [e for k in done if (e := store.entries.get(k)) is not None and in_pool(e)]
     # ordered by --seed, not by the build's random id salt: the rounds depend only on the seed runs and --seed
-    pool = [e.model_copy(update={"id": _seeded_id(opts.seed, e.key)}) for e in sorted(pool, key=lambda e: e.key)]
+    pool = seeded_order(pool, opts.seed)
     return next_round(
         plan.used,
         pool,
@@ -793,14 +816,6 @@ def adapt(
         seed=opts.seed,
         offline=opts.generator == "offline",
     )
-
-
-def _seeded_id(seed: int, key: str) -> str:
-    """A stand-in id for ordering an attempt ``key`` in :func:`adapt`'s plans (a hash of
-    ``--seed`` and the key)."""
-    import hashlib
-
-    return hashlib.sha256(f"{seed}|{key}".encode()).hexdigest()[:16]
 
 
 def drop_detectable(store: BuildStore, seeds: list[Seed]) -> dict[str, int]:

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from whenpro_core.bench.build_plan import Attempt, Seed, attempt_order, fitting_modes, judge_position, step_class
-from whenpro_core.bench.build_store import Entry, balance
+from whenpro_core.bench.build_store import PLAN_WORK_PER_PAIR, Entry, Work, balance, grows_past
 
 #: Attempts an open seed run gets per round (it stops at its first decisive one).
 ROUND_TRIES = 4
@@ -69,18 +69,21 @@ def grows(
     per_seed: int,
     kind: tuple[Any, ...],
     before: int | None = None,
+    work: Work | None = None,
 ) -> bool:
     """Whether one more decisive item of ``kind`` (step class, mode, position tenth), from
     a seed run of its own, makes the release under the caps larger than ``pool``'s
-    (``before``: its size, when known); both sizes from the quick search of
-    :func:`.build_store.balance`."""
+    (``before``: its size, when known, else from the quick search of
+    :func:`.build_store.balance`): whether the quick search finds a selection of more
+    entries (:func:`.build_store.grows_past`, spending ``work``; default a fresh budget)."""
     cls, mode, tenth = kind
     extra = Entry(
         key="?", seed="?", seed_ref="", step="", step_index=0, mode=mode, status="kept", id="", step_class=cls
     ).model_copy(update={"position": tenth})
+    work = work or Work.for_pool(len(pool) + 1, PLAN_WORK_PER_PAIR)
     if before is None:
-        before = len(balance(pool, share, classes, per_seed, quick=True)[0])
-    return len(balance([*pool, extra], share, classes, per_seed, quick=True)[0]) > before
+        before = len(balance(pool, share, classes, per_seed, quick=True, work=work)[0])
+    return grows_past([*pool, extra], share, classes, per_seed, before, work)
 
 
 def next_round(
@@ -95,17 +98,23 @@ def next_round(
     per_seed: int,
     seed: int,
     offline: bool = True,
+    work: Work | None = None,
 ) -> list[list[Attempt]]:
     """The next round's attempts, one list per seed run (module docstring). ``done``
     holds the keys of the attempts the earlier rounds ran, ``tried`` the attempts each
     seed run (by id) and each scarce mode (by :func:`_mode_key`) was given after the
-    first round (updated with the attempts returned)."""
+    first round (updated with the attempts returned). The round is planned from one quick
+    release search (which seed runs are open, and the release's size) and the growth checks
+    of every kind, each with a budget of :data:`.build_store.PLAN_WORK_PER_PAIR` candidate
+    evaluations per pair of decisive items, so a round costs at most quadratically in the
+    pool; ``work``, when given, is told what they spent."""
     seeds = list(seeds)
-    chosen, _ = balance(pool, share, classes, per_seed)
+    budgets = [Work.for_pool(len(pool) + 1, PLAN_WORK_PER_PAIR) for _ in range(2)]
+    chosen, _ = balance(pool, share, classes, per_seed, quick=True, work=budgets[0])
     opened = open_seeds(chosen, pool, per_seed)
-    before = len(balance(pool, share, classes, per_seed, quick=True)[0])
+    before = len(chosen)
     cache: dict[tuple[Any, ...], bool] = {}
-    caps = (share, classes, per_seed, before)
+    caps = (share, classes, per_seed, before, budgets[1])
     chains: dict[str, list[Attempt]] = {}
     for s in seeds:
         if s.id not in opened or s.trace is None:
@@ -115,6 +124,8 @@ def next_round(
         if chain:
             chains[s.id] = chain
             tried[s.id] = tried.get(s.id, 0) + len(chain)
+    if work is not None:
+        work.spend(sum(b.spent for b in budgets))
     held = Counter(e.mode for e in pool)
     for mode in (m for m in modes if held[m] < SCARCE_ITEMS):
         budget = min(SCARCE_TRIES, SCARCE_BUDGET - tried.get(_mode_key(mode), 0))
@@ -157,12 +168,13 @@ def _aimed(
     cache: dict[tuple[Any, ...], bool],
     limit: int,
     modes: tuple[str, ...],
-    caps: tuple[float, dict[str, float], int, int],
+    caps: tuple[float, dict[str, float], int, int, Work],
     seed: int,
     offline: bool,
 ) -> list[Attempt]:
     """Up to ``limit`` untried pairs of seed run ``s`` whose kind would grow the release
-    (``caps``: share, classes, per-seed count and the release's size, for :func:`grows`)."""
+    (``caps``: share, classes, per-seed count, the release's size and the budget of the
+    growth checks, for :func:`grows`)."""
 
     trace = s.trace
     assert trace is not None  # next_round skips seed runs without a trace
@@ -178,7 +190,7 @@ def _aimed(
         coords.add((coord, mode))
         kind = (step_class(trace.steps[index]), mode, judge_position(trace, coord))
         if kind not in cache:
-            cache[kind] = grows(pool, caps[0], caps[1], caps[2], kind, before=caps[3])
+            cache[kind] = grows(pool, caps[0], caps[1], caps[2], kind, before=caps[3], work=caps[4])
         if cache[kind]:
             out.append(attempt)
     return out

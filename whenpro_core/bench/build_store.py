@@ -71,11 +71,13 @@ sharing a prefix when ``--per-seed`` is above 1) and ``validation``
     replayed  = decisive  + dropped.not_decisive
     decisive  = kept + dropped.construction_leak + dropped.gold_visible_before_t
                      + dropped.trivial + dropped.not_representable + dropped.control_failed
-                     + dropped.detectable + dropped.step_class + dropped.mode_share
+                     + dropped.detectable + dropped.adversarial + dropped.step_class + dropped.mode_share
                      + dropped.position + dropped.form_pick + dropped.per_seed
 
 (``detectable``: the detectability filter, :mod:`whenpro_core.audit.detect`, journals a
-kept item again as dropped when a form-only baseline pins it to its step.)
+kept item again as dropped when a form-only baseline pins it to its step; ``adversarial``:
+the adversarial filter, :mod:`.build_adversarial`, leaves out an item a learned attacker
+finds, each time the release is selected.)
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -133,6 +136,7 @@ DROP_REASONS = (
     "not_representable",
     "control_failed",
     "detectable",
+    "adversarial",
     "step_class",
     "mode_share",
     "position",
@@ -174,9 +178,53 @@ BUILD_ID = re.compile(r"^[0-9a-f]{16}$")
 #: code_pair's R.3 and R.4 are decisive a few times a build, and the largest selection
 #: often has no room for them.
 MODE_SIZE_SHARE = 0.25
-#: Other orders :func:`_grow` tries (seeded shuffles) when the salted-hash order does not
-#: reach a size.
+#: Other orders :func:`_grow` tries (seeded shuffles) when the order of the ids
+#: (:func:`order_id`: hashed from ``--seed``) does not reach a size.
 FILL_TRIES = 12
+
+#: Candidate evaluations (one entry checked against the caps' counts, or one trace read by
+#: a form baseline) a release selection may spend per pair of candidates: its search tries
+#: sizes, orders, exchanges and repairs while this lasts, so its cost grows at most
+#: quadratically in the candidates. Unbounded, the exchanges grew with the cube of the pool:
+#: a 60-seed build with ``--per-seed 3`` spent 671 s planning its rounds (issue 33).
+WORK_PER_PAIR = 32
+#: Pools smaller than this get the budget of one this size (a small pool searches fully).
+WORK_FLOOR = 80
+#: The budget per pair of a planning estimate (:mod:`.build_adapt`: every round of a build
+#: plans; a 60-seed ``--per-seed 3`` build planned 28 rounds, each over 400 decisive items).
+#: At 4, a 60-seed round aimed 4 attempts where the unbounded search aims 30 (16: 30).
+PLAN_WORK_PER_PAIR = 16
+#: Release searches' budgets the rounds of :func:`select_release` (leave one form-baseline
+#: pick out, select again) may spend in all; a code_pair-like pool of 47 took 17 rounds.
+RESELECT_BUDGETS = 12
+#: Suspects the repair tries leaving out, each, once its budget is spent (all before).
+REPAIR_LOOKAHEAD = 4
+
+
+@dataclass
+class Work:
+    """The candidate evaluations a release selection has ``spent``, and its ``limit``
+    (:data:`WORK_PER_PAIR`); past the limit the search keeps only what a valid release
+    needs (each size's first greedy pass, the cuts that make every cap hold)."""
+
+    limit: int
+    spent: int = 0
+
+    @classmethod
+    def for_pool(cls, candidates: int, per_pair: int | None = None) -> Work:
+        """The budget of a selection among ``candidates`` entries (``per_pair`` evaluations
+        per pair of them; default :data:`WORK_PER_PAIR`)."""
+        return cls((per_pair or WORK_PER_PAIR) * max(candidates, WORK_FLOOR) ** 2)
+
+    def spend(self, evaluations: int = 1) -> None:
+        """Count ``evaluations`` more."""
+        self.spent += evaluations
+
+    @property
+    def left(self) -> bool:
+        """Whether the budget allows more search."""
+        return self.spent < self.limit
+
 
 #: Where a recoverable problem goes: one line (the CLI's ``whenpro: warning: ...``).
 Warn = Callable[[str], None]
@@ -428,12 +476,14 @@ class BuildStore:
         given = seeds is not None and planned is not None and run is not None
         old = {} if given else (read_manifest(self.root, fresh_validation=False) or {})
         run = run if run is not None else old.get("run", {})
-        selected, over = self._select(run)
+        selected, over, details = self._select(run)
         self._release(selected)
         self._sweep({e.ref or "" for e in selected})
         write_taxonomy(self.root)
         entries = [
-            e if e.key not in over else e.model_copy(update={"status": "dropped", "reason": over[e.key]})
+            e
+            if e.key not in over
+            else e.model_copy(update={"status": "dropped", "reason": over[e.key], "detail": details.get(e.key, "")})
             for e in self.entries.values()
         ]
         manifest = compute_manifest(
@@ -448,9 +498,12 @@ class BuildStore:
         atomic_write_bytes(self.root / MANIFEST, jsonio.dumps(manifest, indent=True) + b"\n")
         return manifest
 
-    def _select(self, run: dict[str, Any]) -> tuple[list[Entry], dict[str, str]]:
-        """The released entries and the keys left out with their reason (:func:`balance`
-        under ``run``'s caps). The picks of
+    def _select(self, run: dict[str, Any]) -> tuple[list[Entry], dict[str, str], dict[str, str]]:
+        """The released entries, the keys left out with their reason and the details of
+        those that have one. First the adversarial filter
+        (:mod:`.build_adversarial`, when ``run["adversarial"]["filter"]``; its report replaces
+        that section of ``run``) leaves out the items a learned attacker finds; then
+        :func:`balance` under ``run``'s caps selects from the rest. The picks of
         :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` read the other traces,
         so those of :data:`FLAGGED_ON_POOL` are taken against the kept pool (capped with
         the other form picks), and each is then checked against the selection itself,
@@ -464,13 +517,26 @@ class BuildStore:
         two holds more failure modes, then more traces."""
         pool = self.kept()
         views = {e.key: _labelled_view(self.root / (e.file or "")) for e in pool if _has_file(self.root, e)}
-        return select_release(
-            _with_pool_picks(pool, views),
-            views,
+        seed = int(self.header["options"].get("seed", 0))
+        ordered = seeded_order(_with_pool_picks(pool, views), seed)
+        caps = (
             float(run.get("max_mode_share", MAX_MODE_SHARE)),
             run.get("step_classes") or {},
             int(run.get("per_seed", 1)),
         )
+
+        def select(entries: list[Entry]) -> tuple[list[Entry], dict[str, str]]:
+            return select_release(entries, views, *caps)
+
+        learnable: dict[str, str] = {}
+        if (run.get("adversarial") or {}).get("filter"):
+            from whenpro_core.bench.build_adversarial import filtered_release  # scikit-learn: loaded only here
+
+            chosen, over, learnable, run["adversarial"] = filtered_release(ordered, views, seed, select)
+        else:
+            chosen, over = select(ordered)
+        named = {e.key: e for e in pool}
+        return sorted((named[e.key] for e in chosen), key=lambda e: e.id or e.key), over, learnable
 
     def _staged(self, entry: Entry) -> dict[str, Any]:
         doc: dict[str, Any] = jsonio.loads((self.root / (entry.file or "")).read_bytes())
@@ -527,24 +593,65 @@ def select_release(
     share: float,
     classes: dict[str, float],
     per_seed: int,
+    work: Work | None = None,
 ) -> tuple[list[Entry], dict[str, str]]:
     """The release of ``pool`` (kept entries with their pool picks; ``views``: key -> audit
     view and label of each staged trace) and the keys left out with their reason, under
     the caps of :func:`balance` and the ``form_pick`` cap of each baseline that reads the
-    release itself (:meth:`BuildStore._select`)."""
-    first, first_out = balance(pool, share, classes, per_seed)
+    release itself (:meth:`BuildStore._select`). Each search spends its own budget
+    (:meth:`Work.for_pool`); the rounds of leaving a pick out and selecting again stop
+    after :data:`RESELECT_BUDGETS` budgets (the repair's release is then taken), so the
+    whole costs at most quadratically in the pool. ``work``, when given, is told what
+    was spent."""
+    rounds = Work(RESELECT_BUDGETS * Work.for_pool(len(pool)).limit)
+    first, first_out = _counted(rounds, balance, pool, share, classes, per_seed)
     left_out: dict[str, str] = {}
     selected, over = first, first_out
-    while own := _over_cap(selected, views, _own_pick_limit(selected)):
+    while own := _over_cap(selected, views, _own_pick_limit(selected), rounds):
+        if not rounds.left:
+            selected = []  # not a release: the repair's is
+            break
         left_out[_first_to_leave(selected, own)] = "form_pick"
-        selected, over = balance([e for e in pool if e.key not in left_out], share, classes, per_seed)
+        rest = [e for e in pool if e.key not in left_out]
+        selected, over = _counted(rounds, balance, rest, share, classes, per_seed)
+    repairs = Work.for_pool(len(pool))
+    if work is not None:
+        work.spend(rounds.spent)
     if not left_out:  # the largest selection under the caps holds on itself
         return selected, over
-    repaired, trimmed = _repair(first, pool, views, _release_caps(pool, share, classes, per_seed))
+    repaired, trimmed = _repair(first, pool, views, _release_caps(pool, share, classes, per_seed), repairs)
+    if work is not None:
+        work.spend(repairs.spent)
     if _richer(repaired, selected):
         taken = {e.key for e in repaired}
         return repaired, {e.key: trimmed.get(e.key) or first_out[e.key] for e in pool if e.key not in taken}
     return selected, {**over, **left_out}
+
+
+def order_id(seed: int, key: str) -> str:
+    """The stand-in id that orders attempt ``key`` wherever the release search takes
+    entries in id order: a hash of ``--seed`` and the key, so the choice depends only on
+    the runs, the options and ``--seed``, never on the random name salt (two fresh builds of
+    the same runs released 2 of 9 items differently when the salted ids ordered it)."""
+    return hashlib.sha256(f"{seed}|{key}".encode()).hexdigest()[:16]
+
+
+def seeded_order(entries: list[Entry], seed: int) -> list[Entry]:
+    """``entries`` in key order, each with its :func:`order_id` as its ``id`` (copies: the
+    search reads only ``id`` and ``key`` of them to order and break ties)."""
+    return [e.model_copy(update={"id": order_id(seed, e.key)}) for e in sorted(entries, key=lambda e: e.key)]
+
+
+def _counted(
+    total: Work, search: Callable[..., tuple[list[Entry], dict[str, str]]], *args: Any
+) -> tuple[list[Entry], dict[str, str]]:
+    """``search(*args, work=...)`` with a budget of its own (:meth:`Work.for_pool` of the
+    entries ``args[0]``), its spending added to ``total``."""
+    own = Work.for_pool(len(args[0]))
+    try:
+        return search(*args, work=own)
+    finally:
+        total.spend(own.spent)
 
 
 def _has_file(root: Path, entry: Entry) -> bool:
@@ -574,12 +681,14 @@ def _with_pool_picks(entries: list[Entry], views: dict[str, tuple[AuditTrace, La
     return out
 
 
-def _over_cap(selected: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], limit: int) -> set[str]:
+def _over_cap(
+    selected: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], limit: int, work: Work
+) -> set[str]:
     """Keys of the entries of ``selected`` that the first baseline of
     :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` picking more than ``limit``
     of them picks against the traces of ``selected`` alone (what ``whenpro audit`` reads
     in the release); empty when none does."""
-    return next((keys for keys in _own_picks(selected, views).values() if len(keys) > limit), set())
+    return next((keys for keys in _own_picks(selected, views, work).values() if len(keys) > limit), set())
 
 
 def _first_to_leave(selected: list[Entry], own: set[str]) -> str:
@@ -598,21 +707,25 @@ def _own_pick_limit(selected: list[Entry]) -> int:
     return _form_pick_limit(_mean_chance(selected) or 0.0)("pick", {"": selected}, len(selected))
 
 
-def _own_picks(selected: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]]) -> dict[str, set[str]]:
+def _own_picks(
+    selected: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], work: Work
+) -> dict[str, set[str]]:
     """Baseline of :data:`POOL_FORM_BASELINES` -> keys of the entries of ``selected`` whose
-    labelled step it picks with the traces of ``selected`` alone as the corpus."""
+    labelled step it picks with the traces of ``selected`` alone as the corpus (each trace
+    read is one evaluation of ``work``)."""
+    work.spend(len(selected))
     among = [e for e in selected if e.key in views]
     found = pool_form_picks([(views[e.key][0], e.step, views[e.key][1]) for e in among])
     return {name: {e.key for e, p in zip(among, found, strict=True) if name in p} for name in POOL_FORM_BASELINES}
 
 
-def _excess(chosen: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], caps: list[Cap]) -> int:
+def _excess(chosen: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], caps: list[Cap], work: Work) -> int:
     """How far ``chosen`` is from a release: the entries over each cap's limit (measured
     on ``chosen``, as :func:`_holds` does) plus the picks over the ``form_pick`` cap of
     each baseline that reads the release itself (:func:`_own_picks`); 0 for a release."""
     over = sum(len(g) - limit for _, g, limit in _groups(chosen, caps) if len(g) > limit)
     limit = _own_pick_limit(chosen)
-    return over + sum(max(0, len(keys) - limit) for keys in _own_picks(chosen, views).values())
+    return over + sum(max(0, len(keys) - limit) for keys in _own_picks(chosen, views, work).values())
 
 
 def _groups(chosen: list[Entry], caps: list[Cap]) -> Iterator[tuple[str, list[Entry], int]]:
@@ -626,7 +739,11 @@ def _groups(chosen: list[Entry], caps: list[Cap]) -> Iterator[tuple[str, list[En
 
 
 def _repair(
-    start: list[Entry], pool: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], caps: list[Cap]
+    start: list[Entry],
+    pool: list[Entry],
+    views: dict[str, tuple[AuditTrace, Label | None]],
+    caps: list[Cap],
+    work: Work,
 ) -> tuple[list[Entry], dict[str, str]]:
     """A release made from ``start`` (a selection under the caps read on the pool) by local
     moves: while it is not a release (:func:`_excess`), the entry whose leaving brings it
@@ -635,19 +752,22 @@ def _repair(
     ``pool`` that keeps it a release comes in, the modes it holds least first. Returns
     the release and the keys left out with their reason. Taking each selection's own
     picks into a new selection instead shrank one code_pair release 22 -> 12 (each new
-    selection had its own rare steps): a move changes one entry, not the whole set."""
+    selection had its own rare steps): a move changes one entry, not the whole set. Once
+    ``work`` is spent, the entry to leave is chosen without trying each, and none comes in."""
     chosen, reasons = list(start), {}
-    while chosen and _excess(chosen, views, caps):
-        leave, reason = _least_missed(chosen, views, caps)
+    while chosen and _excess(chosen, views, caps, work):
+        leave, reason = _least_missed(chosen, views, caps, work)
         chosen.remove(leave)
         reasons[leave.key] = reason
-    grown = True
+    grown = work.left
     while grown:
         grown = False
         held = Counter(e.mode for e in chosen)
         inside = {e.key for e in chosen}
         for e in sorted((e for e in pool if e.key not in inside), key=lambda e: (held[e.mode], e.id or e.key)):
-            if not _excess([*chosen, e], views, caps):
+            if not work.left:
+                break
+            if not _excess([*chosen, e], views, caps, work):
                 chosen.append(e)
                 reasons.pop(e.key, None)
                 held[e.mode] += 1
@@ -656,26 +776,26 @@ def _repair(
 
 
 def _least_missed(
-    chosen: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], caps: list[Cap]
+    chosen: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], caps: list[Cap], work: Work
 ) -> tuple[Entry, str]:
-    """The entry of ``chosen`` that :func:`_repair` leaves out next, and why."""
+    """The entry of ``chosen`` that :func:`_repair` leaves out next, and why: of the
+    suspects (a mode's last entry last, then the modes held most first), the one whose
+    leaving leaves the least excess; once ``work`` is spent, only the first
+    :data:`REPAIR_LOOKAHEAD` suspects are tried."""
     suspects: dict[str, str] = {}
-    for keys in _own_picks(chosen, views).values():
+    for keys in _own_picks(chosen, views, work).values():
         suspects.update(dict.fromkeys(keys, "form_pick"))
     for reason, group, limit in _groups(chosen, caps):
         if len(group) > limit:
             for e in group:
                 suspects.setdefault(e.key, reason)
     held = Counter(e.mode for e in chosen)
-    pick = min(
+    ranked = sorted(
         (e for e in chosen if e.key in suspects) if suspects else chosen,
-        key=lambda e: (
-            _excess([x for x in chosen if x is not e], views, caps),
-            held[e.mode] == 1,
-            -held[e.mode],
-            e.id or e.key,
-        ),
+        key=lambda e: (held[e.mode] == 1, -held[e.mode], e.id or e.key),
     )
+    tried = ranked if work.left else ranked[:REPAIR_LOOKAHEAD]
+    pick = min(tried, key=lambda e: _excess([x for x in chosen if x is not e], views, caps, work))
     return pick, suspects.get(pick.key, "form_pick")
 
 
@@ -724,7 +844,13 @@ def _cap(
 
 
 def balance(
-    kept: list[Entry], share: float, classes: dict[str, float], per_seed: int | None = None, *, quick: bool = False
+    kept: list[Entry],
+    share: float,
+    classes: dict[str, float],
+    per_seed: int | None = None,
+    *,
+    quick: bool = False,
+    work: Work | None = None,
 ) -> tuple[list[Entry], dict[str, str]]:
     """The kept entries to release, and the keys left out with their reason.
 
@@ -740,14 +866,17 @@ def balance(
     * ``mode_share``: no failure mode above ``share`` of the released traces; with fewer
       modes than ``1/share`` each mode keeps at most as many as the rarest present one.
 
-    The release is the largest size ``n`` at which taking entries in id order (ids are
-    salted hashes: a random, reproducible order), each while every cap at its limit for
+    The release is the largest size ``n`` at which taking entries in id order (the
+    release's ids are :func:`order_id`: a random order reproducible from ``--seed``), each
+    while every cap at its limit for
     ``n`` still holds, reaches ``n`` entries, then grown by exchanges (:func:`_fill`).
     * ``per_seed``: at most ``per_seed`` released traces per seed run (an adaptive build
       may hold more decisive items of a seed run than that; ``None``: no such cap).
 
     ``quick`` tries two orders per size instead of :data:`FILL_TRIES` more (planning
-    estimates, :mod:`.build_adapt`; never the release itself).
+    estimates, :mod:`.build_adapt`; never the release itself). ``work`` counts the
+    candidate evaluations (default: a fresh :meth:`Work.for_pool` budget); past its limit
+    each size gets only its first greedy pass.
     Cutting a crowded pool down instead shrinks the release the other caps are measured
     against, cap after cap (issue 14 measured a class kept at 30% of a release cut to its
     share before the position and mode caps, and code_pair releases of 3 out of 20
@@ -756,7 +885,7 @@ def balance(
     breaks. ``share`` >= 1 and an empty ``classes`` turn the caps off."""
     order = sorted(kept, key=lambda e: e.id or e.key)
     caps = _release_caps(kept, share, classes, per_seed)
-    chosen = _grow(order, caps, quick=quick)
+    chosen = _grow(order, caps, quick=quick, work=work or Work.for_pool(len(kept)))
     taken = {e.key for e in chosen}
     out = {e.key: _broken(e, chosen, caps) for e in order if e.key not in taken}
     while caps:
@@ -788,7 +917,7 @@ def _mean_chance(kept: list[Entry]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False) -> list[Entry]:
+def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False, work: Work) -> list[Entry]:
     """The largest release :func:`balance` finds: for each size ``n`` from 1 up, a
     selection of ``n`` entries under every cap at its limit for ``n`` (:func:`_fill`, in
     the orders of :func:`_orders`; skipped when a cap alone leaves no room,
@@ -801,7 +930,7 @@ def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False) -> list[E
     best: list[int] = []
     misses = 0
     for target in range(1, len(order) + 1):
-        picked = next(_fitting(order, keys, caps, target, quick), None)
+        picked = next(_fitting(order, keys, caps, target, work, quick), None)
         if picked is None:
             misses += 1
             if misses >= _gap(caps, target):
@@ -809,33 +938,54 @@ def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False) -> list[E
             continue
         best, misses = picked, 0
     if best and not quick:
-        best = _most_modes(order, keys, caps, best)
+        more = Work(work.limit)  # a budget of its own: holding every mode matters more than size
+        best = _most_modes(order, keys, caps, best, more)
+        work.spend(more.spent)
     return sorted((order[i] for i in best), key=lambda e: e.id or e.key)
 
 
-def _most_modes(order: list[Entry], keys: list[tuple[str, ...]], caps: list[Cap], best: list[int]) -> list[int]:
+def grows_past(
+    kept: list[Entry], share: float, classes: dict[str, float], per_seed: int | None, size: int, work: Work
+) -> bool:
+    """Whether the quick search of :func:`balance` finds a selection of ``kept`` of more
+    than ``size`` entries under the caps: sizes ``size + 1`` on, up to :func:`_gap` of them
+    (each size's greedy pass, and while ``work`` lasts a second order and exchanges). The
+    planning estimate of :func:`.build_adapt.grows`: one size's search, not every size's."""
+    order = sorted(kept, key=lambda e: e.id or e.key)
+    caps = _release_caps(kept, share, classes, per_seed)
+    keys = [tuple(group_of(e) for _, group_of, _ in caps) for e in order]
+    last = min(len(order), size + _gap(caps, size + 1))
+    return any(next(_fitting(order, keys, caps, n, work, quick=True), None) for n in range(size + 1, last + 1))
+
+
+def _most_modes(
+    order: list[Entry], keys: list[tuple[str, ...]], caps: list[Cap], best: list[int], work: Work
+) -> list[int]:
     """The selection released instead of the largest, ``best``: the one that holds the most
     failure modes among the selections of its size down to :data:`MODE_SIZE_SHARE` fewer
     traces (not below 10), the larger on a tie; the search stops at the first size that
     holds every mode of ``order``. A mode with few decisive items is not left out where
     another order, or a few traces less, keeps it: code_pair's R.3 was in no selection of
-    21 traces of one pool, and in one of 16."""
+    21 traces of one pool, and in one of 16. Only while ``work`` lasts."""
     everything = len({e.mode for e in order})
     floor = max(math.ceil(len(best) * (1 - MODE_SIZE_SHARE)), min(len(best), 10))
     fits = [best]
     for n in range(len(best), floor - 1, -1):
-        fits += _fitting(order, keys, caps, n)
+        if not work.left:
+            break
+        fits += _fitting(order, keys, caps, n, work)
         if max(len({order[i].mode for i in p}) for p in fits) == everything:
             break
     return max(fits, key=lambda p: (len({order[i].mode for i in p}), len(p)))
 
 
 def _fitting(
-    order: list[Entry], keys: list[tuple[str, ...]], caps: list[Cap], target: int, quick: bool = False
+    order: list[Entry], keys: list[tuple[str, ...]], caps: list[Cap], target: int, work: Work, quick: bool = False
 ) -> Iterator[list[int]]:
     """The selections of :func:`_selections` of exactly ``target`` entries of ``order``
     under which every cap holds with its groups known (:func:`_holds`)."""
-    for p in _selections(keys, _limits(keys, caps, target), target, quick):
+    for p in _selections(keys, _limits(keys, caps, target), target, work, quick):
+        work.spend(len(p))
         if len(p) == target and _holds([order[i] for i in p], caps):
             yield p
 
@@ -862,14 +1012,18 @@ def _gap(caps: list[Cap], target: int) -> int:
 
 
 def _selections(
-    keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int, quick: bool = False
+    keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int, work: Work, quick: bool = False
 ) -> Iterator[list[int]]:
     """Selections of up to ``target`` entries (indices) under ``limits``, one per order of
-    :func:`_orders`; none when a cap alone leaves no room for ``target``."""
+    :func:`_orders` (past the first only while ``work`` lasts); none when a cap alone
+    leaves no room for ``target``."""
+    work.spend(len(keys))
     if not _may_reach(keys, limits, target):
         return
-    for mix in _orders(keys, target, 0 if quick else FILL_TRIES):
-        yield [mix[i] for i in _fill([keys[i] for i in mix], limits, target)]
+    for n, mix in enumerate(_orders(keys, target, 0 if quick else FILL_TRIES)):
+        if n and not work.left:
+            return
+        yield [mix[i] for i in _fill([keys[i] for i in mix], limits, target, work)]
 
 
 def _orders(keys: list[tuple[str, ...]], target: int, shuffles: int = FILL_TRIES) -> Iterator[list[int]]:
@@ -895,15 +1049,17 @@ def _may_reach(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target
     return True
 
 
-def _fill(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int) -> list[int]:
+def _fill(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int, work: Work) -> list[int]:
     """Indices (into ``keys``, the entries' groups per cap, in order) of up to ``target``
     entries under ``limits``: taken in order while they fit, then grown by exchanges
     (an entry left out comes in for one taken whose groups it shares where it did not
-    fit, when that lets a further entry in), until ``target`` or no exchange helps."""
+    fit, when that lets a further entry in), until ``target``, no exchange helps or
+    ``work`` is spent (each entry checked against the counts is one evaluation)."""
     counts: list[Counter[str]] = [Counter() for _ in limits]
     inside: list[int] = []
 
     def fits(i: int, without: int | None = None) -> bool:
+        work.spend()
         return all(
             counts[j][k] + 1 - (without is not None and keys[without][j] == k) <= limits[j][k]
             for j, k in enumerate(keys[i])
@@ -920,22 +1076,41 @@ def _fill(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int
     for i in range(len(keys)):
         if len(inside) < target and fits(i):
             move(i, 1)
-    while len(inside) < target and _exchange(keys, inside, fits, move):
-        pass
+    if len(inside) < target and work.left:
+        work.spend(len(keys))
+        binding = _binding(keys, limits)
+        while len(inside) < target and work.left and _exchange(keys, binding, inside, fits, move, work):
+            pass
     return inside
+
+
+def _binding(keys: list[tuple[str, ...]], limits: list[dict[str, int]]) -> list[tuple[str | None, ...]]:
+    """Each entry's groups that can bind (more entries in the pool than the group's limit;
+    ``None`` for the others): two entries with the same binding groups fit, or not, alike."""
+    held = [Counter(row[j] for row in keys) for j in range(len(limits))]
+    return [tuple(k if held[j][k] > limits[j][k] else None for j, k in enumerate(row)) for row in keys]
 
 
 def _exchange(
     keys: list[tuple[str, ...]],
+    binding: list[tuple[str | None, ...]],
     inside: list[int],
     fits: Callable[..., bool],
     move: Callable[[int, int], None],
+    work: Work,
 ) -> bool:
-    """One exchange of :func:`_fill` that grows ``inside`` by one; ``False`` when none does."""
+    """One exchange of :func:`_fill` that grows ``inside`` by one; ``False`` when none does
+    or ``work`` runs out. A pair (in, out) that did not help is not tried again for
+    entries with the same ``binding`` groups (:func:`_binding`): they would fare alike."""
     outside = [i for i in range(len(keys)) if i not in inside]
+    failed: set[tuple[tuple[str | None, ...], tuple[str | None, ...]]] = set()
     for x in outside:
+        if not work.left:
+            return False
         for y in list(inside):
-            if not fits(x, without=y):
+            pair = (binding[x], binding[y])
+            if pair in failed or not fits(x, without=y):
+                failed.add(pair)
                 continue
             move(y, -1)
             move(x, 1)
@@ -945,6 +1120,7 @@ def _exchange(
                 return True
             move(x, -1)
             move(y, 1)
+            failed.add(pair)
     return False
 
 
@@ -1341,11 +1517,18 @@ __all__ = [
     "MANIFEST",
     "MAX_MODE_SHARE",
     "PROVENANCE",
+    "PLAN_WORK_PER_PAIR",
     "PUBLIC_FIELDS",
+    "WORK_FLOOR",
+    "WORK_PER_PAIR",
+    "Work",
     "balance",
     "build_warnings",
+    "grows_past",
     "compute_manifest",
     "journal_layout",
+    "order_id",
+    "seeded_order",
     "read_entries",
     "read_manifest",
     "revalidate",

@@ -50,6 +50,7 @@ def build(
     revalidate: bool = False,
     max_mode_share: float = MAX_MODE_SHARE,
     keep_detectable: bool = False,
+    keep_learnable: bool = False,
     export_validated: Path | None = None,
     ray: bool = False,
     ray_address: str | None = None,
@@ -93,6 +94,7 @@ def build(
         model=model,
         max_mode_share=max_mode_share,
         detect=not keep_detectable,
+        adversarial=not keep_learnable,
     )
     if shard is not None and (ray or ray_address):
         not_together("--shard", "--ray", expected="--shard K/N (job arrays) or --ray (Ray shards itself)")
@@ -175,7 +177,15 @@ def _run_with_progress(seeds: str, out: Path, opts: BuildOptions, *, force: bool
     try:
         result = asyncio.run(
             run_build(
-                seeds, out, opts, force=force, spread=spread, on_plan=on_plan, on_entry=on_entry, warn=output.warning
+                seeds,
+                out,
+                opts,
+                force=force,
+                spread=spread,
+                on_plan=on_plan,
+                on_entry=on_entry,
+                on_stage=output.echo,
+                warn=output.warning,
             )
         )
     finally:

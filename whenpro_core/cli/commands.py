@@ -589,6 +589,11 @@ def build(
         "--keep-detectable",
         help="Keep items a form-only baseline pins to their step (dropped as detectable by default).",
     ),
+    keep_learnable: bool = typer.Option(
+        False,
+        "--keep-learnable",
+        help="Keep items a learned attacker finds in most random splits (dropped as adversarial by default).",
+    ),
     export_validated: Path | None = typer.Option(
         None, "--export-validated", help="Write a release of the traces accepted in review to this folder (no SEEDS)."
     ),
@@ -639,6 +644,7 @@ def build(
         revalidate=revalidate,
         max_mode_share=max_mode_share,
         keep_detectable=keep_detectable,
+        keep_learnable=keep_learnable,
         export_validated=export_validated,
         ray=ray,
         ray_address=ray_address,
