@@ -150,6 +150,9 @@ class LLMServer:
             that clients never surface it.
         latency_s: fixed delay before every answer (for throughput benchmarks).
         structured: ``False`` rejects JSON-schema output requests with HTTP 400.
+        json_object: ``False`` also rejects ``response_format`` ``json_object`` (chat).
+        structured_status: the status of those rejections; 500 answers as llama-cpp-python
+            does (HTTP 500 whose message names the response_format type it accepts).
         tools: ``False`` rejects requests that carry tools (forced tool use) with HTTP 400.
         cache_min_tokens: shortest prefix (tokens) reported as cached (OpenAI uses 1024; an
             Anthropic breakpoint ending a shorter prefix caches nothing, 1024 for Sonnet).
@@ -161,12 +164,16 @@ class LLMServer:
         api_key: str | None = None,
         latency_s: float = 0.0,
         structured: bool = True,
+        json_object: bool = True,
+        structured_status: int = 400,
         tools: bool = True,
         cache_min_tokens: int = 0,
     ) -> None:
         self.api_key = api_key
         self.latency_s = latency_s
         self.structured = structured
+        self.json_object = json_object
+        self.structured_status = structured_status
         self.tools = tools
         self.cache_min_tokens = cache_min_tokens
         self.default_answer: Any = None
@@ -471,14 +478,18 @@ class _Handler(BaseHTTPRequestHandler):
             and isinstance(body.get("tool_choice"), dict)
             and body["tool_choice"].get("type") == "tool"
         )
-        if schema_asked and not llm.structured:
+        json_asked = api == "chat" and (body.get("response_format") or {}).get("type") == "json_object"
+        if (schema_asked and not llm.structured) or (json_asked and not llm.json_object):
             what = {
-                "chat": "response_format json_schema",
+                "chat": f"response_format {body['response_format'].get('type')}" if api == "chat" else "",
                 "responses": "text.format json_schema",
                 "messages": "output_config.format",
             }[api]
-            self._error(api, 400, f"{what} is not supported by this server")
-            return 400
+            message = f"{what} is not supported by this server"
+            if llm.structured_status >= 500:  # llama-cpp-python's words for an unknown type
+                message = f"[{{'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text'\"}}] {what}"
+            self._error(api, llm.structured_status, message)
+            return llm.structured_status
         if body.get("tools") and not llm.tools:
             self._error(api, 400, "tools are not supported by this server")
             return 400
