@@ -151,6 +151,9 @@ class LLMServer:
         latency_s: fixed delay before every answer (for throughput benchmarks).
         structured: ``False`` rejects JSON-schema output requests with HTTP 400.
         json_object: ``False`` also rejects ``response_format`` ``json_object`` (chat).
+        context_window: tokens of the context window the server reports (llama.cpp's
+            ``GET /props`` and ``GET /v1/models``) and enforces: a longer prompt gets HTTP 400
+            as llama.cpp answers it. ``None``: no window reported nor enforced.
         structured_status: the status of those rejections; 500 answers as llama-cpp-python
             does (HTTP 500 whose message names the response_format type it accepts).
         tools: ``False`` rejects requests that carry tools (forced tool use) with HTTP 400.
@@ -166,6 +169,7 @@ class LLMServer:
         structured: bool = True,
         json_object: bool = True,
         structured_status: int = 400,
+        context_window: int | None = None,
         tools: bool = True,
         cache_min_tokens: int = 0,
     ) -> None:
@@ -174,6 +178,8 @@ class LLMServer:
         self.structured = structured
         self.json_object = json_object
         self.structured_status = structured_status
+        self.context_window = context_window
+        self.over_window = 0
         self.tools = tools
         self.cache_min_tokens = cache_min_tokens
         self.default_answer: Any = None
@@ -404,7 +410,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, payload, headers=headers)
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        self._error(None, 404, f"no GET route {self.path}")
+        window = self.llm.context_window
+        path = self.path.split("?", 1)[0]
+        if window is not None and path.endswith("/props"):
+            self._send(200, {"default_generation_settings": {"n_ctx": window}, "total_slots": 1})
+        elif window is not None and path.endswith("/models"):
+            self._send(
+                200, {"object": "list", "data": [{"id": "smol", "object": "model", "meta": {"n_ctx_train": 8192}}]}
+            )
+        else:
+            self._error(None, 404, f"no GET route {self.path}")
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         llm = self.llm
@@ -492,6 +507,12 @@ class _Handler(BaseHTTPRequestHandler):
             return llm.structured_status
         if body.get("tools") and not llm.tools:
             self._error(api, 400, "tools are not supported by this server")
+            return 400
+        window_segs = segments(body)
+        asked = approx_tokens("".join(t for t, _, _ in window_segs)) + IMAGE_TOKENS * sum(i for _, _, i in window_segs)
+        if llm.context_window is not None and asked > llm.context_window:
+            llm.over_window += 1
+            self._error(api, 400, f"the request exceeds the available context size ({asked} tokens)")
             return 400
         if fault is not None and fault.kind == "wrong_format":
             text = WRONG_FORMAT_TEXT

@@ -20,13 +20,13 @@ request a backend sends); the answer's tokens and a margin are kept free.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from whenpro_core.attribution.prompts import ImagePart, Message, TextPart
 from whenpro_core.errors import WhenproError
 from whenpro_core.llm.fitting import CHARS_PER_TOKEN_FIT, estimate_tokens
 from whenpro_core.llm.fitting import prompt_limit as limit_of
-from whenpro_core.views.transcript import Transcript, cut_middle, water_level
+from whenpro_core.views.transcript import MIN_FIELD_CHARS, Transcript, cut_middle, water_level
 
 #: Fewest characters a field keeps in a windowed view (step-by-step, binary search).
 MIN_VIEW_CHARS = 60
@@ -83,12 +83,75 @@ def fitted_view(
     return view
 
 
-
 def room_chars(limit: int, fixed: Sequence[Message], view: Transcript) -> int:
     """Characters left for ``view``'s fields in a request of ``limit`` tokens whose other
     text is ``fixed`` messages built around ``view`` (their size less the fields')."""
     fixed_chars = request_tokens(fixed) * CHARS_PER_TOKEN_FIT - transcript_chars(view)
     return int(limit * CHARS_PER_TOKEN_FIT - fixed_chars)
+
+
+Build = Callable[[Transcript], list[Message]]
+
+
+def fit_view(
+    transcript: Transcript, coords: Sequence[str] | None, limit: int, build: Build, floor: int = MIN_VIEW_CHARS
+) -> Transcript:
+    """The view of ``coords`` (all blocks when ``None``) whose request ``build(view)``
+    fits ``limit`` tokens: whole when it fits, else with its longest fields cut (each
+    keeping at least ``floor`` characters, so it may still not fit: check
+    :func:`request_tokens`)."""
+    view = fitted_view(transcript, coords, 1 << 60)
+    messages = build(view)
+    if request_tokens(messages) <= limit:
+        return view
+    return fitted_view(transcript, coords, room_chars(limit, messages, view), floor)
+
+
+def fit_whole(transcript: Transcript, limit: int | None, build: Build, protocol: str) -> Transcript:
+    """The whole transcript cut to fit ``limit`` tokens as a budget cut would (fields keep
+    at least :data:`~whenpro_core.views.transcript.MIN_FIELD_CHARS`); ``transcript`` itself
+    when no limit is known or it fits.
+
+    Raises:
+        WindowError: even that cut does not fit (one line, naming the protocols that would).
+    """
+    if limit is None or request_tokens(build(transcript)) <= limit:
+        return transcript
+    view = fit_view(transcript, None, limit, build, MIN_FIELD_CHARS)
+    need = request_tokens(build(view))
+    if need > limit:
+        raise WindowError(
+            f"the trace does not fit the model's context window for {protocol}: about {need:,} prompt tokens "
+            f"at the shortest cut, {limit:,} fit",
+            expected="--protocol step-by-step or binary-search (they send a part of the trace per call)",
+        )
+    view.warnings[:0] = transcript.warnings
+    return view
+
+
+def largest_cap(fits: Callable[[int], bool], most: int) -> int:
+    """The largest field cap in ``[MIN_VIEW_CHARS, most]`` for which ``fits(cap)``
+    (``MIN_VIEW_CHARS`` when none does)."""
+    lo, hi = MIN_VIEW_CHARS, max(most, MIN_VIEW_CHARS)
+    if fits(hi):
+        return hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def capped(transcript: Transcript, cap: int) -> Transcript:
+    """A copy of ``transcript`` whose context and step fields keep at most ``cap``
+    characters each (first and last parts, a marker between)."""
+    view = fitted_view(transcript, None, 1 << 60)
+    view.context = [(label, cut_middle(text, cap)) for label, text in view.context]
+    for block in view.blocks:
+        block.fields = [(label, cut_middle(text, cap)) for label, text in block.fields]
+    return view
 
 
 def slide(messages: list[Message], limit: int) -> tuple[list[Message], int]:

