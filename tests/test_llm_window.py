@@ -13,9 +13,9 @@ from tests.support.cli import run_whenpro
 from whenpro_core.attribution.llm_judge import make_judge
 from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.window import WindowError
+from whenpro_core.formats.native import write_trace
 from whenpro_core.llm import open_backend
 from whenpro_core.llm.capabilities import server_info
-from whenpro_core.formats.native import write_trace
 from whenpro_core.trace.model import Trace
 
 WINDOW = 5000  # tokens: the system prompt (the taxonomy, ~2,900) and a few steps fit
@@ -78,9 +78,9 @@ def test_all_at_once_says_in_one_line_that_the_trace_does_not_fit(window_server,
 def test_all_at_once_cuts_a_trace_that_fits_once_cut(window_server, llm_settings):
     window_server.script({"agent_name": "coder", "step_number": "3", "error_mode": "R.3", "reason": "tax"})
     judge = make_judge(MODEL, settings=llm_settings(MODEL))
-    verdict = _run(long_trace(steps=3), "all-at-once", judge)
+    verdict = _run(long_trace(steps=1, chars=20000), "all-at-once", judge)
     assert (verdict.agent, verdict.step) == ("coder", "3") and window_server.over_window == 0
-    assert any("cut to fit" in w for w in verdict.warnings)
+    assert any("cut to fit" in w for w in verdict.warnings), verdict.warnings
 
 
 def test_a_preset_request_is_cut_by_the_backend(window_server, llm_settings):
@@ -112,11 +112,18 @@ def test_bench_records_the_window_error_and_goes_on(window_server, llm_settings,
     window_server.respond_with(lambda body: {"agent_name": "coder", "step_number": "3", "error_mode": "R.3"})
     out = tmp_path / "results.jsonl"
     result = run_whenpro(
-        "bench", str(folder), "--model", MODEL, "--base-url", window_server.openai_base_url, "--out", str(out),
+        "bench",
+        str(folder),
+        "--model",
+        MODEL,
+        "--base-url",
+        window_server.openai_base_url,
+        "--out",
+        str(out),
         env={"WHENPRO_MAX_RETRIES": "0"},
     )
     assert result.returncode == 0, result.stderr
     records = [line for line in out.read_text().splitlines() if line.strip()]
     assert len(records) == 2
-    assert any("does not fit the model's context window" in r for r in records)
+    assert any("does not fit the model's context window" in r for r in records), records
     assert window_server.over_window == 0

@@ -158,6 +158,9 @@ class MeteredJudge:
         self.model = judge.model
         self.multimodal = judge.multimodal
         self.budget_tokens = judge.budget_tokens
+        #: The wrapped judge's context window and answer size (protocols fit requests to them).
+        self.context_window: int | None = getattr(judge, "context_window", None)
+        self.answer_tokens: int = getattr(judge, "answer_tokens", 0)
         self.asked = 0
         self.usage = Usage()
         self.spent = Usage()

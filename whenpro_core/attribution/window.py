@@ -21,15 +21,44 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
-from whenpro_core.attribution.prompts import ImagePart, Message, TextPart
+from whenpro_core.attribution.prompts import ImagePart, Message, TextPart, system_prompt
 from whenpro_core.errors import WhenproError
 from whenpro_core.llm.fitting import CHARS_PER_TOKEN_FIT, estimate_tokens
 from whenpro_core.llm.fitting import prompt_limit as limit_of
+from whenpro_core.trace.taxonomy import Taxonomy
 from whenpro_core.views.transcript import MIN_FIELD_CHARS, Transcript, cut_middle, water_level
 
+#: Characters of the marker :func:`~whenpro_core.views.transcript.cut_middle` puts in a cut field.
+MARKER_CHARS = 40
 #: Fewest characters a field keeps in a windowed view (step-by-step, binary search).
 MIN_VIEW_CHARS = 60
+
+
+#: Share of a request's tokens the system prompt (instructions and taxonomy) may take.
+SYSTEM_SHARE = 1 / 3
+
+
+def fit_taxonomy(taxonomy: Taxonomy, judge: object) -> tuple[Taxonomy, str | None]:
+    """The taxonomy as the judge's system prompt can hold it: whole, or (a small window)
+    one line per mode (its meaning), or its codes and names only, whichever first keeps
+    the system prompt within :data:`SYSTEM_SHARE` of the request. Returns it and a note
+    when shortened."""
+    limit = prompt_limit(judge)
+
+    def fits(candidate: Taxonomy) -> bool:
+        return (
+            limit is None or request_tokens([Message.text("system", system_prompt(candidate))]) <= limit * SYSTEM_SHARE
+        )
+
+    if fits(taxonomy):
+        return taxonomy, None
+    meanings = Taxonomy([replace(m, description="") for m in taxonomy], taxonomy.source)
+    if fits(meanings):
+        return meanings, "the failure-mode taxonomy was sent one line per mode to fit the model's context window"
+    names = Taxonomy([replace(m, description="", meaning="") for m in taxonomy], taxonomy.source)
+    return names, "the failure-mode taxonomy was sent as codes and names only to fit the model's context window"
 
 
 class WindowError(WhenproError):
@@ -75,7 +104,8 @@ def fitted_view(
     sizes = [len(t) for _, t in view.context] + [len(t) for b in view.blocks for _, t in b.fields]
     if sum(sizes) <= max_chars or not sizes:
         return view
-    cap = max(water_level(sizes, max(max_chars, 0)), floor)
+    room = max_chars - MARKER_CHARS * len(sizes)  # each cut field gains an "omitted" marker
+    cap = max(water_level(sizes, max(room, 0)), floor)
     view.context = [(label, cut_middle(text, cap)) for label, text in view.context]
     for block in view.blocks:
         block.fields = [(label, cut_middle(text, cap)) for label, text in block.fields]

@@ -57,7 +57,7 @@ def fit_request(request: LLMRequest, limit: int) -> tuple[LLMRequest, str | None
         return request, None
     texts = [request.system or ""] + [p.text for m in request.messages for p in m.content if isinstance(p, TextPart)]
     other = need - estimate_tokens(sum(len(t) for t in texts))
-    room = max(int((limit - other) * CHARS_PER_TOKEN_FIT), 0)
+    room = max(int((limit - other) * CHARS_PER_TOKEN_FIT) - 40 * len(texts), 0)  # 40: cut_middle's marker
     cap = max(water_level([len(t) for t in texts], room), MIN_PART_CHARS)
     messages = [
         Message(
