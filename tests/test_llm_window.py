@@ -5,6 +5,7 @@ so no request is refused (the server counts refusals in ``over_window``)."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -127,3 +128,26 @@ def test_bench_records_the_window_error_and_goes_on(window_server, llm_settings,
     assert len(records) == 2
     assert any("does not fit the model's context window" in r for r in records), records
     assert window_server.over_window == 0
+
+
+def test_models_probe_shows_what_the_server_reports(window_server):
+    window_server.structured = False
+    window_server.structured_status = 500  # as llama-cpp-python
+    window_server.script("{}")  # the json_object probe's answer
+    result = run_whenpro(
+        "models", "--probe", "--model", MODEL, "--base-url", window_server.openai_base_url, columns=200
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"server        {window_server.openai_base_url}") and "(llama.cpp)" in lines[0]
+    assert lines[1] == "models        smol"
+    assert lines[2] == "context       5,000 tokens (from /props n_ctx)"
+    assert lines[3] == "structured    json_object (json_schema refused)"
+
+
+def test_models_probe_of_a_server_that_reports_nothing(llm_server):
+    llm_server.script('{"ok": true}')
+    result = run_whenpro("models", "--probe", "--model", MODEL, "--base-url", llm_server.openai_base_url, "--json")
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["context_window"] is None and found["structured_output"] == "json_schema"

@@ -348,13 +348,18 @@ def models(
     model: str | None = typer.Option(
         None, "--model", "-m", help="A provider:model to resolve (default: the configured one)."
     ),
-    base_url: str | None = typer.Option(None, "--base-url", help="Base URL for the model's provider."),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    probe: bool = typer.Option(
+        False,
+        "--probe",
+        help="Ask the model's OpenAI-compatible server what it serves: models, context window, structured output.",
+    ),
 ) -> None:
     """Show the LLM configuration: default model, providers (base URL, key set or not), defaults, prices."""
     from whenpro_core.cli import tools
 
-    tools.models(model, base_url=base_url, as_json=json_out)
+    tools.models(model, base_url=base_url, as_json=json_out, probe=probe)
 
 
 def bench(

@@ -457,7 +457,7 @@ def open_backend(
             "'heuristic' is not an LLM backend",
             expected="a provider:model name (the heuristic protocol needs no backend)",
         )
-    base_url, api_key, server = _endpoint(spec, settings)
+    base_url, api_key, server = served_at(spec, settings)
     if cache is None and settings.cache:
         cache = ResponseCache()
     return Backend(
@@ -471,7 +471,7 @@ def open_backend(
     )
 
 
-def _endpoint(spec: ModelSpec, settings: Settings) -> tuple[str, str, ServerInfo | None]:
+def served_at(spec: ModelSpec, settings: Settings) -> tuple[str, str, ServerInfo | None]:
     """``(base_url, api_key, server)``: a ``local:`` model's server is started (or reused)
     here; an OpenAI-compatible server is probed once per run."""
     if spec.provider == "local" and not settings.base_url:
