@@ -151,3 +151,17 @@ def test_models_probe_of_a_server_that_reports_nothing(llm_server):
     assert result.returncode == 0, result.stderr
     found = json.loads(result.stdout)
     assert found["context_window"] is None and found["structured_output"] == "json_schema"
+
+
+def test_a_window_named_in_an_overflow_error_is_learnt(window_server, llm_settings):
+    """A server that enforces its window without reporting it (llama-cpp-python): the first
+    overflowing request's HTTP 400 names it; whenpro asks again fitted, and fits every
+    later request of the run."""
+    window_server.report_window = False
+    window_server.respond_with(lambda body: {"decisive": False, "half": "first", "error_mode": "R.3"})
+    judge = make_judge(MODEL, settings=llm_settings(MODEL))
+    assert judge.context_window is None
+    verdict = _run(long_trace(), "binary-search", judge)
+    assert window_server.over_window == 1  # the first request only
+    assert any("context window is 5,000 tokens" in w for w in verdict.warnings)
+    assert verdict.step == "1"

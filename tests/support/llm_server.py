@@ -179,6 +179,8 @@ class LLMServer:
         self.json_object = json_object
         self.structured_status = structured_status
         self.context_window = context_window
+        #: ``False``: the window is enforced but not reported (as llama-cpp-python's server).
+        self.report_window = True
         self.over_window = 0
         self.tools = tools
         self.cache_min_tokens = cache_min_tokens
@@ -410,7 +412,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, payload, headers=headers)
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        window = self.llm.context_window
+        window = self.llm.context_window if self.llm.report_window else None
         path = self.path.split("?", 1)[0]
         if window is not None and path.endswith("/props"):
             self._send(200, {"default_generation_settings": {"n_ctx": window}, "total_slots": 1})
@@ -512,7 +514,7 @@ class _Handler(BaseHTTPRequestHandler):
         asked = approx_tokens("".join(t for t, _, _ in window_segs)) + IMAGE_TOKENS * sum(i for _, _, i in window_segs)
         if llm.context_window is not None and asked > llm.context_window:
             llm.over_window += 1
-            self._error(api, 400, f"the request exceeds the available context size ({asked} tokens)")
+            self._error(api, 400, f"Requested tokens ({asked}) exceed context window of {llm.context_window}")
             return 400
         if fault is not None and fault.kind == "wrong_format":
             text = WRONG_FORMAT_TEXT

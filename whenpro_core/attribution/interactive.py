@@ -158,13 +158,22 @@ class MeteredJudge:
         self.model = judge.model
         self.multimodal = judge.multimodal
         self.budget_tokens = judge.budget_tokens
-        #: The wrapped judge's context window and answer size (protocols fit requests to them).
-        self.context_window: int | None = getattr(judge, "context_window", None)
-        self.answer_tokens: int = getattr(judge, "answer_tokens", 0)
         self.asked = 0
         self.usage = Usage()
         self.spent = Usage()
         self.closed = False
+
+    @property
+    def context_window(self) -> int | None:
+        """The wrapped judge's context window (protocols fit requests to it), if known."""
+        window = getattr(self.judge, "context_window", None)
+        return window if isinstance(window, int) else None
+
+    @property
+    def answer_tokens(self) -> int:
+        """The wrapped judge's most answer tokens (0 when it does not say)."""
+        tokens = getattr(self.judge, "answer_tokens", 0)
+        return tokens if isinstance(tokens, int) else 0
 
     @property
     def retry_note(self) -> str | None:

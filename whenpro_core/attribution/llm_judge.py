@@ -49,11 +49,17 @@ class LLMJudge:
         self.multimodal = multimodal
         self.budget_tokens = budget_tokens
         self.use_cache = use_cache
-        #: The context window the server reported (protocols fit their requests to it,
-        #: :mod:`whenpro_core.attribution.window`); ``None`` when it did not report one.
-        self.context_window: int | None = backend.context_window if backend.window_reported else None
-        #: Most tokens an answer may take.
-        self.answer_tokens = backend.answer_tokens()
+
+    @property
+    def context_window(self) -> int | None:
+        """The context window the server reported or named in an error (protocols fit their
+        requests to it, :mod:`whenpro_core.attribution.window`); ``None`` while unknown."""
+        return self.backend.context_window if self.backend.window_reported else None
+
+    @property
+    def answer_tokens(self) -> int:
+        """Most tokens an answer may take."""
+        return self.backend.answer_tokens()
 
     async def ask(
         self,

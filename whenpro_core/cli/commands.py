@@ -693,6 +693,7 @@ def watch(
         help="heuristic (offline) or step-by-step. Default: step-by-step with --model, else heuristic.",
     ),
     model: str | None = typer.Option(None, "--model", "-m", help="provider:model, e.g. openai:gpt-4.1"),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     budget_calls: int | None = typer.Option(None, "--budget-calls", min=0, help="Stop judging after N LLM calls."),
     budget_tokens: int | None = typer.Option(
         None, "--budget-tokens", min=0, help="Stop judging after N tokens (input + output)."
@@ -729,6 +730,7 @@ def watch(
     Exit status: 0 no decisive error flagged, 1 a decisive error flagged, 2 bad input or usage."""
     from whenpro_core.cli import live
 
+    use_base_url(base_url)
     live.watch(
         file,
         otlp=otlp,

@@ -26,14 +26,20 @@ import logging
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from whenpro_core.config import Settings, load_settings
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.llm import anthropic_backend, openai_backend
 from whenpro_core.llm.cache import ResponseCache, request_key, response_from_entry, response_to_entry
-from whenpro_core.llm.capabilities import ServerInfo, error_text, names_structured_output, server_info
+from whenpro_core.llm.capabilities import (
+    ServerInfo,
+    error_text,
+    names_structured_output,
+    server_info,
+    window_in_error,
+)
 from whenpro_core.llm.endpoints import require_endpoint
 from whenpro_core.llm.failures import backend_error, describe_failure
 from whenpro_core.llm.fitting import fit_request, prompt_limit
@@ -332,6 +338,9 @@ class Backend:
                 return raw, mode, attempts - 1, warnings
             except _Failed as failed:
                 status = status_of(failed.exc)
+                window = window_in_error(failed.exc) if self.server is not None and not self.window_reported else None
+                if window is not None:
+                    return await self._refit(client, request, params, window, warnings)
                 if _refuses_structure(mode, failed.exc) and i + 1 < len(ladder):
                     nxt = ladder[i + 1]
                     rejected.append(mode)
@@ -341,6 +350,22 @@ class Backend:
                     continue
                 raise self._backend_error(failed.exc, failed.attempts) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _refit(
+        self, client: Any, request: LLMRequest, params: Params, window: int, warnings: list[str]
+    ) -> tuple[RawResult, StructuredMode, int, list[str]]:
+        """The server refused a prompt longer than its ``window``, which it had not reported:
+        remember the window for the run (every later request is fitted to it) and ask again,
+        fitted, once."""
+        assert self.server is not None
+        self.server.context_window, self.server.context_source = window, "the server's overflow error"
+        params = replace(params, max_tokens=self.answer_tokens(params.max_tokens))
+        request, note = fit_request(request, prompt_limit(window, params.max_tokens))
+        warnings.append(f"the server's context window is {window:,} tokens (said when a prompt overflowed it)")
+        if note:
+            warnings.append(note)
+        raw, mode, retries, more = await self._call(client, request, params)
+        return raw, mode, retries, warnings + more
 
     def _remember_refused(self, modes: list[StructuredMode]) -> None:
         """Remember structured-output modes the server refused (per backend, and per base

@@ -22,6 +22,7 @@ backend on that base URL remembers it; ``whenpro models --probe`` tries it with 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -271,6 +272,29 @@ def names_structured_output(status: int | None, message: str) -> bool:
         return True
     text = message.lower()
     return any(word in text for word in _STRUCTURED_WORDS)
+
+
+#: How servers name their window when a prompt overflows it: llama-cpp-python ("exceed
+#: context window of 2048"), vLLM/OpenAI ("maximum context length is 2048 tokens"),
+#: llama.cpp's server (``"n_ctx": 2048`` in its error body).
+_WINDOW_IN_ERROR = (
+    re.compile(r"context window of (\d+)", re.IGNORECASE),
+    re.compile(r"maximum context length is (\d+)", re.IGNORECASE),
+    re.compile(r'"n_ctx":\s*(\d+)'),
+)
+
+
+def window_in_error(exc: BaseException) -> int | None:
+    """The context window a server names in an HTTP 400 refusing an overflowing prompt,
+    else ``None``."""
+    if getattr(exc, "status_code", None) != 400:
+        return None
+    text = error_text(exc)
+    for pattern in _WINDOW_IN_ERROR:
+        found = pattern.search(text)
+        if found and int(found.group(1)) > 0:
+            return int(found.group(1))
+    return None
 
 
 def error_text(exc: BaseException) -> str:
