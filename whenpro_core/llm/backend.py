@@ -42,7 +42,7 @@ from whenpro_core.llm.capabilities import (
 )
 from whenpro_core.llm.endpoints import require_endpoint
 from whenpro_core.llm.failures import backend_error, describe_failure
-from whenpro_core.llm.fitting import fit_request, prompt_limit
+from whenpro_core.llm.fitting import estimate_tokens, fit_request, prompt_limit
 from whenpro_core.llm.models import ModelSpec, context_window, parse_model
 from whenpro_core.llm.pricing import Price, cost_usd, find_price
 from whenpro_core.llm.retry import is_retryable, make_wait, status_of, stop_when_refused_twice
@@ -206,7 +206,7 @@ class Backend:
         )
         fit_note = None
         if self.window_reported:
-            request, fit_note = fit_request(request, prompt_limit(self.context_window, params.max_tokens))
+            request, fit_note = fit_request(request, self._prompt_limit(request, params))
         key = None
         if self._cache is not None and cache is not False:
             key = request_key(self.spec, self.base_url, request, params)
@@ -351,6 +351,14 @@ class Backend:
                 raise self._backend_error(failed.exc, failed.attempts) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _prompt_limit(self, request: LLMRequest, params: Params) -> int:
+        """Prompt tokens a request may hold in the known window: less the answer, and less
+        the schema instruction the ``json`` mode adds to chat requests."""
+        limit = prompt_limit(self.context_window, params.max_tokens)
+        if request.output_model is not None and self.spec.api == "chat":
+            limit -= estimate_tokens(len(openai_backend.schema_instruction(request.output_model)), messages=1)
+        return max(1, limit)
+
     async def _refit(
         self, client: Any, request: LLMRequest, params: Params, window: int, warnings: list[str]
     ) -> tuple[RawResult, StructuredMode, int, list[str]]:
@@ -360,7 +368,7 @@ class Backend:
         assert self.server is not None
         self.server.context_window, self.server.context_source = window, "the server's overflow error"
         params = replace(params, max_tokens=self.answer_tokens(params.max_tokens))
-        request, note = fit_request(request, prompt_limit(window, params.max_tokens))
+        request, note = fit_request(request, self._prompt_limit(request, params))
         warnings.append(f"the server's context window is {window:,} tokens (said when a prompt overflowed it)")
         if note:
             warnings.append(note)
@@ -448,8 +456,8 @@ _FORMS: dict[str, str] = {"schema": "json_schema", "json": "json_object"}
 def _refuses_structure(mode: StructuredMode, exc: BaseException) -> bool:
     """Whether a failed call in ``mode`` is the server refusing structured output (then
     the next mode is tried, never a retry of the same request)."""
-    if mode not in ("schema", "json", "tool"):
-        return False
+    if mode not in ("schema", "json", "tool") or window_in_error(exc) is not None:
+        return False  # a prompt longer than the window is not about the format
     return names_structured_output(status_of(exc), error_text(exc))
 
 

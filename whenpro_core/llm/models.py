@@ -91,14 +91,14 @@ def parse_model(name: str, *, api: Literal["chat", "responses"] = "chat") -> Mod
         )
     if provider not in PROVIDERS:
         raise ConfigError(f"unknown model provider '{_show(provider)}' in '{_show(raw)}'", expected=ACCEPTED_FORMS)
+    if provider == "local" and model and model.isprintable():
+        return ModelSpec(provider="local", model=model, api="chat")  # a GGUF path (any file name) or an alias
     if not model or not _MODEL_RE.match(model):
         raise ConfigError(f"missing or malformed model id in '{_show(raw)}'", expected=ACCEPTED_FORMS)
     if provider == "anthropic":
         wire: Api = "messages"
     elif provider == "openai-responses":
         wire = "responses"
-    elif provider == "local":
-        wire = "chat"
     else:
         wire = api
     return ModelSpec(provider=cast(Provider, provider), model=model, api=wire)  # checked against PROVIDERS above
