@@ -23,12 +23,12 @@ import copy
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from whenpro_core.attribution.prompts import ImagePart, Message, TextPart, system_prompt
+from whenpro_core.attribution.prompts import ImagePart, Message, system_prompt
 from whenpro_core.errors import WhenproError
 from whenpro_core.llm.fitting import CHARS_PER_TOKEN_FIT, estimate_tokens
 from whenpro_core.llm.fitting import prompt_limit as limit_of
 from whenpro_core.trace.taxonomy import Taxonomy
-from whenpro_core.views.transcript import MIN_FIELD_CHARS, Transcript, cut_middle, water_level
+from whenpro_core.views.transcript import MIN_FIELD_CHARS, TextPart, Transcript, cut_middle, water_level
 
 #: Characters of the marker :func:`~whenpro_core.views.transcript.cut_middle` puts in a cut field.
 MARKER_CHARS = 40

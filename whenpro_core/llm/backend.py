@@ -327,7 +327,7 @@ class Backend:
         self, client: Any, request: LLMRequest, params: Params
     ) -> tuple[RawResult, StructuredMode, int, list[str]]:
         warnings: list[str] = []
-        rejected: list[str] = []
+        rejected: list[StructuredMode] = []
         ladder = self._ladder(request)
         for i, mode in enumerate(ladder):
             try:

@@ -102,7 +102,7 @@ def prompt_budget(backend: Any) -> int:
     When the server reported its window, half of it less the answer (the instructions
     around the transcript need the rest; the backend cuts a request that still overflows)."""
     if getattr(backend, "window_reported", False):
-        return max(200, backend.context_window // 2 - backend.answer_tokens())
+        return max(200, int(backend.context_window) // 2 - int(backend.answer_tokens()))
     max_out = backend.settings.max_tokens or 4096
     return max(4_000, int(context_window(backend.name) * 0.8) - max_out)
 

@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     from llama_cpp.server.__main__ import main as serve
 
     sys.argv = ["llama_cpp.server", *args]
-    serve()
+    serve()  # type: ignore[no-untyped-call]  # llama-cpp-python leaves main() unannotated
 
 
 if __name__ == "__main__":
