@@ -1,4 +1,4 @@
-"""``python -m whenpro_core.llm.llama_server [--no-repack] ARGS``: llama-cpp-python's
+"""``python -m whenpro_core.llm.llama_server [--no-repack] [--parent-pid PID] ARGS``: llama-cpp-python's
 OpenAI-compatible server (``python -m llama_cpp.server ARGS``), as
 :mod:`whenpro_core.llm.local_server` starts it for ``local:`` models.
 
@@ -6,12 +6,17 @@ OpenAI-compatible server (``python -m llama_cpp.server ARGS``), as
 repacking, AMX tiles): some virtual machines report AMX but fault on its first tile
 instruction (a general protection fault in ``libggml-cpu``), which kills the server on its
 first answer. :mod:`~whenpro_core.llm.local_server` restarts a server that dies so with
-this flag. Needs the ``whenpro[local]`` extra.
+this flag. ``--parent-pid`` ends the server when that process (the whenpro run that
+started it) is gone, however it ended (a killed run runs no exit handler). Needs the
+``whenpro[local]`` extra.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+import time
 
 
 def _without_extra_buffers() -> None:
@@ -29,9 +34,24 @@ def _without_extra_buffers() -> None:
     low.llama_model_default_params = params
 
 
+def _end_with(parent: int) -> None:
+    """End this process once ``parent`` is no longer its parent (checked every second)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="whenpro-parent-watch", daemon=True).start()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the server with ``argv`` (default: this process's arguments)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if "--parent-pid" in args:
+        at = args.index("--parent-pid")
+        _end_with(int(args[at + 1]))
+        del args[at : at + 2]
     if "--no-repack" in args:
         args.remove("--no-repack")
         _without_extra_buffers()

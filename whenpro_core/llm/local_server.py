@@ -14,7 +14,8 @@ but fault on it: :mod:`whenpro_core.llm.llama_server`) it is started again with
 ``--no-repack``. A server this process started is stopped when the
 process exits (:func:`stop_servers`, also registered with :mod:`atexit`); its output goes
 to ``local-server-<port>.log`` in the cache folder, whose last line names the cause when
-it does not start.
+it does not start. The server also ends by itself when the process that started it is gone
+(killed: no exit handler ran).
 """
 
 from __future__ import annotations
@@ -234,6 +235,8 @@ def _launch(path: Path, alias: str, window: int, *, repack: bool) -> LocalServer
         "-m",
         "whenpro_core.llm.llama_server",
         *([] if repack else ["--no-repack"]),
+        "--parent-pid",
+        str(os.getpid()),
         "--model",
         str(path),
         "--model_alias",
