@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -139,7 +140,8 @@ def row(subset: str, protocol: str, c: Cell) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("real", nargs="?", type=Path, default=ROOT.parent / "shared" / "real_traces")
+    default = os.environ.get("WHENPRO_REAL_TRACES") or ROOT.parent / "shared" / "real_traces"
+    ap.add_argument("real", nargs="?", type=Path, default=Path(default))
     ap.add_argument("--limit", type=int, default=2, help="traces per subset (shortest first)")
     ap.add_argument("--protocols", default=",".join(PROTOCOLS))
     ap.add_argument("--window", type=int, default=4096, help="context window of the server started here")

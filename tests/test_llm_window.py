@@ -128,6 +128,7 @@ def test_bench_records_the_window_error_and_goes_on(window_server, llm_settings,
     assert len(records) == 2
     assert any("does not fit the model's context window" in r for r in records), records
     assert window_server.over_window == 0
+    assert "verdicts read: 1 of 1 name an agent or a step (parse rate)" in result.stderr
 
 
 def test_models_probe_shows_what_the_server_reports(window_server):

@@ -70,7 +70,7 @@ def test_every_protocol_in_a_bench_then_its_resume(real_model, tmp_path):
     assert sorted(r["protocol"] for r in rows) == ["all-at-once", "binary-search", "hybrid", "step-by-step"]
     assert all(r["error"] is None for r in rows), [r["error"] for r in rows]
     assert all(r["prediction"]["usage"]["calls"] >= 1 for r in rows)
-    print(f"parse rate (real model, 4 protocols): {parse_rate(rows)}")
+    assert f"verdicts read: {parse_rate(rows).replace('/', ' of ')} name an agent or a step" in first.stderr
     again = run_whenpro(*args, env=whenpro_env(real_model), timeout=RUN_S)
     assert again.returncode == 0, again.stderr
     assert "4 already in" in again.stderr and "0 to run" in again.stderr

@@ -183,6 +183,7 @@ def run_on_ray(
         def add(index: int, stats: runner.RunStats) -> None:
             total.written += stats.written
             total.errors += stats.errors
+            total.read, total.judged = total.read + stats.read, total.judged + stats.judged
             total.seconds = max(total.seconds, stats.seconds)
             total.usage, total.spent = total.usage.add(stats.usage), total.spent.add(stats.spent)
             for kind, n in stats.kinds.items():

@@ -304,10 +304,13 @@ class TraceLoads:
 class RunStats:
     """What a run did: records ``written``, of which ``errors`` failed (by ``kinds``),
     the wall-clock ``seconds``, the ``usage`` behind the written records (response-cache
-    hits at their original cost) and what this run ``spent``."""
+    hits at their original cost) and what this run ``spent``; ``read`` LLM verdicts that
+    name an agent or a step, of ``judged`` LLM records without an error (the parse rate)."""
 
     written: int = 0
     errors: int = 0
+    read: int = 0
+    judged: int = 0
     kinds: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     usage: Usage = field(default_factory=Usage)
@@ -394,6 +397,9 @@ async def run_items(
             if rec.error:
                 stats.errors += 1
                 stats.kinds[rec.error_kind or "?"] = stats.kinds.get(rec.error_kind or "?", 0) + 1
+            elif rec.prediction is not None and item.model in judges:
+                stats.judged += 1
+                stats.read += bool(rec.prediction.agent or rec.prediction.step)
             if on_record:
                 on_record(rec)
             streak[item.model] = streak.get(item.model, 0) + 1 if rec.error_kind == "backend" else 0

@@ -384,6 +384,8 @@ def _say_ran(stats: runner.RunStats, llm: bool, err: Console) -> None:
     )
     if llm:
         _say(err, spending_line(stats.usage, stats.spent))
+        if stats.judged:
+            _say(err, f"verdicts read: {stats.read} of {stats.judged} name an agent or a step (parse rate)")
 
 
 def _raise_backend_failures(stats: runner.RunStats, path: Path) -> None:
