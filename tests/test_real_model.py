@@ -107,7 +107,7 @@ def test_presets_on_who_and_when_traces(real_model, real_traces, tmp_path):
             timeout=RUN_S,
         )
         assert result.returncode == 0, (preset, protocol, result.stderr)
-        verdict = json.loads(result.stdout)
+        verdict = json.loads(result.stdout)["attribution"]
         assert verdict["usage"]["calls"] >= 1 and verdict["model"] == real_model.model
 
 
@@ -133,7 +133,7 @@ def test_a_trace_longer_than_the_window(real_model, tmp_path):
         timeout=RUN_S,
     )
     assert halves.returncode == 0, halves.stderr
-    verdict = json.loads(halves.stdout)
+    verdict = json.loads(halves.stdout)["attribution"]
     assert verdict["step"] is not None and any("context window" in w for w in verdict["warnings"])
 
 
@@ -220,7 +220,7 @@ def test_counterfactual_with_a_model(real_model, tmp_path):
         timeout=RUN_S,
     )
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["protocol"] == "counterfactual"
+    assert json.loads(result.stdout)["attribution"]["protocol"] == "counterfactual"
 
 
 def test_the_live_judge_follows_a_run(real_model, tmp_path):
@@ -264,7 +264,7 @@ def test_a_local_model_reuses_the_running_server(real_model, tmp_path):
         timeout=RUN_S,
     )
     assert result.returncode == 0, result.stderr
-    verdict = json.loads(result.stdout)
+    verdict = json.loads(result.stdout)["attribution"]
     assert verdict["model"] == "local:smollm2" and verdict["usage"]["calls"] == 1
     assert pid_alive(real_model.server.pid)
     assert len(list(real_model.cache_dir.glob("local-server-*.log"))) <= 2  # the session's (and a restart's) only
