@@ -149,7 +149,9 @@ def format_models(info: dict[str, Any]) -> str:
     rows = [("provider", "API", "base URL", "key")]
     for p in info["providers"]:
         url = p["base_url"] or "(none: set a base URL)"
-        if p["base_url_source"] not in ("default", "unset"):
+        if p["base_url_source"] == "started for the run":
+            url = "(a llama.cpp server started for the run)"
+        elif p["base_url_source"] not in ("default", "unset"):
             url += f"  [{p['base_url_source']}]"
         rows.append((p["provider"], p["api"], url, p["key"]))
     lines += _table(rows)
