@@ -166,3 +166,19 @@ def test_a_window_named_in_an_overflow_error_is_learnt(window_server, llm_settin
     assert window_server.over_window == 1  # the first request only
     assert any("context window is 5,000 tokens" in w for w in verdict.warnings)
     assert verdict.step == "1"
+
+
+def test_a_step_by_step_conversation_slides_oldest_steps_first():
+    from whenpro_core.attribution.prompts import Message
+    from whenpro_core.attribution.window import request_tokens, slide
+
+    turns = [Message.text("system", "rules"), Message.text("user", "task and step 1")]
+    for n in range(1, 9):
+        turns += [Message.text("assistant", f"Decisive: No ({n})"), Message.text("user", f"step {n + 1} " + "x" * 300)]
+    limit = request_tokens(turns[:3] + turns[-4:]) + 40  # the note says what left
+    sent, dropped = slide(turns, limit)
+    assert request_tokens(sent) <= limit and dropped == 6
+    assert [m.role for m in sent] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert sent[:3] == turns[:3] and sent[-1] is turns[-1]
+    assert "The 6 steps asked about after the first are not shown again" in sent[3].plain()
+    assert slide(turns, 10**6) == (turns, 0)

@@ -184,6 +184,9 @@ def capped(transcript: Transcript, cap: int) -> Transcript:
     return view
 
 
+_SLID = "(The {n} steps asked about after the first are not shown again: each was judged not decisive.)\n"
+
+
 def slide(messages: list[Message], limit: int) -> tuple[list[Message], int]:
     """A step-by-step conversation (system, opening user turn with the first step, its
     answer, then user/assistant pairs, a user turn last) without its oldest pairs after
@@ -193,13 +196,12 @@ def slide(messages: list[Message], limit: int) -> tuple[list[Message], int]:
         return messages, 0
     head, rest = messages[:3], messages[3:]
     dropped = 0
-    while len(rest) > 1 and request_tokens(head + rest) > limit:
+    room = limit - estimate_tokens(len(_SLID.format(n=10_000)))  # the note takes some of it
+    while len(rest) > 1 and request_tokens(head + rest) > room:
         rest = rest[2:]
         dropped += 1
     if dropped:
-        note = TextPart(
-            f"(The {dropped} steps asked about after the first are not shown again: each was judged not decisive.)\n"
-        )
+        note = TextPart(_SLID.format(n=dropped))
         first = rest[0]
         rest = [Message("user", [note, *first.parts], first.cache_breakpoint), *rest[1:]]
     return head + rest, dropped
