@@ -11,7 +11,7 @@ trace. whenpro's response cache is off; the server is started once for the run (
 protocols do (docs/architecture.md, 'The context window'); all-at-once counts a trace it cannot
 fit as an error.
 
-Usage: ``python benchmarks/real_model.py [--limit N] [--protocols a,b] [--window TOKENS]
+Usage: ``python benchmarks/real_model.py [--limit N] [--protocols a,b] [--subsets ag,hc,samples] [--window TOKENS]
 [--max-tokens N] [--base-url URL] [REAL_TRACES_DIR]``. Slow on a shared CPU: the default
 ``--limit 2`` (traces per Who&When subset) keeps a run to minutes.
 """
@@ -67,17 +67,21 @@ class Cell:
     seconds: float = 0.0
 
 
-def traces_of(real: Path, limit: int) -> dict[str, list[Trace]]:
-    """The labelled failed traces of each subset (shortest first, ``limit`` each) and the
-    bundled samples."""
+def traces_of(real: Path, limit: int, only: set[str]) -> dict[str, list[Trace]]:
+    """The labelled failed traces of each subset named in ``only`` (``ag``, ``hc``,
+    ``samples``; shortest first, ``limit`` each)."""
     out: dict[str, list[Trace]] = {}
-    for name, rel in SUBSETS.items():
+    for key, (name, rel) in zip(("ag", "hc"), SUBSETS.items(), strict=True):
+        if key not in only:
+            continue
         folder = real / rel
         if not folder.is_dir():
             print(f"skipped {name}: no folder {folder}", file=sys.stderr)
             continue
         files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_size)[:limit]
         out[name] = [load_trace(str(f)) for f in files]
+    if "samples" not in only:
+        return out
     rows = [r for r in walk(ROOT / "sample_traces") if r.error is None and r.gt_step is not None]
     samples = [t for t in (load_trace(r.ref()) for r in rows) if _labelled(t)]
     out["bundled samples"] = samples[:limit]
@@ -144,6 +148,7 @@ def main() -> None:
     ap.add_argument("real", nargs="?", type=Path, default=Path(default))
     ap.add_argument("--limit", type=int, default=2, help="traces per subset (shortest first)")
     ap.add_argument("--protocols", default=",".join(PROTOCOLS))
+    ap.add_argument("--subsets", default="ag,hc,samples", help="ag (Algorithm-Generated), hc (Hand-Crafted), samples")
     ap.add_argument("--window", type=int, default=4096, help="context window of the server started here")
     ap.add_argument("--max-tokens", type=int, default=64, help="answer tokens per call")
     ap.add_argument("--base-url", default=None, help="a running llama.cpp server (default: start one)")
@@ -157,7 +162,7 @@ def main() -> None:
         max_retries=1,
         cache=False,
     )
-    subsets = traces_of(args.real, args.limit)
+    subsets = traces_of(args.real, args.limit, {s.strip() for s in args.subsets.split(",")})
     protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
     started = time.perf_counter()
     rows = [
