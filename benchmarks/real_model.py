@@ -165,11 +165,12 @@ def main() -> None:
     subsets = traces_of(args.real, args.limit, {s.strip() for s in args.subsets.split(",")})
     protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
     started = time.perf_counter()
-    rows = [
-        row(name, protocol, asyncio.run(run_cell(traces, protocol, "local:smollm2", settings)))
+    cells = {
+        (name, protocol): asyncio.run(run_cell(traces, protocol, "local:smollm2", settings))
         for name, traces in subsets.items()
         for protocol in protocols
-    ]
+    }
+    rows = [row(name, protocol, cell) for (name, protocol), cell in cells.items()]
     print(
         f"SmolLM2-135M-Instruct (Q4_1) on llama-cpp-python's server, window {args.window} tokens, "
         f"{args.max_tokens} answer tokens, temperature 0; {time.perf_counter() - started:.0f} s in all\n"
@@ -180,6 +181,9 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
+    for (name, protocol), cell in cells.items():
+        if cell.errors:
+            print(f"\n{name}, {protocol}: {len(cell.errors)} error(s), e.g. {cell.errors[0]}")
     print(f"\n{EXPECT}")
 
 
