@@ -45,9 +45,9 @@ SUBSETS = {
 }
 PROTOCOLS = ("all-at-once", "step-by-step", "binary-search", "hybrid")
 EXPECT = (
-    "What to expect of a 135M model: it follows the answer format (with json_object output "
-    "most verdicts parse) but its picks are near chance; use it to check a set-up end to end "
-    "offline, not to judge runs."
+    "What to expect of a 135M model: here {read} of {judged} verdicts named an agent or a step; "
+    "most answers name neither, and a pick is no better than the random column. Use it to check "
+    "a set-up end to end offline (every path runs and ends cleanly), not to judge runs."
 )
 
 
@@ -184,7 +184,9 @@ def main() -> None:
     for (name, protocol), cell in cells.items():
         if cell.errors:
             print(f"\n{name}, {protocol}: {len(cell.errors)} error(s), e.g. {cell.errors[0]}")
-    print(f"\n{EXPECT}")
+    read = sum(c.parsed for c in cells.values())
+    judged = sum(c.n - len(c.errors) for c in cells.values())
+    print("\n" + EXPECT.format(read=read, judged=judged))
 
 
 if __name__ == "__main__":
