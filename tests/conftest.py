@@ -28,7 +28,7 @@ SAMPLES = ROOT / "sample_traces"
 # ``whenpro_env`` (autouse) isolates config/cache/data folders and provider keys;
 # ``llm_server`` / ``llm_settings`` run the local LLM test server.
 # ``browser`` / ``chromium_path``: headless system Chromium through Playwright.
-pytest_plugins = ["tests.support.fixtures", "tests.support.browser"]
+pytest_plugins = ["tests.support.fixtures", "tests.support.browser", "tests.support.real_model"]
 WHOWHEN = REAL_TRACES / "who-and-when" / "Who&When"
 #: The official Who&When Pro harness (``whowhen_eval``): ``$WHENPRO_OFFICIAL_HARNESS_DIR``,
 #: or ``official-harness`` beside the real traces (``<repo>/../shared/official-harness`` in CI).

@@ -112,6 +112,7 @@ async def test_wrong_format_answer_keeps_text_and_usage(model, make_backend, llm
 @pytest.mark.parametrize("model", MODELS)
 async def test_structured_falls_back_to_text_when_server_rejects_it(model, make_backend, llm_server):
     llm_server.structured = False
+    llm_server.json_object = False
     llm_server.tools = False
     llm_server.script(VERDICT, VERDICT)
     backend = make_backend(model)
@@ -126,6 +127,36 @@ async def test_structured_falls_back_to_text_when_server_rejects_it(model, make_
     again = await backend.complete(LLMRequest.simple("Attribute it again.", output_model=Verdict))
     assert again.structured == "text" and again.parsed == Verdict(**VERDICT) and not again.warnings
     assert len(llm_server.requests) == before + 1
+    await backend.aclose()
+
+
+@pytest.mark.parametrize("status", [400, 500])
+async def test_chat_falls_back_to_json_object_with_the_schema_in_the_prompt(status, make_backend, llm_server):
+    """A server without JSON-schema output (llama-cpp-python answers HTTP 500 naming the
+    response_format types it takes) gets json_object with the schema in the prompt: one
+    refused request, never retried as a server fault, and the next call goes straight there."""
+    llm_server.structured = False
+    llm_server.structured_status = status
+    llm_server.script(VERDICT, VERDICT)
+    backend = make_backend("openai-compatible:smol")
+    reply = await backend.complete(LLMRequest.simple("Attribute the failure.", output_model=Verdict))
+    assert reply.structured == "json" and reply.parsed == Verdict(**VERDICT)
+    assert [r.status for r in llm_server.requests] == [status, 200]
+    assert any(f"rejected structured output by schema (HTTP {status})" in w for w in reply.warnings)
+    sent = llm_server.requests[-1].body
+    assert sent["response_format"]["type"] == "json_object"
+    assert '"agent"' in sent["messages"][-1]["content"] and "JSON schema" in sent["messages"][-1]["content"]
+    again = await backend.complete(LLMRequest.simple("Again.", output_model=Verdict))
+    assert again.structured == "json" and len(llm_server.requests) == 3
+    await backend.aclose()
+
+
+async def test_a_server_error_not_about_the_format_is_still_retried(make_backend, llm_server):
+    llm_server.fail(Fault.http(500, message="model crashed"))
+    llm_server.script(VERDICT)
+    backend = make_backend("openai-compatible:smol")
+    reply = await backend.complete(LLMRequest.simple("Attribute the failure.", output_model=Verdict))
+    assert reply.structured == "schema" and reply.retries == 1
     await backend.aclose()
 
 
@@ -145,6 +176,7 @@ async def test_anthropic_forced_tool_fallback(make_backend, llm_server):
 
 async def test_text_fallback_parses_json_inside_prose(make_backend, llm_server):
     llm_server.structured = False
+    llm_server.json_object = False
     llm_server.script('Sure! Here it is:\n```json\n{"agent": "Coder", "step": 2, "mode": "A.1"}\n```')
     backend = make_backend("openai-compatible:qwen3")
     reply = await backend.complete(LLMRequest.simple("Attribute.", output_model=Verdict))
@@ -378,7 +410,7 @@ async def test_multi_turn_messages(make_backend, llm_server):
 
 
 async def test_unrelated_400_does_not_switch_structured_output_off(make_backend, llm_server):
-    llm_server.fail(Fault.http(400, message="prompt too long"), Fault.http(400, message="prompt too long"))
+    llm_server.fail(*[Fault.http(400, message="prompt too long")] * 3)  # schema, json, text
     llm_server.script(VERDICT)
     backend = make_backend("openai:gpt-4.1")
     with pytest.raises(Exception, match="prompt too long"):

@@ -97,6 +97,12 @@ class Settings(BaseSettings):
         '`openai-compatible:model`), e.g. ["qwen2.5-vl-7b"].',
     )
     cache: bool = Field(True, description="Use the persistent response cache.")
+    context_window: int | None = Field(
+        None,
+        gt=0,
+        description="Tokens of the model's context window when its server does not report it "
+        "(`whenpro models --probe` shows what it reports); also the window of a `local:` model's server.",
+    )
 
     openai_api_key: SecretStr | None = Field(None, validation_alias=_env("openai_api_key", "OPENAI_API_KEY"))
     openai_base_url: str | None = Field(None, validation_alias=_env("openai_base_url", "OPENAI_BASE_URL"))

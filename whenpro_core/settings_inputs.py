@@ -32,6 +32,7 @@ FIELDS = frozenset(
         "images",
         "vision_models",
         "cache",
+        "context_window",
         "openai_api_key",
         "openai_base_url",
         "anthropic_api_key",

@@ -51,8 +51,11 @@ def whenpro_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamesp
 @pytest.fixture
 def llm_server() -> Iterator[LLMServer]:
     """A running fake LLM server on 127.0.0.1 (chat completions, Responses, messages)."""
+    from whenpro_core.llm.capabilities import forget
+
     with LLMServer() as server:
         yield server
+    forget(server.openai_base_url)  # what a run learnt about it; a later server may get its port
 
 
 @pytest.fixture

@@ -155,6 +155,12 @@ class LLMServer:
             that clients never surface it.
         latency_s: fixed delay before every answer (for throughput benchmarks).
         structured: ``False`` rejects JSON-schema output requests with HTTP 400.
+        json_object: ``False`` also rejects ``response_format`` ``json_object`` (chat).
+        context_window: tokens of the context window the server reports (llama.cpp's
+            ``GET /props`` and ``GET /v1/models``) and enforces: a longer prompt gets HTTP 400
+            as llama.cpp answers it. ``None``: no window reported nor enforced.
+        structured_status: the status of those rejections; 500 answers as llama-cpp-python
+            does (HTTP 500 whose message names the response_format type it accepts).
         tools: ``False`` rejects requests that carry tools (forced tool use) with HTTP 400.
         cache_min_tokens: shortest prefix (tokens) reported as cached (OpenAI uses 1024; an
             Anthropic breakpoint ending a shorter prefix caches nothing, 1024 for Sonnet).
@@ -166,12 +172,21 @@ class LLMServer:
         api_key: str | None = None,
         latency_s: float = 0.0,
         structured: bool = True,
+        json_object: bool = True,
+        structured_status: int = 400,
+        context_window: int | None = None,
         tools: bool = True,
         cache_min_tokens: int = 0,
     ) -> None:
         self.api_key = api_key
         self.latency_s = latency_s
         self.structured = structured
+        self.json_object = json_object
+        self.structured_status = structured_status
+        self.context_window = context_window
+        #: ``False``: the window is enforced but not reported (as llama-cpp-python's server).
+        self.report_window = True
+        self.over_window = 0
         self.tools = tools
         self.cache_min_tokens = cache_min_tokens
         self.default_answer: Any = None
@@ -407,7 +422,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, payload, headers=headers)
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        self._error(None, 404, f"no GET route {self.path}")
+        window = self.llm.context_window if self.llm.report_window else None
+        path = self.path.split("?", 1)[0]
+        if window is not None and path.endswith("/props"):
+            self._send(200, {"default_generation_settings": {"n_ctx": window}, "total_slots": 1})
+        elif window is not None and path.endswith("/models"):
+            self._send(
+                200, {"object": "list", "data": [{"id": "smol", "object": "model", "meta": {"n_ctx_train": 8192}}]}
+            )
+        else:
+            self._error(None, 404, f"no GET route {self.path}")
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         llm = self.llm
@@ -500,16 +524,26 @@ class _Handler(BaseHTTPRequestHandler):
             and isinstance(body.get("tool_choice"), dict)
             and body["tool_choice"].get("type") == "tool"
         )
-        if schema_asked and not llm.structured:
+        json_asked = api == "chat" and (body.get("response_format") or {}).get("type") == "json_object"
+        if (schema_asked and not llm.structured) or (json_asked and not llm.json_object):
             what = {
-                "chat": "response_format json_schema",
+                "chat": f"response_format {body['response_format'].get('type')}" if api == "chat" else "",
                 "responses": "text.format json_schema",
                 "messages": "output_config.format",
             }[api]
-            self._error(api, 400, f"{what} is not supported by this server")
-            return 400
+            message = f"{what} is not supported by this server"
+            if llm.structured_status >= 500:  # llama-cpp-python's words for an unknown type
+                message = f"[{{'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text'\"}}] {what}"
+            self._error(api, llm.structured_status, message)
+            return llm.structured_status
         if body.get("tools") and not llm.tools:
             self._error(api, 400, "tools are not supported by this server")
+            return 400
+        window_segs = segments(body)
+        asked = approx_tokens("".join(t for t, _, _ in window_segs)) + IMAGE_TOKENS * sum(i for _, _, i in window_segs)
+        if llm.context_window is not None and asked > llm.context_window:
+            llm.over_window += 1
+            self._error(api, 400, f"Requested tokens ({asked}) exceed context window of {llm.context_window}")
             return 400
         if fault is not None and fault.kind == "wrong_format":
             text = WRONG_FORMAT_TEXT

@@ -8,6 +8,7 @@ from whenpro_core.attribution.judge_images import image_loader_for
 from whenpro_core.attribution.parse import ParsedAnswer
 from whenpro_core.attribution.prompts import Verdict, all_at_once
 from whenpro_core.attribution.template import PromptTemplate, template_messages
+from whenpro_core.attribution.window import Build, fit_whole, prompt_limit
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
 from whenpro_core.views.transcript import Transcript, render_transcript
@@ -25,7 +26,15 @@ async def ask_all_at_once(
 ) -> ParsedAnswer:
     """The all-at-once call on an already rendered ``transcript``; usage and warnings go
     to ``tally``. A step coordinate that is not in the trace is kept but warned about.
-    With ``template`` the request is the user's template (free-text answer)."""
+    With ``template`` the request is the user's template (free-text answer). A judge with
+    a known context window gets the transcript cut to fit it (WindowError when it cannot)."""
+    if template is not None:
+        view = _fitted(transcript, judge, lambda t: template_messages(template, trace, t, taxonomy, with_gold))
+    else:
+        view = _fitted(transcript, judge, lambda t: all_at_once(trace, t, taxonomy, with_gold))
+    for w in view.warnings[len(transcript.warnings) :] if view is not transcript else []:
+        tally.warn(w)
+    transcript = view
     if template is not None:
         messages = template_messages(template, trace, transcript, taxonomy, with_gold)
         answer, _ = await ask(judge, messages, Verdict, taxonomy, tally, structured=False)
@@ -34,6 +43,11 @@ async def ask_all_at_once(
     if answer.step is not None and transcript.block(answer.step) is None:
         tally.warn(f"answered step {answer.step}, which is not a step of this trace")
     return answer
+
+
+def _fitted(transcript: Transcript, judge: Judge, build: Build) -> Transcript:
+    """``transcript`` cut to fit the judge's window (WindowError when it cannot)."""
+    return fit_whole(transcript, prompt_limit(judge), build, "all-at-once")
 
 
 async def run_all_at_once(

@@ -8,20 +8,34 @@ is the *earliest* fix) and recorded as a warning.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from whenpro_core.attribution.asking import ask
 from whenpro_core.attribution.judge import Judge, Progress, ProgressCallback, Tally
 from whenpro_core.attribution.judge_images import image_loader_for
-from whenpro_core.attribution.prompts import HalfChoice, ModeJudgement, binary_search, mode_question
+from whenpro_core.attribution.prompts import HalfChoice, Message, ModeJudgement, binary_search, mode_question
 from whenpro_core.attribution.step_by_step import judged_blocks
+from whenpro_core.attribution.window import Build, fit_view, prompt_limit, request_tokens
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
-from whenpro_core.views.transcript import render_transcript
+from whenpro_core.views.transcript import Transcript, render_transcript
 
 
 def max_calls(n: int) -> int:
     """Upper bound on calls for ``n`` candidate steps: ⌈log2 n⌉ + 1."""
     return (math.ceil(math.log2(n)) if n > 1 else 0) + 1
+
+
+def _halves(
+    trace: Trace, taxonomy: Taxonomy, with_gold: bool, first: list[str], second: list[str], view: Transcript
+) -> list[Message]:
+    return binary_search(trace, view, taxonomy, with_gold, first, second)
+
+
+def _view(transcript: Transcript, coords: list[str], limit: int | None, build: Build) -> Transcript:
+    """The whole transcript, or (``limit`` given: it does not fit the window) only the
+    steps of ``coords``, cut to fit."""
+    return transcript if limit is None else fit_view(transcript, coords, limit, build)
 
 
 async def run_binary_search(
@@ -39,6 +53,12 @@ async def run_binary_search(
         return tally.finish(trace, agent=None, step=None, mode=None, reason=None)
     lo, hi = 0, len(blocks)
     calls = 0
+    limit = prompt_limit(judge)
+    whole = binary_search(trace, transcript, taxonomy, with_gold, [b.coord for b in blocks], [])
+    if limit is not None and request_tokens(whole) > limit:
+        tally.warn("the trace does not fit the model's context window: each call shows only the steps it asks about")
+    else:
+        limit = None  # the whole transcript fits: every call shows it (one cached prefix)
     while hi - lo > 1:
         mid = (lo + hi + 1) // 2
         first = [b.coord for b in blocks[lo:mid]]
@@ -53,8 +73,9 @@ async def run_binary_search(
                     f"steps {first[0]}–{second[-1]}: first or second half?",
                 )
             )
+        view = _view(transcript, first + second, limit, partial(_halves, trace, taxonomy, with_gold, first, second))
         answer, _ = await ask(
-            judge, binary_search(trace, transcript, taxonomy, with_gold, first, second), HalfChoice, taxonomy, tally
+            judge, binary_search(trace, view, taxonomy, with_gold, first, second), HalfChoice, taxonomy, tally
         )
         if answer.half == "second":
             lo = mid
@@ -65,7 +86,6 @@ async def run_binary_search(
     block = blocks[lo]
     if progress:
         progress(Progress("binary-search", calls + 1, (block.coord,), f"failure mode of step {block.coord}"))
-    answer, _ = await ask(
-        judge, mode_question(trace, transcript, taxonomy, with_gold, block), ModeJudgement, taxonomy, tally
-    )
+    view = _view(transcript, [block.coord], limit, lambda t: mode_question(trace, t, taxonomy, with_gold, block))
+    answer, _ = await ask(judge, mode_question(trace, view, taxonomy, with_gold, block), ModeJudgement, taxonomy, tally)
     return tally.finish(trace, agent=block.agent, step=block.coord, mode=answer.mode, reason=answer.reason)

@@ -175,6 +175,18 @@ class MeteredJudge:
         self.closed = False
 
     @property
+    def context_window(self) -> int | None:
+        """The wrapped judge's context window (protocols fit requests to it), if known."""
+        window = getattr(self.judge, "context_window", None)
+        return window if isinstance(window, int) else None
+
+    @property
+    def answer_tokens(self) -> int:
+        """The wrapped judge's most answer tokens (0 when it does not say)."""
+        tokens = getattr(self.judge, "answer_tokens", 0)
+        return tokens if isinstance(tokens, int) else 0
+
+    @property
     def retry_note(self) -> str | None:
         """What the backend is waiting to retry (see ``Backend.retry_note``), if anything."""
         backend = getattr(self.judge, "backend", None)

@@ -50,6 +50,17 @@ class LLMJudge:
         self.budget_tokens = budget_tokens
         self.use_cache = use_cache
 
+    @property
+    def context_window(self) -> int | None:
+        """The context window the server reported or named in an error (protocols fit their
+        requests to it, :mod:`whenpro_core.attribution.window`); ``None`` while unknown."""
+        return self.backend.context_window if self.backend.window_reported else None
+
+    @property
+    def answer_tokens(self) -> int:
+        """Most tokens an answer may take."""
+        return self.backend.answer_tokens()
+
     async def ask(
         self,
         messages: list[Message],
@@ -99,9 +110,12 @@ def to_request(
     )
 
 
-def judge_budget(model_name: str, settings: Settings) -> int:
+def judge_budget(model_name: str, settings: Settings, backend: Backend | None = None) -> int:
     """The prompt budget in tokens of a judge on ``model_name``: 80% of its context
-    window minus the answer's max tokens, at least 4,000."""
+    window minus the answer's max tokens, at least 4,000; with a ``backend`` whose server
+    reported its window, that window's share (no floor: the request must fit it)."""
+    if backend is not None and backend.window_reported:
+        return max(256, int(backend.context_window * 0.8) - backend.answer_tokens())
     return max(4_000, int(context_window(model_name) * 0.8) - (settings.max_tokens or 4096))
 
 
@@ -137,5 +151,5 @@ def make_judge(
     if multimodal is None:
         multimodal = reads_images(backend.spec, settings.images, settings.vision_models)
     return LLMJudge(
-        backend, multimodal=multimodal, budget_tokens=judge_budget(backend.name, settings), use_cache=use_cache
+        backend, multimodal=multimodal, budget_tokens=judge_budget(backend.name, settings, backend), use_cache=use_cache
     )

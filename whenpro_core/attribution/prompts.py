@@ -127,7 +127,10 @@ _DATA_NOTE = (
 def taxonomy_block(taxonomy: Taxonomy) -> str:
     """One ``- CODE: Name — description`` line per failure mode, each description whole
     (with its "distinguished from" notes; the one-line meaning when a mode has none)."""
-    return "\n".join(f"- {m.code}: {m.name} — {m.description or m.meaning}" for m in taxonomy)
+    return "\n".join(
+        f"- {m.code}: {m.name}" + (f" — {m.description or m.meaning}" if m.description or m.meaning else "")
+        for m in taxonomy
+    )
 
 
 def system_prompt(taxonomy: Taxonomy) -> str:

@@ -58,13 +58,25 @@ async def attribute(
             f"protocol {protocol} needs a model",
             expected="--model provider:model (or use --protocol heuristic offline)",
         )
+    from whenpro_core.attribution.window import fit_taxonomy
+
+    taxonomy, shortened = fit_taxonomy(taxonomy, judge)
     if protocol == "all-at-once":
         from whenpro_core.attribution.all_at_once import run_all_at_once
 
-        return await run_all_at_once(trace, judge, taxonomy, with_gold=with_gold, progress=progress, template=template)
+        verdict = await run_all_at_once(
+            trace, judge, taxonomy, with_gold=with_gold, progress=progress, template=template
+        )
+        return _noted(verdict, shortened)
     run = _runner(protocol)
-    verdict = await run(trace, judge, taxonomy, with_gold=with_gold, progress=progress)
+    verdict = _noted(await run(trace, judge, taxonomy, with_gold=with_gold, progress=progress), shortened)
     verdict.warnings[:0] = [w for w in outcome_warnings(trace) if w not in verdict.warnings]
+    return verdict
+
+
+def _noted(verdict: Attribution, note: str | None) -> Attribution:
+    if note:
+        verdict.warnings.append(note)
     return verdict
 
 

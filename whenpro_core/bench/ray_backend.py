@@ -128,10 +128,13 @@ def run_shard(
     use_cache: bool,
     limiter: Any = None,
     images: str | None = None,
+    base_url: str | None = None,
 ) -> runner.RunStats:
     """One shard, in a Ray worker: the normal runner over ``items`` appending to the part
     file ``part``; LLM requests wait for ``limiter`` (an actor handle) when given."""
-    judges = runner.make_judges({i.model for i in items}, use_cache=use_cache, concurrency=concurrency, images=images)
+    judges = runner.make_judges(
+        {i.model for i in items}, use_cache=use_cache, concurrency=concurrency, images=images, base_url=base_url
+    )
     if limiter is not None:
         gate_judges(judges, actor_wait(limiter))
     with ResultsFile(part) as results:
@@ -160,6 +163,7 @@ def run_on_ray(
     use_cache: bool = True,
     max_calls_per_s: float | None = None,
     images: str | None = None,
+    base_url: str | None = None,
     on_shard: Callable[[int, runner.RunStats], None] | None = None,
 ) -> runner.RunStats:
     """Run ``todo`` as Ray tasks, one per shard (default: one per CPU of the cluster),
@@ -171,7 +175,7 @@ def run_on_ray(
         task = ray.remote(num_cpus=1, max_retries=0)(run_shard)
         where.parts.mkdir(parents=True, exist_ok=True)
         payloads = [
-            (list(chunk), str(where.part(i)), concurrency, use_cache, limiter, images)
+            (list(chunk), str(where.part(i)), concurrency, use_cache, limiter, images, base_url)
             for i, chunk in enumerate(deal(todo, count))
         ]
         total = runner.RunStats()
@@ -179,6 +183,7 @@ def run_on_ray(
         def add(index: int, stats: runner.RunStats) -> None:
             total.written += stats.written
             total.errors += stats.errors
+            total.read, total.judged = total.read + stats.read, total.judged + stats.judged
             total.seconds = max(total.seconds, stats.seconds)
             total.usage, total.spent = total.usage.add(stats.usage), total.spent.add(stats.spent)
             for kind, n in stats.kinds.items():

@@ -99,13 +99,19 @@ MAX_BACKEND_STREAK = 3
 
 
 def make_judges(
-    models: Iterable[str], *, use_cache: bool = True, concurrency: int | None = None, images: str | None = None
+    models: Iterable[str],
+    *,
+    use_cache: bool = True,
+    concurrency: int | None = None,
+    images: str | None = None,
+    base_url: str | None = None,
 ) -> dict[str, Judge]:
     """One judge per LLM model name (``provider:model``), made by
     ``whenpro_core.attribution.llm_judge.make_judge``; the heuristic needs none.
     ``concurrency`` raises each backend's limit of calls in flight (``concurrency`` in
     config.toml) to at least that many, so ``bench --concurrency N`` really has N calls in
-    flight. ``images`` (``"on"``/``"off"``) overrides the ``images`` setting. Chat-completions
+    flight. ``images`` (``"on"``/``"off"``) overrides the ``images`` setting, ``base_url``
+    (``--base-url``) the base URL. Chat-completions
     calls run in threads (``threaded``, :func:`whenpro_core.llm.open_backend`): with many calls
     in flight that keeps up where one event loop does not. ConfigError when a model is
     unusable or the LLM layer is not available."""
@@ -123,7 +129,7 @@ def make_judges(
         )
         raise ConfigError(what, expected="--protocol heuristic, or install whenpro fully") from None
 
-    settings = load_settings(**({"images": images} if images else {}))
+    settings = load_settings(images=images, base_url=base_url)
     if concurrency is not None and concurrency > settings.concurrency:
         settings = settings.model_copy(update={"concurrency": concurrency})
     return {name: make_judge(name, settings=settings, use_cache=use_cache, threaded=True) for name in names}
@@ -300,10 +306,13 @@ class TraceLoads:
 class RunStats:
     """What a run did: records ``written``, of which ``errors`` failed (by ``kinds``),
     the wall-clock ``seconds``, the ``usage`` behind the written records (response-cache
-    hits at their original cost) and what this run ``spent``."""
+    hits at their original cost) and what this run ``spent``; ``read`` LLM verdicts that
+    name an agent or a step, of ``judged`` LLM records without an error (the parse rate)."""
 
     written: int = 0
     errors: int = 0
+    read: int = 0
+    judged: int = 0
     kinds: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     usage: Usage = field(default_factory=Usage)
@@ -390,6 +399,9 @@ async def run_items(
             if rec.error:
                 stats.errors += 1
                 stats.kinds[rec.error_kind or "?"] = stats.kinds.get(rec.error_kind or "?", 0) + 1
+            elif rec.prediction is not None and item.model in judges:
+                stats.judged += 1
+                stats.read += bool(rec.prediction.agent or rec.prediction.step)
             if on_record:
                 on_record(rec)
             streak[item.model] = streak.get(item.model, 0) + 1 if rec.error_kind == "backend" else 0

@@ -114,6 +114,7 @@ def bench_command(
     report_hint: str = BENCH_REPORT_HINT,
     labels: str = "reviewed",
     images: str | None = None,
+    base_url: str | None = None,
     shard: str | None = None,
     ray: bool = False,
     ray_address: str | None = None,
@@ -162,7 +163,7 @@ def bench_command(
     scope = _scope(dataset, items, sel, rejected)
     work = _pending(_Work(items, [], 0, sel, len(rejected)), results, outputs, retry_errors, err)
     notes = [n for n in [unfinished_build_note(dataset)] if n] + _notes(work, results.path, shard)
-    judges = _judges(work.todo, use_cache, concurrency, images, err)
+    judges = _judges(work.todo, use_cache, concurrency, images, err, base_url)
     if judges:
         notes.append(f"up to {concurrency} LLM calls in flight per model (--concurrency)")
     local_gate(judges, max_calls_per_s)
@@ -179,6 +180,7 @@ def bench_command(
             err,
             use_cache=use_cache,
             images=images,
+            base_url=base_url,
             ray=(ray or bool(ray_address)),
             **ray_options,
         )
@@ -345,12 +347,19 @@ def _notes(work: _Work, results_path: Path, shard: str | None) -> list[str]:
 
 
 def _judges(
-    todo: list[runner.WorkItem], use_cache: bool, concurrency: int, images: str | None, err: Console
+    todo: list[runner.WorkItem],
+    use_cache: bool,
+    concurrency: int,
+    images: str | None,
+    err: Console,
+    base_url: str | None = None,
 ) -> dict[str, Any]:
     """The LLM judges the items to run need, by model; none (heuristic only) says a broken
     config on stderr instead, as the offline commands do."""
     judges = (
-        runner.make_judges({i.model for i in todo}, use_cache=use_cache, concurrency=concurrency, images=images)
+        runner.make_judges(
+            {i.model for i in todo}, use_cache=use_cache, concurrency=concurrency, images=images, base_url=base_url
+        )
         if todo
         else {}
     )
@@ -390,6 +399,8 @@ def _say_ran(stats: runner.RunStats, llm: bool, err: Console) -> None:
     )
     if llm:
         _say(err, spending_line(stats.usage, stats.spent))
+        if stats.judged:
+            _say(err, f"verdicts read: {stats.read} of {stats.judged} name an agent or a step (parse rate)")
 
 
 def _raise_backend_failures(stats: runner.RunStats, path: Path) -> None:
@@ -414,6 +425,7 @@ def _run_on_ray(
     use_cache: bool,
     max_calls_per_s: float | None,
     images: str | None,
+    base_url: str | None = None,
 ) -> runner.RunStats:
     """Run ``todo`` as Ray tasks (one part file per shard), saying each finished shard."""
     if not todo:
@@ -436,6 +448,7 @@ def _run_on_ray(
         use_cache=use_cache,
         max_calls_per_s=max_calls_per_s,
         images=images,
+        base_url=base_url,
         on_shard=on_shard,
     )
 

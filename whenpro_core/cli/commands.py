@@ -14,6 +14,7 @@ import typer
 
 from whenpro_core.cli.options import (
     AMOUNT,
+    BASE_URL_HELP,
     JUDGE_IMAGES_HELP,
     MAX_TOLERANCE,
     OFFICIAL_HARNESS_HELP,
@@ -27,6 +28,7 @@ from whenpro_core.cli.options import (
     ReportRules,
     apply_verdicts_dir,
     finite,
+    use_base_url,
 )
 
 
@@ -170,6 +172,7 @@ def view(
         None, "--protocol", "-p", help="Live judging: heuristic (default) or step-by-step."
     ),
     model: str | None = typer.Option(None, "--model", "-m", help="Live judging: provider:model."),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     budget_calls: int | None = typer.Option(None, "--budget-calls", min=0, help="Live: N LLM calls."),
     budget_tokens: int | None = typer.Option(None, "--budget-tokens", min=0, help="Live: N tokens."),
     budget_usd: float | None = typer.Option(None, "--budget-usd", parser=AMOUNT, help="Live: X US dollars."),
@@ -191,6 +194,7 @@ def view(
     from whenpro_core.cli import view as view_
 
     apply_verdicts_dir(verdicts_dir)
+    use_base_url(base_url)
     view_.view(
         path,
         other,
@@ -224,9 +228,7 @@ def attribute(
     save: bool = typer.Option(True, "--save/--no-save", help="Keep the verdict in the verdicts folder."),
     verdicts_dir: Path | None = typer.Option(None, "--verdicts-dir", help=VERDICTS_DIR_HELP),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
-    base_url: str | None = typer.Option(
-        None, "--base-url", help="Base URL of the model's provider (e.g. an OpenAI-compatible server)."
-    ),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     timeout: float | None = typer.Option(
         None, "--timeout", parser=finite(1, what="seconds"), help="Seconds per model call."
     ),
@@ -327,10 +329,12 @@ def run(
         help="Agent policy: reference (offline, default) or provider:model (a model plays every agent).",
     ),
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
 ) -> None:
     """Run a built-in multi-agent system and write its runs as traces (successes and failures)."""
     from whenpro_core.cli import build as build_
 
+    use_base_url(base_url)
     build_.run(env, n, out, seed=seed, model=model, force=force)
 
 
@@ -369,13 +373,18 @@ def models(
     model: str | None = typer.Option(
         None, "--model", "-m", help="A provider:model to resolve (default: the configured one)."
     ),
-    base_url: str | None = typer.Option(None, "--base-url", help="Base URL for the model's provider."),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    probe: bool = typer.Option(
+        False,
+        "--probe",
+        help="Ask the model's OpenAI-compatible server what it serves: models, context window, structured output.",
+    ),
 ) -> None:
     """Show the LLM configuration: default model, providers (base URL, key set or not), defaults, prices."""
     from whenpro_core.cli import tools
 
-    tools.models(model, base_url=base_url, as_json=json_out)
+    tools.models(model, base_url=base_url, as_json=json_out, probe=probe)
 
 
 def bench(
@@ -419,6 +428,7 @@ def bench(
         "(rejected left out, relabels scored); built: the labels the build gave.",
     ),
     images: JudgeImages | None = typer.Option(None, "--images", help=JUDGE_IMAGES_HELP),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     preset: str | None = typer.Option(None, "--preset", help=PRESET_HELP),
     official_harness: str | None = typer.Option(
         None, "--official-harness", metavar="PATH|installed", help=OFFICIAL_HARNESS_HELP
@@ -470,6 +480,7 @@ def bench(
         report_dir=report_dir,
         labels=labels,
         images=images.value if images else None,
+        base_url=base_url,
         shard=shard,
         ray=ray,
         ray_address=ray_address,
@@ -512,9 +523,7 @@ def inject(
         help="simulate: model calls for the continuation (default: 2 per remaining step + 1).",
     ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
-    base_url: str | None = typer.Option(
-        None, "--base-url", help="Base URL of the model's provider (e.g. an OpenAI-compatible server)."
-    ),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     out: Path | None = typer.Option(None, "--out", help="Counterfactual file (default: next to TRACE)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the mutator's choices."),
     timeout: float = typer.Option(600.0, "--timeout", parser=SECONDS, help="Seconds for the whole continuation."),
@@ -560,6 +569,7 @@ def build(
     model: str | None = typer.Option(
         None, "--model", "-m", help="provider:model for --generator llm and --executor simulate."
     ),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     executor: str = typer.Option(
         "builtin",
         "--executor",
@@ -627,6 +637,7 @@ def build(
     Exit status: 0 some trace kept, 1 none kept (the reasons on stderr; manifest.json kept), 2 bad input."""
     from whenpro_core.cli import build as build_
 
+    use_base_url(base_url)
     build_.build(
         seeds,
         out,
@@ -721,6 +732,7 @@ def watch(
         help="heuristic (offline) or step-by-step. Default: step-by-step with --model, else heuristic.",
     ),
     model: str | None = typer.Option(None, "--model", "-m", help="provider:model, e.g. openai:gpt-4.1"),
+    base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),
     budget_calls: int | None = typer.Option(None, "--budget-calls", min=0, help="Stop judging after N LLM calls."),
     budget_tokens: int | None = typer.Option(
         None, "--budget-tokens", min=0, help="Stop judging after N tokens (input + output)."
@@ -764,6 +776,7 @@ def watch(
     with an outcome and nothing was flagged."""
     from whenpro_core.cli import live
 
+    use_base_url(base_url)
     live.watch(
         file,
         otlp=otlp,

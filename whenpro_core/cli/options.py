@@ -4,6 +4,7 @@ the choice enums, help texts, and the error for two options that contradict each
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -28,6 +29,19 @@ def finite(low: float, *, above: bool = False, what: str = "a number") -> Callab
 SECONDS = finite(0, above=True, what="seconds")
 SECONDS_OR_0 = finite(0, what="seconds")
 AMOUNT = finite(0, what="an amount")
+
+
+def use_base_url(url: str | None) -> None:
+    """``--base-url`` of a command whose model is opened in many places (live judging,
+    ``build``, ``run``): it becomes ``WHENPRO_BASE_URL`` for this process and what it starts
+    (a flag overrides the environment, as everywhere). ConfigError when it is not http(s)."""
+    if url is None:
+        return
+    if not url.startswith(("http://", "https://")):
+        from whenpro_core.safety.redact import public_url
+
+        raise ConfigError(f"--base-url is not an http(s) URL: '{public_url(url)}'", expected="http://host:port/v1")
+    os.environ["WHENPRO_BASE_URL"] = url
 
 
 def not_together(first: str, second: str, expected: str = "one of them") -> None:
@@ -84,6 +98,10 @@ OFFICIAL_HARNESS_HELP = (
     "--preset whowhen-pro: word the request with the official harness's own prompt code, read at "
     "run time from PATH (a checkout holding whowhen_eval/) or from the installed whowhen_eval "
     "('installed'), so the request is byte-identical to the harness's."
+)
+BASE_URL_HELP = (
+    "Base URL of the model's provider, e.g. an OpenAI-compatible server (Ollama, llama.cpp, vLLM, "
+    "LM Studio: http://127.0.0.1:PORT/v1); with local:MODEL a llama.cpp server already serving it."
 )
 JUDGE_IMAGES_HELP = (
     "Send the trace's images to the judge (default: OpenAI and Anthropic models, and "

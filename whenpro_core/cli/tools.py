@@ -24,12 +24,19 @@ from whenpro_core.media.keyframes import keyframes as extract_keyframes
 from whenpro_core.media.video import DEFAULT_MAX_SIDE
 
 
-def models(model: str | None, *, base_url: str | None, as_json: bool) -> None:
-    """Print the LLM configuration (default model, providers, defaults, prices) as text or JSON."""
+def models(model: str | None, *, base_url: str | None, as_json: bool, probe: bool = False) -> None:
+    """Print the LLM configuration (default model, providers, defaults, prices) as text or
+    JSON; with ``probe``, what the model's server reports (models, context window,
+    structured output) instead."""
     from whenpro_core.config import load_settings
-    from whenpro_core.llm.describe import format_models, models_info
+    from whenpro_core.llm.describe import format_models, format_probe, models_info, probe_info
 
-    info = models_info(load_settings(base_url=base_url), model)
+    settings = load_settings(base_url=base_url)
+    if probe:
+        found = probe_info(settings, model)
+        output.echo(json.dumps(found, indent=2) if as_json else format_probe(found))
+        return
+    info = models_info(settings, model)
     output.echo(json.dumps(info, indent=2) if as_json else format_models(info))
 
 

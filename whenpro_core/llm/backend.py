@@ -9,9 +9,13 @@
 Per call, in order: the persistent response cache (a hit makes no HTTP call), the
 backend's concurrency limit (``settings.concurrency`` calls in flight), then attempts
 under one retry policy (:mod:`whenpro_core.llm.retry`, tenacity) each bounded by
-``settings.timeout_s``. Structured output falls back ``schema -> tool (Anthropic) -> text``
-when a server rejects it with HTTP 400/422; the backend remembers that and the response's
-``structured`` says which path answered. Every failure becomes a one-line
+``settings.timeout_s``. Structured output falls back ``schema -> json (chat) / tool
+(Anthropic) -> text`` when a server rejects it: HTTP 400/422, or any error status whose
+message names ``response_format``/``json_schema`` (llama-cpp-python answers HTTP 500),
+which is never retried as a server fault. What an OpenAI-compatible server refused, its
+models and its context window are remembered per base URL for the run
+(:mod:`whenpro_core.llm.capabilities`); the response's ``structured`` says which path
+answered. Every failure becomes a one-line
 :class:`~whenpro_core.errors.BackendError` with API keys redacted.
 """
 
@@ -22,16 +26,24 @@ import logging
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from whenpro_core.config import Settings, load_settings
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.llm import anthropic_backend, openai_backend
 from whenpro_core.llm.cache import ResponseCache, request_key, response_from_entry, response_to_entry
+from whenpro_core.llm.capabilities import (
+    ServerInfo,
+    error_text,
+    names_structured_output,
+    server_info,
+    window_in_error,
+)
 from whenpro_core.llm.endpoints import require_endpoint
 from whenpro_core.llm.failures import DROPPABLE, backend_error, describe_failure, rejected_parameter
-from whenpro_core.llm.models import ModelSpec, parse_model
+from whenpro_core.llm.fitting import estimate_tokens, fit_request, prompt_limit
+from whenpro_core.llm.models import ModelSpec, context_window, parse_model
 from whenpro_core.llm.pricing import Price, cost_usd, find_price
 from whenpro_core.llm.retry import is_retryable, make_wait, status_of, stop_when_refused_twice
 from whenpro_core.llm.types import LLMRequest, LLMResponse, StructuredMode
@@ -104,8 +116,12 @@ class Backend:
         api_key: str,
         cache: ResponseCache | None,
         threaded: bool = False,
+        server: ServerInfo | None = None,
     ) -> None:
         self.spec = spec
+        #: What the OpenAI-compatible server at ``base_url`` can do (probed once per run);
+        #: ``None`` for OpenAI and Anthropic.
+        self.server = server
         #: Chat-completions calls run the blocking SDK client in threads (one per call in
         #: flight, up to ``settings.concurrency``): :class:`~whenpro_core.llm.openai_backend.ThreadedClient`.
         self.threaded = threaded and spec.api == "chat"
@@ -132,7 +148,7 @@ class Backend:
         ]
         if self.price is None:
             log.log(
-                logging.INFO if spec.provider == "openai-compatible" else logging.WARNING,
+                logging.INFO if spec.provider in ("openai-compatible", "local") else logging.WARNING,
                 'no price for %s: its cost is reported as 0 (add [prices."%s"] to config.toml)',
                 spec.name,
                 spec.model,
@@ -144,6 +160,28 @@ class Backend:
     def name(self) -> str:
         """``provider:model``."""
         return self.spec.name
+
+    @property
+    def context_window(self) -> int:
+        """Tokens of the model's context window: what the server reported
+        (:mod:`whenpro_core.llm.capabilities`), else the table of
+        :func:`whenpro_core.llm.models.context_window`."""
+        if self.server is not None and self.server.context_window:
+            return self.server.context_window
+        return context_window(self.spec.name)
+
+    @property
+    def window_reported(self) -> bool:
+        """Whether the server reported its context window (so requests must fit it)."""
+        return self.server is not None and self.server.context_window is not None
+
+    def answer_tokens(self, requested: int | None = None) -> int:
+        """Most output tokens a call asks for: ``requested`` or ``settings.max_tokens``,
+        at most a quarter of a reported context window (the prompt needs the rest)."""
+        tokens = requested or self.settings.max_tokens
+        if self.window_reported:
+            tokens = min(tokens, max(16, self.context_window // 4))
+        return tokens
 
     @property
     def public_base_url(self) -> str | None:
@@ -174,9 +212,12 @@ class Backend:
         started = time.perf_counter()
         params = Params(
             temperature=request.temperature if request.temperature is not None else self.settings.temperature,
-            max_tokens=request.max_tokens or self.settings.max_tokens,
+            max_tokens=self.answer_tokens(request.max_tokens),
             reasoning_effort=request.reasoning_effort or self.settings.reasoning_effort,
         )
+        fit_note = None
+        if self.window_reported:
+            request, fit_note = fit_request(request, self._prompt_limit(request, params))
         key = None
         if self._cache is not None and cache is not False:
             key = request_key(self.spec, self.base_url, request, params)
@@ -210,6 +251,8 @@ class Backend:
         )
         if raw.finish_reason == "length":
             warnings.append(f"answer cut off at max_tokens={params.max_tokens}")
+        if fit_note:
+            warnings.insert(0, fit_note)
         response = LLMResponse(
             text=raw.text,
             parsed=raw.parsed,
@@ -280,8 +323,16 @@ class Backend:
     def _ladder(self, request: LLMRequest) -> list[StructuredMode]:
         if request.output_model is None:
             return ["none"]
-        full: list[StructuredMode] = ["schema", "tool", "text"] if self.spec.api == "messages" else ["schema", "text"]
-        return [m for m in full if m not in self._unsupported] or ["text"]
+        if self.spec.api == "messages":
+            full: list[StructuredMode] = ["schema", "tool", "text"]
+        elif self.spec.api == "chat":
+            full = ["schema", "json", "text"]
+        else:
+            full = ["schema", "text"]
+        refused = set(self._unsupported)
+        if self.server is not None:
+            refused |= {mode for mode, form in _FORMS.items() if form in self.server.rejected}
+        return [m for m in full if m not in refused] or ["text"]
 
     @staticmethod
     def _without(params: Params, fields: set[str]) -> Params:
@@ -318,21 +369,24 @@ class Backend:
         self, client: Any, request: LLMRequest, params: Params
     ) -> tuple[RawResult, StructuredMode, int, list[str]]:
         warnings: list[str] = []
-        rejected: list[str] = []
+        rejected: list[StructuredMode] = []
         ladder = self._ladder(request)
         for i, mode in enumerate(ladder):
             try:
                 raw, attempts = await self._with_retries(client, request, params, mode)
                 # remembered only once a simpler mode worked: a 400 for another reason
                 # (e.g. a prompt too long) must not switch structured output off for good
-                self._unsupported.update(rejected)
+                self._remember_refused(rejected)
                 return raw, mode, attempts - 1, warnings
             except _Failed as failed:
                 status = status_of(failed.exc)
                 param = rejected_parameter(failed.exc)
                 if param is not None and getattr(params, DROPPABLE[param]) is not None:
                     raise _Rejected(param, failed) from None  # not a structured-output refusal
-                if mode in ("schema", "tool") and status in (400, 422) and i + 1 < len(ladder):
+                window = window_in_error(failed.exc) if self.server is not None and not self.window_reported else None
+                if window is not None:
+                    return await self._refit(client, request, params, window, warnings)
+                if _refuses_structure(mode, failed.exc) and i + 1 < len(ladder):
                     nxt = ladder[i + 1]
                     rejected.append(mode)
                     note = f"server rejected structured output by {mode} (HTTP {status}); using {nxt} instead"
@@ -341,6 +395,39 @@ class Backend:
                     continue
                 raise self._backend_error(failed.exc, failed.attempts) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _prompt_limit(self, request: LLMRequest, params: Params) -> int:
+        """Prompt tokens a request may hold in the known window: less the answer, and less
+        the schema instruction the ``json`` mode adds to chat requests."""
+        limit = prompt_limit(self.context_window, params.max_tokens)
+        if request.output_model is not None and self.spec.api == "chat":
+            limit -= estimate_tokens(len(openai_backend.schema_instruction(request.output_model)), messages=1)
+        return max(1, limit)
+
+    async def _refit(
+        self, client: Any, request: LLMRequest, params: Params, window: int, warnings: list[str]
+    ) -> tuple[RawResult, StructuredMode, int, list[str]]:
+        """The server refused a prompt longer than its ``window``, which it had not reported:
+        remember the window for the run (every later request is fitted to it) and ask again,
+        fitted, once."""
+        assert self.server is not None
+        self.server.context_window, self.server.context_source = window, "the server's overflow error"
+        params = replace(params, max_tokens=self.answer_tokens(params.max_tokens))
+        request, note = fit_request(request, self._prompt_limit(request, params))
+        warnings.append(f"the server's context window is {window:,} tokens (said when a prompt overflowed it)")
+        if note:
+            warnings.append(note)
+        raw, mode, retries, more = await self._call(client, request, params)
+        return raw, mode, retries, warnings + more
+
+    def _remember_refused(self, modes: list[StructuredMode]) -> None:
+        """Remember structured-output modes the server refused (per backend, and per base
+        URL for an OpenAI-compatible server, so every backend of the run skips them)."""
+        self._unsupported.update(modes)
+        if self.server is not None:
+            for mode in modes:
+                if mode in _FORMS:
+                    self.server.reject(_FORMS[mode])
 
     async def _with_retries(
         self, client: Any, request: LLMRequest, params: Params, mode: StructuredMode
@@ -356,7 +443,7 @@ class Backend:
             # Callable[[RetryCallState], bool] (its own StopBaseT)
             stop=stop_after_attempt(s.max_retries + 1) | stop_when_refused_twice,  # type: ignore[operator]
             wait=make_wait(s.backoff_base_s, s.backoff_max_s, s.retry_after_max_s),
-            retry=retry_if_exception(is_retryable),
+            retry=retry_if_exception(lambda exc: is_retryable(exc) and not _refuses_structure(mode, exc)),
             before_sleep=self._log_retry,
             reraise=True,
         )
@@ -407,6 +494,18 @@ class Backend:
         )
 
 
+#: The structured-output form (:mod:`whenpro_core.llm.capabilities`) of each chat mode.
+_FORMS: dict[str, str] = {"schema": "json_schema", "json": "json_object"}
+
+
+def _refuses_structure(mode: StructuredMode, exc: BaseException) -> bool:
+    """Whether a failed call in ``mode`` is the server refusing structured output (then
+    the next mode is tried, never a retry of the same request)."""
+    if mode not in ("schema", "json", "tool") or window_in_error(exc) is not None:
+        return False  # a prompt longer than the window is not about the format
+    return names_structured_output(status_of(exc), error_text(exc))
+
+
 def open_backend(
     model: str | None = None,
     settings: Settings | None = None,
@@ -436,9 +535,37 @@ def open_backend(
             "'heuristic' is not an LLM backend",
             expected="a provider:model name (the heuristic protocol needs no backend)",
         )
-    base_url, api_key = require_endpoint(spec, settings)
+    base_url, api_key, server = served_at(spec, settings)
     if cache is None and settings.cache:
         cache = ResponseCache()
     return Backend(
-        spec, settings, base_url=base_url, api_key=api_key, cache=cache if settings.cache else None, threaded=threaded
+        spec,
+        settings,
+        base_url=base_url,
+        api_key=api_key,
+        cache=cache if settings.cache else None,
+        threaded=threaded,
+        server=server,
     )
+
+
+def served_at(spec: ModelSpec, settings: Settings) -> tuple[str, str, ServerInfo | None]:
+    """``(base_url, api_key, server)``: a ``local:`` model's server is started (or reused)
+    here; an OpenAI-compatible server is probed once per run."""
+    if spec.provider == "local" and not settings.base_url:
+        from whenpro_core.llm.local_server import ensure_server  # lazy: only for local models
+
+        local = ensure_server(spec.model, settings.context_window)
+        info = server_info(local.base_url, None, local.alias)
+        info.context_window = info.context_window or local.context_window
+        info.context_source = info.context_source or "the local server's n_ctx"
+        info.server = info.server or "llama.cpp (llama-cpp-python)"
+        info.reject("json_schema")  # llama-cpp-python's server takes text and json_object only
+        return local.base_url, "EMPTY", info
+    base_url, api_key = require_endpoint(spec, settings)
+    if spec.provider not in ("openai-compatible", "local"):
+        return base_url, api_key, None
+    info = server_info(base_url, api_key, spec.model)
+    if info.context_window is None and settings.context_window:
+        info.context_window, info.context_source = settings.context_window, "context_window setting"
+    return base_url, api_key, info

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from whenpro_core.config import Settings
+from whenpro_core.errors import ConfigError
 from whenpro_core.llm.endpoints import resolve_endpoint
 from whenpro_core.llm.models import PROVIDERS, parse_model, reads_images
 from whenpro_core.safety.redact import public_url
@@ -70,6 +71,52 @@ def models_info(settings: Settings, model: str | None = None) -> dict[str, Any]:
     }
 
 
+def probe_info(settings: Settings, model: str | None = None) -> dict[str, Any]:
+    """What the model's server says it can do (``whenpro models --probe``): its models,
+    context window and structured-output form, as a JSON-ready dict. A ``local:`` model's
+    server is started for the probe; OpenAI and Anthropic are not probed.
+
+    Raises:
+        ConfigError: a bad model name, ``heuristic``, or no base URL.
+    """
+    from whenpro_core.llm.backend import served_at
+    from whenpro_core.llm.capabilities import probe_structured
+
+    name = model or settings.model
+    spec = parse_model(name, api=settings.api)
+    if spec is None:
+        raise ConfigError("'heuristic' has no server to probe", expected="--model provider:model")
+    if spec.provider not in ("openai-compatible", "local"):
+        return {"model": spec.name, "probed": False, "why": f"{spec.provider} is not an OpenAI-compatible server"}
+    base_url, api_key, server = served_at(spec, settings)
+    model_id = server.models[0] if spec.provider == "local" and server and server.models else spec.model
+    info = probe_structured(base_url, api_key, model_id)
+    return {"model": spec.name, "probed": True, "base_url": public_url(base_url), **info.as_dict()}
+
+
+def format_probe(info: dict[str, Any]) -> str:
+    """:func:`probe_info` as aligned plain text."""
+    if not info["probed"]:
+        return f"model         {info['model']}  (not probed: {info['why']})"
+    if not info["reachable"]:
+        return f"server        {info['base_url']}  (no answer: is it running?)"
+    kind = f"  ({info['server']})" if info["server"] else ""
+    window = (
+        f"{info['context_window']:,} tokens (from {info['context_source']})"
+        if info["context_window"]
+        else "not reported (set context_window in config.toml or WHENPRO_CONTEXT_WINDOW)"
+    )
+    refused = f" ({', '.join(info['rejected'])} refused)" if info["rejected"] else ""
+    return "\n".join(
+        [
+            f"server        {info['base_url']}{kind}",
+            f"models        {', '.join(info['models']) or '(none listed)'}",
+            f"context       {window}",
+            f"structured    {info['structured_output']}{refused}",
+        ]
+    )
+
+
 def _num(v: float | None) -> str:
     return "-" if v is None else f"{v:g}"
 
@@ -102,7 +149,9 @@ def format_models(info: dict[str, Any]) -> str:
     rows = [("provider", "API", "base URL", "key")]
     for p in info["providers"]:
         url = p["base_url"] or "(none: set a base URL)"
-        if p["base_url_source"] not in ("default", "unset"):
+        if p["base_url_source"] == "started for the run":
+            url = "(a llama.cpp server started for the run)"
+        elif p["base_url_source"] not in ("default", "unset"):
             url += f"  [{p['base_url_source']}]"
         rows.append((p["provider"], p["api"], url, p["key"]))
     lines += _table(rows)

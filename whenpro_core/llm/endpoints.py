@@ -10,6 +10,8 @@ Rules:
 - ``openai-compatible:``: ``base_url`` > ``compatible_base_url`` > ``OPENAI_BASE_URL``
   (required); key ``compatible_api_key`` or the placeholder ``EMPTY``. ``OPENAI_API_KEY``
   is deliberately *not* used, so a real OpenAI key is never sent to a third-party server.
+- ``local:``: ``base_url`` when given (a llama.cpp server already serving the model), else
+  the server whenpro starts for the run (:mod:`whenpro_core.llm.local_server`); no key.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ KEY_ENV = {
     "openai-responses": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
     "openai-compatible": "WHENPRO_COMPATIBLE_API_KEY",
+    "local": "WHENPRO_COMPATIBLE_API_KEY",
 }
 
 
@@ -68,6 +71,10 @@ def resolve_endpoint(spec: ModelSpec, settings: Settings) -> Endpoint:
         candidates = [(settings.base_url, "base_url"), (settings.anthropic_base_url, "ANTHROPIC_BASE_URL")]
         default = ANTHROPIC_DEFAULT_BASE_URL
         key, required = settings.anthropic_api_key, True
+    elif spec.provider == "local":
+        if settings.base_url:
+            return Endpoint(_check_url(settings.base_url, "base_url"), "base_url", None, False)
+        return Endpoint(None, "started for the run", None, False)
     else:
         candidates = [
             (settings.base_url, "base_url"),

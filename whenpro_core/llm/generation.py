@@ -98,7 +98,11 @@ def preload_sdk(model: str, settings: Settings | None = None) -> None:
 
 def prompt_budget(backend: Any) -> int:
     """Tokens available for a rendered transcript: 80% of the model's context window
-    minus the answer's max tokens (as :func:`whenpro_core.attribution.llm_judge.make_judge`)."""
+    minus the answer's max tokens (as :func:`whenpro_core.attribution.llm_judge.make_judge`).
+    When the server reported its window, half of it less the answer (the instructions
+    around the transcript need the rest; the backend cuts a request that still overflows)."""
+    if getattr(backend, "window_reported", False):
+        return max(200, int(backend.context_window) // 2 - int(backend.answer_tokens()))
     max_out = backend.settings.max_tokens or 4096
     return max(4_000, int(context_window(backend.name) * 0.8) - max_out)
 

@@ -8,6 +8,8 @@ Accepted forms:
 ``anthropic:<model>``       Anthropic messages API
 ``openai-compatible:<model>``  any server speaking OpenAI chat completions (vLLM, Ollama,
                             LM Studio, llama.cpp); needs a base URL
+``local:<PATH.gguf>``       a llama.cpp server whenpro starts on 127.0.0.1 for the run
+``local:smollm2``           the same with SmolLM2-135M-Instruct (the ``whenpro[local]`` extra)
 ``heuristic``               no LLM: the offline heuristic protocol
 ==========================  =====================================================
 """
@@ -21,14 +23,14 @@ from typing import Literal, cast
 
 from whenpro_core.errors import ConfigError
 
-Provider = Literal["openai", "openai-responses", "anthropic", "openai-compatible"]
+Provider = Literal["openai", "openai-responses", "anthropic", "openai-compatible", "local"]
 Api = Literal["chat", "responses", "messages"]
 
-PROVIDERS: tuple[str, ...] = ("openai", "openai-responses", "anthropic", "openai-compatible")
+PROVIDERS: tuple[str, ...] = ("openai", "openai-responses", "anthropic", "openai-compatible", "local")
 HEURISTIC = "heuristic"
 ACCEPTED_FORMS = (
     "openai:<model>, openai-responses:<model>, anthropic:<model>, "
-    "openai-compatible:<model> (with a base URL), or heuristic"
+    "openai-compatible:<model> (with a base URL), local:PATH.gguf, local:smollm2, or heuristic"
 )
 _MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+\-]*$")
 
@@ -89,6 +91,8 @@ def parse_model(name: str, *, api: Literal["chat", "responses"] = "chat") -> Mod
         )
     if provider not in PROVIDERS:
         raise ConfigError(f"unknown model provider '{_show(provider)}' in '{_show(raw)}'", expected=ACCEPTED_FORMS)
+    if provider == "local" and model and model.isprintable():
+        return ModelSpec(provider="local", model=model, api="chat")  # a GGUF path (any file name) or an alias
     if not model or not _MODEL_RE.match(model):
         raise ConfigError(f"missing or malformed model id in '{_show(raw)}'", expected=ACCEPTED_FORMS)
     if provider == "anthropic":
@@ -113,7 +117,7 @@ def reads_images(spec: ModelSpec, images: str = "auto", vision_models: Sequence[
     ``vision_models`` (by its id or its ``provider:model`` name, case-insensitive)."""
     if images in ("on", "off"):
         return images == "on"
-    if spec.provider != "openai-compatible":
+    if spec.provider not in ("openai-compatible", "local"):
         return True
     listed = {v.strip().lower() for v in vision_models}
     return spec.model.lower() in listed or spec.name.lower() in listed

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -116,7 +117,8 @@ def chat_messages(request: LLMRequest) -> list[dict[str, Any]]:
 async def call_chat(
     client: Any, spec: ModelSpec, request: LLMRequest, params: Params, mode: StructuredMode
 ) -> RawResult:
-    """One chat-completions call. ``mode`` is ``schema`` (response_format), ``text`` or ``none``.
+    """One chat-completions call. ``mode`` is ``schema`` (response_format json_schema),
+    ``json`` (json_object, the schema in a last user turn), ``text`` or ``none``.
 
     The body is plain JSON built here and sent through the SDK's public ``extra_body``, and
     the answer is read from the response's JSON: the SDK's per-call walk of the request
@@ -125,6 +127,8 @@ async def call_chat(
     ``benchmarks/bench_throughput.py``). HTTP, auth, errors and timeouts stay the SDK's.
     """
     body: dict[str, Any] = {"messages": chat_messages(request)}
+    if mode == "json" and request.output_model is not None:
+        body["messages"].append({"role": "user", "content": schema_instruction(request.output_model)})
     if params.temperature is not None:
         body["temperature"] = params.temperature
     # Official OpenAI wants max_completion_tokens (max_tokens is rejected by reasoning models);
@@ -134,6 +138,8 @@ async def call_chat(
         body["reasoning_effort"] = params.reasoning_effort
     if mode == "schema":
         body["response_format"] = response_format(request.output_model)
+    elif mode == "json":
+        body["response_format"] = json_object_format(request.output_model)
     if isinstance(client, ThreadedClient):
         read = functools.partial(_read_chat, request=request, mode=mode)
         return await client.create_chat(read, model=spec.model, messages=[], extra_body=body)
@@ -152,6 +158,24 @@ def response_format(model: type[BaseModel]) -> dict[str, Any]:
     from openai.lib._parsing._completions import type_to_response_format_param
 
     return dict(cast("dict[str, Any]", type_to_response_format_param(model)))
+
+
+def json_object_format(model: type[BaseModel] | None) -> dict[str, Any]:
+    """``response_format`` of the ``json`` mode: ``{"type": "json_object"}`` with the JSON
+    schema under ``schema`` (llama.cpp servers constrain the answer to it; others read
+    the schema from :func:`schema_instruction` in the prompt)."""
+    out: dict[str, Any] = {"type": "json_object"}
+    if model is not None:
+        out["schema"] = response_format(model)["json_schema"]["schema"]
+    return out
+
+
+@functools.cache
+def schema_instruction(model: type[BaseModel]) -> str:
+    """The last user turn of a ``json``-mode request: answer with one JSON object that
+    matches ``model``'s JSON schema (put last so the cached prompt prefix stays whole)."""
+    schema = json.dumps(response_format(model)["json_schema"]["schema"], separators=(",", ":"))
+    return f"Answer with one JSON object matching this JSON schema, and nothing else:\n{schema}"
 
 
 def chat_result(data: dict[str, Any], request: LLMRequest, mode: StructuredMode) -> RawResult:
@@ -173,7 +197,7 @@ def chat_result(data: dict[str, Any], request: LLMRequest, mode: StructuredMode)
     parse_error = None
     if mode == "schema":
         result.parsed, parse_error = _structured(text, refusal, finish, request.output_model)
-    elif mode == "text" and request.output_model is not None:
+    elif mode in ("text", "json") and request.output_model is not None:
         result.parsed, parse_error = lenient_parse(text, request.output_model)
     if refusal:
         result.text = text or str(refusal)

@@ -145,7 +145,7 @@ class LLMRequest(BaseModel):
         return cls(messages=[Message(role="user", content=prompt)], system=system, **kwargs)
 
 
-StructuredMode = Literal["none", "schema", "tool", "text"]
+StructuredMode = Literal["none", "schema", "json", "tool", "text"]
 
 
 class LLMResponse(BaseModel):
@@ -156,7 +156,8 @@ class LLMResponse(BaseModel):
         parsed: an ``output_model`` instance, or ``None`` (no model asked, or the answer did
             not validate: see ``parse_error``).
         structured: how structured output was obtained: ``"schema"`` (native JSON-schema
-            output), ``"tool"`` (forced tool call, Anthropic fallback), ``"text"`` (the server
+            output), ``"json"`` (a JSON object with the schema in the prompt: servers without
+            JSON-schema output), ``"tool"`` (forced tool call, Anthropic fallback), ``"text"`` (the server
             refused both; the plain answer was parsed as JSON if possible) or ``"none"``.
         parse_error: why ``parsed`` is ``None`` although a model was asked (one line).
         usage: this call's cost: ``calls`` (real HTTP calls that succeeded: 1, or 0 on a cache

@@ -222,7 +222,7 @@ def fit_to_budget(transcript: Transcript, max_chars: int) -> None:
     if overhead + sum(sizes) <= max_chars or not sizes:
         return
     room = max(max_chars - overhead, 0)
-    cap = _water_level(sizes, room)
+    cap = water_level(sizes, room)
     cap = max(cap, MIN_FIELD_CHARS)
     cut = 0
     for (fl, i), size in zip(fields, sizes, strict=False):
@@ -237,7 +237,7 @@ def fit_to_budget(transcript: Transcript, max_chars: int) -> None:
         transcript.warnings.append("transcript still exceeds the budget at the minimum cut")
 
 
-def _water_level(sizes: list[int], room: int) -> int:
+def water_level(sizes: list[int], room: int) -> int:
     """The largest cap c with sum(min(s, c)) <= room."""
     lo, hi = 0, max(sizes)
     while lo < hi:
