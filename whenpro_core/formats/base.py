@@ -468,6 +468,20 @@ def sibling_json(path: Path, name: str, levels: int = 2) -> tuple[Path, Any] | N
     return None
 
 
+def label_file_note(path: Path, json_path: str | None, what: str, expected: str) -> str:
+    """The one-line warning for a label file (or a row of it) that could not be read:
+    ``labels not read: <file> at <json path>: <what> (expected <expected>)``. The label
+    readers put it in ``Trace.extras["whenpro_warnings"]`` of each trace that looks there,
+    so a bad label never goes silently missing."""
+    err = TraceFormatError(what, path=path, json_path=json_path, expected=expected)
+    return f"labels not read: {err.one_line()}"
+
+
+def wrong_type(value: Any) -> str:
+    """``"missing"`` or ``"wrong type (got int)"``: the *what* of a field of the wrong type."""
+    return "missing" if value is None else f"wrong type (got {type(value).__name__})"
+
+
 @lru_cache(maxsize=16)
 def _cached_json(path: str, size: int, mtime_ns: int) -> Any:
     return read_json_file(Path(path))
