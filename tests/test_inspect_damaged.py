@@ -8,8 +8,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from support.cli import one_line_error, run_whenpro
 
+from support.cli import one_line_error, run_whenpro
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace, load_traces
 

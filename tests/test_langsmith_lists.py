@@ -25,7 +25,10 @@ def _llm_body(trace_id: str, prompt: str, reply: str, stamp: str) -> dict:
 
 def test_two_trace_ids_with_the_same_prompt_are_two_traces(tmp_path: Path) -> None:
     p = tmp_path / "list.json"
-    bodies = [_llm_body("t-1", "Say hi", "hi", "20241013T070537170001"), _llm_body("t-2", "Say hi", "hello", "20241013T070538000001")]
+    bodies = [
+        _llm_body("t-1", "Say hi", "hi", "20241013T070537170001"),
+        _llm_body("t-2", "Say hi", "hello", "20241013T070538000001"),
+    ]
     p.write_text(json.dumps(bodies))
     traces = load_traces(p)
     assert [t.id for t in traces] == ["langsmith-t-1", "langsmith-t-2"]

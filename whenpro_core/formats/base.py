@@ -15,6 +15,7 @@ naming the JSON path (``$.trajectory[3].kind``) and what was expected.
 from __future__ import annotations
 
 import codecs
+import os
 import re
 import stat
 from collections.abc import Iterator
@@ -108,6 +109,22 @@ class FileImporter:
         return [self.load(path, s.key, root) for s in self.summaries(path, root) if s.error is None]
 
 
+def merged_path(child: Path, parent: Path) -> str:
+    """``Step.meta["subagent_path"]`` of a step read from the sub-agent file ``child``
+    merged into the session file ``parent``: ``child`` relative to ``parent``'s folder."""
+    return os.path.relpath(child, parent.parent)
+
+
+def merged_files(trace: Trace) -> list[str]:
+    """The normalised paths of the sub-agent files merged into ``trace`` (from its steps'
+    ``meta["subagent_path"]``, relative to the trace's file), sorted."""
+    if not trace.source.path:
+        return []
+    folder = Path(trace.source.path).parent
+    rel = {s.meta["subagent_path"] for s in trace.steps if isinstance(s.meta.get("subagent_path"), str)}
+    return sorted(os.path.normpath(folder / r) for r in rel)
+
+
 def summarize(trace: Trace) -> TraceSummary:
     """The listing row of a built trace."""
     gt = trace.ground_truth
@@ -128,6 +145,7 @@ def summarize(trace: Trace) -> TraceSummary:
         final_answer=summary_text(trace.final_answer),
         gold=summary_text(trace.task.answer),
         agent_count=len(trace.agents) or len({s.agent for s in trace.steps}),
+        merged=merged_files(trace),
     )
 
 
