@@ -358,9 +358,17 @@ def walk(target: str | Path) -> Iterator[TraceSummary]:
         yield from rows[:1]
         return
     start = Path(str(target)) if Path(str(target)).exists() else None
+    yield from _walk_files(target, start)
+
+
+def _walk_files(target: str | Path, start: Path | None) -> Iterator[TraceSummary]:
+    """The rows of every file of ``target`` (``start``: it, when it exists), less the
+    sub-agent files merged into a session listed in the same walk. Claude Code
+    ``agent-*.jsonl`` rows wait until the end of the walk (their session may come later);
+    a Codex child rollout is dropped when its parent came first."""
     direct = start is not None and start.is_file()
     merged: set[str] = set()  # sub-agent files already listed inside their parent session
-    held: list[TraceSummary] = []  # Claude Code agent-*.jsonl rows, until their session may show up
+    held: list[TraceSummary] = []
     for path in iter_files(target):
         root = find_root(path, stop=start if start and start.is_dir() else None)
         rows = summarize_file(path, root, direct=direct)
