@@ -190,6 +190,15 @@ def parse_json(data: bytes, path: Path | None = None, row: int | None = None) ->
         # big integers through the stdlib fallback (jsonio).
         return jsonio.loads(data)
     except orjson.JSONDecodeError as exc:
+        deep = jsonio.path_past_depth(data, jsonio.MAX_DEPTH) if "depth" in str(exc) else None
+        if deep is not None:  # valid JSON, but deeper than any reader here takes
+            raise TraceFormatError(
+                f"a value is nested more than {jsonio.MAX_DEPTH} levels deep",
+                path=path,
+                row=row,
+                json_path=deep,
+                expected=f"at most {jsonio.MAX_DEPTH} levels",
+            ) from None
         raise TraceFormatError(_json_problem(data, exc), path=path, row=row, expected="a JSON document") from None
 
 
