@@ -86,7 +86,7 @@ def row_document(row: JSONObject) -> JSONObject:
             parse_json(doc["history"].encode("utf-8"))
         except TraceFormatError as exc:
             raise TraceFormatError(
-                f"the JSON string does not parse ({exc.what})",
+                f"the JSON string does not parse ({exc.what.replace(' (truncated file?)', '')})",
                 json_path="$.history",
                 expected="a list of messages, or that list as a JSON string",
             ) from None
