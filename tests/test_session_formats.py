@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import REAL_TRACES, REPO, settle
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats import load_trace
+from whenpro_core.formats import load_trace, walk
 from whenpro_core.trace.model import Outcome, Trace
 
 pytestmark = pytest.mark.real_traces
@@ -267,10 +267,14 @@ def test_ls_info_and_convert_on_each_folder(real_traces: Path, folder: str, tmp_
     out = whenpro("ls", str(real_traces / folder))
     assert out.returncode == 0, out.stderr
     rows = {Path(line.split()[0]).resolve(): line.split() for line in out.stdout.splitlines() if line.strip()}
+    merged = {Path(m).resolve() for r in walk(real_traces / folder) for m in r.merged}  # listed in their parent
     for ref in refs:
         want = raw_counts(ref)
-        row = rows[(real_traces / ref).resolve()]
-        assert "steps" in row and row[row.index("steps") - 1] == str(want.steps), row
+        path = (real_traces / ref).resolve()
+        assert (path in rows) != (path in merged), ref  # a merged sub-agent file: not listed again
+        if path in rows:
+            row = rows[path]
+            assert "steps" in row and row[row.index("steps") - 1] == str(want.steps), row
         info = whenpro("info", str(real_traces / ref))
         assert info.returncode == 0, info.stderr
         assert any(line.split()[:2] == ["steps", str(want.steps)] for line in info.stdout.splitlines()), info.stdout
@@ -279,7 +283,7 @@ def test_ls_info_and_convert_on_each_folder(real_traces: Path, folder: str, tmp_
         assert conv.returncode == 0, conv.stderr
         native = json.loads(target.read_text(encoding="utf-8"))
         assert trace_counts(native["steps"]) == want, ref
-    assert len(rows) == len(refs)  # logs.json (a prompt log) lists no row
+    assert len(rows) + len(merged) == len(refs)  # logs.json (a prompt log) lists no row
 
 
 def test_gemini_prompt_log_says_what_it_is(real_traces: Path) -> None:

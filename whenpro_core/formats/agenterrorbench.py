@@ -22,7 +22,15 @@ from functools import lru_cache
 from pathlib import Path
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import as_text, dict_or_empty, list_or_empty, read_json_file, text_or_none
+from whenpro_core.formats.base import (
+    as_text,
+    dict_or_empty,
+    label_file_note,
+    list_or_empty,
+    read_json_file,
+    text_or_none,
+    wrong_type,
+)
 from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import GroundTruth, Outcome, Trace
 
@@ -36,31 +44,49 @@ def is_label_list(doc: object) -> bool:
     )
 
 
+_ROW = "a label object {trajectory_id, critical_failure_step, ...}"
+
+
 @lru_cache(maxsize=16)
-def _labels_in(path: Path, stamp: tuple[int, int]) -> dict[str, JSONObject]:
-    """``{trajectory_id: label}`` of one label file (``stamp``: size and mtime, so an
-    edited file is read again)."""
+def _labels_in(path: Path, stamp: tuple[int, int]) -> tuple[dict[str, JSONObject], tuple[str, ...]]:
+    """``({trajectory_id: label}, notes)`` of one label file (``stamp``: size and mtime, so
+    an edited file is read again). A file that does not parse, or is not a list, gives no
+    labels and one note; a row of the wrong shape is left out with one note naming its
+    JSON path (:func:`~whenpro_core.formats.base.label_file_note`)."""
     try:
         doc = read_json_file(path)
-    except TraceFormatError:
-        return {}
-    if not is_label_list(doc):
-        return {}
-    return {str(row["trajectory_id"]): row for row in doc}
+    except TraceFormatError as exc:
+        return {}, (f"labels not read: {exc.one_line()}",)
+    if not isinstance(doc, list):
+        return {}, (label_file_note(path, "$", wrong_type(doc), f"a list of {_ROW}s"),)
+    labels: dict[str, JSONObject] = {}
+    notes: list[str] = []
+    for i, row in enumerate(doc):
+        tid = row.get("trajectory_id") if isinstance(row, dict) else None
+        if not isinstance(row, dict):
+            notes.append(label_file_note(path, f"$[{i}]", wrong_type(row), _ROW))
+        elif not isinstance(tid, (str, int)) or isinstance(tid, bool):
+            notes.append(label_file_note(path, f"$[{i}].trajectory_id", wrong_type(tid), "a string"))
+        else:
+            labels[str(tid)] = row
+    return labels, tuple(notes)
 
 
-def label_for(path: Path) -> JSONObject | None:
-    """The label of the trajectory file ``path`` (module doc), or ``None``."""
+def label_for(path: Path) -> tuple[JSONObject | None, list[str]]:
+    """``(label, notes)``: the label of the trajectory file ``path`` (module doc), or
+    ``None``, and the notes on the label files looked at that could not be wholly read."""
+    notes: list[str] = []
     for folder in list(path.parents)[:4]:
         labels = folder / "Label"
         if not labels.is_dir():
             continue
         for candidate in sorted(labels.glob("*_labels.json")):
             st = candidate.stat()
-            found = _labels_in(candidate, (st.st_size, st.st_mtime_ns)).get(path.stem)
-            if found is not None:
-                return found
-    return None
+            rows, bad = _labels_in(candidate, (st.st_size, st.st_mtime_ns))
+            notes += bad
+            if path.stem in rows:
+                return rows[path.stem], notes
+    return None, notes
 
 
 def apply_label(trace: Trace, label: JSONObject) -> None:

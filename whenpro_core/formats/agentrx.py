@@ -36,8 +36,10 @@ from whenpro_core.formats.base import (
     dict_or_empty,
     expect,
     is_message_list,
+    label_file_note,
     redact_secrets,
     sibling_json,
+    wrong_type,
 )
 from whenpro_core.formats.chat import chat_step, is_chat_role
 from whenpro_core.formats.whowhen import _kind_hand_crafted, speaker_of
@@ -74,13 +76,24 @@ def is_tau_run(doc: Any) -> bool:
     return isinstance(doc, dict) and "task_id" in doc and "traj" in doc and ("reward" in doc or "info" in doc)
 
 
-def _labels_for(path: Path, trajectory_id: Any) -> tuple[Path, int, JSONObject] | None:
+def _labels_for(path: Path, trajectory_id: Any, notes: list[str]) -> tuple[Path, int, JSONObject] | None:
+    """``(labels file, row number, row)`` of ``trajectory_id``, or ``None``; a labels file
+    that is not a list, or a row whose ``trajectory_id`` is not a string or integer, is
+    passed over with a note appended to ``notes``."""
     found = sibling_json(path, LABELS_FILE)
-    if found is None or not isinstance(found[1], list):
+    if found is None:
         return None
     gt_path, entries = found
+    if not isinstance(entries, list):
+        notes.append(label_file_note(gt_path, "$", wrong_type(entries), "a list of label entries"))
+        return None
     for n, entry in enumerate(entries):
-        if isinstance(entry, dict) and str(entry.get("trajectory_id")) == str(trajectory_id):
+        tid = entry.get("trajectory_id") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or isinstance(tid, (dict, list, bool)) or tid is None:
+            where = f"$[{n}]" if not isinstance(entry, dict) else f"$[{n}].trajectory_id"
+            what = wrong_type(entry if not isinstance(entry, dict) else tid)
+            notes.append(label_file_note(gt_path, where, what, "a trajectory id (string or integer)"))
+        elif str(tid) == str(trajectory_id):
             return gt_path, n, entry
     return None
 
@@ -91,7 +104,10 @@ def apply_labels(trace: Trace, path: Path, trajectory_id: Any, *, offset: int) -
     ``offset`` turns a 1-based ``step_number`` into the trace's coordinate
     (``-1`` for Magentic-One, ``0`` for τ-bench). TraceFormatError names the labels
     file and JSON path of a malformed entry or a step that is not in the trace."""
-    hit = _labels_for(path, trajectory_id)
+    notes: list[str] = []
+    hit = _labels_for(path, trajectory_id, notes)
+    if notes:
+        trace.extras.setdefault("whenpro_warnings", []).extend(notes)
     if hit is None:
         return
     gt_path, n, entry = hit

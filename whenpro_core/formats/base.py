@@ -15,6 +15,7 @@ naming the JSON path (``$.trajectory[3].kind``) and what was expected.
 from __future__ import annotations
 
 import codecs
+import os
 import re
 import stat
 from collections.abc import Iterator
@@ -108,6 +109,22 @@ class FileImporter:
         return [self.load(path, s.key, root) for s in self.summaries(path, root) if s.error is None]
 
 
+def merged_path(child: Path, parent: Path) -> str:
+    """``Step.meta["subagent_path"]`` of a step read from the sub-agent file ``child``
+    merged into the session file ``parent``: ``child`` relative to ``parent``'s folder."""
+    return os.path.relpath(child, parent.parent)
+
+
+def merged_files(trace: Trace) -> list[str]:
+    """The normalised paths of the sub-agent files merged into ``trace`` (from its steps'
+    ``meta["subagent_path"]``, relative to the trace's file), sorted."""
+    if not trace.source.path:
+        return []
+    folder = Path(trace.source.path).parent
+    rel = {s.meta["subagent_path"] for s in trace.steps if isinstance(s.meta.get("subagent_path"), str)}
+    return sorted(os.path.normpath(folder / r) for r in rel)
+
+
 def summarize(trace: Trace) -> TraceSummary:
     """The listing row of a built trace."""
     gt = trace.ground_truth
@@ -128,6 +145,7 @@ def summarize(trace: Trace) -> TraceSummary:
         final_answer=summary_text(trace.final_answer),
         gold=summary_text(trace.task.answer),
         agent_count=len(trace.agents) or len({s.agent for s in trace.steps}),
+        merged=merged_files(trace),
     )
 
 
@@ -172,6 +190,15 @@ def parse_json(data: bytes, path: Path | None = None, row: int | None = None) ->
         # big integers through the stdlib fallback (jsonio).
         return jsonio.loads(data)
     except orjson.JSONDecodeError as exc:
+        deep = jsonio.path_past_depth(data, jsonio.MAX_DEPTH) if "depth" in str(exc) else None
+        if deep is not None:  # valid JSON, but deeper than any reader here takes
+            raise TraceFormatError(
+                f"a value is nested more than {jsonio.MAX_DEPTH} levels deep",
+                path=path,
+                row=row,
+                json_path=deep,
+                expected=f"at most {jsonio.MAX_DEPTH} levels",
+            ) from None
         raise TraceFormatError(_json_problem(data, exc), path=path, row=row, expected="a JSON document") from None
 
 
@@ -466,6 +493,20 @@ def sibling_json(path: Path, name: str, levels: int = 2) -> tuple[Path, Any] | N
             return candidate, _cached_json(str(candidate), st.st_size, st.st_mtime_ns)
         folder = folder.parent
     return None
+
+
+def label_file_note(path: Path, json_path: str | None, what: str, expected: str) -> str:
+    """The one-line warning for a label file (or a row of it) that could not be read:
+    ``labels not read: <file> at <json path>: <what> (expected <expected>)``. The label
+    readers put it in ``Trace.extras["whenpro_warnings"]`` of each trace that looks there,
+    so a bad label never goes silently missing."""
+    err = TraceFormatError(what, path=path, json_path=json_path, expected=expected)
+    return f"labels not read: {err.one_line()}"
+
+
+def wrong_type(value: Any) -> str:
+    """``"missing"`` or ``"wrong type (got int)"``: the *what* of a field of the wrong type."""
+    return "missing" if value is None else f"wrong type (got {type(value).__name__})"
 
 
 @lru_cache(maxsize=16)

@@ -379,7 +379,9 @@ class ChatImporter(DocumentImporter):
         extras = {k: v for k, v in doc.items() if k not in _LIST_KEYS} if isinstance(doc, dict) else {}
         tid = str(extras.get("id") or ctx.path.stem)
         trace = chat_trace(messages or [], ctx, where=where, trace_id=tid, extras=extras)
-        label = label_for(ctx.path) if isinstance(doc, dict) and "messages" in doc else None
+        label, notes = label_for(ctx.path) if isinstance(doc, dict) and "messages" in doc else (None, [])
+        if notes:  # a label file beside it that could not be wholly read
+            trace.extras.setdefault("whenpro_warnings", []).extend(notes)
         if label is not None:  # an AgentErrorBench trajectory
             apply_label(trace, label)
         return [trace]

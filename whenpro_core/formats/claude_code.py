@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import LoadContext, as_text, dict_or_empty, redact_secrets, text_or_none
+from whenpro_core.formats.base import LoadContext, as_text, dict_or_empty, merged_path, redact_secrets, text_or_none
 from whenpro_core.formats.chat import content_parts
 from whenpro_core.formats.session_lines import LineBuilder, SessionLinesImporter, feed_file, renumber
 from whenpro_core.storage.jsonio import JSONObject
@@ -416,6 +416,8 @@ class ClaudeTraceBuilder:
         for step in child.steps:
             step.meta["parent_tool_use_id"] = task_id
             step.meta.setdefault("subagent_file", path.name if path else None)
+            if path is not None:
+                step.meta.setdefault("subagent_path", merged_path(path, self.ctx.path))
         return name, child.steps
 
     def trace(self) -> Trace:

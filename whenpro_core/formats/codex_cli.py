@@ -59,6 +59,7 @@ from whenpro_core.formats.base import (
     dict_or_empty,
     list_or_empty,
     maybe_json,
+    merged_path,
     redact_secrets,
     text_or_none,
 )
@@ -362,6 +363,7 @@ class CodexBuilder:
         for step in steps:
             step.agent = name if step.agent == AGENT else step.agent
             step.meta["subagent_file"] = found.name
+            step.meta["subagent_path"] = merged_path(found, self.ctx.path)
         return steps
 
     def _with_children(self, warnings: list[str]) -> tuple[list[Step], list[Agent]]:

@@ -38,8 +38,10 @@ one-line TraceFormatError.
 from __future__ import annotations
 
 import io
+import lzma
 import re
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -361,6 +363,20 @@ class MemberUnreadable(TraceFormatError):
     sample is left out, the others are read."""
 
 
+#: What reading a damaged member raises: a bad CRC (BadZipFile), a broken deflate
+#: (zlib.error), bzip2 (OSError), LZMA or Zstandard stream, a cut-off member (EOFError).
+_UNREADABLE = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    OSError,
+    ValueError,
+    EOFError,
+    NotImplementedError,
+    zstandard.ZstdError,
+)
+
+
 def _mib(n: int) -> str:
     return f"{n / (1024 * 1024):.0f} MiB"
 
@@ -423,7 +439,7 @@ class InspectEvalImporter(FileImporter):
         try:
             with open_member(zf, name) as fh:
                 data = read_capped(fh, limit, name=name, path=path)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, zstandard.ZstdError) as exc:
+        except _UNREADABLE as exc:
             raise MemberUnreadable(f"cannot read {name} from the archive ({exc}); not read", path=path) from None
         if budget is not None:
             budget.left -= len(data)
@@ -500,15 +516,14 @@ class InspectEvalImporter(FileImporter):
             rows = [summarize(t) for t in self._traces(path, root, budget=budget)]
         except TraceFormatError as exc:
             rows = [TraceSummary(id=path.stem, path=str(path), format=self.name, error=exc.one_line())]
-        if not rows and budget.notes:
-            rows = [
-                TraceSummary(
-                    id=path.stem,
-                    path=str(path),
-                    format=self.name,
-                    error=TraceFormatError("; ".join(budget.notes), path=path).one_line(),
-                )
-            ]
+        if not rows and budget.notes:  # the error row says it all: no warning repeating it
+            yield TraceSummary(
+                id=path.stem,
+                path=str(path),
+                format=self.name,
+                error=TraceFormatError("; ".join(budget.notes), path=path).one_line(),
+            )
+            return
         for row in rows:
             row.warnings.extend(budget.notes)
         yield from rows

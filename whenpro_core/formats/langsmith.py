@@ -5,11 +5,15 @@ Accepted documents (content decides):
 * the SDK's batch body ``{post: [run, ...], patch: [run, ...]}``: a patch completes the
   post with the same ``id`` (the JS SDK leaves ``id`` out of a patch: the last segment of
   its ``dotted_order`` names the run); several bodies saved as a JSON list (one a
-  request, as a capture of the SDK's traffic keeps them) are one trace, every body's
-  posts first, then the patches;
+  request, as a capture of the SDK's traffic keeps them): every body's posts first, then
+  the patches;
 * a run tree: one run ``{id, name, run_type, inputs, outputs, start_time, ...,
   child_runs: [...]}`` with nested children, or a list of runs (flat, linked by
   ``parent_run_id``, or trees).
+
+The runs of one trace id (``trace_id``, else the root id that starts ``dotted_order``)
+are one trace; a document holding several trace ids is one trace per id, keyed by it (as
+for OpenTelemetry).
 
 A run is ``{id, name, run_type: llm|chain|tool|retriever|prompt|parser|embedding|agent,
 inputs, outputs, error?, start_time, end_time, parent_run_id, trace_id, dotted_order,
@@ -321,14 +325,41 @@ class _Steps:
         )
 
 
-def runs_trace(doc: Any, ctx: LoadContext) -> Trace:
-    """The trace of every run in ``doc`` (rules in the module doc). TraceFormatError names
-    the JSON path of a run that is not an object or has malformed messages."""
+def _trace_id_of(run: JSONObject) -> str:
+    """The trace a run belongs to: its ``trace_id``, else the run id that starts its
+    ``dotted_order`` (the root's), else ``""`` (one trace for every such run)."""
+    tid = text_or_none(run.get("trace_id"))
+    dotted = run.get("dotted_order")
+    if tid is None and isinstance(dotted, str) and "Z" in dotted:
+        tid = dotted.split(".", 1)[0].split("Z", 1)[-1] or None
+    return tid or ""
+
+
+def runs_traces(doc: Any, ctx: LoadContext) -> list[Trace]:
+    """One trace per trace id among the runs of ``doc``, in order of first appearance
+    (one trace, without a key, when every run shares one; else each keyed by its trace
+    id, as for OpenTelemetry). TraceFormatError names the JSON path of a run that is not
+    an object or has malformed messages."""
     runs = collect_runs(doc, ctx)
     if not runs:
         raise ctx.error("no runs", "$", "at least one run")
+    groups: dict[str, list[tuple[JSONObject, str]]] = {}
+    for run in runs:
+        groups.setdefault(_trace_id_of(run[0]), []).append(run)
+    if len(groups) == 1:
+        return [_runs_trace(runs, ctx)]
+    traces = []
+    for tid, group in groups.items():
+        trace = _runs_trace(group, ctx)
+        trace.source = ctx.source("langsmith", key=tid or None)
+        traces.append(trace)
+    return traces
+
+
+def _runs_trace(runs: list[tuple[JSONObject, str]], ctx: LoadContext) -> Trace:
+    """The trace of ``runs`` (``(run, JSON path)``, patches merged), in start order."""
     by_id = {str(r.get("id") or _dotted_id(r)): r for r, _ in runs}
-    runs.sort(key=lambda rw: _order_key(rw[0]))
+    runs = sorted(runs, key=lambda rw: _order_key(rw[0]))
     builder = _Steps(ctx)
     for run, where in runs:
         chain = _ancestors(run, by_id)
@@ -415,7 +446,7 @@ class LangSmithImporter(DocumentImporter):
         return is_run_document(doc)
 
     def load(self, doc: Any, ctx: LoadContext) -> list[Trace]:
-        return [runs_trace(doc, ctx)]
+        return runs_traces(doc, ctx)
 
 
-__all__ = ["LangSmithImporter", "collect_runs", "is_batch", "is_run", "is_run_document", "runs_trace"]
+__all__ = ["LangSmithImporter", "collect_runs", "is_batch", "is_run", "is_run_document", "runs_traces"]

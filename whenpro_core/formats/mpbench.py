@@ -14,6 +14,10 @@ carry the annotator's verdict: ``{content, role, name?, step: "0", fail_annotati
   files of the same ``<split>/<file>.json`` under the sibling annotator folders) is an
   accepted alternative, with its agent and category;
 * each flag is an annotation naming its annotator.
+
+A file that also has Who&When's ``mistake_agent``/``mistake_step`` keeps that label as the
+ground truth; the flags are its annotations, and their steps, agents and categories its
+accepted alternatives (:func:`mp_flags_beside`).
 """
 
 from __future__ import annotations
@@ -63,12 +67,10 @@ def _other_annotators(path: Path) -> list[tuple[str, list[Any]]]:
     return out
 
 
-def mp_labels(history: list[Any], steps: list[Step], path: Path) -> tuple[GroundTruth | None, list[Annotation]]:
-    """The ground truth and annotations of an MP-Bench file (module doc); ``(None, [])``
-    when its annotator flagged no step."""
-    views = [(_annotator(path), history), *_other_annotators(path)]
+def _flag_notes(history: list[Any], steps: list[Step], path: Path) -> list[Annotation]:
+    """One annotation per step any annotator of this log flagged (module doc)."""
     notes: list[Annotation] = []
-    for who, hist in views:
+    for who, hist in [(_annotator(path), history), *_other_annotators(path)]:
         for i, entry in _flagged(hist):
             if i < len(steps):
                 notes.append(
@@ -80,26 +82,52 @@ def mp_labels(history: list[Any], steps: list[Step], path: Path) -> tuple[Ground
                         source=f"mp-bench annotator {who}",
                     )
                 )
+    return notes
+
+
+def _accepted(notes: list[Annotation], step: str | None, agent: str | None) -> Accepted:
+    """The flagged steps, agents and categories of ``notes`` other than the ground truth's."""
+    others = [n for n in notes if n.step != step]
+    return Accepted(
+        agent=list(dict.fromkeys(n.agent for n in others if n.agent and n.agent != agent)),
+        step=list(dict.fromkeys(n.step for n in others if n.step)),
+        mode=list(dict.fromkeys(n.label for n in others if n.label != "flagged")),
+    )
+
+
+def mp_flags_beside(gt: GroundTruth, history: list[Any], steps: list[Step], path: Path) -> list[Annotation]:
+    """For a file that has Who&When's ``mistake_agent``/``mistake_step`` too: ``gt`` (that
+    label) keeps its step, and every step an annotator flagged is added to its accepted
+    alternatives (step, agent, category); returns the flags as annotations."""
+    notes = _flag_notes(history, steps, path)
+    extra = _accepted(notes, gt.step, gt.agent)
+    gt.accepted = Accepted(
+        agent=list(dict.fromkeys([*gt.accepted.agent, *extra.agent])),
+        step=list(dict.fromkeys([*gt.accepted.step, *extra.step])),
+        mode=list(dict.fromkeys([*gt.accepted.mode, *(m for m in extra.mode if m != gt.mode)])),
+    )
+    return notes
+
+
+def mp_labels(history: list[Any], steps: list[Step], path: Path) -> tuple[GroundTruth | None, list[Annotation]]:
+    """The ground truth and annotations of an MP-Bench file (module doc); ``(None, [])``
+    when its annotator flagged no step."""
+    notes = _flag_notes(history, steps, path)
     mine = [(i, e) for i, e in _flagged(history) if i < len(steps)]
     if not mine:
         return None, notes
     first, entry = mine[0]
     notes[0].decisive = True
-    others = [n for n in notes[1:] if n.step != steps[first].coord]
     gt = GroundTruth(
         agent=steps[first].agent,
         step=steps[first].coord,
         step_index=first,
         mode=text_or_none(entry.get("fail_category")),
         reason=text_or_none(entry.get("fail_reason")),
-        accepted=Accepted(
-            agent=list(dict.fromkeys(n.agent for n in others if n.agent and n.agent != steps[first].agent)),
-            step=list(dict.fromkeys(n.step for n in others if n.step)),
-            mode=list(dict.fromkeys(n.label for n in others if n.label != "flagged")),
-        ),
+        accepted=_accepted(notes[1:], steps[first].coord, steps[first].agent),
         native={"annotator": _annotator(path), "flagged_steps": [i for i, _ in mine]},
     )
     return gt, notes
 
 
-__all__ = ["is_annotated_history", "mp_labels"]
+__all__ = ["is_annotated_history", "mp_flags_beside", "mp_labels"]

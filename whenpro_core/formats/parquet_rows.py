@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.errors import TraceFormatError
-from whenpro_core.formats.base import FileImporter, LoadContext, maybe_json, summarize
+from whenpro_core.formats.base import FileImporter, LoadContext, maybe_json, parse_json, summarize
 from whenpro_core.formats.whowhen import WhoWhenImporter
 from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Trace, TraceSummary
@@ -75,11 +75,21 @@ def iter_rows(path: Path) -> Iterator[JSONObject]:
 def row_document(row: JSONObject) -> JSONObject:
     """A row as a Who&When document: JSON-string columns decoded, message fields a
     struct column filled with null left out (Hand-Crafted messages have no ``name``), a
-    step label as text."""
+    step label as text. A ``history`` string that does not parse as JSON is a
+    TraceFormatError at ``$.history`` saying where the string breaks."""
     doc = dict(row)
     for name in _JSON_COLUMNS:
         if isinstance(doc.get(name), str):
             doc[name] = maybe_json(doc[name])
+    if isinstance(doc.get("history"), str):  # a JSON string that does not parse
+        try:
+            parse_json(doc["history"].encode("utf-8"))
+        except TraceFormatError as exc:
+            raise TraceFormatError(
+                f"the JSON string does not parse ({exc.what.replace(' (truncated file?)', '')})",
+                json_path="$.history",
+                expected="a list of messages, or that list as a JSON string",
+            ) from None
     if doc.get("system_prompt") is None:
         doc.pop("system_prompt", None)
     if isinstance(doc.get("history"), list):  # a struct column gives every row every field, absent ones null

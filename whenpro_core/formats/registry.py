@@ -342,7 +342,9 @@ def walk(target: str | Path) -> Iterator[TraceSummary]:
         by byte offset without decoding trajectories, documents without building models
         when their importer allows. Bad files become error rows; the walk carries on. Files
     that hold no traces (whenpro's own results, verdict and report files, label files) give
-    no rows, except when ``target`` is that file itself (one error row saying what it is)."""
+    no rows, except when ``target`` is that file itself (one error row saying what it is).
+    A sub-agent file merged into a parent session listed in the same walk (a Claude Code
+    ``agent-*.jsonl``, a Codex child rollout found after its parent) is not listed again."""
     path, key = split_ref(target)
     if key is not None and path.is_file():  # path#key: that one trace (README: any PATH)
         rows = [
@@ -356,10 +358,27 @@ def walk(target: str | Path) -> Iterator[TraceSummary]:
         yield from rows[:1]
         return
     start = Path(str(target)) if Path(str(target)).exists() else None
+    yield from _walk_files(target, start)
+
+
+def _walk_files(target: str | Path, start: Path | None) -> Iterator[TraceSummary]:
+    """The rows of every file of ``target`` (``start``: it, when it exists), less the
+    sub-agent files merged into a session listed in the same walk. Claude Code
+    ``agent-*.jsonl`` rows wait until the end of the walk (their session may come later);
+    a Codex child rollout is dropped when its parent came first."""
     direct = start is not None and start.is_file()
+    merged: set[str] = set()  # sub-agent files already listed inside their parent session
+    held: list[TraceSummary] = []
     for path in iter_files(target):
         root = find_root(path, stop=start if start and start.is_dir() else None)
-        yield from summarize_file(path, root, direct=direct)
+        rows = summarize_file(path, root, direct=direct)
+        for row in rows:
+            merged.update(row.merged)
+        if not direct and path.name.startswith("agent-"):
+            held += rows
+            continue
+        yield from (r for r in rows if r.error or os.path.normpath(r.path) not in merged)
+    yield from (r for r in held if r.error or os.path.normpath(r.path) not in merged)
 
 
 def natural_key(text: str | Path) -> list[Any]:

@@ -35,10 +35,12 @@ from whenpro_core.formats.base import (
     LoadContext,
     as_text,
     dict_or_empty,
+    label_file_note,
     list_or_empty,
     maybe_json,
     read_json_file,
     text_or_none,
+    wrong_type,
 )
 from whenpro_core.formats.otel import build_traces
 from whenpro_core.formats.otlp import Span
@@ -115,20 +117,30 @@ def _spans(raw: list[Any], ctx: LoadContext, where: str, parent: str | None, out
             _spans(children, ctx, f"{w}.child_spans", sp["span_id"], out)
 
 
-def labels_beside(path: Path, trace_id: str) -> JSONObject | None:
-    """The annotation file of a trace file (module doc), or ``None``."""
+def labels_beside(path: Path, trace_id: str, notes: list[str] | None = None) -> JSONObject | None:
+    """The annotation file of a trace file (module doc), or ``None``. A candidate that does
+    not parse, or whose ``errors`` is not a list, is passed over with a note appended to
+    ``notes`` (:func:`~whenpro_core.formats.base.label_file_note`)."""
     candidates = [path.with_name(f"{path.stem}.labels.json")]
     if trace_id and all(c.isalnum() or c in "-_" for c in trace_id):  # an id from the file: never a path or glob
         for folder in (path.parent.parent, path.parent.parent.parent):
             candidates += sorted(folder.glob(f"processed_annotations_*/{trace_id}.json"))
+    notes = notes if notes is not None else []
     for candidate in candidates:
-        if candidate.is_file() and candidate != path:
-            try:
-                doc = read_json_file(candidate)
-            except TraceFormatError:
-                continue
-            if isinstance(doc, dict) and is_trail_labels(doc):
-                return doc
+        if not candidate.is_file() or candidate == path:
+            continue
+        try:
+            doc = read_json_file(candidate)
+        except TraceFormatError as exc:
+            notes.append(f"labels not read: {exc.one_line()}")
+            continue
+        if is_trail_labels(doc):
+            return dict(doc)
+        if not isinstance(doc, dict):
+            notes.append(label_file_note(candidate, "$", wrong_type(doc), "an object {trace_id, errors: [...]}"))
+        elif "spans" not in doc:  # a trace file is not a label file
+            key, expected = ("trace_id", "the trace id") if "trace_id" not in doc else ("errors", "a list of errors")
+            notes.append(label_file_note(candidate, f"$.{key}", wrong_type(doc.get(key)), expected))
     return None
 
 
@@ -200,7 +212,10 @@ def trail_trace(doc: JSONObject, ctx: LoadContext) -> Trace:
     trace.id = f"trail-{trace_id}"
     trace.source = ctx.source("trail")
     trace.benchmark = "trail"
-    labels = labels or labels_beside(ctx.path, trace_id)
+    notes: list[str] = []
+    labels = labels or labels_beside(ctx.path, trace_id, notes)
+    if notes:
+        trace.extras.setdefault("whenpro_warnings", []).extend(notes)
     if labels is not None:
         _annotate(trace, labels, {s.span_id: s.parent_span_id for s in spans})
     return trace

@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 from whenpro_core.formats.base import DocumentImporter, LoadContext, as_text, dict_or_empty, expect
-from whenpro_core.formats.mpbench import is_annotated_history, mp_labels
+from whenpro_core.formats.mpbench import is_annotated_history, mp_flags_beside, mp_labels
 from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, GroundTruth, Modality, Outcome, Source, Step, Task, Trace
 
@@ -148,7 +148,9 @@ class WhoWhenImporter(DocumentImporter):
             source=Source(format=self.name, path=str(ctx.path), root=str(ctx.root) if ctx.root else None),
             extras=_extras(doc, hand_crafted),
         )
-        if trace.ground_truth is None and is_annotated_history(history):  # MP-Bench
+        if trace.ground_truth is not None and is_annotated_history(history):  # MP-Bench flags beside W&W labels
+            trace.annotations = mp_flags_beside(trace.ground_truth, history, steps, ctx.path)
+        elif is_annotated_history(history):  # MP-Bench
             trace.ground_truth, trace.annotations = mp_labels(history, steps, ctx.path)
             trace.id = f"mpbench-{ctx.path.parent.parent.name}-{ctx.path.parent.name}-{ctx.path.stem}"
             trace.benchmark = trace.benchmark or "mp-bench"

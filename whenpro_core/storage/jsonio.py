@@ -151,6 +151,62 @@ def too_deep(value: Any, limit: int) -> str | None:
     return None
 
 
+#: A JSON string or a structural character, for :func:`path_past_depth`.
+_JSON_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]')
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def path_past_depth(data: bytes, limit: int) -> str | None:
+    """The JSON path of the first container nested deeper than ``limit`` levels in the
+    JSON text ``data`` (the top level is level 1), read from its brackets without parsing
+    (so it works where the parser gave up), or ``None``. Keys that are not names are
+    written ``["..."]``; a run of four or more equal segments as ``([0] xN)``."""
+    stack: list[list[Any]] = []  # per open container: [is an object, its current key or index]
+    last = b""
+    for m in _JSON_TOKEN.finditer(data):
+        tok = m.group()
+        if tok[:1] == b'"':
+            last = tok
+        elif tok in (b"[", b"{"):
+            if len(stack) >= limit:
+                return _compact_path([_segment(c) for c in stack])
+            stack.append([tok == b"{", None if tok == b"{" else 0])
+        elif tok in (b"]", b"}") and stack:
+            stack.pop()
+        elif tok == b":" and stack and stack[-1][0]:
+            stack[-1][1] = _key_text(last)
+        elif tok == b"," and stack:
+            stack[-1][1] = None if stack[-1][0] else stack[-1][1] + 1
+    return None
+
+
+def _key_text(token: bytes) -> str:
+    try:
+        return str(json.loads(token))
+    except ValueError:
+        return token.decode("utf-8", "replace").strip('"')
+
+
+def _segment(container: list[Any]) -> str:
+    is_object, at = container
+    if not is_object:
+        return f"[{at}]"
+    key = str(at)
+    return f".{key}" if _NAME.match(key) else f"[{json.dumps(key)}]"
+
+
+def _compact_path(segments: list[str]) -> str:
+    """``$`` and ``segments``, each run of four or more equal segments as ``(seg xN)``."""
+    out, i = ["$"], 0
+    while i < len(segments):
+        j = i
+        while j < len(segments) and segments[j] == segments[i]:
+            j += 1
+        out.append(f"({segments[i]} x{j - i})" if j - i >= 4 else segments[i] * (j - i))
+        i = j
+    return "".join(out)
+
+
 def cap_depth(value: Any, limit: int) -> tuple[Any, list[str]]:
     """``value`` with every container that sits deeper than ``limit`` levels replaced by
     its compact JSON text (a string), and the JSON paths replaced (``[]``: unchanged,

@@ -391,6 +391,9 @@ class TraceSummary(_Model):
     final_answer: str | None = None
     gold: str | None = None
     agent_count: int | None = None
+    #: Normalised paths of the sub-agent files merged into this trace (its steps'
+    #: ``meta["subagent_path"]``): a folder walk does not list them again. Never dumped.
+    merged: list[str] = Field(default_factory=list, exclude=True)
 
     def ref(self) -> str:
         """``path`` or ``path#key``: what :func:`whenpro_core.formats.load_trace` accepts."""
