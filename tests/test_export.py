@@ -244,3 +244,22 @@ async def test_x_on_a_trace_with_a_very_long_id_offers_a_short_name_and_never_cr
         refused = [n for n in app._notifications if n.severity == "error"]
         assert refused and "File name too long" in str(refused[-1].message), [n.message for n in app._notifications]
         assert "\n" not in str(refused[-1].message)
+
+
+def test_export_checks_every_output_before_writing_any(shared_trace: Path, tmp_path: Path) -> None:
+    """``--html new.html --markdown existing.md``: refused (exit 2) before new.html is
+    written; the same file for both is refused too; nothing is written on exit 2."""
+    (tmp_path / "existing.md").write_text("keep me")
+    out = run_whenpro("export", str(shared_trace), "--html", "new.html", "--markdown", "existing.md", cwd=tmp_path)
+    assert out.returncode == 2 and "existing.md" in out.stderr and "exists" in out.stderr, out.stderr
+    assert not (tmp_path / "new.html").exists() and (tmp_path / "existing.md").read_text() == "keep me"
+    missing = run_whenpro("export", str(shared_trace), "--html", "a.html", "--markdown", "nofolder/b.md", cwd=tmp_path)
+    assert missing.returncode == 2 and not (tmp_path / "a.html").exists(), missing.stderr
+    same = run_whenpro("export", str(shared_trace), "--html", "both.out", "--markdown", "./both.out", cwd=tmp_path)
+    assert same.returncode == 2 and "same file" in same.stderr and not (tmp_path / "both.out").exists(), same.stderr
+    forced = run_whenpro(
+        "export", str(shared_trace), "--html", "both.out", "--markdown", "both.out", "--force", cwd=tmp_path
+    )
+    assert forced.returncode == 2 and not (tmp_path / "both.out").exists(), forced.stderr
+    ok = run_whenpro("export", str(shared_trace), "--html", "new.html", "--markdown", "new.md", cwd=tmp_path)
+    assert ok.returncode == 0 and (tmp_path / "new.html").is_file() and (tmp_path / "new.md").is_file(), ok.stderr
