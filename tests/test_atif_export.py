@@ -133,3 +133,28 @@ def test_the_schema_rejects_what_harbor_rejects() -> None:
 
 
 assert REAL_TRACES  # the fixture module is importable without the real traces
+
+
+@pytest.mark.parametrize(
+    "sample", ["bar_chart/trace.json", "video_scene_qa/trace.json", "arith_team/arith_team-s0__R.3__2.json"]
+)
+def test_images_frames_and_annotations_read_back_from_atif(sample: str, tmp_path: Path) -> None:
+    """``convert --to atif`` then back: every step's images and video frames (in
+    ``extra.whenpro.media``) and the trace's annotations are the same, and the file is
+    still valid ATIF."""
+    src = REPO / "sample_traces" / sample
+    out = tmp_path / "out.atif"
+    done = subprocess.run(
+        [sys.executable, "-m", "whenpro_core.cli", "convert", str(src), str(out), "--to", "atif"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    check_atif(json.loads(out.read_text(encoding="utf-8")))
+    trace, back = load_trace(src), load_trace(out)
+    assert [[m.model_dump() for m in s.media] for s in back.steps] == [
+        [m.model_dump() for m in s.media] for s in trace.steps
+    ]
+    assert back.annotations == trace.annotations
+    assert any(s.media for s in trace.steps) or trace.annotations  # the sample has something to keep

@@ -122,3 +122,16 @@ def test_template_with_another_protocol_is_refused_in_one_line(tmp_path: Path) -
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "--template words the all-at-once request, not binary-search" in proc.stderr
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_a_failing_template_is_a_per_item_error_naming_the_template(served: LLMServer, tmp_path: Path) -> None:
+    data = write_dataset(tmp_path)
+    out = tmp_path / "results.jsonl"
+    tpl = tmp_path / "broken.j2"
+    tpl.write_text("Question: {{ question }}\n{{ 1/0 }}\n")
+    _bench(data, out, tpl)
+    records = read_records(out)[0]
+    assert records and not served.answered, [r.error for r in records]  # nothing sent, every item recorded
+    read = [r for r in records if r.error and str(tpl) in r.error]  # the dataset has one unreadable trace
+    assert len(read) == len(records) - 1, [r.error for r in records]
+    assert all(r.error_kind == "trace" and "line 2: ZeroDivisionError" in (r.error or "") for r in read)

@@ -94,3 +94,17 @@ async def test_the_tui_shows_the_step_with_the_deepest_arguments(deep_file: Path
         await settle(pilot)
         text = screen_text(app)
         assert "Step 3 · coder" in text and '"k": [' in text, text
+
+
+def test_the_part_deeper_than_shown_is_unquoted_compact_json(tmp_path: Path) -> None:
+    """Deeper than SHOWN_DEPTH is compact JSON text, not a quoted string with escaped
+    quotes (which would look like an agent passing JSON as a string)."""
+    shown = jsonio.pretty({"deep": nested(40)})
+    assert '\\"' not in shown and '{"leaf":"DEEPEST-LEAF"}' in shown, shown[-400:]
+    assert jsonio.loads(shown) == {"deep": nested(40)}  # still JSON, equal to the value
+    as_string = jsonio.pretty({"deep": jsonio.dumps(nested(40)).decode()})
+    assert '\\"' in as_string  # JSON passed as a string still reads as one
+    trace = team_trace()
+    trace.steps[2].tool_calls[0].arguments = {"deep": nested(40)}
+    out = run_whenpro("export", str(write_trace(trace, tmp_path / "d.json")), "--markdown", "-")
+    assert out.returncode == 0 and '\\"' not in out.stdout and '"leaf":"DEEPEST-LEAF"' in out.stdout, out.stdout[-2000:]

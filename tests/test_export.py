@@ -209,3 +209,57 @@ async def test_trace_screen_shows_step_usage_and_the_total() -> None:
         await settle(pilot)
         title = str(app.screen.query_one("#d-title").content)
         assert step_usage(trace.steps[idx]).text() in title
+
+
+async def test_x_on_a_trace_with_a_very_long_id_offers_a_short_name_and_never_crashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An id of 5,000 characters: ``x`` offers the name ``convert`` and ``y`` use (cut to
+    150 characters plus a 16-hex hash) and writes it; a name the file system refuses (too
+    long) is a one-line notice, never a crash."""
+    from tests.conftest import settle
+    from whenpro_core.storage.fsutil import safe_name
+    from whenpro_core.views.traceview import unlabelled_id
+    from whenpro_tui.app import WhenproApp
+
+    trace_file = tmp_path / "longid.json"
+    write_trace(team_trace("x" * 5000), trace_file)
+    monkeypatch.chdir(tmp_path)
+    app = WhenproApp(str(trace_file), cursor_blink=False, save_verdicts=False)
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("x")
+        await pilot.pause()
+        offered = app.screen.query_one("Input").value
+        assert offered == f"{safe_name(unlabelled_id('x' * 5000))}.html" and len(offered) < 200
+        await pilot.press("enter")
+        await settle(pilot)
+        assert (tmp_path / offered).is_file()
+        await pilot.press("x")
+        await pilot.pause()
+        app.screen.query_one("Input").value = "y" * 300 + ".html"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.is_running
+        refused = [n for n in app._notifications if n.severity == "error"]
+        assert refused and "File name too long" in str(refused[-1].message), [n.message for n in app._notifications]
+        assert "\n" not in str(refused[-1].message)
+
+
+def test_export_checks_every_output_before_writing_any(shared_trace: Path, tmp_path: Path) -> None:
+    """``--html new.html --markdown existing.md``: refused (exit 2) before new.html is
+    written; the same file for both is refused too; nothing is written on exit 2."""
+    (tmp_path / "existing.md").write_text("keep me")
+    out = run_whenpro("export", str(shared_trace), "--html", "new.html", "--markdown", "existing.md", cwd=tmp_path)
+    assert out.returncode == 2 and "existing.md" in out.stderr and "exists" in out.stderr, out.stderr
+    assert not (tmp_path / "new.html").exists() and (tmp_path / "existing.md").read_text() == "keep me"
+    missing = run_whenpro("export", str(shared_trace), "--html", "a.html", "--markdown", "nofolder/b.md", cwd=tmp_path)
+    assert missing.returncode == 2 and not (tmp_path / "a.html").exists(), missing.stderr
+    same = run_whenpro("export", str(shared_trace), "--html", "both.out", "--markdown", "./both.out", cwd=tmp_path)
+    assert same.returncode == 2 and "same file" in same.stderr and not (tmp_path / "both.out").exists(), same.stderr
+    forced = run_whenpro(
+        "export", str(shared_trace), "--html", "both.out", "--markdown", "both.out", "--force", cwd=tmp_path
+    )
+    assert forced.returncode == 2 and not (tmp_path / "both.out").exists(), forced.stderr
+    ok = run_whenpro("export", str(shared_trace), "--html", "new.html", "--markdown", "new.md", cwd=tmp_path)
+    assert ok.returncode == 0 and (tmp_path / "new.html").is_file() and (tmp_path / "new.md").is_file(), ok.stderr

@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import REPO, SAMPLES
+import pytest
+
+from conftest import REPO, SAMPLES, WHOWHEN
 from whenpro_core.attribution.llm_judge import make_judge
 from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.template import load_template
@@ -113,3 +115,42 @@ def test_the_template_is_what_the_judge_receives(tmp_path: Path, llm_server: Any
     first = content if isinstance(content, str) else content[0]["text"]
     assert first.startswith("Judge this run of")
     assert (verdict.agent, verdict.step, verdict.mode) == ("solver", "3", "R.3")
+
+
+RUNAWAY = {
+    "division": ("Judge.\n{{ 1/0 }}\n", "line 2", "division by zero"),
+    "huge range": ("Judge.\n{% for i in range(100000000) %}{% endfor %}\n", "line 2", "range"),
+    "self-calling macro": ("{% macro m() %}{{ m() }}{% endmacro %}\n{{ m() }}\n", "line 1", "recursion"),
+    "string multiplication": ('Judge.\n{{ "x" * 1000000000 }}\n', "line 2", "characters"),
+    "nested loops": (
+        "Judge.\n{% for a in range(99999) %}{% for b in range(99999) %}{% endfor %}{% endfor %}\n",
+        "line 2",
+        "steps",
+    ),
+    "output size": ("Judge.\n{% for i in range(99999) %}{{ transcript }}{% endfor %}\n", "line 2", "characters"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNAWAY))
+def test_a_runaway_or_failing_template_is_one_line_exit_2(tmp_path: Path, name: str) -> None:
+    """A template that raises, recurses, loops for ever or grows without bound stops within
+    the limits and is one line naming the template and its line, exit 2 (never a traceback,
+    a hang or gigabytes of memory)."""
+    text, line, words = RUNAWAY[name]
+    tpl = tmp_path / "t.j2"
+    tpl.write_text(text)
+    out = _cli(str(SAMPLES / "team_text" / "trace.json"), "-m", "openai:gpt-4.1", "--template", str(tpl), "--dry-run")
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert str(tpl) in out.stderr and line in out.stderr and words in out.stderr.lower(), out.stderr
+
+
+def test_a_failing_template_on_a_real_who_and_when_trace(tmp_path: Path) -> None:
+    trace = WHOWHEN / "Algorithm-Generated" / "1.json"
+    if not trace.exists():
+        pytest.skip(f"real Who&When trace not found at {trace}")
+    tpl = tmp_path / "t.j2"
+    tpl.write_text("{{ 1/0 }}\n")
+    out = _cli(str(trace), "--model", "openai:gpt-4.1", "--template", str(tpl), "--dry-run")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr[-2000:]
+    assert str(tpl) in out.stderr and "line 1" in out.stderr

@@ -92,6 +92,12 @@ class ConfigError(WhenproError):
     """A setting, flag, model name or config file is invalid."""
 
 
+class TemplateRenderError(WhenproError):
+    """A ``--template`` failed while rendering for one trace (an exception in the template,
+    or a sandbox limit on work, range or size reached). Bench records it per item (kind
+    ``trace``); ``attribute`` exits 2. The message names the template and its line."""
+
+
 class BackendError(WhenproError):
     """An LLM backend failed after its retries (HTTP error, timeout, unusable answer).
     Messages never contain API keys. ``status`` is the last HTTP status (``None`` when the

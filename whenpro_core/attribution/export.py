@@ -498,6 +498,30 @@ def options_for(trace: Trace, *, labels: bool) -> ExportOptions:
     return ExportOptions(labels=labels, verdicts=verdicts, image_bytes=read)
 
 
+def check_export_target(out: str | Path, *, force: bool) -> Path:
+    """``out`` as a Path when an export may be written there: in an existing folder, not a
+    folder, and new unless ``force``. Raises ExportError / WhenproError naming the path."""
+    path = Path(out)
+    check_output_file(path)
+    if path.exists() and not force:
+        raise ExportError("file exists (use --force to replace it)", path=path, expected="a new file")
+    return path
+
+
+def _check_outputs(html_out: str | None, markdown_out: str | None, *, force: bool) -> None:
+    """Every output checked before anything is written (``-`` is stdout): both to stdout,
+    or both to the same file, are refused, as is any target :func:`check_export_target` refuses."""
+    if not html_out and not markdown_out:
+        raise ExportError("nothing to write", expected="--html OUT.html and/or --markdown OUT.md")
+    if html_out == markdown_out == "-":
+        raise ExportError("--html - and --markdown - would both print to stdout", expected="a file for one of them")
+    files = [out for out in (html_out, markdown_out) if out and out != "-"]
+    for out in files:
+        check_export_target(out, force=force)
+    if len(files) == 2 and Path(files[0]).resolve() == Path(files[1]).resolve():
+        raise ExportError("--html and --markdown name the same file", path=files[0], expected="two different files")
+
+
 def write_export(
     trace: Trace,
     out: str | Path,
@@ -514,10 +538,7 @@ def write_export(
         WhenproError: ``out`` is a folder or its folder does not exist
             (:func:`~whenpro_core.storage.fsutil.check_output_file`).
     """
-    path = Path(out)
-    check_output_file(path)
-    if path.exists() and not force:
-        raise ExportError("file exists (use --force to replace it)", path=path, expected="a new file")
+    path = check_export_target(out, force=force)
     opts = options_for(trace, labels=labels)
     text = trace_markdown(trace, opts, max_chars) if markdown else trace_html(trace, opts)
     try:
@@ -538,11 +559,9 @@ def export_command(
 ) -> None:
     """``whenpro export``: load ``src`` and write the HTML and/or Markdown files (``-``
     as either output prints it with ``echo``, one of them at most; ``note`` says what was
-    written, so that status lines never mix into a page sent to stdout)."""
-    if not html_out and not markdown_out:
-        raise ExportError("nothing to write", expected="--html OUT.html and/or --markdown OUT.md")
-    if html_out == markdown_out == "-":
-        raise ExportError("--html - and --markdown - would both print to stdout", expected="a file for one of them")
+    written, so that status lines never mix into a page sent to stdout). Every output is
+    checked before anything is written: on an error nothing is written."""
+    _check_outputs(html_out, markdown_out, force=force)
     trace = load_trace(src)
     for out, markdown in ((html_out, False), (markdown_out, True)):
         if out == "-":

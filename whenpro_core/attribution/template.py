@@ -17,7 +17,9 @@ message; the answer is read as the four labelled lines, or JSON). Variables:
 
 Undefined names are errors (a typo does not silently render as nothing). The template runs
 in Jinja2's sandbox; trace content reaches it only as variable values (never as template
-code). Errors are one line naming the file and the line.
+code), within limits on work, ``range()`` size and rendered size
+(:mod:`whenpro_core.attribution.template_sandbox`). Errors are one line naming the file
+and the line.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from whenpro_core.attribution.prompts import ALL_AT_ONCE_FORMAT, Message, taxonomy_block, transcript_parts
-from whenpro_core.errors import ConfigError
+from whenpro_core.errors import ConfigError, TemplateRenderError
 from whenpro_core.trace.model import Trace
 from whenpro_core.trace.taxonomy import Taxonomy
 from whenpro_core.views.transcript import ImagePart, Part, TextPart, Transcript
@@ -52,14 +54,15 @@ def load_template(path: str | Path) -> PromptTemplate:
     """Read and compile a Jinja2 template; ConfigError naming the file (and line) when it
     cannot be read or does not parse."""
     import jinja2  # lazy: only --template needs Jinja2
-    from jinja2.sandbox import SandboxedEnvironment  # lazy: only --template needs Jinja2
+
+    from whenpro_core.attribution.template_sandbox import LimitedSandbox  # lazy: imports Jinja2
 
     path = Path(path)
     try:
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read template: {getattr(exc, 'strerror', None) or exc}", path=path) from None
-    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    env = LimitedSandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     try:
         return PromptTemplate(path, env.from_string(source))
     except jinja2.TemplateSyntaxError as exc:
@@ -106,8 +109,12 @@ def template_messages(
     template: PromptTemplate, trace: Trace, transcript: Transcript, taxonomy: Taxonomy, with_gold: bool
 ) -> list[Message]:
     """The all-at-once request from ``template``: one user message whose images sit where
-    ``{{ transcript }}`` placed them. ConfigError (file and line) when rendering fails."""
+    ``{{ transcript }}`` placed them. ConfigError (file and line) for an undefined name;
+    TemplateRenderError (file and line) when the template raises or reaches a limit of
+    :mod:`~whenpro_core.attribution.template_sandbox` (work, range, size)."""
     import jinja2  # lazy: only --template needs Jinja2
+
+    from whenpro_core.attribution.template_sandbox import RenderFailure, render_limited
 
     marker = f"\x00img{secrets.token_hex(4)}\x00"
     text, images = _transcript_text(transcript, marker)
@@ -122,7 +129,10 @@ def template_messages(
         "answer_format": ALL_AT_ONCE_FORMAT,
     }
     try:
-        rendered = template.compiled.render(**values)
+        rendered = render_limited(template.compiled, values)
+    except RenderFailure as exc:
+        where = f" at line {exc.line}" if exc.line else ""
+        raise TemplateRenderError(f"template failed{where}: {exc.what}", path=template.path) from None
     except jinja2.TemplateError as exc:
         line = getattr(exc, "lineno", None)
         where = f" at line {line}" if line else ""

@@ -37,6 +37,7 @@ Outcome: ``unknown`` (a trajectory states none; a timeout only truncates it).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ from whenpro_core.formats.base import (
     text_or_none,
 )
 from whenpro_core.storage.jsonio import JSONObject
-from whenpro_core.trace.model import Agent, GroundTruth, Outcome, Step, Task, ToolCall, Trace
+from whenpro_core.trace.model import Agent, Annotation, GroundTruth, MediaRef, Outcome, Step, Task, ToolCall, Trace
 
 _BULKY_METRICS = ("prompt_token_ids", "completion_token_ids", "logprobs")
 _FINISH = ("finish", "mark_task_complete", "submit")
@@ -230,7 +231,7 @@ class _Reader:
 def _restore(step: Step, mine: JSONObject, ctx: LoadContext, where: str) -> None:
     """Put back what whenpro wrote in a step's ``extra.whenpro`` (:mod:`.atif_write`):
     agent, kind, coordinate, error, calls of non-agent steps, made-up call ids, wrapped
-    arguments."""
+    arguments, media (an invalid media reference is left out)."""
     for name in ("agent", "kind"):
         if text_or_none(mine.get(name)):
             setattr(step, name, mine[name])
@@ -247,6 +248,10 @@ def _restore(step: Step, mine: JSONObject, ctx: LoadContext, where: str) -> None
                 arguments=call.get("arguments"),
             )
         )
+    for j, ref in enumerate(list_or_empty(mine.get("media"))):
+        expect(ref, dict, ctx, f"{where}.media[{j}]", "a media reference {kind, path or data}")
+        with contextlib.suppress(ValidationError):  # an invalid one is left out: the step still opens
+            step.media.append(MediaRef.model_validate(ref))
     for j in list_or_empty(mine.get("unnamed_calls")):
         if isinstance(j, int) and 0 <= j < len(step.tool_calls):
             step.tool_calls[j].id = None
@@ -272,6 +277,8 @@ def _trace_fields(doc: JSONObject) -> dict[str, Any]:
             fields["final_answer"] = mine["final_answer"]
         if isinstance(mine.get("ground_truth"), dict):
             fields["ground_truth"] = GroundTruth.model_validate(mine["ground_truth"])
+        if isinstance(mine.get("annotations"), list):
+            fields["annotations"] = [Annotation.model_validate(a) for a in mine["annotations"]]
         if isinstance(agent_mine.get("agents"), list):
             fields["agents"] = [Agent.model_validate(a) for a in agent_mine["agents"]]
     except ValidationError:

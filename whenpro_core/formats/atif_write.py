@@ -151,7 +151,8 @@ def _agent_fields(step: Step, calls: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _whenpro_extra(step: Step, source: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
     """What ATIF has no field for: agent, kind, coordinate, the calls whose arguments
-    were wrapped or whose ids were made up, the error, and the calls of a non-agent step."""
+    were wrapped or whose ids were made up, the error, the calls of a non-agent step, and
+    the step's media (images, videos, frames)."""
     mine: dict[str, Any] = {"agent": step.agent, "kind": step.kind, "coord": step.coord}
     wrapped = [
         j
@@ -167,6 +168,8 @@ def _whenpro_extra(step: Step, source: str, calls: list[dict[str, Any]]) -> dict
         mine["error"] = step.error
     if calls and source != "agent":  # ATIF allows calls on agent steps only: kept here
         mine["tool_calls"] = calls
+    if step.media:  # images, videos and frames (paths relative to the trace's folder)
+        mine["media"] = [m.model_dump(mode="json") for m in step.media]
     return mine
 
 
@@ -237,6 +240,7 @@ def trace_to_atif(trace: Trace) -> dict[str, Any]:
                 "modality": trace.modality.value,
                 "ground_truth": trace.ground_truth.model_dump(mode="json") if trace.ground_truth else None,
                 "source": trace.source.model_dump(mode="json"),
+                "annotations": [a.model_dump(mode="json") for a in trace.annotations],
             }
         )
     }

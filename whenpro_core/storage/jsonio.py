@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -117,9 +118,19 @@ def containers(data: bytes, at_most: int | None = None) -> int:
 def pretty(value: Any) -> str:
     """``value`` as indented JSON text for people (two spaces a level, keys as given,
     values JSON has no type for as their ``str``), its containers below
-    :data:`SHOWN_DEPTH` levels as compact JSON text (:func:`cap_depth`). Any depth."""
-    shown, _paths = cap_depth(value, SHOWN_DEPTH)
-    return dumps(shown, indent=True, default=str).decode("utf-8")
+    :data:`SHOWN_DEPTH` levels as compact JSON text, unquoted (so the result is still the
+    value's JSON and never looks like JSON passed as a string). Any depth."""
+    token = secrets.token_hex(8)
+    deep: list[str] = []
+
+    def leaf(v: Any, _where: str) -> str:
+        deep.append(_compact(v))
+        return f"whenpro-deep-{token}-{len(deep) - 1}"
+
+    text = dumps(_replace_deep(value, SHOWN_DEPTH, leaf), indent=True, default=str).decode("utf-8")
+    if not deep:
+        return text
+    return re.sub(f'"whenpro-deep-{token}-([0-9]+)"', lambda m: deep[int(m.group(1))], text)
 
 
 def as_text(value: Any) -> str:
@@ -211,21 +222,35 @@ def cap_depth(value: Any, limit: int) -> tuple[Any, list[str]]:
     """``value`` with every container that sits deeper than ``limit`` levels replaced by
     its compact JSON text (a string), and the JSON paths replaced (``[]``: unchanged,
     ``value`` returned as is). Nothing is lost: the text holds the whole subtree."""
-    if too_deep(value, limit) is None:
-        return value, []
     paths: list[str] = []
+
+    def leaf(v: Any, where: str) -> str:
+        paths.append(where)
+        return _compact(v)
+
+    return _replace_deep(value, limit, leaf), paths
+
+
+def _compact(value: Any) -> str:
+    return _dumps_iterative(value, indent=False, sort_keys=False, default=str).decode("utf-8")
+
+
+def _replace_deep(value: Any, limit: int, leaf: Callable[[Any, str], Any]) -> Any:
+    """``value`` with each container deeper than ``limit`` levels replaced by
+    ``leaf(container, json_path)``; ``value`` itself when nothing is that deep."""
+    if too_deep(value, limit) is None:
+        return value
 
     def cap(v: Any, level: int, where: str) -> Any:  # recursion bounded by ``limit``
         if not isinstance(v, (dict, list, tuple)):
             return v
         if level > limit:
-            paths.append(where)
-            return _dumps_iterative(v, indent=False, sort_keys=False, default=str).decode("utf-8")
+            return leaf(v, where)
         if isinstance(v, dict):
             return {k: cap(c, level + 1, f"{where}.{k}") for k, c in v.items()}
         return [cap(c, level + 1, f"{where}[{i}]") for i, c in enumerate(v)]
 
-    return cap(value, 1, "$"), paths
+    return cap(value, 1, "$")
 
 
 def _scalar(v: Any) -> str:

@@ -8,7 +8,6 @@ a huge trace, loading another trace) runs in thread workers that post messages.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from textual.widgets import Static
 from whenpro_core.attribution.export import write_export
 from whenpro_core.errors import WhenproError
 from whenpro_core.safety.textsafe import clean, human_size, plural
+from whenpro_core.storage.fsutil import safe_name
 from whenpro_core.storage.gcpause import release_long_lived
 from whenpro_core.trace.model import Trace
 from whenpro_core.views.search import SearchResult, StepFilter, filter_steps, gt_step_index, same_agent_step
@@ -559,17 +559,22 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
     def action_export(self) -> None:
         """Ask where to write a self-contained HTML page of this trace (``x``); a name
         ending in ``.md`` writes bounded Markdown instead."""
-        name = (
-            re.sub(r"[^A-Za-z0-9._-]+", "_", self.trace.id if self.show_labels else unlabelled_id(self.trace.id)).strip(
-                "._"
-            )
-            or "trace"
-        )
+        name = safe_name(self.trace.id if self.show_labels else unlabelled_id(self.trace.id))
 
         def done(text: str | None) -> None:
             if not text or not text.strip():
                 return
-            if Path(text.strip()).exists():  # never replace a file from here
+            try:
+                taken = Path(text.strip()).exists()
+            except OSError as exc:  # a name the file system refuses (too long, ...)
+                self.notify(
+                    f"{clean(text.strip()[:80])}…: {exc.strerror or exc}",
+                    title="Export failed",
+                    severity="error",
+                    timeout=10,
+                )
+                return
+            if taken:  # never replace a file from here
                 self.notify(
                     f"{clean(text.strip())} exists: press x and give another name.", severity="warning", timeout=8
                 )
@@ -589,6 +594,15 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
             path = write_export(self.trace, out, markdown=out.lower().endswith(".md"), labels=self.show_labels)
         except WhenproError as exc:
             self.app.call_from_thread(self.notify, exc.one_line(), title="Export failed", severity="error", timeout=10)
+            return
+        except OSError as exc:  # write_export turns write errors into ExportError; this is the rest
+            self.app.call_from_thread(
+                self.notify,
+                f"cannot write {clean(out[:80])}: {exc.strerror or exc}",
+                title="Export failed",
+                severity="error",
+                timeout=10,
+            )
             return
         labels = " with labels" if self.show_labels else " (labels left out)"
         self.app.call_from_thread(self.notify, f"Wrote {clean(str(path))}{labels}.", timeout=8)
