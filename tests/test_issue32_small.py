@@ -154,7 +154,7 @@ def test_diff_text_names_a_framing_step_and_says_what_differs_behind_the_same_te
     from tests.support.cli import run_whenpro
 
     a, b = _pair(tmp_path)
-    out = run_whenpro("diff", "--text", str(a), str(b))
+    out = run_whenpro("diff", "--text", str(a), str(b), columns=200)  # rows as wide as COLUMNS: fix it
     assert out.returncode == 0, out.stderr
     first = next(line for line in out.stdout.splitlines() if line.startswith("first divergence"))
     assert "A step —" not in first and "A step #0 / B step #0" in first

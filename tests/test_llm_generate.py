@@ -87,6 +87,7 @@ def test_two_stages_in_order_and_the_generated_step_replaces_step_t(llm_server, 
 def test_text_answers_when_the_server_has_no_structured_output(llm_server, llm_settings):
     llm_server.structured = False
     llm_server.tools = False
+    llm_server.json_object = False
     oracle = InjectModel(plan=PLAN, rewrites=[REWRITE])
     llm_server.respond_with(oracle)
     gen = LLMGenerator("openai:gpt-4.1", settings=llm_settings())

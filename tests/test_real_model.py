@@ -255,7 +255,8 @@ def test_the_live_judge_follows_a_run(real_model, tmp_path):
         env=whenpro_env(real_model),
         timeout=RUN_S,
     )
-    assert result.returncode in (0, 1), result.stderr  # 1: it flagged a decisive error
+    # 1: it flagged a decisive error; 3: nothing flagged and the run (no outcome in its header) ended without one
+    assert result.returncode in (0, 1, 3), result.stderr
     assert "judged step" in result.stdout or "DECISIVE" in result.stdout or "budget exhausted" in result.stdout
 
 

@@ -81,7 +81,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         Binding("o,enter", "expand", "Show more", show=False),
         Binding("O", "collapse", "Fold content", show=False),
         Binding("r", "toggle_raw", "Raw/rendered", show=False),
-        Binding("w", "waterfall", "Waterfall (tree + time)"),
+        Binding("w", "waterfall", "Waterfall (tree + time)", show=False),
         Binding("W", "toggle_task", "Task in full", show=False),
         Binding("J", "scroll_detail(1)", "Scroll detail down", show=False),
         Binding("K", "scroll_detail(-1)", "Scroll detail up", show=False),
