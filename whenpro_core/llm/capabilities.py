@@ -108,22 +108,19 @@ def _root(base_url: str) -> str:
 
 
 def _get_json(client: Any, url: str) -> Any:
-    try:
-        response = client.get(url)
-    except Exception:  # noqa: BLE001 - a probe never fails a run: no answer is "unknown"
-        return None
-    if response.status_code != 200:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        return None
+    return _json_of(client, "GET", url, None)
 
 
 def _post_json(client: Any, url: str, body: dict[str, Any]) -> Any:
+    return _json_of(client, "POST", url, body)
+
+
+def _json_of(client: Any, method: str, url: str, body: dict[str, Any] | None) -> Any:
+    """The JSON of a 200 answer to ``method url`` (``body`` as JSON), else ``None``: a probe
+    never fails a run, and no answer means "unknown"."""
     try:
-        response = client.post(url, json=body)
-    except Exception:  # noqa: BLE001 - as _get_json
+        response = client.request(method, url, json=body)
+    except Exception:  # noqa: BLE001 - a probe never fails a run
         return None
     if response.status_code != 200:
         return None
