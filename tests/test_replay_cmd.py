@@ -239,7 +239,7 @@ def test_the_shipped_seed_is_a_current_run_of_the_example(tmp_path, tally_run):
     assert [(s.agent, s.content, s.observation) for s in shipped.steps] == [
         (s.agent, s.content, s.observation) for s in tally_run.steps
     ]
-    # the command the README and the example's docstring give, run from the repository
+    # the command docs/injection.md and the example's docstring give, run from the repository
     out = tmp_path / "cf.json"
     done = _whenpro(
         "inject",
