@@ -5,8 +5,9 @@ policy), then ``whenpro build`` (offline mutators, builtin executor); every kept
 counterfactual is labelled by construction. The counterfactual protocol runs offline: the
 reference policy corrects a step, the builtin executor replays the rest.
 
-Usage: ``python benchmarks/counterfactual_accuracy.py [--seeds N] [--per-seed K] [--keep DIR]``
-Prints a Markdown table (the README's counterfactual row is this output).
+Usage: ``python benchmarks/counterfactual_accuracy.py [--seeds N] [--per-seed K] [--keep DIR] [--write-docs [PAGE]]``
+Prints a Markdown table: docs/attribution.md's counterfactual table is this output (``--write-docs``
+writes it into its ``counterfactual-accuracy`` block).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _docs_table import add_write_docs_option, write_docs  # noqa: E402
 
 from whenpro_core.attribution.counterfactual import ReferenceCorrector, attribute_counterfactual  # noqa: E402
 from whenpro_core.attribution.heuristic import attribute_heuristic  # noqa: E402
@@ -61,6 +64,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=15)
     parser.add_argument("--per-seed", type=int, default=4)
     parser.add_argument("--keep", type=Path, help="build the dataset here (kept) instead of a temporary folder")
+    add_write_docs_option(parser, "attribution.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp)
@@ -92,14 +96,18 @@ def main() -> None:
         f"Built dataset: {n} labelled counterfactuals from {args.seeds} seeds each of {', '.join(ENVS)}; "
         "% (95% interval)\n"
     )
-    print("| attributor | step | agent | replays/trace | s/trace |")
-    print("|---|---|---|---|---|")
-    print(f"| random (exact) | {_chance_cell(chances)} | {_chance_cell(agent_chances)} | — | — |")
-    print(f"| heuristic | {_cell(hits['heuristic'][0], n)} | {_cell(hits['heuristic'][1], n)} | 0 | — |")
-    print(
-        f"| counterfactual (reference policy + builtin replay) | {_cell(hits['counterfactual'][0], n)} "
-        f"| {_cell(hits['counterfactual'][1], n)} | {replays / max(n, 1):.1f} | {seconds / max(n, 1):.2f} |"
+    table = "\n".join(
+        [
+            "| attributor | step | agent | replays/trace | s/trace |",
+            "|---|---|---|---|---|",
+            f"| random (exact) | {_chance_cell(chances)} | {_chance_cell(agent_chances)} | — | — |",
+            f"| heuristic | {_cell(hits['heuristic'][0], n)} | {_cell(hits['heuristic'][1], n)} | 0 | — |",
+            f"| counterfactual (reference policy + builtin replay) | {_cell(hits['counterfactual'][0], n)} "
+            f"| {_cell(hits['counterfactual'][1], n)} | {replays / max(n, 1):.1f} | {seconds / max(n, 1):.2f} |",
+        ]
     )
+    print(table)
+    write_docs(args.write_docs, {"counterfactual-accuracy": table})
 
 
 if __name__ == "__main__":

@@ -9,12 +9,14 @@ and a constant answer of the subset's most frequent gold mode. Agent accuracy is
 multi-agent frameworks only (docs/architecture.md, 'Scoring'). A cell reads ``37.5 (28–48)``: the accuracy in
 percent and its 95% interval.
 
-Usage: ``python benchmarks/heuristic_accuracy.py [REAL_TRACES_DIR] [--no-gold]``
-Prints Markdown tables (the README's "How good is the offline heuristic?" is this output).
+Usage: ``python benchmarks/heuristic_accuracy.py [REAL_TRACES_DIR] [--no-gold] [--write-docs [PAGE]]``
+Prints Markdown tables: docs/attribution.md's "How good is the offline heuristic?" is this output
+(``--write-docs`` writes them into its ``heuristic-accuracy`` and ``heuristic-reliability`` blocks).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from collections import defaultdict
@@ -23,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _docs_table import add_write_docs_option, write_docs  # noqa: E402
 
 from whenpro_core.attribution.heuristic import attribute_heuristic  # noqa: E402
 from whenpro_core.bench.baselines import (  # noqa: E402
@@ -123,27 +127,37 @@ def row_cells(label: str, t: Tally) -> list[str]:
     return cells
 
 
-def print_reliability(tallies: dict[str, Tally]) -> None:
-    """A reliability table (confidence bin → verdicts, share right) per subset and overall."""
+def reliability_table(tallies: dict[str, Tally]) -> str:
+    """A reliability table (confidence bin → verdicts, share right) per subset and overall, as Markdown."""
     everything = [p for t in tallies.values() for p in t.confidence]
-    print("\nReliability of the confidence (step axis): verdicts / share right in each bin\n")
     bins, _ = reliability(everything)
-    print("| subset | " + " | ".join(f"{b.low:.1f}–{b.high:.1f}" for b in bins) + " | Brier | monotone |")
-    print("|---|" + "---|" * (len(bins) + 2))
+    lines = [
+        "| subset | " + " | ".join(f"{b.low:.1f}–{b.high:.1f}" for b in bins) + " | Brier | monotone |",
+        "|---|" + "---|" * (len(bins) + 2),
+    ]
     for label, pairs in [*((k, t.confidence) for k, t in tallies.items()), ("all", everything)]:
         bins, brier = reliability(pairs)
         cells = [f"{b.count} / {100 * b.accuracy:.0f}%" if b.accuracy is not None else "0" for b in bins]
-        print(f"| {label} | " + " | ".join(cells) + f" | {brier:.3f} | {'yes' if is_monotone(bins) else 'no'} |")
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {brier:.3f} | {'yes' if is_monotone(bins) else 'no'} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    with_gold = "--no-gold" not in sys.argv
-    root = Path(args[0]) if args else Path(__file__).resolve().parents[2] / "shared" / "real_traces"
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    default_root = Path(__file__).resolve().parents[2] / "shared" / "real_traces"
+    parser.add_argument("root", nargs="?", type=Path, default=default_root, help="the real traces folder")
+    parser.add_argument("--no-gold", action="store_true", help="attribute without the gold answer")
+    add_write_docs_option(parser, "attribution.md")
+    args = parser.parse_args()
+    with_gold = not args.no_gold
+    root = args.root
     if not root.is_dir():
         sys.exit(f"real traces not found at {root}")
     tallies: dict[str, Tally] = {}
     for label, rel in FOLDERS.items():
+        if not (root / rel).exists():
+            print(f"{label}: left out, no folder at {root / rel}", file=sys.stderr)
+            continue
         tally = Tally()
         for trace in labelled(root, rel):
             started = time.perf_counter()
@@ -167,11 +181,15 @@ def main() -> None:
         "majority mode",
         "ms/trace",
     ]
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    for label, tally in tallies.items():
-        print("| " + " | ".join(row_cells(label, tally)) + " |")
-    print_reliability(tallies)
+    accuracy = "\n".join(
+        ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        + ["| " + " | ".join(row_cells(label, tally)) + " |" for label, tally in tallies.items()]
+    )
+    reliability_md = reliability_table(tallies)
+    print(accuracy)
+    print("\nReliability of the confidence (step axis): verdicts / share right in each bin\n")
+    print(reliability_md)
+    write_docs(args.write_docs, {"heuristic-accuracy": accuracy, "heuristic-reliability": reliability_md})
 
 
 if __name__ == "__main__":

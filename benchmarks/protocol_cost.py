@@ -50,6 +50,8 @@ _tmp = tempfile.mkdtemp(prefix="whenpro-bench-")
 os.environ["WHENPRO_CONFIG_DIR"] = os.path.join(_tmp, "config")  # never the user's config or cache
 os.environ["WHENPRO_CACHE_DIR"] = os.path.join(_tmp, "cache")
 
+from _docs_table import add_write_docs_option, write_docs  # noqa: E402
+
 from tests.support.judge_oracle import oracle_for  # noqa: E402
 from tests.support.llm_server import LLMServer  # noqa: E402
 from whenpro_core.attribution.llm_judge import make_judge  # noqa: E402
@@ -185,6 +187,7 @@ def main() -> None:
     ap.add_argument("--api", choices=("both", "chat", "anthropic"), default="both")
     ap.add_argument("--cache-min-tokens", type=int, default=1024)
     ap.add_argument("--concurrency", type=int, default=8)
+    add_write_docs_option(ap, "benchmarks.md")
     args = ap.parse_args()
     if not args.folder.is_dir():
         sys.exit(f"no Who&When folder at {args.folder} (give its path; see the docstring)")
@@ -207,6 +210,30 @@ def main() -> None:
         f"local server; whenpro cache off; prefix cache counted from {args.cache_min_tokens} tokens; {seconds:.0f}s"
     )
     print_table(results, apis)
+    shares = cached_share_table(results, apis)
+    print(f"\nCached share of prompt tokens, {' / '.join(LABELS[a] for a in apis)}:\n\n{shares}")
+    write_docs(args.write_docs, {"protocol-cost-cached-share": shares})
+
+
+def cached_share_table(results: dict, apis: tuple[str, ...]) -> str:
+    """docs/benchmarks.md's table: per protocol, the share of prompt tokens each API's prefix cache
+    served (``A / B`` in ``apis`` order) per subset (its trace count in the header) and over all traces."""
+    first = results[apis[0]]
+    counts = {name: first[(name, PROTOCOLS[0])][0] for name, _ in first}
+    head = " | ".join(f"{name} ({n})" for name, n in counts.items())
+    lines = [f"| protocol | {head} | all {sum(counts.values())} |", "|---|" + "---|" * (len(counts) + 1)]
+    groups = [*([name] for name in counts), list(counts)]  # each subset, then all of them
+    for protocol in PROTOCOLS:
+        cells = [" / ".join(_cached_share(results[a], protocol, names) for a in apis) for names in groups]
+        lines.append(f"| {protocol.replace('binary-search', 'binary search')} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _cached_share(api_results: dict, protocol: str, names: list[str]) -> str:
+    """The cached share of prompt tokens of ``protocol`` over the subsets ``names``, as ``45.9%``."""
+    cached = sum(api_results[(name, protocol)][3] for name in names)
+    prompt = sum(sum(api_results[(name, protocol)][2]) for name in names)
+    return f"{cached / prompt if prompt else 0.0:.1%}"
 
 
 LABELS = {"anthropic": "Anthropic", "chat": "OpenAI"}

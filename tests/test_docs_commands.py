@@ -100,7 +100,8 @@ def test_every_shell_block_says_whether_a_test_runs_it():
 
 
 def test_a_command_line_keeps_its_continuations_and_shown_output():
-    block = Block("x.md", 1, "<!-- docs-test: run -->", ("$ whenpro a \\", "    --b c  # note", "#  prints: x; ...", "# not"))
+    lines = ("$ whenpro a \\", "    --b c  # note", "#  prints: x; ...", "# not")
+    block = Block("x.md", 1, "<!-- docs-test: run -->", lines)
     assert commands(block) == [("whenpro a --b c  # note", ["prints: x; ..."])]
     assert shown_prefix("prints: x; ...") == "prints: x"
 
