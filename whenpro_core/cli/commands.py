@@ -267,7 +267,7 @@ def attribute(
         None,
         "--template",
         metavar="FILE",
-        help="Word the all-at-once request with your own Jinja2 template (variables in the README).",
+        help="Word the all-at-once request with your own Jinja2 template (variables in docs/attribution.md).",
     ),
     labels: bool = typer.Option(
         False,

@@ -92,7 +92,7 @@ PRESET_HELP = (
     "a re-implementation of its parser; the wording is whenpro's unless --official-harness) or "
     "whowhen (the original Who&When all-at-once, step-by-step and binary-search requests, pick one "
     "with --protocol, answers read by the original script's first-match rules; whenpro's wording). "
-    "Scores as published: report --rules official / whowhen. See the README."
+    "Scores as published: report --rules official / whowhen. See docs/attribution.md."
 )
 OFFICIAL_HARNESS_HELP = (
     "--preset whowhen-pro: word the request with the official harness's own prompt code, read at "

@@ -99,7 +99,7 @@ IMPORTERS: list[str] = [
 JSON_LINES_FORMATS = (
     "JSON lines of a supported format: whenpro step lines, a Who&When Pro JSONL release, OpenAI chat "
     "messages, OpenHands output, OTLP exports, or a Claude Code, Codex CLI or Gemini CLI session "
-    "(see README, Supported formats)"
+    "(see docs/formats.md, Supported formats)"
 )
 #: File suffixes a dataset walk looks at (content still decides the format).
 WALK_SUFFIXES = {".json", ".jsonl", ".traj", ".eval", ".ndjson", ".parquet"}
@@ -204,7 +204,7 @@ def sniff(path: Path) -> FileImporter | tuple[DocumentImporter, Any]:
         "no importer recognises this content",
         path=path,
         expected="a Who&When, Who&When Pro or whenpro trace, or another supported format "
-        "(see README, Supported formats)",
+        "(see docs/formats.md, Supported formats)",
     )
 
 
@@ -346,7 +346,7 @@ def walk(target: str | Path) -> Iterator[TraceSummary]:
     A sub-agent file merged into a parent session listed in the same walk (a Claude Code
     ``agent-*.jsonl``, a Codex child rollout found after its parent) is not listed again."""
     path, key = split_ref(target)
-    if key is not None and path.is_file():  # path#key: that one trace (README: any PATH)
+    if key is not None and path.is_file():  # path#key: that one trace (docs/commands.md: PATH)
         rows = [
             r
             for r in summarize_file(path, find_root(path), direct=True)

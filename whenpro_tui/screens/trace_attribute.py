@@ -71,7 +71,7 @@ if TYPE_CHECKING:
 
 #: Seconds between repaints of the live status (spinner, seconds, tokens).
 TICK_S = 0.125
-#: Where a saved verdict is, as the verdict panel says it (the folder is in the README,
+#: Where a saved verdict is, as the verdict panel says it (the folder is in docs/configuration.md,
 #: 'Where verdicts go'; a path would not fit the panel).
 SAVED_NOTE = "saved in whenpro's verdicts folder"
 
