@@ -23,7 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _docs_table import add_write_docs_option, write_docs  # noqa: E402
 
-from whenpro_core.attribution.counterfactual import ReferenceCorrector, attribute_counterfactual  # noqa: E402
+from whenpro_core.attribution.counterfactual import (  # noqa: E402
+    ReferenceCorrector,
+    attribute_counterfactual,
+    replayable_offline,
+)
 from whenpro_core.attribution.heuristic import attribute_heuristic  # noqa: E402
 from whenpro_core.bench.baselines import chance_interval, random_chance, wilson  # noqa: E402
 from whenpro_core.formats import load_trace, walk  # noqa: E402
@@ -84,6 +88,9 @@ def main() -> None:
             s = score_prediction(trace, attribute_heuristic(trace))
             hits["heuristic"][0] += s.step
             hits["heuristic"][1] += s.agent
+            # a built trace carries its env only in the dataset's provenance.json: take it from
+            # there, as `attribute` and `bench` do (the heuristic above never sees it)
+            replayable_offline(trace)
             started = time.perf_counter()
             verdict, run = attribute_counterfactual(trace, executor, ReferenceCorrector())
             seconds += time.perf_counter() - started

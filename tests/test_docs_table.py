@@ -131,3 +131,25 @@ def test_the_heuristic_benchmark_writes_its_tables(real_traces, tmp_path):
         assert "Written by `python benchmarks/heuristic_accuracy.py " in block
     outside = [part.split("<!-- /bench:")[-1] for part in written.split("<!-- bench:")]
     assert outside == [part.split("<!-- /bench:")[-1] for part in original.split("<!-- bench:")]
+
+
+def test_the_counterfactual_benchmark_replays_built_traces_from_their_provenance(tmp_path):
+    """docs/attribution.md: replay finds the injected step every time. The script's dataset is a
+    built one, whose traces carry their env only in provenance.json; the script must take it from
+    there as `attribute` and `bench` do, and writes its row into its block."""
+    page = tmp_path / "attribution.md"
+    page.write_text((REPO / "docs" / "attribution.md").read_text(encoding="utf-8"), encoding="utf-8")
+    script = REPO / "benchmarks" / "counterfactual_accuracy.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--seeds", "2", "--per-seed", "1", "--write-docs", str(page)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if line.startswith("| counterfactual"))
+    assert row.split(" | ")[1].startswith("100.0 ("), row
+    block = page.read_text(encoding="utf-8").split("<!-- bench:counterfactual-accuracy -->")[1]
+    assert row in block.split("<!-- /bench:counterfactual-accuracy -->")[0]
