@@ -106,6 +106,18 @@ def test_write_docs_stamps_the_measuring_command(tmp_path, monkeypatch):
     assert _docs_table._measuring_arguments(["a", "--write-docs", "--n", "2", "--write-docs=p"]) == ["a", "--n", "2"]
 
 
+def run_benchmark(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python benchmarks/SCRIPT ARGS`` as a user runs it, output captured."""
+    return subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
 def test_the_heuristic_benchmark_writes_its_tables(real_traces, tmp_path):
     """The real script, on the Who&When Pro samples alone, rewrites both of its blocks in a copy
     of docs/attribution.md and leaves the rest of the page as it was."""
@@ -115,14 +127,7 @@ def test_the_heuristic_benchmark_writes_its_tables(real_traces, tmp_path):
     page = tmp_path / "attribution.md"
     original = (REPO / "docs" / "attribution.md").read_text(encoding="utf-8")
     page.write_text(original, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "heuristic_accuracy.py"), str(root), "--write-docs", str(page)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    done = run_benchmark("heuristic_accuracy.py", str(root), "--write-docs", str(page))
     assert done.returncode == 0, done.stderr
     written = page.read_text(encoding="utf-8")
     for name in ("heuristic-accuracy", "heuristic-reliability"):
@@ -139,15 +144,7 @@ def test_the_counterfactual_benchmark_replays_built_traces_from_their_provenance
     there as `attribute` and `bench` do, and writes its row into its block."""
     page = tmp_path / "attribution.md"
     page.write_text((REPO / "docs" / "attribution.md").read_text(encoding="utf-8"), encoding="utf-8")
-    script = REPO / "benchmarks" / "counterfactual_accuracy.py"
-    done = subprocess.run(
-        [sys.executable, str(script), "--seeds", "2", "--per-seed", "1", "--write-docs", str(page)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    done = run_benchmark("counterfactual_accuracy.py", "--seeds", "2", "--per-seed", "1", "--write-docs", str(page))
     assert done.returncode == 0, done.stderr
     row = next(line for line in done.stdout.splitlines() if line.startswith("| counterfactual"))
     assert row.split(" | ")[1].startswith("100.0 ("), row
