@@ -18,7 +18,6 @@ protocols'.
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -224,10 +223,10 @@ def open_judge(model: str, settings: Settings | None = None, *, use_cache: bool 
     a thread: the import takes about a second). Raises ConfigError like
     :func:`~whenpro_core.attribution.llm_judge.make_judge`."""
     from whenpro_core.attribution.llm_judge import make_judge  # start-up: see the imports
+    from whenpro_core.llm.generation import preload_sdk
 
-    sdk = "anthropic" if model.lower().startswith("anthropic:") else "openai"
     with contextlib.suppress(ImportError):  # the backend reports a missing SDK when it is used
-        importlib.import_module(sdk)
+        preload_sdk(model, settings)
     return MeteredJudge(make_judge(model, settings=settings, use_cache=use_cache))
 
 
