@@ -15,15 +15,13 @@ from tests.support.fixtures import TEST_KEY
 from tests.support.judge_oracle import oracle_for
 from tests.support.waiting import TIMEOUT_S
 from whenpro_core.attribution.interactive import (
-    AttributionRequest,
-    make_request,
     model_choices,
     progress_view,
-    run_request,
     verdict_score,
     verdict_step_index,
 )
 from whenpro_core.attribution.judge import Progress
+from whenpro_core.attribution.request import AttributionRequest, make_request, run_request
 from whenpro_core.attribution.verdicts import load_verdicts, save_verdict, verdicts_path
 from whenpro_core.config import load_settings
 from whenpro_core.errors import ConfigError

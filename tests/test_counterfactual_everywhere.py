@@ -98,6 +98,11 @@ async def test_the_attribute_dialog_offers_the_counterfactual_offline_on_a_built
         await pilot.pause()
         assert "needs no model here" in screen_text(app)
         await pilot.press("enter")
-        await until(pilot, lambda: bool(screen.verdicts), "the counterfactual verdict", detail=lambda: screen_text(app))
-        verdict = screen.verdicts[-1]
+        await until(
+            pilot,
+            lambda: bool(screen.attribution.verdicts),
+            "the counterfactual verdict",
+            detail=lambda: screen_text(app),
+        )
+        verdict = screen.attribution.verdicts[-1]
         assert verdict.protocol == "counterfactual" and verdict.step is not None

@@ -275,7 +275,7 @@ async def test_attributing_sessions_leaves_the_tools_folders_untouched(home: Pat
             await settle(pilot)
             await pilot.press("enter")  # the offline heuristic
             await settle(pilot)
-            if screen.verdicts:
+            if screen.attribution.verdicts:
                 await until(pilot, lambda s=screen: "saved in" in str(s.query_one("#d-verdict").content), "saved")
             await pilot.press("escape")
             await settle(pilot)

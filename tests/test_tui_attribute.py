@@ -143,7 +143,7 @@ async def test_rerunning_the_same_protocol_keeps_one_verdict(sample_copy: Path) 
         await settle(pilot)
         await pick(pilot)
         await settle(pilot)
-        assert len(screen.verdicts) == 1 and "Verdict 2/2" not in panel(app)
+        assert len(screen.attribution.verdicts) == 1 and "Verdict 2/2" not in panel(app)
         assert any("the same as verdict 1, kept once" in n for n in notes(app))
     assert len(sidecar(sample_copy)) == 1
 
@@ -160,7 +160,7 @@ async def test_a_sidecar_with_repeated_verdicts_shows_each_once(sample_copy: Pat
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await settle(pilot)
-        assert len(screen.verdicts) == 2 and "Verdict 2/2" in panel(app)
+        assert len(screen.attribution.verdicts) == 2 and "Verdict 2/2" in panel(app)
     assert len(sidecar(sample_copy)) == 4
 
 
@@ -246,7 +246,7 @@ async def test_an_old_sidecar_beside_the_trace_is_still_read(sample_copy: Path) 
     async with app.run_test(size=SIZE) as pilot:
         screen = await opened(pilot)
         await until(pilot, lambda: "agent solver" in panel(app), "the old verdict")
-        assert len(screen.verdicts) == 1
+        assert len(screen.attribution.verdicts) == 1
     assert old.read_bytes() == orjson.dumps(record) + b"\n"
 
 
@@ -432,8 +432,8 @@ async def test_esc_cancels_a_running_attribution(sample_copy: Path, llm_env) -> 
         screen = await opened(pilot)
         await pick(pilot, downs=2)
         await until(pilot, lambda: steps(app).probe_focus == 1, "the probe on step 1")
-        judge = screen._attr_judge
-        worker = screen._attr_worker
+        judge = screen.attribution.judge
+        worker = screen.attribution.worker
         assert judge is not None and not judge.closed and "Attributing" in panel(app)
         await pilot.press("escape")
         await pilot.app.workers.wait_for_complete()
@@ -441,7 +441,7 @@ async def test_esc_cancels_a_running_attribution(sample_copy: Path, llm_env) -> 
         assert worker.is_cancelled and judge.closed
         assert any("Attribution cancelled" in n and "no verdict saved" in n for n in notes(app))
         assert app.screen is screen and panel(app) == "" and steps(app).probe == frozenset()
-        assert not screen.verdicts
+        assert not screen.attribution.verdicts
         assert app.return_code is None
         await pilot.press("escape")  # nothing runs now: Esc never quits the first screen
         await pilot.pause()
@@ -461,7 +461,7 @@ async def test_two_verdicts_side_by_side_and_A_cycles(sample_copy: Path, llm_env
         await settle(pilot)
         await pick(pilot, downs=1)  # all-at-once through the model: step 4
         await settle(pilot)
-        assert [v.protocol for v in screen.verdicts] == ["heuristic", "all-at-once"]
+        assert [v.protocol for v in screen.attribution.verdicts] == ["heuristic", "all-at-once"]
         lst = steps(app)
         assert lst.attributed == {3, 4}
         assert lst.attributed_styles[3].color != lst.attributed_styles[4].color  # one colour each
@@ -533,7 +533,7 @@ async def test_each_trace_of_a_file_keeps_its_own_verdicts(tmp_path: Path, llm_e
         await pilot.press("[")
         await settle(pilot)
         assert screen.trace.id == "team-2" and "heuristic" in panel(app)
-        assert len(screen.verdicts) == 1
+        assert len(screen.attribution.verdicts) == 1
     saved = verdicts_path(load_trace(f"{path}#2"))
     assert saved is not None and not (tmp_path / "three.json.verdicts.jsonl").exists()
     records = [orjson.loads(line) for line in saved.read_bytes().splitlines()]
@@ -550,7 +550,7 @@ async def test_a_backend_failure_is_a_notification_without_a_verdict(sample_copy
         failed = [n for n in app._notifications if n.title == "Attribution failed"]
         assert len(failed) == 1 and "401" in failed[0].message and "\n" not in failed[0].message
         assert all(TEST_KEY not in str(n.message) for n in app._notifications)
-        assert panel(app) == "" and not screen.verdicts and steps(app).probe == frozenset()
+        assert panel(app) == "" and not screen.attribution.verdicts and steps(app).probe == frozenset()
     assert sidecar(sample_copy) == []
 
 
@@ -565,5 +565,5 @@ async def test_the_panel_says_when_a_failed_call_waits_for_its_retry(sample_copy
         await pick(pilot, downs=1)  # all-at-once
         await until(pilot, lambda: "retry 1/" in panel(app), "the retry line")
         assert "500" in panel(app) and TEST_KEY not in panel(app)
-        await until(pilot, lambda: bool(screen.verdicts), "a verdict")
+        await until(pilot, lambda: bool(screen.attribution.verdicts), "a verdict")
         assert "retry" not in panel(app)

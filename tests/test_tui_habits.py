@@ -194,10 +194,10 @@ async def test_80x24_shows_the_whole_verdict_and_where_it_is_kept(team_file: Pat
             reason=reason,
             confidence=0.8,
         )
-        screen.verdicts = [verdict]
-        screen.verdict_pos = 0
-        screen.verdict_notes[id(verdict)] = "not saved (--no-save)"
-        screen._show_verdict_panel()
+        screen.attribution.verdicts = [verdict]
+        screen.attribution.verdict_pos = 0
+        screen.attribution.verdict_notes[id(verdict)] = "not saved (--no-save)"
+        screen.attribution.show_panel()
         await pilot.press("3", "j")
         await settle(pilot)
         text = screen_text(app)

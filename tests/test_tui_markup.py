@@ -92,7 +92,9 @@ async def test_trace_screen_shows_markup_like_text_as_typed(tmp_path: Path, m: s
     app = WhenproApp(str(path), cursor_blink=False, show_labels=True)
     async with app.run_test(size=(150, 45), notifications=True) as pilot:
         await until(
-            pilot, lambda: isinstance(app.screen, TraceScreen) and app.screen.verdicts, "the trace and its verdict"
+            pilot,
+            lambda: isinstance(app.screen, TraceScreen) and app.screen.attribution.verdicts,
+            "the trace and its verdict",
         )
         text = screen_text(app)
         for shown in (f"trace{m}", f"coder{m}", f"Add 2 and 2 {m}", f"2 + 2 = 5 {m}"[:12], f"reason {m}"):

@@ -48,9 +48,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from whenpro_core.attribution.interactive import MeteredJudge
 from whenpro_core.attribution.judge import Judge
 from whenpro_core.attribution.official_harness import require_for
+from whenpro_core.attribution.request import MeteredJudge
 from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.template import base_protocol, load_template
 from whenpro_core.bench.plan import (

@@ -4,15 +4,23 @@ print the verdict (a grid, or JSON) and keep it beside the trace."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from whenpro_core.attribution.protocols import preset_protocol, protocol_name
+from whenpro_core.attribution.protocols import protocol_name
 from whenpro_core.attribution.report import verdict_record
-from whenpro_core.attribution.run import attribute, nothing_to_attribute
+from whenpro_core.attribution.request import (
+    AttributionRequest,
+    offline_verdict,
+    request_from_options,
+    run_request,
+    with_configured_model,
+)
+from whenpro_core.attribution.run import nothing_to_attribute
 from whenpro_core.attribution.verdicts import load_verdicts, same_verdict, save_verdict
 from whenpro_core.cli import output
 from whenpro_core.errors import ConfigError, WhenproError, errors_located_in
@@ -25,8 +33,8 @@ from whenpro_core.trace.score import score_prediction
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
 from whenpro_core.views.traceview import shown_id
 
-if TYPE_CHECKING:  # start-up: a --template is read only when given
-    from whenpro_core.attribution.template import PromptTemplate
+if TYPE_CHECKING:
+    from whenpro_core.config import Settings
 
 
 def attribute_command(
@@ -50,29 +58,31 @@ def attribute_command(
     protocol would send first (:mod:`whenpro_core.attribution.dry_run`) and call nothing.
     ``labels``: also print the trace's ground truth and the per-axis match (hidden by
     default, like the TUI, so an annotator or a judge's operator is not shown the label)."""
-    if model and model.strip().lower() == "heuristic":
-        model = None
-    name = _protocol(protocol, model, preset)
-    prompt = None
+    request = request_from_options(
+        protocol=protocol, model=model, preset=preset, with_gold=with_gold, use_cache=not no_cache
+    )
     if template:
         from whenpro_core.attribution.template import load_template
 
-        prompt = load_template(template)
+        request = replace(request, template=load_template(template))
     trace = load_one(ref)
     if dry_run:
-        _dry_run(trace, name, model, with_gold, as_json, settings_flags, prompt)
+        _dry_run(trace, request, as_json, settings_flags)
         return
     err = output.stderr_console()  # long lines stay whole in logs
-    if name == "heuristic":  # offline: run in this thread so Ctrl-C stops it at once
-        verdict = _offline_verdict(trace, name, with_gold, err)
+    if request.protocol == "heuristic":  # offline: run in this thread so Ctrl-C stops it at once
+        _warn_offline(err)
+        verdict = offline_verdict(trace, request)
     else:
         import asyncio  # start-up: the offline heuristic needs no event loop
 
-        judge = _judge(name, model, settings_flags, no_cache)
-        run = _attribution(trace, name, judge, with_gold, prompt)
+        from whenpro_core.config import load_settings
+
+        settings = load_settings(**(settings_flags or {}))
+        run = run_request(trace, with_configured_model(request, settings), settings=settings)
         if not as_json and sys.stderr.isatty():
             ident = shown_id(trace.id, labels)
-            shown = Text(inert(f"{name} attribution of {ident} …"))  # the id is untrusted; no markup
+            shown = Text(inert(f"{request.protocol} attribution of {ident} …"))  # the id is untrusted; no markup
             with output.live(output.live_console().status(shown)):
                 verdict = asyncio.run(run)
         else:
@@ -80,57 +90,14 @@ def attribute_command(
     _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=save, err=err)
 
 
-def _protocol(protocol: str | None, model: str | None, preset: str | None) -> str:
-    """The canonical protocol to run (all-at-once with a model, else heuristic by default);
-    ConfigError for the heuristic with a model."""
-    if preset:
-        name = preset_protocol(preset, protocol)
-    else:
-        name = protocol_name(protocol or ("all-at-once" if model else "heuristic"))
-    if name == "heuristic" and model:
-        raise ConfigError(
-            "--protocol heuristic and --model do not go together", expected="no --model: heuristic uses no model"
-        )
-    return name
-
-
-def _judge(name: str, model: str | None, settings_flags: dict[str, Any] | None, no_cache: bool) -> Any:
-    """The LLM judge for protocol ``name``; ConfigError when no model is given or configured."""
-    from whenpro_core.attribution.llm_judge import make_judge
-    from whenpro_core.config import load_settings
-
-    settings = load_settings(**(settings_flags or {}))
-    if (model or settings.model or "heuristic").strip().lower() == "heuristic":
-        raise ConfigError(
-            f"protocol {name} needs a model",
-            expected="--model provider:model, or model in config.toml / "
-            "WHENPRO_MODEL (or --protocol heuristic offline)",
-        )
-    return make_judge(model, settings=settings, use_cache=not no_cache)
-
-
-async def _attribution(
-    trace: Trace, name: str, judge: Any, with_gold: bool, prompt: PromptTemplate | None
-) -> Attribution:
-    """Run protocol ``name`` with ``judge``, closing the judge's client afterwards."""
-    try:
-        return await attribute(trace, name, judge=judge, with_gold=with_gold, template=prompt)
-    finally:
-        await judge.aclose()
-
-
-def _offline_verdict(trace: Trace, name: str, with_gold: bool, err: Console) -> Attribution:
-    """The heuristic verdict (none for a successful run), after warning of a broken config."""
-    from whenpro_core.attribution.heuristic import attribute_heuristic
+def _warn_offline(err: Console) -> None:
+    """Warn of a broken config before the offline heuristic runs (it needs none)."""
     from whenpro_core.settings_inputs import settings_given
 
     if settings_given():  # start-up: with no config.toml nor settings variable, nothing to check
         from whenpro_core.config import warn_offline
 
         warn_offline(lambda line: err.print(line, markup=False, highlight=False, soft_wrap=True))
-    if trace.outcome == Outcome.success:
-        return nothing_to_attribute(trace, name, None, with_gold)
-    return attribute_heuristic(trace, with_gold=with_gold)
 
 
 def _show_and_save(
@@ -203,29 +170,22 @@ def _add_cost_rows(grid: Table, verdict: Attribution) -> None:
         )
 
 
-def _dry_run(
-    trace: Trace,
-    name: str,
-    model: str | None,
-    with_gold: bool,
-    as_json: bool,
-    settings_flags: dict[str, Any] | None,
-    template: PromptTemplate | None,
-) -> None:
-    """Print the requests protocol ``name`` would send first (text, or JSON); no call."""
+def _dry_run(trace: Trace, request: AttributionRequest, as_json: bool, settings_flags: dict[str, Any] | None) -> None:
+    """Print the requests ``request`` would send first (text, or JSON); no call."""
     import json
 
     from whenpro_core.attribution.dry_run import need_model, preview, preview_text
     from whenpro_core.config import load_settings
 
     settings = load_settings(**{k: v for k, v in (settings_flags or {}).items() if v is not None})
+    name = request.protocol
     doc = preview(
         trace,
         name,
-        need_model(model, settings, name) if name != "heuristic" else "heuristic",
+        need_model(request.model, settings, name) if name != "heuristic" else "heuristic",
         settings,
-        with_gold=with_gold,
-        template=template,
+        with_gold=request.with_gold,
+        template=request.template,
     )
     sys.stdout.write((json.dumps(doc, ensure_ascii=False) if as_json else preview_text(doc)) + "\n")
 
@@ -337,11 +297,9 @@ def counterfactual_command(
     _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=save, err=err)
 
 
-def _llm_verdict(trace: Trace, protocol: str, model: str | None, settings: Any, no_cache: bool) -> Attribution:
+def _llm_verdict(trace: Trace, protocol: str, model: str | None, settings: Settings, no_cache: bool) -> Attribution:
     """The verdict of an LLM protocol, whose step the counterfactual search tries first."""
     import asyncio
 
-    from whenpro_core.attribution.llm_judge import make_judge
-
-    judge = make_judge(model, settings=settings, use_cache=not no_cache)
-    return asyncio.run(_attribution(trace, protocol_name(protocol), judge, True, None))
+    request = AttributionRequest(protocol_name(protocol), model or settings.model, True, use_cache=not no_cache)
+    return asyncio.run(run_request(trace, request, settings=settings))

@@ -5,10 +5,10 @@ there; the model and gold setting of the last run are kept). ``f2`` shows the fi
 choice would send (``preview``, the ``--dry-run`` text; :mod:`.request_preview`), without sending;
 ``f1`` lists the dialog's keys (so does the trace screen's help, and ctrl+p inside the dialog).
 
-The choice is checked by ``validate`` (:func:`whenpro_core.attribution.interactive.make_request`)
+The choice is checked by ``validate`` (:func:`whenpro_core.attribution.request.make_request`)
 before the picker closes: an unusable model or a missing key is a one-line notification
 and the picker stays open to fix it. Dismisses with the
-:class:`~whenpro_core.attribution.interactive.AttributionRequest`, or ``None``.
+:class:`~whenpro_core.attribution.request.AttributionRequest`, or ``None``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from whenpro_core.attribution.interactive import AttributionRequest, ModelChoice
+from whenpro_core.attribution.interactive import ModelChoice
+from whenpro_core.attribution.request import AttributionRequest
 from whenpro_core.errors import WhenproError
 from whenpro_core.safety.textsafe import clean
 from whenpro_tui.screens.request_preview import RequestPreview

@@ -4,7 +4,7 @@ prefix collapsed, the injected step highlighted, an outcome banner
 (:func:`whenpro_core.injection.provenance.headline`), the selected row's two steps with the
 changed lines marked, saving (atomic; an existing file is overwritten only after a yes),
 and attribution of the counterfactual at once (the offline heuristic on opening, any
-protocol on ``a``; :func:`whenpro_core.attribution.run.attribute` in an async worker)
+protocol on ``a``; :func:`whenpro_core.attribution.request.run_request` in an async worker, as ``whenpro attribute``)
 with whether it finds the injected step.
 
 Opened after a replay, or by ``d`` on a counterfactual that has injection provenance.
@@ -26,15 +26,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
-from whenpro_core.attribution.llm_judge import make_judge
-from whenpro_core.attribution.run import attribute
+from whenpro_core.attribution.protocols import protocol_name
+from whenpro_core.attribution.request import AttributionRequest, run_request
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.diff import TraceDiff, changed_lines, diff_traces, row_step
 from whenpro_core.injection.inject import default_output
 from whenpro_core.injection.provenance import check_attribution, headline, injection_of
 from whenpro_core.injection.verify import Verdict, check_answer
-from whenpro_core.llm.generation import preload_sdk
 from whenpro_core.safety.textsafe import clean, one_line, plural
 from whenpro_core.trace.model import Trace
 from whenpro_core.views.stepview import step_as_text
@@ -335,12 +334,9 @@ class DiffScreen(Leaving, Screen[None]):
             f"attributing with {protocol}{' (' + model + ')' if model else ''}…", style="italic"
         )
         self._attr_line()
-        judge = None
         try:
-            if protocol != "heuristic":
-                await asyncio.to_thread(preload_sdk, model)
-                judge = await asyncio.to_thread(make_judge, model)
-            result = await attribute(self.cf, protocol, judge=judge)
+            request = AttributionRequest(protocol_name(protocol), None if protocol == "heuristic" else model)
+            result = await run_request(self.cf, request)
         except WhenproError as exc:
             self.post_message(CounterfactualAttributed(protocol, error=exc.one_line()))
             return
@@ -349,9 +345,6 @@ class DiffScreen(Leaving, Screen[None]):
         except Exception as exc:  # noqa: BLE001 - shown, never a crash
             self.post_message(CounterfactualAttributed(protocol, error=f"{type(exc).__name__}: {exc}"))
             return
-        finally:
-            if judge is not None:
-                await judge.aclose()
         self.post_message(CounterfactualAttributed(protocol, check_attribution(self.cf, result), result))
 
     def on_counterfactual_attributed(self, message: CounterfactualAttributed) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rich.text import Text
 from textual import events, on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -32,12 +33,22 @@ from whenpro_tui.app_settings import labels_shown, set_labels
 from whenpro_tui.clipboard import copy_text
 from whenpro_tui.commands import collect_bindings
 from whenpro_tui.editor import open_in_editor
-from whenpro_tui.messages import SiblingsFound, TraceLoaded, TraceLoadFailed, load_trace_message
+from whenpro_tui.messages import (
+    AttributionDone,
+    AttributionFailed,
+    AttributionProgress,
+    SiblingsFound,
+    TraceLoaded,
+    TraceLoadFailed,
+    VerdictSaved,
+    VerdictsLoaded,
+    load_trace_message,
+)
 from whenpro_tui.screens.counts import CountPrefix
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
 from whenpro_tui.screens.prompt import PromptScreen
-from whenpro_tui.screens.trace_attribute import AttributionMixin
+from whenpro_tui.screens.trace_attribute import AttributionController
 from whenpro_tui.screens.trace_find import StepFinding
 from whenpro_tui.screens.trace_inject import Injecting
 from whenpro_tui.screens.trace_media import MediaViewing
@@ -52,10 +63,12 @@ from whenpro_tui.widgets.virtual_list import VirtualList
 COPY_LIMIT = 1_000_000
 
 
-class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountPrefix, Leaving, Screen[int | None]):
+class TraceScreen(Injecting, MediaViewing, StepFinding, CountPrefix, Leaving, Screen[int | None]):
     """One trace (see module docstring). Dismisses with its position among its
-    siblings, so the library can follow. Its parts (finding, media, injection,
-    attribution) share the state declared in :class:`~.trace_host.TraceHost`."""
+    siblings, so the library can follow. Its parts (finding, media, injection) share the
+    state declared in :class:`~.trace_host.TraceHost`; attribution is an
+    :class:`~.trace_attribute.AttributionController` it owns (:attr:`attribution`), to
+    which it hands the attribution keys and messages."""
 
     BINDINGS = [
         Binding("j,down", "step(1)", "Next step", show=False),
@@ -148,6 +161,8 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         self.task_expanded = False
         self.list_width = 45
         self._detail_pending = False
+        #: attribute (``a``), cancel (Esc), browse verdicts (``A``); the verdict panel
+        self.attribution = AttributionController(self)
 
     # ------------------------------------------------------------------ layout
 
@@ -193,7 +208,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         if self.trace.steps:
             self._show_current()  # in the first paint, not the one after it
         self.query_one(StepList).focus()
-        self.attribution_mounted()
+        self.attribution.mounted()
         self.after_mount()
         self.call_after_refresh(getattr(self.app, "first_paint", lambda: None))
 
@@ -258,7 +273,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
         at = self.steps.step_index
         self.partial = False
         self.show_trace(trace, self.position)
-        self.attribution_trace_changed(trace)
+        self.attribution.trace_changed(trace)
         if at is not None and trace.steps:
             self._go_to_step(min(at, len(trace.steps) - 1), center=False)
         self.refresh_bindings()
@@ -435,7 +450,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
             return  # superseded by a later press
         self._wanted = self._failed_at = None
         self.show_trace(message.trace, message.position)
-        self.attribution_trace_changed(message.trace)
+        self.attribution.trace_changed(message.trace)
         if self.on_shown is not None:
             self.on_shown(message.trace, message.ref)
 
@@ -513,7 +528,7 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
             self.minimize()
         else:
             self.maximize(self.query_one(StepDetail), container=False)
-        self._show_verdict_panel()  # the whole reason while zoomed
+        self.attribution.show_panel()  # the whole reason while zoomed
 
     # ------------------------------------------------------------------ editor, copy
 
@@ -606,6 +621,35 @@ class TraceScreen(AttributionMixin, Injecting, MediaViewing, StepFinding, CountP
             return
         labels = " with labels" if self.show_labels else " (labels left out)"
         self.app.call_from_thread(self.notify, f"Wrote {clean(str(path))}{labels}.", timeout=8)
+
+    # ------------------------------------------------------------------ attribution
+
+    def action_attribute(self) -> None:
+        self.attribution.open_dialog()
+
+    def action_next_verdict(self) -> None:
+        self.attribution.next_verdict()
+
+    def action_cancel_attribution(self) -> None:
+        """Esc: cancel a running attribution; otherwise Esc keeps its meaning (back)."""
+        if not self.attribution.running:
+            raise SkipAction()
+        self.attribution.cancel()
+
+    def on_verdicts_loaded(self, message: VerdictsLoaded) -> None:
+        self.attribution.verdicts_loaded(message)
+
+    def on_attribution_progress(self, message: AttributionProgress) -> None:
+        self.attribution.progressed(message)
+
+    def on_attribution_done(self, message: AttributionDone) -> None:
+        self.attribution.done(message)
+
+    def on_attribution_failed(self, message: AttributionFailed) -> None:
+        self.attribution.failed(message)
+
+    def on_verdict_saved(self, message: VerdictSaved) -> None:
+        self.attribution.saved(message)
 
     # ------------------------------------------------------------------ help, back
 

@@ -1,8 +1,9 @@
 """The typed host of the trace screen's parts.
 
 :class:`~whenpro_tui.screens.trace.TraceScreen` is put together from parts, one file
-each: finding steps (:mod:`.trace_find`), media (:mod:`.trace_media`), injection
-(:mod:`.trace_inject`) and attribution (:mod:`.trace_attribute`). The parts read the
+each: finding steps (:mod:`.trace_find`), media (:mod:`.trace_media`) and injection
+(:mod:`.trace_inject`); attribution is a controller the screen owns
+(:mod:`.trace_attribute`), typed against the same host. The parts read the
 state the screen shares and call each other through the screen. :class:`TraceHost`
 declares that shared state and those calls once, with their types; each part is a
 :class:`TracePart`, which the type checker sees as a screen with that state, and the
@@ -68,10 +69,6 @@ class TraceHost(Protocol):
 
     def _update_status(self) -> None:
         """Repaint the status line under the step list."""
-        ...
-
-    def _show_verdict_panel(self) -> None:
-        """Repaint the verdict slot of the detail pane (attribution)."""
         ...
 
     def show_media(self, idx: int | None) -> None:

@@ -12,7 +12,8 @@ Layout (composed once; showing another step updates these widgets, never re-moun
 * ``#d-media-panel`` — thumbnails and the keyframe strip (:mod:`.media_panel`), mounted
   on the first step that has media (:meth:`StepDetail.request_media_panel`): a trace
   without images never pays for the image renderer's import and the panel's tiles;
-* ``#d-verdict`` — reserved for the attribution verdict (phase 3).
+* ``#d-verdict`` — the :class:`~whenpro_tui.widgets.verdict_panel.VerdictPanel` (hidden
+  until the trace screen's attribution shows a verdict or a run's progress).
 
 Long fields are folded (:func:`whenpro_core.views.stepview.fold`) at the current expansion
 level; the screen's ``o`` key raises the level chunk by chunk.
@@ -56,6 +57,7 @@ from whenpro_tui.app_settings import images_setting
 from whenpro_tui.widgets.blocks import plain, render_block, render_blocks
 from whenpro_tui.widgets.media_panel import MediaPanel, panel_enabled
 from whenpro_tui.widgets.palette import MARKER_STYLES, agent_style
+from whenpro_tui.widgets.verdict_panel import VerdictPanel
 
 #: (max lines, max characters) shown per field at each expansion level. The last level
 #: is a hard cap: beyond it the step is read in $EDITOR (``e``).
@@ -162,7 +164,6 @@ class StepDetail(Vertical):
         padding: 0 0 0 1;
         & > #d-title { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
         & > #d-media { height: auto; max-height: 40%; border-top: hkey $primary 40%; }
-        & > #d-verdict { display: none; }
     }
     """
 
@@ -183,7 +184,7 @@ class StepDetail(Vertical):
         yield StepBody(id="d-body")
         with Vertical(id="d-media"):
             yield Static(id="d-media-list", markup=False)
-        yield Static(id="d-verdict", markup=False)
+        yield VerdictPanel(id="d-verdict")
 
     def request_media_panel(self) -> None:
         """Mount the media panel (tuimedia) if it is enabled and not mounted or coming

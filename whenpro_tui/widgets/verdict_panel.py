@@ -1,16 +1,24 @@
-"""What the verdict slot of the detail pane (``#d-verdict``) shows: the verdicts of
-the trace side by side (one ◆ colour each), the current one in full — agent, step, mode
-with its taxonomy name, reason, confidence, calls, tokens, cost, seconds, warnings, and
-with labels shown its per-axis comparison with the ground truth — or, while an
-attribution runs, its live progress. Presentation only: the comparison is
-:func:`whenpro_core.attribution.interactive.verdict_score`."""
+"""The verdict panel of the detail pane (:class:`VerdictPanel`, ``#d-verdict``): the
+verdicts of the trace side by side (one ◆ colour each), the current one in full — agent,
+step, mode with its taxonomy name, reason, confidence, calls, tokens, cost, seconds,
+warnings, and with labels shown its per-axis comparison with the ground truth — or, while
+an attribution runs, its live progress. Presentation only: what it shows is set through
+two reactives (:attr:`VerdictPanel.verdict`, :attr:`VerdictPanel.running`) by the trace
+screen's :class:`~whenpro_tui.screens.trace_attribute.AttributionController`; the
+comparison is :func:`whenpro_core.attribution.interactive.verdict_score`. Its CSS is here
+(:attr:`VerdictPanel.DEFAULT_CSS`) and nowhere else."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.style import Style
 from rich.text import Text
+from textual.reactive import reactive
+from textual.widgets import Static
 
-from whenpro_core.attribution.interactive import AttributionRequest, ProgressView, verdict_score
+from whenpro_core.attribution.interactive import ProgressView, verdict_score
+from whenpro_core.attribution.request import AttributionRequest
 from whenpro_core.safety.textsafe import clean, one_line, whole_sentences
 from whenpro_core.trace.model import Attribution, GroundTruth, Trace, Usage
 from whenpro_core.trace.taxonomy import Taxonomy
@@ -205,3 +213,95 @@ def render_progress(
         out.append(f"⟳ {clean(retry_note)}\n", style="#e5c07b")
     out.append(usage_text(usage or Usage(), seconds=seconds), style=DIM)
     return out
+
+
+# --------------------------------------------------------------------------- the widget
+
+
+@dataclass(frozen=True)
+class VerdictShown:
+    """A verdict as the panel shows it: ``verdicts[current]`` of ``trace`` in full, the
+    others in its list; ``note`` says where it is kept ("saved in whenpro's verdicts
+    folder"); ``compact`` (a short screen, the pane not zoomed) cuts the reason to
+    :data:`SHORT_REASON_CAP` characters and puts confidence and cost on the title line."""
+
+    trace: Trace
+    verdicts: tuple[Attribution, ...]
+    current: int
+    taxonomy: Taxonomy
+    show_labels: bool
+    note: str = ""
+    compact: bool = False
+
+
+@dataclass(frozen=True)
+class AttributionRunning:
+    """An attribution in flight as the panel shows it: the ``request``, where the protocol
+    is (``view``; ``None`` before its first call), the ``usage`` so far, the ``seconds``
+    since it started, the spinner ``frame`` and what a failed call waits for
+    (``retry_note``)."""
+
+    request: AttributionRequest
+    view: ProgressView | None = None
+    usage: Usage | None = None
+    seconds: float = 0.0
+    frame: int = 0
+    retry_note: str | None = None
+
+
+class VerdictPanel(Static):
+    """The verdict slot under the step detail: hidden while :attr:`running` and
+    :attr:`verdict` are both ``None``; the live progress while :attr:`running` is set;
+    else the verdict. Setting either reactive repaints it (every time, even to an equal
+    value: the seconds and spinner move on)."""
+
+    DEFAULT_CSS = """
+    VerdictPanel {
+        display: none; height: auto; max-height: 50%; padding: 0 1 0 0;
+        border-top: hkey $accent 60%; background: $boost;
+    }
+    /* short terminals (80x24): a verdict gets most of the detail pane */
+    TraceScreen.short VerdictPanel { max-height: 80%; overflow-y: auto; scrollbar-size-vertical: 1; }
+    """
+    #: the CSS above names the screen the panel sits in (``TraceScreen.short``), so it is
+    #: not scoped to the widget
+    SCOPED_CSS = False
+
+    #: the verdict shown when no attribution runs (``None``: none, or hidden with ``A``)
+    verdict: reactive[VerdictShown | None] = reactive(None, always_update=True)
+    #: the attribution in flight (``None``: none runs)
+    running: reactive[AttributionRunning | None] = reactive(None, always_update=True)
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, markup=False)
+
+    def watch_verdict(self) -> None:
+        self._show()
+
+    def watch_running(self) -> None:
+        self._show()
+
+    def _show(self) -> None:
+        run = self.running
+        if run is not None:  # no relayout per tick: only when it appears
+            text = render_progress(run.request, run.view, run.usage, run.seconds, run.frame, run.retry_note)
+            self.update(text, layout=self.display is False)
+            self.display = True
+            return
+        shown = self.verdict
+        if shown is None:
+            self.display = False
+            return
+        self.update(
+            render_verdict(
+                shown.trace,
+                list(shown.verdicts),
+                shown.current,
+                shown.taxonomy,
+                show_labels=shown.show_labels,
+                note=shown.note,
+                reason_cap=SHORT_REASON_CAP if shown.compact else REASON_CAP,
+                compact=shown.compact,
+            )
+        )
+        self.display = True
