@@ -202,13 +202,14 @@ def row_cells(label: str, t: Tally) -> list[str]:
 
 
 def print_reliability(tallies: dict[str, Tally]) -> None:
-    """A reliability table (confidence bin → verdicts, share right) per subset and overall."""
-    everything = [p for t in tallies.values() for p in t.confidence]
+    """A reliability table (confidence bin → verdicts, share right) per subset, and over
+    the real subsets (:data:`FOLDERS`; the samples and reshaped logs would count twice)."""
+    everything = [p for label, t in tallies.items() if label in FOLDERS for p in t.confidence]
     print("\nReliability of the confidence (step axis): verdicts / share right in each bin\n")
     bins, _ = reliability(everything)
     print("| subset | " + " | ".join(f"{b.low:.1f}–{b.high:.1f}" for b in bins) + " | Brier | monotone |")
     print("|---|" + "---|" * (len(bins) + 2))
-    for label, pairs in [*((k, t.confidence) for k, t in tallies.items()), ("all", everything)]:
+    for label, pairs in [*((k, t.confidence) for k, t in tallies.items()), ("all real subsets", everything)]:
         bins, brier = reliability(pairs)
         cells = [f"{b.count} / {100 * b.accuracy:.0f}%" if b.accuracy is not None else "0" for b in bins]
         print(f"| {label} | " + " | ".join(cells) + f" | {brier:.3f} | {'yes' if is_monotone(bins) else 'no'} |")
