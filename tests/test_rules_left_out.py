@@ -7,28 +7,10 @@ import shutil
 from pathlib import Path
 
 from tests.support.cli import run_whenpro
-from whenpro_core.bench.records import Record, ResultsFile, Scores, TraceMeta, record_key
-from whenpro_core.trace.model import Attribution
+from tests.test_report_official import _rec
+from whenpro_core.bench.records import ResultsFile
 
 TRACEELEPHANT = Path(__file__).parent / "fixtures" / "traceelephant"
-
-
-def _record(n: int, *, labelled: bool, error: str | None = None) -> Record:
-    ref = f"/data/run{n}.json"
-    meta = TraceMeta(id=f"run{n}", framework="magentic-one", modality="text", labelled=labelled, gt_agent="Coder")
-    pred = None if error else Attribution(agent="Coder", step="2", protocol="all-at-once", model="m")
-    score = Scores(agent=True, step=False, mode=False, joint=False) if labelled and not error else None
-    return Record(
-        key=record_key(ref, "all-at-once", "m", True),
-        ref=ref,
-        protocol="all-at-once",
-        model="m",
-        trace=meta,
-        prediction=pred,
-        score=score,
-        error=error,
-        error_kind="backend" if error else None,
-    )
 
 
 def _report(results: Path, rules: str) -> list[str]:
@@ -40,9 +22,9 @@ def _report(results: Path, rules: str) -> list[str]:
 def test_official_says_why_when_every_record_is_failed_or_unlabelled(tmp_path: Path) -> None:
     results = tmp_path / "results.jsonl"
     with ResultsFile(results) as out:
-        out.append(_record(1, labelled=True, error="backend: HTTP 500"))
-        out.append(_record(2, labelled=True, error="backend: HTTP 500"))
-        out.append(_record(3, labelled=False))
+        out.append(_rec(1, "text", "magentic-one", "R.2", None, (False, False, False), error="backend: HTTP 500"))
+        out.append(_rec(2, "text", "magentic-one", "R.2", None, (False, False, False), error="backend: HTTP 500"))
+        out.append(_rec(3, "text", "magentic-one", None, "R.2", None))  # unlabelled
     lines = _report(results, "official")
     said = [line for line in lines if line.startswith("official leaderboard:")]
     assert said == [
@@ -51,7 +33,7 @@ def test_official_says_why_when_every_record_is_failed_or_unlabelled(tmp_path: P
     ]
     assert "Official leaderboard" not in lines  # no empty table
     with ResultsFile(results) as out:  # one scored record: the table, no such line
-        out.append(_record(4, labelled=True))
+        out.append(_rec(4, "text", "magentic-one", "R.2", "R.2", (True, False, False), False))
     lines = _report(results, "official")
     assert "Official leaderboard" in lines and not any(x.startswith("official leaderboard:") for x in lines)
 
