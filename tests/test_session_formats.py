@@ -8,6 +8,7 @@ trees, Gemini tool errors and sub-agents, bad lines)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -65,6 +66,12 @@ def _claude_user(
             tasks[b["tool_use_id"]] = o["toolUseResult"].get("agentId")
 
 
+def _task_agent(args: dict) -> str:
+    """A sub-agent's name: ``task-`` and the words of its Task call's description."""
+    words = re.findall(r"[a-z0-9]+", str(args.get("description") or args.get("subagent_type")).lower())
+    return "task-" + "-".join(words)[:40].rstrip("-")
+
+
 def claude_counts(lines: list[dict], session: Path | None, agent: str = "claude") -> Counts:
     """One step per assistant message id, per human prompt (string content or non-result
     blocks, not isMeta) and per compact_boundary; sub-agents from their file beside the
@@ -75,6 +82,7 @@ def claude_counts(lines: list[dict], session: Path | None, agent: str = "claude"
     observed: set[str] = set()
     failed: set[str] = set()
     tasks: dict[str, str | None] = {}
+    names: dict[str, str] = {}  # Task call id -> the sub-agent's name
     inline: dict[str, list[dict]] = {}
     for o in lines:
         kind, msg = o.get("type"), o.get("message")
@@ -85,6 +93,7 @@ def claude_counts(lines: list[dict], session: Path | None, agent: str = "claude"
                 owner[b["id"]] = msg["id"]
                 if b["name"] == "Task":
                     tasks[b["id"]] = None
+                    names[b["id"]] = _task_agent(b["input"])
         elif kind == "user" and not o.get("isMeta"):
             _claude_user(o, c, owner, observed, failed, tasks)
         elif kind == "system" and o.get("subtype") == "compact_boundary":
@@ -98,9 +107,9 @@ def claude_counts(lines: list[dict], session: Path | None, agent: str = "claude"
         agent_id = agent_id or next((m.get("agentId") for m in inline.get(task_id, []) if m.get("agentId")), None)
         child_file = session.with_suffix("") / "subagents" / f"agent-{agent_id}.jsonl" if session else None
         if child_file is not None and child_file.is_file():
-            c.add(claude_counts(_lines(child_file), None, f"agent-{agent_id}"))
+            c.add(claude_counts(_lines(child_file), None, names[task_id]))
         elif inline.get(task_id):
-            c.add(claude_counts(inline[task_id], None, f"agent-{agent_id}"))
+            c.add(claude_counts(inline[task_id], None, names[task_id]))
     return c
 
 
@@ -330,7 +339,7 @@ def test_claude_code_merges_blocks_and_keeps_thinking_and_subagents(real_traces:
     both = next(s for s in trace.steps if [c.name for c in s.tool_calls] == ["Read", "Read"])
     assert both.observation.count("[Read]") == 2
     main = load_trace(real_traces / CLAUDE[2])
-    sub = [s for s in main.steps if s.agent == "agent-aac57f5"]
+    sub = [s for s in main.steps if s.agent == "task-check-otel-hex-package-versions"]
     task = next(s for s in main.steps if any(c.name == "Task" for c in s.tool_calls))
     assert main.steps[task.index + 1].meta["parent_tool_use_id"] == task.tool_calls[0].id
     assert sub and sub[0].index == task.index + 2 and all(s.meta["subagent_file"] == "agent-aac57f5.jsonl" for s in sub)

@@ -72,8 +72,7 @@ async def test_library_columns_sort_and_outcome_filter(tmp_path: Path) -> None:
         assert " ok " in line["ag-10"] and " ✓ " in line["ag-10"] and "Compute the total" in line["ag-10"]
         assert " fail " in line["ag-2"] and " ✗ " in line["ag-2"]
         assert " ? " in line["ag-1"] and " · " in line["ag-1"]
-        await pilot.press("s")  # by id, natural order
-        await pilot.pause()
+        # a dataset opens sorted by id, natural order
         assert [table.rows[i].id for i in table.shown] == ["ag-1", "ag-2", "ag-10"]
         assert "id▲" in screen_text(app)
         await pilot.press("S")
@@ -111,3 +110,21 @@ async def test_jsonl_release_row_is_filled_once_opened(real_traces: Path) -> Non
         row = table.rows[table.shown[0]]
         assert row.step_count == n_steps and row.task and row.agent_count
         assert f"{n_steps:,}" in screen_text(app).splitlines()[4]
+
+
+async def test_a_dataset_opens_in_natural_id_order_whatever_its_file_names(tmp_path: Path) -> None:
+    """Files listed a, b, c hold task_10, task_2, task_1: the library opens task_1, task_2,
+    task_10 (the id sorted ▲); ``s`` moves on to the next column, listing order comes last."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for name, tid in (("a", "task_10"), ("b", "task_2"), ("c", "task_1")):
+        write_trace(team_trace(tid), folder / f"{name}.json")
+    app = WhenproApp(str(folder), cursor_blink=False)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(TraceTable)
+        assert [table.rows[i].id for i in table.shown] == ["task_1", "task_2", "task_10"]
+        assert "id▲" in screen_text(app)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, TraceScreen) and app.screen.trace.id == "task_1"

@@ -46,7 +46,11 @@ def test_a_claude_sub_agent_nests_under_the_task_call_that_started_it() -> None:
     trace = load_trace(CLAUDE)
     tree = waterfall(trace)
     sub = [r for r in tree.rows if trace.steps[r.index].meta.get("parent_tool_use_id")]
-    assert sub and all(r.depth == 1 for r in sub) and any(trace.steps[r.index].agent == "agent-aac57f5" for r in sub)
+    assert (
+        sub
+        and all(r.depth == 1 for r in sub)
+        and any(trace.steps[r.index].agent == "task-check-otel-hex-package-versions" for r in sub)
+    )
     first = tree.rows.index(sub[0])
     parent = next(r for r in reversed(tree.rows[:first]) if r.depth == 0)
     assert "Task" in [c.name for c in trace.steps[parent.index].tool_calls]  # the call that started it

@@ -82,13 +82,20 @@ def chance_interval(chances: Sequence[float]) -> tuple[float, float]:
     return max(0.0, mean - half), min(1.0, mean + half)
 
 
-def majority_mode(modes: Sequence[str]) -> tuple[str | None, int]:
-    """The most frequent gold mode (ties: alphabetical) and how many traces it gets right."""
-    counts = Counter(m.strip().upper() for m in modes if m)
+def most_common(values: Sequence[str]) -> tuple[str | None, int]:
+    """The most frequent non-empty value (ties: alphabetical) and how many of ``values``
+    it equals: the accuracy numerator of always answering it (the majority-agent and
+    most-common-step priors)."""
+    counts = Counter(v for v in values if v)
     if not counts:
         return None, 0
-    mode, hits = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    return mode, hits
+    value, hits = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return value, hits
+
+
+def majority_mode(modes: Sequence[str]) -> tuple[str | None, int]:
+    """The most frequent gold mode (ties: alphabetical) and how many traces it gets right."""
+    return most_common([m.strip().upper() for m in modes if m])
 
 
 #: Upper edges of the reliability bins (confidence in 0..1).

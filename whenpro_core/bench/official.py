@@ -205,6 +205,26 @@ def official_report(records: Sequence[Record]) -> list[OfficialGroup]:
     return sorted(groups, key=lambda g: -(g.composite.get("All") or 0.0))
 
 
+def all_left_out(records: Sequence[Record]) -> str | None:
+    """One line saying why the official leaderboard has no row when every record is left
+    out (each reason with its count: a record of the original Who&When files, a failed
+    item, an unlabelled trace); ``None`` when some record is scored or there is none."""
+    recs = latest(records)
+    whowhen = sum(1 for r in recs if r.trace.subset)
+    failed = sum(1 for r in recs if not r.trace.subset and r.error)
+    unlabelled = sum(1 for r in recs if not r.trace.subset and not r.error and r.score is None)
+    if not recs or whowhen + failed + unlabelled < len(recs):
+        return None
+    reasons = (
+        (whowhen, "of the original Who&When files (scored by its own script's rules instead)"),
+        (failed, "failed (no verdict to score)"),
+        (unlabelled, "of unlabelled traces (no ground truth to score against)"),
+    )
+    said = "; ".join(f"{n} {what}" for n, what in reasons if n)
+    every = "the one record" if len(recs) == 1 else f"all {len(recs)} records"
+    return f"official leaderboard: {every} left out: {said}"
+
+
 def rules_header(groups: Sequence[OfficialGroup]) -> str:
     """The line that says which rules were used and what each rule dropped or changed."""
     failed = sum(g.dropped_failed for g in groups)

@@ -99,4 +99,24 @@ def trail_rows(records: Sequence[Record]) -> list[TrailRow]:
     return rows
 
 
-__all__ = ["HEADERS", "NOTE", "TrailRow", "trail_rows"]
+def all_left_out(records: Sequence[Record]) -> str | None:
+    """One line saying why TRAIL's metrics have no row when every record is left out (each
+    reason with its count); ``None`` when some record is scored or there is none."""
+    recs = latest(records)
+    if not recs or any(r.trace.labelled and r.trace.gt_errors for r in recs):
+        return None
+    unlabelled = sum(1 for r in recs if not r.trace.labelled)
+    reasons = (
+        (unlabelled, "of unlabelled traces"),
+        (
+            len(recs) - unlabelled,
+            "of traces labelled without step-located errors (TRAIL's metrics need each error's step "
+            "and category: TRAIL annotations, AgentRx failures, MP-Bench flags)",
+        ),
+    )
+    said = "; ".join(f"{n} {what}" for n, what in reasons if n)
+    every = "the one record" if len(recs) == 1 else f"all {len(recs)} records"
+    return f"TRAIL metrics: {every} left out: {said}"
+
+
+__all__ = ["HEADERS", "NOTE", "TrailRow", "all_left_out", "trail_rows"]

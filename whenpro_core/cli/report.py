@@ -15,6 +15,7 @@ from rich.text import Text
 
 from whenpro_core.bench.aggregate import DIMENSIONS, Report
 from whenpro_core.bench.official import OFFICIAL_HEADERS, official_report, official_rows, rules_header
+from whenpro_core.bench.official import all_left_out as official_left_out
 from whenpro_core.bench.records import Record
 from whenpro_core.bench.report import (
     DIM_TITLE_LONG,
@@ -40,6 +41,7 @@ from whenpro_core.bench.substring_metric import NOTE as SUBSTRING_NOTE
 from whenpro_core.bench.substring_metric import substring_rows
 from whenpro_core.bench.trail_rules import HEADERS as TRAIL_HEADERS
 from whenpro_core.bench.trail_rules import NOTE as TRAIL_NOTE
+from whenpro_core.bench.trail_rules import all_left_out as trail_left_out
 from whenpro_core.bench.trail_rules import trail_rows
 from whenpro_core.cli import output
 
@@ -94,7 +96,11 @@ def _print_extra_rules(records: list[Record], console: Console, *, rules: str, m
     if rules == "official":
         groups = official_report(records)
         console.print(rules_header(groups), markup=False, highlight=False)
-        console.print(_table("Official leaderboard", OFFICIAL_HEADERS, official_rows(groups), left=2))
+        none_scored = official_left_out(records)
+        if none_scored:
+            console.print(none_scored, markup=False, highlight=False)
+        else:
+            console.print(_table("Official leaderboard", OFFICIAL_HEADERS, official_rows(groups), left=2))
     if rules == "trail":
         _print_trail(records, console)
     whowhen_only = rules == "official" and metric != "whowhen-substring"
@@ -109,6 +115,10 @@ def _print_extra_rules(records: list[Record], console: Console, *, rules: str, m
 def _print_trail(records: list[Record], console: Console) -> None:
     """TRAIL's category F1, location and joint accuracy per setting (:mod:`whenpro_core.bench.trail_rules`)."""
     console.print(TRAIL_NOTE, markup=False, highlight=False)
+    none_scored = trail_left_out(records)
+    if none_scored:
+        console.print(none_scored, markup=False, highlight=False)
+        return
     rows = [[r.label, str(r.records), pct(r.category_f1), pct(r.location), pct(r.joint)] for r in trail_rows(records)]
     console.print(_table("TRAIL metrics", TRAIL_HEADERS, rows))
 

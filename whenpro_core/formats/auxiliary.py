@@ -17,6 +17,9 @@ Recognised (by shape, never by file name):
   critical_failure_step, ...}``; read by :mod:`whenpro_core.formats.agenterrorbench`.
 * TRAIL annotations (``processed_annotations_*/<trace_id>.json``): ``{trace_id, errors:
   [{category, location, impact, ...}], scores?}``; read by :mod:`whenpro_core.formats.trail`.
+* TraceElephant run metadata (``<runs>/<task>/trace_metadata.json``, older ``summary.json``):
+  ``{task_instruction, mistake_agent, mistake_step, ...}`` without a ``history``; read by
+  :mod:`whenpro_core.formats.traceelephant` with the ``step_records.json`` beside it.
 * Gemini CLI prompt log (``~/.gemini/tmp/<hash>/logs.json``): a list of ``{sessionId,
   messageId, type: "user", message, timestamp}`` holding only the user's prompts (SOURCE.md
   of real_traces/gemini-cli); the session itself is the chat recording under ``chats/``.
@@ -31,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from whenpro_core.formats.base import DocumentImporter, LoadContext, is_message_list
+from whenpro_core.formats.traceelephant import is_metadata
 from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Trace, TraceSummary
 
@@ -78,6 +82,7 @@ _KINDS: tuple[tuple[Callable[[Any], bool], str], ...] = (
     ),
     (_mast_labels, "a MAST gold-labels file (labels for the records beside it)"),
     (_trail_labels, "a TRAIL annotation file (labels for the trace with the same trace_id)"),
+    (is_metadata, "a TraceElephant run's metadata and labels (the run is step_records.json beside it)"),
     (
         _gemini_prompt_log,
         "a Gemini CLI prompt log (logs.json: the user's prompts only; "

@@ -24,7 +24,8 @@ an assistant message is written as its own line**. Steps:
 Sub-agents (the ``Task`` tool): the child's own transcript
 ``<session>/subagents/agent-<agentId>.jsonl`` (or ``agent-<agentId>.jsonl`` beside the
 session, older versions) when present, else the ``agent_progress`` lines that stream its
-messages inline, become steps of agent ``agent-<agentId>`` (role: the ``subagent_type``),
+messages inline, become steps of agent ``task-<description>`` (named from the ``Task``
+call, as below; role: the ``subagent_type``; ``meta["subagent_id"]`` the ``agentId``),
 placed right after the ``Task`` call. Claude Code 1.0.x wrote sub-agents inline instead:
 ``isSidechain: true`` lines of the session file itself, each sub-agent a ``parentUuid``
 chain from a prompt line with ``parentUuid`` null, and no link to its ``Task`` call but
@@ -316,15 +317,15 @@ class InlineSidechains:
         return ()
 
     def assign(
-        self, tasks: dict[str, JSONObject], done: set[str]
+        self, tasks: dict[str, JSONObject], done: set[str], taken: set[str]
     ) -> tuple[dict[str, tuple[str, list[Step]]], dict[int, list[tuple[str, list[Step]]]]]:
         """Each chain's steps as a sub-agent: ``({Task call id: (agent, steps)},
         {main step index: [(agent, steps) of chains no call explains, after it]})``.
-        ``done``: calls whose sub-agent was found otherwise."""
+        ``done``: calls whose sub-agent was found otherwise; ``taken``: agent names in use
+        (the names given here are added)."""
         free = [cid for cid in tasks if cid not in done]
         by_call: dict[str, tuple[str, list[Step]]] = {}
         loose: dict[int, list[tuple[str, list[Step]]]] = {}
-        taken: set[str] = set()
         for n, (root, chain) in enumerate(self.chains.items(), start=1):
             prompt = next((s.content.strip() for s in chain.steps if s.kind == "user"), "")
             call = next((c for c in free if as_text(tasks[c].get("prompt")).strip() == prompt), None)
@@ -395,12 +396,16 @@ class ClaudeTraceBuilder:
         self._files[path] = (stamp, child.steps, notes)
         return child.steps, notes
 
-    def _child_steps(self, task_id: str, info: JSONObject, warnings: list[str]) -> tuple[str, list[Step]]:
+    def _child_steps(
+        self, task_id: str, info: JSONObject, warnings: list[str], taken: set[str]
+    ) -> tuple[str, list[Step]]:
+        """The sub-agent of the ``Task`` call ``task_id``: its agent name (from the call,
+        :func:`_agent_name`; claimed in ``taken`` only when it has steps) and its steps."""
         agent_id = text_or_none(info.get("agentId"))
         inline = self.main.inline.get(task_id, [])
         if agent_id is None:
             agent_id = next((text_or_none(m.get("agentId")) for m in inline if m.get("agentId")), None)
-        name = f"agent-{agent_id}" if agent_id else f"agent-{task_id[-8:]}"
+        name = _agent_name(info, set(taken))
         child = ClaudeSessionBuilder(self.ctx, name)
         path = subagent_file(self.ctx.path, agent_id) if agent_id else None
         if path is not None:
@@ -413,8 +418,11 @@ class ClaudeTraceBuilder:
                     child.feed(msg)
                 except TraceFormatError:
                     continue
+        if child.steps:
+            taken.add(name)
         for step in child.steps:
             step.meta["parent_tool_use_id"] = task_id
+            step.meta.setdefault("subagent_id", agent_id)
             step.meta.setdefault("subagent_file", path.name if path else None)
             if path is not None:
                 step.meta.setdefault("subagent_path", merged_path(path, self.ctx.path))
@@ -425,11 +433,12 @@ class ClaudeTraceBuilder:
         steps: list[Step] = []
         roles: dict[str, str | None] = {}
         found: dict[str, tuple[str, list[Step]]] = {}
+        taken: set[str] = set()
         for call_id, info in self.main.tasks.items():
-            name, child = self._child_steps(call_id, info, warnings)
+            name, child = self._child_steps(call_id, info, warnings, taken)
             if child:
                 found[call_id] = (name, child)
-        inline, loose = self.inline.assign(self.main.tasks, set(found))
+        inline, loose = self.inline.assign(self.main.tasks, set(found), taken)
         found.update(inline)
         for i, step in enumerate(self.main.steps):
             steps.append(step)

@@ -78,6 +78,7 @@ IMPORTERS: list[str] = [
     "whenpro_core.formats.mast:MastImporter",
     "whenpro_core.formats.otel:OtlpImporter",
     "whenpro_core.formats.trail:TrailImporter",
+    "whenpro_core.formats.traceelephant:TraceElephantImporter",
     "whenpro_core.formats.inspect_ai:InspectJsonImporter",
     "whenpro_core.formats.inspect_ai:InspectEvalImporter",
     "whenpro_core.formats.openhands:OpenHandsImporter",

@@ -1,7 +1,9 @@
 """The library screen: the traces of a dataset (folder, glob, JSONL release or a file
 holding several traces), filtered by facets and free text, with a live count. Rows
 stream in from a thread worker running :func:`whenpro_core.library.listing.walk_rows`; files
-that fail to import are red error rows. Enter opens a trace (loaded in a thread).
+that fail to import are red error rows, last. A dataset opens sorted by id in natural
+order (``task_2`` before ``task_10``; ``s`` cycles the sort, listing order last), sessions
+newest first. Enter opens a trace (loaded in a thread).
 """
 
 from __future__ import annotations
@@ -104,7 +106,9 @@ class LibraryScreen(LibraryValidation, CountPrefix, Leaving, Screen[None]):
         table = self.table
         table.show_labels = self.show_labels
         if self.sessions is not None:
-            table.use_sessions(self.sessions)
+            table.use_sessions(self.sessions)  # newest first, as listed
+        else:
+            table.sort_column = "id"  # a dataset opens in natural id order: task_2 before task_10
         self.query_one("#lib-text", Input).cursor_blink = getattr(self.app, "cursor_blink", True)
         table.focus()
         if self.initial_rows is not None:
@@ -160,8 +164,8 @@ class LibraryScreen(LibraryValidation, CountPrefix, Leaving, Screen[None]):
         flt = self._effective_filter()
         self.errors += sum(1 for r in rows if r.error is not None)
         self.table.add_rows(rows, [flt.keeps(r) for r in rows])
-        if self.table.sort_column is not None:
-            self._refilter()  # streamed rows take their place in the sort
+        if self.table.sort_column is not None:  # streamed rows take their place in the sort
+            self._refilter(top=self.table.cursor == 0)
         self._update_texts()
 
     def on_walk_done(self, message: WalkDone) -> None:
@@ -174,9 +178,11 @@ class LibraryScreen(LibraryValidation, CountPrefix, Leaving, Screen[None]):
     def _effective_filter(self) -> RowFilter:
         return self.row_filter if self.show_labels else self.row_filter.without_labels()
 
-    def _refilter(self) -> None:
+    def _refilter(self, *, top: bool = False) -> None:
+        """Show the rows the filter keeps, in the sort; the cursor stays on its row, or on
+        the first row with ``top`` (rows streaming in under a cursor not yet moved)."""
         table = self.table
-        current = table.shown[table.cursor] if table.shown else None
+        current = table.shown[table.cursor] if table.shown and not top else None
         shown = sort_rows(
             table.rows, filter_rows(table.rows, self._effective_filter()), table.sort_column, reverse=table.sort_reverse
         )
