@@ -102,14 +102,16 @@ class Budget:
         return None
 
 
-def run_end_reason(trace: Trace) -> str | None:
+def run_end_reason(trace: Trace, *, outcome_final: bool = True) -> str | None:
     """Why the run looks finished, or ``None``: ``final_answer`` (a final-answer step),
-    ``outcome`` (the trace records an outcome), ``root_span_ended`` (an OpenTelemetry
-    root span of an agent or chain arrived: spans are exported when they end)."""
+    ``outcome`` (the trace records an outcome, and ``outcome_final``: a followed file's
+    :attr:`~whenpro_core.live.follow.FileFollower.outcome_final`), ``root_span_ended``
+    (an OpenTelemetry root span of an agent or chain arrived: spans are exported when
+    they end)."""
     for step in reversed(trace.steps):
         if step.kind == "final_answer":
             return "final_answer"
-    if trace.outcome != Outcome.unknown:
+    if trace.outcome != Outcome.unknown and outcome_final:
         return "outcome"
     for step in trace.steps:
         meta = step.meta
