@@ -59,6 +59,7 @@ from whenpro_core.live.events import (
     StepJudged,
     Suspect,
 )
+from whenpro_core.live.replay_pass import COUNTERFACTUAL, counterfactual_pass
 from whenpro_core.trace.evidence import is_candidate
 from whenpro_core.trace.model import Attribution, Outcome, Step, Trace, Usage
 from whenpro_core.trace.taxonomy import taxonomy_for
@@ -200,7 +201,12 @@ class LiveJudge:
         final_pass: run a full pass when the run ends.
         final_protocol: the final pass's protocol with a judge (``all-at-once``, or a
             ``--preset``'s version of it); a trace it cannot render gives one
-            :class:`JudgeFailed` line saying why.
+            :class:`JudgeFailed` line saying why. ``counterfactual`` searches the
+            ended run by correcting and replaying its steps
+            (:func:`~whenpro_core.live.replay_pass.counterfactual_pass`), with or without
+            a judge.
+        replay_model: with ``counterfactual``, the ``provider:model`` that fixes steps
+            and plays the rest (``None``: offline, a built-in system's run only).
         decisive_strength: the heuristic's threshold for a decisive verdict (the
             strength of a signal at the verdict's step).
 
@@ -222,6 +228,7 @@ class LiveJudge:
         final_pass: bool = False,
         decisive_strength: float = DECISIVE_STRENGTH,
         final_protocol: str = "all-at-once",
+        replay_model: str | None = None,
     ) -> None:
         self.protocol = protocol_name(protocol)
         if self.protocol not in ("heuristic", "step-by-step"):
@@ -237,6 +244,7 @@ class LiveJudge:
         self.taxonomy = taxonomy
         self.final_pass = final_pass
         self.final_protocol = final_protocol
+        self.replay_model = replay_model
         self.decisive_strength = decisive_strength
         self.usage = Usage()
         self.decisive: DecisiveError | None = None
@@ -278,7 +286,14 @@ class LiveJudge:
         yield RunEnded(trace.id, reason, len(trace.steps), end_outcome(trace).value)
         if not self.final_pass or not trace.steps:
             return
-
+        if self.final_protocol == COUNTERFACTUAL:
+            first = self.decisive.index if self.decisive is not None else None
+            flagged = self.decisive is not None
+            async for ev in counterfactual_pass(trace, self.replay_model, first=first, flagged=flagged):
+                if isinstance(ev, DecisiveError):
+                    self.decisive = ev
+                yield ev
+            return
         if self.judge is not None:
             limit = self.budget.exhausted(self.usage)
             if limit:
