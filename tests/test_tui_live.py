@@ -330,3 +330,24 @@ async def test_follow_with_the_counterfactual_replays_the_run_when_it_ends(tmp_p
         screen = await first_screen(pilot, LiveTraceScreen)
         await noted(pilot, "final verdict (counterfactual): step 1 [planner]")
         assert screen.decisive is not None
+
+
+async def test_follow_marks_the_decisive_step_after_a_header_stating_the_outcome(tmp_path):
+    """Issue 32: a first line saying ``"outcome": "failure"`` used to end judging there, so
+    ``view --follow`` marked nothing; the steps after it are judged and ◆ is shown."""
+    import orjson
+
+    sample = load_trace(TEAM)
+    lines = native_lines(sample)
+    header = orjson.loads(lines[0]) | {"outcome": "failure"}
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(dump_lines([header])[0])
+    app = WhenproApp("", cursor_blink=False, start=follow_start(str(path), LiveOptions()))
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen = await first_screen(pilot, LiveTraceScreen)
+        writer = LineWriter(path, lines[1:])
+        writer.start()
+        await until(pilot, lambda: len(screen.trace.steps) == len(sample.steps), "every step")
+        writer.join()
+        await until(pilot, lambda: screen.decisive is not None, "a decisive error")
+        await shows(pilot, "DECISIVE")
