@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+import orjson
 import pytest
 
 from conftest import SAMPLES
@@ -16,6 +17,7 @@ from whenpro_core.formats import load_trace
 from whenpro_core.live.events import (
     DecisiveError,
     HeaderUpdated,
+    Idle,
     JudgeFailed,
     LiveMarks,
     RunEnded,
@@ -203,3 +205,64 @@ def test_judge_marks_keep_the_latest_and_forget_steps_cut_away():
     assert marks.suspect is None and marks.ended is not None
     assert not marks.apply(TraceReset(tid, "rotated", 3, 3))  # nothing left to forget
     assert [type(e).__name__ for e in marks.events()] == ["RunEnded"]
+
+
+async def test_a_header_stating_the_outcome_first_does_not_stop_judging(tmp_path):
+    """Issue 32: a run whose first line already says ``"outcome": "failure"`` is still judged
+    step by step as its lines arrive; the run ends once the file goes quiet, not at its header."""
+    sample = load_trace(TEAM)
+    lines = native_lines(sample)
+    header = orjson.loads(lines[0])
+    header["outcome"] = "failure"
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(dump_lines([header])[0])
+    follower = FileFollower(path, poll_interval=0.02, use_watchfiles=False, idle_after=0.3)
+    stream = follow_live(follower, lambda: LiveJudge("heuristic"))
+    events: list = []
+    await collect(stream, events, lambda ev: bool(of(ev, Idle)))
+    assert not of(events, RunEnded)  # the header alone does not end the run
+    writer = LineWriter(path, lines[1:])
+    writer.start()
+    await collect(stream, events, lambda ev: bool(of(ev, RunEnded)))
+    writer.join()
+    follower.close()
+    await stream.aclose()
+    decisive = of(events, DecisiveError)
+    assert len(decisive) == 1 and (decisive[0].step, decisive[0].mode) == ("3", "R.3")
+    assert of(events, RunEnded)[0].step_count == len(sample.steps)
+
+
+async def test_a_finished_file_stating_its_outcome_ends_when_quiet(tmp_path):
+    sample = load_trace(TEAM)
+    lines = native_lines(sample)
+    header = orjson.loads(lines[0])
+    header["outcome"] = "failure"
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"".join([dump_lines([header])[0], *lines[1:-1]]))  # no final answer step
+    follower = FileFollower(path, poll_interval=0.02, use_watchfiles=False, idle_after=0.3)
+    stream = follow_live(follower, lambda: LiveJudge("heuristic"))
+    events: list = []
+    await collect(stream, events, lambda ev: bool(of(ev, RunEnded)))
+    follower.close()
+    await stream.aclose()
+    ended = of(events, RunEnded)[0]
+    assert (ended.reason, ended.step_count, ended.outcome) == ("outcome", len(sample.steps) - 1, "failure")
+
+
+async def test_watch_judges_the_steps_after_a_header_stating_the_outcome(tmp_path):
+    """The same for ``whenpro watch`` (live.session.attribute_live): it ends after the steps."""
+    from whenpro_core.live.session import attribute_live
+
+    sample = load_trace(TEAM)
+    lines = native_lines(sample)
+    header = orjson.loads(lines[0])
+    header["outcome"] = "failure"
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(dump_lines([header])[0])
+    writer = LineWriter(path, lines[1:], start_delay=0.2)
+    writer.start()
+    follower = FileFollower(path, poll_interval=0.02, use_watchfiles=False, idle_after=5.0)
+    events = [ev async for ev in attribute_live(follower, LiveJudge("heuristic"))]
+    writer.join()
+    assert of(events, RunEnded)[0].step_count == len(sample.steps)
+    assert [(e.step, e.mode) for e in of(events, DecisiveError)] == [("3", "R.3")]

@@ -333,3 +333,38 @@ async def test_find_searches_across_sessions_by_their_first_prompt(home: Path) -
         assert [screen.table.rows[i].path for i in screen.table.shown] == [
             str(home / f".claude/projects/-home-USER-spotter/{SPOTTER}.jsonl")
         ]
+
+
+async def test_F_finds_the_sessions_whose_steps_say_a_text(home: Path) -> None:
+    """Issue 32, item 6: search across sessions by what their steps say (a tool error here),
+    not only by their first prompt: ``/`` finds nothing, ``F`` finds the session that holds
+    it and says how many steps; ``c`` clears it."""
+    from tests.support.waiting import until
+    from whenpro_tui.app import WhenproApp
+    from whenpro_tui.screens.library import LibraryScreen
+    from whenpro_tui.starts import view_start
+
+    needle = "Pre-commit validation failed"
+    start = view_start(None, sessions=True)
+    assert start is not None
+    app = WhenproApp("", cursor_blink=False, start=start)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, LibraryScreen)
+        every = len(screen.table.shown)
+        await pilot.press("slash", *needle, "enter")
+        await settle(pilot)
+        assert screen.table.shown == []  # not in any session's listing row
+        await pilot.press("c", "F")
+        await settle(pilot)
+        await pilot.press(*needle, "enter")
+        await until(pilot, lambda: "found in" in screen.inside_note(), "the search inside to finish")
+        shown = [screen.table.rows[i].path for i in screen.table.shown]
+        assert shown == [str(home / f".claude/projects/-home-USER-spotter/{SPOTTER}.jsonl")]
+        spotter = load_trace(shown[0])
+        holding = [s for s in spotter.steps if needle.lower() in (s.error or s.content or "").lower()]
+        assert f"found in 1 trace, {len(holding)} steps ({every} searched)" in screen.inside_note()
+        await pilot.press("c")
+        await settle(pilot)
+        assert len(screen.table.shown) == every and screen.inside_note() == ""

@@ -316,3 +316,38 @@ async def test_a_burst_of_bad_lines_is_one_notification_and_a_lasting_count(tmp_
         assert len(skipped) == 1 and "40 lines skipped" in skipped[0], notes(app)
         await until(pilot, lambda: "no new data" in screen.news, "an idle spell")  # newer news...
         await shows(pilot, "40 bad lines skipped")  # ...keeps the count on the bar
+
+
+async def test_follow_with_the_counterfactual_replays_the_run_when_it_ends(tmp_path):
+    """``view --follow --protocol counterfactual`` on a replayable run: judged live, then the
+    replay search's final verdict is the news and a notification (issue 32)."""
+    from tests.test_watch_counterfactual import _failed_run, _write_lines
+
+    path = _write_lines(_failed_run(), tmp_path / "run.jsonl")
+    start = follow_start(str(path), LiveOptions(protocol="counterfactual"))
+    app = WhenproApp("", cursor_blink=False, start=start)
+    async with app.run_test(size=(120, 34), notifications=True) as pilot:
+        screen = await first_screen(pilot, LiveTraceScreen)
+        await noted(pilot, "final verdict (counterfactual): step 1 [planner]")
+        assert screen.decisive is not None
+
+
+async def test_follow_marks_the_decisive_step_after_a_header_stating_the_outcome(tmp_path):
+    """Issue 32: a first line saying ``"outcome": "failure"`` used to end judging there, so
+    ``view --follow`` marked nothing; the steps after it are judged and ◆ is shown."""
+    import orjson
+
+    sample = load_trace(TEAM)
+    lines = native_lines(sample)
+    header = orjson.loads(lines[0]) | {"outcome": "failure"}
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(dump_lines([header])[0])
+    app = WhenproApp("", cursor_blink=False, start=follow_start(str(path), LiveOptions()))
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen = await first_screen(pilot, LiveTraceScreen)
+        writer = LineWriter(path, lines[1:])
+        writer.start()
+        await until(pilot, lambda: len(screen.trace.steps) == len(sample.steps), "every step")
+        writer.join()
+        await until(pilot, lambda: screen.decisive is not None, "a decisive error")
+        await shows(pilot, "DECISIVE")

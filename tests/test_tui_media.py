@@ -494,3 +494,27 @@ def test_browser_sessions_get_half_cell_blocks(monkeypatch: pytest.MonkeyPatch) 
     assert imaging.prepare("kitty") == "halfcell" and imaging.prepare("off") == "off"
     monkeypatch.delenv("TEXTUAL_DRIVER")
     assert imaging.resolve("sixel") == "sixel" and imaging.resolve("off") == "off"
+
+
+async def test_M_on_a_step_without_media_goes_to_the_task_video() -> None:
+    """Issue 32: the video sample's video is the task's (shown on the step presenting the
+    task); ``M`` on another step used to do nothing. It moves there, shows the keyframes
+    and says so in one line; a trace with no media at all says that instead."""
+    app = make_app(SAMPLES / "video_scene_qa" / "trace.json")
+    async with app.run_test(size=(120, 36), notifications=True) as pilot:
+        screen = await go_to(pilot, 4)
+        await pilot.press("M")
+        await settle(pilot)
+        await until(pilot, lambda: len(captions(app, "frames")) == 8, "the task video's keyframes")
+        assert screen.query_one(StepList).step_index == 1
+        assert "▶ task: clip · 8 keyframes" in screen_text(app)
+        notes = [str(n.message) for n in app._notifications]
+        assert any("task's video" in n and "step 1" in n for n in notes), notes
+        await pilot.press("M")
+        assert app.focused is panel(app).strip("frames")
+    plain = make_app(SAMPLES / "team_text" / "trace.json")
+    async with plain.run_test(size=(120, 36), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("M")
+        await pilot.pause()
+        assert any("no images or frames" in str(n.message) for n in plain._notifications)

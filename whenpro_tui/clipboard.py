@@ -22,6 +22,7 @@ from pathlib import Path
 
 from textual.app import App
 
+from whenpro_core.safety.textsafe import shown_path
 from whenpro_core.storage.fsutil import atomic_write_text
 from whenpro_core.storage.paths import cache_dir
 
@@ -46,7 +47,7 @@ class CopyReport:
             "tmux drops it unless `set -g set-clipboard on`)" if self.in_tmux else "some terminals ignore it)"
         )
         if self.saved_to is not None:
-            return f"{via}; saved to {self.saved_to}"
+            return f"{via}; saved to {shown_path(self.saved_to)}"
         return via + "; no clipboard tool (wl-copy, xclip, xsel, pbcopy) found."
 
 

@@ -74,6 +74,16 @@ class RowsFound(Message):
         self.rows = rows
 
 
+class InsideFound(Message):
+    """Progress of a search inside the listed traces (the library's ``F``): ``query``,
+    the references of the traces ``found`` in this batch with their step counts, how many
+    were ``searched`` of ``total``, and whether the search is ``done``."""
+
+    def __init__(self, query: str, found: dict[str, int], searched: int, total: int, done: bool) -> None:
+        super().__init__()
+        self.query, self.found, self.searched, self.total, self.done = query, found, searched, total, done
+
+
 class WalkDone(Message):
     """The dataset walk finished (``error`` set when it stopped early)."""
 

@@ -41,8 +41,10 @@ from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
 from whenpro_core.trace.usage import step_usage, total_usage
 from whenpro_core.views.stepview import Block, content_blocks, media_label, pretty_arguments, step_reasoning
 from whenpro_core.views.traceview import unlabelled_id
-from whenpro_core.views.waterfall import Rollup, seconds_text, waterfall
+from whenpro_core.views.waterfall import Rollup, Waterfall, WaterfallRow, seconds_text, step_tools, waterfall
 
+#: Tools offered as timeline filters (the most used first).
+TIMELINE_TOOLS = 40
 #: Content longer than this (characters) or taller than :data:`FOLD_LINES` is folded.
 FOLD_CHARS = 1_500
 FOLD_LINES = 25
@@ -75,6 +77,10 @@ summary { cursor: pointer; color: #0550ae; }
 .wf { border-collapse: collapse; width: 100%; font-size: .9em; } .wf td { padding: 0 .4em; white-space: nowrap; }
 .wf td.axis { width: 45%; position: relative; } .wf .bar { position: absolute; top: 3px; height: .9em;
       background: #8250df; min-width: 2px; } .wf tr.err .bar { background: #cf222e; } .wf td.num { text-align: right; }
+.wf-box > input { position: absolute; opacity: 0; } .wf-box > label { display: inline-block; margin: .2em .3em .4em 0;
+      padding: 0 .5em; border: 1px solid #d0d7de; border-radius: 1em; cursor: pointer; font-size: .9em; }
+.wf-box > input:checked + label { background: #8250df; border-color: #8250df; color: #fff; }
+.wf-box > input:focus-visible + label { outline: 2px solid #0550ae; } table.wf { margin-bottom: .8em; }
 """
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
@@ -281,35 +287,64 @@ def trace_html(trace: Trace, options: ExportOptions | None = None) -> str:
 def _waterfall_html(trace: Trace) -> list[str]:
     """The Timeline section: the run as a tree with time (:mod:`whenpro_core.views.waterfall`,
     as ``w`` shows it in the TUI): one row per step in tree order, indented by depth, a bar
-    from its start for its duration, its duration, tokens and cost, linked to the step; then
-    the totals per agent and per tool. Folded (``<details>``); nothing for a trace without steps."""
+    from its start for its duration, its duration, tokens and cost, linked to the step; the
+    filters "all steps", "errors only" and one per tool (:func:`_timeline_filters`); then the
+    totals per agent and per tool. Folded (``<details>``); nothing for a trace without steps."""
     if not trace.steps:
         return []
     tree = waterfall(trace)
-    span = tree.span_s
-    rows = []
-    for r in tree.rows:
-        step = trace.steps[r.index]
-        bar = ""
-        if span and r.start_s is not None:
-            left, width = 100 * r.start_s / span, 100 * (r.duration_s or 0.0) / span
-            bar = f'<div class=bar style="left:{left:.2f}%;width:{width:.2f}%"></div>'
-        label = f"{_e(step.coord or '#' + str(step.index))} {_e(step.agent)} <i>{_e(step.kind)}</i>"
-        rows.append(
-            f'<tr{" class=err" if r.error else ""}><td style="padding-left:{0.4 + 1.2 * min(r.depth, 8):.1f}em">'
-            f'<a href="#step-{r.index}">{label}</a></td><td class=axis>{bar}</td>'
-            f"<td class=num>{_e(seconds_text(r.duration_s))}</td><td class=num>{_e(_count(r.tokens))}</td>"
-            f"<td class=num>{_e(_dollars(r.cost_usd))}</td></tr>"
-        )
-    head = "<tr><th>step</th><th>time →</th><th>dur</th><th>tokens</th><th>cost $</th></tr>"
-    when = "no times recorded" if span is None else f"run {seconds_text(span)}"
-    totals = [_rollup_html("agent", tree.agents), _rollup_html("tool", tree.tools)]
+    tools = [t.name for t in tree.tools[:TIMELINE_TOOLS]]
+    rows = [_timeline_row(trace, r, tree.span_s, tools) for r in tree.rows]
+    head = "<tr class=head><th>step</th><th>time →</th><th>dur</th><th>tokens</th><th>cost $</th></tr>"
+    when = "no times recorded" if tree.span_s is None else f"run {seconds_text(tree.span_s)}"
     return [
-        f"<h2>Timeline</h2><details><summary>The run as a tree with time ({when})</summary>",
-        f"<table class=wf>{head}{''.join(rows)}</table>",
-        *totals,
+        f"<h2>Timeline</h2><details id=timeline><summary>The run as a tree with time ({when})</summary>",
+        "<div class=wf-box>",
+        *_timeline_filters(tree, tools),
+        f"<table class='wf wf-steps'>{head}{''.join(rows)}</table></div>",
+        _rollup_html("agent", tree.agents),
+        _rollup_html("tool", tree.tools),
         "</details>",
     ]
+
+
+def _timeline_row(trace: Trace, row: WaterfallRow, span: float | None, tools: list[str]) -> str:
+    """One step's row: classes ``row``, ``err`` (it holds an error) and ``t<i>`` for each
+    offered tool it calls or answers (what the filters hide by); ``data-step`` and
+    ``data-depth`` say which step and how deep."""
+    step = trace.steps[row.index]
+    bar = ""
+    if span and row.start_s is not None:
+        left, width = 100 * row.start_s / span, 100 * (row.duration_s or 0.0) / span
+        bar = f'<div class=bar style="left:{left:.2f}%;width:{width:.2f}%"></div>'
+    used = step_tools(trace, step)
+    classes = " ".join(["row", *(["err"] if row.error else []), *(f"t{i}" for i, t in enumerate(tools) if t in used)])
+    label = f"{_e(step.coord or '#' + str(step.index))} {_e(step.agent)} <i>{_e(step.kind)}</i>"
+    return (
+        f'<tr class="{classes}" data-step={row.index} data-depth={row.depth}>'
+        f'<td style="padding-left:{0.4 + 1.2 * min(row.depth, 8):.1f}em"><a href="#step-{row.index}">{label}</a></td>'
+        f"<td class=axis>{bar}</td><td class=num>{_e(seconds_text(row.duration_s))}</td>"
+        f"<td class=num>{_e(_count(row.tokens))}</td><td class=num>{_e(_dollars(row.cost_usd))}</td></tr>"
+    )
+
+
+def _timeline_filters(tree: Waterfall, tools: list[str]) -> list[str]:
+    """The timeline's filters without a script (the page's policy runs none): radio
+    buttons before the table, and a rule per choice hiding the rows without its class
+    ("errors only": ``err``; a tool: ``t<i>``, an index, so no tool name reaches the CSS).
+    The same rows as the TUI's waterfall filters (:meth:`~whenpro_core.views.waterfall.Waterfall.filtered`)."""
+    steps = {t.name: t.steps for t in tree.tools}
+    errors = sum(1 for r in tree.rows if r.error)
+    choices = [("wf-all", f"all steps ({len(tree.rows):,})"), ("wf-err", f"errors only ({errors:,})")]
+    choices += [(f"wf-t{i}", f"tool: {name} ({steps[name]:,})") for i, name in enumerate(tools)]
+    out = [
+        f"<input type=radio name=wf id={ident}{' checked' if ident == 'wf-all' else ''}>"
+        f"<label for={ident}>{_e(text)}</label>"
+        for ident, text in choices
+    ]
+    rules = ["#wf-err:checked ~ .wf-steps tr.row:not(.err)"]
+    rules += [f"#wf-t{i}:checked ~ .wf-steps tr.row:not(.t{i})" for i in range(len(tools))]
+    return [*out, f"<style>{', '.join(rules)} {{ display: none; }}</style>"]
 
 
 def _count(n: int | None) -> str:
@@ -331,7 +366,7 @@ def _rollup_html(kind: str, rollups: list[Rollup]) -> str:
         for r in rollups
     )
     head = f"<tr><th>{kind}</th><th>steps</th><th>time</th><th>tokens</th><th>cost $</th><th>errors</th></tr>"
-    return f"<table class=wf>{head}{rows}</table>"
+    return f"<table class='wf wf-{kind}s'>{head}{rows}</table>"
 
 
 # --------------------------------------------------------------------------- Markdown

@@ -729,7 +729,9 @@ def watch(
         None,
         "--protocol",
         "-p",
-        help="heuristic (offline) or step-by-step. Default: step-by-step with --model, else heuristic.",
+        help="heuristic (offline), step-by-step, or counterfactual (judged live as without it; when the run "
+        "ends, its steps are corrected and replayed: offline for a built-in system's run, else with --model). "
+        "Default: step-by-step with --model, else heuristic.",
     ),
     model: str | None = typer.Option(None, "--model", "-m", help="provider:model, e.g. openai:gpt-4.1"),
     base_url: str | None = typer.Option(None, "--base-url", help=BASE_URL_HELP),

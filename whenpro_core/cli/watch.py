@@ -33,6 +33,7 @@ from whenpro_core.live.events import (
     Idle,
     JudgeFailed,
     LineError,
+    ReplayTried,
     RunEnded,
     StepAdded,
     StepJudged,
@@ -148,6 +149,12 @@ def _one_line(ev: Any, show_steps: bool) -> str | None:
         text = f"judge failed: {_clip(ev.message)}"
     elif isinstance(ev, RunEnded):
         text = f"run ended ({ev.reason}) after {plural(ev.step_count, 'step')}"
+    elif isinstance(ev, ReplayTried):
+        did = (
+            "needs no correction (no replay)" if ev.outcome == "unchanged" else f"corrected and replayed: {ev.outcome}"
+        )
+        answer = f", final answer {_clip(ev.final_answer, 60)!r}" if ev.final_answer is not None else ""
+        text = f"counterfactual {_who(ev.step, ev.agent)}: {did}{answer}"
     elif isinstance(ev, FinalVerdict):
         a = ev.attribution
         text = f"final verdict ({a.protocol}): {_who(a.step, a.agent)} {a.mode or '?'}: {_clip(a.reason)}"

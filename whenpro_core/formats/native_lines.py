@@ -74,6 +74,10 @@ class NativeLinesBuilder:
         self.growing = growing
         self.fields: dict[str, Any] = {"id": default_id}
         self.steps: list[Step] = []
+        #: How many steps had come when a header last stated a known ``outcome``
+        #: (``None``: none has): 0 is an outcome stated up front, before the run's steps,
+        #: which does not by itself end a run being followed (issue 32).
+        self.outcome_steps: int | None = None
         self._base = self._validate_header(self.fields)
 
     def _validate_header(self, fields: dict[str, Any]) -> Trace:
@@ -107,6 +111,8 @@ class NativeLinesBuilder:
         changed = tuple(k for k in new if self.fields.get(k) != new[k])
         self.fields, self._base = fields, base
         self.steps.extend(added)
+        if "outcome" in new and base.outcome != Outcome.unknown:
+            self.outcome_steps = len(self.steps)
         return changed
 
     def _add_step(self, obj: Any) -> None:

@@ -62,15 +62,21 @@ class RowFilter:
     facets: dict[str, frozenset[str]] = field(default_factory=dict)
     text: str = ""
     labels: bool = True
+    #: Text searched inside the traces' steps (:mod:`whenpro_core.library.inside`) and the
+    #: references of the traces found to hold it so far: only those pass (``None``: no
+    #: such search).
+    inside: tuple[str, frozenset[str]] | None = None
 
     @property
     def active(self) -> bool:
         """True when the filter hides anything."""
-        return bool(self.text.strip()) or any(self.facets.values())
+        return bool(self.text.strip()) or any(self.facets.values()) or self.inside is not None
 
     def keeps(self, row: TraceSummary) -> bool:
         """True if ``row`` passes."""
         chosen = {k: v for k, v in self.facets.items() if v}
+        if self.inside is not None and row.ref() not in self.inside[1]:
+            return False
         if row.error is not None:
             if chosen:
                 return False
@@ -93,12 +99,16 @@ class RowFilter:
         parts = [f"{k}: {', '.join(sorted(v))}" for k, v in self.facets.items() if v]
         if self.text.strip():
             parts.append(f"text: {self.text.strip()}")
+        if self.inside is not None:
+            parts.append(f"steps say: {self.inside[0]}")
         return " · ".join(parts)
 
     def without_labels(self) -> RowFilter:
         """The same filter minus the ``mode`` facet (a GT label: hidden when labels are),
         its text matched against ids with their labels masked."""
-        return RowFilter({k: v for k, v in self.facets.items() if k != "mode"}, self.text, labels=False)
+        return RowFilter(
+            {k: v for k, v in self.facets.items() if k != "mode"}, self.text, labels=False, inside=self.inside
+        )
 
 
 def parse_where(specs: str | Sequence[str] | None) -> RowFilter:

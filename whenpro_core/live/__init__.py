@@ -49,7 +49,8 @@ Judging live (:mod:`whenpro_core.live.judge_live`, :mod:`whenpro_core.live.sessi
     BudgetExhausted(trace_id, limit, usage)       # limit: calls | tokens | usd | context; judging stops
     JudgeFailed(trace_id, message)                # backend failed after retries; judging stops
     RunEnded(trace_id, reason, step_count)        # final_answer | outcome | root_span_ended | idle | closed
-    FinalVerdict(trace_id, attribution)           # the full pass (all-at-once with a model)
+    ReplayTried(trace_id, step, agent, outcome, final_answer, detail)  # counterfactual final pass, one per step
+    FinalVerdict(trace_id, attribution)           # the full pass (all-at-once with a model, or counterfactual)
 
 For a viewer (the TUI's live views): :func:`whenpro_core.live.viewer.follow_live` is
 ``attribute_live`` that keeps following after the run ends, and

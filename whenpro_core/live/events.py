@@ -254,6 +254,22 @@ class RunEnded:
 
 
 @dataclass(frozen=True)
+class ReplayTried:
+    """One step the counterfactual final pass tested (``watch --protocol counterfactual``):
+    ``outcome`` is ``fixed``, ``still failing``, ``unchanged`` (no correction needed, no
+    replay), ``undecided`` or ``error``; ``final_answer`` the replay's; ``detail`` one line
+    (:class:`~whenpro_core.attribution.counterfactual.ReplayTry`)."""
+
+    kind: ClassVar[str] = "replay_tried"
+    trace_id: str
+    step: str
+    agent: str
+    outcome: str
+    final_answer: str | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class FinalVerdict:
     """The verdict of the full pass over the finished run (all-at-once with a model)."""
 
@@ -264,7 +280,9 @@ class FinalVerdict:
 
 FollowEvent = StepAdded | TraceReset | HeaderUpdated | LineError | Idle
 StoreEvent = TraceStarted | TraceUpdated | TraceEvicted | ExportRejected | TraceSetAside | ExportWarning
-JudgeEvent = StepJudged | Suspect | DecisiveError | BudgetExhausted | JudgeFailed | RunEnded | FinalVerdict
+JudgeEvent = (
+    StepJudged | Suspect | DecisiveError | BudgetExhausted | JudgeFailed | RunEnded | ReplayTried | FinalVerdict
+)
 Event = FollowEvent | StoreEvent | JudgeEvent
 
 
@@ -384,6 +402,7 @@ __all__ = [
     "JudgeFailed",
     "LineError",
     "LiveMarks",
+    "ReplayTried",
     "RunEnded",
     "StepAdded",
     "StepJudged",

@@ -141,6 +141,15 @@ class FileFollower:
         return trace
 
     @property
+    def outcome_final(self) -> bool:
+        """Whether the outcome the trace states ends the run: False while it was stated
+        up front, in a header before any step, and the file has not gone quiet since
+        steps came (``idle_after`` seconds without new data); True otherwise (issue 32:
+        a header saying ``failure`` first must not stop judging the steps after it)."""
+        stated_at = getattr(self._builder, "outcome_steps", None)
+        return stated_at != 0 or (self._idle_sent and bool(self._announced))
+
+    @property
     def trace_key(self) -> str:
         """The id events carry: the trace's id (the file's stem until known)."""
         b = self._builder
@@ -387,6 +396,12 @@ def _preview(line: bytes) -> str:
     return strip_controls(line[:200].decode("utf-8", errors="replace"))
 
 
+def outcome_final(follower: Any) -> bool:
+    """Whether the outcome ``follower``'s trace states ends its run
+    (:attr:`FileFollower.outcome_final`; a follower without it: always)."""
+    return bool(getattr(follower, "outcome_final", True))
+
+
 async def follow(path: str | Path, **kwargs: Any) -> AsyncIterator[Any]:
     """``async for event in follow(path)``: shorthand for :class:`FileFollower` (same
     keyword arguments)."""
@@ -398,7 +413,7 @@ async def follow(path: str | Path, **kwargs: Any) -> AsyncIterator[Any]:
         follower.close()
 
 
-__all__ = ["FileFollower", "follow", "watchfiles_available"]
+__all__ = ["FileFollower", "follow", "outcome_final", "watchfiles_available"]
 
 
 def _is_utf8(data: bytes) -> bool:

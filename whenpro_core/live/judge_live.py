@@ -59,6 +59,7 @@ from whenpro_core.live.events import (
     StepJudged,
     Suspect,
 )
+from whenpro_core.live.replay_pass import COUNTERFACTUAL, counterfactual_pass
 from whenpro_core.trace.evidence import is_candidate
 from whenpro_core.trace.model import Attribution, Outcome, Step, Trace, Usage
 from whenpro_core.trace.taxonomy import taxonomy_for
@@ -102,14 +103,16 @@ class Budget:
         return None
 
 
-def run_end_reason(trace: Trace) -> str | None:
+def run_end_reason(trace: Trace, *, outcome_final: bool = True) -> str | None:
     """Why the run looks finished, or ``None``: ``final_answer`` (a final-answer step),
-    ``outcome`` (the trace records an outcome), ``root_span_ended`` (an OpenTelemetry
-    root span of an agent or chain arrived: spans are exported when they end)."""
+    ``outcome`` (the trace records an outcome, and ``outcome_final``: a followed file's
+    :attr:`~whenpro_core.live.follow.FileFollower.outcome_final`), ``root_span_ended``
+    (an OpenTelemetry root span of an agent or chain arrived: spans are exported when
+    they end)."""
     for step in reversed(trace.steps):
         if step.kind == "final_answer":
             return "final_answer"
-    if trace.outcome != Outcome.unknown:
+    if trace.outcome != Outcome.unknown and outcome_final:
         return "outcome"
     for step in trace.steps:
         meta = step.meta
@@ -198,7 +201,12 @@ class LiveJudge:
         final_pass: run a full pass when the run ends.
         final_protocol: the final pass's protocol with a judge (``all-at-once``, or a
             ``--preset``'s version of it); a trace it cannot render gives one
-            :class:`JudgeFailed` line saying why.
+            :class:`JudgeFailed` line saying why. ``counterfactual`` searches the
+            ended run by correcting and replaying its steps
+            (:func:`~whenpro_core.live.replay_pass.counterfactual_pass`), with or without
+            a judge.
+        replay_model: with ``counterfactual``, the ``provider:model`` that fixes steps
+            and plays the rest (``None``: offline, a built-in system's run only).
         decisive_strength: the heuristic's threshold for a decisive verdict (the
             strength of a signal at the verdict's step).
 
@@ -220,6 +228,7 @@ class LiveJudge:
         final_pass: bool = False,
         decisive_strength: float = DECISIVE_STRENGTH,
         final_protocol: str = "all-at-once",
+        replay_model: str | None = None,
     ) -> None:
         self.protocol = protocol_name(protocol)
         if self.protocol not in ("heuristic", "step-by-step"):
@@ -235,6 +244,7 @@ class LiveJudge:
         self.taxonomy = taxonomy
         self.final_pass = final_pass
         self.final_protocol = final_protocol
+        self.replay_model = replay_model
         self.decisive_strength = decisive_strength
         self.usage = Usage()
         self.decisive: DecisiveError | None = None
@@ -276,7 +286,14 @@ class LiveJudge:
         yield RunEnded(trace.id, reason, len(trace.steps), end_outcome(trace).value)
         if not self.final_pass or not trace.steps:
             return
-
+        if self.final_protocol == COUNTERFACTUAL:
+            first = self.decisive.index if self.decisive is not None else None
+            flagged = self.decisive is not None
+            async for ev in counterfactual_pass(trace, self.replay_model, first=first, flagged=flagged):
+                if isinstance(ev, DecisiveError):
+                    self.decisive = ev
+                yield ev
+            return
         if self.judge is not None:
             limit = self.budget.exhausted(self.usage)
             if limit:

@@ -22,12 +22,14 @@ from typing import Any
 from whenpro_core.live.events import (
     ExportRejected,
     HeaderUpdated,
+    Idle,
     StepAdded,
     TraceEvicted,
     TraceReset,
     TraceStarted,
     TraceUpdated,
 )
+from whenpro_core.live.follow import outcome_final
 from whenpro_core.live.judge_live import LiveJudge, run_end_reason
 from whenpro_core.storage.jsonio import JSONObject
 
@@ -52,6 +54,8 @@ async def attribute_live(follower: Any, judge: LiveJudge, *, idle_timeout: float
             if isinstance(ev, (StepAdded, TraceReset, HeaderUpdated)):
                 state["last"] = time.monotonic()
                 changed.set()
+            elif isinstance(ev, Idle):  # an outcome stated up front ends the run now
+                changed.set()
             await out.put(ev)
 
     async def judging() -> None:
@@ -61,7 +65,7 @@ async def attribute_live(follower: Any, judge: LiveJudge, *, idle_timeout: float
             trace = follower.trace()
             async for ev in judge.update(trace):
                 await out.put(ev)
-            reason = run_end_reason(trace)
+            reason = run_end_reason(trace, outcome_final=outcome_final(follower))
             if reason:
                 await out.put(_End(reason))
                 return

@@ -16,6 +16,7 @@ from whenpro_core.errors import ConfigError
 from whenpro_core.live.builders import LINE_FORMATS
 from whenpro_core.live.judge_live import Budget, LiveJudge
 from whenpro_core.live.otlp_server import DEFAULT_MAX_BODY, OtlpReceiver, parse_address
+from whenpro_core.live.replay_pass import COUNTERFACTUAL
 from whenpro_core.live.store import LiveStore
 from whenpro_core.storage.paths import live_dir
 
@@ -55,10 +56,14 @@ def judge_factory(
     if model and model.strip().lower() == "heuristic":
         model = None
     name = protocol_name(protocol or ("step-by-step" if model else "heuristic"))
+    final_name = final_protocol(preset)
+    replay_model = None
+    if name == COUNTERFACTUAL:  # judged live as without it; searched when the run ends
+        name, final_pass, final_name, replay_model = ("step-by-step" if model else "heuristic"), True, name, model
     if name not in ("heuristic", "step-by-step"):
         raise ConfigError(
             f"protocol {name} cannot judge live",
-            expected="--protocol heuristic or step-by-step (--final-pass adds all-at-once)",
+            expected="--protocol heuristic, step-by-step or counterfactual (--final-pass adds all-at-once)",
         )
     if name == "heuristic" and model and not final_pass:
         raise ConfigError(
@@ -66,7 +71,6 @@ def judge_factory(
             expected="no --model (heuristic uses none), or --final-pass to use "
             "the model for the final all-at-once pass",
         )
-    final_name = final_protocol(preset)
     judge = None
     if model or name == "step-by-step":
         judge = make_judge(model, use_cache=not no_cache)
@@ -75,7 +79,13 @@ def judge_factory(
 
     def make(_trace_id: str = "") -> LiveJudge:
         return LiveJudge(
-            name, judge=judge, budget=budget, with_gold=with_gold, final_pass=final_pass, final_protocol=final_name
+            name,
+            judge=judge,
+            budget=budget,
+            with_gold=with_gold,
+            final_pass=final_pass,
+            final_protocol=final_name,
+            replay_model=replay_model,
         )
 
     make("")  # validate the settings now (ConfigError -> exit 2 before anything runs)

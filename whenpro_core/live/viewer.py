@@ -5,7 +5,9 @@ final answer (a closing header, a new run after a rotation) still arrive.
 
 * Judging starts with ``make_judge()`` and ends when the run ends
   (:func:`~whenpro_core.live.judge_live.run_end_reason`: final answer, outcome, root
-  span) or after ``idle_timeout`` seconds without new data (``None``: never), with
+  span; an outcome a header states before any step ends it only once the file goes
+  quiet, :func:`~whenpro_core.live.follow.outcome_final`) or after ``idle_timeout``
+  seconds without new data (``None``: never), with
   :meth:`~whenpro_core.live.judge_live.LiveJudge.finish` (``RunEnded``, the final pass).
 * A :class:`~whenpro_core.live.events.TraceReset` that keeps no step (the file was
   truncated to nothing or replaced by a new run) starts a new judge.
@@ -24,7 +26,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from whenpro_core.live.events import HeaderUpdated, JudgeFailed, StepAdded, TraceReset
+from whenpro_core.live.events import HeaderUpdated, Idle, JudgeFailed, StepAdded, TraceReset
+from whenpro_core.live.follow import outcome_final
 from whenpro_core.live.judge_live import Budget, LiveJudge, run_end_reason
 from whenpro_core.live.setup import judge_factory
 
@@ -74,6 +77,8 @@ async def follow_live(
                     if isinstance(ev, TraceReset) and ev.kept == 0:
                         state["new_run"] = True
                     changed.set()
+                elif isinstance(ev, Idle):  # an outcome stated up front ends the run now
+                    changed.set()
                 await out.put(ev)
         except Exception as exc:  # handed to the consumer, raised there
             await out.put(exc)
@@ -99,7 +104,7 @@ async def follow_live(
             try:
                 async for ev in judge.update(trace):
                     await out.put(ev)
-                reason = run_end_reason(trace) or ("idle" if idle else None)
+                reason = run_end_reason(trace, outcome_final=outcome_final(follower)) or ("idle" if idle else None)
                 if reason:
                     async for ev in judge.finish(trace, reason):
                         await out.put(ev)

@@ -26,6 +26,7 @@ Rules:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -154,6 +155,25 @@ def step_media(trace: Trace, index: int) -> StepMedia:
         frames.sort(key=lambda i: i.ref.time_s or 0.0)  # every time_s is known here
     videos = tuple(i for i in items if i.ref.kind == "video")
     return StepMedia(images=images, frames=tuple(frames), videos=videos)
+
+
+def media_step_near(trace: Trace, index: int, shown: Sequence[int] | None = None) -> tuple[int, str] | None:
+    """Where a viewer shows media when step ``index`` has none: ``(step index, why)``
+    with ``why`` ``"task"`` (the step presenting the task, for task images or a task
+    video) or ``"next"`` (the next step after ``index`` with media, wrapping round);
+    ``None`` when no other step has any. ``shown`` limits the choice to the steps a
+    list shows (a filter); ``None`` is every step. Looks at ``Step.media`` only, so it
+    is cheap on long traces."""
+    allowed = set(range(len(trace.steps))) if shown is None else set(shown)
+    task_at = task_step_index(trace)
+    if trace.task.images and task_at is not None and task_at != index and task_at in allowed:
+        return task_at, "task"
+    count = len(trace.steps)
+    for offset in range(1, count):
+        at = (index + offset) % count
+        if at in allowed and trace.steps[at].media:
+            return at, "next"
+    return None
 
 
 def trace_video(trace: Trace) -> MediaRef | None:

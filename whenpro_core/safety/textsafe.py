@@ -137,3 +137,30 @@ def compact(n: int) -> str:
     if n >= 10_000:
         return f"{n / 1e3:.1f}K"
     return f"{n:,}"
+
+
+def elide_middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, cut in its middle with ``…`` so that
+    both ends stay: a long path keeps its start and its file name
+    (``/home/me/…/deep/run.html``). A name longer than ``width - 1`` alone keeps its end
+    (the extension). ``width`` under 2 gives ``text[:width]``."""
+    if len(text) <= width:
+        return text
+    if width < 2:
+        return text[:width]
+    name_start = max(text.rfind("/"), text.rfind("\\")) + 1
+    tail = min(len(text) - name_start, width - 1)
+    tail = max(tail, (width - 1) // 2)
+    head = width - 1 - tail
+    return text[:head] + "…" + text[len(text) - tail :]
+
+
+#: Characters of a path a notice shows (:func:`shown_path`).
+SHOWN_PATH = 240
+
+
+def shown_path(path: object, width: int = SHOWN_PATH) -> str:
+    """A file path for a one-line notice (a TUI toast): inert (:func:`clean`) and, past
+    ``width`` characters, cut in its middle (:func:`elide_middle`) so its start and its
+    file name stay visible."""
+    return elide_middle(clean(str(path)), width)

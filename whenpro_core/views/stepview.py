@@ -221,13 +221,27 @@ def _try_json(text: str) -> str | None:
     return jsonio.pretty(value)
 
 
-def content_blocks(text: str) -> list[Block]:
+#: Step kinds whose text a model wrote, where Markdown is the convention: their content
+#: is rendered as Markdown when it has Markdown structure (:func:`renders_markdown`).
+MARKDOWN_KINDS = frozenset({"assistant", "final_answer", "plan", "thought", "agent", "llm"})
+
+
+def renders_markdown(step: Step) -> bool:
+    """Whether ``step``'s content may be rendered as Markdown: only text a model wrote
+    (:data:`MARKDOWN_KINDS`). Prompts (``system``, ``user``, demonstrations), tool
+    output and observations are plain text written for their line breaks and
+    indentation (a SWE-agent system prompt's command list), shown verbatim (issue 32)."""
+    return step.kind in MARKDOWN_KINDS
+
+
+def content_blocks(text: str, *, markdown: bool = True) -> list[Block]:
     """Split step content into rendering blocks, deciding by content (not by kind):
 
     * the whole content is JSON -> one ``json`` block, pretty-printed;
     * a heading line followed by JSON (Magentic-One's ``Updated Ledger:\\n{...}``) ->
       ``text`` + ``json``;
-    * Markdown features (headings, fences, lists, bold, links) -> ``markdown``;
+    * Markdown features (headings, fences, lists, bold, links) -> ``markdown``, when
+      ``markdown`` (the caller's :func:`renders_markdown`), else ``text``;
     * prose with ``<code>...</code>`` regions (smolagents) -> the prose as ``text`` or
       ``markdown`` and each region as ``code`` (``python``): prose is never highlighted;
     * mostly Python-looking lines and no sentence line -> ``code`` (``python``);
@@ -247,29 +261,29 @@ def content_blocks(text: str) -> list[Block]:
         if pretty is not None:
             return [Block("text", head), Block("json", pretty)]
     if "</code>" in text and _CODE_TAG.search(text):
-        return _tagged_code_blocks(text)
+        return _tagged_code_blocks(text, markdown)
     if _looks_like_code(text):
         return [Block("code", text, "python")]
-    return _prose_blocks(text)
+    return _prose_blocks(text, markdown)
 
 
-def _prose_blocks(text: str) -> list[Block]:
+def _prose_blocks(text: str, markdown: bool) -> list[Block]:
     if not text.strip():
         return []
-    return [Block("markdown" if _MD_HINTS.search(text) else "text", text)]
+    return [Block("markdown" if markdown and _MD_HINTS.search(text) else "text", text)]
 
 
-def _tagged_code_blocks(text: str) -> list[Block]:
+def _tagged_code_blocks(text: str, markdown: bool) -> list[Block]:
     """Prose with ``<code>...</code>`` regions (smolagents' ``Thought: ... <code>``): the
     prose as text or Markdown, each region as Python; only the code is highlighted."""
     blocks: list[Block] = []
     pos = 0
     for m in _CODE_TAG.finditer(text):
-        blocks += _prose_blocks(text[pos : m.start()].rstrip())
+        blocks += _prose_blocks(text[pos : m.start()].rstrip(), markdown)
         if m.group(1).strip():
             blocks.append(Block("code", m.group(1), "python"))
         pos = m.end()
-    return blocks + _prose_blocks(text[pos:].strip("\n"))
+    return blocks + _prose_blocks(text[pos:].strip("\n"), markdown)
 
 
 def _is_prose_line(line: str) -> bool:

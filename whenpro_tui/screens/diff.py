@@ -34,7 +34,7 @@ from whenpro_core.injection.diff import TraceDiff, changed_lines, diff_traces, r
 from whenpro_core.injection.inject import default_output
 from whenpro_core.injection.provenance import check_attribution, headline, injection_of
 from whenpro_core.injection.verify import Verdict, check_answer
-from whenpro_core.safety.textsafe import clean, one_line, plural
+from whenpro_core.safety.textsafe import clean, one_line, plural, shown_path
 from whenpro_core.trace.model import Trace
 from whenpro_core.views.stepview import step_as_text
 from whenpro_core.views.traceview import agent_slots
@@ -385,7 +385,7 @@ class DiffScreen(Leaving, Screen[None]):
                 return
             path = Path(text.strip()).expanduser()
             if path.is_dir():
-                self.notify(f"{clean(str(path))} is a folder: give a file name.", severity="warning")
+                self.notify(f"{shown_path(path)} is a folder: give a file name.", severity="warning")
                 return
             if path.exists():
                 self.app.push_screen(
@@ -411,11 +411,13 @@ class DiffScreen(Leaving, Screen[None]):
     def on_counterfactual_saved(self, message: CounterfactualSaved) -> None:
         message.stop()
         if message.error is not None:
-            self.notify(f"Could not save {clean(message.path)}: {clean(message.error)}", severity="error", timeout=10)
+            self.notify(
+                f"Could not save {shown_path(message.path)}: {clean(message.error)}", severity="error", timeout=10
+            )
             return
         self.saved = message.path
         self._heads()
-        self.notify(f"Saved the counterfactual to {clean(message.path)}", title="Saved")
+        self.notify(f"Saved the counterfactual to {shown_path(message.path)}", title="Saved")
 
 
 def _answer(text: str | None) -> str:

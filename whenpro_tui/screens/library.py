@@ -3,13 +3,15 @@ holding several traces), filtered by facets and free text, with a live count. Ro
 stream in from a thread worker running :func:`whenpro_core.library.listing.walk_rows`; files
 that fail to import are red error rows, last. A dataset opens sorted by id in natural
 order (``task_2`` before ``task_10``; ``s`` cycles the sort, listing order last), sessions
-newest first. Enter opens a trace (loaded in a thread).
+newest first. Enter opens a trace (loaded in a thread). ``F`` finds the traces whose steps
+say a text (:mod:`.library_inside`).
 """
 
 from __future__ import annotations
 
 import time
 from bisect import bisect_left
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -39,6 +41,7 @@ from whenpro_tui.messages import OpenTrace, RowsFound, TraceLoaded, TraceLoadFai
 from whenpro_tui.screens.counts import CountPrefix
 from whenpro_tui.screens.help import HelpScreen
 from whenpro_tui.screens.leaving import LEAVE_BINDINGS, Leaving
+from whenpro_tui.screens.library_inside import LibraryInside
 from whenpro_tui.screens.library_validate import LibraryValidation
 from whenpro_tui.screens.picker import FacetPicker
 from whenpro_tui.widgets.footer import FittedFooter
@@ -58,7 +61,7 @@ def nearest_position(shown: list[int], current: int) -> int:
     return min(bisect_left(shown, current), max(len(shown) - 1, 0))
 
 
-class LibraryScreen(LibraryValidation, CountPrefix, Leaving, Screen[None]):
+class LibraryScreen(LibraryValidation, LibraryInside, CountPrefix, Leaving, Screen[None]):
     """The trace library (see module docstring)."""
 
     BINDINGS = [
@@ -67,6 +70,7 @@ class LibraryScreen(LibraryValidation, CountPrefix, Leaving, Screen[None]):
         Binding("down", "from_find(1)", "Find box: next row", show=False),
         Binding("up", "from_find(-1)", "Find box: previous row", show=False),
         Binding("f", "facets", "Filter"),
+        Binding("F", "find_inside", "Find inside every trace (what steps say)", show=False),
         Binding("c", "clear_filters", "Clear filters", show=False),
         Binding("s", "sort(1)", "Sort by next column"),
         Binding("S", "reverse_sort", "Reverse the sort", show=False),
@@ -202,7 +206,7 @@ class LibraryScreen(LibraryValidation, CountPrefix, Leaving, Screen[None]):
         desc = self._effective_filter().describe()
         self.query_one("#lib-filters", Static).update(
             Text(
-                f"filter: {desc}   (c clears)"
+                f"filter: {desc}   (c clears){self.inside_note()}"
                 if desc
                 else "no filter   (f: filter by "
                 "outcome, modality, framework, benchmark" + (", mode" if self.show_labels else "") + ")",
@@ -215,7 +219,7 @@ class LibraryScreen(LibraryValidation, CountPrefix, Leaving, Screen[None]):
 
     @on(Input.Changed, "#lib-text")
     def _text_changed(self, event: Input.Changed) -> None:
-        self.row_filter = RowFilter(self.row_filter.facets, event.value)
+        self.row_filter = replace(self.row_filter, text=event.value)
         self._refilter()
 
     @on(Input.Submitted, "#lib-text")
@@ -272,7 +276,7 @@ class LibraryScreen(LibraryValidation, CountPrefix, Leaving, Screen[None]):
     def action_facets(self) -> None:
         def done(choice: dict[str, frozenset[str]] | None) -> None:
             if choice is not None:
-                self.row_filter = RowFilter(choice, self.row_filter.text)
+                self.row_filter = replace(self.row_filter, facets=choice)
                 self._refilter()
 
         facets = facet_counts(self.table.rows, with_labels=self.show_labels)
@@ -301,6 +305,7 @@ class LibraryScreen(LibraryValidation, CountPrefix, Leaving, Screen[None]):
         self._refilter()
 
     def action_clear_filters(self) -> None:
+        self.stop_inside()
         self.row_filter = RowFilter()
         text = self.query_one("#lib-text", Input)
         with text.prevent(Input.Changed):

@@ -36,6 +36,7 @@ from whenpro_core.live.events import (
     JudgeFailed,
     LineError,
     LiveMarks,
+    ReplayTried,
     RunEnded,
     StepAdded,
     StepJudged,
@@ -321,6 +322,8 @@ class LiveTraceScreen(TraceScreen):
         elif isinstance(ev, RunEnded):
             self.marks.apply(ev)
             self.news = _ended_news(ev)
+        elif isinstance(ev, ReplayTried):  # watch's counterfactual final pass
+            self.news = f"counterfactual: step {ev.step} [{ev.agent}] {ev.outcome}"
         elif isinstance(ev, FinalVerdict):
             a = ev.attribution
             self.news = f"final verdict ({a.protocol}): step {a.step or '?'} [{a.agent or '?'}] {a.mode or '?'}"

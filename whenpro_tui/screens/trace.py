@@ -22,7 +22,7 @@ from textual.widgets import Static
 
 from whenpro_core.attribution.export import write_export
 from whenpro_core.errors import WhenproError
-from whenpro_core.safety.textsafe import clean, human_size, plural
+from whenpro_core.safety.textsafe import clean, human_size, plural, shown_path
 from whenpro_core.storage.fsutil import safe_name
 from whenpro_core.storage.gcpause import release_long_lived
 from whenpro_core.trace.model import Trace
@@ -583,7 +583,7 @@ class TraceScreen(Injecting, MediaViewing, StepFinding, CountPrefix, Leaving, Sc
                 taken = Path(text.strip()).exists()
             except OSError as exc:  # a name the file system refuses (too long, ...)
                 self.notify(
-                    f"{clean(text.strip()[:80])}…: {exc.strerror or exc}",
+                    f"{shown_path(text.strip())}: {exc.strerror or exc}",
                     title="Export failed",
                     severity="error",
                     timeout=10,
@@ -591,7 +591,7 @@ class TraceScreen(Injecting, MediaViewing, StepFinding, CountPrefix, Leaving, Sc
                 return
             if taken:  # never replace a file from here
                 self.notify(
-                    f"{clean(text.strip())} exists: press x and give another name.", severity="warning", timeout=8
+                    f"{shown_path(text.strip())} exists: press x and give another name.", severity="warning", timeout=8
                 )
                 return
             self._write_export(text.strip())
@@ -613,14 +613,14 @@ class TraceScreen(Injecting, MediaViewing, StepFinding, CountPrefix, Leaving, Sc
         except OSError as exc:  # write_export turns write errors into ExportError; this is the rest
             self.app.call_from_thread(
                 self.notify,
-                f"cannot write {clean(out[:80])}: {exc.strerror or exc}",
+                f"cannot write {shown_path(out)}: {exc.strerror or exc}",
                 title="Export failed",
                 severity="error",
                 timeout=10,
             )
             return
         labels = " with labels" if self.show_labels else " (labels left out)"
-        self.app.call_from_thread(self.notify, f"Wrote {clean(str(path))}{labels}.", timeout=8)
+        self.app.call_from_thread(self.notify, f"Wrote {shown_path(path)}{labels}.", timeout=8)
 
     # ------------------------------------------------------------------ attribution
 

@@ -36,6 +36,7 @@ from whenpro_core.media.preview import (
     frame_caption,
     keyframe_caption,
     load_image,
+    media_step_near,
     step_media,
     video_keyframes,
 )
@@ -360,7 +361,31 @@ class MediaViewing(TracePart):
             if panel is not None and panel.display and panel.strip(name).shown:
                 self.set_focus(panel.strip(name))  # now: keys may follow at once
                 return
+        if self.media_mode != "off":
+            self._go_to_media()
+            return
         self.notify("This step has no frames or images." if panel is not None else self._no_panel_note())
+
+    def _go_to_media(self) -> None:
+        """``M`` on a step without media: move to the step that shows the task's media, or
+        to the next step with media, and say so in one line (issue 32: the video sample's
+        video is the task's, shown on the step presenting the task)."""
+        here = self.steps.step_index
+        near = media_step_near(self.trace, here if here is not None else 0, self.steps.shown)
+        if near is None:
+            self.notify("This trace has no images or frames on any step shown.")
+            return
+        at, why = near
+        position = self.steps.position_of(at)
+        if position is None:
+            return
+        self.steps.move_cursor(position, center=True)
+        coord = self.trace.steps[at].coord or str(at)
+        if why == "task":
+            what = "task's video" if any(r.kind == "video" for r in self.trace.task.images) else "task's images"
+            self.notify(f"Showing the {what} on step {coord}, which presents the task. M again: its strip.")
+        else:
+            self.notify(f"This step has no frames or images: moved to step {coord}, the next that has. M: its strip.")
 
     def _no_panel_note(self) -> str:
         """Why there is no media panel: images turned off (by ``--images off``, or a

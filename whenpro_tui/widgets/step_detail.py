@@ -50,6 +50,7 @@ from whenpro_core.views.stepview import (
     content_blocks,
     fold,
     media_label,
+    renders_markdown,
     step_reasoning,
 )
 from whenpro_tui import imaging
@@ -297,7 +298,8 @@ class _StepBody:
     def content(self, step: Step) -> None:
         if step.content:
             folded = fold(step.content, max_lines=self.max_lines, max_chars=self.max_chars)
-            self.parts.append(render_blocks(content_blocks(folded.text), raw=self.opts.raw, query=self.opts.query))
+            blocks = content_blocks(folded.text, markdown=renders_markdown(step))
+            self.parts.append(render_blocks(blocks, raw=self.opts.raw, query=self.opts.query))
             if not folded.complete:
                 self.cut.append(folded.note())
                 self._folded_hit(step.content, folded)
@@ -330,7 +332,8 @@ class _StepBody:
             return
         folded = fold(step.observation, max_lines=self.max_lines, max_chars=self.max_chars)
         self.parts.append(Text("\nObservation", style="bold"))
-        self.parts.append(render_blocks(content_blocks(folded.text), raw=self.opts.raw, query=self.opts.query))
+        blocks = content_blocks(folded.text, markdown=False)  # tool output: its lines as written
+        self.parts.append(render_blocks(blocks, raw=self.opts.raw, query=self.opts.query))
         if not folded.complete:
             self.parts.append(Text(folded.note(), style=FOLD_STYLE))
             self.cut.append("observation " + folded.note())
