@@ -246,12 +246,12 @@ def main() -> None:
     tallies: dict[str, Tally] = {}
     with tempfile.TemporaryDirectory() as scratch:
         targets = {label: root / rel for label, rel in FOLDERS.items()}
-        for label in [label for label, target in targets.items() if not target.exists()]:
-            print(f"{label}: left out, no folder at {targets.pop(label)}", file=sys.stderr)
-        for label, make in SAMPLES.items():
-            out = Path(scratch) / str(len(targets))
+        for number, (label, make) in enumerate(SAMPLES.items()):
+            out = Path(scratch) / str(number)
             out.mkdir()
             targets[label] = make(root, out)
+        for label in [label for label, target in targets.items() if not target.exists()]:
+            print(f"{label}: left out, no folder at {targets.pop(label)}", file=sys.stderr)
         for label, target in targets.items():
             tally = run_subset(target, with_gold)
             if tally.n:
