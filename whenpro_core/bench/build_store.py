@@ -869,7 +869,7 @@ def balance(
     The release is the largest size ``n`` at which taking entries in id order (the
     release's ids are :func:`order_id`: a random order reproducible from ``--seed``), each
     while every cap at its limit for
-    ``n`` still holds, reaches ``n`` entries, then grown by exchanges (:func:`_fill`).
+    ``n`` still holds, reaches ``n`` entries, then grown by exchanges (:func:`_exchanges`).
     * ``per_seed``: at most ``per_seed`` released traces per seed run (an adaptive build
       may hold more decisive items of a seed run than that; ``None``: no such cap).
 
@@ -919,7 +919,7 @@ def _mean_chance(kept: list[Entry]) -> float | None:
 
 def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False, work: Work) -> list[Entry]:
     """The largest release :func:`balance` finds: for each size ``n`` from 1 up, a
-    selection of ``n`` entries under every cap at its limit for ``n`` (:func:`_fill`, in
+    selection of ``n`` entries under every cap at its limit for ``n`` (:func:`_selections`, in
     the orders of :func:`_orders`; skipped when a cap alone leaves no room,
     :func:`_may_reach`); the largest size reached is the release (its caps hold at its
     own size), or a smaller one that holds more failure modes (:func:`_most_modes`).
