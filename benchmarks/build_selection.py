@@ -1,166 +1,157 @@
-"""Release selection of ``whenpro build``: time and candidate evaluations for 12, 60 and
-200 seed runs with ``--per-seed 3``, against the same search without its work budget.
+"""Release selection of ``whenpro build``: seconds for 12, 60 and 200 seed runs with
+``--per-seed 3``, against the same search one candidate evaluation at a time (the baseline:
+the search before issue 33 round 3, :func:`tests.support.build_pool.one_by_one_selections`,
+which chooses the same entries and counts the same evaluations).
 
-For each size it runs ``arith_team`` that many times (in memory, seeds 5000 on), and
-makes a pool of decisive items as a build with ``--per-seed 3`` holds them: 1 to 3 items
-per seed run, at the (step, mode) pairs the build tries first there (its seeded attempt
-order), with their real step class and position tenth (a stand-in for which attempts turn
-out decisive: no attempt is run, so the numbers are the selection's alone). It then times
+For each size it runs ``arith_team`` that many times (seeds 5000 on) and times, with the
+search and with the baseline:
 
-* **release** — :func:`whenpro_core.bench.build_store.balance`, the search the release and
-  each planning round run, with its default budget (:class:`~whenpro_core.bench.build_store.Work`);
-* **planning round** — :func:`whenpro_core.bench.build_adapt.next_round`, the adaptive
-  round that hung in issue 33 (a release search for every kind of item it might try);
+* **release** — :func:`whenpro_core.bench.build_store.balance` over a pool of decisive
+  items as a ``--per-seed 3`` build holds them (:func:`tests.support.build_pool.decisive_pool`:
+  1 to 3 items per seed run at the pairs the build tries first, real step classes and
+  positions; no attempt is run), with its default budget;
+* **planning round** — :func:`whenpro_core.bench.build_adapt.next_round` over that pool;
+* **whole build** — ``whenpro build RUNS --out DS --per-seed 3`` in this process
+  (:func:`whenpro_core.bench.build.run_build`: every attempt, every adaptive round, the
+  detectability and adversarial filters and the release), with its rounds counted.
 
-and the **baseline**: the two without their budgets (``WORK_PER_PAIR`` and
-``PLAN_WORK_PER_PAIR`` set to 10^9), each planning check a whole quick release search of the
-pool with the item added (not the one size past the current release), as before the budget;
-the round's one quick search of the release is this branch's (before, a full search and a
-quick one); skipped at 200 seed runs,
-where it grows with the cube of the pool and more (``--baseline-200`` runs it anyway).
-Printed per size: the pool, the release size and modes, the seconds, the candidate
-evaluations per pair of candidates, and the ratios budgeted / baseline.
+Wall and CPU seconds of this process (the machine may be shared: CPU time is what the
+search itself costs). The baseline's whole build is skipped past 60 seed runs unless
+``--baseline-build`` (it takes hours at 200), and the baseline's release and planning past
+``--baseline-max`` seed runs. numpy (which the search imports when it first exchanges) is
+imported before anything is timed.
 
 Usage::
 
-    /work/main/.venv/bin/python benchmarks/build_selection.py [--sizes 12,60,200] [--baseline-200]
+    /work/main/.venv/bin/python benchmarks/build_selection.py [--sizes 12,60,200] [--baseline-build]
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import asyncio
+import importlib
+import os
 import sys
+import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from whenpro_core.bench import build_adapt, build_store  # noqa: E402
-from whenpro_core.bench.build_adapt import next_round  # noqa: E402
-from whenpro_core.bench.build_plan import (  # noqa: E402
-    Seed,
-    attempt_order,
-    fitting_modes,
-    judge_position,
-    parse_modes,
-    step_class,
+from tests.support.build_pool import (  # noqa: E402
+    MODES,
+    arith_seed_runs,
+    decisive_pool,
+    even_classes,
+    one_by_one_selections,
 )
-from whenpro_core.bench.build_store import Entry, Work, balance, seeded_order  # noqa: E402
-from whenpro_core.envs import get_env  # noqa: E402
-from whenpro_core.envs.run import run_env  # noqa: E402
-
-MODES = parse_modes(None, "offline")
-
-
-def seed_runs(n: int) -> list[Seed]:
-    """``n`` successful arith_team runs as build seeds."""
-    env = get_env("arith_team")
-    out = []
-    for s in range(5000, 5000 + 4 * n):
-        trace = run_env(env, s)
-        if trace.outcome.value == "success":
-            out.append(Seed(ref=f"run-{s}", id=f"arith_team-s{s}", trace=trace))
-        if len(out) == n:
-            break
-    return out
+from whenpro_core.bench import build_store  # noqa: E402
+from whenpro_core.bench.build import BuildOptions, run_build  # noqa: E402
+from whenpro_core.bench.build_adapt import next_round  # noqa: E402
+from whenpro_core.bench.build_plan import Seed  # noqa: E402
+from whenpro_core.bench.build_store import Work, balance  # noqa: E402
+from whenpro_core.formats.native import write_trace  # noqa: E402
 
 
-def decisive_pool(seeds: list[Seed]) -> list[Entry]:
-    """1 to 3 decisive items per seed run at its first attempted (step, mode) pairs."""
-    rng = random.Random(2)
-    pool = []
-    for s in seeds:
-        assert s.trace is not None
-        for index, mode in attempt_order(s.trace, fitting_modes(s.trace, MODES), 0)[: rng.choice([1, 2, 3, 3])]:
-            coord = s.trace.steps[index].coord or str(index)
-            pool.append(
-                Entry(
-                    key=f"{s.id}|{coord}|{mode}",
-                    seed=s.id,
-                    seed_ref=s.ref,
-                    step=coord,
-                    step_index=index,
-                    mode=mode,
-                    status="kept",
-                    step_class=step_class(s.trace.steps[index]),
-                    position=judge_position(s.trace, coord),
-                    form_picks=["length outlier"] if rng.random() < 0.15 else [],
-                    chance=0.1,
-                )
-            )
-    return seeded_order(pool, 0)
+@contextmanager
+def one_by_one() -> Iterator[None]:
+    """The baseline search in place of the release search's selections."""
+    saved = build_store._selections
+    build_store._selections = one_by_one_selections
+    try:
+        yield
+    finally:
+        build_store._selections = saved
 
 
-def measure(seeds: list[Seed], pool: list[Entry]) -> dict[str, float]:
-    """Seconds and evaluations of the release search and of one planning round."""
-    held = sorted({e.step_class or "?" for e in pool})
-    classes = {c: 1 / len(held) for c in held}
-    work = Work.for_pool(len(pool))
-    start = time.perf_counter()
-    chosen, _ = balance(pool, 0.25, classes, 3, work=work)
-    release = time.perf_counter() - start
-    planned = Work(0)
-    start = time.perf_counter()
-    rounds = next_round(
-        seeds, pool, set(), {}, modes=MODES, share=0.25, classes=classes, per_seed=3, seed=0, work=planned
+def timed(run: Callable[[], Any]) -> tuple[Any, float, float]:
+    """``run()``'s result, wall seconds and CPU seconds (this process)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = run()
+    return out, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def selection(seeds: list[Seed]) -> dict[str, Any]:
+    """The release search and one planning round over the decisive pool of ``seeds``."""
+    pool = decisive_pool(seeds)
+    classes = even_classes(pool)
+    (chosen, _), release_s, release_cpu = timed(lambda: balance(pool, 0.25, classes, 3, work=Work.for_pool(len(pool))))
+    rounds, plan_s, plan_cpu = timed(
+        lambda: next_round(seeds, pool, set(), {}, modes=MODES, share=0.25, classes=classes, per_seed=3, seed=0)
     )
-    planning = time.perf_counter() - start
     return {
-        "release_s": release,
-        "release_work": work.spent,
+        "pool": len(pool),
         "kept": len(chosen),
-        "modes": len({e.mode for e in chosen}),
-        "plan_s": planning,
-        "plan_work": planned.spent,
+        "release": (release_s, release_cpu),
+        "plan": (plan_s, plan_cpu),
         "aimed": sum(len(c) for c in rounds),
     }
 
 
-def whole_search(
-    kept: list[Entry], share: float, classes: dict[str, float], per_seed: int | None, size: int, work: Work
-) -> bool:
-    """The planning check as it was: a whole quick release search with the item added."""
-    return len(balance(kept, share, classes, per_seed, quick=True, work=work)[0]) > size
+def whole_build(seeds: list[Seed]) -> dict[str, Any]:
+    """A ``--per-seed 3`` build of ``seeds`` in a fresh folder: seconds, rounds and traces kept."""
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = Path(tmp) / "runs"
+        runs.mkdir()
+        for s in seeds:
+            assert s.trace is not None
+            write_trace(s.trace, runs / f"{s.id}.json")
+        result, wall, cpu = timed(lambda: asyncio.run(run_build(runs, Path(tmp) / "ds", BuildOptions(per_seed=3))))
+    return {"build": (wall, cpu), "rounds": len(result.rounds), "released": len(result.manifest["traces"])}
 
 
-def unbounded(seeds: list[Seed], pool: list[Entry]) -> dict[str, float]:
-    """:func:`measure` with the search as it ran before (no budget, whole searches)."""
-    saved = build_store.WORK_PER_PAIR, build_adapt.PLAN_WORK_PER_PAIR, build_adapt.grows_past
-    build_store.WORK_PER_PAIR, build_adapt.PLAN_WORK_PER_PAIR, build_adapt.grows_past = 10**9, 10**9, whole_search
-    try:
-        return measure(seeds, pool)
-    finally:
-        build_store.WORK_PER_PAIR, build_adapt.PLAN_WORK_PER_PAIR, build_adapt.grows_past = saved
+def seconds(pair: tuple[float, float]) -> str:
+    return f"{pair[0]:.1f}s ({pair[1]:.1f} CPU)"
+
+
+def ratio(new: tuple[float, float], old: tuple[float, float]) -> str:
+    return f"x{old[1] / new[1]:.1f} CPU" if new[1] > 0 else "-"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="12,60,200", help="seed-run counts (default 12,60,200)")
-    parser.add_argument("--baseline-200", action="store_true", help="also run the unbounded baseline past 100 seeds")
+    parser.add_argument("--baseline-max", type=int, default=200, help="largest size the baseline search runs at")
+    parser.add_argument("--baseline-build", action="store_true", help="also the baseline's whole build past 60")
+    parser.add_argument("--no-build", action="store_true", help="time the search alone, no whole builds")
     args = parser.parse_args()
-    print("seeds pool | release: kept modes s eval/pair | planning round: s eval/pair aimed | baseline (no budget)")
+    importlib.import_module("numpy")  # the search's lazy import, once per process: not timed
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    print(f"# {now}, load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs")
+    print("seeds | pool kept | release: search, one by one | planning round: search, one by one, aimed | whole build")
     for n in (int(x) for x in args.sizes.split(",")):
-        seeds = seed_runs(n)
-        pool = decisive_pool(seeds)
-        got = measure(seeds, pool)
-        pairs = len(pool) ** 2
-        line = (
-            f"{n:5d} {len(pool):4d} | {got['kept']:4.0f} {got['modes']:3.0f} {got['release_s']:7.2f}s "
-            f"{got['release_work'] / pairs:6.1f} | {got['plan_s']:7.2f}s {got['plan_work'] / pairs:6.1f} "
-            f"{got['aimed']:4.0f} | "
-        )
-        if n > 100 and not args.baseline_200:
-            print(line + "skipped (cubic; --baseline-200 runs it)", flush=True)
+        seeds = arith_seed_runs(n)
+        got = selection(seeds)
+        line = f"{n:5d} | {got['pool']:4d} {got['kept']:3d} | {seconds(got['release'])}"
+        base = None
+        if n <= args.baseline_max:
+            with one_by_one():
+                base = selection(seeds)
+            assert (base["kept"], base["aimed"]) == (got["kept"], got["aimed"]), "the baseline chose otherwise"
+            line += f", {seconds(base['release'])} {ratio(got['release'], base['release'])}"
+        line += f" | {seconds(got['plan'])}"
+        if base is not None:
+            line += f", {seconds(base['plan'])} {ratio(got['plan'], base['plan'])}"
+        line += f", {got['aimed']} aimed |"
+        print(line, flush=True)
+        if args.no_build:
             continue
-        base = unbounded(seeds, pool)
-        print(
-            line + f"kept {base['kept']:.0f}, {base['modes']:.0f} modes, release {base['release_s']:.2f}s "
-            f"(x{got['release_s'] / base['release_s']:.2f}), planning {base['plan_s']:.2f}s "
-            f"(x{got['plan_s'] / base['plan_s']:.2f}), {base['aimed']:.0f} aimed",
-            flush=True,
-        )
+        built = whole_build(seeds)
+        print(f"      build: {seconds(built['build'])}, {built['rounds']} rounds, {built['released']} kept", flush=True)
+        if n <= 60 or args.baseline_build:
+            with one_by_one():
+                old = whole_build(seeds)
+            print(
+                f"      one by one: {seconds(old['build'])}, {old['rounds']} rounds, {old['released']} kept "
+                f"({ratio(built['build'], old['build'])})",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -12,17 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.build_pool import MODES, arith_seed_runs, decisive_pool, even_classes, one_by_one_selections
 from tests.support.cli import run_whenpro
+from whenpro_core.bench import build_store
 from whenpro_core.bench.build import BuildOptions, run_build
 from whenpro_core.bench.build_adapt import next_round
-from whenpro_core.bench.build_plan import (
-    attempt_order,
-    fitting_modes,
-    judge_position,
-    parse_modes,
-    scan_seeds,
-    step_class,
-)
 from whenpro_core.bench.build_store import (
     WORK_FLOOR,
     WORK_PER_PAIR,
@@ -30,7 +24,6 @@ from whenpro_core.bench.build_store import (
     Work,
     balance,
     read_manifest,
-    seeded_order,
 )
 from whenpro_core.envs import get_env
 from whenpro_core.envs.run import run_env
@@ -117,39 +110,38 @@ def test_release_selection_work_grows_at_most_quadratically(seeds):
     assert max(Counter(e.mode for e in chosen).values()) <= max(1, math.floor(0.25 * len(chosen)))
 
 
-def test_a_planning_round_of_60_seed_runs_is_bounded(tmp_path):
+def test_a_planning_round_of_60_seed_runs_is_bounded(monkeypatch):
     """The adaptive round of a 60-seed build with ``--per-seed 3`` (the hang of issue 33: a
     release search for every kind of item it might try) spends at most a fixed number of
-    candidate evaluations per pair of decisive items, and still aims attempts."""
-    env = get_env("arith_team")
-    for s in range(60):
-        write_trace(run_env(env, 5000 + s), tmp_path / f"arith_team-s{s}.json")
-    seeds = [s for s in scan_seeds(tmp_path) if s.skip is None and s.trace is not None]
-    modes = parse_modes(None, "offline")
-    rng = random.Random(2)
-    pool: list[Entry] = []
-    for s in seeds:
-        assert s.trace is not None
-        for index, mode in attempt_order(s.trace, fitting_modes(s.trace, modes), 0)[: rng.choice([0, 1, 2, 3])]:
-            coord = s.trace.steps[index].coord or str(index)
-            pool.append(
-                Entry(
-                    key=f"{s.id}|{coord}|{mode}",
-                    seed=s.id,
-                    seed_ref=s.ref,
-                    step=coord,
-                    step_index=index,
-                    mode=mode,
-                    status="kept",
-                    step_class=step_class(s.trace.steps[index]),
-                    position=judge_position(s.trace, coord),
-                    form_picks=[],
-                    chance=0.1,
-                )
-            )
-    pool = seeded_order(pool, 0)
-    classes = {c: 1 / len(cs) for cs in [{e.step_class for e in pool}] for c in cs}
+    candidate evaluations per pair of decisive items, still aims attempts, and aims the
+    same ones, spending the same, as the search did one evaluation at a time."""
+    seeds = arith_seed_runs(60)
+    pool = decisive_pool(seeds, items=(0, 1, 2, 3), picked=0)
+    caps = {"modes": MODES, "share": 0.25, "classes": even_classes(pool), "per_seed": 3, "seed": 0}
     work = Work(0)
-    rounds = next_round(seeds, pool, set(), {}, modes=modes, share=0.25, classes=classes, per_seed=3, seed=0, work=work)
+    rounds = next_round(seeds, pool, set(), {}, work=work, **caps)
     assert rounds
     assert work.spent <= 4 * WORK_PER_PAIR * max(len(pool), WORK_FLOOR) ** 2
+    monkeypatch.setattr(build_store, "_selections", one_by_one_selections)
+    before = Work(0)
+    assert next_round(seeds, pool, set(), {}, work=before, **caps) == rounds
+    assert before.spent == work.spent
+
+
+@pytest.mark.parametrize(("seeds", "per_seed", "quick"), [(12, 3, False), (30, 3, False), (20, 5, True), (60, 2, True)])
+def test_the_release_search_chooses_as_it_did_one_evaluation_at_a_time(seeds, per_seed, quick, monkeypatch):
+    """The release search (faster since issue 33 round 3: its groups numbered once, exchanges
+    tried by binding class, the entry that fits found by numpy) keeps the same entries,
+    leaves the others out for the same reasons and counts the same candidate evaluations as
+    the search that made each evaluation one check, on crowded pools."""
+    pool, classes = _skewed_pool(seeds, per_seed, random.Random(seeds * per_seed))
+
+    def search() -> tuple[list[str], dict[str, str], int]:
+        work = Work.for_pool(len(pool))
+        chosen, out = balance(pool, 0.25, classes, 3, quick=quick, work=work)
+        return [e.key for e in chosen], out, work.spent
+
+    fast = search()
+    monkeypatch.setattr(build_store, "_selections", one_by_one_selections)
+    assert search() == fast
+    assert fast[2] > 10 * len(pool)  # the exchanges ran

@@ -869,7 +869,7 @@ def balance(
     The release is the largest size ``n`` at which taking entries in id order (the
     release's ids are :func:`order_id`: a random order reproducible from ``--seed``), each
     while every cap at its limit for
-    ``n`` still holds, reaches ``n`` entries, then grown by exchanges (:func:`_fill`).
+    ``n`` still holds, reaches ``n`` entries, then grown by exchanges (:func:`_exchanges`).
     * ``per_seed``: at most ``per_seed`` released traces per seed run (an adaptive build
       may hold more decisive items of a seed run than that; ``None``: no such cap).
 
@@ -919,14 +919,14 @@ def _mean_chance(kept: list[Entry]) -> float | None:
 
 def _grow(order: list[Entry], caps: list[Cap], *, quick: bool = False, work: Work) -> list[Entry]:
     """The largest release :func:`balance` finds: for each size ``n`` from 1 up, a
-    selection of ``n`` entries under every cap at its limit for ``n`` (:func:`_fill`, in
+    selection of ``n`` entries under every cap at its limit for ``n`` (:func:`_selections`, in
     the orders of :func:`_orders`; skipped when a cap alone leaves no room,
     :func:`_may_reach`); the largest size reached is the release (its caps hold at its
     own size), or a smaller one that holds more failure modes (:func:`_most_modes`).
     The mode cap is not monotone in ``n`` (at a 25% share a release of 12 may hold 4
     modes, one of 10 needs 5), so the search goes on past a size it cannot reach and
     stops after :func:`_gap` sizes in a row that it cannot."""
-    keys = [tuple(group_of(e) for _, group_of, _ in caps) for e in order]
+    keys = _Groups.of(order, caps)
     best: list[int] = []
     misses = 0
     for target in range(1, len(order) + 1):
@@ -953,14 +953,12 @@ def grows_past(
     planning estimate of :func:`.build_adapt.grows`: one size's search, not every size's."""
     order = sorted(kept, key=lambda e: e.id or e.key)
     caps = _release_caps(kept, share, classes, per_seed)
-    keys = [tuple(group_of(e) for _, group_of, _ in caps) for e in order]
+    keys = _Groups.of(order, caps)
     last = min(len(order), size + _gap(caps, size + 1))
     return any(next(_fitting(order, keys, caps, n, work, quick=True), None) for n in range(size + 1, last + 1))
 
 
-def _most_modes(
-    order: list[Entry], keys: list[tuple[str, ...]], caps: list[Cap], best: list[int], work: Work
-) -> list[int]:
+def _most_modes(order: list[Entry], keys: _Groups, caps: list[Cap], best: list[int], work: Work) -> list[int]:
     """The selection released instead of the largest, ``best``: the one that holds the most
     failure modes among the selections of its size down to :data:`MODE_SIZE_SHARE` fewer
     traces (not below 10), the larger on a tie; the search stops at the first size that
@@ -980,11 +978,11 @@ def _most_modes(
 
 
 def _fitting(
-    order: list[Entry], keys: list[tuple[str, ...]], caps: list[Cap], target: int, work: Work, quick: bool = False
+    order: list[Entry], keys: _Groups, caps: list[Cap], target: int, work: Work, quick: bool = False
 ) -> Iterator[list[int]]:
     """The selections of :func:`_selections` of exactly ``target`` entries of ``order``
     under which every cap holds with its groups known (:func:`_holds`)."""
-    for p in _selections(keys, _limits(keys, caps, target), target, work, quick):
+    for p in _selections(keys, keys.limits(caps, target), target, work, quick):
         work.spend(len(p))
         if len(p) == target and _holds([order[i] for i in p], caps):
             yield p
@@ -999,9 +997,38 @@ def _holds(chosen: list[Entry], caps: list[Cap]) -> bool:
     return all(len(g) <= limit for _, g, limit in _groups(chosen, caps))
 
 
-def _limits(keys: list[tuple[str, ...]], caps: list[Cap], target: int) -> list[dict[str, int]]:
-    """Each cap's limit per group present in ``keys`` for a release of ``target`` entries."""
-    return [{k: limit(k, None, target) for k in {row[j] for row in keys}} for j, (_, _, limit) in enumerate(caps)]
+@dataclass(frozen=True)
+class _Groups:
+    """The entries' groups, numbered once for a search: ``rows[i]``, entry ``i``'s group
+    under each cap (a number: ``cap[g]`` the cap's index, ``name[g]`` the group, ``size[g]``
+    the entries in it)."""
+
+    rows: list[tuple[int, ...]]
+    cap: list[int]
+    name: list[str]
+    size: list[int]
+
+    @classmethod
+    def of(cls, order: list[Entry], caps: list[Cap]) -> _Groups:
+        """The groups of the entries ``order`` under ``caps``."""
+        number: dict[tuple[int, str], int] = {}
+        rows = [tuple(number.setdefault((j, g(e)), len(number)) for j, (_, g, _) in enumerate(caps)) for e in order]
+        size = [0] * len(number)
+        for row in rows:
+            for g in row:
+                size[g] += 1
+        return cls(rows, [j for j, _ in number], [k for _, k in number], size)
+
+    def limits(self, caps: list[Cap], target: int) -> list[int]:
+        """Each group's limit for a release of ``target`` entries."""
+        return [caps[j][2](k, None, target) for j, k in zip(self.cap, self.name, strict=True)]
+
+    def binding(self, limits: list[int]) -> list[int]:
+        """Each entry's class of binding groups (those with more entries than their limit,
+        as a number): two entries of one class fit, or not, alike."""
+        number: dict[tuple[int, ...], int] = {}
+        rows = (tuple(g if self.size[g] > limits[g] else -1 for g in row) for row in self.rows)
+        return [number.setdefault(row, len(number)) for row in rows]
 
 
 def _gap(caps: list[Cap], target: int) -> int:
@@ -1011,116 +1038,189 @@ def _gap(caps: list[Cap], target: int) -> int:
     return max(4, math.ceil(2 * step))
 
 
-def _selections(
-    keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int, work: Work, quick: bool = False
-) -> Iterator[list[int]]:
+def _selections(keys: _Groups, limits: list[int], target: int, work: Work, quick: bool = False) -> Iterator[list[int]]:
     """Selections of up to ``target`` entries (indices) under ``limits``, one per order of
     :func:`_orders` (past the first only while ``work`` lasts); none when a cap alone
     leaves no room for ``target``."""
-    work.spend(len(keys))
+    work.spend(len(keys.rows))
     if not _may_reach(keys, limits, target):
         return
+    binding: list[int] | None = None
     for n, mix in enumerate(_orders(keys, target, 0 if quick else FILL_TRIES)):
         if n and not work.left:
             return
-        yield [mix[i] for i in _fill([keys[i] for i in mix], limits, target, work)]
+        counts = _Counts([keys.rows[i] for i in mix], limits, [0] * len(limits))
+        inside = _greedy(counts, target, work)
+        if len(inside) < target and work.left:
+            work.spend(len(mix))  # the binding classes
+            binding = binding or keys.binding(limits)
+            _exchanges(counts, [binding[i] for i in mix], inside, target, work)
+        yield [mix[i] for i in inside]
 
 
-def _orders(keys: list[tuple[str, ...]], target: int, shuffles: int = FILL_TRIES) -> Iterator[list[int]]:
+def _orders(keys: _Groups, target: int, shuffles: int = FILL_TRIES) -> Iterator[list[int]]:
     """The orders :func:`_grow` fills in: the given (salted-hash) one, the entries in the
     rarest groups first (an entry of a kind few others share is the one a release can
     least do without), then ``shuffles`` seeded shuffles; each a list of indices."""
-    yield list(range(len(keys)))
-    held = [Counter(row[j] for row in keys) for j in range(len(keys[0]) if keys else 0)]
-    yield sorted(range(len(keys)), key=lambda i: -sum(1 / held[j][k] for j, k in enumerate(keys[i])))
+    n = len(keys.rows)
+    yield list(range(n))
+    yield sorted(range(n), key=lambda i: -sum(1 / keys.size[g] for g in keys.rows[i]))
     for shuffle in range(shuffles):
-        mix = list(range(len(keys)))
+        mix = list(range(n))
         random.Random(f"{target}:{shuffle}").shuffle(mix)
         yield mix
 
 
-def _may_reach(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int) -> bool:
+def _may_reach(keys: _Groups, limits: list[int], target: int) -> bool:
     """Whether every cap alone leaves room for ``target`` entries (the sum over its groups
-    of min(entries in the group, its limit)): a quick bound before :func:`_fill`."""
-    for j, lim in enumerate(limits):
-        held = Counter(row[j] for row in keys)
-        if sum(min(n, lim[k]) for k, n in held.items()) < target:
-            return False
-    return True
+    of min(entries in the group, its limit)): a quick bound before :func:`_greedy`."""
+    room = Counter[int]()
+    for g, j in enumerate(keys.cap):
+        room[j] += min(keys.size[g], limits[g])
+    return all(n >= target for n in room.values())
 
 
-def _fill(keys: list[tuple[str, ...]], limits: list[dict[str, int]], target: int, work: Work) -> list[int]:
-    """Indices (into ``keys``, the entries' groups per cap, in order) of up to ``target``
-    entries under ``limits``: taken in order while they fit, then grown by exchanges
-    (an entry left out comes in for one taken whose groups it shares where it did not
-    fit, when that lets a further entry in), until ``target``, no exchange helps or
-    ``work`` is spent (each entry checked against the counts is one evaluation)."""
-    counts: list[Counter[str]] = [Counter() for _ in limits]
+def _greedy(counts: _Counts, target: int, work: Work) -> list[int]:
+    """Indices of up to ``target`` entries of ``counts`` taken in order while they fit (each
+    entry checked is one evaluation of ``work``)."""
     inside: list[int] = []
-
-    def fits(i: int, without: int | None = None) -> bool:
-        work.spend()
-        return all(
-            counts[j][k] + 1 - (without is not None and keys[without][j] == k) <= limits[j][k]
-            for j, k in enumerate(keys[i])
-        )
-
-    def move(i: int, sign: int) -> None:
-        for j, k in enumerate(keys[i]):
-            counts[j][k] += sign
-        if sign > 0:
+    for i in range(len(counts.rows)):
+        if len(inside) < target and counts.fits(i, work):
+            counts.move(i, 1)
             inside.append(i)
-        else:
-            inside.remove(i)
-
-    for i in range(len(keys)):
-        if len(inside) < target and fits(i):
-            move(i, 1)
-    if len(inside) < target and work.left:
-        work.spend(len(keys))
-        binding = _binding(keys, limits)
-        while len(inside) < target and work.left and _exchange(keys, binding, inside, fits, move, work):
-            pass
     return inside
 
 
-def _binding(keys: list[tuple[str, ...]], limits: list[dict[str, int]]) -> list[tuple[str | None, ...]]:
-    """Each entry's groups that can bind (more entries in the pool than the group's limit;
-    ``None`` for the others): two entries with the same binding groups fit, or not, alike."""
-    held = [Counter(row[j] for row in keys) for j in range(len(limits))]
-    return [tuple(k if held[j][k] > limits[j][k] else None for j, k in enumerate(row)) for row in keys]
+def _exchanges(counts: _Counts, binding: list[int], inside: list[int], target: int, work: Work) -> None:
+    """Grow ``inside`` by exchanges (an entry left out comes in for one taken whose groups
+    it shares where it did not fit, when that lets a further entry in) until ``target``,
+    no exchange helps or ``work`` is spent."""
+    while len(inside) < target and work.left and _exchange(counts, binding, inside, work):
+        pass
 
 
-def _exchange(
-    keys: list[tuple[str, ...]],
-    binding: list[tuple[str | None, ...]],
-    inside: list[int],
-    fits: Callable[..., bool],
-    move: Callable[[int, int], None],
-    work: Work,
-) -> bool:
-    """One exchange of :func:`_fill` that grows ``inside`` by one; ``False`` when none does
-    or ``work`` runs out. A pair (in, out) that did not help is not tried again for
-    entries with the same ``binding`` groups (:func:`_binding`): they would fare alike."""
-    outside = [i for i in range(len(keys)) if i not in inside]
-    failed: set[tuple[tuple[str | None, ...], tuple[str | None, ...]]] = set()
+@dataclass
+class _Counts:
+    """The caps' counts of a selection being grown: ``rows[i]``, entry ``i``'s groups
+    (:class:`_Groups` numbers), ``limits`` and ``held`` per group."""
+
+    rows: list[tuple[int, ...]]
+    limits: list[int]
+    held: list[int]
+    _sets: list[frozenset[int]] | None = None
+
+    def fits(self, i: int, work: Work) -> bool:
+        """Whether entry ``i`` fits; one evaluation."""
+        work.spend()
+        return all(self.held[g] < self.limits[g] for g in self.rows[i])
+
+    def full(self, i: int) -> set[int]:
+        """Entry ``i``'s groups at their limit (it fits when none is, or for an entry taken
+        out that shares each of them)."""
+        return {g for g in self.rows[i] if self.held[g] >= self.limits[g]}
+
+    @property
+    def sets(self) -> list[frozenset[int]]:
+        """``rows`` as sets."""
+        if self._sets is None:
+            self._sets = [frozenset(row) for row in self.rows]
+        return self._sets
+
+    def move(self, i: int, sign: int) -> None:
+        """Count entry ``i`` in (``sign`` 1) or out (-1)."""
+        for g in self.rows[i]:
+            self.held[g] += sign
+
+
+class _Scan:
+    """The entries left out when an exchange starts, to find the first that fits at once
+    (numpy over their groups) while counting the evaluations one by one would spend."""
+
+    def __init__(self, counts: _Counts, outside: list[int]) -> None:
+        import numpy as np  # deliberate lazy import: numpy only for a search that exchanges
+
+        self.np, self.counts, self.outside = np, counts, outside
+        width = len(counts.rows[0]) if counts.rows else 0
+        self.groups = np.array([counts.rows[i] for i in outside], dtype=np.intp).reshape(len(outside), width)
+        self.limits = np.array(counts.limits, dtype=np.intp)[self.groups]
+        self.where = {i: p for p, i in enumerate(outside)}
+
+    def first_fitting(self, x: int, work: Work) -> int | None:
+        """The first entry left out, in order and other than ``x`` (just taken in), that
+        fits; ``work`` spends one evaluation per entry a one-by-one scan checks."""
+        np = self.np
+        fitting = (np.array(self.counts.held, dtype=np.intp)[self.groups] < self.limits).all(axis=1)
+        px = self.where[x]
+        fitting[px] = False
+        hits = np.flatnonzero(fitting)
+        if not hits.size:
+            work.spend(len(self.outside) - 1)
+            return None
+        p = int(hits[0])
+        work.spend(p + 1 - (px < p))
+        return self.outside[p]
+
+
+def _exchange(counts: _Counts, binding: list[int], inside: list[int], work: Work) -> bool:
+    """One exchange of :func:`_exchanges` that grows ``inside`` by one; ``False`` when none
+    does or ``work`` runs out. Entries left out are tried in order, each against the
+    entries taken (in ``inside``'s order); a pair (in, out) that did not help is not tried
+    again for entries of the same ``binding`` classes (:meth:`_Groups.binding`): they would
+    fare alike. So an entry left out is tried against the first taken entry of each class
+    not yet failed with its own (each try one evaluation), and a class that failed with
+    every class taken is passed over."""
+    taken = set(inside)
+    outside = [i for i in range(len(counts.rows)) if i not in taken]
+    scan = _Scan(counts, outside)
+    failed: dict[int, set[int]] = {}
+    exhausted: set[int] = set()
+    firsts: list[int] | None = None
     for x in outside:
         if not work.left:
             return False
-        for y in list(inside):
-            pair = (binding[x], binding[y])
-            if pair in failed or not fits(x, without=y):
-                failed.add(pair)
-                continue
-            move(y, -1)
-            move(x, 1)
-            z = next((z for z in outside if z not in (x, y) and fits(z)), None)
-            if z is not None:
-                move(z, 1)
+        if binding[x] in exhausted:
+            continue
+        tried = failed.setdefault(binding[x], set())
+        firsts = firsts or _first_of_each_class(inside, binding)
+        untried = [y for y in firsts if binding[y] not in tried]
+        full = counts.full(x)  # x fits for y when y leaves each of these groups
+        spent = 0
+        for n in [n for n, y in enumerate(untried) if full <= counts.sets[y]]:
+            work.spend(n + 1 - spent)  # one evaluation per pair tried up to this one
+            spent = n + 1
+            if _swap_helps(counts, scan, inside, x, untried[n], work):
                 return True
-            move(x, -1)
-            move(y, 1)
-            failed.add(pair)
+            firsts = None  # the swap undone put its entry taken out last
+        work.spend(len(untried) - spent)
+        tried.update(binding[y] for y in untried)
+        exhausted.add(binding[x])
+    return False
+
+
+def _first_of_each_class(inside: list[int], binding: list[int]) -> list[int]:
+    """The first entry of ``inside`` of each binding class, in ``inside``'s order."""
+    seen: dict[int, int] = {}
+    for y in inside:
+        seen.setdefault(binding[y], y)
+    return list(seen.values())
+
+
+def _swap_helps(counts: _Counts, scan: _Scan, inside: list[int], x: int, y: int, work: Work) -> bool:
+    """Take ``x`` in for ``y``; when a further entry then fits, take it in too and say so,
+    else undo the swap (``y`` goes back at the end of ``inside``)."""
+    counts.move(y, -1)
+    inside.remove(y)
+    counts.move(x, 1)
+    inside.append(x)
+    z = scan.first_fitting(x, work)
+    if z is not None:
+        counts.move(z, 1)
+        inside.append(z)
+        return True
+    counts.move(x, -1)
+    inside.remove(x)
+    counts.move(y, 1)
+    inside.append(y)
     return False
 
 
