@@ -301,3 +301,50 @@ def test_c2_stale_figure_reaches_the_tool_call():
     assert c2.step.content == "Computing cost = 3 * 5."
     assert c2.step.tool_calls[0].arguments == {"expression": "3 * 5"} and c2.step.kind == "action"
     assert "earlier 5 in its tool call" in c2.description
+
+
+def _discount_trace() -> Trace:
+    """A solver computing ``discount = subtotal * 20 / 100`` from the subtotal it computed."""
+    t = _trace()
+    steps = t.steps[:4] + [
+        Step(
+            index=4,
+            coord="4",
+            agent="solver",
+            kind="action",
+            content="Computing subtotal = pens + notebooks = 12 + 14.",
+            tool_calls=[ToolCall(id="c4", name="calculator", arguments={"expression": "12 + 14"})],
+            observation="26",
+        ),
+        Step(
+            index=5,
+            coord="5",
+            agent="solver",
+            kind="action",
+            content="Computing discount = subtotal * 20 / 100 = 26 * 20 / 100.",
+            tool_calls=[ToolCall(id="c5", name="calculator", arguments={"expression": "26 * 20 / 100"})],
+            observation="5.2",
+        ),
+        Step(index=6, coord="6", agent="reporter", kind="final_answer", content="Final answer: 5.2"),
+    ]
+    return t.model_copy(update={"steps": steps})
+
+
+def test_r3_misreads_a_constant_not_a_value_the_run_computed():
+    """Issue 28: R.3 perturbing ``26`` in ``subtotal * 20 / 100 = 26 * 20 / 100`` leaves a
+    filled-in number that is not the subtotal the run computed, which the audit's
+    'filled vs symbolic' check finds mechanically (a default arith_team build was leaky by
+    it). Where the expression has a literal, R.3 misreads the literal, on both sides."""
+    from whenpro_core.audit.checks import filled_mismatch
+    from whenpro_core.audit.view import audit_view
+
+    t = _discount_trace()
+    changed = set()
+    for seed in range(12):
+        m = mutate(t, 5, "R.3", seed)
+        expr = m.step.tool_calls[0].arguments["expression"]
+        assert expr.startswith("26 * ") and f"= {expr}." in m.step.content, (seed, m.step.content)
+        mutated = t.model_copy(update={"steps": [*t.steps[:5], m.step, t.steps[6]]})
+        assert not any(filled_mismatch(audit_view(mutated))), (seed, m.step.content)
+        changed.add(expr)
+    assert len(changed) > 1

@@ -171,6 +171,7 @@ def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     new = fresh_step(s)
     text_edits = _composed(trace, i, arg_text_edits(s, find_numbers))
+    text_edits = [e for e in text_edits if not _read_from_variable(s.content, e[2], e[3])] or text_edits
     num_args = numeric_args(s)
     if text_edits:
         ci, key, text, m = rng.choice(text_edits)
@@ -196,6 +197,19 @@ def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
     wrong = perturb(m.group(), rng)
     new.content = s.content[: m.start()] + wrong + s.content[m.end() :]
     return Mutation(new, f"States {wrong} where the correct figure is {m.group()}.")
+
+
+def _read_from_variable(content: str | None, expr: str, number: re.Match[str]) -> bool:
+    """Whether ``number`` (a match in the tool argument ``expr``) stands for a variable on
+    the symbolic side of ``var = symbolic = expr`` in ``content``: a value the run worked
+    out before, so a changed copy of it disagrees with the run where anyone can see it (the
+    audit's 'filled vs symbolic' check). R.3 prefers a literal (a rate, a count from the
+    task), changed on both sides: a misread constant reads like the agent's own slip."""
+    a = next((a for a in ASSIGNMENT.finditer(content or "") if a.group("filled").strip() == expr.strip()), None)
+    if a is None:
+        return False
+    at = [n for n, t in enumerate(token_spans(expr)) if t.start() == number.start()]
+    return bool(at) and at[0] in _read_operands(expr, a.group("sym"))
 
 
 def _computations(text: str | None) -> list[re.Match[str]]:
