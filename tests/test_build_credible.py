@@ -186,6 +186,17 @@ def test_list_shaped_steps_are_their_own_class():
     assert step_class(plan) == "planner/plan/list" and step_class(intro) == "planner/plan"
 
 
+def test_a_verdict_is_its_own_class():
+    """Issue 28: code_pair's R.1 and V.2 label the tester's approval, which shares
+    ``tester/assistant`` with its reports of failures; balanced as one class, a default
+    build put a third of its labels on approvals and the learned form attacker found them
+    by their wording (36% against a prior of 9%). An approval is a class of its own, so
+    approvals hold no more of the labels than of the candidate steps."""
+    approval = Step(index=3, agent="tester", kind="assistant", content="The 2 tests pass. Approved.")
+    report = Step(index=3, agent="tester", kind="assistant", content="1 failing of 2:\n- f(1) == 2: got 3\nPlease fix.")
+    assert step_class(approval) == "tester/assistant/verdict" and step_class(report) == "tester/assistant"
+
+
 def _solver_trace(content: str, *, tool: bool) -> Trace:
     steps = [
         Step(index=0, agent="user", kind="user", content="q"),

@@ -149,9 +149,14 @@ def filled_mismatch(t: AuditTrace) -> list[float]:
     return out
 
 
+def is_verdict(text: str) -> bool:
+    """True when ``text`` states a verdict (approval, tests passing, correct)."""
+    return bool(_VERDICT.search(text))
+
+
 def states_verdict(step: AuditStep) -> bool:
-    """True when the step's text states a verdict (approval, tests passing, correct)."""
-    return bool(_VERDICT.search(step.content))
+    """True when the step's text states a verdict (:func:`is_verdict`)."""
+    return is_verdict(step.content)
 
 
 def unchecked_verdict(t: AuditTrace) -> list[float]:
@@ -171,4 +176,4 @@ def unchecked_verdict(t: AuditTrace) -> list[float]:
     return out
 
 
-__all__ = ["call_mismatch", "filled_mismatch", "numbers", "states_verdict", "unchecked_verdict"]
+__all__ = ["call_mismatch", "filled_mismatch", "is_verdict", "numbers", "states_verdict", "unchecked_verdict"]
