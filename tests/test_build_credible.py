@@ -256,8 +256,9 @@ def test_errors_past_the_first_draft_are_decisive_and_labels_stay_honest(code_ru
     """After the tester's failing check, reporting that every test passed (R.1: a result
     its run did not give) and leaving the failing case out of its test table (A.1) are
     decisive (A.1 not when another case still fails); approving on the cases it saw pass
-    (V.2, where one did) is too; at the coder's fix step, stopping (A.3) hands in the code
-    that existed before it, which fails; a syntax error (A.2) is still caught by the test
+    (V.2, where one did) is too; at the coder's fix step, stopping (A.3) would answer the
+    tester's report of failures with the final answer, a move no honest run makes (issue
+    28), so A.3 does not fit there; a syntax error (A.2) is still caught by the test
     run and never kept as decisive. No mode turns the check itself into a verdict: an
     approval with no test run before it is a move no honest run makes."""
     seen = Counter()
@@ -268,13 +269,14 @@ def test_errors_past_the_first_draft_are_decisive_and_labels_stay_honest(code_ru
         assert not {"R.1", "V.2"} & set(applicable_modes(trace, check)) and "R.1" in applicable_modes(trace, check + 1)
         passed = "PASS" in (trace.steps[check].observation or "")
         assert ("V.2" in applicable_modes(trace, check + 1)) == passed
-        tries = [(check + 1, "R.1"), (check, "A.1"), (fix, "A.3"), (fix, "A.2")] + [(check + 1, "V.2")] * passed
+        assert "A.3" not in applicable_modes(trace, fix)
+        tries = [(check + 1, "R.1"), (check, "A.1"), (fix, "A.2")] + [(check + 1, "V.2")] * passed
         for index, mode in tries:
             result = _replay(trace, index, mode)
             seen[mode, result.verdict.decisive] += 1
     assert seen["R.1", True] == len(code_runs) and seen["V.2", False] == 0 and seen["V.2", True] >= 1
     assert seen["A.1", True] >= len(code_runs) - 2  # a draft failing two cases still fails the one left in
-    assert seen["A.3", True] == len(code_runs) and seen["A.2", True] == 0
+    assert seen["A.2", True] == 0
 
 
 def test_r1_at_the_testers_verdict_reports_a_pass_its_run_did_not_give(code_runs):
@@ -350,7 +352,9 @@ def test_build_does_not_end_a_run_before_its_third_agent_step(code_runs):
     """A.3 at the coder's first draft or the tester's first report hands in what exists
     there as the final answer: the run ends with fewer than MIN_AGENT_STEPS agent steps,
     a trivial item every time. Builds do not plan it there (it wasted about 14 attempts a
-    code_pair build); ``whenpro inject`` still offers it, and later steps still get it."""
+    code_pair build); ``whenpro inject`` still offers it. (Later steps of code_pair no
+    longer get it: the coder's later steps answer the tester's reports, where handing in is
+    a move no honest run makes, issue 28.)"""
     early, later = 0, 0
     for trace in code_runs:
         fits = fitting_modes(trace, tuple(MUTATORS))
@@ -365,12 +369,12 @@ def test_build_does_not_end_a_run_before_its_third_agent_step(code_runs):
                 assert agents < MIN_AGENT_STEPS
             elif index in candidate_steps(trace):
                 later += "A.3" in fits.get(index, [])
-    assert early >= 2 and later >= 1
+    assert early >= 2 and later == 0
 
 
 def test_a_kept_item_is_balanced_by_the_class_of_the_step_as_released(code_runs):
-    """R.1 at the tester's report is counted with the tester's other reports (where V.2
-    also lands), A.1 at its check with the checks."""
+    """R.1 at the tester's report is counted with the tester's verdicts (its report now
+    approves, as V.2's does), A.1 at its check with the checks."""
     trace = code_runs[0]
     check = next(s for s in trace.steps if s.tool_calls)
     classes = {}
@@ -379,7 +383,7 @@ def test_a_kept_item_is_balanced_by_the_class_of_the_step_as_released(code_runs)
         out = run_attempt(trace, attempt, OfflineGenerator(), BuiltinExecutor(), BuildOptions(), now="t")
         assert out.entry.status == "kept", out.entry.detail
         classes[mode] = out.entry.step_class
-    assert classes == {"R.1": "tester/assistant", "A.1": "tester/action"}
+    assert classes == {"R.1": "tester/assistant/verdict", "A.1": "tester/action"}
 
 
 @pytest.fixture(scope="module")

@@ -348,3 +348,37 @@ def test_r3_misreads_a_constant_not_a_value_the_run_computed():
         assert not any(filled_mismatch(audit_view(mutated))), (seed, m.step.content)
         changed.add(expr)
     assert len(changed) > 1
+
+
+def _pair_trace() -> Trace:
+    """A coder and a tester: draft, failing run, report, fix, passing run, approval, final."""
+    code = "```python\ndef f(x):\n    return x\n```"
+    fixed = "```python\ndef f(x):\n    return x + 1\n```"
+    call = [ToolCall(id="t", name="run_tests", arguments={"code": "def f(x):\n    return x\n"})]
+    rows = [
+        dict(agent="user", kind="user", content="Write f: f(1) == 2."),
+        dict(agent="coder", kind="assistant", content=f"Initial implementation:\n{code}"),
+        dict(agent="tester", kind="action", content="Running the 1 examples.", tool_calls=call, observation="FAIL"),
+        dict(agent="tester", kind="assistant", content="1 failing of 1:\n- f(1) == 2: got 1\nPlease fix, coder."),
+        dict(agent="coder", kind="assistant", content=f"Fixed:\n{fixed}"),
+        dict(agent="tester", kind="action", content="Running the 1 examples.", tool_calls=call, observation="PASS"),
+        dict(agent="tester", kind="assistant", content="All 1 tests passed. Approved."),
+        dict(agent="coder", kind="final_answer", content=f"Final code:\n{fixed}"),
+    ]
+    return Trace(
+        id="pair",
+        framework="hand",
+        agents=[Agent(id="tester", role="Tester")],
+        task=Task(query=rows[0]["content"]),
+        steps=[Step(index=i, coord=str(i), **r) for i, r in enumerate(rows)],
+    )
+
+
+def test_a3_does_not_answer_a_report_of_failures_with_a_final_answer():
+    """Issue 28: the coder hands in only after the tester's approval; A.3 at its fix step
+    answered the tester's report of failures with the final answer, a move no honest run
+    of code_pair made (3 of 17 labelled steps of a default build). A.3's final answer
+    comes only after the kind of step the agent's own final answer follows."""
+    t = _pair_trace()
+    assert "A.3" not in applicable_modes(t, 4)
+    assert "A.3" in applicable_modes(t, 1)  # after the task, as before a final answer: still stopping early

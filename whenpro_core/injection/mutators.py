@@ -46,7 +46,9 @@ A.2  break the syntax of the step's last code block                       a fenc
 A.3  declare the agent's part done too early: append the sentence by    a step before the agent's last one,
      which the agent says so elsewhere in the trace; else turn the step   not final, when the agent says it is
      into the agent's own final-answer step (its format, with the latest  done elsewhere or gives the final
-     code block before the step, else its own, or number seen so far)     answer later
+     code block before the step, else its own, or number seen so far)     answer later (not right after a
+                                                                          peer's report of a problem unless
+                                                                          its final answer follows one too)
 A.4  repeat the agent's previous step (content and tool calls)            an earlier, different step by the
                                                                           same agent
 C.2  ignore a peer: after a peer's critique (fail, mismatch, fix...),      a peer critique answered by a revision,
@@ -725,7 +727,27 @@ def _a3_fits(trace: Trace, i: int) -> bool:
     if s.kind == "final_answer" or i >= len(trace.steps) - 1:
         return False
     later_own = any(st.agent == s.agent and is_agent_step(st) for st in trace.steps[i + 1 :])
-    return later_own and (_done_remark(trace, i) is not None or _final_of(trace, i) is not None)
+    if not later_own:
+        return False
+    final = _final_of(trace, i)
+    return _done_remark(trace, i) is not None or (final is not None and _hands_in_here(trace, i, final))
+
+
+def _peer_before(trace: Trace, i: int) -> Step | None:
+    """The latest step before ``i`` by another agent (or the task)."""
+    return next((st for st in reversed(trace.steps[:i]) if st.agent != trace.steps[i].agent), None)
+
+
+def _hands_in_here(trace: Trace, i: int, final: Step) -> bool:
+    """Whether the agent may hand in its final answer at step ``i``: not in answer to a
+    peer's report of a problem (:data:`CRITIQUE`) unless its own final answer follows one
+    too. A coder that hands in only after an approval never answers a report of failures
+    with its final answer (issue 28: a move no honest code_pair run made, found in 3 of 17
+    labelled steps of a default build)."""
+    before, before_final = _peer_before(trace, i), _peer_before(trace, final.index)
+    if before is None or before_final is None or not CRITIQUE.search(before.content or ""):
+        return True
+    return bool(CRITIQUE.search(before_final.content or ""))
 
 
 def _partial_result(trace: Trace, i: int) -> tuple[str, bool]:
