@@ -92,6 +92,9 @@ def one_draw(env: str, n: int, root: Path) -> Draw:
     manifest = json.loads((root / "ds" / "manifest.json").read_text(encoding="utf-8"))
     tried, decisive, kept = _modes(manifest)
     by_name = {b["name"]: b for b in audit["baselines"]}
+    if PRIOR not in by_name or FORM not in by_name:
+        note = audit.get("learned", {}).get("note")
+        raise SystemExit(f"the audit ran no learned attacker on {root / 'ds'} ({audit['traces']} traces): {note}")
     return Draw(
         kept=len(manifest["traces"]),
         tried=tried,
@@ -126,11 +129,15 @@ def main() -> None:
     ap.add_argument("--env", default="arith_team")
     ap.add_argument("--n", type=int, default=60)
     ap.add_argument("--draws", type=int, default=5)
+    ap.add_argument("--keep", type=Path, help="keep each draw's runs and dataset under KEEP/draw-K")
     args = ap.parse_args()
     draws = []
     for k in range(1, args.draws + 1):
-        with tempfile.TemporaryDirectory() as tmp:
-            draws.append(one_draw(args.env, args.n, Path(tmp)))
+        if args.keep:
+            draws.append(one_draw(args.env, args.n, args.keep / f"draw-{k}"))
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                draws.append(one_draw(args.env, args.n, Path(tmp)))
         print(report(k, draws[-1]), flush=True)
     names = list(draws[0].criteria())
     met = {c: sum(d.criteria()[c] for d in draws) for c in names}
