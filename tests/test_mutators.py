@@ -382,3 +382,11 @@ def test_a3_does_not_answer_a_report_of_failures_with_a_final_answer():
     t = _pair_trace()
     assert "A.3" not in applicable_modes(t, 4)
     assert "A.3" in applicable_modes(t, 1)  # after the task, as before a final answer: still stopping early
+
+
+def test_r3_does_not_fit_where_every_number_is_a_value_the_run_worked_out():
+    """``total = pens + notebooks = 12 + 14``: both numbers are values the run computed;
+    changing one leaves the filled-in side disagreeing with the run, which the audit's
+    'filled vs symbolic' check finds mechanically (issue 28). R.3 has no coherent edit there."""
+    t = _discount_trace()
+    assert "R.3" not in applicable_modes(t, 4) and "R.3" in applicable_modes(t, 5)

@@ -14,10 +14,10 @@ Modes, what the mutator does, and which steps it fits:
 ==== ==================================================================== =====================================
 code edit                                                                 fits
 ==== ==================================================================== =====================================
-R.3  perturb one number (±1, ±2, ×2, +10 units of its last digit), in     a number in a tool argument or the
-     the tool arguments and where the content quotes the argument (the    content (list markers ``1.`` excluded)
-     symbolic side of ``v = a + 4 = 94 + 4`` follows a literal); in a
-     computation stated without a tool, its result (bad arithmetic)
+R.3  perturb one number (±1, ±2, ×2, +10 units of its last digit), in     a number in a tool argument (not a
+     the tool arguments and where the content quotes the argument (the    copy of a value the run worked out)
+     symbolic side of ``v = a + 4 = 94 + 4`` follows a literal); in a     or the content (list markers ``1.``
+     computation stated without a tool, its result (bad arithmetic)       excluded)
 R.1  drop the tool call and work from a made-up input: one number the     a one-operator tool expression the
      expression reads from a variable is made up, the result worked out   text quotes, by an agent that states
      right on it and stated the way the agent states results without a    results without tools too; a
@@ -165,15 +165,20 @@ def _composed(trace: Trace, i: int, edits: list[tuple[Any, ...]]) -> list[tuple[
 
 
 def _r3_fits(trace: Trace, i: int) -> bool:
+    """A number to change; in a tool argument, one that is not a copy of a value the run
+    worked out (:func:`_read_from_variable`), else a numeric argument or one in the text."""
     s = trace.steps[i]
-    return bool(arg_text_edits(s, find_numbers) or numeric_args(s) or find_numbers(s.content))
+    edits = arg_text_edits(s, find_numbers)
+    if any(not _read_from_variable(s.content, e[2], e[3]) for e in edits):
+        return True
+    return not edits and bool(numeric_args(s) or find_numbers(s.content))
 
 
 def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     new = fresh_step(s)
-    text_edits = _composed(trace, i, arg_text_edits(s, find_numbers))
-    text_edits = [e for e in text_edits if not _read_from_variable(s.content, e[2], e[3])] or text_edits
+    text_edits = [e for e in arg_text_edits(s, find_numbers) if not _read_from_variable(s.content, e[2], e[3])]
+    text_edits = _composed(trace, i, text_edits)
     num_args = numeric_args(s)
     if text_edits:
         ci, key, text, m = rng.choice(text_edits)
