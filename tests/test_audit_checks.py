@@ -91,9 +91,10 @@ def test_the_last_symbol_of_an_expression_is_not_given_the_expressions_value():
     value of melon_value, not of melon_stock: the solver's later ``0.25 * 33`` for
     ``melon_price * melon_stock`` agrees with the run (a default arith_team build's A.3
     item was flagged for this, and so were honest steps)."""
+    stock, price = 'lookup({"item":"melon","column":"stock"})', 'lookup({"item":"melon","column":"price"})'
     t = run(
-        ("solver", "Getting melon_stock via lookup(melon, stock).", 'lookup({"item":"melon","column":"stock"})', "33"),
-        ("solver", "Looking up melon_price: lookup(melon, price).", 'lookup({"item":"melon","column":"price"})', "0.25"),
+        ("solver", "Getting melon_stock via lookup(melon, stock).", stock, "33"),
+        ("solver", "Looking up melon_price: lookup(melon, price).", price, "0.25"),
         ("verifier", "From the task melon_stock = 33, melon_value = melon_price * melon_stock = 8.25. Redo.", "", ""),
         ("solver", "Recomputing melon_value = melon_price * melon_stock = 0.25 * 33 = 8.25.", "", ""),
         ("solver", "Recomputing melon_value = melon_price * melon_stock = 0.25 * 34 = 8.5.", "", ""),

@@ -15,9 +15,9 @@ from tests.support.tells import (
     honest_transitions,
     unseen_transitions,
 )
+from whenpro_core.bench.build_plan import fitting_modes
 from whenpro_core.envs import get_env
 from whenpro_core.envs.run import run_env
-from whenpro_core.bench.build_plan import fitting_modes
 from whenpro_core.injection.mutators import MUTATORS, mutate
 from whenpro_core.trace.model import Trace
 
