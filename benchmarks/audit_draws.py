@@ -61,17 +61,20 @@ class Draw:
     decisive: set[str]
     modes: set[str]
     random: float
-    prior: dict[str, Any]
-    form: dict[str, Any]
+    prior: dict[str, Any] | None  # None: too few traces for the learned attacker
+    form: dict[str, Any] | None
     leaky: bool
     leaking: list[str]
 
     def criteria(self) -> dict[str, bool]:
+        """Each criterion of the module docstring (a draw too small for the learned
+        attacker meets neither learned criterion)."""
+        prior, form = self.prior, self.form
         return {
             "kept>=10": self.kept >= 10,
             "modes": self.decisive <= self.modes,
-            "prior<=random+10": self.prior["step"] - self.random <= PRIOR_MARGIN,
-            "form<=prior+5": self.form["step"] - self.prior["step"] <= FORM_MARGIN,
+            "prior<=random+10": prior is not None and prior["step"] - self.random <= PRIOR_MARGIN,
+            "form<=prior+5": prior is not None and form is not None and form["step"] - prior["step"] <= FORM_MARGIN,
             "not leaky": not self.leaky,
         }
 
@@ -92,35 +95,36 @@ def one_draw(env: str, n: int, root: Path) -> Draw:
     manifest = json.loads((root / "ds" / "manifest.json").read_text(encoding="utf-8"))
     tried, decisive, kept = _modes(manifest)
     by_name = {b["name"]: b for b in audit["baselines"]}
-    if PRIOR not in by_name or FORM not in by_name:
-        note = audit.get("learned", {}).get("note")
-        raise SystemExit(f"the audit ran no learned attacker on {root / 'ds'} ({audit['traces']} traces): {note}")
     return Draw(
         kept=len(manifest["traces"]),
         tried=tried,
         decisive=decisive,
         modes=kept,
         random=audit["random"]["step"],
-        prior=by_name[PRIOR],
-        form=by_name[FORM],
+        prior=by_name.get(PRIOR),
+        form=by_name.get(FORM),
         leaky=audit["leaky"],
         leaking=audit["leaking"],
     )
 
 
-def _pct(b: dict[str, Any]) -> str:
-    return f"{b['step']:6.1%} [{b['step_low']:5.1%}, {b['step_high']:5.1%}]"
+def _pct(b: dict[str, Any] | None) -> str:
+    return f"{b['step']:6.1%} [{b['step_low']:5.1%}, {b['step_high']:5.1%}]" if b else "   n/a (too few traces)"
 
 
 def report(k: int, d: Draw) -> str:
-    gap = d.form["step"] - d.prior["step"]
-    weights = ", ".join(f"{w['name']} {w['weight']:+.2f}" for w in d.form.get("features", [])[:4])
-    return (
+    head = (
         f"draw {k}: kept {d.kept:3d}  modes kept {len(d.modes)}/{len(d.decisive)} decisive "
         f"({len(d.tried)} tried; missing: {','.join(sorted(d.decisive - d.modes)) or '-'})\n"
-        f"  random {d.random:6.1%}  prior {_pct(d.prior)}  form {_pct(d.form)}  "
-        f"form-prior {gap:+6.1%} (p {d.form.get('p_prior')})\n"
-        f"  verdict {'LEAKY by ' + ', '.join(d.leaking) if d.leaky else 'not leaky'}; form's top weights: {weights}"
+    )
+    gap, weights = "n/a", ""
+    if d.form is not None and d.prior is not None:
+        gap = f"{d.form['step'] - d.prior['step']:+6.1%} (p {d.form.get('p_prior')})"
+        weights = ", ".join(f"{w['name']} {w['weight']:+.2f}" for w in d.form.get("features", [])[:4])
+    verdict = "LEAKY by " + ", ".join(d.leaking) if d.leaky else "not leaky"
+    return (
+        head + f"  random {d.random:6.1%}  prior {_pct(d.prior)}  form {_pct(d.form)}  form-prior {gap}\n"
+        f"  verdict {verdict}; form's top weights: {weights or '-'}"
     )
 
 
