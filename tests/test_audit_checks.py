@@ -84,3 +84,19 @@ def test_a_verdict_with_no_check_before_it():
         ("tester", "The 2 tests pass. Approved.", "", ""),
     )
     assert unchecked_verdict(t) == [0.0, 0.0, 0.0, 0.0, 1.0]
+
+
+def test_the_last_symbol_of_an_expression_is_not_given_the_expressions_value():
+    """A verifier writing ``melon_value = melon_price * melon_stock = 8.25`` states the
+    value of melon_value, not of melon_stock: the solver's later ``0.25 * 33`` for
+    ``melon_price * melon_stock`` agrees with the run (a default arith_team build's A.3
+    item was flagged for this, and so were honest steps)."""
+    stock, price = 'lookup({"item":"melon","column":"stock"})', 'lookup({"item":"melon","column":"price"})'
+    t = run(
+        ("solver", "Getting melon_stock via lookup(melon, stock).", stock, "33"),
+        ("solver", "Looking up melon_price: lookup(melon, price).", price, "0.25"),
+        ("verifier", "From the task melon_stock = 33, melon_value = melon_price * melon_stock = 8.25. Redo.", "", ""),
+        ("solver", "Recomputing melon_value = melon_price * melon_stock = 0.25 * 33 = 8.25.", "", ""),
+        ("solver", "Recomputing melon_value = melon_price * melon_stock = 0.25 * 34 = 8.5.", "", ""),
+    )
+    assert filled_mismatch(t) == [0.0, 0.0, 0.0, 0.0, 1.0]

@@ -186,6 +186,17 @@ def test_list_shaped_steps_are_their_own_class():
     assert step_class(plan) == "planner/plan/list" and step_class(intro) == "planner/plan"
 
 
+def test_a_verdict_is_its_own_class():
+    """Issue 28: code_pair's R.1 and V.2 label the tester's approval, which shares
+    ``tester/assistant`` with its reports of failures; balanced as one class, a default
+    build put a third of its labels on approvals and the learned form attacker found them
+    by their wording (36% against a prior of 9%). An approval is a class of its own, so
+    approvals hold no more of the labels than of the candidate steps."""
+    approval = Step(index=3, agent="tester", kind="assistant", content="The 2 tests pass. Approved.")
+    report = Step(index=3, agent="tester", kind="assistant", content="1 failing of 2:\n- f(1) == 2: got 3\nPlease fix.")
+    assert step_class(approval) == "tester/assistant/verdict" and step_class(report) == "tester/assistant"
+
+
 def _solver_trace(content: str, *, tool: bool) -> Trace:
     steps = [
         Step(index=0, agent="user", kind="user", content="q"),
@@ -245,8 +256,9 @@ def test_errors_past_the_first_draft_are_decisive_and_labels_stay_honest(code_ru
     """After the tester's failing check, reporting that every test passed (R.1: a result
     its run did not give) and leaving the failing case out of its test table (A.1) are
     decisive (A.1 not when another case still fails); approving on the cases it saw pass
-    (V.2, where one did) is too; at the coder's fix step, stopping (A.3) hands in the code
-    that existed before it, which fails; a syntax error (A.2) is still caught by the test
+    (V.2, where one did) is too; at the coder's fix step, stopping (A.3) would answer the
+    tester's report of failures with the final answer, a move no honest run makes (issue
+    28), so A.3 does not fit there; a syntax error (A.2) is still caught by the test
     run and never kept as decisive. No mode turns the check itself into a verdict: an
     approval with no test run before it is a move no honest run makes."""
     seen = Counter()
@@ -257,13 +269,14 @@ def test_errors_past_the_first_draft_are_decisive_and_labels_stay_honest(code_ru
         assert not {"R.1", "V.2"} & set(applicable_modes(trace, check)) and "R.1" in applicable_modes(trace, check + 1)
         passed = "PASS" in (trace.steps[check].observation or "")
         assert ("V.2" in applicable_modes(trace, check + 1)) == passed
-        tries = [(check + 1, "R.1"), (check, "A.1"), (fix, "A.3"), (fix, "A.2")] + [(check + 1, "V.2")] * passed
+        assert "A.3" not in applicable_modes(trace, fix)
+        tries = [(check + 1, "R.1"), (check, "A.1"), (fix, "A.2")] + [(check + 1, "V.2")] * passed
         for index, mode in tries:
             result = _replay(trace, index, mode)
             seen[mode, result.verdict.decisive] += 1
     assert seen["R.1", True] == len(code_runs) and seen["V.2", False] == 0 and seen["V.2", True] >= 1
     assert seen["A.1", True] >= len(code_runs) - 2  # a draft failing two cases still fails the one left in
-    assert seen["A.3", True] == len(code_runs) and seen["A.2", True] == 0
+    assert seen["A.2", True] == 0
 
 
 def test_r1_at_the_testers_verdict_reports_a_pass_its_run_did_not_give(code_runs):
@@ -339,7 +352,9 @@ def test_build_does_not_end_a_run_before_its_third_agent_step(code_runs):
     """A.3 at the coder's first draft or the tester's first report hands in what exists
     there as the final answer: the run ends with fewer than MIN_AGENT_STEPS agent steps,
     a trivial item every time. Builds do not plan it there (it wasted about 14 attempts a
-    code_pair build); ``whenpro inject`` still offers it, and later steps still get it."""
+    code_pair build); ``whenpro inject`` still offers it. (Later steps of code_pair no
+    longer get it: the coder's later steps answer the tester's reports, where handing in is
+    a move no honest run makes, issue 28.)"""
     early, later = 0, 0
     for trace in code_runs:
         fits = fitting_modes(trace, tuple(MUTATORS))
@@ -354,12 +369,12 @@ def test_build_does_not_end_a_run_before_its_third_agent_step(code_runs):
                 assert agents < MIN_AGENT_STEPS
             elif index in candidate_steps(trace):
                 later += "A.3" in fits.get(index, [])
-    assert early >= 2 and later >= 1
+    assert early >= 2 and later == 0
 
 
 def test_a_kept_item_is_balanced_by_the_class_of_the_step_as_released(code_runs):
-    """R.1 at the tester's report is counted with the tester's other reports (where V.2
-    also lands), A.1 at its check with the checks."""
+    """R.1 at the tester's report is counted with the tester's verdicts (its report now
+    approves, as V.2's does), A.1 at its check with the checks."""
     trace = code_runs[0]
     check = next(s for s in trace.steps if s.tool_calls)
     classes = {}
@@ -368,7 +383,7 @@ def test_a_kept_item_is_balanced_by_the_class_of_the_step_as_released(code_runs)
         out = run_attempt(trace, attempt, OfflineGenerator(), BuiltinExecutor(), BuildOptions(), now="t")
         assert out.entry.status == "kept", out.entry.detail
         classes[mode] = out.entry.step_class
-    assert classes == {"R.1": "tester/assistant", "A.1": "tester/action"}
+    assert classes == {"R.1": "tester/assistant/verdict", "A.1": "tester/action"}
 
 
 @pytest.fixture(scope="module")
@@ -538,7 +553,8 @@ def test_adaptive_rounds_try_a_mode_the_pool_lacks_at_seed_runs_of_their_own(cod
 def test_a_default_builds_labelled_steps_show_none_of_the_tells(which, request):
     """Issue 28 on real builds: no released trace's labelled step names one call and makes
     another, has a filled-in expression whose sides disagree, or is reached by a move no
-    honest run makes (code_pair's A.3 aside, whose move is its error), and no other step
+    honest run makes (code_pair's A.3 included: it no longer answers the tester's report
+    of failures with the final answer), and no other step
     of a release names one call and makes another. (An honest solver's slip, a literal off
     by one on the filled-in side of a value the verifier checks, is honest noise: it can
     sit in a seed run.)"""
@@ -551,6 +567,6 @@ def test_a_default_builds_labelled_steps_show_none_of_the_tells(which, request):
         step = trace.steps[index]
         assert call_mismatch(step) is None, (mode, step.content)
         assert expression_mismatch(step, results=mode != "R.3") is None, (mode, step.content)
-        assert mode == "A.3" or unseen_transitions(trace, index, moves) is None, (mode, step.content)
+        assert unseen_transitions(trace, index, moves) is None, (mode, step.content)
         others = [s for s in trace.steps if s.index != index]
         assert not [s.content for s in others if call_mismatch(s)], mode

@@ -15,9 +15,10 @@ from tests.support.tells import (
     honest_transitions,
     unseen_transitions,
 )
+from whenpro_core.bench.build_plan import fitting_modes
 from whenpro_core.envs import get_env
 from whenpro_core.envs.run import run_env
-from whenpro_core.injection.mutators import build_modes, mutate
+from whenpro_core.injection.mutators import MUTATORS, mutate
 from whenpro_core.trace.model import Trace
 
 pytestmark = pytest.mark.slow
@@ -36,12 +37,11 @@ def system(request: pytest.FixtureRequest) -> tuple[str, list[Trace], list[Trace
 
 
 def _mutations(runs: list[Trace]):
-    """Every mutation a build tries (not at the final answer) on ``runs``."""
+    """Every mutation a build tries on ``runs`` (:func:`fitting_modes`: not at the final
+    answer, nor a stop before the third agent step)."""
     for trace in runs:
-        for i in range(1, len(trace.steps)):
-            if trace.steps[i].kind == "final_answer":
-                continue
-            for mode in build_modes(trace, i):
+        for i, modes in fitting_modes(trace, tuple(MUTATORS)).items():
+            for mode in modes:
                 for seed in (0, 1):
                     yield trace, i, mode, seed, mutate(trace, i, mode, seed).step
 
@@ -75,21 +75,14 @@ def test_an_injected_expression_agrees_with_its_symbolic_form(system):
     assert not bad, f"{name}: {len(bad)} mutations whose expression sides disagree, e.g. {bad[:4]}"
 
 
-#: Modes whose error is a move honest runs never make: stopping early (A.3) hands in a
-#: final answer where an honest agent goes on (code_pair's coder hands in only after an
-#: approval), so the move into it is the error itself.
-MOVE_IS_THE_ERROR = {"A.3"}
-
-
 def test_an_injected_step_follows_the_step_before_as_honest_runs_do(system):
     """Moves into the new step (the step before it is recorded): a tester's approval
-    comes after a test run, as in every honest run."""
+    comes after a test run, as in every honest run, and a coder hands in its final answer
+    after an approval, never in answer to a report of failures (A.3, issue 28)."""
     name, runs, honest = system
     moves = honest_transitions(honest)
     bad = []
     for trace, i, mode, _, step in _mutations(runs):
-        if mode in MOVE_IS_THE_ERROR:
-            continue
         steps = [*trace.steps[:i], step]
         why = unseen_transitions(trace.model_copy(update={"steps": steps}), i, moves)
         if why:

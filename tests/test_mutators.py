@@ -301,3 +301,92 @@ def test_c2_stale_figure_reaches_the_tool_call():
     assert c2.step.content == "Computing cost = 3 * 5."
     assert c2.step.tool_calls[0].arguments == {"expression": "3 * 5"} and c2.step.kind == "action"
     assert "earlier 5 in its tool call" in c2.description
+
+
+def _discount_trace() -> Trace:
+    """A solver computing ``discount = subtotal * 20 / 100`` from the subtotal it computed."""
+    t = _trace()
+    steps = t.steps[:4] + [
+        Step(
+            index=4,
+            coord="4",
+            agent="solver",
+            kind="action",
+            content="Computing subtotal = pens + notebooks = 12 + 14.",
+            tool_calls=[ToolCall(id="c4", name="calculator", arguments={"expression": "12 + 14"})],
+            observation="26",
+        ),
+        Step(
+            index=5,
+            coord="5",
+            agent="solver",
+            kind="action",
+            content="Computing discount = subtotal * 20 / 100 = 26 * 20 / 100.",
+            tool_calls=[ToolCall(id="c5", name="calculator", arguments={"expression": "26 * 20 / 100"})],
+            observation="5.2",
+        ),
+        Step(index=6, coord="6", agent="reporter", kind="final_answer", content="Final answer: 5.2"),
+    ]
+    return t.model_copy(update={"steps": steps})
+
+
+def test_r3_misreads_a_constant_not_a_value_the_run_computed():
+    """Issue 28: R.3 perturbing ``26`` in ``subtotal * 20 / 100 = 26 * 20 / 100`` leaves a
+    filled-in number that is not the subtotal the run computed, which the audit's
+    'filled vs symbolic' check finds mechanically (a default arith_team build was leaky by
+    it). Where the expression has a literal, R.3 misreads the literal, on both sides."""
+    from whenpro_core.audit.checks import filled_mismatch
+    from whenpro_core.audit.view import audit_view
+
+    t = _discount_trace()
+    changed = set()
+    for seed in range(12):
+        m = mutate(t, 5, "R.3", seed)
+        expr = m.step.tool_calls[0].arguments["expression"]
+        assert expr.startswith("26 * ") and f"= {expr}." in m.step.content, (seed, m.step.content)
+        mutated = t.model_copy(update={"steps": [*t.steps[:5], m.step, t.steps[6]]})
+        assert not any(filled_mismatch(audit_view(mutated))), (seed, m.step.content)
+        changed.add(expr)
+    assert len(changed) > 1
+
+
+def _pair_trace() -> Trace:
+    """A coder and a tester: draft, failing run, report, fix, passing run, approval, final."""
+    code = "```python\ndef f(x):\n    return x\n```"
+    fixed = "```python\ndef f(x):\n    return x + 1\n```"
+    call = [ToolCall(id="t", name="run_tests", arguments={"code": "def f(x):\n    return x\n"})]
+    rows = [
+        dict(agent="user", kind="user", content="Write f: f(1) == 2."),
+        dict(agent="coder", kind="assistant", content=f"Initial implementation:\n{code}"),
+        dict(agent="tester", kind="action", content="Running the 1 examples.", tool_calls=call, observation="FAIL"),
+        dict(agent="tester", kind="assistant", content="1 failing of 1:\n- f(1) == 2: got 1\nPlease fix, coder."),
+        dict(agent="coder", kind="assistant", content=f"Fixed:\n{fixed}"),
+        dict(agent="tester", kind="action", content="Running the 1 examples.", tool_calls=call, observation="PASS"),
+        dict(agent="tester", kind="assistant", content="All 1 tests passed. Approved."),
+        dict(agent="coder", kind="final_answer", content=f"Final code:\n{fixed}"),
+    ]
+    return Trace(
+        id="pair",
+        framework="hand",
+        agents=[Agent(id="tester", role="Tester")],
+        task=Task(query=rows[0]["content"]),
+        steps=[Step(index=i, coord=str(i), **r) for i, r in enumerate(rows)],
+    )
+
+
+def test_a3_does_not_answer_a_report_of_failures_with_a_final_answer():
+    """Issue 28: the coder hands in only after the tester's approval; A.3 at its fix step
+    answered the tester's report of failures with the final answer, a move no honest run
+    of code_pair made (3 of 17 labelled steps of a default build). A.3's final answer
+    comes only after the kind of step the agent's own final answer follows."""
+    t = _pair_trace()
+    assert "A.3" not in applicable_modes(t, 4)
+    assert "A.3" in applicable_modes(t, 1)  # after the task, as before a final answer: still stopping early
+
+
+def test_r3_does_not_fit_where_every_number_is_a_value_the_run_worked_out():
+    """``total = pens + notebooks = 12 + 14``: both numbers are values the run computed;
+    changing one leaves the filled-in side disagreeing with the run, which the audit's
+    'filled vs symbolic' check finds mechanically (issue 28). R.3 has no coherent edit there."""
+    t = _discount_trace()
+    assert "R.3" not in applicable_modes(t, 4) and "R.3" in applicable_modes(t, 5)

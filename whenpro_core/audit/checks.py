@@ -31,8 +31,9 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _TOKEN = re.compile(r"-?\d+(?:\.\d+)?|[A-Za-z_][A-Za-z_0-9]*|[-+*/%^()]")
 #: ``name = A = B`` where both sides are arithmetic (``A`` may hold symbols, ``B`` numbers).
 _CHAIN = re.compile(r"([A-Za-z_][\w ]{0,40}?)\s*=\s*([^=\n.;:]+?)\s*=\s*([-\d.+*/%() ]+\d)")
-#: ``name = 12.5``: a value the run states for a symbol.
-_STATED = re.compile(r"\b([A-Za-z_]\w*)\s*=\s*(\d+(?:\.\d+)?)(?![\d.]?\d)(?!\s*[-+*/%(])")
+#: ``name = 12.5``: a value the run states for a symbol (not the last symbol of an
+#: expression, ``a * name = 12.5``, whose value is the expression's).
+_STATED = re.compile(r"(?<![-+*/%(]\s)(?<![-+*/%(])\b([A-Za-z_]\w*)\s*=\s*(\d+(?:\.\d+)?)(?![\d.]?\d)(?!\s*[-+*/%(])")
 _BLOCK = re.compile(r"```[\w+-]*\n(.*?)```", re.S)
 #: Similarity (difflib ratio, 0..1) above which a call's code argument is a near copy of a written block.
 NEAR_COPY = 0.8
@@ -148,9 +149,14 @@ def filled_mismatch(t: AuditTrace) -> list[float]:
     return out
 
 
+def is_verdict(text: str) -> bool:
+    """True when ``text`` states a verdict (approval, tests passing, correct)."""
+    return bool(_VERDICT.search(text))
+
+
 def states_verdict(step: AuditStep) -> bool:
-    """True when the step's text states a verdict (approval, tests passing, correct)."""
-    return bool(_VERDICT.search(step.content))
+    """True when the step's text states a verdict (:func:`is_verdict`)."""
+    return is_verdict(step.content)
 
 
 def unchecked_verdict(t: AuditTrace) -> list[float]:
@@ -170,4 +176,4 @@ def unchecked_verdict(t: AuditTrace) -> list[float]:
     return out
 
 
-__all__ = ["call_mismatch", "filled_mismatch", "numbers", "states_verdict", "unchecked_verdict"]
+__all__ = ["call_mismatch", "filled_mismatch", "is_verdict", "numbers", "states_verdict", "unchecked_verdict"]

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from whenpro_core.audit.baselines import baseline
+from whenpro_core.audit.checks import is_verdict
 from whenpro_core.audit.corpus import Corpus, position_bin
 from whenpro_core.audit.run import top_steps
 from whenpro_core.audit.view import AuditTrace, Label, audit_view
@@ -182,13 +183,17 @@ _LIST_LINE = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+\S", re.MULTILINE)
 
 def step_class(step: Step) -> str:
     """``agent/kind`` of a step, with ``/list`` for a step written as a list (two or more
-    numbered or bulleted lines): the classes the released labels are balanced over. The
+    numbered or bulleted lines) and ``/verdict`` for a tool-less verdict (an approval, as
+    the audit's :func:`~whenpro_core.audit.checks.is_verdict` reads it): the classes the
+    released labels are balanced over. The
     form matters, not only the kind: issue 14 measured a third of arith_team's labels on
     the planner's full plan (its only list-shaped step) while its short intro and
     reviews, of the same kind, held none, and the audit's form classifier found the
-    labelled step from the list shape alone."""
+    labelled step from the list shape alone; issue 28 a third of code_pair's labels on the
+    tester's approvals (R.1, V.2), found by the learned form attacker from their wording."""
     listed = len(_LIST_LINE.findall(step.content or "")) >= 2
-    return f"{step.agent}/{step.kind}" + ("/list" if listed else "")
+    verdict = not step.tool_calls and is_verdict(step.content or "")
+    return f"{step.agent}/{step.kind}" + ("/list" if listed else "") + ("/verdict" if verdict else "")
 
 
 def fitting_modes(trace: Trace, modes: tuple[str, ...], *, offline: bool = True) -> dict[int, list[str]]:

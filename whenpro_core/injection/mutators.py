@@ -14,10 +14,10 @@ Modes, what the mutator does, and which steps it fits:
 ==== ==================================================================== =====================================
 code edit                                                                 fits
 ==== ==================================================================== =====================================
-R.3  perturb one number (±1, ±2, ×2, +10 units of its last digit), in     a number in a tool argument or the
-     the tool arguments and where the content quotes the argument (the    content (list markers ``1.`` excluded)
-     symbolic side of ``v = a + 4 = 94 + 4`` follows a literal); in a
-     computation stated without a tool, its result (bad arithmetic)
+R.3  perturb one number (±1, ±2, ×2, +10 units of its last digit), in     a number in a tool argument (not a
+     the tool arguments and where the content quotes the argument (the    copy of a value the run worked out)
+     symbolic side of ``v = a + 4 = 94 + 4`` follows a literal); in a     or the content (list markers ``1.``
+     computation stated without a tool, its result (bad arithmetic)       excluded)
 R.1  drop the tool call and work from a made-up input: one number the     a one-operator tool expression the
      expression reads from a variable is made up, the result worked out   text quotes, by an agent that states
      right on it and stated the way the agent states results without a    results without tools too; a
@@ -46,7 +46,9 @@ A.2  break the syntax of the step's last code block                       a fenc
 A.3  declare the agent's part done too early: append the sentence by    a step before the agent's last one,
      which the agent says so elsewhere in the trace; else turn the step   not final, when the agent says it is
      into the agent's own final-answer step (its format, with the latest  done elsewhere or gives the final
-     code block before the step, else its own, or number seen so far)     answer later
+     code block before the step, else its own, or number seen so far)     answer later (not right after a
+                                                                          peer's report of a problem unless
+                                                                          its final answer follows one too)
 A.4  repeat the agent's previous step (content and tool calls)            an earlier, different step by the
                                                                           same agent
 C.2  ignore a peer: after a peer's critique (fail, mismatch, fix...),      a peer critique answered by a revision,
@@ -163,14 +165,20 @@ def _composed(trace: Trace, i: int, edits: list[tuple[Any, ...]]) -> list[tuple[
 
 
 def _r3_fits(trace: Trace, i: int) -> bool:
+    """A number to change; in a tool argument, one that is not a copy of a value the run
+    worked out (:func:`_read_from_variable`), else a numeric argument or one in the text."""
     s = trace.steps[i]
-    return bool(arg_text_edits(s, find_numbers) or numeric_args(s) or find_numbers(s.content))
+    edits = arg_text_edits(s, find_numbers)
+    if any(not _read_from_variable(s.content, e[2], e[3]) for e in edits):
+        return True
+    return not edits and bool(numeric_args(s) or find_numbers(s.content))
 
 
 def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
     s = trace.steps[i]
     new = fresh_step(s)
-    text_edits = _composed(trace, i, arg_text_edits(s, find_numbers))
+    text_edits = [e for e in arg_text_edits(s, find_numbers) if not _read_from_variable(s.content, e[2], e[3])]
+    text_edits = _composed(trace, i, text_edits)
     num_args = numeric_args(s)
     if text_edits:
         ci, key, text, m = rng.choice(text_edits)
@@ -196,6 +204,19 @@ def _r3(trace: Trace, i: int, rng: random.Random) -> Mutation:
     wrong = perturb(m.group(), rng)
     new.content = s.content[: m.start()] + wrong + s.content[m.end() :]
     return Mutation(new, f"States {wrong} where the correct figure is {m.group()}.")
+
+
+def _read_from_variable(content: str | None, expr: str, number: re.Match[str]) -> bool:
+    """Whether ``number`` (a match in the tool argument ``expr``) stands for a variable on
+    the symbolic side of ``var = symbolic = expr`` in ``content``: a value the run worked
+    out before, so a changed copy of it disagrees with the run where anyone can see it (the
+    audit's 'filled vs symbolic' check). R.3 prefers a literal (a rate, a count from the
+    task), changed on both sides: a misread constant reads like the agent's own slip."""
+    a = next((a for a in ASSIGNMENT.finditer(content or "") if a.group("filled").strip() == expr.strip()), None)
+    if a is None:
+        return False
+    at = [n for n, t in enumerate(token_spans(expr)) if t.start() == number.start()]
+    return bool(at) and at[0] in _read_operands(expr, a.group("sym"))
 
 
 def _computations(text: str | None) -> list[re.Match[str]]:
@@ -711,7 +732,27 @@ def _a3_fits(trace: Trace, i: int) -> bool:
     if s.kind == "final_answer" or i >= len(trace.steps) - 1:
         return False
     later_own = any(st.agent == s.agent and is_agent_step(st) for st in trace.steps[i + 1 :])
-    return later_own and (_done_remark(trace, i) is not None or _final_of(trace, i) is not None)
+    if not later_own:
+        return False
+    final = _final_of(trace, i)
+    return _done_remark(trace, i) is not None or (final is not None and _hands_in_here(trace, i, final))
+
+
+def _peer_before(trace: Trace, i: int) -> Step | None:
+    """The latest step before ``i`` by another agent (or the task)."""
+    return next((st for st in reversed(trace.steps[:i]) if st.agent != trace.steps[i].agent), None)
+
+
+def _hands_in_here(trace: Trace, i: int, final: Step) -> bool:
+    """Whether the agent may hand in its final answer at step ``i``: not in answer to a
+    peer's report of a problem (:data:`CRITIQUE`) unless its own final answer follows one
+    too. A coder that hands in only after an approval never answers a report of failures
+    with its final answer (issue 28: a move no honest code_pair run made, found in 3 of 17
+    labelled steps of a default build)."""
+    before, before_final = _peer_before(trace, i), _peer_before(trace, final.index)
+    if before is None or before_final is None or not CRITIQUE.search(before.content or ""):
+        return True
+    return bool(CRITIQUE.search(before_final.content or ""))
 
 
 def _partial_result(trace: Trace, i: int) -> tuple[str, bool]:
