@@ -460,10 +460,7 @@ def bench(
     from whenpro_core.cli import bench as bench_
 
     choose(official_harness)
-    bench_.bench(
-        dataset,
-        preset=preset,
-        gold_flags=(gold, no_gold),
+    options = bench_.BenchOptions(
         protocols=protocol,
         models=model,
         both=both,
@@ -488,6 +485,7 @@ def bench(
         max_calls_per_s=max_calls_per_s,
         template=template,
     )
+    bench_.bench(dataset, options, preset=preset, gold_flags=(gold, no_gold))
 
 
 def inject(
