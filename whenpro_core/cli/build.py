@@ -27,6 +27,7 @@ from whenpro_core.bench.shards import parse_shard
 from whenpro_core.cli import output
 from whenpro_core.cli.options import not_together
 from whenpro_core.errors import ConfigError
+from whenpro_core.injection.inject import InjectOptions, run_inject_command
 
 #: Exit status of a build that kept no trace (the reasons on stderr).
 NOTHING_KEPT_STATUS = 1
@@ -243,15 +244,13 @@ def _validation_line(manifest: dict[str, Any]) -> str:
     )
 
 
-def inject(trace: str, step: str, mode: str, **options: Any) -> None:
+def inject(trace: str, step: str, mode: str, options: InjectOptions) -> None:
     """``whenpro inject`` (:func:`whenpro_core.injection.inject.run_inject_command`)."""
-    from whenpro_core.injection.inject import run_inject_command
-
-    run_inject_command(trace, step, mode, echo=output.echo, **options)
+    run_inject_command(trace, step, mode, options, echo=output.echo)
 
 
-def run(env: str, n: int, out: Path, **options: Any) -> None:
+def run(env: str, n: int, out: Path, *, seed: int | None, model: str, force: bool) -> None:
     """``whenpro run`` (:func:`whenpro_core.envs.run.run_many`)."""
     from whenpro_core.envs.run import run_many
 
-    run_many(env, n, out, echo=output.echo, **options)
+    run_many(env, n, out, seed=seed, model=model, force=force, echo=output.echo)

@@ -532,11 +532,9 @@ def inject(
 ) -> None:
     """Inject an error at a step, warm-start replay the rest, and verify the counterfactual."""
     from whenpro_core.cli import build as build_
+    from whenpro_core.injection.inject import InjectOptions
 
-    build_.inject(
-        trace,
-        step,
-        mode,
+    options = InjectOptions(
         generator=generator,
         executor=executor,
         out=out,
@@ -550,6 +548,7 @@ def inject(
         use_cache=not no_cache,
         base_url=base_url,
     )
+    build_.inject(trace, step, mode, options)
 
 
 def build(
