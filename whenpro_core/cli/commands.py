@@ -635,24 +635,24 @@ def build(
     from whenpro_core.cli import build as build_
 
     use_base_url(base_url)
-    build_.build(
-        seeds,
-        out,
-        modes=modes,
+    options = build_.BuildOptions(
+        modes=build_.mode_list(modes),
         per_seed=per_seed,
         generator=generator,
-        model=model,
         executor=executor,
         layout=layout,
         seed=seed,
         concurrency=concurrency,
         timeout=timeout,
         message_timeout=message_timeout,
+        model=model,
+        max_mode_share=max_mode_share,
+        detect=not keep_detectable,
+        adversarial=not keep_learnable,
+    )
+    run = build_.BuildRun(
         force=force,
         revalidate=revalidate,
-        max_mode_share=max_mode_share,
-        keep_detectable=keep_detectable,
-        keep_learnable=keep_learnable,
         export_validated=export_validated,
         ray=ray,
         ray_address=ray_address,
@@ -660,6 +660,7 @@ def build(
         shard=shard,
         max_calls_per_s=max_calls_per_s,
     )
+    build_.build(seeds, out, options, run)
 
 
 def report(
