@@ -773,10 +773,10 @@ def watch(
     or the judge failed; 3 nothing flagged but the run ended without an outcome; 0 the run ended
     with an outcome and nothing was flagged."""
     from whenpro_core.cli import live
+    from whenpro_core.cli.watch import WatchOptions
 
     use_base_url(base_url)
-    live.watch(
-        file,
+    options = WatchOptions(
         otlp=otlp,
         protocol=protocol,
         model=model,
@@ -795,6 +795,7 @@ def watch(
         preset=preset,
         token=token,
     )
+    live.watch(file, options)
 
 
 def serve(
