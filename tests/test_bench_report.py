@@ -17,7 +17,7 @@ from whenpro_core.bench.aggregate import Report, aggregate
 from whenpro_core.bench.records import ResultsFile
 from whenpro_core.bench.report import PLOT_NAME, report_markdown, text_plot, write_report
 from whenpro_core.cli.bench import BenchOptions, bench_command
-from whenpro_core.cli.report import report_command
+from whenpro_core.cli.report import ReportOptions, report_command
 from whenpro_core.errors import TraceFormatError
 
 
@@ -87,7 +87,7 @@ def test_report_merges_shards_and_reapplies_tolerance(tmp_path):
     recs = case()
     a = save(recs[:5], tmp_path / "part-0.jsonl")
     b = save(recs[5:], tmp_path / "part-1.jsonl")
-    rep = report_command([a, b], tmp_path / "out", tolerance=2, console=quiet())
+    rep = report_command([a, b], tmp_path / "out", ReportOptions(tolerance=2), console=quiet())
     assert rep.groups[0].overall.n == 9 and rep.tolerance == 2
     assert rep.groups[0].overall.step_acc_tol == pytest.approx(7 / 9)
     assert (tmp_path / "out" / "report.md").exists()

@@ -18,7 +18,7 @@ from whenpro_core.bench.aggregate import aggregate
 from whenpro_core.bench.records import ResultsFile
 from whenpro_core.bench.report import MD_MARKER, PLOT_NAME, is_whenpro_report_file, write_report
 from whenpro_core.cli.bench import BenchOptions, bench_command
-from whenpro_core.cli.report import report_command
+from whenpro_core.cli.report import ReportOptions, report_command
 from whenpro_core.errors import ConfigError
 
 USER_MD = "# My notes on the run\n\nDo not lose me.\n"
@@ -63,7 +63,7 @@ def test_report_overwrites_its_own_files_and_marks_them(tmp_path):
     folder = results.parent
     assert (folder / "report.md").read_text().splitlines()[0] == MD_MARKER
     assert all(is_whenpro_report_file(folder / n) for n in ("report.md", "report.json", PLOT_NAME))
-    report_command([results], tolerance=0, console=quiet())  # a rerun replaces them
+    report_command([results], None, ReportOptions(tolerance=0), console=quiet())  # a rerun replaces them
     assert json.loads((folder / "report.json").read_text())["tolerance"] == 0
 
 

@@ -34,7 +34,7 @@ from whenpro_core.bench.reviewed import Reviews, check_labels
 from whenpro_core.bench.scope import Scope
 from whenpro_core.cli import output
 from whenpro_core.cli.options import not_together
-from whenpro_core.cli.report import report_command
+from whenpro_core.cli.report import ReportOptions, report_command
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.formats.build_meta import unfinished_build_note
 from whenpro_core.library.listing import RowFilter
@@ -201,10 +201,9 @@ def bench_command(
         written = report_command(
             [results.path],
             outputs.report_dir,
-            tolerance=o.tolerance,
+            ReportOptions(tolerance=o.tolerance, labels=o.labels),
             console=console or output.stdout_console(),
             hint=report_hint,
-            labels=o.labels,
             scope=scope,
         )
     _raise_backend_failures(stats, results.path)

@@ -697,9 +697,10 @@ def report(
     """Re-render the benchmark report (tables, report.json, report.md, plot) from results."""
     from whenpro_core.cli import report as report_
 
-    report_.report_command(
-        results, out, tolerance=tolerance, labels=labels, rules=rules.value, metric=metric.value if metric else None
+    options = report_.ReportOptions(
+        tolerance=tolerance, labels=labels, rules=rules.value, metric=metric.value if metric else None
     )
+    report_.report_command(results, out, options)
 
 
 def audit(
