@@ -281,36 +281,30 @@ def attribute(
 
     choose(official_harness)
     apply_verdicts_dir(verdicts_dir)
-    flags = {"base_url": base_url, "timeout_s": timeout, "max_retries": max_retries}
-    if (protocol or "").strip().lower() == "counterfactual":
-        attribute_.counterfactual_command(
-            trace,
-            model=model,
-            executor=executor,
-            rank=rank,
-            max_replays=max_replays,
-            budget_usd=budget_usd,
-            as_json=as_json,
-            save=save,
-            no_cache=no_cache,
-            settings_flags=flags,
-            labels=labels,
-        )
-        return
-    attribute_.attribute_command(
-        trace,
+    options = attribute_.AttributeOptions(
         protocol=protocol,
         model=model,
         with_gold=not no_gold,
         as_json=as_json,
         save=save,
         no_cache=no_cache,
-        settings_flags={**flags, "images": images.value if images else None},
+        base_url=base_url,
+        timeout_s=timeout,
+        max_retries=max_retries,
+        images=images.value if images else None,
+        executor=executor,
+        rank=rank,
+        max_replays=max_replays,
+        budget_usd=budget_usd,
         dry_run=dry_run,
         preset=preset,
         template=template,
         labels=labels,
     )
+    if (protocol or "").strip().lower() == "counterfactual":
+        attribute_.counterfactual_command(trace, options)
+        return
+    attribute_.attribute_command(trace, options)
 
 
 def run(
