@@ -201,15 +201,17 @@ def view(
         diff_runs=diff,
         display=view_.Display(labels=labels, images=images.value, save=save),
         live=view_.LiveJudging(judge, protocol, model, budget_calls, budget_tokens, budget_usd, idle_timeout),
+        starts=view_.ViewStart(
+            results=tuple(results) if results is not None else None,
+            validate=validate,
+            follow=follow,
+            otlp=otlp,
+            store=store,
+            allow_remote=allow_remote,
+            token=token,
+            sessions=sessions_,
+        ),
         serve_port=port if serve else None,
-        results=results,
-        validate=validate,
-        follow=follow,
-        otlp=otlp,
-        store=store,
-        allow_remote=allow_remote,
-        token=token,
-        sessions=sessions_,
     )
 
 
