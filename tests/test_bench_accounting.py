@@ -18,7 +18,7 @@ from tests.support.llm_server import LLMServer
 from tests.support.llm_wire import prompt_text
 from whenpro_core.bench.aggregate import aggregate
 from whenpro_core.bench.records import Record, read_records
-from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
 from whenpro_core.errors import BackendError
 from whenpro_core.trace.model import Usage
 
@@ -44,7 +44,7 @@ def served(llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> LLMServer:
 
 
 def _bench(data: Path, out: Path, **kw: Any) -> list[Record]:
-    bench_command(str(data), out=out, report=False, models=MODEL, **kw)
+    bench_command(str(data), BenchOptions(out=out, report=False, models=MODEL, **kw))
     return read_records(out)[0]
 
 

@@ -28,7 +28,7 @@ from whenpro_core.bench.explore import (
     table_rows,
 )
 from whenpro_core.bench.report import breakdown_rows, leaderboard_rows
-from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.whenpro_files import is_results_file
 
@@ -43,7 +43,7 @@ def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("explore")
     data = write_dataset(root)
     out = root / "r.jsonl"
-    bench_command(str(data), out=out, both=True, report=False, console=quiet())
+    bench_command(str(data), BenchOptions(out=out, both=True, report=False), console=quiet())
     return data, out
 
 

@@ -23,7 +23,7 @@ from tests.support.fixtures import TEST_KEY
 from tests.support.llm_server import LLMServer
 from tests.support.local_ray import local_ray
 from whenpro_core.bench.records import read_records
-from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
 from whenpro_core.errors import BackendError
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'whenpro[ray]')")
@@ -69,7 +69,8 @@ def records_by_key(path: Path) -> dict[str, Any]:
 
 def run(data: Path, out: Path, **kw: Any) -> Any:
     return bench_command(
-        str(data), models=MODEL, both=True, out=out, use_cache=False, report_dir=out.parent / "report", **kw
+        str(data),
+        BenchOptions(models=MODEL, both=True, out=out, use_cache=False, report_dir=out.parent / "report", **kw),
     )
 
 

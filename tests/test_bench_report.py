@@ -16,8 +16,8 @@ from whenpro_core.bench import runner
 from whenpro_core.bench.aggregate import Report, aggregate
 from whenpro_core.bench.records import ResultsFile
 from whenpro_core.bench.report import PLOT_NAME, report_markdown, text_plot, write_report
-from whenpro_core.cli.bench import bench_command
-from whenpro_core.cli.report import report_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
+from whenpro_core.cli.report import ReportOptions, report_command
 from whenpro_core.errors import TraceFormatError
 
 
@@ -87,7 +87,7 @@ def test_report_merges_shards_and_reapplies_tolerance(tmp_path):
     recs = case()
     a = save(recs[:5], tmp_path / "part-0.jsonl")
     b = save(recs[5:], tmp_path / "part-1.jsonl")
-    rep = report_command([a, b], tmp_path / "out", tolerance=2, console=quiet())
+    rep = report_command([a, b], tmp_path / "out", ReportOptions(tolerance=2), console=quiet())
     assert rep.groups[0].overall.n == 9 and rep.tolerance == 2
     assert rep.groups[0].overall.step_acc_tol == pytest.approx(7 / 9)
     assert (tmp_path / "out" / "report.md").exists()
@@ -102,7 +102,7 @@ def test_markdown_escapes_table_cells():
 def test_bench_on_a_small_dataset_reports_on_it(tmp_path):
     data = write_dataset(tmp_path)
     out = tmp_path / "runs" / "r.jsonl"
-    report = bench_command(str(data), out=out, both=True, console=quiet())
+    report = bench_command(str(data), BenchOptions(out=out, both=True), console=quiet())
     assert {g.label for g in report.groups} == {"heuristic · gold", "heuristic · no-gold"}
     for g in report.groups:
         assert (g.records, g.scored, g.errors) == (LABELLED + 1, LABELLED, 1)
@@ -118,7 +118,7 @@ def test_bench_on_a_small_dataset_reports_on_it(tmp_path):
 @pytest.mark.real_traces
 def test_bench_on_who_and_when_hand_crafted(real_traces, tmp_path):
     folder = real_traces / "who-and-when" / "Who&When" / "Hand-Crafted"
-    report = bench_command(str(folder), out=tmp_path / "r.jsonl", limit=5, console=quiet())
+    report = bench_command(str(folder), BenchOptions(out=tmp_path / "r.jsonl", limit=5), console=quiet())
     g = report.groups[0]
     assert (g.records, g.scored, g.errors) == (5, 5, 0)
     assert g.overall.error is None  # Who&When labels carry no failure mode
@@ -134,7 +134,9 @@ def test_bench_on_who_and_when_hand_crafted(real_traces, tmp_path):
 def test_bench_on_who_when_pro_jsonl(real_traces, tmp_path):
     folder = real_traces / "who-when-pro-jsonl"
     out = tmp_path / "r.jsonl"
-    report = bench_command(str(folder), out=out, sample=6, seed=1, both=True, where=["mode=R.3"], console=quiet())
+    report = bench_command(
+        str(folder), BenchOptions(out=out, sample=6, seed=1, both=True, where=["mode=R.3"]), console=quiet()
+    )
     records = list(ResultsFile(out).done.values())
     assert [r.error for r in records if r.error] == []
     assert len(records) == 12 and {r.trace.gt_mode for r in records} == {"R.3"}

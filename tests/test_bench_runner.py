@@ -16,7 +16,7 @@ from tests.support.waiting import TIMEOUT_S
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.bench import runner
 from whenpro_core.bench.records import ResultsFile, build_record, read_records
-from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
 from whenpro_core.errors import ConfigError, TraceFormatError
 from whenpro_core.formats import load_trace
 from whenpro_core.trace.score import score_prediction
@@ -37,7 +37,7 @@ def keys_of(path: Path) -> list[str]:
 
 
 def quiet_bench(dataset, out, **kw):
-    return bench_command(str(dataset), out=out, report=False, **kw)
+    return bench_command(str(dataset), BenchOptions(out=out, report=False, **kw))
 
 
 # --------------------------------------------------------------------------- planning

@@ -18,7 +18,7 @@ from tests.support.fixtures import TEST_KEY
 from whenpro_core.bench import shards
 from whenpro_core.bench.ratelimit import RateLimiter
 from whenpro_core.bench.records import read_records
-from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
 from whenpro_core.cli.report import report_command
 from whenpro_core.errors import ConfigError, TraceFormatError
 
@@ -50,19 +50,19 @@ def test_job_array_shards_cover_the_run_once_and_report_reads_folder_or_glob(tmp
     data = write_dataset(tmp_path)
     out = tmp_path / "r.jsonl"
     for k in range(3):
-        assert bench_command(str(data), out=out, shard=f"{k}/3") is None  # a job's share: no report
+        assert bench_command(str(data), BenchOptions(out=out, shard=f"{k}/3")) is None  # a job's share: no report
     parts = sorted((tmp_path / "r.d").glob("part-*.jsonl"))
     per_part = [keys(p) for p in parts]
     assert sum(len(k) for k in per_part) == len(set().union(*per_part)) == ITEMS  # disjoint, complete
     assert not out.exists()
     by_folder = report_command([tmp_path / "r.d"], tmp_path / "rep1", quiet=True)
     by_glob = report_command([str(tmp_path / "r.d" / "part-*.jsonl")], tmp_path / "rep2", quiet=True)
-    local = bench_command(str(data), out=tmp_path / "local.jsonl", report_dir=tmp_path / "rep3")
+    local = bench_command(str(data), BenchOptions(out=tmp_path / "local.jsonl", report_dir=tmp_path / "rep3"))
     assert local is not None
     for rep in (by_folder, by_glob):
         assert differences(strip_timing(rep.model_dump(mode="json")), strip_timing(local.model_dump(mode="json"))) == []
     # a later run without --shard finds everything done and merges the parts
-    bench_command(str(data), out=out, report=False)
+    bench_command(str(data), BenchOptions(out=out, report=False))
     assert keys(out) == set().union(*per_part) and not any((tmp_path / "r.d").glob("part-*"))
 
 
@@ -70,14 +70,14 @@ def test_resume_skips_items_finished_in_any_part_and_repairs_a_torn_one(tmp_path
     data = write_dataset(tmp_path)
     out = tmp_path / "runs"
     out.mkdir()  # --out as a folder: parts and results.jsonl inside
-    bench_command(str(data), out=out, shard="0/2")
+    bench_command(str(data), BenchOptions(out=out, shard="0/2"))
     part = out / "part-0000.jsonl"
     done = keys(part)
     assert done
     whole = part.read_bytes()
     part.write_bytes(whole + whole.splitlines()[0][:40])  # a record torn by a killed worker
     capsys.readouterr()
-    bench_command(str(data), out=out, report=False)
+    bench_command(str(data), BenchOptions(out=out, report=False))
     err = capsys.readouterr().err
     assert "removed a torn last line" in err
     assert f"{len(done)} already in" in err and f"{ITEMS - len(done)} to run" in err
@@ -114,12 +114,14 @@ def test_max_calls_per_s_in_one_process_counted_at_the_server(tmp_path, llm_serv
     begun = time.monotonic()  # the server stamps requests with time.monotonic() too
     bench_command(
         str(data),
-        models="openai:gpt-4.1",
-        out=tmp_path / "r.jsonl",
-        concurrency=8,
-        max_calls_per_s=4,
-        use_cache=False,
-        report=False,
+        BenchOptions(
+            models="openai:gpt-4.1",
+            out=tmp_path / "r.jsonl",
+            concurrency=8,
+            max_calls_per_s=4,
+            use_cache=False,
+            report=False,
+        ),
     )
     starts = sorted(r.started for r in llm_server.requests)
     assert len(starts) == LABELLED
@@ -148,5 +150,5 @@ def test_an_unreachable_ray_address_is_one_clear_error_not_a_hang(tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'whenpro[ray]')")
     data = write_dataset(tmp_path)
     with pytest.raises(ConfigError, match="cannot connect to the Ray cluster at 127.0.0.1:1"):
-        bench_command(str(data), out=tmp_path / "r.jsonl", ray_address="127.0.0.1:1", report=False)
+        bench_command(str(data), BenchOptions(out=tmp_path / "r.jsonl", ray_address="127.0.0.1:1", report=False))
     assert not (tmp_path / "r.jsonl").exists()

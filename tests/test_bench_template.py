@@ -23,7 +23,7 @@ from tests.support.llm_server import LLMServer
 from tests.support.llm_wire import prompt_text
 from whenpro_core.attribution.template import template_sha
 from whenpro_core.bench.records import read_records
-from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
 from whenpro_core.cli.report import report_command
 
 MODEL = "openai:gpt-4.1"
@@ -48,10 +48,7 @@ def _bench(data: Path, out: Path, template: Path) -> str:
     shown = io.StringIO()
     bench_command(
         str(data),
-        out=out,
-        models=MODEL,
-        template=str(template),
-        report_dir=out.parent / "report",
+        BenchOptions(out=out, models=MODEL, template=str(template), report_dir=out.parent / "report"),
         console=Console(file=shown, width=240),
     )
     return shown.getvalue()

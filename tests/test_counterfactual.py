@@ -221,7 +221,7 @@ def test_cli_ranks_with_an_llm_protocol_and_fixes_with_the_model(llm_server, mon
     steps, the builtin executor replays; everything over the real SDK to the test server."""
     from tests.support.fixtures import TEST_KEY
     from tests.support.judge_oracle import oracle_for
-    from whenpro_core.cli.attribute import counterfactual_command
+    from whenpro_core.cli.attribute import AttributeOptions, counterfactual_command
 
     seed = seed_run("arith_team", 1)
     cf = _decisive("arith_team", 1, 4, "R.3")
@@ -233,14 +233,16 @@ def test_cli_ranks_with_an_llm_protocol_and_fixes_with_the_model(llm_server, mon
     write_trace(cf, path)
     counterfactual_command(
         str(path),
-        model="openai:gpt-4.1",
-        executor="builtin",
-        rank="all-at-once",
-        max_replays=4,
-        budget_usd=None,
-        as_json=True,
-        save=False,
-        no_cache=True,
+        AttributeOptions(
+            model="openai:gpt-4.1",
+            executor="builtin",
+            rank="all-at-once",
+            max_replays=4,
+            budget_usd=None,
+            as_json=True,
+            save=False,
+            no_cache=True,
+        ),
     )
     out = capsys.readouterr()
     rec = json.loads(out.out)

@@ -18,7 +18,7 @@ from tests.support.cli import one_line_error, run_whenpro
 from whenpro_core.attribution.heuristic import attribute_heuristic
 from whenpro_core.attribution.verdicts import save_verdict
 from whenpro_core.bench import runner
-from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace, load_traces, walk
 from whenpro_core.formats.native import write_trace
@@ -90,12 +90,12 @@ def test_a_second_bench_over_the_folder_ignores_its_own_results_and_report(tmp_p
     ds = write_dataset(tmp_path)
     out = ds / "results.jsonl"
     first = runner.select(ds)
-    bench_command(str(ds), out=out, report=True, console=_quiet())
+    bench_command(str(ds), BenchOptions(out=out, report=True), console=_quiet())
     assert out.exists() and (ds / "report.json").exists() and (ds / "report.md").exists()
     again = runner.select(ds)
     assert (again.total, again.bad) == (first.total, first.bad)  # the broken file of bench_data only
     assert not [r for r in walk(ds) if r.path in (str(out), str(ds / "report.json"))]
-    bench_command(str(ds), out=out, report=False, console=_quiet())  # resumes: nothing new
+    bench_command(str(ds), BenchOptions(out=out, report=False), console=_quiet())  # resumes: nothing new
     keys = [orjson.loads(line)["key"] for line in out.read_bytes().splitlines()]
     assert len(keys) == len(set(keys)) == LABELLED + 1
 
@@ -103,7 +103,7 @@ def test_a_second_bench_over_the_folder_ignores_its_own_results_and_report(tmp_p
 def test_opening_results_and_report_files_directly(tmp_path):
     ds = write_dataset(tmp_path)
     out = ds / "results.jsonl"
-    bench_command(str(ds), out=out, report=True, console=_quiet())
+    bench_command(str(ds), BenchOptions(out=out, report=True), console=_quiet())
     with pytest.raises(TraceFormatError, match="this is a whenpro bench results file, not a trace"):
         load_trace(out)
     with pytest.raises(TraceFormatError, match="this is a whenpro bench report, not a trace"):
@@ -126,7 +126,7 @@ def test_results_re_saved_by_another_json_writer_are_still_results(tmp_path, dum
     ds = write_dataset(tmp_path)
     out = ds / "results.jsonl"
     first = runner.select(ds)
-    bench_command(str(ds), out=out, report=False, console=_quiet())
+    bench_command(str(ds), BenchOptions(out=out, report=False), console=_quiet())
     out.write_text("".join(dump(json.loads(line)) + "\n" for line in out.read_text().splitlines()))
     again = runner.select(ds)
     assert (again.total, again.bad) == (first.total, first.bad)
@@ -135,7 +135,7 @@ def test_results_re_saved_by_another_json_writer_are_still_results(tmp_path, dum
     for command in ("info", "ls"):
         told = run_whenpro(command, str(out), columns=400)
         assert one_line_error(told) and "this is a whenpro bench results file, not a trace" in told.stderr
-    bench_command(str(ds), out=out, report=False, console=_quiet())  # resumes: nothing new
+    bench_command(str(ds), BenchOptions(out=out, report=False), console=_quiet())  # resumes: nothing new
     keys = [json.loads(line)["key"] for line in out.read_text().splitlines()]
     assert len(keys) == len(set(keys)) == LABELLED + 1
 

@@ -17,8 +17,8 @@ from test_bench_cli import one_line_error, whenpro
 from whenpro_core.bench.aggregate import aggregate
 from whenpro_core.bench.records import ResultsFile
 from whenpro_core.bench.report import MD_MARKER, PLOT_NAME, is_whenpro_report_file, write_report
-from whenpro_core.cli.bench import bench_command
-from whenpro_core.cli.report import report_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
+from whenpro_core.cli.report import ReportOptions, report_command
 from whenpro_core.errors import ConfigError
 
 USER_MD = "# My notes on the run\n\nDo not lose me.\n"
@@ -63,7 +63,7 @@ def test_report_overwrites_its_own_files_and_marks_them(tmp_path):
     folder = results.parent
     assert (folder / "report.md").read_text().splitlines()[0] == MD_MARKER
     assert all(is_whenpro_report_file(folder / n) for n in ("report.md", "report.json", PLOT_NAME))
-    report_command([results], tolerance=0, console=quiet())  # a rerun replaces them
+    report_command([results], None, ReportOptions(tolerance=0), console=quiet())  # a rerun replaces them
     assert json.loads((folder / "report.json").read_text())["tolerance"] == 0
 
 
@@ -92,11 +92,11 @@ def test_bench_refuses_before_running_anything(tmp_path):
     folder.mkdir()
     (folder / "r.report.md").write_text(USER_MD)  # the report of r.jsonl is r.report.md
     with pytest.raises(ConfigError, match="r.report.md exists and was not written by whenpro"):
-        bench_command(str(data), out=folder / "r.jsonl", console=quiet())
+        bench_command(str(data), BenchOptions(out=folder / "r.jsonl"), console=quiet())
     assert not (folder / "r.jsonl").exists() and (folder / "r.report.md").read_text() == USER_MD
-    bench_command(str(data), out=folder / "r.jsonl", report=False, console=quiet())  # --no-report runs
+    bench_command(str(data), BenchOptions(out=folder / "r.jsonl", report=False), console=quiet())  # --no-report runs
     assert (folder / "r.jsonl").exists() and (folder / "r.report.md").read_text() == USER_MD
-    bench_command(str(data), out=folder / "r.jsonl", report_dir=tmp_path / "rep", console=quiet())
+    bench_command(str(data), BenchOptions(out=folder / "r.jsonl", report_dir=tmp_path / "rep"), console=quiet())
     assert (tmp_path / "rep" / "r.report.json").exists()
 
 

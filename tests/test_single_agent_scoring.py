@@ -68,7 +68,7 @@ def test_report_plain_agent_accuracy_counts_only_accepted_agents(samples):
 def test_bench_through_an_llm_judge_scores_a_junk_agent_as_wrong(
     samples, real_traces, tmp_path, llm_server, monkeypatch
 ):
-    from whenpro_core.cli.bench import bench_command
+    from whenpro_core.cli.bench import BenchOptions, bench_command
 
     llm_server.respond_with(lambda body: f"Agent Name: {JUNK}\nStep Number: 1\nError Mode: P.1\nReason: r")
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
@@ -76,8 +76,7 @@ def test_bench_through_an_llm_judge_scores_a_junk_agent_as_wrong(
     out = tmp_path / "results.jsonl"
     report = bench_command(
         str(real_traces / "who-when-pro-samples" / "data" / "traces"),
-        models="openai:gpt-4.1",
-        out=out,
+        BenchOptions(models="openai:gpt-4.1", out=out),
         console=Console(file=io.StringIO()),
     )
     records = [json.loads(line) for line in out.read_text().splitlines()]

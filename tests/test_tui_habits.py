@@ -15,7 +15,7 @@ from textual.widgets import DataTable
 from bench_data import write_dataset
 from tests.conftest import screen_text, settle, team_trace
 from tests.test_tui_results import quiet
-from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
 from whenpro_core.formats.native import write_trace
 from whenpro_core.safety.textsafe import whole_sentences
 from whenpro_core.trace.model import Attribution
@@ -228,7 +228,7 @@ async def test_every_new_key_is_in_help_and_the_palette(team_file: Path) -> None
 def results_file(tmp_path: Path) -> Path:
     """Heuristic benchmark results (with and without gold) on the small made-up dataset."""
     data = write_dataset(tmp_path)
-    bench_command(str(data), out=tmp_path / "r.jsonl", both=True, report=False, console=quiet())
+    bench_command(str(data), BenchOptions(out=tmp_path / "r.jsonl", both=True, report=False), console=quiet())
     return tmp_path / "r.jsonl"
 
 

@@ -91,13 +91,16 @@ async def test_escape_on_the_first_results_screen_does_not_quit(tmp_path: Path) 
     from rich.console import Console
 
     from bench_data import write_dataset
-    from whenpro_core.cli.bench import bench_command
+    from whenpro_core.cli.bench import BenchOptions, bench_command
     from whenpro_tui.screens.results import ResultsScreen
 
     data = write_dataset(tmp_path)
     with open(os.devnull, "w") as devnull:
         await asyncio.to_thread(
-            bench_command, str(data), out=tmp_path / "r.jsonl", report=False, console=Console(file=devnull, width=100)
+            bench_command,
+            str(data),
+            BenchOptions(out=tmp_path / "r.jsonl", report=False),
+            console=Console(file=devnull, width=100),
         )
     app = WhenproApp(str(tmp_path / "r.jsonl"), cursor_blink=False)
     async with app.run_test(size=(120, 30), notifications=True) as pilot:

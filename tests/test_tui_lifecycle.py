@@ -18,7 +18,7 @@ from rich.console import Console
 import whenpro_tui
 from bench_data import write_dataset
 from tests.conftest import SAMPLES, busy_workers, settle
-from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
 from whenpro_tui.app import WhenproApp
 from whenpro_tui.messages import VerdictsLoaded
 from whenpro_tui.screens.live_trace import LiveTraceScreen
@@ -96,7 +96,10 @@ async def test_a_results_trace_screen_loads_its_trace_once(tmp_path: Path) -> No
     data = write_dataset(tmp_path)
     with open(os.devnull, "w") as devnull:
         await asyncio.to_thread(
-            bench_command, str(data), out=tmp_path / "r.jsonl", report=False, console=Console(file=devnull, width=100)
+            bench_command,
+            str(data),
+            BenchOptions(out=tmp_path / "r.jsonl", report=False),
+            console=Console(file=devnull, width=100),
         )
     loaded: list[VerdictsLoaded] = []
     app = WhenproApp(str(tmp_path / "r.jsonl"), cursor_blink=False)

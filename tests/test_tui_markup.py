@@ -24,7 +24,7 @@ from bench_data import write_dataset
 from tests.conftest import WHOWHEN, screen_text, settle
 from tests.support.waiting import until as wait_for
 from whenpro_core.attribution.verdicts import save_verdict
-from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_core.trace.model import Agent, Attribution, GroundTruth, Outcome, Step, Task, Trace
@@ -221,7 +221,7 @@ async def test_results_cells_and_drill_down(tmp_path: Path, m: str) -> None:
     out = tmp_path / "r.jsonl"
     with open(os.devnull, "w") as devnull:  # bench runs its own event loop: not in this one
         await asyncio.to_thread(
-            bench_command, str(data), out=out, report=False, console=Console(file=devnull, width=120)
+            bench_command, str(data), BenchOptions(out=out, report=False), console=Console(file=devnull, width=120)
         )
     app = WhenproApp(str(out), cursor_blink=False)
     async with app.run_test(size=(150, 40), notifications=True) as pilot:

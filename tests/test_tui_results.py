@@ -19,7 +19,7 @@ from tests.conftest import WHOWHEN, screen_text, settle
 from whenpro_core.bench.aggregate import aggregate
 from whenpro_core.bench.records import read_records
 from whenpro_core.bench.report import breakdown_rows, leaderboard_rows
-from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
 from whenpro_core.formats.native import write_trace
 from whenpro_core.views.search import find_coord
 from whenpro_tui.app import WhenproApp
@@ -46,8 +46,10 @@ def hand_results(tmp_path_factory) -> Path:
     if not HAND.is_dir():
         pytest.skip(f"Who&When Hand-Crafted traces not present at {HAND}")
     out = tmp_path_factory.mktemp("results") / "r.jsonl"
-    bench_command(str(HAND), protocols="heuristic", out=out, report=False, console=quiet())
-    bench_command(str(HAND), protocols="heuristic", gold=False, limit=6, out=out, report=False, console=quiet())
+    bench_command(str(HAND), BenchOptions(protocols="heuristic", out=out, report=False), console=quiet())
+    bench_command(
+        str(HAND), BenchOptions(protocols="heuristic", gold=False, limit=6, out=out, report=False), console=quiet()
+    )
     return out
 
 
@@ -196,7 +198,7 @@ def moved(tmp_path) -> tuple[Path, Path]:
     for name in ("1.json", "2.json"):
         shutil.copy(HAND / name, data / name)
     out = tmp_path / "r.jsonl"
-    bench_command(str(data), out=out, report=False, console=quiet())
+    bench_command(str(data), BenchOptions(out=out, report=False), console=quiet())
     data.rename(tmp_path / "moved")
     return out, tmp_path / "moved"
 
@@ -227,7 +229,7 @@ async def test_a_file_that_is_not_results_is_refused_before_the_tui(tmp_path):
 def small_results(tmp_path) -> Path:
     """``whenpro bench --protocol heuristic`` over the made-up bench dataset."""
     out = tmp_path / "r.jsonl"
-    bench_command(str(write_dataset(tmp_path)), out=out, report=False, console=quiet())
+    bench_command(str(write_dataset(tmp_path)), BenchOptions(out=out, report=False), console=quiet())
     return out
 
 
@@ -258,7 +260,7 @@ def numbered_results(tmp_path) -> Path:
         trace.id = f"run-{n}"
         write_trace(trace, data / trace.framework / f"{trace.id}.json")
     out = tmp_path / "r.jsonl"
-    bench_command(str(data), out=out, report=False, console=quiet())
+    bench_command(str(data), BenchOptions(out=out, report=False), console=quiet())
     return out
 
 
@@ -280,7 +282,7 @@ async def test_a_cell_lists_its_traces_in_natural_order(numbered_results):
 
 def test_results_screen_snapshot(snap_compare, tmp_path: Path, monkeypatch) -> None:
     data = write_dataset(tmp_path)
-    bench_command(str(data), out=tmp_path / "r.jsonl", both=True, report=False, console=quiet())
+    bench_command(str(data), BenchOptions(out=tmp_path / "r.jsonl", both=True, report=False), console=quiet())
     monkeypatch.chdir(tmp_path)
     app = WhenproApp("r.jsonl", cursor_blink=False)
 
@@ -295,7 +297,7 @@ def test_results_screen_snapshot(snap_compare, tmp_path: Path, monkeypatch) -> N
 
 def test_results_cell_snapshot(snap_compare, tmp_path: Path, monkeypatch) -> None:
     data = write_dataset(tmp_path)
-    bench_command(str(data), out=tmp_path / "r.jsonl", report=False, console=quiet())
+    bench_command(str(data), BenchOptions(out=tmp_path / "r.jsonl", report=False), console=quiet())
     monkeypatch.chdir(tmp_path)
     app = WhenproApp("r.jsonl", cursor_blink=False)
 

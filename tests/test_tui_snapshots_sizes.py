@@ -12,7 +12,7 @@ from bench_data import write_dataset
 from tests.conftest import settle, team_trace
 from tests.test_tui_results import quiet
 from whenpro_core.attribution.verdicts import save_verdict
-from whenpro_core.cli.bench import bench_command
+from whenpro_core.cli.bench import BenchOptions, bench_command
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import write_trace
 from whenpro_core.trace.model import Attribution, Outcome
@@ -76,7 +76,7 @@ def test_library_screen(snap_compare, in_tmp: Path, size: str) -> None:
 @pytest.mark.parametrize("size", SIZES)
 def test_results_screen(snap_compare, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: str) -> None:
     data = write_dataset(tmp_path)
-    bench_command(str(data), out=tmp_path / "r.jsonl", both=True, report=False, console=quiet())
+    bench_command(str(data), BenchOptions(out=tmp_path / "r.jsonl", both=True, report=False), console=quiet())
     monkeypatch.chdir(tmp_path)
     app = WhenproApp("r.jsonl", cursor_blink=False)
 

@@ -4,7 +4,7 @@ print the verdict (a grid, or JSON) and keep it beside the trace."""
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -37,36 +37,68 @@ if TYPE_CHECKING:
     from whenpro_core.config import Settings
 
 
-def attribute_command(
-    ref: str,
-    *,
-    protocol: str | None,
-    model: str | None,
-    with_gold: bool,
-    as_json: bool,
-    save: bool,
-    no_cache: bool,
-    settings_flags: dict[str, Any] | None = None,
-    dry_run: bool = False,
-    preset: str | None = None,
-    template: str | None = None,
-    labels: bool = False,
-) -> None:
+@dataclass(frozen=True)
+class AttributeOptions:
+    """The options of one ``whenpro attribute``, as typed (built once by the command, then
+    passed whole). ``protocol`` (``None``: all-at-once with a model, else heuristic),
+    ``model`` (``provider:model``), ``with_gold``, ``preset`` and ``template`` (a Jinja2 file)
+    make the request; ``as_json``, ``save`` and ``labels`` say how the verdict is shown and
+    kept; ``no_cache`` skips cached model answers; ``base_url``, ``timeout_s``,
+    ``max_retries`` and ``images`` (``on``/``off``) override the environment and config.toml
+    (``None``: not given); ``dry_run`` prints the requests and calls nothing. The
+    counterfactual search reads ``executor`` (``builtin``, ``cmd:...``, ``simulate[...]``),
+    ``rank`` (``heuristic`` or an LLM protocol tried first), ``max_replays`` and
+    ``budget_usd`` (``None``: no cap)."""
+
+    protocol: str | None = None
+    model: str | None = None
+    with_gold: bool = True
+    as_json: bool = False
+    save: bool = True
+    no_cache: bool = False
+    base_url: str | None = None
+    timeout_s: float | None = None
+    max_retries: int | None = None
+    images: str | None = None
+    executor: str = "builtin"
+    rank: str = "heuristic"
+    max_replays: int = 8
+    budget_usd: float | None = None
+    dry_run: bool = False
+    preset: str | None = None
+    template: str | None = None
+    labels: bool = False
+
+    def settings_flags(self, *, images: bool = True) -> dict[str, str | float | int | None]:
+        """The flags that override the settings (:func:`whenpro_core.config.load_settings`;
+        ``None``: not given); ``images=False`` leaves ``--images`` out (the counterfactual
+        search sends no images)."""
+        flags: dict[str, str | float | int | None] = {
+            "base_url": self.base_url,
+            "timeout_s": self.timeout_s,
+            "max_retries": self.max_retries,
+        }
+        return {**flags, "images": self.images} if images else flags
+
+
+def attribute_command(ref: str, options: AttributeOptions) -> None:
     """Load the trace, run the protocol, print the verdict, optionally save it.
-    ``settings_flags`` (base_url, timeout_s, max_retries, images; ``None`` = not given)
-    override the environment and config.toml. ``dry_run``: print the requests the
+    The settings flags of ``options`` (base_url, timeout_s, max_retries, images; ``None`` =
+    not given) override the environment and config.toml. ``dry_run``: print the requests the
     protocol would send first (:mod:`whenpro_core.attribution.dry_run`) and call nothing.
     ``labels``: also print the trace's ground truth and the per-axis match (hidden by
     default, like the TUI, so an annotator or a judge's operator is not shown the label)."""
+    o = options
+    as_json, labels, settings_flags = o.as_json, o.labels, o.settings_flags()
     request = request_from_options(
-        protocol=protocol, model=model, preset=preset, with_gold=with_gold, use_cache=not no_cache
+        protocol=o.protocol, model=o.model, preset=o.preset, with_gold=o.with_gold, use_cache=not o.no_cache
     )
-    if template:
+    if o.template:
         from whenpro_core.attribution.template import load_template
 
-        request = replace(request, template=load_template(template))
+        request = replace(request, template=load_template(o.template))
     trace = load_one(ref)
-    if dry_run:
+    if o.dry_run:
         _dry_run(trace, request, as_json, settings_flags)
         return
     err = output.stderr_console()  # long lines stay whole in logs
@@ -78,7 +110,7 @@ def attribute_command(
 
         from whenpro_core.config import load_settings
 
-        settings = load_settings(**(settings_flags or {}))
+        settings = load_settings(**settings_flags)
         run = run_request(trace, with_configured_model(request, settings), settings=settings)
         if not as_json and sys.stderr.isatty():
             ident = shown_id(trace.id, labels)
@@ -87,7 +119,7 @@ def attribute_command(
                 verdict = asyncio.run(run)
         else:
             verdict = asyncio.run(run)
-    _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=save, err=err)
+    _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=o.save, err=err)
 
 
 def _warn_offline(err: Console) -> None:
@@ -170,14 +202,16 @@ def _add_cost_rows(grid: Table, verdict: Attribution) -> None:
         )
 
 
-def _dry_run(trace: Trace, request: AttributionRequest, as_json: bool, settings_flags: dict[str, Any] | None) -> None:
+def _dry_run(
+    trace: Trace, request: AttributionRequest, as_json: bool, settings_flags: dict[str, str | float | int | None]
+) -> None:
     """Print the requests ``request`` would send first (text, or JSON); no call."""
     import json
 
     from whenpro_core.attribution.dry_run import need_model, preview, preview_text
     from whenpro_core.config import load_settings
 
-    settings = load_settings(**{k: v for k, v in (settings_flags or {}).items() if v is not None})
+    settings = load_settings(**{k: v for k, v in settings_flags.items() if v is not None})
     name = request.protocol
     doc = preview(
         trace,
@@ -218,20 +252,7 @@ def _saved_already(trace: Trace, verdict: Attribution) -> bool:
         return False
 
 
-def counterfactual_command(
-    ref: str,
-    *,
-    model: str | None,
-    executor: str,
-    rank: str,
-    max_replays: int,
-    budget_usd: float | None,
-    as_json: bool,
-    save: bool,
-    no_cache: bool,
-    settings_flags: dict[str, Any] | None = None,
-    labels: bool = False,
-) -> None:
+def counterfactual_command(ref: str, options: AttributeOptions) -> None:
     """``whenpro attribute --protocol counterfactual``: rank the steps, correct each in turn
     (the reference policy on a built-in system, else the model asked to fix the step),
     replay the rest through ``executor``, stop at the earliest step whose correction
@@ -246,12 +267,14 @@ def counterfactual_command(
     from whenpro_core.config import load_settings
     from whenpro_core.injection.registry import get_executor
 
+    o = options
+    model, no_cache, as_json, labels = o.model, o.no_cache, o.as_json, o.labels
     trace = load_one(ref)
     if trace.outcome == Outcome.success:  # as every protocol: no decisive error, no replay
         verdict = nothing_to_attribute(trace, "counterfactual", None, with_gold=True)
         _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=False, err=output.stderr_console())
         return
-    settings = load_settings(**(settings_flags or {}))
+    settings = load_settings(**o.settings_flags(images=False))
     builtin = replayable_offline(trace)
     if not builtin and (model or settings.model or "heuristic").strip().lower() == "heuristic":
         raise ConfigError(
@@ -266,11 +289,11 @@ def counterfactual_command(
         if builtin and not model
         else LLMFixCorrector(model or settings.model or "", settings=settings, use_cache=not no_cache)
     )
-    runner = get_executor(executor, model=model, settings=settings, use_cache=not no_cache)
+    runner = get_executor(o.executor, model=model, settings=settings, use_cache=not no_cache)
     ranking = heuristic_ranking(trace)
     ranked_by = None
-    if rank.strip().lower() != "heuristic":
-        ranked_by = _llm_verdict(trace, rank, model, settings, no_cache)
+    if o.rank.strip().lower() != "heuristic":
+        ranked_by = _llm_verdict(trace, o.rank, model, settings, no_cache)
         first = trace.step_by_coord(ranked_by.step) if ranked_by.step else None
         ranking = [i for i in [first.index if first is not None else None, *ranking] if i is not None]
     err = output.stderr_console()
@@ -289,12 +312,12 @@ def counterfactual_command(
 
     with errors_located_in(ref):  # a JSON path inside the trace names its file
         verdict, _run = attribute_counterfactual(
-            trace, runner, corrector, ranking=ranking, max_replays=max_replays, budget_usd=budget_usd, on_try=show
+            trace, runner, corrector, ranking=ranking, max_replays=o.max_replays, budget_usd=o.budget_usd, on_try=show
         )
     if ranked_by is not None:  # the ranking's calls count too
         verdict.usage = verdict.usage.add(ranked_by.usage)
         verdict.reason = f"{verdict.reason} Ranked by {ranked_by.protocol} first (step {ranked_by.step})."
-    _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=save, err=err)
+    _show_and_save(trace, verdict, as_json=as_json, labels=labels, save=o.save, err=err)
 
 
 def _llm_verdict(trace: Trace, protocol: str, model: str | None, settings: Settings, no_cache: bool) -> Attribution:

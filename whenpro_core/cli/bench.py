@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +34,10 @@ from whenpro_core.bench.reviewed import Reviews, check_labels
 from whenpro_core.bench.scope import Scope
 from whenpro_core.cli import output
 from whenpro_core.cli.options import not_together
-from whenpro_core.cli.report import report_command
+from whenpro_core.cli.report import ReportOptions, report_command
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.formats.build_meta import unfinished_build_note
+from whenpro_core.library.listing import RowFilter
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.storage.fsutil import check_can_write_in
 
@@ -45,8 +46,47 @@ DEFAULT_OUT = DEFAULT_RESULTS_NAME
 BENCH_REPORT_HINT = "--report-dir ANOTHER_FOLDER, or --no-report; or move the file away"
 
 
+@dataclass(frozen=True)
+class BenchOptions:
+    """The options of one ``whenpro bench`` run, as typed (built once by the command, then
+    passed whole). ``protocols``/``models``: comma-separated names or lists (default
+    all-at-once with a model, else heuristic); ``gold``/``both``: the gold-answer setting;
+    ``where``: ``KEY=VALUE`` filters; ``limit``/``sample`` (with ``seed``): which traces;
+    ``concurrency``: items in flight; ``out``: the results JSONL (default
+    ``bench-results.jsonl``); ``tolerance``: k of the ±k step accuracy; ``report``/
+    ``report_dir``: whether and where the report is written; ``labels``: ``reviewed`` or
+    ``built``; ``images``: ``on``/``off``/``None`` (config); ``base_url``: the provider's;
+    ``shard`` (``K/N``), ``ray``, ``ray_address``, ``ray_shards``, ``max_calls_per_s``:
+    sharding and rate limit; ``template``: a Jinja2 file wording the all-at-once items."""
+
+    protocols: Sequence[str] | str | None = None
+    models: Sequence[str] | str | None = None
+    gold: bool = True
+    both: bool = False
+    where: Sequence[str] | str | None = None
+    limit: int | None = None
+    sample: int | None = None
+    seed: int = 0
+    concurrency: int = 8
+    out: str | Path | None = None
+    tolerance: int = 1
+    retry_errors: bool = False
+    use_cache: bool = True
+    report: bool = True
+    report_dir: str | Path | None = None
+    labels: str = "reviewed"
+    images: str | None = None
+    base_url: str | None = None
+    shard: str | None = None
+    ray: bool = False
+    ray_address: str | None = None
+    ray_shards: int | None = None
+    max_calls_per_s: float | None = None
+    template: str | Path | None = None
+
+
 def bench(
-    dataset: str, *, preset: str | None, gold_flags: tuple[bool, bool] = (False, False), **options: Any
+    dataset: str, options: BenchOptions, *, preset: str | None, gold_flags: tuple[bool, bool] = (False, False)
 ) -> Report | None:
     """``whenpro bench`` as typed: ``gold_flags`` says whether ``--gold`` and ``--no-gold``
     were given (the gold answer is shown unless ``--no-gold``); ``preset`` turns the
@@ -55,19 +95,21 @@ def bench(
     with ``options``."""
     if all(gold_flags):  # two flags: typer's --gold/--no-gold pair let the last one win
         not_together("--gold", "--no-gold", expected="--gold, --no-gold or --both")
-    options["gold"] = not gold_flags[1]
+    options = replace(options, gold=not gold_flags[1])
     if preset:
-        protocols = options.get("protocols") or "all-at-once"
-        options["protocols"] = ",".join(preset_protocol(preset, p) for p in protocols.split(","))
-        if options["protocols"].startswith("whowhen-pro:"):
-            options.update(gold=False, both=False)
-    if options.get("both") and not options.get("gold", True):
+        given = options.protocols or "all-at-once"
+        names = given.split(",") if isinstance(given, str) else list(given)
+        protocols = ",".join(preset_protocol(preset, p) for p in names)
+        options = replace(options, protocols=protocols)
+        if protocols.startswith("whowhen-pro:"):
+            options = replace(options, gold=False, both=False)
+    if options.both and not options.gold:
         not_together("--both", "--no-gold", expected="--both (runs with and without the gold answer)")
-    if options.get("limit") is not None and options.get("sample") is not None:
+    if options.limit is not None and options.sample is not None:
         not_together("--limit", "--sample")
-    if options.get("shard") is not None and (options.get("ray") or options.get("ray_address")):
+    if options.shard is not None and (options.ray or options.ray_address):
         not_together("--shard", "--ray", expected="--shard K/N (job arrays) or --ray (Ray shards itself)")
-    return bench_command(dataset, **options)
+    return bench_command(dataset, options)
 
 
 @dataclass
@@ -94,33 +136,10 @@ class _Work:
 
 def bench_command(
     dataset: str,
+    options: BenchOptions = BenchOptions(),
     *,
-    protocols: Sequence[str] | str | None = None,
-    models: Sequence[str] | str | None = None,
-    gold: bool = True,
-    both: bool = False,
-    where: Sequence[str] | str | None = None,
-    limit: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    concurrency: int = 8,
-    out: str | Path | None = None,
-    tolerance: int = 1,
-    retry_errors: bool = False,
-    use_cache: bool = True,
-    report: bool = True,
-    report_dir: str | Path | None = None,
     console: Console | None = None,
     report_hint: str = BENCH_REPORT_HINT,
-    labels: str = "reviewed",
-    images: str | None = None,
-    base_url: str | None = None,
-    shard: str | None = None,
-    ray: bool = False,
-    ray_address: str | None = None,
-    ray_shards: int | None = None,
-    max_calls_per_s: float | None = None,
-    template: str | Path | None = None,
 ) -> Report | None:
     """Run a benchmark and report on the items of its plan.
 
@@ -147,43 +166,31 @@ def bench_command(
     (``--template``) words the all-at-once items with a Jinja2 template; the setting is named
     ``all-at-once@template:<sha>``; ConfigError with any other protocol.
     """
+    o = options
     err = output.stderr_console()  # long lines stay whole in logs
-    proto_list, model_list = _protocols_and_models(protocols, models, limit, sample, template)
-    where_map = runner.parse_where(where)
-    outputs = _outputs(out, shard, report, report_dir, report_hint)
+    proto_list, model_list = _protocols_and_models(o)
+    where_map = runner.parse_where(o.where)
+    outputs = _outputs(o, report_hint)
     results = ResultsFile(outputs.layout.merged)  # a folder or a foreign file is refused here
     if results.repaired:
         _say(err, f"{results.path}: {results.repaired}")
-    check_labels(labels)
-    sel, rejected = _selection(dataset, where_map, limit, sample, seed, labels)
-    items = runner.plan(sel.rows, proto_list, model_list, _gold_setting(gold, both), tolerance=tolerance)
-    if template is not None:
-        items = _with_template(items, Path(template))
+    check_labels(o.labels)
+    sel, rejected = _selection(dataset, where_map, o)
+    items = runner.plan(sel.rows, proto_list, model_list, _gold_setting(o.gold, o.both), tolerance=o.tolerance)
+    if o.template is not None:
+        items = _with_template(items, Path(o.template))
     items = _with_official_wording(items)
     scope = _scope(dataset, items, sel, rejected)
-    work = _pending(_Work(items, [], 0, sel, len(rejected)), results, outputs, retry_errors, err)
-    notes = [n for n in [unfinished_build_note(dataset)] if n] + _notes(work, results.path, shard)
-    judges = _judges(work.todo, use_cache, concurrency, images, err, base_url)
+    work = _pending(_Work(items, [], 0, sel, len(rejected)), results, outputs, o.retry_errors, err)
+    notes = [n for n in [unfinished_build_note(dataset)] if n] + _notes(work, results.path, o.shard)
+    judges = _judges(work.todo, o, err)
     if judges:
-        notes.append(f"up to {concurrency} LLM calls in flight per model (--concurrency)")
-    local_gate(judges, max_calls_per_s)
+        notes.append(f"up to {o.concurrency} LLM calls in flight per model (--concurrency)")
+    local_gate(judges, o.max_calls_per_s)
     for note in notes:
         _say(err, note)
     try:
-        ray_options = {"address": ray_address, "ray_shards": ray_shards, "max_calls_per_s": max_calls_per_s}
-        stats = _run(
-            work.todo,
-            results,
-            outputs,
-            judges,
-            concurrency,
-            err,
-            use_cache=use_cache,
-            images=images,
-            base_url=base_url,
-            ray=(ray or bool(ray_address)),
-            **ray_options,
-        )
+        stats = _run(work.todo, results, outputs, judges, o, err)
     finally:
         results.close()
     if work.todo:
@@ -194,10 +201,9 @@ def bench_command(
         written = report_command(
             [results.path],
             outputs.report_dir,
-            tolerance=tolerance,
+            ReportOptions(tolerance=o.tolerance, labels=o.labels),
             console=console or output.stdout_console(),
             hint=report_hint,
-            labels=labels,
             scope=scope,
         )
     _raise_backend_failures(stats, results.path)
@@ -213,17 +219,12 @@ def _gold_setting(gold: bool, both: bool) -> str:
     return "both" if both else ("gold" if gold else "no-gold")
 
 
-def _protocols_and_models(
-    protocols: Sequence[str] | str | None,
-    models: Sequence[str] | str | None,
-    limit: int | None,
-    sample: int | None,
-    template: str | Path | None,
-) -> tuple[list[str], list[str]]:
+def _protocols_and_models(options: BenchOptions) -> tuple[list[str], list[str]]:
     """The protocol and model lists, checked before any work (ConfigError for a bad one,
     a negative ``limit``/``sample`` or a template that does not fit)."""
-    model_list = runner.split_list(models)
-    proto_list = runner.split_list(protocols) or (
+    limit, sample, template = options.limit, options.sample, options.template
+    model_list = runner.split_list(options.models)
+    proto_list = runner.split_list(options.protocols) or (
         ["all-at-once"] if any(m.lower() != runner.HEURISTIC_MODEL for m in model_list) else ["heuristic"]
     )
     if (limit is not None and limit < 0) or (sample is not None and sample < 0):
@@ -268,11 +269,10 @@ def _with_official_wording(items: list[runner.WorkItem]) -> list[runner.WorkItem
     ]
 
 
-def _outputs(
-    out: str | Path | None, shard: str | None, report: bool, report_dir: str | Path | None, hint: str
-) -> _Outputs:
+def _outputs(options: BenchOptions, hint: str) -> _Outputs:
     """Where the run writes, checked writable before any work; one shard's job writes no
     report (the report comes after all jobs)."""
+    out, shard, report, report_dir = options.out, options.shard, options.report, options.report_dir
     shard_k_n = shards.parse_shard(shard) if shard is not None else None
     layout = shards.layout(out or DEFAULT_OUT)
     check_can_write_in(layout.merged.parent, path=layout.merged, what="results file")
@@ -284,13 +284,11 @@ def _outputs(
     return _Outputs(layout, shard_k_n, report_dir)
 
 
-def _selection(
-    dataset: str, where: Any, limit: int | None, sample: int | None, seed: int, labels: str
-) -> tuple[runner.Selection, frozenset[str]]:
-    """The traces to run and the refs (absolute) of those left out as rejected in review
-    (``labels`` ``reviewed``); ConfigError when review rejected every one."""
-    sel = runner.select(dataset, where=where, limit=limit, sample=sample, seed=seed)
-    if labels != "reviewed":
+def _selection(dataset: str, where: RowFilter, options: BenchOptions) -> tuple[runner.Selection, frozenset[str]]:
+    """The traces to run (``where``: the parsed filters) and the refs (absolute) of those left
+    out as rejected in review (``labels`` ``reviewed``); ConfigError when review rejected every one."""
+    sel = runner.select(dataset, where=where, limit=options.limit, sample=options.sample, seed=options.seed)
+    if options.labels != "reviewed":
         return sel, frozenset()
     reviews = Reviews()
     kept_rows = [r for r in sel.rows if r.error or reviews.decision(r.ref(), r.id) is not False]
@@ -346,19 +344,16 @@ def _notes(work: _Work, results_path: Path, shard: str | None) -> list[str]:
     return notes
 
 
-def _judges(
-    todo: list[runner.WorkItem],
-    use_cache: bool,
-    concurrency: int,
-    images: str | None,
-    err: Console,
-    base_url: str | None = None,
-) -> dict[str, Any]:
+def _judges(todo: list[runner.WorkItem], options: BenchOptions, err: Console) -> dict[str, Any]:
     """The LLM judges the items to run need, by model; none (heuristic only) says a broken
     config on stderr instead, as the offline commands do."""
     judges = (
         runner.make_judges(
-            {i.model for i in todo}, use_cache=use_cache, concurrency=concurrency, images=images, base_url=base_url
+            {i.model for i in todo},
+            use_cache=options.use_cache,
+            concurrency=options.concurrency,
+            images=options.images,
+            base_url=options.base_url,
         )
         if todo
         else {}
@@ -375,15 +370,14 @@ def _run(
     results: ResultsFile,
     outputs: _Outputs,
     judges: dict[str, Any],
-    concurrency: int,
+    options: BenchOptions,
     err: Console,
-    *,
-    ray: bool,
-    **ray_options: Any,
 ) -> runner.RunStats:
-    """Run ``todo`` on Ray (``ray``), into this shard's part file, or locally into ``results``."""
-    if ray:
-        return _run_on_ray(todo, outputs.layout, concurrency, err, **ray_options)
+    """Run ``todo`` on Ray (``ray`` or ``ray_address``), into this shard's part file, or
+    locally into ``results``."""
+    concurrency = options.concurrency
+    if options.ray or options.ray_address:
+        return _run_on_ray(todo, outputs.layout, options, err)
     if outputs.shard is not None:
         with ResultsFile(outputs.layout.part(outputs.shard[0])) as part:
             return _run_with_progress(todo, part, judges, concurrency, err)
@@ -417,15 +411,8 @@ def _raise_backend_failures(stats: runner.RunStats, path: Path) -> None:
 def _run_on_ray(
     todo: list[runner.WorkItem],
     layout: shards.Layout,
-    concurrency: int,
+    options: BenchOptions,
     err: Console,
-    *,
-    address: str | None,
-    ray_shards: int | None,
-    use_cache: bool,
-    max_calls_per_s: float | None,
-    images: str | None,
-    base_url: str | None = None,
 ) -> runner.RunStats:
     """Run ``todo`` as Ray tasks (one part file per shard), saying each finished shard."""
     if not todo:
@@ -442,13 +429,13 @@ def _run_on_ray(
     return run_on_ray(
         todo,
         layout,
-        address=address,
-        shards=ray_shards,
-        concurrency=concurrency,
-        use_cache=use_cache,
-        max_calls_per_s=max_calls_per_s,
-        images=images,
-        base_url=base_url,
+        address=options.ray_address,
+        shards=options.ray_shards,
+        concurrency=options.concurrency,
+        use_cache=options.use_cache,
+        max_calls_per_s=options.max_calls_per_s,
+        images=options.images,
+        base_url=options.base_url,
         on_shard=on_shard,
     )
 

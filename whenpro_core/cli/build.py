@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,90 +23,79 @@ from rich.progress import (
 )
 
 from whenpro_core.bench.build import BuildOptions, BuildResult, Spread, run_build
-from whenpro_core.bench.build_store import MAX_MODE_SHARE, Entry, journal_layout
+from whenpro_core.bench.build_store import Entry, journal_layout
 from whenpro_core.bench.shards import parse_shard
 from whenpro_core.cli import output
 from whenpro_core.cli.options import not_together
 from whenpro_core.errors import ConfigError
+from whenpro_core.injection.inject import InjectOptions, run_inject_command
 
 #: Exit status of a build that kept no trace (the reasons on stderr).
 NOTHING_KEPT_STATUS = 1
 
 
-def build(
-    seeds: str | None,
-    out: Path,
-    *,
-    modes: str | None = None,
-    per_seed: int = 1,
-    generator: str = "offline",
-    model: str | None = None,
-    executor: str = "builtin",
-    layout: str = "files",
-    seed: int = 0,
-    concurrency: int = 4,
-    timeout: float = 600.0,
-    message_timeout: float = 60.0,
-    force: bool = False,
-    revalidate: bool = False,
-    max_mode_share: float = MAX_MODE_SHARE,
-    keep_detectable: bool = False,
-    keep_learnable: bool = False,
-    export_validated: Path | None = None,
-    ray: bool = False,
-    ray_address: str | None = None,
-    ray_shards: int | None = None,
-    shard: str | None = None,
-    max_calls_per_s: float | None = None,
-) -> dict[str, Any]:
-    """What ``whenpro build`` does: build (with a Rich progress bar on stderr when it is
-    a terminal) and print a summary; with ``revalidate`` and no ``seeds``, only refresh
-    the manifest's validation counts; with ``export_validated`` and no ``seeds``, write
-    the release of the accepted traces there (:mod:`whenpro_core.bench.export`). Returns the
-    manifest (of the release, for an export); exit status 1 with the reasons on stderr
-    when a build from ``seeds`` kept no trace.
+@dataclass(frozen=True)
+class BuildRun:
+    """What one ``whenpro build`` does beside the build's settings (:class:`BuildOptions`):
+    ``force`` writes into a non-build folder or starts over; ``revalidate``/
+    ``export_validated`` (no seeds) refresh the validation counts / export the accepted
+    traces; ``ray``, ``ray_address``, ``ray_shards``, ``shard`` (``K/N``) and
+    ``max_calls_per_s`` say where the attempts run (:meth:`spread`)."""
 
-    ``ray``/``ray_address`` run the attempts as Ray tasks (``ray_shards`` per round),
+    force: bool = False
+    revalidate: bool = False
+    export_validated: Path | None = None
+    ray: bool = False
+    ray_address: str | None = None
+    ray_shards: int | None = None
+    shard: str | None = None
+    max_calls_per_s: float | None = None
+
+    def spread(self) -> Spread:
+        """The :class:`Spread` of these flags; ConfigError for ``--shard`` with ``--ray``
+        or a ``shard`` that is not ``K/N``."""
+        if self.shard is not None and (self.ray or self.ray_address):
+            not_together("--shard", "--ray", expected="--shard K/N (job arrays) or --ray (Ray shards itself)")
+        return Spread(
+            ray=self.ray or bool(self.ray_address),
+            address=self.ray_address,
+            shards=self.ray_shards,
+            shard=parse_shard(self.shard) if self.shard is not None else None,
+            max_calls_per_s=self.max_calls_per_s,
+        )
+
+
+def mode_list(modes: str | None) -> tuple[str, ...]:
+    """``--modes``: comma-separated failure-mode codes -> a tuple (blanks dropped; none: all)."""
+    return tuple(m for m in (modes or "").split(",") if m.strip())
+
+
+def build(seeds: str | None, out: Path, opts: BuildOptions, run: BuildRun) -> dict[str, Any]:
+    """What ``whenpro build`` does: build ``seeds`` into ``out`` with ``opts`` (with a Rich
+    progress bar on stderr when it is a terminal) and print a summary; with
+    ``run.revalidate`` and no ``seeds``, only refresh the manifest's validation counts; with
+    ``run.export_validated`` and no ``seeds``, write the release of the accepted traces there
+    (:mod:`whenpro_core.bench.export`). Returns the manifest (of the release, for an
+    export); exit status 1 with the reasons on stderr when a build from ``seeds`` kept no trace.
+
+    ``run``'s Ray flags run the attempts as Ray tasks (``ray_shards`` per round),
     ``shard="K/N"`` only this job's share into its own journal part (no release: a build
     without it merges the parts and writes the release; returns an empty manifest);
     ``max_calls_per_s`` caps the model requests (:class:`~whenpro_core.bench.build.Spread`)."""
-    if seeds is not None and export_validated is not None:
+    if seeds is not None and run.export_validated is not None:
         raise ConfigError(
             "--export-validated exports a built dataset; it takes no SEEDS",
             expected="whenpro build --out DATASET --export-validated OUT",
         )
     if seeds is None:
-        return _without_seeds(out, revalidate=revalidate, export_validated=export_validated)
-    if model and generator == "offline" and executor != "simulate":
+        return _without_seeds(out, revalidate=run.revalidate, export_validated=run.export_validated)
+    if opts.model and opts.generator == "offline" and opts.executor != "simulate":
         raise ConfigError(
             "--model is for --generator llm or --executor simulate",
             expected="--generator llm --model provider:model, or --executor simulate --model ...",
         )
-    opts = BuildOptions(
-        modes=tuple(m for m in (modes or "").split(",") if m.strip()),
-        per_seed=per_seed,
-        generator=generator,
-        executor=executor,
-        layout=layout,
-        seed=seed,
-        concurrency=concurrency,
-        timeout=timeout,
-        message_timeout=message_timeout,
-        model=model,
-        max_mode_share=max_mode_share,
-        detect=not keep_detectable,
-        adversarial=not keep_learnable,
-    )
-    if shard is not None and (ray or ray_address):
-        not_together("--shard", "--ray", expected="--shard K/N (job arrays) or --ray (Ray shards itself)")
-    spread = Spread(
-        ray=ray or bool(ray_address),
-        address=ray_address,
-        shards=ray_shards,
-        shard=parse_shard(shard) if shard is not None else None,
-        max_calls_per_s=max_calls_per_s,
-    )
-    result = _run_with_progress(seeds, out, opts, force=force, spread=spread)
+    spread = run.spread()
+    result = _run_with_progress(seeds, out, opts, force=run.force, spread=spread)
     if spread.shard is not None:
         _say_shard(result, out, spread.shard)
         return result.manifest
@@ -243,15 +233,13 @@ def _validation_line(manifest: dict[str, Any]) -> str:
     )
 
 
-def inject(trace: str, step: str, mode: str, **options: Any) -> None:
+def inject(trace: str, step: str, mode: str, options: InjectOptions) -> None:
     """``whenpro inject`` (:func:`whenpro_core.injection.inject.run_inject_command`)."""
-    from whenpro_core.injection.inject import run_inject_command
-
-    run_inject_command(trace, step, mode, echo=output.echo, **options)
+    run_inject_command(trace, step, mode, options, echo=output.echo)
 
 
-def run(env: str, n: int, out: Path, **options: Any) -> None:
+def run(env: str, n: int, out: Path, *, seed: int | None, model: str, force: bool) -> None:
     """``whenpro run`` (:func:`whenpro_core.envs.run.run_many`)."""
     from whenpro_core.envs.run import run_many
 
-    run_many(env, n, out, echo=output.echo, **options)
+    run_many(env, n, out, seed=seed, model=model, force=force, echo=output.echo)

@@ -201,15 +201,17 @@ def view(
         diff_runs=diff,
         display=view_.Display(labels=labels, images=images.value, save=save),
         live=view_.LiveJudging(judge, protocol, model, budget_calls, budget_tokens, budget_usd, idle_timeout),
+        starts=view_.ViewStart(
+            results=tuple(results) if results is not None else None,
+            validate=validate,
+            follow=follow,
+            otlp=otlp,
+            store=store,
+            allow_remote=allow_remote,
+            token=token,
+            sessions=sessions_,
+        ),
         serve_port=port if serve else None,
-        results=results,
-        validate=validate,
-        follow=follow,
-        otlp=otlp,
-        store=store,
-        allow_remote=allow_remote,
-        token=token,
-        sessions=sessions_,
     )
 
 
@@ -281,36 +283,30 @@ def attribute(
 
     choose(official_harness)
     apply_verdicts_dir(verdicts_dir)
-    flags = {"base_url": base_url, "timeout_s": timeout, "max_retries": max_retries}
-    if (protocol or "").strip().lower() == "counterfactual":
-        attribute_.counterfactual_command(
-            trace,
-            model=model,
-            executor=executor,
-            rank=rank,
-            max_replays=max_replays,
-            budget_usd=budget_usd,
-            as_json=as_json,
-            save=save,
-            no_cache=no_cache,
-            settings_flags=flags,
-            labels=labels,
-        )
-        return
-    attribute_.attribute_command(
-        trace,
+    options = attribute_.AttributeOptions(
         protocol=protocol,
         model=model,
         with_gold=not no_gold,
         as_json=as_json,
         save=save,
         no_cache=no_cache,
-        settings_flags={**flags, "images": images.value if images else None},
+        base_url=base_url,
+        timeout_s=timeout,
+        max_retries=max_retries,
+        images=images.value if images else None,
+        executor=executor,
+        rank=rank,
+        max_replays=max_replays,
+        budget_usd=budget_usd,
         dry_run=dry_run,
         preset=preset,
         template=template,
         labels=labels,
     )
+    if (protocol or "").strip().lower() == "counterfactual":
+        attribute_.counterfactual_command(trace, options)
+        return
+    attribute_.attribute_command(trace, options)
 
 
 def run(
@@ -460,10 +456,7 @@ def bench(
     from whenpro_core.cli import bench as bench_
 
     choose(official_harness)
-    bench_.bench(
-        dataset,
-        preset=preset,
-        gold_flags=(gold, no_gold),
+    options = bench_.BenchOptions(
         protocols=protocol,
         models=model,
         both=both,
@@ -488,6 +481,7 @@ def bench(
         max_calls_per_s=max_calls_per_s,
         template=template,
     )
+    bench_.bench(dataset, options, preset=preset, gold_flags=(gold, no_gold))
 
 
 def inject(
@@ -534,11 +528,9 @@ def inject(
 ) -> None:
     """Inject an error at a step, warm-start replay the rest, and verify the counterfactual."""
     from whenpro_core.cli import build as build_
+    from whenpro_core.injection.inject import InjectOptions
 
-    build_.inject(
-        trace,
-        step,
-        mode,
+    options = InjectOptions(
         generator=generator,
         executor=executor,
         out=out,
@@ -552,6 +544,7 @@ def inject(
         use_cache=not no_cache,
         base_url=base_url,
     )
+    build_.inject(trace, step, mode, options)
 
 
 def build(
@@ -635,27 +628,28 @@ def build(
     """Build a benchmark dataset: inject errors into successful runs, replay, verify, keep the decisive ones.
 
     Exit status: 0 some trace kept, 1 none kept (the reasons on stderr; manifest.json kept), 2 bad input."""
+    from whenpro_core.bench.build import BuildOptions
     from whenpro_core.cli import build as build_
 
     use_base_url(base_url)
-    build_.build(
-        seeds,
-        out,
-        modes=modes,
+    options = BuildOptions(
+        modes=build_.mode_list(modes),
         per_seed=per_seed,
         generator=generator,
-        model=model,
         executor=executor,
         layout=layout,
         seed=seed,
         concurrency=concurrency,
         timeout=timeout,
         message_timeout=message_timeout,
+        model=model,
+        max_mode_share=max_mode_share,
+        detect=not keep_detectable,
+        adversarial=not keep_learnable,
+    )
+    run = build_.BuildRun(
         force=force,
         revalidate=revalidate,
-        max_mode_share=max_mode_share,
-        keep_detectable=keep_detectable,
-        keep_learnable=keep_learnable,
         export_validated=export_validated,
         ray=ray,
         ray_address=ray_address,
@@ -663,6 +657,7 @@ def build(
         shard=shard,
         max_calls_per_s=max_calls_per_s,
     )
+    build_.build(seeds, out, options, run)
 
 
 def report(
@@ -699,9 +694,10 @@ def report(
     """Re-render the benchmark report (tables, report.json, report.md, plot) from results."""
     from whenpro_core.cli import report as report_
 
-    report_.report_command(
-        results, out, tolerance=tolerance, labels=labels, rules=rules.value, metric=metric.value if metric else None
+    options = report_.ReportOptions(
+        tolerance=tolerance, labels=labels, rules=rules.value, metric=metric.value if metric else None
     )
+    report_.report_command(results, out, options)
 
 
 def audit(
@@ -777,10 +773,10 @@ def watch(
     or the judge failed; 3 nothing flagged but the run ended without an outcome; 0 the run ended
     with an outcome and nothing was flagged."""
     from whenpro_core.cli import live
+    from whenpro_core.cli.watch import WatchOptions
 
     use_base_url(base_url)
-    live.watch(
-        file,
+    options = WatchOptions(
         otlp=otlp,
         protocol=protocol,
         model=model,
@@ -799,6 +795,7 @@ def watch(
         preset=preset,
         token=token,
     )
+    live.watch(file, options)
 
 
 def serve(

@@ -5,6 +5,7 @@ files (:func:`whenpro_core.bench.report.write_report`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich import box
@@ -46,22 +47,33 @@ from whenpro_core.bench.trail_rules import trail_rows
 from whenpro_core.cli import output
 
 
+@dataclass(frozen=True)
+class ReportOptions:
+    """The options of one ``whenpro report``, as typed (built once by the command, then
+    passed whole; ``whenpro bench`` builds one for its report). ``tolerance``: k of the ±k
+    step accuracy (``None``: as run); ``labels``: ``reviewed`` (the latest review decision)
+    or ``built``; ``rules``: ``whenpro``, ``official``, ``whowhen`` or ``trail`` (which
+    numbers are printed beside whenpro's); ``metric``: ``whowhen-substring`` or ``None``."""
+
+    tolerance: int | None = None
+    labels: str = "reviewed"
+    rules: str = "whenpro"
+    metric: str | None = None
+
+
 def report_command(
     paths: Sequence[str | Path],
     out_dir: str | Path | None = None,
+    options: ReportOptions = ReportOptions(),
     *,
-    tolerance: int | None = None,
     console: Console | None = None,
     quiet: bool = False,
     hint: str = REPORT_HINT,
-    labels: str = "reviewed",
-    rules: str = "whenpro",
-    metric: str | None = None,
     scope: Scope | None = None,
 ) -> Report:
     """``whenpro report``: read results, aggregate (:func:`whenpro_core.bench.report.prepare_report`),
     print the tables to ``console`` (stdout; nothing with ``quiet``), write the report files
-    next to the (first) results file or into ``out_dir``. ``rules="official"`` first prints
+    next to the (first) results file or into ``out_dir``, as ``options`` say. ``rules="official"`` first prints
     the official Who&When Pro leaderboard (:mod:`whenpro_core.bench.official`) and, for
     records of the original Who&When files, that benchmark's own script's numbers;
     ``rules="whowhen"`` (or ``metric="whowhen-substring"``) the original Who&When script's
@@ -71,7 +83,9 @@ def report_command(
     which others were left out. Errors as :func:`~whenpro_core.bench.report.prepare_report`."""
     err = output.stderr_console(highlight=False)
     warn = None if quiet else lambda line: err.print(f"whenpro: warning: {safe(line)}", markup=False, style="yellow")
-    prepared = prepare_report(paths, out_dir, tolerance=tolerance, hint=hint, labels=labels, warn=warn, scope=scope)
+    prepared = prepare_report(
+        paths, out_dir, tolerance=options.tolerance, hint=hint, labels=options.labels, warn=warn, scope=scope
+    )
     if prepared.left_out and not quiet:
         err.print(safe(prepared.left_out), markup=False, soft_wrap=True)
     console = console or output.stdout_console()
@@ -79,7 +93,7 @@ def report_command(
         prepared.report, prepared.target, hint=hint, names=prepared.names
     )  # before printing: | head keeps them
     if not quiet:
-        _print_extra_rules(prepared.records, console, rules=rules, metric=metric)
+        _print_extra_rules(prepared.records, console, rules=options.rules, metric=options.metric)
         console.print(whenpro_rules_header(prepared.records, prepared.unreadable), markup=False, highlight=False)
         print_report(prepared.report, console)
         names = ", ".join(str(p) for p in written.values() if p is not None)

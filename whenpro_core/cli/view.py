@@ -56,6 +56,24 @@ class Display:
     save: bool = True
 
 
+@dataclass(frozen=True)
+class ViewStart:
+    """Which screen ``whenpro view`` opens instead of a trace or dataset, as typed (at most
+    one of them; :func:`whenpro_tui.starts.view_start` refuses two): ``results`` (bench
+    results files), ``validate`` (review a built dataset), ``follow`` (a trace file being
+    written), ``otlp`` (``[HOST:PORT]``, with the receiver's ``store`` folder,
+    ``allow_remote`` and ``token``) or ``sessions`` (the local agent sessions library)."""
+
+    results: tuple[str, ...] | None = None
+    validate: bool = False
+    follow: str | None = None
+    otlp: str | None = None
+    store: Path | None = None
+    allow_remote: bool = False
+    token: str | None = None
+    sessions: bool = False
+
+
 def diff(a: str, b: str, display: Display | None = None) -> None:
     """Open the TUI's side-by-side diff of the runs ``a`` and ``b`` (trace files or path#key)."""
     from whenpro_tui.app import run
@@ -79,15 +97,14 @@ def view(
     diff_runs: bool,
     display: Display,
     live: LiveJudging,
+    starts: ViewStart = ViewStart(),
     serve_port: int | None = None,
-    **starts: Any,
 ) -> None:
     """``whenpro view``: refuse contradicting options (ConfigError), then open the diff of
-    ``path`` and ``other``, the screen ``starts`` asks for (``results``, ``validate``,
-    ``follow``, ``otlp``, ``store``, ``allow_remote``, ``token``, ``sessions``; see
+    ``path`` and ``other``, the screen ``starts`` asks for (see
     :func:`whenpro_tui.starts.view_start`), or the trace/dataset at ``path`` — in a browser
     on ``serve_port`` when given."""
-    if starts.get("follow") is None and starts.get("otlp") is None and live.given():
+    if starts.follow is None and starts.otlp is None and live.given():
         first = live.given()[0]  # live-judging options would be dropped silently
         not_together(first, "PATH", expected=f"{first} with --follow FILE or --otlp [HOST:PORT]")
     if diff_runs or other is not None:
@@ -97,7 +114,18 @@ def view(
         return
     from whenpro_tui.starts import view_start
 
-    start = view_start(path, live=_live_options(live), **starts)
+    start = view_start(
+        path,
+        live=_live_options(live),
+        results=list(starts.results) if starts.results is not None else None,
+        validate=starts.validate,
+        follow=starts.follow,
+        otlp=starts.otlp,
+        store=starts.store,
+        allow_remote=starts.allow_remote,
+        token=starts.token,
+        sessions=starts.sessions,
+    )
     # one file (or path#key) that fails to import: one line and exit 2, like `info`; a
     # large native trace opens on its first steps and loads in the TUI (which then says so)
     opened = None

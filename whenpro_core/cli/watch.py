@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -228,29 +229,43 @@ class Printer:
         return 0
 
 
-def watch_command(
-    file: str | None,
-    *,
-    otlp: str | None,
-    protocol: str | None,
-    model: str | None,
-    budget_calls: int | None,
-    budget_tokens: int | None,
-    budget_usd: float | None,
-    idle_timeout: float | None,
-    final_pass: bool,
-    as_json: bool,
-    show_steps: bool,
-    with_gold: bool,
-    no_cache: bool,
-    line_format: str | None,
-    store: Path | None,
-    allow_remote: bool,
-    preset: str | None = None,
-    token: str | None = None,
-) -> int:
-    """Run ``whenpro watch``; returns the exit status (see the module doc). ``preset``
-    (``--preset``) is refused in one line before anything runs (:func:`~whenpro_core.live.setup.final_protocol`)."""
+@dataclass(frozen=True)
+class WatchOptions:
+    """The options of one ``whenpro watch``, as typed (built once by the command, then passed
+    whole). ``otlp``: ``[HOST:PORT]`` to receive OTLP exports instead of following a file;
+    ``protocol``/``model``: the live judge (heuristic or step-by-step; ``provider:model``);
+    ``budget_calls``/``budget_tokens``/``budget_usd``: when judging stops (``None``: no cap);
+    ``idle_timeout``: seconds without new data that end the run (0 or ``None``: never);
+    ``final_pass``: judge the ended run whole; ``as_json``: one JSON object per event line;
+    ``show_steps``: print each new step; ``with_gold``: show the judge the gold answer;
+    ``no_cache``: do not reuse cached model answers; ``line_format``: ``native``, ``chat`` or
+    ``otlp`` (``None``: sniffed); ``store``/``allow_remote``/``token``: the OTLP receiver's
+    folder, non-loopback listening and Authorization token; ``preset``: refused with the reason."""
+
+    otlp: str | None = None
+    protocol: str | None = None
+    model: str | None = None
+    budget_calls: int | None = None
+    budget_tokens: int | None = None
+    budget_usd: float | None = None
+    idle_timeout: float | None = 30.0
+    final_pass: bool = False
+    as_json: bool = False
+    show_steps: bool = False
+    with_gold: bool = True
+    no_cache: bool = False
+    line_format: str | None = None
+    store: Path | None = None
+    allow_remote: bool = False
+    preset: str | None = None
+    token: str | None = None
+
+
+def watch_command(file: str | None, options: WatchOptions) -> int:
+    """Run ``whenpro watch`` on ``file`` (or ``options.otlp``); returns the exit status (see
+    the module doc). ``preset`` (``--preset``) is refused in one line before anything runs
+    (:func:`~whenpro_core.live.setup.final_protocol`)."""
+    o, otlp, idle_timeout = options, options.otlp, options.idle_timeout
     if file is None and otlp is None:
         raise ConfigError(
             "nothing to watch: give a FILE to follow or --otlp [HOST:PORT]",
@@ -260,19 +275,25 @@ def watch_command(
         raise ConfigError("FILE and --otlp do not go together", expected="whenpro watch FILE or whenpro watch --otlp")
     if idle_timeout is not None and idle_timeout <= 0:
         idle_timeout = None
-    budget = Budget(max_calls=budget_calls, max_tokens=budget_tokens, max_usd=budget_usd)
+    budget = Budget(max_calls=o.budget_calls, max_tokens=o.budget_tokens, max_usd=o.budget_usd)
     make, judge = judge_factory(
-        protocol, model, budget=budget, final_pass=final_pass, with_gold=with_gold, no_cache=no_cache, preset=preset
+        o.protocol,
+        o.model,
+        budget=budget,
+        final_pass=o.final_pass,
+        with_gold=o.with_gold,
+        no_cache=o.no_cache,
+        preset=o.preset,
     )
-    printer = Printer(as_json=as_json, show_steps=show_steps, prefix=otlp is not None, source=file)
+    printer = Printer(as_json=o.as_json, show_steps=o.show_steps, prefix=otlp is not None, source=file)
 
     async def main() -> None:
         try:
             if file is not None:
-                await _watch_file(file, make(""), printer, idle_timeout, line_format)
+                await _watch_file(file, make(""), printer, idle_timeout, o.line_format)
             else:
                 assert otlp is not None  # checked above: a FILE or --otlp
-                await _watch_otlp(otlp, make, printer, idle_timeout, store, (allow_remote, token))
+                await _watch_otlp(otlp, make, printer, idle_timeout, o.store, (o.allow_remote, o.token))
         finally:
             if judge is not None:
                 await judge.aclose()
@@ -384,4 +405,4 @@ def _run(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
         signal.signal(signal.SIGTERM, previous)
 
 
-__all__ = ["Printer", "format_event", "format_lines", "open_receiver", "serve_command", "watch_command"]
+__all__ = ["Printer", "format_event", "format_lines", "open_receiver", "serve_command", "watch_command", "WatchOptions"]

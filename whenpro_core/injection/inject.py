@@ -256,93 +256,73 @@ def default_output(trace: Trace, cf_id: str) -> Path:
     return folder / f"{safe_name(cf_id)}.json"
 
 
+@dataclass(frozen=True)
+class InjectOptions:
+    """The options of one ``whenpro inject``, as typed (built once by the command, then
+    passed whole). ``generator``: ``offline``, ``text:...`` or ``llm``; ``executor``:
+    ``builtin``, ``cmd:COMMAND``, ``simulate[...]`` or a plugin; ``out``: the counterfactual
+    file (``None``: next to the seed, :func:`default_output`); ``seed``: of the mutator's
+    choices; ``force``: overwrite ``out``; ``timeout``/``message_timeout``: seconds for the
+    whole continuation / each message of a ``cmd:`` executor; ``model`` (``provider:model``):
+    of ``--generator llm`` and ``--executor simulate`` unless their spec names one;
+    ``max_steps``/``max_calls``: bounds of the simulate executor; ``use_cache=False`` skips
+    cached model answers; ``base_url`` overrides the model provider's base URL."""
+
+    generator: str = "offline"
+    executor: str = "builtin"
+    out: Path | None = None
+    seed: int = 0
+    force: bool = False
+    timeout: float = 600.0
+    message_timeout: float = 60.0
+    model: str | None = None
+    max_steps: int | None = None
+    max_calls: int | None = None
+    use_cache: bool = True
+    base_url: str | None = None
+
+
 def run_inject_command(
     trace_ref: str,
     step: str,
     mode: str,
+    options: InjectOptions = InjectOptions(),
     *,
-    generator: str = "offline",
-    executor: str = "builtin",
-    out: Path | None = None,
-    seed: int = 0,
-    force: bool = False,
-    timeout: float = 600.0,
-    message_timeout: float = 60.0,
-    model: str | None = None,
-    max_steps: int | None = None,
-    max_calls: int | None = None,
-    use_cache: bool = True,
-    base_url: str | None = None,
     echo: Callable[[str], None] = print,
 ) -> InjectionResult:
-    """What ``whenpro inject`` does: load, inject, replay, verify, print, write.
+    """What ``whenpro inject`` does: load, inject at ``step`` (a coordinate or ``#INDEX``)
+    an error of failure mode ``mode``, warm-start replay, verify, print each line with
+    ``echo``, write (:class:`InjectOptions` says how).
 
-    ``model`` (``provider:model``) is the model of ``--generator llm`` and ``--executor
-    simulate`` unless their spec names one; ``base_url`` overrides its provider's base
-    URL; ``max_steps``/``max_calls`` bound the simulate executor; ``use_cache=False``
-    skips cached model answers.
-
-    Refuses to overwrite the output file unless ``force`` (WhenproError). An error located
-    by a JSON path inside the trace (``$.extras.env.name``) names ``trace_ref`` as its file."""
+    Refuses to overwrite the output file unless ``options.force`` (WhenproError). An error
+    located by a JSON path inside the trace (``$.extras.env.name``) names ``trace_ref`` as its file."""
     trace = load_trace(trace_ref)
     with errors_located_in(trace_ref):
-        return _run_loaded(
-            trace,
-            step,
-            mode,
-            generator=generator,
-            executor=executor,
-            out=out,
-            seed=seed,
-            force=force,
-            timeout=timeout,
-            message_timeout=message_timeout,
-            model=model,
-            max_steps=max_steps,
-            max_calls=max_calls,
-            use_cache=use_cache,
-            base_url=base_url,
-            echo=echo,
-        )
+        return _run_loaded(trace, step, mode, options, echo)
 
 
 def _run_loaded(
-    trace: Trace,
-    step: str,
-    mode: str,
-    *,
-    generator: str,
-    executor: str,
-    out: Path | None,
-    seed: int,
-    force: bool,
-    timeout: float,
-    message_timeout: float,
-    model: str | None,
-    max_steps: int | None,
-    max_calls: int | None,
-    use_cache: bool,
-    base_url: str | None,
-    echo: Callable[[str], None],
+    trace: Trace, step: str, mode: str, options: InjectOptions, echo: Callable[[str], None]
 ) -> InjectionResult:
     """:func:`run_inject_command` after the trace is loaded."""
+    o = options
     index = resolve_step(trace, step)
-    settings = load_settings(base_url=base_url) if base_url else None
-    gen = get_generator(generator, model=model, settings=settings, use_cache=use_cache)
+    settings = load_settings(base_url=o.base_url) if o.base_url else None
+    gen = get_generator(o.generator, model=o.model, settings=settings, use_cache=o.use_cache)
     ex = get_executor(
-        executor,
-        message_timeout=message_timeout,
-        model=model,
+        o.executor,
+        message_timeout=o.message_timeout,
+        model=o.model,
         settings=settings,
-        max_steps=max_steps,
-        max_calls=max_calls,
-        use_cache=use_cache,
+        max_steps=o.max_steps,
+        max_calls=o.max_calls,
+        use_cache=o.use_cache,
     )
     code = check_mode(mode)
-    target = out or default_output(trace, counterfactual_id(trace, code, trace.steps[index].coord, seed))
-    if target.exists() and not force:
+    target = o.out or default_output(trace, counterfactual_id(trace, code, trace.steps[index].coord, o.seed))
+    if target.exists() and not o.force:
         raise WhenproError("output file exists", path=target, expected="a new path, or --force to overwrite")
-    result = inject(trace, index, code, gen, ex, seed=seed, timeout=timeout)
+    result = inject(trace, index, code, gen, ex, seed=o.seed, timeout=o.timeout)
     for line in describe(result):
         echo(line)
     write_trace(result.counterfactual, target)
@@ -350,4 +330,13 @@ def _run_loaded(
     return result
 
 
-__all__ = ["InjectionResult", "check_mode", "check_trace", "describe", "inject", "resolve_step", "run_inject_command"]
+__all__ = [
+    "InjectOptions",
+    "InjectionResult",
+    "check_mode",
+    "check_trace",
+    "describe",
+    "inject",
+    "resolve_step",
+    "run_inject_command",
+]
