@@ -176,9 +176,10 @@ class Backend:
         return self.server is not None and self.server.context_window is not None
 
     def answer_tokens(self, requested: int | None = None) -> int:
-        """Most output tokens a call asks for: ``requested`` or ``settings.max_tokens``,
-        at most a quarter of a reported context window (the prompt needs the rest)."""
-        tokens = requested or self.settings.max_tokens
+        """Most output tokens a call asks for: ``requested`` (a preset's published value)
+        or ``settings.max_tokens``, never more than ``settings.max_tokens`` (the user's cap)
+        nor a quarter of a reported context window (the prompt needs the rest)."""
+        tokens = min(requested, self.settings.max_tokens) if requested else self.settings.max_tokens
         if self.window_reported:
             tokens = min(tokens, max(16, self.context_window // 4))
         return tokens
