@@ -70,13 +70,16 @@ class WindowError(WhenproError):
 
 def prompt_limit(judge: object) -> int | None:
     """Tokens a request to ``judge`` may hold: its reported context window
-    (``judge.context_window``) less its answer's tokens (``judge.answer_tokens``) and a
-    margin; ``None`` when the window is not known (nothing to fit)."""
+    (``judge.context_window``) less its answer's tokens (``judge.answer_tokens``), a
+    margin and what its backend adds for the answer's schema (``judge.schema_tokens``);
+    ``None`` when the window is not known (nothing to fit)."""
     window = getattr(judge, "context_window", None)
     if not isinstance(window, int) or window <= 0:
         return None
     answer = getattr(judge, "answer_tokens", 0)
-    return limit_of(window, answer if isinstance(answer, int) else 0)
+    schema = getattr(judge, "schema_tokens", 0)
+    limit = limit_of(window, answer if isinstance(answer, int) else 0)
+    return max(1, limit - (schema if isinstance(schema, int) else 0))
 
 
 def request_tokens(messages: Sequence[Message]) -> int:
