@@ -164,23 +164,23 @@ def main() -> None:
     )
     subsets = traces_of(args.real, args.limit, {s.strip() for s in args.subsets.split(",")})
     protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
-    started = time.perf_counter()
-    cells = {
-        (name, protocol): asyncio.run(run_cell(traces, protocol, "local:smollm2", settings))
-        for name, traces in subsets.items()
-        for protocol in protocols
-    }
-    rows = [row(name, protocol, cell) for (name, protocol), cell in cells.items()]
+    sizes = ", ".join(f"{name}: {len(traces)}" for name, traces in subsets.items())
     print(
         f"SmolLM2-135M-Instruct (Q4_1) on llama-cpp-python's server, window {args.window} tokens, "
-        f"{args.max_tokens} answer tokens, temperature 0; {time.perf_counter() - started:.0f} s in all\n"
+        f"{args.max_tokens} answer tokens, temperature 0; traces per subset (shortest first) {sizes}\n"
     )
     print(
         "| subset | protocol | traces | errors | parsed | agent % (95% CI) | random agent % | step % | random step % "
         "| calls/trace | tokens/trace | s/trace |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    started = time.perf_counter()
+    cells: dict[tuple[str, str], Cell] = {}
+    for name, traces in subsets.items():
+        for protocol in protocols:  # each row as soon as it is measured: a long run stopped early keeps its rows
+            cells[name, protocol] = cell = asyncio.run(run_cell(traces, protocol, "local:smollm2", settings))
+            print(row(name, protocol, cell), flush=True)
+    print(f"\n{time.perf_counter() - started:.0f} s in all")
     for (name, protocol), cell in cells.items():
         if cell.errors:
             print(f"\n{name}, {protocol}: {len(cell.errors)} error(s), e.g. {cell.errors[0]}")

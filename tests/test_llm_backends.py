@@ -348,6 +348,9 @@ async def test_parameters_reach_the_wire(make_backend, llm_server):
     await chat.complete(LLMRequest.simple("x", temperature=0.7, max_tokens=5))
     body = llm_server.requests[-1].body
     assert (body["temperature"], body["max_completion_tokens"]) == (0.7, 5)
+    # ...but never past the configured max_tokens, a cap (a preset asks 1,024; a small local model is told 77)
+    await chat.complete(LLMRequest.simple("x", max_tokens=1024))
+    assert llm_server.requests[-1].body["max_completion_tokens"] == 77
     resp = make_backend("openai-responses:gpt-4.1", max_tokens=55, reasoning_effort="high")
     await resp.complete(LLMRequest.simple("x", system="sys"))
     body = llm_server.requests[-1].body

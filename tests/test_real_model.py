@@ -7,7 +7,8 @@ the model says: each run ends with verdicts or records (empty fields allowed) or
 per-item error that names its cause, never a crash, a hang or an untouched retry loop,
 and no request ever overflows the server's window (the server would answer HTTP 400).
 The exact checks stay with the test server (``tests/support/llm_server.py``). Few and
-small: short traces, 48 answer tokens, one server for the session.
+small: short traces, a 1,024-token window, 32 answer tokens, one server for the session,
+the protocols of a bench in one run.
 """
 
 from __future__ import annotations
@@ -47,14 +48,21 @@ def parse_rate(rows: list[dict]) -> str:
     return f"{read}/{len(rows)}"
 
 
-def test_every_protocol_in_a_bench_then_its_resume(real_model, tmp_path):
-    trace = small_trace(tmp_path / "team-small.json")
-    out = tmp_path / "results.jsonl"
-    args = (
+def who_and_when_trace(real_traces: Path, folder: Path) -> Path:
+    """Who&When Algorithm-Generated 93.json (6 entries, about 1,000 tokens: longer than the
+    window) copied into ``folder``; skips when the real traces are absent."""
+    source = real_traces / "who-and-when" / "Who&When" / "Algorithm-Generated" / "93.json"
+    if not source.is_file():
+        pytest.skip(f"not present: {source}")
+    folder.mkdir(exist_ok=True)
+    return Path(shutil.copy(source, folder / source.name))
+
+
+def _bench(real_model, dataset: Path, out: Path, *options: str):
+    return run_whenpro(
         "bench",
-        str(trace),
-        "--protocol",
-        "all-at-once,step-by-step,binary-search,hybrid",
+        str(dataset),
+        *options,
         "--model",
         real_model.model,
         "--base-url",
@@ -63,18 +71,55 @@ def test_every_protocol_in_a_bench_then_its_resume(real_model, tmp_path):
         str(out),
         "-j",
         "1",
+        env=whenpro_env(real_model),
+        timeout=RUN_S,
     )
-    first = run_whenpro(*args, env=whenpro_env(real_model), timeout=RUN_S)
+
+
+def test_every_protocol_in_a_bench_then_its_resume(real_model, real_traces, tmp_path):
+    """The four protocols on a made-up trace and a Who&When trace longer than the window:
+    eight records, each a verdict (fields may be empty); the rerun resumes (no call)."""
+    folder = tmp_path / "ds"
+    who_and_when_trace(real_traces, folder)
+    small_trace(folder / "team-small.json")
+    out = tmp_path / "results.jsonl"
+    protocols = ("--protocol", "all-at-once,step-by-step,binary-search,hybrid")
+    first = _bench(real_model, folder, out, *protocols)
     assert first.returncode == 0, first.stderr
     rows = records(out)
-    assert sorted(r["protocol"] for r in rows) == ["all-at-once", "binary-search", "hybrid", "step-by-step"]
-    assert all(r["error"] is None for r in rows), [r["error"] for r in rows]
-    assert all(r["prediction"]["usage"]["calls"] >= 1 for r in rows)
+    assert sorted(r["protocol"] for r in rows) == sorted(["all-at-once", "binary-search", "hybrid", "step-by-step"] * 2)
+    # a verdict, or (all-at-once only) the one line saying the trace does not fit and which protocol would
+    failed = [r for r in rows if r["error"] is not None]
+    assert all(
+        r["protocol"] == "all-at-once" and "does not fit the model's context window" in r["error"] for r in failed
+    )
+    assert all("binary-search" in r["error"] and "\n" not in r["error"] for r in failed), failed
+    assert all(r["prediction"]["usage"]["calls"] >= 1 for r in rows if r["error"] is None)
+    long = [r["prediction"] for r in rows if r["trace"]["id"] != "team-small" and r["error"] is None]
+    assert all(any("context window" in w for w in p["warnings"]) for p in long), [p["warnings"] for p in long]
     assert f"verdicts read: {parse_rate(rows).replace('/', ' of ')} name an agent or a step" in first.stderr
-    again = run_whenpro(*args, env=whenpro_env(real_model), timeout=RUN_S)
+    again = _bench(real_model, folder, out, *protocols)
     assert again.returncode == 0, again.stderr
-    assert "4 already in" in again.stderr and "0 to run" in again.stderr
-    assert len(records(out)) == 4
+    assert "8 already in" in again.stderr and "0 to run" in again.stderr
+    assert len(records(out)) == 8
+
+
+def test_the_whowhen_preset_on_a_trace_longer_than_the_window(real_model, real_traces, tmp_path):
+    """--preset whowhen, its three protocols in one bench, on the Who&When trace longer
+    than the window: a verdict each (fields may be empty), every request cut to fit."""
+    trace = who_and_when_trace(real_traces, tmp_path / "ds")
+    out = tmp_path / "results.jsonl"
+    result = _bench(
+        real_model, trace, out, "--preset", "whowhen", "--protocol", "all-at-once,step-by-step,binary-search"
+    )
+    assert result.returncode == 0, result.stderr
+    rows = records(out)
+    assert sorted(r["protocol"] for r in rows) == [
+        "whowhen:all-at-once",
+        "whowhen:binary-search",
+        "whowhen:step-by-step",
+    ]
+    assert all(r["error"] is None and r["prediction"]["usage"]["calls"] >= 1 for r in rows), [r["error"] for r in rows]
 
 
 def _attribute_json(real_model, path: Path, *options: str) -> dict:
@@ -97,18 +142,6 @@ def _attribute_json(real_model, path: Path, *options: str) -> dict:
     return verdict
 
 
-@pytest.mark.parametrize("protocol", ["all-at-once", "step-by-step", "binary-search"])
-def test_the_whowhen_preset_on_a_trace_longer_than_the_window(real_model, real_traces, tmp_path, protocol):
-    """--preset whowhen on a Who&When trace of about 2,500 tokens (more than the 2,048-token
-    window holds beside the answer): a verdict, fields may be empty."""
-    source = real_traces / "who-and-when" / "Who&When" / "Algorithm-Generated" / "93.json"
-    if not source.is_file():
-        pytest.skip(f"not present: {source}")
-    copy = tmp_path / source.name
-    shutil.copy(source, copy)  # the verdict is saved beside it
-    _attribute_json(real_model, copy, "--preset", "whowhen", "--protocol", protocol)
-
-
 def test_the_whowhen_pro_preset(real_model, real_traces, tmp_path):
     """--preset whowhen-pro on a Who&When Pro sample laid out as its release (taxonomy.yaml
     beside data/): a verdict (fields may be empty)."""
@@ -124,7 +157,7 @@ def test_the_whowhen_pro_preset(real_model, real_traces, tmp_path):
 def test_a_trace_longer_than_the_window(real_model, tmp_path):
     """all-at-once says in one line that it does not fit and which protocol would;
     binary search then answers it, each call showing only the steps it asks about."""
-    trace = team_trace("team-long", n_extra=30)
+    trace = team_trace("team-long", n_extra=12)
     for step in trace.steps[7:]:
         step.content = f"Step {step.index}: checked the arithmetic again; " + "nothing new to report. " * 40
     path = write_trace(trace, tmp_path / "long.json")

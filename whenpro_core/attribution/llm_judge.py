@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from whenpro_core.attribution.judge import CallSettings, JudgeReply
-from whenpro_core.attribution.prompts import Message
+from whenpro_core.attribution.prompts import HalfChoice, Message, ModeJudgement, StepJudgement, Verdict
 from whenpro_core.config import Settings, load_settings
 from whenpro_core.llm import ImagePart as LLMImage
 from whenpro_core.llm import Message as LLMMessage
@@ -60,6 +60,12 @@ class LLMJudge:
     def answer_tokens(self) -> int:
         """Most tokens an answer may take."""
         return self.backend.answer_tokens()
+
+    @property
+    def schema_tokens(self) -> int:
+        """Prompt tokens the backend may add for a protocol answer's schema (the largest of
+        them); a protocol fitting its request to the window leaves them free."""
+        return max(self.backend.schema_tokens(m) for m in (Verdict, StepJudgement, HalfChoice, ModeJudgement))
 
     async def ask(
         self,

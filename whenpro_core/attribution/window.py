@@ -11,7 +11,10 @@ its requests here:
   :class:`WindowError` says so in one line and names the protocols that would fit;
 - step-by-step: a sliding window over the conversation (the oldest asked steps leave
   it, a note says how many) and steps cut to share what is left;
-- binary search: each call shows only the steps of the range it asks about, cut to fit.
+- binary search: each call shows only the steps of the range it asks about, cut to fit;
+- hybrid: the agent pick is all-at-once's (asked about every step when the trace cannot
+  fit it); a step question that does not fit with the whole transcript shows the steps
+  up to the one it asks about, as many of the latest as fit (:func:`fit_trailing`).
 
 Tokens are estimated as :mod:`whenpro_core.llm.fitting` does (which also guards every
 request a backend sends); the answer's tokens and a margin are kept free.
@@ -67,13 +70,16 @@ class WindowError(WhenproError):
 
 def prompt_limit(judge: object) -> int | None:
     """Tokens a request to ``judge`` may hold: its reported context window
-    (``judge.context_window``) less its answer's tokens (``judge.answer_tokens``) and a
-    margin; ``None`` when the window is not known (nothing to fit)."""
+    (``judge.context_window``) less its answer's tokens (``judge.answer_tokens``), a
+    margin and what its backend adds for the answer's schema (``judge.schema_tokens``);
+    ``None`` when the window is not known (nothing to fit)."""
     window = getattr(judge, "context_window", None)
     if not isinstance(window, int) or window <= 0:
         return None
     answer = getattr(judge, "answer_tokens", 0)
-    return limit_of(window, answer if isinstance(answer, int) else 0)
+    schema = getattr(judge, "schema_tokens", 0)
+    limit = limit_of(window, answer if isinstance(answer, int) else 0)
+    return max(1, limit - (schema if isinstance(schema, int) else 0))
 
 
 def request_tokens(messages: Sequence[Message]) -> int:
@@ -156,6 +162,28 @@ def fit_whole(transcript: Transcript, limit: int | None, build: Build, protocol:
             expected="--protocol step-by-step or binary-search (they send a part of the trace per call)",
         )
     view.warnings[:0] = transcript.warnings
+    return view
+
+
+def fit_trailing(transcript: Transcript, coords: Sequence[str], limit: int, build: Build) -> Transcript:
+    """The view of the longest tail of ``coords`` (the last always kept) whose request
+    ``build(view)`` fits ``limit`` tokens once its fields are cut (:func:`fit_view`); with
+    only the last step left it is cut as far as it goes (the backend's guard does the rest).
+    A warning says how many earlier steps were left out."""
+
+    def view_of(n: int) -> Transcript:
+        return fit_view(transcript, coords[len(coords) - n :], limit, build)
+
+    def fits(n: int) -> bool:
+        return request_tokens(build(view_of(n))) <= limit
+
+    lo, hi = 1, max(len(coords), 1)
+    while lo < hi:  # the largest tail that fits (a longer tail never fits where a shorter one does not)
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    view = view_of(lo)
+    if lo < len(coords):
+        view.warnings.append(f"{len(coords) - lo} earlier steps left out to fit the model's context window")
     return view
 
 

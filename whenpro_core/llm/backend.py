@@ -29,6 +29,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pydantic import BaseModel
+
 from whenpro_core.config import Settings, load_settings
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.llm import anthropic_backend, openai_backend
@@ -176,9 +178,10 @@ class Backend:
         return self.server is not None and self.server.context_window is not None
 
     def answer_tokens(self, requested: int | None = None) -> int:
-        """Most output tokens a call asks for: ``requested`` or ``settings.max_tokens``,
-        at most a quarter of a reported context window (the prompt needs the rest)."""
-        tokens = requested or self.settings.max_tokens
+        """Most output tokens a call asks for: ``requested`` (a preset's published value)
+        or ``settings.max_tokens``, never more than ``settings.max_tokens`` (the user's cap)
+        nor a quarter of a reported context window (the prompt needs the rest)."""
+        tokens = min(requested, self.settings.max_tokens) if requested else self.settings.max_tokens
         if self.window_reported:
             tokens = min(tokens, max(16, self.context_window // 4))
         return tokens
@@ -396,12 +399,18 @@ class Backend:
                 raise self._backend_error(failed.exc, failed.attempts) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def schema_tokens(self, output_model: type[BaseModel] | None) -> int:
+        """Prompt tokens this backend may add to a request answered as ``output_model``: the
+        schema instruction the ``json`` mode puts in a chat request's last user turn (0 for
+        other APIs or a free-text answer). A caller fitting a request leaves them free."""
+        if output_model is None or self.spec.api != "chat":
+            return 0
+        return estimate_tokens(len(openai_backend.schema_instruction(output_model)), messages=1)
+
     def _prompt_limit(self, request: LLMRequest, params: Params) -> int:
         """Prompt tokens a request may hold in the known window: less the answer, and less
         the schema instruction the ``json`` mode adds to chat requests."""
-        limit = prompt_limit(self.context_window, params.max_tokens)
-        if request.output_model is not None and self.spec.api == "chat":
-            limit -= estimate_tokens(len(openai_backend.schema_instruction(request.output_model)), messages=1)
+        limit = prompt_limit(self.context_window, params.max_tokens) - self.schema_tokens(request.output_model)
         return max(1, limit)
 
     async def _refit(
