@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from whenpro_core.trace.coords import normalize_coord
 from whenpro_core.trace.frameworks import SINGLE_AGENT_FRAMEWORKS
+from whenpro_core.trace.injection_record import INJECTION_KEY, Injection
 
 #: Version of the native JSON format written by :mod:`whenpro_core.formats.native`.
 NATIVE_FORMAT: Final = "whenpro.trace/1"
@@ -328,6 +329,21 @@ class Trace(_Model):
     outcome: Outcome = Outcome.unknown
     source: Source = Field(default_factory=Source)
     extras: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def injection(self) -> Injection | None:
+        """The injection provenance (``extras["injection"]``, :mod:`~whenpro_core.trace.injection_record`)
+        of a counterfactual, or ``None`` for a trace whenpro's injection did not make. A copy:
+        write changes back with :meth:`set_injection`."""
+        return Injection.read(self.extras.get(INJECTION_KEY))
+
+    def set_injection(self, record: Injection | None) -> None:
+        """Store ``record`` as ``extras["injection"]`` (only its set keys, in field order);
+        ``None`` removes it."""
+        if record is None:
+            self.extras.pop(INJECTION_KEY, None)
+        else:
+            self.extras[INJECTION_KEY] = record.as_json()
 
     def step_by_coord(self, coord: str) -> Step | None:
         """The first step whose coordinate equals ``coord`` (after stripping a leading

@@ -1,0 +1,101 @@
+"""The typed injection record (``Trace.injection``, trace/injection_record.py): it reads
+what whenpro wrote before it existed, writes back exactly what it read, and reads odd or
+foreign records without raising."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from whenpro_core.formats import load_trace
+from whenpro_core.formats.native import dumps_trace
+from whenpro_core.injection.provenance import injected_truth, seed_candidates, verdict_of
+from whenpro_core.storage.jsonio import dumps
+from whenpro_core.trace.injection_record import ControlRun, Injection
+from whenpro_core.trace.model import Trace
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces" / "arith_team"
+COUNTERFACTUALS = sorted(p for p in SAMPLES.glob("*__*.json"))
+
+
+def test_the_bundled_counterfactuals_exist() -> None:
+    assert len(COUNTERFACTUALS) >= 4, COUNTERFACTUALS
+
+
+@pytest.mark.parametrize("path", COUNTERFACTUALS, ids=lambda p: p.stem)
+def test_a_saved_counterfactual_reads_typed_and_writes_back_byte_identical(path: Path) -> None:
+    cf = load_trace(str(path))
+    before = dumps_trace(cf)
+    raw = dict(cf.extras["injection"])
+    inj = cf.injection
+    assert inj is not None
+    # typed reads agree with the saved JSON
+    assert (inj.seed_trace, inj.step, inj.step_index, inj.mode) == (
+        raw["seed_trace"],
+        raw["step"],
+        raw["step_index"],
+        raw["mode"],
+    )
+    assert inj.replay is not None and inj.replay.prefix_len == raw["replay"]["prefix_len"]
+    verdict = verdict_of(cf)
+    assert verdict is not None and verdict.decisive == raw["verdict"]["decisive"]
+    cf.set_injection(inj)
+    assert dumps(cf.extras["injection"]) == dumps(raw)  # same keys, same order, same values
+    assert dumps_trace(cf) == before
+
+
+def test_a_record_written_by_an_older_or_other_version_keeps_what_it_can() -> None:
+    saved = {
+        "seed_trace": "run-1",
+        "step": 3,  # a coordinate saved as a number
+        "step_index": "three",  # wrong type: left out, the rest kept
+        "agent": "Solver",
+        "mode": "R.3",
+        "future_field": {"kept": [1, 2]},
+        "continuation": {"model": "m", "usage": {"calls": 2, "cost_usd": 0.25}, "speakers": "recorded"},
+        "usage": {"calls": 1, "cost_usd": 0.5},
+    }
+    cf = Trace(id="cf", extras={"injection": saved})
+    inj = cf.injection
+    assert inj is not None
+    assert (inj.step, inj.step_index, inj.agent) == ("3", None, "Solver")
+    assert inj.model_extra == {"future_field": {"kept": [1, 2]}}
+    assert inj.spent().calls == 3 and inj.spent().cost_usd == 0.75
+    truth = injected_truth(cf)
+    assert truth is not None and (truth.step, truth.agent, truth.mode) == ("3", "Solver", "R.3")
+    cf.set_injection(inj)
+    written = cf.extras["injection"]
+    assert "step_index" not in written and written["future_field"] == {"kept": [1, 2]}
+    assert written["continuation"] == {"model": "m", "usage": {"calls": 2, "cost_usd": 0.25}, "speakers": "recorded"}
+
+
+@pytest.mark.parametrize(
+    "extras",
+    [{}, {"injection": None}, {"injection": ["x"]}, {"injection": {"step": "1"}}, {"injection": {"seed_trace": 7}}],
+)
+def test_a_trace_without_a_usable_record_has_none(extras: dict[str, object]) -> None:
+    trace = Trace(id="t", extras=extras)
+    assert trace.injection is None
+    assert verdict_of(trace) is None and injected_truth(trace) is None and seed_candidates(trace) == []
+
+
+def test_a_malformed_verdict_or_control_does_not_raise() -> None:
+    cf = Trace(id="cf", extras={"injection": {"seed_trace": "s", "verdict": "yes", "control": {"success": "perhaps"}}})
+    inj = cf.injection
+    assert inj is not None and inj.verdict is None and inj.control is None
+    assert verdict_of(cf) is None
+
+
+def test_writing_adds_only_what_was_set_in_field_order() -> None:
+    cf = Trace(id="cf", extras={"env": {"termination": "final_answer"}})
+    cf.set_injection(Injection(seed_trace="s", mode="fix", step="2", step_index=2, agent=None))
+    assert list(cf.extras["injection"]) == ["seed_trace", "step", "step_index", "agent", "mode"]
+    inj = cf.injection
+    assert inj is not None
+    inj.control = ControlRun(success=True, detail="ok")
+    cf.set_injection(inj)
+    assert cf.extras["injection"]["control"] == {"success": True, "detail": "ok"}
+    assert inj.replay is None and Injection.read(cf.extras["injection"]) == inj
+    cf.set_injection(None)
+    assert "injection" not in cf.extras and cf.extras["env"] == {"termination": "final_answer"}
