@@ -56,7 +56,7 @@ from whenpro_core.llm.generation import (
     transcript_text,
 )
 from whenpro_core.storage import jsonio
-from whenpro_core.trace.injection_record import Injection
+from whenpro_core.trace.extras import Injection
 from whenpro_core.trace.model import Attribution, Step, ToolCall, Trace, Usage
 
 #: Default bound on the number of replays one verdict may run.
@@ -445,7 +445,7 @@ def replayable_offline(trace: Trace) -> bool:
     env = provenance_env(trace)
     if env is None:
         return False
-    trace.extras["env"] = env
+    trace.set_env_run(env)
     return env_for_trace(trace) is not None
 
 

@@ -32,7 +32,7 @@ from whenpro_core.injection.replay import ReplayResult, warm_start
 from whenpro_core.injection.verify import Verdict, check_trace, verify
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.storage.fsutil import safe_name
-from whenpro_core.trace.injection_record import ContinuationRecord, Injection, ModelUsage, ReplayStats
+from whenpro_core.trace.extras import INJECTION_KEY, ContinuationRecord, Injection, ModelUsage, ReplayStats
 from whenpro_core.trace.model import Annotation, GroundTruth, Outcome, Source, Step, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
 
@@ -149,10 +149,7 @@ def _counterfactual(
     trace: Trace, index: int, mode: str, gen: GeneratedStep, result: ReplayResult, *, seed: int, now: str | None
 ) -> Trace:
     step = result.steps[index]
-    extras = {k: v for k, v in trace.model_copy(deep=True).extras.items() if k != "injection"}
-    if isinstance(extras.get("env"), dict):
-        extras["env"]["termination"] = result.termination
-        extras["env"].pop("check", None)
+    extras = {k: v for k, v in trace.model_copy(deep=True).extras.items() if k != INJECTION_KEY}
     record = Injection(
         seed_trace=trace.id,
         seed_ref=trace.source.ref(),
@@ -194,6 +191,10 @@ def _counterfactual(
         extras=extras,
     )
     cf.set_injection(record)
+    env = trace.env_run
+    if env is not None:  # the run as replayed: its own ending; the checker's word is the verdict's
+        env.termination = result.termination
+        cf.set_env_run(env.without("check"))
     return cf
 
 

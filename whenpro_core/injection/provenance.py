@@ -1,5 +1,5 @@
 """Reading a counterfactual back: from its injection provenance (``Trace.injection``,
-:mod:`whenpro_core.trace.injection_record`, written by
+:mod:`whenpro_core.trace.extras`, written by
 :func:`~whenpro_core.injection.inject.inject`), the seed run it came from, the
 verification verdict as one headline, and whether an attribution finds the injected step
 (docs/architecture.md, 'Injection and warm-start replay' step 3; the

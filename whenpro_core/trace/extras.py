@@ -1,41 +1,67 @@
-"""The injection provenance of a counterfactual as a typed record: what
-``Trace.extras["injection"]`` holds (docs/architecture.md, 'Injection and warm-start replay').
+"""Typed records kept in ``Trace.extras`` (docs/architecture.md, 'The trace model'): the
+injection provenance of a counterfactual (``extras["injection"]``, :class:`Injection`) and
+the built-in environment run a trace came from (``extras["env"]``, :class:`EnvRun`).
 
-:func:`whenpro_core.injection.inject.inject` writes it (the seed trace, the injected step,
-the generator and executor, the replay statistics, the model usage, the verification
-verdict), the build adds the ``control`` replay, and the counterfactual search
-(``attribution/counterfactual.py``) writes the same record with ``mode="fix"``. Read it
-with :attr:`whenpro_core.trace.model.Trace.injection` and write it with
-:meth:`~whenpro_core.trace.model.Trace.set_injection`: the saved JSON stays what the
-record was read from (only the keys that were present, in field order, unknown keys kept),
-so trace files and datasets read and write identically.
+:func:`whenpro_core.injection.inject.inject` writes the injection record (the seed trace,
+the injected step, the generator and executor, the replay statistics, the model usage, the
+verification verdict), the build adds the ``control`` replay, and the counterfactual search
+(``attribution/counterfactual.py``) writes the same record with ``mode="fix"``.
+``envs.base.run_episode`` writes the env record; the injection updates its
+``termination``. Read them with :attr:`whenpro_core.trace.model.Trace.injection` and
+:attr:`~whenpro_core.trace.model.Trace.env_run`, write them with ``set_injection`` and
+``set_env_run``: the saved JSON stays what the record was read from (only the keys that
+were present, in field order, unknown keys kept after them), so trace files and datasets
+read and write identically.
 
-Everything here comes from files: the parse never raises. A record without a string
-``seed_trace`` is no record (``None``); a field of the wrong type is left out, the rest kept.
+Everything here comes from files: a read never raises. A record without its identifying
+string (``seed_trace``, ``name``) is no record (``None``); a field of the wrong type is left
+out, the rest kept.
 """
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-#: Key of ``Trace.extras`` holding the record.
+#: Keys of ``Trace.extras`` holding the records.
 INJECTION_KEY = "injection"
+ENV_KEY = "env"
 
 
 class _Record(BaseModel):
     # extra="allow": keys written by other versions survive a read and a write;
     # coerce_numbers_to_str: a coordinate saved as a number (``"step": 3``) still reads.
     model_config = ConfigDict(extra="allow", coerce_numbers_to_str=True)
+    #: The field without which a mapping is no record of this kind (see :meth:`read`).
+    ID_FIELD: ClassVar[str] = ""
 
     def as_json(self) -> dict[str, Any]:
-        """Plain data with only the keys that were set (read or assigned), in field order."""
-        return self.model_dump(mode="json", exclude_unset=True)
+        """The record as ``Trace.extras`` holds it: the keys that were set (read or
+        assigned) in field order, then the unknown keys as read."""
+        return self.model_dump(exclude_unset=True)
 
     def without(self, *names: str) -> Self:
         """A copy with the keys ``names`` left out (not even written as ``null``)."""
         return self.model_validate({k: v for k, v in self.as_json().items() if k not in names})
+
+    @classmethod
+    def read(cls, data: object) -> Self | None:
+        """The record in ``data``, or ``None`` when it is not a mapping whose ``ID_FIELD``
+        is a string; fields of the wrong type are dropped, the rest kept."""
+        key = cls.ID_FIELD
+        if not isinstance(data, dict) or not isinstance(data.get(key), str):
+            return None
+        fields = dict(data)
+        for _ in range(len(cls.model_fields)):  # each round drops at least one bad field
+            try:
+                return cls.model_validate(fields)
+            except ValidationError as exc:
+                bad = {e["loc"][0] for e in exc.errors() if e["loc"]}
+                if not bad & fields.keys() or key in bad:
+                    return None
+                fields = {k: v for k, v in fields.items() if k not in bad}
+        return None
 
 
 class ModelUsage(_Record):
@@ -109,6 +135,8 @@ class Injection(_Record):
         control: the build's :class:`ControlRun`.
     """
 
+    ID_FIELD: ClassVar[str] = "seed_trace"
+
     seed_trace: str
     seed_ref: str | None = None
     step: str | None = None
@@ -127,23 +155,6 @@ class Injection(_Record):
     verdict: dict[str, Any] | None = None
     control: ControlRun | None = None
 
-    @classmethod
-    def read(cls, data: object) -> Injection | None:
-        """The record in ``data`` (``Trace.extras["injection"]``), or ``None`` when it is
-        not a mapping with a string ``seed_trace``; fields of the wrong type are dropped."""
-        if not isinstance(data, dict) or not isinstance(data.get("seed_trace"), str):
-            return None
-        fields = dict(data)
-        for _ in range(len(cls.model_fields)):  # each round drops at least one bad field
-            try:
-                return cls.model_validate(fields)
-            except ValidationError as exc:
-                bad = {e["loc"][0] for e in exc.errors() if e["loc"]}
-                if not bad & fields.keys() or "seed_trace" in bad:
-                    return None
-                fields = {k: v for k, v in fields.items() if k not in bad}
-        return None
-
     def spent(self) -> ModelUsage:
         """``calls`` and ``cost_usd`` of the generator plus the simulated continuation
         (0 for what is missing)."""
@@ -152,4 +163,36 @@ class Injection(_Record):
         return ModelUsage(calls=sum(u.calls for u in used), cost_usd=round(sum(u.cost_usd for u in used), 6))
 
 
-__all__ = ["INJECTION_KEY", "ContinuationRecord", "ControlRun", "Injection", "ModelUsage", "ReplayStats"]
+class EnvRun(_Record):
+    """The run of a built-in environment (``whenpro run``) a trace records.
+
+    Attributes:
+        name: the environment (``arith_team``, ``code_pair``, ...); version: its version.
+        seed: the task seed; policy: the agents' policy (``scripted``, ``llm:<model>``, ...).
+        task: the task's parameters, as the environment's ``task_from_params`` reads them.
+        termination: how the run ended (``final_answer``, ``max_steps``, ...).
+        check: the checker's explanation of the outcome (dropped from a counterfactual:
+            its verification says instead).
+    """
+
+    ID_FIELD: ClassVar[str] = "name"
+
+    name: str
+    version: int | str | None = None
+    seed: int | None = None
+    policy: str | None = None
+    task: dict[str, Any] | None = None
+    termination: str | None = None
+    check: str | None = None
+
+
+__all__ = [
+    "ENV_KEY",
+    "INJECTION_KEY",
+    "EnvRun",
+    "ContinuationRecord",
+    "ControlRun",
+    "Injection",
+    "ModelUsage",
+    "ReplayStats",
+]

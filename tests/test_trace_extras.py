@@ -1,6 +1,8 @@
-"""The typed injection record (``Trace.injection``, trace/injection_record.py): it reads
-what whenpro wrote before it existed, writes back exactly what it read, and reads odd or
-foreign records without raising."""
+"""The typed records of ``Trace.extras`` (trace/extras.py): the injection provenance
+(``Trace.injection``) and the built-in environment run (``Trace.env_run``). They read what
+whenpro wrote before they existed, write back exactly what they read, and read odd or
+foreign records without raising. (tests/test_samples_arith.py checks that the samples
+written through them today are byte-identical to the committed ones.)"""
 
 from __future__ import annotations
 
@@ -8,15 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from whenpro_core.envs import env_for_trace
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import dumps_trace
 from whenpro_core.injection.provenance import injected_truth, seed_candidates, verdict_of
 from whenpro_core.storage.jsonio import dumps
-from whenpro_core.trace.injection_record import ControlRun, Injection
+from whenpro_core.trace.extras import ControlRun, EnvRun, Injection
 from whenpro_core.trace.model import Trace
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces" / "arith_team"
 COUNTERFACTUALS = sorted(p for p in SAMPLES.glob("*__*.json"))
+SEEDS = sorted(p for p in SAMPLES.glob("*.json") if "__" not in p.stem)
 
 
 def test_the_bundled_counterfactuals_exist() -> None:
@@ -99,3 +103,28 @@ def test_writing_adds_only_what_was_set_in_field_order() -> None:
     assert inj.replay is None and Injection.read(cf.extras["injection"]) == inj
     cf.set_injection(None)
     assert "injection" not in cf.extras and cf.extras["env"] == {"termination": "final_answer"}
+
+
+@pytest.mark.parametrize("path", SEEDS + COUNTERFACTUALS, ids=lambda p: p.stem)
+def test_the_env_run_of_a_saved_trace_reads_typed_and_writes_back_byte_identical(path: Path) -> None:
+    trace = load_trace(str(path))
+    before = dumps_trace(trace)
+    raw = dict(trace.extras["env"])
+    run = trace.env_run
+    assert run is not None and (run.name, run.seed, run.task) == (raw["name"], raw["seed"], raw["task"])
+    env = env_for_trace(trace)
+    assert env is not None and env.task_from_trace(trace).seed == raw["seed"]
+    # a counterfactual's env block has its own termination and no checker's word
+    assert ("check" in raw) == (path in SEEDS)
+    trace.set_env_run(run)
+    assert dumps(trace.extras["env"]) == dumps(raw)
+    assert dumps_trace(trace) == before
+
+
+def test_an_env_block_that_is_not_a_run_is_none() -> None:
+    for env in (None, "arith_team", {"seed": 1}, {"name": 3}):
+        trace = Trace(id="t", extras={"env": env})
+        assert trace.env_run is None and env_for_trace(trace) is None
+    odd = Trace(id="t", extras={"env": {"name": "elsewhere", "seed": "x", "extra": 1}})
+    run = odd.env_run
+    assert run == EnvRun(name="elsewhere", extra=1) and env_for_trace(odd) is None
