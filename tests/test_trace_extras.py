@@ -13,6 +13,7 @@ import pytest
 from whenpro_core.envs import env_for_trace
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.native import dumps_trace
+from whenpro_core.formats.otel import agent_spans
 from whenpro_core.injection.provenance import injected_truth, seed_candidates, verdict_of
 from whenpro_core.storage.jsonio import dumps
 from whenpro_core.trace.extras import ControlRun, EnvRun, Injection
@@ -128,3 +129,20 @@ def test_an_env_block_that_is_not_a_run_is_none() -> None:
     odd = Trace(id="t", extras={"env": {"name": "elsewhere", "seed": "x", "extra": 1}})
     run = odd.env_run
     assert run == EnvRun(name="elsewhere", extra=1) and env_for_trace(odd) is None
+
+
+OTEL_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "otel"
+
+
+def test_the_agent_spans_of_an_otel_trace_read_back_as_spans() -> None:
+    framed = []
+    for path in sorted(OTEL_FIXTURES.glob("*.json")):
+        trace = load_trace(str(path))
+        if trace.extras.get("agent_spans"):
+            framed.append(trace)
+            assert [s.raw() for s in agent_spans(trace)] == trace.extras["agent_spans"], path.name
+    assert framed, "no fixture with agent spans"
+    trace = framed[0]
+    trace.extras["agent_spans"] = ["not a span", {"span_id": 3}, *trace.extras["agent_spans"]]
+    assert len(agent_spans(trace)) == len(trace.extras["agent_spans"]) - 2
+    assert agent_spans(Trace(id="t", extras={"agent_spans": {"span_id": "a"}})) == []
