@@ -20,9 +20,11 @@ at the seam they become two. No gold answer is shown.
 
 Transcript rules by framework (only frameworks listed in :data:`RENDERERS` are
 supported; others raise ConfigError rather than send a request that is not the official
-one):
+one). Every renderer takes its step coordinates from the trace's layout
+(:func:`whenpro_core.trace.coords.layout`, the rules the importer numbers steps by), never
+counting for itself; on the release's data those are the official renderers' numbers.
 
-* ``smolagents``: coordinates count the non-framing entries (``user`` and
+* ``smolagents``: coordinates count the non-framing entries (``user``, ``system`` and
   ``final_answer`` are framing) from 0 when the first is a ``planning`` entry, else from
   1. A block is ``Step N | Agent: agent`` (``(planning)`` appended for plans) then its
   body: ``[plan]…[/plan]`` (``(empty plan)``), or for an action ``[output]`` +
