@@ -56,6 +56,7 @@ from whenpro_core.llm.generation import (
     transcript_text,
 )
 from whenpro_core.storage import jsonio
+from whenpro_core.trace.extras import Injection
 from whenpro_core.trace.model import Attribution, Step, ToolCall, Trace, Usage
 
 #: Default bound on the number of replays one verdict may run.
@@ -284,16 +285,18 @@ def _try_step(
     attempt.cost_usd += cost
     attempt.final_answer, attempt.new_steps = result.final_answer, len(result.new_steps)
     new = continued_trace(trace, result, trace_id=f"{trace.id}__fix__{attempt.coord}")
-    new.extras["injection"] = {
-        "seed_trace": trace.id,
-        "step_index": index,
-        "step": attempt.coord,
-        "agent": attempt.agent,
-        "mode": "fix",
-        "generator": corrector.name,
-        "executor": executor.name,
-        "description": f"correction of step {attempt.coord}: {correction.note}",
-    }
+    new.set_injection(
+        Injection(
+            seed_trace=trace.id,
+            step=attempt.coord,
+            step_index=index,
+            agent=attempt.agent,
+            mode="fix",
+            description=f"correction of step {attempt.coord}: {correction.note}",
+            generator=corrector.name,
+            executor=executor.name,
+        )
+    )
     check = check_trace(new, result.final_answer)
     attempt.outcome = "undecided" if check.success is None else "fixed" if check.success else "still failing"
     attempt.detail = f"{correction.note}; {check.detail}"
@@ -442,7 +445,7 @@ def replayable_offline(trace: Trace) -> bool:
     env = provenance_env(trace)
     if env is None:
         return False
-    trace.extras["env"] = env
+    trace.set_env_run(env)
     return env_for_trace(trace) is not None
 
 

@@ -20,9 +20,11 @@ at the seam they become two. No gold answer is shown.
 
 Transcript rules by framework (only frameworks listed in :data:`RENDERERS` are
 supported; others raise ConfigError rather than send a request that is not the official
-one):
+one). Every renderer takes its step coordinates from the trace's layout
+(:func:`whenpro_core.trace.coords.layout`, the rules the importer numbers steps by), never
+counting for itself; on the release's data those are the official renderers' numbers.
 
-* ``smolagents``: coordinates count the non-framing entries (``user`` and
+* ``smolagents``: coordinates count the non-framing entries (``user``, ``system`` and
   ``final_answer`` are framing) from 0 when the first is a ``planning`` entry, else from
   1. A block is ``Step N | Agent: agent`` (``(planning)`` appended for plans) then its
   body: ``[plan]…[/plan]`` (``(empty plan)``), or for an action ``[output]`` +
@@ -45,7 +47,6 @@ one):
 
 from __future__ import annotations
 
-import ast
 import base64
 import contextlib
 import hashlib
@@ -69,7 +70,7 @@ from whenpro_core.errors import ConfigError, MediaError
 from whenpro_core.formats import whowhen_pro, whowhen_pro_jsonl
 from whenpro_core.media.paths import decode_inline, media_bases, read_file_capped, resolve_path
 from whenpro_core.storage.jsonio import JSONObject
-from whenpro_core.trace.coords import normalize_coord
+from whenpro_core.trace.coords import Layout, Slot, layout, listish, normalize_coord
 from whenpro_core.trace.frameworks import canonical_framework
 from whenpro_core.trace.model import Attribution, Trace
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
@@ -229,15 +230,21 @@ def _jpegs(entries: list[JSONObject], read: ImageReader, how: Reencode | None = 
     return [part for part in (read(e, how) for e in entries) if part is not None]
 
 
-def _listish(value: Any) -> list[Any]:
-    """A list field, also when the file stores it as Python or JSON text (the per-file
-    showcase samples do); anything else is an empty list."""
-    if isinstance(value, str) and value.lstrip().startswith("["):
-        try:
-            value = ast.literal_eval(value)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return []
-    return value if isinstance(value, list) else []
+def _placed(doc: JSONObject, lay: Layout) -> list[tuple[Slot, JSONObject]]:
+    """Every slot of the trace's layout (:func:`whenpro_core.trace.coords.layout`, the one
+    home of step coordinates) with the trajectory entry, or round turn, it was laid out
+    from. The renderers number their blocks from these slots and never count themselves."""
+    entries = doc.get("trajectory") or []
+    out = []
+    for slot in lay.slots:
+        entry = entries[slot.entry]
+        out.append((slot, entry["turns"][slot.turn] if slot.turn is not None else entry))
+    return out
+
+
+def _steps(doc: JSONObject, lay: Layout) -> list[tuple[Slot, JSONObject, str]]:
+    """(slot, entry or turn, coordinate) of every slot that has a coordinate, in order."""
+    return [(slot, e, slot.coord) for slot, e in _placed(doc, lay) if slot.coord is not None]
 
 
 # ---------------------------------------------------------------- smolagents
@@ -283,19 +290,13 @@ def _smol_action(entry: JSONObject, task_blobs: set[str], read: ImageReader) -> 
     return "\n".join(body) if body else "(empty step)", _jpegs(images, read)
 
 
-def render_smolagents(doc: JSONObject, read: ImageReader) -> Rendered:
+def render_smolagents(doc: JSONObject, lay: Layout, read: ImageReader) -> Rendered:
     """The smolagents transcript under the official rules (module doc)."""
     task_images = _image_entries((doc.get("task") or {}).get("images"))
     task_blobs = {read.identity(e) for e in task_images}
     blocks: list[Block] = []
-    cursor: int | None = None
-    for entry in doc.get("trajectory") or []:
-        kind = entry.get("kind") if isinstance(entry, dict) else None
-        if kind in ("user", "final_answer", None):
-            continue
-        if cursor is None:
-            cursor = 0 if kind == "planning" else 1
-        coord, tag = str(cursor), ""
+    for _, entry, coord in _steps(doc, lay):
+        kind, tag = entry.get("kind"), ""
         images: list[ImagePart] = []
         if kind == "planning":
             plan = (entry.get("plan") or "").strip()
@@ -305,14 +306,11 @@ def render_smolagents(doc: JSONObject, read: ImageReader) -> Rendered:
         else:
             body = f"(unknown kind={kind!r})"
         blocks.append(Block(coord, f"Step {coord} | Agent: agent{tag}\n{body.rstrip()}", images))
-        cursor += 1
     return Rendered(_jpegs(task_images, read), blocks, SMOLAGENTS_HINT)
 
 
 # ---------------------------------------------------------------- macnet and magentic-one
 
-#: MacNet's (layer, position) of each role in its fixed author -> critic/rewriter -> sink chain.
-_MACNET_COORD = {"author": (0, 0), "critic": (1, 0), "rewriter": (1, 1), "sink": (2, 0)}
 MAGENTIC_HINT = (
     "Magentic-One is an orchestrator + specialist framework: a central orchestrator routes work "
     "each round to a specialist agent. Step coordinate is 'step R.P' where R is the round and P is "
@@ -320,21 +318,17 @@ MAGENTIC_HINT = (
 )
 
 
-def render_macnet(doc: JSONObject, read: ImageReader) -> Rendered:
+def render_macnet(doc: JSONObject, lay: Layout, read: ImageReader) -> Rendered:
     """MacNet: one block per turn with a ``role``, ``Step R.P | Agent: <node id>`` where
-    R.P comes from the role (an unknown role takes the next position of layer 1), body
-    ``[output]…[/output]`` or ``(empty turn)``; no hint; task images passed through."""
+    R.P comes from the role (:data:`~whenpro_core.trace.coords.MACNET_ROLES`; an unknown
+    role takes the next position of layer 1), body ``[output]…[/output]`` or
+    ``(empty turn)``; no hint; task images passed through."""
     blocks: list[Block] = []
-    placed: list[tuple[int, int]] = []
-    for entry in doc.get("trajectory") or []:
-        if not isinstance(entry, dict) or entry.get("kind") in ("user", "final_answer") or not entry.get("role"):
-            continue
-        layer, pos = _MACNET_COORD.get(str(entry["role"]), (1, sum(1 for r, _ in placed if r == 1)))
-        placed.append((layer, pos))
+    for _, entry, coord in _steps(doc, lay):
         output = (entry.get("output") or "").strip()
         body = f"[output]\n{output}\n[/output]" if output else "(empty turn)"
         agent = entry.get("agent_id") or "unknown"
-        blocks.append(Block(f"{layer}.{pos}", f"Step {layer}.{pos} | Agent: {agent}\n{body}"))
+        blocks.append(Block(coord, f"Step {coord} | Agent: {agent}\n{body}"))
     return Rendered(_jpegs(_image_entries((doc.get("task") or {}).get("images")), read, None), blocks, "")
 
 
@@ -345,17 +339,14 @@ def _tool_actions(value: Any) -> str:
         return repr(value)
 
 
-def render_magentic(doc: JSONObject, read: ImageReader) -> Rendered:
+def render_magentic(doc: JSONObject, lay: Layout, read: ImageReader) -> Rendered:
     """Magentic-One: one block per ``agent`` entry with a round and position,
     ``Step R.P | Agent: <agent>``, body ``[output]`` and ``[tool_actions]`` (the actions
     as indented JSON, whatever their shape) or ``(empty turn)``; the ledger is not shown."""
     blocks: list[Block] = []
-    for entry in doc.get("trajectory") or []:
-        if not isinstance(entry, dict) or entry.get("kind") != "agent":
+    for _, entry, coord in _steps(doc, lay):
+        if entry.get("kind") != "agent":
             continue
-        if entry.get("round") is None or entry.get("position") is None:
-            continue
-        coord = f"{int(entry['round'])}.{int(entry['position'])}"
         output = (entry.get("output") or "").strip()
         body = [f"[output]\n{output}\n[/output]"] if output else []
         if entry.get("tool_actions"):
@@ -403,7 +394,7 @@ def _arguments(call: JSONObject) -> Any:
 
 def _eva_tool(turn: JSONObject, read: ImageReader) -> tuple[str, list[ImagePart]]:
     images, missing = [], []
-    for frame in _listish(turn.get("frames")):
+    for frame in listish(turn.get("frames")):
         if not isinstance(frame, dict) or not frame.get("path"):
             continue
         part = read({"path": frame["path"]}, FRAMES)
@@ -421,45 +412,37 @@ def _eva_tool(turn: JSONObject, read: ImageReader) -> tuple[str, list[ImagePart]
     return f"[tool_output tool={turn.get('tool_name') or '?'}]\n{inner}\n[/tool_output]", images
 
 
-def render_eva(doc: JSONObject, read: ImageReader) -> Rendered:
+def render_eva(doc: JSONObject, lay: Layout, read: ImageReader) -> Rendered:
     """eva: the system prompt (first) and the user question (second) are framing; each
     assistant turn is ``Step N | Agent: agent`` (N from 0) with its frames after the
     header, then ``[output]``, one ``[tool_call]`` per call and the following tool turns
     (one per call) folded in as ``[tool_output tool=NAME]`` (the repeated question and the
     tool reminder dropped, ``<image>`` read as ``[frame K]``, unreadable frames as
-    ``[frame K at MM:SS missing]``); frames at most 512 px, JPEG quality 75; no hint."""
-    turns = [t for t in doc.get("trajectory") or [] if isinstance(t, dict)]
-    blocks: list[Block] = []
-    i = 0
-    while i < len(turns):
-        kind = turns[i].get("kind")
-        if (i == 0 and kind == "system") or (i == 1 and kind == "user"):
-            i += 1
-            continue
-        coord = str(len(blocks))
-        if kind != "assistant":
-            blocks.append(
-                Block(coord, f"Step {coord} | {kind}", [], f"[unknown kind={kind!r}]\n{turns[i].get('content') or ''}")
-            )
-            i += 1
-            continue
-        turn, body, images = turns[i], [], []
-        calls = _listish(turn.get("tool_calls"))
-        if (turn.get("content") or "").strip():
-            body.append(f"[output]\n{turn['content'].strip()}\n[/output]")
-        body += [f"[tool_call]\n{_call_line(c)}\n[/tool_call]" for c in calls]
-        i += 1
-        for _ in range(len(calls) or 1):
-            if i >= len(turns) or turns[i].get("kind") != "tool":
-                break
-            text, frames = _eva_tool(turns[i], read)
-            body.append(text)
-            images += frames
-            i += 1
-        blocks.append(
-            Block(coord, f"Step {coord} | Agent: agent", images, "\n".join(body) if body else "(empty assistant turn)")
-        )
-    return Rendered([], blocks, "")
+    ``[frame K at MM:SS missing]``); frames at most 512 px, JPEG quality 75; no hint. The
+    layout gives a turn and the tool turns folded into it one coordinate."""
+    grouped: dict[str, list[JSONObject]] = {}
+    for _, turn, coord in _steps(doc, lay):
+        grouped.setdefault(coord, []).append(turn)
+    return Rendered([], [_eva_block(coord, turns, read) for coord, turns in grouped.items()], "")
+
+
+def _eva_block(coord: str, turns: list[JSONObject], read: ImageReader) -> Block:
+    """One eva step: ``turns`` is the assistant turn and the tool turns answering it (or
+    one turn of another kind, shown as unknown)."""
+    turn, kind = turns[0], turns[0].get("kind")
+    if kind != "assistant":
+        return Block(coord, f"Step {coord} | {kind}", [], f"[unknown kind={kind!r}]\n{turn.get('content') or ''}")
+    body: list[str] = []
+    images: list[ImagePart] = []
+    calls = listish(turn.get("tool_calls"))
+    if (turn.get("content") or "").strip():
+        body.append(f"[output]\n{turn['content'].strip()}\n[/output]")
+    body += [f"[tool_call]\n{_call_line(c)}\n[/tool_call]" for c in calls]
+    for tool in turns[1:]:
+        text, frames = _eva_tool(tool, read)
+        body.append(text)
+        images += frames
+    return Block(coord, f"Step {coord} | Agent: agent", images, "\n".join(body) if body else "(empty assistant turn)")
 
 
 # ---------------------------------------------------------------- turn-list frameworks
@@ -485,13 +468,6 @@ DVD_FRAME_CAP = 8
 DVD_INSPECTOR = "frame_inspect_agent"
 
 
-def _int(value: Any, default: int = 0) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
 def _output(text: Any) -> str:
     output = text.strip() if isinstance(text, str) else ""
     return f"[output]\n{output}\n[/output]" if output else "(empty turn)"
@@ -505,46 +481,31 @@ def _passthrough_task_images(doc: JSONObject, read: ImageReader) -> list[ImagePa
     return _jpegs(_image_entries((doc.get("task") or {}).get("images")), read, None)
 
 
-def _round_turns(doc: JSONObject) -> list[tuple[int, int, JSONObject]]:
-    """(round, index in the round, turn) for every turn of every ``round`` entry."""
-    out = []
-    for entry in doc.get("trajectory") or []:
-        if isinstance(entry, dict) and entry.get("kind") == "round":
-            turns = entry.get("turns")
-            out += [
-                (_int(entry.get("round")), i, t)
-                for i, t in enumerate(turns if isinstance(turns, list) else [])
-                if isinstance(t, dict)
-            ]
-    return out
-
-
-def render_debate(doc: JSONObject, read: ImageReader) -> Rendered:
+def render_debate(doc: JSONObject, lay: Layout, read: ImageReader) -> Rendered:
     """Debate: ``Step R.P`` with P the turn's index in its round."""
     blocks = [
-        Block(f"{r}.{i}", f"Step {r}.{i} | Agent: {_speaker(t)}\n{_output(t.get('output'))}")
-        for r, i, t in _round_turns(doc)
+        Block(coord, f"Step {coord} | Agent: {_speaker(t)}\n{_output(t.get('output'))}")
+        for _, t, coord in _steps(doc, lay)
     ]
     return Rendered(_passthrough_task_images(doc, read), blocks, DEBATE_HINT)
 
 
-def render_dylan(doc: JSONObject, read: ImageReader) -> Rendered:
+def render_dylan(doc: JSONObject, lay: Layout, read: ImageReader) -> Rendered:
     """DyLAN: ``Step R.P`` with P the turn's recorded ``position`` (gaps kept); the role
     is not shown."""
-    blocks = []
-    for r, _, t in _round_turns(doc):
-        coord = f"{r}.{_int(t.get('position'))}"
-        blocks.append(Block(coord, f"Step {coord} | Agent: {_speaker(t)}\n{_output(t.get('output'))}"))
+    blocks = [
+        Block(coord, f"Step {coord} | Agent: {_speaker(t)}\n{_output(t.get('output'))}")
+        for _, t, coord in _steps(doc, lay)
+    ]
     return Rendered(_passthrough_task_images(doc, read), blocks, DYLAN_HINT)
 
 
-def render_pixelcraft(doc: JSONObject, read: ImageReader) -> Rendered:
+def render_pixelcraft(doc: JSONObject, lay: Layout, read: ImageReader) -> Rendered:
     """PixelCraft: ``Step R.P | Agent: <agent_id>``, then one ``[viewed image: SOURCE]``
     line per image the turn viewed, the images themselves (passed through, never
     re-encoded: charts stay lossless), then the turn's output; no hint."""
     blocks = []
-    for r, _, t in _round_turns(doc):
-        coord = f"{r}.{_int(t.get('position'))}"
+    for _, t, coord in _steps(doc, lay):
         entries = _image_entries(t.get("images"))
         header = "\n".join(
             [f"Step {coord} | Agent: {_speaker(t)}"]
@@ -554,35 +515,34 @@ def render_pixelcraft(doc: JSONObject, read: ImageReader) -> Rendered:
     return Rendered(_passthrough_task_images(doc, read), blocks, "")
 
 
-def render_mathchat(doc: JSONObject, read: ImageReader) -> Rendered:
+def render_mathchat(doc: JSONObject, lay: Layout, read: ImageReader) -> Rendered:
     """MathChat: the opening ``user_proxy`` turn (round 0, position 0) is unnumbered
     ``User Input`` framing; every other turn is ``Step N`` with N = 2·round + position,
     labelled with its real speaker (``assistant``, ``user_proxy``); no hint."""
     blocks = []
-    for e in doc.get("trajectory") or []:
-        if not isinstance(e, dict) or e.get("kind") in ("user", "final_answer"):
-            continue
-        if e.get("round") is None or e.get("position") is None:
-            continue
-        r, p, agent = _int(e["round"]), _int(e["position"]), _speaker(e)
-        if (r, p, agent) == (0, 0, "user_proxy"):
+    for _, e, coord in _steps_and_user_input(doc, lay):
+        if coord is None:
             blocks.append(Block(None, f"User Input\n{_output(e.get('output'))}"))
         else:
-            blocks.append(Block(str(2 * r + p), f"Step {2 * r + p} | Agent: {agent}\n{_output(e.get('output'))}"))
+            blocks.append(Block(coord, f"Step {coord} | Agent: {_speaker(e)}\n{_output(e.get('output'))}"))
     return Rendered(_passthrough_task_images(doc, read), blocks, "")
 
 
-def render_metagpt(doc: JSONObject, read: ImageReader) -> Rendered:
-    """MetaGPT: one block per staged turn, ``Step S`` with S the SOP stage."""
-    staged = [
-        e
-        for e in doc.get("trajectory") or []
-        if isinstance(e, dict) and e.get("kind") not in ("user", "final_answer") and e.get("stage") is not None
+def _steps_and_user_input(doc: JSONObject, lay: Layout) -> list[tuple[Slot, JSONObject, str | None]]:
+    """MathChat's numbered turns and its unnumbered opening ``user_proxy`` turn (the
+    layout's framing slot at round 0, position 0), in order."""
+    return [
+        (slot, e, slot.coord)
+        for slot, e in _placed(doc, lay)
+        if slot.coord is not None or (slot.round, slot.position, slot.agent) == (0, 0, "user_proxy")
     ]
+
+
+def render_metagpt(doc: JSONObject, lay: Layout, read: ImageReader) -> Rendered:
+    """MetaGPT: one block per staged turn, ``Step S`` with S the SOP stage."""
     blocks = [
-        Block(str(s), f"Step {s} | Agent: {_speaker(e)}\n{_output(e.get('output'))}")
-        for e in staged
-        if (s := _int(e["stage"])) is not None
+        Block(coord, f"Step {coord} | Agent: {_speaker(e)}\n{_output(e.get('output'))}")
+        for _, e, coord in _steps(doc, lay)
     ]
     return Rendered(_passthrough_task_images(doc, read), blocks, METAGPT_HINT)
 
@@ -600,25 +560,21 @@ def _tagged(pairs: list[tuple[str, Any]], empty: str) -> str:
     return "\n".join(shown) if shown else empty
 
 
-def render_alfagent(doc: JSONObject, read: ImageReader) -> Rendered:
+def render_alfagent(doc: JSONObject, lay: Layout, read: ImageReader) -> Rendered:
     """ALFWorld agent: ``Step N | Agent: agent`` with N the entry's ``step_number``, body
     ``[think]``, ``[action]``, ``[observation]`` (those present) or ``(empty step)``;
     other kinds with a number show ``(unknown kind=…)``; no images, no hint."""
     blocks = []
-    for e in doc.get("trajectory") or []:
-        kind = e.get("kind") if isinstance(e, dict) else None
-        if kind in ("user", "final_answer", None):
-            continue
-        sn = e.get("step_number")
+    for _, e, coord in _steps(doc, lay):
+        kind = e.get("kind")
         if kind != "action":
-            coord = str(sn) if isinstance(sn, int) else "?"
             blocks.append(Block(coord, f"Step {coord} | Agent: agent\n(unknown kind={kind!r})"))
-        elif isinstance(sn, int):
+        else:
             body = _tagged(
                 [("think", e.get("reasoning")), ("action", e.get("action")), ("observation", e.get("observation"))],
                 "(empty step)",
             )
-            blocks.append(Block(str(sn), f"Step {sn} | Agent: agent\n{body}"))
+            blocks.append(Block(coord, f"Step {coord} | Agent: agent\n{body}"))
     return Rendered([], blocks, "")
 
 
@@ -633,20 +589,18 @@ def _screenshot_entries(entries: list[JSONObject]) -> set[int]:
     return {with_shot[k] for k in keep}
 
 
-def render_gui(doc: JSONObject, read: ImageReader) -> Rendered:
+def render_gui(doc: JSONObject, lay: Layout, read: ImageReader) -> Rendered:
     """GUI agents (coact, openai_cua, agentoccam, gemini): ``Step N | Agent: <agent>``
     (the entry's real speaker; ``agent`` when it has none), ``[screenshot]`` and the
     screenshot when the step's is attached (the first, every 10th and the last; width at
     most 1,024 px, JPEG 80), then ``[reasoning]``, ``[action]``, ``[observation]``,
     ``[error]`` (those present) or ``(empty step)``."""
-    entries = [e for e in doc.get("trajectory") or [] if isinstance(e, dict)]
-    shots = _screenshot_entries(entries)
+    shots = _screenshot_entries(doc.get("trajectory") or [])
     blocks = []
-    for i, e in enumerate(entries):
+    for slot, e, coord in _steps(doc, lay):
         if e.get("kind") != "action":
             continue
-        coord = str(e.get("step_number"))
-        images = _jpegs(_image_entries(e.get("observation_images")), read, SCREENSHOTS) if i in shots else []
+        images = _jpegs(_image_entries(e.get("observation_images")), read, SCREENSHOTS) if slot.entry in shots else []
         header = f"Step {coord} | Agent: {_speaker(e, 'agent', 'agent')}" + ("\n[screenshot]" if images else "")
         body = _tagged(
             [
@@ -683,7 +637,7 @@ def _evenly(items: list[_T], k: int) -> list[_T]:
 
 def _dvd_inspection(turn: JSONObject, coord: str, window: str | None, read: ImageReader) -> Block:
     images, missing = [], []
-    for frame in _evenly([f for f in _listish(turn.get("frames")) if isinstance(f, dict)], DVD_FRAME_CAP):
+    for frame in _evenly([f for f in listish(turn.get("frames")) if isinstance(f, dict)], DVD_FRAME_CAP):
         if not frame.get("path"):
             continue
         part = read({"path": frame["path"]}, FRAMES)
@@ -705,7 +659,7 @@ def _dvd_inspection(turn: JSONObject, coord: str, window: str | None, read: Imag
 def _dvd_turn(turn: JSONObject, coord: str, windows: dict[str, str], read: ImageReader) -> Block:
     kind = turn.get("kind")
     if kind == "assistant":
-        calls = _listish(turn.get("tool_calls"))
+        calls = listish(turn.get("tool_calls"))
         for call in calls:
             if isinstance(call, dict) and call.get("name") == "frame_inspect_tool" and call.get("id"):
                 args = _arguments(call)
@@ -725,27 +679,20 @@ def _dvd_turn(turn: JSONObject, coord: str, windows: dict[str, str], read: Image
     return Block(coord, f"Step {coord} | {kind}", [], f"[unknown kind={kind!r}]\n{turn.get('content') or ''}")
 
 
-def render_dvd(doc: JSONObject, read: ImageReader) -> Rendered:
+def render_dvd(doc: JSONObject, lay: Layout, read: ImageReader) -> Rendered:
     """DeepVideoDiscovery: the system prompt (first) and user question (second) are
     framing; every later turn is a step numbered from 0 by its place in the trajectory:
     the orchestrator's turns (``[output]``, ``[tool_call]`` lines), the frame inspector's
     replies as ``Agent: frame_inspect_agent`` (an ``[input_frames at WINDOW, K frame(s)]``
     line, up to 8 evenly sampled frames at most 512 px, JPEG 75, then ``[output]``) and
     the plain tools as ``Tool: NAME`` with ``[tool_result tool=NAME]``; no hint."""
-    turns = doc.get("trajectory") or []
     windows: dict[str, str] = {}
-    blocks = []
-    for i, turn in enumerate(turns):
-        if not isinstance(turn, dict):
-            continue
-        if (i == 0 and turn.get("kind") == "system") or (i == 1 and turn.get("kind") == "user"):
-            continue
-        blocks.append(_dvd_turn(turn, str(i - 2), windows, read))
+    blocks = [_dvd_turn(turn, coord, windows, read) for _, turn, coord in _steps(doc, lay)]
     return Rendered([], blocks, "")
 
 
 #: Frameworks whose transcript the preset renders under the official rules.
-RENDERERS: dict[str, Callable[[JSONObject, ImageReader], Rendered]] = {
+RENDERERS: dict[str, Callable[[JSONObject, Layout, ImageReader], Rendered]] = {
     "smolagents": render_smolagents,
     "macnet": render_macnet,
     "magentic-one": render_magentic,
@@ -853,7 +800,8 @@ def _rendered(trace: Trace, problems: list[str]) -> tuple[JSONObject, Rendered, 
             f"--preset whowhen-pro does not render {framework} traces yet",
             expected="a trace of " + ", ".join(sorted(RENDERERS)),
         )
-    rendered = render(doc, image_reader(trace, problems))
+    lay = layout(framework, doc.get("trajectory"), doc.get("agents"))
+    rendered = render(doc, lay, image_reader(trace, problems))
     root = Path(trace.source.root) if trace.source.root else None
     if root is None or not (root / "taxonomy.yaml").is_file():
         raise ConfigError(

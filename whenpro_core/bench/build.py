@@ -68,6 +68,7 @@ from whenpro_core.injection.registry import get_executor, get_generator
 from whenpro_core.injection.replay import warm_start
 from whenpro_core.injection.verify import check_trace
 from whenpro_core.safety.redact import redact
+from whenpro_core.trace.extras import ControlRun, Injection, ModelUsage
 from whenpro_core.trace.model import Trace
 
 if TYPE_CHECKING:  # the injection stack is imported when a build runs
@@ -216,7 +217,7 @@ def run_attempt(
         stage = "replay_failed" if tracked.done else "generate_failed"
         return Outcome(done("dropped", stage, _describe(exc)))
     v, cf = result.verdict, result.counterfactual
-    base.update(_spent(cf.extras.get("injection") or {}))
+    base.update(_spent(cf.injection))
     if not v.decisive:
         why = {True: "the counterfactual still succeeds", None: "the counterfactual's outcome is unknown"}.get(
             v.counterfactual_success, "the seed run did not succeed"
@@ -252,7 +253,7 @@ def run_attempt(
         )
     control = control_run(trace, attempt.index, executor, opts, cancel) if opts.needs_control else None
     if control is not None:
-        cf.extras["injection"]["control"] = control
+        _record_injection(cf, control=ControlRun.model_validate(control))
         if control["success"] is not True:
             return Outcome(
                 done(
@@ -266,9 +267,7 @@ def run_attempt(
             )
     if trace_id:
         cf.id = trace_id
-    inj = cf.extras["injection"]
-    inj.get("replay", {}).pop("seconds", None)  # timing is in the journal; files are reproducible
-    inj["seed_ref"] = attempt.seed_rel or inj.get("seed_ref")  # not the builder's own paths
+    _record_injection(cf, seed_rel=attempt.seed_rel)
     doc = to_document(cf, eval_status="fail")
     diffs = check_round_trip(cf, doc)
     if diffs:
@@ -292,14 +291,26 @@ def run_attempt(
     )
 
 
-def _spent(inj: dict[str, Any]) -> dict[str, Any]:
-    """``calls`` and ``cost_usd`` of an injection record: its generator's ``usage`` plus
-    its simulated continuation's (``continuation.usage``); 0 for what is missing."""
-    parts = [inj.get("usage") or {}, (inj.get("continuation") or {}).get("usage") or {}]
-    return {
-        "calls": sum(int(u.get("calls", 0)) for u in parts),
-        "cost_usd": round(sum(float(u.get("cost_usd", 0.0)) for u in parts), 6),
-    }
+def _spent(inj: Injection | None) -> dict[str, Any]:
+    """``calls`` and ``cost_usd`` of an injection record (:meth:`Injection.spent`); 0 without one."""
+    spent = inj.spent() if inj is not None else ModelUsage()
+    return {"calls": spent.calls, "cost_usd": spent.cost_usd}
+
+
+def _record_injection(cf: Trace, *, control: ControlRun | None = None, seed_rel: str | None = None) -> None:
+    """Add the build's ``control`` to ``cf``'s injection record, or (with ``seed_rel``) make
+    the record reproducible: no replay timing (it is in the journal), the seed named
+    relative to the dataset rather than by the builder's own path."""
+    inj = cf.injection
+    if inj is None:
+        return
+    if control is not None:
+        inj.control = control
+    else:
+        if inj.replay is not None:
+            inj.replay = inj.replay.without("seconds")
+        inj.seed_ref = seed_rel or inj.seed_ref
+    cf.set_injection(inj)
 
 
 def class_shares(plan: Plan) -> dict[str, float]:

@@ -36,7 +36,6 @@ def get_env(name: str) -> Env:
 
 
 def env_for_trace(trace: Trace) -> Env | None:
-    """The built-in env that produced ``trace`` (``extras["env"]["name"]``), or ``None``."""
-    meta = trace.extras.get("env")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    return get_env(name) if isinstance(name, str) and name in ENVS else None
+    """The built-in env that produced ``trace`` (``Trace.env_run``'s ``name``), or ``None``."""
+    run = trace.env_run
+    return get_env(run.name) if run is not None and run.name in ENVS else None

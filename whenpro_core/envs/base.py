@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from whenpro_core.errors import TraceFormatError
+from whenpro_core.trace.extras import EnvRun
 from whenpro_core.trace.model import Agent, Modality, Outcome, Source, Step, Task, ToolCall, Trace
 
 #: Framing kinds that carry no agent decision (never injected, never produced by policies).
@@ -151,22 +152,22 @@ class Env(ABC):
         stored parameters are unusable)."""
 
     def task_from_trace(self, trace: Trace) -> EnvTask:
-        """The task a trace of this env was run on, from ``extras["env"]``.
+        """The task a trace of this env was run on, from ``Trace.env_run`` (``extras["env"]``).
 
         Raises TraceFormatError when the trace was not made by this env."""
-        meta = trace.extras.get("env")
-        if not isinstance(meta, dict) or meta.get("name") != self.name:
+        run = trace.env_run
+        if run is None or run.name != self.name:
             raise TraceFormatError(
                 f"not a run of the built-in environment {self.name!r}",
                 json_path="$.extras.env.name",
                 expected=repr(self.name),
             )
-        params = meta.get("task")
-        if not isinstance(params, dict):
+        params = run.task
+        if params is None:
             raise TraceFormatError(
                 "missing task parameters", json_path="$.extras.env.task", expected="the object written by `whenpro run`"
             )
-        return self.task_from_params(int(meta.get("seed") or 0), trace.task.query, trace.task.answer or "", params)
+        return self.task_from_params(run.seed or 0, trace.task.query, trace.task.answer or "", params)
 
     def llm_guidance(self, agent: str) -> str:
         """How ``agent`` writes its messages so the others (and the turn order) can read
@@ -295,7 +296,7 @@ def build_trace(
     final = env.extract_answer(steps[-1]) if steps and steps[-1].kind == "final_answer" else None
     verdict = env.check(task, final)
     outcome = {True: Outcome.success, False: Outcome.failure, None: Outcome.unknown}[verdict.success]
-    return Trace(
+    trace = Trace(
         id=trace_id or f"{env.name}-s{task.seed}",
         framework=env.name,
         benchmark=env.benchmark,
@@ -306,15 +307,16 @@ def build_trace(
         final_answer=final,
         outcome=outcome,
         source=Source(format="native"),
-        extras={
-            "env": {
-                "name": env.name,
-                "version": env.version,
-                "seed": task.seed,
-                "policy": policy_name,
-                "task": task.params,
-                "termination": termination,
-                "check": verdict.detail,
-            }
-        },
     )
+    trace.set_env_run(
+        EnvRun(
+            name=env.name,
+            version=env.version,
+            seed=task.seed,
+            policy=policy_name,
+            task=task.params,
+            termination=termination,
+            check=verdict.detail,
+        )
+    )
+    return trace

@@ -18,6 +18,7 @@ import orjson
 
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import DocumentImporter, FileImporter, LoadContext, parse_json
+from whenpro_core.trace.extras import EnvRun
 from whenpro_core.trace.model import Trace, TraceSummary
 
 MANIFEST_FORMAT = "whenpro.build.manifest/1"
@@ -243,7 +244,7 @@ class BuildProvenanceImporter(DocumentImporter):
 PROVENANCE_DEPTH = 6
 
 
-def provenance_env(trace: Trace) -> dict[str, Any] | None:
+def provenance_env(trace: Trace) -> EnvRun | None:
     """The ``env`` block (built-in system, task parameters, the run's seed and style) that
     ``whenpro build`` kept for ``trace`` in its dataset's ``provenance.json``, found next
     to the trace's file or in a folder above it (its dataset root first), or ``None``.
@@ -270,8 +271,7 @@ def provenance_env(trace: Trace) -> dict[str, Any] | None:
         ):
             return None
         record = doc["traces"].get(trace.id)
-        env = record.get("env") if isinstance(record, dict) else None
-        return env if isinstance(env, dict) and isinstance(env.get("name"), str) else None
+        return EnvRun.read(record.get("env")) if isinstance(record, dict) else None
     return None
 
 

@@ -51,6 +51,7 @@ from whenpro_core.formats.base import (
     FileImporter,
     LoadContext,
     as_text,
+    dict_or_empty,
     maybe_json,
     parse_json,
     redact_secrets,
@@ -311,6 +312,20 @@ def _agents(steps: list[Step], frames: list[Span]) -> list[Agent]:
     return [Agent(id=a) for a in names]
 
 
+#: Key of ``Trace.extras`` holding the raw agent spans that frame steps (:func:`agent_spans`).
+AGENT_SPANS_KEY = "agent_spans"
+
+
+def agent_spans(trace: Trace) -> list[Span]:
+    """The agent spans framing ``trace``'s steps (``extras["agent_spans"]``, written by
+    :func:`build_traces`; their resource from ``extras["resource"]``), decoded; entries that
+    are not spans are skipped (the trace may come from a file)."""
+    frames = trace.extras.get(AGENT_SPANS_KEY)
+    resource = dict_or_empty(trace.extras.get("resource"))
+    decoded = (Span.from_raw(raw, resource) for raw in (frames if isinstance(frames, list) else []))
+    return [span for span in decoded if span is not None]
+
+
 def build_traces(spans: list[Span], ctx: LoadContext) -> list[Trace]:
     """One trace per trace id, in order of first appearance. Agent frames are kept (as
     raw spans) in ``extras["agent_spans"]``."""
@@ -342,7 +357,7 @@ def build_traces(spans: list[Span], ctx: LoadContext) -> list[Trace]:
                 "service": res.get("service.name"),
                 "resource": redact_secrets(res),
                 "span_count": len(ordered),
-                "agent_spans": [f.raw() for f in frames],
+                AGENT_SPANS_KEY: [f.raw() for f in frames],
             },
         )
         traces.append(restore_trace(trace, res))

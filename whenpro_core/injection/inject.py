@@ -32,7 +32,7 @@ from whenpro_core.injection.replay import ReplayResult, warm_start
 from whenpro_core.injection.verify import Verdict, check_trace, verify
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.storage.fsutil import safe_name
-from whenpro_core.storage.jsonio import JSONObject
+from whenpro_core.trace.extras import INJECTION_KEY, ContinuationRecord, Injection, ModelUsage, ReplayStats
 from whenpro_core.trace.model import Annotation, GroundTruth, Outcome, Source, Step, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
 
@@ -118,7 +118,10 @@ def inject(
         verdict.counterfactual_success, verdict.decisive, verdict.kept = None, False, False
         verdict.detail = f"the continuation was cut ({result.termination}) before a final answer"
     cf.outcome = {True: Outcome.success, False: Outcome.failure, None: Outcome.unknown}[verdict.counterfactual_success]
-    cf.extras["injection"]["verdict"] = verdict.as_dict()
+    record = cf.injection
+    if record is not None:
+        record.verdict = verdict.as_dict()
+        cf.set_injection(record)
     step = cf.steps[index]
     if verdict.decisive:
         cf.ground_truth = GroundTruth(
@@ -146,38 +149,35 @@ def _counterfactual(
     trace: Trace, index: int, mode: str, gen: GeneratedStep, result: ReplayResult, *, seed: int, now: str | None
 ) -> Trace:
     step = result.steps[index]
-    extras = {k: v for k, v in trace.model_copy(deep=True).extras.items() if k != "injection"}
-    if isinstance(extras.get("env"), dict):
-        extras["env"]["termination"] = result.termination
-        extras["env"].pop("check", None)
-    extras["injection"] = {
-        "seed_trace": trace.id,
-        "seed_ref": trace.source.ref(),
-        "step": step.coord,
-        "step_index": index,
-        "agent": step.agent,
-        "mode": mode,
-        "description": gen.description,
-        "generator": gen.generator,
-        "executor": result.executor,
-        "seed": seed,
-        "timestamp": now or datetime.now(UTC).isoformat(timespec="seconds"),
-        "replay": {
-            "prefix_len": result.prefix_len,
-            "new_steps": len(result.new_steps),
-            "termination": result.termination,
-            "tool_cache_hits": result.cache_hits,
-            "tool_cache_misses": result.cache_misses,
-            "seconds": round(result.seconds, 3),
-        },
-    }
+    extras = {k: v for k, v in trace.model_copy(deep=True).extras.items() if k != INJECTION_KEY}
+    record = Injection(
+        seed_trace=trace.id,
+        seed_ref=trace.source.ref(),
+        step=step.coord,
+        step_index=index,
+        agent=step.agent,
+        mode=mode,
+        description=gen.description,
+        generator=gen.generator,
+        executor=result.executor,
+        seed=seed,
+        timestamp=now or datetime.now(UTC).isoformat(timespec="seconds"),
+        replay=ReplayStats(
+            prefix_len=result.prefix_len,
+            new_steps=len(result.new_steps),
+            termination=result.termination,
+            tool_cache_hits=result.cache_hits,
+            tool_cache_misses=result.cache_misses,
+            seconds=round(result.seconds, 3),
+        ),
+    )
     if gen.usage:
-        extras["injection"]["usage"] = gen.usage
+        record.usage = ModelUsage.model_validate(gen.usage)
     if gen.details:
-        extras["injection"]["generation"] = gen.details
+        record.generation = gen.details
     if result.details:
-        extras["injection"]["continuation"] = result.details
-    return Trace(
+        record.continuation = ContinuationRecord.model_validate(result.details)
+    cf = Trace(
         id=counterfactual_id(trace, mode, step.coord, seed),
         framework=trace.framework,
         benchmark=trace.benchmark,
@@ -190,16 +190,24 @@ def _counterfactual(
         source=Source(format="native"),
         extras=extras,
     )
+    cf.set_injection(record)
+    env = trace.env_run
+    if env is not None:  # the run as replayed: its own ending; the checker's word is the verdict's
+        env.termination = result.termination
+        cf.set_env_run(env.without("check"))
+    return cf
 
 
 def describe(result: InjectionResult) -> list[str]:
     """Human lines for the CLI: the seed, the injected step, the replay and the verdict."""
     cf, v, r = result.counterfactual, result.verdict, result.replay
-    inj = cf.extras["injection"]
+    inj = cf.injection
+    if inj is None:
+        raise WhenproError("the counterfactual has no injection provenance", json_path="$.extras.injection")
     seed_state = {True: "succeeded", False: "failed", None: "outcome unknown"}[v.original_success]
     lines = [
-        f"seed: {inj['seed_trace']} ({seed_state})",
-        f"injected: {inj['mode']} at step {inj['step']} ({inj['agent']}): {inj['description']}",
+        f"seed: {inj.seed_trace} ({seed_state})",
+        f"injected: {inj.mode} at step {inj.step} ({inj.agent}): {inj.description}",
         f"replayed: {plural(r.prefix_len, 'step')} from the record, 1 replaced, {len(r.new_steps)} new "
         f"({r.executor}; tool cache {r.cache_hits} hit(s), {r.cache_misses} miss(es); ended by {r.termination})",
     ]
@@ -220,24 +228,24 @@ def describe(result: InjectionResult) -> list[str]:
     return lines
 
 
-def _llm_lines(inj: JSONObject) -> list[str]:
+def _llm_lines(inj: Injection) -> list[str]:
     """The model cost lines of :func:`describe` (generator and simulated continuation)."""
     lines = []
-    usage = inj.get("usage")
+    usage = inj.usage
     if usage:
         lines.append(
-            f"generator model: {plural(usage.get('calls', 0), 'call')}, "
-            f"{usage.get('input_tokens', 0):,} tokens in, {usage.get('output_tokens', 0):,} out, "
-            f"${usage.get('cost_usd', 0.0):.4f}"
+            f"generator model: {plural(usage.calls, 'call')}, "
+            f"{usage.input_tokens:,} tokens in, {usage.output_tokens:,} out, "
+            f"${usage.cost_usd:.4f}"
         )
-    cont = inj.get("continuation") or {}
-    if "usage" in cont:
-        u = cont["usage"]
+    cont = inj.continuation
+    if cont is not None and cont.usage is not None:
+        u = cont.usage
         lines.append(
-            f"simulation model: {plural(cont.get('calls', 0), 'call')} of {cont.get('max_calls')} allowed, "
-            f"{u.get('input_tokens', 0):,} tokens in, {u.get('output_tokens', 0):,} out, "
-            f"${u.get('cost_usd', 0.0):.4f}; {plural(cont.get('simulated_steps', 0), 'simulated tool result')}, "
-            f"{cont.get('tool_results_from_record', 0)} from the record"
+            f"simulation model: {plural(cont.calls, 'call')} of {cont.max_calls} allowed, "
+            f"{u.input_tokens:,} tokens in, {u.output_tokens:,} out, "
+            f"${u.cost_usd:.4f}; {plural(cont.simulated_steps, 'simulated tool result')}, "
+            f"{cont.tool_results_from_record} from the record"
         )
     return lines
 

@@ -1,5 +1,6 @@
-"""Reading a counterfactual back: its injection provenance (``extras["injection"]``,
-written by :func:`~whenpro_core.injection.inject.inject`), the seed run it came from, the
+"""Reading a counterfactual back: from its injection provenance (``Trace.injection``,
+:mod:`whenpro_core.trace.extras`, written by
+:func:`~whenpro_core.injection.inject.inject`), the seed run it came from, the
 verification verdict as one headline, and whether an attribution finds the injected step
 (docs/architecture.md, 'Injection and warm-start replay' step 3; the
 TUI's diff screen and the ``d`` key use these)."""
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from whenpro_core.errors import TraceFormatError, WhenproError
 from whenpro_core.formats import load_trace
@@ -18,21 +18,11 @@ from whenpro_core.trace.model import Attribution, GroundTruth, Trace
 from whenpro_core.trace.score import score_prediction
 
 
-def injection_of(trace: Trace) -> dict[str, Any] | None:
-    """The injection provenance of ``trace`` (a dict with ``seed_trace``, ``step``,
-    ``step_index``, ``agent``, ``mode``, ``description``, ...), or ``None`` when the trace
-    was not made by whenpro's injection."""
-    inj = trace.extras.get("injection")
-    if not isinstance(inj, dict) or not isinstance(inj.get("seed_trace"), str):
-        return None
-    return inj
-
-
 def verdict_of(trace: Trace) -> Verdict | None:
     """The verdict recorded in the provenance, or ``None`` (missing or malformed)."""
-    inj = injection_of(trace) or {}
-    data = inj.get("verdict")
-    if not isinstance(data, dict):
+    inj = trace.injection
+    data = inj.verdict if inj is not None else None
+    if data is None:
         return None
     try:
         return Verdict(**{k: data[k] for k in Verdict.__dataclass_fields__ if k in data})
@@ -75,11 +65,13 @@ def seed_candidates(cf: Trace) -> list[Path]:
     """Where the seed of ``cf`` may be, in order: its ``seed_ref`` (as given, then next to
     ``cf``'s file, then under its dataset root), then ``<seed id>.json`` next to ``cf``'s
     file (where ``whenpro inject`` and the TUI write counterfactuals)."""
-    inj = injection_of(cf) or {}
+    inj = cf.injection
     here = Path(cf.source.path).parent if cf.source.path else None
     out: list[Path] = []
-    ref = inj.get("seed_ref")
-    if isinstance(ref, str) and ref.strip():
+    if inj is None:
+        return out
+    ref = inj.seed_ref
+    if ref is not None and ref.strip():
         path = Path(ref.split("#", 1)[0])
         out.append(path)
         if not path.is_absolute():
@@ -87,8 +79,8 @@ def seed_candidates(cf: Trace) -> list[Path]:
                 out.append(here / path)
             if cf.source.root:
                 out.append(Path(cf.source.root) / path)
-    if here is not None and inj.get("seed_trace"):
-        out.append(here / f"{safe_name(inj['seed_trace'])}.json")
+    if here is not None and inj.seed_trace:
+        out.append(here / f"{safe_name(inj.seed_trace)}.json")
     return list(dict.fromkeys(out))
 
 
@@ -99,14 +91,14 @@ def load_seed(cf: Trace) -> Trace:
 
     Raises WhenproError when ``cf`` has no injection provenance, or naming the places
     tried when none holds the seed."""
-    inj = injection_of(cf)
+    inj = cf.injection
     if inj is None:
         raise WhenproError(
             "this trace has no injection provenance",
             json_path="$.extras.injection",
             expected="a counterfactual written by whenpro inject",
         )
-    ref = seed_ref if isinstance(seed_ref := inj.get("seed_ref"), str) else ""
+    ref = inj.seed_ref or ""
     key = ref.split("#", 1)[1] if "#" in ref else None
     tried = seed_candidates(cf)
     for path in tried:
@@ -116,11 +108,11 @@ def load_seed(cf: Trace) -> Trace:
             seed = load_trace(f"{path}#{key}" if key else str(path))
         except WhenproError:
             continue
-        if seed.id == inj["seed_trace"]:
+        if seed.id == inj.seed_trace:
             return seed
     where = ", ".join(str(p) for p in tried) or "nowhere (the counterfactual has no file and no seed_ref)"
     raise TraceFormatError(
-        f"seed run {inj['seed_trace']!r} not found", path=cf.source.path, expected=f"the seed at one of: {where}"
+        f"seed run {inj.seed_trace!r} not found", path=cf.source.path, expected=f"the seed at one of: {where}"
     )
 
 
@@ -129,12 +121,10 @@ def injected_truth(cf: Trace) -> GroundTruth | None:
     decisive, else the injected step from the provenance (agent, coordinate, mode)."""
     if cf.ground_truth is not None:
         return cf.ground_truth
-    inj = injection_of(cf)
-    if inj is None or inj.get("step") is None:
+    inj = cf.injection
+    if inj is None or inj.step is None:
         return None
-    return GroundTruth(
-        agent=inj.get("agent"), step=str(inj["step"]), step_index=inj.get("step_index"), mode=inj.get("mode")
-    )
+    return GroundTruth(agent=inj.agent, step=inj.step, step_index=inj.step_index, mode=inj.mode)
 
 
 @dataclass(frozen=True)
@@ -174,7 +164,6 @@ __all__ = [
     "check_attribution",
     "headline",
     "injected_truth",
-    "injection_of",
     "load_seed",
     "seed_candidates",
     "verdict_of",

@@ -35,7 +35,7 @@ from whenpro_core.formats.claude_code import ClaudeCodeImporter
 from whenpro_core.formats.codex_cli import CodexRolloutImporter
 from whenpro_core.formats.gemini_cli import GeminiJsonlImporter
 from whenpro_core.formats.native_lines import NativeLinesBuilder, is_header, is_step_line
-from whenpro_core.formats.otel import build_traces
+from whenpro_core.formats.otel import agent_spans, build_traces
 from whenpro_core.formats.otlp import Span, spans_of
 from whenpro_core.storage.jsonio import JSONObject
 from whenpro_core.trace.model import Agent, Outcome, Source, Step, Task, Trace
@@ -174,9 +174,7 @@ class SpanSet:
         its span; the agent spans framing steps and the resource are in ``extras``)."""
         resource = dict_or_empty(trace.extras.get("resource"))
         out = cls(trace.id)
-        frames = trace.extras.get("agent_spans")
-        for raw in [*(step.raw for step in trace.steps), *(frames if isinstance(frames, list) else [])]:
-            span = Span.from_raw(raw, resource)
+        for span in [*(Span.from_raw(step.raw, resource) for step in trace.steps), *agent_spans(trace)]:
             if span is not None:
                 out.spans[span.span_id] = span
         return out

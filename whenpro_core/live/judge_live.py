@@ -49,6 +49,7 @@ from whenpro_core.attribution.run import attribute
 from whenpro_core.attribution.signals import Signal
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.formats.base import outcome_from_gold
+from whenpro_core.formats.otel import agent_spans
 from whenpro_core.live.builders import common_prefix
 from whenpro_core.live.events import (
     BudgetExhausted,
@@ -122,11 +123,7 @@ def run_end_reason(trace: Trace, *, outcome_final: bool = True) -> str | None:
             and (step.kind in ("agent", "chain") or meta.get("operation") in ("invoke_agent", "invoke_workflow"))
         ):
             return "root_span_ended"
-    frames = trace.extras.get("agent_spans")
-    if any(
-        isinstance(f, dict) and f.get("span_id") and f.get("parent_span_id") is None
-        for f in (frames if isinstance(frames, list) else [])
-    ):
+    if any(f.span_id and f.parent_span_id is None for f in agent_spans(trace)):
         return "root_span_ended"  # a root agent span framing steps (formats.otel)
     return None
 
@@ -162,12 +159,7 @@ def agent_settled(trace: Trace, step: Step) -> bool:
 
 def _span_links(trace: Trace) -> tuple[set[str], dict[str, str | None]]:
     """The span ids of the agent spans framing steps, and each step span's parent id."""
-    frames = trace.extras.get("agent_spans")
-    framing = {
-        str(f["span_id"])
-        for f in (frames if isinstance(frames, list) else [])
-        if isinstance(f, dict) and f.get("span_id")
-    }
+    framing = {f.span_id for f in agent_spans(trace) if f.span_id}
     parents: dict[str, str | None] = {}
     for s in trace.steps:
         if s.meta.get("span_id"):

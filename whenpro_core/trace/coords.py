@@ -26,6 +26,7 @@ ground-truth step that maps to no step ("step index out of range", with the rang
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -141,6 +142,18 @@ def int_field(value: Any, json_path: str, what: str = "an integer") -> int:
         return int(value)
     found = "missing" if value is None else f"got {type(value).__name__} {str(value)[:40]!r}"
     raise TraceFormatError(f"wrong type ({found})", json_path=json_path, expected=what)
+
+
+def listish(value: Any) -> list[Any]:
+    """A list field, also when the file stores it as Python or JSON text (the per-file
+    Who&When Pro showcase samples do for eva's ``tool_calls`` and ``frames``); anything
+    else is an empty list. Never raises."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            value = ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return []
+    return value if isinstance(value, list) else []
 
 
 def _kind(entry: JSONObject) -> str | None:
@@ -361,8 +374,7 @@ def _eva(entries: list[JSONObject], warn: list[str]) -> list[Slot]:
         slots.append(Slot(i, coord=str(counter), agent="agent"))
         j = i + 1
         if _kind(e) == "assistant":
-            calls = e.get("tool_calls")
-            budget = len(calls) if isinstance(calls, list) and calls else 1
+            budget = len(listish(e.get("tool_calls"))) or 1
             while j < len(entries) and _kind(entries[j]) == "tool" and j - i <= budget:
                 slots.append(Slot(j, coord=str(counter), agent="agent"))
                 j += 1

@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from whenpro_core.trace.coords import normalize_coord
+from whenpro_core.trace.extras import ENV_KEY, INJECTION_KEY, EnvRun, Injection
 from whenpro_core.trace.frameworks import SINGLE_AGENT_FRAMEWORKS
 
 #: Version of the native JSON format written by :mod:`whenpro_core.formats.native`.
@@ -328,6 +329,32 @@ class Trace(_Model):
     outcome: Outcome = Outcome.unknown
     source: Source = Field(default_factory=Source)
     extras: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def injection(self) -> Injection | None:
+        """The injection provenance (``extras["injection"]``, :mod:`~whenpro_core.trace.extras`)
+        of a counterfactual, or ``None`` for a trace whenpro's injection did not make. A copy:
+        write changes back with :meth:`set_injection`."""
+        return Injection.read(self.extras.get(INJECTION_KEY))
+
+    def set_injection(self, record: Injection | None) -> None:
+        """Store ``record`` as ``extras["injection"]`` (only its set keys, in field order);
+        ``None`` removes it."""
+        if record is None:
+            self.extras.pop(INJECTION_KEY, None)
+        else:
+            self.extras[INJECTION_KEY] = record.as_json()
+
+    @property
+    def env_run(self) -> EnvRun | None:
+        """The built-in environment run this trace records (``extras["env"]``,
+        :class:`~whenpro_core.trace.extras.EnvRun`), or ``None``. A copy: write changes
+        back with :meth:`set_env_run`."""
+        return EnvRun.read(self.extras.get(ENV_KEY))
+
+    def set_env_run(self, record: EnvRun) -> None:
+        """Store ``record`` as ``extras["env"]`` (only its set keys, in field order)."""
+        self.extras[ENV_KEY] = record.as_json()
 
     def step_by_coord(self, coord: str) -> Step | None:
         """The first step whose coordinate equals ``coord`` (after stripping a leading

@@ -32,7 +32,7 @@ from whenpro_core.errors import WhenproError
 from whenpro_core.formats.native import write_trace
 from whenpro_core.injection.diff import TraceDiff, changed_lines, diff_traces, row_step
 from whenpro_core.injection.inject import default_output
-from whenpro_core.injection.provenance import check_attribution, headline, injection_of
+from whenpro_core.injection.provenance import check_attribution, headline
 from whenpro_core.injection.verify import Verdict, check_answer
 from whenpro_core.safety.textsafe import clean, one_line, plural, shown_path
 from whenpro_core.trace.model import Trace
@@ -94,8 +94,8 @@ class DiffScreen(Leaving, Screen[None]):
         self.original = original
         self.cf = counterfactual
         self.verdict = verdict
-        self.inj = injection_of(counterfactual) or {}
-        self.injected = self.inj.get("step_index") if isinstance(self.inj.get("step_index"), int) else None
+        self.inj = counterfactual.injection
+        self.injected = self.inj.step_index if self.inj is not None else None
         ids = [a.id for a in counterfactual.agents] or sorted({s.agent for s in counterfactual.steps})
         self.slots = slots or agent_slots(ids, len(AGENT_COLOURS))
         self.diff: TraceDiff | None = None
@@ -198,16 +198,16 @@ class DiffScreen(Leaving, Screen[None]):
         banner.update(text)
         inj = self.inj
         inject_line = Text()
-        if inj:
+        if inj is not None:
             inject_line.append(
-                f"{clean(str(inj.get('mode')))} at step {clean(str(inj.get('step')))} ({clean(str(inj.get('agent')))})",
+                f"{clean(str(inj.mode))} at step {clean(str(inj.step))} ({clean(str(inj.agent))})",
                 style="bold #ffaf5f",
             )
             inject_line.append(
-                f" · {clean(str(inj.get('generator')))} · {clean(one_line(str(inj.get('executor')), 50))}: ",
+                f" · {clean(str(inj.generator))} · {clean(one_line(str(inj.executor), 50))}: ",
                 style="dim",
             )
-            inject_line.append(clean(one_line(str(inj.get("description") or ""), 300)))
+            inject_line.append(clean(one_line(inj.description or "", 300)))
         else:
             inject_line.append("No injection provenance: a plain step-aligned diff.", style="italic")
         self.query_one("#df-inject", Static).update(inject_line)

@@ -13,7 +13,7 @@ from textual import work
 
 from whenpro_core.errors import WhenproError
 from whenpro_core.injection.choices import injectable_reason
-from whenpro_core.injection.provenance import injection_of, load_seed, verdict_of
+from whenpro_core.injection.provenance import load_seed, verdict_of
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.trace.model import Trace
 from whenpro_tui.messages import DiffSources, InjectionPlan, OpenDiff, OpenReplay
@@ -41,7 +41,7 @@ class Injecting(TracePart):
         self.app.push_screen(InjectDialog(self.trace, idx), planned)
 
     def action_diff(self) -> None:
-        if injection_of(self.trace) is None:
+        if self.trace.injection is None:
             self.notify(
                 "This trace has no injection provenance: d compares a counterfactual made by "
                 "whenpro inject (or i) with its seed run.",
