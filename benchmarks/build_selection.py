@@ -7,9 +7,9 @@ per seed run, at the (step, mode) pairs the build tries first there (its seeded 
 order), with their real step class and position tenth (a stand-in for which attempts turn
 out decisive: no attempt is run, so the numbers are the selection's alone). It then times
 
-* **release** — :func:`whenpro_core.bench.build_store.balance`, the search the release and
-  each planning round run, with its default budget (:class:`~whenpro_core.bench.build_store.Work`);
-* **planning round** — :func:`whenpro_core.bench.build_adapt.next_round`, the adaptive
+* **release** — :func:`whenpro_core.dataset.build_store.balance`, the search the release and
+  each planning round run, with its default budget (:class:`~whenpro_core.dataset.build_store.Work`);
+* **planning round** — :func:`whenpro_core.dataset.build_adapt.next_round`, the adaptive
   round that hung in issue 33 (a release search for every kind of item it might try);
 
 and the **baseline**: the two without their budgets (``WORK_PER_PAIR`` and
@@ -37,9 +37,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from whenpro_core.bench import build_adapt, build_store  # noqa: E402
-from whenpro_core.bench.build_adapt import next_round  # noqa: E402
-from whenpro_core.bench.build_plan import (  # noqa: E402
+from whenpro_core.dataset import build_adapt, build_store  # noqa: E402
+from whenpro_core.dataset.build_adapt import next_round  # noqa: E402
+from whenpro_core.dataset.build_plan import (  # noqa: E402
     Seed,
     attempt_order,
     fitting_modes,
@@ -47,7 +47,7 @@ from whenpro_core.bench.build_plan import (  # noqa: E402
     parse_modes,
     step_class,
 )
-from whenpro_core.bench.build_store import Entry, Work, balance, seeded_order  # noqa: E402
+from whenpro_core.dataset.build_store import Entry, Work, balance, seeded_order  # noqa: E402
 from whenpro_core.envs import get_env  # noqa: E402
 from whenpro_core.envs.run import run_env  # noqa: E402
 

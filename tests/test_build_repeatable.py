@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_whenpro
-from whenpro_core.bench.build import BuildOptions, run_build
-from whenpro_core.bench.build_adapt import next_round
-from whenpro_core.bench.build_plan import (
+from whenpro_core.dataset.build import BuildOptions, run_build
+from whenpro_core.dataset.build_adapt import next_round
+from whenpro_core.dataset.build_plan import (
     attempt_order,
     fitting_modes,
     judge_position,
@@ -23,7 +23,7 @@ from whenpro_core.bench.build_plan import (
     scan_seeds,
     step_class,
 )
-from whenpro_core.bench.build_store import (
+from whenpro_core.dataset.build_store import (
     WORK_FLOOR,
     WORK_PER_PAIR,
     Entry,

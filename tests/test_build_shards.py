@@ -17,8 +17,8 @@ import pytest
 
 from conftest import REPO
 from test_build import NOW, SALT, tree
-from whenpro_core.bench.build import BuildOptions, BuildResult, Spread, run_build
-from whenpro_core.bench.build_store import BUILD_DIR, _take_lock, journal_layout
+from whenpro_core.dataset.build import BuildOptions, BuildResult, Spread, run_build
+from whenpro_core.dataset.build_store import BUILD_DIR, _take_lock, journal_layout
 from whenpro_core.errors import ConfigError
 
 OPTS = BuildOptions(per_seed=2, concurrency=2)  # the detectability filter on: it runs once, when merging

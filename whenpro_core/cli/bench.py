@@ -24,9 +24,8 @@ from rich.progress import (
 
 from whenpro_core.attribution.protocols import PRESET_PROTOCOLS, preset_protocol, protocol_name
 from whenpro_core.attribution.template import load_template, template_sha, templated_protocol
-from whenpro_core.bench import runner, shards
+from whenpro_core.bench import runner
 from whenpro_core.bench.aggregate import Report
-from whenpro_core.bench.ratelimit import local_gate
 from whenpro_core.bench.records import Record, ResultsFile, absolute_ref
 from whenpro_core.bench.report import spending_line
 from whenpro_core.bench.report_files import DEFAULT_RESULTS_NAME, check_report_dir, report_names
@@ -38,6 +37,8 @@ from whenpro_core.cli.report import report_command
 from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.formats.build_meta import unfinished_build_note
 from whenpro_core.safety.textsafe import plural
+from whenpro_core.scale import shards
+from whenpro_core.scale.ratelimit import local_gate
 from whenpro_core.storage.fsutil import check_can_write_in
 
 DEFAULT_OUT = DEFAULT_RESULTS_NAME
@@ -138,8 +139,8 @@ def bench_command(
     With ``labels="reviewed"`` (the default) traces rejected in review are not run and
     the report scores relabelled ones with their new label (:mod:`whenpro_core.bench.reviewed`).
 
-    Sharding (:mod:`whenpro_core.bench.shards`): ``ray``/``ray_address`` run the items as
-    Ray tasks (:mod:`whenpro_core.bench.ray_backend`; ``ray_shards`` of them, default one per
+    Sharding (:mod:`whenpro_core.scale.shards`): ``ray``/``ray_address`` run the items as
+    Ray tasks (:mod:`whenpro_core.scale.ray_backend`; ``ray_shards`` of them, default one per
     cluster CPU), each appending to its own part file; ``shard="K/N"`` runs only this job's
     share of the items into part K and does not report. Any finished run without ``shard``
     merges the parts into the results file; finished items in any part are skipped.
@@ -430,7 +431,7 @@ def _run_on_ray(
     """Run ``todo`` as Ray tasks (one part file per shard), saying each finished shard."""
     if not todo:
         return runner.RunStats()
-    from whenpro_core.bench.ray_backend import run_on_ray  # deliberate lazy import: Ray is heavy
+    from whenpro_core.scale.ray_backend import run_on_ray  # deliberate lazy import: Ray is heavy
 
     def on_shard(index: int, stats: runner.RunStats) -> None:
         err.print(

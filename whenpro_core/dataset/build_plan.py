@@ -278,7 +278,7 @@ def judge_position(trace: Trace, coord: str, view: AuditTrace | None = None) -> 
 
 #: The audit's form baselines that read one trace alone (no corpus, no labels), whose
 #: picks a release holds no more of than chance would (the ``form_pick`` cap of
-#: :func:`~whenpro_core.bench.build_store.balance`).
+#: :func:`~whenpro_core.dataset.build_store.balance`).
 LOCAL_FORM_BASELINES = ("format outlier", "length outlier", "digit outlier", "kind change")
 
 

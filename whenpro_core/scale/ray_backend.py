@@ -2,24 +2,24 @@
 build --ray`` (issue 18).
 
 Only the scheduler changes: the driver plans as usual, deals the items still to run into
-shards (:func:`whenpro_core.bench.shards.deal`) and starts one Ray task per shard. A task
+shards (:func:`whenpro_core.scale.shards.deal`) and starts one Ray task per shard. A task
 (:func:`run_shard`) makes its own judges and runs the normal local runner
 (:func:`whenpro_core.bench.runner.run_items`, ``concurrency`` items in flight) appending to
 its own part file ``part-NNNN.jsonl``; the driver waits for every shard, then the caller
-merges the parts (:func:`whenpro_core.bench.shards.merge_parts`).
+merges the parts (:func:`whenpro_core.scale.shards.merge_parts`).
 
 Workers need what the driver has: whenpro importable, the dataset at the same path (a
 shared file system), the part folder writable, and the provider settings (API keys in
 their environment or config file). A local ``--ray`` cluster is started from the driver's
 process, so its workers inherit the driver's environment.
 
-A build (:mod:`whenpro_core.bench.build`) uses the same session, limiter and task runner
+A build (:mod:`whenpro_core.dataset.build`) uses the same session, limiter and task runner
 (:func:`run_tasks`) for each round of its attempts: a task
-(:func:`whenpro_core.bench.build.run_build_shard`) runs its seed runs' chains of attempts
+(:func:`whenpro_core.dataset.build.run_build_shard`) runs its seed runs' chains of attempts
 into its own journal part.
 
 ``max_calls_per_s`` starts one :class:`RateLimiterActor` that every worker asks for a
-request slot (:mod:`whenpro_core.bench.ratelimit`): the cap is cluster-wide.
+request slot (:mod:`whenpro_core.scale.ratelimit`): the cap is cluster-wide.
 
 Failures: a task's ConfigError/BackendError is re-raised on the driver as is; a worker that
 dies (killed, out of memory) fails its shard with a BackendError saying to rerun; either
@@ -40,10 +40,10 @@ from types import ModuleType
 from typing import Any
 
 from whenpro_core.bench import runner
-from whenpro_core.bench.ratelimit import RateLimiter, gate_judges
 from whenpro_core.bench.records import ResultsFile
-from whenpro_core.bench.shards import Layout, deal
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
+from whenpro_core.scale.ratelimit import RateLimiter, gate_judges
+from whenpro_core.scale.shards import Layout, deal
 
 #: What to install for ``--ray``.
 RAY_EXTRA = "pip install 'whenpro[ray]'"

@@ -50,7 +50,7 @@ One build at a time may write a dataset (an exclusive lock on ``.whenpro-build/l
 
 Sharded builds (``build --ray`` / ``--shard K/N``, issue 18): each shard appends its
 finished attempts to its own journal part, ``.whenpro-build/journal.d/part-NNNN.jsonl``
-(the layout of bench's ``results.d`` parts, :mod:`whenpro_core.bench.shards`), staging its
+(the layout of bench's ``results.d`` parts, :mod:`whenpro_core.scale.shards`), staging its
 kept documents in the same ``rows`` folder (names are trace ids, unique per attempt). An
 open store reads the journal and every part (the latest line of a key wins), so attempts
 finished in any part are skipped. ``--shard`` jobs share the lock (``LOCK_SH``: many jobs
@@ -64,7 +64,7 @@ reason with the list), ``counts`` per stage (``planned``, ``attempted``, ``gener
 ``kept_by_framework``, ``dropped_traces`` (seed, step, mode, stage, reason, detail),
 ``traces`` (the kept ones: id, ref, seed, step, agent, mode), ``warnings`` (e.g. twins
 sharing a prefix when ``--per-seed`` is above 1) and ``validation``
-(:mod:`whenpro_core.bench.validate`). The stage counts add up::
+(:mod:`whenpro_core.dataset.validate`). The stage counts add up::
 
     attempted = generated + dropped.generate_failed
     generated = replayed  + dropped.replay_failed
@@ -103,14 +103,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from whenpro_core.audit.view import AuditTrace, Label, audit_view, label_of
-from whenpro_core.bench.build_plan import LOCAL_FORM_BASELINES, POOL_FORM_BASELINES, pool_form_picks
-from whenpro_core.bench.shards import Layout
-from whenpro_core.bench.shards import layout as parts_layout
-from whenpro_core.bench.validate import validation_counts
+from whenpro_core.dataset.build_plan import LOCAL_FORM_BASELINES, POOL_FORM_BASELINES, pool_form_picks
+from whenpro_core.dataset.validate import validation_counts
 from whenpro_core.errors import ConfigError, TraceFormatError, WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.build_meta import BUILD_DIR, MANIFEST, MANIFEST_FORMAT, PROVENANCE_FORMAT, load_manifest
 from whenpro_core.formats.whowhen_pro_write import to_jsonl_row
+from whenpro_core.scale.shards import Layout
+from whenpro_core.scale.shards import layout as parts_layout
 from whenpro_core.storage import jsonio, jsonl_log
 from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text, safe_name
 from whenpro_core.trace.model import LABEL_LEAKING_FIELDS
@@ -153,7 +153,7 @@ POSITION_SHARE = 0.15
 #: audit's leak line of 10 points.
 FORM_PICK_SLACK = 0.05
 
-#: The baselines of :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` whose picks
+#: The baselines of :data:`~whenpro_core.dataset.build_plan.POOL_FORM_BASELINES` whose picks
 #: against the whole kept pool are capped before the release is checked against itself.
 #: Not the form classifier: it learns from the labels, and against the pool it picked a
 #: third of code_pair's (the tester's reports), so capping those left a release of 8 of
@@ -276,7 +276,7 @@ class Entry(BaseModel):
     #: as the audit reads it (kept entries; ``None`` in journals from before it was kept).
     position: int | None = None
     #: The audit's one-trace form baselines that pick the labelled step, and the random
-    #: chance of picking it (:func:`~whenpro_core.bench.build_plan.form_picks`; kept
+    #: chance of picking it (:func:`~whenpro_core.dataset.build_plan.form_picks`; kept
     #: entries; ``None`` in journals from before they were kept).
     form_picks: list[str] | None = None
     chance: float | None = None
@@ -504,7 +504,7 @@ class BuildStore:
         (:mod:`.build_adversarial`, when ``run["adversarial"]["filter"]``; its report replaces
         that section of ``run``) leaves out the items a learned attacker finds; then
         :func:`balance` under ``run``'s caps selects from the rest. The picks of
-        :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` read the other traces,
+        :data:`~whenpro_core.dataset.build_plan.POOL_FORM_BASELINES` read the other traces,
         so those of :data:`FLAGGED_ON_POOL` are taken against the kept pool (capped with
         the other form picks), and each is then checked against the selection itself,
         whose smaller corpus makes more steps rare: while one picks more of its labels than
@@ -530,7 +530,7 @@ class BuildStore:
 
         learnable: dict[str, str] = {}
         if (run.get("adversarial") or {}).get("filter"):
-            from whenpro_core.bench.build_adversarial import filtered_release  # scikit-learn: loaded only here
+            from whenpro_core.dataset.build_adversarial import filtered_release  # scikit-learn: loaded only here
 
             chosen, over, learnable, run["adversarial"] = filtered_release(ordered, views, seed, select)
         else:
@@ -685,7 +685,7 @@ def _over_cap(
     selected: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], limit: int, work: Work
 ) -> set[str]:
     """Keys of the entries of ``selected`` that the first baseline of
-    :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` picking more than ``limit``
+    :data:`~whenpro_core.dataset.build_plan.POOL_FORM_BASELINES` picking more than ``limit``
     of them picks against the traces of ``selected`` alone (what ``whenpro audit`` reads
     in the release); empty when none does."""
     return next((keys for keys in _own_picks(selected, views, work).values() if len(keys) > limit), set())

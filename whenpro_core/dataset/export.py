@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from whenpro_core.bench.build_store import read_manifest
-from whenpro_core.bench.validate import VALIDATION_FILE, read_validations, review_items, validation_counts
+from whenpro_core.dataset.build_store import read_manifest
+from whenpro_core.dataset.validate import VALIDATION_FILE, read_validations, review_items, validation_counts
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats.build_meta import MANIFEST
 from whenpro_core.formats.registry import split_ref
