@@ -42,13 +42,13 @@ from whenpro_core.audit.baselines import baseline
 from whenpro_core.audit.corpus import Corpus, position_bin
 from whenpro_core.audit.run import top_steps
 from whenpro_core.audit.view import AuditTrace, Label, audit_view
-from whenpro_core.bench.plan import split_list
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.injection.inject import check_mode
 from whenpro_core.injection.mutators import MUTATORS, build_modes, ends_run
 from whenpro_core.injection.textedit import is_agent_step
 from whenpro_core.injection.verify import original_success
+from whenpro_core.library.listing import split_list
 from whenpro_core.storage.fsutil import safe_name
 from whenpro_core.trace.model import Step, Trace
 
