@@ -24,7 +24,7 @@ from rich.progress import (
 
 from whenpro_core.attribution.protocols import PRESET_PROTOCOLS, preset_protocol, protocol_name
 from whenpro_core.attribution.template import load_template, template_sha, templated_protocol
-from whenpro_core.bench import runner
+from whenpro_core.bench import results_parts, runner
 from whenpro_core.bench.aggregate import Report
 from whenpro_core.bench.records import Record, ResultsFile, absolute_ref
 from whenpro_core.bench.report import spending_line
@@ -317,7 +317,7 @@ def _scope(dataset: str, items: list[runner.WorkItem], sel: runner.Selection, re
 def _pending(work: _Work, results: ResultsFile, outputs: _Outputs, retry_errors: bool, err: Console) -> _Work:
     """``work`` with the items still to run (finished ones in any part file skipped; only
     this job's share with a shard), after saying which part files were repaired."""
-    done, repaired = shards.done_everywhere(results, outputs.layout)
+    done, repaired = results_parts.done_everywhere(results, outputs.layout)
     for line in repaired:
         _say(err, line)
     todo = runner.pending(work.items, done, retry_errors=retry_errors)
@@ -464,7 +464,7 @@ def _merge_or_say(layout: shards.Layout, shard_k_n: tuple[int, int] | None, err:
             soft_wrap=True,
         )
         return
-    merged = shards.merge_parts(layout)
+    merged = results_parts.merge_parts(layout)
     if merged:
         err.print(f"merged {plural(merged, 'part file')} into {layout.merged}", markup=False, highlight=False)
 

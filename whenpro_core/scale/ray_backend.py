@@ -6,7 +6,7 @@ shards (:func:`whenpro_core.scale.shards.deal`) and starts one Ray task per shar
 (:func:`run_shard`) makes its own judges and runs the normal local runner
 (:func:`whenpro_core.bench.runner.run_items`, ``concurrency`` items in flight) appending to
 its own part file ``part-NNNN.jsonl``; the driver waits for every shard, then the caller
-merges the parts (:func:`whenpro_core.scale.shards.merge_parts`).
+merges the parts (:func:`whenpro_core.bench.results_parts.merge_parts`).
 
 Workers need what the driver has: whenpro importable, the dataset at the same path (a
 shared file system), the part folder writable, and the provider settings (API keys in
