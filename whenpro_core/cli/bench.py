@@ -431,7 +431,7 @@ def _run_on_ray(
     """Run ``todo`` as Ray tasks (one part file per shard), saying each finished shard."""
     if not todo:
         return runner.RunStats()
-    from whenpro_core.scale.ray_backend import run_on_ray  # deliberate lazy import: Ray is heavy
+    from whenpro_core.bench.ray_run import run_on_ray  # deliberate lazy import: Ray is heavy
 
     def on_shard(index: int, stats: runner.RunStats) -> None:
         err.print(
