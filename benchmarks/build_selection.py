@@ -47,7 +47,8 @@ from whenpro_core.dataset.build_plan import (  # noqa: E402
     parse_modes,
     step_class,
 )
-from whenpro_core.dataset.build_store import Entry, Work, balance, seeded_order  # noqa: E402
+from whenpro_core.dataset.build_store import Work, balance, seeded_order  # noqa: E402
+from whenpro_core.dataset.journal import Entry  # noqa: E402
 from whenpro_core.envs import get_env  # noqa: E402
 from whenpro_core.envs.run import run_env  # noqa: E402
 

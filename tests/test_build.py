@@ -472,7 +472,8 @@ def test_no_tenth_of_the_runs_holds_more_than_its_share_of_the_labels():
     """The position balance: labels crowded at one relative position (here 6 of 10 at
     the first tenth) are cut to POSITION_SHARE of the release (at least 2); entries of an
     old journal without a step count are never cut for position."""
-    from whenpro_core.dataset.build_store import POSITION_SHARE, Entry, balance, position_tenth
+    from whenpro_core.dataset.build_store import POSITION_SHARE, balance, position_tenth
+    from whenpro_core.dataset.journal import Entry
 
     def entry(i: int, index: int, steps: int | None = 10) -> Entry:
         return Entry(

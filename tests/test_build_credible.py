@@ -40,14 +40,8 @@ from whenpro_core.dataset.build_plan import (
     pool_form_picks,
     step_class,
 )
-from whenpro_core.dataset.build_store import (
-    FORM_PICK_SLACK,
-    POSITION_SHARE,
-    Entry,
-    balance,
-    read_manifest,
-    select_release,
-)
+from whenpro_core.dataset.build_store import FORM_PICK_SLACK, POSITION_SHARE, balance, read_manifest, select_release
+from whenpro_core.dataset.journal import Entry
 from whenpro_core.envs import get_env
 from whenpro_core.envs.code_pair import own_tests
 from whenpro_core.envs.run import run_env

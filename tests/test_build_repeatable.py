@@ -23,15 +23,8 @@ from whenpro_core.dataset.build_plan import (
     scan_seeds,
     step_class,
 )
-from whenpro_core.dataset.build_store import (
-    WORK_FLOOR,
-    WORK_PER_PAIR,
-    Entry,
-    Work,
-    balance,
-    read_manifest,
-    seeded_order,
-)
+from whenpro_core.dataset.build_store import WORK_FLOOR, WORK_PER_PAIR, Work, balance, read_manifest, seeded_order
+from whenpro_core.dataset.journal import Entry
 from whenpro_core.envs import get_env
 from whenpro_core.envs.run import run_env
 from whenpro_core.formats.native import write_trace

@@ -24,7 +24,8 @@ from rich.progress import (
 from whenpro_core.cli import output
 from whenpro_core.cli.options import not_together
 from whenpro_core.dataset.build import BuildOptions, BuildResult, Spread, run_build
-from whenpro_core.dataset.build_store import MAX_MODE_SHARE, Entry, journal_layout
+from whenpro_core.dataset.build_store import MAX_MODE_SHARE
+from whenpro_core.dataset.journal import Entry, journal_layout
 from whenpro_core.errors import ConfigError
 from whenpro_core.scale.shards import parse_shard
 

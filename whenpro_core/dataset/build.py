@@ -57,7 +57,8 @@ from whenpro_core.dataset.build_plan import (
     scan_seeds,
     step_class,
 )
-from whenpro_core.dataset.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry, read_entries, seeded_order
+from whenpro_core.dataset.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, seeded_order
+from whenpro_core.dataset.journal import Entry, read_entries
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.whowhen_pro_write import check_round_trip, to_document

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from whenpro_core.dataset.build_store import BUILD_DIR, _take_lock, read_manifest, revalidate
+from whenpro_core.dataset.build_store import BUILD_DIR, read_manifest, revalidate
+from whenpro_core.dataset.journal import take_lock
 from whenpro_core.dataset.validate import Label, ReviewItem
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.safety.textsafe import clean
@@ -99,7 +100,7 @@ def save_counts(root: str | Path) -> dict[str, Any]:
     fd = None
     if lock.parent.is_dir():
         try:
-            fd = _take_lock(lock)
+            fd = take_lock(lock)
         except ConfigError:  # a build is running: it writes the counts when it finishes
             manifest = read_manifest(root)
             if manifest is None:
