@@ -15,12 +15,12 @@ import pytest
 
 from bench_data import LABELLED, differences, strip_timing, write_dataset
 from tests.support.fixtures import TEST_KEY
-from whenpro_core.bench import shards
-from whenpro_core.bench.ratelimit import RateLimiter
 from whenpro_core.bench.records import read_records
 from whenpro_core.cli.bench import BenchOptions, bench_command
 from whenpro_core.cli.report import report_command
 from whenpro_core.errors import ConfigError, TraceFormatError
+from whenpro_core.scale import shards
+from whenpro_core.scale.ratelimit import RateLimiter
 
 REPO = Path(__file__).resolve().parent.parent
 ITEMS = LABELLED + 1  # the labelled traces and the broken file, heuristic, gold

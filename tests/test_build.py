@@ -19,10 +19,10 @@ import pytest
 
 from conftest import REPO
 from tests.support.cli import one_line_error, run_whenpro
-from whenpro_core.bench.build import BuildOptions, run_attempt, run_build
-from whenpro_core.bench.build_plan import Attempt, attempt_order, candidate_steps, fitting_modes, scan_seeds
-from whenpro_core.bench.build_store import BUILD_DIR, PUBLIC_FIELDS, read_manifest
 from whenpro_core.bench.records import read_records
+from whenpro_core.dataset.build import BuildOptions, run_attempt, run_build
+from whenpro_core.dataset.build_plan import Attempt, attempt_order, candidate_steps, fitting_modes, scan_seeds
+from whenpro_core.dataset.build_store import BUILD_DIR, PUBLIC_FIELDS, read_manifest
 from whenpro_core.envs import get_env
 from whenpro_core.envs.run import run_env
 from whenpro_core.formats import load_trace, walk
@@ -334,7 +334,7 @@ def test_imported_traces_through_a_cmd_executor(tmp_path):
 
 KILLER = textwrap.dedent("""
     import asyncio, os, sys
-    from whenpro_core.bench.build import BuildOptions, run_build
+    from whenpro_core.dataset.build import BuildOptions, run_build
 
     seeds, out, stop, layout = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 
@@ -472,7 +472,8 @@ def test_no_tenth_of_the_runs_holds_more_than_its_share_of_the_labels():
     """The position balance: labels crowded at one relative position (here 6 of 10 at
     the first tenth) are cut to POSITION_SHARE of the release (at least 2); entries of an
     old journal without a step count are never cut for position."""
-    from whenpro_core.bench.build_store import POSITION_SHARE, Entry, balance, position_tenth
+    from whenpro_core.dataset.build_store import POSITION_SHARE, balance, position_tenth
+    from whenpro_core.dataset.journal import Entry
 
     def entry(i: int, index: int, steps: int | None = 10) -> Entry:
         return Entry(

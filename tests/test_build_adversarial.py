@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 
 from whenpro_core.audit.view import AuditStep, AuditTrace, Label
-from whenpro_core.bench.build_adversarial import MIN_PER_MODE, learnable_items, over_line
-from whenpro_core.bench.build_store import Entry
+from whenpro_core.dataset.build_adversarial import MIN_PER_MODE, learnable_items, over_line
+from whenpro_core.dataset.journal import Entry
 
 pytest.importorskip("sklearn", reason="the adversarial filter needs scikit-learn (the audit extra)")
 

@@ -28,9 +28,9 @@ from tests.support.tells import (
 )
 from whenpro_core.audit.run import audit_dataset
 from whenpro_core.audit.view import audit_view, label_of
-from whenpro_core.bench import build_store
-from whenpro_core.bench.build import BuildOptions, run_attempt
-from whenpro_core.bench.build_plan import (
+from whenpro_core.dataset import build_store
+from whenpro_core.dataset.build import BuildOptions, run_attempt
+from whenpro_core.dataset.build_plan import (
     LOCAL_FORM_BASELINES,
     MIN_AGENT_STEPS,
     POOL_FORM_BASELINES,
@@ -40,14 +40,8 @@ from whenpro_core.bench.build_plan import (
     pool_form_picks,
     step_class,
 )
-from whenpro_core.bench.build_store import (
-    FORM_PICK_SLACK,
-    POSITION_SHARE,
-    Entry,
-    balance,
-    read_manifest,
-    select_release,
-)
+from whenpro_core.dataset.build_store import FORM_PICK_SLACK, POSITION_SHARE, balance, read_manifest, select_release
+from whenpro_core.dataset.journal import Entry
 from whenpro_core.envs import get_env
 from whenpro_core.envs.code_pair import own_tests
 from whenpro_core.envs.run import run_env
@@ -476,9 +470,9 @@ def test_adaptive_rounds_aim_at_what_the_release_lacks_and_resume_to_the_same_bu
     rounds from the journal and runs nothing."""
     import asyncio
 
-    from whenpro_core.bench.build import BuildOptions, run_build
-    from whenpro_core.bench.build_adapt import grows, next_round
-    from whenpro_core.bench.build_plan import judge_position, parse_modes, plan_build, scan_seeds
+    from whenpro_core.dataset.build import BuildOptions, run_build
+    from whenpro_core.dataset.build_adapt import grows, next_round
+    from whenpro_core.dataset.build_plan import judge_position, parse_modes, plan_build, scan_seeds
 
     runs = tmp_path / "runs"
     assert whenpro("run", "code_pair", "--n", "8", "--seed", "4000", "--out", str(runs)).returncode == 0
@@ -523,8 +517,8 @@ def test_adaptive_rounds_try_a_mode_the_pool_lacks_at_seed_runs_of_their_own(cod
     (arith_team's C.2 is decisive about one time in ten) gets SCARCE_TRIES attempts a
     round, each at a seed run of its own, released or not, up to SCARCE_BUDGET in all; a
     mode the pool holds often enough gets none of these."""
-    from whenpro_core.bench.build_adapt import SCARCE_BUDGET, SCARCE_ITEMS, SCARCE_TRIES, next_round
-    from whenpro_core.bench.build_plan import Seed
+    from whenpro_core.dataset.build_adapt import SCARCE_BUDGET, SCARCE_ITEMS, SCARCE_TRIES, next_round
+    from whenpro_core.dataset.build_plan import Seed
 
     seeds = [Seed(f"ref{n}", t.id, trace=t) for n, t in enumerate(code_runs)]
     classes = {"coder/assistant": 0.4, "tester/action": 0.3, "tester/assistant": 0.3}

@@ -15,11 +15,11 @@ import pytest
 
 from support.cli import run_whenpro
 from tests.support.cli import one_line_error
-from whenpro_core.bench import validate
-from whenpro_core.bench.build import BuildOptions, run_build
-from whenpro_core.bench.build_store import BUILD_DIR, read_manifest
 from whenpro_core.bench.report import prepare_report
 from whenpro_core.bench.reviewed import Reviews
+from whenpro_core.dataset import validate
+from whenpro_core.dataset.build import BuildOptions, run_build
+from whenpro_core.dataset.build_store import BUILD_DIR, read_manifest
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import walk
 

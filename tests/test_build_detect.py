@@ -15,8 +15,8 @@ from audit_data import make_seed, make_trace
 from conftest import REPO
 from whenpro_core.audit.detect import DetectabilityCheck, filter_items
 from whenpro_core.audit.view import audit_view
-from whenpro_core.bench.build import BuildOptions, run_build
-from whenpro_core.bench.build_store import BUILD_DIR
+from whenpro_core.dataset.build import BuildOptions, run_build
+from whenpro_core.dataset.build_store import BUILD_DIR
 from whenpro_core.envs import get_env
 from whenpro_core.envs.run import run_env
 from whenpro_core.formats import load_trace, walk

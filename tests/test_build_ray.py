@@ -23,8 +23,8 @@ from tests.support.fixtures import TEST_KEY
 from tests.support.inject_model import InjectModel
 from tests.support.llm_server import LLMServer
 from tests.support.local_ray import local_ray
-from whenpro_core.bench.build import BuildOptions, BuildResult, Spread, run_build
-from whenpro_core.bench.build_store import journal_layout
+from whenpro_core.dataset.build import BuildOptions, BuildResult, Spread, run_build
+from whenpro_core.dataset.journal import journal_layout
 from whenpro_core.errors import BackendError
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'whenpro[ray]')")

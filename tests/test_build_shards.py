@@ -17,8 +17,9 @@ import pytest
 
 from conftest import REPO
 from test_build import NOW, SALT, tree
-from whenpro_core.bench.build import BuildOptions, BuildResult, Spread, run_build
-from whenpro_core.bench.build_store import BUILD_DIR, _take_lock, journal_layout
+from whenpro_core.dataset.build import BuildOptions, BuildResult, Spread, run_build
+from whenpro_core.dataset.build_store import BUILD_DIR
+from whenpro_core.dataset.journal import journal_layout, take_lock
 from whenpro_core.errors import ConfigError
 
 OPTS = BuildOptions(per_seed=2, concurrency=2)  # the detectability filter on: it runs once, when merging
@@ -87,7 +88,7 @@ def test_a_merging_build_waits_for_running_jobs_and_jobs_refuse_force(tmp_path, 
     build(seeds, out, Spread(shard=(0, 2)))
     with pytest.raises(ConfigError, match="other shards' work"):
         asyncio.run(run_build(seeds, out, OPTS, force=True, spread=Spread(shard=(1, 2))))
-    held = _take_lock(out / BUILD_DIR / "lock", shared=True)  # a job still running
+    held = take_lock(out / BUILD_DIR / "lock", shared=True)  # a job still running
     try:
         with pytest.raises(ConfigError, match="--shard jobs still run"):
             build(seeds, out)

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from whenpro_core.bench import validate
-from whenpro_core.bench.build import BuildOptions, run_build
-from whenpro_core.bench.build_store import read_manifest
 from whenpro_core.bench.records import read_records
 from whenpro_core.bench.reviewed import apply_reviews
+from whenpro_core.dataset import validate
+from whenpro_core.dataset.build import BuildOptions, run_build
+from whenpro_core.dataset.build_store import read_manifest
 from whenpro_core.envs import get_env
 from whenpro_core.envs.run import run_env
 from whenpro_core.formats import load_trace, walk

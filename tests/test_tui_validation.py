@@ -16,10 +16,10 @@ import pytest
 from textual.widgets import Select
 
 from tests.conftest import screen_text, settle
-from whenpro_core.bench import validate
-from whenpro_core.bench.build import BuildOptions, run_build
-from whenpro_core.bench.build_store import read_manifest
-from whenpro_core.bench.review import next_pending, progress_line, relabel_choices, save_counts
+from whenpro_core.dataset import validate
+from whenpro_core.dataset.build import BuildOptions, run_build
+from whenpro_core.dataset.build_store import read_manifest
+from whenpro_core.dataset.review import next_pending, progress_line, relabel_choices, save_counts
 from whenpro_core.envs.run import run_many
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace

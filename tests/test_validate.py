@@ -1,4 +1,4 @@
-"""Review of a built dataset (``whenpro_core.bench.validate``): accept / reject / relabel
+"""Review of a built dataset (``whenpro_core.dataset.validate``): accept / reject / relabel
 with reasons in an append-only ``validation.jsonl``, counts in the manifest on read and
 with ``whenpro build --revalidate``."""
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from whenpro_core.bench import validate
-from whenpro_core.bench.build import BuildOptions, run_build
-from whenpro_core.bench.build_store import read_manifest
+from whenpro_core.dataset import validate
+from whenpro_core.dataset.build import BuildOptions, run_build
+from whenpro_core.dataset.build_store import read_manifest
 from whenpro_core.envs import get_env
 from whenpro_core.envs.run import run_env
 from whenpro_core.errors import ConfigError

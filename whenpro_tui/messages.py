@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from whenpro_core.attribution.interactive import ProgressView
     from whenpro_core.bench.explore import Column, Results, TableRow
     from whenpro_core.bench.records import Record
-    from whenpro_core.bench.validate import ReviewItem
+    from whenpro_core.dataset.validate import ReviewItem
     from whenpro_core.injection.diff import TraceDiff
     from whenpro_core.injection.executors import Executor
     from whenpro_core.injection.generate import GeneratedStep
@@ -554,7 +554,7 @@ class Review(Protocol):
 
     @property
     def counts(self) -> dict[str, Any]:
-        """The review counts (:func:`whenpro_core.bench.review.progress_line` reads them)."""
+        """The review counts (:func:`whenpro_core.dataset.review.progress_line` reads them)."""
         ...
 
     @property

@@ -103,7 +103,7 @@ def diff_start(a: str, b: str) -> Callable[[], Screen]:
 def validate_start(root: str) -> Callable[[], Screen]:
     """Validation mode on the built dataset at ``root`` (WhenproError when it has no
     build manifest)."""
-    from whenpro_core.bench.build_store import read_manifest
+    from whenpro_core.dataset.build_store import read_manifest
 
     path = Path(root)
     if not path.is_dir() or read_manifest(path, fresh_validation=False) is None:

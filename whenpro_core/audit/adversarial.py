@@ -11,7 +11,7 @@ of the attacker's hit on its labelled step (1 when the labelled step is the one 
 the fraction of a tie). An item the form attacker finds in most splits is given away by
 its form; one the structural prior (position, agent and kind only) finds in most splits
 sits where labels sit. ``whenpro build`` drops such items
-(:mod:`whenpro_core.bench.build_adversarial`); the audit reads the same numbers.
+(:mod:`whenpro_core.dataset.build_adversarial`); the audit reads the same numbers.
 
 Deterministic: the same samples, rounds and seed give the same result.
 """

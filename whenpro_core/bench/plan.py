@@ -65,20 +65,6 @@ class WorkItem(BaseModel):
 # --------------------------------------------------------------------------- planning
 
 
-def split_list(text: str | Sequence[str] | None) -> list[str]:
-    """``"a,b"`` or ``["a,b", "c"]`` -> ``["a", "b", "c"]`` (blanks dropped, order kept,
-    duplicates removed)."""
-    if text is None:
-        return []
-    parts = [text] if isinstance(text, str) else list(text)
-    out: dict[str, None] = {}
-    for part in parts:
-        for tok in str(part).split(","):
-            if tok.strip():
-                out[tok.strip()] = None
-    return list(out)
-
-
 @dataclass
 class Selection:
     """The traces chosen from a dataset: listing ``rows`` in dataset order, plus how many

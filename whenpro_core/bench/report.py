@@ -35,9 +35,9 @@ from whenpro_core.bench.report_files import (
 )
 from whenpro_core.bench.reviewed import apply_reviews, check_labels
 from whenpro_core.bench.scope import Scope
-from whenpro_core.bench.shards import results_paths
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.safety.textsafe import plural, strip_controls
+from whenpro_core.scale.shards import results_paths
 from whenpro_core.storage import jsonio
 from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text
 from whenpro_core.trace.model import Usage

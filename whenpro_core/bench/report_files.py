@@ -17,9 +17,9 @@ from pathlib import Path
 
 import orjson
 
-from whenpro_core.bench.shards import MERGED_NAME
 from whenpro_core.errors import ConfigError
 from whenpro_core.formats.whenpro_files import is_report_doc
+from whenpro_core.scale.shards import MERGED_NAME
 
 PLOT_NAME = "step_by_length.png"
 JSON_NAME = "report.json"

@@ -20,9 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from whenpro_core.bench.build_store import read_manifest
 from whenpro_core.bench.records import Record, build_record
-from whenpro_core.bench.validate import Label, effective_label, review_items
+from whenpro_core.dataset.build_store import read_manifest
+from whenpro_core.dataset.validate import Label, effective_label, review_items
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.build_meta import MANIFEST, ForeignManifestError

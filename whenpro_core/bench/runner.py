@@ -63,13 +63,12 @@ from whenpro_core.bench.plan import (
     plan,
     select,
     settings,
-    split_list,
 )
 from whenpro_core.bench.records import ErrorKind, Record, ResultsFile, build_record
 from whenpro_core.config import load_settings
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
 from whenpro_core.formats import load_trace
-from whenpro_core.library.listing import parse_where
+from whenpro_core.library.listing import parse_where, split_list
 from whenpro_core.trace.model import Attribution, Trace, Usage
 from whenpro_core.trace.taxonomy import Taxonomy, taxonomy_for
 from whenpro_core.views.transcript import CHARS_PER_TOKEN, block_text, context_text, render_transcript

@@ -24,9 +24,8 @@ from rich.progress import (
 
 from whenpro_core.attribution.protocols import PRESET_PROTOCOLS, preset_protocol, protocol_name
 from whenpro_core.attribution.template import load_template, template_sha, templated_protocol
-from whenpro_core.bench import runner, shards
+from whenpro_core.bench import results_parts, runner
 from whenpro_core.bench.aggregate import Report
-from whenpro_core.bench.ratelimit import local_gate
 from whenpro_core.bench.records import Record, ResultsFile, absolute_ref
 from whenpro_core.bench.report import spending_line
 from whenpro_core.bench.report_files import DEFAULT_RESULTS_NAME, check_report_dir, report_names
@@ -39,6 +38,8 @@ from whenpro_core.errors import BackendError, ConfigError
 from whenpro_core.formats.build_meta import unfinished_build_note
 from whenpro_core.library.listing import RowFilter
 from whenpro_core.safety.textsafe import plural
+from whenpro_core.scale import shards
+from whenpro_core.scale.ratelimit import local_gate
 from whenpro_core.storage.fsutil import check_can_write_in
 
 DEFAULT_OUT = DEFAULT_RESULTS_NAME
@@ -157,8 +158,8 @@ def bench_command(
     With ``labels="reviewed"`` (the default) traces rejected in review are not run and
     the report scores relabelled ones with their new label (:mod:`whenpro_core.bench.reviewed`).
 
-    Sharding (:mod:`whenpro_core.bench.shards`): ``ray``/``ray_address`` run the items as
-    Ray tasks (:mod:`whenpro_core.bench.ray_backend`; ``ray_shards`` of them, default one per
+    Sharding (:mod:`whenpro_core.scale.shards`): ``ray``/``ray_address`` run the items as
+    Ray tasks (:mod:`whenpro_core.scale.ray_backend`; ``ray_shards`` of them, default one per
     cluster CPU), each appending to its own part file; ``shard="K/N"`` runs only this job's
     share of the items into part K and does not report. Any finished run without ``shard``
     merges the parts into the results file; finished items in any part are skipped.
@@ -314,7 +315,7 @@ def _scope(dataset: str, items: list[runner.WorkItem], sel: runner.Selection, re
 def _pending(work: _Work, results: ResultsFile, outputs: _Outputs, retry_errors: bool, err: Console) -> _Work:
     """``work`` with the items still to run (finished ones in any part file skipped; only
     this job's share with a shard), after saying which part files were repaired."""
-    done, repaired = shards.done_everywhere(results, outputs.layout)
+    done, repaired = results_parts.done_everywhere(results, outputs.layout)
     for line in repaired:
         _say(err, line)
     todo = runner.pending(work.items, done, retry_errors=retry_errors)
@@ -417,7 +418,7 @@ def _run_on_ray(
     """Run ``todo`` as Ray tasks (one part file per shard), saying each finished shard."""
     if not todo:
         return runner.RunStats()
-    from whenpro_core.bench.ray_backend import run_on_ray  # deliberate lazy import: Ray is heavy
+    from whenpro_core.bench.ray_run import run_on_ray  # deliberate lazy import: Ray is heavy
 
     def on_shard(index: int, stats: runner.RunStats) -> None:
         err.print(
@@ -450,7 +451,7 @@ def _merge_or_say(layout: shards.Layout, shard_k_n: tuple[int, int] | None, err:
             soft_wrap=True,
         )
         return
-    merged = shards.merge_parts(layout)
+    merged = results_parts.merge_parts(layout)
     if merged:
         err.print(f"merged {plural(merged, 'part file')} into {layout.merged}", markup=False, highlight=False)
 

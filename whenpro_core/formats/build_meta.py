@@ -66,7 +66,7 @@ def is_build_root(folder: str | Path) -> bool:
 
 def load_manifest(root: str | Path) -> dict[str, Any] | None:
     """The manifest of the dataset at ``root`` as written (``None`` when there is none;
-    :func:`whenpro_core.bench.build_store.read_manifest` adds fresh validation counts).
+    :func:`whenpro_core.dataset.build_store.read_manifest` adds fresh validation counts).
     Every reader of a manifest comes here, so its shape is checked here once
     (:func:`manifest_problem`). Raises TraceFormatError naming the file (and the JSON
     path) for a manifest that cannot be read back: :class:`ForeignManifestError` when it

@@ -270,3 +270,17 @@ def walk_rows(target: str | Path) -> Iterator[TraceSummary]:
         except Exception as exc:  # noqa: BLE001 - an importer bug must not end the walk
             rows = [error_summary(path, f"{path}: internal error while importing: {type(exc).__name__}: {exc}")]
         yield from rows
+
+
+def split_list(text: str | Sequence[str] | None) -> list[str]:
+    """``"a,b"`` or ``["a,b", "c"]`` -> ``["a", "b", "c"]`` (blanks dropped, order kept,
+    duplicates removed)."""
+    if text is None:
+        return []
+    parts = [text] if isinstance(text, str) else list(text)
+    out: dict[str, None] = {}
+    for part in parts:
+        for tok in str(part).split(","):
+            if tok.strip():
+                out[tok.strip()] = None
+    return list(out)

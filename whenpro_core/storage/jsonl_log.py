@@ -1,7 +1,7 @@
 """Append-only JSON-lines logs that survive a kill: the one home of how whenpro appends
 records to a file (docs/architecture.md, 'Files whenpro writes'). Used by the build
-journal and the validation log of a dataset (:mod:`whenpro_core.bench.build_store`,
-:mod:`whenpro_core.bench.validate`), bench results (:mod:`whenpro_core.bench.records`)
+journal and the validation log of a dataset (:mod:`whenpro_core.dataset.build_store`,
+:mod:`whenpro_core.dataset.validate`), bench results (:mod:`whenpro_core.bench.records`)
 and verdict sidecars (:mod:`whenpro_core.attribution.verdicts`).
 
 Each record is one line written by a single ``write`` on a file opened with

@@ -2,7 +2,7 @@
 and :class:`DecisionDialog` (the reason, and for a relabel the new agent, step and
 failure mode picked from the trace's agents and coordinates and the dataset's
 taxonomy). The dialog records the decision itself
-(:func:`whenpro_core.bench.validate.record`, in a thread worker) and stays open with
+(:func:`whenpro_core.dataset.validate.record`, in a thread worker) and stays open with
 the error when the decision is refused (no reason, a relabel that changes nothing...).
 """
 
@@ -18,9 +18,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select, Static
 
-from whenpro_core.bench import validate
-from whenpro_core.bench.review import RelabelChoices, label_line
-from whenpro_core.bench.validate import ReviewItem, ValidationEntry
+from whenpro_core.dataset import validate
+from whenpro_core.dataset.review import RelabelChoices, label_line
+from whenpro_core.dataset.validate import ReviewItem, ValidationEntry
 from whenpro_core.errors import WhenproError
 from whenpro_core.safety.textsafe import clean, one_line
 from whenpro_tui.widgets.footer import FittedFooter

@@ -13,8 +13,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from whenpro_core.bench.review import STATUS_MARKS, label_line, next_pending, progress_line
-from whenpro_core.bench.validate import ReviewItem
+from whenpro_core.dataset.review import STATUS_MARKS, label_line, next_pending, progress_line
+from whenpro_core.dataset.validate import ReviewItem
 from whenpro_core.safety.textsafe import clean, one_line
 from whenpro_core.trace.model import Trace
 from whenpro_core.views.search import gt_step_index

@@ -6,9 +6,9 @@ validated-label counts of the manifest. ``a`` accepts, ``x`` rejects, ``r`` rela
 (:class:`~whenpro_tui.screens.review_trace.ReviewTraceScreen`), where ``v`` decides and
 moves on to the next pending trace.
 
-Decisions go through :func:`whenpro_core.bench.validate.record` (saved at once, one
+Decisions go through :func:`whenpro_core.dataset.validate.record` (saved at once, one
 line of ``validation.jsonl``); the manifest's counts are rewritten after each one
-(:func:`whenpro_core.bench.review.save_counts`). All file work runs in thread workers.
+(:func:`whenpro_core.dataset.review.save_counts`). All file work runs in thread workers.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static
 
-from whenpro_core.bench import validate
-from whenpro_core.bench.review import label_counts_line, next_pending, progress_line, relabel_choices, save_counts
-from whenpro_core.bench.validate import ReviewItem, ValidationEntry
+from whenpro_core.dataset import validate
+from whenpro_core.dataset.review import label_counts_line, next_pending, progress_line, relabel_choices, save_counts
+from whenpro_core.dataset.validate import ReviewItem, ValidationEntry
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.safety.textsafe import clean

@@ -9,8 +9,8 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from whenpro_core.bench.review import STATUS_MARKS
-from whenpro_core.bench.validate import ReviewItem
+from whenpro_core.dataset.review import STATUS_MARKS
+from whenpro_core.dataset.validate import ReviewItem
 from whenpro_core.safety.textsafe import clean, one_line
 from whenpro_tui.widgets.virtual_list import VirtualList
 

@@ -1,25 +1,25 @@
-"""The Ray backend of ``whenpro bench --ray`` / ``--ray-address ADDR`` and of ``whenpro
-build --ray`` (issue 18).
+"""The Ray layer of ``whenpro bench --ray`` / ``--ray-address ADDR`` and of ``whenpro
+build --ray`` (issue 18): the session, the cluster-wide rate limiter and the task runner.
 
 Only the scheduler changes: the driver plans as usual, deals the items still to run into
-shards (:func:`whenpro_core.bench.shards.deal`) and starts one Ray task per shard. A task
-(:func:`run_shard`) makes its own judges and runs the normal local runner
-(:func:`whenpro_core.bench.runner.run_items`, ``concurrency`` items in flight) appending to
-its own part file ``part-NNNN.jsonl``; the driver waits for every shard, then the caller
-merges the parts (:func:`whenpro_core.bench.shards.merge_parts`).
+shards (:func:`whenpro_core.scale.shards.deal`) and starts one Ray task per shard. A bench
+task (:func:`whenpro_core.bench.ray_run.run_shard`) makes its own judges and runs the normal
+local runner (:func:`whenpro_core.bench.runner.run_items`, ``concurrency`` items in flight)
+appending to its own part file ``part-NNNN.jsonl``; the driver waits for every shard, then the
+caller merges the parts (:func:`whenpro_core.bench.results_parts.merge_parts`).
 
 Workers need what the driver has: whenpro importable, the dataset at the same path (a
 shared file system), the part folder writable, and the provider settings (API keys in
 their environment or config file). A local ``--ray`` cluster is started from the driver's
 process, so its workers inherit the driver's environment.
 
-A build (:mod:`whenpro_core.bench.build`) uses the same session, limiter and task runner
+A build (:mod:`whenpro_core.dataset.build`) uses the same session, limiter and task runner
 (:func:`run_tasks`) for each round of its attempts: a task
-(:func:`whenpro_core.bench.build.run_build_shard`) runs its seed runs' chains of attempts
+(:func:`whenpro_core.dataset.build.run_build_shard`) runs its seed runs' chains of attempts
 into its own journal part.
 
 ``max_calls_per_s`` starts one :class:`RateLimiterActor` that every worker asks for a
-request slot (:mod:`whenpro_core.bench.ratelimit`): the cap is cluster-wide.
+request slot (:mod:`whenpro_core.scale.ratelimit`): the cap is cluster-wide.
 
 Failures: a task's ConfigError/BackendError is re-raised on the driver as is; a worker that
 dies (killed, out of memory) fails its shard with a BackendError saying to rerun; either
@@ -39,11 +39,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from whenpro_core.bench import runner
-from whenpro_core.bench.ratelimit import RateLimiter, gate_judges
-from whenpro_core.bench.records import ResultsFile
-from whenpro_core.bench.shards import Layout, deal
 from whenpro_core.errors import BackendError, ConfigError, WhenproError
+from whenpro_core.scale.ratelimit import RateLimiter
 
 #: What to install for ``--ray``.
 RAY_EXTRA = "pip install 'whenpro[ray]'"
@@ -121,26 +118,6 @@ def actor_wait(limiter: Any) -> Callable[[], Any]:
     return wait
 
 
-def run_shard(
-    items: Sequence[runner.WorkItem],
-    part: str,
-    concurrency: int,
-    use_cache: bool,
-    limiter: Any = None,
-    images: str | None = None,
-    base_url: str | None = None,
-) -> runner.RunStats:
-    """One shard, in a Ray worker: the normal runner over ``items`` appending to the part
-    file ``part``; LLM requests wait for ``limiter`` (an actor handle) when given."""
-    judges = runner.make_judges(
-        {i.model for i in items}, use_cache=use_cache, concurrency=concurrency, images=images, base_url=base_url
-    )
-    if limiter is not None:
-        gate_judges(judges, actor_wait(limiter))
-    with ResultsFile(part) as results:
-        return asyncio.run(runner.run_items(items, results, concurrency=concurrency, judges=judges))
-
-
 def cluster_cpus(ray: ModuleType) -> int:
     """The CPUs of the connected cluster (at least 1): the default number of shards."""
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -151,48 +128,6 @@ def rate_limiter(ray: ModuleType, max_calls_per_s: float | None) -> Any:
     if max_calls_per_s is None:
         return None
     return ray.remote(num_cpus=0)(RateLimiterActor).remote(max_calls_per_s)
-
-
-def run_on_ray(
-    todo: Sequence[runner.WorkItem],
-    where: Layout,
-    *,
-    address: str | None,
-    shards: int | None = None,
-    concurrency: int = 8,
-    use_cache: bool = True,
-    max_calls_per_s: float | None = None,
-    images: str | None = None,
-    base_url: str | None = None,
-    on_shard: Callable[[int, runner.RunStats], None] | None = None,
-) -> runner.RunStats:
-    """Run ``todo`` as Ray tasks, one per shard (default: one per CPU of the cluster),
-    each writing ``where.part(i)``; returns the summed stats. Raises the first shard's
-    WhenproError after every shard has ended."""
-    with ray_session(address) as ray:
-        count = shards or cluster_cpus(ray)
-        limiter = rate_limiter(ray, max_calls_per_s)
-        task = ray.remote(num_cpus=1, max_retries=0)(run_shard)
-        where.parts.mkdir(parents=True, exist_ok=True)
-        payloads = [
-            (list(chunk), str(where.part(i)), concurrency, use_cache, limiter, images, base_url)
-            for i, chunk in enumerate(deal(todo, count))
-        ]
-        total = runner.RunStats()
-
-        def add(index: int, stats: runner.RunStats) -> None:
-            total.written += stats.written
-            total.errors += stats.errors
-            total.read, total.judged = total.read + stats.read, total.judged + stats.judged
-            total.seconds = max(total.seconds, stats.seconds)
-            total.usage, total.spent = total.usage.add(stats.usage), total.spent.add(stats.spent)
-            for kind, n in stats.kinds.items():
-                total.kinds[kind] = total.kinds.get(kind, 0) + n
-            if on_shard:
-                on_shard(index, stats)
-
-        run_tasks(ray, task, payloads, where.part, add)
-        return total
 
 
 def run_tasks(
@@ -243,7 +178,5 @@ __all__ = [
     "import_ray",
     "rate_limiter",
     "ray_session",
-    "run_on_ray",
-    "run_shard",
     "run_tasks",
 ]

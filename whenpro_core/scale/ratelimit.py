@@ -6,7 +6,7 @@ caller asks for a slot (:meth:`RateLimiter.reserve`, the slot's time on that clo
 waits until then before sending its request, so at most ``rate`` requests start in any one-second window
 (``rate + 1`` counting both ends), however many callers share it. In one process it is
 used directly; on Ray one instance lives in an actor that every shard's workers ask
-(:mod:`whenpro_core.bench.ray_backend`), which makes the cap cluster-wide.
+(:mod:`whenpro_core.scale.ray_backend`), which makes the cap cluster-wide.
 
 :func:`gate_judges` hooks a wait into the model backends of LLM judges
 (:attr:`whenpro_core.llm.backend.Backend.before_request`), so the cap counts HTTP requests

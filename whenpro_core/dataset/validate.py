@@ -8,12 +8,12 @@ Every decision is one line of ``validation.jsonl`` at the dataset root, append-o
 record at the same time, and a kill never corrupts earlier lines). The latest decision
 on a trace wins; earlier ones stay as history. Counts appear in the manifest's
 ``validation`` section, recomputed whenever the manifest is read
-(:func:`whenpro_core.bench.build_store.read_manifest`) and written by
+(:func:`whenpro_core.dataset.build_store.read_manifest`) and written by
 ``whenpro build --out DATASET --revalidate``.
 
 API for a review screen (all functions take the dataset root; none imports a UI)::
 
-    from whenpro_core.bench import validate
+    from whenpro_core.dataset import validate
 
     items = validate.review_items(root)          # [ReviewItem]: id, ref, seed, built label,
                                                  # status, latest decision

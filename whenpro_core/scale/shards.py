@@ -6,12 +6,12 @@ Layout (:func:`layout`): with ``--out bench-results.jsonl`` the parts are
 ``bench-results.d/part-NNNN.jsonl`` next to it and a finished run merges them into
 ``bench-results.jsonl``; with ``--out FOLDER`` (an existing folder) the parts are
 ``FOLDER/part-NNNN.jsonl`` and the merged file is ``FOLDER/results.jsonl``. Each part is an
-ordinary append-only results file (:class:`~whenpro_core.bench.records.ResultsFile`) written
+ordinary append-only results file (``whenpro_core.bench.records.ResultsFile``) written
 by one process, so a killed worker loses at most its records in flight.
 
-Resume: :func:`done_everywhere` reads the merged file and every part (repairing torn last
-lines), the latest record of a key (finished last) winning; finished items in any part are
-skipped.
+Resume: :func:`~whenpro_core.bench.results_parts.done_everywhere` reads the merged file and
+every part (repairing torn last lines), the latest record of a key (finished last) winning;
+finished items in any part are skipped.
 
 Sharding: ``--shard K/N`` (job arrays, no Ray) keeps the items whose key hashes to ``K``
 (:func:`shard_of`: stable across runs and machines, independent of what is done);
@@ -27,10 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from whenpro_core.bench.records import Record, ResultsFile, latest, read_records
 from whenpro_core.errors import ConfigError, TraceFormatError
-from whenpro_core.storage import jsonio
-from whenpro_core.storage.fsutil import atomic_write_bytes
 
 #: Name of the merged results file when ``--out`` is a folder.
 MERGED_NAME = "results.jsonl"
@@ -91,40 +88,6 @@ def deal(items: Sequence[T], shards: int) -> list[list[T]]:
     return [list(items[i::n]) for i in range(n)] if items else []
 
 
-def done_everywhere(results: ResultsFile, where: Layout) -> tuple[dict[str, Record], list[str]]:
-    """Every finished record of a run: the latest of each key (:func:`~.records.latest`)
-    among the merged file's (``results.done``) and each part's, in name order. Also the
-    notes of torn last lines repaired in parts."""
-    records = list(results.done.values())
-    notes = []
-    for part in where.part_files():
-        opened = ResultsFile(part)  # checks the file is ours and repairs a torn tail
-        if opened.repaired:
-            notes.append(f"{part}: {opened.repaired}")
-        records += opened.done.values()
-    return {r.key: r for r in latest(records)}, notes
-
-
-def merge_parts(where: Layout) -> int:
-    """Merge the merged file and every part into the merged file (atomically; the latest
-    record of a key wins, :func:`~.records.latest`, first-appearance order), then delete the parts (and the parts
-    folder when it is the ``NAME.d`` one and empty). Returns the number of parts merged."""
-    parts = where.part_files()
-    if not parts:
-        return 0
-    records: list[Record] = []
-    for path in ([where.merged] if where.merged.exists() else []) + parts:
-        ResultsFile(path)  # repair a torn tail before reading
-        records += read_records(path)[0]
-    data = b"".join(jsonio.dumps(r.model_dump(mode="json")) + b"\n" for r in latest(records))
-    atomic_write_bytes(where.merged, data)
-    for part in parts:
-        part.unlink()
-    if where.parts != where.merged.parent and not any(where.parts.iterdir()):
-        where.parts.rmdir()
-    return len(parts)
-
-
 def results_paths(specs: Sequence[str | Path]) -> list[Path]:
     """The results files named by ``whenpro report``'s arguments: a file as is, a folder
     as its ``*.jsonl`` files (the merged file and the parts), a glob such as
@@ -155,9 +118,7 @@ __all__ = [
     "PART_GLOB",
     "Layout",
     "deal",
-    "done_everywhere",
     "layout",
-    "merge_parts",
     "parse_shard",
     "results_paths",
     "shard_of",

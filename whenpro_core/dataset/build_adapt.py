@@ -32,8 +32,9 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from whenpro_core.bench.build_plan import Attempt, Seed, attempt_order, fitting_modes, judge_position, step_class
-from whenpro_core.bench.build_store import PLAN_WORK_PER_PAIR, Entry, Work, balance, grows_past
+from whenpro_core.dataset.build_plan import Attempt, Seed, attempt_order, fitting_modes, judge_position, step_class
+from whenpro_core.dataset.build_store import PLAN_WORK_PER_PAIR, Work, balance, grows_past
+from whenpro_core.dataset.journal import Entry
 
 #: Attempts an open seed run gets per round (it stops at its first decisive one).
 ROUND_TRIES = 4

@@ -43,13 +43,13 @@ from whenpro_core.audit.checks import is_verdict
 from whenpro_core.audit.corpus import Corpus, position_bin
 from whenpro_core.audit.run import top_steps
 from whenpro_core.audit.view import AuditTrace, Label, audit_view
-from whenpro_core.bench.plan import split_list
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.injection.inject import check_mode
 from whenpro_core.injection.mutators import MUTATORS, build_modes, ends_run
 from whenpro_core.injection.textedit import is_agent_step
 from whenpro_core.injection.verify import original_success
+from whenpro_core.library.listing import split_list
 from whenpro_core.storage.fsutil import safe_name
 from whenpro_core.trace.model import Step, Trace
 
@@ -283,7 +283,7 @@ def judge_position(trace: Trace, coord: str, view: AuditTrace | None = None) -> 
 
 #: The audit's form baselines that read one trace alone (no corpus, no labels), whose
 #: picks a release holds no more of than chance would (the ``form_pick`` cap of
-#: :func:`~whenpro_core.bench.build_store.balance`).
+#: :func:`~whenpro_core.dataset.build_store.balance`).
 LOCAL_FORM_BASELINES = ("format outlier", "length outlier", "digit outlier", "kind change")
 
 

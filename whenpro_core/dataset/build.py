@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from whenpro_core.audit.detect import DetectabilityCheck, filter_items
 from whenpro_core.audit.view import audit_view
-from whenpro_core.bench.build_adapt import in_pool, next_round
-from whenpro_core.bench.build_plan import (
+from whenpro_core.dataset.build_adapt import in_pool, next_round
+from whenpro_core.dataset.build_plan import (
     MIN_AGENT_STEPS,
     Attempt,
     Plan,
@@ -57,9 +57,8 @@ from whenpro_core.bench.build_plan import (
     scan_seeds,
     step_class,
 )
-from whenpro_core.bench.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, Entry, read_entries, seeded_order
-from whenpro_core.bench.ratelimit import RateLimiter, gate_tools, local_wait
-from whenpro_core.bench.shards import deal, shard_of
+from whenpro_core.dataset.build_store import LAYOUTS, MAX_MODE_SHARE, BuildStore, seeded_order
+from whenpro_core.dataset.journal import Entry, read_entries
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.whowhen_pro_write import check_round_trip, to_document
@@ -69,6 +68,8 @@ from whenpro_core.injection.replay import warm_start
 from whenpro_core.injection.verify import check_trace
 from whenpro_core.safety.redact import redact
 from whenpro_core.trace.extras import ControlRun, Injection, ModelUsage
+from whenpro_core.scale.ratelimit import RateLimiter, gate_tools, local_wait
+from whenpro_core.scale.shards import deal, shard_of
 from whenpro_core.trace.model import Trace
 
 if TYPE_CHECKING:  # the injection stack is imported when a build runs
@@ -600,7 +601,7 @@ async def run_build(
     opts = dataclasses.replace(opts, modes=modes)
     generator, executor = _tools(opts)
     if spread.ray:
-        from whenpro_core.bench.ray_backend import import_ray  # deliberate lazy import: Ray is optional
+        from whenpro_core.scale.ray_backend import import_ray  # deliberate lazy import: Ray is optional
 
         import_ray()
     elif spread.max_calls_per_s is not None:
@@ -643,7 +644,7 @@ class _Rounds:
         self.ray: Any = None
         self.limiter: Any = None
         if spread.ray:
-            from whenpro_core.bench import ray_backend  # deliberate lazy import: Ray is heavy
+            from whenpro_core.scale import ray_backend  # deliberate lazy import: Ray is heavy
 
             self.ray = stack.enter_context(ray_backend.ray_session(spread.address))
             self.limiter = ray_backend.rate_limiter(self.ray, spread.max_calls_per_s)
@@ -669,7 +670,7 @@ class _Rounds:
     def _on_ray(self, chains: list[list[Attempt]], wanted: int) -> None:
         """``chains`` as Ray tasks (:func:`run_build_shard`), each into its own journal
         part, merged into the journal when every task has ended (also after a failure)."""
-        from whenpro_core.bench import ray_backend  # deliberate lazy import: Ray is heavy
+        from whenpro_core.scale import ray_backend  # deliberate lazy import: Ray is heavy
 
         runner, store = self.runner, self.runner.store
         count = self.spread.shards or ray_backend.cluster_cpus(self.ray)
@@ -787,7 +788,7 @@ def run_build_shard(
     attempts journalled. Raises the first WhenproError of a failed attempt."""
     generator, executor = _tools(opts)
     if limiter is not None:
-        from whenpro_core.bench.ray_backend import actor_wait  # deliberate lazy import: Ray is heavy
+        from whenpro_core.scale.ray_backend import actor_wait  # deliberate lazy import: Ray is heavy
 
         gate_tools((generator, executor), actor_wait(limiter))
     runner = _Runner(traces, generator, executor, opts, BuildStore.for_part(root, header, part, entries))

@@ -1,5 +1,5 @@
 """Helpers for reviewing a built dataset one trace at a time (the TUI's validation
-mode; decisions are recorded by :func:`whenpro_core.bench.validate.record`): what a
+mode; decisions are recorded by :func:`whenpro_core.dataset.validate.record`): what a
 relabel may choose from, the progress line, the next trace to review, and a label as
 one line. UI-free.
 """
@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from whenpro_core.bench.build_store import BUILD_DIR, _take_lock, read_manifest, revalidate
-from whenpro_core.bench.validate import Label, ReviewItem
+from whenpro_core.dataset.build_store import BUILD_DIR, read_manifest, revalidate
+from whenpro_core.dataset.journal import take_lock
+from whenpro_core.dataset.validate import Label, ReviewItem
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.trace.model import Trace
@@ -55,7 +56,7 @@ def relabel_choices(root: str | Path, trace: Trace, item: ReviewItem) -> Relabel
 
 def progress_line(counts: dict[str, Any]) -> str:
     """``"37 of 120 reviewed · 30 accepted · 4 rejected · 3 relabelled"`` from
-    :func:`~whenpro_core.bench.validate.validation_counts`."""
+    :func:`~whenpro_core.dataset.validate.validation_counts`."""
     total = int(counts.get("total", 0))
     done = total - int(counts.get("pending", 0))
     return (
@@ -90,7 +91,7 @@ def next_pending(items: Sequence[ReviewItem], after: int) -> int | None:
 def save_counts(root: str | Path) -> dict[str, Any]:
     """Write the current review counts into the dataset's ``manifest.json`` (what
     ``whenpro build --revalidate`` does) and return them
-    (:func:`~whenpro_core.bench.validate.validation_counts`). While a ``whenpro build``
+    (:func:`~whenpro_core.dataset.validate.validation_counts`). While a ``whenpro build``
     holds the dataset's lock the file is left to it (its finish writes the counts) and
     the counts are only computed. Raises WhenproError when ``root`` is not a built
     dataset."""
@@ -99,7 +100,7 @@ def save_counts(root: str | Path) -> dict[str, Any]:
     fd = None
     if lock.parent.is_dir():
         try:
-            fd = _take_lock(lock)
+            fd = take_lock(lock)
         except ConfigError:  # a build is running: it writes the counts when it finishes
             manifest = read_manifest(root)
             if manifest is None:

@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from whenpro_core.bench.build_store import read_manifest
-from whenpro_core.bench.validate import VALIDATION_FILE, read_validations, review_items, validation_counts
+from whenpro_core.dataset.build_store import read_manifest
+from whenpro_core.dataset.validate import VALIDATION_FILE, read_validations, review_items, validation_counts
 from whenpro_core.errors import WhenproError
 from whenpro_core.formats.build_meta import MANIFEST
 from whenpro_core.formats.registry import split_ref
@@ -27,7 +27,7 @@ from whenpro_core.storage import jsonio, jsonl_log
 from whenpro_core.storage.fsutil import atomic_copy, atomic_write_bytes
 
 
-def _check_out(out: Path) -> None:
+def check_out_dir(out: Path) -> None:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise WhenproError(
             "the export folder exists and is not empty",
@@ -64,7 +64,7 @@ def export_validated(root: str | Path, out: str | Path, *, now: str | None = Non
             path=root,
             expected="the --out folder of a whenpro build",
         )
-    _check_out(out)
+    check_out_dir(out)
     items = review_items(root)
     accepted = {i.id for i in items if i.status == "accepted"}
     traces = [t for t in manifest.get("traces", []) if t.get("id") in accepted]

@@ -50,7 +50,7 @@ One build at a time may write a dataset (an exclusive lock on ``.whenpro-build/l
 
 Sharded builds (``build --ray`` / ``--shard K/N``, issue 18): each shard appends its
 finished attempts to its own journal part, ``.whenpro-build/journal.d/part-NNNN.jsonl``
-(the layout of bench's ``results.d`` parts, :mod:`whenpro_core.bench.shards`), staging its
+(the layout of bench's ``results.d`` parts, :mod:`whenpro_core.scale.shards`), staging its
 kept documents in the same ``rows`` folder (names are trace ids, unique per attempt). An
 open store reads the journal and every part (the latest line of a key wins), so attempts
 finished in any part are skipped. ``--shard`` jobs share the lock (``LOCK_SH``: many jobs
@@ -64,7 +64,7 @@ reason with the list), ``counts`` per stage (``planned``, ``attempted``, ``gener
 ``kept_by_framework``, ``dropped_traces`` (seed, step, mode, stage, reason, detail),
 ``traces`` (the kept ones: id, ref, seed, step, agent, mode), ``warnings`` (e.g. twins
 sharing a prefix when ``--per-seed`` is above 1) and ``validation``
-(:mod:`whenpro_core.bench.validate`). The stage counts add up::
+(:mod:`whenpro_core.dataset.validate`). The stage counts add up::
 
     attempted = generated + dropped.generate_failed
     generated = replayed  + dropped.replay_failed
@@ -88,9 +88,7 @@ import math
 import os
 import random
 import re
-import secrets
 import shutil
-import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -100,49 +98,36 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from whenpro_core.audit.view import AuditTrace, Label, audit_view, label_of
-from whenpro_core.bench.build_plan import LOCAL_FORM_BASELINES, POOL_FORM_BASELINES, pool_form_picks
-from whenpro_core.bench.shards import Layout
-from whenpro_core.bench.shards import layout as parts_layout
-from whenpro_core.bench.validate import validation_counts
-from whenpro_core.errors import ConfigError, TraceFormatError, WhenproError
+from whenpro_core.dataset.build_plan import LOCAL_FORM_BASELINES, POOL_FORM_BASELINES, pool_form_picks
+from whenpro_core.dataset.journal import (
+    DROP_REASONS,
+    JOURNAL_FORMAT,
+    Entry,
+    Warn,
+    check_out_dir,
+    journal_layout,
+    parse_entries,
+    read_entries,
+    start_journal,
+    starts_over,
+    take_lock,
+    warn_once,
+)
+from whenpro_core.dataset.validate import validation_counts
+from whenpro_core.errors import WhenproError
 from whenpro_core.formats import load_trace
 from whenpro_core.formats.build_meta import BUILD_DIR, MANIFEST, MANIFEST_FORMAT, PROVENANCE_FORMAT, load_manifest
 from whenpro_core.formats.whowhen_pro_write import to_jsonl_row
+from whenpro_core.scale.shards import Layout
 from whenpro_core.storage import jsonio, jsonl_log
 from whenpro_core.storage.fsutil import atomic_write_bytes, atomic_write_text, safe_name
 from whenpro_core.trace.model import LABEL_LEAKING_FIELDS
 from whenpro_core.trace.taxonomy import Taxonomy
 
-if sys.platform == "win32":  # no flock: a second build in the same folder is not refused
-    fcntl = None
-else:
-    import fcntl
-
-JOURNAL_FORMAT = "whenpro.build.journal/1"
-ATTEMPT_FORMAT = "whenpro.build.attempt/1"
 PROVENANCE = "provenance.json"
 LAYOUTS = ("files", "jsonl")
-#: Why an attempt did not give a dataset trace, by the stage that dropped it.
-DROP_REASONS = (
-    "generate_failed",
-    "replay_failed",
-    "not_decisive",
-    "construction_leak",
-    "gold_visible_before_t",
-    "trivial",
-    "not_representable",
-    "control_failed",
-    "detectable",
-    "adversarial",
-    "step_class",
-    "mode_share",
-    "position",
-    "form_pick",
-    "per_seed",
-)
 #: Largest share of the released labels in one tenth of the runs (relative position of
 #: the labelled step); a tenth always keeps 2, so a small build is not emptied. At 20% an
 #: arith_team release of 41 traces was leaky by the audit's common position (22% against
@@ -153,7 +138,7 @@ POSITION_SHARE = 0.15
 #: audit's leak line of 10 points.
 FORM_PICK_SLACK = 0.05
 
-#: The baselines of :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` whose picks
+#: The baselines of :data:`~whenpro_core.dataset.build_plan.POOL_FORM_BASELINES` whose picks
 #: against the whole kept pool are capped before the release is checked against itself.
 #: Not the form classifier: it learns from the labels, and against the pool it picked a
 #: third of code_pair's (the tester's reports), so capping those left a release of 8 of
@@ -226,60 +211,12 @@ class Work:
         return self.spent < self.limit
 
 
-#: Where a recoverable problem goes: one line (the CLI's ``whenpro: warning: ...``).
-Warn = Callable[[str], None]
 #: A cap's limit: ``limit(group, groups or None, release size) -> most entries of the group``.
 CapLimit = Callable[[str, "dict[str, list[Entry]] | None", int], int]
 #: One cap of :func:`balance`: ``(drop reason, group of an entry, limit)``.
 Cap = tuple[str, Callable[["Entry"], str], CapLimit]
 #: Default largest share of one failure mode among the released traces.
 MAX_MODE_SHARE = 0.25
-
-
-class Entry(BaseModel):
-    """One journal line: a finished attempt.
-
-    ``status`` is ``kept`` or ``dropped`` (with ``reason`` from :data:`DROP_REASONS` and
-    a human ``detail``). A kept entry names its dataset ``file`` (relative to the root)
-    and ``ref`` (what :func:`whenpro_core.formats.load_trace` takes, relative to the
-    root: the file, or ``data/<modality>.jsonl#<id>``)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    format: str = ATTEMPT_FORMAT
-    key: str
-    seed: str
-    seed_ref: str
-    step: str
-    step_index: int
-    mode: str
-    status: str
-    reason: str | None = None
-    detail: str = ""
-    id: str | None = None
-    agent: str | None = None
-    modality: str | None = None
-    framework: str | None = None
-    benchmark: str | None = None
-    file: str | None = None
-    ref: str | None = None
-    seconds: float = 0.0
-    control: bool | None = None
-    step_class: str | None = None
-    #: Model calls and US dollars the attempt spent (LLM generator + simulated
-    #: continuation; 0 offline and for an attempt that failed before its answer came back).
-    calls: int = 0
-    cost_usd: float = 0.0
-    #: Steps of the seed run (for the relative position of the labelled step).
-    steps: int | None = None
-    #: Position bin (0..9) of the labelled step among the built trace's candidate steps,
-    #: as the audit reads it (kept entries; ``None`` in journals from before it was kept).
-    position: int | None = None
-    #: The audit's one-trace form baselines that pick the labelled step, and the random
-    #: chance of picking it (:func:`~whenpro_core.bench.build_plan.form_picks`; kept
-    #: entries; ``None`` in journals from before they were kept).
-    form_picks: list[str] | None = None
-    chance: float | None = None
 
 
 def _safe(text: str) -> str:
@@ -318,7 +255,7 @@ class BuildStore:
         self.entries = entries
         self._lock_fd = lock_fd
         #: Where a journal line skipped on reading is said (once per line), if anywhere.
-        self.warn = _once(warn) if warn is not None else None
+        self.warn = warn_once(warn) if warn is not None else None
         self.layout: str = header["options"]["layout"]
         self.created: str = header["created"]
         #: The journal part this store appends to (a shard's), ``None``: ``journal.jsonl``.
@@ -371,21 +308,21 @@ class BuildStore:
         it the store holds the lock alone and merges the parts left by shards into
         ``journal.jsonl`` (ConfigError while ``--shard`` jobs run)."""
         root = Path(root)
-        _check_out(root, force=force, shard=shard)
+        check_out_dir(root, force=force, shard=shard)
         journal = root / BUILD_DIR / "journal.jsonl"
         (root / BUILD_DIR).mkdir(parents=True, exist_ok=True)
-        lock_fd = _take_lock(root / BUILD_DIR / "lock", shared=shard is not None)
+        lock_fd = take_lock(root / BUILD_DIR / "lock", shared=shard is not None)
         try:
             records, _ = jsonl_log.read_numbered(journal, "whenpro.build.")
             header = next((r for _, r in records if r.get("format") == JOURNAL_FORMAT), None)
-            if _starts_over(root, header, options, force=force):
-                _remove_build(root, list(_entries(records, journal).values()))
+            if starts_over(root, header, options, force=force):
+                _remove_build(root, list(parse_entries(records, journal).values()))
                 records, header = [], None
             if header is None:
-                header = _start_journal(journal, options, salt, now)
+                header = start_journal(journal, options, salt, now)
                 records = []
             store = cls(root, header, {}, lock_fd, part=shard, warn=warn)
-            store.entries = _entries(records, journal, store.warn)
+            store.entries = parse_entries(records, journal, store.warn)
             store.reload()
             if shard is None:
                 store.merge_parts()
@@ -504,7 +441,7 @@ class BuildStore:
         (:mod:`.build_adversarial`, when ``run["adversarial"]["filter"]``; its report replaces
         that section of ``run``) leaves out the items a learned attacker finds; then
         :func:`balance` under ``run``'s caps selects from the rest. The picks of
-        :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` read the other traces,
+        :data:`~whenpro_core.dataset.build_plan.POOL_FORM_BASELINES` read the other traces,
         so those of :data:`FLAGGED_ON_POOL` are taken against the kept pool (capped with
         the other form picks), and each is then checked against the selection itself,
         whose smaller corpus makes more steps rare: while one picks more of its labels than
@@ -530,7 +467,7 @@ class BuildStore:
 
         learnable: dict[str, str] = {}
         if (run.get("adversarial") or {}).get("filter"):
-            from whenpro_core.bench.build_adversarial import filtered_release  # scikit-learn: loaded only here
+            from whenpro_core.dataset.build_adversarial import filtered_release  # scikit-learn: loaded only here
 
             chosen, over, learnable, run["adversarial"] = filtered_release(ordered, views, seed, select)
         else:
@@ -685,7 +622,7 @@ def _over_cap(
     selected: list[Entry], views: dict[str, tuple[AuditTrace, Label | None]], limit: int, work: Work
 ) -> set[str]:
     """Keys of the entries of ``selected`` that the first baseline of
-    :data:`~whenpro_core.bench.build_plan.POOL_FORM_BASELINES` picking more than ``limit``
+    :data:`~whenpro_core.dataset.build_plan.POOL_FORM_BASELINES` picking more than ``limit``
     of them picks against the traces of ``selected`` alone (what ``whenpro audit`` reads
     in the release); empty when none does."""
     return next((keys for keys in _own_picks(selected, views, work).values() if len(keys) > limit), set())
@@ -1342,143 +1279,6 @@ def build_warnings(run: dict[str, Any], selected: list[Entry]) -> list[str]:
     return out
 
 
-def journal_layout(root: str | Path) -> Layout:
-    """A dataset's journal and the folder of its shards' parts (``journal.d``)."""
-    return parts_layout(Path(root) / BUILD_DIR / "journal.jsonl")
-
-
-def read_entries(path: str | Path, warn: Warn | None = None) -> dict[str, Entry]:
-    """The attempts of a journal or journal part by key, the latest line of a key winning.
-    Torn and broken lines are skipped; so is a line tagged as an attempt that does not
-    validate as one, and ``warn`` is told in one line naming the file, the line number
-    and the first field wrong (its attempt runs again, unless another line records it).
-    Raises TraceFormatError when the file cannot be read."""
-    path = Path(path)
-    return _entries(jsonl_log.read_numbered(path, "whenpro.build.")[0], path, warn)
-
-
-def _entries(records: list[tuple[int, dict[str, Any]]], path: Path, warn: Warn | None = None) -> dict[str, Entry]:
-    """Numbered journal records of ``path`` -> attempt entries by key (:func:`read_entries`)."""
-    entries: dict[str, Entry] = {}
-    skipped: list[tuple[int, Any, ValidationError]] = []
-    for number, r in records:
-        if r.get("format") != ATTEMPT_FORMAT:
-            continue
-        try:
-            e = Entry.model_validate(r)
-        except ValidationError as exc:
-            skipped.append((number, r.get("key"), exc))
-            continue
-        entries[e.key] = e
-    if warn is not None:
-        for number, key, problem in skipped:
-            warn(_skipped_line(path, number, problem, recorded=isinstance(key, str) and key in entries))
-    return entries
-
-
-def _skipped_line(path: Path, number: int, exc: ValidationError, *, recorded: bool) -> str:
-    """The warning for journal line ``number`` of ``path`` that is not an attempt: where,
-    the first field wrong (and how many more), and what happens to its attempt."""
-    errors = exc.errors()
-    field = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in errors[0]["loc"])
-    more = f"; {len(errors) - 1} more field{'s' if len(errors) > 2 else ''} wrong" if len(errors) > 1 else ""
-    then = "another line of its attempt stands" if recorded else "its attempt runs again"
-    what = f"not a finished attempt ({errors[0]['msg']}{more}): line skipped, {then}"
-    return WhenproError(what, path=path, row=number, json_path=field).one_line()
-
-
-def _once(warn: Warn) -> Warn:
-    """``warn``, saying each line only once (a shard's driver reads the parts every round)."""
-    said: set[str] = set()
-
-    def say(line: str) -> None:
-        if line not in said:
-            said.add(line)
-            warn(line)
-
-    return say
-
-
-def _check_out(root: Path, *, force: bool, shard: int | None) -> None:
-    """Refuse an ``--out`` a build may not write (:meth:`BuildStore.open`)."""
-    if shard is not None and force:
-        raise ConfigError(
-            "--force would remove the other shards' work", expected="--force without --shard, before the jobs"
-        )
-    if root.exists() and not root.is_dir():
-        raise WhenproError("output exists and is a file", path=root, expected="a dataset folder (--out)")
-    journal = root / BUILD_DIR / "journal.jsonl"
-    if not journal.exists() and root.is_dir() and any(p.name != BUILD_DIR for p in root.iterdir()) and not force:
-        raise WhenproError(
-            "output folder exists and is not a whenpro build",
-            path=root,
-            expected="a new folder, an earlier build to resume, or --force",
-        )
-
-
-def _starts_over(root: Path, header: dict[str, Any] | None, options: dict[str, Any], *, force: bool) -> bool:
-    """True when the build in ``root`` is removed and started again: ``force`` on a
-    journal that holds anything (even one whose header is lost). ConfigError when its
-    header names other options and not ``force``."""
-    if header is not None and header.get("options") != options and not force:
-        old = header.get("options") or {}
-        diff = ", ".join(f"{k} {old.get(k)!r} -> {v!r}" for k, v in options.items() if old.get(k) != v)
-        raise ConfigError(
-            f"this dataset was built with other options ({diff})",
-            path=root,
-            expected="the same --generator/--executor/--layout/--seed to resume, a new --out, or --force to start over",
-        )
-    journal = root / BUILD_DIR / "journal.jsonl"
-    return force and (header is not None or (journal.is_file() and journal.stat().st_size > 0))
-
-
-def _start_journal(journal: Path, options: dict[str, Any], salt: str | None, now: str | None) -> dict[str, Any]:
-    """The header of a new journal, written unless another job (``--shard``) wrote one
-    first: the header the journal holds. TraceFormatError when its first line is not a
-    header (``--force`` starts over), ConfigError when another job's has other options."""
-    header = {
-        "format": JOURNAL_FORMAT,
-        "options": options,
-        "salt": salt or secrets.token_hex(16),
-        "created": now or datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    try:
-        first: dict[str, Any] | None = jsonl_log.append_first(journal, header)
-    except TraceFormatError:  # not a JSON object
-        first = None
-    if first is None or first.get("format") != JOURNAL_FORMAT:
-        raise TraceFormatError(
-            "the build journal's first line is not its header",
-            path=journal,
-            row=1,
-            expected=f'a "{JOURNAL_FORMAT}" header; rerun with --force to start the build over, '
-            "which removes the build's files and keeps validation.jsonl",
-        )
-    if first.get("options") != options:  # a --shard job started it first, with others
-        raise ConfigError(
-            "another job started this dataset with other options",
-            path=journal.parent.parent,
-            expected="the same options in every --shard job",
-        )
-    return first
-
-
-def _take_lock(path: Path, *, shared: bool = False) -> int:
-    """The build lock on ``path``: exclusive, or ``shared`` by ``--shard`` jobs."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    if fcntl is not None:
-        try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise ConfigError(
-                "another whenpro build is writing this dataset" + ("" if shared else " (or --shard jobs still run)"),
-                path=path.parent.parent,
-                expected="wait for it to finish, or a different --out",
-            ) from None
-    return fd
-
-
 def _remove_build(root: Path, entries: list[Entry]) -> None:
     """Start over: remove the files an old journal names, its staged rows, the JSONL
     files, the manifest and the journal (never ``validation.jsonl``)."""
@@ -1611,8 +1411,6 @@ __all__ = [
     "BUILD_DIR",
     "BUILD_ID",
     "BuildStore",
-    "DROP_REASONS",
-    "Entry",
     "LAYOUTS",
     "MANIFEST",
     "MAX_MODE_SHARE",
@@ -1626,10 +1424,8 @@ __all__ = [
     "build_warnings",
     "grows_past",
     "compute_manifest",
-    "journal_layout",
     "order_id",
     "seeded_order",
-    "read_entries",
     "read_manifest",
     "revalidate",
     "split_document",
