@@ -6,13 +6,13 @@ which chooses the same entries and counts the same evaluations).
 For each size it runs ``arith_team`` that many times (seeds 5000 on) and times, with the
 search and with the baseline:
 
-* **release** — :func:`whenpro_core.bench.build_store.balance` over a pool of decisive
+* **release** — :func:`whenpro_core.dataset.build_store.balance` over a pool of decisive
   items as a ``--per-seed 3`` build holds them (:func:`tests.support.build_pool.decisive_pool`:
   1 to 3 items per seed run at the pairs the build tries first, real step classes and
   positions; no attempt is run), with its default budget;
-* **planning round** — :func:`whenpro_core.bench.build_adapt.next_round` over that pool;
+* **planning round** — :func:`whenpro_core.dataset.build_adapt.next_round` over that pool;
 * **whole build** — ``whenpro build RUNS --out DS --per-seed 3`` in this process
-  (:func:`whenpro_core.bench.build.run_build`: every attempt, every adaptive round, the
+  (:func:`whenpro_core.dataset.build.run_build`: every attempt, every adaptive round, the
   detectability and adversarial filters and the release), with its rounds counted.
 
 Wall and CPU seconds of this process (the machine may be shared: CPU time is what the
@@ -51,11 +51,11 @@ from tests.support.build_pool import (  # noqa: E402
     even_classes,
     one_by_one_selections,
 )
-from whenpro_core.bench import build_store  # noqa: E402
-from whenpro_core.bench.build import BuildOptions, run_build  # noqa: E402
-from whenpro_core.bench.build_adapt import next_round  # noqa: E402
-from whenpro_core.bench.build_plan import Seed  # noqa: E402
-from whenpro_core.bench.build_store import Work, balance  # noqa: E402
+from whenpro_core.dataset import build_store  # noqa: E402
+from whenpro_core.dataset.build import BuildOptions, run_build  # noqa: E402
+from whenpro_core.dataset.build_adapt import next_round  # noqa: E402
+from whenpro_core.dataset.build_plan import Seed  # noqa: E402
+from whenpro_core.dataset.build_store import Work, balance  # noqa: E402
 from whenpro_core.formats.native import write_trace  # noqa: E402
 
 

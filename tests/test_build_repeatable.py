@@ -14,10 +14,10 @@ import pytest
 
 from tests.support.build_pool import MODES, arith_seed_runs, decisive_pool, even_classes, one_by_one_selections
 from tests.support.cli import run_whenpro
-from whenpro_core.bench import build_store
-from whenpro_core.bench.build import BuildOptions, run_build
-from whenpro_core.bench.build_adapt import next_round
-from whenpro_core.bench.build_store import (
+from whenpro_core.dataset import build_store
+from whenpro_core.dataset.build import BuildOptions, run_build
+from whenpro_core.dataset.build_adapt import next_round
+from whenpro_core.dataset.build_store import (
     WORK_FLOOR,
     WORK_PER_PAIR,
     Entry,

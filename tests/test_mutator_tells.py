@@ -15,7 +15,7 @@ from tests.support.tells import (
     honest_transitions,
     unseen_transitions,
 )
-from whenpro_core.bench.build_plan import fitting_modes
+from whenpro_core.dataset.build_plan import fitting_modes
 from whenpro_core.envs import get_env
 from whenpro_core.envs.run import run_env
 from whenpro_core.injection.mutators import MUTATORS, mutate

@@ -13,8 +13,8 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
-from whenpro_core.bench import build_store
-from whenpro_core.bench.build_plan import (
+from whenpro_core.dataset import build_store
+from whenpro_core.dataset.build_plan import (
     Seed,
     attempt_order,
     fitting_modes,
@@ -22,7 +22,8 @@ from whenpro_core.bench.build_plan import (
     parse_modes,
     step_class,
 )
-from whenpro_core.bench.build_store import FILL_TRIES, Entry, Work, seeded_order
+from whenpro_core.dataset.build_store import FILL_TRIES, Work, seeded_order
+from whenpro_core.dataset.journal import Entry
 from whenpro_core.envs import get_env
 from whenpro_core.envs.run import run_env
 
@@ -48,7 +49,7 @@ def decisive_pool(seeds: Sequence[Seed], items: Sequence[int] = (1, 2, 3, 3), pi
     """A pool of decisive items: for each seed run, ``random.choice(items)`` of its first
     attempted (step, mode) pairs, each picked by the length-outlier baseline with
     probability ``picked`` (seeded: the same seeds give the same pool), in the order and
-    with the ids a build's search reads (:func:`~whenpro_core.bench.build_store.seeded_order`)."""
+    with the ids a build's search reads (:func:`~whenpro_core.dataset.build_store.seeded_order`)."""
     rng = random.Random(2)
     pool = []
     for s in seeds:
@@ -85,7 +86,7 @@ def even_classes(pool: Sequence[Entry]) -> dict[str, float]:
 def one_by_one_selections(
     keys: build_store._Groups, limits: list[int], target: int, work: Work, quick: bool = False
 ) -> Iterator[list[int]]:
-    """:func:`whenpro_core.bench.build_store._selections` as it ran before: each candidate
+    """:func:`whenpro_core.dataset.build_store._selections` as it ran before: each candidate
     evaluation one check of one entry against the counts, each exchange tried pair by pair
     and each entry left out scanned one by one (the reference the faster search must match,
     selection for selection and evaluation for evaluation, and the benchmark's baseline)."""

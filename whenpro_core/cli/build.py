@@ -1,5 +1,5 @@
 """``whenpro build``, ``whenpro inject`` and ``whenpro run``: make traces — a benchmark
-dataset from successful runs (:mod:`whenpro_core.bench.build`), one counterfactual, or runs
+dataset from successful runs (:mod:`whenpro_core.dataset.build`), one counterfactual, or runs
 of a built-in system. Progress lines go to stdout, the build's progress bar to stderr."""
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from whenpro_core.bench.build import BuildOptions, BuildResult, Spread, run_build
-from whenpro_core.bench.build_store import Entry, journal_layout
-from whenpro_core.bench.shards import parse_shard
 from whenpro_core.cli import output
 from whenpro_core.cli.options import not_together
+from whenpro_core.dataset.build import BuildOptions, BuildResult, Spread, run_build
+from whenpro_core.dataset.journal import Entry, journal_layout
 from whenpro_core.errors import ConfigError
 from whenpro_core.injection.inject import InjectOptions, run_inject_command
+from whenpro_core.scale.shards import parse_shard
 
 #: Exit status of a build that kept no trace (the reasons on stderr).
 NOTHING_KEPT_STATUS = 1
@@ -75,13 +75,13 @@ def build(seeds: str | None, out: Path, opts: BuildOptions, run: BuildRun) -> di
     progress bar on stderr when it is a terminal) and print a summary; with
     ``run.revalidate`` and no ``seeds``, only refresh the manifest's validation counts; with
     ``run.export_validated`` and no ``seeds``, write the release of the accepted traces there
-    (:mod:`whenpro_core.bench.export`). Returns the manifest (of the release, for an
+    (:mod:`whenpro_core.dataset.export`). Returns the manifest (of the release, for an
     export); exit status 1 with the reasons on stderr when a build from ``seeds`` kept no trace.
 
     ``run``'s Ray flags run the attempts as Ray tasks (``ray_shards`` per round),
     ``shard="K/N"`` only this job's share into its own journal part (no release: a build
     without it merges the parts and writes the release; returns an empty manifest);
-    ``max_calls_per_s`` caps the model requests (:class:`~whenpro_core.bench.build.Spread`)."""
+    ``max_calls_per_s`` caps the model requests (:class:`~whenpro_core.dataset.build.Spread`)."""
     if seeds is not None and run.export_validated is not None:
         raise ConfigError(
             "--export-validated exports a built dataset; it takes no SEEDS",
@@ -112,7 +112,7 @@ def _without_seeds(out: Path, *, revalidate: bool, export_validated: Path | None
     """``build --export-validated OUT`` (the accepted traces as a release) or ``build
     --revalidate`` (refresh the validation counts); ConfigError when neither is asked."""
     if export_validated is not None:
-        from whenpro_core.bench.export import export_validated as export  # only this path needs it
+        from whenpro_core.dataset.export import export_validated as export  # only this path needs it
 
         manifest = export(out, export_validated)
         left = ", ".join(f"{k} {v}" for k, v in manifest["export"]["left_out"].items()) or "none"
@@ -120,7 +120,7 @@ def _without_seeds(out: Path, *, revalidate: bool, export_validated: Path | None
         return manifest
     if not revalidate:
         raise ConfigError("no seed trajectories given", expected="whenpro build SEEDS --out DATASET")
-    from whenpro_core.bench.build_store import revalidate as refresh
+    from whenpro_core.dataset.build_store import revalidate as refresh
 
     manifest = refresh(out)
     output.echo(_validation_line(manifest))

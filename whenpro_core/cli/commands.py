@@ -628,8 +628,8 @@ def build(
     """Build a benchmark dataset: inject errors into successful runs, replay, verify, keep the decisive ones.
 
     Exit status: 0 some trace kept, 1 none kept (the reasons on stderr; manifest.json kept), 2 bad input."""
-    from whenpro_core.bench.build import BuildOptions
     from whenpro_core.cli import build as build_
+    from whenpro_core.dataset.build import BuildOptions
 
     use_base_url(base_url)
     options = BuildOptions(

@@ -67,9 +67,9 @@ from whenpro_core.injection.registry import get_executor, get_generator
 from whenpro_core.injection.replay import warm_start
 from whenpro_core.injection.verify import check_trace
 from whenpro_core.safety.redact import redact
-from whenpro_core.trace.extras import ControlRun, Injection, ModelUsage
 from whenpro_core.scale.ratelimit import RateLimiter, gate_tools, local_wait
 from whenpro_core.scale.shards import deal, shard_of
+from whenpro_core.trace.extras import ControlRun, Injection, ModelUsage
 from whenpro_core.trace.model import Trace
 
 if TYPE_CHECKING:  # the injection stack is imported when a build runs

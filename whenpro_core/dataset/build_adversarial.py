@@ -47,7 +47,7 @@ from whenpro_core.audit.view import AuditTrace, Label
 
 
 class Entry(Protocol):
-    """What the filter reads of a kept item (a :class:`.build_store.Entry`, which calls it)."""
+    """What the filter reads of a kept item (a :class:`.journal.Entry`, which calls it)."""
 
     @property
     def key(self) -> str: ...
