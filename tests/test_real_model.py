@@ -97,7 +97,9 @@ def test_every_protocol_in_a_bench_then_its_resume(real_model, real_traces, tmp_
     assert all(r["prediction"]["usage"]["calls"] >= 1 for r in rows if r["error"] is None)
     long = [r["prediction"] for r in rows if r["trace"]["id"] != "team-small" and r["error"] is None]
     assert all(any("context window" in w for w in p["warnings"]) for p in long), [p["warnings"] for p in long]
-    assert f"verdicts read: {parse_rate(rows).replace('/', ' of ')} name an agent or a step" in first.stderr
+    # the parse rate counts the records that were judged: a record failed before any call is not one
+    judged = [r for r in rows if r["error"] is None]
+    assert f"verdicts read: {parse_rate(judged).replace('/', ' of ')} name an agent or a step" in first.stderr
     again = _bench(real_model, folder, out, *protocols)
     assert again.returncode == 0, again.stderr
     assert "8 already in" in again.stderr and "0 to run" in again.stderr
