@@ -110,7 +110,6 @@ from whenpro_core.injection.textedit import (
     numeric_args,
     perturb,
     quote_edit,
-    recompute,
     refill,
     set_arg,
     string_args,
