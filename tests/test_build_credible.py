@@ -209,17 +209,18 @@ def _solver_trace(content: str, *, tool: bool) -> Trace:
 
 
 def test_r1_states_its_claim_where_the_agent_states_results():
-    """R.1 works from a figure no step gave, in place of a value it reads, and writes the
-    result as the agent writes its results: before a remark that closes the step (not
-    after it), in place of a result the step already states (not a second ``= N``), in the
-    tool's number form (9.5 doubled is 19, not 19.0), with the arithmetic on the made-up
-    figure right (a wrong sum would be R.3, and a tell any recomputation finds)."""
+    """R.1 works from a figure no step gave, in place of a value it reads: at a tool step
+    in the call and where the text quotes it (the step keeps its kind and call, as the
+    agent's honest tool steps have them); in a computation stated in the text, with the
+    result worked out right on the made-up figure (a wrong sum would be R.3, and a tell
+    any recomputation finds), in place of the result the step states."""
     tool = _solver_trace("Computing b = a + 3.5 = 6 + 3.5. That completes the plan.", tool=True)
-    texts = {mutate(tool, 2, "R.1", seed).step.content for seed in range(12)}
-    for t in texts:
-        m = re.fullmatch(r"Computing b = a \+ 3\.5 = ([\d.]+) \+ 3\.5 = ([\d.]+)\. That completes the plan\.", t)
-        assert m and m[1] != "6" and float(m[1]) + 3.5 == float(m[2]), t
-    assert len(texts) > 1 and not any(".0." in t for t in texts)
+    steps = [mutate(tool, 2, "R.1", seed).step for seed in range(12)]
+    for st in steps:  # at a tool step: the made-up figure in the call and its quote; the tool works it out
+        m = re.fullmatch(r"Computing b = a \+ 3\.5 = ([\d.]+) \+ 3\.5\. That completes the plan\.", st.content)
+        assert m and m[1] != "6" and st.tool_calls[0].arguments == {"expression": f"{m[1]} + 3.5"}, st.content
+        assert st.kind == "action" and st.observation is None
+    assert len({st.content for st in steps}) > 1
     inhead = _solver_trace("Computing b = 6 + 3 = 9.", tool=False)
     for seed in range(6):
         text = mutate(inhead, 2, "R.1", seed).step.content
@@ -472,7 +473,7 @@ def test_adaptive_rounds_aim_at_what_the_release_lacks_and_resume_to_the_same_bu
 
     from whenpro_core.dataset.build import BuildOptions, run_build
     from whenpro_core.dataset.build_adapt import grows, next_round
-    from whenpro_core.dataset.build_plan import judge_position, parse_modes, plan_build, scan_seeds
+    from whenpro_core.dataset.build_plan import judge_position, parse_modes, plan_build, released_class, scan_seeds
 
     runs = tmp_path / "runs"
     assert whenpro("run", "code_pair", "--n", "8", "--seed", "4000", "--out", str(runs)).returncode == 0
@@ -495,8 +496,8 @@ def test_adaptive_rounds_aim_at_what_the_release_lacks_and_resume_to_the_same_bu
     assert all(a.mode != "V.2" for a in aimed)  # the release is full of V.2
     by_id = {s.id: s.trace for s in seeds}
     for a in aimed:
-        step = by_id[a.seed_id].steps[a.index]
-        assert grows(pool, 0.25, classes, 1, (step_class(step), a.mode, judge_position(by_id[a.seed_id], a.coord)))
+        cls = released_class(by_id[a.seed_id], a.index, a.mode, 0)
+        assert grows(pool, 0.25, classes, 1, (cls, a.mode, judge_position(by_id[a.seed_id], a.coord)))
 
     out = tmp_path / "ds"
     first = asyncio.run(
@@ -510,6 +511,40 @@ def test_adaptive_rounds_aim_at_what_the_release_lacks_and_resume_to_the_same_bu
     assert sorted(a.key for a in other.plan.attempts) == sorted(a.key for a in first.plan.attempts)  # another salt
     first_round = plan_build(scan_seeds(runs), parse_modes(None, "offline"), 1).attempts
     assert len(first.plan.attempts) > len(first_round)  # the rounds after the first aimed more attempts
+
+
+def test_adaptive_rounds_aim_at_the_class_the_release_shows(code_runs):
+    """A round aims at the step class the built trace shows (the release balances that
+    class): V.2 turns a tester's report of failures into an approval, so a V.2 pair fills
+    ``tester/assistant/verdict``, not the class of the report it replaces. With the
+    report's class open and the approvals' class full, no V.2 pair is aimed."""
+    from whenpro_core.dataset.build_adapt import grows, next_round
+    from whenpro_core.dataset.build_plan import Seed, judge_position, released_class
+
+    reports = [
+        (t, i)
+        for t in code_runs
+        for i in fitting_modes(t, ("V.2",))
+        if step_class(t.steps[i]) == "tester/assistant" and "V.2" in fitting_modes(t, ("V.2",))[i]
+    ]
+    assert reports, "no code_pair run with a report of failures V.2 fits"
+    for t, i in reports:
+        assert released_class(t, i, "V.2", 0) == "tester/assistant/verdict"
+        assert released_class(t, i, "V.2", 0, offline=False) == "tester/assistant"
+    seeds = [Seed(f"ref{n}", t.id, trace=t) for n, t in enumerate(code_runs)]
+    classes = {"coder/assistant": 0.4, "tester/action": 0.3, "tester/assistant": 0.2, "tester/assistant/verdict": 0.1}
+    # every seed run but the reports' has a released item; the approvals' class is at its cap
+    pool = [entry(n, "tester/assistant/verdict", "R.1", n).model_copy(update={"seed": f"away{n}"}) for n in (0, 8, 9)]
+    pool += [entry(1 + n, "coder/assistant", m, n) for n, m in enumerate(("R.2", "R.3", "R.4", "A.1"))]
+    # V.2 is not scarce (no attempts aimed at it for want of items); one of its items is
+    # a reports' seed run's, which the cap on the approvals' class may leave out
+    pool += [entry(5 + n, "tester/action", "V.2", 5 + n).model_copy(update={"seed": f"other{n}"}) for n in range(2)]
+    pool += [entry(7, "tester/assistant/verdict", "V.2", 7).model_copy(update={"seed": reports[0][0].id})]
+    rounds = next_round(seeds, pool, set(), {}, modes=("V.2",), share=0.5, classes=classes, per_seed=1, seed=0)
+    by_id = {s.id: s.trace for s in seeds}
+    for a in (a for chain in rounds for a in chain):  # each aimed kind, as the release will show it, grows it
+        kind = (released_class(by_id[a.seed_id], a.index, a.mode, 0), a.mode, judge_position(by_id[a.seed_id], a.coord))
+        assert kind[0] != "tester/assistant/verdict" and grows(pool, 0.5, classes, 1, kind)
 
 
 def test_adaptive_rounds_try_a_mode_the_pool_lacks_at_seed_runs_of_their_own(code_runs):

@@ -144,11 +144,11 @@ def test_a3_a4_v2_pl1_r2_r1_c2_edits():
     assert [ln.split(".")[0] for ln in pl1.step.content.splitlines()[1:]] == ["1", "2", "3"]
     r2 = mutate(t, 5, "R.2")
     assert r2.step.tool_calls[0].arguments["expression"] == "12 - 14" and "12 - 14" in r2.step.content
-    r1 = mutate(f, 2, "R.1")  # the way this solver states results without a tool, and its kind for that
-    assert not r1.step.tool_calls and r1.step.kind == "assistant"
-    made_up = re.fullmatch(r"Computing pens = (\d+) \* (\d+) = (\d+)\.", r1.step.content)
-    assert made_up and r1.step.content != "Computing pens = 4 * 3 = 12."  # a figure no step gave ...
-    assert int(made_up[1]) * int(made_up[2]) == int(made_up[3])  # ... and right arithmetic on it
+    r1 = mutate(f, 2, "R.1")  # a made-up input, worked on by the calculator: kind and call shape kept
+    assert r1.step.kind == f.steps[2].kind == "action" and [c.name for c in r1.step.tool_calls] == ["calculator"]
+    expr = r1.step.tool_calls[0].arguments["expression"]
+    assert re.fullmatch(r"\d+ \* \d+", expr) and expr != "4 * 3"  # a figure no step gave, in the call ...
+    assert r1.step.content == f"Computing pens = {expr}."  # ... and where the text quotes it
     c2 = mutate(t, 6, "C.2")  # the reporter takes the solver's earlier figure instead of 26
     assert c2.step.content != t.steps[6].content and "26" not in c2.step.content
 

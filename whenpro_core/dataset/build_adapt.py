@@ -32,7 +32,14 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from whenpro_core.dataset.build_plan import Attempt, Seed, attempt_order, fitting_modes, judge_position, step_class
+from whenpro_core.dataset.build_plan import (
+    Attempt,
+    Seed,
+    attempt_order,
+    fitting_modes,
+    judge_position,
+    released_class,
+)
 from whenpro_core.dataset.build_store import PLAN_WORK_PER_PAIR, Work, balance, grows_past
 from whenpro_core.dataset.journal import Entry
 
@@ -173,8 +180,9 @@ def _aimed(
     seed: int,
     offline: bool,
 ) -> list[Attempt]:
-    """Up to ``limit`` untried pairs of seed run ``s`` whose kind would grow the release
-    (``caps``: share, classes, per-seed count, the release's size and the budget of the
+    """Up to ``limit`` untried pairs of seed run ``s`` whose kind (the class the built
+    step shows, :func:`.build_plan.released_class`) would grow the release (``caps``:
+    share, classes, per-seed count, the release's size and the budget of the
     growth checks, for :func:`grows`)."""
 
     trace = s.trace
@@ -189,7 +197,7 @@ def _aimed(
         if attempt.key in done or (coord, mode) in coords:
             continue
         coords.add((coord, mode))
-        kind = (step_class(trace.steps[index]), mode, judge_position(trace, coord))
+        kind = (released_class(trace, index, mode, seed, offline=offline), mode, judge_position(trace, coord))
         if kind not in cache:
             cache[kind] = grows(pool, caps[0], caps[1], caps[2], kind, before=caps[3], work=caps[4])
         if cache[kind]:

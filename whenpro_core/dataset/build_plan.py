@@ -33,6 +33,7 @@ mode) injections to attempt on each (docs/architecture.md, 'Injection and warm-s
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ from whenpro_core.audit.view import AuditTrace, Label, audit_view
 from whenpro_core.errors import ConfigError, WhenproError
 from whenpro_core.formats import load_trace, walk
 from whenpro_core.injection.inject import check_mode
-from whenpro_core.injection.mutators import MUTATORS, build_modes, ends_run
+from whenpro_core.injection.mutators import MUTATORS, build_modes, ends_run, mutate
 from whenpro_core.injection.textedit import is_agent_step
 from whenpro_core.injection.verify import original_success
 from whenpro_core.library.listing import split_list
@@ -194,6 +195,19 @@ def step_class(step: Step) -> str:
     listed = len(_LIST_LINE.findall(step.content or "")) >= 2
     verdict = not step.tool_calls and is_verdict(step.content or "")
     return f"{step.agent}/{step.kind}" + ("/list" if listed else "") + ("/verdict" if verdict else "")
+
+
+def released_class(trace: Trace, index: int, mode: str, seed: int, *, offline: bool = True) -> str:
+    """The :func:`step_class` step ``index`` of ``trace`` shows once ``mode`` is injected
+    there, as the release balances it: with the offline generator the class of the
+    mutated step (the mutation is a function of ``seed``, the build's ``--seed``; V.2 and
+    R.1 at a tester's report of failures give an approval, ``.../verdict``), else, or when
+    the mutator does not fit, the class of the seed step."""
+    step = trace.steps[index]
+    if offline and mode in MUTATORS:
+        with contextlib.suppress(WhenproError):  # the mutator does not fit: the seed step's class
+            step = mutate(trace, index, mode, seed).step
+    return step_class(step)
 
 
 def fitting_modes(trace: Trace, modes: tuple[str, ...], *, offline: bool = True) -> dict[int, list[str]]:

@@ -18,14 +18,14 @@ R.3  perturb one number (±1, ±2, ×2, +10 units of its last digit), in     a n
      the tool arguments and where the content quotes the argument (the    copy of a value the run worked out)
      symbolic side of ``v = a + 4 = 94 + 4`` follows a literal); in a     or the content (list markers ``1.``
      computation stated without a tool, its result (bad arithmetic)       excluded)
-R.1  drop the tool call and work from a made-up input: one number the     a one-operator tool expression the
-     expression reads from a variable is made up, the result worked out   text quotes, by an agent that states
-     right on it and stated the way the agent states results without a    results without tools too; a
-     tool (``... = N.``); the kind becomes the one the agent uses for     computation stated in the text; a
-     tool-less steps. In a computation stated in the text, the same. At   verifier's report of a failing run of
-     a verifier's report of its failing test run: its own approval, the   its own; or a number in a tool-less
-     count set to every case run. Else add an unsupported figure (a       step
-     seeded phrasing of :data:`FIGURES`)
+R.1  work from a made-up input: one number the expression reads from     a one-operator tool expression the
+     a variable is made up, in the tool call and where the text quotes    text quotes, by an agent that states
+     it (the step keeps its kind and tool call, as honest tool steps of   results without tools too; a
+     the agent have them; the tool works the result out on replay). In    computation stated in the text; a
+     a computation stated in the text, the same, the result worked out    verifier's report of a failing run of
+     right on it. At a verifier's report of its failing test run: its     its own; or a number in a tool-less
+     own approval, the count set to every case run. Else add an           step
+     unsupported figure (a seeded phrasing of :data:`FIGURES`)
 R.2  flip one operator (``+``/``-``, ``*``/``/``, ``>=``/``>``,             an operator between operands or
      ``<=``/``<``, ``min``/``max``), in arguments and content, on both    ``min(``/``max(``
      sides of ``v = a + b = 2 + 3``, a stated result worked out again
@@ -110,7 +110,6 @@ from whenpro_core.injection.textedit import (
     numeric_args,
     perturb,
     quote_edit,
-    recompute,
     refill,
     set_arg,
     string_args,
@@ -322,14 +321,11 @@ def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
             fresh_step(s, content=content),
             f"{s.agent} reports that all {count} tests passed at step {s.coord}; its run just before shows failures.",
         )
-    if s.tool_calls:  # an input made up in place of the tool's work: the arithmetic on it is right
-        expr, sym = _made_up_input(trace, i) or ("", "")
-        content, figure, real = _with_made_up(s.content or "", expr, sym, rng)
-        kinds = [st.kind for st in _own_toolless(trace, i)]
-        kind = max(set(kinds), key=kinds.count) if kinds else s.kind
+    if s.tool_calls:  # an input made up, worked on by the tool: the step keeps its kind and call
+        new, figure, real = _with_made_up(trace, i, rng)
         return Mutation(
-            fresh_step(s, content=content, tool_calls=[], kind=kind),
-            f"Works without {s.tool_calls[0].name} from a figure of {figure} that nothing in the run gave "
+            new,
+            f"Calls {s.tool_calls[0].name} on a figure of {figure} that nothing in the run gave "
             f"(the value it reads is {real}).",
         )
     stated = [a for a in _computations(s.content) if _read_operands(a.group("filled"), a.group("sym"))]
@@ -351,16 +347,21 @@ def _r1(trace: Trace, i: int, rng: random.Random) -> Mutation:
     )
 
 
-def _with_made_up(text: str, expr: str, sym: str, rng: random.Random) -> tuple[str, str, str]:
-    """``text`` (quoting ``expr`` as the filled-in side of ``sym``) with one number read
-    from a variable made up, and the result stated as the agent states results without a
-    tool (``... = N.``): ``(text, the made-up figure, the real one)``."""
-    spans = token_spans(expr)
-    at = spans[rng.choice(_read_operands(expr, sym))]
+def _with_made_up(trace: Trace, i: int, rng: random.Random) -> tuple[Step, str, str]:
+    """Step ``i`` (a calculator-like step, :func:`_made_up_input`) with one number of its
+    expression that is read from a variable made up, in the tool call and where the text
+    quotes the expression (its symbolic side keeps the variable): ``(step, the made-up
+    figure, the real one)``. The step keeps its kind and tool call, as the agent's honest
+    tool steps have them, and the tool works out the result on replay."""
+    s = trace.steps[i]
+    expr, sym = _made_up_input(trace, i) or ("", "")
+    key = next(k for k, v in string_args(s.tool_calls[0]) if v == expr)
+    at = token_spans(expr)[rng.choice(_read_operands(expr, sym))]
     figure = perturb(at.group(), rng)
     filled = expr[: at.start()] + figure + expr[at.end() :]
-    result = recompute(filled) or figure
-    return quote_edit(text, expr, f"{filled} = {result}"), figure, at.group()  # ``... = filled' = result``
+    new = fresh_step(s, content=quote_edit(s.content or "", expr, filled))
+    set_arg(new, 0, key, filled)
+    return new, figure, at.group()
 
 
 def _run_verdict(trace: Trace, i: int) -> bool:
