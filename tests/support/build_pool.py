@@ -19,7 +19,6 @@ from unittest import mock
 
 from whenpro_core.audit import baselines, corpus, features, form, learned
 from whenpro_core.audit.view import AuditTrace, Label, audit_view
-
 from whenpro_core.bench import build_store
 from whenpro_core.bench.build_plan import (
     Seed,
@@ -191,6 +190,8 @@ def labelled_views(seeds: Sequence[Seed], modes: Sequence[str] = MODES) -> list[
         assert s.trace is not None
         view = audit_view(s.trace, group=s.id)
         step = rng.choice(view.steps)
-        label = Label(frozenset({step.agent.lower()}), frozenset({step.coord}), rng.choice(list(modes)), ranks=(step.rank,))
+        label = Label(
+            frozenset({step.agent.lower()}), frozenset({step.coord}), rng.choice(list(modes)), ranks=(step.rank,)
+        )
         out.append((view, step.coord, label))
     return out
