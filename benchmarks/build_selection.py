@@ -58,7 +58,7 @@ from tests.support.build_pool import (  # noqa: E402
     one_by_one_selections,
     uncached,
 )
-from whenpro_core.audit import form  # noqa: E402
+from whenpro_core.audit import features, form  # noqa: E402
 from whenpro_core.bench import build_store  # noqa: E402
 from whenpro_core.bench.build import BuildOptions, run_build  # noqa: E402
 from whenpro_core.bench.build_adapt import next_round  # noqa: E402
@@ -114,6 +114,7 @@ def final_selection_timed(times: dict[str, tuple[float, float]]) -> Iterator[Non
     def both(store: build_store.BuildStore, run: dict[str, Any], say: Callable[[str], None]) -> Any:
         plain_run = copy.deepcopy(run)
         form.clear_caches()
+        features._ngrams.cache_clear()
         got, wall, cpu = timed(lambda: saved(store, run, say))
         times["cached"] = (wall, cpu)
         with uncached():

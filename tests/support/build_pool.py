@@ -171,13 +171,15 @@ _CALLERS = (form, corpus, baselines, features, learned)
 @contextmanager
 def uncached() -> Iterator[None]:
     """Inside, every caller of :mod:`whenpro_core.audit.form`'s memoised functions calls
-    the plain function (its ``__wrapped__``): the audit as it ran before the memo."""
+    the plain function (its ``__wrapped__``), as does :mod:`~whenpro_core.audit.features`'
+    word 3-grams: the audit as it ran before the memo."""
     plain = {name: getattr(form, name).__wrapped__ for name in _MEMOISED}
     with ExitStack() as stack:
         for module in _CALLERS:
             for name in _MEMOISED:
                 if hasattr(module, name):
                     stack.enter_context(mock.patch.object(module, name, plain[name]))
+        stack.enter_context(mock.patch.object(features, "_ngrams", features._ngrams.__wrapped__))
         yield
 
 

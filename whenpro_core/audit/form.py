@@ -6,8 +6,9 @@ trace's judge view); nothing here reads a label. :func:`line_templates`,
 :func:`trace_shapes` and :func:`trace_tokens` are memoised by content (the text, or the
 whole frozen judge view: equal content, equal key), so a build that reads the same
 traces under many corpora computes each once (issue 33); their results are immutable
-(frozensets, tuples) and must not be mutated. :func:`clear_caches` empties them. Used by the audit baselines
-(:mod:`whenpro_core.audit.baselines`) and the corpus (:mod:`whenpro_core.audit.corpus`).
+(frozensets, tuples) and must not be mutated. :func:`clear_caches` empties them. Used by
+the audit baselines (:mod:`whenpro_core.audit.baselines`) and the corpus
+(:mod:`whenpro_core.audit.corpus`).
 """
 
 from __future__ import annotations
@@ -144,7 +145,8 @@ def trace_tokens(t: AuditTrace) -> tuple[frozenset[str], ...]:
 
 
 def clear_caches() -> None:
-    """Empty the memo of :func:`line_templates`, :func:`trace_shapes` and :func:`trace_tokens`."""
+    """Empty the memo of :func:`line_templates`, :func:`trace_shapes` and :func:`trace_tokens`
+    (:mod:`~whenpro_core.audit.features` keeps its own, of templates and word 3-grams)."""
     for cached in (line_templates, trace_shapes, trace_tokens):
         cached.cache_clear()
 
