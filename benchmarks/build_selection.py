@@ -23,8 +23,8 @@ search and with the baseline:
 Wall and CPU seconds of this process (the machine may be shared: CPU time is what the
 search itself costs). The baseline's whole build is skipped past 60 seed runs unless
 ``--baseline-build`` (it takes hours at 200), and the baseline's release and planning past
-``--baseline-max`` seed runs. numpy (which the search imports when it first exchanges) is
-imported before anything is timed.
+``--baseline-max`` seed runs. numpy (which the search imports when it first exchanges) and
+scikit-learn (the adversarial filter's) are imported before anything is timed.
 
 Usage::
 
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import copy
 import importlib
 import os
@@ -165,6 +166,8 @@ def main() -> None:
     parser.add_argument("--no-build", action="store_true", help="time the search alone, no whole builds")
     args = parser.parse_args()
     importlib.import_module("numpy")  # the search's lazy import, once per process: not timed
+    with contextlib.suppress(ImportError):  # the adversarial filter's, likewise (else the memo's run pays it)
+        importlib.import_module("sklearn.ensemble")
     now = datetime.now(UTC).isoformat(timespec="seconds")
     print(f"# {now}, load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs")
     print("seeds | pool kept | release: search, one by one | planning round: search, one by one, aimed | whole build")
