@@ -13,13 +13,18 @@ search and with the baseline:
 * **planning round** — :func:`whenpro_core.dataset.build_adapt.next_round` over that pool;
 * **whole build** — ``whenpro build RUNS --out DS --per-seed 3`` in this process
   (:func:`whenpro_core.dataset.build.run_build`: every attempt, every adaptive round, the
-  detectability and adversarial filters and the release), with its rounds counted.
+  detectability and adversarial filters and the release), with its rounds counted;
+* **final selection** — inside that build, the release selection at its end
+  (``BuildStore._select``: adversarial filter, balance, form-pick rounds) with the audit
+  form memo against the same selection with the memo bypassed
+  (:func:`tests.support.build_pool.uncached`, the named baseline), asserting both choose
+  the same release with the same adversarial report.
 
 Wall and CPU seconds of this process (the machine may be shared: CPU time is what the
 search itself costs). The baseline's whole build is skipped past 60 seed runs unless
 ``--baseline-build`` (it takes hours at 200), and the baseline's release and planning past
-``--baseline-max`` seed runs. numpy (which the search imports when it first exchanges) is
-imported before anything is timed.
+``--baseline-max`` seed runs. numpy (which the search imports when it first exchanges) and
+scikit-learn (the adversarial filter's) are imported before anything is timed.
 
 Usage::
 
@@ -30,6 +35,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import copy
 import importlib
 import os
 import sys
@@ -50,7 +57,9 @@ from tests.support.build_pool import (  # noqa: E402
     decisive_pool,
     even_classes,
     one_by_one_selections,
+    uncached,
 )
+from whenpro_core.audit import features, form  # noqa: E402
 from whenpro_core.dataset import build_store  # noqa: E402
 from whenpro_core.dataset.build import BuildOptions, run_build  # noqa: E402
 from whenpro_core.dataset.build_adapt import next_round  # noqa: E402
@@ -94,6 +103,34 @@ def selection(seeds: list[Seed]) -> dict[str, Any]:
     }
 
 
+@contextmanager
+def final_selection_timed(times: dict[str, tuple[float, float]]) -> Iterator[None]:
+    """While inside, each build's final release selection (``BuildStore._select``) runs
+    twice: with the audit form memo (emptied first) and then plain (:func:`uncached`, the
+    named baseline); both must choose the same release with the same adversarial report.
+    ``times`` gets ``"cached"`` and ``"uncached"`` (wall, CPU) seconds; the build goes on
+    with the cached result."""
+    saved = build_store.BuildStore._select
+
+    def both(store: build_store.BuildStore, run: dict[str, Any], say: Callable[[str], None]) -> Any:
+        plain_run = copy.deepcopy(run)
+        form.clear_caches()
+        features._ngrams.cache_clear()
+        got, wall, cpu = timed(lambda: saved(store, run, say))
+        times["cached"] = (wall, cpu)
+        with uncached():
+            plain, wall, cpu = timed(lambda: saved(store, plain_run, say))
+        times["uncached"] = (wall, cpu)
+        assert (got, run) == (plain, plain_run), "the cached final selection chose otherwise"
+        return got
+
+    build_store.BuildStore._select = both  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        build_store.BuildStore._select = saved  # type: ignore[method-assign]
+
+
 def whole_build(seeds: list[Seed]) -> dict[str, Any]:
     """A ``--per-seed 3`` build of ``seeds`` in a fresh folder: seconds, rounds and traces kept."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,8 +139,15 @@ def whole_build(seeds: list[Seed]) -> dict[str, Any]:
         for s in seeds:
             assert s.trace is not None
             write_trace(s.trace, runs / f"{s.id}.json")
-        result, wall, cpu = timed(lambda: asyncio.run(run_build(runs, Path(tmp) / "ds", BuildOptions(per_seed=3))))
-    return {"build": (wall, cpu), "rounds": len(result.rounds), "released": len(result.manifest["traces"])}
+        final: dict[str, tuple[float, float]] = {}
+        with final_selection_timed(final):
+            result, wall, cpu = timed(lambda: asyncio.run(run_build(runs, Path(tmp) / "ds", BuildOptions(per_seed=3))))
+    return {
+        "build": (wall, cpu),
+        "rounds": len(result.rounds),
+        "released": len(result.manifest["traces"]),
+        "final": final,
+    }
 
 
 def seconds(pair: tuple[float, float]) -> str:
@@ -122,6 +166,8 @@ def main() -> None:
     parser.add_argument("--no-build", action="store_true", help="time the search alone, no whole builds")
     args = parser.parse_args()
     importlib.import_module("numpy")  # the search's lazy import, once per process: not timed
+    with contextlib.suppress(ImportError):  # the adversarial filter's, likewise (else the memo's run pays it)
+        importlib.import_module("sklearn.ensemble")
     now = datetime.now(UTC).isoformat(timespec="seconds")
     print(f"# {now}, load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs")
     print("seeds | pool kept | release: search, one by one | planning round: search, one by one, aimed | whole build")
@@ -144,6 +190,12 @@ def main() -> None:
             continue
         built = whole_build(seeds)
         print(f"      build: {seconds(built['build'])}, {built['rounds']} rounds, {built['released']} kept", flush=True)
+        cached, plain = built["final"]["cached"], built["final"]["uncached"]
+        print(
+            f"      final selection (adversarial filter on): memo {seconds(cached)}, "
+            f"uncached {seconds(plain)} ({ratio(cached, plain)})",
+            flush=True,
+        )
         if n <= 60 or args.baseline_build:
             with one_by_one():
                 old = whole_build(seeds)

@@ -389,6 +389,9 @@ def arith_build(tmp_path_factory) -> Path:
     assert built.returncode == 0
     # between attempts the build says what it is doing (issue 33: a long selection showed nothing)
     assert "planning round 2 from" in built.stdout and "selecting the release from" in built.stdout
+    # and each phase of the release selection says so as it starts (issue 33 round 3)
+    phases = ("reading the judge views of", "adversarial filter: learned attacker on", "writing the release: ")
+    assert all(p in built.stdout for p in phases), built.stdout[-2000:]
     return root / "ds"
 
 

@@ -1,6 +1,8 @@
 """Pools of decisive items as ``whenpro build --per-seed 3`` holds them, and the release
 search as it ran before issue 33 round 3 (one candidate evaluation at a time), shared by
-tests/test_build_repeatable.py and benchmarks/build_selection.py.
+tests/test_build_repeatable.py and benchmarks/build_selection.py; and the audit's form
+functions without their memo (:func:`uncached`, issue 33 round 3) with labelled judge views
+of real seed runs (:func:`labelled_views`) to compare them on.
 
 A pool is made from real arith_team seed runs without running any attempt: 0 to 3 items per
 seed run at the (step, mode) pairs the build tries first there (its seeded attempt order),
@@ -12,7 +14,11 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from unittest import mock
 
+from whenpro_core.audit import baselines, corpus, features, form, learned
+from whenpro_core.audit.view import AuditTrace, Label, audit_view
 from whenpro_core.dataset import build_store
 from whenpro_core.dataset.build_plan import (
     Seed,
@@ -156,3 +162,39 @@ def _exchange(
             move(y, 1)
             failed.add(pair)
     return False
+
+
+#: The memoised form functions and the modules that call them by name.
+_MEMOISED = ("line_templates", "trace_shapes", "trace_tokens")
+_CALLERS = (form, corpus, baselines, features, learned)
+
+
+@contextmanager
+def uncached() -> Iterator[None]:
+    """Inside, every caller of :mod:`whenpro_core.audit.form`'s memoised functions calls
+    the plain function (its ``__wrapped__``), as does :mod:`~whenpro_core.audit.features`'
+    word 3-grams: the audit as it ran before the memo."""
+    plain = {name: getattr(form, name).__wrapped__ for name in _MEMOISED}
+    with ExitStack() as stack:
+        for module in _CALLERS:
+            for name in _MEMOISED:
+                if hasattr(module, name):
+                    stack.enter_context(mock.patch.object(module, name, plain[name]))
+        stack.enter_context(mock.patch.object(features, "_ngrams", features._ngrams.__wrapped__))
+        yield
+
+
+def labelled_views(seeds: Sequence[Seed], modes: Sequence[str] = MODES) -> list[tuple[AuditTrace, str, Label]]:
+    """``(judge view, labelled coordinate, label)`` of each seed run's trace, labelled at
+    a seeded candidate step with a seeded mode: the shape :func:`pool_form_picks` reads."""
+    rng = random.Random(3)
+    out = []
+    for s in seeds:
+        assert s.trace is not None
+        view = audit_view(s.trace, group=s.id)
+        step = rng.choice(view.steps)
+        label = Label(
+            frozenset({step.agent.lower()}), frozenset({step.coord}), rng.choice(list(modes)), ranks=(step.rank,)
+        )
+        out.append((view, step.coord, label))
+    return out

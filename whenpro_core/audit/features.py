@@ -34,7 +34,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from whenpro_core.audit.checks import call_mismatch, filled_mismatch, states_verdict, unchecked_verdict
-from whenpro_core.audit.form import departures, digit_share, line_templates, log_length, template, trace_shapes
+from whenpro_core.audit.form import (
+    CACHE_SIZE,
+    departures,
+    digit_share,
+    line_templates,
+    log_length,
+    template,
+    trace_shapes,
+)
 from whenpro_core.audit.view import AuditStep, AuditTrace
 
 #: Features of the structural prior (position, agent, kind only).
@@ -93,9 +101,11 @@ def _similarity(a: list[str], b: list[str], floor: float = 0.0) -> float:
     return max(floor, matcher.ratio())
 
 
-def _ngrams(text: str, n: int = 3) -> set[str]:
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _ngrams(text: str, n: int = 3) -> frozenset[str]:
+    """The word ``n``-grams of ``text``'s template, memoised by text (read once per split otherwise)."""
     words = cached_template(text).split()
-    return {" ".join(words[i : i + n]) for i in range(max(0, len(words) - n + 1))}
+    return frozenset(" ".join(words[i : i + n]) for i in range(max(0, len(words) - n + 1)))
 
 
 def _transition(t: AuditTrace, step: AuditStep) -> str:

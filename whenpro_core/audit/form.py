@@ -2,12 +2,18 @@
 labels, line structure, casing), size measures and templates (issue 14).
 
 Pure functions of a string (and, for :func:`trace_shapes` and :func:`trace_tokens`, of a
-trace's judge view); nothing here reads a label. Used by the audit baselines
-(:mod:`whenpro_core.audit.baselines`) and the corpus (:mod:`whenpro_core.audit.corpus`).
+trace's judge view); nothing here reads a label. :func:`line_templates`,
+:func:`trace_shapes` and :func:`trace_tokens` are memoised by content (the text, or the
+whole frozen judge view: equal content, equal key), so a build that reads the same
+traces under many corpora computes each once (issue 33); their results are immutable
+(frozensets, tuples) and must not be mutated. :func:`clear_caches` empties them. Used by
+the audit baselines (:mod:`whenpro_core.audit.baselines`) and the corpus
+(:mod:`whenpro_core.audit.corpus`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -66,9 +72,14 @@ def template(text: str) -> str:
     return " ".join(masked.split()).lower()
 
 
-def line_templates(text: str) -> set[str]:
-    """The distinct :func:`template` of each non-blank line of ``text``."""
-    return {t for ln in text.splitlines() if (t := template(ln))}
+#: Entries each memoised function keeps (least recently used dropped first).
+CACHE_SIZE = 1 << 15
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def line_templates(text: str) -> frozenset[str]:
+    """The distinct :func:`template` of each non-blank line of ``text`` (memoised by text)."""
+    return frozenset(t for ln in text.splitlines() if (t := template(ln)))
 
 
 def digit_share(text: str) -> float:
@@ -115,19 +126,35 @@ def shape_tokens(mine: dict[str, object], peers: list[dict[str, object]]) -> set
     return tokens
 
 
-def trace_shapes(t: AuditTrace) -> list[dict[str, object]]:
-    """:func:`shape` of each candidate step's content (its text when it has no content)."""
-    return [shape(s.content or s.text) for s in t.steps]
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def trace_shapes(t: AuditTrace) -> tuple[dict[str, object], ...]:
+    """:func:`shape` of each candidate step's content (its text when it has no content),
+    by rank; memoised by the view's content (read-only: do not mutate the dicts)."""
+    return tuple(shape(s.content or s.text) for s in t.steps)
 
 
-def trace_tokens(t: AuditTrace) -> list[set[str]]:
-    """:func:`shape_tokens` of each candidate step against its peers, plus its kind."""
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def trace_tokens(t: AuditTrace) -> tuple[frozenset[str], ...]:
+    """:func:`shape_tokens` of each candidate step against its peers, plus its kind,
+    by rank; memoised by the view's content."""
     shapes = trace_shapes(t)
-    return [shape_tokens(shapes[s.rank], [shapes[p.rank] for p in t.peers(s)]) | {f"kind={s.kind}"} for s in t.steps]
+    return tuple(
+        frozenset(shape_tokens(shapes[s.rank], [shapes[p.rank] for p in t.peers(s)]) | {f"kind={s.kind}"})
+        for s in t.steps
+    )
+
+
+def clear_caches() -> None:
+    """Empty the memo of :func:`line_templates`, :func:`trace_shapes` and :func:`trace_tokens`
+    (:mod:`~whenpro_core.audit.features` keeps its own, of templates and word 3-grams)."""
+    for cached in (line_templates, trace_shapes, trace_tokens):
+        cached.cache_clear()
 
 
 __all__ = [
+    "CACHE_SIZE",
     "MARKUP",
+    "clear_caches",
     "departures",
     "prose",
     "digit_share",

@@ -756,6 +756,7 @@ async def _walk_rounds(rounds: _Rounds, result: BuildResult, seeds: list[Seed]) 
                 _seeds_section(seeds),
                 planned=len({a.key for a in plan.attempts} | set(store.entries)),
                 run=run,
+                say=say,
             )
 
 

@@ -402,18 +402,25 @@ class BuildStore:
         return sorted((e for e in self.entries.values() if e.status == "kept"), key=lambda e: e.id or "")
 
     def finish(
-        self, seeds: dict[str, Any] | None = None, *, planned: int | None = None, run: dict[str, Any] | None = None
+        self,
+        seeds: dict[str, Any] | None = None,
+        *,
+        planned: int | None = None,
+        run: dict[str, Any] | None = None,
+        say: Callable[[str], None] | None = None,
     ) -> dict[str, Any]:
         """Select the released traces (mode balance), write them and the provenance
         sidecar, remove orphan files, write ``taxonomy.yaml`` if missing and
         ``manifest.json``; returns the manifest. ``seeds``/``planned``/``run`` (this
         run's modes, per-seed count, concurrency, max mode share) describe this run (kept
         from the old manifest when ``None``; only then is it read, so a build rewrites a
-        damaged one)."""
+        damaged one). ``say`` hears one line as each phase of the selection starts."""
+        say = say or (lambda line: None)
         given = seeds is not None and planned is not None and run is not None
         old = {} if given else (read_manifest(self.root, fresh_validation=False) or {})
         run = run if run is not None else old.get("run", {})
-        selected, over, details = self._select(run)
+        selected, over, details = self._select(run, say)
+        say(f"writing the release: {len(selected)} traces")
         self._release(selected)
         self._sweep({e.ref or "" for e in selected})
         write_taxonomy(self.root)
@@ -435,7 +442,9 @@ class BuildStore:
         atomic_write_bytes(self.root / MANIFEST, jsonio.dumps(manifest, indent=True) + b"\n")
         return manifest
 
-    def _select(self, run: dict[str, Any]) -> tuple[list[Entry], dict[str, str], dict[str, str]]:
+    def _select(
+        self, run: dict[str, Any], say: Callable[[str], None]
+    ) -> tuple[list[Entry], dict[str, str], dict[str, str]]:
         """The released entries, the keys left out with their reason and the details of
         those that have one. First the adversarial filter
         (:mod:`.build_adversarial`, when ``run["adversarial"]["filter"]``; its report replaces
@@ -453,6 +462,7 @@ class BuildStore:
         repaired by local moves (:func:`_repair`), and the release is whichever of the
         two holds more failure modes, then more traces."""
         pool = self.kept()
+        say(f"reading the judge views of {len(pool)} kept traces")
         views = {e.key: _labelled_view(self.root / (e.file or "")) for e in pool if _has_file(self.root, e)}
         seed = int(self.header["options"].get("seed", 0))
         ordered = seeded_order(_with_pool_picks(pool, views), seed)
@@ -469,8 +479,10 @@ class BuildStore:
         if (run.get("adversarial") or {}).get("filter"):
             from whenpro_core.dataset.build_adversarial import filtered_release  # scikit-learn: loaded only here
 
+            say(f"adversarial filter: learned attacker on {len(ordered)} items, then the release selection")
             chosen, over, learnable, run["adversarial"] = filtered_release(ordered, views, seed, select)
         else:
+            say(f"balancing the release from {len(ordered)} items")
             chosen, over = select(ordered)
         named = {e.key: e for e in pool}
         return sorted((named[e.key] for e in chosen), key=lambda e: e.id or e.key), over, learnable
