@@ -30,6 +30,7 @@ from whenpro_core.formats.base import (
 )
 from whenpro_core.storage.fsutil import exists
 from whenpro_core.storage.gcpause import paused_gc
+from whenpro_core.trace.coords import small_int
 from whenpro_core.trace.model import Trace, TraceSummary
 
 HEAD_BYTES = 64 * 1024
@@ -254,8 +255,9 @@ def _select(traces: list[Trace], key: str | None, path: Path) -> Trace:
     for t in traces:
         if t.source.key == key or t.id == key:
             return t
-    if key.isdigit() and 1 <= int(key) <= len(traces):
-        return traces[int(key) - 1]
+    position = small_int(key)
+    if position is not None and 1 <= position <= len(traces):
+        return traces[position - 1]
     raise TraceFormatError(
         f"no trace {key!r} in this file", path=path, expected=f"a key 1..{len(traces)} or a trace id"
     )

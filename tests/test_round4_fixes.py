@@ -1,0 +1,80 @@
+"""Defects a fresh user found in round 4, each pinned by the behaviour the user saw."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import run_whenpro
+from whenpro_core.errors import TraceFormatError
+from whenpro_core.formats import load_trace
+from whenpro_core.trace.coords import normalize_coord, small_int
+from whenpro_core.views.search import find_coord
+
+REPO = Path(__file__).resolve().parents[1]
+REAL = REPO.parent.parent / "shared" / "real_traces"
+TEAM = REPO / "sample_traces" / "team_text" / "trace.json"
+HUGE = "1" * 5000  # past CPython's 4,300-digit int() limit
+
+
+def test_small_int_bounds_digit_strings() -> None:
+    assert small_int("12") == 12
+    assert small_int(" 007 ") == 7
+    assert small_int(HUGE) is None
+    assert small_int("1" * 19) is None
+    assert small_int("x1") is None and small_int("") is None and small_int("-3") is None
+
+
+def test_go_to_a_huge_step_number_finds_no_step() -> None:
+    trace = load_trace(TEAM)
+    assert find_coord(trace, HUGE) is None
+    assert find_coord(trace, "#" + HUGE) is None
+    assert find_coord(trace, "1." + HUGE) is None
+    assert normalize_coord(HUGE) == HUGE
+
+
+def _real(*parts: str) -> Path:
+    path = REAL.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} absent (real traces not on this machine)")
+    return path
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        ("native", TEAM),
+        ("otlp", REPO / "tests" / "fixtures" / "otel" / "genai_current.json"),
+    ],
+    ids=lambda w: w[0],
+)
+def test_a_huge_key_names_no_row(where: tuple[str, Path]) -> None:
+    with pytest.raises(TraceFormatError):
+        load_trace(f"{where[1]}#{HUGE}")
+
+
+@pytest.mark.real_traces
+@pytest.mark.parametrize(
+    "parts",
+    [
+        ("who-when-pro-jsonl", "data", "text.jsonl"),
+        ("langsmith", "langsmith-sdk", "langsmith_py_wrap_openai_.json"),
+        ("who-and-when", "Who&When", "Algorithm-Generated", "17.json"),
+        ("mast-mad-sample", "records", "AG2_GSM-Plus_trace2.json"),
+    ],
+    ids=lambda p: p[0],
+)
+def test_a_huge_key_names_no_row_in_real_files(parts: tuple[str, ...]) -> None:
+    with pytest.raises(TraceFormatError):
+        load_trace(f"{_real(*parts)}#{HUGE}")
+
+
+def test_info_and_inject_with_a_huge_number_print_one_error_line(tmp_path: Path) -> None:
+    info = run_whenpro("info", f"{TEAM}#{HUGE}")
+    assert info.returncode == 2, info.stderr[-500:]
+    assert "Traceback" not in info.stderr and info.stderr.startswith("whenpro: error:")
+    assert "no trace" in info.stderr
+    inject = run_whenpro("inject", str(TEAM), "--step", "#" + HUGE, "--mode", "R.3", "--out", str(tmp_path))
+    assert inject.returncode == 2, inject.stderr[-500:]
+    assert "Traceback" not in inject.stderr and "no step" in inject.stderr
