@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REAL_TRACES
 from tests.support.cli import run_whenpro
 from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats import load_trace
@@ -13,7 +14,6 @@ from whenpro_core.trace.coords import normalize_coord, small_int
 from whenpro_core.views.search import find_coord
 
 REPO = Path(__file__).resolve().parents[1]
-REAL = REPO.parent.parent / "shared" / "real_traces"
 TEAM = REPO / "sample_traces" / "team_text" / "trace.json"
 HUGE = "1" * 5000  # past CPython's 4,300-digit int() limit
 
@@ -35,9 +35,9 @@ def test_go_to_a_huge_step_number_finds_no_step() -> None:
 
 
 def _real(*parts: str) -> Path:
-    path = REAL.joinpath(*parts)
+    path = REAL_TRACES.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"{path} absent (real traces not on this machine)")
+        pytest.skip(f"real traces not present at {path} (set WHENPRO_REAL_TRACES)")
     return path
 
 
@@ -78,3 +78,15 @@ def test_info_and_inject_with_a_huge_number_print_one_error_line(tmp_path: Path)
     inject = run_whenpro("inject", str(TEAM), "--step", "#" + HUGE, "--mode", "R.3", "--out", str(tmp_path))
     assert inject.returncode == 2, inject.stderr[-500:]
     assert "Traceback" not in inject.stderr and "no step" in inject.stderr
+
+
+def test_the_library_hides_merged_sub_agent_files_as_walk_does() -> None:
+    from whenpro_core.formats import walk
+    from whenpro_core.library.listing import walk_rows
+
+    codex = REPO / "tests" / "fixtures" / "codex-cli"
+    assert [r.path for r in walk_rows(codex)] == [r.path for r in walk(codex)]
+    folder = _real("claude-code")
+    listed = [r.path for r in walk_rows(folder)]
+    assert listed == [r.path for r in walk(folder)]
+    assert not [p for p in listed if p.endswith("/subagents/agent-aac57f5.jsonl")]
