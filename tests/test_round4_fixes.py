@@ -90,3 +90,15 @@ def test_the_library_hides_merged_sub_agent_files_as_walk_does() -> None:
     listed = [r.path for r in walk_rows(folder)]
     assert listed == [r.path for r in walk(folder)]
     assert not [p for p in listed if p.endswith("/subagents/agent-aac57f5.jsonl")]
+
+
+def test_a_trail_label_field_of_the_wrong_type_is_named(tmp_path: Path) -> None:
+    import shutil
+
+    trail = REPO / "tests" / "fixtures" / "trail" / "data" / "GAIA"
+    shutil.copy(next(trail.glob("*.json")), tmp_path / "t1.json")
+    labels = tmp_path / "t1.labels.json"
+    labels.write_text('{"trace_id":"abc123","errors":[{"category":5,"location":"s2","impact":"HIGH"}]}')
+    trace = load_trace(tmp_path / "t1.json")
+    notes = [str(n) for n in trace.extras.get("whenpro_warnings", [])]
+    assert notes == [f"labels not read: {labels} at $.errors[0].category: wrong type (got int) (expected a string)"]
