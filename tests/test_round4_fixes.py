@@ -102,3 +102,15 @@ def test_a_trail_label_field_of_the_wrong_type_is_named(tmp_path: Path) -> None:
     trace = load_trace(tmp_path / "t1.json")
     notes = [str(n) for n in trace.extras.get("whenpro_warnings", [])]
     assert notes == [f"labels not read: {labels} at $.errors[0].category: wrong type (got int) (expected a string)"]
+
+
+def test_watch_shows_a_judge_failure_whole() -> None:
+    from whenpro_core.cli.watch import format_event
+    from whenpro_core.live.events import JudgeFailed
+
+    reason = (
+        "counterfactual final pass skipped: run.jsonl: cannot replay this trace offline: it is not a run of a "
+        "built-in system (expected a model (--model or a saved default) to correct and replay the steps, "
+        "or a run written by a built-in system with its env block)"
+    )
+    assert format_event(JudgeFailed("t1", reason)) == f"judge failed: {reason}"

@@ -64,6 +64,9 @@ EXIT_NO_OUTCOME = 3
 STOP_POLL_S = 0.2
 #: Characters of untrusted text (content, reasons) on one printed line.
 LINE_CHARS = 160
+#: A judge failure is whenpro's own reason and advice: shown whole, bounded only against a
+#: backend that echoes a page of text.
+REASON_CHARS = 2000
 
 
 def _clip(text: Any, n: int = LINE_CHARS) -> str:
@@ -147,7 +150,7 @@ def _one_line(ev: Any, show_steps: bool) -> str | None:
             f"${u.cost_usd:.4f}; judging stopped"
         )
     elif isinstance(ev, JudgeFailed):
-        text = f"judge failed: {_clip(ev.message)}"
+        text = f"judge failed: {_clip(ev.message, REASON_CHARS)}"
     elif isinstance(ev, RunEnded):
         text = f"run ended ({ev.reason}) after {plural(ev.step_count, 'step')}"
     elif isinstance(ev, ReplayTried):
