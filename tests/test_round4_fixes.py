@@ -114,3 +114,25 @@ def test_watch_shows_a_judge_failure_whole() -> None:
         "or a run written by a built-in system with its env block)"
     )
     assert format_event(JudgeFailed("t1", reason)) == f"judge failed: {reason}"
+
+
+def _watched_run(tmp_path: Path) -> Path:
+    from test_watch_counterfactual import _write_lines
+
+    trace = load_trace(REPO / "sample_traces" / "arith_team" / "arith_team-s0__PL.1__1.json")
+    assert trace.id == "arith_team-s0__PL.1__1"
+    return _write_lines(trace, tmp_path / "run.jsonl")
+
+
+def test_watch_masks_the_label_in_trace_ids_unless_labels(tmp_path: Path) -> None:
+    import json
+
+    path = _watched_run(tmp_path)
+    for extra in ((), ("--json",), ("--json", "--steps")):
+        out = run_whenpro("watch", str(path), "--idle-timeout", "1", *extra)
+        assert "Traceback" not in out.stderr, out.stderr
+        assert "PL.1" not in out.stdout, (extra, out.stdout)
+    records = [json.loads(line) for line in out.stdout.splitlines()]
+    assert {r["trace_id"] for r in records if "trace_id" in r} == {"arith_team-s0__‹mode›__‹step›"}
+    shown = run_whenpro("watch", str(path), "--idle-timeout", "1", "--json", "--labels")
+    assert '"trace_id":"arith_team-s0__PL.1__1"' in shown.stdout.replace(" ", "")
