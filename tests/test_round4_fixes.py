@@ -136,3 +136,16 @@ def test_watch_masks_the_label_in_trace_ids_unless_labels(tmp_path: Path) -> Non
     assert {r["trace_id"] for r in records if "trace_id" in r} == {"arith_team-s0__‹mode›__‹step›"}
     shown = run_whenpro("watch", str(path), "--idle-timeout", "1", "--json", "--labels")
     assert '"trace_id":"arith_team-s0__PL.1__1"' in shown.stdout.replace(" ", "")
+
+
+def test_a_report_table_heading_is_one_line_however_narrow_the_table() -> None:
+    import io
+
+    from rich.console import Console
+
+    from whenpro_core.cli.report import _table
+
+    title = "Failure modes: openai:gpt-4o-mini-2024-07-18 · all-at-once · gold"
+    out = io.StringIO()
+    Console(file=out, width=1000).print(_table(title, ["gold", "n"], [["R.3", "1"]]))
+    assert out.getvalue().splitlines()[0] == title
