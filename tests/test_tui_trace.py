@@ -526,3 +526,7 @@ async def test_no_match_notice_shows_the_query_as_typed(team_file: Path) -> None
         await pilot.press("(", "*", "[", "backslash", "enter")
         await settle(pilot)
         assert "No match for '(*[\\'." in notes(app), notes(app)
+        await pilot.press("/")
+        await pilot.press(*"[b]zz", "enter")
+        await settle(pilot)
+        assert "No match for '[b]zz'." in notes(app), notes(app)
