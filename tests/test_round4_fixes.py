@@ -149,3 +149,11 @@ def test_a_report_table_heading_is_one_line_however_narrow_the_table() -> None:
     out = io.StringIO()
     Console(file=out, width=1000).print(_table(title, ["gold", "n"], [["R.3", "1"]]))
     assert out.getvalue().splitlines()[0] == title
+
+
+def test_waterfall_totals_of_a_trace_without_times_show_a_dash() -> None:
+    from whenpro_core.views.waterfall import seconds_text, waterfall
+
+    tree = waterfall(load_trace(TEAM))
+    assert tree.span_s is None and tree.agents
+    assert {seconds_text(r.seconds) for r in tree.agents} == {"—"}
