@@ -516,3 +516,17 @@ async def test_a_100k_step_trace_opens_and_the_list_reaches_its_last_step(tmp_pa
             f"{agent} {count}" in screen_text(app)
             for agent, count in zip(agents, (33_334, 33_333, 33_333), strict=True)
         )
+
+
+async def test_no_match_notice_shows_the_query_as_typed(team_file: Path) -> None:
+    app = make_app(team_file)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await open_trace(pilot)
+        await pilot.press("/")
+        await pilot.press("(", "*", "[", "backslash", "enter")
+        await settle(pilot)
+        assert "No match for '(*[\\'." in notes(app), notes(app)
+        await pilot.press("/")
+        await pilot.press(*"[b]zz", "enter")
+        await settle(pilot)
+        assert "No match for '[b]zz'." in notes(app), notes(app)

@@ -66,4 +66,6 @@ def test_a_run_that_cannot_be_replayed_says_why(tmp_path: Path) -> None:
     out = _watch(path, "--protocol", "counterfactual")
     assert "judge failed: counterfactual final pass skipped: " in out.stdout, out.stdout
     assert "cannot replay this trace offline: it is not a run of a built-in system" in out.stdout
+    failed = next(line for line in out.stdout.splitlines() if "judge failed" in line)
+    assert failed.endswith(")") and "…" not in failed  # the whole reason, its advice included
     assert "final verdict (counterfactual)" not in out.stdout

@@ -751,6 +751,9 @@ def watch(
         "run is never one (use attribute or bench --preset).",
     ),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per event line."),
+    labels: bool = typer.Option(
+        False, "--labels", help="Show trace ids whole (the failure mode and step in an id are masked by default)."
+    ),
     steps: bool = typer.Option(False, "--steps", help="Print each new step too."),
     no_gold: bool = typer.Option(False, "--no-gold", help="Do not show the judge the gold answer."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not reuse cached model answers."),
@@ -794,6 +797,7 @@ def watch(
         allow_remote=allow_remote,
         preset=preset,
         token=token,
+        labels=labels,
     )
     live.watch(file, options)
 

@@ -143,7 +143,7 @@ def _table(title: str, headers: list[str], rows: list[list[str]], left: int = 1)
     rows = [[safe(c) for c in row] for row in rows]
     headers = [safe(h) for h in headers]
     table = Table(
-        title=Text(safe(title)),
+        title=Text(safe(title), no_wrap=True, overflow="ignore"),  # a heading is never folded to the table width
         title_justify="left",
         header_style="bold",
         box=box.SIMPLE_HEAD,

@@ -54,6 +54,7 @@ from whenpro_core.live.setup import judge_factory, open_receiver
 from whenpro_core.safety.textsafe import plural, strip_controls
 from whenpro_core.storage import jsonio
 from whenpro_core.trace.model import Step
+from whenpro_core.views.traceview import shown_id
 
 if TYPE_CHECKING:  # the judges are imported when a watch starts (they load the LLM stack)
     from whenpro_core.live.judge_live import Budget, LiveJudge
@@ -64,6 +65,9 @@ EXIT_NO_OUTCOME = 3
 STOP_POLL_S = 0.2
 #: Characters of untrusted text (content, reasons) on one printed line.
 LINE_CHARS = 160
+#: A judge failure is whenpro's own reason and advice: shown whole, bounded only against a
+#: backend that echoes a page of text.
+REASON_CHARS = 2000
 
 
 def _clip(text: Any, n: int = LINE_CHARS) -> str:
@@ -147,7 +151,7 @@ def _one_line(ev: Any, show_steps: bool) -> str | None:
             f"${u.cost_usd:.4f}; judging stopped"
         )
     elif isinstance(ev, JudgeFailed):
-        text = f"judge failed: {_clip(ev.message)}"
+        text = f"judge failed: {_clip(ev.message, REASON_CHARS)}"
     elif isinstance(ev, RunEnded):
         text = f"run ended ({ev.reason}) after {plural(ev.step_count, 'step')}"
     elif isinstance(ev, ReplayTried):
@@ -187,8 +191,10 @@ class Printer:
         prefix: bool = False,
         write: Callable[[str], Any] | None = None,
         source: str | None = None,
+        labels: bool = False,
     ) -> None:
         self.as_json, self.show_steps, self.prefix, self.source = as_json, show_steps, prefix, source
+        self.labels = labels  # False: trace ids masked (views.traceview.shown_id), as ls/info show them
         self.write = write or (lambda line: (sys.stdout.write(line + "\n"), sys.stdout.flush()))
         self.decisive = 0
         self.failed = 0
@@ -204,7 +210,7 @@ class Printer:
             self.ended[ev.trace_id] = ev.outcome
         if self.as_json:
             if self.show_steps or not isinstance(ev, (StepAdded, TraceUpdated, HeaderUpdated, Idle, TraceEvicted)):
-                self.write(jsonio.dumps(event_record(ev)).decode())
+                self.write(jsonio.dumps(self._record(ev)).decode())
             return
         shown = None
         if isinstance(ev, TraceUpdated):
@@ -214,6 +220,14 @@ class Printer:
             self._shown.pop(ev.trace_id, None)
         for line in format_lines(ev, show_steps=self.show_steps, prefix=self.prefix, shown=shown, source=self.source):
             self.write(line)
+
+    def _record(self, ev: Any) -> dict[str, Any]:
+        """The JSON record of ``ev``, its trace ids masked unless ``labels``."""
+        record = event_record(ev)
+        for holder in (record, record.get("attribution")):
+            if isinstance(holder, dict) and isinstance(holder.get("trace_id"), str):
+                holder["trace_id"] = shown_id(holder["trace_id"], self.labels)
+        return record
 
     @property
     def exit_code(self) -> int:
@@ -240,7 +254,8 @@ class WatchOptions:
     ``show_steps``: print each new step; ``with_gold``: show the judge the gold answer;
     ``no_cache``: do not reuse cached model answers; ``line_format``: ``native``, ``chat`` or
     ``otlp`` (``None``: sniffed); ``store``/``allow_remote``/``token``: the OTLP receiver's
-    folder, non-loopback listening and Authorization token; ``preset``: refused with the reason."""
+    folder, non-loopback listening and Authorization token; ``preset``: refused with the reason;
+    ``labels``: trace ids whole (else the failure mode and step in an id are masked)."""
 
     otlp: str | None = None
     protocol: str | None = None
@@ -259,6 +274,7 @@ class WatchOptions:
     allow_remote: bool = False
     preset: str | None = None
     token: str | None = None
+    labels: bool = False
 
 
 def watch_command(file: str | None, options: WatchOptions) -> int:
@@ -285,7 +301,7 @@ def watch_command(file: str | None, options: WatchOptions) -> int:
         no_cache=o.no_cache,
         preset=o.preset,
     )
-    printer = Printer(as_json=o.as_json, show_steps=o.show_steps, prefix=otlp is not None, source=file)
+    printer = Printer(as_json=o.as_json, show_steps=o.show_steps, prefix=otlp is not None, source=file, labels=o.labels)
 
     async def main() -> None:
         try:

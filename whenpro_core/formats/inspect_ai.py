@@ -65,6 +65,7 @@ from whenpro_core.formats.chat import chat_step
 from whenpro_core.formats.registry import natural_key
 from whenpro_core.storage import jsonio
 from whenpro_core.storage.jsonio import JSONObject
+from whenpro_core.trace.coords import small_int
 from whenpro_core.trace.model import Agent, Modality, Outcome, Source, Step, Task, Trace, TraceSummary
 
 #: Expanded bytes read from one archive member at most (a sample's JSON), and from one
@@ -534,10 +535,11 @@ class InspectEvalImporter(FileImporter):
             return trace
         if key is None and budget.notes:  # every sample left out: say why
             raise TraceFormatError("; ".join(budget.notes), path=path)
-        if key is not None and key.isdigit():  # a 1-based position, as for other files
+        position = small_int(key) if key is not None else None
+        if position is not None:  # a 1-based position, as for other files
             traces = self.load_all(path, root)
-            if 1 <= int(key) <= len(traces):
-                return traces[int(key) - 1]
+            if 1 <= position <= len(traces):
+                return traces[position - 1]
         raise TraceFormatError(
             f"no sample {key!r} in this log", path=path, expected="a key <sample id>_epoch_<n> or a 1-based position"
         )

@@ -61,6 +61,7 @@ from whenpro_core.formats.base import (
 from whenpro_core.formats.otlp import Span, base_step, enclosing, order_spans, spans_of
 from whenpro_core.formats.otlp_write import restore_step, restore_trace
 from whenpro_core.storage.jsonio import JSONObject
+from whenpro_core.trace.coords import small_int
 from whenpro_core.trace.model import (
     Agent,
     MediaRef,
@@ -426,8 +427,9 @@ class OtlpImporter(FileImporter):
         for t in traces:
             if key is None or t.source.key == key:
                 return t
-        if key and key.isdigit() and 1 <= int(key) <= len(traces):
-            return traces[int(key) - 1]
+        position = small_int(key) if key else None
+        if position is not None and 1 <= position <= len(traces):
+            return traces[position - 1]
         raise TraceFormatError(
             f"no trace {key!r} in this file", path=path, expected="a trace id (hex) or a 1-based position"
         )

@@ -27,6 +27,7 @@ from whenpro_core.errors import TraceFormatError
 from whenpro_core.formats.base import FileImporter, LoadContext, maybe_json, parse_json, summarize
 from whenpro_core.formats.whowhen import WhoWhenImporter
 from whenpro_core.storage.jsonio import JSONObject
+from whenpro_core.trace.coords import small_int
 from whenpro_core.trace.model import Trace, TraceSummary
 
 MAGIC = b"PAR1"
@@ -145,11 +146,8 @@ class ParquetRowsImporter(FileImporter):
 
 
 def _row_number(key: str, path: Path) -> int:
-    try:
-        number = int(key)
-    except ValueError:
-        number = 0
-    if number < 1:
+    number = small_int(key)
+    if number is None or number < 1:
         raise TraceFormatError(f"not a row number: {key!r}", path=path, expected="a 1-based row number after #")
     return number
 

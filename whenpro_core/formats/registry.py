@@ -30,6 +30,7 @@ from whenpro_core.formats.base import (
 )
 from whenpro_core.storage.fsutil import exists
 from whenpro_core.storage.gcpause import paused_gc
+from whenpro_core.trace.coords import small_int
 from whenpro_core.trace.model import Trace, TraceSummary
 
 HEAD_BYTES = 64 * 1024
@@ -254,8 +255,9 @@ def _select(traces: list[Trace], key: str | None, path: Path) -> Trace:
     for t in traces:
         if t.source.key == key or t.id == key:
             return t
-    if key.isdigit() and 1 <= int(key) <= len(traces):
-        return traces[int(key) - 1]
+    position = small_int(key)
+    if position is not None and 1 <= position <= len(traces):
+        return traces[position - 1]
     raise TraceFormatError(
         f"no trace {key!r} in this file", path=path, expected=f"a key 1..{len(traces)} or a trace id"
     )
@@ -364,15 +366,22 @@ def walk(target: str | Path) -> Iterator[TraceSummary]:
 
 def _walk_files(target: str | Path, start: Path | None) -> Iterator[TraceSummary]:
     """The rows of every file of ``target`` (``start``: it, when it exists), less the
-    sub-agent files merged into a session listed in the same walk. Claude Code
-    ``agent-*.jsonl`` rows wait until the end of the walk (their session may come later);
-    a Codex child rollout is dropped when its parent came first."""
+    sub-agent files merged into a session listed in the same walk (:func:`without_merged`)."""
     direct = start is not None and start.is_file()
+    stop = start if start and start.is_dir() else None
+    files = ((path, summarize_file(path, find_root(path, stop=stop), direct=direct)) for path in iter_files(target))
+    yield from without_merged(files, direct=direct)
+
+
+def without_merged(files: Iterable[tuple[Path, list[TraceSummary]]], *, direct: bool) -> Iterator[TraceSummary]:
+    """The rows of each ``(file, its rows)`` of one walk, in order, less the sub-agent files
+    merged into a session listed in the same walk: the one rule for every listing. Claude
+    Code ``agent-*.jsonl`` rows wait until the end of the walk (their session may come
+    later); a Codex child rollout is dropped when its parent came first. Error rows are
+    always kept; ``direct`` (the walk names one file) keeps every row."""
     merged: set[str] = set()  # sub-agent files already listed inside their parent session
     held: list[TraceSummary] = []
-    for path in iter_files(target):
-        root = find_root(path, stop=start if start and start.is_dir() else None)
-        rows = summarize_file(path, root, direct=direct)
+    for path, rows in files:
         for row in rows:
             merged.update(row.merged)
         if not direct and path.name.startswith("agent-"):

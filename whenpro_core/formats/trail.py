@@ -119,7 +119,8 @@ def _spans(raw: list[Any], ctx: LoadContext, where: str, parent: str | None, out
 
 def labels_beside(path: Path, trace_id: str, notes: list[str] | None = None) -> JSONObject | None:
     """The annotation file of a trace file (module doc), or ``None``. A candidate that does
-    not parse, or whose ``errors`` is not a list, is passed over with a note appended to
+    not parse, whose ``errors`` is not a list, or whose error has a field of the wrong type
+    (:func:`_wrong_error_field`) is passed over with a note appended to
     ``notes`` (:func:`~whenpro_core.formats.base.label_file_note`)."""
     candidates = [path.with_name(f"{path.stem}.labels.json")]
     if trace_id and all(c.isalnum() or c in "-_" for c in trace_id):  # an id from the file: never a path or glob
@@ -135,12 +136,32 @@ def labels_beside(path: Path, trace_id: str, notes: list[str] | None = None) -> 
             notes.append(f"labels not read: {exc.one_line()}")
             continue
         if is_trail_labels(doc):
-            return dict(doc)
-        if not isinstance(doc, dict):
+            bad = _wrong_error_field(candidate, doc)
+            if bad is None:
+                return dict(doc)
+            notes.append(bad)
+        elif not isinstance(doc, dict):
             notes.append(label_file_note(candidate, "$", wrong_type(doc), "an object {trace_id, errors: [...]}"))
         elif "spans" not in doc:  # a trace file is not a label file
             key, expected = ("trace_id", "the trace id") if "trace_id" not in doc else ("errors", "a list of errors")
             notes.append(label_file_note(candidate, f"$.{key}", wrong_type(doc.get(key)), expected))
+    return None
+
+
+#: The fields of a TRAIL error that are read as text (``$.errors[i].<field>``), when present.
+_ERROR_TEXT_FIELDS = ("category", "location", "impact", "description", "evidence")
+
+
+def _wrong_error_field(path: Path, doc: JSONObject) -> str | None:
+    """The ``labels not read`` note for the first error of ``doc`` that is not an object or
+    has a text field of another type; ``None`` when every error reads."""
+    for i, err in enumerate(doc["errors"]):
+        if not isinstance(err, dict):
+            return label_file_note(path, f"$.errors[{i}]", wrong_type(err), "an object {category, location, ...}")
+        for name in _ERROR_TEXT_FIELDS:
+            value = err.get(name)
+            if value is not None and not isinstance(value, str):
+                return label_file_note(path, f"$.errors[{i}].{name}", wrong_type(value), "a string")
     return None
 
 

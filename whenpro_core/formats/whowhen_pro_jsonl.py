@@ -48,6 +48,7 @@ from whenpro_core.formats.whowhen_pro import SPLITS, build_trace, modality_of_na
 from whenpro_core.storage import jsonio
 from whenpro_core.storage.gcpause import paused_gc
 from whenpro_core.storage.jsonio import JSONObject
+from whenpro_core.trace.coords import small_int
 from whenpro_core.trace.gt_map import gt_coord
 from whenpro_core.trace.model import Modality, Trace, TraceSummary
 
@@ -115,8 +116,8 @@ class RowIndex:
             raise TraceFormatError("file holds no rows", path=self.path, expected="JSONL rows")
         if key is None:
             return self.rows[0]
-        if key.strip().isdigit():
-            n = int(key)
+        n = small_int(key)
+        if n is not None:
             for meta in self.rows:
                 if meta.row == n:
                     return meta

@@ -32,6 +32,7 @@ from whenpro_core.injection.replay import ReplayResult, warm_start
 from whenpro_core.injection.verify import Verdict, check_trace, verify
 from whenpro_core.safety.textsafe import plural
 from whenpro_core.storage.fsutil import safe_name
+from whenpro_core.trace.coords import small_int
 from whenpro_core.trace.extras import INJECTION_KEY, ContinuationRecord, Injection, ModelUsage, ReplayStats
 from whenpro_core.trace.model import Annotation, GroundTruth, Outcome, Source, Step, Trace
 from whenpro_core.trace.taxonomy import Taxonomy
@@ -58,8 +59,8 @@ def resolve_step(trace: Trace, coord: str) -> int:
     Raises ConfigError naming the valid coordinates."""
     text = str(coord).strip()
     if text.startswith("#") and text[1:].isdigit():
-        index = int(text[1:])
-        if index < len(trace.steps):
+        index = small_int(text[1:])
+        if index is not None and index < len(trace.steps):
             return index
     else:
         step = trace.step_by_coord(text)

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from whenpro_core.errors import ConfigError
-from whenpro_core.formats.registry import error_summary, find_root, iter_files, names_a_file, summarize_file
+from whenpro_core.formats.registry import (
+    error_summary,
+    find_root,
+    iter_files,
+    names_a_file,
+    summarize_file,
+    without_merged,
+)
 from whenpro_core.injection.verify import check_answer
 from whenpro_core.storage.fsutil import exists
 from whenpro_core.trace.model import Modality, Outcome, TraceSummary
@@ -264,12 +271,16 @@ def walk_rows(target: str | Path) -> Iterator[TraceSummary]:
     start = Path(text) if exists(text) else None
     stop = start if start is not None and start.is_dir() else None
     direct = start is not None and names_a_file(start)
-    for path in iter_files(target):
-        try:
-            rows = summarize_file(path, find_root(path, stop=stop), direct=direct)
-        except Exception as exc:  # noqa: BLE001 - an importer bug must not end the walk
-            rows = [error_summary(path, f"{path}: internal error while importing: {type(exc).__name__}: {exc}")]
-        yield from rows
+    files = ((path, _file_rows(path, stop, direct)) for path in iter_files(target))
+    yield from without_merged(files, direct=direct)
+
+
+def _file_rows(path: Path, stop: Path | None, direct: bool) -> list[TraceSummary]:
+    """The listing rows of one file; an importer bug gives one error row."""
+    try:
+        return summarize_file(path, find_root(path, stop=stop), direct=direct)
+    except Exception as exc:  # noqa: BLE001 - an importer bug must not end the walk
+        return [error_summary(path, f"{path}: internal error while importing: {type(exc).__name__}: {exc}")]
 
 
 def split_list(text: str | Sequence[str] | None) -> list[str]:

@@ -46,6 +46,20 @@ MACNET_ROLES = {"author": (0, 0), "critic": (1, 0), "rewriter": (1, 1), "sink": 
 
 _PREFIX = re.compile(r"^\s*(?:step|round|turn)\b[\s:#]*", re.IGNORECASE)
 
+#: The longest digit string read as a number: a step, row or position past 10**18 exists in
+#: no trace, and ``int()`` refuses strings past 4,300 digits (CPython's limit).
+MAX_NUMBER_DIGITS = 18
+
+
+def small_int(text: str) -> int | None:
+    """``text`` (surrounding whitespace ignored) as a non-negative int when it is all digits
+    and at most :data:`MAX_NUMBER_DIGITS` long, else ``None``: the one reading of a
+    user-given step number, row number or 1-based position (a longer one names nothing)."""
+    digits = text.strip()
+    if not digits.isdigit() or len(digits) > MAX_NUMBER_DIGITS:
+        return None
+    return int(digits)
+
 
 def normalize_coord(value: object) -> str:
     """Canonical string form of a step coordinate for exact comparison (docs/architecture.md,
@@ -57,8 +71,9 @@ def normalize_coord(value: object) -> str:
     """
     text = _PREFIX.sub("", str(value)).strip().rstrip(".:,")
     parts = text.split(".")
-    if all(p.isdigit() for p in parts):
-        return ".".join(str(int(p)) for p in parts)
+    numbers = [small_int(p) for p in parts]
+    if all(n is not None for n in numbers):
+        return ".".join(map(str, numbers))
     return text
 
 

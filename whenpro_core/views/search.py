@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from whenpro_core.safety.textsafe import clean
 from whenpro_core.storage import jsonio
-from whenpro_core.trace.coords import normalize_coord
+from whenpro_core.trace.coords import normalize_coord, small_int
 from whenpro_core.trace.model import Step, Trace
 
 
@@ -199,10 +199,8 @@ def find_coord(trace: Trace, typed: str) -> int | None:
     if not text:
         return None
     if text.startswith("#"):
-        pos = text[1:].strip()
-        if pos.isdigit() and int(pos) < len(trace.steps):
-            return int(pos)
-        return None
+        pos = small_int(text[1:])
+        return pos if pos is not None and pos < len(trace.steps) else None
     step = trace.step_by_coord(text)
     if step is not None:
         return step.index

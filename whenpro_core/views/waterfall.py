@@ -62,11 +62,11 @@ class WaterfallRow:
 @dataclass
 class Rollup:
     """What the steps of one agent or one tool add up to: ``steps``, ``seconds`` (summed
-    durations), ``tokens`` and ``cost_usd`` (``None`` while no step records any), ``errors``."""
+    durations), ``tokens`` and ``cost_usd`` (each ``None`` while no step records any), ``errors``."""
 
     name: str
     steps: int = 0
-    seconds: float = 0.0
+    seconds: float | None = None
     tokens: int | None = None
     cost_usd: float | None = None
     errors: int = 0
@@ -74,7 +74,8 @@ class Rollup:
     def add(self, row: WaterfallRow) -> None:
         """Count one step's row in."""
         self.steps += 1
-        self.seconds += row.duration_s or 0.0
+        if row.duration_s is not None:
+            self.seconds = (self.seconds or 0.0) + row.duration_s
         if row.tokens is not None:
             self.tokens = (self.tokens or 0) + row.tokens
         if row.cost_usd is not None:

@@ -56,7 +56,7 @@ class StepFinding(TracePart):
                 return
             idx = find_coord(self.trace, text)
             if idx is None:
-                self.notify(f"No step {clean(text.strip())!r} in this trace.", severity="warning")
+                self.notify(f"No step '{clean(text.strip())}' in this trace.", severity="warning", markup=False)
                 return
             self._go_to_step(idx)
 
@@ -97,7 +97,7 @@ class StepFinding(TracePart):
         self.search = result
         self.steps.set_matches(frozenset(result.steps))
         if not result.steps:
-            self.notify(f"No match for {clean(result.query)!r}.", severity="warning")
+            self.notify(f"No match for '{clean(result.query)}'.", severity="warning", markup=False)  # as typed
             self._show_current()
             return
         idx = self.steps.step_index or 0
