@@ -103,7 +103,9 @@ def test_an_edited_preview_is_replayed_as_shown():
     gen = OfflineGenerator().generate(InjectionRequest(trace, 4, "R.3"))
     assert edit_generated(gen, gen.step.content) is gen  # untouched: the generator's own step
     text = tool_calls_text(gen.step.tool_calls)
-    calls = parse_tool_calls(text.replace("80 + 6 + 60", "80 + 5 + 70"))
+    generated = gen.step.tool_calls[0].arguments["expression"]  # R.3's own change (a constant)
+    assert generated != "80 + 5 + 70"
+    calls = parse_tool_calls(text.replace(generated, "80 + 5 + 70"))
     edited = edit_generated(gen, "Computing total = sessions + breaks + 70 = 80 + 5 + 70.", calls)
     assert edited.generator == "offline+edited" and "edited by hand" in edited.description
     result = inject(trace, 4, "R.3", PreparedGenerator(edited, 4, "R.3"), BuiltinExecutor())
