@@ -155,8 +155,10 @@ def elide_middle(text: str, width: int) -> str:
     return text[:head] + "…" + text[len(text) - tail :]
 
 
-#: Characters of a path a notice shows (:func:`shown_path`).
-SHOWN_PATH = 240
+#: Characters of a path a notice shows (:func:`shown_path`): a TUI toast line is about 42 columns
+#: wide at 80x24 and a path (one word) is cut at the line end, so a longer path lost its file name to the toast's own
+#: ellipsis (seen with pytest's xdist temp paths, about 230 characters).
+SHOWN_PATH = 40
 
 
 def shown_path(path: object, width: int = SHOWN_PATH) -> str:
