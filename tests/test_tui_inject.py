@@ -138,13 +138,13 @@ async def test_decisive_r3_injection_end_to_end(tmp_path: Path) -> None:
         assert "Numerical/calculation error" in text and "Arithmetic, unit conversion" in text
         await pick_mode(pilot, dialog, "R.3")
         # the offline mutator's preview: the tool argument and the content changed
-        assert area(dialog, "content") == "Computing total = sessions + breaks + 60 = 80 + 6 + 60."
-        assert '"expression": "80 + 6 + 60"' in area(dialog, "calls")
-        assert "Uses 6 instead of 5" in screen_text(app)
+        assert area(dialog, "content") == "Computing total = sessions + breaks + 61 = 80 + 5 + 61."
+        assert '"expression": "80 + 5 + 61"' in area(dialog, "calls")
+        assert "Uses 61 instead of 60" in screen_text(app)
         # the user edits the text before running
         await pilot.click("#inj-content")
         await pilot.press("end", *" Checked twice.")
-        assert area(dialog, "content").endswith("80 + 6 + 60. Checked twice.")
+        assert area(dialog, "content").endswith("80 + 5 + 61. Checked twice.")
         screen = await run_to_diff(pilot)
 
         # the replay streamed the injected step, then each new step, in order
