@@ -47,7 +47,8 @@ class CopyReport:
             "tmux drops it unless `set -g set-clipboard on`)" if self.in_tmux else "some terminals ignore it)"
         )
         if self.saved_to is not None:
-            return f"{via}; saved to {shown_path(self.saved_to)}"
+            # the whole path (up to 240 characters): the user needs it to open the saved file
+            return f"{via}; saved to {shown_path(self.saved_to, 240)}"
         return via + "; no clipboard tool (wl-copy, xclip, xsel, pbcopy) found."
 
 
